@@ -1,0 +1,135 @@
+//===- LigerGradOps.td - liger backward ops ---------------------*- tablegen -*-===//
+//
+// Backward ops of the liger dialect: each computes the gradients of one
+// forward op's inputs from the gradient of its outputs, with the same shape
+// rules (shared through Verification.cpp). The forward op's description names
+// its backward op; ops without one (yet) are differentiated by a lowering to
+// their decomposition.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LIGER_DIALECT_LIGER_IR_LIGERGRADOPS_TD
+#define LIGER_DIALECT_LIGER_IR_LIGERGRADOPS_TD
+
+def Liger_RMSNormGradOp : Liger_InferOp<"rms_norm_grad",
+    [AllTypesMatch<["grad", "input"]>]> {
+  let summary = "gradients of liger.rms_norm with respect to input and weight";
+  let description = [{
+    From the gradient `grad` of `y = rms_norm(x, w)`, the input `x`, the
+    weight and the `rstd` that the forward op returned (f32, `x`'s shape minus
+    the hidden dimension), computes, in f32 with `g = grad * (offset + w)`:
+
+    ```
+    dx = rstd * (g - x_hat * mean(g * x_hat))        x_hat = x * rstd
+    dw = sum over tokens of grad * x_hat              (f32 accumulation)
+    ```
+
+    `dx` has the type of `input`, `dw` the type of `weight`. `offset` and
+    `casting_mode` must be those of the forward op.
+
+    ```mlir
+    %dx, %dw = liger.rms_norm_grad %dy, %x, %w, %rstd
+        : tensor<?x4096xbf16>, tensor<4096xbf16>, tensor<?xf32>
+    ```
+  }];
+  let arguments = (ins Liger_FloatTensor:$grad, Liger_FloatTensor:$input,
+      Liger_FloatTensor:$weight, Liger_FloatTensor:$rstd,
+      DefaultValuedAttr<Liger_FiniteF32Attr, "0.0f">:$offset,
+      DefaultValuedAttr<Liger_CastingModeAttr, "::mlir::liger::CastingMode::llama">:$casting_mode);
+  let results = (outs Liger_FloatTensor:$grad_input, Liger_FloatTensor:$grad_weight);
+  let assemblyFormat = [{
+    $grad `,` $input `,` $weight `,` $rstd (`offset` `=` $offset^)?
+    (`casting` `=` custom<EnumKeyword>($casting_mode)^)?
+    attr-dict `:` type($input) `,` type($weight) `,` type($rstd)
+  }];
+}
+
+def Liger_RoPEGradOp : Liger_InferOp<"rope_grad", [AllTypesMatch<["cos", "sin"]>,
+    AllElementTypesMatch<["grad_q", "grad_k"]>]> {
+  let summary = "gradients of liger.rope with respect to q and k";
+  let description = [{
+    RoPE is a rotation, so its gradient is the inverse rotation of the
+    incoming gradients: `dq = grad_q * cos - rotate_half(grad_q * sin)`
+    (likewise for k), which equals `liger.rope` with `-sin`. Shape rules are
+    those of `liger.rope`.
+
+    ```mlir
+    %dq, %dk = liger.rope_grad %gq, %gk, %cos, %sin
+        : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<1x?x128xbf16>
+    ```
+  }];
+  let arguments = (ins Liger_FloatTensor:$grad_q, Liger_FloatTensor:$grad_k,
+      Liger_FloatTensor:$cos, Liger_FloatTensor:$sin);
+  let results = (outs Liger_FloatTensor:$grad_q_in, Liger_FloatTensor:$grad_k_in);
+  let assemblyFormat = [{
+    $grad_q `,` $grad_k `,` $cos `,` $sin attr-dict
+    `:` type($grad_q) `,` type($grad_k) `,` type($cos)
+  }];
+}
+
+def Liger_SwiGLUGradOp : Liger_InferOp<"swiglu_grad",
+    [AllTypesMatch<["grad", "gate", "up"]>]> {
+  let summary = "gradients of liger.swiglu with respect to gate and up";
+  let description = [{
+    With `s = sigmoid(gate)` recomputed in f32:
+
+    ```
+    d_up   = grad * gate * s
+    d_gate = grad * up * s * (1 + gate * (1 - s))
+    ```
+
+    Both results have the type of `gate`.
+
+    ```mlir
+    %dg, %du = liger.swiglu_grad %dh, %gate, %up : tensor<?x14336xbf16>
+    ```
+  }];
+  let arguments = (ins Liger_FloatTensor:$grad, Liger_FloatTensor:$gate,
+      Liger_FloatTensor:$up);
+  let results = (outs Liger_FloatTensor:$grad_gate, Liger_FloatTensor:$grad_up);
+  let assemblyFormat = "$grad `,` $gate `,` $up attr-dict `:` type($gate)";
+}
+
+def Liger_CrossEntropyGradOp : Liger_InferOp<"cross_entropy_grad"> {
+  let summary = "gradient of liger.cross_entropy with respect to the logits";
+  let description = [{
+    `grad_loss` is the incoming gradient: `tensor<f32>` for `reduction = mean`
+    and `reduction = sum`, `[N]` f32 for `reduction = none`. With `p =
+    softmax(z)` and the attributes of the forward op, per counted token:
+
+    ```
+    dz = grad_loss_i * scale_i * ((1 - label_smoothing) * (p - onehot(target))
+                                  + label_smoothing * (p - 1/V)
+                                  + 2 * lse_square_scale * lse * p)
+    ```
+
+    chained through the softcap's `1 - tanh^2` when `softcap` is given;
+    `scale_i` is 1 for `sum`/`none` and one over the counted tokens (or their
+    total class weight) for `mean`. Ignored tokens get zero gradient. The
+    result has the type of `logits`.
+
+    ```mlir
+    %dlogits = liger.cross_entropy_grad %logits, %target, %dloss
+        : tensor<?x128256xbf16>, tensor<?xi64>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins Liger_FloatTensor:$logits, Liger_IndexTensor:$target,
+      Liger_FloatTensor:$grad_loss, Optional<Liger_FloatTensor>:$weight,
+      DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
+      DefaultValuedAttr<Liger_UnitIntervalF32Attr, "0.0f">:$label_smoothing,
+      DefaultValuedAttr<Liger_ReductionAttr, "::mlir::liger::Reduction::mean">:$reduction,
+      OptionalAttr<Liger_PositiveF32Attr>:$softcap,
+      DefaultValuedAttr<Liger_NonNegativeF32Attr, "0.0f">:$lse_square_scale);
+  let results = (outs Liger_FloatTensor:$grad_logits);
+  let assemblyFormat = [{
+    $logits `,` $target `,` $grad_loss (`weight` `(` $weight^ `:` type($weight) `)`)?
+    (`ignore_index` `=` $ignore_index^)?
+    (`label_smoothing` `=` $label_smoothing^)?
+    (`reduction` `=` custom<EnumKeyword>($reduction)^)?
+    (`softcap` `=` $softcap^)?
+    (`lse_square_scale` `=` $lse_square_scale^)?
+    attr-dict `:` type($logits) `,` type($target) `,` type($grad_loss)
+  }];
+}
+
+#endif // LIGER_DIALECT_LIGER_IR_LIGERGRADOPS_TD

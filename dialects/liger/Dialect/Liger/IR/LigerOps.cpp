@@ -1,0 +1,373 @@
+//===- LigerOps.cpp - liger op result-type inference ----------------------===//
+//
+// inferReturnTypes for every liger op. Each one applies the op's rules from
+// Verification.cpp and builds the result types; the parser, the inferring
+// builders and the verifier (through InferTypeOpInterface) all come here.
+//
+//===----------------------------------------------------------------------===//
+
+#include "liger/Dialect/Liger/IR/LigerOps.h"
+#include "liger/Dialect/Liger/IR/Verification.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/TypeUtilities.h"
+
+using namespace mlir;
+using namespace mlir::liger;
+
+//===----------------------------------------------------------------------===//
+// EnumKeyword custom directive
+//
+// Enum attributes appear in op formats as bare words (`casting = gemma`). A
+// custom directive because the EnumAttr printer, used directly in an op
+// format, adds a space of its own after the op's `=`.
+//===----------------------------------------------------------------------===//
+
+template <typename AttrT>
+static ParseResult parseEnumKeyword(OpAsmParser &parser, AttrT &attr) {
+  using EnumT = decltype(std::declval<AttrT>().getValue());
+  SMLoc loc = parser.getCurrentLocation();
+  StringRef keyword;
+  if (parser.parseKeyword(&keyword))
+    return failure();
+  if (std::optional<EnumT> value = symbolizeEnum<EnumT>(keyword)) {
+    attr = AttrT::get(parser.getContext(), *value);
+    return success();
+  }
+  // Enum values are dense from 0; stringifyEnum returns "" past the last.
+  std::string expected;
+  for (uint32_t i = 0; !stringifyEnum(static_cast<EnumT>(i)).empty(); ++i)
+    expected += (i ? ", " : "") + stringifyEnum(static_cast<EnumT>(i)).str();
+  return parser.emitError(loc) << "expected one of " << expected << ", got '"
+                               << keyword << "'";
+}
+
+template <typename AttrT>
+static void printEnumKeyword(OpAsmPrinter &printer, Operation *, AttrT attr) {
+  printer << stringifyEnum(attr.getValue());
+}
+
+#define GET_OP_CLASSES
+#include "liger/Dialect/Liger/IR/LigerOps.cpp.inc"
+
+/// While the parser infers result types, the default-valued attributes that
+/// the text omits are not yet in the op's properties (they are filled in when
+/// the op is created). Returns an adaptor over a copy with the ODS defaults
+/// filled in, so inference reads the same values the op will have.
+template <typename OpTy>
+static typename OpTy::Adaptor withDefaults(MLIRContext *context,
+                                           typename OpTy::Adaptor adaptor) {
+  typename OpTy::Properties props = adaptor.getProperties();
+  OpTy::populateDefaultProperties(
+      OperationName(OpTy::getOperationName(), context), props);
+  return typename OpTy::Adaptor(adaptor.getOperands(), adaptor.getAttributes(),
+                                props);
+}
+
+//===----------------------------------------------------------------------===//
+// Norms
+//===----------------------------------------------------------------------===//
+
+/// Rules shared by the norms: input [..., H] with static H, weight [H];
+/// returns the input type.
+static FailureOr<RankedTensorType> verifyNormOperands(const RuleContext &ctx,
+                                                      Value input,
+                                                      Value weight) {
+  FailureOr<RankedTensorType> x =
+      verifyHiddenOperand(ctx, input.getType(), "input");
+  if (failed(x) ||
+      failed(verifyFeatureVector(ctx, weight.getType(), "weight",
+                                 x->getShape().back(),
+                                 "the hidden size of 'input'")))
+    return failure();
+  return x;
+}
+
+LogicalResult RMSNormOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &results) {
+  RuleContext ctx(loc, getOperationName());
+  FailureOr<RankedTensorType> x =
+      verifyNormOperands(ctx, adaptor.getInput(), adaptor.getWeight());
+  if (failed(x))
+    return failure();
+  results.push_back(*x);
+  if (adaptor.getWithRstd())
+    results.push_back(getRowStatsType(*x));
+  return success();
+}
+
+LogicalResult AddRMSNormOp::inferReturnTypes(MLIRContext *,
+                                             std::optional<Location> loc,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &results) {
+  RuleContext ctx(loc, getOperationName());
+  FailureOr<RankedTensorType> x =
+      verifyNormOperands(ctx, adaptor.getInput(), adaptor.getWeight());
+  if (failed(x))
+    return failure();
+  results.push_back(*x);
+  results.push_back(*x);
+  if (adaptor.getWithRstd())
+    results.push_back(getRowStatsType(*x));
+  return success();
+}
+
+LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  RuleContext ctx(loc, getOperationName());
+  FailureOr<RankedTensorType> x =
+      verifyNormOperands(ctx, adaptor.getInput(), adaptor.getWeight());
+  if (failed(x))
+    return failure();
+  if (Value bias = adaptor.getBias();
+      bias && bias.getType() != adaptor.getWeight().getType())
+    return ctx.fail("expects 'bias' to have the type of 'weight' (",
+                    adaptor.getWeight().getType(), "), got ", bias.getType());
+  results.push_back(*x);
+  return success();
+}
+
+LogicalResult RMSNormGradOp::inferReturnTypes(MLIRContext *,
+                                              std::optional<Location> loc,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &results) {
+  RuleContext ctx(loc, getOperationName());
+  FailureOr<RankedTensorType> x =
+      verifyNormOperands(ctx, adaptor.getInput(), adaptor.getWeight());
+  if (failed(x) ||
+      failed(verifyMatchesType(ctx, adaptor.getRstd().getType(), "rstd",
+                               getRowStatsType(*x),
+                               "the rows of 'input' in f32")))
+    return failure();
+  results.push_back(*x);
+  results.push_back(adaptor.getWeight().getType());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// RoPE
+//===----------------------------------------------------------------------===//
+
+LogicalResult RoPEOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &results) {
+  RuleContext ctx(loc, getOperationName());
+  if (failed(verifyRoPEOperands(ctx, adaptor.getQ().getType(),
+                                adaptor.getK().getType(),
+                                adaptor.getCos().getType(), "q", "k")))
+    return failure();
+  results.push_back(adaptor.getQ().getType());
+  results.push_back(adaptor.getK().getType());
+  return success();
+}
+
+LogicalResult RoPEGradOp::inferReturnTypes(MLIRContext *,
+                                           std::optional<Location> loc,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &results) {
+  RuleContext ctx(loc, getOperationName());
+  if (failed(verifyRoPEOperands(ctx, adaptor.getGradQ().getType(),
+                                adaptor.getGradK().getType(),
+                                adaptor.getCos().getType(), "grad_q",
+                                "grad_k")))
+    return failure();
+  results.push_back(adaptor.getGradQ().getType());
+  results.push_back(adaptor.getGradK().getType());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Projections
+//===----------------------------------------------------------------------===//
+
+static Type typeOrNull(Value v) { return v ? v.getType() : Type(); }
+
+LogicalResult LinearOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  RuleContext ctx(loc, getOperationName());
+  FailureOr<RankedTensorType> y = inferLinearType(
+      ctx, adaptor.getInput().getType(), adaptor.getWeight().getType(),
+      typeOrNull(adaptor.getBias()), Type(), Type());
+  if (failed(y))
+    return failure();
+  results.push_back(*y);
+  return success();
+}
+
+LogicalResult LoRALinearOp::inferReturnTypes(MLIRContext *,
+                                             std::optional<Location> loc,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &results) {
+  RuleContext ctx(loc, getOperationName());
+  FailureOr<RankedTensorType> y = inferLinearType(
+      ctx, adaptor.getInput().getType(), adaptor.getWeight().getType(),
+      typeOrNull(adaptor.getBias()), adaptor.getLoraA().getType(),
+      adaptor.getLoraB().getType());
+  if (failed(y))
+    return failure();
+  results.push_back(*y);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise ops (result types come from SameOperandsAndResultType)
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxOp::verify() {
+  RuleContext ctx(getLoc(), getOperationName());
+  return verifyHiddenOperand(ctx, getInput().getType(), "input");
+}
+
+LogicalResult SwiGLUGradOp::inferReturnTypes(MLIRContext *,
+                                             std::optional<Location>,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &results) {
+  // AllTypesMatch checks grad/gate/up; both gradients have their type.
+  results.append(2, adaptor.getGate().getType());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+static constexpr StringLiteral kLogitsLayout = "[tokens, vocab]";
+
+/// Pushes the loss type and, when requested, the z-loss type.
+static void pushLossTypes(MLIRContext *context, Reduction reduction,
+                          int64_t tokens, bool withZLoss,
+                          SmallVectorImpl<Type> &results) {
+  RankedTensorType loss = getLossType(context, reduction, tokens);
+  results.push_back(loss);
+  if (withZLoss)
+    results.push_back(loss);
+}
+
+LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *context,
+                                               std::optional<Location> loc,
+                                               Adaptor adaptor,
+                                               SmallVectorImpl<Type> &results) {
+  adaptor = withDefaults<CrossEntropyOp>(context, adaptor);
+  RuleContext ctx(loc, getOperationName());
+  FailureOr<RankedTensorType> logits = verifyTokenMatrix(
+      ctx, adaptor.getLogits().getType(), "logits", kLogitsLayout);
+  if (failed(logits) ||
+      failed(verifyCrossEntropyOperands(ctx, *logits,
+                                        adaptor.getTarget().getType(),
+                                        typeOrNull(adaptor.getWeight()))))
+    return failure();
+  pushLossTypes(context, adaptor.getReduction(), logits->getDimSize(0),
+                adaptor.getReturnZLoss(), results);
+  return success();
+}
+
+LogicalResult FusedLinearCrossEntropyOp::inferReturnTypes(
+    MLIRContext *context, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  adaptor = withDefaults<FusedLinearCrossEntropyOp>(context, adaptor);
+  RuleContext ctx(loc, getOperationName());
+  FailureOr<RankedTensorType> hidden = verifyTokenMatrix(
+      ctx, adaptor.getHidden().getType(), "hidden", "[tokens, hidden]");
+  if (failed(hidden))
+    return failure();
+  // The virtual logits hidden · weightᵀ + bias follow the linear rules.
+  FailureOr<RankedTensorType> logits = inferLinearType(
+      ctx, *hidden, adaptor.getWeight().getType(),
+      typeOrNull(adaptor.getBias()), Type(), Type(), "hidden");
+  if (failed(logits) ||
+      failed(verifyCrossEntropyOperands(ctx, *logits,
+                                        adaptor.getTarget().getType(), Type())))
+    return failure();
+  pushLossTypes(context, adaptor.getReduction(), logits->getDimSize(0),
+                adaptor.getReturnZLoss(), results);
+  return success();
+}
+
+LogicalResult CrossEntropyGradOp::inferReturnTypes(
+    MLIRContext *context, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  adaptor = withDefaults<CrossEntropyGradOp>(context, adaptor);
+  RuleContext ctx(loc, getOperationName());
+  FailureOr<RankedTensorType> logits = verifyTokenMatrix(
+      ctx, adaptor.getLogits().getType(), "logits", kLogitsLayout);
+  if (failed(logits) ||
+      failed(verifyCrossEntropyOperands(ctx, *logits,
+                                        adaptor.getTarget().getType(),
+                                        typeOrNull(adaptor.getWeight()))))
+    return failure();
+  Reduction reduction = adaptor.getReduction();
+  RankedTensorType expected =
+      getLossType(context, reduction, logits->getDimSize(0));
+  if (failed(verifyMatchesType(
+          ctx, adaptor.getGradLoss().getType(), "grad_loss", expected,
+          reduction == Reduction::none ? "one f32 gradient per token"
+                                       : "a scalar for a reduced loss")))
+    return failure();
+  results.push_back(*logits);
+  return success();
+}
+
+LogicalResult KLDivOp::inferReturnTypes(MLIRContext *context,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &results) {
+  adaptor = withDefaults<KLDivOp>(context, adaptor);
+  RuleContext ctx(loc, getOperationName());
+  FailureOr<RankedTensorType> input = verifyTokenMatrix(
+      ctx, adaptor.getInput().getType(), "input", kLogitsLayout);
+  if (failed(input))
+    return failure();
+  Type f32 = Float32Type::get(context);
+  if (adaptor.getReduction() == KLReduction::none)
+    results.push_back(input->clone(f32));
+  else
+    results.push_back(RankedTensorType::get({}, f32));
+  return success();
+}
+
+LogicalResult JSDOp::inferReturnTypes(MLIRContext *context,
+                                      std::optional<Location> loc,
+                                      Adaptor adaptor,
+                                      SmallVectorImpl<Type> &results) {
+  RuleContext ctx(loc, getOperationName());
+  FailureOr<RankedTensorType> input = verifyTokenMatrix(
+      ctx, adaptor.getInput().getType(), "input", kLogitsLayout);
+  if (failed(input))
+    return failure();
+  if (Value labels = adaptor.getShiftLabels()) {
+    auto shaped = dyn_cast<ShapedType>(labels.getType());
+    Type element = shaped ? shaped.getElementType()
+                          : IntegerType::get(context, 64);
+    RankedTensorType expected =
+        RankedTensorType::get({input->getDimSize(0)}, element);
+    if (failed(verifyMatchesType(ctx, labels.getType(), "shift_labels",
+                                 expected, "one label per token")))
+      return failure();
+  }
+  results.push_back(RankedTensorType::get({}, Float32Type::get(context)));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  RuleContext ctx(loc, getOperationName());
+  FailureOr<RankedTensorType> out =
+      inferAttentionType(ctx, adaptor.getQ().getType(), adaptor.getK().getType(),
+                         adaptor.getV().getType());
+  if (failed(out))
+    return failure();
+  results.push_back(*out);
+  return success();
+}

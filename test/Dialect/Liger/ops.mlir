@@ -1,0 +1,157 @@
+// Round trip of every liger op in its custom form: print, re-parse, print.
+// RUN: liger-opt %s | liger-opt | FileCheck %s
+// The generic form must round-trip to the same custom form.
+// RUN: liger-opt %s --mlir-print-op-generic | liger-opt | FileCheck %s
+
+// CHECK-LABEL: func.func @rms_norm_defaults
+// CHECK: liger.rms_norm %{{.*}}, %{{.*}} : tensor<?x4096xbf16>, tensor<4096xbf16>
+func.func @rms_norm_defaults(%x: tensor<?x4096xbf16>, %w: tensor<4096xbf16>) -> tensor<?x4096xbf16> {
+  %y = liger.rms_norm %x, %w : tensor<?x4096xbf16>, tensor<4096xbf16>
+  return %y : tensor<?x4096xbf16>
+}
+
+// CHECK-LABEL: func.func @rms_norm_gemma
+// CHECK: %[[Y:.+]], %[[R:.+]] = liger.rms_norm %{{.*}}, %{{.*}} eps = 9.99999974E-6 offset = 1.000000e+00 casting = gemma rstd : tensor<2x3x1000xf16>, tensor<1000xf32>
+// CHECK: return %[[Y]], %[[R]] : tensor<2x3x1000xf16>, tensor<2x3xf32>
+func.func @rms_norm_gemma(%x: tensor<2x3x1000xf16>, %w: tensor<1000xf32>) -> (tensor<2x3x1000xf16>, tensor<2x3xf32>) {
+  %y, %r = liger.rms_norm %x, %w eps = 1.0e-5 offset = 1.0 casting = gemma rstd : tensor<2x3x1000xf16>, tensor<1000xf32>
+  return %y, %r : tensor<2x3x1000xf16>, tensor<2x3xf32>
+}
+
+// The default eps is elided when printing.
+// CHECK-LABEL: func.func @rms_norm_default_eps_elided
+// CHECK: liger.rms_norm %{{.*}}, %{{.*}} offset = 1.000000e+00 : tensor<8x64xf32>, tensor<64xf32>
+func.func @rms_norm_default_eps_elided(%x: tensor<8x64xf32>, %w: tensor<64xf32>) -> tensor<8x64xf32> {
+  %y = liger.rms_norm %x, %w eps = 1.0e-6 offset = 1.0 : tensor<8x64xf32>, tensor<64xf32>
+  return %y : tensor<8x64xf32>
+}
+
+// CHECK-LABEL: func.func @rms_norm_none
+// CHECK: liger.rms_norm %{{.*}}, %{{.*}} casting = none : tensor<1x64xf32>, tensor<64xf32>
+func.func @rms_norm_none(%x: tensor<1x64xf32>, %w: tensor<64xf32>) -> tensor<1x64xf32> {
+  %y = liger.rms_norm %x, %w casting = none : tensor<1x64xf32>, tensor<64xf32>
+  return %y : tensor<1x64xf32>
+}
+
+// CHECK-LABEL: func.func @add_rms_norm
+// CHECK: %{{.+}}, %{{.+}}, %{{.+}} = liger.add_rms_norm %{{.*}}, %{{.*}}, %{{.*}} eps = 9.99999974E-6 rstd : tensor<?x4096xbf16>, tensor<4096xbf16>
+func.func @add_rms_norm(%h: tensor<?x4096xbf16>, %r: tensor<?x4096xbf16>, %w: tensor<4096xbf16>) -> (tensor<?x4096xbf16>, tensor<?x4096xbf16>, tensor<?xf32>) {
+  %y, %sum, %rstd = liger.add_rms_norm %h, %r, %w eps = 1.0e-5 rstd : tensor<?x4096xbf16>, tensor<4096xbf16>
+  return %y, %sum, %rstd : tensor<?x4096xbf16>, tensor<?x4096xbf16>, tensor<?xf32>
+}
+
+// CHECK-LABEL: func.func @layer_norm
+// CHECK: liger.layer_norm %{{.*}}, %{{.*}}, %{{.*}} : tensor<?x1024xf16>, tensor<1024xf16>, tensor<1024xf16>
+// CHECK: liger.layer_norm %{{.*}}, %{{.*}} eps = 9.99999997E-7 : tensor<?x1024xf16>, tensor<1024xf16>
+func.func @layer_norm(%x: tensor<?x1024xf16>, %w: tensor<1024xf16>, %b: tensor<1024xf16>) -> (tensor<?x1024xf16>, tensor<?x1024xf16>) {
+  %y = liger.layer_norm %x, %w, %b : tensor<?x1024xf16>, tensor<1024xf16>, tensor<1024xf16>
+  %z = liger.layer_norm %x, %w eps = 1.0e-6 : tensor<?x1024xf16>, tensor<1024xf16>
+  return %y, %z : tensor<?x1024xf16>, tensor<?x1024xf16>
+}
+
+// CHECK-LABEL: func.func @rope_gqa
+// CHECK: liger.rope %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<1x?x128xbf16>
+func.func @rope_gqa(%q: tensor<?x32x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %cos: tensor<1x?x128xbf16>, %sin: tensor<1x?x128xbf16>) -> (tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>) {
+  %qr, %kr = liger.rope %q, %k, %cos, %sin : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<1x?x128xbf16>
+  return %qr, %kr : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>
+}
+
+// CHECK-LABEL: func.func @linear
+// CHECK: liger.linear %{{.*}}, %{{.*}} : tensor<?x4096xbf16>, tensor<1024x4096xbf16>
+// CHECK: liger.linear %{{.*}}, %{{.*}}, %{{.*}} : tensor<3x64xf32>, tensor<32x64xf32>, tensor<32xf32>
+func.func @linear(%x: tensor<?x4096xbf16>, %w: tensor<1024x4096xbf16>, %x2: tensor<3x64xf32>, %w2: tensor<32x64xf32>, %b2: tensor<32xf32>) -> (tensor<?x1024xbf16>, tensor<3x32xf32>) {
+  %y = liger.linear %x, %w : tensor<?x4096xbf16>, tensor<1024x4096xbf16>
+  %z = liger.linear %x2, %w2, %b2 : tensor<3x64xf32>, tensor<32x64xf32>, tensor<32xf32>
+  return %y, %z : tensor<?x1024xbf16>, tensor<3x32xf32>
+}
+
+// CHECK-LABEL: func.func @lora_linear
+// CHECK: liger.lora_linear %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} scale = 2.000000e+00 : tensor<?x?x4096xbf16>, tensor<4096x4096xbf16>, tensor<16x4096xbf16>, tensor<4096x16xbf16>
+// CHECK: liger.lora_linear %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<?x?x4096xbf16>, tensor<4096x4096xbf16>, tensor<16x4096xbf16>, tensor<4096x16xbf16>, tensor<4096xbf16>
+func.func @lora_linear(%x: tensor<?x?x4096xbf16>, %w: tensor<4096x4096xbf16>, %a: tensor<16x4096xbf16>, %b: tensor<4096x16xbf16>, %bias: tensor<4096xbf16>) -> (tensor<?x?x4096xbf16>, tensor<?x?x4096xbf16>) {
+  %y = liger.lora_linear %x, %w, %a, %b scale = 2.0 : tensor<?x?x4096xbf16>, tensor<4096x4096xbf16>, tensor<16x4096xbf16>, tensor<4096x16xbf16>
+  %z = liger.lora_linear %x, %w, %a, %b, %bias : tensor<?x?x4096xbf16>, tensor<4096x4096xbf16>, tensor<16x4096xbf16>, tensor<4096x16xbf16>, tensor<4096xbf16>
+  return %y, %z : tensor<?x?x4096xbf16>, tensor<?x?x4096xbf16>
+}
+
+// CHECK-LABEL: func.func @activations
+// CHECK: liger.silu %{{.*}} : tensor<?x14336xbf16>
+// CHECK: liger.gelu %{{.*}} : tensor<?x14336xbf16>
+// CHECK: liger.gelu %{{.*}} approximate = tanh : tensor<?x14336xbf16>
+// CHECK: liger.swiglu %{{.*}}, %{{.*}} : tensor<?x14336xbf16>
+// CHECK: liger.geglu %{{.*}}, %{{.*}} approximate = tanh : tensor<?x14336xbf16>
+// CHECK: liger.add %{{.*}}, %{{.*}} : tensor<?x14336xbf16>
+// CHECK: liger.mul %{{.*}}, %{{.*}} : tensor<?x14336xbf16>
+// CHECK: liger.softmax %{{.*}} : tensor<?x14336xbf16>
+func.func @activations(%g: tensor<?x14336xbf16>, %u: tensor<?x14336xbf16>) -> tensor<?x14336xbf16> {
+  %0 = liger.silu %g : tensor<?x14336xbf16>
+  %1 = liger.gelu %0 : tensor<?x14336xbf16>
+  %2 = liger.gelu %1 approximate = tanh : tensor<?x14336xbf16>
+  %3 = liger.swiglu %2, %u : tensor<?x14336xbf16>
+  %4 = liger.geglu %3, %u approximate = tanh : tensor<?x14336xbf16>
+  %5 = liger.add %4, %u : tensor<?x14336xbf16>
+  %6 = liger.mul %5, %u : tensor<?x14336xbf16>
+  %7 = liger.softmax %6 : tensor<?x14336xbf16>
+  return %7 : tensor<?x14336xbf16>
+}
+
+// CHECK-LABEL: func.func @cross_entropy_defaults
+// CHECK: liger.cross_entropy %{{.*}}, %{{.*}} : tensor<?x128256xbf16>, tensor<?xi64>
+func.func @cross_entropy_defaults(%l: tensor<?x128256xbf16>, %t: tensor<?xi64>) -> tensor<f32> {
+  %loss = liger.cross_entropy %l, %t : tensor<?x128256xbf16>, tensor<?xi64>
+  return %loss : tensor<f32>
+}
+
+// CHECK-LABEL: func.func @cross_entropy_all_attributes
+// CHECK: liger.cross_entropy %{{.*}}, %{{.*}} weight(%{{.*}} : tensor<32000xf32>) ignore_index = -1 label_smoothing = 1.000000e-01 reduction = none softcap = 3.000000e+01 lse_square_scale = 9.99999974E-5 z_loss : tensor<8x32000xf32>, tensor<8xi32>
+func.func @cross_entropy_all_attributes(%l: tensor<8x32000xf32>, %t: tensor<8xi32>, %cw: tensor<32000xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %loss, %z = liger.cross_entropy %l, %t weight(%cw : tensor<32000xf32>) ignore_index = -1 label_smoothing = 0.1 reduction = none softcap = 30.0 lse_square_scale = 1.0e-4 z_loss : tensor<8x32000xf32>, tensor<8xi32>
+  return %loss, %z : tensor<8xf32>, tensor<8xf32>
+}
+
+// CHECK-LABEL: func.func @fused_linear_cross_entropy
+// CHECK: liger.fused_linear_cross_entropy %{{.*}}, %{{.*}}, %{{.*}} : tensor<?x4096xbf16>, tensor<128256x4096xbf16>, tensor<?xi64>
+// CHECK: liger.fused_linear_cross_entropy %{{.*}}, %{{.*}}, %{{.*}} bias(%{{.*}} : tensor<128256xbf16>) reduction = sum z_loss : tensor<?x4096xbf16>, tensor<128256x4096xbf16>, tensor<?xi64>
+func.func @fused_linear_cross_entropy(%h: tensor<?x4096xbf16>, %w: tensor<128256x4096xbf16>, %t: tensor<?xi64>, %b: tensor<128256xbf16>) -> (tensor<f32>, tensor<f32>, tensor<f32>) {
+  %0 = liger.fused_linear_cross_entropy %h, %w, %t : tensor<?x4096xbf16>, tensor<128256x4096xbf16>, tensor<?xi64>
+  %1, %2 = liger.fused_linear_cross_entropy %h, %w, %t bias(%b : tensor<128256xbf16>) reduction = sum z_loss : tensor<?x4096xbf16>, tensor<128256x4096xbf16>, tensor<?xi64>
+  return %0, %1, %2 : tensor<f32>, tensor<f32>, tensor<f32>
+}
+
+// CHECK-LABEL: func.func @divergences
+// CHECK: liger.kl_div %{{.*}}, %{{.*}} : tensor<?x32000xf32>
+// CHECK: liger.kl_div %{{.*}}, %{{.*}} reduction = none log_target eps = 9.99999996E-13 : tensor<?x32000xf32>
+// CHECK: liger.jsd %{{.*}}, %{{.*}} labels(%{{.*}} : tensor<?xi64>) beta = 1.000000e-01 ignore_index = 0 : tensor<?x32000xf32>
+func.func @divergences(%p: tensor<?x32000xf32>, %q: tensor<?x32000xf32>, %lab: tensor<?xi64>) -> (tensor<f32>, tensor<?x32000xf32>, tensor<f32>) {
+  %0 = liger.kl_div %p, %q : tensor<?x32000xf32>
+  %1 = liger.kl_div %p, %q reduction = none log_target eps = 1.0e-12 : tensor<?x32000xf32>
+  %2 = liger.jsd %p, %q labels(%lab : tensor<?xi64>) beta = 0.1 ignore_index = 0 : tensor<?x32000xf32>
+  return %0, %1, %2 : tensor<f32>, tensor<?x32000xf32>, tensor<f32>
+}
+
+// CHECK-LABEL: func.func @attention
+// CHECK: liger.attention %{{.*}}, %{{.*}}, %{{.*}} causal : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>
+// CHECK: liger.attention %{{.*}}, %{{.*}}, %{{.*}} scale = 1.250000e-01 : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>
+func.func @attention(%q: tensor<?x32x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>) -> (tensor<?x32x?x128xbf16>, tensor<?x32x?x128xbf16>) {
+  %0 = liger.attention %q, %k, %v causal : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>
+  %1 = liger.attention %q, %k, %v scale = 0.125 : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>
+  return %0, %1 : tensor<?x32x?x128xbf16>, tensor<?x32x?x128xbf16>
+}
+
+// CHECK-LABEL: func.func @backward_ops
+// CHECK: liger.rms_norm_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} casting = gemma : tensor<?x4096xbf16>, tensor<4096xf32>, tensor<?xf32>
+// CHECK: liger.rope_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<2x32x?x128xbf16>, tensor<2x8x?x128xbf16>, tensor<2x?x128xbf16>
+// CHECK: liger.swiglu_grad %{{.*}}, %{{.*}}, %{{.*}} : tensor<?x14336xbf16>
+// CHECK: liger.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} label_smoothing = 1.000000e-01 : tensor<?x32000xbf16>, tensor<?xi64>, tensor<f32>
+// CHECK: liger.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} reduction = none : tensor<?x32000xbf16>, tensor<?xi64>, tensor<?xf32>
+func.func @backward_ops(%dy: tensor<?x4096xbf16>, %x: tensor<?x4096xbf16>, %w: tensor<4096xf32>, %rstd: tensor<?xf32>,
+                        %gq: tensor<2x32x?x128xbf16>, %gk: tensor<2x8x?x128xbf16>, %cos: tensor<2x?x128xbf16>, %sin: tensor<2x?x128xbf16>,
+                        %dh: tensor<?x14336xbf16>, %g: tensor<?x14336xbf16>, %u: tensor<?x14336xbf16>,
+                        %l: tensor<?x32000xbf16>, %t: tensor<?xi64>, %dl: tensor<f32>, %dln: tensor<?xf32>) {
+  %dx, %dw = liger.rms_norm_grad %dy, %x, %w, %rstd casting = gemma : tensor<?x4096xbf16>, tensor<4096xf32>, tensor<?xf32>
+  %dq, %dk = liger.rope_grad %gq, %gk, %cos, %sin : tensor<2x32x?x128xbf16>, tensor<2x8x?x128xbf16>, tensor<2x?x128xbf16>
+  %dg, %du = liger.swiglu_grad %dh, %g, %u : tensor<?x14336xbf16>
+  %dlogits = liger.cross_entropy_grad %l, %t, %dl label_smoothing = 0.1 : tensor<?x32000xbf16>, tensor<?xi64>, tensor<f32>
+  %dlogits2 = liger.cross_entropy_grad %l, %t, %dln reduction = none : tensor<?x32000xbf16>, tensor<?xi64>, tensor<?xf32>
+  return
+}

@@ -1,0 +1,48 @@
+// liger-print-summary: counts per op kind, shared weights once, FLOPs of
+// projections; leaves the IR unchanged.
+// RUN: liger-opt %s --liger-print-summary -o /dev/null | FileCheck %s
+// RUN: liger-opt %s --liger-print-summary | FileCheck %s --check-prefix=IR
+
+// CHECK-LABEL: liger summary of @two_projections_shared_weight
+// CHECK-NEXT:   liger ops: 3
+// CHECK-NEXT:     liger.linear                 2   weights 2,048 elements   FLOP/token 4,096
+// CHECK-NEXT:     liger.silu                   1
+// CHECK-NEXT:   other ops: 0
+// The weight read by both projections is counted once: 1,024 bf16 elements.
+// CHECK-NEXT:   weights: 1,024 elements, 0.00 MiB
+// CHECK-NEXT:   projection FLOP/token: 4,096
+func.func @two_projections_shared_weight(%x: tensor<?x64xbf16>, %w: tensor<16x64xbf16>) -> (tensor<?x16xbf16>, tensor<?x16xbf16>) {
+  %a = liger.linear %x, %w : tensor<?x64xbf16>, tensor<16x64xbf16>
+  %b = liger.linear %x, %w : tensor<?x64xbf16>, tensor<16x64xbf16>
+  %c = liger.silu %b : tensor<?x16xbf16>
+  return %a, %c : tensor<?x16xbf16>, tensor<?x16xbf16>
+}
+
+// LoRA adds 2·r·(K + N) FLOPs per token: 2·(32·64) + 2·(4·64) + 2·(32·4).
+// CHECK-LABEL: liger summary of @lora
+// CHECK:     liger.lora_linear            1   weights 2,432 elements   FLOP/token 4,864
+// CHECK:   weights: 2,432 elements, 0.01 MiB
+func.func @lora(%x: tensor<?x64xf32>, %w: tensor<32x64xf32>, %a: tensor<4x64xf32>, %b: tensor<32x4xf32>) -> tensor<?x32xf32> {
+  %y = liger.lora_linear %x, %w, %a, %b scale = 2.0 : tensor<?x64xf32>, tensor<32x64xf32>, tensor<4x64xf32>, tensor<32x4xf32>
+  return %y : tensor<?x32xf32>
+}
+
+// Near-miss: a function without liger ops still gets a (zero) report, and
+// ops of other dialects are listed by name.
+// CHECK-LABEL: liger summary of @no_liger_ops
+// CHECK-NEXT:   liger ops: 0
+// CHECK-NEXT:   other ops: 1 (arith.addf x1)
+// CHECK-NEXT:   weights: 0 elements, 0.00 MiB
+// CHECK-NEXT:   projection FLOP/token: 0
+func.func @no_liger_ops(%a: f32) -> f32 {
+  %b = arith.addf %a, %a : f32
+  return %b : f32
+}
+
+// External declarations have no body and no report.
+// CHECK-NOT: liger summary of @external
+func.func private @external(tensor<4xf32>) -> tensor<4xf32>
+
+// IR-LABEL: func.func @two_projections_shared_weight
+// IR-COUNT-2: liger.linear
+// IR: liger.silu

@@ -1,0 +1,34 @@
+# lit configuration of the liger regression suite (test/).
+import os
+import shutil
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "LIGER"
+# The internal shell provides `not` and `diff`, which Debian does not ship
+# as separate tools.
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".mlir", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.liger_obj_root, "test")
+# Inputs/ folders hold fixtures read by tests, not tests; Unit/ and python/
+# have their own runners.
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py",
+                   "Unit", "python", "Integration"]
+
+llvm_config.with_system_environment(["HOME", "TMP", "TEMP", "PATH"])
+llvm_config.use_default_substitutions()  # FileCheck, not, count
+
+config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%liger_src_root", config.liger_src_root))
+config.substitutions.append(("%liger_obj_root", config.liger_obj_root))
+
+tool_dirs = [config.liger_tools_dir, config.llvm_tools_dir]
+llvm_config.add_tool_substitutions(
+    [ToolSubst("liger-opt", unresolved="fatal")], tool_dirs)
+
+cuda_home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+if os.path.exists(os.path.join(cuda_home, "bin", "ptxas")) or shutil.which("ptxas"):
+    config.available_features.add("ptxas")
