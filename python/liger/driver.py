@@ -1,0 +1,100 @@
+"""Runs liger-opt from Python and reads its reports.
+
+`find_tool` locates the binary ($LIGER_OPT, then $LIGER_BUILD_DIR/bin, then
+build/bin of this checkout, then PATH); `run_opt` runs it on MLIR text and
+raises LigerError with the tool's diagnostics when it fails; `summarize`
+parses the report of the liger-print-summary pass.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence
+
+_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+class LigerError(RuntimeError):
+    """A liger tool rejected its input or could not be run."""
+
+    def __init__(self, message: str, diagnostics: str = ""):
+        super().__init__(message + ("\n" + diagnostics if diagnostics else ""))
+        self.diagnostics = diagnostics
+
+
+def find_tool(name: str = "liger-opt") -> str:
+    """Returns the path of a liger tool or raises LigerError saying where it looked."""
+    candidates = []
+    env = os.environ.get("LIGER_OPT") if name == "liger-opt" else None
+    if env:
+        candidates.append(env)
+    if os.environ.get("LIGER_BUILD_DIR"):
+        candidates.append(os.path.join(os.environ["LIGER_BUILD_DIR"], "bin", name))
+    candidates.append(os.path.join(_REPO, "build", "bin", name))
+    for path in candidates:
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    on_path = shutil.which(name)
+    if on_path:
+        return on_path
+    raise LigerError("cannot find %s; looked in %s and on PATH. Build it with "
+                     "scripts/build.sh or set LIGER_BUILD_DIR." % (name, ", ".join(candidates)))
+
+
+def run_opt(mlir: str, args: Sequence[str] = (), tool: Optional[str] = None) -> str:
+    """Runs liger-opt with `args` on the MLIR text `mlir`; returns its stdout.
+
+    Raises LigerError carrying the diagnostics when liger-opt rejects the input.
+    """
+    exe = tool or find_tool()
+    proc = subprocess.run([exe, "-", *args], input=mlir, capture_output=True, text=True)
+    if proc.returncode < 0:
+        raise LigerError("liger-opt was killed by signal %d" % -proc.returncode, proc.stderr)
+    if proc.returncode != 0:
+        raise LigerError("liger-opt failed (exit %d)" % proc.returncode, proc.stderr.strip())
+    return proc.stdout
+
+
+@dataclass
+class Summary:
+    """The liger-print-summary report of one function."""
+
+    function: str
+    liger_ops: Dict[str, int] = field(default_factory=dict)
+    other_ops: Dict[str, int] = field(default_factory=dict)
+    weight_elements: int = 0
+    weight_mib: float = 0.0
+    projection_flops_per_token: int = 0
+
+
+def _number(text: str) -> int:
+    return int(text.replace(",", ""))
+
+
+def summarize(mlir: str, canonicalize: bool = True, tool: Optional[str] = None) -> List[Summary]:
+    """Verifies `mlir` and returns one Summary per function with a body."""
+    args = (["--canonicalize"] if canonicalize else []) + ["--liger-print-summary", "-o", os.devnull]
+    report = run_opt(mlir, args, tool)
+    summaries: List[Summary] = []
+    for line in report.splitlines():
+        if line.startswith("liger summary of @"):
+            summaries.append(Summary(function=line[len("liger summary of @"):]))
+            continue
+        if not summaries:
+            continue
+        current = summaries[-1]
+        stripped = line.strip()
+        op = re.match(r"(liger\.\w+)\s+(\d+)", stripped)
+        if op:
+            current.liger_ops[op.group(1)] = int(op.group(2))
+        elif stripped.startswith("other ops:"):
+            for name, count in re.findall(r"([\w.]+) x(\d+)", stripped):
+                current.other_ops[name] = int(count)
+        elif stripped.startswith("weights:"):
+            m = re.match(r"weights: ([\d,]+) elements, ([\d.]+) MiB", stripped)
+            current.weight_elements, current.weight_mib = _number(m.group(1)), float(m.group(2))
+        elif stripped.startswith("projection FLOP/token:"):
+            current.projection_flops_per_token = _number(stripped.split(":")[1])
+    return summaries

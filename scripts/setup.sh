@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Installs what liger needs on a fresh Debian 12 machine; safe to re-run.
+#
+#   Debian packages: LLVM/MLIR 22 (dev files, tools, FileCheck, lit), CMake,
+#                    ninja, g++, GoogleTest
+#   PyPI:            pytest, numpy
+#   CUDA toolkit:    checked, not installed: ptxas from $CUDA_HOME/bin or
+#                    /usr/local/cuda/bin (needed to build cubins, not to test)
+#
+# Only missing packages are installed; apt-get update runs only then.
+set -euo pipefail
+
+log() { printf 'setup: %s\n' "$*"; }
+
+DEB_PACKAGES=(llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
+              cmake ninja-build g++ libgtest-dev)
+missing=()
+for pkg in "${DEB_PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$pkg")
+  fi
+done
+if ((${#missing[@]})); then
+  SUDO=""
+  if [[ $(id -u) -ne 0 ]]; then
+    command -v sudo >/dev/null || { log "need root (or sudo) to install: ${missing[*]}"; exit 1; }
+    SUDO="sudo"
+  fi
+  log "installing Debian packages: ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+else
+  log "Debian packages present"
+fi
+
+MLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir
+[[ -f $MLIR_DIR/MLIRConfig.cmake ]] || { log "MLIR 22 CMake config not found in $MLIR_DIR"; exit 1; }
+[[ -x /usr/lib/llvm-22/bin/FileCheck && -x /usr/lib/llvm-22/bin/lit ]] ||
+  { log "FileCheck or lit missing from /usr/lib/llvm-22/bin (package llvm-22-tools)"; exit 1; }
+
+PYTHON=${PYTHON:-python3}
+if ! "$PYTHON" -c 'import pytest, numpy' 2>/dev/null; then
+  log "installing Python packages: pytest numpy"
+  "$PYTHON" -m pip install -q pytest numpy
+else
+  log "Python packages present"
+fi
+
+CUDA_ROOT=${CUDA_HOME:-/usr/local/cuda}
+if [[ -x $CUDA_ROOT/bin/ptxas ]]; then
+  log "ptxas: $CUDA_ROOT/bin/ptxas ($("$CUDA_ROOT/bin/ptxas" --version | tail -1))"
+elif command -v ptxas >/dev/null; then
+  log "ptxas: $(command -v ptxas) (from PATH)"
+else
+  log "WARNING: ptxas not found in \$CUDA_HOME/bin ($CUDA_ROOT/bin) or on PATH."
+  log "  Building cubins needs the CUDA toolkit (12.8 or newer for sm_90a/PTX 8.6)."
+  log "  Install it under /usr/local/cuda, or export CUDA_HOME=<toolkit root>."
+  log "  Parsing, passes and tests that need no cubin work without it."
+fi
+log "done"
