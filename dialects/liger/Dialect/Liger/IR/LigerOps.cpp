@@ -85,34 +85,36 @@ static FailureOr<RankedTensorType> verifyNormOperands(const RuleContext &ctx,
   return x;
 }
 
-LogicalResult RMSNormOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
-                                          Adaptor adaptor,
-                                          SmallVectorImpl<Type> &results) {
-  RuleContext ctx(loc, getOperationName());
+/// rms_norm and add_rms_norm: `copies` results of the input type (the
+/// normalized value, and for add_rms_norm the residual sum), then the f32
+/// rstd when requested.
+template <typename Adaptor>
+static LogicalResult inferRMSNormResults(const RuleContext &ctx,
+                                         Adaptor adaptor, unsigned copies,
+                                         SmallVectorImpl<Type> &results) {
   FailureOr<RankedTensorType> x =
       verifyNormOperands(ctx, adaptor.getInput(), adaptor.getWeight());
   if (failed(x))
     return failure();
-  results.push_back(*x);
+  results.append(copies, *x);
   if (adaptor.getWithRstd())
     results.push_back(getRowStatsType(*x));
   return success();
+}
+
+LogicalResult RMSNormOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &results) {
+  return inferRMSNormResults(RuleContext(loc, getOperationName()), adaptor,
+                             /*copies=*/1, results);
 }
 
 LogicalResult AddRMSNormOp::inferReturnTypes(MLIRContext *,
                                              std::optional<Location> loc,
                                              Adaptor adaptor,
                                              SmallVectorImpl<Type> &results) {
-  RuleContext ctx(loc, getOperationName());
-  FailureOr<RankedTensorType> x =
-      verifyNormOperands(ctx, adaptor.getInput(), adaptor.getWeight());
-  if (failed(x))
-    return failure();
-  results.push_back(*x);
-  results.push_back(*x);
-  if (adaptor.getWithRstd())
-    results.push_back(getRowStatsType(*x));
-  return success();
+  return inferRMSNormResults(RuleContext(loc, getOperationName()), adaptor,
+                             /*copies=*/2, results);
 }
 
 LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
@@ -239,6 +241,21 @@ LogicalResult SwiGLUGradOp::inferReturnTypes(MLIRContext *,
 
 static constexpr StringLiteral kLogitsLayout = "[tokens, vocab]";
 
+/// The rules of the ops that read logits [N, V], target [N] and optional
+/// class weights [V]; returns the logits type.
+template <typename Adaptor>
+static FailureOr<RankedTensorType> verifyLogitsOperands(const RuleContext &ctx,
+                                                        Adaptor adaptor) {
+  FailureOr<RankedTensorType> logits = verifyTokenMatrix(
+      ctx, adaptor.getLogits().getType(), "logits", kLogitsLayout);
+  if (failed(logits) ||
+      failed(verifyCrossEntropyOperands(ctx, *logits,
+                                        adaptor.getTarget().getType(),
+                                        typeOrNull(adaptor.getWeight()))))
+    return failure();
+  return logits;
+}
+
 /// Pushes the loss type and, when requested, the z-loss type.
 static void pushLossTypes(MLIRContext *context, Reduction reduction,
                           int64_t tokens, bool withZLoss,
@@ -255,12 +272,8 @@ LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *context,
                                                SmallVectorImpl<Type> &results) {
   adaptor = withDefaults<CrossEntropyOp>(context, adaptor);
   RuleContext ctx(loc, getOperationName());
-  FailureOr<RankedTensorType> logits = verifyTokenMatrix(
-      ctx, adaptor.getLogits().getType(), "logits", kLogitsLayout);
-  if (failed(logits) ||
-      failed(verifyCrossEntropyOperands(ctx, *logits,
-                                        adaptor.getTarget().getType(),
-                                        typeOrNull(adaptor.getWeight()))))
+  FailureOr<RankedTensorType> logits = verifyLogitsOperands(ctx, adaptor);
+  if (failed(logits))
     return failure();
   pushLossTypes(context, adaptor.getReduction(), logits->getDimSize(0),
                 adaptor.getReturnZLoss(), results);
@@ -294,12 +307,8 @@ LogicalResult CrossEntropyGradOp::inferReturnTypes(
     SmallVectorImpl<Type> &results) {
   adaptor = withDefaults<CrossEntropyGradOp>(context, adaptor);
   RuleContext ctx(loc, getOperationName());
-  FailureOr<RankedTensorType> logits = verifyTokenMatrix(
-      ctx, adaptor.getLogits().getType(), "logits", kLogitsLayout);
-  if (failed(logits) ||
-      failed(verifyCrossEntropyOperands(ctx, *logits,
-                                        adaptor.getTarget().getType(),
-                                        typeOrNull(adaptor.getWeight()))))
+  FailureOr<RankedTensorType> logits = verifyLogitsOperands(ctx, adaptor);
+  if (failed(logits))
     return failure();
   Reduction reduction = adaptor.getReduction();
   RankedTensorType expected =
