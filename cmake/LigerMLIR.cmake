@@ -25,6 +25,9 @@ include(AddLLVM)
 include(AddMLIR)
 include(HandleLLVMOptions)
 
+# add_llvm_tool() leaves tools out of `all` unless LLVM_BUILD_TOOLS is set.
+set(LLVM_BUILD_TOOLS ON)
+
 option(MLIR_LINK_MLIR_DYLIB "Link liger against libMLIR.so instead of the static MLIR libraries" ON)
 
 include_directories(SYSTEM ${LLVM_INCLUDE_DIRS} ${MLIR_INCLUDE_DIRS})
