@@ -171,8 +171,8 @@ struct PrintSummaryPass
     llvm::interleave(
         others, os,
         [&](const auto &entry) {
-          os << (&entry == &*others.begin() ? " (" : "") << entry.first
-             << " x" << entry.second;
+          os << (&entry == &*others.begin() ? " (" : "") << entry.first << " x"
+             << entry.second;
         },
         ", ");
     os << (others.empty() ? "" : ")") << "\n";

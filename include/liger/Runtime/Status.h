@@ -18,11 +18,11 @@ namespace liger::runtime {
 /// What kind of failure a Status reports.
 enum class StatusCode {
   kOk = 0,
-  kInvalidArgument,   ///< A caller passed something malformed.
-  kNotFound,          ///< A file, kernel or symbol does not exist.
-  kFailedPrecondition,///< The system is not in a state to do this (no GPU).
-  kUnavailable,       ///< A dependency (the CUDA driver) could not be loaded.
-  kInternal,          ///< A CUDA or system call failed.
+  kInvalidArgument,    ///< A caller passed something malformed.
+  kNotFound,           ///< A file, kernel or symbol does not exist.
+  kFailedPrecondition, ///< The system is not in a state to do this (no GPU).
+  kUnavailable,        ///< A dependency (the CUDA driver) could not be loaded.
+  kInternal,           ///< A CUDA or system call failed.
 };
 
 /// Returns the name of `code`, e.g. "INVALID_ARGUMENT".

@@ -36,7 +36,9 @@ protected:
   }
 
   /// A value of `type`: an argument of a block that owns nothing else.
-  Value arg(Type type) { return argBlock.addArgument(type, builder.getUnknownLoc()); }
+  Value arg(Type type) {
+    return argBlock.addArgument(type, builder.getUnknownLoc());
+  }
 
   RankedTensorType tensor(ArrayRef<int64_t> shape, Type element) {
     return RankedTensorType::get(shape, element);
@@ -101,15 +103,15 @@ TEST_F(InferTypesTest, RulesFailQuietlyWithoutALocation) {
   });
   Type f32 = builder.getF32Type();
   RuleContext quiet(std::nullopt, LinearOp::getOperationName());
-  EXPECT_TRUE(failed(inferLinearType(quiet, tensor({4, 64}, f32),
-                                     tensor({32, 48}, f32), Type(), Type(),
-                                     Type())));
+  EXPECT_TRUE(
+      failed(inferLinearType(quiet, tensor({4, 64}, f32), tensor({32, 48}, f32),
+                             Type(), Type(), Type())));
   EXPECT_EQ(emitted, 0);
 
   RuleContext loud(builder.getUnknownLoc(), LinearOp::getOperationName());
-  EXPECT_TRUE(failed(inferLinearType(loud, tensor({4, 64}, f32),
-                                     tensor({32, 48}, f32), Type(), Type(),
-                                     Type())));
+  EXPECT_TRUE(
+      failed(inferLinearType(loud, tensor({4, 64}, f32), tensor({32, 48}, f32),
+                             Type(), Type(), Type())));
   EXPECT_EQ(emitted, 1);
 }
 

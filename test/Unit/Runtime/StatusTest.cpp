@@ -11,7 +11,8 @@ namespace {
 Status failIfNegative(int value) {
   if (value < 0)
     return LIGER_MAKE_STATUS(StatusCode::kInvalidArgument,
-                             "value must be >= 0, got " + std::to_string(value));
+                             "value must be >= 0, got " +
+                                 std::to_string(value));
   return Status::ok();
 }
 

@@ -63,26 +63,27 @@ struct LoRAWithZeroScaleToLinear : OpRewritePattern<LoRALinearOp> {
 void RMSNormOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
                                             MLIRContext *context) {
   patterns.add<DropUnusedOptionalResult<RMSNormOp, &RMSNormOp::getRstd,
-                                         &Properties::setWithRstd>>(context);
+                                        &Properties::setWithRstd>>(context);
 }
 
 void AddRMSNormOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
                                                MLIRContext *context) {
   patterns.add<DropUnusedOptionalResult<AddRMSNormOp, &AddRMSNormOp::getRstd,
-                                         &Properties::setWithRstd>>(context);
+                                        &Properties::setWithRstd>>(context);
 }
 
 void CrossEntropyOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
                                                  MLIRContext *context) {
-  patterns.add<DropUnusedOptionalResult<CrossEntropyOp, &CrossEntropyOp::getZLoss,
-                                         &Properties::setReturnZLoss>>(context);
+  patterns.add<DropUnusedOptionalResult<
+      CrossEntropyOp, &CrossEntropyOp::getZLoss, &Properties::setReturnZLoss>>(
+      context);
 }
 
 void FusedLinearCrossEntropyOp::getCanonicalizationPatterns(
     RewritePatternSet &patterns, MLIRContext *context) {
   patterns.add<DropUnusedOptionalResult<FusedLinearCrossEntropyOp,
-                                         &FusedLinearCrossEntropyOp::getZLoss,
-                                         &Properties::setReturnZLoss>>(context);
+                                        &FusedLinearCrossEntropyOp::getZLoss,
+                                        &Properties::setReturnZLoss>>(context);
 }
 
 void LoRALinearOp::getCanonicalizationPatterns(RewritePatternSet &patterns,

@@ -1,4 +1,5 @@
-//===- LigerDialect.cpp - liger dialect registration -----------------------===//
+//===- LigerDialect.cpp - liger dialect registration
+//-----------------------===//
 //
 // Registers the ops and attributes of the liger dialect.
 //

@@ -40,8 +40,8 @@ static ParseResult parseEnumKeyword(OpAsmParser &parser, AttrT &attr) {
   std::string expected;
   for (uint32_t i = 0; !stringifyEnum(static_cast<EnumT>(i)).empty(); ++i)
     expected += (i ? ", " : "") + stringifyEnum(static_cast<EnumT>(i)).str();
-  return parser.emitError(loc) << "expected one of " << expected << ", got '"
-                               << keyword << "'";
+  return parser.emitError(loc)
+         << "expected one of " << expected << ", got '" << keyword << "'";
 }
 
 template <typename AttrT>
@@ -72,15 +72,13 @@ static typename OpTy::Adaptor withDefaults(MLIRContext *context,
 
 /// Rules shared by the norms: input [..., H] with static H, weight [H];
 /// returns the input type.
-static FailureOr<RankedTensorType> verifyNormOperands(const RuleContext &ctx,
-                                                      Value input,
-                                                      Value weight) {
+static FailureOr<RankedTensorType>
+verifyNormOperands(const RuleContext &ctx, Value input, Value weight) {
   FailureOr<RankedTensorType> x =
       verifyHiddenOperand(ctx, input.getType(), "input");
-  if (failed(x) ||
-      failed(verifyFeatureVector(ctx, weight.getType(), "weight",
-                                 x->getShape().back(),
-                                 "the hidden size of 'input'")))
+  if (failed(x) || failed(verifyFeatureVector(ctx, weight.getType(), "weight",
+                                              x->getShape().back(),
+                                              "the hidden size of 'input'")))
     return failure();
   return x;
 }
@@ -102,7 +100,8 @@ static LogicalResult inferRMSNormResults(const RuleContext &ctx,
   return success();
 }
 
-LogicalResult RMSNormOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult RMSNormOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &results) {
   return inferRMSNormResults(RuleContext(loc, getOperationName()), adaptor,
@@ -141,10 +140,9 @@ LogicalResult RMSNormGradOp::inferReturnTypes(MLIRContext *,
   RuleContext ctx(loc, getOperationName());
   FailureOr<RankedTensorType> x =
       verifyNormOperands(ctx, adaptor.getInput(), adaptor.getWeight());
-  if (failed(x) ||
-      failed(verifyMatchesType(ctx, adaptor.getRstd().getType(), "rstd",
-                               getRowStatsType(*x),
-                               "the rows of 'input' in f32")))
+  if (failed(x) || failed(verifyMatchesType(ctx, adaptor.getRstd().getType(),
+                                            "rstd", getRowStatsType(*x),
+                                            "the rows of 'input' in f32")))
     return failure();
   results.push_back(*x);
   results.push_back(adaptor.getWeight().getType());
@@ -155,7 +153,8 @@ LogicalResult RMSNormGradOp::inferReturnTypes(MLIRContext *,
 // RoPE
 //===----------------------------------------------------------------------===//
 
-LogicalResult RoPEOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult RoPEOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
                                        Adaptor adaptor,
                                        SmallVectorImpl<Type> &results) {
   RuleContext ctx(loc, getOperationName());
@@ -173,10 +172,9 @@ LogicalResult RoPEGradOp::inferReturnTypes(MLIRContext *,
                                            Adaptor adaptor,
                                            SmallVectorImpl<Type> &results) {
   RuleContext ctx(loc, getOperationName());
-  if (failed(verifyRoPEOperands(ctx, adaptor.getGradQ().getType(),
-                                adaptor.getGradK().getType(),
-                                adaptor.getCos().getType(), "grad_q",
-                                "grad_k")))
+  if (failed(verifyRoPEOperands(
+          ctx, adaptor.getGradQ().getType(), adaptor.getGradK().getType(),
+          adaptor.getCos().getType(), "grad_q", "grad_k")))
     return failure();
   results.push_back(adaptor.getGradQ().getType());
   results.push_back(adaptor.getGradK().getType());
@@ -189,7 +187,8 @@ LogicalResult RoPEGradOp::inferReturnTypes(MLIRContext *,
 
 static Type typeOrNull(Value v) { return v ? v.getType() : Type(); }
 
-LogicalResult LinearOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult LinearOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &results) {
   RuleContext ctx(loc, getOperationName());
@@ -248,10 +247,9 @@ static FailureOr<RankedTensorType> verifyLogitsOperands(const RuleContext &ctx,
                                                         Adaptor adaptor) {
   FailureOr<RankedTensorType> logits = verifyTokenMatrix(
       ctx, adaptor.getLogits().getType(), "logits", kLogitsLayout);
-  if (failed(logits) ||
-      failed(verifyCrossEntropyOperands(ctx, *logits,
-                                        adaptor.getTarget().getType(),
-                                        typeOrNull(adaptor.getWeight()))))
+  if (failed(logits) || failed(verifyCrossEntropyOperands(
+                            ctx, *logits, adaptor.getTarget().getType(),
+                            typeOrNull(adaptor.getWeight()))))
     return failure();
   return logits;
 }
@@ -290,9 +288,9 @@ LogicalResult FusedLinearCrossEntropyOp::inferReturnTypes(
   if (failed(hidden))
     return failure();
   // The virtual logits hidden · weightᵀ + bias follow the linear rules.
-  FailureOr<RankedTensorType> logits = inferLinearType(
-      ctx, *hidden, adaptor.getWeight().getType(),
-      typeOrNull(adaptor.getBias()), Type(), Type(), "hidden");
+  FailureOr<RankedTensorType> logits =
+      inferLinearType(ctx, *hidden, adaptor.getWeight().getType(),
+                      typeOrNull(adaptor.getBias()), Type(), Type(), "hidden");
   if (failed(logits) ||
       failed(verifyCrossEntropyOperands(ctx, *logits,
                                         adaptor.getTarget().getType(), Type())))
@@ -351,8 +349,8 @@ LogicalResult JSDOp::inferReturnTypes(MLIRContext *context,
     return failure();
   if (Value labels = adaptor.getShiftLabels()) {
     auto shaped = dyn_cast<ShapedType>(labels.getType());
-    Type element = shaped ? shaped.getElementType()
-                          : IntegerType::get(context, 64);
+    Type element =
+        shaped ? shaped.getElementType() : IntegerType::get(context, 64);
     RankedTensorType expected =
         RankedTensorType::get({input->getDimSize(0)}, element);
     if (failed(verifyMatchesType(ctx, labels.getType(), "shift_labels",
@@ -373,8 +371,8 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
                                             SmallVectorImpl<Type> &results) {
   RuleContext ctx(loc, getOperationName());
   FailureOr<RankedTensorType> out =
-      inferAttentionType(ctx, adaptor.getQ().getType(), adaptor.getK().getType(),
-                         adaptor.getV().getType());
+      inferAttentionType(ctx, adaptor.getQ().getType(),
+                         adaptor.getK().getType(), adaptor.getV().getType());
   if (failed(out))
     return failure();
   results.push_back(*out);

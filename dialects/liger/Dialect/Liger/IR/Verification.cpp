@@ -22,7 +22,9 @@ static bool compatible(int64_t a, int64_t b) {
   return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
 }
 
-static bool isSupportedFloat(Type t) { return t.isBF16() || t.isF16() || t.isF32(); }
+static bool isSupportedFloat(Type t) {
+  return t.isBF16() || t.isF16() || t.isF32();
+}
 
 static bool isSupportedInteger(Type t) {
   return t.isSignlessInteger(32) || t.isSignlessInteger(64);
@@ -147,8 +149,8 @@ LogicalResult mlir::liger::verifyRoPEOperands(const RuleContext &ctx, Type q,
   for (int64_t dim : {0, 2, 3})
     if (!compatible(qT->getDimSize(dim), kT->getDimSize(dim)))
       return ctx.fail("expects '", kName, "' to match '", qName,
-                      "' in dimension ", dim, " (", dimNames[dim], "): ",
-                      formatDim(kT->getDimSize(dim)), " vs ",
+                      "' in dimension ", dim, " (", dimNames[dim],
+                      "): ", formatDim(kT->getDimSize(dim)), " vs ",
                       formatDim(qT->getDimSize(dim)));
   int64_t cosBatch = cT->getDimSize(0);
   if (!ShapedType::isDynamic(cosBatch) && cosBatch != 1 &&
@@ -163,9 +165,9 @@ LogicalResult mlir::liger::verifyRoPEOperands(const RuleContext &ctx, Type q,
                     qName, "' (", formatDim(qT->getDimSize(2)), "), got ",
                     formatDim(cT->getDimSize(1)));
   if (cT->getDimSize(2) != qT->getDimSize(3))
-    return ctx.fail("expects dimension 2 of 'cos' to be the head dimension of '",
-                    qName, "' (", qT->getDimSize(3), "), got ",
-                    formatDim(cT->getDimSize(2)));
+    return ctx.fail(
+        "expects dimension 2 of 'cos' to be the head dimension of '", qName,
+        "' (", qT->getDimSize(3), "), got ", formatDim(cT->getDimSize(2)));
   return success();
 }
 
@@ -181,10 +183,11 @@ static FailureOr<RankedTensorType> verifyMatrix(const RuleContext &ctx,
   return tensor;
 }
 
-FailureOr<RankedTensorType>
-mlir::liger::inferLinearType(const RuleContext &ctx, Type input, Type weight,
-                             Type bias, Type loraA, Type loraB,
-                             StringRef inputName) {
+FailureOr<RankedTensorType> mlir::liger::inferLinearType(const RuleContext &ctx,
+                                                         Type input,
+                                                         Type weight, Type bias,
+                                                         Type loraA, Type loraB,
+                                                         StringRef inputName) {
   FailureOr<RankedTensorType> x = verifyHiddenOperand(ctx, input, inputName);
   if (failed(x))
     return failure();
@@ -226,8 +229,7 @@ mlir::liger::inferLinearType(const RuleContext &ctx, Type input, Type weight,
     Type biasElement = cast<RankedTensorType>(bias).getElementType();
     if (biasElement != x->getElementType())
       return ctx.fail("expects 'bias' to have the element type of '", inputName,
-                      "' (",
-                      x->getElementType(), "), got ", biasElement);
+                      "' (", x->getElementType(), "), got ", biasElement);
   }
   SmallVector<int64_t> shape(x->getShape());
   shape.back() = n;
@@ -262,7 +264,8 @@ LogicalResult mlir::liger::verifyCrossEntropyOperands(const RuleContext &ctx,
                                                       RankedTensorType logits,
                                                       Type target,
                                                       Type classWeight) {
-  FailureOr<RankedTensorType> t = verifyRank(ctx, target, "target", 1, "[tokens]");
+  FailureOr<RankedTensorType> t =
+      verifyRank(ctx, target, "target", 1, "[tokens]");
   if (failed(t))
     return failure();
   if (!compatible(t->getDimSize(0), logits.getDimSize(0)))
@@ -284,8 +287,9 @@ RankedTensorType mlir::liger::getLossType(MLIRContext *context,
   return RankedTensorType::get({}, f32);
 }
 
-FailureOr<RankedTensorType> mlir::liger::inferAttentionType(
-    const RuleContext &ctx, Type q, Type k, Type v) {
+FailureOr<RankedTensorType>
+mlir::liger::inferAttentionType(const RuleContext &ctx, Type q, Type k,
+                                Type v) {
   constexpr StringLiteral layout = "[batch, heads, seq, head_dim]";
   FailureOr<RankedTensorType> qT = verifyRank(ctx, q, "q", 4, layout);
   if (failed(qT))
@@ -321,7 +325,7 @@ FailureOr<RankedTensorType> mlir::liger::inferAttentionType(
       return ctx.fail("expects '", name, "' to have the batch size of 'q' (",
                       formatDim(qT->getDimSize(0)), "), got ",
                       formatDim(t.getDimSize(0)));
-  return RankedTensorType::get({qT->getDimSize(0), hq, qT->getDimSize(2),
-                                vT->getDimSize(3)},
-                               qT->getElementType());
+  return RankedTensorType::get(
+      {qT->getDimSize(0), hq, qT->getDimSize(2), vT->getDimSize(3)},
+      qT->getElementType());
 }

@@ -29,8 +29,7 @@ public:
       : loc(loc), opName(opName) {}
 
   /// Emits "'<op>' op <message>" at the location (if any); returns failure.
-  template <typename... Args>
-  LogicalResult fail(Args &&...args) const {
+  template <typename... Args> LogicalResult fail(Args &&...args) const {
     if (loc) {
       InFlightDiagnostic diag = emitError(*loc);
       diag << "'" << opName << "' op ";
