@@ -20,15 +20,18 @@ for pkg in "${DEB_PACKAGES[@]}"; do
     missing+=("$pkg")
   fi
 done
-if ((${#missing[@]})); then
-  SUDO=""
+apt_install() {
+  local sudo=""
   if [[ $(id -u) -ne 0 ]]; then
-    command -v sudo >/dev/null || { log "need root (or sudo) to install: ${missing[*]}"; exit 1; }
-    SUDO="sudo"
+    command -v sudo >/dev/null || { log "need root (or sudo) to install: $*"; exit 1; }
+    sudo="sudo"
   fi
-  log "installing Debian packages: ${missing[*]}"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+  log "installing Debian packages: $*"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@" >/dev/null
+}
+if ((${#missing[@]})); then
+  apt_install "${missing[@]}"
 else
   log "Debian packages present"
 fi
@@ -41,7 +44,13 @@ MLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir
 PYTHON=${PYTHON:-python3}
 if ! "$PYTHON" -c 'import pytest, numpy' 2>/dev/null; then
   log "installing Python packages: pytest numpy"
-  "$PYTHON" -m pip install -q pytest numpy
+  if ! "$PYTHON" -m pip install -q pytest numpy; then
+    # Debian's own python3 refuses pip installs (PEP 668): use its packages.
+    log "pip refused; trying Debian's python3-pytest python3-numpy"
+    apt_install python3-pytest python3-numpy
+  fi
+  "$PYTHON" -c 'import pytest, numpy' ||
+    { log "pytest/numpy still not importable by $PYTHON; set PYTHON= to another interpreter"; exit 1; }
 else
   log "Python packages present"
 fi
