@@ -9,12 +9,14 @@
 #include "liger/Dialect/Liger/IR/LigerOps.h"
 #include "liger/Transforms/Passes.h"
 
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
-#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <map>
 
 namespace mlir::liger {
 #define GEN_PASS_DEF_PRINTSUMMARYPASS
@@ -71,11 +73,11 @@ int64_t getStaticElements(Value v) {
 }
 
 int64_t getStaticBytes(Value v) {
-  auto type = dyn_cast<RankedTensorType>(v.getType());
-  if (!type || !type.hasStaticShape())
-    return 0;
-  return type.getNumElements() *
-         static_cast<int64_t>(type.getElementTypeBitWidth() / 8);
+  int64_t elements = getStaticElements(v);
+  return elements ? elements *
+                        static_cast<int64_t>(
+                            getElementTypeOrSelf(v).getIntOrFloatBitWidth() / 8)
+                  : 0;
 }
 
 /// Matrix FLOPs per token: 2·N·K per projection, plus 2·r·(K + N) for LoRA.
@@ -119,20 +121,23 @@ struct PrintSummaryPass
   }
 
   void summarize(FunctionOpInterface func, llvm::raw_ostream &os) {
-    llvm::MapVector<StringRef, KindStats> liger;
-    std::map<std::string, int64_t> others;
+    // std::map keeps the report sorted by op name whatever the op order.
+    std::map<StringRef, KindStats> liger;
+    std::map<StringRef, int64_t> others;
+    int64_t ligerCount = 0, otherCount = 0, flops = 0;
     llvm::SetVector<Value> weights;
-    int64_t flops = 0;
     func.getFunctionBody().walk([&](Operation *op) {
       // Terminators (func.return, scf.yield) carry no computation.
       if (op->hasTrait<OpTrait::IsTerminator>())
         return;
       StringRef name = op->getName().getStringRef();
       if (!isa_and_nonnull<LigerDialect>(op->getDialect())) {
-        ++others[name.str()];
+        ++others[name];
+        ++otherCount;
         return;
       }
       ++numLigerOps;
+      ++ligerCount;
       KindStats &stats = liger[name];
       ++stats.count;
       for (Value w : getParameterOperands(op)) {
@@ -144,20 +149,9 @@ struct PrintSummaryPass
       flops += opFlops;
     });
 
-    int64_t ligerCount = 0;
-    for (auto &entry : liger)
-      ligerCount += entry.second.count;
-    int64_t otherCount = 0;
-    for (auto &entry : others)
-      otherCount += entry.second;
-
     os << "liger summary of @" << func.getName() << "\n";
     os << "  liger ops: " << ligerCount << "\n";
-    // Sorted by name so the report is stable whatever the op order.
-    SmallVector<std::pair<StringRef, KindStats>> sorted(liger.begin(),
-                                                        liger.end());
-    llvm::sort(sorted, [](auto &a, auto &b) { return a.first < b.first; });
-    for (auto &[name, stats] : sorted) {
+    for (auto &[name, stats] : liger) {
       os << "    " << llvm::left_justify(name, 28)
          << llvm::right_justify(std::to_string(stats.count), 4);
       if (stats.weightElements)
@@ -168,14 +162,14 @@ struct PrintSummaryPass
       os << "\n";
     }
     os << "  other ops: " << otherCount;
-    llvm::interleave(
-        others, os,
-        [&](const auto &entry) {
-          os << (&entry == &*others.begin() ? " (" : "") << entry.first << " x"
-             << entry.second;
-        },
-        ", ");
-    os << (others.empty() ? "" : ")") << "\n";
+    if (!others.empty()) {
+      os << " (";
+      llvm::interleaveComma(others, os, [&](const auto &entry) {
+        os << entry.first << " x" << entry.second;
+      });
+      os << ")";
+    }
+    os << "\n";
     int64_t elements = 0, bytes = 0;
     for (Value w : weights) {
       elements += getStaticElements(w);
