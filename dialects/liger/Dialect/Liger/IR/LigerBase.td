@@ -113,7 +113,7 @@ def Liger_FiniteF32Attr : ConfinedAttr<F32Attr, [AttrConstraint<
 //===----------------------------------------------------------------------===//
 
 // Element widths are narrowed to bf16/f16/f32 and i32/i64 once, by the
-// LigerElementTypes trait on Liger_Op; operands only say float or integer.
+// LigerOpInvariants trait on Liger_Op; operands only say float or integer.
 def Liger_FloatTensor : RankedTensorOf<[AnyFloat]>;
 def Liger_IndexTensor : RankedTensorOf<[AnySignlessInteger]>;
 
@@ -124,7 +124,7 @@ def Liger_IndexTensor : RankedTensorOf<[AnySignlessInteger]>;
 // Every ranked-tensor operand and result has a float element type in
 // {bf16, f16, f32} or an integer one in {i32, i64}, and every attribute
 // that is not one of the op's own carries a dialect prefix.
-def Liger_ElementTypes : NativeOpTrait<"LigerElementTypes"> {
+def Liger_OpInvariants : NativeOpTrait<"LigerOpInvariants"> {
   let cppNamespace = "::mlir::liger";
 }
 
@@ -133,7 +133,7 @@ def Liger_ElementTypes : NativeOpTrait<"LigerElementTypes"> {
 // Liger_InferOp), whose inferReturnTypes applies the rules of
 // Verification.cpp.
 class Liger_Op<string mnemonic, list<Trait> traits = []>
-    : Op<Liger_Dialect, mnemonic, !listconcat([Pure, Liger_ElementTypes], traits)>;
+    : Op<Liger_Dialect, mnemonic, !listconcat([Pure, Liger_OpInvariants], traits)>;
 
 class Liger_InferOp<string mnemonic, list<Trait> traits = []>
     : Liger_Op<mnemonic, !listconcat([InferTypeOpAdaptor], traits)>;

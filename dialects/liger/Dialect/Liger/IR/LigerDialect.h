@@ -33,8 +33,8 @@ LogicalResult verifyDiscardableAttributes(Operation *op);
 /// Trait attached to every liger op (through `Liger_Op`): the element-type
 /// invariant and the attribute-name invariant of the dialect.
 template <typename ConcreteType>
-class LigerElementTypes
-    : public OpTrait::TraitBase<ConcreteType, LigerElementTypes> {
+class LigerOpInvariants
+    : public OpTrait::TraitBase<ConcreteType, LigerOpInvariants> {
 public:
   static LogicalResult verifyTrait(Operation *op) {
     if (failed(verifyElementTypes(op)))
