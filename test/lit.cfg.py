@@ -27,7 +27,8 @@ config.substitutions.append(("%liger_obj_root", config.liger_obj_root))
 
 tool_dirs = [config.liger_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(
-    [ToolSubst("liger-opt", unresolved="fatal")], tool_dirs)
+    [ToolSubst("liger-opt", unresolved="fatal"),
+     ToolSubst("liger-cpu-runner", unresolved="fatal")], tool_dirs)
 
 cuda_home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
 if os.path.exists(os.path.join(cuda_home, "bin", "ptxas")) or shutil.which("ptxas"):

@@ -352,10 +352,16 @@ def Liger_CrossEntropyOp : Liger_InferOp<"cross_entropy"> {
     ```
 
     Tokens whose target equals `ignore_index` contribute 0 and are not
-    counted. `reduction = mean` (default) divides the sum by the number of
-    counted tokens (by their total class weight when `weight` is given),
-    `sum` sums, `none` returns `[N]`. With `z_loss`, a second result returns
-    the z-loss term alone, reduced the same way. Results are f32.
+    counted. With class weights `w`, the first term is scaled by `w[target]`
+    and the smoothing term becomes `sum_v w_v (lse - z_v) / V` (PyTorch's
+    `F.cross_entropy`); the z-loss term is not weighted. `reduction = mean`
+    (default) divides the weighted terms by the total `w[target]` of the
+    counted tokens (their number without weights) and the z-loss term by the
+    number of counted tokens (0/0, NaN, when every token is ignored, as in
+    PyTorch); `sum` sums; `none` returns `[N]`. A target that is neither
+    `ignore_index` nor in `[0, V)` gives a NaN loss for its token. With
+    `z_loss`, a second result returns the z-loss term alone, reduced the same
+    way. Results are f32.
 
     ```mlir
     %loss = liger.cross_entropy %logits, %target : tensor<?x128256xbf16>, tensor<?xi64>
@@ -465,10 +471,11 @@ def Liger_JSDOp : Liger_InferOp<"jsd", [AllTypesMatch<["input", "target"]>]> {
     jsd_i = beta * KL(P || M) + (1 - beta) * KL(Q || M)
     ```
 
-    `beta = 0` and `beta = 1` reduce to the forward and reverse KL. With
-    `shift_labels` `[N]`, tokens whose label equals `ignore_index` are
-    skipped. The result is the f32 sum over counted tokens divided by their
-    number.
+    At the ends, as in Liger-Kernel, `beta = 0` is the forward KL `KL(P ||
+    Q)` and `beta = 1` the reverse KL `KL(Q || P)` (where the formula above
+    would vanish). With `shift_labels` `[N]`, tokens whose label equals
+    `ignore_index` are skipped. The result is the f32 sum over counted tokens
+    divided by their number.
 
     ```mlir
     %l = liger.jsd %student, %teacher beta = 5.000000e-01 : tensor<?x32000xbf16>

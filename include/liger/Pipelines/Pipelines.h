@@ -1,0 +1,52 @@
+//===- Pipelines.h - liger pass pipelines -----------------------*- C++ -*-===//
+//
+// The pass pipelines of the compiler, as C++ builders with typed options.
+// Tools and the Python package call these builders; nothing else assembles
+// pass lists.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LIGER_PIPELINES_PIPELINES_H
+#define LIGER_PIPELINES_PIPELINES_H
+
+#include "mlir/Pass/PassOptions.h"
+
+namespace mlir {
+class OpPassManager;
+} // namespace mlir
+
+namespace mlir::liger {
+
+/// Options of `liger-cpu-pipeline`.
+struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
+  PassOptions::Option<bool> cleanup{
+      *this, "cleanup",
+      llvm::cl::desc("Canonicalize and CSE after the linalg lowering"),
+      llvm::cl::init(true)};
+};
+
+/// Stage 1, reference semantics. Pre: liger ops on tensors in func.func
+/// bodies. Post: no liger op is left; linalg/tensor/arith/math on tensors.
+void buildCPUReferenceStage(OpPassManager &pm, const CPUPipelineOptions &opts);
+
+/// Stage 2, bufferization. Pre: stage 1's post-condition. Post: memrefs with
+/// identity layouts at function boundaries (results are returned buffers the
+/// caller owns); temporaries are deallocated.
+void buildCPUBufferizeStage(OpPassManager &pm, const CPUPipelineOptions &opts);
+
+/// Stage 3, to the LLVM dialect. Pre: stage 2's post-condition. Post: only
+/// the llvm dialect; math functions without an LLVM intrinsic call libm; bf16
+/// conversions are expanded to integer arithmetic so no runtime helper is
+/// needed.
+void buildCPUToLLVMStage(OpPassManager &pm, const CPUPipelineOptions &opts);
+
+/// `liger-cpu-pipeline`: the three stages above, from liger ops to the LLVM
+/// dialect, ready for the ExecutionEngine (liger/Target/CPURunner.h).
+void buildCPUPipeline(OpPassManager &pm, const CPUPipelineOptions &opts);
+
+/// Registers the pipelines above with the pass registry.
+void registerLigerPipelines();
+
+} // namespace mlir::liger
+
+#endif // LIGER_PIPELINES_PIPELINES_H

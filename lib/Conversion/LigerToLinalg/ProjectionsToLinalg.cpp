@@ -1,0 +1,303 @@
+//===- ProjectionsToLinalg.cpp - lower projections, RoPE, attention -------===//
+//
+// linear, lora_linear and attention become f32-accumulating linalg.generic
+// contractions followed by an elementwise pass that applies the epilogue
+// (bias, LoRA scale, softmax) and rounds; rope and rope_grad gather the
+// rotate-half partner of each element with tensor.extract.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LoweringUtils.h"
+
+#include "liger/Conversion/LigerToLinalg/LigerToLinalg.h"
+#include "liger/Dialect/Liger/IR/LigerOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::liger;
+using namespace mlir::liger::lowering;
+
+namespace {
+
+Type elementTypeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getElementType();
+}
+
+/// Rounds the f32 accumulator `acc` [..., N] (+ the optional f32-extended
+/// `bias` [N]) to `elem`.
+Value roundAccumulator(OpBuilder &b, Location loc, Value acc, Value bias,
+                       Type elem) {
+  SmallVector<RowOperand> ins = {{acc, Access::Full}};
+  if (bias)
+    ins.push_back({bias, Access::Feature});
+  return mapRows(
+      b, loc, sizesOf(b, loc, acc), ins, {elem},
+      [&](OpBuilder &nb, Location nloc, ValueRange args) -> SmallVector<Value> {
+        Value v = args[0];
+        if (args.size() > 1)
+          v = arith::AddFOp::create(nb, nloc, v, toF32(nb, nloc, args[1]));
+        return {fromF32(nb, nloc, v, elem)};
+      })[0];
+}
+
+struct LowerLinear : OpConversionPattern<LinearOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(LinearOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput();
+    Value acc = matmulTransposedB(rewriter, loc, x, adaptor.getWeight());
+    rewriter.replaceOp(op,
+                       roundAccumulator(rewriter, loc, acc, adaptor.getBias(),
+                                        elementTypeOf(x)));
+    return success();
+  }
+};
+
+struct LowerLoRALinear : OpConversionPattern<LoRALinearOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(LoRALinearOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    Value x = adaptor.getInput();
+    Type elem = elementTypeOf(x);
+    double scale = op.getScale().convertToDouble();
+    // PEFT rounds the low-rank intermediate x · Aᵀ to the input dtype.
+    Value low = roundAccumulator(
+        b, loc, matmulTransposedB(b, loc, x, adaptor.getLoraA()), {}, elem);
+    Value lowOut = matmulTransposedB(b, loc, low, adaptor.getLoraB());
+    Value main = matmulTransposedB(b, loc, x, adaptor.getWeight());
+    SmallVector<RowOperand> ins = {{main, Access::Full},
+                                   {lowOut, Access::Full}};
+    if (Value bias = adaptor.getBias())
+      ins.push_back({bias, Access::Feature});
+    Value y = mapRows(
+        b, loc, sizesOf(b, loc, main), ins, {elem},
+        [&](OpBuilder &nb, Location nloc,
+            ValueRange args) -> SmallVector<Value> {
+          Value v = arith::AddFOp::create(
+              nb, nloc, args[0],
+              arith::MulFOp::create(nb, nloc, f32(nb, nloc, scale), args[1]));
+          if (args.size() > 2)
+            v = arith::AddFOp::create(nb, nloc, v, toF32(nb, nloc, args[2]));
+          return {fromF32(nb, nloc, v, elem)};
+        })[0];
+    rewriter.replaceOp(op, y);
+    return success();
+  }
+};
+
+/// RoPE of one [B, H, T, D] tensor with cos/sin [B or 1, T, D], in the
+/// rotate-half convention. With `inverse` (the gradient), applies the
+/// transposed rotation: out[d] = x[d] cos[d] - sign(d) x[p] sin[p], where p is
+/// d's partner in the other half and sign(d) is -1 in the first half.
+Value buildRoPE(OpBuilder &b, Location loc, Value x, Value cos, Value sin,
+                bool inverse) {
+  auto xType = cast<RankedTensorType>(x.getType());
+  Type elem = xType.getElementType();
+  int64_t half = xType.getShape().back() / 2;
+  // The tables' batch dimension is 1 (broadcast) or the batch size; a
+  // dynamic one is read at run time.
+  Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+  Value cosBatch = tensor::DimOp::create(b, loc, cos, 0);
+  Value broadcastBatch =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, cosBatch,
+                            arith::ConstantIndexOp::create(b, loc, 1));
+  return mapRows(
+      b, loc, sizesOf(b, loc, x), {{x, Access::Full}}, {elem},
+      [&](OpBuilder &nb, Location nloc, ValueRange args) -> SmallVector<Value> {
+        Value bi = loopIndex(nb, nloc, 0), hi = loopIndex(nb, nloc, 1);
+        Value ti = loopIndex(nb, nloc, 2), di = loopIndex(nb, nloc, 3);
+        Value halfIdx = arith::ConstantIndexOp::create(nb, nloc, half);
+        Value firstHalf = arith::CmpIOp::create(
+            nb, nloc, arith::CmpIPredicate::ult, di, halfIdx);
+        Value partner = arith::SelectOp::create(
+            nb, nloc, firstHalf, arith::AddIOp::create(nb, nloc, di, halfIdx),
+            arith::SubIOp::create(nb, nloc, di, halfIdx));
+        Value tableBatch =
+            arith::SelectOp::create(nb, nloc, broadcastBatch, c0, bi);
+        auto table = [&](Value t, Value d) {
+          return toF32(nb, nloc,
+                       tensor::ExtractOp::create(
+                           nb, nloc, t, ValueRange{tableBatch, ti, d}));
+        };
+        Value xv = toF32(nb, nloc, args[0]);
+        Value xp = toF32(nb, nloc,
+                         tensor::ExtractOp::create(
+                             nb, nloc, x, ValueRange{bi, hi, ti, partner}));
+        // rotate_half(x)[d] = -x[d + D/2] in the first half, x[d - D/2] in
+        // the second.
+        Value sign = arith::SelectOp::create(
+            nb, nloc, firstHalf, f32(nb, nloc, -1.0), f32(nb, nloc, 1.0));
+        Value rotated = arith::MulFOp::create(nb, nloc, sign, xp);
+        Value sinv = table(sin, inverse ? partner : di);
+        Value term = arith::MulFOp::create(nb, nloc, rotated, sinv);
+        Value base = arith::MulFOp::create(nb, nloc, xv, table(cos, di));
+        Value out = inverse
+                        ? Value(arith::SubFOp::create(nb, nloc, base, term))
+                        : Value(arith::AddFOp::create(nb, nloc, base, term));
+        return {fromF32(nb, nloc, out, elem)};
+      })[0];
+}
+
+template <typename OpTy, bool Inverse>
+struct LowerRoPEFamily : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    ValueRange operands = adaptor.getOperands();
+    Value cos = operands[2], sin = operands[3];
+    Value q = buildRoPE(rewriter, loc, operands[0], cos, sin, Inverse);
+    Value k = buildRoPE(rewriter, loc, operands[1], cos, sin, Inverse);
+    rewriter.replaceOp(op, {q, k});
+    return success();
+  }
+};
+
+/// Scaled dot-product attention: scores = scale q·kᵀ (f32, K/V heads shared
+/// by groups of query heads), the causal mask, a softmax over the key axis,
+/// then p·v accumulated in f32 and rounded to q's type.
+struct LowerAttention : OpConversionPattern<AttentionOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(AttentionOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    MLIRContext *ctx = b.getContext();
+    Value q = adaptor.getQ(), k = adaptor.getK(), v = adaptor.getV();
+    auto qType = cast<RankedTensorType>(q.getType());
+    auto kType = cast<RankedTensorType>(k.getType());
+    auto vType = cast<RankedTensorType>(v.getType());
+    int64_t group = qType.getDimSize(1) / kType.getDimSize(1);
+    double scale = op.getScale()
+                       ? op.getScale()->convertToDouble()
+                       : 1.0 / std::sqrt(double(qType.getShape().back()));
+    SmallVector<OpFoldResult> qSizes = sizesOf(b, loc, q);
+    SmallVector<OpFoldResult> kSizes = sizesOf(b, loc, k);
+    auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+    auto reduceLast = [](unsigned n) {
+      SmallVector<utils::IteratorType> it(n, utils::IteratorType::parallel);
+      it.back() = utils::IteratorType::reduction;
+      return it;
+    };
+    Type f32Type = b.getF32Type();
+
+    // scores[b, h, t, s] = sum_d q[b, h, t, d] k[b, h / group, s, d].
+    SmallVector<OpFoldResult> scoreSizes = {qSizes[0], qSizes[1], qSizes[2],
+                                            kSizes[2]};
+    Value scoreAcc = filledTensor(b, loc, scoreSizes, f32Type, 0.0);
+    SmallVector<AffineMap> scoreMaps = {
+        AffineMap::get(5, 0, {d(0), d(1), d(2), d(4)}, ctx),
+        AffineMap::get(5, 0, {d(0), d(1).floorDiv(group), d(3), d(4)}, ctx),
+        AffineMap::get(5, 0, {d(0), d(1), d(2), d(3)}, ctx)};
+    Value scores =
+        linalg::GenericOp::create(
+            b, loc, TypeRange{scoreAcc.getType()}, ValueRange{q, k},
+            ValueRange{scoreAcc}, scoreMaps, reduceLast(5),
+            [&](OpBuilder &nb, Location nloc, ValueRange args) {
+              Value prod = arith::MulFOp::create(
+                  nb, nloc, toF32(nb, nloc, args[0]), toF32(nb, nloc, args[1]));
+              linalg::YieldOp::create(
+                  nb, nloc,
+                  ValueRange{arith::AddFOp::create(nb, nloc, args[2], prod)});
+            })
+            .getResult(0);
+
+    // Scale and mask: key j is masked for query i when j > i + (S - T).
+    Value tLen = getValueOrCreateConstantIndexOp(b, loc, qSizes[2]);
+    Value sLen = getValueOrCreateConstantIndexOp(b, loc, kSizes[2]);
+    Value shift = arith::SubIOp::create(b, loc, sLen, tLen);
+    bool causal = op.getCausal();
+    Value masked = mapRows(
+        b, loc, scoreSizes, {{scores, Access::Full}}, {f32Type},
+        [&](OpBuilder &nb, Location nloc,
+            ValueRange args) -> SmallVector<Value> {
+          Value s =
+              arith::MulFOp::create(nb, nloc, args[0], f32(nb, nloc, scale));
+          if (!causal)
+            return {s};
+          Value limit =
+              arith::AddIOp::create(nb, nloc, loopIndex(nb, nloc, 2), shift);
+          Value isMasked =
+              arith::CmpIOp::create(nb, nloc, arith::CmpIPredicate::sgt,
+                                    loopIndex(nb, nloc, 3), limit);
+          return {arith::SelectOp::create(nb, nloc, isMasked,
+                                          f32(nb, nloc, -INFINITY), s)};
+        })[0];
+
+    // Softmax over the key axis, in f32.
+    Value rowMax = reduceRows(
+        b, loc, scoreSizes, {{masked, Access::Full}}, -INFINITY,
+        [](OpBuilder &nb, Location nloc,
+           ValueRange args) -> SmallVector<Value> {
+          return {arith::MaximumFOp::create(nb, nloc, args[1], args[0])};
+        });
+    auto expShifted = [](OpBuilder &nb, Location nloc, Value x, Value m) {
+      return math::ExpOp::create(nb, nloc,
+                                 arith::SubFOp::create(nb, nloc, x, m));
+    };
+    Value sumExp = reduceRows(
+        b, loc, scoreSizes, {{masked, Access::Full}, {rowMax, Access::Row}},
+        0.0,
+        [&](OpBuilder &nb, Location nloc,
+            ValueRange args) -> SmallVector<Value> {
+          return {arith::AddFOp::create(
+              nb, nloc, args[2], expShifted(nb, nloc, args[0], args[1]))};
+        });
+    Value probs = mapRows(
+        b, loc, scoreSizes,
+        {{masked, Access::Full}, {rowMax, Access::Row}, {sumExp, Access::Row}},
+        {f32Type},
+        [&](OpBuilder &nb, Location nloc,
+            ValueRange args) -> SmallVector<Value> {
+          return {arith::DivFOp::create(
+              nb, nloc, expShifted(nb, nloc, args[0], args[1]), args[2])};
+        })[0];
+
+    // out[b, h, t, e] = sum_s p[b, h, t, s] v[b, h / group, s, e].
+    SmallVector<OpFoldResult> outSizes = {qSizes[0], qSizes[1], qSizes[2],
+                                          b.getIndexAttr(vType.getDimSize(3))};
+    Value outAcc = filledTensor(b, loc, outSizes, f32Type, 0.0);
+    SmallVector<AffineMap> outMaps = {
+        AffineMap::get(5, 0, {d(0), d(1), d(2), d(4)}, ctx),
+        AffineMap::get(5, 0, {d(0), d(1).floorDiv(group), d(4), d(3)}, ctx),
+        AffineMap::get(5, 0, {d(0), d(1), d(2), d(3)}, ctx)};
+    Value out =
+        linalg::GenericOp::create(
+            b, loc, TypeRange{outAcc.getType()}, ValueRange{probs, v},
+            ValueRange{outAcc}, outMaps, reduceLast(5),
+            [&](OpBuilder &nb, Location nloc, ValueRange args) {
+              Value prod = arith::MulFOp::create(nb, nloc, args[0],
+                                                 toF32(nb, nloc, args[1]));
+              linalg::YieldOp::create(
+                  nb, nloc,
+                  ValueRange{arith::AddFOp::create(nb, nloc, args[2], prod)});
+            })
+            .getResult(0);
+    rewriter.replaceOp(
+        op, roundAccumulator(b, loc, out, {}, qType.getElementType()));
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::liger::populateLowerProjectionsToLinalgPatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<LowerLinear, LowerLoRALinear, LowerRoPEFamily<RoPEOp, false>,
+               LowerRoPEFamily<RoPEGradOp, true>, LowerAttention>(
+      patterns.getContext());
+}

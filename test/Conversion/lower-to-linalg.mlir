@@ -1,0 +1,149 @@
+// RUN: liger-opt %s --liger-lower-to-linalg --split-input-file | FileCheck %s --implicit-check-not="liger."
+
+// llama casting: x * rstd is rounded to bf16 before the weight multiply, and
+// offset + weight is rounded in the weight's dtype.
+// CHECK-LABEL: func.func @rms_norm_llama
+//  CHECK-SAME:   (%[[X:.+]]: tensor<?x8xbf16>, %[[W:.+]]: tensor<8xbf16>)
+//       CHECK:   %[[DIM:.+]] = tensor.dim %[[X]], %{{.+}} : tensor<?x8xbf16>
+//       CHECK:   %[[SUMSQ:.+]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]{{.*}} ins(%[[X]] : tensor<?x8xbf16>)
+//       CHECK:   %[[RSTD:.+]] = linalg.generic
+//       CHECK:     math.rsqrt
+//       CHECK:   %[[INIT:.+]] = tensor.empty(%[[DIM]]) : tensor<?x8xbf16>
+//       CHECK:   linalg.generic {{.*}} ins(%[[X]], %[[W]], %[[RSTD]] : tensor<?x8xbf16>, tensor<8xbf16>, tensor<?xf32>) outs(%[[INIT]] : tensor<?x8xbf16>)
+//       CHECK:     %[[N:.+]] = arith.mulf %{{.+}}, %{{.+}} : f32
+//  CHECK-NEXT:     %[[NR:.+]] = arith.truncf %[[N]] : f32 to bf16
+//  CHECK-NEXT:     arith.extf %[[NR]] : bf16 to f32
+func.func @rms_norm_llama(%x: tensor<?x8xbf16>, %w: tensor<8xbf16>) -> tensor<?x8xbf16> {
+  %y = liger.rms_norm %x, %w eps = 1.0e-5 : tensor<?x8xbf16>, tensor<8xbf16>
+  return %y : tensor<?x8xbf16>
+}
+
+// -----
+
+// gemma casting: everything in f32, one rounding at the end.
+// CHECK-LABEL: func.func @rms_norm_gemma
+//       CHECK:   math.rsqrt
+//       CHECK:   linalg.generic
+//   CHECK-NOT:     arith.truncf
+//       CHECK:     arith.truncf %{{.+}} : f32 to bf16
+//  CHECK-NEXT:     linalg.yield
+func.func @rms_norm_gemma(%x: tensor<?x8xbf16>, %w: tensor<8xf32>) -> tensor<?x8xbf16> {
+  %y = liger.rms_norm %x, %w offset = 1.0 casting = gemma : tensor<?x8xbf16>, tensor<8xf32>
+  return %y : tensor<?x8xbf16>
+}
+
+// -----
+
+// The rstd result is the row statistic itself.
+// CHECK-LABEL: func.func @rms_norm_rstd
+//       CHECK:   linalg.generic
+//       CHECK:   %[[RSTD:.+]] = linalg.generic
+//       CHECK:     math.rsqrt
+//       CHECK:   %[[Y:.+]] = linalg.generic
+//       CHECK:   return %[[Y]], %[[RSTD]] : tensor<2x?x16xf32>, tensor<2x?xf32>
+func.func @rms_norm_rstd(%x: tensor<2x?x16xf32>, %w: tensor<16xf32>) -> (tensor<2x?x16xf32>, tensor<2x?xf32>) {
+  %y, %r = liger.rms_norm %x, %w rstd : tensor<2x?x16xf32>, tensor<16xf32>
+  return %y, %r : tensor<2x?x16xf32>, tensor<2x?xf32>
+}
+
+// -----
+
+// x · Wᵀ: one contraction with k innermost, accumulated in f32, then a
+// rounding pass that adds the bias.
+// CHECK-DAG: #{{.+}} = affine_map<(d0, d1, d2) -> (d0, d2)>
+// CHECK-DAG: #{{.+}} = affine_map<(d0, d1, d2) -> (d1, d2)>
+// CHECK-DAG: #{{.+}} = affine_map<(d0, d1, d2) -> (d0, d1)>
+// CHECK-LABEL: func.func @linear_bias
+//       CHECK:   %[[ACC:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%{{.+}} : tensor<?x32xf32>)
+//       CHECK:   linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]
+//  CHECK-SAME:     outs(%[[ACC]] : tensor<?x32xf32>)
+//       CHECK:   arith.addf
+//       CHECK:   arith.truncf %{{.+}} : f32 to bf16
+func.func @linear_bias(%x: tensor<?x64xbf16>, %w: tensor<32x64xbf16>, %b: tensor<32xbf16>) -> tensor<?x32xbf16> {
+  %y = liger.linear %x, %w, %b : tensor<?x64xbf16>, tensor<32x64xbf16>, tensor<32xbf16>
+  return %y : tensor<?x32xbf16>
+}
+
+// -----
+
+// A dynamic table batch is resolved at run time: broadcast when it is 1.
+// CHECK-LABEL: func.func @rope_dynamic_table_batch
+//  CHECK-SAME:   %[[COS:[a-z0-9]+]]: tensor<?x?x8xf32>
+//       CHECK:   %[[TB:.+]] = tensor.dim %[[COS]], %{{.+}} : tensor<?x?x8xf32>
+//       CHECK:   %[[BCAST:.+]] = arith.cmpi eq, %[[TB]], %{{.+}} : index
+//       CHECK:   linalg.generic
+//       CHECK:     %[[B:.+]] = linalg.index 0 : index
+//       CHECK:     %[[ROW:.+]] = arith.select %[[BCAST]], %{{.+}}, %[[B]] : index
+//       CHECK:     tensor.extract %[[COS]][%[[ROW]], %{{.+}}, %{{.+}}]
+func.func @rope_dynamic_table_batch(%q: tensor<?x2x?x8xf32>, %k: tensor<?x1x?x8xf32>, %c: tensor<?x?x8xf32>) -> (tensor<?x2x?x8xf32>, tensor<?x1x?x8xf32>) {
+  %qr, %kr = liger.rope %q, %k, %c, %c : tensor<?x2x?x8xf32>, tensor<?x1x?x8xf32>, tensor<?x?x8xf32>
+  return %qr, %kr : tensor<?x2x?x8xf32>, tensor<?x1x?x8xf32>
+}
+
+// -----
+
+// The target logit is read at a clamped index (0 for ignored or
+// out-of-range targets); out-of-range targets give NaN.
+// CHECK-LABEL: func.func @cross_entropy_guards_the_target_read
+//       CHECK:   %[[IDX:.+]]:4 = linalg.generic
+//       CHECK:     %[[CAST:.+]] = arith.index_cast %{{.+}} : i64 to index
+//       CHECK:     arith.select %{{.+}}, %[[CAST]], %{{.+}} : index
+//       CHECK:   linalg.generic
+//       CHECK:     tensor.extract %{{.+}}[%{{.+}}, %{{.+}}] : tensor<?x100xf32>
+//       CHECK:     arith.constant 0x7FC00000 : f32
+func.func @cross_entropy_guards_the_target_read(%x: tensor<?x100xf32>, %t: tensor<?xi64>) -> tensor<f32> {
+  %l = liger.cross_entropy %x, %t : tensor<?x100xf32>, tensor<?xi64>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Grouped-query attention: query head h reads key/value head h floordiv 2.
+// CHECK: #{{.+}} = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1 floordiv 2, d3, d4)>
+// CHECK-LABEL: func.func @attention_gqa
+func.func @attention_gqa(%q: tensor<1x4x?x8xbf16>, %k: tensor<1x2x?x8xbf16>, %v: tensor<1x2x?x8xbf16>) -> tensor<1x4x?x8xbf16> {
+  %o = liger.attention %q, %k, %v causal : tensor<1x4x?x8xbf16>, tensor<1x2x?x8xbf16>, tensor<1x2x?x8xbf16>
+  return %o : tensor<1x4x?x8xbf16>
+}
+
+// -----
+
+// fused_linear_cross_entropy means the linear projection (logits rounded to
+// the input dtype) then cross-entropy.
+// CHECK-LABEL: func.func @flce
+//       CHECK:   iterator_types = ["parallel", "parallel", "reduction"]
+//       CHECK:   arith.truncf %{{.+}} : f32 to bf16
+//       CHECK:   math.log
+func.func @flce(%h: tensor<?x16xbf16>, %w: tensor<40x16xbf16>, %t: tensor<?xi32>) -> tensor<f32> {
+  %l = liger.fused_linear_cross_entropy %h, %w, %t : tensor<?x16xbf16>, tensor<40x16xbf16>, tensor<?xi32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Near-miss: ops of other dialects around liger ops are left as they are.
+// CHECK-LABEL: func.func @leaves_other_ops_alone
+//       CHECK:   %[[E:.+]] = tensor.expand_shape
+//       CHECK:   %[[S:.+]] = linalg.generic
+//       CHECK:   %[[C:.+]] = tensor.collapse_shape %[[S]]
+//       CHECK:   %[[F:.+]] = call @other(%[[C]])
+//       CHECK:   return %[[F]]
+func.func private @other(tensor<?x64xf32>) -> tensor<?x64xf32>
+func.func @leaves_other_ops_alone(%x: tensor<?x64xf32>, %n: index) -> tensor<?x64xf32> {
+  %e = tensor.expand_shape %x [[0], [1, 2]] output_shape [%n, 2, 32] : tensor<?x64xf32> into tensor<?x2x32xf32>
+  %s = liger.silu %e : tensor<?x2x32xf32>
+  %c = tensor.collapse_shape %s [[0], [1, 2]] : tensor<?x2x32xf32> into tensor<?x64xf32>
+  %f = func.call @other(%c) : (tensor<?x64xf32>) -> tensor<?x64xf32>
+  return %f : tensor<?x64xf32>
+}
+
+// -----
+
+// Near-miss: a function without liger ops is unchanged.
+// CHECK-LABEL: func.func @no_liger_ops
+//  CHECK-NEXT:   arith.addf
+//  CHECK-NEXT:   return
+func.func @no_liger_ops(%a: f32) -> f32 {
+  %b = arith.addf %a, %a : f32
+  return %b : f32
+}
