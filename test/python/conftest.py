@@ -1,4 +1,22 @@
 import os
 import sys
+import zlib
+
+import numpy as np
+import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+
+# A fresh seed per run (printed in the header, so a failure can be replayed
+# with LIGER_TEST_SEED=<seed>).
+SEED = int(os.environ.get("LIGER_TEST_SEED", np.random.SeedSequence().entropy % (2 ** 32)))
+
+
+def pytest_report_header(config):
+    return "liger numerics seed: LIGER_TEST_SEED=%d" % SEED
+
+
+@pytest.fixture
+def rng(request):
+    """A generator seeded by the run's seed and the test's id."""
+    return np.random.default_rng([SEED, zlib.crc32(request.node.nodeid.encode())])

@@ -1,0 +1,560 @@
+"""Every liger op on the CPU reference path against a float64 reference.
+
+Each test builds a one-op function, runs it through liger-cpu-runner
+(liger-lower-to-linalg, bufferization, LLVM JIT) on fresh random inputs and
+compares every result with refs.py (float64) at the tolerance of its dtype:
+1e-5 for f32, 2e-3 for f16 and 1e-2 for bf16, relative to the largest
+reference magnitude; NaN and infinities pass only where the reference has
+them. Functions are written with dynamic token dimensions, so the dynamic
+code path of the lowering is the one checked (the runner checks the shapes
+first). Gradients are checked against finite differences of the forward
+reference.
+"""
+
+import numpy as np
+import pytest
+
+import refs
+from liger.reference import assert_close, round_to, run_cpu, to_bf16
+
+DTYPES = ["f32", "bf16"]
+
+
+def ttype(shape, dt, dynamic=()):
+    """tensor type text; dims listed in `dynamic` are written as '?'."""
+    dims = ["?" if i in dynamic else str(d) for i, d in enumerate(shape)]
+    return "tensor<" + "".join(d + "x" for d in dims) + dt + ">"
+
+
+def make(rng, shape, dt, scale=1.0, values=None):
+    """Random input of `dt`: returns (what the runner takes, its exact float64 values)."""
+    v = rng.standard_normal(shape) * scale if values is None else values
+    if dt == "bf16":
+        b = to_bf16(np.asarray(v, dtype=np.float32))
+        return b, b.to_f32().astype(np.float64)
+    a = np.asarray(v).astype({"f32": np.float32, "f16": np.float16}[dt])
+    return a, a.astype(np.float64)
+
+
+def run(mlir, inputs):
+    return run_cpu(mlir, "f", inputs)
+
+
+# ----------------------------------------------------------------------------
+# Norms
+# ----------------------------------------------------------------------------
+
+NORM_SHAPES = [(1, 1000), (3, 64), (2, 3, 40), (7, 4096)]
+
+
+@pytest.mark.parametrize("shape", NORM_SHAPES, ids=str)
+@pytest.mark.parametrize("casting,offset", [("llama", 0.0), ("gemma", 1.0), ("none", 0.0)])
+@pytest.mark.parametrize("dt,wdt", [("f32", "f32"), ("bf16", "bf16"), ("bf16", "f32"), ("f16", "f16")])
+def test_rms_norm(rng, shape, casting, offset, dt, wdt):
+    hidden = shape[-1]
+    X, W = ttype(shape, dt, dynamic=(0,)), ttype((hidden,), wdt)
+    R = ttype(shape[:-1], "f32", dynamic=(0,))
+    mlir = f"""func.func @f(%x: {X}, %w: {W}) -> ({X}, {R}) {{
+  %y, %r = liger.rms_norm %x, %w eps = 1.0e-5 offset = {offset} casting = {casting} rstd : {X}, {W}
+  return %y, %r : {X}, {R}
+}}"""
+    x, x64 = make(rng, shape, dt)
+    w, w64 = make(rng, (hidden,), wdt)
+    y, rstd = run(mlir, [x, w])
+    ey, er = refs.rms_norm(x64, w64, 1e-5, offset, casting, dt, wdt)
+    assert_close(y, ey, dt, "y")
+    assert_close(rstd, er, "f32", "rstd")
+
+
+@pytest.mark.parametrize("shape", [(1, 1000), (3, 64), (2, 2, 24)], ids=str)
+@pytest.mark.parametrize("dt", DTYPES)
+def test_add_rms_norm(rng, shape, dt):
+    hidden = shape[-1]
+    X, W = ttype(shape, dt, dynamic=(0,)), ttype((hidden,), dt)
+    R = ttype(shape[:-1], "f32", dynamic=(0,))
+    mlir = f"""func.func @f(%x: {X}, %res: {X}, %w: {W}) -> ({X}, {X}, {R}) {{
+  %y, %s, %r = liger.add_rms_norm %x, %res, %w eps = 1.0e-6 rstd : {X}, {W}
+  return %y, %s, %r : {X}, {X}, {R}
+}}"""
+    x, x64 = make(rng, shape, dt)
+    res, res64 = make(rng, shape, dt)
+    w, w64 = make(rng, (hidden,), dt)
+    y, s, rstd = run(mlir, [x, res, w])
+    es = round_to(x64 + res64, dt)
+    ey, er = refs.rms_norm(es, w64, 1e-6, 0.0, "llama", dt, dt)
+    assert_close(s, es, dt, "sum")
+    assert_close(y, ey, dt, "y")
+    assert_close(rstd, er, "f32", "rstd")
+
+
+@pytest.mark.parametrize("shape", [(1, 1000), (3, 33), (2, 3, 16)], ids=str)
+@pytest.mark.parametrize("dt", ["f32", "bf16", "f16"])
+@pytest.mark.parametrize("bias", [True, False])
+def test_layer_norm(rng, shape, dt, bias):
+    hidden = shape[-1]
+    X, W = ttype(shape, dt, dynamic=(0,)), ttype((hidden,), dt)
+    operands, types = "%x, %w", f"{X}, {W}"
+    if bias:
+        operands, types = operands + ", %b", types + f", {W}"
+    args = f"%x: {X}, %w: {W}" + (f", %b: {W}" if bias else "")
+    mlir = f"""func.func @f({args}) -> {X} {{
+  %y = liger.layer_norm {operands} eps = 1.0e-5 : {types}
+  return %y : {X}
+}}"""
+    x, x64 = make(rng, shape, dt, scale=3.0)
+    w, w64 = make(rng, (hidden,), dt)
+    inputs = [x, w]
+    b64 = None
+    if bias:
+        b, b64 = make(rng, (hidden,), dt)
+        inputs.append(b)
+    (y,) = run(mlir, inputs)
+    assert_close(y, refs.layer_norm(x64, w64, b64, 1e-5), dt, "y")
+
+
+@pytest.mark.parametrize("shape", [(3, 16), (1, 40), (2, 2, 8)], ids=str)
+@pytest.mark.parametrize("casting,offset,dt", [("llama", 0.0, "f32"), ("gemma", 1.0, "f32"),
+                                               ("none", 0.0, "f32"), ("gemma", 1.0, "bf16"),
+                                               ("llama", 0.0, "bf16")])
+def test_rms_norm_grad(rng, shape, casting, offset, dt):
+    hidden = shape[-1]
+    X, W = ttype(shape, dt, dynamic=(0,)), ttype((hidden,), dt)
+    R = ttype(shape[:-1], "f32", dynamic=(0,))
+    mlir = f"""func.func @f(%dy: {X}, %x: {X}, %w: {W}, %r: {R}) -> ({X}, {W}) {{
+  %dx, %dw = liger.rms_norm_grad %dy, %x, %w, %r offset = {offset} casting = {casting} : {X}, {W}, {R}
+  return %dx, %dw : {X}, {W}
+}}"""
+    dy, dy64 = make(rng, shape, dt)
+    x, x64 = make(rng, shape, dt)
+    w, w64 = make(rng, (hidden,), dt)
+    rstd = refs.rms_norm(x64, w64, 1e-6)[1].astype(np.float32)
+    dx, dw = run(mlir, [dy, x, w, rstd])
+    # The gradient of sum(dy * y) where y is the f32 (gemma) forward.
+    fwd = lambda xx, ww: float(np.sum(dy64 * refs.rms_norm(xx, ww, 1e-6, offset, "gemma")[0]))
+    assert_close(dx, refs.numeric_grad(lambda xx: fwd(xx, w64), x64.copy()), dt, "dx", atol=1e-7)
+    assert_close(dw, refs.numeric_grad(lambda ww: fwd(x64, ww), w64.copy()), dt, "dw", atol=1e-7)
+
+
+# ----------------------------------------------------------------------------
+# RoPE
+# ----------------------------------------------------------------------------
+
+ROPE_SHAPES = [  # batch, q heads, kv heads, seq, head dim, batch of the tables
+    (1, 4, 2, 3, 16, 1), (2, 2, 1, 1, 8, 2), (1, 3, 3, 7, 128, 1), (3, 2, 2, 5, 4, 3)]
+
+
+def rope_case(rng, shape, dt):
+    b, hq, hkv, t, d, cb = shape
+    Q = ttype((b, hq, t, d), dt, dynamic=(0, 2))
+    K = ttype((b, hkv, t, d), dt, dynamic=(0, 2))
+    # A table batch other than 1 is written dynamic: the lowering then
+    # decides between broadcast and per-batch tables at run time.
+    C = ttype((cb, t, d), dt, dynamic=(1,) if cb == 1 else (0, 1))
+    q, q64 = make(rng, (b, hq, t, d), dt)
+    k, k64 = make(rng, (b, hkv, t, d), dt)
+    # Independent (not half-duplicated) tables, so that a wrong partner
+    # index is caught.
+    c, c64 = make(rng, (cb, t, d), dt)
+    s, s64 = make(rng, (cb, t, d), dt)
+    return Q, K, C, [q, k, c, s], (q64, k64, c64, s64)
+
+
+@pytest.mark.parametrize("shape", ROPE_SHAPES, ids=str)
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("op", ["rope", "rope_grad"])
+def test_rope(rng, shape, dt, op):
+    Q, K, C, inputs, (q64, k64, c64, s64) = rope_case(rng, shape, dt)
+    mlir = f"""func.func @f(%q: {Q}, %k: {K}, %c: {C}, %s: {C}) -> ({Q}, {K}) {{
+  %qo, %ko = liger.{op} %q, %k, %c, %s : {Q}, {K}, {C}
+  return %qo, %ko : {Q}, {K}
+}}"""
+    qo, ko = run(mlir, inputs)
+    ref = refs.rope if op == "rope" else refs.rope_grad
+    assert_close(qo, ref(q64, c64, s64), dt, "q")
+    assert_close(ko, ref(k64, c64, s64), dt, "k")
+
+
+def test_rope_grad_is_the_adjoint_of_rope(rng):
+    """<rope(q), g> = <q, rope_grad(g)> on the CPU path, for random tables."""
+    shape = (2, 3, 3, 4, 8, 1)
+    Q, K, C, inputs, (q64, k64, c64, s64) = rope_case(rng, shape, "f32")
+    g, g64 = make(rng, q64.shape, "f32")
+    fwd = f"""func.func @f(%q: {Q}, %k: {K}, %c: {C}, %s: {C}) -> ({Q}, {K}) {{
+  %qo, %ko = liger.rope %q, %k, %c, %s : {Q}, {K}, {C}
+  return %qo, %ko : {Q}, {K}
+}}"""
+    bwd = fwd.replace("liger.rope ", "liger.rope_grad ")
+    (rq, _) = run(fwd, inputs)
+    (gq, _) = run(bwd, [g, inputs[1], inputs[2], inputs[3]])
+    lhs = float(np.sum(rq.astype(np.float64) * g64))
+    rhs = float(np.sum(q64 * gq.astype(np.float64)))
+    assert abs(lhs - rhs) <= 1e-5 * max(abs(lhs), 1.0)
+
+
+# ----------------------------------------------------------------------------
+# Projections
+# ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("xshape,n,bias", [((1, 1000), 24, True), ((3, 64), 17, False),
+                                           ((2, 3, 40), 8, True)], ids=str)
+@pytest.mark.parametrize("dt", DTYPES)
+def test_linear(rng, xshape, n, bias, dt):
+    k = xshape[-1]
+    X, W, B = ttype(xshape, dt, dynamic=(0,)), ttype((n, k), dt), ttype((n,), dt)
+    Y = ttype(xshape[:-1] + (n,), dt, dynamic=(0,))
+    operands, types = "%x, %w" + (", %b" if bias else ""), f"{X}, {W}" + (f", {B}" if bias else "")
+    args = f"%x: {X}, %w: {W}" + (f", %b: {B}" if bias else "")
+    mlir = f"""func.func @f({args}) -> {Y} {{
+  %y = liger.linear {operands} : {types}
+  return %y : {Y}
+}}"""
+    x, x64 = make(rng, xshape, dt)
+    w, w64 = make(rng, (n, k), dt, scale=k ** -0.5)
+    inputs, b64 = [x, w], None
+    if bias:
+        b, b64 = make(rng, (n,), dt)
+        inputs.append(b)
+    (y,) = run(mlir, inputs)
+    assert_close(y, refs.linear(x64, w64, b64), dt, "y")
+
+
+@pytest.mark.parametrize("tokens,k,n,rank,scale,bias", [(3, 64, 17, 4, 2.0, True),
+                                                        (1, 1000, 24, 8, 0.5, False)], ids=str)
+@pytest.mark.parametrize("dt", DTYPES)
+def test_lora_linear(rng, tokens, k, n, rank, scale, bias, dt):
+    X, W = ttype((tokens, k), dt, dynamic=(0,)), ttype((n, k), dt)
+    A, Bm, Bias = ttype((rank, k), dt), ttype((n, rank), dt), ttype((n,), dt)
+    Y = ttype((tokens, n), dt, dynamic=(0,))
+    args = f"%x: {X}, %w: {W}, %a: {A}, %bm: {Bm}" + (f", %b: {Bias}" if bias else "")
+    operands = "%x, %w, %a, %bm" + (", %b" if bias else "")
+    types = f"{X}, {W}, {A}, {Bm}" + (f", {Bias}" if bias else "")
+    mlir = f"""func.func @f({args}) -> {Y} {{
+  %y = liger.lora_linear {operands} scale = {scale} : {types}
+  return %y : {Y}
+}}"""
+    x, x64 = make(rng, (tokens, k), dt)
+    w, w64 = make(rng, (n, k), dt, scale=k ** -0.5)
+    a, a64 = make(rng, (rank, k), dt, scale=k ** -0.5)
+    bm, bm64 = make(rng, (n, rank), dt)
+    inputs, b64 = [x, w, a, bm], None
+    if bias:
+        b, b64 = make(rng, (n,), dt)
+        inputs.append(b)
+    (y,) = run(mlir, inputs)
+    assert_close(y, refs.lora_linear(x64, w64, a64, bm64, scale, b64, dt), dt, "y")
+
+
+ATTENTION_SHAPES = [  # batch, q heads, kv heads, q len, kv len, head dim, v head dim, causal
+    (1, 4, 2, 5, 5, 8, 8, True), (2, 2, 2, 3, 7, 16, 8, True), (1, 2, 1, 1, 6, 8, 8, False),
+    (1, 6, 3, 4, 4, 32, 32, False)]
+
+
+@pytest.mark.parametrize("shape", ATTENTION_SHAPES, ids=str)
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("scale", [None, 0.25])
+def test_attention(rng, shape, dt, scale):
+    b, hq, hkv, t, s, d, dv, causal = shape
+    Q = ttype((b, hq, t, d), dt, dynamic=(0, 2))
+    K = ttype((b, hkv, s, d), dt, dynamic=(0, 2))
+    V = ttype((b, hkv, s, dv), dt, dynamic=(0, 2))
+    O = ttype((b, hq, t, dv), dt, dynamic=(0, 2))
+    attrs = (" causal" if causal else "") + (f" scale = {scale}" if scale else "")
+    mlir = f"""func.func @f(%q: {Q}, %k: {K}, %v: {V}) -> {O} {{
+  %o = liger.attention %q, %k, %v{attrs} : {Q}, {K}, {V}
+  return %o : {O}
+}}"""
+    q, q64 = make(rng, (b, hq, t, d), dt)
+    k, k64 = make(rng, (b, hkv, s, d), dt)
+    v, v64 = make(rng, (b, hkv, s, dv), dt)
+    (o,) = run(mlir, [q, k, v])
+    assert_close(o, refs.attention(q64, k64, v64, causal, scale), dt, "out")
+
+
+# ----------------------------------------------------------------------------
+# Elementwise
+# ----------------------------------------------------------------------------
+
+UNARY = {
+    "silu": ("liger.silu %a", refs.silu),
+    "gelu": ("liger.gelu %a", refs.gelu),
+    "gelu_tanh": ("liger.gelu %a approximate = tanh", lambda x: refs.gelu(x, "tanh")),
+    "softmax": ("liger.softmax %a", refs.softmax),
+}
+BINARY = {
+    "swiglu": ("liger.swiglu %a, %b", lambda g, u: refs.silu(g) * u),
+    "geglu": ("liger.geglu %a, %b", lambda g, u: refs.gelu(g) * u),
+    "geglu_tanh": ("liger.geglu %a, %b approximate = tanh", lambda g, u: refs.gelu(g, "tanh") * u),
+    "add": ("liger.add %a, %b", np.add),
+    "mul": ("liger.mul %a, %b", np.multiply),
+}
+
+
+@pytest.mark.parametrize("shape", [(1, 1000), (3, 7), (2, 3, 5)], ids=str)
+@pytest.mark.parametrize("dt", ["f32", "bf16", "f16"])
+@pytest.mark.parametrize("name", sorted(UNARY) + sorted(BINARY))
+def test_elementwise(rng, shape, dt, name):
+    T = ttype(shape, dt, dynamic=(0,))
+    unary = name in UNARY
+    text, ref = UNARY[name] if unary else BINARY[name]
+    args = f"%a: {T}" if unary else f"%a: {T}, %b: {T}"
+    mlir = f"""func.func @f({args}) -> {T} {{
+  %y = {text} : {T}
+  return %y : {T}
+}}"""
+    a, a64 = make(rng, shape, dt, scale=3.0)
+    if unary:
+        (y,) = run(mlir, [a])
+        expected = ref(a64)
+    else:
+        b, b64 = make(rng, shape, dt, scale=3.0)
+        (y,) = run(mlir, [a, b])
+        expected = ref(a64, b64)
+    assert_close(y, expected, dt, name)
+
+
+@pytest.mark.parametrize("shape", [(3, 7), (1, 40), (2, 2, 5)], ids=str)
+@pytest.mark.parametrize("dt", DTYPES)
+def test_swiglu_grad(rng, shape, dt):
+    T = ttype(shape, dt, dynamic=(0,))
+    mlir = f"""func.func @f(%dy: {T}, %g: {T}, %u: {T}) -> ({T}, {T}) {{
+  %dg, %du = liger.swiglu_grad %dy, %g, %u : {T}
+  return %dg, %du : {T}, {T}
+}}"""
+    dy, dy64 = make(rng, shape, dt)
+    g, g64 = make(rng, shape, dt, scale=2.0)
+    u, u64 = make(rng, shape, dt)
+    dg, du = run(mlir, [dy, g, u])
+    fwd = lambda gg, uu: float(np.sum(dy64 * refs.silu(gg) * uu))
+    assert_close(dg, refs.numeric_grad(lambda gg: fwd(gg, u64), g64.copy()), dt, "d_gate", atol=1e-7)
+    assert_close(du, refs.numeric_grad(lambda uu: fwd(g64, uu), u64.copy()), dt, "d_up", atol=1e-7)
+
+
+# ----------------------------------------------------------------------------
+# Losses
+# ----------------------------------------------------------------------------
+
+CE_VARIANTS = {
+    "default": {},
+    "sum_ignore": {"reduction": "sum", "ignore": True},
+    "none": {"reduction": "none", "ignore": True},
+    "smoothing": {"label_smoothing": 0.1, "ignore": True},
+    "softcap": {"softcap": 30.0, "logit_scale": 40.0},
+    "zloss": {"lse_square_scale": 1e-4, "z_loss": True, "ignore": True},
+    "weights": {"weight": True, "label_smoothing": 0.2, "ignore": True},
+    "everything": {"weight": True, "label_smoothing": 0.05, "softcap": 20.0,
+                   "lse_square_scale": 1e-3, "z_loss": True, "ignore": True,
+                   "ignore_index": -1, "reduction": "none"},
+}
+
+
+def ce_attrs(v):
+    text = ""
+    if "ignore_index" in v:
+        text += " ignore_index = %d" % v["ignore_index"]
+    if v.get("label_smoothing"):
+        text += " label_smoothing = %s" % v["label_smoothing"]
+    if "reduction" in v:
+        text += " reduction = " + v["reduction"]
+    if v.get("softcap"):
+        text += " softcap = %s" % v["softcap"]
+    if v.get("lse_square_scale"):
+        text += " lse_square_scale = %s" % v["lse_square_scale"]
+    return text
+
+
+def ce_kwargs(v):
+    return dict(ignore_index=v.get("ignore_index", -100),
+                label_smoothing=v.get("label_smoothing", 0.0),
+                reduction=v.get("reduction", "mean"), softcap=v.get("softcap"),
+                lse_square_scale=v.get("lse_square_scale", 0.0))
+
+
+def ce_targets(rng, n, vocab, v, itype=np.int64):
+    t = rng.integers(0, vocab, size=n).astype(itype)
+    if v.get("ignore") and n > 1:
+        t[rng.choice(n, size=max(1, n // 3), replace=False)] = v.get("ignore_index", -100)
+    return t
+
+
+def loss_type(v, n):
+    return "tensor<?xf32>" if v.get("reduction") == "none" else "tensor<f32>"
+
+
+@pytest.mark.parametrize("n,vocab", [(1, 37), (3, 1000), (8, 128), (2, 32000)], ids=str)
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("variant", sorted(CE_VARIANTS))
+def test_cross_entropy(rng, n, vocab, dt, variant):
+    v = CE_VARIANTS[variant]
+    itype = "i32" if variant == "sum_ignore" else "i64"
+    L, Tg = ttype((n, vocab), dt, dynamic=(0,)), ttype((n,), itype, dynamic=(0,))
+    W = ttype((vocab,), dt)
+    Loss = loss_type(v, n)
+    weight_arg = f", %cw: {W}" if v.get("weight") else ""
+    weight_use = f" weight(%cw : {W})" if v.get("weight") else ""
+    results = f"{Loss}, {Loss}" if v.get("z_loss") else Loss
+    values = "%l, %z" if v.get("z_loss") else "%l"
+    mlir = f"""func.func @f(%x: {L}, %t: {Tg}{weight_arg}) -> ({results}) {{
+  {values} = liger.cross_entropy %x, %t{weight_use}{ce_attrs(v)}{" z_loss" if v.get("z_loss") else ""} : {L}, {Tg}
+  return {values} : {results}
+}}"""
+    x, x64 = make(rng, (n, vocab), dt, scale=v.get("logit_scale", 2.0))
+    t = ce_targets(rng, n, vocab, v, np.int32 if itype == "i32" else np.int64)
+    inputs, w64 = [x, t], None
+    if v.get("weight"):
+        w, w64 = make(rng, (vocab,), dt, values=rng.uniform(0.5, 2.0, vocab))
+        inputs.append(w)
+    outs = run(mlir, inputs)
+    loss, zl = refs.cross_entropy(x64, t, w64, **ce_kwargs(v))
+    assert_close(outs[0], loss, "f32", "loss", rtol=1e-5 if dt == "f32" else 2e-5)
+    if v.get("z_loss"):
+        assert_close(outs[1], zl, "f32", "z_loss")
+
+
+@pytest.mark.parametrize("n,vocab", [(1, 11), (3, 37), (4, 16)], ids=str)
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("variant", sorted(CE_VARIANTS))
+def test_cross_entropy_grad(rng, n, vocab, dt, variant):
+    v = CE_VARIANTS[variant]
+    L, Tg = ttype((n, vocab), dt, dynamic=(0,)), ttype((n,), "i64", dynamic=(0,))
+    W = ttype((vocab,), dt)
+    G = loss_type(v, n)
+    weight_arg = f", %cw: {W}" if v.get("weight") else ""
+    weight_use = f" weight(%cw : {W})" if v.get("weight") else ""
+    mlir = f"""func.func @f(%x: {L}, %t: {Tg}, %g: {G}{weight_arg}) -> {L} {{
+  %d = liger.cross_entropy_grad %x, %t, %g{weight_use}{ce_attrs(v)} : {L}, {Tg}, {G}
+  return %d : {L}
+}}"""
+    x, x64 = make(rng, (n, vocab), dt, scale=v.get("logit_scale", 2.0))
+    t = ce_targets(rng, n, vocab, v)
+    none = v.get("reduction") == "none"
+    g64 = rng.uniform(0.5, 1.5, size=(n,) if none else ())
+    inputs, w64 = [x, t, g64.astype(np.float32)], None
+    if v.get("weight"):
+        w, w64 = make(rng, (vocab,), dt, values=rng.uniform(0.5, 2.0, vocab))
+        inputs.append(w)
+    (dx,) = run(mlir, inputs)
+    g64 = g64.astype(np.float32).astype(np.float64)
+    # The z-loss result is part of the loss: d(sum(g * loss)) / dx.
+    fwd = lambda xx: float(np.sum(g64 * refs.cross_entropy(xx, t, w64, **ce_kwargs(v))[0]))
+    assert_close(dx, refs.numeric_grad(fwd, x64.copy()), dt, "dlogits", atol=1e-7)
+
+
+def test_cross_entropy_out_of_range_target_gives_nan(rng):
+    """A target that is neither ignored nor a class is NaN, never a stray read."""
+    L, Tg = "tensor<?x5xf32>", "tensor<?xi64>"
+    fwd = f"""func.func @f(%x: {L}, %t: {Tg}) -> tensor<?xf32> {{
+  %l = liger.cross_entropy %x, %t reduction = none : {L}, {Tg}
+  return %l : tensor<?xf32>
+}}"""
+    bwd = f"""func.func @f(%x: {L}, %t: {Tg}, %g: tensor<?xf32>) -> {L} {{
+  %d = liger.cross_entropy_grad %x, %t, %g reduction = none : {L}, {Tg}, tensor<?xf32>
+  return %d : {L}
+}}"""
+    x = rng.standard_normal((4, 5)).astype(np.float32)
+    t = np.array([1, 5, -100, -3], dtype=np.int64)
+    (loss,) = run(fwd, [x, t])
+    assert np.isfinite(loss[0]) and loss[2] == 0.0
+    assert np.isnan(loss[1]) and np.isnan(loss[3])
+    (d,) = run(bwd, [x, t, np.ones(4, np.float32)])
+    assert np.all(np.isfinite(d[0])) and np.all(d[2] == 0.0)
+    assert np.all(np.isnan(d[1])) and np.all(np.isnan(d[3]))
+
+
+def test_cross_entropy_mean_of_all_ignored_is_nan(rng):
+    """As in PyTorch, the mean over zero counted tokens is 0/0."""
+    mlir = """func.func @f(%x: tensor<?x7xf32>, %t: tensor<?xi64>) -> tensor<f32> {
+  %l = liger.cross_entropy %x, %t : tensor<?x7xf32>, tensor<?xi64>
+  return %l : tensor<f32>
+}"""
+    (loss,) = run(mlir, [rng.standard_normal((3, 7)).astype(np.float32),
+                         np.full(3, -100, dtype=np.int64)])
+    assert np.isnan(loss)
+
+
+FLCE_VARIANTS = {
+    "default": {},
+    "bias_smoothing_zloss_none": {"bias": True, "label_smoothing": 0.1, "lse_square_scale": 1e-4,
+                                  "z_loss": True, "reduction": "none", "ignore": True},
+    "softcap_sum": {"softcap": 15.0, "reduction": "sum", "ignore": True},
+}
+
+
+@pytest.mark.parametrize("n,hidden,vocab", [(1, 64, 37), (3, 100, 1000), (5, 32, 128)], ids=str)
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("variant", sorted(FLCE_VARIANTS))
+def test_fused_linear_cross_entropy(rng, n, hidden, vocab, dt, variant):
+    v = FLCE_VARIANTS[variant]
+    H, W = ttype((n, hidden), dt, dynamic=(0,)), ttype((vocab, hidden), dt)
+    Tg, B = ttype((n,), "i64", dynamic=(0,)), ttype((vocab,), dt)
+    Loss = loss_type(v, n)
+    results = f"{Loss}, {Loss}" if v.get("z_loss") else Loss
+    values = "%l, %z" if v.get("z_loss") else "%l"
+    bias_arg = f", %b: {B}" if v.get("bias") else ""
+    bias_use = f" bias(%b : {B})" if v.get("bias") else ""
+    mlir = f"""func.func @f(%h: {H}, %w: {W}, %t: {Tg}{bias_arg}) -> ({results}) {{
+  {values} = liger.fused_linear_cross_entropy %h, %w, %t{bias_use}{ce_attrs(v)}{" z_loss" if v.get("z_loss") else ""} : {H}, {W}, {Tg}
+  return {values} : {results}
+}}"""
+    h, h64 = make(rng, (n, hidden), dt)
+    w, w64 = make(rng, (vocab, hidden), dt, scale=2.0 * hidden ** -0.5)
+    t = ce_targets(rng, n, vocab, v)
+    inputs, b64 = [h, w, t], None
+    if v.get("bias"):
+        b, b64 = make(rng, (vocab,), dt)
+        inputs.append(b)
+    outs = run(mlir, inputs)
+    logits = round_to(refs.linear(h64, w64, b64), dt)
+    loss, zl = refs.cross_entropy(logits, t, None, **ce_kwargs(v))
+    # bf16 logits: one rounding of each logit can flip with the f32 vs f64
+    # product, which moves the loss by about one bf16 ulp of a logit.
+    tol = 1e-5 if dt == "f32" else 1e-2
+    assert_close(outs[0], loss, "f32", "loss", rtol=tol)
+    if v.get("z_loss"):
+        assert_close(outs[1], zl, "f32", "z_loss", rtol=tol)
+
+
+@pytest.mark.parametrize("n,vocab", [(1, 1000), (3, 37), (4, 128)], ids=str)
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("reduction", ["none", "sum", "mean", "batchmean"])
+@pytest.mark.parametrize("log_target", [False, True])
+def test_kl_div(rng, n, vocab, dt, reduction, log_target):
+    T = ttype((n, vocab), dt, dynamic=(0,))
+    R = ttype((n, vocab), "f32", dynamic=(0,)) if reduction == "none" else "tensor<f32>"
+    mlir = f"""func.func @f(%x: {T}, %t: {T}) -> {R} {{
+  %l = liger.kl_div %x, %t reduction = {reduction}{" log_target" if log_target else ""} : {T}
+  return %l : {R}
+}}"""
+    logp = np.log(refs.softmax(rng.standard_normal((n, vocab))))
+    tgt = refs.softmax(rng.standard_normal((n, vocab)))
+    if log_target:
+        tgt = np.log(tgt)
+    x, x64 = make(rng, None, dt, values=logp)
+    t, t64 = make(rng, None, dt, values=tgt)
+    (l,) = run(mlir, [x, t])
+    assert_close(l, refs.kl_div(x64, t64, reduction, log_target), "f32", "kl",
+                 rtol=1e-5 if dt == "f32" else 2e-5)
+
+
+@pytest.mark.parametrize("n,vocab", [(1, 1000), (3, 37), (6, 64)], ids=str)
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("beta", [0.0, 0.5, 0.9, 1.0])
+@pytest.mark.parametrize("labels", [False, True])
+def test_jsd(rng, n, vocab, dt, beta, labels):
+    T, Lb = ttype((n, vocab), dt, dynamic=(0,)), ttype((n,), "i64", dynamic=(0,))
+    label_arg = f", %lb: {Lb}" if labels else ""
+    label_use = f" labels(%lb : {Lb})" if labels else ""
+    mlir = f"""func.func @f(%x: {T}, %y: {T}{label_arg}) -> tensor<f32> {{
+  %l = liger.jsd %x, %y{label_use} beta = {beta} : {T}
+  return %l : tensor<f32>
+}}"""
+    x, x64 = make(rng, None, dt, values=np.log(refs.softmax(rng.standard_normal((n, vocab)))))
+    y, y64 = make(rng, None, dt, values=np.log(refs.softmax(rng.standard_normal((n, vocab)))))
+    inputs, lb = [x, y], None
+    if labels:
+        lb = rng.integers(0, vocab, size=n)
+        lb[0] = -100  # at least one ignored token
+        if n > 1:
+            lb[-1] = 3
+        inputs.append(lb.astype(np.int64))
+    (l,) = run(mlir, inputs)
+    assert_close(l, refs.jsd(x64, y64, beta, lb), "f32", "jsd", rtol=1e-5 if dt == "f32" else 2e-5)
