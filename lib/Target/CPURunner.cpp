@@ -124,82 +124,80 @@ std::string HostTensor::describe() const {
 /// One round of refinement: each liger op reads its operands through
 /// tensor.cast ops that hide more static types, and its result types are
 /// re-inferred (a cast back to the old type keeps other users unchanged).
-/// Operands that had one type must keep one type (ops require several
-/// operands to have the same type): they are refined together once all are
-/// static, and two different static types are an error. Returns whether
-/// anything changed.
-static FailureOr<bool> refineLigerOps(FunctionOpInterface fn) {
-  Dialect *liger = fn->getContext()->getLoadedDialect<LigerDialect>();
+/// Inference reports shapes that break an op's rules. An op that requires
+/// operands of one type (AllTypesMatch, SameOperandsAndResultType) cannot
+/// take a refined operand while its sibling is still dynamic: it waits for a
+/// later round, and in the `final` round, once all its operands are static,
+/// its verifier reports what does not match. Returns whether anything
+/// changed.
+static FailureOr<bool> refineLigerOps(FunctionOpInterface fn, bool final) {
+  MLIRContext *ctx = fn->getContext();
+  Dialect *liger = ctx->getLoadedDialect<LigerDialect>();
   SmallVector<Operation *> ligerOps;
   fn.getFunctionBody().walk([&](Operation *nested) {
     if (nested->getDialect() == liger)
       ligerOps.push_back(nested);
   });
-  OpBuilder builder(fn->getContext());
+  OpBuilder builder(ctx);
   bool changed = false;
   for (Operation *ligerOp : ligerOps) {
-    // The refined candidate of every operand, grouped by its current type.
-    SmallVector<Value> candidates;
-    for (Value operand : ligerOp->getOperands()) {
-      Value candidate = operand;
-      if (auto cast = operand.getDefiningOp<tensor::CastOp>())
+    SmallVector<Value> oldOperands(ligerOp->getOperands());
+    SmallVector<Type> oldTypes(ligerOp->getResultTypes());
+    bool allStatic = true, refined = false;
+    for (OpOperand &operand : ligerOp->getOpOperands()) {
+      if (auto cast = operand.get().getDefiningOp<tensor::CastOp>()) {
         if (tensor::preservesStaticInformation(cast.getType(),
-                                               cast.getSource().getType()))
-          candidate = cast.getSource();
-      candidates.push_back(candidate);
-    }
-    unsigned numOperands = ligerOp->getNumOperands();
-    for (unsigned i = 0; i < numOperands; ++i) {
-      Type group = ligerOp->getOperand(i).getType();
-      bool allStatic = true, allSame = true;
-      for (unsigned j = 0; j < numOperands; ++j) {
-        if (ligerOp->getOperand(j).getType() != group)
-          continue;
-        auto type = cast<ShapedType>(candidates[j].getType());
-        allStatic &= type.hasStaticShape();
-        allSame &= candidates[j].getType() == candidates[i].getType();
+                                               cast.getSource().getType())) {
+          operand.set(cast.getSource());
+          refined = true;
+        }
       }
-      if (allStatic && !allSame) {
-        for (unsigned j = 0; j < numOperands; ++j)
-          if (ligerOp->getOperand(j).getType() == group &&
-              candidates[j].getType() != candidates[i].getType())
-            return ligerOp->emitOpError()
-                   << "needs operands #" << i << " and #" << j
-                   << " to have the same shape, got " << candidates[i].getType()
-                   << " and " << candidates[j].getType();
-      }
-      if (!allSame)
-        candidates[i] = ligerOp->getOperand(i);
-    }
-    for (auto [operand, candidate] :
-         llvm::zip(ligerOp->getOpOperands(), candidates)) {
-      if (operand.get() != candidate) {
-        operand.set(candidate);
-        changed = true;
-      }
+      if (auto shaped = dyn_cast<ShapedType>(operand.get().getType()))
+        allStatic &= shaped.hasStaticShape();
     }
     auto infer = dyn_cast<InferTypeOpInterface>(ligerOp);
-    if (!infer)
+    if (!refined || !infer)
       continue;
     SmallVector<Type> inferred;
     if (failed(infer.inferReturnTypes(
-            ligerOp->getContext(), ligerOp->getLoc(), ligerOp->getOperands(),
+            ctx, ligerOp->getLoc(), ligerOp->getOperands(),
             ligerOp->getRawDictionaryAttrs(), ligerOp->getPropertiesStorage(),
             ligerOp->getRegions(), inferred)))
       return failure();
-    builder.setInsertionPointAfter(ligerOp);
-    for (auto [result, type] : llvm::zip(ligerOp->getResults(), inferred)) {
-      Type old = result.getType();
-      if (old == type)
-        continue;
+    for (auto [result, type] : llvm::zip(ligerOp->getResults(), inferred))
       result.setType(type);
+    LogicalResult verified = success();
+    if (final && allStatic) {
+      verified = verify(ligerOp);
+      if (failed(verified)) {
+        InFlightDiagnostic diag =
+            ligerOp->emitOpError("does not accept operands of these shapes: ");
+        llvm::interleaveComma(ligerOp->getOperandTypes(), diag);
+        return failure();
+      }
+    } else {
+      ScopedDiagnosticHandler quiet(ctx,
+                                    [](Diagnostic &) { return success(); });
+      verified = verify(ligerOp);
+    }
+    if (failed(verified)) {
+      // A sibling operand is still dynamic: try again in a later round.
+      for (auto [operand, old] :
+           llvm::zip(ligerOp->getOpOperands(), oldOperands))
+        operand.set(old);
+      for (auto [result, old] : llvm::zip(ligerOp->getResults(), oldTypes))
+        result.setType(old);
+      continue;
+    }
+    changed = true;
+    builder.setInsertionPointAfter(ligerOp);
+    for (auto [result, old] : llvm::zip(ligerOp->getResults(), oldTypes)) {
+      if (result.getType() == old)
+        continue;
       auto cast =
           tensor::CastOp::create(builder, ligerOp->getLoc(), old, result);
       result.replaceAllUsesExcept(cast, cast);
-      changed = true;
     }
-    if (failed(verify(ligerOp)))
-      return failure();
   }
   return changed;
 }
@@ -268,13 +266,15 @@ LogicalResult cpu::specializeToInputs(Operation *op,
   FrozenRewritePatternSet canonicalization(std::move(patterns));
   constexpr int kMaxRounds = 16;
   for (int round = 0; round < kMaxRounds; ++round) {
-    FailureOr<bool> changed = refineLigerOps(fn);
+    FailureOr<bool> changed = refineLigerOps(fn, /*final=*/false);
     if (failed(changed))
       return failure();
     (void)applyPatternsGreedily(fn.getFunctionBody(), canonicalization);
     if (!*changed)
       break;
   }
+  if (failed(refineLigerOps(fn, /*final=*/true)))
+    return failure();
   return verify(op);
 }
 

@@ -124,5 +124,7 @@ def test_operands_that_must_match_are_checked(rng):
               np.zeros(16, np.float32)]
     with pytest.raises(LigerError) as info:
         run_cpu(mlir, "f", inputs)
-    assert ("'liger.add_rms_norm' op needs operands #0 and #1 to have the same shape, got "
-            "'tensor<2x3x16xf32>' and 'tensor<2x4x16xf32>'") in str(info.value)
+    assert ("'liger.add_rms_norm' op failed to verify that all of {input, residual} have "
+            "same type") in str(info.value)
+    assert ("'liger.add_rms_norm' op does not accept operands of these shapes: "
+            "'tensor<2x3x16xf32>', 'tensor<2x4x16xf32>', 'tensor<16xf32>'") in str(info.value)

@@ -107,6 +107,15 @@ template <typename OpTy> RMSNormParams getRMSNormParams(OpTy op) {
           op.getCastingMode()};
 }
 
+/// Replaces an RMSNorm op by `values` plus `rstd` when the op returns it.
+template <typename OpTy>
+void replaceWithOptionalRstd(ConversionPatternRewriter &rewriter, OpTy op,
+                             SmallVector<Value> values, Value rstd) {
+  if (op.getRstd())
+    values.push_back(rstd);
+  rewriter.replaceOp(op, values);
+}
+
 struct LowerRMSNorm : OpConversionPattern<RMSNormOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -114,10 +123,7 @@ struct LowerRMSNorm : OpConversionPattern<RMSNormOp> {
                   ConversionPatternRewriter &rewriter) const override {
     auto [y, rstd] = buildRMSNorm(rewriter, op.getLoc(), adaptor.getInput(),
                                   adaptor.getWeight(), getRMSNormParams(op));
-    SmallVector<Value> results = {y};
-    if (op.getRstd())
-      results.push_back(rstd);
-    rewriter.replaceOp(op, results);
+    replaceWithOptionalRstd(rewriter, op, {y}, rstd);
     return success();
   }
 };
@@ -141,10 +147,7 @@ struct LowerAddRMSNorm : OpConversionPattern<AddRMSNormOp> {
         })[0];
     auto [y, rstd] = buildRMSNorm(rewriter, loc, sum, adaptor.getWeight(),
                                   getRMSNormParams(op));
-    SmallVector<Value> results = {y, sum};
-    if (op.getRstd())
-      results.push_back(rstd);
-    rewriter.replaceOp(op, results);
+    replaceWithOptionalRstd(rewriter, op, {y, sum}, rstd);
     return success();
   }
 };
