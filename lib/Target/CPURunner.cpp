@@ -8,7 +8,7 @@
 
 #include "liger/Target/CPURunner.h"
 
-#include "liger/Dialect/Liger/IR/LigerDialect.h"
+#include "liger/Dialect/Liger/IR/LigerOps.h"
 #include "liger/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -141,6 +141,9 @@ static FailureOr<bool> refineLigerOps(FunctionOpInterface fn, bool final) {
   OpBuilder builder(ctx);
   bool changed = false;
   for (Operation *ligerOp : ligerOps) {
+    auto infer = dyn_cast<InferTypeOpInterface>(ligerOp);
+    if (!infer)
+      continue;
     SmallVector<Value> oldOperands(ligerOp->getOperands());
     SmallVector<Type> oldTypes(ligerOp->getResultTypes());
     bool allStatic = true, refined = false;
@@ -155,8 +158,7 @@ static FailureOr<bool> refineLigerOps(FunctionOpInterface fn, bool final) {
       if (auto shaped = dyn_cast<ShapedType>(operand.get().getType()))
         allStatic &= shaped.hasStaticShape();
     }
-    auto infer = dyn_cast<InferTypeOpInterface>(ligerOp);
-    if (!refined || !infer)
+    if (!refined)
       continue;
     SmallVector<Type> inferred;
     if (failed(infer.inferReturnTypes(
@@ -235,6 +237,23 @@ LogicalResult cpu::specializeToInputs(Operation *op,
                             << formatShape(type.getShape()) << " for " << type
                             << ", got " << input.describe();
     refined.push_back(type.clone(input.shape));
+  }
+
+  // Fusion groups mean their bodies: inline them, so that the shape rules
+  // of the ops inside are checked like any others.
+  SmallVector<FusionOp> groups;
+  fn.getFunctionBody().walk([&](FusionOp group) { groups.push_back(group); });
+  for (FusionOp group : groups) {
+    Block &groupBody = group.getBody().front();
+    for (auto [arg, input] :
+         llvm::zip(groupBody.getArguments(), group.getInputs()))
+      arg.replaceAllUsesWith(input);
+    YieldOp yield = group.getYield();
+    group.replaceAllUsesWith(yield.getValues());
+    yield.erase();
+    group->getBlock()->getOperations().splice(Block::iterator(group),
+                                              groupBody.getOperations());
+    group.erase();
   }
 
   // Refine the arguments; other dialects' users see the old type through a

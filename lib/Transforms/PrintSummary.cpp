@@ -67,6 +67,16 @@ SmallVector<Value> getParameterOperands(Operation *op) {
   return params;
 }
 
+/// A weight read inside a fusion group is the group's input.
+Value resolveGroupArgument(Value v) {
+  auto arg = dyn_cast<BlockArgument>(v);
+  if (!arg)
+    return v;
+  auto group = dyn_cast<FusionOp>(arg.getOwner()->getParentOp());
+  return group ? resolveGroupArgument(group.getInputs()[arg.getArgNumber()])
+               : v;
+}
+
 int64_t getStaticElements(Value v) {
   auto type = dyn_cast<RankedTensorType>(v.getType());
   return type && type.hasStaticShape() ? type.getNumElements() : 0;
@@ -124,13 +134,18 @@ struct PrintSummaryPass
     // std::map keeps the report sorted by op name whatever the op order.
     std::map<StringRef, KindStats> liger;
     std::map<StringRef, int64_t> others;
-    int64_t ligerCount = 0, otherCount = 0, flops = 0;
+    int64_t ligerCount = 0, otherCount = 0, flops = 0, ungrouped = 0;
+    std::map<StringRef, int64_t> groups;
     llvm::SetVector<Value> weights;
     func.getFunctionBody().walk([&](Operation *op) {
       // Terminators (func.return, scf.yield) carry no computation.
       if (op->hasTrait<OpTrait::IsTerminator>())
         return;
       StringRef name = op->getName().getStringRef();
+      if (auto group = dyn_cast<FusionOp>(op)) {
+        ++groups[stringifyFusionKind(group.getKind())];
+        return;
+      }
       if (!isa_and_nonnull<LigerDialect>(op->getDialect())) {
         ++others[name];
         ++otherCount;
@@ -138,9 +153,12 @@ struct PrintSummaryPass
       }
       ++numLigerOps;
       ++ligerCount;
+      if (!op->getParentOfType<FusionOp>())
+        ++ungrouped;
       KindStats &stats = liger[name];
       ++stats.count;
       for (Value w : getParameterOperands(op)) {
+        w = resolveGroupArgument(w);
         stats.weightElements += getStaticElements(w);
         weights.insert(w);
       }
@@ -150,6 +168,20 @@ struct PrintSummaryPass
     });
 
     os << "liger summary of @" << func.getName() << "\n";
+    int64_t numGroups = 0;
+    for (auto &entry : groups)
+      numGroups += entry.second;
+    os << "  kernels: " << numGroups + ungrouped;
+    if (numGroups) {
+      os << " (fusion groups: ";
+      llvm::interleaveComma(groups, os, [&](const auto &entry) {
+        os << entry.second << " " << entry.first;
+      });
+      os << "; liger ops outside groups: " << ungrouped << ")";
+    } else {
+      os << " (one per liger op; no fusion groups)";
+    }
+    os << "\n";
     os << "  liger ops: " << ligerCount << "\n";
     for (auto &[name, stats] : liger) {
       os << "    " << llvm::left_justify(name, 28)

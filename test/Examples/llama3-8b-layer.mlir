@@ -5,6 +5,7 @@
 // RUN: liger-opt %liger_src_root/examples/llama3_8b_decoder_layer.mlir | liger-opt --verify-each | FileCheck %s --check-prefix=ROUNDTRIP
 
 // CHECK:      liger summary of @llama3_8b_decoder_layer
+// CHECK-NEXT:   kernels: 13 (one per liger op; no fusion groups)
 // CHECK-NEXT:   liger ops: 13
 // CHECK-NEXT:     liger.add                      1
 // CHECK-NEXT:     liger.add_rms_norm             1   weights 4,096 elements

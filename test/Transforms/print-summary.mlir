@@ -4,6 +4,7 @@
 // RUN: liger-opt %s --liger-print-summary | FileCheck %s --check-prefix=IR
 
 // CHECK-LABEL: liger summary of @two_projections_shared_weight
+// CHECK-NEXT:   kernels: 3 (one per liger op; no fusion groups)
 // CHECK-NEXT:   liger ops: 3
 // CHECK-NEXT:     liger.linear                 2   weights 2,048 elements   FLOP/token 4,096
 // CHECK-NEXT:     liger.silu                   1
@@ -30,6 +31,7 @@ func.func @lora(%x: tensor<?x64xf32>, %w: tensor<32x64xf32>, %a: tensor<4x64xf32
 // Near-miss: a function without liger ops still gets a (zero) report, and
 // ops of other dialects are listed by name.
 // CHECK-LABEL: liger summary of @no_liger_ops
+// CHECK-NEXT:   kernels: 0 (one per liger op; no fusion groups)
 // CHECK-NEXT:   liger ops: 0
 // CHECK-NEXT:   other ops: 1 (arith.addf x1)
 // CHECK-NEXT:   weights: 0 elements, 0.00 MiB
@@ -46,3 +48,28 @@ func.func private @external(tensor<4xf32>) -> tensor<4xf32>
 // IR-LABEL: func.func @two_projections_shared_weight
 // IR-COUNT-2: liger.linear
 // IR: liger.silu
+
+
+// Kernels are the fusion groups plus the liger ops outside them; a weight
+// read inside a group is the group's input, counted once however many
+// groups read it.
+// CHECK-LABEL: liger summary of @grouped
+// CHECK-NEXT:   kernels: 3 (fusion groups: 1 matmul, 1 rowwise; liger ops outside groups: 1)
+// CHECK-NEXT:   liger ops: 4
+// CHECK-NEXT:     liger.linear                 2   weights 2,048 elements   FLOP/token 4,096
+// CHECK:        weights: 1,024 elements, 0.00 MiB
+func.func @grouped(%x: tensor<?x32xf32>, %w: tensor<32x32xf32>) -> (tensor<?x32xf32>, tensor<?x32xf32>) {
+  %a = liger.fusion matmul(%x, %w) : (tensor<?x32xf32>, tensor<32x32xf32>) -> tensor<?x32xf32> {
+  ^bb0(%xa: tensor<?x32xf32>, %wa: tensor<32x32xf32>):
+    %p = liger.linear %xa, %wa : tensor<?x32xf32>, tensor<32x32xf32>
+    liger.yield %p : tensor<?x32xf32>
+  }
+  %b = liger.fusion rowwise(%a) : (tensor<?x32xf32>) -> tensor<?x32xf32> {
+  ^bb0(%ab: tensor<?x32xf32>):
+    %s = liger.silu %ab : tensor<?x32xf32>
+    %m = liger.mul %s, %ab : tensor<?x32xf32>
+    liger.yield %m : tensor<?x32xf32>
+  }
+  %c = liger.linear %b, %w : tensor<?x32xf32>, tensor<32x32xf32>
+  return %b, %c : tensor<?x32xf32>, tensor<?x32xf32>
+}

@@ -7,7 +7,7 @@
 
 #include "liger/Conversion/LigerToLinalg/LigerToLinalg.h"
 #include "liger/Conversion/Passes.h"
-#include "liger/Dialect/Liger/IR/LigerDialect.h"
+#include "liger/Dialect/Liger/IR/LigerOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -25,7 +25,25 @@ namespace mlir::liger {
 using namespace mlir;
 using namespace mlir::liger;
 
+namespace {
+/// A fusion group means its body: inline it (its ops are lowered in turn).
+struct InlineFusionGroup : OpConversionPattern<FusionOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(FusionOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    YieldOp yield = op.getYield();
+    SmallVector<Value> results(yield.getValues());
+    rewriter.inlineBlockBefore(&op.getBody().front(), op, adaptor.getInputs());
+    rewriter.eraseOp(yield);
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+} // namespace
+
 void mlir::liger::populateLowerToLinalgPatterns(RewritePatternSet &patterns) {
+  patterns.add<InlineFusionGroup>(patterns.getContext());
   populateLowerNormsToLinalgPatterns(patterns);
   populateLowerElementwiseToLinalgPatterns(patterns);
   populateLowerProjectionsToLinalgPatterns(patterns);
@@ -47,6 +65,8 @@ struct LowerToLinalgPass
          patterns.getNativePatterns())
       if (std::optional<OperationName> root = pattern->getRootKind())
         lowered.insert(*root);
+    // liger.yield goes with its group.
+    lowered.insert(OperationName(YieldOp::getOperationName(), ctx));
     auto *dialect = ctx->getLoadedDialect<LigerDialect>();
     int64_t count = 0;
     WalkResult walk = getOperation()->walk([&](Operation *op) {

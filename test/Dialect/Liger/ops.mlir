@@ -155,3 +155,36 @@ func.func @backward_ops(%dy: tensor<?x4096xbf16>, %x: tensor<?x4096xbf16>, %w: t
   %dlogits2 = liger.cross_entropy_grad %l, %t, %dln reduction = none : tensor<?x32000xbf16>, tensor<?xi64>, tensor<?xf32>
   return
 }
+
+// CHECK-LABEL: func.func @fusion_groups
+// CHECK: %[[R:.+]]:2 = liger.fusion rowwise(%{{.*}}, %{{.*}}, %{{.*}}) : (tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<64xbf16>) -> (tensor<?x64xbf16>, tensor<?x64xbf16>) {
+// CHECK-NEXT: ^bb0(%{{.*}}: tensor<?x64xbf16>, %{{.*}}: tensor<?x64xbf16>, %{{.*}}: tensor<64xbf16>):
+// CHECK-NEXT:   liger.add_rms_norm
+// CHECK-NEXT:   liger.yield %{{.*}}, %{{.*}} : tensor<?x64xbf16>, tensor<?x64xbf16>
+// CHECK: liger.fusion matmul(%[[R]]#0, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}})
+// CHECK: liger.fusion loss(
+func.func @fusion_groups(%h: tensor<?x64xbf16>, %res: tensor<?x64xbf16>, %w: tensor<64xbf16>,
+                         %wg: tensor<96x64xbf16>, %wu: tensor<96x64xbf16>, %idx: index,
+                         %lm: tensor<128x64xbf16>, %t: tensor<?xi64>) -> (tensor<?x96xbf16>, tensor<f32>) {
+  %y, %s = liger.fusion rowwise(%h, %res, %w)
+      : (tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<64xbf16>) -> (tensor<?x64xbf16>, tensor<?x64xbf16>) {
+  ^bb0(%a: tensor<?x64xbf16>, %b: tensor<?x64xbf16>, %g: tensor<64xbf16>):
+    %n, %sum = liger.add_rms_norm %a, %b, %g eps = 1.0e-5 : tensor<?x64xbf16>, tensor<64xbf16>
+    liger.yield %n, %sum : tensor<?x64xbf16>, tensor<?x64xbf16>
+  }
+  // Inputs need not be tensors (a size used by a layout op in the body).
+  %m = liger.fusion matmul(%y, %wg, %wu, %idx, %s)
+      : (tensor<?x64xbf16>, tensor<96x64xbf16>, tensor<96x64xbf16>, index, tensor<?x64xbf16>) -> tensor<?x96xbf16> {
+  ^bb0(%a: tensor<?x64xbf16>, %b: tensor<96x64xbf16>, %c: tensor<96x64xbf16>, %i: index, %unused: tensor<?x64xbf16>):
+    %gate = liger.linear %a, %b : tensor<?x64xbf16>, tensor<96x64xbf16>
+    %up = liger.linear %a, %c : tensor<?x64xbf16>, tensor<96x64xbf16>
+    %act = liger.swiglu %gate, %up : tensor<?x96xbf16>
+    liger.yield %act : tensor<?x96xbf16>
+  }
+  %l = liger.fusion loss(%s, %lm, %t) : (tensor<?x64xbf16>, tensor<128x64xbf16>, tensor<?xi64>) -> tensor<f32> {
+  ^bb0(%a: tensor<?x64xbf16>, %b: tensor<128x64xbf16>, %c: tensor<?xi64>):
+    %0 = liger.fused_linear_cross_entropy %a, %b, %c : tensor<?x64xbf16>, tensor<128x64xbf16>, tensor<?xi64>
+    liger.yield %0 : tensor<f32>
+  }
+  return %m, %l : tensor<?x96xbf16>, tensor<f32>
+}

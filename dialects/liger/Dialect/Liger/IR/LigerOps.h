@@ -9,6 +9,7 @@
 
 #include "liger/Dialect/Liger/IR/LigerDialect.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"

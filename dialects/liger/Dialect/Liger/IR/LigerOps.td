@@ -528,5 +528,6 @@ def Liger_AttentionOp : Liger_InferOp<"attention",
 }
 
 include "liger/Dialect/Liger/IR/LigerGradOps.td"
+include "liger/Dialect/Liger/IR/LigerFusion.td"
 
 #endif // LIGER_DIALECT_LIGER_IR_LIGEROPS_TD
