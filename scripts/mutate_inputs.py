@@ -22,7 +22,14 @@ TOKEN = re.compile(r"%[\w.]+|[A-Za-z_][\w.]*|\d+|\S")
 DIMS = re.compile(r"(?<=[<x])(\d+|\?)(?=x)")
 ELEMENT_TYPES = ["bf16", "f16", "f32", "f64", "i1", "i16", "i32", "i64", "index"]
 PASS_SETS = [[], ["--canonicalize"], ["--liger-print-summary", "--canonicalize"],
-             ["--mlir-print-op-generic"]]
+             ["--mlir-print-op-generic"], ["--liger-fuse"]]
+# Crashes inside upstream MLIR code that liger cannot prevent, recognized by
+# a frame of their stack trace. They are counted and shown, not failed.
+KNOWN_UPSTREAM = [
+    ("mlir::linalg::TransposeOp::parse",
+     "MLIR 22's linalg.transpose parser dereferences a null attribute on a "
+     "malformed permutation"),
+]
 
 
 def mutate(text, rng):
@@ -92,18 +99,24 @@ def main():
 
     failures = 0
     rejected = 0
+    known = 0
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         results = pool.map(lambda j: run_one(args.liger_opt, j[2], j[3], args.timeout), jobs)
         for (path, kind, mutant, passes), (crashed, proc) in zip(jobs, results):
             rejected += proc.returncode == 1
+            upstream = [why for frame, why in KNOWN_UPSTREAM if frame in proc.stderr]
+            if crashed and upstream:
+                known += 1
+                print("known upstream crash on a '%s' mutant of %s: %s" % (kind, path, upstream[0]))
+                continue
             if crashed:
                 failures += 1
                 print("CRASH (exit %d) on a '%s' mutant of %s with %s" %
                       (proc.returncode, kind, path, " ".join(passes) or "no passes"))
                 print("---- input ----\n%s\n---- stderr (first 40 lines) ----\n%s" %
                       (mutant, "\n".join(proc.stderr.splitlines()[:40])))
-    print("mutate_inputs: %d runs (%d rejected with a diagnostic), %d crashes"
-          % (len(jobs), rejected, failures))
+    print("mutate_inputs: %d runs (%d rejected with a diagnostic, %d known upstream "
+          "crashes), %d crashes" % (len(jobs), rejected, known, failures))
     return 1 if failures else 0
 
 

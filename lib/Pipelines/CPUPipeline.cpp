@@ -72,6 +72,11 @@ void mlir::liger::buildCPUPipeline(OpPassManager &pm,
 }
 
 void mlir::liger::registerLigerPipelines() {
+  PassPipelineRegistration<FusePipelineOptions>(
+      "liger-fuse",
+      "Run every fusion pass: group chains of liger ops into liger.fusion "
+      "kernels",
+      buildFusePipeline);
   PassPipelineRegistration<CPUPipelineOptions>(
       "liger-cpu-pipeline",
       "Lower liger ops to the LLVM dialect for the CPU (reference lowering, "

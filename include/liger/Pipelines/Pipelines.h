@@ -44,6 +44,32 @@ void buildCPUToLLVMStage(OpPassManager &pm, const CPUPipelineOptions &opts);
 /// dialect, ready for the ExecutionEngine (liger/Target/CPURunner.h).
 void buildCPUPipeline(OpPassManager &pm, const CPUPipelineOptions &opts);
 
+/// Options of `liger-fuse`.
+struct FusePipelineOptions : public PassPipelineOptions<FusePipelineOptions> {
+  PassOptions::Option<bool> report{
+      *this, "report",
+      llvm::cl::desc("Print what each fusion pass fused, and why chains were "
+                     "left alone"),
+      llvm::cl::init(false)};
+  PassOptions::Option<bool> allowExtraOutputs{
+      *this, "allow-extra-outputs",
+      llvm::cl::desc("Let intermediates read outside a group become extra "
+                     "results"),
+      llvm::cl::init(true)};
+};
+
+/// `liger-fuse`: every fusion pass, in an order where the larger kernels
+/// claim their ops first. Pre: liger ops (after canonicalization). Post:
+/// liger.fusion groups; ops no pattern matched stay outside groups.
+///   1. liger-fuse-linear-cross-entropy  lm_head + loss (loss group)
+///   2. liger-fuse-add-rms-norm          residual add + norm (rowwise)
+///   3. liger-fuse-qkv-rope              q/k projections + RoPE (matmul)
+///   4. liger-fuse-gated-mlp             gate/up + SwiGLU/GeGLU (matmul)
+///   5. liger-fuse-lora                  LoRA + activation + residual
+///   6. liger-fuse-norm-linear           RMSNorm as projection prologue
+///   7. liger-fuse-elementwise           the remaining elementwise chains
+void buildFusePipeline(OpPassManager &pm, const FusePipelineOptions &opts);
+
 /// Registers the pipelines above with the pass registry.
 void registerLigerPipelines();
 

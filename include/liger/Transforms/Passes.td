@@ -9,6 +9,226 @@
 
 include "mlir/Pass/PassBase.td"
 
+def FuseAddRMSNormPass : Pass<"liger-fuse-add-rms-norm"> {
+  let summary = "Fuse a residual add and the RMSNorm of the sum into one rowwise group";
+  let description = [{
+    Rewrites `liger.add` followed by `liger.rms_norm` of the sum into a
+    rowwise group holding one `liger.add_rms_norm`, which returns both the
+    normed value and the new residual stream (so the sum may have other
+    users). The pre-norm of every decoder layer after the first.
+
+    ```mlir
+    %s = liger.add %h, %res : tensor<?x4096xbf16>
+    %n = liger.rms_norm %s, %w eps = 1.000000e-05 : tensor<?x4096xbf16>, tensor<4096xbf16>
+    // becomes
+    %n, %s = liger.fusion rowwise(%h, %res, %w) : (...) -> (...) {
+      %0, %1 = liger.add_rms_norm %a, %b, %g eps = 1.000000e-05 : ...
+      liger.yield %0, %1 : ...
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::liger::LigerDialect"];
+  let options = [
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Print what fused into what, and why chains were left alone">,
+    Option<"allowExtraOutputs", "allow-extra-outputs", "bool", /*default=*/"true",
+           "Let an intermediate read outside a group become an extra result "
+           "(otherwise the chain is left alone)">
+  ];
+  let statistics = [
+    Statistic<"numGroups", "groups", "Number of fusion groups formed">
+  ];
+}
+
+def FuseElementwisePass : Pass<"liger-fuse-elementwise"> {
+  let summary = "Fuse elementwise ops into the group or op that produces their operand";
+  let description = [{
+    Grows rowwise groups along producer -> consumer edges: an elementwise op
+    or gated activation (`silu`, `gelu`, `swiglu`, `geglu`, `add`, `mul`)
+    joins the rowwise op or group that produces one of its operands (norms,
+    RoPE, softmax, other elementwise ops), so chains such as norm -> mul ->
+    silu become one kernel that reads each input once. With `into-matmul`,
+    it also joins a matmul group as epilogue (a residual add after a
+    projection). An intermediate that other ops read becomes an extra result
+    (`allow-extra-outputs`).
+
+    ```mlir
+    %a = liger.silu %x : tensor<?x128xf32>
+    %b = liger.mul %a, %y : tensor<?x128xf32>
+    // becomes one rowwise group computing %b from %x and %y
+    ```
+  }];
+  let dependentDialects = ["::mlir::liger::LigerDialect"];
+  let options = [
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Print what fused into what, and why chains were left alone">,
+    Option<"allowExtraOutputs", "allow-extra-outputs", "bool", /*default=*/"true",
+           "Let an intermediate read outside a group become an extra result "
+           "(otherwise the chain is left alone)">,
+    Option<"intoMatmul", "into-matmul", "bool", /*default=*/"true",
+           "Also fuse elementwise consumers into matmul groups (epilogue)">
+  ];
+  let statistics = [
+    Statistic<"numGroups", "groups", "Number of fusion groups formed">
+  ];
+}
+
+def FuseGatedMLPPass : Pass<"liger-fuse-gated-mlp"> {
+  let summary = "Fuse the gate and up projections and their gated activation into one matmul group";
+  let description = [{
+    Matches `liger.swiglu` (or `liger.geglu`) whose gate and up operands are
+    `liger.linear` projections of the same activation, read by nothing else,
+    and groups the two projections and the activation: one GEMM over the
+    concatenated weights with the activation in its epilogue, so neither
+    projection is written to memory. The down projection stays a separate
+    group.
+
+    ```mlir
+    %g = liger.linear %x, %wg : tensor<?x4096xbf16>, tensor<14336x4096xbf16>
+    %u = liger.linear %x, %wu : tensor<?x4096xbf16>, tensor<14336x4096xbf16>
+    %h = liger.swiglu %g, %u : tensor<?x14336xbf16>
+    // becomes
+    %h = liger.fusion matmul(%x, %wg, %wu) : (...) -> tensor<?x14336xbf16> { ... }
+    ```
+  }];
+  let dependentDialects = ["::mlir::liger::LigerDialect"];
+  let options = [
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Print what fused into what, and why chains were left alone">,
+    Option<"allowExtraOutputs", "allow-extra-outputs", "bool", /*default=*/"true",
+           "Let an intermediate read outside a group become an extra result "
+           "(otherwise the chain is left alone)">
+  ];
+  let statistics = [
+    Statistic<"numGroups", "groups", "Number of fusion groups formed">
+  ];
+}
+
+def FuseLinearCrossEntropyPass : Pass<"liger-fuse-linear-cross-entropy"> {
+  let summary = "Fuse the lm_head projection into the cross-entropy loss (no logits in memory)";
+  let description = [{
+    Rewrites `liger.cross_entropy` of logits produced by `liger.linear` into
+    `liger.fused_linear_cross_entropy` in a loss group, when nothing else
+    reads the logits (otherwise they would be stored anyway) and the loss
+    has no class weights. A `liger.fused_linear_cross_entropy` that is not in
+    a group yet is wrapped in one.
+
+    ```mlir
+    %logits = liger.linear %h, %w : tensor<?x4096xbf16>, tensor<128256x4096xbf16>
+    %loss = liger.cross_entropy %logits, %t : tensor<?x128256xbf16>, tensor<?xi64>
+    // becomes
+    %loss = liger.fusion loss(%h, %w, %t) : (...) -> tensor<f32> {
+      %0 = liger.fused_linear_cross_entropy %a, %b, %c : ...
+      liger.yield %0 : tensor<f32>
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::liger::LigerDialect"];
+  let options = [
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Print what fused into what, and why chains were left alone">,
+    Option<"allowExtraOutputs", "allow-extra-outputs", "bool", /*default=*/"true",
+           "Let an intermediate read outside a group become an extra result "
+           "(otherwise the chain is left alone)">
+  ];
+  let statistics = [
+    Statistic<"numGroups", "groups", "Number of fusion groups formed">
+  ];
+}
+
+def FuseLoRAPass : Pass<"liger-fuse-lora"> {
+  let summary = "Fuse a LoRA projection with the activation and residual add that follow it";
+  let description = [{
+    Groups `liger.lora_linear` with its single activation consumer (`silu`,
+    `gelu`) and then a single residual `liger.add`, into one matmul group:
+    the base and low-rank products share the loads of x, and the epilogue
+    applies the activation and the residual before the one store.
+
+    ```mlir
+    %p = liger.lora_linear %x, %w, %a, %b scale = 2.000000e+00 : ...
+    %o = liger.add %p, %res : tensor<?x4096xbf16>
+    // becomes one matmul group computing %o
+    ```
+  }];
+  let dependentDialects = ["::mlir::liger::LigerDialect"];
+  let options = [
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Print what fused into what, and why chains were left alone">,
+    Option<"allowExtraOutputs", "allow-extra-outputs", "bool", /*default=*/"true",
+           "Let an intermediate read outside a group become an extra result "
+           "(otherwise the chain is left alone)">
+  ];
+  let statistics = [
+    Statistic<"numGroups", "groups", "Number of fusion groups formed">
+  ];
+}
+
+def FuseNormLinearPass : Pass<"liger-fuse-norm-linear"> {
+  let summary = "Fuse an RMSNorm into the projections that read it (norm as matmul prologue)";
+  let description = [{
+    When every reader of a `liger.rms_norm` result is a projection (a bare
+    `liger.linear`/`liger.lora_linear`, or a matmul group whose projections
+    read it), the norm becomes the prologue of each reader's matmul group.
+    The GPU lowering uses y = rstd ⊙ (x · (diag(g)·W)ᵀ): the row statistics
+    come from the A tiles the main loop loads anyway, and gamma is applied
+    on load (or folded into a constant W). The normed activation is never
+    written. Each group recomputes the row statistics, so at most
+    `max-consumers` readers are fused; a norm whose `rstd` result is read is
+    left alone.
+
+    ```mlir
+    %n = liger.rms_norm %x, %g eps = 1.000000e-05 : tensor<?x4096xbf16>, tensor<4096xbf16>
+    %q = liger.linear %n, %wq : tensor<?x4096xbf16>, tensor<4096x4096xbf16>
+    // becomes
+    %q = liger.fusion matmul(%x, %g, %wq) : (...) -> tensor<?x4096xbf16> { rms_norm, linear }
+    ```
+  }];
+  let dependentDialects = ["::mlir::liger::LigerDialect"];
+  let options = [
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Print what fused into what, and why chains were left alone">,
+    Option<"allowExtraOutputs", "allow-extra-outputs", "bool", /*default=*/"true",
+           "Let an intermediate read outside a group become an extra result "
+           "(otherwise the chain is left alone)">,
+    Option<"maxConsumers", "max-consumers", "int64_t", /*default=*/"4",
+           "Fuse a norm into at most this many projection groups">
+  ];
+  let statistics = [
+    Statistic<"numGroups", "groups", "Number of fusion groups formed">
+  ];
+}
+
+def FuseQKVRoPEPass : Pass<"liger-fuse-qkv-rope"> {
+  let summary = "Fuse the q and k projections, the head split and RoPE into one matmul group";
+  let description = [{
+    Matches `liger.rope` whose q and k operands come from `liger.linear`
+    projections of the same activation through the head split
+    (`tensor.expand_shape` then `linalg.transpose`), each read by nothing
+    else, and groups the projections, the layout ops and the rotation: one
+    GEMM over [Wq; Wk] with RoPE applied to the accumulators before the
+    store. The v projection and attention stay outside.
+
+    ```mlir
+    %q = liger.linear %n, %wq ...
+    %k = liger.linear %n, %wk ...
+    // expand_shape + transpose of each ...
+    %qr, %kr = liger.rope %qh, %kh, %cos, %sin ...
+    // becomes one matmul group returning %qr, %kr
+    ```
+  }];
+  let dependentDialects = ["::mlir::liger::LigerDialect"];
+  let options = [
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Print what fused into what, and why chains were left alone">,
+    Option<"allowExtraOutputs", "allow-extra-outputs", "bool", /*default=*/"true",
+           "Let an intermediate read outside a group become an extra result "
+           "(otherwise the chain is left alone)">
+  ];
+  let statistics = [
+    Statistic<"numGroups", "groups", "Number of fusion groups formed">
+  ];
+}
+
 def PrintSummaryPass : Pass<"liger-print-summary", "ModuleOp"> {
   let summary = "Print what each function computes: liger ops, weights, FLOPs";
   let description = [{

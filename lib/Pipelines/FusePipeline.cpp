@@ -1,0 +1,31 @@
+//===- FusePipeline.cpp - the liger-fuse pipeline -------------------------===//
+//
+// Runs every fusion pass in the order documented in Pipelines.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "liger/Pipelines/Pipelines.h"
+#include "liger/Transforms/Passes.h"
+
+#include "mlir/Pass/PassManager.h"
+
+using namespace mlir;
+using namespace mlir::liger;
+
+void mlir::liger::buildFusePipeline(OpPassManager &pm,
+                                    const FusePipelineOptions &opts) {
+  // Every pass takes the two shared options.
+  auto with = [&](auto options) {
+    options.report = opts.report;
+    options.allowExtraOutputs = opts.allowExtraOutputs;
+    return options;
+  };
+  pm.addPass(createFuseLinearCrossEntropyPass(
+      with(FuseLinearCrossEntropyPassOptions())));
+  pm.addPass(createFuseAddRMSNormPass(with(FuseAddRMSNormPassOptions())));
+  pm.addPass(createFuseQKVRoPEPass(with(FuseQKVRoPEPassOptions())));
+  pm.addPass(createFuseGatedMLPPass(with(FuseGatedMLPPassOptions())));
+  pm.addPass(createFuseLoRAPass(with(FuseLoRAPassOptions())));
+  pm.addPass(createFuseNormLinearPass(with(FuseNormLinearPassOptions())));
+  pm.addPass(createFuseElementwisePass(with(FuseElementwisePassOptions())));
+}

@@ -1,0 +1,110 @@
+//===- FuseLinearCrossEntropy.cpp - lm_head + cross-entropy -> loss group -===//
+//
+// liger-fuse-linear-cross-entropy: liger.cross_entropy of liger.linear
+// logits becomes liger.fused_linear_cross_entropy in a loss group, so the
+// [tokens, vocab] logits are never stored.
+//
+//===----------------------------------------------------------------------===//
+
+#include "liger/Transforms/Fusion.h"
+#include "liger/Transforms/Passes.h"
+
+namespace mlir::liger {
+#define GEN_PASS_DEF_FUSELINEARCROSSENTROPYPASS
+#include "liger/Transforms/Passes.h.inc"
+} // namespace mlir::liger
+
+using namespace mlir;
+using namespace mlir::liger;
+
+namespace {
+constexpr StringLiteral kPass = "liger-fuse-linear-cross-entropy";
+
+struct FuseLinearIntoCrossEntropy : OpRewritePattern<CrossEntropyOp> {
+  FuseLinearIntoCrossEntropy(MLIRContext *ctx, const FusionOptions &options)
+      : OpRewritePattern(ctx), options(options) {}
+
+  LogicalResult matchAndRewrite(CrossEntropyOp ce,
+                                PatternRewriter &rewriter) const override {
+    if (isInFusionGroup(ce))
+      return failure();
+    auto linear = ce.getLogits().getDefiningOp<LinearOp>();
+    if (!linear || isInFusionGroup(linear))
+      return failure();
+    for (Operation *user : linear->getUsers())
+      if (user != ce.getOperation())
+        return leaveAlone(options, kPass, ce,
+                          "the logits are also read by '" +
+                              user->getName().getStringRef() +
+                              "', so they would be stored anyway");
+    if (ce.getWeight())
+      return leaveAlone(options, kPass, ce,
+                        "it has class weights, which "
+                        "liger.fused_linear_cross_entropy does not take");
+    if (linear->getBlock() != ce->getBlock())
+      return leaveAlone(options, kPass, ce,
+                        "the projection is in another block");
+    FusionCandidate candidate{kPass, FusionKind::loss, {linear, ce}, {}};
+    if (options.control && !options.control(candidate))
+      return leaveAlone(options, kPass, ce, "refused by the policy");
+    std::string what = describeOps(candidate.ops);
+
+    rewriter.setInsertionPoint(ce);
+    FusedLinearCrossEntropyOp::Properties props;
+    props.ignore_index = ce.getIgnoreIndexAttr();
+    props.label_smoothing = ce.getLabelSmoothingAttr();
+    props.reduction = ce.getReductionAttr();
+    props.softcap = ce.getSoftcapAttr();
+    props.lse_square_scale = ce.getLseSquareScaleAttr();
+    props.return_z_loss = ce.getReturnZLossAttr();
+    SmallVector<Value> operands = {linear.getInput(), linear.getWeight(),
+                                   ce.getTarget()};
+    if (Value bias = linear.getBias())
+      operands.push_back(bias);
+    auto fused = FusedLinearCrossEntropyOp::create(rewriter, ce.getLoc(),
+                                                   operands, props, {});
+    rewriter.replaceOp(ce, fused->getResults());
+    rewriter.eraseOp(linear);
+    commitFusion(rewriter, {kPass, FusionKind::loss, {fused}, {}}, what,
+                 options);
+    return success();
+  }
+
+  FusionOptions options;
+};
+
+/// A fused_linear_cross_entropy written as such still needs its group.
+struct WrapFusedLinearCrossEntropy
+    : OpRewritePattern<FusedLinearCrossEntropyOp> {
+  WrapFusedLinearCrossEntropy(MLIRContext *ctx, const FusionOptions &options)
+      : OpRewritePattern(ctx), options(options) {}
+
+  LogicalResult matchAndRewrite(FusedLinearCrossEntropyOp loss,
+                                PatternRewriter &rewriter) const override {
+    if (isInFusionGroup(loss))
+      return failure();
+    FusionCandidate candidate{kPass, FusionKind::loss, {loss}, {}};
+    return success(succeeded(tryFuse(rewriter, loss, candidate, options)));
+  }
+
+  FusionOptions options;
+};
+
+struct FuseLinearCrossEntropyPass
+    : liger::impl::FuseLinearCrossEntropyPassBase<FuseLinearCrossEntropyPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    numGroups += runFusionPatterns(
+        getOperation(), report, allowExtraOutputs,
+        [](RewritePatternSet &patterns, const FusionOptions &options) {
+          populateFuseLinearCrossEntropyPatterns(patterns, options);
+        });
+  }
+};
+} // namespace
+
+void mlir::liger::populateFuseLinearCrossEntropyPatterns(
+    RewritePatternSet &patterns, const FusionOptions &options) {
+  patterns.add<FuseLinearIntoCrossEntropy, WrapFusedLinearCrossEntropy>(
+      patterns.getContext(), options);
+}

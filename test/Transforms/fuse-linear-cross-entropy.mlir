@@ -1,0 +1,62 @@
+// RUN: liger-opt %s --liger-fuse-linear-cross-entropy --split-input-file | FileCheck %s
+// RUN: liger-opt %s --liger-fuse-linear-cross-entropy=report=true --split-input-file -o /dev/null | FileCheck %s --check-prefix=REPORT
+
+// lm_head + cross-entropy: one fused_linear_cross_entropy with the loss's
+// attributes (and the projection's bias) in a loss group.
+// CHECK-LABEL: func.func @lm_head_loss
+//  CHECK-SAME:   (%[[H:.+]]: tensor<?x64xbf16>, %[[W:.+]]: tensor<1000x64xbf16>, %[[B:.+]]: tensor<1000xbf16>, %[[T:.+]]: tensor<?xi64>)
+//       CHECK:   %[[L:.+]]:2 = liger.fusion loss(%[[H]], %[[W]], %[[T]], %[[B]])
+//       CHECK:     liger.fused_linear_cross_entropy %{{.+}}, %{{.+}}, %{{.+}} bias(%{{.+}} : tensor<1000xbf16>) ignore_index = -1 label_smoothing = 1.000000e-01 reduction = sum softcap = 3.000000e+01 lse_square_scale = 9.99999974E-5 z_loss
+//   CHECK-NOT:   liger.linear
+//       CHECK:   return %[[L]]#0, %[[L]]#1
+// REPORT: [liger-fuse-linear-cross-entropy] fused liger.linear, liger.cross_entropy into a loss group at fuse-linear-cross-entropy.mlir:{{[0-9]+}}:{{[0-9]+}}
+func.func @lm_head_loss(%h: tensor<?x64xbf16>, %w: tensor<1000x64xbf16>, %b: tensor<1000xbf16>, %t: tensor<?xi64>) -> (tensor<f32>, tensor<f32>) {
+  %logits = liger.linear %h, %w, %b : tensor<?x64xbf16>, tensor<1000x64xbf16>, tensor<1000xbf16>
+  %l, %z = liger.cross_entropy %logits, %t ignore_index = -1 label_smoothing = 0.1 reduction = sum softcap = 30.0 lse_square_scale = 1.0e-4 z_loss : tensor<?x1000xbf16>, tensor<?xi64>
+  return %l, %z : tensor<f32>, tensor<f32>
+}
+
+// -----
+
+// A fused_linear_cross_entropy written as such gets its group.
+// CHECK-LABEL: func.func @wraps_flce
+//       CHECK:   liger.fusion loss
+func.func @wraps_flce(%h: tensor<?x64xf32>, %w: tensor<100x64xf32>, %t: tensor<?xi32>) -> tensor<f32> {
+  %l = liger.fused_linear_cross_entropy %h, %w, %t : tensor<?x64xf32>, tensor<100x64xf32>, tensor<?xi32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Near-miss: the logits are returned too; fusing would still store them.
+// CHECK-LABEL: func.func @logits_returned
+//   CHECK-NOT:   liger.fusion
+//       CHECK:   liger.cross_entropy
+// REPORT: [liger-fuse-linear-cross-entropy] left alone liger.cross_entropy at fuse-linear-cross-entropy.mlir:{{[0-9]+}}:{{[0-9]+}}: the logits are also read by 'func.return', so they would be stored anyway
+func.func @logits_returned(%h: tensor<?x64xf32>, %w: tensor<100x64xf32>, %t: tensor<?xi64>) -> (tensor<f32>, tensor<?x100xf32>) {
+  %logits = liger.linear %h, %w : tensor<?x64xf32>, tensor<100x64xf32>
+  %l = liger.cross_entropy %logits, %t : tensor<?x100xf32>, tensor<?xi64>
+  return %l, %logits : tensor<f32>, tensor<?x100xf32>
+}
+
+// -----
+
+// Near-miss: class weights.
+// CHECK-LABEL: func.func @class_weights
+//   CHECK-NOT:   liger.fusion
+// REPORT: [liger-fuse-linear-cross-entropy] left alone liger.cross_entropy at fuse-linear-cross-entropy.mlir:{{[0-9]+}}:{{[0-9]+}}: it has class weights, which liger.fused_linear_cross_entropy does not take
+func.func @class_weights(%h: tensor<?x64xf32>, %w: tensor<100x64xf32>, %t: tensor<?xi64>, %cw: tensor<100xf32>) -> tensor<f32> {
+  %logits = liger.linear %h, %w : tensor<?x64xf32>, tensor<100x64xf32>
+  %l = liger.cross_entropy %logits, %t weight(%cw : tensor<100xf32>) : tensor<?x100xf32>, tensor<?xi64>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Near-miss: logits that are an argument, not a projection.
+// CHECK-LABEL: func.func @logits_given
+//   CHECK-NOT:   liger.fusion
+func.func @logits_given(%logits: tensor<?x100xf32>, %t: tensor<?xi64>) -> tensor<f32> {
+  %l = liger.cross_entropy %logits, %t : tensor<?x100xf32>, tensor<?xi64>
+  return %l : tensor<f32>
+}
