@@ -28,8 +28,13 @@ config.substitutions.append(("%liger_obj_root", config.liger_obj_root))
 tool_dirs = [config.liger_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(
     [ToolSubst("liger-opt", unresolved="fatal"),
-     ToolSubst("liger-cpu-runner", unresolved="fatal")], tool_dirs)
+     ToolSubst("liger-cpu-runner", unresolved="fatal"),
+     ToolSubst("liger-compile", unresolved="fatal")], tool_dirs)
 
 cuda_home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
-if os.path.exists(os.path.join(cuda_home, "bin", "ptxas")) or shutil.which("ptxas"):
+ptxas = os.path.join(cuda_home, "bin", "ptxas")
+if not os.path.exists(ptxas):
+    ptxas = shutil.which("ptxas")
+if ptxas:
     config.available_features.add("ptxas")
+    config.substitutions.append(("ptxas", ptxas))

@@ -9,6 +9,56 @@
 
 include "mlir/Pass/PassBase.td"
 
+def LowerToGPUPass : Pass<"liger-lower-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "Lower rowwise fusion groups to GPU kernels (one gpu.func per group)";
+  let description = [{
+    Outlines every rowwise `liger.fusion` group (and, with `wrap-ops`, every
+    rowwise liger op outside a group, as a group of one) into a `gpu.func`
+    of the `gpu.module @liger_kernels`, targeted at `chip`. One CTA computes
+    one row: each thread holds `vector_width`-wide chunks of the row in
+    registers, math is f32, reductions go through warp shuffles and one
+    shared-memory step, loads and stores are 16-byte vectors where the width
+    allows, and tail chunks are masked. The configuration comes from the
+    group's `liger.kernel_config` attribute ({threads, vector_width}) or is
+    chosen from the row length and dtype.
+
+    The kernel computes the group's reference lowering (the body is lowered
+    with liger-lower-to-linalg's patterns and each linalg.generic becomes a
+    step of the row program), so it means exactly what the CPU oracle
+    computes. The group stays in the function, marked with `liger.kernel`;
+    the kernel carries `liger.kernel_info` (parameters, launch shape, shared
+    memory), which the bundle manifest is written from.
+
+    Matmul and loss groups are left alone (their lowering is a separate
+    template). Ops the row program does not support yet (RoPE and the
+    cross-entropy family, which gather; cross-row reductions such as
+    RMSNorm's weight gradient) are a diagnostic naming the group.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::func::FuncDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::tensor::TensorDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::NVVM::NVVMDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect",
+  ];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
+           "Target GPU: sm_90a (default) or sm_80">,
+    Option<"features", "features", "std::string", /*default=*/"\"+ptx86\"",
+           "PTX ISA version, as +ptxNN">,
+    Option<"wrapOps", "wrap-ops", "bool", /*default=*/"true",
+           "Also lower rowwise liger ops outside groups, each as its own kernel">,
+  ];
+  let statistics = [
+    Statistic<"numKernels", "kernels", "Number of GPU kernels built">
+  ];
+}
+
 def LowerToLinalgPass : Pass<"liger-lower-to-linalg"> {
   let summary = "Lower liger ops to linalg/tensor/arith/math: their reference semantics";
   let description = [{

@@ -1,0 +1,72 @@
+//===- RowKernel.h - rowwise fusion groups as GPU kernels -------*- C++ -*-===//
+//
+// Turns a rowwise liger.fusion group into one gpu.func: one CTA per row,
+// each thread holding `vectorWidth`-wide chunks of the row in registers,
+// f32 math, warp-shuffle then shared-memory reductions, vector loads and
+// stores of 16 bytes where the width allows, masked tail chunks.
+//
+// The kernel's meaning is the group's reference lowering: the body is
+// lowered to linalg (liger-lower-to-linalg's patterns) and each
+// linalg.generic becomes a step of a row program (an elementwise pass over
+// the row, a row reduction, or a per-row scalar computation), so the GPU
+// kernel and the CPU oracle share one definition of every op.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LIGER_CONVERSION_LIGERTOGPU_ROWKERNEL_H
+#define LIGER_CONVERSION_LIGERTOGPU_ROWKERNEL_H
+
+#include "liger/Dialect/Liger/IR/LigerOps.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
+#include <string>
+
+namespace mlir::liger {
+
+/// The launch configuration of a rowwise kernel.
+struct RowKernelConfig {
+  int64_t threads = 256;
+  int64_t vectorWidth = 8;
+};
+
+/// The default configuration for rows of `hidden` elements of `elementType`:
+/// 16-byte vectors when they divide the row, about two chunks per thread.
+RowKernelConfig selectRowKernelConfig(int64_t hidden, Type elementType);
+
+/// Reads the `liger.kernel_config` attribute of `group` ({threads,
+/// vector_width}), or returns the default.
+FailureOr<RowKernelConfig> getRowKernelConfig(FusionOp group);
+
+/// How a kernel parameter is indexed, for the manifest.
+enum class RowParamKind { Rows, RowScalars, Feature, Scalar };
+
+/// One kernel parameter (a memref), in order.
+struct RowKernelParam {
+  std::string name; // "input0", "output1", ...
+  bool isOutput = false;
+  RowParamKind kind = RowParamKind::Rows;
+  Type elementType;
+  int64_t hidden = 0; // the row (or feature) length; 0 for row scalars
+};
+
+/// What the runtime needs to launch a kernel.
+struct RowKernelInfo {
+  std::string name;
+  RowKernelConfig config;
+  int64_t hidden = 0;
+  int64_t sharedMemoryBytes = 0;
+  SmallVector<RowKernelParam> params;
+  std::string opChain; // "liger.add_rms_norm"
+};
+
+/// Builds the kernel of `group` into `module` (at its end). Fails with a
+/// diagnostic on the group when a body op is outside what the row program
+/// supports.
+FailureOr<RowKernelInfo> buildRowKernel(FusionOp group, gpu::GPUModuleOp module,
+                                        StringRef name,
+                                        const RowKernelConfig &config);
+
+} // namespace mlir::liger
+
+#endif // LIGER_CONVERSION_LIGERTOGPU_ROWKERNEL_H

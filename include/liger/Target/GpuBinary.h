@@ -1,0 +1,52 @@
+//===- GpuBinary.h - gpu.module -> PTX and cubin, kernel bundles -*- C++
+//-*-===//
+//
+// The back end of `liger-compile`: lowers the gpu.module that
+// liger-lower-to-gpu builds to the NVVM/LLVM dialects (with the
+// dynamic-shared-memory fix every liger kernel relies on), serializes it
+// through the NVVM target (LLVM NVPTX for PTX, ptxas for the cubin), and
+// writes a kernel bundle: the cubin, the PTX and a manifest
+// (docs/Design/Bundle.md).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LIGER_TARGET_GPUBINARY_H
+#define LIGER_TARGET_GPUBINARY_H
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir::liger {
+
+/// Lowers every gpu.module of `module` to the LLVM dialect: SCF to CF,
+/// GPU/vector/arith/math/memref to NVVM, then gives the dynamic shared
+/// memory buffer external linkage and 1024-byte alignment (upstream lowers
+/// it to a 1-byte static variable that other shared memory overlaps).
+LogicalResult lowerGpuModulesToNVVM(ModuleOp module);
+
+/// A serialized gpu.module.
+struct GpuBinary {
+  std::string moduleName;
+  std::string chip;
+  std::string ptx;
+  std::vector<char> cubin;
+};
+
+/// Serializes every gpu.module of `module` (already lowered) with its NVVM
+/// target. `toolkitPath` is the CUDA toolkit holding bin/ptxas; empty means
+/// $CUDA_HOME, then /usr/local/cuda. Fails with a diagnostic saying where
+/// ptxas was looked for, or ptxas's own log.
+FailureOr<std::vector<GpuBinary>> serializeGpuModules(ModuleOp module,
+                                                      StringRef toolkitPath);
+
+/// Writes a bundle into directory `dir` (created if needed): per gpu.module
+/// `<name>.<chip>.cubin` and `.ptx`, and `manifest.json` describing every
+/// kernel from its `liger.kernel_info` attribute. `source` names the input.
+LogicalResult writeBundle(ModuleOp module, ArrayRef<GpuBinary> binaries,
+                          StringRef dir, StringRef source);
+
+} // namespace mlir::liger
+
+#endif // LIGER_TARGET_GPUBINARY_H

@@ -1,0 +1,170 @@
+//===- LowerToGPU.cpp - the liger-lower-to-gpu pass -----------------------===//
+//
+// Wraps rowwise ops outside groups (wrap-ops), then builds one kernel per
+// rowwise group into gpu.module @liger_kernels (RowKernel.cpp) and records
+// each kernel's launch information for the bundle writer.
+//
+//===----------------------------------------------------------------------===//
+
+#include "liger/Conversion/LigerToGPU/RowKernel.h"
+#include "liger/Conversion/Passes.h"
+#include "liger/Target/GpuTarget.h"
+#include "liger/Transforms/Fusion.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
+namespace mlir::liger {
+#define GEN_PASS_DEF_LOWERTOGPUPASS
+#include "liger/Conversion/Passes.h.inc"
+} // namespace mlir::liger
+
+using namespace mlir;
+using namespace mlir::liger;
+
+static StringRef stringifyParamKind(RowParamKind kind) {
+  switch (kind) {
+  case RowParamKind::Rows:
+    return "rows";
+  case RowParamKind::RowScalars:
+    return "row_scalars";
+  case RowParamKind::Feature:
+    return "feature";
+  case RowParamKind::Scalar:
+    return "scalar";
+  }
+  llvm_unreachable("unknown kind");
+}
+
+/// The kernel's launch information as an attribute the bundle writer reads.
+static DictionaryAttr getKernelInfoAttr(OpBuilder &b,
+                                        const RowKernelInfo &info) {
+  SmallVector<Attribute> params;
+  for (const RowKernelParam &p : info.params)
+    params.push_back(b.getDictionaryAttr({
+        b.getNamedAttr("name", b.getStringAttr(p.name)),
+        b.getNamedAttr("role",
+                       b.getStringAttr(p.isOutput ? "output" : "input")),
+        b.getNamedAttr("kind", b.getStringAttr(stringifyParamKind(p.kind))),
+        b.getNamedAttr("dtype", TypeAttr::get(p.elementType)),
+        b.getNamedAttr("length", b.getI64IntegerAttr(p.hidden)),
+    }));
+  return b.getDictionaryAttr({
+      b.getNamedAttr("template", b.getStringAttr("rowwise")),
+      b.getNamedAttr("threads", b.getI64IntegerAttr(info.config.threads)),
+      b.getNamedAttr("vector_width",
+                     b.getI64IntegerAttr(info.config.vectorWidth)),
+      b.getNamedAttr("hidden", b.getI64IntegerAttr(info.hidden)),
+      b.getNamedAttr("shared_memory_bytes",
+                     b.getI64IntegerAttr(info.sharedMemoryBytes)),
+      b.getNamedAttr("ops", b.getStringAttr(info.opChain)),
+      b.getNamedAttr("params", b.getArrayAttr(params)),
+  });
+}
+
+/// Ops a row kernel may implement on their own.
+static bool isRowwiseOp(Operation *op) {
+  return isa<RMSNormOp, AddRMSNormOp, LayerNormOp, SiLUOp, GELUOp, SwiGLUOp,
+             GEGLUOp, AddOp, MulOp, SoftmaxOp, SwiGLUGradOp>(op);
+}
+
+namespace {
+struct LowerToGPUPass : liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    std::string error;
+    if (!validateGpuTarget(chip, features, error)) {
+      module.emitError() << "liger-lower-to-gpu: " << error;
+      return signalPassFailure();
+    }
+
+    // Rowwise ops outside groups become groups of one.
+    IRRewriter rewriter(ctx);
+    if (wrapOps) {
+      SmallVector<Operation *> singles;
+      module.walk([&](Operation *op) {
+        if (isRowwiseOp(op) && !isInFusionGroup(op))
+          singles.push_back(op);
+      });
+      for (Operation *op : singles) {
+        std::string whyNot;
+        if (failed(createFusionGroup(
+                rewriter, {"liger-lower-to-gpu", FusionKind::rowwise, {op}, {}},
+                whyNot))) {
+          op->emitOpError("cannot become a kernel: ") << whyNot;
+          return signalPassFailure();
+        }
+      }
+    }
+
+    SmallVector<std::pair<FunctionOpInterface, FusionOp>> groups;
+    module.walk([&](FunctionOpInterface fn) {
+      fn.walk([&](FusionOp group) {
+        if (group.getKind() == FusionKind::rowwise &&
+            !group->hasAttr("liger.kernel"))
+          groups.push_back({fn, group});
+      });
+    });
+    if (groups.empty())
+      return;
+
+    OpBuilder b(ctx);
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                    b.getUnitAttr());
+    auto kernels = module.lookupSymbol<gpu::GPUModuleOp>("liger_kernels");
+    if (!kernels) {
+      b.setInsertionPointToEnd(module.getBody());
+      auto target = NVVM::NVVMTargetAttr::get(
+          ctx, /*optLevel=*/3, "nvptx64-nvidia-cuda", chip, features);
+      kernels = gpu::GPUModuleOp::create(b, module.getLoc(), "liger_kernels",
+                                         b.getArrayAttr({target}));
+    }
+    llvm::StringMap<int> perFunction;
+    for (auto [fn, group] : groups) {
+      FailureOr<RowKernelConfig> config = getRowKernelConfig(group);
+      if (failed(config))
+        return signalPassFailure();
+      if (!group->hasAttr("liger.kernel_config")) {
+        // The default for the dtype of the first row-shaped input.
+        Type elem = b.getF32Type();
+        int64_t hidden = 0;
+        for (Value v : group.getInputs())
+          if (auto t = dyn_cast<RankedTensorType>(v.getType());
+              t && t.getRank() >= 1 && !t.isDynamicDim(t.getRank() - 1) &&
+              t.getRank() >= 2) {
+            elem = t.getElementType();
+            hidden = t.getShape().back();
+            break;
+          }
+        if (hidden)
+          *config = selectRowKernelConfig(hidden, elem);
+      }
+      std::string name =
+          (fn.getName() + "_rowwise_" + Twine(perFunction[fn.getName()]++))
+              .str();
+      FailureOr<RowKernelInfo> info =
+          buildRowKernel(group, kernels, name, *config);
+      if (failed(info))
+        return signalPassFailure();
+      auto kernel = kernels.lookupSymbol<gpu::GPUFuncOp>(name);
+      kernel->setAttr("liger.kernel_info", getKernelInfoAttr(b, *info));
+      group->setAttr("liger.kernel",
+                     SymbolRefAttr::get(kernels.getNameAttr(),
+                                        {FlatSymbolRefAttr::get(ctx, name)}));
+      ++numKernels;
+    }
+  }
+};
+} // namespace

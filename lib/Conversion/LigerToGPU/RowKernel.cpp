@@ -1,0 +1,731 @@
+//===- RowKernel.cpp - rowwise fusion groups as GPU kernels ---------------===//
+//
+// Implements liger/Conversion/LigerToGPU/RowKernel.h. The group body is
+// lowered to linalg on a scratch function; every linalg.generic is then one
+// step of the row program that a CTA runs for its row:
+//
+//   elementwise  (all loops parallel, row-shaped result): per chunk, the
+//                generic's body on vector<W x f32> values;
+//   reduction    (last loop a reduction, one value per row): per chunk into a
+//                vector accumulator, then vector.reduction, warp shuffles and
+//                one shared-memory step across warps;
+//   row scalar   (one loop fewer, one value per row): the body on scalars,
+//                uniform across the CTA.
+//
+// Row-shaped intermediates live in registers (the chunks of each thread);
+// inputs are loaded where a step reads them, outputs stored where produced.
+//
+//===----------------------------------------------------------------------===//
+
+#include "liger/Conversion/LigerToGPU/RowKernel.h"
+#include "liger/Conversion/LigerToLinalg/LigerToLinalg.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::liger;
+
+RowKernelConfig mlir::liger::selectRowKernelConfig(int64_t hidden,
+                                                   Type elementType) {
+  RowKernelConfig config;
+  int64_t bytes = std::max<int64_t>(1, elementType.getIntOrFloatBitWidth() / 8);
+  config.vectorWidth = 16 / bytes;
+  while (config.vectorWidth > 1 && hidden % config.vectorWidth != 0)
+    config.vectorWidth /= 2;
+  int64_t chunks = (hidden + config.vectorWidth - 1) / config.vectorWidth;
+  int64_t threads = ((chunks + 1) / 2 + 31) / 32 * 32;
+  config.threads = std::clamp<int64_t>(threads, 32, 1024);
+  return config;
+}
+
+FailureOr<RowKernelConfig> mlir::liger::getRowKernelConfig(FusionOp group) {
+  auto dict = group->getAttrOfType<DictionaryAttr>("liger.kernel_config");
+  RowKernelConfig config;
+  if (!dict)
+    return config;
+  auto threads = dict.getAs<IntegerAttr>("threads");
+  auto width = dict.getAs<IntegerAttr>("vector_width");
+  if (!threads || !width)
+    return group.emitOpError("expects 'liger.kernel_config' to hold integer "
+                             "'threads' and 'vector_width'");
+  config.threads = threads.getInt();
+  config.vectorWidth = width.getInt();
+  if (config.threads < 32 || config.threads > 1024 || config.threads % 32)
+    return group.emitOpError("expects 'threads' to be a multiple of 32 in "
+                             "[32, 1024], got ")
+           << config.threads;
+  if (config.vectorWidth < 1 || config.vectorWidth > 16 ||
+      !llvm::isPowerOf2_64(config.vectorWidth))
+    return group.emitOpError("expects 'vector_width' to be a power of two "
+                             "in [1, 16], got ")
+           << config.vectorWidth;
+  return config;
+}
+
+namespace {
+
+/// How the kernel holds a tensor of the row program.
+struct Rep {
+  enum Kind { Memory, Chunks, Uniform } kind = Memory;
+  Value memref; // Memory
+  RowParamKind paramKind = RowParamKind::Rows;
+  SmallVector<Value> chunks; // Chunks: one vector per chunk
+  Value uniform;             // Uniform: one scalar per row
+};
+
+/// The access kind of an indexing map over `rank` loops, or nullopt.
+std::optional<RowParamKind> classifyMap(AffineMap map, unsigned rank) {
+  if (map.getNumResults() == 0)
+    return RowParamKind::Scalar;
+  if (map.isIdentity() && map.getNumDims() == rank)
+    return RowParamKind::Rows;
+  if (map.getNumResults() == 1 &&
+      map.getResult(0) == getAffineDimExpr(rank - 1, map.getContext()))
+    return RowParamKind::Feature;
+  if (map.getNumResults() == rank - 1 && map.isProjectedPermutation()) {
+    for (unsigned i = 0; i + 1 < rank; ++i)
+      if (map.getResult(i) != getAffineDimExpr(i, map.getContext()))
+        return std::nullopt;
+    return RowParamKind::RowScalars;
+  }
+  return std::nullopt;
+}
+
+class RowKernelBuilder {
+public:
+  RowKernelBuilder(FusionOp group, const RowKernelConfig &config)
+      : group(group), config(config), ctx(group.getContext()),
+        loc(group.getLoc()) {}
+
+  FailureOr<RowKernelInfo> build(gpu::GPUModuleOp module, StringRef name);
+
+private:
+  LogicalResult lowerBodyToLinalg();
+  LogicalResult analyze();
+  LogicalResult emitGeneric(OpBuilder &b, linalg::GenericOp op);
+  LogicalResult emitElementwise(OpBuilder &b, linalg::GenericOp op);
+  LogicalResult emitReduction(OpBuilder &b, linalg::GenericOp op);
+  LogicalResult emitRowScalar(OpBuilder &b, linalg::GenericOp op);
+  FailureOr<SmallVector<Value>> vectorizeBody(OpBuilder &b, Block &body,
+                                              ValueRange args, int64_t width);
+  Value loadChunk(OpBuilder &b, Value tensor, RowParamKind access, int64_t k,
+                  Value col);
+  Value loadUniform(OpBuilder &b, Value tensor);
+  Value blockReduce(OpBuilder &b, Value scalar, vector::CombiningKind kind,
+                    double neutral);
+  Value combine(OpBuilder &b, vector::CombiningKind kind, Value x, Value y);
+  void storeResultChunk(OpBuilder &b, Value tensor, Value chunk, Value col);
+  LogicalResult fail(const Twine &why) {
+    return group.emitOpError("cannot be lowered to a rowwise GPU kernel: ")
+           << why;
+  }
+  VectorType vecOf(Type t) { return VectorType::get({config.vectorWidth}, t); }
+  Value idx(OpBuilder &b, int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  }
+
+  FusionOp group;
+  RowKernelConfig config;
+  MLIRContext *ctx;
+  Location loc;
+  OwningOpRef<ModuleOp> scratch;
+  func::FuncOp rowFn;
+  unsigned rank = 0;  // loops of a row-shaped generic
+  int64_t hidden = 0; // static row length
+  int64_t numChunks = 0;
+  DenseMap<Value, Rep> reps;
+  DenseMap<Value, double> fillValue;
+  DenseMap<Value, SmallVector<unsigned>> resultIndex;
+  SmallVector<RowParamKind> inputKinds;
+  SmallVector<RowParamKind> outputKinds;
+  SmallVector<Value> outputMemrefs;
+  Value tid, row, dynSmem;
+  int64_t smemBytes = 0;
+};
+
+LogicalResult RowKernelBuilder::lowerBodyToLinalg() {
+  OpBuilder b(ctx);
+  scratch = ModuleOp::create(loc);
+  b.setInsertionPointToEnd(scratch->getBody());
+  auto type = FunctionType::get(ctx, group.getInputs().getTypes(),
+                                group.getResultTypes());
+  rowFn = func::FuncOp::create(b, loc, "row", type);
+  Block *entry = rowFn.addEntryBlock();
+  IRMapping mapping;
+  Block &body = group.getBody().front();
+  mapping.map(body.getArguments(), entry->getArguments());
+  b.setInsertionPointToEnd(entry);
+  for (Operation &op : body.without_terminator())
+    b.clone(op, mapping);
+  SmallVector<Value> results;
+  for (Value v : group.getYield().getValues())
+    results.push_back(mapping.lookupOrDefault(v));
+  func::ReturnOp::create(b, loc, results);
+
+  RewritePatternSet patterns(ctx);
+  populateLowerToLinalgPatterns(patterns);
+  ConversionTarget target(*ctx);
+  target.addIllegalDialect<LigerDialect>();
+  target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+  if (failed(applyPartialConversion(rowFn, target, std::move(patterns))))
+    return fail("its reference lowering failed");
+  return success();
+}
+
+LogicalResult RowKernelBuilder::analyze() {
+  // Gathers (computed indices) are outside the row program.
+  if (rowFn
+          .walk([](linalg::GenericOp op) {
+            return op.hasIndexSemantics() ? WalkResult::interrupt()
+                                          : WalkResult::advance();
+          })
+          .wasInterrupted())
+    return fail("a step reads loop indices (a gather such as RoPE's or the "
+                "cross-entropy target's), which the row program does not "
+                "support yet");
+  // The row rank and length: from the widest generic.
+  rowFn.walk(
+      [&](linalg::GenericOp op) { rank = std::max(rank, op.getNumLoops()); });
+  if (rank == 0)
+    return fail("its body computes nothing per row");
+  WalkResult walk = rowFn.walk([&](linalg::GenericOp op) {
+    if (op.getNumLoops() != rank)
+      return WalkResult::advance();
+    for (OpOperand &operand : op->getOpOperands()) {
+      auto type = dyn_cast<RankedTensorType>(operand.get().getType());
+      if (type && type.getRank() == rank) {
+        if (type.isDynamicDim(rank - 1))
+          return WalkResult::interrupt();
+        hidden = type.getShape().back();
+      }
+    }
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted() || hidden == 0)
+    return fail("its rows need a static length");
+  if (hidden % config.vectorWidth != 0)
+    return fail("vector_width " + Twine(config.vectorWidth) +
+                " does not divide the row length " + Twine(hidden));
+  numChunks =
+      (hidden / config.vectorWidth + config.threads - 1) / config.threads;
+
+  // Parameters: every input, classified by how the generics read it.
+  for (BlockArgument arg : rowFn.getArguments()) {
+    std::optional<RowParamKind> kind;
+    for (OpOperand &use : arg.getUses()) {
+      auto generic = dyn_cast<linalg::GenericOp>(use.getOwner());
+      if (!generic)
+        continue;
+      AffineMap map = generic.getMatchingIndexingMap(&use);
+      std::optional<RowParamKind> k;
+      if (generic.getNumLoops() == rank)
+        k = classifyMap(map, rank);
+      else if (generic.getNumLoops() + 1 == rank)
+        k = map.getNumResults() == 0 ? std::optional(RowParamKind::Scalar)
+                                     : std::optional(RowParamKind::RowScalars);
+      if (!k || (kind && *kind != *k))
+        return fail("input #" + Twine(arg.getArgNumber()) +
+                    " is read in a way a row kernel cannot index");
+      kind = k;
+    }
+    auto type = cast<RankedTensorType>(arg.getType());
+    if (!kind)
+      kind = type.getRank() == rank ? RowParamKind::Rows
+             : type.getRank() == 0  ? RowParamKind::Scalar
+                                    : RowParamKind::RowScalars;
+    inputKinds.push_back(*kind);
+  }
+  auto ret = cast<func::ReturnOp>(rowFn.getBody().front().getTerminator());
+  for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+    if (isa<BlockArgument>(v))
+      return fail("result #" + Twine(i) + " is an input passed through");
+    resultIndex[v].push_back(i);
+    auto type = cast<RankedTensorType>(v.getType());
+    outputKinds.push_back(type.getRank() == rank ? RowParamKind::Rows
+                                                 : RowParamKind::RowScalars);
+  }
+  return success();
+}
+
+Value RowKernelBuilder::combine(OpBuilder &b, vector::CombiningKind kind,
+                                Value x, Value y) {
+  if (kind == vector::CombiningKind::ADD)
+    return arith::AddFOp::create(b, loc, x, y);
+  return arith::MaximumFOp::create(b, loc, x, y);
+}
+
+Value RowKernelBuilder::loadUniform(OpBuilder &b, Value tensor) {
+  Rep &rep = reps[tensor];
+  if (rep.kind == Rep::Uniform)
+    return rep.uniform;
+  if (rep.paramKind == RowParamKind::Scalar)
+    return memref::LoadOp::create(b, loc, rep.memref, ValueRange{});
+  return memref::LoadOp::create(b, loc, rep.memref, ValueRange{row});
+}
+
+Value RowKernelBuilder::loadChunk(OpBuilder &b, Value tensor,
+                                  RowParamKind access, int64_t k, Value col) {
+  Rep &rep = reps[tensor];
+  Type elem = cast<RankedTensorType>(tensor.getType()).getElementType();
+  if (rep.kind == Rep::Chunks)
+    return rep.chunks[k];
+  if (access == RowParamKind::RowScalars || access == RowParamKind::Scalar)
+    return vector::BroadcastOp::create(b, loc, vecOf(elem),
+                                       loadUniform(b, tensor));
+  int64_t bytes = config.vectorWidth * (elem.getIntOrFloatBitWidth() / 8);
+  llvm::MaybeAlign align(std::min<int64_t>(16, bytes));
+  SmallVector<Value> indices;
+  if (access == RowParamKind::Rows)
+    indices.push_back(row);
+  indices.push_back(col);
+  return vector::LoadOp::create(b, loc, vecOf(elem), rep.memref, indices,
+                                /*nontemporal=*/false, align);
+}
+
+FailureOr<SmallVector<Value>> RowKernelBuilder::vectorizeBody(OpBuilder &b,
+                                                              Block &body,
+                                                              ValueRange args,
+                                                              int64_t width) {
+  IRMapping mapping;
+  mapping.map(body.getArguments(), args);
+  for (Operation &op : body.without_terminator()) {
+    if (!isa<arith::ArithDialect, math::MathDialect>(op.getDialect()) ||
+        op.getNumRegions() != 0)
+      return fail("'" + op.getName().getStringRef() +
+                  "' in a body is not elementwise arithmetic");
+    if (width > 1) {
+      if (auto cst = dyn_cast<arith::ConstantOp>(op)) {
+        auto type = VectorType::get({width}, cst.getType());
+        mapping.map(cst.getResult(),
+                    arith::ConstantOp::create(
+                        b, loc, DenseElementsAttr::get(type, cst.getValue())));
+        continue;
+      }
+    }
+    OperationState state(loc, op.getName());
+    for (Value operand : op.getOperands())
+      state.addOperands(mapping.lookupOrDefault(operand));
+    for (Type t : op.getResultTypes())
+      state.addTypes(width > 1 ? Type(VectorType::get({width}, t)) : t);
+    state.addAttributes(op.getAttrs());
+    Operation *clone = b.create(state);
+    mapping.map(op.getResults(), clone->getResults());
+  }
+  SmallVector<Value> results;
+  for (Value v : body.getTerminator()->getOperands())
+    results.push_back(mapping.lookupOrDefault(v));
+  return results;
+}
+
+void RowKernelBuilder::storeResultChunk(OpBuilder &b, Value tensor, Value chunk,
+                                        Value col) {
+  auto it = resultIndex.find(tensor);
+  if (it == resultIndex.end())
+    return;
+  Type elem = cast<VectorType>(chunk.getType()).getElementType();
+  int64_t bytes = config.vectorWidth * (elem.getIntOrFloatBitWidth() / 8);
+  for (unsigned i : it->second)
+    vector::StoreOp::create(b, loc, chunk, outputMemrefs[i],
+                            ValueRange{row, col}, /*nontemporal=*/false,
+                            llvm::MaybeAlign(std::min<int64_t>(16, bytes)));
+}
+
+LogicalResult RowKernelBuilder::emitElementwise(OpBuilder &b,
+                                                linalg::GenericOp op) {
+  SmallVector<RowParamKind> access;
+  for (OpOperand *in : op.getDpsInputOperands()) {
+    std::optional<RowParamKind> k =
+        classifyMap(op.getMatchingIndexingMap(in), rank);
+    if (!k)
+      return fail("an elementwise step reads an operand it cannot index");
+    access.push_back(*k);
+  }
+  for (OpOperand &out : op.getDpsInitsMutable())
+    if (classifyMap(op.getMatchingIndexingMap(&out), rank) !=
+        RowParamKind::Rows)
+      return fail("an elementwise step writes a non-row result");
+  int64_t w = config.vectorWidth;
+  SmallVector<SmallVector<Value>> results(op->getNumResults());
+  for (int64_t k = 0; k < numChunks; ++k) {
+    // col = (k * threads + tid) * w
+    Value chunk =
+        arith::AddIOp::create(b, loc, idx(b, k * config.threads), tid);
+    Value col = arith::MulIOp::create(b, loc, chunk, idx(b, w));
+    bool masked = (k * config.threads + config.threads) * w > hidden;
+    auto emitChunk = [&](OpBuilder &nb) -> FailureOr<SmallVector<Value>> {
+      SmallVector<Value> args;
+      for (auto [in, a] : llvm::zip(op.getDpsInputOperands(), access))
+        args.push_back(loadChunk(nb, in->get(), a, k, col));
+      for (OpOperand &out : op.getDpsInitsMutable())
+        args.push_back(arith::ConstantOp::create(
+            nb, loc,
+            DenseElementsAttr::get(
+                vecOf(getElementTypeOrSelf(out.get().getType())),
+                nb.getZeroAttr(getElementTypeOrSelf(out.get().getType())))));
+      FailureOr<SmallVector<Value>> values =
+          vectorizeBody(nb, *op.getBlock(), args, w);
+      if (failed(values))
+        return failure();
+      for (auto [result, v] : llvm::zip(op->getResults(), *values))
+        storeResultChunk(nb, result, v, col);
+      return values;
+    };
+    if (!masked) {
+      FailureOr<SmallVector<Value>> values = emitChunk(b);
+      if (failed(values))
+        return failure();
+      for (auto [i, v] : llvm::enumerate(*values))
+        results[i].push_back(v);
+      continue;
+    }
+    Value inBounds = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                           col, idx(b, hidden));
+    SmallVector<Type> types;
+    for (Value r : op->getResults())
+      types.push_back(vecOf(getElementTypeOrSelf(r.getType())));
+    auto ifOp = scf::IfOp::create(b, loc, types, inBounds,
+                                  /*withElseRegion=*/true);
+    OpBuilder thenB = ifOp.getThenBodyBuilder();
+    FailureOr<SmallVector<Value>> values = emitChunk(thenB);
+    if (failed(values))
+      return failure();
+    scf::YieldOp::create(thenB, loc, *values);
+    OpBuilder elseB = ifOp.getElseBodyBuilder();
+    SmallVector<Value> zeros;
+    for (Type t : types)
+      zeros.push_back(arith::ConstantOp::create(
+          elseB, loc,
+          DenseElementsAttr::get(
+              cast<ShapedType>(t),
+              elseB.getZeroAttr(cast<VectorType>(t).getElementType()))));
+    scf::YieldOp::create(elseB, loc, zeros);
+    for (auto [i, v] : llvm::enumerate(ifOp.getResults()))
+      results[i].push_back(v);
+  }
+  for (auto [result, chunks] : llvm::zip(op->getResults(), results)) {
+    Rep rep;
+    rep.kind = Rep::Chunks;
+    rep.chunks = chunks;
+    reps[result] = rep;
+  }
+  return success();
+}
+
+Value RowKernelBuilder::blockReduce(OpBuilder &b, Value scalar,
+                                    vector::CombiningKind kind,
+                                    double neutral) {
+  auto i32c = [&](OpBuilder &nb, int64_t v) {
+    return arith::ConstantOp::create(nb, loc, nb.getI32IntegerAttr(v));
+  };
+  auto warpReduce = [&](OpBuilder &nb, Value v, int64_t width) {
+    for (int64_t off = width / 2; off >= 1; off /= 2) {
+      auto shuffle = gpu::ShuffleOp::create(
+          nb, loc, v, i32c(nb, off), i32c(nb, 32), gpu::ShuffleMode::XOR);
+      v = combine(nb, kind, v, shuffle.getShuffleResult());
+    }
+    return v;
+  };
+  Value warpValue = warpReduce(b, scalar, 32);
+  int64_t numWarps = config.threads / 32;
+  if (numWarps == 1)
+    return warpValue;
+  // One shared-memory area per reduction: the warps' partials, then the
+  // row's result.
+  auto smemType = MemRefType::get(
+      {numWarps + 1}, b.getF32Type(), MemRefLayoutAttrInterface(),
+      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
+  Value area = memref::ViewOp::create(b, loc, smemType, dynSmem,
+                                      idx(b, smemBytes), ValueRange{});
+  smemBytes += (numWarps + 1) * 4;
+  Value lane = arith::RemUIOp::create(b, loc, tid, idx(b, 32));
+  Value warp = arith::DivUIOp::create(b, loc, tid, idx(b, 32));
+  Value isLane0 =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, idx(b, 0));
+  auto storePartial = scf::IfOp::create(b, loc, isLane0, false);
+  {
+    OpBuilder nb = storePartial.getThenBodyBuilder();
+    memref::StoreOp::create(nb, loc, warpValue, area, ValueRange{warp});
+  }
+  gpu::BarrierOp::create(b, loc);
+  Value isWarp0 =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, warp, idx(b, 0));
+  auto finish = scf::IfOp::create(b, loc, isWarp0, false);
+  {
+    OpBuilder nb = finish.getThenBodyBuilder();
+    Value has = arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::ult, lane,
+                                      idx(nb, numWarps));
+    auto load =
+        scf::IfOp::create(nb, loc, TypeRange{nb.getF32Type()}, has, true);
+    OpBuilder tb = load.getThenBodyBuilder();
+    scf::YieldOp::create(
+        tb, loc,
+        ValueRange{memref::LoadOp::create(tb, loc, area, ValueRange{lane})});
+    OpBuilder eb = load.getElseBodyBuilder();
+    scf::YieldOp::create(eb, loc,
+                         ValueRange{arith::ConstantOp::create(
+                             eb, loc, eb.getF32FloatAttr(neutral))});
+    Value total =
+        warpReduce(nb, load.getResult(0), llvm::PowerOf2Ceil(numWarps));
+    auto publish = scf::IfOp::create(nb, loc, isLane0, false);
+    OpBuilder pb = publish.getThenBodyBuilder();
+    memref::StoreOp::create(pb, loc, total, area,
+                            ValueRange{idx(pb, numWarps)});
+  }
+  gpu::BarrierOp::create(b, loc);
+  return memref::LoadOp::create(b, loc, area, ValueRange{idx(b, numWarps)});
+}
+
+LogicalResult RowKernelBuilder::emitReduction(OpBuilder &b,
+                                              linalg::GenericOp op) {
+  if (op.getNumDpsInits() != 1)
+    return fail("a reduction step has several results");
+  OpOperand &init = op.getDpsInitsMutable()[0];
+  auto fill = fillValue.find(init.get());
+  if (fill == fillValue.end())
+    return fail("a reduction step does not start from a constant");
+  // The combiner: the body yields add(acc, term) or maximumf(acc, term).
+  Block &body = *op.getBlock();
+  Value acc = body.getArguments().back();
+  Operation *yielded = body.getTerminator()->getOperand(0).getDefiningOp();
+  vector::CombiningKind kind;
+  if (yielded && isa<arith::AddFOp>(yielded) &&
+      llvm::is_contained(yielded->getOperands(), acc))
+    kind = vector::CombiningKind::ADD;
+  else if (yielded && isa<arith::MaximumFOp>(yielded) &&
+           llvm::is_contained(yielded->getOperands(), acc))
+    kind = vector::CombiningKind::MAXIMUMF;
+  else
+    return fail("a reduction step is neither a sum nor a maximum");
+
+  SmallVector<RowParamKind> access;
+  for (OpOperand *in : op.getDpsInputOperands()) {
+    std::optional<RowParamKind> k =
+        classifyMap(op.getMatchingIndexingMap(in), rank);
+    if (!k)
+      return fail("a reduction step reads an operand it cannot index");
+    access.push_back(*k);
+  }
+  int64_t w = config.vectorWidth;
+  Type f32 = b.getF32Type();
+  Value accVec = arith::ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(vecOf(f32), b.getF32FloatAttr(fill->second)));
+  for (int64_t k = 0; k < numChunks; ++k) {
+    Value chunk =
+        arith::AddIOp::create(b, loc, idx(b, k * config.threads), tid);
+    Value col = arith::MulIOp::create(b, loc, chunk, idx(b, w));
+    bool masked = (k * config.threads + config.threads) * w > hidden;
+    auto emitChunk = [&](OpBuilder &nb) -> FailureOr<Value> {
+      SmallVector<Value> args;
+      for (auto [in, a] : llvm::zip(op.getDpsInputOperands(), access))
+        args.push_back(loadChunk(nb, in->get(), a, k, col));
+      args.push_back(accVec);
+      FailureOr<SmallVector<Value>> values = vectorizeBody(nb, body, args, w);
+      if (failed(values))
+        return failure();
+      return (*values)[0];
+    };
+    if (!masked) {
+      FailureOr<Value> next = emitChunk(b);
+      if (failed(next))
+        return failure();
+      accVec = *next;
+      continue;
+    }
+    Value inBounds = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                           col, idx(b, hidden));
+    auto ifOp =
+        scf::IfOp::create(b, loc, TypeRange{accVec.getType()}, inBounds, true);
+    OpBuilder tb = ifOp.getThenBodyBuilder();
+    FailureOr<Value> next = emitChunk(tb);
+    if (failed(next))
+      return failure();
+    scf::YieldOp::create(tb, loc, ValueRange{*next});
+    OpBuilder eb = ifOp.getElseBodyBuilder();
+    scf::YieldOp::create(eb, loc, ValueRange{accVec});
+    accVec = ifOp.getResult(0);
+  }
+  Value partial = vector::ReductionOp::create(b, loc, kind, accVec);
+  Rep rep;
+  rep.kind = Rep::Uniform;
+  rep.uniform = blockReduce(b, partial, kind, fill->second);
+  reps[op->getResult(0)] = rep;
+  return success();
+}
+
+LogicalResult RowKernelBuilder::emitRowScalar(OpBuilder &b,
+                                              linalg::GenericOp op) {
+  SmallVector<Value> args;
+  for (OpOperand *in : op.getDpsInputOperands()) {
+    Rep &rep = reps[in->get()];
+    if (rep.kind == Rep::Chunks ||
+        (rep.kind == Rep::Memory && (rep.paramKind == RowParamKind::Rows ||
+                                     rep.paramKind == RowParamKind::Feature)))
+      return fail("a step reduces across rows, which a row kernel cannot");
+    args.push_back(loadUniform(b, in->get()));
+  }
+  for (OpOperand &out : op.getDpsInitsMutable())
+    args.push_back(arith::ConstantOp::create(
+        b, loc, b.getZeroAttr(getElementTypeOrSelf(out.get().getType()))));
+  FailureOr<SmallVector<Value>> values =
+      vectorizeBody(b, *op.getBlock(), args, /*width=*/1);
+  if (failed(values))
+    return failure();
+  Value isThread0 =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, idx(b, 0));
+  for (auto [result, v] : llvm::zip(op->getResults(), *values)) {
+    Rep rep;
+    rep.kind = Rep::Uniform;
+    rep.uniform = v;
+    reps[result] = rep;
+    auto it = resultIndex.find(result);
+    if (it == resultIndex.end())
+      continue;
+    auto store = scf::IfOp::create(b, loc, isThread0, false);
+    OpBuilder sb = store.getThenBodyBuilder();
+    for (unsigned i : it->second)
+      memref::StoreOp::create(sb, loc, v, outputMemrefs[i], ValueRange{row});
+  }
+  return success();
+}
+
+LogicalResult RowKernelBuilder::emitGeneric(OpBuilder &b,
+                                            linalg::GenericOp op) {
+  if (op.hasIndexSemantics())
+    return fail("a step reads loop indices (a gather such as RoPE's or the "
+                "cross-entropy target's), which the row program does not "
+                "support yet");
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  unsigned loops = op.getNumLoops();
+  if (loops == rank && llvm::all_of(iterators, [](utils::IteratorType t) {
+        return t == utils::IteratorType::parallel;
+      }))
+    return emitElementwise(b, op);
+  if (loops == rank && iterators.back() == utils::IteratorType::reduction &&
+      llvm::all_of(ArrayRef(iterators).drop_back(), [](utils::IteratorType t) {
+        return t == utils::IteratorType::parallel;
+      }))
+    return emitReduction(b, op);
+  if (loops + 1 == rank && llvm::all_of(iterators, [](utils::IteratorType t) {
+        return t == utils::IteratorType::parallel;
+      }))
+    return emitRowScalar(b, op);
+  return fail("a step reduces across rows, which a row kernel cannot");
+}
+
+FailureOr<RowKernelInfo> RowKernelBuilder::build(gpu::GPUModuleOp module,
+                                                 StringRef name) {
+  if (failed(lowerBodyToLinalg()) || failed(analyze()))
+    return failure();
+
+  // The kernel signature: inputs then outputs, rows flattened.
+  auto memrefFor = [&](Type tensorType, RowParamKind kind) -> MemRefType {
+    Type elem = getElementTypeOrSelf(tensorType);
+    switch (kind) {
+    case RowParamKind::Rows:
+      return MemRefType::get({ShapedType::kDynamic, hidden}, elem);
+    case RowParamKind::RowScalars:
+      return MemRefType::get({ShapedType::kDynamic}, elem);
+    case RowParamKind::Feature:
+      return MemRefType::get({hidden}, elem);
+    case RowParamKind::Scalar:
+      return MemRefType::get({}, elem);
+    }
+    llvm_unreachable("unknown kind");
+  };
+  RowKernelInfo info;
+  info.name = name.str();
+  info.config = config;
+  info.hidden = hidden;
+  SmallVector<Type> paramTypes;
+  for (auto [i, pair] :
+       llvm::enumerate(llvm::zip(rowFn.getArgumentTypes(), inputKinds))) {
+    auto [type, kind] = pair;
+    paramTypes.push_back(memrefFor(type, kind));
+    info.params.push_back(
+        {"input" + std::to_string(i), false, kind, getElementTypeOrSelf(type),
+         kind == RowParamKind::Rows || kind == RowParamKind::Feature ? hidden
+                                                                     : 0});
+  }
+  for (auto [i, pair] :
+       llvm::enumerate(llvm::zip(rowFn.getResultTypes(), outputKinds))) {
+    auto [type, kind] = pair;
+    paramTypes.push_back(memrefFor(type, kind));
+    info.params.push_back({"output" + std::to_string(i), true, kind,
+                           getElementTypeOrSelf(type),
+                           kind == RowParamKind::Rows ? hidden : 0});
+  }
+  for (Operation &op : group.getBody().front().without_terminator())
+    info.opChain +=
+        (info.opChain.empty() ? "" : ", ") + op.getName().getStringRef().str();
+
+  OpBuilder b(ctx);
+  b.setInsertionPointToEnd(module.getBody());
+  auto kernel = gpu::GPUFuncOp::create(b, loc, name,
+                                       FunctionType::get(ctx, paramTypes, {}));
+  kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  kernel.setKnownBlockSizeAttr(
+      b.getDenseI32ArrayAttr({static_cast<int32_t>(config.threads), 1, 1}));
+  Block &entry = kernel.getBody().front();
+  b.setInsertionPointToStart(&entry);
+  tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  row = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  dynSmem = gpu::DynamicSharedMemoryOp::create(
+      b, loc,
+      MemRefType::get(
+          {ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface(),
+          gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup)));
+  for (auto [arg, kind, param] :
+       llvm::zip(rowFn.getArguments(), inputKinds,
+                 entry.getArguments().take_front(inputKinds.size()))) {
+    Rep rep;
+    rep.memref = param;
+    rep.paramKind = kind;
+    reps[arg] = rep;
+  }
+  for (Value param : entry.getArguments().drop_front(inputKinds.size()))
+    outputMemrefs.push_back(param);
+
+  for (Operation &op : rowFn.getBody().front()) {
+    if (auto fill = dyn_cast<linalg::FillOp>(op)) {
+      auto cst = fill.getInputs()[0].getDefiningOp<arith::ConstantOp>();
+      auto value = cst ? dyn_cast<FloatAttr>(cst.getValue()) : FloatAttr();
+      if (!value)
+        return fail("a reduction starts from a non-constant value");
+      fillValue[fill.getResult(0)] = value.getValueAsDouble();
+      continue;
+    }
+    if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
+      if (failed(emitGeneric(b, generic)))
+        return failure();
+      continue;
+    }
+    if (isa<tensor::EmptyOp, tensor::DimOp, arith::ConstantOp, func::ReturnOp>(
+            op))
+      continue;
+    return fail("'" + op.getName().getStringRef() +
+                "' between the steps is not supported by the row program");
+  }
+  gpu::ReturnOp::create(b, loc);
+  info.sharedMemoryBytes = smemBytes;
+  return info;
+}
+
+} // namespace
+
+FailureOr<RowKernelInfo>
+mlir::liger::buildRowKernel(FusionOp group, gpu::GPUModuleOp module,
+                            StringRef name, const RowKernelConfig &config) {
+  return RowKernelBuilder(group, config).build(module, name);
+}

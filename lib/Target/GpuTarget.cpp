@@ -1,0 +1,50 @@
+//===- GpuTarget.cpp - the GPU targets liger compiles for -----------------===//
+
+#include "liger/Target/GpuTarget.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+
+using namespace mlir::liger;
+
+static const GpuTargetInfo kTargets[] = {
+    {"sm_80", 80, false, false, 163 * 1024},
+    {"sm_90a", 90, true, true, 227 * 1024},
+};
+
+std::optional<GpuTargetInfo>
+mlir::liger::lookupGpuTarget(llvm::StringRef chip) {
+  for (const GpuTargetInfo &target : kTargets)
+    if (target.chip == chip)
+      return target;
+  return std::nullopt;
+}
+
+bool mlir::liger::validateGpuTarget(llvm::StringRef chip,
+                                    llvm::StringRef features,
+                                    std::string &error) {
+  if (!lookupGpuTarget(chip)) {
+    error = "unsupported GPU target '" + chip.str() + "' (supported: ";
+    for (const GpuTargetInfo &target : kTargets)
+      error += (&target == kTargets ? "" : ", ") + target.chip.str();
+    error += ")";
+    return false;
+  }
+  // "+ptxNN" with two or three digits; ptxas 13 accepts PTX 8.0-8.8.
+  llvm::StringRef version = features;
+  if (!version.consume_front("+ptx") || version.size() < 2 ||
+      version.size() > 3 ||
+      !llvm::all_of(version, [](char c) { return llvm::isDigit(c); })) {
+    error = "malformed PTX feature string '" + features.str() +
+            "' (expected +ptxNN, e.g. +ptx86)";
+    return false;
+  }
+  unsigned number = 0;
+  version.getAsInteger(10, number);
+  if (number < 70 || number > 88) {
+    error = "PTX ISA version in '" + features.str() +
+            "' is outside what liger uses (+ptx70 to +ptx88)";
+    return false;
+  }
+  return true;
+}

@@ -1,0 +1,54 @@
+// RUN: liger-opt %s --liger-lower-to-gpu --split-input-file -verify-diagnostics
+// RUN: not liger-opt %s --liger-lower-to-gpu=chip=sm_90,features=+ptx86 -o /dev/null 2>&1 | FileCheck %s --check-prefix=CHIP
+// RUN: not liger-opt %s --liger-lower-to-gpu="features=ptx86" -o /dev/null 2>&1 | FileCheck %s --check-prefix=FEATURES
+
+// The target strings are checked before LLVM sees them (LLVM aborts on a
+// malformed one).
+// CHIP: error: liger-lower-to-gpu: unsupported GPU target 'sm_90,features=+ptx86' (supported: sm_80, sm_90a)
+// FEATURES: error: liger-lower-to-gpu: malformed PTX feature string 'ptx86' (expected +ptxNN, e.g. +ptx86)
+
+func.func @rope_gathers(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x3x8xf32>, %c: tensor<1x3x8xf32>) -> tensor<1x2x3x8xf32> {
+  // expected-error @+1 {{'liger.fusion' op cannot be lowered to a rowwise GPU kernel: a step reads loop indices (a gather such as RoPE's or the cross-entropy target's), which the row program does not support yet}}
+  %r:2 = liger.fusion rowwise(%q, %k, %c) : (tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>, tensor<1x3x8xf32>) -> (tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>) {
+  ^bb0(%a: tensor<1x2x3x8xf32>, %b: tensor<1x2x3x8xf32>, %t: tensor<1x3x8xf32>):
+    %qo, %ko = liger.rope %a, %b, %t, %t : tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>, tensor<1x3x8xf32>
+    liger.yield %qo, %ko : tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>
+  }
+  return %r#0 : tensor<1x2x3x8xf32>
+}
+
+// -----
+
+func.func @weight_gradient(%dy: tensor<?x64xf32>, %x: tensor<?x64xf32>, %w: tensor<64xf32>, %r: tensor<?xf32>) -> tensor<64xf32> {
+  // expected-error @+1 {{'liger.fusion' op cannot be lowered to a rowwise GPU kernel: a step reduces across rows, which a row kernel cannot}}
+  %g:2 = liger.fusion rowwise(%dy, %x, %w, %r) : (tensor<?x64xf32>, tensor<?x64xf32>, tensor<64xf32>, tensor<?xf32>) -> (tensor<?x64xf32>, tensor<64xf32>) {
+  ^bb0(%a: tensor<?x64xf32>, %b: tensor<?x64xf32>, %c: tensor<64xf32>, %d: tensor<?xf32>):
+    %dx, %dw = liger.rms_norm_grad %a, %b, %c, %d : tensor<?x64xf32>, tensor<64xf32>, tensor<?xf32>
+    liger.yield %dx, %dw : tensor<?x64xf32>, tensor<64xf32>
+  }
+  return %g#1 : tensor<64xf32>
+}
+
+// -----
+
+func.func @bad_config(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  // expected-error @+1 {{'liger.fusion' op expects 'threads' to be a multiple of 32 in [32, 1024], got 48}}
+  %y = liger.fusion rowwise(%x) attributes {liger.kernel_config = {threads = 48 : i64, vector_width = 4 : i64}} : (tensor<?x64xf32>) -> tensor<?x64xf32> {
+  ^bb0(%a: tensor<?x64xf32>):
+    %s = liger.silu %a : tensor<?x64xf32>
+    liger.yield %s : tensor<?x64xf32>
+  }
+  return %y : tensor<?x64xf32>
+}
+
+// -----
+
+func.func @width_does_not_divide(%x: tensor<?x66xf32>) -> tensor<?x66xf32> {
+  // expected-error @+1 {{'liger.fusion' op cannot be lowered to a rowwise GPU kernel: vector_width 4 does not divide the row length 66}}
+  %y = liger.fusion rowwise(%x) attributes {liger.kernel_config = {threads = 32 : i64, vector_width = 4 : i64}} : (tensor<?x66xf32>) -> tensor<?x66xf32> {
+  ^bb0(%a: tensor<?x66xf32>):
+    %s = liger.silu %a : tensor<?x66xf32>
+    liger.yield %s : tensor<?x66xf32>
+  }
+  return %y : tensor<?x66xf32>
+}

@@ -1,0 +1,69 @@
+// liger-compile end to end: fusion, the rowwise kernels, PTX through LLVM
+// NVPTX, the cubin through ptxas, and the bundle's manifest.
+// REQUIRES: ptxas
+// RUN: rm -rf %t.bundle %t.dump
+// RUN: liger-compile %s -o %t.bundle --dump-dir=%t.dump --fusion-report | FileCheck %s --check-prefix=OUT
+// RUN: FileCheck %s --check-prefix=MANIFEST < %t.bundle/manifest.json
+// RUN: FileCheck %s --check-prefix=PTX < %t.bundle/liger_kernels.sm_90a.ptx
+// RUN: ptxas -arch=sm_90a -v %t.bundle/liger_kernels.sm_90a.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: liger-compile %s --target=sm_80 --emit=ptx -o %t.sm80.ptx
+// RUN: ptxas -arch=sm_80 -v %t.sm80.ptx -o %t.sm80.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: ls %t.dump | FileCheck %s --check-prefix=DUMP
+// RUN: not liger-compile %s --target=sm_90 -o %t.bad 2>&1 | FileCheck %s --check-prefix=BADTARGET
+// RUN: not liger-compile %s --ptx-features=+ptx99 -o %t.bad 2>&1 | FileCheck %s --check-prefix=BADPTX
+
+// OUT: [liger-fuse-add-rms-norm] fused liger.add, liger.rms_norm into a rowwise group
+// OUT: [liger-fuse-elementwise] fused liger.silu, liger.mul into a rowwise group
+// OUT: liger-compile: 2 kernels for sm_90a in {{.*}}.bundle (not compiled yet, no kernel template: 1 liger.linear)
+
+// MANIFEST: "format": "liger-bundle",
+// MANIFEST: "arch": "sm_90a",
+// MANIFEST: "cubin": "liger_kernels.sm_90a.cubin",
+// MANIFEST: "abi": "memref-descriptor",
+// MANIFEST: "block": [
+// MANIFEST-NEXT: 256,
+// MANIFEST: "dynamic_shared_memory_bytes": 36,
+// MANIFEST: "name": "layer_rowwise_0",
+// MANIFEST: "ops": "liger.add_rms_norm",
+// MANIFEST: "dtype": "bf16",
+// MANIFEST-NEXT: "kind": "rows",
+// MANIFEST-NEXT: "name": "input0",
+// MANIFEST-NEXT: "role": "input",
+// MANIFEST-NEXT: "shape": [
+// MANIFEST-NEXT: "rows",
+// MANIFEST-NEXT: 4096
+// MANIFEST: "name": "layer_rowwise_1",
+// MANIFEST: "version": 1
+
+// 16-byte vector loads, warp shuffles, barriers, and the dynamic shared
+// memory buffer as an aligned extern (the upstream overlap fix).
+// PTX: .extern .shared .align 1024 .b8 __dynamic_shmem__0[];
+// PTX: .entry layer_rowwise_0(
+// PTX: ld.global.v4.b32
+// PTX: shfl.sync.bfly.b32
+// PTX: bar.sync
+// PTX: st.global.v4.b32
+
+// PTXAS-NOT: bytes spill stores, {{[1-9]}}
+// PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+
+// DUMP: 00-liger.mlir
+// DUMP: 01-fused.mlir
+// DUMP: 02-gpu.mlir
+// DUMP: 03-llvm.mlir
+// DUMP: liger_kernels.sm_90a.cubin
+// DUMP: liger_kernels.sm_90a.ptx
+
+// BADTARGET: liger-compile: unsupported GPU target 'sm_90' (supported: sm_80, sm_90a)
+// BADPTX: liger-compile: PTX ISA version in '+ptx99' is outside what liger uses (+ptx70 to +ptx88)
+
+func.func @layer(%h: tensor<?x4096xbf16>, %res: tensor<?x4096xbf16>, %g: tensor<4096xbf16>,
+                 %w: tensor<4096x4096xbf16>, %a: tensor<?x4096xbf16>, %b: tensor<?x4096xbf16>)
+    -> (tensor<?x4096xbf16>, tensor<?x4096xbf16>, tensor<?x4096xbf16>) {
+  %s = liger.add %h, %res : tensor<?x4096xbf16>
+  %n = liger.rms_norm %s, %g eps = 1.0e-5 : tensor<?x4096xbf16>, tensor<4096xbf16>
+  %p = liger.linear %n, %w : tensor<?x4096xbf16>, tensor<4096x4096xbf16>
+  %t = liger.silu %a : tensor<?x4096xbf16>
+  %m = liger.mul %t, %b : tensor<?x4096xbf16>
+  return %p, %s, %m : tensor<?x4096xbf16>, tensor<?x4096xbf16>, tensor<?x4096xbf16>
+}

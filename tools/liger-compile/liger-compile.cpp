@@ -1,0 +1,249 @@
+//===- liger-compile.cpp - liger module in, kernel bundle out -------------===//
+//
+// Compiles a module in the liger dialect to a kernel bundle: canonicalize,
+// fuse (liger-fuse), lower the rowwise groups to GPU kernels
+// (liger-lower-to-gpu), lower them to NVVM, serialize to PTX and a cubin,
+// and write the bundle with its manifest. --emit stops after any stage;
+// --dump-dir writes every stage.
+//
+//   liger-compile layer.mlir -o layer.bundle [--target=sm_90a]
+//       [--emit=liger|fused|gpu|llvm|ptx|cubin|bundle] [--dump-dir=DIR]
+//       [--fusion-report] [--no-fuse]
+//
+//===----------------------------------------------------------------------===//
+
+#include "liger/Conversion/Passes.h"
+#include "liger/Dialect/Liger/IR/LigerOps.h"
+#include "liger/InitAll.h"
+#include "liger/Pipelines/Pipelines.h"
+#include "liger/Target/GpuBinary.h"
+#include "liger/Target/GpuTarget.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Transforms/Passes.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+
+namespace cl = llvm::cl;
+using namespace mlir;
+using namespace mlir::liger;
+
+namespace {
+enum class Stage { Liger, Fused, GPU, LLVM, PTX, Cubin, Bundle };
+
+cl::opt<std::string> inputFile(cl::Positional, cl::desc("<input .mlir>"),
+                               cl::Required);
+cl::opt<std::string> outputPath("o",
+                                cl::desc("Output (bundle directory, or "
+                                         "file for --emit stages)"),
+                                cl::value_desc("path"), cl::init(""));
+cl::opt<std::string> targetChip("target",
+                                cl::desc("GPU target: sm_90a or sm_80"),
+                                cl::init("sm_90a"));
+cl::opt<std::string> ptxFeatures("ptx-features",
+                                 cl::desc("PTX ISA version (+ptxNN)"),
+                                 cl::init("+ptx86"));
+cl::opt<Stage> emit(
+    "emit", cl::desc("Stop after this stage and write its result"),
+    cl::values(clEnumValN(Stage::Liger, "liger", "verified, canonicalized IR"),
+               clEnumValN(Stage::Fused, "fused", "after liger-fuse"),
+               clEnumValN(Stage::GPU, "gpu", "with the gpu.module of kernels"),
+               clEnumValN(Stage::LLVM, "llvm", "kernels in the LLVM dialect"),
+               clEnumValN(Stage::PTX, "ptx", "PTX text"),
+               clEnumValN(Stage::Cubin, "cubin", "the cubin"),
+               clEnumValN(Stage::Bundle, "bundle", "the bundle (default)")),
+    cl::init(Stage::Bundle));
+cl::opt<std::string> dumpDir("dump-dir",
+                             cl::desc("Write every stage's result here"),
+                             cl::init(""));
+cl::opt<bool>
+    fusionReport("fusion-report",
+                 cl::desc("Print what fused and why the rest did not"),
+                 cl::init(false));
+cl::opt<bool> noFuse("no-fuse", cl::desc("Compile each rowwise op alone"),
+                     cl::init(false));
+cl::opt<std::string> cudaToolkit("cuda-toolkit",
+                                 cl::desc("CUDA toolkit holding bin/ptxas"),
+                                 cl::init(""));
+
+int fail(const Twine &message) {
+  llvm::errs() << "liger-compile: " << message << "\n";
+  return 1;
+}
+
+/// Writes `text` to `path` ("-" or empty: stdout).
+bool writeText(StringRef path, StringRef text) {
+  std::string error;
+  auto out = openOutputFile(path.empty() ? "-" : path, &error);
+  if (!out) {
+    llvm::errs() << "liger-compile: " << error << "\n";
+    return false;
+  }
+  out->os() << text;
+  out->keep();
+  return true;
+}
+
+std::string printed(ModuleOp module) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module.print(os);
+  return text;
+}
+
+bool dump(StringRef name, StringRef text) {
+  if (dumpDir.empty())
+    return true;
+  SmallString<256> path(dumpDir);
+  llvm::sys::path::append(path, name);
+  return writeText(path, text);
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "liger-compile: a liger module to a kernel "
+                              "bundle (cubins, PTX, manifest)\n");
+  std::string error;
+  if (!validateGpuTarget(targetChip, ptxFeatures, error))
+    return fail(error);
+  if (!dumpDir.empty())
+    if (std::error_code ec = llvm::sys::fs::create_directories(dumpDir))
+      return fail("cannot create " + dumpDir + ": " + ec.message());
+
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  context.printOpOnDiagnostic(false);
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  std::unique_ptr<llvm::MemoryBuffer> buffer = openInputFile(inputFile, &error);
+  if (!buffer)
+    return fail(error);
+  sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return 1;
+
+  auto runStage = [&](function_ref<void(PassManager &)> build) {
+    PassManager pm(&context);
+    build(pm);
+    return succeeded(pm.run(*module));
+  };
+
+  // liger: verified and canonicalized.
+  if (!runStage([](PassManager &pm) { pm.addPass(createCanonicalizerPass()); }))
+    return 1;
+  if (!dump("00-liger.mlir", printed(*module)))
+    return 1;
+  if (emit == Stage::Liger)
+    return writeText(outputPath, printed(*module)) ? 0 : 1;
+
+  // fused.
+  if (!noFuse) {
+    FusePipelineOptions fuse;
+    fuse.report = fusionReport;
+    if (!runStage([&](PassManager &pm) { buildFusePipeline(pm, fuse); }))
+      return 1;
+  }
+  if (!dump("01-fused.mlir", printed(*module)))
+    return 1;
+  if (emit == Stage::Fused)
+    return writeText(outputPath, printed(*module)) ? 0 : 1;
+
+  // gpu: the rowwise groups as kernels.
+  LowerToGPUPassOptions gpuOptions;
+  gpuOptions.chip = targetChip;
+  gpuOptions.features = ptxFeatures;
+  if (!runStage([&](PassManager &pm) {
+        pm.addPass(createLowerToGPUPass(gpuOptions));
+      }))
+    return 1;
+  if (!dump("02-gpu.mlir", printed(*module)))
+    return 1;
+  if (emit == Stage::GPU)
+    return writeText(outputPath, printed(*module)) ? 0 : 1;
+
+  // What is in the bundle, and what is left for other kernel templates.
+  int numKernels = 0;
+  std::map<std::string, int> notCompiled;
+  module->walk([&](Operation *op) {
+    if (auto group = dyn_cast<FusionOp>(op)) {
+      if (group->hasAttr("liger.kernel"))
+        ++numKernels;
+      else
+        ++notCompiled[(stringifyFusionKind(group.getKind()) + " group").str()];
+      return;
+    }
+    if (isa_and_nonnull<LigerDialect>(op->getDialect()) &&
+        !op->getParentOfType<FusionOp>() && !isa<YieldOp>(op))
+      ++notCompiled[op->getName().getStringRef().str()];
+  });
+
+  // llvm.
+  if (numKernels && failed(lowerGpuModulesToNVVM(*module)))
+    return 1;
+  if (!dump("03-llvm.mlir", printed(*module)))
+    return 1;
+  if (emit == Stage::LLVM)
+    return writeText(outputPath, printed(*module)) ? 0 : 1;
+  if (!numKernels)
+    return fail("no rowwise kernel to compile in " + inputFile);
+
+  // ptx and cubin.
+  FailureOr<std::vector<GpuBinary>> binaries =
+      serializeGpuModules(*module, cudaToolkit);
+  if (failed(binaries))
+    return 1;
+  for (const GpuBinary &binary : *binaries) {
+    if (!dump(binary.moduleName + "." + binary.chip + ".ptx", binary.ptx) ||
+        !dump(binary.moduleName + "." + binary.chip + ".cubin",
+              StringRef(binary.cubin.data(), binary.cubin.size())))
+      return 1;
+  }
+  if (emit == Stage::PTX)
+    return writeText(outputPath, binaries->front().ptx) ? 0 : 1;
+  if (emit == Stage::Cubin) {
+    if (outputPath.empty() || outputPath == "-")
+      return fail("--emit=cubin needs -o <file>");
+    const std::vector<char> &cubin = binaries->front().cubin;
+    return writeText(outputPath, StringRef(cubin.data(), cubin.size())) ? 0 : 1;
+  }
+
+  // bundle.
+  std::string dir = outputPath;
+  if (dir.empty())
+    dir = (llvm::sys::path::stem(inputFile) + ".bundle").str();
+  if (failed(writeBundle(*module, *binaries, dir,
+                         llvm::sys::path::filename(inputFile))))
+    return 1;
+  llvm::outs() << "liger-compile: " << numKernels << " kernel"
+               << (numKernels == 1 ? "" : "s") << " for " << targetChip
+               << " in " << dir;
+  if (!notCompiled.empty()) {
+    llvm::outs() << " (not compiled yet, no kernel template: ";
+    bool first = true;
+    for (auto &[what, count] : notCompiled) {
+      llvm::outs() << (first ? "" : ", ") << count << " " << what;
+      first = false;
+    }
+    llvm::outs() << ")";
+  }
+  llvm::outs() << "\n";
+  return 0;
+}
