@@ -3,7 +3,7 @@
 #
 #   Debian packages: LLVM/MLIR 22 (dev files, tools, FileCheck, lit), CMake,
 #                    ninja, g++, GoogleTest
-#   PyPI:            pytest, numpy
+#   PyPI:            pytest, numpy, pybind11
 #   CUDA toolkit:    checked, not installed: ptxas from $CUDA_HOME/bin or
 #                    /usr/local/cuda/bin (needed to build cubins, not to test)
 #
@@ -42,15 +42,15 @@ MLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir
   { log "FileCheck or lit missing from /usr/lib/llvm-22/bin (package llvm-22-tools)"; exit 1; }
 
 PYTHON=${PYTHON:-python3}
-if ! "$PYTHON" -c 'import pytest, numpy' 2>/dev/null; then
-  log "installing Python packages: pytest numpy"
-  if ! "$PYTHON" -m pip install -q pytest numpy; then
+if ! "$PYTHON" -c 'import pytest, numpy, pybind11' 2>/dev/null; then
+  log "installing Python packages: pytest numpy pybind11"
+  if ! "$PYTHON" -m pip install -q pytest numpy pybind11; then
     # Debian's own python3 refuses pip installs (PEP 668): use its packages.
-    log "pip refused; trying Debian's python3-pytest python3-numpy"
-    apt_install python3-pytest python3-numpy
+    log "pip refused; trying Debian's python3-pytest python3-numpy python3-pybind11"
+    apt_install python3-pytest python3-numpy python3-pybind11 python3-dev
   fi
-  "$PYTHON" -c 'import pytest, numpy' ||
-    { log "pytest/numpy still not importable by $PYTHON; set PYTHON= to another interpreter"; exit 1; }
+  "$PYTHON" -c 'import pytest, numpy, pybind11' ||
+    { log "pytest/numpy/pybind11 still not importable by $PYTHON; set PYTHON= to another interpreter"; exit 1; }
 else
   log "Python packages present"
 fi

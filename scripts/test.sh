@@ -3,7 +3,8 @@
 #   1. lit/FileCheck suite (check-liger)
 #   2. C++ unit tests (GoogleTest, via ctest)
 #   3. the runtime alone, configured without MLIR (-DLIGER_ENABLE_COMPILER=OFF),
-#      with its unit tests: the runtime/compiler split stays real
+#      with its unit tests and its Python extension: the runtime/compiler split
+#      stays real
 #   4. Python tests (pytest test/python)
 # Ends with one line "tests: N passed, M failed" over all suites (counted from
 # each runner's own report); exits non-zero if any step failed.
@@ -29,12 +30,16 @@ step lit ninja -C "$BUILD" check-liger
 step unit ctest --test-dir "$BUILD" --output-on-failure
 runtime_only() {
   cmake -G Ninja -S "$ROOT" -B "$RUNTIME_BUILD" -DLIGER_ENABLE_COMPILER=OFF \
+    -DLIGER_BUILD_PYTHON=ON -DPython3_EXECUTABLE="$(command -v "$PYTHON")" \
     -DCMAKE_BUILD_TYPE=Release >/dev/null &&
     ninja -C "$RUNTIME_BUILD" >/dev/null &&
     ctest --test-dir "$RUNTIME_BUILD" --output-on-failure
 }
 step runtime-only runtime_only
-step python env LIGER_BUILD_DIR="$BUILD" "$PYTHON" -m pytest -q "$ROOT/test/python"
+# test/Integration/gpu skips (and says why) on a machine without a GPU.
+step python env LIGER_BUILD_DIR="$BUILD" LIGER_RUNTIME_BUILD_DIR="$RUNTIME_BUILD" \
+  "$PYTHON" -m pytest -q -rs "$ROOT/test/python" \
+  "$ROOT/test/Integration/gpu"
 
 # Test counts from each runner's report.
 count() { grep -Eo "$2" "$LOG/$1.log" | grep -Eo '[0-9]+' | tail -1; }

@@ -1,0 +1,117 @@
+//===- Bundle.h - load kernel bundles and launch their kernels --*- C++ -*-===//
+//
+// A bundle is a directory written by liger-compile (docs/Design/Bundle.md):
+// a manifest and, per GPU module, a cubin. Bundle::open reads and validates
+// the manifest and the cubins; launch() checks every argument against the
+// kernel's parameters (dtype, shape, alignment), loads the module once per
+// CUDA context (thread-safe), and launches on the given stream. Nothing
+// here throws; every failure is a Status that says what and where.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LIGER_RUNTIME_BUNDLE_H
+#define LIGER_RUNTIME_BUNDLE_H
+
+#include "liger/Runtime/CudaDriver.h"
+#include "liger/Runtime/Status.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace liger::runtime {
+
+/// Element types of kernel parameters.
+enum class DType { bf16, f16, f32, i32, i64 };
+
+/// "bf16" -> DType; false when unknown.
+bool parseDType(const std::string &name, DType *dtype);
+const char *dtypeName(DType dtype);
+size_t dtypeSize(DType dtype);
+
+/// How a kernel indexes a parameter (see the manifest's "kind").
+enum class ParamKind { Rows, RowScalars, Feature, Scalar };
+
+struct KernelParam {
+  std::string name;
+  bool isOutput = false;
+  ParamKind kind = ParamKind::Rows;
+  DType dtype = DType::f32;
+  int64_t length = 0; // the static row/feature length
+};
+
+struct KernelSpec {
+  std::string name;
+  std::string ops;
+  int block[3] = {1, 1, 1};
+  int dynamicSharedMemoryBytes = 0;
+  int alignmentBytes = 16;
+  std::vector<KernelParam> params;
+};
+
+struct ModuleSpec {
+  std::string name;
+  std::string arch; // "sm_90a"
+  std::string cubinFile;
+  std::vector<KernelSpec> kernels;
+};
+
+struct Manifest {
+  int version = 0;
+  std::vector<ModuleSpec> modules;
+};
+
+/// Parses and validates manifest text; `origin` names it in messages.
+Status parseManifest(const std::string &text, const std::string &origin,
+                     Manifest *manifest);
+
+/// A tensor passed to a kernel: device pointer, dtype and shape.
+struct TensorArg {
+  void *data = nullptr;
+  DType dtype = DType::f32;
+  std::vector<int64_t> shape;
+};
+
+/// An opened bundle. Thread-safe; modules are loaded per CUDA context on
+/// first launch and unloaded never (they live as long as the process).
+class Bundle {
+public:
+  /// Reads `dir`/manifest.json and the cubins it names.
+  static Status open(const std::string &dir, std::unique_ptr<Bundle> *bundle);
+
+  const Manifest &manifest() const { return manifest_; }
+
+  /// The kernel named `name`, or null.
+  const KernelSpec *findKernel(const std::string &name) const;
+
+  /// Checks `args` (inputs then outputs, in the kernel's parameter order)
+  /// against the kernel and launches it on `stream` in the current CUDA
+  /// context (or the primary context of `device` when none is current).
+  /// The row count is the product of the leading dimensions of the first
+  /// row-shaped argument.
+  Status launch(const std::string &kernel, const std::vector<TensorArg> &args,
+                CUstream stream, int device = 0);
+
+  /// Only the argument checks of launch(), without a GPU.
+  Status checkArgs(const KernelSpec &kernel, const std::vector<TensorArg> &args,
+                   int64_t *rows) const;
+
+private:
+  Bundle() = default;
+  Status getFunction(const ModuleSpec &module, const KernelSpec &kernel,
+                     const CudaDriver &driver, int device,
+                     CUfunction *function);
+
+  std::string dir_;
+  Manifest manifest_;
+  std::map<std::string, std::vector<char>> cubins_; // by module name
+  std::mutex mutex_;
+  std::map<std::pair<CUcontext, std::string>, CUmodule> modules_;
+};
+
+} // namespace liger::runtime
+
+#endif // LIGER_RUNTIME_BUNDLE_H

@@ -1,0 +1,448 @@
+//===- Bundle.cpp - load kernel bundles and launch their kernels ----------===//
+
+#include "liger/Runtime/Bundle.h"
+
+#include "Json.h"
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+using namespace liger::runtime;
+
+bool liger::runtime::parseDType(const std::string &name, DType *dtype) {
+  static const std::pair<const char *, DType> kNames[] = {{"bf16", DType::bf16},
+                                                          {"f16", DType::f16},
+                                                          {"f32", DType::f32},
+                                                          {"i32", DType::i32},
+                                                          {"i64", DType::i64}};
+  for (auto &[n, d] : kNames)
+    if (name == n) {
+      *dtype = d;
+      return true;
+    }
+  return false;
+}
+
+const char *liger::runtime::dtypeName(DType dtype) {
+  switch (dtype) {
+  case DType::bf16:
+    return "bf16";
+  case DType::f16:
+    return "f16";
+  case DType::f32:
+    return "f32";
+  case DType::i32:
+    return "i32";
+  case DType::i64:
+    return "i64";
+  }
+  return "?";
+}
+
+size_t liger::runtime::dtypeSize(DType dtype) {
+  switch (dtype) {
+  case DType::bf16:
+  case DType::f16:
+    return 2;
+  case DType::f32:
+  case DType::i32:
+    return 4;
+  case DType::i64:
+    return 8;
+  }
+  return 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Manifest
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Reads fields of a JSON object, naming the path in errors.
+class Reader {
+public:
+  Reader(const std::string &origin) : origin(origin) {}
+
+  Status error(const std::string &path, const std::string &what) const {
+    return LIGER_MAKE_STATUS(StatusCode::kInvalidArgument,
+                             origin + ": " + path + ": " + what);
+  }
+  Status string(const json::Value &v, const std::string &key,
+                const std::string &path, std::string *out) const {
+    const json::Value *f = v.get(key);
+    if (!f || f->kind != json::Value::String)
+      return error(path, "expected a string '" + key + "'");
+    *out = f->string;
+    return Status::ok();
+  }
+  Status integer(const json::Value &v, const std::string &key,
+                 const std::string &path, int64_t *out) const {
+    const json::Value *f = v.get(key);
+    if (!f || f->kind != json::Value::Number ||
+        f->number != std::floor(f->number))
+      return error(path, "expected an integer '" + key + "'");
+    *out = static_cast<int64_t>(f->number);
+    return Status::ok();
+  }
+  Status array(const json::Value &v, const std::string &key,
+               const std::string &path, const json::Value **out) const {
+    const json::Value *f = v.get(key);
+    if (!f || f->kind != json::Value::Array)
+      return error(path, "expected an array '" + key + "'");
+    *out = f;
+    return Status::ok();
+  }
+
+  std::string origin;
+};
+
+Status parseParam(const Reader &r, const json::Value &v,
+                  const std::string &path, KernelParam *param) {
+  std::string role, kind, dtype;
+  LIGER_RETURN_IF_ERROR(r.string(v, "name", path, &param->name));
+  LIGER_RETURN_IF_ERROR(r.string(v, "role", path, &role));
+  LIGER_RETURN_IF_ERROR(r.string(v, "kind", path, &kind));
+  LIGER_RETURN_IF_ERROR(r.string(v, "dtype", path, &dtype));
+  if (role != "input" && role != "output")
+    return r.error(path, "role must be input or output, got '" + role + "'");
+  param->isOutput = role == "output";
+  if (kind == "rows")
+    param->kind = ParamKind::Rows;
+  else if (kind == "row_scalars")
+    param->kind = ParamKind::RowScalars;
+  else if (kind == "feature")
+    param->kind = ParamKind::Feature;
+  else if (kind == "scalar")
+    param->kind = ParamKind::Scalar;
+  else
+    return r.error(path, "unknown kind '" + kind + "'");
+  if (!parseDType(dtype, &param->dtype))
+    return r.error(path, "unknown dtype '" + dtype + "'");
+  const json::Value *shape = nullptr;
+  LIGER_RETURN_IF_ERROR(r.array(v, "shape", path, &shape));
+  if (!shape->array.empty() && shape->array.back().kind == json::Value::Number)
+    param->length = static_cast<int64_t>(shape->array.back().number);
+  if ((param->kind == ParamKind::Rows || param->kind == ParamKind::Feature) &&
+      param->length <= 0)
+    return r.error(path, "expected a positive static length in 'shape'");
+  return Status::ok();
+}
+} // namespace
+
+Status liger::runtime::parseManifest(const std::string &text,
+                                     const std::string &origin,
+                                     Manifest *manifest) {
+  json::Value root;
+  std::string error;
+  if (!json::parse(text, &root, &error))
+    return LIGER_MAKE_STATUS(StatusCode::kInvalidArgument,
+                             origin + ": malformed JSON: " + error);
+  Reader r(origin);
+  std::string format;
+  LIGER_RETURN_IF_ERROR(r.string(root, "format", "manifest", &format));
+  if (format != "liger-bundle")
+    return r.error("manifest",
+                   "format is '" + format + "', expected 'liger-bundle'");
+  int64_t version = 0;
+  LIGER_RETURN_IF_ERROR(r.integer(root, "version", "manifest", &version));
+  if (version != 1)
+    return r.error("manifest", "version " + std::to_string(version) +
+                                   " is not supported (this runtime reads "
+                                   "version 1; rebuild the bundle)");
+  manifest->version = static_cast<int>(version);
+  const json::Value *modules = nullptr;
+  LIGER_RETURN_IF_ERROR(r.array(root, "modules", "manifest", &modules));
+  for (size_t m = 0; m < modules->array.size(); ++m) {
+    const json::Value &mv = modules->array[m];
+    std::string mpath = "modules[" + std::to_string(m) + "]";
+    ModuleSpec module;
+    LIGER_RETURN_IF_ERROR(r.string(mv, "name", mpath, &module.name));
+    LIGER_RETURN_IF_ERROR(r.string(mv, "arch", mpath, &module.arch));
+    LIGER_RETURN_IF_ERROR(r.string(mv, "cubin", mpath, &module.cubinFile));
+    if (module.cubinFile.find('/') != std::string::npos ||
+        module.cubinFile.find("..") != std::string::npos)
+      return r.error(mpath, "cubin must name a file in the bundle, got '" +
+                                module.cubinFile + "'");
+    const json::Value *kernels = nullptr;
+    LIGER_RETURN_IF_ERROR(r.array(mv, "kernels", mpath, &kernels));
+    for (size_t k = 0; k < kernels->array.size(); ++k) {
+      const json::Value &kv = kernels->array[k];
+      std::string kpath = mpath + ".kernels[" + std::to_string(k) + "]";
+      KernelSpec kernel;
+      std::string abi;
+      LIGER_RETURN_IF_ERROR(r.string(kv, "name", kpath, &kernel.name));
+      LIGER_RETURN_IF_ERROR(r.string(kv, "abi", kpath, &abi));
+      if (abi != "memref-descriptor")
+        return r.error(kpath, "unknown abi '" + abi + "'");
+      (void)r.string(kv, "ops", kpath, &kernel.ops);
+      const json::Value *block = nullptr;
+      LIGER_RETURN_IF_ERROR(r.array(kv, "block", kpath, &block));
+      if (block->array.size() != 3)
+        return r.error(kpath, "block must have 3 entries");
+      for (int i = 0; i < 3; ++i) {
+        const json::Value &b = block->array[i];
+        if (b.kind != json::Value::Number || b.number < 1 || b.number > 1024)
+          return r.error(kpath, "block sizes must be integers in [1, 1024]");
+        kernel.block[i] = static_cast<int>(b.number);
+      }
+      int64_t smem = 0, align = 16;
+      LIGER_RETURN_IF_ERROR(
+          r.integer(kv, "dynamic_shared_memory_bytes", kpath, &smem));
+      if (smem < 0 || smem > 227 * 1024)
+        return r.error(kpath, "dynamic_shared_memory_bytes out of range");
+      kernel.dynamicSharedMemoryBytes = static_cast<int>(smem);
+      (void)r.integer(kv, "alignment_bytes", kpath, &align);
+      kernel.alignmentBytes = static_cast<int>(align);
+      const json::Value *params = nullptr;
+      LIGER_RETURN_IF_ERROR(r.array(kv, "params", kpath, &params));
+      for (size_t p = 0; p < params->array.size(); ++p) {
+        KernelParam param;
+        LIGER_RETURN_IF_ERROR(
+            parseParam(r, params->array[p],
+                       kpath + ".params[" + std::to_string(p) + "]", &param));
+        kernel.params.push_back(param);
+      }
+      module.kernels.push_back(std::move(kernel));
+    }
+    manifest->modules.push_back(std::move(module));
+  }
+  return Status::ok();
+}
+
+//===----------------------------------------------------------------------===//
+// Bundle
+//===----------------------------------------------------------------------===//
+
+static Status readFile(const std::string &path, std::string *out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return LIGER_MAKE_STATUS(StatusCode::kNotFound, "cannot read " + path +
+                                                        ": " +
+                                                        std::strerror(errno));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  *out = ss.str();
+  return Status::ok();
+}
+
+Status Bundle::open(const std::string &dir, std::unique_ptr<Bundle> *out) {
+  std::unique_ptr<Bundle> bundle(new Bundle());
+  bundle->dir_ = dir;
+  std::string text;
+  LIGER_RETURN_IF_ERROR(readFile(dir + "/manifest.json", &text));
+  LIGER_RETURN_IF_ERROR(
+      parseManifest(text, dir + "/manifest.json", &bundle->manifest_));
+  for (const ModuleSpec &module : bundle->manifest_.modules) {
+    std::string bytes;
+    LIGER_RETURN_IF_ERROR(readFile(dir + "/" + module.cubinFile, &bytes));
+    // A cubin is an ELF file.
+    if (bytes.size() < 64 || bytes.compare(0, 4,
+                                           "\x7f"
+                                           "ELF") != 0)
+      return LIGER_MAKE_STATUS(StatusCode::kInvalidArgument,
+                               dir + "/" + module.cubinFile +
+                                   " is not a cubin (no ELF header); the "
+                                   "bundle is truncated or corrupt");
+    bundle->cubins_[module.name].assign(bytes.begin(), bytes.end());
+  }
+  *out = std::move(bundle);
+  return Status::ok();
+}
+
+const KernelSpec *Bundle::findKernel(const std::string &name) const {
+  for (const ModuleSpec &module : manifest_.modules)
+    for (const KernelSpec &kernel : module.kernels)
+      if (kernel.name == name)
+        return &kernel;
+  return nullptr;
+}
+
+static std::string shapeString(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+Status Bundle::checkArgs(const KernelSpec &kernel,
+                         const std::vector<TensorArg> &args,
+                         int64_t *rowsOut) const {
+  auto invalid = [&](const std::string &what) {
+    return LIGER_MAKE_STATUS(StatusCode::kInvalidArgument,
+                             "kernel '" + kernel.name + "': " + what);
+  };
+  if (args.size() != kernel.params.size())
+    return invalid("expects " + std::to_string(kernel.params.size()) +
+                   " tensors (inputs then outputs), got " +
+                   std::to_string(args.size()));
+  int64_t rows = -1;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const KernelParam &p = kernel.params[i];
+    const TensorArg &a = args[i];
+    std::string name = "'" + p.name + "' (#" + std::to_string(i) + ")";
+    if (a.dtype != p.dtype)
+      return invalid(name + " must be " + dtypeName(p.dtype) + ", got " +
+                     dtypeName(a.dtype));
+    int64_t elements = 1;
+    for (int64_t d : a.shape)
+      elements *= d;
+    if (!a.data && elements != 0)
+      return invalid(name + " is a null pointer");
+    if (reinterpret_cast<uintptr_t>(a.data) % kernel.alignmentBytes != 0)
+      return invalid(name + " must be " +
+                     std::to_string(kernel.alignmentBytes) +
+                     "-byte aligned (the kernel uses vector loads)");
+    int64_t leading = 1;
+    switch (p.kind) {
+    case ParamKind::Rows:
+      if (a.shape.empty() || a.shape.back() != p.length)
+        return invalid(name + " must have " + std::to_string(p.length) +
+                       " elements in its last dimension, got shape " +
+                       shapeString(a.shape));
+      for (size_t d = 0; d + 1 < a.shape.size(); ++d)
+        leading *= a.shape[d];
+      break;
+    case ParamKind::RowScalars:
+      for (int64_t d : a.shape)
+        leading *= d;
+      break;
+    case ParamKind::Feature:
+      if (a.shape.size() != 1 || a.shape[0] != p.length)
+        return invalid(name + " must have shape [" + std::to_string(p.length) +
+                       "], got " + shapeString(a.shape));
+      continue;
+    case ParamKind::Scalar:
+      if (!a.shape.empty())
+        return invalid(name + " must be a scalar, got shape " +
+                       shapeString(a.shape));
+      continue;
+    }
+    if (rows < 0)
+      rows = leading;
+    else if (leading != rows)
+      return invalid(name + " has " + std::to_string(leading) +
+                     " rows, the earlier tensors " + std::to_string(rows));
+  }
+  if (rows < 0)
+    return invalid("has no row-shaped tensor to count rows from");
+  if (rows > 0x7fffffff)
+    return invalid("too many rows for one launch (" + std::to_string(rows) +
+                   ")");
+  *rowsOut = rows;
+  return Status::ok();
+}
+
+/// sm_90a runs on 9.0 only; sm_80 on any 8.x.
+static bool archRunsOn(const std::string &arch, int major, int minor) {
+  if (arch == "sm_90a")
+    return major == 9 && minor == 0;
+  if (arch == "sm_80")
+    return major == 8;
+  return false;
+}
+
+Status Bundle::getFunction(const ModuleSpec &module, const KernelSpec &kernel,
+                           const CudaDriver &driver, int device,
+                           CUfunction *function) {
+  CUcontext context = nullptr;
+  LIGER_CUDA_RETURN_IF_ERROR(driver, cuCtxGetCurrent(&context));
+  if (!context) {
+    CUdevice dev;
+    LIGER_CUDA_RETURN_IF_ERROR(driver, cuDeviceGet(&dev, device));
+    LIGER_CUDA_RETURN_IF_ERROR(driver, cuDevicePrimaryCtxRetain(&context, dev));
+    LIGER_CUDA_RETURN_IF_ERROR(driver, cuCtxSetCurrent(context));
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto key = std::make_pair(context, module.name);
+  auto it = modules_.find(key);
+  if (it == modules_.end()) {
+    CUdevice dev;
+    LIGER_CUDA_RETURN_IF_ERROR(driver, cuCtxGetDevice(&dev));
+    int major = 0, minor = 0;
+    LIGER_CUDA_RETURN_IF_ERROR(
+        driver, cuDeviceGetAttribute(&major, kAttrComputeCapabilityMajor, dev));
+    LIGER_CUDA_RETURN_IF_ERROR(
+        driver, cuDeviceGetAttribute(&minor, kAttrComputeCapabilityMinor, dev));
+    if (!archRunsOn(module.arch, major, minor))
+      return LIGER_MAKE_STATUS(
+          StatusCode::kFailedPrecondition,
+          dir_ + ": module '" + module.name + "' is compiled for " +
+              module.arch + ", but the device has compute capability " +
+              std::to_string(major) + "." + std::to_string(minor) +
+              "; recompile with liger-compile --target=...");
+    CUmodule loaded = nullptr;
+    LIGER_CUDA_RETURN_IF_ERROR(
+        driver, cuModuleLoadData(&loaded, cubins_[module.name].data()));
+    it = modules_.emplace(key, loaded).first;
+  }
+  LIGER_CUDA_RETURN_IF_ERROR(
+      driver, cuModuleGetFunction(function, it->second, kernel.name.c_str()));
+  if (kernel.dynamicSharedMemoryBytes > 48 * 1024)
+    LIGER_CUDA_RETURN_IF_ERROR(
+        driver, cuFuncSetAttribute(*function, kFuncAttrMaxDynamicSharedMemory,
+                                   kernel.dynamicSharedMemoryBytes));
+  return Status::ok();
+}
+
+Status Bundle::launch(const std::string &name,
+                      const std::vector<TensorArg> &args, CUstream stream,
+                      int device) {
+  const ModuleSpec *module = nullptr;
+  const KernelSpec *kernel = nullptr;
+  for (const ModuleSpec &m : manifest_.modules)
+    for (const KernelSpec &k : m.kernels)
+      if (k.name == name) {
+        module = &m;
+        kernel = &k;
+      }
+  if (!kernel)
+    return LIGER_MAKE_STATUS(StatusCode::kNotFound,
+                             dir_ + " has no kernel '" + name + "'");
+  int64_t rows = 0;
+  LIGER_RETURN_IF_ERROR(checkArgs(*kernel, args, &rows));
+  if (rows == 0)
+    return Status::ok(); // nothing to do: an empty grid is not launched
+  const CudaDriver *driver = nullptr;
+  LIGER_RETURN_IF_ERROR(CudaDriver::get(&driver));
+  CUfunction function = nullptr;
+  LIGER_RETURN_IF_ERROR(
+      getFunction(*module, *kernel, *driver, device, &function));
+
+  // Memref descriptors: allocated ptr, aligned ptr, offset, sizes, strides.
+  std::vector<int64_t> words;
+  std::vector<size_t> starts;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const KernelParam &p = kernel->params[i];
+    auto ptr = static_cast<int64_t>(reinterpret_cast<intptr_t>(args[i].data));
+    starts.push_back(words.size());
+    words.insert(words.end(), {ptr, ptr, 0});
+    switch (p.kind) {
+    case ParamKind::Rows:
+      words.insert(words.end(), {rows, p.length, p.length, 1});
+      break;
+    case ParamKind::RowScalars:
+      words.insert(words.end(), {rows, 1});
+      break;
+    case ParamKind::Feature:
+      words.insert(words.end(), {p.length, 1});
+      break;
+    case ParamKind::Scalar:
+      break;
+    }
+  }
+  std::vector<void *> params;
+  for (size_t i = 0; i < args.size(); ++i) {
+    size_t end = i + 1 < starts.size() ? starts[i + 1] : words.size();
+    for (size_t w = starts[i]; w < end; ++w)
+      params.push_back(&words[w]);
+  }
+  LIGER_CUDA_RETURN_IF_ERROR(
+      *driver,
+      cuLaunchKernel(function, static_cast<unsigned>(rows), 1, 1,
+                     kernel->block[0], kernel->block[1], kernel->block[2],
+                     kernel->dynamicSharedMemoryBytes, stream, params.data(),
+                     nullptr));
+  return Status::ok();
+}

@@ -1,0 +1,128 @@
+"""Run compiled liger kernels on torch tensors.
+
+    bundle = liger.runtime.load("layer.bundle")      # written by liger-compile
+    y, s = bundle["layer_rowwise_0"](x, residual, weight)
+
+`load` opens a bundle through the `_liger_runtime` extension (build it with
+`scripts/build-runtime.sh`; no MLIR needed). Calling a kernel checks the
+tensors (CUDA, one device, dtype, contiguity, shapes; the runtime re-checks
+shapes and alignment against the manifest), allocates the outputs unless
+`out=` gives them, and launches on the current CUDA stream of the tensors'
+device. Errors are exceptions that say what and where; importing this module
+never touches the GPU.
+"""
+
+import os
+
+_DTYPES = None
+
+
+def _runtime():
+    try:
+        import _liger_runtime
+    except ImportError as e:
+        raise ImportError(
+            "the liger runtime extension (_liger_runtime) is not built or not on "
+            "PYTHONPATH: run scripts/build-runtime.sh and add its python/ folder "
+            "(%s)" % e) from None
+    return _liger_runtime
+
+
+def _torch_dtypes():
+    global _DTYPES
+    if _DTYPES is None:
+        import torch
+        _DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32,
+                   "i32": torch.int32, "i64": torch.int64}
+    return _DTYPES
+
+
+def _dtype_name(dtype):
+    for name, t in _torch_dtypes().items():
+        if t == dtype:
+            return name
+    raise TypeError("liger kernels take bf16, f16, f32, i32 or i64 tensors, got %s" % dtype)
+
+
+class Kernel:
+    """One kernel of a bundle, callable on torch tensors."""
+
+    def __init__(self, bundle, spec):
+        self._bundle = bundle
+        self.name = spec["name"]
+        self.ops = spec["ops"]
+        self.params = spec["params"]
+        self.inputs = [p for p in self.params if p["role"] == "input"]
+        self.outputs = [p for p in self.params if p["role"] == "output"]
+
+    def __repr__(self):
+        return "<liger kernel %s: %s>" % (self.name, self.ops)
+
+    def __call__(self, *inputs, out=None):
+        import torch
+        if len(inputs) != len(self.inputs):
+            raise TypeError("%s takes %d input tensors (%s), got %d" % (
+                self.name, len(self.inputs), ", ".join(p["name"] for p in self.inputs),
+                len(inputs)))
+        leading = None
+        device = None
+        for p, t in zip(self.inputs, inputs):
+            if not isinstance(t, torch.Tensor):
+                raise TypeError("%s: %s must be a torch.Tensor" % (self.name, p["name"]))
+            if not t.is_cuda:
+                raise ValueError("%s: %s is on %s; liger kernels run on CUDA tensors"
+                                 % (self.name, p["name"], t.device))
+            if device is None:
+                device = t.device
+            elif t.device != device:
+                raise ValueError("%s: %s is on %s, the other tensors on %s"
+                                 % (self.name, p["name"], t.device, device))
+            if not t.is_contiguous():
+                raise ValueError("%s: %s must be contiguous (call .contiguous())"
+                                 % (self.name, p["name"]))
+            if p["kind"] == "rows" and leading is None:
+                leading = tuple(t.shape[:-1])
+        if leading is None:
+            raise ValueError("%s: no row-shaped input to size the outputs" % self.name)
+        dtypes = _torch_dtypes()
+        if out is None:
+            out = []
+            for p in self.outputs:
+                shape = leading + (p["length"],) if p["kind"] == "rows" else leading
+                out.append(torch.empty(shape, dtype=dtypes[p["dtype"]], device=device))
+        else:
+            out = list(out)
+            if len(out) != len(self.outputs):
+                raise TypeError("%s: out= needs %d tensors" % (self.name, len(self.outputs)))
+        args = [(t.data_ptr(), _dtype_name(t.dtype), list(t.shape)) for t in list(inputs) + out]
+        stream = torch.cuda.current_stream(device).cuda_stream
+        if os.environ.get("LIGER_DEBUG"):
+            print("liger: launch %s (%s) rows=%s" % (self.name, self.ops, leading))
+        self._bundle.launch(self.name, args, stream, device.index or 0)
+        return out[0] if len(out) == 1 else tuple(out)
+
+
+class Bundle:
+    """An opened kernel bundle: `bundle[name]` is a callable Kernel."""
+
+    def __init__(self, path):
+        self.path = path
+        self._bundle = _runtime().Bundle.open(path)
+        self.kernels = {k["name"]: Kernel(self._bundle, k) for k in self._bundle.kernels()}
+
+    def __getitem__(self, name):
+        try:
+            return self.kernels[name]
+        except KeyError:
+            raise KeyError("%s has no kernel %r (it has %s)"
+                           % (self.path, name, ", ".join(sorted(self.kernels)))) from None
+
+
+def load(path):
+    """Opens the bundle directory `path` (written by liger-compile)."""
+    return Bundle(path)
+
+
+def driver_status():
+    """'OK', or why the CUDA driver cannot be used on this machine."""
+    return _runtime().driver_status()

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Compiles the kernels of the GPU suite (test/Integration/gpu/kernels.py)
+# with liger-compile into gpu-bundles/h<hidden>_<dtype>/, for sm_90a. Run it
+# here (it needs the compiler); carry gpu-bundles/ to the GPU machine and run
+# scripts/gpu-check.sh there.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=${LIGER_BUILD_DIR:-$ROOT/build}
+OUT=${1:-$ROOT/gpu-bundles}
+PYTHON=${PYTHON:-python3}
+rm -rf "$OUT"
+mkdir -p "$OUT/src"
+"$PYTHON" - "$OUT/src" <<'PY'
+import sys
+sys.path.insert(0, "test/Integration/gpu")
+import kernels
+for h in kernels.HIDDENS:
+    for dt in kernels.DTYPES:
+        open("%s/h%d_%s.mlir" % (sys.argv[1], h, dt), "w").write(kernels.module_text(h, dt))
+PY
+for src in "$OUT"/src/*.mlir; do
+  name=$(basename "$src" .mlir)
+  "$BUILD/bin/liger-compile" "$src" -o "$OUT/$name" --target=sm_90a >/dev/null
+done
+echo "build-gpu-bundles: $(ls -d "$OUT"/h* | wc -l) bundles in $OUT"

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The GPU suite, on a machine with an NVIDIA GPU (no MLIR needed): builds the
+# runtime and its Python extension (scripts/build-runtime.sh), runs the
+# runtime's unit tests and test/Integration/gpu with the bundles compiled on
+# the build machine (scripts/build-gpu-bundles.sh; default ./gpu-bundles),
+# and prints one summary line. Exits non-zero on any failure.
+set -uo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUNDLES=${1:-$ROOT/gpu-bundles}
+PYTHON=${PYTHON:-python3}
+BUILD=${LIGER_RUNTIME_BUILD_DIR:-$ROOT/build-runtime-py}
+LOG=$(mktemp -d)
+trap 'rm -rf "$LOG"' EXIT
+
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+if [[ -z "$gpu" ]]; then
+  echo "gpu-check: skipped: no NVIDIA GPU (nvidia-smi found none)"
+  exit 0
+fi
+if [[ ! -d "$BUNDLES" ]]; then
+  echo "gpu-check: no bundles in $BUNDLES: run scripts/build-gpu-bundles.sh on the build machine and carry them"
+  exit 1
+fi
+LIGER_RUNTIME_BUILD_DIR="$BUILD" bash "$ROOT/scripts/build-runtime.sh" || exit 1
+ctest --test-dir "$BUILD" --output-on-failure >"$LOG/unit.log" 2>&1
+unit_rc=$?
+PYTHONPATH="$ROOT/python:$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -m pytest -q \
+  "$ROOT/test/Integration/gpu" --bundles="$BUNDLES" -p no:cacheprovider 2>&1 | tee "$LOG/gpu.log" | tail -25
+gpu_rc=${PIPESTATUS[0]}
+# compute-sanitizer, where the toolkit has it: memcheck and racecheck.
+sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+san="not run (no compute-sanitizer)"
+san_rc=0
+if [[ -n "$sanitizer" ]]; then
+  san=""
+  for tool in memcheck racecheck; do
+    PYTHONPATH="$ROOT/python:$BUILD/python" "$sanitizer" --tool "$tool" --error-exitcode 3 \
+      "$PYTHON" "$ROOT/test/Integration/gpu/sanitize.py" "$BUNDLES" >"$LOG/$tool.log" 2>&1
+    rc=$?
+    tail -3 "$LOG/$tool.log"
+    if [[ $rc -eq 0 ]]; then san+="$tool clean, "; else san+="$tool FAILED (rc $rc), "; san_rc=1; fi
+  done
+  san=${san%, }
+fi
+count() { grep -Eo "[0-9]+ $1" "$LOG/gpu.log" | tail -1 | grep -Eo '[0-9]+' || echo 0; }
+unit=$(grep -Eo '[0-9]+ tests failed out of [0-9]+' "$LOG/unit.log" | tail -1)
+grep -q "No tests were found" "$LOG/unit.log" && unit="not built (no GoogleTest here)" 
+torch_v=$("$PYTHON" -c 'import torch; print(torch.__version__, "CUDA", torch.version.cuda)' 2>/dev/null)
+echo "gpu-check: $(count passed) passed, $(count failed) failed, $(count skipped) skipped on $gpu (torch $torch_v); compute-sanitizer: $san; runtime unit tests: ${unit:-not run}"
+[[ ($unit_rc -eq 0 || "$unit" == not*) && $gpu_rc -eq 0 && $san_rc -eq 0 ]]

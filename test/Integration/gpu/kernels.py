@@ -1,0 +1,127 @@
+"""The rowwise kernels the GPU suite checks: their liger source and their
+float64 torch references.
+
+`module_text(hidden, dtype)` is one liger module with one function per case;
+`scripts/build-gpu-bundles.sh` compiles it with liger-compile (no fusion
+flags needed: a chain such as silu -> mul fuses into one kernel) for every
+(hidden, dtype) in SHAPES, and the GPU suite runs each kernel against
+`CASES[name].reference` on fresh random inputs.
+"""
+
+import math
+
+HIDDENS = [1000, 4096, 5120, 8192]
+DTYPES = ["bf16", "f32"]
+TOKENS = [1, 7, 4096]
+
+
+def _t(h, dt):
+    return "tensor<?x%dx%s>" % (h, dt)
+
+
+def module_text(hidden, dt):
+    X, W, R = _t(hidden, dt), "tensor<%dx%s>" % (hidden, dt), "tensor<?xf32>"
+    WF = "tensor<%dxf32>" % hidden
+    funcs = {
+        "rms_llama": f"""func.func @rms_llama(%x: {X}, %w: {W}) -> ({X}, {R}) {{
+  %y, %r = liger.rms_norm %x, %w eps = 1.0e-6 rstd : {X}, {W}
+  return %y, %r : {X}, {R}
+}}""",
+        "rms_gemma": f"""func.func @rms_gemma(%x: {X}, %w: {WF}) -> {X} {{
+  %y = liger.rms_norm %x, %w eps = 1.0e-6 offset = 1.0 casting = gemma : {X}, {WF}
+  return %y : {X}
+}}""",
+        "add_rms": f"""func.func @add_rms(%x: {X}, %r: {X}, %w: {W}) -> ({X}, {X}) {{
+  %y, %s = liger.add_rms_norm %x, %r, %w eps = 1.0e-5 : {X}, {W}
+  return %y, %s : {X}, {X}
+}}""",
+        "layer_norm": f"""func.func @layer_norm(%x: {X}, %w: {W}, %b: {W}) -> {X} {{
+  %y = liger.layer_norm %x, %w, %b eps = 1.0e-5 : {X}, {W}, {W}
+  return %y : {X}
+}}""",
+        "swiglu": f"""func.func @swiglu(%g: {X}, %u: {X}) -> {X} {{
+  %y = liger.swiglu %g, %u : {X}
+  return %y : {X}
+}}""",
+        "geglu": f"""func.func @geglu(%g: {X}, %u: {X}) -> {X} {{
+  %y = liger.geglu %g, %u approximate = tanh : {X}
+  return %y : {X}
+}}""",
+        "softmax": f"""func.func @softmax(%x: {X}) -> {X} {{
+  %y = liger.softmax %x : {X}
+  return %y : {X}
+}}""",
+        "silu_mul": f"""func.func @silu_mul(%a: {X}, %b: {X}) -> {X} {{
+  %s = liger.silu %a : {X}
+  %y = liger.mul %s, %b : {X}
+  return %y : {X}
+}}""",
+        "swiglu_grad": f"""func.func @swiglu_grad(%dy: {X}, %g: {X}, %u: {X}) -> ({X}, {X}) {{
+  %dg, %du = liger.swiglu_grad %dy, %g, %u : {X}
+  return %dg, %du : {X}, {X}
+}}""",
+    }
+    return "\n\n".join(funcs.values()) + "\n"
+
+
+def _round(t, dt):
+    """float64 `t` rounded to dtype `dt` and back (where the op rounds)."""
+    import torch
+    if dt == "bf16":
+        return t.to(torch.bfloat16).to(torch.float64)
+    return t.to(torch.float32).to(torch.float64)
+
+
+def _silu(g):
+    return g * (1.0 / (1.0 + (-g).exp()))
+
+
+def _gelu_tanh(x):
+    import torch
+    return 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+def references(dt):
+    """name -> (input specs, reference(inputs in float64) -> outputs in float64).
+
+    Input specs: ("rows", scale) for [tokens, hidden], ("feature", scale) for
+    [hidden], ("feature_f32", scale) for an f32 weight.
+    """
+    def rms(x, w, eps, offset, casting):
+        rstd = 1.0 / (x.pow(2).mean(-1, keepdim=True) + eps).sqrt()
+        if casting == "llama":
+            y = _round(x * rstd, dt) * _round(offset + w, dt)
+        else:
+            y = x * rstd * (offset + w)
+        return y, rstd.squeeze(-1)
+
+    def layer_norm(x, w, b):
+        mean = x.mean(-1, keepdim=True)
+        var = ((x - mean) ** 2).mean(-1, keepdim=True)
+        return ((x - mean) / (var + 1e-5).sqrt() * w + b,)
+
+    def softmax(x):
+        e = (x - x.max(-1, keepdim=True).values).exp()
+        return (e / e.sum(-1, keepdim=True),)
+
+    def swiglu_grad(dy, g, u):
+        s = 1.0 / (1.0 + (-g).exp())
+        return dy * u * s * (1 + g * (1 - s)), dy * g * s
+
+    def add_rms(x, r, w):
+        s = _round(x + r, dt)
+        return rms(s, w, 1e-5, 0.0, "llama")[0], s
+
+    return {
+        "rms_llama": ([("rows", 1.0), ("feature", 1.0)],
+                      lambda x, w: rms(x, w, 1e-6, 0.0, "llama")),
+        "rms_gemma": ([("rows", 1.0), ("feature_f32", 0.5)],
+                      lambda x, w: (rms(x, w, 1e-6, 1.0, "gemma")[0],)),
+        "add_rms": ([("rows", 1.0), ("rows", 1.0), ("feature", 1.0)], add_rms),
+        "layer_norm": ([("rows", 3.0), ("feature", 1.0), ("feature", 1.0)], layer_norm),
+        "swiglu": ([("rows", 2.0), ("rows", 1.0)], lambda g, u: (_silu(g) * u,)),
+        "geglu": ([("rows", 2.0), ("rows", 1.0)], lambda g, u: (_gelu_tanh(g) * u,)),
+        "softmax": ([("rows", 3.0)], softmax),
+        "silu_mul": ([("rows", 2.0), ("rows", 1.0)], lambda a, b: (_silu(a) * b,)),
+        "swiglu_grad": ([("rows", 1.0), ("rows", 2.0), ("rows", 1.0)], swiglu_grad),
+    }

@@ -1,0 +1,29 @@
+"""Launches every kernel of a few bundles once, at a small and an odd shape,
+for compute-sanitizer (memcheck, racecheck): an out-of-bounds access, a
+shared-memory race or a missing barrier shows there before it shows in
+numbers. Usage: sanitize.py BUNDLES_DIR (run under compute-sanitizer)."""
+
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(__file__))
+import kernels  # noqa: E402
+from liger import runtime  # noqa: E402
+
+root = sys.argv[1]
+for name, tokens in [("h1000_f32", 3), ("h1000_bf16", 5), ("h4096_bf16", 2)]:
+    dt = name.split("_")[1]
+    hidden = int(name.split("_")[0][1:])
+    bundle = runtime.load(os.path.join(root, name))
+    for case, (specs, _) in kernels.references(dt).items():
+        dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[dt]
+        inputs = []
+        for kind, scale in specs:
+            shape = (tokens, hidden) if kind == "rows" else (hidden,)
+            t = torch.randn(shape, device="cuda") * scale
+            inputs.append(t if kind == "feature_f32" else t.to(dtype))
+        bundle[case + "_rowwise_0"](*inputs)
+torch.cuda.synchronize()
+print("sanitize: launched every kernel of 3 bundles")

@@ -1,0 +1,101 @@
+"""Every rowwise kernel on the GPU against a float64 torch reference.
+
+Kernels come from bundles compiled on the build machine
+(scripts/build-gpu-bundles.sh) and run through the runtime
+(python/liger/runtime.py over _liger_runtime). Each case draws fresh random
+inputs, fills the outputs with NaN before the launch (so an element the
+kernel forgets to write fails), and compares with the reference at the
+tolerance of the output dtype, relative to the largest reference value.
+Skips cleanly, saying why, without torch, a GPU, the runtime or the bundles.
+"""
+
+import os
+
+import pytest
+
+import kernels
+
+torch = pytest.importorskip("torch", reason="the GPU suite needs PyTorch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA GPU on this machine", allow_module_level=True)
+from liger import runtime  # noqa: E402
+
+TOL = {"bf16": 1e-2, "f32": 2e-5}
+
+
+def load(bundles_dir, hidden, dt):
+    path = os.path.join(bundles_dir, "h%d_%s" % (hidden, dt))
+    if not os.path.isdir(path):
+        pytest.skip("bundle %s not built (run scripts/build-gpu-bundles.sh)" % path)
+    try:
+        return runtime.load(path)
+    except ImportError as e:
+        pytest.skip(str(e))
+
+
+def make(spec, tokens, hidden, dt, gen):
+    kind, scale = spec
+    dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[dt]
+    if kind == "rows":
+        t = torch.randn(tokens, hidden, generator=gen, device="cuda") * scale
+    elif kind == "feature":
+        t = torch.randn(hidden, generator=gen, device="cuda") * scale
+    else:  # an f32 feature vector whatever the dtype
+        return torch.randn(hidden, generator=gen, device="cuda") * scale
+    return t.to(dtype)
+
+
+def check(actual, expected, dt, what):
+    actual = actual.to(torch.float64)
+    assert not torch.isnan(actual).any(), "%s: NaN in the output (unwritten or wrong)" % what
+    scale = expected.abs().max().item() or 1.0
+    err = (actual - expected).abs().max().item() / scale
+    assert err <= TOL[dt], "%s: max error %.3g (relative to %.3g) exceeds %.3g" % (
+        what, err, scale, TOL[dt])
+
+
+CASES = [(h, dt, name, tokens) for h in kernels.HIDDENS for dt in kernels.DTYPES
+         for name in kernels.references(dt) for tokens in kernels.TOKENS]
+
+
+@pytest.mark.parametrize("hidden,dt,name,tokens", CASES,
+                         ids=["h%d-%s-%s-t%d" % c for c in CASES])
+def test_rowwise_kernel(bundles_dir, hidden, dt, name, tokens):
+    bundle = load(bundles_dir, hidden, dt)
+    specs, reference = kernels.references(dt)[name]
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(torch.seed())
+    inputs = [make(s, tokens, hidden, dt, gen) for s in specs]
+    kernel = bundle[name + "_rowwise_0"]
+    out = []
+    for p in kernel.outputs:
+        dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[p["dtype"]]
+        shape = (tokens, hidden) if p["kind"] == "rows" else (tokens,)
+        out.append(torch.full(shape, float("nan"), dtype=dtype, device="cuda"))
+    result = kernel(*inputs, out=out)
+    torch.cuda.synchronize()
+    result = result if isinstance(result, tuple) else (result,)
+    expected = reference(*[t.to(torch.float64) for t in inputs])
+    assert len(result) == len(expected)
+    for i, (a, e, p) in enumerate(zip(result, expected, kernel.outputs)):
+        check(a, e, p["dtype"], "%s output %d" % (name, i))
+
+
+def test_errors_are_clear(bundles_dir):
+    bundle = load(bundles_dir, 1000, "f32")
+    k = bundle["rms_llama_rowwise_0"]
+    x = torch.randn(4, 1000, device="cuda")
+    w = torch.randn(1000, device="cuda")
+    with pytest.raises(ValueError, match="must be contiguous"):
+        k(torch.randn(1000, 4, device="cuda").t(), w)
+    with pytest.raises(ValueError, match="liger kernels run on CUDA tensors"):
+        k(x.cpu(), w)
+    with pytest.raises(RuntimeError, match="must be f32, got bf16"):
+        k(x.to(torch.bfloat16), w)
+    with pytest.raises(RuntimeError, match=r"must have shape \[1000\], got \[999\]"):
+        k(x, w[:999])
+    with pytest.raises(KeyError, match="has no kernel"):
+        bundle["nope"]
+    # Zero rows: nothing to launch, empty outputs.
+    y, r = k(torch.empty(0, 1000, device="cuda"), w)
+    assert y.shape == (0, 1000) and r.shape == (0,)

@@ -1,0 +1,214 @@
+//===- BundleTest.cpp - manifest parsing, argument checks, no driver ------===//
+//
+// The runtime's checks that need no GPU: manifests (valid, malformed, wrong
+// format or version, bad fields), bundle files (missing, truncated cubin),
+// the argument checks of a launch, and the error a machine without a CUDA
+// driver gets.
+//
+//===----------------------------------------------------------------------===//
+
+#include "liger/Runtime/Bundle.h"
+#include "liger/Runtime/CudaDriver.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <string>
+
+using namespace liger::runtime;
+
+namespace {
+
+const char *kManifest = R"({
+  "format": "liger-bundle", "version": 1, "source": "t.mlir",
+  "modules": [{"name": "liger_kernels", "arch": "sm_90a",
+    "cubin": "k.cubin", "ptx": "k.ptx",
+    "kernels": [{"name": "norm", "template": "rowwise", "ops": "liger.rms_norm",
+      "abi": "memref-descriptor", "grid": ["rows", 1, 1], "block": [256, 1, 1],
+      "dynamic_shared_memory_bytes": 36, "vector_width": 8, "alignment_bytes": 16,
+      "params": [
+        {"name": "input0", "role": "input", "kind": "rows", "dtype": "bf16", "shape": ["rows", 4096]},
+        {"name": "input1", "role": "input", "kind": "feature", "dtype": "bf16", "shape": [4096]},
+        {"name": "output0", "role": "output", "kind": "rows", "dtype": "bf16", "shape": ["rows", 4096]},
+        {"name": "output1", "role": "output", "kind": "row_scalars", "dtype": "f32", "shape": ["rows"]}
+      ]}]}]})";
+
+std::string replaced(std::string text, const std::string &from,
+                     const std::string &to) {
+  size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return text.replace(at, from.size(), to);
+}
+
+Status parse(const std::string &text, Manifest *m) {
+  return parseManifest(text, "manifest.json", m);
+}
+
+TEST(ManifestTest, ParsesEveryField) {
+  Manifest m;
+  ASSERT_TRUE(parse(kManifest, &m).isOk());
+  ASSERT_EQ(m.modules.size(), 1u);
+  EXPECT_EQ(m.modules[0].arch, "sm_90a");
+  const KernelSpec &k = m.modules[0].kernels.at(0);
+  EXPECT_EQ(k.name, "norm");
+  EXPECT_EQ(k.block[0], 256);
+  EXPECT_EQ(k.dynamicSharedMemoryBytes, 36);
+  ASSERT_EQ(k.params.size(), 4u);
+  EXPECT_EQ(k.params[1].kind, ParamKind::Feature);
+  EXPECT_EQ(k.params[1].length, 4096);
+  EXPECT_TRUE(k.params[2].isOutput);
+  EXPECT_EQ(k.params[3].dtype, DType::f32);
+}
+
+struct BadManifest {
+  const char *from, *to, *message;
+};
+
+class ManifestErrorTest : public ::testing::TestWithParam<BadManifest> {};
+
+TEST_P(ManifestErrorTest, SaysWhatIsWrong) {
+  Manifest m;
+  Status s = parse(replaced(kManifest, GetParam().from, GetParam().to), &m);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find(GetParam().message), std::string::npos)
+      << s.toString();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Manifest, ManifestErrorTest,
+    ::testing::Values(
+        BadManifest{"\"liger-bundle\"", "\"other\"",
+                    "format is 'other', expected 'liger-bundle'"},
+        BadManifest{"\"version\": 1", "\"version\": 2",
+                    "version 2 is not supported"},
+        BadManifest{"\"bf16\", \"shape\": [4096]",
+                    "\"bf17\", \"shape\": [4096]",
+                    "modules[0].kernels[0].params[1]: unknown dtype 'bf17'"},
+        BadManifest{"\"kind\": \"feature\"", "\"kind\": \"matrix\"",
+                    "unknown kind 'matrix'"},
+        BadManifest{"[256, 1, 1]", "[2048, 1, 1]",
+                    "block sizes must be integers in [1, 1024]"},
+        BadManifest{"\"k.cubin\"", "\"../k.cubin\"",
+                    "cubin must name a file in the bundle"},
+        BadManifest{"\"memref-descriptor\"", "\"bare\"", "unknown abi 'bare'"},
+        BadManifest{"\"role\": \"output\", \"kind\": \"rows\"",
+                    "\"role\": \"inout\", \"kind\": \"rows\"",
+                    "role must be input or output"},
+        BadManifest{"\"dynamic_shared_memory_bytes\": 36",
+                    "\"dynamic_shared_memory_bytes\": \"36\"",
+                    "expected an integer 'dynamic_shared_memory_bytes'"}));
+
+TEST(ManifestTest, MalformedJsonGivesTheOffset) {
+  Manifest m;
+  Status s = parse("{\"format\": \"liger-bundle\", ", &m);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("manifest.json: malformed JSON"),
+            std::string::npos);
+  EXPECT_NE(s.message().find("at byte"), std::string::npos);
+}
+
+class BundleFilesTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/liger-bundle-test-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    dir = pattern;
+  }
+  void TearDown() override {
+    std::remove((dir + "/manifest.json").c_str());
+    std::remove((dir + "/k.cubin").c_str());
+    std::remove(dir.c_str());
+  }
+  void write(const std::string &name, const std::string &bytes) {
+    std::ofstream(dir + "/" + name, std::ios::binary) << bytes;
+  }
+  std::string dir;
+};
+
+TEST_F(BundleFilesTest, MissingManifest) {
+  std::unique_ptr<Bundle> b;
+  Status s = Bundle::open(dir, &b);
+  EXPECT_EQ(s.code(), StatusCode::kNotFound);
+  EXPECT_NE(s.message().find("manifest.json"), std::string::npos);
+}
+
+TEST_F(BundleFilesTest, TruncatedCubin) {
+  write("manifest.json", kManifest);
+  write("k.cubin", "\x7f"
+                   "EL");
+  std::unique_ptr<Bundle> b;
+  Status s = Bundle::open(dir, &b);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("is not a cubin"), std::string::npos);
+}
+
+TEST_F(BundleFilesTest, ArgumentChecks) {
+  write("manifest.json", kManifest);
+  write("k.cubin", std::string("\x7f"
+                               "ELF") +
+                       std::string(100, '\0'));
+  std::unique_ptr<Bundle> b;
+  ASSERT_TRUE(Bundle::open(dir, &b).isOk());
+  const KernelSpec *k = b->findKernel("norm");
+  ASSERT_NE(k, nullptr);
+  alignas(16) static char buf[64];
+  auto good = [&] {
+    return std::vector<TensorArg>{{buf, DType::bf16, {2, 3, 4096}},
+                                  {buf, DType::bf16, {4096}},
+                                  {buf, DType::bf16, {6, 4096}},
+                                  {buf, DType::f32, {6}}};
+  };
+  int64_t rows = 0;
+  ASSERT_TRUE(b->checkArgs(*k, good(), &rows).isOk());
+  EXPECT_EQ(rows, 6);
+
+  auto expectError = [&](std::vector<TensorArg> args, const char *message) {
+    Status s = b->checkArgs(*k, args, &rows);
+    ASSERT_FALSE(s.isOk());
+    EXPECT_NE(s.message().find(message), std::string::npos) << s.toString();
+  };
+  auto args = good();
+  args.pop_back();
+  expectError(args, "expects 4 tensors (inputs then outputs), got 3");
+  args = good();
+  args[0].dtype = DType::f32;
+  expectError(args, "'input0' (#0) must be bf16, got f32");
+  args = good();
+  args[1].shape = {4095};
+  expectError(args, "'input1' (#1) must have shape [4096], got [4095]");
+  args = good();
+  args[0].shape = {6, 4095};
+  expectError(args, "must have 4096 elements in its last dimension");
+  args = good();
+  args[3].shape = {7};
+  expectError(args, "'output1' (#3) has 7 rows, the earlier tensors 6");
+  args = good();
+  args[2].data = buf + 2;
+  expectError(args, "must be 16-byte aligned");
+  args = good();
+  args[1].data = nullptr;
+  expectError(args, "is a null pointer");
+
+  // A kernel that does not exist.
+  Status s = b->launch("nope", good(), nullptr);
+  EXPECT_EQ(s.code(), StatusCode::kNotFound);
+}
+
+TEST(CudaDriverTest, NoDriverIsAClearError) {
+  const CudaDriver *driver = nullptr;
+  Status s = CudaDriver::get(&driver);
+  if (s.isOk())
+    GTEST_SKIP() << "a CUDA driver is present on this machine";
+  EXPECT_EQ(driver, nullptr);
+  EXPECT_TRUE(s.code() == StatusCode::kUnavailable ||
+              s.code() == StatusCode::kInternal)
+      << s.toString();
+  if (s.code() == StatusCode::kUnavailable)
+    EXPECT_NE(s.message().find("cannot load the CUDA driver"),
+              std::string::npos)
+        << s.toString();
+}
+
+} // namespace

@@ -1,0 +1,77 @@
+"""The runtime's Python extension on a machine without a GPU: it imports,
+opens a bundle that liger-compile just wrote, lists its kernels, and says
+clearly why nothing can launch; bad bundles are clear errors."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from liger import find_tool
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+EXT_DIR = os.path.join(os.environ.get("LIGER_RUNTIME_BUILD_DIR",
+                                      os.path.join(ROOT, "build-runtime")), "python")
+
+MODULE = """func.func @norm(%x: tensor<?x256xbf16>, %w: tensor<256xbf16>) -> (tensor<?x256xbf16>, tensor<?xf32>) {
+  %y, %r = liger.rms_norm %x, %w rstd : tensor<?x256xbf16>, tensor<256xbf16>
+  return %y, %r : tensor<?x256xbf16>, tensor<?xf32>
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def rt():
+    if not os.path.isdir(EXT_DIR) or not any(
+            n.startswith("_liger_runtime") for n in os.listdir(EXT_DIR)):
+        pytest.skip("the runtime extension is not built in %s (scripts/build-runtime.sh)"
+                    % EXT_DIR)
+    sys.path.insert(0, EXT_DIR)
+    from liger import runtime
+    return runtime
+
+
+@pytest.fixture(scope="module")
+def bundle_dir(tmp_path_factory):
+    if not shutil.which("ptxas") and not os.path.exists("/usr/local/cuda/bin/ptxas"):
+        pytest.skip("ptxas (CUDA toolkit) not found: cannot compile a bundle")
+    d = tmp_path_factory.mktemp("rt")
+    src = d / "norm.mlir"
+    src.write_text(MODULE)
+    subprocess.run([find_tool("liger-compile"), str(src), "-o", str(d / "norm.bundle")],
+                   check=True, capture_output=True)
+    return str(d / "norm.bundle")
+
+
+def test_open_and_list_kernels(rt, bundle_dir):
+    bundle = rt.load(bundle_dir)
+    kernel = bundle["norm_rowwise_0"]
+    assert kernel.ops == "liger.rms_norm"
+    assert [p["name"] for p in kernel.inputs] == ["input0", "input1"]
+    assert [(p["kind"], p["dtype"]) for p in kernel.outputs] == [("rows", "bf16"),
+                                                               ("row_scalars", "f32")]
+    with pytest.raises(KeyError, match="has no kernel 'other'"):
+        bundle["other"]
+
+
+def test_no_driver_is_a_clear_message(rt):
+    status = rt.driver_status()
+    if status == "OK":
+        pytest.skip("this machine has a CUDA driver")
+    assert "cannot load the CUDA driver" in status or "cuInit" in status
+
+
+def test_bad_bundles(rt, bundle_dir, tmp_path):
+    with pytest.raises(RuntimeError, match="cannot read .*manifest.json"):
+        rt.load(str(tmp_path))
+    broken = tmp_path / "broken"
+    shutil.copytree(bundle_dir, broken)
+    cubin = next(p for p in broken.iterdir() if p.suffix == ".cubin")
+    cubin.write_bytes(cubin.read_bytes()[:3])
+    with pytest.raises(RuntimeError, match="is not a cubin"):
+        rt.load(str(broken))
+    (broken / "manifest.json").write_text('{"format": "liger-bundle", "version": 7}')
+    with pytest.raises(RuntimeError, match="version 7 is not supported"):
+        rt.load(str(broken))
