@@ -29,10 +29,10 @@ func.func @add_rms_norm(%x: tensor<?x4096xbf16>, %r: tensor<?x4096xbf16>, %w: te
 
 // -----
 
-// A row of 1000 f32 (4-wide vectors, 250 chunks over 128 threads): the
-// second chunk of each thread is masked.
+// A row of 1000 f32 (4-wide vectors, 250 chunks over 256 threads): the
+// chunk is masked (the last 6 threads have none).
 // CHECK-LABEL: gpu.func @softmax_rowwise_0
-//  CHECK-SAME:   known_block_size = array<i32: 128, 1, 1>
+//  CHECK-SAME:   known_block_size = array<i32: 256, 1, 1>
 //       CHECK:   arith.cmpi ult, %{{.+}}, %c1000
 //  CHECK-NEXT:   scf.if
 //       CHECK:   vector.reduction <maximumf>

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Compiles bench/kernels.mlir into bench-bundles/rowwise (sm_90a), for
+# bench/rowwise.py on the GPU machine.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=${LIGER_BUILD_DIR:-$ROOT/build}
+rm -rf "$ROOT/bench-bundles"
+"$BUILD/bin/liger-compile" "$ROOT/bench/kernels.mlir" -o "$ROOT/bench-bundles/rowwise" --target=sm_90a

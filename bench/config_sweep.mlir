@@ -1,0 +1,104 @@
+// Rowwise kernels at pinned configurations (threads, vector width), timed by
+// bench/config_sweep.py to choose the default configuration.
+
+func.func @swiglu_t128_v8(%g: tensor<?x14336xbf16>, %u: tensor<?x14336xbf16>) -> tensor<?x14336xbf16> {
+  %y = liger.fusion rowwise(%g, %u) attributes {liger.kernel_config = {threads = 128 : i64, vector_width = 8 : i64}} : (tensor<?x14336xbf16>, tensor<?x14336xbf16>) -> tensor<?x14336xbf16> {
+  ^bb0(%a: tensor<?x14336xbf16>, %b: tensor<?x14336xbf16>):
+    %s = liger.swiglu %a, %b : tensor<?x14336xbf16>
+    liger.yield %s : tensor<?x14336xbf16>
+  }
+  return %y : tensor<?x14336xbf16>
+}
+func.func @rms_t128_v8(%x: tensor<?x4096xbf16>, %w: tensor<4096xbf16>) -> tensor<?x4096xbf16> {
+  %y = liger.fusion rowwise(%x, %w) attributes {liger.kernel_config = {threads = 128 : i64, vector_width = 8 : i64}} : (tensor<?x4096xbf16>, tensor<4096xbf16>) -> tensor<?x4096xbf16> {
+  ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<4096xbf16>):
+    %s = liger.rms_norm %a, %b eps = 1.0e-6 : tensor<?x4096xbf16>, tensor<4096xbf16>
+    liger.yield %s : tensor<?x4096xbf16>
+  }
+  return %y : tensor<?x4096xbf16>
+}
+
+func.func @swiglu_t256_v8(%g: tensor<?x14336xbf16>, %u: tensor<?x14336xbf16>) -> tensor<?x14336xbf16> {
+  %y = liger.fusion rowwise(%g, %u) attributes {liger.kernel_config = {threads = 256 : i64, vector_width = 8 : i64}} : (tensor<?x14336xbf16>, tensor<?x14336xbf16>) -> tensor<?x14336xbf16> {
+  ^bb0(%a: tensor<?x14336xbf16>, %b: tensor<?x14336xbf16>):
+    %s = liger.swiglu %a, %b : tensor<?x14336xbf16>
+    liger.yield %s : tensor<?x14336xbf16>
+  }
+  return %y : tensor<?x14336xbf16>
+}
+func.func @rms_t256_v8(%x: tensor<?x4096xbf16>, %w: tensor<4096xbf16>) -> tensor<?x4096xbf16> {
+  %y = liger.fusion rowwise(%x, %w) attributes {liger.kernel_config = {threads = 256 : i64, vector_width = 8 : i64}} : (tensor<?x4096xbf16>, tensor<4096xbf16>) -> tensor<?x4096xbf16> {
+  ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<4096xbf16>):
+    %s = liger.rms_norm %a, %b eps = 1.0e-6 : tensor<?x4096xbf16>, tensor<4096xbf16>
+    liger.yield %s : tensor<?x4096xbf16>
+  }
+  return %y : tensor<?x4096xbf16>
+}
+
+func.func @swiglu_t512_v8(%g: tensor<?x14336xbf16>, %u: tensor<?x14336xbf16>) -> tensor<?x14336xbf16> {
+  %y = liger.fusion rowwise(%g, %u) attributes {liger.kernel_config = {threads = 512 : i64, vector_width = 8 : i64}} : (tensor<?x14336xbf16>, tensor<?x14336xbf16>) -> tensor<?x14336xbf16> {
+  ^bb0(%a: tensor<?x14336xbf16>, %b: tensor<?x14336xbf16>):
+    %s = liger.swiglu %a, %b : tensor<?x14336xbf16>
+    liger.yield %s : tensor<?x14336xbf16>
+  }
+  return %y : tensor<?x14336xbf16>
+}
+func.func @rms_t512_v8(%x: tensor<?x4096xbf16>, %w: tensor<4096xbf16>) -> tensor<?x4096xbf16> {
+  %y = liger.fusion rowwise(%x, %w) attributes {liger.kernel_config = {threads = 512 : i64, vector_width = 8 : i64}} : (tensor<?x4096xbf16>, tensor<4096xbf16>) -> tensor<?x4096xbf16> {
+  ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<4096xbf16>):
+    %s = liger.rms_norm %a, %b eps = 1.0e-6 : tensor<?x4096xbf16>, tensor<4096xbf16>
+    liger.yield %s : tensor<?x4096xbf16>
+  }
+  return %y : tensor<?x4096xbf16>
+}
+
+func.func @swiglu_t1024_v8(%g: tensor<?x14336xbf16>, %u: tensor<?x14336xbf16>) -> tensor<?x14336xbf16> {
+  %y = liger.fusion rowwise(%g, %u) attributes {liger.kernel_config = {threads = 1024 : i64, vector_width = 8 : i64}} : (tensor<?x14336xbf16>, tensor<?x14336xbf16>) -> tensor<?x14336xbf16> {
+  ^bb0(%a: tensor<?x14336xbf16>, %b: tensor<?x14336xbf16>):
+    %s = liger.swiglu %a, %b : tensor<?x14336xbf16>
+    liger.yield %s : tensor<?x14336xbf16>
+  }
+  return %y : tensor<?x14336xbf16>
+}
+func.func @rms_t1024_v8(%x: tensor<?x4096xbf16>, %w: tensor<4096xbf16>) -> tensor<?x4096xbf16> {
+  %y = liger.fusion rowwise(%x, %w) attributes {liger.kernel_config = {threads = 1024 : i64, vector_width = 8 : i64}} : (tensor<?x4096xbf16>, tensor<4096xbf16>) -> tensor<?x4096xbf16> {
+  ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<4096xbf16>):
+    %s = liger.rms_norm %a, %b eps = 1.0e-6 : tensor<?x4096xbf16>, tensor<4096xbf16>
+    liger.yield %s : tensor<?x4096xbf16>
+  }
+  return %y : tensor<?x4096xbf16>
+}
+
+func.func @swiglu_t256_v4(%g: tensor<?x14336xbf16>, %u: tensor<?x14336xbf16>) -> tensor<?x14336xbf16> {
+  %y = liger.fusion rowwise(%g, %u) attributes {liger.kernel_config = {threads = 256 : i64, vector_width = 4 : i64}} : (tensor<?x14336xbf16>, tensor<?x14336xbf16>) -> tensor<?x14336xbf16> {
+  ^bb0(%a: tensor<?x14336xbf16>, %b: tensor<?x14336xbf16>):
+    %s = liger.swiglu %a, %b : tensor<?x14336xbf16>
+    liger.yield %s : tensor<?x14336xbf16>
+  }
+  return %y : tensor<?x14336xbf16>
+}
+func.func @rms_t256_v4(%x: tensor<?x4096xbf16>, %w: tensor<4096xbf16>) -> tensor<?x4096xbf16> {
+  %y = liger.fusion rowwise(%x, %w) attributes {liger.kernel_config = {threads = 256 : i64, vector_width = 4 : i64}} : (tensor<?x4096xbf16>, tensor<4096xbf16>) -> tensor<?x4096xbf16> {
+  ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<4096xbf16>):
+    %s = liger.rms_norm %a, %b eps = 1.0e-6 : tensor<?x4096xbf16>, tensor<4096xbf16>
+    liger.yield %s : tensor<?x4096xbf16>
+  }
+  return %y : tensor<?x4096xbf16>
+}
+
+func.func @swiglu_t512_v4(%g: tensor<?x14336xbf16>, %u: tensor<?x14336xbf16>) -> tensor<?x14336xbf16> {
+  %y = liger.fusion rowwise(%g, %u) attributes {liger.kernel_config = {threads = 512 : i64, vector_width = 4 : i64}} : (tensor<?x14336xbf16>, tensor<?x14336xbf16>) -> tensor<?x14336xbf16> {
+  ^bb0(%a: tensor<?x14336xbf16>, %b: tensor<?x14336xbf16>):
+    %s = liger.swiglu %a, %b : tensor<?x14336xbf16>
+    liger.yield %s : tensor<?x14336xbf16>
+  }
+  return %y : tensor<?x14336xbf16>
+}
+func.func @rms_t512_v4(%x: tensor<?x4096xbf16>, %w: tensor<4096xbf16>) -> tensor<?x4096xbf16> {
+  %y = liger.fusion rowwise(%x, %w) attributes {liger.kernel_config = {threads = 512 : i64, vector_width = 4 : i64}} : (tensor<?x4096xbf16>, tensor<4096xbf16>) -> tensor<?x4096xbf16> {
+  ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<4096xbf16>):
+    %s = liger.rms_norm %a, %b eps = 1.0e-6 : tensor<?x4096xbf16>, tensor<4096xbf16>
+    liger.yield %s : tensor<?x4096xbf16>
+  }
+  return %y : tensor<?x4096xbf16>
+}

@@ -1,0 +1,29 @@
+// The rowwise kernels benchmarked by bench/rowwise.py, at Llama-3-8B sizes
+// (hidden 4096, MLP width 14336), bf16. bench/build-bundles.sh compiles them.
+
+func.func @rms_norm(%x: tensor<?x4096xbf16>, %w: tensor<4096xbf16>) -> tensor<?x4096xbf16> {
+  %y = liger.rms_norm %x, %w eps = 1.0e-6 : tensor<?x4096xbf16>, tensor<4096xbf16>
+  return %y : tensor<?x4096xbf16>
+}
+
+func.func @add_rms_norm(%x: tensor<?x4096xbf16>, %r: tensor<?x4096xbf16>, %w: tensor<4096xbf16>)
+    -> (tensor<?x4096xbf16>, tensor<?x4096xbf16>) {
+  %y, %s = liger.add_rms_norm %x, %r, %w eps = 1.0e-6 : tensor<?x4096xbf16>, tensor<4096xbf16>
+  return %y, %s : tensor<?x4096xbf16>, tensor<?x4096xbf16>
+}
+
+func.func @swiglu(%g: tensor<?x14336xbf16>, %u: tensor<?x14336xbf16>) -> tensor<?x14336xbf16> {
+  %y = liger.swiglu %g, %u : tensor<?x14336xbf16>
+  return %y : tensor<?x14336xbf16>
+}
+
+func.func @swiglu_grad(%dy: tensor<?x14336xbf16>, %g: tensor<?x14336xbf16>, %u: tensor<?x14336xbf16>)
+    -> (tensor<?x14336xbf16>, tensor<?x14336xbf16>) {
+  %dg, %du = liger.swiglu_grad %dy, %g, %u : tensor<?x14336xbf16>
+  return %dg, %du : tensor<?x14336xbf16>, tensor<?x14336xbf16>
+}
+
+func.func @geglu(%g: tensor<?x14336xbf16>, %u: tensor<?x14336xbf16>) -> tensor<?x14336xbf16> {
+  %y = liger.geglu %g, %u approximate = tanh : tensor<?x14336xbf16>
+  return %y : tensor<?x14336xbf16>
+}
