@@ -9,8 +9,8 @@ BUILD=${LIGER_BUILD_DIR:-$ROOT/build}
 EXAMPLE=${1:-$ROOT/examples/llama3_8b_decoder_layer.mlir}
 
 "$ROOT/scripts/setup.sh"
-echo "quickstart: building liger-opt (first build takes a few minutes)"
-"$ROOT/scripts/build.sh" liger-opt >/dev/null
+echo "quickstart: building liger-opt and liger-compile (first build takes a few minutes)"
+"$ROOT/scripts/build.sh" liger-opt liger-compile >/dev/null
 
 OUT=$BUILD/quickstart
 mkdir -p "$OUT"
@@ -28,6 +28,14 @@ echo "== fusion report: liger-opt $(basename "$EXAMPLE") --canonicalize --liger-
 echo
 echo "== after fusion: liger-opt --liger-print-summary"
 "$OPT" "$OUT/$NAME.fused.mlir" --liger-print-summary -o /dev/null
+
+echo
+echo "== kernels: liger-compile $(basename "$EXAMPLE") -o $NAME.bundle (sm_90a)"
+if "$BUILD/bin/liger-compile" "$EXAMPLE" -o "$OUT/$NAME.bundle" --target=sm_90a; then
+  echo "quickstart: bundle (cubin, PTX, manifest.json) in $OUT/$NAME.bundle"
+else
+  echo "quickstart: liger-compile could not write the bundle (see above)"
+fi
 
 echo
 echo "quickstart: fused IR in $OUT/$NAME.fused.mlir"

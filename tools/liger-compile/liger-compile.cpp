@@ -239,7 +239,9 @@ int main(int argc, char **argv) {
     llvm::outs() << " (not compiled yet, no kernel template: ";
     bool first = true;
     for (auto &[what, count] : notCompiled) {
-      llvm::outs() << (first ? "" : ", ") << count << " " << what;
+      llvm::outs() << (first ? "" : ", ") << count << " " << what
+                   << (count > 1 && StringRef(what).ends_with("group") ? "s"
+                                                                       : "");
       first = false;
     }
     llvm::outs() << ")";
