@@ -22,7 +22,8 @@ TOKEN = re.compile(r"%[\w.]+|[A-Za-z_][\w.]*|\d+|\S")
 DIMS = re.compile(r"(?<=[<x])(\d+|\?)(?=x)")
 ELEMENT_TYPES = ["bf16", "f16", "f32", "f64", "i1", "i16", "i32", "i64", "index"]
 PASS_SETS = [[], ["--canonicalize"], ["--liger-print-summary", "--canonicalize"],
-             ["--mlir-print-op-generic"], ["--liger-fuse"]]
+             ["--mlir-print-op-generic"], ["--liger-fuse"],
+             ["--liger-lower-to-linalg"], ["--liger-lower-to-gpu"]]
 # Crashes inside upstream MLIR code that liger cannot prevent, recognized by
 # a frame of their stack trace. They are counted and shown, not failed.
 KNOWN_UPSTREAM = [
