@@ -166,8 +166,17 @@ def main():
     k1 = preallocated(ours["rms_norm_rowwise_0"], (1, H))
     a1, b1 = torch.randn(8, device="cuda"), torch.randn(8, device="cuda")
     overhead = {}
-    for name, f in [("liger kernel (1 row)", lambda: k1(x1, w)),
-                    ("torch.add (8 elements)", lambda: torch.add(a1, b1))]:
+    calls = [("liger.runtime (Python)", lambda: k1(x1, w)),
+             ("torch.add (8 elements)", lambda: torch.add(a1, b1))]
+    try:
+        from liger import torch_ops
+        torch_ops.load_library()
+        outs1 = [torch.empty(1, H, dtype=BF16, device="cuda")]
+        calls.insert(1, ("torch.ops.liger.launch", lambda: torch.ops.liger.launch(
+            args.bundle, "rms_norm_rowwise_0", [x1, w], outs1)))
+    except ImportError as e:
+        print("# LibTorch adapter not loadable: %s" % e, file=sys.stderr)
+    for name, f in calls:
         for _ in range(100):
             f()
         torch.cuda.synchronize()

@@ -27,6 +27,18 @@ unit_rc=$?
 PYTHONPATH="$ROOT/python:$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -m pytest -q \
   "$ROOT/test/Integration/gpu" --bundles="$BUNDLES" -p no:cacheprovider 2>&1 | tee "$LOG/gpu.log" | tail -25
 gpu_rc=${PIPESTATUS[0]}
+# The C++ LibTorch example (built where PyTorch is installed).
+example="not built"
+example_rc=0
+if [[ -x "$BUILD/bin/liger-libtorch-example" ]]; then
+  if "$BUILD/bin/liger-libtorch-example" "$BUNDLES/h4096_bf16" >"$LOG/example.log" 2>&1; then
+    example="ok"
+  else
+    example="FAILED"; example_rc=1
+  fi
+  cat "$LOG/example.log"
+fi
+
 # compute-sanitizer, where the toolkit has it: memcheck and racecheck.
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 san="not run (no compute-sanitizer)"
@@ -46,5 +58,5 @@ count() { grep -Eo "[0-9]+ $1" "$LOG/gpu.log" | tail -1 | grep -Eo '[0-9]+' || e
 unit=$(grep -Eo '[0-9]+ tests failed out of [0-9]+' "$LOG/unit.log" | tail -1)
 grep -q "No tests were found" "$LOG/unit.log" && unit="not built (no GoogleTest here)" 
 torch_v=$("$PYTHON" -c 'import torch; print(torch.__version__, "CUDA", torch.version.cuda)' 2>/dev/null)
-echo "gpu-check: $(count passed) passed, $(count failed) failed, $(count skipped) skipped on $gpu (torch $torch_v); compute-sanitizer: $san; runtime unit tests: ${unit:-not run}"
-[[ ($unit_rc -eq 0 || "$unit" == not*) && $gpu_rc -eq 0 && $san_rc -eq 0 ]]
+echo "gpu-check: $(count passed) passed, $(count failed) failed, $(count skipped) skipped on $gpu (torch $torch_v); compute-sanitizer: $san; LibTorch example: $example; runtime unit tests: ${unit:-not run}"
+[[ ($unit_rc -eq 0 || "$unit" == not*) && $gpu_rc -eq 0 && $san_rc -eq 0 && $example_rc -eq 0 ]]

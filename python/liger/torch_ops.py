@@ -16,6 +16,8 @@ per forward input (liger.swiglu_grad's convention).
 """
 
 import functools
+import os
+import sys
 
 _LIBRARIES = {}
 _KERNELS = {}
@@ -92,3 +94,22 @@ def register_autograd(forward, backward, namespace="liger"):
         return grads if isinstance(grads, tuple) else (grads,)
 
     torch.library.register_autograd(fwd, backward_fn, setup_context=setup_context)
+
+
+def load_library(path=None):
+    """Loads the LibTorch adapter (liger_torch_ops, built by
+    scripts/build-runtime.sh where PyTorch is installed), which defines
+    torch.ops.liger.launch(bundle, kernel, inputs, outputs) and
+    torch.ops.liger.call(bundle, kernel, inputs) -> outputs in C++: the
+    low-overhead path. Looks beside _liger_runtime on sys.path unless `path`
+    is given. Returns the path loaded."""
+    import torch
+    candidates = [path] if path else [os.path.join(d, "libliger_torch_ops.so")
+                                      for d in sys.path if d]
+    for candidate in candidates:
+        if candidate and os.path.isfile(candidate):
+            torch.ops.load_library(candidate)
+            return candidate
+    raise ImportError("libliger_torch_ops.so not found (looked in %s); build it with "
+                      "scripts/build-runtime.sh on a machine with PyTorch"
+                      % ", ".join(c for c in candidates if c))

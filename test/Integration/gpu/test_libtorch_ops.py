@@ -1,0 +1,63 @@
+"""The LibTorch adapter: torch.ops.liger.call / launch (C++), their
+TORCH_CHECK errors, and their meta implementations under torch.compile."""
+
+import os
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="needs PyTorch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA GPU on this machine", allow_module_level=True)
+from liger import torch_ops  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def bundle(bundles_dir):
+    path = os.path.join(bundles_dir, "h4096_bf16")
+    if not os.path.isdir(path):
+        pytest.skip("bundle %s not built (run scripts/build-gpu-bundles.sh)" % path)
+    try:
+        torch_ops.load_library()
+    except ImportError as e:
+        pytest.skip(str(e))
+    return path
+
+
+def reference(x, w):
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6)).to(x.dtype).float() * w.float()
+
+
+def test_call_and_launch(bundle):
+    x = torch.randn(9, 4096, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(4096, device="cuda", dtype=torch.bfloat16)
+    y, rstd = torch.ops.liger.call(bundle, "rms_llama_rowwise_0", [x, w])
+    ref = reference(x, w)
+    assert (y.float() - ref).abs().max() <= 1e-2 * ref.abs().max()
+    outs = [torch.full_like(y, float("nan")), torch.full_like(rstd, float("nan"))]
+    torch.ops.liger.launch(bundle, "rms_llama_rowwise_0", [x, w], outs)
+    assert torch.equal(outs[0], y) and torch.equal(outs[1], rstd)
+
+
+def test_torch_check_errors(bundle):
+    x = torch.randn(9, 4096, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(4096, device="cuda", dtype=torch.bfloat16)
+    with pytest.raises(RuntimeError, match="must be bf16, got f32"):
+        torch.ops.liger.call(bundle, "rms_llama_rowwise_0", [x.float(), w])
+    with pytest.raises(RuntimeError, match="must be contiguous"):
+        torch.ops.liger.call(bundle, "rms_llama_rowwise_0",
+                             [torch.randn(4096, 9, device="cuda", dtype=torch.bfloat16).t(), w])
+    with pytest.raises(RuntimeError, match="has no kernel 'nope'"):
+        torch.ops.liger.call(bundle, "nope", [x, w])
+    with pytest.raises(RuntimeError, match="cannot read"):
+        torch.ops.liger.call(bundle + "-missing", "rms_llama_rowwise_0", [x, w])
+
+
+def test_compile_traces_the_meta_implementation(bundle):
+    def f(x, w):
+        y, _ = torch.ops.liger.call(bundle, "rms_llama_rowwise_0", [x, w])
+        return y * 2
+
+    x = torch.randn(5, 4096, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(4096, device="cuda", dtype=torch.bfloat16)
+    assert torch.equal(torch.compile(f, fullgraph=True)(x, w), f(x, w))
