@@ -171,6 +171,7 @@ int main(int argc, char **argv) {
   gpuOptions.chip = targetChip;
   gpuOptions.features = ptxFeatures;
   if (!runStage([&](PassManager &pm) {
+        pm.addPass(createSelectKernelConfigPass());
         pm.addPass(createLowerToGPUPass(gpuOptions));
       }))
     return 1;

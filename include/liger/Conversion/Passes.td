@@ -107,4 +107,27 @@ def LowerToLinalgPass : Pass<"liger-lower-to-linalg"> {
   ];
 }
 
+def SelectKernelConfigPass : Pass<"liger-select-kernel-config"> {
+  let summary = "Choose the launch configuration of every rowwise group";
+  let description = [{
+    Writes `liger.kernel_config = {threads, vector_width}` on every rowwise
+    `liger.fusion` group that has none: 16-byte vectors when they divide the
+    row, 256 threads per row (fewer for short rows). liger-lower-to-gpu reads
+    the attribute (and makes the same choice when it is absent), so a test or
+    a user can pin a configuration by writing it; a group that already has
+    one keeps it. The choice of 256 threads was measured on an H200
+    (docs/benchmarks.md).
+
+    ```mlir
+    %y = liger.fusion rowwise(%x) : ... -> tensor<?x14336xbf16> { ... }
+    // becomes
+    %y = liger.fusion rowwise(%x) attributes {liger.kernel_config =
+        {threads = 256 : i64, vector_width = 8 : i64}} : ... { ... }
+    ```
+  }];
+  let statistics = [
+    Statistic<"numConfigured", "configured", "Number of groups configured">
+  ];
+}
+
 #endif // LIGER_CONVERSION_PASSES_TD

@@ -136,21 +136,6 @@ struct LowerToGPUPass : liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
       FailureOr<RowKernelConfig> config = getRowKernelConfig(group);
       if (failed(config))
         return signalPassFailure();
-      if (!group->hasAttr("liger.kernel_config")) {
-        // The default for the dtype of the first row-shaped input.
-        Type elem = b.getF32Type();
-        int64_t hidden = 0;
-        for (Value v : group.getInputs())
-          if (auto t = dyn_cast<RankedTensorType>(v.getType());
-              t && t.getRank() >= 1 && !t.isDynamicDim(t.getRank() - 1) &&
-              t.getRank() >= 2) {
-            elem = t.getElementType();
-            hidden = t.getShape().back();
-            break;
-          }
-        if (hidden)
-          *config = selectRowKernelConfig(hidden, elem);
-      }
       std::string name =
           (fn.getName() + "_rowwise_" + Twine(perFunction[fn.getName()]++))
               .str();

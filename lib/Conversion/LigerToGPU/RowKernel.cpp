@@ -52,11 +52,29 @@ RowKernelConfig mlir::liger::selectRowKernelConfig(int64_t hidden,
   return config;
 }
 
+RowKernelConfig mlir::liger::selectRowKernelConfig(FusionOp group) {
+  for (Value v : group.getInputs())
+    if (auto t = dyn_cast<RankedTensorType>(v.getType());
+        t && t.getRank() >= 2 && !t.isDynamicDim(t.getRank() - 1))
+      return selectRowKernelConfig(t.getShape().back(), t.getElementType());
+  return RowKernelConfig();
+}
+
+DictionaryAttr
+mlir::liger::getRowKernelConfigAttr(MLIRContext *ctx,
+                                    const RowKernelConfig &config) {
+  Builder b(ctx);
+  return b.getDictionaryAttr(
+      {b.getNamedAttr("threads", b.getI64IntegerAttr(config.threads)),
+       b.getNamedAttr("vector_width",
+                      b.getI64IntegerAttr(config.vectorWidth))});
+}
+
 FailureOr<RowKernelConfig> mlir::liger::getRowKernelConfig(FusionOp group) {
   auto dict = group->getAttrOfType<DictionaryAttr>("liger.kernel_config");
   RowKernelConfig config;
   if (!dict)
-    return config;
+    return selectRowKernelConfig(group);
   auto threads = dict.getAs<IntegerAttr>("threads");
   auto width = dict.getAs<IntegerAttr>("vector_width");
   if (!threads || !width)

@@ -34,9 +34,18 @@ struct RowKernelConfig {
 /// 16-byte vectors when they divide the row, about two chunks per thread.
 RowKernelConfig selectRowKernelConfig(int64_t hidden, Type elementType);
 
+/// The default configuration of a rowwise group: selectRowKernelConfig for
+/// the row length and dtype of its first row-shaped input.
+RowKernelConfig selectRowKernelConfig(FusionOp group);
+
 /// Reads the `liger.kernel_config` attribute of `group` ({threads,
-/// vector_width}), or returns the default.
+/// vector_width}), checking it, or returns the default of
+/// selectRowKernelConfig(group).
 FailureOr<RowKernelConfig> getRowKernelConfig(FusionOp group);
+
+/// The `liger.kernel_config` attribute holding `config`.
+DictionaryAttr getRowKernelConfigAttr(MLIRContext *ctx,
+                                      const RowKernelConfig &config);
 
 /// How a kernel parameter is indexed, for the manifest.
 enum class RowParamKind { Rows, RowScalars, Feature, Scalar };
