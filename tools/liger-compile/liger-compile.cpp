@@ -27,6 +27,7 @@
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Transforms/Passes.h"
 
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
@@ -115,6 +116,10 @@ bool dump(StringRef name, StringRef text) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  cl::SetVersionPrinter([](llvm::raw_ostream &os) {
+    os << "liger-compile " << LIGER_VERSION << " (LLVM/MLIR "
+       << LLVM_VERSION_STRING << ")\n";
+  });
   cl::ParseCommandLineOptions(argc, argv,
                               "liger-compile: a liger module to a kernel "
                               "bundle (cubins, PTX, manifest)\n");

@@ -1,0 +1,50 @@
+"""liger.compiler.compile: bundles, the on-disk cache, errors, LIGER_DEBUG."""
+
+import os
+import shutil
+
+import pytest
+
+from liger import LigerError, compiler
+
+MODULE = """func.func @f(%x: tensor<?x128xbf16>, %w: tensor<128xbf16>) -> tensor<?x128xbf16> {
+  %y = liger.rms_norm %x, %w : tensor<?x128xbf16>, tensor<128xbf16>
+  return %y : tensor<?x128xbf16>
+}
+"""
+
+needs_ptxas = pytest.mark.skipif(
+    not shutil.which("ptxas") and not os.path.exists("/usr/local/cuda/bin/ptxas"),
+    reason="ptxas (CUDA toolkit) not found")
+
+
+@needs_ptxas
+def test_compiles_once(tmp_path):
+    first = compiler.compile(MODULE, cache_dir=str(tmp_path))
+    assert not first.cached
+    assert os.path.isfile(os.path.join(first.path, "manifest.json"))
+    second = compiler.compile(MODULE, cache_dir=str(tmp_path))
+    assert second.cached and second.path == first.path
+    other = compiler.compile(MODULE, target="sm_80", cache_dir=str(tmp_path))
+    assert not other.cached and other.key != first.key
+    assert '"arch": "sm_80"' in open(os.path.join(other.path, "manifest.json")).read()
+
+
+@needs_ptxas
+def test_from_a_file_and_debug_stages(tmp_path, monkeypatch):
+    src = tmp_path / "m.mlir"
+    src.write_text(MODULE)
+    monkeypatch.setenv("LIGER_DEBUG", "1")
+    compiled = compiler.compile(str(src), cache_dir=str(tmp_path / "cache"))
+    stages = os.path.join(os.path.dirname(compiled.path), "stages")
+    assert sorted(os.listdir(stages))[:4] == ["00-liger.mlir", "01-fused.mlir",
+                                              "02-gpu.mlir", "03-llvm.mlir"]
+
+
+def test_errors_carry_the_diagnostics(tmp_path):
+    with pytest.raises(LigerError) as info:
+        compiler.compile(MODULE.replace("tensor<128xbf16>", "tensor<127xbf16>"),
+                         cache_dir=str(tmp_path))
+    assert "expects 'weight' to have shape [128]" in str(info.value)
+    # Nothing half-written is left in the cache.
+    assert os.listdir(tmp_path) == []
