@@ -27,3 +27,9 @@ func.func @geglu(%g: tensor<?x14336xbf16>, %u: tensor<?x14336xbf16>) -> tensor<?
   %y = liger.geglu %g, %u approximate = tanh : tensor<?x14336xbf16>
   return %y : tensor<?x14336xbf16>
 }
+
+func.func @geglu_grad(%dy: tensor<?x14336xbf16>, %g: tensor<?x14336xbf16>, %u: tensor<?x14336xbf16>)
+    -> (tensor<?x14336xbf16>, tensor<?x14336xbf16>) {
+  %dg, %du = liger.geglu_grad %dy, %g, %u approximate = tanh : tensor<?x14336xbf16>
+  return %dg, %du : tensor<?x14336xbf16>, tensor<?x14336xbf16>
+}

@@ -131,32 +131,40 @@ def main():
     impls["liger (ours)"] = preallocated(ours["geglu_rowwise_0"], (M, I))
     run("geglu fwd (tanh)", impls, (g, u), geglu_ref, 3 * M * I * 2)
 
-    # SwiGLU forward + backward: ours is the forward kernel then the
-    # backward kernel (activation recomputed); peers go through autograd.
+    # Gated activations forward + backward: ours is the forward kernel then
+    # the backward kernel (activation recomputed); the peers go through
+    # autograd. Bytes: forward reads gate, up and writes y; backward reads
+    # dy, gate, up and writes d_gate, d_up.
     dy = torch.randn(M, I, dtype=BF16, device="cuda")
-    fwd = preallocated(ours["swiglu_rowwise_0"], (M, I))
-    bwd = preallocated(ours["swiglu_grad_rowwise_0"], (M, I), (M, I))
 
-    def ours_full(g, u):
-        y = fwd(g, u)
-        bwd(dy, g, u)
-        return y
+    def gated_full(case, ref, lk, fwd_name, bwd_name):
+        fwd = preallocated(ours[fwd_name], (M, I))
+        bwd = preallocated(ours[bwd_name], (M, I), (M, I))
 
-    def autograd_full(f):
-        gr = g.clone().requires_grad_(True)
-        ur = u.clone().requires_grad_(True)
+        def ours_full(g, u):
+            y = fwd(g, u)
+            bwd(dy, g, u)
+            return y
 
-        def full(g_, u_):
-            y = f(gr, ur)
-            y.backward(dy)
-            return y.detach()
-        return full
-    impls = {"eager": autograd_full(swiglu_ref), "compile": autograd_full(torch.compile(swiglu_ref))}
-    if HAVE_LK:
-        impls["liger-kernel"] = autograd_full(lambda a, b: LigerSiLUMulFunction.apply(a, b))
-    impls["liger (ours)"] = ours_full
-    # fwd: read g, u, write y; bwd: read dy, g, u, write dg, du.
-    run("swiglu fwd+bwd", impls, (g, u), swiglu_ref, 8 * M * I * 2)
+        def autograd_full(f):
+            gr = g.clone().requires_grad_(True)
+            ur = u.clone().requires_grad_(True)
+
+            def full(g_, u_):
+                y = f(gr, ur)
+                y.backward(dy)
+                return y.detach()
+            return full
+        impls = {"eager": autograd_full(ref), "compile": autograd_full(torch.compile(ref))}
+        if HAVE_LK:
+            impls["liger-kernel"] = autograd_full(lk)
+        impls["liger (ours)"] = ours_full
+        run(case, impls, (g, u), ref, 8 * M * I * 2)
+
+    gated_full("swiglu fwd+bwd", swiglu_ref, lambda a, b: LigerSiLUMulFunction.apply(a, b),
+               "swiglu_rowwise_0", "swiglu_grad_rowwise_0")
+    gated_full("geglu fwd+bwd", geglu_ref, lambda a, b: LigerGELUMulFunction.apply(a, b),
+               "geglu_rowwise_0", "geglu_grad_rowwise_0")
 
     # Launch overhead: host time per call of a tiny kernel (1 row) through
     # liger.runtime, beside torch.add on tiny tensors.

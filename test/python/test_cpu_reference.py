@@ -558,3 +558,44 @@ def test_jsd(rng, n, vocab, dt, beta, labels):
         inputs.append(lb.astype(np.int64))
     (l,) = run(mlir, inputs)
     assert_close(l, refs.jsd(x64, y64, beta, lb), "f32", "jsd", rtol=1e-5 if dt == "f32" else 2e-5)
+
+
+@pytest.mark.parametrize("shape", [(3, 7), (1, 40), (2, 2, 5)], ids=str)
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_geglu_grad(rng, shape, dt, approximate):
+    T = ttype(shape, dt, dynamic=(0,))
+    attr = " approximate = tanh" if approximate == "tanh" else ""
+    mlir = f"""func.func @f(%dy: {T}, %g: {T}, %u: {T}) -> ({T}, {T}) {{
+  %dg, %du = liger.geglu_grad %dy, %g, %u{attr} : {T}
+  return %dg, %du : {T}, {T}
+}}"""
+    dy, dy64 = make(rng, shape, dt)
+    g, g64 = make(rng, shape, dt, scale=2.0)
+    u, u64 = make(rng, shape, dt)
+    dg, du = run(mlir, [dy, g, u])
+    fwd = lambda gg, uu: float(np.sum(dy64 * refs.gelu(gg, approximate) * uu))
+    assert_close(dg, refs.numeric_grad(lambda gg: fwd(gg, u64), g64.copy()), dt, "d_gate", atol=1e-7)
+    assert_close(du, refs.numeric_grad(lambda uu: fwd(g64, uu), u64.copy()), dt, "d_up", atol=1e-7)
+
+
+@pytest.mark.parametrize("shape", [(3, 7), (1, 40), (2, 2, 5)], ids=str)
+@pytest.mark.parametrize("dt", DTYPES)
+def test_softmax_grad(rng, shape, dt):
+    T = ttype(shape, dt, dynamic=(0,))
+    mlir = f"""func.func @f(%dy: {T}, %y: {T}) -> {T} {{
+  %dx = liger.softmax_grad %dy, %y : {T}
+  return %dx : {T}
+}}"""
+    x64 = rng.standard_normal(shape) * 2.0
+    dy, dy64 = make(rng, shape, dt)
+    y, y64 = make(rng, shape, dt, values=refs.softmax(x64))
+    (dx,) = run(mlir, [dy, y])
+    # The gradient of sum(dy * softmax(x)) at x, with y = softmax(x).
+    expected = refs.numeric_grad(lambda xx: float(np.sum(dy64 * refs.softmax(xx))), x64.copy())
+    if dt == "f32":
+        assert_close(dx, expected, dt, "dx", atol=1e-7)
+    else:
+        # y is given rounded to bf16: compare with the formula on that y.
+        formula = y64 * (dy64 - np.sum(dy64 * y64, axis=-1, keepdims=True))
+        assert_close(dx, formula, dt, "dx")

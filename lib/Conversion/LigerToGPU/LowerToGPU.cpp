@@ -74,7 +74,8 @@ static DictionaryAttr getKernelInfoAttr(OpBuilder &b,
 /// Ops a row kernel may implement on their own.
 static bool isRowwiseOp(Operation *op) {
   return isa<RMSNormOp, AddRMSNormOp, LayerNormOp, SiLUOp, GELUOp, SwiGLUOp,
-             GEGLUOp, AddOp, MulOp, SoftmaxOp, SwiGLUGradOp>(op);
+             GEGLUOp, AddOp, MulOp, SoftmaxOp, SwiGLUGradOp, GEGLUGradOp,
+             SoftmaxGradOp>(op);
 }
 
 namespace {

@@ -1,6 +1,7 @@
 //===- ElementwiseToLinalg.cpp - lower elementwise liger ops to linalg ----===//
 //
-// silu, gelu, swiglu, geglu, add, mul, swiglu_grad and softmax: every value
+// silu, gelu, swiglu, geglu, add, mul, swiglu_grad, geglu_grad, softmax and
+// softmax_grad: every value
 // is extended to f32, computed, and rounded once to the result type.
 //
 //===----------------------------------------------------------------------===//
@@ -161,6 +162,85 @@ struct LowerSwiGLUGrad : LowerElementwise<SwiGLUGradOp> {
   }
 };
 
+/// d/dx GELU in f32, exact (erf) or with PyTorch's tanh approximation.
+Value geluDerivative(OpBuilder &b, Location loc, Value x,
+                     GeluApproximation approx) {
+  auto mul = [&](Value p, Value q) {
+    return arith::MulFOp::create(b, loc, p, q);
+  };
+  auto add = [&](Value p, Value q) {
+    return arith::AddFOp::create(b, loc, p, q);
+  };
+  Value half = f32(b, loc, 0.5), one = f32(b, loc, 1.0);
+  if (approx == GeluApproximation::tanh) {
+    Value k = f32(b, loc, std::sqrt(2.0 / M_PI));
+    Value c = f32(b, loc, 0.044715);
+    Value x2 = mul(x, x);
+    Value inner = mul(k, add(x, mul(c, mul(x, x2))));
+    Value t = math::TanhOp::create(b, loc, inner);
+    Value dInner = mul(k, add(one, mul(f32(b, loc, 3 * 0.044715), x2)));
+    Value sech2 = arith::SubFOp::create(b, loc, one, mul(t, t));
+    return add(mul(half, add(one, t)), mul(mul(half, x), mul(sech2, dInner)));
+  }
+  // Phi(x) + x phi(x), phi(x) = exp(-x^2/2) / sqrt(2 pi).
+  Value cdf = mul(half, add(one, math::ErfOp::create(
+                                     b, loc, mul(x, f32(b, loc, M_SQRT1_2)))));
+  Value pdf =
+      mul(f32(b, loc, 1.0 / std::sqrt(2.0 * M_PI)),
+          math::ExpOp::create(b, loc, mul(f32(b, loc, -0.5), mul(x, x))));
+  return add(cdf, mul(x, pdf));
+}
+
+struct LowerGEGLUGrad : LowerElementwise<GEGLUGradOp> {
+  using LowerElementwise::LowerElementwise;
+  SmallVector<Value> compute(GEGLUGradOp op, OpBuilder &b, Location loc,
+                             ValueRange args) const override {
+    Value grad = args[0], gate = args[1], up = args[2];
+    Value dGate = arith::MulFOp::create(
+        b, loc, arith::MulFOp::create(b, loc, grad, up),
+        geluDerivative(b, loc, gate, op.getApproximate()));
+    Value dUp = arith::MulFOp::create(b, loc, grad,
+                                      gelu(b, loc, gate, op.getApproximate()));
+    return {dGate, dUp};
+  }
+};
+
+/// dx = y * (grad - sum(grad * y)) over the last dimension.
+struct LowerSoftmaxGrad : OpConversionPattern<SoftmaxGradOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(SoftmaxGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    Value dy = adaptor.getGrad(), y = adaptor.getOutput();
+    Type elem = cast<RankedTensorType>(y.getType()).getElementType();
+    SmallVector<OpFoldResult> sizes = sizesOf(b, loc, y);
+    Value dot = reduceRows(
+        b, loc, sizes, {{dy, Access::Full}, {y, Access::Full}}, 0.0,
+        [](OpBuilder &nb, Location nloc,
+           ValueRange args) -> SmallVector<Value> {
+          Value p = arith::MulFOp::create(nb, nloc, toF32(nb, nloc, args[0]),
+                                          toF32(nb, nloc, args[1]));
+          return {arith::AddFOp::create(nb, nloc, args[2], p)};
+        });
+    Value dx = mapRows(
+        b, loc, sizes,
+        {{dy, Access::Full}, {y, Access::Full}, {dot, Access::Row}}, {elem},
+        [&](OpBuilder &nb, Location nloc,
+            ValueRange args) -> SmallVector<Value> {
+          Value d = arith::SubFOp::create(nb, nloc, toF32(nb, nloc, args[0]),
+                                          args[2]);
+          return {fromF32(
+              nb, nloc,
+              arith::MulFOp::create(nb, nloc, toF32(nb, nloc, args[1]), d),
+              elem)};
+        })[0];
+    rewriter.replaceOp(op, dx);
+    return success();
+  }
+};
+
 /// softmax over the last dimension: max, then the sum of exp(x - max), then
 /// one normalizing pass rounded to the input type.
 struct LowerSoftmax : OpConversionPattern<SoftmaxOp> {
@@ -212,6 +292,8 @@ struct LowerSoftmax : OpConversionPattern<SoftmaxOp> {
 
 void mlir::liger::populateLowerElementwiseToLinalgPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<LowerSiLU, LowerGELU, LowerSwiGLU, LowerGEGLU, LowerAdd,
-               LowerMul, LowerSwiGLUGrad, LowerSoftmax>(patterns.getContext());
+  patterns
+      .add<LowerSiLU, LowerGELU, LowerSwiGLU, LowerGEGLU, LowerAdd, LowerMul,
+           LowerSwiGLUGrad, LowerGEGLUGrad, LowerSoftmax, LowerSoftmaxGrad>(
+          patterns.getContext());
 }

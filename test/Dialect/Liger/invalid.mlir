@@ -445,3 +445,27 @@ func.func @attention_batch(%q: tensor<2x4x8x16xf32>, %k: tensor<1x2x8x16xf32>, %
   %y = liger.attention %q, %k, %v : tensor<2x4x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>
   return
 }
+
+// -----
+
+func.func @geglu_grad_types(%d: tensor<4x64xf32>, %g: tensor<4x64xf32>, %u: tensor<4x64xbf16>) {
+  // expected-error @+1 {{'liger.geglu_grad' op failed to verify that all of {grad, gate, up} have same type}}
+  %y:2 = "liger.geglu_grad"(%d, %g, %u) : (tensor<4x64xf32>, tensor<4x64xf32>, tensor<4x64xbf16>) -> (tensor<4x64xf32>, tensor<4x64xf32>)
+  return
+}
+
+// -----
+
+func.func @softmax_grad_types(%d: tensor<4x64xf32>, %y: tensor<4x64xbf16>) {
+  // expected-error @+1 {{'liger.softmax_grad' op failed to verify that all of {grad, output} have same type}}
+  %x = "liger.softmax_grad"(%d, %y) : (tensor<4x64xf32>, tensor<4x64xbf16>) -> tensor<4x64xbf16>
+  return
+}
+
+// -----
+
+func.func @softmax_grad_dynamic_row(%d: tensor<4x?xf32>) {
+  // expected-error @+1 {{'liger.softmax_grad' op expects the last (hidden) dimension of 'output' to be static, got 'tensor<4x?xf32>'}}
+  %x = liger.softmax_grad %d, %d : tensor<4x?xf32>
+  return
+}

@@ -188,3 +188,15 @@ func.func @fusion_groups(%h: tensor<?x64xbf16>, %res: tensor<?x64xbf16>, %w: ten
   }
   return %m, %l : tensor<?x96xbf16>, tensor<f32>
 }
+
+// CHECK-LABEL: func.func @activation_backward_ops
+// CHECK: liger.geglu_grad %{{.*}}, %{{.*}}, %{{.*}} approximate = tanh : tensor<?x16384xbf16>
+// CHECK: liger.geglu_grad %{{.*}}, %{{.*}}, %{{.*}} : tensor<?x16384xbf16>
+// CHECK: liger.softmax_grad %{{.*}}, %{{.*}} : tensor<?x32000xf32>
+func.func @activation_backward_ops(%dh: tensor<?x16384xbf16>, %g: tensor<?x16384xbf16>, %u: tensor<?x16384xbf16>,
+                                   %dy: tensor<?x32000xf32>, %y: tensor<?x32000xf32>) {
+  %a, %b = liger.geglu_grad %dh, %g, %u approximate = tanh : tensor<?x16384xbf16>
+  %c, %d = liger.geglu_grad %dh, %g, %u : tensor<?x16384xbf16>
+  %e = liger.softmax_grad %dy, %y : tensor<?x32000xf32>
+  return
+}

@@ -56,6 +56,14 @@ def module_text(hidden, dt):
   %y = liger.mul %s, %b : {X}
   return %y : {X}
 }}""",
+        "geglu_grad": f"""func.func @geglu_grad(%dy: {X}, %g: {X}, %u: {X}) -> ({X}, {X}) {{
+  %dg, %du = liger.geglu_grad %dy, %g, %u approximate = tanh : {X}
+  return %dg, %du : {X}, {X}
+}}""",
+        "softmax_grad": f"""func.func @softmax_grad(%dy: {X}, %y: {X}) -> {X} {{
+  %dx = liger.softmax_grad %dy, %y : {X}
+  return %dx : {X}
+}}""",
         "swiglu_grad": f"""func.func @swiglu_grad(%dy: {X}, %g: {X}, %u: {X}) -> ({X}, {X}) {{
   %dg, %du = liger.swiglu_grad %dy, %g, %u : {X}
   return %dg, %du : {X}, {X}
@@ -82,10 +90,12 @@ def _gelu_tanh(x):
 
 
 def references(dt):
+    import torch  # the GPU machine's; the build machine only needs module_text
     """name -> (input specs, reference(inputs in float64) -> outputs in float64).
 
     Input specs: ("rows", scale) for [tokens, hidden], ("feature", scale) for
-    [hidden], ("feature_f32", scale) for an f32 weight.
+    [hidden], ("feature_f32", scale) for an f32 weight, ("probs", _) for rows
+    of a softmax.
     """
     def rms(x, w, eps, offset, casting):
         rstd = 1.0 / (x.pow(2).mean(-1, keepdim=True) + eps).sqrt()
@@ -108,6 +118,15 @@ def references(dt):
         s = 1.0 / (1.0 + (-g).exp())
         return dy * u * s * (1 + g * (1 - s)), dy * g * s
 
+    def geglu_grad(dy, g, u):
+        k = math.sqrt(2 / math.pi)
+        t = torch.tanh(k * (g + 0.044715 * g ** 3))
+        dgelu = 0.5 * (1 + t) + 0.5 * g * (1 - t * t) * k * (1 + 3 * 0.044715 * g * g)
+        return dy * u * dgelu, dy * _gelu_tanh(g)
+
+    def softmax_grad(dy, y):
+        return (y * (dy - (dy * y).sum(-1, keepdim=True)),)
+
     def add_rms(x, r, w):
         s = _round(x + r, dt)
         return rms(s, w, 1e-5, 0.0, "llama")[0], s
@@ -124,4 +143,6 @@ def references(dt):
         "softmax": ([("rows", 3.0)], softmax),
         "silu_mul": ([("rows", 2.0), ("rows", 1.0)], lambda a, b: (_silu(a) * b,)),
         "swiglu_grad": ([("rows", 1.0), ("rows", 2.0), ("rows", 1.0)], swiglu_grad),
+        "geglu_grad": ([("rows", 1.0), ("rows", 2.0), ("rows", 1.0)], geglu_grad),
+        "softmax_grad": ([("rows", 1.0), ("probs", 1.0)], softmax_grad),
     }

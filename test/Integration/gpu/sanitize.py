@@ -21,8 +21,10 @@ for name, tokens in [("h1000_f32", 3), ("h1000_bf16", 5), ("h4096_bf16", 2)]:
         dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[dt]
         inputs = []
         for kind, scale in specs:
-            shape = (tokens, hidden) if kind == "rows" else (hidden,)
+            shape = (tokens, hidden) if kind in ("rows", "probs") else (hidden,)
             t = torch.randn(shape, device="cuda") * scale
+            if kind == "probs":
+                t = torch.softmax(t, -1)
             inputs.append(t if kind == "feature_f32" else t.to(dtype))
         bundle[case + "_rowwise_0"](*inputs)
 torch.cuda.synchronize()

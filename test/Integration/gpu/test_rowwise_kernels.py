@@ -38,6 +38,8 @@ def make(spec, tokens, hidden, dt, gen):
     dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[dt]
     if kind == "rows":
         t = torch.randn(tokens, hidden, generator=gen, device="cuda") * scale
+    elif kind == "probs":
+        t = torch.softmax(torch.randn(tokens, hidden, generator=gen, device="cuda") * 2, -1)
     elif kind == "feature":
         t = torch.randn(hidden, generator=gen, device="cuda") * scale
     else:  # an f32 feature vector whatever the dtype

@@ -38,8 +38,8 @@ YieldOp FusionOp::getYield() {
 static bool isRowwiseOp(Operation *op) {
   return isa<RMSNormOp, AddRMSNormOp, LayerNormOp, RoPEOp, RoPEGradOp, SiLUOp,
              GELUOp, SwiGLUOp, GEGLUOp, AddOp, MulOp, SoftmaxOp, CrossEntropyOp,
-             CrossEntropyGradOp, KLDivOp, JSDOp, RMSNormGradOp, SwiGLUGradOp>(
-      op);
+             CrossEntropyGradOp, KLDivOp, JSDOp, RMSNormGradOp, SwiGLUGradOp,
+             GEGLUGradOp, SoftmaxGradOp>(op);
 }
 
 /// Ops a matmul kernel implements in its epilogue, besides the projections

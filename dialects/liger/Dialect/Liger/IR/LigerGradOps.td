@@ -90,6 +90,58 @@ def Liger_SwiGLUGradOp : Liger_InferOp<"swiglu_grad",
   let assemblyFormat = "$grad `,` $gate `,` $up attr-dict `:` type($gate)";
 }
 
+def Liger_GEGLUGradOp : Liger_InferOp<"geglu_grad",
+    [AllTypesMatch<["grad", "gate", "up"]>]> {
+  let summary = "gradients of liger.geglu with respect to gate and up";
+  let description = [{
+    With the GELU of `approximate` recomputed in f32 (see `liger.gelu`):
+
+    ```
+    d_up   = grad * gelu(gate)
+    d_gate = grad * up * gelu'(gate)
+    ```
+
+    where `gelu'(x) = Φ(x) + x φ(x)` for the exact GELU and, for `tanh`, with
+    `t = tanh(√(2/π) (x + 0.044715 x³))`,
+    `gelu'(x) = 0.5 (1 + t) + 0.5 x (1 - t²) √(2/π) (1 + 3·0.044715 x²)`.
+    Both results have the type of `gate`.
+
+    ```mlir
+    %dg, %du = liger.geglu_grad %dh, %gate, %up approximate = tanh : tensor<?x16384xbf16>
+    ```
+  }];
+  let arguments = (ins Liger_FloatTensor:$grad, Liger_FloatTensor:$gate,
+      Liger_FloatTensor:$up,
+      DefaultValuedAttr<Liger_GeluApproximationAttr, "::mlir::liger::GeluApproximation::none">:$approximate);
+  let results = (outs Liger_FloatTensor:$grad_gate, Liger_FloatTensor:$grad_up);
+  let assemblyFormat = [{
+    $grad `,` $gate `,` $up (`approximate` `=` custom<EnumKeyword>($approximate)^)?
+    attr-dict `:` type($gate)
+  }];
+}
+
+def Liger_SoftmaxGradOp : Liger_InferOp<"softmax_grad",
+    [AllTypesMatch<["grad", "output"]>]> {
+  let summary = "gradient of liger.softmax with respect to its input";
+  let description = [{
+    From the gradient `grad` of `y = softmax(x)` and the forward output `y`
+    (`output`), over the last dimension, in f32:
+
+    ```
+    dx = y * (grad - sum_j(grad_j * y_j))
+    ```
+
+    The result has the type of `output`; the last dimension is static.
+
+    ```mlir
+    %dx = liger.softmax_grad %dy, %y : tensor<?x32000xf32>
+    ```
+  }];
+  let arguments = (ins Liger_FloatTensor:$grad, Liger_FloatTensor:$output);
+  let results = (outs Liger_FloatTensor:$grad_input);
+  let assemblyFormat = "$grad `,` $output attr-dict `:` type($output)";
+}
+
 def Liger_CrossEntropyGradOp : Liger_InferOp<"cross_entropy_grad"> {
   let summary = "gradient of liger.cross_entropy with respect to the logits";
   let description = [{

@@ -234,6 +234,28 @@ LogicalResult SwiGLUGradOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult GEGLUGradOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location>,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  // AllTypesMatch checks grad/gate/up; both gradients have their type.
+  results.append(2, adaptor.getGate().getType());
+  return success();
+}
+
+LogicalResult SoftmaxGradOp::inferReturnTypes(MLIRContext *,
+                                              std::optional<Location> loc,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &results) {
+  RuleContext ctx(loc, getOperationName());
+  FailureOr<RankedTensorType> output =
+      verifyHiddenOperand(ctx, adaptor.getOutput().getType(), "output");
+  if (failed(output))
+    return failure();
+  results.push_back(*output);
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Losses
 //===----------------------------------------------------------------------===//
