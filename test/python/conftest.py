@@ -20,3 +20,8 @@ def pytest_report_header(config):
 def rng(request):
     """A generator seeded by the run's seed and the test's id."""
     return np.random.default_rng([SEED, zlib.crc32(request.node.nodeid.encode())])
+
+
+def pytest_terminal_summary(terminalreporter):
+    # Also under -q (which hides the header), so a failure in CI can be replayed.
+    terminalreporter.write_line("liger numerics seed: LIGER_TEST_SEED=%d" % SEED)

@@ -433,11 +433,18 @@ struct LowerCrossEntropyGrad : OpConversionPattern<CrossEntropyGradOp> {
             dz = add(nb, nloc, dz, mul(nb, nloc, scaleZ, dzl));
           }
           if (p.softcap) {
-            // z = s tanh(x / s): dz/dx = 1 - tanh^2(x / s).
-            Value s = f32(nb, nloc, *p.softcap);
-            Value th = math::TanhOp::create(nb, nloc, div(nb, nloc, x, s));
-            dz = mul(nb, nloc, dz,
-                     sub(nb, nloc, f32(nb, nloc, 1.0), mul(nb, nloc, th, th)));
+            // z = s tanh(x / s): dz/dx = 1 - tanh^2(x / s) = sech^2(x / s),
+            // computed as 4 e / (1 + e)^2 with e = exp(-2 |x / s|): the
+            // form 1 - t^2 cancels catastrophically in f32 where tanh
+            // saturates.
+            Value a = math::AbsFOp::create(
+                nb, nloc, div(nb, nloc, x, f32(nb, nloc, *p.softcap)));
+            Value e = math::ExpOp::create(
+                nb, nloc, mul(nb, nloc, f32(nb, nloc, -2.0), a));
+            Value onePlus = add(nb, nloc, f32(nb, nloc, 1.0), e);
+            Value sech2 = div(nb, nloc, mul(nb, nloc, f32(nb, nloc, 4.0), e),
+                              mul(nb, nloc, onePlus, onePlus));
+            dz = mul(nb, nloc, dz, sech2);
           }
           return {fromF32(nb, nloc, poisonInvalid(nb, nloc, dz, invalid),
                           logitsType.getElementType())};
