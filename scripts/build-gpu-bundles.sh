@@ -22,4 +22,7 @@ for src in "$OUT"/src/*.mlir; do
   name=$(basename "$src" .mlir)
   "$BUILD/bin/liger-compile" "$src" -o "$OUT/$name" --target=sm_90a >/dev/null
 done
-echo "build-gpu-bundles: $(ls -d "$OUT"/h* | wc -l) bundles in $OUT"
+# One bundle for another architecture: the runtime must refuse it on the
+# H200 with a clear message.
+"$BUILD/bin/liger-compile" "$OUT/src/h1000_f32.mlir" -o "$OUT/sm80_h1000_f32" --target=sm_80 >/dev/null
+echo "build-gpu-bundles: $(ls -d "$OUT"/h* "$OUT"/sm80* | wc -l) bundles in $OUT"

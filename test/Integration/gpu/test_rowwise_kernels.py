@@ -101,3 +101,18 @@ def test_errors_are_clear(bundles_dir):
     # Zero rows: nothing to launch, empty outputs.
     y, r = k(torch.empty(0, 1000, device="cuda"), w)
     assert y.shape == (0, 1000) and r.shape == (0,)
+
+
+def test_bundle_for_another_arch_is_refused(bundles_dir):
+    path = os.path.join(bundles_dir, "sm80_h1000_f32")
+    if not os.path.isdir(path):
+        pytest.skip("bundle %s not built (run scripts/build-gpu-bundles.sh)" % path)
+    major, minor = torch.cuda.get_device_capability()
+    if major == 8:
+        pytest.skip("this GPU runs sm_80 code")
+    bundle = runtime.load(path)
+    x = torch.randn(4, 1000, device="cuda")
+    w = torch.randn(1000, device="cuda")
+    with pytest.raises(RuntimeError, match=r"is compiled for sm_80, but the device has "
+                                           r"compute capability %d\.%d" % (major, minor)):
+        bundle["rms_llama_rowwise_0"](x, w)
