@@ -57,6 +57,7 @@ fi
 count() { grep -Eo "[0-9]+ $1" "$LOG/gpu.log" | tail -1 | grep -Eo '[0-9]+' || echo 0; }
 unit=$(grep -Eo '[0-9]+ tests failed out of [0-9]+' "$LOG/unit.log" | tail -1)
 [[ -x "$BUILD/bin/liger-unit-tests" ]] || unit="not built (no GoogleTest on this machine; CI runs them)"
+[[ -n "$unit" ]] || unit="no ctest summary ($(tail -1 "$LOG/unit.log"))"
 torch_v=$("$PYTHON" -c 'import torch; print(torch.__version__, "CUDA", torch.version.cuda)' 2>/dev/null)
 echo "gpu-check: $(count passed) passed, $(count failed) failed, $(count skipped) skipped on $gpu (torch $torch_v); compute-sanitizer: $san; LibTorch example: $example; runtime unit tests: ${unit:-not run}"
 [[ ($unit_rc -eq 0 || "$unit" == not*) && $gpu_rc -eq 0 && $san_rc -eq 0 && $example_rc -eq 0 ]]
