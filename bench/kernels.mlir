@@ -33,3 +33,9 @@ func.func @geglu_grad(%dy: tensor<?x14336xbf16>, %g: tensor<?x14336xbf16>, %u: t
   %dg, %du = liger.geglu_grad %dy, %g, %u approximate = tanh : tensor<?x14336xbf16>
   return %dg, %du : tensor<?x14336xbf16>, tensor<?x14336xbf16>
 }
+
+func.func @rope(%q: tensor<?x32x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %c: tensor<1x?x128xbf16>, %s: tensor<1x?x128xbf16>)
+    -> (tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>) {
+  %a, %b = liger.rope %q, %k, %c, %s : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<1x?x128xbf16>
+  return %a, %b : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>
+}

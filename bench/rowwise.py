@@ -32,6 +32,11 @@ except Exception as e:  # noqa: BLE001
     HAVE_LK = False
 
 BF16 = torch.bfloat16
+try:
+    from liger_kernel.ops.rope import LigerRopeFunction
+    HAVE_ROPE = True
+except Exception:  # noqa: BLE001
+    HAVE_ROPE = False
 
 
 def ms(fn):
@@ -165,6 +170,32 @@ def main():
                "swiglu_rowwise_0", "swiglu_grad_rowwise_0")
     gated_full("geglu fwd+bwd", geglu_ref, lambda a, b: LigerGELUMulFunction.apply(a, b),
                "geglu_rowwise_0", "geglu_grad_rowwise_0")
+
+    # RoPE (Llama-3-8B heads), q and k in [B, H, T, D], tables [1, T, D];
+    # peers as in shared/bench/peers.py.
+    if "rope_rowwise_0" in ours.kernels:
+        B, T = 4, M // 4
+        q = torch.randn(B, 32, T, 128, dtype=BF16, device="cuda")
+        k = torch.randn(B, 8, T, 128, dtype=BF16, device="cuda")
+        pos = torch.arange(T, device="cuda", dtype=torch.float32)
+        inv = 1.0 / (500000.0 ** (torch.arange(0, 128, 2, device="cuda",
+                                               dtype=torch.float32) / 128))
+        emb = torch.cat((torch.outer(pos, inv),) * 2, dim=-1)
+        cos, sin = emb.cos().to(BF16)[None], emb.sin().to(BF16)[None]
+
+        def rope_ref(q, k, c, s):
+            def rot(x):
+                x1, x2 = x.chunk(2, dim=-1)
+                return torch.cat((-x2, x1), dim=-1)
+            c, s = c.unsqueeze(1), s.unsqueeze(1)
+            return q * c + rot(q) * s, k * c + rot(k) * s
+        impls = peers(rope_ref, (lambda q, k, c, s: LigerRopeFunction.apply(q, k, c, s))
+                      if HAVE_ROPE else None)
+        impls["liger (ours)"] = preallocated(ours["rope_rowwise_0"], (B, 32, T, 128),
+                                             (B, 8, T, 128))
+        run("rope fwd", impls, (q, k, cos, sin), rope_ref,
+            2 * (q.numel() + k.numel()) * 2)
+        del q, k
 
     # Launch overhead: host time per call of a tiny kernel (1 row) through
     # liger.runtime, beside torch.add on tiny tensors.

@@ -17,6 +17,8 @@ import kernels
 for h in kernels.HIDDENS:
     for dt in kernels.DTYPES:
         open("%s/h%d_%s.mlir" % (sys.argv[1], h, dt), "w").write(kernels.module_text(h, dt))
+for dt in kernels.DTYPES:
+    open("%s/rope_%s.mlir" % (sys.argv[1], dt), "w").write(kernels.rope_module_text(dt))
 PY
 for src in "$OUT"/src/*.mlir; do
   name=$(basename "$src" .mlir)
@@ -25,4 +27,4 @@ done
 # One bundle for another architecture: the runtime must refuse it on the
 # H200 with a clear message.
 "$BUILD/bin/liger-compile" "$OUT/src/h1000_f32.mlir" -o "$OUT/sm80_h1000_f32" --target=sm_80 >/dev/null
-echo "build-gpu-bundles: $(ls -d "$OUT"/h* "$OUT"/sm80* | wc -l) bundles in $OUT"
+echo "build-gpu-bundles: $(ls -d "$OUT"/h* "$OUT"/rope* "$OUT"/sm80* | wc -l) bundles in $OUT"

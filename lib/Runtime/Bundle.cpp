@@ -116,6 +116,10 @@ Status parseParam(const Reader &r, const json::Value &v,
     param->kind = ParamKind::Feature;
   else if (kind == "scalar")
     param->kind = ParamKind::Scalar;
+  else if (kind == "heads")
+    param->kind = ParamKind::Heads;
+  else if (kind == "tables")
+    param->kind = ParamKind::Tables;
   else
     return r.error(path, "unknown kind '" + kind + "'");
   if (!parseDType(dtype, &param->dtype))
@@ -124,9 +128,21 @@ Status parseParam(const Reader &r, const json::Value &v,
   LIGER_RETURN_IF_ERROR(r.array(v, "shape", path, &shape));
   if (!shape->array.empty() && shape->array.back().kind == json::Value::Number)
     param->length = static_cast<int64_t>(shape->array.back().number);
-  if ((param->kind == ParamKind::Rows || param->kind == ParamKind::Feature) &&
-      param->length <= 0)
+  if (param->kind != ParamKind::RowScalars &&
+      param->kind != ParamKind::Scalar && param->length <= 0)
     return r.error(path, "expected a positive static length in 'shape'");
+  if (param->kind == ParamKind::Heads) {
+    if (shape->array.size() != 4 ||
+        shape->array[1].kind != json::Value::Number ||
+        shape->array[1].number < 1)
+      return r.error(path, "a heads parameter has shape [batch, heads, seq, "
+                           "D] with a static head count");
+    param->heads = static_cast<int64_t>(shape->array[1].number);
+  }
+  // A table compiled for a broadcast batch has shape [1, seq, D].
+  if (param->kind == ParamKind::Tables && !shape->array.empty() &&
+      shape->array[0].kind == json::Value::Number)
+    param->heads = static_cast<int64_t>(shape->array[0].number);
   return Status::ok();
 }
 } // namespace
@@ -278,6 +294,30 @@ Status Bundle::checkArgs(const KernelSpec &kernel,
                    " tensors (inputs then outputs), got " +
                    std::to_string(args.size()));
   int64_t rows = -1;
+  // RoPE-style kernels: [B, heads, T, D] tensors share B and T; the grid is
+  // one CTA per token.
+  int64_t batch = -1, seq = -1;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const KernelParam &p = kernel.params[i];
+    const TensorArg &a = args[i];
+    std::string name = "'" + p.name + "' (#" + std::to_string(i) + ")";
+    if (p.kind == ParamKind::Heads) {
+      if (a.shape.size() != 4 || a.shape[1] != p.heads ||
+          a.shape[3] != p.length)
+        return invalid(name + " must have shape [batch, " +
+                       std::to_string(p.heads) + ", seq, " +
+                       std::to_string(p.length) + "], got " +
+                       shapeString(a.shape));
+      if (batch < 0) {
+        batch = a.shape[0];
+        seq = a.shape[2];
+      } else if (a.shape[0] != batch || a.shape[2] != seq) {
+        return invalid(name + " has batch and sequence " +
+                       shapeString(a.shape) + ", the earlier tensors " +
+                       std::to_string(batch) + " and " + std::to_string(seq));
+      }
+    }
+  }
   for (size_t i = 0; i < args.size(); ++i) {
     const KernelParam &p = kernel.params[i];
     const TensorArg &a = args[i];
@@ -318,6 +358,21 @@ Status Bundle::checkArgs(const KernelSpec &kernel,
         return invalid(name + " must be a scalar, got shape " +
                        shapeString(a.shape));
       continue;
+    case ParamKind::Heads:
+      continue; // checked above
+    case ParamKind::Tables:
+      if (p.heads == 1 && !a.shape.empty() && a.shape[0] != 1)
+        return invalid(name +
+                       " must have batch 1 (the kernel was compiled "
+                       "for broadcast tables), got shape " +
+                       shapeString(a.shape));
+      if (a.shape.size() != 3 || (a.shape[0] != 1 && a.shape[0] != batch) ||
+          a.shape[1] != seq || a.shape[2] != p.length)
+        return invalid(name + " must have shape [1 or " +
+                       std::to_string(batch) + ", " + std::to_string(seq) +
+                       ", " + std::to_string(p.length) + "], got " +
+                       shapeString(a.shape));
+      continue;
     }
     if (rows < 0)
       rows = leading;
@@ -325,6 +380,8 @@ Status Bundle::checkArgs(const KernelSpec &kernel,
       return invalid(name + " has " + std::to_string(leading) +
                      " rows, the earlier tensors " + std::to_string(rows));
   }
+  if (batch >= 0)
+    rows = batch * seq; // one CTA per token
   if (rows < 0)
     return invalid("has no row-shaped tensor to count rows from");
   if (rows > 0x7fffffff)
@@ -430,6 +487,18 @@ Status Bundle::launch(const std::string &name,
       break;
     case ParamKind::Scalar:
       break;
+    case ParamKind::Heads: {
+      const std::vector<int64_t> &sh = args[i].shape;
+      words.insert(words.end(),
+                   {sh[0], sh[1], sh[2], sh[3], sh[1] * sh[2] * sh[3],
+                    sh[2] * sh[3], sh[3], 1});
+      break;
+    }
+    case ParamKind::Tables: {
+      const std::vector<int64_t> &sh = args[i].shape;
+      words.insert(words.end(), {sh[0], sh[1], sh[2], sh[1] * sh[2], sh[2], 1});
+      break;
+    }
     }
   }
   std::vector<void *> params;

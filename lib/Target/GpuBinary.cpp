@@ -180,7 +180,14 @@ LogicalResult mlir::liger::writeBundle(ModuleOp module,
         StringRef kind = p.getAs<StringAttr>("kind").getValue();
         int64_t length = p.getAs<IntegerAttr>("length").getInt();
         llvm::json::Array shape;
-        if (kind == "rows")
+        int64_t heads = p.getAs<IntegerAttr>("heads").getInt();
+        if (kind == "heads")
+          shape = llvm::json::Array{"batch", heads, "seq", length};
+        else if (kind == "tables" && heads == 1)
+          shape = llvm::json::Array{1, "seq", length};
+        else if (kind == "tables")
+          shape = llvm::json::Array{"table_batch", "seq", length};
+        else if (kind == "rows")
           shape = llvm::json::Array{"rows", length};
         else if (kind == "row_scalars")
           shape = llvm::json::Array{"rows"};
@@ -199,7 +206,8 @@ LogicalResult mlir::liger::writeBundle(ModuleOp module,
           {"template", info.getAs<StringAttr>("template").getValue()},
           {"ops", info.getAs<StringAttr>("ops").getValue()},
           {"abi", "memref-descriptor"},
-          {"grid", llvm::json::Array{"rows", 1, 1}},
+          {"grid",
+           llvm::json::Array{info.getAs<StringAttr>("grid").getValue(), 1, 1}},
           {"block", llvm::json::Array{integer("threads"), 1, 1}},
           {"dynamic_shared_memory_bytes", integer("shared_memory_bytes")},
           {"vector_width", integer("vector_width")},

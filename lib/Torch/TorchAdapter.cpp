@@ -78,15 +78,32 @@ liger::libtorch::allocateOutputs(const runtime::KernelSpec &kernel,
     }
     ++i;
   }
-  TORCH_CHECK(found, "liger: kernel '", kernel.name,
+  // [B, H, T, D] outputs take the shapes of the [B, H, T, D] inputs, in order.
+  std::vector<std::vector<int64_t>> headShapes;
+  i = 0;
+  for (const runtime::KernelParam &p : kernel.params) {
+    if (p.isOutput)
+      continue;
+    if (p.kind == runtime::ParamKind::Heads && i < inputs.size())
+      headShapes.emplace_back(inputs[i].sizes().begin(),
+                              inputs[i].sizes().end());
+    ++i;
+  }
+  TORCH_CHECK(found || !headShapes.empty(), "liger: kernel '", kernel.name,
               "' has no row-shaped input to size its outputs");
   std::vector<at::Tensor> outputs;
+  size_t nextHeads = 0;
   for (const runtime::KernelParam &p : kernel.params) {
     if (!p.isOutput)
       continue;
     std::vector<int64_t> shape = leading;
-    if (p.kind == runtime::ParamKind::Rows)
+    if (p.kind == runtime::ParamKind::Heads) {
+      TORCH_CHECK(nextHeads < headShapes.size(), "liger: kernel '", kernel.name,
+                  "' has more [B, H, T, D] outputs than inputs");
+      shape = headShapes[nextHeads++];
+    } else if (p.kind == runtime::ParamKind::Rows) {
       shape.push_back(p.length);
+    }
     outputs.push_back(at::empty(
         shape, inputs.front().options().dtype(toScalarType(p.dtype))));
   }

@@ -32,6 +32,10 @@ const char *kindName(ParamKind kind) {
     return "feature";
   case ParamKind::Scalar:
     return "scalar";
+  case ParamKind::Heads:
+    return "heads";
+  case ParamKind::Tables:
+    return "tables";
   }
   return "?";
 }
@@ -71,6 +75,7 @@ PYBIND11_MODULE(_liger_runtime, m) {
                    d["kind"] = kindName(p.kind);
                    d["dtype"] = dtypeName(p.dtype);
                    d["length"] = p.length;
+                   d["heads"] = p.heads;
                    params.append(d);
                  }
                  py::dict k;

@@ -82,13 +82,20 @@ class Kernel:
                                  % (self.name, p["name"]))
             if p["kind"] == "rows" and leading is None:
                 leading = tuple(t.shape[:-1])
-        if leading is None:
+        heads_inputs = [t for p, t in zip(self.inputs, inputs) if p["kind"] == "heads"]
+        if leading is None and not heads_inputs:
             raise ValueError("%s: no row-shaped input to size the outputs" % self.name)
         dtypes = _torch_dtypes()
         if out is None:
             out = []
             for p in self.outputs:
-                shape = leading + (p["length"],) if p["kind"] == "rows" else leading
+                if p["kind"] == "heads":
+                    # The i-th [B, H, T, D] output has the i-th such input's shape.
+                    shape = tuple(heads_inputs[len([o for o in out if o.dim() == 4])].shape)
+                elif p["kind"] == "rows":
+                    shape = leading + (p["length"],)
+                else:
+                    shape = leading
                 out.append(torch.empty(shape, dtype=dtypes[p["dtype"]], device=device))
         else:
             out = list(out)

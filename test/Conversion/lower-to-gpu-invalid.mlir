@@ -7,14 +7,14 @@
 // CHIP: error: liger-lower-to-gpu: unsupported GPU target 'sm_90,features=+ptx86' (supported: sm_80, sm_90a)
 // FEATURES: error: liger-lower-to-gpu: malformed PTX feature string 'ptx86' (expected +ptxNN, e.g. +ptx86)
 
-func.func @rope_gathers(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x3x8xf32>, %c: tensor<1x3x8xf32>) -> tensor<1x2x3x8xf32> {
+func.func @cross_entropy_gathers(%x: tensor<?x64xf32>, %t: tensor<?xi64>) -> tensor<f32> {
   // expected-error @+1 {{'liger.fusion' op cannot be lowered to a rowwise GPU kernel: a step reads loop indices (a gather such as RoPE's or the cross-entropy target's), which the row program does not support yet}}
-  %r:2 = liger.fusion rowwise(%q, %k, %c) : (tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>, tensor<1x3x8xf32>) -> (tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>) {
-  ^bb0(%a: tensor<1x2x3x8xf32>, %b: tensor<1x2x3x8xf32>, %t: tensor<1x3x8xf32>):
-    %qo, %ko = liger.rope %a, %b, %t, %t : tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>, tensor<1x3x8xf32>
-    liger.yield %qo, %ko : tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>
+  %l = liger.fusion rowwise(%x, %t) : (tensor<?x64xf32>, tensor<?xi64>) -> tensor<f32> {
+  ^bb0(%a: tensor<?x64xf32>, %b: tensor<?xi64>):
+    %c = liger.cross_entropy %a, %b : tensor<?x64xf32>, tensor<?xi64>
+    liger.yield %c : tensor<f32>
   }
-  return %r#0 : tensor<1x2x3x8xf32>
+  return %l : tensor<f32>
 }
 
 // -----
@@ -27,6 +27,19 @@ func.func @weight_gradient(%dy: tensor<?x64xf32>, %x: tensor<?x64xf32>, %w: tens
     liger.yield %dx, %dw : tensor<?x64xf32>, tensor<64xf32>
   }
   return %g#1 : tensor<64xf32>
+}
+
+// -----
+
+func.func @rope_with_more(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x3x8xf32>, %c: tensor<1x3x8xf32>) -> tensor<1x2x3x8xf32> {
+  // expected-error @+1 {{'liger.fusion' op cannot be lowered to a RoPE kernel: it must hold one liger.rope or liger.rope_grad}}
+  %r = liger.fusion rowwise(%q, %k, %c) : (tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>, tensor<1x3x8xf32>) -> tensor<1x2x3x8xf32> {
+  ^bb0(%a: tensor<1x2x3x8xf32>, %b: tensor<1x2x3x8xf32>, %t: tensor<1x3x8xf32>):
+    %qo, %ko = liger.rope %a, %b, %t, %t : tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>, tensor<1x3x8xf32>
+    %s = liger.silu %qo : tensor<1x2x3x8xf32>
+    liger.yield %s : tensor<1x2x3x8xf32>
+  }
+  return %r : tensor<1x2x3x8xf32>
 }
 
 // -----

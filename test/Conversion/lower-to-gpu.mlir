@@ -82,3 +82,22 @@ func.func @lone_op_and_matmul(%x: tensor<?x64xf32>, %w: tensor<64x64xf32>) -> te
   %s = liger.silu %p : tensor<?x64xf32>
   return %s : tensor<?x64xf32>
 }
+
+// -----
+
+// RoPE: one CTA per token over all heads of q and k; each thread loads a
+// chunk and its rotate-half partner (16-byte vectors) and writes both.
+// CHECK-LABEL: gpu.func @rope_rowwise_0
+//  CHECK-SAME:   (%[[Q:.+]]: memref<?x32x?x128xbf16>, %[[K:.+]]: memref<?x8x?x128xbf16>, %[[C:.+]]: memref<1x?x128xbf16>, %[[S:.+]]: memref<1x?x128xbf16>, %{{.+}}: memref<?x32x?x128xbf16>, %{{.+}}: memref<?x8x?x128xbf16>)
+//  CHECK-SAME:   known_block_size = array<i32: 256, 1, 1>
+//  CHECK-SAME:   grid = "tokens"
+//  CHECK-SAME:   template = "rope"
+//       CHECK:   scf.for
+//       CHECK:     vector.load %[[Q]]{{.*}} {alignment = 16 : i64} : memref<?x32x?x128xbf16>, vector<8xbf16>
+//       CHECK:     vector.load %[[C]]
+//       CHECK:   else
+//       CHECK:     vector.load %[[K]]
+func.func @rope(%q: tensor<?x32x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %c: tensor<1x?x128xbf16>, %s: tensor<1x?x128xbf16>) -> (tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>) {
+  %a, %b = liger.rope %q, %k, %c, %s : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<1x?x128xbf16>
+  return %a, %b : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>
+}

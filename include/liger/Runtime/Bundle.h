@@ -33,14 +33,23 @@ const char *dtypeName(DType dtype);
 size_t dtypeSize(DType dtype);
 
 /// How a kernel indexes a parameter (see the manifest's "kind").
-enum class ParamKind { Rows, RowScalars, Feature, Scalar };
+enum class ParamKind {
+  Rows,       ///< [rows..., H]
+  RowScalars, ///< [rows...]
+  Feature,    ///< [H]
+  Scalar,     ///< rank 0
+  Heads,      ///< [B, heads, T, D]; the grid is B*T tokens
+  Tables,     ///< [B or 1, T, D]
+};
 
 struct KernelParam {
   std::string name;
   bool isOutput = false;
   ParamKind kind = ParamKind::Rows;
   DType dtype = DType::f32;
-  int64_t length = 0; // the static row/feature length
+  int64_t length = 0; // the static row/feature length (D for heads/tables)
+  int64_t heads = 0;  // Heads: the static head count; Tables: 1 when the
+                      // table batch is statically 1 (broadcast), else 0
 };
 
 struct KernelSpec {

@@ -41,6 +41,10 @@ static StringRef stringifyParamKind(RowParamKind kind) {
     return "feature";
   case RowParamKind::Scalar:
     return "scalar";
+  case RowParamKind::Heads:
+    return "heads";
+  case RowParamKind::Tables:
+    return "tables";
   }
   llvm_unreachable("unknown kind");
 }
@@ -57,9 +61,13 @@ static DictionaryAttr getKernelInfoAttr(OpBuilder &b,
         b.getNamedAttr("kind", b.getStringAttr(stringifyParamKind(p.kind))),
         b.getNamedAttr("dtype", TypeAttr::get(p.elementType)),
         b.getNamedAttr("length", b.getI64IntegerAttr(p.hidden)),
+        b.getNamedAttr("heads", b.getI64IntegerAttr(p.heads)),
     }));
   return b.getDictionaryAttr({
-      b.getNamedAttr("template", b.getStringAttr("rowwise")),
+      b.getNamedAttr(
+          "template",
+          b.getStringAttr(info.grid == "tokens" ? "rope" : "rowwise")),
+      b.getNamedAttr("grid", b.getStringAttr(info.grid)),
       b.getNamedAttr("threads", b.getI64IntegerAttr(info.config.threads)),
       b.getNamedAttr("vector_width",
                      b.getI64IntegerAttr(info.config.vectorWidth)),
@@ -75,7 +83,7 @@ static DictionaryAttr getKernelInfoAttr(OpBuilder &b,
 static bool isRowwiseOp(Operation *op) {
   return isa<RMSNormOp, AddRMSNormOp, LayerNormOp, SiLUOp, GELUOp, SwiGLUOp,
              GEGLUOp, AddOp, MulOp, SoftmaxOp, SwiGLUGradOp, GEGLUGradOp,
-             SoftmaxGradOp>(op);
+             SoftmaxGradOp, RoPEOp, RoPEGradOp>(op);
 }
 
 namespace {
@@ -140,8 +148,11 @@ struct LowerToGPUPass : liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
       std::string name =
           (fn.getName() + "_rowwise_" + Twine(perFunction[fn.getName()]++))
               .str();
+      Operation &first = group.getBody().front().front();
       FailureOr<RowKernelInfo> info =
-          buildRowKernel(group, kernels, name, *config);
+          isa<RoPEOp, RoPEGradOp>(first)
+              ? buildRoPEKernel(group, kernels, name)
+              : buildRowKernel(group, kernels, name, *config);
       if (failed(info))
         return signalPassFailure();
       auto kernel = kernels.lookupSymbol<gpu::GPUFuncOp>(name);

@@ -72,6 +72,26 @@ def module_text(hidden, dt):
     return "\n\n".join(funcs.values()) + "\n"
 
 
+# RoPE at Llama-3-8B's head layout: 32 query heads, 8 key/value heads,
+# head dimension 128; tables with batch 1 (broadcast) or dynamic (per batch).
+ROPE = dict(hq=32, hkv=8, d=128)
+
+
+def rope_module_text(dt):
+    hq, hkv, d = ROPE["hq"], ROPE["hkv"], ROPE["d"]
+    Q = "tensor<?x%dx?x%dx%s>" % (hq, d, dt)
+    K = "tensor<?x%dx?x%dx%s>" % (hkv, d, dt)
+    out = []
+    for name, op in [("rope", "liger.rope"), ("rope_grad", "liger.rope_grad")]:
+        for suffix, C in [("", "tensor<1x?x%dx%s>" % (d, dt)),
+                          ("_batched", "tensor<?x?x%dx%s>" % (d, dt))]:
+            out.append(f"""func.func @{name}{suffix}(%q: {Q}, %k: {K}, %c: {C}, %s: {C}) -> ({Q}, {K}) {{
+  %a, %b = {op} %q, %k, %c, %s : {Q}, {K}, {C}
+  return %a, %b : {Q}, {K}
+}}""")
+    return "\n\n".join(out) + "\n"
+
+
 def _round(t, dt):
     """float64 `t` rounded to dtype `dt` and back (where the op rounds)."""
     import torch

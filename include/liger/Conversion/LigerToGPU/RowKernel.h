@@ -48,7 +48,14 @@ DictionaryAttr getRowKernelConfigAttr(MLIRContext *ctx,
                                       const RowKernelConfig &config);
 
 /// How a kernel parameter is indexed, for the manifest.
-enum class RowParamKind { Rows, RowScalars, Feature, Scalar };
+enum class RowParamKind {
+  Rows,       ///< [..., H], leading dimensions flattened into rows
+  RowScalars, ///< [...]: one value per row
+  Feature,    ///< [H]
+  Scalar,     ///< rank 0
+  Heads,      ///< [B, heads, T, D] (RoPE's q and k)
+  Tables,     ///< [B or 1, T, D] (RoPE's cos and sin)
+};
 
 /// One kernel parameter (a memref), in order.
 struct RowKernelParam {
@@ -57,6 +64,7 @@ struct RowKernelParam {
   RowParamKind kind = RowParamKind::Rows;
   Type elementType;
   int64_t hidden = 0; // the row (or feature) length; 0 for row scalars
+  int64_t heads = 0;  // the head count of a Heads parameter
 };
 
 /// What the runtime needs to launch a kernel.
@@ -66,7 +74,8 @@ struct RowKernelInfo {
   int64_t hidden = 0;
   int64_t sharedMemoryBytes = 0;
   SmallVector<RowKernelParam> params;
-  std::string opChain; // "liger.add_rms_norm"
+  std::string opChain;       // "liger.add_rms_norm"
+  std::string grid = "rows"; // the grid shape symbol: "rows" or "tokens"
 };
 
 /// Builds the kernel of `group` into `module` (at its end). Fails with a
@@ -75,6 +84,13 @@ struct RowKernelInfo {
 FailureOr<RowKernelInfo> buildRowKernel(FusionOp group, gpu::GPUModuleOp module,
                                         StringRef name,
                                         const RowKernelConfig &config);
+
+/// Builds the kernel of a group holding one liger.rope or liger.rope_grad:
+/// one CTA per token (B·T) applies the rotation to every head of q and k,
+/// each thread a pair of W-wide chunks (d, d + D/2), so that every element
+/// and its rotate-half partner are read once and written once.
+FailureOr<RowKernelInfo>
+buildRoPEKernel(FusionOp group, gpu::GPUModuleOp module, StringRef name);
 
 } // namespace mlir::liger
 

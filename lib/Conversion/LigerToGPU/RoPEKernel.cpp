@@ -1,0 +1,179 @@
+//===- RoPEKernel.cpp - liger.rope / liger.rope_grad as a GPU kernel ------===//
+//
+// RoPE gathers (each element needs its rotate-half partner and a table row
+// chosen by batch and position), which the row program does not do, so it
+// has its own template: one CTA per token t of batch b; work item i is a
+// head (of q, then of k) and a W-wide chunk c of the first half, and
+// computes both halves:
+//
+//   rope:      out[c]     = x[c] cos[c]         - x[c + D/2] sin[c]
+//              out[c+D/2] = x[c + D/2] cos[c+D/2] + x[c] sin[c+D/2]
+//   rope_grad: out[c]     = g[c] cos[c]         + g[c + D/2] sin[c + D/2]
+//              out[c+D/2] = g[c + D/2] cos[c+D/2] - g[c] sin[c]
+//
+// (docs/Reference/Semantics.md), f32 math, one rounding. The tables' batch
+// is 1 (broadcast) or B, decided at run time.
+//
+//===----------------------------------------------------------------------===//
+
+#include "liger/Conversion/LigerToGPU/RowKernel.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace mlir::liger;
+
+FailureOr<RowKernelInfo> mlir::liger::buildRoPEKernel(FusionOp group,
+                                                      gpu::GPUModuleOp module,
+                                                      StringRef name) {
+  Block &body = group.getBody().front();
+  Operation *op = &body.front();
+  bool inverse = isa<RoPEGradOp>(op);
+  // The group is exactly the op, reading the group's inputs in order.
+  if (!isa<RoPEOp, RoPEGradOp>(op) || op->getNextNode() != body.getTerminator())
+    return group.emitOpError("cannot be lowered to a RoPE kernel: it must "
+                             "hold one liger.rope or liger.rope_grad");
+  for (auto [i, operand] : llvm::enumerate(op->getOperands()))
+    if (operand != body.getArgument(i))
+      return group.emitOpError("cannot be lowered to a RoPE kernel: its op "
+                               "must read the group inputs in order");
+  auto qType = cast<RankedTensorType>(op->getOperand(0).getType());
+  auto kType = cast<RankedTensorType>(op->getOperand(1).getType());
+  auto tType = cast<RankedTensorType>(op->getOperand(2).getType());
+  Type elem = qType.getElementType();
+  int64_t hq = qType.getDimSize(1), hkv = kType.getDimSize(1);
+  int64_t d = qType.getDimSize(3), half = d / 2;
+  int64_t bytes = std::max<unsigned>(1, elem.getIntOrFloatBitWidth() / 8);
+  int64_t width = 16 / bytes;
+  while (width > 1 && half % width != 0)
+    width /= 2;
+  int64_t chunksPerHead = half / width;
+  int64_t items = (hq + hkv) * chunksPerHead;
+  int64_t threads = std::clamp<int64_t>((items + 31) / 32 * 32, 32, 256);
+
+  MLIRContext *ctx = group.getContext();
+  Location loc = group.getLoc();
+  auto memrefOf = [](RankedTensorType t) {
+    return MemRefType::get(t.getShape(), t.getElementType());
+  };
+  SmallVector<Type> params = {memrefOf(qType), memrefOf(kType),
+                              memrefOf(tType), memrefOf(tType),
+                              memrefOf(qType), memrefOf(kType)};
+  OpBuilder b(ctx);
+  b.setInsertionPointToEnd(module.getBody());
+  auto kernel =
+      gpu::GPUFuncOp::create(b, loc, name, FunctionType::get(ctx, params, {}));
+  kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  kernel.setKnownBlockSizeAttr(
+      b.getDenseI32ArrayAttr({static_cast<int32_t>(threads), 1, 1}));
+  Block &entry = kernel.getBody().front();
+  b.setInsertionPointToStart(&entry);
+  auto idx = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  Value q = entry.getArgument(0), k = entry.getArgument(1);
+  Value cosT = entry.getArgument(2), sinT = entry.getArgument(3);
+  Value qOut = entry.getArgument(4), kOut = entry.getArgument(5);
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value token = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value seq = memref::DimOp::create(b, loc, q, 2);
+  Value batch = arith::DivUIOp::create(b, loc, token, seq);
+  Value pos = arith::RemUIOp::create(b, loc, token, seq);
+  Value tableBatch = memref::DimOp::create(b, loc, cosT, 0);
+  Value broadcast = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                          tableBatch, idx(1));
+  Value tb = arith::SelectOp::create(b, loc, broadcast, idx(0), batch);
+  auto vecType = VectorType::get({width}, elem);
+  auto f32Vec = VectorType::get({width}, b.getF32Type());
+  llvm::MaybeAlign align(std::min<int64_t>(16, width * bytes));
+
+  // Loop-invariant constants, created before the loop that uses them.
+  Value cChunks = idx(chunksPerHead), cWidth = idx(width);
+  Value cHalf = idx(half), cHq = idx(hq);
+  auto loop = scf::ForOp::create(b, loc, tid, idx(items), idx(threads));
+  {
+    OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
+    Value item = loop.getInductionVar();
+    Value head = arith::DivUIOp::create(lb, loc, item, cChunks);
+    Value c = arith::MulIOp::create(
+        lb, loc, arith::RemUIOp::create(lb, loc, item, cChunks), cWidth);
+    Value c2 = arith::AddIOp::create(lb, loc, c, cHalf);
+    Value isQ =
+        arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::ult, head, cHq);
+    auto branch = scf::IfOp::create(lb, loc, isQ, /*withElseRegion=*/true);
+    auto emit = [&](OpBuilder nb, Value in, Value out, Value h) {
+      auto ext = [&](Value v) -> Value {
+        return v.getType() == f32Vec
+                   ? v
+                   : Value(arith::ExtFOp::create(nb, loc, f32Vec, v));
+      };
+      auto load = [&](Value m, ValueRange indices) {
+        return ext(vector::LoadOp::create(nb, loc, vecType, m, indices,
+                                          /*nontemporal=*/false, align));
+      };
+      Value x1 = load(in, {batch, h, pos, c});
+      Value x2 = load(in, {batch, h, pos, c2});
+      Value cos1 = load(cosT, {tb, pos, c}), cos2 = load(cosT, {tb, pos, c2});
+      Value sin1 = load(sinT, {tb, pos, c}), sin2 = load(sinT, {tb, pos, c2});
+      auto mul = [&](Value p, Value r) {
+        return arith::MulFOp::create(nb, loc, p, r);
+      };
+      Value o1, o2;
+      if (!inverse) {
+        o1 = arith::SubFOp::create(nb, loc, mul(x1, cos1), mul(x2, sin1));
+        o2 = arith::AddFOp::create(nb, loc, mul(x2, cos2), mul(x1, sin2));
+      } else {
+        o1 = arith::AddFOp::create(nb, loc, mul(x1, cos1), mul(x2, sin2));
+        o2 = arith::SubFOp::create(nb, loc, mul(x2, cos2), mul(x1, sin1));
+      }
+      auto store = [&](Value v, ValueRange indices) {
+        if (v.getType() != vecType)
+          v = arith::TruncFOp::create(nb, loc, vecType, v);
+        vector::StoreOp::create(nb, loc, v, out, indices,
+                                /*nontemporal=*/false, align);
+      };
+      store(o1, {batch, h, pos, c});
+      store(o2, {batch, h, pos, c2});
+    };
+    emit(branch.getThenBodyBuilder(), q, qOut, head);
+    OpBuilder eb = branch.getElseBodyBuilder();
+    emit(eb, k, kOut, arith::SubIOp::create(eb, loc, head, cHq));
+  }
+  gpu::ReturnOp::create(b, loc);
+
+  RowKernelInfo info;
+  info.name = name.str();
+  info.config = {threads, width};
+  info.hidden = d;
+  info.grid = "tokens";
+  info.opChain = op->getName().getStringRef().str();
+  auto headParam = [&](StringRef pname, bool output, int64_t heads) {
+    RowKernelParam p;
+    p.name = pname.str();
+    p.isOutput = output;
+    p.kind = RowParamKind::Heads;
+    p.elementType = elem;
+    p.hidden = d;
+    p.heads = heads;
+    return p;
+  };
+  RowKernelParam table;
+  table.kind = RowParamKind::Tables;
+  table.elementType = tType.getElementType();
+  table.hidden = d;
+  // For a table, `heads` records a static batch of 1 (the kernel then always
+  // reads table row 0); 0 means the batch is read at run time.
+  table.heads = tType.getDimSize(0) == 1 ? 1 : 0;
+  info.params.push_back(headParam("input0", false, hq));
+  info.params.push_back(headParam("input1", false, hkv));
+  table.name = "input2";
+  info.params.push_back(table);
+  table.name = "input3";
+  info.params.push_back(table);
+  info.params.push_back(headParam("output0", true, hq));
+  info.params.push_back(headParam("output1", true, hkv));
+  return info;
+}
