@@ -196,6 +196,65 @@ TEST_F(BundleFilesTest, ArgumentChecks) {
   EXPECT_EQ(s.code(), StatusCode::kNotFound);
 }
 
+const char *kRoPEManifest = R"({
+  "format": "liger-bundle", "version": 1, "source": "t.mlir",
+  "modules": [{"name": "liger_kernels", "arch": "sm_90a", "cubin": "k.cubin", "ptx": "k.ptx",
+    "kernels": [{"name": "rope", "template": "rope", "ops": "liger.rope",
+      "abi": "memref-descriptor", "grid": ["tokens", 1, 1], "block": [256, 1, 1],
+      "dynamic_shared_memory_bytes": 0, "vector_width": 4, "alignment_bytes": 16,
+      "params": [
+        {"name": "input0", "role": "input", "kind": "heads", "dtype": "f32", "shape": ["batch", 4, "seq", 16]},
+        {"name": "input1", "role": "input", "kind": "heads", "dtype": "f32", "shape": ["batch", 2, "seq", 16]},
+        {"name": "input2", "role": "input", "kind": "tables", "dtype": "f32", "shape": [1, "seq", 16]},
+        {"name": "input3", "role": "input", "kind": "tables", "dtype": "f32", "shape": [1, "seq", 16]},
+        {"name": "output0", "role": "output", "kind": "heads", "dtype": "f32", "shape": ["batch", 4, "seq", 16]},
+        {"name": "output1", "role": "output", "kind": "heads", "dtype": "f32", "shape": ["batch", 2, "seq", 16]}
+      ]}]}]})";
+
+TEST_F(BundleFilesTest, RoPEArgumentChecks) {
+  write("manifest.json", kRoPEManifest);
+  write("k.cubin", std::string("\x7f"
+                               "ELF") +
+                       std::string(100, '\0'));
+  std::unique_ptr<Bundle> b;
+  ASSERT_TRUE(Bundle::open(dir, &b).isOk());
+  const KernelSpec *k = b->findKernel("rope");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->params[0].kind, ParamKind::Heads);
+  EXPECT_EQ(k->params[0].heads, 4);
+  EXPECT_EQ(k->params[2].heads, 1); // a broadcast table
+  alignas(16) static char buf[64];
+  auto good = [&] {
+    return std::vector<TensorArg>{
+        {buf, DType::f32, {2, 4, 5, 16}}, {buf, DType::f32, {2, 2, 5, 16}},
+        {buf, DType::f32, {1, 5, 16}},    {buf, DType::f32, {1, 5, 16}},
+        {buf, DType::f32, {2, 4, 5, 16}}, {buf, DType::f32, {2, 2, 5, 16}}};
+  };
+  int64_t tokens = 0;
+  ASSERT_TRUE(b->checkArgs(*k, good(), &tokens).isOk());
+  EXPECT_EQ(tokens, 10); // one CTA per token: batch 2 x sequence 5
+  auto expectError = [&](std::vector<TensorArg> args, const char *message) {
+    Status s = b->checkArgs(*k, args, &tokens);
+    ASSERT_FALSE(s.isOk());
+    EXPECT_NE(s.message().find(message), std::string::npos) << s.toString();
+  };
+  auto args = good();
+  args[1].shape = {2, 3, 5, 16};
+  expectError(args, "must have shape [batch, 2, seq, 16], got [2, 3, 5, 16]");
+  args = good();
+  args[1].shape = {2, 2, 6, 16};
+  expectError(
+      args,
+      "has batch and sequence [2, 2, 6, 16], the earlier tensors 2 and 5");
+  args = good();
+  args[2].shape = {2, 5, 16};
+  expectError(
+      args, "must have batch 1 (the kernel was compiled for broadcast tables)");
+  args = good();
+  args[3].shape = {1, 4, 16};
+  expectError(args, "must have shape [1 or 2, 5, 16], got [1, 4, 16]");
+}
+
 TEST(CudaDriverTest, NoDriverIsAClearError) {
   const CudaDriver *driver = nullptr;
   Status s = CudaDriver::get(&driver);
