@@ -99,6 +99,10 @@ mlir::liger::createFusionGroup(RewriterBase &rewriter,
                                const FusionCandidate &candidate,
                                std::string &whyNot) {
   SmallVector<Operation *> ops(candidate.ops);
+  if (ops.empty()) {
+    whyNot = "the candidate has no ops";
+    return failure();
+  }
   Block *block = ops.front()->getBlock();
   for (Operation *op : ops) {
     if (op->getBlock() != block) {

@@ -662,8 +662,11 @@ FailureOr<RowKernelInfo> RowKernelBuilder::build(gpu::GPUModuleOp module,
       return MemRefType::get({hidden}, elem);
     case RowParamKind::Scalar:
       return MemRefType::get({}, elem);
+    case RowParamKind::Heads:
+    case RowParamKind::Tables:
+      break; // RoPE's kinds (RoPEKernel.cpp); the row program has none
     }
-    llvm_unreachable("unknown kind");
+    llvm_unreachable("not a row-program parameter kind");
   };
   RowKernelInfo info;
   info.name = name.str();

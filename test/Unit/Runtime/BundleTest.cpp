@@ -264,10 +264,11 @@ TEST(CudaDriverTest, NoDriverIsAClearError) {
   EXPECT_TRUE(s.code() == StatusCode::kUnavailable ||
               s.code() == StatusCode::kInternal)
       << s.toString();
-  if (s.code() == StatusCode::kUnavailable)
+  if (s.code() == StatusCode::kUnavailable) {
     EXPECT_NE(s.message().find("cannot load the CUDA driver"),
               std::string::npos)
         << s.toString();
+  }
 }
 
 } // namespace
