@@ -39,3 +39,14 @@ func.func @rope(%q: tensor<?x32x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %c: ten
   %a, %b = liger.rope %q, %k, %c, %s : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<1x?x128xbf16>
   return %a, %b : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>
 }
+
+func.func @rms_norm_rstd(%x: tensor<?x4096xbf16>, %w: tensor<4096xbf16>) -> (tensor<?x4096xbf16>, tensor<?xf32>) {
+  %y, %r = liger.rms_norm %x, %w eps = 1.0e-6 rstd : tensor<?x4096xbf16>, tensor<4096xbf16>
+  return %y, %r : tensor<?x4096xbf16>, tensor<?xf32>
+}
+
+func.func @rms_norm_grad(%dy: tensor<?x4096xbf16>, %x: tensor<?x4096xbf16>, %w: tensor<4096xbf16>, %r: tensor<?xf32>)
+    -> (tensor<?x4096xbf16>, tensor<4096xbf16>) {
+  %dx, %dw = liger.rms_norm_grad %dy, %x, %w, %r : tensor<?x4096xbf16>, tensor<4096xbf16>, tensor<?xf32>
+  return %dx, %dw : tensor<?x4096xbf16>, tensor<4096xbf16>
+}

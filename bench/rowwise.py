@@ -120,6 +120,54 @@ def main():
     impls["liger (ours)"] = preallocated(ours["rms_norm_rowwise_0"], (M, H))
     run("rms_norm fwd", impls, (x, w), rms_ref, 2 * M * H * 2 + H * 2)
 
+    # RMSNorm forward + backward with the weight gradient: ours is the
+    # forward kernel (writing rstd) then the backward kernels (dx per row, dW
+    # as per-CTA partials and a finishing reduction); the peers go through
+    # autograd. Bytes as shared/bench/peers.py counts them: forward reads x
+    # and writes y, backward reads x and dy and writes dx.
+    dy = torch.randn(M, H, dtype=BF16, device="cuda")
+    fwd_r = ours["rms_norm_rstd_rowwise_0"]
+    bwd_r = ours["rms_norm_grad_rowwise_0"]
+    y_r = torch.empty(M, H, dtype=BF16, device="cuda")
+    rstd_r = torch.empty(M, dtype=torch.float32, device="cuda")
+    dx_r = torch.empty(M, H, dtype=BF16, device="cuda")
+    dw_r = torch.empty(H, dtype=BF16, device="cuda")
+
+    def rms_ours_full(x, w):
+        fwd_r(x, w, out=[y_r, rstd_r])
+        bwd_r(dy, x, w, rstd_r, out=[dx_r, dw_r])
+        return y_r
+
+    def rms_autograd(f):
+        xr = x.clone().requires_grad_(True)
+        wr = w.clone().requires_grad_(True)
+
+        def full(x_, w_):
+            y = f(xr, wr)
+            y.backward(dy)
+            return y.detach()
+        return full
+    impls = {"eager": rms_autograd(rms_ref), "compile": rms_autograd(torch.compile(rms_ref))}
+    if HAVE_LK:
+        impls["liger-kernel"] = rms_autograd(lambda x, w: LigerRMSNormFunction.apply(x, w, 1e-6))
+    impls["liger (ours)"] = rms_ours_full
+    run("rms_norm fwd+bwd", impls, (x, w), rms_ref, 5 * M * H * 2 + H * 2)
+    # The backward alone, and its workspace rows (CTAs) swept around the
+    # compiled default of ctas_per_sm per SM.
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    bwd_bytes = 3 * M * H * 2 + M * 4 + 2 * H * 2
+    for per_sm in (1, 2, 4, 8):
+        ws = torch.empty(min(M, per_sm * sms), H, dtype=torch.float32, device="cuda")
+        launch_args = [(t.data_ptr(), n, list(t.shape)) for t, n in
+                       ((dy, "bf16"), (x, "bf16"), (w, "bf16"), (rstd_r, "f32"),
+                        (dx_r, "bf16"), (dw_r, "bf16"), (ws, "f32"))]
+        stream = torch.cuda.current_stream().cuda_stream
+        t = ms(lambda: ours._bundle.launch("rms_norm_grad_rowwise_0", launch_args, stream, 0))
+        floor = bwd_bytes / bw / 1e6
+        rows.append(dict(case="rms_norm bwd", impl="ours %d/SM" % per_sm, ms=t,
+                         floor_ms=floor, of_floor=floor / t, err=float("nan")))
+    del dy
+
     impls = peers(add_rms_ref,
                   lambda x, r, w: LigerFusedAddRMSNormFunction.apply(x, r, w, 1e-6))
     impls["liger (ours)"] = preallocated(ours["add_rms_norm_rowwise_0"], (M, H), (M, H))

@@ -27,4 +27,12 @@ done
 # One bundle for another architecture: the runtime must refuse it on the
 # H200 with a clear message.
 "$BUILD/bin/liger-compile" "$OUT/src/h1000_f32.mlir" -o "$OUT/sm80_h1000_f32" --target=sm_80 >/dev/null
-echo "build-gpu-bundles: $(ls -d "$OUT"/h* "$OUT"/rope* "$OUT"/sm80* | wc -l) bundles in $OUT"
+# The liger.ops configurations of test_ops.py, by key (LIGER_OPS_BUNDLES).
+PYTHONPATH="$ROOT/python:$ROOT/test/Integration/gpu${PYTHONPATH:+:$PYTHONPATH}" \
+  LIGER_BUILD_DIR="$BUILD" "$PYTHON" - "$OUT/ops" <<'PY'
+import sys
+import kernels
+from liger import ops
+ops.precompile(sys.argv[1], [case[0] for case in kernels.ops_cases().values()])
+PY
+echo "build-gpu-bundles: $(ls -d "$OUT"/h* "$OUT"/rope* "$OUT"/sm80* | wc -l) bundles and $(ls "$OUT/ops" | wc -l) liger.ops bundles in $OUT"

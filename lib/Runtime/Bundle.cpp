@@ -4,6 +4,7 @@
 
 #include "Json.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -105,9 +106,11 @@ Status parseParam(const Reader &r, const json::Value &v,
   LIGER_RETURN_IF_ERROR(r.string(v, "role", path, &role));
   LIGER_RETURN_IF_ERROR(r.string(v, "kind", path, &kind));
   LIGER_RETURN_IF_ERROR(r.string(v, "dtype", path, &dtype));
-  if (role != "input" && role != "output")
-    return r.error(path, "role must be input or output, got '" + role + "'");
+  if (role != "input" && role != "output" && role != "workspace")
+    return r.error(path, "role must be input, output or workspace, got '" +
+                             role + "'");
   param->isOutput = role == "output";
+  param->isWorkspace = role == "workspace";
   if (kind == "rows")
     param->kind = ParamKind::Rows;
   else if (kind == "row_scalars")
@@ -120,10 +123,16 @@ Status parseParam(const Reader &r, const json::Value &v,
     param->kind = ParamKind::Heads;
   else if (kind == "tables")
     param->kind = ParamKind::Tables;
+  else if (kind == "partials")
+    param->kind = ParamKind::Partials;
   else
     return r.error(path, "unknown kind '" + kind + "'");
   if (!parseDType(dtype, &param->dtype))
     return r.error(path, "unknown dtype '" + dtype + "'");
+  if (param->isWorkspace != (param->kind == ParamKind::Partials) ||
+      (param->isWorkspace && param->dtype != DType::f32))
+    return r.error(path, "a workspace is an f32 'partials' parameter, and "
+                         "only a workspace is");
   const json::Value *shape = nullptr;
   LIGER_RETURN_IF_ERROR(r.array(v, "shape", path, &shape));
   if (!shape->array.empty() && shape->array.back().kind == json::Value::Number)
@@ -211,6 +220,39 @@ Status liger::runtime::parseManifest(const std::string &text,
       kernel.dynamicSharedMemoryBytes = static_cast<int>(smem);
       (void)r.integer(kv, "alignment_bytes", kpath, &align);
       kernel.alignmentBytes = static_cast<int>(align);
+      if (const json::Value *finish = kv.get("finish")) {
+        std::string fpath = kpath + ".finish";
+        if (finish->kind != json::Value::Object)
+          return r.error(fpath, "expected an object");
+        LIGER_RETURN_IF_ERROR(
+            r.string(*finish, "name", fpath, &kernel.finish.name));
+        const json::Value *grid = nullptr, *fblock = nullptr;
+        LIGER_RETURN_IF_ERROR(r.array(*finish, "grid", fpath, &grid));
+        LIGER_RETURN_IF_ERROR(r.array(*finish, "block", fpath, &fblock));
+        if (grid->array.size() != 3 || fblock->array.size() != 3)
+          return r.error(fpath, "grid and block must have 3 entries");
+        for (int i = 0; i < 3; ++i) {
+          const json::Value &g = grid->array[i], &b = fblock->array[i];
+          if (g.kind != json::Value::Number || g.number < 1 ||
+              g.number > (i ? 1 : 0x7fffffff) || b.kind != json::Value::Number ||
+              b.number < 1 || b.number > 1024)
+            return r.error(fpath, "grid must be [n, 1, 1] and block sizes "
+                                  "integers in [1, 1024]");
+          kernel.finish.block[i] = static_cast<int>(b.number);
+        }
+        kernel.finish.grid = static_cast<int>(grid->array[0].number);
+        int64_t fsmem = 0, ctasPerSm = 0;
+        LIGER_RETURN_IF_ERROR(
+            r.integer(*finish, "dynamic_shared_memory_bytes", fpath, &fsmem));
+        if (fsmem < 0 || fsmem > 227 * 1024)
+          return r.error(fpath, "dynamic_shared_memory_bytes out of range");
+        kernel.finish.dynamicSharedMemoryBytes = static_cast<int>(fsmem);
+        LIGER_RETURN_IF_ERROR(
+            r.integer(kv, "ctas_per_sm", kpath, &ctasPerSm));
+        if (ctasPerSm < 1 || ctasPerSm > 64)
+          return r.error(kpath, "ctas_per_sm must be in [1, 64]");
+        kernel.ctasPerSm = static_cast<int>(ctasPerSm);
+      }
       const json::Value *params = nullptr;
       LIGER_RETURN_IF_ERROR(r.array(kv, "params", kpath, &params));
       for (size_t p = 0; p < params->array.size(); ++p) {
@@ -220,6 +262,12 @@ Status liger::runtime::parseManifest(const std::string &text,
                        kpath + ".params[" + std::to_string(p) + "]", &param));
         kernel.params.push_back(param);
       }
+      bool anyWorkspace = false;
+      for (const KernelParam &p : kernel.params)
+        anyWorkspace |= p.isWorkspace;
+      if (anyWorkspace != kernel.hasWorkspaces())
+        return r.error(kpath, "a kernel has workspaces if and only if it has "
+                              "a 'finish' kernel");
       module.kernels.push_back(std::move(kernel));
     }
     manifest->modules.push_back(std::move(module));
@@ -283,20 +331,24 @@ static std::string shapeString(const std::vector<int64_t> &shape) {
 }
 
 Status Bundle::checkArgs(const KernelSpec &kernel,
-                         const std::vector<TensorArg> &args,
-                         int64_t *rowsOut) const {
+                         const std::vector<TensorArg> &args, int64_t *rowsOut,
+                         int64_t *ctasOut) const {
   auto invalid = [&](const std::string &what) {
     return LIGER_MAKE_STATUS(StatusCode::kInvalidArgument,
                              "kernel '" + kernel.name + "': " + what);
   };
   if (args.size() != kernel.params.size())
     return invalid("expects " + std::to_string(kernel.params.size()) +
-                   " tensors (inputs then outputs), got " +
+                   (kernel.hasWorkspaces()
+                        ? " tensors (inputs, outputs, then workspaces), got "
+                        : " tensors (inputs then outputs), got ") +
                    std::to_string(args.size()));
   int64_t rows = -1;
   // RoPE-style kernels: [B, heads, T, D] tensors share B and T; the grid is
   // one CTA per token.
   int64_t batch = -1, seq = -1;
+  // Workspaces: [ctas, H] f32, one ctas for all.
+  int64_t ctas = -1;
   for (size_t i = 0; i < args.size(); ++i) {
     const KernelParam &p = kernel.params[i];
     const TensorArg &a = args[i];
@@ -360,6 +412,18 @@ Status Bundle::checkArgs(const KernelSpec &kernel,
       continue;
     case ParamKind::Heads:
       continue; // checked above
+    case ParamKind::Partials:
+      if (a.shape.size() != 2 || a.shape[1] != p.length || a.shape[0] < 1 ||
+          a.shape[0] > 0x7fffffff)
+        return invalid(name + " (a workspace) must have shape [ctas, " +
+                       std::to_string(p.length) + "] with ctas >= 1, got " +
+                       shapeString(a.shape));
+      if (ctas >= 0 && a.shape[0] != ctas)
+        return invalid(name + " has " + std::to_string(a.shape[0]) +
+                       " CTA rows, the earlier workspaces " +
+                       std::to_string(ctas));
+      ctas = a.shape[0];
+      continue;
     case ParamKind::Tables:
       if (p.heads == 1 && !a.shape.empty() && a.shape[0] != 1)
         return invalid(name +
@@ -388,7 +452,16 @@ Status Bundle::checkArgs(const KernelSpec &kernel,
     return invalid("too many rows for one launch (" + std::to_string(rows) +
                    ")");
   *rowsOut = rows;
+  if (ctasOut)
+    *ctasOut = ctas;
   return Status::ok();
+}
+
+int64_t liger::runtime::workspaceCtas(const KernelSpec &kernel, int64_t rows,
+                                      int smCount) {
+  int64_t most = static_cast<int64_t>(std::max(smCount, 1)) *
+                 std::max(kernel.ctasPerSm, 1);
+  return std::max<int64_t>(1, std::min(rows, most));
 }
 
 /// sm_90a runs on 9.0 only; sm_80 on any 8.x.
@@ -400,7 +473,8 @@ static bool archRunsOn(const std::string &arch, int major, int minor) {
   return false;
 }
 
-Status Bundle::getFunction(const ModuleSpec &module, const KernelSpec &kernel,
+Status Bundle::getFunction(const ModuleSpec &module, const std::string &name,
+                           int dynamicSharedMemoryBytes,
                            const CudaDriver &driver, int device,
                            CUfunction *function) {
   CUcontext context = nullptr;
@@ -412,6 +486,11 @@ Status Bundle::getFunction(const ModuleSpec &module, const KernelSpec &kernel,
     LIGER_CUDA_RETURN_IF_ERROR(driver, cuCtxSetCurrent(context));
   }
   std::lock_guard<std::mutex> lock(mutex_);
+  auto fkey = std::make_pair(context, module.name + "/" + name);
+  if (auto f = functions_.find(fkey); f != functions_.end()) {
+    *function = f->second;
+    return Status::ok();
+  }
   auto key = std::make_pair(context, module.name);
   auto it = modules_.find(key);
   if (it == modules_.end()) {
@@ -435,11 +514,12 @@ Status Bundle::getFunction(const ModuleSpec &module, const KernelSpec &kernel,
     it = modules_.emplace(key, loaded).first;
   }
   LIGER_CUDA_RETURN_IF_ERROR(
-      driver, cuModuleGetFunction(function, it->second, kernel.name.c_str()));
-  if (kernel.dynamicSharedMemoryBytes > 48 * 1024)
+      driver, cuModuleGetFunction(function, it->second, name.c_str()));
+  if (dynamicSharedMemoryBytes > 48 * 1024)
     LIGER_CUDA_RETURN_IF_ERROR(
         driver, cuFuncSetAttribute(*function, kFuncAttrMaxDynamicSharedMemory,
-                                   kernel.dynamicSharedMemoryBytes));
+                                   dynamicSharedMemoryBytes));
+  functions_.emplace(fkey, *function);
   return Status::ok();
 }
 
@@ -457,15 +537,20 @@ Status Bundle::launch(const std::string &name,
   if (!kernel)
     return LIGER_MAKE_STATUS(StatusCode::kNotFound,
                              dir_ + " has no kernel '" + name + "'");
-  int64_t rows = 0;
-  LIGER_RETURN_IF_ERROR(checkArgs(*kernel, args, &rows));
-  if (rows == 0)
+  int64_t rows = 0, ctas = -1;
+  LIGER_RETURN_IF_ERROR(checkArgs(*kernel, args, &rows, &ctas));
+  if (rows == 0 && !kernel->hasWorkspaces())
     return Status::ok(); // nothing to do: an empty grid is not launched
   const CudaDriver *driver = nullptr;
   LIGER_RETURN_IF_ERROR(CudaDriver::get(&driver));
-  CUfunction function = nullptr;
-  LIGER_RETURN_IF_ERROR(
-      getFunction(*module, *kernel, *driver, device, &function));
+  CUfunction function = nullptr, finish = nullptr;
+  LIGER_RETURN_IF_ERROR(getFunction(*module, kernel->name,
+                                    kernel->dynamicSharedMemoryBytes, *driver,
+                                    device, &function));
+  if (kernel->hasWorkspaces())
+    LIGER_RETURN_IF_ERROR(getFunction(
+        *module, kernel->finish.name,
+        kernel->finish.dynamicSharedMemoryBytes, *driver, device, &finish));
 
   // Memref descriptors: allocated ptr, aligned ptr, offset, sizes, strides.
   std::vector<int64_t> words;
@@ -486,6 +571,9 @@ Status Bundle::launch(const std::string &name,
       words.insert(words.end(), {p.length, 1});
       break;
     case ParamKind::Scalar:
+      break;
+    case ParamKind::Partials:
+      words.insert(words.end(), {ctas, p.length, p.length, 1});
       break;
     case ParamKind::Heads: {
       const std::vector<int64_t> &sh = args[i].shape;
@@ -509,9 +597,18 @@ Status Bundle::launch(const std::string &name,
   }
   LIGER_CUDA_RETURN_IF_ERROR(
       *driver,
-      cuLaunchKernel(function, static_cast<unsigned>(rows), 1, 1,
+      cuLaunchKernel(function,
+                     static_cast<unsigned>(finish ? ctas : rows), 1, 1,
                      kernel->block[0], kernel->block[1], kernel->block[2],
                      kernel->dynamicSharedMemoryBytes, stream, params.data(),
                      nullptr));
+  if (finish)
+    LIGER_CUDA_RETURN_IF_ERROR(
+        *driver, cuLaunchKernel(finish, kernel->finish.grid, 1, 1,
+                                kernel->finish.block[0],
+                                kernel->finish.block[1],
+                                kernel->finish.block[2],
+                                kernel->finish.dynamicSharedMemoryBytes,
+                                stream, params.data(), nullptr));
   return Status::ok();
 }

@@ -193,6 +193,8 @@ LogicalResult mlir::liger::writeBundle(ModuleOp module,
           shape = llvm::json::Array{"rows"};
         else if (kind == "feature")
           shape = llvm::json::Array{length};
+        else if (kind == "partials")
+          shape = llvm::json::Array{"ctas", length};
         params.push_back(llvm::json::Object{
             {"name", p.getAs<StringAttr>("name").getValue()},
             {"role", p.getAs<StringAttr>("role").getValue()},
@@ -201,7 +203,7 @@ LogicalResult mlir::liger::writeBundle(ModuleOp module,
             {"shape", std::move(shape)},
         });
       }
-      kernels.push_back(llvm::json::Object{
+      llvm::json::Object kernel{
           {"name", name},
           {"template", info.getAs<StringAttr>("template").getValue()},
           {"ops", info.getAs<StringAttr>("ops").getValue()},
@@ -213,7 +215,22 @@ LogicalResult mlir::liger::writeBundle(ModuleOp module,
           {"vector_width", integer("vector_width")},
           {"alignment_bytes", 16},
           {"params", std::move(params)},
-      });
+      };
+      // A group reducing across rows: the finishing kernel, launched after
+      // this one with the same arguments.
+      if (auto finish = info.getAs<DictionaryAttr>("finish")) {
+        auto get = [&](StringRef key) {
+          return finish.getAs<IntegerAttr>(key).getInt();
+        };
+        kernel["ctas_per_sm"] = integer("ctas_per_sm");
+        kernel["finish"] = llvm::json::Object{
+            {"name", finish.getAs<StringAttr>("name").getValue()},
+            {"grid", llvm::json::Array{get("grid"), 1, 1}},
+            {"block", llvm::json::Array{get("threads"), 1, 1}},
+            {"dynamic_shared_memory_bytes", get("shared_memory_bytes")},
+        };
+      }
+      kernels.push_back(std::move(kernel));
     }
     modules.push_back(llvm::json::Object{
         {"name", binary.moduleName},

@@ -67,7 +67,7 @@ liger::libtorch::allocateOutputs(const runtime::KernelSpec &kernel,
   bool found = false;
   size_t i = 0;
   for (const runtime::KernelParam &p : kernel.params) {
-    if (p.isOutput)
+    if (p.isOutput || p.isWorkspace)
       continue;
     TORCH_CHECK(i < inputs.size(), "liger: kernel '", kernel.name,
                 "' takes more inputs than the ", inputs.size(), " given");
@@ -82,7 +82,7 @@ liger::libtorch::allocateOutputs(const runtime::KernelSpec &kernel,
   std::vector<std::vector<int64_t>> headShapes;
   i = 0;
   for (const runtime::KernelParam &p : kernel.params) {
-    if (p.isOutput)
+    if (p.isOutput || p.isWorkspace)
       continue;
     if (p.kind == runtime::ParamKind::Heads && i < inputs.size())
       headShapes.emplace_back(inputs[i].sizes().begin(),
@@ -103,6 +103,8 @@ liger::libtorch::allocateOutputs(const runtime::KernelSpec &kernel,
       shape = headShapes[nextHeads++];
     } else if (p.kind == runtime::ParamKind::Rows) {
       shape.push_back(p.length);
+    } else if (p.kind == runtime::ParamKind::Feature) {
+      shape = {p.length};
     }
     outputs.push_back(at::empty(
         shape, inputs.front().options().dtype(toScalarType(p.dtype))));
@@ -134,6 +136,29 @@ void liger::libtorch::launch(runtime::Bundle &bundle, const std::string &kernel,
     add(inputs[i], "input #" + std::to_string(i));
   for (size_t i = 0; i < outputs.size(); ++i)
     add(outputs[i], "output #" + std::to_string(i));
+  // The f32 workspaces of a kernel that reduces across rows, from PyTorch's
+  // caching allocator (stream-ordered: freeing them after the launch is
+  // safe). The first row-shaped input counts the rows.
+  std::vector<at::Tensor> workspaces;
+  const runtime::KernelSpec *spec = bundle.findKernel(kernel);
+  if (spec && spec->hasWorkspaces()) {
+    int64_t rows = 1;
+    for (size_t i = 0; i < spec->params.size() && i < inputs.size(); ++i)
+      if (spec->params[i].kind == runtime::ParamKind::Rows) {
+        for (int64_t d = 0; d + 1 < inputs[i].dim(); ++d)
+          rows *= inputs[i].size(d);
+        break;
+      }
+    int64_t ctas = runtime::workspaceCtas(
+        *spec, rows,
+        at::cuda::getDeviceProperties(device.index())->multiProcessorCount);
+    for (const runtime::KernelParam &p : spec->params)
+      if (p.isWorkspace) {
+        workspaces.push_back(at::empty(
+            {ctas, p.length}, inputs.front().options().dtype(at::kFloat)));
+        add(workspaces.back(), "workspace '" + p.name + "'");
+      }
+  }
   auto stream = at::cuda::getCurrentCUDAStream(device.index()).stream();
   runtime::Status status =
       bundle.launch(kernel, args, reinterpret_cast<runtime::CUstream>(stream),

@@ -34,6 +34,8 @@ const char *kindName(ParamKind kind) {
     return "scalar";
   case ParamKind::Heads:
     return "heads";
+  case ParamKind::Partials:
+    return "partials";
   case ParamKind::Tables:
     return "tables";
   }
@@ -71,7 +73,9 @@ PYBIND11_MODULE(_liger_runtime, m) {
                  for (const KernelParam &p : kernel.params) {
                    py::dict d;
                    d["name"] = p.name;
-                   d["role"] = p.isOutput ? "output" : "input";
+                   d["role"] = p.isWorkspace ? "workspace"
+                               : p.isOutput  ? "output"
+                                             : "input";
                    d["kind"] = kindName(p.kind);
                    d["dtype"] = dtypeName(p.dtype);
                    d["length"] = p.length;
@@ -83,10 +87,24 @@ PYBIND11_MODULE(_liger_runtime, m) {
                  k["ops"] = kernel.ops;
                  k["arch"] = module.arch;
                  k["params"] = params;
+                 k["ctas_per_sm"] = kernel.ctasPerSm;
+                 k["finish"] = kernel.finish.name;
                  kernels.append(k);
                }
              return kernels;
            })
+      .def(
+          "workspace_ctas",
+          [](const Bundle &bundle, const std::string &name, int64_t rows,
+             int smCount) {
+            const KernelSpec *kernel = bundle.findKernel(name);
+            if (!kernel)
+              throw py::key_error("no kernel '" + name + "'");
+            return workspaceCtas(*kernel, rows, smCount);
+          },
+          py::arg("name"), py::arg("rows"), py::arg("sm_count"),
+          "The leading size of the workspaces of `name` for `rows` rows on a "
+          "device with `sm_count` SMs")
       .def(
           "launch",
           [](Bundle &bundle, const std::string &name, const py::list &args,
@@ -107,6 +125,6 @@ PYBIND11_MODULE(_liger_runtime, m) {
           },
           py::arg("name"), py::arg("args"), py::arg("stream") = 0,
           py::arg("device") = 0,
-          "Launches `name` on [(pointer, dtype, shape), ...] (inputs then "
-          "outputs) on `stream`");
+          "Launches `name` on [(pointer, dtype, shape), ...] (inputs, "
+          "outputs, then workspaces) on `stream`");
 }

@@ -7,8 +7,9 @@
 `scripts/build-runtime.sh`; no MLIR needed). Calling a kernel checks the
 tensors (CUDA, one device, dtype, contiguity, shapes; the runtime re-checks
 shapes and alignment against the manifest), allocates the outputs unless
-`out=` gives them, and launches on the current CUDA stream of the tensors'
-device. Errors are exceptions that say what and where; importing this module
+`out=` gives them (and the f32 workspaces of a kernel that reduces across
+rows, such as RMSNorm's backward with its weight gradient), and launches on
+the current CUDA stream of the tensors' device. Errors are exceptions that say what and where; importing this module
 never touches the GPU.
 """
 
@@ -54,9 +55,37 @@ class Kernel:
         self.params = spec["params"]
         self.inputs = [p for p in self.params if p["role"] == "input"]
         self.outputs = [p for p in self.params if p["role"] == "output"]
+        self.workspaces = [p for p in self.params if p["role"] == "workspace"]
 
     def __repr__(self):
         return "<liger kernel %s: %s>" % (self.name, self.ops)
+
+    def output_shapes(self, inputs):
+        """The shapes of the outputs for `inputs` (torch tensors or anything
+        with .shape): [B, H, T, D] outputs take the shapes of the [B, H, T, D]
+        inputs in order, row outputs the inputs' leading dimensions, feature
+        outputs their static length."""
+        leading = None
+        heads = []
+        for p, t in zip(self.inputs, inputs):
+            if p["kind"] == "rows" and leading is None:
+                leading = tuple(t.shape[:-1])
+            elif p["kind"] == "heads":
+                heads.append(tuple(t.shape))
+        if leading is None and not heads:
+            raise ValueError("%s: no row-shaped input to size the outputs" % self.name)
+        shapes = []
+        for p in self.outputs:
+            if p["kind"] == "heads":
+                shapes.append(heads[len([o for o in self.outputs[:len(shapes)]
+                                         if o["kind"] == "heads"])])
+            elif p["kind"] == "rows":
+                shapes.append(leading + (p["length"],))
+            elif p["kind"] == "feature":
+                shapes.append((p["length"],))
+            else:
+                shapes.append(leading)
+        return shapes
 
     def __call__(self, *inputs, out=None):
         import torch
@@ -82,26 +111,25 @@ class Kernel:
                                  % (self.name, p["name"]))
             if p["kind"] == "rows" and leading is None:
                 leading = tuple(t.shape[:-1])
-        heads_inputs = [t for p, t in zip(self.inputs, inputs) if p["kind"] == "heads"]
-        if leading is None and not heads_inputs:
-            raise ValueError("%s: no row-shaped input to size the outputs" % self.name)
         dtypes = _torch_dtypes()
         if out is None:
-            out = []
-            for p in self.outputs:
-                if p["kind"] == "heads":
-                    # The i-th [B, H, T, D] output has the i-th such input's shape.
-                    shape = tuple(heads_inputs[len([o for o in out if o.dim() == 4])].shape)
-                elif p["kind"] == "rows":
-                    shape = leading + (p["length"],)
-                else:
-                    shape = leading
-                out.append(torch.empty(shape, dtype=dtypes[p["dtype"]], device=device))
+            out = [torch.empty(shape, dtype=dtypes[p["dtype"]], device=device)
+                   for p, shape in zip(self.outputs, self.output_shapes(inputs))]
         else:
             out = list(out)
             if len(out) != len(self.outputs):
                 raise TypeError("%s: out= needs %d tensors" % (self.name, len(self.outputs)))
-        args = [(t.data_ptr(), _dtype_name(t.dtype), list(t.shape)) for t in list(inputs) + out]
+        workspaces = []
+        if self.workspaces:
+            rows = 1
+            for d in leading or ():
+                rows *= d
+            ctas = self._bundle.workspace_ctas(
+                self.name, rows, torch.cuda.get_device_properties(device).multi_processor_count)
+            workspaces = [torch.empty((ctas, p["length"]), dtype=torch.float32, device=device)
+                          for p in self.workspaces]
+        args = [(t.data_ptr(), _dtype_name(t.dtype), list(t.shape))
+                for t in list(inputs) + out + workspaces]
         stream = torch.cuda.current_stream(device).cuda_stream
         if os.environ.get("LIGER_DEBUG"):
             print("liger: launch %s (%s) rows=%s" % (self.name, self.ops, leading))

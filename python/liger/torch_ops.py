@@ -25,18 +25,10 @@ _KERNELS = {}
 
 def _outputs_like(kernel, inputs):
     import torch
-    dtypes = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32,
-              "i32": torch.int32, "i64": torch.int64}
-    leading = None
-    for p, t in zip(kernel.inputs, inputs):
-        if p["kind"] == "rows":
-            leading = tuple(t.shape[:-1])
-            break
-    outs = []
-    for p in kernel.outputs:
-        shape = leading + (p["length"],) if p["kind"] == "rows" else leading
-        outs.append(torch.empty(shape, dtype=dtypes[p["dtype"]], device=inputs[0].device))
-    return outs
+    from liger.runtime import _torch_dtypes
+    dtypes = _torch_dtypes()
+    return [torch.empty(shape, dtype=dtypes[p["dtype"]], device=inputs[0].device)
+            for p, shape in zip(kernel.outputs, kernel.output_shapes(inputs))]
 
 
 def _cuda_impl(kernel, *inputs):

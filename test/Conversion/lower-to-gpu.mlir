@@ -101,3 +101,67 @@ func.func @rope(%q: tensor<?x32x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %c: ten
   %a, %b = liger.rope %q, %k, %c, %s : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<1x?x128xbf16>
   return %a, %b : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>
 }
+
+// -----
+
+// RMSNorm backward: dx per row, dW summed over all rows. Two kernels: the
+// first loops over rows with the grid's stride, carrying the dW chunks in
+// registers, and writes one f32 partial row per CTA into the workspace; the
+// finishing kernel sums the partials of 32 features per CTA (8 warps, then
+// shared memory) and rounds dW once.
+// CHECK-LABEL: gpu.func @rms_norm_grad_rowwise_0(
+//  CHECK-SAME:     %{{.+}}: memref<?x4096xbf16>, %{{.+}}: memref<?x4096xbf16>, %{{.+}}: memref<4096xbf16>, %{{.+}}: memref<?xf32>, %{{.+}}: memref<?x4096xbf16>, %[[DW:.+]]: memref<4096xbf16>, %[[WS:.+]]: memref<?x4096xf32>) kernel
+//  CHECK-SAME:     liger.kernel_info = {ctas_per_sm = 4 : i64, finish = {grid = 128 : i64, name = "rms_norm_grad_rowwise_0_finish", shared_memory_bytes = 1024 : i64, threads = 256 : i64}, grid = "ctas"
+//  CHECK-SAME:     {dtype = f32, heads = 0 : i64, kind = "partials", length = 4096 : i64, name = "workspace0", role = "workspace"}
+//       CHECK:     %[[ROWS:.+]] = memref.dim %{{.+}}, %c0
+//       CHECK:     %[[STRIDE:.+]] = gpu.grid_dim  x
+//       CHECK:     %[[ACC:.+]]:2 = scf.for %[[ROW:.+]] = %{{.+}} to %[[ROWS]] step %[[STRIDE]] iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>)
+//       CHECK:       gpu.barrier
+//       CHECK:       vector.store %{{.+}}, %{{.+}}[%[[ROW]], %{{.+}}] {{.*}} : memref<?x4096xbf16>, vector<8xbf16>
+//       CHECK:       scf.yield %{{.+}}, %{{.+}} : vector<8xf32>, vector<8xf32>
+//       CHECK:     %[[CTA:.+]] = gpu.block_id  x
+//       CHECK:     vector.store %[[ACC]]#0, %[[WS]][%[[CTA]], %{{.+}}] {alignment = 16 : i64} : memref<?x4096xf32>, vector<8xf32>
+//       CHECK:     vector.store %[[ACC]]#1, %[[WS]][%[[CTA]], %{{.+}}]
+//       CHECK:     gpu.return
+// CHECK-LABEL: gpu.func @rms_norm_grad_rowwise_0_finish(
+//  CHECK-SAME:     known_block_size = array<i32: 256, 1, 1>
+//   CHECK-NOT:     liger.kernel_info
+//       CHECK:     %[[CTAS:.+]] = memref.dim %{{.+}}, %c0{{.*}} : memref<?x4096xf32>
+//       CHECK:     scf.for %{{.+}} = %{{.+}} to %[[CTAS]] step %c8
+//       CHECK:       memref.load {{.*}} : memref<?x4096xf32>
+//       CHECK:     gpu.barrier
+//       CHECK:     scf.if
+//       CHECK:       arith.truncf %{{.+}} : f32 to bf16
+//       CHECK:       memref.store %{{.+}}, %{{.+}}[%{{.+}}] : memref<4096xbf16>
+func.func @rms_norm_grad(%dy: tensor<?x4096xbf16>, %x: tensor<?x4096xbf16>, %w: tensor<4096xbf16>, %r: tensor<?xf32>) -> (tensor<?x4096xbf16>, tensor<4096xbf16>) {
+  %dx, %dw = liger.rms_norm_grad %dy, %x, %w, %r : tensor<?x4096xbf16>, tensor<4096xbf16>, tensor<?xf32>
+  return %dx, %dw : tensor<?x4096xbf16>, tensor<4096xbf16>
+}
+
+// -----
+
+// Near-miss of the above: a per-feature step after the weight gradient (here
+// an add of another [H] input) runs in the finishing kernel; rows of rank 3
+// are flattened; a 64-wide row takes one warp.
+// CHECK-LABEL: gpu.func @grad_then_feature_add_rowwise_0(
+//  CHECK-SAME:     known_block_size = array<i32: 32, 1, 1>
+//  CHECK-SAME:     finish = {grid = 2 : i64
+//  CHECK-SAME:     ops = "liger.rms_norm_grad, liger.add"
+// CHECK-LABEL: gpu.func @grad_then_feature_add_rowwise_0_finish(
+//  CHECK-SAME:     %[[W:[^:]+]]: memref<64xbf16>, %{{.+}}: memref<?xf32>, %{{.+}}: memref<?x64xbf16>, %[[OUT:[^:]+]]: memref<64xbf16>, %{{.+}}: memref<?x64xf32>)
+//       CHECK:     scf.if
+//       CHECK:       %[[DW:.+]] = arith.truncf %{{.+}} : f32 to bf16
+//       CHECK:       %[[WV:.+]] = memref.load %[[W]][%[[COL:.+]]] : memref<64xbf16>
+//       CHECK:       arith.extf %[[DW]]
+//       CHECK:       arith.extf %[[WV]]
+//       CHECK:       %[[SUM:.+]] = arith.truncf %{{.+}} : f32 to bf16
+//       CHECK:       memref.store %[[SUM]], %[[OUT]][%[[COL]]] : memref<64xbf16>
+func.func @grad_then_feature_add(%dy: tensor<2x?x64xbf16>, %x: tensor<2x?x64xbf16>, %w: tensor<64xbf16>, %r: tensor<2x?xf32>) -> (tensor<2x?x64xbf16>, tensor<64xbf16>) {
+  %g:2 = liger.fusion rowwise(%dy, %x, %w, %r) : (tensor<2x?x64xbf16>, tensor<2x?x64xbf16>, tensor<64xbf16>, tensor<2x?xf32>) -> (tensor<2x?x64xbf16>, tensor<64xbf16>) {
+  ^bb0(%a: tensor<2x?x64xbf16>, %b: tensor<2x?x64xbf16>, %c: tensor<64xbf16>, %d: tensor<2x?xf32>):
+    %dx, %dw = liger.rms_norm_grad %a, %b, %c, %d : tensor<2x?x64xbf16>, tensor<64xbf16>, tensor<2x?xf32>
+    %acc = liger.add %dw, %c : tensor<64xbf16>
+    liger.yield %dx, %acc : tensor<2x?x64xbf16>, tensor<64xbf16>
+  }
+  return %g#0, %g#1 : tensor<2x?x64xbf16>, tensor<64xbf16>
+}

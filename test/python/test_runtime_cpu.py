@@ -19,6 +19,11 @@ MODULE = """func.func @norm(%x: tensor<?x256xbf16>, %w: tensor<256xbf16>) -> (te
   %y, %r = liger.rms_norm %x, %w rstd : tensor<?x256xbf16>, tensor<256xbf16>
   return %y, %r : tensor<?x256xbf16>, tensor<?xf32>
 }
+
+func.func @norm_grad(%dy: tensor<?x256xbf16>, %x: tensor<?x256xbf16>, %w: tensor<256xbf16>, %r: tensor<?xf32>) -> (tensor<?x256xbf16>, tensor<256xbf16>) {
+  %dx, %dw = liger.rms_norm_grad %dy, %x, %w, %r : tensor<?x256xbf16>, tensor<256xbf16>, tensor<?xf32>
+  return %dx, %dw : tensor<?x256xbf16>, tensor<256xbf16>
+}
 """
 
 
@@ -54,6 +59,30 @@ def test_open_and_list_kernels(rt, bundle_dir):
                                                                ("row_scalars", "f32")]
     with pytest.raises(KeyError, match="has no kernel 'other'"):
         bundle["other"]
+
+
+class _Shaped:
+    def __init__(self, *shape):
+        self.shape = shape
+
+
+def test_weight_gradient_kernel_has_a_workspace(rt, bundle_dir):
+    kernel = rt.load(bundle_dir)["norm_grad_rowwise_0"]
+    assert kernel.ops == "liger.rms_norm_grad"
+    assert [(p["kind"], p["dtype"]) for p in kernel.outputs] == [("rows", "bf16"),
+                                                               ("feature", "bf16")]
+    assert [(p["name"], p["kind"], p["dtype"], p["length"]) for p in kernel.workspaces] == [
+        ("workspace0", "partials", "f32", 256)]
+    # dx takes the rows of dy, dW the static feature length.
+    x = _Shaped(2, 3, 256)
+    assert kernel.output_shapes([x, x, _Shaped(256), _Shaped(2, 3)]) == [(2, 3, 256), (256,)]
+    # The workspace rows: min(rows, SMs x ctas_per_sm), at least one.
+    raw = kernel._bundle
+    assert raw.workspace_ctas(kernel.name, 16384, 132) == 132 * 4
+    assert raw.workspace_ctas(kernel.name, 5, 132) == 5
+    assert raw.workspace_ctas(kernel.name, 0, 132) == 1
+    with pytest.raises(KeyError, match="no kernel 'nope'"):
+        raw.workspace_ctas("nope", 1, 1)
 
 
 def test_no_driver_is_a_clear_message(rt):

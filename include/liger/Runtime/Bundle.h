@@ -40,16 +40,27 @@ enum class ParamKind {
   Scalar,     ///< rank 0
   Heads,      ///< [B, heads, T, D]; the grid is B*T tokens
   Tables,     ///< [B or 1, T, D]
+  Partials,   ///< [ctas, H] f32 workspace; the grid is `ctas` CTAs
 };
 
 struct KernelParam {
   std::string name;
   bool isOutput = false;
+  bool isWorkspace = false; // scratch the caller allocates (role "workspace")
   ParamKind kind = ParamKind::Rows;
   DType dtype = DType::f32;
   int64_t length = 0; // the static row/feature length (D for heads/tables)
   int64_t heads = 0;  // Heads: the static head count; Tables: 1 when the
                       // table batch is statically 1 (broadcast), else 0
+};
+
+/// A second kernel launched after the first with the same arguments (a
+/// group that reduces across rows finishes there).
+struct FinishSpec {
+  std::string name; // empty: none
+  int grid = 1;
+  int block[3] = {1, 1, 1};
+  int dynamicSharedMemoryBytes = 0;
 };
 
 struct KernelSpec {
@@ -59,7 +70,15 @@ struct KernelSpec {
   int dynamicSharedMemoryBytes = 0;
   int alignmentBytes = 16;
   std::vector<KernelParam> params;
+  FinishSpec finish;
+  int ctasPerSm = 0; // with workspaces: the CTAs per SM to size them for
+
+  bool hasWorkspaces() const { return !finish.name.empty(); }
 };
+
+/// The leading size `ctas` of the workspaces of `kernel` for `rows` rows on
+/// a device with `smCount` SMs: min(rows, smCount * ctasPerSm), at least 1.
+int64_t workspaceCtas(const KernelSpec &kernel, int64_t rows, int smCount);
 
 struct ModuleSpec {
   std::string name;
@@ -96,29 +115,35 @@ public:
   /// The kernel named `name`, or null.
   const KernelSpec *findKernel(const std::string &name) const;
 
-  /// Checks `args` (inputs then outputs, in the kernel's parameter order)
-  /// against the kernel and launches it on `stream` in the current CUDA
-  /// context (or the primary context of `device` when none is current).
-  /// The row count is the product of the leading dimensions of the first
-  /// row-shaped argument.
+  /// Checks `args` (inputs, outputs, then workspaces, in the kernel's
+  /// parameter order) against the kernel and launches it on `stream` in the
+  /// current CUDA context (or the primary context of `device` when none is
+  /// current). The row count is the product of the leading dimensions of the
+  /// first row-shaped argument. A kernel with workspaces (f32 [ctas, H],
+  /// sized with workspaceCtas) runs on `ctas` CTAs, then its finishing
+  /// kernel runs on the same stream; it runs even for zero rows, so that its
+  /// per-feature outputs are written.
   Status launch(const std::string &kernel, const std::vector<TensorArg> &args,
                 CUstream stream, int device = 0);
 
   /// Only the argument checks of launch(), without a GPU.
+  /// `ctas` (optional) receives the workspaces' leading size, -1 if none.
   Status checkArgs(const KernelSpec &kernel, const std::vector<TensorArg> &args,
-                   int64_t *rows) const;
+                   int64_t *rows, int64_t *ctas = nullptr) const;
 
 private:
   Bundle() = default;
-  Status getFunction(const ModuleSpec &module, const KernelSpec &kernel,
-                     const CudaDriver &driver, int device,
-                     CUfunction *function);
+  Status getFunction(const ModuleSpec &module, const std::string &name,
+                     int dynamicSharedMemoryBytes, const CudaDriver &driver,
+                     int device, CUfunction *function);
 
   std::string dir_;
   Manifest manifest_;
   std::map<std::string, std::vector<char>> cubins_; // by module name
   std::mutex mutex_;
   std::map<std::pair<CUcontext, std::string>, CUmodule> modules_;
+  // Functions by (context, kernel name): looked up once, not per launch.
+  std::map<std::pair<CUcontext, std::string>, CUfunction> functions_;
 };
 
 } // namespace liger::runtime

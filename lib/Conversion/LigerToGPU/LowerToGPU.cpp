@@ -45,6 +45,8 @@ static StringRef stringifyParamKind(RowParamKind kind) {
     return "heads";
   case RowParamKind::Tables:
     return "tables";
+  case RowParamKind::Partials:
+    return "partials";
   }
   llvm_unreachable("unknown kind");
 }
@@ -56,14 +58,32 @@ static DictionaryAttr getKernelInfoAttr(OpBuilder &b,
   for (const RowKernelParam &p : info.params)
     params.push_back(b.getDictionaryAttr({
         b.getNamedAttr("name", b.getStringAttr(p.name)),
-        b.getNamedAttr("role",
-                       b.getStringAttr(p.isOutput ? "output" : "input")),
+        b.getNamedAttr("role", b.getStringAttr(p.isWorkspace ? "workspace"
+                                               : p.isOutput  ? "output"
+                                                             : "input")),
         b.getNamedAttr("kind", b.getStringAttr(stringifyParamKind(p.kind))),
         b.getNamedAttr("dtype", TypeAttr::get(p.elementType)),
         b.getNamedAttr("length", b.getI64IntegerAttr(p.hidden)),
         b.getNamedAttr("heads", b.getI64IntegerAttr(p.heads)),
     }));
-  return b.getDictionaryAttr({
+  SmallVector<NamedAttribute> finish;
+  if (!info.finishName.empty())
+    finish = {
+        b.getNamedAttr("finish",
+                       b.getDictionaryAttr({
+                           b.getNamedAttr("name",
+                                          b.getStringAttr(info.finishName)),
+                           b.getNamedAttr("grid", b.getI64IntegerAttr(
+                                                      info.finishGrid)),
+                           b.getNamedAttr("threads", b.getI64IntegerAttr(
+                                                         info.finishThreads)),
+                           b.getNamedAttr("shared_memory_bytes",
+                                          b.getI64IntegerAttr(
+                                              info.finishSharedMemoryBytes)),
+                       })),
+        b.getNamedAttr("ctas_per_sm", b.getI64IntegerAttr(info.ctasPerSm))};
+  return b.getDictionaryAttr(llvm::to_vector(llvm::concat<NamedAttribute>(
+      finish, SmallVector<NamedAttribute>{
       b.getNamedAttr(
           "template",
           b.getStringAttr(info.grid == "tokens" ? "rope" : "rowwise")),
@@ -76,14 +96,14 @@ static DictionaryAttr getKernelInfoAttr(OpBuilder &b,
                      b.getI64IntegerAttr(info.sharedMemoryBytes)),
       b.getNamedAttr("ops", b.getStringAttr(info.opChain)),
       b.getNamedAttr("params", b.getArrayAttr(params)),
-  });
+  })));
 }
 
 /// Ops a row kernel may implement on their own.
 static bool isRowwiseOp(Operation *op) {
   return isa<RMSNormOp, AddRMSNormOp, LayerNormOp, SiLUOp, GELUOp, SwiGLUOp,
              GEGLUOp, AddOp, MulOp, SoftmaxOp, SwiGLUGradOp, GEGLUGradOp,
-             SoftmaxGradOp, RoPEOp, RoPEGradOp>(op);
+             SoftmaxGradOp, RMSNormGradOp, RoPEOp, RoPEGradOp>(op);
 }
 
 namespace {

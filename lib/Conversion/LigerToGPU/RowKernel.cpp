@@ -10,10 +10,22 @@
 //                vector accumulator, then vector.reduction, warp shuffles and
 //                one shared-memory step across warps;
 //   row scalar   (one loop fewer, one value per row): the body on scalars,
-//                uniform across the CTA.
+//                uniform across the CTA;
+//   column reduction (every loop but the last a reduction, one value per
+//                feature, e.g. RMSNorm's dW): per chunk into registers that
+//                live across rows;
+//   feature step (all parallel over the features, reading column
+//                reductions): deferred to the finishing kernel.
 //
 // Row-shaped intermediates live in registers (the chunks of each thread);
 // inputs are loaded where a step reads them, outputs stored where produced.
+//
+// A group with column reductions is two kernels. The first loops over rows
+// with a stride of the grid (a few CTAs per SM) and writes its per-CTA
+// partial sums into f32 workspaces [ctas, H]; the second, `<name>_finish`,
+// takes the same parameters, reduces the partials of 32 features per CTA
+// (8 warps over the CTA rows, then shared memory) and runs the feature
+// steps. No atomics: the result does not depend on scheduling.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,6 +44,8 @@
 #include "mlir/Transforms/DialectConversion.h"
 
 #include "llvm/ADT/TypeSwitch.h"
+
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::liger;
@@ -138,6 +152,13 @@ private:
   LogicalResult emitElementwise(OpBuilder &b, linalg::GenericOp op);
   LogicalResult emitReduction(OpBuilder &b, linalg::GenericOp op);
   LogicalResult emitRowScalar(OpBuilder &b, linalg::GenericOp op);
+  LogicalResult emitColumnReduction(OpBuilder &b, linalg::GenericOp op);
+  LogicalResult buildFinish(gpu::GPUModuleOp module, StringRef name,
+                            ArrayRef<Type> paramTypes, RowKernelInfo &info);
+  FailureOr<vector::CombiningKind> getCombiningKind(linalg::GenericOp op);
+  FailureOr<Value> accumulateChunk(OpBuilder &b, linalg::GenericOp op,
+                                   ArrayRef<RowParamKind> access, int64_t k,
+                                   Value acc);
   FailureOr<SmallVector<Value>> vectorizeBody(OpBuilder &b, Block &body,
                                               ValueRange args, int64_t width);
   Value loadChunk(OpBuilder &b, Value tensor, RowParamKind access, int64_t k,
@@ -173,7 +194,34 @@ private:
   SmallVector<Value> outputMemrefs;
   Value tid, row, dynSmem;
   int64_t smemBytes = 0;
+
+  // Reductions across rows (column reductions) and the feature steps that
+  // read them, in program order; a column reduction's per-chunk
+  // accumulators (the row loop's iteration values) and their next values.
+  SmallVector<linalg::GenericOp> columnReductions;
+  DenseSet<Operation *> featureSteps;
+  DenseSet<Value> featureValues;
+  SmallVector<SmallVector<Value>> columnAcc, columnAccNext;
+  SmallVector<Value> workspaceMemrefs;
+  static constexpr int64_t kFinishThreads = 256;
+  static constexpr int64_t kFinishColumns = 32;
 };
+
+/// Every loop but the last reduces, the last is parallel, and the one result
+/// is indexed by the last loop: a reduction across rows.
+bool isColumnReduction(linalg::GenericOp op, unsigned rank) {
+  if (op.getNumLoops() != rank || rank < 2 || op.getNumDpsInits() != 1)
+    return false;
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  if (iterators.back() != utils::IteratorType::parallel ||
+      !llvm::all_of(ArrayRef(iterators).drop_back(), [](utils::IteratorType t) {
+        return t == utils::IteratorType::reduction;
+      }))
+    return false;
+  AffineMap map = op.getMatchingIndexingMap(&op.getDpsInitsMutable()[0]);
+  return map.getNumResults() == 1 &&
+         map.getResult(0) == getAffineDimExpr(rank - 1, op.getContext());
+}
 
 LogicalResult RowKernelBuilder::lowerBodyToLinalg() {
   OpBuilder b(ctx);
@@ -241,6 +289,36 @@ LogicalResult RowKernelBuilder::analyze() {
   numChunks =
       (hidden / config.vectorWidth + config.threads - 1) / config.threads;
 
+  // Reductions across rows and the per-feature steps after them.
+  for (auto op : rowFn.getBody().front().getOps<linalg::GenericOp>()) {
+    if (isColumnReduction(op, rank)) {
+      if (failed(getCombiningKind(op)))
+        return failure();
+      if (!op.getDpsInits()[0].getDefiningOp<linalg::FillOp>())
+        return fail("a reduction across rows does not start from a constant");
+      columnReductions.push_back(op);
+      featureValues.insert(op->getResult(0));
+      continue;
+    }
+    bool readsFeatureValue = llvm::any_of(op.getDpsInputs(), [&](Value v) {
+      return featureValues.contains(v);
+    });
+    if (!readsFeatureValue)
+      continue;
+    if (op.getNumLoops() != 1 ||
+        op.getNumReductionLoops() != 0)
+      return fail("a step mixes rows with a value reduced across rows");
+    for (Value in : op.getDpsInputs()) {
+      auto type = cast<RankedTensorType>(in.getType());
+      if (!featureValues.contains(in) && !isa<BlockArgument>(in) &&
+          type.getRank() != 0)
+        return fail("a per-feature step reads a value computed per row");
+    }
+    featureSteps.insert(op);
+    for (Value r : op->getResults())
+      featureValues.insert(r);
+  }
+
   // Parameters: every input, classified by how the generics read it.
   for (BlockArgument arg : rowFn.getArguments()) {
     std::optional<RowParamKind> kind;
@@ -250,7 +328,11 @@ LogicalResult RowKernelBuilder::analyze() {
         continue;
       AffineMap map = generic.getMatchingIndexingMap(&use);
       std::optional<RowParamKind> k;
-      if (generic.getNumLoops() == rank)
+      if (featureSteps.contains(generic))
+        k = map.getNumResults() == 0 ? std::optional(RowParamKind::Scalar)
+            : map.isIdentity()       ? std::optional(RowParamKind::Feature)
+                                     : std::nullopt;
+      else if (generic.getNumLoops() == rank)
         k = classifyMap(map, rank);
       else if (generic.getNumLoops() + 1 == rank)
         k = map.getNumResults() == 0 ? std::optional(RowParamKind::Scalar)
@@ -273,8 +355,9 @@ LogicalResult RowKernelBuilder::analyze() {
       return fail("result #" + Twine(i) + " is an input passed through");
     resultIndex[v].push_back(i);
     auto type = cast<RankedTensorType>(v.getType());
-    outputKinds.push_back(type.getRank() == rank ? RowParamKind::Rows
-                                                 : RowParamKind::RowScalars);
+    outputKinds.push_back(featureValues.contains(v) ? RowParamKind::Feature
+                          : type.getRank() == rank  ? RowParamKind::Rows
+                                                    : RowParamKind::RowScalars);
   }
   return success();
 }
@@ -507,81 +590,113 @@ Value RowKernelBuilder::blockReduce(OpBuilder &b, Value scalar,
   return memref::LoadOp::create(b, loc, area, ValueRange{idx(b, numWarps)});
 }
 
-LogicalResult RowKernelBuilder::emitReduction(OpBuilder &b,
-                                              linalg::GenericOp op) {
-  if (op.getNumDpsInits() != 1)
-    return fail("a reduction step has several results");
-  OpOperand &init = op.getDpsInitsMutable()[0];
-  auto fill = fillValue.find(init.get());
-  if (fill == fillValue.end())
-    return fail("a reduction step does not start from a constant");
+FailureOr<vector::CombiningKind>
+RowKernelBuilder::getCombiningKind(linalg::GenericOp op) {
   // The combiner: the body yields add(acc, term) or maximumf(acc, term).
   Block &body = *op.getBlock();
   Value acc = body.getArguments().back();
   Operation *yielded = body.getTerminator()->getOperand(0).getDefiningOp();
-  vector::CombiningKind kind;
   if (yielded && isa<arith::AddFOp>(yielded) &&
       llvm::is_contained(yielded->getOperands(), acc))
-    kind = vector::CombiningKind::ADD;
-  else if (yielded && isa<arith::MaximumFOp>(yielded) &&
-           llvm::is_contained(yielded->getOperands(), acc))
-    kind = vector::CombiningKind::MAXIMUMF;
-  else
-    return fail("a reduction step is neither a sum nor a maximum");
+    return vector::CombiningKind::ADD;
+  if (yielded && isa<arith::MaximumFOp>(yielded) &&
+      llvm::is_contained(yielded->getOperands(), acc))
+    return vector::CombiningKind::MAXIMUMF;
+  return fail("a reduction step is neither a sum nor a maximum");
+}
 
+FailureOr<Value> RowKernelBuilder::accumulateChunk(
+    OpBuilder &b, linalg::GenericOp op, ArrayRef<RowParamKind> access,
+    int64_t k, Value acc) {
+  int64_t w = config.vectorWidth;
+  Value chunk = arith::AddIOp::create(b, loc, idx(b, k * config.threads), tid);
+  Value col = arith::MulIOp::create(b, loc, chunk, idx(b, w));
+  bool masked = (k * config.threads + config.threads) * w > hidden;
+  auto emitChunk = [&](OpBuilder &nb) -> FailureOr<Value> {
+    SmallVector<Value> args;
+    for (auto [in, a] : llvm::zip(op.getDpsInputOperands(), access))
+      args.push_back(loadChunk(nb, in->get(), a, k, col));
+    args.push_back(acc);
+    FailureOr<SmallVector<Value>> values =
+        vectorizeBody(nb, *op.getBlock(), args, w);
+    if (failed(values))
+      return failure();
+    return (*values)[0];
+  };
+  if (!masked)
+    return emitChunk(b);
+  Value inBounds = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, col,
+                                         idx(b, hidden));
+  auto ifOp =
+      scf::IfOp::create(b, loc, TypeRange{acc.getType()}, inBounds, true);
+  OpBuilder tb = ifOp.getThenBodyBuilder();
+  FailureOr<Value> next = emitChunk(tb);
+  if (failed(next))
+    return failure();
+  scf::YieldOp::create(tb, loc, ValueRange{*next});
+  OpBuilder eb = ifOp.getElseBodyBuilder();
+  scf::YieldOp::create(eb, loc, ValueRange{acc});
+  return ifOp.getResult(0);
+}
+
+/// The reads of a reduction step's inputs, classified.
+static FailureOr<SmallVector<RowParamKind>> inputAccess(linalg::GenericOp op,
+                                                        unsigned rank) {
   SmallVector<RowParamKind> access;
   for (OpOperand *in : op.getDpsInputOperands()) {
     std::optional<RowParamKind> k =
         classifyMap(op.getMatchingIndexingMap(in), rank);
     if (!k)
-      return fail("a reduction step reads an operand it cannot index");
+      return failure();
     access.push_back(*k);
   }
-  int64_t w = config.vectorWidth;
-  Type f32 = b.getF32Type();
+  return access;
+}
+
+LogicalResult RowKernelBuilder::emitReduction(OpBuilder &b,
+                                              linalg::GenericOp op) {
+  if (op.getNumDpsInits() != 1)
+    return fail("a reduction step has several results");
+  auto fill = fillValue.find(op.getDpsInits()[0]);
+  if (fill == fillValue.end())
+    return fail("a reduction step does not start from a constant");
+  FailureOr<vector::CombiningKind> kind = getCombiningKind(op);
+  if (failed(kind))
+    return failure();
+  FailureOr<SmallVector<RowParamKind>> access = inputAccess(op, rank);
+  if (failed(access))
+    return fail("a reduction step reads an operand it cannot index");
   Value accVec = arith::ConstantOp::create(
       b, loc,
-      DenseElementsAttr::get(vecOf(f32), b.getF32FloatAttr(fill->second)));
+      DenseElementsAttr::get(vecOf(b.getF32Type()),
+                             b.getF32FloatAttr(fill->second)));
   for (int64_t k = 0; k < numChunks; ++k) {
-    Value chunk =
-        arith::AddIOp::create(b, loc, idx(b, k * config.threads), tid);
-    Value col = arith::MulIOp::create(b, loc, chunk, idx(b, w));
-    bool masked = (k * config.threads + config.threads) * w > hidden;
-    auto emitChunk = [&](OpBuilder &nb) -> FailureOr<Value> {
-      SmallVector<Value> args;
-      for (auto [in, a] : llvm::zip(op.getDpsInputOperands(), access))
-        args.push_back(loadChunk(nb, in->get(), a, k, col));
-      args.push_back(accVec);
-      FailureOr<SmallVector<Value>> values = vectorizeBody(nb, body, args, w);
-      if (failed(values))
-        return failure();
-      return (*values)[0];
-    };
-    if (!masked) {
-      FailureOr<Value> next = emitChunk(b);
-      if (failed(next))
-        return failure();
-      accVec = *next;
-      continue;
-    }
-    Value inBounds = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                           col, idx(b, hidden));
-    auto ifOp =
-        scf::IfOp::create(b, loc, TypeRange{accVec.getType()}, inBounds, true);
-    OpBuilder tb = ifOp.getThenBodyBuilder();
-    FailureOr<Value> next = emitChunk(tb);
+    FailureOr<Value> next = accumulateChunk(b, op, *access, k, accVec);
     if (failed(next))
       return failure();
-    scf::YieldOp::create(tb, loc, ValueRange{*next});
-    OpBuilder eb = ifOp.getElseBodyBuilder();
-    scf::YieldOp::create(eb, loc, ValueRange{accVec});
-    accVec = ifOp.getResult(0);
+    accVec = *next;
   }
-  Value partial = vector::ReductionOp::create(b, loc, kind, accVec);
+  Value partial = vector::ReductionOp::create(b, loc, *kind, accVec);
   Rep rep;
   rep.kind = Rep::Uniform;
-  rep.uniform = blockReduce(b, partial, kind, fill->second);
+  rep.uniform = blockReduce(b, partial, *kind, fill->second);
   reps[op->getResult(0)] = rep;
+  return success();
+}
+
+LogicalResult RowKernelBuilder::emitColumnReduction(OpBuilder &b,
+                                                    linalg::GenericOp op) {
+  FailureOr<SmallVector<RowParamKind>> access = inputAccess(op, rank);
+  if (failed(access))
+    return fail("a reduction across rows reads an operand it cannot index");
+  unsigned j = llvm::find(columnReductions, op) - columnReductions.begin();
+  for (int64_t k = 0; k < numChunks; ++k) {
+    FailureOr<Value> next =
+        accumulateChunk(b, op, *access, k, columnAcc[j][k]);
+    if (failed(next))
+      return failure();
+    columnAccNext[j][k] = *next;
+  }
   return success();
 }
 
@@ -627,6 +742,10 @@ LogicalResult RowKernelBuilder::emitGeneric(OpBuilder &b,
     return fail("a step reads loop indices (a gather such as RoPE's or the "
                 "cross-entropy target's), which the row program does not "
                 "support yet");
+  if (isColumnReduction(op, rank))
+    return emitColumnReduction(b, op);
+  if (featureSteps.contains(op))
+    return success(); // in the finishing kernel
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
   unsigned loops = op.getNumLoops();
   if (loops == rank && llvm::all_of(iterators, [](utils::IteratorType t) {
@@ -662,6 +781,8 @@ FailureOr<RowKernelInfo> RowKernelBuilder::build(gpu::GPUModuleOp module,
       return MemRefType::get({hidden}, elem);
     case RowParamKind::Scalar:
       return MemRefType::get({}, elem);
+    case RowParamKind::Partials:
+      return MemRefType::get({ShapedType::kDynamic, hidden}, elem);
     case RowParamKind::Heads:
     case RowParamKind::Tables:
       break; // RoPE's kinds (RoPEKernel.cpp); the row program has none
@@ -678,7 +799,8 @@ FailureOr<RowKernelInfo> RowKernelBuilder::build(gpu::GPUModuleOp module,
     auto [type, kind] = pair;
     paramTypes.push_back(memrefFor(type, kind));
     info.params.push_back(
-        {"input" + std::to_string(i), false, kind, getElementTypeOrSelf(type),
+        {"input" + std::to_string(i), false, false, kind,
+         getElementTypeOrSelf(type),
          kind == RowParamKind::Rows || kind == RowParamKind::Feature ? hidden
                                                                      : 0});
   }
@@ -686,9 +808,18 @@ FailureOr<RowKernelInfo> RowKernelBuilder::build(gpu::GPUModuleOp module,
        llvm::enumerate(llvm::zip(rowFn.getResultTypes(), outputKinds))) {
     auto [type, kind] = pair;
     paramTypes.push_back(memrefFor(type, kind));
-    info.params.push_back({"output" + std::to_string(i), true, kind,
+    info.params.push_back({"output" + std::to_string(i), true, false, kind,
                            getElementTypeOrSelf(type),
-                           kind == RowParamKind::Rows ? hidden : 0});
+                           kind == RowParamKind::Rows ||
+                                   kind == RowParamKind::Feature
+                               ? hidden
+                               : 0});
+  }
+  Type f32 = Float32Type::get(ctx);
+  for (size_t j = 0; j < columnReductions.size(); ++j) {
+    paramTypes.push_back(memrefFor(f32, RowParamKind::Partials));
+    info.params.push_back({"workspace" + std::to_string(j), false, true,
+                           RowParamKind::Partials, f32, hidden});
   }
   for (Operation &op : group.getBody().front().without_terminator())
     info.opChain +=
@@ -718,8 +849,46 @@ FailureOr<RowKernelInfo> RowKernelBuilder::build(gpu::GPUModuleOp module,
     rep.paramKind = kind;
     reps[arg] = rep;
   }
-  for (Value param : entry.getArguments().drop_front(inputKinds.size()))
+  for (Value param : entry.getArguments()
+                         .drop_front(inputKinds.size())
+                         .take_front(outputKinds.size()))
     outputMemrefs.push_back(param);
+  for (Value param :
+       entry.getArguments().take_back(columnReductions.size()))
+    workspaceMemrefs.push_back(param);
+
+  // With reductions across rows: a loop over rows with a stride of the grid,
+  // the column accumulators carried from row to row.
+  scf::ForOp rowLoop;
+  if (!columnReductions.empty()) {
+    Value rowsMemref;
+    for (auto [kind, param] : llvm::zip(inputKinds, entry.getArguments()))
+      if (kind == RowParamKind::Rows && !rowsMemref)
+        rowsMemref = param;
+    if (!rowsMemref)
+      return fail("it reduces across rows but has no row-shaped input to "
+                  "count them");
+    Value rows = memref::DimOp::create(b, loc, rowsMemref, 0);
+    Value stride = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
+    SmallVector<Value> inits;
+    for (linalg::GenericOp op : columnReductions) {
+      double neutral = *getCombiningKind(op) == vector::CombiningKind::ADD
+                           ? 0.0
+                           : -std::numeric_limits<double>::infinity();
+      Value zero = arith::ConstantOp::create(
+          b, loc,
+          DenseElementsAttr::get(vecOf(f32), b.getF32FloatAttr(neutral)));
+      inits.append(numChunks, zero);
+    }
+    rowLoop = scf::ForOp::create(b, loc, row, rows, stride, inits);
+    b.setInsertionPointToStart(rowLoop.getBody());
+    row = rowLoop.getInductionVar();
+    for (size_t j = 0; j < columnReductions.size(); ++j) {
+      auto args = rowLoop.getRegionIterArgs().slice(j * numChunks, numChunks);
+      columnAcc.emplace_back(args.begin(), args.end());
+      columnAccNext.emplace_back(args.begin(), args.end());
+    }
+  }
 
   for (Operation &op : rowFn.getBody().front()) {
     if (auto fill = dyn_cast<linalg::FillOp>(op)) {
@@ -741,9 +910,191 @@ FailureOr<RowKernelInfo> RowKernelBuilder::build(gpu::GPUModuleOp module,
     return fail("'" + op.getName().getStringRef() +
                 "' between the steps is not supported by the row program");
   }
+  if (rowLoop) {
+    SmallVector<Value> next;
+    for (auto &values : columnAccNext)
+      next.append(values);
+    scf::YieldOp::create(b, loc, next);
+    b.setInsertionPointAfter(rowLoop);
+    // This CTA's partials: one row of each workspace.
+    Value cta = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+    int64_t w = config.vectorWidth;
+    for (size_t j = 0; j < columnReductions.size(); ++j) {
+      for (int64_t k = 0; k < numChunks; ++k) {
+        Value chunk =
+            arith::AddIOp::create(b, loc, idx(b, k * config.threads), tid);
+        Value col = arith::MulIOp::create(b, loc, chunk, idx(b, w));
+        OpBuilder sb = b;
+        if ((k * config.threads + config.threads) * w > hidden) {
+          Value inBounds = arith::CmpIOp::create(
+              b, loc, arith::CmpIPredicate::ult, col, idx(b, hidden));
+          auto ifOp = scf::IfOp::create(b, loc, inBounds, false);
+          sb = ifOp.getThenBodyBuilder();
+        }
+        vector::StoreOp::create(
+            sb, loc, rowLoop.getResult(j * numChunks + k), workspaceMemrefs[j],
+            ValueRange{cta, col}, /*nontemporal=*/false,
+            llvm::MaybeAlign(std::min<int64_t>(16, w * 4)));
+      }
+    }
+  }
   gpu::ReturnOp::create(b, loc);
   info.sharedMemoryBytes = smemBytes;
+  if (!columnReductions.empty()) {
+    info.grid = "ctas";
+    // 4 CTAs of 256 threads per SM: 32 warps to keep loads in flight, few
+    // enough partials (for 132 SMs and H = 4096, 8.6 MB) to cost ~2% of the
+    // bytes the kernel moves at 16384 rows.
+    info.ctasPerSm = 4;
+    if (failed(buildFinish(module, name, paramTypes, info)))
+      return failure();
+  }
   return info;
+}
+
+LogicalResult RowKernelBuilder::buildFinish(gpu::GPUModuleOp module,
+                                            StringRef name,
+                                            ArrayRef<Type> paramTypes,
+                                            RowKernelInfo &info) {
+  OpBuilder b(ctx);
+  b.setInsertionPointToEnd(module.getBody());
+  info.finishName = (name + "_finish").str();
+  info.finishThreads = kFinishThreads;
+  info.finishGrid = (hidden + kFinishColumns - 1) / kFinishColumns;
+  auto kernel = gpu::GPUFuncOp::create(b, loc, info.finishName,
+                                       FunctionType::get(ctx, paramTypes, {}));
+  kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  kernel.setKnownBlockSizeAttr(
+      b.getDenseI32ArrayAttr({static_cast<int32_t>(kFinishThreads), 1, 1}));
+  Block &entry = kernel.getBody().front();
+  b.setInsertionPointToStart(&entry);
+  ValueRange params = entry.getArguments();
+  Type f32 = b.getF32Type();
+  Value t = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value block = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value lane = arith::RemUIOp::create(b, loc, t, idx(b, kFinishColumns));
+  Value slice = arith::DivUIOp::create(b, loc, t, idx(b, kFinishColumns));
+  int64_t slices = kFinishThreads / kFinishColumns;
+  Value col = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, block, idx(b, kFinishColumns)),
+      lane);
+  Value inBounds = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                         col, idx(b, hidden));
+  Value smem = gpu::DynamicSharedMemoryOp::create(
+      b, loc,
+      MemRefType::get(
+          {ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface(),
+          gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup)));
+  auto areaType = MemRefType::get(
+      {slices * kFinishColumns}, f32, MemRefLayoutAttrInterface(),
+      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
+  Value slot = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, slice, idx(b, kFinishColumns)),
+      lane);
+
+  // Each slice of threads sums every `slices`-th partial of its column
+  // (coalesced: a warp reads 32 consecutive features of one CTA's row).
+  SmallVector<Value> areas;
+  SmallVector<vector::CombiningKind> kinds;
+  for (auto [j, op] : llvm::enumerate(columnReductions)) {
+    vector::CombiningKind kind = *getCombiningKind(op);
+    kinds.push_back(kind);
+    double neutral = kind == vector::CombiningKind::ADD
+                         ? 0.0
+                         : -std::numeric_limits<double>::infinity();
+    Value ws = params[params.size() - columnReductions.size() + j];
+    Value ctas = memref::DimOp::create(b, loc, ws, 0);
+    auto ifOp = scf::IfOp::create(b, loc, TypeRange{f32}, inBounds, true);
+    {
+      OpBuilder tb = ifOp.getThenBodyBuilder();
+      Value init = arith::ConstantOp::create(tb, loc, tb.getF32FloatAttr(neutral));
+      auto loop = scf::ForOp::create(tb, loc, slice, ctas, idx(tb, slices),
+                                     ValueRange{init});
+      OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
+      Value v = memref::LoadOp::create(lb, loc, ws,
+                                       ValueRange{loop.getInductionVar(), col});
+      scf::YieldOp::create(
+          lb, loc, ValueRange{combine(lb, kind, loop.getRegionIterArgs()[0], v)});
+      scf::YieldOp::create(tb, loc, loop.getResults());
+      OpBuilder eb = ifOp.getElseBodyBuilder();
+      scf::YieldOp::create(
+          eb, loc,
+          ValueRange{arith::ConstantOp::create(eb, loc, eb.getF32FloatAttr(neutral))});
+    }
+    Value area = memref::ViewOp::create(
+        b, loc, areaType, smem,
+        idx(b, static_cast<int64_t>(j) * slices * kFinishColumns * 4),
+        ValueRange{});
+    memref::StoreOp::create(b, loc, ifOp.getResult(0), area, ValueRange{slot});
+    areas.push_back(area);
+  }
+  info.finishSharedMemoryBytes =
+      static_cast<int64_t>(columnReductions.size()) * slices * kFinishColumns * 4;
+  gpu::BarrierOp::create(b, loc);
+
+  // The first slice finishes its column: the reduction from the group's
+  // initial value, then the feature steps on scalars.
+  Value first = arith::AndIOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, slice, idx(b, 0)),
+      inBounds);
+  auto finish = scf::IfOp::create(b, loc, first, false);
+  OpBuilder fb = finish.getThenBodyBuilder();
+  DenseMap<Value, Value> scalars;
+  auto storeIfResult = [&](Value tensor, Value v) {
+    auto it = resultIndex.find(tensor);
+    if (it == resultIndex.end())
+      return;
+    for (unsigned i : it->second) {
+      memref::StoreOp::create(fb, loc, v, params[inputKinds.size() + i],
+                              ValueRange{col});
+    }
+  };
+  for (auto [j, op] : llvm::enumerate(columnReductions)) {
+    Value total = arith::ConstantOp::create(
+        fb, loc, fb.getF32FloatAttr(fillValue.lookup(op.getDpsInits()[0])));
+    for (int64_t s = 0; s < slices; ++s)
+      total = combine(fb, kinds[j], total,
+                      memref::LoadOp::create(
+                          fb, loc, areas[j],
+                          ValueRange{arith::AddIOp::create(
+                              fb, loc, idx(fb, s * kFinishColumns), lane)}));
+    scalars[op->getResult(0)] = total;
+    storeIfResult(op->getResult(0), total);
+  }
+  for (Operation &o : rowFn.getBody().front()) {
+    auto op = dyn_cast<linalg::GenericOp>(o);
+    if (!op || !featureSteps.contains(op))
+      continue;
+    SmallVector<Value> args;
+    for (OpOperand *in : op.getDpsInputOperands()) {
+      Value v = in->get();
+      if (Value s = scalars.lookup(v)) {
+        args.push_back(s);
+        continue;
+      }
+      auto arg = cast<BlockArgument>(v);
+      Value param = params[arg.getArgNumber()];
+      args.push_back(
+          inputKinds[arg.getArgNumber()] == RowParamKind::Scalar
+              ? memref::LoadOp::create(fb, loc, param, ValueRange{}).getResult()
+              : memref::LoadOp::create(fb, loc, param, ValueRange{col})
+                    .getResult());
+    }
+    for (OpOperand &out : op.getDpsInitsMutable())
+      args.push_back(arith::ConstantOp::create(
+          fb, loc, fb.getZeroAttr(getElementTypeOrSelf(out.get().getType()))));
+    FailureOr<SmallVector<Value>> values =
+        vectorizeBody(fb, *op.getBlock(), args, /*width=*/1);
+    if (failed(values))
+      return failure();
+    for (auto [result, v] : llvm::zip(op->getResults(), *values)) {
+      scalars[result] = v;
+      storeIfResult(result, v);
+    }
+  }
+  gpu::ReturnOp::create(b, loc);
+  return success();
 }
 
 } // namespace

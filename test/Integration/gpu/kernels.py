@@ -13,6 +13,8 @@ import math
 HIDDENS = [1000, 4096, 5120, 8192]
 DTYPES = ["bf16", "f32"]
 TOKENS = [1, 7, 4096]
+# Llama-3-8B's token count, at its hidden size only (the largest tensors).
+LARGE = (4096, 16384)
 
 
 def _t(h, dt):
@@ -64,6 +66,14 @@ def module_text(hidden, dt):
   %dx = liger.softmax_grad %dy, %y : {X}
   return %dx : {X}
 }}""",
+        "rms_grad": f"""func.func @rms_grad(%dy: {X}, %x: {X}, %w: {W}, %r: {R}) -> ({X}, {W}) {{
+  %dx, %dw = liger.rms_norm_grad %dy, %x, %w, %r : {X}, {W}, {R}
+  return %dx, %dw : {X}, {W}
+}}""",
+        "rms_grad_gemma": f"""func.func @rms_grad_gemma(%dy: {X}, %x: {X}, %w: {WF}, %r: {R}) -> ({X}, {WF}) {{
+  %dx, %dw = liger.rms_norm_grad %dy, %x, %w, %r offset = 1.0 casting = gemma : {X}, {WF}, {R}
+  return %dx, %dw : {X}, {WF}
+}}""",
         "swiglu_grad": f"""func.func @swiglu_grad(%dy: {X}, %g: {X}, %u: {X}) -> ({X}, {X}) {{
   %dg, %du = liger.swiglu_grad %dy, %g, %u : {X}
   return %dg, %du : {X}, {X}
@@ -100,6 +110,27 @@ def _round(t, dt):
     return t.to(torch.float32).to(torch.float64)
 
 
+def make_inputs(specs, tokens, hidden, dt, gen=None):
+    """Random inputs for `specs` (see references) on the GPU."""
+    import torch
+    dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[dt]
+    out = []
+    for kind, scale in specs:
+        if kind == "rstd":
+            # RMSNorm's forward rstd of the row input before it, in f32.
+            x = next(t for t in reversed(out) if t.dim() == 2).float()
+            out.append(torch.rsqrt(x.pow(2).mean(-1) + scale))
+            continue
+        shape = (tokens, hidden) if kind in ("rows", "probs") else (hidden,)
+        t = torch.randn(shape, generator=gen, device="cuda")
+        if kind == "probs":
+            t = torch.softmax(t * 2, -1)
+        else:
+            t = t * scale
+        out.append(t if kind == "feature_f32" else t.to(dtype))
+    return out
+
+
 def _silu(g):
     return g * (1.0 / (1.0 + (-g).exp()))
 
@@ -115,7 +146,8 @@ def references(dt):
 
     Input specs: ("rows", scale) for [tokens, hidden], ("feature", scale) for
     [hidden], ("feature_f32", scale) for an f32 weight, ("probs", _) for rows
-    of a softmax.
+    of a softmax, ("rstd", eps) for the f32 [tokens] rstd that RMSNorm's
+    forward returns for the input before it (computed in f32).
     """
     def rms(x, w, eps, offset, casting):
         rstd = 1.0 / (x.pow(2).mean(-1, keepdim=True) + eps).sqrt()
@@ -147,6 +179,16 @@ def references(dt):
     def softmax_grad(dy, y):
         return (y * (dy - (dy * y).sum(-1, keepdim=True)),)
 
+    def rms_grad(dy, x, w, rstd, offset, casting):
+        # x_hat as the forward pass rounded it (llama: to the input dtype).
+        r = rstd.unsqueeze(-1)
+        x_hat = x * r
+        g = dy * (offset + w)
+        dot = (g * x_hat).sum(-1, keepdim=True)
+        dx = r * (g - x_hat * dot / x.shape[-1])
+        seen = _round(x_hat, dt) if casting == "llama" else x_hat
+        return dx, (dy * seen).reshape(-1, x.shape[-1]).sum(0)
+
     def add_rms(x, r, w):
         s = _round(x + r, dt)
         return rms(s, w, 1e-5, 0.0, "llama")[0], s
@@ -162,7 +204,37 @@ def references(dt):
         "geglu": ([("rows", 2.0), ("rows", 1.0)], lambda g, u: (_gelu_tanh(g) * u,)),
         "softmax": ([("rows", 3.0)], softmax),
         "silu_mul": ([("rows", 2.0), ("rows", 1.0)], lambda a, b: (_silu(a) * b,)),
+        "rms_grad": ([("rows", 1.0), ("rows", 1.0), ("feature", 1.0), ("rstd", 1e-6)],
+                     lambda dy, x, w, r: rms_grad(dy, x, w, r, 0.0, "llama")),
+        "rms_grad_gemma": ([("rows", 1.0), ("rows", 1.0), ("feature_f32", 0.5),
+                            ("rstd", 1e-6)],
+                           lambda dy, x, w, r: rms_grad(dy, x, w, r, 1.0, "gemma")),
         "swiglu_grad": ([("rows", 1.0), ("rows", 2.0), ("rows", 1.0)], swiglu_grad),
         "geglu_grad": ([("rows", 1.0), ("rows", 2.0), ("rows", 1.0)], geglu_grad),
         "softmax_grad": ([("rows", 1.0), ("probs", 1.0)], softmax_grad),
+    }
+
+
+# liger.ops configurations the GPU suite calls (test_ops.py); the build
+# machine precompiles them (scripts/build-gpu-bundles.sh) into
+# gpu-bundles/ops, which the suite passes as LIGER_OPS_BUNDLES.
+def ops_cases():
+    """name -> (spec, op name, input shapes, dtype, extra kwargs)."""
+    from liger import ops
+    return {
+        "rms_llama_bf16": (ops.rms_norm_spec(1000, "bf16"), "rms_norm",
+                           [(2, 7, 1000), (1000,)], "bf16", {}),
+        "rms_gemma_f32": (ops.rms_norm_spec(4096, "f32", "f32", eps=1e-5, offset=1.0,
+                                            casting="gemma"),
+                          "rms_norm", [(5, 4096), (4096,)], "f32",
+                          dict(eps=1e-5, offset=1.0, casting="gemma")),
+        "swiglu_bf16": (ops.swiglu_spec(5120, "bf16"), "swiglu",
+                        [(33, 5120), (33, 5120)], "bf16", {}),
+        "geglu_f32": (ops.geglu_spec(1000, "f32"), "geglu", [(3, 1000), (3, 1000)], "f32", {}),
+        "softmax_f32": (ops.softmax_spec(1000, "f32"), "softmax", [(4, 1000)], "f32", {}),
+        "rope_f32": (ops.rope_spec(4, 2, 64, "f32"), "rope",
+                     [(2, 4, 5, 64), (2, 2, 5, 64), (1, 5, 64), (1, 5, 64)], "f32", {}),
+        "rope_bf16_batched": (ops.rope_spec(32, 8, 128, "bf16", broadcast_tables=False), "rope",
+                              [(2, 32, 7, 128), (2, 8, 7, 128), (2, 7, 128), (2, 7, 128)],
+                              "bf16", {}),
     }

@@ -18,14 +18,6 @@ for name, tokens in [("h1000_f32", 3), ("h1000_bf16", 5), ("h4096_bf16", 2)]:
     hidden = int(name.split("_")[0][1:])
     bundle = runtime.load(os.path.join(root, name))
     for case, (specs, _) in kernels.references(dt).items():
-        dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[dt]
-        inputs = []
-        for kind, scale in specs:
-            shape = (tokens, hidden) if kind in ("rows", "probs") else (hidden,)
-            t = torch.randn(shape, device="cuda") * scale
-            if kind == "probs":
-                t = torch.softmax(t, -1)
-            inputs.append(t if kind == "feature_f32" else t.to(dtype))
-        bundle[case + "_rowwise_0"](*inputs)
+        bundle[case + "_rowwise_0"](*kernels.make_inputs(specs, tokens, hidden, dt))
 torch.cuda.synchronize()
 print("sanitize: launched every kernel of 3 bundles")

@@ -61,3 +61,23 @@ def test_compile_traces_the_meta_implementation(bundle):
     x = torch.randn(5, 4096, device="cuda", dtype=torch.bfloat16)
     w = torch.randn(4096, device="cuda", dtype=torch.bfloat16)
     assert torch.equal(torch.compile(f, fullgraph=True)(x, w), f(x, w))
+
+
+def test_weight_gradient_through_the_cpp_path(bundle):
+    # RMSNorm backward: C++ allocates the f32 workspace and launches both
+    # kernels; the result equals the Python runtime's, and meta gives dW [H].
+    from liger import runtime
+    dy, x = (torch.randn(33, 4096, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    w = torch.randn(4096, device="cuda", dtype=torch.bfloat16)
+    rstd = torch.rsqrt(x.float().pow(2).mean(-1) + 1e-6)
+    dx, dw = torch.ops.liger.call(bundle, "rms_grad_rowwise_0", [dy, x, w, rstd])
+    assert dx.shape == (33, 4096) and dw.shape == (4096,)
+    pdx, pdw = runtime.load(bundle)["rms_grad_rowwise_0"](dy, x, w, rstd)
+    torch.cuda.synchronize()
+    assert torch.equal(dx, pdx) and torch.equal(dw, pdw)
+    with torch.device("meta"):
+        m = torch.ops.liger.call(bundle, "rms_grad_rowwise_0",
+                                 [torch.empty(5, 4096, dtype=torch.bfloat16)] * 2
+                                 + [torch.empty(4096, dtype=torch.bfloat16),
+                                    torch.empty(5)])
+    assert [tuple(t.shape) for t in m] == [(5, 4096), (4096,)]

@@ -33,20 +33,6 @@ def load(bundles_dir, hidden, dt):
         pytest.skip(str(e))
 
 
-def make(spec, tokens, hidden, dt, gen):
-    kind, scale = spec
-    dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[dt]
-    if kind == "rows":
-        t = torch.randn(tokens, hidden, generator=gen, device="cuda") * scale
-    elif kind == "probs":
-        t = torch.softmax(torch.randn(tokens, hidden, generator=gen, device="cuda") * 2, -1)
-    elif kind == "feature":
-        t = torch.randn(hidden, generator=gen, device="cuda") * scale
-    else:  # an f32 feature vector whatever the dtype
-        return torch.randn(hidden, generator=gen, device="cuda") * scale
-    return t.to(dtype)
-
-
 def check(actual, expected, dt, what):
     actual = actual.to(torch.float64)
     assert not torch.isnan(actual).any(), "%s: NaN in the output (unwritten or wrong)" % what
@@ -58,6 +44,8 @@ def check(actual, expected, dt, what):
 
 CASES = [(h, dt, name, tokens) for h in kernels.HIDDENS for dt in kernels.DTYPES
          for name in kernels.references(dt) for tokens in kernels.TOKENS]
+CASES += [(kernels.LARGE[0], dt, name, kernels.LARGE[1]) for dt in kernels.DTYPES
+          for name in kernels.references(dt)]
 
 
 @pytest.mark.parametrize("hidden,dt,name,tokens", CASES,
@@ -67,12 +55,11 @@ def test_rowwise_kernel(bundles_dir, hidden, dt, name, tokens):
     specs, reference = kernels.references(dt)[name]
     gen = torch.Generator(device="cuda")
     gen.manual_seed(torch.seed())
-    inputs = [make(s, tokens, hidden, dt, gen) for s in specs]
+    inputs = kernels.make_inputs(specs, tokens, hidden, dt, gen)
     kernel = bundle[name + "_rowwise_0"]
     out = []
-    for p in kernel.outputs:
+    for p, shape in zip(kernel.outputs, kernel.output_shapes(inputs)):
         dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[p["dtype"]]
-        shape = (tokens, hidden) if p["kind"] == "rows" else (tokens,)
         out.append(torch.full(shape, float("nan"), dtype=dtype, device="cuda"))
     result = kernel(*inputs, out=out)
     torch.cuda.synchronize()
@@ -101,6 +88,13 @@ def test_errors_are_clear(bundles_dir):
     # Zero rows: nothing to launch, empty outputs.
     y, r = k(torch.empty(0, 1000, device="cuda"), w)
     assert y.shape == (0, 1000) and r.shape == (0,)
+    # Zero rows of a weight gradient: dW is written, and is zero.
+    e = torch.empty(0, 1000, device="cuda")
+    dw = torch.full((1000,), float("nan"), device="cuda")
+    bundle["rms_grad_rowwise_0"](e, e, w, torch.empty(0, device="cuda"),
+                                 out=[torch.empty(0, 1000, device="cuda"), dw])
+    torch.cuda.synchronize()
+    assert (dw == 0).all()
 
 
 def test_bundle_for_another_arch_is_refused(bundles_dir):

@@ -95,7 +95,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadManifest{"\"memref-descriptor\"", "\"bare\"", "unknown abi 'bare'"},
         BadManifest{"\"role\": \"output\", \"kind\": \"rows\"",
                     "\"role\": \"inout\", \"kind\": \"rows\"",
-                    "role must be input or output"},
+                    "role must be input, output or workspace"},
         BadManifest{"\"dynamic_shared_memory_bytes\": 36",
                     "\"dynamic_shared_memory_bytes\": \"36\"",
                     "expected an integer 'dynamic_shared_memory_bytes'"}));
@@ -253,6 +253,120 @@ TEST_F(BundleFilesTest, RoPEArgumentChecks) {
   args = good();
   args[3].shape = {1, 4, 16};
   expectError(args, "must have shape [1 or 2, 5, 16], got [1, 4, 16]");
+}
+
+// A group reducing across rows (RMSNorm backward): a workspace and a
+// finishing kernel.
+const char *kGradManifest = R"({
+  "format": "liger-bundle", "version": 1, "source": "t.mlir",
+  "modules": [{"name": "liger_kernels", "arch": "sm_90a", "cubin": "k.cubin", "ptx": "k.ptx",
+    "kernels": [{"name": "grad", "template": "rowwise", "ops": "liger.rms_norm_grad",
+      "abi": "memref-descriptor", "grid": ["ctas", 1, 1], "block": [128, 1, 1],
+      "dynamic_shared_memory_bytes": 20, "vector_width": 8, "alignment_bytes": 16,
+      "ctas_per_sm": 4,
+      "finish": {"name": "grad_finish", "grid": [32, 1, 1], "block": [256, 1, 1],
+                 "dynamic_shared_memory_bytes": 1024},
+      "params": [
+        {"name": "input0", "role": "input", "kind": "rows", "dtype": "bf16", "shape": ["rows", 1000]},
+        {"name": "input1", "role": "input", "kind": "feature", "dtype": "bf16", "shape": [1000]},
+        {"name": "output0", "role": "output", "kind": "feature", "dtype": "bf16", "shape": [1000]},
+        {"name": "workspace0", "role": "workspace", "kind": "partials", "dtype": "f32", "shape": ["ctas", 1000]}
+      ]}]}]})";
+
+TEST(ManifestTest, ParsesWorkspacesAndTheFinishingKernel) {
+  Manifest m;
+  ASSERT_TRUE(parse(kGradManifest, &m).isOk());
+  const KernelSpec &k = m.modules[0].kernels.at(0);
+  EXPECT_TRUE(k.hasWorkspaces());
+  EXPECT_EQ(k.finish.name, "grad_finish");
+  EXPECT_EQ(k.finish.grid, 32);
+  EXPECT_EQ(k.finish.block[0], 256);
+  EXPECT_EQ(k.finish.dynamicSharedMemoryBytes, 1024);
+  EXPECT_EQ(k.ctasPerSm, 4);
+  EXPECT_TRUE(k.params[3].isWorkspace);
+  EXPECT_FALSE(k.params[3].isOutput);
+  EXPECT_EQ(k.params[3].kind, ParamKind::Partials);
+  EXPECT_EQ(k.params[3].length, 1000);
+  // min(rows, SMs * ctas_per_sm), at least one CTA.
+  EXPECT_EQ(workspaceCtas(k, 16384, 132), 528);
+  EXPECT_EQ(workspaceCtas(k, 7, 132), 7);
+  EXPECT_EQ(workspaceCtas(k, 0, 132), 1);
+}
+
+class WorkspaceManifestErrorTest
+    : public ::testing::TestWithParam<BadManifest> {};
+
+TEST_P(WorkspaceManifestErrorTest, SaysWhatIsWrong) {
+  Manifest m;
+  Status s = parse(replaced(kGradManifest, GetParam().from, GetParam().to), &m);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find(GetParam().message), std::string::npos)
+      << s.toString();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Workspaces, WorkspaceManifestErrorTest,
+    ::testing::Values(
+        // A workspace but no finishing kernel, and the other way round.
+        BadManifest{"\"finish\"", "\"unfinished\"",
+                    "a kernel has workspaces if and only if it has a 'finish' "
+                    "kernel"},
+        BadManifest{"\"role\": \"workspace\", \"kind\": \"partials\"",
+                    "\"role\": \"output\", \"kind\": \"partials\"",
+                    "a workspace is an f32 'partials' parameter"},
+        BadManifest{"\"partials\", \"dtype\": \"f32\"",
+                    "\"partials\", \"dtype\": \"bf16\"",
+                    "a workspace is an f32 'partials' parameter"},
+        BadManifest{"\"ctas_per_sm\": 4", "\"ctas_per_sm\": 0",
+                    "ctas_per_sm must be in [1, 64]"},
+        BadManifest{"\"grid\": [32, 1, 1]", "\"grid\": [32, 2, 1]",
+                    "finish: grid must be [n, 1, 1]"}));
+
+TEST_F(BundleFilesTest, WorkspaceArgumentChecks) {
+  write("manifest.json", kGradManifest);
+  write("k.cubin", std::string("\x7f"
+                               "ELF") +
+                       std::string(100, '\0'));
+  std::unique_ptr<Bundle> b;
+  ASSERT_TRUE(Bundle::open(dir, &b).isOk());
+  const KernelSpec *k = b->findKernel("grad");
+  ASSERT_NE(k, nullptr);
+  alignas(16) static char buf[64];
+  auto good = [&] {
+    return std::vector<TensorArg>{{buf, DType::bf16, {6, 1000}},
+                                  {buf, DType::bf16, {1000}},
+                                  {buf, DType::bf16, {1000}},
+                                  {buf, DType::f32, {3, 1000}}};
+  };
+  int64_t rows = 0, ctas = 0;
+  ASSERT_TRUE(b->checkArgs(*k, good(), &rows, &ctas).isOk());
+  EXPECT_EQ(rows, 6);
+  EXPECT_EQ(ctas, 3);
+  // Zero rows still need one CTA: the weight gradient is written (zeros).
+  auto args = good();
+  args[0].shape = {0, 1000};
+  ASSERT_TRUE(b->checkArgs(*k, args, &rows, &ctas).isOk());
+  EXPECT_EQ(rows, 0);
+  auto expectError = [&](std::vector<TensorArg> args, const char *message) {
+    Status s = b->checkArgs(*k, args, &rows, &ctas);
+    ASSERT_FALSE(s.isOk());
+    EXPECT_NE(s.message().find(message), std::string::npos) << s.toString();
+  };
+  args = good();
+  args[3].shape = {0, 1000};
+  expectError(args, "'workspace0' (#3) (a workspace) must have shape [ctas, "
+                    "1000] with ctas >= 1, got [0, 1000]");
+  args = good();
+  args[3].shape = {3, 999};
+  expectError(args, "must have shape [ctas, 1000]");
+  args = good();
+  args[3].dtype = DType::bf16;
+  expectError(args, "'workspace0' (#3) must be f32, got bf16");
+  args = good();
+  args.pop_back();
+  expectError(args,
+              "expects 4 tensors (inputs, outputs, then workspaces), got 3");
 }
 
 TEST(CudaDriverTest, NoDriverIsAClearError) {

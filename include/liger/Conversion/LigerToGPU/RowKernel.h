@@ -55,12 +55,15 @@ enum class RowParamKind {
   Scalar,     ///< rank 0
   Heads,      ///< [B, heads, T, D] (RoPE's q and k)
   Tables,     ///< [B or 1, T, D] (RoPE's cos and sin)
+  Partials,   ///< [ctas, H] f32 workspace: one partial column reduction per
+              ///< CTA, finished by the second kernel
 };
 
 /// One kernel parameter (a memref), in order.
 struct RowKernelParam {
   std::string name; // "input0", "output1", ...
   bool isOutput = false;
+  bool isWorkspace = false; // a Partials buffer the launcher allocates
   RowParamKind kind = RowParamKind::Rows;
   Type elementType;
   int64_t hidden = 0; // the row (or feature) length; 0 for row scalars
@@ -75,10 +78,23 @@ struct RowKernelInfo {
   int64_t sharedMemoryBytes = 0;
   SmallVector<RowKernelParam> params;
   std::string opChain;       // "liger.add_rms_norm"
-  std::string grid = "rows"; // the grid shape symbol: "rows" or "tokens"
+  std::string grid = "rows"; // the grid shape symbol: "rows", "tokens" or
+                             // "ctas" (the leading size of the workspaces)
+  /// Groups that reduce across rows (RMSNorm's dW) are two kernels: the
+  /// first loops over rows with a stride of the grid and writes one partial
+  /// per CTA into each workspace; this second one (same parameters) reduces
+  /// the partials and finishes the per-feature steps. Empty when none.
+  std::string finishName;
+  int64_t finishGrid = 0;
+  int64_t finishThreads = 0;
+  int64_t finishSharedMemoryBytes = 0;
+  /// The CTAs per SM the first kernel is meant to run with: a launcher
+  /// sizes the workspaces to min(rows, SMs * ctasPerSm) rows (at least 1).
+  int64_t ctasPerSm = 0;
 };
 
-/// Builds the kernel of `group` into `module` (at its end). Fails with a
+/// Builds the kernel of `group` into `module` (at its end), and its finishing
+/// kernel `<name>_finish` when the group reduces across rows. Fails with a
 /// diagnostic on the group when a body op is outside what the row program
 /// supports.
 FailureOr<RowKernelInfo> buildRowKernel(FusionOp group, gpu::GPUModuleOp module,

@@ -1,0 +1,335 @@
+"""Fused ops on torch tensors, compiled by liger, with autograd.
+
+    from liger import ops
+    y = ops.rms_norm(x, w, eps=1e-6)          # backward: liger.rms_norm_grad
+    y = ops.swiglu(gate, up)                  # backward: liger.swiglu_grad
+    y = ops.geglu(gate, up, approximate="tanh")
+    p = ops.softmax(x)                        # backward: liger.softmax_grad
+    q, k = ops.rope(q, k, cos, sin)           # backward: liger.rope_grad
+
+Each call's configuration (the op, its attributes, the feature size and the
+dtypes) names a small liger module holding a forward and a backward
+function (`module_text(spec)`); its bundle is found, in this order:
+
+1. `$LIGER_OPS_BUNDLES/<key>`, where `python -m liger.ops precompile DIR SPEC...`
+   (or `precompile(DIR, specs)`) wrote it: the way to run on a machine without
+   the compiler (a GPU machine with only the runtime);
+2. `liger.compile(...)` on first use, cached on disk, where liger-compile is
+   installed.
+
+Otherwise the call raises LigerError naming the SPEC to precompile. The key is
+a hash of the module text and the target, so a changed attribute never
+picks a stale bundle. The functions are `torch.autograd.Function`s: the
+forward saves what its backward kernel reads (RMSNorm's rstd, softmax's
+output) and the backward launches one kernel (two for RMSNorm's weight
+gradient). Tensors must be contiguous CUDA tensors of one device.
+"""
+
+import hashlib
+import os
+import sys
+
+from .driver import LigerError
+
+TARGET = "sm_90a"
+_DT = {"bf16": "bf16", "f16": "f16", "f32": "f32"}
+_TORCH_NAMES = {"torch.bfloat16": "bf16", "torch.float16": "f16", "torch.float32": "f32"}
+_KERNELS = {}
+
+
+def _dt(dtype):
+    """"bf16" for torch.bfloat16 or "bf16"; a LigerError for other dtypes."""
+    name = _TORCH_NAMES.get(str(dtype), str(dtype))
+    if name not in _DT:
+        raise LigerError("liger.ops takes bf16, f16 or f32 tensors, got %s" % dtype)
+    return name
+
+
+def spec_string(op, **config):
+    """`op:key=value,...`, the form `precompile` takes on its command line."""
+    return op + ":" + ",".join("%s=%s" % kv for kv in sorted(config.items()))
+
+
+def parse_spec(text):
+    op, _, rest = text.partition(":")
+    config = {}
+    for item in filter(None, rest.split(",")):
+        key, _, value = item.partition("=")
+        config[key] = value
+    return op, config
+
+
+def module_text(spec):
+    """The liger module (functions @fwd and @bwd) of a spec string."""
+    op, c = parse_spec(spec)
+    try:
+        if op == "rms_norm":
+            h, dt, wdt = int(c["hidden"]), _DT[c["dtype"]], _DT[c["weight_dtype"]]
+            X, W = "tensor<?x%dx%s>" % (h, dt), "tensor<%dx%s>" % (h, wdt)
+            attrs = "eps = %.9e offset = %.9e casting = %s" % (
+                float(c["eps"]), float(c["offset"]), c["casting"])
+            grad_attrs = "offset = %.9e casting = %s" % (float(c["offset"]), c["casting"])
+            return f"""func.func @fwd(%x: {X}, %w: {W}) -> ({X}, tensor<?xf32>) {{
+  %y, %r = liger.rms_norm %x, %w {attrs} rstd : {X}, {W}
+  return %y, %r : {X}, tensor<?xf32>
+}}
+func.func @bwd(%dy: {X}, %x: {X}, %w: {W}, %r: tensor<?xf32>) -> ({X}, {W}) {{
+  %dx, %dw = liger.rms_norm_grad %dy, %x, %w, %r {grad_attrs} : {X}, {W}, tensor<?xf32>
+  return %dx, %dw : {X}, {W}
+}}
+"""
+        if op in ("swiglu", "geglu"):
+            X = "tensor<?x%dx%s>" % (int(c["hidden"]), _DT[c["dtype"]])
+            attrs = " approximate = %s" % c["approximate"] if op == "geglu" else ""
+            return f"""func.func @fwd(%g: {X}, %u: {X}) -> {X} {{
+  %y = liger.{op} %g, %u{attrs} : {X}
+  return %y : {X}
+}}
+func.func @bwd(%dy: {X}, %g: {X}, %u: {X}) -> ({X}, {X}) {{
+  %dg, %du = liger.{op}_grad %dy, %g, %u{attrs} : {X}
+  return %dg, %du : {X}, {X}
+}}
+"""
+        if op == "softmax":
+            X = "tensor<?x%dx%s>" % (int(c["hidden"]), _DT[c["dtype"]])
+            return f"""func.func @fwd(%x: {X}) -> {X} {{
+  %y = liger.softmax %x : {X}
+  return %y : {X}
+}}
+func.func @bwd(%dy: {X}, %y: {X}) -> {X} {{
+  %dx = liger.softmax_grad %dy, %y : {X}
+  return %dx : {X}
+}}
+"""
+        if op == "rope":
+            dt, d = _DT[c["dtype"]], int(c["head_dim"])
+            Q = "tensor<?x%dx?x%dx%s>" % (int(c["q_heads"]), d, dt)
+            K = "tensor<?x%dx?x%dx%s>" % (int(c["k_heads"]), d, dt)
+            C = "tensor<%sx?x%dx%s>" % ("1" if c["table_batch"] == "1" else "?", d, dt)
+            return "\n".join(f"""func.func @{fn}(%q: {Q}, %k: {K}, %c: {C}, %s: {C}) -> ({Q}, {K}) {{
+  %a, %b = {name} %q, %k, %c, %s : {Q}, {K}, {C}
+  return %a, %b : {Q}, {K}
+}}""" for fn, name in (("fwd", "liger.rope"), ("bwd", "liger.rope_grad"))) + "\n"
+    except (KeyError, ValueError) as e:
+        raise LigerError("malformed op spec %r: %s" % (spec, e)) from None
+    raise LigerError("unknown op %r in spec %r (liger.ops has rms_norm, swiglu, geglu, "
+                     "softmax, rope)" % (op, spec))
+
+
+def bundle_key(spec, target=TARGET):
+    text = module_text(spec)
+    return hashlib.sha256((target + "\n" + text).encode()).hexdigest()[:24]
+
+
+def precompile(out_dir, specs, target=TARGET):
+    """Compiles each spec string into `out_dir/<key>` (needs liger-compile).
+    Returns the bundle paths."""
+    import shutil
+    from .compiler import compile as compile_module
+    paths = []
+    os.makedirs(out_dir, exist_ok=True)
+    for spec in specs:
+        dest = os.path.join(out_dir, bundle_key(spec, target))
+        if not os.path.isfile(os.path.join(dest, "manifest.json")):
+            compiled = compile_module(module_text(spec), target=target)
+            tmp = dest + ".tmp"
+            shutil.rmtree(tmp, ignore_errors=True)
+            shutil.copytree(compiled.path, tmp)
+            with open(os.path.join(tmp, "spec.txt"), "w") as f:
+                f.write(spec + "\n")
+            os.replace(tmp, dest)
+        paths.append(dest)
+    return paths
+
+
+def bundle_path(spec, target=TARGET):
+    """Where the bundle of `spec` is: precompiled, or compiled now."""
+    root = os.environ.get("LIGER_OPS_BUNDLES")
+    if root:
+        path = os.path.join(root, bundle_key(spec, target))
+        if os.path.isfile(os.path.join(path, "manifest.json")):
+            return path
+    from .compiler import compile as compile_module
+    from .driver import find_tool
+    try:
+        find_tool("liger-compile")
+    except LigerError:
+        raise LigerError(
+            "no compiled kernels for %s%s, and liger-compile is not installed here: "
+            "on a machine with the compiler run\n  python -m liger.ops precompile DIR '%s'\n"
+            "and set LIGER_OPS_BUNDLES=DIR here" % (
+                spec, " in LIGER_OPS_BUNDLES=%s" % root if root else "", spec)) from None
+    return compile_module(module_text(spec), target=target).path
+
+
+def _kernels(spec):
+    """(forward, backward) kernels of `spec`, loaded once per process."""
+    pair = _KERNELS.get(spec)
+    if pair is None:
+        from . import runtime
+        bundle = runtime.load(bundle_path(spec))
+        pair = _KERNELS[spec] = (bundle["fwd_rowwise_0"], bundle["bwd_rowwise_0"])
+        if os.environ.get("LIGER_DEBUG"):
+            print("liger.ops: %s from %s" % (spec, bundle.path), file=sys.stderr)
+    return pair
+
+
+def _contiguous(*tensors):
+    return [t.contiguous() for t in tensors]
+
+
+def _function_classes():
+    import torch
+
+    class RMSNorm(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, w, spec):
+            fwd, bwd = _kernels(spec)
+            y, rstd = fwd(x, w)
+            ctx.save_for_backward(x, w, rstd)
+            ctx.bwd = bwd
+            return y
+
+        @staticmethod
+        def backward(ctx, dy):
+            x, w, rstd = ctx.saved_tensors
+            dx, dw = ctx.bwd(dy.contiguous(), x, w, rstd)
+            return dx, dw, None
+
+    class Gated(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, g, u, spec):
+            fwd, bwd = _kernels(spec)
+            ctx.save_for_backward(g, u)
+            ctx.bwd = bwd
+            return fwd(g, u)
+
+        @staticmethod
+        def backward(ctx, dy):
+            dg, du = ctx.bwd(dy.contiguous(), *ctx.saved_tensors)
+            return dg, du, None
+
+    class Softmax(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, spec):
+            fwd, bwd = _kernels(spec)
+            y = fwd(x)
+            ctx.save_for_backward(y)
+            ctx.bwd = bwd
+            return y
+
+        @staticmethod
+        def backward(ctx, dy):
+            (y,) = ctx.saved_tensors
+            return ctx.bwd(dy.contiguous(), y), None
+
+    class RoPE(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, q, k, cos, sin, spec):
+            fwd, bwd = _kernels(spec)
+            ctx.save_for_backward(cos, sin)
+            ctx.bwd = bwd
+            return fwd(q, k, cos, sin)
+
+        @staticmethod
+        def backward(ctx, dq, dk):
+            cos, sin = ctx.saved_tensors
+            gq, gk = ctx.bwd(dq.contiguous(), dk.contiguous(), cos, sin)
+            return gq, gk, None, None, None
+
+    return dict(rms_norm=RMSNorm, gated=Gated, softmax=Softmax, rope=RoPE)
+
+
+_FUNCTIONS = None
+
+
+def _fn(name):
+    global _FUNCTIONS
+    if _FUNCTIONS is None:
+        _FUNCTIONS = _function_classes()
+    return _FUNCTIONS[name]
+
+
+# The spec of each op from its sizes and dtypes (torch dtypes or "bf16",
+# "f16", "f32"): what a call computes and what `precompile` takes.
+def rms_norm_spec(hidden, dtype, weight_dtype=None, eps=1e-6, offset=0.0, casting="llama"):
+    return spec_string("rms_norm", hidden=int(hidden), dtype=_dt(dtype),
+                       weight_dtype=_dt(weight_dtype or dtype), eps=float(eps),
+                       offset=float(offset), casting=casting)
+
+
+def swiglu_spec(hidden, dtype):
+    return spec_string("swiglu", hidden=int(hidden), dtype=_dt(dtype))
+
+
+def geglu_spec(hidden, dtype, approximate="tanh"):
+    return spec_string("geglu", hidden=int(hidden), dtype=_dt(dtype), approximate=approximate)
+
+
+def softmax_spec(hidden, dtype):
+    return spec_string("softmax", hidden=int(hidden), dtype=_dt(dtype))
+
+
+def rope_spec(q_heads, k_heads, head_dim, dtype, broadcast_tables=True):
+    return spec_string("rope", q_heads=int(q_heads), k_heads=int(k_heads),
+                       head_dim=int(head_dim), dtype=_dt(dtype),
+                       table_batch="1" if broadcast_tables else "B")
+
+
+def rms_norm(x, weight, eps=1e-6, offset=0.0, casting="llama"):
+    """RMSNorm over the last dimension (liger.rms_norm; casting "llama",
+    "gemma" or "none" as Hugging Face's Llama and Gemma modules)."""
+    spec = rms_norm_spec(x.shape[-1], x.dtype, weight.dtype, eps, offset, casting)
+    return _fn("rms_norm").apply(*_contiguous(x, weight), spec)
+
+
+def swiglu(gate, up):
+    """silu(gate) * up (liger.swiglu)."""
+    spec = swiglu_spec(gate.shape[-1], gate.dtype)
+    return _fn("gated").apply(*_contiguous(gate, up), spec)
+
+
+def geglu(gate, up, approximate="tanh"):
+    """gelu(gate) * up (liger.geglu; approximate "tanh" or "none")."""
+    spec = geglu_spec(gate.shape[-1], gate.dtype, approximate)
+    return _fn("gated").apply(*_contiguous(gate, up), spec)
+
+
+def softmax(x):
+    """Softmax over the last dimension (liger.softmax)."""
+    spec = softmax_spec(x.shape[-1], x.dtype)
+    return _fn("softmax").apply(*_contiguous(x), spec)
+
+
+def rope(q, k, cos, sin):
+    """Rotary embedding of q [B, Hq, T, D] and k [B, Hk, T, D] with tables
+    [1 or B, T, D] (liger.rope, rotate-half convention)."""
+    spec = rope_spec(q.shape[1], k.shape[1], q.shape[-1], q.dtype, cos.shape[0] == 1)
+    return _fn("rope").apply(*_contiguous(q, k, cos, sin), spec)
+
+
+def main(argv=None):
+    import argparse
+    ap = argparse.ArgumentParser(
+        prog="python -m liger.ops",
+        description="Precompile the kernels of liger.ops configurations into a directory "
+                    "that LIGER_OPS_BUNDLES points at (for machines without the compiler).")
+    sub = ap.add_subparsers(dest="command", required=True)
+    pre = sub.add_parser("precompile", help="compile SPECs into DIR")
+    pre.add_argument("dir")
+    pre.add_argument("specs", nargs="+", metavar="SPEC",
+                     help="op:key=value,... as a liger.ops error names it, e.g. "
+                          "swiglu:dtype=bf16,hidden=14336")
+    pre.add_argument("--target", default=TARGET)
+    args = ap.parse_args(argv)
+    try:
+        for spec, path in zip(args.specs, precompile(args.dir, args.specs, args.target)):
+            print("%s -> %s" % (spec, path))
+    except LigerError as e:
+        print("liger.ops: %s" % e, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,102 @@
+"""liger.ops on the GPU: each fused op and its gradients (through autograd,
+the backward kernels) against float64 PyTorch autograd on fresh random
+inputs, with the bundles precompiled on the build machine
+(LIGER_OPS_BUNDLES). Skips cleanly without torch, a GPU, the runtime or the
+bundles."""
+
+import math
+import os
+
+import pytest
+
+import kernels
+
+torch = pytest.importorskip("torch", reason="needs PyTorch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA GPU on this machine", allow_module_level=True)
+from liger import ops  # noqa: E402
+
+TOL = {"bf16": 1e-2, "f32": 2e-5}
+CASES = kernels.ops_cases()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def precompiled(bundles_dir):
+    path = os.path.join(bundles_dir, "ops")
+    if not os.path.isdir(path):
+        pytest.skip("%s not built (run scripts/build-gpu-bundles.sh)" % path)
+    old = os.environ.get("LIGER_OPS_BUNDLES")
+    os.environ["LIGER_OPS_BUNDLES"] = path
+    yield path
+    if old is None:
+        del os.environ["LIGER_OPS_BUNDLES"]
+    else:
+        os.environ["LIGER_OPS_BUNDLES"] = old
+
+
+def _round(t, dt):
+    return t.to(torch.bfloat16).to(torch.float64) if dt == "bf16" else t
+
+
+def reference(op, dt, args, kw):
+    """The op in float64 on float64 copies (differentiable)."""
+    if op == "rms_norm":
+        x, w = args
+        eps, offset = kw.get("eps", 1e-6), kw.get("offset", 0.0)
+        x_hat = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+        if kw.get("casting", "llama") == "llama":
+            x_hat = _round(x_hat, dt)
+        return (x_hat * (offset + w),)
+    if op == "swiglu":
+        return (torch.nn.functional.silu(args[0]) * args[1],)
+    if op == "geglu":
+        g = args[0]
+        return (0.5 * g * (1 + torch.tanh(math.sqrt(2 / math.pi) * (g + 0.044715 * g ** 3)))
+                * args[1],)
+    if op == "softmax":
+        return (torch.softmax(args[0], -1),)
+    if op == "rope":
+        q, k, c, s = args
+        c, s = c.unsqueeze(1), s.unsqueeze(1)
+
+        def rot(x):
+            a, b = x.chunk(2, -1)
+            return torch.cat((-b, a), -1)
+        return q * c + rot(q) * s, k * c + rot(k) * s
+    raise AssertionError(op)
+
+
+def check(actual, expected, dt, what):
+    actual = actual.detach().to(torch.float64)
+    assert not torch.isnan(actual).any(), "%s: NaN" % what
+    scale = expected.abs().max().item() or 1.0
+    err = (actual - expected).abs().max().item() / scale
+    assert err <= TOL[dt], "%s: max error %.3g (of %.3g) exceeds %g" % (what, err, scale, TOL[dt])
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_op_and_its_gradients(name):
+    spec, op, shapes, dt, kw = CASES[name]
+    dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[dt]
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(torch.seed())
+    args = [torch.randn(s, generator=gen, device="cuda").to(dtype) for s in shapes]
+    if op == "rope":  # real tables: cos and sin of angles
+        angle = torch.rand(shapes[2], generator=gen, device="cuda") * 6.3
+        args[2], args[3] = angle.cos().to(dtype), angle.sin().to(dtype)
+    grads_of = [0, 1] if op != "softmax" else [0]
+    leaves = [a.clone().requires_grad_(i in grads_of) for i, a in enumerate(args)]
+    out = getattr(ops, op)(*leaves, **kw)
+    out = out if isinstance(out, tuple) else (out,)
+    refs64 = [a.detach().to(torch.float64).requires_grad_(i in grads_of)
+              for i, a in enumerate(args)]
+    expected = reference(op, dt, refs64, kw)
+    assert len(out) == len(expected)
+    dys = [torch.randn(e.shape, generator=gen, device="cuda").to(dtype) for e in expected]
+    for i, (o, e) in enumerate(zip(out, expected)):
+        check(o, e, dt, "%s output %d" % (name, i))
+    torch.autograd.backward(out, dys)
+    torch.autograd.backward(expected, [d.to(torch.float64) for d in dys])
+    for i in grads_of:
+        assert leaves[i].grad is not None, "%s: no gradient for input %d" % (name, i)
+        check(leaves[i].grad, refs64[i].grad, dt, "%s gradient of input %d" % (name, i))

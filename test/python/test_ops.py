@@ -1,0 +1,103 @@
+"""liger.ops without a GPU: every op's module compiles (forward and backward
+kernels), precompiled bundles are found by key, a changed attribute never
+finds a stale bundle, and a machine with neither the bundle nor the compiler
+gets an error naming what to precompile."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from liger import LigerError, driver, ops
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+
+SPECS = [
+    ops.rms_norm_spec(1000, "bf16"),
+    ops.rms_norm_spec(4096, "bf16", "f32", eps=1e-5, offset=1.0, casting="gemma"),
+    ops.swiglu_spec(1000, "f32"),
+    ops.geglu_spec(64, "bf16", approximate="none"),
+    ops.softmax_spec(100, "f32"),
+    ops.rope_spec(4, 2, 64, "f32"),
+    ops.rope_spec(32, 8, 128, "bf16", broadcast_tables=False),
+]
+
+needs_ptxas = pytest.mark.skipif(
+    not shutil.which("ptxas") and not os.path.exists("/usr/local/cuda/bin/ptxas"),
+    reason="ptxas (CUDA toolkit) not found: cannot compile bundles")
+
+
+def test_specs_are_canonical():
+    class FakeDtype:
+        def __str__(self):
+            return "torch.bfloat16"
+    assert ops.rms_norm_spec(1000, FakeDtype()) == ops.rms_norm_spec(1000, "bf16") == (
+        "rms_norm:casting=llama,dtype=bf16,eps=1e-06,hidden=1000,offset=0.0,weight_dtype=bf16")
+    assert ops.parse_spec(SPECS[1]) == ("rms_norm", {
+        "casting": "gemma", "dtype": "bf16", "eps": "1e-05", "hidden": "4096",
+        "offset": "1.0", "weight_dtype": "f32"})
+    # Any attribute is part of the key.
+    assert ops.bundle_key(ops.rms_norm_spec(1000, "bf16", eps=1e-5)) != ops.bundle_key(SPECS[0])
+    assert ops.bundle_key(SPECS[0], "sm_80") != ops.bundle_key(SPECS[0])
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_module_verifies(spec):
+    # The forward and the backward function of each op, through the verifier.
+    out = driver.run_opt(ops.module_text(spec))
+    assert "func.func @fwd" in out and "func.func @bwd" in out
+
+
+def test_bad_specs_and_dtypes():
+    with pytest.raises(LigerError, match="unknown op 'layer_norm'"):
+        ops.module_text("layer_norm:hidden=8")
+    with pytest.raises(LigerError, match="malformed op spec 'swiglu:hidden=8'"):
+        ops.module_text("swiglu:hidden=8")
+    with pytest.raises(LigerError, match="takes bf16, f16 or f32 tensors, got torch.int32"):
+        ops.swiglu_spec(8, "torch.int32")
+
+
+@needs_ptxas
+def test_precompiled_bundles_are_found(tmp_path, monkeypatch):
+    paths = ops.precompile(str(tmp_path), SPECS[:3])
+    for spec, path in zip(SPECS, paths):
+        assert os.path.basename(path) == ops.bundle_key(spec)
+        assert open(os.path.join(path, "spec.txt")).read().strip() == spec
+    monkeypatch.setenv("LIGER_OPS_BUNDLES", str(tmp_path))
+
+    def no_compile(*a, **k):
+        raise AssertionError("compiled instead of using the precompiled bundle")
+    monkeypatch.setattr("liger.compiler.compile", no_compile)
+    assert ops.bundle_path(SPECS[1]) == paths[1]
+    # The weight gradient's kernel has its workspace in the manifest.
+    manifest = open(os.path.join(paths[0], "manifest.json")).read()
+    assert '"role": "workspace"' in manifest and '"name": "bwd_rowwise_0_finish"' in manifest
+
+
+def test_no_bundle_and_no_compiler_says_what_to_precompile(tmp_path, monkeypatch):
+    monkeypatch.setenv("LIGER_OPS_BUNDLES", str(tmp_path))
+
+    def missing(name="liger-opt"):
+        raise LigerError("cannot find %s" % name)
+    monkeypatch.setattr(driver, "find_tool", missing)
+    with pytest.raises(LigerError) as e:
+        ops.bundle_path(SPECS[2])
+    message = str(e.value)
+    assert "no compiled kernels for swiglu:dtype=f32,hidden=1000" in message
+    assert "python -m liger.ops precompile DIR 'swiglu:dtype=f32,hidden=1000'" in message
+
+
+@needs_ptxas
+def test_command_line(tmp_path):
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    proc = subprocess.run([sys.executable, "-m", "liger.ops", "precompile", str(tmp_path),
+                           SPECS[4]], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(SPECS[4] + " -> ")
+    assert os.path.isdir(tmp_path / ops.bundle_key(SPECS[4]))
+    proc = subprocess.run([sys.executable, "-m", "liger.ops", "precompile", str(tmp_path),
+                           "gelu:hidden=3"], capture_output=True, text=True, env=env)
+    assert proc.returncode == 1
+    assert "liger.ops: unknown op 'gelu'" in proc.stderr
