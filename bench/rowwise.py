@@ -80,13 +80,21 @@ def main():
     ap.add_argument("--bundle", default="bench-bundles/rowwise")
     ap.add_argument("--tokens", type=int, default=16384)
     ap.add_argument("--json")
+    ap.add_argument("--cases", help="comma-separated case prefixes to run (e.g. "
+                    "rms_norm,overhead); default: all")
     args = ap.parse_args()
+    prefixes = args.cases.split(",") if args.cases else None
+
+    def want(case):
+        return prefixes is None or any(case.startswith(p) for p in prefixes)
     M, H, I = args.tokens, 4096, 14336
     bw = copy_bandwidth()
     ours = runtime.load(args.bundle)
     rows = []
 
     def run(case, impls, inputs, ref, nbytes, first_only=True):
+        if not want(case):
+            return
         expected = ref(*inputs)
         expected = expected[0] if isinstance(expected, tuple) else expected
         floor = nbytes / bw / 1e6
@@ -156,7 +164,7 @@ def main():
     # compiled default of ctas_per_sm per SM.
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     bwd_bytes = 3 * M * H * 2 + M * 4 + 2 * H * 2
-    for per_sm in (1, 2, 4, 8):
+    for per_sm in (1, 2, 4, 8) if want("rms_norm bwd") else ():
         ws = torch.empty(min(M, per_sm * sms), H, dtype=torch.float32, device="cuda")
         launch_args = [(t.data_ptr(), n, list(t.shape)) for t, n in
                        ((dy, "bf16"), (x, "bf16"), (w, "bf16"), (rstd_r, "f32"),
@@ -253,9 +261,11 @@ def main():
     k1 = preallocated(ours["rms_norm_rowwise_0"], (1, H))
     a1, b1 = torch.randn(8, device="cuda"), torch.randn(8, device="cuda")
     overhead = {}
-    calls = [("liger.runtime (Python)", lambda: k1(x1, w)),
+    calls = [] if not want("overhead") else [("liger.runtime (Python)", lambda: k1(x1, w)),
              ("torch.add (8 elements)", lambda: torch.add(a1, b1))]
     try:
+        if not calls:
+            raise ImportError("overhead not asked for")
         from liger import torch_ops
         torch_ops.load_library()
         outs1 = [torch.empty(1, H, dtype=BF16, device="cuda")]
