@@ -50,3 +50,24 @@ func.func @rms_norm_grad(%dy: tensor<?x4096xbf16>, %x: tensor<?x4096xbf16>, %w: 
   %dx, %dw = liger.rms_norm_grad %dy, %x, %w, %r : tensor<?x4096xbf16>, tensor<4096xbf16>, tensor<?xf32>
   return %dx, %dw : tensor<?x4096xbf16>, tensor<4096xbf16>
 }
+
+// A/B of the kernel configuration's reuse_loads (on by default): the same
+// kernels reading x again after the row reduction.
+func.func @rms_norm_noreuse(%x: tensor<?x4096xbf16>, %w: tensor<4096xbf16>) -> tensor<?x4096xbf16> {
+  %y = liger.fusion rowwise(%x, %w) attributes {liger.kernel_config = {threads = 256 : i64, vector_width = 8 : i64, reuse_loads = false}} : (tensor<?x4096xbf16>, tensor<4096xbf16>) -> tensor<?x4096xbf16> {
+  ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<4096xbf16>):
+    %n = liger.rms_norm %a, %b eps = 1.0e-6 : tensor<?x4096xbf16>, tensor<4096xbf16>
+    liger.yield %n : tensor<?x4096xbf16>
+  }
+  return %y : tensor<?x4096xbf16>
+}
+
+func.func @rms_norm_grad_noreuse(%dy: tensor<?x4096xbf16>, %x: tensor<?x4096xbf16>, %w: tensor<4096xbf16>, %r: tensor<?xf32>)
+    -> (tensor<?x4096xbf16>, tensor<4096xbf16>) {
+  %g:2 = liger.fusion rowwise(%dy, %x, %w, %r) attributes {liger.kernel_config = {threads = 256 : i64, vector_width = 8 : i64, reuse_loads = false}} : (tensor<?x4096xbf16>, tensor<?x4096xbf16>, tensor<4096xbf16>, tensor<?xf32>) -> (tensor<?x4096xbf16>, tensor<4096xbf16>) {
+  ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<?x4096xbf16>, %c: tensor<4096xbf16>, %d: tensor<?xf32>):
+    %dx, %dw = liger.rms_norm_grad %a, %b, %c, %d : tensor<?x4096xbf16>, tensor<4096xbf16>, tensor<?xf32>
+    liger.yield %dx, %dw : tensor<?x4096xbf16>, tensor<4096xbf16>
+  }
+  return %g#0, %g#1 : tensor<?x4096xbf16>, tensor<4096xbf16>
+}

@@ -126,6 +126,8 @@ def main():
     w = torch.randn(H, dtype=BF16, device="cuda")
     impls = peers(rms_ref, lambda x, w: LigerRMSNormFunction.apply(x, w, 1e-6))
     impls["liger (ours)"] = preallocated(ours["rms_norm_rowwise_0"], (M, H))
+    if "rms_norm_noreuse_rowwise_0" in ours.kernels:
+        impls["ours, no reuse"] = preallocated(ours["rms_norm_noreuse_rowwise_0"], (M, H))
     run("rms_norm fwd", impls, (x, w), rms_ref, 2 * M * H * 2 + H * 2)
 
     # RMSNorm forward + backward with the weight gradient: ours is the
@@ -164,15 +166,18 @@ def main():
     # compiled default of ctas_per_sm per SM.
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     bwd_bytes = 3 * M * H * 2 + M * 4 + 2 * H * 2
-    for per_sm in (1, 2, 4, 8) if want("rms_norm bwd") else ():
+    variants = [("rms_norm_grad_rowwise_0", n, "ours %d/SM" % n) for n in (1, 2, 4, 8)]
+    if "rms_norm_grad_noreuse_rowwise_0" in ours.kernels:
+        variants.append(("rms_norm_grad_noreuse_rowwise_0", 4, "no reuse 4/SM"))
+    for kernel, per_sm, label in variants if want("rms_norm bwd") else ():
         ws = torch.empty(min(M, per_sm * sms), H, dtype=torch.float32, device="cuda")
         launch_args = [(t.data_ptr(), n, list(t.shape)) for t, n in
                        ((dy, "bf16"), (x, "bf16"), (w, "bf16"), (rstd_r, "f32"),
                         (dx_r, "bf16"), (dw_r, "bf16"), (ws, "f32"))]
         stream = torch.cuda.current_stream().cuda_stream
-        t = ms(lambda: ours._bundle.launch("rms_norm_grad_rowwise_0", launch_args, stream, 0))
+        t = ms(lambda: ours._bundle.launch(kernel, launch_args, stream, 0))
         floor = bwd_bytes / bw / 1e6
-        rows.append(dict(case="rms_norm bwd", impl="ours %d/SM" % per_sm, ms=t,
+        rows.append(dict(case="rms_norm bwd", impl=label, ms=t,
                          floor_ms=floor, of_floor=floor / t, err=float("nan")))
     del dy
 

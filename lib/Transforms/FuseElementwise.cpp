@@ -26,10 +26,14 @@ bool isElementwise(Operation *op) {
 }
 
 /// Row-local producers an elementwise consumer can join (losses reduce rows
-/// to scalars and stay alone).
+/// to scalars and stay alone). The norms' backward ops are row-local in dx
+/// (their weight gradients become a second, finishing kernel): a residual
+/// gradient added to dx is add + RMSNorm's backward in one kernel.
 bool isRowwiseProducer(Operation *op) {
   return isElementwise(op) ||
-         isa<RMSNormOp, AddRMSNormOp, LayerNormOp, RoPEOp, SoftmaxOp>(op);
+         isa<RMSNormOp, AddRMSNormOp, LayerNormOp, RoPEOp, SoftmaxOp,
+             RMSNormGradOp, LayerNormGradOp, SwiGLUGradOp, GEGLUGradOp,
+             SoftmaxGradOp>(op);
 }
 
 /// The kind of group `producer` would give its consumer, if any.

@@ -44,7 +44,7 @@ SmallVector<Value> getParameterOperands(Operation *op) {
       params.push_back(v);
   };
   TypeSwitch<Operation *>(op)
-      .Case<RMSNormOp, AddRMSNormOp, RMSNormGradOp>(
+      .Case<RMSNormOp, AddRMSNormOp, RMSNormGradOp, LayerNormGradOp>(
           [&](auto norm) { add(norm.getWeight()); })
       .Case<LayerNormOp>([&](LayerNormOp norm) {
         add(norm.getWeight());

@@ -9,6 +9,9 @@ This package is the Python face of the compiler:
 - `liger.runtime`: load a bundle, call its kernels on torch CUDA tensors
   (needs the `_liger_runtime` extension: scripts/build-runtime.sh);
 - `liger.torch_ops`: kernels as `torch.ops` operators, with autograd.
+- `liger.ops`: fused ops (rms_norm, swiglu, geglu, softmax, rope) as
+  differentiable functions on torch tensors (`python -m liger.ops
+  precompile` for machines without the compiler).
 
 Importing `liger` needs neither torch nor a GPU.
 """

@@ -68,3 +68,15 @@ func.func @width_does_not_divide(%x: tensor<?x66xf32>) -> tensor<?x66xf32> {
   }
   return %y : tensor<?x66xf32>
 }
+
+// -----
+
+func.func @bad_reuse_flag(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  // expected-error @+1 {{'liger.fusion' op expects 'reuse_loads' in 'liger.kernel_config' to be a bool}}
+  %y = liger.fusion rowwise(%x) attributes {liger.kernel_config = {threads = 32 : i64, vector_width = 4 : i64, reuse_loads = 1 : i64}} : (tensor<?x64xf32>) -> tensor<?x64xf32> {
+  ^bb0(%a: tensor<?x64xf32>):
+    %s = liger.silu %a : tensor<?x64xf32>
+    liger.yield %s : tensor<?x64xf32>
+  }
+  return %y : tensor<?x64xf32>
+}

@@ -165,3 +165,41 @@ func.func @grad_then_feature_add(%dy: tensor<2x?x64xbf16>, %x: tensor<2x?x64xbf1
   }
   return %g#0, %g#1 : tensor<2x?x64xbf16>, tensor<64xbf16>
 }
+
+// -----
+
+// The chunks of x that the sum of squares loaded stay in registers for the
+// normalization (reuse_loads, the default): two loads of x for two chunks,
+// none after the reduction's shuffles. Near-miss: reuse_loads = false reads
+// x again through the caches.
+// CHECK-LABEL: gpu.func @reuse_rowwise_0(
+//       CHECK:     vector.load %arg0
+//       CHECK:     vector.load %arg0
+//       CHECK:     gpu.shuffle
+//   CHECK-NOT:     vector.load %arg0
+//       CHECK:     vector.load %arg1
+//   CHECK-NOT:     vector.load %arg0
+//       CHECK:     gpu.return
+// CHECK-LABEL: gpu.func @no_reuse_rowwise_0(
+//       CHECK:     vector.load %arg0
+//       CHECK:     vector.load %arg0
+//       CHECK:     gpu.shuffle
+//       CHECK:     vector.load %arg0
+//       CHECK:     vector.load %arg0
+//       CHECK:     gpu.return
+func.func @reuse(%x: tensor<?x256xf32>, %w: tensor<256xf32>) -> tensor<?x256xf32> {
+  %y = liger.fusion rowwise(%x, %w) attributes {liger.kernel_config = {threads = 32 : i64, vector_width = 4 : i64}} : (tensor<?x256xf32>, tensor<256xf32>) -> tensor<?x256xf32> {
+  ^bb0(%a: tensor<?x256xf32>, %b: tensor<256xf32>):
+    %n = liger.rms_norm %a, %b eps = 1.0e-6 : tensor<?x256xf32>, tensor<256xf32>
+    liger.yield %n : tensor<?x256xf32>
+  }
+  return %y : tensor<?x256xf32>
+}
+func.func @no_reuse(%x: tensor<?x256xf32>, %w: tensor<256xf32>) -> tensor<?x256xf32> {
+  %y = liger.fusion rowwise(%x, %w) attributes {liger.kernel_config = {threads = 32 : i64, vector_width = 4 : i64, reuse_loads = false}} : (tensor<?x256xf32>, tensor<256xf32>) -> tensor<?x256xf32> {
+  ^bb0(%a: tensor<?x256xf32>, %b: tensor<256xf32>):
+    %n = liger.rms_norm %a, %b eps = 1.0e-6 : tensor<?x256xf32>, tensor<256xf32>
+    liger.yield %n : tensor<?x256xf32>
+  }
+  return %y : tensor<?x256xf32>
+}

@@ -78,3 +78,34 @@ func.func @after_attention(%q: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
   %s = liger.silu %o : tensor<1x2x4x8xf32>
   return %s : tensor<1x2x4x8xf32>
 }
+
+// -----
+
+// add + RMSNorm backward: the residual's gradient is dx plus the gradient
+// that reached the residual stream, in the kernel that computes dx; dW (read
+// outside) becomes an extra result, or blocks the fusion when those are off.
+// CHECK-LABEL: func.func @rms_norm_grad_then_residual
+//       CHECK:   %[[G:.+]]:2 = liger.fusion rowwise
+//       CHECK:     %[[DX:.+]], %[[DW:.+]] = liger.rms_norm_grad
+//       CHECK:     %[[D:.+]] = liger.add %[[DX]], %{{.+}}
+//       CHECK:     liger.yield %[[DW]], %[[D]]
+//       CHECK:   return %[[G]]#1, %[[G]]#0
+// STRICT-LABEL: func.func @rms_norm_grad_then_residual
+//   STRICT-NOT:   liger.fusion
+func.func @rms_norm_grad_then_residual(%dy: tensor<?x64xbf16>, %s: tensor<?x64xbf16>, %w: tensor<64xbf16>, %r: tensor<?xf32>, %dres: tensor<?x64xbf16>) -> (tensor<?x64xbf16>, tensor<64xbf16>) {
+  %dx, %dw = liger.rms_norm_grad %dy, %s, %w, %r : tensor<?x64xbf16>, tensor<64xbf16>, tensor<?xf32>
+  %d = liger.add %dx, %dres : tensor<?x64xbf16>
+  return %d, %dw : tensor<?x64xbf16>, tensor<64xbf16>
+}
+
+// -----
+
+// Near-miss: a cross-entropy gradient is a loss's row program (it gathers
+// the target), not a producer elementwise ops join.
+// CHECK-LABEL: func.func @loss_grad_then_mul
+//   CHECK-NOT:   liger.fusion
+func.func @loss_grad_then_mul(%l: tensor<?x10xf32>, %t: tensor<?xi64>, %g: tensor<f32>, %m: tensor<?x10xf32>) -> tensor<?x10xf32> {
+  %d = liger.cross_entropy_grad %l, %t, %g : tensor<?x10xf32>, tensor<?xi64>, tensor<f32>
+  %y = liger.mul %d, %m : tensor<?x10xf32>
+  return %y : tensor<?x10xf32>
+}

@@ -135,6 +135,30 @@ def test_rms_norm_grad(rng, shape, casting, offset, dt):
     assert_close(dw, refs.numeric_grad(lambda ww: fwd(x64, ww), w64.copy()), dt, "dw", atol=1e-7)
 
 
+@pytest.mark.parametrize("shape", [(3, 16), (1, 40), (2, 2, 8), (5, 1000)], ids=str)
+@pytest.mark.parametrize("dt", ["f32", "bf16"])
+def test_layer_norm_grad(rng, shape, dt):
+    hidden = shape[-1]
+    X, W = ttype(shape, dt, dynamic=(0,)), ttype((hidden,), dt)
+    mlir = f"""func.func @f(%dy: {X}, %x: {X}, %w: {W}) -> ({X}, {W}, {W}) {{
+  %dx, %dw, %db = liger.layer_norm_grad %dy, %x, %w eps = 1.0e-5 : {X}, {W}
+  return %dx, %dw, %db : {X}, {W}, {W}
+}}"""
+    dy, dy64 = make(rng, shape, dt)
+    x, x64 = make(rng, shape, dt, scale=3.0)
+    w, w64 = make(rng, (hidden,), dt)
+    b64 = np.zeros(hidden)
+    dx, dw, db = run(mlir, [dy, x, w])
+    # The gradients of sum(dy * layer_norm(x, w, b)), by finite differences.
+    fwd = lambda xx, ww, bb: float(np.sum(dy64 * refs.layer_norm(xx, ww, bb, 1e-5)))
+    assert_close(dx, refs.numeric_grad(lambda xx: fwd(xx, w64, b64), x64.copy()), dt, "dx",
+                 atol=1e-7)
+    assert_close(dw, refs.numeric_grad(lambda ww: fwd(x64, ww, b64), w64.copy()), dt, "dw",
+                 atol=1e-7)
+    assert_close(db, refs.numeric_grad(lambda bb: fwd(x64, w64, bb), b64.copy()), dt, "db",
+                 atol=1e-7)
+
+
 # ----------------------------------------------------------------------------
 # RoPE
 # ----------------------------------------------------------------------------

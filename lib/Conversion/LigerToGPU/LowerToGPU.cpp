@@ -103,7 +103,7 @@ static DictionaryAttr getKernelInfoAttr(OpBuilder &b,
 static bool isRowwiseOp(Operation *op) {
   return isa<RMSNormOp, AddRMSNormOp, LayerNormOp, SiLUOp, GELUOp, SwiGLUOp,
              GEGLUOp, AddOp, MulOp, SoftmaxOp, SwiGLUGradOp, GEGLUGradOp,
-             SoftmaxGradOp, RMSNormGradOp, RoPEOp, RoPEGradOp>(op);
+             SoftmaxGradOp, RMSNormGradOp, LayerNormGradOp, RoPEOp, RoPEGradOp>(op);
 }
 
 namespace {

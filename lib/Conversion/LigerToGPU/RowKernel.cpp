@@ -78,10 +78,12 @@ DictionaryAttr
 mlir::liger::getRowKernelConfigAttr(MLIRContext *ctx,
                                     const RowKernelConfig &config) {
   Builder b(ctx);
-  return b.getDictionaryAttr(
-      {b.getNamedAttr("threads", b.getI64IntegerAttr(config.threads)),
-       b.getNamedAttr("vector_width",
-                      b.getI64IntegerAttr(config.vectorWidth))});
+  SmallVector<NamedAttribute> entries = {
+      b.getNamedAttr("threads", b.getI64IntegerAttr(config.threads)),
+      b.getNamedAttr("vector_width", b.getI64IntegerAttr(config.vectorWidth))};
+  if (!config.reuseLoads)
+    entries.push_back(b.getNamedAttr("reuse_loads", b.getBoolAttr(false)));
+  return b.getDictionaryAttr(entries);
 }
 
 FailureOr<RowKernelConfig> mlir::liger::getRowKernelConfig(FusionOp group) {
@@ -96,6 +98,13 @@ FailureOr<RowKernelConfig> mlir::liger::getRowKernelConfig(FusionOp group) {
                              "'threads' and 'vector_width'");
   config.threads = threads.getInt();
   config.vectorWidth = width.getInt();
+  if (Attribute reuse = dict.get("reuse_loads")) {
+    auto flag = dyn_cast<BoolAttr>(reuse);
+    if (!flag)
+      return group.emitOpError(
+          "expects 'reuse_loads' in 'liger.kernel_config' to be a bool");
+    config.reuseLoads = flag.getValue();
+  }
   if (config.threads < 32 || config.threads > 1024 || config.threads % 32)
     return group.emitOpError("expects 'threads' to be a multiple of 32 in "
                              "[32, 1024], got ")
@@ -164,6 +173,11 @@ private:
   Value loadChunk(OpBuilder &b, Value tensor, RowParamKind access, int64_t k,
                   Value col);
   Value loadUniform(OpBuilder &b, Value tensor);
+  Value hoistChunk(OpBuilder &b, Value tensor, RowParamKind access, int64_t k,
+                   Value col, bool masked);
+  SmallVector<Value> hoistChunks(OpBuilder &b, linalg::GenericOp op,
+                                 ArrayRef<RowParamKind> access, int64_t k,
+                                 Value col, bool masked);
   Value blockReduce(OpBuilder &b, Value scalar, vector::CombiningKind kind,
                     double neutral);
   Value combine(OpBuilder &b, vector::CombiningKind kind, Value x, Value y);
@@ -187,6 +201,9 @@ private:
   int64_t hidden = 0; // static row length
   int64_t numChunks = 0;
   DenseMap<Value, Rep> reps;
+  // Chunks of inputs loaded at the row program's top level, by (input,
+  // chunk), for the steps after the first reader (reuse_loads).
+  DenseMap<std::pair<Value, int64_t>, Value> loadedChunks;
   DenseMap<Value, double> fillValue;
   DenseMap<Value, SmallVector<unsigned>> resultIndex;
   SmallVector<RowParamKind> inputKinds;
@@ -397,6 +414,53 @@ Value RowKernelBuilder::loadChunk(OpBuilder &b, Value tensor,
                                 /*nontemporal=*/false, align);
 }
 
+Value RowKernelBuilder::hoistChunk(OpBuilder &b, Value tensor,
+                                   RowParamKind access, int64_t k, Value col,
+                                   bool masked) {
+  Rep &rep = reps[tensor];
+  if (rep.kind != Rep::Memory ||
+      (access != RowParamKind::Rows && access != RowParamKind::Feature))
+    return Value();
+  auto key = std::make_pair(tensor, k);
+  if (Value v = loadedChunks.lookup(key))
+    return v;
+  Value v;
+  if (!masked) {
+    v = loadChunk(b, tensor, access, k, col);
+  } else {
+    // Past the row's end: zeros (the steps mask what they store).
+    Value inBounds = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                           col, idx(b, hidden));
+    auto type = vecOf(cast<RankedTensorType>(tensor.getType()).getElementType());
+    auto ifOp = scf::IfOp::create(b, loc, TypeRange{type}, inBounds, true);
+    OpBuilder tb = ifOp.getThenBodyBuilder();
+    scf::YieldOp::create(tb, loc,
+                         ValueRange{loadChunk(tb, tensor, access, k, col)});
+    OpBuilder eb = ifOp.getElseBodyBuilder();
+    scf::YieldOp::create(
+        eb, loc,
+        ValueRange{arith::ConstantOp::create(
+            eb, loc,
+            DenseElementsAttr::get(type, eb.getZeroAttr(type.getElementType())))});
+    v = ifOp.getResult(0);
+  }
+  loadedChunks[key] = v;
+  return v;
+}
+
+SmallVector<Value> RowKernelBuilder::hoistChunks(OpBuilder &b,
+                                                 linalg::GenericOp op,
+                                                 ArrayRef<RowParamKind> access,
+                                                 int64_t k, Value col,
+                                                 bool masked) {
+  SmallVector<Value> chunks;
+  if (!config.reuseLoads)
+    return chunks;
+  for (auto [in, a] : llvm::zip(op.getDpsInputOperands(), access))
+    chunks.push_back(hoistChunk(b, in->get(), a, k, col, masked));
+  return chunks;
+}
+
 FailureOr<SmallVector<Value>> RowKernelBuilder::vectorizeBody(OpBuilder &b,
                                                               Block &body,
                                                               ValueRange args,
@@ -467,10 +531,14 @@ LogicalResult RowKernelBuilder::emitElementwise(OpBuilder &b,
         arith::AddIOp::create(b, loc, idx(b, k * config.threads), tid);
     Value col = arith::MulIOp::create(b, loc, chunk, idx(b, w));
     bool masked = (k * config.threads + config.threads) * w > hidden;
+    SmallVector<Value> hoisted = hoistChunks(b, op, access, k, col, masked);
     auto emitChunk = [&](OpBuilder &nb) -> FailureOr<SmallVector<Value>> {
       SmallVector<Value> args;
-      for (auto [in, a] : llvm::zip(op.getDpsInputOperands(), access))
-        args.push_back(loadChunk(nb, in->get(), a, k, col));
+      for (auto [i, in, a] :
+           llvm::enumerate(op.getDpsInputOperands(), access))
+        args.push_back(!hoisted.empty() && hoisted[i]
+                           ? hoisted[i]
+                           : loadChunk(nb, in->get(), a, k, col));
       for (OpOperand &out : op.getDpsInitsMutable())
         args.push_back(arith::ConstantOp::create(
             nb, loc,
@@ -612,10 +680,13 @@ FailureOr<Value> RowKernelBuilder::accumulateChunk(
   Value chunk = arith::AddIOp::create(b, loc, idx(b, k * config.threads), tid);
   Value col = arith::MulIOp::create(b, loc, chunk, idx(b, w));
   bool masked = (k * config.threads + config.threads) * w > hidden;
+  SmallVector<Value> hoisted = hoistChunks(b, op, access, k, col, masked);
   auto emitChunk = [&](OpBuilder &nb) -> FailureOr<Value> {
     SmallVector<Value> args;
-    for (auto [in, a] : llvm::zip(op.getDpsInputOperands(), access))
-      args.push_back(loadChunk(nb, in->get(), a, k, col));
+    for (auto [i, in, a] : llvm::enumerate(op.getDpsInputOperands(), access))
+      args.push_back(!hoisted.empty() && hoisted[i]
+                         ? hoisted[i]
+                         : loadChunk(nb, in->get(), a, k, col));
     args.push_back(acc);
     FailureOr<SmallVector<Value>> values =
         vectorizeBody(nb, *op.getBlock(), args, w);

@@ -1,7 +1,7 @@
 //===- NormsToLinalg.cpp - lower the liger norms to linalg ----------------===//
 //
-// rms_norm, add_rms_norm, layer_norm and rms_norm_grad as linalg.generic
-// ops on tensors: one reduction over the hidden dimension for the row
+// rms_norm, add_rms_norm, layer_norm, rms_norm_grad and layer_norm_grad as
+// linalg.generic ops on tensors: one reduction over the hidden dimension for the row
 // statistics (f32), then one elementwise pass that normalizes and rounds
 // where the casting mode says.
 //
@@ -223,6 +223,45 @@ struct LowerLayerNorm : OpConversionPattern<LayerNormOp> {
   }
 };
 
+/// dw and db of the norms: sum over all rows of `term(args)` (f32), every
+/// loop but the last a reduction, rounded to `elem`.
+static Value reduceOverRows(OpBuilder &b, Location loc,
+                            ArrayRef<OpFoldResult> sizes,
+                            ArrayRef<RowOperand> ins, Type elem,
+                            function_ref<Value(OpBuilder &, Location,
+                                               ValueRange)>
+                                term) {
+  MLIRContext *ctx = b.getContext();
+  unsigned rank = sizes.size();
+  Value acc = filledTensor(b, loc, {sizes.back()}, b.getF32Type(), 0.0);
+  SmallVector<Value> inputs;
+  SmallVector<AffineMap> maps;
+  for (const RowOperand &in : ins) {
+    inputs.push_back(in.value);
+    maps.push_back(accessMap(ctx, rank, in.access));
+  }
+  maps.push_back(accessMap(ctx, rank, Access::Feature));
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::reduction);
+  iterators.back() = utils::IteratorType::parallel;
+  Value total =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{acc.getType()}, inputs, ValueRange{acc}, maps,
+          iterators,
+          [&](OpBuilder &nb, Location nloc, ValueRange args) {
+            Value t = term(nb, nloc, args.drop_back());
+            linalg::YieldOp::create(
+                nb, nloc,
+                ValueRange{arith::AddFOp::create(nb, nloc, args.back(), t)});
+          })
+          .getResult(0);
+  return mapRows(b, loc, {sizes.back()}, {{total, Access::Full}}, {elem},
+                 [&](OpBuilder &nb, Location nloc,
+                     ValueRange args) -> SmallVector<Value> {
+                   return {fromF32(nb, nloc, args[0], elem)};
+                 })[0];
+}
+
 struct LowerRMSNormGrad : OpConversionPattern<RMSNormGradOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -230,13 +269,11 @@ struct LowerRMSNormGrad : OpConversionPattern<RMSNormGradOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     OpBuilder &b = rewriter;
-    MLIRContext *ctx = b.getContext();
     Value dy = adaptor.getGrad(), x = adaptor.getInput();
     Value w = adaptor.getWeight(), rstd = adaptor.getRstd();
     auto xType = cast<RankedTensorType>(x.getType());
     Type xElem = xType.getElementType();
     Type wElem = cast<RankedTensorType>(w.getType()).getElementType();
-    unsigned rank = xType.getRank();
     double hidden = static_cast<double>(xType.getShape().back());
     double offset = op.getOffset().convertToDouble();
     // llama and none round x_hat to the input dtype in the forward pass; the
@@ -289,38 +326,137 @@ struct LowerRMSNormGrad : OpConversionPattern<RMSNormGradOp> {
                           xElem)};
         })[0];
 
-    // dw[h] = sum over all rows of dy * x_hat: every loop but the last is a
-    // reduction.
-    Value dwAcc = filledTensor(b, loc, {sizes.back()}, b.getF32Type(), 0.0);
-    SmallVector<AffineMap> maps = {accessMap(ctx, rank, Access::Full),
-                                   accessMap(ctx, rank, Access::Full),
-                                   accessMap(ctx, rank, Access::Row),
-                                   accessMap(ctx, rank, Access::Feature)};
-    SmallVector<utils::IteratorType> iterators(rank,
-                                               utils::IteratorType::reduction);
-    iterators.back() = utils::IteratorType::parallel;
-    Value dwF32 =
-        linalg::GenericOp::create(
-            b, loc, TypeRange{dwAcc.getType()}, ValueRange{dy, x, rstd},
-            ValueRange{dwAcc}, maps, iterators,
-            [&](OpBuilder &nb, Location nloc, ValueRange args) {
-              Value xHat = arith::MulFOp::create(
-                  nb, nloc, toF32(nb, nloc, args[1]), args[2]);
-              if (roundXHat)
-                xHat = roundThrough(nb, nloc, xHat, xElem);
-              Value term = arith::MulFOp::create(
-                  nb, nloc, toF32(nb, nloc, args[0]), xHat);
-              linalg::YieldOp::create(
-                  nb, nloc,
-                  ValueRange{arith::AddFOp::create(nb, nloc, args[3], term)});
-            })
-            .getResult(0);
-    Value dw = mapRows(b, loc, {sizes.back()}, {{dwF32, Access::Full}}, {wElem},
-                       [&](OpBuilder &nb, Location nloc,
-                           ValueRange args) -> SmallVector<Value> {
-                         return {fromF32(nb, nloc, args[0], wElem)};
-                       })[0];
+    // dw[h] = sum over all rows of dy * x_hat.
+    Value dw = reduceOverRows(
+        b, loc, sizes, {{dy, Access::Full}, {x, Access::Full}, {rstd, Access::Row}},
+        wElem, [&](OpBuilder &nb, Location nloc, ValueRange args) -> Value {
+          Value xHat =
+              arith::MulFOp::create(nb, nloc, toF32(nb, nloc, args[1]), args[2]);
+          if (roundXHat)
+            xHat = roundThrough(nb, nloc, xHat, xElem);
+          return arith::MulFOp::create(nb, nloc, toF32(nb, nloc, args[0]), xHat);
+        });
     rewriter.replaceOp(op, {dx, dw});
+    return success();
+  }
+};
+
+struct LowerLayerNormGrad : OpConversionPattern<LayerNormGradOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(LayerNormGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    Value dy = adaptor.getGrad(), x = adaptor.getInput();
+    Value w = adaptor.getWeight();
+    auto xType = cast<RankedTensorType>(x.getType());
+    Type xElem = xType.getElementType();
+    Type wElem = cast<RankedTensorType>(w.getType()).getElementType();
+    double hidden = static_cast<double>(xType.getShape().back());
+    double eps = op.getEps().convertToDouble();
+    SmallVector<OpFoldResult> sizes = sizesOf(b, loc, x);
+    ArrayRef<OpFoldResult> rowSizes = ArrayRef(sizes).drop_back();
+    Type f32Type = b.getF32Type();
+
+    // mean and rstd as liger.layer_norm computes them (two-pass variance).
+    auto perRow = [&](Value total, bool rstd) {
+      return mapRows(b, loc, rowSizes, {{total, Access::Full}}, {f32Type},
+                     [&](OpBuilder &nb, Location nloc,
+                         ValueRange args) -> SmallVector<Value> {
+                       Value v = arith::DivFOp::create(nb, nloc, args[0],
+                                                       f32(nb, nloc, hidden));
+                       if (rstd)
+                         v = math::RsqrtOp::create(
+                             nb, nloc,
+                             arith::AddFOp::create(nb, nloc, v,
+                                                   f32(nb, nloc, eps)));
+                       return {v};
+                     })[0];
+    };
+    Value mean = perRow(reduceRows(b, loc, sizes, {{x, Access::Full}}, 0.0,
+                                   [](OpBuilder &nb, Location nloc,
+                                      ValueRange args) -> SmallVector<Value> {
+                                     return {arith::AddFOp::create(
+                                         nb, nloc, args[1],
+                                         toF32(nb, nloc, args[0]))};
+                                   }),
+                        false);
+    Value rstd = perRow(
+        reduceRows(b, loc, sizes, {{x, Access::Full}, {mean, Access::Row}},
+                   0.0,
+                   [](OpBuilder &nb, Location nloc,
+                      ValueRange args) -> SmallVector<Value> {
+                     Value d = arith::SubFOp::create(
+                         nb, nloc, toF32(nb, nloc, args[0]), args[1]);
+                     return {arith::AddFOp::create(
+                         nb, nloc, args[2], arith::MulFOp::create(nb, nloc, d, d))};
+                   }),
+        true);
+    // x_hat = (x - mean) * rstd from (x, mean, rstd); g = dy * w.
+    auto xHat = [&](OpBuilder &nb, Location nloc, Value xv, Value m, Value r) {
+      return arith::MulFOp::create(
+          nb, nloc, arith::SubFOp::create(nb, nloc, toF32(nb, nloc, xv), m), r);
+    };
+    auto gOf = [&](OpBuilder &nb, Location nloc, Value dyv, Value wv) {
+      return arith::MulFOp::create(nb, nloc, toF32(nb, nloc, dyv),
+                                   toF32(nb, nloc, wv));
+    };
+    SmallVector<RowOperand> rowIns = {{dy, Access::Full},
+                                      {x, Access::Full},
+                                      {w, Access::Feature},
+                                      {mean, Access::Row},
+                                      {rstd, Access::Row}};
+    Value sumG = reduceRows(b, loc, sizes, rowIns, 0.0,
+                            [&](OpBuilder &nb, Location nloc,
+                                ValueRange args) -> SmallVector<Value> {
+                              return {arith::AddFOp::create(
+                                  nb, nloc, args[5],
+                                  gOf(nb, nloc, args[0], args[2]))};
+                            });
+    Value sumGXHat = reduceRows(
+        b, loc, sizes, rowIns, 0.0,
+        [&](OpBuilder &nb, Location nloc,
+            ValueRange args) -> SmallVector<Value> {
+          Value t = arith::MulFOp::create(
+              nb, nloc, gOf(nb, nloc, args[0], args[2]),
+              xHat(nb, nloc, args[1], args[3], args[4]));
+          return {arith::AddFOp::create(nb, nloc, args[5], t)};
+        });
+    SmallVector<RowOperand> dxIns = rowIns;
+    dxIns.push_back({sumG, Access::Row});
+    dxIns.push_back({sumGXHat, Access::Row});
+    Value dx = mapRows(
+        b, loc, sizes, dxIns, {xElem},
+        [&](OpBuilder &nb, Location nloc,
+            ValueRange args) -> SmallVector<Value> {
+          Value n = f32(nb, nloc, hidden);
+          Value inner = arith::SubFOp::create(
+              nb, nloc,
+              arith::SubFOp::create(nb, nloc, gOf(nb, nloc, args[0], args[2]),
+                                    arith::DivFOp::create(nb, nloc, args[5], n)),
+              arith::MulFOp::create(
+                  nb, nloc, xHat(nb, nloc, args[1], args[3], args[4]),
+                  arith::DivFOp::create(nb, nloc, args[6], n)));
+          return {fromF32(nb, nloc,
+                          arith::MulFOp::create(nb, nloc, args[4], inner),
+                          xElem)};
+        })[0];
+    Value dw = reduceOverRows(
+        b, loc, sizes,
+        {{dy, Access::Full}, {x, Access::Full}, {mean, Access::Row},
+         {rstd, Access::Row}},
+        wElem, [&](OpBuilder &nb, Location nloc, ValueRange args) -> Value {
+          return arith::MulFOp::create(
+              nb, nloc, toF32(nb, nloc, args[0]),
+              xHat(nb, nloc, args[1], args[2], args[3]));
+        });
+    Value db = reduceOverRows(
+        b, loc, sizes, {{dy, Access::Full}}, wElem,
+        [&](OpBuilder &nb, Location nloc, ValueRange args) -> Value {
+          return toF32(nb, nloc, args[0]);
+        });
+    rewriter.replaceOp(op, {dx, dw, db});
     return success();
   }
 };
@@ -329,6 +465,7 @@ struct LowerRMSNormGrad : OpConversionPattern<RMSNormGradOp> {
 
 void mlir::liger::populateLowerNormsToLinalgPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<LowerRMSNorm, LowerAddRMSNorm, LowerLayerNorm, LowerRMSNormGrad>(
+  patterns.add<LowerRMSNorm, LowerAddRMSNorm, LowerLayerNorm, LowerRMSNormGrad,
+               LowerLayerNormGrad>(
       patterns.getContext());
 }

@@ -80,9 +80,11 @@ func.func @attention_output_shape(%q: tensor<2x8x?x64xf16>, %k: tensor<2x2x100x6
 // CHECK: "liger.rms_norm_grad"{{.*}} -> (tensor<?x64xbf16>, tensor<64xf32>)
 // CHECK: "liger.swiglu_grad"{{.*}} -> (tensor<?x64xbf16>, tensor<?x64xbf16>)
 // CHECK: "liger.cross_entropy_grad"{{.*}} -> tensor<?x10xbf16>
+// CHECK: "liger.layer_norm_grad"{{.*}} -> (tensor<?x64xbf16>, tensor<64xf32>, tensor<64xf32>)
 func.func @grad_shapes(%dy: tensor<?x64xbf16>, %w: tensor<64xf32>, %r: tensor<?xf32>, %l: tensor<?x10xbf16>, %t: tensor<?xi64>, %g: tensor<f32>) {
   %0:2 = liger.rms_norm_grad %dy, %dy, %w, %r : tensor<?x64xbf16>, tensor<64xf32>, tensor<?xf32>
   %1:2 = liger.swiglu_grad %dy, %dy, %dy : tensor<?x64xbf16>
   %2 = liger.cross_entropy_grad %l, %t, %g : tensor<?x10xbf16>, tensor<?xi64>, tensor<f32>
+  %3:3 = liger.layer_norm_grad %dy, %dy, %w : tensor<?x64xbf16>, tensor<64xf32>
   return
 }

@@ -172,6 +172,24 @@ func.func @norm_weight_rank(%x: tensor<4x64xf32>, %w: tensor<1x64xf32>) {
   return
 }
 // -----
+func.func @layer_norm_grad_weight_size(%d: tensor<4x64xf32>, %w: tensor<32xf32>) {
+  // expected-error @+1 {{'liger.layer_norm_grad' op expects 'weight' to have shape [64] (the hidden size of 'input'), got 'tensor<32xf32>'}}
+  %y:3 = liger.layer_norm_grad %d, %d, %w : tensor<4x64xf32>, tensor<32xf32>
+  return
+}
+// -----
+func.func @layer_norm_grad_grad_type(%d: tensor<4x64xf16>, %x: tensor<4x64xf32>, %w: tensor<64xf32>) {
+  // expected-error @+1 {{'liger.layer_norm_grad' op failed to verify that all of {grad, input} have same type}}
+  %y:3 = "liger.layer_norm_grad"(%d, %x, %w) : (tensor<4x64xf16>, tensor<4x64xf32>, tensor<64xf32>) -> (tensor<4x64xf32>, tensor<64xf32>, tensor<64xf32>)
+  return
+}
+// -----
+func.func @layer_norm_grad_eps(%d: tensor<4x64xf32>, %w: tensor<64xf32>) {
+  // expected-error @+1 {{'liger.layer_norm_grad' op attribute 'eps' failed to satisfy constraint: 32-bit float attribute whose value is positive}}
+  %y:3 = liger.layer_norm_grad %d, %d, %w eps = 0.0 : tensor<4x64xf32>, tensor<64xf32>
+  return
+}
+// -----
 func.func @layer_norm_bias_type(%x: tensor<4x64xf32>, %w: tensor<64xf32>, %b: tensor<64xf16>) {
   // expected-error @+1 {{'liger.layer_norm' op expects 'bias' to have the type of 'weight' ('tensor<64xf32>'), got 'tensor<64xf16>'}}
   %y = liger.layer_norm %x, %w, %b : tensor<4x64xf32>, tensor<64xf32>, tensor<64xf16>

@@ -144,6 +144,8 @@ func.func @attention(%q: tensor<?x32x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v
 // CHECK: liger.swiglu_grad %{{.*}}, %{{.*}}, %{{.*}} : tensor<?x14336xbf16>
 // CHECK: liger.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} label_smoothing = 1.000000e-01 : tensor<?x32000xbf16>, tensor<?xi64>, tensor<f32>
 // CHECK: liger.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} reduction = none : tensor<?x32000xbf16>, tensor<?xi64>, tensor<?xf32>
+// CHECK: liger.layer_norm_grad %{{.*}}, %{{.*}}, %{{.*}} eps = 9.99999997E-7 : tensor<?x4096xbf16>, tensor<4096xf32>
+// CHECK: liger.layer_norm_grad %{{.*}}, %{{.*}}, %{{.*}} : tensor<?x4096xbf16>, tensor<4096xf32>
 func.func @backward_ops(%dy: tensor<?x4096xbf16>, %x: tensor<?x4096xbf16>, %w: tensor<4096xf32>, %rstd: tensor<?xf32>,
                         %gq: tensor<2x32x?x128xbf16>, %gk: tensor<2x8x?x128xbf16>, %cos: tensor<2x?x128xbf16>, %sin: tensor<2x?x128xbf16>,
                         %dh: tensor<?x14336xbf16>, %g: tensor<?x14336xbf16>, %u: tensor<?x14336xbf16>,
@@ -153,6 +155,8 @@ func.func @backward_ops(%dy: tensor<?x4096xbf16>, %x: tensor<?x4096xbf16>, %w: t
   %dg, %du = liger.swiglu_grad %dh, %g, %u : tensor<?x14336xbf16>
   %dlogits = liger.cross_entropy_grad %l, %t, %dl label_smoothing = 0.1 : tensor<?x32000xbf16>, tensor<?xi64>, tensor<f32>
   %dlogits2 = liger.cross_entropy_grad %l, %t, %dln reduction = none : tensor<?x32000xbf16>, tensor<?xi64>, tensor<?xf32>
+  %lx:3 = liger.layer_norm_grad %dy, %x, %w eps = 1.0e-6 : tensor<?x4096xbf16>, tensor<4096xf32>
+  %ly:3 = liger.layer_norm_grad %dy, %x, %w eps = 1.0e-5 : tensor<?x4096xbf16>, tensor<4096xf32>
   return
 }
 

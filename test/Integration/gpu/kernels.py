@@ -74,6 +74,18 @@ def module_text(hidden, dt):
   %dx, %dw = liger.rms_norm_grad %dy, %x, %w, %r offset = 1.0 casting = gemma : {X}, {WF}, {R}
   return %dx, %dw : {X}, {WF}
 }}""",
+        # add + RMSNorm backward: liger-fuse-elementwise puts the residual
+        # gradient's add into the rms_norm_grad kernel (outputs: dW, then
+        # the residual stream's gradient).
+        "add_rms_grad": f"""func.func @add_rms_grad(%dy: {X}, %s: {X}, %w: {W}, %r: {R}, %dres: {X}) -> ({W}, {X}) {{
+  %dx, %dw = liger.rms_norm_grad %dy, %s, %w, %r : {X}, {W}, {R}
+  %d = liger.add %dx, %dres : {X}
+  return %dw, %d : {W}, {X}
+}}""",
+        "ln_grad": f"""func.func @ln_grad(%dy: {X}, %x: {X}, %w: {W}) -> ({X}, {W}, {W}) {{
+  %dx, %dw, %db = liger.layer_norm_grad %dy, %x, %w eps = 1.0e-5 : {X}, {W}
+  return %dx, %dw, %db : {X}, {W}, {W}
+}}""",
         "swiglu_grad": f"""func.func @swiglu_grad(%dy: {X}, %g: {X}, %u: {X}) -> ({X}, {X}) {{
   %dg, %du = liger.swiglu_grad %dy, %g, %u : {X}
   return %dg, %du : {X}, {X}
@@ -189,6 +201,19 @@ def references(dt):
         seen = _round(x_hat, dt) if casting == "llama" else x_hat
         return dx, (dy * seen).reshape(-1, x.shape[-1]).sum(0)
 
+    def add_rms_grad(dy, s, w, r, dres):
+        dx, dw = rms_grad(dy, s, w, r, 0.0, "llama")
+        return dw, _round(dx, dt) + dres
+
+    def ln_grad(dy, x, w):
+        mean = x.mean(-1, keepdim=True)
+        rstd = 1.0 / (((x - mean) ** 2).mean(-1, keepdim=True) + 1e-5).sqrt()
+        x_hat = (x - mean) * rstd
+        g = dy * w
+        dx = rstd * (g - g.mean(-1, keepdim=True) - x_hat * (g * x_hat).mean(-1, keepdim=True))
+        h = x.shape[-1]
+        return dx, (dy * x_hat).reshape(-1, h).sum(0), dy.reshape(-1, h).sum(0)
+
     def add_rms(x, r, w):
         s = _round(x + r, dt)
         return rms(s, w, 1e-5, 0.0, "llama")[0], s
@@ -209,6 +234,10 @@ def references(dt):
         "rms_grad_gemma": ([("rows", 1.0), ("rows", 1.0), ("feature_f32", 0.5),
                             ("rstd", 1e-6)],
                            lambda dy, x, w, r: rms_grad(dy, x, w, r, 1.0, "gemma")),
+        "ln_grad": ([("rows", 1.0), ("rows", 3.0), ("feature", 1.0)], ln_grad),
+        "add_rms_grad": ([("rows", 1.0), ("rows", 1.0), ("feature", 1.0), ("rstd", 1e-6),
+                          ("rows", 1.0)],
+                         lambda dy, s, w, r, dres: add_rms_grad(dy, s, w, r, dres)),
         "swiglu_grad": ([("rows", 1.0), ("rows", 2.0), ("rows", 1.0)], swiglu_grad),
         "geglu_grad": ([("rows", 1.0), ("rows", 2.0), ("rows", 1.0)], geglu_grad),
         "softmax_grad": ([("rows", 1.0), ("probs", 1.0)], softmax_grad),

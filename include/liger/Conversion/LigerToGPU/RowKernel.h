@@ -28,6 +28,10 @@ namespace mlir::liger {
 struct RowKernelConfig {
   int64_t threads = 256;
   int64_t vectorWidth = 8;
+  /// Keep the chunks of an input that a step loaded in registers for the
+  /// later steps of the row (RMSNorm reads x for its sum of squares and
+  /// again to normalize) instead of reading them again through the caches.
+  bool reuseLoads = true;
 };
 
 /// The default configuration for rows of `hidden` elements of `elementType`:
@@ -39,7 +43,7 @@ RowKernelConfig selectRowKernelConfig(int64_t hidden, Type elementType);
 RowKernelConfig selectRowKernelConfig(FusionOp group);
 
 /// Reads the `liger.kernel_config` attribute of `group` ({threads,
-/// vector_width}), checking it, or returns the default of
+/// vector_width[, reuse_loads]}), checking it, or returns the default of
 /// selectRowKernelConfig(group).
 FailureOr<RowKernelConfig> getRowKernelConfig(FusionOp group);
 

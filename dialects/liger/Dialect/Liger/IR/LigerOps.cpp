@@ -149,6 +149,20 @@ LogicalResult RMSNormGradOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult LayerNormGradOp::inferReturnTypes(MLIRContext *,
+                                                std::optional<Location> loc,
+                                                Adaptor adaptor,
+                                                SmallVectorImpl<Type> &results) {
+  RuleContext ctx(loc, getOperationName());
+  FailureOr<RankedTensorType> x =
+      verifyNormOperands(ctx, adaptor.getInput(), adaptor.getWeight());
+  if (failed(x))
+    return failure();
+  results.push_back(*x);
+  results.append(2, adaptor.getWeight().getType());
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // RoPE
 //===----------------------------------------------------------------------===//

@@ -105,6 +105,8 @@ def Liger_LayerNormOp : Liger_InferOp<"layer_norm"> {
     result rounded once to the input dtype. `bias` is optional; when given it
     has the type of `weight`.
 
+    Backward: `liger.layer_norm_grad`.
+
     ```mlir
     %y = liger.layer_norm %x, %w, %b eps = 1.000000e-05
         : tensor<?x1024xf16>, tensor<1024xf16>, tensor<1024xf16>
