@@ -244,7 +244,7 @@ def references(dt):
     }
 
 
-# liger.ops configurations the GPU suite calls (test_ops.py); the build
+# liger.ops configurations the GPU suite calls (test_ops_autograd.py); the build
 # machine precompiles them (scripts/build-gpu-bundles.sh) into
 # gpu-bundles/ops, which the suite passes as LIGER_OPS_BUNDLES.
 def ops_cases():
