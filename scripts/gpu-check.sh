@@ -24,6 +24,7 @@ fi
 LIGER_RUNTIME_BUILD_DIR="$BUILD" bash "$ROOT/scripts/build-runtime.sh" || exit 1
 ctest --test-dir "$BUILD" --output-on-failure >"$LOG/unit.log" 2>&1
 unit_rc=$?
+tail -3 "$LOG/unit.log"
 PYTHONPATH="$ROOT/python:$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -m pytest -q \
   "$ROOT/test/Integration/gpu" --bundles="$BUNDLES" -p no:cacheprovider 2>&1 | tee "$LOG/gpu.log" | tail -25
 gpu_rc=${PIPESTATUS[0]}
