@@ -12,9 +12,7 @@ import math
 
 HIDDENS = [1000, 4096, 5120, 8192]
 DTYPES = ["bf16", "f32"]
-TOKENS = [1, 7, 4096]
-# Llama-3-8B's token count, at its hidden size only (the largest tensors).
-LARGE = (4096, 16384)
+TOKENS = [1, 7, 4096, 16384]
 
 
 def _t(h, dt):

@@ -44,8 +44,6 @@ def check(actual, expected, dt, what):
 
 CASES = [(h, dt, name, tokens) for h in kernels.HIDDENS for dt in kernels.DTYPES
          for name in kernels.references(dt) for tokens in kernels.TOKENS]
-CASES += [(kernels.LARGE[0], dt, name, kernels.LARGE[1]) for dt in kernels.DTYPES
-          for name in kernels.references(dt)]
 
 
 @pytest.mark.parametrize("hidden,dt,name,tokens", CASES,
