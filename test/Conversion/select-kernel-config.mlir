@@ -1,5 +1,6 @@
 // RUN: liger-opt %s --liger-select-kernel-config --split-input-file | FileCheck %s
 // RUN: liger-opt %s --liger-select-kernel-config --liger-lower-to-gpu --split-input-file | FileCheck %s --check-prefix=GPU
+// RUN: liger-opt %s --liger-select-kernel-config=chip=sm_80 --split-input-file | FileCheck %s --check-prefix=SM80
 
 // 14336 bf16: 16-byte vectors, 256 threads (7 chunks each).
 // CHECK-LABEL: func.func @wide
@@ -32,11 +33,12 @@ func.func @short(%x: tensor<?x6xf32>) -> tensor<?x6xf32> {
 
 // -----
 
-// Near-miss: a pinned configuration stays; matmul groups get none.
+// Near-miss: a pinned configuration stays. A matmul group gets a tile
+// configuration: f32 takes 32-element (128-byte) K slices, a 64-column tile
+// (64 does not divide by 128).
 // CHECK-LABEL: func.func @pinned_and_matmul
 //       CHECK:   liger.kernel_config = {threads = 64 : i64, vector_width = 4 : i64}
-//       CHECK:   liger.fusion matmul
-//   CHECK-NOT:   liger.kernel_config
+//       CHECK:   liger.fusion matmul{{.*}}liger.kernel_config = {mma = "wgmma", stages = 5 : i64, threads = 384 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 64 : i64}
 // GPU-LABEL: gpu.func @pinned_and_matmul_rowwise_0
 //  GPU-SAME:   known_block_size = array<i32: 64, 1, 1>
 func.func @pinned_and_matmul(%x: tensor<?x64xf32>, %w: tensor<64x64xf32>) -> (tensor<?x64xf32>, tensor<?x64xf32>) {
@@ -51,4 +53,39 @@ func.func @pinned_and_matmul(%x: tensor<?x64xf32>, %w: tensor<64x64xf32>) -> (te
     liger.yield %l : tensor<?x64xf32>
   }
   return %y, %p : tensor<?x64xf32>, tensor<?x64xf32>
+}
+
+// -----
+
+// Llama-3-8B's projections on sm_90a: 128 x 128 tiles, 64-element K slices,
+// 5 stages (32 KiB each) beside a 32 KiB output tile; a gate/up pair takes 64
+// columns of each; 16 static rows (decode) take a 64-row tile and one
+// consumer warpgroup. On sm_80: mma.sync with 32-element K slices.
+// CHECK-LABEL: func.func @llama_projections
+//       CHECK:   liger.fusion matmul{{.*}}{mma = "wgmma", stages = 5 : i64, threads = 384 : i64, tile_k = 64 : i64, tile_m = 128 : i64, tile_n = 128 : i64}
+//       CHECK:   liger.fusion matmul{{.*}}{mma = "wgmma", stages = 5 : i64, threads = 384 : i64, tile_k = 64 : i64, tile_m = 128 : i64, tile_n = 64 : i64}
+//       CHECK:   liger.fusion matmul{{.*}}{mma = "wgmma", stages = 5 : i64, threads = 256 : i64, tile_k = 64 : i64, tile_m = 64 : i64, tile_n = 128 : i64}
+// SM80-LABEL: func.func @llama_projections
+//       SM80:   {mma = "mma_sync", stages = 5 : i64, threads = 256 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 128 : i64}
+//       SM80:   {mma = "mma_sync", stages = 5 : i64, threads = 256 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 64 : i64}
+//       SM80:   {mma = "mma_sync", stages = 5 : i64, threads = 128 : i64, tile_k = 32 : i64, tile_m = 64 : i64, tile_n = 128 : i64}
+func.func @llama_projections(%x: tensor<?x4096xbf16>, %wq: tensor<4096x4096xbf16>, %wg: tensor<14336x4096xbf16>, %wu: tensor<14336x4096xbf16>, %t: tensor<16x4096xbf16>) -> (tensor<?x4096xbf16>, tensor<?x14336xbf16>, tensor<16x4096xbf16>) {
+  %q = liger.fusion matmul(%x, %wq) : (tensor<?x4096xbf16>, tensor<4096x4096xbf16>) -> tensor<?x4096xbf16> {
+  ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<4096x4096xbf16>):
+    %l = liger.linear %a, %b : tensor<?x4096xbf16>, tensor<4096x4096xbf16>
+    liger.yield %l : tensor<?x4096xbf16>
+  }
+  %h = liger.fusion matmul(%x, %wg, %wu) : (tensor<?x4096xbf16>, tensor<14336x4096xbf16>, tensor<14336x4096xbf16>) -> tensor<?x14336xbf16> {
+  ^bb0(%a: tensor<?x4096xbf16>, %g: tensor<14336x4096xbf16>, %u: tensor<14336x4096xbf16>):
+    %lg = liger.linear %a, %g : tensor<?x4096xbf16>, tensor<14336x4096xbf16>
+    %lu = liger.linear %a, %u : tensor<?x4096xbf16>, tensor<14336x4096xbf16>
+    %s = liger.swiglu %lg, %lu : tensor<?x14336xbf16>
+    liger.yield %s : tensor<?x14336xbf16>
+  }
+  %d = liger.fusion matmul(%t, %wq) : (tensor<16x4096xbf16>, tensor<4096x4096xbf16>) -> tensor<16x4096xbf16> {
+  ^bb0(%a: tensor<16x4096xbf16>, %b: tensor<4096x4096xbf16>):
+    %l = liger.linear %a, %b : tensor<16x4096xbf16>, tensor<4096x4096xbf16>
+    liger.yield %l : tensor<16x4096xbf16>
+  }
+  return %q, %h, %d : tensor<?x4096xbf16>, tensor<?x14336xbf16>, tensor<16x4096xbf16>
 }

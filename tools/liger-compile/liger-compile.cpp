@@ -176,7 +176,9 @@ int main(int argc, char **argv) {
   gpuOptions.chip = targetChip;
   gpuOptions.features = ptxFeatures;
   if (!runStage([&](PassManager &pm) {
-        pm.addPass(createSelectKernelConfigPass());
+        SelectKernelConfigPassOptions configOptions;
+        configOptions.chip = targetChip;
+        pm.addPass(createSelectKernelConfigPass(configOptions));
         pm.addPass(createLowerToGPUPass(gpuOptions));
       }))
     return 1;

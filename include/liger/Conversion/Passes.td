@@ -108,7 +108,7 @@ def LowerToLinalgPass : Pass<"liger-lower-to-linalg"> {
 }
 
 def SelectKernelConfigPass : Pass<"liger-select-kernel-config"> {
-  let summary = "Choose the launch configuration of every rowwise group";
+  let summary = "Choose the launch configuration of every rowwise and matmul group";
   let description = [{
     Writes `liger.kernel_config = {threads, vector_width}` on every rowwise
     `liger.fusion` group that has none: 16-byte vectors when they divide the
@@ -118,6 +118,16 @@ def SelectKernelConfigPass : Pass<"liger-select-kernel-config"> {
     one keeps it. The choice of 256 threads was measured on an H200
     (docs/benchmarks.md).
 
+    On every matmul group it writes `{mma, tile_m, tile_n, tile_k, stages,
+    threads}` for the target `chip`: wgmma (sm_90a) or mma.sync (sm_80); a
+    128-byte (wgmma) or 64-byte K slice per stage; 128-row tiles (64 when the
+    group's static row count is at most 64); 128-column tiles when every
+    projection's width divides by 128, else 64, and 64 per projection for a
+    gate/up pair; as many stages (2 to 5) as the target's shared memory
+    holds next to one output tile. A pinned matmul configuration is checked
+    against the target (instruction shapes, shared memory) with a
+    diagnostic.
+
     ```mlir
     %y = liger.fusion rowwise(%x) : ... -> tensor<?x14336xbf16> { ... }
     // becomes
@@ -125,6 +135,10 @@ def SelectKernelConfigPass : Pass<"liger-select-kernel-config"> {
         {threads = 256 : i64, vector_width = 8 : i64}} : ... { ... }
     ```
   }];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
+           "The GPU target (sm_90a or sm_80)">
+  ];
   let statistics = [
     Statistic<"numConfigured", "configured", "Number of groups configured">
   ];

@@ -1,10 +1,13 @@
 //===- SelectKernelConfig.cpp - the liger-select-kernel-config pass -------===//
 //
-// Writes the default launch configuration on every rowwise group that has
-// none (RowKernel.cpp's selectRowKernelConfig).
+// Writes the default launch configuration on every rowwise group
+// (RowKernel.cpp's selectRowKernelConfig) and every matmul group
+// (MatmulConfig.cpp) that has none, and checks the pinned configurations of
+// matmul groups against the target.
 //
 //===----------------------------------------------------------------------===//
 
+#include "liger/Conversion/LigerToGPU/MatmulConfig.h"
 #include "liger/Conversion/LigerToGPU/RowKernel.h"
 #include "liger/Conversion/Passes.h"
 
@@ -19,16 +22,49 @@ using namespace mlir::liger;
 namespace {
 struct SelectKernelConfigPass
     : liger::impl::SelectKernelConfigPassBase<SelectKernelConfigPass> {
+  using Base::Base;
+
   void runOnOperation() override {
-    getOperation()->walk([&](FusionOp group) {
-      if (group.getKind() != FusionKind::rowwise ||
-          group->hasAttr("liger.kernel_config"))
-        return;
-      group->setAttr(
-          "liger.kernel_config",
-          getRowKernelConfigAttr(&getContext(), selectRowKernelConfig(group)));
+    std::optional<GpuTargetInfo> target = lookupGpuTarget(chip);
+    if (!target) {
+      std::string error;
+      (void)validateGpuTarget(chip, "+ptx86", error);
+      getOperation()->emitError() << "liger-select-kernel-config: " << error;
+      return signalPassFailure();
+    }
+    WalkResult walk = getOperation()->walk([&](FusionOp group) {
+      auto pinned = group->getAttrOfType<DictionaryAttr>("liger.kernel_config");
+      if (group.getKind() == FusionKind::rowwise) {
+        if (!pinned) {
+          group->setAttr("liger.kernel_config",
+                         getRowKernelConfigAttr(&getContext(),
+                                                selectRowKernelConfig(group)));
+          ++numConfigured;
+        }
+        return WalkResult::advance();
+      }
+      if (group.getKind() != FusionKind::matmul)
+        return WalkResult::advance();
+      FailureOr<MatmulShape> shape = analyzeMatmulGroup(group);
+      if (failed(shape))
+        return WalkResult::interrupt();
+      if (pinned) {
+        FailureOr<MatmulKernelConfig> config =
+            readMatmulKernelConfig(group, pinned);
+        if (failed(config) ||
+            failed(verifyMatmulKernelConfig(group, *config, *shape, *target)))
+          return WalkResult::interrupt();
+        return WalkResult::advance();
+      }
+      group->setAttr("liger.kernel_config",
+                     getMatmulKernelConfigAttr(
+                         &getContext(),
+                         selectMatmulKernelConfig(*shape, *target)));
       ++numConfigured;
+      return WalkResult::advance();
     });
+    if (walk.wasInterrupted())
+      signalPassFailure();
   }
 };
 } // namespace

@@ -1,0 +1,153 @@
+//===- MatmulConfig.cpp - tile configuration of matmul groups -------------===//
+
+#include "liger/Conversion/LigerToGPU/MatmulConfig.h"
+
+#include <algorithm>
+
+using namespace mlir;
+using namespace mlir::liger;
+
+int64_t
+MatmulKernelConfig::sharedMemoryBytes(const MatmulShape &shape) const {
+  int64_t bTiles = shape.paired ? 2 : 1;
+  int64_t stage = tileK * shape.elementBytes *
+                  (tileM + bTiles * tileN + shape.loraRank);
+  int64_t epilogue = tileM * tileN * shape.elementBytes * bTiles;
+  // mbarriers (two per stage) and the 1024-byte alignment of the buffer.
+  return stages * stage + epilogue + 1024;
+}
+
+FailureOr<MatmulShape> mlir::liger::analyzeMatmulGroup(FusionOp group) {
+  MatmulShape shape;
+  auto take = [&](Operation *op, Value input, Value weight) -> LogicalResult {
+    auto x = cast<RankedTensorType>(input.getType());
+    auto w = cast<RankedTensorType>(weight.getType());
+    if (!w.hasStaticShape())
+      return op->emitOpError("needs a static weight shape for a matmul kernel");
+    if (shape.k && shape.k != w.getDimSize(1))
+      return group.emitOpError("holds projections of different widths (")
+             << shape.k << " and " << w.getDimSize(1)
+             << "), which one matmul kernel does not compute";
+    shape.k = w.getDimSize(1);
+    shape.n.push_back(w.getDimSize(0));
+    shape.elementBytes =
+        std::max<int64_t>(1, x.getElementTypeBitWidth() / 8);
+    int64_t m = 1;
+    for (int64_t d : x.getShape().drop_back())
+      m = (m == ShapedType::kDynamic || ShapedType::isDynamic(d))
+              ? ShapedType::kDynamic
+              : m * d;
+    shape.m = m;
+    return success();
+  };
+  WalkResult walk = group.getBody().walk([&](Operation *op) {
+    LogicalResult result = success();
+    if (auto linear = dyn_cast<LinearOp>(op))
+      result = take(op, linear.getInput(), linear.getWeight());
+    else if (auto lora = dyn_cast<LoRALinearOp>(op)) {
+      result = take(op, lora.getInput(), lora.getWeight());
+      shape.loraRank = cast<RankedTensorType>(lora.getLoraA().getType())
+                           .getDimSize(0);
+    } else if (isa<SwiGLUOp, GEGLUOp>(op)) {
+      shape.paired = true;
+    }
+    return failed(result) ? WalkResult::interrupt() : WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return failure();
+  if (shape.n.empty())
+    return group.emitOpError("is a matmul group without a projection");
+  return shape;
+}
+
+MatmulKernelConfig
+mlir::liger::selectMatmulKernelConfig(const MatmulShape &shape,
+                                      const GpuTargetInfo &target) {
+  MatmulKernelConfig config;
+  config.wgmma = target.hasWgmma;
+  // One 128-byte (wgmma, the 128-byte swizzle) or 64-byte (cp.async +
+  // ldmatrix) row of K per stage.
+  config.tileK = (config.wgmma ? 128 : 64) / shape.elementBytes;
+  // Decode-sized inputs take a 64-row tile (one consumer warpgroup).
+  bool small = !ShapedType::isDynamic(shape.m) && shape.m <= 64;
+  config.tileM = small ? 64 : 128;
+  bool all128 = llvm::all_of(shape.n, [](int64_t n) { return n % 128 == 0; });
+  // A paired gate/up tile holds two accumulators: half the width each.
+  config.tileN = shape.paired || !all128 ? 64 : 128;
+  // As many stages as shared memory holds, 2 to 5.
+  config.stages = 5;
+  while (config.stages > 2 &&
+         config.sharedMemoryBytes(shape) > target.maxSharedMemoryBytes)
+    --config.stages;
+  return config;
+}
+
+LogicalResult mlir::liger::verifyMatmulKernelConfig(
+    FusionOp group, const MatmulKernelConfig &config, const MatmulShape &shape,
+    const GpuTargetInfo &target) {
+  auto bad = [&]() {
+    return group.emitOpError("has an invalid matmul 'liger.kernel_config': ");
+  };
+  if (config.wgmma && !target.hasWgmma)
+    return bad() << "mma = wgmma needs sm_90a, the target is " << target.chip;
+  int64_t mStep = config.wgmma ? 64 : 16;
+  if (config.tileM < mStep || config.tileM > 256 || config.tileM % mStep)
+    return bad() << "tile_m must be a multiple of " << mStep
+                 << " up to 256, got " << config.tileM;
+  if (config.tileN < 8 || config.tileN > 256 || config.tileN % 8)
+    return bad() << "tile_n must be a multiple of 8 in [8, 256], got "
+                 << config.tileN;
+  int64_t kBytes = config.tileK * shape.elementBytes;
+  if (config.tileK < 1 || (kBytes != 32 && kBytes != 64 && kBytes != 128))
+    return bad() << "tile_k must span 32, 64 or 128 bytes of K, got "
+                 << config.tileK << " (" << kBytes << " bytes)";
+  if (config.stages < 2 || config.stages > 8)
+    return bad() << "stages must be in [2, 8], got " << config.stages;
+  int64_t smem = config.sharedMemoryBytes(shape);
+  if (smem > target.maxSharedMemoryBytes)
+    return bad() << "it needs " << smem << " bytes of shared memory, "
+                 << target.chip << " has " << target.maxSharedMemoryBytes;
+  return success();
+}
+
+DictionaryAttr
+mlir::liger::getMatmulKernelConfigAttr(MLIRContext *ctx,
+                                       const MatmulKernelConfig &config) {
+  Builder b(ctx);
+  return b.getDictionaryAttr({
+      b.getNamedAttr("mma", b.getStringAttr(config.wgmma ? "wgmma"
+                                                         : "mma_sync")),
+      b.getNamedAttr("stages", b.getI64IntegerAttr(config.stages)),
+      b.getNamedAttr("threads", b.getI64IntegerAttr(config.threads())),
+      b.getNamedAttr("tile_k", b.getI64IntegerAttr(config.tileK)),
+      b.getNamedAttr("tile_m", b.getI64IntegerAttr(config.tileM)),
+      b.getNamedAttr("tile_n", b.getI64IntegerAttr(config.tileN)),
+  });
+}
+
+FailureOr<MatmulKernelConfig>
+mlir::liger::readMatmulKernelConfig(FusionOp group, DictionaryAttr dict) {
+  MatmulKernelConfig config;
+  for (auto [key, field] :
+       {std::pair<StringRef, int64_t *>{"tile_m", &config.tileM},
+        {"tile_n", &config.tileN},
+        {"tile_k", &config.tileK},
+        {"stages", &config.stages}}) {
+    auto value = dict.getAs<IntegerAttr>(key);
+    if (!value)
+      return group.emitOpError("expects an integer '")
+             << key << "' in the matmul 'liger.kernel_config'";
+    *field = value.getInt();
+  }
+  auto mma = dict.getAs<StringAttr>("mma");
+  if (!mma || (mma.getValue() != "wgmma" && mma.getValue() != "mma_sync"))
+    return group.emitOpError("expects 'mma' = \"wgmma\" or \"mma_sync\" in "
+                             "the matmul 'liger.kernel_config'");
+  config.wgmma = mma.getValue() == "wgmma";
+  if (auto threads = dict.getAs<IntegerAttr>("threads");
+      threads && threads.getInt() != config.threads())
+    return group.emitOpError("has 'threads' = ")
+           << threads.getInt() << " in its matmul 'liger.kernel_config', but "
+           << "the tile needs " << config.threads();
+  return config;
+}

@@ -1,0 +1,100 @@
+// RUN: liger-opt %s --liger-select-kernel-config --split-input-file -verify-diagnostics
+// RUN: not liger-opt %s --liger-select-kernel-config=chip=sm_90 -o /dev/null 2>&1 | FileCheck %s --check-prefix=CHIP
+
+// CHIP: error: liger-select-kernel-config: unsupported GPU target 'sm_90' (supported: sm_80, sm_90a)
+
+// Every rule of a pinned matmul configuration, one case each.
+
+func.func @tile_m(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>) -> tensor<?x64xbf16> {
+  // expected-error @+1 {{'liger.fusion' op has an invalid matmul 'liger.kernel_config': tile_m must be a multiple of 64 up to 256, got 96}}
+  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = {mma = "wgmma", stages = 3 : i64, tile_k = 64 : i64, tile_m = 96 : i64, tile_n = 64 : i64}} : (tensor<?x64xbf16>, tensor<64x64xbf16>) -> tensor<?x64xbf16> {
+  ^bb0(%a: tensor<?x64xbf16>, %b: tensor<64x64xbf16>):
+    %l = liger.linear %a, %b : tensor<?x64xbf16>, tensor<64x64xbf16>
+    liger.yield %l : tensor<?x64xbf16>
+  }
+  return %y : tensor<?x64xbf16>
+}
+
+// -----
+
+func.func @tile_n(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>) -> tensor<?x64xbf16> {
+  // expected-error @+1 {{tile_n must be a multiple of 8 in [8, 256], got 260}}
+  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = {mma = "wgmma", stages = 3 : i64, tile_k = 64 : i64, tile_m = 64 : i64, tile_n = 260 : i64}} : (tensor<?x64xbf16>, tensor<64x64xbf16>) -> tensor<?x64xbf16> {
+  ^bb0(%a: tensor<?x64xbf16>, %b: tensor<64x64xbf16>):
+    %l = liger.linear %a, %b : tensor<?x64xbf16>, tensor<64x64xbf16>
+    liger.yield %l : tensor<?x64xbf16>
+  }
+  return %y : tensor<?x64xbf16>
+}
+
+// -----
+
+func.func @tile_k(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>) -> tensor<?x64xbf16> {
+  // expected-error @+1 {{tile_k must span 32, 64 or 128 bytes of K, got 24 (48 bytes)}}
+  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = {mma = "wgmma", stages = 3 : i64, tile_k = 24 : i64, tile_m = 64 : i64, tile_n = 64 : i64}} : (tensor<?x64xbf16>, tensor<64x64xbf16>) -> tensor<?x64xbf16> {
+  ^bb0(%a: tensor<?x64xbf16>, %b: tensor<64x64xbf16>):
+    %l = liger.linear %a, %b : tensor<?x64xbf16>, tensor<64x64xbf16>
+    liger.yield %l : tensor<?x64xbf16>
+  }
+  return %y : tensor<?x64xbf16>
+}
+
+// -----
+
+func.func @stages(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>) -> tensor<?x64xbf16> {
+  // expected-error @+1 {{stages must be in [2, 8], got 1}}
+  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = {mma = "wgmma", stages = 1 : i64, tile_k = 64 : i64, tile_m = 64 : i64, tile_n = 64 : i64}} : (tensor<?x64xbf16>, tensor<64x64xbf16>) -> tensor<?x64xbf16> {
+  ^bb0(%a: tensor<?x64xbf16>, %b: tensor<64x64xbf16>):
+    %l = liger.linear %a, %b : tensor<?x64xbf16>, tensor<64x64xbf16>
+    liger.yield %l : tensor<?x64xbf16>
+  }
+  return %y : tensor<?x64xbf16>
+}
+
+// -----
+
+func.func @shared_memory(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>) -> tensor<?x64xbf16> {
+  // expected-error @+1 {{it needs 459776 bytes of shared memory, sm_90a has 232448}}
+  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = {mma = "wgmma", stages = 8 : i64, tile_k = 64 : i64, tile_m = 256 : i64, tile_n = 128 : i64}} : (tensor<?x64xbf16>, tensor<64x64xbf16>) -> tensor<?x64xbf16> {
+  ^bb0(%a: tensor<?x64xbf16>, %b: tensor<64x64xbf16>):
+    %l = liger.linear %a, %b : tensor<?x64xbf16>, tensor<64x64xbf16>
+    liger.yield %l : tensor<?x64xbf16>
+  }
+  return %y : tensor<?x64xbf16>
+}
+
+// -----
+
+func.func @mma_kind(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>) -> tensor<?x64xbf16> {
+  // expected-error @+1 {{expects 'mma' = "wgmma" or "mma_sync" in the matmul 'liger.kernel_config'}}
+  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = {mma = "hmma", stages = 3 : i64, tile_k = 64 : i64, tile_m = 64 : i64, tile_n = 64 : i64}} : (tensor<?x64xbf16>, tensor<64x64xbf16>) -> tensor<?x64xbf16> {
+  ^bb0(%a: tensor<?x64xbf16>, %b: tensor<64x64xbf16>):
+    %l = liger.linear %a, %b : tensor<?x64xbf16>, tensor<64x64xbf16>
+    liger.yield %l : tensor<?x64xbf16>
+  }
+  return %y : tensor<?x64xbf16>
+}
+
+// -----
+
+func.func @missing_field(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>) -> tensor<?x64xbf16> {
+  // expected-error @+1 {{expects an integer 'stages' in the matmul 'liger.kernel_config'}}
+  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = {mma = "wgmma", tile_k = 64 : i64, tile_m = 64 : i64, tile_n = 64 : i64}} : (tensor<?x64xbf16>, tensor<64x64xbf16>) -> tensor<?x64xbf16> {
+  ^bb0(%a: tensor<?x64xbf16>, %b: tensor<64x64xbf16>):
+    %l = liger.linear %a, %b : tensor<?x64xbf16>, tensor<64x64xbf16>
+    liger.yield %l : tensor<?x64xbf16>
+  }
+  return %y : tensor<?x64xbf16>
+}
+
+// -----
+
+func.func @threads(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>) -> tensor<?x64xbf16> {
+  // expected-error @+1 {{has 'threads' = 256 in its matmul 'liger.kernel_config', but the tile needs 384}}
+  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = {mma = "wgmma", stages = 3 : i64, threads = 256 : i64, tile_k = 64 : i64, tile_m = 128 : i64, tile_n = 64 : i64}} : (tensor<?x64xbf16>, tensor<64x64xbf16>) -> tensor<?x64xbf16> {
+  ^bb0(%a: tensor<?x64xbf16>, %b: tensor<64x64xbf16>):
+    %l = liger.linear %a, %b : tensor<?x64xbf16>, tensor<64x64xbf16>
+    liger.yield %l : tensor<?x64xbf16>
+  }
+  return %y : tensor<?x64xbf16>
+}
