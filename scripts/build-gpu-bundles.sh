@@ -24,6 +24,14 @@ for src in "$OUT"/src/*.mlir; do
   name=$(basename "$src" .mlir)
   "$BUILD/bin/liger-compile" "$src" -o "$OUT/$name" --target=sm_90a >/dev/null
 done
+# The experimental matmul template (test_matmul_kernels.py).
+"$PYTHON" - "$OUT/src/matmul.mlir" <<'PY'
+import sys
+sys.path.insert(0, "test/Integration/gpu")
+import kernels
+open(sys.argv[1], "w").write(kernels.matmul_module_text())
+PY
+"$BUILD/bin/liger-compile" "$OUT/src/matmul.mlir" -o "$OUT/matmul" --target=sm_90a --matmul-kernels >/dev/null
 # One bundle for another architecture: the runtime must refuse it on the
 # H200 with a clear message.
 "$BUILD/bin/liger-compile" "$OUT/src/h1000_f32.mlir" -o "$OUT/sm80_h1000_f32" --target=sm_80 >/dev/null
@@ -35,4 +43,4 @@ import kernels
 from liger import ops
 ops.precompile(sys.argv[1], [case[0] for case in kernels.ops_cases().values()])
 PY
-echo "build-gpu-bundles: $(ls -d "$OUT"/h* "$OUT"/rope* "$OUT"/sm80* | wc -l) bundles and $(ls "$OUT/ops" | wc -l) liger.ops bundles in $OUT"
+echo "build-gpu-bundles: $(ls -d "$OUT"/h* "$OUT"/rope* "$OUT"/sm80* "$OUT"/matmul | wc -l) bundles and $(ls "$OUT/ops" | wc -l) liger.ops bundles in $OUT"

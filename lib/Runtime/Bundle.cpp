@@ -125,6 +125,8 @@ Status parseParam(const Reader &r, const json::Value &v,
     param->kind = ParamKind::Tables;
   else if (kind == "partials")
     param->kind = ParamKind::Partials;
+  else if (kind == "matrix")
+    param->kind = ParamKind::Matrix;
   else
     return r.error(path, "unknown kind '" + kind + "'");
   if (!parseDType(dtype, &param->dtype))
@@ -140,6 +142,13 @@ Status parseParam(const Reader &r, const json::Value &v,
   if (param->kind != ParamKind::RowScalars &&
       param->kind != ParamKind::Scalar && param->length <= 0)
     return r.error(path, "expected a positive static length in 'shape'");
+  if (param->kind == ParamKind::Matrix) {
+    if (shape->array.size() != 2 ||
+        shape->array[0].kind != json::Value::Number ||
+        shape->array[0].number < 1)
+      return r.error(path, "a matrix parameter has a static shape [N, K]");
+    param->heads = static_cast<int64_t>(shape->array[0].number); // N
+  }
   if (param->kind == ParamKind::Heads) {
     if (shape->array.size() != 4 ||
         shape->array[1].kind != json::Value::Number ||
@@ -202,6 +211,37 @@ Status liger::runtime::parseManifest(const std::string &text,
       if (abi != "memref-descriptor")
         return r.error(kpath, "unknown abi '" + abi + "'");
       (void)r.string(kv, "ops", kpath, &kernel.ops);
+      const json::Value *grid = nullptr;
+      LIGER_RETURN_IF_ERROR(r.array(kv, "grid", kpath, &grid));
+      if (grid->array.size() != 3)
+        return r.error(kpath, "grid must have 3 entries");
+      for (int i = 0; i < 3; ++i) {
+        const json::Value &g = grid->array[i];
+        GridDim &dim = kernel.grid[i];
+        if (g.kind == json::Value::Number) {
+          if (g.number < 1 || g.number > 0x7fffffff ||
+              g.number != std::floor(g.number))
+            return r.error(kpath, "grid sizes must be integers in [1, 2^31)");
+          dim = {GridDim::Const, static_cast<int64_t>(g.number)};
+          continue;
+        }
+        std::string text = g.kind == json::Value::String ? g.string : "?";
+        if (text == "rows" || text == "tokens") {
+          dim = {GridDim::Rows, 1};
+        } else if (text == "ctas") {
+          dim = {GridDim::Ctas, 1};
+        } else if (text.rfind("rows/", 0) == 0 && text.size() > 5 &&
+                   text.size() < 12 &&
+                   text.find_first_not_of("0123456789", 5) ==
+                       std::string::npos &&
+                   std::stoll(text.substr(5)) >= 1) {
+          dim = {GridDim::Rows, std::stoll(text.substr(5))};
+        } else {
+          return r.error(kpath, "unknown grid size '" + text +
+                                    "' (an integer, rows, tokens, ctas or "
+                                    "rows/N)");
+        }
+      }
       const json::Value *block = nullptr;
       LIGER_RETURN_IF_ERROR(r.array(kv, "block", kpath, &block));
       if (block->array.size() != 3)
@@ -412,6 +452,13 @@ Status Bundle::checkArgs(const KernelSpec &kernel,
       continue;
     case ParamKind::Heads:
       continue; // checked above
+    case ParamKind::Matrix:
+      if (a.shape.size() != 2 || a.shape[0] != p.heads ||
+          a.shape[1] != p.length)
+        return invalid(name + " must have shape [" + std::to_string(p.heads) +
+                       ", " + std::to_string(p.length) + "], got " +
+                       shapeString(a.shape));
+      continue;
     case ParamKind::Partials:
       if (a.shape.size() != 2 || a.shape[1] != p.length || a.shape[0] < 1 ||
           a.shape[0] > 0x7fffffff)
@@ -575,6 +622,9 @@ Status Bundle::launch(const std::string &name,
     case ParamKind::Partials:
       words.insert(words.end(), {ctas, p.length, p.length, 1});
       break;
+    case ParamKind::Matrix:
+      words.insert(words.end(), {p.heads, p.length, p.length, 1});
+      break;
     case ParamKind::Heads: {
       const std::vector<int64_t> &sh = args[i].shape;
       words.insert(words.end(),
@@ -595,11 +645,24 @@ Status Bundle::launch(const std::string &name,
     for (size_t w = starts[i]; w < end; ++w)
       params.push_back(&words[w]);
   }
+  unsigned grid[3];
+  for (int i = 0; i < 3; ++i) {
+    const GridDim &dim = kernel->grid[i];
+    int64_t size = dim.kind == GridDim::Const ? dim.value
+                   : dim.kind == GridDim::Ctas
+                       ? ctas
+                       : (rows + dim.value - 1) / dim.value;
+    if (size < 1 || size > (i ? 65535 : 0x7fffffff))
+      return LIGER_MAKE_STATUS(StatusCode::kInvalidArgument,
+                               "kernel '" + kernel->name + "': grid size " +
+                                   std::to_string(size) + " in dimension " +
+                                   std::to_string(i) + " is out of range");
+    grid[i] = static_cast<unsigned>(size);
+  }
   LIGER_CUDA_RETURN_IF_ERROR(
       *driver,
-      cuLaunchKernel(function,
-                     static_cast<unsigned>(finish ? ctas : rows), 1, 1,
-                     kernel->block[0], kernel->block[1], kernel->block[2],
+      cuLaunchKernel(function, grid[0], grid[1], grid[2], kernel->block[0],
+                     kernel->block[1], kernel->block[2],
                      kernel->dynamicSharedMemoryBytes, stream, params.data(),
                      nullptr));
   if (finish)

@@ -10,6 +10,7 @@
 #include "liger/Target/GpuTarget.h"
 
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/NVGPUToNVVM/NVGPUToNVVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Dialect/GPU/IR/CompilationInterfaces.h"
@@ -31,9 +32,28 @@
 using namespace mlir;
 using namespace mlir::liger;
 
+/// The manifest's grid: [symbol, 1, 1] for one CTA per row, token or
+/// workspace row, else the template's three entries (numbers as numbers).
+static llvm::json::Array gridOf(DictionaryAttr info) {
+  if (auto symbol = info.getAs<StringAttr>("grid"))
+    return llvm::json::Array{symbol.getValue(), 1, 1};
+  llvm::json::Array grid;
+  for (Attribute a : info.getAs<ArrayAttr>("grid")) {
+    StringRef text = cast<StringAttr>(a).getValue();
+    int64_t value = 0;
+    if (!text.getAsInteger(10, value))
+      grid.push_back(value);
+    else
+      grid.push_back(text);
+  }
+  return grid;
+}
+
 LogicalResult mlir::liger::lowerGpuModulesToNVVM(ModuleOp module) {
   PassManager pm(module.getContext());
   OpPassManager &gpu = pm.nest<gpu::GPUModuleOp>();
+  // The matmul kernels' cp.async and ldmatrix (nvgpu) first.
+  gpu.addPass(createConvertNVGPUToNVVMPass());
   gpu.addPass(createSCFToControlFlowPass());
   gpu.addPass(createConvertGpuOpsToNVVMOps());
   gpu.addPass(createReconcileUnrealizedCastsPass());
@@ -195,6 +215,8 @@ LogicalResult mlir::liger::writeBundle(ModuleOp module,
           shape = llvm::json::Array{length};
         else if (kind == "partials")
           shape = llvm::json::Array{"ctas", length};
+        else if (kind == "matrix")
+          shape = llvm::json::Array{heads, length};
         params.push_back(llvm::json::Object{
             {"name", p.getAs<StringAttr>("name").getValue()},
             {"role", p.getAs<StringAttr>("role").getValue()},
@@ -208,8 +230,7 @@ LogicalResult mlir::liger::writeBundle(ModuleOp module,
           {"template", info.getAs<StringAttr>("template").getValue()},
           {"ops", info.getAs<StringAttr>("ops").getValue()},
           {"abi", "memref-descriptor"},
-          {"grid",
-           llvm::json::Array{info.getAs<StringAttr>("grid").getValue(), 1, 1}},
+          {"grid", gridOf(info)},
           {"block", llvm::json::Array{integer("threads"), 1, 1}},
           {"dynamic_shared_memory_bytes", integer("shared_memory_bytes")},
           {"vector_width", integer("vector_width")},

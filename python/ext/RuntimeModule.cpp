@@ -36,6 +36,8 @@ const char *kindName(ParamKind kind) {
     return "heads";
   case ParamKind::Partials:
     return "partials";
+  case ParamKind::Matrix:
+    return "matrix";
   case ParamKind::Tables:
     return "tables";
   }

@@ -8,7 +8,7 @@
 //
 //   liger-compile layer.mlir -o layer.bundle [--target=sm_90a]
 //       [--emit=liger|fused|gpu|llvm|ptx|cubin|bundle] [--dump-dir=DIR]
-//       [--fusion-report] [--no-fuse]
+//       [--fusion-report] [--no-fuse] [--matmul-kernels]
 //
 //===----------------------------------------------------------------------===//
 
@@ -76,6 +76,11 @@ cl::opt<bool>
                  cl::init(false));
 cl::opt<bool> noFuse("no-fuse", cl::desc("Compile each rowwise op alone"),
                      cl::init(false));
+cl::opt<bool> matmulKernels(
+    "matmul-kernels",
+    cl::desc("Experimental: also compile matmul groups of one liger.linear "
+             "pinned to mma = \"mma_sync\" (not yet checked on a GPU)"),
+    cl::init(false));
 cl::opt<std::string> cudaToolkit("cuda-toolkit",
                                  cl::desc("CUDA toolkit holding bin/ptxas"),
                                  cl::init(""));
@@ -175,6 +180,7 @@ int main(int argc, char **argv) {
   LowerToGPUPassOptions gpuOptions;
   gpuOptions.chip = targetChip;
   gpuOptions.features = ptxFeatures;
+  gpuOptions.matmulKernels = matmulKernels;
   if (!runStage([&](PassManager &pm) {
         SelectKernelConfigPassOptions configOptions;
         configOptions.chip = targetChip;

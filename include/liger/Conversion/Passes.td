@@ -43,6 +43,8 @@ def LowerToGPUPass : Pass<"liger-lower-to-gpu", "::mlir::ModuleOp"> {
     "::mlir::math::MathDialect",
     "::mlir::memref::MemRefDialect",
     "::mlir::NVVM::NVVMDialect",
+    "::mlir::nvgpu::NVGPUDialect",
+    "::mlir::LLVM::LLVMDialect",
     "::mlir::scf::SCFDialect",
     "::mlir::vector::VectorDialect",
   ];
@@ -53,6 +55,9 @@ def LowerToGPUPass : Pass<"liger-lower-to-gpu", "::mlir::ModuleOp"> {
            "PTX ISA version, as +ptxNN">,
     Option<"wrapOps", "wrap-ops", "bool", /*default=*/"true",
            "Also lower rowwise liger ops outside groups, each as its own kernel">,
+    Option<"matmulKernels", "matmul-kernels", "bool", /*default=*/"false",
+           "Experimental: lower matmul groups of one liger.linear with the "
+           "mma.sync template (not yet checked on a GPU)">,
   ];
   let statistics = [
     Statistic<"numKernels", "kernels", "Number of GPU kernels built">

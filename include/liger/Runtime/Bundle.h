@@ -41,6 +41,15 @@ enum class ParamKind {
   Heads,      ///< [B, heads, T, D]; the grid is B*T tokens
   Tables,     ///< [B or 1, T, D]
   Partials,   ///< [ctas, H] f32 workspace; the grid is `ctas` CTAs
+  Matrix,     ///< [N, K], static (a projection's weight)
+};
+
+/// One dimension of a kernel's grid: a constant, the row (or token) count
+/// divided by `value` and rounded up ("rows", "tokens", "rows/128"), or the
+/// workspaces' leading size ("ctas").
+struct GridDim {
+  enum Kind { Const, Rows, Ctas } kind = Const;
+  int64_t value = 1;
 };
 
 struct KernelParam {
@@ -66,6 +75,7 @@ struct FinishSpec {
 struct KernelSpec {
   std::string name;
   std::string ops;
+  GridDim grid[3] = {{GridDim::Rows, 1}, {}, {}};
   int block[3] = {1, 1, 1};
   int dynamicSharedMemoryBytes = 0;
   int alignmentBytes = 16;

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "liger/Conversion/LigerToGPU/MatmulKernel.h"
 #include "liger/Conversion/LigerToGPU/RowKernel.h"
 #include "liger/Conversion/Passes.h"
 #include "liger/Target/GpuTarget.h"
@@ -13,7 +14,9 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -47,6 +50,8 @@ static StringRef stringifyParamKind(RowParamKind kind) {
     return "tables";
   case RowParamKind::Partials:
     return "partials";
+  case RowParamKind::Matrix:
+    return "matrix";
   }
   llvm_unreachable("unknown kind");
 }
@@ -84,10 +89,20 @@ static DictionaryAttr getKernelInfoAttr(OpBuilder &b,
         b.getNamedAttr("ctas_per_sm", b.getI64IntegerAttr(info.ctasPerSm))};
   return b.getDictionaryAttr(llvm::to_vector(llvm::concat<NamedAttribute>(
       finish, SmallVector<NamedAttribute>{
+      b.getNamedAttr("template",
+                     b.getStringAttr(!info.templateName.empty()
+                                         ? StringRef(info.templateName)
+                                     : info.grid == "tokens" ? "rope"
+                                                             : "rowwise")),
       b.getNamedAttr(
-          "template",
-          b.getStringAttr(info.grid == "tokens" ? "rope" : "rowwise")),
-      b.getNamedAttr("grid", b.getStringAttr(info.grid)),
+          "grid",
+          info.gridDims.empty()
+              ? Attribute(b.getStringAttr(info.grid))
+              : Attribute(b.getArrayAttr(llvm::to_vector(llvm::map_range(
+                    info.gridDims,
+                    [&](const std::string &d) -> Attribute {
+                      return b.getStringAttr(d);
+                    }))))),
       b.getNamedAttr("threads", b.getI64IntegerAttr(info.config.threads)),
       b.getNamedAttr("vector_width",
                      b.getI64IntegerAttr(info.config.vectorWidth)),
@@ -141,7 +156,8 @@ struct LowerToGPUPass : liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
     SmallVector<std::pair<FunctionOpInterface, FusionOp>> groups;
     module.walk([&](FunctionOpInterface fn) {
       fn.walk([&](FusionOp group) {
-        if (group.getKind() == FusionKind::rowwise &&
+        if ((group.getKind() == FusionKind::rowwise ||
+             (matmulKernels && group.getKind() == FusionKind::matmul)) &&
             !group->hasAttr("liger.kernel"))
           groups.push_back({fn, group});
       });
@@ -161,7 +177,36 @@ struct LowerToGPUPass : liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
                                          b.getArrayAttr({target}));
     }
     llvm::StringMap<int> perFunction;
+    std::optional<GpuTargetInfo> target = lookupGpuTarget(chip);
     for (auto [fn, group] : groups) {
+      if (group.getKind() == FusionKind::matmul) {
+        // The experimental matmul template (MatmulKernel.cpp).
+        FailureOr<MatmulShape> shape = analyzeMatmulGroup(group);
+        if (failed(shape))
+          return signalPassFailure();
+        auto dict = group->getAttrOfType<DictionaryAttr>("liger.kernel_config");
+        FailureOr<MatmulKernelConfig> config =
+            dict ? readMatmulKernelConfig(group, dict)
+                 : FailureOr<MatmulKernelConfig>(
+                       selectMatmulKernelConfig(*shape, *target));
+        if (failed(config) ||
+            failed(verifyMatmulKernelConfig(group, *config, *shape, *target)))
+          return signalPassFailure();
+        std::string name =
+            (fn.getName() + "_matmul_" + Twine(perFunction[fn.getName()]++))
+                .str();
+        FailureOr<RowKernelInfo> info =
+            buildMatmulKernel(group, kernels, name, *config);
+        if (failed(info))
+          return signalPassFailure();
+        auto kernel = kernels.lookupSymbol<gpu::GPUFuncOp>(name);
+        kernel->setAttr("liger.kernel_info", getKernelInfoAttr(b, *info));
+        group->setAttr("liger.kernel",
+                       SymbolRefAttr::get(kernels.getNameAttr(),
+                                          {FlatSymbolRefAttr::get(ctx, name)}));
+        ++numKernels;
+        continue;
+      }
       FailureOr<RowKernelConfig> config = getRowKernelConfig(group);
       if (failed(config))
         return signalPassFailure();

@@ -856,7 +856,8 @@ FailureOr<RowKernelInfo> RowKernelBuilder::build(gpu::GPUModuleOp module,
       return MemRefType::get({ShapedType::kDynamic, hidden}, elem);
     case RowParamKind::Heads:
     case RowParamKind::Tables:
-      break; // RoPE's kinds (RoPEKernel.cpp); the row program has none
+    case RowParamKind::Matrix:
+      break; // other templates' kinds; the row program has none
     }
     llvm_unreachable("not a row-program parameter kind");
   };

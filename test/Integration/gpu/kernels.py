@@ -265,3 +265,33 @@ def ops_cases():
                               [(2, 32, 7, 128), (2, 8, 7, 128), (2, 7, 128), (2, 7, 128)],
                               "bf16", {}),
     }
+
+
+# The experimental mma.sync matmul template (liger-compile --matmul-kernels):
+# name -> (K, N, dtype, tile_m, tile_n, stages). N = 1000 leaves a partial
+# 64-column tile; the 64-row tile runs 4 warps.
+MATMULS = {
+    "proj_4096_1024": (4096, 1024, "bf16", 128, 128, 3),
+    "proj_1024_1000": (1024, 1000, "bf16", 128, 64, 4),
+    "proj_512_256_m64": (512, 256, "bf16", 64, 64, 4),
+    "proj_256_128_f16": (256, 128, "f16", 128, 128, 2),
+}
+MATMUL_ROWS = [1, 7, 100, 4096]
+
+
+def matmul_module_text():
+    out = []
+    for name, (k, n, dt, tm, tn, stages) in MATMULS.items():
+        X, W, Y = ("tensor<?x%dx%s>" % (k, dt), "tensor<%dx%dx%s>" % (n, k, dt),
+                   "tensor<?x%dx%s>" % (n, dt))
+        config = ('{mma = "mma_sync", stages = %d : i64, tile_k = 32 : i64, '
+                  'tile_m = %d : i64, tile_n = %d : i64}' % (stages, tm, tn))
+        out.append(f"""func.func @{name}(%x: {X}, %w: {W}) -> {Y} {{
+  %y = liger.fusion matmul(%x, %w) attributes {{liger.kernel_config = {config}}} : ({X}, {W}) -> {Y} {{
+  ^bb0(%a: {X}, %b: {W}):
+    %l = liger.linear %a, %b : {X}, {W}
+    liger.yield %l : {Y}
+  }}
+  return %y : {Y}
+}}""")
+    return "\n\n".join(out) + "\n"

@@ -86,8 +86,15 @@ INSTANTIATE_TEST_SUITE_P(
         BadManifest{"\"bf16\", \"shape\": [4096]",
                     "\"bf17\", \"shape\": [4096]",
                     "modules[0].kernels[0].params[1]: unknown dtype 'bf17'"},
-        BadManifest{"\"kind\": \"feature\"", "\"kind\": \"matrix\"",
-                    "unknown kind 'matrix'"},
+        BadManifest{"\"kind\": \"feature\"", "\"kind\": \"cube\"",
+                    "unknown kind 'cube'"},
+        BadManifest{"[\"rows\", 1, 1]", "[\"rows/0\", 1, 1]",
+                    "unknown grid size 'rows/0'"},
+        BadManifest{"[\"rows\", 1, 1]", "[\"cols\", 1, 1]",
+                    "unknown grid size 'cols' (an integer, rows, tokens, ctas "
+                    "or rows/N)"},
+        BadManifest{"[\"rows\", 1, 1]", "[\"rows\", 0, 1]",
+                    "grid sizes must be integers in [1, 2^31)"},
         BadManifest{"[256, 1, 1]", "[2048, 1, 1]",
                     "block sizes must be integers in [1, 1024]"},
         BadManifest{"\"k.cubin\"", "\"../k.cubin\"",
@@ -367,6 +374,51 @@ TEST_F(BundleFilesTest, WorkspaceArgumentChecks) {
   args.pop_back();
   expectError(args,
               "expects 4 tensors (inputs, outputs, then workspaces), got 3");
+}
+
+// A projection: a static [N, K] weight and a 2-D grid of tiles.
+const char *kMatmulManifest = R"({
+  "format": "liger-bundle", "version": 1, "source": "t.mlir",
+  "modules": [{"name": "liger_kernels", "arch": "sm_90a", "cubin": "k.cubin", "ptx": "k.ptx",
+    "kernels": [{"name": "proj", "template": "matmul", "ops": "liger.linear",
+      "abi": "memref-descriptor", "grid": [8, "rows/128", 1], "block": [256, 1, 1],
+      "dynamic_shared_memory_bytes": 61440, "vector_width": 8, "alignment_bytes": 16,
+      "params": [
+        {"name": "input0", "role": "input", "kind": "rows", "dtype": "bf16", "shape": ["rows", 256]},
+        {"name": "input1", "role": "input", "kind": "matrix", "dtype": "bf16", "shape": [1024, 256]},
+        {"name": "output0", "role": "output", "kind": "rows", "dtype": "bf16", "shape": ["rows", 1024]}
+      ]}]}]})";
+
+TEST_F(BundleFilesTest, MatrixParametersAndTiledGrids) {
+  write("manifest.json", kMatmulManifest);
+  write("k.cubin", std::string("\x7f"
+                               "ELF") +
+                       std::string(100, '\0'));
+  std::unique_ptr<Bundle> b;
+  ASSERT_TRUE(Bundle::open(dir, &b).isOk());
+  const KernelSpec *k = b->findKernel("proj");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->grid[0].kind, GridDim::Const);
+  EXPECT_EQ(k->grid[0].value, 8);
+  EXPECT_EQ(k->grid[1].kind, GridDim::Rows);
+  EXPECT_EQ(k->grid[1].value, 128);
+  EXPECT_EQ(k->params[1].kind, ParamKind::Matrix);
+  EXPECT_EQ(k->params[1].heads, 1024); // N
+  EXPECT_EQ(k->params[1].length, 256); // K
+  alignas(16) static char buf[64];
+  std::vector<TensorArg> args = {{buf, DType::bf16, {300, 256}},
+                                 {buf, DType::bf16, {1024, 256}},
+                                 {buf, DType::bf16, {300, 1024}}};
+  int64_t rows = 0;
+  ASSERT_TRUE(b->checkArgs(*k, args, &rows).isOk());
+  EXPECT_EQ(rows, 300);
+  args[1].shape = {1024, 255};
+  Status s = b->checkArgs(*k, args, &rows);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("'input1' (#1) must have shape [1024, 256], got "
+                             "[1024, 255]"),
+            std::string::npos)
+      << s.toString();
 }
 
 TEST(CudaDriverTest, NoDriverIsAClearError) {

@@ -61,6 +61,7 @@ enum class RowParamKind {
   Tables,     ///< [B or 1, T, D] (RoPE's cos and sin)
   Partials,   ///< [ctas, H] f32 workspace: one partial column reduction per
               ///< CTA, finished by the second kernel
+  Matrix,     ///< [N, K], static: a projection's weight (`heads` holds N)
 };
 
 /// One kernel parameter (a memref), in order.
@@ -84,6 +85,10 @@ struct RowKernelInfo {
   std::string opChain;       // "liger.add_rms_norm"
   std::string grid = "rows"; // the grid shape symbol: "rows", "tokens" or
                              // "ctas" (the leading size of the workspaces)
+  /// A 3-D grid (manifest syntax: integers, "rows", "rows/N", ...) for
+  /// templates whose grid is not one CTA per row or token; empty otherwise.
+  SmallVector<std::string> gridDims;
+  std::string templateName; // empty: "rowwise" or "rope" from `grid`
   /// Groups that reduce across rows (RMSNorm's dW) are two kernels: the
   /// first loops over rows with a stride of the grid and writes one partial
   /// per CTA into each workspace; this second one (same parameters) reduces

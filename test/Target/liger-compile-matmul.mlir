@@ -1,0 +1,84 @@
+// The experimental mma.sync matmul template (liger-compile --matmul-kernels):
+// one liger.linear group pinned to mma = "mma_sync" becomes one kernel with
+// cp.async staging, ldmatrix, bf16 m16n8k16 MMAs and a tiled grid; ptxas
+// accepts it for sm_90a and sm_80 without spills. Without the flag, the
+// group is left for later, as before.
+// REQUIRES: ptxas
+// RUN: rm -rf %t.bundle
+// RUN: liger-compile %s --matmul-kernels -o %t.bundle | FileCheck %s --check-prefix=OUT
+// RUN: FileCheck %s --check-prefix=MANIFEST < %t.bundle/manifest.json
+// RUN: FileCheck %s --check-prefix=PTX < %t.bundle/liger_kernels.sm_90a.ptx
+// RUN: ptxas -arch=sm_90a -v %t.bundle/liger_kernels.sm_90a.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: liger-compile %s --matmul-kernels --target=sm_80 --emit=ptx -o %t.sm80.ptx
+// RUN: ptxas -arch=sm_80 -v %t.sm80.ptx -o %t.sm80.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: liger-compile %s --emit=gpu -o - | FileCheck %s --check-prefix=OFF
+// RUN: liger-compile %s --matmul-kernels --emit=gpu -o - | FileCheck %s --check-prefix=GPU
+
+// OUT: liger-compile: 2 kernels for sm_90a
+
+// MANIFEST: "block": [
+// MANIFEST-NEXT: 256,
+// MANIFEST: "dynamic_shared_memory_bytes": 61440,
+// MANIFEST: "grid": [
+// MANIFEST-NEXT: 8,
+// MANIFEST-NEXT: "rows/128",
+// MANIFEST-NEXT: 1
+// MANIFEST: "name": "proj_matmul_0",
+// MANIFEST: "kind": "matrix",
+// MANIFEST-NEXT: "name": "input1",
+// MANIFEST-NEXT: "role": "input",
+// MANIFEST-NEXT: "shape": [
+// MANIFEST-NEXT: 1024,
+// MANIFEST-NEXT: 4096
+// MANIFEST: "template": "matmul",
+
+// PTX: .entry proj_matmul_0(
+// PTX: cp.async.cg.shared.global [{{.*}}], [{{.*}}], 16, %r{{[0-9]+}};
+// PTX: cp.async.commit_group;
+// PTX: cp.async.wait_group 1;
+// PTX: bar.sync 0;
+// PTX: ldmatrix.sync.aligned.m8n8.x4.shared.b16
+// PTX: ldmatrix.sync.aligned.m8n8.x2.shared.b16
+// PTX: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// PTX: cp.async.wait_group 0;
+// PTX: st.global.b32
+// PTX: .entry half_matmul_0(
+// PTX: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+
+// PTXAS-NOT: bytes spill stores, {{[1-9]}}
+// PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+
+// OFF-NOT: gpu.func @proj_matmul_0
+// OFF: liger.fusion matmul
+// OFF-NOT: liger.kernel =
+
+// GPU: liger.fusion matmul{{.*}}liger.kernel = @liger_kernels::@proj_matmul_0
+// GPU: gpu.func @proj_matmul_0(%{{.+}}: memref<?x4096xbf16>, %{{.+}}: memref<1024x4096xbf16>, %{{.+}}: memref<?x1024xbf16>) kernel
+// GPU-SAME: known_block_size = array<i32: 256, 1, 1>
+// GPU-SAME: grid = ["8", "rows/128", "1"]
+// GPU: scf.for {{.*}} iter_args({{.*}}) -> (f32,
+// GPU: nvvm.cp.async.wait.group 1
+// GPU: gpu.barrier
+// GPU: nvgpu.device_async_copy {{.*}} {bypassL1} : memref<?x4096xbf16> to memref<3x128x40xbf16, #gpu.address_space<workgroup>>
+// GPU: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = false} : memref<3x128x40xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
+// GPU: nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[{{.*}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+// GPU: vector.store {{.*}} {alignment = 4 : i64} : memref<?x1024xbf16>, vector<2xbf16>
+
+func.func @proj(%x: tensor<?x4096xbf16>, %w: tensor<1024x4096xbf16>) -> tensor<?x1024xbf16> {
+  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = {mma = "mma_sync", stages = 3 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 128 : i64}} : (tensor<?x4096xbf16>, tensor<1024x4096xbf16>) -> tensor<?x1024xbf16> {
+  ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<1024x4096xbf16>):
+    %l = liger.linear %a, %b : tensor<?x4096xbf16>, tensor<1024x4096xbf16>
+    liger.yield %l : tensor<?x1024xbf16>
+  }
+  return %y : tensor<?x1024xbf16>
+}
+
+// f16 operands go to the MMA as f16 pairs; a 64-row tile runs 4 warps.
+func.func @half(%x: tensor<?x256xf16>, %w: tensor<128x256xf16>) -> tensor<?x128xf16> {
+  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = {mma = "mma_sync", stages = 2 : i64, tile_k = 32 : i64, tile_m = 64 : i64, tile_n = 64 : i64}} : (tensor<?x256xf16>, tensor<128x256xf16>) -> tensor<?x128xf16> {
+  ^bb0(%a: tensor<?x256xf16>, %b: tensor<128x256xf16>):
+    %l = liger.linear %a, %b : tensor<?x256xf16>, tensor<128x256xf16>
+    liger.yield %l : tensor<?x128xf16>
+  }
+  return %y : tensor<?x128xf16>
+}
