@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Compiles bench/kernels.mlir into bench-bundles/rowwise (sm_90a), for
-# bench/rowwise.py on the GPU machine.
+# bench/rowwise.py on the GPU machine, and bench/matmul.mlir into
+# bench-bundles/matmul (the experimental matmul template) for bench/matmul.py.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${LIGER_BUILD_DIR:-$ROOT/build}
 rm -rf "$ROOT/bench-bundles"
 "$BUILD/bin/liger-compile" "$ROOT/bench/kernels.mlir" -o "$ROOT/bench-bundles/rowwise" --target=sm_90a
+"$BUILD/bin/liger-compile" "$ROOT/bench/matmul.mlir" -o "$ROOT/bench-bundles/matmul" --target=sm_90a --matmul-kernels

@@ -1,0 +1,30 @@
+// The projections of a Llama-3-8B layer through the experimental mma.sync
+// matmul template (bench/matmul.py). bench/build-bundles.sh compiles them
+// with liger-compile --matmul-kernels.
+
+func.func @o_proj(%x: tensor<?x4096xbf16>, %w: tensor<4096x4096xbf16>) -> tensor<?x4096xbf16> {
+  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = {mma = "mma_sync", stages = 4 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 128 : i64}} : (tensor<?x4096xbf16>, tensor<4096x4096xbf16>) -> tensor<?x4096xbf16> {
+  ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<4096x4096xbf16>):
+    %l = liger.linear %a, %b : tensor<?x4096xbf16>, tensor<4096x4096xbf16>
+    liger.yield %l : tensor<?x4096xbf16>
+  }
+  return %y : tensor<?x4096xbf16>
+}
+
+func.func @up_proj(%x: tensor<?x4096xbf16>, %w: tensor<14336x4096xbf16>) -> tensor<?x14336xbf16> {
+  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = {mma = "mma_sync", stages = 4 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 128 : i64}} : (tensor<?x4096xbf16>, tensor<14336x4096xbf16>) -> tensor<?x14336xbf16> {
+  ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<14336x4096xbf16>):
+    %l = liger.linear %a, %b : tensor<?x4096xbf16>, tensor<14336x4096xbf16>
+    liger.yield %l : tensor<?x14336xbf16>
+  }
+  return %y : tensor<?x14336xbf16>
+}
+
+func.func @down_proj(%x: tensor<?x14336xbf16>, %w: tensor<4096x14336xbf16>) -> tensor<?x4096xbf16> {
+  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = {mma = "mma_sync", stages = 4 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 128 : i64}} : (tensor<?x14336xbf16>, tensor<4096x14336xbf16>) -> tensor<?x4096xbf16> {
+  ^bb0(%a: tensor<?x14336xbf16>, %b: tensor<4096x14336xbf16>):
+    %l = liger.linear %a, %b : tensor<?x14336xbf16>, tensor<4096x14336xbf16>
+    liger.yield %l : tensor<?x4096xbf16>
+  }
+  return %y : tensor<?x4096xbf16>
+}

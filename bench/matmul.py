@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""The experimental mma.sync matmul template beside PyTorch (cuBLAS) eager
+and torch.compile, at Llama-3-8B projection shapes, bf16.
+
+Each figure is the median time (triton.testing.do_bench) and its fraction of
+the floor: the FLOPs (2·M·N·K) over the bf16 matrix rate measured in the
+same run (torch.matmul on 8192³, the best this GPU showed us). Every result
+is checked against torch before it is timed.
+
+    PYTHONPATH=python:build-runtime-py/python python3 bench/matmul.py \\
+        --bundle bench-bundles/matmul [--tokens 16384] [--json out.json]
+"""
+import argparse
+import json
+
+import torch
+import torch.nn.functional as F
+from triton.testing import do_bench
+
+from liger import runtime
+
+BF16 = torch.bfloat16
+
+
+def ms(fn):
+    return do_bench(fn, warmup=25, rep=200, return_mode="median")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bundle", default="bench-bundles/matmul")
+    ap.add_argument("--tokens", type=int, default=16384)
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    M = args.tokens
+    a = torch.randn(8192, 8192, dtype=BF16, device="cuda")
+    b = torch.randn(8192, 8192, dtype=BF16, device="cuda")
+    rate = 2 * 8192 ** 3 / ms(lambda: a @ b) / 1e9  # TFLOP/s
+    del a, b
+    ours = runtime.load(args.bundle)
+    rows = []
+    for name, (k, n) in {"o_proj": (4096, 4096), "up_proj": (4096, 14336),
+                         "down_proj": (14336, 4096)}.items():
+        x = torch.randn(M, k, dtype=BF16, device="cuda")
+        w = (torch.randn(n, k, dtype=BF16, device="cuda") / k ** 0.5).to(BF16)
+        y = torch.empty(M, n, dtype=BF16, device="cuda")
+        ref = F.linear(x, w)
+        floor = 2 * M * n * k / rate / 1e9
+        kernel = ours[name + "_matmul_0"]
+        impls = {"eager (cuBLAS)": lambda: F.linear(x, w),
+                 "compile": torch.compile(lambda: F.linear(x, w)),
+                 "liger mma.sync": lambda: kernel(x, w, out=[y])}
+        for impl, f in impls.items():
+            out = f()
+            out = out if isinstance(out, torch.Tensor) else y
+            err = ((out.float() - ref.float()).norm() / ref.float().norm()).item()
+            t = ms(f)
+            rows.append(dict(case="%s %dx%dx%d" % (name, M, n, k), impl=impl, ms=t,
+                             floor_ms=floor, of_floor=floor / t, err=err))
+        del x, w, y, ref
+    print("bf16 matrix rate %.0f TFLOP/s (8192^3 torch.matmul)" % rate)
+    print("%-28s %-16s %9s %9s %8s %9s" % ("case", "impl", "ms", "floor ms", "of floor",
+                                           "rel err"))
+    for r in rows:
+        print("%-28s %-16s %9.3f %9.3f %7.0f%% %9.1e" % (
+            r["case"], r["impl"], r["ms"], r["floor_ms"], 100 * r["of_floor"], r["err"]))
+    if args.json:
+        json.dump(dict(tflops=rate, tokens=M, rows=rows), open(args.json, "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()
