@@ -1,4 +1,5 @@
-"""Launches every kernel of a few bundles once, at a small and an odd shape,
+"""Launches every kernel of a few bundles once, at a small and an odd shape
+(and the experimental matmul kernels at 1 and 130 rows),
 for compute-sanitizer (memcheck, racecheck): an out-of-bounds access, a
 shared-memory race or a missing barrier shows there before it shows in
 numbers. Usage: sanitize.py BUNDLES_DIR (run under compute-sanitizer)."""
@@ -19,5 +20,14 @@ for name, tokens in [("h1000_f32", 3), ("h1000_bf16", 5), ("h4096_bf16", 2)]:
     bundle = runtime.load(os.path.join(root, name))
     for case, (specs, _) in kernels.references(dt).items():
         bundle[case + "_rowwise_0"](*kernels.make_inputs(specs, tokens, hidden, dt))
+# The experimental matmul template: partial row and column tiles.
+matmul = os.path.join(root, "matmul")
+if os.path.isdir(matmul):
+    bundle = runtime.load(matmul)
+    for name, (k, n, dt, _, _, _) in kernels.MATMULS.items():
+        dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[dt]
+        for rows in (1, 130):
+            bundle[name + "_matmul_0"](torch.randn(rows, k, device="cuda").to(dtype),
+                                       torch.randn(n, k, device="cuda").to(dtype))
 torch.cuda.synchronize()
-print("sanitize: launched every kernel of 3 bundles")
+print("sanitize: launched every kernel of 3 bundles and the matmul bundle")
