@@ -15,22 +15,30 @@
 //    rows an ldmatrix reads fall in distinct banks);
 //  - bf16 MMAs are emitted as nvvm.mma.sync on i32-packed pairs (upstream's
 //    nvgpu.mma.sync cannot lower bf16 in MLIR 22);
-//  - the epilogue rounds the accumulators and stores pairs of columns,
-//    masked at the row and column ends.
+//  - the epilogue rounds the accumulators to the projection's dtype (as
+//    liger.linear does), applies the group's elementwise ops after the
+//    projection (residual add, mul, SiLU, GELU: their reference lowering,
+//    on pairs of columns, reading [rows, N] and [N] inputs at the pair) and
+//    stores pairs of columns, masked at the row and column ends.
 //
 // Grid: (ceil(N / tile_n), ceil(rows / tile_m)).
 //
 //===----------------------------------------------------------------------===//
 
 #include "liger/Conversion/LigerToGPU/MatmulKernel.h"
+#include "liger/Conversion/LigerToLinalg/LigerToLinalg.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/DialectConversion.h"
 
 using namespace mlir;
 using namespace mlir::liger;
@@ -45,8 +53,11 @@ public:
   FailureOr<RowKernelInfo> build(gpu::GPUModuleOp module, StringRef name);
 
 private:
+  /// What the template does not implement is a warning: the group stays
+  /// for a later template, the rest of the module compiles.
   LogicalResult fail(const Twine &why) {
-    return group.emitOpError("cannot be lowered to a matmul kernel: ") << why;
+    group.emitWarning("left for a later matmul template: ") << why;
+    return failure();
   }
   Value idx(OpBuilder &b, int64_t v) {
     return arith::ConstantIndexOp::create(b, loc, v);
@@ -73,6 +84,12 @@ private:
   /// Row `row` of an ldmatrix fragment as an MMA operand: bf16 pairs packed
   /// in an i32, f16 pairs as vector<2xf16>.
   Value toI32(OpBuilder &b, Value fragment, int64_t row);
+  /// The ops after the projection as linalg on a scratch function
+  /// @epilogue(%projection, %other inputs...), checked to be elementwise.
+  LogicalResult lowerEpilogue(LinearOp linear);
+  /// The epilogue on the rounded pair `value` at row `r`, columns `c` and
+  /// c + 1; returns the pair to store.
+  FailureOr<Value> applyEpilogue(OpBuilder &b, Value value, Value r, Value c);
 
   FusionOp group;
   MatmulKernelConfig config;
@@ -81,7 +98,120 @@ private:
   Type elem;
   int64_t n = 0, k = 0, pad = 0, numK = 0;
   Value x, w, y, rows, tid, m0, n0, smemA, smemB;
+  OwningOpRef<ModuleOp> scratch;
+  func::FuncOp epilogue;
+  // The group's other inputs: block argument -> kernel parameter, and
+  // whether it is [rows, N] (else [N]).
+  DenseMap<Value, Value> epilogueParams;
+  DenseMap<Value, bool> epilogueRows;
 };
+
+LogicalResult MatmulKernelBuilder::lowerEpilogue(LinearOp linear) {
+  Block &body = group.getBody().front();
+  OpBuilder b(ctx);
+  scratch = ModuleOp::create(loc);
+  b.setInsertionPointToEnd(scratch->getBody());
+  SmallVector<Type> types = {linear.getResult().getType()};
+  SmallVector<Value> others;
+  for (BlockArgument arg : body.getArguments())
+    if (arg != linear.getInput() && arg != linear.getWeight()) {
+      types.push_back(arg.getType());
+      others.push_back(arg);
+    }
+  Value result = group.getYield().getValues()[0];
+  epilogue = func::FuncOp::create(b, loc, "epilogue",
+                                  FunctionType::get(ctx, types,
+                                                    {result.getType()}));
+  Block *entry = epilogue.addEntryBlock();
+  IRMapping mapping;
+  mapping.map(linear.getResult(), entry->getArgument(0));
+  for (auto [arg, value] : llvm::zip(others, entry->getArguments().drop_front()))
+    mapping.map(arg, value);
+  b.setInsertionPointToEnd(entry);
+  for (Operation *op = linear->getNextNode(); op != body.getTerminator();
+       op = op->getNextNode()) {
+    if (!isa<AddOp, MulOp, SiLUOp, GELUOp>(op))
+      return fail("'" + op->getName().getStringRef() +
+                  "' after the projection is not an elementwise epilogue op "
+                  "of the mma.sync template");
+    b.clone(*op, mapping);
+  }
+  func::ReturnOp::create(b, loc, mapping.lookupOrDefault(result));
+  RewritePatternSet patterns(ctx);
+  populateLowerToLinalgPatterns(patterns);
+  ConversionTarget target(*ctx);
+  target.addIllegalDialect<LigerDialect>();
+  target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+  if (failed(applyPartialConversion(epilogue, target, std::move(patterns))))
+    return fail("its epilogue's reference lowering failed");
+  unsigned rank = cast<RankedTensorType>(types[0]).getRank();
+  WalkResult walk = epilogue.walk([&](linalg::GenericOp op) {
+    if (op.getNumLoops() != rank || op.getNumReductionLoops() != 0)
+      return WalkResult::interrupt();
+    for (AffineMap map : op.getIndexingMapsArray())
+      if (!map.isIdentity() &&
+          !(map.getNumResults() == 1 &&
+            map.getResult(0) == getAffineDimExpr(rank - 1, ctx)))
+        return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return fail("its epilogue is not elementwise over [rows, N] and [N] "
+                "operands");
+  return success();
+}
+
+FailureOr<Value> MatmulKernelBuilder::applyEpilogue(OpBuilder &b, Value value,
+                                                    Value r, Value c) {
+  Block &entry = epilogue.getBody().front();
+  DenseMap<Value, Value> pairs;
+  pairs[entry.getArgument(0)] = value;
+  Block &body = group.getBody().front();
+  unsigned next = 1;
+  for (BlockArgument arg : body.getArguments()) {
+    auto it = epilogueParams.find(arg);
+    if (it == epilogueParams.end())
+      continue;
+    Value param = it->second;
+    auto type = VectorType::get(
+        {2}, cast<MemRefType>(param.getType()).getElementType());
+    SmallVector<Value> indices;
+    if (epilogueRows.lookup(arg))
+      indices.push_back(r);
+    indices.push_back(c);
+    pairs[entry.getArgument(next++)] = vector::LoadOp::create(
+        b, loc, type, param, indices, /*nontemporal=*/false,
+        llvm::MaybeAlign(
+            std::min<int64_t>(16, 2 * type.getElementTypeBitWidth() / 8)));
+  }
+  for (Operation &op : entry.without_terminator()) {
+    auto generic = dyn_cast<linalg::GenericOp>(op);
+    if (!generic)
+      continue;
+    SmallVector<Value> args;
+    for (Value in : generic.getDpsInputs())
+      args.push_back(pairs.lookup(in));
+    for (Value init : generic.getDpsInits()) {
+      Type t = getElementTypeOrSelf(init.getType());
+      args.push_back(arith::ConstantOp::create(
+          b, loc,
+          DenseElementsAttr::get(VectorType::get({2}, t), b.getZeroAttr(t))));
+    }
+    if (llvm::any_of(args, [](Value v) { return !v; }))
+      return fail("its epilogue reads a value the kernel does not hold");
+    std::string why;
+    FailureOr<SmallVector<Value>> results =
+        cloneElementwiseBody(b, loc, *generic.getBlock(), args, 2, why);
+    if (failed(results))
+      return fail(why);
+    for (auto [result, v] : llvm::zip(generic->getResults(), *results))
+      pairs[result] = v;
+  }
+  Value out = pairs.lookup(entry.getTerminator()->getOperand(0));
+  if (!out)
+    return fail("its epilogue's result is not computed per element");
+  return out;
+}
 
 void MatmulKernelBuilder::loadSlice(OpBuilder &b, Value stage, Value kt) {
   int64_t threads = config.threads();
@@ -124,14 +254,25 @@ Value MatmulKernelBuilder::toI32(OpBuilder &b, Value fragment, int64_t row) {
 
 FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
                                                     StringRef name) {
-  // The body this template implements: one liger.linear, no bias.
+  // The body this template implements: one liger.linear without bias on
+  // the group's inputs, then elementwise ops, one result.
   Block &body = group.getBody().front();
+  int64_t projections = llvm::count_if(body, [](Operation &op) {
+    return isa<LinearOp, LoRALinearOp>(op);
+  });
+  if (projections > 1)
+    return fail("the group holds " + Twine(projections) +
+                " projections; paired (gate/up) and several-projection "
+                "groups come with the next templates");
   auto linear = dyn_cast<LinearOp>(body.front());
-  if (!linear || &body.front() == body.getTerminator() ||
-      linear->getNextNode() != body.getTerminator() || linear.getBias() ||
-      group.getYield().getValues() != ValueRange(linear.getResult()))
+  if (!linear || linear.getBias() ||
+      !isa<BlockArgument>(linear.getInput()) ||
+      !isa<BlockArgument>(linear.getWeight()) ||
+      group.getYield().getValues().size() != 1)
     return fail("the mma.sync template implements one liger.linear without "
-                "bias; prologues and epilogues come with the next templates");
+                "bias on the group's inputs, with an elementwise epilogue "
+                "and one result; prologues, bias, paired and LoRA "
+                "projections come with the next templates");
   if (config.wgmma)
     return fail("the wgmma template is not implemented yet; pin "
                 "mma = \"mma_sync\" in 'liger.kernel_config'");
@@ -147,6 +288,8 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
                 Twine(config.tileK));
   if (n % 8)
     return fail("N = " + Twine(n) + " is not a multiple of 8");
+  if (failed(lowerEpilogue(linear)))
+    return failure();
   int64_t threads = config.threads();
   int64_t warps = threads / 32;
   int64_t warpsM = config.tileM / 64;
@@ -177,18 +320,43 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
   info.templateName = "matmul";
   info.gridDims = {std::to_string((n + config.tileN - 1) / config.tileN),
                    "rows/" + std::to_string(config.tileM), "1"};
-  info.params = {
-      {"input0", false, false, RowParamKind::Rows, elem, k, 0},
-      {"input1", false, false, RowParamKind::Matrix, elem, k, n},
-      {"output0", true, false, RowParamKind::Rows, elem, n, 0},
-  };
+  // Parameters: the group's inputs in order, then the output.
+  SmallVector<Type> paramTypes;
+  unsigned rank = xType.getRank();
+  for (BlockArgument arg : body.getArguments()) {
+    std::string pname = "input" + std::to_string(arg.getArgNumber());
+    auto type = cast<RankedTensorType>(arg.getType());
+    Type argElem = type.getElementType();
+    if (arg == linear.getInput()) {
+      info.params.push_back({pname, false, false, RowParamKind::Rows, elem, k, 0});
+      paramTypes.push_back(MemRefType::get({ShapedType::kDynamic, k}, elem));
+    } else if (arg == linear.getWeight()) {
+      info.params.push_back(
+          {pname, false, false, RowParamKind::Matrix, elem, k, n});
+      paramTypes.push_back(MemRefType::get({n, k}, elem));
+    } else if (type.getRank() == rank && type.getShape().back() == n) {
+      info.params.push_back(
+          {pname, false, false, RowParamKind::Rows, argElem, n, 0});
+      paramTypes.push_back(
+          MemRefType::get({ShapedType::kDynamic, n}, argElem));
+    } else if (type.getRank() == 1 && type.getShape().back() == n) {
+      info.params.push_back(
+          {pname, false, false, RowParamKind::Feature, argElem, n, 0});
+      paramTypes.push_back(MemRefType::get({n}, argElem));
+    } else {
+      return fail("input #" + Twine(arg.getArgNumber()) +
+                  " is neither [rows, N] nor [N] for the epilogue");
+    }
+  }
+  Type outElem = getElementTypeOrSelf(group.getResult(0).getType());
+  info.params.push_back({"output0", true, false, RowParamKind::Rows, outElem, n, 0});
+  paramTypes.push_back(MemRefType::get({ShapedType::kDynamic, n}, outElem));
+  for (Operation *op = linear->getNextNode(); op != body.getTerminator();
+       op = op->getNextNode())
+    info.opChain += ", " + op->getName().getStringRef().str();
 
   OpBuilder b(ctx);
   b.setInsertionPointToEnd(module.getBody());
-  SmallVector<Type> paramTypes = {
-      MemRefType::get({ShapedType::kDynamic, k}, elem),
-      MemRefType::get({n, k}, elem),
-      MemRefType::get({ShapedType::kDynamic, n}, elem)};
   auto kernel = gpu::GPUFuncOp::create(b, loc, name,
                                        FunctionType::get(ctx, paramTypes, {}));
   kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
@@ -196,9 +364,18 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
       b.getDenseI32ArrayAttr({static_cast<int32_t>(threads), 1, 1}));
   Block &entry = kernel.getBody().front();
   b.setInsertionPointToStart(&entry);
-  x = entry.getArgument(0);
-  w = entry.getArgument(1);
-  y = entry.getArgument(2);
+  for (BlockArgument arg : body.getArguments()) {
+    Value param = entry.getArgument(arg.getArgNumber());
+    if (arg == linear.getInput()) {
+      x = param;
+    } else if (arg == linear.getWeight()) {
+      w = param;
+    } else {
+      epilogueParams[arg] = param;
+      epilogueRows[arg] = cast<MemRefType>(param.getType()).getRank() == 2;
+    }
+  }
+  y = entry.getArguments().back();
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   Value tileN = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   Value tileM = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
@@ -316,8 +493,15 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
         Value ok = arith::AndIOp::create(b, loc, lessThan(b, r, rows), cOk);
         auto ifOp = scf::IfOp::create(b, loc, ok, false);
         OpBuilder tb = ifOp.getThenBodyBuilder();
-        vector::StoreOp::create(tb, loc, rounded, y, ValueRange{r, c},
-                                /*nontemporal=*/false, llvm::MaybeAlign(4));
+        FailureOr<Value> out = applyEpilogue(tb, rounded, r, c);
+        if (failed(out)) {
+          kernel.erase();
+          return failure();
+        }
+        auto outType = cast<VectorType>(out->getType());
+        vector::StoreOp::create(
+            tb, loc, *out, y, ValueRange{r, c}, /*nontemporal=*/false,
+            llvm::MaybeAlign(2 * outType.getElementTypeBitWidth() / 8));
       }
     }
   gpu::ReturnOp::create(b, loc);

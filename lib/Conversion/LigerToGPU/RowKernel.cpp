@@ -465,35 +465,12 @@ FailureOr<SmallVector<Value>> RowKernelBuilder::vectorizeBody(OpBuilder &b,
                                                               Block &body,
                                                               ValueRange args,
                                                               int64_t width) {
-  IRMapping mapping;
-  mapping.map(body.getArguments(), args);
-  for (Operation &op : body.without_terminator()) {
-    if (!isa<arith::ArithDialect, math::MathDialect>(op.getDialect()) ||
-        op.getNumRegions() != 0)
-      return fail("'" + op.getName().getStringRef() +
-                  "' in a body is not elementwise arithmetic");
-    if (width > 1) {
-      if (auto cst = dyn_cast<arith::ConstantOp>(op)) {
-        auto type = VectorType::get({width}, cst.getType());
-        mapping.map(cst.getResult(),
-                    arith::ConstantOp::create(
-                        b, loc, DenseElementsAttr::get(type, cst.getValue())));
-        continue;
-      }
-    }
-    OperationState state(loc, op.getName());
-    for (Value operand : op.getOperands())
-      state.addOperands(mapping.lookupOrDefault(operand));
-    for (Type t : op.getResultTypes())
-      state.addTypes(width > 1 ? Type(VectorType::get({width}, t)) : t);
-    state.addAttributes(op.getAttrs());
-    Operation *clone = b.create(state);
-    mapping.map(op.getResults(), clone->getResults());
-  }
-  SmallVector<Value> results;
-  for (Value v : body.getTerminator()->getOperands())
-    results.push_back(mapping.lookupOrDefault(v));
-  return results;
+  std::string why;
+  FailureOr<SmallVector<Value>> values =
+      cloneElementwiseBody(b, loc, body, args, width, why);
+  if (failed(values))
+    return fail(why);
+  return values;
 }
 
 void RowKernelBuilder::storeResultChunk(OpBuilder &b, Value tensor, Value chunk,
@@ -1170,6 +1147,44 @@ LogicalResult RowKernelBuilder::buildFinish(gpu::GPUModuleOp module,
 }
 
 } // namespace
+
+FailureOr<SmallVector<Value>>
+mlir::liger::cloneElementwiseBody(OpBuilder &b, Location loc, Block &body,
+                                  ValueRange args, int64_t width,
+                                  std::string &why) {
+  IRMapping mapping;
+  mapping.map(body.getArguments(), args);
+  for (Operation &op : body.without_terminator()) {
+    if (!isa<arith::ArithDialect, math::MathDialect>(op.getDialect()) ||
+        op.getNumRegions() != 0) {
+      why = ("'" + op.getName().getStringRef() +
+             "' in a body is not elementwise arithmetic")
+                .str();
+      return failure();
+    }
+    if (width > 1) {
+      if (auto cst = dyn_cast<arith::ConstantOp>(op)) {
+        auto type = VectorType::get({width}, cst.getType());
+        mapping.map(cst.getResult(),
+                    arith::ConstantOp::create(
+                        b, loc, DenseElementsAttr::get(type, cst.getValue())));
+        continue;
+      }
+    }
+    OperationState state(loc, op.getName());
+    for (Value operand : op.getOperands())
+      state.addOperands(mapping.lookupOrDefault(operand));
+    for (Type t : op.getResultTypes())
+      state.addTypes(width > 1 ? Type(VectorType::get({width}, t)) : t);
+    state.addAttributes(op.getAttrs());
+    Operation *clone = b.create(state);
+    mapping.map(op.getResults(), clone->getResults());
+  }
+  SmallVector<Value> results;
+  for (Value v : body.getTerminator()->getOperands())
+    results.push_back(mapping.lookupOrDefault(v));
+  return results;
+}
 
 FailureOr<RowKernelInfo>
 mlir::liger::buildRowKernel(FusionOp group, gpu::GPUModuleOp module,

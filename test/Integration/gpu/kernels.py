@@ -275,7 +275,11 @@ MATMULS = {
     "proj_1024_1000": (1024, 1000, "bf16", 128, 64, 4),
     "proj_512_256_m64": (512, 256, "bf16", 64, 64, 4),
     "proj_256_128_f16": (256, 128, "f16", 128, 128, 2),
+    "proj_512_256_res_silu": (512, 256, "bf16", 128, 64, 3),
 }
+# Epilogues after the projection: name -> the ops (a residual input [rows, N]
+# is the kernel's third input).
+MATMUL_EPILOGUES = {"proj_512_256_res_silu": "add_silu"}
 MATMUL_ROWS = [1, 7, 100, 4096]
 
 
@@ -286,6 +290,18 @@ def matmul_module_text():
                    "tensor<?x%dx%s>" % (n, dt))
         config = ('{mma = "mma_sync", stages = %d : i64, tile_k = 32 : i64, '
                   'tile_m = %d : i64, tile_n = %d : i64}' % (stages, tm, tn))
+        if MATMUL_EPILOGUES.get(name) == "add_silu":
+            out.append(f"""func.func @{name}(%x: {X}, %w: {W}, %r: {Y}) -> {Y} {{
+  %y = liger.fusion matmul(%x, %w, %r) attributes {{liger.kernel_config = {config}}} : ({X}, {W}, {Y}) -> {Y} {{
+  ^bb0(%a: {X}, %b: {W}, %c: {Y}):
+    %l = liger.linear %a, %b : {X}, {W}
+    %s = liger.add %l, %c : {Y}
+    %t = liger.silu %s : {Y}
+    liger.yield %t : {Y}
+  }}
+  return %y : {Y}
+}}""")
+            continue
         out.append(f"""func.func @{name}(%x: {X}, %w: {W}) -> {Y} {{
   %y = liger.fusion matmul(%x, %w) attributes {{liger.kernel_config = {config}}} : ({X}, {W}) -> {Y} {{
   ^bb0(%a: {X}, %b: {W}):

@@ -27,7 +27,10 @@ if os.path.isdir(matmul):
     for name, (k, n, dt, _, _, _) in kernels.MATMULS.items():
         dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[dt]
         for rows in (1, 130):
-            bundle[name + "_matmul_0"](torch.randn(rows, k, device="cuda").to(dtype),
-                                       torch.randn(n, k, device="cuda").to(dtype))
+            args = [torch.randn(rows, k, device="cuda").to(dtype),
+                    torch.randn(n, k, device="cuda").to(dtype)]
+            if name in kernels.MATMUL_EPILOGUES:
+                args.append(torch.randn(rows, n, device="cuda").to(dtype))
+            bundle[name + "_matmul_0"](*args)
 torch.cuda.synchronize()
 print("sanitize: launched every kernel of 3 bundles and the matmul bundle")

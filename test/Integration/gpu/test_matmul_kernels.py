@@ -1,7 +1,7 @@
 """The experimental mma.sync matmul template on the GPU: y = x · Wᵀ against
 PyTorch in f32 on fresh random inputs, at row counts 1, 7, 100 and 4096
-(partial row tiles), a partial column tile (N = 1000), a 64-row tile and
-f16, outputs poisoned with NaN. Skips cleanly without torch, a GPU, the
+(partial row tiles), a partial column tile (N = 1000), a 64-row tile, f16
+and a residual + SiLU epilogue, outputs poisoned with NaN. Skips cleanly without torch, a GPU, the
 runtime or the bundle (scripts/build-gpu-bundles.sh compiles it with
 liger-compile --matmul-kernels)."""
 
@@ -40,9 +40,16 @@ def test_linear(bundle, name, rows):
     x = torch.randn(rows, k, generator=gen, device="cuda").to(dtype)
     w = (torch.randn(n, k, generator=gen, device="cuda") / k ** 0.5).to(dtype)
     y = torch.full((rows, n), float("nan"), dtype=dtype, device="cuda")
-    bundle[name + "_matmul_0"](x, w, out=[y])
-    torch.cuda.synchronize()
+    inputs = [x, w]
     ref = x.float() @ w.float().t()
+    if kernels.MATMUL_EPILOGUES.get(name) == "add_silu":
+        # liger.linear rounds, then the residual add (rounded) and SiLU.
+        r = torch.randn(rows, n, generator=gen, device="cuda").to(dtype)
+        inputs.append(r)
+        s = (ref.to(dtype).float() + r.float()).to(dtype).float()
+        ref = s * torch.sigmoid(s)
+    bundle[name + "_matmul_0"](*inputs, out=[y])
+    torch.cuda.synchronize()
     assert not torch.isnan(y).any(), "unwritten outputs"
     err = ((y.float() - ref).abs().max() / ref.abs().max()).item()
     assert err <= 1e-2, "max error %.3g relative to max |y|" % err

@@ -110,6 +110,14 @@ FailureOr<RowKernelInfo> buildRowKernel(FusionOp group, gpu::GPUModuleOp module,
                                         StringRef name,
                                         const RowKernelConfig &config);
 
+/// Clones the arith/math body of an elementwise linalg.generic on `args`,
+/// each value widened to vector<width x T> when width > 1 (constants
+/// splatted). Fails with `why` on any other op.
+FailureOr<SmallVector<Value>> cloneElementwiseBody(OpBuilder &b, Location loc,
+                                                   Block &body, ValueRange args,
+                                                   int64_t width,
+                                                   std::string &why);
+
 /// Builds the kernel of a group holding one liger.rope or liger.rope_grad:
 /// one CTA per token (B·T) applies the rotation to every head of q and k,
 /// each thread a pair of W-wide chunks (d, d + D/2), so that every element
