@@ -2,7 +2,8 @@
 (and the experimental matmul kernels at 1 and 130 rows),
 for compute-sanitizer (memcheck, racecheck): an out-of-bounds access, a
 shared-memory race or a missing barrier shows there before it shows in
-numbers. Usage: sanitize.py BUNDLES_DIR (run under compute-sanitizer)."""
+numbers. Usage: sanitize.py BUNDLES_DIR [matmul] (run under
+compute-sanitizer); with `matmul`, only the experimental matmul kernels."""
 
 import os
 import sys
@@ -14,7 +15,8 @@ import kernels  # noqa: E402
 from liger import runtime  # noqa: E402
 
 root = sys.argv[1]
-for name, tokens in [("h1000_f32", 3), ("h1000_bf16", 5), ("h4096_bf16", 2)]:
+only_matmul = sys.argv[2:] == ["matmul"]
+for name, tokens in [] if only_matmul else [("h1000_f32", 3), ("h1000_bf16", 5), ("h4096_bf16", 2)]:
     dt = name.split("_")[1]
     hidden = int(name.split("_")[0][1:])
     bundle = runtime.load(os.path.join(root, name))
@@ -22,7 +24,7 @@ for name, tokens in [("h1000_f32", 3), ("h1000_bf16", 5), ("h4096_bf16", 2)]:
         bundle[case + "_rowwise_0"](*kernels.make_inputs(specs, tokens, hidden, dt))
 # The experimental matmul template: partial row and column tiles.
 matmul = os.path.join(root, "matmul")
-if os.path.isdir(matmul):
+if only_matmul and os.path.isdir(matmul):
     bundle = runtime.load(matmul)
     for name, (k, n, dt, _, _, _) in kernels.MATMULS.items():
         dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[dt]
@@ -33,4 +35,5 @@ if os.path.isdir(matmul):
                 args.append(torch.randn(rows, n, device="cuda").to(dtype))
             bundle[name + "_matmul_0"](*args)
 torch.cuda.synchronize()
-print("sanitize: launched every kernel of 3 bundles and the matmul bundle")
+print("sanitize: launched every kernel of " +
+      ("the matmul bundle" if only_matmul else "3 bundles"))

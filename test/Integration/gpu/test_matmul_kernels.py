@@ -16,6 +16,7 @@ if not torch.cuda.is_available():
     pytest.skip("no CUDA GPU on this machine", allow_module_level=True)
 from liger import runtime  # noqa: E402
 
+pytestmark = pytest.mark.experimental
 DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
 CASES = [(name, rows) for name in kernels.MATMULS for rows in kernels.MATMUL_ROWS]
 
