@@ -61,6 +61,27 @@ def test_rope_kernel(bundles_dir, dt, op, b, t, batched):
         assert err <= TOL[dt], "max error %.3g exceeds %.3g" % (err, TOL[dt])
 
 
+@pytest.mark.parametrize("dt", kernels.DTYPES)
+def test_rope_in_place(bundles_dir, dt):
+    # Each thread reads a chunk and its rotate-half partner before writing
+    # both, and no two threads share one: q and k may be their own outputs.
+    path = os.path.join(bundles_dir, "rope_%s" % dt)
+    if not os.path.isdir(path):
+        pytest.skip("bundle %s not built (run scripts/build-gpu-bundles.sh)" % path)
+    kernel = runtime.load(path)["rope_rowwise_0"]
+    hq, hkv, d = kernels.ROPE["hq"], kernels.ROPE["hkv"], kernels.ROPE["d"]
+    dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[dt]
+    q = torch.randn(2, hq, 33, d, device="cuda").to(dtype)
+    k = torch.randn(2, hkv, 33, d, device="cuda").to(dtype)
+    cos = torch.randn(1, 33, d, device="cuda").to(dtype)
+    sin = torch.randn(1, 33, d, device="cuda").to(dtype)
+    expected = kernel(q, k, cos, sin)
+    qo, ko = kernel(q, k, cos, sin, out=[q, k])
+    torch.cuda.synchronize()
+    assert qo.data_ptr() == q.data_ptr() and ko.data_ptr() == k.data_ptr()
+    assert torch.equal(q, expected[0]) and torch.equal(k, expected[1])
+
+
 def test_rope_argument_checks(bundles_dir):
     path = os.path.join(bundles_dir, "rope_f32")
     if not os.path.isdir(path):
