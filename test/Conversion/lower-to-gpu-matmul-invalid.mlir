@@ -16,7 +16,7 @@ func.func @wgmma(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>) -> tensor<?x64xb
 // -----
 
 func.func @bias(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>, %b: tensor<64xbf16>) -> tensor<?x64xbf16> {
-  // expected-warning @+1 {{the mma.sync template implements one liger.linear without bias on the group's inputs, with an elementwise epilogue and one result}}
+  // expected-warning @+1 {{the mma.sync template implements one liger.linear without bias on the group's inputs (or a gate/up pair on one input), with an elementwise epilogue and one result}}
   %y = liger.fusion matmul(%x, %w, %b) attributes {liger.kernel_config = {mma = "mma_sync", stages = 3 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 64 : i64}} : (tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<64xbf16>) -> tensor<?x64xbf16> {
   ^bb0(%a: tensor<?x64xbf16>, %c: tensor<64x64xbf16>, %d: tensor<64xbf16>):
     %l = liger.linear %a, %c, %d : tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<64xbf16>
@@ -40,15 +40,28 @@ func.func @prologue(%x: tensor<?x64xbf16>, %g: tensor<64xbf16>, %w: tensor<64x64
 
 // -----
 
-func.func @gated_epilogue(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>, %u: tensor<?x64xbf16>) -> tensor<?x64xbf16> {
-  // expected-warning @+1 {{'liger.swiglu' after the projection is not an elementwise epilogue op of the mma.sync template}}
-  %y = liger.fusion matmul(%x, %w, %u) attributes {liger.kernel_config = {mma = "mma_sync", stages = 3 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 64 : i64}} : (tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<?x64xbf16>) -> tensor<?x64xbf16> {
-  ^bb0(%a: tensor<?x64xbf16>, %b: tensor<64x64xbf16>, %c: tensor<?x64xbf16>):
-    %l = liger.linear %a, %b : tensor<?x64xbf16>, tensor<64x64xbf16>
-    %s = liger.swiglu %l, %c : tensor<?x64xbf16>
-    liger.yield %s : tensor<?x64xbf16>
+func.func @lora(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>, %a: tensor<8x64xbf16>, %b: tensor<64x8xbf16>) -> tensor<?x64xbf16> {
+  // expected-warning @+1 {{LoRA projections come with the next templates}}
+  %y = liger.fusion matmul(%x, %w, %a, %b) attributes {liger.kernel_config = {mma = "mma_sync", stages = 3 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 64 : i64}} : (tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<8x64xbf16>, tensor<64x8xbf16>) -> tensor<?x64xbf16> {
+  ^bb0(%i: tensor<?x64xbf16>, %j: tensor<64x64xbf16>, %k: tensor<8x64xbf16>, %l: tensor<64x8xbf16>):
+    %p = liger.lora_linear %i, %j, %k, %l : tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<8x64xbf16>, tensor<64x8xbf16>
+    liger.yield %p : tensor<?x64xbf16>
   }
   return %y : tensor<?x64xbf16>
+}
+
+// -----
+
+// Two projections of different widths (a QK pair) are not a gate/up pair.
+func.func @unequal_pair(%x: tensor<?x64xbf16>, %wq: tensor<64x64xbf16>, %wk: tensor<32x64xbf16>) -> (tensor<?x64xbf16>, tensor<?x32xbf16>) {
+  // expected-warning @+1 {{(or a gate/up pair on one input)}}
+  %y:2 = liger.fusion matmul(%x, %wq, %wk) attributes {liger.kernel_config = {mma = "mma_sync", stages = 3 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 32 : i64}} : (tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<32x64xbf16>) -> (tensor<?x64xbf16>, tensor<?x32xbf16>) {
+  ^bb0(%i: tensor<?x64xbf16>, %j: tensor<64x64xbf16>, %k: tensor<32x64xbf16>):
+    %q = liger.linear %i, %j : tensor<?x64xbf16>, tensor<64x64xbf16>
+    %r = liger.linear %i, %k : tensor<?x64xbf16>, tensor<32x64xbf16>
+    liger.yield %q, %r : tensor<?x64xbf16>, tensor<?x32xbf16>
+  }
+  return %y#0, %y#1 : tensor<?x64xbf16>, tensor<?x32xbf16>
 }
 
 // -----

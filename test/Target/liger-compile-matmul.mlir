@@ -15,15 +15,14 @@
 // RUN: liger-compile %s --matmul-kernels --emit=gpu -o - | FileCheck %s --check-prefix=GPU
 // RUN: rm -rf %t.llama && liger-compile %liger_src_root/examples/llama3_8b_decoder_layer.mlir --matmul-kernels --target=sm_80 -o %t.llama 2>&1 | FileCheck %s --check-prefix=LLAMA
 
-// The Llama-3-8B layer on sm_80 (mma.sync by default there): the down
-// projection with its residual add and the lone o_proj become matmul
-// kernels; groups with a norm prologue or a gate/up pair wait, with a
-// warning each, and the rest compiles.
-// LLAMA-DAG: warning: left for a later matmul template: the mma.sync template implements one liger.linear without bias on the group's inputs
-// LLAMA-DAG: warning: left for a later matmul template: the group holds 2 projections; paired (gate/up) and several-projection groups come with the next templates
-// LLAMA: liger-compile: 3 kernels for sm_80 in {{.*}} (not compiled yet, no kernel template: 1 liger.attention, 3 matmul groups)
+// The Llama-3-8B layer on sm_80 (mma.sync by default there): the gate/up
+// pair with SwiGLU, the down projection with its residual add and the lone
+// o_proj become matmul kernels; the groups with a norm prologue wait, with
+// a warning each, and the rest compiles.
+// LLAMA-COUNT-2: warning: left for a later matmul template: the mma.sync template implements one liger.linear without bias on the group's inputs (or a gate/up pair on one input)
+// LLAMA: liger-compile: 4 kernels for sm_80 in {{.*}} (not compiled yet, no kernel template: 1 liger.attention, 2 matmul groups)
 
-// OUT: liger-compile: 3 kernels for sm_90a
+// OUT: liger-compile: 4 kernels for sm_90a
 
 // MANIFEST: "block": [
 // MANIFEST-NEXT: 256,
@@ -86,6 +85,18 @@
 // GPU: math.exp
 // GPU: vector.store %{{.+}}, %[[DST]]
 
+// A gate/up pair: both weights' slices ride the same cp.async groups, one
+// accumulator set each from the same x fragments (2 K steps x 4 row tiles x
+// 2 column tiles x 2 projections = 32 MMAs per slice), SwiGLU in the
+// epilogue.
+// GPU: gpu.func @gated_matmul_0(%{{.+}}: memref<?x512xbf16>, %{{.+}}: memref<1024x512xbf16>, %{{.+}}: memref<1024x512xbf16>, %{{.+}}: memref<?x1024xbf16>) kernel
+// GPU-SAME: ops = "liger.linear, liger.linear, liger.swiglu"
+// GPU-SAME: shared_memory_bytes = 61440
+// GPU: memref.view {{.*}}[%c30720{{.*}}] : memref<?xi8, #gpu.address_space<workgroup>> to memref<3x64x40xbf16, #gpu.address_space<workgroup>>
+// GPU: memref.view {{.*}}[%c46080{{.*}}] : memref<?xi8, #gpu.address_space<workgroup>> to memref<3x64x40xbf16, #gpu.address_space<workgroup>>
+// GPU-COUNT-32: nvvm.mma.sync
+// GPU: math.exp
+
 func.func @proj(%x: tensor<?x4096xbf16>, %w: tensor<1024x4096xbf16>) -> tensor<?x1024xbf16> {
   %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = {mma = "mma_sync", stages = 3 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 128 : i64}} : (tensor<?x4096xbf16>, tensor<1024x4096xbf16>) -> tensor<?x1024xbf16> {
   ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<1024x4096xbf16>):
@@ -115,4 +126,16 @@ func.func @down_residual(%x: tensor<?x512xbf16>, %w: tensor<256x512xbf16>, %r: t
     liger.yield %t : tensor<?x256xbf16>
   }
   return %y : tensor<?x256xbf16>
+}
+
+// Llama's gate/up projections with SwiGLU, as liger-fuse-gated-mlp groups them.
+func.func @gated(%x: tensor<?x512xbf16>, %g: tensor<1024x512xbf16>, %u: tensor<1024x512xbf16>) -> tensor<?x1024xbf16> {
+  %y = liger.fusion matmul(%x, %g, %u) attributes {liger.kernel_config = {mma = "mma_sync", stages = 3 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 64 : i64}} : (tensor<?x512xbf16>, tensor<1024x512xbf16>, tensor<1024x512xbf16>) -> tensor<?x1024xbf16> {
+  ^bb0(%a: tensor<?x512xbf16>, %b: tensor<1024x512xbf16>, %c: tensor<1024x512xbf16>):
+    %lg = liger.linear %a, %b : tensor<?x512xbf16>, tensor<1024x512xbf16>
+    %lu = liger.linear %a, %c : tensor<?x512xbf16>, tensor<1024x512xbf16>
+    %s = liger.swiglu %lg, %lu : tensor<?x1024xbf16>
+    liger.yield %s : tensor<?x1024xbf16>
+  }
+  return %y : tensor<?x1024xbf16>
 }

@@ -1,7 +1,8 @@
 //===- MatmulKernel.cpp - matmul groups as Tensor Core kernels ------------===//
 //
-// The first matmul template: y = x · Wᵀ for a group holding one
-// `liger.linear` (W [N, K], K-major, as PyTorch stores it), with the
+// The first matmul template: y = f(x · W₁ᵀ[, x · W₂ᵀ]) for a group holding
+// one `liger.linear`, or two on the same input (a gate/up pair), each W
+// [N, K], K-major as PyTorch stores it, with an elementwise f, using the
 // mma.sync family (sm_80 and later; the fallback the issue asks for, and the
 // simplest Tensor Core kernel that is right):
 //
@@ -15,9 +16,11 @@
 //    rows an ldmatrix reads fall in distinct banks);
 //  - bf16 MMAs are emitted as nvvm.mma.sync on i32-packed pairs (upstream's
 //    nvgpu.mma.sync cannot lower bf16 in MLIR 22);
-//  - the epilogue rounds the accumulators to the projection's dtype (as
-//    liger.linear does), applies the group's elementwise ops after the
-//    projection (residual add, mul, SiLU, GELU: their reference lowering,
+//  - a gate/up pair keeps one accumulator set per projection, from the
+//    same x fragments;
+//  - the epilogue rounds the accumulators to the projections' dtype (as
+//    liger.linear does), applies the group's elementwise ops (residual add,
+//    mul, SiLU, GELU, SwiGLU/GeGLU of the pair: their reference lowering,
 //    on pairs of columns, reading [rows, N] and [N] inputs at the pair) and
 //    stores pairs of columns, masked at the row and column ends.
 //
@@ -84,12 +87,19 @@ private:
   /// Row `row` of an ldmatrix fragment as an MMA operand: bf16 pairs packed
   /// in an i32, f16 pairs as vector<2xf16>.
   Value toI32(OpBuilder &b, Value fragment, int64_t row);
-  /// The ops after the projection as linalg on a scratch function
-  /// @epilogue(%projection, %other inputs...), checked to be elementwise.
-  LogicalResult lowerEpilogue(LinearOp linear);
-  /// The epilogue on the rounded pair `value` at row `r`, columns `c` and
-  /// c + 1; returns the pair to store.
-  FailureOr<Value> applyEpilogue(OpBuilder &b, Value value, Value r, Value c);
+  /// The ops after the projections as linalg on a scratch function
+  /// @epilogue(%projections..., %other inputs...), checked to be
+  /// elementwise.
+  LogicalResult lowerEpilogue();
+  /// The epilogue on the rounded pairs of the projections at row `r`,
+  /// columns `c` and c + 1; returns the pair to store.
+  FailureOr<Value> applyEpilogue(OpBuilder &b, ValueRange projected, Value r,
+                                 Value c);
+  bool isProjectionOperand(Value v) {
+    return llvm::any_of(linears, [&](LinearOp l) {
+      return v == l.getInput() || v == l.getWeight();
+    });
+  }
 
   FusionOp group;
   MatmulKernelConfig config;
@@ -97,7 +107,9 @@ private:
   Location loc;
   Type elem;
   int64_t n = 0, k = 0, pad = 0, numK = 0;
-  Value x, w, y, rows, tid, m0, n0, smemA, smemB;
+  Value x, y, rows, tid, m0, n0, smemA;
+  SmallVector<LinearOp> linears;    // 1, or 2 for a gate/up pair
+  SmallVector<Value> ws, smemBs;    // per projection
   OwningOpRef<ModuleOp> scratch;
   func::FuncOp epilogue;
   // The group's other inputs: block argument -> kernel parameter, and
@@ -106,15 +118,17 @@ private:
   DenseMap<Value, bool> epilogueRows;
 };
 
-LogicalResult MatmulKernelBuilder::lowerEpilogue(LinearOp linear) {
+LogicalResult MatmulKernelBuilder::lowerEpilogue() {
   Block &body = group.getBody().front();
   OpBuilder b(ctx);
   scratch = ModuleOp::create(loc);
   b.setInsertionPointToEnd(scratch->getBody());
-  SmallVector<Type> types = {linear.getResult().getType()};
+  SmallVector<Type> types;
+  for (LinearOp linear : linears)
+    types.push_back(linear.getResult().getType());
   SmallVector<Value> others;
   for (BlockArgument arg : body.getArguments())
-    if (arg != linear.getInput() && arg != linear.getWeight()) {
+    if (!isProjectionOperand(arg)) {
       types.push_back(arg.getType());
       others.push_back(arg);
     }
@@ -124,17 +138,20 @@ LogicalResult MatmulKernelBuilder::lowerEpilogue(LinearOp linear) {
                                                     {result.getType()}));
   Block *entry = epilogue.addEntryBlock();
   IRMapping mapping;
-  mapping.map(linear.getResult(), entry->getArgument(0));
-  for (auto [arg, value] : llvm::zip(others, entry->getArguments().drop_front()))
+  for (auto [linear, value] : llvm::zip(linears, entry->getArguments()))
+    mapping.map(linear.getResult(), value);
+  for (auto [arg, value] :
+       llvm::zip(others, entry->getArguments().drop_front(linears.size())))
     mapping.map(arg, value);
   b.setInsertionPointToEnd(entry);
-  for (Operation *op = linear->getNextNode(); op != body.getTerminator();
-       op = op->getNextNode()) {
-    if (!isa<AddOp, MulOp, SiLUOp, GELUOp>(op))
-      return fail("'" + op->getName().getStringRef() +
+  for (Operation &op : body.without_terminator()) {
+    if (isa<LinearOp>(op))
+      continue;
+    if (!isa<AddOp, MulOp, SiLUOp, GELUOp, SwiGLUOp, GEGLUOp>(op))
+      return fail("'" + op.getName().getStringRef() +
                   "' after the projection is not an elementwise epilogue op "
                   "of the mma.sync template");
-    b.clone(*op, mapping);
+    b.clone(op, mapping);
   }
   func::ReturnOp::create(b, loc, mapping.lookupOrDefault(result));
   RewritePatternSet patterns(ctx);
@@ -144,7 +161,7 @@ LogicalResult MatmulKernelBuilder::lowerEpilogue(LinearOp linear) {
   target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
   if (failed(applyPartialConversion(epilogue, target, std::move(patterns))))
     return fail("its epilogue's reference lowering failed");
-  unsigned rank = cast<RankedTensorType>(types[0]).getRank();
+  unsigned rank = cast<RankedTensorType>(types.front()).getRank();
   WalkResult walk = epilogue.walk([&](linalg::GenericOp op) {
     if (op.getNumLoops() != rank || op.getNumReductionLoops() != 0)
       return WalkResult::interrupt();
@@ -161,13 +178,15 @@ LogicalResult MatmulKernelBuilder::lowerEpilogue(LinearOp linear) {
   return success();
 }
 
-FailureOr<Value> MatmulKernelBuilder::applyEpilogue(OpBuilder &b, Value value,
+FailureOr<Value> MatmulKernelBuilder::applyEpilogue(OpBuilder &b,
+                                                    ValueRange projected,
                                                     Value r, Value c) {
   Block &entry = epilogue.getBody().front();
   DenseMap<Value, Value> pairs;
-  pairs[entry.getArgument(0)] = value;
+  for (auto [arg, value] : llvm::zip(entry.getArguments(), projected))
+    pairs[arg] = value;
   Block &body = group.getBody().front();
-  unsigned next = 1;
+  unsigned next = projected.size();
   for (BlockArgument arg : body.getArguments()) {
     auto it = epilogueParams.find(arg);
     if (it == epilogueParams.end())
@@ -239,7 +258,8 @@ void MatmulKernelBuilder::loadSlice(OpBuilder &b, Value stage, Value kt) {
     }
   };
   copy(x, smemA, config.tileM, m0, rows);
-  copy(w, smemB, config.tileN, n0, idx(b, n));
+  for (auto [w, smemB] : llvm::zip(ws, smemBs))
+    copy(w, smemB, config.tileN, n0, idx(b, n));
   NVVM::CpAsyncCommitGroupOp::create(b, loc);
 }
 
@@ -257,22 +277,28 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
   // The body this template implements: one liger.linear without bias on
   // the group's inputs, then elementwise ops, one result.
   Block &body = group.getBody().front();
-  int64_t projections = llvm::count_if(body, [](Operation &op) {
-    return isa<LinearOp, LoRALinearOp>(op);
+  for (Operation &op : body)
+    if (auto linear = dyn_cast<LinearOp>(op))
+      linears.push_back(linear);
+  if (llvm::any_of(body, [](Operation &op) { return isa<LoRALinearOp>(op); }))
+    return fail("LoRA projections come with the next templates");
+  if (linears.size() > 2)
+    return fail("the group holds " + Twine(linears.size()) +
+                " projections; one, or a gate/up pair, is what the template "
+                "computes");
+  auto linear = linears.empty() ? LinearOp() : linears.front();
+  bool sameInputs = llvm::all_of(linears, [&](LinearOp other) {
+    return other.getInput() == linear.getInput() &&
+           other.getWeight().getType() == linear.getWeight().getType() &&
+           !other.getBias() && isa<BlockArgument>(other.getWeight());
   });
-  if (projections > 1)
-    return fail("the group holds " + Twine(projections) +
-                " projections; paired (gate/up) and several-projection "
-                "groups come with the next templates");
-  auto linear = dyn_cast<LinearOp>(body.front());
-  if (!linear || linear.getBias() ||
-      !isa<BlockArgument>(linear.getInput()) ||
-      !isa<BlockArgument>(linear.getWeight()) ||
+  if (!linear || !sameInputs || !isa<BlockArgument>(linear.getInput()) ||
       group.getYield().getValues().size() != 1)
     return fail("the mma.sync template implements one liger.linear without "
-                "bias on the group's inputs, with an elementwise epilogue "
-                "and one result; prologues, bias, paired and LoRA "
-                "projections come with the next templates");
+                "bias on the group's inputs (or a gate/up pair on one "
+                "input), with an elementwise epilogue and one result; "
+                "prologues, bias and LoRA projections come with the next "
+                "templates");
   if (config.wgmma)
     return fail("the wgmma template is not implemented yet; pin "
                 "mma = \"mma_sync\" in 'liger.kernel_config'");
@@ -288,7 +314,7 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
                 Twine(config.tileK));
   if (n % 8)
     return fail("N = " + Twine(n) + " is not a multiple of 8");
-  if (failed(lowerEpilogue(linear)))
+  if (failed(lowerEpilogue()))
     return failure();
   int64_t threads = config.threads();
   int64_t warps = threads / 32;
@@ -308,15 +334,15 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
   pad = config.tileK + 8; // 16 bytes of padding per shared-memory row
   int64_t elemBytes = elem.getIntOrFloatBitWidth() / 8;
   int64_t bytesA = config.stages * config.tileM * pad * elemBytes;
-  int64_t bytesB = config.stages * config.tileN * pad * elemBytes;
+  int64_t bytesB = config.stages * config.tileN * pad * elemBytes; // each
+  int64_t numB = static_cast<int64_t>(linears.size());
 
   RowKernelInfo info;
   info.name = name.str();
   info.config.threads = threads;
   info.config.vectorWidth = 8;
   info.hidden = n;
-  info.sharedMemoryBytes = bytesA + bytesB;
-  info.opChain = "liger.linear";
+  info.sharedMemoryBytes = bytesA + numB * bytesB;
   info.templateName = "matmul";
   info.gridDims = {std::to_string((n + config.tileN - 1) / config.tileN),
                    "rows/" + std::to_string(config.tileM), "1"};
@@ -330,7 +356,7 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
     if (arg == linear.getInput()) {
       info.params.push_back({pname, false, false, RowParamKind::Rows, elem, k, 0});
       paramTypes.push_back(MemRefType::get({ShapedType::kDynamic, k}, elem));
-    } else if (arg == linear.getWeight()) {
+    } else if (isProjectionOperand(arg)) { // a weight
       info.params.push_back(
           {pname, false, false, RowParamKind::Matrix, elem, k, n});
       paramTypes.push_back(MemRefType::get({n, k}, elem));
@@ -351,9 +377,9 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
   Type outElem = getElementTypeOrSelf(group.getResult(0).getType());
   info.params.push_back({"output0", true, false, RowParamKind::Rows, outElem, n, 0});
   paramTypes.push_back(MemRefType::get({ShapedType::kDynamic, n}, outElem));
-  for (Operation *op = linear->getNextNode(); op != body.getTerminator();
-       op = op->getNextNode())
-    info.opChain += ", " + op->getName().getStringRef().str();
+  for (Operation &op : body.without_terminator())
+    info.opChain += (info.opChain.empty() ? "" : ", ") +
+                    op.getName().getStringRef().str();
 
   OpBuilder b(ctx);
   b.setInsertionPointToEnd(module.getBody());
@@ -368,14 +394,17 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
     Value param = entry.getArgument(arg.getArgNumber());
     if (arg == linear.getInput()) {
       x = param;
-    } else if (arg == linear.getWeight()) {
-      w = param;
+    } else if (isProjectionOperand(arg)) {
+      // weights are bound per projection below
     } else {
       epilogueParams[arg] = param;
       epilogueRows[arg] = cast<MemRefType>(param.getType()).getRank() == 2;
     }
   }
   y = entry.getArguments().back();
+  for (LinearOp l : linears)
+    ws.push_back(entry.getArgument(
+        cast<BlockArgument>(l.getWeight()).getArgNumber()));
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   Value tileN = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   Value tileM = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
@@ -396,11 +425,12 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
       MemRefType::get({config.stages, config.tileM, pad}, elem,
                       MemRefLayoutAttrInterface(), workgroup),
       dynSmem, idx(b, 0), ValueRange{});
-  smemB = memref::ViewOp::create(
-      b, loc,
-      MemRefType::get({config.stages, config.tileN, pad}, elem,
-                      MemRefLayoutAttrInterface(), workgroup),
-      dynSmem, idx(b, bytesA), ValueRange{});
+  for (int64_t p = 0; p < numB; ++p)
+    smemBs.push_back(memref::ViewOp::create(
+        b, loc,
+        MemRefType::get({config.stages, config.tileN, pad}, elem,
+                        MemRefLayoutAttrInterface(), workgroup),
+        dynSmem, idx(b, bytesA + p * bytesB), ValueRange{}));
 
   // Prologue: slices 0 .. stages-2 in flight.
   for (int64_t s = 0; s + 1 < config.stages; ++s)
@@ -408,7 +438,8 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
 
   Type f32 = b.getF32Type();
   Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
-  SmallVector<Value> init(mTiles * nTiles * 4, zero);
+  int64_t perProjection = mTiles * nTiles * 4; // accumulators
+  SmallVector<Value> init(numB * perProjection, zero);
   auto loop = scf::ForOp::create(b, loc, idx(b, 0), idx(b, numK), idx(b, 1),
                                  init);
   {
@@ -431,7 +462,7 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
     NVVM::MMATypes mmaType =
         elem.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
     for (int64_t kk = 0; kk < config.tileK / 16; ++kk) {
-      SmallVector<SmallVector<Value>> a(mTiles), bf(nTiles);
+      SmallVector<SmallVector<Value>> a(mTiles);
       for (int64_t i = 0; i < mTiles; ++i) {
         Value row = add(lb, add(lb, mul(lb, wm, 64), idx(lb, i * 16)),
                         rem(lb, lane, 16));
@@ -443,12 +474,15 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
         for (int64_t r = 0; r < 4; ++r)
           a[i].push_back(toI32(lb, frag, r));
       }
+      for (int64_t p = 0; p < numB; ++p) {
+      SmallVector<SmallVector<Value>> bf(nTiles);
       for (int64_t j = 0; j < nTiles; ++j) {
         Value row = add(lb, add(lb, mul(lb, wn, warpN), idx(lb, j * 8)),
                         rem(lb, lane, 8));
         Value col = add(lb, idx(lb, kk * 16),
                         mul(lb, rem(lb, div(lb, lane, 8), 2), 8));
-        Value frag = nvgpu::LdMatrixOp::create(lb, loc, vec(2, elem), smemB,
+        Value frag = nvgpu::LdMatrixOp::create(lb, loc, vec(2, elem),
+                                               smemBs[p],
                                                ValueRange{stage, row, col},
                                                /*transpose=*/false,
                                                /*numTiles=*/2);
@@ -457,7 +491,7 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
       }
       for (int64_t i = 0; i < mTiles; ++i)
         for (int64_t j = 0; j < nTiles; ++j) {
-          int64_t base = (i * nTiles + j) * 4;
+          int64_t base = p * perProjection + (i * nTiles + j) * 4;
           auto mma = NVVM::MmaOp::create(
               lb, loc, resultType, a[i], bf[j],
               ArrayRef(acc).slice(base, 4), {16, 8, 16}, std::nullopt,
@@ -466,6 +500,7 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
           for (int64_t e = 0; e < 4; ++e)
             acc[base + e] = LLVM::ExtractValueOp::create(lb, loc, mma, e);
         }
+      }
     }
     scf::YieldOp::create(lb, loc, acc);
   }
@@ -484,12 +519,15 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
       Value cOk = lessThan(b, c, nValue);
       for (int64_t half = 0; half < 2; ++half) {
         Value r = half ? add(b, r0, idx(b, 8)) : r0;
-        int64_t base = (i * nTiles + j) * 4 + half * 2;
-        Value pair = vector::FromElementsOp::create(
-            b, loc, VectorType::get({2}, f32),
-            ValueRange{loop.getResult(base), loop.getResult(base + 1)});
-        Value rounded = arith::TruncFOp::create(
-            b, loc, VectorType::get({2}, elem), pair);
+        SmallVector<Value> rounded;
+        for (int64_t p = 0; p < numB; ++p) {
+          int64_t base = p * perProjection + (i * nTiles + j) * 4 + half * 2;
+          Value pair = vector::FromElementsOp::create(
+              b, loc, VectorType::get({2}, f32),
+              ValueRange{loop.getResult(base), loop.getResult(base + 1)});
+          rounded.push_back(arith::TruncFOp::create(
+              b, loc, VectorType::get({2}, elem), pair));
+        }
         Value ok = arith::AndIOp::create(b, loc, lessThan(b, r, rows), cOk);
         auto ifOp = scf::IfOp::create(b, loc, ok, false);
         OpBuilder tb = ifOp.getThenBodyBuilder();

@@ -276,10 +276,12 @@ MATMULS = {
     "proj_512_256_m64": (512, 256, "bf16", 64, 64, 4),
     "proj_256_128_f16": (256, 128, "f16", 128, 128, 2),
     "proj_512_256_res_silu": (512, 256, "bf16", 128, 64, 3),
+    "gate_up_512_1000_swiglu": (512, 1000, "bf16", 128, 64, 3),
 }
 # Epilogues after the projection: name -> the ops (a residual input [rows, N]
 # is the kernel's third input).
-MATMUL_EPILOGUES = {"proj_512_256_res_silu": "add_silu"}
+MATMUL_EPILOGUES = {"proj_512_256_res_silu": "add_silu",
+                    "gate_up_512_1000_swiglu": "swiglu"}  # a second weight [N, K]
 MATMUL_ROWS = [1, 7, 100, 4096]
 
 
@@ -298,6 +300,18 @@ def matmul_module_text():
     %s = liger.add %l, %c : {Y}
     %t = liger.silu %s : {Y}
     liger.yield %t : {Y}
+  }}
+  return %y : {Y}
+}}""")
+            continue
+        if MATMUL_EPILOGUES.get(name) == "swiglu":
+            out.append(f"""func.func @{name}(%x: {X}, %g: {W}, %u: {W}) -> {Y} {{
+  %y = liger.fusion matmul(%x, %g, %u) attributes {{liger.kernel_config = {config}}} : ({X}, {W}, {W}) -> {Y} {{
+  ^bb0(%a: {X}, %b: {W}, %c: {W}):
+    %lg = liger.linear %a, %b : {X}, {W}
+    %lu = liger.linear %a, %c : {X}, {W}
+    %s = liger.swiglu %lg, %lu : {Y}
+    liger.yield %s : {Y}
   }}
   return %y : {Y}
 }}""")

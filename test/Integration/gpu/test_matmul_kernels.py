@@ -1,7 +1,8 @@
 """The experimental mma.sync matmul template on the GPU: y = x · Wᵀ against
 PyTorch in f32 on fresh random inputs, at row counts 1, 7, 100 and 4096
-(partial row tiles), a partial column tile (N = 1000), a 64-row tile, f16
-and a residual + SiLU epilogue, outputs poisoned with NaN. Skips cleanly without torch, a GPU, the
+(partial row tiles), a partial column tile (N = 1000), a 64-row tile, f16,
+a residual + SiLU epilogue and a gate/up pair with SwiGLU, outputs poisoned
+with NaN. Skips cleanly without torch, a GPU, the
 runtime or the bundle (scripts/build-gpu-bundles.sh compiles it with
 liger-compile --matmul-kernels)."""
 
@@ -49,6 +50,13 @@ def test_linear(bundle, name, rows):
         inputs.append(r)
         s = (ref.to(dtype).float() + r.float()).to(dtype).float()
         ref = s * torch.sigmoid(s)
+    elif kernels.MATMUL_EPILOGUES.get(name) == "swiglu":
+        # gate and up projections, each rounded, then SwiGLU in f32.
+        u = (torch.randn(n, k, generator=gen, device="cuda") / k ** 0.5).to(dtype)
+        inputs.append(u)
+        gate = ref.to(dtype).float()
+        up = (x.float() @ u.float().t()).to(dtype).float()
+        ref = gate * torch.sigmoid(gate) * up
     bundle[name + "_matmul_0"](*inputs, out=[y])
     torch.cuda.synchronize()
     assert not torch.isnan(y).any(), "unwritten outputs"
