@@ -28,3 +28,14 @@ func.func @down_proj(%x: tensor<?x14336xbf16>, %w: tensor<4096x14336xbf16>) -> t
   }
   return %y : tensor<?x4096xbf16>
 }
+
+func.func @gate_up_proj(%x: tensor<?x4096xbf16>, %g: tensor<14336x4096xbf16>, %u: tensor<14336x4096xbf16>) -> tensor<?x14336xbf16> {
+  %y = liger.fusion matmul(%x, %g, %u) attributes {liger.kernel_config = {mma = "mma_sync", stages = 4 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 64 : i64}} : (tensor<?x4096xbf16>, tensor<14336x4096xbf16>, tensor<14336x4096xbf16>) -> tensor<?x14336xbf16> {
+  ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<14336x4096xbf16>, %c: tensor<14336x4096xbf16>):
+    %lg = liger.linear %a, %b : tensor<?x4096xbf16>, tensor<14336x4096xbf16>
+    %lu = liger.linear %a, %c : tensor<?x4096xbf16>, tensor<14336x4096xbf16>
+    %s = liger.swiglu %lg, %lu : tensor<?x14336xbf16>
+    liger.yield %s : tensor<?x14336xbf16>
+  }
+  return %y : tensor<?x14336xbf16>
+}

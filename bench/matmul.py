@@ -58,6 +58,29 @@ def main():
             rows.append(dict(case="%s %dx%dx%d" % (name, M, n, k), impl=impl, ms=t,
                              floor_ms=floor, of_floor=floor / t, err=err))
         del x, w, y, ref
+    # The gate/up pair with SwiGLU (one kernel) beside two cuBLAS GEMMs and
+    # the activation (eager), or the compiled function.
+    k, n = 4096, 14336
+    x = torch.randn(M, k, dtype=BF16, device="cuda")
+    wg = (torch.randn(n, k, dtype=BF16, device="cuda") / k ** 0.5).to(BF16)
+    wu = (torch.randn(n, k, dtype=BF16, device="cuda") / k ** 0.5).to(BF16)
+    y = torch.empty(M, n, dtype=BF16, device="cuda")
+
+    def gated(x, wg, wu):
+        return F.silu(F.linear(x, wg)) * F.linear(x, wu)
+    ref = gated(x, wg, wu)
+    floor = 2 * 2 * M * n * k / rate / 1e9
+    kernel = ours["gate_up_proj_matmul_0"]
+    compiled = torch.compile(gated)
+    for impl, f in {"eager (cuBLAS)": lambda: gated(x, wg, wu),
+                    "compile": lambda: compiled(x, wg, wu),
+                    "liger mma.sync": lambda: kernel(x, wg, wu, out=[y])}.items():
+        out = f()
+        out = out if isinstance(out, torch.Tensor) else y
+        err = ((out.float() - ref.float()).norm() / ref.float().norm()).item()
+        t = ms(f)
+        rows.append(dict(case="gate_up+swiglu %dx%dx%d" % (M, n, k), impl=impl, ms=t,
+                         floor_ms=floor, of_floor=floor / t, err=err))
     print("bf16 matrix rate %.0f TFLOP/s (8192^3 torch.matmul)" % rate)
     print("%-28s %-16s %9s %9s %8s %9s" % ("case", "impl", "ms", "floor ms", "of floor",
                                            "rel err"))
