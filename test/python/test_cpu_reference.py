@@ -460,7 +460,13 @@ def test_cross_entropy_grad(rng, n, vocab, dt, variant):
     g64 = g64.astype(np.float32).astype(np.float64)
     # The z-loss result is part of the loss: d(sum(g * loss)) / dx.
     fwd = lambda xx: float(np.sum(g64 * refs.cross_entropy(xx, t, w64, **ce_kwargs(v))[0]))
-    assert_close(dx, refs.numeric_grad(fwd, x64.copy()), dt, "dlogits", atol=1e-7)
+    # softmax - onehot is computed in f32: where the softmax saturates
+    # (p_target near 1, all gradients tiny) the target's p - 1 keeps only an
+    # absolute precision of a few f32 ulps of 1, times the incoming gradient
+    # (seen: LIGER_TEST_SEED=4251114356, softcap, one row of 11, max |dx|
+    # 3e-6, off by 2.2e-7). Allow 8 such ulps.
+    atol = 8 * 2.0 ** -23 * float(np.max(np.abs(g64)))
+    assert_close(dx, refs.numeric_grad(fwd, x64.copy()), dt, "dlogits", atol=atol)
 
 
 def test_cross_entropy_out_of_range_target_gives_nan(rng):
