@@ -9,8 +9,14 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUNDLES=${1:-$ROOT/gpu-bundles}
 PYTHON=${PYTHON:-python3}
 BUILD=${LIGER_RUNTIME_BUILD_DIR:-$ROOT/build-runtime-py}
-LOG=$(mktemp -d)
-trap 'rm -rf "$LOG"' EXIT
+# LIGER_GPU_CHECK_LOGS=<dir> keeps every log of the run there.
+if [[ -n "${LIGER_GPU_CHECK_LOGS:-}" ]]; then
+  LOG=$LIGER_GPU_CHECK_LOGS
+  mkdir -p "$LOG"
+else
+  LOG=$(mktemp -d)
+  trap 'rm -rf "$LOG"' EXIT
+fi
 
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 if [[ -z "$gpu" ]]; then
