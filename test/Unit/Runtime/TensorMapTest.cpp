@@ -91,15 +91,28 @@ TEST(TensorMapTest, EachRequirementSaysWhatIsWrong) {
 
 TEST(TensorMapTest, EncodesOrSaysThereIsNoDriver) {
   TensorMap map;
-  Status s = encodeTensorMap(valid(), &map);
   const CudaDriver *driver = nullptr;
   if (CudaDriver::get(&driver).isOk()) {
+    // The descriptor points at device memory of the current context, as the
+    // matmul kernels' operands do.
+    CUdevice device = 0;
+    CUcontext context = nullptr;
+    unsigned long long pointer = 0;
+    ASSERT_EQ(driver->cuDeviceGet(&device, 0), 0);
+    ASSERT_EQ(driver->cuDevicePrimaryCtxRetain(&context, device), 0);
+    ASSERT_EQ(driver->cuCtxSetCurrent(context), 0);
+    ASSERT_EQ(driver->cuMemAlloc_v2(&pointer, 4096 * 4096 * 2), 0);
+    TensorMapSpec spec = valid();
+    spec.globalAddress = reinterpret_cast<void *>(pointer);
+    Status s = encodeTensorMap(spec, &map);
     EXPECT_TRUE(s.isOk()) << s.toString();
     bool written = false;
     for (uint64_t word : map.opaque)
       written |= word != 0;
     EXPECT_TRUE(written);
+    EXPECT_EQ(driver->cuMemFree_v2(pointer), 0);
   } else {
+    Status s = encodeTensorMap(valid(), &map);
     EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.toString();
   }
   // A malformed spec fails before the driver is touched, with or without one.
