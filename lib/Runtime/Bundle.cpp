@@ -1,6 +1,7 @@
 //===- Bundle.cpp - load kernel bundles and launch their kernels ----------===//
 
 #include "liger/Runtime/Bundle.h"
+#include "liger/Runtime/TensorMap.h"
 
 #include "Json.h"
 
@@ -230,6 +231,8 @@ Status liger::runtime::parseManifest(const std::string &text,
           dim = {GridDim::Rows, 1};
         } else if (text == "ctas") {
           dim = {GridDim::Ctas, 1};
+        } else if (text == "sms") {
+          dim = {GridDim::Sms, 1};
         } else if (text.rfind("rows/", 0) == 0 && text.size() > 5 &&
                    text.size() < 12 &&
                    text.find_first_not_of("0123456789", 5) ==
@@ -238,8 +241,8 @@ Status liger::runtime::parseManifest(const std::string &text,
           dim = {GridDim::Rows, std::stoll(text.substr(5))};
         } else {
           return r.error(kpath, "unknown grid size '" + text +
-                                    "' (an integer, rows, tokens, ctas or "
-                                    "rows/N)");
+                                    "' (an integer, rows, tokens, ctas, sms "
+                                    "or rows/N)");
         }
       }
       const json::Value *block = nullptr;
@@ -301,6 +304,42 @@ Status liger::runtime::parseManifest(const std::string &text,
             parseParam(r, params->array[p],
                        kpath + ".params[" + std::to_string(p) + "]", &param));
         kernel.params.push_back(param);
+      }
+      if (const json::Value *maps = kv.get("tensor_maps")) {
+        std::string tpath = kpath + ".tensor_maps";
+        if (maps->kind != json::Value::Array)
+          return r.error(tpath, "expected an array");
+        for (size_t t = 0; t < maps->array.size(); ++t) {
+          const json::Value &mv = maps->array[t];
+          std::string mp = tpath + "[" + std::to_string(t) + "]";
+          std::string param;
+          int64_t swizzle = 0;
+          const json::Value *box = nullptr;
+          LIGER_RETURN_IF_ERROR(r.string(mv, "param", mp, &param));
+          LIGER_RETURN_IF_ERROR(r.array(mv, "box", mp, &box));
+          LIGER_RETURN_IF_ERROR(r.integer(mv, "swizzle", mp, &swizzle));
+          KernelTensorMap map;
+          auto it = std::find_if(
+              kernel.params.begin(), kernel.params.end(),
+              [&](const KernelParam &p) { return p.name == param; });
+          if (it == kernel.params.end() ||
+              (it->kind != ParamKind::Rows && it->kind != ParamKind::Matrix))
+            return r.error(mp, "param '" + param + "' is not a rows or matrix "
+                                                   "parameter of the kernel");
+          map.param = static_cast<size_t>(it - kernel.params.begin());
+          if (box->array.size() != 2 ||
+              box->array[0].kind != json::Value::Number ||
+              box->array[1].kind != json::Value::Number ||
+              box->array[0].number < 1 || box->array[0].number > 256 ||
+              box->array[1].number < 1 || box->array[1].number > 256)
+            return r.error(mp, "box must be [rows, cols], each in [1, 256]");
+          map.boxRows = static_cast<int64_t>(box->array[0].number);
+          map.boxCols = static_cast<int64_t>(box->array[1].number);
+          if (swizzle != 128)
+            return r.error(mp, "swizzle " + std::to_string(swizzle) +
+                                   " is not supported (128)");
+          kernel.tensorMaps.push_back(map);
+        }
       }
       bool anyWorkspace = false;
       for (const KernelParam &p : kernel.params)
@@ -645,12 +684,37 @@ Status Bundle::launch(const std::string &name,
     for (size_t w = starts[i]; w < end; ++w)
       params.push_back(&words[w]);
   }
+  // TMA descriptors, by value after the memrefs.
+  std::vector<TensorMap> maps(kernel->tensorMaps.size());
+  for (size_t t = 0; t < maps.size(); ++t) {
+    const KernelTensorMap &m = kernel->tensorMaps[t];
+    const KernelParam &p = kernel->params[m.param];
+    TensorMapSpec spec;
+    spec.globalAddress = args[m.param].data;
+    spec.dtype = p.dtype;
+    spec.shape = {p.kind == ParamKind::Matrix ? p.heads : rows, p.length};
+    spec.box = {m.boxRows, m.boxCols};
+    Status s = encodeTensorMap(spec, &maps[t]);
+    if (!s.isOk())
+      return LIGER_MAKE_STATUS(s.code(), "kernel '" + kernel->name +
+                                             "', tensor map of '" + p.name +
+                                             "': " + s.message());
+    params.push_back(&maps[t]);
+  }
   unsigned grid[3];
+  int sms = 0;
   for (int i = 0; i < 3; ++i) {
     const GridDim &dim = kernel->grid[i];
+    if (dim.kind == GridDim::Sms && !sms) {
+      CUdevice dev = 0;
+      LIGER_CUDA_RETURN_IF_ERROR(*driver, cuDeviceGet(&dev, device));
+      LIGER_CUDA_RETURN_IF_ERROR(
+          *driver, cuDeviceGetAttribute(&sms, kAttrMultiprocessorCount, dev));
+    }
     int64_t size = dim.kind == GridDim::Const ? dim.value
-                   : dim.kind == GridDim::Ctas
-                       ? ctas
+                   : dim.kind == GridDim::Ctas ? ctas
+                   : dim.kind == GridDim::Sms
+                       ? sms
                        : (rows + dim.value - 1) / dim.value;
     if (size < 1 || size > (i ? 65535 : 0x7fffffff))
       return LIGER_MAKE_STATUS(StatusCode::kInvalidArgument,

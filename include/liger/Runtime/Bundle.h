@@ -46,9 +46,10 @@ enum class ParamKind {
 
 /// One dimension of a kernel's grid: a constant, the row (or token) count
 /// divided by `value` and rounded up ("rows", "tokens", "rows/128"), or the
-/// workspaces' leading size ("ctas").
+/// workspaces' leading size ("ctas"), or the device's multiprocessor count
+/// ("sms": persistent kernels that loop over their tiles).
 struct GridDim {
-  enum Kind { Const, Rows, Ctas } kind = Const;
+  enum Kind { Const, Rows, Ctas, Sms } kind = Const;
   int64_t value = 1;
 };
 
@@ -72,6 +73,14 @@ struct FinishSpec {
   int dynamicSharedMemoryBytes = 0;
 };
 
+/// A TMA descriptor the launcher encodes from a tensor parameter (a [rows,
+/// K] or [N, K] matrix) and passes by value after the parameters: `box`
+/// rows x cols per copy, 128-byte swizzle, out-of-bounds elements zero.
+struct KernelTensorMap {
+  size_t param = 0; // index into KernelSpec::params
+  int64_t boxRows = 0, boxCols = 0;
+};
+
 struct KernelSpec {
   std::string name;
   std::string ops;
@@ -80,6 +89,7 @@ struct KernelSpec {
   int dynamicSharedMemoryBytes = 0;
   int alignmentBytes = 16;
   std::vector<KernelParam> params;
+  std::vector<KernelTensorMap> tensorMaps;
   FinishSpec finish;
   int ctasPerSm = 0; // with workspaces: the CTAs per SM to size them for
 

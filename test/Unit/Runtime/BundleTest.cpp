@@ -91,8 +91,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadManifest{"[\"rows\", 1, 1]", "[\"rows/0\", 1, 1]",
                     "unknown grid size 'rows/0'"},
         BadManifest{"[\"rows\", 1, 1]", "[\"cols\", 1, 1]",
-                    "unknown grid size 'cols' (an integer, rows, tokens, ctas "
-                    "or rows/N)"},
+                    "unknown grid size 'cols' (an integer, rows, tokens, ctas, "
+                    "sms or rows/N)"},
         BadManifest{"[\"rows\", 1, 1]", "[\"rows\", 0, 1]",
                     "grid sizes must be integers in [1, 2^31)"},
         BadManifest{"[256, 1, 1]", "[2048, 1, 1]",
@@ -419,6 +419,53 @@ TEST_F(BundleFilesTest, MatrixParametersAndTiledGrids) {
                              "[1024, 255]"),
             std::string::npos)
       << s.toString();
+}
+
+// The wgmma kernels' TMA descriptors: which parameter, which box.
+TEST(ManifestTest, ParsesTensorMapsAndRejectsBadOnes) {
+  std::string text = kMatmulManifest;
+  std::string maps =
+      R"("tensor_maps": [{"param": "input0", "box": [128, 64], "swizzle": 128, "oob": "zero"},
+                         {"param": "input1", "box": [256, 64], "swizzle": 128, "oob": "zero"}],
+      "params")";
+  auto with = [&](const std::string &entry) {
+    std::string t = text;
+    t.replace(t.find("\"params\""), 8, entry);
+    return t;
+  };
+  Manifest m;
+  ASSERT_TRUE(parse(with(maps), &m).isOk());
+  const KernelSpec &k = m.modules[0].kernels[0];
+  // A persistent kernel: one CTA per multiprocessor.
+  std::string persistent = with(maps);
+  const std::string tiled = "[8, \"rows/128\", 1]";
+  persistent.replace(persistent.find(tiled), tiled.size(), "[\"sms\", 1, 1]");
+  Manifest pm;
+  ASSERT_TRUE(parse(persistent, &pm).isOk());
+  EXPECT_EQ(pm.modules[0].kernels[0].grid[0].kind, GridDim::Sms);
+  ASSERT_EQ(k.tensorMaps.size(), 2u);
+  EXPECT_EQ(k.tensorMaps[0].param, 0u);
+  EXPECT_EQ(k.tensorMaps[0].boxRows, 128);
+  EXPECT_EQ(k.tensorMaps[1].param, 1u);
+  EXPECT_EQ(k.tensorMaps[1].boxRows, 256);
+  EXPECT_EQ(k.tensorMaps[1].boxCols, 64);
+
+  auto expectError = [&](const std::string &entry, const char *message) {
+    Manifest bad;
+    Status s = parse(with(entry), &bad);
+    ASSERT_FALSE(s.isOk()) << message;
+    EXPECT_NE(s.message().find(message), std::string::npos) << s.toString();
+  };
+  expectError(R"("tensor_maps": [{"param": "output1", "box": [128, 64], "swizzle": 128}], "params")",
+              "param 'output1' is not a rows or matrix parameter");
+  expectError(R"("tensor_maps": [{"param": "input0", "box": [512, 64], "swizzle": 128}], "params")",
+              "box must be [rows, cols], each in [1, 256]");
+  expectError(R"("tensor_maps": [{"param": "input0", "box": [128], "swizzle": 128}], "params")",
+              "box must be [rows, cols]");
+  expectError(R"("tensor_maps": [{"param": "input0", "box": [128, 64], "swizzle": 64}], "params")",
+              "swizzle 64 is not supported");
+  expectError(R"("tensor_maps": {"param": "input0"}, "params")",
+              "tensor_maps: expected an array");
 }
 
 TEST(CudaDriverTest, NoDriverIsAClearError) {
