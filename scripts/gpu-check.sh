@@ -65,6 +65,8 @@ if [[ -n "$sanitizer" ]]; then
     rc=$?
     tail -3 "$LOG/$tool.log"
     if [[ $rc -eq 0 ]]; then san+="$tool clean, "; else san+="$tool FAILED (rc $rc), "; san_rc=1; fi
+  done
+  for tool in memcheck racecheck synccheck; do
     PYTHONPATH="$ROOT/python:$BUILD/python" "$sanitizer" --tool "$tool" --error-exitcode 3 \
       "$PYTHON" "$ROOT/test/Integration/gpu/sanitize.py" "$BUNDLES" matmul >"$LOG/$tool-matmul.log" 2>&1
     if [[ $? -eq 0 ]]; then exp_san+="$tool clean, "; else exp_san+="$tool FAILED, "; fi

@@ -11,6 +11,7 @@
 
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
 #include "mlir/Conversion/NVGPUToNVVM/NVGPUToNVVM.h"
+#include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Dialect/GPU/IR/CompilationInterfaces.h"
@@ -56,9 +57,32 @@ LogicalResult mlir::liger::lowerGpuModulesToNVVM(ModuleOp module) {
   gpu.addPass(createConvertNVGPUToNVVMPass());
   gpu.addPass(createSCFToControlFlowPass());
   gpu.addPass(createConvertGpuOpsToNVVMOps());
+  // NVVM ops emitted as inline PTX (the wgmma kernels' mbarrier waits and
+  // wgmma.mma_async).
+  gpu.addPass(createConvertNVVMToLLVMPass());
   gpu.addPass(createReconcileUnrealizedCastsPass());
   if (failed(pm.run(module)))
     return failure();
+  // TMA descriptors are passed by value in parameter space
+  // (__grid_constant__): the last `liger.tensor_maps` arguments of a kernel.
+  // gpu.func cannot carry these argument attributes through the lowering.
+  module.walk([](LLVM::LLVMFuncOp func) {
+    auto count = func->getAttrOfType<IntegerAttr>("liger.tensor_maps");
+    if (!count)
+      return;
+    MLIRContext *ctx = func.getContext();
+    Builder b(ctx);
+    Type descriptor = LLVM::LLVMArrayType::get(b.getI64Type(), 16);
+    unsigned n = func.getNumArguments();
+    for (unsigned i = n - count.getInt(); i < n; ++i) {
+      func.setArgAttr(i, LLVM::LLVMDialect::getByValAttrName(),
+                      TypeAttr::get(descriptor));
+      func.setArgAttr(i, LLVM::LLVMDialect::getAlignAttrName(),
+                      b.getI64IntegerAttr(64));
+      func.setArgAttr(i, NVVM::NVVMDialect::getGridConstantAttrName(),
+                      b.getUnitAttr());
+    }
+  });
   // The dynamic shared memory fix (see the header).
   module.walk([](LLVM::GlobalOp global) {
     if (!global.getSymName().starts_with("__dynamic_shmem__"))
@@ -237,6 +261,27 @@ LogicalResult mlir::liger::writeBundle(ModuleOp module,
           {"alignment_bytes", 16},
           {"params", std::move(params)},
       };
+      // TMA descriptors the launcher encodes from tensor parameters and
+      // passes by value after them.
+      if (auto maps = info.getAs<ArrayAttr>("tensor_maps")) {
+        llvm::json::Array list;
+        for (Attribute a : maps) {
+          auto m = cast<DictionaryAttr>(a);
+          ArrayRef<int64_t> box =
+              cast<DenseI64ArrayAttr>(m.get("box")).asArrayRef();
+          auto index = m.getAs<IntegerAttr>("param").getInt();
+          list.push_back(llvm::json::Object{
+              {"param", cast<DictionaryAttr>(
+                            info.getAs<ArrayAttr>("params")[index])
+                            .getAs<StringAttr>("name")
+                            .getValue()},
+              {"box", llvm::json::Array{box[0], box[1]}},
+              {"swizzle", 128},
+              {"oob", "zero"},
+          });
+        }
+        kernel["tensor_maps"] = std::move(list);
+      }
       // A group reducing across rows: the finishing kernel, launched after
       // this one with the same arguments.
       if (auto finish = info.getAs<DictionaryAttr>("finish")) {

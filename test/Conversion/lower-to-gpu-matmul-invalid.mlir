@@ -3,9 +3,10 @@
 // What the first matmul template does not implement yet is a warning on the
 // group, which stays uncompiled (never a wrong kernel); the rest compiles.
 
-func.func @wgmma(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>) -> tensor<?x64xbf16> {
-  // expected-warning @+1 {{left for a later matmul template: the wgmma template is not implemented yet; pin mma = "mma_sync" in 'liger.kernel_config'}}
-  %y = liger.fusion matmul(%x, %w) : (tensor<?x64xbf16>, tensor<64x64xbf16>) -> tensor<?x64xbf16> {
+// The wgmma template reads K in 128-byte slices (tile_k = 64 for bf16).
+func.func @wgmma_tile_k(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>) -> tensor<?x64xbf16> {
+  // expected-warning @+1 {{left for a later matmul template: the wgmma template reads 128-byte slices of K (tile_k = 64), got tile_k = 32}}
+  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = {mma = "wgmma", stages = 3 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 64 : i64}} : (tensor<?x64xbf16>, tensor<64x64xbf16>) -> tensor<?x64xbf16> {
   ^bb0(%a: tensor<?x64xbf16>, %b: tensor<64x64xbf16>):
     %l = liger.linear %a, %b : tensor<?x64xbf16>, tensor<64x64xbf16>
     liger.yield %l : tensor<?x64xbf16>
@@ -15,8 +16,21 @@ func.func @wgmma(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>) -> tensor<?x64xb
 
 // -----
 
+// TMA needs rows of a multiple of 16 bytes: K = 100 bf16 is 200 bytes.
+func.func @wgmma_k_rows(%x: tensor<?x100xbf16>, %w: tensor<64x100xbf16>) -> tensor<?x64xbf16> {
+  // expected-warning @+1 {{K = 100 is not a multiple of 8 (TMA needs 16-byte rows)}}
+  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = {mma = "wgmma", stages = 3 : i64, tile_k = 64 : i64, tile_m = 128 : i64, tile_n = 64 : i64}} : (tensor<?x100xbf16>, tensor<64x100xbf16>) -> tensor<?x64xbf16> {
+  ^bb0(%a: tensor<?x100xbf16>, %b: tensor<64x100xbf16>):
+    %l = liger.linear %a, %b : tensor<?x100xbf16>, tensor<64x100xbf16>
+    liger.yield %l : tensor<?x64xbf16>
+  }
+  return %y : tensor<?x64xbf16>
+}
+
+// -----
+
 func.func @bias(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>, %b: tensor<64xbf16>) -> tensor<?x64xbf16> {
-  // expected-warning @+1 {{the mma.sync template implements one liger.linear without bias on the group's inputs (or a gate/up pair on one input), with an elementwise epilogue and one result}}
+  // expected-warning @+1 {{the matmul templates implement one liger.linear without bias on the group's inputs (or a gate/up pair on one input), with an elementwise epilogue and one result}}
   %y = liger.fusion matmul(%x, %w, %b) attributes {liger.kernel_config = {mma = "mma_sync", stages = 3 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 64 : i64}} : (tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<64xbf16>) -> tensor<?x64xbf16> {
   ^bb0(%a: tensor<?x64xbf16>, %c: tensor<64x64xbf16>, %d: tensor<64xbf16>):
     %l = liger.linear %a, %c, %d : tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<64xbf16>

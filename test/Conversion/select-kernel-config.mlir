@@ -57,14 +57,14 @@ func.func @pinned_and_matmul(%x: tensor<?x64xf32>, %w: tensor<64x64xf32>) -> (te
 
 // -----
 
-// Llama-3-8B's projections on sm_90a: 128 x 128 tiles, 64-element K slices,
-// 5 stages (32 KiB each) beside a 32 KiB output tile; a gate/up pair takes 64
-// columns of each; 16 static rows (decode) take a 64-row tile and one
-// consumer warpgroup. On sm_80: mma.sync with 32-element K slices.
+// Llama-3-8B's projections on sm_90a: 128 x 256 tiles, 64-element (128-byte)
+// K slices, 4 stages of 48 KiB; a gate/up pair takes 128 columns of each;
+// 16 static rows (decode) take a 64-row tile, one consumer warpgroup and 5
+// stages. On sm_80: mma.sync with 32-element K slices.
 // CHECK-LABEL: func.func @llama_projections
-//       CHECK:   liger.fusion matmul{{.*}}{mma = "wgmma", stages = 5 : i64, threads = 384 : i64, tile_k = 64 : i64, tile_m = 128 : i64, tile_n = 128 : i64}
-//       CHECK:   liger.fusion matmul{{.*}}{mma = "wgmma", stages = 5 : i64, threads = 384 : i64, tile_k = 64 : i64, tile_m = 128 : i64, tile_n = 64 : i64}
-//       CHECK:   liger.fusion matmul{{.*}}{mma = "wgmma", stages = 5 : i64, threads = 256 : i64, tile_k = 64 : i64, tile_m = 64 : i64, tile_n = 128 : i64}
+//       CHECK:   liger.fusion matmul{{.*}}{mma = "wgmma", stages = 4 : i64, threads = 384 : i64, tile_k = 64 : i64, tile_m = 128 : i64, tile_n = 256 : i64}
+//       CHECK:   liger.fusion matmul{{.*}}{mma = "wgmma", stages = 4 : i64, threads = 384 : i64, tile_k = 64 : i64, tile_m = 128 : i64, tile_n = 128 : i64}
+//       CHECK:   liger.fusion matmul{{.*}}{mma = "wgmma", stages = 5 : i64, threads = 256 : i64, tile_k = 64 : i64, tile_m = 64 : i64, tile_n = 256 : i64}
 // SM80-LABEL: func.func @llama_projections
 //       SM80:   {mma = "mma_sync", stages = 5 : i64, threads = 256 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 128 : i64}
 //       SM80:   {mma = "mma_sync", stages = 5 : i64, threads = 256 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 64 : i64}

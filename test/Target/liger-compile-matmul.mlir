@@ -19,7 +19,7 @@
 // pair with SwiGLU, the down projection with its residual add and the lone
 // o_proj become matmul kernels; the groups with a norm prologue wait, with
 // a warning each, and the rest compiles.
-// LLAMA-COUNT-2: warning: left for a later matmul template: the mma.sync template implements one liger.linear without bias on the group's inputs (or a gate/up pair on one input)
+// LLAMA-COUNT-2: warning: left for a later matmul template: the matmul templates implement one liger.linear without bias on the group's inputs (or a gate/up pair on one input)
 // LLAMA: liger-compile: 4 kernels for sm_80 in {{.*}} (not compiled yet, no kernel template: 1 liger.attention, 2 matmul groups)
 
 // OUT: liger-compile: 4 kernels for sm_90a

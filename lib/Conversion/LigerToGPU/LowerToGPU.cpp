@@ -87,6 +87,15 @@ static DictionaryAttr getKernelInfoAttr(OpBuilder &b,
                                               info.finishSharedMemoryBytes)),
                        })),
         b.getNamedAttr("ctas_per_sm", b.getI64IntegerAttr(info.ctasPerSm))};
+  if (!info.tensorMaps.empty()) {
+    SmallVector<Attribute> maps;
+    for (const TensorMapParam &m : info.tensorMaps)
+      maps.push_back(b.getDictionaryAttr({
+          b.getNamedAttr("param", b.getI64IntegerAttr(m.param)),
+          b.getNamedAttr("box", b.getDenseI64ArrayAttr({m.boxRows, m.boxCols})),
+      }));
+    finish.push_back(b.getNamedAttr("tensor_maps", b.getArrayAttr(maps)));
+  }
   return b.getDictionaryAttr(llvm::to_vector(llvm::concat<NamedAttribute>(
       finish, SmallVector<NamedAttribute>{
       b.getNamedAttr("template",

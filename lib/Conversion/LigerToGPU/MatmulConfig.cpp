@@ -10,11 +10,13 @@ using namespace mlir::liger;
 int64_t
 MatmulKernelConfig::sharedMemoryBytes(const MatmulShape &shape) const {
   int64_t bTiles = shape.paired ? 2 : 1;
-  int64_t stage = tileK * shape.elementBytes *
-                  (tileM + bTiles * tileN + shape.loraRank);
-  int64_t epilogue = tileM * tileN * shape.elementBytes * bTiles;
-  // mbarriers (two per stage) and the 1024-byte alignment of the buffer.
-  return stages * stage + epilogue + 1024;
+  int64_t tileRows = tileM + bTiles * tileN + shape.loraRank;
+  // wgmma: TMA tiles packed in 128-byte swizzled rows after 1024 bytes of
+  // mbarriers (and alignment); mma.sync: cp.async tiles with 16 bytes of
+  // padding per row.
+  if (wgmma)
+    return 1024 + stages * tileRows * tileK * shape.elementBytes;
+  return stages * tileRows * (tileK + 8) * shape.elementBytes;
 }
 
 FailureOr<MatmulShape> mlir::liger::analyzeMatmulGroup(FusionOp group) {
@@ -71,9 +73,20 @@ mlir::liger::selectMatmulKernelConfig(const MatmulShape &shape,
   // Decode-sized inputs take a 64-row tile (one consumer warpgroup).
   bool small = !ShapedType::isDynamic(shape.m) && shape.m <= 64;
   config.tileM = small ? 64 : 128;
-  bool all128 = llvm::all_of(shape.n, [](int64_t n) { return n % 128 == 0; });
-  // A paired gate/up tile holds two accumulators: half the width each.
-  config.tileN = shape.paired || !all128 ? 64 : 128;
+  auto allMultiples = [&](int64_t of) {
+    return llvm::all_of(shape.n, [&](int64_t n) { return n % of == 0; });
+  };
+  if (config.wgmma) {
+    // 128 accumulator registers per consumer thread: 128 x 256 tiles, or
+    // 128 x 128 per projection of a gate/up pair.
+    config.tileN = shape.paired || !allMultiples(256) ? 128 : 256;
+    // A narrow projection takes a narrower tile (wgmma's n: multiples of 8).
+    int64_t widest = *llvm::max_element(shape.n);
+    config.tileN = std::min(config.tileN, (widest + 7) / 8 * 8);
+  } else {
+    // A paired gate/up tile holds two accumulators: half the width each.
+    config.tileN = shape.paired || !allMultiples(128) ? 64 : 128;
+  }
   // As many stages as shared memory holds, 2 to 5.
   config.stages = 5;
   while (config.stages > 2 &&

@@ -24,7 +24,9 @@
 //    on pairs of columns, reading [rows, N] and [N] inputs at the pair) and
 //    stores pairs of columns, masked at the row and column ends.
 //
-// Grid: (ceil(N / tile_n), ceil(rows / tile_m)).
+// Grid: (ceil(N / tile_n), ceil(rows / tile_m)); the wgmma kernels remap
+// the CTA index so that groups of 8 row tiles run together (L2 reuse of the
+// weight tiles).
 //
 //===----------------------------------------------------------------------===//
 
@@ -95,6 +97,23 @@ private:
   /// columns `c` and c + 1; returns the pair to store.
   FailureOr<Value> applyEpilogue(OpBuilder &b, ValueRange projected, Value r,
                                  Value c);
+  /// Rounds the f32 accumulator pairs (one vector<2xf32> per projection)
+  /// of row `r`, columns `c` and c + 1, applies the epilogue and stores the
+  /// pair, masked at the row and column ends.
+  LogicalResult storePair(OpBuilder &b, ArrayRef<Value> accPairs, Value r,
+                          Value c);
+  /// Sets m0 and n0 to the origin of tile `pid` of `numM` x ceil(N /
+  /// tile_n) tiles, in groups of `groupM` row tiles: CTAs running together
+  /// take groupM row tiles times a run of column tiles, so that the weight
+  /// tiles they share stay in L2 (row-major order streams all of W from
+  /// memory once per row tile). The mma.sync kernels keep row-major order
+  /// (groupM = 1): the remapping's registers tip the gate/up kernel into
+  /// spills there.
+  void setTileOrigin(OpBuilder &b, Value pid, Value numM, int64_t groupM);
+  /// The mma.sync main loop and epilogue (sm_80 and later).
+  LogicalResult emitMmaSync(OpBuilder &b);
+  /// The TMA + mbarrier + wgmma main loop and epilogue (sm_90a).
+  LogicalResult emitWgmma(OpBuilder &b, ValueRange descriptors);
   bool isProjectionOperand(Value v) {
     return llvm::any_of(linears, [&](LinearOp l) {
       return v == l.getInput() || v == l.getWeight();
@@ -107,7 +126,7 @@ private:
   Location loc;
   Type elem;
   int64_t n = 0, k = 0, pad = 0, numK = 0;
-  Value x, y, rows, tid, m0, n0, smemA;
+  Value x, y, rows, tid, m0, n0, smemA, dynSmem;
   SmallVector<LinearOp> linears;    // 1, or 2 for a gate/up pair
   SmallVector<Value> ws, smemBs;    // per projection
   OwningOpRef<ModuleOp> scratch;
@@ -294,59 +313,60 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
   });
   if (!linear || !sameInputs || !isa<BlockArgument>(linear.getInput()) ||
       group.getYield().getValues().size() != 1)
-    return fail("the mma.sync template implements one liger.linear without "
+    return fail("the matmul templates implement one liger.linear without "
                 "bias on the group's inputs (or a gate/up pair on one "
                 "input), with an elementwise epilogue and one result; "
                 "prologues, bias and LoRA projections come with the next "
                 "templates");
-  if (config.wgmma)
-    return fail("the wgmma template is not implemented yet; pin "
-                "mma = \"mma_sync\" in 'liger.kernel_config'");
   auto xType = cast<RankedTensorType>(linear.getInput().getType());
   auto wType = cast<RankedTensorType>(linear.getWeight().getType());
   elem = xType.getElementType();
   if (!elem.isBF16() && !elem.isF16())
-    return fail("mma.sync takes bf16 or f16 inputs");
+    return fail(Twine(config.wgmma ? "wgmma" : "mma.sync") +
+                " takes bf16 or f16 inputs");
   n = wType.getDimSize(0);
   k = wType.getDimSize(1);
-  if (k % config.tileK)
+  int64_t elemBytes = elem.getIntOrFloatBitWidth() / 8;
+  if (config.wgmma) {
+    // TMA reads K in 128-byte (swizzle-wide) slices and zero-fills past the
+    // end, so K needs only 16-byte rows.
+    if (config.tileK * elemBytes != 128)
+      return fail("the wgmma template reads 128-byte slices of K (tile_k = " +
+                  Twine(128 / elemBytes) + "), got tile_k = " +
+                  Twine(config.tileK));
+    if ((k * elemBytes) % 16)
+      return fail("K = " + Twine(k) + " is not a multiple of " +
+                  Twine(16 / elemBytes) + " (TMA needs 16-byte rows)");
+    if (config.tileM % 64 || config.tileM > 256 || config.tileN % 8 ||
+        config.tileN > 256)
+      return fail("tile " + Twine(config.tileM) + "x" + Twine(config.tileN) +
+                  " is not 64-row warpgroup tiles of wgmma's n8..n256");
+  } else if (k % config.tileK) {
     return fail("K = " + Twine(k) + " is not a multiple of tile_k = " +
                 Twine(config.tileK));
+  }
   if (n % 8)
     return fail("N = " + Twine(n) + " is not a multiple of 8");
   if (failed(lowerEpilogue()))
     return failure();
   int64_t threads = config.threads();
-  int64_t warps = threads / 32;
-  int64_t warpsM = config.tileM / 64;
-  int64_t warpsN = warps / std::max<int64_t>(warpsM, 1);
-  if (warpsM < 1 || warpsN < 1 || warpsM * warpsN != warps ||
-      config.tileN % (warpsN * 8) || config.tileK % 16 ||
-      (config.tileM * config.tileK / 8) % threads ||
-      (config.tileN * config.tileK / 8) % threads)
-    return fail("tile " + Twine(config.tileM) + "x" + Twine(config.tileN) +
-                "x" + Twine(config.tileK) + " does not split over " +
-                Twine(warps) + " warps");
-  int64_t warpN = config.tileN / warpsN; // columns per warp
-  int64_t nTiles = warpN / 8;
-  constexpr int64_t mTiles = 4; // 64 rows per warp
-  numK = k / config.tileK;
-  pad = config.tileK + 8; // 16 bytes of padding per shared-memory row
-  int64_t elemBytes = elem.getIntOrFloatBitWidth() / 8;
-  int64_t bytesA = config.stages * config.tileM * pad * elemBytes;
-  int64_t bytesB = config.stages * config.tileN * pad * elemBytes; // each
   int64_t numB = static_cast<int64_t>(linears.size());
+  numK = (k + config.tileK - 1) / config.tileK;
 
   RowKernelInfo info;
   info.name = name.str();
   info.config.threads = threads;
   info.config.vectorWidth = 8;
   info.hidden = n;
-  info.sharedMemoryBytes = bytesA + numB * bytesB;
+  MatmulShape shape;
+  shape.paired = numB == 2;
+  shape.elementBytes = elemBytes;
+  info.sharedMemoryBytes = config.sharedMemoryBytes(shape);
   info.templateName = "matmul";
   info.gridDims = {std::to_string((n + config.tileN - 1) / config.tileN),
                    "rows/" + std::to_string(config.tileM), "1"};
-  // Parameters: the group's inputs in order, then the output.
+  // Parameters: the group's inputs in order, then the output, then (wgmma)
+  // the TMA descriptors of x and the weights, passed by value.
   SmallVector<Type> paramTypes;
   unsigned rank = xType.getRank();
   for (BlockArgument arg : body.getArguments()) {
@@ -377,6 +397,16 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
   Type outElem = getElementTypeOrSelf(group.getResult(0).getType());
   info.params.push_back({"output0", true, false, RowParamKind::Rows, outElem, n, 0});
   paramTypes.push_back(MemRefType::get({ShapedType::kDynamic, n}, outElem));
+  if (config.wgmma) {
+    auto xArg = cast<BlockArgument>(linear.getInput());
+    info.tensorMaps.push_back(
+        {xArg.getArgNumber(), config.tileM, config.tileK});
+    for (LinearOp l : linears)
+      info.tensorMaps.push_back(
+          {cast<BlockArgument>(l.getWeight()).getArgNumber(), config.tileN,
+           config.tileK});
+    paramTypes.append(info.tensorMaps.size(), LLVM::LLVMPointerType::get(ctx));
+  }
   for (Operation &op : body.without_terminator())
     info.opChain += (info.opChain.empty() ? "" : ", ") +
                     op.getName().getStringRef().str();
@@ -388,6 +418,9 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
   kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   kernel.setKnownBlockSizeAttr(
       b.getDenseI32ArrayAttr({static_cast<int32_t>(threads), 1, 1}));
+  if (config.wgmma)
+    kernel->setAttr("liger.tensor_maps",
+                    b.getI64IntegerAttr(info.tensorMaps.size()));
   Block &entry = kernel.getBody().front();
   b.setInsertionPointToStart(&entry);
   for (BlockArgument arg : body.getArguments()) {
@@ -401,22 +434,91 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
       epilogueRows[arg] = cast<MemRefType>(param.getType()).getRank() == 2;
     }
   }
-  y = entry.getArguments().back();
+  y = entry.getArgument(body.getNumArguments());
   for (LinearOp l : linears)
     ws.push_back(entry.getArgument(
         cast<BlockArgument>(l.getWeight()).getArgNumber()));
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  Value tileN = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  Value tileM = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
   rows = memref::DimOp::create(b, loc, x, 0);
+  setTileOrigin(b,
+                add(b, mul(b, gpu::BlockIdOp::create(b, loc, gpu::Dimension::y),
+                           (n + config.tileN - 1) / config.tileN),
+                    gpu::BlockIdOp::create(b, loc, gpu::Dimension::x)),
+                gpu::GridDimOp::create(b, loc, gpu::Dimension::y),
+                config.wgmma ? 8 : 1);
+  LogicalResult emitted =
+      config.wgmma
+          ? emitWgmma(b, entry.getArguments().take_back(info.tensorMaps.size()))
+          : emitMmaSync(b);
+  if (failed(emitted)) {
+    kernel.erase();
+    return failure();
+  }
+  gpu::ReturnOp::create(b, loc);
+  return info;
+}
+
+void MatmulKernelBuilder::setTileOrigin(OpBuilder &b, Value pid, Value numM,
+                                        int64_t groupM) {
+  int64_t numN = (n + config.tileN - 1) / config.tileN;
+  Value inGroup = rem(b, pid, groupM * numN);
+  Value firstM = mul(b, div(b, pid, groupM * numN), groupM);
+  Value groupRows = arith::MinUIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, numM, firstM), idx(b, groupM));
+  Value tileM =
+      add(b, firstM, arith::RemUIOp::create(b, loc, inGroup, groupRows));
+  Value tileN = arith::DivUIOp::create(b, loc, inGroup, groupRows);
   m0 = mul(b, tileM, config.tileM);
   n0 = mul(b, tileN, config.tileN);
+}
+
+LogicalResult MatmulKernelBuilder::storePair(OpBuilder &b,
+                                             ArrayRef<Value> accPairs, Value r,
+                                             Value c) {
+  SmallVector<Value> rounded;
+  for (Value pair : accPairs)
+    rounded.push_back(
+        arith::TruncFOp::create(b, loc, VectorType::get({2}, elem), pair));
+  Value ok = arith::AndIOp::create(b, loc, lessThan(b, r, rows),
+                                   lessThan(b, c, idx(b, n)));
+  auto ifOp = scf::IfOp::create(b, loc, ok, false);
+  OpBuilder tb = ifOp.getThenBodyBuilder();
+  FailureOr<Value> out = applyEpilogue(tb, rounded, r, c);
+  if (failed(out))
+    return failure();
+  auto outType = cast<VectorType>(out->getType());
+  vector::StoreOp::create(
+      tb, loc, *out, y, ValueRange{r, c}, /*nontemporal=*/false,
+      llvm::MaybeAlign(2 * outType.getElementTypeBitWidth() / 8));
+  return success();
+}
+
+LogicalResult MatmulKernelBuilder::emitMmaSync(OpBuilder &b) {
+  int64_t threads = config.threads();
+  int64_t warps = threads / 32;
+  int64_t warpsM = config.tileM / 64;
+  int64_t warpsN = warps / std::max<int64_t>(warpsM, 1);
+  if (warpsM < 1 || warpsN < 1 || warpsM * warpsN != warps ||
+      config.tileN % (warpsN * 8) || config.tileK % 16 ||
+      (config.tileM * config.tileK / 8) % threads ||
+      (config.tileN * config.tileK / 8) % threads)
+    return fail("tile " + Twine(config.tileM) + "x" + Twine(config.tileN) +
+                "x" + Twine(config.tileK) + " does not split over " +
+                Twine(warps) + " warps");
+  int64_t warpN = config.tileN / warpsN; // columns per warp
+  int64_t nTiles = warpN / 8;
+  constexpr int64_t mTiles = 4; // 64 rows per warp
+  pad = config.tileK + 8; // 16 bytes of padding per shared-memory row
+  int64_t elemBytes = elem.getIntOrFloatBitWidth() / 8;
+  int64_t bytesA = config.stages * config.tileM * pad * elemBytes;
+  int64_t bytesB = config.stages * config.tileN * pad * elemBytes; // each
+  int64_t numB = static_cast<int64_t>(linears.size());
   Value warp = div(b, tid, 32);
   Value lane = rem(b, tid, 32);
   Value wm = div(b, warp, warpsN);
   Value wn = rem(b, warp, warpsN);
   auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-  Value dynSmem = gpu::DynamicSharedMemoryOp::create(
+  dynSmem = gpu::DynamicSharedMemoryOp::create(
       b, loc,
       MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
                       MemRefLayoutAttrInterface(), workgroup));
@@ -475,31 +577,31 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
           a[i].push_back(toI32(lb, frag, r));
       }
       for (int64_t p = 0; p < numB; ++p) {
-      SmallVector<SmallVector<Value>> bf(nTiles);
-      for (int64_t j = 0; j < nTiles; ++j) {
-        Value row = add(lb, add(lb, mul(lb, wn, warpN), idx(lb, j * 8)),
-                        rem(lb, lane, 8));
-        Value col = add(lb, idx(lb, kk * 16),
-                        mul(lb, rem(lb, div(lb, lane, 8), 2), 8));
-        Value frag = nvgpu::LdMatrixOp::create(lb, loc, vec(2, elem),
-                                               smemBs[p],
-                                               ValueRange{stage, row, col},
-                                               /*transpose=*/false,
-                                               /*numTiles=*/2);
-        for (int64_t r = 0; r < 2; ++r)
-          bf[j].push_back(toI32(lb, frag, r));
-      }
-      for (int64_t i = 0; i < mTiles; ++i)
+        SmallVector<SmallVector<Value>> bf(nTiles);
         for (int64_t j = 0; j < nTiles; ++j) {
-          int64_t base = p * perProjection + (i * nTiles + j) * 4;
-          auto mma = NVVM::MmaOp::create(
-              lb, loc, resultType, a[i], bf[j],
-              ArrayRef(acc).slice(base, 4), {16, 8, 16}, std::nullopt,
-              std::nullopt, std::array{mmaType, mmaType},
-              std::array{NVVM::MMALayout::row, NVVM::MMALayout::col});
-          for (int64_t e = 0; e < 4; ++e)
-            acc[base + e] = LLVM::ExtractValueOp::create(lb, loc, mma, e);
+          Value row = add(lb, add(lb, mul(lb, wn, warpN), idx(lb, j * 8)),
+                          rem(lb, lane, 8));
+          Value col = add(lb, idx(lb, kk * 16),
+                          mul(lb, rem(lb, div(lb, lane, 8), 2), 8));
+          Value frag = nvgpu::LdMatrixOp::create(lb, loc, vec(2, elem),
+                                                 smemBs[p],
+                                                 ValueRange{stage, row, col},
+                                                 /*transpose=*/false,
+                                                 /*numTiles=*/2);
+          for (int64_t r = 0; r < 2; ++r)
+            bf[j].push_back(toI32(lb, frag, r));
         }
+        for (int64_t i = 0; i < mTiles; ++i)
+          for (int64_t j = 0; j < nTiles; ++j) {
+            int64_t base = p * perProjection + (i * nTiles + j) * 4;
+            auto mma = NVVM::MmaOp::create(
+                lb, loc, resultType, a[i], bf[j],
+                ArrayRef(acc).slice(base, 4), {16, 8, 16}, std::nullopt,
+                std::nullopt, std::array{mmaType, mmaType},
+                std::array{NVVM::MMALayout::row, NVVM::MMALayout::col});
+            for (int64_t e = 0; e < 4; ++e)
+              acc[base + e] = LLVM::ExtractValueOp::create(lb, loc, mma, e);
+          }
       }
     }
     scf::YieldOp::create(lb, loc, acc);
@@ -509,41 +611,237 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
 
   // Epilogue: lane l holds rows l/4 and l/4 + 8 of each m16n8 tile, columns
   // 2 (l % 4) and the next.
-  Value nValue = idx(b, n);
   for (int64_t i = 0; i < mTiles; ++i)
     for (int64_t j = 0; j < nTiles; ++j) {
       Value r0 = add(b, add(b, m0, add(b, mul(b, wm, 64), idx(b, i * 16))),
                      div(b, lane, 4));
       Value c = add(b, add(b, n0, add(b, mul(b, wn, warpN), idx(b, j * 8))),
                     mul(b, rem(b, lane, 4), 2));
-      Value cOk = lessThan(b, c, nValue);
       for (int64_t half = 0; half < 2; ++half) {
-        Value r = half ? add(b, r0, idx(b, 8)) : r0;
-        SmallVector<Value> rounded;
+        SmallVector<Value> pairs;
         for (int64_t p = 0; p < numB; ++p) {
           int64_t base = p * perProjection + (i * nTiles + j) * 4 + half * 2;
-          Value pair = vector::FromElementsOp::create(
+          pairs.push_back(vector::FromElementsOp::create(
               b, loc, VectorType::get({2}, f32),
-              ValueRange{loop.getResult(base), loop.getResult(base + 1)});
-          rounded.push_back(arith::TruncFOp::create(
-              b, loc, VectorType::get({2}, elem), pair));
+              ValueRange{loop.getResult(base), loop.getResult(base + 1)}));
         }
-        Value ok = arith::AndIOp::create(b, loc, lessThan(b, r, rows), cOk);
-        auto ifOp = scf::IfOp::create(b, loc, ok, false);
-        OpBuilder tb = ifOp.getThenBodyBuilder();
-        FailureOr<Value> out = applyEpilogue(tb, rounded, r, c);
-        if (failed(out)) {
-          kernel.erase();
+        if (failed(storePair(b, pairs, half ? add(b, r0, idx(b, 8)) : r0, c)))
           return failure();
-        }
-        auto outType = cast<VectorType>(out->getType());
-        vector::StoreOp::create(
-            tb, loc, *out, y, ValueRange{r, c}, /*nontemporal=*/false,
-            llvm::MaybeAlign(2 * outType.getElementTypeBitWidth() / 8));
       }
     }
-  gpu::ReturnOp::create(b, loc);
-  return info;
+  return success();
+}
+
+LogicalResult MatmulKernelBuilder::emitWgmma(OpBuilder &b,
+                                             ValueRange descriptors) {
+  int64_t numB = static_cast<int64_t>(linears.size());
+  int64_t consumers = config.tileM / 64; // warpgroups issuing wgmma
+  int64_t stages = config.stages;
+  int64_t elemBytes = elem.getIntOrFloatBitWidth() / 8;
+  int64_t rowBytes = config.tileK * elemBytes; // 128: one swizzle atom row
+  int64_t bytesA = config.tileM * rowBytes;
+  int64_t bytesB = config.tileN * rowBytes;
+  int64_t stageBytes = bytesA + numB * bytesB;
+  Type i32 = b.getI32Type(), i64 = b.getI64Type(), f32 = b.getF32Type();
+  auto ptr3 = LLVM::LLVMPointerType::get(ctx, 3);
+
+  // One dynamic shared buffer, 1024-byte aligned (the 128-byte swizzle's
+  // atom): the full and empty mbarriers of each stage in the first 1024
+  // bytes, then per stage the x tile and the weight tiles.
+  auto gm = b.getInsertionBlock()->getParentOp()->getParentOfType<gpu::GPUModuleOp>();
+  constexpr StringLiteral kSmem = "liger_matmul_smem";
+  if (!gm.lookupSymbol(kSmem)) {
+    OpBuilder mb = OpBuilder::atBlockBegin(gm.getBody());
+    LLVM::GlobalOp::create(mb, loc,
+                           LLVM::LLVMArrayType::get(b.getI8Type(), 0),
+                           /*isConstant=*/false, LLVM::Linkage::External,
+                           kSmem, Attribute(), /*alignment=*/1024,
+                           /*addrSpace=*/3);
+  }
+  Value smem = LLVM::AddressOfOp::create(b, loc, ptr3, kSmem);
+  auto i32c = [&](OpBuilder &ob, int64_t v) -> Value {
+    return arith::ConstantIntOp::create(ob, loc, i32, v);
+  };
+  auto toI32v = [&](OpBuilder &ob, Value v) -> Value {
+    return arith::IndexCastOp::create(ob, loc, i32, v);
+  };
+  auto at = [&](OpBuilder &ob, Value byteOffset) -> Value {
+    return LLVM::GEPOp::create(ob, loc, ptr3, ob.getI8Type(), smem,
+                               ArrayRef<LLVM::GEPArg>{byteOffset});
+  };
+  auto full = [&](OpBuilder &ob, Value s) {
+    return at(ob, arith::MulIOp::create(ob, loc, toI32v(ob, s), i32c(ob, 8)));
+  };
+  auto empty = [&](OpBuilder &ob, Value s) {
+    return at(ob, arith::AddIOp::create(
+                      ob, loc,
+                      arith::MulIOp::create(ob, loc, toI32v(ob, s), i32c(ob, 8)),
+                      i32c(ob, 8 * stages)));
+  };
+  // Byte offset of tile `t` (0: x, 1 + p: weight p) of stage `s`.
+  auto tile = [&](OpBuilder &ob, Value s, int64_t t) -> Value {
+    Value off = arith::MulIOp::create(ob, loc, toI32v(ob, s),
+                                      i32c(ob, stageBytes));
+    return arith::AddIOp::create(
+        ob, loc, off, i32c(ob, 1024 + (t ? bytesA + (t - 1) * bytesB : 0)));
+  };
+
+  // Thread 0 initializes the barriers; everyone sees them after the barrier.
+  Value isFirst = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
+                                        idx(b, 0));
+  {
+    auto init = scf::IfOp::create(b, loc, isFirst, false);
+    OpBuilder ib = init.getThenBodyBuilder();
+    for (int64_t s = 0; s < stages; ++s) {
+      NVVM::MBarrierInitOp::create(ib, loc, full(ib, idx(ib, s)), i32c(ib, 1),
+                                   Value());
+      NVVM::MBarrierInitOp::create(ib, loc, empty(ib, idx(ib, s)),
+                                   i32c(ib, consumers), Value());
+    }
+    NVVM::FenceMbarrierInitOp::create(ib, loc);
+  }
+  gpu::BarrierOp::create(b, loc);
+
+  Value ticks = i32c(b, 0x989680); // suspend-time hint of the waits, in ns
+  Value isProducer = lessThan(b, tid, idx(b, 128));
+  auto roles = scf::IfOp::create(b, loc, isProducer, /*withElse=*/true);
+  // Phase parity of the use `kt / stages` of a stage, as i32.
+  auto parity = [&](OpBuilder &ob, Value kt) -> Value {
+    return toI32v(ob, rem(ob, div(ob, kt, stages), 2));
+  };
+
+  // Producer warpgroup: one thread issues the TMA copies of each stage once
+  // the consumers have released it.
+  {
+    OpBuilder pb = roles.getThenBodyBuilder();
+    NVVM::SetMaxRegisterOp::create(pb, loc, 40,
+                                   NVVM::SetMaxRegisterAction::decrease);
+    auto one = scf::IfOp::create(pb, loc, isFirst, false);
+    OpBuilder ob = one.getThenBodyBuilder();
+    auto loop = scf::ForOp::create(ob, loc, idx(ob, 0), idx(ob, numK),
+                                   idx(ob, 1));
+    OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
+    Value kt = loop.getInductionVar();
+    Value s = rem(lb, kt, stages);
+    Value freed = arith::XOrIOp::create(lb, loc, parity(lb, kt), i32c(lb, 1));
+    NVVM::MBarrierTryWaitParityOp::create(lb, loc, empty(lb, s), freed, ticks);
+    Value bar = full(lb, s);
+    NVVM::MBarrierArriveExpectTxOp::create(lb, loc, Type(), bar,
+                                           i32c(lb, stageBytes),
+                                           NVVM::MemScopeKind::CTA, false,
+                                           Value());
+    Value k0 = toI32v(lb, mul(lb, kt, config.tileK));
+    auto copy = [&](int64_t t, Value descriptor, Value row) {
+      NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+          lb, loc, at(lb, tile(lb, s, t)), descriptor,
+          ValueRange{k0, toI32v(lb, row)}, bar, ValueRange{}, Value(), Value(),
+          NVVM::TMALoadMode::TILE, /*isCTAOnly=*/true,
+          NVVM::CTAGroupKindAttr(), Value());
+    };
+    copy(0, descriptors[0], m0);
+    for (int64_t p = 0; p < numB; ++p)
+      copy(1 + p, descriptors[1 + p], n0);
+  }
+
+  // Consumer warpgroups: each owns 64 rows of the tile; per stage it waits
+  // for the copies, issues tile_k / 16 wgmmas per projection as one group,
+  // and releases the previous stage once that stage's group has completed.
+  OpBuilder cb = roles.getElseBodyBuilder();
+  NVVM::SetMaxRegisterOp::create(cb, loc, consumers > 1 ? 232 : 240,
+                                 NVVM::SetMaxRegisterAction::increase);
+  Value cw = arith::SubIOp::create(cb, loc, div(cb, tid, 128), idx(cb, 1));
+  int64_t regs = config.tileN / 2; // f32 accumulators per thread
+  auto accType = LLVM::LLVMStructType::getLiteral(
+      ctx, SmallVector<Type>(regs, f32));
+  SmallVector<Value> init(numB, LLVM::ZeroOp::create(cb, loc, accType));
+  // Shared-memory matrix descriptor of a K-major, 128-byte-swizzled tile at
+  // byte offset `off`: start address >> 4, leading offset 16 B (unused),
+  // stride 1024 B between 8-row atoms, swizzle mode 128B.
+  Value smemBase = LLVM::PtrToIntOp::create(cb, loc, i64, smem);
+  auto descriptorAt = [&](OpBuilder &ob, Value off) -> Value {
+    Value addr = arith::AddIOp::create(
+        ob, loc, smemBase, arith::ExtUIOp::create(ob, loc, i64, off));
+    Value start = arith::AndIOp::create(
+        ob, loc, arith::ShRUIOp::create(ob, loc, addr,
+                                        arith::ConstantIntOp::create(ob, loc, i64, 4)),
+        arith::ConstantIntOp::create(ob, loc, i64, 0x3FFF));
+    uint64_t fixed = (1ull << 16) | (64ull << 32) | (1ull << 62);
+    return arith::OrIOp::create(
+        ob, loc, start,
+        arith::ConstantIntOp::create(ob, loc, i64, static_cast<int64_t>(fixed)));
+  };
+  auto loop = scf::ForOp::create(cb, loc, idx(cb, 0), idx(cb, numK),
+                                 idx(cb, 1), init);
+  {
+    OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
+    Value kt = loop.getInductionVar();
+    Value s = rem(lb, kt, stages);
+    NVVM::MBarrierTryWaitParityOp::create(lb, loc, full(lb, s), parity(lb, kt),
+                                          ticks);
+    NVVM::WgmmaFenceAlignedOp::create(lb, loc);
+    SmallVector<Value> acc(loop.getRegionIterArgs());
+    Value aOff = arith::AddIOp::create(
+        lb, loc, tile(lb, s, 0),
+        arith::MulIOp::create(lb, loc, toI32v(lb, cw), i32c(lb, 64 * rowBytes)));
+    auto type = elem.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
+    for (int64_t kk = 0; kk < config.tileK / 16; ++kk) {
+      // The kk-th 16-wide K slice: 32 bytes into the swizzle atom.
+      Value a = descriptorAt(
+          lb, arith::AddIOp::create(lb, loc, aOff, i32c(lb, kk * 32)));
+      for (int64_t p = 0; p < numB; ++p) {
+        Value w = descriptorAt(
+            lb, arith::AddIOp::create(lb, loc, tile(lb, s, 1 + p),
+                                      i32c(lb, kk * 32)));
+        acc[p] = NVVM::WgmmaMmaAsyncOp::create(
+            lb, loc, accType, acc[p], a, w,
+            NVVM::MMAShapeAttr::get(ctx, 64, config.tileN, 16), type, type,
+            NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one,
+            NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
+            NVVM::MMALayout::row, NVVM::MMALayout::col,
+            NVVM::MMAIntOverflowAttr());
+      }
+    }
+    NVVM::WgmmaGroupSyncAlignedOp::create(lb, loc);
+    NVVM::WgmmaWaitGroupSyncOp::create(lb, loc, 1);
+    // The group of kt - 1 has completed: its stage may be refilled.
+    Value release = arith::AndIOp::create(
+        lb, loc,
+        arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::ugt, kt,
+                              idx(lb, 0)),
+        arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::eq,
+                              rem(lb, tid, 128), idx(lb, 0)));
+    auto rel = scf::IfOp::create(lb, loc, release, false);
+    OpBuilder rb = rel.getThenBodyBuilder();
+    Value prev = rem(rb, add(rb, kt, idx(rb, stages - 1)), stages);
+    NVVM::MBarrierArriveOp::create(rb, loc, Type(), empty(rb, prev), Value());
+    scf::YieldOp::create(lb, loc, acc);
+  }
+  NVVM::WgmmaWaitGroupSyncOp::create(cb, loc, 0);
+
+  // Epilogue: thread (warp w, lane l) of a warpgroup holds, for each n8
+  // block j, rows 16 w + l/4 (registers 4j, 4j+1) and + 8 (4j+2, 4j+3) at
+  // columns 8 j + 2 (l % 4) and the next: mma.sync's m16n8 fragment.
+  Value lane = rem(cb, tid, 32);
+  Value warp = rem(cb, div(cb, tid, 32), 4);
+  Value r0 = add(cb, add(cb, m0, mul(cb, cw, 64)),
+                 add(cb, mul(cb, warp, 16), div(cb, lane, 4)));
+  for (int64_t j = 0; j < config.tileN / 8; ++j) {
+    Value c = add(cb, add(cb, n0, idx(cb, j * 8)), mul(cb, rem(cb, lane, 4), 2));
+    for (int64_t half = 0; half < 2; ++half) {
+      SmallVector<Value> pairs;
+      for (int64_t p = 0; p < numB; ++p) {
+        int64_t base = 4 * j + 2 * half;
+        Value lo = LLVM::ExtractValueOp::create(cb, loc, loop.getResult(p), base);
+        Value hi =
+            LLVM::ExtractValueOp::create(cb, loc, loop.getResult(p), base + 1);
+        pairs.push_back(vector::FromElementsOp::create(
+            cb, loc, VectorType::get({2}, f32), ValueRange{lo, hi}));
+      }
+      if (failed(storePair(cb, pairs, half ? add(cb, r0, idx(cb, 8)) : r0, c)))
+        return failure();
+    }
+  }
+  return success();
 }
 } // namespace
 

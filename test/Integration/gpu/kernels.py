@@ -270,28 +270,40 @@ def ops_cases():
 # The experimental mma.sync matmul template (liger-compile --matmul-kernels):
 # name -> (K, N, dtype, tile_m, tile_n, stages). N = 1000 leaves a partial
 # 64-column tile; the 64-row tile runs 4 warps.
+# name -> (K, N, dtype, tile_m, tile_n, stages, mma): mma.sync (sm_80 and
+# later) and wgmma + TMA (sm_90a) kernels.
 MATMULS = {
-    "proj_4096_1024": (4096, 1024, "bf16", 128, 128, 3),
-    "proj_1024_1000": (1024, 1000, "bf16", 128, 64, 4),
-    "proj_512_256_m64": (512, 256, "bf16", 64, 64, 4),
-    "proj_256_128_f16": (256, 128, "f16", 128, 128, 2),
-    "proj_512_256_res_silu": (512, 256, "bf16", 128, 64, 3),
-    "gate_up_512_1000_swiglu": (512, 1000, "bf16", 128, 64, 3),
+    "proj_4096_1024": (4096, 1024, "bf16", 128, 128, 3, "mma_sync"),
+    "proj_1024_1000": (1024, 1000, "bf16", 128, 64, 4, "mma_sync"),
+    "proj_512_256_m64": (512, 256, "bf16", 64, 64, 4, "mma_sync"),
+    "proj_256_128_f16": (256, 128, "f16", 128, 128, 2, "mma_sync"),
+    "proj_512_256_res_silu": (512, 256, "bf16", 128, 64, 3, "mma_sync"),
+    "gate_up_512_1000_swiglu": (512, 1000, "bf16", 128, 64, 3, "mma_sync"),
+    "wg_4096_1024": (4096, 1024, "bf16", 128, 256, 4, "wgmma"),
+    "wg_1024_1000": (1024, 1000, "bf16", 128, 128, 4, "wgmma"),
+    "wg_520_264_ktail": (520, 264, "bf16", 128, 256, 3, "wgmma"),
+    "wg_512_256_m64": (512, 256, "bf16", 64, 128, 4, "wgmma"),
+    "wg_256_128_f16": (256, 128, "f16", 128, 128, 2, "wgmma"),
+    "wg_512_256_res_silu": (512, 256, "bf16", 128, 256, 3, "wgmma"),
+    "wg_gate_up_512_1000_swiglu": (512, 1000, "bf16", 128, 128, 3, "wgmma"),
 }
 # Epilogues after the projection: name -> the ops (a residual input [rows, N]
 # is the kernel's third input).
 MATMUL_EPILOGUES = {"proj_512_256_res_silu": "add_silu",
-                    "gate_up_512_1000_swiglu": "swiglu"}  # a second weight [N, K]
+                    "gate_up_512_1000_swiglu": "swiglu",  # a second weight [N, K]
+                    "wg_512_256_res_silu": "add_silu",
+                    "wg_gate_up_512_1000_swiglu": "swiglu"}
 MATMUL_ROWS = [1, 7, 100, 4096]
 
 
 def matmul_module_text():
     out = []
-    for name, (k, n, dt, tm, tn, stages) in MATMULS.items():
+    for name, (k, n, dt, tm, tn, stages, mma) in MATMULS.items():
         X, W, Y = ("tensor<?x%dx%s>" % (k, dt), "tensor<%dx%dx%s>" % (n, k, dt),
                    "tensor<?x%dx%s>" % (n, dt))
-        config = ('{mma = "mma_sync", stages = %d : i64, tile_k = 32 : i64, '
-                  'tile_m = %d : i64, tile_n = %d : i64}' % (stages, tm, tn))
+        config = ('{mma = "%s", stages = %d : i64, tile_k = %d : i64, '
+                  'tile_m = %d : i64, tile_n = %d : i64}'
+                  % (mma, stages, 64 if mma == "wgmma" else 32, tm, tn))
         if MATMUL_EPILOGUES.get(name) == "add_silu":
             out.append(f"""func.func @{name}(%x: {X}, %w: {W}, %r: {Y}) -> {Y} {{
   %y = liger.fusion matmul(%x, %w, %r) attributes {{liger.kernel_config = {config}}} : ({X}, {W}, {Y}) -> {Y} {{

@@ -26,7 +26,7 @@ for name, tokens in [] if only_matmul else [("h1000_f32", 3), ("h1000_bf16", 5),
 matmul = os.path.join(root, "matmul")
 if only_matmul and os.path.isdir(matmul):
     bundle = runtime.load(matmul)
-    for name, (k, n, dt, _, _, _) in kernels.MATMULS.items():
+    for name, (k, n, dt) in ((nm, v[:3]) for nm, v in kernels.MATMULS.items()):
         dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[dt]
         for rows in (1, 130):
             args = [torch.randn(rows, k, device="cuda").to(dtype),

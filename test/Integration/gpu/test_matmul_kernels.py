@@ -1,8 +1,9 @@
-"""The experimental mma.sync matmul template on the GPU: y = x · Wᵀ against
-PyTorch in f32 on fresh random inputs, at row counts 1, 7, 100 and 4096
-(partial row tiles), a partial column tile (N = 1000), a 64-row tile, f16,
-a residual + SiLU epilogue and a gate/up pair with SwiGLU, outputs poisoned
-with NaN. Skips cleanly without torch, a GPU, the
+"""The experimental matmul templates on the GPU (mma.sync, and wgmma + TMA
+on sm_90a): y = x · Wᵀ against PyTorch in f32 on fresh random inputs, at
+row counts 1, 7, 100 and 4096 (partial row tiles), partial column tiles
+(N = 1000, 264), a K that is not a multiple of the K slice (520, wgmma), a
+64-row tile, f16, a residual + SiLU epilogue and a gate/up pair with SwiGLU,
+outputs poisoned with NaN. Skips cleanly without torch, a GPU, the
 runtime or the bundle (scripts/build-gpu-bundles.sh compiles it with
 liger-compile --matmul-kernels)."""
 
@@ -35,7 +36,7 @@ def bundle(bundles_dir):
 
 @pytest.mark.parametrize("name,rows", CASES, ids=["%s-m%d" % c for c in CASES])
 def test_linear(bundle, name, rows):
-    k, n, dt, _, _, _ = kernels.MATMULS[name]
+    k, n, dt = kernels.MATMULS[name][:3]
     dtype = DTYPES[dt]
     gen = torch.Generator(device="cuda")
     gen.manual_seed(torch.seed())

@@ -75,6 +75,15 @@ struct RowKernelParam {
   int64_t heads = 0;  // the head count of a Heads parameter
 };
 
+/// A TMA descriptor the launcher encodes from one tensor parameter and
+/// passes by value after the memref parameters (the wgmma matmul kernels):
+/// `box` rows x cols of the [rows, K] or [N, K] tensor per copy, 128-byte
+/// swizzle, out-of-bounds elements read as zero.
+struct TensorMapParam {
+  int64_t param = 0; // index into RowKernelInfo::params
+  int64_t boxRows = 0, boxCols = 0;
+};
+
 /// What the runtime needs to launch a kernel.
 struct RowKernelInfo {
   std::string name;
@@ -100,6 +109,7 @@ struct RowKernelInfo {
   /// The CTAs per SM the first kernel is meant to run with: a launcher
   /// sizes the workspaces to min(rows, SMs * ctasPerSm) rows (at least 1).
   int64_t ctasPerSm = 0;
+  SmallVector<TensorMapParam> tensorMaps;
 };
 
 /// Builds the kernel of `group` into `module` (at its end), and its finishing

@@ -1,0 +1,101 @@
+// The wgmma + TMA matmul template (sm_90a, liger-compile --matmul-kernels
+// with the configuration liger-select-kernel-config picks): a producer
+// warpgroup issues TMA copies of x and W tiles into a ring of stages
+// guarded by full/empty mbarriers, consumer warpgroups issue wgmma on them
+// with f32 accumulators in registers; the descriptors are kernel
+// parameters passed by value (__grid_constant__), which the manifest lists
+// for the launcher to encode. ptxas accepts it without spills.
+// REQUIRES: ptxas
+// RUN: rm -rf %t.bundle
+// RUN: liger-compile %s --matmul-kernels -o %t.bundle | FileCheck %s --check-prefix=OUT
+// RUN: FileCheck %s --check-prefix=MANIFEST < %t.bundle/manifest.json
+// RUN: FileCheck %s --check-prefix=PTX < %t.bundle/liger_kernels.sm_90a.ptx
+// RUN: ptxas -arch=sm_90a -v %t.bundle/liger_kernels.sm_90a.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: liger-compile %s --matmul-kernels --emit=gpu -o - | FileCheck %s --check-prefix=GPU
+// RUN: liger-compile %s --matmul-kernels --emit=llvm -o - | FileCheck %s --check-prefix=LLVM
+// RUN: rm -rf %t.llama && liger-compile %liger_src_root/examples/llama3_8b_decoder_layer.mlir --matmul-kernels -o %t.llama 2>&1 | FileCheck %s --check-prefix=LLAMA
+
+// LLAMA: liger-compile: 4 kernels for sm_90a in {{.*}} (not compiled yet, no kernel template: 1 liger.attention, 2 matmul groups)
+
+// OUT: liger-compile: 2 kernels for sm_90a
+
+// 128 x 256 tiles, 4 stages of (128 + 256) rows x 128 bytes after 1024
+// bytes of barriers: 3 warpgroups.
+// MANIFEST: "block": [
+// MANIFEST-NEXT: 384,
+// MANIFEST: "dynamic_shared_memory_bytes": 197632,
+// MANIFEST: "grid": [
+// MANIFEST-NEXT: 4,
+// MANIFEST-NEXT: "rows/128",
+// MANIFEST: "name": "proj_matmul_0",
+// MANIFEST: "tensor_maps": [
+// MANIFEST: "box": [
+// MANIFEST-NEXT: 128,
+// MANIFEST-NEXT: 64
+// MANIFEST: "param": "input0",
+// MANIFEST-NEXT: "swizzle": 128
+// MANIFEST: "box": [
+// MANIFEST-NEXT: 256,
+// MANIFEST-NEXT: 64
+// MANIFEST: "param": "input1",
+// A gate/up pair: one x map, two weight maps of 128-row tiles.
+// MANIFEST: "name": "gated_matmul_0",
+// MANIFEST: "tensor_maps": [
+// MANIFEST: "param": "input0",
+// MANIFEST: "param": "input1",
+// MANIFEST: "param": "input2",
+
+// PTX: .entry proj_matmul_0(
+// PTX: .param .align 64 .b8 proj_matmul_0_param_{{[0-9]+}}[128],
+// PTX-NEXT: .param .align 64 .b8 proj_matmul_0_param_{{[0-9]+}}[128]
+// PTX: mbarrier.init.shared.b64
+// PTX: fence.mbarrier_init.release.cluster;
+// PTX: setmaxnreg.dec.sync.aligned.u32 40;
+// PTX: mbarrier.try_wait.parity.shared.b64
+// PTX: mbarrier.arrive.expect_tx.shared.b64
+// PTX: cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes
+// PTX: setmaxnreg.inc.sync.aligned.u32 232;
+// PTX: wgmma.fence.sync.aligned;
+// PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16
+// PTX: wgmma.commit_group.sync.aligned;
+// PTX: wgmma.wait_group.sync.aligned 1;
+// PTX: mbarrier.arrive.shared.b64
+// PTX: wgmma.wait_group.sync.aligned 0;
+// PTX: .entry gated_matmul_0(
+// PTX-COUNT-8: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+
+// PTXAS-NOT: bytes spill stores, {{[1-9]}}
+// PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+
+// GPU: gpu.func @proj_matmul_0(%{{.+}}: memref<?x512xbf16>, %{{.+}}: memref<1024x512xbf16>, %{{.+}}: memref<?x1024xbf16>, %{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr) kernel
+// GPU-SAME: known_block_size = array<i32: 384, 1, 1>
+// GPU-SAME: liger.tensor_maps = 2
+// GPU: nvvm.mbarrier.init
+// GPU: nvvm.fence.mbarrier.init
+// GPU: gpu.barrier
+// GPU: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} box[{{.*}}] {isCTAOnly = true}
+// GPU: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 256, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+
+// The descriptors become by-value grid constants.
+// LLVM: llvm.func @proj_matmul_0(
+// LLVM-SAME: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<16 x i64>, nvvm.grid_constant}, %{{.+}}: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<16 x i64>, nvvm.grid_constant})
+
+func.func @proj(%x: tensor<?x512xbf16>, %w: tensor<1024x512xbf16>) -> tensor<?x1024xbf16> {
+  %y = liger.fusion matmul(%x, %w) : (tensor<?x512xbf16>, tensor<1024x512xbf16>) -> tensor<?x1024xbf16> {
+  ^bb0(%a: tensor<?x512xbf16>, %b: tensor<1024x512xbf16>):
+    %l = liger.linear %a, %b : tensor<?x512xbf16>, tensor<1024x512xbf16>
+    liger.yield %l : tensor<?x1024xbf16>
+  }
+  return %y : tensor<?x1024xbf16>
+}
+
+func.func @gated(%x: tensor<?x512xbf16>, %g: tensor<1024x512xbf16>, %u: tensor<1024x512xbf16>) -> tensor<?x1024xbf16> {
+  %y = liger.fusion matmul(%x, %g, %u) : (tensor<?x512xbf16>, tensor<1024x512xbf16>, tensor<1024x512xbf16>) -> tensor<?x1024xbf16> {
+  ^bb0(%a: tensor<?x512xbf16>, %b: tensor<1024x512xbf16>, %c: tensor<1024x512xbf16>):
+    %lg = liger.linear %a, %b : tensor<?x512xbf16>, tensor<1024x512xbf16>
+    %lu = liger.linear %a, %c : tensor<?x512xbf16>, tensor<1024x512xbf16>
+    %s = liger.swiglu %lg, %lu : tensor<?x1024xbf16>
+    liger.yield %s : tensor<?x1024xbf16>
+  }
+  return %y : tensor<?x1024xbf16>
+}
