@@ -1,5 +1,6 @@
-// The projections of a Llama-3-8B layer through the experimental mma.sync
-// matmul template (bench/matmul.py). bench/build-bundles.sh compiles them
+// The projections of a Llama-3-8B layer through the experimental matmul
+// templates (bench/matmul.py): pinned to mma.sync, and (the *_wg functions)
+// with the configuration liger-select-kernel-config picks for sm_90a (wgmma). bench/build-bundles.sh compiles them
 // with liger-compile --matmul-kernels.
 
 func.func @o_proj(%x: tensor<?x4096xbf16>, %w: tensor<4096x4096xbf16>) -> tensor<?x4096xbf16> {
@@ -31,6 +32,44 @@ func.func @down_proj(%x: tensor<?x14336xbf16>, %w: tensor<4096x14336xbf16>) -> t
 
 func.func @gate_up_proj(%x: tensor<?x4096xbf16>, %g: tensor<14336x4096xbf16>, %u: tensor<14336x4096xbf16>) -> tensor<?x14336xbf16> {
   %y = liger.fusion matmul(%x, %g, %u) attributes {liger.kernel_config = {mma = "mma_sync", stages = 4 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 64 : i64}} : (tensor<?x4096xbf16>, tensor<14336x4096xbf16>, tensor<14336x4096xbf16>) -> tensor<?x14336xbf16> {
+  ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<14336x4096xbf16>, %c: tensor<14336x4096xbf16>):
+    %lg = liger.linear %a, %b : tensor<?x4096xbf16>, tensor<14336x4096xbf16>
+    %lu = liger.linear %a, %c : tensor<?x4096xbf16>, tensor<14336x4096xbf16>
+    %s = liger.swiglu %lg, %lu : tensor<?x14336xbf16>
+    liger.yield %s : tensor<?x14336xbf16>
+  }
+  return %y : tensor<?x14336xbf16>
+}
+
+func.func @o_proj_wg(%x: tensor<?x4096xbf16>, %w: tensor<4096x4096xbf16>) -> tensor<?x4096xbf16> {
+  %y = liger.fusion matmul(%x, %w) : (tensor<?x4096xbf16>, tensor<4096x4096xbf16>) -> tensor<?x4096xbf16> {
+  ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<4096x4096xbf16>):
+    %l = liger.linear %a, %b : tensor<?x4096xbf16>, tensor<4096x4096xbf16>
+    liger.yield %l : tensor<?x4096xbf16>
+  }
+  return %y : tensor<?x4096xbf16>
+}
+
+func.func @up_proj_wg(%x: tensor<?x4096xbf16>, %w: tensor<14336x4096xbf16>) -> tensor<?x14336xbf16> {
+  %y = liger.fusion matmul(%x, %w) : (tensor<?x4096xbf16>, tensor<14336x4096xbf16>) -> tensor<?x14336xbf16> {
+  ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<14336x4096xbf16>):
+    %l = liger.linear %a, %b : tensor<?x4096xbf16>, tensor<14336x4096xbf16>
+    liger.yield %l : tensor<?x14336xbf16>
+  }
+  return %y : tensor<?x14336xbf16>
+}
+
+func.func @down_proj_wg(%x: tensor<?x14336xbf16>, %w: tensor<4096x14336xbf16>) -> tensor<?x4096xbf16> {
+  %y = liger.fusion matmul(%x, %w) : (tensor<?x14336xbf16>, tensor<4096x14336xbf16>) -> tensor<?x4096xbf16> {
+  ^bb0(%a: tensor<?x14336xbf16>, %b: tensor<4096x14336xbf16>):
+    %l = liger.linear %a, %b : tensor<?x14336xbf16>, tensor<4096x14336xbf16>
+    liger.yield %l : tensor<?x4096xbf16>
+  }
+  return %y : tensor<?x4096xbf16>
+}
+
+func.func @gate_up_proj_wg(%x: tensor<?x4096xbf16>, %g: tensor<14336x4096xbf16>, %u: tensor<14336x4096xbf16>) -> tensor<?x14336xbf16> {
+  %y = liger.fusion matmul(%x, %g, %u) : (tensor<?x4096xbf16>, tensor<14336x4096xbf16>, tensor<14336x4096xbf16>) -> tensor<?x14336xbf16> {
   ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<14336x4096xbf16>, %c: tensor<14336x4096xbf16>):
     %lg = liger.linear %a, %b : tensor<?x4096xbf16>, tensor<14336x4096xbf16>
     %lu = liger.linear %a, %c : tensor<?x4096xbf16>, tensor<14336x4096xbf16>

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The experimental mma.sync matmul template beside PyTorch (cuBLAS) eager
+"""The experimental matmul templates (mma.sync, and wgmma + TMA) beside PyTorch (cuBLAS) eager
 and torch.compile, at Llama-3-8B projection shapes, bf16.
 
 Each figure is the median time (triton.testing.do_bench) and its fraction of
@@ -47,9 +47,11 @@ def main():
         ref = F.linear(x, w)
         floor = 2 * M * n * k / rate / 1e9
         kernel = ours[name + "_matmul_0"]
+        wg = ours[name + "_wg_matmul_0"]
         impls = {"eager (cuBLAS)": lambda: F.linear(x, w),
                  "compile": torch.compile(lambda: F.linear(x, w)),
-                 "liger mma.sync": lambda: kernel(x, w, out=[y])}
+                 "liger mma.sync": lambda: kernel(x, w, out=[y]),
+                 "liger wgmma": lambda: wg(x, w, out=[y])}
         for impl, f in impls.items():
             out = f()
             out = out if isinstance(out, torch.Tensor) else y
@@ -71,21 +73,54 @@ def main():
     ref = gated(x, wg, wu)
     floor = 2 * 2 * M * n * k / rate / 1e9
     kernel = ours["gate_up_proj_matmul_0"]
+    kwg = ours["gate_up_proj_wg_matmul_0"]
     compiled = torch.compile(gated)
     for impl, f in {"eager (cuBLAS)": lambda: gated(x, wg, wu),
                     "compile": lambda: compiled(x, wg, wu),
-                    "liger mma.sync": lambda: kernel(x, wg, wu, out=[y])}.items():
+                    "liger mma.sync": lambda: kernel(x, wg, wu, out=[y]),
+                    "liger wgmma": lambda: kwg(x, wg, wu, out=[y])}.items():
         out = f()
         out = out if isinstance(out, torch.Tensor) else y
         err = ((out.float() - ref.float()).norm() / ref.float().norm()).item()
         t = ms(f)
         rows.append(dict(case="gate_up+swiglu %dx%dx%d" % (M, n, k), impl=impl, ms=t,
                          floor_ms=floor, of_floor=floor / t, err=err))
+    # The whole MLP, down(SwiGLU(gate(x), up(x))): ours is two kernels (the
+    # gate/up pair with SwiGLU, then the down projection); Liger-Kernel
+    # fuses only the activation (LigerSiLUMulFunction between cuBLAS GEMMs).
+    wd = (torch.randn(k, n, dtype=BF16, device="cuda") / n ** 0.5).to(BF16)
+    out = torch.empty(M, k, dtype=BF16, device="cuda")
+    down = ours["down_proj_wg_matmul_0"]
+
+    def mlp(x, wg, wu, wd):
+        return F.linear(gated(x, wg, wu), wd)
+
+    def ours_mlp():
+        kwg(x, wg, wu, out=[y])
+        down(y, wd, out=[out])
+        return out
+    impls = {"eager (cuBLAS)": lambda: mlp(x, wg, wu, wd),
+             "compile": (lambda c: lambda: c(x, wg, wu, wd))(torch.compile(mlp))}
+    try:
+        from liger_kernel.ops.swiglu import LigerSiLUMulFunction
+        impls["Liger-Kernel"] = lambda: F.linear(
+            LigerSiLUMulFunction.apply(F.linear(x, wg), F.linear(x, wu)), wd)
+    except ImportError:
+        print("Liger-Kernel not installed: its MLP row is left out")
+    impls["liger wgmma"] = ours_mlp
+    ref = mlp(x, wg, wu, wd)
+    floor = 3 * 2 * M * n * k / rate / 1e9
+    for impl, f in impls.items():
+        o = f()
+        err = ((o.float() - ref.float()).norm() / ref.float().norm()).item()
+        t = ms(f)
+        rows.append(dict(case="mlp %dx%dx%d" % (M, n, k), impl=impl, ms=t,
+                         floor_ms=floor, of_floor=floor / t, err=err))
     print("bf16 matrix rate %.0f TFLOP/s (8192^3 torch.matmul)" % rate)
-    print("%-28s %-16s %9s %9s %8s %9s" % ("case", "impl", "ms", "floor ms", "of floor",
+    print("%-31s %-16s %9s %9s %8s %9s" % ("case", "impl", "ms", "floor ms", "of floor",
                                            "rel err"))
     for r in rows:
-        print("%-28s %-16s %9.3f %9.3f %7.0f%% %9.1e" % (
+        print("%-31s %-16s %9.3f %9.3f %7.0f%% %9.1e" % (
             r["case"], r["impl"], r["ms"], r["floor_ms"], 100 * r["of_floor"], r["err"]))
     if args.json:
         json.dump(dict(tflops=rate, tokens=M, rows=rows), open(args.json, "w"), indent=1)
