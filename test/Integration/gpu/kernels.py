@@ -286,6 +286,8 @@ MATMULS = {
     "wg_256_128_f16": (256, 128, "f16", 128, 128, 2, "wgmma"),
     "wg_512_256_res_silu": (512, 256, "bf16", 128, 256, 3, "wgmma"),
     "wg_gate_up_512_1000_swiglu": (512, 1000, "bf16", 128, 128, 3, "wgmma"),
+    # Llama-3-8B's up projection at the configuration the selector picks.
+    "wg_llama_up_4096_14336": (4096, 14336, "bf16", 128, 256, 4, "wgmma"),
 }
 # Epilogues after the projection: name -> the ops (a residual input [rows, N]
 # is the kernel's third input).
@@ -293,7 +295,7 @@ MATMUL_EPILOGUES = {"proj_512_256_res_silu": "add_silu",
                     "gate_up_512_1000_swiglu": "swiglu",  # a second weight [N, K]
                     "wg_512_256_res_silu": "add_silu",
                     "wg_gate_up_512_1000_swiglu": "swiglu"}
-MATMUL_ROWS = [1, 7, 100, 4096]
+MATMUL_ROWS = [1, 7, 77, 100, 4096, 16384]
 
 
 def matmul_module_text():

@@ -1,8 +1,8 @@
 """The experimental matmul templates on the GPU (mma.sync, and wgmma + TMA
 on sm_90a): y = x · Wᵀ against PyTorch in f32 on fresh random inputs, at
-row counts 1, 7, 100 and 4096 (partial row tiles), partial column tiles
-(N = 1000, 264), a K that is not a multiple of the K slice (520, wgmma), a
-64-row tile, f16, a residual + SiLU epilogue and a gate/up pair with SwiGLU,
+row counts 1, 7, 77, 100, 4096 and 16384 (partial row tiles), partial
+column tiles (N = 1000, 264), a K that is not a multiple of the K slice
+(520, wgmma), Llama-3-8B's up projection (4096 -> 14336), a 64-row tile, f16, a residual + SiLU epilogue and a gate/up pair with SwiGLU,
 outputs poisoned with NaN. Skips cleanly without torch, a GPU, the
 runtime or the bundle (scripts/build-gpu-bundles.sh compiles it with
 liger-compile --matmul-kernels)."""
