@@ -1,4 +1,5 @@
 // RUN: liger-opt %s --liger-lower-to-gpu=matmul-kernels=true --split-input-file -verify-diagnostics
+// RUN: liger-opt %S/Inputs/wgmma-ptx80.mlir --liger-lower-to-gpu="matmul-kernels=true features=+ptx80" -verify-diagnostics
 
 // What the first matmul template does not implement yet is a warning on the
 // group, which stays uncompiled (never a wrong kernel); the rest compiles.

@@ -78,8 +78,9 @@ cl::opt<bool> noFuse("no-fuse", cl::desc("Compile each rowwise op alone"),
                      cl::init(false));
 cl::opt<bool> matmulKernels(
     "matmul-kernels",
-    cl::desc("Experimental: also compile matmul groups of one liger.linear "
-             "pinned to mma = \"mma_sync\" (not yet checked on a GPU)"),
+    cl::desc("Experimental: also compile matmul groups (one liger.linear "
+             "or a gate/up pair, with an elementwise epilogue) with the "
+             "wgmma (sm_90a) or mma.sync template"),
     cl::init(false));
 cl::opt<std::string> cudaToolkit("cuda-toolkit",
                                  cl::desc("CUDA toolkit holding bin/ptxas"),

@@ -56,8 +56,9 @@ def LowerToGPUPass : Pass<"liger-lower-to-gpu", "::mlir::ModuleOp"> {
     Option<"wrapOps", "wrap-ops", "bool", /*default=*/"true",
            "Also lower rowwise liger ops outside groups, each as its own kernel">,
     Option<"matmulKernels", "matmul-kernels", "bool", /*default=*/"false",
-           "Experimental: lower matmul groups of one liger.linear with the "
-           "mma.sync template (not yet checked on a GPU)">,
+           "Experimental: lower matmul groups (one liger.linear or a gate/up "
+           "pair, with an elementwise epilogue) with the wgmma (sm_90a) or "
+           "mma.sync template">,
   ];
   let statistics = [
     Statistic<"numKernels", "kernels", "Number of GPU kernels built">

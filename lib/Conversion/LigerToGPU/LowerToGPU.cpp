@@ -206,6 +206,18 @@ struct LowerToGPUPass : liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
         std::string name =
             (fn.getName() + "_matmul_" + Twine(perFunction[fn.getName()]++))
                 .str();
+        // `features` is "+ptxNN", checked above.
+        unsigned ptx = 0;
+        if (config->wgmma &&
+            (StringRef(features).drop_front(4).getAsInteger(10, ptx) ||
+             ptx < 86)) {
+          group.emitWarning("left for a later matmul template: the wgmma "
+                            "template's TMA copies to shared::cta need PTX "
+                            "ISA 8.6 or later (features +ptx86), the target "
+                            "has ")
+              << features;
+          continue;
+        }
         FailureOr<RowKernelInfo> info =
             buildMatmulKernel(group, kernels, name, *config);
         if (failed(info))
