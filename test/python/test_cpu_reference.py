@@ -429,7 +429,12 @@ def test_cross_entropy(rng, n, vocab, dt, variant):
         inputs.append(w)
     outs = run(mlir, inputs)
     loss, zl = refs.cross_entropy(x64, t, w64, **ce_kwargs(v))
-    assert_close(outs[0], loss, "f32", "loss", rtol=1e-5 if dt == "f32" else 2e-5)
+    # The loss sums over the vocabulary in f32 (logsumexp, and label
+    # smoothing's mean log-probability): allow 16 sqrt(vocab) f32 ulps of
+    # relative rounding on top of the input's tolerance (a seed at vocab
+    # 32000 with smoothing measured 2.7e-5).
+    rtol = max(1e-5 if dt == "f32" else 2e-5, 16 * vocab ** 0.5 * 2.0 ** -24)
+    assert_close(outs[0], loss, "f32", "loss", rtol=rtol)
     if v.get("z_loss"):
         assert_close(outs[1], zl, "f32", "z_loss")
 
