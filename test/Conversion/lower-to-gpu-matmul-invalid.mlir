@@ -30,11 +30,13 @@ func.func @wgmma_k_rows(%x: tensor<?x100xbf16>, %w: tensor<64x100xbf16>) -> tens
 
 // -----
 
-func.func @bias(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>, %b: tensor<64xbf16>) -> tensor<?x64xbf16> {
-  // expected-warning @+1 {{the matmul templates implement one liger.linear without bias on the group's inputs (or a gate/up pair on one input), with an elementwise epilogue and one result}}
+// A bias computed inside the group is not among the group's inputs.
+func.func @bias_computed(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>, %b: tensor<64xbf16>) -> tensor<?x64xbf16> {
+  // expected-warning @+1 {{the matmul templates implement one liger.linear (weight and bias among the group's inputs) on the group's inputs (or a gate/up pair on one input, optionally after an RMSNorm of it), with an elementwise epilogue and one result}}
   %y = liger.fusion matmul(%x, %w, %b) attributes {liger.kernel_config = {mma = "mma_sync", stages = 3 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 64 : i64}} : (tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<64xbf16>) -> tensor<?x64xbf16> {
   ^bb0(%a: tensor<?x64xbf16>, %c: tensor<64x64xbf16>, %d: tensor<64xbf16>):
-    %l = liger.linear %a, %c, %d : tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<64xbf16>
+    %e = liger.add %d, %d : tensor<64xbf16>
+    %l = liger.linear %a, %c, %e : tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<64xbf16>
     liger.yield %l : tensor<?x64xbf16>
   }
   return %y : tensor<?x64xbf16>
@@ -42,13 +44,30 @@ func.func @bias(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>, %b: tensor<64xbf1
 
 // -----
 
+// The RMSNorm prologue lives in the wgmma template only.
 func.func @prologue(%x: tensor<?x64xbf16>, %g: tensor<64xbf16>, %w: tensor<64x64xbf16>) -> tensor<?x64xbf16> {
-  // expected-warning @+1 {{on the group's inputs}}
+  // expected-warning @+1 {{the RMSNorm prologue is implemented in the wgmma template (sm_90a) only}}
   %y = liger.fusion matmul(%x, %g, %w) attributes {liger.kernel_config = {mma = "mma_sync", stages = 3 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 64 : i64}} : (tensor<?x64xbf16>, tensor<64xbf16>, tensor<64x64xbf16>) -> tensor<?x64xbf16> {
   ^bb0(%a: tensor<?x64xbf16>, %b: tensor<64xbf16>, %c: tensor<64x64xbf16>):
     %n = liger.rms_norm %a, %b : tensor<?x64xbf16>, tensor<64xbf16>
     %l = liger.linear %n, %c : tensor<?x64xbf16>, tensor<64x64xbf16>
     liger.yield %l : tensor<?x64xbf16>
+  }
+  return %y : tensor<?x64xbf16>
+}
+
+// -----
+
+// Near-miss for the prologue: the normalized x is also read by the
+// epilogue, so the norm cannot be folded into the x tiles.
+func.func @prologue_reused(%x: tensor<?x64xbf16>, %g: tensor<64xbf16>, %w: tensor<64x64xbf16>) -> tensor<?x64xbf16> {
+  // expected-warning @+1 {{optionally after an RMSNorm of it}}
+  %y = liger.fusion matmul(%x, %g, %w) : (tensor<?x64xbf16>, tensor<64xbf16>, tensor<64x64xbf16>) -> tensor<?x64xbf16> {
+  ^bb0(%a: tensor<?x64xbf16>, %b: tensor<64xbf16>, %c: tensor<64x64xbf16>):
+    %n = liger.rms_norm %a, %b : tensor<?x64xbf16>, tensor<64xbf16>
+    %l = liger.linear %n, %c : tensor<?x64xbf16>, tensor<64x64xbf16>
+    %s = liger.add %l, %n : tensor<?x64xbf16>
+    liger.yield %s : tensor<?x64xbf16>
   }
   return %y : tensor<?x64xbf16>
 }
@@ -69,7 +88,7 @@ func.func @lora(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>, %a: tensor<8x64xb
 
 // Two projections of different widths (a QK pair) are not a gate/up pair.
 func.func @unequal_pair(%x: tensor<?x64xbf16>, %wq: tensor<64x64xbf16>, %wk: tensor<32x64xbf16>) -> (tensor<?x64xbf16>, tensor<?x32xbf16>) {
-  // expected-warning @+1 {{(or a gate/up pair on one input)}}
+  // expected-warning @+1 {{(or a gate/up pair on one input, optionally after an RMSNorm of it)}}
   %y:2 = liger.fusion matmul(%x, %wq, %wk) attributes {liger.kernel_config = {mma = "mma_sync", stages = 3 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 32 : i64}} : (tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<32x64xbf16>) -> (tensor<?x64xbf16>, tensor<?x32xbf16>) {
   ^bb0(%i: tensor<?x64xbf16>, %j: tensor<64x64xbf16>, %k: tensor<32x64xbf16>):
     %q = liger.linear %i, %j : tensor<?x64xbf16>, tensor<64x64xbf16>

@@ -38,6 +38,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -115,9 +116,10 @@ private:
   /// The TMA + mbarrier + wgmma main loop and epilogue (sm_90a).
   LogicalResult emitWgmma(OpBuilder &b, ValueRange descriptors);
   bool isProjectionOperand(Value v) {
-    return llvm::any_of(linears, [&](LinearOp l) {
-      return v == l.getInput() || v == l.getWeight();
-    });
+    return v == xArg || v == gArg || llvm::any_of(linears, [&](LinearOp l) {
+             return v == l.getInput() || v == l.getWeight() ||
+                    (l.getBias() && v == l.getBias());
+           });
   }
 
   FusionOp group;
@@ -128,7 +130,11 @@ private:
   int64_t n = 0, k = 0, pad = 0, numK = 0;
   Value x, y, rows, tid, m0, n0, smemA, dynSmem;
   SmallVector<LinearOp> linears;    // 1, or 2 for a gate/up pair
+  RMSNormOp norm;                   // the prologue, or null
+  Value xArg, gArg;                 // the group's x (and the norm's weight)
+  Value g;                          // the norm weight's kernel parameter
   SmallVector<Value> ws, smemBs;    // per projection
+  SmallVector<Value> biases;        // per projection: its [N] bias, or null
   OwningOpRef<ModuleOp> scratch;
   func::FuncOp epilogue;
   // The group's other inputs: block argument -> kernel parameter, and
@@ -164,7 +170,7 @@ LogicalResult MatmulKernelBuilder::lowerEpilogue() {
     mapping.map(arg, value);
   b.setInsertionPointToEnd(entry);
   for (Operation &op : body.without_terminator()) {
-    if (isa<LinearOp>(op))
+    if (isa<LinearOp>(op) || &op == norm.getOperation())
       continue;
     if (!isa<AddOp, MulOp, SiLUOp, GELUOp, SwiGLUOp, GEGLUOp>(op))
       return fail("'" + op.getName().getStringRef() +
@@ -293,7 +299,7 @@ Value MatmulKernelBuilder::toI32(OpBuilder &b, Value fragment, int64_t row) {
 
 FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
                                                     StringRef name) {
-  // The body this template implements: one liger.linear without bias on
+  // The body this template implements: one liger.linear (bias optional) on
   // the group's inputs, then elementwise ops, one result.
   Block &body = group.getBody().front();
   for (Operation &op : body)
@@ -309,16 +315,31 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
   bool sameInputs = llvm::all_of(linears, [&](LinearOp other) {
     return other.getInput() == linear.getInput() &&
            other.getWeight().getType() == linear.getWeight().getType() &&
-           !other.getBias() && isa<BlockArgument>(other.getWeight());
+           (!other.getBias() || isa<BlockArgument>(other.getBias())) &&
+           isa<BlockArgument>(other.getWeight());
   });
-  if (!linear || !sameInputs || !isa<BlockArgument>(linear.getInput()) ||
+  // An RMSNorm prologue: x -> rms_norm(x, g) -> the projection(s) only.
+  norm = linear ? linear.getInput().getDefiningOp<RMSNormOp>() : RMSNormOp();
+  if (norm && (!isa<BlockArgument>(norm.getInput()) ||
+               !isa<BlockArgument>(norm.getWeight()) ||
+               llvm::any_of(norm.getResult().getUsers(), [](Operation *u) {
+                 return !isa<LinearOp>(u);
+               })))
+    norm = RMSNormOp();
+  xArg = norm ? norm.getInput() : (linear ? linear.getInput() : Value());
+  gArg = norm ? norm.getWeight() : Value();
+  if (!linear || !sameInputs || !isa_and_nonnull<BlockArgument>(xArg) ||
       group.getYield().getValues().size() != 1)
-    return fail("the matmul templates implement one liger.linear without "
-                "bias on the group's inputs (or a gate/up pair on one "
-                "input), with an elementwise epilogue and one result; "
-                "prologues, bias and LoRA projections come with the next "
-                "templates");
-  auto xType = cast<RankedTensorType>(linear.getInput().getType());
+    return fail("the matmul templates implement one liger.linear (weight "
+                "and bias among the group's inputs) on the group's inputs "
+                "(or a gate/up pair on one input, optionally after an "
+                "RMSNorm of it), with an elementwise epilogue and one "
+                "result; other prologues and LoRA projections come with the "
+                "next templates");
+  if (norm && !config.wgmma)
+    return fail("the RMSNorm prologue is implemented in the wgmma template "
+                "(sm_90a) only");
+  auto xType = cast<RankedTensorType>(xArg.getType());
   auto wType = cast<RankedTensorType>(linear.getWeight().getType());
   elem = xType.getElementType();
   if (!elem.isBF16() && !elem.isF16())
@@ -373,9 +394,19 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
     std::string pname = "input" + std::to_string(arg.getArgNumber());
     auto type = cast<RankedTensorType>(arg.getType());
     Type argElem = type.getElementType();
-    if (arg == linear.getInput()) {
+    if (arg == xArg) {
       info.params.push_back({pname, false, false, RowParamKind::Rows, elem, k, 0});
       paramTypes.push_back(MemRefType::get({ShapedType::kDynamic, k}, elem));
+    } else if (llvm::any_of(linears, [&](LinearOp l) {
+                 return l.getBias() == arg;
+               })) { // a projection's bias, [N]
+      info.params.push_back(
+          {pname, false, false, RowParamKind::Feature, argElem, n, 0});
+      paramTypes.push_back(MemRefType::get({n}, argElem));
+    } else if (arg == gArg) { // the norm's weight, [K]
+      info.params.push_back(
+          {pname, false, false, RowParamKind::Feature, argElem, k, 0});
+      paramTypes.push_back(MemRefType::get({k}, argElem));
     } else if (isProjectionOperand(arg)) { // a weight
       info.params.push_back(
           {pname, false, false, RowParamKind::Matrix, elem, k, n});
@@ -398,9 +429,8 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
   info.params.push_back({"output0", true, false, RowParamKind::Rows, outElem, n, 0});
   paramTypes.push_back(MemRefType::get({ShapedType::kDynamic, n}, outElem));
   if (config.wgmma) {
-    auto xArg = cast<BlockArgument>(linear.getInput());
-    info.tensorMaps.push_back(
-        {xArg.getArgNumber(), config.tileM, config.tileK});
+    info.tensorMaps.push_back({cast<BlockArgument>(xArg).getArgNumber(),
+                               config.tileM, config.tileK});
     for (LinearOp l : linears)
       info.tensorMaps.push_back(
           {cast<BlockArgument>(l.getWeight()).getArgNumber(), config.tileN,
@@ -425,8 +455,10 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
   b.setInsertionPointToStart(&entry);
   for (BlockArgument arg : body.getArguments()) {
     Value param = entry.getArgument(arg.getArgNumber());
-    if (arg == linear.getInput()) {
+    if (arg == xArg) {
       x = param;
+    } else if (arg == gArg) {
+      g = param;
     } else if (isProjectionOperand(arg)) {
       // weights are bound per projection below
     } else {
@@ -435,9 +467,13 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
     }
   }
   y = entry.getArgument(body.getNumArguments());
-  for (LinearOp l : linears)
+  for (LinearOp l : linears) {
     ws.push_back(entry.getArgument(
         cast<BlockArgument>(l.getWeight()).getArgNumber()));
+    biases.push_back(l.getBias() ? entry.getArgument(cast<BlockArgument>(
+                                       l.getBias()).getArgNumber())
+                                 : Value());
+  }
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   rows = memref::DimOp::create(b, loc, x, 0);
   setTileOrigin(b,
@@ -475,14 +511,28 @@ void MatmulKernelBuilder::setTileOrigin(OpBuilder &b, Value pid, Value numM,
 LogicalResult MatmulKernelBuilder::storePair(OpBuilder &b,
                                              ArrayRef<Value> accPairs, Value r,
                                              Value c) {
-  SmallVector<Value> rounded;
-  for (Value pair : accPairs)
-    rounded.push_back(
-        arith::TruncFOp::create(b, loc, VectorType::get({2}, elem), pair));
   Value ok = arith::AndIOp::create(b, loc, lessThan(b, r, rows),
                                    lessThan(b, c, idx(b, n)));
   auto ifOp = scf::IfOp::create(b, loc, ok, false);
   OpBuilder tb = ifOp.getThenBodyBuilder();
+  // liger.linear: round(x · Wᵀ + b), the bias added in f32.
+  SmallVector<Value> rounded;
+  for (auto [accPair, bias] : llvm::zip(accPairs, biases)) {
+    Value pair = accPair;
+    if (bias) {
+      auto type = VectorType::get(
+          {2}, cast<MemRefType>(bias.getType()).getElementType());
+      Value bv = vector::LoadOp::create(
+          tb, loc, type, bias, ValueRange{c}, false,
+          llvm::MaybeAlign(2 * type.getElementTypeBitWidth() / 8));
+      if (!type.getElementType().isF32())
+        bv = arith::ExtFOp::create(
+            tb, loc, VectorType::get({2}, tb.getF32Type()), bv);
+      pair = arith::AddFOp::create(tb, loc, pair, bv);
+    }
+    rounded.push_back(
+        arith::TruncFOp::create(tb, loc, VectorType::get({2}, elem), pair));
+  }
   FailureOr<Value> out = applyEpilogue(tb, rounded, r, c);
   if (failed(out))
     return failure();
@@ -754,6 +804,11 @@ LogicalResult MatmulKernelBuilder::emitWgmma(OpBuilder &b,
   auto accType = LLVM::LLVMStructType::getLiteral(
       ctx, SmallVector<Type>(regs, f32));
   SmallVector<Value> init(numB, LLVM::ZeroOp::create(cb, loc, accType));
+  // RMSNorm prologue: each thread's partial sums of squares of its two rows.
+  if (norm)
+    init.append(2, arith::ConstantOp::create(cb, loc, cb.getF32FloatAttr(0)));
+  Value lane = rem(cb, tid, 32);
+  Value warp = rem(cb, div(cb, tid, 32), 4);
   // Shared-memory matrix descriptor of a K-major, 128-byte-swizzled tile at
   // byte offset `off`: start address >> 4, leading offset 16 B (unused),
   // stride 1024 B between 8-row atoms, swizzle mode 128B.
@@ -778,11 +833,73 @@ LogicalResult MatmulKernelBuilder::emitWgmma(OpBuilder &b,
     Value s = rem(lb, kt, stages);
     NVVM::MBarrierTryWaitParityOp::create(lb, loc, full(lb, s), parity(lb, kt),
                                           ticks);
-    NVVM::WgmmaFenceAlignedOp::create(lb, loc);
     SmallVector<Value> acc(loop.getRegionIterArgs());
     Value aOff = arith::AddIOp::create(
         lb, loc, tile(lb, s, 0),
         arith::MulIOp::create(lb, loc, toI32v(lb, cw), i32c(lb, 64 * rowBytes)));
+    if (norm) {
+      // x ⊙ (g + offset) in place on this warpgroup's 64 rows of the x tile
+      // (the row scale rstd waits for the epilogue), summing x² per row.
+      // Lane l of warp w takes rows 16 w + l/4 and + 8 (the rows its
+      // accumulators hold) and 16-byte chunks 2 (l % 4) and the next of
+      // each; chunk c of row r sits at chunk c ^ (r % 8) = c ^ (l / 4)
+      // under the 128-byte swizzle.
+      auto v8 = [&](Type t) { return VectorType::get({8}, t); };
+      Value quad = toI32v(lb, div(lb, lane, 4));
+      Value k0 = mul(lb, kt, config.tileK);
+      Type gElem = cast<MemRefType>(g.getType()).getElementType();
+      double offset = norm.getOffset().convertToDouble();
+      for (int64_t h = 0; h < 2; ++h) {
+        Value row = add(lb, add(lb, mul(lb, warp, 16), div(lb, lane, 4)),
+                        idx(lb, 8 * h));
+        Value sum = acc[numB + h];
+        for (int64_t cc = 0; cc < 2; ++cc) {
+          Value c = add(lb, mul(lb, rem(lb, lane, 4), 2), idx(lb, cc));
+          Value phys = arith::XOrIOp::create(lb, loc, toI32v(lb, c), quad);
+          Value off = arith::AddIOp::create(
+              lb, loc, aOff,
+              arith::AddIOp::create(
+                  lb, loc, arith::MulIOp::create(lb, loc, toI32v(lb, row),
+                                                 i32c(lb, rowBytes)),
+                  arith::MulIOp::create(lb, loc, phys, i32c(lb, 16))));
+          Value ptr = at(lb, off);
+          Value xv = arith::ExtFOp::create(
+              lb, loc, v8(f32),
+              LLVM::LoadOp::create(lb, loc, v8(elem), ptr, 16).getResult());
+          sum = vector::ReductionOp::create(
+              lb, loc, vector::CombiningKind::ADD,
+              arith::MulFOp::create(lb, loc, xv, xv), sum);
+          // Past K the tile holds TMA's zeros: any in-range g will do.
+          Value gk = arith::MinUIOp::create(
+              lb, loc, add(lb, k0, mul(lb, c, 8)), idx(lb, k - 8));
+          Value gv = vector::LoadOp::create(lb, loc, v8(gElem), g,
+                                            ValueRange{gk}, false,
+                                            llvm::MaybeAlign(16));
+          Value gf = gElem.isF32() ? gv : arith::ExtFOp::create(lb, loc, v8(f32), gv);
+          if (offset != 0.0)
+            gf = arith::AddFOp::create(
+                lb, loc, gf,
+                arith::ConstantOp::create(
+                    lb, loc,
+                    DenseElementsAttr::get(v8(f32),
+                                           lb.getF32FloatAttr(offset))));
+          Value scaled = arith::TruncFOp::create(
+              lb, loc, v8(elem), arith::MulFOp::create(lb, loc, xv, gf));
+          LLVM::StoreOp::create(lb, loc, scaled, ptr, 16);
+        }
+        acc[numB + h] = sum;
+      }
+      // The generic-proxy stores before the async-proxy (wgmma) reads, then
+      // the warpgroup's named barrier.
+      NVVM::FenceProxyOp::create(
+          lb, loc, NVVM::ProxyKind::async_shared,
+          NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+      NVVM::BarrierOp::create(
+          lb, loc, Type(),
+          toI32v(lb, add(lb, cw, idx(lb, 1))), i32c(lb, 128),
+          NVVM::BarrierReductionAttr(), Value());
+    }
+    NVVM::WgmmaFenceAlignedOp::create(lb, loc);
     auto type = elem.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
     for (int64_t kk = 0; kk < config.tileK / 16; ++kk) {
       // The kk-th 16-wide K slice: 32 bytes into the swizzle atom.
@@ -818,11 +935,33 @@ LogicalResult MatmulKernelBuilder::emitWgmma(OpBuilder &b,
   }
   NVVM::WgmmaWaitGroupSyncOp::create(cb, loc, 0);
 
+  // The RMSNorm row scales: each row's sum of squares is spread over the 4
+  // lanes of a quad.
+  SmallVector<Value> rstd;
+  if (norm) {
+    for (int64_t h = 0; h < 2; ++h) {
+      Value sum = loop.getResult(numB + h);
+      for (int64_t mask : {1, 2})
+        sum = arith::AddFOp::create(
+            cb, loc, sum,
+            gpu::ShuffleOp::create(cb, loc, sum, mask, 32,
+                                   gpu::ShuffleMode::XOR)
+                .getShuffleResult());
+      Value mean = arith::MulFOp::create(
+          cb, loc, sum,
+          arith::ConstantOp::create(cb, loc, cb.getF32FloatAttr(1.0 / k)));
+      rstd.push_back(math::RsqrtOp::create(
+          cb, loc,
+          arith::AddFOp::create(
+              cb, loc, mean,
+              arith::ConstantOp::create(
+                  cb, loc,
+                  cb.getF32FloatAttr(norm.getEps().convertToDouble())))));
+    }
+  }
   // Epilogue: thread (warp w, lane l) of a warpgroup holds, for each n8
   // block j, rows 16 w + l/4 (registers 4j, 4j+1) and + 8 (4j+2, 4j+3) at
   // columns 8 j + 2 (l % 4) and the next: mma.sync's m16n8 fragment.
-  Value lane = rem(cb, tid, 32);
-  Value warp = rem(cb, div(cb, tid, 32), 4);
   Value r0 = add(cb, add(cb, m0, mul(cb, cw, 64)),
                  add(cb, mul(cb, warp, 16), div(cb, lane, 4)));
   for (int64_t j = 0; j < config.tileN / 8; ++j) {
@@ -834,6 +973,10 @@ LogicalResult MatmulKernelBuilder::emitWgmma(OpBuilder &b,
         Value lo = LLVM::ExtractValueOp::create(cb, loc, loop.getResult(p), base);
         Value hi =
             LLVM::ExtractValueOp::create(cb, loc, loop.getResult(p), base + 1);
+        if (norm) {
+          lo = arith::MulFOp::create(cb, loc, lo, rstd[half]);
+          hi = arith::MulFOp::create(cb, loc, hi, rstd[half]);
+        }
         pairs.push_back(vector::FromElementsOp::create(
             cb, loc, VectorType::get({2}, f32), ValueRange{lo, hi}));
       }

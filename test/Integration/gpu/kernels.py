@@ -288,13 +288,31 @@ MATMULS = {
     "wg_gate_up_512_1000_swiglu": (512, 1000, "bf16", 128, 128, 3, "wgmma"),
     # Llama-3-8B's up projection at the configuration the selector picks.
     "wg_llama_up_4096_14336": (4096, 14336, "bf16", 128, 256, 4, "wgmma"),
+    # An RMSNorm prologue (wgmma only): Llama's v projection, a partial
+    # column tile with a K tail, Gemma's (1 + g), and a gate/up pair.
+    "wg_rms_4096_1024": (4096, 1024, "bf16", 128, 256, 4, "wgmma"),
+    "wg_rms_520_1000": (520, 1000, "bf16", 128, 128, 3, "wgmma"),
+    "wg_rms_gemma_512_256": (512, 256, "bf16", 64, 256, 4, "wgmma"),
+    "wg_rms_gate_up_512_1000_swiglu": (512, 1000, "bf16", 128, 128, 3, "wgmma"),
+    # liger.linear's bias, added in f32 before the rounding.
+    "proj_bias_512_256": (512, 256, "bf16", 128, 64, 3, "mma_sync"),
+    "wg_bias_1024_1000": (1024, 1000, "bf16", 128, 128, 4, "wgmma"),
 }
+# Projections with a bias b [N] (the kernel's input after the weight).
+MATMUL_BIAS = {"proj_bias_512_256", "wg_bias_1024_1000"}
+# Prologues before the projection: name -> the norm (its weight g [K] is the
+# kernel's second input).
+MATMUL_PROLOGUES = {"wg_rms_4096_1024": "rms_norm",
+                    "wg_rms_520_1000": "rms_norm",
+                    "wg_rms_gemma_512_256": "rms_norm_gemma",
+                    "wg_rms_gate_up_512_1000_swiglu": "rms_norm"}
 # Epilogues after the projection: name -> the ops (a residual input [rows, N]
 # is the kernel's third input).
 MATMUL_EPILOGUES = {"proj_512_256_res_silu": "add_silu",
                     "gate_up_512_1000_swiglu": "swiglu",  # a second weight [N, K]
                     "wg_512_256_res_silu": "add_silu",
-                    "wg_gate_up_512_1000_swiglu": "swiglu"}
+                    "wg_gate_up_512_1000_swiglu": "swiglu",
+                    "wg_rms_gate_up_512_1000_swiglu": "swiglu"}
 MATMUL_ROWS = [1, 7, 77, 100, 4096, 16384]
 
 
@@ -303,39 +321,49 @@ def matmul_module_text():
     for name, (k, n, dt, tm, tn, stages, mma) in MATMULS.items():
         X, W, Y = ("tensor<?x%dx%s>" % (k, dt), "tensor<%dx%dx%s>" % (n, k, dt),
                    "tensor<?x%dx%s>" % (n, dt))
+        G = "tensor<%dx%s>" % (k, dt)
         config = ('{mma = "%s", stages = %d : i64, tile_k = %d : i64, '
                   'tile_m = %d : i64, tile_n = %d : i64}'
                   % (mma, stages, 64 if mma == "wgmma" else 32, tm, tn))
-        if MATMUL_EPILOGUES.get(name) == "add_silu":
-            out.append(f"""func.func @{name}(%x: {X}, %w: {W}, %r: {Y}) -> {Y} {{
-  %y = liger.fusion matmul(%x, %w, %r) attributes {{liger.kernel_config = {config}}} : ({X}, {W}, {Y}) -> {Y} {{
-  ^bb0(%a: {X}, %b: {W}, %c: {Y}):
-    %l = liger.linear %a, %b : {X}, {W}
-    %s = liger.add %l, %c : {Y}
-    %t = liger.silu %s : {Y}
-    liger.yield %t : {Y}
-  }}
-  return %y : {Y}
-}}""")
-            continue
-        if MATMUL_EPILOGUES.get(name) == "swiglu":
-            out.append(f"""func.func @{name}(%x: {X}, %g: {W}, %u: {W}) -> {Y} {{
-  %y = liger.fusion matmul(%x, %g, %u) attributes {{liger.kernel_config = {config}}} : ({X}, {W}, {W}) -> {Y} {{
-  ^bb0(%a: {X}, %b: {W}, %c: {W}):
-    %lg = liger.linear %a, %b : {X}, {W}
-    %lu = liger.linear %a, %c : {X}, {W}
-    %s = liger.swiglu %lg, %lu : {Y}
-    liger.yield %s : {Y}
-  }}
-  return %y : {Y}
-}}""")
-            continue
-        out.append(f"""func.func @{name}(%x: {X}, %w: {W}) -> {Y} {{
-  %y = liger.fusion matmul(%x, %w) attributes {{liger.kernel_config = {config}}} : ({X}, {W}) -> {Y} {{
-  ^bb0(%a: {X}, %b: {W}):
-    %l = liger.linear %a, %b : {X}, {W}
-    liger.yield %l : {Y}
-  }}
-  return %y : {Y}
-}}""")
+        epilogue = MATMUL_EPILOGUES.get(name)
+        norm = MATMUL_PROLOGUES.get(name)
+        # The kernel's inputs, in order: x, [g], w, [b], [u | r].
+        bias = name in MATMUL_BIAS
+        B = "tensor<%dx%s>" % (n, dt)
+        args = [("x", X)] + ([("g", G)] if norm else []) + [("w", W)]
+        args += [("b", B)] if bias else []
+        args += {"swiglu": [("u", W)], "add_silu": [("r", Y)]}.get(epilogue, [])
+        params = ", ".join("%%%s: %s" % a for a in args)
+        names = ", ".join("%" + a[0] for a in args)
+        types = ", ".join(a[1] for a in args)
+        block = ", ".join("%%b%s: %s" % a for a in args)
+        body = []
+        inp = "%bx"
+        if norm == "rms_norm":
+            body.append("%%n = liger.rms_norm %%bx, %%bg eps = 1.0e-5 : %s, %s" % (X, G))
+            inp = "%n"
+        elif norm == "rms_norm_gemma":
+            body.append("%%n = liger.rms_norm %%bx, %%bg eps = 1.0e-6 offset = 1.0 "
+                        "casting = gemma : %s, %s" % (X, G))
+            inp = "%n"
+        if bias:
+            body.append("%%l = liger.linear %s, %%bw, %%bb : %s, %s, %s" % (inp, X, W, B))
+        else:
+            body.append("%%l = liger.linear %s, %%bw : %s, %s" % (inp, X, W))
+        result = "%l"
+        if epilogue == "add_silu":
+            body += ["%%s = liger.add %%l, %%br : %s" % Y, "%%t = liger.silu %%s : %s" % Y]
+            result = "%t"
+        elif epilogue == "swiglu":
+            body += ["%%lu = liger.linear %s, %%bu : %s, %s" % (inp, X, W),
+                     "%%s = liger.swiglu %%l, %%lu : %s" % Y]
+            result = "%s"
+        body.append("liger.yield %s : %s" % (result, Y))
+        out.append("""func.func @%s(%s) -> %s {
+  %%y = liger.fusion matmul(%s) attributes {liger.kernel_config = %s} : (%s) -> %s {
+  ^bb0(%s):
+    %s
+  }
+  return %%y : %s
+}""" % (name, params, Y, names, config, types, Y, block, "\n    ".join(body), Y))
     return "\n\n".join(out) + "\n"

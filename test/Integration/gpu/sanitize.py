@@ -31,6 +31,10 @@ if only_matmul and os.path.isdir(matmul):
         for rows in (1, 130):
             args = [torch.randn(rows, k, device="cuda").to(dtype),
                     torch.randn(n, k, device="cuda").to(dtype)]
+            if kernels.MATMUL_PROLOGUES.get(name):
+                args.insert(1, torch.randn(k, device="cuda").to(dtype))
+            if name in kernels.MATMUL_BIAS:
+                args.append(torch.randn(n, device="cuda").to(dtype))
             if kernels.MATMUL_EPILOGUES.get(name) == "add_silu":
                 args.append(torch.randn(rows, n, device="cuda").to(dtype))
             elif kernels.MATMUL_EPILOGUES.get(name) == "swiglu":

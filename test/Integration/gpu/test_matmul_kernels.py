@@ -2,8 +2,9 @@
 on sm_90a): y = x · Wᵀ against PyTorch in f32 on fresh random inputs, at
 row counts 1, 7, 77, 100, 4096 and 16384 (partial row tiles), partial
 column tiles (N = 1000, 264), a K that is not a multiple of the K slice
-(520, wgmma), Llama-3-8B's up projection (4096 -> 14336), a 64-row tile, f16, a residual + SiLU epilogue and a gate/up pair with SwiGLU,
-outputs poisoned with NaN. Skips cleanly without torch, a GPU, the
+(520, wgmma), Llama-3-8B's up projection (4096 -> 14336), a 64-row tile, f16, a bias, a residual + SiLU epilogue, a gate/up pair with
+SwiGLU and an RMSNorm prologue (Llama and Gemma weights; against float64), outputs
+poisoned with NaN. Skips cleanly without torch, a GPU, the
 runtime or the bundle (scripts/build-gpu-bundles.sh compiles it with
 liger-compile --matmul-kernels)."""
 
@@ -44,19 +45,37 @@ def test_linear(bundle, name, rows):
     w = (torch.randn(n, k, generator=gen, device="cuda") / k ** 0.5).to(dtype)
     y = torch.full((rows, n), float("nan"), dtype=dtype, device="cuda")
     inputs = [x, w]
-    ref = x.float() @ w.float().t()
+    a = x.double()
+    norm = kernels.MATMUL_PROLOGUES.get(name)
+    if norm:
+        # RMSNorm in float64: x * rsqrt(mean(x^2) + eps) * (g [+ 1]).
+        g = (1 + 0.1 * torch.randn(k, generator=gen, device="cuda")).to(dtype)
+        inputs.insert(1, g)
+        eps, off = (1e-6, 1.0) if norm == "rms_norm_gemma" else (1e-5, 0.0)
+        a = a * torch.rsqrt(a.pow(2).mean(-1, keepdim=True) + eps) * (g.double() + off)
+    ref = (a @ w.double().t()).float()
+    if name in kernels.MATMUL_BIAS:
+        b = torch.randn(n, generator=gen, device="cuda").to(dtype)
+        inputs.append(b)
+        ref = ref + b.float()
+    # Without a prologue the kernel's projections are liger.linear's exactly
+    # up to summation order: round the reference's where it does. After the
+    # folded norm (x·g rounded, not x·rstd) they may round to the other
+    # neighbour: keep the float64 values instead, so that the comparison is
+    # against float64 and not against a second rounding.
+    mid = (lambda t: t) if norm else (lambda t: t.to(dtype).float())
     if kernels.MATMUL_EPILOGUES.get(name) == "add_silu":
         # liger.linear rounds, then the residual add (rounded) and SiLU.
         r = torch.randn(rows, n, generator=gen, device="cuda").to(dtype)
         inputs.append(r)
-        s = (ref.to(dtype).float() + r.float()).to(dtype).float()
+        s = mid(mid(ref) + r.float())
         ref = s * torch.sigmoid(s)
     elif kernels.MATMUL_EPILOGUES.get(name) == "swiglu":
         # gate and up projections, each rounded, then SwiGLU in f32.
         u = (torch.randn(n, k, generator=gen, device="cuda") / k ** 0.5).to(dtype)
         inputs.append(u)
-        gate = ref.to(dtype).float()
-        up = (x.float() @ u.float().t()).to(dtype).float()
+        gate = mid(ref)
+        up = mid((a @ u.double().t()).float())
         ref = gate * torch.sigmoid(gate) * up
     bundle[name + "_matmul_0"](*inputs, out=[y])
     torch.cuda.synchronize()
