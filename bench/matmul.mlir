@@ -78,3 +78,14 @@ func.func @gate_up_proj_wg(%x: tensor<?x4096xbf16>, %g: tensor<14336x4096xbf16>,
   }
   return %y : tensor<?x14336xbf16>
 }
+
+// RMSNorm folded into the projection that follows it (wgmma only).
+func.func @norm_proj_wg(%x: tensor<?x4096xbf16>, %g: tensor<4096xbf16>, %w: tensor<4096x4096xbf16>) -> tensor<?x4096xbf16> {
+  %y = liger.fusion matmul(%x, %g, %w) : (tensor<?x4096xbf16>, tensor<4096xbf16>, tensor<4096x4096xbf16>) -> tensor<?x4096xbf16> {
+  ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<4096xbf16>, %c: tensor<4096x4096xbf16>):
+    %n = liger.rms_norm %a, %b eps = 1.0e-5 : tensor<?x4096xbf16>, tensor<4096xbf16>
+    %l = liger.linear %n, %c : tensor<?x4096xbf16>, tensor<4096x4096xbf16>
+    liger.yield %l : tensor<?x4096xbf16>
+  }
+  return %y : tensor<?x4096xbf16>
+}

@@ -116,6 +116,42 @@ def main():
         t = ms(f)
         rows.append(dict(case="mlp %dx%dx%d" % (M, n, k), impl=impl, ms=t,
                          floor_ms=floor, of_floor=floor / t, err=err))
+    # RMSNorm -> projection (4096 -> 4096): the norm folded into the
+    # matmul's prologue beside our plain projection and the peers' norm
+    # kernel followed by cuBLAS.
+    k = n = 4096
+    x = torch.randn(M, k, dtype=BF16, device="cuda")
+    g = (1 + 0.1 * torch.randn(k, device="cuda")).to(BF16)
+    w = (torch.randn(n, k, dtype=BF16, device="cuda") / k ** 0.5).to(BF16)
+    y = torch.empty(M, n, dtype=BF16, device="cuda")
+
+    def rms(x, g):
+        xf = x.float()
+        return g * (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-5)).to(BF16)
+
+    def norm_linear(x, g, w):
+        return F.linear(rms(x, g), w)
+    fused, plain = ours["norm_proj_wg_matmul_0"], ours["o_proj_wg_matmul_0"]
+    impls = {"eager (cuBLAS)": lambda: norm_linear(x, g, w),
+             "compile": (lambda c: lambda: c(x, g, w))(torch.compile(norm_linear))}
+    try:
+        from liger_kernel.ops.rms_norm import LigerRMSNormFunction
+        impls["Liger-Kernel"] = lambda: F.linear(
+            LigerRMSNormFunction.apply(x, g, 1e-5, 0.0, "llama"), w)
+    except ImportError:
+        print("Liger-Kernel not installed: its norm row is left out")
+    impls["liger wgmma"] = lambda: (fused(x, g, w, out=[y]), y)[1]
+    impls["liger plain proj"] = lambda: (plain(x, w, out=[y]), y)[1]
+    ref = norm_linear(x, g, w)
+    floor = 2 * M * n * k / rate / 1e9
+    for impl, f in impls.items():
+        o = f()
+        err = ((o.float() - ref.float()).norm() / ref.float().norm()).item()
+        if impl == "liger plain proj":
+            err = float("nan")  # no norm: not comparable
+        t = ms(f)
+        rows.append(dict(case="rms_norm+proj %dx%dx%d" % (M, n, k), impl=impl, ms=t,
+                         floor_ms=floor, of_floor=floor / t, err=err))
     print("bf16 matrix rate %.0f TFLOP/s (8192^3 torch.matmul)" % rate)
     print("%-31s %-16s %9s %9s %8s %9s" % ("case", "impl", "ms", "floor ms", "of floor",
                                            "rel err"))
