@@ -54,8 +54,10 @@
 // PTX: .entry half_matmul_0(
 // PTX: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
 
-// PTXAS-NOT: bytes spill stores, {{[1-9]}}
+// PTXAS-NOT: {{[1-9][0-9]*}} bytes spill
 // PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// No kernel after the last one matched spills either.
+// PTXAS-NOT: {{[1-9][0-9]*}} bytes spill
 
 // OFF-NOT: gpu.func @proj_matmul_0
 // OFF: liger.fusion matmul

@@ -80,8 +80,10 @@
 // PTX: shfl.sync.bfly.b32
 // PTX: rsqrt.approx
 
-// PTXAS-NOT: bytes spill stores, {{[1-9]}}
+// PTXAS-NOT: {{[1-9][0-9]*}} bytes spill
 // PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// No kernel after the last one matched spills either.
+// PTXAS-NOT: {{[1-9][0-9]*}} bytes spill
 
 // GPU: gpu.func @proj_matmul_0(%{{.+}}: memref<?x512xbf16>, %{{.+}}: memref<1024x512xbf16>, %{{.+}}: memref<?x1024xbf16>, %{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr) kernel
 // GPU-SAME: known_block_size = array<i32: 384, 1, 1>

@@ -44,8 +44,10 @@
 // PTX: bar.sync
 // PTX: st.global.v4.b32
 
-// PTXAS-NOT: bytes spill stores, {{[1-9]}}
+// PTXAS-NOT: {{[1-9][0-9]*}} bytes spill
 // PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// No kernel after the last one matched spills either.
+// PTXAS-NOT: {{[1-9][0-9]*}} bytes spill
 
 // DUMP: 00-liger.mlir
 // DUMP: 01-fused.mlir
