@@ -335,9 +335,10 @@ Status liger::runtime::parseManifest(const std::string &text,
             return r.error(mp, "box must be [rows, cols], each in [1, 256]");
           map.boxRows = static_cast<int64_t>(box->array[0].number);
           map.boxCols = static_cast<int64_t>(box->array[1].number);
-          if (swizzle != 128)
+          if (swizzle != 32 && swizzle != 64 && swizzle != 128)
             return r.error(mp, "swizzle " + std::to_string(swizzle) +
-                                   " is not supported (128)");
+                                   " is not supported (32, 64 or 128)");
+          map.swizzleBytes = static_cast<int>(swizzle);
           kernel.tensorMaps.push_back(map);
         }
       }
@@ -694,6 +695,9 @@ Status Bundle::launch(const std::string &name,
     spec.dtype = p.dtype;
     spec.shape = {p.kind == ParamKind::Matrix ? p.heads : rows, p.length};
     spec.box = {m.boxRows, m.boxCols};
+    spec.swizzle = m.swizzleBytes == 32   ? TensorMapSwizzle::B32
+                   : m.swizzleBytes == 64 ? TensorMapSwizzle::B64
+                                          : TensorMapSwizzle::B128;
     Status s = encodeTensorMap(spec, &maps[t]);
     if (!s.isOk())
       return LIGER_MAKE_STATUS(s.code(), "kernel '" + kernel->name +

@@ -75,10 +75,12 @@ struct FinishSpec {
 
 /// A TMA descriptor the launcher encodes from a tensor parameter (a [rows,
 /// K] or [N, K] matrix) and passes by value after the parameters: `box`
-/// rows x cols per copy, 128-byte swizzle, out-of-bounds elements zero.
+/// rows x cols per copy, swizzled in spans of `swizzleBytes` (32, 64 or
+/// 128), out-of-bounds elements zero.
 struct KernelTensorMap {
   size_t param = 0; // index into KernelSpec::params
   int64_t boxRows = 0, boxCols = 0;
+  int swizzleBytes = 128;
 };
 
 struct KernelSpec {

@@ -449,6 +449,7 @@ TEST(ManifestTest, ParsesTensorMapsAndRejectsBadOnes) {
   EXPECT_EQ(k.tensorMaps[1].param, 1u);
   EXPECT_EQ(k.tensorMaps[1].boxRows, 256);
   EXPECT_EQ(k.tensorMaps[1].boxCols, 64);
+  EXPECT_EQ(k.tensorMaps[1].swizzleBytes, 128);
 
   auto expectError = [&](const std::string &entry, const char *message) {
     Manifest bad;
@@ -462,8 +463,8 @@ TEST(ManifestTest, ParsesTensorMapsAndRejectsBadOnes) {
               "box must be [rows, cols], each in [1, 256]");
   expectError(R"("tensor_maps": [{"param": "input0", "box": [128], "swizzle": 128}], "params")",
               "box must be [rows, cols]");
-  expectError(R"("tensor_maps": [{"param": "input0", "box": [128, 64], "swizzle": 64}], "params")",
-              "swizzle 64 is not supported");
+  expectError(R"("tensor_maps": [{"param": "input0", "box": [128, 64], "swizzle": 16}], "params")",
+              "swizzle 16 is not supported (32, 64 or 128)");
   expectError(R"("tensor_maps": {"param": "input0"}, "params")",
               "tensor_maps: expected an array");
 }
