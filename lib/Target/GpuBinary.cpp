@@ -276,7 +276,7 @@ LogicalResult mlir::liger::writeBundle(ModuleOp module,
                             .getAs<StringAttr>("name")
                             .getValue()},
               {"box", llvm::json::Array{box[0], box[1]}},
-              {"swizzle", 128},
+              {"swizzle", m.getAs<IntegerAttr>("swizzle").getInt()},
               {"oob", "zero"},
           });
         }

@@ -32,25 +32,11 @@ func.func @wgmma_k_rows(%x: tensor<?x100xbf16>, %w: tensor<64x100xbf16>) -> tens
 
 // A bias computed inside the group is not among the group's inputs.
 func.func @bias_computed(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>, %b: tensor<64xbf16>) -> tensor<?x64xbf16> {
-  // expected-warning @+1 {{the matmul templates implement one liger.linear (weight and bias among the group's inputs) on the group's inputs (or a gate/up pair on one input, optionally after an RMSNorm of it), with an elementwise epilogue and one result}}
+  // expected-warning @+1 {{the matmul templates implement one liger.linear or liger.lora_linear (weight and bias among the group's inputs) on the group's inputs (or a gate/up pair on one input, optionally after an RMSNorm of it), with an elementwise epilogue and one result}}
   %y = liger.fusion matmul(%x, %w, %b) attributes {liger.kernel_config = {mma = "mma_sync", stages = 3 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 64 : i64}} : (tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<64xbf16>) -> tensor<?x64xbf16> {
   ^bb0(%a: tensor<?x64xbf16>, %c: tensor<64x64xbf16>, %d: tensor<64xbf16>):
     %e = liger.add %d, %d : tensor<64xbf16>
     %l = liger.linear %a, %c, %e : tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<64xbf16>
-    liger.yield %l : tensor<?x64xbf16>
-  }
-  return %y : tensor<?x64xbf16>
-}
-
-// -----
-
-// The RMSNorm prologue lives in the wgmma template only.
-func.func @prologue(%x: tensor<?x64xbf16>, %g: tensor<64xbf16>, %w: tensor<64x64xbf16>) -> tensor<?x64xbf16> {
-  // expected-warning @+1 {{the RMSNorm prologue is implemented in the wgmma template (sm_90a) only}}
-  %y = liger.fusion matmul(%x, %g, %w) attributes {liger.kernel_config = {mma = "mma_sync", stages = 3 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 64 : i64}} : (tensor<?x64xbf16>, tensor<64xbf16>, tensor<64x64xbf16>) -> tensor<?x64xbf16> {
-  ^bb0(%a: tensor<?x64xbf16>, %b: tensor<64xbf16>, %c: tensor<64x64xbf16>):
-    %n = liger.rms_norm %a, %b : tensor<?x64xbf16>, tensor<64xbf16>
-    %l = liger.linear %n, %c : tensor<?x64xbf16>, tensor<64x64xbf16>
     liger.yield %l : tensor<?x64xbf16>
   }
   return %y : tensor<?x64xbf16>
@@ -75,8 +61,21 @@ func.func @prologue_reused(%x: tensor<?x64xbf16>, %g: tensor<64xbf16>, %w: tenso
 // -----
 
 func.func @lora(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>, %a: tensor<8x64xbf16>, %b: tensor<64x8xbf16>) -> tensor<?x64xbf16> {
-  // expected-warning @+1 {{LoRA projections come with the next templates}}
+  // expected-warning @+1 {{LoRA projections are implemented in the wgmma template (sm_90a) only}}
   %y = liger.fusion matmul(%x, %w, %a, %b) attributes {liger.kernel_config = {mma = "mma_sync", stages = 3 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 64 : i64}} : (tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<8x64xbf16>, tensor<64x8xbf16>) -> tensor<?x64xbf16> {
+  ^bb0(%i: tensor<?x64xbf16>, %j: tensor<64x64xbf16>, %k: tensor<8x64xbf16>, %l: tensor<64x8xbf16>):
+    %p = liger.lora_linear %i, %j, %k, %l : tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<8x64xbf16>, tensor<64x8xbf16>
+    liger.yield %p : tensor<?x64xbf16>
+  }
+  return %y : tensor<?x64xbf16>
+}
+
+// -----
+
+// The second product runs k16 wgmmas over r.
+func.func @lora_rank8(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>, %a: tensor<8x64xbf16>, %b: tensor<64x8xbf16>) -> tensor<?x64xbf16> {
+  // expected-warning @+1 {{LoRA rank 8 is not a multiple of 16 up to 64}}
+  %y = liger.fusion matmul(%x, %w, %a, %b) attributes {liger.kernel_config = {mma = "wgmma", stages = 3 : i64, tile_k = 64 : i64, tile_m = 128 : i64, tile_n = 64 : i64}} : (tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<8x64xbf16>, tensor<64x8xbf16>) -> tensor<?x64xbf16> {
   ^bb0(%i: tensor<?x64xbf16>, %j: tensor<64x64xbf16>, %k: tensor<8x64xbf16>, %l: tensor<64x8xbf16>):
     %p = liger.lora_linear %i, %j, %k, %l : tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<8x64xbf16>, tensor<64x8xbf16>
     liger.yield %p : tensor<?x64xbf16>

@@ -16,14 +16,14 @@
 // RUN: rm -rf %t.llama && liger-compile %liger_src_root/examples/llama3_8b_decoder_layer.mlir --matmul-kernels --target=sm_80 -o %t.llama 2>&1 | FileCheck %s --check-prefix=LLAMA
 
 // The Llama-3-8B layer on sm_80 (mma.sync by default there): the gate/up
-// pair with SwiGLU, the down projection with its residual add and the lone
-// o_proj become matmul kernels; the groups with a norm prologue wait, with
-// a warning each, and the rest compiles.
-// LLAMA: warning: left for a later matmul template: the RMSNorm prologue is implemented in the wgmma template (sm_90a) only
-// LLAMA: warning: left for a later matmul template: the matmul templates implement one liger.linear (weight and bias among the group's inputs) on the group's inputs (or a gate/up pair on one input, optionally after an RMSNorm of it)
-// LLAMA: liger-compile: 4 kernels for sm_80 in {{.*}} (not compiled yet, no kernel template: 1 liger.attention, 2 matmul groups)
+// pair with SwiGLU, the down projection with its residual add, the lone
+// o_proj and the v projection with its RMSNorm prologue become matmul
+// kernels; the q/k projections with RoPE wait, with a warning, and the
+// rest compiles.
+// LLAMA: warning: left for a later matmul template: the matmul templates implement one liger.linear or liger.lora_linear (weight and bias among the group's inputs) on the group's inputs (or a gate/up pair on one input, optionally after an RMSNorm of it)
+// LLAMA: liger-compile: 5 kernels for sm_80 in {{.*}} (not compiled yet, no kernel template: 1 liger.attention, 1 matmul group)
 
-// OUT: liger-compile: 4 kernels for sm_90a
+// OUT: liger-compile: 5 kernels for sm_90a
 
 // MANIFEST: "block": [
 // MANIFEST-NEXT: 256,
@@ -53,6 +53,18 @@
 // PTX: st.global.b32
 // PTX: .entry half_matmul_0(
 // PTX: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+
+// An RMSNorm prologue: each slice's x tile is rescaled in place (x * g),
+// the rows' sums of squares gathered with shared-memory atomics, a barrier
+// before ldmatrix; the epilogue scales rows by rstd.
+// PTX: .entry normed_matmul_0(
+// PTX: cp.async.wait_group 1;
+// PTX: bar.sync 0;
+// PTX: atom.shared.add.f32
+// PTX: st.shared.v4.b32
+// PTX: bar.sync 0;
+// PTX: ldmatrix.sync.aligned.m8n8.x4.shared.b16
+// PTX: rsqrt.approx
 
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill
 // PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
@@ -141,4 +153,15 @@ func.func @gated(%x: tensor<?x512xbf16>, %g: tensor<1024x512xbf16>, %u: tensor<1
     liger.yield %s : tensor<?x1024xbf16>
   }
   return %y : tensor<?x1024xbf16>
+}
+
+// RMSNorm folded into the projection.
+func.func @normed(%x: tensor<?x512xbf16>, %g: tensor<512xbf16>, %w: tensor<256x512xbf16>) -> tensor<?x256xbf16> {
+  %y = liger.fusion matmul(%x, %g, %w) attributes {liger.kernel_config = {mma = "mma_sync", stages = 3 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 64 : i64}} : (tensor<?x512xbf16>, tensor<512xbf16>, tensor<256x512xbf16>) -> tensor<?x256xbf16> {
+  ^bb0(%a: tensor<?x512xbf16>, %b: tensor<512xbf16>, %c: tensor<256x512xbf16>):
+    %n = liger.rms_norm %a, %b eps = 1.0e-5 : tensor<?x512xbf16>, tensor<512xbf16>
+    %l = liger.linear %n, %c : tensor<?x512xbf16>, tensor<256x512xbf16>
+    liger.yield %l : tensor<?x256xbf16>
+  }
+  return %y : tensor<?x256xbf16>
 }

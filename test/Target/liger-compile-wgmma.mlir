@@ -20,7 +20,7 @@
 // LLAMA: warning: left for a later matmul template
 // LLAMA: liger-compile: 5 kernels for sm_90a in {{.*}} (not compiled yet, no kernel template: 1 liger.attention, 1 matmul group)
 
-// OUT: liger-compile: 4 kernels for sm_90a
+// OUT: liger-compile: 5 kernels for sm_90a
 
 // 128 x 256 tiles, 4 stages of (128 + 256) rows x 128 bytes after 1024
 // bytes of barriers: 3 warpgroups.
@@ -79,6 +79,27 @@
 // PTX: wgmma.fence.sync.aligned;
 // PTX: shfl.sync.bfly.b32
 // PTX: rsqrt.approx
+
+// A LoRA projection (r = 16): x · Aᵀ accumulates alongside (m64n16k16
+// from the same x descriptor), then t = round(x · Aᵀ) goes from registers
+// into a k16 wgmma against B's tile (32-byte swizzle) onto the scaled main
+// accumulators.
+// PTX: .entry lora_matmul_0(
+// PTX: wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16
+// PTX: wgmma.wait_group.sync.aligned 0;
+// PTX: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{{.*}}}, {{{%r[0-9]+, %r[0-9]+, %r[0-9]+, %r[0-9]+}}}, %rd{{[0-9]+}}, p, 1, 1, 0;
+// MANIFEST: "name": "lora_matmul_0",
+// MANIFEST: "param": "input1",
+// MANIFEST: "box": [
+// MANIFEST-NEXT: 16,
+// MANIFEST-NEXT: 64
+// MANIFEST: "param": "input2",
+// MANIFEST-NEXT: "swizzle": 128
+// MANIFEST: "box": [
+// MANIFEST-NEXT: 256,
+// MANIFEST-NEXT: 16
+// MANIFEST: "param": "input3",
+// MANIFEST-NEXT: "swizzle": 32
 
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill
 // PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
@@ -140,6 +161,15 @@ func.func @biased(%x: tensor<?x512xbf16>, %w: tensor<1024x512xbf16>, %b: tensor<
   ^bb0(%a: tensor<?x512xbf16>, %c: tensor<1024x512xbf16>, %d: tensor<1024xbf16>):
     %l = liger.linear %a, %c, %d : tensor<?x512xbf16>, tensor<1024x512xbf16>, tensor<1024xbf16>
     liger.yield %l : tensor<?x1024xbf16>
+  }
+  return %y : tensor<?x1024xbf16>
+}
+
+func.func @lora(%x: tensor<?x512xbf16>, %w: tensor<1024x512xbf16>, %a: tensor<16x512xbf16>, %b: tensor<1024x16xbf16>) -> tensor<?x1024xbf16> {
+  %y = liger.fusion matmul(%x, %w, %a, %b) : (tensor<?x512xbf16>, tensor<1024x512xbf16>, tensor<16x512xbf16>, tensor<1024x16xbf16>) -> tensor<?x1024xbf16> {
+  ^bb0(%i: tensor<?x512xbf16>, %j: tensor<1024x512xbf16>, %k: tensor<16x512xbf16>, %l: tensor<1024x16xbf16>):
+    %p = liger.lora_linear %i, %j, %k, %l scale = 2.0 : tensor<?x512xbf16>, tensor<1024x512xbf16>, tensor<16x512xbf16>, tensor<1024x16xbf16>
+    liger.yield %p : tensor<?x1024xbf16>
   }
   return %y : tensor<?x1024xbf16>
 }

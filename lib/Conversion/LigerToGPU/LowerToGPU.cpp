@@ -93,6 +93,7 @@ static DictionaryAttr getKernelInfoAttr(OpBuilder &b,
       maps.push_back(b.getDictionaryAttr({
           b.getNamedAttr("param", b.getI64IntegerAttr(m.param)),
           b.getNamedAttr("box", b.getDenseI64ArrayAttr({m.boxRows, m.boxCols})),
+          b.getNamedAttr("swizzle", b.getI64IntegerAttr(m.swizzleBytes)),
       }));
     finish.push_back(b.getNamedAttr("tensor_maps", b.getArrayAttr(maps)));
   }

@@ -14,9 +14,13 @@ MatmulKernelConfig::sharedMemoryBytes(const MatmulShape &shape) const {
   // wgmma: TMA tiles packed in 128-byte swizzled rows after 1024 bytes of
   // mbarriers (and alignment); mma.sync: cp.async tiles with 16 bytes of
   // padding per row.
+  // A LoRA B tile ([tile_n, r]) is read once, after the stages.
   if (wgmma)
-    return 1024 + stages * tileRows * tileK * shape.elementBytes;
-  return stages * tileRows * (tileK + 8) * shape.elementBytes;
+    return 1024 + stages * tileRows * tileK * shape.elementBytes +
+           tileN * shape.loraRank * shape.elementBytes;
+  // An RMSNorm prologue adds each row's f32 sum of squares.
+  return stages * tileRows * (tileK + 8) * shape.elementBytes +
+         (shape.rmsNorm ? tileM * 4 : 0);
 }
 
 FailureOr<MatmulShape> mlir::liger::analyzeMatmulGroup(FusionOp group) {
@@ -52,6 +56,8 @@ FailureOr<MatmulShape> mlir::liger::analyzeMatmulGroup(FusionOp group) {
                            .getDimSize(0);
     } else if (isa<SwiGLUOp, GEGLUOp>(op)) {
       shape.paired = true;
+    } else if (isa<RMSNormOp>(op)) {
+      shape.rmsNorm = true;
     }
     return failed(result) ? WalkResult::interrupt() : WalkResult::advance();
   });

@@ -111,14 +111,27 @@ private:
   /// (groupM = 1): the remapping's registers tip the gate/up kernel into
   /// spills there.
   void setTileOrigin(OpBuilder &b, Value pid, Value numM, int64_t groupM);
+  /// rsqrt(sum / K + eps) of a row's sum of squares (the RMSNorm prologue).
+  Value rowRstd(OpBuilder &b, Value sumOfSquares) {
+    Value mean = arith::MulFOp::create(
+        b, loc, sumOfSquares,
+        arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0 / k)));
+    return math::RsqrtOp::create(
+        b, loc,
+        arith::AddFOp::create(
+            b, loc, mean,
+            arith::ConstantOp::create(
+                b, loc, b.getF32FloatAttr(norm.getEps().convertToDouble()))));
+  }
   /// The mma.sync main loop and epilogue (sm_80 and later).
   LogicalResult emitMmaSync(OpBuilder &b);
   /// The TMA + mbarrier + wgmma main loop and epilogue (sm_90a).
   LogicalResult emitWgmma(OpBuilder &b, ValueRange descriptors);
   bool isProjectionOperand(Value v) {
-    return v == xArg || v == gArg || llvm::any_of(linears, [&](LinearOp l) {
-             return v == l.getInput() || v == l.getWeight() ||
-                    (l.getBias() && v == l.getBias());
+    return v == xArg || v == gArg || (lora && (v == lora.getLoraA() ||
+                                               v == lora.getLoraB())) ||
+           llvm::any_of(projs, [&](const Projection &l) {
+             return v == l.input || v == l.weight || (l.bias && v == l.bias);
            });
   }
 
@@ -129,7 +142,14 @@ private:
   Type elem;
   int64_t n = 0, k = 0, pad = 0, numK = 0;
   Value x, y, rows, tid, m0, n0, smemA, dynSmem;
-  SmallVector<LinearOp> linears;    // 1, or 2 for a gate/up pair
+  /// A liger.linear or liger.lora_linear of the group.
+  struct Projection {
+    Operation *op;
+    Value input, weight, bias, result;
+  };
+  SmallVector<Projection> projs;    // 1, or 2 for a gate/up pair
+  LoRALinearOp lora;                // the single projection, when LoRA
+  int64_t loraRank = 0;             // its r
   RMSNormOp norm;                   // the prologue, or null
   Value xArg, gArg;                 // the group's x (and the norm's weight)
   Value g;                          // the norm weight's kernel parameter
@@ -149,8 +169,8 @@ LogicalResult MatmulKernelBuilder::lowerEpilogue() {
   scratch = ModuleOp::create(loc);
   b.setInsertionPointToEnd(scratch->getBody());
   SmallVector<Type> types;
-  for (LinearOp linear : linears)
-    types.push_back(linear.getResult().getType());
+  for (const Projection &proj : projs)
+    types.push_back(proj.result.getType());
   SmallVector<Value> others;
   for (BlockArgument arg : body.getArguments())
     if (!isProjectionOperand(arg)) {
@@ -163,14 +183,14 @@ LogicalResult MatmulKernelBuilder::lowerEpilogue() {
                                                     {result.getType()}));
   Block *entry = epilogue.addEntryBlock();
   IRMapping mapping;
-  for (auto [linear, value] : llvm::zip(linears, entry->getArguments()))
-    mapping.map(linear.getResult(), value);
+  for (auto [proj, value] : llvm::zip(projs, entry->getArguments()))
+    mapping.map(proj.result, value);
   for (auto [arg, value] :
-       llvm::zip(others, entry->getArguments().drop_front(linears.size())))
+       llvm::zip(others, entry->getArguments().drop_front(projs.size())))
     mapping.map(arg, value);
   b.setInsertionPointToEnd(entry);
   for (Operation &op : body.without_terminator()) {
-    if (isa<LinearOp>(op) || &op == norm.getOperation())
+    if (isa<LinearOp, LoRALinearOp>(op) || &op == norm.getOperation())
       continue;
     if (!isa<AddOp, MulOp, SiLUOp, GELUOp, SwiGLUOp, GEGLUOp>(op))
       return fail("'" + op.getName().getStringRef() +
@@ -302,45 +322,55 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
   // The body this template implements: one liger.linear (bias optional) on
   // the group's inputs, then elementwise ops, one result.
   Block &body = group.getBody().front();
-  for (Operation &op : body)
-    if (auto linear = dyn_cast<LinearOp>(op))
-      linears.push_back(linear);
-  if (llvm::any_of(body, [](Operation &op) { return isa<LoRALinearOp>(op); }))
-    return fail("LoRA projections come with the next templates");
-  if (linears.size() > 2)
-    return fail("the group holds " + Twine(linears.size()) +
+  for (Operation &op : body) {
+    if (auto l = dyn_cast<LinearOp>(op))
+      projs.push_back({l, l.getInput(), l.getWeight(), l.getBias(),
+                       l.getResult()});
+    if (auto l = dyn_cast<LoRALinearOp>(op)) {
+      lora = l;
+      projs.push_back({l, l.getInput(), l.getWeight(), l.getBias(),
+                       l.getResult()});
+    }
+  }
+  if (projs.size() > 2)
+    return fail("the group holds " + Twine(projs.size()) +
                 " projections; one, or a gate/up pair, is what the template "
                 "computes");
-  auto linear = linears.empty() ? LinearOp() : linears.front();
-  bool sameInputs = llvm::all_of(linears, [&](LinearOp other) {
-    return other.getInput() == linear.getInput() &&
-           other.getWeight().getType() == linear.getWeight().getType() &&
-           (!other.getBias() || isa<BlockArgument>(other.getBias())) &&
-           isa<BlockArgument>(other.getWeight());
+  if (lora && projs.size() != 1)
+    return fail("a LoRA projection is implemented alone, not in a pair");
+  if (lora && !config.wgmma)
+    return fail("LoRA projections are implemented in the wgmma template "
+                "(sm_90a) only");
+  if (lora && (!isa<BlockArgument>(lora.getLoraA()) ||
+               !isa<BlockArgument>(lora.getLoraB())))
+    return fail("the LoRA factors must be among the group's inputs");
+  const Projection *linear = projs.empty() ? nullptr : &projs.front();
+  bool sameInputs = llvm::all_of(projs, [&](const Projection &other) {
+    return other.input == linear->input &&
+           other.weight.getType() == linear->weight.getType() &&
+           (!other.bias || isa<BlockArgument>(other.bias)) &&
+           isa<BlockArgument>(other.weight);
   });
   // An RMSNorm prologue: x -> rms_norm(x, g) -> the projection(s) only.
-  norm = linear ? linear.getInput().getDefiningOp<RMSNormOp>() : RMSNormOp();
+  norm = linear ? linear->input.getDefiningOp<RMSNormOp>() : RMSNormOp();
   if (norm && (!isa<BlockArgument>(norm.getInput()) ||
                !isa<BlockArgument>(norm.getWeight()) ||
                llvm::any_of(norm.getResult().getUsers(), [](Operation *u) {
-                 return !isa<LinearOp>(u);
+                 return !isa<LinearOp, LoRALinearOp>(u);
                })))
     norm = RMSNormOp();
-  xArg = norm ? norm.getInput() : (linear ? linear.getInput() : Value());
+  xArg = norm ? norm.getInput() : (linear ? linear->input : Value());
   gArg = norm ? norm.getWeight() : Value();
   if (!linear || !sameInputs || !isa_and_nonnull<BlockArgument>(xArg) ||
       group.getYield().getValues().size() != 1)
-    return fail("the matmul templates implement one liger.linear (weight "
-                "and bias among the group's inputs) on the group's inputs "
-                "(or a gate/up pair on one input, optionally after an "
-                "RMSNorm of it), with an elementwise epilogue and one "
-                "result; other prologues and LoRA projections come with the "
-                "next templates");
-  if (norm && !config.wgmma)
-    return fail("the RMSNorm prologue is implemented in the wgmma template "
-                "(sm_90a) only");
+    return fail("the matmul templates implement one liger.linear or "
+                "liger.lora_linear (weight and bias among the group's "
+                "inputs) on the group's inputs (or a gate/up pair on one "
+                "input, optionally after an RMSNorm of it), with an "
+                "elementwise epilogue and one result; other prologues come "
+                "with the next templates");
   auto xType = cast<RankedTensorType>(xArg.getType());
-  auto wType = cast<RankedTensorType>(linear.getWeight().getType());
+  auto wType = cast<RankedTensorType>(linear->weight.getType());
   elem = xType.getElementType();
   if (!elem.isBF16() && !elem.isF16())
     return fail(Twine(config.wgmma ? "wgmma" : "mma.sync") +
@@ -368,10 +398,17 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
   }
   if (n % 8)
     return fail("N = " + Twine(n) + " is not a multiple of 8");
+  if (lora) {
+    loraRank = cast<RankedTensorType>(lora.getLoraA().getType()).getDimSize(0);
+    if (loraRank % 16 || loraRank > 64)
+      return fail("LoRA rank " + Twine(loraRank) + " is not a multiple of 16 up "
+                  "to 64 (the second product is k16 wgmmas over r, B's "
+                  "rows at most one 128-byte swizzle span)");
+  }
   if (failed(lowerEpilogue()))
     return failure();
   int64_t threads = config.threads();
-  int64_t numB = static_cast<int64_t>(linears.size());
+  int64_t numB = static_cast<int64_t>(projs.size());
   numK = (k + config.tileK - 1) / config.tileK;
 
   RowKernelInfo info;
@@ -382,6 +419,8 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
   MatmulShape shape;
   shape.paired = numB == 2;
   shape.elementBytes = elemBytes;
+  shape.loraRank = loraRank;
+  shape.rmsNorm = static_cast<bool>(norm);
   info.sharedMemoryBytes = config.sharedMemoryBytes(shape);
   info.templateName = "matmul";
   info.gridDims = {std::to_string((n + config.tileN - 1) / config.tileN),
@@ -397,8 +436,16 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
     if (arg == xArg) {
       info.params.push_back({pname, false, false, RowParamKind::Rows, elem, k, 0});
       paramTypes.push_back(MemRefType::get({ShapedType::kDynamic, k}, elem));
-    } else if (llvm::any_of(linears, [&](LinearOp l) {
-                 return l.getBias() == arg;
+    } else if (lora && arg == lora.getLoraA()) { // [r, K]
+      info.params.push_back(
+          {pname, false, false, RowParamKind::Matrix, elem, k, loraRank});
+      paramTypes.push_back(MemRefType::get({loraRank, k}, elem));
+    } else if (lora && arg == lora.getLoraB()) { // [N, r]
+      info.params.push_back(
+          {pname, false, false, RowParamKind::Matrix, elem, loraRank, n});
+      paramTypes.push_back(MemRefType::get({n, loraRank}, elem));
+    } else if (llvm::any_of(projs, [&](const Projection &l) {
+                 return l.bias == arg;
                })) { // a projection's bias, [N]
       info.params.push_back(
           {pname, false, false, RowParamKind::Feature, argElem, n, 0});
@@ -431,10 +478,20 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
   if (config.wgmma) {
     info.tensorMaps.push_back({cast<BlockArgument>(xArg).getArgNumber(),
                                config.tileM, config.tileK});
-    for (LinearOp l : linears)
+    for (const Projection &l : projs)
       info.tensorMaps.push_back(
-          {cast<BlockArgument>(l.getWeight()).getArgNumber(), config.tileN,
+          {cast<BlockArgument>(l.weight).getArgNumber(), config.tileN,
            config.tileK});
+    if (lora) {
+      // A's [r, 64] slices ride along with W's; B's [tile_n, r] tile is
+      // read once, swizzled by its r * 2-byte rows.
+      info.tensorMaps.push_back(
+          {cast<BlockArgument>(lora.getLoraA()).getArgNumber(), loraRank,
+           config.tileK});
+      info.tensorMaps.push_back(
+          {cast<BlockArgument>(lora.getLoraB()).getArgNumber(), config.tileN,
+           loraRank, loraRank * elemBytes});
+    }
     paramTypes.append(info.tensorMaps.size(), LLVM::LLVMPointerType::get(ctx));
   }
   for (Operation &op : body.without_terminator())
@@ -467,12 +524,12 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
     }
   }
   y = entry.getArgument(body.getNumArguments());
-  for (LinearOp l : linears) {
+  for (const Projection &l : projs) {
     ws.push_back(entry.getArgument(
-        cast<BlockArgument>(l.getWeight()).getArgNumber()));
-    biases.push_back(l.getBias() ? entry.getArgument(cast<BlockArgument>(
-                                       l.getBias()).getArgNumber())
-                                 : Value());
+        cast<BlockArgument>(l.weight).getArgNumber()));
+    biases.push_back(l.bias ? entry.getArgument(
+                                  cast<BlockArgument>(l.bias).getArgNumber())
+                            : Value());
   }
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   rows = memref::DimOp::create(b, loc, x, 0);
@@ -562,7 +619,7 @@ LogicalResult MatmulKernelBuilder::emitMmaSync(OpBuilder &b) {
   int64_t elemBytes = elem.getIntOrFloatBitWidth() / 8;
   int64_t bytesA = config.stages * config.tileM * pad * elemBytes;
   int64_t bytesB = config.stages * config.tileN * pad * elemBytes; // each
-  int64_t numB = static_cast<int64_t>(linears.size());
+  int64_t numB = static_cast<int64_t>(projs.size());
   Value warp = div(b, tid, 32);
   Value lane = rem(b, tid, 32);
   Value wm = div(b, warp, warpsN);
@@ -583,6 +640,24 @@ LogicalResult MatmulKernelBuilder::emitMmaSync(OpBuilder &b) {
         MemRefType::get({config.stages, config.tileN, pad}, elem,
                         MemRefLayoutAttrInterface(), workgroup),
         dynSmem, idx(b, bytesA + p * bytesB), ValueRange{}));
+
+  // RMSNorm prologue: each row's sum of squares, in f32 after the tiles.
+  Value sumsq;
+  if (norm) {
+    sumsq = memref::ViewOp::create(
+        b, loc,
+        MemRefType::get({config.tileM}, b.getF32Type(),
+                        MemRefLayoutAttrInterface(), workgroup),
+        dynSmem, idx(b, bytesA + numB * bytesB), ValueRange{});
+    Value zeroF = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+    for (int64_t i = 0; i < config.tileM; i += threads) {
+      Value r = add(b, tid, idx(b, i));
+      auto inRange = scf::IfOp::create(b, loc, lessThan(b, r, idx(b, config.tileM)),
+                                       false);
+      OpBuilder ib = inRange.getThenBodyBuilder();
+      memref::StoreOp::create(ib, loc, zeroF, sumsq, ValueRange{r});
+    }
+  }
 
   // Prologue: slices 0 .. stages-2 in flight.
   for (int64_t s = 0; s + 1 < config.stages; ++s)
@@ -605,6 +680,49 @@ LogicalResult MatmulKernelBuilder::emitMmaSync(OpBuilder &b) {
     Value next = add(lb, kt, idx(lb, config.stages - 1));
     loadSlice(lb, rem(lb, next, config.stages), next);
     Value stage = rem(lb, kt, config.stages);
+    if (norm) {
+      // x ⊙ (g + offset) in place in slice kt's x tile (rstd waits for the
+      // epilogue), each thread's partial sums of squares added to its rows'
+      // shared sums; a barrier before ldmatrix reads the tile.
+      auto v8 = [&](Type t) { return VectorType::get({8}, t); };
+      int64_t chunksPerRow = config.tileK / 8;
+      Value k0 = mul(lb, kt, config.tileK);
+      Type gElem = cast<MemRefType>(g.getType()).getElementType();
+      double offset = norm.getOffset().convertToDouble();
+      for (int64_t i = 0; i < config.tileM * chunksPerRow / threads; ++i) {
+        Value c = add(lb, tid, idx(lb, i * threads));
+        Value r = div(lb, c, chunksPerRow);
+        Value col = mul(lb, rem(lb, c, chunksPerRow), 8);
+        Value xv = arith::ExtFOp::create(
+            lb, loc, v8(f32),
+            vector::LoadOp::create(lb, loc, v8(elem), smemA,
+                                   ValueRange{stage, r, col}, false,
+                                   llvm::MaybeAlign(16))
+                .getResult());
+        Value part = vector::ReductionOp::create(
+            lb, loc, vector::CombiningKind::ADD,
+            arith::MulFOp::create(lb, loc, xv, xv));
+        memref::AtomicRMWOp::create(lb, loc, arith::AtomicRMWKind::addf, part,
+                                    sumsq, ValueRange{r});
+        Value gv = vector::LoadOp::create(lb, loc, v8(gElem), g,
+                                          ValueRange{add(lb, k0, col)}, false,
+                                          llvm::MaybeAlign(16));
+        Value gf =
+            gElem.isF32() ? gv : arith::ExtFOp::create(lb, loc, v8(f32), gv);
+        if (offset != 0.0)
+          gf = arith::AddFOp::create(
+              lb, loc, gf,
+              arith::ConstantOp::create(
+                  lb, loc,
+                  DenseElementsAttr::get(v8(f32), lb.getF32FloatAttr(offset))));
+        vector::StoreOp::create(
+            lb, loc,
+            arith::TruncFOp::create(lb, loc, v8(elem),
+                                    arith::MulFOp::create(lb, loc, xv, gf)),
+            smemA, ValueRange{stage, r, col}, false, llvm::MaybeAlign(16));
+      }
+      gpu::BarrierOp::create(lb, loc);
+    }
     SmallVector<Value> acc(loop.getRegionIterArgs().begin(),
                            loop.getRegionIterArgs().end());
     auto vec = [&](int64_t rows, Type t) {
@@ -659,6 +777,18 @@ LogicalResult MatmulKernelBuilder::emitMmaSync(OpBuilder &b) {
   // No copy may be in flight when the CTA exits.
   NVVM::CpAsyncWaitGroupOp::create(b, loc, 0u);
 
+  // The RMSNorm row scales of this thread's rows, once every sum is in.
+  SmallVector<Value> rstd; // [i * 2 + half]
+  if (norm) {
+    gpu::BarrierOp::create(b, loc);
+    for (int64_t i = 0; i < mTiles; ++i)
+      for (int64_t half = 0; half < 2; ++half) {
+        Value r = add(b, add(b, mul(b, wm, 64), idx(b, i * 16 + 8 * half)),
+                      div(b, lane, 4));
+        rstd.push_back(rowRstd(
+            b, memref::LoadOp::create(b, loc, sumsq, ValueRange{r})));
+      }
+  }
   // Epilogue: lane l holds rows l/4 and l/4 + 8 of each m16n8 tile, columns
   // 2 (l % 4) and the next.
   for (int64_t i = 0; i < mTiles; ++i)
@@ -671,9 +801,13 @@ LogicalResult MatmulKernelBuilder::emitMmaSync(OpBuilder &b) {
         SmallVector<Value> pairs;
         for (int64_t p = 0; p < numB; ++p) {
           int64_t base = p * perProjection + (i * nTiles + j) * 4 + half * 2;
+          Value lo = loop.getResult(base), hi = loop.getResult(base + 1);
+          if (norm) {
+            lo = arith::MulFOp::create(b, loc, lo, rstd[i * 2 + half]);
+            hi = arith::MulFOp::create(b, loc, hi, rstd[i * 2 + half]);
+          }
           pairs.push_back(vector::FromElementsOp::create(
-              b, loc, VectorType::get({2}, f32),
-              ValueRange{loop.getResult(base), loop.getResult(base + 1)}));
+              b, loc, VectorType::get({2}, f32), ValueRange{lo, hi}));
         }
         if (failed(storePair(b, pairs, half ? add(b, r0, idx(b, 8)) : r0, c)))
           return failure();
@@ -684,14 +818,18 @@ LogicalResult MatmulKernelBuilder::emitMmaSync(OpBuilder &b) {
 
 LogicalResult MatmulKernelBuilder::emitWgmma(OpBuilder &b,
                                              ValueRange descriptors) {
-  int64_t numB = static_cast<int64_t>(linears.size());
+  int64_t numB = static_cast<int64_t>(projs.size());
   int64_t consumers = config.tileM / 64; // warpgroups issuing wgmma
   int64_t stages = config.stages;
   int64_t elemBytes = elem.getIntOrFloatBitWidth() / 8;
   int64_t rowBytes = config.tileK * elemBytes; // 128: one swizzle atom row
   int64_t bytesA = config.tileM * rowBytes;
   int64_t bytesB = config.tileN * rowBytes;
-  int64_t stageBytes = bytesA + numB * bytesB;
+  // LoRA: A's [r, 64] slice rides in each stage after the weight tiles;
+  // B's [tile_n, r] tile is loaded once, after the stages.
+  int64_t bytesLoraA = loraRank * rowBytes;
+  int64_t stageBytes = bytesA + numB * bytesB + bytesLoraA;
+  int64_t loraBOffset = 1024 + stages * stageBytes;
   Type i32 = b.getI32Type(), i64 = b.getI64Type(), f32 = b.getF32Type();
   auto ptr3 = LLVM::LLVMPointerType::get(ctx, 3);
 
@@ -748,6 +886,9 @@ LogicalResult MatmulKernelBuilder::emitWgmma(OpBuilder &b,
       NVVM::MBarrierInitOp::create(ib, loc, empty(ib, idx(ib, s)),
                                    i32c(ib, consumers), Value());
     }
+    if (lora) // B's tile: byte 512
+      NVVM::MBarrierInitOp::create(ib, loc, at(ib, i32c(ib, 512)),
+                                   i32c(ib, 1), Value());
     NVVM::FenceMbarrierInitOp::create(ib, loc);
   }
   gpu::BarrierOp::create(b, loc);
@@ -768,6 +909,17 @@ LogicalResult MatmulKernelBuilder::emitWgmma(OpBuilder &b,
                                    NVVM::SetMaxRegisterAction::decrease);
     auto one = scf::IfOp::create(pb, loc, isFirst, false);
     OpBuilder ob = one.getThenBodyBuilder();
+    if (lora) {
+      Value bar = at(ob, i32c(ob, 512));
+      NVVM::MBarrierArriveExpectTxOp::create(
+          ob, loc, Type(), bar, i32c(ob, config.tileN * loraRank * elemBytes),
+          NVVM::MemScopeKind::CTA, false, Value());
+      NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+          ob, loc, at(ob, i32c(ob, loraBOffset)), descriptors[2 + numB],
+          ValueRange{i32c(ob, 0), toI32v(ob, n0)}, bar, ValueRange{}, Value(),
+          Value(), NVVM::TMALoadMode::TILE, /*isCTAOnly=*/true,
+          NVVM::CTAGroupKindAttr(), Value());
+    }
     auto loop = scf::ForOp::create(ob, loc, idx(ob, 0), idx(ob, numK),
                                    idx(ob, 1));
     OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
@@ -791,6 +943,8 @@ LogicalResult MatmulKernelBuilder::emitWgmma(OpBuilder &b,
     copy(0, descriptors[0], m0);
     for (int64_t p = 0; p < numB; ++p)
       copy(1 + p, descriptors[1 + p], n0);
+    if (lora)
+      copy(1 + numB, descriptors[1 + numB], idx(lb, 0));
   }
 
   // Consumer warpgroups: each owns 64 rows of the tile; per stage it waits
@@ -804,23 +958,33 @@ LogicalResult MatmulKernelBuilder::emitWgmma(OpBuilder &b,
   auto accType = LLVM::LLVMStructType::getLiteral(
       ctx, SmallVector<Type>(regs, f32));
   SmallVector<Value> init(numB, LLVM::ZeroOp::create(cb, loc, accType));
+  // LoRA: x · Aᵀ accumulates alongside, r / 2 f32 per thread.
+  auto loraType = LLVM::LLVMStructType::getLiteral(
+      ctx, SmallVector<Type>(std::max<int64_t>(loraRank / 2, 1), f32));
+  int64_t loraIdx = numB, sumIdx = numB + (lora ? 1 : 0);
+  if (lora)
+    init.push_back(LLVM::ZeroOp::create(cb, loc, loraType));
   // RMSNorm prologue: each thread's partial sums of squares of its two rows.
   if (norm)
     init.append(2, arith::ConstantOp::create(cb, loc, cb.getF32FloatAttr(0)));
   Value lane = rem(cb, tid, 32);
   Value warp = rem(cb, div(cb, tid, 32), 4);
-  // Shared-memory matrix descriptor of a K-major, 128-byte-swizzled tile at
-  // byte offset `off`: start address >> 4, leading offset 16 B (unused),
-  // stride 1024 B between 8-row atoms, swizzle mode 128B.
+  // Shared-memory matrix descriptor of a K-major tile at byte offset `off`
+  // whose rows are swizzled in spans of `span` bytes (128, 64 or 32):
+  // start address >> 4, leading offset 16 B (unused when swizzled), stride
+  // 8 rows x span between 8-row atoms, the swizzle mode.
   Value smemBase = LLVM::PtrToIntOp::create(cb, loc, i64, smem);
-  auto descriptorAt = [&](OpBuilder &ob, Value off) -> Value {
+  auto descriptorAt = [&](OpBuilder &ob, Value off,
+                          int64_t span = 128) -> Value {
     Value addr = arith::AddIOp::create(
         ob, loc, smemBase, arith::ExtUIOp::create(ob, loc, i64, off));
     Value start = arith::AndIOp::create(
         ob, loc, arith::ShRUIOp::create(ob, loc, addr,
                                         arith::ConstantIntOp::create(ob, loc, i64, 4)),
         arith::ConstantIntOp::create(ob, loc, i64, 0x3FFF));
-    uint64_t fixed = (1ull << 16) | (64ull << 32) | (1ull << 62);
+    uint64_t mode = span == 128 ? 1 : span == 64 ? 2 : 3;
+    uint64_t fixed =
+        (1ull << 16) | (uint64_t(8 * span / 16) << 32) | (mode << 62);
     return arith::OrIOp::create(
         ob, loc, start,
         arith::ConstantIntOp::create(ob, loc, i64, static_cast<int64_t>(fixed)));
@@ -852,7 +1016,7 @@ LogicalResult MatmulKernelBuilder::emitWgmma(OpBuilder &b,
       for (int64_t h = 0; h < 2; ++h) {
         Value row = add(lb, add(lb, mul(lb, warp, 16), div(lb, lane, 4)),
                         idx(lb, 8 * h));
-        Value sum = acc[numB + h];
+        Value sum = acc[sumIdx + h];
         for (int64_t cc = 0; cc < 2; ++cc) {
           Value c = add(lb, mul(lb, rem(lb, lane, 4), 2), idx(lb, cc));
           Value phys = arith::XOrIOp::create(lb, loc, toI32v(lb, c), quad);
@@ -887,7 +1051,7 @@ LogicalResult MatmulKernelBuilder::emitWgmma(OpBuilder &b,
               lb, loc, v8(elem), arith::MulFOp::create(lb, loc, xv, gf));
           LLVM::StoreOp::create(lb, loc, scaled, ptr, 16);
         }
-        acc[numB + h] = sum;
+        acc[sumIdx + h] = sum;
       }
       // The generic-proxy stores before the async-proxy (wgmma) reads, then
       // the warpgroup's named barrier.
@@ -917,6 +1081,18 @@ LogicalResult MatmulKernelBuilder::emitWgmma(OpBuilder &b,
             NVVM::MMALayout::row, NVVM::MMALayout::col,
             NVVM::MMAIntOverflowAttr());
       }
+      if (lora) {
+        Value la = descriptorAt(
+            lb, arith::AddIOp::create(lb, loc, tile(lb, s, 1 + numB),
+                                      i32c(lb, kk * 32)));
+        acc[loraIdx] = NVVM::WgmmaMmaAsyncOp::create(
+            lb, loc, loraType, acc[loraIdx], a, la,
+            NVVM::MMAShapeAttr::get(ctx, 64, loraRank, 16), type, type,
+            NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one,
+            NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
+            NVVM::MMALayout::row, NVVM::MMALayout::col,
+            NVVM::MMAIntOverflowAttr());
+      }
     }
     NVVM::WgmmaGroupSyncAlignedOp::create(lb, loc);
     NVVM::WgmmaWaitGroupSyncOp::create(lb, loc, 1);
@@ -940,24 +1116,107 @@ LogicalResult MatmulKernelBuilder::emitWgmma(OpBuilder &b,
   SmallVector<Value> rstd;
   if (norm) {
     for (int64_t h = 0; h < 2; ++h) {
-      Value sum = loop.getResult(numB + h);
+      Value sum = loop.getResult(sumIdx + h);
       for (int64_t mask : {1, 2})
         sum = arith::AddFOp::create(
             cb, loc, sum,
             gpu::ShuffleOp::create(cb, loc, sum, mask, 32,
                                    gpu::ShuffleMode::XOR)
                 .getShuffleResult());
-      Value mean = arith::MulFOp::create(
-          cb, loc, sum,
-          arith::ConstantOp::create(cb, loc, cb.getF32FloatAttr(1.0 / k)));
-      rstd.push_back(math::RsqrtOp::create(
-          cb, loc,
-          arith::AddFOp::create(
-              cb, loc, mean,
-              arith::ConstantOp::create(
-                  cb, loc,
-                  cb.getF32FloatAttr(norm.getEps().convertToDouble())))));
+      rstd.push_back(rowRstd(cb, sum));
     }
+  }
+  // Row factors for the epilogue (rstd with a norm), and the main
+  // accumulators as the epilogue reads them.
+  SmallVector<Value> rowScale(2, Value());
+  if (norm)
+    rowScale = {rstd[0], rstd[1]};
+  SmallVector<Value> mains;
+  for (int64_t p = 0; p < numB; ++p)
+    mains.push_back(loop.getResult(p));
+  if (lora) {
+    // y = rstd · x̂Wᵀ + scale · t Bᵀ with t = round(rstd · x̂Aᵀ) (x̂ = x or
+    // x ⊙ g): scale the main accumulators by rstd / scale in f32, add t Bᵀ
+    // with wgmma (t from registers: the m64n{r} accumulator fragment of
+    // k-slice kk is the A fragment of a k16 wgmma), and multiply by scale
+    // in the epilogue.
+    double scale = lora.getScale().convertToDouble();
+    auto cf = [&](double v) -> Value {
+      return arith::ConstantOp::create(cb, loc, cb.getF32FloatAttr(v));
+    };
+    SmallVector<Value> factor;
+    for (int64_t h = 0; h < 2; ++h)
+      factor.push_back(norm ? arith::MulFOp::create(cb, loc, rstd[h],
+                                                    cf(1.0 / scale))
+                            : cf(1.0 / scale));
+    Value acc = mains[0];
+    for (int64_t i = 0; i < regs; ++i) {
+      Value v = LLVM::ExtractValueOp::create(cb, loc, acc, i);
+      v = arith::MulFOp::create(cb, loc, v, factor[(i % 4) / 2]);
+      acc = LLVM::InsertValueOp::create(cb, loc, acc, v, i);
+    }
+    Value t = loop.getResult(loraIdx);
+    SmallVector<Value> aRegs; // bf16 pairs as i32, 4 per k16 slice
+    for (int64_t i = 0; i < loraRank / 2; i += 2) {
+      Value lo = LLVM::ExtractValueOp::create(cb, loc, t, i);
+      Value hi = LLVM::ExtractValueOp::create(cb, loc, t, i + 1);
+      if (norm) {
+        lo = arith::MulFOp::create(cb, loc, lo, rstd[(i % 4) / 2]);
+        hi = arith::MulFOp::create(cb, loc, hi, rstd[(i % 4) / 2]);
+      }
+      Value pair = arith::TruncFOp::create(
+          cb, loc, VectorType::get({2}, elem),
+          vector::FromElementsOp::create(cb, loc, VectorType::get({2}, f32),
+                                         ValueRange{lo, hi}));
+      aRegs.push_back(vector::ExtractOp::create(
+          cb, loc,
+          vector::BitCastOp::create(cb, loc, VectorType::get({1}, i32), pair),
+          0));
+    }
+    NVVM::MBarrierTryWaitParityOp::create(cb, loc, at(cb, i32c(cb, 512)),
+                                          i32c(cb, 0), ticks);
+    NVVM::WgmmaFenceAlignedOp::create(cb, loc);
+    // B's tile: K-major rows of r * 2 bytes, swizzled in that span.
+    int64_t span = loraRank * elemBytes;
+    std::string shape = "m64n" + std::to_string(config.tileN) + "k16";
+    std::string dtype = elem.isBF16() ? "bf16" : "f16";
+    for (int64_t kk = 0; kk < loraRank / 16; ++kk) {
+      Value desc =
+          descriptorAt(cb, i32c(cb, loraBOffset + kk * 32), span);
+      // wgmma with A in registers (NVVM's op takes A from shared memory
+      // only): d += a · B, as inline PTX.
+      std::string ptx = "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma."
+                        "mma_async.sync.aligned." + shape + ".f32." + dtype +
+                        "." + dtype + " {";
+      std::string constraints;
+      for (int64_t i = 0; i < regs; ++i) {
+        ptx += (i ? ", $" : "$") + std::to_string(i);
+        constraints += (i ? ",=f" : "=f");
+      }
+      ptx += "}, {";
+      for (int64_t i = 0; i < 4; ++i)
+        ptx += (i ? ", $" : "$") + std::to_string(2 * regs + i);
+      ptx += "}, $" + std::to_string(2 * regs + 4) + ", p, 1, 1, 0;\n}";
+      for (int64_t i = 0; i < regs; ++i)
+        constraints += "," + std::to_string(i);
+      constraints += ",r,r,r,r,l";
+      SmallVector<Value> operands;
+      for (int64_t i = 0; i < regs; ++i)
+        operands.push_back(LLVM::ExtractValueOp::create(cb, loc, acc, i));
+      operands.append(aRegs.begin() + 4 * kk, aRegs.begin() + 4 * kk + 4);
+      operands.push_back(desc);
+      acc = LLVM::InlineAsmOp::create(
+                cb, loc, accType, operands, ptx, constraints,
+                /*has_side_effects=*/true, /*is_align_stack=*/false,
+                LLVM::tailcallkind::TailCallKind::None,
+                LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
+                ArrayAttr())
+                .getResult(0);
+    }
+    NVVM::WgmmaGroupSyncAlignedOp::create(cb, loc);
+    NVVM::WgmmaWaitGroupSyncOp::create(cb, loc, 0);
+    mains[0] = acc;
+    rowScale = {cf(scale), cf(scale)};
   }
   // Epilogue: thread (warp w, lane l) of a warpgroup holds, for each n8
   // block j, rows 16 w + l/4 (registers 4j, 4j+1) and + 8 (4j+2, 4j+3) at
@@ -970,12 +1229,11 @@ LogicalResult MatmulKernelBuilder::emitWgmma(OpBuilder &b,
       SmallVector<Value> pairs;
       for (int64_t p = 0; p < numB; ++p) {
         int64_t base = 4 * j + 2 * half;
-        Value lo = LLVM::ExtractValueOp::create(cb, loc, loop.getResult(p), base);
-        Value hi =
-            LLVM::ExtractValueOp::create(cb, loc, loop.getResult(p), base + 1);
-        if (norm) {
-          lo = arith::MulFOp::create(cb, loc, lo, rstd[half]);
-          hi = arith::MulFOp::create(cb, loc, hi, rstd[half]);
+        Value lo = LLVM::ExtractValueOp::create(cb, loc, mains[p], base);
+        Value hi = LLVM::ExtractValueOp::create(cb, loc, mains[p], base + 1);
+        if (rowScale[half]) {
+          lo = arith::MulFOp::create(cb, loc, lo, rowScale[half]);
+          hi = arith::MulFOp::create(cb, loc, hi, rowScale[half]);
         }
         pairs.push_back(vector::FromElementsOp::create(
             cb, loc, VectorType::get({2}, f32), ValueRange{lo, hi}));

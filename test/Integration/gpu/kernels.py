@@ -297,12 +297,28 @@ MATMULS = {
     # liger.linear's bias, added in f32 before the rounding.
     "proj_bias_512_256": (512, 256, "bf16", 128, 64, 3, "mma_sync"),
     "wg_bias_1024_1000": (1024, 1000, "bf16", 128, 128, 4, "wgmma"),
+    # LoRA (wgmma only; not yet run on a GPU): r = 16 (32-byte swizzled B), 32 (64-byte), 64
+    # (128-byte, after an RMSNorm), Llama's 4096 -> 4096 at the default tile.
+    "wg_lora_512_1000_r16": (512, 1000, "bf16", 128, 128, 3, "wgmma"),
+    "wg_lora_4096_4096_r16": (4096, 4096, "bf16", 128, 256, 4, "wgmma"),
+    "wg_lora_1024_256_r32": (1024, 256, "bf16", 64, 256, 4, "wgmma"),
+    "wg_rms_lora_512_256_r64": (512, 256, "bf16", 128, 128, 3, "wgmma"),
+    # The RMSNorm prologue on mma.sync (not yet run on a GPU).
+    "proj_rms_512_1000": (512, 1000, "bf16", 128, 64, 3, "mma_sync"),
+    "proj_rms_gemma_256_128_f16": (256, 128, "f16", 128, 128, 2, "mma_sync"),
 }
+# LoRA projections: name -> (r, scale); A [r, K] and B [N, r] follow the
+# weight.
+MATMUL_LORA = {"wg_lora_512_1000_r16": (16, 2.0), "wg_lora_4096_4096_r16": (16, 2.0),
+               "wg_lora_1024_256_r32": (32, 0.5), "wg_rms_lora_512_256_r64": (64, 1.0)}
 # Projections with a bias b [N] (the kernel's input after the weight).
 MATMUL_BIAS = {"proj_bias_512_256", "wg_bias_1024_1000"}
 # Prologues before the projection: name -> the norm (its weight g [K] is the
 # kernel's second input).
 MATMUL_PROLOGUES = {"wg_rms_4096_1024": "rms_norm",
+                    "proj_rms_512_1000": "rms_norm",
+                    "proj_rms_gemma_256_128_f16": "rms_norm_gemma",
+                    "wg_rms_lora_512_256_r64": "rms_norm",
                     "wg_rms_520_1000": "rms_norm",
                     "wg_rms_gemma_512_256": "rms_norm_gemma",
                     "wg_rms_gate_up_512_1000_swiglu": "rms_norm"}
@@ -330,7 +346,12 @@ def matmul_module_text():
         # The kernel's inputs, in order: x, [g], w, [b], [u | r].
         bias = name in MATMUL_BIAS
         B = "tensor<%dx%s>" % (n, dt)
+        lora = MATMUL_LORA.get(name)
         args = [("x", X)] + ([("g", G)] if norm else []) + [("w", W)]
+        if lora:
+            LA, LB = ("tensor<%dx%dx%s>" % (lora[0], k, dt),
+                      "tensor<%dx%dx%s>" % (n, lora[0], dt))
+            args += [("la", LA), ("lb", LB)]
         args += [("b", B)] if bias else []
         args += {"swiglu": [("u", W)], "add_silu": [("r", Y)]}.get(epilogue, [])
         params = ", ".join("%%%s: %s" % a for a in args)
@@ -346,7 +367,10 @@ def matmul_module_text():
             body.append("%%n = liger.rms_norm %%bx, %%bg eps = 1.0e-6 offset = 1.0 "
                         "casting = gemma : %s, %s" % (X, G))
             inp = "%n"
-        if bias:
+        if lora:
+            body.append("%%l = liger.lora_linear %s, %%bw, %%bla, %%blb scale = %s : %s, %s, %s, %s"
+                        % (inp, repr(float(lora[1])), X, W, LA, LB))
+        elif bias:
             body.append("%%l = liger.linear %s, %%bw, %%bb : %s, %s, %s" % (inp, X, W, B))
         else:
             body.append("%%l = liger.linear %s, %%bw : %s, %s" % (inp, X, W))

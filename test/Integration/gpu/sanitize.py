@@ -33,6 +33,10 @@ if only_matmul and os.path.isdir(matmul):
                     torch.randn(n, k, device="cuda").to(dtype)]
             if kernels.MATMUL_PROLOGUES.get(name):
                 args.insert(1, torch.randn(k, device="cuda").to(dtype))
+            if name in kernels.MATMUL_LORA:
+                r = kernels.MATMUL_LORA[name][0]
+                args += [torch.randn(r, k, device="cuda").to(dtype),
+                         torch.randn(n, r, device="cuda").to(dtype)]
             if name in kernels.MATMUL_BIAS:
                 args.append(torch.randn(n, device="cuda").to(dtype))
             if kernels.MATMUL_EPILOGUES.get(name) == "add_silu":

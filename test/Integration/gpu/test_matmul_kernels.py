@@ -3,7 +3,7 @@ on sm_90a): y = x · Wᵀ against PyTorch in f32 on fresh random inputs, at
 row counts 1, 7, 77, 100, 4096 and 16384 (partial row tiles), partial
 column tiles (N = 1000, 264), a K that is not a multiple of the K slice
 (520, wgmma), Llama-3-8B's up projection (4096 -> 14336), a 64-row tile, f16, a bias, a residual + SiLU epilogue, a gate/up pair with
-SwiGLU and an RMSNorm prologue (Llama and Gemma weights; against float64), outputs
+SwiGLU, LoRA projections (r = 16, 32, 64) and an RMSNorm prologue (Llama and Gemma weights; against float64), outputs
 poisoned with NaN. Skips cleanly without torch, a GPU, the
 runtime or the bundle (scripts/build-gpu-bundles.sh compiles it with
 liger-compile --matmul-kernels)."""
@@ -54,6 +54,15 @@ def test_linear(bundle, name, rows):
         eps, off = (1e-6, 1.0) if norm == "rms_norm_gemma" else (1e-5, 0.0)
         a = a * torch.rsqrt(a.pow(2).mean(-1, keepdim=True) + eps) * (g.double() + off)
     ref = (a @ w.double().t()).float()
+    if name in kernels.MATMUL_LORA:
+        # y = x·Wᵀ + scale · round(x·Aᵀ) · Bᵀ (PEFT rounds the low-rank
+        # product).
+        r, scale = kernels.MATMUL_LORA[name]
+        la = (torch.randn(r, k, generator=gen, device="cuda") / k ** 0.5).to(dtype)
+        lb = (torch.randn(n, r, generator=gen, device="cuda") / r ** 0.5).to(dtype)
+        inputs += [la, lb]
+        t = (a @ la.double().t()).to(dtype).double()
+        ref = (a @ w.double().t() + scale * (t @ lb.double().t())).float()
     if name in kernels.MATMUL_BIAS:
         b = torch.randn(n, generator=gen, device="cuda").to(dtype)
         inputs.append(b)

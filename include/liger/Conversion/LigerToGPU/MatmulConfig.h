@@ -25,6 +25,7 @@ struct MatmulShape {
   SmallVector<int64_t> n;           ///< each projection's output width
   bool paired = false;  ///< gate and up computed together (SwiGLU/GeGLU)
   int64_t loraRank = 0; ///< r of a LoRA projection, else 0
+  bool rmsNorm = false;  ///< an RMSNorm prologue
   int64_t elementBytes = 2;
 };
 

@@ -77,11 +77,12 @@ struct RowKernelParam {
 
 /// A TMA descriptor the launcher encodes from one tensor parameter and
 /// passes by value after the memref parameters (the wgmma matmul kernels):
-/// `box` rows x cols of the [rows, K] or [N, K] tensor per copy, 128-byte
-/// swizzle, out-of-bounds elements read as zero.
+/// `box` rows x cols of the 2-D tensor per copy, swizzled in spans of
+/// `swizzleBytes` (32, 64 or 128), out-of-bounds elements read as zero.
 struct TensorMapParam {
   int64_t param = 0; // index into RowKernelInfo::params
   int64_t boxRows = 0, boxCols = 0;
+  int64_t swizzleBytes = 128;
 };
 
 /// What the runtime needs to launch a kernel.
