@@ -89,3 +89,13 @@ func.func @norm_proj_wg(%x: tensor<?x4096xbf16>, %g: tensor<4096xbf16>, %w: tens
   }
   return %y : tensor<?x4096xbf16>
 }
+
+// A rank-16 LoRA projection (PEFT's scale 2) in one kernel (wgmma only).
+func.func @lora_proj_wg(%x: tensor<?x4096xbf16>, %w: tensor<4096x4096xbf16>, %a: tensor<16x4096xbf16>, %b: tensor<4096x16xbf16>) -> tensor<?x4096xbf16> {
+  %y = liger.fusion matmul(%x, %w, %a, %b) : (tensor<?x4096xbf16>, tensor<4096x4096xbf16>, tensor<16x4096xbf16>, tensor<4096x16xbf16>) -> tensor<?x4096xbf16> {
+  ^bb0(%i: tensor<?x4096xbf16>, %j: tensor<4096x4096xbf16>, %k: tensor<16x4096xbf16>, %l: tensor<4096x16xbf16>):
+    %p = liger.lora_linear %i, %j, %k, %l scale = 2.0 : tensor<?x4096xbf16>, tensor<4096x4096xbf16>, tensor<16x4096xbf16>, tensor<4096x16xbf16>
+    liger.yield %p : tensor<?x4096xbf16>
+  }
+  return %y : tensor<?x4096xbf16>
+}

@@ -152,6 +152,27 @@ def main():
         t = ms(f)
         rows.append(dict(case="rms_norm+proj %dx%dx%d" % (M, n, k), impl=impl, ms=t,
                          floor_ms=floor, of_floor=floor / t, err=err))
+    # A rank-16 LoRA projection (4096 -> 4096, scale 2): one kernel beside
+    # our plain projection and the peers' three GEMMs.
+    la = (torch.randn(16, k, device="cuda") / k ** 0.5).to(BF16)
+    lb = (torch.randn(n, 16, device="cuda") / 4).to(BF16)
+
+    def lora_linear(x, w, la, lb):
+        return F.linear(x, w) + 2.0 * F.linear(F.linear(x, la), lb)
+    lora = ours["lora_proj_wg_matmul_0"]
+    impls = {"eager (cuBLAS)": lambda: lora_linear(x, w, la, lb),
+             "compile": (lambda c: lambda: c(x, w, la, lb))(torch.compile(lora_linear)),
+             "liger wgmma": lambda: (lora(x, w, la, lb, out=[y]), y)[1],
+             "liger plain proj": lambda: (plain(x, w, out=[y]), y)[1]}
+    ref = lora_linear(x, w, la, lb)
+    for impl, f in impls.items():
+        o = f()
+        err = ((o.float() - ref.float()).norm() / ref.float().norm()).item()
+        if impl == "liger plain proj":
+            err = float("nan")  # no LoRA term: not comparable
+        t = ms(f)
+        rows.append(dict(case="lora r16 %dx%dx%d" % (M, n, k), impl=impl, ms=t,
+                         floor_ms=floor, of_floor=floor / t, err=err))
     print("bf16 matrix rate %.0f TFLOP/s (8192^3 torch.matmul)" % rate)
     print("%-31s %-16s %9s %9s %8s %9s" % ("case", "impl", "ms", "floor ms", "of floor",
                                            "rel err"))
