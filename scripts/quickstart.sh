@@ -38,4 +38,14 @@ else
 fi
 
 echo
+echo "== kernels with the experimental matmul templates: liger-compile --matmul-kernels (sm_90a)"
+if "$BUILD/bin/liger-compile" "$EXAMPLE" -o "$OUT/$NAME.matmul.bundle" --target=sm_90a \
+    --matmul-kernels 2>"$OUT/$NAME.matmul.log"; then
+  echo "quickstart: bundle in $OUT/$NAME.matmul.bundle (warnings, one per group left for later, in $OUT/$NAME.matmul.log)"
+else
+  cat "$OUT/$NAME.matmul.log"
+  echo "quickstart: liger-compile --matmul-kernels could not write the bundle (see above)"
+fi
+
+echo
 echo "quickstart: fused IR in $OUT/$NAME.fused.mlir"
