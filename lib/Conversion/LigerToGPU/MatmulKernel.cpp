@@ -1,10 +1,22 @@
 //===- MatmulKernel.cpp - matmul groups as Tensor Core kernels ------------===//
 //
-// The first matmul template: y = f(x · W₁ᵀ[, x · W₂ᵀ]) for a group holding
-// one `liger.linear`, or two on the same input (a gate/up pair), each W
-// [N, K], K-major as PyTorch stores it, with an elementwise f, using the
-// mma.sync family (sm_80 and later; the fallback the issue asks for, and the
-// simplest Tensor Core kernel that is right):
+// The matmul templates: y = f(x̂ · W₁ᵀ + b₁[, x̂ · W₂ᵀ + b₂]) for a group
+// holding one `liger.linear` (or `liger.lora_linear`), or two on the same
+// input (a gate/up pair), each W [N, K], K-major as PyTorch stores it, with
+// an elementwise f, where x̂ is the group's x or RMSNorm(x). Two main loops
+// share the rest (parameters, epilogue, stores); docs/Design/GPU-Lowering.md
+// has the whole design.
+//
+// wgmma + TMA (sm_90a, emitWgmma): a producer warpgroup issues TMA copies
+// of 128-byte-swizzled x and W tiles into a ring of stages guarded by
+// full/empty mbarriers; one consumer warpgroup per 64 rows issues
+// wgmma.mma_async from shared-memory descriptors, f32 accumulators in
+// registers; descriptors are by-value kernel parameters. The RMSNorm
+// prologue rescales each x tile in place (x ⊙ g) and scales rows by rstd
+// in the epilogue; LoRA accumulates x · Aᵀ alongside and adds t · Bᵀ with
+// register-A wgmmas after the loop.
+//
+// mma.sync (sm_80 and later, emitMmaSync; the fallback):
 //
 //  - a CTA computes a tile_m x tile_n tile of y; its warps split it into
 //    64-row x (tile_n / warps_n)-column warp tiles of m16n8k16 MMAs whose f32
@@ -17,12 +29,14 @@
 //  - bf16 MMAs are emitted as nvvm.mma.sync on i32-packed pairs (upstream's
 //    nvgpu.mma.sync cannot lower bf16 in MLIR 22);
 //  - a gate/up pair keeps one accumulator set per projection, from the
-//    same x fragments;
-//  - the epilogue rounds the accumulators to the projections' dtype (as
-//    liger.linear does), applies the group's elementwise ops (residual add,
-//    mul, SiLU, GELU, SwiGLU/GeGLU of the pair: their reference lowering,
-//    on pairs of columns, reading [rows, N] and [N] inputs at the pair) and
-//    stores pairs of columns, masked at the row and column ends.
+//    same x fragments.
+//
+// Both epilogues add the bias in f32, round the accumulators to the
+// projections' dtype (as liger.linear does), apply the group's elementwise
+// ops (residual add, mul, SiLU, GELU, SwiGLU/GeGLU of the pair: their
+// reference lowering, on pairs of columns, reading [rows, N] and [N] inputs
+// at the pair) and store pairs of columns, masked at the row and column
+// ends.
 //
 // Grid: (ceil(N / tile_n), ceil(rows / tile_m)); the wgmma kernels remap
 // the CTA index so that groups of 8 row tiles run together (L2 reuse of the
