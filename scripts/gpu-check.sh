@@ -77,8 +77,14 @@ count() { grep -Eo "[0-9]+ $1" "${2:-$LOG/gpu.log}" | tail -1 | grep -Eo '[0-9]+
 experimental="$(count passed "$LOG/experimental.log") passed, $(count failed "$LOG/experimental.log") failed${exp_san:+, ${exp_san%, }}"
 # ctest's summary line ("100% tests passed, 0 tests failed out of 21"), or
 # its exit status when there is none.
-unit=$(grep -Eo '[0-9]+% tests passed, [0-9]+ tests failed out of [0-9]+' "$LOG/unit.log" | tail -1)
-[[ -n "$unit" ]] || unit="ctest exit status $unit_rc, no summary line"
+# (colour codes stripped first; without the line, the per-test results.)
+unit=$(sed 's/\x1b\[[0-9;]*m//g' "$LOG/unit.log" |
+       grep -Eo '[0-9]+% tests passed, [0-9]+ tests failed out of [0-9]+' | tail -1)
+if [[ -z "$unit" ]]; then
+  unit_passed=$(grep -Ec 'Test +#[0-9]+: .* Passed' "$LOG/unit.log")
+  unit_skipped=$(grep -Ec 'Test +#[0-9]+: .*Skipped' "$LOG/unit.log")
+  unit="ctest exit status $unit_rc, $unit_passed passed, $unit_skipped skipped (no summary line)"
+fi
 [[ -x "$BUILD/bin/liger-unit-tests" ]] || unit="not built (no GoogleTest on this machine; CI runs them)"
 torch_v=$("$PYTHON" -c 'import torch; print(torch.__version__, "CUDA", torch.version.cuda)' 2>/dev/null)
 echo "gpu-check: $(count passed) passed, $(count failed) failed, $(count skipped) skipped on $gpu (torch $torch_v); compute-sanitizer: $san; LibTorch example: $example; runtime unit tests: ${unit:-not run}; experimental (matmul template): $experimental"
