@@ -231,8 +231,6 @@ Status liger::runtime::parseManifest(const std::string &text,
           dim = {GridDim::Rows, 1};
         } else if (text == "ctas") {
           dim = {GridDim::Ctas, 1};
-        } else if (text == "sms") {
-          dim = {GridDim::Sms, 1};
         } else if (text.rfind("rows/", 0) == 0 && text.size() > 5 &&
                    text.size() < 12 &&
                    text.find_first_not_of("0123456789", 5) ==
@@ -241,8 +239,8 @@ Status liger::runtime::parseManifest(const std::string &text,
           dim = {GridDim::Rows, std::stoll(text.substr(5))};
         } else {
           return r.error(kpath, "unknown grid size '" + text +
-                                    "' (an integer, rows, tokens, ctas, sms "
-                                    "or rows/N)");
+                                    "' (an integer, rows, tokens, ctas or "
+                                    "rows/N)");
         }
       }
       const json::Value *block = nullptr;
@@ -706,19 +704,11 @@ Status Bundle::launch(const std::string &name,
     params.push_back(&maps[t]);
   }
   unsigned grid[3];
-  int sms = 0;
   for (int i = 0; i < 3; ++i) {
     const GridDim &dim = kernel->grid[i];
-    if (dim.kind == GridDim::Sms && !sms) {
-      CUdevice dev = 0;
-      LIGER_CUDA_RETURN_IF_ERROR(*driver, cuDeviceGet(&dev, device));
-      LIGER_CUDA_RETURN_IF_ERROR(
-          *driver, cuDeviceGetAttribute(&sms, kAttrMultiprocessorCount, dev));
-    }
     int64_t size = dim.kind == GridDim::Const ? dim.value
-                   : dim.kind == GridDim::Ctas ? ctas
-                   : dim.kind == GridDim::Sms
-                       ? sms
+                   : dim.kind == GridDim::Ctas
+                       ? ctas
                        : (rows + dim.value - 1) / dim.value;
     if (size < 1 || size > (i ? 65535 : 0x7fffffff))
       return LIGER_MAKE_STATUS(StatusCode::kInvalidArgument,

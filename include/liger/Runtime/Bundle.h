@@ -46,10 +46,9 @@ enum class ParamKind {
 
 /// One dimension of a kernel's grid: a constant, the row (or token) count
 /// divided by `value` and rounded up ("rows", "tokens", "rows/128"), or the
-/// workspaces' leading size ("ctas"), or the device's multiprocessor count
-/// ("sms": persistent kernels that loop over their tiles).
+/// workspaces' leading size ("ctas").
 struct GridDim {
-  enum Kind { Const, Rows, Ctas, Sms } kind = Const;
+  enum Kind { Const, Rows, Ctas } kind = Const;
   int64_t value = 1;
 };
 

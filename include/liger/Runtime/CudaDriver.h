@@ -31,7 +31,6 @@ using CUstream = CUstream_st *;
 constexpr CUresult kCudaSuccess = 0;
 constexpr int kAttrComputeCapabilityMajor = 75;
 constexpr int kAttrComputeCapabilityMinor = 76;
-constexpr int kAttrMultiprocessorCount = 16;
 constexpr int kFuncAttrMaxDynamicSharedMemory = 8;
 
 /// The loaded driver: one function pointer per entry of CudaSymbols.def.

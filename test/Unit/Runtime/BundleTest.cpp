@@ -91,8 +91,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadManifest{"[\"rows\", 1, 1]", "[\"rows/0\", 1, 1]",
                     "unknown grid size 'rows/0'"},
         BadManifest{"[\"rows\", 1, 1]", "[\"cols\", 1, 1]",
-                    "unknown grid size 'cols' (an integer, rows, tokens, ctas, "
-                    "sms or rows/N)"},
+                    "unknown grid size 'cols' (an integer, rows, tokens, ctas "
+                    "or rows/N)"},
         BadManifest{"[\"rows\", 1, 1]", "[\"rows\", 0, 1]",
                     "grid sizes must be integers in [1, 2^31)"},
         BadManifest{"[256, 1, 1]", "[2048, 1, 1]",
@@ -436,13 +436,6 @@ TEST(ManifestTest, ParsesTensorMapsAndRejectsBadOnes) {
   Manifest m;
   ASSERT_TRUE(parse(with(maps), &m).isOk());
   const KernelSpec &k = m.modules[0].kernels[0];
-  // A persistent kernel: one CTA per multiprocessor.
-  std::string persistent = with(maps);
-  const std::string tiled = "[8, \"rows/128\", 1]";
-  persistent.replace(persistent.find(tiled), tiled.size(), "[\"sms\", 1, 1]");
-  Manifest pm;
-  ASSERT_TRUE(parse(persistent, &pm).isOk());
-  EXPECT_EQ(pm.modules[0].kernels[0].grid[0].kind, GridDim::Sms);
   ASSERT_EQ(k.tensorMaps.size(), 2u);
   EXPECT_EQ(k.tensorMaps[0].param, 0u);
   EXPECT_EQ(k.tensorMaps[0].boxRows, 128);
