@@ -20,6 +20,18 @@ mlir::liger::lookupGpuTarget(llvm::StringRef chip) {
   return std::nullopt;
 }
 
+std::optional<unsigned> mlir::liger::parsePtxVersion(llvm::StringRef features) {
+  // "+ptxNN" with two or three digits.
+  llvm::StringRef version = features;
+  unsigned number = 0;
+  if (!version.consume_front("+ptx") || version.size() < 2 ||
+      version.size() > 3 ||
+      !llvm::all_of(version, [](char c) { return llvm::isDigit(c); }) ||
+      version.getAsInteger(10, number))
+    return std::nullopt;
+  return number;
+}
+
 bool mlir::liger::validateGpuTarget(llvm::StringRef chip,
                                     llvm::StringRef features,
                                     std::string &error) {
@@ -30,18 +42,14 @@ bool mlir::liger::validateGpuTarget(llvm::StringRef chip,
     error += ")";
     return false;
   }
-  // "+ptxNN" with two or three digits; ptxas 13 accepts PTX 8.0-8.8.
-  llvm::StringRef version = features;
-  if (!version.consume_front("+ptx") || version.size() < 2 ||
-      version.size() > 3 ||
-      !llvm::all_of(version, [](char c) { return llvm::isDigit(c); })) {
+  // ptxas 13 accepts PTX 8.0-8.8.
+  std::optional<unsigned> number = parsePtxVersion(features);
+  if (!number) {
     error = "malformed PTX feature string '" + features.str() +
             "' (expected +ptxNN, e.g. +ptx86)";
     return false;
   }
-  unsigned number = 0;
-  version.getAsInteger(10, number);
-  if (number < 70 || number > 88) {
+  if (*number < 70 || *number > 88) {
     error = "PTX ISA version in '" + features.str() +
             "' is outside what liger uses (+ptx70 to +ptx88)";
     return false;

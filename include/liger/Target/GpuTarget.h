@@ -29,6 +29,10 @@ struct GpuTargetInfo {
 /// The target named `chip`, or nullopt when liger does not support it.
 std::optional<GpuTargetInfo> lookupGpuTarget(llvm::StringRef chip);
 
+/// The NN of a "+ptxNN" feature string (86 for PTX ISA 8.6), or nullopt when
+/// it is malformed.
+std::optional<unsigned> parsePtxVersion(llvm::StringRef features);
+
 /// Checks `chip` and `features` ("+ptxNN") before LLVM sees them; on
 /// failure returns false with a message that lists what is accepted.
 bool validateGpuTarget(llvm::StringRef chip, llvm::StringRef features,

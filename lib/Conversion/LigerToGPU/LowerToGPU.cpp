@@ -190,6 +190,17 @@ struct LowerToGPUPass : liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
     }
     llvm::StringMap<int> perFunction;
     std::optional<GpuTargetInfo> target = lookupGpuTarget(chip);
+    // The kernel `name` built for `group`: its launch information, and the
+    // group's reference to it.
+    auto record = [&](FusionOp group, StringRef name,
+                      const RowKernelInfo &info) {
+      auto kernel = kernels.lookupSymbol<gpu::GPUFuncOp>(name);
+      kernel->setAttr("liger.kernel_info", getKernelInfoAttr(b, info));
+      group->setAttr("liger.kernel",
+                     SymbolRefAttr::get(kernels.getNameAttr(),
+                                        {FlatSymbolRefAttr::get(ctx, name)}));
+      ++numKernels;
+    };
     for (auto [fn, group] : groups) {
       if (group.getKind() == FusionKind::matmul) {
         // The experimental matmul template (MatmulKernel.cpp).
@@ -207,11 +218,7 @@ struct LowerToGPUPass : liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
         std::string name =
             (fn.getName() + "_matmul_" + Twine(perFunction[fn.getName()]++))
                 .str();
-        // `features` is "+ptxNN", checked above.
-        unsigned ptx = 0;
-        if (config->wgmma &&
-            (StringRef(features).drop_front(4).getAsInteger(10, ptx) ||
-             ptx < 86)) {
+        if (config->wgmma && parsePtxVersion(features).value_or(0) < 86) {
           group.emitWarning("left for a later matmul template: the wgmma "
                             "template's TMA copies to shared::cta need PTX "
                             "ISA 8.6 or later (features +ptx86), the target "
@@ -221,14 +228,8 @@ struct LowerToGPUPass : liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
         }
         FailureOr<RowKernelInfo> info =
             buildMatmulKernel(group, kernels, name, *config);
-        if (failed(info))
-          continue; // warned: left for a later template
-        auto kernel = kernels.lookupSymbol<gpu::GPUFuncOp>(name);
-        kernel->setAttr("liger.kernel_info", getKernelInfoAttr(b, *info));
-        group->setAttr("liger.kernel",
-                       SymbolRefAttr::get(kernels.getNameAttr(),
-                                          {FlatSymbolRefAttr::get(ctx, name)}));
-        ++numKernels;
+        if (succeeded(info)) // else warned: left for a later template
+          record(group, name, *info);
         continue;
       }
       FailureOr<RowKernelConfig> config = getRowKernelConfig(group);
@@ -244,12 +245,7 @@ struct LowerToGPUPass : liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
               : buildRowKernel(group, kernels, name, *config);
       if (failed(info))
         return signalPassFailure();
-      auto kernel = kernels.lookupSymbol<gpu::GPUFuncOp>(name);
-      kernel->setAttr("liger.kernel_info", getKernelInfoAttr(b, *info));
-      group->setAttr("liger.kernel",
-                     SymbolRefAttr::get(kernels.getNameAttr(),
-                                        {FlatSymbolRefAttr::get(ctx, name)}));
-      ++numKernels;
+      record(group, name, *info);
     }
   }
 };

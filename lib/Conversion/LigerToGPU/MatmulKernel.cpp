@@ -125,6 +125,31 @@ private:
   /// (groupM = 1): the remapping's registers tip the gate/up kernel into
   /// spills there.
   void setTileOrigin(OpBuilder &b, Value pid, Value numM, int64_t groupM);
+  /// The RMSNorm prologue on a chunk of x, 8 f32 values at K index `gk`:
+  /// x ⊙ (g + offset) rounded to the operand dtype.
+  Value normScaled(OpBuilder &b, Value xv, Value gk) {
+    auto v8 = [](Type t) { return VectorType::get({8}, t); };
+    Type f32 = b.getF32Type();
+    Type gElem = cast<MemRefType>(g.getType()).getElementType();
+    Value gf = vector::LoadOp::create(b, loc, v8(gElem), g, ValueRange{gk},
+                                      false, llvm::MaybeAlign(16));
+    if (!gElem.isF32())
+      gf = arith::ExtFOp::create(b, loc, v8(f32), gf);
+    double offset = norm.getOffset().convertToDouble();
+    if (offset != 0.0)
+      gf = arith::AddFOp::create(
+          b, loc, gf,
+          arith::ConstantOp::create(
+              b, loc, DenseElementsAttr::get(v8(f32), b.getF32FloatAttr(offset))));
+    return arith::TruncFOp::create(b, loc, v8(elem),
+                                   arith::MulFOp::create(b, loc, xv, gf));
+  }
+  /// Σ x² of a chunk of x (f32), added to `acc` when given.
+  Value sumOfSquares(OpBuilder &b, Value xv, Value acc = Value()) {
+    return vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD,
+                                       arith::MulFOp::create(b, loc, xv, xv),
+                                       acc);
+  }
   /// rsqrt(sum / K + eps) of a row's sum of squares (the RMSNorm prologue).
   Value rowRstd(OpBuilder &b, Value sumOfSquares) {
     Value mean = arith::MulFOp::create(
@@ -701,8 +726,6 @@ LogicalResult MatmulKernelBuilder::emitMmaSync(OpBuilder &b) {
       auto v8 = [&](Type t) { return VectorType::get({8}, t); };
       int64_t chunksPerRow = config.tileK / 8;
       Value k0 = mul(lb, kt, config.tileK);
-      Type gElem = cast<MemRefType>(g.getType()).getElementType();
-      double offset = norm.getOffset().convertToDouble();
       for (int64_t i = 0; i < config.tileM * chunksPerRow / threads; ++i) {
         Value c = add(lb, tid, idx(lb, i * threads));
         Value r = div(lb, c, chunksPerRow);
@@ -713,27 +736,11 @@ LogicalResult MatmulKernelBuilder::emitMmaSync(OpBuilder &b) {
                                    ValueRange{stage, r, col}, false,
                                    llvm::MaybeAlign(16))
                 .getResult());
-        Value part = vector::ReductionOp::create(
-            lb, loc, vector::CombiningKind::ADD,
-            arith::MulFOp::create(lb, loc, xv, xv));
-        memref::AtomicRMWOp::create(lb, loc, arith::AtomicRMWKind::addf, part,
-                                    sumsq, ValueRange{r});
-        Value gv = vector::LoadOp::create(lb, loc, v8(gElem), g,
-                                          ValueRange{add(lb, k0, col)}, false,
-                                          llvm::MaybeAlign(16));
-        Value gf =
-            gElem.isF32() ? gv : arith::ExtFOp::create(lb, loc, v8(f32), gv);
-        if (offset != 0.0)
-          gf = arith::AddFOp::create(
-              lb, loc, gf,
-              arith::ConstantOp::create(
-                  lb, loc,
-                  DenseElementsAttr::get(v8(f32), lb.getF32FloatAttr(offset))));
-        vector::StoreOp::create(
-            lb, loc,
-            arith::TruncFOp::create(lb, loc, v8(elem),
-                                    arith::MulFOp::create(lb, loc, xv, gf)),
-            smemA, ValueRange{stage, r, col}, false, llvm::MaybeAlign(16));
+        memref::AtomicRMWOp::create(lb, loc, arith::AtomicRMWKind::addf,
+                                    sumOfSquares(lb, xv), sumsq, ValueRange{r});
+        vector::StoreOp::create(lb, loc, normScaled(lb, xv, add(lb, k0, col)),
+                                smemA, ValueRange{stage, r, col}, false,
+                                llvm::MaybeAlign(16));
       }
       gpu::BarrierOp::create(lb, loc);
     }
@@ -973,8 +980,9 @@ LogicalResult MatmulKernelBuilder::emitWgmma(OpBuilder &b,
       ctx, SmallVector<Type>(regs, f32));
   SmallVector<Value> init(numB, LLVM::ZeroOp::create(cb, loc, accType));
   // LoRA: x · Aᵀ accumulates alongside, r / 2 f32 per thread.
-  auto loraType = LLVM::LLVMStructType::getLiteral(
-      ctx, SmallVector<Type>(std::max<int64_t>(loraRank / 2, 1), f32));
+  Type loraType = lora ? LLVM::LLVMStructType::getLiteral(
+                             ctx, SmallVector<Type>(loraRank / 2, f32))
+                       : Type();
   int64_t loraIdx = numB, sumIdx = numB + (lora ? 1 : 0);
   if (lora)
     init.push_back(LLVM::ZeroOp::create(cb, loc, loraType));
@@ -1025,8 +1033,6 @@ LogicalResult MatmulKernelBuilder::emitWgmma(OpBuilder &b,
       auto v8 = [&](Type t) { return VectorType::get({8}, t); };
       Value quad = toI32v(lb, div(lb, lane, 4));
       Value k0 = mul(lb, kt, config.tileK);
-      Type gElem = cast<MemRefType>(g.getType()).getElementType();
-      double offset = norm.getOffset().convertToDouble();
       for (int64_t h = 0; h < 2; ++h) {
         Value row = add(lb, add(lb, mul(lb, warp, 16), div(lb, lane, 4)),
                         idx(lb, 8 * h));
@@ -1044,26 +1050,11 @@ LogicalResult MatmulKernelBuilder::emitWgmma(OpBuilder &b,
           Value xv = arith::ExtFOp::create(
               lb, loc, v8(f32),
               LLVM::LoadOp::create(lb, loc, v8(elem), ptr, 16).getResult());
-          sum = vector::ReductionOp::create(
-              lb, loc, vector::CombiningKind::ADD,
-              arith::MulFOp::create(lb, loc, xv, xv), sum);
+          sum = sumOfSquares(lb, xv, sum);
           // Past K the tile holds TMA's zeros: any in-range g will do.
           Value gk = arith::MinUIOp::create(
               lb, loc, add(lb, k0, mul(lb, c, 8)), idx(lb, k - 8));
-          Value gv = vector::LoadOp::create(lb, loc, v8(gElem), g,
-                                            ValueRange{gk}, false,
-                                            llvm::MaybeAlign(16));
-          Value gf = gElem.isF32() ? gv : arith::ExtFOp::create(lb, loc, v8(f32), gv);
-          if (offset != 0.0)
-            gf = arith::AddFOp::create(
-                lb, loc, gf,
-                arith::ConstantOp::create(
-                    lb, loc,
-                    DenseElementsAttr::get(v8(f32),
-                                           lb.getF32FloatAttr(offset))));
-          Value scaled = arith::TruncFOp::create(
-              lb, loc, v8(elem), arith::MulFOp::create(lb, loc, xv, gf));
-          LLVM::StoreOp::create(lb, loc, scaled, ptr, 16);
+          LLVM::StoreOp::create(lb, loc, normScaled(lb, xv, gk), ptr, 16);
         }
         acc[sumIdx + h] = sum;
       }
