@@ -75,6 +75,19 @@ def geglu_ref(g, u):
     return F.gelu(g, approximate="tanh") * u
 
 
+def autograd_step(f, inputs, dy):
+    """A forward + backward step of `f` through autograd, on copies of
+    `inputs` that require gradients, as a function of (ignored) arguments
+    so that run() can time it beside our kernels."""
+    leaves = [t.clone().requires_grad_(True) for t in inputs]
+
+    def step(*_):
+        y = f(*leaves)
+        y.backward(dy)
+        return y.detach()
+    return step
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bundle", default="bench-bundles/rowwise")
@@ -149,14 +162,7 @@ def main():
         return y_r
 
     def rms_autograd(f):
-        xr = x.clone().requires_grad_(True)
-        wr = w.clone().requires_grad_(True)
-
-        def full(x_, w_):
-            y = f(xr, wr)
-            y.backward(dy)
-            return y.detach()
-        return full
+        return autograd_step(f, (x, w), dy)
     impls = {"eager": rms_autograd(rms_ref), "compile": rms_autograd(torch.compile(rms_ref))}
     if HAVE_LK:
         impls["liger-kernel"] = rms_autograd(lambda x, w: LigerRMSNormFunction.apply(x, w, 1e-6))
@@ -213,14 +219,7 @@ def main():
             return y
 
         def autograd_full(f):
-            gr = g.clone().requires_grad_(True)
-            ur = u.clone().requires_grad_(True)
-
-            def full(g_, u_):
-                y = f(gr, ur)
-                y.backward(dy)
-                return y.detach()
-            return full
+            return autograd_step(f, (g, u), dy)
         impls = {"eager": autograd_full(ref), "compile": autograd_full(torch.compile(ref))}
         if HAVE_LK:
             impls["liger-kernel"] = autograd_full(lk)

@@ -9,6 +9,21 @@ flags needed: a chain such as silu -> mul fuses into one kernel) for every
 """
 
 import math
+import os
+
+
+def load_bundle(bundles_dir, name):
+    """The compiled bundle `name` under `bundles_dir`; skips the calling
+    test, saying why, when it was not built or the runtime cannot load."""
+    import pytest
+    from liger import runtime
+    path = os.path.join(bundles_dir, name)
+    if not os.path.isdir(path):
+        pytest.skip("bundle %s not built (run scripts/build-gpu-bundles.sh)" % path)
+    try:
+        return runtime.load(path)
+    except ImportError as e:
+        pytest.skip(str(e))
 
 HIDDENS = [1000, 4096, 5120, 8192]
 DTYPES = ["bf16", "f32"]

@@ -8,8 +8,6 @@ poisoned with NaN. Skips cleanly without torch, a GPU, the
 runtime or the bundle (scripts/build-gpu-bundles.sh compiles it with
 liger-compile --matmul-kernels)."""
 
-import os
-
 import pytest
 
 import kernels
@@ -17,7 +15,6 @@ import kernels
 torch = pytest.importorskip("torch", reason="the GPU suite needs PyTorch")
 if not torch.cuda.is_available():
     pytest.skip("no CUDA GPU on this machine", allow_module_level=True)
-from liger import runtime  # noqa: E402
 
 pytestmark = pytest.mark.experimental
 DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
@@ -26,13 +23,7 @@ CASES = [(name, rows) for name in kernels.MATMULS for rows in kernels.MATMUL_ROW
 
 @pytest.fixture(scope="module")
 def bundle(bundles_dir):
-    path = os.path.join(bundles_dir, "matmul")
-    if not os.path.isdir(path):
-        pytest.skip("bundle %s not built (run scripts/build-gpu-bundles.sh)" % path)
-    try:
-        return runtime.load(path)
-    except ImportError as e:
-        pytest.skip(str(e))
+    return kernels.load_bundle(bundles_dir, "matmul")
 
 
 @pytest.mark.parametrize("name,rows", CASES, ids=["%s-m%d" % c for c in CASES])

@@ -24,13 +24,7 @@ TOL = {"bf16": 1e-2, "f32": 2e-5}
 
 
 def load(bundles_dir, hidden, dt):
-    path = os.path.join(bundles_dir, "h%d_%s" % (hidden, dt))
-    if not os.path.isdir(path):
-        pytest.skip("bundle %s not built (run scripts/build-gpu-bundles.sh)" % path)
-    try:
-        return runtime.load(path)
-    except ImportError as e:
-        pytest.skip(str(e))
+    return kernels.load_bundle(bundles_dir, "h%d_%s" % (hidden, dt))
 
 
 def check(actual, expected, dt, what):
