@@ -268,6 +268,50 @@ def test_lora_linear(rng, tokens, k, n, rank, scale, bias, dt):
     assert_close(y, refs.lora_linear(x64, w64, a64, bm64, scale, b64, dt), dt, "y")
 
 
+@pytest.mark.parametrize("yshape,k", [((1, 24), 1000), ((3, 17), 64), ((2, 3, 8), 40)], ids=str)
+@pytest.mark.parametrize("dt", DTYPES)
+def test_linear_grad_input(rng, yshape, k, dt):
+    """dx = dy · W against float64, any leading dims."""
+    n = yshape[-1]
+    DY, W = ttype(yshape, dt, dynamic=(0,)), ttype((n, k), dt)
+    DX = ttype(yshape[:-1] + (k,), dt, dynamic=(0,))
+    mlir = f"""func.func @f(%dy: {DY}, %w: {W}) -> {DX} {{
+  %dx = liger.linear_grad_input %dy, %w : {DY}, {W}
+  return %dx : {DX}
+}}"""
+    dy, dy64 = make(rng, yshape, dt)
+    w, w64 = make(rng, (n, k), dt, scale=n ** -0.5)
+    (dx,) = run(mlir, [dy, w])
+    assert_close(dx, dy64 @ w64, dt, "dx")
+
+
+@pytest.mark.parametrize("tokens,n,k", [(1, 24, 1000), (37, 17, 64), (5, 8, 40)], ids=str)
+@pytest.mark.parametrize("accumulate", [False, True], ids=["fresh", "accumulate"])
+@pytest.mark.parametrize("dt", DTYPES)
+def test_linear_grad_weight(rng, tokens, n, k, accumulate, dt):
+    """dW = dyᵀ · x against float64; with an f32 buffer, buffer + dyᵀ · x."""
+    DY, X = ttype((tokens, n), dt, dynamic=(0,)), ttype((tokens, k), dt, dynamic=(0,))
+    ACC = ttype((n, k), "f32")
+    DW = ACC if accumulate else ttype((n, k), dt)
+    args = f"%dy: {DY}, %x: {X}" + (f", %acc: {ACC}" if accumulate else "")
+    tail = (" accumulate %acc", f", {ACC}") if accumulate else ("", "")
+    mlir = f"""func.func @f({args}) -> {DW} {{
+  %dw = liger.linear_grad_weight %dy, %x{tail[0]} : {DY}, {X}{tail[1]}
+  return %dw : {DW}
+}}"""
+    dy, dy64 = make(rng, (tokens, n), dt)
+    x, x64 = make(rng, (tokens, k), dt, scale=tokens ** -0.5)
+    inputs, ref = [dy, x], dy64.T @ x64
+    if accumulate:
+        acc, acc64 = make(rng, (n, k), "f32")
+        inputs.append(acc)
+        ref = ref + acc64
+    (dw,) = run(mlir, inputs)
+    if accumulate:
+        assert dw.dtype == np.float32, "an accumulated dW stays f32"
+    assert_close(dw, ref, "f32" if accumulate else dt, "dw")
+
+
 ATTENTION_SHAPES = [  # batch, q heads, kv heads, q len, kv len, head dim, v head dim, causal
     (1, 4, 2, 5, 5, 8, 8, True), (2, 2, 2, 3, 7, 16, 8, True), (1, 2, 1, 1, 6, 8, 8, False),
     (1, 6, 3, 4, 4, 32, 32, False)]

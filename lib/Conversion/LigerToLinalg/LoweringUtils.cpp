@@ -133,6 +133,24 @@ Value lowering::reduceRows(OpBuilder &b, Location loc,
   return generic.getResult(0);
 }
 
+Value lowering::contractF32(OpBuilder &b, Location loc, Value lhs, Value rhs,
+                           ArrayRef<AffineMap> maps,
+                           ArrayRef<OpFoldResult> sizes) {
+  Value acc = filledTensor(b, loc, sizes, b.getF32Type(), 0.0);
+  SmallVector<utils::IteratorType> iterators(maps.front().getNumDims(),
+                                             utils::IteratorType::parallel);
+  iterators.back() = utils::IteratorType::reduction;
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{acc.getType()}, ValueRange{lhs, rhs}, ValueRange{acc},
+      maps, iterators, [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        Value product = arith::MulFOp::create(
+            nb, nloc, toF32(nb, nloc, args[0]), toF32(nb, nloc, args[1]));
+        Value sum = arith::AddFOp::create(nb, nloc, args[2], product);
+        linalg::YieldOp::create(nb, nloc, sum);
+      });
+  return generic.getResult(0);
+}
+
 Value lowering::matmulTransposedB(OpBuilder &b, Location loc, Value x,
                                   Value w) {
   MLIRContext *ctx = b.getContext();
@@ -155,19 +173,7 @@ Value lowering::matmulTransposedB(OpBuilder &b, Location loc, Value x,
                                  AffineMap::get(numLoops, 0, outExprs, ctx)};
   SmallVector<OpFoldResult> sizes = sizesOf(b, loc, x);
   sizes.back() = b.getIndexAttr(wType.getDimSize(0));
-  Value acc = filledTensor(b, loc, sizes, b.getF32Type(), 0.0);
-  SmallVector<utils::IteratorType> iterators(numLoops,
-                                             utils::IteratorType::parallel);
-  iterators.back() = utils::IteratorType::reduction;
-  auto generic = linalg::GenericOp::create(
-      b, loc, TypeRange{acc.getType()}, ValueRange{x, w}, ValueRange{acc}, maps,
-      iterators, [&](OpBuilder &nb, Location nloc, ValueRange args) {
-        Value product = arith::MulFOp::create(
-            nb, nloc, toF32(nb, nloc, args[0]), toF32(nb, nloc, args[1]));
-        Value sum = arith::AddFOp::create(nb, nloc, args[2], product);
-        linalg::YieldOp::create(nb, nloc, sum);
-      });
-  return generic.getResult(0);
+  return contractF32(b, loc, x, w, maps, sizes);
 }
 
 Value lowering::loopIndex(OpBuilder &b, Location loc, int64_t dim) {

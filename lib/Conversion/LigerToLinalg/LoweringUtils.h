@@ -77,6 +77,12 @@ SmallVector<Value> mapRows(OpBuilder &b, Location loc,
 Value reduceRows(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
                  ArrayRef<RowOperand> inputs, double init, ScalarFn combine);
 
+/// An f32 contraction of `lhs` and `rhs` (any float types) into a zero
+/// f32 tensor of `sizes`: one linalg.generic with the indexing `maps` (lhs,
+/// rhs, result), whose last loop is the reduction.
+Value contractF32(OpBuilder &b, Location loc, Value lhs, Value rhs,
+                  ArrayRef<AffineMap> maps, ArrayRef<OpFoldResult> sizes);
+
 /// f32 `x · wᵀ` for `x` [..., K] and `w` [N, K] (any float types), as an
 /// f32 [..., N] tensor: one linalg.generic with the K loop innermost.
 Value matmulTransposedB(OpBuilder &b, Location loc, Value x, Value w);

@@ -97,6 +97,74 @@ struct LowerLoRALinear : OpConversionPattern<LoRALinearOp> {
   }
 };
 
+struct LowerLinearGradInput : OpConversionPattern<LinearGradInputOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(LinearGradInputOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    Value dy = adaptor.getGrad();
+    unsigned rank = cast<RankedTensorType>(dy.getType()).getRank();
+    // Loops: the leading dims, then k, then n (reduction).
+    AffineExpr k = getAffineDimExpr(rank - 1, ctx);
+    AffineExpr n = getAffineDimExpr(rank, ctx);
+    SmallVector<AffineExpr> dyExprs, outExprs;
+    for (unsigned d = 0; d + 1 < rank; ++d) {
+      dyExprs.push_back(getAffineDimExpr(d, ctx));
+      outExprs.push_back(getAffineDimExpr(d, ctx));
+    }
+    dyExprs.push_back(n);
+    outExprs.push_back(k);
+    SmallVector<AffineMap> maps = {AffineMap::get(rank + 1, 0, dyExprs, ctx),
+                                   AffineMap::get(rank + 1, 0, {n, k}, ctx),
+                                   AffineMap::get(rank + 1, 0, outExprs, ctx)};
+    SmallVector<OpFoldResult> sizes = sizesOf(rewriter, loc, dy);
+    sizes.back() = rewriter.getIndexAttr(
+        cast<RankedTensorType>(op.getWeight().getType()).getDimSize(1));
+    Value acc =
+        contractF32(rewriter, loc, dy, adaptor.getWeight(), maps, sizes);
+    rewriter.replaceOp(op, roundAccumulator(rewriter, loc, acc, {},
+                                            elementTypeOf(dy)));
+    return success();
+  }
+};
+
+struct LowerLinearGradWeight : OpConversionPattern<LinearGradWeightOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(LinearGradWeightOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    auto dwType = cast<RankedTensorType>(op.getGradWeight().getType());
+    // Loops: n, k, then the tokens t (reduction).
+    AffineExpr n = getAffineDimExpr(0, ctx), k = getAffineDimExpr(1, ctx),
+               t = getAffineDimExpr(2, ctx);
+    SmallVector<AffineMap> maps = {AffineMap::get(3, 0, {t, n}, ctx),
+                                   AffineMap::get(3, 0, {t, k}, ctx),
+                                   AffineMap::get(3, 0, {n, k}, ctx)};
+    SmallVector<OpFoldResult> sizes = {
+        rewriter.getIndexAttr(dwType.getDimSize(0)),
+        rewriter.getIndexAttr(dwType.getDimSize(1))};
+    Value acc = contractF32(rewriter, loc, adaptor.getGrad(),
+                            adaptor.getInput(), maps, sizes);
+    Value dw;
+    if (Value into = adaptor.getAccumulate())
+      dw = mapRows(rewriter, loc, sizes,
+                   {{into, Access::Full}, {acc, Access::Full}},
+                   {rewriter.getF32Type()},
+                   [](OpBuilder &nb, Location nloc,
+                      ValueRange args) -> SmallVector<Value> {
+                     return {arith::AddFOp::create(nb, nloc, args[0], args[1])};
+                   })[0];
+    else
+      dw = roundAccumulator(rewriter, loc, acc, {}, dwType.getElementType());
+    rewriter.replaceOp(op, dw);
+    return success();
+  }
+};
+
 /// RoPE of one [B, H, T, D] tensor with cos/sin [B or 1, T, D], in the
 /// rotate-half convention. With `inverse` (the gradient), applies the
 /// transposed rotation: out[d] = x[d] cos[d] - sign(d) x[p] sin[p], where p is
@@ -297,7 +365,8 @@ struct LowerAttention : OpConversionPattern<AttentionOp> {
 
 void mlir::liger::populateLowerProjectionsToLinalgPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<LowerLinear, LowerLoRALinear, LowerRoPEFamily<RoPEOp, false>,
+  patterns.add<LowerLinear, LowerLoRALinear, LowerLinearGradInput,
+               LowerLinearGradWeight, LowerRoPEFamily<RoPEOp, false>,
                LowerRoPEFamily<RoPEGradOp, true>, LowerAttention>(
       patterns.getContext());
 }

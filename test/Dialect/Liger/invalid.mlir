@@ -487,3 +487,63 @@ func.func @softmax_grad_dynamic_row(%d: tensor<4x?xf32>) {
   %x = liger.softmax_grad %d, %d : tensor<4x?xf32>
   return
 }
+// -----
+func.func @linear_grad_input_element_types(%dy: tensor<4x32xf32>, %w: tensor<32x64xbf16>) {
+  // expected-error @+1 {{'liger.linear_grad_input' op failed to verify that all of {grad, weight} have same element type}}
+  %dx = liger.linear_grad_input %dy, %w : tensor<4x32xf32>, tensor<32x64xbf16>
+  return
+}
+// -----
+func.func @linear_grad_input_dynamic_hidden(%dy: tensor<4x?xf32>, %w: tensor<32x64xf32>) {
+  // expected-error @+1 {{'liger.linear_grad_input' op expects the last (hidden) dimension of 'grad' to be static, got 'tensor<4x?xf32>'}}
+  %dx = liger.linear_grad_input %dy, %w : tensor<4x?xf32>, tensor<32x64xf32>
+  return
+}
+// -----
+func.func @linear_grad_input_weight_dynamic(%dy: tensor<4x32xf32>, %w: tensor<32x?xf32>) {
+  // expected-error @+1 {{'liger.linear_grad_input' op expects 'weight' to have a static shape, got 'tensor<32x?xf32>'}}
+  %dx = liger.linear_grad_input %dy, %w : tensor<4x32xf32>, tensor<32x?xf32>
+  return
+}
+// -----
+func.func @linear_grad_input_out_features(%dy: tensor<4x32xf32>, %w: tensor<64x32xf32>) {
+  // expected-error @+1 {{'liger.linear_grad_input' op expects dimension 0 (out_features) of 'weight' to be 32 (the last dimension of 'grad'), got 64}}
+  %dx = liger.linear_grad_input %dy, %w : tensor<4x32xf32>, tensor<64x32xf32>
+  return
+}
+// -----
+func.func @linear_grad_weight_element_types(%dy: tensor<4x32xf32>, %x: tensor<4x64xbf16>) {
+  // expected-error @+1 {{'liger.linear_grad_weight' op failed to verify that all of {grad, input} have same element type}}
+  %dw = liger.linear_grad_weight %dy, %x : tensor<4x32xf32>, tensor<4x64xbf16>
+  return
+}
+// -----
+func.func @linear_grad_weight_grad_rank(%dy: tensor<2x4x32xf32>, %x: tensor<8x64xf32>) {
+  // expected-error @+1 {{'liger.linear_grad_weight' op expects 'grad' to have rank 2 ([tokens, out_features]), got 'tensor<2x4x32xf32>'}}
+  %dw = liger.linear_grad_weight %dy, %x : tensor<2x4x32xf32>, tensor<8x64xf32>
+  return
+}
+// -----
+func.func @linear_grad_weight_input_features(%dy: tensor<4x32xf32>, %x: tensor<4x?xf32>) {
+  // expected-error @+1 {{'liger.linear_grad_weight' op expects dimension 1 of 'input' to be static, got 'tensor<4x?xf32>'}}
+  %dw = liger.linear_grad_weight %dy, %x : tensor<4x32xf32>, tensor<4x?xf32>
+  return
+}
+// -----
+func.func @linear_grad_weight_tokens(%dy: tensor<4x32xf32>, %x: tensor<5x64xf32>) {
+  // expected-error @+1 {{'liger.linear_grad_weight' op expects 'grad' and 'input' to have the same tokens, got 4 and 5}}
+  %dw = liger.linear_grad_weight %dy, %x : tensor<4x32xf32>, tensor<5x64xf32>
+  return
+}
+// -----
+func.func @linear_grad_weight_accumulate_type(%dy: tensor<4x32xbf16>, %x: tensor<4x64xbf16>, %acc: tensor<32x64xbf16>) {
+  // expected-error @+1 {{'liger.linear_grad_weight' op expects 'accumulate' to be 'tensor<32x64xf32>' (an f32 [out_features, in_features] buffer), got 'tensor<32x64xbf16>'}}
+  %dw = liger.linear_grad_weight %dy, %x accumulate %acc : tensor<4x32xbf16>, tensor<4x64xbf16>, tensor<32x64xbf16>
+  return
+}
+// -----
+func.func @linear_grad_weight_accumulate_shape(%dy: tensor<4x32xf32>, %x: tensor<4x64xf32>, %acc: tensor<64x32xf32>) {
+  // expected-error @+1 {{'liger.linear_grad_weight' op expects 'accumulate' to be 'tensor<32x64xf32>' (an f32 [out_features, in_features] buffer), got 'tensor<64x32xf32>'}}
+  %dw = liger.linear_grad_weight %dy, %x accumulate %acc : tensor<4x32xf32>, tensor<4x64xf32>, tensor<64x32xf32>
+  return
+}

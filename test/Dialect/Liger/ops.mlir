@@ -65,6 +65,17 @@ func.func @linear(%x: tensor<?x4096xbf16>, %w: tensor<1024x4096xbf16>, %x2: tens
   return %y, %z : tensor<?x1024xbf16>, tensor<3x32xf32>
 }
 
+// CHECK-LABEL: func.func @linear_grads
+// CHECK: liger.linear_grad_input %{{.*}}, %{{.*}} : tensor<?x?x4096xbf16>, tensor<4096x1024xbf16>
+// CHECK: liger.linear_grad_weight %{{.*}}, %{{.*}} : tensor<?x4096xbf16>, tensor<?x1024xbf16>
+// CHECK: liger.linear_grad_weight %{{.*}}, %{{.*}} accumulate %{{.*}} : tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<4096x1024xf32>
+func.func @linear_grads(%dy3: tensor<?x?x4096xbf16>, %dy: tensor<?x4096xbf16>, %x: tensor<?x1024xbf16>, %w: tensor<4096x1024xbf16>, %acc: tensor<4096x1024xf32>) -> (tensor<?x?x1024xbf16>, tensor<4096x1024xbf16>, tensor<4096x1024xf32>) {
+  %dx = liger.linear_grad_input %dy3, %w : tensor<?x?x4096xbf16>, tensor<4096x1024xbf16>
+  %dw = liger.linear_grad_weight %dy, %x : tensor<?x4096xbf16>, tensor<?x1024xbf16>
+  %dw32 = liger.linear_grad_weight %dy, %x accumulate %acc : tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<4096x1024xf32>
+  return %dx, %dw, %dw32 : tensor<?x?x1024xbf16>, tensor<4096x1024xbf16>, tensor<4096x1024xf32>
+}
+
 // CHECK-LABEL: func.func @lora_linear
 // CHECK: liger.lora_linear %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} scale = 2.000000e+00 : tensor<?x?x4096xbf16>, tensor<4096x4096xbf16>, tensor<16x4096xbf16>, tensor<4096x16xbf16>
 // CHECK: liger.lora_linear %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<?x?x4096xbf16>, tensor<4096x4096xbf16>, tensor<16x4096xbf16>, tensor<4096x16xbf16>, tensor<4096xbf16>

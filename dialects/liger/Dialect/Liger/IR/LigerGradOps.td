@@ -218,4 +218,51 @@ def Liger_CrossEntropyGradOp : Liger_InferOp<"cross_entropy_grad"> {
   }];
 }
 
+def Liger_LinearGradInputOp : Liger_InferOp<"linear_grad_input",
+    [AllElementTypesMatch<["grad", "weight"]>]> {
+  let summary = "gradient of liger.linear with respect to its input: dx = dy · W";
+  let description = [{
+    From the gradient `grad` `[..., N]` of `y = x · Wᵀ` and the weight `[N, K]`
+    (the PyTorch layout), computes `dx = grad · W` `[..., K]`, accumulated in
+    f32 and rounded once to the input dtype. The GPU template reads W
+    N-major (the transposed operand of the forward product); no copy of W is
+    made.
+
+    ```mlir
+    %dx = liger.linear_grad_input %dy, %w : tensor<?x4096xbf16>, tensor<4096x14336xbf16>
+    ```
+  }];
+  let arguments = (ins Liger_FloatTensor:$grad, Liger_FloatTensor:$weight);
+  let results = (outs Liger_FloatTensor:$grad_input);
+  let assemblyFormat = "$grad `,` $weight attr-dict `:` type($grad) `,` type($weight)";
+}
+
+def Liger_LinearGradWeightOp : Liger_InferOp<"linear_grad_weight",
+    [AllElementTypesMatch<["grad", "input"]>]> {
+  let summary = "gradient of liger.linear with respect to its weight: dW = dyᵀ · x";
+  let description = [{
+    From the gradient `grad` `[T, N]` of `y = x · Wᵀ` and the input `x`
+    `[T, K]` (the same tokens `T`, which may be dynamic), computes
+    `dW = gradᵀ · x` `[N, K]`, accumulated in f32 over the tokens. Without
+    `accumulate` the result is rounded to the input dtype; with an f32
+    `[N, K]` buffer the result is that buffer plus the product, in f32
+    (gradient accumulation across micro-batches: pass the buffer as the
+    output too, and the update happens in place — each element is read and
+    written by the same thread).
+
+    ```mlir
+    %dw = liger.linear_grad_weight %dy, %x : tensor<?x4096xbf16>, tensor<?x14336xbf16>
+    %acc1 = liger.linear_grad_weight %dy, %x accumulate %acc0
+        : tensor<?x4096xbf16>, tensor<?x14336xbf16>, tensor<4096x14336xf32>
+    ```
+  }];
+  let arguments = (ins Liger_FloatTensor:$grad, Liger_FloatTensor:$input,
+      Optional<Liger_FloatTensor>:$accumulate);
+  let results = (outs Liger_FloatTensor:$grad_weight);
+  let assemblyFormat = [{
+    $grad `,` $input (`accumulate` $accumulate^)?
+    attr-dict `:` type($grad) `,` type($input) (`,` type($accumulate)^)?
+  }];
+}
+
 #endif // LIGER_DIALECT_LIGER_IR_LIGERGRADOPS_TD

@@ -230,6 +230,31 @@ LogicalResult LoRALinearOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult LinearGradInputOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  RuleContext ctx(loc, getOperationName());
+  FailureOr<RankedTensorType> dx = inferLinearGradInputType(
+      ctx, adaptor.getGrad().getType(), adaptor.getWeight().getType());
+  if (failed(dx))
+    return failure();
+  results.push_back(*dx);
+  return success();
+}
+
+LogicalResult LinearGradWeightOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  RuleContext ctx(loc, getOperationName());
+  FailureOr<RankedTensorType> dw = inferLinearGradWeightType(
+      ctx, adaptor.getGrad().getType(), adaptor.getInput().getType(),
+      typeOrNull(adaptor.getAccumulate()));
+  if (failed(dw))
+    return failure();
+  results.push_back(*dw);
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Elementwise ops (result types come from SameOperandsAndResultType)
 //===----------------------------------------------------------------------===//

@@ -237,6 +237,52 @@ FailureOr<RankedTensorType> mlir::liger::inferLinearType(const RuleContext &ctx,
 }
 
 FailureOr<RankedTensorType>
+mlir::liger::inferLinearGradInputType(const RuleContext &ctx, Type grad,
+                                      Type weight) {
+  FailureOr<RankedTensorType> dy = verifyHiddenOperand(ctx, grad, "grad");
+  if (failed(dy))
+    return failure();
+  FailureOr<RankedTensorType> w =
+      verifyMatrix(ctx, weight, "weight", "[out_features, in_features]");
+  if (failed(w))
+    return failure();
+  if (w->getDimSize(0) != dy->getShape().back())
+    return ctx.fail("expects dimension 0 (out_features) of 'weight' to be ",
+                    dy->getShape().back(), " (the last dimension of 'grad'), "
+                    "got ", w->getDimSize(0));
+  SmallVector<int64_t> shape(dy->getShape());
+  shape.back() = w->getDimSize(1);
+  return RankedTensorType::get(shape, dy->getElementType());
+}
+
+FailureOr<RankedTensorType>
+mlir::liger::inferLinearGradWeightType(const RuleContext &ctx, Type grad,
+                                       Type input, Type accumulate) {
+  FailureOr<RankedTensorType> dy =
+      verifyTokenMatrix(ctx, grad, "grad", "[tokens, out_features]");
+  if (failed(dy))
+    return failure();
+  FailureOr<RankedTensorType> x =
+      verifyTokenMatrix(ctx, input, "input", "[tokens, in_features]");
+  if (failed(x))
+    return failure();
+  if (!compatible(dy->getDimSize(0), x->getDimSize(0)))
+    return ctx.fail("expects 'grad' and 'input' to have the same tokens, got ",
+                    formatDim(dy->getDimSize(0)), " and ",
+                    formatDim(x->getDimSize(0)));
+  auto dw = RankedTensorType::get({dy->getDimSize(1), x->getDimSize(1)},
+                                  x->getElementType());
+  if (!accumulate)
+    return dw;
+  auto f32 = RankedTensorType::get(dw.getShape(),
+                                   Float32Type::get(grad.getContext()));
+  if (failed(verifyMatchesType(ctx, accumulate, "accumulate", f32,
+                               "an f32 [out_features, in_features] buffer")))
+    return failure();
+  return f32;
+}
+
+FailureOr<RankedTensorType>
 mlir::liger::verifyTokenMatrix(const RuleContext &ctx, Type type,
                                StringRef name, StringRef layout) {
   FailureOr<RankedTensorType> tensor = verifyRank(ctx, type, name, 2, layout);

@@ -79,6 +79,18 @@ FailureOr<RankedTensorType> inferLinearType(const RuleContext &ctx, Type input,
                                             Type loraB,
                                             StringRef inputName = "input");
 
+/// Rules of liger.linear_grad_input: grad [..., N], weight [N, K]; returns
+/// the [..., K] gradient of the input.
+FailureOr<RankedTensorType> inferLinearGradInputType(const RuleContext &ctx,
+                                                     Type grad, Type weight);
+
+/// Rules of liger.linear_grad_weight: grad [T, N], input [T, K], the
+/// optional f32 [N, K] accumulator (null when absent); returns [N, K] in the
+/// input dtype, or f32 when accumulating.
+FailureOr<RankedTensorType> inferLinearGradWeightType(const RuleContext &ctx,
+                                                      Type grad, Type input,
+                                                      Type accumulate);
+
 /// `type` must be a [tokens, features] matrix whose feature dimension is
 /// static (logits [N, V], hidden states [N, H]); tokens may be dynamic.
 FailureOr<RankedTensorType> verifyTokenMatrix(const RuleContext &ctx, Type type,
