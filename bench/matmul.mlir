@@ -99,3 +99,21 @@ func.func @lora_proj_wg(%x: tensor<?x4096xbf16>, %w: tensor<4096x4096xbf16>, %a:
   }
   return %y : tensor<?x4096xbf16>
 }
+
+// The down projection's backward (wgmma only): dx = dy · W [M, 14336], and
+// dW = dyᵀ · x [4096, 14336] over the tokens, in bf16 and into an f32
+// buffer. Lone ops: liger-lower-to-gpu makes each a matmul group.
+func.func @down_dx_wg(%dy: tensor<?x4096xbf16>, %w: tensor<4096x14336xbf16>) -> tensor<?x14336xbf16> {
+  %dx = liger.linear_grad_input %dy, %w : tensor<?x4096xbf16>, tensor<4096x14336xbf16>
+  return %dx : tensor<?x14336xbf16>
+}
+
+func.func @down_dw_wg(%dy: tensor<?x4096xbf16>, %x: tensor<?x14336xbf16>) -> tensor<4096x14336xbf16> {
+  %dw = liger.linear_grad_weight %dy, %x : tensor<?x4096xbf16>, tensor<?x14336xbf16>
+  return %dw : tensor<4096x14336xbf16>
+}
+
+func.func @down_dw_acc_wg(%dy: tensor<?x4096xbf16>, %x: tensor<?x14336xbf16>, %acc: tensor<4096x14336xf32>) -> tensor<4096x14336xf32> {
+  %dw = liger.linear_grad_weight %dy, %x accumulate %acc : tensor<?x4096xbf16>, tensor<?x14336xbf16>, tensor<4096x14336xf32>
+  return %dw : tensor<4096x14336xf32>
+}

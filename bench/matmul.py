@@ -173,6 +173,37 @@ def main():
         t = ms(f)
         rows.append(dict(case="lora r16 %dx%dx%d" % (M, n, k), impl=impl, ms=t,
                          floor_ms=floor, of_floor=floor / t, err=err))
+    # The down projection's backward: dx = dy · W and dW = dyᵀ · x (bf16,
+    # and added into an f32 buffer; the peers' f32 form is cuBLAS's bf16
+    # product then an f32 add, PyTorch's gradient accumulation).
+    k, n = 14336, 4096
+    dy = torch.randn(M, n, dtype=BF16, device="cuda")
+    w = (torch.randn(n, k, dtype=BF16, device="cuda") / n ** 0.5).to(BF16)
+    x = (torch.randn(M, k, dtype=BF16, device="cuda") / M ** 0.5).to(BF16)
+    dx = torch.empty(M, k, dtype=BF16, device="cuda")
+    dw = torch.empty(n, k, dtype=BF16, device="cuda")
+    acc = torch.zeros(n, k, dtype=torch.float32, device="cuda")
+    floor = 2 * M * n * k / rate / 1e9
+    kdx, kdw, kacc = ours["down_dx_wg_matmul_0"], ours["down_dw_wg_matmul_0"], \
+        ours["down_dw_acc_wg_matmul_0"]
+    for case, ref, impls in [
+            ("down dX", dy @ w, {
+                "eager (cuBLAS)": lambda: dy @ w,
+                "compile": (lambda c: lambda: c(dy, w))(torch.compile(lambda a, b: a @ b)),
+                "liger wgmma": lambda: (kdx(dy, w, out=[dx]), dx)[1]}),
+            ("down dW", dy.t() @ x, {
+                "eager (cuBLAS)": lambda: dy.t() @ x,
+                "compile": (lambda c: lambda: c(dy, x))(torch.compile(lambda a, b: a.t() @ b)),
+                "liger wgmma": lambda: (kdw(dy, x, out=[dw]), dw)[1]}),
+            ("down dW+=f32", (dy.t() @ x).float(), {
+                "eager (cuBLAS)": lambda: acc.zero_().add_(dy.t() @ x),
+                "liger wgmma": lambda: (kacc(dy, x, acc.zero_(), out=[acc]), acc)[1]})]:
+        for impl, f in impls.items():
+            o = f()
+            err = ((o.float() - ref.float()).norm() / ref.float().norm()).item()
+            t = ms(f)
+            rows.append(dict(case="%s %dx%dx%d" % (case, M, n, k), impl=impl, ms=t,
+                             floor_ms=floor, of_floor=floor / t, err=err))
     print("bf16 matrix rate %.0f TFLOP/s (8192^3 torch.matmul)" % rate)
     print("%-31s %-16s %9s %9s %8s %9s" % ("case", "impl", "ms", "floor ms", "of floor",
                                            "rel err"))

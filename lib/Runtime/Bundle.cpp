@@ -536,6 +536,14 @@ Status Bundle::checkArgs(const KernelSpec &kernel,
   if (rows > 0x7fffffff)
     return invalid("too many rows for one launch (" + std::to_string(rows) +
                    ")");
+  // A kernel that reduces over the rows (a weight gradient) writes a
+  // matrix; with no rows it would not run and leave that matrix unwritten.
+  if (rows == 0)
+    for (const KernelParam &p : kernel.params)
+      if (p.isOutput && p.kind == ParamKind::Matrix)
+        return invalid("reduces over the rows into '" + p.name +
+                       "': with 0 rows it would not be written (pass at "
+                       "least one row)");
   *rowsOut = rows;
   if (ctasOut)
     *ctasOut = ctas;

@@ -105,6 +105,8 @@ liger::libtorch::allocateOutputs(const runtime::KernelSpec &kernel,
       shape.push_back(p.length);
     } else if (p.kind == runtime::ParamKind::Feature) {
       shape = {p.length};
+    } else if (p.kind == runtime::ParamKind::Matrix) {
+      shape = {p.heads, p.length}; // a weight gradient [N, K]
     }
     outputs.push_back(at::empty(
         shape, inputs.front().options().dtype(toScalarType(p.dtype))));

@@ -64,7 +64,7 @@ class Kernel:
         """The shapes of the outputs for `inputs` (torch tensors or anything
         with .shape): [B, H, T, D] outputs take the shapes of the [B, H, T, D]
         inputs in order, row outputs the inputs' leading dimensions, feature
-        outputs their static length."""
+        and matrix outputs their static shape."""
         leading = None
         heads = []
         for p, t in zip(self.inputs, inputs):
@@ -83,6 +83,8 @@ class Kernel:
                 shapes.append(leading + (p["length"],))
             elif p["kind"] == "feature":
                 shapes.append((p["length"],))
+            elif p["kind"] == "matrix":
+                shapes.append((p["heads"], p["length"]))  # a weight gradient [N, K]
             else:
                 shapes.append(leading)
         return shapes

@@ -98,3 +98,16 @@ func.func @threads(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>) -> tensor<?x64
   }
   return %y : tensor<?x64xbf16>
 }
+
+// -----
+
+// A gradient product reads its B operand N-major, in 64-column TMA boxes.
+func.func @grad_tile_n(%dy: tensor<?x64xbf16>, %w: tensor<64x128xbf16>) -> tensor<?x128xbf16> {
+  // expected-error @+1 {{'liger.fusion' op has an invalid matmul 'liger.kernel_config': tile_n must be a multiple of 64 for a gradient product (its B operand is read N-major, in 64-column boxes), got 96}}
+  %y = liger.fusion matmul(%dy, %w) attributes {liger.kernel_config = {mma = "wgmma", stages = 3 : i64, tile_k = 64 : i64, tile_m = 64 : i64, tile_n = 96 : i64}} : (tensor<?x64xbf16>, tensor<64x128xbf16>) -> tensor<?x128xbf16> {
+  ^bb0(%a: tensor<?x64xbf16>, %b: tensor<64x128xbf16>):
+    %g = liger.linear_grad_input %a, %b : tensor<?x64xbf16>, tensor<64x128xbf16>
+    liger.yield %g : tensor<?x128xbf16>
+  }
+  return %y : tensor<?x128xbf16>
+}

@@ -85,6 +85,27 @@ def test_weight_gradient_kernel_has_a_workspace(rt, bundle_dir):
         raw.workspace_ctas("nope", 1, 1)
 
 
+GRAD_MODULE = """
+func.func @dw(%dy: tensor<?x512xbf16>, %x: tensor<?x256xbf16>) -> tensor<512x256xbf16> {
+  %dw = liger.linear_grad_weight %dy, %x : tensor<?x512xbf16>, tensor<?x256xbf16>
+  return %dw : tensor<512x256xbf16>
+}
+"""
+
+
+def test_weight_gradient_product_has_a_matrix_output(rt, bundle_dir, tmp_path):
+    """dW = dyᵀ · x: row-shaped inputs, an [N, K] output whatever the rows."""
+    src = tmp_path / "dw.mlir"
+    src.write_text(GRAD_MODULE)
+    subprocess.run([find_tool("liger-compile"), str(src), "--matmul-kernels",
+                    "-o", str(tmp_path / "dw.bundle")], check=True, capture_output=True)
+    kernel = rt.load(str(tmp_path / "dw.bundle"))["dw_matmul_0"]
+    assert kernel.ops == "liger.linear_grad_weight"
+    assert [(p["kind"], p["dtype"]) for p in kernel.outputs] == [("matrix", "bf16")]
+    for tokens in (1, 77):
+        assert kernel.output_shapes([_Shaped(tokens, 512), _Shaped(tokens, 256)]) == [(512, 256)]
+
+
 def test_no_driver_is_a_clear_message(rt):
     status = rt.driver_status()
     if status == "OK":

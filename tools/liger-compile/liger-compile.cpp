@@ -218,7 +218,7 @@ int main(int argc, char **argv) {
   if (emit == Stage::LLVM)
     return writeText(outputPath, printed(*module)) ? 0 : 1;
   if (!numKernels)
-    return fail("no rowwise kernel to compile in " + inputFile);
+    return fail("no kernel to compile in " + inputFile);
 
   // ptx and cubin.
   FailureOr<std::vector<GpuBinary>> binaries =

@@ -131,6 +131,12 @@ static bool isRowwiseOp(Operation *op) {
              SoftmaxGradOp, RMSNormGradOp, LayerNormGradOp, RoPEOp, RoPEGradOp>(op);
 }
 
+/// Ops outside groups that become matmul kernels of one op: projections
+/// and the gradient products.
+static bool isMatmulOp(Operation *op) {
+  return isa<LinearOp, LinearGradInputOp, LinearGradWeightOp>(op);
+}
+
 namespace {
 struct LowerToGPUPass : liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
   using Base::Base;
@@ -149,14 +155,14 @@ struct LowerToGPUPass : liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
     if (wrapOps) {
       SmallVector<Operation *> singles;
       module.walk([&](Operation *op) {
-        if ((isRowwiseOp(op) || (matmulKernels && isa<LinearOp>(op))) &&
+        if ((isRowwiseOp(op) || (matmulKernels && isMatmulOp(op))) &&
             !isInFusionGroup(op))
           singles.push_back(op);
       });
       for (Operation *op : singles) {
         std::string whyNot;
         FusionKind kind =
-            isa<LinearOp>(op) ? FusionKind::matmul : FusionKind::rowwise;
+            isMatmulOp(op) ? FusionKind::matmul : FusionKind::rowwise;
         if (failed(createFusionGroup(
                 rewriter, {"liger-lower-to-gpu", kind, {op}, {}}, whyNot))) {
           op->emitOpError("cannot become a kernel: ") << whyNot;

@@ -54,6 +54,24 @@ FailureOr<MatmulShape> mlir::liger::analyzeMatmulGroup(FusionOp group) {
       result = take(op, lora.getInput(), lora.getWeight());
       shape.loraRank = cast<RankedTensorType>(lora.getLoraA().getType())
                            .getDimSize(0);
+    } else if (auto g = dyn_cast<LinearGradInputOp>(op)) {
+      // dx [T, K] = dy [T, N] · W [N, K]: the reduction runs over N.
+      auto w = cast<RankedTensorType>(g.getWeight().getType());
+      result = take(op, g.getGrad(), g.getWeight());
+      shape.k = w.getDimSize(0);
+      shape.n = {w.getDimSize(1)};
+      shape.bMNMajor = true;
+    } else if (auto g = dyn_cast<LinearGradWeightOp>(op)) {
+      // dW [N, K] = dyᵀ [N, T] · x [T, K]: the reduction runs over the
+      // tokens, the rows are dy's features.
+      auto dy = cast<RankedTensorType>(g.getGrad().getType());
+      auto x = cast<RankedTensorType>(g.getInput().getType());
+      shape.m = dy.getDimSize(1);
+      shape.k = x.getDimSize(0);
+      shape.n = {x.getDimSize(1)};
+      shape.elementBytes =
+          std::max<int64_t>(1, x.getElementTypeBitWidth() / 8);
+      shape.aMNMajor = shape.bMNMajor = true;
     } else if (isa<SwiGLUOp, GEGLUOp>(op)) {
       shape.paired = true;
     } else if (isa<RMSNormOp>(op)) {
@@ -88,7 +106,9 @@ mlir::liger::selectMatmulKernelConfig(const MatmulShape &shape,
     config.tileN = shape.paired || !allMultiples(256) ? 128 : 256;
     // A narrow projection takes a narrower tile (wgmma's n: multiples of 8).
     int64_t widest = *llvm::max_element(shape.n);
-    config.tileN = std::min(config.tileN, (widest + 7) / 8 * 8);
+    // An MN-major B tile is TMA boxes 64 columns wide.
+    int64_t step = shape.bMNMajor ? 64 : 8;
+    config.tileN = std::min(config.tileN, (widest + step - 1) / step * step);
   } else {
     // A paired gate/up tile holds two accumulators: half the width each.
     config.tileN = shape.paired || !allMultiples(128) ? 64 : 128;
@@ -115,6 +135,10 @@ LogicalResult mlir::liger::verifyMatmulKernelConfig(
                  << " up to 256, got " << config.tileM;
   if (config.tileN < 8 || config.tileN > 256 || config.tileN % 8)
     return bad() << "tile_n must be a multiple of 8 in [8, 256], got "
+                 << config.tileN;
+  if (config.wgmma && shape.bMNMajor && config.tileN % 64)
+    return bad() << "tile_n must be a multiple of 64 for a gradient product "
+                    "(its B operand is read N-major, in 64-column boxes), got "
                  << config.tileN;
   int64_t kBytes = config.tileK * shape.elementBytes;
   if (config.tileK < 1 || (kBytes != 32 && kBytes != 64 && kBytes != 128))

@@ -166,8 +166,20 @@ private:
   LogicalResult emitMmaSync(OpBuilder &b);
   /// The TMA + mbarrier + wgmma main loop and epilogue (sm_90a).
   LogicalResult emitWgmma(OpBuilder &b, ValueRange descriptors);
+  /// The gradient products read MN-major operands (see MatmulShape).
+  bool aMN() const { return layout == Layout::gradWeight; }
+  bool bMN() const { return layout != Layout::forward; }
+  /// The body of a gradient product (one linear_grad_input or
+  /// linear_grad_weight on the group's inputs): sets the layout, the
+  /// projection and the sizes.
+  LogicalResult takeGradient(Operation *op);
+  /// The body of a forward product: one liger.linear / liger.lora_linear
+  /// (or a gate/up pair), an optional RMSNorm prologue, an elementwise
+  /// epilogue.
+  LogicalResult takeProjections();
   bool isProjectionOperand(Value v) {
-    return v == xArg || v == gArg || (lora && (v == lora.getLoraA() ||
+    return v == xArg || v == gArg || (accArg && v == accArg) ||
+           (lora && (v == lora.getLoraA() ||
                                                v == lora.getLoraB())) ||
            llvm::any_of(projs, [&](const Projection &l) {
              return v == l.input || v == l.weight || (l.bias && v == l.bias);
@@ -180,7 +192,13 @@ private:
   Location loc;
   Type elem;
   int64_t n = 0, k = 0, pad = 0, numK = 0;
+  /// forward: y = x̂ · Wᵀ; gradInput: dx = dy · W (B MN-major); gradWeight:
+  /// dW = dyᵀ · x (A and B MN-major, K = the tokens, rows = dy's features).
+  enum class Layout { forward, gradInput, gradWeight } layout = Layout::forward;
+  int64_t m = 0;           // gradWeight: the output rows (static)
+  Value accArg, accum;     // gradWeight: the f32 accumulator, and its param
   Value x, y, rows, tid, m0, n0, smemA, dynSmem;
+  Value kTiles;            // the K loop's trip count (dynamic for gradWeight)
   /// A liger.linear or liger.lora_linear of the group.
   struct Projection {
     Operation *op;
@@ -229,7 +247,9 @@ LogicalResult MatmulKernelBuilder::lowerEpilogue() {
     mapping.map(arg, value);
   b.setInsertionPointToEnd(entry);
   for (Operation &op : body.without_terminator()) {
-    if (isa<LinearOp, LoRALinearOp>(op) || &op == norm.getOperation())
+    if (isa<LinearOp, LoRALinearOp, LinearGradInputOp, LinearGradWeightOp>(
+            op) ||
+        &op == norm.getOperation())
       continue;
     if (!isa<AddOp, MulOp, SiLUOp, GELUOp, SwiGLUOp, GEGLUOp>(op))
       return fail("'" + op.getName().getStringRef() +
@@ -356,8 +376,47 @@ Value MatmulKernelBuilder::toI32(OpBuilder &b, Value fragment, int64_t row) {
   return vector::ExtractOp::create(b, loc, packed, 0);
 }
 
-FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
-                                                    StringRef name) {
+LogicalResult MatmulKernelBuilder::takeGradient(Operation *op) {
+  // The group verifier keeps a gradient product alone in its group.
+  if (!config.wgmma)
+    return fail("gradient products are implemented in the wgmma template "
+                "(sm_90a) only: the mma.sync template reads K-major "
+                "operands");
+  if (auto g = dyn_cast<LinearGradInputOp>(op)) {
+    layout = Layout::gradInput;
+    projs.push_back({op, g.getGrad(), g.getWeight(), Value(), g.getResult()});
+    auto w = cast<RankedTensorType>(g.getWeight().getType());
+    k = w.getDimSize(0);
+    n = w.getDimSize(1);
+  } else {
+    auto gw = cast<LinearGradWeightOp>(op);
+    layout = Layout::gradWeight;
+    projs.push_back(
+        {op, gw.getGrad(), gw.getInput(), Value(), gw.getResult()});
+    accArg = gw.getAccumulate();
+    m = cast<RankedTensorType>(gw.getGrad().getType()).getDimSize(1);
+    n = cast<RankedTensorType>(gw.getInput().getType()).getDimSize(1);
+    k = ShapedType::kDynamic;
+  }
+  xArg = projs.front().input;
+  elem = cast<RankedTensorType>(xArg.getType()).getElementType();
+  if (!elem.isBF16() && !elem.isF16())
+    return fail("wgmma takes bf16 or f16 inputs");
+  int64_t elemBytes = elem.getIntOrFloatBitWidth() / 8;
+  if (config.tileK * elemBytes != 128)
+    return fail("the wgmma template reads 128-byte slices of K (tile_k = " +
+                Twine(128 / elemBytes) + "), got tile_k = " +
+                Twine(config.tileK));
+  // TMA rows are 16-byte multiples: the rows of dy, and of W (gradInput)
+  // or x (gradWeight).
+  for (int64_t width : {layout == Layout::gradWeight ? m : k, n})
+    if ((width * elemBytes) % 16)
+      return fail("a row of " + Twine(width) + " elements is not a multiple "
+                  "of 16 bytes (TMA)");
+  return success();
+}
+
+LogicalResult MatmulKernelBuilder::takeProjections() {
   // The body this template implements: one liger.linear (bias optional) on
   // the group's inputs, then elementwise ops, one result.
   Block &body = group.getBody().front();
@@ -444,11 +503,25 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
                   "to 64 (the second product is k16 wgmmas over r, B's "
                   "rows at most one 128-byte swizzle span)");
   }
+  return success();
+}
+
+FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
+                                                    StringRef name) {
+  Block &body = group.getBody().front();
+  Operation *gradient = nullptr;
+  for (Operation &op : body)
+    if (isa<LinearGradInputOp, LinearGradWeightOp>(op))
+      gradient = &op;
+  if (failed(gradient ? takeGradient(gradient) : takeProjections()))
+    return failure();
+  auto xType = cast<RankedTensorType>(xArg.getType());
+  int64_t elemBytes = elem.getIntOrFloatBitWidth() / 8;
   if (failed(lowerEpilogue()))
     return failure();
   int64_t threads = config.threads();
   int64_t numB = static_cast<int64_t>(projs.size());
-  numK = (k + config.tileK - 1) / config.tileK;
+  numK = ShapedType::isDynamic(k) ? 0 : (k + config.tileK - 1) / config.tileK;
 
   RowKernelInfo info;
   info.name = name.str();
@@ -463,7 +536,10 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
   info.sharedMemoryBytes = config.sharedMemoryBytes(shape);
   info.templateName = "matmul";
   info.gridDims = {std::to_string((n + config.tileN - 1) / config.tileN),
-                   "rows/" + std::to_string(config.tileM), "1"};
+                   layout == Layout::gradWeight
+                       ? std::to_string((m + config.tileM - 1) / config.tileM)
+                       : "rows/" + std::to_string(config.tileM),
+                   "1"};
   // Parameters: the group's inputs in order, then the output, then (wgmma)
   // the TMA descriptors of x and the weights, passed by value.
   SmallVector<Type> paramTypes;
@@ -472,6 +548,31 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
     std::string pname = "input" + std::to_string(arg.getArgNumber());
     auto type = cast<RankedTensorType>(arg.getType());
     Type argElem = type.getElementType();
+    if (layout != Layout::forward) {
+      // dy [T, K_red] (gradInput) or [T, M] (gradWeight); W [K_red, N]
+      // (gradInput) or x [T, N] (gradWeight); the accumulator [M, N] f32.
+      if (arg == xArg) {
+        int64_t width = layout == Layout::gradWeight ? m : k;
+        info.params.push_back(
+            {pname, false, false, RowParamKind::Rows, elem, width, 0});
+        paramTypes.push_back(
+            MemRefType::get({ShapedType::kDynamic, width}, elem));
+      } else if (arg == projs.front().weight &&
+                 layout == Layout::gradInput) {
+        info.params.push_back(
+            {pname, false, false, RowParamKind::Matrix, elem, n, k});
+        paramTypes.push_back(MemRefType::get({k, n}, elem));
+      } else if (arg == projs.front().weight) {
+        info.params.push_back(
+            {pname, false, false, RowParamKind::Rows, elem, n, 0});
+        paramTypes.push_back(MemRefType::get({ShapedType::kDynamic, n}, elem));
+      } else {
+        info.params.push_back(
+            {pname, false, false, RowParamKind::Matrix, argElem, n, m});
+        paramTypes.push_back(MemRefType::get({m, n}, argElem));
+      }
+      continue;
+    }
     if (arg == xArg) {
       info.params.push_back({pname, false, false, RowParamKind::Rows, elem, k, 0});
       paramTypes.push_back(MemRefType::get({ShapedType::kDynamic, k}, elem));
@@ -512,9 +613,27 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
     }
   }
   Type outElem = getElementTypeOrSelf(group.getResult(0).getType());
-  info.params.push_back({"output0", true, false, RowParamKind::Rows, outElem, n, 0});
-  paramTypes.push_back(MemRefType::get({ShapedType::kDynamic, n}, outElem));
-  if (config.wgmma) {
+  if (layout == Layout::gradWeight) {
+    info.params.push_back(
+        {"output0", true, false, RowParamKind::Matrix, outElem, n, m});
+    paramTypes.push_back(MemRefType::get({m, n}, outElem));
+  } else {
+    info.params.push_back(
+        {"output0", true, false, RowParamKind::Rows, outElem, n, 0});
+    paramTypes.push_back(MemRefType::get({ShapedType::kDynamic, n}, outElem));
+  }
+  if (layout != Layout::forward) {
+    // MN-major tiles arrive as [tile_k rows, 64 columns] boxes: tile_m / 64
+    // of them for dy (gradWeight), tile_n / 64 for W or x.
+    int64_t xBoxRows = aMN() ? config.tileK : config.tileM;
+    int64_t xBoxCols = aMN() ? 64 : config.tileK;
+    info.tensorMaps.push_back(
+        {cast<BlockArgument>(xArg).getArgNumber(), xBoxRows, xBoxCols});
+    info.tensorMaps.push_back(
+        {cast<BlockArgument>(projs.front().weight).getArgNumber(),
+         config.tileK, 64});
+    paramTypes.append(info.tensorMaps.size(), LLVM::LLVMPointerType::get(ctx));
+  } else if (config.wgmma) {
     info.tensorMaps.push_back({cast<BlockArgument>(xArg).getArgNumber(),
                                config.tileM, config.tileK});
     for (const Projection &l : projs)
@@ -553,6 +672,8 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
     Value param = entry.getArgument(arg.getArgNumber());
     if (arg == xArg) {
       x = param;
+    } else if (accArg && arg == accArg) {
+      accum = param;
     } else if (arg == gArg) {
       g = param;
     } else if (isProjectionOperand(arg)) {
@@ -571,7 +692,16 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
                             : Value());
   }
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  rows = memref::DimOp::create(b, loc, x, 0);
+  if (layout == Layout::gradWeight) {
+    // The output rows are dy's features; K runs over the tokens.
+    rows = idx(b, m);
+    kTiles = div(b, add(b, memref::DimOp::create(b, loc, x, 0),
+                        idx(b, config.tileK - 1)),
+                 config.tileK);
+  } else {
+    rows = memref::DimOp::create(b, loc, x, 0);
+    kTiles = idx(b, numK);
+  }
   setTileOrigin(b,
                 add(b, mul(b, gpu::BlockIdOp::create(b, loc, gpu::Dimension::y),
                            (n + config.tileN - 1) / config.tileN),
@@ -611,6 +741,16 @@ LogicalResult MatmulKernelBuilder::storePair(OpBuilder &b,
                                    lessThan(b, c, idx(b, n)));
   auto ifOp = scf::IfOp::create(b, loc, ok, false);
   OpBuilder tb = ifOp.getThenBodyBuilder();
+  if (accum) {
+    // dW into an f32 buffer: buffer + the product, no rounding.
+    auto type = VectorType::get({2}, tb.getF32Type());
+    Value old = vector::LoadOp::create(tb, loc, type, accum, ValueRange{r, c},
+                                       false, llvm::MaybeAlign(8));
+    vector::StoreOp::create(tb, loc,
+                            arith::AddFOp::create(tb, loc, old, accPairs[0]),
+                            y, ValueRange{r, c}, false, llvm::MaybeAlign(8));
+    return success();
+  }
   // liger.linear: round(x · Wᵀ + b), the bias added in f32.
   SmallVector<Value> rounded;
   for (auto [accPair, bias] : llvm::zip(accPairs, biases)) {
@@ -941,8 +1081,7 @@ LogicalResult MatmulKernelBuilder::emitWgmma(OpBuilder &b,
           Value(), NVVM::TMALoadMode::TILE, /*isCTAOnly=*/true,
           NVVM::CTAGroupKindAttr(), Value());
     }
-    auto loop = scf::ForOp::create(ob, loc, idx(ob, 0), idx(ob, numK),
-                                   idx(ob, 1));
+    auto loop = scf::ForOp::create(ob, loc, idx(ob, 0), kTiles, idx(ob, 1));
     OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
     Value kt = loop.getInductionVar();
     Value s = rem(lb, kt, stages);
@@ -954,18 +1093,33 @@ LogicalResult MatmulKernelBuilder::emitWgmma(OpBuilder &b,
                                            NVVM::MemScopeKind::CTA, false,
                                            Value());
     Value k0 = toI32v(lb, mul(lb, kt, config.tileK));
-    auto copy = [&](int64_t t, Value descriptor, Value row) {
+    // A TMA copy into tile `t` of the stage, `offset` bytes in, at
+    // coordinates (column, row) of the tensor.
+    auto copyAt = [&](int64_t t, int64_t offset, Value descriptor, Value col,
+                      Value row) {
       NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
-          lb, loc, at(lb, tile(lb, s, t)), descriptor,
-          ValueRange{k0, toI32v(lb, row)}, bar, ValueRange{}, Value(), Value(),
-          NVVM::TMALoadMode::TILE, /*isCTAOnly=*/true,
+          lb, loc,
+          at(lb, arith::AddIOp::create(lb, loc, tile(lb, s, t),
+                                       i32c(lb, offset))),
+          descriptor, ValueRange{col, row}, bar, ValueRange{}, Value(),
+          Value(), NVVM::TMALoadMode::TILE, /*isCTAOnly=*/true,
           NVVM::CTAGroupKindAttr(), Value());
     };
-    copy(0, descriptors[0], m0);
+    // K-major: one box of the tile's rows x tile_k; MN-major: boxes of
+    // tile_k rows x 64 columns side by side, 64 * rowBytes bytes apart.
+    auto copy = [&](int64_t t, Value descriptor, Value row, int64_t width,
+                    bool mnMajor) {
+      if (!mnMajor)
+        return copyAt(t, 0, descriptor, k0, toI32v(lb, row));
+      for (int64_t j = 0; j < width / 64; ++j)
+        copyAt(t, j * config.tileK * rowBytes, descriptor,
+               toI32v(lb, add(lb, row, idx(lb, 64 * j))), k0);
+    };
+    copy(0, descriptors[0], m0, config.tileM, aMN());
     for (int64_t p = 0; p < numB; ++p)
-      copy(1 + p, descriptors[1 + p], n0);
+      copy(1 + p, descriptors[1 + p], n0, config.tileN, bMN());
     if (lora)
-      copy(1 + numB, descriptors[1 + numB], idx(lb, 0));
+      copy(1 + numB, descriptors[1 + numB], idx(lb, 0), loraRank, false);
   }
 
   // Consumer warpgroups: each owns 64 rows of the tile; per stage it waits
@@ -1011,8 +1165,34 @@ LogicalResult MatmulKernelBuilder::emitWgmma(OpBuilder &b,
         ob, loc, start,
         arith::ConstantIntOp::create(ob, loc, i64, static_cast<int64_t>(fixed)));
   };
-  auto loop = scf::ForOp::create(cb, loc, idx(cb, 0), idx(cb, numK),
-                                 idx(cb, 1), init);
+  // Descriptor of an MN-major tile (a gradient product's operand): boxes of
+  // tile_k swizzled 128-byte rows (64 elements of M or N each) side by
+  // side: leading offset = the bytes between boxes along MN, stride = 8
+  // rows (1024 bytes) along K, the 128-byte swizzle.
+  int64_t boxBytes = config.tileK * rowBytes;
+  auto descriptorMN = [&](OpBuilder &ob, Value off) -> Value {
+    Value addr = arith::AddIOp::create(
+        ob, loc, smemBase, arith::ExtUIOp::create(ob, loc, i64, off));
+    Value start = arith::AndIOp::create(
+        ob, loc, arith::ShRUIOp::create(ob, loc, addr,
+                                        arith::ConstantIntOp::create(ob, loc, i64, 4)),
+        arith::ConstantIntOp::create(ob, loc, i64, 0x3FFF));
+    uint64_t fixed = (uint64_t(boxBytes / 16) << 16) |
+                     (uint64_t(1024 / 16) << 32) | (1ull << 62);
+    return arith::OrIOp::create(
+        ob, loc, start,
+        arith::ConstantIntOp::create(ob, loc, i64, static_cast<int64_t>(fixed)));
+  };
+  // The kk-th 16-wide K slice of a tile at byte offset `off`: 32 bytes into
+  // each K-major row (the swizzle atom), or 16 rows down an MN-major box.
+  auto slice = [&](OpBuilder &ob, Value off, int64_t kk, bool mnMajor) {
+    return mnMajor ? descriptorMN(ob, arith::AddIOp::create(
+                                          ob, loc, off, i32c(ob, kk * 16 * rowBytes)))
+                   : descriptorAt(ob, arith::AddIOp::create(ob, loc, off,
+                                                            i32c(ob, kk * 32)));
+  };
+  auto loop = scf::ForOp::create(cb, loc, idx(cb, 0), kTiles, idx(cb, 1),
+                                 init);
   {
     OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
     Value kt = loop.getInductionVar();
@@ -1071,25 +1251,21 @@ LogicalResult MatmulKernelBuilder::emitWgmma(OpBuilder &b,
     NVVM::WgmmaFenceAlignedOp::create(lb, loc);
     auto type = elem.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
     for (int64_t kk = 0; kk < config.tileK / 16; ++kk) {
-      // The kk-th 16-wide K slice: 32 bytes into the swizzle atom.
-      Value a = descriptorAt(
-          lb, arith::AddIOp::create(lb, loc, aOff, i32c(lb, kk * 32)));
+      Value a = slice(lb, aOff, kk, aMN());
       for (int64_t p = 0; p < numB; ++p) {
-        Value w = descriptorAt(
-            lb, arith::AddIOp::create(lb, loc, tile(lb, s, 1 + p),
-                                      i32c(lb, kk * 32)));
+        Value w = slice(lb, tile(lb, s, 1 + p), kk, bMN());
+        // Layouts: A row = K-major (col: transposed), B col = K-major.
         acc[p] = NVVM::WgmmaMmaAsyncOp::create(
             lb, loc, accType, acc[p], a, w,
             NVVM::MMAShapeAttr::get(ctx, 64, config.tileN, 16), type, type,
             NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one,
             NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
-            NVVM::MMALayout::row, NVVM::MMALayout::col,
+            aMN() ? NVVM::MMALayout::col : NVVM::MMALayout::row,
+            bMN() ? NVVM::MMALayout::row : NVVM::MMALayout::col,
             NVVM::MMAIntOverflowAttr());
       }
       if (lora) {
-        Value la = descriptorAt(
-            lb, arith::AddIOp::create(lb, loc, tile(lb, s, 1 + numB),
-                                      i32c(lb, kk * 32)));
+        Value la = slice(lb, tile(lb, s, 1 + numB), kk, false);
         acc[loraIdx] = NVVM::WgmmaMmaAsyncOp::create(
             lb, loc, loraType, acc[loraIdx], a, la,
             NVVM::MMAShapeAttr::get(ctx, 64, loraRank, 16), type, type,

@@ -80,7 +80,7 @@ func.func @matmul_with_attention(%q: tensor<1x2x4x8xf32>, %w: tensor<8x8xf32>) -
 // -----
 
 func.func @matmul_without_projection(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
-  // expected-error @+1 {{'liger.fusion' op of kind matmul expects at least one projection ('liger.linear' or 'liger.lora_linear')}}
+  // expected-error @+1 {{'liger.fusion' op of kind matmul expects at least one projection ('liger.linear' or 'liger.lora_linear') or one gradient product}}
   %y = liger.fusion matmul(%x) : (tensor<4x8xf32>) -> tensor<4x8xf32> {
   ^bb0(%a: tensor<4x8xf32>):
     %s = liger.silu %a : tensor<4x8xf32>
@@ -184,4 +184,17 @@ func.func @bad_kind(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 func.func @yield_outside(%x: tensor<4x8xf32>) {
   // expected-error @+1 {{'liger.yield' op expects parent op 'liger.fusion'}}
   liger.yield %x : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @matmul_gradient_with_epilogue(%dy: tensor<4x8xf32>, %w: tensor<8x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{'liger.fusion' op of kind matmul computes a gradient product ('liger.linear_grad_input') alone: one op, no prologue or epilogue}}
+  %y = liger.fusion matmul(%dy, %w) : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32> {
+  ^bb0(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>):
+    %g = liger.linear_grad_input %a, %b : tensor<4x8xf32>, tensor<8x16xf32>
+    %s = liger.silu %g : tensor<4x16xf32>
+    liger.yield %s : tensor<4x16xf32>
+  }
+  return %y : tensor<4x16xf32>
 }

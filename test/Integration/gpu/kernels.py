@@ -345,6 +345,21 @@ MATMUL_EPILOGUES = {"proj_512_256_res_silu": "add_silu",
                     "wg_gate_up_512_1000_swiglu": "swiglu",
                     "wg_rms_gate_up_512_1000_swiglu": "swiglu"}
 MATMUL_ROWS = [1, 7, 77, 100, 4096, 16384]
+# The gradient products of y = x · Wᵀ with W [N, K] (wgmma only): name ->
+# (op, N, K, dtype, tile_m, tile_n, stages). "dx": dx = dy · W, dy [rows,
+# N]; "dw": dW = dyᵀ · x over the rows, x [rows, K]; "dw_acc": the same
+# added into an f32 [N, K] buffer (the kernel's third input). Llama's down
+# projection (dx [rows, 14336]), partial tiles on every side (N = 1000, K =
+# 520), a 64-row tile, f16.
+MATMUL_GRADS = {
+    "wg_dx_llama_down_4096_14336": ("dx", 4096, 14336, "bf16", 128, 256, 4),
+    "wg_dx_1000_520": ("dx", 1000, 520, "bf16", 128, 256, 3),
+    "wg_dx_512_256_m64": ("dx", 512, 256, "bf16", 64, 128, 4),
+    "wg_dw_1024_4096": ("dw", 1024, 4096, "bf16", 128, 256, 4),
+    "wg_dw_1000_520": ("dw", 1000, 520, "bf16", 128, 256, 3),
+    "wg_dw_256_128_f16": ("dw", 256, 128, "f16", 64, 128, 2),
+    "wg_dw_acc_512_256": ("dw_acc", 512, 256, "bf16", 128, 128, 4),
+}
 
 
 def matmul_module_text():
@@ -405,4 +420,30 @@ def matmul_module_text():
   }
   return %%y : %s
 }""" % (name, params, Y, names, config, types, Y, block, "\n    ".join(body), Y))
+    for name, (op, n, k, dt, tm, tn, stages) in MATMUL_GRADS.items():
+        config = ('{mma = "wgmma", stages = %d : i64, tile_k = 64 : i64, '
+                  'tile_m = %d : i64, tile_n = %d : i64}' % (stages, tm, tn))
+        DY = "tensor<?x%dx%s>" % (n, dt)
+        if op == "dx":
+            args = [("dy", DY), ("w", "tensor<%dx%dx%s>" % (n, k, dt))]
+            Y = "tensor<?x%dx%s>" % (k, dt)
+            body = "%%g = liger.linear_grad_input %%bdy, %%bw : %s, %s" % (args[0][1], args[1][1])
+        else:
+            args = [("dy", DY), ("x", "tensor<?x%dx%s>" % (k, dt))]
+            acc = op == "dw_acc"
+            if acc:
+                args.append(("acc", "tensor<%dx%dxf32>" % (n, k)))
+            Y = "tensor<%dx%dx%s>" % (n, k, "f32" if acc else dt)
+            body = "%%g = liger.linear_grad_weight %%bdy, %%bx%s : %s" % (
+                " accumulate %bacc" if acc else "", ", ".join(a[1] for a in args))
+        out.append("""func.func @%s(%s) -> %s {
+  %%y = liger.fusion matmul(%s) attributes {liger.kernel_config = %s} : (%s) -> %s {
+  ^bb0(%s):
+    %s
+    liger.yield %%g : %s
+  }
+  return %%y : %s
+}""" % (name, ", ".join("%%%s: %s" % a for a in args), Y,
+            ", ".join("%" + a[0] for a in args), config, ", ".join(a[1] for a in args), Y,
+            ", ".join("%%b%s: %s" % a for a in args), body, Y, Y))
     return "\n\n".join(out) + "\n"

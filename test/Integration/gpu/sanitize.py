@@ -44,6 +44,18 @@ if only_matmul and os.path.isdir(matmul):
             elif kernels.MATMUL_EPILOGUES.get(name) == "swiglu":
                 args.append(torch.randn(n, k, device="cuda").to(dtype))
             bundle[name + "_matmul_0"](*args)
+    # The gradient products: dx [rows, K] and dW [N, K] (the rows reduced).
+    for name, (op, n, k, dt) in ((nm, v[:4]) for nm, v in kernels.MATMUL_GRADS.items()):
+        dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[dt]
+        for rows in (1, 130):
+            dy = torch.randn(rows, n, device="cuda").to(dtype)
+            if op == "dx":
+                args = [dy, torch.randn(n, k, device="cuda").to(dtype)]
+            else:
+                args = [dy, torch.randn(rows, k, device="cuda").to(dtype)]
+                if op == "dw_acc":
+                    args.append(torch.randn(n, k, device="cuda"))
+            bundle[name + "_matmul_0"](*args)
 torch.cuda.synchronize()
 print("sanitize: launched every kernel of " +
       ("the matmul bundle" if only_matmul else "3 bundles"))

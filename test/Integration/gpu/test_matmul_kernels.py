@@ -82,3 +82,38 @@ def test_linear(bundle, name, rows):
     assert not torch.isnan(y).any(), "unwritten outputs"
     err = ((y.float() - ref).abs().max() / ref.abs().max()).item()
     assert err <= 1e-2, "max error %.3g relative to max |y|" % err
+
+
+GRAD_CASES = [(name, rows) for name in kernels.MATMUL_GRADS for rows in kernels.MATMUL_ROWS]
+
+
+@pytest.mark.parametrize("name,rows", GRAD_CASES, ids=["%s-m%d" % c for c in GRAD_CASES])
+def test_linear_grad(bundle, name, rows):
+    """dx = dy · W and dW = dyᵀ · x (optionally into an f32 buffer, in place
+    at odd row counts) against float64, outputs poisoned with NaN."""
+    op, n, k, dt = kernels.MATMUL_GRADS[name][:4]
+    dtype = DTYPES[dt]
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(torch.seed())
+    dy = torch.randn(rows, n, generator=gen, device="cuda").to(dtype)
+    if op == "dx":
+        w = (torch.randn(n, k, generator=gen, device="cuda") / n ** 0.5).to(dtype)
+        inputs, ref = [dy, w], dy.double() @ w.double()
+        y = torch.full((rows, k), float("nan"), dtype=dtype, device="cuda")
+    else:
+        x = (torch.randn(rows, k, generator=gen, device="cuda") / rows ** 0.5).to(dtype)
+        inputs, ref = [dy, x], dy.double().t() @ x.double()
+        y = torch.full((n, k), float("nan"), dtype=dtype, device="cuda")
+        if op == "dw_acc":
+            acc = torch.randn(n, k, generator=gen, device="cuda")
+            ref = ref + acc.double()
+            if rows % 2:  # in place: the buffer is the output too
+                y = acc
+            else:
+                y = torch.full((n, k), float("nan"), dtype=torch.float32, device="cuda")
+            inputs.append(acc)
+    bundle[name + "_matmul_0"](*inputs, out=[y])
+    torch.cuda.synchronize()
+    assert not torch.isnan(y).any(), "unwritten outputs"
+    err = ((y.double() - ref).abs().max() / ref.abs().max()).item()
+    assert err <= 1e-2, "max error %.3g relative to max |y|" % err

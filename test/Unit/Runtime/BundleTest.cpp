@@ -421,6 +421,53 @@ TEST_F(BundleFilesTest, MatrixParametersAndTiledGrids) {
       << s.toString();
 }
 
+// A weight gradient (dW = dyᵀ · x): row-shaped inputs, a matrix output and
+// a constant grid; it reduces over the rows, so 0 rows is refused rather
+// than leaving dW unwritten.
+TEST_F(BundleFilesTest, WeightGradientNeedsRows) {
+  std::string text = kMatmulManifest;
+  auto replace = [&](const std::string &from, const std::string &to) {
+    size_t at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+  };
+  replace(R"("grid": [8, "rows/128", 1])", R"("grid": [4, 8, 1])");
+  replace(R"({"name": "input1", "role": "input", "kind": "matrix", "dtype": "bf16", "shape": [1024, 256]})",
+          R"({"name": "input1", "role": "input", "kind": "rows", "dtype": "bf16", "shape": ["rows", 1024]})");
+  replace(R"({"name": "output0", "role": "output", "kind": "rows", "dtype": "bf16", "shape": ["rows", 1024]})",
+          R"({"name": "output0", "role": "output", "kind": "matrix", "dtype": "bf16", "shape": [256, 1024]})");
+  write("manifest.json", text);
+  write("k.cubin", std::string("\x7f"
+                               "ELF") +
+                       std::string(100, '\0'));
+  std::unique_ptr<Bundle> b;
+  ASSERT_TRUE(Bundle::open(dir, &b).isOk());
+  const KernelSpec *k = b->findKernel("proj");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->grid[1].kind, GridDim::Const);
+  alignas(16) static char buf[64];
+  std::vector<TensorArg> args = {{buf, DType::bf16, {77, 256}},
+                                 {buf, DType::bf16, {77, 1024}},
+                                 {buf, DType::bf16, {256, 1024}}};
+  int64_t rows = 0;
+  ASSERT_TRUE(b->checkArgs(*k, args, &rows).isOk());
+  EXPECT_EQ(rows, 77);
+  args[0].shape = {0, 256};
+  args[1].shape = {0, 1024};
+  Status s = b->checkArgs(*k, args, &rows);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("reduces over the rows into 'output0': with 0 "
+                             "rows it would not be written"),
+            std::string::npos)
+      << s.toString();
+  args[1].shape = {76, 1024};
+  s = b->checkArgs(*k, args, &rows);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("has 76 rows, the earlier tensors 0"),
+            std::string::npos)
+      << s.toString();
+}
+
 // The wgmma kernels' TMA descriptors: which parameter, which box.
 TEST(ManifestTest, ParsesTensorMapsAndRejectsBadOnes) {
   std::string text = kMatmulManifest;

@@ -27,6 +27,10 @@ struct MatmulShape {
   int64_t loraRank = 0; ///< r of a LoRA projection, else 0
   bool rmsNorm = false;  ///< an RMSNorm prologue
   int64_t elementBytes = 2;
+  /// The operands' layouts: K-major (x [M, K], W [N, K]: the forward
+  /// product) or MN-major (a gradient product reads W [K, N] for dx = dy · W
+  /// and both dy [K, M] and x [K, N] for dW = dyᵀ · x, K being the tokens).
+  bool aMNMajor = false, bMNMajor = false;
 };
 
 struct MatmulKernelConfig {

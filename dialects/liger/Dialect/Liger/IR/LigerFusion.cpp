@@ -80,6 +80,7 @@ LogicalResult FusionOp::verifyRegions() {
   StringRef kind = stringifyFusionKind(getKind());
   SmallVector<Operation *> projections;
   SmallVector<Operation *> norms;
+  SmallVector<Operation *> gradients; // linear_grad_input / _weight
   int numLosses = 0;
   for (Operation &op : body.without_terminator()) {
     auto reject = [&](StringRef why) {
@@ -97,6 +98,8 @@ LogicalResult FusionOp::verifyRegions() {
     case FusionKind::matmul:
       if (isa<LinearOp, LoRALinearOp>(op))
         projections.push_back(&op);
+      else if (isa<LinearGradInputOp, LinearGradWeightOp>(op))
+        gradients.push_back(&op);
       else if (isa<RMSNormOp>(op))
         norms.push_back(&op);
       else if (!isMatmulEpilogueOp(&op))
@@ -117,9 +120,17 @@ LogicalResult FusionOp::verifyRegions() {
            << numLosses;
   if (getKind() != FusionKind::matmul)
     return success();
+  if (!gradients.empty()) {
+    if (gradients.size() != 1 || body.getOperations().size() != 2)
+      return emitOpError("of kind matmul computes a gradient product ('")
+             << gradients.front()->getName()
+             << "') alone: one op, no prologue or epilogue";
+    return success();
+  }
   if (projections.empty())
     return emitOpError("of kind matmul expects at least one projection "
-                       "('liger.linear' or 'liger.lora_linear')");
+                       "('liger.linear' or 'liger.lora_linear') or one "
+                       "gradient product");
   Value activation = getProjectionInput(projections.front());
   for (Operation *projection : projections)
     if (getProjectionInput(projection) != activation)

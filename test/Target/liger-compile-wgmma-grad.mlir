@@ -1,0 +1,101 @@
+// The gradient products through the wgmma + TMA template (sm_90a,
+// liger-compile --matmul-kernels): dx = dy · W reads W [N, K] N-major
+// (64-column TMA boxes, wgmma's transposed B), dW = dyᵀ · x reads both
+// operands MN-major with K = the tokens (a dynamic trip count) and a
+// constant grid over dW's tiles; with an f32 buffer the epilogue adds into
+// it. ptxas accepts every kernel without spills. The mma.sync template
+// (sm_80) leaves them with a warning.
+// REQUIRES: ptxas
+// RUN: rm -rf %t.bundle
+// RUN: liger-compile %s --matmul-kernels -o %t.bundle | FileCheck %s --check-prefix=OUT
+// RUN: FileCheck %s --check-prefix=MANIFEST < %t.bundle/manifest.json
+// RUN: FileCheck %s --check-prefix=PTX < %t.bundle/liger_kernels.sm_90a.ptx
+// RUN: ptxas -arch=sm_90a -v %t.bundle/liger_kernels.sm_90a.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: rm -rf %t.sm80 && not liger-compile %s --matmul-kernels --target=sm_80 -o %t.sm80 2>&1 | FileCheck %s --check-prefix=SM80
+
+// OUT: liger-compile: 3 kernels for sm_90a
+
+// dx [T, 14336] of Llama's down projection: 128 x 256 tiles, 4 stages.
+// MANIFEST: "dynamic_shared_memory_bytes": 197632,
+// MANIFEST: "grid": [
+// MANIFEST-NEXT: 56,
+// MANIFEST-NEXT: "rows/128",
+// MANIFEST: "name": "dx_matmul_0",
+// MANIFEST: "kind": "matrix",
+// MANIFEST-NEXT: "name": "input1",
+// MANIFEST: "shape": [
+// MANIFEST-NEXT: 4096,
+// MANIFEST-NEXT: 14336
+// dy's [128, 64] K-major box, then W's [64, 64] N-major boxes.
+// MANIFEST: "tensor_maps": [
+// MANIFEST: "box": [
+// MANIFEST-NEXT: 128,
+// MANIFEST-NEXT: 64
+// MANIFEST: "param": "input0",
+// MANIFEST: "box": [
+// MANIFEST-NEXT: 64,
+// MANIFEST-NEXT: 64
+// MANIFEST: "param": "input1",
+// dW [4096, 1024]: a constant grid of 4 x 32 tiles, the output a matrix.
+// MANIFEST: "grid": [
+// MANIFEST-NEXT: 4,
+// MANIFEST-NEXT: 32,
+// MANIFEST: "name": "dw_matmul_0",
+// MANIFEST: "kind": "matrix",
+// MANIFEST-NEXT: "name": "output0",
+// MANIFEST: "box": [
+// MANIFEST-NEXT: 64,
+// MANIFEST-NEXT: 64
+// MANIFEST: "param": "input0",
+// MANIFEST: "box": [
+// MANIFEST-NEXT: 64,
+// MANIFEST-NEXT: 64
+// MANIFEST: "param": "input1",
+// The accumulating form reads and writes f32 matrices.
+// MANIFEST: "name": "dw_acc_matmul_0",
+// MANIFEST: "dtype": "f32",
+// MANIFEST-NEXT: "kind": "matrix",
+// MANIFEST-NEXT: "name": "input2",
+// MANIFEST: "dtype": "f32",
+// MANIFEST-NEXT: "kind": "matrix",
+// MANIFEST-NEXT: "name": "output0",
+
+// The trailing immediates are scale-a, scale-b, trans-a, trans-b: dx
+// transposes B only, dW both.
+// PTX-LABEL: .entry dx_matmul_0(
+// PTX: cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes
+// PTX: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 1;
+// PTX-NOT: wgmma.mma_async{{.*}}, p, 1, 1, 1, {{[01]}};
+// PTX-LABEL: .entry dw_matmul_0(
+// PTX: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1, 1;
+// PTX-LABEL: .entry dw_acc_matmul_0(
+// PTX: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1, 1;
+// PTX: ld.global.v2.b32
+// PTX: add.rn.f32
+// PTX: st.global.v2.b32
+
+// PTXAS-NOT: {{[1-9][0-9]*}} bytes spill
+// PTXAS: Compiling entry function 'dw_acc_matmul_0'
+// PTXAS-NOT: {{[1-9][0-9]*}} bytes spill
+// PTXAS: Compiling entry function 'dw_matmul_0'
+// PTXAS-NOT: {{[1-9][0-9]*}} bytes spill
+// PTXAS: Compiling entry function 'dx_matmul_0'
+// PTXAS-NOT: {{[1-9][0-9]*}} bytes spill
+
+// SM80-COUNT-3: warning: left for a later matmul template: gradient products are implemented in the wgmma template (sm_90a) only
+// SM80: liger-compile: no kernel to compile in
+
+func.func @dx(%dy: tensor<?x4096xbf16>, %w: tensor<4096x14336xbf16>) -> tensor<?x14336xbf16> {
+  %dx = liger.linear_grad_input %dy, %w : tensor<?x4096xbf16>, tensor<4096x14336xbf16>
+  return %dx : tensor<?x14336xbf16>
+}
+
+func.func @dw(%dy: tensor<?x4096xbf16>, %x: tensor<?x1024xbf16>) -> tensor<4096x1024xbf16> {
+  %dw = liger.linear_grad_weight %dy, %x : tensor<?x4096xbf16>, tensor<?x1024xbf16>
+  return %dw : tensor<4096x1024xbf16>
+}
+
+func.func @dw_acc(%dy: tensor<?x512xbf16>, %x: tensor<?x1024xbf16>, %acc: tensor<512x1024xf32>) -> tensor<512x1024xf32> {
+  %dw = liger.linear_grad_weight %dy, %x accumulate %acc : tensor<?x512xbf16>, tensor<?x1024xbf16>, tensor<512x1024xf32>
+  return %dw : tensor<512x1024xf32>
+}
