@@ -70,13 +70,21 @@
 // An RMSNorm prologue: per stage, each consumer thread rescales its 4
 // swizzled 16-byte chunks of the x tile in place (x * g, summing x^2),
 // fences them for the async proxy and meets its warpgroup at a named
-// barrier before the wgmmas; the epilogue scales rows by rstd.
+// barrier; stage 0 before the loop, stage k + 1 while stage k's wgmmas run
+// (after the release of stage k - 1). The epilogue scales rows by rstd.
 // PTX: .entry normed_matmul_0(
 // PTX: mbarrier.try_wait.parity.shared.b64
 // PTX-COUNT-4: st.shared.v4.b32
 // PTX: fence.proxy.async.shared::cta;
-// PTX-NEXT: bar.sync {{%r[0-9]+}}, 128;
+// PTX: bar.sync {{%r[0-9]+}}, 128;
 // PTX: wgmma.fence.sync.aligned;
+// PTX: wgmma.commit_group.sync.aligned;
+// PTX: wgmma.wait_group.sync.aligned 1;
+// PTX: mbarrier.arrive.shared.b64
+// PTX: mbarrier.try_wait.parity.shared.b64
+// PTX-COUNT-4: st.shared.v4.b32
+// PTX: fence.proxy.async.shared::cta;
+// PTX: wgmma.wait_group.sync.aligned 0;
 // PTX: shfl.sync.bfly.b32
 // PTX: rsqrt.approx
 

@@ -1191,63 +1191,85 @@ LogicalResult MatmulKernelBuilder::emitWgmma(OpBuilder &b,
                    : descriptorAt(ob, arith::AddIOp::create(ob, loc, off,
                                                             i32c(ob, kk * 32)));
   };
+  // The x tile of this warpgroup in stage `st`.
+  auto xTile = [&](OpBuilder &ob, Value st) -> Value {
+    return arith::AddIOp::create(
+        ob, loc, tile(ob, st, 0),
+        arith::MulIOp::create(ob, loc, toI32v(ob, cw), i32c(ob, 64 * rowBytes)));
+  };
+  // RMSNorm prologue on k-iteration `kt`: waits for its stage, then
+  // rescales the x tile in place and adds to the rows' sums of squares.
+  auto rescale = [&](OpBuilder &lb, Value kt,
+                     SmallVector<Value, 2> sums) -> SmallVector<Value, 2> {
+    Value s = rem(lb, kt, stages);
+    NVVM::MBarrierTryWaitParityOp::create(lb, loc, full(lb, s), parity(lb, kt),
+                                          ticks);
+    Value aOff = xTile(lb, s);
+    // x ⊙ (g + offset) in place on this warpgroup's 64 rows of the x tile
+    // (the row scale rstd waits for the epilogue), summing x² per row.
+    // Lane l of warp w takes rows 16 w + l/4 and + 8 (the rows its
+    // accumulators hold) and 16-byte chunks 2 (l % 4) and the next of
+    // each; chunk c of row r sits at chunk c ^ (r % 8) = c ^ (l / 4)
+    // under the 128-byte swizzle.
+    auto v8 = [&](Type t) { return VectorType::get({8}, t); };
+    Value quad = toI32v(lb, div(lb, lane, 4));
+    Value k0 = mul(lb, kt, config.tileK);
+    for (int64_t h = 0; h < 2; ++h) {
+      Value row = add(lb, add(lb, mul(lb, warp, 16), div(lb, lane, 4)),
+                      idx(lb, 8 * h));
+      Value sum = sums[h];
+      for (int64_t cc = 0; cc < 2; ++cc) {
+        Value c = add(lb, mul(lb, rem(lb, lane, 4), 2), idx(lb, cc));
+        Value phys = arith::XOrIOp::create(lb, loc, toI32v(lb, c), quad);
+        Value off = arith::AddIOp::create(
+            lb, loc, aOff,
+            arith::AddIOp::create(
+                lb, loc, arith::MulIOp::create(lb, loc, toI32v(lb, row),
+                                               i32c(lb, rowBytes)),
+                arith::MulIOp::create(lb, loc, phys, i32c(lb, 16))));
+        Value ptr = at(lb, off);
+        Value xv = arith::ExtFOp::create(
+            lb, loc, v8(f32),
+            LLVM::LoadOp::create(lb, loc, v8(elem), ptr, 16).getResult());
+        sum = sumOfSquares(lb, xv, sum);
+        // Past K the tile holds TMA's zeros: any in-range g will do.
+        Value gk = arith::MinUIOp::create(
+            lb, loc, add(lb, k0, mul(lb, c, 8)), idx(lb, k - 8));
+        LLVM::StoreOp::create(lb, loc, normScaled(lb, xv, gk), ptr, 16);
+      }
+      sums[h] = sum;
+    }
+    // The generic-proxy stores before the async-proxy (wgmma) reads, then
+    // the warpgroup's named barrier.
+    NVVM::FenceProxyOp::create(
+        lb, loc, NVVM::ProxyKind::async_shared,
+        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+    NVVM::BarrierOp::create(
+        lb, loc, Type(),
+        toI32v(lb, add(lb, cw, idx(lb, 1))), i32c(lb, 128),
+        NVVM::BarrierReductionAttr(), Value());
+    return sums;
+  };
+  // With a prologue, stage kt + 1 is rescaled while stage kt's wgmmas run
+  // (after the release of kt - 1, so that two stages suffice): stage 0
+  // before the loop.
+  if (norm) {
+    SmallVector<Value, 2> sums =
+        rescale(cb, idx(cb, 0), {init[sumIdx], init[sumIdx + 1]});
+    init[sumIdx] = sums[0];
+    init[sumIdx + 1] = sums[1];
+  }
   auto loop = scf::ForOp::create(cb, loc, idx(cb, 0), kTiles, idx(cb, 1),
                                  init);
   {
     OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
     Value kt = loop.getInductionVar();
     Value s = rem(lb, kt, stages);
-    NVVM::MBarrierTryWaitParityOp::create(lb, loc, full(lb, s), parity(lb, kt),
-                                          ticks);
+    if (!norm)
+      NVVM::MBarrierTryWaitParityOp::create(lb, loc, full(lb, s),
+                                            parity(lb, kt), ticks);
     SmallVector<Value> acc(loop.getRegionIterArgs());
-    Value aOff = arith::AddIOp::create(
-        lb, loc, tile(lb, s, 0),
-        arith::MulIOp::create(lb, loc, toI32v(lb, cw), i32c(lb, 64 * rowBytes)));
-    if (norm) {
-      // x ⊙ (g + offset) in place on this warpgroup's 64 rows of the x tile
-      // (the row scale rstd waits for the epilogue), summing x² per row.
-      // Lane l of warp w takes rows 16 w + l/4 and + 8 (the rows its
-      // accumulators hold) and 16-byte chunks 2 (l % 4) and the next of
-      // each; chunk c of row r sits at chunk c ^ (r % 8) = c ^ (l / 4)
-      // under the 128-byte swizzle.
-      auto v8 = [&](Type t) { return VectorType::get({8}, t); };
-      Value quad = toI32v(lb, div(lb, lane, 4));
-      Value k0 = mul(lb, kt, config.tileK);
-      for (int64_t h = 0; h < 2; ++h) {
-        Value row = add(lb, add(lb, mul(lb, warp, 16), div(lb, lane, 4)),
-                        idx(lb, 8 * h));
-        Value sum = acc[sumIdx + h];
-        for (int64_t cc = 0; cc < 2; ++cc) {
-          Value c = add(lb, mul(lb, rem(lb, lane, 4), 2), idx(lb, cc));
-          Value phys = arith::XOrIOp::create(lb, loc, toI32v(lb, c), quad);
-          Value off = arith::AddIOp::create(
-              lb, loc, aOff,
-              arith::AddIOp::create(
-                  lb, loc, arith::MulIOp::create(lb, loc, toI32v(lb, row),
-                                                 i32c(lb, rowBytes)),
-                  arith::MulIOp::create(lb, loc, phys, i32c(lb, 16))));
-          Value ptr = at(lb, off);
-          Value xv = arith::ExtFOp::create(
-              lb, loc, v8(f32),
-              LLVM::LoadOp::create(lb, loc, v8(elem), ptr, 16).getResult());
-          sum = sumOfSquares(lb, xv, sum);
-          // Past K the tile holds TMA's zeros: any in-range g will do.
-          Value gk = arith::MinUIOp::create(
-              lb, loc, add(lb, k0, mul(lb, c, 8)), idx(lb, k - 8));
-          LLVM::StoreOp::create(lb, loc, normScaled(lb, xv, gk), ptr, 16);
-        }
-        acc[sumIdx + h] = sum;
-      }
-      // The generic-proxy stores before the async-proxy (wgmma) reads, then
-      // the warpgroup's named barrier.
-      NVVM::FenceProxyOp::create(
-          lb, loc, NVVM::ProxyKind::async_shared,
-          NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
-      NVVM::BarrierOp::create(
-          lb, loc, Type(),
-          toI32v(lb, add(lb, cw, idx(lb, 1))), i32c(lb, 128),
-          NVVM::BarrierReductionAttr(), Value());
-    }
+    Value aOff = xTile(lb, s);
     NVVM::WgmmaFenceAlignedOp::create(lb, loc);
     auto type = elem.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
     for (int64_t kk = 0; kk < config.tileK / 16; ++kk) {
@@ -1288,6 +1310,19 @@ LogicalResult MatmulKernelBuilder::emitWgmma(OpBuilder &b,
     OpBuilder rb = rel.getThenBodyBuilder();
     Value prev = rem(rb, add(rb, kt, idx(rb, stages - 1)), stages);
     NVVM::MBarrierArriveOp::create(rb, loc, Type(), empty(rb, prev), Value());
+    if (norm) {
+      Value more = lessThan(lb, add(lb, kt, idx(lb, 1)), idx(lb, numK));
+      auto next = scf::IfOp::create(lb, loc, TypeRange{f32, f32}, more,
+                                    /*withElseRegion=*/true);
+      OpBuilder tb = next.getThenBodyBuilder();
+      SmallVector<Value, 2> sums = rescale(tb, add(tb, kt, idx(tb, 1)),
+                                           {acc[sumIdx], acc[sumIdx + 1]});
+      scf::YieldOp::create(tb, loc, ValueRange(sums));
+      OpBuilder eb = next.getElseBodyBuilder();
+      scf::YieldOp::create(eb, loc, ValueRange{acc[sumIdx], acc[sumIdx + 1]});
+      acc[sumIdx] = next.getResult(0);
+      acc[sumIdx + 1] = next.getResult(1);
+    }
     scf::YieldOp::create(lb, loc, acc);
   }
   NVVM::WgmmaWaitGroupSyncOp::create(cb, loc, 0);
