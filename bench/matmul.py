@@ -204,6 +204,60 @@ def main():
             t = ms(f)
             rows.append(dict(case="%s %dx%dx%d" % (case, M, n, k), impl=impl, ms=t,
                              floor_ms=floor, of_floor=floor / t, err=err))
+    # RMSNorm -> q/k projections -> RoPE (Llama-3-8B: 32 + 8 heads of 128),
+    # batch 4: one kernel beside our plain [Wq; Wk] projection of the same
+    # 5120 columns and the peers' norm, two GEMMs, head split and rotation.
+    B, T, hq, hkv, d = 4, M // 4, 32, 8, 128
+    x = torch.randn(B, T, 4096, dtype=BF16, device="cuda")
+    wq = (torch.randn(hq * d, 4096, device="cuda") / 64).to(BF16)
+    wk = (torch.randn(hkv * d, 4096, device="cuda") / 64).to(BF16)
+    wqk = torch.cat([wq, wk]).contiguous()
+    pos = torch.arange(T, device="cuda", dtype=torch.float32)
+    freq = 500000.0 ** (-torch.arange(0, d, 2, device="cuda", dtype=torch.float32) / d)
+    ang = torch.cat([pos[:, None] * freq[None]] * 2, -1)[None]
+    cos, sin = ang.cos().to(BF16), ang.sin().to(BF16)
+    qo = torch.empty(B, hq, T, d, dtype=BF16, device="cuda")
+    ko = torch.empty(B, hkv, T, d, dtype=BF16, device="cuda")
+    yqk = torch.empty(B * T, (hq + hkv) * d, dtype=BF16, device="cuda")
+
+    def rotate(t):
+        return torch.cat([-t[..., d // 2:], t[..., :d // 2]], -1)
+
+    def qk_rope(x, g, wq, wk, cos, sin):
+        n = rms(x, g)
+        q = F.linear(n, wq).view(B, T, hq, d).transpose(1, 2)
+        k = F.linear(n, wk).view(B, T, hkv, d).transpose(1, 2)
+        c, s_ = cos[:, None], sin[:, None]
+        return q * c + rotate(q) * s_, k * c + rotate(k) * s_
+    fused_qk, plain_qk = ours["qk_rope_wg_matmul_0"], ours["qk_plain_wg_matmul_0"]
+    impls = {"eager (cuBLAS)": lambda: qk_rope(x, g, wq, wk, cos, sin),
+             "compile": (lambda c: lambda: c(x, g, wq, wk, cos, sin))(torch.compile(qk_rope))}
+    try:
+        from liger_kernel.ops.rms_norm import LigerRMSNormFunction
+        from liger_kernel.ops.rope import LigerRopeFunction
+
+        def lk_qk_rope():
+            n = LigerRMSNormFunction.apply(x, g, 1e-5, 0.0, "llama")
+            q = F.linear(n, wq).view(B, T, hq, d).transpose(1, 2)
+            k = F.linear(n, wk).view(B, T, hkv, d).transpose(1, 2)
+            return LigerRopeFunction.apply(q, k, cos, sin)
+        impls["Liger-Kernel"] = lk_qk_rope
+    except ImportError:
+        print("Liger-Kernel not installed: its q/k + RoPE row is left out")
+    impls["liger wgmma"] = lambda: (fused_qk(x, g, wq, wk, cos, sin, out=[qo, ko]), (qo, ko))[1]
+    impls["liger plain proj"] = lambda: (plain_qk(x.view(B * T, 4096), wqk, out=[yqk]), yqk)[1]
+    ref = qk_rope(x, g, wq, wk, cos, sin)
+    floor = 2 * M * (hq + hkv) * d * 4096 / rate / 1e9
+    for impl, f in impls.items():
+        o = f()
+        if impl == "liger plain proj":
+            err = float("nan")  # no norm, no rotation: not comparable
+        else:
+            err = max(((a.float() - r.float()).norm() / r.float().norm()).item()
+                      for a, r in zip(o, ref))
+        t = ms(f)
+        rows.append(dict(case="rms_norm+qk+rope %dx%dx%d" % (M, (hq + hkv) * d, 4096),
+                         impl=impl, ms=t, floor_ms=floor, of_floor=floor / t, err=err))
     print("bf16 matrix rate %.0f TFLOP/s (8192^3 torch.matmul)" % rate)
     print("%-31s %-16s %9s %9s %8s %9s" % ("case", "impl", "ms", "floor ms", "of floor",
                                            "rel err"))

@@ -97,7 +97,14 @@ liger::libtorch::allocateOutputs(const runtime::KernelSpec &kernel,
     if (!p.isOutput)
       continue;
     std::vector<int64_t> shape = leading;
-    if (p.kind == runtime::ParamKind::Heads) {
+    if (p.kind == runtime::ParamKind::Heads && headShapes.empty()) {
+      // A projection's head split (q/k with RoPE): rows [B, T, K] give
+      // [B, H, T, D].
+      TORCH_CHECK(leading.size() == 2, "liger: kernel '", kernel.name,
+                  "' writes [B, H, T, D] from [B, T, K] rows, got rows of "
+                  "rank ", leading.size() + 1);
+      shape = {leading[0], p.heads, leading[1], p.length};
+    } else if (p.kind == runtime::ParamKind::Heads) {
       TORCH_CHECK(nextHeads < headShapes.size(), "liger: kernel '", kernel.name,
                   "' has more [B, H, T, D] outputs than inputs");
       shape = headShapes[nextHeads++];

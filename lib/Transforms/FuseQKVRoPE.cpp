@@ -99,6 +99,54 @@ struct FuseQKVRoPE : OpRewritePattern<RoPEOp> {
       });
       candidate.ops.push_back(copy);
     }
+    // The head split's dynamic sizes (batch, sequence) are read inside the
+    // group (tensor.dim of the projection, or of the split for the
+    // transpose's destination), so that the group's inputs are tensors: its
+    // kernel takes no index parameters.
+    for (HeadSplit *split : {&*q, &*k}) {
+      tensor::ExpandShapeOp expand = split->expand;
+      SmallVector<ReassociationIndices> groups =
+          expand.getReassociationIndices();
+      SmallVector<Value> sizes;
+      rewriter.setInsertionPoint(expand);
+      unsigned next = 0;
+      for (auto [dim, size] : llvm::enumerate(expand.getResultType().getShape())) {
+        if (!ShapedType::isDynamic(size))
+          continue;
+        Value old = expand.getOutputShape()[next++];
+        // A result dimension alone in its group is the source's.
+        auto it = llvm::find_if(groups, [&](const ReassociationIndices &g) {
+          return llvm::is_contained(g, static_cast<int64_t>(dim));
+        });
+        if (it->size() != 1) {
+          sizes.push_back(old);
+          continue;
+        }
+        auto read = tensor::DimOp::create(rewriter, expand.getLoc(),
+                                          expand.getSrc(), it - groups.begin());
+        candidate.ops.push_back(read);
+        sizes.push_back(read);
+      }
+      rewriter.modifyOpInPlace(
+          expand, [&] { expand.getOutputShapeMutable().assign(sizes); });
+      auto empty = split->transpose.getInit().getDefiningOp<tensor::EmptyOp>();
+      if (!empty || !llvm::is_contained(candidate.ops, empty.getOperation()))
+        continue;
+      rewriter.setInsertionPoint(empty);
+      SmallVector<Value> emptySizes;
+      ArrayRef<int64_t> perm = split->transpose.getPermutation();
+      for (auto [dim, size] : llvm::enumerate(empty.getType().getShape())) {
+        if (!ShapedType::isDynamic(size))
+          continue;
+        auto read = tensor::DimOp::create(rewriter, empty.getLoc(),
+                                          expand.getResult(), perm[dim]);
+        candidate.ops.push_back(read);
+        emptySizes.push_back(read);
+      }
+      rewriter.modifyOpInPlace(empty, [&] {
+        empty.getDynamicSizesMutable().assign(emptySizes);
+      });
+    }
     // Every op of the chain has its only reader in the chain.
     commitFusion(rewriter, candidate, what, options);
     return success();

@@ -115,12 +115,22 @@ mlir::liger::createFusionGroup(RewriterBase &rewriter,
   llvm::SmallPtrSet<Operation *, 8> members(ops.begin(), ops.end());
   Operation *last = ops.back();
 
-  // Inputs: what the members read from outside, in order of first use.
+  // Inputs: what the members read from outside, in order of first use. A
+  // matmul group copies the constants its layout ops read (tensor.dim's
+  // index) into its body: its kernel takes tensors only.
   llvm::SetVector<Value> inputs;
+  llvm::SetVector<Operation *> constants;
   for (Operation *op : ops)
-    for (Value operand : op->getOperands())
-      if (!members.contains(operand.getDefiningOp()))
+    for (Value operand : op->getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      if (members.contains(def))
+        continue;
+      if (candidate.kind == FusionKind::matmul && def &&
+          def->hasTrait<OpTrait::ConstantLike>())
+        constants.insert(def);
+      else
         inputs.insert(operand);
+    }
   // Results: what the rest of the function reads, which must come after the
   // group's position.
   SmallVector<Value> outputs;
@@ -155,6 +165,8 @@ mlir::liger::createFusionGroup(RewriterBase &rewriter,
   for (auto [input, arg] : llvm::zip(inputs, body.getArguments()))
     mapping.map(input, arg);
   rewriter.setInsertionPointToEnd(&body);
+  for (Operation *constant : constants)
+    rewriter.clone(*constant, mapping);
   for (Operation *op : ops) {
     auto inner = dyn_cast<FusionOp>(op);
     if (!inner) {

@@ -63,7 +63,8 @@ class Kernel:
     def output_shapes(self, inputs):
         """The shapes of the outputs for `inputs` (torch tensors or anything
         with .shape): [B, H, T, D] outputs take the shapes of the [B, H, T, D]
-        inputs in order, row outputs the inputs' leading dimensions, feature
+        inputs in order (or, without such inputs, [B, heads, T, D] from
+        [B, T, K] rows), row outputs the inputs' leading dimensions, feature
         and matrix outputs their static shape."""
         leading = None
         heads = []
@@ -76,7 +77,14 @@ class Kernel:
             raise ValueError("%s: no row-shaped input to size the outputs" % self.name)
         shapes = []
         for p in self.outputs:
-            if p["kind"] == "heads":
+            if p["kind"] == "heads" and not heads:
+                # A projection's head split (q/k with RoPE): rows [B, T, K]
+                # give [B, H, T, D].
+                if len(leading) != 2:
+                    raise ValueError("%s writes [B, H, T, D] from [B, T, K] rows, got rows "
+                                     "of rank %d" % (self.name, len(leading) + 1))
+                shapes.append((leading[0], p["heads"], leading[1], p["length"]))
+            elif p["kind"] == "heads":
                 shapes.append(heads[len([o for o in self.outputs[:len(shapes)]
                                          if o["kind"] == "heads"])])
             elif p["kind"] == "rows":

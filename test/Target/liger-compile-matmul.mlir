@@ -20,7 +20,7 @@
 // o_proj and the v projection with its RMSNorm prologue become matmul
 // kernels; the q/k projections with RoPE wait, with a warning, and the
 // rest compiles.
-// LLAMA: warning: left for a later matmul template: the matmul templates implement one liger.linear or liger.lora_linear (weight and bias among the group's inputs) on the group's inputs (or a gate/up pair on one input, optionally after an RMSNorm of it)
+// LLAMA: warning: left for a later matmul template: the RoPE epilogue is implemented in the wgmma template (sm_90a) only
 // LLAMA: liger-compile: 5 kernels for sm_80 in {{.*}} (not compiled yet, no kernel template: 1 liger.attention, 1 matmul group)
 
 // OUT: liger-compile: 5 kernels for sm_90a

@@ -2,20 +2,28 @@
 // RUN: liger-opt %s --liger-fuse-qkv-rope=report=true --split-input-file -o /dev/null | FileCheck %s --check-prefix=REPORT
 
 // q and k projections, their head splits and RoPE: one matmul group. The v
-// path (sharing the transpose destination) stays outside with its own.
+// path (sharing the transpose destination) stays outside with its own. The
+// group's inputs are tensors only: the head split's batch and sequence
+// sizes are read inside (tensor.dim of the projection and of the split, with
+// the index constants copied in), not passed as index operands.
 // CHECK-LABEL: func.func @qk_rope
-//  CHECK-SAME:   (%[[X:[a-z0-9]+]]: tensor<?x?x64xbf16>
-//       CHECK:   %[[B:.+]] = tensor.dim %[[X]]
-//       CHECK:   %[[T:.+]] = tensor.dim %[[X]]
+//  CHECK-SAME:   (%[[X:[a-z0-9]+]]: tensor<?x?x64xbf16>, %[[WQ:[a-z0-9]+]]: tensor<64x64xbf16>, %[[WK:[a-z0-9]+]]: tensor<32x64xbf16>, %{{[a-z0-9]+}}: tensor<32x64xbf16>, %[[COS:[a-z0-9]+]]: tensor<1x?x16xbf16>, %[[SIN:[a-z0-9]+]]: tensor<1x?x16xbf16>)
 //       CHECK:   %[[V:.+]] = liger.linear %[[X]]
 //       CHECK:   %[[VE:.+]] = tensor.expand_shape %[[V]]
 //       CHECK:   %[[VT:.+]] = linalg.transpose ins(%[[VE]]
-//       CHECK:   %[[R:.+]]:2 = liger.fusion matmul(%[[X]], %{{.+}}, %{{.+}}, %[[B]], %[[T]], %{{.+}}, %{{.+}})
+//       CHECK:   %[[R:.+]]:2 = liger.fusion matmul(%[[X]], %[[WQ]], %[[WK]], %[[COS]], %[[SIN]])
+//       CHECK:     ^bb0(%{{[a-z0-9]+}}: tensor<?x?x64xbf16>, %{{[a-z0-9]+}}: tensor<64x64xbf16>, %{{[a-z0-9]+}}: tensor<32x64xbf16>, %{{[a-z0-9]+}}: tensor<1x?x16xbf16>, %{{[a-z0-9]+}}: tensor<1x?x16xbf16>):
+//   CHECK-DAG:     %[[C0:.+]] = arith.constant 0 : index
+//   CHECK-DAG:     %[[C1:.+]] = arith.constant 1 : index
+//       CHECK:     %[[Q:.+]] = liger.linear
 //       CHECK:     liger.linear
-//       CHECK:     liger.linear
+//       CHECK:     %[[QB:.+]] = tensor.dim %[[Q]], %[[C0]]
+//       CHECK:     %[[QT:.+]] = tensor.dim %[[Q]], %[[C1]]
+//       CHECK:     %[[QE:.+]] = tensor.expand_shape %[[Q]] {{\[}}[0], [1], [2, 3]] output_shape [%[[QB]], %[[QT]], 4, 16]
 //       CHECK:     tensor.expand_shape
-//       CHECK:     tensor.expand_shape
-//       CHECK:     tensor.empty
+//       CHECK:     %[[EB:.+]] = tensor.dim %[[QE]], %[[C0]]
+//       CHECK:     %[[ET:.+]] = tensor.dim %[[QE]], %[[C1]]
+//       CHECK:     tensor.empty(%[[EB]], %[[ET]]) : tensor<?x4x?x16xbf16>
 //       CHECK:     linalg.transpose
 //       CHECK:     tensor.empty
 //       CHECK:     linalg.transpose

@@ -106,6 +106,48 @@ def test_weight_gradient_product_has_a_matrix_output(rt, bundle_dir, tmp_path):
         assert kernel.output_shapes([_Shaped(tokens, 512), _Shaped(tokens, 256)]) == [(512, 256)]
 
 
+QK_ROPE_MODULE = """
+func.func @qk(%x: tensor<?x?x64xbf16>, %wq: tensor<64x64xbf16>, %wk: tensor<32x64xbf16>,
+              %cos: tensor<1x?x16xbf16>, %sin: tensor<1x?x16xbf16>)
+    -> (tensor<?x4x?x16xbf16>, tensor<?x2x?x16xbf16>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %b = tensor.dim %x, %c0 : tensor<?x?x64xbf16>
+  %t = tensor.dim %x, %c1 : tensor<?x?x64xbf16>
+  %q = liger.linear %x, %wq : tensor<?x?x64xbf16>, tensor<64x64xbf16>
+  %k = liger.linear %x, %wk : tensor<?x?x64xbf16>, tensor<32x64xbf16>
+  %q4 = tensor.expand_shape %q [[0], [1], [2, 3]] output_shape [%b, %t, 4, 16] : tensor<?x?x64xbf16> into tensor<?x?x4x16xbf16>
+  %k4 = tensor.expand_shape %k [[0], [1], [2, 3]] output_shape [%b, %t, 2, 16] : tensor<?x?x32xbf16> into tensor<?x?x2x16xbf16>
+  %qi = tensor.empty(%b, %t) : tensor<?x4x?x16xbf16>
+  %ki = tensor.empty(%b, %t) : tensor<?x2x?x16xbf16>
+  %qh = linalg.transpose ins(%q4 : tensor<?x?x4x16xbf16>) outs(%qi : tensor<?x4x?x16xbf16>) permutation = [0, 2, 1, 3]
+  %kh = linalg.transpose ins(%k4 : tensor<?x?x2x16xbf16>) outs(%ki : tensor<?x2x?x16xbf16>) permutation = [0, 2, 1, 3]
+  %qr, %kr = liger.rope %qh, %kh, %cos, %sin : tensor<?x4x?x16xbf16>, tensor<?x2x?x16xbf16>, tensor<1x?x16xbf16>
+  return %qr, %kr : tensor<?x4x?x16xbf16>, tensor<?x2x?x16xbf16>
+}
+"""
+
+
+def test_qk_rope_kernel_writes_head_major_outputs(rt, bundle_dir, tmp_path):
+    """The q/k projections with RoPE (fused by liger-compile, then one wgmma
+    kernel): tensor inputs only, [B, H, T, D] outputs sized from x [B, T, K]."""
+    src = tmp_path / "qk.mlir"
+    src.write_text(QK_ROPE_MODULE)
+    subprocess.run([find_tool("liger-compile"), str(src), "--matmul-kernels",
+                    "-o", str(tmp_path / "qk.bundle")], check=True, capture_output=True)
+    kernel = rt.load(str(tmp_path / "qk.bundle"))["qk_matmul_0"]
+    assert [(p["kind"], p["dtype"]) for p in kernel.inputs] == [
+        ("rows", "bf16"), ("matrix", "bf16"), ("matrix", "bf16"), ("tables", "bf16"),
+        ("tables", "bf16")]
+    assert [(p["kind"], p["heads"], p["length"]) for p in kernel.outputs] == [
+        ("heads", 4, 16), ("heads", 2, 16)]
+    table = _Shaped(1, 7, 16)
+    assert kernel.output_shapes([_Shaped(3, 7, 64), _Shaped(64, 64), _Shaped(32, 64),
+                                 table, table]) == [(3, 4, 7, 16), (3, 2, 7, 16)]
+    with pytest.raises(ValueError, match=r"writes \[B, H, T, D\] from \[B, T, K\] rows"):
+        kernel.output_shapes([_Shaped(21, 64), _Shaped(64, 64), _Shaped(32, 64), table, table])
+
+
 def test_no_driver_is_a_clear_message(rt):
     status = rt.driver_status()
     if status == "OK":

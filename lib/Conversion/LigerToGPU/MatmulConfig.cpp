@@ -72,6 +72,8 @@ FailureOr<MatmulShape> mlir::liger::analyzeMatmulGroup(FusionOp group) {
       shape.elementBytes =
           std::max<int64_t>(1, x.getElementTypeBitWidth() / 8);
       shape.aMNMajor = shape.bMNMajor = true;
+    } else if (auto r = dyn_cast<RoPEOp>(op)) {
+      shape.headDim = cast<RankedTensorType>(r.getQ().getType()).getDimSize(3);
     } else if (isa<SwiGLUOp, GEGLUOp>(op)) {
       shape.paired = true;
     } else if (isa<RMSNormOp>(op)) {
@@ -109,6 +111,14 @@ mlir::liger::selectMatmulKernelConfig(const MatmulShape &shape,
     // An MN-major B tile is TMA boxes 64 columns wide.
     int64_t step = shape.bMNMajor ? 64 : 8;
     config.tileN = std::min(config.tileN, (widest + step - 1) / step * step);
+    // RoPE: the widest tile of whole heads that divides both projections.
+    if (shape.headDim > 0 && shape.headDim % 8 == 0)
+      for (int64_t t = 256 / shape.headDim * shape.headDim; t >= shape.headDim;
+           t -= shape.headDim)
+        if (allMultiples(t)) {
+          config.tileN = t;
+          break;
+        }
   } else {
     // A paired gate/up tile holds two accumulators: half the width each.
     config.tileN = shape.paired || !allMultiples(128) ? 64 : 128;

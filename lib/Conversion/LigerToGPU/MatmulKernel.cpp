@@ -56,6 +56,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/DialectConversion.h"
@@ -173,12 +174,24 @@ private:
   /// linear_grad_weight on the group's inputs): sets the layout, the
   /// projection and the sizes.
   LogicalResult takeGradient(Operation *op);
+  /// The body of a q/k projection pair with RoPE: rope(split(x̂ · Wqᵀ),
+  /// split(x̂ · Wkᵀ), cos, sin), the head splits being expand_shape +
+  /// transpose [B, T, H·D] -> [B, H, T, D]. The kernel computes the
+  /// concatenation [Wq; Wk] (each column tile inside one of them), rotates
+  /// in registers and stores head-major.
+  LogicalResult takeQKRoPE(RoPEOp op);
+  /// The RoPE epilogue of one of the pair (builder inside the q or k
+  /// branch): `out` [B, H, T, D], `colBase` the tile's first column within
+  /// that projection.
+  void emitRoPEEpilogue(OpBuilder &b, Value acc, ArrayRef<Value> rowScale,
+                        Value r0, Value out, Value colBase, Value bias);
   /// The body of a forward product: one liger.linear / liger.lora_linear
   /// (or a gate/up pair), an optional RMSNorm prologue, an elementwise
   /// epilogue.
   LogicalResult takeProjections();
   bool isProjectionOperand(Value v) {
     return v == xArg || v == gArg || (accArg && v == accArg) ||
+           (rope && (v == cosArg || v == sinArg)) ||
            (lora && (v == lora.getLoraA() ||
                                                v == lora.getLoraB())) ||
            llvm::any_of(projs, [&](const Projection &l) {
@@ -197,6 +210,9 @@ private:
   enum class Layout { forward, gradInput, gradWeight } layout = Layout::forward;
   int64_t m = 0;           // gradWeight: the output rows (static)
   Value accArg, accum;     // gradWeight: the f32 accumulator, and its param
+  RoPEOp rope;             // the q/k + RoPE epilogue, or null
+  int64_t nq = 0, headDim = 0; // its q width (k follows) and head size
+  Value cosArg, sinArg, cosT, sinT, yK; // its tables and k output
   Value x, y, rows, tid, m0, n0, smemA, dynSmem;
   Value kTiles;            // the K loop's trip count (dynamic for gradWeight)
   /// A liger.linear or liger.lora_linear of the group.
@@ -416,6 +432,82 @@ LogicalResult MatmulKernelBuilder::takeGradient(Operation *op) {
   return success();
 }
 
+LogicalResult MatmulKernelBuilder::takeQKRoPE(RoPEOp op) {
+  if (!config.wgmma)
+    return fail("the RoPE epilogue is implemented in the wgmma template "
+                "(sm_90a) only");
+  // transpose [0, 2, 1, 3] <- expand_shape [[0], [1], [2, 3]] <- linear.
+  auto trace = [](Value v) -> LinearOp {
+    auto t = v.getDefiningOp<linalg::TransposeOp>();
+    if (!t || t.getPermutation() != ArrayRef<int64_t>{0, 2, 1, 3})
+      return {};
+    auto e = t.getInput().getDefiningOp<tensor::ExpandShapeOp>();
+    if (!e || e.getReassociationIndices() !=
+                  SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}})
+      return {};
+    return e.getSrc().getDefiningOp<LinearOp>();
+  };
+  LinearOp q = trace(op.getQ()), k2 = trace(op.getK());
+  Block &body = group.getBody().front();
+  if (!q || !k2 || q.getInput() != k2.getInput() ||
+      group.getYield().getValues() != op->getResults() ||
+      !isa<BlockArgument>(op.getCos()) || !isa<BlockArgument>(op.getSin()) ||
+      !isa<BlockArgument>(q.getWeight()) || !isa<BlockArgument>(k2.getWeight()) ||
+      (q.getBias() && !isa<BlockArgument>(q.getBias())) ||
+      (k2.getBias() && !isa<BlockArgument>(k2.getBias())))
+    return fail("a RoPE epilogue takes liger.rope of the head splits "
+                "([B, T, H*D] -> [B, H, T, D]) of two liger.linear on one "
+                "input, weights, biases and tables among the group's inputs, "
+                "yielding the rotated q and k");
+  rope = op;
+  for (LinearOp l : {q, k2})
+    projs.push_back({l, l.getInput(), l.getWeight(), l.getBias(),
+                     l.getResult()});
+  norm = q.getInput().getDefiningOp<RMSNormOp>();
+  if (norm && (!isa<BlockArgument>(norm.getInput()) ||
+               !isa<BlockArgument>(norm.getWeight())))
+    return fail("the RMSNorm before a RoPE pair must read group inputs");
+  for (Operation &o : body.without_terminator())
+    if (!isa<tensor::DimOp, tensor::ExpandShapeOp, tensor::EmptyOp,
+             linalg::TransposeOp>(o) &&
+        !o.hasTrait<OpTrait::ConstantLike>() && &o != op.getOperation() &&
+        &o != q.getOperation() && &o != k2.getOperation() &&
+        &o != norm.getOperation())
+      return fail("'" + o.getName().getStringRef() +
+                  "' is not part of a q/k projection pair with RoPE");
+  xArg = norm ? norm.getInput() : q.getInput();
+  gArg = norm ? norm.getWeight() : Value();
+  cosArg = op.getCos();
+  sinArg = op.getSin();
+  auto qType = cast<RankedTensorType>(op.getQ().getType());
+  auto xType = cast<RankedTensorType>(xArg.getType());
+  elem = xType.getElementType();
+  if (!elem.isBF16() && !elem.isF16())
+    return fail("wgmma takes bf16 or f16 inputs");
+  int64_t elemBytes = elem.getIntOrFloatBitWidth() / 8;
+  headDim = qType.getDimSize(3);
+  nq = cast<RankedTensorType>(q.getWeight().getType()).getDimSize(0);
+  int64_t nk = cast<RankedTensorType>(k2.getWeight().getType()).getDimSize(0);
+  k = xType.getShape().back();
+  n = nq + nk;
+  if (config.tileK * elemBytes != 128)
+    return fail("the wgmma template reads 128-byte slices of K (tile_k = " +
+                Twine(128 / elemBytes) + "), got tile_k = " +
+                Twine(config.tileK));
+  if ((k * elemBytes) % 16)
+    return fail("K = " + Twine(k) + " is not a multiple of " +
+                Twine(16 / elemBytes) + " (TMA needs 16-byte rows)");
+  // A column tile holds whole heads of one projection, so that each
+  // thread holds both halves of its rotations.
+  if (headDim % 16 || config.tileN % headDim || nq % config.tileN ||
+      nk % config.tileN)
+    return fail("tile_n = " + Twine(config.tileN) + " must hold whole heads "
+                "(head_dim " + Twine(headDim) + ", a multiple of 16) and "
+                "divide both projections (" + Twine(nq) + " and " + Twine(nk) +
+                ")");
+  return success();
+}
+
 LogicalResult MatmulKernelBuilder::takeProjections() {
   // The body this template implements: one liger.linear (bias optional) on
   // the group's inputs, then elementwise ops, one result.
@@ -510,14 +602,20 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
                                                     StringRef name) {
   Block &body = group.getBody().front();
   Operation *gradient = nullptr;
-  for (Operation &op : body)
+  RoPEOp ropeOp;
+  for (Operation &op : body) {
     if (isa<LinearGradInputOp, LinearGradWeightOp>(op))
       gradient = &op;
-  if (failed(gradient ? takeGradient(gradient) : takeProjections()))
+    if (auto r = dyn_cast<RoPEOp>(op))
+      ropeOp = r;
+  }
+  if (failed(gradient ? takeGradient(gradient)
+             : ropeOp ? takeQKRoPE(ropeOp)
+                      : takeProjections()))
     return failure();
   auto xType = cast<RankedTensorType>(xArg.getType());
   int64_t elemBytes = elem.getIntOrFloatBitWidth() / 8;
-  if (failed(lowerEpilogue()))
+  if (!rope && failed(lowerEpilogue()))
     return failure();
   int64_t threads = config.threads();
   int64_t numB = static_cast<int64_t>(projs.size());
@@ -529,7 +627,7 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
   info.config.vectorWidth = 8;
   info.hidden = n;
   MatmulShape shape;
-  shape.paired = numB == 2;
+  shape.paired = numB == 2 && !rope;
   shape.elementBytes = elemBytes;
   shape.loraRank = loraRank;
   shape.rmsNorm = static_cast<bool>(norm);
@@ -548,6 +646,43 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
     std::string pname = "input" + std::to_string(arg.getArgNumber());
     auto type = cast<RankedTensorType>(arg.getType());
     Type argElem = type.getElementType();
+    if (rope) {
+      // x [B, T, K] as rows, the norm weight, Wq and Wk, their biases, the
+      // tables [1 or B, T, D].
+      RowKernelParam p{pname, false, false, RowParamKind::Rows, argElem, 0, 0};
+      Type memref;
+      const Projection *proj = llvm::find_if(projs, [&](const Projection &l) {
+        return l.weight == arg || l.bias == arg;
+      });
+      if (arg == xArg) {
+        p.hidden = k;
+        memref = MemRefType::get({ShapedType::kDynamic, k}, elem);
+      } else if (arg == gArg) {
+        p.kind = RowParamKind::Feature;
+        p.hidden = k;
+        memref = MemRefType::get({k}, argElem);
+      } else if (proj != projs.end()) {
+        int64_t width =
+            cast<RankedTensorType>(proj->weight.getType()).getDimSize(0);
+        p.kind = arg == proj->weight ? RowParamKind::Matrix
+                                     : RowParamKind::Feature;
+        p.hidden = arg == proj->weight ? k : width;
+        p.heads = arg == proj->weight ? width : 0;
+        memref = arg == proj->weight ? MemRefType::get({width, k}, elem)
+                                     : MemRefType::get({width}, argElem);
+      } else if (arg == cosArg || arg == sinArg) {
+        p.kind = RowParamKind::Tables;
+        p.hidden = headDim;
+        p.heads = type.getDimSize(0) == 1 ? 1 : 0; // a broadcast batch
+        memref = MemRefType::get(type.getShape(), argElem);
+      } else {
+        return fail("input #" + Twine(arg.getArgNumber()) +
+                    " is not read by the q/k projections or RoPE");
+      }
+      info.params.push_back(p);
+      paramTypes.push_back(memref);
+      continue;
+    }
     if (layout != Layout::forward) {
       // dy [T, K_red] (gradInput) or [T, M] (gradWeight); W [K_red, N]
       // (gradInput) or x [T, N] (gradWeight); the accumulator [M, N] f32.
@@ -613,7 +748,16 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
     }
   }
   Type outElem = getElementTypeOrSelf(group.getResult(0).getType());
-  if (layout == Layout::gradWeight) {
+  if (rope) {
+    // q [B, Hq, T, D] and k [B, Hkv, T, D], head-major.
+    for (auto [i, result] : llvm::enumerate(rope->getResults())) {
+      auto type = cast<RankedTensorType>(result.getType());
+      info.params.push_back({"output" + std::to_string(i), true, false,
+                             RowParamKind::Heads, outElem, headDim,
+                             type.getDimSize(1)});
+      paramTypes.push_back(MemRefType::get(type.getShape(), outElem));
+    }
+  } else if (layout == Layout::gradWeight) {
     info.params.push_back(
         {"output0", true, false, RowParamKind::Matrix, outElem, n, m});
     paramTypes.push_back(MemRefType::get({m, n}, outElem));
@@ -652,9 +796,12 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
     }
     paramTypes.append(info.tensorMaps.size(), LLVM::LLVMPointerType::get(ctx));
   }
+  // The ops the kernel computes (not the constants and sizes its layout
+  // ops read).
   for (Operation &op : body.without_terminator())
-    info.opChain += (info.opChain.empty() ? "" : ", ") +
-                    op.getName().getStringRef().str();
+    if (!op.hasTrait<OpTrait::ConstantLike>() && !isa<tensor::DimOp>(op))
+      info.opChain += (info.opChain.empty() ? "" : ", ") +
+                      op.getName().getStringRef().str();
 
   OpBuilder b(ctx);
   b.setInsertionPointToEnd(module.getBody());
@@ -674,6 +821,10 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
       x = param;
     } else if (accArg && arg == accArg) {
       accum = param;
+    } else if (rope && arg == cosArg) {
+      cosT = param;
+    } else if (rope && arg == sinArg) {
+      sinT = param;
     } else if (arg == gArg) {
       g = param;
     } else if (isProjectionOperand(arg)) {
@@ -684,6 +835,8 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
     }
   }
   y = entry.getArgument(body.getNumArguments());
+  if (rope)
+    yK = entry.getArgument(body.getNumArguments() + 1);
   for (const Projection &l : projs) {
     ws.push_back(entry.getArgument(
         cast<BlockArgument>(l.weight).getArgNumber()));
@@ -979,7 +1132,8 @@ LogicalResult MatmulKernelBuilder::emitMmaSync(OpBuilder &b) {
 
 LogicalResult MatmulKernelBuilder::emitWgmma(OpBuilder &b,
                                              ValueRange descriptors) {
-  int64_t numB = static_cast<int64_t>(projs.size());
+  // A RoPE pair computes one column tile of [Wq; Wk] at a time.
+  int64_t numB = rope ? 1 : static_cast<int64_t>(projs.size());
   int64_t consumers = config.tileM / 64; // warpgroups issuing wgmma
   int64_t stages = config.stages;
   int64_t elemBytes = elem.getIntOrFloatBitWidth() / 8;
@@ -1116,7 +1270,22 @@ LogicalResult MatmulKernelBuilder::emitWgmma(OpBuilder &b,
                toI32v(lb, add(lb, row, idx(lb, 64 * j))), k0);
     };
     copy(0, descriptors[0], m0, config.tileM, aMN());
-    for (int64_t p = 0; p < numB; ++p)
+    if (rope) {
+      // The column tile lies in Wq (columns [0, nq)) or in Wk.
+      auto inQ = scf::IfOp::create(lb, loc, lessThan(lb, n0, idx(lb, nq)),
+                                   /*withElseRegion=*/true);
+      OpBuilder qb = inQ.getThenBodyBuilder(), kb = inQ.getElseBodyBuilder();
+      for (auto [ob, descriptor, row] :
+           {std::tuple<OpBuilder *, Value, Value>{&qb, descriptors[1], n0},
+            {&kb, descriptors[2],
+             arith::SubIOp::create(kb, loc, n0, idx(kb, nq))}})
+        NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+            *ob, loc, at(*ob, tile(*ob, s, 1)), descriptor,
+            ValueRange{k0, toI32v(*ob, row)}, bar, ValueRange{}, Value(),
+            Value(), NVVM::TMALoadMode::TILE, /*isCTAOnly=*/true,
+            NVVM::CTAGroupKindAttr(), Value());
+    }
+    for (int64_t p = 0; p < numB && !rope; ++p)
       copy(1 + p, descriptors[1 + p], n0, config.tileN, bMN());
     if (lora)
       copy(1 + numB, descriptors[1 + numB], idx(lb, 0), loraRank, false);
@@ -1439,6 +1608,16 @@ LogicalResult MatmulKernelBuilder::emitWgmma(OpBuilder &b,
   // columns 8 j + 2 (l % 4) and the next: mma.sync's m16n8 fragment.
   Value r0 = add(cb, add(cb, m0, mul(cb, cw, 64)),
                  add(cb, mul(cb, warp, 16), div(cb, lane, 4)));
+  if (rope) {
+    auto inQ = scf::IfOp::create(cb, loc, lessThan(cb, n0, idx(cb, nq)),
+                                 /*withElseRegion=*/true);
+    OpBuilder qb = inQ.getThenBodyBuilder(), kb = inQ.getElseBodyBuilder();
+    emitRoPEEpilogue(qb, mains[0], rowScale, r0, y, n0, biases[0]);
+    emitRoPEEpilogue(kb, mains[0], rowScale, r0, yK,
+                     arith::SubIOp::create(kb, loc, n0, idx(kb, nq)),
+                     biases[1]);
+    return success();
+  }
   for (int64_t j = 0; j < config.tileN / 8; ++j) {
     Value c = add(cb, add(cb, n0, idx(cb, j * 8)), mul(cb, rem(cb, lane, 4), 2));
     for (int64_t half = 0; half < 2; ++half) {
@@ -1459,6 +1638,86 @@ LogicalResult MatmulKernelBuilder::emitWgmma(OpBuilder &b,
     }
   }
   return success();
+}
+
+void MatmulKernelBuilder::emitRoPEEpilogue(OpBuilder &b, Value acc,
+                                           ArrayRef<Value> rowScale, Value r0,
+                                           Value out, Value colBase,
+                                           Value bias) {
+  Type f32 = b.getF32Type();
+  auto v2 = [&](Type t) { return VectorType::get({2}, t); };
+  int64_t pairs = config.tileN / 8, half = headDim / 2;
+  Value lane = rem(b, tid, 32);
+  Value quadCol = mul(b, rem(b, lane, 4), 2);
+  Value seq = memref::DimOp::create(b, loc, out, 2);
+  // The tables' batch: 1 (broadcast), else the token's.
+  Value tableBatch = memref::DimOp::create(b, loc, cosT, 0);
+  Value broadcast = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                          tableBatch, idx(b, 1));
+  Value firstHead = div(b, colBase, headDim);
+  for (int64_t h = 0; h < 2; ++h) {
+    Value r = h ? add(b, r0, idx(b, 8)) : r0;
+    auto inRows = scf::IfOp::create(b, loc, lessThan(b, r, rows), false);
+    OpBuilder rb = inRows.getThenBodyBuilder();
+    Value batch = arith::DivUIOp::create(rb, loc, r, seq);
+    Value pos = arith::RemUIOp::create(rb, loc, r, seq);
+    Value tb = arith::SelectOp::create(rb, loc, broadcast, idx(rb, 0), batch);
+    // liger.linear's values: (rstd ·) acc (+ bias) rounded to the dtype,
+    // then back to f32 for the rotation.
+    SmallVector<Value> vals;
+    for (int64_t j = 0; j < pairs; ++j) {
+      Value lo = LLVM::ExtractValueOp::create(rb, loc, acc, 4 * j + 2 * h);
+      Value hi = LLVM::ExtractValueOp::create(rb, loc, acc, 4 * j + 2 * h + 1);
+      if (rowScale[h]) {
+        lo = arith::MulFOp::create(rb, loc, lo, rowScale[h]);
+        hi = arith::MulFOp::create(rb, loc, hi, rowScale[h]);
+      }
+      Value v = vector::FromElementsOp::create(rb, loc, v2(f32),
+                                               ValueRange{lo, hi});
+      if (bias) {
+        Type bElem = cast<MemRefType>(bias.getType()).getElementType();
+        Value c = add(rb, add(rb, colBase, idx(rb, 8 * j)), quadCol);
+        Value bv = vector::LoadOp::create(
+            rb, loc, v2(bElem), bias, ValueRange{c}, false,
+            llvm::MaybeAlign(2 * bElem.getIntOrFloatBitWidth() / 8));
+        if (!bElem.isF32())
+          bv = arith::ExtFOp::create(rb, loc, v2(f32), bv);
+        v = arith::AddFOp::create(rb, loc, v, bv);
+      }
+      vals.push_back(arith::ExtFOp::create(
+          rb, loc, v2(f32),
+          arith::TruncFOp::create(rb, loc, v2(elem), v).getResult()));
+    }
+    // rope: x[d] cos[d] + rotate_half(x)[d] sin[d], rotate_half(x)[d] =
+    // -x[d + D/2] in the first half, x[d - D/2] in the second: the partner
+    // pair is D/16 n8 blocks away, in the same thread.
+    Type tElem = cast<MemRefType>(cosT.getType()).getElementType();
+    llvm::MaybeAlign tAlign(2 * tElem.getIntOrFloatBitWidth() / 8);
+    for (int64_t j = 0; j < pairs; ++j) {
+      int64_t inHead = (8 * j) % headDim;
+      bool first = inHead < half;
+      int64_t partner = first ? j + half / 8 : j - half / 8;
+      Value d = add(rb, idx(rb, inHead), quadCol);
+      auto table = [&](Value t) -> Value {
+        Value v = vector::LoadOp::create(rb, loc, v2(tElem), t,
+                                         ValueRange{tb, pos, d}, false, tAlign);
+        return tElem.isF32()
+                   ? v
+                   : arith::ExtFOp::create(rb, loc, v2(f32), v).getResult();
+      };
+      Value rotated = vals[partner];
+      if (first)
+        rotated = arith::NegFOp::create(rb, loc, rotated);
+      Value o = arith::AddFOp::create(
+          rb, loc, arith::MulFOp::create(rb, loc, vals[j], table(cosT)),
+          arith::MulFOp::create(rb, loc, rotated, table(sinT)));
+      Value head = add(rb, firstHead, idx(rb, 8 * j / headDim));
+      vector::StoreOp::create(rb, loc,
+                              arith::TruncFOp::create(rb, loc, v2(elem), o),
+                              out, ValueRange{batch, head, pos, d}, false,
+                              llvm::MaybeAlign(2 * elem.getIntOrFloatBitWidth() / 8));
+    }
+  }
 }
 } // namespace
 

@@ -361,6 +361,66 @@ MATMUL_GRADS = {
     "wg_dw_acc_512_256": ("dw_acc", 512, 256, "bf16", 128, 128, 4),
 }
 
+# q/k projections with RoPE in the epilogue (wgmma only): name -> (K, Hq,
+# Hkv, D, dtype, tile_m, tile_n, stages, norm, bias, batched tables). The
+# kernel's inputs: x [B, T, K], [g], Wq, Wk, [bq, bk], cos, sin; outputs q
+# [B, Hq, T, D], k [B, Hkv, T, D]. Llama-3-8B's with its RMSNorm, a K tail
+# with biases (Qwen2) and per-batch tables at head_dim 64 (two heads per
+# tile), f16.
+MATMUL_ROPE = {
+    "wg_qk_rope_llama_rms": (4096, 32, 8, 128, "bf16", 128, 256, 4, True, False, False),
+    "wg_qk_rope_520_d64_bias": (520, 4, 2, 64, "bf16", 128, 128, 3, False, True, True),
+    "wg_qk_rope_256_f16": (256, 2, 1, 128, "f16", 64, 128, 2, False, False, False),
+}
+MATMUL_ROPE_SHAPES = [(1, 1), (1, 7), (2, 77), (1, 4096), (8, 2048)]
+
+
+def qk_rope_group_text(name):
+    """The matmul group liger-fuse-qkv-rope forms, pinned to a wgmma tile."""
+    k, hq, hkv, d, dt, tm, tn, stages, norm, bias, batched = MATMUL_ROPE[name]
+    X = "tensor<?x?x%dx%s>" % (k, dt)
+    W = {p: "tensor<%dx%dx%s>" % (h * d, k, dt) for p, h in (("q", hq), ("k", hkv))}
+    P = {p: "tensor<?x?x%dx%s>" % (h * d, dt) for p, h in (("q", hq), ("k", hkv))}
+    S = {p: "tensor<?x?x%dx%dx%s>" % (h, d, dt) for p, h in (("q", hq), ("k", hkv))}
+    H = {p: "tensor<?x%dx?x%dx%s>" % (h, d, dt) for p, h in (("q", hq), ("k", hkv))}
+    C = "tensor<%sx?x%dx%s>" % ("?" if batched else "1", d, dt)
+    args = [("x", X)] + ([("g", "tensor<%dx%s>" % (k, dt))] if norm else [])
+    args += [("wq", W["q"]), ("wk", W["k"])]
+    if bias:
+        args += [("bq", "tensor<%dx%s>" % (hq * d, dt)), ("bk", "tensor<%dx%s>" % (hkv * d, dt))]
+    args += [("cos", C), ("sin", C)]
+    body = ["%c0 = arith.constant 0 : index", "%c1 = arith.constant 1 : index"]
+    inp = "%bx"
+    if norm:
+        body.append("%%n = liger.rms_norm %%bx, %%bg eps = 1.0e-5 : %s, tensor<%dx%s>" % (X, k, dt))
+        inp = "%n"
+    for p, h in (("q", hq), ("k", hkv)):
+        b = ", %%bb%s" % p if bias else ""
+        bt = ", tensor<%dx%s>" % (h * d, dt) if bias else ""
+        body += ["%%%s = liger.linear %s, %%bw%s%s : %s, %s%s" % (p, inp, p, b, X, W[p], bt),
+                 "%%%sb = tensor.dim %%%s, %%c0 : %s" % (p, p, P[p]),
+                 "%%%st = tensor.dim %%%s, %%c1 : %s" % (p, p, P[p]),
+                 "%%%s4 = tensor.expand_shape %%%s [[0], [1], [2, 3]] output_shape [%%%sb, %%%st, %d, %d]"
+                 " : %s into %s" % (p, p, p, p, h, d, P[p], S[p]),
+                 "%%%se = tensor.empty(%%%sb, %%%st) : %s" % (p, p, p, H[p]),
+                 "%%%sh = linalg.transpose ins(%%%s4 : %s) outs(%%%se : %s) permutation = [0, 2, 1, 3]"
+                 % (p, p, S[p], p, H[p])]
+    body += ["%%qr, %%kr = liger.rope %%qh, %%kh, %%bcos, %%bsin : %s, %s, %s" % (H["q"], H["k"], C),
+             "liger.yield %%qr, %%kr : %s, %s" % (H["q"], H["k"])]
+    config = ('{mma = "wgmma", stages = %d : i64, tile_k = %d : i64, tile_m = %d : i64, '
+              'tile_n = %d : i64}' % (stages, 64 if dt in ("bf16", "f16") else 32, tm, tn))
+    return """func.func @%s(%s) -> (%s, %s) {
+  %%y:2 = liger.fusion matmul(%s) attributes {liger.kernel_config = %s} : (%s) -> (%s, %s) {
+  ^bb0(%s):
+    %s
+  }
+  return %%y#0, %%y#1 : %s, %s
+}""" % (name, ", ".join("%%%s: %s" % a for a in args), H["q"], H["k"],
+        ", ".join("%" + a[0] for a in args), config, ", ".join(a[1] for a in args),
+        H["q"], H["k"], ", ".join("%%b%s: %s" % a for a in args), "\n    ".join(body),
+        H["q"], H["k"])
+
+
 
 def matmul_module_text():
     out = []
@@ -446,4 +506,5 @@ def matmul_module_text():
 }""" % (name, ", ".join("%%%s: %s" % a for a in args), Y,
             ", ".join("%" + a[0] for a in args), config, ", ".join(a[1] for a in args), Y,
             ", ".join("%%b%s: %s" % a for a in args), body, Y, Y))
+    out += [qk_rope_group_text(name) for name in MATMUL_ROPE]
     return "\n\n".join(out) + "\n"

@@ -56,6 +56,16 @@ if only_matmul and os.path.isdir(matmul):
                 if op == "dw_acc":
                     args.append(torch.randn(n, k, device="cuda"))
             bundle[name + "_matmul_0"](*args)
+    # q/k + RoPE: batch 2 x 65 tokens.
+    for name, (k, hq, hkv, d, dt, _, _, _, norm, bias, batched) in kernels.MATMUL_ROPE.items():
+        dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[dt]
+        args = [torch.randn(2, 65, k, device="cuda").to(dtype)]
+        args += [torch.randn(k, device="cuda").to(dtype)] if norm else []
+        args += [torch.randn(h * d, k, device="cuda").to(dtype) for h in (hq, hkv)]
+        args += [torch.randn(h * d, device="cuda").to(dtype) for h in (hq, hkv)] if bias else []
+        args += [torch.randn(2 if batched else 1, 65, d, device="cuda").to(dtype)
+                 for _ in range(2)]
+        bundle[name + "_matmul_0"](*args)
 torch.cuda.synchronize()
 print("sanitize: launched every kernel of " +
       ("the matmul bundle" if only_matmul else "3 bundles"))

@@ -117,3 +117,57 @@ def test_linear_grad(bundle, name, rows):
     assert not torch.isnan(y).any(), "unwritten outputs"
     err = ((y.double() - ref).abs().max() / ref.abs().max()).item()
     assert err <= 1e-2, "max error %.3g relative to max |y|" % err
+
+
+ROPE_CASES = [(name, b, t) for name in kernels.MATMUL_ROPE for b, t in kernels.MATMUL_ROPE_SHAPES]
+
+
+@pytest.mark.parametrize("name,batch,seq", ROPE_CASES,
+                         ids=["%s-b%d-t%d" % c for c in ROPE_CASES])
+def test_qk_rope(bundle, name, batch, seq):
+    """q/k projections with RoPE in the epilogue, stored head-major, against
+    float64 (the projections rounded as liger.linear rounds them, except
+    after a folded RMSNorm, whose rounding differs: see test_linear),
+    outputs poisoned with NaN."""
+    k, hq, hkv, d, dt, _, _, _, norm, bias, batched = kernels.MATMUL_ROPE[name]
+    dtype = DTYPES[dt]
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(torch.seed())
+
+    def rand(*shape, scale=1.0):
+        return (torch.randn(*shape, generator=gen, device="cuda") * scale).to(dtype)
+    x = rand(batch, seq, k)
+    inputs, a = [x], x.double()
+    if norm:
+        g = (1 + 0.1 * torch.randn(k, generator=gen, device="cuda")).to(dtype)
+        inputs.append(g)
+        a = a * torch.rsqrt(a.pow(2).mean(-1, keepdim=True) + 1e-5) * g.double()
+    w = {p: rand(h * d, k, scale=k ** -0.5) for p, h in (("q", hq), ("k", hkv))}
+    inputs += [w["q"], w["k"]]
+    b = {p: rand(h * d) for p, h in (("q", hq), ("k", hkv))} if bias else None
+    if bias:
+        inputs += [b["q"], b["k"]]
+    # Tables as a model computes them: cos/sin of position x frequency.
+    pos = torch.arange(seq, device="cuda", dtype=torch.float64)
+    freq = 10000.0 ** (-torch.arange(0, d, 2, device="cuda", dtype=torch.float64) / d)
+    ang = torch.cat([pos[:, None] * freq[None]] * 2, -1)[None]
+    if batched:  # per-batch position offsets
+        ang = ang + torch.arange(batch, device="cuda", dtype=torch.float64)[:, None, None]
+    cos, sin = ang.cos().to(dtype), ang.sin().to(dtype)
+    inputs += [cos, sin]
+    outs = [torch.full((batch, h, seq, d), float("nan"), dtype=dtype, device="cuda")
+            for h in (hq, hkv)]
+    bundle[name + "_matmul_0"](*inputs, out=outs)
+    torch.cuda.synchronize()
+    for (p, h), y in zip((("q", hq), ("k", hkv)), outs):
+        proj = a @ w[p].double().t()
+        if bias:
+            proj = proj + b[p].double()
+        if not norm:
+            proj = proj.to(dtype).double()
+        heads = proj.view(batch, seq, h, d).transpose(1, 2)
+        rot = torch.cat([-heads[..., d // 2:], heads[..., :d // 2]], -1)
+        ref = heads * cos.double()[:, None] + rot * sin.double()[:, None]
+        assert not torch.isnan(y).any(), "unwritten %s outputs" % p
+        err = ((y.double() - ref).abs().max() / ref.abs().max()).item()
+        assert err <= 1e-2, "%s: max error %.3g relative to max |y|" % (p, err)

@@ -31,6 +31,9 @@ struct MatmulShape {
   /// product) or MN-major (a gradient product reads W [K, N] for dx = dy · W
   /// and both dy [K, M] and x [K, N] for dW = dyᵀ · x, K being the tokens).
   bool aMNMajor = false, bMNMajor = false;
+  /// A q/k pair with RoPE: the head size (a column tile holds whole heads
+  /// of one projection), else 0.
+  int64_t headDim = 0;
 };
 
 struct MatmulKernelConfig {

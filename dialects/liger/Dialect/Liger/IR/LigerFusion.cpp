@@ -45,9 +45,10 @@ static bool isRowwiseOp(Operation *op) {
 /// Ops a matmul kernel implements in its epilogue, besides the projections
 /// and the norm prologue.
 static bool isMatmulEpilogueOp(Operation *op) {
-  return isa<SiLUOp, GELUOp, SwiGLUOp, GEGLUOp, AddOp, MulOp, RoPEOp,
+  return op->hasTrait<OpTrait::ConstantLike>() ||
+         isa<SiLUOp, GELUOp, SwiGLUOp, GEGLUOp, AddOp, MulOp, RoPEOp,
              tensor::ExpandShapeOp, tensor::CollapseShapeOp, tensor::EmptyOp,
-             linalg::TransposeOp>(op);
+             tensor::DimOp, linalg::TransposeOp>(op);
 }
 
 /// The activation a projection reads.
