@@ -44,7 +44,9 @@ def Liger_FusionOp : Liger_Op<"fusion", [IsolatedFromAbove,
       optional RMSNorm prologue producing that activation, and an epilogue
       of elementwise ops, gated activations, RoPE, residual adds and the
       layout ops (`tensor.expand_shape`, `tensor.collapse_shape`,
-      `linalg.transpose`, `tensor.empty`) between them.
+      `linalg.transpose`, `tensor.empty`, and the `tensor.dim` sizes and
+      constants they read) between them; or one gradient product
+      (`liger.linear_grad_input`, `liger.linear_grad_weight`) alone.
     * `loss`: one `liger.fused_linear_cross_entropy` (the lm_head and the
       loss in one plan that never stores the logits).
 
