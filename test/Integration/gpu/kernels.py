@@ -312,13 +312,13 @@ MATMULS = {
     # liger.linear's bias, added in f32 before the rounding.
     "proj_bias_512_256": (512, 256, "bf16", 128, 64, 3, "mma_sync"),
     "wg_bias_1024_1000": (1024, 1000, "bf16", 128, 128, 4, "wgmma"),
-    # LoRA (wgmma only; not yet run on a GPU): r = 16 (32-byte swizzled B), 32 (64-byte), 64
+    # LoRA (wgmma only): r = 16 (32-byte swizzled B), 32 (64-byte), 64
     # (128-byte, after an RMSNorm), Llama's 4096 -> 4096 at the default tile.
     "wg_lora_512_1000_r16": (512, 1000, "bf16", 128, 128, 3, "wgmma"),
     "wg_lora_4096_4096_r16": (4096, 4096, "bf16", 128, 256, 4, "wgmma"),
     "wg_lora_1024_256_r32": (1024, 256, "bf16", 64, 256, 4, "wgmma"),
     "wg_rms_lora_512_256_r64": (512, 256, "bf16", 128, 128, 3, "wgmma"),
-    # The RMSNorm prologue on mma.sync (not yet run on a GPU).
+    # The RMSNorm prologue on mma.sync.
     "proj_rms_512_1000": (512, 1000, "bf16", 128, 64, 3, "mma_sync"),
     "proj_rms_gemma_256_128_f16": (256, 128, "f16", 128, 128, 2, "mma_sync"),
 }

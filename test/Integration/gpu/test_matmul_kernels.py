@@ -4,7 +4,10 @@ row counts 1, 7, 77, 100, 4096 and 16384 (partial row tiles), partial
 column tiles (N = 1000, 264), a K that is not a multiple of the K slice
 (520, wgmma), Llama-3-8B's up projection (4096 -> 14336), a 64-row tile, f16, a bias, a residual + SiLU epilogue, a gate/up pair with
 SwiGLU, LoRA projections (r = 16, 32, 64) and an RMSNorm prologue (Llama and Gemma weights; against float64), outputs
-poisoned with NaN. Skips cleanly without torch, a GPU, the
+poisoned with NaN; the gradient products dx = dy · W and dW = dyᵀ · x
+(bf16, f16, into an f32 buffer, in place) and the q/k projections with
+RoPE stored head-major (Llama-3-8B with its RMSNorm, biases, per-batch
+tables, head_dim 64) against float64. Skips cleanly without torch, a GPU, the
 runtime or the bundle (scripts/build-gpu-bundles.sh compiles it with
 liger-compile --matmul-kernels)."""
 
