@@ -3,15 +3,18 @@
 // (64-column TMA boxes, wgmma's transposed B), dW = dyᵀ · x reads both
 // operands MN-major with K = the tokens (a dynamic trip count) and a
 // constant grid over dW's tiles; with an f32 buffer the epilogue adds into
-// it. ptxas accepts every kernel without spills. The mma.sync template
-// (sm_80) leaves them with a warning.
+// it. ptxas accepts every kernel without spills. On sm_80 the mma.sync
+// template computes them with cp.async into [tile_k, columns] tiles and
+// transposing ldmatrix.
 // REQUIRES: ptxas
 // RUN: rm -rf %t.bundle
 // RUN: liger-compile %s --matmul-kernels -o %t.bundle | FileCheck %s --check-prefix=OUT
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t.bundle/manifest.json
 // RUN: FileCheck %s --check-prefix=PTX < %t.bundle/liger_kernels.sm_90a.ptx
 // RUN: ptxas -arch=sm_90a -v %t.bundle/liger_kernels.sm_90a.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
-// RUN: rm -rf %t.sm80 && not liger-compile %s --matmul-kernels --target=sm_80 -o %t.sm80 2>&1 | FileCheck %s --check-prefix=SM80
+// RUN: rm -rf %t.sm80 && liger-compile %s --matmul-kernels --target=sm_80 -o %t.sm80 2>&1 | FileCheck %s --check-prefix=SM80
+// RUN: FileCheck %s --check-prefix=PTX80 < %t.sm80/liger_kernels.sm_80.ptx
+// RUN: ptxas -arch=sm_80 -v %t.sm80/liger_kernels.sm_80.ptx -o %t.sm80.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 
 // OUT: liger-compile: 3 kernels for sm_90a
 
@@ -82,8 +85,19 @@
 // PTXAS: Compiling entry function 'dx_matmul_0'
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill
 
-// SM80-COUNT-3: warning: left for a later matmul template: gradient products are implemented in the wgmma template (sm_90a) only
-// SM80: liger-compile: no kernel to compile in
+// SM80-NOT: warning
+// SM80: liger-compile: 3 kernels for sm_80
+
+// dx transposes W's fragments on load (B), dW both operands'.
+// PTX80-LABEL: .entry dx_matmul_0(
+// PTX80: cp.async.cg.shared.global
+// PTX80-NOT: ldmatrix.sync.aligned.m8n8.x4.trans
+// PTX80: ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16
+// PTX80: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// PTX80-LABEL: .entry dw_matmul_0(
+// PTX80: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
+// PTX80: ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16
+// PTX80: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 
 func.func @dx(%dy: tensor<?x4096xbf16>, %w: tensor<4096x14336xbf16>) -> tensor<?x14336xbf16> {
   %dx = liger.linear_grad_input %dy, %w : tensor<?x4096xbf16>, tensor<4096x14336xbf16>

@@ -18,8 +18,16 @@ MatmulKernelConfig::sharedMemoryBytes(const MatmulShape &shape) const {
   if (wgmma)
     return 1024 + stages * tileRows * tileK * shape.elementBytes +
            tileN * shape.loraRank * shape.elementBytes;
-  // An RMSNorm prologue adds each row's f32 sum of squares.
-  return stages * tileRows * (tileK + 8) * shape.elementBytes +
+  // An RMSNorm prologue adds each row's f32 sum of squares. An MN-major
+  // operand (a gradient product's) is staged [tile_k, columns + 8].
+  auto tileElems = [&](int64_t width, bool mnMajor) {
+    return mnMajor ? tileK * (width + 8) : width * (tileK + 8);
+  };
+  return stages *
+             (tileElems(tileM, shape.aMNMajor) +
+              bTiles * tileElems(tileN, shape.bMNMajor) +
+              shape.loraRank * (tileK + 8)) *
+             shape.elementBytes +
          (shape.rmsNorm ? tileM * 4 : 0);
 }
 

@@ -215,6 +215,7 @@ private:
   Value cosArg, sinArg, cosT, sinT, yK; // its tables and k output
   Value x, y, rows, tid, m0, n0, smemA, dynSmem;
   Value kTiles;            // the K loop's trip count (dynamic for gradWeight)
+  Value kRows;             // gradient products: K's extent (the MN-major rows)
   /// A liger.linear or liger.lora_linear of the group.
   struct Projection {
     Operation *op;
@@ -355,8 +356,9 @@ FailureOr<Value> MatmulKernelBuilder::applyEpilogue(OpBuilder &b,
 void MatmulKernelBuilder::loadSlice(OpBuilder &b, Value stage, Value kt) {
   int64_t threads = config.threads();
   int64_t chunksPerRow = config.tileK / 8; // 16-byte chunks of bf16/f16
-  Value inK = lessThan(b, kt, idx(b, numK));
-  Value ktc = arith::MinUIOp::create(b, loc, kt, idx(b, numK - 1));
+  Value inK = lessThan(b, kt, kTiles);
+  Value ktc = arith::MinUIOp::create(
+      b, loc, kt, arith::SubIOp::create(b, loc, kTiles, idx(b, 1)));
   Value k0 = mul(b, ktc, config.tileK);
   auto copy = [&](Value src, Value dst, int64_t tileRows, Value base,
                   Value limit) {
@@ -377,9 +379,42 @@ void MatmulKernelBuilder::loadSlice(OpBuilder &b, Value stage, Value kt) {
           b.getIndexAttr(8), count, b.getUnitAttr());
     }
   };
-  copy(x, smemA, config.tileM, m0, rows);
-  for (auto [w, smemB] : llvm::zip(ws, smemBs))
-    copy(w, smemB, config.tileN, n0, idx(b, n));
+  // MN-major (a gradient product's operand): tile_k rows of K, `width`
+  // columns from `base`, masked at the K end (kRows) and the column end.
+  auto copyMN = [&](Value src, Value dst, int64_t width, Value base,
+                    int64_t colLimit) {
+    int64_t perRow = width / 8;
+    for (int64_t i = 0; i < config.tileK * perRow / threads; ++i) {
+      Value c = add(b, tid, idx(b, i * threads));
+      Value r = div(b, c, perRow);
+      Value col = mul(b, rem(b, c, perRow), 8);
+      Value g = add(b, k0, r), gc = add(b, base, col);
+      Value valid = arith::AndIOp::create(
+          b, loc,
+          arith::AndIOp::create(b, loc, lessThan(b, g, kRows),
+                                lessThan(b, gc, idx(b, colLimit))),
+          inK);
+      Value gr = arith::MinUIOp::create(
+          b, loc, g, arith::SubIOp::create(b, loc, kRows, idx(b, 1)));
+      Value gcc = arith::MinUIOp::create(b, loc, gc, idx(b, colLimit - 8));
+      Value count =
+          arith::SelectOp::create(b, loc, valid, idx(b, 8), idx(b, 0));
+      nvgpu::DeviceAsyncCopyOp::create(
+          b, loc, nvgpu::DeviceAsyncTokenType::get(ctx), dst,
+          ValueRange{stage, r, col}, src, ValueRange{gr, gcc},
+          b.getIndexAttr(8), count, b.getUnitAttr());
+    }
+  };
+  if (aMN())
+    copyMN(x, smemA, config.tileM, m0, m);
+  else
+    copy(x, smemA, config.tileM, m0, rows);
+  for (auto [w, smemB] : llvm::zip(ws, smemBs)) {
+    if (bMN())
+      copyMN(w, smemB, config.tileN, n0, n);
+    else
+      copy(w, smemB, config.tileN, n0, idx(b, n));
+  }
   NVVM::CpAsyncCommitGroupOp::create(b, loc);
 }
 
@@ -394,10 +429,6 @@ Value MatmulKernelBuilder::toI32(OpBuilder &b, Value fragment, int64_t row) {
 
 LogicalResult MatmulKernelBuilder::takeGradient(Operation *op) {
   // The group verifier keeps a gradient product alone in its group.
-  if (!config.wgmma)
-    return fail("gradient products are implemented in the wgmma template "
-                "(sm_90a) only: the mma.sync template reads K-major "
-                "operands");
   if (auto g = dyn_cast<LinearGradInputOp>(op)) {
     layout = Layout::gradInput;
     projs.push_back({op, g.getGrad(), g.getWeight(), Value(), g.getResult()});
@@ -417,8 +448,21 @@ LogicalResult MatmulKernelBuilder::takeGradient(Operation *op) {
   xArg = projs.front().input;
   elem = cast<RankedTensorType>(xArg.getType()).getElementType();
   if (!elem.isBF16() && !elem.isF16())
-    return fail("wgmma takes bf16 or f16 inputs");
+    return fail(Twine(config.wgmma ? "wgmma" : "mma.sync") +
+                " takes bf16 or f16 inputs");
   int64_t elemBytes = elem.getIntOrFloatBitWidth() / 8;
+  if (!config.wgmma) {
+    // cp.async rows of 16-byte chunks; dx's dy is read K-major in whole
+    // slices.
+    for (int64_t width : {layout == Layout::gradWeight ? m : k, n})
+      if ((width * elemBytes) % 16)
+        return fail("a row of " + Twine(width) + " elements is not a "
+                    "multiple of 16 bytes (cp.async)");
+    if (layout == Layout::gradInput && k % config.tileK)
+      return fail("K = " + Twine(k) + " is not a multiple of tile_k = " +
+                  Twine(config.tileK));
+    return success();
+  }
   if (config.tileK * elemBytes != 128)
     return fail("the wgmma template reads 128-byte slices of K (tile_k = " +
                 Twine(128 / elemBytes) + "), got tile_k = " +
@@ -631,6 +675,8 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
   shape.elementBytes = elemBytes;
   shape.loraRank = loraRank;
   shape.rmsNorm = static_cast<bool>(norm);
+  shape.aMNMajor = aMN();
+  shape.bMNMajor = bMN();
   info.sharedMemoryBytes = config.sharedMemoryBytes(shape);
   info.templateName = "matmul";
   info.gridDims = {std::to_string((n + config.tileN - 1) / config.tileN),
@@ -848,11 +894,11 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
   if (layout == Layout::gradWeight) {
     // The output rows are dy's features; K runs over the tokens.
     rows = idx(b, m);
-    kTiles = div(b, add(b, memref::DimOp::create(b, loc, x, 0),
-                        idx(b, config.tileK - 1)),
-                 config.tileK);
+    kRows = memref::DimOp::create(b, loc, x, 0);
+    kTiles = div(b, add(b, kRows, idx(b, config.tileK - 1)), config.tileK);
   } else {
     rows = memref::DimOp::create(b, loc, x, 0);
+    kRows = idx(b, k);
     kTiles = idx(b, numK);
   }
   setTileOrigin(b,
@@ -949,8 +995,16 @@ LogicalResult MatmulKernelBuilder::emitMmaSync(OpBuilder &b) {
   constexpr int64_t mTiles = 4; // 64 rows per warp
   pad = config.tileK + 8; // 16 bytes of padding per shared-memory row
   int64_t elemBytes = elem.getIntOrFloatBitWidth() / 8;
-  int64_t bytesA = config.stages * config.tileM * pad * elemBytes;
-  int64_t bytesB = config.stages * config.tileN * pad * elemBytes; // each
+  // Shared tiles: K-major [rows, tile_k + 8], or MN-major (a gradient
+  // product's operand) [tile_k, columns + 8].
+  auto tileShape = [&](int64_t width, bool mnMajor) -> SmallVector<int64_t> {
+    return mnMajor ? SmallVector<int64_t>{config.stages, config.tileK, width + 8}
+                   : SmallVector<int64_t>{config.stages, width, pad};
+  };
+  SmallVector<int64_t> shapeA = tileShape(config.tileM, aMN());
+  SmallVector<int64_t> shapeB = tileShape(config.tileN, bMN());
+  int64_t bytesA = shapeA[0] * shapeA[1] * shapeA[2] * elemBytes;
+  int64_t bytesB = shapeB[0] * shapeB[1] * shapeB[2] * elemBytes; // each
   int64_t numB = static_cast<int64_t>(projs.size());
   Value warp = div(b, tid, 32);
   Value lane = rem(b, tid, 32);
@@ -963,14 +1017,12 @@ LogicalResult MatmulKernelBuilder::emitMmaSync(OpBuilder &b) {
                       MemRefLayoutAttrInterface(), workgroup));
   smemA = memref::ViewOp::create(
       b, loc,
-      MemRefType::get({config.stages, config.tileM, pad}, elem,
-                      MemRefLayoutAttrInterface(), workgroup),
+      MemRefType::get(shapeA, elem, MemRefLayoutAttrInterface(), workgroup),
       dynSmem, idx(b, 0), ValueRange{});
   for (int64_t p = 0; p < numB; ++p)
     smemBs.push_back(memref::ViewOp::create(
         b, loc,
-        MemRefType::get({config.stages, config.tileN, pad}, elem,
-                        MemRefLayoutAttrInterface(), workgroup),
+        MemRefType::get(shapeB, elem, MemRefLayoutAttrInterface(), workgroup),
         dynSmem, idx(b, bytesA + p * bytesB), ValueRange{}));
 
   // RMSNorm prologue: each row's sum of squares, in f32 after the tiles.
@@ -999,8 +1051,7 @@ LogicalResult MatmulKernelBuilder::emitMmaSync(OpBuilder &b) {
   Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
   int64_t perProjection = mTiles * nTiles * 4; // accumulators
   SmallVector<Value> init(numB * perProjection, zero);
-  auto loop = scf::ForOp::create(b, loc, idx(b, 0), idx(b, numK), idx(b, 1),
-                                 init);
+  auto loop = scf::ForOp::create(b, loc, idx(b, 0), kTiles, idx(b, 1), init);
   {
     OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
     Value kt = loop.getInductionVar();
@@ -1048,12 +1099,23 @@ LogicalResult MatmulKernelBuilder::emitMmaSync(OpBuilder &b) {
     for (int64_t kk = 0; kk < config.tileK / 16; ++kk) {
       SmallVector<SmallVector<Value>> a(mTiles);
       for (int64_t i = 0; i < mTiles; ++i) {
-        Value row = add(lb, add(lb, mul(lb, wm, 64), idx(lb, i * 16)),
-                        rem(lb, lane, 16));
-        Value col = add(lb, idx(lb, kk * 16), mul(lb, div(lb, lane, 16), 8));
+        // Lane l addresses one 8-element row of one of the four 8x8
+        // matrices (m 0-7 / 8-15 x k 0-7 / 8-15): K-major, row m = l % 16
+        // at k = 8 (l / 16); MN-major (transposed on load), row k = l % 8
+        // + 8 (l / 16) at m = 8 ((l / 8) % 2).
+        Value mBase = add(lb, mul(lb, wm, 64), idx(lb, i * 16));
+        Value row, col;
+        if (aMN()) {
+          row = add(lb, idx(lb, kk * 16),
+                    add(lb, rem(lb, lane, 8), mul(lb, div(lb, lane, 16), 8)));
+          col = add(lb, mBase, mul(lb, rem(lb, div(lb, lane, 8), 2), 8));
+        } else {
+          row = add(lb, mBase, rem(lb, lane, 16));
+          col = add(lb, idx(lb, kk * 16), mul(lb, div(lb, lane, 16), 8));
+        }
         Value frag = nvgpu::LdMatrixOp::create(lb, loc, vec(4, elem), smemA,
                                                ValueRange{stage, row, col},
-                                               /*transpose=*/false,
+                                               /*transpose=*/aMN(),
                                                /*numTiles=*/4);
         for (int64_t r = 0; r < 4; ++r)
           a[i].push_back(toI32(lb, frag, r));
@@ -1061,14 +1123,22 @@ LogicalResult MatmulKernelBuilder::emitMmaSync(OpBuilder &b) {
       for (int64_t p = 0; p < numB; ++p) {
         SmallVector<SmallVector<Value>> bf(nTiles);
         for (int64_t j = 0; j < nTiles; ++j) {
-          Value row = add(lb, add(lb, mul(lb, wn, warpN), idx(lb, j * 8)),
-                          rem(lb, lane, 8));
-          Value col = add(lb, idx(lb, kk * 16),
-                          mul(lb, rem(lb, div(lb, lane, 8), 2), 8));
+          // K-major: row n = l % 8 at k = 8 ((l / 8) % 2); MN-major
+          // (transposed on load): row k = l % 16 at the tile's n.
+          Value nBase = add(lb, mul(lb, wn, warpN), idx(lb, j * 8));
+          Value row, col;
+          if (bMN()) {
+            row = add(lb, idx(lb, kk * 16), rem(lb, lane, 16));
+            col = nBase;
+          } else {
+            row = add(lb, nBase, rem(lb, lane, 8));
+            col = add(lb, idx(lb, kk * 16),
+                      mul(lb, rem(lb, div(lb, lane, 8), 2), 8));
+          }
           Value frag = nvgpu::LdMatrixOp::create(lb, loc, vec(2, elem),
                                                  smemBs[p],
                                                  ValueRange{stage, row, col},
-                                                 /*transpose=*/false,
+                                                 /*transpose=*/bMN(),
                                                  /*numTiles=*/2);
           for (int64_t r = 0; r < 2; ++r)
             bf[j].push_back(toI32(lb, frag, r));

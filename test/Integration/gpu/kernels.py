@@ -345,20 +345,29 @@ MATMUL_EPILOGUES = {"proj_512_256_res_silu": "add_silu",
                     "wg_gate_up_512_1000_swiglu": "swiglu",
                     "wg_rms_gate_up_512_1000_swiglu": "swiglu"}
 MATMUL_ROWS = [1, 7, 77, 100, 4096, 16384]
-# The gradient products of y = x · Wᵀ with W [N, K] (wgmma only): name ->
-# (op, N, K, dtype, tile_m, tile_n, stages). "dx": dx = dy · W, dy [rows,
-# N]; "dw": dW = dyᵀ · x over the rows, x [rows, K]; "dw_acc": the same
-# added into an f32 [N, K] buffer (the kernel's third input). Llama's down
+# The gradient products of y = x · Wᵀ with W [N, K]: name -> (op, N, K,
+# dtype, tile_m, tile_n, stages, mma). "dx": dx = dy · W, dy [rows, N];
+# "dw": dW = dyᵀ · x over the rows, x [rows, K]; "dw_acc": the same added
+# into an f32 [N, K] buffer (the kernel's third input). Llama's down
 # projection (dx [rows, 14336]), partial tiles on every side (N = 1000, K =
-# 520), a 64-row tile, f16.
+# 520), a 64-row tile, f16; LoRA's backward shapes at r = 16 (u = dy · B,
+# dx += u · A, dA = uᵀ · x, dB = dyᵀ · t); and the mma.sync template.
 MATMUL_GRADS = {
-    "wg_dx_llama_down_4096_14336": ("dx", 4096, 14336, "bf16", 128, 256, 4),
-    "wg_dx_1000_520": ("dx", 1000, 520, "bf16", 128, 256, 3),
-    "wg_dx_512_256_m64": ("dx", 512, 256, "bf16", 64, 128, 4),
-    "wg_dw_1024_4096": ("dw", 1024, 4096, "bf16", 128, 256, 4),
-    "wg_dw_1000_520": ("dw", 1000, 520, "bf16", 128, 256, 3),
-    "wg_dw_256_128_f16": ("dw", 256, 128, "f16", 64, 128, 2),
-    "wg_dw_acc_512_256": ("dw_acc", 512, 256, "bf16", 128, 128, 4),
+    "wg_dx_llama_down_4096_14336": ("dx", 4096, 14336, "bf16", 128, 256, 4, "wgmma"),
+    "wg_dx_1000_520": ("dx", 1000, 520, "bf16", 128, 256, 3, "wgmma"),
+    "wg_dx_512_256_m64": ("dx", 512, 256, "bf16", 64, 128, 4, "wgmma"),
+    "wg_dw_1024_4096": ("dw", 1024, 4096, "bf16", 128, 256, 4, "wgmma"),
+    "wg_dw_1000_520": ("dw", 1000, 520, "bf16", 128, 256, 3, "wgmma"),
+    "wg_dw_256_128_f16": ("dw", 256, 128, "f16", 64, 128, 2, "wgmma"),
+    "wg_dw_acc_512_256": ("dw_acc", 512, 256, "bf16", 128, 128, 4, "wgmma"),
+    "wg_lora_u_4096_16": ("dx", 4096, 16, "bf16", 128, 64, 4, "wgmma"),
+    "wg_lora_dx_16_4096": ("dx", 16, 4096, "bf16", 128, 256, 4, "wgmma"),
+    "wg_lora_da_16_4096": ("dw", 16, 4096, "bf16", 64, 256, 4, "wgmma"),
+    "wg_lora_db_4096_16": ("dw", 4096, 16, "bf16", 128, 64, 4, "wgmma"),
+    "ms_dx_1024_4096": ("dx", 1024, 4096, "bf16", 128, 128, 3, "mma_sync"),
+    "ms_dx_512_1000": ("dx", 512, 1000, "bf16", 128, 64, 3, "mma_sync"),
+    "ms_dw_1000_520": ("dw", 1000, 520, "bf16", 128, 64, 4, "mma_sync"),
+    "ms_dw_acc_256_128_f16": ("dw_acc", 256, 128, "f16", 64, 64, 2, "mma_sync"),
 }
 
 # q/k projections with RoPE in the epilogue (wgmma only): name -> (K, Hq,
@@ -480,9 +489,10 @@ def matmul_module_text():
   }
   return %%y : %s
 }""" % (name, params, Y, names, config, types, Y, block, "\n    ".join(body), Y))
-    for name, (op, n, k, dt, tm, tn, stages) in MATMUL_GRADS.items():
-        config = ('{mma = "wgmma", stages = %d : i64, tile_k = 64 : i64, '
-                  'tile_m = %d : i64, tile_n = %d : i64}' % (stages, tm, tn))
+    for name, (op, n, k, dt, tm, tn, stages, mma) in MATMUL_GRADS.items():
+        config = ('{mma = "%s", stages = %d : i64, tile_k = %d : i64, '
+                  'tile_m = %d : i64, tile_n = %d : i64}'
+                  % (mma, stages, 64 if mma == "wgmma" else 32, tm, tn))
         DY = "tensor<?x%dx%s>" % (n, dt)
         if op == "dx":
             args = [("dy", DY), ("w", "tensor<%dx%dx%s>" % (n, k, dt))]
