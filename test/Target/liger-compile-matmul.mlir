@@ -15,13 +15,12 @@
 // RUN: liger-compile %s --matmul-kernels --emit=gpu -o - | FileCheck %s --check-prefix=GPU
 // RUN: rm -rf %t.llama && liger-compile %liger_src_root/examples/llama3_8b_decoder_layer.mlir --matmul-kernels --target=sm_80 -o %t.llama 2>&1 | FileCheck %s --check-prefix=LLAMA
 
-// The Llama-3-8B layer on sm_80 (mma.sync by default there): the gate/up
-// pair with SwiGLU, the down projection with its residual add, the lone
-// o_proj and the v projection with its RMSNorm prologue become matmul
-// kernels; the q/k projections with RoPE wait, with a warning, and the
-// rest compiles.
-// LLAMA: warning: left for a later matmul template: the RoPE epilogue is implemented in the wgmma template (sm_90a) only
-// LLAMA: liger-compile: 5 kernels for sm_80 in {{.*}} (not compiled yet, no kernel template: 1 liger.attention, 1 matmul group)
+// The Llama-3-8B layer on sm_80 (mma.sync by default there): every
+// projection becomes a matmul kernel — q/k with the norm and RoPE, v with
+// the norm, o_proj, the gate/up pair with SwiGLU, the down projection with
+// its residual add; attention waits.
+// LLAMA-NOT: warning
+// LLAMA: liger-compile: 6 kernels for sm_80 in {{.*}} (not compiled yet, no kernel template: 1 liger.attention)
 
 // OUT: liger-compile: 5 kernels for sm_90a
 

@@ -5,7 +5,8 @@
 // both halves of its heads' rotations) and q, k stored head-major
 // [B, H, T, D]. Tensor inputs only (x, the norm weight, Wq, Wk, cos, sin):
 // the head split's sizes are read inside the group. ptxas accepts it
-// without spills. The mma.sync template leaves it with a warning.
+// without spills. On sm_80 the mma.sync template computes the same group,
+// exchanging each rotation's partner column through shared memory.
 // REQUIRES: ptxas
 // RUN: rm -rf %t.bundle
 // RUN: liger-compile %s --matmul-kernels -o %t.bundle | FileCheck %s --check-prefix=OUT
@@ -13,6 +14,8 @@
 // RUN: FileCheck %s --check-prefix=PTX < %t.bundle/liger_kernels.sm_90a.ptx
 // RUN: ptxas -arch=sm_90a -v %t.bundle/liger_kernels.sm_90a.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 // RUN: rm -rf %t.sm80 && liger-compile %s --matmul-kernels --target=sm_80 -o %t.sm80 2>&1 | FileCheck %s --check-prefix=SM80
+// RUN: FileCheck %s --check-prefix=PTX80 < %t.sm80/liger_kernels.sm_80.ptx
+// RUN: ptxas -arch=sm_80 -v %t.sm80/liger_kernels.sm_80.ptx -o %t.sm80.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 
 // OUT: liger-compile: 2 kernels for sm_90a
 
@@ -72,7 +75,14 @@
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill
 // PTXAS: Used
 
-// SM80: warning: left for a later matmul template: the RoPE epilogue is implemented in the wgmma template (sm_90a) only
+// SM80-NOT: warning
+// SM80: liger-compile: 2 kernels for sm_80
+// PTX80-LABEL: .entry qkv_matmul_1(
+// PTX80: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// PTX80: st.shared.b32
+// PTX80: bar.sync 0;
+// PTX80: ld.shared.v2.b16
+// PTX80: st.global.b32
 
 func.func @qkv(%x: tensor<?x?x4096xbf16>, %g: tensor<4096xbf16>, %wq: tensor<4096x4096xbf16>,
                %wk: tensor<1024x4096xbf16>, %wv: tensor<1024x4096xbf16>,

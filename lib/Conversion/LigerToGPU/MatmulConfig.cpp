@@ -23,11 +23,14 @@ MatmulKernelConfig::sharedMemoryBytes(const MatmulShape &shape) const {
   auto tileElems = [&](int64_t width, bool mnMajor) {
     return mnMajor ? tileK * (width + 8) : width * (tileK + 8);
   };
-  return stages *
+  // A RoPE epilogue exchanges the rounded tile ([tile_m, tile_n + 8])
+  // through the drained stage buffers.
+  int64_t exchange = shape.headDim ? tileM * (tileN + 8) * shape.elementBytes : 0;
+  return std::max(exchange, stages *
              (tileElems(tileM, shape.aMNMajor) +
               bTiles * tileElems(tileN, shape.bMNMajor) +
               shape.loraRank * (tileK + 8)) *
-             shape.elementBytes +
+             shape.elementBytes) +
          (shape.rmsNorm ? tileM * 4 : 0);
 }
 

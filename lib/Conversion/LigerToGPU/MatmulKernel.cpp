@@ -409,11 +409,24 @@ void MatmulKernelBuilder::loadSlice(OpBuilder &b, Value stage, Value kt) {
     copyMN(x, smemA, config.tileM, m0, m);
   else
     copy(x, smemA, config.tileM, m0, rows);
-  for (auto [w, smemB] : llvm::zip(ws, smemBs)) {
-    if (bMN())
-      copyMN(w, smemB, config.tileN, n0, n);
-    else
-      copy(w, smemB, config.tileN, n0, idx(b, n));
+  if (rope) {
+    // The column tile lies in Wq (columns [0, nq)) or in Wk.
+    auto inQ = scf::IfOp::create(b, loc, lessThan(b, n0, idx(b, nq)),
+                                 /*withElseRegion=*/true);
+    OpBuilder saved = b;
+    b = inQ.getThenBodyBuilder();
+    copy(ws[0], smemBs[0], config.tileN, n0, idx(b, nq));
+    b = inQ.getElseBodyBuilder();
+    copy(ws[1], smemBs[0], config.tileN,
+         arith::SubIOp::create(b, loc, n0, idx(b, nq)), idx(b, n - nq));
+    b = saved;
+  } else {
+    for (auto [w, smemB] : llvm::zip(ws, smemBs)) {
+      if (bMN())
+        copyMN(w, smemB, config.tileN, n0, n);
+      else
+        copy(w, smemB, config.tileN, n0, idx(b, n));
+    }
   }
   NVVM::CpAsyncCommitGroupOp::create(b, loc);
 }
@@ -477,9 +490,6 @@ LogicalResult MatmulKernelBuilder::takeGradient(Operation *op) {
 }
 
 LogicalResult MatmulKernelBuilder::takeQKRoPE(RoPEOp op) {
-  if (!config.wgmma)
-    return fail("the RoPE epilogue is implemented in the wgmma template "
-                "(sm_90a) only");
   // transpose [0, 2, 1, 3] <- expand_shape [[0], [1], [2, 3]] <- linear.
   auto trace = [](Value v) -> LinearOp {
     auto t = v.getDefiningOp<linalg::TransposeOp>();
@@ -527,22 +537,29 @@ LogicalResult MatmulKernelBuilder::takeQKRoPE(RoPEOp op) {
   auto xType = cast<RankedTensorType>(xArg.getType());
   elem = xType.getElementType();
   if (!elem.isBF16() && !elem.isF16())
-    return fail("wgmma takes bf16 or f16 inputs");
+    return fail(Twine(config.wgmma ? "wgmma" : "mma.sync") +
+                " takes bf16 or f16 inputs");
   int64_t elemBytes = elem.getIntOrFloatBitWidth() / 8;
   headDim = qType.getDimSize(3);
   nq = cast<RankedTensorType>(q.getWeight().getType()).getDimSize(0);
   int64_t nk = cast<RankedTensorType>(k2.getWeight().getType()).getDimSize(0);
   k = xType.getShape().back();
   n = nq + nk;
-  if (config.tileK * elemBytes != 128)
+  if (!config.wgmma) {
+    if (k % config.tileK)
+      return fail("K = " + Twine(k) + " is not a multiple of tile_k = " +
+                  Twine(config.tileK));
+  } else if (config.tileK * elemBytes != 128) {
     return fail("the wgmma template reads 128-byte slices of K (tile_k = " +
                 Twine(128 / elemBytes) + "), got tile_k = " +
                 Twine(config.tileK));
-  if ((k * elemBytes) % 16)
+  } else if ((k * elemBytes) % 16) {
     return fail("K = " + Twine(k) + " is not a multiple of " +
                 Twine(16 / elemBytes) + " (TMA needs 16-byte rows)");
-  // A column tile holds whole heads of one projection, so that each
-  // thread holds both halves of its rotations.
+  }
+  // A column tile holds whole heads of one projection (on wgmma each
+  // thread then holds both halves of its rotations; mma.sync exchanges
+  // them through shared memory).
   if (headDim % 16 || config.tileN % headDim || nq % config.tileN ||
       nk % config.tileN)
     return fail("tile_n = " + Twine(config.tileN) + " must hold whole heads "
@@ -677,6 +694,7 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
   shape.rmsNorm = static_cast<bool>(norm);
   shape.aMNMajor = aMN();
   shape.bMNMajor = bMN();
+  shape.headDim = rope ? headDim : 0;
   info.sharedMemoryBytes = config.sharedMemoryBytes(shape);
   info.templateName = "matmul";
   info.gridDims = {std::to_string((n + config.tileN - 1) / config.tileN),
@@ -1005,7 +1023,7 @@ LogicalResult MatmulKernelBuilder::emitMmaSync(OpBuilder &b) {
   SmallVector<int64_t> shapeB = tileShape(config.tileN, bMN());
   int64_t bytesA = shapeA[0] * shapeA[1] * shapeA[2] * elemBytes;
   int64_t bytesB = shapeB[0] * shapeB[1] * shapeB[2] * elemBytes; // each
-  int64_t numB = static_cast<int64_t>(projs.size());
+  int64_t numB = rope ? 1 : static_cast<int64_t>(projs.size());
   Value warp = div(b, tid, 32);
   Value lane = rem(b, tid, 32);
   Value wm = div(b, warp, warpsN);
@@ -1172,6 +1190,112 @@ LogicalResult MatmulKernelBuilder::emitMmaSync(OpBuilder &b) {
         rstd.push_back(rowRstd(
             b, memref::LoadOp::create(b, loc, sumsq, ValueRange{r})));
       }
+  }
+  if (rope) {
+    // q/k with RoPE: the rotation's partner column (d ± D/2) lies in
+    // another warp's accumulators, so the rounded projection tile goes
+    // through shared memory ([tile_m, tile_n + 8], over the drained stage
+    // buffers) before each thread rotates its own pairs.
+    auto inQ = scf::IfOp::create(b, loc, lessThan(b, n0, idx(b, nq)),
+                                 /*withElseRegion=*/true);
+    auto emit = [&](OpBuilder eb, Value out, Value colBase, Value bias) {
+      auto v2 = [&](Type t) { return VectorType::get({2}, t); };
+      Value ex = memref::ViewOp::create(
+          eb, loc,
+          MemRefType::get({config.tileM, config.tileN + 8}, elem,
+                          MemRefLayoutAttrInterface(), workgroup),
+          dynSmem, idx(eb, 0), ValueRange{});
+      gpu::BarrierOp::create(eb, loc);
+      auto local = [&](OpBuilder &ob, int64_t i, int64_t j, int64_t half) {
+        Value r = add(ob, add(ob, mul(ob, wm, 64), idx(ob, i * 16 + 8 * half)),
+                      div(ob, lane, 4));
+        Value c = add(ob, add(ob, mul(ob, wn, warpN), idx(ob, j * 8)),
+                      mul(ob, rem(ob, lane, 4), 2));
+        return std::pair<Value, Value>(r, c);
+      };
+      for (int64_t i = 0; i < mTiles; ++i)
+        for (int64_t j = 0; j < nTiles; ++j)
+          for (int64_t half = 0; half < 2; ++half) {
+            auto [r, c] = local(eb, i, j, half);
+            int64_t base = (i * nTiles + j) * 4 + half * 2;
+            Value lo = loop.getResult(base), hi = loop.getResult(base + 1);
+            if (norm) {
+              lo = arith::MulFOp::create(eb, loc, lo, rstd[i * 2 + half]);
+              hi = arith::MulFOp::create(eb, loc, hi, rstd[i * 2 + half]);
+            }
+            Value v = vector::FromElementsOp::create(eb, loc, v2(f32),
+                                                     ValueRange{lo, hi});
+            if (bias) {
+              Type bElem = cast<MemRefType>(bias.getType()).getElementType();
+              Value bv = vector::LoadOp::create(
+                  eb, loc, v2(bElem), bias, ValueRange{add(eb, colBase, c)},
+                  false, llvm::MaybeAlign(2 * bElem.getIntOrFloatBitWidth() / 8));
+              if (!bElem.isF32())
+                bv = arith::ExtFOp::create(eb, loc, v2(f32), bv);
+              v = arith::AddFOp::create(eb, loc, v, bv);
+            }
+            vector::StoreOp::create(
+                eb, loc, arith::TruncFOp::create(eb, loc, v2(elem), v), ex,
+                ValueRange{r, c}, false,
+                llvm::MaybeAlign(2 * elem.getIntOrFloatBitWidth() / 8));
+          }
+      gpu::BarrierOp::create(eb, loc);
+      Value seq = memref::DimOp::create(eb, loc, out, 2);
+      Value broadcast = arith::CmpIOp::create(
+          eb, loc, arith::CmpIPredicate::eq,
+          memref::DimOp::create(eb, loc, cosT, 0), idx(eb, 1));
+      Type tElem = cast<MemRefType>(cosT.getType()).getElementType();
+      llvm::MaybeAlign align2(2 * elem.getIntOrFloatBitWidth() / 8);
+      llvm::MaybeAlign tAlign(2 * tElem.getIntOrFloatBitWidth() / 8);
+      Value half = idx(eb, headDim / 2);
+      for (int64_t i = 0; i < mTiles; ++i)
+        for (int64_t j = 0; j < nTiles; ++j)
+          for (int64_t hf = 0; hf < 2; ++hf) {
+            auto [r, c] = local(eb, i, j, hf);
+            Value row = add(eb, m0, r);
+            auto inRows = scf::IfOp::create(eb, loc, lessThan(eb, row, rows),
+                                            false);
+            OpBuilder rb = inRows.getThenBodyBuilder();
+            Value batch = arith::DivUIOp::create(rb, loc, row, seq);
+            Value pos = arith::RemUIOp::create(rb, loc, row, seq);
+            Value tb = arith::SelectOp::create(rb, loc, broadcast, idx(rb, 0),
+                                               batch);
+            Value d = rem(rb, c, headDim);
+            Value first = lessThan(rb, d, half);
+            Value partner = arith::SelectOp::create(
+                rb, loc, first, add(rb, c, half),
+                arith::SubIOp::create(rb, loc, c, half));
+            auto read = [&](Value col) -> Value {
+              return arith::ExtFOp::create(
+                  rb, loc, v2(f32),
+                  vector::LoadOp::create(rb, loc, v2(elem), ex,
+                                         ValueRange{r, col}, false, align2)
+                      .getResult());
+            };
+            auto table = [&](Value t) -> Value {
+              Value v = vector::LoadOp::create(rb, loc, v2(tElem), t,
+                                               ValueRange{tb, pos, d}, false,
+                                               tAlign);
+              return tElem.isF32()
+                         ? v
+                         : arith::ExtFOp::create(rb, loc, v2(f32), v).getResult();
+            };
+            Value xp = read(partner);
+            Value rotated = arith::SelectOp::create(
+                rb, loc, first, arith::NegFOp::create(rb, loc, xp), xp);
+            Value o = arith::AddFOp::create(
+                rb, loc, arith::MulFOp::create(rb, loc, read(c), table(cosT)),
+                arith::MulFOp::create(rb, loc, rotated, table(sinT)));
+            Value head = div(rb, add(rb, colBase, c), headDim);
+            vector::StoreOp::create(
+                rb, loc, arith::TruncFOp::create(rb, loc, v2(elem), o), out,
+                ValueRange{batch, head, pos, d}, false, align2);
+          }
+    };
+    emit(inQ.getThenBodyBuilder(), y, n0, biases[0]);
+    OpBuilder kb = inQ.getElseBodyBuilder();
+    emit(kb, yK, arith::SubIOp::create(kb, loc, n0, idx(kb, nq)), biases[1]);
+    return success();
   }
   // Epilogue: lane l holds rows l/4 and l/4 + 8 of each m16n8 tile, columns
   // 2 (l % 4) and the next.

@@ -370,23 +370,28 @@ MATMUL_GRADS = {
     "ms_dw_acc_256_128_f16": ("dw_acc", 256, 128, "f16", 64, 64, 2, "mma_sync"),
 }
 
-# q/k projections with RoPE in the epilogue (wgmma only): name -> (K, Hq,
-# Hkv, D, dtype, tile_m, tile_n, stages, norm, bias, batched tables). The
+# q/k projections with RoPE in the epilogue: name -> (K, Hq, Hkv, D,
+# dtype, tile_m, tile_n, stages, norm, bias, batched tables, mma). The
 # kernel's inputs: x [B, T, K], [g], Wq, Wk, [bq, bk], cos, sin; outputs q
 # [B, Hq, T, D], k [B, Hkv, T, D]. Llama-3-8B's with its RMSNorm, a K tail
 # with biases (Qwen2) and per-batch tables at head_dim 64 (two heads per
-# tile), f16.
+# tile), f16; on mma.sync (the rotation's partner exchanged through shared
+# memory) Llama's with its norm, and biases with per-batch tables.
 MATMUL_ROPE = {
-    "wg_qk_rope_llama_rms": (4096, 32, 8, 128, "bf16", 128, 256, 4, True, False, False),
-    "wg_qk_rope_520_d64_bias": (520, 4, 2, 64, "bf16", 128, 128, 3, False, True, True),
-    "wg_qk_rope_256_f16": (256, 2, 1, 128, "f16", 64, 128, 2, False, False, False),
+    "wg_qk_rope_llama_rms": (4096, 32, 8, 128, "bf16", 128, 256, 4, True, False, False, "wgmma"),
+    "wg_qk_rope_520_d64_bias": (520, 4, 2, 64, "bf16", 128, 128, 3, False, True, True, "wgmma"),
+    "wg_qk_rope_256_f16": (256, 2, 1, 128, "f16", 64, 128, 2, False, False, False, "wgmma"),
+    "ms_qk_rope_llama_rms": (4096, 32, 8, 128, "bf16", 128, 128, 3, True, False, False,
+                             "mma_sync"),
+    "ms_qk_rope_512_d64_bias": (512, 4, 2, 64, "bf16", 128, 64, 3, False, True, True,
+                                "mma_sync"),
 }
 MATMUL_ROPE_SHAPES = [(1, 1), (1, 7), (2, 77), (1, 4096), (8, 2048)]
 
 
 def qk_rope_group_text(name):
     """The matmul group liger-fuse-qkv-rope forms, pinned to a wgmma tile."""
-    k, hq, hkv, d, dt, tm, tn, stages, norm, bias, batched = MATMUL_ROPE[name]
+    k, hq, hkv, d, dt, tm, tn, stages, norm, bias, batched, mma = MATMUL_ROPE[name]
     X = "tensor<?x?x%dx%s>" % (k, dt)
     W = {p: "tensor<%dx%dx%s>" % (h * d, k, dt) for p, h in (("q", hq), ("k", hkv))}
     P = {p: "tensor<?x?x%dx%s>" % (h * d, dt) for p, h in (("q", hq), ("k", hkv))}
@@ -416,8 +421,8 @@ def qk_rope_group_text(name):
                  % (p, p, S[p], p, H[p])]
     body += ["%%qr, %%kr = liger.rope %%qh, %%kh, %%bcos, %%bsin : %s, %s, %s" % (H["q"], H["k"], C),
              "liger.yield %%qr, %%kr : %s, %s" % (H["q"], H["k"])]
-    config = ('{mma = "wgmma", stages = %d : i64, tile_k = %d : i64, tile_m = %d : i64, '
-              'tile_n = %d : i64}' % (stages, 64 if dt in ("bf16", "f16") else 32, tm, tn))
+    config = ('{mma = "%s", stages = %d : i64, tile_k = %d : i64, tile_m = %d : i64, '
+              'tile_n = %d : i64}' % (mma, stages, 64 if mma == "wgmma" else 32, tm, tn))
     return """func.func @%s(%s) -> (%s, %s) {
   %%y:2 = liger.fusion matmul(%s) attributes {liger.kernel_config = %s} : (%s) -> (%s, %s) {
   ^bb0(%s):

@@ -57,7 +57,7 @@ if only_matmul and os.path.isdir(matmul):
                     args.append(torch.randn(n, k, device="cuda"))
             bundle[name + "_matmul_0"](*args)
     # q/k + RoPE: batch 2 x 65 tokens.
-    for name, (k, hq, hkv, d, dt, _, _, _, norm, bias, batched) in kernels.MATMUL_ROPE.items():
+    for name, (k, hq, hkv, d, dt, _, _, _, norm, bias, batched, _) in kernels.MATMUL_ROPE.items():
         dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[dt]
         args = [torch.randn(2, 65, k, device="cuda").to(dtype)]
         args += [torch.randn(k, device="cuda").to(dtype)] if norm else []

@@ -132,7 +132,7 @@ def test_qk_rope(bundle, name, batch, seq):
     float64 (the projections rounded as liger.linear rounds them, except
     after a folded RMSNorm, whose rounding differs: see test_linear),
     outputs poisoned with NaN."""
-    k, hq, hkv, d, dt, _, _, _, norm, bias, batched = kernels.MATMUL_ROPE[name]
+    k, hq, hkv, d, dt, _, _, _, norm, bias, batched, _ = kernels.MATMUL_ROPE[name]
     dtype = DTYPES[dt]
     gen = torch.Generator(device="cuda")
     gen.manual_seed(torch.seed())
