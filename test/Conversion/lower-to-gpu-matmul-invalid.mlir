@@ -60,8 +60,9 @@ func.func @prologue_reused(%x: tensor<?x64xbf16>, %g: tensor<64xbf16>, %w: tenso
 
 // -----
 
-func.func @lora(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>, %a: tensor<8x64xbf16>, %b: tensor<64x8xbf16>) -> tensor<?x64xbf16> {
-  // expected-warning @+1 {{LoRA projections are implemented in the wgmma template (sm_90a) only}}
+// The same rule on mma.sync: its second product is k16 MMAs over r too.
+func.func @lora_rank8_mma_sync(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>, %a: tensor<8x64xbf16>, %b: tensor<64x8xbf16>) -> tensor<?x64xbf16> {
+  // expected-warning @+1 {{LoRA rank 8 is not a multiple of 16 up to 64 (the second product is k16 MMAs over r}}
   %y = liger.fusion matmul(%x, %w, %a, %b) attributes {liger.kernel_config = {mma = "mma_sync", stages = 3 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 64 : i64}} : (tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<8x64xbf16>, tensor<64x8xbf16>) -> tensor<?x64xbf16> {
   ^bb0(%i: tensor<?x64xbf16>, %j: tensor<64x64xbf16>, %k: tensor<8x64xbf16>, %l: tensor<64x8xbf16>):
     %p = liger.lora_linear %i, %j, %k, %l : tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<8x64xbf16>, tensor<64x8xbf16>
@@ -72,7 +73,7 @@ func.func @lora(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>, %a: tensor<8x64xb
 
 // -----
 
-// The second product runs k16 wgmmas over r.
+// The second product runs k16 MMAs over r.
 func.func @lora_rank8(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>, %a: tensor<8x64xbf16>, %b: tensor<64x8xbf16>) -> tensor<?x64xbf16> {
   // expected-warning @+1 {{LoRA rank 8 is not a multiple of 16 up to 64}}
   %y = liger.fusion matmul(%x, %w, %a, %b) attributes {liger.kernel_config = {mma = "wgmma", stages = 3 : i64, tile_k = 64 : i64, tile_m = 128 : i64, tile_n = 64 : i64}} : (tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<8x64xbf16>, tensor<64x8xbf16>) -> tensor<?x64xbf16> {

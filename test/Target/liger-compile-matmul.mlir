@@ -22,7 +22,7 @@
 // LLAMA-NOT: warning
 // LLAMA: liger-compile: 6 kernels for sm_80 in {{.*}} (not compiled yet, no kernel template: 1 liger.attention)
 
-// OUT: liger-compile: 5 kernels for sm_90a
+// OUT: liger-compile: 6 kernels for sm_90a
 
 // MANIFEST: "block": [
 // MANIFEST-NEXT: 256,
@@ -64,6 +64,20 @@
 // PTX: bar.sync 0;
 // PTX: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // PTX: rsqrt.approx
+
+// A LoRA projection (r = 16): A's slice rides in each stage (one more
+// ldmatrix.x2 and MMA per n8 tile of r), B's tile arrives once; after the
+// loop t = round(x · Aᵀ) goes from the accumulators straight into the A
+// fragments of MMAs against B's tile.
+// PTX: .entry lora_matmul_0(
+// PTX: ldmatrix.sync.aligned.m8n8.x4.shared.b16
+// PTX: ldmatrix.sync.aligned.m8n8.x2.shared.b16
+// PTX: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// PTX: bar.sync 0;
+// PTX: ldmatrix.sync.aligned.m8n8.x2.shared.b16
+// PTX: cvt.rn.bf16x2.f32
+// PTX: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// PTX: st.global.b32
 
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill
 // PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
@@ -161,6 +175,16 @@ func.func @normed(%x: tensor<?x512xbf16>, %g: tensor<512xbf16>, %w: tensor<256x5
     %n = liger.rms_norm %a, %b eps = 1.0e-5 : tensor<?x512xbf16>, tensor<512xbf16>
     %l = liger.linear %n, %c : tensor<?x512xbf16>, tensor<256x512xbf16>
     liger.yield %l : tensor<?x256xbf16>
+  }
+  return %y : tensor<?x256xbf16>
+}
+
+// A LoRA projection on mma.sync.
+func.func @lora(%x: tensor<?x512xbf16>, %w: tensor<256x512xbf16>, %a: tensor<16x512xbf16>, %b: tensor<256x16xbf16>) -> tensor<?x256xbf16> {
+  %y = liger.fusion matmul(%x, %w, %a, %b) attributes {liger.kernel_config = {mma = "mma_sync", stages = 3 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 64 : i64}} : (tensor<?x512xbf16>, tensor<256x512xbf16>, tensor<16x512xbf16>, tensor<256x16xbf16>) -> tensor<?x256xbf16> {
+  ^bb0(%i: tensor<?x512xbf16>, %j: tensor<256x512xbf16>, %k: tensor<16x512xbf16>, %l: tensor<256x16xbf16>):
+    %p = liger.lora_linear %i, %j, %k, %l scale = 2.0 : tensor<?x512xbf16>, tensor<256x512xbf16>, tensor<16x512xbf16>, tensor<256x16xbf16>
+    liger.yield %p : tensor<?x256xbf16>
   }
   return %y : tensor<?x256xbf16>
 }

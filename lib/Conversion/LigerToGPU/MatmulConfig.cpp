@@ -30,7 +30,9 @@ MatmulKernelConfig::sharedMemoryBytes(const MatmulShape &shape) const {
              (tileElems(tileM, shape.aMNMajor) +
               bTiles * tileElems(tileN, shape.bMNMajor) +
               shape.loraRank * (tileK + 8)) *
-             shape.elementBytes) +
+                 shape.elementBytes +
+             tileN * (shape.loraRank ? shape.loraRank + 8 : 0) *
+                 shape.elementBytes) +
          (shape.rmsNorm ? tileM * 4 : 0);
 }
 

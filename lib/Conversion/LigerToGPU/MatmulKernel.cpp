@@ -227,6 +227,8 @@ private:
   RMSNormOp norm;                   // the prologue, or null
   Value xArg, gArg;                 // the group's x (and the norm's weight)
   Value g;                          // the norm weight's kernel parameter
+  Value loraA, loraB;               // LoRA's factors' kernel parameters
+  Value smemLA, smemLB;             // mma.sync: A's slices, B's tile
   SmallVector<Value> ws, smemBs;    // per projection
   SmallVector<Value> biases;        // per projection: its [N] bias, or null
   OwningOpRef<ModuleOp> scratch;
@@ -362,7 +364,17 @@ void MatmulKernelBuilder::loadSlice(OpBuilder &b, Value stage, Value kt) {
   Value k0 = mul(b, ktc, config.tileK);
   auto copy = [&](Value src, Value dst, int64_t tileRows, Value base,
                   Value limit) {
-    for (int64_t i = 0; i < tileRows * chunksPerRow / threads; ++i) {
+    int64_t total = tileRows * chunksPerRow;
+    for (int64_t i = 0; i < (total + threads - 1) / threads; ++i) {
+      // A tile of fewer chunks than threads (LoRA's A slice) leaves some
+      // threads out.
+      OpBuilder saved = b;
+      if ((i + 1) * threads > total)
+        b = scf::IfOp::create(b, loc,
+                              lessThan(b, add(b, tid, idx(b, i * threads)),
+                                       idx(b, total)),
+                              false)
+                .getThenBodyBuilder();
       Value c = add(b, tid, idx(b, i * threads));
       Value r = div(b, c, chunksPerRow);
       Value col = mul(b, rem(b, c, chunksPerRow), 8);
@@ -377,6 +389,7 @@ void MatmulKernelBuilder::loadSlice(OpBuilder &b, Value stage, Value kt) {
           b, loc, nvgpu::DeviceAsyncTokenType::get(ctx), dst,
           ValueRange{stage, r, col}, src, ValueRange{gc, add(b, k0, col)},
           b.getIndexAttr(8), count, b.getUnitAttr());
+      b = saved;
     }
   };
   // MN-major (a gradient product's operand): tile_k rows of K, `width`
@@ -409,6 +422,8 @@ void MatmulKernelBuilder::loadSlice(OpBuilder &b, Value stage, Value kt) {
     copyMN(x, smemA, config.tileM, m0, m);
   else
     copy(x, smemA, config.tileM, m0, rows);
+  if (lora) // A's [r, tile_k] slice rides along
+    copy(loraA, smemLA, loraRank, idx(b, 0), idx(b, loraRank));
   if (rope) {
     // The column tile lies in Wq (columns [0, nq)) or in Wk.
     auto inQ = scf::IfOp::create(b, loc, lessThan(b, n0, idx(b, nq)),
@@ -589,9 +604,6 @@ LogicalResult MatmulKernelBuilder::takeProjections() {
                 "computes");
   if (lora && projs.size() != 1)
     return fail("a LoRA projection is implemented alone, not in a pair");
-  if (lora && !config.wgmma)
-    return fail("LoRA projections are implemented in the wgmma template "
-                "(sm_90a) only");
   if (lora && (!isa<BlockArgument>(lora.getLoraA()) ||
                !isa<BlockArgument>(lora.getLoraB())))
     return fail("the LoRA factors must be among the group's inputs");
@@ -653,7 +665,7 @@ LogicalResult MatmulKernelBuilder::takeProjections() {
     loraRank = cast<RankedTensorType>(lora.getLoraA().getType()).getDimSize(0);
     if (loraRank % 16 || loraRank > 64)
       return fail("LoRA rank " + Twine(loraRank) + " is not a multiple of 16 up "
-                  "to 64 (the second product is k16 wgmmas over r, B's "
+                  "to 64 (the second product is k16 MMAs over r, B's "
                   "rows at most one 128-byte swizzle span)");
   }
   return success();
@@ -899,6 +911,12 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
     }
   }
   y = entry.getArgument(body.getNumArguments());
+  if (lora) {
+    loraA = entry.getArgument(
+        cast<BlockArgument>(lora.getLoraA()).getArgNumber());
+    loraB = entry.getArgument(
+        cast<BlockArgument>(lora.getLoraB()).getArgNumber());
+  }
   if (rope)
     yK = entry.getArgument(body.getNumArguments() + 1);
   for (const Projection &l : projs) {
@@ -1043,6 +1061,40 @@ LogicalResult MatmulKernelBuilder::emitMmaSync(OpBuilder &b) {
         MemRefType::get(shapeB, elem, MemRefLayoutAttrInterface(), workgroup),
         dynSmem, idx(b, bytesA + p * bytesB), ValueRange{}));
 
+  // LoRA: A's [r, tile_k] slice per stage after the weight tiles, B's
+  // [tile_n, r] tile once after them (padded rows, like the others).
+  int64_t bytesLA = config.stages * loraRank * pad * elemBytes;
+  int64_t bytesLB = lora ? config.tileN * (loraRank + 8) * elemBytes : 0;
+  if (lora) {
+    smemLA = memref::ViewOp::create(
+        b, loc,
+        MemRefType::get({config.stages, loraRank, pad}, elem,
+                        MemRefLayoutAttrInterface(), workgroup),
+        dynSmem, idx(b, bytesA + numB * bytesB), ValueRange{});
+    smemLB = memref::ViewOp::create(
+        b, loc,
+        MemRefType::get({config.tileN, loraRank + 8}, elem,
+                        MemRefLayoutAttrInterface(), workgroup),
+        dynSmem, idx(b, bytesA + numB * bytesB + bytesLA), ValueRange{});
+    // B's tile joins the first slice's cp.async group.
+    int64_t perRow = loraRank / 8, total = config.tileN * perRow;
+    for (int64_t i = 0; i < (total + threads - 1) / threads; ++i) {
+      Value c = add(b, tid, idx(b, i * threads));
+      Value r = div(b, c, perRow);
+      Value col = mul(b, rem(b, c, perRow), 8);
+      Value gr = add(b, n0, r);
+      Value valid = arith::AndIOp::create(b, loc, lessThan(b, gr, idx(b, n)),
+                                          lessThan(b, c, idx(b, total)));
+      Value grc = arith::MinUIOp::create(b, loc, gr, idx(b, n - 1));
+      Value rc = arith::MinUIOp::create(b, loc, r, idx(b, config.tileN - 1));
+      nvgpu::DeviceAsyncCopyOp::create(
+          b, loc, nvgpu::DeviceAsyncTokenType::get(ctx), smemLB,
+          ValueRange{rc, col}, loraB, ValueRange{grc, col}, b.getIndexAttr(8),
+          arith::SelectOp::create(b, loc, valid, idx(b, 8), idx(b, 0)),
+          b.getUnitAttr());
+    }
+  }
+
   // RMSNorm prologue: each row's sum of squares, in f32 after the tiles.
   Value sumsq;
   if (norm) {
@@ -1050,7 +1102,8 @@ LogicalResult MatmulKernelBuilder::emitMmaSync(OpBuilder &b) {
         b, loc,
         MemRefType::get({config.tileM}, b.getF32Type(),
                         MemRefLayoutAttrInterface(), workgroup),
-        dynSmem, idx(b, bytesA + numB * bytesB), ValueRange{});
+        dynSmem, idx(b, bytesA + numB * bytesB + bytesLA + bytesLB),
+        ValueRange{});
     Value zeroF = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
     for (int64_t i = 0; i < config.tileM; i += threads) {
       Value r = add(b, tid, idx(b, i));
@@ -1068,7 +1121,11 @@ LogicalResult MatmulKernelBuilder::emitMmaSync(OpBuilder &b) {
   Type f32 = b.getF32Type();
   Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
   int64_t perProjection = mTiles * nTiles * 4; // accumulators
-  SmallVector<Value> init(numB * perProjection, zero);
+  // LoRA: x · Aᵀ alongside, mTiles x r/8 m16n8 tiles (each warp computes
+  // its rows' t; the warps of a row band repeat it).
+  int64_t loraTiles = loraRank / 8;
+  int64_t loraBase = numB * perProjection;
+  SmallVector<Value> init(loraBase + mTiles * loraTiles * 4, zero);
   auto loop = scf::ForOp::create(b, loc, idx(b, 0), kTiles, idx(b, 1), init);
   {
     OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
@@ -1173,6 +1230,27 @@ LogicalResult MatmulKernelBuilder::emitMmaSync(OpBuilder &b) {
               acc[base + e] = LLVM::ExtractValueOp::create(lb, loc, mma, e);
           }
       }
+      // LoRA: x · Aᵀ from A's slice (K-major rows of r, like W's).
+      for (int64_t j = 0; j < loraTiles; ++j) {
+        Value row = add(lb, idx(lb, j * 8), rem(lb, lane, 8));
+        Value col = add(lb, idx(lb, kk * 16),
+                        mul(lb, rem(lb, div(lb, lane, 8), 2), 8));
+        Value frag = nvgpu::LdMatrixOp::create(lb, loc, vec(2, elem), smemLA,
+                                               ValueRange{stage, row, col},
+                                               /*transpose=*/false,
+                                               /*numTiles=*/2);
+        SmallVector<Value> la = {toI32(lb, frag, 0), toI32(lb, frag, 1)};
+        for (int64_t i = 0; i < mTiles; ++i) {
+          int64_t base = loraBase + (i * loraTiles + j) * 4;
+          auto mma = NVVM::MmaOp::create(
+              lb, loc, resultType, a[i], la, ArrayRef(acc).slice(base, 4),
+              {16, 8, 16}, std::nullopt, std::nullopt,
+              std::array{mmaType, mmaType},
+              std::array{NVVM::MMALayout::row, NVVM::MMALayout::col});
+          for (int64_t e = 0; e < 4; ++e)
+            acc[base + e] = LLVM::ExtractValueOp::create(lb, loc, mma, e);
+        }
+      }
     }
     scf::YieldOp::create(lb, loc, acc);
   }
@@ -1190,6 +1268,89 @@ LogicalResult MatmulKernelBuilder::emitMmaSync(OpBuilder &b) {
         rstd.push_back(rowRstd(
             b, memref::LoadOp::create(b, loc, sumsq, ValueRange{r})));
       }
+  }
+  // The accumulators the epilogue reads, and the row factor it applies.
+  SmallVector<Value> mains(loop.getResults().take_front(loraBase));
+  SmallVector<Value> rowFactor = rstd; // [i * 2 + half], or empty
+  if (lora) {
+    // y = rstd · x̂Wᵀ + scale · t Bᵀ, t = round(rstd · x̂Aᵀ): the main
+    // accumulators scaled by rstd / scale, t's accumulator tiles are the
+    // A fragments of k16 MMAs against B's tile (two n8 tiles of t per k16:
+    // c0c1 / c2c3 are a0 / a1 of the first, a2 / a3 of the second), and
+    // the epilogue multiplies by scale.
+    gpu::BarrierOp::create(b, loc); // B's tile, copied by every thread
+    double scale = lora.getScale().convertToDouble();
+    auto cf = [&](double v) -> Value {
+      return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+    };
+    SmallVector<Value> factor;
+    for (int64_t q = 0; q < 2 * mTiles; ++q)
+      factor.push_back(norm ? arith::MulFOp::create(b, loc, rstd[q],
+                                                    cf(1.0 / scale))
+                            : cf(1.0 / scale));
+    for (int64_t i = 0; i < mTiles; ++i)
+      for (int64_t j = 0; j < nTiles; ++j)
+        for (int64_t e = 0; e < 4; ++e) {
+          int64_t at = (i * nTiles + j) * 4 + e;
+          mains[at] =
+              arith::MulFOp::create(b, loc, mains[at], factor[i * 2 + e / 2]);
+        }
+    auto pack = [&](Value lo, Value hi, Value s) -> Value {
+      if (s) {
+        lo = arith::MulFOp::create(b, loc, lo, s);
+        hi = arith::MulFOp::create(b, loc, hi, s);
+      }
+      Value pair = arith::TruncFOp::create(
+          b, loc, VectorType::get({2}, elem),
+          vector::FromElementsOp::create(b, loc, VectorType::get({2}, f32),
+                                         ValueRange{lo, hi}));
+      if (elem.isF16())
+        return pair;
+      return vector::ExtractOp::create(
+          b, loc,
+          vector::BitCastOp::create(b, loc,
+                                    VectorType::get({1}, b.getI32Type()), pair),
+          0);
+    };
+    auto resultType =
+        LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
+    NVVM::MMATypes mmaType =
+        elem.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
+    for (int64_t kb = 0; kb < loraRank / 16; ++kb) {
+      SmallVector<SmallVector<Value>> bf(nTiles);
+      for (int64_t j = 0; j < nTiles; ++j) {
+        Value row = add(b, add(b, mul(b, wn, warpN), idx(b, j * 8)),
+                        rem(b, lane, 8));
+        Value col = add(b, idx(b, kb * 16),
+                        mul(b, rem(b, div(b, lane, 8), 2), 8));
+        Value frag = nvgpu::LdMatrixOp::create(
+            b, loc, VectorType::get({2, 2}, elem), smemLB,
+            ValueRange{row, col}, /*transpose=*/false, /*numTiles=*/2);
+        bf[j] = {toI32(b, frag, 0), toI32(b, frag, 1)};
+      }
+      for (int64_t i = 0; i < mTiles; ++i) {
+        auto t = [&](int64_t tile, int64_t e) {
+          return loop.getResult(loraBase + (i * loraTiles + tile) * 4 + e);
+        };
+        Value s0 = norm ? rstd[i * 2] : Value();
+        Value s1 = norm ? rstd[i * 2 + 1] : Value();
+        SmallVector<Value> a = {pack(t(2 * kb, 0), t(2 * kb, 1), s0),
+                                pack(t(2 * kb, 2), t(2 * kb, 3), s1),
+                                pack(t(2 * kb + 1, 0), t(2 * kb + 1, 1), s0),
+                                pack(t(2 * kb + 1, 2), t(2 * kb + 1, 3), s1)};
+        for (int64_t j = 0; j < nTiles; ++j) {
+          int64_t base = (i * nTiles + j) * 4;
+          auto mma = NVVM::MmaOp::create(
+              b, loc, resultType, a, bf[j], ArrayRef(mains).slice(base, 4),
+              {16, 8, 16}, std::nullopt, std::nullopt,
+              std::array{mmaType, mmaType},
+              std::array{NVVM::MMALayout::row, NVVM::MMALayout::col});
+          for (int64_t e = 0; e < 4; ++e)
+            mains[base + e] = LLVM::ExtractValueOp::create(b, loc, mma, e);
+        }
+      }
+    }
+    rowFactor.assign(2 * mTiles, cf(scale));
   }
   if (rope) {
     // q/k with RoPE: the rotation's partner column (d ± D/2) lies in
@@ -1309,10 +1470,10 @@ LogicalResult MatmulKernelBuilder::emitMmaSync(OpBuilder &b) {
         SmallVector<Value> pairs;
         for (int64_t p = 0; p < numB; ++p) {
           int64_t base = p * perProjection + (i * nTiles + j) * 4 + half * 2;
-          Value lo = loop.getResult(base), hi = loop.getResult(base + 1);
-          if (norm) {
-            lo = arith::MulFOp::create(b, loc, lo, rstd[i * 2 + half]);
-            hi = arith::MulFOp::create(b, loc, hi, rstd[i * 2 + half]);
+          Value lo = mains[base], hi = mains[base + 1];
+          if (!rowFactor.empty()) {
+            lo = arith::MulFOp::create(b, loc, lo, rowFactor[i * 2 + half]);
+            hi = arith::MulFOp::create(b, loc, hi, rowFactor[i * 2 + half]);
           }
           pairs.push_back(vector::FromElementsOp::create(
               b, loc, VectorType::get({2}, f32), ValueRange{lo, hi}));

@@ -318,6 +318,10 @@ MATMULS = {
     "wg_lora_4096_4096_r16": (4096, 4096, "bf16", 128, 256, 4, "wgmma"),
     "wg_lora_1024_256_r32": (1024, 256, "bf16", 64, 256, 4, "wgmma"),
     "wg_rms_lora_512_256_r64": (512, 256, "bf16", 128, 128, 3, "wgmma"),
+    # LoRA on mma.sync: r = 16 with a partial column tile, r = 32 after an
+    # RMSNorm.
+    "ms_lora_512_1000_r16": (512, 1000, "bf16", 128, 64, 3, "mma_sync"),
+    "ms_rms_lora_512_256_r32": (512, 256, "bf16", 128, 128, 3, "mma_sync"),
     # The RMSNorm prologue on mma.sync.
     "proj_rms_512_1000": (512, 1000, "bf16", 128, 64, 3, "mma_sync"),
     "proj_rms_gemma_256_128_f16": (256, 128, "f16", 128, 128, 2, "mma_sync"),
@@ -325,7 +329,8 @@ MATMULS = {
 # LoRA projections: name -> (r, scale); A [r, K] and B [N, r] follow the
 # weight.
 MATMUL_LORA = {"wg_lora_512_1000_r16": (16, 2.0), "wg_lora_4096_4096_r16": (16, 2.0),
-               "wg_lora_1024_256_r32": (32, 0.5), "wg_rms_lora_512_256_r64": (64, 1.0)}
+               "wg_lora_1024_256_r32": (32, 0.5), "wg_rms_lora_512_256_r64": (64, 1.0),
+               "ms_lora_512_1000_r16": (16, 2.0), "ms_rms_lora_512_256_r32": (32, 0.5)}
 # Projections with a bias b [N] (the kernel's input after the weight).
 MATMUL_BIAS = {"proj_bias_512_256", "wg_bias_1024_1000"}
 # Prologues before the projection: name -> the norm (its weight g [K] is the
@@ -334,6 +339,7 @@ MATMUL_PROLOGUES = {"wg_rms_4096_1024": "rms_norm",
                     "proj_rms_512_1000": "rms_norm",
                     "proj_rms_gemma_256_128_f16": "rms_norm_gemma",
                     "wg_rms_lora_512_256_r64": "rms_norm",
+                    "ms_rms_lora_512_256_r32": "rms_norm",
                     "wg_rms_520_1000": "rms_norm",
                     "wg_rms_gemma_512_256": "rms_norm_gemma",
                     "wg_rms_gate_up_512_1000_swiglu": "rms_norm"}
