@@ -1078,20 +1078,23 @@ LogicalResult MatmulKernelBuilder::emitMmaSync(OpBuilder &b) {
         dynSmem, idx(b, bytesA + numB * bytesB + bytesLA), ValueRange{});
     // B's tile joins the first slice's cp.async group.
     int64_t perRow = loraRank / 8, total = config.tileN * perRow;
+    // A zero-byte cp.async still writes its 16 bytes (zeros): threads past
+    // the tile's chunks stay out.
     for (int64_t i = 0; i < (total + threads - 1) / threads; ++i) {
       Value c = add(b, tid, idx(b, i * threads));
-      Value r = div(b, c, perRow);
-      Value col = mul(b, rem(b, c, perRow), 8);
-      Value gr = add(b, n0, r);
-      Value valid = arith::AndIOp::create(b, loc, lessThan(b, gr, idx(b, n)),
-                                          lessThan(b, c, idx(b, total)));
-      Value grc = arith::MinUIOp::create(b, loc, gr, idx(b, n - 1));
-      Value rc = arith::MinUIOp::create(b, loc, r, idx(b, config.tileN - 1));
+      auto inTile = scf::IfOp::create(b, loc, lessThan(b, c, idx(b, total)),
+                                      false);
+      OpBuilder tb = inTile.getThenBodyBuilder();
+      Value r = div(tb, c, perRow);
+      Value col = mul(tb, rem(tb, c, perRow), 8);
+      Value gr = add(tb, n0, r);
+      Value valid = lessThan(tb, gr, idx(tb, n));
+      Value grc = arith::MinUIOp::create(tb, loc, gr, idx(tb, n - 1));
       nvgpu::DeviceAsyncCopyOp::create(
-          b, loc, nvgpu::DeviceAsyncTokenType::get(ctx), smemLB,
-          ValueRange{rc, col}, loraB, ValueRange{grc, col}, b.getIndexAttr(8),
-          arith::SelectOp::create(b, loc, valid, idx(b, 8), idx(b, 0)),
-          b.getUnitAttr());
+          tb, loc, nvgpu::DeviceAsyncTokenType::get(ctx), smemLB,
+          ValueRange{r, col}, loraB, ValueRange{grc, col}, tb.getIndexAttr(8),
+          arith::SelectOp::create(tb, loc, valid, idx(tb, 8), idx(tb, 0)),
+          tb.getUnitAttr());
     }
   }
 
