@@ -1677,20 +1677,25 @@ LogicalResult MatmulKernelBuilder::emitWgmma(OpBuilder &b,
   // start address >> 4, leading offset 16 B (unused when swizzled), stride
   // 8 rows x span between 8-row atoms, the swizzle mode.
   Value smemBase = LLVM::PtrToIntOp::create(cb, loc, i64, smem);
-  auto descriptorAt = [&](OpBuilder &ob, Value off,
-                          int64_t span = 128) -> Value {
+  // A descriptor: the start address >> 4 of the tile at byte offset `off`
+  // with the fixed fields (leading and stride offsets, swizzle mode).
+  auto descriptor = [&](OpBuilder &ob, Value off, uint64_t fixed) -> Value {
     Value addr = arith::AddIOp::create(
         ob, loc, smemBase, arith::ExtUIOp::create(ob, loc, i64, off));
     Value start = arith::AndIOp::create(
         ob, loc, arith::ShRUIOp::create(ob, loc, addr,
                                         arith::ConstantIntOp::create(ob, loc, i64, 4)),
         arith::ConstantIntOp::create(ob, loc, i64, 0x3FFF));
-    uint64_t mode = span == 128 ? 1 : span == 64 ? 2 : 3;
-    uint64_t fixed =
-        (1ull << 16) | (uint64_t(8 * span / 16) << 32) | (mode << 62);
     return arith::OrIOp::create(
         ob, loc, start,
         arith::ConstantIntOp::create(ob, loc, i64, static_cast<int64_t>(fixed)));
+  };
+  auto descriptorAt = [&](OpBuilder &ob, Value off,
+                          int64_t span = 128) -> Value {
+    uint64_t mode = span == 128 ? 1 : span == 64 ? 2 : 3;
+    return descriptor(ob, off,
+                      (1ull << 16) | (uint64_t(8 * span / 16) << 32) |
+                          (mode << 62));
   };
   // Descriptor of an MN-major tile (a gradient product's operand): boxes of
   // tile_k swizzled 128-byte rows (64 elements of M or N each) side by
@@ -1698,17 +1703,9 @@ LogicalResult MatmulKernelBuilder::emitWgmma(OpBuilder &b,
   // rows (1024 bytes) along K, the 128-byte swizzle.
   int64_t boxBytes = config.tileK * rowBytes;
   auto descriptorMN = [&](OpBuilder &ob, Value off) -> Value {
-    Value addr = arith::AddIOp::create(
-        ob, loc, smemBase, arith::ExtUIOp::create(ob, loc, i64, off));
-    Value start = arith::AndIOp::create(
-        ob, loc, arith::ShRUIOp::create(ob, loc, addr,
-                                        arith::ConstantIntOp::create(ob, loc, i64, 4)),
-        arith::ConstantIntOp::create(ob, loc, i64, 0x3FFF));
-    uint64_t fixed = (uint64_t(boxBytes / 16) << 16) |
-                     (uint64_t(1024 / 16) << 32) | (1ull << 62);
-    return arith::OrIOp::create(
-        ob, loc, start,
-        arith::ConstantIntOp::create(ob, loc, i64, static_cast<int64_t>(fixed)));
+    return descriptor(ob, off,
+                      (uint64_t(boxBytes / 16) << 16) |
+                          (uint64_t(1024 / 16) << 32) | (1ull << 62));
   };
   // The kk-th 16-wide K slice of a tile at byte offset `off`: 32 bytes into
   // each K-major row (the swizzle atom), or 16 rows down an MN-major box.

@@ -151,29 +151,38 @@ Value lowering::contractF32(OpBuilder &b, Location loc, Value lhs, Value rhs,
   return generic.getResult(0);
 }
 
-Value lowering::matmulTransposedB(OpBuilder &b, Location loc, Value x,
-                                  Value w) {
+Value lowering::matmulLastDim(OpBuilder &b, Location loc, Value x, Value w,
+                             bool transposedW) {
   MLIRContext *ctx = b.getContext();
   auto xType = cast<RankedTensorType>(x.getType());
   auto wType = cast<RankedTensorType>(w.getType());
   unsigned rank = xType.getRank();
-  // Loops: the leading dims of x, then n, then k (reduction).
+  // Loops: the leading dims of x, then the output column, then the
+  // reduction.
   unsigned numLoops = rank + 1;
-  AffineExpr n = getAffineDimExpr(rank - 1, ctx);
-  AffineExpr k = getAffineDimExpr(rank, ctx);
+  AffineExpr out = getAffineDimExpr(rank - 1, ctx);
+  AffineExpr red = getAffineDimExpr(rank, ctx);
   SmallVector<AffineExpr> xExprs, outExprs;
   for (unsigned d = 0; d + 1 < rank; ++d) {
     xExprs.push_back(getAffineDimExpr(d, ctx));
     outExprs.push_back(getAffineDimExpr(d, ctx));
   }
-  xExprs.push_back(k);
-  outExprs.push_back(n);
+  xExprs.push_back(red);
+  outExprs.push_back(out);
+  SmallVector<AffineExpr> wExprs =
+      transposedW ? SmallVector<AffineExpr>{out, red}
+                  : SmallVector<AffineExpr>{red, out};
   SmallVector<AffineMap> maps = {AffineMap::get(numLoops, 0, xExprs, ctx),
-                                 AffineMap::get(numLoops, 0, {n, k}, ctx),
+                                 AffineMap::get(numLoops, 0, wExprs, ctx),
                                  AffineMap::get(numLoops, 0, outExprs, ctx)};
   SmallVector<OpFoldResult> sizes = sizesOf(b, loc, x);
-  sizes.back() = b.getIndexAttr(wType.getDimSize(0));
+  sizes.back() = b.getIndexAttr(wType.getDimSize(transposedW ? 0 : 1));
   return contractF32(b, loc, x, w, maps, sizes);
+}
+
+Value lowering::matmulTransposedB(OpBuilder &b, Location loc, Value x,
+                                  Value w) {
+  return matmulLastDim(b, loc, x, w, /*transposedW=*/true);
 }
 
 Value lowering::loopIndex(OpBuilder &b, Location loc, int64_t dim) {

@@ -83,6 +83,12 @@ Value reduceRows(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
 Value contractF32(OpBuilder &b, Location loc, Value lhs, Value rhs,
                   ArrayRef<AffineMap> maps, ArrayRef<OpFoldResult> sizes);
 
+/// f32 `x · wᵀ` (`transposedW`, w [N, K]) or `x · w` (w [K, N]) for `x`
+/// [..., K], as an f32 [..., N] tensor: one linalg.generic with the
+/// reduction innermost.
+Value matmulLastDim(OpBuilder &b, Location loc, Value x, Value w,
+                    bool transposedW);
+
 /// f32 `x · wᵀ` for `x` [..., K] and `w` [N, K] (any float types), as an
 /// f32 [..., N] tensor: one linalg.generic with the K loop innermost.
 Value matmulTransposedB(OpBuilder &b, Location loc, Value x, Value w);

@@ -103,27 +103,9 @@ struct LowerLinearGradInput : OpConversionPattern<LinearGradInputOp> {
   matchAndRewrite(LinearGradInputOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    MLIRContext *ctx = rewriter.getContext();
     Value dy = adaptor.getGrad();
-    unsigned rank = cast<RankedTensorType>(dy.getType()).getRank();
-    // Loops: the leading dims, then k, then n (reduction).
-    AffineExpr k = getAffineDimExpr(rank - 1, ctx);
-    AffineExpr n = getAffineDimExpr(rank, ctx);
-    SmallVector<AffineExpr> dyExprs, outExprs;
-    for (unsigned d = 0; d + 1 < rank; ++d) {
-      dyExprs.push_back(getAffineDimExpr(d, ctx));
-      outExprs.push_back(getAffineDimExpr(d, ctx));
-    }
-    dyExprs.push_back(n);
-    outExprs.push_back(k);
-    SmallVector<AffineMap> maps = {AffineMap::get(rank + 1, 0, dyExprs, ctx),
-                                   AffineMap::get(rank + 1, 0, {n, k}, ctx),
-                                   AffineMap::get(rank + 1, 0, outExprs, ctx)};
-    SmallVector<OpFoldResult> sizes = sizesOf(rewriter, loc, dy);
-    sizes.back() = rewriter.getIndexAttr(
-        cast<RankedTensorType>(op.getWeight().getType()).getDimSize(1));
-    Value acc =
-        contractF32(rewriter, loc, dy, adaptor.getWeight(), maps, sizes);
+    Value acc = matmulLastDim(rewriter, loc, dy, adaptor.getWeight(),
+                              /*transposedW=*/false);
     rewriter.replaceOp(op, roundAccumulator(rewriter, loc, acc, {},
                                             elementTypeOf(dy)));
     return success();
