@@ -318,6 +318,12 @@ MATMULS = {
     "wg_lora_4096_4096_r16": (4096, 4096, "bf16", 128, 256, 4, "wgmma"),
     "wg_lora_1024_256_r32": (1024, 256, "bf16", 64, 256, 4, "wgmma"),
     "wg_rms_lora_512_256_r64": (512, 256, "bf16", 128, 128, 3, "wgmma"),
+    # GELU (exact) after a residual add, GeGLU (tanh) of a gate/up pair, on
+    # both templates.
+    "wg_512_256_res_gelu": (512, 256, "bf16", 128, 256, 3, "wgmma"),
+    "wg_gate_up_512_1000_geglu": (512, 1000, "bf16", 128, 128, 3, "wgmma"),
+    "proj_512_256_res_gelu": (512, 256, "bf16", 128, 64, 3, "mma_sync"),
+    "gate_up_512_1000_geglu": (512, 1000, "bf16", 128, 64, 3, "mma_sync"),
     # LoRA on mma.sync: r = 16 with a partial column tile, r = 32 after an
     # RMSNorm.
     "ms_lora_512_1000_r16": (512, 1000, "bf16", 128, 64, 3, "mma_sync"),
@@ -349,7 +355,11 @@ MATMUL_EPILOGUES = {"proj_512_256_res_silu": "add_silu",
                     "gate_up_512_1000_swiglu": "swiglu",  # a second weight [N, K]
                     "wg_512_256_res_silu": "add_silu",
                     "wg_gate_up_512_1000_swiglu": "swiglu",
-                    "wg_rms_gate_up_512_1000_swiglu": "swiglu"}
+                    "wg_rms_gate_up_512_1000_swiglu": "swiglu",
+                    "wg_512_256_res_gelu": "add_gelu",
+                    "proj_512_256_res_gelu": "add_gelu",
+                    "wg_gate_up_512_1000_geglu": "geglu_tanh",
+                    "gate_up_512_1000_geglu": "geglu_tanh"}
 MATMUL_ROWS = [1, 7, 77, 100, 4096, 16384]
 # The gradient products of y = x · Wᵀ with W [N, K]: name -> (op, N, K,
 # dtype, tile_m, tile_n, stages, mma). "dx": dx = dy · W, dy [rows, N];
@@ -463,7 +473,8 @@ def matmul_module_text():
                       "tensor<%dx%dx%s>" % (n, lora[0], dt))
             args += [("la", LA), ("lb", LB)]
         args += [("b", B)] if bias else []
-        args += {"swiglu": [("u", W)], "add_silu": [("r", Y)]}.get(epilogue, [])
+        args += {"swiglu": [("u", W)], "geglu_tanh": [("u", W)], "add_silu": [("r", Y)],
+                 "add_gelu": [("r", Y)]}.get(epilogue, [])
         params = ", ".join("%%%s: %s" % a for a in args)
         names = ", ".join("%" + a[0] for a in args)
         types = ", ".join(a[1] for a in args)
@@ -488,9 +499,16 @@ def matmul_module_text():
         if epilogue == "add_silu":
             body += ["%%s = liger.add %%l, %%br : %s" % Y, "%%t = liger.silu %%s : %s" % Y]
             result = "%t"
+        elif epilogue == "add_gelu":
+            body += ["%%s = liger.add %%l, %%br : %s" % Y, "%%t = liger.gelu %%s : %s" % Y]
+            result = "%t"
         elif epilogue == "swiglu":
             body += ["%%lu = liger.linear %s, %%bu : %s, %s" % (inp, X, W),
                      "%%s = liger.swiglu %%l, %%lu : %s" % Y]
+            result = "%s"
+        elif epilogue == "geglu_tanh":
+            body += ["%%lu = liger.linear %s, %%bu : %s, %s" % (inp, X, W),
+                     "%%s = liger.geglu %%l, %%lu approximate = tanh : %s" % Y]
             result = "%s"
         body.append("liger.yield %s : %s" % (result, Y))
         out.append("""func.func @%s(%s) -> %s {

@@ -39,9 +39,9 @@ if only_matmul and os.path.isdir(matmul):
                          torch.randn(n, r, device="cuda").to(dtype)]
             if name in kernels.MATMUL_BIAS:
                 args.append(torch.randn(n, device="cuda").to(dtype))
-            if kernels.MATMUL_EPILOGUES.get(name) == "add_silu":
+            if kernels.MATMUL_EPILOGUES.get(name) in ("add_silu", "add_gelu"):
                 args.append(torch.randn(rows, n, device="cuda").to(dtype))
-            elif kernels.MATMUL_EPILOGUES.get(name) == "swiglu":
+            elif kernels.MATMUL_EPILOGUES.get(name) in ("swiglu", "geglu_tanh"):
                 args.append(torch.randn(n, k, device="cuda").to(dtype))
             bundle[name + "_matmul_0"](*args)
     # The gradient products: dx [rows, K] and dW [N, K] (the rows reduced).

@@ -3,7 +3,7 @@ on sm_90a): y = x · Wᵀ against PyTorch in f32 on fresh random inputs, at
 row counts 1, 7, 77, 100, 4096 and 16384 (partial row tiles), partial
 column tiles (N = 1000, 264), a K that is not a multiple of the K slice
 (520, wgmma), Llama-3-8B's up projection (4096 -> 14336), a 64-row tile, f16, a bias, a residual + SiLU epilogue, a gate/up pair with
-SwiGLU, LoRA projections (r = 16, 32, 64) and an RMSNorm prologue (Llama and Gemma weights; against float64), outputs
+SwiGLU, a residual + GELU and a gate/up pair with GeGLU (tanh), LoRA projections (r = 16, 32, 64) and an RMSNorm prologue (Llama and Gemma weights; against float64), outputs
 poisoned with NaN; the gradient products dx = dy · W and dW = dyᵀ · x
 (bf16, f16, into an f32 buffer, in place) and the q/k projections with
 RoPE stored head-major (Llama-3-8B with its RMSNorm, biases, per-batch
@@ -67,13 +67,23 @@ def test_linear(bundle, name, rows):
     # neighbour: keep the float64 values instead, so that the comparison is
     # against float64 and not against a second rounding.
     mid = (lambda t: t) if norm else (lambda t: t.to(dtype).float())
-    if kernels.MATMUL_EPILOGUES.get(name) == "add_silu":
-        # liger.linear rounds, then the residual add (rounded) and SiLU.
+    epilogue = kernels.MATMUL_EPILOGUES.get(name)
+    if epilogue in ("add_silu", "add_gelu"):
+        # liger.linear rounds, then the residual add (rounded) and SiLU or
+        # exact GELU.
         r = torch.randn(rows, n, generator=gen, device="cuda").to(dtype)
         inputs.append(r)
         s = mid(mid(ref) + r.float())
-        ref = s * torch.sigmoid(s)
-    elif kernels.MATMUL_EPILOGUES.get(name) == "swiglu":
+        ref = s * torch.sigmoid(s) if epilogue == "add_silu" else \
+            torch.nn.functional.gelu(s)
+    elif epilogue == "geglu_tanh":
+        # gate and up projections, each rounded, then GeGLU (tanh) in f32.
+        u = (torch.randn(n, k, generator=gen, device="cuda") / k ** 0.5).to(dtype)
+        inputs.append(u)
+        gate = mid(ref)
+        up = mid((a @ u.double().t()).float())
+        ref = torch.nn.functional.gelu(gate, approximate="tanh") * up
+    elif epilogue == "swiglu":
         # gate and up projections, each rounded, then SwiGLU in f32.
         u = (torch.randn(n, k, generator=gen, device="cuda") / k ** 0.5).to(dtype)
         inputs.append(u)
