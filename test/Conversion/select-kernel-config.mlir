@@ -89,3 +89,58 @@ func.func @llama_projections(%x: tensor<?x4096xbf16>, %wq: tensor<4096x4096xbf16
   }
   return %q, %h, %d : tensor<?x4096xbf16>, tensor<?x14336xbf16>, tensor<16x4096xbf16>
 }
+
+// -----
+
+// Gradient products: dx's B operand (W, read N-major) in 64-column boxes
+// (N = 1000 takes 128-wide tiles); dW's rows are dy's 4096 features.
+// CHECK-LABEL: func.func @gradients
+//       CHECK:   liger.fusion matmul{{.*}}{mma = "wgmma", stages = 5 : i64, threads = 384 : i64, tile_k = 64 : i64, tile_m = 128 : i64, tile_n = 128 : i64}
+//       CHECK:   liger.fusion matmul{{.*}}{mma = "wgmma", stages = 4 : i64, threads = 384 : i64, tile_k = 64 : i64, tile_m = 128 : i64, tile_n = 256 : i64}
+// SM80-LABEL: func.func @gradients
+//       SM80:   liger.fusion matmul{{.*}}{mma = "mma_sync", stages = 5 : i64, threads = 256 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 64 : i64}
+//       SM80:   liger.fusion matmul{{.*}}{mma = "mma_sync", stages = 5 : i64, threads = 256 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 128 : i64}
+func.func @gradients(%dy: tensor<?x4096xbf16>, %w: tensor<4096x1000xbf16>, %x: tensor<?x1024xbf16>) -> (tensor<?x1000xbf16>, tensor<4096x1024xbf16>) {
+  %dx = liger.fusion matmul(%dy, %w) : (tensor<?x4096xbf16>, tensor<4096x1000xbf16>) -> tensor<?x1000xbf16> {
+  ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<4096x1000xbf16>):
+    %g = liger.linear_grad_input %a, %b : tensor<?x4096xbf16>, tensor<4096x1000xbf16>
+    liger.yield %g : tensor<?x1000xbf16>
+  }
+  %dw = liger.fusion matmul(%dy, %x) : (tensor<?x4096xbf16>, tensor<?x1024xbf16>) -> tensor<4096x1024xbf16> {
+  ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<?x1024xbf16>):
+    %g = liger.linear_grad_weight %a, %b : tensor<?x4096xbf16>, tensor<?x1024xbf16>
+    liger.yield %g : tensor<4096x1024xbf16>
+  }
+  return %dx, %dw : tensor<?x1000xbf16>, tensor<4096x1024xbf16>
+}
+
+// -----
+
+// q/k + RoPE: the widest column tile of whole heads dividing both
+// projections (head_dim 16, widths 64 and 32: 32).
+// CHECK-LABEL: func.func @qk_rope
+//       CHECK:   liger.fusion matmul{{.*}}mma = "wgmma"{{.*}}tile_n = 32 : i64}
+// SM80-LABEL: func.func @qk_rope
+//       SM80:   liger.fusion matmul{{.*}}mma = "mma_sync"{{.*}}tile_n = 32 : i64}
+func.func @qk_rope(%x: tensor<?x?x64xbf16>, %wq: tensor<64x64xbf16>, %wk: tensor<32x64xbf16>,
+                   %cos: tensor<1x?x16xbf16>, %sin: tensor<1x?x16xbf16>)
+    -> (tensor<?x4x?x16xbf16>, tensor<?x2x?x16xbf16>) {
+  %r:2 = liger.fusion matmul(%x, %wq, %wk, %cos, %sin) : (tensor<?x?x64xbf16>, tensor<64x64xbf16>, tensor<32x64xbf16>, tensor<1x?x16xbf16>, tensor<1x?x16xbf16>) -> (tensor<?x4x?x16xbf16>, tensor<?x2x?x16xbf16>) {
+  ^bb0(%bx: tensor<?x?x64xbf16>, %bwq: tensor<64x64xbf16>, %bwk: tensor<32x64xbf16>, %bcos: tensor<1x?x16xbf16>, %bsin: tensor<1x?x16xbf16>):
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %q = liger.linear %bx, %bwq : tensor<?x?x64xbf16>, tensor<64x64xbf16>
+    %k = liger.linear %bx, %bwk : tensor<?x?x64xbf16>, tensor<32x64xbf16>
+    %qb = tensor.dim %q, %c0 : tensor<?x?x64xbf16>
+    %qt = tensor.dim %q, %c1 : tensor<?x?x64xbf16>
+    %q4 = tensor.expand_shape %q [[0], [1], [2, 3]] output_shape [%qb, %qt, 4, 16] : tensor<?x?x64xbf16> into tensor<?x?x4x16xbf16>
+    %k4 = tensor.expand_shape %k [[0], [1], [2, 3]] output_shape [%qb, %qt, 2, 16] : tensor<?x?x32xbf16> into tensor<?x?x2x16xbf16>
+    %qi = tensor.empty(%qb, %qt) : tensor<?x4x?x16xbf16>
+    %ki = tensor.empty(%qb, %qt) : tensor<?x2x?x16xbf16>
+    %qh = linalg.transpose ins(%q4 : tensor<?x?x4x16xbf16>) outs(%qi : tensor<?x4x?x16xbf16>) permutation = [0, 2, 1, 3]
+    %kh = linalg.transpose ins(%k4 : tensor<?x?x2x16xbf16>) outs(%ki : tensor<?x2x?x16xbf16>) permutation = [0, 2, 1, 3]
+    %qr, %kr = liger.rope %qh, %kh, %bcos, %bsin : tensor<?x4x?x16xbf16>, tensor<?x2x?x16xbf16>, tensor<1x?x16xbf16>
+    liger.yield %qr, %kr : tensor<?x4x?x16xbf16>, tensor<?x2x?x16xbf16>
+  }
+  return %r#0, %r#1 : tensor<?x4x?x16xbf16>, tensor<?x2x?x16xbf16>
+}

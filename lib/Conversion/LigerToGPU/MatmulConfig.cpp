@@ -135,6 +135,15 @@ mlir::liger::selectMatmulKernelConfig(const MatmulShape &shape,
   } else {
     // A paired gate/up tile holds two accumulators: half the width each.
     config.tileN = shape.paired || !allMultiples(128) ? 64 : 128;
+    // RoPE: whole heads dividing both projections, split over 4 warps of
+    // n8 tiles.
+    if (shape.headDim > 0 && shape.headDim % 8 == 0)
+      for (int64_t t = 128 / shape.headDim * shape.headDim; t >= shape.headDim;
+           t -= shape.headDim)
+        if (allMultiples(t) && t % 32 == 0) {
+          config.tileN = t;
+          break;
+        }
   }
   // As many stages as shared memory holds, 2 to 5.
   config.stages = 5;

@@ -396,8 +396,15 @@ void MatmulKernelBuilder::loadSlice(OpBuilder &b, Value stage, Value kt) {
   // columns from `base`, masked at the K end (kRows) and the column end.
   auto copyMN = [&](Value src, Value dst, int64_t width, Value base,
                     int64_t colLimit) {
-    int64_t perRow = width / 8;
-    for (int64_t i = 0; i < config.tileK * perRow / threads; ++i) {
+    int64_t perRow = width / 8, total = config.tileK * perRow;
+    for (int64_t i = 0; i < (total + threads - 1) / threads; ++i) {
+      OpBuilder saved = b;
+      if ((i + 1) * threads > total)
+        b = scf::IfOp::create(b, loc,
+                              lessThan(b, add(b, tid, idx(b, i * threads)),
+                                       idx(b, total)),
+                              false)
+                .getThenBodyBuilder();
       Value c = add(b, tid, idx(b, i * threads));
       Value r = div(b, c, perRow);
       Value col = mul(b, rem(b, c, perRow), 8);
@@ -416,6 +423,7 @@ void MatmulKernelBuilder::loadSlice(OpBuilder &b, Value stage, Value kt) {
           b, loc, nvgpu::DeviceAsyncTokenType::get(ctx), dst,
           ValueRange{stage, r, col}, src, ValueRange{gr, gcc},
           b.getIndexAttr(8), count, b.getUnitAttr());
+      b = saved;
     }
   };
   if (aMN())
@@ -1019,10 +1027,9 @@ LogicalResult MatmulKernelBuilder::emitMmaSync(OpBuilder &b) {
   int64_t warps = threads / 32;
   int64_t warpsM = config.tileM / 64;
   int64_t warpsN = warps / std::max<int64_t>(warpsM, 1);
+  // (cp.async leaves threads out of tiles of fewer 16-byte chunks.)
   if (warpsM < 1 || warpsN < 1 || warpsM * warpsN != warps ||
-      config.tileN % (warpsN * 8) || config.tileK % 16 ||
-      (config.tileM * config.tileK / 8) % threads ||
-      (config.tileN * config.tileK / 8) % threads)
+      config.tileN % (warpsN * 8) || config.tileK % 16)
     return fail("tile " + Twine(config.tileM) + "x" + Twine(config.tileN) +
                 "x" + Twine(config.tileK) + " does not split over " +
                 Twine(warps) + " warps");
