@@ -102,6 +102,22 @@ private:
   /// commit group (slices past the end are zero-filled, so that every
   /// iteration commits exactly one group).
   void loadSlice(OpBuilder &b, Value stage, Value kt);
+  /// Emits `total` 16-byte cp.async chunks over the CTA's threads (thread
+  /// t takes chunks t, t + threads, ...); threads past the end take none
+  /// (a zero-byte copy still writes its 16 bytes). `chunk(b, c)` emits
+  /// chunk c.
+  void forEachChunk(OpBuilder &b, int64_t total,
+                    function_ref<void(OpBuilder &, Value)> chunk);
+  /// One chunk: 8 elements from `src` at `srcIdx` (a readable, clamped
+  /// address) into `dst` at `dstIdx`, zero-filled unless `valid`.
+  void copyChunk(OpBuilder &b, Value dst, ValueRange dstIdx, Value src,
+                 ValueRange srcIdx, Value valid) {
+    nvgpu::DeviceAsyncCopyOp::create(
+        b, loc, nvgpu::DeviceAsyncTokenType::get(ctx), dst, dstIdx, src,
+        srcIdx, b.getIndexAttr(8),
+        arith::SelectOp::create(b, loc, valid, idx(b, 8), idx(b, 0)),
+        b.getUnitAttr());
+  }
   /// Row `row` of an ldmatrix fragment as an MMA operand: bf16 pairs packed
   /// in an i32, f16 pairs as vector<2xf16>.
   Value toI32(OpBuilder &b, Value fragment, int64_t row);
@@ -355,100 +371,82 @@ FailureOr<Value> MatmulKernelBuilder::applyEpilogue(OpBuilder &b,
   return out;
 }
 
-void MatmulKernelBuilder::loadSlice(OpBuilder &b, Value stage, Value kt) {
+void MatmulKernelBuilder::forEachChunk(
+    OpBuilder &b, int64_t total, function_ref<void(OpBuilder &, Value)> chunk) {
   int64_t threads = config.threads();
+  for (int64_t i = 0; i < (total + threads - 1) / threads; ++i) {
+    Value c = add(b, tid, idx(b, i * threads));
+    if ((i + 1) * threads <= total) {
+      chunk(b, c);
+      continue;
+    }
+    auto guard =
+        scf::IfOp::create(b, loc, lessThan(b, c, idx(b, total)), false);
+    OpBuilder gb = guard.getThenBodyBuilder();
+    chunk(gb, c);
+  }
+}
+
+void MatmulKernelBuilder::loadSlice(OpBuilder &b, Value stage, Value kt) {
   int64_t chunksPerRow = config.tileK / 8; // 16-byte chunks of bf16/f16
   Value inK = lessThan(b, kt, kTiles);
   Value ktc = arith::MinUIOp::create(
       b, loc, kt, arith::SubIOp::create(b, loc, kTiles, idx(b, 1)));
   Value k0 = mul(b, ktc, config.tileK);
-  auto copy = [&](Value src, Value dst, int64_t tileRows, Value base,
-                  Value limit) {
-    int64_t total = tileRows * chunksPerRow;
-    for (int64_t i = 0; i < (total + threads - 1) / threads; ++i) {
-      // A tile of fewer chunks than threads (LoRA's A slice) leaves some
-      // threads out.
-      OpBuilder saved = b;
-      if ((i + 1) * threads > total)
-        b = scf::IfOp::create(b, loc,
-                              lessThan(b, add(b, tid, idx(b, i * threads)),
-                                       idx(b, total)),
-                              false)
-                .getThenBodyBuilder();
-      Value c = add(b, tid, idx(b, i * threads));
-      Value r = div(b, c, chunksPerRow);
-      Value col = mul(b, rem(b, c, chunksPerRow), 8);
-      Value g = add(b, base, r);
-      Value valid = arith::AndIOp::create(b, loc, lessThan(b, g, limit), inK);
-      // A clamped (readable) address, zero bytes read when out of range.
+  // K-major: `tileRows` rows from `base` (masked at `limit`) x the slice.
+  auto copy = [&](OpBuilder &ob, Value src, Value dst, int64_t tileRows,
+                  Value base, Value limit) {
+    forEachChunk(ob, tileRows * chunksPerRow, [&](OpBuilder &cb, Value c) {
+      Value r = div(cb, c, chunksPerRow);
+      Value col = mul(cb, rem(cb, c, chunksPerRow), 8);
+      Value g = add(cb, base, r);
+      Value valid =
+          arith::AndIOp::create(cb, loc, lessThan(cb, g, limit), inK);
       Value gc = arith::MinUIOp::create(
-          b, loc, g, arith::SubIOp::create(b, loc, limit, idx(b, 1)));
-      Value count =
-          arith::SelectOp::create(b, loc, valid, idx(b, 8), idx(b, 0));
-      nvgpu::DeviceAsyncCopyOp::create(
-          b, loc, nvgpu::DeviceAsyncTokenType::get(ctx), dst,
-          ValueRange{stage, r, col}, src, ValueRange{gc, add(b, k0, col)},
-          b.getIndexAttr(8), count, b.getUnitAttr());
-      b = saved;
-    }
+          cb, loc, g, arith::SubIOp::create(cb, loc, limit, idx(cb, 1)));
+      copyChunk(cb, dst, {stage, r, col}, src, {gc, add(cb, k0, col)}, valid);
+    });
   };
   // MN-major (a gradient product's operand): tile_k rows of K, `width`
   // columns from `base`, masked at the K end (kRows) and the column end.
   auto copyMN = [&](Value src, Value dst, int64_t width, Value base,
                     int64_t colLimit) {
-    int64_t perRow = width / 8, total = config.tileK * perRow;
-    for (int64_t i = 0; i < (total + threads - 1) / threads; ++i) {
-      OpBuilder saved = b;
-      if ((i + 1) * threads > total)
-        b = scf::IfOp::create(b, loc,
-                              lessThan(b, add(b, tid, idx(b, i * threads)),
-                                       idx(b, total)),
-                              false)
-                .getThenBodyBuilder();
-      Value c = add(b, tid, idx(b, i * threads));
-      Value r = div(b, c, perRow);
-      Value col = mul(b, rem(b, c, perRow), 8);
-      Value g = add(b, k0, r), gc = add(b, base, col);
+    int64_t perRow = width / 8;
+    forEachChunk(b, config.tileK * perRow, [&](OpBuilder &cb, Value c) {
+      Value r = div(cb, c, perRow);
+      Value col = mul(cb, rem(cb, c, perRow), 8);
+      Value g = add(cb, k0, r), gc = add(cb, base, col);
       Value valid = arith::AndIOp::create(
-          b, loc,
-          arith::AndIOp::create(b, loc, lessThan(b, g, kRows),
-                                lessThan(b, gc, idx(b, colLimit))),
+          cb, loc,
+          arith::AndIOp::create(cb, loc, lessThan(cb, g, kRows),
+                                lessThan(cb, gc, idx(cb, colLimit))),
           inK);
       Value gr = arith::MinUIOp::create(
-          b, loc, g, arith::SubIOp::create(b, loc, kRows, idx(b, 1)));
-      Value gcc = arith::MinUIOp::create(b, loc, gc, idx(b, colLimit - 8));
-      Value count =
-          arith::SelectOp::create(b, loc, valid, idx(b, 8), idx(b, 0));
-      nvgpu::DeviceAsyncCopyOp::create(
-          b, loc, nvgpu::DeviceAsyncTokenType::get(ctx), dst,
-          ValueRange{stage, r, col}, src, ValueRange{gr, gcc},
-          b.getIndexAttr(8), count, b.getUnitAttr());
-      b = saved;
-    }
+          cb, loc, g, arith::SubIOp::create(cb, loc, kRows, idx(cb, 1)));
+      Value gcc = arith::MinUIOp::create(cb, loc, gc, idx(cb, colLimit - 8));
+      copyChunk(cb, dst, {stage, r, col}, src, {gr, gcc}, valid);
+    });
   };
   if (aMN())
     copyMN(x, smemA, config.tileM, m0, m);
   else
-    copy(x, smemA, config.tileM, m0, rows);
+    copy(b, x, smemA, config.tileM, m0, rows);
   if (lora) // A's [r, tile_k] slice rides along
-    copy(loraA, smemLA, loraRank, idx(b, 0), idx(b, loraRank));
+    copy(b, loraA, smemLA, loraRank, idx(b, 0), idx(b, loraRank));
   if (rope) {
     // The column tile lies in Wq (columns [0, nq)) or in Wk.
     auto inQ = scf::IfOp::create(b, loc, lessThan(b, n0, idx(b, nq)),
                                  /*withElseRegion=*/true);
-    OpBuilder saved = b;
-    b = inQ.getThenBodyBuilder();
-    copy(ws[0], smemBs[0], config.tileN, n0, idx(b, nq));
-    b = inQ.getElseBodyBuilder();
-    copy(ws[1], smemBs[0], config.tileN,
-         arith::SubIOp::create(b, loc, n0, idx(b, nq)), idx(b, n - nq));
-    b = saved;
+    OpBuilder qb = inQ.getThenBodyBuilder(), kb = inQ.getElseBodyBuilder();
+    copy(qb, ws[0], smemBs[0], config.tileN, n0, idx(qb, nq));
+    copy(kb, ws[1], smemBs[0], config.tileN,
+         arith::SubIOp::create(kb, loc, n0, idx(kb, nq)), idx(kb, n - nq));
   } else {
     for (auto [w, smemB] : llvm::zip(ws, smemBs)) {
       if (bMN())
         copyMN(w, smemB, config.tileN, n0, n);
       else
-        copy(w, smemB, config.tileN, n0, idx(b, n));
+        copy(b, w, smemB, config.tileN, n0, idx(b, n));
     }
   }
   NVVM::CpAsyncCommitGroupOp::create(b, loc);
@@ -1084,25 +1082,16 @@ LogicalResult MatmulKernelBuilder::emitMmaSync(OpBuilder &b) {
                         MemRefLayoutAttrInterface(), workgroup),
         dynSmem, idx(b, bytesA + numB * bytesB + bytesLA), ValueRange{});
     // B's tile joins the first slice's cp.async group.
-    int64_t perRow = loraRank / 8, total = config.tileN * perRow;
-    // A zero-byte cp.async still writes its 16 bytes (zeros): threads past
-    // the tile's chunks stay out.
-    for (int64_t i = 0; i < (total + threads - 1) / threads; ++i) {
-      Value c = add(b, tid, idx(b, i * threads));
-      auto inTile = scf::IfOp::create(b, loc, lessThan(b, c, idx(b, total)),
-                                      false);
-      OpBuilder tb = inTile.getThenBodyBuilder();
-      Value r = div(tb, c, perRow);
-      Value col = mul(tb, rem(tb, c, perRow), 8);
-      Value gr = add(tb, n0, r);
-      Value valid = lessThan(tb, gr, idx(tb, n));
-      Value grc = arith::MinUIOp::create(tb, loc, gr, idx(tb, n - 1));
-      nvgpu::DeviceAsyncCopyOp::create(
-          tb, loc, nvgpu::DeviceAsyncTokenType::get(ctx), smemLB,
-          ValueRange{r, col}, loraB, ValueRange{grc, col}, tb.getIndexAttr(8),
-          arith::SelectOp::create(tb, loc, valid, idx(tb, 8), idx(tb, 0)),
-          tb.getUnitAttr());
-    }
+    int64_t perRow = loraRank / 8;
+    forEachChunk(b, config.tileN * perRow, [&](OpBuilder &cb, Value c) {
+      Value r = div(cb, c, perRow);
+      Value col = mul(cb, rem(cb, c, perRow), 8);
+      Value gr = add(cb, n0, r);
+      Value valid = lessThan(cb, gr, idx(cb, n));
+      copyChunk(cb, smemLB, {r, col}, loraB,
+                {arith::MinUIOp::create(cb, loc, gr, idx(cb, n - 1)), col},
+                valid);
+    });
   }
 
   // RMSNorm prologue: each row's sum of squares, in f32 after the tiles.
