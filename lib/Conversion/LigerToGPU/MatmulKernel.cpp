@@ -190,6 +190,10 @@ private:
   /// linear_grad_weight on the group's inputs): sets the layout, the
   /// projection and the sizes.
   LogicalResult takeGradient(Operation *op);
+  /// The rules every body shares, once elem and k are set: bf16/f16
+  /// operands; wgmma reads 128-byte slices of K and TMA 16-byte rows of a
+  /// static K (zero-filling the tail); mma.sync whole tile_k slices of it.
+  LogicalResult checkElementAndK();
   /// The body of a q/k projection pair with RoPE: rope(split(x̂ · Wqᵀ),
   /// split(x̂ · Wkᵀ), cos, sin), the head splits being expand_shape +
   /// transpose [B, T, H·D] -> [B, H, T, D]. The kernel computes the
@@ -481,18 +485,28 @@ LogicalResult MatmulKernelBuilder::takeGradient(Operation *op) {
   }
   xArg = projs.front().input;
   elem = cast<RankedTensorType>(xArg.getType()).getElementType();
+  if (failed(checkElementAndK()))
+    return failure();
+  // The MN-major rows (dW's dy; W or x) are 16-byte multiples too.
+  int64_t elemBytes = elem.getIntOrFloatBitWidth() / 8;
+  SmallVector<int64_t, 2> widths = {n};
+  if (layout == Layout::gradWeight)
+    widths.push_back(m);
+  for (int64_t width : widths)
+    if ((width * elemBytes) % 16)
+      return fail("a row of " + Twine(width) + " elements is not a multiple "
+                  "of 16 bytes (" + (config.wgmma ? "TMA" : "cp.async") + ")");
+  return success();
+}
+
+LogicalResult MatmulKernelBuilder::checkElementAndK() {
   if (!elem.isBF16() && !elem.isF16())
     return fail(Twine(config.wgmma ? "wgmma" : "mma.sync") +
                 " takes bf16 or f16 inputs");
   int64_t elemBytes = elem.getIntOrFloatBitWidth() / 8;
+  bool dynamicK = ShapedType::isDynamic(k); // dW's tokens: masked by rows
   if (!config.wgmma) {
-    // cp.async rows of 16-byte chunks; dx's dy is read K-major in whole
-    // slices.
-    for (int64_t width : {layout == Layout::gradWeight ? m : k, n})
-      if ((width * elemBytes) % 16)
-        return fail("a row of " + Twine(width) + " elements is not a "
-                    "multiple of 16 bytes (cp.async)");
-    if (layout == Layout::gradInput && k % config.tileK)
+    if (!dynamicK && k % config.tileK)
       return fail("K = " + Twine(k) + " is not a multiple of tile_k = " +
                   Twine(config.tileK));
     return success();
@@ -501,12 +515,9 @@ LogicalResult MatmulKernelBuilder::takeGradient(Operation *op) {
     return fail("the wgmma template reads 128-byte slices of K (tile_k = " +
                 Twine(128 / elemBytes) + "), got tile_k = " +
                 Twine(config.tileK));
-  // TMA rows are 16-byte multiples: the rows of dy, and of W (gradInput)
-  // or x (gradWeight).
-  for (int64_t width : {layout == Layout::gradWeight ? m : k, n})
-    if ((width * elemBytes) % 16)
-      return fail("a row of " + Twine(width) + " elements is not a multiple "
-                  "of 16 bytes (TMA)");
+  if (!dynamicK && (k * elemBytes) % 16)
+    return fail("K = " + Twine(k) + " is not a multiple of " +
+                Twine(16 / elemBytes) + " (TMA needs 16-byte rows)");
   return success();
 }
 
@@ -557,27 +568,13 @@ LogicalResult MatmulKernelBuilder::takeQKRoPE(RoPEOp op) {
   auto qType = cast<RankedTensorType>(op.getQ().getType());
   auto xType = cast<RankedTensorType>(xArg.getType());
   elem = xType.getElementType();
-  if (!elem.isBF16() && !elem.isF16())
-    return fail(Twine(config.wgmma ? "wgmma" : "mma.sync") +
-                " takes bf16 or f16 inputs");
-  int64_t elemBytes = elem.getIntOrFloatBitWidth() / 8;
   headDim = qType.getDimSize(3);
   nq = cast<RankedTensorType>(q.getWeight().getType()).getDimSize(0);
   int64_t nk = cast<RankedTensorType>(k2.getWeight().getType()).getDimSize(0);
   k = xType.getShape().back();
   n = nq + nk;
-  if (!config.wgmma) {
-    if (k % config.tileK)
-      return fail("K = " + Twine(k) + " is not a multiple of tile_k = " +
-                  Twine(config.tileK));
-  } else if (config.tileK * elemBytes != 128) {
-    return fail("the wgmma template reads 128-byte slices of K (tile_k = " +
-                Twine(128 / elemBytes) + "), got tile_k = " +
-                Twine(config.tileK));
-  } else if ((k * elemBytes) % 16) {
-    return fail("K = " + Twine(k) + " is not a multiple of " +
-                Twine(16 / elemBytes) + " (TMA needs 16-byte rows)");
-  }
+  if (failed(checkElementAndK()))
+    return failure();
   // A column tile holds whole heads of one projection (on wgmma each
   // thread then holds both halves of its rotations; mma.sync exchanges
   // them through shared memory).
@@ -641,30 +638,10 @@ LogicalResult MatmulKernelBuilder::takeProjections() {
   auto xType = cast<RankedTensorType>(xArg.getType());
   auto wType = cast<RankedTensorType>(linear->weight.getType());
   elem = xType.getElementType();
-  if (!elem.isBF16() && !elem.isF16())
-    return fail(Twine(config.wgmma ? "wgmma" : "mma.sync") +
-                " takes bf16 or f16 inputs");
   n = wType.getDimSize(0);
   k = wType.getDimSize(1);
-  int64_t elemBytes = elem.getIntOrFloatBitWidth() / 8;
-  if (config.wgmma) {
-    // TMA reads K in 128-byte (swizzle-wide) slices and zero-fills past the
-    // end, so K needs only 16-byte rows.
-    if (config.tileK * elemBytes != 128)
-      return fail("the wgmma template reads 128-byte slices of K (tile_k = " +
-                  Twine(128 / elemBytes) + "), got tile_k = " +
-                  Twine(config.tileK));
-    if ((k * elemBytes) % 16)
-      return fail("K = " + Twine(k) + " is not a multiple of " +
-                  Twine(16 / elemBytes) + " (TMA needs 16-byte rows)");
-    if (config.tileM % 64 || config.tileM > 256 || config.tileN % 8 ||
-        config.tileN > 256)
-      return fail("tile " + Twine(config.tileM) + "x" + Twine(config.tileN) +
-                  " is not 64-row warpgroup tiles of wgmma's n8..n256");
-  } else if (k % config.tileK) {
-    return fail("K = " + Twine(k) + " is not a multiple of tile_k = " +
-                Twine(config.tileK));
-  }
+  if (failed(checkElementAndK()))
+    return failure();
   if (n % 8)
     return fail("N = " + Twine(n) + " is not a multiple of 8");
   if (lora) {
