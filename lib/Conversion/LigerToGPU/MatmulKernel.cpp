@@ -200,6 +200,23 @@ private:
   /// concatenation [Wq; Wk] (each column tile inside one of them), rotates
   /// in registers and stores head-major.
   LogicalResult takeQKRoPE(RoPEOp op);
+  /// liger.linear's rounding of an f32 accumulator pair at columns `c`,
+  /// c + 1: round(acc + bias[c..c+1]) in the operand dtype (no bias: just
+  /// round).
+  Value roundPair(OpBuilder &b, Value accPair, Value bias, Value c);
+  /// RoPE of the pair x at head offset d of token (tableBatch, pos):
+  /// round(x ⊙ cos[d] + rotated ⊙ sin[d]), x and `rotated` (the partner
+  /// pair, negated in the first half) in f32.
+  Value ropePair(OpBuilder &b, Value x, Value rotated, Value tableBatch,
+                 Value pos, Value d);
+  /// The tables' batch row for a token of batch `batch`: 0 when the tables
+  /// broadcast (batch dimension 1).
+  Value tableBatchOf(OpBuilder &b, Value batch) {
+    Value broadcast = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::eq,
+        memref::DimOp::create(b, loc, cosT, 0), idx(b, 1));
+    return arith::SelectOp::create(b, loc, broadcast, idx(b, 0), batch);
+  }
   /// The RoPE epilogue of one of the pair (builder inside the q or k
   /// branch): `out` [B, H, T, D], `colBase` the tile's first column within
   /// that projection.
@@ -952,6 +969,40 @@ void MatmulKernelBuilder::setTileOrigin(OpBuilder &b, Value pid, Value numM,
   n0 = mul(b, tileN, config.tileN);
 }
 
+Value MatmulKernelBuilder::roundPair(OpBuilder &b, Value accPair, Value bias,
+                                     Value c) {
+  if (bias) {
+    auto type = VectorType::get(
+        {2}, cast<MemRefType>(bias.getType()).getElementType());
+    Value bv = vector::LoadOp::create(
+        b, loc, type, bias, ValueRange{c}, false,
+        llvm::MaybeAlign(2 * type.getElementTypeBitWidth() / 8));
+    if (!type.getElementType().isF32())
+      bv = arith::ExtFOp::create(
+          b, loc, VectorType::get({2}, b.getF32Type()), bv);
+    accPair = arith::AddFOp::create(b, loc, accPair, bv);
+  }
+  return arith::TruncFOp::create(b, loc, VectorType::get({2}, elem), accPair);
+}
+
+Value MatmulKernelBuilder::ropePair(OpBuilder &b, Value x, Value rotated,
+                                    Value tableBatch, Value pos, Value d) {
+  auto f32x2 = VectorType::get({2}, b.getF32Type());
+  Type tElem = cast<MemRefType>(cosT.getType()).getElementType();
+  auto table = [&](Value t) -> Value {
+    Value v = vector::LoadOp::create(
+        b, loc, VectorType::get({2}, tElem), t, ValueRange{tableBatch, pos, d},
+        false, llvm::MaybeAlign(2 * tElem.getIntOrFloatBitWidth() / 8));
+    return tElem.isF32() ? v
+                         : arith::ExtFOp::create(b, loc, f32x2, v).getResult();
+  };
+  Value sinTerm = arith::MulFOp::create(b, loc, rotated, table(sinT));
+  Value cosTerm = arith::MulFOp::create(b, loc, x, table(cosT));
+  return arith::TruncFOp::create(
+      b, loc, VectorType::get({2}, elem),
+      arith::AddFOp::create(b, loc, cosTerm, sinTerm));
+}
+
 LogicalResult MatmulKernelBuilder::storePair(OpBuilder &b,
                                              ArrayRef<Value> accPairs, Value r,
                                              Value c) {
@@ -971,22 +1022,8 @@ LogicalResult MatmulKernelBuilder::storePair(OpBuilder &b,
   }
   // liger.linear: round(x · Wᵀ + b), the bias added in f32.
   SmallVector<Value> rounded;
-  for (auto [accPair, bias] : llvm::zip(accPairs, biases)) {
-    Value pair = accPair;
-    if (bias) {
-      auto type = VectorType::get(
-          {2}, cast<MemRefType>(bias.getType()).getElementType());
-      Value bv = vector::LoadOp::create(
-          tb, loc, type, bias, ValueRange{c}, false,
-          llvm::MaybeAlign(2 * type.getElementTypeBitWidth() / 8));
-      if (!type.getElementType().isF32())
-        bv = arith::ExtFOp::create(
-            tb, loc, VectorType::get({2}, tb.getF32Type()), bv);
-      pair = arith::AddFOp::create(tb, loc, pair, bv);
-    }
-    rounded.push_back(
-        arith::TruncFOp::create(tb, loc, VectorType::get({2}, elem), pair));
-  }
+  for (auto [accPair, bias] : llvm::zip(accPairs, biases))
+    rounded.push_back(roundPair(tb, accPair, bias, c));
   FailureOr<Value> out = applyEpilogue(tb, rounded, r, c);
   if (failed(out))
     return failure();
@@ -1362,28 +1399,15 @@ LogicalResult MatmulKernelBuilder::emitMmaSync(OpBuilder &b) {
             }
             Value v = vector::FromElementsOp::create(eb, loc, v2(f32),
                                                      ValueRange{lo, hi});
-            if (bias) {
-              Type bElem = cast<MemRefType>(bias.getType()).getElementType();
-              Value bv = vector::LoadOp::create(
-                  eb, loc, v2(bElem), bias, ValueRange{add(eb, colBase, c)},
-                  false, llvm::MaybeAlign(2 * bElem.getIntOrFloatBitWidth() / 8));
-              if (!bElem.isF32())
-                bv = arith::ExtFOp::create(eb, loc, v2(f32), bv);
-              v = arith::AddFOp::create(eb, loc, v, bv);
-            }
             vector::StoreOp::create(
-                eb, loc, arith::TruncFOp::create(eb, loc, v2(elem), v), ex,
-                ValueRange{r, c}, false,
+                eb, loc,
+                roundPair(eb, v, bias, bias ? add(eb, colBase, c) : Value()),
+                ex, ValueRange{r, c}, false,
                 llvm::MaybeAlign(2 * elem.getIntOrFloatBitWidth() / 8));
           }
       gpu::BarrierOp::create(eb, loc);
       Value seq = memref::DimOp::create(eb, loc, out, 2);
-      Value broadcast = arith::CmpIOp::create(
-          eb, loc, arith::CmpIPredicate::eq,
-          memref::DimOp::create(eb, loc, cosT, 0), idx(eb, 1));
-      Type tElem = cast<MemRefType>(cosT.getType()).getElementType();
       llvm::MaybeAlign align2(2 * elem.getIntOrFloatBitWidth() / 8);
-      llvm::MaybeAlign tAlign(2 * tElem.getIntOrFloatBitWidth() / 8);
       Value half = idx(eb, headDim / 2);
       for (int64_t i = 0; i < mTiles; ++i)
         for (int64_t j = 0; j < nTiles; ++j)
@@ -1395,8 +1419,7 @@ LogicalResult MatmulKernelBuilder::emitMmaSync(OpBuilder &b) {
             OpBuilder rb = inRows.getThenBodyBuilder();
             Value batch = arith::DivUIOp::create(rb, loc, row, seq);
             Value pos = arith::RemUIOp::create(rb, loc, row, seq);
-            Value tb = arith::SelectOp::create(rb, loc, broadcast, idx(rb, 0),
-                                               batch);
+            Value tb = tableBatchOf(rb, batch);
             Value d = rem(rb, c, headDim);
             Value first = lessThan(rb, d, half);
             Value partner = arith::SelectOp::create(
@@ -1409,23 +1432,12 @@ LogicalResult MatmulKernelBuilder::emitMmaSync(OpBuilder &b) {
                                          ValueRange{r, col}, false, align2)
                       .getResult());
             };
-            auto table = [&](Value t) -> Value {
-              Value v = vector::LoadOp::create(rb, loc, v2(tElem), t,
-                                               ValueRange{tb, pos, d}, false,
-                                               tAlign);
-              return tElem.isF32()
-                         ? v
-                         : arith::ExtFOp::create(rb, loc, v2(f32), v).getResult();
-            };
             Value xp = read(partner);
             Value rotated = arith::SelectOp::create(
                 rb, loc, first, arith::NegFOp::create(rb, loc, xp), xp);
-            Value o = arith::AddFOp::create(
-                rb, loc, arith::MulFOp::create(rb, loc, read(c), table(cosT)),
-                arith::MulFOp::create(rb, loc, rotated, table(sinT)));
             Value head = div(rb, add(rb, colBase, c), headDim);
             vector::StoreOp::create(
-                rb, loc, arith::TruncFOp::create(rb, loc, v2(elem), o), out,
+                rb, loc, ropePair(rb, read(c), rotated, tb, pos, d), out,
                 ValueRange{batch, head, pos, d}, false, align2);
           }
     };
@@ -1978,10 +1990,6 @@ void MatmulKernelBuilder::emitRoPEEpilogue(OpBuilder &b, Value acc,
   Value lane = rem(b, tid, 32);
   Value quadCol = mul(b, rem(b, lane, 4), 2);
   Value seq = memref::DimOp::create(b, loc, out, 2);
-  // The tables' batch: 1 (broadcast), else the token's.
-  Value tableBatch = memref::DimOp::create(b, loc, cosT, 0);
-  Value broadcast = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                          tableBatch, idx(b, 1));
   Value firstHead = div(b, colBase, headDim);
   for (int64_t h = 0; h < 2; ++h) {
     Value r = h ? add(b, r0, idx(b, 8)) : r0;
@@ -1989,7 +1997,7 @@ void MatmulKernelBuilder::emitRoPEEpilogue(OpBuilder &b, Value acc,
     OpBuilder rb = inRows.getThenBodyBuilder();
     Value batch = arith::DivUIOp::create(rb, loc, r, seq);
     Value pos = arith::RemUIOp::create(rb, loc, r, seq);
-    Value tb = arith::SelectOp::create(rb, loc, broadcast, idx(rb, 0), batch);
+    Value tb = tableBatchOf(rb, batch);
     // liger.linear's values: (rstd ·) acc (+ bias) rounded to the dtype,
     // then back to f32 for the rotation.
     SmallVector<Value> vals;
@@ -2002,48 +2010,27 @@ void MatmulKernelBuilder::emitRoPEEpilogue(OpBuilder &b, Value acc,
       }
       Value v = vector::FromElementsOp::create(rb, loc, v2(f32),
                                                ValueRange{lo, hi});
-      if (bias) {
-        Type bElem = cast<MemRefType>(bias.getType()).getElementType();
-        Value c = add(rb, add(rb, colBase, idx(rb, 8 * j)), quadCol);
-        Value bv = vector::LoadOp::create(
-            rb, loc, v2(bElem), bias, ValueRange{c}, false,
-            llvm::MaybeAlign(2 * bElem.getIntOrFloatBitWidth() / 8));
-        if (!bElem.isF32())
-          bv = arith::ExtFOp::create(rb, loc, v2(f32), bv);
-        v = arith::AddFOp::create(rb, loc, v, bv);
-      }
-      vals.push_back(arith::ExtFOp::create(
-          rb, loc, v2(f32),
-          arith::TruncFOp::create(rb, loc, v2(elem), v).getResult()));
+      Value c = bias ? add(rb, add(rb, colBase, idx(rb, 8 * j)), quadCol)
+                     : Value();
+      vals.push_back(
+          arith::ExtFOp::create(rb, loc, v2(f32), roundPair(rb, v, bias, c)));
     }
     // rope: x[d] cos[d] + rotate_half(x)[d] sin[d], rotate_half(x)[d] =
     // -x[d + D/2] in the first half, x[d - D/2] in the second: the partner
     // pair is D/16 n8 blocks away, in the same thread.
-    Type tElem = cast<MemRefType>(cosT.getType()).getElementType();
-    llvm::MaybeAlign tAlign(2 * tElem.getIntOrFloatBitWidth() / 8);
     for (int64_t j = 0; j < pairs; ++j) {
       int64_t inHead = (8 * j) % headDim;
       bool first = inHead < half;
       int64_t partner = first ? j + half / 8 : j - half / 8;
       Value d = add(rb, idx(rb, inHead), quadCol);
-      auto table = [&](Value t) -> Value {
-        Value v = vector::LoadOp::create(rb, loc, v2(tElem), t,
-                                         ValueRange{tb, pos, d}, false, tAlign);
-        return tElem.isF32()
-                   ? v
-                   : arith::ExtFOp::create(rb, loc, v2(f32), v).getResult();
-      };
       Value rotated = vals[partner];
       if (first)
         rotated = arith::NegFOp::create(rb, loc, rotated);
-      Value o = arith::AddFOp::create(
-          rb, loc, arith::MulFOp::create(rb, loc, vals[j], table(cosT)),
-          arith::MulFOp::create(rb, loc, rotated, table(sinT)));
       Value head = add(rb, firstHead, idx(rb, 8 * j / headDim));
-      vector::StoreOp::create(rb, loc,
-                              arith::TruncFOp::create(rb, loc, v2(elem), o),
-                              out, ValueRange{batch, head, pos, d}, false,
-                              llvm::MaybeAlign(2 * elem.getIntOrFloatBitWidth() / 8));
+      vector::StoreOp::create(
+          rb, loc, ropePair(rb, vals[j], rotated, tb, pos, d), out,
+          ValueRange{batch, head, pos, d}, false,
+          llvm::MaybeAlign(2 * elem.getIntOrFloatBitWidth() / 8));
     }
   }
 }
