@@ -121,6 +121,13 @@ private:
   /// Row `row` of an ldmatrix fragment as an MMA operand: bf16 pairs packed
   /// in an i32, f16 pairs as vector<2xf16>.
   Value toI32(OpBuilder &b, Value fragment, int64_t row);
+  /// A bf16/f16 pair as an MMA operand register: an i32 (bf16 always; f16
+  /// with `asI32`, as wgmma's inline PTX takes it) or vector<2xf16>.
+  Value operandOf(OpBuilder &b, Value pair, bool asI32 = false);
+  /// The f32 pair (lo, hi), times `scale` if given, rounded to the dtype
+  /// as an MMA operand register (LoRA's t = round(rstd · x̂Aᵀ)).
+  Value packPair(OpBuilder &b, Value lo, Value hi, Value scale,
+                 bool asI32 = false);
   /// The ops after the projections as linalg on a scratch function
   /// @epilogue(%projections..., %other inputs...), checked to be
   /// elementwise.
@@ -241,7 +248,7 @@ private:
   MLIRContext *ctx;
   Location loc;
   Type elem;
-  int64_t n = 0, k = 0, pad = 0, numK = 0;
+  int64_t n = 0, k = 0;
   /// forward: y = x̂ · Wᵀ; gradInput: dx = dy · W (B MN-major); gradWeight:
   /// dW = dyᵀ · x (A and B MN-major, K = the tokens, rows = dy's features).
   enum class Layout { forward, gradInput, gradWeight } layout = Layout::forward;
@@ -473,13 +480,29 @@ void MatmulKernelBuilder::loadSlice(OpBuilder &b, Value stage, Value kt) {
   NVVM::CpAsyncCommitGroupOp::create(b, loc);
 }
 
-Value MatmulKernelBuilder::toI32(OpBuilder &b, Value fragment, int64_t row) {
-  Value pair = vector::ExtractOp::create(b, loc, fragment, row);
-  if (elem.isF16()) // nvvm.mma.sync takes f16 pairs as vector<2xf16>
+Value MatmulKernelBuilder::operandOf(OpBuilder &b, Value pair, bool asI32) {
+  if (elem.isF16() && !asI32) // nvvm.mma.sync takes f16 pairs as vector<2xf16>
     return pair;
   Value packed = vector::BitCastOp::create(
       b, loc, VectorType::get({1}, b.getI32Type()), pair);
   return vector::ExtractOp::create(b, loc, packed, 0);
+}
+
+Value MatmulKernelBuilder::packPair(OpBuilder &b, Value lo, Value hi,
+                                    Value scale, bool asI32) {
+  if (scale) {
+    lo = arith::MulFOp::create(b, loc, lo, scale);
+    hi = arith::MulFOp::create(b, loc, hi, scale);
+  }
+  Value pair = arith::TruncFOp::create(
+      b, loc, VectorType::get({2}, elem),
+      vector::FromElementsOp::create(
+          b, loc, VectorType::get({2}, b.getF32Type()), ValueRange{lo, hi}));
+  return operandOf(b, pair, asI32);
+}
+
+Value MatmulKernelBuilder::toI32(OpBuilder &b, Value fragment, int64_t row) {
+  return operandOf(b, vector::ExtractOp::create(b, loc, fragment, row));
 }
 
 LogicalResult MatmulKernelBuilder::takeGradient(Operation *op) {
@@ -692,7 +715,6 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
     return failure();
   int64_t threads = config.threads();
   int64_t numB = static_cast<int64_t>(projs.size());
-  numK = ShapedType::isDynamic(k) ? 0 : (k + config.tileK - 1) / config.tileK;
 
   RowKernelInfo info;
   info.name = name.str();
@@ -935,7 +957,7 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
   } else {
     rows = memref::DimOp::create(b, loc, x, 0);
     kRows = idx(b, k);
-    kTiles = idx(b, numK);
+    kTiles = idx(b, (k + config.tileK - 1) / config.tileK);
   }
   setTileOrigin(b,
                 add(b, mul(b, gpu::BlockIdOp::create(b, loc, gpu::Dimension::y),
@@ -1048,7 +1070,7 @@ LogicalResult MatmulKernelBuilder::emitMmaSync(OpBuilder &b) {
   int64_t warpN = config.tileN / warpsN; // columns per warp
   int64_t nTiles = warpN / 8;
   constexpr int64_t mTiles = 4; // 64 rows per warp
-  pad = config.tileK + 8; // 16 bytes of padding per shared-memory row
+  int64_t pad = config.tileK + 8; // 16 bytes of padding per shared row
   int64_t elemBytes = elem.getIntOrFloatBitWidth() / 8;
   // Shared tiles: K-major [rows, tile_k + 8], or MN-major (a gradient
   // product's operand) [tile_k, columns + 8].
@@ -1308,22 +1330,8 @@ LogicalResult MatmulKernelBuilder::emitMmaSync(OpBuilder &b) {
           mains[at] =
               arith::MulFOp::create(b, loc, mains[at], factor[i * 2 + e / 2]);
         }
-    auto pack = [&](Value lo, Value hi, Value s) -> Value {
-      if (s) {
-        lo = arith::MulFOp::create(b, loc, lo, s);
-        hi = arith::MulFOp::create(b, loc, hi, s);
-      }
-      Value pair = arith::TruncFOp::create(
-          b, loc, VectorType::get({2}, elem),
-          vector::FromElementsOp::create(b, loc, VectorType::get({2}, f32),
-                                         ValueRange{lo, hi}));
-      if (elem.isF16())
-        return pair;
-      return vector::ExtractOp::create(
-          b, loc,
-          vector::BitCastOp::create(b, loc,
-                                    VectorType::get({1}, b.getI32Type()), pair),
-          0);
+    auto pack = [&](Value lo, Value hi, Value s) {
+      return packPair(b, lo, hi, s);
     };
     auto resultType =
         LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
@@ -1820,7 +1828,7 @@ LogicalResult MatmulKernelBuilder::emitWgmma(OpBuilder &b,
     Value prev = rem(rb, add(rb, kt, idx(rb, stages - 1)), stages);
     NVVM::MBarrierArriveOp::create(rb, loc, Type(), empty(rb, prev), Value());
     if (norm) {
-      Value more = lessThan(lb, add(lb, kt, idx(lb, 1)), idx(lb, numK));
+      Value more = lessThan(lb, add(lb, kt, idx(lb, 1)), kTiles);
       auto next = scf::IfOp::create(lb, loc, TypeRange{f32, f32}, more,
                                     /*withElseRegion=*/true);
       OpBuilder tb = next.getThenBodyBuilder();
@@ -1885,18 +1893,8 @@ LogicalResult MatmulKernelBuilder::emitWgmma(OpBuilder &b,
     for (int64_t i = 0; i < loraRank / 2; i += 2) {
       Value lo = LLVM::ExtractValueOp::create(cb, loc, t, i);
       Value hi = LLVM::ExtractValueOp::create(cb, loc, t, i + 1);
-      if (norm) {
-        lo = arith::MulFOp::create(cb, loc, lo, rstd[(i % 4) / 2]);
-        hi = arith::MulFOp::create(cb, loc, hi, rstd[(i % 4) / 2]);
-      }
-      Value pair = arith::TruncFOp::create(
-          cb, loc, VectorType::get({2}, elem),
-          vector::FromElementsOp::create(cb, loc, VectorType::get({2}, f32),
-                                         ValueRange{lo, hi}));
-      aRegs.push_back(vector::ExtractOp::create(
-          cb, loc,
-          vector::BitCastOp::create(cb, loc, VectorType::get({1}, i32), pair),
-          0));
+      aRegs.push_back(packPair(cb, lo, hi, norm ? rstd[(i % 4) / 2] : Value(),
+                               /*asI32=*/true));
     }
     NVVM::MBarrierTryWaitParityOp::create(cb, loc, at(cb, i32c(cb, 512)),
                                           i32c(cb, 0), ticks);
