@@ -115,17 +115,27 @@
 // No kernel after the last one matched spills either.
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill
 
-// GPU: gpu.func @proj_matmul_0(%{{.+}}: memref<?x512xbf16>, %{{.+}}: memref<1024x512xbf16>, %{{.+}}: memref<?x1024xbf16>, %{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr) kernel
+// Three descriptors: x, W and the output (TMA stores).
+// GPU: gpu.func @proj_matmul_0(%{{.+}}: memref<?x512xbf16>, %{{.+}}: memref<1024x512xbf16>, %{{.+}}: memref<?x1024xbf16>, %{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr) kernel
 // GPU-SAME: known_block_size = array<i32: 384, 1, 1>
-// GPU-SAME: liger.tensor_maps = 2
+// GPU-SAME: liger.tensor_maps = 3
 // GPU: nvvm.mbarrier.init
 // GPU: nvvm.fence.mbarrier.init
 // GPU: gpu.barrier
 // GPU: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} box[{{.*}}] {isCTAOnly = true}
 // GPU: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 256, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// The epilogue: the consumers meet (named barrier 8), write the swizzled
+// result tile to shared memory, fence it for the async proxy, and one
+// thread per warpgroup stores its 64-column boxes with TMA.
+// GPU: nvvm.barrier id = %{{.+}} number_of_threads = %{{.+}}
+// GPU: llvm.store {{.*}} {alignment = 4 : i64} : vector<2xbf16>, !llvm.ptr<3>
+// GPU: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// GPU-COUNT-4: nvvm.cp.async.bulk.tensor.global.shared.cta
+// GPU: nvvm.cp.async.bulk.commit.group
+// GPU: nvvm.cp.async.bulk.wait_group 0 {read}
 
 // A bias: loaded at the column pair and added in f32 before the rounding.
-// GPU: gpu.func @biased_matmul_0(%{{.+}}: memref<?x512xbf16>, %{{.+}}: memref<1024x512xbf16>, %[[B:.+]]: memref<1024xbf16>, %{{.+}}: memref<?x1024xbf16>, %{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr) kernel
+// GPU: gpu.func @biased_matmul_0(%{{.+}}: memref<?x512xbf16>, %{{.+}}: memref<1024x512xbf16>, %[[B:.+]]: memref<1024xbf16>, %{{.+}}: memref<?x1024xbf16>, %{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr) kernel
 // GPU: %[[BV:.+]] = vector.load %[[B]][%{{.+}}] {alignment = 4 : i64} : memref<1024xbf16>, vector<2xbf16>
 // GPU-NEXT: %[[BF:.+]] = arith.extf %[[BV]] : vector<2xbf16> to vector<2xf32>
 // GPU-NEXT: %[[SUM:.+]] = arith.addf %{{.+}}, %[[BF]] : vector<2xf32>
@@ -133,7 +143,7 @@
 
 // The descriptors become by-value grid constants.
 // LLVM: llvm.func @proj_matmul_0(
-// LLVM-SAME: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<16 x i64>, nvvm.grid_constant}, %{{.+}}: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<16 x i64>, nvvm.grid_constant})
+// LLVM-SAME: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<16 x i64>, nvvm.grid_constant}, %{{.+}}: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<16 x i64>, nvvm.grid_constant}, %{{.+}}: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<16 x i64>, nvvm.grid_constant})
 
 func.func @proj(%x: tensor<?x512xbf16>, %w: tensor<1024x512xbf16>) -> tensor<?x1024xbf16> {
   %y = liger.fusion matmul(%x, %w) : (tensor<?x512xbf16>, tensor<1024x512xbf16>) -> tensor<?x1024xbf16> {

@@ -139,8 +139,11 @@ private:
   /// Rounds the f32 accumulator pairs (one vector<2xf32> per projection)
   /// of row `r`, columns `c` and c + 1, applies the epilogue and stores the
   /// pair, masked at the row and column ends.
+  /// `sink`, when given, stores the pair instead (the TMA-store epilogue
+  /// stages it in shared memory).
+  using PairSink = function_ref<void(OpBuilder &, Value pair)>;
   LogicalResult storePair(OpBuilder &b, ArrayRef<Value> accPairs, Value r,
-                          Value c);
+                          Value c, PairSink sink = nullptr);
   /// Sets m0 and n0 to the origin of tile `pid` of `numM` x ceil(N /
   /// tile_n) tiles, in groups of `groupM` row tiles: CTAs running together
   /// take groupM row tiles times a run of column tiles, so that the weight
@@ -255,6 +258,9 @@ private:
   int64_t m = 0;           // gradWeight: the output rows (static)
   Value accArg, accum;     // gradWeight: the f32 accumulator, and its param
   RoPEOp rope;             // the q/k + RoPE epilogue, or null
+  /// wgmma: the output tile goes out through shared memory with TMA
+  /// stores (16-bit outputs in 64-column boxes), else pairs from registers.
+  bool tmaStore = false;
   int64_t nq = 0, headDim = 0; // its q width (k follows) and head size
   Value cosArg, sinArg, cosT, sinT, yK; // its tables and k output
   Value x, y, rows, tid, m0, n0, smemA, dynSmem;
@@ -874,7 +880,6 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
     info.tensorMaps.push_back(
         {cast<BlockArgument>(projs.front().weight).getArgNumber(),
          config.tileK, 64});
-    paramTypes.append(info.tensorMaps.size(), LLVM::LLVMPointerType::get(ctx));
   } else if (config.wgmma) {
     info.tensorMaps.push_back({cast<BlockArgument>(xArg).getArgNumber(),
                                config.tileM, config.tileK});
@@ -892,6 +897,14 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
           {cast<BlockArgument>(lora.getLoraB()).getArgNumber(), config.tileN,
            loraRank, loraRank * elemBytes});
     }
+  }
+  if (config.wgmma) {
+    // The output's map (64 x 64 boxes, 128-byte swizzle) for TMA stores.
+    tmaStore = !rope && !accArg && config.tileN % 64 == 0 &&
+               outElem.getIntOrFloatBitWidth() == 16;
+    if (tmaStore)
+      info.tensorMaps.push_back(
+          {static_cast<int64_t>(body.getNumArguments()), 64, 64});
     paramTypes.append(info.tensorMaps.size(), LLVM::LLVMPointerType::get(ctx));
   }
   // The ops the kernel computes (not the constants and sizes its layout
@@ -1027,7 +1040,7 @@ Value MatmulKernelBuilder::ropePair(OpBuilder &b, Value x, Value rotated,
 
 LogicalResult MatmulKernelBuilder::storePair(OpBuilder &b,
                                              ArrayRef<Value> accPairs, Value r,
-                                             Value c) {
+                                             Value c, PairSink sink) {
   Value ok = arith::AndIOp::create(b, loc, lessThan(b, r, rows),
                                    lessThan(b, c, idx(b, n)));
   auto ifOp = scf::IfOp::create(b, loc, ok, false);
@@ -1049,6 +1062,10 @@ LogicalResult MatmulKernelBuilder::storePair(OpBuilder &b,
   FailureOr<Value> out = applyEpilogue(tb, rounded, r, c);
   if (failed(out))
     return failure();
+  if (sink) {
+    sink(tb, *out);
+    return success();
+  }
   auto outType = cast<VectorType>(out->getType());
   vector::StoreOp::create(
       tb, loc, *out, y, ValueRange{r, c}, /*nontemporal=*/false,
@@ -1956,6 +1973,25 @@ LogicalResult MatmulKernelBuilder::emitWgmma(OpBuilder &b,
                      biases[1]);
     return success();
   }
+  // TMA-store epilogue: the warpgroup's 64 x tile_n result goes into shared
+  // memory (over the drained stage buffers, once every consumer is past
+  // its last wgmma) as 64-column boxes with the 128-byte swizzle — pair
+  // (row rl, column 8j + 2(l % 4)) lands in chunk (j % 8) ^ (rl % 8) of row
+  // rl of box j / 8, so a quad's eight rows hit distinct banks — then one
+  // thread stores the boxes with cp.async.bulk.tensor (the map clips the
+  // row and column ends).
+  Value outBase;
+  int64_t outBytes = 64 * config.tileN * 2; // per warpgroup
+  if (tmaStore) {
+    NVVM::BarrierOp::create(cb, loc, Type(), i32c(cb, 8),
+                            i32c(cb, 128 * consumers),
+                            NVVM::BarrierReductionAttr(), Value());
+    outBase = arith::AddIOp::create(
+        cb, loc, i32c(cb, 1024),
+        arith::MulIOp::create(cb, loc, toI32v(cb, cw), i32c(cb, outBytes)));
+  }
+  Value quad = toI32v(cb, div(cb, lane, 4));
+  Value rowInWG = toI32v(cb, add(cb, mul(cb, warp, 16), div(cb, lane, 4)));
   for (int64_t j = 0; j < config.tileN / 8; ++j) {
     Value c = add(cb, add(cb, n0, idx(cb, j * 8)), mul(cb, rem(cb, lane, 4), 2));
     for (int64_t half = 0; half < 2; ++half) {
@@ -1971,9 +2007,53 @@ LogicalResult MatmulKernelBuilder::emitWgmma(OpBuilder &b,
         pairs.push_back(vector::FromElementsOp::create(
             cb, loc, VectorType::get({2}, f32), ValueRange{lo, hi}));
       }
-      if (failed(storePair(cb, pairs, half ? add(cb, r0, idx(cb, 8)) : r0, c)))
+      auto toSmem = [&](OpBuilder &ob, Value pair) {
+        Value rl = arith::AddIOp::create(ob, loc, rowInWG, i32c(ob, 8 * half));
+        Value phys = arith::XOrIOp::create(ob, loc, i32c(ob, j % 8), quad);
+        Value off = arith::AddIOp::create(
+            ob, loc,
+            arith::AddIOp::create(
+                ob, loc, outBase,
+                arith::AddIOp::create(
+                    ob, loc, i32c(ob, (j / 8) * 64 * 128),
+                    arith::MulIOp::create(ob, loc, rl, i32c(ob, 128)))),
+            arith::AddIOp::create(
+                ob, loc, arith::MulIOp::create(ob, loc, phys, i32c(ob, 16)),
+                toI32v(ob, mul(ob, rem(ob, lane, 4), 4))));
+        LLVM::StoreOp::create(ob, loc, pair, at(ob, off), 4);
+      };
+      Value r = half ? add(cb, r0, idx(cb, 8)) : r0;
+      if (failed(tmaStore ? storePair(cb, pairs, r, c, toSmem)
+                          : storePair(cb, pairs, r, c)))
         return failure();
     }
+  }
+  if (tmaStore) {
+    // The generic-proxy writes before the async-proxy reads, the
+    // warpgroup's barrier, then its first thread stores the boxes and waits
+    // until they have been read.
+    NVVM::FenceProxyOp::create(
+        cb, loc, NVVM::ProxyKind::async_shared,
+        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+    NVVM::BarrierOp::create(cb, loc, Type(),
+                            toI32v(cb, add(cb, cw, idx(cb, 1))), i32c(cb, 128),
+                            NVVM::BarrierReductionAttr(), Value());
+    auto first = scf::IfOp::create(
+        cb, loc,
+        arith::CmpIOp::create(cb, loc, arith::CmpIPredicate::eq,
+                              rem(cb, tid, 128), idx(cb, 0)),
+        false);
+    OpBuilder fb = first.getThenBodyBuilder();
+    Value rowOrigin = toI32v(fb, add(fb, m0, mul(fb, cw, 64)));
+    for (int64_t jb = 0; jb < config.tileN / 64; ++jb)
+      NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp::create(
+          fb, loc, descriptors.back(),
+          at(fb, arith::AddIOp::create(fb, loc, outBase,
+                                       i32c(fb, jb * 64 * 128))),
+          ValueRange{toI32v(fb, add(fb, n0, idx(fb, 64 * jb))), rowOrigin},
+          Value(), NVVM::TMAStoreMode::TILE, Value());
+    NVVM::CpAsyncBulkCommitGroupOp::create(fb, loc);
+    NVVM::CpAsyncBulkWaitGroupOp::create(fb, loc, 0, fb.getUnitAttr());
   }
   return success();
 }
