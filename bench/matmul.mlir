@@ -119,7 +119,8 @@ func.func @down_dw_acc_wg(%dy: tensor<?x4096xbf16>, %x: tensor<?x14336xbf16>, %a
 }
 
 // Llama's q/k projections after the input RMSNorm with RoPE (one kernel
-// through liger-fuse-qkv-rope), and the plain q|k projection of the same
+// through liger-fuse-qkv-rope and, with --norm-prologue, which
+// bench/build-bundles.sh passes, liger-fuse-norm-linear), and the plain q|k projection of the same
 // width ([Wq; Wk], 5120 columns) for the issue's "≤ 1.05× the plain QKV
 // matmul" comparison.
 func.func @qk_rope_wg(%x: tensor<?x?x4096xbf16>, %g: tensor<4096xbf16>, %wq: tensor<4096x4096xbf16>,
@@ -145,4 +146,32 @@ func.func @qk_rope_wg(%x: tensor<?x?x4096xbf16>, %g: tensor<4096xbf16>, %wq: ten
 func.func @qk_plain_wg(%x: tensor<?x4096xbf16>, %w: tensor<5120x4096xbf16>) -> tensor<?x5120xbf16> {
   %y = liger.linear %x, %w : tensor<?x4096xbf16>, tensor<5120x4096xbf16>
   return %y : tensor<?x5120xbf16>
+}
+
+// What liger-compile emits without --norm-prologue, measured against the
+// fold: our rowwise RMSNorm kernel writes the normalized x, then the plain
+// projection (o_proj_wg) or the q/k projection with RoPE and no norm reads
+// it.
+func.func @norm_pre(%x: tensor<?x4096xbf16>, %g: tensor<4096xbf16>) -> tensor<?x4096xbf16> {
+  %y = liger.rms_norm %x, %g eps = 1.0e-5 : tensor<?x4096xbf16>, tensor<4096xbf16>
+  return %y : tensor<?x4096xbf16>
+}
+
+func.func @qk_rope_only_wg(%x: tensor<?x?x4096xbf16>, %wq: tensor<4096x4096xbf16>,
+                           %wk: tensor<1024x4096xbf16>, %cos: tensor<1x?x128xbf16>, %sin: tensor<1x?x128xbf16>)
+    -> (tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %b = tensor.dim %x, %c0 : tensor<?x?x4096xbf16>
+  %t = tensor.dim %x, %c1 : tensor<?x?x4096xbf16>
+  %q = liger.linear %x, %wq : tensor<?x?x4096xbf16>, tensor<4096x4096xbf16>
+  %k = liger.linear %x, %wk : tensor<?x?x4096xbf16>, tensor<1024x4096xbf16>
+  %q4 = tensor.expand_shape %q [[0], [1], [2, 3]] output_shape [%b, %t, 32, 128] : tensor<?x?x4096xbf16> into tensor<?x?x32x128xbf16>
+  %k4 = tensor.expand_shape %k [[0], [1], [2, 3]] output_shape [%b, %t, 8, 128] : tensor<?x?x1024xbf16> into tensor<?x?x8x128xbf16>
+  %qi = tensor.empty(%b, %t) : tensor<?x32x?x128xbf16>
+  %ki = tensor.empty(%b, %t) : tensor<?x8x?x128xbf16>
+  %qh = linalg.transpose ins(%q4 : tensor<?x?x32x128xbf16>) outs(%qi : tensor<?x32x?x128xbf16>) permutation = [0, 2, 1, 3]
+  %kh = linalg.transpose ins(%k4 : tensor<?x?x8x128xbf16>) outs(%ki : tensor<?x8x?x128xbf16>) permutation = [0, 2, 1, 3]
+  %qr, %kr = liger.rope %qh, %kh, %cos, %sin : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<1x?x128xbf16>
+  return %qr, %kr : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>
 }

@@ -140,8 +140,14 @@ def main():
             LigerRMSNormFunction.apply(x, g, 1e-5, 0.0, "llama"), w)
     except ImportError:
         print("Liger-Kernel not installed: its norm row is left out")
-    impls["liger wgmma"] = lambda: (fused(x, g, w, out=[y]), y)[1]
+    impls["liger prologue"] = lambda: (fused(x, g, w, out=[y]), y)[1]
     impls["liger plain proj"] = lambda: (plain(x, w, out=[y]), y)[1]
+    # What liger-compile emits by default: our RMSNorm row kernel, then the
+    # plain projection on its output (two launches, x normalized through
+    # memory); "liger prologue" is the fold (--norm-prologue).
+    pre = ours["norm_pre_rowwise_0"]
+    xn = torch.empty_like(x)
+    impls["liger norm kernel"] = lambda: (pre(x, g, out=[xn]), plain(xn, w, out=[y]), y)[2]
     ref = norm_linear(x, g, w)
     floor = 2 * M * n * k / rate / 1e9
     for impl, f in impls.items():
@@ -244,8 +250,12 @@ def main():
         impls["Liger-Kernel"] = lk_qk_rope
     except ImportError:
         print("Liger-Kernel not installed: its q/k + RoPE row is left out")
-    impls["liger wgmma"] = lambda: (fused_qk(x, g, wq, wk, cos, sin, out=[qo, ko]), (qo, ko))[1]
+    impls["liger prologue"] = lambda: (fused_qk(x, g, wq, wk, cos, sin, out=[qo, ko]), (qo, ko))[1]
     impls["liger plain proj"] = lambda: (plain_qk(x.view(B * T, 4096), wqk, out=[yqk]), yqk)[1]
+    rope_only = ours["qk_rope_only_wg_matmul_0"]
+    xn = torch.empty_like(x)
+    impls["liger norm kernel"] = lambda: (pre(x.view(B * T, 4096), g, out=[xn.view(B * T, 4096)]),
+                                       rope_only(xn, wq, wk, cos, sin, out=[qo, ko]), (qo, ko))[2]
     ref = qk_rope(x, g, wq, wk, cos, sin)
     floor = 2 * M * (hq + hkv) * d * 4096 / rate / 1e9
     for impl, f in impls.items():

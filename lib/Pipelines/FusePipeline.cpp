@@ -26,6 +26,8 @@ void mlir::liger::buildFusePipeline(OpPassManager &pm,
   pm.addPass(createFuseQKVRoPEPass(with(FuseQKVRoPEPassOptions())));
   pm.addPass(createFuseGatedMLPPass(with(FuseGatedMLPPassOptions())));
   pm.addPass(createFuseLoRAPass(with(FuseLoRAPassOptions())));
-  pm.addPass(createFuseNormLinearPass(with(FuseNormLinearPassOptions())));
+  FuseNormLinearPassOptions normLinear = with(FuseNormLinearPassOptions());
+  normLinear.fold = opts.normPrologue;
+  pm.addPass(createFuseNormLinearPass(normLinear));
   pm.addPass(createFuseElementwisePass(with(FuseElementwisePassOptions())));
 }

@@ -53,8 +53,9 @@ bool isProjectionReader(Operation *user, Value normed) {
 
 struct FuseNormLinear : OpRewritePattern<RMSNormOp> {
   FuseNormLinear(MLIRContext *ctx, const FusionOptions &options,
-                 int64_t maxConsumers)
-      : OpRewritePattern(ctx), options(options), maxConsumers(maxConsumers) {}
+                 int64_t maxConsumers, bool fold)
+      : OpRewritePattern(ctx), options(options), maxConsumers(maxConsumers),
+        fold(fold) {}
 
   LogicalResult matchAndRewrite(RMSNormOp norm,
                                 PatternRewriter &rewriter) const override {
@@ -90,6 +91,12 @@ struct FuseNormLinear : OpRewritePattern<RMSNormOp> {
       if (options.control && !options.control(candidate))
         return leaveAlone(options, kPass, norm, "refused by the policy");
     }
+    if (!fold)
+      return leaveAlone(options, kPass, norm,
+                        "kept as a rowwise kernel before its projections "
+                        "(fold=false; liger-fuse folds it with "
+                        "norm-prologue=true, liger-compile with "
+                        "--norm-prologue)");
     // One copy of the norm per consumer; the last takes the original.
     for (auto [i, consumer] : llvm::enumerate(consumers)) {
       Operation *copy = norm;
@@ -110,6 +117,7 @@ struct FuseNormLinear : OpRewritePattern<RMSNormOp> {
 
   FusionOptions options;
   int64_t maxConsumers;
+  bool fold;
 };
 
 /// add_rms_norm feeding projections is a near-miss worth reporting: its sum
@@ -149,7 +157,8 @@ struct FuseNormLinearPass
     numGroups += runFusionPatterns(
         getOperation(), report, allowExtraOutputs,
         [&](RewritePatternSet &patterns, const FusionOptions &options) {
-          populateFuseNormLinearPatterns(patterns, options, maxConsumers);
+          populateFuseNormLinearPatterns(patterns, options, maxConsumers,
+                                         fold);
         });
   }
 };
@@ -157,7 +166,9 @@ struct FuseNormLinearPass
 
 void mlir::liger::populateFuseNormLinearPatterns(RewritePatternSet &patterns,
                                                  const FusionOptions &options,
-                                                 int64_t maxConsumers) {
-  patterns.add<FuseNormLinear>(patterns.getContext(), options, maxConsumers);
+                                                 int64_t maxConsumers,
+                                                 bool fold) {
+  patterns.add<FuseNormLinear>(patterns.getContext(), options, maxConsumers,
+                               fold);
   patterns.add<ReportAddRMSNorm>(patterns.getContext(), options);
 }

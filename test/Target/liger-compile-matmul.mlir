@@ -14,13 +14,16 @@
 // RUN: liger-compile %s --emit=gpu -o - | FileCheck %s --check-prefix=OFF
 // RUN: liger-compile %s --matmul-kernels --emit=gpu -o - | FileCheck %s --check-prefix=GPU
 // RUN: rm -rf %t.llama && liger-compile %liger_src_root/examples/llama3_8b_decoder_layer.mlir --matmul-kernels --target=sm_80 -o %t.llama 2>&1 | FileCheck %s --check-prefix=LLAMA
+// RUN: rm -rf %t.llama-prologue && liger-compile %liger_src_root/examples/llama3_8b_decoder_layer.mlir --matmul-kernels --norm-prologue --target=sm_80 -o %t.llama-prologue 2>&1 | FileCheck %s --check-prefix=LLAMA-PROLOGUE
 
 // The Llama-3-8B layer on sm_80 (mma.sync by default there): every
 // projection becomes a matmul kernel — q/k with the norm and RoPE, v with
 // the norm, o_proj, the gate/up pair with SwiGLU, the down projection with
 // its residual add; attention waits.
 // LLAMA-NOT: warning
-// LLAMA: liger-compile: 6 kernels for sm_80 in {{.*}} (not compiled yet, no kernel template: 1 liger.attention)
+// LLAMA: liger-compile: 7 kernels for sm_80 in {{.*}} (not compiled yet, no kernel template: 1 liger.attention)
+// LLAMA-PROLOGUE-NOT: warning
+// LLAMA-PROLOGUE: liger-compile: 6 kernels for sm_80 in {{.*}} (not compiled yet, no kernel template: 1 liger.attention)
 
 // OUT: liger-compile: 6 kernels for sm_90a
 

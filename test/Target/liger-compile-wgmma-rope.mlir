@@ -6,18 +6,29 @@
 // [B, H, T, D]. Tensor inputs only (x, the norm weight, Wq, Wk, cos, sin):
 // the head split's sizes are read inside the group. ptxas accepts it
 // without spills. On sm_80 the mma.sync template computes the same group,
-// exchanging each rotation's partner column through shared memory.
+// exchanging each rotation's partner column through shared memory. The
+// input norm is the group's prologue with --norm-prologue; without it, a
+// rowwise kernel before the projections (DEFAULT).
 // REQUIRES: ptxas
 // RUN: rm -rf %t.bundle
-// RUN: liger-compile %s --matmul-kernels -o %t.bundle | FileCheck %s --check-prefix=OUT
+// RUN: liger-compile %s --matmul-kernels --norm-prologue -o %t.bundle | FileCheck %s --check-prefix=OUT
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t.bundle/manifest.json
 // RUN: FileCheck %s --check-prefix=PTX < %t.bundle/liger_kernels.sm_90a.ptx
 // RUN: ptxas -arch=sm_90a -v %t.bundle/liger_kernels.sm_90a.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
-// RUN: rm -rf %t.sm80 && liger-compile %s --matmul-kernels --target=sm_80 -o %t.sm80 2>&1 | FileCheck %s --check-prefix=SM80
+// RUN: rm -rf %t.sm80 && liger-compile %s --matmul-kernels --norm-prologue --target=sm_80 -o %t.sm80 2>&1 | FileCheck %s --check-prefix=SM80
+// RUN: rm -rf %t.default && liger-compile %s --matmul-kernels -o %t.default | FileCheck %s --check-prefix=DEFAULT
+// RUN: FileCheck %s --check-prefix=DEFAULT-MANIFEST < %t.default/manifest.json
 // RUN: FileCheck %s --check-prefix=PTX80 < %t.sm80/liger_kernels.sm_80.ptx
 // RUN: ptxas -arch=sm_80 -v %t.sm80/liger_kernels.sm_80.ptx -o %t.sm80.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 
 // OUT: liger-compile: 2 kernels for sm_90a
+// DEFAULT: liger-compile: 3 kernels for sm_90a
+// DEFAULT-MANIFEST: "name": "qkv_rowwise_0",
+// DEFAULT-MANIFEST: "ops": "liger.rms_norm",
+// DEFAULT-MANIFEST: "name": "qkv_matmul_1",
+// DEFAULT-MANIFEST: "ops": "liger.linear",
+// DEFAULT-MANIFEST: "name": "qkv_matmul_2",
+// DEFAULT-MANIFEST: "ops": "liger.linear, liger.linear, tensor.expand_shape, tensor.expand_shape, tensor.empty, linalg.transpose, tensor.empty, linalg.transpose, liger.rope",
 
 // The q/k group (after the v projection's kernel): 4096 + 1024 columns in
 // 256-wide tiles (two heads of 128).

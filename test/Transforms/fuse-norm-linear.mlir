@@ -1,6 +1,11 @@
 // RUN: liger-opt %s --liger-fuse-norm-linear --split-input-file | FileCheck %s
 // RUN: liger-opt %s --liger-fuse-norm-linear=max-consumers=1 --split-input-file | FileCheck %s --check-prefix=ONE
 // RUN: liger-opt %s --liger-fuse-norm-linear=report=true --split-input-file -o /dev/null | FileCheck %s --check-prefix=REPORT
+// fold=false (what liger-fuse passes unless norm-prologue=true): every
+// match is reported and left a rowwise op; the near-misses keep their own
+// reasons.
+// RUN: liger-opt %s '--liger-fuse-norm-linear=fold=false' --split-input-file | FileCheck %s --check-prefix=NOFOLD
+// RUN: liger-opt %s '--liger-fuse-norm-linear=fold=false report=true' --split-input-file -o /dev/null | FileCheck %s --check-prefix=NOFOLD-REPORT
 
 // A norm read by one projection: its prologue.
 // CHECK-LABEL: func.func @norm_then_linear
@@ -9,6 +14,11 @@
 //       CHECK:     %[[N:.+]] = liger.rms_norm
 //       CHECK:     liger.linear %[[N]]
 // REPORT: [liger-fuse-norm-linear] fused liger.rms_norm, liger.linear into a matmul group at fuse-norm-linear.mlir:{{[0-9]+}}:{{[0-9]+}}
+// NOFOLD-LABEL: func.func @norm_then_linear
+//   NOFOLD-NOT:   liger.fusion
+//       NOFOLD:   %[[N:.+]] = liger.rms_norm
+//  NOFOLD-NEXT:   liger.linear %[[N]]
+// NOFOLD-REPORT: [liger-fuse-norm-linear] left alone liger.rms_norm at fuse-norm-linear.mlir:{{[0-9]+}}:{{[0-9]+}}: kept as a rowwise kernel before its projections (fold=false; liger-fuse folds it with norm-prologue=true, liger-compile with --norm-prologue)
 func.func @norm_then_linear(%x: tensor<?x64xbf16>, %g: tensor<64xbf16>, %w: tensor<32x64xbf16>) -> tensor<?x32xbf16> {
   %n = liger.rms_norm %x, %g eps = 1.0e-5 : tensor<?x64xbf16>, tensor<64xbf16>
   %y = liger.linear %n, %w : tensor<?x64xbf16>, tensor<32x64xbf16>
@@ -29,6 +39,9 @@ func.func @norm_then_linear(%x: tensor<?x64xbf16>, %g: tensor<64xbf16>, %w: tens
 // REPORT: [liger-fuse-norm-linear] fused liger.rms_norm, liger.linear into a matmul group
 // REPORT: [liger-fuse-norm-linear] fused liger.rms_norm, liger.linear into a matmul group
 // REPORT: [liger-fuse-norm-linear] fused liger.rms_norm, liger.linear into a matmul group
+// NOFOLD-LABEL: func.func @qkv
+//   NOFOLD-NOT:   liger.fusion
+// NOFOLD-REPORT: [liger-fuse-norm-linear] left alone liger.rms_norm at {{.*}}: kept as a rowwise kernel before its projections
 func.func @qkv(%x: tensor<?x64xf32>, %g: tensor<64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<16x64xf32>, %wv: tensor<16x64xf32>)
     -> (tensor<?x64xf32>, tensor<?x16xf32>, tensor<?x16xf32>) {
   %n = liger.rms_norm %x, %g : tensor<?x64xf32>, tensor<64xf32>
@@ -48,6 +61,13 @@ func.func @qkv(%x: tensor<?x64xf32>, %g: tensor<64xf32>, %wq: tensor<64x64xf32>,
 //       CHECK:     liger.linear %[[N]]
 //       CHECK:     liger.swiglu
 // REPORT: [liger-fuse-norm-linear] fused liger.rms_norm, liger.fusion matmul into a matmul group
+// NOFOLD-LABEL: func.func @into_group
+//       NOFOLD:   %[[N:.+]] = liger.rms_norm
+//  NOFOLD-NEXT:   liger.fusion matmul(%[[N]],
+//   NOFOLD-NOT:     liger.rms_norm
+//       NOFOLD:     liger.swiglu
+// NOFOLD-REPORT: [liger-fuse-norm-linear] left alone liger.rms_norm at {{.*}}: kept as a rowwise kernel before its projections
+// NOFOLD-REPORT: [liger-fuse-norm-linear] left alone liger.rms_norm at {{.*}}: the normed value is also read by 'func.return'
 func.func @into_group(%x: tensor<?x64xf32>, %g: tensor<64xf32>, %wg: tensor<96x64xf32>, %wu: tensor<96x64xf32>) -> tensor<?x96xf32> {
   %n = liger.rms_norm %x, %g : tensor<?x64xf32>, tensor<64xf32>
   %h = liger.fusion matmul(%n, %wg, %wu) : (tensor<?x64xf32>, tensor<96x64xf32>, tensor<96x64xf32>) -> tensor<?x96xf32> {

@@ -57,8 +57,11 @@ def test_fusion_pass_keeps_the_function(rng, flag, chunk, name, args):
         assert_close(a, b, dtype, "result #%d" % i)
 
 
+@pytest.mark.parametrize("fuse,groups", [
+    ("--liger-fuse", 4),                          # input norm a rowwise kernel
+    ("--liger-fuse=norm-prologue=true", 5)])      # input norm folded
 @pytest.mark.parametrize("batch,seq", [(1, 4), (2, 3)])
-def test_fused_llama_layer_matches_unfused(rng, batch, seq):
+def test_fused_llama_layer_matches_unfused(rng, batch, seq, fuse, groups):
     text = tiny_layer()
     types = [t for _, t in ARG.findall(text.split("{", 1)[0])]
     inputs = []
@@ -74,7 +77,7 @@ def test_fused_llama_layer_matches_unfused(rng, batch, seq):
                 shape.append(batch if (len(dims) == 3 and i == 0 and dims[0] == "?") else seq)
         values = rng.standard_normal(shape).astype(np.float32) * 0.3
         inputs.append(to_bf16(values))
-    before, after, fused = run_before_after(text, ["--canonicalize", "--liger-fuse"],
+    before, after, fused = run_before_after(text, ["--canonicalize", fuse],
                                             "llama3_8b_decoder_layer", inputs)
-    assert fused.count("liger.fusion") == 5
+    assert fused.count("liger.fusion") == groups
     assert_close(after[0], before[0], "bf16", "layer output")

@@ -8,7 +8,7 @@
 //
 //   liger-compile layer.mlir -o layer.bundle [--target=sm_90a]
 //       [--emit=liger|fused|gpu|llvm|ptx|cubin|bundle] [--dump-dir=DIR]
-//       [--fusion-report] [--no-fuse] [--matmul-kernels]
+//       [--fusion-report] [--no-fuse] [--matmul-kernels] [--norm-prologue]
 //
 //===----------------------------------------------------------------------===//
 
@@ -81,6 +81,13 @@ cl::opt<bool> matmulKernels(
     cl::desc("Experimental: also compile matmul groups (one liger.linear "
              "or a gate/up pair, with an elementwise epilogue) with the "
              "wgmma (sm_90a) or mma.sync template"),
+    cl::init(false));
+cl::opt<bool> normPrologue(
+    "norm-prologue",
+    cl::desc("Fold an RMSNorm read only by projections into their matmul "
+             "kernels (row statistics from the A tiles) instead of "
+             "compiling it as a rowwise kernel before them; the rowwise "
+             "kernel measured faster on sm_90a (docs/benchmarks.md)"),
     cl::init(false));
 cl::opt<std::string> cudaToolkit("cuda-toolkit",
                                  cl::desc("CUDA toolkit holding bin/ptxas"),
@@ -169,6 +176,7 @@ int main(int argc, char **argv) {
   if (!noFuse) {
     FusePipelineOptions fuse;
     fuse.report = fusionReport;
+    fuse.normPrologue = normPrologue;
     if (!runStage([&](PassManager &pm) { buildFusePipeline(pm, fuse); }))
       return 1;
   }

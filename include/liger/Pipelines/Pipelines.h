@@ -56,6 +56,14 @@ struct FusePipelineOptions : public PassPipelineOptions<FusePipelineOptions> {
       llvm::cl::desc("Let intermediates read outside a group become extra "
                      "results"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> normPrologue{
+      *this, "norm-prologue",
+      llvm::cl::desc("liger-fuse-norm-linear folds an RMSNorm read only by "
+                     "projections into their matmul groups. Off by "
+                     "default: on the H200 the norm as its own rowwise "
+                     "kernel before the projection measured faster "
+                     "(docs/benchmarks.md)"),
+      llvm::cl::init(false)};
 };
 
 /// `liger-fuse`: every fusion pass, in an order where the larger kernels
@@ -67,6 +75,7 @@ struct FusePipelineOptions : public PassPipelineOptions<FusePipelineOptions> {
 ///   4. liger-fuse-gated-mlp             gate/up + SwiGLU/GeGLU (matmul)
 ///   5. liger-fuse-lora                  LoRA + activation + residual
 ///   6. liger-fuse-norm-linear           RMSNorm as projection prologue
+///                                       (reports only, unless norm-prologue)
 ///   7. liger-fuse-elementwise           the remaining elementwise chains
 void buildFusePipeline(OpPassManager &pm, const FusePipelineOptions &opts);
 

@@ -158,10 +158,11 @@ void populateFuseLoRAPatterns(RewritePatternSet &patterns,
 
 /// liger.rms_norm -> projections: the norm becomes the prologue of each
 /// projection's matmul group (recomputed per group, at most
-/// `maxConsumers` of them).
+/// `maxConsumers` of them). With `fold` false the matches are reported and
+/// left alone (the norm stays a rowwise kernel).
 void populateFuseNormLinearPatterns(RewritePatternSet &patterns,
                                     const FusionOptions &options,
-                                    int64_t maxConsumers);
+                                    int64_t maxConsumers, bool fold = true);
 
 /// q and k liger.linear of one activation -> head split -> liger.rope: one
 /// matmul group with RoPE in the epilogue.

@@ -176,6 +176,12 @@ def FuseNormLinearPass : Pass<"liger-fuse-norm-linear"> {
     `max-consumers` readers are fused; a norm whose `rstd` result is read is
     left alone.
 
+    In `liger-fuse` (and `liger-compile`) the fold is off unless asked for
+    (`norm-prologue=true`, `--norm-prologue`): on the H200 the norm as its
+    own rowwise kernel followed by the plain projection measured faster
+    than the prologue (docs/benchmarks.md), so there the pass only reports
+    the norms it would fold.
+
     ```mlir
     %n = liger.rms_norm %x, %g eps = 1.000000e-05 : tensor<?x4096xbf16>, tensor<4096xbf16>
     %q = liger.linear %n, %wq : tensor<?x4096xbf16>, tensor<4096x4096xbf16>
@@ -191,7 +197,10 @@ def FuseNormLinearPass : Pass<"liger-fuse-norm-linear"> {
            "Let an intermediate read outside a group become an extra result "
            "(otherwise the chain is left alone)">,
     Option<"maxConsumers", "max-consumers", "int64_t", /*default=*/"4",
-           "Fuse a norm into at most this many projection groups">
+           "Fuse a norm into at most this many projection groups">,
+    Option<"fold", "fold", "bool", /*default=*/"true",
+           "Fold the norms that match (false: report them and leave them as "
+           "rowwise kernels; liger-fuse sets it from norm-prologue)">
   ];
   let statistics = [
     Statistic<"numGroups", "groups", "Number of fusion groups formed">
