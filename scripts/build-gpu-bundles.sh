@@ -32,6 +32,14 @@ import kernels
 open(sys.argv[1], "w").write(kernels.matmul_module_text())
 PY
 "$BUILD/bin/liger-compile" "$OUT/src/matmul.mlir" -o "$OUT/matmul" --target=sm_90a --matmul-kernels >/dev/null
+# Cross-entropy forward and gradient (test_cross_entropy_kernels.py).
+"$PYTHON" - "$OUT/src/cross_entropy.mlir" <<'PY'
+import sys
+sys.path.insert(0, "test/Integration/gpu")
+import kernels
+open(sys.argv[1], "w").write(kernels.cross_entropy_module_text())
+PY
+"$BUILD/bin/liger-compile" "$OUT/src/cross_entropy.mlir" -o "$OUT/cross_entropy" --target=sm_90a >/dev/null
 # One bundle for another architecture: the runtime must refuse it on the
 # H200 with a clear message.
 "$BUILD/bin/liger-compile" "$OUT/src/h1000_f32.mlir" -o "$OUT/sm80_h1000_f32" --target=sm_80 >/dev/null

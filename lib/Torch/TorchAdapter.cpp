@@ -114,6 +114,8 @@ liger::libtorch::allocateOutputs(const runtime::KernelSpec &kernel,
       shape = {p.length};
     } else if (p.kind == runtime::ParamKind::Matrix) {
       shape = {p.heads, p.length}; // a weight gradient [N, K]
+    } else if (p.kind == runtime::ParamKind::Scalar) {
+      shape = {}; // a reduced loss
     }
     outputs.push_back(at::empty(
         shape, inputs.front().options().dtype(toScalarType(p.dtype))));

@@ -93,6 +93,8 @@ class Kernel:
                 shapes.append((p["length"],))
             elif p["kind"] == "matrix":
                 shapes.append((p["heads"], p["length"]))  # a weight gradient [N, K]
+            elif p["kind"] == "scalar":
+                shapes.append(())  # a reduced loss
             else:
                 shapes.append(leading)
         return shapes

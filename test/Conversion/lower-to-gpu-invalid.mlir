@@ -7,14 +7,42 @@
 // CHIP: error: liger-lower-to-gpu: unsupported GPU target 'sm_90,features=+ptx86' (supported: sm_80, sm_90a)
 // FEATURES: error: liger-lower-to-gpu: malformed PTX feature string 'ptx86' (expected +ptxNN, e.g. +ptx86)
 
-func.func @cross_entropy_gathers(%x: tensor<?x64xf32>, %t: tensor<?xi64>) -> tensor<f32> {
-  // expected-error @+1 {{'liger.fusion' op cannot be lowered to a rowwise GPU kernel: a step reads loop indices (a gather such as RoPE's or the cross-entropy target's), which the row program does not support yet}}
-  %l = liger.fusion rowwise(%x, %t) : (tensor<?x64xf32>, tensor<?xi64>) -> tensor<f32> {
-  ^bb0(%a: tensor<?x64xf32>, %b: tensor<?xi64>):
+// Cross-entropy has its own template (CrossEntropyKernel.cpp): a group of
+// exactly one cross_entropy or cross_entropy_grad, reading the group's
+// inputs and yielding the op's results in order.
+func.func @cross_entropy_grad_then_silu(%x: tensor<?x64xf32>, %t: tensor<?xi64>, %g: tensor<f32>) -> tensor<?x64xf32> {
+  // expected-error @+1 {{'liger.fusion' op cannot be lowered to a cross-entropy kernel: it must hold one liger.cross_entropy or liger.cross_entropy_grad}}
+  %r = liger.fusion rowwise(%x, %t, %g) : (tensor<?x64xf32>, tensor<?xi64>, tensor<f32>) -> tensor<?x64xf32> {
+  ^bb0(%a: tensor<?x64xf32>, %b: tensor<?xi64>, %c: tensor<f32>):
+    %d = liger.cross_entropy_grad %a, %b, %c : tensor<?x64xf32>, tensor<?xi64>, tensor<f32>
+    %s = liger.silu %d : tensor<?x64xf32>
+    liger.yield %s : tensor<?x64xf32>
+  }
+  return %r : tensor<?x64xf32>
+}
+
+// -----
+
+func.func @cross_entropy_inputs_swapped(%x: tensor<?x64xf32>, %t: tensor<?xi64>) -> tensor<f32> {
+  // expected-error @+1 {{'liger.fusion' op cannot be lowered to a cross-entropy kernel: its op must read the group inputs in order}}
+  %l = liger.fusion rowwise(%t, %x) : (tensor<?xi64>, tensor<?x64xf32>) -> tensor<f32> {
+  ^bb0(%b: tensor<?xi64>, %a: tensor<?x64xf32>):
     %c = liger.cross_entropy %a, %b : tensor<?x64xf32>, tensor<?xi64>
     liger.yield %c : tensor<f32>
   }
   return %l : tensor<f32>
+}
+
+// -----
+
+func.func @cross_entropy_results_swapped(%x: tensor<?x64xf32>, %t: tensor<?xi64>) -> (tensor<f32>, tensor<f32>) {
+  // expected-error @+1 {{'liger.fusion' op cannot be lowered to a cross-entropy kernel: the group must yield the op's results in order}}
+  %l:2 = liger.fusion rowwise(%x, %t) : (tensor<?x64xf32>, tensor<?xi64>) -> (tensor<f32>, tensor<f32>) {
+  ^bb0(%a: tensor<?x64xf32>, %b: tensor<?xi64>):
+    %c, %z = liger.cross_entropy %a, %b lse_square_scale = 1.0e-4 z_loss : tensor<?x64xf32>, tensor<?xi64>
+    liger.yield %z, %c : tensor<f32>, tensor<f32>
+  }
+  return %l#0, %l#1 : tensor<f32>, tensor<f32>
 }
 
 // -----

@@ -128,7 +128,8 @@ static DictionaryAttr getKernelInfoAttr(OpBuilder &b,
 static bool isRowwiseOp(Operation *op) {
   return isa<RMSNormOp, AddRMSNormOp, LayerNormOp, SiLUOp, GELUOp, SwiGLUOp,
              GEGLUOp, AddOp, MulOp, SoftmaxOp, SwiGLUGradOp, GEGLUGradOp,
-             SoftmaxGradOp, RMSNormGradOp, LayerNormGradOp, RoPEOp, RoPEGradOp>(op);
+             SoftmaxGradOp, RMSNormGradOp, LayerNormGradOp, RoPEOp, RoPEGradOp,
+             CrossEntropyOp, CrossEntropyGradOp>(op);
 }
 
 /// Ops outside groups that become matmul kernels of one op: projections
@@ -248,6 +249,8 @@ struct LowerToGPUPass : liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
       FailureOr<RowKernelInfo> info =
           isa<RoPEOp, RoPEGradOp>(first)
               ? buildRoPEKernel(group, kernels, name)
+          : isa<CrossEntropyOp, CrossEntropyGradOp>(first)
+              ? buildCrossEntropyKernel(group, kernels, name)
               : buildRowKernel(group, kernels, name, *config);
       if (failed(info))
         return signalPassFailure();

@@ -547,3 +547,57 @@ def matmul_module_text():
             ", ".join("%%b%s: %s" % a for a in args), body, Y, Y))
     out += [qk_rope_group_text(name) for name in MATMUL_ROPE]
     return "\n\n".join(out) + "\n"
+
+
+# Cross-entropy (forward `ce_<name>` and gradient `ceg_<name>`), by case:
+# vocabulary, logits dtype, target dtype, attributes (liger syntax, also read
+# by the reference), class weights, z-loss result.
+CROSS_ENTROPY = {
+    "v32000_bf16": (32000, "bf16", "i64", dict(reduction="mean"), False, False),
+    "v128256_bf16": (128256, "bf16", "i64", dict(reduction="mean"), False, False),
+    "v151936_bf16_sum_ls": (151936, "bf16", "i64",
+                            dict(reduction="sum", label_smoothing=0.1), False, False),
+    "v1000_f32_none_all": (1000, "f32", "i32",
+                           dict(reduction="none", ignore_index=-1, label_smoothing=0.1,
+                                softcap=30.0, lse_square_scale=1e-4), True, True),
+    "v32001_bf16_weighted": (32001, "bf16", "i64",
+                             dict(reduction="mean", label_smoothing=0.05, softcap=20.0),
+                             True, False),
+    "v128256_f32_zloss": (128256, "f32", "i64",
+                          dict(reduction="mean", lse_square_scale=1e-4), False, True),
+}
+CROSS_ENTROPY_TOKENS = [1, 1000, 8192]
+
+
+def _ce_attr_text(attrs, with_zloss):
+    text = []
+    for key in ["ignore_index", "label_smoothing", "reduction", "softcap",
+                "lse_square_scale"]:
+        if key in attrs:
+            v = attrs[key]
+            text.append("%s = %s" % (key, v if isinstance(v, (int, str)) else repr(float(v))))
+    if with_zloss:
+        text.append("z_loss")
+    return " ".join(text)
+
+
+def cross_entropy_module_text():
+    out = []
+    for name, (v, dt, tdt, attrs, weighted, zloss) in CROSS_ENTROPY.items():
+        X, T, W = "tensor<?x%dx%s>" % (v, dt), "tensor<?x%s>" % tdt, "tensor<%dxf32>" % v
+        none = attrs["reduction"] == "none"
+        L = "tensor<?xf32>" if none else "tensor<f32>"
+        wparam = ", %%w: %s" % W if weighted else ""
+        wuse = " weight(%%w : %s)" % W if weighted else ""
+        results = [L, L] if zloss else [L]
+        names = "%l, %z" if zloss else "%l"
+        out.append("""func.func @ce_%s(%%x: %s, %%t: %s%s) -> (%s) {
+  %s = liger.cross_entropy %%x, %%t%s %s : %s, %s
+  return %s : %s
+}""" % (name, X, T, wparam, ", ".join(results), names, wuse, _ce_attr_text(attrs, zloss),
+        X, T, names, ", ".join(results)))
+        out.append("""func.func @ceg_%s(%%x: %s, %%t: %s, %%g: %s%s) -> %s {
+  %%d = liger.cross_entropy_grad %%x, %%t, %%g%s %s : %s, %s, %s
+  return %%d : %s
+}""" % (name, X, T, L, wparam, X, wuse, _ce_attr_text(attrs, False), X, T, L, X))
+    return "\n\n".join(out) + "\n"

@@ -22,6 +22,22 @@ for name, tokens in [] if only_matmul else [("h1000_f32", 3), ("h1000_bf16", 5),
     bundle = runtime.load(os.path.join(root, name))
     for case, (specs, _) in kernels.references(dt).items():
         bundle[case + "_rowwise_0"](*kernels.make_inputs(specs, tokens, hidden, dt))
+# Cross-entropy forward and gradient: 1 and 5 rows, one target ignored.
+ce = os.path.join(root, "cross_entropy")
+if not only_matmul and os.path.isdir(ce):
+    bundle = runtime.load(ce)
+    for name, (vocab, dt, tdt, attrs, weighted, _) in kernels.CROSS_ENTROPY.items():
+        dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[dt]
+        for rows in (1, 5):
+            x = torch.randn(rows, vocab, device="cuda").to(dtype)
+            t = torch.randint(0, vocab, (rows,), device="cuda").to(
+                {"i64": torch.int64, "i32": torch.int32}[tdt])
+            t[-1] = attrs.get("ignore_index", -100)
+            w = [torch.rand(vocab, device="cuda")] if weighted else []
+            g = (torch.ones(rows, device="cuda") if attrs["reduction"] == "none"
+                 else torch.tensor(1.0, device="cuda"))
+            bundle["ce_%s_rowwise_0" % name](x, t, *w)
+            bundle["ceg_%s_rowwise_0" % name](x, t, g, *w)
 # The experimental matmul template: partial row and column tiles.
 matmul = os.path.join(root, "matmul")
 if only_matmul and os.path.isdir(matmul):

@@ -136,6 +136,14 @@ FailureOr<SmallVector<Value>> cloneElementwiseBody(OpBuilder &b, Location loc,
 FailureOr<RowKernelInfo>
 buildRoPEKernel(FusionOp group, gpu::GPUModuleOp module, StringRef name);
 
+/// Builds the kernels of a group holding one liger.cross_entropy or
+/// liger.cross_entropy_grad (CrossEntropyKernel.cpp): a CTA streams its
+/// row twice at most (an online softmax, then the gradient), whatever the
+/// vocabulary size; a reduced loss adds a finishing kernel.
+FailureOr<RowKernelInfo> buildCrossEntropyKernel(FusionOp group,
+                                                 gpu::GPUModuleOp module,
+                                                 StringRef name);
+
 } // namespace mlir::liger
 
 #endif // LIGER_CONVERSION_LIGERTOGPU_ROWKERNEL_H

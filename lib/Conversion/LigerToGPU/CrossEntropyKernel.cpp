@@ -1,0 +1,785 @@
+//===- CrossEntropyKernel.cpp - liger.cross_entropy(_grad) as GPU kernels -===//
+//
+// A vocabulary row does not fit in a CTA's registers (128256 bf16 logits
+// are 250 KiB), and the loss gathers the target's logit, so cross-entropy
+// has its own template instead of the row program. A CTA streams its row in
+// W-wide chunks:
+//
+//   pass 1  per thread, an online softmax: running max m and sum
+//           s = sum exp(z - m), rescaled when m grows, plus the sums label
+//           smoothing needs (sum z, or sum w z and sum w with class
+//           weights); then one block reduction of the tuple
+//           ((m1, s1) + (m2, s2) = (m, s1 e^(m1-m) + s2 e^(m2-m))).
+//           lse = m + log s.
+//   scalars the target, its logit, its class weight, the per-token loss
+//           terms (docs/Reference/Semantics.md), uniform across the CTA.
+//   pass 2  (cross_entropy_grad only) the gradient of every logit from
+//           p = exp(z - lse), written once.
+//
+// z = softcap * tanh(x / softcap) when a softcap is given, f32 math on bf16,
+// f16 or f32 logits. The forward with reduction = none writes one loss per
+// row (one CTA per row). With mean or sum the CTAs loop over rows with a
+// stride of the grid and keep four sums (the weighted loss terms, the
+// z-loss terms, the counted weight and the counted tokens), written as one
+// partial row per CTA; `<name>_finish` (one CTA) adds the partials and
+// divides. The gradient with mean needs those totals first: every CTA of
+// its fixed grid adds them up from the targets (N integers, read from L2)
+// before its rows. No atomics: results do not depend on scheduling.
+//
+//===----------------------------------------------------------------------===//
+
+#include "liger/Conversion/LigerToGPU/RowKernel.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::liger;
+
+namespace {
+/// The gradient kernel's grid: CTAs that loop over the rows (8 per SM on an
+/// H200's 132, a few waves on smaller parts).
+constexpr int64_t kGradCtas = 1056;
+
+/// The attributes both ops share, read once.
+struct CEAttrs {
+  int64_t ignoreIndex = -100;
+  double labelSmoothing = 0.0;
+  Reduction reduction = Reduction::mean;
+  std::optional<double> softcap;
+  double lseSquareScale = 0.0;
+  bool hasWeight = false;
+  bool returnZLoss = false;
+};
+
+template <typename OpTy> CEAttrs readAttrs(OpTy op) {
+  CEAttrs a;
+  a.ignoreIndex = op.getIgnoreIndexAttr().getInt();
+  a.labelSmoothing = op.getLabelSmoothing().convertToDouble();
+  a.reduction = op.getReduction();
+  if (auto s = op.getSoftcap())
+    a.softcap = s->convertToDouble();
+  a.lseSquareScale = op.getLseSquareScale().convertToDouble();
+  a.hasWeight = static_cast<bool>(op.getWeight());
+  return a;
+}
+
+/// Emits the kernels of one cross-entropy group.
+class CEBuilder {
+public:
+  CEBuilder(FusionOp group, gpu::GPUModuleOp module, StringRef name)
+      : group(group), module(module), name(name), ctx(group.getContext()),
+        loc(group.getLoc()) {}
+
+  FailureOr<RowKernelInfo> build();
+
+private:
+  // Constants and small helpers.
+  Value idx(OpBuilder &b, int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  }
+  Value f32(OpBuilder &b, double v) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+  }
+  Value splat(OpBuilder &b, Value scalar) {
+    return vector::BroadcastOp::create(b, loc, vecF32(), scalar);
+  }
+  VectorType vecF32() {
+    return VectorType::get({width}, Float32Type::get(ctx));
+  }
+  Value add(OpBuilder &b, Value x, Value y) {
+    return arith::AddFOp::create(b, loc, x, y);
+  }
+  Value sub(OpBuilder &b, Value x, Value y) {
+    return arith::SubFOp::create(b, loc, x, y);
+  }
+  Value mul(OpBuilder &b, Value x, Value y) {
+    return arith::MulFOp::create(b, loc, x, y);
+  }
+  Value div(OpBuilder &b, Value x, Value y) {
+    return arith::DivFOp::create(b, loc, x, y);
+  }
+  Value select(OpBuilder &b, Value c, Value x, Value y) {
+    return arith::SelectOp::create(b, loc, c, x, y);
+  }
+  Value exp(OpBuilder &b, Value x) { return math::ExpOp::create(b, loc, x); }
+  Value reduceAdd(OpBuilder &b, Value v) {
+    return vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, v);
+  }
+  /// The chunk of `memref` at row `row` (or none), column `col`, widened
+  /// to f32.
+  Value loadChunk(OpBuilder &b, Value memref, ValueRange indices);
+  /// z = softcap * tanh(x / softcap), or x.
+  Value capped(OpBuilder &b, Value x);
+
+  /// Reduces `values` across the CTA with `combine` (warp shuffles, then
+  /// one shared-memory step); every thread gets the result.
+  /// `neutral` holds the identity of each value (what lanes without a
+  /// warp's partial contribute).
+  using Combine = function_ref<SmallVector<Value>(OpBuilder &, ValueRange,
+                                                  ValueRange)>;
+  SmallVector<Value> blockReduce(OpBuilder &b, ValueRange values,
+                                 ArrayRef<double> neutral, Combine combine);
+  SmallVector<Value> addAll(OpBuilder &b, ValueRange values) {
+    return blockReduce(b, values, SmallVector<double>(values.size(), 0.0),
+                       [&](OpBuilder &nb, ValueRange x, ValueRange y) {
+                         SmallVector<Value> r;
+                         for (auto [a, c] : llvm::zip(x, y))
+                           r.push_back(add(nb, a, c));
+                         return r;
+                       });
+  }
+
+  /// Per-token values every step needs.
+  struct Token {
+    Value index;   // the class to read (0 when not readable)
+    Value weightT; // w[target] (1 without weights), 0 when ignored
+    Value counted; // 1.0 when counted, else 0.0
+    Value invalid; // i1: neither ignored nor in [0, V)
+  };
+  Token readToken(OpBuilder &b, Value row);
+
+  /// Pass 1 over `row`: lse and, when asked, sum z, sum w z and sum w.
+  struct RowStats {
+    Value lse;
+    Value sumZ, sumWZ, sumW; // null when not asked for
+  };
+  RowStats rowStats(OpBuilder &b, Value row, bool sumZ, bool sumWZ, bool sumW);
+  std::pair<Value, Value> lossTerms(OpBuilder &b, Value row,
+                                    const RowStats &stats, const Token &tok);
+  /// The launch information every kernel shares: the inputs' parameters.
+  RowKernelInfo baseInfo();
+
+  FailureOr<RowKernelInfo> buildForward();
+  FailureOr<RowKernelInfo> buildGrad();
+  void buildFinish(ArrayRef<Type> paramTypes);
+  gpu::GPUFuncOp createKernel(OpBuilder &b, StringRef kname,
+                              ArrayRef<Type> params, int64_t blockSize);
+
+  FusionOp group;
+  gpu::GPUModuleOp module;
+  StringRef name;
+  MLIRContext *ctx;
+  Location loc;
+  Operation *op = nullptr;
+  CEAttrs attrs;
+  Type elem, targetType, weightType, gradLossType;
+  int64_t vocab = 0, width = 1, threads = 256, bytes = 4;
+  // Kernel state while emitting one kernel.
+  Value tid, smem, logits, target, weight;
+  int64_t smemSlots = 0; // f32 slots of the reduction area
+};
+} // namespace
+
+gpu::GPUFuncOp CEBuilder::createKernel(OpBuilder &b, StringRef kname,
+                                       ArrayRef<Type> params,
+                                       int64_t blockSize) {
+  b.setInsertionPointToEnd(module.getBody());
+  auto kernel =
+      gpu::GPUFuncOp::create(b, loc, kname, FunctionType::get(ctx, params, {}));
+  kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  kernel.setKnownBlockSizeAttr(
+      b.getDenseI32ArrayAttr({static_cast<int32_t>(blockSize), 1, 1}));
+  b.setInsertionPointToStart(&kernel.getBody().front());
+  tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  smem = gpu::DynamicSharedMemoryOp::create(
+      b, loc,
+      MemRefType::get(
+          {ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface(),
+          gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup)));
+  return kernel;
+}
+
+Value CEBuilder::loadChunk(OpBuilder &b, Value memref, ValueRange indices) {
+  Type e = cast<MemRefType>(memref.getType()).getElementType();
+  int64_t eb = std::max<unsigned>(1, e.getIntOrFloatBitWidth() / 8);
+  Value v = vector::LoadOp::create(
+      b, loc, VectorType::get({width}, e), memref, indices,
+      /*nontemporal=*/false, llvm::MaybeAlign(std::min<int64_t>(16, width * eb)));
+  if (!e.isF32())
+    v = arith::ExtFOp::create(b, loc, vecF32(), v);
+  return v;
+}
+
+Value CEBuilder::capped(OpBuilder &b, Value x) {
+  if (!attrs.softcap)
+    return x;
+  bool isVec = isa<VectorType>(x.getType());
+  auto c = [&](double v) { return isVec ? splat(b, f32(b, v)) : f32(b, v); };
+  Value t = math::TanhOp::create(b, loc, div(b, x, c(*attrs.softcap)));
+  return mul(b, c(*attrs.softcap), t);
+}
+
+SmallVector<Value> CEBuilder::blockReduce(OpBuilder &b, ValueRange values,
+                                          ArrayRef<double> neutral,
+                                          Combine combine) {
+  auto i32c = [&](OpBuilder &nb, int64_t v) {
+    return arith::ConstantOp::create(nb, loc, nb.getI32IntegerAttr(v));
+  };
+  auto warpReduce = [&](OpBuilder &nb, SmallVector<Value> v, int64_t lanes) {
+    for (int64_t off = lanes / 2; off >= 1; off /= 2) {
+      SmallVector<Value> other;
+      for (Value x : v)
+        other.push_back(gpu::ShuffleOp::create(nb, loc, x, i32c(nb, off),
+                                               i32c(nb, 32),
+                                               gpu::ShuffleMode::XOR)
+                            .getShuffleResult());
+      v = combine(nb, v, other);
+    }
+    return v;
+  };
+  int64_t k = values.size();
+  int64_t warps = threads / 32;
+  SmallVector<Value> warpValues = warpReduce(b, llvm::to_vector(values), 32);
+  if (warps == 1)
+    return warpValues;
+  // The area: warps x k partials, then k results. One area serves every
+  // reduction of the kernel: each reduction's two barriers keep a later one
+  // from overwriting what an earlier one still reads.
+  smemSlots = std::max(smemSlots, (warps + 1) * k);
+  auto areaType = MemRefType::get(
+      {(warps + 1) * k}, b.getF32Type(), MemRefLayoutAttrInterface(),
+      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
+  Value area =
+      memref::ViewOp::create(b, loc, areaType, smem, idx(b, 0), ValueRange{});
+  Value lane = arith::RemUIOp::create(b, loc, tid, idx(b, 32));
+  Value warp = arith::DivUIOp::create(b, loc, tid, idx(b, 32));
+  Value isLane0 =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, idx(b, 0));
+  {
+    auto store = scf::IfOp::create(b, loc, isLane0, false);
+    OpBuilder nb = store.getThenBodyBuilder();
+    Value base = arith::MulIOp::create(nb, loc, warp, idx(nb, k));
+    for (int64_t j = 0; j < k; ++j)
+      memref::StoreOp::create(
+          nb, loc, warpValues[j], area,
+          ValueRange{arith::AddIOp::create(nb, loc, base, idx(nb, j))});
+  }
+  gpu::BarrierOp::create(b, loc);
+  Value isWarp0 =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, warp, idx(b, 0));
+  {
+    auto finish = scf::IfOp::create(b, loc, isWarp0, false);
+    OpBuilder nb = finish.getThenBodyBuilder();
+    // Lanes past the warps read lane 0's slots (in bounds) and replace them
+    // with the identity.
+    Value has = arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::ult, lane,
+                                      idx(nb, warps));
+    Value from = select(nb, has, lane, idx(nb, 0));
+    Value base = arith::MulIOp::create(nb, loc, from, idx(nb, k));
+    SmallVector<Value> loaded;
+    for (int64_t j = 0; j < k; ++j)
+      loaded.push_back(memref::LoadOp::create(
+          nb, loc, area,
+          ValueRange{arith::AddIOp::create(nb, loc, base, idx(nb, j))}));
+    SmallVector<Value> masked;
+    for (auto [j, v] : llvm::enumerate(loaded))
+      masked.push_back(select(nb, has, v, f32(nb, neutral[j])));
+    SmallVector<Value> total =
+        warpReduce(nb, masked, llvm::PowerOf2Ceil(warps));
+    auto publish = scf::IfOp::create(nb, loc, isLane0, false);
+    OpBuilder pb = publish.getThenBodyBuilder();
+    for (int64_t j = 0; j < k; ++j)
+      memref::StoreOp::create(pb, loc, total[j], area,
+                              ValueRange{idx(pb, warps * k + j)});
+  }
+  gpu::BarrierOp::create(b, loc);
+  SmallVector<Value> result;
+  for (int64_t j = 0; j < k; ++j)
+    result.push_back(memref::LoadOp::create(
+        b, loc, area, ValueRange{idx(b, warps * k + j)}));
+  return result;
+}
+
+CEBuilder::Token CEBuilder::readToken(OpBuilder &b, Value row) {
+  Value t = memref::LoadOp::create(b, loc, target, ValueRange{row});
+  auto intC = [&](int64_t v) -> Value {
+    return arith::ConstantOp::create(b, loc, b.getIntegerAttr(targetType, v));
+  };
+  auto cmp = [&](arith::CmpIPredicate p, Value x, Value y) -> Value {
+    return arith::CmpIOp::create(b, loc, p, x, y);
+  };
+  Value yes = arith::ConstantOp::create(b, loc, b.getBoolAttr(true));
+  Value ignored = cmp(arith::CmpIPredicate::eq, t, intC(attrs.ignoreIndex));
+  Value inRange =
+      arith::AndIOp::create(b, loc, cmp(arith::CmpIPredicate::sge, t, intC(0)),
+                            cmp(arith::CmpIPredicate::slt, t, intC(vocab)));
+  Value readable = arith::AndIOp::create(
+      b, loc, inRange, arith::XOrIOp::create(b, loc, ignored, yes));
+  Token tok;
+  tok.index = select(
+      b, readable, arith::IndexCastOp::create(b, loc, b.getIndexType(), t),
+      idx(b, 0));
+  Value one = f32(b, 1.0), zero = f32(b, 0.0);
+  Value w = one;
+  if (attrs.hasWeight) {
+    w = memref::LoadOp::create(b, loc, weight, ValueRange{tok.index});
+    if (!w.getType().isF32())
+      w = arith::ExtFOp::create(b, loc, b.getF32Type(), w);
+  }
+  tok.counted = select(b, ignored, zero, one);
+  tok.weightT = select(b, ignored, zero, w);
+  tok.invalid = arith::XOrIOp::create(
+      b, loc, arith::OrIOp::create(b, loc, ignored, inRange), yes);
+  return tok;
+}
+
+CEBuilder::RowStats CEBuilder::rowStats(OpBuilder &b, Value row, bool sumZ,
+                                        bool sumWZ, bool sumW) {
+  double lowest = std::numeric_limits<float>::lowest();
+  SmallVector<Value> inits = {f32(b, lowest), f32(b, 0.0)};
+  SmallVector<double> neutral = {lowest, 0.0};
+  for (bool want : {sumZ, sumWZ, sumW})
+    if (want) {
+      inits.push_back(f32(b, 0.0));
+      neutral.push_back(0.0);
+    }
+  Value start = arith::MulIOp::create(b, loc, tid, idx(b, width));
+  auto loop = scf::ForOp::create(b, loc, start, idx(b, vocab),
+                                 idx(b, threads * width), inits);
+  {
+    OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
+    Value c = loop.getInductionVar();
+    ValueRange acc = loop.getRegionIterArgs();
+    Value z = capped(lb, loadChunk(lb, logits, {row, c}));
+    Value chunkMax = vector::ReductionOp::create(
+        lb, loc, vector::CombiningKind::MAXIMUMF, z);
+    Value m = arith::MaximumFOp::create(lb, loc, acc[0], chunkMax);
+    Value s = add(lb, mul(lb, acc[1], exp(lb, sub(lb, acc[0], m))),
+                  reduceAdd(lb, exp(lb, sub(lb, z, splat(lb, m)))));
+    SmallVector<Value> next = {m, s};
+    unsigned a = 2;
+    if (sumZ)
+      next.push_back(add(lb, acc[a++], reduceAdd(lb, z)));
+    if (sumWZ || sumW) {
+      Value w = loadChunk(lb, weight, {c});
+      if (sumWZ)
+        next.push_back(add(lb, acc[a++], reduceAdd(lb, mul(lb, w, z))));
+      if (sumW)
+        next.push_back(add(lb, acc[a++], reduceAdd(lb, w)));
+    }
+    scf::YieldOp::create(lb, loc, next);
+  }
+  SmallVector<Value> total = blockReduce(
+      b, loop.getResults(), neutral,
+      [&](OpBuilder &nb, ValueRange x, ValueRange y) {
+        Value m = arith::MaximumFOp::create(nb, loc, x[0], y[0]);
+        SmallVector<Value> r = {
+            m, add(nb, mul(nb, x[1], exp(nb, sub(nb, x[0], m))),
+                   mul(nb, y[1], exp(nb, sub(nb, y[0], m))))};
+        for (size_t j = 2; j < x.size(); ++j)
+          r.push_back(add(nb, x[j], y[j]));
+        return r;
+      });
+  RowStats stats;
+  stats.lse = add(b, total[0], math::LogOp::create(b, loc, total[1]));
+  unsigned a = 2;
+  if (sumZ)
+    stats.sumZ = total[a++];
+  if (sumWZ)
+    stats.sumWZ = total[a++];
+  if (sumW)
+    stats.sumW = total[a++];
+  return stats;
+}
+
+/// The per-token loss terms (the weighted cross-entropy part and the z-loss
+/// part), NaN for an out-of-range target.
+std::pair<Value, Value> CEBuilder::lossTerms(OpBuilder &b, Value row,
+                                             const RowStats &stats,
+                                             const Token &tok) {
+  Value xt = memref::LoadOp::create(b, loc, logits, ValueRange{row, tok.index});
+  if (!xt.getType().isF32())
+    xt = arith::ExtFOp::create(b, loc, b.getF32Type(), xt);
+  Value lse = stats.lse;
+  Value ce = mul(b, tok.weightT, sub(b, lse, capped(b, xt)));
+  double eps = attrs.labelSmoothing;
+  if (eps > 0.0) {
+    // sum_v w_v (lse - z_v), or V lse - sum_v z_v without weights.
+    Value smooth = attrs.hasWeight
+                       ? sub(b, mul(b, lse, stats.sumW), stats.sumWZ)
+                       : sub(b, mul(b, f32(b, double(vocab)), lse), stats.sumZ);
+    smooth = mul(b, tok.counted, div(b, smooth, f32(b, double(vocab))));
+    ce = add(b, mul(b, f32(b, 1.0 - eps), ce), mul(b, f32(b, eps), smooth));
+  }
+  Value zl = mul(b, tok.counted,
+                 mul(b, f32(b, attrs.lseSquareScale), mul(b, lse, lse)));
+  Value nan = f32(b, std::numeric_limits<double>::quiet_NaN());
+  return {select(b, tok.invalid, nan, ce), select(b, tok.invalid, nan, zl)};
+}
+
+FailureOr<RowKernelInfo> CEBuilder::buildForward() {
+  bool reduced = attrs.reduction != Reduction::none;
+  bool smoothing = attrs.labelSmoothing > 0.0;
+  auto lossType = reduced ? MemRefType::get({}, Float32Type::get(ctx))
+                          : MemRefType::get({ShapedType::kDynamic},
+                                            Float32Type::get(ctx));
+  SmallVector<Type> params = {
+      MemRefType::get({ShapedType::kDynamic, vocab}, elem),
+      MemRefType::get({ShapedType::kDynamic}, targetType)};
+  if (attrs.hasWeight)
+    params.push_back(MemRefType::get({vocab}, weightType));
+  params.push_back(lossType);
+  if (attrs.returnZLoss)
+    params.push_back(lossType);
+  if (reduced)
+    params.push_back(
+        MemRefType::get({ShapedType::kDynamic, 4}, Float32Type::get(ctx)));
+
+  OpBuilder b(ctx);
+  gpu::GPUFuncOp kernel = createKernel(b, name, params, threads);
+  Block &entry = kernel.getBody().front();
+  logits = entry.getArgument(0);
+  target = entry.getArgument(1);
+  weight = attrs.hasWeight ? entry.getArgument(2) : Value();
+  unsigned next = attrs.hasWeight ? 3 : 2;
+  Value lossOut = entry.getArgument(next++);
+  Value zOut = attrs.returnZLoss ? entry.getArgument(next++) : Value();
+  Value cta = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  auto rowTerms = [&](OpBuilder &rb, Value row) {
+    RowStats stats = rowStats(rb, row, smoothing && !attrs.hasWeight,
+                              smoothing && attrs.hasWeight,
+                              smoothing && attrs.hasWeight);
+    Token tok = readToken(rb, row);
+    auto [ce, zl] = lossTerms(rb, row, stats, tok);
+    return std::make_tuple(ce, zl, tok);
+  };
+  Value isThread0 =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, idx(b, 0));
+  if (!reduced) {
+    // One CTA per row.
+    auto [ce, zl, tok] = rowTerms(b, cta);
+    (void)tok;
+    auto store = scf::IfOp::create(b, loc, isThread0, false);
+    OpBuilder sb = store.getThenBodyBuilder();
+    memref::StoreOp::create(sb, loc, add(sb, ce, zl), lossOut,
+                            ValueRange{cta});
+    if (zOut)
+      memref::StoreOp::create(sb, loc, zl, zOut, ValueRange{cta});
+  } else {
+    // Rows with a stride of the grid; four sums per CTA.
+    Value rows = memref::DimOp::create(b, loc, logits, 0);
+    Value stride = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
+    Value zero = f32(b, 0.0);
+    auto loop = scf::ForOp::create(b, loc, cta, rows, stride,
+                                   ValueRange{zero, zero, zero, zero});
+    {
+      OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
+      auto [ce, zl, tok] = rowTerms(lb, loop.getInductionVar());
+      ValueRange acc = loop.getRegionIterArgs();
+      scf::YieldOp::create(
+          lb, loc,
+          ValueRange{add(lb, acc[0], ce), add(lb, acc[1], zl),
+                     add(lb, acc[2], tok.weightT), add(lb, acc[3], tok.counted)});
+    }
+    Value partials = entry.getArguments().back();
+    auto store = scf::IfOp::create(b, loc, isThread0, false);
+    OpBuilder sb = store.getThenBodyBuilder();
+    for (int64_t j = 0; j < 4; ++j)
+      memref::StoreOp::create(sb, loc, loop.getResult(j), partials,
+                              ValueRange{cta, idx(sb, j)});
+  }
+  gpu::ReturnOp::create(b, loc);
+
+  RowKernelInfo info = baseInfo();
+  RowKernelParam loss;
+  loss.isOutput = true;
+  loss.kind = reduced ? RowParamKind::Scalar : RowParamKind::RowScalars;
+  loss.elementType = Float32Type::get(ctx);
+  loss.name = "output0";
+  info.params.push_back(loss);
+  if (attrs.returnZLoss) {
+    loss.name = "output1";
+    info.params.push_back(loss);
+  }
+  if (reduced) {
+    RowKernelParam ws;
+    ws.name = "workspace0";
+    ws.isWorkspace = true;
+    ws.kind = RowParamKind::Partials;
+    ws.elementType = Float32Type::get(ctx);
+    ws.hidden = 4;
+    info.params.push_back(ws);
+    info.grid = "ctas";
+    // 4 CTAs per SM: enough rows in flight to stream the logits, few
+    // partials for the finishing kernel.
+    info.ctasPerSm = 4;
+    buildFinish(params);
+    info.finishName = (name + "_finish").str();
+    info.finishGrid = 1;
+    info.finishThreads = threads;
+  }
+  info.sharedMemoryBytes = info.finishSharedMemoryBytes = smemSlots * 4;
+  return info;
+}
+
+void CEBuilder::buildFinish(ArrayRef<Type> paramTypes) {
+  OpBuilder b(ctx);
+  gpu::GPUFuncOp kernel =
+      createKernel(b, (name + "_finish").str(), paramTypes, threads);
+  Block &entry = kernel.getBody().front();
+  unsigned next = attrs.hasWeight ? 3 : 2;
+  Value lossOut = entry.getArgument(next++);
+  Value zOut = attrs.returnZLoss ? entry.getArgument(next++) : Value();
+  Value partials = entry.getArguments().back();
+  Value ctas = memref::DimOp::create(b, loc, partials, 0);
+  Value zero = f32(b, 0.0);
+  auto loop = scf::ForOp::create(b, loc, tid, ctas, idx(b, threads),
+                                 ValueRange{zero, zero, zero, zero});
+  {
+    OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
+    SmallVector<Value> next;
+    for (int64_t j = 0; j < 4; ++j)
+      next.push_back(add(
+          lb, loop.getRegionIterArgs()[j],
+          memref::LoadOp::create(lb, loc, partials,
+                                 ValueRange{loop.getInductionVar(),
+                                            idx(lb, j)})));
+    scf::YieldOp::create(lb, loc, next);
+  }
+  SmallVector<Value> total = addAll(b, loop.getResults());
+  Value isThread0 =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, idx(b, 0));
+  auto store = scf::IfOp::create(b, loc, isThread0, false);
+  OpBuilder sb = store.getThenBodyBuilder();
+  Value loss, z;
+  if (attrs.reduction == Reduction::mean) {
+    // The weighted part over the counted weight, the z-loss over the
+    // counted tokens (0/0 = NaN when every token is ignored, as PyTorch).
+    z = div(sb, total[1], total[3]);
+    loss = add(sb, div(sb, total[0], total[2]), z);
+  } else {
+    z = total[1];
+    loss = add(sb, total[0], total[1]);
+  }
+  memref::StoreOp::create(sb, loc, loss, lossOut, ValueRange{});
+  if (zOut)
+    memref::StoreOp::create(sb, loc, z, zOut, ValueRange{});
+  gpu::ReturnOp::create(b, loc);
+}
+
+FailureOr<RowKernelInfo> CEBuilder::buildGrad() {
+  bool mean = attrs.reduction == Reduction::mean;
+  bool perToken = attrs.reduction == Reduction::none;
+  bool smoothing = attrs.labelSmoothing > 0.0;
+  auto f32Type = Float32Type::get(ctx);
+  SmallVector<Type> params = {
+      MemRefType::get({ShapedType::kDynamic, vocab}, elem),
+      MemRefType::get({ShapedType::kDynamic}, targetType),
+      perToken ? MemRefType::get({ShapedType::kDynamic}, f32Type)
+               : MemRefType::get({}, f32Type)};
+  if (attrs.hasWeight)
+    params.push_back(MemRefType::get({vocab}, weightType));
+  params.push_back(MemRefType::get({ShapedType::kDynamic, vocab}, elem));
+
+  OpBuilder b(ctx);
+  gpu::GPUFuncOp kernel = createKernel(b, name, params, threads);
+  Block &entry = kernel.getBody().front();
+  logits = entry.getArgument(0);
+  target = entry.getArgument(1);
+  Value gradLoss = entry.getArgument(2);
+  weight = attrs.hasWeight ? entry.getArgument(3) : Value();
+  Value out = entry.getArguments().back();
+  Value rows = memref::DimOp::create(b, loc, logits, 0);
+  Value cta = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+
+  // mean: the counted weight and the counted tokens of the whole batch.
+  Value weightSum, count;
+  if (mean) {
+    Value zero = f32(b, 0.0);
+    auto scan = scf::ForOp::create(b, loc, tid, rows, idx(b, threads),
+                                   ValueRange{zero, zero});
+    {
+      OpBuilder lb = OpBuilder::atBlockBegin(scan.getBody());
+      Token tok = readToken(lb, scan.getInductionVar());
+      scf::YieldOp::create(
+          lb, loc,
+          ValueRange{add(lb, scan.getRegionIterArgs()[0], tok.weightT),
+                     add(lb, scan.getRegionIterArgs()[1], tok.counted)});
+    }
+    SmallVector<Value> totals = addAll(b, scan.getResults());
+    weightSum = totals[0];
+    count = totals[1];
+  }
+
+  Value stride = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
+  auto rowLoop = scf::ForOp::create(b, loc, cta, rows, stride);
+  OpBuilder rb = OpBuilder::atBlockBegin(rowLoop.getBody());
+  Value row = rowLoop.getInductionVar();
+  RowStats stats =
+      rowStats(rb, row, false, false, smoothing && attrs.hasWeight);
+  Token tok = readToken(rb, row);
+  Value g = perToken ? memref::LoadOp::create(rb, loc, gradLoss, ValueRange{row})
+                     : memref::LoadOp::create(rb, loc, gradLoss, ValueRange{});
+  Value gc = mul(rb, g, tok.counted);
+  Value scaleCE = mean ? div(rb, gc, weightSum) : gc;
+  Value scaleZ = mean ? div(rb, gc, count) : gc;
+  Value wSum = attrs.hasWeight ? stats.sumW : f32(rb, double(vocab));
+  Value zScale =
+      mul(rb, f32(rb, 2.0 * attrs.lseSquareScale), stats.lse); // d(lsq lse²)/dlse
+  auto vecIndex = VectorType::get({width}, rb.getIndexType());
+  SmallVector<APInt> laneValues;
+  for (int64_t j = 0; j < width; ++j)
+    laneValues.push_back(APInt(64, j));
+  Value lanes = arith::ConstantOp::create(
+      rb, loc, DenseElementsAttr::get(vecIndex, laneValues));
+  Value target =
+      vector::BroadcastOp::create(rb, loc, vecIndex, tok.index);
+  Value invalid = vector::BroadcastOp::create(
+      rb, loc, VectorType::get({width}, rb.getI1Type()), tok.invalid);
+  Value start = arith::MulIOp::create(rb, loc, tid, idx(rb, width));
+  auto loop = scf::ForOp::create(rb, loc, start, idx(rb, vocab),
+                                 idx(rb, threads * width));
+  {
+    OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
+    Value c = loop.getInductionVar();
+    Value x = loadChunk(lb, logits, {row, c});
+    Value p = exp(lb, sub(lb, capped(lb, x), splat(lb, stats.lse)));
+    Value cols = arith::AddIOp::create(
+        lb, loc, vector::BroadcastOp::create(lb, loc, vecIndex, c), lanes);
+    Value isTarget = arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::eq,
+                                           cols, target);
+    Value onehot = select(lb, isTarget, splat(lb, f32(lb, 1.0)),
+                          splat(lb, f32(lb, 0.0)));
+    // d nll / dz = w_t (p - onehot).
+    Value dz = mul(lb, splat(lb, tok.weightT), sub(lb, p, onehot));
+    if (smoothing) {
+      // d smooth / dz = (p sum_u w_u - w_v) / V.
+      Value wv = attrs.hasWeight ? loadChunk(lb, weight, {c})
+                                 : splat(lb, f32(lb, 1.0));
+      Value dSmooth = div(lb, sub(lb, mul(lb, p, splat(lb, wSum)), wv),
+                          splat(lb, f32(lb, double(vocab))));
+      double eps = attrs.labelSmoothing;
+      dz = add(lb, mul(lb, splat(lb, f32(lb, 1.0 - eps)), dz),
+               mul(lb, splat(lb, f32(lb, eps)), dSmooth));
+    }
+    dz = mul(lb, splat(lb, scaleCE), dz);
+    if (attrs.lseSquareScale > 0.0)
+      dz = add(lb, dz, mul(lb, splat(lb, mul(lb, scaleZ, zScale)), p));
+    if (attrs.softcap) {
+      // sech²(x / s) as 4e / (1 + e)² with e = exp(-2 |x / s|): 1 - tanh²
+      // cancels where tanh saturates.
+      Value a = math::AbsFOp::create(
+          lb, loc, div(lb, x, splat(lb, f32(lb, *attrs.softcap))));
+      Value e = exp(lb, mul(lb, splat(lb, f32(lb, -2.0)), a));
+      Value onePlus = add(lb, splat(lb, f32(lb, 1.0)), e);
+      dz = mul(lb, dz,
+               div(lb, mul(lb, splat(lb, f32(lb, 4.0)), e),
+                   mul(lb, onePlus, onePlus)));
+    }
+    dz = select(lb, invalid,
+                splat(lb, f32(lb, std::numeric_limits<double>::quiet_NaN())),
+                dz);
+    if (!elem.isF32())
+      dz = arith::TruncFOp::create(lb, loc, VectorType::get({width}, elem), dz);
+    vector::StoreOp::create(lb, loc, dz, out, ValueRange{row, c},
+                            /*nontemporal=*/false,
+                            llvm::MaybeAlign(std::min<int64_t>(16, width * bytes)));
+  }
+  b.setInsertionPointAfter(rowLoop);
+  gpu::ReturnOp::create(b, loc);
+
+  RowKernelInfo info = baseInfo();
+  RowKernelParam grad;
+  grad.name = "output0";
+  grad.isOutput = true;
+  grad.kind = RowParamKind::Rows;
+  grad.elementType = elem;
+  grad.hidden = vocab;
+  info.params.push_back(grad);
+  // A fixed grid looping over the rows: the mean's totals are added up
+  // once per CTA, not once per row.
+  info.gridDims = {std::to_string(kGradCtas), "1", "1"};
+  info.sharedMemoryBytes = smemSlots * 4;
+  return info;
+}
+
+RowKernelInfo CEBuilder::baseInfo() {
+  RowKernelInfo info;
+  info.name = name.str();
+  info.config = {threads, width};
+  info.hidden = vocab;
+  info.templateName = "cross_entropy";
+  info.opChain = op->getName().getStringRef().str();
+  auto param = [&](unsigned i, RowParamKind kind, Type type, int64_t length) {
+    RowKernelParam p;
+    p.name = "input" + std::to_string(i);
+    p.kind = kind;
+    p.elementType = type;
+    p.hidden = length;
+    info.params.push_back(p);
+  };
+  unsigned i = 0;
+  param(i++, RowParamKind::Rows, elem, vocab);
+  param(i++, RowParamKind::RowScalars, targetType, 0);
+  if (isa<CrossEntropyGradOp>(op))
+    param(i++,
+          attrs.reduction == Reduction::none ? RowParamKind::RowScalars
+                                             : RowParamKind::Scalar,
+          gradLossType, 0);
+  if (attrs.hasWeight)
+    param(i++, RowParamKind::Feature, weightType, vocab);
+  return info;
+}
+
+FailureOr<RowKernelInfo> CEBuilder::build() {
+  Block &body = group.getBody().front();
+  op = &body.front();
+  auto fail = [&](const Twine &why) {
+    return group.emitOpError("cannot be lowered to a cross-entropy kernel: ")
+           << why;
+  };
+  if (!isa<CrossEntropyOp, CrossEntropyGradOp>(op) ||
+      op->getNextNode() != body.getTerminator())
+    return fail("it must hold one liger.cross_entropy or "
+                "liger.cross_entropy_grad");
+  for (auto [i, operand] : llvm::enumerate(op->getOperands()))
+    if (operand != body.getArgument(i))
+      return fail("its op must read the group inputs in order");
+  if (body.getTerminator()->getOperands() != op->getResults())
+    return fail("the group must yield the op's results in order");
+  auto logitsType = cast<RankedTensorType>(op->getOperand(0).getType());
+  if (logitsType.getRank() != 2 || logitsType.isDynamicDim(1))
+    return fail("the logits must be [N, V] with a static V");
+  elem = logitsType.getElementType();
+  vocab = logitsType.getDimSize(1);
+  targetType = cast<RankedTensorType>(op->getOperand(1).getType())
+                   .getElementType();
+  if (auto ce = dyn_cast<CrossEntropyOp>(op)) {
+    attrs = readAttrs(ce);
+    attrs.returnZLoss = ce.getReturnZLoss();
+    if (ce.getWeight())
+      weightType = ce.getWeight().getType().getElementType();
+  } else {
+    auto grad = cast<CrossEntropyGradOp>(op);
+    attrs = readAttrs(grad);
+    gradLossType = grad.getGradLoss().getType().getElementType();
+    if (!gradLossType.isF32())
+      return fail("the incoming gradient must be f32");
+    if (grad.getWeight())
+      weightType = grad.getWeight().getType().getElementType();
+  }
+  bytes = std::max<unsigned>(1, elem.getIntOrFloatBitWidth() / 8);
+  width = 16 / bytes;
+  // Vectors that divide the row (so that every row starts aligned) and the
+  // class weights' row too.
+  int64_t weightBytes =
+      weightType ? std::max<unsigned>(1, weightType.getIntOrFloatBitWidth() / 8)
+                 : 1;
+  while (width > 1 && (vocab % width != 0 || width * weightBytes > 16))
+    width /= 2;
+  int64_t chunks = (vocab + width - 1) / width;
+  threads = std::clamp<int64_t>((chunks + 31) / 32 * 32, 32, 256);
+  return isa<CrossEntropyOp>(op) ? buildForward() : buildGrad();
+}
+
+FailureOr<RowKernelInfo>
+mlir::liger::buildCrossEntropyKernel(FusionOp group, gpu::GPUModuleOp module,
+                                     StringRef name) {
+  return CEBuilder(group, module, name).build();
+}

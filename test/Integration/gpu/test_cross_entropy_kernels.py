@@ -1,0 +1,105 @@
+"""liger.cross_entropy and liger.cross_entropy_grad on the GPU against
+PyTorch: F.cross_entropy on the capped logits plus the z-loss, its gradient
+by autograd, in float64 where the logits are small enough (else float32),
+on fresh random logits and targets (some ignored, and with reduction = none
+one out of range, which must give NaN), outputs poisoned with NaN."""
+
+import pytest
+
+import kernels
+
+torch = pytest.importorskip("torch", reason="the GPU suite needs PyTorch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA GPU on this machine", allow_module_level=True)
+import torch.nn.functional as F  # noqa: E402
+
+DTYPES = {"bf16": torch.bfloat16, "f32": torch.float32}
+# Relative error bounds: the loss is f32 math in both; the bf16 gradient is
+# rounded once.
+LOSS_TOL = 2e-5
+GRAD_TOL = {"bf16": 1e-2, "f32": 2e-5}
+
+
+def reference(x, t, w, attrs, vocab):
+    """(loss, z_loss) with the op's semantics (docs/Reference/Semantics.md),
+    from PyTorch's own cross-entropy on the capped logits."""
+    ignore = attrs.get("ignore_index", -100)
+    cap = attrs.get("softcap")
+    z = cap * torch.tanh(x / cap) if cap else x
+    red = attrs["reduction"]
+    ce = F.cross_entropy(z, t, weight=w, ignore_index=ignore, reduction="none",
+                         label_smoothing=attrs.get("label_smoothing", 0.0))
+    counted = (t != ignore).to(z.dtype)
+    lse = torch.logsumexp(z, dim=-1)
+    zl = attrs.get("lse_square_scale", 0.0) * lse * lse * counted
+    if red == "none":
+        return ce + zl, zl
+    if red == "sum":
+        return ce.sum() + zl.sum(), zl.sum()
+    wt = (w[t.clamp(min=0)] if w is not None else torch.ones_like(z[:, 0])) * counted
+    zmean = zl.sum() / counted.sum()
+    return ce.sum() / wt.sum() + zmean, zmean
+
+
+CASES = [(name, n) for name in kernels.CROSS_ENTROPY for n in kernels.CROSS_ENTROPY_TOKENS]
+
+
+@pytest.mark.parametrize("name,tokens", CASES, ids=["%s-n%d" % c for c in CASES])
+def test_cross_entropy_kernel(bundles_dir, name, tokens):
+    vocab, dt, tdt, attrs, weighted, zloss = kernels.CROSS_ENTROPY[name]
+    bundle = kernels.load_bundle(bundles_dir, "cross_entropy")
+    fwd, grad = bundle["ce_%s_rowwise_0" % name], bundle["ceg_%s_rowwise_0" % name]
+    gen = torch.Generator(device="cuda").manual_seed(torch.seed() % 2**31)
+    x = (torch.randn(tokens, vocab, device="cuda", generator=gen) * 3).to(DTYPES[dt])
+    t = torch.randint(0, vocab, (tokens,), device="cuda", generator=gen)
+    ignore = attrs.get("ignore_index", -100)
+    if tokens > 1:
+        t[::7] = ignore  # some ignored tokens
+    invalid = None
+    if attrs["reduction"] == "none" and tokens > 1:
+        invalid = 3
+        t[invalid] = vocab + 5  # out of range: NaN for that token
+    t = t.to({"i64": torch.int64, "i32": torch.int32}[tdt])
+    w = (torch.rand(vocab, device="cuda", generator=gen) + 0.5) if weighted else None
+    none = attrs["reduction"] == "none"
+    g = (torch.rand(tokens, device="cuda", generator=gen) + 0.5 if none
+         else torch.tensor(0.75, device="cuda"))
+
+    inputs = [x, t] + ([w] if weighted else [])
+    lshape = (tokens,) if none else ()
+    out = [torch.full(lshape, float("nan"), device="cuda") for _ in range(2 if zloss else 1)]
+    res = fwd(*inputs, out=out)
+    res = list(res) if isinstance(res, tuple) else [res]
+    dx = grad(x, t, g, *([w] if weighted else []),
+              out=[torch.full_like(x, float("nan"))])
+    torch.cuda.synchronize()
+
+    # The reference in float64 when it fits comfortably, else float32.
+    rdt = torch.float64 if tokens * vocab <= 2**27 else torch.float32
+    xr = x.to(rdt).requires_grad_(True)
+    tr = t.long().clone()
+    if invalid is not None:
+        tr[invalid] = ignore  # F.cross_entropy rejects it; NaN checked apart
+    wr = w.to(rdt) if weighted else None
+    loss, zl = reference(xr, tr, wr, attrs, vocab)
+    (loss * g.to(rdt)).sum().backward()
+    ref_grad = xr.grad
+
+    for got, want in zip(res, [loss, zl]):
+        got, want = got.double(), want.detach().double()
+        if invalid is not None:
+            assert torch.isnan(got[invalid]), "an out-of-range target must give NaN"
+            keep = torch.arange(tokens, device="cuda") != invalid
+            got, want = got[keep], want[keep]
+        assert not torch.isnan(got).any(), "a loss was not written (or is NaN)"
+        err = (got - want).abs().max().item() / max(want.abs().max().item(), 1e-30)
+        assert err < LOSS_TOL, "loss rel err %.3g" % err
+    dx = dx.double()
+    ref_grad = ref_grad.double()
+    if invalid is not None:
+        assert torch.isnan(dx[invalid]).all(), "an out-of-range target's gradient must be NaN"
+        keep = torch.arange(tokens, device="cuda") != invalid
+        dx, ref_grad = dx[keep], ref_grad[keep]
+    assert not torch.isnan(dx).any(), "a gradient element was not written"
+    err = ((dx - ref_grad).norm() / ref_grad.norm()).item()
+    assert err < GRAD_TOL[dt], "grad rel err %.3g" % err

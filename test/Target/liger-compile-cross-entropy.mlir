@@ -1,0 +1,112 @@
+// Cross-entropy and its gradient through their own template
+// (CrossEntropyKernel.cpp): an online softmax streamed in 16-byte chunks
+// (running max and rescaled sum, combined across warps with shuffles),
+// the target's logit gathered, and with a reduced loss a grid of CTAs that
+// loop over rows, write four partial sums each and a one-CTA finishing
+// kernel. The gradient recomputes lse and writes every logit's gradient
+// once, from a fixed grid of row-looping CTAs. ptxas accepts every kernel
+// without spills.
+// REQUIRES: ptxas
+// RUN: rm -rf %t.bundle
+// RUN: liger-compile %s -o %t.bundle | FileCheck %s --check-prefix=OUT
+// RUN: FileCheck %s --check-prefix=MANIFEST < %t.bundle/manifest.json
+// RUN: FileCheck %s --check-prefix=PTX < %t.bundle/liger_kernels.sm_90a.ptx
+// RUN: ptxas -arch=sm_90a -v %t.bundle/liger_kernels.sm_90a.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: liger-compile %s --emit=gpu -o - | FileCheck %s --check-prefix=GPU
+// RUN: liger-compile %s --target=sm_80 --emit=ptx -o %t.sm80.ptx
+// RUN: ptxas -arch=sm_80 -v %t.sm80.ptx -o %t.sm80.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+
+// OUT: liger-compile: 3 kernels for sm_90a
+
+// mean over bf16 logits: CTAs over rows, partials [ctas, 4], a finishing
+// kernel writing the scalar loss (manifest keys are sorted).
+// MANIFEST: "ctas_per_sm": 4,
+// MANIFEST: "finish": {
+// MANIFEST: "name": "ce_mean_rowwise_0_finish"
+// MANIFEST: "grid": [
+// MANIFEST-NEXT: "ctas",
+// MANIFEST: "name": "ce_mean_rowwise_0",
+// MANIFEST: "kind": "rows",
+// MANIFEST: "shape": [
+// MANIFEST-NEXT: "rows",
+// MANIFEST-NEXT: 1000
+// MANIFEST: "dtype": "i64",
+// MANIFEST-NEXT: "kind": "row_scalars",
+// MANIFEST: "dtype": "f32",
+// MANIFEST-NEXT: "kind": "scalar",
+// MANIFEST-NEXT: "name": "output0",
+// MANIFEST: "kind": "partials",
+// MANIFEST-NEXT: "name": "workspace0",
+// MANIFEST-NEXT: "role": "workspace",
+// MANIFEST-NEXT: "shape": [
+// MANIFEST-NEXT: "ctas",
+// MANIFEST-NEXT: 4
+// MANIFEST: "template": "cross_entropy",
+// reduction = none with every attribute: one CTA per row, per-token loss
+// and z-loss, the class weights as a feature vector.
+// MANIFEST: "grid": [
+// MANIFEST-NEXT: "rows",
+// MANIFEST: "name": "ce_none_rowwise_0",
+// MANIFEST: "kind": "feature",
+// MANIFEST: "kind": "row_scalars",
+// MANIFEST-NEXT: "name": "output0",
+// MANIFEST: "kind": "row_scalars",
+// MANIFEST-NEXT: "name": "output1",
+// The gradient: a fixed grid, the logits' gradient as rows.
+// MANIFEST: "grid": [
+// MANIFEST-NEXT: 1056,
+// MANIFEST: "name": "ce_grad_rowwise_0",
+// MANIFEST: "kind": "scalar",
+// MANIFEST-NEXT: "name": "input2",
+// MANIFEST: "kind": "rows",
+// MANIFEST-NEXT: "name": "output0",
+
+// GPU-LABEL: gpu.func @ce_mean_rowwise_0(
+// GPU: scf.for {{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args
+// GPU: scf.for
+// GPU: vector.load {{.*}} : memref<?x1000xbf16>, vector<8xbf16>
+// GPU: vector.reduction <maximumf>
+// GPU: arith.maximumf
+// GPU: math.exp
+// GPU: gpu.shuffle xor
+// GPU: gpu.barrier
+// GPU: math.log
+// GPU: memref.load {{.*}} : memref<?xi64>
+// GPU-LABEL: gpu.func @ce_mean_rowwise_0_finish(
+// GPU: memref.load {{.*}} : memref<?x4xf32>
+// GPU: arith.divf
+// GPU-LABEL: gpu.func @ce_none_rowwise_0(
+// GPU: math.tanh {{.*}} : vector<4xf32>
+// GPU-LABEL: gpu.func @ce_grad_rowwise_0(
+// GPU: gpu.grid_dim x
+// GPU: scf.for
+// GPU: math.tanh {{.*}} : vector<8xf32>
+// GPU: arith.cmpi eq, {{.*}} : vector<8xindex>
+// GPU: math.absf {{.*}} : vector<8xf32>
+// GPU: arith.truncf {{.*}} : vector<8xf32> to vector<8xbf16>
+// GPU: vector.store {{.*}} : memref<?x128256xbf16>, vector<8xbf16>
+
+// PTX: .visible .entry ce_mean_rowwise_0(
+// PTX: shfl.sync.bfly.b32
+// PTX: .visible .entry ce_grad_rowwise_0(
+// PTX: ld.global.v4.b32
+// PTX: st.global.v4.b32
+
+// PTXAS-NOT: {{[1-9][0-9]*}} bytes spill
+// PTXAS: Compiling entry function 'ce_
+// PTXAS-NOT: {{[1-9][0-9]*}} bytes spill
+
+func.func @ce_mean(%x: tensor<?x1000xbf16>, %t: tensor<?xi64>) -> tensor<f32> {
+  %l = liger.cross_entropy %x, %t : tensor<?x1000xbf16>, tensor<?xi64>
+  return %l : tensor<f32>
+}
+
+func.func @ce_none(%x: tensor<?x32000xf32>, %t: tensor<?xi32>, %w: tensor<32000xf32>) -> (tensor<?xf32>, tensor<?xf32>) {
+  %l, %z = liger.cross_entropy %x, %t weight(%w : tensor<32000xf32>) ignore_index = -1 label_smoothing = 0.1 reduction = none softcap = 30.0 lse_square_scale = 1.0e-4 z_loss : tensor<?x32000xf32>, tensor<?xi32>
+  return %l, %z : tensor<?xf32>, tensor<?xf32>
+}
+
+func.func @ce_grad(%x: tensor<?x128256xbf16>, %t: tensor<?xi64>, %g: tensor<f32>) -> tensor<?x128256xbf16> {
+  %d = liger.cross_entropy_grad %x, %t, %g label_smoothing = 0.1 softcap = 30.0 lse_square_scale = 1.0e-4 : tensor<?x128256xbf16>, tensor<?xi64>, tensor<f32>
+  return %d : tensor<?x128256xbf16>
+}
