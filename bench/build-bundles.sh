@@ -3,7 +3,8 @@
 # bench/rowwise.py on the GPU machine, and bench/matmul.mlir into
 # bench-bundles/matmul (the experimental matmul template) for bench/matmul.py,
 # with --norm-prologue so that qk_rope_wg keeps its norm in the kernel (the
-# measured alternative to the default rowwise norm kernel).
+# measured alternative to the default rowwise norm kernel), and
+# bench/cross_entropy.mlir into bench-bundles/cross_entropy.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${LIGER_BUILD_DIR:-$ROOT/build}
@@ -11,3 +12,4 @@ rm -rf "$ROOT/bench-bundles"
 "$BUILD/bin/liger-compile" "$ROOT/bench/kernels.mlir" -o "$ROOT/bench-bundles/rowwise" --target=sm_90a
 "$BUILD/bin/liger-compile" "$ROOT/bench/matmul.mlir" -o "$ROOT/bench-bundles/matmul" --target=sm_90a --matmul-kernels \
   --norm-prologue
+"$BUILD/bin/liger-compile" "$ROOT/bench/cross_entropy.mlir" -o "$ROOT/bench-bundles/cross_entropy" --target=sm_90a

@@ -49,6 +49,7 @@ PYTHONPATH="$ROOT/python:$ROOT/test/Integration/gpu${PYTHONPATH:+:$PYTHONPATH}" 
 import sys
 import kernels
 from liger import ops
-ops.precompile(sys.argv[1], [case[0] for case in kernels.ops_cases().values()])
+ops.precompile(sys.argv[1], [case[0] for case in kernels.ops_cases().values()] +
+               [case[0] for case in kernels.ops_ce_cases().values()])
 PY
 echo "build-gpu-bundles: $(ls -d "$OUT"/h* "$OUT"/rope* "$OUT"/sm80* "$OUT"/matmul | wc -l) bundles and $(ls "$OUT/ops" | wc -l) liger.ops bundles in $OUT"

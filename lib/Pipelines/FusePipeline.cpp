@@ -22,6 +22,8 @@ void mlir::liger::buildFusePipeline(OpPassManager &pm,
   };
   pm.addPass(createFuseLinearCrossEntropyPass(
       with(FuseLinearCrossEntropyPassOptions())));
+  pm.addPass(createFuseCrossEntropyGradPass(
+      with(FuseCrossEntropyGradPassOptions())));
   pm.addPass(createFuseAddRMSNormPass(with(FuseAddRMSNormPassOptions())));
   pm.addPass(createFuseQKVRoPEPass(with(FuseQKVRoPEPassOptions())));
   pm.addPass(createFuseGatedMLPPass(with(FuseGatedMLPPassOptions())));

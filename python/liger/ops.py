@@ -6,10 +6,13 @@
     y = ops.geglu(gate, up, approximate="tanh")
     p = ops.softmax(x)                        # backward: liger.softmax_grad
     q, k = ops.rope(q, k, cos, sin)           # backward: liger.rope_grad
+    loss = ops.cross_entropy(logits, target)  # the gradient written forward
 
 Each call's configuration (the op, its attributes, the feature size and the
 dtypes) names a small liger module holding a forward and a backward
-function (`module_text(spec)`); its bundle is found, in this order:
+function (`module_text(spec)`; cross-entropy has only a forward, which
+computes the loss and its gradient in one kernel); its bundle is found, in
+this order:
 
 1. `$LIGER_OPS_BUNDLES/<key>`, where `python -m liger.ops precompile DIR SPEC...`
    (or `precompile(DIR, specs)`) wrote it: the way to run on a machine without
@@ -22,7 +25,10 @@ a hash of the module text and the target, so a changed attribute never
 picks a stale bundle. The functions are `torch.autograd.Function`s: the
 forward saves what its backward kernel reads (RMSNorm's rstd, softmax's
 output) and the backward launches one kernel (two for RMSNorm's weight
-gradient). Tensors must be contiguous CUDA tensors of one device.
+gradient). Cross-entropy's forward keeps the gradient of a unit incoming
+gradient (the logits' size, as Liger-Kernel does) and its backward scales
+it by the incoming gradient (nothing to do for the usual 1). Tensors must
+be contiguous CUDA tensors of one device.
 """
 
 import hashlib
@@ -110,10 +116,35 @@ func.func @bwd(%dy: {X}, %y: {X}) -> {X} {{
   %a, %b = {name} %q, %k, %c, %s : {Q}, {K}, {C}
   return %a, %b : {Q}, {K}
 }}""" for fn, name in (("fwd", "liger.rope"), ("bwd", "liger.rope_grad"))) + "\n"
+        if op == "cross_entropy":
+            v, dt, tdt = int(c["vocab"]), _DT[c["dtype"]], c["target_dtype"]
+            if tdt not in ("i32", "i64"):
+                raise ValueError("target_dtype must be i32 or i64")
+            if c["reduction"] not in ("mean", "sum", "none"):
+                raise ValueError("reduction must be mean, sum or none")
+            X, T = "tensor<?x%dx%s>" % (v, dt), "tensor<?x%s>" % tdt
+            L = "tensor<?xf32>" if c["reduction"] == "none" else "tensor<f32>"
+            # In the ops' syntax order.
+            attrs = "ignore_index = %d label_smoothing = %.9e reduction = %s" % (
+                int(c["ignore_index"]), float(c["label_smoothing"]), c["reduction"])
+            if float(c["softcap"]) > 0:
+                attrs += " softcap = %.9e" % float(c["softcap"])
+            attrs += " lse_square_scale = %.9e" % float(c["lse_square_scale"])
+            W = "tensor<%dxf32>" % v
+            wparam = ", %%w: %s" % W if c["weighted"] == "1" else ""
+            wuse = " weight(%%w : %s)" % W if c["weighted"] == "1" else ""
+            # The loss and its gradient for the incoming gradient %g: one
+            # kernel (liger-fuse-cross-entropy-grad).
+            return f"""func.func @fwd(%x: {X}, %t: {T}{wparam}, %g: {L}) -> ({L}, {X}) {{
+  %l = liger.cross_entropy %x, %t{wuse} {attrs} : {X}, {T}
+  %d = liger.cross_entropy_grad %x, %t, %g{wuse} {attrs} : {X}, {T}, {L}
+  return %l, %d : {L}, {X}
+}}
+"""
     except (KeyError, ValueError) as e:
         raise LigerError("malformed op spec %r: %s" % (spec, e)) from None
     raise LigerError("unknown op %r in spec %r (liger.ops has rms_norm, swiglu, geglu, "
-                     "softmax, rope)" % (op, spec))
+                     "softmax, rope, cross_entropy)" % (op, spec))
 
 
 def bundle_key(spec, target=TARGET):
@@ -168,7 +199,9 @@ def _kernels(spec):
     if pair is None:
         from . import runtime
         bundle = runtime.load(bundle_path(spec))
-        pair = _KERNELS[spec] = (bundle["fwd_rowwise_0"], bundle["bwd_rowwise_0"])
+        # Cross-entropy's module has no backward kernel.
+        pair = _KERNELS[spec] = (bundle["fwd_rowwise_0"],
+                                 bundle.kernels.get("bwd_rowwise_0"))
         if os.environ.get("LIGER_DEBUG"):
             print("liger.ops: %s from %s" % (spec, bundle.path), file=sys.stderr)
     return pair
@@ -237,7 +270,31 @@ def _function_classes():
             gq, gk = ctx.bwd(dq.contiguous(), dk.contiguous(), cos, sin)
             return gq, gk, None, None, None
 
-    return dict(rms_norm=RMSNorm, gated=Gated, softmax=Softmax, rope=RoPE)
+    class CrossEntropy(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, logits, target, weight, spec, none):
+            fwd, _ = _kernels(spec)
+            shape = target.shape if none else ()
+            one = torch.ones(shape, dtype=torch.float32, device=logits.device)
+            loss = torch.empty(shape, dtype=torch.float32, device=logits.device)
+            grad = torch.empty_like(logits)
+            fwd(logits, target, *([weight] if weight is not None else []), one,
+                out=[loss, grad])
+            ctx.save_for_backward(grad)
+            ctx.none = none
+            return loss
+
+        @staticmethod
+        def backward(ctx, dloss):
+            (grad,) = ctx.saved_tensors
+            if ctx.none:
+                grad = grad * dloss.unsqueeze(-1).to(grad.dtype)
+            elif not torch.equal(dloss, torch.ones_like(dloss)):
+                grad = grad * dloss.to(grad.dtype)
+            return grad, None, None, None, None
+
+    return dict(rms_norm=RMSNorm, gated=Gated, softmax=Softmax, rope=RoPE,
+                cross_entropy=CrossEntropy)
 
 
 _FUNCTIONS = None
@@ -276,6 +333,21 @@ def rope_spec(q_heads, k_heads, head_dim, dtype, broadcast_tables=True):
                        table_batch="1" if broadcast_tables else "B")
 
 
+def cross_entropy_spec(vocab, dtype, target_dtype="i64", ignore_index=-100,
+                       label_smoothing=0.0, reduction="mean", softcap=None,
+                       lse_square_scale=0.0, weighted=False):
+    tdt = {"torch.int64": "i64", "torch.int32": "i32"}.get(str(target_dtype),
+                                                           str(target_dtype))
+    if tdt not in ("i32", "i64"):
+        raise LigerError("liger.ops.cross_entropy takes int32 or int64 targets, got %s"
+                         % target_dtype)
+    return spec_string("cross_entropy", vocab=int(vocab), dtype=_dt(dtype), target_dtype=tdt,
+                       ignore_index=int(ignore_index), label_smoothing=float(label_smoothing),
+                       reduction=reduction, softcap=float(softcap or 0.0),
+                       lse_square_scale=float(lse_square_scale),
+                       weighted=int(bool(weighted)))
+
+
 def rms_norm(x, weight, eps=1e-6, offset=0.0, casting="llama"):
     """RMSNorm over the last dimension (liger.rms_norm; casting "llama",
     "gemma" or "none" as Hugging Face's Llama and Gemma modules)."""
@@ -306,6 +378,25 @@ def rope(q, k, cos, sin):
     [1 or B, T, D] (liger.rope, rotate-half convention)."""
     spec = rope_spec(q.shape[1], k.shape[1], q.shape[-1], q.dtype, cos.shape[0] == 1)
     return _fn("rope").apply(*_contiguous(q, k, cos, sin), spec)
+
+
+def cross_entropy(logits, target, weight=None, ignore_index=-100, label_smoothing=0.0,
+                  reduction="mean", softcap=None, lse_square_scale=0.0):
+    """Cross-entropy of logits [N, V] against targets [N] (liger.cross_entropy,
+    PyTorch's F.cross_entropy semantics plus Liger-Kernel's softcap and
+    z-loss, f32 math): one kernel computes the loss and writes its gradient,
+    which backward scales by the incoming gradient. Class weights (f32 [V])
+    are not differentiated."""
+    if logits.dim() != 2 or target.dim() != 1 or target.shape[0] != logits.shape[0]:
+        raise LigerError("liger.ops.cross_entropy takes logits [N, V] and targets [N], got "
+                         "%s and %s" % (tuple(logits.shape), tuple(target.shape)))
+    if weight is not None:
+        weight = weight.float().contiguous()
+    spec = cross_entropy_spec(logits.shape[-1], logits.dtype, target.dtype, ignore_index,
+                              label_smoothing, reduction, softcap, lse_square_scale,
+                              weight is not None)
+    logits, target = _contiguous(logits, target)
+    return _fn("cross_entropy").apply(logits, target, weight, spec, reduction == "none")
 
 
 def main(argv=None):

@@ -8,10 +8,11 @@
 // FEATURES: error: liger-lower-to-gpu: malformed PTX feature string 'ptx86' (expected +ptxNN, e.g. +ptx86)
 
 // Cross-entropy has its own template (CrossEntropyKernel.cpp): a group of
-// exactly one cross_entropy or cross_entropy_grad, reading the group's
-// inputs and yielding the op's results in order.
+// one cross_entropy, one cross_entropy_grad, or a cross_entropy and the
+// gradient of that same loss, reading the group's inputs and yielding the
+// ops' results in order.
 func.func @cross_entropy_grad_then_silu(%x: tensor<?x64xf32>, %t: tensor<?xi64>, %g: tensor<f32>) -> tensor<?x64xf32> {
-  // expected-error @+1 {{'liger.fusion' op cannot be lowered to a cross-entropy kernel: it must hold one liger.cross_entropy or liger.cross_entropy_grad}}
+  // expected-error @+1 {{'liger.fusion' op cannot be lowered to a cross-entropy kernel: it must hold one liger.cross_entropy, one liger.cross_entropy_grad, or a cross_entropy followed by its cross_entropy_grad}}
   %r = liger.fusion rowwise(%x, %t, %g) : (tensor<?x64xf32>, tensor<?xi64>, tensor<f32>) -> tensor<?x64xf32> {
   ^bb0(%a: tensor<?x64xf32>, %b: tensor<?xi64>, %c: tensor<f32>):
     %d = liger.cross_entropy_grad %a, %b, %c : tensor<?x64xf32>, tensor<?xi64>, tensor<f32>
@@ -24,7 +25,7 @@ func.func @cross_entropy_grad_then_silu(%x: tensor<?x64xf32>, %t: tensor<?xi64>,
 // -----
 
 func.func @cross_entropy_inputs_swapped(%x: tensor<?x64xf32>, %t: tensor<?xi64>) -> tensor<f32> {
-  // expected-error @+1 {{'liger.fusion' op cannot be lowered to a cross-entropy kernel: its op must read the group inputs in order}}
+  // expected-error @+1 {{'liger.fusion' op cannot be lowered to a cross-entropy kernel: its ops must read the group inputs in order}}
   %l = liger.fusion rowwise(%t, %x) : (tensor<?xi64>, tensor<?x64xf32>) -> tensor<f32> {
   ^bb0(%b: tensor<?xi64>, %a: tensor<?x64xf32>):
     %c = liger.cross_entropy %a, %b : tensor<?x64xf32>, tensor<?xi64>
@@ -36,13 +37,26 @@ func.func @cross_entropy_inputs_swapped(%x: tensor<?x64xf32>, %t: tensor<?xi64>)
 // -----
 
 func.func @cross_entropy_results_swapped(%x: tensor<?x64xf32>, %t: tensor<?xi64>) -> (tensor<f32>, tensor<f32>) {
-  // expected-error @+1 {{'liger.fusion' op cannot be lowered to a cross-entropy kernel: the group must yield the op's results in order}}
+  // expected-error @+1 {{'liger.fusion' op cannot be lowered to a cross-entropy kernel: the group must yield the ops' results in order}}
   %l:2 = liger.fusion rowwise(%x, %t) : (tensor<?x64xf32>, tensor<?xi64>) -> (tensor<f32>, tensor<f32>) {
   ^bb0(%a: tensor<?x64xf32>, %b: tensor<?xi64>):
     %c, %z = liger.cross_entropy %a, %b lse_square_scale = 1.0e-4 z_loss : tensor<?x64xf32>, tensor<?xi64>
     liger.yield %z, %c : tensor<f32>, tensor<f32>
   }
   return %l#0, %l#1 : tensor<f32>, tensor<f32>
+}
+
+// -----
+
+func.func @cross_entropy_grad_of_another_loss(%x: tensor<?x64xf32>, %t: tensor<?xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<?x64xf32>) {
+  // expected-error @+1 {{'liger.fusion' op cannot be lowered to a cross-entropy kernel: the gradient must be of the loss in the group (the same logits, targets, weights and attributes)}}
+  %r:2 = liger.fusion rowwise(%x, %t, %g) : (tensor<?x64xf32>, tensor<?xi64>, tensor<f32>) -> (tensor<f32>, tensor<?x64xf32>) {
+  ^bb0(%a: tensor<?x64xf32>, %b: tensor<?xi64>, %c: tensor<f32>):
+    %l = liger.cross_entropy %a, %b label_smoothing = 0.1 : tensor<?x64xf32>, tensor<?xi64>
+    %d = liger.cross_entropy_grad %a, %b, %c : tensor<?x64xf32>, tensor<?xi64>, tensor<f32>
+    liger.yield %l, %d : tensor<f32>, tensor<?x64xf32>
+  }
+  return %r#0, %r#1 : tensor<f32>, tensor<?x64xf32>
 }
 
 // -----

@@ -16,7 +16,7 @@
 // RUN: liger-compile %s --target=sm_80 --emit=ptx -o %t.sm80.ptx
 // RUN: ptxas -arch=sm_80 -v %t.sm80.ptx -o %t.sm80.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 
-// OUT: liger-compile: 3 kernels for sm_90a
+// OUT: liger-compile: 4 kernels for sm_90a
 
 // mean over bf16 logits: CTAs over rows, partials [ctas, 4], a finishing
 // kernel writing the scalar loss (manifest keys are sorted).
@@ -61,6 +61,19 @@
 // MANIFEST: "kind": "rows",
 // MANIFEST-NEXT: "name": "output0",
 
+// The loss and its gradient (liger-fuse-cross-entropy-grad): one kernel
+// over the rows and the finishing kernel of the mean.
+// MANIFEST: "name": "ce_fused_rowwise_0_finish"
+// MANIFEST: "name": "ce_fused_rowwise_0",
+// MANIFEST-NEXT: "ops": "liger.cross_entropy, liger.cross_entropy_grad",
+// MANIFEST: "kind": "scalar",
+// MANIFEST-NEXT: "name": "input2",
+// MANIFEST: "kind": "scalar",
+// MANIFEST-NEXT: "name": "output0",
+// MANIFEST: "kind": "rows",
+// MANIFEST-NEXT: "name": "output1",
+// MANIFEST: "kind": "partials",
+
 // GPU-LABEL: gpu.func @ce_mean_rowwise_0(
 // GPU: scf.for {{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args
 // GPU: scf.for
@@ -85,6 +98,11 @@
 // GPU: math.absf {{.*}} : vector<8xf32>
 // GPU: arith.truncf {{.*}} : vector<8xf32> to vector<8xbf16>
 // GPU: vector.store {{.*}} : memref<?x128256xbf16>, vector<8xbf16>
+// GPU-LABEL: gpu.func @ce_fused_rowwise_0(
+// GPU: vector.reduction <maximumf>
+// GPU: math.log
+// GPU: vector.store {{.*}} : memref<?x1000xbf16>, vector<8xbf16>
+// GPU-LABEL: gpu.func @ce_fused_rowwise_0_finish(
 
 // PTX: .visible .entry ce_mean_rowwise_0(
 // PTX: shfl.sync.bfly.b32
@@ -109,4 +127,10 @@ func.func @ce_none(%x: tensor<?x32000xf32>, %t: tensor<?xi32>, %w: tensor<32000x
 func.func @ce_grad(%x: tensor<?x128256xbf16>, %t: tensor<?xi64>, %g: tensor<f32>) -> tensor<?x128256xbf16> {
   %d = liger.cross_entropy_grad %x, %t, %g label_smoothing = 0.1 softcap = 30.0 lse_square_scale = 1.0e-4 : tensor<?x128256xbf16>, tensor<?xi64>, tensor<f32>
   return %d : tensor<?x128256xbf16>
+}
+
+func.func @ce_fused(%x: tensor<?x1000xbf16>, %t: tensor<?xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<?x1000xbf16>) {
+  %l = liger.cross_entropy %x, %t : tensor<?x1000xbf16>, tensor<?xi64>
+  %d = liger.cross_entropy_grad %x, %t, %g : tensor<?x1000xbf16>, tensor<?xi64>, tensor<f32>
+  return %l, %d : tensor<f32>, tensor<?x1000xbf16>
 }

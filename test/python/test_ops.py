@@ -23,6 +23,13 @@ SPECS = [
     ops.rope_spec(4, 2, 64, "f32"),
     ops.rope_spec(32, 8, 128, "bf16", broadcast_tables=False),
 ]
+# Cross-entropy: one forward function (the loss and its gradient).
+CE_SPECS = [
+    ops.cross_entropy_spec(1000, "bf16"),
+    ops.cross_entropy_spec(32000, "f32", "torch.int32", ignore_index=-1, label_smoothing=0.1,
+                           reduction="none", softcap=30.0, lse_square_scale=1e-4,
+                           weighted=True),
+]
 
 needs_ptxas = pytest.mark.skipif(
     not shutil.which("ptxas") and not os.path.exists("/usr/local/cuda/bin/ptxas"),
@@ -50,6 +57,24 @@ def test_module_verifies(spec):
     assert "func.func @fwd" in out and "func.func @bwd" in out
 
 
+@pytest.mark.parametrize("spec", CE_SPECS)
+def test_cross_entropy_module_verifies(spec):
+    out = driver.run_opt(ops.module_text(spec))
+    assert "func.func @fwd" in out and "func.func @bwd" not in out
+    assert "liger.cross_entropy " in out and "liger.cross_entropy_grad" in out
+
+
+@needs_ptxas
+def test_cross_entropy_is_one_kernel(tmp_path):
+    # The loss and its gradient fuse (liger-fuse-cross-entropy-grad) into
+    # one kernel; the mean adds its finishing kernel.
+    (path,) = ops.precompile(str(tmp_path), CE_SPECS[:1])
+    manifest = open(os.path.join(path, "manifest.json")).read()
+    assert '"name": "fwd_rowwise_0"' in manifest
+    assert '"ops": "liger.cross_entropy, liger.cross_entropy_grad"' in manifest
+    assert '"name": "fwd_rowwise_0_finish"' in manifest
+
+
 def test_bad_specs_and_dtypes():
     with pytest.raises(LigerError, match="unknown op 'layer_norm'"):
         ops.module_text("layer_norm:hidden=8")
@@ -57,6 +82,11 @@ def test_bad_specs_and_dtypes():
         ops.module_text("swiglu:hidden=8")
     with pytest.raises(LigerError, match="takes bf16, f16 or f32 tensors, got torch.int32"):
         ops.swiglu_spec(8, "torch.int32")
+    with pytest.raises(LigerError, match="int32 or int64 targets, got torch.int16"):
+        ops.cross_entropy_spec(8, "bf16", "torch.int16")
+    with pytest.raises(LigerError, match="malformed op spec .*reduction must be mean, sum "
+                                         "or none"):
+        ops.module_text(ops.cross_entropy_spec(8, "bf16", reduction="batchmean"))
 
 
 @needs_ptxas

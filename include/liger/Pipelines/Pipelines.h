@@ -70,13 +70,14 @@ struct FusePipelineOptions : public PassPipelineOptions<FusePipelineOptions> {
 /// claim their ops first. Pre: liger ops (after canonicalization). Post:
 /// liger.fusion groups; ops no pattern matched stay outside groups.
 ///   1. liger-fuse-linear-cross-entropy  lm_head + loss (loss group)
-///   2. liger-fuse-add-rms-norm          residual add + norm (rowwise)
-///   3. liger-fuse-qkv-rope              q/k projections + RoPE (matmul)
-///   4. liger-fuse-gated-mlp             gate/up + SwiGLU/GeGLU (matmul)
-///   5. liger-fuse-lora                  LoRA + activation + residual
-///   6. liger-fuse-norm-linear           RMSNorm as projection prologue
+///   2. liger-fuse-cross-entropy-grad    loss + its gradient (rowwise)
+///   3. liger-fuse-add-rms-norm          residual add + norm (rowwise)
+///   4. liger-fuse-qkv-rope              q/k projections + RoPE (matmul)
+///   5. liger-fuse-gated-mlp             gate/up + SwiGLU/GeGLU (matmul)
+///   6. liger-fuse-lora                  LoRA + activation + residual
+///   7. liger-fuse-norm-linear           RMSNorm as projection prologue
 ///                                       (reports only, unless norm-prologue)
-///   7. liger-fuse-elementwise           the remaining elementwise chains
+///   8. liger-fuse-elementwise           the remaining elementwise chains
 void buildFusePipeline(OpPassManager &pm, const FusePipelineOptions &opts);
 
 /// Registers the pipelines above with the pass registry.

@@ -151,6 +151,11 @@ void populateFuseGatedMLPPatterns(RewritePatternSet &patterns,
 void populateFuseLinearCrossEntropyPatterns(RewritePatternSet &patterns,
                                             const FusionOptions &options);
 
+/// liger.cross_entropy and the liger.cross_entropy_grad of the same loss ->
+/// one rowwise group (the loss and its gradient in one kernel).
+void populateFuseCrossEntropyGradPatterns(RewritePatternSet &patterns,
+                                          const FusionOptions &options);
+
 /// liger.lora_linear with the activation and residual add that follow it ->
 /// one matmul group.
 void populateFuseLoRAPatterns(RewritePatternSet &patterns,

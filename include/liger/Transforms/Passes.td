@@ -136,6 +136,40 @@ def FuseLinearCrossEntropyPass : Pass<"liger-fuse-linear-cross-entropy"> {
   ];
 }
 
+def FuseCrossEntropyGradPass : Pass<"liger-fuse-cross-entropy-grad"> {
+  let summary = "Fuse a cross-entropy loss and its gradient into one rowwise group";
+  let description = [{
+    A `liger.cross_entropy` and a `liger.cross_entropy_grad` of the same loss
+    (the same logits, targets, class weights and attributes; the gradient
+    after the loss in one block) become one rowwise group. The GPU kernel
+    then computes the loss and writes the gradient in one pass over the rows
+    (the gradient re-reads each row right after the loss read it, mostly
+    from L2): the logits leave memory once instead of three times (loss,
+    then the gradient's logsumexp and its gradient pass). Every result of
+    the loss must be read (the kernel writes them all).
+
+    ```mlir
+    %loss = liger.cross_entropy %logits, %t : tensor<?x128256xbf16>, tensor<?xi64>
+    %dlogits = liger.cross_entropy_grad %logits, %t, %dloss : tensor<?x128256xbf16>, tensor<?xi64>, tensor<f32>
+    // becomes
+    %r:2 = liger.fusion rowwise(%logits, %t, %dloss) : (...) -> (tensor<f32>, tensor<?x128256xbf16>) {
+      ... liger.cross_entropy ... liger.cross_entropy_grad ...
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::liger::LigerDialect"];
+  let options = [
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Print what fused into what, and why chains were left alone">,
+    Option<"allowExtraOutputs", "allow-extra-outputs", "bool", /*default=*/"true",
+           "Let an intermediate read outside a group become an extra result "
+           "(otherwise the chain is left alone)">
+  ];
+  let statistics = [
+    Statistic<"numGroups", "groups", "Number of fusion groups formed">
+  ];
+}
+
 def FuseLoRAPass : Pass<"liger-fuse-lora"> {
   let summary = "Fuse a LoRA projection with the activation and residual add that follow it";
   let description = [{

@@ -45,6 +45,11 @@ namespace {
 /// The gradient kernel's grid: CTAs that loop over the rows (8 per SM on an
 /// H200's 132, a few waves on smaller parts).
 constexpr int64_t kGradCtas = 1056;
+/// The most values one block reduction combines (max, sum and three
+/// smoothing sums).
+constexpr int64_t kMaxValues = 8;
+/// Chunks per thread in flight in the streaming loops.
+constexpr int64_t kUnroll = 4;
 
 /// The attributes both ops share, read once.
 struct CEAttrs {
@@ -152,12 +157,23 @@ private:
   RowStats rowStats(OpBuilder &b, Value row, bool sumZ, bool sumWZ, bool sumW);
   std::pair<Value, Value> lossTerms(OpBuilder &b, Value row,
                                     const RowStats &stats, const Token &tok);
-  /// The launch information every kernel shares: the inputs' parameters.
-  RowKernelInfo baseInfo();
+  /// Streams the chunks c = tid W + i T W < V of a row: kUnroll at a time
+  /// (`body` issues their loads before their math) while they all fit, then
+  /// one at a time. `body` maps the chunks' columns and the carried values
+  /// to the next carried values.
+  using ChunkBody = function_ref<SmallVector<Value>(OpBuilder &, ArrayRef<Value>,
+                                                    ValueRange)>;
+  SmallVector<Value> streamRow(OpBuilder &b, ValueRange inits, ChunkBody body);
+  /// Writes the gradient of `row` (pass 2).
+  void writeGrad(OpBuilder &b, Value row, Value out, const RowStats &stats,
+                 const Token &tok, Value scaleCE, Value scaleZ);
 
-  FailureOr<RowKernelInfo> buildForward();
-  FailureOr<RowKernelInfo> buildGrad();
-  void buildFinish(ArrayRef<Type> paramTypes);
+  /// The one kernel of the group (and the finishing kernel of a reduced
+  /// loss): the loss when the group has the forward op, the gradient when
+  /// it has the backward op, both in one pass over the rows when it has
+  /// both.
+  FailureOr<RowKernelInfo> buildKernel();
+  void buildFinish(ArrayRef<Type> paramTypes, unsigned lossParam);
   gpu::GPUFuncOp createKernel(OpBuilder &b, StringRef kname,
                               ArrayRef<Type> params, int64_t blockSize);
 
@@ -166,7 +182,8 @@ private:
   StringRef name;
   MLIRContext *ctx;
   Location loc;
-  Operation *op = nullptr;
+  Operation *op = nullptr; // the first op (its attributes)
+  bool withLoss = false, withGrad = false;
   CEAttrs attrs;
   Type elem, targetType, weightType, gradLossType;
   int64_t vocab = 0, width = 1, threads = 256, bytes = 4;
@@ -238,12 +255,16 @@ SmallVector<Value> CEBuilder::blockReduce(OpBuilder &b, ValueRange values,
   SmallVector<Value> warpValues = warpReduce(b, llvm::to_vector(values), 32);
   if (warps == 1)
     return warpValues;
-  // The area: warps x k partials, then k results. One area serves every
-  // reduction of the kernel: each reduction's two barriers keep a later one
-  // from overwriting what an earlier one still reads.
-  smemSlots = std::max(smemSlots, (warps + 1) * k);
+  // The area: kMaxValues result slots, then warps x k partials. One area
+  // serves every reduction of the kernel: the results sit where no
+  // reduction's partials go, so a warp that runs ahead into the next
+  // reduction's partials cannot overwrite a result a slower warp still
+  // reads, and the next results are written only after every thread has
+  // reached the next reduction's first barrier.
+  assert(k <= kMaxValues && "more values than the result slots");
+  smemSlots = std::max(smemSlots, kMaxValues + warps * k);
   auto areaType = MemRefType::get(
-      {(warps + 1) * k}, b.getF32Type(), MemRefLayoutAttrInterface(),
+      {kMaxValues + warps * k}, b.getF32Type(), MemRefLayoutAttrInterface(),
       gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
   Value area =
       memref::ViewOp::create(b, loc, areaType, smem, idx(b, 0), ValueRange{});
@@ -254,7 +275,9 @@ SmallVector<Value> CEBuilder::blockReduce(OpBuilder &b, ValueRange values,
   {
     auto store = scf::IfOp::create(b, loc, isLane0, false);
     OpBuilder nb = store.getThenBodyBuilder();
-    Value base = arith::MulIOp::create(nb, loc, warp, idx(nb, k));
+    Value base = arith::AddIOp::create(
+        nb, loc, arith::MulIOp::create(nb, loc, warp, idx(nb, k)),
+        idx(nb, kMaxValues));
     for (int64_t j = 0; j < k; ++j)
       memref::StoreOp::create(
           nb, loc, warpValues[j], area,
@@ -271,7 +294,9 @@ SmallVector<Value> CEBuilder::blockReduce(OpBuilder &b, ValueRange values,
     Value has = arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::ult, lane,
                                       idx(nb, warps));
     Value from = select(nb, has, lane, idx(nb, 0));
-    Value base = arith::MulIOp::create(nb, loc, from, idx(nb, k));
+    Value base = arith::AddIOp::create(
+        nb, loc, arith::MulIOp::create(nb, loc, from, idx(nb, k)),
+        idx(nb, kMaxValues));
     SmallVector<Value> loaded;
     for (int64_t j = 0; j < k; ++j)
       loaded.push_back(memref::LoadOp::create(
@@ -285,14 +310,13 @@ SmallVector<Value> CEBuilder::blockReduce(OpBuilder &b, ValueRange values,
     auto publish = scf::IfOp::create(nb, loc, isLane0, false);
     OpBuilder pb = publish.getThenBodyBuilder();
     for (int64_t j = 0; j < k; ++j)
-      memref::StoreOp::create(pb, loc, total[j], area,
-                              ValueRange{idx(pb, warps * k + j)});
+      memref::StoreOp::create(pb, loc, total[j], area, ValueRange{idx(pb, j)});
   }
   gpu::BarrierOp::create(b, loc);
   SmallVector<Value> result;
   for (int64_t j = 0; j < k; ++j)
-    result.push_back(memref::LoadOp::create(
-        b, loc, area, ValueRange{idx(b, warps * k + j)}));
+    result.push_back(
+        memref::LoadOp::create(b, loc, area, ValueRange{idx(b, j)}));
   return result;
 }
 
@@ -339,34 +363,53 @@ CEBuilder::RowStats CEBuilder::rowStats(OpBuilder &b, Value row, bool sumZ,
       inits.push_back(f32(b, 0.0));
       neutral.push_back(0.0);
     }
-  Value start = arith::MulIOp::create(b, loc, tid, idx(b, width));
-  auto loop = scf::ForOp::create(b, loc, start, idx(b, vocab),
-                                 idx(b, threads * width), inits);
-  {
-    OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
-    Value c = loop.getInductionVar();
-    ValueRange acc = loop.getRegionIterArgs();
-    Value z = capped(lb, loadChunk(lb, logits, {row, c}));
-    Value chunkMax = vector::ReductionOp::create(
-        lb, loc, vector::CombiningKind::MAXIMUMF, z);
-    Value m = arith::MaximumFOp::create(lb, loc, acc[0], chunkMax);
-    Value s = add(lb, mul(lb, acc[1], exp(lb, sub(lb, acc[0], m))),
-                  reduceAdd(lb, exp(lb, sub(lb, z, splat(lb, m)))));
-    SmallVector<Value> next = {m, s};
-    unsigned a = 2;
-    if (sumZ)
-      next.push_back(add(lb, acc[a++], reduceAdd(lb, z)));
-    if (sumWZ || sumW) {
-      Value w = loadChunk(lb, weight, {c});
-      if (sumWZ)
-        next.push_back(add(lb, acc[a++], reduceAdd(lb, mul(lb, w, z))));
-      if (sumW)
-        next.push_back(add(lb, acc[a++], reduceAdd(lb, w)));
-    }
-    scf::YieldOp::create(lb, loc, next);
-  }
+  SmallVector<Value> partial = streamRow(
+      b, inits,
+      [&](OpBuilder &lb, ArrayRef<Value> cols, ValueRange acc) {
+        SmallVector<Value> xs, ws;
+        for (Value c : cols)
+          xs.push_back(loadChunk(lb, logits, {row, c}));
+        if (sumWZ || sumW)
+          for (Value c : cols)
+            ws.push_back(loadChunk(lb, weight, {c}));
+        SmallVector<Value> zs;
+        Value chunkMax;
+        for (Value x : xs) {
+          Value z = capped(lb, x);
+          zs.push_back(z);
+          Value mx = vector::ReductionOp::create(
+              lb, loc, vector::CombiningKind::MAXIMUMF, z);
+          chunkMax = chunkMax ? arith::MaximumFOp::create(lb, loc, chunkMax, mx)
+                              : mx;
+        }
+        Value m = arith::MaximumFOp::create(lb, loc, acc[0], chunkMax);
+        Value s = mul(lb, acc[1], exp(lb, sub(lb, acc[0], m)));
+        for (Value z : zs)
+          s = add(lb, s, reduceAdd(lb, exp(lb, sub(lb, z, splat(lb, m)))));
+        SmallVector<Value> next = {m, s};
+        unsigned a = 2;
+        if (sumZ) {
+          Value t = acc[a++];
+          for (Value z : zs)
+            t = add(lb, t, reduceAdd(lb, z));
+          next.push_back(t);
+        }
+        if (sumWZ) {
+          Value t = acc[a++];
+          for (auto [w, z] : llvm::zip(ws, zs))
+            t = add(lb, t, reduceAdd(lb, mul(lb, w, z)));
+          next.push_back(t);
+        }
+        if (sumW) {
+          Value t = acc[a++];
+          for (Value w : ws)
+            t = add(lb, t, reduceAdd(lb, w));
+          next.push_back(t);
+        }
+        return next;
+      });
   SmallVector<Value> total = blockReduce(
-      b, loop.getResults(), neutral,
+      b, partial, neutral,
       [&](OpBuilder &nb, ValueRange x, ValueRange y) {
         Value m = arith::MaximumFOp::create(nb, loc, x[0], y[0]);
         SmallVector<Value> r = {
@@ -413,119 +456,312 @@ std::pair<Value, Value> CEBuilder::lossTerms(OpBuilder &b, Value row,
   return {select(b, tok.invalid, nan, ce), select(b, tok.invalid, nan, zl)};
 }
 
-FailureOr<RowKernelInfo> CEBuilder::buildForward() {
-  bool reduced = attrs.reduction != Reduction::none;
+
+SmallVector<Value> CEBuilder::streamRow(OpBuilder &b, ValueRange inits,
+                                        ChunkBody body) {
+  int64_t step = threads * width;
+  auto loopOver = [&](Value lb, Value ub, int64_t count, ValueRange init) {
+    auto loop =
+        scf::ForOp::create(b, loc, lb, ub, idx(b, count * step), init);
+    OpBuilder lbld = OpBuilder::atBlockBegin(loop.getBody());
+    SmallVector<Value> cols = {loop.getInductionVar()};
+    for (int64_t k = 1; k < count; ++k)
+      cols.push_back(arith::AddIOp::create(lbld, loc, loop.getInductionVar(),
+                                           idx(lbld, k * step)));
+    SmallVector<Value> next = body(lbld, cols, loop.getRegionIterArgs());
+    if (!init.empty()) // else the loop has its empty yield already
+      scf::YieldOp::create(lbld, loc, next);
+    return loop;
+  };
+  Value start = arith::MulIOp::create(b, loc, tid, idx(b, width));
+  SmallVector<Value> carried(inits.begin(), inits.end());
+  // Main loop: kUnroll chunks while the last of them is in the row.
+  int64_t mainEnd = vocab - (kUnroll - 1) * step;
+  if (mainEnd > 0) {
+    auto main = loopOver(start, idx(b, mainEnd), kUnroll, carried);
+    carried.assign(main.getResults().begin(), main.getResults().end());
+    // Where it stopped: start + ceil((mainEnd - start) / (kUnroll step))
+    // kUnroll step when it ran, else start.
+    Value ran = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, start,
+                                      idx(b, mainEnd));
+    Value trips = arith::DivUIOp::create(
+        b, loc,
+        arith::AddIOp::create(
+            b, loc, arith::SubIOp::create(b, loc, idx(b, mainEnd), start),
+            idx(b, kUnroll * step - 1)),
+        idx(b, kUnroll * step));
+    start = select(b, ran,
+                   arith::AddIOp::create(
+                       b, loc, start,
+                       arith::MulIOp::create(b, loc, trips,
+                                             idx(b, kUnroll * step))),
+                   start);
+  }
+  auto tail = loopOver(start, idx(b, vocab), 1, carried);
+  return SmallVector<Value>(tail.getResults().begin(), tail.getResults().end());
+}
+
+void CEBuilder::writeGrad(OpBuilder &b, Value row, Value out,
+                          const RowStats &stats, const Token &tok,
+                          Value scaleCE, Value scaleZ) {
   bool smoothing = attrs.labelSmoothing > 0.0;
-  auto lossType = reduced ? MemRefType::get({}, Float32Type::get(ctx))
-                          : MemRefType::get({ShapedType::kDynamic},
-                                            Float32Type::get(ctx));
-  SmallVector<Type> params = {
-      MemRefType::get({ShapedType::kDynamic, vocab}, elem),
-      MemRefType::get({ShapedType::kDynamic}, targetType)};
-  if (attrs.hasWeight)
-    params.push_back(MemRefType::get({vocab}, weightType));
-  params.push_back(lossType);
-  if (attrs.returnZLoss)
-    params.push_back(lossType);
-  if (reduced)
-    params.push_back(
-        MemRefType::get({ShapedType::kDynamic, 4}, Float32Type::get(ctx)));
+  Value wSum = attrs.hasWeight ? stats.sumW : f32(b, double(vocab));
+  // d(lsq lse²)/dz = 2 lsq lse p, scaled like the z-loss.
+  Value zScale = mul(b, scaleZ,
+                     mul(b, f32(b, 2.0 * attrs.lseSquareScale), stats.lse));
+  auto vecIndex = VectorType::get({width}, b.getIndexType());
+  SmallVector<APInt> laneValues;
+  for (int64_t j = 0; j < width; ++j)
+    laneValues.push_back(APInt(64, j));
+  Value lanes = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(vecIndex, laneValues));
+  Value target = vector::BroadcastOp::create(b, loc, vecIndex, tok.index);
+  Value invalid = vector::BroadcastOp::create(
+      b, loc, VectorType::get({width}, b.getI1Type()), tok.invalid);
+  streamRow(b, {}, [&](OpBuilder &lb, ArrayRef<Value> cols, ValueRange) {
+    // Every load of the chunks first (an in-place gradient overwrites only
+    // this thread's own chunks, after reading them).
+    SmallVector<Value> xs, ws;
+    for (Value c : cols)
+      xs.push_back(loadChunk(lb, logits, {row, c}));
+    if (smoothing && attrs.hasWeight)
+      for (Value c : cols)
+        ws.push_back(loadChunk(lb, weight, {c}));
+    for (auto [k, c] : llvm::enumerate(cols)) {
+      Value x = xs[k];
+      Value p = exp(lb, sub(lb, capped(lb, x), splat(lb, stats.lse)));
+      Value colIds = arith::AddIOp::create(
+          lb, loc, vector::BroadcastOp::create(lb, loc, vecIndex, c), lanes);
+      Value isTarget = arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::eq,
+                                             colIds, target);
+      Value onehot = select(lb, isTarget, splat(lb, f32(lb, 1.0)),
+                            splat(lb, f32(lb, 0.0)));
+      // d nll / dz = w_t (p - onehot).
+      Value dz = mul(lb, splat(lb, tok.weightT), sub(lb, p, onehot));
+      if (smoothing) {
+        // d smooth / dz = (p sum_u w_u - w_v) / V.
+        Value wv = attrs.hasWeight ? ws[k] : splat(lb, f32(lb, 1.0));
+        Value dSmooth = div(lb, sub(lb, mul(lb, p, splat(lb, wSum)), wv),
+                            splat(lb, f32(lb, double(vocab))));
+        double eps = attrs.labelSmoothing;
+        dz = add(lb, mul(lb, splat(lb, f32(lb, 1.0 - eps)), dz),
+                 mul(lb, splat(lb, f32(lb, eps)), dSmooth));
+      }
+      dz = mul(lb, splat(lb, scaleCE), dz);
+      if (attrs.lseSquareScale > 0.0)
+        dz = add(lb, dz, mul(lb, splat(lb, zScale), p));
+      if (attrs.softcap) {
+        // sech²(x / s) as 4e / (1 + e)² with e = exp(-2 |x / s|): 1 - tanh²
+        // cancels where tanh saturates.
+        Value a = math::AbsFOp::create(
+            lb, loc, div(lb, x, splat(lb, f32(lb, *attrs.softcap))));
+        Value e = exp(lb, mul(lb, splat(lb, f32(lb, -2.0)), a));
+        Value onePlus = add(lb, splat(lb, f32(lb, 1.0)), e);
+        dz = mul(lb, dz,
+                 div(lb, mul(lb, splat(lb, f32(lb, 4.0)), e),
+                     mul(lb, onePlus, onePlus)));
+      }
+      dz = select(lb, invalid,
+                  splat(lb, f32(lb, std::numeric_limits<double>::quiet_NaN())),
+                  dz);
+      if (!elem.isF32())
+        dz = arith::TruncFOp::create(lb, loc, VectorType::get({width}, elem),
+                                     dz);
+      vector::StoreOp::create(
+          lb, loc, dz, out, ValueRange{row, c}, /*nontemporal=*/false,
+          llvm::MaybeAlign(std::min<int64_t>(16, width * bytes)));
+    }
+    return SmallVector<Value>();
+  });
+}
+
+FailureOr<RowKernelInfo> CEBuilder::buildKernel() {
+  bool reduced = attrs.reduction != Reduction::none;
+  bool mean = attrs.reduction == Reduction::mean;
+  bool smoothing = attrs.labelSmoothing > 0.0;
+  bool partials = withLoss && reduced;
+  auto f32Type = Float32Type::get(ctx);
+  auto rowsType = MemRefType::get({ShapedType::kDynamic, vocab}, elem);
+  auto lossType = reduced ? MemRefType::get({}, f32Type)
+                          : MemRefType::get({ShapedType::kDynamic}, f32Type);
+  RowKernelInfo info;
+  info.name = name.str();
+  info.config = {threads, width};
+  info.hidden = vocab;
+  info.templateName = "cross_entropy";
+  for (Operation &o : group.getBody().front().without_terminator())
+    info.opChain += (info.opChain.empty() ? "" : ", ") +
+                    o.getName().getStringRef().str();
+  // Parameters in the group's order: logits, target, then the weight and
+  // the incoming gradient (in the backward op's order, grad_loss first,
+  // when it is alone); the outputs; the partials of a reduced loss.
+  SmallVector<Type> params;
+  auto param = [&](StringRef pname, bool output, RowParamKind kind, Type type,
+                   int64_t length, Type memref) {
+    RowKernelParam p;
+    p.name = pname.str();
+    p.isOutput = output;
+    p.kind = kind;
+    p.elementType = type;
+    p.hidden = length;
+    info.params.push_back(p);
+    params.push_back(memref);
+    return params.size() - 1;
+  };
+  RowParamKind lossKind =
+      reduced ? RowParamKind::Scalar : RowParamKind::RowScalars;
+  unsigned inputs = 0;
+  auto input = [&](RowParamKind kind, Type type, int64_t length, Type memref) {
+    return param("input" + std::to_string(inputs++), false, kind, type, length,
+                 memref);
+  };
+  input(RowParamKind::Rows, elem, vocab, rowsType);
+  input(RowParamKind::RowScalars, targetType, 0,
+        MemRefType::get({ShapedType::kDynamic}, targetType));
+  std::optional<unsigned> weightParam, gradLossParam;
+  auto weightInput = [&] {
+    weightParam = input(RowParamKind::Feature, weightType, vocab,
+                        MemRefType::get({vocab}, weightType));
+  };
+  if (withLoss && attrs.hasWeight)
+    weightInput();
+  if (withGrad)
+    gradLossParam = input(lossKind, f32Type, 0, lossType);
+  if (!withLoss && attrs.hasWeight)
+    weightInput();
+  unsigned outputs = 0;
+  auto output = [&](RowParamKind kind, Type type, int64_t length,
+                    Type memref) {
+    return param("output" + std::to_string(outputs++), true, kind, type,
+                 length, memref);
+  };
+  std::optional<unsigned> lossParam, zParam, gradParam;
+  if (withLoss) {
+    lossParam = output(lossKind, f32Type, 0, lossType);
+    if (attrs.returnZLoss)
+      zParam = output(lossKind, f32Type, 0, lossType);
+  }
+  if (withGrad)
+    gradParam = output(RowParamKind::Rows, elem, vocab, rowsType);
+  if (partials) {
+    param("workspace0", false, RowParamKind::Partials, f32Type, 4,
+          MemRefType::get({ShapedType::kDynamic, 4}, f32Type));
+    info.params.back().isWorkspace = true;
+  }
 
   OpBuilder b(ctx);
   gpu::GPUFuncOp kernel = createKernel(b, name, params, threads);
   Block &entry = kernel.getBody().front();
   logits = entry.getArgument(0);
   target = entry.getArgument(1);
-  weight = attrs.hasWeight ? entry.getArgument(2) : Value();
-  unsigned next = attrs.hasWeight ? 3 : 2;
-  Value lossOut = entry.getArgument(next++);
-  Value zOut = attrs.returnZLoss ? entry.getArgument(next++) : Value();
+  weight = weightParam ? entry.getArgument(*weightParam) : Value();
+  Value rows = memref::DimOp::create(b, loc, logits, 0);
   Value cta = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  auto rowTerms = [&](OpBuilder &rb, Value row) {
-    RowStats stats = rowStats(rb, row, smoothing && !attrs.hasWeight,
-                              smoothing && attrs.hasWeight,
-                              smoothing && attrs.hasWeight);
-    Token tok = readToken(rb, row);
-    auto [ce, zl] = lossTerms(rb, row, stats, tok);
-    return std::make_tuple(ce, zl, tok);
-  };
   Value isThread0 =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, idx(b, 0));
-  if (!reduced) {
-    // One CTA per row.
-    auto [ce, zl, tok] = rowTerms(b, cta);
-    (void)tok;
-    auto store = scf::IfOp::create(b, loc, isThread0, false);
-    OpBuilder sb = store.getThenBodyBuilder();
-    memref::StoreOp::create(sb, loc, add(sb, ce, zl), lossOut,
-                            ValueRange{cta});
-    if (zOut)
-      memref::StoreOp::create(sb, loc, zl, zOut, ValueRange{cta});
-  } else {
-    // Rows with a stride of the grid; four sums per CTA.
-    Value rows = memref::DimOp::create(b, loc, logits, 0);
-    Value stride = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
+
+  // The gradient with mean: the counted weight and the counted tokens of
+  // the whole batch, before any row.
+  Value weightSum, count;
+  if (withGrad && mean) {
     Value zero = f32(b, 0.0);
-    auto loop = scf::ForOp::create(b, loc, cta, rows, stride,
-                                   ValueRange{zero, zero, zero, zero});
+    auto scan = scf::ForOp::create(b, loc, tid, rows, idx(b, threads),
+                                   ValueRange{zero, zero});
     {
-      OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
-      auto [ce, zl, tok] = rowTerms(lb, loop.getInductionVar());
-      ValueRange acc = loop.getRegionIterArgs();
+      OpBuilder lb = OpBuilder::atBlockBegin(scan.getBody());
+      Token tok = readToken(lb, scan.getInductionVar());
       scf::YieldOp::create(
           lb, loc,
-          ValueRange{add(lb, acc[0], ce), add(lb, acc[1], zl),
-                     add(lb, acc[2], tok.weightT), add(lb, acc[3], tok.counted)});
+          ValueRange{add(lb, scan.getRegionIterArgs()[0], tok.weightT),
+                     add(lb, scan.getRegionIterArgs()[1], tok.counted)});
     }
-    Value partials = entry.getArguments().back();
+    SmallVector<Value> totals = addAll(b, scan.getResults());
+    weightSum = totals[0];
+    count = totals[1];
+  }
+
+  // The rows, with a stride of the grid (one row per CTA for a per-token
+  // loss); a reduced loss carries its four sums.
+  Value stride = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
+  SmallVector<Value> sums;
+  if (partials)
+    sums.assign(4, f32(b, 0.0));
+  auto rowLoop = scf::ForOp::create(b, loc, cta, rows, stride, sums);
+  {
+    OpBuilder rb = OpBuilder::atBlockBegin(rowLoop.getBody());
+    Value row = rowLoop.getInductionVar();
+    RowStats stats =
+        rowStats(rb, row, withLoss && smoothing && !attrs.hasWeight,
+                 withLoss && smoothing && attrs.hasWeight,
+                 smoothing && attrs.hasWeight);
+    Token tok = readToken(rb, row);
+    SmallVector<Value> next;
+    if (withLoss) {
+      auto [ce, zl] = lossTerms(rb, row, stats, tok);
+      if (partials) {
+        ValueRange acc = rowLoop.getRegionIterArgs();
+        next = {add(rb, acc[0], ce), add(rb, acc[1], zl),
+                add(rb, acc[2], tok.weightT), add(rb, acc[3], tok.counted)};
+      } else {
+        auto store = scf::IfOp::create(rb, loc, isThread0, false);
+        OpBuilder sb = store.getThenBodyBuilder();
+        memref::StoreOp::create(sb, loc, add(sb, ce, zl),
+                                entry.getArgument(*lossParam), ValueRange{row});
+        if (zParam)
+          memref::StoreOp::create(sb, loc, zl, entry.getArgument(*zParam),
+                                  ValueRange{row});
+      }
+    }
+    if (withGrad) {
+      Value gradLoss = entry.getArgument(*gradLossParam);
+      Value g = reduced
+                    ? memref::LoadOp::create(rb, loc, gradLoss, ValueRange{})
+                    : memref::LoadOp::create(rb, loc, gradLoss, ValueRange{row});
+      Value gc = mul(rb, g, tok.counted);
+      writeGrad(rb, row, entry.getArgument(*gradParam), stats, tok,
+                mean ? div(rb, gc, weightSum) : gc,
+                mean ? div(rb, gc, count) : gc);
+    }
+    if (partials)
+      scf::YieldOp::create(rb, loc, next);
+  }
+  if (partials) {
+    Value ws = entry.getArguments().back();
     auto store = scf::IfOp::create(b, loc, isThread0, false);
     OpBuilder sb = store.getThenBodyBuilder();
     for (int64_t j = 0; j < 4; ++j)
-      memref::StoreOp::create(sb, loc, loop.getResult(j), partials,
+      memref::StoreOp::create(sb, loc, rowLoop.getResult(j), ws,
                               ValueRange{cta, idx(sb, j)});
   }
   gpu::ReturnOp::create(b, loc);
 
-  RowKernelInfo info = baseInfo();
-  RowKernelParam loss;
-  loss.isOutput = true;
-  loss.kind = reduced ? RowParamKind::Scalar : RowParamKind::RowScalars;
-  loss.elementType = Float32Type::get(ctx);
-  loss.name = "output0";
-  info.params.push_back(loss);
-  if (attrs.returnZLoss) {
-    loss.name = "output1";
-    info.params.push_back(loss);
-  }
-  if (reduced) {
-    RowKernelParam ws;
-    ws.name = "workspace0";
-    ws.isWorkspace = true;
-    ws.kind = RowParamKind::Partials;
-    ws.elementType = Float32Type::get(ctx);
-    ws.hidden = 4;
-    info.params.push_back(ws);
-    info.grid = "ctas";
-    // 4 CTAs per SM: enough rows in flight to stream the logits, few
+  if (partials) {
+    // 4 CTAs per SM: rows enough in flight to stream the logits, few
     // partials for the finishing kernel.
+    info.grid = "ctas";
     info.ctasPerSm = 4;
-    buildFinish(params);
+    buildFinish(params, *lossParam);
     info.finishName = (name + "_finish").str();
     info.finishGrid = 1;
     info.finishThreads = threads;
-  }
-  info.sharedMemoryBytes = info.finishSharedMemoryBytes = smemSlots * 4;
+  } else if (!withLoss) {
+    // The gradient alone: a fixed grid, so that the mean's totals are added
+    // up once per CTA, not once per row.
+    info.gridDims = {std::to_string(kGradCtas), "1", "1"};
+  } // else one CTA per row ("rows")
+  info.sharedMemoryBytes = smemSlots * 4;
+  if (partials)
+    info.finishSharedMemoryBytes = smemSlots * 4;
   return info;
 }
 
-void CEBuilder::buildFinish(ArrayRef<Type> paramTypes) {
+void CEBuilder::buildFinish(ArrayRef<Type> paramTypes, unsigned lossParam) {
   OpBuilder b(ctx);
   gpu::GPUFuncOp kernel =
       createKernel(b, (name + "_finish").str(), paramTypes, threads);
   Block &entry = kernel.getBody().front();
-  unsigned next = attrs.hasWeight ? 3 : 2;
-  Value lossOut = entry.getArgument(next++);
-  Value zOut = attrs.returnZLoss ? entry.getArgument(next++) : Value();
+  Value lossOut = entry.getArgument(lossParam);
+  Value zOut = attrs.returnZLoss ? entry.getArgument(lossParam + 1) : Value();
   Value partials = entry.getArguments().back();
   Value ctas = memref::DimOp::create(b, loc, partials, 0);
   Value zero = f32(b, 0.0);
@@ -563,186 +799,51 @@ void CEBuilder::buildFinish(ArrayRef<Type> paramTypes) {
   gpu::ReturnOp::create(b, loc);
 }
 
-FailureOr<RowKernelInfo> CEBuilder::buildGrad() {
-  bool mean = attrs.reduction == Reduction::mean;
-  bool perToken = attrs.reduction == Reduction::none;
-  bool smoothing = attrs.labelSmoothing > 0.0;
-  auto f32Type = Float32Type::get(ctx);
-  SmallVector<Type> params = {
-      MemRefType::get({ShapedType::kDynamic, vocab}, elem),
-      MemRefType::get({ShapedType::kDynamic}, targetType),
-      perToken ? MemRefType::get({ShapedType::kDynamic}, f32Type)
-               : MemRefType::get({}, f32Type)};
-  if (attrs.hasWeight)
-    params.push_back(MemRefType::get({vocab}, weightType));
-  params.push_back(MemRefType::get({ShapedType::kDynamic, vocab}, elem));
-
-  OpBuilder b(ctx);
-  gpu::GPUFuncOp kernel = createKernel(b, name, params, threads);
-  Block &entry = kernel.getBody().front();
-  logits = entry.getArgument(0);
-  target = entry.getArgument(1);
-  Value gradLoss = entry.getArgument(2);
-  weight = attrs.hasWeight ? entry.getArgument(3) : Value();
-  Value out = entry.getArguments().back();
-  Value rows = memref::DimOp::create(b, loc, logits, 0);
-  Value cta = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-
-  // mean: the counted weight and the counted tokens of the whole batch.
-  Value weightSum, count;
-  if (mean) {
-    Value zero = f32(b, 0.0);
-    auto scan = scf::ForOp::create(b, loc, tid, rows, idx(b, threads),
-                                   ValueRange{zero, zero});
-    {
-      OpBuilder lb = OpBuilder::atBlockBegin(scan.getBody());
-      Token tok = readToken(lb, scan.getInductionVar());
-      scf::YieldOp::create(
-          lb, loc,
-          ValueRange{add(lb, scan.getRegionIterArgs()[0], tok.weightT),
-                     add(lb, scan.getRegionIterArgs()[1], tok.counted)});
-    }
-    SmallVector<Value> totals = addAll(b, scan.getResults());
-    weightSum = totals[0];
-    count = totals[1];
-  }
-
-  Value stride = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
-  auto rowLoop = scf::ForOp::create(b, loc, cta, rows, stride);
-  OpBuilder rb = OpBuilder::atBlockBegin(rowLoop.getBody());
-  Value row = rowLoop.getInductionVar();
-  RowStats stats =
-      rowStats(rb, row, false, false, smoothing && attrs.hasWeight);
-  Token tok = readToken(rb, row);
-  Value g = perToken ? memref::LoadOp::create(rb, loc, gradLoss, ValueRange{row})
-                     : memref::LoadOp::create(rb, loc, gradLoss, ValueRange{});
-  Value gc = mul(rb, g, tok.counted);
-  Value scaleCE = mean ? div(rb, gc, weightSum) : gc;
-  Value scaleZ = mean ? div(rb, gc, count) : gc;
-  Value wSum = attrs.hasWeight ? stats.sumW : f32(rb, double(vocab));
-  Value zScale =
-      mul(rb, f32(rb, 2.0 * attrs.lseSquareScale), stats.lse); // d(lsq lse²)/dlse
-  auto vecIndex = VectorType::get({width}, rb.getIndexType());
-  SmallVector<APInt> laneValues;
-  for (int64_t j = 0; j < width; ++j)
-    laneValues.push_back(APInt(64, j));
-  Value lanes = arith::ConstantOp::create(
-      rb, loc, DenseElementsAttr::get(vecIndex, laneValues));
-  Value target =
-      vector::BroadcastOp::create(rb, loc, vecIndex, tok.index);
-  Value invalid = vector::BroadcastOp::create(
-      rb, loc, VectorType::get({width}, rb.getI1Type()), tok.invalid);
-  Value start = arith::MulIOp::create(rb, loc, tid, idx(rb, width));
-  auto loop = scf::ForOp::create(rb, loc, start, idx(rb, vocab),
-                                 idx(rb, threads * width));
-  {
-    OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
-    Value c = loop.getInductionVar();
-    Value x = loadChunk(lb, logits, {row, c});
-    Value p = exp(lb, sub(lb, capped(lb, x), splat(lb, stats.lse)));
-    Value cols = arith::AddIOp::create(
-        lb, loc, vector::BroadcastOp::create(lb, loc, vecIndex, c), lanes);
-    Value isTarget = arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::eq,
-                                           cols, target);
-    Value onehot = select(lb, isTarget, splat(lb, f32(lb, 1.0)),
-                          splat(lb, f32(lb, 0.0)));
-    // d nll / dz = w_t (p - onehot).
-    Value dz = mul(lb, splat(lb, tok.weightT), sub(lb, p, onehot));
-    if (smoothing) {
-      // d smooth / dz = (p sum_u w_u - w_v) / V.
-      Value wv = attrs.hasWeight ? loadChunk(lb, weight, {c})
-                                 : splat(lb, f32(lb, 1.0));
-      Value dSmooth = div(lb, sub(lb, mul(lb, p, splat(lb, wSum)), wv),
-                          splat(lb, f32(lb, double(vocab))));
-      double eps = attrs.labelSmoothing;
-      dz = add(lb, mul(lb, splat(lb, f32(lb, 1.0 - eps)), dz),
-               mul(lb, splat(lb, f32(lb, eps)), dSmooth));
-    }
-    dz = mul(lb, splat(lb, scaleCE), dz);
-    if (attrs.lseSquareScale > 0.0)
-      dz = add(lb, dz, mul(lb, splat(lb, mul(lb, scaleZ, zScale)), p));
-    if (attrs.softcap) {
-      // sech²(x / s) as 4e / (1 + e)² with e = exp(-2 |x / s|): 1 - tanh²
-      // cancels where tanh saturates.
-      Value a = math::AbsFOp::create(
-          lb, loc, div(lb, x, splat(lb, f32(lb, *attrs.softcap))));
-      Value e = exp(lb, mul(lb, splat(lb, f32(lb, -2.0)), a));
-      Value onePlus = add(lb, splat(lb, f32(lb, 1.0)), e);
-      dz = mul(lb, dz,
-               div(lb, mul(lb, splat(lb, f32(lb, 4.0)), e),
-                   mul(lb, onePlus, onePlus)));
-    }
-    dz = select(lb, invalid,
-                splat(lb, f32(lb, std::numeric_limits<double>::quiet_NaN())),
-                dz);
-    if (!elem.isF32())
-      dz = arith::TruncFOp::create(lb, loc, VectorType::get({width}, elem), dz);
-    vector::StoreOp::create(lb, loc, dz, out, ValueRange{row, c},
-                            /*nontemporal=*/false,
-                            llvm::MaybeAlign(std::min<int64_t>(16, width * bytes)));
-  }
-  b.setInsertionPointAfter(rowLoop);
-  gpu::ReturnOp::create(b, loc);
-
-  RowKernelInfo info = baseInfo();
-  RowKernelParam grad;
-  grad.name = "output0";
-  grad.isOutput = true;
-  grad.kind = RowParamKind::Rows;
-  grad.elementType = elem;
-  grad.hidden = vocab;
-  info.params.push_back(grad);
-  // A fixed grid looping over the rows: the mean's totals are added up
-  // once per CTA, not once per row.
-  info.gridDims = {std::to_string(kGradCtas), "1", "1"};
-  info.sharedMemoryBytes = smemSlots * 4;
-  return info;
-}
-
-RowKernelInfo CEBuilder::baseInfo() {
-  RowKernelInfo info;
-  info.name = name.str();
-  info.config = {threads, width};
-  info.hidden = vocab;
-  info.templateName = "cross_entropy";
-  info.opChain = op->getName().getStringRef().str();
-  auto param = [&](unsigned i, RowParamKind kind, Type type, int64_t length) {
-    RowKernelParam p;
-    p.name = "input" + std::to_string(i);
-    p.kind = kind;
-    p.elementType = type;
-    p.hidden = length;
-    info.params.push_back(p);
-  };
-  unsigned i = 0;
-  param(i++, RowParamKind::Rows, elem, vocab);
-  param(i++, RowParamKind::RowScalars, targetType, 0);
-  if (isa<CrossEntropyGradOp>(op))
-    param(i++,
-          attrs.reduction == Reduction::none ? RowParamKind::RowScalars
-                                             : RowParamKind::Scalar,
-          gradLossType, 0);
-  if (attrs.hasWeight)
-    param(i++, RowParamKind::Feature, weightType, vocab);
-  return info;
+/// Whether two cross-entropy ops compute with the same attributes.
+static bool sameAttrs(const CEAttrs &a, const CEAttrs &b) {
+  return a.ignoreIndex == b.ignoreIndex &&
+         a.labelSmoothing == b.labelSmoothing && a.reduction == b.reduction &&
+         a.softcap == b.softcap && a.lseSquareScale == b.lseSquareScale &&
+         a.hasWeight == b.hasWeight;
 }
 
 FailureOr<RowKernelInfo> CEBuilder::build() {
   Block &body = group.getBody().front();
-  op = &body.front();
   auto fail = [&](const Twine &why) {
     return group.emitOpError("cannot be lowered to a cross-entropy kernel: ")
            << why;
   };
-  if (!isa<CrossEntropyOp, CrossEntropyGradOp>(op) ||
-      op->getNextNode() != body.getTerminator())
-    return fail("it must hold one liger.cross_entropy or "
-                "liger.cross_entropy_grad");
-  for (auto [i, operand] : llvm::enumerate(op->getOperands()))
-    if (operand != body.getArgument(i))
-      return fail("its op must read the group inputs in order");
-  if (body.getTerminator()->getOperands() != op->getResults())
-    return fail("the group must yield the op's results in order");
+  // One forward op, one backward op, or the forward op then its backward op
+  // on the same logits, targets and weights (the loss and its gradient in
+  // one pass over the rows).
+  SmallVector<Operation *> ops;
+  for (Operation &o : body.without_terminator())
+    ops.push_back(&o);
+  auto forward = ops.empty() ? CrossEntropyOp() : dyn_cast<CrossEntropyOp>(ops[0]);
+  auto backward = dyn_cast<CrossEntropyGradOp>(ops.back());
+  bool shapeOk = (ops.size() == 1 && (forward || backward)) ||
+                 (ops.size() == 2 && forward && backward);
+  if (!shapeOk)
+    return fail("it must hold one liger.cross_entropy, one "
+                "liger.cross_entropy_grad, or a cross_entropy followed by "
+                "its cross_entropy_grad");
+  withLoss = static_cast<bool>(forward);
+  withGrad = static_cast<bool>(backward);
+  op = ops.front();
+  // The group inputs, in order: logits, target, then the operands the ops
+  // add (weight, grad_loss; grad_loss, weight for the backward op alone).
+  SmallVector<Value> expected;
+  for (Operation *o : ops)
+    for (Value v : o->getOperands())
+      if (!llvm::is_contained(expected, v))
+        expected.push_back(v);
+  if (ValueRange(expected) != ValueRange(body.getArguments()))
+    return fail("its ops must read the group inputs in order");
+  SmallVector<Value> results;
+  for (Operation *o : ops)
+    results.append(o->result_begin(), o->result_end());
+  if (ValueRange(body.getTerminator()->getOperands()) != ValueRange(results))
+    return fail("the group must yield the ops' results in order");
   auto logitsType = cast<RankedTensorType>(op->getOperand(0).getType());
   if (logitsType.getRank() != 2 || logitsType.isDynamicDim(1))
     return fail("the logits must be [N, V] with a static V");
@@ -750,24 +851,31 @@ FailureOr<RowKernelInfo> CEBuilder::build() {
   vocab = logitsType.getDimSize(1);
   targetType = cast<RankedTensorType>(op->getOperand(1).getType())
                    .getElementType();
-  if (auto ce = dyn_cast<CrossEntropyOp>(op)) {
-    attrs = readAttrs(ce);
-    attrs.returnZLoss = ce.getReturnZLoss();
-    if (ce.getWeight())
-      weightType = ce.getWeight().getType().getElementType();
-  } else {
-    auto grad = cast<CrossEntropyGradOp>(op);
-    attrs = readAttrs(grad);
-    gradLossType = grad.getGradLoss().getType().getElementType();
-    if (!gradLossType.isF32())
-      return fail("the incoming gradient must be f32");
-    if (grad.getWeight())
-      weightType = grad.getWeight().getType().getElementType();
+  if (forward) {
+    attrs = readAttrs(forward);
+    attrs.returnZLoss = forward.getReturnZLoss();
+    if (forward.getWeight())
+      weightType = forward.getWeight().getType().getElementType();
+  }
+  if (backward) {
+    CEAttrs grad = readAttrs(backward);
+    if (forward &&
+        (!sameAttrs(attrs, grad) ||
+         backward.getLogits() != forward.getLogits() ||
+         backward.getTarget() != forward.getTarget() ||
+         backward.getWeight() != forward.getWeight()))
+      return fail("the gradient must be of the loss in the group (the same "
+                  "logits, targets, weights and attributes)");
+    if (!forward) {
+      attrs = grad;
+      if (backward.getWeight())
+        weightType = backward.getWeight().getType().getElementType();
+    }
   }
   bytes = std::max<unsigned>(1, elem.getIntOrFloatBitWidth() / 8);
   width = 16 / bytes;
-  // Vectors that divide the row (so that every row starts aligned) and the
-  // class weights' row too.
+  // Vectors that divide the row (so that every row starts aligned) and fit
+  // the class weights' chunk in 16 bytes too.
   int64_t weightBytes =
       weightType ? std::max<unsigned>(1, weightType.getIntOrFloatBitWidth() / 8)
                  : 1;
@@ -775,7 +883,7 @@ FailureOr<RowKernelInfo> CEBuilder::build() {
     width /= 2;
   int64_t chunks = (vocab + width - 1) / width;
   threads = std::clamp<int64_t>((chunks + 31) / 32 * 32, 32, 256);
-  return isa<CrossEntropyOp>(op) ? buildForward() : buildGrad();
+  return buildKernel();
 }
 
 FailureOr<RowKernelInfo>

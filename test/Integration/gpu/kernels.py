@@ -282,6 +282,19 @@ def ops_cases():
     }
 
 
+def ops_ce_cases():
+    """liger.ops.cross_entropy: name -> (spec, vocab, dtype, tokens, kwargs)."""
+    from liger import ops
+    return {
+        "ce_bf16_mean": (ops.cross_entropy_spec(1000, "bf16"), 1000, "bf16", 37, {}),
+        "ce_f32_none_all": (ops.cross_entropy_spec(
+            3000, "f32", "i32", ignore_index=-1, label_smoothing=0.1, reduction="none",
+            softcap=30.0, lse_square_scale=1e-4, weighted=True), 3000, "f32", 9,
+            dict(ignore_index=-1, label_smoothing=0.1, reduction="none", softcap=30.0,
+                 lse_square_scale=1e-4)),
+    }
+
+
 # The experimental mma.sync matmul template (liger-compile --matmul-kernels):
 # name -> (K, N, dtype, tile_m, tile_n, stages). N = 1000 leaves a partial
 # 64-column tile; the 64-row tile runs 4 warps.
@@ -600,4 +613,13 @@ def cross_entropy_module_text():
   %%d = liger.cross_entropy_grad %%x, %%t, %%g%s %s : %s, %s, %s
   return %%d : %s
 }""" % (name, X, T, L, wparam, X, wuse, _ce_attr_text(attrs, False), X, T, L, X))
+        # The loss and its gradient: one kernel (liger-fuse-cross-entropy-grad),
+        # inputs (x, t, [w], g), outputs (loss, [z], grad).
+        out.append("""func.func @cef_%s(%%x: %s, %%t: %s%s, %%g: %s) -> (%s, %s) {
+  %s = liger.cross_entropy %%x, %%t%s %s : %s, %s
+  %%d = liger.cross_entropy_grad %%x, %%t, %%g%s %s : %s, %s, %s
+  return %s, %%d : %s, %s
+}""" % (name, X, T, wparam, L, ", ".join(results), X, names, wuse,
+        _ce_attr_text(attrs, zloss), X, T, wuse, _ce_attr_text(attrs, False), X, T, L,
+        names, ", ".join(results), X))
     return "\n\n".join(out) + "\n"

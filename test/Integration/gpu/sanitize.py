@@ -22,7 +22,8 @@ for name, tokens in [] if only_matmul else [("h1000_f32", 3), ("h1000_bf16", 5),
     bundle = runtime.load(os.path.join(root, name))
     for case, (specs, _) in kernels.references(dt).items():
         bundle[case + "_rowwise_0"](*kernels.make_inputs(specs, tokens, hidden, dt))
-# Cross-entropy forward and gradient: 1 and 5 rows, one target ignored.
+# Cross-entropy: the loss, the gradient and both fused, 1 and 5 rows, one
+# target ignored.
 ce = os.path.join(root, "cross_entropy")
 if not only_matmul and os.path.isdir(ce):
     bundle = runtime.load(ce)
@@ -38,6 +39,7 @@ if not only_matmul and os.path.isdir(ce):
                  else torch.tensor(1.0, device="cuda"))
             bundle["ce_%s_rowwise_0" % name](x, t, *w)
             bundle["ceg_%s_rowwise_0" % name](x, t, g, *w)
+            bundle["cef_%s_rowwise_0" % name](x, t, *w, g)
 # The experimental matmul template: partial row and column tiles.
 matmul = os.path.join(root, "matmul")
 if only_matmul and os.path.isdir(matmul):

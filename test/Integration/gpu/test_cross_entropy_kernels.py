@@ -2,7 +2,10 @@
 PyTorch: F.cross_entropy on the capped logits plus the z-loss, its gradient
 by autograd, in float64 where the logits are small enough (else float32),
 on fresh random logits and targets (some ignored, and with reduction = none
-one out of range, which must give NaN), outputs poisoned with NaN."""
+one out of range, which must give NaN), outputs poisoned with NaN. Three
+ways: the loss and gradient kernels apart, the fused kernel (the loss and
+its gradient in one pass), and the fused kernel writing the gradient over
+its own logits (in place)."""
 
 import pytest
 
@@ -65,13 +68,22 @@ def test_cross_entropy_kernel(bundles_dir, name, tokens):
     g = (torch.rand(tokens, device="cuda", generator=gen) + 0.5 if none
          else torch.tensor(0.75, device="cuda"))
 
-    inputs = [x, t] + ([w] if weighted else [])
+    wl = [w] if weighted else []
     lshape = (tokens,) if none else ()
-    out = [torch.full(lshape, float("nan"), device="cuda") for _ in range(2 if zloss else 1)]
-    res = fwd(*inputs, out=out)
-    res = list(res) if isinstance(res, tuple) else [res]
-    dx = grad(x, t, g, *([w] if weighted else []),
-              out=[torch.full_like(x, float("nan"))])
+
+    def poisoned_losses():
+        return [torch.full(lshape, float("nan"), device="cuda") for _ in range(2 if zloss else 1)]
+
+    results = {}  # way -> (losses, gradient)
+    res = fwd(x, t, *wl, out=poisoned_losses())
+    dx = grad(x, t, g, *wl, out=[torch.full_like(x, float("nan"))])
+    results["apart"] = (list(res) if isinstance(res, tuple) else [res], dx)
+    fused = bundle["cef_%s_rowwise_0" % name]
+    res = fused(x, t, *wl, g, out=poisoned_losses() + [torch.full_like(x, float("nan"))])
+    results["fused"] = (list(res[:-1]), res[-1])
+    xc = x.clone()  # the gradient over its own logits
+    res = fused(xc, t, *wl, g, out=poisoned_losses() + [xc])
+    results["fused in place"] = (list(res[:-1]), xc)
     torch.cuda.synchronize()
 
     # The reference in float64 when it fits comfortably, else float32.
@@ -85,21 +97,22 @@ def test_cross_entropy_kernel(bundles_dir, name, tokens):
     (loss * g.to(rdt)).sum().backward()
     ref_grad = xr.grad
 
-    for got, want in zip(res, [loss, zl]):
-        got, want = got.double(), want.detach().double()
+    for way, (losses, dx) in results.items():
+        for got, want in zip(losses, [loss, zl]):
+            got, want = got.double(), want.detach().double()
+            if invalid is not None:
+                assert torch.isnan(got[invalid]), "%s: an out-of-range target must give NaN" % way
+                keep = torch.arange(tokens, device="cuda") != invalid
+                got, want = got[keep], want[keep]
+            assert not torch.isnan(got).any(), "%s: a loss was not written (or is NaN)" % way
+            err = (got - want).abs().max().item() / max(want.abs().max().item(), 1e-30)
+            assert err < LOSS_TOL, "%s: loss rel err %.3g" % (way, err)
+        dx, want = dx.double(), ref_grad.double()
         if invalid is not None:
-            assert torch.isnan(got[invalid]), "an out-of-range target must give NaN"
+            assert torch.isnan(dx[invalid]).all(), (
+                "%s: an out-of-range target's gradient must be NaN" % way)
             keep = torch.arange(tokens, device="cuda") != invalid
-            got, want = got[keep], want[keep]
-        assert not torch.isnan(got).any(), "a loss was not written (or is NaN)"
-        err = (got - want).abs().max().item() / max(want.abs().max().item(), 1e-30)
-        assert err < LOSS_TOL, "loss rel err %.3g" % err
-    dx = dx.double()
-    ref_grad = ref_grad.double()
-    if invalid is not None:
-        assert torch.isnan(dx[invalid]).all(), "an out-of-range target's gradient must be NaN"
-        keep = torch.arange(tokens, device="cuda") != invalid
-        dx, ref_grad = dx[keep], ref_grad[keep]
-    assert not torch.isnan(dx).any(), "a gradient element was not written"
-    err = ((dx - ref_grad).norm() / ref_grad.norm()).item()
-    assert err < GRAD_TOL[dt], "grad rel err %.3g" % err
+            dx, want = dx[keep], want[keep]
+        assert not torch.isnan(dx).any(), "%s: a gradient element was not written" % way
+        err = ((dx - want).norm() / want.norm()).item()
+        assert err < GRAD_TOL[dt], "%s: grad rel err %.3g" % (way, err)

@@ -100,3 +100,42 @@ def test_op_and_its_gradients(name):
     for i in grads_of:
         assert leaves[i].grad is not None, "%s: no gradient for input %d" % (name, i)
         check(leaves[i].grad, refs64[i].grad, dt, "%s gradient of input %d" % (name, i))
+
+
+@pytest.mark.parametrize("name", sorted(kernels.ops_ce_cases()))
+def test_cross_entropy_and_its_gradient(name):
+    spec, vocab, dt, tokens, kw = kernels.ops_ce_cases()[name]
+    dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[dt]
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(torch.seed())
+    x = (torch.randn(tokens, vocab, generator=gen, device="cuda") * 2).to(dtype)
+    tdt = torch.int32 if "target_dtype=i32" in spec else torch.int64
+    t = torch.randint(0, vocab, (tokens,), generator=gen, device="cuda")
+    t[::4] = kw.get("ignore_index", -100)
+    t = t.to(tdt)
+    weighted = "weighted=1" in spec
+    w = torch.rand(vocab, generator=gen, device="cuda") + 0.5 if weighted else None
+    leaf = x.clone().requires_grad_(True)
+    loss = ops.cross_entropy(leaf, t, weight=w, **kw)
+    # The reference: F.cross_entropy on the capped float64 logits, plus the
+    # z-loss, through float64 autograd.
+    ref_x = x.to(torch.float64).requires_grad_(True)
+    cap = kw.get("softcap")
+    z = cap * torch.tanh(ref_x / cap) if cap else ref_x
+    red = kw.get("reduction", "mean")
+    ce = torch.nn.functional.cross_entropy(
+        z, t.long(), weight=None if w is None else w.double(),
+        ignore_index=kw.get("ignore_index", -100), reduction="none",
+        label_smoothing=kw.get("label_smoothing", 0.0))
+    counted = (t.long() != kw.get("ignore_index", -100)).double()
+    zl = kw.get("lse_square_scale", 0.0) * torch.logsumexp(z, -1) ** 2 * counted
+    if red == "none":
+        expected = ce + zl
+    else:
+        wt = (w.double()[t.long().clamp(min=0)] if w is not None else 1.0) * counted
+        expected = ce.sum() / wt.sum() + zl.sum() / counted.sum()
+    check(loss, expected.detach(), "f32" if dt == "f32" else dt, name + " loss")
+    dloss = torch.rand(loss.shape, generator=gen, device="cuda") + 0.5
+    loss.backward(dloss)
+    expected.backward(dloss.double())
+    check(leaf.grad, ref_x.grad, dt, name + " gradient")
