@@ -41,6 +41,7 @@ def main():
     ap.add_argument("--bundle", default="bench-bundles/cross_entropy")
     ap.add_argument("--tokens", type=int, default=8192)
     ap.add_argument("--vocab", type=int, default=128256)
+    ap.add_argument("--impls", help="comma-separated implementations to run (default: all)")
     ap.add_argument("--json")
     args = ap.parse_args()
     n, v = args.tokens, args.vocab
@@ -56,7 +57,7 @@ def main():
 
     def eager(xx):
         return F.cross_entropy(xx.float(), t)
-    compiled = torch.compile(eager)
+    compiled = torch.compile(eager)  # compiled on first call only
 
     def fwd_bwd(f):
         def step():
@@ -92,6 +93,10 @@ def main():
     xf = x.clone()
     impls["liger fused in place"] = (
         None, lambda: (k_fused(xf, t, one, out=[loss_out, xf])[0], xf))
+
+    if args.impls:
+        wanted = set(args.impls.split(","))
+        impls = {k: v for k, v in impls.items() if k in wanted}
 
     # The reference: float64 loss and gradient.
     xr = x.double().requires_grad_(True)
