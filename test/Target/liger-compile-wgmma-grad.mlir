@@ -16,7 +16,7 @@
 // RUN: FileCheck %s --check-prefix=PTX80 < %t.sm80/liger_kernels.sm_80.ptx
 // RUN: ptxas -arch=sm_80 -v %t.sm80/liger_kernels.sm_80.ptx -o %t.sm80.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 
-// OUT: liger-compile: 3 kernels for sm_90a
+// OUT: liger-compile: 4 kernels for sm_90a
 
 // dx [T, 14336] of Llama's down projection: 128 x 256 tiles, 4 stages.
 // MANIFEST: "dynamic_shared_memory_bytes": 197632,
@@ -62,6 +62,17 @@
 // MANIFEST: "dtype": "f32",
 // MANIFEST-NEXT: "kind": "matrix",
 // MANIFEST-NEXT: "name": "output0",
+// Into a buffer of the input's dtype: bf16 matrices.
+// MANIFEST: "name": "dw_acc_bf16_matmul_0",
+// MANIFEST: "name": "input1",
+// MANIFEST: {
+// MANIFEST-NEXT: "dtype": "bf16",
+// MANIFEST-NEXT: "kind": "matrix",
+// MANIFEST-NEXT: "name": "input2",
+// MANIFEST: {
+// MANIFEST-NEXT: "dtype": "bf16",
+// MANIFEST-NEXT: "kind": "matrix",
+// MANIFEST-NEXT: "name": "output0",
 
 // The trailing immediates are scale-a, scale-b, trans-a, trans-b: dx
 // transposes B only, dW both.
@@ -76,9 +87,16 @@
 // PTX: ld.global.v2.b32
 // PTX: add.rn.f32
 // PTX: st.global.v2.b32
+// The bf16 buffer: one 4-byte pair read, widened, added, rounded once.
+// PTX-LABEL: .entry dw_acc_bf16_matmul_0(
+// PTX: ld.global.v2.b16
+// PTX: cvt.f32.bf16
+// PTX: add.rn.f32
+// PTX: cvt.rn.bf16x2.f32
+// PTX: st.global.b32
 
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill
-// PTXAS: Compiling entry function 'dw_acc_matmul_0'
+// PTXAS: Compiling entry function 'dw_acc_{{(bf16_)?}}matmul_0'
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill
 // PTXAS: Compiling entry function 'dw_matmul_0'
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill
@@ -86,7 +104,7 @@
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill
 
 // SM80-NOT: warning
-// SM80: liger-compile: 3 kernels for sm_80
+// SM80: liger-compile: 4 kernels for sm_80
 
 // dx transposes W's fragments on load (B), dW both operands'.
 // PTX80-LABEL: .entry dx_matmul_0(
@@ -112,4 +130,9 @@ func.func @dw(%dy: tensor<?x4096xbf16>, %x: tensor<?x1024xbf16>) -> tensor<4096x
 func.func @dw_acc(%dy: tensor<?x512xbf16>, %x: tensor<?x1024xbf16>, %acc: tensor<512x1024xf32>) -> tensor<512x1024xf32> {
   %dw = liger.linear_grad_weight %dy, %x accumulate %acc : tensor<?x512xbf16>, tensor<?x1024xbf16>, tensor<512x1024xf32>
   return %dw : tensor<512x1024xf32>
+}
+
+func.func @dw_acc_bf16(%dy: tensor<?x512xbf16>, %x: tensor<?x1024xbf16>, %acc: tensor<512x1024xbf16>) -> tensor<512x1024xbf16> {
+  %dw = liger.linear_grad_weight %dy, %x accumulate %acc : tensor<?x512xbf16>, tensor<?x1024xbf16>, tensor<512x1024xbf16>
+  return %dw : tensor<512x1024xbf16>
 }

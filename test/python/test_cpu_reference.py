@@ -286,12 +286,15 @@ def test_linear_grad_input(rng, yshape, k, dt):
 
 
 @pytest.mark.parametrize("tokens,n,k", [(1, 24, 1000), (37, 17, 64), (5, 8, 40)], ids=str)
-@pytest.mark.parametrize("accumulate", [False, True], ids=["fresh", "accumulate"])
+@pytest.mark.parametrize("accumulate", [False, "f32", "own"],
+                         ids=["fresh", "accumulate", "accumulate-own-dtype"])
 @pytest.mark.parametrize("dt", DTYPES)
 def test_linear_grad_weight(rng, tokens, n, k, accumulate, dt):
-    """dW = dyᵀ · x against float64; with an f32 buffer, buffer + dyᵀ · x."""
+    """dW = dyᵀ · x against float64; with a buffer (f32, or of the input's
+    dtype), buffer + dyᵀ · x in f32, rounded once to the buffer's dtype."""
     DY, X = ttype((tokens, n), dt, dynamic=(0,)), ttype((tokens, k), dt, dynamic=(0,))
-    ACC = ttype((n, k), "f32")
+    acc_dt = "f32" if accumulate == "f32" else dt
+    ACC = ttype((n, k), acc_dt)
     DW = ACC if accumulate else ttype((n, k), dt)
     args = f"%dy: {DY}, %x: {X}" + (f", %acc: {ACC}" if accumulate else "")
     tail = (" accumulate %acc", f", {ACC}") if accumulate else ("", "")
@@ -303,13 +306,13 @@ def test_linear_grad_weight(rng, tokens, n, k, accumulate, dt):
     x, x64 = make(rng, (tokens, k), dt, scale=tokens ** -0.5)
     inputs, ref = [dy, x], dy64.T @ x64
     if accumulate:
-        acc, acc64 = make(rng, (n, k), "f32")
+        acc, acc64 = make(rng, (n, k), acc_dt)
         inputs.append(acc)
         ref = ref + acc64
     (dw,) = run(mlir, inputs)
-    if accumulate:
+    if accumulate == "f32":
         assert dw.dtype == np.float32, "an accumulated dW stays f32"
-    assert_close(dw, ref, "f32" if accumulate else dt, "dw")
+    assert_close(dw, ref, acc_dt if accumulate else dt, "dw")
 
 
 ATTENTION_SHAPES = [  # batch, q heads, kv heads, q len, kv len, head dim, v head dim, causal

@@ -1046,13 +1046,21 @@ LogicalResult MatmulKernelBuilder::storePair(OpBuilder &b,
   auto ifOp = scf::IfOp::create(b, loc, ok, false);
   OpBuilder tb = ifOp.getThenBodyBuilder();
   if (accum) {
-    // dW into an f32 buffer: buffer + the product, no rounding.
-    auto type = VectorType::get({2}, tb.getF32Type());
+    // dW into a buffer: buffer + the product in f32, rounded once to the
+    // buffer's dtype (none for f32).
+    Type accElem = cast<MemRefType>(accum.getType()).getElementType();
+    int64_t align = 2 * std::max<unsigned>(1, accElem.getIntOrFloatBitWidth() / 8);
+    auto type = VectorType::get({2}, accElem);
+    auto f32Pair = VectorType::get({2}, tb.getF32Type());
     Value old = vector::LoadOp::create(tb, loc, type, accum, ValueRange{r, c},
-                                       false, llvm::MaybeAlign(8));
-    vector::StoreOp::create(tb, loc,
-                            arith::AddFOp::create(tb, loc, old, accPairs[0]),
-                            y, ValueRange{r, c}, false, llvm::MaybeAlign(8));
+                                       false, llvm::MaybeAlign(align));
+    if (!accElem.isF32())
+      old = arith::ExtFOp::create(tb, loc, f32Pair, old);
+    Value sum = arith::AddFOp::create(tb, loc, old, accPairs[0]);
+    if (!accElem.isF32())
+      sum = arith::TruncFOp::create(tb, loc, type, sum);
+    vector::StoreOp::create(tb, loc, sum, y, ValueRange{r, c}, false,
+                            llvm::MaybeAlign(align));
     return success();
   }
   // liger.linear: round(x · Wᵀ + b), the bias added in f32.

@@ -132,14 +132,19 @@ struct LowerLinearGradWeight : OpConversionPattern<LinearGradWeightOp> {
     Value acc = contractF32(rewriter, loc, adaptor.getGrad(),
                             adaptor.getInput(), maps, sizes);
     Value dw;
-    if (Value into = adaptor.getAccumulate())
+    if (Value into = adaptor.getAccumulate()) {
+      // The buffer plus the product in f32, rounded once to the buffer's
+      // dtype (a no-op for an f32 buffer).
+      Type accElem = cast<RankedTensorType>(into.getType()).getElementType();
       dw = mapRows(rewriter, loc, sizes,
-                   {{into, Access::Full}, {acc, Access::Full}},
-                   {rewriter.getF32Type()},
-                   [](OpBuilder &nb, Location nloc,
-                      ValueRange args) -> SmallVector<Value> {
-                     return {arith::AddFOp::create(nb, nloc, args[0], args[1])};
+                   {{into, Access::Full}, {acc, Access::Full}}, {accElem},
+                   [&](OpBuilder &nb, Location nloc,
+                       ValueRange args) -> SmallVector<Value> {
+                     Value sum = arith::AddFOp::create(
+                         nb, nloc, toF32(nb, nloc, args[0]), args[1]);
+                     return {fromF32(nb, nloc, sum, accElem)};
                    })[0];
+    }
     else
       dw = roundAccumulator(rewriter, loc, acc, {}, dwType.getElementType());
     rewriter.replaceOp(op, dw);

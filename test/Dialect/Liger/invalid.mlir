@@ -536,14 +536,14 @@ func.func @linear_grad_weight_tokens(%dy: tensor<4x32xf32>, %x: tensor<5x64xf32>
   return
 }
 // -----
-func.func @linear_grad_weight_accumulate_type(%dy: tensor<4x32xbf16>, %x: tensor<4x64xbf16>, %acc: tensor<32x64xbf16>) {
-  // expected-error @+1 {{'liger.linear_grad_weight' op expects 'accumulate' to be 'tensor<32x64xf32>' (an f32 [out_features, in_features] buffer), got 'tensor<32x64xbf16>'}}
-  %dw = liger.linear_grad_weight %dy, %x accumulate %acc : tensor<4x32xbf16>, tensor<4x64xbf16>, tensor<32x64xbf16>
+func.func @linear_grad_weight_accumulate_type(%dy: tensor<4x32xbf16>, %x: tensor<4x64xbf16>, %acc: tensor<32x64xf16>) {
+  // expected-error @+1 {{'liger.linear_grad_weight' op expects 'accumulate' to be 'tensor<32x64xf32>' (an f32 [out_features, in_features] buffer, or one of the input's dtype), got 'tensor<32x64xf16>'}}
+  %dw = liger.linear_grad_weight %dy, %x accumulate %acc : tensor<4x32xbf16>, tensor<4x64xbf16>, tensor<32x64xf16>
   return
 }
 // -----
 func.func @linear_grad_weight_accumulate_shape(%dy: tensor<4x32xf32>, %x: tensor<4x64xf32>, %acc: tensor<64x32xf32>) {
-  // expected-error @+1 {{'liger.linear_grad_weight' op expects 'accumulate' to be 'tensor<32x64xf32>' (an f32 [out_features, in_features] buffer), got 'tensor<64x32xf32>'}}
+  // expected-error @+1 {{'liger.linear_grad_weight' op expects 'accumulate' to be 'tensor<32x64xf32>' (an f32 [out_features, in_features] buffer, or one of the input's dtype), got 'tensor<64x32xf32>'}}
   %dw = liger.linear_grad_weight %dy, %x accumulate %acc : tensor<4x32xf32>, tensor<4x64xf32>, tensor<64x32xf32>
   return
 }

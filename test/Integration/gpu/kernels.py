@@ -377,7 +377,8 @@ MATMUL_ROWS = [1, 7, 77, 100, 4096, 16384]
 # The gradient products of y = x · Wᵀ with W [N, K]: name -> (op, N, K,
 # dtype, tile_m, tile_n, stages, mma). "dx": dx = dy · W, dy [rows, N];
 # "dw": dW = dyᵀ · x over the rows, x [rows, K]; "dw_acc": the same added
-# into an f32 [N, K] buffer (the kernel's third input). Llama's down
+# into an f32 [N, K] buffer (the kernel's third input); "dw_acc_lowp" into a
+# buffer of the input's dtype (summed in f32, rounded once). Llama's down
 # projection (dx [rows, 14336]), partial tiles on every side (N = 1000, K =
 # 520), a 64-row tile, f16; LoRA's backward shapes at r = 16 (u = dy · B,
 # dx += u · A, dA = uᵀ · x, dB = dyᵀ · t); and the mma.sync template.
@@ -389,6 +390,7 @@ MATMUL_GRADS = {
     "wg_dw_1000_520": ("dw", 1000, 520, "bf16", 128, 256, 3, "wgmma"),
     "wg_dw_256_128_f16": ("dw", 256, 128, "f16", 64, 128, 2, "wgmma"),
     "wg_dw_acc_512_256": ("dw_acc", 512, 256, "bf16", 128, 128, 4, "wgmma"),
+    "wg_dw_acc_lowp_1000_520": ("dw_acc_lowp", 1000, 520, "bf16", 128, 256, 3, "wgmma"),
     "wg_lora_u_4096_16": ("dx", 4096, 16, "bf16", 128, 64, 4, "wgmma"),
     "wg_lora_dx_16_4096": ("dx", 16, 4096, "bf16", 128, 256, 4, "wgmma"),
     "wg_lora_da_16_4096": ("dw", 16, 4096, "bf16", 64, 256, 4, "wgmma"),
@@ -397,6 +399,7 @@ MATMUL_GRADS = {
     "ms_dx_512_1000": ("dx", 512, 1000, "bf16", 128, 64, 3, "mma_sync"),
     "ms_dw_1000_520": ("dw", 1000, 520, "bf16", 128, 64, 4, "mma_sync"),
     "ms_dw_acc_256_128_f16": ("dw_acc", 256, 128, "f16", 64, 64, 2, "mma_sync"),
+    "ms_dw_acc_lowp_512_256": ("dw_acc_lowp", 512, 256, "bf16", 128, 64, 3, "mma_sync"),
 }
 
 # q/k projections with RoPE in the epilogue: name -> (K, Hq, Hkv, D,
@@ -542,10 +545,11 @@ def matmul_module_text():
             body = "%%g = liger.linear_grad_input %%bdy, %%bw : %s, %s" % (args[0][1], args[1][1])
         else:
             args = [("dy", DY), ("x", "tensor<?x%dx%s>" % (k, dt))]
-            acc = op == "dw_acc"
+            acc = op in ("dw_acc", "dw_acc_lowp")
+            acc_dt = "f32" if op == "dw_acc" else dt
             if acc:
-                args.append(("acc", "tensor<%dx%dxf32>" % (n, k)))
-            Y = "tensor<%dx%dx%s>" % (n, k, "f32" if acc else dt)
+                args.append(("acc", "tensor<%dx%dx%s>" % (n, k, acc_dt)))
+            Y = "tensor<%dx%dx%s>" % (n, k, acc_dt if acc else dt)
             body = "%%g = liger.linear_grad_weight %%bdy, %%bx%s : %s" % (
                 " accumulate %bacc" if acc else "", ", ".join(a[1] for a in args))
         out.append("""func.func @%s(%s) -> %s {

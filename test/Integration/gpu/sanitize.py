@@ -73,6 +73,8 @@ if only_matmul and os.path.isdir(matmul):
                 args = [dy, torch.randn(rows, k, device="cuda").to(dtype)]
                 if op == "dw_acc":
                     args.append(torch.randn(n, k, device="cuda"))
+                elif op == "dw_acc_lowp":
+                    args.append(torch.randn(n, k, device="cuda").to(dtype))
             bundle[name + "_matmul_0"](*args)
     # q/k + RoPE: batch 2 x 65 tokens.
     for name, (k, hq, hkv, d, dt, _, _, _, norm, bias, batched, _) in kernels.MATMUL_ROPE.items():

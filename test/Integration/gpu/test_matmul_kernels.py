@@ -102,8 +102,9 @@ GRAD_CASES = [(name, rows) for name in kernels.MATMUL_GRADS for rows in kernels.
 
 @pytest.mark.parametrize("name,rows", GRAD_CASES, ids=["%s-m%d" % c for c in GRAD_CASES])
 def test_linear_grad(bundle, name, rows):
-    """dx = dy · W and dW = dyᵀ · x (optionally into an f32 buffer, in place
-    at odd row counts) against float64, outputs poisoned with NaN."""
+    """dx = dy · W and dW = dyᵀ · x (optionally into an f32 buffer or one of
+    the input's dtype, in place at odd row counts) against float64, outputs
+    poisoned with NaN."""
     op, n, k, dt = kernels.MATMUL_GRADS[name][:4]
     dtype = DTYPES[dt]
     gen = torch.Generator(device="cuda")
@@ -117,13 +118,14 @@ def test_linear_grad(bundle, name, rows):
         x = (torch.randn(rows, k, generator=gen, device="cuda") / rows ** 0.5).to(dtype)
         inputs, ref = [dy, x], dy.double().t() @ x.double()
         y = torch.full((n, k), float("nan"), dtype=dtype, device="cuda")
-        if op == "dw_acc":
-            acc = torch.randn(n, k, generator=gen, device="cuda")
+        if op in ("dw_acc", "dw_acc_lowp"):
+            acc_dtype = torch.float32 if op == "dw_acc" else dtype
+            acc = torch.randn(n, k, generator=gen, device="cuda").to(acc_dtype)
             ref = ref + acc.double()
             if rows % 2:  # in place: the buffer is the output too
                 y = acc
             else:
-                y = torch.full((n, k), float("nan"), dtype=torch.float32, device="cuda")
+                y = torch.full((n, k), float("nan"), dtype=acc_dtype, device="cuda")
             inputs.append(acc)
     bundle[name + "_matmul_0"](*inputs, out=[y])
     torch.cuda.synchronize()

@@ -248,12 +248,16 @@ def Liger_LinearGradWeightOp : Liger_InferOp<"linear_grad_weight",
     `[N, K]` buffer the result is that buffer plus the product, in f32
     (gradient accumulation across micro-batches: pass the buffer as the
     output too, and the update happens in place — each element is read and
-    written by the same thread).
+    written by the same thread). A buffer of the input's dtype is allowed
+    too: the sum is formed in f32 and rounded to that dtype (what a chunked
+    lm_head gradient accumulates into without an f32 copy of W).
 
     ```mlir
     %dw = liger.linear_grad_weight %dy, %x : tensor<?x4096xbf16>, tensor<?x14336xbf16>
     %acc1 = liger.linear_grad_weight %dy, %x accumulate %acc0
         : tensor<?x4096xbf16>, tensor<?x14336xbf16>, tensor<4096x14336xf32>
+    %dw1 = liger.linear_grad_weight %dy, %x accumulate %dw0
+        : tensor<?x4096xbf16>, tensor<?x14336xbf16>, tensor<4096x14336xbf16>
     ```
   }];
   let arguments = (ins Liger_FloatTensor:$grad, Liger_FloatTensor:$input,

@@ -274,10 +274,15 @@ mlir::liger::inferLinearGradWeightType(const RuleContext &ctx, Type grad,
                                   x->getElementType());
   if (!accumulate)
     return dw;
+  // A buffer of the input's dtype (the sum rounded once per accumulation)
+  // or an f32 one.
+  if (accumulate == Type(dw))
+    return dw;
   auto f32 = RankedTensorType::get(dw.getShape(),
                                    Float32Type::get(grad.getContext()));
   if (failed(verifyMatchesType(ctx, accumulate, "accumulate", f32,
-                               "an f32 [out_features, in_features] buffer")))
+                               "an f32 [out_features, in_features] buffer, "
+                               "or one of the input's dtype")))
     return failure();
   return f32;
 }
