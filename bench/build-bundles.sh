@@ -3,8 +3,9 @@
 # bench/rowwise.py on the GPU machine, and bench/matmul.mlir into
 # bench-bundles/matmul (the experimental matmul template) for bench/matmul.py,
 # with --norm-prologue so that qk_rope_wg keeps its norm in the kernel (the
-# measured alternative to the default rowwise norm kernel), and
-# bench/cross_entropy.mlir into bench-bundles/cross_entropy.
+# measured alternative to the default rowwise norm kernel),
+# bench/cross_entropy.mlir into bench-bundles/cross_entropy, and the
+# liger.ops fused linear cross-entropy kernels into bench-bundles/ops.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${LIGER_BUILD_DIR:-$ROOT/build}
@@ -13,3 +14,10 @@ rm -rf "$ROOT/bench-bundles"
 "$BUILD/bin/liger-compile" "$ROOT/bench/matmul.mlir" -o "$ROOT/bench-bundles/matmul" --target=sm_90a --matmul-kernels \
   --norm-prologue
 "$BUILD/bin/liger-compile" "$ROOT/bench/cross_entropy.mlir" -o "$ROOT/bench-bundles/cross_entropy" --target=sm_90a
+# liger.ops.fused_linear_cross_entropy at Llama-3-8B's lm_head, for
+# bench/fused_linear_cross_entropy.py (LIGER_OPS_BUNDLES=bench-bundles/ops).
+PYTHONPATH="$ROOT/python${PYTHONPATH:+:$PYTHONPATH}" LIGER_BUILD_DIR="$BUILD" python3 - "$ROOT/bench-bundles/ops" <<'PY'
+import sys
+from liger import ops
+ops.precompile(sys.argv[1], [ops.fused_linear_cross_entropy_spec(128256, 4096, "bf16")])
+PY

@@ -50,6 +50,7 @@ import sys
 import kernels
 from liger import ops
 ops.precompile(sys.argv[1], [case[0] for case in kernels.ops_cases().values()] +
-               [case[0] for case in kernels.ops_ce_cases().values()])
+               [case[0] for case in kernels.ops_ce_cases().values()] +
+               [case[0] for case in kernels.ops_flce_cases().values()])
 PY
 echo "build-gpu-bundles: $(ls -d "$OUT"/h* "$OUT"/rope* "$OUT"/sm80* "$OUT"/matmul | wc -l) bundles and $(ls "$OUT/ops" | wc -l) liger.ops bundles in $OUT"

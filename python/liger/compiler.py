@@ -49,14 +49,18 @@ def _ptxas():
 
 
 def compile(source: str, target: str = "sm_90a", fuse: bool = True,
-            cache_dir: Optional[str] = None, tool: Optional[str] = None) -> Compiled:
-    """Compiles `source` (a path to a .mlir file, or MLIR text) for `target`.
+            cache_dir: Optional[str] = None, tool: Optional[str] = None,
+            matmul_kernels: bool = False) -> Compiled:
+    """Compiles `source` (a path to a .mlir file, or MLIR text) for `target`
+    (`matmul_kernels`: also the matmul groups, liger-compile --matmul-kernels).
 
     Raises LigerError with liger-compile's diagnostics when it fails.
     """
     text = open(source).read() if os.path.isfile(source) else source
     exe = tool or find_tool("liger-compile")
     options = {"target": target, "fuse": fuse}
+    if matmul_kernels:
+        options["matmul_kernels"] = True
     key_material = json.dumps({
         "source": text, "options": options,
         "compiler": _version([exe, "--version"]),
@@ -78,6 +82,8 @@ def compile(source: str, target: str = "sm_90a", fuse: bool = True,
         args = [exe, src, "-o", os.path.join(work, "bundle"), "--target=" + target]
         if not fuse:
             args.append("--no-fuse")
+        if matmul_kernels:
+            args.append("--matmul-kernels")
         debug = bool(os.environ.get("LIGER_DEBUG"))
         if debug:
             args.append("--dump-dir=" + os.path.join(work, "stages"))

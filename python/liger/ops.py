@@ -7,6 +7,7 @@
     p = ops.softmax(x)                        # backward: liger.softmax_grad
     q, k = ops.rope(q, k, cos, sin)           # backward: liger.rope_grad
     loss = ops.cross_entropy(logits, target)  # the gradient written forward
+    loss = ops.fused_linear_cross_entropy(h, lm_head_weight, target)  # no logits kept
 
 Each call's configuration (the op, its attributes, the feature size and the
 dtypes) names a small liger module holding a forward and a backward
@@ -41,6 +42,7 @@ TARGET = "sm_90a"
 _DT = {"bf16": "bf16", "f16": "f16", "f32": "f32"}
 _TORCH_NAMES = {"torch.bfloat16": "bf16", "torch.float16": "f16", "torch.float32": "f32"}
 _KERNELS = {}
+_BUNDLES = {}
 
 
 def _dt(dtype):
@@ -118,18 +120,11 @@ func.func @bwd(%dy: {X}, %y: {X}) -> {X} {{
 }}""" for fn, name in (("fwd", "liger.rope"), ("bwd", "liger.rope_grad"))) + "\n"
         if op == "cross_entropy":
             v, dt, tdt = int(c["vocab"]), _DT[c["dtype"]], c["target_dtype"]
-            if tdt not in ("i32", "i64"):
-                raise ValueError("target_dtype must be i32 or i64")
             if c["reduction"] not in ("mean", "sum", "none"):
                 raise ValueError("reduction must be mean, sum or none")
+            attrs = _ce_attrs(c, c["reduction"])
             X, T = "tensor<?x%dx%s>" % (v, dt), "tensor<?x%s>" % tdt
             L = "tensor<?xf32>" if c["reduction"] == "none" else "tensor<f32>"
-            # In the ops' syntax order.
-            attrs = "ignore_index = %d label_smoothing = %.9e reduction = %s" % (
-                int(c["ignore_index"]), float(c["label_smoothing"]), c["reduction"])
-            if float(c["softcap"]) > 0:
-                attrs += " softcap = %.9e" % float(c["softcap"])
-            attrs += " lse_square_scale = %.9e" % float(c["lse_square_scale"])
             W = "tensor<%dxf32>" % v
             wparam = ", %%w: %s" % W if c["weighted"] == "1" else ""
             wuse = " weight(%%w : %s)" % W if c["weighted"] == "1" else ""
@@ -141,10 +136,71 @@ func.func @bwd(%dy: {X}, %y: {X}) -> {X} {{
   return %l, %d : {L}, {X}
 }}
 """
+        if op == "fused_linear_cross_entropy":
+            return _flce_module_text(c)
     except (KeyError, ValueError) as e:
         raise LigerError("malformed op spec %r: %s" % (spec, e)) from None
     raise LigerError("unknown op %r in spec %r (liger.ops has rms_norm, swiglu, geglu, "
-                     "softmax, rope, cross_entropy)" % (op, spec))
+                     "softmax, rope, cross_entropy, fused_linear_cross_entropy)" % (op, spec))
+
+
+def _ce_attrs(c, reduction):
+    """The cross-entropy attributes of spec `c`, in the ops' syntax order."""
+    if c["target_dtype"] not in ("i32", "i64"):
+        raise ValueError("target_dtype must be i32 or i64")
+    attrs = "ignore_index = %d label_smoothing = %.9e reduction = %s" % (
+        int(c["ignore_index"]), float(c["label_smoothing"]), reduction)
+    if float(c["softcap"]) > 0:
+        attrs += " softcap = %.9e" % float(c["softcap"])
+    return attrs + " lse_square_scale = %.9e" % float(c["lse_square_scale"])
+
+
+def _flce_module_text(c):
+    """The kernels of the chunked lm_head + cross-entropy plan: the logits of
+    a chunk of tokens (@logits), their loss (summed; the mean's denominator
+    is the incoming gradient's scale) and gradient written over them (@ce),
+    then dx = G · W (@dx) and dW (+)= Gᵀ · x (@dw0 for the first chunk, @dw
+    accumulating in W's dtype)."""
+    v, h, dt = int(c["vocab"]), int(c["hidden"]), _DT[c["dtype"]]
+    if c["reduction"] not in ("mean", "sum"):
+        raise ValueError("reduction must be mean or sum (a per-token loss cannot have its "
+                         "weight gradient formed before its incoming gradient is known)")
+    X, W, Z = "tensor<?x%dx%s>" % (h, dt), "tensor<%dx%dx%s>" % (v, h, dt), \
+        "tensor<?x%dx%s>" % (v, dt)
+    T, DW = "tensor<?x%s>" % c["target_dtype"], "tensor<%dx%dx%s>" % (v, h, dt)
+    weighted = c["weighted"] == "1"
+    CW = "tensor<%dxf32>" % v
+    wparam = ", %%cw: %s" % CW if weighted else ""
+    wuse = " weight(%%cw : %s)" % CW if weighted else ""
+    attrs = _ce_attrs(c, "sum")
+    return f"""func.func @logits(%x: {X}, %w: {W}) -> {Z} {{
+  %z = liger.linear %x, %w : {X}, {W}
+  return %z : {Z}
+}}
+func.func @ce(%z: {Z}, %t: {T}{wparam}, %g: tensor<f32>) -> (tensor<f32>, {Z}) {{
+  %l = liger.cross_entropy %z, %t{wuse} {attrs} : {Z}, {T}
+  %d = liger.cross_entropy_grad %z, %t, %g{wuse} {attrs} : {Z}, {T}, tensor<f32>
+  return %l, %d : tensor<f32>, {Z}
+}}
+func.func @dx(%d: {Z}, %w: {W}) -> {X} {{
+  %dx = liger.linear_grad_input %d, %w : {Z}, {W}
+  return %dx : {X}
+}}
+func.func @dw0(%d: {Z}, %x: {X}) -> {DW} {{
+  %dw = liger.linear_grad_weight %d, %x : {Z}, {X}
+  return %dw : {DW}
+}}
+func.func @dw(%d: {Z}, %x: {X}, %acc: {DW}) -> {DW} {{
+  %dw = liger.linear_grad_weight %d, %x accumulate %acc : {Z}, {X}, {DW}
+  return %dw : {DW}
+}}
+"""
+
+
+def _needs_matmul(spec):
+    """Whether the spec's module has matmul groups (liger-compile
+    --matmul-kernels)."""
+    return parse_spec(spec)[0] == "fused_linear_cross_entropy"
 
 
 def bundle_key(spec, target=TARGET):
@@ -162,7 +218,8 @@ def precompile(out_dir, specs, target=TARGET):
     for spec in specs:
         dest = os.path.join(out_dir, bundle_key(spec, target))
         if not os.path.isfile(os.path.join(dest, "manifest.json")):
-            compiled = compile_module(module_text(spec), target=target)
+            compiled = compile_module(module_text(spec), target=target,
+                                      matmul_kernels=_needs_matmul(spec))
             tmp = dest + ".tmp"
             shutil.rmtree(tmp, ignore_errors=True)
             shutil.copytree(compiled.path, tmp)
@@ -190,15 +247,24 @@ def bundle_path(spec, target=TARGET):
             "on a machine with the compiler run\n  python -m liger.ops precompile DIR '%s'\n"
             "and set LIGER_OPS_BUNDLES=DIR here" % (
                 spec, " in LIGER_OPS_BUNDLES=%s" % root if root else "", spec)) from None
-    return compile_module(module_text(spec), target=target).path
+    return compile_module(module_text(spec), target=target,
+                          matmul_kernels=_needs_matmul(spec)).path
+
+
+def _bundle(spec):
+    """The runtime bundle of `spec`, loaded once per process."""
+    bundle = _BUNDLES.get(spec)
+    if bundle is None:
+        from . import runtime
+        bundle = _BUNDLES[spec] = runtime.load(bundle_path(spec))
+    return bundle
 
 
 def _kernels(spec):
     """(forward, backward) kernels of `spec`, loaded once per process."""
     pair = _KERNELS.get(spec)
     if pair is None:
-        from . import runtime
-        bundle = runtime.load(bundle_path(spec))
+        bundle = _bundle(spec)
         # Cross-entropy's module has no backward kernel.
         pair = _KERNELS[spec] = (bundle["fwd_rowwise_0"],
                                  bundle.kernels.get("bwd_rowwise_0"))
@@ -293,8 +359,55 @@ def _function_classes():
                 grad = grad * dloss.to(grad.dtype)
             return grad, None, None, None, None
 
+    class FusedLinearCrossEntropy(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, weight, target, class_weight, spec, chunk, mean, ignore_index):
+            b = _bundle(spec)
+            k_logits, k_ce, k_dx, k_dw0, k_dw = (
+                b[name] for name in ("logits_matmul_0", "ce_rowwise_0", "dx_matmul_0",
+                                     "dw0_matmul_0", "dw_matmul_0"))
+            n, v = x.shape[0], weight.shape[0]
+            dev = x.device
+            if mean:
+                # The mean's denominator scales the gradient kernel's incoming
+                # gradient and the summed loss: the counted tokens, or their
+                # total class weight.
+                counted = (target != ignore_index).float()
+                if class_weight is not None:
+                    counted = counted * class_weight[target.long().clamp(0, v - 1)]
+                g = (1.0 / counted.sum()).reshape(())
+            else:
+                g = torch.ones((), dtype=torch.float32, device=dev)
+            logits = torch.empty((min(chunk, n), v), dtype=x.dtype, device=dev)
+            dx, dw = torch.empty_like(x), torch.empty_like(weight)
+            if n == 0:
+                dw.zero_()
+            total = torch.zeros((), dtype=torch.float32, device=dev)
+            part = torch.empty((), dtype=torch.float32, device=dev)
+            cw = [class_weight] if class_weight is not None else []
+            for i, c0 in enumerate(range(0, n, chunk)):
+                rows = min(chunk, n - c0)
+                xc, tc, z = x[c0:c0 + rows], target[c0:c0 + rows], logits[:rows]
+                k_logits(xc, weight, out=[z])
+                k_ce(z, tc, *cw, g, out=[part, z])  # the gradient over the logits
+                total += part
+                k_dx(z, weight, out=[dx[c0:c0 + rows]])
+                if i == 0:
+                    k_dw0(z, xc, out=[dw])
+                else:
+                    k_dw(z, xc, dw, out=[dw])
+            ctx.save_for_backward(dx, dw)
+            return total * g if mean else total
+
+        @staticmethod
+        def backward(ctx, dloss):
+            dx, dw = ctx.saved_tensors
+            if not torch.equal(dloss, torch.ones_like(dloss)):
+                dx, dw = dx * dloss.to(dx.dtype), dw * dloss.to(dw.dtype)
+            return dx, dw, None, None, None, None, None, None
+
     return dict(rms_norm=RMSNorm, gated=Gated, softmax=Softmax, rope=RoPE,
-                cross_entropy=CrossEntropy)
+                cross_entropy=CrossEntropy, fused_linear_cross_entropy=FusedLinearCrossEntropy)
 
 
 _FUNCTIONS = None
@@ -348,6 +461,33 @@ def cross_entropy_spec(vocab, dtype, target_dtype="i64", ignore_index=-100,
                        weighted=int(bool(weighted)))
 
 
+def fused_linear_cross_entropy_spec(vocab, hidden, dtype, target_dtype="i64", ignore_index=-100,
+                                    label_smoothing=0.0, reduction="mean", softcap=None,
+                                    lse_square_scale=0.0, weighted=False):
+    ce = parse_spec(cross_entropy_spec(vocab, dtype, target_dtype, ignore_index,
+                                       label_smoothing, reduction, softcap, lse_square_scale,
+                                       weighted))[1]
+    return spec_string("fused_linear_cross_entropy", hidden=int(hidden), **ce)
+
+
+def fused_linear_cross_entropy_plan(tokens, vocab, dtype, memory_budget=2 ** 29):
+    """How fused_linear_cross_entropy chunks `tokens` under `memory_budget`
+    bytes: the logits of one chunk [chunk_tokens, vocab] are its only buffer
+    beyond the gradients it returns (dx, dW). Chunks of at least 128 tokens
+    are whole 128-row matmul tiles. Returns dict(chunk_tokens, chunks,
+    extra_bytes)."""
+    row = int(vocab) * {"bf16": 2, "f16": 2, "f32": 4}[_dt(dtype)]
+    chunk = int(memory_budget) // row
+    if chunk < 1:
+        raise LigerError("memory_budget of %d bytes holds no row of logits (%d bytes)"
+                         % (memory_budget, row))
+    if chunk >= 128:
+        chunk -= chunk % 128
+    chunk = max(1, min(chunk, int(tokens)))
+    chunks = -(-int(tokens) // chunk)
+    return dict(chunk_tokens=chunk, chunks=chunks, extra_bytes=min(chunk, int(tokens)) * row)
+
+
 def rms_norm(x, weight, eps=1e-6, offset=0.0, casting="llama"):
     """RMSNorm over the last dimension (liger.rms_norm; casting "llama",
     "gemma" or "none" as Hugging Face's Llama and Gemma modules)."""
@@ -397,6 +537,46 @@ def cross_entropy(logits, target, weight=None, ignore_index=-100, label_smoothin
                               weight is not None)
     logits, target = _contiguous(logits, target)
     return _fn("cross_entropy").apply(logits, target, weight, spec, reduction == "none")
+
+
+def fused_linear_cross_entropy(hidden, weight, target, class_weight=None, ignore_index=-100,
+                               label_smoothing=0.0, reduction="mean", softcap=None,
+                               lse_square_scale=0.0, memory_budget=2 ** 29):
+    """cross_entropy(hidden · weightᵀ, target) without the [tokens, vocab]
+    logits in memory (liger.fused_linear_cross_entropy's meaning): the
+    tokens go in chunks whose logits fit `memory_budget` bytes
+    (fused_linear_cross_entropy_plan); per chunk one matmul kernel writes the
+    logits, one kernel their loss and, over them, their gradient G, then
+    dx = G · W and dW += Gᵀ · x (accumulated in W's dtype, as Liger-Kernel
+    does). The forward computes both gradients; backward scales them by the
+    incoming gradient. reduction: mean or sum."""
+    if reduction not in ("mean", "sum"):
+        raise LigerError("liger.ops.fused_linear_cross_entropy: reduction must be mean or sum, "
+                         "got %r (a per-token loss cannot have its weight gradient formed "
+                         "before its incoming gradient is known)" % reduction)
+    if class_weight is not None and lse_square_scale > 0 and reduction == "mean":
+        raise LigerError("liger.ops.fused_linear_cross_entropy: class weights with a z-loss "
+                         "and reduction=mean divide the two terms by different totals; "
+                         "use liger.ops.cross_entropy on materialized logits")
+    if weight.dim() != 2 or hidden.shape[-1] != weight.shape[1]:
+        raise LigerError("liger.ops.fused_linear_cross_entropy takes hidden [..., H] and weight "
+                         "[V, H], got %s and %s" % (tuple(hidden.shape), tuple(weight.shape)))
+    x = hidden.reshape(-1, hidden.shape[-1])
+    t = target.reshape(-1)
+    if t.shape[0] != x.shape[0]:
+        raise LigerError("liger.ops.fused_linear_cross_entropy: %d targets for %d tokens"
+                         % (t.shape[0], x.shape[0]))
+    if class_weight is not None:
+        class_weight = class_weight.float().contiguous()
+    v, h = weight.shape
+    spec = fused_linear_cross_entropy_spec(v, h, x.dtype, t.dtype, ignore_index,
+                                           label_smoothing, reduction, softcap,
+                                           lse_square_scale, class_weight is not None)
+    plan = fused_linear_cross_entropy_plan(x.shape[0], v, x.dtype, memory_budget)
+    x, weight, t = _contiguous(x, weight, t)
+    return _fn("fused_linear_cross_entropy").apply(
+        x, weight, t, class_weight, spec, plan["chunk_tokens"], reduction == "mean",
+        ignore_index)
 
 
 def main(argv=None):

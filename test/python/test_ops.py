@@ -75,6 +75,73 @@ def test_cross_entropy_is_one_kernel(tmp_path):
     assert '"name": "fwd_rowwise_0_finish"' in manifest
 
 
+FLCE_SPEC = ops.fused_linear_cross_entropy_spec(1000, 256, "bf16", label_smoothing=0.1)
+
+
+def test_fused_linear_cross_entropy_module_verifies():
+    out = driver.run_opt(ops.module_text(FLCE_SPEC))
+    for fn in ("logits", "ce", "dx", "dw0", "dw"):
+        assert "func.func @%s(" % fn in out
+    # The chunk's loss is summed (the mean's denominator scales it apart).
+    assert "reduction = sum" in out and "accumulate" in out
+
+
+@needs_ptxas
+def test_fused_linear_cross_entropy_kernels(tmp_path):
+    (path,) = ops.precompile(str(tmp_path), [FLCE_SPEC])
+    import json
+    kernels = [k["name"] for k in json.load(open(os.path.join(path, "manifest.json")))
+               ["modules"][0]["kernels"]]
+    assert kernels == ["logits_matmul_0", "ce_rowwise_0", "dx_matmul_0", "dw0_matmul_0",
+                       "dw_matmul_0"]
+
+
+def test_fused_linear_cross_entropy_plan():
+    # Llama-3's lm_head at 8192 tokens in 0.5 GiB: chunks of 2048 tokens.
+    plan = ops.fused_linear_cross_entropy_plan(8192, 128256, "bf16", 2 ** 29)
+    assert plan == dict(chunk_tokens=2048, chunks=4, extra_bytes=2048 * 128256 * 2)
+    assert plan["extra_bytes"] <= 2 ** 29
+    # Whole 128-row tiles; never more than the tokens; one row at least.
+    assert ops.fused_linear_cross_entropy_plan(1000, 1000, "f32", 4000 * 300)["chunk_tokens"] == 256
+    assert ops.fused_linear_cross_entropy_plan(5, 1000, "bf16", 2 ** 29) == dict(
+        chunk_tokens=5, chunks=1, extra_bytes=5 * 2000)
+    assert ops.fused_linear_cross_entropy_plan(7, 1000, "bf16", 2000 * 3)["chunks"] == 3
+    with pytest.raises(LigerError, match="holds no row of logits"):
+        ops.fused_linear_cross_entropy_plan(8, 128256, "bf16", 1000)
+
+
+class Shaped:
+    """Just a shape: the argument checks run before any tensor is touched."""
+
+    def __init__(self, *shape):
+        self.shape = shape
+
+    def dim(self):
+        return len(self.shape)
+
+    def reshape(self, *shape):
+        known = 1
+        for d in shape:
+            known *= d if d != -1 else 1
+        total = 1
+        for d in self.shape:
+            total *= d
+        return Shaped(*(total // known if d == -1 else d for d in shape))
+
+
+def test_fused_linear_cross_entropy_refuses():
+    h, w, t = Shaped(4, 8), Shaped(16, 8), Shaped(4)
+    with pytest.raises(LigerError, match="reduction must be mean or sum, got 'none'"):
+        ops.fused_linear_cross_entropy(h, w, t, reduction="none")
+    with pytest.raises(LigerError, match="class weights with a z-loss"):
+        ops.fused_linear_cross_entropy(h, w, t, class_weight=Shaped(16),
+                                       lse_square_scale=1e-4)
+    with pytest.raises(LigerError, match=r"hidden \[..., H\] and weight \[V, H\]"):
+        ops.fused_linear_cross_entropy(h, Shaped(16, 9), t)
+    with pytest.raises(LigerError, match="3 targets for 4 tokens"):
+        ops.fused_linear_cross_entropy(h, w, Shaped(3))
+
+
 def test_bad_specs_and_dtypes():
     with pytest.raises(LigerError, match="unknown op 'layer_norm'"):
         ops.module_text("layer_norm:hidden=8")

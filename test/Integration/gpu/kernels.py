@@ -295,6 +295,21 @@ def ops_ce_cases():
     }
 
 
+def ops_flce_cases():
+    """liger.ops.fused_linear_cross_entropy: name -> (spec, (tokens, hidden,
+    vocab), memory budget in bytes, kwargs). The budgets force 3 and 2 chunks
+    (the last one partial)."""
+    from liger import ops
+    return {
+        "flce_bf16_mean": (ops.fused_linear_cross_entropy_spec(1000, 256, "bf16"),
+                           (300, 256, 1000), 128 * 1000 * 2, {}),
+        "flce_bf16_sum_all": (ops.fused_linear_cross_entropy_spec(
+            4000, 512, "bf16", label_smoothing=0.1, reduction="sum", softcap=30.0,
+            lse_square_scale=1e-4), (77, 512, 4000), 64 * 4000 * 2,
+            dict(label_smoothing=0.1, reduction="sum", softcap=30.0, lse_square_scale=1e-4)),
+    }
+
+
 # The experimental mma.sync matmul template (liger-compile --matmul-kernels):
 # name -> (K, N, dtype, tile_m, tile_n, stages). N = 1000 leaves a partial
 # 64-column tile; the 64-row tile runs 4 warps.

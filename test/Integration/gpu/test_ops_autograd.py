@@ -139,3 +139,41 @@ def test_cross_entropy_and_its_gradient(name):
     loss.backward(dloss)
     expected.backward(dloss.double())
     check(leaf.grad, ref_x.grad, dt, name + " gradient")
+
+
+@pytest.mark.experimental  # its matmul kernels are liger-compile --matmul-kernels
+@pytest.mark.parametrize("name", sorted(kernels.ops_flce_cases()))
+def test_fused_linear_cross_entropy_and_its_gradients(name):
+    """The chunked lm_head + loss against float64 autograd of F.linear (its
+    logits rounded to bf16, as the op's meaning says) and F.cross_entropy,
+    with an incoming gradient of 0.75; dx and dW through the kernels."""
+    spec, (n, h, v), budget, kw = kernels.ops_flce_cases()[name]
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(torch.seed())
+    x = torch.randn(n, h, generator=gen, device="cuda").to(torch.bfloat16)
+    w = (torch.randn(v, h, generator=gen, device="cuda") * 3 / h ** 0.5).to(torch.bfloat16)
+    t = torch.randint(0, v, (n,), generator=gen, device="cuda")
+    t[::5] = -100
+    lx, lw = x.clone().requires_grad_(True), w.clone().requires_grad_(True)
+    loss = ops.fused_linear_cross_entropy(lx, lw, t, memory_budget=budget, **kw)
+    x64 = x.double().requires_grad_(True)
+    w64 = w.double().requires_grad_(True)
+    z = (x64 @ w64.t()).to(torch.bfloat16).to(torch.float64)
+    cap = kw.get("softcap")
+    z = cap * torch.tanh(z / cap) if cap else z
+    ce = torch.nn.functional.cross_entropy(z, t, reduction="none",
+                                           label_smoothing=kw.get("label_smoothing", 0.0))
+    counted = (t != -100).double()
+    zl = kw.get("lse_square_scale", 0.0) * torch.logsumexp(z, -1) ** 2 * counted
+    if kw.get("reduction", "mean") == "sum":
+        expected = ce.sum() + zl.sum()
+    else:
+        expected = (ce.sum() + zl.sum()) / counted.sum()
+    err = abs(loss.item() - expected.item()) / abs(expected.item())
+    assert err < 1e-4, "%s: loss rel err %.3g" % (name, err)
+    loss.backward(torch.tensor(0.75, device="cuda"))
+    expected.backward(torch.tensor(0.75, dtype=torch.float64, device="cuda"))
+    for what, got, want in (("dx", lx.grad, x64.grad), ("dW", lw.grad, w64.grad)):
+        assert got is not None and not torch.isnan(got).any(), "%s: %s not written" % (name, what)
+        rel = ((got.double() - want).norm() / want.norm()).item()
+        assert rel < 1e-2, "%s: %s rel err %.3g" % (name, what, rel)

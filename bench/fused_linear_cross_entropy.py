@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""The lm_head and its cross-entropy, forward + backward (dx and dW), at
+Llama-3-8B's shapes (8192 tokens, hidden 4096, vocabulary 128256, bf16,
+mean, 1/7 of the targets ignored), beside PyTorch eager, torch.compile and
+Liger-Kernel on one GPU: time, its fraction of the FLOP floor (3 GEMMs of
+2·N·V·H over the bf16 matrix rate measured in the same run) and the peak
+memory one step allocates beyond its inputs (the gradients included).
+
+    PYTHONPATH=python:build-runtime-py/python LIGER_OPS_BUNDLES=bench-bundles/ops \\
+        python3 bench/fused_linear_cross_entropy.py [--budget-mib 512] [--json out.json]
+
+(bench/build-bundles.sh precompiles our kernels for these shapes.)
+"""
+import argparse
+import json
+import sys
+
+import torch
+import torch.nn.functional as F
+from triton.testing import do_bench
+
+from liger import ops
+
+BF16 = torch.bfloat16
+
+
+def ms(fn):
+    return do_bench(fn, warmup=25, rep=500, return_mode="median")
+
+
+def matrix_rate():
+    a = torch.randn(8192, 8192, dtype=BF16, device="cuda")
+    t = ms(lambda: a @ a)
+    return 2 * 8192 ** 3 / t / 1e9  # TFLOP/s
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tokens", type=int, default=8192)
+    ap.add_argument("--hidden", type=int, default=4096)
+    ap.add_argument("--vocab", type=int, default=128256)
+    ap.add_argument("--budget-mib", type=int, default=512)
+    ap.add_argument("--impls", help="comma-separated implementations to run (default: all)")
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    n, h, v = args.tokens, args.hidden, args.vocab
+    rate = matrix_rate()
+    x = torch.randn(n, h, device="cuda").to(BF16)
+    w = (torch.randn(v, h, device="cuda") / h ** 0.5).to(BF16)
+    t = torch.randint(0, v, (n,), device="cuda")
+    t[::7] = -100
+
+    def eager(xx, ww):
+        return F.cross_entropy(F.linear(xx, ww).float(), t)
+    compiled = torch.compile(eager)
+
+    def step_of(f):
+        def step():
+            xx = x.detach().requires_grad_(True)
+            ww = w.detach().requires_grad_(True)
+            loss = f(xx, ww)
+            loss.backward()
+            return loss, xx.grad, ww.grad
+        return step
+
+    impls = {"eager": step_of(eager), "compile": step_of(compiled)}
+    try:
+        from liger_kernel.ops.fused_linear_cross_entropy import (
+            LigerFusedLinearCrossEntropyFunction)
+
+        def lk(xx, ww):
+            out = LigerFusedLinearCrossEntropyFunction.apply(xx, ww, t)
+            return out[0] if isinstance(out, tuple) else out
+        impls["Liger-Kernel"] = step_of(lk)
+    except Exception as e:  # noqa: BLE001
+        print("# liger-kernel not importable: %s" % e, file=sys.stderr)
+    budget = args.budget_mib << 20
+    impls["liger"] = step_of(
+        lambda xx, ww: ops.fused_linear_cross_entropy(xx, ww, t, memory_budget=budget))
+    if args.impls:
+        impls = {k: f for k, f in impls.items() if k in set(args.impls.split(","))}
+    plan = ops.fused_linear_cross_entropy_plan(n, v, "bf16", budget)
+
+    # The reference: float32 logits from bf16 inputs, float64 loss.
+    xr, wr = x.float().requires_grad_(True), w.float().requires_grad_(True)
+    ref = F.cross_entropy(F.linear(xr, wr).double(), t)
+    ref.backward()
+    ref_dx, ref_dw, ref = xr.grad, wr.grad, ref.item()
+    del xr, wr
+
+    floor = 3 * 2 * n * v * h / rate / 1e9
+    rows = []
+    for impl, step in impls.items():
+        torch.cuda.synchronize()
+        base = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        loss, dx, dw = step()
+        torch.cuda.synchronize()
+        peak = (torch.cuda.max_memory_allocated() - base) / 2 ** 30
+        errs = [abs(loss.item() - ref) / abs(ref),
+                ((dx.float() - ref_dx).norm() / ref_dx.norm()).item(),
+                ((dw.float() - ref_dw).norm() / ref_dw.norm()).item()]
+        del loss, dx, dw
+        tm = ms(step)
+        rows.append(dict(impl=impl, ms=tm, floor_ms=floor, of_floor=floor / tm,
+                         err=max(errs), peak_gib=peak))
+    print("bf16 matrix rate %.0f TFLOP/s; %d tokens x hidden %d x vocabulary %d; ours in %d "
+          "chunks of %d tokens (%.2f GiB of logits)" % (
+              rate, n, h, v, plan["chunks"], plan["chunk_tokens"],
+              plan["extra_bytes"] / 2 ** 30))
+    print("%-13s %9s %9s %8s %9s %10s" % ("impl", "ms", "floor ms", "of floor", "rel err",
+                                          "peak GiB"))
+    for r in rows:
+        print("%-13s %9.3f %9.3f %7.0f%% %9.1e %10.2f" % (
+            r["impl"], r["ms"], r["floor_ms"], 100 * r["of_floor"], r["err"], r["peak_gib"]))
+    if args.json:
+        json.dump(dict(tflops=rate, tokens=n, hidden=h, vocab=v, plan=plan, rows=rows),
+                  open(args.json, "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()
