@@ -9,8 +9,8 @@ default configuration.
 import argparse
 
 import torch
-from triton.testing import do_bench
 
+from floors import copy_bandwidth, ms
 from liger import runtime
 
 ap = argparse.ArgumentParser()
@@ -18,11 +18,7 @@ ap.add_argument("--bundle", default="bench-bundles/sweep")
 ap.add_argument("--tokens", type=int, default=16384)
 args = ap.parse_args()
 M = args.tokens
-n = 1 << 30
-a = torch.empty(n, dtype=torch.uint8, device="cuda")
-b = torch.empty_like(a)
-bw = 2 * n / do_bench(lambda: b.copy_(a), return_mode="median") / 1e6
-del a, b
+bw = copy_bandwidth()
 bundle = runtime.load(args.bundle)
 inputs = {
     "swiglu": (14336, lambda H: (torch.randn(M, H, device="cuda", dtype=torch.bfloat16),
@@ -37,5 +33,5 @@ for prefix, (H, make, passes) in inputs.items():
     floor = passes * M * H * 2 / bw / 1e6
     for name in sorted(k for k in bundle.kernels if k.startswith(prefix + "_t")):
         k = bundle[name]
-        t = do_bench(lambda: k(*xs, out=out), warmup=25, rep=200, return_mode="median")
+        t = ms(lambda: k(*xs, out=out))
         print("%-28s %8.3f ms  %5.0f%% of floor" % (name, t, 100 * floor / t))

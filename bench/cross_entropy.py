@@ -16,24 +16,10 @@ import sys
 
 import torch
 import torch.nn.functional as F
-from triton.testing import do_bench
-
+from floors import copy_bandwidth, ms
 from liger import runtime
 
 BF16 = torch.bfloat16
-
-
-def ms(fn):
-    return do_bench(fn, warmup=25, rep=200, return_mode="median")
-
-
-def copy_bandwidth():
-    n = 1 << 30
-    a = torch.empty(n, dtype=torch.uint8, device="cuda")
-    b = torch.empty_like(a)
-    t = ms(lambda: b.copy_(a))
-    del a, b
-    return 2 * n / t / 1e6  # GB/s
 
 
 def main():

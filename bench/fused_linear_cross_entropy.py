@@ -17,21 +17,10 @@ import sys
 
 import torch
 import torch.nn.functional as F
-from triton.testing import do_bench
-
+from floors import matrix_rate, ms
 from liger import ops
 
 BF16 = torch.bfloat16
-
-
-def ms(fn):
-    return do_bench(fn, warmup=25, rep=500, return_mode="median")
-
-
-def matrix_rate():
-    a = torch.randn(8192, 8192, dtype=BF16, device="cuda")
-    t = ms(lambda: a @ a)
-    return 2 * 8192 ** 3 / t / 1e9  # TFLOP/s
 
 
 def main():
@@ -101,7 +90,7 @@ def main():
                 ((dx.float() - ref_dx).norm() / ref_dx.norm()).item(),
                 ((dw.float() - ref_dw).norm() / ref_dw.norm()).item()]
         del loss, dx, dw
-        tm = ms(step)
+        tm = ms(step, rep=500)
         rows.append(dict(impl=impl, ms=tm, floor_ms=floor, of_floor=floor / tm,
                          err=max(errs), peak_gib=peak))
     print("bf16 matrix rate %.0f TFLOP/s; %d tokens x hidden %d x vocabulary %d; ours in %d "

@@ -15,15 +15,11 @@ import json
 
 import torch
 import torch.nn.functional as F
-from triton.testing import do_bench
+from floors import matrix_rate, ms
 
 from liger import runtime
 
 BF16 = torch.bfloat16
-
-
-def ms(fn):
-    return do_bench(fn, warmup=25, rep=200, return_mode="median")
 
 
 def main():
@@ -33,10 +29,7 @@ def main():
     ap.add_argument("--json")
     args = ap.parse_args()
     M = args.tokens
-    a = torch.randn(8192, 8192, dtype=BF16, device="cuda")
-    b = torch.randn(8192, 8192, dtype=BF16, device="cuda")
-    rate = 2 * 8192 ** 3 / ms(lambda: a @ b) / 1e9  # TFLOP/s
-    del a, b
+    rate = matrix_rate()  # TFLOP/s
     ours = runtime.load(args.bundle)
     rows = []
     for name, (k, n) in {"o_proj": (4096, 4096), "up_proj": (4096, 14336),

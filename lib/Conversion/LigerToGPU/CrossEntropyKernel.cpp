@@ -126,8 +126,7 @@ private:
   /// one shared-memory step); every thread gets the result.
   /// `neutral` holds the identity of each value (what lanes without a
   /// warp's partial contribute).
-  using Combine = function_ref<SmallVector<Value>(OpBuilder &, ValueRange,
-                                                  ValueRange)>;
+  using Combine = CombineValues;
   SmallVector<Value> blockReduce(OpBuilder &b, ValueRange values,
                                  ArrayRef<double> neutral, Combine combine);
   SmallVector<Value> addAll(OpBuilder &b, ValueRange values) {
@@ -235,24 +234,12 @@ Value CEBuilder::capped(OpBuilder &b, Value x) {
 SmallVector<Value> CEBuilder::blockReduce(OpBuilder &b, ValueRange values,
                                           ArrayRef<double> neutral,
                                           Combine combine) {
-  auto i32c = [&](OpBuilder &nb, int64_t v) {
-    return arith::ConstantOp::create(nb, loc, nb.getI32IntegerAttr(v));
-  };
-  auto warpReduce = [&](OpBuilder &nb, SmallVector<Value> v, int64_t lanes) {
-    for (int64_t off = lanes / 2; off >= 1; off /= 2) {
-      SmallVector<Value> other;
-      for (Value x : v)
-        other.push_back(gpu::ShuffleOp::create(nb, loc, x, i32c(nb, off),
-                                               i32c(nb, 32),
-                                               gpu::ShuffleMode::XOR)
-                            .getShuffleResult());
-      v = combine(nb, v, other);
-    }
-    return v;
+  auto warpReduce = [&](OpBuilder &nb, ValueRange v, int64_t lanes) {
+    return warpAllReduce(nb, loc, v, lanes, combine);
   };
   int64_t k = values.size();
   int64_t warps = threads / 32;
-  SmallVector<Value> warpValues = warpReduce(b, llvm::to_vector(values), 32);
+  SmallVector<Value> warpValues = warpReduce(b, values, 32);
   if (warps == 1)
     return warpValues;
   // The area: kMaxValues result slots, then warps x k partials. One area

@@ -574,16 +574,11 @@ LogicalResult RowKernelBuilder::emitElementwise(OpBuilder &b,
 Value RowKernelBuilder::blockReduce(OpBuilder &b, Value scalar,
                                     vector::CombiningKind kind,
                                     double neutral) {
-  auto i32c = [&](OpBuilder &nb, int64_t v) {
-    return arith::ConstantOp::create(nb, loc, nb.getI32IntegerAttr(v));
-  };
   auto warpReduce = [&](OpBuilder &nb, Value v, int64_t width) {
-    for (int64_t off = width / 2; off >= 1; off /= 2) {
-      auto shuffle = gpu::ShuffleOp::create(
-          nb, loc, v, i32c(nb, off), i32c(nb, 32), gpu::ShuffleMode::XOR);
-      v = combine(nb, kind, v, shuffle.getShuffleResult());
-    }
-    return v;
+    return warpAllReduce(nb, loc, v, width,
+                         [&](OpBuilder &cb, ValueRange x, ValueRange y) {
+                           return SmallVector<Value>{combine(cb, kind, x[0], y[0])};
+                         })[0];
   };
   Value warpValue = warpReduce(b, scalar, 32);
   int64_t numWarps = config.threads / 32;
@@ -1190,4 +1185,22 @@ FailureOr<RowKernelInfo>
 mlir::liger::buildRowKernel(FusionOp group, gpu::GPUModuleOp module,
                             StringRef name, const RowKernelConfig &config) {
   return RowKernelBuilder(group, config).build(module, name);
+}
+
+SmallVector<Value> mlir::liger::warpAllReduce(OpBuilder &b, Location loc,
+                                             ValueRange values, int64_t lanes,
+                                             CombineValues combine) {
+  auto i32c = [&](int64_t v) {
+    return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
+  };
+  SmallVector<Value> acc(values.begin(), values.end());
+  for (int64_t off = lanes / 2; off >= 1; off /= 2) {
+    SmallVector<Value> other;
+    for (Value v : acc)
+      other.push_back(gpu::ShuffleOp::create(b, loc, v, i32c(off), i32c(32),
+                                             gpu::ShuffleMode::XOR)
+                          .getShuffleResult());
+    acc = combine(b, acc, other);
+  }
+  return acc;
 }
