@@ -17,3 +17,15 @@ func.func @ce_fused(%x: tensor<?x128256xbf16>, %t: tensor<?xi64>, %g: tensor<f32
   %d = liger.cross_entropy_grad %x, %t, %g : tensor<?x128256xbf16>, tensor<?xi64>, tensor<f32>
   return %l, %d : tensor<f32>, tensor<?x128256xbf16>
 }
+
+// The same at a pinned configuration: 1024 threads and one CTA per SM, so
+// that the 132 rows in flight (32 MiB) stay in L2 for the gradient pass.
+func.func @ce_fused_1024(%x: tensor<?x128256xbf16>, %t: tensor<?xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<?x128256xbf16>) {
+  %r:2 = liger.fusion rowwise(%x, %t, %g) attributes {liger.kernel_config = {threads = 1024 : i64, vector_width = 8 : i64, ctas_per_sm = 1 : i64}} : (tensor<?x128256xbf16>, tensor<?xi64>, tensor<f32>) -> (tensor<f32>, tensor<?x128256xbf16>) {
+  ^bb0(%a: tensor<?x128256xbf16>, %b: tensor<?xi64>, %c: tensor<f32>):
+    %l = liger.cross_entropy %a, %b : tensor<?x128256xbf16>, tensor<?xi64>
+    %d = liger.cross_entropy_grad %a, %b, %c : tensor<?x128256xbf16>, tensor<?xi64>, tensor<f32>
+    liger.yield %l, %d : tensor<f32>, tensor<?x128256xbf16>
+  }
+  return %r#0, %r#1 : tensor<f32>, tensor<?x128256xbf16>
+}

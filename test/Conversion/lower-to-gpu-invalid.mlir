@@ -61,6 +61,30 @@ func.func @cross_entropy_grad_of_another_loss(%x: tensor<?x64xf32>, %t: tensor<?
 
 // -----
 
+func.func @cross_entropy_width_not_dividing(%x: tensor<?x1000xf32>, %t: tensor<?xi64>) -> tensor<f32> {
+  // expected-error @+1 {{'liger.fusion' op cannot be lowered to a cross-entropy kernel: vector_width 8 must divide the 1000 classes in chunks of at most 16 bytes}}
+  %l = liger.fusion rowwise(%x, %t) attributes {liger.kernel_config = {threads = 256 : i64, vector_width = 8 : i64}} : (tensor<?x1000xf32>, tensor<?xi64>) -> tensor<f32> {
+  ^bb0(%a: tensor<?x1000xf32>, %b: tensor<?xi64>):
+    %c = liger.cross_entropy %a, %b : tensor<?x1000xf32>, tensor<?xi64>
+    liger.yield %c : tensor<f32>
+  }
+  return %l : tensor<f32>
+}
+
+// -----
+
+func.func @ctas_per_sm_out_of_range(%x: tensor<?x1000xf32>, %t: tensor<?xi64>) -> tensor<f32> {
+  // expected-error @+1 {{'liger.fusion' op expects 'ctas_per_sm' in 'liger.kernel_config' to be an integer in [1, 64]}}
+  %l = liger.fusion rowwise(%x, %t) attributes {liger.kernel_config = {threads = 256 : i64, vector_width = 4 : i64, ctas_per_sm = 0 : i64}} : (tensor<?x1000xf32>, tensor<?xi64>) -> tensor<f32> {
+  ^bb0(%a: tensor<?x1000xf32>, %b: tensor<?xi64>):
+    %c = liger.cross_entropy %a, %b : tensor<?x1000xf32>, tensor<?xi64>
+    liger.yield %c : tensor<f32>
+  }
+  return %l : tensor<f32>
+}
+
+// -----
+
 // The weight gradient is only known once every row is done: no step of a row
 // may read it.
 func.func @weight_gradient_read_per_row(%dy: tensor<?x64xf32>, %x: tensor<?x64xf32>, %w: tensor<64xf32>, %r: tensor<?xf32>) -> tensor<?x64xf32> {

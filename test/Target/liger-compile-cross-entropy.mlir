@@ -16,7 +16,7 @@
 // RUN: liger-compile %s --target=sm_80 --emit=ptx -o %t.sm80.ptx
 // RUN: ptxas -arch=sm_80 -v %t.sm80.ptx -o %t.sm80.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 
-// OUT: liger-compile: 4 kernels for sm_90a
+// OUT: liger-compile: 5 kernels for sm_90a
 
 // mean over bf16 logits: CTAs over rows, partials [ctas, 4], a finishing
 // kernel writing the scalar loss (manifest keys are sorted).
@@ -73,6 +73,13 @@
 // MANIFEST: "kind": "rows",
 // MANIFEST-NEXT: "name": "output1",
 // MANIFEST: "kind": "partials",
+
+// A pinned configuration (bench/cross_entropy.mlir's A/B): 1024 threads,
+// one CTA per SM.
+// MANIFEST: "block": [
+// MANIFEST-NEXT: 1024,
+// MANIFEST: "ctas_per_sm": 1,
+// MANIFEST: "name": "ce_fused_pinned_rowwise_0",
 
 // GPU-LABEL: gpu.func @ce_mean_rowwise_0(
 // GPU: scf.for {{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args
@@ -133,4 +140,14 @@ func.func @ce_fused(%x: tensor<?x1000xbf16>, %t: tensor<?xi64>, %g: tensor<f32>)
   %l = liger.cross_entropy %x, %t : tensor<?x1000xbf16>, tensor<?xi64>
   %d = liger.cross_entropy_grad %x, %t, %g : tensor<?x1000xbf16>, tensor<?xi64>, tensor<f32>
   return %l, %d : tensor<f32>, tensor<?x1000xbf16>
+}
+
+func.func @ce_fused_pinned(%x: tensor<?x1000xbf16>, %t: tensor<?xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<?x1000xbf16>) {
+  %r:2 = liger.fusion rowwise(%x, %t, %g) attributes {liger.kernel_config = {threads = 1024 : i64, vector_width = 8 : i64, ctas_per_sm = 1 : i64}} : (tensor<?x1000xbf16>, tensor<?xi64>, tensor<f32>) -> (tensor<f32>, tensor<?x1000xbf16>) {
+  ^bb0(%a: tensor<?x1000xbf16>, %b: tensor<?xi64>, %c: tensor<f32>):
+    %l = liger.cross_entropy %a, %b : tensor<?x1000xbf16>, tensor<?xi64>
+    %d = liger.cross_entropy_grad %a, %b, %c : tensor<?x1000xbf16>, tensor<?xi64>, tensor<f32>
+    liger.yield %l, %d : tensor<f32>, tensor<?x1000xbf16>
+  }
+  return %r#0, %r#1 : tensor<f32>, tensor<?x1000xbf16>
 }

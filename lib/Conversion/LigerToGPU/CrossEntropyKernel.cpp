@@ -77,9 +77,10 @@ template <typename OpTy> CEAttrs readAttrs(OpTy op) {
 /// Emits the kernels of one cross-entropy group.
 class CEBuilder {
 public:
-  CEBuilder(FusionOp group, gpu::GPUModuleOp module, StringRef name)
+  CEBuilder(FusionOp group, gpu::GPUModuleOp module, StringRef name,
+            const RowKernelConfig &config)
       : group(group), module(module), name(name), ctx(group.getContext()),
-        loc(group.getLoc()) {}
+        loc(group.getLoc()), config(config) {}
 
   FailureOr<RowKernelInfo> build();
 
@@ -181,6 +182,7 @@ private:
   StringRef name;
   MLIRContext *ctx;
   Location loc;
+  RowKernelConfig config;
   Operation *op = nullptr; // the first op (its attributes)
   bool withLoss = false, withGrad = false;
   CEAttrs attrs;
@@ -723,10 +725,10 @@ FailureOr<RowKernelInfo> CEBuilder::buildKernel() {
   gpu::ReturnOp::create(b, loc);
 
   if (partials) {
-    // 4 CTAs per SM: rows enough in flight to stream the logits, few
-    // partials for the finishing kernel.
+    // 4 CTAs per SM by default: rows enough in flight to stream the
+    // logits, few partials for the finishing kernel.
     info.grid = "ctas";
-    info.ctasPerSm = 4;
+    info.ctasPerSm = config.ctasPerSm ? config.ctasPerSm : 4;
     buildFinish(params, *lossParam);
     info.finishName = (name + "_finish").str();
     info.finishGrid = 1;
@@ -860,21 +862,26 @@ FailureOr<RowKernelInfo> CEBuilder::build() {
     }
   }
   bytes = std::max<unsigned>(1, elem.getIntOrFloatBitWidth() / 8);
-  width = 16 / bytes;
-  // Vectors that divide the row (so that every row starts aligned) and fit
-  // the class weights' chunk in 16 bytes too.
+  // The configuration's vector width must divide the row (so that every row
+  // starts aligned) and fit the class weights' chunk in 16 bytes;
+  // liger-select-kernel-config's default is the widest 16-byte vector that
+  // divides the row, narrowed here for wider class weights.
   int64_t weightBytes =
       weightType ? std::max<unsigned>(1, weightType.getIntOrFloatBitWidth() / 8)
                  : 1;
-  while (width > 1 && (vocab % width != 0 || width * weightBytes > 16))
+  width = config.vectorWidth;
+  if (vocab % width != 0 || width * bytes > 16)
+    return fail("vector_width " + Twine(width) + " must divide the " +
+                Twine(vocab) + " classes in chunks of at most 16 bytes");
+  while (width * weightBytes > 16)
     width /= 2;
-  int64_t chunks = (vocab + width - 1) / width;
-  threads = std::clamp<int64_t>((chunks + 31) / 32 * 32, 32, 256);
+  threads = config.threads;
   return buildKernel();
 }
 
 FailureOr<RowKernelInfo>
 mlir::liger::buildCrossEntropyKernel(FusionOp group, gpu::GPUModuleOp module,
-                                     StringRef name) {
-  return CEBuilder(group, module, name).build();
+                                     StringRef name,
+                                     const RowKernelConfig &config) {
+  return CEBuilder(group, module, name, config).build();
 }

@@ -250,7 +250,7 @@ struct LowerToGPUPass : liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
           isa<RoPEOp, RoPEGradOp>(first)
               ? buildRoPEKernel(group, kernels, name)
           : isa<CrossEntropyOp, CrossEntropyGradOp>(first)
-              ? buildCrossEntropyKernel(group, kernels, name)
+              ? buildCrossEntropyKernel(group, kernels, name, *config)
               : buildRowKernel(group, kernels, name, *config);
       if (failed(info))
         return signalPassFailure();

@@ -83,6 +83,9 @@ mlir::liger::getRowKernelConfigAttr(MLIRContext *ctx,
       b.getNamedAttr("vector_width", b.getI64IntegerAttr(config.vectorWidth))};
   if (!config.reuseLoads)
     entries.push_back(b.getNamedAttr("reuse_loads", b.getBoolAttr(false)));
+  if (config.ctasPerSm)
+    entries.push_back(
+        b.getNamedAttr("ctas_per_sm", b.getI64IntegerAttr(config.ctasPerSm)));
   return b.getDictionaryAttr(entries);
 }
 
@@ -104,6 +107,13 @@ FailureOr<RowKernelConfig> mlir::liger::getRowKernelConfig(FusionOp group) {
       return group.emitOpError(
           "expects 'reuse_loads' in 'liger.kernel_config' to be a bool");
     config.reuseLoads = flag.getValue();
+  }
+  if (Attribute ctas = dict.get("ctas_per_sm")) {
+    auto value = dyn_cast<IntegerAttr>(ctas);
+    if (!value || value.getInt() < 1 || value.getInt() > 64)
+      return group.emitOpError("expects 'ctas_per_sm' in 'liger.kernel_config' "
+                               "to be an integer in [1, 64]");
+    config.ctasPerSm = value.getInt();
   }
   if (config.threads < 32 || config.threads > 1024 || config.threads % 32)
     return group.emitOpError("expects 'threads' to be a multiple of 32 in "

@@ -599,6 +599,12 @@ CROSS_ENTROPY = {
                           dict(reduction="mean", lse_square_scale=1e-4), False, True),
 }
 CROSS_ENTROPY_TOKENS = [1, 1000, 8192]
+# The fused loss + gradient kernel at pinned configurations as well
+# (`cefp_<name>`): name -> liger.kernel_config.
+CROSS_ENTROPY_PINNED = {
+    "v128256_bf16": "{threads = 1024 : i64, vector_width = 8 : i64, ctas_per_sm = 1 : i64}",
+    "v1000_f32_none_all": "{threads = 64 : i64, vector_width = 2 : i64}",
+}
 
 
 def _ce_attr_text(attrs, with_zloss):
@@ -641,4 +647,23 @@ def cross_entropy_module_text():
 }""" % (name, X, T, wparam, L, ", ".join(results), X, names, wuse,
         _ce_attr_text(attrs, zloss), X, T, wuse, _ce_attr_text(attrs, False), X, T, L,
         names, ", ".join(results), X))
+        if name in CROSS_ENTROPY_PINNED:
+            ins = ["%x", "%t"] + (["%w"] if weighted else []) + ["%g"]
+            in_types = [X, T] + ([W] if weighted else []) + [L]
+            blk = ", ".join("%%b%s: %s" % (a[1:], ty) for a, ty in zip(ins, in_types))
+            res_types = results + [X]
+            out.append("""func.func @cefp_%s(%%x: %s, %%t: %s%s, %%g: %s) -> (%s) {
+  %%r:%d = liger.fusion rowwise(%s) attributes {liger.kernel_config = %s} : (%s) -> (%s) {
+  ^bb0(%s):
+    %s = liger.cross_entropy %%bx, %%bt%s %s : %s, %s
+    %%d = liger.cross_entropy_grad %%bx, %%bt, %%bg%s %s : %s, %s, %s
+    liger.yield %s, %%d : %s
+  }
+  return %s : %s
+}""" % (name, X, T, wparam, L, ", ".join(res_types), len(res_types), ", ".join(ins),
+            CROSS_ENTROPY_PINNED[name], ", ".join(in_types), ", ".join(res_types), blk,
+            names, wuse.replace("%w", "%bw"), _ce_attr_text(attrs, zloss), X, T,
+            wuse.replace("%w", "%bw"), _ce_attr_text(attrs, False), X, T, L, names,
+            ", ".join(res_types), ", ".join("%%r#%d" % i for i in range(len(res_types))),
+            ", ".join(res_types)))
     return "\n\n".join(out) + "\n"

@@ -40,6 +40,8 @@ if not only_matmul and os.path.isdir(ce):
             bundle["ce_%s_rowwise_0" % name](x, t, *w)
             bundle["ceg_%s_rowwise_0" % name](x, t, g, *w)
             bundle["cef_%s_rowwise_0" % name](x, t, *w, g)
+            if name in kernels.CROSS_ENTROPY_PINNED:
+                bundle["cefp_%s_rowwise_0" % name](x, t, *w, g)
 # The experimental matmul template: partial row and column tiles.
 matmul = os.path.join(root, "matmul")
 if only_matmul and os.path.isdir(matmul):

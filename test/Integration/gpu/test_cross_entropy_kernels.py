@@ -4,8 +4,8 @@ by autograd, in float64 where the logits are small enough (else float32),
 on fresh random logits and targets (some ignored, and with reduction = none
 one out of range, which must give NaN), outputs poisoned with NaN. Three
 ways: the loss and gradient kernels apart, the fused kernel (the loss and
-its gradient in one pass), and the fused kernel writing the gradient over
-its own logits (in place)."""
+its gradient in one pass; also at a pinned configuration for two cases),
+and the fused kernel writing the gradient over its own logits (in place)."""
 
 import pytest
 
@@ -81,6 +81,10 @@ def test_cross_entropy_kernel(bundles_dir, name, tokens):
     fused = bundle["cef_%s_rowwise_0" % name]
     res = fused(x, t, *wl, g, out=poisoned_losses() + [torch.full_like(x, float("nan"))])
     results["fused"] = (list(res[:-1]), res[-1])
+    if name in kernels.CROSS_ENTROPY_PINNED:
+        pinned = bundle["cefp_%s_rowwise_0" % name]
+        res = pinned(x, t, *wl, g, out=poisoned_losses() + [torch.full_like(x, float("nan"))])
+        results["fused, pinned configuration"] = (list(res[:-1]), res[-1])
     xc = x.clone()  # the gradient over its own logits
     res = fused(xc, t, *wl, g, out=poisoned_losses() + [xc])
     results["fused in place"] = (list(res[:-1]), xc)

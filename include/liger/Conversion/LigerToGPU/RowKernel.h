@@ -32,6 +32,9 @@ struct RowKernelConfig {
   /// later steps of the row (RMSNorm reads x for its sum of squares and
   /// again to normalize) instead of reading them again through the caches.
   bool reuseLoads = true;
+  /// CTAs per SM for a kernel whose grid is one CTA per workspace row (a
+  /// reduced cross-entropy); 0: the template's default.
+  int64_t ctasPerSm = 0;
 };
 
 /// The default configuration for rows of `hidden` elements of `elementType`:
@@ -43,7 +46,7 @@ RowKernelConfig selectRowKernelConfig(int64_t hidden, Type elementType);
 RowKernelConfig selectRowKernelConfig(FusionOp group);
 
 /// Reads the `liger.kernel_config` attribute of `group` ({threads,
-/// vector_width[, reuse_loads]}), checking it, or returns the default of
+/// vector_width[, reuse_loads][, ctas_per_sm]}), checking it, or returns the default of
 /// selectRowKernelConfig(group).
 FailureOr<RowKernelConfig> getRowKernelConfig(FusionOp group);
 
@@ -149,9 +152,12 @@ buildRoPEKernel(FusionOp group, gpu::GPUModuleOp module, StringRef name);
 /// liger.cross_entropy_grad (CrossEntropyKernel.cpp): a CTA streams its
 /// row twice at most (an online softmax, then the gradient), whatever the
 /// vocabulary size; a reduced loss adds a finishing kernel.
+/// `config` gives the threads, the vector width (which must divide the
+/// vocabulary) and, for a reduced loss, the CTAs per SM.
 FailureOr<RowKernelInfo> buildCrossEntropyKernel(FusionOp group,
                                                  gpu::GPUModuleOp module,
-                                                 StringRef name);
+                                                 StringRef name,
+                                                 const RowKernelConfig &config);
 
 } // namespace mlir::liger
 
