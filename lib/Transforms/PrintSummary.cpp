@@ -63,7 +63,12 @@ SmallVector<Value> getParameterOperands(Operation *op) {
       .Case<FusedLinearCrossEntropyOp>([&](FusedLinearCrossEntropyOp flce) {
         add(flce.getWeight());
         add(flce.getBias());
-      });
+      })
+      .Case<FusedLinearCrossEntropyGradOp>(
+          [&](FusedLinearCrossEntropyGradOp grad) {
+            add(grad.getWeight());
+            add(grad.getBias());
+          });
   return params;
 }
 
@@ -90,7 +95,8 @@ int64_t getStaticBytes(Value v) {
                   : 0;
 }
 
-/// Matrix FLOPs per token: 2·N·K per projection, plus 2·r·(K + N) for LoRA.
+/// Matrix FLOPs per token: 2·N·K per projection, plus 2·r·(K + N) for LoRA,
+/// three times 2·V·H for the lm_head's backward.
 int64_t getFlopsPerToken(Operation *op) {
   auto matrix = [](Value w) -> int64_t { return 2 * getStaticElements(w); };
   return TypeSwitch<Operation *, int64_t>(op)
@@ -101,6 +107,10 @@ int64_t getFlopsPerToken(Operation *op) {
       })
       .Case<FusedLinearCrossEntropyOp>(
           [&](FusedLinearCrossEntropyOp l) { return matrix(l.getWeight()); })
+      // The logits (recomputed by its meaning), G · W and Gᵀ · h.
+      .Case<FusedLinearCrossEntropyGradOp>([&](FusedLinearCrossEntropyGradOp l) {
+        return 3 * matrix(l.getWeight());
+      })
       .Default([](Operation *) { return int64_t(0); });
 }
 

@@ -28,6 +28,19 @@ func.func @lora(%x: tensor<?x64xf32>, %w: tensor<32x64xf32>, %a: tensor<4x64xf32
   return %y : tensor<?x32xf32>
 }
 
+// The lm_head and its backward share the weight (counted once): the
+// forward 2·V·H, the backward three times that (logits, G·W, Gᵀ·h).
+// CHECK-LABEL: liger summary of @lm_head_forward_backward
+// CHECK:     liger.fused_linear_cross_entropy   1   weights 6,400 elements   FLOP/token 12,800
+// CHECK:     liger.fused_linear_cross_entropy_grad   1   weights 6,400 elements   FLOP/token 38,400
+// CHECK:   weights: 6,400 elements, 0.01 MiB
+// CHECK:   projection FLOP/token: 51,200
+func.func @lm_head_forward_backward(%h: tensor<?x64xbf16>, %w: tensor<100x64xbf16>, %t: tensor<?xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<?x64xbf16>, tensor<100x64xbf16>) {
+  %l = liger.fused_linear_cross_entropy %h, %w, %t : tensor<?x64xbf16>, tensor<100x64xbf16>, tensor<?xi64>
+  %dh, %dw = liger.fused_linear_cross_entropy_grad %h, %w, %t, %g : tensor<?x64xbf16>, tensor<100x64xbf16>, tensor<?xi64>, tensor<f32>
+  return %l, %dh, %dw : tensor<f32>, tensor<?x64xbf16>, tensor<100x64xbf16>
+}
+
 // Near-miss: a function without liger ops still gets a (zero) report, and
 // ops of other dialects are listed by name.
 // CHECK-LABEL: liger summary of @no_liger_ops

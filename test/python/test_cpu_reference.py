@@ -595,6 +595,46 @@ def test_fused_linear_cross_entropy(rng, n, hidden, vocab, dt, variant):
         assert_close(outs[1], zl, "f32", "z_loss", rtol=tol)
 
 
+@pytest.mark.parametrize("n,hidden,vocab", [(1, 64, 37), (3, 32, 128), (4, 16, 200)], ids=str)
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("variant", sorted(FLCE_VARIANTS))
+def test_fused_linear_cross_entropy_grad(rng, n, hidden, vocab, dt, variant):
+    """dhidden = G · W, dweight = Gᵀ · h, dbias = Σ G, with G the loss's
+    gradient with respect to the logits (numerical, float64, rounded to the
+    dtype as the op's G is)."""
+    v = FLCE_VARIANTS[variant]
+    H, W = ttype((n, hidden), dt, dynamic=(0,)), ttype((vocab, hidden), dt)
+    Tg, B = ttype((n,), "i64", dynamic=(0,)), ttype((vocab,), dt)
+    G = loss_type(v, n)
+    bias = v.get("bias")
+    bias_arg = f", %b: {B}" if bias else ""
+    bias_use = f" bias(%b : {B})" if bias else ""
+    results = f"{H}, {W}" + (f", {B}" if bias else "")
+    values = "%dh, %dw" + (", %db" if bias else "")
+    mlir = f"""func.func @f(%h: {H}, %w: {W}, %t: {Tg}, %g: {G}{bias_arg}) -> ({results}) {{
+  {values} = liger.fused_linear_cross_entropy_grad %h, %w, %t, %g{bias_use}{ce_attrs(v)} : {H}, {W}, {Tg}, {G}
+  return {values} : {results}
+}}"""
+    h, h64 = make(rng, (n, hidden), dt)
+    w, w64 = make(rng, (vocab, hidden), dt, scale=2.0 * hidden ** -0.5)
+    t = ce_targets(rng, n, vocab, v)
+    none = v.get("reduction") == "none"
+    g64 = rng.uniform(0.5, 1.5, size=(n,) if none else ()).astype(np.float32)
+    inputs, b64 = [h, w, t, g64], None
+    if bias:
+        b, b64 = make(rng, (vocab,), dt)
+        inputs.append(b)
+    outs = run(mlir, inputs)
+    logits = round_to(refs.linear(h64, w64, b64), dt)
+    g64 = g64.astype(np.float64)
+    fwd = lambda z: float(np.sum(g64 * refs.cross_entropy(z, t, None, **ce_kwargs(v))[0]))
+    dz = round_to(refs.numeric_grad(fwd, logits.copy()), dt)
+    assert_close(outs[0], dz @ w64, dt, "dhidden")
+    assert_close(outs[1], dz.T @ h64, dt, "dweight")
+    if bias:
+        assert_close(outs[2], dz.sum(0), dt, "dbias")
+
+
 @pytest.mark.parametrize("n,vocab", [(1, 1000), (3, 37), (4, 128)], ids=str)
 @pytest.mark.parametrize("dt", DTYPES)
 @pytest.mark.parametrize("reduction", ["none", "sum", "mean", "batchmean"])

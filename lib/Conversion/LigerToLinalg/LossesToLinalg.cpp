@@ -304,6 +304,15 @@ struct LowerCrossEntropy : OpConversionPattern<CrossEntropyOp> {
   }
 };
 
+/// The logits x · Wᵀ + b of a fused linear cross-entropy, rounded to the
+/// input dtype (as F.linear returns them).
+Value buildLinearLogits(OpBuilder &b, Location loc, Value hidden, Value weight,
+                        Value bias) {
+  return roundAccumulator(
+      b, loc, matmulTransposedB(b, loc, hidden, weight), bias,
+      cast<RankedTensorType>(hidden.getType()).getElementType());
+}
+
 /// The reference meaning of fused_linear_cross_entropy: the logits
 /// x · Wᵀ + b rounded to the input dtype (as F.linear returns them), then
 /// cross-entropy. The CPU lowering materializes them; GPU kernels do not.
@@ -314,21 +323,8 @@ struct LowerFusedLinearCrossEntropy
   matchAndRewrite(FusedLinearCrossEntropyOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    Value hidden = adaptor.getHidden();
-    Type elem = cast<RankedTensorType>(hidden.getType()).getElementType();
-    Value acc = matmulTransposedB(rewriter, loc, hidden, adaptor.getWeight());
-    SmallVector<RowOperand> ins = {{acc, Access::Full}};
-    if (Value bias = adaptor.getBias())
-      ins.push_back({bias, Access::Feature});
-    Value logits =
-        mapRows(rewriter, loc, sizesOf(rewriter, loc, acc), ins, {elem},
-                [&](OpBuilder &nb, Location nloc,
-                    ValueRange args) -> SmallVector<Value> {
-                  Value v = args[0];
-                  if (args.size() > 1)
-                    v = add(nb, nloc, v, toF32(nb, nloc, args[1]));
-                  return {fromF32(nb, nloc, v, elem)};
-                })[0];
+    Value logits = buildLinearLogits(rewriter, loc, adaptor.getHidden(),
+                                     adaptor.getWeight(), adaptor.getBias());
     rewriter.replaceOp(op, buildCrossEntropy(rewriter, loc, logits,
                                              adaptor.getTarget(), Value(),
                                              getCEParams(op),
@@ -337,119 +333,177 @@ struct LowerFusedLinearCrossEntropy
   }
 };
 
+/// The gradient of cross_entropy(logits, target) for the incoming gradient
+/// `gradLoss`, in the logits' type (cross_entropy_grad's meaning).
+Value buildCrossEntropyGrad(OpBuilder &b, Location loc, Value logits,
+                            Value target, Value gradLoss, Value classWeight,
+                            const CEParams &p) {
+  Type f32Type = b.getF32Type();
+  auto logitsType = cast<RankedTensorType>(logits.getType());
+  int64_t vocab = logitsType.getDimSize(1);
+  SmallVector<OpFoldResult> sizes = sizesOf(b, loc, logits);
+  SmallVector<OpFoldResult> tokenSizes = {sizes[0]};
+  CERows rows = buildCERows(b, loc, logits, target, classWeight, p);
+
+  // The total class weight sum_v w_v (V without weights), for the
+  // gradient of the smoothing term.
+  Value classWeightSum;
+  if (classWeight) {
+    classWeightSum =
+        sumAll(b, loc,
+               mapRows(b, loc, {b.getIndexAttr(vocab)},
+                       {{classWeight, Access::Full}}, {f32Type},
+                       [](OpBuilder &nb, Location nloc,
+                          ValueRange args) -> SmallVector<Value> {
+                         return {toF32(nb, nloc, args[0])};
+                       })[0]);
+  } else {
+    classWeightSum =
+        filledTensor(b, loc, {}, f32Type, static_cast<double>(vocab));
+  }
+
+  // Per-token gradient scales of the weighted part and of the z-loss.
+  bool perToken = cast<RankedTensorType>(gradLoss.getType()).getRank() == 1;
+  Value weightSum = filledTensor(b, loc, {}, f32Type, 1.0);
+  Value count = weightSum;
+  if (p.reduction == Reduction::mean) {
+    weightSum = sumAll(b, loc, rows.weightT);
+    count = sumAll(b, loc, rows.counted);
+  }
+  SmallVector<Value> scales =
+      mapRows(b, loc, tokenSizes,
+              {{gradLoss, perToken ? Access::Full : Access::Scalar},
+               {weightSum, Access::Scalar},
+               {count, Access::Scalar},
+               {rows.counted, Access::Full}},
+              {f32Type, f32Type},
+              [](OpBuilder &nb, Location nloc,
+                 ValueRange args) -> SmallVector<Value> {
+                Value g = mul(nb, nloc, toF32(nb, nloc, args[0]), args[3]);
+                return {div(nb, nloc, g, args[1]), div(nb, nloc, g, args[2])};
+              });
+
+  SmallVector<RowOperand> ins = {
+      {logits, Access::Full},          {rows.z, Access::Full},
+      {rows.lse, Access::Row},         {rows.index, Access::Row},
+      {rows.weightT, Access::Row},     {scales[0], Access::Row},
+      {scales[1], Access::Row},        {rows.invalid, Access::Row},
+      {classWeightSum, Access::Scalar}};
+  if (classWeight)
+    ins.push_back({classWeight, Access::Feature});
+  Value grad = mapRows(
+      b, loc, sizes, ins, {logitsType.getElementType()},
+      [&](OpBuilder &nb, Location nloc,
+          ValueRange args) -> SmallVector<Value> {
+        Value x = toF32(nb, nloc, args[0]), z = args[1], lse = args[2];
+        Value idx = args[3], wt = args[4], scaleCE = args[5];
+        Value scaleZ = args[6], invalid = args[7], wSum = args[8];
+        Value wv = classWeight ? toF32(nb, nloc, args[9]) : f32(nb, nloc, 1);
+        Value prob = math::ExpOp::create(nb, nloc, sub(nb, nloc, z, lse));
+        Value isTarget = arith::CmpIOp::create(
+            nb, nloc, arith::CmpIPredicate::eq, loopIndex(nb, nloc, 1), idx);
+        Value onehot = arith::SelectOp::create(
+            nb, nloc, isTarget, f32(nb, nloc, 1.0), f32(nb, nloc, 0.0));
+        // d nll / dz = w_t (p - onehot).
+        Value dz = mul(nb, nloc, wt, sub(nb, nloc, prob, onehot));
+        if (p.labelSmoothing > 0.0) {
+          // d smooth / dz = (p sum_u w_u - w_v) / V.
+          Value eps = f32(nb, nloc, p.labelSmoothing);
+          Value dSmooth =
+              div(nb, nloc, sub(nb, nloc, mul(nb, nloc, prob, wSum), wv),
+                  f32(nb, nloc, double(vocab)));
+          dz = add(nb, nloc,
+                   mul(nb, nloc, sub(nb, nloc, f32(nb, nloc, 1.0), eps), dz),
+                   mul(nb, nloc, eps, dSmooth));
+        }
+        dz = mul(nb, nloc, scaleCE, dz);
+        if (p.lseSquareScale > 0.0) {
+          Value dzl = mul(nb, nloc, f32(nb, nloc, 2.0 * p.lseSquareScale),
+                          mul(nb, nloc, lse, prob));
+          dz = add(nb, nloc, dz, mul(nb, nloc, scaleZ, dzl));
+        }
+        if (p.softcap) {
+          // z = s tanh(x / s): dz/dx = 1 - tanh^2(x / s) = sech^2(x / s),
+          // computed as 4 e / (1 + e)^2 with e = exp(-2 |x / s|): the
+          // form 1 - t^2 cancels catastrophically in f32 where tanh
+          // saturates.
+          Value a = math::AbsFOp::create(
+              nb, nloc, div(nb, nloc, x, f32(nb, nloc, *p.softcap)));
+          Value e = math::ExpOp::create(
+              nb, nloc, mul(nb, nloc, f32(nb, nloc, -2.0), a));
+          Value onePlus = add(nb, nloc, f32(nb, nloc, 1.0), e);
+          Value sech2 = div(nb, nloc, mul(nb, nloc, f32(nb, nloc, 4.0), e),
+                            mul(nb, nloc, onePlus, onePlus));
+          dz = mul(nb, nloc, dz, sech2);
+        }
+        return {fromF32(nb, nloc, poisonInvalid(nb, nloc, dz, invalid),
+                        logitsType.getElementType())};
+      })[0];
+  return grad;
+}
+
 struct LowerCrossEntropyGrad : OpConversionPattern<CrossEntropyGradOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(CrossEntropyGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, buildCrossEntropyGrad(
+                               rewriter, op.getLoc(), adaptor.getLogits(),
+                               adaptor.getTarget(), adaptor.getGradLoss(),
+                               adaptor.getWeight(), getCEParams(op)));
+    return success();
+  }
+};
+
+/// The reference meaning of fused_linear_cross_entropy_grad: G, the
+/// cross-entropy gradient of the materialized logits (in their dtype), then
+/// dhidden = G · W, dweight = Gᵀ · hidden (f32 sums rounded to the input
+/// dtype) and dbias = Σ_tokens G (rounded to the bias dtype).
+struct LowerFusedLinearCrossEntropyGrad
+    : OpConversionPattern<FusedLinearCrossEntropyGradOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(FusedLinearCrossEntropyGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    OpBuilder &b = rewriter;
-    Type f32Type = b.getF32Type();
-    CEParams p = getCEParams(op);
-    Value logits = adaptor.getLogits(), classWeight = adaptor.getWeight();
-    Value gradLoss = adaptor.getGradLoss();
-    auto logitsType = cast<RankedTensorType>(logits.getType());
-    int64_t vocab = logitsType.getDimSize(1);
-    SmallVector<OpFoldResult> sizes = sizesOf(b, loc, logits);
-    SmallVector<OpFoldResult> tokenSizes = {sizes[0]};
-    CERows rows =
-        buildCERows(b, loc, logits, adaptor.getTarget(), classWeight, p);
-
-    // The total class weight sum_v w_v (V without weights), for the
-    // gradient of the smoothing term.
-    Value classWeightSum;
-    if (classWeight) {
-      classWeightSum =
-          sumAll(b, loc,
-                 mapRows(b, loc, {b.getIndexAttr(vocab)},
-                         {{classWeight, Access::Full}}, {f32Type},
-                         [](OpBuilder &nb, Location nloc,
-                            ValueRange args) -> SmallVector<Value> {
-                           return {toF32(nb, nloc, args[0])};
-                         })[0]);
-    } else {
-      classWeightSum =
-          filledTensor(b, loc, {}, f32Type, static_cast<double>(vocab));
+    MLIRContext *ctx = rewriter.getContext();
+    Value hidden = adaptor.getHidden(), weight = adaptor.getWeight();
+    Type elem = cast<RankedTensorType>(hidden.getType()).getElementType();
+    Value logits =
+        buildLinearLogits(rewriter, loc, hidden, weight, adaptor.getBias());
+    Value g = buildCrossEntropyGrad(rewriter, loc, logits, adaptor.getTarget(),
+                                    adaptor.getGradLoss(), Value(),
+                                    getCEParams(op));
+    SmallVector<Value> results;
+    results.push_back(roundAccumulator(
+        rewriter, loc, matmulLastDim(rewriter, loc, g, weight, false), {},
+        elem));
+    // dweight: loops v, h, then the tokens t (reduction).
+    auto wType = cast<RankedTensorType>(weight.getType());
+    AffineExpr v = getAffineDimExpr(0, ctx), h = getAffineDimExpr(1, ctx),
+               t = getAffineDimExpr(2, ctx);
+    Value dw = contractF32(
+        rewriter, loc, g, hidden,
+        {AffineMap::get(3, 0, {t, v}, ctx), AffineMap::get(3, 0, {t, h}, ctx),
+         AffineMap::get(3, 0, {v, h}, ctx)},
+        {rewriter.getIndexAttr(wType.getDimSize(0)),
+         rewriter.getIndexAttr(wType.getDimSize(1))});
+    results.push_back(roundAccumulator(rewriter, loc, dw, {}, elem));
+    if (Value bias = adaptor.getBias()) {
+      // dbias: loops v, then the tokens t (reduction), against ones.
+      SmallVector<OpFoldResult> tokens = {sizesOf(rewriter, loc, g)[0]};
+      Value ones = filledTensor(rewriter, loc, tokens, rewriter.getF32Type(), 1.0);
+      AffineExpr bv = getAffineDimExpr(0, ctx), bt = getAffineDimExpr(1, ctx);
+      Value db = contractF32(
+          rewriter, loc, g, ones,
+          {AffineMap::get(2, 0, {bt, bv}, ctx), AffineMap::get(2, 0, {bt}, ctx),
+           AffineMap::get(2, 0, {bv}, ctx)},
+          {rewriter.getIndexAttr(wType.getDimSize(0))});
+      results.push_back(
+          roundAccumulator(rewriter, loc, db, {},
+                           cast<RankedTensorType>(bias.getType()).getElementType()));
     }
-
-    // Per-token gradient scales of the weighted part and of the z-loss.
-    bool perToken = cast<RankedTensorType>(gradLoss.getType()).getRank() == 1;
-    Value weightSum = filledTensor(b, loc, {}, f32Type, 1.0);
-    Value count = weightSum;
-    if (p.reduction == Reduction::mean) {
-      weightSum = sumAll(b, loc, rows.weightT);
-      count = sumAll(b, loc, rows.counted);
-    }
-    SmallVector<Value> scales =
-        mapRows(b, loc, tokenSizes,
-                {{gradLoss, perToken ? Access::Full : Access::Scalar},
-                 {weightSum, Access::Scalar},
-                 {count, Access::Scalar},
-                 {rows.counted, Access::Full}},
-                {f32Type, f32Type},
-                [](OpBuilder &nb, Location nloc,
-                   ValueRange args) -> SmallVector<Value> {
-                  Value g = mul(nb, nloc, toF32(nb, nloc, args[0]), args[3]);
-                  return {div(nb, nloc, g, args[1]), div(nb, nloc, g, args[2])};
-                });
-
-    SmallVector<RowOperand> ins = {
-        {logits, Access::Full},          {rows.z, Access::Full},
-        {rows.lse, Access::Row},         {rows.index, Access::Row},
-        {rows.weightT, Access::Row},     {scales[0], Access::Row},
-        {scales[1], Access::Row},        {rows.invalid, Access::Row},
-        {classWeightSum, Access::Scalar}};
-    if (classWeight)
-      ins.push_back({classWeight, Access::Feature});
-    Value grad = mapRows(
-        b, loc, sizes, ins, {logitsType.getElementType()},
-        [&](OpBuilder &nb, Location nloc,
-            ValueRange args) -> SmallVector<Value> {
-          Value x = toF32(nb, nloc, args[0]), z = args[1], lse = args[2];
-          Value idx = args[3], wt = args[4], scaleCE = args[5];
-          Value scaleZ = args[6], invalid = args[7], wSum = args[8];
-          Value wv = classWeight ? toF32(nb, nloc, args[9]) : f32(nb, nloc, 1);
-          Value prob = math::ExpOp::create(nb, nloc, sub(nb, nloc, z, lse));
-          Value isTarget = arith::CmpIOp::create(
-              nb, nloc, arith::CmpIPredicate::eq, loopIndex(nb, nloc, 1), idx);
-          Value onehot = arith::SelectOp::create(
-              nb, nloc, isTarget, f32(nb, nloc, 1.0), f32(nb, nloc, 0.0));
-          // d nll / dz = w_t (p - onehot).
-          Value dz = mul(nb, nloc, wt, sub(nb, nloc, prob, onehot));
-          if (p.labelSmoothing > 0.0) {
-            // d smooth / dz = (p sum_u w_u - w_v) / V.
-            Value eps = f32(nb, nloc, p.labelSmoothing);
-            Value dSmooth =
-                div(nb, nloc, sub(nb, nloc, mul(nb, nloc, prob, wSum), wv),
-                    f32(nb, nloc, double(vocab)));
-            dz = add(nb, nloc,
-                     mul(nb, nloc, sub(nb, nloc, f32(nb, nloc, 1.0), eps), dz),
-                     mul(nb, nloc, eps, dSmooth));
-          }
-          dz = mul(nb, nloc, scaleCE, dz);
-          if (p.lseSquareScale > 0.0) {
-            Value dzl = mul(nb, nloc, f32(nb, nloc, 2.0 * p.lseSquareScale),
-                            mul(nb, nloc, lse, prob));
-            dz = add(nb, nloc, dz, mul(nb, nloc, scaleZ, dzl));
-          }
-          if (p.softcap) {
-            // z = s tanh(x / s): dz/dx = 1 - tanh^2(x / s) = sech^2(x / s),
-            // computed as 4 e / (1 + e)^2 with e = exp(-2 |x / s|): the
-            // form 1 - t^2 cancels catastrophically in f32 where tanh
-            // saturates.
-            Value a = math::AbsFOp::create(
-                nb, nloc, div(nb, nloc, x, f32(nb, nloc, *p.softcap)));
-            Value e = math::ExpOp::create(
-                nb, nloc, mul(nb, nloc, f32(nb, nloc, -2.0), a));
-            Value onePlus = add(nb, nloc, f32(nb, nloc, 1.0), e);
-            Value sech2 = div(nb, nloc, mul(nb, nloc, f32(nb, nloc, 4.0), e),
-                              mul(nb, nloc, onePlus, onePlus));
-            dz = mul(nb, nloc, dz, sech2);
-          }
-          return {fromF32(nb, nloc, poisonInvalid(nb, nloc, dz, invalid),
-                          logitsType.getElementType())};
-        })[0];
-    rewriter.replaceOp(op, grad);
+    rewriter.replaceOp(op, results);
     return success();
   }
 };
@@ -597,6 +651,7 @@ struct LowerJSD : OpConversionPattern<JSDOp> {
 void mlir::liger::populateLowerLossesToLinalgPatterns(
     RewritePatternSet &patterns) {
   patterns.add<LowerCrossEntropy, LowerFusedLinearCrossEntropy,
-               LowerCrossEntropyGrad, LowerKLDiv, LowerJSD>(
+               LowerCrossEntropyGrad, LowerFusedLinearCrossEntropyGrad,
+               LowerKLDiv, LowerJSD>(
       patterns.getContext());
 }

@@ -188,3 +188,18 @@ Value lowering::matmulTransposedB(OpBuilder &b, Location loc, Value x,
 Value lowering::loopIndex(OpBuilder &b, Location loc, int64_t dim) {
   return linalg::IndexOp::create(b, loc, dim);
 }
+
+Value mlir::liger::lowering::roundAccumulator(OpBuilder &b, Location loc,
+                                              Value acc, Value bias, Type elem) {
+  SmallVector<RowOperand> ins = {{acc, Access::Full}};
+  if (bias)
+    ins.push_back({bias, Access::Feature});
+  return mapRows(
+      b, loc, sizesOf(b, loc, acc), ins, {elem},
+      [&](OpBuilder &nb, Location nloc, ValueRange args) -> SmallVector<Value> {
+        Value v = args[0];
+        if (args.size() > 1)
+          v = arith::AddFOp::create(nb, nloc, v, toF32(nb, nloc, args[1]));
+        return {fromF32(nb, nloc, v, elem)};
+      })[0];
+}

@@ -93,6 +93,11 @@ Value matmulLastDim(OpBuilder &b, Location loc, Value x, Value w,
 /// f32 [..., N] tensor: one linalg.generic with the K loop innermost.
 Value matmulTransposedB(OpBuilder &b, Location loc, Value x, Value w);
 
+/// Rounds the f32 accumulator `acc` [..., N] (+ the optional f32-extended
+/// `bias` [N]) to `elem`.
+Value roundAccumulator(OpBuilder &b, Location loc, Value acc, Value bias,
+                       Type elem);
+
 /// Loop index `dim` inside a linalg.generic body.
 Value loopIndex(OpBuilder &b, Location loc, int64_t dim);
 

@@ -30,23 +30,6 @@ Type elementTypeOf(Value v) {
   return cast<RankedTensorType>(v.getType()).getElementType();
 }
 
-/// Rounds the f32 accumulator `acc` [..., N] (+ the optional f32-extended
-/// `bias` [N]) to `elem`.
-Value roundAccumulator(OpBuilder &b, Location loc, Value acc, Value bias,
-                       Type elem) {
-  SmallVector<RowOperand> ins = {{acc, Access::Full}};
-  if (bias)
-    ins.push_back({bias, Access::Feature});
-  return mapRows(
-      b, loc, sizesOf(b, loc, acc), ins, {elem},
-      [&](OpBuilder &nb, Location nloc, ValueRange args) -> SmallVector<Value> {
-        Value v = args[0];
-        if (args.size() > 1)
-          v = arith::AddFOp::create(nb, nloc, v, toF32(nb, nloc, args[1]));
-        return {fromF32(nb, nloc, v, elem)};
-      })[0];
-}
-
 struct LowerLinear : OpConversionPattern<LinearOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult

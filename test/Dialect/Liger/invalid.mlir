@@ -396,6 +396,48 @@ func.func @flce_target_tokens(%h: tensor<4x64xbf16>, %w: tensor<100x64xbf16>, %t
   %y = liger.fused_linear_cross_entropy %h, %w, %t : tensor<4x64xbf16>, tensor<100x64xbf16>, tensor<3xi64>
   return
 }
+
+// -----
+
+// The backward of fused_linear_cross_entropy: the forward's rules plus the
+// incoming gradient's.
+func.func @flce_grad_loss_shape(%h: tensor<4x8xf32>, %w: tensor<12x8xf32>, %t: tensor<4xi64>, %g: tensor<4xf32>) {
+  // expected-error @+1 {{'liger.fused_linear_cross_entropy_grad' op expects 'grad_loss' to be 'tensor<f32>' (a scalar for a reduced loss), got 'tensor<4xf32>'}}
+  %dh, %dw = liger.fused_linear_cross_entropy_grad %h, %w, %t, %g : tensor<4x8xf32>, tensor<12x8xf32>, tensor<4xi64>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @flce_grad_loss_per_token(%h: tensor<4x8xf32>, %w: tensor<12x8xf32>, %t: tensor<4xi64>, %g: tensor<f32>) {
+  // expected-error @+1 {{'liger.fused_linear_cross_entropy_grad' op expects 'grad_loss' to be 'tensor<4xf32>' (one f32 gradient per token), got 'tensor<f32>'}}
+  %dh, %dw = liger.fused_linear_cross_entropy_grad %h, %w, %t, %g reduction = none : tensor<4x8xf32>, tensor<12x8xf32>, tensor<4xi64>, tensor<f32>
+  return
+}
+
+// -----
+
+func.func @flce_grad_weight_columns(%h: tensor<4x8xf32>, %w: tensor<12x9xf32>, %t: tensor<4xi64>, %g: tensor<f32>) {
+  // expected-error @+1 {{'liger.fused_linear_cross_entropy_grad' op expects dimension 1 (in_features) of 'weight' to be 8 (the last dimension of 'hidden'), got 9}}
+  %dh, %dw = liger.fused_linear_cross_entropy_grad %h, %w, %t, %g : tensor<4x8xf32>, tensor<12x9xf32>, tensor<4xi64>, tensor<f32>
+  return
+}
+
+// -----
+
+func.func @flce_grad_targets(%h: tensor<4x8xf32>, %w: tensor<12x8xf32>, %t: tensor<5xi64>, %g: tensor<f32>) {
+  // expected-error @+1 {{'liger.fused_linear_cross_entropy_grad' op expects 'target' to have one entry per token (4), got 5}}
+  %dh, %dw = liger.fused_linear_cross_entropy_grad %h, %w, %t, %g : tensor<4x8xf32>, tensor<12x8xf32>, tensor<5xi64>, tensor<f32>
+  return
+}
+
+// -----
+
+func.func @flce_grad_hidden_rank(%h: tensor<2x4x8xf32>, %w: tensor<12x8xf32>, %t: tensor<4xi64>, %g: tensor<f32>) {
+  // expected-error @+1 {{'liger.fused_linear_cross_entropy_grad' op expects 'hidden' to have rank 2 ([tokens, hidden]), got 'tensor<2x4x8xf32>'}}
+  %dh, %dw = liger.fused_linear_cross_entropy_grad %h, %w, %t, %g : tensor<2x4x8xf32>, tensor<12x8xf32>, tensor<4xi64>, tensor<f32>
+  return
+}
 // -----
 func.func @ce_grad_loss_mean_needs_scalar(%l: tensor<4x10xf32>, %t: tensor<4xi64>, %g: tensor<4xf32>) {
   // expected-error @+1 {{'liger.cross_entropy_grad' op expects 'grad_loss' to be 'tensor<f32>' (a scalar for a reduced loss), got 'tensor<4xf32>'}}

@@ -129,6 +129,15 @@ func.func @fused_linear_cross_entropy(%h: tensor<?x4096xbf16>, %w: tensor<128256
   return %0, %1, %2 : tensor<f32>, tensor<f32>, tensor<f32>
 }
 
+// CHECK-LABEL: func.func @fused_linear_cross_entropy_grad
+// CHECK: %{{.*}}, %{{.*}} = liger.fused_linear_cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<?x4096xbf16>, tensor<128256x4096xbf16>, tensor<?xi64>, tensor<f32>
+// CHECK: %{{.*}}, %{{.*}}, %{{.*}} = liger.fused_linear_cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} bias(%{{.*}} : tensor<128256xbf16>) reduction = none softcap = 3.000000e+01 : tensor<?x4096xbf16>, tensor<128256x4096xbf16>, tensor<?xi64>, tensor<?xf32>
+func.func @fused_linear_cross_entropy_grad(%h: tensor<?x4096xbf16>, %w: tensor<128256x4096xbf16>, %t: tensor<?xi64>, %g: tensor<f32>, %gt: tensor<?xf32>, %b: tensor<128256xbf16>) -> (tensor<?x4096xbf16>, tensor<128256x4096xbf16>, tensor<128256xbf16>) {
+  %dh, %dw = liger.fused_linear_cross_entropy_grad %h, %w, %t, %g : tensor<?x4096xbf16>, tensor<128256x4096xbf16>, tensor<?xi64>, tensor<f32>
+  %dh2, %dw2, %db = liger.fused_linear_cross_entropy_grad %h, %w, %t, %gt bias(%b : tensor<128256xbf16>) reduction = none softcap = 30.0 : tensor<?x4096xbf16>, tensor<128256x4096xbf16>, tensor<?xi64>, tensor<?xf32>
+  return %dh, %dw, %db : tensor<?x4096xbf16>, tensor<128256x4096xbf16>, tensor<128256xbf16>
+}
+
 // CHECK-LABEL: func.func @divergences
 // CHECK: liger.kl_div %{{.*}}, %{{.*}} : tensor<?x32000xf32>
 // CHECK: liger.kl_div %{{.*}}, %{{.*}} reduction = none log_target eps = 9.99999996E-13 : tensor<?x32000xf32>

@@ -218,6 +218,47 @@ def Liger_CrossEntropyGradOp : Liger_InferOp<"cross_entropy_grad"> {
   }];
 }
 
+def Liger_FusedLinearCrossEntropyGradOp
+    : Liger_InferOp<"fused_linear_cross_entropy_grad",
+                    [AllElementTypesMatch<["hidden", "weight"]>]> {
+  let summary = "gradients of liger.fused_linear_cross_entropy with respect to hidden, weight and bias";
+  let description = [{
+    The backward of `liger.fused_linear_cross_entropy` (the same operands,
+    attributes and incoming gradient as `liger.cross_entropy_grad`): with
+    `G = cross_entropy_grad(hidden · weightᵀ + bias, target, grad_loss)`
+    (the logits rounded to the input dtype, as the forward op's meaning;
+    `G` rounded to it too), returns `dhidden = G · weight` `[N, H]`,
+    `dweight = Gᵀ · hidden` `[V, H]` (each accumulated in f32 and rounded to
+    the input dtype) and, with a bias, `dbias = Σ_tokens G` `[V]` (rounded
+    to the bias dtype). Its meaning does not depend on the logits or `G`
+    being stored: a lowering may compute them chunk by chunk.
+
+    ```mlir
+    %dh, %dw = liger.fused_linear_cross_entropy_grad %h, %lm_head, %target, %dloss
+        : tensor<?x4096xbf16>, tensor<128256x4096xbf16>, tensor<?xi64>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins Liger_FloatTensor:$hidden, Liger_FloatTensor:$weight,
+      Liger_IndexTensor:$target, Liger_FloatTensor:$grad_loss,
+      Optional<Liger_FloatTensor>:$bias,
+      DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
+      DefaultValuedAttr<Liger_UnitIntervalF32Attr, "0.0f">:$label_smoothing,
+      DefaultValuedAttr<Liger_ReductionAttr, "::mlir::liger::Reduction::mean">:$reduction,
+      OptionalAttr<Liger_PositiveF32Attr>:$softcap,
+      DefaultValuedAttr<Liger_NonNegativeF32Attr, "0.0f">:$lse_square_scale);
+  let results = (outs Liger_FloatTensor:$grad_hidden, Liger_FloatTensor:$grad_weight,
+      Optional<Liger_FloatTensor>:$grad_bias);
+  let assemblyFormat = [{
+    $hidden `,` $weight `,` $target `,` $grad_loss (`bias` `(` $bias^ `:` type($bias) `)`)?
+    (`ignore_index` `=` $ignore_index^)?
+    (`label_smoothing` `=` $label_smoothing^)?
+    (`reduction` `=` custom<EnumKeyword>($reduction)^)?
+    (`softcap` `=` $softcap^)?
+    (`lse_square_scale` `=` $lse_square_scale^)?
+    attr-dict `:` type($hidden) `,` type($weight) `,` type($target) `,` type($grad_loss)
+  }];
+}
+
 def Liger_LinearGradInputOp : Liger_InferOp<"linear_grad_input",
     [AllElementTypesMatch<["grad", "weight"]>]> {
   let summary = "gradient of liger.linear with respect to its input: dx = dy · W";

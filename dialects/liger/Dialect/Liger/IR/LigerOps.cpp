@@ -361,6 +361,38 @@ LogicalResult FusedLinearCrossEntropyOp::inferReturnTypes(
   return success();
 }
 
+LogicalResult FusedLinearCrossEntropyGradOp::inferReturnTypes(
+    MLIRContext *context, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  adaptor = withDefaults<FusedLinearCrossEntropyGradOp>(context, adaptor);
+  RuleContext ctx(loc, getOperationName());
+  FailureOr<RankedTensorType> hidden = verifyTokenMatrix(
+      ctx, adaptor.getHidden().getType(), "hidden", "[tokens, hidden]");
+  if (failed(hidden))
+    return failure();
+  // The virtual logits hidden · weightᵀ + bias follow the linear rules, the
+  // incoming gradient cross_entropy_grad's.
+  FailureOr<RankedTensorType> logits =
+      inferLinearType(ctx, *hidden, adaptor.getWeight().getType(),
+                      typeOrNull(adaptor.getBias()), Type(), Type(), "hidden");
+  if (failed(logits) ||
+      failed(verifyCrossEntropyOperands(ctx, *logits,
+                                        adaptor.getTarget().getType(), Type())))
+    return failure();
+  Reduction reduction = adaptor.getReduction();
+  if (failed(verifyMatchesType(
+          ctx, adaptor.getGradLoss().getType(), "grad_loss",
+          getLossType(context, reduction, logits->getDimSize(0)),
+          reduction == Reduction::none ? "one f32 gradient per token"
+                                       : "a scalar for a reduced loss")))
+    return failure();
+  results.push_back(*hidden);
+  results.push_back(adaptor.getWeight().getType());
+  if (Value bias = adaptor.getBias())
+    results.push_back(bias.getType());
+  return success();
+}
+
 LogicalResult CrossEntropyGradOp::inferReturnTypes(
     MLIRContext *context, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &results) {
