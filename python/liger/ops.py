@@ -338,12 +338,14 @@ def _function_classes():
 
     class CrossEntropy(torch.autograd.Function):
         @staticmethod
-        def forward(ctx, logits, target, weight, spec, none):
+        def forward(ctx, logits, target, weight, spec, none, inplace):
             fwd, _ = _kernels(spec)
             shape = target.shape if none else ()
             one = torch.ones(shape, dtype=torch.float32, device=logits.device)
             loss = torch.empty(shape, dtype=torch.float32, device=logits.device)
-            grad = torch.empty_like(logits)
+            # In place: the kernel reads each chunk of a row before writing
+            # its gradient there (Liger-Kernel's memory saving).
+            grad = logits.detach() if inplace else torch.empty_like(logits)
             fwd(logits, target, *([weight] if weight is not None else []), one,
                 out=[loss, grad])
             ctx.save_for_backward(grad)
@@ -357,7 +359,7 @@ def _function_classes():
                 grad = grad * dloss.unsqueeze(-1).to(grad.dtype)
             elif not torch.equal(dloss, torch.ones_like(dloss)):
                 grad = grad * dloss.to(grad.dtype)
-            return grad, None, None, None, None
+            return grad, None, None, None, None, None
 
     class FusedLinearCrossEntropy(torch.autograd.Function):
         @staticmethod
@@ -521,12 +523,14 @@ def rope(q, k, cos, sin):
 
 
 def cross_entropy(logits, target, weight=None, ignore_index=-100, label_smoothing=0.0,
-                  reduction="mean", softcap=None, lse_square_scale=0.0):
+                  reduction="mean", softcap=None, lse_square_scale=0.0, inplace=False):
     """Cross-entropy of logits [N, V] against targets [N] (liger.cross_entropy,
     PyTorch's F.cross_entropy semantics plus Liger-Kernel's softcap and
     z-loss, f32 math): one kernel computes the loss and writes its gradient,
     which backward scales by the incoming gradient. Class weights (f32 [V])
-    are not differentiated."""
+    are not differentiated. With `inplace=True` the gradient is written over
+    the logits (no second [N, V] buffer): only for logits nothing else reads
+    afterwards, as a loss's usually are."""
     if logits.dim() != 2 or target.dim() != 1 or target.shape[0] != logits.shape[0]:
         raise LigerError("liger.ops.cross_entropy takes logits [N, V] and targets [N], got "
                          "%s and %s" % (tuple(logits.shape), tuple(target.shape)))
@@ -535,8 +539,12 @@ def cross_entropy(logits, target, weight=None, ignore_index=-100, label_smoothin
     spec = cross_entropy_spec(logits.shape[-1], logits.dtype, target.dtype, ignore_index,
                               label_smoothing, reduction, softcap, lse_square_scale,
                               weight is not None)
+    if inplace and not logits.is_contiguous():
+        raise LigerError("liger.ops.cross_entropy(inplace=True) needs contiguous logits "
+                         "(a copy would not be in place)")
     logits, target = _contiguous(logits, target)
-    return _fn("cross_entropy").apply(logits, target, weight, spec, reduction == "none")
+    return _fn("cross_entropy").apply(logits, target, weight, spec, reduction == "none",
+                                      bool(inplace))
 
 
 def fused_linear_cross_entropy(hidden, weight, target, class_weight=None, ignore_index=-100,

@@ -102,8 +102,9 @@ def test_op_and_its_gradients(name):
         check(leaves[i].grad, refs64[i].grad, dt, "%s gradient of input %d" % (name, i))
 
 
+@pytest.mark.parametrize("inplace", [False, True], ids=["fresh", "inplace"])
 @pytest.mark.parametrize("name", sorted(kernels.ops_ce_cases()))
-def test_cross_entropy_and_its_gradient(name):
+def test_cross_entropy_and_its_gradient(name, inplace):
     spec, vocab, dt, tokens, kw = kernels.ops_ce_cases()[name]
     dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[dt]
     gen = torch.Generator(device="cuda")
@@ -116,7 +117,10 @@ def test_cross_entropy_and_its_gradient(name):
     weighted = "weighted=1" in spec
     w = torch.rand(vocab, generator=gen, device="cuda") + 0.5 if weighted else None
     leaf = x.clone().requires_grad_(True)
-    loss = ops.cross_entropy(leaf, t, weight=w, **kw)
+    # In place, the logits are an intermediate (as a loss's are): the
+    # gradient overwrites them and still reaches the leaf.
+    logits = leaf * 1 if inplace else leaf
+    loss = ops.cross_entropy(logits, t, weight=w, inplace=inplace, **kw)
     # The reference: F.cross_entropy on the capped float64 logits, plus the
     # z-loss, through float64 autograd.
     ref_x = x.to(torch.float64).requires_grad_(True)
