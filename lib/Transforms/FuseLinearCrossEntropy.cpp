@@ -90,6 +90,71 @@ struct WrapFusedLinearCrossEntropy
   FusionOptions options;
 };
 
+/// The value a group's body argument `v` stands for outside the group.
+Value outsideValue(Value v) {
+  auto arg = dyn_cast<BlockArgument>(v);
+  if (!arg)
+    return v;
+  auto group = dyn_cast<FusionOp>(arg.getOwner()->getParentOp());
+  return group ? group.getInputs()[arg.getArgNumber()] : v;
+}
+
+/// The lm_head's backward joins the loss group of its forward: one plan
+/// computes the loss and the gradients (the logits recomputed or kept per
+/// chunk, never whole).
+struct FuseLossGradIntoLossGroup : OpRewritePattern<FusedLinearCrossEntropyGradOp> {
+  FuseLossGradIntoLossGroup(MLIRContext *ctx, const FusionOptions &options)
+      : OpRewritePattern(ctx), options(options) {}
+
+  LogicalResult matchAndRewrite(FusedLinearCrossEntropyGradOp grad,
+                                PatternRewriter &rewriter) const override {
+    if (isInFusionGroup(grad))
+      return failure();
+    // The loss group in this block whose forward reads the same operands.
+    FusionOp group;
+    FusedLinearCrossEntropyOp loss;
+    for (Operation &op : *grad->getBlock()) {
+      if (&op == grad.getOperation())
+        break;
+      auto candidate = dyn_cast<FusionOp>(op);
+      if (!candidate || candidate.getKind() != FusionKind::loss)
+        continue;
+      for (auto flce : candidate.getBody().getOps<FusedLinearCrossEntropyOp>())
+        if (outsideValue(flce.getHidden()) == grad.getHidden() &&
+            outsideValue(flce.getWeight()) == grad.getWeight()) {
+          group = candidate;
+          loss = flce;
+        }
+    }
+    if (!group)
+      return failure(); // a backward alone: nothing to join, nothing to say
+    if (llvm::any_of(group.getBody().getOps(), [](Operation &op) {
+          return isa<FusedLinearCrossEntropyGradOp>(op);
+        }))
+      return leaveAlone(options, kPass, grad,
+                        "the loss group of this lm_head has its backward "
+                        "already");
+    if (outsideValue(loss.getTarget()) != grad.getTarget())
+      return leaveAlone(options, kPass, grad,
+                        "the loss of this lm_head reads other targets");
+    Value lossBias = loss.getBias() ? outsideValue(loss.getBias()) : Value();
+    if (lossBias != grad.getBias())
+      return leaveAlone(options, kPass, grad,
+                        "the loss of this lm_head has another bias");
+    if (loss.getIgnoreIndex() != grad.getIgnoreIndex() ||
+        loss.getLabelSmoothing() != grad.getLabelSmoothing() ||
+        loss.getReduction() != grad.getReduction() ||
+        loss.getSoftcap() != grad.getSoftcap() ||
+        loss.getLseSquareScale() != grad.getLseSquareScale())
+      return leaveAlone(options, kPass, grad,
+                        "the loss of this lm_head has other attributes");
+    FusionCandidate candidate{kPass, FusionKind::loss, {group, grad}, {}};
+    return success(succeeded(tryFuse(rewriter, grad, candidate, options)));
+  }
+
+  FusionOptions options;
+};
+
 struct FuseLinearCrossEntropyPass
     : liger::impl::FuseLinearCrossEntropyPassBase<FuseLinearCrossEntropyPass> {
   using Base::Base;
@@ -105,6 +170,6 @@ struct FuseLinearCrossEntropyPass
 
 void mlir::liger::populateFuseLinearCrossEntropyPatterns(
     RewritePatternSet &patterns, const FusionOptions &options) {
-  patterns.add<FuseLinearIntoCrossEntropy, WrapFusedLinearCrossEntropy>(
-      patterns.getContext(), options);
+  patterns.add<FuseLinearIntoCrossEntropy, WrapFusedLinearCrossEntropy,
+               FuseLossGradIntoLossGroup>(patterns.getContext(), options);
 }

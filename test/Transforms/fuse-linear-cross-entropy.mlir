@@ -60,3 +60,89 @@ func.func @logits_given(%logits: tensor<?x100xf32>, %t: tensor<?xi64>) -> tensor
   %l = liger.cross_entropy %logits, %t : tensor<?x100xf32>, tensor<?xi64>
   return %l : tensor<f32>
 }
+
+// -----
+
+// The lm_head's backward joins its forward's loss group: one plan for the
+// loss and both gradients.
+// CHECK-LABEL: func.func @forward_and_backward
+//       CHECK:   %[[R:.+]]:3 = liger.fusion loss(
+//       CHECK:     liger.fused_linear_cross_entropy %
+//       CHECK:     liger.fused_linear_cross_entropy_grad
+//       CHECK:   return %[[R]]#0, %[[R]]#1, %[[R]]#2
+// REPORT: [liger-fuse-linear-cross-entropy] fused liger.fused_linear_cross_entropy into a loss group
+// REPORT: [liger-fuse-linear-cross-entropy] fused liger.fusion loss, liger.fused_linear_cross_entropy_grad into a loss group
+func.func @forward_and_backward(%h: tensor<?x64xbf16>, %w: tensor<1000x64xbf16>, %t: tensor<?xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<?x64xbf16>, tensor<1000x64xbf16>) {
+  %l = liger.fused_linear_cross_entropy %h, %w, %t label_smoothing = 0.1 : tensor<?x64xbf16>, tensor<1000x64xbf16>, tensor<?xi64>
+  %dh, %dw = liger.fused_linear_cross_entropy_grad %h, %w, %t, %g label_smoothing = 0.1 : tensor<?x64xbf16>, tensor<1000x64xbf16>, tensor<?xi64>, tensor<f32>
+  return %l, %dh, %dw : tensor<f32>, tensor<?x64xbf16>, tensor<1000x64xbf16>
+}
+
+// -----
+
+// From the projection and its loss: the forward is rewritten first, then
+// the backward (with the bias) joins it.
+// CHECK-LABEL: func.func @linear_loss_and_backward
+//       CHECK:   %[[R:.+]]:4 = liger.fusion loss(
+//   CHECK-NOT:   liger.linear
+// REPORT: [liger-fuse-linear-cross-entropy] fused liger.linear, liger.cross_entropy into a loss group
+// REPORT: [liger-fuse-linear-cross-entropy] fused liger.fusion loss, liger.fused_linear_cross_entropy_grad into a loss group
+func.func @linear_loss_and_backward(%h: tensor<?x64xf32>, %w: tensor<100x64xf32>, %b: tensor<100xf32>, %t: tensor<?xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<?x64xf32>, tensor<100x64xf32>, tensor<100xf32>) {
+  %logits = liger.linear %h, %w, %b : tensor<?x64xf32>, tensor<100x64xf32>, tensor<100xf32>
+  %l = liger.cross_entropy %logits, %t : tensor<?x100xf32>, tensor<?xi64>
+  %dh, %dw, %db = liger.fused_linear_cross_entropy_grad %h, %w, %t, %g bias(%b : tensor<100xf32>) : tensor<?x64xf32>, tensor<100x64xf32>, tensor<?xi64>, tensor<f32>
+  return %l, %dh, %dw, %db : tensor<f32>, tensor<?x64xf32>, tensor<100x64xf32>, tensor<100xf32>
+}
+
+// -----
+
+// Near-miss: the backward of a loss with other attributes.
+// CHECK-LABEL: func.func @backward_other_attributes
+//       CHECK:   liger.fusion loss
+//       CHECK:   liger.yield
+//       CHECK:   liger.fused_linear_cross_entropy_grad
+// REPORT: [liger-fuse-linear-cross-entropy] left alone liger.fused_linear_cross_entropy_grad at {{.*}}: the loss of this lm_head has other attributes
+func.func @backward_other_attributes(%h: tensor<?x64xf32>, %w: tensor<100x64xf32>, %t: tensor<?xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<?x64xf32>, tensor<100x64xf32>) {
+  %l = liger.fused_linear_cross_entropy %h, %w, %t reduction = sum : tensor<?x64xf32>, tensor<100x64xf32>, tensor<?xi64>
+  %dh, %dw = liger.fused_linear_cross_entropy_grad %h, %w, %t, %g : tensor<?x64xf32>, tensor<100x64xf32>, tensor<?xi64>, tensor<f32>
+  return %l, %dh, %dw : tensor<f32>, tensor<?x64xf32>, tensor<100x64xf32>
+}
+
+// -----
+
+// Near-miss: other targets.
+// CHECK-LABEL: func.func @backward_other_targets
+//       CHECK:   liger.yield
+//       CHECK:   liger.fused_linear_cross_entropy_grad
+// REPORT: [liger-fuse-linear-cross-entropy] left alone liger.fused_linear_cross_entropy_grad at {{.*}}: the loss of this lm_head reads other targets
+func.func @backward_other_targets(%h: tensor<?x64xf32>, %w: tensor<100x64xf32>, %t: tensor<?xi64>, %u: tensor<?xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<?x64xf32>, tensor<100x64xf32>) {
+  %l = liger.fused_linear_cross_entropy %h, %w, %t : tensor<?x64xf32>, tensor<100x64xf32>, tensor<?xi64>
+  %dh, %dw = liger.fused_linear_cross_entropy_grad %h, %w, %u, %g : tensor<?x64xf32>, tensor<100x64xf32>, tensor<?xi64>, tensor<f32>
+  return %l, %dh, %dw : tensor<f32>, tensor<?x64xf32>, tensor<100x64xf32>
+}
+
+// -----
+
+// Near-miss: the incoming gradient is computed from the loss in between,
+// so the group could not be one plan.
+// CHECK-LABEL: func.func @backward_grad_from_loss
+//       CHECK:   liger.yield
+//       CHECK:   liger.mul
+//       CHECK:   liger.fused_linear_cross_entropy_grad
+// REPORT: [liger-fuse-linear-cross-entropy] left alone liger.fused_linear_cross_entropy_grad at {{.*}}: 'liger.mul' reads an intermediate before the last fused op
+func.func @backward_grad_from_loss(%h: tensor<?x64xf32>, %w: tensor<100x64xf32>, %t: tensor<?xi64>) -> (tensor<?x64xf32>, tensor<100x64xf32>) {
+  %l = liger.fused_linear_cross_entropy %h, %w, %t : tensor<?x64xf32>, tensor<100x64xf32>, tensor<?xi64>
+  %g = liger.mul %l, %l : tensor<f32>
+  %dh, %dw = liger.fused_linear_cross_entropy_grad %h, %w, %t, %g : tensor<?x64xf32>, tensor<100x64xf32>, tensor<?xi64>, tensor<f32>
+  return %dh, %dw : tensor<?x64xf32>, tensor<100x64xf32>
+}
+
+// -----
+
+// A backward alone is not touched (and not reported).
+// CHECK-LABEL: func.func @backward_alone
+//   CHECK-NOT:   liger.fusion
+func.func @backward_alone(%h: tensor<?x64xf32>, %w: tensor<100x64xf32>, %t: tensor<?xi64>, %g: tensor<f32>) -> (tensor<?x64xf32>, tensor<100x64xf32>) {
+  %dh, %dw = liger.fused_linear_cross_entropy_grad %h, %w, %t, %g : tensor<?x64xf32>, tensor<100x64xf32>, tensor<?xi64>, tensor<f32>
+  return %dh, %dw : tensor<?x64xf32>, tensor<100x64xf32>
+}

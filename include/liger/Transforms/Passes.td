@@ -111,7 +111,12 @@ def FuseLinearCrossEntropyPass : Pass<"liger-fuse-linear-cross-entropy"> {
     `liger.fused_linear_cross_entropy` in a loss group, when nothing else
     reads the logits (otherwise they would be stored anyway) and the loss
     has no class weights. A `liger.fused_linear_cross_entropy` that is not in
-    a group yet is wrapped in one.
+    a group yet is wrapped in one. Its backward,
+    `liger.fused_linear_cross_entropy_grad` of the same hidden states,
+    weight, targets, bias and attributes, joins that loss group (one plan
+    for the loss and both gradients); one of other targets or attributes,
+    or whose incoming gradient is computed from the loss in between, is
+    reported and left alone.
 
     ```mlir
     %logits = liger.linear %h, %w : tensor<?x4096xbf16>, tensor<128256x4096xbf16>

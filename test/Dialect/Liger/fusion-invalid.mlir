@@ -147,7 +147,7 @@ func.func @matmul_norm_of_intermediate(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %
 // -----
 
 func.func @loss_with_other_ops(%h: tensor<4x8xf32>, %w: tensor<16x8xf32>, %t: tensor<4xi64>) -> tensor<f32> {
-  // expected-error @+1 {{'liger.fusion' op of kind loss cannot contain 'liger.silu': a loss kernel implements one liger.fused_linear_cross_entropy}}
+  // expected-error @+1 {{'liger.fusion' op of kind loss cannot contain 'liger.silu': a loss kernel implements one liger.fused_linear_cross_entropy (and its liger.fused_linear_cross_entropy_grad)}}
   %l = liger.fusion loss(%h, %w, %t) : (tensor<4x8xf32>, tensor<16x8xf32>, tensor<4xi64>) -> tensor<f32> {
   ^bb0(%a: tensor<4x8xf32>, %b: tensor<16x8xf32>, %c: tensor<4xi64>):
     %s = liger.silu %a : tensor<4x8xf32>
@@ -155,6 +155,33 @@ func.func @loss_with_other_ops(%h: tensor<4x8xf32>, %w: tensor<16x8xf32>, %t: te
     liger.yield %0 : tensor<f32>
   }
   return %l : tensor<f32>
+}
+
+// -----
+
+func.func @loss_two_backwards(%h: tensor<4x8xf32>, %w: tensor<16x8xf32>, %t: tensor<4xi64>, %g: tensor<f32>) -> tensor<f32> {
+  // expected-error @+1 {{'liger.fusion' op of kind loss expects at most one 'liger.fused_linear_cross_entropy_grad', got 2}}
+  %l = liger.fusion loss(%h, %w, %t, %g) : (tensor<4x8xf32>, tensor<16x8xf32>, tensor<4xi64>, tensor<f32>) -> tensor<f32> {
+  ^bb0(%a: tensor<4x8xf32>, %b: tensor<16x8xf32>, %c: tensor<4xi64>, %d: tensor<f32>):
+    %0 = liger.fused_linear_cross_entropy %a, %b, %c : tensor<4x8xf32>, tensor<16x8xf32>, tensor<4xi64>
+    %1:2 = liger.fused_linear_cross_entropy_grad %a, %b, %c, %d : tensor<4x8xf32>, tensor<16x8xf32>, tensor<4xi64>, tensor<f32>
+    %2:2 = liger.fused_linear_cross_entropy_grad %a, %b, %c, %d : tensor<4x8xf32>, tensor<16x8xf32>, tensor<4xi64>, tensor<f32>
+    liger.yield %0 : tensor<f32>
+  }
+  return %l : tensor<f32>
+}
+
+// -----
+
+// A backward without its forward is not a loss kernel either.
+func.func @loss_backward_alone(%h: tensor<4x8xf32>, %w: tensor<16x8xf32>, %t: tensor<4xi64>, %g: tensor<f32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'liger.fusion' op of kind loss expects exactly one 'liger.fused_linear_cross_entropy', got 0}}
+  %l = liger.fusion loss(%h, %w, %t, %g) : (tensor<4x8xf32>, tensor<16x8xf32>, tensor<4xi64>, tensor<f32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<4x8xf32>, %b: tensor<16x8xf32>, %c: tensor<4xi64>, %d: tensor<f32>):
+    %1:2 = liger.fused_linear_cross_entropy_grad %a, %b, %c, %d : tensor<4x8xf32>, tensor<16x8xf32>, tensor<4xi64>, tensor<f32>
+    liger.yield %1#0 : tensor<4x8xf32>
+  }
+  return %l : tensor<4x8xf32>
 }
 
 // -----

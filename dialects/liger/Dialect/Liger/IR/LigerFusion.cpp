@@ -82,7 +82,7 @@ LogicalResult FusionOp::verifyRegions() {
   SmallVector<Operation *> projections;
   SmallVector<Operation *> norms;
   SmallVector<Operation *> gradients; // linear_grad_input / _weight
-  int numLosses = 0;
+  int numLosses = 0, numLossGrads = 0;
   for (Operation &op : body.without_terminator()) {
     auto reject = [&](StringRef why) {
       return emitOpError("of kind ")
@@ -108,9 +108,14 @@ LogicalResult FusionOp::verifyRegions() {
                       "prologue and an elementwise, RoPE or layout epilogue");
       break;
     case FusionKind::loss:
+      if (isa<FusedLinearCrossEntropyGradOp>(op)) {
+        ++numLossGrads;
+        break;
+      }
       if (!isa<FusedLinearCrossEntropyOp>(op))
         return reject("a loss kernel implements one "
-                      "liger.fused_linear_cross_entropy");
+                      "liger.fused_linear_cross_entropy (and its "
+                      "liger.fused_linear_cross_entropy_grad)");
       ++numLosses;
       break;
     }
@@ -119,6 +124,10 @@ LogicalResult FusionOp::verifyRegions() {
     return emitOpError("of kind loss expects exactly one "
                        "'liger.fused_linear_cross_entropy', got ")
            << numLosses;
+  if (getKind() == FusionKind::loss && numLossGrads > 1)
+    return emitOpError("of kind loss expects at most one "
+                       "'liger.fused_linear_cross_entropy_grad', got ")
+           << numLossGrads;
   if (getKind() != FusionKind::matmul)
     return success();
   if (!gradients.empty()) {
