@@ -225,8 +225,16 @@ int main(int argc, char **argv) {
     return 1;
   if (emit == Stage::LLVM)
     return writeText(outputPath, printed(*module)) ? 0 : 1;
+  // "1 liger.attention, 2 matmul groups": what no template compiled.
+  std::string left;
+  for (auto &[what, count] : notCompiled)
+    left += (left.empty() ? "" : ", ") + std::to_string(count) + " " + what +
+            (count > 1 && StringRef(what).ends_with("group") ? "s" : "");
   if (!numKernels)
-    return fail("no kernel to compile in " + inputFile);
+    return fail("no kernel to compile in " + inputFile +
+                (left.empty() ? std::string()
+                              : " (not compiled yet, no kernel template: " +
+                                    left + ")"));
 
   // ptx and cubin.
   FailureOr<std::vector<GpuBinary>> binaries =
@@ -258,17 +266,8 @@ int main(int argc, char **argv) {
   llvm::outs() << "liger-compile: " << numKernels << " kernel"
                << (numKernels == 1 ? "" : "s") << " for " << targetChip
                << " in " << dir;
-  if (!notCompiled.empty()) {
-    llvm::outs() << " (not compiled yet, no kernel template: ";
-    bool first = true;
-    for (auto &[what, count] : notCompiled) {
-      llvm::outs() << (first ? "" : ", ") << count << " " << what
-                   << (count > 1 && StringRef(what).ends_with("group") ? "s"
-                                                                       : "");
-      first = false;
-    }
-    llvm::outs() << ")";
-  }
+  if (!left.empty())
+    llvm::outs() << " (not compiled yet, no kernel template: " << left << ")";
   llvm::outs() << "\n";
   return 0;
 }
