@@ -22,21 +22,6 @@ using namespace mlir::liger;
 namespace {
 constexpr StringLiteral kPass = "liger-fuse-cross-entropy-grad";
 
-/// The first attribute in which the two ops differ, or "" when none does.
-std::string differingAttribute(CrossEntropyOp loss, CrossEntropyGradOp grad) {
-  if (loss.getIgnoreIndex() != grad.getIgnoreIndex())
-    return "ignore_index";
-  if (loss.getLabelSmoothing() != grad.getLabelSmoothing())
-    return "label_smoothing";
-  if (loss.getReduction() != grad.getReduction())
-    return "reduction";
-  if (loss.getSoftcap() != grad.getSoftcap())
-    return "softcap";
-  if (loss.getLseSquareScale() != grad.getLseSquareScale())
-    return "lse_square_scale";
-  return "";
-}
-
 struct FuseCrossEntropyGrad : OpRewritePattern<CrossEntropyGradOp> {
   FuseCrossEntropyGrad(MLIRContext *ctx, const FusionOptions &options)
       : OpRewritePattern(ctx), options(options) {}
@@ -60,7 +45,7 @@ struct FuseCrossEntropyGrad : OpRewritePattern<CrossEntropyGradOp> {
     if (loss.getWeight() != grad.getWeight())
       return leaveAlone(options, kPass, grad,
                         "the loss on these logits has other class weights");
-    if (std::string attr = differingAttribute(loss, grad); !attr.empty())
+    if (StringRef attr = differingLossAttribute(loss, grad); !attr.empty())
       return leaveAlone(options, kPass, grad,
                         "the loss on these logits has another " + attr);
     for (Value result : loss->getResults())

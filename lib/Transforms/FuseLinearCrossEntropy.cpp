@@ -90,15 +90,6 @@ struct WrapFusedLinearCrossEntropy
   FusionOptions options;
 };
 
-/// The value a group's body argument `v` stands for outside the group.
-Value outsideValue(Value v) {
-  auto arg = dyn_cast<BlockArgument>(v);
-  if (!arg)
-    return v;
-  auto group = dyn_cast<FusionOp>(arg.getOwner()->getParentOp());
-  return group ? group.getInputs()[arg.getArgNumber()] : v;
-}
-
 /// The lm_head's backward joins the loss group of its forward: one plan
 /// computes the loss and the gradients (the logits recomputed or kept per
 /// chunk, never whole).
@@ -120,8 +111,8 @@ struct FuseLossGradIntoLossGroup : OpRewritePattern<FusedLinearCrossEntropyGradO
       if (!candidate || candidate.getKind() != FusionKind::loss)
         continue;
       for (auto flce : candidate.getBody().getOps<FusedLinearCrossEntropyOp>())
-        if (outsideValue(flce.getHidden()) == grad.getHidden() &&
-            outsideValue(flce.getWeight()) == grad.getWeight()) {
+        if (valueOutsideGroups(flce.getHidden()) == grad.getHidden() &&
+            valueOutsideGroups(flce.getWeight()) == grad.getWeight()) {
           group = candidate;
           loss = flce;
         }
@@ -134,20 +125,16 @@ struct FuseLossGradIntoLossGroup : OpRewritePattern<FusedLinearCrossEntropyGradO
       return leaveAlone(options, kPass, grad,
                         "the loss group of this lm_head has its backward "
                         "already");
-    if (outsideValue(loss.getTarget()) != grad.getTarget())
+    if (valueOutsideGroups(loss.getTarget()) != grad.getTarget())
       return leaveAlone(options, kPass, grad,
                         "the loss of this lm_head reads other targets");
-    Value lossBias = loss.getBias() ? outsideValue(loss.getBias()) : Value();
+    Value lossBias = loss.getBias() ? valueOutsideGroups(loss.getBias()) : Value();
     if (lossBias != grad.getBias())
       return leaveAlone(options, kPass, grad,
                         "the loss of this lm_head has another bias");
-    if (loss.getIgnoreIndex() != grad.getIgnoreIndex() ||
-        loss.getLabelSmoothing() != grad.getLabelSmoothing() ||
-        loss.getReduction() != grad.getReduction() ||
-        loss.getSoftcap() != grad.getSoftcap() ||
-        loss.getLseSquareScale() != grad.getLseSquareScale())
+    if (StringRef attr = differingLossAttribute(loss, grad); !attr.empty())
       return leaveAlone(options, kPass, grad,
-                        "the loss of this lm_head has other attributes");
+                        "the loss of this lm_head has another " + attr);
     FusionCandidate candidate{kPass, FusionKind::loss, {group, grad}, {}};
     return success(succeeded(tryFuse(rewriter, grad, candidate, options)));
   }

@@ -82,6 +82,14 @@ SmallVector<Value> mlir::liger::getExtraOutputs(ArrayRef<Operation *> ops,
   return extra;
 }
 
+Value mlir::liger::valueOutsideGroups(Value v) {
+  auto arg = dyn_cast<BlockArgument>(v);
+  if (!arg)
+    return v;
+  auto group = dyn_cast<FusionOp>(arg.getOwner()->getParentOp());
+  return group ? valueOutsideGroups(group.getInputs()[arg.getArgNumber()]) : v;
+}
+
 bool mlir::liger::isInFusionGroup(Operation *op) {
   return op->getParentOfType<FusionOp>() != nullptr;
 }

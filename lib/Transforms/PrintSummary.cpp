@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "liger/Dialect/Liger/IR/LigerOps.h"
+#include "liger/Transforms/Fusion.h"
 #include "liger/Transforms/Passes.h"
 
 #include "mlir/IR/TypeUtilities.h"
@@ -70,16 +71,6 @@ SmallVector<Value> getParameterOperands(Operation *op) {
             add(grad.getBias());
           });
   return params;
-}
-
-/// A weight read inside a fusion group is the group's input.
-Value resolveGroupArgument(Value v) {
-  auto arg = dyn_cast<BlockArgument>(v);
-  if (!arg)
-    return v;
-  auto group = dyn_cast<FusionOp>(arg.getOwner()->getParentOp());
-  return group ? resolveGroupArgument(group.getInputs()[arg.getArgNumber()])
-               : v;
 }
 
 int64_t getStaticElements(Value v) {
@@ -168,7 +159,7 @@ struct PrintSummaryPass
       KindStats &stats = liger[name];
       ++stats.count;
       for (Value w : getParameterOperands(op)) {
-        w = resolveGroupArgument(w);
+        w = valueOutsideGroups(w);
         stats.weightElements += getStaticElements(w);
         weights.insert(w);
       }

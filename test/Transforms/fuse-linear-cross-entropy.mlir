@@ -101,7 +101,7 @@ func.func @linear_loss_and_backward(%h: tensor<?x64xf32>, %w: tensor<100x64xf32>
 //       CHECK:   liger.fusion loss
 //       CHECK:   liger.yield
 //       CHECK:   liger.fused_linear_cross_entropy_grad
-// REPORT: [liger-fuse-linear-cross-entropy] left alone liger.fused_linear_cross_entropy_grad at {{.*}}: the loss of this lm_head has other attributes
+// REPORT: [liger-fuse-linear-cross-entropy] left alone liger.fused_linear_cross_entropy_grad at {{.*}}: the loss of this lm_head has another reduction
 func.func @backward_other_attributes(%h: tensor<?x64xf32>, %w: tensor<100x64xf32>, %t: tensor<?xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<?x64xf32>, tensor<100x64xf32>) {
   %l = liger.fused_linear_cross_entropy %h, %w, %t reduction = sum : tensor<?x64xf32>, tensor<100x64xf32>, tensor<?xi64>
   %dh, %dw = liger.fused_linear_cross_entropy_grad %h, %w, %t, %g : tensor<?x64xf32>, tensor<100x64xf32>, tensor<?xi64>, tensor<f32>

@@ -89,6 +89,30 @@ std::string describeOps(ArrayRef<Operation *> ops);
 /// Whether `op` is inside a liger.fusion body.
 bool isInFusionGroup(Operation *op);
 
+/// The first cross-entropy attribute (ignore_index, label_smoothing,
+/// reduction, softcap, lse_square_scale) in which two loss ops differ
+/// (cross_entropy, fused_linear_cross_entropy or their gradients), or ""
+/// when they compute with the same ones.
+template <typename OpA, typename OpB>
+StringRef differingLossAttribute(OpA a, OpB b) {
+  if (a.getIgnoreIndex() != b.getIgnoreIndex())
+    return "ignore_index";
+  if (a.getLabelSmoothing() != b.getLabelSmoothing())
+    return "label_smoothing";
+  if (a.getReduction() != b.getReduction())
+    return "reduction";
+  if (a.getSoftcap() != b.getSoftcap())
+    return "softcap";
+  if (a.getLseSquareScale() != b.getLseSquareScale())
+    return "lse_square_scale";
+  return "";
+}
+
+/// The value `v` stands for outside every liger.fusion body: a group's
+/// block argument resolves to the group's input (through nested groups);
+/// any other value is itself.
+Value valueOutsideGroups(Value v);
+
 /// Builds the group of `candidate` at the position of its last op: inputs
 /// are the values its ops read from outside, results the values read
 /// outside (in program order). Fails without changing the IR, setting
