@@ -478,16 +478,8 @@ struct LowerFusedLinearCrossEntropyGrad
     results.push_back(roundAccumulator(
         rewriter, loc, matmulLastDim(rewriter, loc, g, weight, false), {},
         elem));
-    // dweight: loops v, h, then the tokens t (reduction).
     auto wType = cast<RankedTensorType>(weight.getType());
-    AffineExpr v = getAffineDimExpr(0, ctx), h = getAffineDimExpr(1, ctx),
-               t = getAffineDimExpr(2, ctx);
-    Value dw = contractF32(
-        rewriter, loc, g, hidden,
-        {AffineMap::get(3, 0, {t, v}, ctx), AffineMap::get(3, 0, {t, h}, ctx),
-         AffineMap::get(3, 0, {v, h}, ctx)},
-        {rewriter.getIndexAttr(wType.getDimSize(0)),
-         rewriter.getIndexAttr(wType.getDimSize(1))});
+    Value dw = gradWeightF32(rewriter, loc, g, hidden);
     results.push_back(roundAccumulator(rewriter, loc, dw, {}, elem));
     if (Value bias = adaptor.getBias()) {
       // dbias: loops v, then the tokens t (reduction), against ones.

@@ -203,3 +203,17 @@ Value mlir::liger::lowering::roundAccumulator(OpBuilder &b, Location loc,
         return {fromF32(nb, nloc, v, elem)};
       })[0];
 }
+
+Value mlir::liger::lowering::gradWeightF32(OpBuilder &b, Location loc,
+                                           Value dy, Value x) {
+  MLIRContext *ctx = b.getContext();
+  // Loops: n, k, then the tokens t (reduction).
+  AffineExpr n = getAffineDimExpr(0, ctx), k = getAffineDimExpr(1, ctx),
+             t = getAffineDimExpr(2, ctx);
+  return contractF32(
+      b, loc, dy, x,
+      {AffineMap::get(3, 0, {t, n}, ctx), AffineMap::get(3, 0, {t, k}, ctx),
+       AffineMap::get(3, 0, {n, k}, ctx)},
+      {b.getIndexAttr(cast<RankedTensorType>(dy.getType()).getDimSize(1)),
+       b.getIndexAttr(cast<RankedTensorType>(x.getType()).getDimSize(1))});
+}

@@ -93,6 +93,11 @@ Value matmulLastDim(OpBuilder &b, Location loc, Value x, Value w,
 /// f32 [..., N] tensor: one linalg.generic with the K loop innermost.
 Value matmulTransposedB(OpBuilder &b, Location loc, Value x, Value w);
 
+/// f32 `dyᵀ · x` for `dy` [T, N] and `x` [T, K] (static N and K, any float
+/// types), as an f32 [N, K] tensor: a weight gradient, the tokens T the
+/// innermost (reduction) loop.
+Value gradWeightF32(OpBuilder &b, Location loc, Value dy, Value x);
+
 /// Rounds the f32 accumulator `acc` [..., N] (+ the optional f32-extended
 /// `bias` [N]) to `elem`.
 Value roundAccumulator(OpBuilder &b, Location loc, Value acc, Value bias,

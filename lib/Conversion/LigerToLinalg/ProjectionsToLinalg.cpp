@@ -101,25 +101,15 @@ struct LowerLinearGradWeight : OpConversionPattern<LinearGradWeightOp> {
   matchAndRewrite(LinearGradWeightOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    MLIRContext *ctx = rewriter.getContext();
     auto dwType = cast<RankedTensorType>(op.getGradWeight().getType());
-    // Loops: n, k, then the tokens t (reduction).
-    AffineExpr n = getAffineDimExpr(0, ctx), k = getAffineDimExpr(1, ctx),
-               t = getAffineDimExpr(2, ctx);
-    SmallVector<AffineMap> maps = {AffineMap::get(3, 0, {t, n}, ctx),
-                                   AffineMap::get(3, 0, {t, k}, ctx),
-                                   AffineMap::get(3, 0, {n, k}, ctx)};
-    SmallVector<OpFoldResult> sizes = {
-        rewriter.getIndexAttr(dwType.getDimSize(0)),
-        rewriter.getIndexAttr(dwType.getDimSize(1))};
-    Value acc = contractF32(rewriter, loc, adaptor.getGrad(),
-                            adaptor.getInput(), maps, sizes);
+    Value acc =
+        gradWeightF32(rewriter, loc, adaptor.getGrad(), adaptor.getInput());
     Value dw;
     if (Value into = adaptor.getAccumulate()) {
       // The buffer plus the product in f32, rounded once to the buffer's
       // dtype (a no-op for an f32 buffer).
-      Type accElem = cast<RankedTensorType>(into.getType()).getElementType();
-      dw = mapRows(rewriter, loc, sizes,
+      Type accElem = dwType.getElementType();
+      dw = mapRows(rewriter, loc, sizesOf(rewriter, loc, acc),
                    {{into, Access::Full}, {acc, Access::Full}}, {accElem},
                    [&](OpBuilder &nb, Location nloc,
                        ValueRange args) -> SmallVector<Value> {
@@ -127,9 +117,9 @@ struct LowerLinearGradWeight : OpConversionPattern<LinearGradWeightOp> {
                          nb, nloc, toF32(nb, nloc, args[0]), args[1]);
                      return {fromF32(nb, nloc, sum, accElem)};
                    })[0];
-    }
-    else
+    } else {
       dw = roundAccumulator(rewriter, loc, acc, {}, dwType.getElementType());
+    }
     rewriter.replaceOp(op, dw);
     return success();
   }

@@ -339,22 +339,32 @@ LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *context,
   return success();
 }
 
-LogicalResult FusedLinearCrossEntropyOp::inferReturnTypes(
-    MLIRContext *context, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &results) {
-  adaptor = withDefaults<FusedLinearCrossEntropyOp>(context, adaptor);
-  RuleContext ctx(loc, getOperationName());
+/// The virtual logits hidden · weightᵀ + bias of the lm_head ops, by the
+/// linear rules, checked against the targets.
+template <typename Adaptor>
+static FailureOr<RankedTensorType> verifyLinearLogits(RuleContext &ctx,
+                                                      Adaptor adaptor) {
   FailureOr<RankedTensorType> hidden = verifyTokenMatrix(
       ctx, adaptor.getHidden().getType(), "hidden", "[tokens, hidden]");
   if (failed(hidden))
     return failure();
-  // The virtual logits hidden · weightᵀ + bias follow the linear rules.
   FailureOr<RankedTensorType> logits =
       inferLinearType(ctx, *hidden, adaptor.getWeight().getType(),
                       typeOrNull(adaptor.getBias()), Type(), Type(), "hidden");
   if (failed(logits) ||
       failed(verifyCrossEntropyOperands(ctx, *logits,
                                         adaptor.getTarget().getType(), Type())))
+    return failure();
+  return logits;
+}
+
+LogicalResult FusedLinearCrossEntropyOp::inferReturnTypes(
+    MLIRContext *context, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  adaptor = withDefaults<FusedLinearCrossEntropyOp>(context, adaptor);
+  RuleContext ctx(loc, getOperationName());
+  FailureOr<RankedTensorType> logits = verifyLinearLogits(ctx, adaptor);
+  if (failed(logits))
     return failure();
   pushLossTypes(context, adaptor.getReduction(), logits->getDimSize(0),
                 adaptor.getReturnZLoss(), results);
@@ -366,18 +376,9 @@ LogicalResult FusedLinearCrossEntropyGradOp::inferReturnTypes(
     SmallVectorImpl<Type> &results) {
   adaptor = withDefaults<FusedLinearCrossEntropyGradOp>(context, adaptor);
   RuleContext ctx(loc, getOperationName());
-  FailureOr<RankedTensorType> hidden = verifyTokenMatrix(
-      ctx, adaptor.getHidden().getType(), "hidden", "[tokens, hidden]");
-  if (failed(hidden))
-    return failure();
-  // The virtual logits hidden · weightᵀ + bias follow the linear rules, the
-  // incoming gradient cross_entropy_grad's.
-  FailureOr<RankedTensorType> logits =
-      inferLinearType(ctx, *hidden, adaptor.getWeight().getType(),
-                      typeOrNull(adaptor.getBias()), Type(), Type(), "hidden");
-  if (failed(logits) ||
-      failed(verifyCrossEntropyOperands(ctx, *logits,
-                                        adaptor.getTarget().getType(), Type())))
+  // The forward's rules, then the incoming gradient cross_entropy_grad's.
+  FailureOr<RankedTensorType> logits = verifyLinearLogits(ctx, adaptor);
+  if (failed(logits))
     return failure();
   Reduction reduction = adaptor.getReduction();
   if (failed(verifyMatchesType(
@@ -386,7 +387,7 @@ LogicalResult FusedLinearCrossEntropyGradOp::inferReturnTypes(
           reduction == Reduction::none ? "one f32 gradient per token"
                                        : "a scalar for a reduced loss")))
     return failure();
-  results.push_back(*hidden);
+  results.push_back(adaptor.getHidden().getType());
   results.push_back(adaptor.getWeight().getType());
   if (Value bias = adaptor.getBias())
     results.push_back(bias.getType());
