@@ -131,6 +131,15 @@ protected:
   void write(const std::string &name, const std::string &bytes) {
     std::ofstream(dir + "/" + name, std::ios::binary) << bytes;
   }
+  /// Writes `manifest` and a cubin that passes the header check, and opens
+  /// the bundle.
+  Status openWith(const std::string &manifest, std::unique_ptr<Bundle> *b) {
+    write("manifest.json", manifest);
+    write("k.cubin", std::string("\x7f"
+                                 "ELF") +
+                         std::string(100, '\0'));
+    return Bundle::open(dir, b);
+  }
   std::string dir;
 };
 
@@ -152,12 +161,8 @@ TEST_F(BundleFilesTest, TruncatedCubin) {
 }
 
 TEST_F(BundleFilesTest, ArgumentChecks) {
-  write("manifest.json", kManifest);
-  write("k.cubin", std::string("\x7f"
-                               "ELF") +
-                       std::string(100, '\0'));
   std::unique_ptr<Bundle> b;
-  ASSERT_TRUE(Bundle::open(dir, &b).isOk());
+  ASSERT_TRUE(openWith(kManifest, &b).isOk());
   const KernelSpec *k = b->findKernel("norm");
   ASSERT_NE(k, nullptr);
   alignas(16) static char buf[64];
@@ -219,12 +224,8 @@ const char *kRoPEManifest = R"({
       ]}]}]})";
 
 TEST_F(BundleFilesTest, RoPEArgumentChecks) {
-  write("manifest.json", kRoPEManifest);
-  write("k.cubin", std::string("\x7f"
-                               "ELF") +
-                       std::string(100, '\0'));
   std::unique_ptr<Bundle> b;
-  ASSERT_TRUE(Bundle::open(dir, &b).isOk());
+  ASSERT_TRUE(openWith(kRoPEManifest, &b).isOk());
   const KernelSpec *k = b->findKernel("rope");
   ASSERT_NE(k, nullptr);
   EXPECT_EQ(k->params[0].kind, ParamKind::Heads);
@@ -331,12 +332,8 @@ INSTANTIATE_TEST_SUITE_P(
                     "finish: grid must be [n, 1, 1]"}));
 
 TEST_F(BundleFilesTest, WorkspaceArgumentChecks) {
-  write("manifest.json", kGradManifest);
-  write("k.cubin", std::string("\x7f"
-                               "ELF") +
-                       std::string(100, '\0'));
   std::unique_ptr<Bundle> b;
-  ASSERT_TRUE(Bundle::open(dir, &b).isOk());
+  ASSERT_TRUE(openWith(kGradManifest, &b).isOk());
   const KernelSpec *k = b->findKernel("grad");
   ASSERT_NE(k, nullptr);
   alignas(16) static char buf[64];
@@ -390,12 +387,8 @@ const char *kMatmulManifest = R"({
       ]}]}]})";
 
 TEST_F(BundleFilesTest, MatrixParametersAndTiledGrids) {
-  write("manifest.json", kMatmulManifest);
-  write("k.cubin", std::string("\x7f"
-                               "ELF") +
-                       std::string(100, '\0'));
   std::unique_ptr<Bundle> b;
-  ASSERT_TRUE(Bundle::open(dir, &b).isOk());
+  ASSERT_TRUE(openWith(kMatmulManifest, &b).isOk());
   const KernelSpec *k = b->findKernel("proj");
   ASSERT_NE(k, nullptr);
   EXPECT_EQ(k->grid[0].kind, GridDim::Const);
@@ -436,12 +429,8 @@ TEST_F(BundleFilesTest, WeightGradientNeedsRows) {
           R"({"name": "input1", "role": "input", "kind": "rows", "dtype": "bf16", "shape": ["rows", 1024]})");
   replace(R"({"name": "output0", "role": "output", "kind": "rows", "dtype": "bf16", "shape": ["rows", 1024]})",
           R"({"name": "output0", "role": "output", "kind": "matrix", "dtype": "bf16", "shape": [256, 1024]})");
-  write("manifest.json", text);
-  write("k.cubin", std::string("\x7f"
-                               "ELF") +
-                       std::string(100, '\0'));
   std::unique_ptr<Bundle> b;
-  ASSERT_TRUE(Bundle::open(dir, &b).isOk());
+  ASSERT_TRUE(openWith(text, &b).isOk());
   const KernelSpec *k = b->findKernel("proj");
   ASSERT_NE(k, nullptr);
   EXPECT_EQ(k->grid[1].kind, GridDim::Const);
