@@ -29,6 +29,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "liger/Conversion/LigerToGPU/RowKernel.h"
+#include "liger/Transforms/Fusion.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -788,14 +789,6 @@ void CEBuilder::buildFinish(ArrayRef<Type> paramTypes, unsigned lossParam) {
   gpu::ReturnOp::create(b, loc);
 }
 
-/// Whether two cross-entropy ops compute with the same attributes.
-static bool sameAttrs(const CEAttrs &a, const CEAttrs &b) {
-  return a.ignoreIndex == b.ignoreIndex &&
-         a.labelSmoothing == b.labelSmoothing && a.reduction == b.reduction &&
-         a.softcap == b.softcap && a.lseSquareScale == b.lseSquareScale &&
-         a.hasWeight == b.hasWeight;
-}
-
 FailureOr<RowKernelInfo> CEBuilder::build() {
   Block &body = group.getBody().front();
   auto fail = [&](const Twine &why) {
@@ -840,27 +833,17 @@ FailureOr<RowKernelInfo> CEBuilder::build() {
   vocab = logitsType.getDimSize(1);
   targetType = cast<RankedTensorType>(op->getOperand(1).getType())
                    .getElementType();
-  if (forward) {
-    attrs = readAttrs(forward);
-    attrs.returnZLoss = forward.getReturnZLoss();
-    if (forward.getWeight())
-      weightType = forward.getWeight().getType().getElementType();
-  }
-  if (backward) {
-    CEAttrs grad = readAttrs(backward);
-    if (forward &&
-        (!sameAttrs(attrs, grad) ||
-         backward.getLogits() != forward.getLogits() ||
-         backward.getTarget() != forward.getTarget() ||
-         backward.getWeight() != forward.getWeight()))
-      return fail("the gradient must be of the loss in the group (the same "
-                  "logits, targets, weights and attributes)");
-    if (!forward) {
-      attrs = grad;
-      if (backward.getWeight())
-        weightType = backward.getWeight().getType().getElementType();
-    }
-  }
+  if (forward && backward &&
+      (!differingLossAttribute(forward, backward).empty() ||
+       backward.getLogits() != forward.getLogits() ||
+       backward.getTarget() != forward.getTarget() ||
+       backward.getWeight() != forward.getWeight()))
+    return fail("the gradient must be of the loss in the group (the same "
+                "logits, targets, weights and attributes)");
+  attrs = forward ? readAttrs(forward) : readAttrs(backward);
+  attrs.returnZLoss = forward && forward.getReturnZLoss();
+  if (Value w = forward ? forward.getWeight() : backward.getWeight())
+    weightType = cast<RankedTensorType>(w.getType()).getElementType();
   bytes = std::max<unsigned>(1, elem.getIntOrFloatBitWidth() / 8);
   // The configuration's vector width must divide the row (so that every row
   // starts aligned) and fit the class weights' chunk in 16 bytes;
