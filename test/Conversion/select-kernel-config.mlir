@@ -144,3 +144,52 @@ func.func @qk_rope(%x: tensor<?x?x64xbf16>, %wq: tensor<64x64xbf16>, %wk: tensor
   }
   return %r#0, %r#1 : tensor<?x4x?x16xbf16>, tensor<?x2x?x16xbf16>
 }
+
+// -----
+
+// A cross-entropy loss and its gradient in one kernel over long rows
+// (128256 bf16, 250 KiB): 1024 threads, one CTA per SM, so that the rows in
+// flight stay in L2 for the gradient pass.
+// CHECK-LABEL: func.func @ce_fused_long
+//       CHECK:   liger.kernel_config = {ctas_per_sm = 1 : i64, threads = 1024 : i64, vector_width = 8 : i64}
+// GPU-LABEL: gpu.func @ce_fused_long_rowwise_0
+//  GPU-SAME:   known_block_size = array<i32: 1024, 1, 1>
+func.func @ce_fused_long(%x: tensor<?x128256xbf16>, %t: tensor<?xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<?x128256xbf16>) {
+  %r:2 = liger.fusion rowwise(%x, %t, %g) : (tensor<?x128256xbf16>, tensor<?xi64>, tensor<f32>) -> (tensor<f32>, tensor<?x128256xbf16>) {
+  ^bb0(%a: tensor<?x128256xbf16>, %b: tensor<?xi64>, %c: tensor<f32>):
+    %l = liger.cross_entropy %a, %b : tensor<?x128256xbf16>, tensor<?xi64>
+    %d = liger.cross_entropy_grad %a, %b, %c : tensor<?x128256xbf16>, tensor<?xi64>, tensor<f32>
+    liger.yield %l, %d : tensor<f32>, tensor<?x128256xbf16>
+  }
+  return %r#0, %r#1 : tensor<f32>, tensor<?x128256xbf16>
+}
+
+// -----
+
+// Near-misses, each left at 256 threads: the loss alone (one pass over each
+// row); the fused pair over rows under 64 KiB (32000 bf16); the fused pair
+// with reduction = none (no per-CTA partials, a row per CTA).
+// CHECK-LABEL: func.func @ce_near_misses
+//       CHECK:   liger.kernel_config = {threads = 256 : i64, vector_width = 8 : i64}
+//       CHECK:   liger.kernel_config = {threads = 256 : i64, vector_width = 8 : i64}
+//       CHECK:   liger.kernel_config = {threads = 256 : i64, vector_width = 8 : i64}
+func.func @ce_near_misses(%x: tensor<?x128256xbf16>, %y: tensor<?x32000xbf16>, %t: tensor<?xi64>, %g: tensor<f32>, %gn: tensor<?xf32>) -> (tensor<f32>, tensor<f32>, tensor<?x32000xbf16>, tensor<?xf32>, tensor<?x128256xbf16>) {
+  %l = liger.fusion rowwise(%x, %t) : (tensor<?x128256xbf16>, tensor<?xi64>) -> tensor<f32> {
+  ^bb0(%a: tensor<?x128256xbf16>, %b: tensor<?xi64>):
+    %0 = liger.cross_entropy %a, %b : tensor<?x128256xbf16>, tensor<?xi64>
+    liger.yield %0 : tensor<f32>
+  }
+  %s:2 = liger.fusion rowwise(%y, %t, %g) : (tensor<?x32000xbf16>, tensor<?xi64>, tensor<f32>) -> (tensor<f32>, tensor<?x32000xbf16>) {
+  ^bb0(%a: tensor<?x32000xbf16>, %b: tensor<?xi64>, %c: tensor<f32>):
+    %0 = liger.cross_entropy %a, %b : tensor<?x32000xbf16>, tensor<?xi64>
+    %1 = liger.cross_entropy_grad %a, %b, %c : tensor<?x32000xbf16>, tensor<?xi64>, tensor<f32>
+    liger.yield %0, %1 : tensor<f32>, tensor<?x32000xbf16>
+  }
+  %n:2 = liger.fusion rowwise(%x, %t, %gn) : (tensor<?x128256xbf16>, tensor<?xi64>, tensor<?xf32>) -> (tensor<?xf32>, tensor<?x128256xbf16>) {
+  ^bb0(%a: tensor<?x128256xbf16>, %b: tensor<?xi64>, %c: tensor<?xf32>):
+    %0 = liger.cross_entropy %a, %b reduction = none : tensor<?x128256xbf16>, tensor<?xi64>
+    %1 = liger.cross_entropy_grad %a, %b, %c reduction = none : tensor<?x128256xbf16>, tensor<?xi64>, tensor<?xf32>
+    liger.yield %0, %1 : tensor<?xf32>, tensor<?x128256xbf16>
+  }
+  return %l, %s#0, %s#1, %n#0, %n#1 : tensor<f32>, tensor<f32>, tensor<?x32000xbf16>, tensor<?xf32>, tensor<?x128256xbf16>
+}
