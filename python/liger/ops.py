@@ -251,26 +251,106 @@ def bundle_path(spec, target=TARGET):
                           matmul_kernels=_needs_matmul(spec)).path
 
 
-def _bundle(spec):
-    """The runtime bundle of `spec`, loaded once per process."""
-    bundle = _BUNDLES.get(spec)
+def cpu_reference_enabled():
+    """Whether calls on CPU tensors run the compiler's reference lowering
+    (`LIGER_OPS_CPU_REFERENCE=1`): every call compiles and runs its liger
+    function through liger-cpu-runner, seconds per call, for testing code
+    that calls liger.ops (a patched model, say) on a machine without a GPU.
+    Off, a call on CPU tensors is a LigerError."""
+    return os.environ.get("LIGER_OPS_CPU_REFERENCE", "") not in ("", "0")
+
+
+def _on_cpu(device):
+    if device.type == "cuda":
+        return False
+    if device.type == "cpu" and cpu_reference_enabled():
+        return True
+    raise LigerError("liger.ops runs on CUDA tensors, got tensors on %s%s" % (
+        device, " (LIGER_OPS_CPU_REFERENCE=1 runs CPU tensors through the slow reference "
+        "lowering, for tests)" if device.type == "cpu" else ""))
+
+
+def _bundle(spec, device):
+    """The bundle of `spec` for tensors on `device`, loaded once per process:
+    the compiled kernels, or on the CPU their reference functions."""
+    key = (spec, _on_cpu(device))
+    bundle = _BUNDLES.get(key)
     if bundle is None:
-        from . import runtime
-        bundle = _BUNDLES[spec] = runtime.load(bundle_path(spec))
+        if key[1]:
+            bundle = _BUNDLES[key] = _ReferenceBundle(spec)
+        else:
+            from . import runtime
+            bundle = _BUNDLES[key] = runtime.load(bundle_path(spec))
     return bundle
 
 
-def _kernels(spec):
+def _kernels(spec, device):
     """(forward, backward) kernels of `spec`, loaded once per process."""
-    pair = _KERNELS.get(spec)
+    key = (spec, device.type)
+    pair = _KERNELS.get(key)
     if pair is None:
-        bundle = _bundle(spec)
+        bundle = _bundle(spec, device)
         # Cross-entropy's module has no backward kernel.
-        pair = _KERNELS[spec] = (bundle["fwd_rowwise_0"],
-                                 bundle.kernels.get("bwd_rowwise_0"))
+        pair = _KERNELS[key] = (bundle["fwd_rowwise_0"],
+                                bundle.kernels.get("bwd_rowwise_0"))
         if os.environ.get("LIGER_DEBUG"):
             print("liger.ops: %s from %s" % (spec, bundle.path), file=sys.stderr)
     return pair
+
+
+class _ReferenceKernel:
+    """One function of a spec's module, callable as a runtime Kernel is but
+    on CPU torch tensors, through the reference lowering."""
+
+    def __init__(self, text, function):
+        import re
+        self.text, self.function = text, function
+        head = re.search(r"func\.func @%s\(.*?\) -> (.*?) \{\n" % re.escape(function), text)
+        # The element type of each result (bf16 results come back as f32
+        # arrays of their exact values).
+        self.dtypes = [t.split("x")[-1] for t in re.findall(r"tensor<([^>]*)>", head.group(1))]
+
+    def __call__(self, *inputs, out=None):
+        import numpy as np
+        import torch
+        from . import reference
+        arrays = []
+        for t in inputs:
+            t = t.detach().contiguous()
+            arrays.append(reference.BF16(t.view(torch.int16).numpy().view(np.uint16))
+                          if t.dtype == torch.bfloat16 else t.numpy())
+        types = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32,
+                 "i32": torch.int32, "i64": torch.int64}
+        results = [torch.from_numpy(np.array(r)).to(types[dt])
+                   for r, dt in zip(reference.run_cpu(self.text, self.function, arrays),
+                                    self.dtypes)]
+        if out is not None:
+            for o, r in zip(out, results):
+                o.copy_(r.reshape(o.shape))
+            results = list(out)
+        return results[0] if len(results) == 1 else tuple(results)
+
+
+class _ReferenceBundle:
+    """A spec's module on the CPU: `bundle[kernel name]` is the reference of
+    the function the kernel was compiled from (`fwd_rowwise_0` -> @fwd)."""
+
+    def __init__(self, spec):
+        self.path = "the reference lowering of " + spec
+        self._text = module_text(spec)
+        self.kernels = self
+
+    def get(self, name):
+        function = name.rsplit("_", 2)[0]
+        if "func.func @%s(" % function not in self._text:
+            return None
+        return _ReferenceKernel(self._text, function)
+
+    def __getitem__(self, name):
+        kernel = self.get(name)
+        if kernel is None:
+            raise KeyError("%s has no function for kernel %r" % (self.path, name))
+        return kernel
 
 
 def _contiguous(*tensors):
@@ -283,7 +363,7 @@ def _function_classes():
     class RMSNorm(torch.autograd.Function):
         @staticmethod
         def forward(ctx, x, w, spec):
-            fwd, bwd = _kernels(spec)
+            fwd, bwd = _kernels(spec, x.device)
             y, rstd = fwd(x, w)
             ctx.save_for_backward(x, w, rstd)
             ctx.bwd = bwd
@@ -298,7 +378,7 @@ def _function_classes():
     class Gated(torch.autograd.Function):
         @staticmethod
         def forward(ctx, g, u, spec):
-            fwd, bwd = _kernels(spec)
+            fwd, bwd = _kernels(spec, g.device)
             ctx.save_for_backward(g, u)
             ctx.bwd = bwd
             return fwd(g, u)
@@ -311,7 +391,7 @@ def _function_classes():
     class Softmax(torch.autograd.Function):
         @staticmethod
         def forward(ctx, x, spec):
-            fwd, bwd = _kernels(spec)
+            fwd, bwd = _kernels(spec, x.device)
             y = fwd(x)
             ctx.save_for_backward(y)
             ctx.bwd = bwd
@@ -325,7 +405,7 @@ def _function_classes():
     class RoPE(torch.autograd.Function):
         @staticmethod
         def forward(ctx, q, k, cos, sin, spec):
-            fwd, bwd = _kernels(spec)
+            fwd, bwd = _kernels(spec, q.device)
             ctx.save_for_backward(cos, sin)
             ctx.bwd = bwd
             return fwd(q, k, cos, sin)
@@ -339,7 +419,7 @@ def _function_classes():
     class CrossEntropy(torch.autograd.Function):
         @staticmethod
         def forward(ctx, logits, target, weight, spec, none, inplace):
-            fwd, _ = _kernels(spec)
+            fwd, _ = _kernels(spec, logits.device)
             shape = target.shape if none else ()
             one = torch.ones(shape, dtype=torch.float32, device=logits.device)
             loss = torch.empty(shape, dtype=torch.float32, device=logits.device)
@@ -364,7 +444,7 @@ def _function_classes():
     class FusedLinearCrossEntropy(torch.autograd.Function):
         @staticmethod
         def forward(ctx, x, weight, target, class_weight, spec, chunk, mean, ignore_index):
-            b = _bundle(spec)
+            b = _bundle(spec, x.device)
             k_logits, k_ce, k_dx, k_dw0, k_dw = (
                 b[name] for name in ("logits_matmul_0", "ce_rowwise_0", "dx_matmul_0",
                                      "dw0_matmul_0", "dw_matmul_0"))
@@ -381,8 +461,12 @@ def _function_classes():
             else:
                 g = torch.ones((), dtype=torch.float32, device=dev)
             logits = torch.empty((min(chunk, n), v), dtype=x.dtype, device=dev)
-            dx, dw = torch.empty_like(x), torch.empty_like(weight)
-            if n == 0:
+            # Only the gradients autograd asks for (a frozen lm_head, as under
+            # LoRA, takes no dW: a third of the FLOPs and W's size in memory).
+            want_dx, want_dw = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+            dx = torch.empty_like(x) if want_dx else None
+            dw = torch.empty_like(weight) if want_dw else None
+            if n == 0 and want_dw:
                 dw.zero_()
             total = torch.zeros((), dtype=torch.float32, device=dev)
             part = torch.empty((), dtype=torch.float32, device=dev)
@@ -393,10 +477,11 @@ def _function_classes():
                 k_logits(xc, weight, out=[z])
                 k_ce(z, tc, *cw, g, out=[part, z])  # the gradient over the logits
                 total += part
-                k_dx(z, weight, out=[dx[c0:c0 + rows]])
-                if i == 0:
+                if want_dx:
+                    k_dx(z, weight, out=[dx[c0:c0 + rows]])
+                if want_dw and i == 0:
                     k_dw0(z, xc, out=[dw])
-                else:
+                elif want_dw:
                     k_dw(z, xc, dw, out=[dw])
             ctx.save_for_backward(dx, dw)
             return total * g if mean else total
@@ -405,7 +490,8 @@ def _function_classes():
         def backward(ctx, dloss):
             dx, dw = ctx.saved_tensors
             if not torch.equal(dloss, torch.ones_like(dloss)):
-                dx, dw = dx * dloss.to(dx.dtype), dw * dloss.to(dw.dtype)
+                dx = dx * dloss.to(dx.dtype) if dx is not None else None
+                dw = dw * dloss.to(dw.dtype) if dw is not None else None
             return dx, dw, None, None, None, None, None, None
 
     return dict(rms_norm=RMSNorm, gated=Gated, softmax=Softmax, rope=RoPE,
@@ -415,10 +501,20 @@ def _function_classes():
 _FUNCTIONS = None
 
 
+class _Eager:
+    """`cls.apply` run outside torch.compile's tracing: the kernels launch
+    through the runtime, which dynamo cannot trace, so a compiled caller
+    breaks its graph around the call instead of failing inside it."""
+
+    def __init__(self, cls):
+        import torch
+        self.apply = torch.compiler.disable(cls.apply, recursive=True)
+
+
 def _fn(name):
     global _FUNCTIONS
     if _FUNCTIONS is None:
-        _FUNCTIONS = _function_classes()
+        _FUNCTIONS = {k: _Eager(v) for k, v in _function_classes().items()}
     return _FUNCTIONS[name]
 
 
@@ -466,6 +562,10 @@ def cross_entropy_spec(vocab, dtype, target_dtype="i64", ignore_index=-100,
 def fused_linear_cross_entropy_spec(vocab, hidden, dtype, target_dtype="i64", ignore_index=-100,
                                     label_smoothing=0.0, reduction="mean", softcap=None,
                                     lse_square_scale=0.0, weighted=False):
+    if _dt(dtype) == "f32":
+        raise LigerError("liger.ops.fused_linear_cross_entropy takes bf16 or f16 (its matmul "
+                         "kernels are wgmma's); for f32 use liger.ops.cross_entropy on the "
+                         "logits")
     ce = parse_spec(cross_entropy_spec(vocab, dtype, target_dtype, ignore_index,
                                        label_smoothing, reduction, softcap, lse_square_scale,
                                        weighted))[1]
