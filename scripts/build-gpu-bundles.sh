@@ -43,14 +43,17 @@ PY
 # One bundle for another architecture: the runtime must refuse it on the
 # H200 with a clear message.
 "$BUILD/bin/liger-compile" "$OUT/src/h1000_f32.mlir" -o "$OUT/sm80_h1000_f32" --target=sm_80 >/dev/null
-# The liger.ops configurations of test_ops_autograd.py, by key (LIGER_OPS_BUNDLES).
+# The liger.ops configurations of test_ops_autograd.py and of the patched tiny
+# models of test_transformers_parity.py, by key (LIGER_OPS_BUNDLES).
 PYTHONPATH="$ROOT/python:$ROOT/test/Integration/gpu${PYTHONPATH:+:$PYTHONPATH}" \
   LIGER_BUILD_DIR="$BUILD" "$PYTHON" - "$OUT/ops" <<'PY'
 import sys
 import kernels
+import models
 from liger import ops
 ops.precompile(sys.argv[1], [case[0] for case in kernels.ops_cases().values()] +
                [case[0] for case in kernels.ops_ce_cases().values()] +
-               [case[0] for case in kernels.ops_flce_cases().values()])
+               [case[0] for case in kernels.ops_flce_cases().values()] +
+               models.specs())
 PY
 echo "build-gpu-bundles: $(ls -d "$OUT"/h* "$OUT"/rope* "$OUT"/sm80* "$OUT"/matmul | wc -l) bundles and $(ls "$OUT/ops" | wc -l) liger.ops bundles in $OUT"

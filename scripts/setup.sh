@@ -3,7 +3,7 @@
 #
 #   Debian packages: LLVM/MLIR 22 (dev files, tools, FileCheck, lit), CMake,
 #                    ninja, g++, GoogleTest
-#   PyPI:            pytest, numpy, pybind11
+#   PyPI:            pytest, numpy, pybind11 (with --tests: torch, transformers)
 #   CUDA toolkit:    checked, not installed: ptxas from $CUDA_HOME/bin or
 #                    /usr/local/cuda/bin (needed to build cubins, not to test)
 #
@@ -53,6 +53,20 @@ if ! "$PYTHON" -c 'import pytest, numpy, pybind11' 2>/dev/null; then
     { log "pytest/numpy/pybind11 still not importable by $PYTHON; set PYTHON= to another interpreter"; exit 1; }
 else
   log "Python packages present"
+fi
+
+# With --tests: PyTorch and transformers as well, for the Python tests of
+# liger.ops and liger.transformers on the CPU (PyPI's torch is the CUDA
+# build, a few GB with its nvidia-* wheels; the tests that need it skip, and
+# say so, where it cannot be installed).
+if [[ ${1:-} == --tests ]]; then
+  if ! "$PYTHON" -c 'import torch, transformers' 2>/dev/null; then
+    log "installing Python packages for the tests: torch transformers"
+    "$PYTHON" -m pip install -q torch transformers ||
+      log "WARNING: torch/transformers not installed; their tests will be skipped"
+  else
+    log "torch and transformers present"
+  fi
 fi
 
 CUDA_ROOT=${CUDA_HOME:-/usr/local/cuda}

@@ -23,7 +23,7 @@ step() {
   else steps_failed=$((steps_failed + 1)); echo "==== $name: FAILED"; fi
 }
 
-"$ROOT/scripts/setup.sh" || exit 1
+"$ROOT/scripts/setup.sh" --tests || exit 1
 "$ROOT/scripts/build.sh" || exit 1
 
 step lit ninja -C "$BUILD" check-liger
