@@ -5,7 +5,8 @@
 # with --norm-prologue so that qk_rope_wg keeps its norm in the kernel (the
 # measured alternative to the default rowwise norm kernel),
 # bench/cross_entropy.mlir into bench-bundles/cross_entropy, and the
-# liger.ops fused linear cross-entropy kernels into bench-bundles/ops.
+# liger.ops fused linear cross-entropy kernels and those of a patched
+# Llama-3-8B-shaped model (bench/e2e.py) into bench-bundles/ops.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${LIGER_BUILD_DIR:-$ROOT/build}
@@ -20,4 +21,11 @@ PYTHONPATH="$ROOT/python${PYTHONPATH:+:$PYTHONPATH}" LIGER_BUILD_DIR="$BUILD" py
 import sys
 from liger import ops
 ops.precompile(sys.argv[1], [ops.fused_linear_cross_entropy_spec(128256, 4096, "bf16")])
+PY
+# The kernels a patched Llama-3-8B-shaped model calls, for bench/e2e.py.
+PYTHONPATH="$ROOT/python:$ROOT/bench${PYTHONPATH:+:$PYTHONPATH}" LIGER_BUILD_DIR="$BUILD" python3 - "$ROOT/bench-bundles/ops" <<'PY'
+import sys
+import e2e
+from liger import transformers as lt
+lt.precompile(sys.argv[1], e2e.config_namespace(), "bf16")
 PY

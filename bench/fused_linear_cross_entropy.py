@@ -102,9 +102,43 @@ def main():
     for r in rows:
         print("%-13s %9.3f %9.3f %7.0f%% %9.1e %10.2f" % (
             r["impl"], r["ms"], r["floor_ms"], 100 * r["of_floor"], r["err"], r["peak_gib"]))
+    parts = breakdown(x, w, t, plan, rate) if "liger" in impls else []
     if args.json:
-        json.dump(dict(tflops=rate, tokens=n, hidden=h, vocab=v, plan=plan, rows=rows),
-                  open(args.json, "w"), indent=1)
+        json.dump(dict(tflops=rate, tokens=n, hidden=h, vocab=v, plan=plan, rows=rows,
+                       breakdown=parts), open(args.json, "w"), indent=1)
+
+
+def breakdown(x, w, t, plan, rate):
+    """Each of our kernels at one chunk's shape beside cuBLAS (torch.matmul)
+    for the same GEMM: where the plan's time goes."""
+    c = plan["chunk_tokens"]
+    spec = ops.fused_linear_cross_entropy_spec(w.shape[0], w.shape[1], "bf16")
+    b = ops._bundle(spec, x.device)
+    xc, tc = x[:c].contiguous(), t[:c].contiguous()
+    z = torch.empty(c, w.shape[0], dtype=BF16, device="cuda")
+    dx, dw = torch.empty_like(xc), torch.empty_like(w)
+    part = torch.empty((), dtype=torch.float32, device="cuda")
+    g = torch.ones((), dtype=torch.float32, device="cuda")
+    b["logits_matmul_0"](xc, w, out=[z])
+    gemm = 2 * c * w.shape[0] * w.shape[1]
+    cases = [
+        ("logits", lambda: b["logits_matmul_0"](xc, w, out=[z]), lambda: xc @ w.t(), gemm),
+        ("ce", lambda: b["ce_rowwise_0"](z, tc, g, out=[part, z]), None, 0),
+        ("dx", lambda: b["dx_matmul_0"](z, w, out=[dx]), lambda: z @ w, gemm),
+        ("dw0", lambda: b["dw0_matmul_0"](z, xc, out=[dw]), lambda: z.t() @ xc, gemm),
+        ("dw", lambda: b["dw_matmul_0"](z, xc, dw, out=[dw]),
+         lambda: dw.addmm_(z.t(), xc), gemm),
+    ]
+    parts = []
+    print("per chunk of %d tokens: kernel, ms, cuBLAS ms (same GEMM), of the FLOP floor" % c)
+    for name, ours, blas, flops in cases:
+        tm = ms(ours)
+        tb = ms(blas) if blas else None
+        floor = flops / rate / 1e9 if flops else None
+        parts.append(dict(kernel=name, ms=tm, cublas_ms=tb, floor_ms=floor))
+        print("  %-7s %8.3f %8s %8s" % (name, tm, "%.3f" % tb if tb else "-",
+                                        "%.0f%%" % (100 * floor / tm) if floor else "-"))
+    return parts
 
 
 if __name__ == "__main__":

@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""One training step of a Llama-3-8B-shaped model on one GPU: tokens/s and
+peak memory of the Hugging Face model as it is (eager), under
+torch.compile, patched by Liger-Kernel (apply_liger_kernel_to_llama) and
+patched by liger (liger.transformers.apply_liger_kernel_to_llama), in one
+run; with --lora, each with a PEFT LoRA adapter (rank 16 on q/k/v/o).
+
+The model has Llama-3-8B's widths (hidden 4096, MLP 14336, vocabulary
+128256, 32/8 heads) and `--layers` decoder layers, random weights and random
+tokens, bf16, AdamW (fused); a step is forward, backward and the optimizer
+step, timed over `--steps` after `--warmup` (the peer baselines' method).
+
+    # here: bash bench/build-bundles.sh; on the GPU machine:
+    PYTHONPATH=python:build-runtime-py/python LIGER_OPS_BUNDLES=bench-bundles/ops \\
+        python3 bench/e2e.py [--lora] [--json out.json]
+"""
+import argparse
+import json
+import subprocess
+import sys
+import time
+import types
+
+import torch
+
+# Llama-3-8B's widths; bench/build-bundles.sh precompiles their kernels.
+LLAMA3_8B = dict(model_type="llama", hidden_size=4096, intermediate_size=14336,
+                 vocab_size=128256, num_attention_heads=32, num_key_value_heads=8,
+                 max_position_embeddings=8192, rope_theta=500000.0, rms_norm_eps=1e-5)
+
+
+def config_namespace():
+    return types.SimpleNamespace(**LLAMA3_8B)
+
+
+def build(layers, lora):
+    from transformers import LlamaConfig, LlamaForCausalLM
+    kw = {k: v for k, v in LLAMA3_8B.items() if k != "model_type"}
+    cfg = LlamaConfig(num_hidden_layers=layers, **kw)
+    cfg._attn_implementation = "sdpa"
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(cfg).to(device="cuda", dtype=torch.bfloat16)
+    if lora:
+        from peft import LoraConfig, get_peft_model
+        model = get_peft_model(model, LoraConfig(
+            r=16, lora_alpha=32, lora_dropout=0.0,
+            target_modules=["q_proj", "k_proj", "v_proj", "o_proj"]))
+    return model
+
+
+def run(variant, args):
+    model = build(args.layers, args.lora)
+    base = model.get_base_model() if args.lora else model
+    if variant == "liger-kernel":
+        from liger_kernel.transformers import apply_liger_kernel_to_llama
+        apply_liger_kernel_to_llama(model=base, rope=True, rms_norm=True, swiglu=True,
+                                    cross_entropy=False, fused_linear_cross_entropy=True)
+    elif variant == "liger":
+        import warnings
+        from liger import transformers as lt
+        lt.apply_liger_kernel_to_llama(model=base)
+        # A fallback would measure the original model: refuse to report it.
+        warnings.simplefilter("error", lt.LigerFallbackWarning)
+    step_model = torch.compile(model) if variant == "compile" else model
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=1e-5, fused=True)
+    g = torch.Generator(device="cuda").manual_seed(1)
+    ids = torch.randint(0, LLAMA3_8B["vocab_size"], (args.batch, args.seq), device="cuda",
+                        generator=g)
+
+    def step():
+        out = step_model(input_ids=ids, labels=ids)
+        out.loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        return out.loss
+
+    losses = [step().item() for _ in range(args.warmup)]
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    t0 = time.perf_counter()
+    for _ in range(args.steps):
+        loss = step()
+    torch.cuda.synchronize()
+    dt = (time.perf_counter() - t0) / args.steps
+    res = dict(variant=variant + ("+lora" if args.lora else ""), step_ms=dt * 1e3,
+               tokens_per_s=args.batch * args.seq / dt,
+               peak_gib=torch.cuda.max_memory_allocated() / 2 ** 30,
+               first_loss=losses[0], last_loss=loss.item())
+    del model, step_model, opt
+    torch.cuda.empty_cache()
+    return res
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--batch", type=int, default=4)
+    p.add_argument("--seq", type=int, default=2048)
+    p.add_argument("--steps", type=int, default=5)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--lora", action="store_true")
+    p.add_argument("--variants", default="eager,compile,liger-kernel,liger")
+    p.add_argument("--json")
+    p.add_argument("--one", help=argparse.SUPPRESS)  # a variant, in this process
+    args = p.parse_args()
+    if args.one:
+        print("RESULT " + json.dumps(run(args.one, args)), flush=True)
+        return 0
+    print("# %s torch %s; layers=%d batch=%d seq=%d lora=%s" % (
+        torch.cuda.get_device_name(), torch.__version__, args.layers, args.batch, args.seq,
+        args.lora), flush=True)
+    rows = []
+    # Each variant in its own process: the patches (ours and Liger-Kernel's
+    # change modeling_llama's functions) and the allocator start clean.
+    for v in args.variants.split(","):
+        cmd = [sys.executable, __file__, "--one", v] + [
+            "--%s=%s" % (k, getattr(args, k)) for k in ("layers", "batch", "seq", "steps",
+                                                        "warmup")] + (
+            ["--lora"] if args.lora else [])
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        found = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+        if proc.returncode != 0 or not found:
+            tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            print("%s: FAILED (exit %d): %s" % (v, proc.returncode, tail), flush=True)
+            continue
+        r = json.loads(found[-1][len("RESULT "):])
+        rows.append(r)
+        print("%-18s step %8.1f ms  %9.0f tok/s  peak %6.2f GiB  loss %.3f->%.3f" % (
+            r["variant"], r["step_ms"], r["tokens_per_s"], r["peak_gib"], r["first_loss"],
+            r["last_loss"]), flush=True)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(dict(args=vars(args), rows=rows), fh, indent=1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
