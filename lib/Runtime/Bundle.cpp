@@ -568,16 +568,11 @@ static bool archRunsOn(const std::string &arch, int major, int minor) {
 
 Status Bundle::getFunction(const ModuleSpec &module, const std::string &name,
                            int dynamicSharedMemoryBytes,
-                           const CudaDriver &driver, int device,
+                           const CudaDriver &driver,
                            CUfunction *function) {
+  // The launch's device context is current (DeviceContextScope).
   CUcontext context = nullptr;
   LIGER_CUDA_RETURN_IF_ERROR(driver, cuCtxGetCurrent(&context));
-  if (!context) {
-    CUdevice dev;
-    LIGER_CUDA_RETURN_IF_ERROR(driver, cuDeviceGet(&dev, device));
-    LIGER_CUDA_RETURN_IF_ERROR(driver, cuDevicePrimaryCtxRetain(&context, dev));
-    LIGER_CUDA_RETURN_IF_ERROR(driver, cuCtxSetCurrent(context));
-  }
   std::lock_guard<std::mutex> lock(mutex_);
   auto fkey = std::make_pair(context, module.name + "/" + name);
   if (auto f = functions_.find(fkey); f != functions_.end()) {
@@ -616,6 +611,50 @@ Status Bundle::getFunction(const ModuleSpec &module, const std::string &name,
   return Status::ok();
 }
 
+namespace {
+/// Makes the context of `device` current for its lifetime where the
+/// thread's current context is another device's (or none): a process that
+/// drives several GPUs launches each kernel in its tensors' device's
+/// context whatever device is current.
+class DeviceContextScope {
+public:
+  explicit DeviceContextScope(const CudaDriver &driver) : driver_(driver) {}
+  ~DeviceContextScope() {
+    if (pushed_) {
+      CUcontext popped = nullptr;
+      // Restores the caller's context; a destructor has no Status to return,
+      // and popping what this scope pushed fails only if the caller's
+      // context was destroyed meanwhile.
+      LIGER_CUDA_IGNORE_ERROR(driver_, cuCtxPopCurrent_v2(&popped));
+    }
+  }
+
+  Status enter(int device) {
+    CUdevice want;
+    LIGER_CUDA_RETURN_IF_ERROR(driver_, cuDeviceGet(&want, device));
+    CUcontext current = nullptr;
+    LIGER_CUDA_RETURN_IF_ERROR(driver_, cuCtxGetCurrent(&current));
+    if (current) {
+      CUdevice have;
+      LIGER_CUDA_RETURN_IF_ERROR(driver_, cuCtxGetDevice(&have));
+      if (have == want)
+        return Status::ok();
+    }
+    // The primary context stays retained for the process (as PyTorch's).
+    CUcontext primary = nullptr;
+    LIGER_CUDA_RETURN_IF_ERROR(driver_,
+                               cuDevicePrimaryCtxRetain(&primary, want));
+    LIGER_CUDA_RETURN_IF_ERROR(driver_, cuCtxPushCurrent_v2(primary));
+    pushed_ = true;
+    return Status::ok();
+  }
+
+private:
+  const CudaDriver &driver_;
+  bool pushed_ = false;
+};
+} // namespace
+
 Status Bundle::launch(const std::string &name,
                       const std::vector<TensorArg> &args, CUstream stream,
                       int device) {
@@ -636,14 +675,16 @@ Status Bundle::launch(const std::string &name,
     return Status::ok(); // nothing to do: an empty grid is not launched
   const CudaDriver *driver = nullptr;
   LIGER_RETURN_IF_ERROR(CudaDriver::get(&driver));
+  DeviceContextScope scope(*driver);
+  LIGER_RETURN_IF_ERROR(scope.enter(device));
   CUfunction function = nullptr, finish = nullptr;
   LIGER_RETURN_IF_ERROR(getFunction(*module, kernel->name,
                                     kernel->dynamicSharedMemoryBytes, *driver,
-                                    device, &function));
+                                    &function));
   if (kernel->hasWorkspaces())
     LIGER_RETURN_IF_ERROR(getFunction(
         *module, kernel->finish.name,
-        kernel->finish.dynamicSharedMemoryBytes, *driver, device, &finish));
+        kernel->finish.dynamicSharedMemoryBytes, *driver, &finish));
 
   // Memref descriptors: allocated ptr, aligned ptr, offset, sizes, strides.
   std::vector<int64_t> words;

@@ -138,8 +138,9 @@ public:
 
   /// Checks `args` (inputs, outputs, then workspaces, in the kernel's
   /// parameter order) against the kernel and launches it on `stream` in the
-  /// current CUDA context (or the primary context of `device` when none is
-  /// current). The row count is the product of the leading dimensions of the
+  /// context of `device`: the current CUDA context when it is that device's,
+  /// else the device's primary context (PyTorch's), made current for the
+  /// launch alone; modules load once per context. The row count is the product of the leading dimensions of the
   /// first row-shaped argument. A kernel with workspaces (f32 [ctas, H],
   /// sized with workspaceCtas) runs on `ctas` CTAs, then its finishing
   /// kernel runs on the same stream; it runs even for zero rows, so that its
@@ -156,7 +157,7 @@ private:
   Bundle() = default;
   Status getFunction(const ModuleSpec &module, const std::string &name,
                      int dynamicSharedMemoryBytes, const CudaDriver &driver,
-                     int device, CUfunction *function);
+                     CUfunction *function);
 
   std::string dir_;
   Manifest manifest_;
