@@ -52,6 +52,36 @@ if [[ -x "$BUILD/bin/liger-libtorch-example" ]]; then
   cat "$LOG/example.log"
 fi
 
+# FSDP2 on 2 GPUs (examples/fsdp2_train.py): the patched model sharded over
+# two processes against the same model on one GPU, per-step loss compared;
+# eager PyTorch under the same FSDP2 setup for the tokens/s beside ours.
+fsdp="not run (needs 2 GPUs)"
+fsdp_rc=0
+gpus=$("$PYTHON" -c 'import torch; print(torch.cuda.device_count())' 2>/dev/null || echo 0)
+if [[ $gpus -ge 2 ]]; then
+  export NCCL_NVLS_ENABLE=0  # NVLink multicast stays off
+  run_py() { PYTHONPATH="$ROOT/python:$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" \
+    LIGER_OPS_BUNDLES="$BUNDLES/ops" "$@"; }
+  ex="$ROOT/examples/fsdp2_train.py"
+  {
+    run_py "$PYTHON" "$ex" --json "$LOG/fsdp-single.json" &&
+    run_py "$PYTHON" -m torch.distributed.run --nproc-per-node 2 "$ex" --json "$LOG/fsdp-2.json" &&
+    run_py "$PYTHON" -m torch.distributed.run --nproc-per-node 2 "$ex" --patch none \
+      --json "$LOG/fsdp-2-eager.json" &&
+    run_py "$PYTHON" "$ex" --compare "$LOG/fsdp-single.json" "$LOG/fsdp-2.json"
+  } >"$LOG/fsdp.log" 2>&1
+  fsdp_rc=$?
+  tail -6 "$LOG/fsdp.log"
+  if [[ $fsdp_rc -eq 0 ]]; then
+    fsdp="ok, $(grep -Eo 'max relative difference [^ ]+' "$LOG/fsdp.log" | tail -1) per-step loss vs 1 GPU; $("$PYTHON" -c '
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+print("%.0f tokens/s per GPU (eager under FSDP2: %.0f)" % (a["tokens_per_s_per_gpu"], b["tokens_per_s_per_gpu"]))' "$LOG/fsdp-2.json" "$LOG/fsdp-2-eager.json")"
+  else
+    fsdp="FAILED (rc $fsdp_rc)"
+  fi
+fi
+
 # compute-sanitizer, where the toolkit has it: memcheck and racecheck.
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 san="not run (no compute-sanitizer)"
@@ -87,5 +117,5 @@ if [[ -z "$unit" ]]; then
 fi
 [[ -x "$BUILD/bin/liger-unit-tests" ]] || unit="not built (no GoogleTest on this machine; CI runs them)"
 torch_v=$("$PYTHON" -c 'import torch; print(torch.__version__, "CUDA", torch.version.cuda)' 2>/dev/null)
-echo "gpu-check: $(count passed) passed, $(count failed) failed, $(count skipped) skipped on $gpu (torch $torch_v); compute-sanitizer: $san; LibTorch example: $example; runtime unit tests: ${unit:-not run}; experimental (matmul template): $experimental"
-[[ ($unit_rc -eq 0 || "$unit" == not*) && $gpu_rc -eq 0 && $san_rc -eq 0 && $example_rc -eq 0 ]]
+echo "gpu-check: $(count passed) passed, $(count failed) failed, $(count skipped) skipped on $gpu (torch $torch_v); compute-sanitizer: $san; LibTorch example: $example; runtime unit tests: ${unit:-not run}; experimental (matmul template): $experimental; FSDP2 (2 GPUs): $fsdp"
+[[ ($unit_rc -eq 0 || "$unit" == not*) && $gpu_rc -eq 0 && $san_rc -eq 0 && $example_rc -eq 0 && $fsdp_rc -eq 0 ]]

@@ -24,10 +24,16 @@ def namespace(family):
 
 
 def specs():
-    """Every liger.ops spec the patched tiny models call."""
+    """Every liger.ops spec the patched tiny models call, and those of
+    examples/fsdp2_train.py's model (the 2-GPU run of scripts/gpu-check.sh)."""
+    import os
+    import sys
     from liger import transformers as lt
     out = []
     for family in TINY:
         for dt in DTYPES:
             out += lt.kernel_specs(namespace(family), dt)
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "examples"))
+    import fsdp2_train
+    out += lt.kernel_specs(types.SimpleNamespace(**fsdp2_train.CONFIG), "bf16")
     return sorted(set(out))
