@@ -76,6 +76,21 @@ def run(variant, args):
         return out.loss
 
     losses = [step().item() for _ in range(args.warmup)]
+    # Where the peak is: the memory allocated at its highest during the
+    # forward, the backward and the optimizer step of one step.
+    phases = {}
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    out = step_model(input_ids=ids, labels=ids)
+    phases["forward"] = torch.cuda.max_memory_allocated() / 2 ** 30
+    torch.cuda.reset_peak_memory_stats()
+    out.loss.backward()
+    del out
+    phases["backward"] = torch.cuda.max_memory_allocated() / 2 ** 30
+    torch.cuda.reset_peak_memory_stats()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    phases["optimizer"] = torch.cuda.max_memory_allocated() / 2 ** 30
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
     t0 = time.perf_counter()
@@ -86,7 +101,8 @@ def run(variant, args):
     res = dict(variant=variant + ("+lora" if args.lora else ""), step_ms=dt * 1e3,
                tokens_per_s=args.batch * args.seq / dt,
                peak_gib=torch.cuda.max_memory_allocated() / 2 ** 30,
-               first_loss=losses[0], last_loss=loss.item())
+               first_loss=losses[0], last_loss=loss.item(),
+               peak_gib_by_phase=phases)
     del model, step_model, opt
     torch.cuda.empty_cache()
     return res
@@ -127,9 +143,12 @@ def main():
             continue
         r = json.loads(found[-1][len("RESULT "):])
         rows.append(r)
-        print("%-18s step %8.1f ms  %9.0f tok/s  peak %6.2f GiB  loss %.3f->%.3f" % (
-            r["variant"], r["step_ms"], r["tokens_per_s"], r["peak_gib"], r["first_loss"],
-            r["last_loss"]), flush=True)
+        print("%-18s step %8.1f ms  %9.0f tok/s  peak %6.2f GiB (forward %.2f, backward %.2f, "
+              "optimizer %.2f)  loss %.3f->%.3f" % (
+                  r["variant"], r["step_ms"], r["tokens_per_s"], r["peak_gib"],
+                  r["peak_gib_by_phase"]["forward"], r["peak_gib_by_phase"]["backward"],
+                  r["peak_gib_by_phase"]["optimizer"], r["first_loss"], r["last_loss"]),
+              flush=True)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(dict(args=vars(args), rows=rows), fh, indent=1)
