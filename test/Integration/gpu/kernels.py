@@ -297,8 +297,8 @@ def ops_ce_cases():
 
 def ops_flce_cases():
     """liger.ops.fused_linear_cross_entropy: name -> (spec, (tokens, hidden,
-    vocab), memory budget in bytes, kwargs). The budgets force 3 and 2 chunks
-    (the last one partial)."""
+    vocab), memory budget in bytes, kwargs). The budgets force 3, 2 and 2
+    chunks (the last one partial)."""
     from liger import ops
     return {
         "flce_bf16_mean": (ops.fused_linear_cross_entropy_spec(1000, 256, "bf16"),
@@ -307,6 +307,11 @@ def ops_flce_cases():
             4000, 512, "bf16", label_smoothing=0.1, reduction="sum", softcap=30.0,
             lse_square_scale=1e-4), (77, 512, 4000), 64 * 4000 * 2,
             dict(label_smoothing=0.1, reduction="sum", softcap=30.0, lse_square_scale=1e-4)),
+        # Class weights (f32 [V], drawn by the test): the mean divides by
+        # the counted tokens' total weight.
+        "flce_bf16_weighted": (ops.fused_linear_cross_entropy_spec(1000, 256, "bf16",
+                                                                   weighted=True),
+                               (200, 256, 1000), 128 * 1000 * 2, dict(weighted=True)),
     }
 
 

@@ -152,27 +152,33 @@ def test_fused_linear_cross_entropy_and_its_gradients(name):
     logits rounded to bf16, as the op's meaning says) and F.cross_entropy,
     with an incoming gradient of 0.75; dx and dW through the kernels."""
     spec, (n, h, v), budget, kw = kernels.ops_flce_cases()[name]
+    kw = dict(kw)
+    weighted = kw.pop("weighted", False)
     gen = torch.Generator(device="cuda")
     gen.manual_seed(torch.seed())
     x = torch.randn(n, h, generator=gen, device="cuda").to(torch.bfloat16)
     w = (torch.randn(v, h, generator=gen, device="cuda") * 3 / h ** 0.5).to(torch.bfloat16)
     t = torch.randint(0, v, (n,), generator=gen, device="cuda")
     t[::5] = -100
+    cw = torch.rand(v, generator=gen, device="cuda") + 0.5 if weighted else None
     lx, lw = x.clone().requires_grad_(True), w.clone().requires_grad_(True)
-    loss = ops.fused_linear_cross_entropy(lx, lw, t, memory_budget=budget, **kw)
+    loss = ops.fused_linear_cross_entropy(lx, lw, t, class_weight=cw, memory_budget=budget,
+                                          **kw)
     x64 = x.double().requires_grad_(True)
     w64 = w.double().requires_grad_(True)
     z = (x64 @ w64.t()).to(torch.bfloat16).to(torch.float64)
     cap = kw.get("softcap")
     z = cap * torch.tanh(z / cap) if cap else z
     ce = torch.nn.functional.cross_entropy(z, t, reduction="none",
+                                           weight=cw.double() if weighted else None,
                                            label_smoothing=kw.get("label_smoothing", 0.0))
     counted = (t != -100).double()
+    total = (cw.double()[t.clamp(min=0)] * counted).sum() if weighted else counted.sum()
     zl = kw.get("lse_square_scale", 0.0) * torch.logsumexp(z, -1) ** 2 * counted
     if kw.get("reduction", "mean") == "sum":
         expected = ce.sum() + zl.sum()
     else:
-        expected = (ce.sum() + zl.sum()) / counted.sum()
+        expected = (ce.sum() + zl.sum()) / total  # (no z-loss with weights and mean)
     err = abs(loss.item() - expected.item()) / abs(expected.item())
     assert err < 1e-4, "%s: loss rel err %.3g" % (name, err)
     loss.backward(torch.tensor(0.75, device="cuda"))
