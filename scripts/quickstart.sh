@@ -42,6 +42,15 @@ echo "== kernels with the experimental matmul templates: liger-compile --matmul-
 if "$BUILD/bin/liger-compile" "$EXAMPLE" -o "$OUT/$NAME.matmul.bundle" --target=sm_90a \
     --matmul-kernels 2>"$OUT/$NAME.matmul.log"; then
   echo "quickstart: bundle in $OUT/$NAME.matmul.bundle (warnings, one per group left for later, in $OUT/$NAME.matmul.log)"
+  # The kernels made, from the bundle's manifest (docs/Design/Bundle.md).
+  python3 - "$OUT/$NAME.matmul.bundle/manifest.json" <<'PY'
+import json, sys
+for module in json.load(open(sys.argv[1]))["modules"]:
+    for k in module["kernels"]:
+        ops = [op for op in k["ops"].split(", ") if op.startswith("liger.")]
+        print("  %-34s %-7s %4d threads  %s" % (k["name"], k.get("template", ""),
+                                                k["block"][0], " + ".join(ops)))
+PY
 else
   cat "$OUT/$NAME.matmul.log"
   echo "quickstart: liger-compile --matmul-kernels could not write the bundle (see above)"
