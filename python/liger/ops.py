@@ -160,19 +160,26 @@ def _flce_module_text(c):
     a chunk of tokens (@logits), their loss (summed; the mean's denominator
     is the incoming gradient's scale) and gradient written over them (@ce),
     then dx = G · W (@dx) and dW (+)= Gᵀ · x (@dw0 for the first chunk, @dw
-    accumulating in W's dtype)."""
+    accumulating in W's dtype; with dw_f32=1, @dw alone, accumulating into
+    an f32 buffer that the caller rounds to W's dtype at the end)."""
     v, h, dt = int(c["vocab"]), int(c["hidden"]), _DT[c["dtype"]]
     if c["reduction"] not in ("mean", "sum"):
         raise ValueError("reduction must be mean or sum (a per-token loss cannot have its "
                          "weight gradient formed before its incoming gradient is known)")
     X, W, Z = "tensor<?x%dx%s>" % (h, dt), "tensor<%dx%dx%s>" % (v, h, dt), \
         "tensor<?x%dx%s>" % (v, dt)
-    T, DW = "tensor<?x%s>" % c["target_dtype"], "tensor<%dx%dx%s>" % (v, h, dt)
+    T = "tensor<?x%s>" % c["target_dtype"]
+    DW = "tensor<%dx%dx%s>" % (v, h, "f32" if c.get("dw_f32", "0") == "1" else dt)
     weighted = c["weighted"] == "1"
     CW = "tensor<%dxf32>" % v
     wparam = ", %%cw: %s" % CW if weighted else ""
     wuse = " weight(%%cw : %s)" % CW if weighted else ""
     attrs = _ce_attrs(c, "sum")
+    dw0 = "" if c.get("dw_f32", "0") == "1" else f"""func.func @dw0(%d: {Z}, %x: {X}) -> {DW} {{
+  %dw = liger.linear_grad_weight %d, %x : {Z}, {X}
+  return %dw : {DW}
+}}
+"""
     return f"""func.func @logits(%x: {X}, %w: {W}) -> {Z} {{
   %z = liger.linear %x, %w : {X}, {W}
   return %z : {Z}
@@ -186,11 +193,7 @@ func.func @dx(%d: {Z}, %w: {W}) -> {X} {{
   %dx = liger.linear_grad_input %d, %w : {Z}, {W}
   return %dx : {X}
 }}
-func.func @dw0(%d: {Z}, %x: {X}) -> {DW} {{
-  %dw = liger.linear_grad_weight %d, %x : {Z}, {X}
-  return %dw : {DW}
-}}
-func.func @dw(%d: {Z}, %x: {X}, %acc: {DW}) -> {DW} {{
+{dw0}func.func @dw(%d: {Z}, %x: {X}, %acc: {DW}) -> {DW} {{
   %dw = liger.linear_grad_weight %d, %x accumulate %acc : {Z}, {X}, {DW}
   return %dw : {DW}
 }}
@@ -443,11 +446,13 @@ def _function_classes():
 
     class FusedLinearCrossEntropy(torch.autograd.Function):
         @staticmethod
-        def forward(ctx, x, weight, target, class_weight, spec, chunk, mean, ignore_index):
+        def forward(ctx, x, weight, target, class_weight, spec, chunk, mean, ignore_index,
+                    dw_f32):
             b = _bundle(spec, x.device)
-            k_logits, k_ce, k_dx, k_dw0, k_dw = (
+            k_logits, k_ce, k_dx, k_dw = (
                 b[name] for name in ("logits_matmul_0", "ce_rowwise_0", "dx_matmul_0",
-                                     "dw0_matmul_0", "dw_matmul_0"))
+                                     "dw_matmul_0"))
+            k_dw0 = None if dw_f32 else b["dw0_matmul_0"]
             n, v = x.shape[0], weight.shape[0]
             dev = x.device
             if mean:
@@ -465,9 +470,14 @@ def _function_classes():
             # LoRA, takes no dW: a third of the FLOPs and W's size in memory).
             want_dx, want_dw = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
             dx = torch.empty_like(x) if want_dx else None
-            dw = torch.empty_like(weight) if want_dw else None
-            if n == 0 and want_dw:
-                dw.zero_()
+            dw = None
+            if want_dw and dw_f32:
+                # Every chunk adds into an f32 buffer, rounded once at the end.
+                dw = torch.zeros(weight.shape, dtype=torch.float32, device=dev)
+            elif want_dw:
+                dw = torch.empty_like(weight)
+                if n == 0:
+                    dw.zero_()
             total = torch.zeros((), dtype=torch.float32, device=dev)
             part = torch.empty((), dtype=torch.float32, device=dev)
             cw = [class_weight] if class_weight is not None else []
@@ -479,10 +489,12 @@ def _function_classes():
                 total += part
                 if want_dx:
                     k_dx(z, weight, out=[dx[c0:c0 + rows]])
-                if want_dw and i == 0:
+                if want_dw and i == 0 and not dw_f32:
                     k_dw0(z, xc, out=[dw])
                 elif want_dw:
                     k_dw(z, xc, dw, out=[dw])
+            if dw is not None and dw_f32:
+                dw = dw.to(weight.dtype)
             ctx.save_for_backward(dx, dw)
             return total * g if mean else total
 
@@ -492,7 +504,7 @@ def _function_classes():
             if not torch.equal(dloss, torch.ones_like(dloss)):
                 dx = dx * dloss.to(dx.dtype) if dx is not None else None
                 dw = dw * dloss.to(dw.dtype) if dw is not None else None
-            return dx, dw, None, None, None, None, None, None
+            return dx, dw, None, None, None, None, None, None, None
 
     return dict(rms_norm=RMSNorm, gated=Gated, softmax=Softmax, rope=RoPE,
                 cross_entropy=CrossEntropy, fused_linear_cross_entropy=FusedLinearCrossEntropy)
@@ -561,7 +573,7 @@ def cross_entropy_spec(vocab, dtype, target_dtype="i64", ignore_index=-100,
 
 def fused_linear_cross_entropy_spec(vocab, hidden, dtype, target_dtype="i64", ignore_index=-100,
                                     label_smoothing=0.0, reduction="mean", softcap=None,
-                                    lse_square_scale=0.0, weighted=False):
+                                    lse_square_scale=0.0, weighted=False, dw_f32=False):
     if _dt(dtype) == "f32":
         raise LigerError("liger.ops.fused_linear_cross_entropy takes bf16 or f16 (its matmul "
                          "kernels are wgmma's); for f32 use liger.ops.cross_entropy on the "
@@ -569,6 +581,8 @@ def fused_linear_cross_entropy_spec(vocab, hidden, dtype, target_dtype="i64", ig
     ce = parse_spec(cross_entropy_spec(vocab, dtype, target_dtype, ignore_index,
                                        label_smoothing, reduction, softcap, lse_square_scale,
                                        weighted))[1]
+    if dw_f32:  # (only when set: the keys of existing specs stay)
+        ce["dw_f32"] = 1
     return spec_string("fused_linear_cross_entropy", hidden=int(hidden), **ce)
 
 
@@ -649,15 +663,17 @@ def cross_entropy(logits, target, weight=None, ignore_index=-100, label_smoothin
 
 def fused_linear_cross_entropy(hidden, weight, target, class_weight=None, ignore_index=-100,
                                label_smoothing=0.0, reduction="mean", softcap=None,
-                               lse_square_scale=0.0, memory_budget=2 ** 29):
+                               lse_square_scale=0.0, memory_budget=2 ** 29, dw_f32=False):
     """cross_entropy(hidden · weightᵀ, target) without the [tokens, vocab]
     logits in memory (liger.fused_linear_cross_entropy's meaning): the
     tokens go in chunks whose logits fit `memory_budget` bytes
     (fused_linear_cross_entropy_plan); per chunk one matmul kernel writes the
     logits, one kernel their loss and, over them, their gradient G, then
     dx = G · W and dW += Gᵀ · x (accumulated in W's dtype, as Liger-Kernel
-    does). The forward computes both gradients; backward scales them by the
-    incoming gradient. reduction: mean or sum."""
+    does; with `dw_f32=True` into an f32 buffer of W's shape, rounded once at
+    the end: exact sums for 4 bytes per weight of memory). The forward
+    computes both gradients; backward scales them by the incoming gradient.
+    reduction: mean or sum."""
     if reduction not in ("mean", "sum"):
         raise LigerError("liger.ops.fused_linear_cross_entropy: reduction must be mean or sum, "
                          "got %r (a per-token loss cannot have its weight gradient formed "
@@ -679,12 +695,13 @@ def fused_linear_cross_entropy(hidden, weight, target, class_weight=None, ignore
     v, h = weight.shape
     spec = fused_linear_cross_entropy_spec(v, h, x.dtype, t.dtype, ignore_index,
                                            label_smoothing, reduction, softcap,
-                                           lse_square_scale, class_weight is not None)
+                                           lse_square_scale, class_weight is not None,
+                                           dw_f32)
     plan = fused_linear_cross_entropy_plan(x.shape[0], v, x.dtype, memory_budget)
     x, weight, t = _contiguous(x, weight, t)
     return _fn("fused_linear_cross_entropy").apply(
         x, weight, t, class_weight, spec, plan["chunk_tokens"], reduction == "mean",
-        ignore_index)
+        ignore_index, bool(dw_f32))
 
 
 def main(argv=None):

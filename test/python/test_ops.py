@@ -96,6 +96,50 @@ def test_fused_linear_cross_entropy_kernels(tmp_path):
                        "dw_matmul_0"]
 
 
+@needs_ptxas
+def test_fused_linear_cross_entropy_f32_weight_gradient_kernels(tmp_path):
+    """dw_f32: every chunk accumulates into an f32 buffer (no @dw0); the
+    spec of the default stays as it was (its bundles keep their keys)."""
+    spec = ops.fused_linear_cross_entropy_spec(1000, 256, "bf16", dw_f32=True)
+    assert "dw_f32=1" in spec and "dw_f32" not in FLCE_SPEC
+    text = ops.module_text(spec)
+    assert "func.func @dw0(" not in text
+    assert "accumulate %acc : tensor<?x1000xbf16>, tensor<?x256xbf16>, tensor<1000x256xf32>" \
+        in text
+    (path,) = ops.precompile(str(tmp_path), [spec])
+    import json
+    kernels = [k["name"] for k in json.load(open(os.path.join(path, "manifest.json")))
+               ["modules"][0]["kernels"]]
+    assert kernels == ["logits_matmul_0", "ce_rowwise_0", "dx_matmul_0", "dw_matmul_0"]
+
+
+def test_fused_linear_cross_entropy_f32_weight_gradient_is_closer(monkeypatch):
+    """Through the reference lowering, in 7 chunks: dW summed in f32 then
+    rounded once is nearer float64 than dW summed in bf16 chunk by chunk."""
+    torch = pytest.importorskip("torch")
+    try:
+        driver.find_tool("liger-cpu-runner")
+    except LigerError:
+        pytest.skip("liger-cpu-runner not built")
+    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(56, 32, generator=g).to(torch.bfloat16)
+    w = (torch.randn(96, 32, generator=g) / 4).to(torch.bfloat16)
+    t = torch.randint(0, 96, (56,), generator=g)
+    x64, w64 = x.double(), w.double().requires_grad_(True)
+    torch.nn.functional.cross_entropy((x64 @ w64.t()).to(torch.bfloat16).double(),
+                                      t).backward()
+    errs = {}
+    for f32 in (False, True):
+        lw = w.clone().requires_grad_(True)
+        ops.fused_linear_cross_entropy(x, lw, t, memory_budget=8 * 96 * 2,
+                                       dw_f32=f32).backward()
+        assert lw.grad.dtype == torch.bfloat16
+        errs[f32] = ((lw.grad.double() - w64.grad).norm() / w64.grad.norm()).item()
+    assert errs[True] < 5e-3, errs
+    assert errs[True] < errs[False], errs
+
+
 def test_fused_linear_cross_entropy_plan():
     # Llama-3's lm_head at 8192 tokens in 0.5 GiB: chunks of 2048 tokens.
     plan = ops.fused_linear_cross_entropy_plan(8192, 128256, "bf16", 2 ** 29)

@@ -297,7 +297,7 @@ def ops_ce_cases():
 
 def ops_flce_cases():
     """liger.ops.fused_linear_cross_entropy: name -> (spec, (tokens, hidden,
-    vocab), memory budget in bytes, kwargs). The budgets force 3, 2 and 2
+    vocab), memory budget in bytes, kwargs). The budgets force 3, 2, 2 and 3
     chunks (the last one partial)."""
     from liger import ops
     return {
@@ -312,6 +312,9 @@ def ops_flce_cases():
         "flce_bf16_weighted": (ops.fused_linear_cross_entropy_spec(1000, 256, "bf16",
                                                                    weighted=True),
                                (200, 256, 1000), 128 * 1000 * 2, dict(weighted=True)),
+        # dW summed in an f32 buffer across the chunks, rounded once.
+        "flce_bf16_dw_f32": (ops.fused_linear_cross_entropy_spec(1000, 256, "bf16", dw_f32=True),
+                             (300, 256, 1000), 128 * 1000 * 2, dict(dw_f32=True)),
     }
 
 
