@@ -22,3 +22,20 @@ def pytest_addoption(parser):
 @pytest.fixture(scope="session")
 def bundles_dir(request):
     return request.config.getoption("--bundles")
+
+
+@pytest.fixture(scope="module")
+def ops_bundles(bundles_dir):
+    """LIGER_OPS_BUNDLES pointed at the liger.ops bundles of
+    scripts/build-gpu-bundles.sh for the module's tests (skipped, and saying
+    so, where they are not built)."""
+    path = os.path.join(bundles_dir, "ops")
+    if not os.path.isdir(path):
+        pytest.skip("%s not built (run scripts/build-gpu-bundles.sh)" % path)
+    old = os.environ.get("LIGER_OPS_BUNDLES")
+    os.environ["LIGER_OPS_BUNDLES"] = path
+    yield path
+    if old is None:
+        del os.environ["LIGER_OPS_BUNDLES"]
+    else:
+        os.environ["LIGER_OPS_BUNDLES"] = old

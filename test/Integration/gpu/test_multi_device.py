@@ -2,7 +2,6 @@
 device's context whatever device is current, each device loads its own
 modules, and the caller's current device is left as it was. Skips (and says
 so) on a machine with fewer than 2 GPUs."""
-import os
 
 import pytest
 
@@ -13,18 +12,7 @@ if torch.cuda.device_count() < 2:
 from liger import ops  # noqa: E402
 
 
-@pytest.fixture(scope="module", autouse=True)
-def precompiled(bundles_dir):
-    path = os.path.join(bundles_dir, "ops")
-    if not os.path.isdir(path):
-        pytest.skip("%s not built (run scripts/build-gpu-bundles.sh)" % path)
-    old = os.environ.get("LIGER_OPS_BUNDLES")
-    os.environ["LIGER_OPS_BUNDLES"] = path
-    yield
-    if old is None:
-        del os.environ["LIGER_OPS_BUNDLES"]
-    else:
-        os.environ["LIGER_OPS_BUNDLES"] = old
+pytestmark = pytest.mark.usefixtures("ops_bundles")
 
 
 def reference(x, w):

@@ -5,7 +5,6 @@ inputs, with the bundles precompiled on the build machine
 bundles."""
 
 import math
-import os
 
 import pytest
 
@@ -20,18 +19,7 @@ TOL = {"bf16": 1e-2, "f32": 2e-5}
 CASES = kernels.ops_cases()
 
 
-@pytest.fixture(scope="module", autouse=True)
-def precompiled(bundles_dir):
-    path = os.path.join(bundles_dir, "ops")
-    if not os.path.isdir(path):
-        pytest.skip("%s not built (run scripts/build-gpu-bundles.sh)" % path)
-    old = os.environ.get("LIGER_OPS_BUNDLES")
-    os.environ["LIGER_OPS_BUNDLES"] = path
-    yield path
-    if old is None:
-        del os.environ["LIGER_OPS_BUNDLES"]
-    else:
-        os.environ["LIGER_OPS_BUNDLES"] = old
+pytestmark = pytest.mark.usefixtures("ops_bundles")
 
 
 def _round(t, dt):

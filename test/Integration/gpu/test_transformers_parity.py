@@ -27,18 +27,7 @@ LORA_PARAM_TOL = {"bf16": 5e-2, "f32": 2e-3}
 DTYPES = {"bf16": torch.bfloat16, "f32": torch.float32}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def precompiled(bundles_dir):
-    path = os.path.join(bundles_dir, "ops")
-    if not os.path.isdir(path):
-        pytest.skip("%s not built (run scripts/build-gpu-bundles.sh)" % path)
-    old = os.environ.get("LIGER_OPS_BUNDLES")
-    os.environ["LIGER_OPS_BUNDLES"] = path
-    yield path
-    if old is None:
-        del os.environ["LIGER_OPS_BUNDLES"]
-    else:
-        os.environ["LIGER_OPS_BUNDLES"] = old
+pytestmark = pytest.mark.usefixtures("ops_bundles")
 
 
 def build(family, dtype, lora=False, checkpointing=False):
