@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Train a small Llama patched by liger.transformers with PyTorch's FSDP2
-(`fully_shard`) on several GPUs, or the same model on one GPU, with the same
-global batch and seed, and compare the per-step losses.
+(`fully_shard`, or DDP with `--engine ddp`) on several GPUs, or the same
+model on one GPU, with the same global batch and seed, and compare the
+per-step losses.
 
     # one GPU: the reference run
     python3 examples/fsdp2_train.py --json single.json
@@ -70,11 +71,14 @@ def train(args):
     if args.batch % world:
         raise SystemExit("--batch %d does not split over %d processes" % (args.batch, world))
     model = build(args.patch)
-    if world > 1:
+    if world > 1 and args.engine == "fsdp2":
         from torch.distributed.fsdp import fully_shard
         for layer in model.model.layers:
             fully_shard(layer)
         fully_shard(model)
+    elif world > 1:  # DDP: whole replicas, gradients all-reduced (averaged)
+        from torch.nn.parallel import DistributedDataParallel
+        model = DistributedDataParallel(model, device_ids=[local])
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
     ids, labels = batches(args.steps, args.batch, args.seq)
@@ -101,13 +105,15 @@ def train(args):
         losses.append(reported.item())
     timed = times[args.warmup:] or times
     tokens_per_gpu = share * args.seq / (sum(timed) / len(timed))
-    result = dict(world=world, patch=args.patch, batch=args.batch, seq=args.seq,
+    result = dict(world=world, engine=args.engine if world > 1 else "none", patch=args.patch,
+                  batch=args.batch, seq=args.seq,
                   losses=losses, tokens_per_s_per_gpu=tokens_per_gpu,
                   peak_gib=torch.cuda.max_memory_allocated() / 2 ** 30,
                   device=torch.cuda.get_device_name(), torch=torch.__version__)
     if rank == 0:
-        print("%d GPU(s), %s: loss %.4f -> %.4f, %.0f tokens/s per GPU, peak %.2f GiB" % (
-            world, args.patch, losses[0], losses[-1], tokens_per_gpu, result["peak_gib"]))
+        print("%d GPU(s)%s, %s: loss %.4f -> %.4f, %.0f tokens/s per GPU, peak %.2f GiB" % (
+            world, " (%s)" % args.engine if world > 1 else "", args.patch, losses[0],
+            losses[-1], tokens_per_gpu, result["peak_gib"]))
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(result, f, indent=1)
@@ -123,8 +129,9 @@ def compare(paths, tolerance):
         return 1
     err = max(abs(x - y) / abs(x) for x, y in zip(a, b))
     for r, p in zip(runs, paths):
-        print("%s: %d GPU(s), %s, %.0f tokens/s per GPU, peak %.2f GiB" % (
-            p, r["world"], r["patch"], r["tokens_per_s_per_gpu"], r["peak_gib"]))
+        print("%s: %d GPU(s), %s, %s, %.0f tokens/s per GPU, peak %.2f GiB" % (
+            p, r["world"], r.get("engine", "none"), r["patch"], r["tokens_per_s_per_gpu"],
+            r["peak_gib"]))
     ok = err <= tolerance
     print("per-step loss: max relative difference %.2e over %d steps (tolerance %.0e): %s" % (
         err, len(a), tolerance, "ok" if ok else "FAILED"))
@@ -135,6 +142,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--patch", choices=("liger", "none"), default="liger")
+    ap.add_argument("--engine", choices=("fsdp2", "ddp"), default="fsdp2",
+                    help="with several processes: FSDP2 (fully_shard) or DDP")
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3, help="steps left out of tokens/s")
     ap.add_argument("--batch", type=int, default=8, help="global batch (rows)")

@@ -54,7 +54,8 @@ fi
 
 # FSDP2 on 2 GPUs (examples/fsdp2_train.py): the patched model sharded over
 # two processes against the same model on one GPU, per-step loss compared;
-# eager PyTorch under the same FSDP2 setup for the tokens/s beside ours.
+# eager PyTorch under the same FSDP2 setup for the tokens/s beside ours; and
+# the patched model under DDP against the same one-GPU run.
 fsdp="not run (needs 2 GPUs)"
 fsdp_rc=0
 gpus=$("$PYTHON" -c 'import torch; print(torch.cuda.device_count())' 2>/dev/null || echo 0)
@@ -68,12 +69,15 @@ if [[ $gpus -ge 2 ]]; then
     run_py "$PYTHON" -m torch.distributed.run --nproc-per-node 2 "$ex" --json "$LOG/fsdp-2.json" &&
     run_py "$PYTHON" -m torch.distributed.run --nproc-per-node 2 "$ex" --patch none \
       --json "$LOG/fsdp-2-eager.json" &&
-    run_py "$PYTHON" "$ex" --compare "$LOG/fsdp-single.json" "$LOG/fsdp-2.json"
+    run_py "$PYTHON" "$ex" --compare "$LOG/fsdp-single.json" "$LOG/fsdp-2.json" &&
+    run_py "$PYTHON" -m torch.distributed.run --nproc-per-node 2 "$ex" --engine ddp \
+      --json "$LOG/ddp-2.json" &&
+    run_py "$PYTHON" "$ex" --compare "$LOG/fsdp-single.json" "$LOG/ddp-2.json"
   } >"$LOG/fsdp.log" 2>&1
   fsdp_rc=$?
   tail -6 "$LOG/fsdp.log"
   if [[ $fsdp_rc -eq 0 ]]; then
-    fsdp="ok, $(grep -Eo 'max relative difference [^ ]+' "$LOG/fsdp.log" | tail -1) per-step loss vs 1 GPU; $("$PYTHON" -c '
+    fsdp="ok, $(grep -Eo 'max relative difference [^ ]+' "$LOG/fsdp.log" | head -1) per-step loss vs 1 GPU (DDP: $(grep -Eo 'max relative difference [^ ]+' "$LOG/fsdp.log" | tail -1 | cut -d' ' -f4)); $("$PYTHON" -c '
 import json, sys
 a, b = (json.load(open(p)) for p in sys.argv[1:])
 print("%.0f tokens/s per GPU (eager under FSDP2: %.0f)" % (a["tokens_per_s_per_gpu"], b["tokens_per_s_per_gpu"]))' "$LOG/fsdp-2.json" "$LOG/fsdp-2-eager.json")"
