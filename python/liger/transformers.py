@@ -314,6 +314,18 @@ def _apply(family, rope, cross_entropy, fused_linear_cross_entropy, rms_norm, ga
     norm_cls, mlp_cls, lm_cls = (getattr(mod, n) for n in (norm_name, mlp_name, lm_name))
     loss = "fused_linear_cross_entropy" if fused_linear_cross_entropy else \
         "cross_entropy" if cross_entropy else None
+    targets = []
+    if model is not None:
+        targets = [(m, cls, fn) for m in model.modules()
+                   for flag, cls, fn in ((rms_norm, norm_cls, _rms_norm_forward),
+                                         (gated, mlp_cls, _mlp_forward),
+                                         (loss, lm_cls, _causal_lm_forward))
+                   if flag and isinstance(m, cls)]
+        if not targets and (rms_norm or gated or loss):
+            raise LigerError("apply_liger_kernel_to_%s: %s has no %s, %s or %s module to "
+                             "patch (is it a %s model?)" % (
+                                 family, type(model).__name__, norm_name, mlp_name, lm_name,
+                                 family))
     if rope:
         _patch(mod, "apply_rotary_pos_emb", _rope_function(family))
     if model is None:
@@ -326,18 +338,12 @@ def _apply(family, rope, cross_entropy, fused_linear_cross_entropy, rms_norm, ga
             _patch(lm_cls, "_liger_loss", loss)
             _patch(lm_cls, "forward", _causal_lm_forward)
         return None
-    patched = 0
-    for m in model.modules():
-        for flag, cls, fn in ((rms_norm, norm_cls, _rms_norm_forward),
-                              (gated, mlp_cls, _mlp_forward),
-                              (loss, lm_cls, _causal_lm_forward)):
-            if flag and isinstance(m, cls):
-                m._liger_family = family
-                if cls is lm_cls:
-                    m._liger_loss = loss
-                m.forward = types.MethodType(fn, m)
-                patched += 1
-    return patched
+    for m, cls, fn in targets:
+        m._liger_family = family
+        if cls is lm_cls:
+            m._liger_loss = loss
+        m.forward = types.MethodType(fn, m)
+    return len(targets)
 
 
 def apply_liger_kernel_to_llama(rope=True, cross_entropy=False, fused_linear_cross_entropy=True,

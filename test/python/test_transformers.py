@@ -122,6 +122,14 @@ def test_model_patch_counts_its_modules_and_leaves_the_classes(family, norms):
     assert "forward" not in vars(other.model.norm)
 
 
+def test_a_model_of_another_family_is_a_clear_error():
+    with pytest.raises(LigerError, match="apply_liger_kernel_to_gemma: LlamaForCausalLM has no "
+                                         "GemmaRMSNorm, GemmaMLP or GemmaForCausalLM module"):
+        lt.apply_liger_kernel_to_gemma(model=tiny_model("llama", 0))
+    from transformers.models.gemma import modeling_gemma as mg
+    assert not getattr(mg.apply_rotary_pos_emb, "_liger", False)  # nothing was patched
+
+
 def test_both_losses_is_an_error():
     with pytest.raises(ValueError, match="cannot both be True"):
         lt.apply_liger_kernel_to_llama(cross_entropy=True, fused_linear_cross_entropy=True)
