@@ -33,6 +33,10 @@ Kernels come from `liger.ops`: precompiled for a model configuration with
 CONFIG...`) and found through `LIGER_OPS_BUNDLES=DIR`, or compiled on first
 use and cached where the compiler is installed.
 
+`loss_memory_budget` (bytes) bounds the fused loss's chunk of logits
+(liger.ops.fused_linear_cross_entropy's `memory_budget`; 0.5 GiB by
+default): smaller chunks, less memory, more passes over the weight gradient.
+
 `lora`, `fuse_norm_linear` and `fuse_qkv_rope` name the fusions liger's
 compiler makes beyond Liger-Kernel's set (LoRA projections, the norm folded
 into its projections, q/k projections with RoPE in their epilogue). liger.ops
@@ -287,9 +291,11 @@ def _causal_lm_forward(self, *args, **kwargs):
     spec = ops.fused_linear_cross_entropy_spec(
         head.weight.shape[0], head.weight.shape[1], hidden.dtype, shift.dtype,
         reduction=reduction, softcap=softcap)
+    budget = getattr(self, "_liger_loss_budget", None)
     loss = _run(what, spec, hidden.device,
-                lambda: ops.fused_linear_cross_entropy(hidden, head.weight, shift,
-                                                       reduction=reduction, softcap=softcap))
+                lambda: ops.fused_linear_cross_entropy(
+                    hidden, head.weight, shift, reduction=reduction, softcap=softcap,
+                    **({} if budget is None else dict(memory_budget=budget))))
     if loss is None:
         return original(self, **kwargs)
     if num_items is not None:
@@ -300,7 +306,7 @@ def _causal_lm_forward(self, *args, **kwargs):
 
 
 def _apply(family, rope, cross_entropy, fused_linear_cross_entropy, rms_norm, gated, model,
-           lora, fuse_norm_linear, fuse_qkv_rope):
+           lora, fuse_norm_linear, fuse_qkv_rope, loss_memory_budget):
     if cross_entropy and fused_linear_cross_entropy:
         raise ValueError("cross_entropy and fused_linear_cross_entropy cannot both be True "
                          "(the fused loss replaces the plain one)")
@@ -329,6 +335,8 @@ def _apply(family, rope, cross_entropy, fused_linear_cross_entropy, rms_norm, ga
     if rope:
         _patch(mod, "apply_rotary_pos_emb", _rope_function(family))
     if model is None:
+        if loss and loss_memory_budget is not None:
+            _patch(lm_cls, "_liger_loss_budget", int(loss_memory_budget))
         for flag, cls, fn in ((rms_norm, norm_cls, _rms_norm_forward),
                               (gated, mlp_cls, _mlp_forward)):
             if flag:
@@ -342,50 +350,57 @@ def _apply(family, rope, cross_entropy, fused_linear_cross_entropy, rms_norm, ga
         m._liger_family = family
         if cls is lm_cls:
             m._liger_loss = loss
+            if loss_memory_budget is not None:
+                m._liger_loss_budget = int(loss_memory_budget)
         m.forward = types.MethodType(fn, m)
     return len(targets)
 
 
 def apply_liger_kernel_to_llama(rope=True, cross_entropy=False, fused_linear_cross_entropy=True,
                                 rms_norm=True, swiglu=True, model=None, lora=False,
-                                fuse_norm_linear=False, fuse_qkv_rope=False):
+                                fuse_norm_linear=False, fuse_qkv_rope=False,
+                                loss_memory_budget=None):
     """Patches Llama (the classes, or `model`'s modules); returns the count
     of modules patched on a model, None for a class patch."""
     return _apply("llama", rope, cross_entropy, fused_linear_cross_entropy, rms_norm, swiglu,
-                  model, lora, fuse_norm_linear, fuse_qkv_rope)
+                  model, lora, fuse_norm_linear, fuse_qkv_rope, loss_memory_budget)
 
 
 def apply_liger_kernel_to_mistral(rope=True, cross_entropy=False, fused_linear_cross_entropy=True,
                                   rms_norm=True, swiglu=True, model=None, lora=False,
-                                  fuse_norm_linear=False, fuse_qkv_rope=False):
+                                  fuse_norm_linear=False, fuse_qkv_rope=False,
+                                loss_memory_budget=None):
     """Patches Mistral, as apply_liger_kernel_to_llama."""
     return _apply("mistral", rope, cross_entropy, fused_linear_cross_entropy, rms_norm, swiglu,
-                  model, lora, fuse_norm_linear, fuse_qkv_rope)
+                  model, lora, fuse_norm_linear, fuse_qkv_rope, loss_memory_budget)
 
 
 def apply_liger_kernel_to_qwen2(rope=True, cross_entropy=False, fused_linear_cross_entropy=True,
                                 rms_norm=True, swiglu=True, model=None, lora=False,
-                                fuse_norm_linear=False, fuse_qkv_rope=False):
+                                fuse_norm_linear=False, fuse_qkv_rope=False,
+                                loss_memory_budget=None):
     """Patches Qwen2, as apply_liger_kernel_to_llama."""
     return _apply("qwen2", rope, cross_entropy, fused_linear_cross_entropy, rms_norm, swiglu,
-                  model, lora, fuse_norm_linear, fuse_qkv_rope)
+                  model, lora, fuse_norm_linear, fuse_qkv_rope, loss_memory_budget)
 
 
 def apply_liger_kernel_to_qwen3(rope=True, cross_entropy=False, fused_linear_cross_entropy=True,
                                 rms_norm=True, swiglu=True, model=None, lora=False,
-                                fuse_norm_linear=False, fuse_qkv_rope=False):
+                                fuse_norm_linear=False, fuse_qkv_rope=False,
+                                loss_memory_budget=None):
     """Patches Qwen3 (its q/k norms too), as apply_liger_kernel_to_llama."""
     return _apply("qwen3", rope, cross_entropy, fused_linear_cross_entropy, rms_norm, swiglu,
-                  model, lora, fuse_norm_linear, fuse_qkv_rope)
+                  model, lora, fuse_norm_linear, fuse_qkv_rope, loss_memory_budget)
 
 
 def apply_liger_kernel_to_gemma(rope=True, cross_entropy=False, fused_linear_cross_entropy=True,
                                 rms_norm=True, geglu=True, model=None, lora=False,
-                                fuse_norm_linear=False, fuse_qkv_rope=False):
+                                fuse_norm_linear=False, fuse_qkv_rope=False,
+                                loss_memory_budget=None):
     """Patches Gemma (RMSNorm with 1 + w, GeGLU with tanh), as
     apply_liger_kernel_to_llama."""
     return _apply("gemma", rope, cross_entropy, fused_linear_cross_entropy, rms_norm, geglu,
-                  model, lora, fuse_norm_linear, fuse_qkv_rope)
+                  model, lora, fuse_norm_linear, fuse_qkv_rope, loss_memory_budget)
 
 
 _APPLY = {"llama": apply_liger_kernel_to_llama, "mistral": apply_liger_kernel_to_mistral,

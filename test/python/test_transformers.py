@@ -316,6 +316,35 @@ def test_frozen_lm_head_gets_no_weight_gradient(monkeypatch):
 
 
 @needs_runner
+def test_loss_memory_budget_reaches_the_fused_loss(monkeypatch):
+    """loss_memory_budget sets the fused loss's chunking, on a model or on
+    the class; the loss is the same."""
+    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+    seen = []
+    fused = ops.fused_linear_cross_entropy
+
+    def recording(*args, **kw):
+        seen.append(kw.get("memory_budget"))
+        return fused(*args, **kw)
+    monkeypatch.setattr(ops, "fused_linear_cross_entropy", recording)
+    ids = tokens(4)
+    losses = []
+    for budget in (None, 5 * 96 * 2):  # the default, then chunks of 5 tokens
+        model = tiny_model("llama", 8, torch.bfloat16)
+        lt.apply_liger_kernel(model, rope=False, rms_norm=False, swiglu=False,
+                              loss_memory_budget=budget)
+        model.train()
+        losses.append(model(input_ids=ids, labels=ids).loss)
+    lt.apply_liger_kernel_to_llama(rope=False, rms_norm=False, swiglu=False,
+                                   loss_memory_budget=4096)
+    model = tiny_model("llama", 8, torch.bfloat16).train()
+    losses.append(model(input_ids=ids, labels=ids).loss)
+    assert seen == [None, 5 * 96 * 2, 4096]
+    assert torch.allclose(losses[1], losses[0], rtol=1e-5)
+    assert torch.allclose(losses[2], losses[0], rtol=1e-5)
+
+
+@needs_runner
 def test_eval_mode_keeps_the_logits(monkeypatch):
     """Outside training (or without labels) the causal LM runs as it was:
     logits are returned."""
