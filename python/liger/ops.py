@@ -709,7 +709,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(
         prog="python -m liger.ops",
         description="Precompile the kernels of liger.ops configurations into a directory "
-                    "that LIGER_OPS_BUNDLES points at (for machines without the compiler).")
+                    "that LIGER_OPS_BUNDLES points at (for machines without the compiler), "
+                    "or show what a configuration compiles and how the fused linear "
+                    "cross-entropy chunks its tokens.")
     sub = ap.add_subparsers(dest="command", required=True)
     pre = sub.add_parser("precompile", help="compile SPECs into DIR")
     pre.add_argument("dir")
@@ -717,10 +719,24 @@ def main(argv=None):
                      help="op:key=value,... as a liger.ops error names it, e.g. "
                           "swiglu:dtype=bf16,hidden=14336")
     pre.add_argument("--target", default=TARGET)
+    mod = sub.add_parser("module", help="print the liger module a SPEC compiles")
+    mod.add_argument("spec", metavar="SPEC")
+    plan = sub.add_parser("plan", help="print fused_linear_cross_entropy's chunking (JSON)")
+    plan.add_argument("--tokens", type=int, required=True)
+    plan.add_argument("--vocab", type=int, required=True)
+    plan.add_argument("--dtype", default="bf16")
+    plan.add_argument("--memory-budget", type=int, default=2 ** 29, help="bytes")
     args = ap.parse_args(argv)
     try:
-        for spec, path in zip(args.specs, precompile(args.dir, args.specs, args.target)):
-            print("%s -> %s" % (spec, path))
+        if args.command == "module":
+            sys.stdout.write(module_text(args.spec))
+        elif args.command == "plan":
+            import json
+            print(json.dumps(fused_linear_cross_entropy_plan(
+                args.tokens, args.vocab, args.dtype, args.memory_budget), sort_keys=True))
+        else:
+            for spec, path in zip(args.specs, precompile(args.dir, args.specs, args.target)):
+                print("%s -> %s" % (spec, path))
     except LigerError as e:
         print("liger.ops: %s" % e, file=sys.stderr)
         return 1
