@@ -193,7 +193,8 @@ static LogicalResult writeFile(ModuleOp module, StringRef path,
 
 LogicalResult mlir::liger::writeBundle(ModuleOp module,
                                        ArrayRef<GpuBinary> binaries,
-                                       StringRef dir, StringRef source) {
+                                       StringRef dir, StringRef source,
+                                       llvm::json::Array plans) {
   if (std::error_code ec = llvm::sys::fs::create_directories(dir))
     return module.emitError()
            << "cannot create bundle directory " << dir << ": " << ec.message();
@@ -312,6 +313,8 @@ LogicalResult mlir::liger::writeBundle(ModuleOp module,
       {"source", source},
       {"modules", std::move(modules)},
   };
+  if (!plans.empty())
+    manifest["plans"] = std::move(plans);
   SmallString<256> manifestPath(dir);
   llvm::sys::path::append(manifestPath, "manifest.json");
   std::string text;

@@ -18,7 +18,9 @@
 #include "liger/Pipelines/Pipelines.h"
 #include "liger/Target/GpuBinary.h"
 #include "liger/Target/GpuTarget.h"
+#include "liger/Transforms/Passes.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
@@ -31,6 +33,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -89,6 +92,11 @@ cl::opt<bool> normPrologue(
              "compiling it as a rowwise kernel before them; the rowwise "
              "kernel measured faster on sm_90a (docs/benchmarks.md)"),
     cl::init(false));
+cl::opt<int64_t> lossMemoryBudget(
+    "loss-memory-budget",
+    cl::desc("With --matmul-kernels: bytes one chunk of a planned loss "
+             "group's logits may take (liger-plan-loss)"),
+    cl::init(int64_t(512) << 20));
 cl::opt<std::string> cudaToolkit("cuda-toolkit",
                                  cl::desc("CUDA toolkit holding bin/ptxas"),
                                  cl::init(""));
@@ -116,6 +124,43 @@ std::string printed(ModuleOp module) {
   llvm::raw_string_ostream os(text);
   module.print(os);
   return text;
+}
+
+/// The manifest entry of a planned loss group (liger-plan-loss): its chunk
+/// size and the kernel of each of its chunk functions.
+FailureOr<llvm::json::Object> planManifest(ModuleOp module, FusionOp group,
+                                           DictionaryAttr plan) {
+  llvm::json::Object kernels;
+  for (NamedAttribute entry : plan) {
+    auto ref = dyn_cast<FlatSymbolRefAttr>(entry.getValue());
+    if (!ref)
+      continue;
+    auto fn = module.lookupSymbol<func::FuncOp>(ref.getValue());
+    std::string kernel;
+    if (fn)
+      fn.walk([&](FusionOp g) {
+        if (auto k = g->getAttrOfType<SymbolRefAttr>("liger.kernel"))
+          kernel = k.getLeafReference().str();
+      });
+    if (kernel.empty())
+      return group.emitError()
+             << "liger-compile: the plan's '" << entry.getName() << "' (@"
+             << ref.getValue() << ") has no kernel";
+    kernels[entry.getName().str()] = kernel;
+  }
+  auto integer = [&](StringRef name) {
+    return plan.getAs<IntegerAttr>(name).getInt();
+  };
+  return llvm::json::Object{
+      {"function",
+       group->getParentOfType<func::FuncOp>().getSymName().str()},
+      {"kind", "fused_linear_cross_entropy"},
+      {"chunk_tokens", integer("chunk_tokens")},
+      {"memory_budget", integer("memory_budget")},
+      {"mean", plan.getAs<BoolAttr>("mean").getValue()},
+      {"ignore_index", integer("ignore_index")},
+      {"kernels", std::move(kernels)},
+  };
 }
 
 bool dump(StringRef name, StringRef text) {
@@ -180,6 +225,23 @@ int main(int argc, char **argv) {
     if (!runStage([&](PassManager &pm) { buildFusePipeline(pm, fuse); }))
       return 1;
   }
+  // The lm_head's loss groups, planned as chunks of matmul and
+  // cross-entropy kernels (their functions join the module; the loss and
+  // its gradient of a chunk fuse into one kernel).
+  if (matmulKernels && !noFuse) {
+    if (lossMemoryBudget <= 0)
+      return fail("--loss-memory-budget must be positive, got " +
+                  Twine(int64_t(lossMemoryBudget)));
+    if (!runStage([&](PassManager &pm) {
+          PlanLossPassOptions plan;
+          plan.memoryBudget = lossMemoryBudget;
+          pm.addPass(createPlanLossPass(plan));
+          FuseCrossEntropyGradPassOptions grad;
+          grad.report = fusionReport;
+          pm.addPass(createFuseCrossEntropyGradPass(grad));
+        }))
+      return 1;
+  }
   if (!dump("01-fused.mlir", printed(*module)))
     return 1;
   if (emit == Stage::Fused)
@@ -203,13 +265,22 @@ int main(int argc, char **argv) {
     return writeText(outputPath, printed(*module)) ? 0 : 1;
 
   // What is in the bundle, and what is left for other kernel templates.
-  int numKernels = 0;
+  int numKernels = 0, numPlanned = 0;
   std::map<std::string, int> notCompiled;
+  llvm::json::Array plans;
+  bool planFailed = false;
   module->walk([&](Operation *op) {
     if (auto group = dyn_cast<FusionOp>(op)) {
       if (group->hasAttr("liger.kernel"))
         ++numKernels;
-      else
+      else if (auto plan = group->getAttrOfType<DictionaryAttr>("liger.plan")) {
+        ++numPlanned;
+        FailureOr<llvm::json::Object> json = planManifest(*module, group, plan);
+        if (failed(json))
+          planFailed = true;
+        else
+          plans.push_back(std::move(*json));
+      } else
         ++notCompiled[(stringifyFusionKind(group.getKind()) + " group").str()];
       return;
     }
@@ -217,6 +288,9 @@ int main(int argc, char **argv) {
         !op->getParentOfType<FusionOp>() && !isa<YieldOp>(op))
       ++notCompiled[op->getName().getStringRef().str()];
   });
+
+  if (planFailed)
+    return 1;
 
   // llvm.
   if (numKernels && failed(lowerGpuModulesToNVVM(*module)))
@@ -261,11 +335,16 @@ int main(int argc, char **argv) {
   if (dir.empty())
     dir = (llvm::sys::path::stem(inputFile) + ".bundle").str();
   if (failed(writeBundle(*module, *binaries, dir,
-                         llvm::sys::path::filename(inputFile))))
+                         llvm::sys::path::filename(inputFile),
+                         std::move(plans))))
     return 1;
   llvm::outs() << "liger-compile: " << numKernels << " kernel"
                << (numKernels == 1 ? "" : "s") << " for " << targetChip
                << " in " << dir;
+  if (numPlanned)
+    llvm::outs() << " (" << numPlanned << " loss group"
+                 << (numPlanned == 1 ? "" : "s")
+                 << " planned as chunks of them)";
   if (!left.empty())
     llvm::outs() << " (not compiled yet, no kernel template: " << left << ")";
   llvm::outs() << "\n";

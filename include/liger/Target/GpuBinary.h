@@ -15,6 +15,8 @@
 
 #include "mlir/IR/BuiltinOps.h"
 
+#include "llvm/Support/JSON.h"
+
 #include <string>
 #include <vector>
 
@@ -44,8 +46,11 @@ FailureOr<std::vector<GpuBinary>> serializeGpuModules(ModuleOp module,
 /// Writes a bundle into directory `dir` (created if needed): per gpu.module
 /// `<name>.<chip>.cubin` and `.ptx`, and `manifest.json` describing every
 /// kernel from its `liger.kernel_info` attribute. `source` names the input.
+/// `plans` (the planned loss groups, docs/Design/Bundle.md) goes into the
+/// manifest as "plans" when it is not empty.
 LogicalResult writeBundle(ModuleOp module, ArrayRef<GpuBinary> binaries,
-                          StringRef dir, StringRef source);
+                          StringRef dir, StringRef source,
+                          llvm::json::Array plans = {});
 
 } // namespace mlir::liger
 

@@ -1,0 +1,33 @@
+// REQUIRES: ptxas
+// RUN: rm -rf %t.bundle
+// RUN: liger-compile %s --matmul-kernels --target=sm_90a --loss-memory-budget=256000 -o %t.bundle | FileCheck %s --check-prefix=COMPILE
+// RUN: FileCheck %s --check-prefix=MANIFEST < %t.bundle/manifest.json
+// RUN: not liger-compile %s --matmul-kernels --loss-memory-budget=0 -o %t.bad 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not liger-compile %s --target=sm_90a -o %t.plain 2>&1 | FileCheck %s --check-prefix=PLAIN
+
+// A training step's loss, written as the two lm_head ops: liger-fuse puts
+// them in one loss group, liger-plan-loss writes the chunk functions, and
+// the bundle holds their five kernels and the plan that runs them.
+// COMPILE: liger-compile: 5 kernels for sm_90a in {{.+}} (1 loss group planned as chunks of them)
+// MANIFEST:      "plans": [
+// MANIFEST:          "chunk_tokens": 128,
+// MANIFEST-NEXT:     "function": "step",
+// MANIFEST-NEXT:     "ignore_index": -100,
+// MANIFEST-NEXT:     "kernels": {
+// MANIFEST-NEXT:       "ce": "step_loss0_ce_rowwise_0",
+// MANIFEST-NEXT:       "dw": "step_loss0_dw_matmul_0",
+// MANIFEST-NEXT:       "dw0": "step_loss0_dw0_matmul_0",
+// MANIFEST-NEXT:       "dx": "step_loss0_dx_matmul_0",
+// MANIFEST-NEXT:       "logits": "step_loss0_logits_matmul_0"
+// MANIFEST-NEXT:     },
+// MANIFEST-NEXT:     "kind": "fused_linear_cross_entropy",
+// MANIFEST-NEXT:     "mean": true,
+// MANIFEST-NEXT:     "memory_budget": 256000
+// BAD: liger-compile: --loss-memory-budget must be positive, got 0
+// Without the matmul templates the loss group waits, and says so.
+// PLAIN: liger-compile: no kernel to compile in {{.+}} (not compiled yet, no kernel template: 1 loss group)
+func.func @step(%h: tensor<?x256xbf16>, %w: tensor<1000x256xbf16>, %t: tensor<?xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<?x256xbf16>, tensor<1000x256xbf16>) {
+  %l = liger.fused_linear_cross_entropy %h, %w, %t label_smoothing = 0.1 : tensor<?x256xbf16>, tensor<1000x256xbf16>, tensor<?xi64>
+  %dh, %dw = liger.fused_linear_cross_entropy_grad %h, %w, %t, %g label_smoothing = 0.1 : tensor<?x256xbf16>, tensor<1000x256xbf16>, tensor<?xi64>, tensor<f32>
+  return %l, %dh, %dw : tensor<f32>, tensor<?x256xbf16>, tensor<1000x256xbf16>
+}
