@@ -338,10 +338,11 @@ class _ReferenceBundle:
     """A spec's module on the CPU: `bundle[kernel name]` is the reference of
     the function the kernel was compiled from (`fwd_rowwise_0` -> @fwd)."""
 
-    def __init__(self, spec):
-        self.path = "the reference lowering of " + spec
-        self._text = module_text(spec)
+    def __init__(self, spec=None, text=None, plans=()):
+        self.path = "the reference lowering of " + (spec or "a module")
+        self._text = module_text(spec) if text is None else text
         self.kernels = self
+        self.plans = list(plans)  # as a runtime Bundle's, for run_loss_plan
 
     def get(self, name):
         function = name.rsplit("_", 2)[0]
@@ -354,6 +355,59 @@ class _ReferenceBundle:
         if kernel is None:
             raise KeyError("%s has no function for kernel %r" % (self.path, name))
         return kernel
+
+
+def chunked_loss(kernels, x, weight, target, class_weight, chunk, mean, ignore_index,
+                 want_dx=True, want_dw=True, dw_f32=False, grad_loss=None):
+    """The lm_head's loss and gradients chunk by chunk, with the kernels of
+    one chunk (`kernels`: logits, ce, dx, dw0 unless dw_f32, dw; what
+    liger.ops compiles and what liger-plan-loss writes into a bundle's
+    plan): per chunk of `chunk` rows, the logits, their summed loss and,
+    over them, their gradient G, then dx = G · W and dW (+)= Gᵀ · x. Only the
+    chunk's logits are held. The mean's denominator (the counted tokens, or
+    their total class weight) and `grad_loss` (an incoming gradient, 1 if
+    None) scale G through the loss kernel's incoming gradient. Returns
+    (loss, dx, dW); a gradient not wanted is None."""
+    import torch
+    n, v = x.shape[0], weight.shape[0]
+    dev = x.device
+    one = torch.ones((), dtype=torch.float32, device=dev)
+    if mean:
+        counted = (target != ignore_index).float()
+        if class_weight is not None:
+            counted = counted * class_weight[target.long().clamp(0, v - 1)]
+        scale = (1.0 / counted.sum()).reshape(())
+    else:
+        scale = one
+    g = scale if grad_loss is None else (scale * grad_loss).reshape(()).float()
+    logits = torch.empty((min(chunk, n), v), dtype=x.dtype, device=dev)
+    dx = torch.empty_like(x) if want_dx else None
+    dw = None
+    if want_dw and dw_f32:
+        # Every chunk adds into an f32 buffer, rounded once at the end.
+        dw = torch.zeros(weight.shape, dtype=torch.float32, device=dev)
+    elif want_dw:
+        dw = torch.empty_like(weight)
+        if n == 0:
+            dw.zero_()
+    total = torch.zeros((), dtype=torch.float32, device=dev)
+    part = torch.empty((), dtype=torch.float32, device=dev)
+    cw = [class_weight] if class_weight is not None else []
+    for i, c0 in enumerate(range(0, n, chunk)):
+        rows = min(chunk, n - c0)
+        xc, tc, z = x[c0:c0 + rows], target[c0:c0 + rows], logits[:rows]
+        kernels["logits"](xc, weight, out=[z])
+        kernels["ce"](z, tc, *cw, g, out=[part, z])  # the gradient over the logits
+        total += part
+        if want_dx:
+            kernels["dx"](z, weight, out=[dx[c0:c0 + rows]])
+        if want_dw and i == 0 and not dw_f32:
+            kernels["dw0"](z, xc, out=[dw])
+        elif want_dw:
+            kernels["dw"](z, xc, dw, out=[dw])
+    if dw is not None and dw_f32:
+        dw = dw.to(weight.dtype)
+    return (total * scale if mean else total), dx, dw
 
 
 def _contiguous(*tensors):
@@ -449,54 +503,18 @@ def _function_classes():
         def forward(ctx, x, weight, target, class_weight, spec, chunk, mean, ignore_index,
                     dw_f32):
             b = _bundle(spec, x.device)
-            k_logits, k_ce, k_dx, k_dw = (
-                b[name] for name in ("logits_matmul_0", "ce_rowwise_0", "dx_matmul_0",
-                                     "dw_matmul_0"))
-            k_dw0 = None if dw_f32 else b["dw0_matmul_0"]
-            n, v = x.shape[0], weight.shape[0]
-            dev = x.device
-            if mean:
-                # The mean's denominator scales the gradient kernel's incoming
-                # gradient and the summed loss: the counted tokens, or their
-                # total class weight.
-                counted = (target != ignore_index).float()
-                if class_weight is not None:
-                    counted = counted * class_weight[target.long().clamp(0, v - 1)]
-                g = (1.0 / counted.sum()).reshape(())
-            else:
-                g = torch.ones((), dtype=torch.float32, device=dev)
-            logits = torch.empty((min(chunk, n), v), dtype=x.dtype, device=dev)
+            kernels = {stage: b["%s_%s_0" % (stage, kind)] for stage, kind in (
+                ("logits", "matmul"), ("ce", "rowwise"), ("dx", "matmul"),
+                ("dw", "matmul"))}
+            if not dw_f32:
+                kernels["dw0"] = b["dw0_matmul_0"]
             # Only the gradients autograd asks for (a frozen lm_head, as under
             # LoRA, takes no dW: a third of the FLOPs and W's size in memory).
-            want_dx, want_dw = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
-            dx = torch.empty_like(x) if want_dx else None
-            dw = None
-            if want_dw and dw_f32:
-                # Every chunk adds into an f32 buffer, rounded once at the end.
-                dw = torch.zeros(weight.shape, dtype=torch.float32, device=dev)
-            elif want_dw:
-                dw = torch.empty_like(weight)
-                if n == 0:
-                    dw.zero_()
-            total = torch.zeros((), dtype=torch.float32, device=dev)
-            part = torch.empty((), dtype=torch.float32, device=dev)
-            cw = [class_weight] if class_weight is not None else []
-            for i, c0 in enumerate(range(0, n, chunk)):
-                rows = min(chunk, n - c0)
-                xc, tc, z = x[c0:c0 + rows], target[c0:c0 + rows], logits[:rows]
-                k_logits(xc, weight, out=[z])
-                k_ce(z, tc, *cw, g, out=[part, z])  # the gradient over the logits
-                total += part
-                if want_dx:
-                    k_dx(z, weight, out=[dx[c0:c0 + rows]])
-                if want_dw and i == 0 and not dw_f32:
-                    k_dw0(z, xc, out=[dw])
-                elif want_dw:
-                    k_dw(z, xc, dw, out=[dw])
-            if dw is not None and dw_f32:
-                dw = dw.to(weight.dtype)
+            loss, dx, dw = chunked_loss(kernels, x, weight, target, class_weight, chunk, mean,
+                                        ignore_index, ctx.needs_input_grad[0],
+                                        ctx.needs_input_grad[1], dw_f32)
             ctx.save_for_backward(dx, dw)
-            return total * g if mean else total
+            return loss
 
         @staticmethod
         def backward(ctx, dloss):

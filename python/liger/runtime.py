@@ -156,6 +156,10 @@ class Bundle:
         self.path = path
         self._bundle = _runtime().Bundle.open(path)
         self.kernels = {k["name"]: Kernel(self._bundle, k) for k in self._bundle.kernels()}
+        import json
+        with open(os.path.join(path, "manifest.json")) as f:
+            # The planned loss groups (liger-plan-loss): run_loss_plan.
+            self.plans = json.load(f).get("plans", [])
 
     def __getitem__(self, name):
         try:
@@ -163,6 +167,33 @@ class Bundle:
         except KeyError:
             raise KeyError("%s has no kernel %r (it has %s)"
                            % (self.path, name, ", ".join(sorted(self.kernels)))) from None
+
+
+def run_loss_plan(bundle, hidden, weight, target, function=None, grad_loss=None,
+                  want_dx=True, want_dw=True):
+    """Runs a planned loss group of `bundle` (liger-compile --matmul-kernels
+    plans each lm_head loss group: `bundle.plans`): the loss of
+    hidden [N, H] · weightᵀ against target [N] and, for the incoming gradient
+    `grad_loss` (1 if None), dhidden and dweight, in chunks of the plan's
+    `chunk_tokens` rows, never holding the [N, V] logits. `function` picks
+    the plan of that function where the bundle has several; a plan of a loss
+    alone (no gradient op in its group) runs with want_dx=want_dw=False.
+    Returns (loss, dhidden, dweight), a gradient not wanted None."""
+    from . import ops
+    plans = [p for p in bundle.plans if function is None or p["function"] == function]
+    if len(plans) != 1:
+        raise ValueError("%s has %d loss plans%s (it has %s)" % (
+            bundle.path, len(plans), " for @%s" % function if function else "",
+            ", ".join("@" + p["function"] for p in bundle.plans) or "none"))
+    plan = plans[0]
+    if (want_dx or want_dw) and "dx" not in plan["kernels"]:
+        raise ValueError("the plan of @%s has no weight gradient (its loss group has no "
+                         "liger.fused_linear_cross_entropy_grad): pass want_dx=False, "
+                         "want_dw=False" % plan["function"])
+    kernels = {stage: bundle[name] for stage, name in plan["kernels"].items()}
+    return ops.chunked_loss(kernels, hidden, weight, target, None, plan["chunk_tokens"],
+                            plan["mean"], plan["ignore_index"], want_dx, want_dw,
+                            grad_loss=grad_loss)
 
 
 def load(path):

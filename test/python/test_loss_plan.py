@@ -1,0 +1,95 @@
+"""A loss group planned by the compiler (liger-plan-loss, liger-compile
+--matmul-kernels) and run by liger.runtime.run_loss_plan, on the CPU: the
+bundle's plan names the chunk functions' kernels, which run here through the
+reference lowering, chunk by chunk, against float64 PyTorch; and the plan's
+kernels are the very ones liger.ops compiles for the same configuration."""
+import json
+import os
+import subprocess
+
+import pytest
+
+from liger import driver, ops, runtime
+from liger.driver import LigerError
+
+torch = pytest.importorskip("torch")
+
+STEP = """func.func @step(%h: tensor<?x256xbf16>, %w: tensor<1000x256xbf16>, %t: tensor<?xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<?x256xbf16>, tensor<1000x256xbf16>) {
+  %l = liger.fused_linear_cross_entropy %h, %w, %t label_smoothing = 0.1 : tensor<?x256xbf16>, tensor<1000x256xbf16>, tensor<?xi64>
+  %dh, %dw = liger.fused_linear_cross_entropy_grad %h, %w, %t, %g label_smoothing = 0.1 : tensor<?x256xbf16>, tensor<1000x256xbf16>, tensor<?xi64>, tensor<f32>
+  return %l, %dh, %dw : tensor<f32>, tensor<?x256xbf16>, tensor<1000x256xbf16>
+}
+"""
+BUDGET = 128 * 1000 * 2  # chunks of 128 tokens
+
+
+def _tools():
+    try:
+        for tool in ("liger-compile", "liger-opt", "liger-cpu-runner"):
+            driver.find_tool(tool)
+    except LigerError as e:
+        pytest.skip(str(e))
+    if not (os.path.exists(os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"),
+                                        "bin", "ptxas"))):
+        pytest.skip("no ptxas: liger-compile cannot write a bundle")
+
+
+def _compile(tmp_path, text, name):
+    src = tmp_path / (name + ".mlir")
+    src.write_text(text)
+    out = tmp_path / (name + ".bundle")
+    subprocess.run([driver.find_tool("liger-compile"), str(src), "--matmul-kernels",
+                    "--target=sm_90a", "--loss-memory-budget=%d" % BUDGET, "-o", str(out)],
+                   check=True, capture_output=True, text=True)
+    return out
+
+
+def test_the_compiled_plan_runs_chunk_by_chunk(tmp_path):
+    _tools()
+    manifest = json.load(open(_compile(tmp_path, STEP, "step") / "manifest.json"))
+    (plan,) = manifest["plans"]
+    assert plan["chunk_tokens"] == 128 and plan["mean"] is True
+    planned = driver.run_opt(STEP, ["--liger-fuse-linear-cross-entropy",
+                                    "--liger-plan-loss=memory-budget=%d" % BUDGET])
+    bundle = ops._ReferenceBundle(text=planned, plans=manifest["plans"])
+    g = torch.Generator().manual_seed(5)
+    n = 300  # three chunks, the last partial
+    h = torch.randn(n, 256, generator=g).to(torch.bfloat16)
+    w = (torch.randn(1000, 256, generator=g) * 3 / 16).to(torch.bfloat16)
+    t = torch.randint(0, 1000, (n,), generator=g)
+    t[::7] = -100
+    loss, dh, dw = runtime.run_loss_plan(bundle, h, w, t, grad_loss=torch.tensor(0.75))
+
+    h64, w64 = h.double().requires_grad_(True), w.double().requires_grad_(True)
+    z = (h64 @ w64.t()).to(torch.bfloat16).to(torch.float64)
+    ref = torch.nn.functional.cross_entropy(z, t, label_smoothing=0.1)
+    ref.backward(torch.tensor(0.75, dtype=torch.float64))
+    assert abs(loss.item() - ref.item()) / abs(ref.item()) < 1e-4
+    for got, want in ((dh, h64.grad), (dw, w64.grad)):
+        assert got.dtype == torch.bfloat16
+        err = ((got.double() - want).norm() / want.norm()).item()
+        assert err < 2e-2, err
+
+
+def test_the_plan_compiles_liger_ops_kernels(tmp_path):
+    """Same configuration, two routes (the compiler's plan, liger.ops' own
+    module): the same PTX up to the kernels' names, so what the GPU suite
+    checks through liger.ops holds for the plan."""
+    _tools()
+    plan_ptx = (_compile(tmp_path, STEP, "step") / "liger_kernels.sm_90a.ptx").read_text()
+    spec = ops.fused_linear_cross_entropy_spec(1000, 256, "bf16", label_smoothing=0.1)
+    ops_ptx = (_compile(tmp_path, ops.module_text(spec), "ops") /
+               "liger_kernels.sm_90a.ptx").read_text()
+    assert plan_ptx.replace("step_loss0_", "") == ops_ptx
+
+
+def test_run_loss_plan_says_what_is_missing():
+    forward_only = ops._ReferenceBundle(text="", plans=[dict(
+        function="f", kernels=dict(logits="f_loss0_logits_matmul_0", ce="f_loss0_ce_rowwise_0"),
+        chunk_tokens=128, mean=True, ignore_index=-100)])
+    forward_only.path = "b"
+    x = torch.zeros(2, 4)
+    with pytest.raises(ValueError, match="has no weight gradient .* pass want_dx=False"):
+        runtime.run_loss_plan(forward_only, x, x, x)
+    with pytest.raises(ValueError, match=r"b has 0 loss plans for @g \(it has @f\)"):
+        runtime.run_loss_plan(forward_only, x, x, x, function="g")
