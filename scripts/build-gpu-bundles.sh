@@ -40,6 +40,15 @@ import kernels
 open(sys.argv[1], "w").write(kernels.cross_entropy_module_text())
 PY
 "$BUILD/bin/liger-compile" "$OUT/src/cross_entropy.mlir" -o "$OUT/cross_entropy" --target=sm_90a >/dev/null
+# Loss groups planned as chunk kernels (test_loss_plan.py).
+"$PYTHON" - "$OUT/src/loss_plan.mlir" <<'PY'
+import sys
+sys.path.insert(0, "test/Integration/gpu")
+import kernels
+open(sys.argv[1], "w").write(kernels.loss_plan_module_text())
+PY
+"$BUILD/bin/liger-compile" "$OUT/src/loss_plan.mlir" -o "$OUT/loss_plan" --target=sm_90a \
+  --matmul-kernels --loss-memory-budget="$("$PYTHON" -c 'import sys; sys.path.insert(0, "test/Integration/gpu"); import kernels; print(kernels.LOSS_PLAN_BUDGET)')" >/dev/null
 # One bundle for another architecture: the runtime must refuse it on the
 # H200 with a clear message.
 "$BUILD/bin/liger-compile" "$OUT/src/h1000_f32.mlir" -o "$OUT/sm80_h1000_f32" --target=sm_80 >/dev/null

@@ -675,3 +675,28 @@ def cross_entropy_module_text():
             ", ".join(res_types), ", ".join("%%r#%d" % i for i in range(len(res_types))),
             ", ".join(res_types)))
     return "\n\n".join(out) + "\n"
+
+
+# Loss groups planned by liger-plan-loss (liger-compile --matmul-kernels
+# --loss-memory-budget=LOSS_PLAN_BUDGET): function -> (vocab, hidden, dtype,
+# attributes as written, kwargs of F.cross_entropy / the reference).
+LOSS_PLAN_BUDGET = 128 * 1000 * 2  # 128-token chunks at vocabulary 1000
+LOSS_PLANS = {
+    "step_mean": (1000, 256, "bf16", "label_smoothing = 0.1", dict(label_smoothing=0.1)),
+    "step_sum": (1000, 512, "f16", "reduction = sum softcap = 30.0",
+                 dict(reduction="sum", softcap=30.0)),
+}
+
+
+def loss_plan_module_text():
+    """A training step's lm_head loss and gradients per LOSS_PLANS entry."""
+    out = []
+    for name, (v, h, dt, attrs, _) in sorted(LOSS_PLANS.items()):
+        X, W, T = "tensor<?x%dx%s>" % (h, dt), "tensor<%dx%dx%s>" % (v, h, dt), "tensor<?xi64>"
+        out.append(f"""func.func @{name}(%h: {X}, %w: {W}, %t: {T}, %g: tensor<f32>) -> (tensor<f32>, {X}, {W}) {{
+  %l = liger.fused_linear_cross_entropy %h, %w, %t {attrs} : {X}, {W}, {T}
+  %dh, %dw = liger.fused_linear_cross_entropy_grad %h, %w, %t, %g {attrs} : {X}, {W}, {T}, tensor<f32>
+  return %l, %dh, %dw : tensor<f32>, {X}, {W}
+}}
+""")
+    return "\n".join(out)

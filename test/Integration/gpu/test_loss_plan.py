@@ -1,0 +1,59 @@
+"""Loss groups planned by the compiler (liger-plan-loss) and run by
+liger.runtime.run_loss_plan on the GPU: the loss and both gradients of an
+lm_head, in 128-token chunks, against float64 PyTorch on fresh random
+inputs with ignored targets. The gradients are allocated inside the call,
+so the allocator's memory is filled with NaN first (freed blocks are
+reused): an element no kernel wrote shows as NaN. Skips cleanly without
+torch, a GPU or the bundle."""
+import math
+
+import pytest
+
+import kernels
+
+torch = pytest.importorskip("torch", reason="needs PyTorch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA GPU on this machine", allow_module_level=True)
+from liger import runtime  # noqa: E402
+
+DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
+
+
+@pytest.fixture(scope="module")
+def bundle(bundles_dir):
+    return kernels.load_bundle(bundles_dir, "loss_plan")
+
+
+@pytest.mark.experimental  # the matmul templates (liger-compile --matmul-kernels)
+@pytest.mark.parametrize("name", sorted(kernels.LOSS_PLANS))
+@pytest.mark.parametrize("tokens", [1, 300, 1000])
+def test_planned_loss_and_gradients(bundle, name, tokens):
+    v, h, dt, _, kw = kernels.LOSS_PLANS[name]
+    (plan,) = [p for p in bundle.plans if p["function"] == name]
+    assert plan["chunk_tokens"] == 128
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(torch.seed())
+    x = torch.randn(tokens, h, generator=gen, device="cuda").to(DTYPES[dt])
+    w = (torch.randn(v, h, generator=gen, device="cuda") * 3 / math.sqrt(h)).to(DTYPES[dt])
+    t = torch.randint(0, v, (tokens,), generator=gen, device="cuda")
+    t[1::5] = -100
+    # Blocks of the sizes the call allocates (dx, dW, a chunk's logits),
+    # filled with NaN and freed: the caching allocator hands them out again.
+    poison = [torch.full((n,), float("nan"), dtype=DTYPES[dt], device="cuda")
+              for n in (tokens * h, v * h, min(128, tokens) * v)]
+    del poison
+    loss, dx, dw = runtime.run_loss_plan(bundle, x, w, t, function=name,
+                                         grad_loss=torch.tensor(0.75, device="cuda"))
+    x64, w64 = x.double().requires_grad_(True), w.double().requires_grad_(True)
+    z = (x64 @ w64.t()).to(DTYPES[dt]).double()
+    cap = kw.get("softcap")
+    z = cap * torch.tanh(z / cap) if cap else z
+    ref = torch.nn.functional.cross_entropy(z, t, reduction=kw.get("reduction", "mean"),
+                                            label_smoothing=kw.get("label_smoothing", 0.0))
+    ref.backward(torch.tensor(0.75, dtype=torch.float64, device="cuda"))
+    err = abs(loss.item() - ref.item()) / abs(ref.item())
+    assert err < 1e-4, "%s: loss rel err %.3g" % (name, err)
+    for what, got, want in (("dx", dx, x64.grad), ("dW", dw, w64.grad)):
+        assert not torch.isnan(got).any(), "%s: %s has NaN (unwritten)" % (name, what)
+        rel = ((got.double() - want).norm() / want.norm()).item()
+        assert rel < 1e-2, "%s: %s rel err %.3g" % (name, what, rel)
