@@ -4,6 +4,7 @@
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t.bundle/manifest.json
 // RUN: not liger-compile %s --matmul-kernels --loss-memory-budget=0 -o %t.bad 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not liger-compile %s --target=sm_90a -o %t.plain 2>&1 | FileCheck %s --check-prefix=PLAIN
+// RUN: not liger-compile %s --loss-memory-budget=1000000 -o %t.nomatmul 2>&1 | FileCheck %s --check-prefix=NOMATMUL
 
 // A training step's loss, written as the two lm_head ops: liger-fuse puts
 // them in one loss group, liger-plan-loss writes the chunk functions, and
@@ -24,6 +25,7 @@
 // MANIFEST-NEXT:     "mean": true,
 // MANIFEST-NEXT:     "memory_budget": 256000
 // BAD: liger-compile: --loss-memory-budget must be positive, got 0
+// NOMATMUL: liger-compile: --loss-memory-budget plans loss groups, which takes --matmul-kernels (and fusion)
 // Without the matmul templates the loss group waits, and says so.
 // PLAIN: liger-compile: no kernel to compile in {{.+}} (not compiled yet, no kernel template: 1 loss group)
 func.func @step(%h: tensor<?x256xbf16>, %w: tensor<1000x256xbf16>, %t: tensor<?xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<?x256xbf16>, tensor<1000x256xbf16>) {

@@ -228,6 +228,9 @@ int main(int argc, char **argv) {
   // The lm_head's loss groups, planned as chunks of matmul and
   // cross-entropy kernels (their functions join the module; the loss and
   // its gradient of a chunk fuse into one kernel).
+  if (lossMemoryBudget.getNumOccurrences() && (!matmulKernels || noFuse))
+    return fail("--loss-memory-budget plans loss groups, which takes "
+                "--matmul-kernels (and fusion)");
   if (matmulKernels && !noFuse) {
     if (lossMemoryBudget <= 0)
       return fail("--loss-memory-budget must be positive, got " +
