@@ -59,17 +59,16 @@ std::string chunkFunctions(StringRef base, FusedLinearCrossEntropyOp fwd,
                            bool backward) {
   auto weight = cast<RankedTensorType>(fwd.getWeight().getType());
   std::string dt = printed(weight.getElementType());
-  std::string x = "tensor<?x" + std::to_string(weight.getDimSize(1)) + "x" +
-                  dt + ">";
+  std::string x =
+      "tensor<?x" + std::to_string(weight.getDimSize(1)) + "x" + dt + ">";
   std::string w = printed(weight);
-  std::string z = "tensor<?x" + std::to_string(weight.getDimSize(0)) + "x" +
-                  dt + ">";
+  std::string z =
+      "tensor<?x" + std::to_string(weight.getDimSize(0)) + "x" + dt + ">";
   std::string t = printed(fwd.getTarget().getType());
-  std::string attrs =
-      "ignore_index = " + std::to_string(fwd.getIgnoreIndex()) +
-      " label_smoothing = " +
-      scientific(fwd.getLabelSmoothing().convertToDouble()) +
-      " reduction = sum";
+  std::string attrs = "ignore_index = " + std::to_string(fwd.getIgnoreIndex()) +
+                      " label_smoothing = " +
+                      scientific(fwd.getLabelSmoothing().convertToDouble()) +
+                      " reduction = sum";
   if (std::optional<APFloat> cap = fwd.getSoftcap())
     attrs += " softcap = " + scientific(cap->convertToDouble());
   attrs += " lse_square_scale = " +
@@ -77,9 +76,9 @@ std::string chunkFunctions(StringRef base, FusedLinearCrossEntropyOp fwd,
   std::string b = base.str();
   std::string text =
       "func.func @" + b + "_logits(%x: " + x + ", %w: " + w + ") -> " + z +
-      " {\n  %z = liger.linear %x, %w : " + x + ", " + w + "\n  return %z : " +
-      z + "\n}\n" + "func.func @" + b + "_ce(%z: " + z + ", %t: " + t +
-      ", %g: tensor<f32>) -> (tensor<f32>, " + z + ") {\n" +
+      " {\n  %z = liger.linear %x, %w : " + x + ", " + w +
+      "\n  return %z : " + z + "\n}\n" + "func.func @" + b + "_ce(%z: " + z +
+      ", %t: " + t + ", %g: tensor<f32>) -> (tensor<f32>, " + z + ") {\n" +
       "  %l = liger.cross_entropy %z, %t " + attrs + " : " + z + ", " + t +
       "\n  %d = liger.cross_entropy_grad %z, %t, %g " + attrs + " : " + z +
       ", " + t + ", tensor<f32>\n  return %l, %d : tensor<f32>, " + z + "\n}\n";
@@ -87,11 +86,11 @@ std::string chunkFunctions(StringRef base, FusedLinearCrossEntropyOp fwd,
     return text;
   return text + "func.func @" + b + "_dx(%d: " + z + ", %w: " + w + ") -> " +
          x + " {\n  %dx = liger.linear_grad_input %d, %w : " + z + ", " + w +
-         "\n  return %dx : " + x + "\n}\n" + "func.func @" + b + "_dw0(%d: " +
-         z + ", %x: " + x + ") -> " + w +
+         "\n  return %dx : " + x + "\n}\n" + "func.func @" + b +
+         "_dw0(%d: " + z + ", %x: " + x + ") -> " + w +
          " {\n  %dw = liger.linear_grad_weight %d, %x : " + z + ", " + x +
-         "\n  return %dw : " + w + "\n}\n" + "func.func @" + b + "_dw(%d: " +
-         z + ", %x: " + x + ", %acc: " + w + ") -> " + w +
+         "\n  return %dw : " + w + "\n}\n" + "func.func @" + b +
+         "_dw(%d: " + z + ", %x: " + x + ", %acc: " + w + ") -> " + w +
          " {\n  %dw = liger.linear_grad_weight %d, %x accumulate %acc : " + z +
          ", " + x + ", " + w + "\n  return %dw : " + w + "\n}\n";
 }
@@ -117,8 +116,8 @@ struct PlanLossPass : liger::impl::PlanLossPassBase<PlanLossPass> {
       return "the projection has a bias (no chunk kernel adds it yet)";
     if (fwd.getReturnZLoss())
       return "it returns the z-loss apart";
-    Type elem = cast<RankedTensorType>(fwd.getWeight().getType())
-                    .getElementType();
+    Type elem =
+        cast<RankedTensorType>(fwd.getWeight().getType()).getElementType();
     if (!elem.isBF16() && !elem.isF16())
       return "its matmul kernels take bf16 or f16, not " + printed(elem);
     if (fwd.getReduction() == Reduction::none)
@@ -169,9 +168,9 @@ struct PlanLossPass : liger::impl::PlanLossPassBase<PlanLossPass> {
         group.emitWarning() << "liger-plan-loss: left for later: " << why;
         continue;
       }
-      std::string base = (fn.getSymName() + "_loss" +
-                          Twine(perFunction[fn.getSymName()]++))
-                             .str();
+      std::string base =
+          (fn.getSymName() + "_loss" + Twine(perFunction[fn.getSymName()]++))
+              .str();
       std::string text = chunkFunctions(base, fwd, bool(bwd));
       OwningOpRef<ModuleOp> parsed = parseSourceString<ModuleOp>(text, ctx);
       if (!parsed) {
@@ -181,12 +180,12 @@ struct PlanLossPass : liger::impl::PlanLossPassBase<PlanLossPass> {
         return signalPassFailure();
       }
       NamedAttrList plan;
-      plan.append("chunk_tokens", IntegerAttr::get(IntegerType::get(ctx, 64),
-                                                   rows));
+      plan.append("chunk_tokens",
+                  IntegerAttr::get(IntegerType::get(ctx, 64), rows));
       plan.append("memory_budget",
                   IntegerAttr::get(IntegerType::get(ctx, 64), memoryBudget));
-      plan.append("mean", BoolAttr::get(ctx, fwd.getReduction() ==
-                                                  Reduction::mean));
+      plan.append("mean",
+                  BoolAttr::get(ctx, fwd.getReduction() == Reduction::mean));
       plan.append("ignore_index", fwd.getIgnoreIndexAttr());
       for (func::FuncOp f :
            llvm::make_early_inc_range(parsed->getOps<func::FuncOp>())) {
