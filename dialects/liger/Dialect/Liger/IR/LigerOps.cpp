@@ -325,6 +325,20 @@ static void pushLossTypes(MLIRContext *context, Reduction reduction,
     results.push_back(loss);
 }
 
+/// The incoming gradient of a cross-entropy loss over `tokens` rows: the
+/// loss's own type (one f32 per token, or a scalar for a reduced loss).
+template <typename Adaptor>
+static LogicalResult verifyGradLoss(const RuleContext &ctx,
+                                    MLIRContext *context, Adaptor adaptor,
+                                    int64_t tokens) {
+  Reduction reduction = adaptor.getReduction();
+  return verifyMatchesType(ctx, adaptor.getGradLoss().getType(), "grad_loss",
+                           getLossType(context, reduction, tokens),
+                           reduction == Reduction::none
+                               ? "one f32 gradient per token"
+                               : "a scalar for a reduced loss");
+}
+
 LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *context,
                                                std::optional<Location> loc,
                                                Adaptor adaptor,
@@ -378,14 +392,8 @@ LogicalResult FusedLinearCrossEntropyGradOp::inferReturnTypes(
   RuleContext ctx(loc, getOperationName());
   // The forward's rules, then the incoming gradient cross_entropy_grad's.
   FailureOr<RankedTensorType> logits = verifyLinearLogits(ctx, adaptor);
-  if (failed(logits))
-    return failure();
-  Reduction reduction = adaptor.getReduction();
-  if (failed(verifyMatchesType(
-          ctx, adaptor.getGradLoss().getType(), "grad_loss",
-          getLossType(context, reduction, logits->getDimSize(0)),
-          reduction == Reduction::none ? "one f32 gradient per token"
-                                       : "a scalar for a reduced loss")))
+  if (failed(logits) ||
+      failed(verifyGradLoss(ctx, context, adaptor, logits->getDimSize(0))))
     return failure();
   results.push_back(adaptor.getHidden().getType());
   results.push_back(adaptor.getWeight().getType());
@@ -400,15 +408,8 @@ LogicalResult CrossEntropyGradOp::inferReturnTypes(
   adaptor = withDefaults<CrossEntropyGradOp>(context, adaptor);
   RuleContext ctx(loc, getOperationName());
   FailureOr<RankedTensorType> logits = verifyLogitsOperands(ctx, adaptor);
-  if (failed(logits))
-    return failure();
-  Reduction reduction = adaptor.getReduction();
-  RankedTensorType expected =
-      getLossType(context, reduction, logits->getDimSize(0));
-  if (failed(verifyMatchesType(
-          ctx, adaptor.getGradLoss().getType(), "grad_loss", expected,
-          reduction == Reduction::none ? "one f32 gradient per token"
-                                       : "a scalar for a reduced loss")))
+  if (failed(logits) ||
+      failed(verifyGradLoss(ctx, context, adaptor, logits->getDimSize(0))))
     return failure();
   results.push_back(*logits);
   return success();
