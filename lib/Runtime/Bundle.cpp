@@ -568,11 +568,9 @@ static bool archRunsOn(const std::string &arch, int major, int minor) {
 
 Status Bundle::getFunction(const ModuleSpec &module, const std::string &name,
                            int dynamicSharedMemoryBytes,
-                           const CudaDriver &driver,
+                           const CudaDriver &driver, CUcontext context,
                            CUfunction *function) {
-  // The launch's device context is current (DeviceContextScope).
-  CUcontext context = nullptr;
-  LIGER_CUDA_RETURN_IF_ERROR(driver, cuCtxGetCurrent(&context));
+  // `context` is current: the launch's device's (DeviceContextScope).
   std::lock_guard<std::mutex> lock(mutex_);
   auto fkey = std::make_pair(context, module.name + "/" + name);
   if (auto f = functions_.find(fkey); f != functions_.end()) {
@@ -629,28 +627,50 @@ public:
     }
   }
 
+  /// Makes the context of `device` current if it is not; context() is then
+  /// the context the launch runs in.
   Status enter(int device) {
-    CUdevice want;
-    LIGER_CUDA_RETURN_IF_ERROR(driver_, cuDeviceGet(&want, device));
-    CUcontext current = nullptr;
-    LIGER_CUDA_RETURN_IF_ERROR(driver_, cuCtxGetCurrent(&current));
-    if (current) {
-      CUdevice have;
+    LIGER_CUDA_RETURN_IF_ERROR(driver_, cuCtxGetCurrent(&context_));
+    CUcontext primary = nullptr;
+    LIGER_RETURN_IF_ERROR(primaryContext(device, &primary));
+    if (context_ == primary) // the usual case: PyTorch's current device
+      return Status::ok();
+    if (context_) {
+      // Another context of the same device (the caller's own) serves too.
+      CUdevice have, want;
       LIGER_CUDA_RETURN_IF_ERROR(driver_, cuCtxGetDevice(&have));
+      LIGER_CUDA_RETURN_IF_ERROR(driver_, cuDeviceGet(&want, device));
       if (have == want)
         return Status::ok();
     }
-    // The primary context stays retained for the process (as PyTorch's).
-    CUcontext primary = nullptr;
-    LIGER_CUDA_RETURN_IF_ERROR(driver_,
-                               cuDevicePrimaryCtxRetain(&primary, want));
     LIGER_CUDA_RETURN_IF_ERROR(driver_, cuCtxPushCurrent_v2(primary));
     pushed_ = true;
+    context_ = primary;
     return Status::ok();
   }
 
+  CUcontext context() const { return context_; }
+
 private:
+  /// The primary context of `device` (PyTorch's), retained once per process
+  /// and kept.
+  Status primaryContext(int device, CUcontext *context) {
+    static std::mutex mutex;
+    static std::map<int, CUcontext> primaries;
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = primaries.find(device); it != primaries.end()) {
+      *context = it->second;
+      return Status::ok();
+    }
+    CUdevice dev;
+    LIGER_CUDA_RETURN_IF_ERROR(driver_, cuDeviceGet(&dev, device));
+    LIGER_CUDA_RETURN_IF_ERROR(driver_, cuDevicePrimaryCtxRetain(context, dev));
+    primaries.emplace(device, *context);
+    return Status::ok();
+  }
+
   const CudaDriver &driver_;
+  CUcontext context_ = nullptr;
   bool pushed_ = false;
 };
 } // namespace
@@ -680,11 +700,12 @@ Status Bundle::launch(const std::string &name,
   CUfunction function = nullptr, finish = nullptr;
   LIGER_RETURN_IF_ERROR(getFunction(*module, kernel->name,
                                     kernel->dynamicSharedMemoryBytes, *driver,
-                                    &function));
+                                    scope.context(), &function));
   if (kernel->hasWorkspaces())
     LIGER_RETURN_IF_ERROR(getFunction(
         *module, kernel->finish.name,
-        kernel->finish.dynamicSharedMemoryBytes, *driver, &finish));
+        kernel->finish.dynamicSharedMemoryBytes, *driver, scope.context(),
+        &finish));
 
   // Memref descriptors: allocated ptr, aligned ptr, offset, sizes, strides.
   std::vector<int64_t> words;

@@ -157,7 +157,7 @@ private:
   Bundle() = default;
   Status getFunction(const ModuleSpec &module, const std::string &name,
                      int dynamicSharedMemoryBytes, const CudaDriver &driver,
-                     CUfunction *function);
+                     CUcontext context, CUfunction *function);
 
   std::string dir_;
   Manifest manifest_;
