@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BundleDir.h"
 #include "liger/Runtime/Bundle.h"
 #include "liger/Runtime/CudaDriver.h"
 
@@ -116,32 +117,7 @@ TEST(ManifestTest, MalformedJsonGivesTheOffset) {
   EXPECT_NE(s.message().find("at byte"), std::string::npos);
 }
 
-class BundleFilesTest : public ::testing::Test {
-protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/liger-bundle-test-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir = pattern;
-  }
-  void TearDown() override {
-    std::remove((dir + "/manifest.json").c_str());
-    std::remove((dir + "/k.cubin").c_str());
-    std::remove(dir.c_str());
-  }
-  void write(const std::string &name, const std::string &bytes) {
-    std::ofstream(dir + "/" + name, std::ios::binary) << bytes;
-  }
-  /// Writes `manifest` and a cubin that passes the header check, and opens
-  /// the bundle.
-  Status openWith(const std::string &manifest, std::unique_ptr<Bundle> *b) {
-    write("manifest.json", manifest);
-    write("k.cubin", std::string("\x7f"
-                                 "ELF") +
-                         std::string(100, '\0'));
-    return Bundle::open(dir, b);
-  }
-  std::string dir;
-};
+using BundleFilesTest = liger::runtime::testing::BundleDirTest;
 
 TEST_F(BundleFilesTest, MissingManifest) {
   std::unique_ptr<Bundle> b;

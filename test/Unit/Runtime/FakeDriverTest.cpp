@@ -8,13 +8,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BundleDir.h"
 #include "liger/Runtime/Bundle.h"
 #include "liger/Runtime/CudaDriver.h"
 
-#include <cstdio>
 #include <cstdlib>
 #include <dlfcn.h>
-#include <fstream>
 #include <gtest/gtest.h>
 #include <memory>
 #include <string>
@@ -35,7 +34,7 @@ const char *kManifest = R"({
         {"name": "output0", "role": "output", "kind": "rows", "dtype": "bf16", "shape": ["rows", 64]}
       ]}]}]})";
 
-class FakeDriverTest : public ::testing::Test {
+class FakeDriverTest : public liger::runtime::testing::BundleDirTest {
 protected:
   void SetUp() override {
     ASSERT_TRUE(CudaDriver::get(&driver).isOk())
@@ -46,20 +45,12 @@ protected:
     reset = reinterpret_cast<void (*)()>(dlsym(fake, "fakeCudaReset"));
     ASSERT_TRUE(log && reset);
     reset();
-    char pattern[] = "/tmp/liger-fake-driver-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir = pattern;
-    std::ofstream(dir + "/manifest.json") << kManifest;
-    std::ofstream(dir + "/k.cubin", std::ios::binary) << std::string("\x7f"
-                                                                     "ELF")
-                                                      << std::string(100, '\0');
-    ASSERT_TRUE(Bundle::open(dir, &bundle).isOk());
+    BundleDirTest::SetUp();
+    ASSERT_TRUE(openWith(kManifest, &bundle).isOk());
   }
   void TearDown() override {
     bundle.reset();
-    std::remove((dir + "/manifest.json").c_str());
-    std::remove((dir + "/k.cubin").c_str());
-    std::remove(dir.c_str());
+    BundleDirTest::TearDown();
   }
   Status launchOn(int device) {
     alignas(16) static char buf[2 * 64 * 2];
@@ -81,7 +72,6 @@ protected:
   const CudaDriver *driver = nullptr;
   const char *(*log)() = nullptr;
   void (*reset)() = nullptr;
-  std::string dir;
   std::unique_ptr<Bundle> bundle;
 };
 

@@ -1,0 +1,52 @@
+//===- BundleDir.h - a bundle directory for the runtime's unit tests ------===//
+//
+// A temporary bundle directory: a manifest and a cubin that passes the
+// runtime's header check (nothing loads it but a stand-in driver).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LIGER_TEST_UNIT_RUNTIME_BUNDLEDIR_H
+#define LIGER_TEST_UNIT_RUNTIME_BUNDLEDIR_H
+
+#include "liger/Runtime/Bundle.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <memory>
+#include <string>
+
+namespace liger::runtime::testing {
+
+/// A fixture that owns /tmp/liger-bundle-test-XXXXXX for the test.
+class BundleDirTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/liger-bundle-test-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    dir = pattern;
+  }
+  void TearDown() override {
+    std::remove((dir + "/manifest.json").c_str());
+    std::remove((dir + "/k.cubin").c_str());
+    std::remove(dir.c_str());
+  }
+  void write(const std::string &name, const std::string &bytes) {
+    std::ofstream(dir + "/" + name, std::ios::binary) << bytes;
+  }
+  /// Writes `manifest` and a cubin that passes the header check, and opens
+  /// the bundle.
+  Status openWith(const std::string &manifest, std::unique_ptr<Bundle> *b) {
+    write("manifest.json", manifest);
+    write("k.cubin", std::string("\x7f"
+                                 "ELF") +
+                         std::string(100, '\0'));
+    return Bundle::open(dir, b);
+  }
+  std::string dir;
+};
+
+} // namespace liger::runtime::testing
+
+#endif // LIGER_TEST_UNIT_RUNTIME_BUNDLEDIR_H
