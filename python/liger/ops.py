@@ -276,10 +276,10 @@ def _on_cpu(device):
 def _bundle(spec, device):
     """The bundle of `spec` for tensors on `device`, loaded once per process:
     the compiled kernels, or on the CPU their reference functions."""
-    key = (spec, _on_cpu(device))
+    key = (spec, device.type)
     bundle = _BUNDLES.get(key)
     if bundle is None:
-        if key[1]:
+        if _on_cpu(device):
             bundle = _BUNDLES[key] = _ReferenceBundle(spec)
         else:
             from . import runtime

@@ -72,6 +72,7 @@ _ACTIVATIONS = {"swiglu": ("silu", "swish"), "geglu": ("gelu_pytorch_tanh", "gel
 
 _WARNED = set()
 _FAILED_SPECS = {}
+_MISSING = object()
 # (owner, attribute) -> the value before liger patched it, for revert().
 _ORIGINALS = {}
 
@@ -89,14 +90,8 @@ def _modeling(family):
 
 def _patch(owner, name, value):
     """Sets owner.name = value, remembering the value first replaced."""
-    key = (owner, name)
-    if key not in _ORIGINALS:
-        _ORIGINALS[key] = owner.__dict__.get(name, _MISSING) \
-            if isinstance(owner, (type, types.ModuleType)) else _MISSING
+    _ORIGINALS.setdefault((owner, name), vars(owner).get(name, _MISSING))
     setattr(owner, name, value)
-
-
-_MISSING = object()
 
 
 def revert():
