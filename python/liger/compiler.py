@@ -7,9 +7,10 @@
 `compile` runs `liger-compile` (the same pipeline as the tool: canonicalize,
 liger-fuse, the GPU lowering, PTX, cubin, bundle) and keeps the bundle in a
 cache directory ($LIGER_CACHE_DIR, else ~/.cache/liger) under a key of the
-module text, the options, and the versions of liger-compile and ptxas: the
-same input compiles once. With LIGER_DEBUG=1 every stage's output is
-written beside the bundle (stages/) and its path printed.
+module text, the options, liger-compile's version and build (the sha256 of
+the executable) and ptxas' version: the same input compiles once per
+compiler build. With LIGER_DEBUG=1 every stage's output is written beside
+the bundle (stages/) and its path printed.
 """
 
 import hashlib
@@ -42,6 +43,24 @@ def _version(args):
         return ""
 
 
+_DIGESTS = {}
+
+
+def executable_digest(path: str) -> str:
+    """sha256 of the file at `path` (memoized by path, size and mtime): what
+    names a liger-compile build, whose --version stays the same across the
+    builds of a release."""
+    st = os.stat(path)
+    memo = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
+    if memo not in _DIGESTS:
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        _DIGESTS[memo] = h.hexdigest()
+    return _DIGESTS[memo]
+
+
 def _ptxas():
     cuda = os.environ.get("CUDA_HOME", "/usr/local/cuda")
     path = os.path.join(cuda, "bin", "ptxas")
@@ -64,6 +83,7 @@ def compile(source: str, target: str = "sm_90a", fuse: bool = True,
     key_material = json.dumps({
         "source": text, "options": options,
         "compiler": _version([exe, "--version"]),
+        "compiler_sha256": executable_digest(exe),
         "ptxas": _version([_ptxas(), "--version"]),
     }, sort_keys=True)
     key = hashlib.sha256(key_material.encode()).hexdigest()[:32]

@@ -211,16 +211,31 @@ def bundle_key(spec, target=TARGET):
     return hashlib.sha256((target + "\n" + text).encode()).hexdigest()[:24]
 
 
+def compiler_identity():
+    """The sha256 of the liger-compile executable that precompile uses: a
+    bundle's key names its spec and target, not the compiler that made it,
+    so precompile stamps each bundle with this and remakes those of another
+    compiler."""
+    from .compiler import executable_digest
+    from .driver import find_tool
+    return executable_digest(find_tool("liger-compile"))
+
+
 def precompile(out_dir, specs, target=TARGET):
-    """Compiles each spec string into `out_dir/<key>` (needs liger-compile).
-    Returns the bundle paths."""
+    """Compiles each spec string into `out_dir/<key>` (needs liger-compile),
+    keeping a bundle already there only when this compiler made it (its
+    `compiler.sha256`). Returns the bundle paths."""
     import shutil
     from .compiler import compile as compile_module
     paths = []
     os.makedirs(out_dir, exist_ok=True)
+    identity = compiler_identity()
     for spec in specs:
         dest = os.path.join(out_dir, bundle_key(spec, target))
-        if not os.path.isfile(os.path.join(dest, "manifest.json")):
+        stamp = os.path.join(dest, "compiler.sha256")
+        current = os.path.isfile(os.path.join(dest, "manifest.json")) and \
+            os.path.isfile(stamp) and open(stamp).read().strip() == identity
+        if not current:
             compiled = compile_module(module_text(spec), target=target,
                                       matmul_kernels=_needs_matmul(spec))
             tmp = dest + ".tmp"
@@ -228,6 +243,9 @@ def precompile(out_dir, specs, target=TARGET):
             shutil.copytree(compiled.path, tmp)
             with open(os.path.join(tmp, "spec.txt"), "w") as f:
                 f.write(spec + "\n")
+            with open(os.path.join(tmp, "compiler.sha256"), "w") as f:
+                f.write(identity + "\n")
+            shutil.rmtree(dest, ignore_errors=True)
             os.replace(tmp, dest)
         paths.append(dest)
     return paths

@@ -31,6 +31,24 @@ def test_compiles_once(tmp_path):
 
 
 @needs_ptxas
+def test_a_rebuilt_compiler_misses_the_cache(tmp_path):
+    """liger-compile's --version is the same for every build of a release:
+    the cache key names the executable's bytes, so a rebuilt compiler (a
+    copy with one byte more here) compiles again instead of returning the
+    old build's kernels."""
+    exe = compiler.find_tool("liger-compile")
+    first = compiler.compile(MODULE, cache_dir=str(tmp_path / "cache"), tool=exe)
+    rebuilt = tmp_path / "liger-compile"
+    shutil.copy2(exe, rebuilt)
+    again = compiler.compile(MODULE, cache_dir=str(tmp_path / "cache"), tool=str(rebuilt))
+    assert again.cached and again.key == first.key  # the same bytes
+    with open(rebuilt, "ab") as f:
+        f.write(b"\0")
+    other = compiler.compile(MODULE, cache_dir=str(tmp_path / "cache"), tool=str(rebuilt))
+    assert not other.cached and other.key != first.key
+
+
+@needs_ptxas
 def test_from_a_file_and_debug_stages(tmp_path, monkeypatch):
     src = tmp_path / "m.mlir"
     src.write_text(MODULE)

@@ -217,6 +217,33 @@ def test_precompiled_bundles_are_found(tmp_path, monkeypatch):
     assert '"role": "workspace"' in manifest and '"name": "bwd_rowwise_0_finish"' in manifest
 
 
+@needs_ptxas
+def test_precompile_remakes_another_compilers_bundles(tmp_path, monkeypatch):
+    """A bundle's key is its spec and target: precompile keeps one only if
+    this liger-compile made it (else a rebuilt compiler's kernels would never
+    reach the bundles)."""
+    (path,) = ops.precompile(str(tmp_path), SPECS[2:3])
+    stamp = os.path.join(path, "compiler.sha256")
+    assert open(stamp).read().strip() == ops.compiler_identity()
+    calls = []
+    import liger.compiler
+    original = liger.compiler.compile
+    monkeypatch.setattr(liger.compiler, "compile",
+                        lambda *a, **k: (calls.append(a), original(*a, **k))[1])
+    ops.precompile(str(tmp_path), SPECS[2:3])
+    assert calls == [], "recompiled a bundle this compiler made"
+    with open(stamp, "w") as f:
+        f.write("0" * 64 + "\n")
+    open(os.path.join(path, "stale-file"), "w").close()
+    ops.precompile(str(tmp_path), SPECS[2:3])
+    assert len(calls) == 1, "kept another compiler's bundle"
+    assert open(stamp).read().strip() == ops.compiler_identity()
+    assert not os.path.exists(os.path.join(path, "stale-file"))
+    os.remove(stamp)  # made before stamps: remade too
+    ops.precompile(str(tmp_path), SPECS[2:3])
+    assert len(calls) == 2
+
+
 def test_no_bundle_and_no_compiler_says_what_to_precompile(tmp_path, monkeypatch):
     monkeypatch.setenv("LIGER_OPS_BUNDLES", str(tmp_path))
 
