@@ -3,7 +3,8 @@
 // (64-column TMA boxes, wgmma's transposed B), dW = dyᵀ · x reads both
 // operands MN-major with K = the tokens (a dynamic trip count) and a
 // constant grid over dW's tiles; with an f32 buffer the epilogue adds into
-// it. ptxas accepts every kernel without spills. On sm_80 the mma.sync
+// it, with a 16-bit buffer it adds in shared memory (the old tile
+// TMA-loaded while the product runs) and stores with TMA. ptxas accepts every kernel without spills. On sm_80 the mma.sync
 // template computes them with cp.async into [tile_k, columns] tiles and
 // transposing ldmatrix.
 // REQUIRES: ptxas
@@ -62,7 +63,10 @@
 // MANIFEST: "dtype": "f32",
 // MANIFEST-NEXT: "kind": "matrix",
 // MANIFEST-NEXT: "name": "output0",
-// Into a buffer of the input's dtype: bf16 matrices.
+// Into a buffer of the input's dtype: bf16 matrices, 3 stages and the old
+// tile's 64 KiB region (1024 + 3 x 48 KiB + 64 KiB), the buffer read
+// through a tensor map of its own.
+// MANIFEST: "dynamic_shared_memory_bytes": 214016,
 // MANIFEST: "name": "dw_acc_bf16_matmul_0",
 // MANIFEST: "name": "input1",
 // MANIFEST: {
@@ -73,6 +77,11 @@
 // MANIFEST-NEXT: "dtype": "bf16",
 // MANIFEST-NEXT: "kind": "matrix",
 // MANIFEST-NEXT: "name": "output0",
+// MANIFEST: "tensor_maps": [
+// MANIFEST: "param": "input0",
+// MANIFEST: "param": "input1",
+// MANIFEST: "param": "input2",
+// MANIFEST: "param": "output0",
 
 // The trailing immediates are scale-a, scale-b, trans-a, trans-b: dx
 // transposes B only, dW both.
@@ -87,13 +96,28 @@
 // PTX: ld.global.v2.b32
 // PTX: add.rn.f32
 // PTX: st.global.v2.b32
-// The bf16 buffer: one 4-byte pair read, widened, added, rounded once.
+// The bf16 buffer: the producer's first copies are the old tile's eight
+// 64 x 64 boxes (two warpgroups x four column boxes) into the region after
+// the three stages, on the mbarrier at byte 768, before the K loop's; each
+// consumer waits for them after its last wgmma, reads a pair, widens, adds,
+// rounds once and writes it back in place, then the boxes go out with TMA
+// stores from the same region; no global loads or stores of dW.
 // PTX-LABEL: .entry dw_acc_bf16_matmul_0(
-// PTX: ld.global.v2.b16
+// PTX: cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes [liger_matmul_smem+148480], {{.*}}[liger_matmul_smem+768];
+// PTX-COUNT-7: cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes [liger_matmul_smem+{{[0-9]+}}], {{.*}}[liger_matmul_smem+768];
+// PTX: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1, 1;
+// PTX: mbarrier.try_wait.parity.shared.b64 {{.*}}, 0,
+// PTX-NOT: ld.global
+// PTX: ld.shared.{{(v2.b16|b32)}}
 // PTX: cvt.f32.bf16
 // PTX: add.rn.f32
 // PTX: cvt.rn.bf16x2.f32
-// PTX: st.global.b32
+// PTX: st.shared.b32
+// PTX-NOT: st.global
+// PTX: fence.proxy.async.shared::cta;
+// PTX: cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [{{.*}}], [{{.*}}+148480];
+// PTX-NOT: st.global
+// PTX: ret;
 
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill
 // PTXAS: Compiling entry function 'dw_acc_{{(bf16_)?}}matmul_0'

@@ -2,6 +2,8 @@
 
 #include "liger/Conversion/LigerToGPU/MatmulConfig.h"
 
+#include "mlir/IR/TypeUtilities.h"
+
 #include <algorithm>
 
 using namespace mlir;
@@ -14,10 +16,12 @@ MatmulKernelConfig::sharedMemoryBytes(const MatmulShape &shape) const {
   // wgmma: TMA tiles packed in 128-byte swizzled rows after 1024 bytes of
   // mbarriers (and alignment); mma.sync: cp.async tiles with 16 bytes of
   // padding per row.
-  // A LoRA B tile ([tile_n, r]) is read once, after the stages.
+  // A LoRA B tile ([tile_n, r]) is read once, after the stages; so is an
+  // accumulated dW's old tile.
   if (wgmma)
     return 1024 + stages * tileRows * tileK * shape.elementBytes +
-           tileN * shape.loraRank * shape.elementBytes;
+           tileN * shape.loraRank * shape.elementBytes +
+           (shape.accumulateTile ? tileM * tileN * shape.elementBytes : 0);
   // An RMSNorm prologue adds each row's f32 sum of squares. An MN-major
   // operand (a gradient product's) is staged [tile_k, columns + 8].
   auto tileElems = [&](int64_t width, bool mnMajor) {
@@ -85,6 +89,10 @@ FailureOr<MatmulShape> mlir::liger::analyzeMatmulGroup(FusionOp group) {
       shape.elementBytes =
           std::max<int64_t>(1, x.getElementTypeBitWidth() / 8);
       shape.aMNMajor = shape.bMNMajor = true;
+      shape.accumulateTile =
+          g.getAccumulate() &&
+          getElementTypeOrSelf(g.getAccumulate().getType())
+                  .getIntOrFloatBitWidth() == 16;
     } else if (auto r = dyn_cast<RoPEOp>(op)) {
       shape.headDim = cast<RankedTensorType>(r.getQ().getType()).getDimSize(3);
     } else if (isa<SwiGLUOp, GEGLUOp>(op)) {

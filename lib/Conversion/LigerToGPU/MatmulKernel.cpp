@@ -261,6 +261,10 @@ private:
   /// wgmma: the output tile goes out through shared memory with TMA
   /// stores (16-bit outputs in 64-column boxes), else pairs from registers.
   bool tmaStore = false;
+  /// wgmma, dW accumulated into a 16-bit buffer: the producer TMA-loads the
+  /// buffer's old tile into a region of its own (after the stages) at the
+  /// start; the epilogue adds the product to it there and TMA-stores it.
+  bool oldTile = false;
   int64_t nq = 0, headDim = 0; // its q width (k follows) and head size
   Value cosArg, sinArg, cosT, sinT, yK; // its tables and k output
   Value x, y, rows, tid, m0, n0, smemA, dynSmem;
@@ -735,6 +739,10 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
   shape.aMNMajor = aMN();
   shape.bMNMajor = bMN();
   shape.headDim = rope ? headDim : 0;
+  oldTile = config.wgmma && accArg &&
+            getElementTypeOrSelf(accArg.getType()).getIntOrFloatBitWidth() ==
+                16;
+  shape.accumulateTile = oldTile;
   info.sharedMemoryBytes = config.sharedMemoryBytes(shape);
   info.templateName = "matmul";
   info.gridDims = {std::to_string((n + config.tileN - 1) / config.tileN),
@@ -900,8 +908,15 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
   }
   if (config.wgmma) {
     // The output's map (64 x 64 boxes, 128-byte swizzle) for TMA stores.
-    tmaStore = !rope && !accArg && config.tileN % 64 == 0 &&
+    // (A 16-bit dW buffer's old tile comes in through a map of its own.)
+    tmaStore = !rope && (!accArg || oldTile) && config.tileN % 64 == 0 &&
                outElem.getIntOrFloatBitWidth() == 16;
+    // (verifyMatmulKernelConfig keeps a gradient product's tile_n a
+    // multiple of 64.)
+    assert((!oldTile || tmaStore) && "a 16-bit dW buffer stores with TMA");
+    if (oldTile)
+      info.tensorMaps.push_back(
+          {cast<BlockArgument>(accArg).getArgNumber(), 64, 64});
     if (tmaStore)
       info.tensorMaps.push_back(
           {static_cast<int64_t>(body.getNumArguments()), 64, 64});
@@ -1045,6 +1060,11 @@ LogicalResult MatmulKernelBuilder::storePair(OpBuilder &b,
                                    lessThan(b, c, idx(b, n)));
   auto ifOp = scf::IfOp::create(b, loc, ok, false);
   OpBuilder tb = ifOp.getThenBodyBuilder();
+  if (accum && sink) {
+    // A 16-bit buffer's old tile is in shared memory: the sink adds.
+    sink(tb, accPairs[0]);
+    return success();
+  }
   if (accum) {
     // dW into a buffer: buffer + the product in f32, rounded once to the
     // buffer's dtype (none for f32).
@@ -1521,6 +1541,11 @@ LogicalResult MatmulKernelBuilder::emitWgmma(OpBuilder &b,
   int64_t bytesLoraA = loraRank * rowBytes;
   int64_t stageBytes = bytesA + numB * bytesB + bytesLoraA;
   int64_t loraBOffset = 1024 + stages * stageBytes;
+  // An accumulated dW's old tile: a [64, tile_n] region per consumer
+  // warpgroup after the stages, as 64-column boxes of 128-byte swizzled
+  // rows (the TMA store's layout); its mbarrier at byte 768.
+  int64_t oldTileOffset = loraBOffset + config.tileN * loraRank * elemBytes;
+  int64_t outBytes = 64 * config.tileN * 2; // per warpgroup
   Type i32 = b.getI32Type(), i64 = b.getI64Type(), f32 = b.getF32Type();
   auto ptr3 = LLVM::LLVMPointerType::get(ctx, 3);
 
@@ -1580,6 +1605,9 @@ LogicalResult MatmulKernelBuilder::emitWgmma(OpBuilder &b,
     if (lora) // B's tile: byte 512
       NVVM::MBarrierInitOp::create(ib, loc, at(ib, i32c(ib, 512)),
                                    i32c(ib, 1), Value());
+    if (oldTile)
+      NVVM::MBarrierInitOp::create(ib, loc, at(ib, i32c(ib, 768)),
+                                   i32c(ib, 1), Value());
     NVVM::FenceMbarrierInitOp::create(ib, loc);
   }
   gpu::BarrierOp::create(b, loc);
@@ -1610,6 +1638,25 @@ LogicalResult MatmulKernelBuilder::emitWgmma(OpBuilder &b,
           ValueRange{i32c(ob, 0), toI32v(ob, n0)}, bar, ValueRange{}, Value(),
           Value(), NVVM::TMALoadMode::TILE, /*isCTAOnly=*/true,
           NVVM::CTAGroupKindAttr(), Value());
+    }
+    if (oldTile) {
+      // The old dW tile, whose load overlaps the whole product: box jb of
+      // warpgroup w's rows at (n0 + 64 jb, m0 + 64 w); TMA fills past the
+      // ends with zeros, which the store clips.
+      Value bar = at(ob, i32c(ob, 768));
+      NVVM::MBarrierArriveExpectTxOp::create(
+          ob, loc, Type(), bar, i32c(ob, consumers * outBytes),
+          NVVM::MemScopeKind::CTA, false, Value());
+      for (int64_t w = 0; w < consumers; ++w)
+        for (int64_t jb = 0; jb < config.tileN / 64; ++jb)
+          NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+              ob, loc,
+              at(ob, i32c(ob, oldTileOffset + w * outBytes + jb * 64 * 128)),
+              descriptors[descriptors.size() - 2],
+              ValueRange{toI32v(ob, add(ob, n0, idx(ob, 64 * jb))),
+                         toI32v(ob, add(ob, m0, idx(ob, 64 * w)))},
+              bar, ValueRange{}, Value(), Value(), NVVM::TMALoadMode::TILE,
+              /*isCTAOnly=*/true, NVVM::CTAGroupKindAttr(), Value());
     }
     auto loop = scf::ForOp::create(ob, loc, idx(ob, 0), kTiles, idx(ob, 1));
     OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
@@ -1988,9 +2035,16 @@ LogicalResult MatmulKernelBuilder::emitWgmma(OpBuilder &b,
   // rl of box j / 8, so a quad's eight rows hit distinct banks — then one
   // thread stores the boxes with cp.async.bulk.tensor (the map clips the
   // row and column ends).
+  // An accumulated dW's tile is read, summed and stored in its own region
+  // once its load has landed.
   Value outBase;
-  int64_t outBytes = 64 * config.tileN * 2; // per warpgroup
-  if (tmaStore) {
+  if (oldTile) {
+    NVVM::MBarrierTryWaitParityOp::create(cb, loc, at(cb, i32c(cb, 768)),
+                                          i32c(cb, 0), ticks);
+    outBase = arith::AddIOp::create(
+        cb, loc, i32c(cb, oldTileOffset),
+        arith::MulIOp::create(cb, loc, toI32v(cb, cw), i32c(cb, outBytes)));
+  } else if (tmaStore) {
     NVVM::BarrierOp::create(cb, loc, Type(), i32c(cb, 8),
                             i32c(cb, 128 * consumers),
                             NVVM::BarrierReductionAttr(), Value());
@@ -2028,7 +2082,18 @@ LogicalResult MatmulKernelBuilder::emitWgmma(OpBuilder &b,
             arith::AddIOp::create(
                 ob, loc, arith::MulIOp::create(ob, loc, phys, i32c(ob, 16)),
                 toI32v(ob, mul(ob, rem(ob, lane, 4), 4))));
-        LLVM::StoreOp::create(ob, loc, pair, at(ob, off), 4);
+        Value ptr = at(ob, off);
+        if (oldTile) {
+          // old + the f32 product, rounded once.
+          auto f32x2 = VectorType::get({2}, f32);
+          auto elemx2 = VectorType::get({2}, elem);
+          Value old = arith::ExtFOp::create(
+              ob, loc, f32x2,
+              LLVM::LoadOp::create(ob, loc, elemx2, ptr, 4).getResult());
+          pair = arith::TruncFOp::create(
+              ob, loc, elemx2, arith::AddFOp::create(ob, loc, old, pair));
+        }
+        LLVM::StoreOp::create(ob, loc, pair, ptr, 4);
       };
       Value r = half ? add(cb, r0, idx(cb, 8)) : r0;
       if (failed(tmaStore ? storePair(cb, pairs, r, c, toSmem)

@@ -401,7 +401,8 @@ MATMUL_ROWS = [1, 7, 77, 100, 4096, 16384]
 # dtype, tile_m, tile_n, stages, mma). "dx": dx = dy · W, dy [rows, N];
 # "dw": dW = dyᵀ · x over the rows, x [rows, K]; "dw_acc": the same added
 # into an f32 [N, K] buffer (the kernel's third input); "dw_acc_lowp" into a
-# buffer of the input's dtype (summed in f32, rounded once). Llama's down
+# buffer of the input's dtype (summed in f32, rounded once; on wgmma the old
+# tile comes in by TMA, one warpgroup's or two). Llama's down
 # projection (dx [rows, 14336]), partial tiles on every side (N = 1000, K =
 # 520), a 64-row tile, f16; LoRA's backward shapes at r = 16 (u = dy · B,
 # dx += u · A, dA = uᵀ · x, dB = dyᵀ · t); and the mma.sync template.
@@ -414,6 +415,7 @@ MATMUL_GRADS = {
     "wg_dw_256_128_f16": ("dw", 256, 128, "f16", 64, 128, 2, "wgmma"),
     "wg_dw_acc_512_256": ("dw_acc", 512, 256, "bf16", 128, 128, 4, "wgmma"),
     "wg_dw_acc_lowp_1000_520": ("dw_acc_lowp", 1000, 520, "bf16", 128, 256, 3, "wgmma"),
+    "wg_dw_acc_lowp_200_200_f16_m64": ("dw_acc_lowp", 200, 200, "f16", 64, 128, 4, "wgmma"),
     "wg_lora_u_4096_16": ("dx", 4096, 16, "bf16", 128, 64, 4, "wgmma"),
     "wg_lora_dx_16_4096": ("dx", 16, 4096, "bf16", 128, 256, 4, "wgmma"),
     "wg_lora_da_16_4096": ("dw", 16, 4096, "bf16", 64, 256, 4, "wgmma"),

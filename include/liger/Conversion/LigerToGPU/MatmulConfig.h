@@ -34,6 +34,10 @@ struct MatmulShape {
   /// A q/k pair with RoPE: the head size (a column tile holds whole heads
   /// of one projection), else 0.
   int64_t headDim = 0;
+  /// dW accumulated into a 16-bit buffer (wgmma): the buffer's old tile is
+  /// TMA-loaded into a region of its own while the product runs, then
+  /// added and stored back through it with TMA.
+  bool accumulateTile = false;
 };
 
 struct MatmulKernelConfig {
