@@ -31,3 +31,38 @@ func.func @ce_fused_1024(%x: tensor<?x128256xbf16>, %t: tensor<?xi64>, %g: tenso
   }
   return %r#0, %r#1 : tensor<f32>, tensor<?x128256xbf16>
 }
+
+// The default configuration with reuse_loads = false: pass 2 reads the row
+// from memory again instead of from shared memory (the A/B of the staging).
+func.func @ce_fused_reread(%x: tensor<?x128256xbf16>, %t: tensor<?xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<?x128256xbf16>) {
+  %r:2 = liger.fusion rowwise(%x, %t, %g) attributes {liger.kernel_config = {threads = 1024 : i64, vector_width = 8 : i64, ctas_per_sm = 1 : i64, reuse_loads = false}} : (tensor<?x128256xbf16>, tensor<?xi64>, tensor<f32>) -> (tensor<f32>, tensor<?x128256xbf16>) {
+  ^bb0(%a: tensor<?x128256xbf16>, %b: tensor<?xi64>, %c: tensor<f32>):
+    %l = liger.cross_entropy %a, %b : tensor<?x128256xbf16>, tensor<?xi64>
+    %d = liger.cross_entropy_grad %a, %b, %c : tensor<?x128256xbf16>, tensor<?xi64>, tensor<f32>
+    liger.yield %l, %d : tensor<f32>, tensor<?x128256xbf16>
+  }
+  return %r#0, %r#1 : tensor<f32>, tensor<?x128256xbf16>
+}
+
+// Two CTAs of 512 threads per SM, each staging what fits in half the SM's
+// shared memory: one CTA's pass 1 can overlap the other's pass 2.
+func.func @ce_fused_512x2(%x: tensor<?x128256xbf16>, %t: tensor<?xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<?x128256xbf16>) {
+  %r:2 = liger.fusion rowwise(%x, %t, %g) attributes {liger.kernel_config = {threads = 512 : i64, vector_width = 8 : i64, ctas_per_sm = 2 : i64}} : (tensor<?x128256xbf16>, tensor<?xi64>, tensor<f32>) -> (tensor<f32>, tensor<?x128256xbf16>) {
+  ^bb0(%a: tensor<?x128256xbf16>, %b: tensor<?xi64>, %c: tensor<f32>):
+    %l = liger.cross_entropy %a, %b : tensor<?x128256xbf16>, tensor<?xi64>
+    %d = liger.cross_entropy_grad %a, %b, %c : tensor<?x128256xbf16>, tensor<?xi64>, tensor<f32>
+    liger.yield %l, %d : tensor<f32>, tensor<?x128256xbf16>
+  }
+  return %r#0, %r#1 : tensor<f32>, tensor<?x128256xbf16>
+}
+
+// Four CTAs of 256 threads per SM, a quarter of the shared memory each.
+func.func @ce_fused_256x4(%x: tensor<?x128256xbf16>, %t: tensor<?xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<?x128256xbf16>) {
+  %r:2 = liger.fusion rowwise(%x, %t, %g) attributes {liger.kernel_config = {threads = 256 : i64, vector_width = 8 : i64, ctas_per_sm = 4 : i64}} : (tensor<?x128256xbf16>, tensor<?xi64>, tensor<f32>) -> (tensor<f32>, tensor<?x128256xbf16>) {
+  ^bb0(%a: tensor<?x128256xbf16>, %b: tensor<?xi64>, %c: tensor<f32>):
+    %l = liger.cross_entropy %a, %b : tensor<?x128256xbf16>, tensor<?xi64>
+    %d = liger.cross_entropy_grad %a, %b, %c : tensor<?x128256xbf16>, tensor<?xi64>, tensor<f32>
+    liger.yield %l, %d : tensor<f32>, tensor<?x128256xbf16>
+  }
+  return %r#0, %r#1 : tensor<f32>, tensor<?x128256xbf16>
+}

@@ -36,6 +36,8 @@ def main():
     k_loss, k_grad = ours["ce_rowwise_0"], ours["ce_grad_rowwise_0"]
     k_fused = ours["ce_fused_rowwise_0"]
     k_fused_1024 = ours["ce_fused_1024_rowwise_0"]
+    k_fused_reread = ours["ce_fused_reread_rowwise_0"]
+    k_fused_pinned = {c: ours["ce_fused_%s_rowwise_0" % c] for c in ("512x2", "256x4")}
     x = (torch.randn(n, v, device="cuda") * 3).to(BF16)
     t = torch.randint(0, v, (n,), device="cuda")
     t[::7] = -100
@@ -83,6 +85,12 @@ def main():
     # 1024 threads, one CTA per SM, pinned: since 8f9157c also the default
     # above, kept so a change of the default shows against it.
     impls["liger fused 1024x1"] = (None, lambda: k_fused_1024(x, t, one))
+    # The same with reuse_loads = false: the gradient pass reads the row
+    # from memory again instead of from shared memory.
+    impls["liger fused re-read"] = (None, lambda: k_fused_reread(x, t, one))
+    # Threads x CTAs per SM, each CTA staging its share of shared memory.
+    for c, k in k_fused_pinned.items():
+        impls["liger fused " + c] = (None, lambda k=k: k(x, t, one))
 
     if args.impls:
         wanted = set(args.impls.split(","))

@@ -14,7 +14,13 @@
 //   scalars the target, its logit, its class weight, the per-token loss
 //           terms (docs/Reference/Semantics.md), uniform across the CTA.
 //   pass 2  (cross_entropy_grad only) the gradient of every logit from
-//           p = exp(z - lse), written once.
+//           p = exp(z - lse), written once: a product with the row's
+//           scalars per logit, the one-hot term one store by the thread
+//           owning the target's chunk. With its CTAs per SM given, the
+//           kernel keeps the row's first columns (as many as its share of
+//           shared memory holds) there: cp.async brings them in, a row
+//           ahead (pass 2 copies the next row's chunks into the slots it
+//           has read), and both passes read them from there.
 //
 // z = softcap * tanh(x / softcap) when a softcap is given, f32 math on bf16,
 // f16 or f32 logits. The forward with reduction = none writes one loss per
@@ -28,6 +34,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "liger/Conversion/LigerToGPU/MatmulKernel.h"
 #include "liger/Conversion/LigerToGPU/RowKernel.h"
 #include "liger/Transforms/Fusion.h"
 
@@ -79,9 +86,10 @@ template <typename OpTy> CEAttrs readAttrs(OpTy op) {
 class CEBuilder {
 public:
   CEBuilder(FusionOp group, gpu::GPUModuleOp module, StringRef name,
-            const RowKernelConfig &config)
+            const RowKernelConfig &config, int64_t maxSharedMemoryBytes)
       : group(group), module(module), name(name), ctx(group.getContext()),
-        loc(group.getLoc()), config(config) {}
+        loc(group.getLoc()), config(config),
+        maxSharedMemoryBytes(maxSharedMemoryBytes) {}
 
   FailureOr<RowKernelInfo> build();
 
@@ -114,13 +122,43 @@ private:
   Value select(OpBuilder &b, Value c, Value x, Value y) {
     return arith::SelectOp::create(b, loc, c, x, y);
   }
-  Value exp(OpBuilder &b, Value x) { return math::ExpOp::create(b, loc, x); }
+  /// exp with `afn`: __nv_fast_expf, ex2.approx(x · log2 e) (two
+  /// instructions, relative error about 2^-21 + |x| 2^-24), where the
+  /// default __nv_expf takes ten; a row's passes are bound by their
+  /// instructions, not by memory, without it.
+  Value exp(OpBuilder &b, Value x) {
+    return math::ExpOp::create(b, loc, x, arith::FastMathFlags::afn);
+  }
+  /// exp(x - y) for a scalar y (splat over a vector x) as
+  /// exp2(x log2 e - y log2 e): one fma and one ex2.approx per element,
+  /// the product y log2 e formed once (pass 1's online softmax; in pass 2
+  /// of the gradient alone with a softcap, ptxas spilled a predicate).
+  Value expMinus(OpBuilder &b, Value x, Value y) {
+    bool isVec = isa<VectorType>(x.getType());
+    auto s = [&](Value v) { return isVec ? splat(b, v) : v; };
+    Value log2e = f32(b, 1.4426950408889634);
+    Value arg = math::FmaOp::create(
+        b, loc, x, s(log2e),
+        s(arith::NegFOp::create(b, loc, mul(b, y, log2e))));
+    return math::Exp2Op::create(b, loc, arg, arith::FastMathFlags::afn);
+  }
   Value reduceAdd(OpBuilder &b, Value v) {
     return vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, v);
   }
   /// The chunk of `memref` at row `row` (or none), column `col`, widened
   /// to f32.
   Value loadChunk(OpBuilder &b, Value memref, ValueRange indices);
+  /// The logits' chunk at (`row`, `col`), widened to f32: from the staging
+  /// area for a staged column, else from memory.
+  Value loadLogits(OpBuilder &b, Value row, Value col);
+  /// The staging area, and whether column `col` is staged.
+  Value stageArea(OpBuilder &b);
+  Value isStaged(OpBuilder &b, Value col);
+  /// cp.async of the logits' chunk at (`row`, `col`) into its staging slot.
+  void stageChunk(OpBuilder &b, Value row, Value col) {
+    emitAsyncCopy16(b, loc, stageArea(b), ValueRange{col}, logits,
+                    ValueRange{row, col}, width);
+  }
   /// z = softcap * tanh(x / softcap), or x.
   Value capped(OpBuilder &b, Value x);
 
@@ -147,6 +185,7 @@ private:
     Value weightT; // w[target] (1 without weights), 0 when ignored
     Value counted; // 1.0 when counted, else 0.0
     Value invalid; // i1: neither ignored nor in [0, V)
+    Value readable; // i1: counted and in [0, V) (index is the target)
   };
   Token readToken(OpBuilder &b, Value row);
 
@@ -184,6 +223,7 @@ private:
   MLIRContext *ctx;
   Location loc;
   RowKernelConfig config;
+  int64_t maxSharedMemoryBytes; // the target's, per CTA
   Operation *op = nullptr; // the first op (its attributes)
   bool withLoss = false, withGrad = false;
   CEAttrs attrs;
@@ -192,6 +232,19 @@ private:
   // Kernel state while emitting one kernel.
   Value tid, smem, logits, target, weight;
   int64_t smemSlots = 0; // f32 slots of the reduction area
+  /// A loss + gradient kernel whose CTAs per SM are given (a reduced loss
+  /// with ctas_per_sm set, as liger-select-kernel-config sets it for rows
+  /// of 64 KiB or more, and reuse_loads not off) keeps each thread's first
+  /// stagedChunks chunks of the row (the row's first stagedChunks x threads
+  /// x width columns) in its share of the SM's shared memory between the
+  /// passes, after the reduction area: pass 2 reads from memory only what
+  /// did not fit (a 128256-wide bf16 row is 250 KiB; at one CTA per SM 14
+  /// of a thread's 16 chunks fit in 227 KiB). Each thread reads back only
+  /// what it wrote.
+  int64_t stagedChunks = 0, stageOffset = 0;
+  /// The CTA's next row, and whether it has one (the staged chunks'
+  /// prefetch in the gradient pass).
+  Value nextRow, hasNextRow;
 };
 } // namespace
 
@@ -223,6 +276,45 @@ Value CEBuilder::loadChunk(OpBuilder &b, Value memref, ValueRange indices) {
   if (!e.isF32())
     v = arith::ExtFOp::create(b, loc, vecF32(), v);
   return v;
+}
+
+Value CEBuilder::stageArea(OpBuilder &b) {
+  auto areaType = MemRefType::get(
+      {stagedChunks * threads * width}, elem, MemRefLayoutAttrInterface(),
+      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
+  return memref::ViewOp::create(b, loc, areaType, smem, idx(b, stageOffset),
+                                ValueRange{});
+}
+
+Value CEBuilder::isStaged(OpBuilder &b, Value col) {
+  // The thread's chunk i sits at col = tid W + i T W: its first
+  // stagedChunks are the row's first stagedChunks T W columns, each kept
+  // at its own column.
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, col,
+                               idx(b, stagedChunks * threads * width));
+}
+
+Value CEBuilder::loadLogits(OpBuilder &b, Value row, Value col) {
+  if (!stagedChunks)
+    return loadChunk(b, logits, {row, col});
+  auto rawType = VectorType::get({width}, elem);
+  llvm::MaybeAlign align(std::min<int64_t>(16, width * bytes));
+  auto pick = scf::IfOp::create(b, loc, TypeRange{rawType}, isStaged(b, col),
+                                /*withElseRegion=*/true);
+  OpBuilder tb = pick.getThenBodyBuilder(), eb = pick.getElseBodyBuilder();
+  scf::YieldOp::create(tb, loc,
+                       vector::LoadOp::create(tb, loc, rawType, stageArea(tb),
+                                              ValueRange{col}, false, align)
+                           .getResult());
+  scf::YieldOp::create(eb, loc,
+                       vector::LoadOp::create(eb, loc, rawType, logits,
+                                              ValueRange{row, col}, false,
+                                              align)
+                           .getResult());
+  Value raw = pick.getResult(0);
+  if (!elem.isF32())
+    raw = arith::ExtFOp::create(b, loc, vecF32(), raw);
+  return raw;
 }
 
 Value CEBuilder::capped(OpBuilder &b, Value x) {
@@ -336,6 +428,7 @@ CEBuilder::Token CEBuilder::readToken(OpBuilder &b, Value row) {
     if (!w.getType().isF32())
       w = arith::ExtFOp::create(b, loc, b.getF32Type(), w);
   }
+  tok.readable = readable;
   tok.counted = select(b, ignored, zero, one);
   tok.weightT = select(b, ignored, zero, w);
   tok.invalid = arith::XOrIOp::create(
@@ -358,7 +451,7 @@ CEBuilder::RowStats CEBuilder::rowStats(OpBuilder &b, Value row, bool sumZ,
       [&](OpBuilder &lb, ArrayRef<Value> cols, ValueRange acc) {
         SmallVector<Value> xs, ws;
         for (Value c : cols)
-          xs.push_back(loadChunk(lb, logits, {row, c}));
+          xs.push_back(loadLogits(lb, row, c));
         if (sumWZ || sumW)
           for (Value c : cols)
             ws.push_back(loadChunk(lb, weight, {c}));
@@ -375,7 +468,7 @@ CEBuilder::RowStats CEBuilder::rowStats(OpBuilder &b, Value row, bool sumZ,
         Value m = arith::MaximumFOp::create(lb, loc, acc[0], chunkMax);
         Value s = mul(lb, acc[1], exp(lb, sub(lb, acc[0], m)));
         for (Value z : zs)
-          s = add(lb, s, reduceAdd(lb, exp(lb, sub(lb, z, splat(lb, m)))));
+          s = add(lb, s, reduceAdd(lb, expMinus(lb, z, m)));
         SmallVector<Value> next = {m, s};
         unsigned a = 2;
         if (sumZ) {
@@ -494,66 +587,71 @@ SmallVector<Value> CEBuilder::streamRow(OpBuilder &b, ValueRange inits,
 void CEBuilder::writeGrad(OpBuilder &b, Value row, Value out,
                           const RowStats &stats, const Token &tok,
                           Value scaleCE, Value scaleZ) {
-  bool smoothing = attrs.labelSmoothing > 0.0;
-  Value wSum = attrs.hasWeight ? stats.sumW : f32(b, double(vocab));
-  // d(lsq lse²)/dz = 2 lsq lse p, scaled like the z-loss.
-  Value zScale = mul(b, scaleZ,
-                     mul(b, f32(b, 2.0 * attrs.lseSquareScale), stats.lse));
-  auto vecIndex = VectorType::get({width}, b.getIndexType());
-  SmallVector<APInt> laneValues;
-  for (int64_t j = 0; j < width; ++j)
-    laneValues.push_back(APInt(64, j));
-  Value lanes = arith::ConstantOp::create(
-      b, loc, DenseElementsAttr::get(vecIndex, laneValues));
-  Value target = vector::BroadcastOp::create(b, loc, vecIndex, tok.index);
-  Value invalid = vector::BroadcastOp::create(
-      b, loc, VectorType::get({width}, b.getI1Type()), tok.invalid);
+  // dz_v = p_v A - C w_v - [v = t] B with p_v = exp(z_v - lse), from
+  //   the loss:      scaleCE (1 - eps) w_t (p_v - [v = t])
+  //   smoothing:     scaleCE eps (p_v sum_u w_u - w_v) / V
+  //   the z-loss:    scaleZ 2 lsq lse p_v
+  // (w_v = 1 without class weights), times sech²(x_v / s) with a softcap.
+  // The row's scalars are formed once: a chunk's gradient is a multiply
+  // (and a subtraction with smoothing) per logit; the one-hot term is one
+  // store after the row, by the thread that wrote the target's chunk. An
+  // invalid target makes A NaN, so every gradient of its row is NaN.
+  double eps = attrs.labelSmoothing;
+  bool smoothing = eps > 0.0;
+  Value B = mul(b, scaleCE, mul(b, f32(b, 1.0 - eps), tok.weightT));
+  Value A = B, C;
+  if (smoothing) {
+    C = mul(b, scaleCE, f32(b, eps / double(vocab)));
+    Value wSum = attrs.hasWeight ? stats.sumW : f32(b, double(vocab));
+    A = add(b, A, mul(b, C, wSum));
+  }
+  if (attrs.lseSquareScale > 0.0)
+    A = add(b, A,
+            mul(b, scaleZ, mul(b, f32(b, 2.0 * attrs.lseSquareScale),
+                               stats.lse)));
+  A = select(b, tok.invalid,
+             f32(b, std::numeric_limits<double>::quiet_NaN()), A);
+  // The gradient of a logit x with weight w (both f32 scalars or vectors)
+  // before the one-hot term.
+  auto grad = [&](OpBuilder &lb, Value x, Value w) -> Value {
+    bool isVec = isa<VectorType>(x.getType());
+    auto s = [&](Value v) { return isVec ? splat(lb, v) : v; };
+    Value p = exp(lb, sub(lb, capped(lb, x), s(stats.lse)));
+    Value dz = mul(lb, p, s(A));
+    if (smoothing)
+      dz = sub(lb, dz, w ? mul(lb, s(C), w) : s(C));
+    return dz;
+  };
+  // sech²(x / s) as 4e / (1 + e)² with e = exp(-2 |x / s|): 1 - tanh²
+  // cancels where tanh saturates.
+  auto capFactor = [&](OpBuilder &lb, Value dz, Value x) -> Value {
+    if (!attrs.softcap)
+      return dz;
+    bool isVec = isa<VectorType>(x.getType());
+    auto c = [&](double v) {
+      return isVec ? splat(lb, f32(lb, v)) : f32(lb, v);
+    };
+    Value a = math::AbsFOp::create(lb, loc, div(lb, x, c(*attrs.softcap)));
+    Value e = exp(lb, mul(lb, c(-2.0), a));
+    Value onePlus = add(lb, c(1.0), e);
+    return mul(lb, dz, div(lb, mul(lb, c(4.0), e), mul(lb, onePlus, onePlus)));
+  };
+  // The target's logit, read before any gradient is written over it.
+  Value xt = memref::LoadOp::create(b, loc, logits, ValueRange{row, tok.index});
+  if (!xt.getType().isF32())
+    xt = arith::ExtFOp::create(b, loc, b.getF32Type(), xt);
   streamRow(b, {}, [&](OpBuilder &lb, ArrayRef<Value> cols, ValueRange) {
     // Every load of the chunks first (an in-place gradient overwrites only
     // this thread's own chunks, after reading them).
     SmallVector<Value> xs, ws;
     for (Value c : cols)
-      xs.push_back(loadChunk(lb, logits, {row, c}));
+      xs.push_back(loadLogits(lb, row, c));
     if (smoothing && attrs.hasWeight)
       for (Value c : cols)
         ws.push_back(loadChunk(lb, weight, {c}));
     for (auto [k, c] : llvm::enumerate(cols)) {
-      Value x = xs[k];
-      Value p = exp(lb, sub(lb, capped(lb, x), splat(lb, stats.lse)));
-      Value colIds = arith::AddIOp::create(
-          lb, loc, vector::BroadcastOp::create(lb, loc, vecIndex, c), lanes);
-      Value isTarget = arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::eq,
-                                             colIds, target);
-      Value onehot = select(lb, isTarget, splat(lb, f32(lb, 1.0)),
-                            splat(lb, f32(lb, 0.0)));
-      // d nll / dz = w_t (p - onehot).
-      Value dz = mul(lb, splat(lb, tok.weightT), sub(lb, p, onehot));
-      if (smoothing) {
-        // d smooth / dz = (p sum_u w_u - w_v) / V.
-        Value wv = attrs.hasWeight ? ws[k] : splat(lb, f32(lb, 1.0));
-        Value dSmooth = div(lb, sub(lb, mul(lb, p, splat(lb, wSum)), wv),
-                            splat(lb, f32(lb, double(vocab))));
-        double eps = attrs.labelSmoothing;
-        dz = add(lb, mul(lb, splat(lb, f32(lb, 1.0 - eps)), dz),
-                 mul(lb, splat(lb, f32(lb, eps)), dSmooth));
-      }
-      dz = mul(lb, splat(lb, scaleCE), dz);
-      if (attrs.lseSquareScale > 0.0)
-        dz = add(lb, dz, mul(lb, splat(lb, zScale), p));
-      if (attrs.softcap) {
-        // sech²(x / s) as 4e / (1 + e)² with e = exp(-2 |x / s|): 1 - tanh²
-        // cancels where tanh saturates.
-        Value a = math::AbsFOp::create(
-            lb, loc, div(lb, x, splat(lb, f32(lb, *attrs.softcap))));
-        Value e = exp(lb, mul(lb, splat(lb, f32(lb, -2.0)), a));
-        Value onePlus = add(lb, splat(lb, f32(lb, 1.0)), e);
-        dz = mul(lb, dz,
-                 div(lb, mul(lb, splat(lb, f32(lb, 4.0)), e),
-                     mul(lb, onePlus, onePlus)));
-      }
-      dz = select(lb, invalid,
-                  splat(lb, f32(lb, std::numeric_limits<double>::quiet_NaN())),
-                  dz);
+      Value dz = capFactor(lb, grad(lb, xs[k], ws.empty() ? Value() : ws[k]),
+                           xs[k]);
       if (!elem.isF32())
         dz = arith::TruncFOp::create(lb, loc, VectorType::get({width}, elem),
                                      dz);
@@ -561,8 +659,37 @@ void CEBuilder::writeGrad(OpBuilder &b, Value row, Value out,
           lb, loc, dz, out, ValueRange{row, c}, /*nontemporal=*/false,
           llvm::MaybeAlign(std::min<int64_t>(16, width * bytes)));
     }
+    // The next row's staged chunks into the slots just read (their values
+    // consumed by the stores above): its loads overlap this row's work.
+    if (stagedChunks)
+      for (Value c : cols) {
+        auto next = scf::IfOp::create(
+            lb, loc,
+            arith::AndIOp::create(lb, loc, hasNextRow, isStaged(lb, c)),
+            false);
+        OpBuilder nb = next.getThenBodyBuilder();
+        stageChunk(nb, nextRow, c);
+      }
     return SmallVector<Value>();
   });
+  if (stagedChunks)
+    emitAsyncCopyCommit(b, loc);
+  // The one-hot term: the thread whose chunk holds the target (chunk t / W
+  // of the row belongs to thread (t / W) mod T) rewrites that gradient,
+  // after its own store of the chunk.
+  Value owner = arith::RemUIOp::create(
+      b, loc, arith::DivUIOp::create(b, loc, tok.index, idx(b, width)),
+      idx(b, threads));
+  Value mine = arith::AndIOp::create(
+      b, loc, tok.readable,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, owner));
+  auto fix = scf::IfOp::create(b, loc, mine, false);
+  OpBuilder fb = fix.getThenBodyBuilder();
+  Value wt = smoothing && attrs.hasWeight ? tok.weightT : Value();
+  Value dzt = capFactor(fb, sub(fb, grad(fb, xt, wt), B), xt);
+  if (!elem.isF32())
+    dzt = arith::TruncFOp::create(fb, loc, elem, dzt);
+  memref::StoreOp::create(fb, loc, dzt, out, ValueRange{row, tok.index});
 }
 
 FailureOr<RowKernelInfo> CEBuilder::buildKernel() {
@@ -639,6 +766,22 @@ FailureOr<RowKernelInfo> CEBuilder::buildKernel() {
     info.params.back().isWorkspace = true;
   }
 
+  // Staging (see stagedChunks) after the largest reduction area, 16-byte
+  // aligned.
+  // A CTA's share of the SM's shared memory: the SM has the per-CTA
+  // maximum plus 1 KiB, and each resident CTA reserves 1 KiB.
+  if (withGrad && partials && config.ctasPerSm && config.reuseLoads) {
+    int64_t chunkBytes = width * bytes;
+    int64_t perThread = (vocab / width + threads - 1) / threads;
+    int64_t share = std::min(maxSharedMemoryBytes,
+                             (maxSharedMemoryBytes + 1024) / config.ctasPerSm -
+                                 1024);
+    stageOffset =
+        ((kMaxValues + threads / 32 * kMaxValues) * 4 + 15) / 16 * 16;
+    stagedChunks = std::max<int64_t>(
+        0, std::min(perThread, (share - stageOffset) / (threads * chunkBytes)));
+  }
+
   OpBuilder b(ctx);
   gpu::GPUFuncOp kernel = createKernel(b, name, params, threads);
   Block &entry = kernel.getBody().front();
@@ -649,6 +792,29 @@ FailureOr<RowKernelInfo> CEBuilder::buildKernel() {
   Value cta = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   Value isThread0 =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, idx(b, 0));
+
+  // The first row's staged chunks, in flight while the totals below are
+  // added up.
+  if (stagedChunks) {
+    auto first = scf::IfOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, cta, rows),
+        false);
+    OpBuilder fb = first.getThenBodyBuilder();
+    for (int64_t i = 0; i < stagedChunks; ++i) {
+      Value col = arith::AddIOp::create(
+          fb, loc, arith::MulIOp::create(fb, loc, tid, idx(fb, width)),
+          idx(fb, i * threads * width));
+      auto in = scf::IfOp::create(
+          fb, loc,
+          arith::CmpIOp::create(fb, loc, arith::CmpIPredicate::ult, col,
+                                idx(fb, vocab)),
+          false);
+      OpBuilder ib = in.getThenBodyBuilder();
+      stageChunk(ib, cta, col);
+    }
+    emitAsyncCopyCommit(b, loc);
+  }
 
   // The gradient with mean: the counted weight and the counted tokens of
   // the whole batch, before any row.
@@ -680,6 +846,13 @@ FailureOr<RowKernelInfo> CEBuilder::buildKernel() {
   {
     OpBuilder rb = OpBuilder::atBlockBegin(rowLoop.getBody());
     Value row = rowLoop.getInductionVar();
+    if (stagedChunks) {
+      // This row's staged chunks (this thread's own copies) have landed.
+      emitAsyncCopyWaitAll(rb, loc);
+      nextRow = arith::AddIOp::create(rb, loc, row, stride);
+      hasNextRow = arith::CmpIOp::create(rb, loc, arith::CmpIPredicate::ult,
+                                         nextRow, rows);
+    }
     RowStats stats =
         rowStats(rb, row, withLoss && smoothing && !attrs.hasWeight,
                  withLoss && smoothing && attrs.hasWeight,
@@ -739,7 +912,9 @@ FailureOr<RowKernelInfo> CEBuilder::buildKernel() {
     // up once per CTA, not once per row.
     info.gridDims = {std::to_string(kGradCtas), "1", "1"};
   } // else one CTA per row ("rows")
-  info.sharedMemoryBytes = smemSlots * 4;
+  info.sharedMemoryBytes =
+      stagedChunks ? stageOffset + stagedChunks * threads * width * bytes
+                   : smemSlots * 4;
   if (partials)
     info.finishSharedMemoryBytes = smemSlots * 4;
   return info;
@@ -865,6 +1040,7 @@ FailureOr<RowKernelInfo> CEBuilder::build() {
 FailureOr<RowKernelInfo>
 mlir::liger::buildCrossEntropyKernel(FusionOp group, gpu::GPUModuleOp module,
                                      StringRef name,
-                                     const RowKernelConfig &config) {
-  return CEBuilder(group, module, name, config).build();
+                                     const RowKernelConfig &config,
+                                     int64_t maxSharedMemoryBytes) {
+  return CEBuilder(group, module, name, config, maxSharedMemoryBytes).build();
 }

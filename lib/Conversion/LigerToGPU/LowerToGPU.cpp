@@ -250,7 +250,8 @@ struct LowerToGPUPass : liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
           isa<RoPEOp, RoPEGradOp>(first)
               ? buildRoPEKernel(group, kernels, name)
           : isa<CrossEntropyOp, CrossEntropyGradOp>(first)
-              ? buildCrossEntropyKernel(group, kernels, name, *config)
+              ? buildCrossEntropyKernel(group, kernels, name, *config,
+                                        target->maxSharedMemoryBytes)
               : buildRowKernel(group, kernels, name, *config);
       if (failed(info))
         return signalPassFailure();

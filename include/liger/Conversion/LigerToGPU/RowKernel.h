@@ -30,7 +30,9 @@ struct RowKernelConfig {
   int64_t vectorWidth = 8;
   /// Keep the chunks of an input that a step loaded in registers for the
   /// later steps of the row (RMSNorm reads x for its sum of squares and
-  /// again to normalize) instead of reading them again through the caches.
+  /// again to normalize) instead of reading them again through the caches;
+  /// a reduced cross-entropy fused with its gradient at one CTA per SM keeps
+  /// what of the row fits in shared memory for its gradient pass.
   bool reuseLoads = true;
   /// CTAs per SM for a kernel whose grid is one CTA per workspace row (a
   /// reduced cross-entropy); 0: the template's default.
@@ -153,11 +155,15 @@ buildRoPEKernel(FusionOp group, gpu::GPUModuleOp module, StringRef name);
 /// row twice at most (an online softmax, then the gradient), whatever the
 /// vocabulary size; a reduced loss adds a finishing kernel.
 /// `config` gives the threads, the vector width (which must divide the
-/// vocabulary) and, for a reduced loss, the CTAs per SM.
+/// vocabulary) and, for a reduced loss, the CTAs per SM. A reduced loss
+/// fused with its gradient at one CTA per SM (and reuse_loads) keeps what
+/// of each thread's part of the row fits in `maxSharedMemoryBytes` (the
+/// target's, per CTA) in shared memory between its two passes.
 FailureOr<RowKernelInfo> buildCrossEntropyKernel(FusionOp group,
                                                  gpu::GPUModuleOp module,
                                                  StringRef name,
-                                                 const RowKernelConfig &config);
+                                                 const RowKernelConfig &config,
+                                                 int64_t maxSharedMemoryBytes);
 
 } // namespace mlir::liger
 
