@@ -37,10 +37,6 @@ struct FuseLinearIntoCrossEntropy : OpRewritePattern<CrossEntropyOp> {
                           "the logits are also read by '" +
                               user->getName().getStringRef() +
                               "', so they would be stored anyway");
-    if (ce.getWeight())
-      return leaveAlone(options, kPass, ce,
-                        "it has class weights, which "
-                        "liger.fused_linear_cross_entropy does not take");
     if (linear->getBlock() != ce->getBlock())
       return leaveAlone(options, kPass, ce,
                         "the projection is in another block");
@@ -61,6 +57,10 @@ struct FuseLinearIntoCrossEntropy : OpRewritePattern<CrossEntropyOp> {
                                    ce.getTarget()};
     if (Value bias = linear.getBias())
       operands.push_back(bias);
+    if (Value classWeight = ce.getWeight())
+      operands.push_back(classWeight);
+    props.operandSegmentSizes = {1, 1, 1, linear.getBias() ? 1 : 0,
+                                 ce.getWeight() ? 1 : 0};
     auto fused = FusedLinearCrossEntropyOp::create(rewriter, ce.getLoc(),
                                                    operands, props, {});
     rewriter.replaceOp(ce, fused->getResults());
@@ -132,6 +132,12 @@ struct FuseLossGradIntoLossGroup : OpRewritePattern<FusedLinearCrossEntropyGradO
     if (lossBias != grad.getBias())
       return leaveAlone(options, kPass, grad,
                         "the loss of this lm_head has another bias");
+    Value lossWeights = loss.getClassWeight()
+                            ? valueOutsideGroups(loss.getClassWeight())
+                            : Value();
+    if (lossWeights != grad.getClassWeight())
+      return leaveAlone(options, kPass, grad,
+                        "the loss of this lm_head has other class weights");
     if (StringRef attr = differingLossAttribute(loss, grad); !attr.empty())
       return leaveAlone(options, kPass, grad,
                         "the loss of this lm_head has another " + attr);

@@ -170,7 +170,7 @@ class Bundle:
 
 
 def run_loss_plan(bundle, hidden, weight, target, function=None, grad_loss=None,
-                  want_dx=True, want_dw=True):
+                  want_dx=True, want_dw=True, class_weight=None):
     """Runs a planned loss group of `bundle` (liger-compile --matmul-kernels
     plans each lm_head loss group: `bundle.plans`): the loss of
     hidden [N, H] · weightᵀ against target [N] and, for the incoming gradient
@@ -178,6 +178,8 @@ def run_loss_plan(bundle, hidden, weight, target, function=None, grad_loss=None,
     `chunk_tokens` rows, never holding the [N, V] logits. `function` picks
     the plan of that function where the bundle has several; a plan of a loss
     alone (no gradient op in its group) runs with want_dx=want_dw=False.
+    `class_weight` ([V], f32) is required by, and only taken by, a plan of
+    a loss with class weights (the plan's "class_weight").
     Returns (loss, dhidden, dweight), a gradient not wanted None."""
     from . import ops
     plans = [p for p in bundle.plans if function is None or p["function"] == function]
@@ -190,8 +192,14 @@ def run_loss_plan(bundle, hidden, weight, target, function=None, grad_loss=None,
         raise ValueError("the plan of @%s has no weight gradient (its loss group has no "
                          "liger.fused_linear_cross_entropy_grad): pass want_dx=False, "
                          "want_dw=False" % plan["function"])
+    if bool(plan.get("class_weight")) != (class_weight is not None):
+        raise ValueError("the plan of @%s is of a loss %s class weights, and class_weight "
+                         "was %s" % (plan["function"],
+                                     "with" if plan.get("class_weight") else "without",
+                                     "not given" if class_weight is None else "given"))
     kernels = {stage: bundle[name] for stage, name in plan["kernels"].items()}
-    return ops.chunked_loss(kernels, hidden, weight, target, None, plan["chunk_tokens"],
+    return ops.chunked_loss(kernels, hidden, weight, target, class_weight,
+                            plan["chunk_tokens"],
                             plan["mean"], plan["ignore_index"], want_dx, want_dw,
                             grad_loss=grad_loss)
 

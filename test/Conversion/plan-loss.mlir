@@ -7,7 +7,7 @@
 // logits (whole 128-row tiles); the default 0.5 GiB holds 268435 rows,
 // rounded down to 268416.
 // CHECK-LABEL: func.func @step
-//       CHECK:   liger.fusion loss({{.*}}) attributes {liger.plan = {ce = @step_loss0_ce, chunk_tokens = 128 : i64, dw = @step_loss0_dw, dw0 = @step_loss0_dw0, dx = @step_loss0_dx, ignore_index = -1 : i64, logits = @step_loss0_logits, mean = false, memory_budget = 256000 : i64}}
+//       CHECK:   liger.fusion loss({{.*}}) attributes {liger.plan = {ce = @step_loss0_ce, chunk_tokens = 128 : i64, class_weight = false, dw = @step_loss0_dw, dw0 = @step_loss0_dw0, dx = @step_loss0_dx, ignore_index = -1 : i64, logits = @step_loss0_logits, mean = false, memory_budget = 256000 : i64}}
 //       CHECK:     liger.fused_linear_cross_entropy
 //       CHECK:     liger.fused_linear_cross_entropy_grad
 // CHECK-LABEL: func.func @step_loss0_logits
@@ -38,7 +38,7 @@ func.func @step(%h: tensor<?x256xbf16>, %w: tensor<1000x256xbf16>, %t: tensor<?x
 
 // The loss alone: its logits and loss functions, no gradient products.
 // CHECK-LABEL: func.func @forward_only
-//       CHECK:   liger.plan = {ce = @forward_only_loss0_ce, chunk_tokens = 128 : i64, ignore_index = -100 : i64, logits = @forward_only_loss0_logits, mean = true, memory_budget = 256000 : i64}
+//       CHECK:   liger.plan = {ce = @forward_only_loss0_ce, chunk_tokens = 128 : i64, class_weight = false, ignore_index = -100 : i64, logits = @forward_only_loss0_logits, mean = true, memory_budget = 256000 : i64}
 //   CHECK-NOT:   @forward_only_loss0_dx
 func.func @forward_only(%h: tensor<?x64xf16>, %w: tensor<1000x64xf16>, %t: tensor<?xi32>) -> tensor<f32> {
   %l = liger.fusion loss(%h, %w, %t) : (tensor<?x64xf16>, tensor<1000x64xf16>, tensor<?xi32>) -> tensor<f32> {
@@ -89,6 +89,53 @@ func.func @near_misses(%hf: tensor<?x64xf32>, %wf: tensor<100x64xf32>, %h: tenso
     liger.yield %l, %dh, %dw : tensor<f32>, tensor<?x64xbf16>, tensor<100x64xbf16>
   }
   return %0, %1, %2#0, %2#1, %3, %4#0, %4#1, %4#2 : tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<?xf32>, tensor<f32>, tensor<?x64xbf16>, tensor<100x64xbf16>
+}
+
+// -----
+
+// Class weights: the loss function takes them before the incoming gradient
+// and both cross-entropy ops read them; the plan says so.
+// CHECK-LABEL: func.func @weighted
+//       CHECK:   liger.plan = {ce = @weighted_loss0_ce, chunk_tokens = 128 : i64, class_weight = true,
+// CHECK-LABEL: func.func @weighted_loss0_ce
+//  CHECK-SAME:   (%{{.+}}: tensor<?x1000xbf16>, %{{.+}}: tensor<?xi64>, %[[CW:.+]]: tensor<1000xf32>, %{{.+}}: tensor<f32>) -> (tensor<f32>, tensor<?x1000xbf16>)
+//       CHECK:   liger.cross_entropy %{{.+}}, %{{.+}} weight(%[[CW]] : tensor<1000xf32>) label_smoothing = 1.000000e-01 reduction = sum
+//       CHECK:   liger.cross_entropy_grad %{{.+}}, %{{.+}}, %{{.+}} weight(%[[CW]] : tensor<1000xf32>) label_smoothing = 1.000000e-01 reduction = sum
+// CHECK-LABEL: func.func @weighted_loss0_dw
+func.func @weighted(%h: tensor<?x256xbf16>, %w: tensor<1000x256xbf16>, %t: tensor<?xi64>, %cw: tensor<1000xf32>, %g: tensor<f32>) -> (tensor<f32>, tensor<?x256xbf16>, tensor<1000x256xbf16>) {
+  %r:3 = liger.fusion loss(%h, %w, %t, %cw, %g) : (tensor<?x256xbf16>, tensor<1000x256xbf16>, tensor<?xi64>, tensor<1000xf32>, tensor<f32>) -> (tensor<f32>, tensor<?x256xbf16>, tensor<1000x256xbf16>) {
+  ^bb0(%a: tensor<?x256xbf16>, %b: tensor<1000x256xbf16>, %c: tensor<?xi64>, %e: tensor<1000xf32>, %d: tensor<f32>):
+    %l = liger.fused_linear_cross_entropy %a, %b, %c class_weight(%e : tensor<1000xf32>) label_smoothing = 0.1 : tensor<?x256xbf16>, tensor<1000x256xbf16>, tensor<?xi64>
+    %dh, %dw = liger.fused_linear_cross_entropy_grad %a, %b, %c, %d class_weight(%e : tensor<1000xf32>) label_smoothing = 0.1 : tensor<?x256xbf16>, tensor<1000x256xbf16>, tensor<?xi64>, tensor<f32>
+    liger.yield %l, %dh, %dw : tensor<f32>, tensor<?x256xbf16>, tensor<1000x256xbf16>
+  }
+  return %r#0, %r#1, %r#2 : tensor<f32>, tensor<?x256xbf16>, tensor<1000x256xbf16>
+}
+
+// -----
+
+// Near-misses with class weights: a z-loss under reduction = mean (its
+// total is the counted tokens, the weighted part's their weight: one
+// incoming-gradient scale per chunk cannot serve both); a gradient without
+// the loss's class weights.
+// WARN: warning: liger-plan-loss: left for later: class weights with a z-loss and reduction = mean divide the two terms by different totals (a chunk's one incoming-gradient scale cannot)
+// WARN: warning: liger-plan-loss: left for later: the gradient is not of the loss in the group (other operands)
+// CHECK-LABEL: func.func @weighted_near_misses
+//   CHECK-NOT:   liger.plan
+//   CHECK-NOT:   func.func @weighted_near_misses_loss
+func.func @weighted_near_misses(%h: tensor<?x64xbf16>, %w: tensor<100x64xbf16>, %t: tensor<?xi64>, %cw: tensor<100xf32>, %g: tensor<f32>) -> (tensor<f32>, tensor<f32>, tensor<?x64xbf16>, tensor<100x64xbf16>) {
+  %0 = liger.fusion loss(%h, %w, %t, %cw) : (tensor<?x64xbf16>, tensor<100x64xbf16>, tensor<?xi64>, tensor<100xf32>) -> tensor<f32> {
+  ^bb0(%a: tensor<?x64xbf16>, %b: tensor<100x64xbf16>, %c: tensor<?xi64>, %e: tensor<100xf32>):
+    %l = liger.fused_linear_cross_entropy %a, %b, %c class_weight(%e : tensor<100xf32>) lse_square_scale = 1.0e-4 : tensor<?x64xbf16>, tensor<100x64xbf16>, tensor<?xi64>
+    liger.yield %l : tensor<f32>
+  }
+  %1:3 = liger.fusion loss(%h, %w, %t, %cw, %g) : (tensor<?x64xbf16>, tensor<100x64xbf16>, tensor<?xi64>, tensor<100xf32>, tensor<f32>) -> (tensor<f32>, tensor<?x64xbf16>, tensor<100x64xbf16>) {
+  ^bb0(%a: tensor<?x64xbf16>, %b: tensor<100x64xbf16>, %c: tensor<?xi64>, %e: tensor<100xf32>, %d: tensor<f32>):
+    %l = liger.fused_linear_cross_entropy %a, %b, %c class_weight(%e : tensor<100xf32>) : tensor<?x64xbf16>, tensor<100x64xbf16>, tensor<?xi64>
+    %dh, %dw = liger.fused_linear_cross_entropy_grad %a, %b, %c, %d : tensor<?x64xbf16>, tensor<100x64xbf16>, tensor<?xi64>, tensor<f32>
+    liger.yield %l, %dh, %dw : tensor<f32>, tensor<?x64xbf16>, tensor<100x64xbf16>
+  }
+  return %0, %1#0, %1#1, %1#2 : tensor<f32>, tensor<f32>, tensor<?x64xbf16>, tensor<100x64xbf16>
 }
 
 // -----

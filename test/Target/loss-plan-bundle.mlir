@@ -12,6 +12,7 @@
 // COMPILE: liger-compile: 5 kernels for sm_90a in {{.+}} (1 loss group planned as chunks of them)
 // MANIFEST:      "plans": [
 // MANIFEST:          "chunk_tokens": 128,
+// MANIFEST-NEXT:     "class_weight": false,
 // MANIFEST-NEXT:     "function": "step",
 // MANIFEST-NEXT:     "ignore_index": -100,
 // MANIFEST-NEXT:     "kernels": {

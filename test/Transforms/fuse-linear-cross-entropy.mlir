@@ -41,14 +41,42 @@ func.func @logits_returned(%h: tensor<?x64xf32>, %w: tensor<100x64xf32>, %t: ten
 
 // -----
 
-// Near-miss: class weights.
+// Class weights go along, as the fused op's class_weight (after the bias).
 // CHECK-LABEL: func.func @class_weights
-//   CHECK-NOT:   liger.fusion
-// REPORT: [liger-fuse-linear-cross-entropy] left alone liger.cross_entropy at fuse-linear-cross-entropy.mlir:{{[0-9]+}}:{{[0-9]+}}: it has class weights, which liger.fused_linear_cross_entropy does not take
-func.func @class_weights(%h: tensor<?x64xf32>, %w: tensor<100x64xf32>, %t: tensor<?xi64>, %cw: tensor<100xf32>) -> tensor<f32> {
-  %logits = liger.linear %h, %w : tensor<?x64xf32>, tensor<100x64xf32>
-  %l = liger.cross_entropy %logits, %t weight(%cw : tensor<100xf32>) : tensor<?x100xf32>, tensor<?xi64>
+//  CHECK-SAME:   (%[[H:.+]]: tensor<?x64xf32>, %[[W:.+]]: tensor<100x64xf32>, %[[B:.+]]: tensor<100xf32>, %[[T:.+]]: tensor<?xi64>, %[[CW:.+]]: tensor<100xf32>)
+//       CHECK:   liger.fusion loss(%[[H]], %[[W]], %[[T]], %[[B]], %[[CW]])
+//       CHECK:     liger.fused_linear_cross_entropy %{{.+}}, %{{.+}}, %{{.+}} bias(%{{.+}} : tensor<100xf32>) class_weight(%{{.+}} : tensor<100xf32>) label_smoothing
+// REPORT: [liger-fuse-linear-cross-entropy] fused liger.linear, liger.cross_entropy into a loss group
+func.func @class_weights(%h: tensor<?x64xf32>, %w: tensor<100x64xf32>, %b: tensor<100xf32>, %t: tensor<?xi64>, %cw: tensor<100xf32>) -> tensor<f32> {
+  %logits = liger.linear %h, %w, %b : tensor<?x64xf32>, tensor<100x64xf32>, tensor<100xf32>
+  %l = liger.cross_entropy %logits, %t weight(%cw : tensor<100xf32>) label_smoothing = 0.1 : tensor<?x100xf32>, tensor<?xi64>
   return %l : tensor<f32>
+}
+
+// -----
+
+// A weighted loss's backward joins it when it has the same class weights.
+// CHECK-LABEL: func.func @weighted_forward_and_backward
+//       CHECK:   %[[R:.+]]:3 = liger.fusion loss(
+//       CHECK:     liger.fused_linear_cross_entropy_grad {{.*}} class_weight(
+// REPORT: [liger-fuse-linear-cross-entropy] fused liger.fusion loss, liger.fused_linear_cross_entropy_grad into a loss group
+func.func @weighted_forward_and_backward(%h: tensor<?x64xf32>, %w: tensor<100x64xf32>, %t: tensor<?xi64>, %cw: tensor<100xf32>, %g: tensor<f32>) -> (tensor<f32>, tensor<?x64xf32>, tensor<100x64xf32>) {
+  %l = liger.fused_linear_cross_entropy %h, %w, %t class_weight(%cw : tensor<100xf32>) : tensor<?x64xf32>, tensor<100x64xf32>, tensor<?xi64>
+  %dh, %dw = liger.fused_linear_cross_entropy_grad %h, %w, %t, %g class_weight(%cw : tensor<100xf32>) : tensor<?x64xf32>, tensor<100x64xf32>, tensor<?xi64>, tensor<f32>
+  return %l, %dh, %dw : tensor<f32>, tensor<?x64xf32>, tensor<100x64xf32>
+}
+
+// -----
+
+// Near-miss: the backward of a loss with other class weights (or none).
+// CHECK-LABEL: func.func @backward_other_class_weights
+//       CHECK:   liger.yield
+//       CHECK:   liger.fused_linear_cross_entropy_grad
+// REPORT: [liger-fuse-linear-cross-entropy] left alone liger.fused_linear_cross_entropy_grad at {{.*}}: the loss of this lm_head has other class weights
+func.func @backward_other_class_weights(%h: tensor<?x64xf32>, %w: tensor<100x64xf32>, %t: tensor<?xi64>, %cw: tensor<100xf32>, %g: tensor<f32>) -> (tensor<f32>, tensor<?x64xf32>, tensor<100x64xf32>) {
+  %l = liger.fused_linear_cross_entropy %h, %w, %t class_weight(%cw : tensor<100xf32>) : tensor<?x64xf32>, tensor<100x64xf32>, tensor<?xi64>
+  %dh, %dw = liger.fused_linear_cross_entropy_grad %h, %w, %t, %g : tensor<?x64xf32>, tensor<100x64xf32>, tensor<?xi64>, tensor<f32>
+  return %l, %dh, %dw : tensor<f32>, tensor<?x64xf32>, tensor<100x64xf32>
 }
 
 // -----

@@ -558,7 +558,17 @@ FLCE_VARIANTS = {
     "bias_smoothing_zloss_none": {"bias": True, "label_smoothing": 0.1, "lse_square_scale": 1e-4,
                                   "z_loss": True, "reduction": "none", "ignore": True},
     "softcap_sum": {"softcap": 15.0, "reduction": "sum", "ignore": True},
+    "class_weight_smoothing": {"class_weight": True, "label_smoothing": 0.1, "ignore": True},
 }
+
+
+def flce_class_weight(rng, v, vocab):
+    """The class-weight parameter, use and values (f32 [V]) of a variant."""
+    if not v.get("class_weight"):
+        return "", "", [], None
+    CW = ttype((vocab,), "f32")
+    cw = rng.uniform(0.5, 1.5, size=(vocab,)).astype(np.float32)
+    return f", %cw: {CW}", f" class_weight(%cw : {CW})", [cw], cw.astype(np.float64)
 
 
 @pytest.mark.parametrize("n,hidden,vocab", [(1, 64, 37), (3, 100, 1000), (5, 32, 128)], ids=str)
@@ -573,8 +583,9 @@ def test_fused_linear_cross_entropy(rng, n, hidden, vocab, dt, variant):
     values = "%l, %z" if v.get("z_loss") else "%l"
     bias_arg = f", %b: {B}" if v.get("bias") else ""
     bias_use = f" bias(%b : {B})" if v.get("bias") else ""
-    mlir = f"""func.func @f(%h: {H}, %w: {W}, %t: {Tg}{bias_arg}) -> ({results}) {{
-  {values} = liger.fused_linear_cross_entropy %h, %w, %t{bias_use}{ce_attrs(v)}{" z_loss" if v.get("z_loss") else ""} : {H}, {W}, {Tg}
+    cw_arg, cw_use, cw_in, cw64 = flce_class_weight(rng, v, vocab)
+    mlir = f"""func.func @f(%h: {H}, %w: {W}, %t: {Tg}{bias_arg}{cw_arg}) -> ({results}) {{
+  {values} = liger.fused_linear_cross_entropy %h, %w, %t{bias_use}{cw_use}{ce_attrs(v)}{" z_loss" if v.get("z_loss") else ""} : {H}, {W}, {Tg}
   return {values} : {results}
 }}"""
     h, h64 = make(rng, (n, hidden), dt)
@@ -584,9 +595,9 @@ def test_fused_linear_cross_entropy(rng, n, hidden, vocab, dt, variant):
     if v.get("bias"):
         b, b64 = make(rng, (vocab,), dt)
         inputs.append(b)
-    outs = run(mlir, inputs)
+    outs = run(mlir, inputs + cw_in)
     logits = round_to(refs.linear(h64, w64, b64), dt)
-    loss, zl = refs.cross_entropy(logits, t, None, **ce_kwargs(v))
+    loss, zl = refs.cross_entropy(logits, t, cw64, **ce_kwargs(v))
     # bf16 logits: one rounding of each logit can flip with the f32 vs f64
     # product, which moves the loss by about one bf16 ulp of a logit.
     tol = 1e-5 if dt == "f32" else 1e-2
@@ -609,10 +620,11 @@ def test_fused_linear_cross_entropy_grad(rng, n, hidden, vocab, dt, variant):
     bias = v.get("bias")
     bias_arg = f", %b: {B}" if bias else ""
     bias_use = f" bias(%b : {B})" if bias else ""
+    cw_arg, cw_use, cw_in, cw64 = flce_class_weight(rng, v, vocab)
     results = f"{H}, {W}" + (f", {B}" if bias else "")
     values = "%dh, %dw" + (", %db" if bias else "")
-    mlir = f"""func.func @f(%h: {H}, %w: {W}, %t: {Tg}, %g: {G}{bias_arg}) -> ({results}) {{
-  {values} = liger.fused_linear_cross_entropy_grad %h, %w, %t, %g{bias_use}{ce_attrs(v)} : {H}, {W}, {Tg}, {G}
+    mlir = f"""func.func @f(%h: {H}, %w: {W}, %t: {Tg}, %g: {G}{bias_arg}{cw_arg}) -> ({results}) {{
+  {values} = liger.fused_linear_cross_entropy_grad %h, %w, %t, %g{bias_use}{cw_use}{ce_attrs(v)} : {H}, {W}, {Tg}, {G}
   return {values} : {results}
 }}"""
     h, h64 = make(rng, (n, hidden), dt)
@@ -624,10 +636,10 @@ def test_fused_linear_cross_entropy_grad(rng, n, hidden, vocab, dt, variant):
     if bias:
         b, b64 = make(rng, (vocab,), dt)
         inputs.append(b)
-    outs = run(mlir, inputs)
+    outs = run(mlir, inputs + cw_in)
     logits = round_to(refs.linear(h64, w64, b64), dt)
     g64 = g64.astype(np.float64)
-    fwd = lambda z: float(np.sum(g64 * refs.cross_entropy(z, t, None, **ce_kwargs(v))[0]))
+    fwd = lambda z: float(np.sum(g64 * refs.cross_entropy(z, t, cw64, **ce_kwargs(v))[0]))
     dz = round_to(refs.numeric_grad(fwd, logits.copy()), dt)
     assert_close(outs[0], dz @ w64, dt, "dhidden")
     assert_close(outs[1], dz.T @ h64, dt, "dweight")

@@ -20,6 +20,12 @@ STEP = """func.func @step(%h: tensor<?x256xbf16>, %w: tensor<1000x256xbf16>, %t:
   return %l, %dh, %dw : tensor<f32>, tensor<?x256xbf16>, tensor<1000x256xbf16>
 }
 """
+STEP_WEIGHTED = """func.func @step(%h: tensor<?x256xbf16>, %w: tensor<1000x256xbf16>, %t: tensor<?xi64>, %cw: tensor<1000xf32>, %g: tensor<f32>) -> (tensor<f32>, tensor<?x256xbf16>, tensor<1000x256xbf16>) {
+  %l = liger.fused_linear_cross_entropy %h, %w, %t class_weight(%cw : tensor<1000xf32>) label_smoothing = 0.1 : tensor<?x256xbf16>, tensor<1000x256xbf16>, tensor<?xi64>
+  %dh, %dw = liger.fused_linear_cross_entropy_grad %h, %w, %t, %g class_weight(%cw : tensor<1000xf32>) label_smoothing = 0.1 : tensor<?x256xbf16>, tensor<1000x256xbf16>, tensor<?xi64>, tensor<f32>
+  return %l, %dh, %dw : tensor<f32>, tensor<?x256xbf16>, tensor<1000x256xbf16>
+}
+"""
 BUDGET = 128 * 1000 * 2  # chunks of 128 tokens
 
 
@@ -44,12 +50,17 @@ def _compile(tmp_path, text, name):
     return out
 
 
-def test_the_compiled_plan_runs_chunk_by_chunk(tmp_path):
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "class_weight"])
+def test_the_compiled_plan_runs_chunk_by_chunk(tmp_path, weighted):
+    """With class weights the loss function takes them and the mean divides
+    by the counted tokens' total weight."""
     _tools()
-    manifest = json.load(open(_compile(tmp_path, STEP, "step") / "manifest.json"))
+    text = STEP_WEIGHTED if weighted else STEP
+    manifest = json.load(open(_compile(tmp_path, text, "step") / "manifest.json"))
     (plan,) = manifest["plans"]
     assert plan["chunk_tokens"] == 128 and plan["mean"] is True
-    planned = driver.run_opt(STEP, ["--liger-fuse-linear-cross-entropy",
+    assert plan["class_weight"] is weighted
+    planned = driver.run_opt(text, ["--liger-fuse-linear-cross-entropy",
                                     "--liger-plan-loss=memory-budget=%d" % BUDGET])
     bundle = ops._ReferenceBundle(text=planned, plans=manifest["plans"])
     g = torch.Generator().manual_seed(5)
@@ -58,11 +69,14 @@ def test_the_compiled_plan_runs_chunk_by_chunk(tmp_path):
     w = (torch.randn(1000, 256, generator=g) * 3 / 16).to(torch.bfloat16)
     t = torch.randint(0, 1000, (n,), generator=g)
     t[::7] = -100
-    loss, dh, dw = runtime.run_loss_plan(bundle, h, w, t, grad_loss=torch.tensor(0.75))
+    cw = torch.rand(1000, generator=g) + 0.5 if weighted else None
+    loss, dh, dw = runtime.run_loss_plan(bundle, h, w, t, grad_loss=torch.tensor(0.75),
+                                         class_weight=cw)
 
     h64, w64 = h.double().requires_grad_(True), w.double().requires_grad_(True)
     z = (h64 @ w64.t()).to(torch.bfloat16).to(torch.float64)
-    ref = torch.nn.functional.cross_entropy(z, t, label_smoothing=0.1)
+    ref = torch.nn.functional.cross_entropy(
+        z, t, weight=cw.double() if weighted else None, label_smoothing=0.1)
     ref.backward(torch.tensor(0.75, dtype=torch.float64))
     assert abs(loss.item() - ref.item()) / abs(ref.item()) < 1e-4
     for got, want in ((dh, h64.grad), (dw, w64.grad)):
@@ -71,13 +85,16 @@ def test_the_compiled_plan_runs_chunk_by_chunk(tmp_path):
         assert err < 2e-2, err
 
 
-def test_the_plan_compiles_liger_ops_kernels(tmp_path):
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "class_weight"])
+def test_the_plan_compiles_liger_ops_kernels(tmp_path, weighted):
     """Same configuration, two routes (the compiler's plan, liger.ops' own
     module): the same PTX up to the kernels' names, so what the GPU suite
     checks through liger.ops holds for the plan."""
     _tools()
-    plan_ptx = (_compile(tmp_path, STEP, "step") / "liger_kernels.sm_90a.ptx").read_text()
-    spec = ops.fused_linear_cross_entropy_spec(1000, 256, "bf16", label_smoothing=0.1)
+    plan_ptx = (_compile(tmp_path, STEP_WEIGHTED if weighted else STEP, "step") /
+                "liger_kernels.sm_90a.ptx").read_text()
+    spec = ops.fused_linear_cross_entropy_spec(1000, 256, "bf16", label_smoothing=0.1,
+                                               weighted=weighted)
     ops_ptx = (_compile(tmp_path, ops.module_text(spec), "ops") /
                "liger_kernels.sm_90a.ptx").read_text()
     assert plan_ptx.replace("step_loss0_", "") == ops_ptx
@@ -93,3 +110,11 @@ def test_run_loss_plan_says_what_is_missing():
         runtime.run_loss_plan(forward_only, x, x, x)
     with pytest.raises(ValueError, match=r"b has 0 loss plans for @g \(it has @f\)"):
         runtime.run_loss_plan(forward_only, x, x, x, function="g")
+    with pytest.raises(ValueError, match="a loss without class weights, and class_weight "
+                                         "was given"):
+        runtime.run_loss_plan(forward_only, x, x, x, want_dx=False, want_dw=False,
+                              class_weight=x[0])
+    forward_only.plans[0]["class_weight"] = True
+    with pytest.raises(ValueError, match="a loss with class weights, and class_weight "
+                                         "was not given"):
+        runtime.run_loss_plan(forward_only, x, x, x, want_dx=False, want_dw=False)

@@ -159,6 +159,7 @@ FailureOr<llvm::json::Object> planManifest(ModuleOp module, FusionOp group,
       {"memory_budget", integer("memory_budget")},
       {"mean", plan.getAs<BoolAttr>("mean").getValue()},
       {"ignore_index", integer("ignore_index")},
+      {"class_weight", plan.getAs<BoolAttr>("class_weight").getValue()},
       {"kernels", std::move(kernels)},
   };
 }

@@ -73,15 +73,24 @@ std::string chunkFunctions(StringRef base, FusedLinearCrossEntropyOp fwd,
     attrs += " softcap = " + scientific(cap->convertToDouble());
   attrs += " lse_square_scale = " +
            scientific(fwd.getLseSquareScale().convertToDouble());
+  // Class weights: a parameter of the loss function before %g, read by both
+  // ops.
+  std::string cwParam, cwUse;
+  if (Value cw = fwd.getClassWeight()) {
+    std::string type = printed(cw.getType());
+    cwParam = ", %cw: " + type;
+    cwUse = " weight(%cw : " + type + ")";
+  }
   std::string b = base.str();
   std::string text =
       "func.func @" + b + "_logits(%x: " + x + ", %w: " + w + ") -> " + z +
       " {\n  %z = liger.linear %x, %w : " + x + ", " + w +
       "\n  return %z : " + z + "\n}\n" + "func.func @" + b + "_ce(%z: " + z +
-      ", %t: " + t + ", %g: tensor<f32>) -> (tensor<f32>, " + z + ") {\n" +
-      "  %l = liger.cross_entropy %z, %t " + attrs + " : " + z + ", " + t +
-      "\n  %d = liger.cross_entropy_grad %z, %t, %g " + attrs + " : " + z +
-      ", " + t + ", tensor<f32>\n  return %l, %d : tensor<f32>, " + z + "\n}\n";
+      ", %t: " + t + cwParam + ", %g: tensor<f32>) -> (tensor<f32>, " + z +
+      ") {\n" + "  %l = liger.cross_entropy %z, %t" + cwUse + " " + attrs +
+      " : " + z + ", " + t + "\n  %d = liger.cross_entropy_grad %z, %t, %g" +
+      cwUse + " " + attrs + " : " + z + ", " + t +
+      ", tensor<f32>\n  return %l, %d : tensor<f32>, " + z + "\n}\n";
   if (!backward)
     return text;
   return text + "func.func @" + b + "_dx(%d: " + z + ", %w: " + w + ") -> " +
@@ -123,10 +132,16 @@ struct PlanLossPass : liger::impl::PlanLossPassBase<PlanLossPass> {
     if (fwd.getReduction() == Reduction::none)
       return "reduction = none: the weight gradient needs every token's "
              "incoming gradient first";
+    if (fwd.getClassWeight() && fwd.getLseSquareScale().isNonZero() &&
+        fwd.getReduction() == Reduction::mean)
+      return "class weights with a z-loss and reduction = mean divide the "
+             "two terms by different totals (a chunk's one incoming-gradient "
+             "scale cannot)";
     if (bwd) {
       if (bwd.getHidden() != fwd.getHidden() ||
           bwd.getWeight() != fwd.getWeight() ||
-          bwd.getTarget() != fwd.getTarget() || bwd.getBias())
+          bwd.getTarget() != fwd.getTarget() || bwd.getBias() ||
+          bwd.getClassWeight() != fwd.getClassWeight())
         return "the gradient is not of the loss in the group (other "
                "operands)";
       if (StringRef attr = differingLossAttribute(fwd, bwd); !attr.empty())
@@ -187,6 +202,8 @@ struct PlanLossPass : liger::impl::PlanLossPassBase<PlanLossPass> {
       plan.append("mean",
                   BoolAttr::get(ctx, fwd.getReduction() == Reduction::mean));
       plan.append("ignore_index", fwd.getIgnoreIndexAttr());
+      plan.append("class_weight",
+                  BoolAttr::get(ctx, fwd.getClassWeight() != nullptr));
       for (func::FuncOp f :
            llvm::make_early_inc_range(parsed->getOps<func::FuncOp>())) {
         if (module.lookupSymbol(f.getSymName())) {

@@ -326,7 +326,8 @@ struct LowerFusedLinearCrossEntropy
     Value logits = buildLinearLogits(rewriter, loc, adaptor.getHidden(),
                                      adaptor.getWeight(), adaptor.getBias());
     rewriter.replaceOp(op, buildCrossEntropy(rewriter, loc, logits,
-                                             adaptor.getTarget(), Value(),
+                                             adaptor.getTarget(),
+                                             adaptor.getClassWeight(),
                                              getCEParams(op),
                                              op.getZLoss() != nullptr));
     return success();
@@ -472,8 +473,8 @@ struct LowerFusedLinearCrossEntropyGrad
     Value logits =
         buildLinearLogits(rewriter, loc, hidden, weight, adaptor.getBias());
     Value g = buildCrossEntropyGrad(rewriter, loc, logits, adaptor.getTarget(),
-                                    adaptor.getGradLoss(), Value(),
-                                    getCEParams(op));
+                                    adaptor.getGradLoss(),
+                                    adaptor.getClassWeight(), getCEParams(op));
     SmallVector<Value> results;
     results.push_back(roundAccumulator(
         rewriter, loc, matmulLastDim(rewriter, loc, g, weight, false), {},

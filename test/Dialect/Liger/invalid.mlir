@@ -396,6 +396,12 @@ func.func @flce_target_tokens(%h: tensor<4x64xbf16>, %w: tensor<100x64xbf16>, %t
   %y = liger.fused_linear_cross_entropy %h, %w, %t : tensor<4x64xbf16>, tensor<100x64xbf16>, tensor<3xi64>
   return
 }
+// -----
+func.func @flce_class_weight_shape(%h: tensor<4x64xbf16>, %w: tensor<100x64xbf16>, %t: tensor<4xi64>, %cw: tensor<64xf32>) {
+  // expected-error @+1 {{'liger.fused_linear_cross_entropy' op expects 'class_weight' to have shape [100] (one weight per class), got 'tensor<64xf32>'}}
+  %y = liger.fused_linear_cross_entropy %h, %w, %t class_weight(%cw : tensor<64xf32>) : tensor<4x64xbf16>, tensor<100x64xbf16>, tensor<4xi64>
+  return
+}
 
 // -----
 
@@ -428,6 +434,14 @@ func.func @flce_grad_weight_columns(%h: tensor<4x8xf32>, %w: tensor<12x9xf32>, %
 func.func @flce_grad_targets(%h: tensor<4x8xf32>, %w: tensor<12x8xf32>, %t: tensor<5xi64>, %g: tensor<f32>) {
   // expected-error @+1 {{'liger.fused_linear_cross_entropy_grad' op expects 'target' to have one entry per token (4), got 5}}
   %dh, %dw = liger.fused_linear_cross_entropy_grad %h, %w, %t, %g : tensor<4x8xf32>, tensor<12x8xf32>, tensor<5xi64>, tensor<f32>
+  return
+}
+
+// -----
+
+func.func @flce_grad_class_weight_rank(%h: tensor<4x8xf32>, %w: tensor<12x8xf32>, %t: tensor<4xi64>, %g: tensor<f32>, %cw: tensor<1x12xf32>) {
+  // expected-error @+1 {{'liger.fused_linear_cross_entropy_grad' op expects 'class_weight' to have shape [12] (one weight per class), got 'tensor<1x12xf32>'}}
+  %dh, %dw = liger.fused_linear_cross_entropy_grad %h, %w, %t, %g class_weight(%cw : tensor<1x12xf32>) : tensor<4x8xf32>, tensor<12x8xf32>, tensor<4xi64>, tensor<f32>
   return
 }
 

@@ -123,18 +123,24 @@ func.func @cross_entropy_all_attributes(%l: tensor<8x32000xf32>, %t: tensor<8xi3
 // CHECK-LABEL: func.func @fused_linear_cross_entropy
 // CHECK: liger.fused_linear_cross_entropy %{{.*}}, %{{.*}}, %{{.*}} : tensor<?x4096xbf16>, tensor<128256x4096xbf16>, tensor<?xi64>
 // CHECK: liger.fused_linear_cross_entropy %{{.*}}, %{{.*}}, %{{.*}} bias(%{{.*}} : tensor<128256xbf16>) reduction = sum z_loss : tensor<?x4096xbf16>, tensor<128256x4096xbf16>, tensor<?xi64>
-func.func @fused_linear_cross_entropy(%h: tensor<?x4096xbf16>, %w: tensor<128256x4096xbf16>, %t: tensor<?xi64>, %b: tensor<128256xbf16>) -> (tensor<f32>, tensor<f32>, tensor<f32>) {
+// CHECK: liger.fused_linear_cross_entropy %{{.*}}, %{{.*}}, %{{.*}} class_weight(%{{.*}} : tensor<128256xf32>) label_smoothing = 1.000000e-01 : tensor<?x4096xbf16>, tensor<128256x4096xbf16>, tensor<?xi64>
+// CHECK: liger.fused_linear_cross_entropy %{{.*}}, %{{.*}}, %{{.*}} bias(%{{.*}} : tensor<128256xbf16>) class_weight(%{{.*}} : tensor<128256xf32>) : tensor<?x4096xbf16>, tensor<128256x4096xbf16>, tensor<?xi64>
+func.func @fused_linear_cross_entropy(%h: tensor<?x4096xbf16>, %w: tensor<128256x4096xbf16>, %t: tensor<?xi64>, %b: tensor<128256xbf16>, %cw: tensor<128256xf32>) -> (tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) {
   %0 = liger.fused_linear_cross_entropy %h, %w, %t : tensor<?x4096xbf16>, tensor<128256x4096xbf16>, tensor<?xi64>
   %1, %2 = liger.fused_linear_cross_entropy %h, %w, %t bias(%b : tensor<128256xbf16>) reduction = sum z_loss : tensor<?x4096xbf16>, tensor<128256x4096xbf16>, tensor<?xi64>
-  return %0, %1, %2 : tensor<f32>, tensor<f32>, tensor<f32>
+  %3 = liger.fused_linear_cross_entropy %h, %w, %t class_weight(%cw : tensor<128256xf32>) label_smoothing = 0.1 : tensor<?x4096xbf16>, tensor<128256x4096xbf16>, tensor<?xi64>
+  %4 = liger.fused_linear_cross_entropy %h, %w, %t bias(%b : tensor<128256xbf16>) class_weight(%cw : tensor<128256xf32>) : tensor<?x4096xbf16>, tensor<128256x4096xbf16>, tensor<?xi64>
+  return %0, %1, %2, %3, %4 : tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>
 }
 
 // CHECK-LABEL: func.func @fused_linear_cross_entropy_grad
 // CHECK: %{{.*}}, %{{.*}} = liger.fused_linear_cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<?x4096xbf16>, tensor<128256x4096xbf16>, tensor<?xi64>, tensor<f32>
 // CHECK: %{{.*}}, %{{.*}}, %{{.*}} = liger.fused_linear_cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} bias(%{{.*}} : tensor<128256xbf16>) reduction = none softcap = 3.000000e+01 : tensor<?x4096xbf16>, tensor<128256x4096xbf16>, tensor<?xi64>, tensor<?xf32>
-func.func @fused_linear_cross_entropy_grad(%h: tensor<?x4096xbf16>, %w: tensor<128256x4096xbf16>, %t: tensor<?xi64>, %g: tensor<f32>, %gt: tensor<?xf32>, %b: tensor<128256xbf16>) -> (tensor<?x4096xbf16>, tensor<128256x4096xbf16>, tensor<128256xbf16>) {
+// CHECK: %{{.*}}, %{{.*}} = liger.fused_linear_cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} class_weight(%{{.*}} : tensor<128256xf32>) : tensor<?x4096xbf16>, tensor<128256x4096xbf16>, tensor<?xi64>, tensor<f32>
+func.func @fused_linear_cross_entropy_grad(%h: tensor<?x4096xbf16>, %w: tensor<128256x4096xbf16>, %t: tensor<?xi64>, %g: tensor<f32>, %gt: tensor<?xf32>, %b: tensor<128256xbf16>, %cw: tensor<128256xf32>) -> (tensor<?x4096xbf16>, tensor<128256x4096xbf16>, tensor<128256xbf16>) {
   %dh, %dw = liger.fused_linear_cross_entropy_grad %h, %w, %t, %g : tensor<?x4096xbf16>, tensor<128256x4096xbf16>, tensor<?xi64>, tensor<f32>
   %dh2, %dw2, %db = liger.fused_linear_cross_entropy_grad %h, %w, %t, %gt bias(%b : tensor<128256xbf16>) reduction = none softcap = 30.0 : tensor<?x4096xbf16>, tensor<128256x4096xbf16>, tensor<?xi64>, tensor<?xf32>
+  %dh3, %dw3 = liger.fused_linear_cross_entropy_grad %h, %w, %t, %g class_weight(%cw : tensor<128256xf32>) : tensor<?x4096xbf16>, tensor<128256x4096xbf16>, tensor<?xi64>, tensor<f32>
   return %dh, %dw, %db : tensor<?x4096xbf16>, tensor<128256x4096xbf16>, tensor<128256xbf16>
 }
 

@@ -220,11 +220,13 @@ def Liger_CrossEntropyGradOp : Liger_InferOp<"cross_entropy_grad"> {
 
 def Liger_FusedLinearCrossEntropyGradOp
     : Liger_InferOp<"fused_linear_cross_entropy_grad",
-                    [AllElementTypesMatch<["hidden", "weight"]>]> {
+                    [AllElementTypesMatch<["hidden", "weight"]>,
+                     AttrSizedOperandSegments]> {
   let summary = "gradients of liger.fused_linear_cross_entropy with respect to hidden, weight and bias";
   let description = [{
     The backward of `liger.fused_linear_cross_entropy` (the same operands,
-    attributes and incoming gradient as `liger.cross_entropy_grad`): with
+    attributes and incoming gradient as `liger.cross_entropy_grad`, its
+    class weights `class_weight`): with
     `G = cross_entropy_grad(hidden · weightᵀ + bias, target, grad_loss)`
     (the logits rounded to the input dtype, as the forward op's meaning;
     `G` rounded to it too), returns `dhidden = G · weight` `[N, H]`,
@@ -241,6 +243,7 @@ def Liger_FusedLinearCrossEntropyGradOp
   let arguments = (ins Liger_FloatTensor:$hidden, Liger_FloatTensor:$weight,
       Liger_IndexTensor:$target, Liger_FloatTensor:$grad_loss,
       Optional<Liger_FloatTensor>:$bias,
+      Optional<Liger_FloatTensor>:$class_weight,
       DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
       DefaultValuedAttr<Liger_UnitIntervalF32Attr, "0.0f">:$label_smoothing,
       DefaultValuedAttr<Liger_ReductionAttr, "::mlir::liger::Reduction::mean">:$reduction,
@@ -250,6 +253,7 @@ def Liger_FusedLinearCrossEntropyGradOp
       Optional<Liger_FloatTensor>:$grad_bias);
   let assemblyFormat = [{
     $hidden `,` $weight `,` $target `,` $grad_loss (`bias` `(` $bias^ `:` type($bias) `)`)?
+    (`class_weight` `(` $class_weight^ `:` type($class_weight) `)`)?
     (`ignore_index` `=` $ignore_index^)?
     (`label_smoothing` `=` $label_smoothing^)?
     (`reduction` `=` custom<EnumKeyword>($reduction)^)?

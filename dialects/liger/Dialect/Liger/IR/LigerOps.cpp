@@ -367,7 +367,9 @@ static FailureOr<RankedTensorType> verifyLinearLogits(RuleContext &ctx,
                       typeOrNull(adaptor.getBias()), Type(), Type(), "hidden");
   if (failed(logits) ||
       failed(verifyCrossEntropyOperands(ctx, *logits,
-                                        adaptor.getTarget().getType(), Type())))
+                                        adaptor.getTarget().getType(),
+                                        typeOrNull(adaptor.getClassWeight()),
+                                        "class_weight")))
     return failure();
   return logits;
 }

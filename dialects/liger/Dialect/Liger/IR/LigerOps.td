@@ -397,22 +397,27 @@ def Liger_CrossEntropyOp : Liger_InferOp<"cross_entropy"> {
 }
 
 def Liger_FusedLinearCrossEntropyOp : Liger_InferOp<"fused_linear_cross_entropy",
-    [AllElementTypesMatch<["hidden", "weight"]>]> {
+    [AllElementTypesMatch<["hidden", "weight"]>, AttrSizedOperandSegments]> {
   let summary = "lm_head projection and cross-entropy, without materialized logits";
   let description = [{
     `cross_entropy(hidden · weightᵀ + bias, target)` with `hidden` `[N, H]`,
-    `weight` `[V, H]`, optional `bias` `[V]` and `target` `[N]`; the
-    attributes and results are those of `liger.cross_entropy`. The op's
+    `weight` `[V, H]`, optional `bias` `[V]`, `target` `[N]` and optional
+    class weights `class_weight` `[V]` (`liger.cross_entropy`'s `weight`);
+    the attributes and results are those of `liger.cross_entropy`. The op's
     meaning does not depend on the logits being stored: a lowering may (and
     the GPU lowering does) compute them tile by tile.
 
     ```mlir
     %loss = liger.fused_linear_cross_entropy %h, %lm_head, %target
         : tensor<?x4096xbf16>, tensor<128256x4096xbf16>, tensor<?xi64>
+    %wloss = liger.fused_linear_cross_entropy %h, %lm_head, %target
+        class_weight(%w : tensor<128256xf32>)
+        : tensor<?x4096xbf16>, tensor<128256x4096xbf16>, tensor<?xi64>
     ```
   }];
   let arguments = (ins Liger_FloatTensor:$hidden, Liger_FloatTensor:$weight,
       Liger_IndexTensor:$target, Optional<Liger_FloatTensor>:$bias,
+      Optional<Liger_FloatTensor>:$class_weight,
       DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
       DefaultValuedAttr<Liger_UnitIntervalF32Attr, "0.0f">:$label_smoothing,
       DefaultValuedAttr<Liger_ReductionAttr, "::mlir::liger::Reduction::mean">:$reduction,
@@ -422,6 +427,7 @@ def Liger_FusedLinearCrossEntropyOp : Liger_InferOp<"fused_linear_cross_entropy"
   let results = (outs Liger_FloatTensor:$loss, Optional<Liger_FloatTensor>:$z_loss);
   let assemblyFormat = [{
     $hidden `,` $weight `,` $target (`bias` `(` $bias^ `:` type($bias) `)`)?
+    (`class_weight` `(` $class_weight^ `:` type($class_weight) `)`)?
     (`ignore_index` `=` $ignore_index^)?
     (`label_smoothing` `=` $label_smoothing^)?
     (`reduction` `=` custom<EnumKeyword>($reduction)^)?

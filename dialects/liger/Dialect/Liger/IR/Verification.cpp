@@ -314,7 +314,8 @@ LogicalResult mlir::liger::verifyMatchesType(const RuleContext &ctx, Type type,
 LogicalResult mlir::liger::verifyCrossEntropyOperands(const RuleContext &ctx,
                                                       RankedTensorType logits,
                                                       Type target,
-                                                      Type classWeight) {
+                                                      Type classWeight,
+                                                      StringRef weightName) {
   FailureOr<RankedTensorType> t =
       verifyRank(ctx, target, "target", 1, "[tokens]");
   if (failed(t))
@@ -324,7 +325,7 @@ LogicalResult mlir::liger::verifyCrossEntropyOperands(const RuleContext &ctx,
                     formatDim(logits.getDimSize(0)), "), got ",
                     formatDim(t->getDimSize(0)));
   if (classWeight &&
-      failed(verifyFeatureVector(ctx, classWeight, "weight",
+      failed(verifyFeatureVector(ctx, classWeight, weightName,
                                  logits.getDimSize(1), "one weight per class")))
     return failure();
   return success();

@@ -103,10 +103,12 @@ LogicalResult verifyMatchesType(const RuleContext &ctx, Type type,
                                 StringRef what);
 
 /// Rules shared by the cross-entropy ops on logits [N, V], target [N] and the
-/// optional class weights [V] (null when absent).
+/// optional class weights [V] (null when absent), an operand named
+/// `weightName`.
 LogicalResult verifyCrossEntropyOperands(const RuleContext &ctx,
                                          RankedTensorType logits, Type target,
-                                         Type classWeight);
+                                         Type classWeight,
+                                         StringRef weightName = "weight");
 
 /// The f32 loss type for `reduction` over `tokens` tokens: tensor<f32> for
 /// mean/sum, tensor<Nxf32> for none.
