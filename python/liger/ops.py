@@ -607,6 +607,18 @@ def cross_entropy_spec(vocab, dtype, target_dtype="i64", ignore_index=-100,
                        weighted=int(bool(weighted)))
 
 
+def fused_linear_cross_entropy_unsupported_shape(vocab, hidden):
+    """Why the matmul kernels cannot take an lm_head [vocab, hidden] (their
+    TMA and cp.async copies move 16-byte rows: both sizes multiples of 8 at
+    2 bytes an element), or None."""
+    if int(vocab) % 8 or int(hidden) % 8:
+        return ("liger.ops.fused_linear_cross_entropy needs an lm_head whose vocabulary and "
+                "hidden sizes are multiples of 8 (its matmul kernels move 16-byte rows), got "
+                "[%d, %d]; use liger.ops.cross_entropy on the logits" % (int(vocab),
+                                                                          int(hidden)))
+    return None
+
+
 def fused_linear_cross_entropy_spec(vocab, hidden, dtype, target_dtype="i64", ignore_index=-100,
                                     label_smoothing=0.0, reduction="mean", softcap=None,
                                     lse_square_scale=0.0, weighted=False, dw_f32=False):
@@ -614,6 +626,9 @@ def fused_linear_cross_entropy_spec(vocab, hidden, dtype, target_dtype="i64", ig
         raise LigerError("liger.ops.fused_linear_cross_entropy takes bf16 or f16 (its matmul "
                          "kernels are wgmma's); for f32 use liger.ops.cross_entropy on the "
                          "logits")
+    why = fused_linear_cross_entropy_unsupported_shape(vocab, hidden)
+    if why:
+        raise LigerError(why)
     ce = parse_spec(cross_entropy_spec(vocab, dtype, target_dtype, ignore_index,
                                        label_smoothing, reduction, softcap, lse_square_scale,
                                        weighted))[1]

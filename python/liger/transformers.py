@@ -266,7 +266,8 @@ def _causal_lm_forward(self, *args, **kwargs):
     if not (self.training and torch.is_grad_enabled()) or getattr(head, "bias", None) \
             is not None or not hasattr(head, "weight"):
         return original(self, **kwargs)
-    why = _unsupported(what, head.weight)
+    why = _unsupported(what, head.weight) or ops.fused_linear_cross_entropy_unsupported_shape(
+        *head.weight.shape)
     if why:
         _warn_once(why)
         return original(self, **kwargs)
@@ -440,8 +441,9 @@ def kernel_specs(config, dtype=None):
     softcap = getattr(config, "final_logit_softcapping", None)
     # The losses, mean and summed: the fused linear cross-entropy (bf16 and
     # f16) and cross-entropy on the logits (cross_entropy=True).
+    fused = dt != "f32" and not ops.fused_linear_cross_entropy_unsupported_shape(vocab, h)
     for r in ("mean", "sum"):
-        if dt != "f32":
+        if fused:
             specs.append(ops.fused_linear_cross_entropy_spec(vocab, h, dt, "i64", reduction=r,
                                                              softcap=softcap))
         specs.append(ops.cross_entropy_spec(vocab, dt, "i64", reduction=r))

@@ -15,7 +15,7 @@ from liger import ops  # noqa: E402
 from liger import transformers as lt  # noqa: E402
 from liger.driver import LigerError, find_tool  # noqa: E402
 
-F32 = torch.float32
+F32, BF16 = torch.float32, torch.bfloat16
 
 
 def _has_cpu_runner():
@@ -371,6 +371,27 @@ def test_f32_fused_linear_cross_entropy_is_refused_and_the_model_falls_back(monk
     model.train()
     ref.train()
     with pytest.warns(lt.LigerFallbackWarning, match="in f32 patch with cross_entropy=True"):
+        out = model(input_ids=ids, labels=ids)
+    assert torch.equal(out.loss, ref(input_ids=ids, labels=ids).loss)
+
+
+def test_an_lm_head_of_odd_size_falls_back(monkeypatch):
+    """The fused loss's matmul kernels move 16-byte rows: an lm_head whose
+    vocabulary is not a multiple of 8 (GPT-2's 50257, say) keeps the
+    model's loss, with one warning, and kernel_specs leaves its spec out."""
+    with pytest.raises(LigerError, match=r"multiples of 8 .* got \[97, 32\]"):
+        ops.fused_linear_cross_entropy_spec(97, 32, "bf16")
+    specs = lt.kernel_specs(tiny_config("llama", vocab_size=97), "bf16")
+    assert not [s for s in specs if s.startswith("fused_linear_cross_entropy")]
+    assert ops.cross_entropy_spec(97, "bf16", "i64") in specs
+    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+    ids = tokens(2, vocab=97)
+    ref = tiny_model("llama", 6, BF16, vocab_size=97)
+    model = tiny_model("llama", 6, BF16, vocab_size=97)
+    lt.apply_liger_kernel(model, rope=False, rms_norm=False, swiglu=False)
+    model.train()
+    ref.train()
+    with pytest.warns(lt.LigerFallbackWarning, match=r"got \[97, 32\]"):
         out = model(input_ids=ids, labels=ids)
     assert torch.equal(out.loss, ref(input_ids=ids, labels=ids).loss)
 
