@@ -613,6 +613,9 @@ CROSS_ENTROPY_TOKENS = [1, 1000, 8192]
 # (`cefp_<name>`): name -> liger.kernel_config.
 CROSS_ENTROPY_PINNED = {
     "v128256_bf16": "{threads = 1024 : i64, vector_width = 8 : i64, ctas_per_sm = 1 : i64}",
+    # One CTA per SM over a row that fits in shared memory whole (4 staged
+    # chunks a thread cover 32768 columns, past the row's 32000).
+    "v32000_bf16": "{threads = 1024 : i64, vector_width = 8 : i64, ctas_per_sm = 1 : i64}",
     "v1000_f32_none_all": "{threads = 64 : i64, vector_width = 2 : i64}",
 }
 
