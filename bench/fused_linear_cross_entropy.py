@@ -114,19 +114,21 @@ def breakdown(x, w, t, plan, rate):
     c = plan["chunk_tokens"]
     spec = ops.fused_linear_cross_entropy_spec(w.shape[0], w.shape[1], "bf16")
     b = ops._bundle(spec, x.device)
+    (loss_plan,) = b.plans  # the kernels of one chunk, by stage
+    k = {stage: b[name] for stage, name in loss_plan["kernels"].items()}
     xc, tc = x[:c].contiguous(), t[:c].contiguous()
     z = torch.empty(c, w.shape[0], dtype=BF16, device="cuda")
     dx, dw = torch.empty_like(xc), torch.empty_like(w)
     part = torch.empty((), dtype=torch.float32, device="cuda")
     g = torch.ones((), dtype=torch.float32, device="cuda")
-    b["logits_matmul_0"](xc, w, out=[z])
+    k["logits"](xc, w, out=[z])
     gemm = 2 * c * w.shape[0] * w.shape[1]
     cases = [
-        ("logits", lambda: b["logits_matmul_0"](xc, w, out=[z]), lambda: xc @ w.t(), gemm),
-        ("ce", lambda: b["ce_rowwise_0"](z, tc, g, out=[part, z]), None, 0),
-        ("dx", lambda: b["dx_matmul_0"](z, w, out=[dx]), lambda: z @ w, gemm),
-        ("dw0", lambda: b["dw0_matmul_0"](z, xc, out=[dw]), lambda: z.t() @ xc, gemm),
-        ("dw", lambda: b["dw_matmul_0"](z, xc, dw, out=[dw]),
+        ("logits", lambda: k["logits"](xc, w, out=[z]), lambda: xc @ w.t(), gemm),
+        ("ce", lambda: k["ce"](z, tc, g, out=[part, z]), None, 0),
+        ("dx", lambda: k["dx"](z, w, out=[dx]), lambda: z @ w, gemm),
+        ("dw0", lambda: k["dw0"](z, xc, out=[dw]), lambda: z.t() @ xc, gemm),
+        ("dw", lambda: k["dw"](z, xc, dw, out=[dw]),
          lambda: dw.addmm_(z.t(), xc), gemm),
     ]
     parts = []

@@ -69,9 +69,11 @@ def _ptxas():
 
 def compile(source: str, target: str = "sm_90a", fuse: bool = True,
             cache_dir: Optional[str] = None, tool: Optional[str] = None,
-            matmul_kernels: bool = False) -> Compiled:
+            matmul_kernels: bool = False, loss_dw_f32: bool = False) -> Compiled:
     """Compiles `source` (a path to a .mlir file, or MLIR text) for `target`
-    (`matmul_kernels`: also the matmul groups, liger-compile --matmul-kernels).
+    (`matmul_kernels`: also the matmul groups and the loss plans,
+    liger-compile --matmul-kernels; `loss_dw_f32`: a planned loss sums dW in
+    f32, --loss-dw-f32).
 
     Raises LigerError with liger-compile's diagnostics when it fails.
     """
@@ -80,6 +82,8 @@ def compile(source: str, target: str = "sm_90a", fuse: bool = True,
     options = {"target": target, "fuse": fuse}
     if matmul_kernels:
         options["matmul_kernels"] = True
+    if loss_dw_f32:
+        options["loss_dw_f32"] = True
     key_material = json.dumps({
         "source": text, "options": options,
         "compiler": _version([exe, "--version"]),
@@ -104,6 +108,8 @@ def compile(source: str, target: str = "sm_90a", fuse: bool = True,
             args.append("--no-fuse")
         if matmul_kernels:
             args.append("--matmul-kernels")
+        if loss_dw_f32:
+            args.append("--loss-dw-f32")
         debug = bool(os.environ.get("LIGER_DEBUG"))
         if debug:
             args.append("--dump-dir=" + os.path.join(work, "stages"))

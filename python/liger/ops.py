@@ -33,6 +33,7 @@ be contiguous CUDA tensors of one device.
 """
 
 import hashlib
+import json
 import os
 import sys
 
@@ -156,59 +157,45 @@ def _ce_attrs(c, reduction):
 
 
 def _flce_module_text(c):
-    """The kernels of the chunked lm_head + cross-entropy plan: the logits of
-    a chunk of tokens (@logits), their loss (summed; the mean's denominator
-    is the incoming gradient's scale) and gradient written over them (@ce),
-    then dx = G · W (@dx) and dW (+)= Gᵀ · x (@dw0 for the first chunk, @dw
-    accumulating in W's dtype; with dw_f32=1, @dw alone, accumulating into
-    an f32 buffer that the caller rounds to W's dtype at the end)."""
+    """The lm_head's loss and its gradient as the two liger ops, in one
+    function @loss (incoming gradient %g). liger-compile --matmul-kernels
+    plans them (liger-plan-loss: the functions of one chunk — logits, the
+    summed loss with its gradient over the logits, dx, dW first and
+    accumulating, or with dw_f32=1 (--loss-dw-f32) dW accumulated in f32
+    alone — and the manifest's plan naming their kernels)."""
     v, h, dt = int(c["vocab"]), int(c["hidden"]), _DT[c["dtype"]]
     if c["reduction"] not in ("mean", "sum"):
         raise ValueError("reduction must be mean or sum (a per-token loss cannot have its "
                          "weight gradient formed before its incoming gradient is known)")
-    X, W, Z = "tensor<?x%dx%s>" % (h, dt), "tensor<%dx%dx%s>" % (v, h, dt), \
-        "tensor<?x%dx%s>" % (v, dt)
+    X, W = "tensor<?x%dx%s>" % (h, dt), "tensor<%dx%dx%s>" % (v, h, dt)
     T = "tensor<?x%s>" % c["target_dtype"]
-    DW = "tensor<%dx%dx%s>" % (v, h, "f32" if c.get("dw_f32", "0") == "1" else dt)
-    weighted = c["weighted"] == "1"
     CW = "tensor<%dxf32>" % v
+    weighted = c["weighted"] == "1"
     wparam = ", %%cw: %s" % CW if weighted else ""
-    wuse = " weight(%%cw : %s)" % CW if weighted else ""
-    attrs = _ce_attrs(c, "sum")
-    dw0 = "" if c.get("dw_f32", "0") == "1" else f"""func.func @dw0(%d: {Z}, %x: {X}) -> {DW} {{
-  %dw = liger.linear_grad_weight %d, %x : {Z}, {X}
-  return %dw : {DW}
-}}
-"""
-    return f"""func.func @logits(%x: {X}, %w: {W}) -> {Z} {{
-  %z = liger.linear %x, %w : {X}, {W}
-  return %z : {Z}
-}}
-func.func @ce(%z: {Z}, %t: {T}{wparam}, %g: tensor<f32>) -> (tensor<f32>, {Z}) {{
-  %l = liger.cross_entropy %z, %t{wuse} {attrs} : {Z}, {T}
-  %d = liger.cross_entropy_grad %z, %t, %g{wuse} {attrs} : {Z}, {T}, tensor<f32>
-  return %l, %d : tensor<f32>, {Z}
-}}
-func.func @dx(%d: {Z}, %w: {W}) -> {X} {{
-  %dx = liger.linear_grad_input %d, %w : {Z}, {W}
-  return %dx : {X}
-}}
-{dw0}func.func @dw(%d: {Z}, %x: {X}, %acc: {DW}) -> {DW} {{
-  %dw = liger.linear_grad_weight %d, %x accumulate %acc : {Z}, {X}, {DW}
-  return %dw : {DW}
+    wuse = " class_weight(%%cw : %s)" % CW if weighted else ""
+    attrs = _ce_attrs(c, c["reduction"])
+    return f"""func.func @loss(%h: {X}, %w: {W}, %t: {T}{wparam}, %g: tensor<f32>) -> (tensor<f32>, {X}, {W}) {{
+  %l = liger.fused_linear_cross_entropy %h, %w, %t{wuse} {attrs} : {X}, {W}, {T}
+  %dh, %dw = liger.fused_linear_cross_entropy_grad %h, %w, %t, %g{wuse} {attrs} : {X}, {W}, {T}, tensor<f32>
+  return %l, %dh, %dw : tensor<f32>, {X}, {W}
 }}
 """
 
 
-def _needs_matmul(spec):
-    """Whether the spec's module has matmul groups (liger-compile
-    --matmul-kernels)."""
-    return parse_spec(spec)[0] == "fused_linear_cross_entropy"
+def _compile_options(spec):
+    """liger.compiler.compile's options for the spec's module: the matmul
+    templates and the loss plan for the fused linear cross-entropy (its dW
+    summed in f32 with dw_f32=1)."""
+    op, c = parse_spec(spec)
+    if op != "fused_linear_cross_entropy":
+        return {}
+    return dict(matmul_kernels=True, loss_dw_f32=c.get("dw_f32", "0") == "1")
 
 
 def bundle_key(spec, target=TARGET):
     text = module_text(spec)
-    return hashlib.sha256((target + "\n" + text).encode()).hexdigest()[:24]
+    options = json.dumps(_compile_options(spec), sort_keys=True)
+    return hashlib.sha256((target + "\n" + options + "\n" + text).encode()).hexdigest()[:24]
 
 
 def compiler_identity():
@@ -237,7 +224,7 @@ def precompile(out_dir, specs, target=TARGET):
             os.path.isfile(stamp) and open(stamp).read().strip() == identity
         if not current:
             compiled = compile_module(module_text(spec), target=target,
-                                      matmul_kernels=_needs_matmul(spec))
+                                      **_compile_options(spec))
             tmp = dest + ".tmp"
             shutil.rmtree(tmp, ignore_errors=True)
             shutil.copytree(compiled.path, tmp)
@@ -269,7 +256,7 @@ def bundle_path(spec, target=TARGET):
             "and set LIGER_OPS_BUNDLES=DIR here" % (
                 spec, " in LIGER_OPS_BUNDLES=%s" % root if root else "", spec)) from None
     return compile_module(module_text(spec), target=target,
-                          matmul_kernels=_needs_matmul(spec)).path
+                          **_compile_options(spec)).path
 
 
 def cpu_reference_enabled():
@@ -361,6 +348,23 @@ class _ReferenceBundle:
         self._text = module_text(spec) if text is None else text
         self.kernels = self
         self.plans = list(plans)  # as a runtime Bundle's, for run_loss_plan
+        if spec is not None and text is None and _compile_options(spec).get("matmul_kernels"):
+            self._plan_loss(_compile_options(spec)["loss_dw_f32"])
+
+    def _plan_loss(self, dw_f32):
+        """The lm_head loss as liger-compile plans it: the chunk functions
+        (liger-plan-loss) and a plan naming them (a kernel `<function>_ref_0`
+        is its function here)."""
+        import re
+        from .driver import run_opt
+        self._text = run_opt(self._text, [
+            "--liger-fuse-linear-cross-entropy",
+            "--liger-plan-loss" + ("=dw-f32=true" if dw_f32 else "")])
+        found = re.search(r"liger\.plan = \{([^{}]*)\}", self._text)
+        if not found:
+            raise LigerError("%s: liger-plan-loss left the loss unplanned" % self.path)
+        self.plans = [dict(function="loss", kernels={
+            stage: fn + "_ref_0" for stage, fn in re.findall(r"(\w+) = @(\w+)", found.group(1))})]
 
     def get(self, name):
         function = name.rsplit("_", 2)[0]
@@ -521,11 +525,9 @@ def _function_classes():
         def forward(ctx, x, weight, target, class_weight, spec, chunk, mean, ignore_index,
                     dw_f32):
             b = _bundle(spec, x.device)
-            kernels = {stage: b["%s_%s_0" % (stage, kind)] for stage, kind in (
-                ("logits", "matmul"), ("ce", "rowwise"), ("dx", "matmul"),
-                ("dw", "matmul"))}
-            if not dw_f32:
-                kernels["dw0"] = b["dw0_matmul_0"]
+            # The kernels of one chunk, as the compiler planned them.
+            (plan,) = b.plans
+            kernels = {stage: b[name] for stage, name in plan["kernels"].items()}
             # Only the gradients autograd asks for (a frozen lm_head, as under
             # LoRA, takes no dW: a third of the FLOPs and W's size in memory).
             loss, dx, dw = chunked_loss(kernels, x, weight, target, class_weight, chunk, mean,

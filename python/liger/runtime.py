@@ -201,7 +201,7 @@ def run_loss_plan(bundle, hidden, weight, target, function=None, grad_loss=None,
     return ops.chunked_loss(kernels, hidden, weight, target, class_weight,
                             plan["chunk_tokens"],
                             plan["mean"], plan["ignore_index"], want_dx, want_dw,
-                            grad_loss=grad_loss)
+                            dw_f32=bool(plan.get("dw_f32")), grad_loss=grad_loss)
 
 
 def load(path):

@@ -1,13 +1,14 @@
 // RUN: liger-opt %s --liger-plan-loss=memory-budget=256000 --split-input-file 2>/dev/null | FileCheck %s
 // RUN: liger-opt %s --liger-plan-loss=memory-budget=256000 --split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=WARN
 // RUN: liger-opt %s --liger-plan-loss --split-input-file 2>/dev/null | FileCheck %s --check-prefix=DEFAULT
+// RUN: liger-opt %s --liger-plan-loss=dw-f32=true --split-input-file 2>/dev/null | FileCheck %s --check-prefix=F32
 
 // The lm_head's loss and both gradients: the chunk functions beside the
 // function, the plan on the group. 256000 bytes hold 128 rows of 1000 bf16
 // logits (whole 128-row tiles); the default 0.5 GiB holds 268435 rows,
 // rounded down to 268416.
 // CHECK-LABEL: func.func @step
-//       CHECK:   liger.fusion loss({{.*}}) attributes {liger.plan = {ce = @step_loss0_ce, chunk_tokens = 128 : i64, class_weight = false, dw = @step_loss0_dw, dw0 = @step_loss0_dw0, dx = @step_loss0_dx, ignore_index = -1 : i64, logits = @step_loss0_logits, mean = false, memory_budget = 256000 : i64}}
+//       CHECK:   liger.fusion loss({{.*}}) attributes {liger.plan = {ce = @step_loss0_ce, chunk_tokens = 128 : i64, class_weight = false, dw = @step_loss0_dw, dw0 = @step_loss0_dw0, dw_f32 = false, dx = @step_loss0_dx, ignore_index = -1 : i64, logits = @step_loss0_logits, mean = false, memory_budget = 256000 : i64}}
 //       CHECK:     liger.fused_linear_cross_entropy
 //       CHECK:     liger.fused_linear_cross_entropy_grad
 // CHECK-LABEL: func.func @step_loss0_logits
@@ -24,6 +25,17 @@
 // CHECK-LABEL: func.func @step_loss0_dw
 //       CHECK:   liger.linear_grad_weight %{{.+}}, %{{.+}} accumulate
 // DEFAULT: chunk_tokens = 268416 : i64
+// With dw-f32 the weight gradient is summed in f32 across the chunks: one
+// accumulating function into tensor<1000x256xf32>, no first-chunk one.
+// F32-LABEL: func.func @step
+//       F32:   liger.plan = {{{.*}}dw = @step_loss0_dw, dw_f32 = true, dx = @step_loss0_dx
+//   F32-NOT:   func.func @step_loss0_dw0
+//       F32: func.func @step_loss0_dw(%{{.+}}: tensor<?x1000xbf16>, %{{.+}}: tensor<?x256xbf16>, %{{.+}}: tensor<1000x256xf32>) -> tensor<1000x256xf32>
+//       F32:   liger.linear_grad_weight %{{.+}}, %{{.+}} accumulate %{{.+}} : tensor<?x1000xbf16>, tensor<?x256xbf16>, tensor<1000x256xf32>
+// The loss alone has no dW and no dw_f32 in its plan.
+// F32-LABEL: func.func @forward_only
+//   F32-NOT:   dw_f32
+//       F32: func.func @forward_only_loss0_ce
 func.func @step(%h: tensor<?x256xbf16>, %w: tensor<1000x256xbf16>, %t: tensor<?xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<?x256xbf16>, tensor<1000x256xbf16>) {
   %r:3 = liger.fusion loss(%h, %w, %t, %g) : (tensor<?x256xbf16>, tensor<1000x256xbf16>, tensor<?xi64>, tensor<f32>) -> (tensor<f32>, tensor<?x256xbf16>, tensor<1000x256xbf16>) {
   ^bb0(%a: tensor<?x256xbf16>, %b: tensor<1000x256xbf16>, %c: tensor<?xi64>, %d: tensor<f32>):

@@ -5,6 +5,9 @@
 // RUN: not liger-compile %s --matmul-kernels --loss-memory-budget=0 -o %t.bad 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not liger-compile %s --target=sm_90a -o %t.plain 2>&1 | FileCheck %s --check-prefix=PLAIN
 // RUN: not liger-compile %s --loss-memory-budget=1000000 -o %t.nomatmul 2>&1 | FileCheck %s --check-prefix=NOMATMUL
+// RUN: not liger-compile %s --loss-dw-f32 -o %t.nomatmul32 2>&1 | FileCheck %s --check-prefix=NOMATMUL32
+// RUN: rm -rf %t.f32 && liger-compile %s --matmul-kernels --target=sm_90a --loss-memory-budget=256000 --loss-dw-f32 -o %t.f32
+// RUN: FileCheck %s --check-prefix=F32 < %t.f32/manifest.json
 
 // A training step's loss, written as the two lm_head ops: liger-fuse puts
 // them in one loss group, liger-plan-loss writes the chunk functions, and
@@ -13,6 +16,7 @@
 // MANIFEST:      "plans": [
 // MANIFEST:          "chunk_tokens": 128,
 // MANIFEST-NEXT:     "class_weight": false,
+// MANIFEST-NEXT:     "dw_f32": false,
 // MANIFEST-NEXT:     "function": "step",
 // MANIFEST-NEXT:     "ignore_index": -100,
 // MANIFEST-NEXT:     "kernels": {
@@ -27,6 +31,13 @@
 // MANIFEST-NEXT:     "memory_budget": 256000
 // BAD: liger-compile: --loss-memory-budget must be positive, got 0
 // NOMATMUL: liger-compile: --loss-memory-budget plans loss groups, which takes --matmul-kernels (and fusion)
+// NOMATMUL32: liger-compile: --loss-dw-f32 plans loss groups, which takes --matmul-kernels (and fusion)
+// With --loss-dw-f32: four kernels, dW accumulated into f32 (no dw0).
+// F32:      "dw_f32": true,
+// F32:      "kernels": {
+// F32-NEXT:   "ce": "step_loss0_ce_rowwise_0",
+// F32-NEXT:   "dw": "step_loss0_dw_matmul_0",
+// F32-NEXT:   "dx": "step_loss0_dx_matmul_0",
 // Without the matmul templates the loss group waits, and says so.
 // PLAIN: liger-compile: no kernel to compile in {{.+}} (not compiled yet, no kernel template: 1 loss group)
 func.func @step(%h: tensor<?x256xbf16>, %w: tensor<1000x256xbf16>, %t: tensor<?xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<?x256xbf16>, tensor<1000x256xbf16>) {

@@ -79,21 +79,33 @@ FLCE_SPEC = ops.fused_linear_cross_entropy_spec(1000, 256, "bf16", label_smoothi
 
 
 def test_fused_linear_cross_entropy_module_verifies():
-    out = driver.run_opt(ops.module_text(FLCE_SPEC))
-    for fn in ("logits", "ce", "dx", "dw0", "dw"):
-        assert "func.func @%s(" % fn in out
-    # The chunk's loss is summed (the mean's denominator scales it apart).
+    """The spec's module is the two lm_head ops; the compiler's loss plan
+    writes the chunk functions (the chunk's loss summed: the mean's
+    denominator scales it apart)."""
+    text = ops.module_text(FLCE_SPEC)
+    assert "liger.fused_linear_cross_entropy %h" in text
+    assert "liger.fused_linear_cross_entropy_grad %h" in text
+    out = driver.run_opt(text, ["--liger-fuse-linear-cross-entropy", "--liger-plan-loss"])
+    for stage in ("logits", "ce", "dx", "dw0", "dw"):
+        assert "func.func @loss_loss0_%s(" % stage in out
     assert "reduction = sum" in out and "accumulate" in out
+
+
+def _plan_kernels(path):
+    import json
+    (plan,) = json.load(open(os.path.join(path, "manifest.json")))["plans"]
+    return plan
 
 
 @needs_ptxas
 def test_fused_linear_cross_entropy_kernels(tmp_path):
     (path,) = ops.precompile(str(tmp_path), [FLCE_SPEC])
-    import json
-    kernels = [k["name"] for k in json.load(open(os.path.join(path, "manifest.json")))
-               ["modules"][0]["kernels"]]
-    assert kernels == ["logits_matmul_0", "ce_rowwise_0", "dx_matmul_0", "dw0_matmul_0",
-                       "dw_matmul_0"]
+    plan = _plan_kernels(path)
+    assert plan["kernels"] == {
+        "logits": "loss_loss0_logits_matmul_0", "ce": "loss_loss0_ce_rowwise_0",
+        "dx": "loss_loss0_dx_matmul_0", "dw0": "loss_loss0_dw0_matmul_0",
+        "dw": "loss_loss0_dw_matmul_0"}
+    assert plan["mean"] is True and plan["dw_f32"] is False
 
 
 @needs_ptxas
@@ -102,15 +114,17 @@ def test_fused_linear_cross_entropy_f32_weight_gradient_kernels(tmp_path):
     spec of the default stays as it was (its bundles keep their keys)."""
     spec = ops.fused_linear_cross_entropy_spec(1000, 256, "bf16", dw_f32=True)
     assert "dw_f32=1" in spec and "dw_f32" not in FLCE_SPEC
-    text = ops.module_text(spec)
-    assert "func.func @dw0(" not in text
-    assert "accumulate %acc : tensor<?x1000xbf16>, tensor<?x256xbf16>, tensor<1000x256xf32>" \
-        in text
+    # The same module, another plan (liger-compile --loss-dw-f32): another
+    # bundle.
+    assert ops.module_text(spec) == ops.module_text(
+        ops.fused_linear_cross_entropy_spec(1000, 256, "bf16"))
+    assert ops.bundle_key(spec) != ops.bundle_key(
+        ops.fused_linear_cross_entropy_spec(1000, 256, "bf16"))
     (path,) = ops.precompile(str(tmp_path), [spec])
-    import json
-    kernels = [k["name"] for k in json.load(open(os.path.join(path, "manifest.json")))
-               ["modules"][0]["kernels"]]
-    assert kernels == ["logits_matmul_0", "ce_rowwise_0", "dx_matmul_0", "dw_matmul_0"]
+    plan = _plan_kernels(path)
+    assert sorted(plan["kernels"]) == ["ce", "dw", "dx", "logits"] and plan["dw_f32"] is True
+    ptx = open(os.path.join(path, "liger_kernels.sm_90a.ptx")).read()
+    assert ".entry loss_loss0_dw0_matmul_0(" not in ptx
 
 
 def test_fused_linear_cross_entropy_f32_weight_gradient_is_closer(monkeypatch):

@@ -97,6 +97,11 @@ cl::opt<int64_t> lossMemoryBudget(
     cl::desc("With --matmul-kernels: bytes one chunk of a planned loss "
              "group's logits may take (liger-plan-loss)"),
     cl::init(int64_t(512) << 20));
+cl::opt<bool> lossDwF32(
+    "loss-dw-f32",
+    cl::desc("With --matmul-kernels: a planned loss group sums dW across "
+             "chunks in an f32 buffer (liger-plan-loss{dw-f32})"),
+    cl::init(false));
 cl::opt<std::string> cudaToolkit("cuda-toolkit",
                                  cl::desc("CUDA toolkit holding bin/ptxas"),
                                  cl::init(""));
@@ -160,6 +165,8 @@ FailureOr<llvm::json::Object> planManifest(ModuleOp module, FusionOp group,
       {"mean", plan.getAs<BoolAttr>("mean").getValue()},
       {"ignore_index", integer("ignore_index")},
       {"class_weight", plan.getAs<BoolAttr>("class_weight").getValue()},
+      {"dw_f32", plan.getAs<BoolAttr>("dw_f32") &&
+                     plan.getAs<BoolAttr>("dw_f32").getValue()},
       {"kernels", std::move(kernels)},
   };
 }
@@ -229,9 +236,11 @@ int main(int argc, char **argv) {
   // The lm_head's loss groups, planned as chunks of matmul and
   // cross-entropy kernels (their functions join the module; the loss and
   // its gradient of a chunk fuse into one kernel).
-  if (lossMemoryBudget.getNumOccurrences() && (!matmulKernels || noFuse))
-    return fail("--loss-memory-budget plans loss groups, which takes "
-                "--matmul-kernels (and fusion)");
+  if ((lossMemoryBudget.getNumOccurrences() || lossDwF32) &&
+      (!matmulKernels || noFuse))
+    return fail(Twine(lossDwF32 ? "--loss-dw-f32" : "--loss-memory-budget") +
+                " plans loss groups, which takes --matmul-kernels (and "
+                "fusion)");
   if (matmulKernels && !noFuse) {
     if (lossMemoryBudget <= 0)
       return fail("--loss-memory-budget must be positive, got " +
@@ -239,6 +248,7 @@ int main(int argc, char **argv) {
     if (!runStage([&](PassManager &pm) {
           PlanLossPassOptions plan;
           plan.memoryBudget = lossMemoryBudget;
+          plan.dwF32 = lossDwF32;
           pm.addPass(createPlanLossPass(plan));
           FuseCrossEntropyGradPassOptions grad;
           grad.report = fusionReport;

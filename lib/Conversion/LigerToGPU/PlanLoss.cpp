@@ -50,13 +50,13 @@ std::string scientific(double value) {
   return text;
 }
 
-/// The functions of one chunk (liger.ops' `_flce_module_text` writes the
-/// same for its configurations): the logits of rows of x, their summed loss
-/// and gradient for an incoming gradient %g (the mean's denominator goes
-/// there), and with the backward dx, the first chunk's dW and the
-/// accumulating dW.
+/// The functions of one chunk (liger.ops.fused_linear_cross_entropy runs
+/// these, compiled from its two lm_head ops): the logits of rows of x, their
+/// summed loss and gradient for an incoming gradient %g (the mean's
+/// denominator goes there), and with the backward dx, the first chunk's dW
+/// and the accumulating dW (or, `dwF32`, the f32 accumulation alone).
 std::string chunkFunctions(StringRef base, FusedLinearCrossEntropyOp fwd,
-                           bool backward) {
+                           bool backward, bool dwF32) {
   auto weight = cast<RankedTensorType>(fwd.getWeight().getType());
   std::string dt = printed(weight.getElementType());
   std::string x =
@@ -93,15 +93,22 @@ std::string chunkFunctions(StringRef base, FusedLinearCrossEntropyOp fwd,
       ", tensor<f32>\n  return %l, %d : tensor<f32>, " + z + "\n}\n";
   if (!backward)
     return text;
-  return text + "func.func @" + b + "_dx(%d: " + z + ", %w: " + w + ") -> " +
-         x + " {\n  %dx = liger.linear_grad_input %d, %w : " + z + ", " + w +
-         "\n  return %dx : " + x + "\n}\n" + "func.func @" + b +
-         "_dw0(%d: " + z + ", %x: " + x + ") -> " + w +
-         " {\n  %dw = liger.linear_grad_weight %d, %x : " + z + ", " + x +
-         "\n  return %dw : " + w + "\n}\n" + "func.func @" + b +
-         "_dw(%d: " + z + ", %x: " + x + ", %acc: " + w + ") -> " + w +
+  text += "func.func @" + b + "_dx(%d: " + z + ", %w: " + w + ") -> " + x +
+          " {\n  %dx = liger.linear_grad_input %d, %w : " + z + ", " + w +
+          "\n  return %dx : " + x + "\n}\n";
+  if (!dwF32)
+    text += "func.func @" + b + "_dw0(%d: " + z + ", %x: " + x + ") -> " + w +
+            " {\n  %dw = liger.linear_grad_weight %d, %x : " + z + ", " + x +
+            "\n  return %dw : " + w + "\n}\n";
+  // The accumulator: W's type, or f32 of W's shape.
+  std::string acc = dwF32 ? "tensor<" + std::to_string(weight.getDimSize(0)) +
+                                "x" + std::to_string(weight.getDimSize(1)) +
+                                "xf32>"
+                          : w;
+  return text + "func.func @" + b + "_dw(%d: " + z + ", %x: " + x +
+         ", %acc: " + acc + ") -> " + acc +
          " {\n  %dw = liger.linear_grad_weight %d, %x accumulate %acc : " + z +
-         ", " + x + ", " + w + "\n  return %dw : " + w + "\n}\n";
+         ", " + x + ", " + acc + "\n  return %dw : " + acc + "\n}\n";
 }
 
 struct PlanLossPass : liger::impl::PlanLossPassBase<PlanLossPass> {
@@ -186,7 +193,7 @@ struct PlanLossPass : liger::impl::PlanLossPassBase<PlanLossPass> {
       std::string base =
           (fn.getSymName() + "_loss" + Twine(perFunction[fn.getSymName()]++))
               .str();
-      std::string text = chunkFunctions(base, fwd, bool(bwd));
+      std::string text = chunkFunctions(base, fwd, bool(bwd), dwF32);
       OwningOpRef<ModuleOp> parsed = parseSourceString<ModuleOp>(text, ctx);
       if (!parsed) {
         group.emitError() << "liger-plan-loss: internal error: the chunk "
@@ -204,6 +211,8 @@ struct PlanLossPass : liger::impl::PlanLossPassBase<PlanLossPass> {
       plan.append("ignore_index", fwd.getIgnoreIndexAttr());
       plan.append("class_weight",
                   BoolAttr::get(ctx, fwd.getClassWeight() != nullptr));
+      if (bwd)
+        plan.append("dw_f32", BoolAttr::get(ctx, dwF32));
       for (func::FuncOp f :
            llvm::make_early_inc_range(parsed->getOps<func::FuncOp>())) {
         if (module.lookupSymbol(f.getSymName())) {
