@@ -348,8 +348,9 @@ class _ReferenceBundle:
         self._text = module_text(spec) if text is None else text
         self.kernels = self
         self.plans = list(plans)  # as a runtime Bundle's, for run_loss_plan
-        if spec is not None and text is None and _compile_options(spec).get("matmul_kernels"):
-            self._plan_loss(_compile_options(spec)["loss_dw_f32"])
+        options = _compile_options(spec) if spec is not None and text is None else {}
+        if options.get("matmul_kernels"):
+            self._plan_loss(options["loss_dw_f32"])
 
     def _plan_loss(self, dw_f32):
         """The lm_head loss as liger-compile plans it: the chunk functions

@@ -149,13 +149,15 @@ FailureOr<llvm::json::Object> planManifest(ModuleOp module, FusionOp group,
       });
     if (kernel.empty())
       return group.emitError()
-             << "liger-compile: the plan's '" << entry.getName() << "' (@"
+             << "liger-compile: the plan's '" << entry.getName().getValue()
+             << "' (@"
              << ref.getValue() << ") has no kernel";
     kernels[entry.getName().str()] = kernel;
   }
   auto integer = [&](StringRef name) {
     return plan.getAs<IntegerAttr>(name).getInt();
   };
+  auto dwF32 = plan.getAs<BoolAttr>("dw_f32"); // a plan with dW has it
   return llvm::json::Object{
       {"function",
        group->getParentOfType<func::FuncOp>().getSymName().str()},
@@ -165,8 +167,7 @@ FailureOr<llvm::json::Object> planManifest(ModuleOp module, FusionOp group,
       {"mean", plan.getAs<BoolAttr>("mean").getValue()},
       {"ignore_index", integer("ignore_index")},
       {"class_weight", plan.getAs<BoolAttr>("class_weight").getValue()},
-      {"dw_f32", plan.getAs<BoolAttr>("dw_f32") &&
-                     plan.getAs<BoolAttr>("dw_f32").getValue()},
+      {"dw_f32", dwF32 && dwF32.getValue()},
       {"kernels", std::move(kernels)},
   };
 }

@@ -151,12 +151,13 @@ private:
   /// The logits' chunk at (`row`, `col`), widened to f32: from the staging
   /// area for a staged column, else from memory.
   Value loadLogits(OpBuilder &b, Value row, Value col);
-  /// The staging area, and whether column `col` is staged.
-  Value stageArea(OpBuilder &b);
+  /// The staging area's view of the shared buffer (at the kernel's entry),
+  /// and whether column `col` is staged.
+  Value makeStageArea(OpBuilder &b);
   Value isStaged(OpBuilder &b, Value col);
   /// cp.async of the logits' chunk at (`row`, `col`) into its staging slot.
   void stageChunk(OpBuilder &b, Value row, Value col) {
-    emitAsyncCopy16(b, loc, stageArea(b), ValueRange{col}, logits,
+    emitAsyncCopy16(b, loc, stage, ValueRange{col}, logits,
                     ValueRange{row, col}, width);
   }
   /// z = softcap * tanh(x / softcap), or x.
@@ -231,6 +232,7 @@ private:
   int64_t vocab = 0, width = 1, threads = 256, bytes = 4;
   // Kernel state while emitting one kernel.
   Value tid, smem, logits, target, weight;
+  Value stage; // the staging area (stagedChunks > 0)
   int64_t smemSlots = 0; // f32 slots of the reduction area
   /// A loss + gradient kernel whose CTAs per SM are given (a reduced loss
   /// with ctas_per_sm set, as liger-select-kernel-config sets it for rows
@@ -278,7 +280,7 @@ Value CEBuilder::loadChunk(OpBuilder &b, Value memref, ValueRange indices) {
   return v;
 }
 
-Value CEBuilder::stageArea(OpBuilder &b) {
+Value CEBuilder::makeStageArea(OpBuilder &b) {
   auto areaType = MemRefType::get(
       {stagedChunks * threads * width}, elem, MemRefLayoutAttrInterface(),
       gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
@@ -303,7 +305,7 @@ Value CEBuilder::loadLogits(OpBuilder &b, Value row, Value col) {
                                 /*withElseRegion=*/true);
   OpBuilder tb = pick.getThenBodyBuilder(), eb = pick.getElseBodyBuilder();
   scf::YieldOp::create(tb, loc,
-                       vector::LoadOp::create(tb, loc, rawType, stageArea(tb),
+                       vector::LoadOp::create(tb, loc, rawType, stage,
                                               ValueRange{col}, false, align)
                            .getResult());
   scf::YieldOp::create(eb, loc,
@@ -785,6 +787,8 @@ FailureOr<RowKernelInfo> CEBuilder::buildKernel() {
   OpBuilder b(ctx);
   gpu::GPUFuncOp kernel = createKernel(b, name, params, threads);
   Block &entry = kernel.getBody().front();
+  if (stagedChunks)
+    stage = makeStageArea(b);
   logits = entry.getArgument(0);
   target = entry.getArgument(1);
   weight = weightParam ? entry.getArgument(*weightParam) : Value();
