@@ -144,8 +144,9 @@ def _targets(op, target, rows):
     for d in rows:
         n *= d
     if target.shape != rows and list(target.shape) != [n]:
-        raise LigerValueError("liger.ops.%s: target must have shape %s or [%d] (one class per "
-                              "row), got %s" % (op, list(rows), n, list(target.shape)))
+        shapes = "%s or [%d]" % (list(rows), n) if len(rows) > 1 else str(list(rows))
+        raise LigerValueError("liger.ops.%s: target must have shape %s (one class per row), "
+                              "got %s" % (op, shapes, list(target.shape)))
 
 
 # --- the ops ---------------------------------------------------------------

@@ -156,3 +156,15 @@ def test_cross_entropy_in_place_writes_the_gradient_over_the_logits():
     assert torch.allclose(leaf.grad, ref.grad, atol=1e-6)
     # The logits now hold the gradient of a unit incoming gradient.
     assert torch.allclose(logits.detach(), ref.grad / 2, atol=1e-6)
+
+
+def test_rows_of_any_rank_run_on_the_cpu_as_on_the_gpu():
+    """[B, T, H] (and [H]) inputs are flattened into rows by the operators,
+    the same on both paths: the reference lowering takes what the GPU
+    takes."""
+    x, w = _randn(2, 3, 16), torch.rand(16) + 0.5
+    expected = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w
+    assert torch.allclose(ops.rms_norm(x, w), expected, atol=1e-6)
+    assert torch.allclose(ops.rms_norm(x[0, 0], w), expected[0, 0], atol=1e-6)
+    g, u = _randn(2, 3, 8), _randn(2, 3, 8)
+    assert torch.allclose(ops.swiglu(g, u), torch.nn.functional.silu(g) * u, atol=1e-6)
