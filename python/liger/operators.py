@@ -57,7 +57,15 @@ def _pair(make, args, device):
 
 
 def _rows(t):
+    """t as contiguous [rows, H] (itself when it is one already)."""
+    if t.dim() == 2 and t.is_contiguous():
+        return t
     return t.reshape(-1, t.shape[-1]).contiguous()
+
+
+def _shaped(y, like):
+    """y, a [rows, H] output, in the shape of the input `like`."""
+    return y if y.dim() == like.dim() else y.view(like.shape)
 
 
 def _is_one(dloss):
@@ -86,7 +94,7 @@ def rms_norm(x: Tensor, weight: Tensor, eps: float, offset: float,
     fwd, _ = _pair(specs.rms_norm_spec, _rms_norm_args(x, weight, eps, offset, casting),
                    x.device)
     y, rstd = fwd(_rows(x), weight.contiguous())
-    return y.view(x.shape), rstd.view(x.shape[:-1])
+    return _shaped(y, x), rstd.view(x.shape[:-1])
 
 
 @rms_norm.register_fake
@@ -101,7 +109,7 @@ def rms_norm_backward(dy: Tensor, x: Tensor, weight: Tensor, rstd: Tensor, eps: 
     _, bwd = _pair(specs.rms_norm_spec, _rms_norm_args(x, weight, eps, offset, casting),
                    x.device)
     dx, dw = bwd(_rows(dy), _rows(x), weight.contiguous(), rstd.reshape(-1).contiguous())
-    return dx.view(x.shape), dw
+    return _shaped(dx, x), dw
 
 
 @rms_norm_backward.register_fake
@@ -131,20 +139,20 @@ rms_norm.register_autograd(_rms_norm_grad, setup_context=_rms_norm_setup)
 @torch.library.custom_op("liger::swiglu", mutates_args=())
 def swiglu(gate: Tensor, up: Tensor) -> Tensor:
     fwd, _ = _pair(specs.swiglu_spec, (gate.shape[-1], gate.dtype), gate.device)
-    return fwd(_rows(gate), _rows(up)).view(gate.shape)
+    return _shaped(fwd(_rows(gate), _rows(up)), gate)
 
 
 @torch.library.custom_op("liger::swiglu_backward", mutates_args=())
 def swiglu_backward(dy: Tensor, gate: Tensor, up: Tensor) -> Tuple[Tensor, Tensor]:
     _, bwd = _pair(specs.swiglu_spec, (gate.shape[-1], gate.dtype), gate.device)
     dg, du = bwd(_rows(dy), _rows(gate), _rows(up))
-    return dg.view(gate.shape), du.view(gate.shape)
+    return _shaped(dg, gate), _shaped(du, gate)
 
 
 @torch.library.custom_op("liger::geglu", mutates_args=())
 def geglu(gate: Tensor, up: Tensor, approximate: str) -> Tensor:
     fwd, _ = _pair(specs.geglu_spec, (gate.shape[-1], gate.dtype, approximate), gate.device)
-    return fwd(_rows(gate), _rows(up)).view(gate.shape)
+    return _shaped(fwd(_rows(gate), _rows(up)), gate)
 
 
 @torch.library.custom_op("liger::geglu_backward", mutates_args=())
@@ -152,7 +160,7 @@ def geglu_backward(dy: Tensor, gate: Tensor, up: Tensor,
                    approximate: str) -> Tuple[Tensor, Tensor]:
     _, bwd = _pair(specs.geglu_spec, (gate.shape[-1], gate.dtype, approximate), gate.device)
     dg, du = bwd(_rows(dy), _rows(gate), _rows(up))
-    return dg.view(gate.shape), du.view(gate.shape)
+    return _shaped(dg, gate), _shaped(du, gate)
 
 
 def _like(t):
@@ -201,13 +209,13 @@ geglu.register_autograd(_geglu_grad, setup_context=_gated_setup)
 @torch.library.custom_op("liger::softmax", mutates_args=())
 def softmax(x: Tensor) -> Tensor:
     fwd, _ = _pair(specs.softmax_spec, (x.shape[-1], x.dtype), x.device)
-    return fwd(_rows(x)).view(x.shape)
+    return _shaped(fwd(_rows(x)), x)
 
 
 @torch.library.custom_op("liger::softmax_backward", mutates_args=())
 def softmax_backward(dy: Tensor, y: Tensor) -> Tensor:
     _, bwd = _pair(specs.softmax_spec, (y.shape[-1], y.dtype), y.device)
-    return bwd(_rows(dy), _rows(y)).view(y.shape)
+    return _shaped(bwd(_rows(dy), _rows(y)), y)
 
 
 @softmax.register_fake
