@@ -209,14 +209,20 @@ func.func @bwd(%dy: {X}, %x: {X}, %w: {W}, %r: tensor<?xf32>) -> ({X}, {W}) {{
 
 
 @dataclasses.dataclass(frozen=True)
-class SwiGLUSpec(Spec):
-    op: ClassVar[str] = "swiglu"
+class _RowSpec(Spec):
+    """An op over rows of `hidden` features of one dtype."""
+
     hidden: int
     dtype: str
     target: str = DEFAULT_TARGET
 
     def _checked(self):
         return dict(_common(self), hidden=_size("hidden", self.hidden))
+
+
+@dataclasses.dataclass(frozen=True)
+class SwiGLUSpec(_RowSpec):
+    op: ClassVar[str] = "swiglu"
 
     def _attrs(self):
         return ""
@@ -249,14 +255,8 @@ class GeGLUSpec(SwiGLUSpec):
 
 
 @dataclasses.dataclass(frozen=True)
-class SoftmaxSpec(Spec):
+class SoftmaxSpec(_RowSpec):
     op: ClassVar[str] = "softmax"
-    hidden: int
-    dtype: str
-    target: str = DEFAULT_TARGET
-
-    def _checked(self):
-        return dict(_common(self), hidden=_size("hidden", self.hidden))
 
     def module_text(self):
         X = "tensor<?x%dx%s>" % (self.hidden, self.dtype)
