@@ -16,7 +16,6 @@ using namespace liger::runtime;
 
 struct liger_bundle {
   std::unique_ptr<Bundle> bundle;
-  std::vector<std::string> names;
 };
 
 namespace {
@@ -41,15 +40,49 @@ liger_status fail(const Status &status) {
   return LIGER_INTERNAL;
 }
 
+liger_status check(const Status &status) {
+  return status.isOk() ? LIGER_OK : fail(status);
+}
+
 liger_status invalid(const std::string &what) {
   return fail(Status(StatusCode::kInvalidArgument, what));
 }
 
-const KernelSpec *find(const liger_bundle *bundle, const char *kernel) {
-  if (!bundle || !kernel)
-    return nullptr;
-  return bundle->bundle->findKernel(kernel);
-}
+/// C tensors as TensorArgs, on the stack for the usual kernel.
+class Tensors {
+public:
+  liger_status convert(const liger_tensor *tensors, int32_t n,
+                       const char *call) {
+    if (n < 0 || (n > 0 && !tensors))
+      return invalid(std::string(call) + ": null or negative argument list");
+    list_ = static_cast<size_t>(n) <= kInline
+                ? inline_
+                : (heap_.resize(static_cast<size_t>(n)), heap_.data());
+    for (int32_t i = 0; i < n; ++i) {
+      const liger_tensor &t = tensors[i];
+      if (t.dtype < LIGER_BF16 || t.dtype > LIGER_I64)
+        return invalid(std::string(call) + ": argument #" + std::to_string(i) +
+                       " has an unknown dtype " + std::to_string(t.dtype));
+      Status s =
+          makeTensorArg(t.data, static_cast<DType>(t.dtype), t.shape, t.rank,
+                        "argument", static_cast<size_t>(i), &list_[i]);
+      if (!s.isOk())
+        return fail(Status(s.code(), std::string(call) + ": " + s.message()));
+    }
+    size_ = static_cast<size_t>(n);
+    return LIGER_OK;
+  }
+  const TensorArg *data() const { return list_; }
+  size_t size() const { return size_; }
+
+private:
+  static constexpr size_t kInline = 16;
+  TensorArg inline_[kInline];
+  std::vector<TensorArg> heap_;
+  TensorArg *list_ = inline_;
+  size_t size_ = 0;
+};
+
 } // namespace
 
 extern "C" {
@@ -68,9 +101,6 @@ liger_status liger_bundle_open(const char *dir, liger_bundle **out) {
   Status status = Bundle::open(dir, &handle->bundle);
   if (!status.isOk())
     return fail(status);
-  for (const ModuleSpec &module : handle->bundle->manifest().modules)
-    for (const KernelSpec &kernel : module.kernels)
-      handle->names.push_back(kernel.name);
   *out = handle.release();
   return LIGER_OK;
 }
@@ -78,30 +108,33 @@ liger_status liger_bundle_open(const char *dir, liger_bundle **out) {
 void liger_bundle_close(liger_bundle *bundle) { delete bundle; }
 
 int32_t liger_bundle_kernel_count(const liger_bundle *bundle) {
-  return bundle ? static_cast<int32_t>(bundle->names.size()) : 0;
+  return bundle ? static_cast<int32_t>(bundle->bundle->kernelCount()) : 0;
 }
 
 const char *liger_bundle_kernel_name(const liger_bundle *bundle,
                                      int32_t index) {
   if (!bundle || index < 0 ||
-      static_cast<size_t>(index) >= bundle->names.size())
+      static_cast<size_t>(index) >= bundle->bundle->kernelCount())
     return nullptr;
-  return bundle->names[index].c_str();
+  return bundle->bundle->kernel(index).name.c_str();
 }
 
 int32_t liger_bundle_kernel_param_count(const liger_bundle *bundle,
                                         const char *kernel) {
-  const KernelSpec *spec = find(bundle, kernel);
-  return spec ? static_cast<int32_t>(spec->params.size()) : -1;
+  int32_t index = bundle && kernel ? bundle->bundle->kernelIndex(kernel) : -1;
+  return index < 0 ? -1
+                   : static_cast<int32_t>(
+                         bundle->bundle->kernel(index).params.size());
 }
 
 int64_t liger_bundle_workspace_ctas(const liger_bundle *bundle,
                                     const char *kernel, int64_t rows,
                                     int32_t sm_count) {
-  const KernelSpec *spec = find(bundle, kernel);
-  if (!spec)
+  int32_t index = bundle && kernel ? bundle->bundle->kernelIndex(kernel) : -1;
+  if (index < 0)
     return -1;
-  return spec->hasWorkspaces() ? workspaceCtas(*spec, rows, sm_count) : 0;
+  const KernelSpec &spec = bundle->bundle->kernel(index);
+  return spec.hasWorkspaces() ? workspaceCtas(spec, rows, sm_count) : 0;
 }
 
 liger_status liger_bundle_launch(liger_bundle *bundle, const char *kernel,
@@ -109,27 +142,19 @@ liger_status liger_bundle_launch(liger_bundle *bundle, const char *kernel,
                                  void *stream, int32_t device) {
   if (!bundle || !kernel)
     return invalid("liger_bundle_launch: null bundle or kernel name");
-  if (num_args < 0 || (num_args > 0 && !args))
-    return invalid("liger_bundle_launch: null or negative argument list");
-  std::vector<TensorArg> tensors(num_args);
-  for (int32_t i = 0; i < num_args; ++i) {
-    const liger_tensor &a = args[i];
-    if (a.dtype < LIGER_BF16 || a.dtype > LIGER_I64)
-      return invalid("liger_bundle_launch: argument #" + std::to_string(i) +
-                     " has an unknown dtype " + std::to_string(a.dtype));
-    if (a.rank < 0 || a.rank > 8 || (a.rank > 0 && !a.shape))
-      return invalid("liger_bundle_launch: argument #" + std::to_string(i) +
-                     " has rank " + std::to_string(a.rank) +
-                     " (0 to 8, with a shape array)");
-    static const DType kDTypes[] = {DType::bf16, DType::f16, DType::f32,
-                                    DType::i32, DType::i64};
-    tensors[i].data = a.data;
-    tensors[i].dtype = kDTypes[a.dtype];
-    tensors[i].shape.assign(a.shape, a.shape + a.rank);
-  }
-  Status status = bundle->bundle->launch(
-      kernel, tensors, reinterpret_cast<CUstream>(stream), device);
-  return status.isOk() ? LIGER_OK : fail(status);
+  int32_t index = bundle->bundle->kernelIndex(kernel);
+  if (index < 0)
+    return fail(
+        Status(StatusCode::kNotFound,
+               bundle->bundle->dir() + " has no kernel '" + kernel + "'"));
+  Tensors tensors;
+  if (liger_status s = tensors.convert(args, num_args, "liger_bundle_launch"))
+    return s;
+  return check(bundle->bundle->launch(static_cast<size_t>(index),
+                                      tensors.data(), tensors.size(),
+                                      reinterpret_cast<CUstream>(stream),
+                                      device));
 }
+
 
 } // extern "C"

@@ -63,6 +63,20 @@ def test_compile_traces_the_meta_implementation(bundle):
     assert torch.equal(torch.compile(f, fullgraph=True)(x, w), f(x, w))
 
 
+def test_compile_with_a_dynamic_token_count(bundle):
+    """The meta implementation sizes its outputs from the runtime's rule over
+    symbolic sizes: one graph for every token count."""
+    def f(x, w):
+        y, _ = torch.ops.liger.call(bundle, "rms_llama_rowwise_0", [x, w])
+        return y * 2
+
+    g = torch.compile(f, fullgraph=True, dynamic=True)
+    w = torch.randn(4096, device="cuda", dtype=torch.bfloat16)
+    for n in (5, 9, 33):
+        x = torch.randn(n, 4096, device="cuda", dtype=torch.bfloat16)
+        assert torch.equal(g(x, w), f(x, w))
+
+
 def test_weight_gradient_through_the_cpp_path(bundle):
     # RMSNorm backward: C++ allocates the f32 workspace and launches both
     # kernels; the result equals the Python runtime's, and meta gives dW [H].

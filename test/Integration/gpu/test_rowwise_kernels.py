@@ -99,6 +99,7 @@ def test_bundle_for_another_arch_is_refused(bundles_dir):
     bundle = runtime.load(path)
     x = torch.randn(4, 1000, device="cuda")
     w = torch.randn(1000, device="cuda")
-    with pytest.raises(RuntimeError, match=r"is compiled for sm_80, but the device has "
-                                           r"compute capability %d\.%d" % (major, minor)):
+    with pytest.raises(RuntimeError, match=r"is compiled for sm_80, but device %d has "
+                                           r"compute capability %d\.%d"
+                                           % (torch.cuda.current_device(), major, minor)):
         bundle["rms_llama_rowwise_0"](x, w)

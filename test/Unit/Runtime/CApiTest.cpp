@@ -19,16 +19,16 @@ extern "C" int liger_capi_from_c(const char *dir, char *out, int size);
 namespace {
 
 const char *kManifest = R"({
-  "format": "liger-bundle", "version": 1, "source": "t.mlir",
+  "format": "liger-bundle", "version": 2, "source": "t.mlir",
   "modules": [{"name": "liger_kernels", "arch": "sm_90a", "cubin": "k.cubin", "ptx": "k.ptx",
     "kernels": [
-     {"name": "norm", "template": "rowwise", "ops": "liger.rms_norm",
+     {"name": "norm", "function": "layer", "template": "rowwise", "ops": "liger.rms_norm",
       "abi": "memref-descriptor", "grid": ["rows", 1, 1], "block": [256, 1, 1],
       "dynamic_shared_memory_bytes": 36, "vector_width": 8, "alignment_bytes": 16,
       "params": [
         {"name": "input0", "role": "input", "kind": "rows", "dtype": "bf16", "shape": ["rows", 64]},
         {"name": "output0", "role": "output", "kind": "rows", "dtype": "bf16", "shape": ["rows", 64]}]},
-     {"name": "grad", "template": "rowwise", "ops": "liger.rms_norm_grad",
+     {"name": "grad", "function": "layer", "template": "rowwise", "ops": "liger.rms_norm_grad",
       "abi": "memref-descriptor", "grid": ["ctas", 1, 1], "block": [32, 1, 1],
       "dynamic_shared_memory_bytes": 0, "vector_width": 8, "alignment_bytes": 16,
       "ctas_per_sm": 4,
@@ -38,7 +38,10 @@ const char *kManifest = R"({
         {"name": "input0", "role": "input", "kind": "rows", "dtype": "bf16", "shape": ["rows", 64]},
         {"name": "output0", "role": "output", "kind": "feature", "dtype": "bf16", "shape": [64]},
         {"name": "workspace0", "role": "workspace", "kind": "partials", "dtype": "f32", "shape": ["ctas", 64]}]}
-    ]}]})";
+    ]}],
+  "plans": [{"function": "step", "kind": "fused_linear_cross_entropy",
+    "chunk_tokens": 128, "memory_budget": 256000, "mean": true, "ignore_index": -100,
+    "class_weight": false, "dw_f32": false, "kernels": {"logits": "grad", "ce": "norm"}}]})";
 
 class CApiTest : public ::testing::Test {
 protected:
@@ -92,17 +95,21 @@ TEST_F(CApiTest, FailuresHaveACodeAndAMessage) {
   ASSERT_EQ(liger_bundle_open(dir.c_str(), &b), LIGER_OK);
   alignas(16) static char buf[256];
   int64_t shape[] = {3, 64};
-  liger_tensor args[] = {{buf, LIGER_BF16, 2, shape}, {buf, LIGER_BF16, 2, shape}};
+  liger_tensor args[] = {{buf, LIGER_BF16, 2, shape},
+                         {buf, LIGER_BF16, 2, shape}};
   // Checked before any driver call: unknown kernel, wrong dtype, bad rank.
-  EXPECT_EQ(liger_bundle_launch(b, "nope", args, 2, nullptr, 0), LIGER_NOT_FOUND);
+  EXPECT_EQ(liger_bundle_launch(b, "nope", args, 2, nullptr, 0),
+            LIGER_NOT_FOUND);
   EXPECT_NE(std::string(liger_last_error()).find("has no kernel 'nope'"),
             std::string::npos);
-  liger_tensor wrong[] = {{buf, LIGER_F32, 2, shape}, {buf, LIGER_BF16, 2, shape}};
+  liger_tensor wrong[] = {{buf, LIGER_F32, 2, shape},
+                          {buf, LIGER_BF16, 2, shape}};
   EXPECT_EQ(liger_bundle_launch(b, "norm", wrong, 2, nullptr, 0),
             LIGER_INVALID_ARGUMENT);
   EXPECT_NE(std::string(liger_last_error()).find("must be bf16, got f32"),
             std::string::npos);
-  liger_tensor badRank[] = {{buf, LIGER_BF16, -1, shape}, {buf, LIGER_BF16, 2, shape}};
+  liger_tensor badRank[] = {{buf, LIGER_BF16, -1, shape},
+                            {buf, LIGER_BF16, 2, shape}};
   EXPECT_EQ(liger_bundle_launch(b, "norm", badRank, 2, nullptr, 0),
             LIGER_INVALID_ARGUMENT);
   liger_tensor badDtype[] = {{buf, static_cast<liger_dtype>(9), 2, shape},
@@ -126,8 +133,10 @@ TEST_F(CApiTest, TheHeaderWorksFromC) {
   char out[256];
   ASSERT_EQ(liger_capi_from_c(dir.c_str(), out, sizeof out), 0) << out;
   EXPECT_STREQ(out, "norm;grad;");
-  EXPECT_EQ(liger_capi_from_c("/nonexistent", out, sizeof out), LIGER_NOT_FOUND);
-  EXPECT_NE(std::string(out).find("error 2: cannot read"), std::string::npos) << out;
+  EXPECT_EQ(liger_capi_from_c("/nonexistent", out, sizeof out),
+            LIGER_NOT_FOUND);
+  EXPECT_NE(std::string(out).find("error 2: cannot read"), std::string::npos)
+      << out;
 }
 
 TEST_F(CApiTest, TheHeaderOnlyCppApi) {
