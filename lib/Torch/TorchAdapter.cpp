@@ -101,6 +101,9 @@ runtime::Bundle &liger::libtorch::openBundle(const std::string &path) {
     return *it->second;
   std::unique_ptr<runtime::Bundle> bundle;
   check(runtime::Bundle::open(path, &bundle));
+  // A bundle the GPU cannot run is refused here, before its first launch.
+  if (at::cuda::is_available())
+    check(bundle->checkDevice(at::cuda::current_device()));
   return *bundles.emplace(path, std::move(bundle)).first->second;
 }
 

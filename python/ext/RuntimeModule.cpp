@@ -2,7 +2,7 @@
 //
 // pybind11 bindings of the liger runtime (no MLIR, no LibTorch): open a
 // bundle, describe its kernels and loss plans as the kernel ABI has them,
-// give the shapes of a kernel's outputs and
+// compare it with a device, give the shapes of a kernel's outputs and
 // workspaces for given inputs (the runtime's rules: python/liger/runtime.py
 // does not re-derive them), and launch on raw device pointers and a stream.
 // A failed runtime Status becomes an exception carrying its message:
@@ -180,6 +180,11 @@ PYBIND11_MODULE(_liger_runtime, m) {
             return plans;
           },
           "The planned loss groups (docs/Design/Bundle.md, 'Plans')")
+      .def(
+          "check_device",
+          [](Bundle &bundle, int device) { check(bundle.checkDevice(device)); },
+          py::arg("device"),
+          "Raises naming the first kernel `device` cannot run, and why")
       .def(
           "output_shapes",
           [](const Bundle &bundle, const py::object &kernel,

@@ -4,7 +4,8 @@
     y, s = bundle["layer_rowwise_0"](x, residual, weight)
 
 `load` opens a bundle through the `_liger_runtime` extension (build it with
-`scripts/build-runtime.sh`; no MLIR needed). Calling a kernel checks the
+`scripts/build-runtime.sh`; no MLIR needed) and, where there is a GPU,
+checks that the current one runs every kernel. Calling a kernel checks the
 tensors (torch tensors on one CUDA device, contiguous; the runtime checks
 dtypes, shapes and alignment against the kernel ABI), allocates the outputs
 unless `out=` gives them (and the f32 workspaces of a kernel that reduces
@@ -132,6 +133,14 @@ class Bundle:
         self.kernels = {k["name"]: Kernel(self._bundle, k) for k in self._bundle.kernels()}
         # The planned loss groups (liger-plan-loss): run_loss_plan.
         self.plans = self._bundle.plans()
+        # A bundle the current GPU cannot run (its arch, its shared memory)
+        # is refused here, not at its first launch.
+        try:
+            import torch
+        except ImportError:
+            return
+        if torch.cuda.is_available():
+            self._bundle.check_device(torch.cuda.current_device())
 
     def __getitem__(self, name):
         try:

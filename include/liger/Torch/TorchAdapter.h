@@ -32,7 +32,9 @@ struct KernelRef {
 };
 
 /// Opens the bundle at `path`, or returns the one opened before (a
-/// process-wide, thread-safe cache keyed by path). Fails with TORCH_CHECK.
+/// process-wide, thread-safe cache keyed by path); where there is a GPU,
+/// checks that the current one runs it (Bundle::checkDevice). Fails with
+/// TORCH_CHECK.
 runtime::Bundle &openBundle(const std::string &path);
 
 /// The kernel `kernel` of the bundle at `path` (openBundle). The last pair

@@ -53,6 +53,17 @@ def test_torch_check_errors(bundle):
         torch.ops.liger.call(bundle + "-missing", "rms_llama_rowwise_0", [x, w])
 
 
+def test_a_bundle_for_another_gpu_is_refused_at_open(bundle):
+    path = os.path.join(os.path.dirname(bundle), "sm80_h1000_f32")
+    if not os.path.isdir(path):
+        pytest.skip("bundle %s not built (run scripts/build-gpu-bundles.sh)" % path)
+    if torch.cuda.get_device_capability()[0] == 8:
+        pytest.skip("this GPU runs sm_80 code")
+    x = torch.randn(4, 1000, device="cuda")
+    with pytest.raises(RuntimeError, match="is compiled for sm_80, but device"):
+        torch.ops.liger.call(path, "rms_llama_rowwise_0", [x, torch.randn(1000, device="cuda")])
+
+
 def test_compile_traces_the_meta_implementation(bundle):
     def f(x, w):
         y, _ = torch.ops.liger.call(bundle, "rms_llama_rowwise_0", [x, w])

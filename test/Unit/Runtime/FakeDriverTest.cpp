@@ -4,8 +4,10 @@
 // LIGER_LIBCUDA; its own executable, since the driver loads once per
 // process): a kernel runs in its device's context whatever context is
 // current, loads its module once per context, and leaves the caller's
-// context current; and a launch passes the grid, block, shared memory,
-// memref descriptors and tensor maps of the kernel ABI.
+// context current; a bundle is compared with a device (arch, shared
+// memory) before its first launch there; and a launch passes the grid,
+// block, shared memory, memref descriptors and tensor maps of the kernel
+// ABI.
 //
 //===----------------------------------------------------------------------===//
 
@@ -161,6 +163,69 @@ TEST_F(FakeDriverTest, AnUnknownDeviceIsAClearError) {
   Status s = launchOn(7);
   EXPECT_FALSE(s.isOk());
   EXPECT_NE(s.message().find("cuDeviceGet"), std::string::npos) << s.message();
+}
+
+TEST_F(FakeDriverTest, AnArchSpecificBundleRunsOnItsGpuOnly) {
+  ASSERT_TRUE(reopen(kernels("sm_90a")).isOk());
+  EXPECT_TRUE(bundle->checkDevice(0).isOk());
+  Status s = bundle->checkDevice(2);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(s.message(),
+            dir + ": kernel 'scale' of module 'liger_kernels' is compiled for "
+                  "sm_90a, but device 2 has compute capability 8.0 (sm_90a "
+                  "runs on 9.0 only); rebuild the bundle for this GPU "
+                  "(liger-compile --target)");
+  // A launch there fails the same way, before any module loads.
+  ASSERT_EQ(driver->cuCtxSetCurrent(nullptr), kCudaSuccess);
+  alignas(16) static char buf[4096];
+  Status l = bundle->launch("scale",
+                            {{buf, DType::bf16, {2, 64}},
+                             {buf, DType::bf16, {64}},
+                             {buf, DType::f32, {2}}},
+                            nullptr, 2);
+  EXPECT_EQ(l.message(), s.message());
+  EXPECT_STREQ(log(), "");
+}
+
+TEST_F(FakeDriverTest, AnSm80BundleRunsOnEvery8x) {
+  Manifest m = kernels("sm_80");
+  m.modules[0].kernels.pop_back(); // the matmul's shared memory: below
+  ASSERT_TRUE(reopen(m).isOk());
+  EXPECT_TRUE(bundle->checkDevice(2).isOk());
+  EXPECT_TRUE(bundle->checkDevice(3).isOk());
+  EXPECT_EQ(bundle->checkDevice(0).message(),
+            dir + ": kernel 'scale' of module 'liger_kernels' is compiled for "
+                  "sm_80, but device 0 has compute capability 9.0 (sm_80 runs "
+                  "on 8.0 to 8.x); rebuild the bundle for this GPU "
+                  "(liger-compile --target)");
+  m.modules[0].arch = "sm_86";
+  ASSERT_TRUE(reopen(m).isOk());
+  EXPECT_TRUE(bundle->checkDevice(3).isOk());
+  EXPECT_EQ(bundle->checkDevice(2).message(),
+            dir + ": kernel 'scale' of module 'liger_kernels' is compiled for "
+                  "sm_86, but device 2 has compute capability 8.0 (sm_86 runs "
+                  "on 8.6 to 8.x); rebuild the bundle for this GPU "
+                  "(liger-compile --target)");
+}
+
+TEST_F(FakeDriverTest, SharedMemoryMustFitTheDevice) {
+  Manifest m = kernels("sm_80");
+  ASSERT_TRUE(reopen(m).isOk());
+  Status s = bundle->checkDevice(2); // 166912 bytes per block at most
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(s.message(),
+            dir + ": kernel 'proj' needs 200000 bytes of dynamic shared "
+                  "memory, but device 2 allows at most 166912 per block; "
+                  "rebuild the bundle for this GPU (liger-compile --target)");
+  m.modules[0].kernels.pop_back();
+  m.modules[0].kernels[1].finish.dynamicSharedMemoryBytes = 120000;
+  ASSERT_TRUE(reopen(m).isOk());
+  EXPECT_TRUE(bundle->checkDevice(2).isOk());
+  EXPECT_EQ(bundle->checkDevice(3).message(),
+            dir + ": kernel 'grad_finish' needs 120000 bytes of dynamic "
+                  "shared memory, but device 3 allows at most 101376 per "
+                  "block; rebuild the bundle for this GPU (liger-compile "
+                  "--target)");
 }
 
 TEST_F(FakeDriverTest, ALaunchPassesTheKernelAbi) {
