@@ -1,7 +1,7 @@
 /*===- FakeCuda.c - a CUDA driver stand-in for tests without a GPU ------===*
  *
- * Loaded by the runtime through LIGER_LIBCUDA in liger-fake-driver-tests: four
- * devices (9.0, 9.0, 8.0 and 8.6, with their
+ * Loaded by the runtime through LIGER_LIBCUDA in liger-fake-driver-tests (and
+ * liger-launch-bench): four devices (9.0, 9.0, 8.0 and 8.6, with their
  * opt-in shared memory per block), one primary context each, a context
  * stack per process (the tests are single-threaded), a log of the calls
  * that matter for where a kernel runs (push, pop, module loads, launches),
