@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Compiles the kernels of the GPU suite (test/Integration/gpu/kernels.py)
-# with liger-compile into gpu-bundles/h<hidden>_<dtype>/, for sm_90a. Run it
-# here (it needs the compiler); carry gpu-bundles/ to the GPU machine and run
+# with liger-compile into gpu-bundles/h<hidden>_<dtype>/, for sm_90a, and
+# copies the nlohmann/json headers the runtime reads manifests with into
+# gpu-bundles/include/ (the GPU machine may not have them). Run it here (it
+# needs the compiler); carry gpu-bundles/ to the GPU machine and run
 # scripts/gpu-check.sh there.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -9,7 +11,13 @@ BUILD=${LIGER_BUILD_DIR:-$ROOT/build}
 OUT=${1:-$ROOT/gpu-bundles}
 PYTHON=${PYTHON:-python3}
 rm -rf "$OUT"
-mkdir -p "$OUT/src"
+mkdir -p "$OUT/src" "$OUT/include"
+json=""
+for dir in ${LIGER_JSON_INCLUDE_DIR:-} /usr/include /usr/local/include; do
+  if [[ -f "$dir/nlohmann/json.hpp" ]]; then json=$dir; break; fi
+done
+[[ -n "$json" ]] || { echo "build-gpu-bundles: nlohmann/json.hpp not found (scripts/setup.sh installs nlohmann-json3-dev)"; exit 1; }
+cp -r "$json/nlohmann" "$OUT/include/"
 "$PYTHON" - "$OUT/src" <<'PY'
 import sys
 sys.path.insert(0, "test/Integration/gpu")

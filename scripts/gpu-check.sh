@@ -27,6 +27,10 @@ if [[ ! -d "$BUNDLES" ]]; then
   echo "gpu-check: no bundles in $BUNDLES: run scripts/build-gpu-bundles.sh on the build machine and carry them"
   exit 1
 fi
+# The JSON headers the bundles brought, where this machine has none.
+if [[ -f "$BUNDLES/include/nlohmann/json.hpp" ]]; then
+  export LIGER_JSON_INCLUDE_DIR="$BUNDLES/include"
+fi
 LIGER_RUNTIME_BUILD_DIR="$BUILD" bash "$ROOT/scripts/build-runtime.sh" || exit 1
 ctest --test-dir "$BUILD" --output-on-failure >"$LOG/unit.log" 2>&1
 unit_rc=$?

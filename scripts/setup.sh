@@ -2,7 +2,8 @@
 # Installs what liger needs on a fresh Debian 12 machine; safe to re-run.
 #
 #   Debian packages: LLVM/MLIR 22 (dev files, tools, FileCheck, lit), CMake,
-#                    ninja, g++, GoogleTest
+#                    ninja, g++, GoogleTest, nlohmann/json (the runtime's
+#                    manifest reader, header-only)
 #   PyPI:            pytest, numpy, pybind11 (with --tests: torch, transformers)
 #   CUDA toolkit:    checked, not installed: ptxas from $CUDA_HOME/bin or
 #                    /usr/local/cuda/bin (needed to build cubins, not to test)
@@ -13,7 +14,7 @@ set -euo pipefail
 log() { printf 'setup: %s\n' "$*"; }
 
 DEB_PACKAGES=(llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
-              cmake ninja-build g++ libgtest-dev)
+              cmake ninja-build g++ libgtest-dev nlohmann-json3-dev)
 missing=()
 for pkg in "${DEB_PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then

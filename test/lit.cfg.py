@@ -29,7 +29,8 @@ tool_dirs = [config.liger_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(
     [ToolSubst("liger-opt", unresolved="fatal"),
      ToolSubst("liger-cpu-runner", unresolved="fatal"),
-     ToolSubst("liger-compile", unresolved="fatal")], tool_dirs)
+     ToolSubst("liger-compile", unresolved="fatal"),
+     ToolSubst("split-file", unresolved="fatal")], tool_dirs)
 
 cuda_home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
 ptxas = os.path.join(cuda_home, "bin", "ptxas")

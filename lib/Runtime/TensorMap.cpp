@@ -1,6 +1,7 @@
 //===- TensorMap.cpp - TMA descriptors for the matmul kernels -------------===//
 
 #include "liger/Runtime/TensorMap.h"
+#include "liger/Runtime/CudaDriver.h"
 
 #include <string>
 
@@ -9,8 +10,8 @@ using namespace liger::runtime;
 namespace {
 // CUtensorMapDataType, CUtensorMapInterleave, CUtensorMapL2promotion and
 // CUtensorMapFloatOOBfill values (cuda.h, CUDA 12+).
-constexpr int kTmaFloat16 = 6, kTmaFloat32 = 7, kTmaBFloat16 = 9,
-              kTmaInt32 = 3, kTmaInt64 = 5;
+constexpr int kTmaFloat16 = 6, kTmaFloat32 = 7, kTmaBFloat16 = 9, kTmaInt32 = 3,
+              kTmaInt64 = 5;
 constexpr int kTmaInterleaveNone = 0;
 constexpr int kTmaL2Promotion128B = 2;
 constexpr int kTmaOobFillNone = 0, kTmaOobFillNanRequestZeroFma = 1;
@@ -73,18 +74,12 @@ Status liger::runtime::validateTensorMap(const TensorMapSpec &spec) {
                      " bytes; strides must be positive multiples of 16 bytes "
                      "under 2^40 (pad the rows)");
   }
-  int64_t innerBytes = spec.box.back() * elem;
-  if (innerBytes % 16 != 0)
-    return invalid("the box's innermost size is " + std::to_string(innerBytes) +
-                   " bytes; it must be a multiple of 16");
-  static const int64_t kSpan[] = {0, 32, 64, 128};
-  int64_t span = kSpan[static_cast<int>(spec.swizzle)];
-  if (span && innerBytes > span)
-    return invalid("the box's innermost size (" + std::to_string(innerBytes) +
-                   " bytes) exceeds the " + std::to_string(span) +
-                   "-byte swizzle span");
-  if (!spec.zeroFill && spec.dtype != DType::bf16 &&
-      spec.dtype != DType::f16 && spec.dtype != DType::f32)
+  std::string box =
+      tensorMapBoxProblem(spec.dtype, spec.box.back(), spec.swizzle);
+  if (!box.empty())
+    return invalid(box);
+  if (!spec.zeroFill && spec.dtype != DType::bf16 && spec.dtype != DType::f16 &&
+      spec.dtype != DType::f32)
     return invalid("NaN fill of out-of-bounds elements needs a floating-point "
                    "dtype, got " +
                    std::string(dtypeName(spec.dtype)));

@@ -18,12 +18,11 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
 
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
@@ -32,23 +31,6 @@
 
 using namespace mlir;
 using namespace mlir::liger;
-
-/// The manifest's grid: [symbol, 1, 1] for one CTA per row, token or
-/// workspace row, else the template's three entries (numbers as numbers).
-static llvm::json::Array gridOf(DictionaryAttr info) {
-  if (auto symbol = info.getAs<StringAttr>("grid"))
-    return llvm::json::Array{symbol.getValue(), 1, 1};
-  llvm::json::Array grid;
-  for (Attribute a : info.getAs<ArrayAttr>("grid")) {
-    StringRef text = cast<StringAttr>(a).getValue();
-    int64_t value = 0;
-    if (!text.getAsInteger(10, value))
-      grid.push_back(value);
-    else
-      grid.push_back(text);
-  }
-  return grid;
-}
 
 LogicalResult mlir::liger::lowerGpuModulesToNVVM(ModuleOp module) {
   PassManager pm(module.getContext());
@@ -163,21 +145,129 @@ mlir::liger::serializeGpuModules(ModuleOp module, StringRef toolkitPath) {
   return binaries;
 }
 
-static std::string dtypeName(Type type) {
-  if (type.isBF16())
-    return "bf16";
-  if (type.isF16())
-    return "f16";
-  if (type.isF32())
-    return "f32";
-  if (type.isSignlessInteger(64))
-    return "i64";
-  if (type.isSignlessInteger(32))
-    return "i32";
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  type.print(os);
-  return s;
+//===----------------------------------------------------------------------===//
+// Bundles
+//===----------------------------------------------------------------------===//
+
+namespace rt = ::liger::runtime;
+
+/// The kernel ABI's spec of kernel `op` from its `liger.kernel_info`
+/// attribute: the one place that reads that attribute. `function` is the
+/// function whose fusion group the kernel implements.
+static FailureOr<rt::KernelSpec>
+kernelSpecOf(Operation *op, DictionaryAttr info, StringRef function) {
+  auto fail = [&](const Twine &what) -> LogicalResult {
+    return op->emitError() << "liger.kernel_info: " << what;
+  };
+  auto integer = [&](DictionaryAttr d, StringRef key,
+                     int64_t &out) -> LogicalResult {
+    auto a = d.getAs<IntegerAttr>(key);
+    if (!a)
+      return fail("no integer '" + key + "'");
+    out = a.getInt();
+    return success();
+  };
+  auto string = [&](DictionaryAttr d, StringRef key,
+                    std::string &out) -> LogicalResult {
+    auto a = d.getAs<StringAttr>(key);
+    if (!a)
+      return fail("no string '" + key + "'");
+    out = a.getValue().str();
+    return success();
+  };
+  rt::KernelSpec spec;
+  spec.name = cast<SymbolOpInterface>(op).getName().str();
+  spec.function = function.str();
+  spec.alignmentBytes = 16; // the templates' 16-byte vector accesses
+  std::string kernelTemplate;
+  if (failed(string(info, "template", kernelTemplate)) ||
+      failed(string(info, "ops", spec.ops)) ||
+      failed(integer(info, "threads", spec.block[0])) ||
+      failed(integer(info, "shared_memory_bytes",
+                     spec.dynamicSharedMemoryBytes)) ||
+      failed(integer(info, "vector_width", spec.vectorWidth)))
+    return failure();
+  if (!rt::parseTemplate(kernelTemplate, &spec.kernelTemplate))
+    return fail("unknown template '" + kernelTemplate + "'");
+  // One CTA per row, token or workspace row ("rows"), or three entries.
+  SmallVector<StringRef, 3> grid;
+  if (auto symbol = info.getAs<StringAttr>("grid"))
+    grid = {symbol.getValue(), "1", "1"};
+  else if (auto list = info.getAs<ArrayAttr>("grid"))
+    for (Attribute a : list)
+      grid.push_back(isa<StringAttr>(a) ? cast<StringAttr>(a).getValue() : "");
+  if (grid.size() != 3)
+    return fail("'grid' is neither a symbol nor three entries");
+  for (int i = 0; i < 3; ++i)
+    if (!rt::parseGridDim(grid[i], &spec.grid[i]))
+      return fail("unknown grid size '" + grid[i] + "'");
+  auto params = info.getAs<ArrayAttr>("params");
+  if (!params)
+    return fail("no array 'params'");
+  for (Attribute a : params) {
+    auto d = dyn_cast<DictionaryAttr>(a);
+    auto dtype = d ? d.getAs<TypeAttr>("dtype") : TypeAttr();
+    if (!dtype)
+      return fail("a parameter is not a dictionary with a type 'dtype'");
+    rt::KernelParam &p = spec.params.emplace_back();
+    std::string role, kind;
+    if (failed(string(d, "name", p.name)) || failed(string(d, "role", role)) ||
+        failed(string(d, "kind", kind)) ||
+        failed(integer(d, "length", p.length)) ||
+        failed(integer(d, "heads", p.outer)))
+      return failure();
+    Type type = dtype.getValue();
+    std::string dtypeText = type.isBF16()                ? "bf16"
+                            : type.isF16()               ? "f16"
+                            : type.isF32()               ? "f32"
+                            : type.isSignlessInteger(32) ? "i32"
+                            : type.isSignlessInteger(64) ? "i64"
+                                                         : "";
+    if (!rt::parseRole(role, &p.role))
+      return fail("parameter '" + p.name + "' has an unknown role '" + role +
+                  "'");
+    if (!rt::parseKind(kind, &p.kind))
+      return fail("parameter '" + p.name + "' has an unknown kind '" + kind +
+                  "'");
+    if (!rt::parseDType(dtypeText, &p.dtype))
+      return op->emitError()
+             << "liger.kernel_info: parameter '" << p.name
+             << "' has element type " << type
+             << ", which the kernel ABI does not carry (bf16, f16, f32, i32, "
+                "i64)";
+  }
+  if (auto maps = info.getAs<ArrayAttr>("tensor_maps"))
+    for (Attribute a : maps) {
+      auto d = dyn_cast<DictionaryAttr>(a);
+      auto box = d ? dyn_cast_or_null<DenseI64ArrayAttr>(d.get("box"))
+                   : DenseI64ArrayAttr();
+      if (!box || box.size() != 2)
+        return fail("a tensor map has no box = array<i64: rows, cols>");
+      int64_t param = 0, swizzle = 0;
+      rt::KernelTensorMap &m = spec.tensorMaps.emplace_back();
+      if (failed(integer(d, "param", param)) ||
+          failed(integer(d, "swizzle", swizzle)))
+        return failure();
+      if (param < 0)
+        return fail("a tensor map names parameter " + Twine(param));
+      if (!rt::parseSwizzleBytes(swizzle, &m.swizzle))
+        return fail("a tensor map's swizzle is " + Twine(swizzle) +
+                    " bytes, not 32, 64 or 128");
+      m.param = static_cast<size_t>(param);
+      m.boxRows = box[0];
+      m.boxCols = box[1];
+    }
+  // A group reducing across rows: the finishing kernel, launched after
+  // this one with the same arguments.
+  if (auto finish = info.getAs<DictionaryAttr>("finish"))
+    if (failed(string(finish, "name", spec.finish.name)) ||
+        failed(integer(finish, "grid", spec.finish.grid)) ||
+        failed(integer(finish, "threads", spec.finish.block[0])) ||
+        failed(integer(finish, "shared_memory_bytes",
+                       spec.finish.dynamicSharedMemoryBytes)) ||
+        failed(integer(info, "ctas_per_sm", spec.ctasPerSm)))
+      return failure();
+  return spec;
 }
 
 static LogicalResult writeFile(ModuleOp module, StringRef path,
@@ -194,131 +284,65 @@ static LogicalResult writeFile(ModuleOp module, StringRef path,
 LogicalResult mlir::liger::writeBundle(ModuleOp module,
                                        ArrayRef<GpuBinary> binaries,
                                        StringRef dir, StringRef source,
-                                       llvm::json::Array plans) {
-  if (std::error_code ec = llvm::sys::fs::create_directories(dir))
-    return module.emitError()
-           << "cannot create bundle directory " << dir << ": " << ec.message();
-  llvm::json::Array modules;
+                                       ArrayRef<rt::LossPlan> plans) {
+  // The function of each kernel: the one holding the group that names it.
+  llvm::StringMap<std::string> functionOf;
+  module.walk([&](Operation *op) {
+    auto ref = op->getAttrOfType<SymbolRefAttr>("liger.kernel");
+    if (auto fn = ref ? op->getParentOfType<FunctionOpInterface>()
+                      : FunctionOpInterface())
+      functionOf[ref.getLeafReference().getValue()] = fn.getName().str();
+  });
+  rt::Manifest manifest;
+  manifest.source = source.str();
+  manifest.plans.assign(plans.begin(), plans.end());
   for (const GpuBinary &binary : binaries) {
     std::string stem = binary.moduleName + "." + binary.chip;
-    SmallString<256> cubinPath(dir), ptxPath(dir);
-    llvm::sys::path::append(cubinPath, stem + ".cubin");
-    llvm::sys::path::append(ptxPath, stem + ".ptx");
-    if (failed(
-            writeFile(module, cubinPath,
-                      StringRef(binary.cubin.data(), binary.cubin.size()))) ||
-        failed(writeFile(module, ptxPath, binary.ptx)))
-      return failure();
+    rt::ModuleSpec &spec = manifest.modules.emplace_back();
+    spec.name = binary.moduleName;
+    spec.arch = binary.chip;
+    spec.cubinFile = stem + ".cubin";
+    spec.ptxFile = stem + ".ptx";
     auto gm = module.lookupSymbol<gpu::GPUModuleOp>(binary.moduleName);
-    llvm::json::Array kernels;
     for (Operation &op : gm.getBody()->getOperations()) {
       auto info = op.getAttrOfType<DictionaryAttr>("liger.kernel_info");
       if (!info)
         continue;
       StringRef name = cast<SymbolOpInterface>(op).getName();
-      auto integer = [&](StringRef key) {
-        return info.getAs<IntegerAttr>(key).getInt();
-      };
-      llvm::json::Array params;
-      for (Attribute a : info.getAs<ArrayAttr>("params")) {
-        auto p = cast<DictionaryAttr>(a);
-        StringRef kind = p.getAs<StringAttr>("kind").getValue();
-        int64_t length = p.getAs<IntegerAttr>("length").getInt();
-        llvm::json::Array shape;
-        int64_t heads = p.getAs<IntegerAttr>("heads").getInt();
-        if (kind == "heads")
-          shape = llvm::json::Array{"batch", heads, "seq", length};
-        else if (kind == "tables" && heads == 1)
-          shape = llvm::json::Array{1, "seq", length};
-        else if (kind == "tables")
-          shape = llvm::json::Array{"table_batch", "seq", length};
-        else if (kind == "rows")
-          shape = llvm::json::Array{"rows", length};
-        else if (kind == "row_scalars")
-          shape = llvm::json::Array{"rows"};
-        else if (kind == "feature")
-          shape = llvm::json::Array{length};
-        else if (kind == "partials")
-          shape = llvm::json::Array{"ctas", length};
-        else if (kind == "matrix")
-          shape = llvm::json::Array{heads, length};
-        params.push_back(llvm::json::Object{
-            {"name", p.getAs<StringAttr>("name").getValue()},
-            {"role", p.getAs<StringAttr>("role").getValue()},
-            {"kind", kind},
-            {"dtype", dtypeName(p.getAs<TypeAttr>("dtype").getValue())},
-            {"shape", std::move(shape)},
-        });
-      }
-      llvm::json::Object kernel{
-          {"name", name},
-          {"template", info.getAs<StringAttr>("template").getValue()},
-          {"ops", info.getAs<StringAttr>("ops").getValue()},
-          {"abi", "memref-descriptor"},
-          {"grid", gridOf(info)},
-          {"block", llvm::json::Array{integer("threads"), 1, 1}},
-          {"dynamic_shared_memory_bytes", integer("shared_memory_bytes")},
-          {"vector_width", integer("vector_width")},
-          {"alignment_bytes", 16},
-          {"params", std::move(params)},
-      };
-      // TMA descriptors the launcher encodes from tensor parameters and
-      // passes by value after them.
-      if (auto maps = info.getAs<ArrayAttr>("tensor_maps")) {
-        llvm::json::Array list;
-        for (Attribute a : maps) {
-          auto m = cast<DictionaryAttr>(a);
-          ArrayRef<int64_t> box =
-              cast<DenseI64ArrayAttr>(m.get("box")).asArrayRef();
-          auto index = m.getAs<IntegerAttr>("param").getInt();
-          list.push_back(llvm::json::Object{
-              {"param", cast<DictionaryAttr>(
-                            info.getAs<ArrayAttr>("params")[index])
-                            .getAs<StringAttr>("name")
-                            .getValue()},
-              {"box", llvm::json::Array{box[0], box[1]}},
-              {"swizzle", m.getAs<IntegerAttr>("swizzle").getInt()},
-              {"oob", "zero"},
-          });
-        }
-        kernel["tensor_maps"] = std::move(list);
-      }
-      // A group reducing across rows: the finishing kernel, launched after
-      // this one with the same arguments.
-      if (auto finish = info.getAs<DictionaryAttr>("finish")) {
-        auto get = [&](StringRef key) {
-          return finish.getAs<IntegerAttr>(key).getInt();
-        };
-        kernel["ctas_per_sm"] = integer("ctas_per_sm");
-        kernel["finish"] = llvm::json::Object{
-            {"name", finish.getAs<StringAttr>("name").getValue()},
-            {"grid", llvm::json::Array{get("grid"), 1, 1}},
-            {"block", llvm::json::Array{get("threads"), 1, 1}},
-            {"dynamic_shared_memory_bytes", get("shared_memory_bytes")},
-        };
-      }
-      kernels.push_back(std::move(kernel));
+      auto function = functionOf.find(name);
+      if (function == functionOf.end())
+        return op.emitError() << "no fusion group names kernel @" << name
+                              << " (liger.kernel): its function is unknown";
+      FailureOr<rt::KernelSpec> kernel =
+          kernelSpecOf(&op, info, function->second);
+      if (failed(kernel))
+        return failure();
+      spec.kernels.push_back(std::move(*kernel));
     }
-    modules.push_back(llvm::json::Object{
-        {"name", binary.moduleName},
-        {"arch", binary.chip},
-        {"cubin", stem + ".cubin"},
-        {"ptx", stem + ".ptx"},
-        {"kernels", std::move(kernels)},
-    });
   }
-  llvm::json::Object manifest{
-      {"format", "liger-bundle"},
-      {"version", 1},
-      {"source", source},
-      {"modules", std::move(modules)},
-  };
-  if (!plans.empty())
-    manifest["plans"] = std::move(plans);
+  // Verified as the runtime verifies it, before anything is written.
+  std::string text;
+  rt::Status status = rt::writeManifest(manifest, dir.str(), &text);
+  if (!status.isOk())
+    return module.emitError() << "the bundle's manifest breaks the kernel "
+                                 "ABI: "
+                              << status.message();
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir))
+    return module.emitError()
+           << "cannot create bundle directory " << dir << ": " << ec.message();
+  for (const GpuBinary &binary : binaries) {
+    SmallString<256> cubinPath(dir), ptxPath(dir);
+    llvm::sys::path::append(cubinPath,
+                            binary.moduleName + "." + binary.chip + ".cubin");
+    llvm::sys::path::append(ptxPath,
+                            binary.moduleName + "." + binary.chip + ".ptx");
+    if (failed(
+            writeFile(module, cubinPath,
+                      StringRef(binary.cubin.data(), binary.cubin.size()))) ||
+        failed(writeFile(module, ptxPath, binary.ptx)))
+      return failure();
+  }
   SmallString<256> manifestPath(dir);
   llvm::sys::path::append(manifestPath, "manifest.json");
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(manifest))) << "\n";
   return writeFile(module, manifestPath, text);
 }

@@ -12,7 +12,7 @@ using namespace liger;
 using runtime::DType;
 
 namespace {
-DType toDType(at::ScalarType type, const std::string &what) {
+DType toDType(at::ScalarType type, const char *what, size_t index) {
   switch (type) {
   case at::kBFloat16:
     return DType::bf16;
@@ -25,7 +25,7 @@ DType toDType(at::ScalarType type, const std::string &what) {
   case at::kLong:
     return DType::i64;
   default:
-    TORCH_CHECK(false, "liger: ", what, " has dtype ", type,
+    TORCH_CHECK(false, "liger: ", what, " #", index, " has dtype ", type,
                 "; liger kernels take bf16, f16, f32, i32 or i64");
   }
 }
@@ -45,6 +45,51 @@ at::ScalarType toScalarType(DType dtype) {
   }
   return at::kFloat;
 }
+
+void check(const runtime::Status &status) {
+  TORCH_CHECK(status.isOk(), "liger: ", status.message());
+}
+
+/// Tensors as the runtime takes them, on the stack for the usual kernel.
+class TensorArgs {
+public:
+  explicit TensorArgs(size_t n)
+      : list_(n <= kInline ? inline_ : (heap_.resize(n), heap_.data())) {}
+  void add(const runtime::KernelSpec &kernel, const at::Tensor &t,
+           at::Device device, const char *what, size_t index) {
+    TORCH_CHECK(t.defined(), "liger: kernel '", kernel.name, "': ", what, " #",
+                index, " is an undefined tensor");
+    TORCH_CHECK(t.device() == device, "liger: kernel '", kernel.name,
+                "': ", what, " #", index, " is on ", t.device(),
+                ", the first input on ", device);
+    TORCH_CHECK(t.is_contiguous(), "liger: kernel '", kernel.name, "': ", what,
+                " #", index, " must be contiguous");
+    check(runtime::makeTensorArg(
+        t.data_ptr(), toDType(t.scalar_type(), what, index), t.sizes().data(),
+        t.dim(), what, index, &list_[size_++]));
+  }
+  const runtime::TensorArg *data() const { return list_; }
+  size_t size() const { return size_; }
+
+private:
+  static constexpr size_t kInline = 16;
+  runtime::TensorArg inline_[kInline];
+  std::vector<runtime::TensorArg> heap_;
+  runtime::TensorArg *list_;
+  size_t size_ = 0;
+};
+
+/// The shapes of `inputs` (concrete sizes).
+std::vector<runtime::Shape> shapesOf(const std::vector<at::Tensor> &inputs) {
+  std::vector<runtime::Shape> shapes(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    runtime::TensorArg arg;
+    check(runtime::makeTensorArg(nullptr, DType::f32, inputs[i].sizes().data(),
+                                 inputs[i].dim(), "input", i, &arg));
+    shapes[i] = arg.shape;
+  }
+  return shapes;
+}
 } // namespace
 
 runtime::Bundle &liger::libtorch::openBundle(const std::string &path) {
@@ -55,124 +100,115 @@ runtime::Bundle &liger::libtorch::openBundle(const std::string &path) {
   if (it != bundles.end())
     return *it->second;
   std::unique_ptr<runtime::Bundle> bundle;
-  runtime::Status status = runtime::Bundle::open(path, &bundle);
-  TORCH_CHECK(status.isOk(), "liger: ", status.message());
+  check(runtime::Bundle::open(path, &bundle));
+  // A bundle the GPU cannot run is refused here, before its first launch.
+  if (at::cuda::is_available())
+    check(bundle->checkDevice(at::cuda::current_device()));
   return *bundles.emplace(path, std::move(bundle)).first->second;
+}
+
+libtorch::KernelRef liger::libtorch::resolve(const std::string &path,
+                                             const std::string &kernel) {
+  thread_local std::string lastPath, lastKernel;
+  thread_local KernelRef last;
+  if (last.bundle && kernel == lastKernel && path == lastPath)
+    return last;
+  runtime::Bundle &bundle = openBundle(path);
+  int index = bundle.kernelIndex(kernel);
+  TORCH_CHECK(index >= 0, "liger: ", path, " has no kernel '", kernel, "'");
+  lastPath = path;
+  lastKernel = kernel;
+  last = {&bundle, static_cast<size_t>(index)};
+  return last;
 }
 
 std::vector<at::Tensor>
 liger::libtorch::allocateOutputs(const runtime::KernelSpec &kernel,
                                  const std::vector<at::Tensor> &inputs) {
-  std::vector<int64_t> leading;
-  bool found = false;
-  size_t i = 0;
-  for (const runtime::KernelParam &p : kernel.params) {
-    if (p.isOutput || p.isWorkspace)
-      continue;
-    TORCH_CHECK(i < inputs.size(), "liger: kernel '", kernel.name,
-                "' takes more inputs than the ", inputs.size(), " given");
-    if (p.kind == runtime::ParamKind::Rows && !found) {
-      auto sizes = inputs[i].sizes();
-      leading.assign(sizes.begin(), sizes.end() - 1);
-      found = true;
-    }
-    ++i;
-  }
-  // [B, H, T, D] outputs take the shapes of the [B, H, T, D] inputs, in order.
-  std::vector<std::vector<int64_t>> headShapes;
-  i = 0;
-  for (const runtime::KernelParam &p : kernel.params) {
-    if (p.isOutput || p.isWorkspace)
-      continue;
-    if (p.kind == runtime::ParamKind::Heads && i < inputs.size())
-      headShapes.emplace_back(inputs[i].sizes().begin(),
-                              inputs[i].sizes().end());
-    ++i;
-  }
-  TORCH_CHECK(found || !headShapes.empty(), "liger: kernel '", kernel.name,
-              "' has no row-shaped input to size its outputs");
+  TORCH_CHECK(!inputs.empty(), "liger: kernel '", kernel.name,
+              "' needs at least one input");
+  at::TensorOptions options = inputs.front().options();
   std::vector<at::Tensor> outputs;
-  size_t nextHeads = 0;
-  for (const runtime::KernelParam &p : kernel.params) {
-    if (!p.isOutput)
-      continue;
-    std::vector<int64_t> shape = leading;
-    if (p.kind == runtime::ParamKind::Heads && headShapes.empty()) {
-      // A projection's head split (q/k with RoPE): rows [B, T, K] give
-      // [B, H, T, D].
-      TORCH_CHECK(leading.size() == 2, "liger: kernel '", kernel.name,
-                  "' writes [B, H, T, D] from [B, T, K] rows, got rows of "
-                  "rank ", leading.size() + 1);
-      shape = {leading[0], p.heads, leading[1], p.length};
-    } else if (p.kind == runtime::ParamKind::Heads) {
-      TORCH_CHECK(nextHeads < headShapes.size(), "liger: kernel '", kernel.name,
-                  "' has more [B, H, T, D] outputs than inputs");
-      shape = headShapes[nextHeads++];
-    } else if (p.kind == runtime::ParamKind::Rows) {
-      shape.push_back(p.length);
-    } else if (p.kind == runtime::ParamKind::Feature) {
-      shape = {p.length};
-    } else if (p.kind == runtime::ParamKind::Matrix) {
-      shape = {p.heads, p.length}; // a weight gradient [N, K]
-    } else if (p.kind == runtime::ParamKind::Scalar) {
-      shape = {}; // a reduced loss
-    }
-    outputs.push_back(at::empty(
-        shape, inputs.front().options().dtype(toScalarType(p.dtype))));
+  size_t o = 0;
+  bool symbolic = false;
+  for (const at::Tensor &t : inputs)
+    symbolic |= t.unsafeGetTensorImpl()->has_symbolic_sizes_strides();
+  if (!symbolic) {
+    std::vector<runtime::Shape> shapes = shapesOf(inputs), out;
+    check(
+        runtime::inferOutputShapes(kernel, shapes.data(), shapes.size(), &out));
+    for (const runtime::KernelParam &p : kernel.params)
+      if (p.isOutput()) {
+        const runtime::Shape &s = out[o++];
+        outputs.push_back(at::empty(at::IntArrayRef(s.data(), s.size()),
+                                    options.dtype(toScalarType(p.dtype))));
+      }
+    return outputs;
   }
+  // Symbolic sizes (torch.compile's tracing): each output size is a static
+  // size or an input's, as the runtime's rule says.
+  std::vector<size_t> ranks;
+  for (const at::Tensor &t : inputs)
+    ranks.push_back(static_cast<size_t>(t.dim()));
+  std::vector<std::vector<runtime::DimSource>> rules;
+  check(runtime::outputShapeRules(kernel, ranks.data(), ranks.size(), &rules));
+  for (const runtime::KernelParam &p : kernel.params)
+    if (p.isOutput()) {
+      std::vector<c10::SymInt> sizes;
+      for (const runtime::DimSource &d : rules[o])
+        sizes.push_back(d.input < 0 ? c10::SymInt(d.size)
+                                    : inputs[d.input].sym_size(d.dim));
+      ++o;
+      outputs.push_back(
+          at::empty_symint(sizes, options.dtype(toScalarType(p.dtype))));
+    }
   return outputs;
+}
+
+void liger::libtorch::launch(KernelRef kernel,
+                             const std::vector<at::Tensor> &inputs,
+                             const std::vector<at::Tensor> &outputs) {
+  const runtime::KernelSpec &spec = kernel.spec();
+  TORCH_CHECK(!inputs.empty(), "liger: kernel '", spec.name,
+              "' needs at least one input");
+  at::Device device = inputs.front().device();
+  TORCH_CHECK(device.is_cuda(), "liger: kernel '", spec.name,
+              "': tensors must be on a CUDA device, got ", device);
+  size_t numWorkspaces =
+      spec.params.size() - spec.numInputs() - spec.numOutputs();
+  TensorArgs args(inputs.size() + outputs.size() + numWorkspaces);
+  for (size_t i = 0; i < inputs.size(); ++i)
+    args.add(spec, inputs[i], device, "input", i);
+  for (size_t i = 0; i < outputs.size(); ++i)
+    args.add(spec, outputs[i], device, "output", i);
+  // The f32 workspaces of a kernel that reduces across rows, from PyTorch's
+  // caching allocator (stream-ordered: freeing them after the launch is
+  // safe), in the shapes the runtime gives.
+  std::vector<at::Tensor> workspaces;
+  if (spec.hasWorkspaces()) {
+    std::vector<runtime::Shape> shapes = shapesOf(inputs), sizes;
+    check(runtime::inferWorkspaceShapes(
+        spec, shapes.data(), shapes.size(),
+        at::cuda::getDeviceProperties(device.index())->multiProcessorCount,
+        &sizes));
+    for (size_t w = 0; w < sizes.size(); ++w) {
+      workspaces.push_back(
+          at::empty(at::IntArrayRef(sizes[w].data(), sizes[w].size()),
+                    inputs.front().options().dtype(at::kFloat)));
+      args.add(spec, workspaces.back(), device, "workspace", w);
+    }
+  }
+  auto stream = at::cuda::getCurrentCUDAStream(device.index()).stream();
+  check(kernel.bundle->launch(kernel.index, args.data(), args.size(),
+                              reinterpret_cast<runtime::CUstream>(stream),
+                              device.index()));
 }
 
 void liger::libtorch::launch(runtime::Bundle &bundle, const std::string &kernel,
                              const std::vector<at::Tensor> &inputs,
                              const std::vector<at::Tensor> &outputs) {
-  TORCH_CHECK(!inputs.empty(), "liger: kernel '", kernel,
-              "' needs at least one input");
-  at::Device device = inputs.front().device();
-  TORCH_CHECK(device.is_cuda(), "liger: kernel '", kernel,
-              "': tensors must be on a CUDA device, got ", device);
-  std::vector<runtime::TensorArg> args;
-  auto add = [&](const at::Tensor &t, const std::string &what) {
-    TORCH_CHECK(t.device() == device, "liger: kernel '", kernel, "': ", what,
-                " is on ", t.device(), ", the first input on ", device);
-    TORCH_CHECK(t.is_contiguous(), "liger: kernel '", kernel, "': ", what,
-                " must be contiguous");
-    runtime::TensorArg a;
-    a.data = t.data_ptr();
-    a.dtype = toDType(t.scalar_type(), what);
-    a.shape.assign(t.sizes().begin(), t.sizes().end());
-    args.push_back(std::move(a));
-  };
-  for (size_t i = 0; i < inputs.size(); ++i)
-    add(inputs[i], "input #" + std::to_string(i));
-  for (size_t i = 0; i < outputs.size(); ++i)
-    add(outputs[i], "output #" + std::to_string(i));
-  // The f32 workspaces of a kernel that reduces across rows, from PyTorch's
-  // caching allocator (stream-ordered: freeing them after the launch is
-  // safe). The first row-shaped input counts the rows.
-  std::vector<at::Tensor> workspaces;
-  const runtime::KernelSpec *spec = bundle.findKernel(kernel);
-  if (spec && spec->hasWorkspaces()) {
-    int64_t rows = 1;
-    for (size_t i = 0; i < spec->params.size() && i < inputs.size(); ++i)
-      if (spec->params[i].kind == runtime::ParamKind::Rows) {
-        for (int64_t d = 0; d + 1 < inputs[i].dim(); ++d)
-          rows *= inputs[i].size(d);
-        break;
-      }
-    int64_t ctas = runtime::workspaceCtas(
-        *spec, rows,
-        at::cuda::getDeviceProperties(device.index())->multiProcessorCount);
-    for (const runtime::KernelParam &p : spec->params)
-      if (p.isWorkspace) {
-        workspaces.push_back(at::empty(
-            {ctas, p.length}, inputs.front().options().dtype(at::kFloat)));
-        add(workspaces.back(), "workspace '" + p.name + "'");
-      }
-  }
-  auto stream = at::cuda::getCurrentCUDAStream(device.index()).stream();
-  runtime::Status status =
-      bundle.launch(kernel, args, reinterpret_cast<runtime::CUstream>(stream),
-                    device.index());
-  TORCH_CHECK(status.isOk(), "liger: ", status.message());
+  int index = bundle.kernelIndex(kernel);
+  TORCH_CHECK(index >= 0, "liger: ", bundle.dir(), " has no kernel '", kernel,
+              "'");
+  launch(KernelRef{&bundle, static_cast<size_t>(index)}, inputs, outputs);
 }

@@ -2,14 +2,16 @@
 //
 // Registers the LibTorch operators of liger:
 //
-//   liger::launch(str bundle, str kernel, Tensor[] inputs, Tensor(a!)[]
-//   outputs) -> () liger::call(str bundle, str kernel, Tensor[] inputs) ->
-//   Tensor[]
+//   liger::launch(str bundle, str kernel, Tensor[] inputs,
+//                 Tensor(a!)[] outputs) -> ()
+//   liger::call(str bundle, str kernel, Tensor[] inputs) -> Tensor[]
 //
-// `launch` writes preallocated outputs (the lowest-overhead path);
-// `call` allocates them from the manifest. Both check every tensor with
-// TORCH_CHECK and launch on the current CUDA stream. Meta implementations
-// let torch.compile trace them.
+// `launch` writes preallocated outputs (the lowest-overhead path: the
+// kernel is resolved once per thread for a repeated bundle and kernel, the
+// arguments checked and packed without allocating); `call` allocates them
+// in the shapes the runtime gives. Both check every tensor with TORCH_CHECK
+// and launch on the current CUDA stream. Meta implementations let
+// torch.compile trace them, symbolic sizes included.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,19 +23,17 @@ namespace {
 void launchOp(const std::string &bundle, const std::string &kernel,
               const std::vector<at::Tensor> &inputs,
               const std::vector<at::Tensor> &outputs) {
-  liger::libtorch::launch(liger::libtorch::openBundle(bundle), kernel, inputs,
+  liger::libtorch::launch(liger::libtorch::resolve(bundle, kernel), inputs,
                           outputs);
 }
 
-std::vector<at::Tensor> callOp(const std::string &bundlePath,
+std::vector<at::Tensor> callOp(const std::string &bundle,
                                const std::string &kernel,
                                const std::vector<at::Tensor> &inputs) {
-  liger::runtime::Bundle &bundle = liger::libtorch::openBundle(bundlePath);
-  const liger::runtime::KernelSpec *spec = bundle.findKernel(kernel);
-  TORCH_CHECK(spec, "liger: ", bundlePath, " has no kernel '", kernel, "'");
+  liger::libtorch::KernelRef ref = liger::libtorch::resolve(bundle, kernel);
   std::vector<at::Tensor> outputs =
-      liger::libtorch::allocateOutputs(*spec, inputs);
-  liger::libtorch::launch(bundle, kernel, inputs, outputs);
+      liger::libtorch::allocateOutputs(ref.spec(), inputs);
+  liger::libtorch::launch(ref, inputs, outputs);
   return outputs;
 }
 
@@ -41,13 +41,11 @@ void launchMeta(const std::string &, const std::string &,
                 const std::vector<at::Tensor> &,
                 const std::vector<at::Tensor> &) {}
 
-std::vector<at::Tensor> callMeta(const std::string &bundlePath,
+std::vector<at::Tensor> callMeta(const std::string &bundle,
                                  const std::string &kernel,
                                  const std::vector<at::Tensor> &inputs) {
-  liger::runtime::Bundle &bundle = liger::libtorch::openBundle(bundlePath);
-  const liger::runtime::KernelSpec *spec = bundle.findKernel(kernel);
-  TORCH_CHECK(spec, "liger: ", bundlePath, " has no kernel '", kernel, "'");
-  return liger::libtorch::allocateOutputs(*spec, inputs);
+  return liger::libtorch::allocateOutputs(
+      liger::libtorch::resolve(bundle, kernel).spec(), inputs);
 }
 } // namespace
 

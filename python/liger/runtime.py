@@ -4,13 +4,15 @@
     y, s = bundle["layer_rowwise_0"](x, residual, weight)
 
 `load` opens a bundle through the `_liger_runtime` extension (build it with
-`scripts/build-runtime.sh`; no MLIR needed). Calling a kernel checks the
-tensors (CUDA, one device, dtype, contiguity, shapes; the runtime re-checks
-shapes and alignment against the manifest), allocates the outputs unless
-`out=` gives them (and the f32 workspaces of a kernel that reduces across
-rows, such as RMSNorm's backward with its weight gradient), and launches on
-the current CUDA stream of the tensors' device. Errors are exceptions that say what and where; importing this module
-never touches the GPU.
+`scripts/build-runtime.sh`; no MLIR needed) and, where there is a GPU,
+checks that the current one runs every kernel. Calling a kernel checks the
+tensors (torch tensors on one CUDA device, contiguous; the runtime checks
+dtypes, shapes and alignment against the kernel ABI), allocates the outputs
+unless `out=` gives them (and the f32 workspaces of a kernel that reduces
+across rows, such as RMSNorm's backward with its weight gradient) in the
+shapes the runtime gives, and launches on the current CUDA stream of the
+tensors' device. Errors are exceptions that say what and where; importing
+this module never touches the GPU.
 """
 
 import os
@@ -48,11 +50,16 @@ def _dtype_name(dtype):
 
 
 class Kernel:
-    """One kernel of a bundle, callable on torch tensors."""
+    """One kernel of a bundle, callable on torch tensors. Its parameters,
+    the shapes of its outputs and workspaces and the checks of its
+    arguments are the runtime's (the kernel ABI, docs/Design/Kernel-ABI.md),
+    not re-derived here."""
 
     def __init__(self, bundle, spec):
         self._bundle = bundle
+        self._index = spec["index"]  # the runtime's handle
         self.name = spec["name"]
+        self.function = spec["function"]  # the function it was compiled from
         self.ops = spec["ops"]
         self.params = spec["params"]
         self.inputs = [p for p in self.params if p["role"] == "input"]
@@ -64,90 +71,58 @@ class Kernel:
 
     def output_shapes(self, inputs):
         """The shapes of the outputs for `inputs` (torch tensors or anything
-        with .shape): [B, H, T, D] outputs take the shapes of the [B, H, T, D]
-        inputs in order (or, without such inputs, [B, heads, T, D] from
-        [B, T, K] rows), row outputs the inputs' leading dimensions, feature
-        and matrix outputs their static shape."""
-        leading = None
-        heads = []
-        for p, t in zip(self.inputs, inputs):
-            if p["kind"] == "rows" and leading is None:
-                leading = tuple(t.shape[:-1])
-            elif p["kind"] == "heads":
-                heads.append(tuple(t.shape))
-        if leading is None and not heads:
-            raise ValueError("%s: no row-shaped input to size the outputs" % self.name)
-        shapes = []
-        for p in self.outputs:
-            if p["kind"] == "heads" and not heads:
-                # A projection's head split (q/k with RoPE): rows [B, T, K]
-                # give [B, H, T, D].
-                if len(leading) != 2:
-                    raise ValueError("%s writes [B, H, T, D] from [B, T, K] rows, got rows "
-                                     "of rank %d" % (self.name, len(leading) + 1))
-                shapes.append((leading[0], p["heads"], leading[1], p["length"]))
-            elif p["kind"] == "heads":
-                shapes.append(heads[len([o for o in self.outputs[:len(shapes)]
-                                         if o["kind"] == "heads"])])
-            elif p["kind"] == "rows":
-                shapes.append(leading + (p["length"],))
-            elif p["kind"] == "feature":
-                shapes.append((p["length"],))
-            elif p["kind"] == "matrix":
-                shapes.append((p["heads"], p["length"]))  # a weight gradient [N, K]
-            elif p["kind"] == "scalar":
-                shapes.append(())  # a reduced loss
-            else:
-                shapes.append(leading)
-        return shapes
+        with .shape), from the runtime, which checks the inputs' shapes as a
+        launch does. Symbolic sizes (torch.compile's fake tensors) take the
+        runtime's rule instead: each output size is a static size or the
+        size of an input it comes from."""
+        shapes = [tuple(t.shape) for t in inputs]
+        if all(type(d) is int for s in shapes for d in s):
+            return self._bundle.output_shapes(self._index, shapes)
+        rules = self._bundle.output_shape_rules(self._index, [len(s) for s in shapes])
+        return [tuple(d if type(d) is int else shapes[d[0]][d[1]] for d in rule)
+                for rule in rules]
 
     def __call__(self, *inputs, out=None):
         import torch
-        if len(inputs) != len(self.inputs):
-            raise TypeError("%s takes %d input tensors (%s), got %d" % (
-                self.name, len(self.inputs), ", ".join(p["name"] for p in self.inputs),
-                len(inputs)))
-        leading = None
+        labelled = [(self.inputs[i]["name"] if i < len(self.inputs) else "input #%d" % i, t)
+                    for i, t in enumerate(inputs)]
+        labelled += [("out[%d]" % i, t) for i, t in enumerate(out or ())]
         device = None
-        for p, t in zip(self.inputs, inputs):
+        for what, t in labelled:
             if not isinstance(t, torch.Tensor):
-                raise TypeError("%s: %s must be a torch.Tensor" % (self.name, p["name"]))
+                raise TypeError("%s: %s must be a torch.Tensor" % (self.name, what))
             if not t.is_cuda:
                 raise ValueError("%s: %s is on %s; liger kernels run on CUDA tensors"
-                                 % (self.name, p["name"], t.device))
+                                 % (self.name, what, t.device))
             if device is None:
                 device = t.device
             elif t.device != device:
                 raise ValueError("%s: %s is on %s, the other tensors on %s"
-                                 % (self.name, p["name"], t.device, device))
+                                 % (self.name, what, t.device, device))
             if not t.is_contiguous():
                 raise ValueError("%s: %s must be contiguous (call .contiguous())"
-                                 % (self.name, p["name"]))
-            if p["kind"] == "rows" and leading is None:
-                leading = tuple(t.shape[:-1])
+                                 % (self.name, what))
+        shapes = [tuple(t.shape) for t in inputs]
         dtypes = _torch_dtypes()
         if out is None:
             out = [torch.empty(shape, dtype=dtypes[p["dtype"]], device=device)
-                   for p, shape in zip(self.outputs, self.output_shapes(inputs))]
+                   for p, shape in zip(self.outputs,
+                                       self._bundle.output_shapes(self._index, shapes))]
         else:
             out = list(out)
-            if len(out) != len(self.outputs):
-                raise TypeError("%s: out= needs %d tensors" % (self.name, len(self.outputs)))
+        if device is None:  # no tensor at all: the runtime says what it takes
+            self._bundle.output_shapes(self._index, shapes)
         workspaces = []
         if self.workspaces:
-            rows = 1
-            for d in leading or ():
-                rows *= d
-            ctas = self._bundle.workspace_ctas(
-                self.name, rows, torch.cuda.get_device_properties(device).multi_processor_count)
-            workspaces = [torch.empty((ctas, p["length"]), dtype=torch.float32, device=device)
-                          for p in self.workspaces]
+            sms = torch.cuda.get_device_properties(device).multi_processor_count
+            workspaces = [torch.empty(shape, dtype=torch.float32, device=device)
+                          for shape in self._bundle.workspace_shapes(self._index, shapes, sms)]
         args = [(t.data_ptr(), _dtype_name(t.dtype), list(t.shape))
                 for t in list(inputs) + out + workspaces]
         stream = torch.cuda.current_stream(device).cuda_stream
         if os.environ.get("LIGER_DEBUG"):
-            print("liger: launch %s (%s) rows=%s" % (self.name, self.ops, leading))
-        self._bundle.launch(self.name, args, stream, device.index or 0)
+            print("liger: launch %s (%s) on %s" % (self.name, self.ops, shapes))
+        self._bundle.launch(self._index, args, stream, device.index or 0)
         return out[0] if len(out) == 1 else tuple(out)
 
 
@@ -158,10 +133,16 @@ class Bundle:
         self.path = path
         self._bundle = _runtime().Bundle.open(path)
         self.kernels = {k["name"]: Kernel(self._bundle, k) for k in self._bundle.kernels()}
-        import json
-        with open(os.path.join(path, "manifest.json")) as f:
-            # The planned loss groups (liger-plan-loss): run_loss_plan.
-            self.plans = json.load(f).get("plans", [])
+        # The planned loss groups (liger-plan-loss): run_loss_plan.
+        self.plans = self._bundle.plans()
+        # A bundle the current GPU cannot run (its arch, its shared memory)
+        # is refused here, not at its first launch.
+        try:
+            import torch
+        except ImportError:
+            return
+        if torch.cuda.is_available():
+            self._bundle.check_device(torch.cuda.current_device())
 
     def __getitem__(self, name):
         try:
@@ -169,6 +150,11 @@ class Bundle:
         except KeyError:
             raise KeyError("%s has no kernel %r (it has %s)"
                            % (self.path, name, ", ".join(sorted(self.kernels)))) from None
+
+    def kernels_of(self, function):
+        """The kernels compiled from @`function`, in the order liger-compile
+        numbered them."""
+        return [k for k in self.kernels.values() if k.function == function]
 
 
 def run_loss_plan(bundle, hidden, weight, target, function=None, grad_loss=None,

@@ -24,6 +24,7 @@
 // MANIFEST: "block": [
 // MANIFEST-NEXT: 256,
 // MANIFEST: "dynamic_shared_memory_bytes": 36,
+// MANIFEST-NEXT: "function": "layer",
 // MANIFEST: "name": "layer_rowwise_0",
 // MANIFEST: "ops": "liger.add_rms_norm",
 // MANIFEST: "dtype": "bf16",
@@ -34,7 +35,7 @@
 // MANIFEST-NEXT: "rows",
 // MANIFEST-NEXT: 4096
 // MANIFEST: "name": "layer_rowwise_1",
-// MANIFEST: "version": 1
+// MANIFEST: "version": 2
 
 // 16-byte vector loads, warp shuffles, barriers, and the dynamic shared
 // memory buffer as an aligned extern (the upstream overlap fix).

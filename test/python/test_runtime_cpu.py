@@ -139,7 +139,7 @@ def test_qk_rope_kernel_writes_head_major_outputs(rt, bundle_dir, tmp_path):
     assert [(p["kind"], p["dtype"]) for p in kernel.inputs] == [
         ("rows", "bf16"), ("matrix", "bf16"), ("matrix", "bf16"), ("tables", "bf16"),
         ("tables", "bf16")]
-    assert [(p["kind"], p["heads"], p["length"]) for p in kernel.outputs] == [
+    assert [(p["kind"], p["outer"], p["length"]) for p in kernel.outputs] == [
         ("heads", 4, 16), ("heads", 2, 16)]
     table = _Shaped(1, 7, 16)
     assert kernel.output_shapes([_Shaped(3, 7, 64), _Shaped(64, 64), _Shaped(32, 64),
@@ -167,3 +167,64 @@ def test_bad_bundles(rt, bundle_dir, tmp_path):
     (broken / "manifest.json").write_text('{"format": "liger-bundle", "version": 7}')
     with pytest.raises(RuntimeError, match="version 7 is not supported"):
         rt.load(str(broken))
+
+
+class _Symbolic:
+    """A size torch.compile would hold as a symbol (not an int)."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __eq__(self, other):
+        return isinstance(other, _Symbolic) and other.name == self.name
+
+
+def test_shapes_and_arguments_come_from_the_runtime(rt, bundle_dir):
+    bundle = rt.load(bundle_dir)
+    kernel = bundle["norm_rowwise_0"]
+    assert kernel.function == "norm"
+    assert bundle.kernels_of("norm") == [kernel]
+    assert [k.name for k in bundle.kernels_of("norm_grad")] == ["norm_grad_rowwise_0"]
+    assert kernel.output_shapes([_Shaped(2, 3, 256), _Shaped(256)]) == [(2, 3, 256), (2, 3)]
+    # Symbolic sizes: the runtime's rule says which input size each is.
+    b, t = _Symbolic("b"), _Symbolic("t")
+    assert kernel.output_shapes([_Shaped(b, t, 256), _Shaped(256)]) == [(b, t, 256), (b, t)]
+    # The runtime's checks, with its messages: a ValueError and a RuntimeError.
+    raw = kernel._bundle
+    with pytest.raises(ValueError, match=r"kernel 'norm_rowwise_0': 'input1' \(#1\) must have "
+                                         r"shape \[256\], got \[255\]"):
+        kernel.output_shapes([_Shaped(2, 256), _Shaped(255)])
+    with pytest.raises(RuntimeError, match=r"takes 2 input tensors \(input0, input1\), got 1"):
+        kernel.output_shapes([_Shaped(2, 256)])
+    with pytest.raises(ValueError, match="input #0 has rank 9; liger kernels take tensors of "
+                                         "rank 0 to 8"):
+        raw.output_shapes(kernel.name, [[1] * 9, [256]])
+    with pytest.raises(ValueError, match="argument #1 has an unknown dtype 'bf17'"):
+        raw.launch(kernel.name, [(0, "bf16", [0, 256]), (0, "bf17", [256])])
+    # Workspaces of the weight gradient: [min(rows, SMs x ctas_per_sm), H].
+    grad = bundle["norm_grad_rowwise_0"]
+    x = [16384, 256]
+    assert raw.workspace_shapes(grad.name, [x, x, [256], [16384]], 132) == [(528, 256)]
+    assert raw.workspace_shapes(kernel.name, [x, [256]], 132) == []
+
+
+def test_plans_come_from_the_runtime(rt, tmp_path):
+    """The runtime's plans are the manifest's, field for field."""
+    import json
+    src = tmp_path / "step.mlir"
+    src.write_text("""func.func @step(%h: tensor<?x256xbf16>, %w: tensor<1000x256xbf16>, %t: tensor<?xi64>) -> tensor<f32> {
+  %l = liger.fused_linear_cross_entropy %h, %w, %t : tensor<?x256xbf16>, tensor<1000x256xbf16>, tensor<?xi64>
+  return %l : tensor<f32>
+}
+""")
+    if not shutil.which("ptxas") and not os.path.exists("/usr/local/cuda/bin/ptxas"):
+        pytest.skip("ptxas (CUDA toolkit) not found: cannot compile a bundle")
+    out = tmp_path / "step.bundle"
+    subprocess.run([find_tool("liger-compile"), str(src), "--matmul-kernels",
+                    "--loss-memory-budget=256000", "-o", str(out)], check=True,
+                   capture_output=True)
+    bundle = rt.load(str(out))
+    (plan,) = bundle.plans
+    assert bundle.plans == json.load(open(out / "manifest.json"))["plans"]
+    assert sorted(plan["kernels"]) == ["ce", "logits"]
+    assert all(name in bundle.kernels for name in plan["kernels"].values())

@@ -33,7 +33,6 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -131,17 +130,22 @@ std::string printed(ModuleOp module) {
   return text;
 }
 
-/// The manifest entry of a planned loss group (liger-plan-loss): its chunk
-/// size and the kernel of each of its chunk functions.
-FailureOr<llvm::json::Object> planManifest(ModuleOp module, FusionOp group,
-                                           DictionaryAttr plan) {
-  llvm::json::Object kernels;
-  for (NamedAttribute entry : plan) {
-    auto ref = dyn_cast<FlatSymbolRefAttr>(entry.getValue());
+/// The kernel ABI's record of a planned loss group (liger-plan-loss): its
+/// chunk size and the kernel of each of its chunk functions.
+FailureOr<::liger::runtime::LossPlan>
+planManifest(ModuleOp module, FusionOp group, DictionaryAttr plan) {
+  ::liger::runtime::LossPlan entry;
+  for (NamedAttribute stage : plan) {
+    auto ref = dyn_cast<FlatSymbolRefAttr>(stage.getValue());
     if (!ref)
       continue;
+    ::liger::runtime::LossStage which;
+    if (!::liger::runtime::parseLossStage(stage.getName().getValue(), &which))
+      return group.emitError()
+             << "liger-compile: the plan's '" << stage.getName().getValue()
+             << "' is not a stage of a loss plan";
     auto fn = module.lookupSymbol<func::FuncOp>(ref.getValue());
-    std::string kernel;
+    std::string &kernel = entry.kernels[static_cast<int>(which)];
     if (fn)
       fn.walk([&](FusionOp g) {
         if (auto k = g->getAttrOfType<SymbolRefAttr>("liger.kernel"))
@@ -149,27 +153,21 @@ FailureOr<llvm::json::Object> planManifest(ModuleOp module, FusionOp group,
       });
     if (kernel.empty())
       return group.emitError()
-             << "liger-compile: the plan's '" << entry.getName().getValue()
-             << "' (@"
-             << ref.getValue() << ") has no kernel";
-    kernels[entry.getName().str()] = kernel;
+             << "liger-compile: the plan's '" << stage.getName().getValue()
+             << "' (@" << ref.getValue() << ") has no kernel";
   }
   auto integer = [&](StringRef name) {
     return plan.getAs<IntegerAttr>(name).getInt();
   };
   auto dwF32 = plan.getAs<BoolAttr>("dw_f32"); // a plan with dW has it
-  return llvm::json::Object{
-      {"function",
-       group->getParentOfType<func::FuncOp>().getSymName().str()},
-      {"kind", "fused_linear_cross_entropy"},
-      {"chunk_tokens", integer("chunk_tokens")},
-      {"memory_budget", integer("memory_budget")},
-      {"mean", plan.getAs<BoolAttr>("mean").getValue()},
-      {"ignore_index", integer("ignore_index")},
-      {"class_weight", plan.getAs<BoolAttr>("class_weight").getValue()},
-      {"dw_f32", dwF32 && dwF32.getValue()},
-      {"kernels", std::move(kernels)},
-  };
+  entry.function = group->getParentOfType<func::FuncOp>().getSymName().str();
+  entry.chunkTokens = integer("chunk_tokens");
+  entry.memoryBudget = integer("memory_budget");
+  entry.mean = plan.getAs<BoolAttr>("mean").getValue();
+  entry.ignoreIndex = integer("ignore_index");
+  entry.classWeight = plan.getAs<BoolAttr>("class_weight").getValue();
+  entry.dwF32 = dwF32 && dwF32.getValue();
+  return entry;
 }
 
 bool dump(StringRef name, StringRef text) {
@@ -282,7 +280,7 @@ int main(int argc, char **argv) {
   // What is in the bundle, and what is left for other kernel templates.
   int numKernels = 0, numPlanned = 0;
   std::map<std::string, int> notCompiled;
-  llvm::json::Array plans;
+  std::vector<::liger::runtime::LossPlan> plans;
   bool planFailed = false;
   module->walk([&](Operation *op) {
     if (auto group = dyn_cast<FusionOp>(op)) {
@@ -290,11 +288,12 @@ int main(int argc, char **argv) {
         ++numKernels;
       else if (auto plan = group->getAttrOfType<DictionaryAttr>("liger.plan")) {
         ++numPlanned;
-        FailureOr<llvm::json::Object> json = planManifest(*module, group, plan);
-        if (failed(json))
+        FailureOr<::liger::runtime::LossPlan> entry =
+            planManifest(*module, group, plan);
+        if (failed(entry))
           planFailed = true;
         else
-          plans.push_back(std::move(*json));
+          plans.push_back(std::move(*entry));
       } else
         ++notCompiled[(stringifyFusionKind(group.getKind()) + " group").str()];
       return;
@@ -350,8 +349,7 @@ int main(int argc, char **argv) {
   if (dir.empty())
     dir = (llvm::sys::path::stem(inputFile) + ".bundle").str();
   if (failed(writeBundle(*module, *binaries, dir,
-                         llvm::sys::path::filename(inputFile),
-                         std::move(plans))))
+                         llvm::sys::path::filename(inputFile), plans)))
     return 1;
   llvm::outs() << "liger-compile: " << numKernels << " kernel"
                << (numKernels == 1 ? "" : "s") << " for " << targetChip

@@ -1,11 +1,14 @@
 //===- Bundle.h - load kernel bundles and launch their kernels --*- C++ -*-===//
 //
 // A bundle is a directory written by liger-compile (docs/Design/Bundle.md):
-// a manifest and, per GPU module, a cubin. Bundle::open reads and validates
-// the manifest and the cubins; launch() checks every argument against the
-// kernel's parameters (dtype, shape, alignment), loads the module once per
-// CUDA context (thread-safe), and launches on the given stream. Nothing
-// here throws; every failure is a Status that says what and where.
+// a manifest and, per GPU module, a cubin. Bundle::open reads the manifest
+// through the kernel ABI (KernelAbi.h: verified once, trusted after) and
+// the cubins, and precomputes what a launch needs; checkDevice compares
+// every kernel with a device (its arch, its shared memory) before the first
+// launch there; launch() checks the arguments (checkArgs), loads the
+// module once per CUDA context (thread-safe, lock-free once loaded) and
+// launches on the given stream. Nothing here throws; every failure is a
+// Status that says what and where.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,116 +16,21 @@
 #define LIGER_RUNTIME_BUNDLE_H
 
 #include "liger/Runtime/CudaDriver.h"
+#include "liger/Runtime/KernelAbi.h"
 #include "liger/Runtime/Status.h"
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace liger::runtime {
-
-/// Element types of kernel parameters.
-enum class DType { bf16, f16, f32, i32, i64 };
-
-/// "bf16" -> DType; false when unknown.
-bool parseDType(const std::string &name, DType *dtype);
-const char *dtypeName(DType dtype);
-size_t dtypeSize(DType dtype);
-
-/// How a kernel indexes a parameter (see the manifest's "kind").
-enum class ParamKind {
-  Rows,       ///< [rows..., H]
-  RowScalars, ///< [rows...]
-  Feature,    ///< [H]
-  Scalar,     ///< rank 0
-  Heads,      ///< [B, heads, T, D]; the grid is B*T tokens
-  Tables,     ///< [B or 1, T, D]
-  Partials,   ///< [ctas, H] f32 workspace; the grid is `ctas` CTAs
-  Matrix,     ///< [N, K], static (a projection's weight)
-};
-
-/// One dimension of a kernel's grid: a constant, the row (or token) count
-/// divided by `value` and rounded up ("rows", "tokens", "rows/128"), or the
-/// workspaces' leading size ("ctas").
-struct GridDim {
-  enum Kind { Const, Rows, Ctas } kind = Const;
-  int64_t value = 1;
-};
-
-struct KernelParam {
-  std::string name;
-  bool isOutput = false;
-  bool isWorkspace = false; // scratch the caller allocates (role "workspace")
-  ParamKind kind = ParamKind::Rows;
-  DType dtype = DType::f32;
-  int64_t length = 0; // the static row/feature length (D for heads/tables)
-  int64_t heads = 0;  // Heads: the static head count; Tables: 1 when the
-                      // table batch is statically 1 (broadcast), else 0
-};
-
-/// A second kernel launched after the first with the same arguments (a
-/// group that reduces across rows finishes there).
-struct FinishSpec {
-  std::string name; // empty: none
-  int grid = 1;
-  int block[3] = {1, 1, 1};
-  int dynamicSharedMemoryBytes = 0;
-};
-
-/// A TMA descriptor the launcher encodes from a tensor parameter (a [rows,
-/// K] or [N, K] matrix) and passes by value after the parameters: `box`
-/// rows x cols per copy, swizzled in spans of `swizzleBytes` (32, 64 or
-/// 128), out-of-bounds elements zero.
-struct KernelTensorMap {
-  size_t param = 0; // index into KernelSpec::params
-  int64_t boxRows = 0, boxCols = 0;
-  int swizzleBytes = 128;
-};
-
-struct KernelSpec {
-  std::string name;
-  std::string ops;
-  GridDim grid[3] = {{GridDim::Rows, 1}, {}, {}};
-  int block[3] = {1, 1, 1};
-  int dynamicSharedMemoryBytes = 0;
-  int alignmentBytes = 16;
-  std::vector<KernelParam> params;
-  std::vector<KernelTensorMap> tensorMaps;
-  FinishSpec finish;
-  int ctasPerSm = 0; // with workspaces: the CTAs per SM to size them for
-
-  bool hasWorkspaces() const { return !finish.name.empty(); }
-};
-
-/// The leading size `ctas` of the workspaces of `kernel` for `rows` rows on
-/// a device with `smCount` SMs: min(rows, smCount * ctasPerSm), at least 1.
-int64_t workspaceCtas(const KernelSpec &kernel, int64_t rows, int smCount);
-
-struct ModuleSpec {
-  std::string name;
-  std::string arch; // "sm_90a"
-  std::string cubinFile;
-  std::vector<KernelSpec> kernels;
-};
-
-struct Manifest {
-  int version = 0;
-  std::vector<ModuleSpec> modules;
-};
-
-/// Parses and validates manifest text; `origin` names it in messages.
-Status parseManifest(const std::string &text, const std::string &origin,
-                     Manifest *manifest);
-
-/// A tensor passed to a kernel: device pointer, dtype and shape.
-struct TensorArg {
-  void *data = nullptr;
-  DType dtype = DType::f32;
-  std::vector<int64_t> shape;
-};
 
 /// An opened bundle. Thread-safe; modules are loaded per CUDA context on
 /// first launch and unloaded never (they live as long as the process).
@@ -130,42 +38,84 @@ class Bundle {
 public:
   /// Reads `dir`/manifest.json and the cubins it names.
   static Status open(const std::string &dir, std::unique_ptr<Bundle> *bundle);
+  ~Bundle();
 
+  const std::string &dir() const { return dir_; }
   const Manifest &manifest() const { return manifest_; }
 
+  /// The kernels of every module, in manifest order: kernel handles are
+  /// indices in [0, kernelCount()), valid as long as the bundle.
+  size_t kernelCount() const { return numKernels_; }
+  const KernelSpec &kernel(size_t index) const { return *entries_[index].spec; }
+  const ModuleSpec &moduleOf(size_t index) const {
+    return manifest_.modules[entries_[index].module];
+  }
+  /// The handle of the kernel named `name`, or -1.
+  int kernelIndex(std::string_view name) const;
   /// The kernel named `name`, or null.
-  const KernelSpec *findKernel(const std::string &name) const;
+  const KernelSpec *findKernel(std::string_view name) const;
+
+  /// Whether `device` runs every kernel: each module's arch against its
+  /// compute capability (archRunsOn), each kernel's dynamic shared memory
+  /// (and its finishing kernel's) against its opt-in maximum per block.
+  /// Fails naming the first kernel that does not run, and why. A device
+  /// that passed is not asked again; launch() calls this first.
+  Status checkDevice(int device);
 
   /// Checks `args` (inputs, outputs, then workspaces, in the kernel's
-  /// parameter order) against the kernel and launches it on `stream` in the
-  /// context of `device`: the current CUDA context when it is that device's,
-  /// else the device's primary context (PyTorch's), made current for the
-  /// launch alone; modules load once per context. The row count is the product of the leading dimensions of the
-  /// first row-shaped argument. A kernel with workspaces (f32 [ctas, H],
-  /// sized with workspaceCtas) runs on `ctas` CTAs, then its finishing
-  /// kernel runs on the same stream; it runs even for zero rows, so that its
-  /// per-feature outputs are written.
-  Status launch(const std::string &kernel, const std::vector<TensorArg> &args,
+  /// parameter order: checkArgs) and launches kernel `kernel` on `stream`
+  /// in the context of `device`: the current CUDA context when it is that
+  /// device's, else the device's primary context (PyTorch's), made current
+  /// for the launch alone. A kernel with workspaces (f32 [ctas, H], sized
+  /// with workspaceCtas) runs on `ctas` CTAs, then its finishing kernel
+  /// runs on the same stream; it runs even for zero rows, so that its
+  /// per-feature outputs are written. The usual launch allocates nothing,
+  /// takes no lock and makes two driver calls (the current context, the
+  /// launch).
+  Status launch(size_t kernel, const TensorArg *args, size_t numArgs,
+                CUstream stream, int device = 0);
+  /// The same, with the kernel named.
+  Status launch(std::string_view kernel, const std::vector<TensorArg> &args,
                 CUstream stream, int device = 0);
 
-  /// Only the argument checks of launch(), without a GPU.
-  /// `ctas` (optional) receives the workspaces' leading size, -1 if none.
-  Status checkArgs(const KernelSpec &kernel, const std::vector<TensorArg> &args,
-                   int64_t *rows, int64_t *ctas = nullptr) const;
-
 private:
+  /// The driver's functions of a kernel in one context.
+  struct ContextFunctions {
+    std::atomic<CUcontext> context{nullptr}; ///< published last
+    CUfunction function = nullptr, finish = nullptr;
+  };
+  static constexpr size_t kContextSlots = 8;
+  static constexpr int kCachedDevices = 64;
+
+  /// What a launch of one kernel needs, precomputed at open.
+  struct KernelEntry {
+    const KernelSpec *spec = nullptr;
+    size_t module = 0;
+    size_t words = 0; ///< the 64-bit words of all its descriptors
+    ContextFunctions contexts[kContextSlots];
+  };
+
   Bundle() = default;
-  Status getFunction(const ModuleSpec &module, const std::string &name,
-                     int dynamicSharedMemoryBytes, const CudaDriver &driver,
-                     CUcontext context, CUfunction *function);
+  Status functionsFor(size_t kernel, const CudaDriver &driver,
+                      CUcontext context, CUfunction *function,
+                      CUfunction *finish);
+  Status loadFunctions(size_t kernel, const CudaDriver &driver,
+                       CUcontext context, CUfunction *function,
+                       CUfunction *finish);
 
   std::string dir_;
   Manifest manifest_;
-  std::map<std::string, std::vector<char>> cubins_; // by module name
-  std::mutex mutex_;
-  std::map<std::pair<CUcontext, std::string>, CUmodule> modules_;
-  // Functions by (context, kernel name): looked up once, not per launch.
-  std::map<std::pair<CUcontext, std::string>, CUfunction> functions_;
+  std::vector<std::vector<char>> cubins_; // by module index
+  std::unique_ptr<KernelEntry[]> entries_;
+  size_t numKernels_ = 0;
+  std::unordered_map<std::string_view, int> byName_; // views of manifest_
+  std::atomic<bool> deviceChecked_[kCachedDevices] = {};
+
+  std::mutex mutex_; // guards what follows (the slow paths)
+  std::map<std::pair<CUcontext, size_t>, CUmodule> modules_;
+  std::map<std::pair<CUcontext, size_t>, std::pair<CUfunction, CUfunction>>
+      overflowFunctions_;        // contexts past kContextSlots
+  std::set<int> checkedDevices_; // devices past kCachedDevices
 };
 
 } // namespace liger::runtime

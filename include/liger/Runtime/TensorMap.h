@@ -13,10 +13,9 @@
 #ifndef LIGER_RUNTIME_TENSORMAP_H
 #define LIGER_RUNTIME_TENSORMAP_H
 
-#include "liger/Runtime/Bundle.h"
+#include "liger/Runtime/KernelAbi.h"
 
 #include <cstdint>
-#include <vector>
 
 namespace liger::runtime {
 
@@ -25,16 +24,13 @@ struct alignas(64) TensorMap {
   uint64_t opaque[16] = {};
 };
 
-/// Shared-memory swizzle of the loaded tile (the span of one swizzle atom).
-enum class TensorMapSwizzle { None = 0, B32 = 1, B64 = 2, B128 = 3 };
-
 struct TensorMapSpec {
   void *globalAddress = nullptr;
   DType dtype = DType::bf16;
-  std::vector<int64_t> shape;   ///< sizes, outermost first; rank 1 to 5
-  std::vector<int64_t> strides; ///< in elements, outermost first; the
-                                ///< innermost must be 1; empty: contiguous
-  std::vector<int64_t> box;     ///< the tile, outermost first; each in [1, 256]
+  Shape shape;   ///< sizes, outermost first; rank 1 to 5
+  Shape strides; ///< in elements, outermost first; the innermost must be 1;
+                 ///< empty: contiguous
+  Shape box;     ///< the tile, outermost first; each in [1, 256]
   TensorMapSwizzle swizzle = TensorMapSwizzle::B128;
   /// Out-of-bounds elements of a tile read as zero (false: as a NaN that
   /// makes FMAs produce zero; floating-point dtypes only).

@@ -24,8 +24,15 @@
 extern "C" {
 #endif
 
-/* The version of this ABI: changes only when a signature or a meaning does. */
-#define LIGER_RUNTIME_ABI_VERSION 1
+/* The version of this ABI: changes when a signature or a meaning changes,
+ * and when functions are added (version 2 added kernel handles, parameter
+ * and kernel introspection, output and workspace shapes, the device check
+ * and the loss plans). liger_abi_version() >= N: the library has what
+ * version N's header declares. */
+#define LIGER_RUNTIME_ABI_VERSION 2
+
+/* The largest rank of a tensor a kernel takes. */
+#define LIGER_MAX_RANK 8
 
 typedef enum liger_status {
   LIGER_OK = 0,
@@ -53,6 +60,74 @@ typedef struct liger_tensor {
 } liger_tensor;
 
 typedef struct liger_bundle liger_bundle;
+
+/* How a kernel uses a parameter, and the shape it takes
+ * (docs/Design/Kernel-ABI.md): */
+typedef enum liger_param_role {
+  LIGER_ROLE_INPUT = 0,
+  LIGER_ROLE_OUTPUT = 1,
+  LIGER_ROLE_WORKSPACE = 2 /* f32 scratch the caller allocates */
+} liger_param_role;
+
+typedef enum liger_param_kind {
+  LIGER_KIND_ROWS = 0,        /* [rows..., H] */
+  LIGER_KIND_ROW_SCALARS = 1, /* [rows...] */
+  LIGER_KIND_FEATURE = 2,     /* [H] */
+  LIGER_KIND_SCALAR = 3,      /* rank 0 */
+  LIGER_KIND_HEADS = 4,       /* [batch, heads, seq, D] */
+  LIGER_KIND_TABLES = 5,      /* [1 or batch, seq, D] */
+  LIGER_KIND_PARTIALS = 6,    /* [ctas, H], f32 workspace */
+  LIGER_KIND_MATRIX = 7       /* [N, K] */
+} liger_param_kind;
+
+/* One parameter of a kernel; `name` lives as long as the bundle. */
+typedef struct liger_param_info {
+  const char *name;
+  liger_param_role role;
+  liger_param_kind kind;
+  liger_dtype dtype;
+  int64_t length; /* the static innermost size: H, K or D; 0 if none */
+  int64_t outer;  /* N of a matrix, the head count of heads, 1 for a table
+                     of batch 1 (broadcast); else 0 */
+} liger_param_info;
+
+/* One kernel; the strings live as long as the bundle. */
+typedef struct liger_kernel_info {
+  const char *name;
+  const char *function;      /* the function whose fusion group it is */
+  const char *ops;           /* the liger ops it came from */
+  const char *template_name; /* "rowwise", "rope", "cross_entropy", ... */
+  const char *arch;          /* "sm_90a" */
+  int32_t num_params;        /* inputs, outputs, then workspaces */
+  int32_t num_inputs;
+  int32_t num_outputs;
+  int32_t num_workspaces;
+} liger_kernel_info;
+
+/* The kernels of one chunk of a planned loss group. */
+typedef enum liger_loss_stage {
+  LIGER_STAGE_LOGITS = 0,
+  LIGER_STAGE_CE = 1,
+  LIGER_STAGE_DX = 2,
+  LIGER_STAGE_DW0 = 3,
+  LIGER_STAGE_DW = 4,
+  LIGER_NUM_LOSS_STAGES = 5
+} liger_loss_stage;
+
+/* A planned loss group (docs/Design/Bundle.md, "Plans"); the strings live
+ * as long as the bundle. */
+typedef struct liger_loss_plan {
+  const char *function;
+  const char *kind; /* "fused_linear_cross_entropy" */
+  int64_t chunk_tokens;
+  int64_t memory_budget;
+  int64_t ignore_index;
+  int32_t mean;
+  int32_t class_weight;
+  int32_t dw_f32;
+  /* The kernel of each stage, by liger_loss_stage; -1 where none. */
+  int32_t kernels[LIGER_NUM_LOSS_STAGES];
+} liger_loss_plan;
 
 /* LIGER_RUNTIME_ABI_VERSION of the library actually loaded. */
 int32_t liger_abi_version(void);
@@ -89,6 +164,53 @@ int64_t liger_bundle_workspace_ctas(const liger_bundle *bundle,
 liger_status liger_bundle_launch(liger_bundle *bundle, const char *kernel,
                                  const liger_tensor *args, int32_t num_args,
                                  void *stream, int32_t device);
+
+/* Kernel handles: the index of a kernel in [0, liger_bundle_kernel_count),
+ * valid as long as the bundle. -1 when there is no kernel `kernel`. */
+int32_t liger_bundle_kernel_index(const liger_bundle *bundle,
+                                  const char *kernel);
+
+/* liger_bundle_launch with the kernel given by its handle: the lean path
+ * (no name lookup). */
+liger_status liger_bundle_launch_kernel(liger_bundle *bundle, int32_t kernel,
+                                        const liger_tensor *args,
+                                        int32_t num_args, void *stream,
+                                        int32_t device);
+
+/* What kernel `kernel` is, and its parameter `param`. */
+liger_status liger_bundle_kernel_info(const liger_bundle *bundle,
+                                      int32_t kernel, liger_kernel_info *info);
+liger_status liger_bundle_param_info(const liger_bundle *bundle, int32_t kernel,
+                                     int32_t param, liger_param_info *info);
+
+/* The shapes of the outputs of `kernel` for `inputs` (their shapes and
+ * dtypes are read, their pointers not), checked as a launch checks them:
+ * output i has rank ranks[i] and sizes shapes[i * LIGER_MAX_RANK + j].
+ * `ranks` holds num_outputs (liger_kernel_info) entries, `shapes`
+ * num_outputs * LIGER_MAX_RANK. */
+liger_status liger_bundle_output_shapes(const liger_bundle *bundle,
+                                        int32_t kernel,
+                                        const liger_tensor *inputs,
+                                        int32_t num_inputs, int32_t *ranks,
+                                        int64_t *shapes);
+
+/* The same for the f32 workspaces a launch on a device with `sm_count`
+ * SMs takes (num_workspaces of them; none for most kernels). */
+liger_status liger_bundle_workspace_shapes(const liger_bundle *bundle,
+                                           int32_t kernel,
+                                           const liger_tensor *inputs,
+                                           int32_t num_inputs, int32_t sm_count,
+                                           int32_t *ranks, int64_t *shapes);
+
+/* Whether device `device` runs every kernel of the bundle (its arch, its
+ * shared memory); LIGER_FAILED_PRECONDITION names the first that does not.
+ * Launches check it too, once per device, before their first launch. */
+liger_status liger_bundle_check_device(liger_bundle *bundle, int32_t device);
+
+/* The planned loss groups of the bundle. */
+int32_t liger_bundle_plan_count(const liger_bundle *bundle);
+liger_status liger_bundle_plan(const liger_bundle *bundle, int32_t index,
+                               liger_loss_plan *plan);
 
 #ifdef __cplusplus
 }

@@ -7,7 +7,8 @@
 // liger/Runtime/Bundle.h directly.
 //
 //   liger::abi::Bundle bundle("layer.bundle");
-//   bundle.launch("layer_rowwise_0", {{x, LIGER_BF16, 2, xShape}, ...}, stream);
+//   bundle.launch("layer_rowwise_0", {{x, LIGER_BF16, 2, xShape}, ...},
+//   stream);
 //
 //===----------------------------------------------------------------------===//
 
@@ -71,6 +72,39 @@ public:
     check(liger_bundle_launch(handle_, kernel.c_str(), args.data(),
                               static_cast<int32_t>(args.size()), stream,
                               device));
+  }
+
+  /// The handle of `kernel`; throws for an unknown kernel.
+  int32_t kernelIndex(const std::string &kernel) const {
+    int32_t index = liger_bundle_kernel_index(handle_, kernel.c_str());
+    if (index < 0)
+      throw Error(LIGER_NOT_FOUND, "no kernel '" + kernel + "'");
+    return index;
+  }
+
+  /// The shapes of the outputs of `kernel` for `inputs` (their dtypes and
+  /// shapes; pointers may be null).
+  std::vector<std::vector<int64_t>>
+  outputShapes(const std::string &kernel,
+               const std::vector<liger_tensor> &inputs) const {
+    int32_t index = kernelIndex(kernel);
+    liger_kernel_info info;
+    check(liger_bundle_kernel_info(handle_, index, &info));
+    std::vector<int32_t> ranks(info.num_outputs);
+    std::vector<int64_t> sizes(ranks.size() * LIGER_MAX_RANK);
+    check(liger_bundle_output_shapes(handle_, index, inputs.data(),
+                                     static_cast<int32_t>(inputs.size()),
+                                     ranks.data(), sizes.data()));
+    std::vector<std::vector<int64_t>> shapes;
+    for (size_t i = 0; i < ranks.size(); ++i)
+      shapes.emplace_back(sizes.begin() + i * LIGER_MAX_RANK,
+                          sizes.begin() + i * LIGER_MAX_RANK + ranks[i]);
+    return shapes;
+  }
+
+  /// Throws naming the first kernel `device` cannot run, and why.
+  void checkDevice(int32_t device) {
+    check(liger_bundle_check_device(handle_, device));
   }
 
 private:

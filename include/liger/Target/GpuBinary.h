@@ -1,21 +1,21 @@
-//===- GpuBinary.h - gpu.module -> PTX and cubin, kernel bundles -*- C++
-//-*-===//
+//===- GpuBinary.h - gpu.module to PTX, cubins, bundles ---------*- C++ -*-===//
 //
 // The back end of `liger-compile`: lowers the gpu.module that
 // liger-lower-to-gpu builds to the NVVM/LLVM dialects (with the
 // dynamic-shared-memory fix every liger kernel relies on), serializes it
 // through the NVVM target (LLVM NVPTX for PTX, ptxas for the cubin), and
 // writes a kernel bundle: the cubin, the PTX and a manifest
-// (docs/Design/Bundle.md).
+// (docs/Design/Bundle.md), filled in as the runtime's kernel ABI structs
+// (liger/Runtime/KernelAbi.h) and written by the runtime's own code.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef LIGER_TARGET_GPUBINARY_H
 #define LIGER_TARGET_GPUBINARY_H
 
-#include "mlir/IR/BuiltinOps.h"
+#include "liger/Runtime/KernelAbi.h"
 
-#include "llvm/Support/JSON.h"
+#include "mlir/IR/BuiltinOps.h"
 
 #include <string>
 #include <vector>
@@ -45,12 +45,13 @@ FailureOr<std::vector<GpuBinary>> serializeGpuModules(ModuleOp module,
 
 /// Writes a bundle into directory `dir` (created if needed): per gpu.module
 /// `<name>.<chip>.cubin` and `.ptx`, and `manifest.json` describing every
-/// kernel from its `liger.kernel_info` attribute. `source` names the input.
-/// `plans` (the planned loss groups, docs/Design/Bundle.md) goes into the
-/// manifest as "plans" when it is not empty.
+/// kernel from its `liger.kernel_info` attribute (verified as the runtime
+/// verifies it: a kernel the runtime would refuse is an error here).
+/// `source` names the input; `plans` are the planned loss groups
+/// (docs/Design/Bundle.md).
 LogicalResult writeBundle(ModuleOp module, ArrayRef<GpuBinary> binaries,
                           StringRef dir, StringRef source,
-                          llvm::json::Array plans = {});
+                          ArrayRef<::liger::runtime::LossPlan> plans = {});
 
 } // namespace mlir::liger
 

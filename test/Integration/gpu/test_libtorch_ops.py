@@ -53,6 +53,17 @@ def test_torch_check_errors(bundle):
         torch.ops.liger.call(bundle + "-missing", "rms_llama_rowwise_0", [x, w])
 
 
+def test_a_bundle_for_another_gpu_is_refused_at_open(bundle):
+    path = os.path.join(os.path.dirname(bundle), "sm80_h1000_f32")
+    if not os.path.isdir(path):
+        pytest.skip("bundle %s not built (run scripts/build-gpu-bundles.sh)" % path)
+    if torch.cuda.get_device_capability()[0] == 8:
+        pytest.skip("this GPU runs sm_80 code")
+    x = torch.randn(4, 1000, device="cuda")
+    with pytest.raises(RuntimeError, match="is compiled for sm_80, but device"):
+        torch.ops.liger.call(path, "rms_llama_rowwise_0", [x, torch.randn(1000, device="cuda")])
+
+
 def test_compile_traces_the_meta_implementation(bundle):
     def f(x, w):
         y, _ = torch.ops.liger.call(bundle, "rms_llama_rowwise_0", [x, w])
@@ -61,6 +72,20 @@ def test_compile_traces_the_meta_implementation(bundle):
     x = torch.randn(5, 4096, device="cuda", dtype=torch.bfloat16)
     w = torch.randn(4096, device="cuda", dtype=torch.bfloat16)
     assert torch.equal(torch.compile(f, fullgraph=True)(x, w), f(x, w))
+
+
+def test_compile_with_a_dynamic_token_count(bundle):
+    """The meta implementation sizes its outputs from the runtime's rule over
+    symbolic sizes: one graph for every token count."""
+    def f(x, w):
+        y, _ = torch.ops.liger.call(bundle, "rms_llama_rowwise_0", [x, w])
+        return y * 2
+
+    g = torch.compile(f, fullgraph=True, dynamic=True)
+    w = torch.randn(4096, device="cuda", dtype=torch.bfloat16)
+    for n in (5, 9, 33):
+        x = torch.randn(n, 4096, device="cuda", dtype=torch.bfloat16)
+        assert torch.equal(g(x, w), f(x, w))
 
 
 def test_weight_gradient_through_the_cpp_path(bundle):

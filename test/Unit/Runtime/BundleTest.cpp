@@ -1,19 +1,19 @@
-//===- BundleTest.cpp - manifest parsing, argument checks, no driver ------===//
+//===- BundleTest.cpp - bundles, argument checks and shapes, no driver ----===//
 //
-// The runtime's checks that need no GPU: manifests (valid, malformed, wrong
-// format or version, bad fields), bundle files (missing, truncated cubin),
-// the argument checks of a launch, and the error a machine without a CUDA
-// driver gets.
+// The runtime's launch-time rules that need no GPU: bundle files (missing,
+// truncated cubin), kernel handles, every argument check of a launch with
+// its full message, the shapes of outputs and workspaces for given inputs
+// (and their rules over ranks alone, for symbolic sizes), tensors from a
+// caller's rank and sizes, and the error a machine without a CUDA driver
+// gets. The manifest's own rules are ManifestTest.cpp's.
 //
 //===----------------------------------------------------------------------===//
 
-#include "BundleDir.h"
 #include "liger/Runtime/Bundle.h"
+#include "BundleDir.h"
+#include "TestManifests.h"
 #include "liger/Runtime/CudaDriver.h"
 
-#include <cstdio>
-#include <cstdlib>
-#include <fstream>
 #include <gtest/gtest.h>
 #include <string>
 
@@ -21,126 +21,77 @@ using namespace liger::runtime;
 
 namespace {
 
-const char *kManifest = R"({
-  "format": "liger-bundle", "version": 1, "source": "t.mlir",
-  "modules": [{"name": "liger_kernels", "arch": "sm_90a",
-    "cubin": "k.cubin", "ptx": "k.ptx",
-    "kernels": [{"name": "norm", "template": "rowwise", "ops": "liger.rms_norm",
-      "abi": "memref-descriptor", "grid": ["rows", 1, 1], "block": [256, 1, 1],
-      "dynamic_shared_memory_bytes": 36, "vector_width": 8, "alignment_bytes": 16,
-      "params": [
-        {"name": "input0", "role": "input", "kind": "rows", "dtype": "bf16", "shape": ["rows", 4096]},
-        {"name": "input1", "role": "input", "kind": "feature", "dtype": "bf16", "shape": [4096]},
-        {"name": "output0", "role": "output", "kind": "rows", "dtype": "bf16", "shape": ["rows", 4096]},
-        {"name": "output1", "role": "output", "kind": "row_scalars", "dtype": "f32", "shape": ["rows"]}
-      ]}]}]})";
-
-std::string replaced(std::string text, const std::string &from,
-                     const std::string &to) {
-  size_t at = text.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  return text.replace(at, from.size(), to);
-}
-
-Status parse(const std::string &text, Manifest *m) {
-  return parseManifest(text, "manifest.json", m);
-}
-
-TEST(ManifestTest, ParsesEveryField) {
-  Manifest m;
-  ASSERT_TRUE(parse(kManifest, &m).isOk());
-  ASSERT_EQ(m.modules.size(), 1u);
-  EXPECT_EQ(m.modules[0].arch, "sm_90a");
-  const KernelSpec &k = m.modules[0].kernels.at(0);
-  EXPECT_EQ(k.name, "norm");
-  EXPECT_EQ(k.block[0], 256);
-  EXPECT_EQ(k.dynamicSharedMemoryBytes, 36);
-  ASSERT_EQ(k.params.size(), 4u);
-  EXPECT_EQ(k.params[1].kind, ParamKind::Feature);
-  EXPECT_EQ(k.params[1].length, 4096);
-  EXPECT_TRUE(k.params[2].isOutput);
-  EXPECT_EQ(k.params[3].dtype, DType::f32);
-}
-
-struct BadManifest {
-  const char *from, *to, *message;
-};
-
-class ManifestErrorTest : public ::testing::TestWithParam<BadManifest> {};
-
-TEST_P(ManifestErrorTest, SaysWhatIsWrong) {
-  Manifest m;
-  Status s = parse(replaced(kManifest, GetParam().from, GetParam().to), &m);
-  ASSERT_FALSE(s.isOk());
-  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(s.message().find(GetParam().message), std::string::npos)
-      << s.toString();
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    Manifest, ManifestErrorTest,
-    ::testing::Values(
-        BadManifest{"\"liger-bundle\"", "\"other\"",
-                    "format is 'other', expected 'liger-bundle'"},
-        BadManifest{"\"version\": 1", "\"version\": 2",
-                    "version 2 is not supported"},
-        BadManifest{"\"bf16\", \"shape\": [4096]",
-                    "\"bf17\", \"shape\": [4096]",
-                    "modules[0].kernels[0].params[1]: unknown dtype 'bf17'"},
-        BadManifest{"\"kind\": \"feature\"", "\"kind\": \"cube\"",
-                    "unknown kind 'cube'"},
-        BadManifest{"[\"rows\", 1, 1]", "[\"rows/0\", 1, 1]",
-                    "unknown grid size 'rows/0'"},
-        BadManifest{"[\"rows\", 1, 1]", "[\"cols\", 1, 1]",
-                    "unknown grid size 'cols' (an integer, rows, tokens, ctas "
-                    "or rows/N)"},
-        BadManifest{"[\"rows\", 1, 1]", "[\"rows\", 0, 1]",
-                    "grid sizes must be integers in [1, 2^31)"},
-        BadManifest{"[256, 1, 1]", "[2048, 1, 1]",
-                    "block sizes must be integers in [1, 1024]"},
-        BadManifest{"\"k.cubin\"", "\"../k.cubin\"",
-                    "cubin must name a file in the bundle"},
-        BadManifest{"\"memref-descriptor\"", "\"bare\"", "unknown abi 'bare'"},
-        BadManifest{"\"role\": \"output\", \"kind\": \"rows\"",
-                    "\"role\": \"inout\", \"kind\": \"rows\"",
-                    "role must be input, output or workspace"},
-        BadManifest{"\"dynamic_shared_memory_bytes\": 36",
-                    "\"dynamic_shared_memory_bytes\": \"36\"",
-                    "expected an integer 'dynamic_shared_memory_bytes'"}));
-
-TEST(ManifestTest, MalformedJsonGivesTheOffset) {
-  Manifest m;
-  Status s = parse("{\"format\": \"liger-bundle\", ", &m);
-  ASSERT_FALSE(s.isOk());
-  EXPECT_NE(s.message().find("manifest.json: malformed JSON"),
-            std::string::npos);
-  EXPECT_NE(s.message().find("at byte"), std::string::npos);
-}
+using liger::runtime::testing::kTestManifest;
 
 using BundleFilesTest = liger::runtime::testing::BundleDirTest;
+
+/// The full message of checkArgs on `args`, "" when they pass.
+std::string checked(const KernelSpec &k, const std::vector<TensorArg> &args,
+                    LaunchDims *dims = nullptr) {
+  LaunchDims ignored;
+  Status s = checkArgs(k, args, dims ? dims : &ignored);
+  return s.isOk() ? "" : s.message();
+}
+
+/// The full message of inferOutputShapes, "" when it passes.
+std::string inferred(const KernelSpec &k, const std::vector<Shape> &inputs,
+                     std::vector<Shape> *outputs) {
+  Status s = inferOutputShapes(k, inputs.data(), inputs.size(), outputs);
+  return s.isOk() ? "" : s.message();
+}
 
 TEST_F(BundleFilesTest, MissingManifest) {
   std::unique_ptr<Bundle> b;
   Status s = Bundle::open(dir, &b);
   EXPECT_EQ(s.code(), StatusCode::kNotFound);
-  EXPECT_NE(s.message().find("manifest.json"), std::string::npos);
+  EXPECT_EQ(s.message(),
+            "cannot read " + dir + "/manifest.json: No such file or directory");
 }
 
 TEST_F(BundleFilesTest, TruncatedCubin) {
-  write("manifest.json", kManifest);
+  write("manifest.json", kTestManifest);
   write("k.cubin", "\x7f"
                    "EL");
   std::unique_ptr<Bundle> b;
   Status s = Bundle::open(dir, &b);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(s.message().find("is not a cubin"), std::string::npos);
+  EXPECT_EQ(s.message(), dir + "/k.cubin is not a cubin (no ELF header); the "
+                               "bundle is truncated or corrupt");
+}
+
+TEST_F(BundleFilesTest, AManifestErrorNamesTheFile) {
+  std::unique_ptr<Bundle> b;
+  Status s = openWith(
+      std::string(kTestManifest)
+          .replace(std::string(kTestManifest).find("\"bf16\""), 6, "\"x\""),
+      &b);
+  EXPECT_EQ(s.message(), dir + "/manifest.json: modules[0].kernels[0]."
+                               "params[0]: unknown dtype 'x'");
+}
+
+TEST_F(BundleFilesTest, KernelHandles) {
+  std::unique_ptr<Bundle> b;
+  ASSERT_TRUE(openWith(kTestManifest, &b).isOk());
+  EXPECT_EQ(b->kernelCount(), 2u);
+  EXPECT_EQ(b->kernelIndex("norm"), 0);
+  EXPECT_EQ(b->kernelIndex("grad"), 1);
+  EXPECT_EQ(b->kernelIndex("grad_finish"), -1); // launched by "grad" only
+  EXPECT_EQ(b->kernelIndex("nope"), -1);
+  EXPECT_EQ(&b->kernel(0), b->findKernel("norm"));
+  EXPECT_EQ(b->findKernel("nope"), nullptr);
+  EXPECT_EQ(b->moduleOf(0).arch, "sm_90a");
+  Status s = b->launch("nope", {}, nullptr);
+  EXPECT_EQ(s.code(), StatusCode::kNotFound);
+  EXPECT_EQ(s.message(), dir + " has no kernel 'nope'");
+  s = b->launch(size_t(3), nullptr, 0, nullptr);
+  EXPECT_EQ(s.code(), StatusCode::kNotFound);
+  EXPECT_EQ(s.message(), dir + " has no kernel #3 (it has 2)");
 }
 
 TEST_F(BundleFilesTest, ArgumentChecks) {
   std::unique_ptr<Bundle> b;
-  ASSERT_TRUE(openWith(kManifest, &b).isOk());
-  const KernelSpec *k = b->findKernel("norm");
-  ASSERT_NE(k, nullptr);
+  ASSERT_TRUE(openWith(kTestManifest, &b).isOk());
+  const KernelSpec &k = *b->findKernel("norm");
   alignas(16) static char buf[64];
   auto good = [&] {
     return std::vector<TensorArg>{{buf, DType::bf16, {2, 3, 4096}},
@@ -148,53 +99,137 @@ TEST_F(BundleFilesTest, ArgumentChecks) {
                                   {buf, DType::bf16, {6, 4096}},
                                   {buf, DType::f32, {6}}};
   };
-  int64_t rows = 0;
-  ASSERT_TRUE(b->checkArgs(*k, good(), &rows).isOk());
-  EXPECT_EQ(rows, 6);
+  LaunchDims dims;
+  ASSERT_EQ(checked(k, good(), &dims), "");
+  EXPECT_EQ(dims.rows, 6);
+  EXPECT_EQ(dims.ctas, -1);
 
-  auto expectError = [&](std::vector<TensorArg> args, const char *message) {
-    Status s = b->checkArgs(*k, args, &rows);
-    ASSERT_FALSE(s.isOk());
-    EXPECT_NE(s.message().find(message), std::string::npos) << s.toString();
-  };
   auto args = good();
   args.pop_back();
-  expectError(args, "expects 4 tensors (inputs then outputs), got 3");
+  EXPECT_EQ(checked(k, args), "kernel 'norm': expects 4 tensors (inputs then "
+                              "outputs), got 3");
   args = good();
   args[0].dtype = DType::f32;
-  expectError(args, "'input0' (#0) must be bf16, got f32");
+  EXPECT_EQ(checked(k, args), "kernel 'norm': 'input0' (#0) must be bf16, got "
+                              "f32");
   args = good();
   args[1].shape = {4095};
-  expectError(args, "'input1' (#1) must have shape [4096], got [4095]");
+  EXPECT_EQ(checked(k, args), "kernel 'norm': 'input1' (#1) must have shape "
+                              "[4096], got [4095]");
   args = good();
   args[0].shape = {6, 4095};
-  expectError(args, "must have 4096 elements in its last dimension");
+  EXPECT_EQ(checked(k, args), "kernel 'norm': 'input0' (#0) must have 4096 "
+                              "elements in its last dimension, got shape [6, "
+                              "4095]");
+  args = good();
+  args[0].shape = {};
+  EXPECT_EQ(checked(k, args), "kernel 'norm': 'input0' (#0) must have 4096 "
+                              "elements in its last dimension, got shape []");
   args = good();
   args[3].shape = {7};
-  expectError(args, "'output1' (#3) has 7 rows, the earlier tensors 6");
+  EXPECT_EQ(checked(k, args), "kernel 'norm': 'output1' (#3) has 7 rows, the "
+                              "earlier tensors 6");
   args = good();
   args[2].data = buf + 2;
-  expectError(args, "must be 16-byte aligned");
+  EXPECT_EQ(checked(k, args), "kernel 'norm': 'output0' (#2) must be 16-byte "
+                              "aligned (the kernel uses vector loads)");
   args = good();
   args[1].data = nullptr;
-  expectError(args, "is a null pointer");
+  EXPECT_EQ(checked(k, args), "kernel 'norm': 'input1' (#1) is a null "
+                              "pointer");
+  // An empty tensor may have no storage.
+  args = good();
+  args[0] = {nullptr, DType::bf16, {0, 4096}};
+  args[2] = {nullptr, DType::bf16, {0, 4096}};
+  args[3] = {nullptr, DType::f32, {0}};
+  ASSERT_EQ(checked(k, args, &dims), "");
+  EXPECT_EQ(dims.rows, 0);
+  args = good();
+  args[0].shape = {65536, 32768, 4096};
+  args[2].shape = {int64_t(1) << 31, 4096};
+  args[3].shape = {int64_t(1) << 31};
+  EXPECT_EQ(checked(k, args), "kernel 'norm': too many rows for one launch "
+                              "(2147483648)");
+}
 
-  // A kernel that does not exist.
-  Status s = b->launch("nope", good(), nullptr);
-  EXPECT_EQ(s.code(), StatusCode::kNotFound);
+TEST_F(BundleFilesTest, OutputShapes) {
+  std::unique_ptr<Bundle> b;
+  ASSERT_TRUE(openWith(kTestManifest, &b).isOk());
+  const KernelSpec &k = *b->findKernel("norm");
+  std::vector<Shape> out;
+  ASSERT_EQ(inferred(k, {{2, 3, 4096}, {4096}}, &out), "");
+  EXPECT_EQ(out, (std::vector<Shape>{{2, 3, 4096}, {2, 3}}));
+  // The inputs are checked as a launch checks them.
+  EXPECT_EQ(inferred(k, {{2, 3, 4096}}, &out),
+            "kernel 'norm': takes 2 input tensors (input0, input1), got 1");
+  EXPECT_EQ(inferred(k, {{2, 3, 4000}, {4096}}, &out),
+            "kernel 'norm': 'input0' (#0) must have 4096 elements in its last "
+            "dimension, got shape [2, 3, 4000]");
+  EXPECT_EQ(inferred(k, {{2, 3, 4096}, {4000}}, &out),
+            "kernel 'norm': 'input1' (#1) must have shape [4096], got [4000]");
+  // The same as rules over ranks: output i's size j is input a's size b.
+  std::vector<std::vector<DimSource>> rules;
+  size_t ranks[] = {3, 1};
+  ASSERT_TRUE(outputShapeRules(k, ranks, 2, &rules).isOk());
+  ASSERT_EQ(rules.size(), 2u);
+  ASSERT_EQ(rules[0].size(), 3u);
+  EXPECT_EQ(rules[0][1].input, 0);
+  EXPECT_EQ(rules[0][1].dim, 1);
+  EXPECT_EQ(rules[0][2].input, -1);
+  EXPECT_EQ(rules[0][2].size, 4096);
+  EXPECT_EQ(rules[1].size(), 2u);
+  size_t scalarRows[] = {0, 1};
+  EXPECT_EQ(outputShapeRules(k, scalarRows, 2, &rules).message(),
+            "kernel 'norm': 'input0' (#0) must have 4096 elements in its last "
+            "dimension, got a scalar");
+  // No workspaces.
+  std::vector<Shape> inputs = {{2, 3, 4096}, {4096}}, ws = {{1}};
+  ASSERT_TRUE(inferWorkspaceShapes(k, inputs.data(), 2, 132, &ws).isOk());
+  EXPECT_TRUE(ws.empty());
+}
+
+TEST(ShapeTest, TensorsFromACallersSizes) {
+  TensorArg a;
+  int64_t sizes[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  ASSERT_TRUE(
+      makeTensorArg(nullptr, DType::f16, sizes, 8, "input", 0, &a).isOk());
+  EXPECT_EQ(a.shape.size(), 8u);
+  EXPECT_EQ(a.shape.elements(), 40320);
+  EXPECT_EQ(a.dtype, DType::f16);
+  EXPECT_EQ(
+      makeTensorArg(nullptr, DType::f16, sizes, 9, "input", 2, &a).message(),
+      "input #2 has rank 9; liger kernels take tensors of rank 0 to 8");
+  EXPECT_EQ(
+      makeTensorArg(nullptr, DType::f16, sizes, -1, "input", 2, &a).message(),
+      "input #2 has rank -1; liger kernels take tensors of rank 0 to 8");
+  EXPECT_EQ(
+      makeTensorArg(nullptr, DType::f16, nullptr, 2, "output", 1, &a).message(),
+      "output #1 has rank 2 but no sizes");
+  int64_t negative[] = {3, -1};
+  EXPECT_EQ(makeTensorArg(nullptr, DType::f16, negative, 2, "output", 1, &a)
+                .message(),
+            "output #1 has a negative size: [3, -1]");
+  Shape s = {4, 5};
+  EXPECT_TRUE(s.push_back(6));
+  EXPECT_EQ(shapeString(s), "[4, 5, 6]");
+  EXPECT_EQ(s, (Shape{4, 5, 6}));
+  EXPECT_NE(s, (Shape{4, 5}));
+  Shape full = {1, 1, 1, 1, 1, 1, 1, 1};
+  EXPECT_FALSE(full.push_back(1));
+  EXPECT_EQ(Shape().elements(), 1);
 }
 
 const char *kRoPEManifest = R"({
-  "format": "liger-bundle", "version": 1, "source": "t.mlir",
+  "format": "liger-bundle", "version": 2, "source": "t.mlir",
   "modules": [{"name": "liger_kernels", "arch": "sm_90a", "cubin": "k.cubin", "ptx": "k.ptx",
-    "kernels": [{"name": "rope", "template": "rope", "ops": "liger.rope",
+    "kernels": [{"name": "rope", "function": "layer", "template": "rope", "ops": "liger.rope",
       "abi": "memref-descriptor", "grid": ["tokens", 1, 1], "block": [256, 1, 1],
       "dynamic_shared_memory_bytes": 0, "vector_width": 4, "alignment_bytes": 16,
       "params": [
         {"name": "input0", "role": "input", "kind": "heads", "dtype": "f32", "shape": ["batch", 4, "seq", 16]},
         {"name": "input1", "role": "input", "kind": "heads", "dtype": "f32", "shape": ["batch", 2, "seq", 16]},
         {"name": "input2", "role": "input", "kind": "tables", "dtype": "f32", "shape": [1, "seq", 16]},
-        {"name": "input3", "role": "input", "kind": "tables", "dtype": "f32", "shape": [1, "seq", 16]},
+        {"name": "input3", "role": "input", "kind": "tables", "dtype": "f32", "shape": ["table_batch", "seq", 16]},
         {"name": "output0", "role": "output", "kind": "heads", "dtype": "f32", "shape": ["batch", 4, "seq", 16]},
         {"name": "output1", "role": "output", "kind": "heads", "dtype": "f32", "shape": ["batch", 2, "seq", 16]}
       ]}]}]})";
@@ -202,49 +237,129 @@ const char *kRoPEManifest = R"({
 TEST_F(BundleFilesTest, RoPEArgumentChecks) {
   std::unique_ptr<Bundle> b;
   ASSERT_TRUE(openWith(kRoPEManifest, &b).isOk());
-  const KernelSpec *k = b->findKernel("rope");
-  ASSERT_NE(k, nullptr);
-  EXPECT_EQ(k->params[0].kind, ParamKind::Heads);
-  EXPECT_EQ(k->params[0].heads, 4);
-  EXPECT_EQ(k->params[2].heads, 1); // a broadcast table
+  const KernelSpec &k = *b->findKernel("rope");
+  EXPECT_EQ(k.params[0].kind, ParamKind::Heads);
+  EXPECT_EQ(k.params[0].outer, 4);
+  EXPECT_EQ(k.params[2].outer, 1); // a broadcast table
+  EXPECT_EQ(k.params[3].outer, 0);
   alignas(16) static char buf[64];
   auto good = [&] {
     return std::vector<TensorArg>{
         {buf, DType::f32, {2, 4, 5, 16}}, {buf, DType::f32, {2, 2, 5, 16}},
-        {buf, DType::f32, {1, 5, 16}},    {buf, DType::f32, {1, 5, 16}},
+        {buf, DType::f32, {1, 5, 16}},    {buf, DType::f32, {2, 5, 16}},
         {buf, DType::f32, {2, 4, 5, 16}}, {buf, DType::f32, {2, 2, 5, 16}}};
   };
-  int64_t tokens = 0;
-  ASSERT_TRUE(b->checkArgs(*k, good(), &tokens).isOk());
-  EXPECT_EQ(tokens, 10); // one CTA per token: batch 2 x sequence 5
-  auto expectError = [&](std::vector<TensorArg> args, const char *message) {
-    Status s = b->checkArgs(*k, args, &tokens);
-    ASSERT_FALSE(s.isOk());
-    EXPECT_NE(s.message().find(message), std::string::npos) << s.toString();
-  };
+  LaunchDims dims;
+  ASSERT_EQ(checked(k, good(), &dims), "");
+  EXPECT_EQ(dims.rows, 10); // one CTA per token: batch 2 x sequence 5
   auto args = good();
   args[1].shape = {2, 3, 5, 16};
-  expectError(args, "must have shape [batch, 2, seq, 16], got [2, 3, 5, 16]");
+  EXPECT_EQ(checked(k, args), "kernel 'rope': 'input1' (#1) must have shape "
+                              "[batch, 2, seq, 16], got [2, 3, 5, 16]");
   args = good();
   args[1].shape = {2, 2, 6, 16};
-  expectError(
-      args,
-      "has batch and sequence [2, 2, 6, 16], the earlier tensors 2 and 5");
+  EXPECT_EQ(checked(k, args), "kernel 'rope': 'input1' (#1) has batch and "
+                              "sequence [2, 2, 6, 16], the earlier tensors 2 "
+                              "and 5");
   args = good();
   args[2].shape = {2, 5, 16};
-  expectError(
-      args, "must have batch 1 (the kernel was compiled for broadcast tables)");
+  EXPECT_EQ(checked(k, args),
+            "kernel 'rope': 'input2' (#2) must have batch 1 (the kernel was "
+            "compiled for broadcast tables), got shape [2, 5, 16]");
   args = good();
   args[3].shape = {1, 4, 16};
-  expectError(args, "must have shape [1 or 2, 5, 16], got [1, 4, 16]");
+  EXPECT_EQ(checked(k, args), "kernel 'rope': 'input3' (#3) must have shape "
+                              "[1 or 2, 5, 16], got [1, 4, 16]");
+
+  // Outputs take the batch and sequence of the [B, H, T, D] inputs.
+  std::vector<Shape> out;
+  ASSERT_EQ(
+      inferred(k, {{3, 4, 7, 16}, {3, 2, 7, 16}, {1, 7, 16}, {3, 7, 16}}, &out),
+      "");
+  EXPECT_EQ(out, (std::vector<Shape>{{3, 4, 7, 16}, {3, 2, 7, 16}}));
+  size_t ranks[] = {4, 4, 3, 2};
+  std::vector<std::vector<DimSource>> rules;
+  EXPECT_EQ(outputShapeRules(k, ranks, 4, &rules).message(), "");
+  size_t badRanks[] = {4, 3, 3, 3};
+  EXPECT_EQ(outputShapeRules(k, badRanks, 4, &rules).message(),
+            "kernel 'rope': 'input1' (#1) must have shape [batch, 2, seq, 16], "
+            "got rank 3");
+}
+
+// The q/k projections with RoPE: rows [B, T, K] in, [B, H, T, D] out (a
+// head split), tables sized by B and T of the rows.
+const char *kQKManifest = R"({
+  "format": "liger-bundle", "version": 2, "source": "t.mlir",
+  "modules": [{"name": "liger_kernels", "arch": "sm_90a", "cubin": "k.cubin", "ptx": "k.ptx",
+    "kernels": [{"name": "qk", "function": "qk", "template": "matmul", "ops": "liger.linear, liger.rope",
+      "abi": "memref-descriptor", "grid": [4, "rows/128", 1], "block": [384, 1, 1],
+      "dynamic_shared_memory_bytes": 0, "vector_width": 8, "alignment_bytes": 16,
+      "params": [
+        {"name": "input0", "role": "input", "kind": "rows", "dtype": "bf16", "shape": ["rows", 64]},
+        {"name": "input1", "role": "input", "kind": "matrix", "dtype": "bf16", "shape": [64, 64]},
+        {"name": "input2", "role": "input", "kind": "tables", "dtype": "bf16", "shape": [1, "seq", 16]},
+        {"name": "output0", "role": "output", "kind": "heads", "dtype": "bf16", "shape": ["batch", 4, "seq", 16]}
+      ]}]}]})";
+
+TEST_F(BundleFilesTest, HeadSplitShapes) {
+  std::unique_ptr<Bundle> b;
+  ASSERT_TRUE(openWith(kQKManifest, &b).isOk());
+  const KernelSpec &k = *b->findKernel("qk");
+  std::vector<Shape> out;
+  ASSERT_EQ(inferred(k, {{3, 7, 64}, {64, 64}, {1, 7, 16}}, &out), "");
+  EXPECT_EQ(out, (std::vector<Shape>{{3, 4, 7, 16}}));
+  EXPECT_EQ(inferred(k, {{3, 7, 64}, {64, 64}, {1, 8, 16}}, &out),
+            "kernel 'qk': 'input2' (#2) must have shape [1 or 3, 7, 16], got "
+            "[1, 8, 16]");
+  EXPECT_EQ(inferred(k, {{21, 64}, {64, 64}, {1, 7, 16}}, &out),
+            "kernel 'qk': writes [B, H, T, D] from [B, T, K] rows, got rows of "
+            "rank 2");
+
+  size_t ranks[] = {2, 2, 3};
+  std::vector<std::vector<DimSource>> rules;
+  EXPECT_EQ(outputShapeRules(k, ranks, 3, &rules).message(),
+            "kernel 'qk': writes [B, H, T, D] from [B, T, K] rows, got rows of "
+            "rank 2");
+  alignas(16) static char buf[64];
+  std::vector<TensorArg> args = {{buf, DType::bf16, {3, 7, 64}},
+                                 {buf, DType::bf16, {64, 64}},
+                                 {buf, DType::bf16, {1, 7, 16}},
+                                 {buf, DType::bf16, {3, 4, 7, 16}}};
+  LaunchDims dims;
+  ASSERT_EQ(checked(k, args, &dims), "");
+  EXPECT_EQ(dims.rows, 21);
+  args[3].shape = {3, 4, 6, 16};
+  args[2].shape = {1, 6, 16};
+  EXPECT_EQ(checked(k, args), "kernel 'qk': has 21 rows, but its [batch, "
+                              "heads, seq, D] tensors have batch x seq = 18");
+
+  // Tables without [B, H, T, D] tensors take B and T from [B, T, K] rows.
+  std::string text = kQKManifest;
+  std::string heads =
+      R"("kind": "heads", "dtype": "bf16", "shape": ["batch", 4, "seq", 16])";
+  text.replace(text.find(heads), heads.size(),
+               R"("kind": "rows", "dtype": "bf16", "shape": ["rows", 64])");
+  ASSERT_TRUE(openWith(text, &b).isOk());
+  const KernelSpec &rows = *b->findKernel("qk");
+  args = {{buf, DType::bf16, {3, 7, 64}},
+          {buf, DType::bf16, {64, 64}},
+          {buf, DType::bf16, {1, 7, 16}},
+          {buf, DType::bf16, {3, 7, 64}}};
+  ASSERT_EQ(checked(rows, args, &dims), "");
+  EXPECT_EQ(dims.rows, 21);
+  args[0].shape = args[3].shape = {21, 64};
+  EXPECT_EQ(checked(rows, args),
+            "kernel 'qk': 'input2' (#2) needs the batch and sequence of a "
+            "[batch, heads, seq, D] tensor or of [batch, seq, K] rows, and "
+            "there is none");
 }
 
 // A group reducing across rows (RMSNorm backward): a workspace and a
 // finishing kernel.
 const char *kGradManifest = R"({
-  "format": "liger-bundle", "version": 1, "source": "t.mlir",
+  "format": "liger-bundle", "version": 2, "source": "t.mlir",
   "modules": [{"name": "liger_kernels", "arch": "sm_90a", "cubin": "k.cubin", "ptx": "k.ptx",
-    "kernels": [{"name": "grad", "template": "rowwise", "ops": "liger.rms_norm_grad",
+    "kernels": [{"name": "grad", "function": "layer", "template": "rowwise", "ops": "liger.rms_norm_grad",
       "abi": "memref-descriptor", "grid": ["ctas", 1, 1], "block": [128, 1, 1],
       "dynamic_shared_memory_bytes": 20, "vector_width": 8, "alignment_bytes": 16,
       "ctas_per_sm": 4,
@@ -257,61 +372,28 @@ const char *kGradManifest = R"({
         {"name": "workspace0", "role": "workspace", "kind": "partials", "dtype": "f32", "shape": ["ctas", 1000]}
       ]}]}]})";
 
-TEST(ManifestTest, ParsesWorkspacesAndTheFinishingKernel) {
-  Manifest m;
-  ASSERT_TRUE(parse(kGradManifest, &m).isOk());
-  const KernelSpec &k = m.modules[0].kernels.at(0);
+TEST_F(BundleFilesTest, WorkspaceArgumentChecksAndShapes) {
+  std::unique_ptr<Bundle> b;
+  ASSERT_TRUE(openWith(kGradManifest, &b).isOk());
+  const KernelSpec &k = *b->findKernel("grad");
   EXPECT_TRUE(k.hasWorkspaces());
-  EXPECT_EQ(k.finish.name, "grad_finish");
-  EXPECT_EQ(k.finish.grid, 32);
-  EXPECT_EQ(k.finish.block[0], 256);
-  EXPECT_EQ(k.finish.dynamicSharedMemoryBytes, 1024);
-  EXPECT_EQ(k.ctasPerSm, 4);
-  EXPECT_TRUE(k.params[3].isWorkspace);
-  EXPECT_FALSE(k.params[3].isOutput);
-  EXPECT_EQ(k.params[3].kind, ParamKind::Partials);
-  EXPECT_EQ(k.params[3].length, 1000);
   // min(rows, SMs * ctas_per_sm), at least one CTA.
   EXPECT_EQ(workspaceCtas(k, 16384, 132), 528);
   EXPECT_EQ(workspaceCtas(k, 7, 132), 7);
   EXPECT_EQ(workspaceCtas(k, 0, 132), 1);
-}
+  std::vector<Shape> inputs = {{2, 3, 1000}, {1000}}, ws, out;
+  ASSERT_TRUE(inferWorkspaceShapes(k, inputs.data(), 2, 132, &ws).isOk());
+  EXPECT_EQ(ws, (std::vector<Shape>{{6, 1000}}));
+  inputs[0] = {16384, 1000};
+  ASSERT_TRUE(inferWorkspaceShapes(k, inputs.data(), 2, 132, &ws).isOk());
+  EXPECT_EQ(ws, (std::vector<Shape>{{528, 1000}}));
+  ASSERT_EQ(inferred(k, inputs, &out), "");
+  EXPECT_EQ(out, (std::vector<Shape>{{1000}}));
+  inputs[0] = {16384, 999};
+  EXPECT_EQ(inferWorkspaceShapes(k, inputs.data(), 2, 132, &ws).message(),
+            "kernel 'grad': 'input0' (#0) must have 1000 elements in its last "
+            "dimension, got shape [16384, 999]");
 
-class WorkspaceManifestErrorTest
-    : public ::testing::TestWithParam<BadManifest> {};
-
-TEST_P(WorkspaceManifestErrorTest, SaysWhatIsWrong) {
-  Manifest m;
-  Status s = parse(replaced(kGradManifest, GetParam().from, GetParam().to), &m);
-  ASSERT_FALSE(s.isOk());
-  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(s.message().find(GetParam().message), std::string::npos)
-      << s.toString();
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    Workspaces, WorkspaceManifestErrorTest,
-    ::testing::Values(
-        // A workspace but no finishing kernel, and the other way round.
-        BadManifest{"\"finish\"", "\"unfinished\"",
-                    "a kernel has workspaces if and only if it has a 'finish' "
-                    "kernel"},
-        BadManifest{"\"role\": \"workspace\", \"kind\": \"partials\"",
-                    "\"role\": \"output\", \"kind\": \"partials\"",
-                    "a workspace is an f32 'partials' parameter"},
-        BadManifest{"\"partials\", \"dtype\": \"f32\"",
-                    "\"partials\", \"dtype\": \"bf16\"",
-                    "a workspace is an f32 'partials' parameter"},
-        BadManifest{"\"ctas_per_sm\": 4", "\"ctas_per_sm\": 0",
-                    "ctas_per_sm must be in [1, 64]"},
-        BadManifest{"\"grid\": [32, 1, 1]", "\"grid\": [32, 2, 1]",
-                    "finish: grid must be [n, 1, 1]"}));
-
-TEST_F(BundleFilesTest, WorkspaceArgumentChecks) {
-  std::unique_ptr<Bundle> b;
-  ASSERT_TRUE(openWith(kGradManifest, &b).isOk());
-  const KernelSpec *k = b->findKernel("grad");
-  ASSERT_NE(k, nullptr);
   alignas(16) static char buf[64];
   auto good = [&] {
     return std::vector<TensorArg>{{buf, DType::bf16, {6, 1000}},
@@ -319,41 +401,61 @@ TEST_F(BundleFilesTest, WorkspaceArgumentChecks) {
                                   {buf, DType::bf16, {1000}},
                                   {buf, DType::f32, {3, 1000}}};
   };
-  int64_t rows = 0, ctas = 0;
-  ASSERT_TRUE(b->checkArgs(*k, good(), &rows, &ctas).isOk());
-  EXPECT_EQ(rows, 6);
-  EXPECT_EQ(ctas, 3);
+  LaunchDims dims;
+  ASSERT_EQ(checked(k, good(), &dims), "");
+  EXPECT_EQ(dims.rows, 6);
+  EXPECT_EQ(dims.ctas, 3);
   // Zero rows still need one CTA: the weight gradient is written (zeros).
   auto args = good();
   args[0].shape = {0, 1000};
-  ASSERT_TRUE(b->checkArgs(*k, args, &rows, &ctas).isOk());
-  EXPECT_EQ(rows, 0);
-  auto expectError = [&](std::vector<TensorArg> args, const char *message) {
-    Status s = b->checkArgs(*k, args, &rows, &ctas);
-    ASSERT_FALSE(s.isOk());
-    EXPECT_NE(s.message().find(message), std::string::npos) << s.toString();
-  };
+  ASSERT_EQ(checked(k, args, &dims), "");
+  EXPECT_EQ(dims.rows, 0);
   args = good();
   args[3].shape = {0, 1000};
-  expectError(args, "'workspace0' (#3) (a workspace) must have shape [ctas, "
-                    "1000] with ctas >= 1, got [0, 1000]");
+  EXPECT_EQ(checked(k, args), "kernel 'grad': 'workspace0' (#3) (a workspace) "
+                              "must have shape [ctas, 1000] with ctas >= 1, "
+                              "got [0, 1000]");
   args = good();
   args[3].shape = {3, 999};
-  expectError(args, "must have shape [ctas, 1000]");
+  EXPECT_EQ(checked(k, args), "kernel 'grad': 'workspace0' (#3) (a workspace) "
+                              "must have shape [ctas, 1000] with ctas >= 1, "
+                              "got [3, 999]");
   args = good();
   args[3].dtype = DType::bf16;
-  expectError(args, "'workspace0' (#3) must be f32, got bf16");
+  EXPECT_EQ(checked(k, args), "kernel 'grad': 'workspace0' (#3) must be f32, "
+                              "got bf16");
   args = good();
   args.pop_back();
-  expectError(args,
-              "expects 4 tensors (inputs, outputs, then workspaces), got 3");
+  EXPECT_EQ(checked(k, args), "kernel 'grad': expects 4 tensors (inputs, "
+                              "outputs, then workspaces), got 3");
+}
+
+TEST_F(BundleFilesTest, WorkspacesAgreeOnTheirCtas) {
+  std::string text = kGradManifest;
+  std::string ws =
+      R"({"name": "workspace0", "role": "workspace", "kind": "partials", "dtype": "f32", "shape": ["ctas", 1000]})";
+  text.replace(
+      text.find(ws), ws.size(),
+      ws + ",\n" +
+          R"({"name": "workspace1", "role": "workspace", "kind": "partials", "dtype": "f32", "shape": ["ctas", 1000]})");
+  std::unique_ptr<Bundle> b;
+  ASSERT_TRUE(openWith(text, &b).isOk());
+  alignas(16) static char buf[64];
+  std::vector<TensorArg> args = {{buf, DType::bf16, {6, 1000}},
+                                 {buf, DType::bf16, {1000}},
+                                 {buf, DType::bf16, {1000}},
+                                 {buf, DType::f32, {3, 1000}},
+                                 {buf, DType::f32, {4, 1000}}};
+  EXPECT_EQ(checked(*b->findKernel("grad"), args),
+            "kernel 'grad': 'workspace1' (#4) has 4 CTA rows, the earlier "
+            "workspaces 3");
 }
 
 // A projection: a static [N, K] weight and a 2-D grid of tiles.
 const char *kMatmulManifest = R"({
-  "format": "liger-bundle", "version": 1, "source": "t.mlir",
+  "format": "liger-bundle", "version": 2, "source": "t.mlir",
   "modules": [{"name": "liger_kernels", "arch": "sm_90a", "cubin": "k.cubin", "ptx": "k.ptx",
-    "kernels": [{"name": "proj", "template": "matmul", "ops": "liger.linear",
+    "kernels": [{"name": "proj", "function": "layer", "template": "matmul", "ops": "liger.linear",
       "abi": "memref-descriptor", "grid": [8, "rows/128", 1], "block": [256, 1, 1],
       "dynamic_shared_memory_bytes": 61440, "vector_width": 8, "alignment_bytes": 16,
       "params": [
@@ -365,29 +467,24 @@ const char *kMatmulManifest = R"({
 TEST_F(BundleFilesTest, MatrixParametersAndTiledGrids) {
   std::unique_ptr<Bundle> b;
   ASSERT_TRUE(openWith(kMatmulManifest, &b).isOk());
-  const KernelSpec *k = b->findKernel("proj");
-  ASSERT_NE(k, nullptr);
-  EXPECT_EQ(k->grid[0].kind, GridDim::Const);
-  EXPECT_EQ(k->grid[0].value, 8);
-  EXPECT_EQ(k->grid[1].kind, GridDim::Rows);
-  EXPECT_EQ(k->grid[1].value, 128);
-  EXPECT_EQ(k->params[1].kind, ParamKind::Matrix);
-  EXPECT_EQ(k->params[1].heads, 1024); // N
-  EXPECT_EQ(k->params[1].length, 256); // K
+  const KernelSpec &k = *b->findKernel("proj");
+  EXPECT_EQ(k.grid[0], (GridDim{GridDim::Const, 8}));
+  EXPECT_EQ(k.grid[1], (GridDim{GridDim::Rows, 128}));
+  EXPECT_EQ(k.params[1].outer, 1024); // N
+  EXPECT_EQ(k.params[1].length, 256); // K
   alignas(16) static char buf[64];
   std::vector<TensorArg> args = {{buf, DType::bf16, {300, 256}},
                                  {buf, DType::bf16, {1024, 256}},
                                  {buf, DType::bf16, {300, 1024}}};
-  int64_t rows = 0;
-  ASSERT_TRUE(b->checkArgs(*k, args, &rows).isOk());
-  EXPECT_EQ(rows, 300);
+  LaunchDims dims;
+  ASSERT_EQ(checked(k, args, &dims), "");
+  EXPECT_EQ(dims.rows, 300);
   args[1].shape = {1024, 255};
-  Status s = b->checkArgs(*k, args, &rows);
-  ASSERT_FALSE(s.isOk());
-  EXPECT_NE(s.message().find("'input1' (#1) must have shape [1024, 256], got "
-                             "[1024, 255]"),
-            std::string::npos)
-      << s.toString();
+  EXPECT_EQ(checked(k, args), "kernel 'proj': 'input1' (#1) must have shape "
+                              "[1024, 256], got [1024, 255]");
+  std::vector<Shape> out;
+  ASSERT_EQ(inferred(k, {{5, 60, 256}, {1024, 256}}, &out), "");
+  EXPECT_EQ(out, (std::vector<Shape>{{5, 60, 1024}}));
 }
 
 // A weight gradient (dW = dyᵀ · x): row-shaped inputs, a matrix output and
@@ -401,77 +498,77 @@ TEST_F(BundleFilesTest, WeightGradientNeedsRows) {
     text.replace(at, from.size(), to);
   };
   replace(R"("grid": [8, "rows/128", 1])", R"("grid": [4, 8, 1])");
-  replace(R"({"name": "input1", "role": "input", "kind": "matrix", "dtype": "bf16", "shape": [1024, 256]})",
-          R"({"name": "input1", "role": "input", "kind": "rows", "dtype": "bf16", "shape": ["rows", 1024]})");
-  replace(R"({"name": "output0", "role": "output", "kind": "rows", "dtype": "bf16", "shape": ["rows", 1024]})",
-          R"({"name": "output0", "role": "output", "kind": "matrix", "dtype": "bf16", "shape": [256, 1024]})");
+  replace(
+      R"({"name": "input1", "role": "input", "kind": "matrix", "dtype": "bf16", "shape": [1024, 256]})",
+      R"({"name": "input1", "role": "input", "kind": "rows", "dtype": "bf16", "shape": ["rows", 1024]})");
+  replace(
+      R"({"name": "output0", "role": "output", "kind": "rows", "dtype": "bf16", "shape": ["rows", 1024]})",
+      R"({"name": "output0", "role": "output", "kind": "matrix", "dtype": "bf16", "shape": [256, 1024]})");
   std::unique_ptr<Bundle> b;
   ASSERT_TRUE(openWith(text, &b).isOk());
-  const KernelSpec *k = b->findKernel("proj");
-  ASSERT_NE(k, nullptr);
-  EXPECT_EQ(k->grid[1].kind, GridDim::Const);
+  const KernelSpec &k = *b->findKernel("proj");
+  EXPECT_EQ(k.grid[1].kind, GridDim::Const);
   alignas(16) static char buf[64];
   std::vector<TensorArg> args = {{buf, DType::bf16, {77, 256}},
                                  {buf, DType::bf16, {77, 1024}},
                                  {buf, DType::bf16, {256, 1024}}};
-  int64_t rows = 0;
-  ASSERT_TRUE(b->checkArgs(*k, args, &rows).isOk());
-  EXPECT_EQ(rows, 77);
+  LaunchDims dims;
+  ASSERT_EQ(checked(k, args, &dims), "");
+  EXPECT_EQ(dims.rows, 77);
+  std::vector<Shape> out;
+  ASSERT_EQ(inferred(k, {{1, 256}, {1, 1024}}, &out), "");
+  EXPECT_EQ(out, (std::vector<Shape>{{256, 1024}}));
   args[0].shape = {0, 256};
   args[1].shape = {0, 1024};
-  Status s = b->checkArgs(*k, args, &rows);
-  ASSERT_FALSE(s.isOk());
-  EXPECT_NE(s.message().find("reduces over the rows into 'output0': with 0 "
-                             "rows it would not be written"),
-            std::string::npos)
-      << s.toString();
+  EXPECT_EQ(checked(k, args), "kernel 'proj': reduces over the rows into "
+                              "'output0': with 0 rows it would not be written "
+                              "(pass at least one row)");
   args[1].shape = {76, 1024};
-  s = b->checkArgs(*k, args, &rows);
-  ASSERT_FALSE(s.isOk());
-  EXPECT_NE(s.message().find("has 76 rows, the earlier tensors 0"),
-            std::string::npos)
-      << s.toString();
+  EXPECT_EQ(checked(k, args), "kernel 'proj': 'input1' (#1) has 76 rows, the "
+                              "earlier tensors 0");
 }
 
-// The wgmma kernels' TMA descriptors: which parameter, which box.
-TEST(ManifestTest, ParsesTensorMapsAndRejectsBadOnes) {
-  std::string text = kMatmulManifest;
-  std::string maps =
-      R"("tensor_maps": [{"param": "input0", "box": [128, 64], "swizzle": 128, "oob": "zero"},
-                         {"param": "input1", "box": [256, 64], "swizzle": 128, "oob": "zero"}],
-      "params")";
-  auto with = [&](const std::string &entry) {
-    std::string t = text;
-    t.replace(t.find("\"params\""), 8, entry);
-    return t;
+TEST(DescriptorTest, EachKindIsItsMemref) {
+  alignas(16) static char buf[64];
+  auto ptr = static_cast<int64_t>(reinterpret_cast<intptr_t>(buf));
+  LaunchDims dims{6, 3};
+  auto packed = [&](const KernelParam &p, const TensorArg &a) {
+    int64_t words[16] = {};
+    int64_t *end = packDescriptor(p, a, dims, words);
+    EXPECT_EQ(static_cast<size_t>(end - words), descriptorWords(p));
+    return std::vector<int64_t>(words, end);
   };
-  Manifest m;
-  ASSERT_TRUE(parse(with(maps), &m).isOk());
-  const KernelSpec &k = m.modules[0].kernels[0];
-  ASSERT_EQ(k.tensorMaps.size(), 2u);
-  EXPECT_EQ(k.tensorMaps[0].param, 0u);
-  EXPECT_EQ(k.tensorMaps[0].boxRows, 128);
-  EXPECT_EQ(k.tensorMaps[1].param, 1u);
-  EXPECT_EQ(k.tensorMaps[1].boxRows, 256);
-  EXPECT_EQ(k.tensorMaps[1].boxCols, 64);
-  EXPECT_EQ(k.tensorMaps[1].swizzleBytes, 128);
-
-  auto expectError = [&](const std::string &entry, const char *message) {
-    Manifest bad;
-    Status s = parse(with(entry), &bad);
-    ASSERT_FALSE(s.isOk()) << message;
-    EXPECT_NE(s.message().find(message), std::string::npos) << s.toString();
-  };
-  expectError(R"("tensor_maps": [{"param": "output1", "box": [128, 64], "swizzle": 128}], "params")",
-              "param 'output1' is not a rows or matrix parameter");
-  expectError(R"("tensor_maps": [{"param": "input0", "box": [512, 64], "swizzle": 128}], "params")",
-              "box must be [rows, cols], each in [1, 256]");
-  expectError(R"("tensor_maps": [{"param": "input0", "box": [128], "swizzle": 128}], "params")",
-              "box must be [rows, cols]");
-  expectError(R"("tensor_maps": [{"param": "input0", "box": [128, 64], "swizzle": 16}], "params")",
-              "swizzle 16 is not supported (32, 64 or 128)");
-  expectError(R"("tensor_maps": {"param": "input0"}, "params")",
-              "tensor_maps: expected an array");
+  using V = std::vector<int64_t>;
+  KernelParam rows{"x", ParamRole::Input, ParamKind::Rows, DType::bf16, 64, 0};
+  EXPECT_EQ(packed(rows, {buf, DType::bf16, {2, 3, 64}}),
+            (V{ptr, ptr, 0, 6, 64, 64, 1}));
+  KernelParam scalars{
+      "r", ParamRole::Output, ParamKind::RowScalars, DType::f32, 0, 0};
+  EXPECT_EQ(packed(scalars, {buf, DType::f32, {2, 3}}), (V{ptr, ptr, 0, 6, 1}));
+  KernelParam feature{
+      "w", ParamRole::Input, ParamKind::Feature, DType::bf16, 64, 0};
+  EXPECT_EQ(packed(feature, {buf, DType::bf16, {64}}), (V{ptr, ptr, 0, 64, 1}));
+  KernelParam scalar{"l", ParamRole::Output, ParamKind::Scalar, DType::f32, 0,
+                     0};
+  EXPECT_EQ(packed(scalar, {buf, DType::f32, {}}), (V{ptr, ptr, 0}));
+  KernelParam partials{
+      "p", ParamRole::Workspace, ParamKind::Partials, DType::f32, 64, 0};
+  EXPECT_EQ(packed(partials, {buf, DType::f32, {3, 64}}),
+            (V{ptr, ptr, 0, 3, 64, 64, 1}));
+  KernelParam matrix{"m", ParamRole::Input, ParamKind::Matrix, DType::bf16, 64,
+                     32};
+  EXPECT_EQ(packed(matrix, {buf, DType::bf16, {32, 64}}),
+            (V{ptr, ptr, 0, 32, 64, 64, 1}));
+  KernelParam heads{"q", ParamRole::Input, ParamKind::Heads, DType::bf16, 16,
+                    4};
+  EXPECT_EQ(packed(heads, {buf, DType::bf16, {2, 4, 5, 16}}),
+            (V{ptr, ptr, 0, 2, 4, 5, 16, 320, 80, 16, 1}));
+  KernelParam tables{"c", ParamRole::Input, ParamKind::Tables, DType::bf16, 16,
+                     0};
+  EXPECT_EQ(packed(tables, {buf, DType::bf16, {1, 5, 16}}),
+            (V{ptr, ptr, 0, 1, 5, 16, 80, 16, 1}));
+  EXPECT_EQ(memrefSizes(matrix, {buf, DType::bf16, {32, 64}}, dims),
+            (Shape{32, 64}));
 }
 
 TEST(CudaDriverTest, NoDriverIsAClearError) {

@@ -1,10 +1,13 @@
 /*===- FakeCuda.c - a CUDA driver stand-in for tests without a GPU ------===*
  *
- * Loaded by the runtime through LIGER_LIBCUDA in liger-fake-driver-tests: two
- * devices of compute capability 9.0, one primary context each, a context
- * stack per process (the tests are single-threaded), and a log of the calls
+ * Loaded by the runtime through LIGER_LIBCUDA in liger-fake-driver-tests (and
+ * liger-launch-bench): four devices (9.0, 9.0, 8.0 and 8.6, with their
+ * opt-in shared memory per block), one primary context each, a context
+ * stack per process (the tests are single-threaded), a log of the calls
  * that matter for where a kernel runs (push, pop, module loads, launches),
- * read back by the test through fakeCudaLog(). Nothing runs.
+ * read back by the test through fakeCudaLog(), and what the last launch and
+ * the last tensor-map encoding were given (fakeCudaLastLaunch,
+ * fakeCudaLastTensorMap). Nothing runs.
  *
  *===--------------------------------------------------------------------===*/
 
@@ -16,17 +19,32 @@ typedef int CUresult;
 typedef int CUdevice;
 typedef void *CUcontext;
 
-enum { kDevices = 2, kInvalidContext = 201, kInvalidValue = 1 };
+enum { kDevices = 4, kInvalidContext = 201, kInvalidValue = 1 };
+
+/* Each device's compute capability and opt-in shared memory per block
+ * (H200, H200, A100, an 8.6 part). */
+static const int kMajor[kDevices] = {9, 9, 8, 8};
+static const int kMinor[kDevices] = {0, 0, 0, 6};
+static const int kSharedOptin[kDevices] = {232448, 232448, 166912, 101376};
 
 static char contexts[kDevices]; /* a context is the address of its byte */
 static CUcontext stack[16];
 static int depth; /* stack[depth - 1] is current */
 static char log_[4096];
+static size_t logLength;
+
+/* The last launch: grid, block, shared memory, and its first `capture`
+ * parameter words (the test says how many the kernel has). */
+static unsigned lastLaunch[7];
+static int capture;
+static long long captured[64];
+/* The last tensor map: rank, sizes and box (innermost first), swizzle. */
+static long long lastMap[6];
 
 static void note(const char *what, int dev) {
-  char line[64];
-  snprintf(line, sizeof line, "%s %d;", what, dev);
-  strncat(log_, line, sizeof log_ - strlen(log_) - 1);
+  if (logLength + 64 >= sizeof log_)
+    return; /* full: a benchmark's millions of launches are not logged */
+  logLength += (size_t)snprintf(log_ + logLength, 64, "%s %d;", what, dev);
 }
 
 static int deviceOf(CUcontext c) { return (int)((char *)c - contexts); }
@@ -34,8 +52,15 @@ static int deviceOf(CUcontext c) { return (int)((char *)c - contexts); }
 const char *fakeCudaLog(void) { return log_; }
 void fakeCudaReset(void) {
   log_[0] = 0;
+  logLength = 0;
   depth = 0;
+  capture = 0;
 }
+/* Copies the first `words` (at most 64) parameter words of later launches. */
+void fakeCudaCapture(int words) { capture = words < 64 ? words : 64; }
+const unsigned *fakeCudaLastLaunch(void) { return lastLaunch; }
+const long long *fakeCudaLastWords(void) { return captured; }
+const long long *fakeCudaLastTensorMap(void) { return lastMap; }
 
 CUresult cuInit(unsigned flags) {
   (void)flags;
@@ -62,8 +87,12 @@ CUresult cuDeviceGet(CUdevice *d, int ordinal) {
   return 0;
 }
 CUresult cuDeviceGetAttribute(int *value, int attribute, CUdevice d) {
-  (void)d;
-  *value = attribute == 75 ? 9 : 0; /* compute capability 9.0 */
+  if (d < 0 || d >= kDevices)
+    return kInvalidValue;
+  *value = attribute == 75   ? kMajor[d]
+           : attribute == 76 ? kMinor[d]
+           : attribute == 97 ? kSharedOptin[d]
+                             : 0;
   return 0;
 }
 CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) {
@@ -128,18 +157,14 @@ CUresult cuFuncSetAttribute(void *f, int attribute, int value) {
 CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
                         unsigned bx, unsigned by, unsigned bz, unsigned shared,
                         void *stream, void **params, void **extra) {
-  (void)gx;
-  (void)gy;
-  (void)gz;
-  (void)bx;
-  (void)by;
-  (void)bz;
-  (void)shared;
   (void)stream;
-  (void)params;
   (void)extra;
   if (!depth || stack[depth - 1] != f)
     return kInvalidContext; /* wrong context */
+  unsigned launch[7] = {gx, gy, gz, bx, by, bz, shared};
+  memcpy(lastLaunch, launch, sizeof launch);
+  for (int i = 0; i < capture; ++i)
+    captured[i] = *(const long long *)params[i];
   note("launch", deviceOf(f));
   return 0;
 }
@@ -163,15 +188,14 @@ CUresult cuTensorMapEncodeTiled(void *map, int dataType, unsigned rank,
                                 int swizzle, int l2, int oob) {
   (void)map;
   (void)dataType;
-  (void)rank;
   (void)global;
-  (void)dims;
   (void)strides;
-  (void)box;
   (void)elementStrides;
   (void)interleave;
-  (void)swizzle;
   (void)l2;
   (void)oob;
+  long long m[6] = {
+      rank, (long long)dims[0], (long long)dims[1], box[0], box[1], swizzle};
+  memcpy(lastMap, m, sizeof m);
   return 0;
 }

@@ -4,11 +4,15 @@
 // LIGER_LIBCUDA; its own executable, since the driver loads once per
 // process): a kernel runs in its device's context whatever context is
 // current, loads its module once per context, and leaves the caller's
-// context current.
+// context current; a bundle is compared with a device (arch, shared
+// memory) before its first launch there; and a launch passes the grid,
+// block, shared memory, memref descriptors and tensor maps of the kernel
+// ABI.
 //
 //===----------------------------------------------------------------------===//
 
 #include "BundleDir.h"
+#include "TestManifests.h"
 #include "liger/Runtime/Bundle.h"
 #include "liger/Runtime/CudaDriver.h"
 
@@ -19,20 +23,45 @@
 #include <string>
 
 using namespace liger::runtime;
+using liger::runtime::testing::moduleManifest;
+using liger::runtime::testing::rowwiseKernel;
 
 namespace {
 
-const char *kManifest = R"({
-  "format": "liger-bundle", "version": 1, "source": "t.mlir",
-  "modules": [{"name": "liger_kernels", "arch": "sm_90a",
-    "cubin": "k.cubin", "ptx": "k.ptx",
-    "kernels": [{"name": "scale", "template": "rowwise", "ops": "liger.mul",
-      "abi": "memref-descriptor", "grid": ["rows", 1, 1], "block": [256, 1, 1],
-      "dynamic_shared_memory_bytes": 0, "vector_width": 8, "alignment_bytes": 16,
-      "params": [
-        {"name": "input0", "role": "input", "kind": "rows", "dtype": "bf16", "shape": ["rows", 64]},
-        {"name": "output0", "role": "output", "kind": "rows", "dtype": "bf16", "shape": ["rows", 64]}
-      ]}]}]})";
+/// One kernel of each launch shape: rows, a weight gradient with its
+/// workspace and finishing kernel, a matmul with tensor maps.
+Manifest kernels(const std::string &arch) {
+  KernelSpec rows = rowwiseKernel(
+      "scale", "liger.mul",
+      {{"input0", ParamRole::Input, ParamKind::Rows, DType::bf16, 64, 0},
+       {"input1", ParamRole::Input, ParamKind::Feature, DType::bf16, 64, 0},
+       {"output0", ParamRole::Output, ParamKind::RowScalars, DType::f32, 0,
+        0}});
+  KernelSpec grad = rows;
+  grad.name = "grad";
+  grad.grid[0] = {GridDim::Ctas, 1};
+  grad.ctasPerSm = 2;
+  grad.finish = {"grad_finish", 5, {128, 1, 1}, 512};
+  grad.params = {
+      {"input0", ParamRole::Input, ParamKind::Rows, DType::bf16, 64, 0},
+      {"output0", ParamRole::Output, ParamKind::Feature, DType::bf16, 64, 0},
+      {"workspace0", ParamRole::Workspace, ParamKind::Partials, DType::f32, 64,
+       0}};
+  KernelSpec proj = rows;
+  proj.name = "proj";
+  proj.kernelTemplate = KernelTemplate::Matmul;
+  proj.grid[0] = {GridDim::Const, 4};
+  proj.grid[1] = {GridDim::Rows, 128};
+  proj.block[0] = 384;
+  proj.dynamicSharedMemoryBytes = 200000;
+  proj.params = {
+      {"input0", ParamRole::Input, ParamKind::Rows, DType::bf16, 64, 0},
+      {"input1", ParamRole::Input, ParamKind::Matrix, DType::bf16, 64, 512},
+      {"output0", ParamRole::Output, ParamKind::Rows, DType::bf16, 512, 0}};
+  proj.tensorMaps = {{0, 128, 64, TensorMapSwizzle::B128, true},
+                     {1, 256, 64, TensorMapSwizzle::B128, true}};
+  return moduleManifest(arch, {rows, grad, proj});
+}
 
 class FakeDriverTest : public liger::runtime::testing::BundleDirTest {
 protected:
@@ -43,10 +72,17 @@ protected:
     ASSERT_NE(fake, nullptr);
     log = reinterpret_cast<const char *(*)()>(dlsym(fake, "fakeCudaLog"));
     reset = reinterpret_cast<void (*)()>(dlsym(fake, "fakeCudaReset"));
-    ASSERT_TRUE(log && reset);
+    capture = reinterpret_cast<void (*)(int)>(dlsym(fake, "fakeCudaCapture"));
+    lastLaunch = reinterpret_cast<const unsigned *(*)()>(
+        dlsym(fake, "fakeCudaLastLaunch"));
+    lastWords = reinterpret_cast<const long long *(*)()>(
+        dlsym(fake, "fakeCudaLastWords"));
+    lastMap = reinterpret_cast<const long long *(*)()>(
+        dlsym(fake, "fakeCudaLastTensorMap"));
+    ASSERT_TRUE(log && reset && capture && lastLaunch && lastWords && lastMap);
     reset();
     BundleDirTest::SetUp();
-    ASSERT_TRUE(openWith(kManifest, &bundle).isOk());
+    ASSERT_TRUE(reopen(kernels("sm_90a")).isOk());
   }
   void TearDown() override {
     bundle.reset();
@@ -54,9 +90,11 @@ protected:
   }
   Status launchOn(int device) {
     alignas(16) static char buf[2 * 64 * 2];
-    return bundle->launch(
-        "scale", {{buf, DType::bf16, {2, 64}}, {buf, DType::bf16, {2, 64}}},
-        nullptr, device);
+    return bundle->launch("scale",
+                          {{buf, DType::bf16, {2, 64}},
+                           {buf, DType::bf16, {64}},
+                           {buf, DType::f32, {2}}},
+                          nullptr, device);
   }
   CUcontext primary(int device) {
     CUcontext c = nullptr;
@@ -69,9 +107,27 @@ protected:
     return c;
   }
 
+  /// Writes `manifest` as the bundle's and opens it.
+  Status reopen(const Manifest &manifest) {
+    std::string text;
+    LIGER_RETURN_IF_ERROR(writeManifest(manifest, "test", &text));
+    return openWith(text, &bundle);
+  }
+  /// The launch's grid, block and shared memory.
+  std::vector<unsigned> launched() {
+    return std::vector<unsigned>(lastLaunch(), lastLaunch() + 7);
+  }
+  std::vector<long long> words(int n) {
+    return std::vector<long long>(lastWords(), lastWords() + n);
+  }
+
   const CudaDriver *driver = nullptr;
   const char *(*log)() = nullptr;
   void (*reset)() = nullptr;
+  void (*capture)(int) = nullptr;
+  const unsigned *(*lastLaunch)() = nullptr;
+  const long long *(*lastWords)() = nullptr;
+  const long long *(*lastMap)() = nullptr;
   std::unique_ptr<Bundle> bundle;
 };
 
@@ -107,6 +163,135 @@ TEST_F(FakeDriverTest, AnUnknownDeviceIsAClearError) {
   Status s = launchOn(7);
   EXPECT_FALSE(s.isOk());
   EXPECT_NE(s.message().find("cuDeviceGet"), std::string::npos) << s.message();
+}
+
+TEST_F(FakeDriverTest, AnArchSpecificBundleRunsOnItsGpuOnly) {
+  ASSERT_TRUE(reopen(kernels("sm_90a")).isOk());
+  EXPECT_TRUE(bundle->checkDevice(0).isOk());
+  Status s = bundle->checkDevice(2);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(s.message(),
+            dir + ": kernel 'scale' of module 'liger_kernels' is compiled for "
+                  "sm_90a, but device 2 has compute capability 8.0 (sm_90a "
+                  "runs on 9.0 only); rebuild the bundle for this GPU "
+                  "(liger-compile --target)");
+  // A launch there fails the same way, before any module loads.
+  ASSERT_EQ(driver->cuCtxSetCurrent(nullptr), kCudaSuccess);
+  alignas(16) static char buf[4096];
+  Status l = bundle->launch("scale",
+                            {{buf, DType::bf16, {2, 64}},
+                             {buf, DType::bf16, {64}},
+                             {buf, DType::f32, {2}}},
+                            nullptr, 2);
+  EXPECT_EQ(l.message(), s.message());
+  EXPECT_STREQ(log(), "");
+}
+
+TEST_F(FakeDriverTest, AnSm80BundleRunsOnEvery8x) {
+  Manifest m = kernels("sm_80");
+  m.modules[0].kernels.pop_back(); // the matmul's shared memory: below
+  ASSERT_TRUE(reopen(m).isOk());
+  EXPECT_TRUE(bundle->checkDevice(2).isOk());
+  EXPECT_TRUE(bundle->checkDevice(3).isOk());
+  EXPECT_EQ(bundle->checkDevice(0).message(),
+            dir + ": kernel 'scale' of module 'liger_kernels' is compiled for "
+                  "sm_80, but device 0 has compute capability 9.0 (sm_80 runs "
+                  "on 8.0 to 8.x); rebuild the bundle for this GPU "
+                  "(liger-compile --target)");
+  m.modules[0].arch = "sm_86";
+  ASSERT_TRUE(reopen(m).isOk());
+  EXPECT_TRUE(bundle->checkDevice(3).isOk());
+  EXPECT_EQ(bundle->checkDevice(2).message(),
+            dir + ": kernel 'scale' of module 'liger_kernels' is compiled for "
+                  "sm_86, but device 2 has compute capability 8.0 (sm_86 runs "
+                  "on 8.6 to 8.x); rebuild the bundle for this GPU "
+                  "(liger-compile --target)");
+}
+
+TEST_F(FakeDriverTest, SharedMemoryMustFitTheDevice) {
+  Manifest m = kernels("sm_80");
+  ASSERT_TRUE(reopen(m).isOk());
+  Status s = bundle->checkDevice(2); // 166912 bytes per block at most
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(s.message(),
+            dir + ": kernel 'proj' needs 200000 bytes of dynamic shared "
+                  "memory, but device 2 allows at most 166912 per block; "
+                  "rebuild the bundle for this GPU (liger-compile --target)");
+  m.modules[0].kernels.pop_back();
+  m.modules[0].kernels[1].finish.dynamicSharedMemoryBytes = 120000;
+  ASSERT_TRUE(reopen(m).isOk());
+  EXPECT_TRUE(bundle->checkDevice(2).isOk());
+  EXPECT_EQ(bundle->checkDevice(3).message(),
+            dir + ": kernel 'grad_finish' needs 120000 bytes of dynamic "
+                  "shared memory, but device 3 allows at most 101376 per "
+                  "block; rebuild the bundle for this GPU (liger-compile "
+                  "--target)");
+}
+
+TEST_F(FakeDriverTest, ALaunchPassesTheKernelAbi) {
+  ASSERT_TRUE(reopen(kernels("sm_90a")).isOk());
+  ASSERT_EQ(driver->cuCtxSetCurrent(primary(0)), kCudaSuccess);
+  alignas(16) static char buf[4096];
+  auto ptr = static_cast<long long>(reinterpret_cast<intptr_t>(buf));
+  capture(15);
+  std::vector<TensorArg> args = {{buf, DType::bf16, {2, 3, 64}},
+                                 {buf, DType::bf16, {64}},
+                                 {buf, DType::f32, {2, 3}}};
+  ASSERT_TRUE(bundle
+                  ->launch(bundle->kernelIndex("scale"), args.data(),
+                           args.size(), nullptr, 0)
+                  .isOk());
+  EXPECT_EQ(launched(), (std::vector<unsigned>{6, 1, 1, 256, 1, 1, 36}));
+  EXPECT_EQ(words(15), (std::vector<long long>{ptr, ptr, 0, 6, 64, 64, 1, ptr,
+                                               ptr, 0, 64, 1, ptr, ptr, 0}));
+
+  // Workspaces: the kernel on `ctas` CTAs, then its finishing kernel.
+  reset(); // clears the context stack too
+  ASSERT_EQ(driver->cuCtxSetCurrent(primary(0)), kCudaSuccess);
+  capture(19);
+  args = {{buf, DType::bf16, {7, 64}},
+          {buf, DType::bf16, {64}},
+          {buf, DType::f32, {3, 64}}};
+  ASSERT_TRUE(bundle->launch("grad", args, nullptr, 0).isOk());
+  EXPECT_STREQ(log(), "launch 0;launch 0;"); // the module is loaded
+  EXPECT_EQ(launched(), (std::vector<unsigned>{5, 1, 1, 128, 1, 1, 512}));
+  EXPECT_EQ(words(19),
+            (std::vector<long long>{ptr, ptr, 0, 7, 64, 64, 1, ptr, ptr, 0, 64,
+                                    1, ptr, ptr, 0, 3, 64, 64, 1}));
+
+  // A matmul: a tile grid, and a TMA descriptor per tensor map after the
+  // memrefs, of the rows' actual count.
+  reset();
+  args = {{buf, DType::bf16, {300, 64}},
+          {buf, DType::bf16, {512, 64}},
+          {buf, DType::bf16, {300, 512}}};
+  ASSERT_TRUE(bundle->launch("proj", args, nullptr, 0).isOk());
+  EXPECT_EQ(launched(), (std::vector<unsigned>{4, 3, 1, 384, 1, 1, 200000}));
+  // The last map: input1, [512, 64] in 256 x 64 boxes, innermost first.
+  EXPECT_EQ(std::vector<long long>(lastMap(), lastMap() + 6),
+            (std::vector<long long>{2, 64, 512, 64, 256, 3}));
+}
+
+TEST_F(FakeDriverTest, ZeroRowsLaunchNothingButAFinishingKernel) {
+  ASSERT_TRUE(reopen(kernels("sm_90a")).isOk());
+  ASSERT_EQ(driver->cuCtxSetCurrent(primary(0)), kCudaSuccess);
+  alignas(16) static char buf[4096];
+  ASSERT_TRUE(bundle
+                  ->launch("scale",
+                           {{buf, DType::bf16, {0, 64}},
+                            {buf, DType::bf16, {64}},
+                            {buf, DType::f32, {0}}},
+                           nullptr, 0)
+                  .isOk());
+  EXPECT_STREQ(log(), "");
+  ASSERT_TRUE(bundle
+                  ->launch("grad",
+                           {{buf, DType::bf16, {0, 64}},
+                            {buf, DType::bf16, {64}},
+                            {buf, DType::f32, {1, 64}}},
+                           nullptr, 0)
+                  .isOk());
+  EXPECT_STREQ(log(), "load 0;launch 0;launch 0;");
 }
 
 } // namespace

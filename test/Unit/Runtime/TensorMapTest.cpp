@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "liger/Runtime/TensorMap.h"
+#include "liger/Runtime/CudaDriver.h"
 
 #include <gtest/gtest.h>
 
