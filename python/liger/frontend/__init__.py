@@ -1,6 +1,6 @@
 """liger.frontend: PyTorch models into the liger dialect.
 
-    python -m liger.frontend import CONFIG.json -o layer.mlir
+    python -m liger.frontend import CONFIG.json -o layer.mlir [--backward]
 
 The path of a model (docs/torch-compile-backend.md):
 
@@ -13,6 +13,8 @@ The path of a model (docs/torch-compile-backend.md):
 - `importer`: a graph and its records -> a liger-dialect module (token
   dimensions dynamic; what is not imported becomes function arguments and
   results);
+- `backward`: the gradient functions of an imported module, from the
+  dialect's gradient ops;
 - `check`: runs an imported module on the CPU reference against PyTorch.
 
 Importing this package needs torch; `liger` alone does not.

@@ -1,11 +1,12 @@
-"""python -m liger.frontend import CONFIG.json|MODEL_DIR -o layer.mlir
+"""python -m liger.frontend import CONFIG.json|MODEL_DIR -o layer.mlir [--backward]
 
 Builds the model of a Hugging Face config (random weights on the meta
 device: no download, no memory), captures one decoder layer and the
 lm_head + loss, recognises what liger has ops for, and writes the liger
 module. It prints, per graph, what was recognised (and why near-misses were
 left) and a summary line: aten nodes imported, liger ops, kernels after
-liger-fuse, graph breaks. The module is verified by liger-opt when liger-opt
+liger-fuse, graph breaks. With --backward the module also holds the gradient
+functions (backward.py). The module is verified by liger-opt when liger-opt
 is found (driver.find_tool), as liger-compile will read it.
 """
 
@@ -43,10 +44,13 @@ def _kernels(mlir: str, tool: str):
 
 def import_command(args) -> int:
     from . import capture_model, import_graph, module_text
+    from .backward import backward_module
     captures = capture_model(args.config, dtype=args.dtype, tokens=args.tokens)
     imported = [import_graph(c.graph_module, c.name, argument_names=c.argument_names)
                 for c in captures]
     text = module_text(imported)
+    backward = [backward_module(i) for i in imported] if args.backward else []
+    text += "".join("\n" + b.mlir for b in backward)
     tool = None
     if not args.no_verify:
         try:
@@ -66,6 +70,9 @@ def import_command(args) -> int:
                 print("not imported (left to PyTorch): %s" % ", ".join(i.boundary))
         count = sum(kernels.get(f.name, 0) for f in i.functions) if kernels else None
         print(i.summary(count))
+    for b in backward:
+        names = ", ".join("@" + f.name for f in b.functions)
+        print("%s: %s%s" % (b.name, names, "".join("; no gradient for %s" % m for m in b.missing)))
     with open(args.output, "w") as f:
         f.write(text)
     print("liger.frontend: wrote %s%s" % (args.output, " (verified by liger-opt)" if tool else ""))
@@ -79,6 +86,8 @@ def main(argv=None) -> int:
     imp = sub.add_parser("import", help="a config's decoder layer and lm_head + loss as liger IR")
     imp.add_argument("config", help="a Hugging Face config.json, or a model directory holding one")
     imp.add_argument("-o", "--output", required=True, help="the .mlir file to write")
+    imp.add_argument("--backward", action="store_true",
+                     help="also write the gradient functions (the dialect's gradient ops)")
     imp.add_argument("--tokens", type=_tokens, default=None, metavar="dynamic|B,T",
                      help="token sizes: dynamic (default) or static BATCH,SEQUENCE")
     imp.add_argument("--dtype", choices=("f32", "bf16", "f16"), default=None,

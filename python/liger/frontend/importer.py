@@ -26,7 +26,7 @@ split is a graph break of the summary line.
 
 import operator
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Set
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import sympy
 import torch
@@ -41,13 +41,40 @@ _FLAT_RANK = {"logits": 2, "hidden": 2, "target": 1}
 
 
 @dataclass
+class Emitted:
+    """One op of an imported function as printed, with what the backward reads.
+
+    op: `liger.<name>` or the layout op (`tensor.collapse_shape`, ...), ''
+    for index arithmetic; operands: role -> SSA name; info: the reassociation,
+    permutation or slice of a layout op.
+    """
+
+    line: str
+    op: str = ""
+    results: Tuple[str, ...] = ()
+    operands: Dict[str, str] = field(default_factory=dict)
+    attrs: Dict[str, Any] = field(default_factory=dict)
+    info: Any = None
+
+
+@dataclass
 class Function:
-    """One function of the module: the FX nodes its arguments and results hold."""
+    """One function of the module: the FX nodes its arguments and results hold.
+
+    body: its ops in order; types: SSA name -> type of every value it defines
+    or takes; parameters and returns: the SSA names of its arguments and
+    results; values: SSA name -> the FX node whose value it is.
+    """
 
     name: str
     arguments: List[object]
     results: List[object]
     ops: int = 0
+    body: List[Emitted] = field(default_factory=list)
+    types: Dict[str, str] = field(default_factory=dict)
+    parameters: List[str] = field(default_factory=list)
+    returns: List[str] = field(default_factory=list)
+    values: Dict[str, object] = field(default_factory=dict)
 
 
 @dataclass
@@ -257,7 +284,8 @@ class _Writer:
 
     def __init__(self, names: Dict[object, str]):
         self.names = names
-        self.lines: List[str] = []
+        self.body: List[Emitted] = []
+        self.types: Dict[str, str] = {}
         self.constants: Dict[int, str] = {}
         self.dims: Dict[object, str] = {}
         self.sizes: Dict[object, tuple] = {}
@@ -272,6 +300,17 @@ class _Writer:
                 if not G.is_static(size):
                     self.sizes.setdefault(G._expr(size), (node, d))
 
+    def emit(self, line: str, op: str = "", results=(), types=(), operands=None, attrs=None,
+             info=None) -> None:
+        """Appends one op (`line` without its indentation); notes its results' types."""
+        self.body.append(Emitted("  " + line, op, tuple(results), dict(operands or {}),
+                                 dict(attrs or {}), info))
+        self.types.update(zip(results, types))
+
+    @property
+    def lines(self) -> List[str]:
+        return [e.line for e in self.body]
+
     def value(self, node) -> str:
         return self.names[G.strip(node)]
 
@@ -282,7 +321,7 @@ class _Writer:
     def index(self, value: int) -> str:
         if value not in self.constants:
             name = "%%c%d" % value
-            self.lines.append("  %s = arith.constant %d : index" % (name, value))
+            self.emit("%s = arith.constant %d : index" % (name, value))
             self.constants[value] = name
         return self.constants[value]
 
@@ -298,15 +337,17 @@ class _Writer:
         if key not in self.dims:
             source, index = self.sizes.get(key, (G.strip(node), d))
             name = self.new("dim")
-            self.lines.append("  %s = tensor.dim %s, %s : %s" % (
+            self.emit("%s = tensor.dim %s, %s : %s" % (
                 name, self.names[source], self.index(index), G.mlir_type(source)))
             self.dims[key] = name
         return self.dims[key]
 
     def collapse(self, node, groups: List[List[int]], result_type: str) -> str:
         name = self.new("flat")
-        self.lines.append("  %s = tensor.collapse_shape %s %s : %s into %s" % (
-            name, self.value(node), groups, G.mlir_type(G.strip(node)), result_type))
+        self.emit("%s = tensor.collapse_shape %s %s : %s into %s" % (
+            name, self.value(node), groups, G.mlir_type(G.strip(node)), result_type),
+            "tensor.collapse_shape", [name], [result_type], {"input": self.value(node)},
+            info=groups)
         return name
 
     def flat(self, node, rank: int):
@@ -335,9 +376,11 @@ class _Writer:
         if key not in self.dims:
             name = self.new("rows")
             offsets = [str(start)] + ["0"] * (len(sizes) - 1)
-            self.lines.append("  %s = tensor.extract_slice %s[%s] [%s] [%s] : %s to %s" % (
+            self.emit("%s = tensor.extract_slice %s[%s] [%s] [%s] : %s to %s" % (
                 name, self.value(node), ", ".join(offsets), ", ".join(str(d) for d in sizes),
-                ", ".join(["1"] * len(sizes)), G.mlir_type(node), result))
+                ", ".join(["1"] * len(sizes)), G.mlir_type(node), result),
+                "tensor.extract_slice", [name], [result], {"input": self.value(node)},
+                info=(offsets, sizes))
             self.dims[key] = name
         return self.dims[key], result
 
@@ -352,8 +395,9 @@ class _Writer:
             else:
                 operands[name], types[name] = self.value(node), G.mlir_type(G.strip(node))
         results = [self.names[r] if r is not None else self.new("unused") for r in rec.results]
-        self.lines.append("  %s = %s" % (", ".join(results),
-                                         format_op(rec.op, operands, types, rec.attrs)))
+        result_types = [G.mlir_type(r) if r is not None else "" for r in rec.results]
+        self.emit("%s = %s" % (", ".join(results), format_op(rec.op, operands, types, rec.attrs)),
+                  "liger." + rec.op, results, result_types, operands, rec.attrs)
 
     def glue(self, node) -> None:
         out = self.names[node]
@@ -364,27 +408,32 @@ class _Writer:
             ops["weight"], types["weight"] = self.rows(w)
             if b is not None:
                 ops["bias"], types["bias"] = self.rows(b)
-            self.lines.append("  %s = %s" % (out, format_op("linear", ops, types, {})))
+            self.emit("%s = %s" % (out, format_op("linear", ops, types, {})), "liger.linear",
+                      [out], [G.mlir_type(node)], ops)
             return
         pair = G.binary(node, aten.add.Tensor, aten.mul.Tensor)
         if pair is not None:
             op = "add" if G.is_op(node, aten.add.Tensor) else "mul"
             ops = {"lhs": self.value(pair[0]), "rhs": self.value(pair[1])}
-            self.lines.append("  %s = %s" % (out, format_op(op, ops, {"lhs": G.mlir_type(node)}, {})))
+            self.emit("%s = %s" % (out, format_op(op, ops, {"lhs": G.mlir_type(node)}, {})),
+                      "liger." + op, [out], [G.mlir_type(node)], ops)
             return
         if G.is_op(node, aten.silu.default, aten.gelu.default):
             op = "silu" if G.is_op(node, aten.silu.default) else "gelu"
             attrs = {"approximate": G.arg(node, 1, "approximate", "none")} if op == "gelu" else {}
-            self.lines.append("  %s = %s" % (out, format_op(
-                op, {"input": self.value(node.args[0])}, {"input": G.mlir_type(node)}, attrs)))
+            ops = {"input": self.value(node.args[0])}
+            self.emit("%s = %s" % (out, format_op(op, ops, {"input": G.mlir_type(node)}, attrs)),
+                      "liger." + op, [out], [G.mlir_type(node)], ops, attrs)
             return
         kind = _reshape_kind(node)
         if kind is not None:
             src = node.args[0]
             how, groups = kind
             if how == "collapse":
-                self.lines.append("  %s = tensor.collapse_shape %s %s : %s into %s" % (
-                    out, self.value(src), groups, G.mlir_type(G.strip(src)), G.mlir_type(node)))
+                self.emit("%s = tensor.collapse_shape %s %s : %s into %s" % (
+                    out, self.value(src), groups, G.mlir_type(G.strip(src)), G.mlir_type(node)),
+                    "tensor.collapse_shape", [out], [G.mlir_type(node)],
+                    {"input": self.value(src)}, info=groups)
                 return
             sizes = []
             for i, group in enumerate(groups):
@@ -400,22 +449,23 @@ class _Writer:
                             rest *= int(G.shape(node)[other])
                     if rest != 1:
                         name = self.new("div")
-                        self.lines.append("  %s = arith.divui %s, %s : index" % (
+                        self.emit("%s = arith.divui %s, %s : index" % (
                             name, whole, self.index(rest)))
                         whole = name
                     sizes.append(whole)
-            self.lines.append("  %s = tensor.expand_shape %s %s output_shape [%s] : %s into %s" % (
+            self.emit("%s = tensor.expand_shape %s %s output_shape [%s] : %s into %s" % (
                 out, self.value(src), groups, ", ".join(sizes), G.mlir_type(G.strip(src)),
-                G.mlir_type(node)))
+                G.mlir_type(node)), "tensor.expand_shape", [out], [G.mlir_type(node)],
+                {"input": self.value(src)}, info=groups)
             return
         perm = _permutation(node)
         src = node.args[0]
         dynamic = [self.dim(src, perm[j]) for j, s in enumerate(G.shape(node)) if not G.is_static(s)]
         init = self.new("init")
-        self.lines.append("  %s = tensor.empty(%s) : %s" % (init, ", ".join(dynamic),
-                                                            G.mlir_type(node)))
-        self.lines.append("  %s = linalg.transpose ins(%s : %s) outs(%s : %s) permutation = %s" % (
-            out, self.value(src), G.mlir_type(G.strip(src)), init, G.mlir_type(node), perm))
+        self.emit("%s = tensor.empty(%s) : %s" % (init, ", ".join(dynamic), G.mlir_type(node)))
+        self.emit("%s = linalg.transpose ins(%s : %s) outs(%s : %s) permutation = %s" % (
+            out, self.value(src), G.mlir_type(G.strip(src)), init, G.mlir_type(node), perm),
+            "linalg.transpose", [out], [G.mlir_type(node)], {"input": self.value(src)}, info=perm)
 
 
 # --- the driver -----------------------------------------------------------------
@@ -500,7 +550,7 @@ def import_graph(gm, name: str, recognition: Optional[Recognition] = None,
                 inside.add(node)
             ops += 1 if (rec is not None or _is_liger_glue(node)) else 0
         results = [n for n in sorted(inside, key=lambda n: order[n])
-                   if _escapes(n, inside | absorbed)]
+                   if _escapes(n, inside | absorbed, produced)]
         signature = ", ".join("%s: %s" % (names[a], G.mlir_type(a)) for a in arguments)
         result_types = ", ".join(G.mlir_type(r) for r in results)
         text = ["func.func @%s(%s) -> (%s) {" % (fname, signature, result_types)]
@@ -508,7 +558,12 @@ def import_graph(gm, name: str, recognition: Optional[Recognition] = None,
         text.append("  return %s : %s" % (", ".join(names[r] for r in results), result_types))
         text.append("}")
         bodies.append("\n".join(text))
-        functions.append(Function(fname, arguments, results, ops))
+        types = dict(writer.types)
+        types.update((names[a], G.mlir_type(a)) for a in arguments)
+        values = {names[n]: n for n in list(arguments) + sorted(inside, key=lambda n: order[n])}
+        functions.append(Function(fname, arguments, results, ops, writer.body, types,
+                                  [names[a] for a in arguments], [names[r] for r in results],
+                                  values))
     # Empty tensors (the pass-through half of a full rotary) count for nothing.
     aten_nodes = [n for n in graph.nodes if n.op == "call_function" and G.is_tensor(n)
                   and G.identity_source(n) is None and 0 not in G.shape(n)]
@@ -602,16 +657,24 @@ def _topological(members, record_of, order):
     return out
 
 
-def _escapes(node, inside: Set[object]) -> bool:
-    """Read by a node outside the function (or returned by the graph)."""
+def _escapes(node, inside: Set[object], produced: Set[object]) -> bool:
+    """Read by a node outside the function (or returned by the graph).
+
+    An empty tensor read from it (the pass-through half of a full rotary)
+    and a projection imported as its row slices read nothing.
+    """
     for user in node.users:
         if user.op == "output":
             return True
         if G.is_op(user, *G._ASSERTS):
             continue
         if G.identity_source(user) is node:
-            if _escapes(user, inside):
+            if _escapes(user, inside, produced):
                 return True
+            continue
+        if G.is_tensor(user) and 0 in G.shape(user):
+            continue
+        if G.is_op(user, aten.linear.default) and _sliced(user, produced):
             continue
         if user not in inside:
             return True
