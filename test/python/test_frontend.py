@@ -38,8 +38,8 @@ LOSS = ("[liger-fuse-linear-cross-entropy] fused liger.fused_linear_cross_entrop
 NORM_ADD = "[liger-fuse-elementwise] fused liger.rms_norm, liger.add into a rowwise group"
 # The groups liger-fuse forms in each family's layer and head. Qwen3 and OLMo2
 # normalise q and k between the projections and RoPE (no q/k + RoPE group);
-# Phi3's fused qkv_proj is imported as three projections by row slices of
-# its weight, which liger-fuse-qkv-rope leaves alone.
+# Phi3's fused qkv_proj and gate_up_proj are imported as projections by row
+# slices of their weights, which fuse as separate projections do.
 GROUPS = {
     "llama": [ADD_NORM, QK_ROPE, SWIGLU, LOSS],
     "mistral": [ADD_NORM, QK_ROPE, SWIGLU, LOSS],
@@ -47,7 +47,7 @@ GROUPS = {
     "qwen3": [ADD_NORM, SWIGLU, LOSS],
     "gemma": [ADD_NORM, QK_ROPE, GEGLU, LOSS],
     "gemma2": [ADD_NORM, QK_ROPE, GEGLU, NORM_ADD, LOSS],
-    "phi3": [ADD_NORM, SWIGLU, LOSS],
+    "phi3": [ADD_NORM, QK_ROPE, SWIGLU, LOSS],
     "olmo2": [NORM_ADD, SWIGLU, LOSS],
 }
 # What recognition must find in each family's decoder layer.
@@ -315,6 +315,13 @@ def driver_run(imported, args):
     return reference.run_cpu(imported.mlir, function.name, [a.numpy() for a in args])
 
 
+def test_policy_refuses_a_record():
+    gm = export(Rope(rotate_half), *rope_inputs())
+    found = recognize(gm, policy=lambda record: record.op != "rope")
+    assert found.records == []
+    assert found.lines() == ["[recognise-rope] left alone add at add: refused by the policy"]
+
+
 def test_rope_of_another_convention_is_left_alone():
     gm = export(Rope(rotate_every_two), *rope_inputs())
     found = recognize(gm)
@@ -395,6 +402,29 @@ def test_peft_lora_recognised_fused_and_exact():
                                             os.devnull])
     assert "[liger-fuse-lora] fused liger.lora_linear" in report
     assert all(r.error <= 1e-5 for r in check.compare(c, imported))
+
+
+@pytest.mark.parametrize("name", ["mlp", "conv", "layer_norm", "scalar_ops"])
+def test_other_models_import_what_they_can_and_never_fail(name):
+    # Graphs with nothing liger recognises: what is left is a boundary, never an error.
+    class ScalarOps(torch.nn.Module):
+        def forward(self, x):
+            return (x * 2.0 + 1.0).sum(-1), x.max(), torch.nn.functional.silu(x) + x
+    modules = {
+        "mlp": (torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(),
+                                    torch.nn.Linear(16, 4)), torch.randn(3, 8)),
+        "conv": (torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.Flatten(),
+                                     torch.nn.Linear(4 * 6 * 6, 5)), torch.randn(2, 3, 8, 8)),
+        "layer_norm": (torch.nn.LayerNorm(8), torch.randn(3, 8)),
+        "scalar_ops": (ScalarOps(), torch.randn(3, 8)),
+    }
+    module, x = modules[name]
+    gm = export(module, x)
+    found = recognize(gm)
+    assert found.records == []
+    imported = import_graph(gm, name, found)
+    assert imported.functions == [] and imported.imported_nodes == 0
+    driver.run_opt(imported.mlir, ["-o", os.devnull])
 
 
 # --- records -----------------------------------------------------------------

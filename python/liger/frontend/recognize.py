@@ -148,7 +148,7 @@ def match_rms_norm(rsqrt) -> Optional[object]:
     if len(normed) != 1 or len(G.users(rsqrt)) != 1:
         return Miss("rsqrt is read by something other than x * rsqrt")
     normed = normed[0]
-    nodes = _covered(rsqrt, added_node(rsqrt), mean, square, normed)
+    nodes = _covered(rsqrt, G.strip(rsqrt.args[0]), mean, square, normed)
     if xf is not x:
         nodes |= _covered(xf)
 
@@ -198,10 +198,6 @@ def match_rms_norm(rsqrt) -> Optional[object]:
     attrs = {"eps": eps, "offset": offset, "casting_mode": casting}
     return Record("rms_norm", {"input": x, "weight": weight}, attrs, (result,),
                   frozenset(nodes), "recognise-rms-norm")
-
-
-def added_node(rsqrt):
-    return G.strip(rsqrt.args[0])
 
 
 def _weight_term(term):
@@ -301,9 +297,12 @@ def _rope_half(add):
     return None
 
 
-def match_rope(adds: Sequence[object]):
-    """Pairs of rotate-half embeddings (q then k) sharing their tables -> liger.rope."""
-    found, lines = [], []
+def match_rope(adds: Sequence[object]) -> List[tuple]:
+    """Pairs of rotate-half embeddings (q then k) sharing their tables -> liger.rope.
+
+    Returns (anchor, Record or Miss) for each pair and each near-miss.
+    """
+    lines = []
     halves = []
     for add in adds:
         got = _rope_half(add)
@@ -339,9 +338,8 @@ def match_rope(adds: Sequence[object]):
                     nodes |= _covered(t)
             rec = Record("rope", {"q": x_q, "k": x_k, "cos": cos, "sin": sin}, {},
                          (add_q, add_k), frozenset(nodes), "recognise-rope")
-            found.append(rec)
             lines.append((add_q, rec))
-    return found, lines
+    return lines
 
 
 # --- gated MLP, softmax, attention ----------------------------------------------
@@ -599,10 +597,11 @@ def match_loss(node) -> Optional[object]:
 
 # --- driver -----------------------------------------------------------------
 
-# (pattern name, matcher, anchor) in the order they claim nodes.
+# (the pattern a near-miss is reported under, matcher), in the order they
+# claim nodes; a record names its own pattern (add + RMSNorm, lm_head + loss).
 _NODE_PATTERNS = [
     ("recognise-rms-norm", match_rms_norm),
-    ("recognise-lm-head-loss", match_loss),
+    ("recognise-cross-entropy", match_loss),
     ("recognise-lora", match_lora),
     ("recognise-gated-mlp", match_gated),
     ("recognise-softmax", match_softmax),
@@ -647,8 +646,7 @@ def recognize(gm_or_graph, policy: Optional[Policy] = None) -> Recognition:
         if name == "recognise-rms-norm":
             # RoPE after the norms (Qwen3 and OLMo2 normalise q and k first).
             adds = [n for n in nodes if n not in claimed and G.is_op(n, aten.add.Tensor)]
-            found, lines = match_rope(adds)
-            for anchor, got in lines:
+            for anchor, got in match_rope(adds):
                 keep(anchor, got, "recognise-rope")
     order = {n: i for i, n in enumerate(graph.nodes)}
     out.report.sort(key=lambda line: order.get(line.node, -1))
