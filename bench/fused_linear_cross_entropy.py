@@ -112,10 +112,10 @@ def breakdown(x, w, t, plan, rate):
     """Each of our kernels at one chunk's shape beside cuBLAS (torch.matmul)
     for the same GEMM: where the plan's time goes."""
     c = plan["chunk_tokens"]
-    spec = ops.fused_linear_cross_entropy_spec(w.shape[0], w.shape[1], "bf16")
-    b = ops._bundle(spec, x.device)
-    (loss_plan,) = b.plans  # the kernels of one chunk, by stage
-    k = {stage: b[name] for stage, name in loss_plan["kernels"].items()}
+    from liger import bundles
+    spec = ops.fused_linear_cross_entropy_spec(w.shape[0], w.shape[1], "bf16",
+                                               target=bundles.device_target(x.device))
+    k = bundles.loss_plan_kernels(spec)  # the kernels of one chunk, by stage
     xc, tc = x[:c].contiguous(), t[:c].contiguous()
     z = torch.empty(c, w.shape[0], dtype=BF16, device="cuda")
     dx, dw = torch.empty_like(xc), torch.empty_like(w)

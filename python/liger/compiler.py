@@ -5,12 +5,13 @@
     bundle = liger.runtime.load(compiled.path)
 
 `compile` runs `liger-compile` (the same pipeline as the tool: canonicalize,
-liger-fuse, the GPU lowering, PTX, cubin, bundle) and keeps the bundle in a
-cache directory ($LIGER_CACHE_DIR, else ~/.cache/liger) under a key of the
-module text, the options, liger-compile's version and build (the sha256 of
-the executable) and ptxas' version: the same input compiles once per
-compiler build. With LIGER_DEBUG=1 every stage's output is written beside
-the bundle (stages/) and its path printed.
+liger-fuse, the GPU lowering, PTX, cubin, bundle) and keeps the bundle in
+the bundle cache (liger.cache: $LIGER_CACHE_DIR, else ~/.cache/liger) under
+a key of the module text and the options; the entry records the compiler
+that made it (the sha256 of the liger-compile executable and ptxas'
+version), and another compiler's entry is compiled again: the same input
+compiles once per compiler build. With LIGER_DEBUG=1 every stage's output
+is written into the entry (stages/) and its path printed.
 """
 
 import hashlib
@@ -18,11 +19,12 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 from dataclasses import dataclass
 from typing import Optional
 
-from .driver import LigerError, find_tool
+from . import cache
+from .driver import find_tool
+from .errors import LigerError
 
 
 @dataclass
@@ -67,66 +69,63 @@ def _ptxas():
     return path if os.path.exists(path) else (shutil.which("ptxas") or "ptxas")
 
 
+_IDENTITIES = {}
+
+
+def compiler_identity(exe=None) -> str:
+    """What names the compiler that makes a bundle: the sha256 of the
+    liger-compile executable (its --version stays the same across the builds
+    of a release) and ptxas' version. A cache entry of another identity is
+    rebuilt where a compiler is installed."""
+    exe = exe or find_tool("liger-compile")
+    digest = executable_digest(exe)
+    ptxas = _ptxas()
+    if (digest, ptxas) not in _IDENTITIES:
+        _IDENTITIES[(digest, ptxas)] = hashlib.sha256(json.dumps({
+            "compiler": _version([exe, "--version"]), "compiler_sha256": digest,
+            "ptxas": _version([ptxas, "--version"])}, sort_keys=True).encode()).hexdigest()
+    return _IDENTITIES[(digest, ptxas)]
+
+
 def compile(source: str, target: str = "sm_90a", fuse: bool = True,
             cache_dir: Optional[str] = None, tool: Optional[str] = None,
-            matmul_kernels: bool = False, loss_dw_f32: bool = False) -> Compiled:
+            matmul_kernels: bool = False, loss_dw_f32: bool = False,
+            meta: Optional[dict] = None) -> Compiled:
     """Compiles `source` (a path to a .mlir file, or MLIR text) for `target`
     (`matmul_kernels`: also the matmul groups and the loss plans,
     liger-compile --matmul-kernels; `loss_dw_f32`: a planned loss sums dW in
-    f32, --loss-dw-f32).
+    f32, --loss-dw-f32) into the bundle cache `cache_dir` (default: the
+    user's, liger.cache.default_root()). `meta` is recorded in the entry's
+    marker.
 
     Raises LigerError with liger-compile's diagnostics when it fails.
     """
     text = open(source).read() if os.path.isfile(source) else source
     exe = tool or find_tool("liger-compile")
-    options = {"target": target, "fuse": fuse}
-    if matmul_kernels:
-        options["matmul_kernels"] = True
-    if loss_dw_f32:
-        options["loss_dw_f32"] = True
-    key_material = json.dumps({
-        "source": text, "options": options,
-        "compiler": _version([exe, "--version"]),
-        "compiler_sha256": executable_digest(exe),
-        "ptxas": _version([_ptxas(), "--version"]),
-    }, sort_keys=True)
-    key = hashlib.sha256(key_material.encode()).hexdigest()[:32]
-    root = cache_dir or os.environ.get("LIGER_CACHE_DIR") or os.path.join(
-        os.path.expanduser("~"), ".cache", "liger")
-    entry = os.path.join(root, key)
-    bundle = os.path.join(entry, "bundle")
-    if os.path.isfile(os.path.join(bundle, "manifest.json")):
-        return Compiled(bundle, key, True)
-    os.makedirs(root, exist_ok=True)
-    work = tempfile.mkdtemp(prefix=key + ".", dir=root)
-    try:
+    options = cache.compile_options(target, fuse, matmul_kernels, loss_dw_f32)
+    key = cache.bundle_key(text, options)
+    debug = bool(os.environ.get("LIGER_DEBUG"))
+
+    def build(work):
         src = os.path.join(work, "module.mlir")
         with open(src, "w") as f:
             f.write(text)
-        args = [exe, src, "-o", os.path.join(work, "bundle"), "--target=" + target]
+        args = [exe, src, "-o", work, "--target=" + target]
         if not fuse:
             args.append("--no-fuse")
         if matmul_kernels:
             args.append("--matmul-kernels")
         if loss_dw_f32:
             args.append("--loss-dw-f32")
-        debug = bool(os.environ.get("LIGER_DEBUG"))
         if debug:
             args.append("--dump-dir=" + os.path.join(work, "stages"))
         proc = subprocess.run(args, capture_output=True, text=True)
         if proc.returncode != 0:
             raise LigerError("liger-compile failed (exit %d)" % proc.returncode,
                              proc.stderr.strip())
-        try:
-            os.rename(work, entry)  # atomic: a concurrent compile may win
-        except OSError:
-            if not os.path.isfile(os.path.join(bundle, "manifest.json")):
-                raise
-            return Compiled(bundle, key, True)
-        work = None
-        if debug:
-            print("liger: compiled %s; stages in %s" % (bundle, os.path.join(entry, "stages")))
-        return Compiled(bundle, key, False)
-    finally:
-        if work and os.path.isdir(work):
-            shutil.rmtree(work, ignore_errors=True)
+
+    path, cached = cache.Cache(cache_dir).get_or_build(key, build, compiler_identity(exe),
+                                                       meta)
+    if debug and not cached:
+        print("liger: compiled %s; stages in %s" % (path, os.path.join(path, "stages")))
+    return Compiled(path, key, cached)

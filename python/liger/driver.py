@@ -13,15 +13,9 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
+from .errors import LigerError
+
 _REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-class LigerError(RuntimeError):
-    """A liger tool rejected its input or could not be run."""
-
-    def __init__(self, message: str, diagnostics: str = ""):
-        super().__init__(message + ("\n" + diagnostics if diagnostics else ""))
-        self.diagnostics = diagnostics
 
 
 def find_tool(name: str = "liger-opt") -> str:

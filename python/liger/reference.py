@@ -10,6 +10,10 @@ NumPy has no bfloat16: a bf16 argument is given as a `BF16` wrapper (or a
 uint16 array of bit patterns) and bf16 results come back as float32 arrays
 holding the exact bf16 values. `to_bf16` rounds float arrays to nearest even,
 as the hardware does.
+
+`ReferenceBundle` is a module's functions as a runtime Bundle's kernels on
+CPU torch tensors: what liger.ops runs on CPU tensors
+(LIGER_OPS_CPU_REFERENCE=1).
 """
 
 import os
@@ -175,3 +179,78 @@ def assert_close(actual: np.ndarray, expected: np.ndarray, dtype: str, what: str
         raise AssertionError("%smax error %.3g (relative to max |ref| %.3g) exceeds %.3g"
                              % (label, err, scale, bound))
     return err
+
+
+class ReferenceKernel:
+    """One function of a liger module, callable as a runtime Kernel is but
+    on CPU torch tensors, through the reference lowering (liger-cpu-runner:
+    a process per call, seconds; for tests without a GPU)."""
+
+    def __init__(self, text, function):
+        import re
+        self.text, self.function = text, function
+        head = re.search(r"func\.func @%s\(.*?\) -> (.*?) \{\n" % re.escape(function), text)
+        # The element type of each result (bf16 results come back as f32
+        # arrays of their exact values).
+        self.dtypes = [t.split("x")[-1] for t in re.findall(r"tensor<([^>]*)>", head.group(1))]
+
+    def __call__(self, *inputs, out=None):
+        import torch
+        arrays = []
+        for t in inputs:
+            t = t.detach().contiguous()
+            arrays.append(BF16(t.view(torch.int16).numpy().view(np.uint16))
+                          if t.dtype == torch.bfloat16 else t.numpy())
+        types = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32,
+                 "i32": torch.int32, "i64": torch.int64}
+        results = [torch.from_numpy(np.array(r)).to(types[dt])
+                   for r, dt in zip(run_cpu(self.text, self.function, arrays),
+                                    self.dtypes)]
+        if out is not None:
+            for o, r in zip(out, results):
+                o.copy_(r.reshape(o.shape))
+            results = list(out)
+        return results[0] if len(results) == 1 else tuple(results)
+
+
+class ReferenceBundle:
+    """A module on the CPU, as a runtime Bundle of its kernels:
+    `bundle[kernel name]` is the reference of the function the kernel was
+    compiled from (`fwd_rowwise_0` -> @fwd). With `options` of a planned
+    loss (matmul_kernels) the module is planned as liger-compile plans it
+    and `plans` names the chunk functions."""
+
+    def __init__(self, text, plans=(), options=None, name="a module"):
+        self.path = "the reference lowering of " + name
+        self._text = text
+        self.kernels = self
+        self.plans = list(plans)  # as a runtime Bundle's, for run_loss_plan
+        options = options or {}
+        if options.get("matmul_kernels"):
+            self._plan_loss(options.get("loss_dw_f32", False))
+
+    def _plan_loss(self, dw_f32):
+        """The lm_head loss as liger-compile plans it: the chunk functions
+        (liger-plan-loss) and a plan naming them (a kernel `<function>_ref_0`
+        is its function here)."""
+        import re
+        self._text = run_opt(self._text, [
+            "--liger-fuse-linear-cross-entropy",
+            "--liger-plan-loss" + ("=dw-f32=true" if dw_f32 else "")])
+        found = re.search(r"liger\.plan = \{([^{}]*)\}", self._text)
+        if not found:
+            raise LigerError("%s: liger-plan-loss left the loss unplanned" % self.path)
+        self.plans = [dict(function="loss", kernels={
+            stage: fn + "_ref_0" for stage, fn in re.findall(r"(\w+) = @(\w+)", found.group(1))})]
+
+    def get(self, name):
+        function = name.rsplit("_", 2)[0]
+        if "func.func @%s(" % function not in self._text:
+            return None
+        return ReferenceKernel(self._text, function)
+
+    def __getitem__(self, name):
+        kernel = self.get(name)
+        if kernel is None:
+            raise KeyError("%s has no function for kernel %r" % (self.path, name))
+        return kernel

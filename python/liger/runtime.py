@@ -15,6 +15,8 @@ never touches the GPU.
 
 import os
 
+from .loss_plan import chunked_loss
+
 _DTYPES = None
 
 
@@ -181,7 +183,6 @@ def run_loss_plan(bundle, hidden, weight, target, function=None, grad_loss=None,
     `class_weight` ([V], f32) is required by, and only taken by, a plan of
     a loss with class weights (the plan's "class_weight").
     Returns (loss, dhidden, dweight), a gradient not wanted None."""
-    from . import ops
     plans = [p for p in bundle.plans if function is None or p["function"] == function]
     if len(plans) != 1:
         raise ValueError("%s has %d loss plans%s (it has %s)" % (
@@ -198,7 +199,7 @@ def run_loss_plan(bundle, hidden, weight, target, function=None, grad_loss=None,
                                      "with" if plan.get("class_weight") else "without",
                                      "not given" if class_weight is None else "given"))
     kernels = {stage: bundle[name] for stage, name in plan["kernels"].items()}
-    return ops.chunked_loss(kernels, hidden, weight, target, class_weight,
+    return chunked_loss(kernels, hidden, weight, target, class_weight,
                             plan["chunk_tokens"],
                             plan["mean"], plan["ignore_index"], want_dx, want_dw,
                             dw_f32=bool(plan.get("dw_f32")), grad_loss=grad_loss)

@@ -49,12 +49,10 @@ import sys
 import types
 import warnings
 
-from . import ops
-from .driver import LigerError
+import torch
 
-
-class LigerFallbackWarning(UserWarning):
-    """A patched module ran its original forward (the message says why)."""
+from . import bundles, ops, specs
+from .errors import LigerError, LigerFallbackWarning  # noqa: F401 (liger.transformers' API)
 
 
 # family -> (modeling module, RMSNorm class, MLP class, causal LM class,
@@ -71,13 +69,17 @@ _FAMILIES = {
 _ACTIVATIONS = {"swiglu": ("silu", "swish"), "geglu": ("gelu_pytorch_tanh", "gelu")}
 
 _WARNED = set()
-_FAILED_SPECS = {}
+# (what, op, arguments, devices, dtypes) -> why liger cannot run it, or None.
+_DECIDED = {}
 _MISSING = object()
 # (owner, attribute) -> the value before liger patched it, for revert().
 _ORIGINALS = {}
 
 
+@torch._dynamo.assume_constant_result
 def _warn_once(message):
+    """A LigerFallbackWarning, once per message (under torch.compile: while
+    the graph is traced)."""
     if message not in _WARNED:
         _WARNED.add(message)
         warnings.warn("liger: " + message, LigerFallbackWarning, stacklevel=3)
@@ -118,51 +120,61 @@ def _original(cls, name):
     raise AttributeError(name)
 
 
-def _unsupported(what, *tensors):
-    """Why liger cannot run `what` on these tensors, or None."""
-    for t in tensors:
-        if t.device.type != "cuda" and not (t.device.type == "cpu"
-                                            and ops.cpu_reference_enabled()):
+_DTYPE_NAMES = ("torch.bfloat16", "torch.float16", "torch.float32")
+
+
+@torch._dynamo.assume_constant_result
+def _fallback(what, op, args, devices, dtypes=()):
+    """Why liger cannot run `what` (the liger.ops op `op`, its spec builder
+    taking `args` and the target) on tensors on `devices` of `dtypes` (their
+    names), warned once per reason; None where it can: the kernels are
+    loaded (compiled, if need be) here, before any of them runs. Decided
+    once per configuration; under torch.compile while the graph is traced
+    (a constant of the graph, with no graph break)."""
+    key = (what, op, args, devices, dtypes)
+    if key not in _DECIDED:
+        _DECIDED[key] = _decide(what, op, args, devices, dtypes)
+    if _DECIDED[key]:
+        _warn_once(_DECIDED[key])
+    return _DECIDED[key]
+
+
+def _decide(what, op, args, devices, dtypes):
+    for device in devices:
+        if device.split(":")[0] != "cuda" and not (device == "cpu"
+                                                   and bundles.cpu_reference_enabled()):
             return "%s on %s runs its original forward (liger kernels run on CUDA tensors)" % (
-                what, t.device)
-        if str(t.dtype) not in ("torch.bfloat16", "torch.float16", "torch.float32"):
+                what, device)
+    for dtype in dtypes:
+        if dtype not in _DTYPE_NAMES:
             return "%s in %s runs its original forward (liger kernels take bf16, f16 or " \
-                   "f32)" % (what, t.dtype)
-    return None
-
-
-def _run(what, spec, device, call):
-    """call(), or None (with a warning) where the kernels of `spec` cannot be
-    had: checked before any kernel runs, so the caller can fall back."""
-    if spec in _FAILED_SPECS:
-        _warn_once(_FAILED_SPECS[spec])
-        return None
+                   "f32)" % (what, dtype)
+    if len(set(devices)) > 1:
+        return "%s on %s runs its original forward (liger kernels take tensors of one " \
+               "device)" % (what, " and ".join(sorted(set(devices))))
     try:
-        ops._bundle(spec, device)
+        spec = getattr(specs, op + "_spec")(*args, target=bundles.device_target(
+            torch.device(devices[0])))
+        if op == "fused_linear_cross_entropy":
+            bundles.loss_plan_kernels(spec)
+        else:
+            bundles.kernels(spec)
     except LigerError as e:
-        _FAILED_SPECS[spec] = "%s runs its original forward: %s" % (what, e)
-        _warn_once(_FAILED_SPECS[spec])
-        return None
-    return call()
+        return "%s runs its original forward: %s" % (what, e)
+    return None
 
 
 def _rms_norm_forward(self, hidden_states):
     family = getattr(self, "_liger_family")
     _, _, _, _, casting, offset, _ = _FAMILIES[family]
     original = _original(type(self), "forward")
-    what = type(self).__name__
-    why = _unsupported(what, hidden_states, self.weight)
-    if why:
-        _warn_once(why)
-        return original(self, hidden_states)
     eps = getattr(self, "variance_epsilon", getattr(self, "eps", 1e-6))
-    shape = hidden_states.shape
-    spec = ops.rms_norm_spec(shape[-1], hidden_states.dtype, self.weight.dtype, eps, offset,
-                             casting)
-    y = _run(what, spec, hidden_states.device,
-             lambda: ops.rms_norm(hidden_states.reshape(-1, shape[-1]), self.weight, eps,
-                                  offset, casting))
-    return original(self, hidden_states) if y is None else y.reshape(shape)
+    x, w = hidden_states, self.weight
+    if _fallback(type(self).__name__, "rms_norm",
+                 (x.shape[-1], str(x.dtype), str(w.dtype), eps, offset, casting),
+                 (str(x.device), str(w.device)), (str(x.dtype), str(w.dtype))):
+        return original(self, hidden_states)
+    return ops.rms_norm(x, w, eps, offset, casting)
 
 
 def _mlp_forward(self, x):
@@ -176,19 +188,14 @@ def _mlp_forward(self, x):
         _warn_once("%s with activation %r runs its original forward (liger.ops.%s computes "
                    "%s)" % (what, act, gated, " or ".join(_ACTIVATIONS[gated])))
         return original(self, x)
-    why = _unsupported(what, x)
-    if why:
-        _warn_once(why)
-        return original(self, x)
     gate, up = self.gate_proj(x), self.up_proj(x)
-    width = gate.shape[-1]
-    spec = ops.swiglu_spec(width, gate.dtype) if gated == "swiglu" else \
-        ops.geglu_spec(width, gate.dtype, "tanh")
-    fn = ops.swiglu if gated == "swiglu" else (lambda g, u: ops.geglu(g, u, "tanh"))
-    h = _run(what, spec, gate.device,
-             lambda: fn(gate.reshape(-1, width), up.reshape(-1, width)).reshape(gate.shape))
-    if h is None:
+    args = (gate.shape[-1], str(gate.dtype)) + (("tanh",) if gated == "geglu" else ())
+    if _fallback(what, gated, args, (str(gate.device),), (str(gate.dtype),)):
         h = self.act_fn(gate) * up
+    elif gated == "swiglu":
+        h = ops.swiglu(gate, up)
+    else:
+        h = ops.geglu(gate, up, "tanh")
     return self.down_proj(h)
 
 
@@ -206,13 +213,12 @@ def _rope_function(family):
                        "[B, H, T, D] and tables [1 or B, T, D] of their dtype)" % (
                            what, tuple(q.shape), tuple(k.shape), tuple(cos.shape)))
             return original(q, k, cos, sin, unsqueeze_dim=unsqueeze_dim)
-        why = _unsupported(what, q, k)
-        if why:
-            _warn_once(why)
+        if _fallback(what, "rope", (q.shape[1], k.shape[1], q.shape[-1], str(q.dtype),
+                                    cos.shape[0] == 1),
+                     (str(q.device), str(k.device), str(cos.device), str(sin.device)),
+                     (str(q.dtype),)):
             return original(q, k, cos, sin, unsqueeze_dim=unsqueeze_dim)
-        spec = ops.rope_spec(q.shape[1], k.shape[1], q.shape[-1], q.dtype, cos.shape[0] == 1)
-        out = _run(what, spec, q.device, lambda: ops.rope(q, k, cos, sin))
-        return original(q, k, cos, sin, unsqueeze_dim=unsqueeze_dim) if out is None else out
+        return ops.rope(q, k, cos, sin)
 
     apply_rotary_pos_emb._liger = True
     return apply_rotary_pos_emb
@@ -229,7 +235,6 @@ def _shifted_labels(labels, kwargs):
 
 
 def _causal_lm_forward(self, *args, **kwargs):
-    import torch
     from transformers.modeling_outputs import CausalLMOutputWithPast
     original = _original(type(self), "forward")
     mode = getattr(self, "_liger_loss", None)
@@ -244,19 +249,18 @@ def _causal_lm_forward(self, *args, **kwargs):
         kw = dict(kwargs, labels=None)
         out = original(self, **kw)
         logits = out.logits
-        why = _unsupported(what, logits)
-        if why or softcap:
-            _warn_once(why or "%s with final_logit_softcapping computes its loss as the "
-                       "model does (liger.ops.cross_entropy's softcap is the "
-                       "fused_linear_cross_entropy path's)" % what)
+        if softcap:
+            _warn_once("%s with final_logit_softcapping computes its loss as the model does "
+                       "(liger.ops.cross_entropy's softcap is the fused_linear_cross_entropy "
+                       "path's)" % what)
             return original(self, **kwargs)
         shift = _shifted_labels(labels, dict(kwargs))
-        v = logits.shape[-1]
-        spec = ops.cross_entropy_spec(v, logits.dtype, shift.dtype, reduction=reduction)
-        loss = _run(what, spec, logits.device,
-                    lambda: ops.cross_entropy(logits.reshape(-1, v), shift, reduction=reduction))
-        if loss is None:
+        if _fallback(what, "cross_entropy", (logits.shape[-1], str(logits.dtype),
+                                             str(shift.dtype), -100, 0.0, reduction),
+                     (str(logits.device), str(shift.device)), (str(logits.dtype),)):
             return original(self, **kwargs)
+        loss = ops.cross_entropy(logits.reshape(-1, logits.shape[-1]), shift,
+                                 reduction=reduction)
         if num_items is not None:
             loss = loss / num_items
         fields = {k: v for k, v in out.items() if k != "loss"}
@@ -266,10 +270,12 @@ def _causal_lm_forward(self, *args, **kwargs):
     if not (self.training and torch.is_grad_enabled()) or getattr(head, "bias", None) \
             is not None or not hasattr(head, "weight"):
         return original(self, **kwargs)
-    why = _unsupported(what, head.weight) or ops.fused_linear_cross_entropy_unsupported_shape(
-        *head.weight.shape)
-    if why:
-        _warn_once(why)
+    w = head.weight
+    # Decided before the decoder runs (the hidden states take the lm_head's
+    # dtype in a model of one dtype).
+    if _fallback(what, "fused_linear_cross_entropy",
+                 (w.shape[0], w.shape[1], str(w.dtype), str(labels.dtype), -100, 0.0,
+                  reduction, softcap), (str(w.device), str(labels.device)), (str(w.dtype),)):
         return original(self, **kwargs)
     kw = dict(kwargs)
     kw.pop("labels")
@@ -277,28 +283,44 @@ def _causal_lm_forward(self, *args, **kwargs):
     shift = _shifted_labels(labels, kw)
     outputs = self.model(**kw)
     hidden = outputs[0]
-    if hidden.dtype != head.weight.dtype or hidden.dtype == torch.float32:
+    if hidden.dtype != w.dtype:
         # (Computed again as the model does: the decoder ran for nothing.)
         _warn_once("%s: hidden states in %s and lm_head in %s: the loss is computed as the "
                    "model does (liger's fused linear cross-entropy takes bf16 or f16 for "
-                   "both; in f32 patch with cross_entropy=True)" % (
-                       what, hidden.dtype, head.weight.dtype))
+                   "both)" % (what, hidden.dtype, w.dtype))
         return original(self, **kwargs)
-    spec = ops.fused_linear_cross_entropy_spec(
-        head.weight.shape[0], head.weight.shape[1], hidden.dtype, shift.dtype,
-        reduction=reduction, softcap=softcap)
     budget = getattr(self, "_liger_loss_budget", None)
-    loss = _run(what, spec, hidden.device,
-                lambda: ops.fused_linear_cross_entropy(
-                    hidden, head.weight, shift, reduction=reduction, softcap=softcap,
-                    **({} if budget is None else dict(memory_budget=budget))))
-    if loss is None:
-        return original(self, **kwargs)
+    loss = ops.fused_linear_cross_entropy(
+        hidden, w, shift, reduction=reduction, softcap=softcap,
+        **({} if budget is None else dict(memory_budget=budget)))
     if num_items is not None:
         loss = loss / num_items
     fields = {k: getattr(outputs, k) for k in CausalLMOutputWithPast.__dataclass_fields__
               if k not in ("loss", "logits") and getattr(outputs, k, None) is not None}
     return CausalLMOutputWithPast(loss=loss, logits=None, **fields)
+
+
+def _check_machine():
+    """One LigerFallbackWarning at patch time where this machine's GPU can
+    run no liger kernel: a GPU of a compute capability liger has no target
+    for, or neither liger-compile nor precompiled kernels (LIGER_OPS_BUNDLES)
+    to have its kernels from. Each patched forward then runs its original."""
+    if not torch.cuda.is_available():
+        return
+    try:
+        bundles.device_target(torch.device("cuda", torch.cuda.current_device()))
+    except LigerError as e:
+        _warn_once("patched modules run their original forward on this GPU: %s" % e)
+        return
+    if not bundles.precompiled_roots():
+        try:
+            bundles.driver.find_tool("liger-compile")
+        except LigerError:
+            _warn_once("liger-compile is not installed and LIGER_OPS_BUNDLES is not set: "
+                       "patched modules whose kernels are not in the bundle cache run their "
+                       "original forward (precompile the model's kernels where the compiler "
+                       "is: python -m liger.transformers precompile DIR CONFIG, and set "
+                       "LIGER_OPS_BUNDLES=DIR here)")
 
 
 def _apply(family, rope, cross_entropy, fused_linear_cross_entropy, rms_norm, gated, model,
@@ -311,6 +333,7 @@ def _apply(family, rope, cross_entropy, fused_linear_cross_entropy, rms_norm, ga
         if value:
             _warn_once("%s=True: liger.ops has no autograd op for this fusion yet; those "
                        "layers stay as they are" % flag)
+    _check_machine()
     mod = _modeling(family)
     _, norm_name, mlp_name, lm_name, _, _, _ = _FAMILIES[family]
     norm_cls, mlp_cls, lm_cls = (getattr(mod, n) for n in (norm_name, mlp_name, lm_name))
@@ -450,11 +473,12 @@ def kernel_specs(config, dtype=None):
     return specs
 
 
-def precompile(out_dir, config, dtype=None):
+def precompile(out_dir, config, dtype=None, target=None):
     """Compiles the kernels a patched model of `config` calls into `out_dir`
-    (needs liger-compile); point LIGER_OPS_BUNDLES at it where the model
+    for `target` (the GPU's: sm_90a by default, sm_80 for Ampere and Ada;
+    needs liger-compile); point LIGER_OPS_BUNDLES at it where the model
     trains. Returns the bundle paths."""
-    return ops.precompile(out_dir, kernel_specs(config, dtype))
+    return ops.precompile(out_dir, kernel_specs(config, dtype), target)
 
 
 def main(argv=None):
@@ -469,6 +493,8 @@ def main(argv=None):
     pre.add_argument("configs", nargs="+", metavar="CONFIG",
                      help="a model directory or config.json (read by transformers.AutoConfig)")
     pre.add_argument("--dtype", default=None, help="bf16, f16 or f32 (default: the config's)")
+    pre.add_argument("--target", default=None, choices=specs.GPU_TARGETS,
+                     help="the GPU's target: sm_90a (Hopper, the default), sm_80 (Ampere, Ada)")
     args = ap.parse_args(argv)
     try:
         from transformers import AutoConfig
@@ -478,7 +504,7 @@ def main(argv=None):
     try:
         for path in args.configs:
             config = AutoConfig.from_pretrained(path)
-            for bundle in precompile(args.dir, config, args.dtype):
+            for bundle in precompile(args.dir, config, args.dtype, args.target):
                 print("%s -> %s" % (path, bundle))
     except (LigerError, OSError, ValueError) as e:
         print("liger.transformers: %s" % e, file=sys.stderr)

@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from liger import LigerError, compiler
+from liger import LigerError, cache, compiler
 
 MODULE = """func.func @f(%x: tensor<?x128xbf16>, %w: tensor<128xbf16>) -> tensor<?x128xbf16> {
   %y = liger.rms_norm %x, %w : tensor<?x128xbf16>, tensor<128xbf16>
@@ -33,9 +33,9 @@ def test_compiles_once(tmp_path):
 @needs_ptxas
 def test_a_rebuilt_compiler_misses_the_cache(tmp_path):
     """liger-compile's --version is the same for every build of a release:
-    the cache key names the executable's bytes, so a rebuilt compiler (a
-    copy with one byte more here) compiles again instead of returning the
-    old build's kernels."""
+    the entry records the executable's bytes, so a rebuilt compiler (a copy
+    with one byte more here) compiles the entry again instead of returning
+    the old build's kernels; the key stays the module's and options'."""
     exe = compiler.find_tool("liger-compile")
     first = compiler.compile(MODULE, cache_dir=str(tmp_path / "cache"), tool=exe)
     rebuilt = tmp_path / "liger-compile"
@@ -45,7 +45,9 @@ def test_a_rebuilt_compiler_misses_the_cache(tmp_path):
     with open(rebuilt, "ab") as f:
         f.write(b"\0")
     other = compiler.compile(MODULE, cache_dir=str(tmp_path / "cache"), tool=str(rebuilt))
-    assert not other.cached and other.key != first.key
+    assert not other.cached and other.key == first.key
+    assert cache.read_marker(other.path)["identity"] == compiler.compiler_identity(str(rebuilt))
+    assert compiler.compiler_identity(str(rebuilt)) != compiler.compiler_identity(exe)
 
 
 @needs_ptxas
@@ -54,7 +56,7 @@ def test_from_a_file_and_debug_stages(tmp_path, monkeypatch):
     src.write_text(MODULE)
     monkeypatch.setenv("LIGER_DEBUG", "1")
     compiled = compiler.compile(str(src), cache_dir=str(tmp_path / "cache"))
-    stages = os.path.join(os.path.dirname(compiled.path), "stages")
+    stages = os.path.join(compiled.path, "stages")
     assert sorted(os.listdir(stages))[:4] == ["00-liger.mlir", "01-fused.mlir",
                                               "02-gpu.mlir", "03-llvm.mlir"]
 
@@ -64,5 +66,5 @@ def test_errors_carry_the_diagnostics(tmp_path):
         compiler.compile(MODULE.replace("tensor<128xbf16>", "tensor<127xbf16>"),
                          cache_dir=str(tmp_path))
     assert "expects 'weight' to have shape [128]" in str(info.value)
-    # Nothing half-written is left in the cache.
-    assert os.listdir(tmp_path) == []
+    # Nothing half-written is left in the cache (only the entry's lock).
+    assert [n for n in os.listdir(tmp_path) if not n.startswith(".lock-")] == []

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from liger import driver, ops, runtime
+from liger import driver, ops, reference, runtime
 from liger.driver import LigerError
 
 torch = pytest.importorskip("torch")
@@ -62,7 +62,7 @@ def test_the_compiled_plan_runs_chunk_by_chunk(tmp_path, weighted):
     assert plan["class_weight"] is weighted
     planned = driver.run_opt(text, ["--liger-fuse-linear-cross-entropy",
                                     "--liger-plan-loss=memory-budget=%d" % BUDGET])
-    bundle = ops._ReferenceBundle(text=planned, plans=manifest["plans"])
+    bundle = reference.ReferenceBundle(planned, plans=manifest["plans"])
     g = torch.Generator().manual_seed(5)
     n = 300  # three chunks, the last partial
     h = torch.randn(n, 256, generator=g).to(torch.bfloat16)
@@ -101,7 +101,7 @@ def test_the_plan_compiles_liger_ops_kernels(tmp_path, weighted):
 
 
 def test_run_loss_plan_says_what_is_missing():
-    forward_only = ops._ReferenceBundle(text="", plans=[dict(
+    forward_only = reference.ReferenceBundle("", plans=[dict(
         function="f", kernels=dict(logits="f_loss0_logits_matmul_0", ce="f_loss0_ce_rowwise_0"),
         chunk_tokens=128, mean=True, ignore_index=-100)])
     forward_only.path = "b"

@@ -3,6 +3,7 @@ kernels), precompiled bundles are found by key, a changed attribute never
 finds a stale bundle, and a machine with neither the bundle nor the compiler
 gets an error naming what to precompile."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -10,7 +11,7 @@ import sys
 
 import pytest
 
-from liger import LigerError, driver, ops
+from liger import LigerError, bundles, cache, driver, ops
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 
@@ -31,6 +32,8 @@ CE_SPECS = [
                            weighted=True),
 ]
 
+FLCE_SPEC = ops.fused_linear_cross_entropy_spec(1000, 256, "bf16", label_smoothing=0.1)
+
 needs_ptxas = pytest.mark.skipif(
     not shutil.which("ptxas") and not os.path.exists("/usr/local/cuda/bin/ptxas"),
     reason="ptxas (CUDA toolkit) not found: cannot compile bundles")
@@ -40,14 +43,18 @@ def test_specs_are_canonical():
     class FakeDtype:
         def __str__(self):
             return "torch.bfloat16"
-    assert ops.rms_norm_spec(1000, FakeDtype()) == ops.rms_norm_spec(1000, "bf16") == (
+    assert ops.rms_norm_spec(1000, FakeDtype()) == ops.rms_norm_spec(1000, "bf16")
+    assert str(ops.rms_norm_spec(1000, "bf16")) == (
         "rms_norm:casting=llama,dtype=bf16,eps=1e-06,hidden=1000,offset=0.0,weight_dtype=bf16")
-    assert ops.parse_spec(SPECS[1]) == ("rms_norm", {
-        "casting": "gemma", "dtype": "bf16", "eps": "1e-05", "hidden": "4096",
-        "offset": "1.0", "weight_dtype": "f32"})
-    # Any attribute is part of the key.
-    assert ops.bundle_key(ops.rms_norm_spec(1000, "bf16", eps=1e-5)) != ops.bundle_key(SPECS[0])
-    assert ops.bundle_key(SPECS[0], "sm_80") != ops.bundle_key(SPECS[0])
+    # The text form reads back into the same spec, for every op.
+    for spec in SPECS + CE_SPECS + [FLCE_SPEC]:
+        assert ops.parse_spec(str(spec), spec.target) == spec
+    assert ops.parse_spec(str(SPECS[1])).casting == "gemma"
+    # Any attribute is part of the key, and so is the target.
+    assert ops.rms_norm_spec(1000, "bf16", eps=1e-5).key() != SPECS[0].key()
+    assert SPECS[0].with_target("sm_80").key() != SPECS[0].key()
+    assert ops.bundle_key(SPECS[0], "sm_80") == SPECS[0].with_target("sm_80").key()
+    assert ops.bundle_key(str(SPECS[0])) == SPECS[0].key()
 
 
 @pytest.mark.parametrize("spec", SPECS)
@@ -73,9 +80,6 @@ def test_cross_entropy_is_one_kernel(tmp_path):
     assert '"name": "fwd_rowwise_0"' in manifest
     assert '"ops": "liger.cross_entropy, liger.cross_entropy_grad"' in manifest
     assert '"name": "fwd_rowwise_0_finish"' in manifest
-
-
-FLCE_SPEC = ops.fused_linear_cross_entropy_spec(1000, 256, "bf16", label_smoothing=0.1)
 
 
 def test_fused_linear_cross_entropy_module_verifies():
@@ -113,7 +117,7 @@ def test_fused_linear_cross_entropy_f32_weight_gradient_kernels(tmp_path):
     """dw_f32: every chunk accumulates into an f32 buffer (no @dw0); the
     spec of the default stays as it was (its bundles keep their keys)."""
     spec = ops.fused_linear_cross_entropy_spec(1000, 256, "bf16", dw_f32=True)
-    assert "dw_f32=1" in spec and "dw_f32" not in FLCE_SPEC
+    assert "dw_f32=1" in str(spec) and "dw_f32" not in str(FLCE_SPEC)
     # The same module, another plan (liger-compile --loss-dw-f32): another
     # bundle.
     assert ops.module_text(spec) == ops.module_text(
@@ -168,58 +172,32 @@ def test_fused_linear_cross_entropy_plan():
         ops.fused_linear_cross_entropy_plan(8, 128256, "bf16", 1000)
 
 
-class Shaped:
-    """Just a shape: the argument checks run before any tensor is touched."""
-
-    def __init__(self, *shape):
-        self.shape = shape
-
-    def dim(self):
-        return len(self.shape)
-
-    def reshape(self, *shape):
-        known = 1
-        for d in shape:
-            known *= d if d != -1 else 1
-        total = 1
-        for d in self.shape:
-            total *= d
-        return Shaped(*(total // known if d == -1 else d for d in shape))
-
-
-def test_fused_linear_cross_entropy_refuses():
-    h, w, t = Shaped(4, 8), Shaped(16, 8), Shaped(4)
-    with pytest.raises(LigerError, match="reduction must be mean or sum, got 'none'"):
-        ops.fused_linear_cross_entropy(h, w, t, reduction="none")
-    with pytest.raises(LigerError, match="class weights with a z-loss"):
-        ops.fused_linear_cross_entropy(h, w, t, class_weight=Shaped(16),
-                                       lse_square_scale=1e-4)
-    with pytest.raises(LigerError, match=r"hidden \[..., H\] and weight \[V, H\]"):
-        ops.fused_linear_cross_entropy(h, Shaped(16, 9), t)
-    with pytest.raises(LigerError, match="3 targets for 4 tokens"):
-        ops.fused_linear_cross_entropy(h, w, Shaped(3))
-
-
 def test_bad_specs_and_dtypes():
     with pytest.raises(LigerError, match="unknown op 'layer_norm'"):
         ops.module_text("layer_norm:hidden=8")
-    with pytest.raises(LigerError, match="malformed op spec 'swiglu:hidden=8'"):
+    with pytest.raises(LigerError, match=r"malformed op spec 'swiglu:hidden=8': missing dtype"):
         ops.module_text("swiglu:hidden=8")
-    with pytest.raises(LigerError, match="takes bf16, f16 or f32 tensors, got torch.int32"):
+    with pytest.raises(LigerError, match=r"malformed op spec 'swiglu:hidden=8,dtype=f32,x=1': "
+                                         r"no field 'x' \(swiglu has dtype, hidden\)"):
+        ops.parse_spec("swiglu:hidden=8,dtype=f32,x=1")
+    with pytest.raises(LigerError, match="dtype must be bf16 or f16 or f32, got torch.int32"):
         ops.swiglu_spec(8, "torch.int32")
-    with pytest.raises(LigerError, match="int32 or int64 targets, got torch.int16"):
+    with pytest.raises(LigerError, match="target_dtype must be i32 or i64, got torch.int16"):
         ops.cross_entropy_spec(8, "bf16", "torch.int16")
-    with pytest.raises(LigerError, match="malformed op spec .*reduction must be mean, sum "
-                                         "or none"):
-        ops.module_text(ops.cross_entropy_spec(8, "bf16", reduction="batchmean"))
+    with pytest.raises(LigerError, match="reduction must be one of 'mean', 'sum', 'none', got "
+                                         "'batchmean'"):
+        ops.cross_entropy_spec(8, "bf16", reduction="batchmean")
+    with pytest.raises(LigerError, match="target must be one of 'sm_90a', 'sm_80', 'cpu', got "
+                                         "'sm_75'"):
+        ops.swiglu_spec(8, "f32", target="sm_75")
 
 
 @needs_ptxas
 def test_precompiled_bundles_are_found(tmp_path, monkeypatch):
     paths = ops.precompile(str(tmp_path), SPECS[:3])
     for spec, path in zip(SPECS, paths):
-        assert os.path.basename(path) == ops.bundle_key(spec)
-        assert open(os.path.join(path, "spec.txt")).read().strip() == spec
+        assert os.path.basename(path) == spec.key()
+        assert cache.read_marker(path)["spec"] == str(spec)
     monkeypatch.setenv("LIGER_OPS_BUNDLES", str(tmp_path))
 
     def no_compile(*a, **k):
@@ -237,29 +215,38 @@ def test_precompile_remakes_another_compilers_bundles(tmp_path, monkeypatch):
     this liger-compile made it (else a rebuilt compiler's kernels would never
     reach the bundles)."""
     (path,) = ops.precompile(str(tmp_path), SPECS[2:3])
-    stamp = os.path.join(path, "compiler.sha256")
-    assert open(stamp).read().strip() == ops.compiler_identity()
+    assert cache.read_marker(path)["identity"] == ops.compiler_identity()
     calls = []
     import liger.compiler
     original = liger.compiler.compile
-    monkeypatch.setattr(liger.compiler, "compile",
-                        lambda *a, **k: (calls.append(a), original(*a, **k))[1])
+
+    def recording(*a, **k):
+        compiled = original(*a, **k)
+        if not compiled.cached:
+            calls.append(a)
+        return compiled
+    monkeypatch.setattr(liger.compiler, "compile", recording)
     ops.precompile(str(tmp_path), SPECS[2:3])
     assert calls == [], "recompiled a bundle this compiler made"
-    with open(stamp, "w") as f:
-        f.write("0" * 64 + "\n")
+    marker = cache.read_marker(path)
+    with open(os.path.join(path, cache.MARKER), "w") as f:
+        json.dump(dict(marker, identity="0" * 64), f)
     open(os.path.join(path, "stale-file"), "w").close()
     ops.precompile(str(tmp_path), SPECS[2:3])
     assert len(calls) == 1, "kept another compiler's bundle"
-    assert open(stamp).read().strip() == ops.compiler_identity()
+    assert cache.read_marker(path)["identity"] == ops.compiler_identity()
     assert not os.path.exists(os.path.join(path, "stale-file"))
-    os.remove(stamp)  # made before stamps: remade too
-    ops.precompile(str(tmp_path), SPECS[2:3])
-    assert len(calls) == 2
+    # A machine without the compiler takes the entry whoever made it.
+    with open(os.path.join(path, cache.MARKER), "w") as f:
+        json.dump(dict(marker, identity="0" * 64), f)
+    monkeypatch.setenv("LIGER_OPS_BUNDLES", str(tmp_path))
+    monkeypatch.setattr(bundles, "_compiler", lambda: None)
+    assert ops.bundle_path(SPECS[2]) == path
 
 
 def test_no_bundle_and_no_compiler_says_what_to_precompile(tmp_path, monkeypatch):
     monkeypatch.setenv("LIGER_OPS_BUNDLES", str(tmp_path))
+    monkeypatch.setenv("LIGER_CACHE_DIR", str(tmp_path / "cache"))
 
     def missing(name="liger-opt"):
         raise LigerError("cannot find %s" % name)
@@ -267,18 +254,26 @@ def test_no_bundle_and_no_compiler_says_what_to_precompile(tmp_path, monkeypatch
     with pytest.raises(LigerError) as e:
         ops.bundle_path(SPECS[2])
     message = str(e.value)
-    assert "no compiled kernels for swiglu:dtype=f32,hidden=1000" in message
+    assert "no compiled kernels for swiglu:dtype=f32,hidden=1000 (target sm_90a)" in message
     assert "python -m liger.ops precompile DIR 'swiglu:dtype=f32,hidden=1000'" in message
+    with pytest.raises(LigerError, match="python -m liger.ops precompile --target sm_80 DIR "
+                                         "'swiglu:dtype=f32,hidden=1000'"):
+        ops.bundle_path(SPECS[2].with_target("sm_80"))
 
 
 @needs_ptxas
 def test_command_line(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
     proc = subprocess.run([sys.executable, "-m", "liger.ops", "precompile", str(tmp_path),
-                           SPECS[4]], capture_output=True, text=True, env=env)
+                           str(SPECS[4])], capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith(SPECS[4] + " -> ")
-    assert os.path.isdir(tmp_path / ops.bundle_key(SPECS[4]))
+    assert proc.stdout.startswith(str(SPECS[4]) + " -> ")
+    assert os.path.isdir(tmp_path / SPECS[4].key())
+    proc = subprocess.run([sys.executable, "-m", "liger.ops", "precompile", "--target", "sm_80",
+                           str(tmp_path), str(SPECS[4])], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert '"arch": "sm_80"' in open(tmp_path / SPECS[4].with_target("sm_80").key() /
+                                     "manifest.json").read()
     proc = subprocess.run([sys.executable, "-m", "liger.ops", "precompile", str(tmp_path),
                            "gelu:hidden=3"], capture_output=True, text=True, env=env)
     assert proc.returncode == 1

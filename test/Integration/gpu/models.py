@@ -36,4 +36,4 @@ def specs():
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "examples"))
     import fsdp2_train
     out += lt.kernel_specs(types.SimpleNamespace(**fsdp2_train.CONFIG), "bf16")
-    return sorted(set(out))
+    return sorted(set(out), key=str)

@@ -98,11 +98,11 @@ def test_cross_entropy_and_its_gradient(name, inplace):
     gen = torch.Generator(device="cuda")
     gen.manual_seed(torch.seed())
     x = (torch.randn(tokens, vocab, generator=gen, device="cuda") * 2).to(dtype)
-    tdt = torch.int32 if "target_dtype=i32" in spec else torch.int64
+    tdt = torch.int32 if spec.target_dtype == "i32" else torch.int64
     t = torch.randint(0, vocab, (tokens,), generator=gen, device="cuda")
     t[::4] = kw.get("ignore_index", -100)
     t = t.to(tdt)
-    weighted = "weighted=1" in spec
+    weighted = spec.weighted
     w = torch.rand(vocab, generator=gen, device="cuda") + 0.5 if weighted else None
     leaf = x.clone().requires_grad_(True)
     # In place, the logits are an intermediate (as a loss's are): the

@@ -131,3 +131,27 @@ def test_patched_model_trains_as_the_original(family, dtype, lora, checkpointing
     assert loss_err <= loss_tol, (losses, ref_losses)
     assert not bad, bad
     assert losses[-1] < losses[0]  # it learns
+
+
+def test_a_patched_model_compiles_with_no_graph_break_on_the_gpu():
+    """torch._dynamo.explain over a patched tiny Llama's training step on
+    the GPU: one graph, no break (the liger ops are custom operators with
+    fake kernels; the fallback decisions are constants of the graph); then
+    torch.compile(fullgraph=True) trains as the eager patched model does."""
+    model = build("llama", "bf16")
+    assert lt.apply_liger_kernel(model) >= 8
+    vocab = models.TINY["llama"]["vocab_size"]
+    ids = torch.randint(0, vocab, (2, 64), device="cuda")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", lt.LigerFallbackWarning)
+        explained = torch._dynamo.explain(model)(input_ids=ids, labels=ids)
+    assert explained.graph_break_count == 0, [r.reason for r in explained.break_reasons]
+    assert explained.graph_count == 1
+    torch._dynamo.reset()
+    eager = build("llama", "bf16")
+    lt.apply_liger_kernel(eager)
+    loss = torch.compile(model, fullgraph=True)(input_ids=ids, labels=ids).loss
+    loss.backward()
+    ref = eager(input_ids=ids, labels=ids).loss
+    ref.backward()
+    assert abs(loss.item() - ref.item()) <= 1e-2 * abs(ref.item()), (loss.item(), ref.item())

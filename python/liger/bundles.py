@@ -1,0 +1,163 @@
+"""Where the kernels of a spec come from, loaded once per process.
+
+A spec's bundle is found, in this order:
+
+1. in a precompiled cache: `$LIGER_OPS_BUNDLES` (directories separated by
+   the path separator), where `python -m liger.ops precompile DIR SPEC...`
+   (or `precompile(DIR, specs)`) wrote it: the way to run on a machine
+   without the compiler (a GPU machine with only the runtime);
+2. in the user's bundle cache (liger.cache), compiled there on first use
+   where liger-compile is installed (an entry of another compiler is
+   compiled again), or as it is where no compiler is installed.
+
+Otherwise `bundle_path` raises LigerError naming the spec to precompile.
+Both are liger.cache caches: one layout, one key (`spec.key()`), one
+validation. A spec of target "cpu" is the reference lowering of its module
+(liger.reference.ReferenceBundle), for CPU tensors.
+"""
+
+import os
+import sys
+
+from . import cache, compiler, driver
+from .errors import LigerError
+from .specs import DEFAULT_TARGET, REFERENCE_TARGET, as_spec, target_for_capability
+
+_LOADED = {}
+_KERNELS = {}
+_TARGETS = {}
+
+
+def clear():
+    """Forgets every loaded bundle and kernel (they load again on next use)."""
+    _LOADED.clear()
+    _KERNELS.clear()
+    _TARGETS.clear()
+
+
+def cpu_reference_enabled():
+    """Whether calls on CPU tensors run the compiler's reference lowering
+    (`LIGER_OPS_CPU_REFERENCE=1`): every call runs its liger function
+    through liger-cpu-runner, seconds per call, for testing code that calls
+    liger.ops (a patched model, say) on a machine without a GPU."""
+    return os.environ.get("LIGER_OPS_CPU_REFERENCE", "") not in ("", "0")
+
+
+def device_target(device):
+    """The target of the kernels for tensors on `device` (a torch.device):
+    "sm_90a" on a GPU of compute capability 9.0, "sm_80" on 8.x, "cpu" on
+    the CPU with the reference lowering enabled. Raises LigerError where
+    liger has no kernels for the device."""
+    key = (device.type, device.index)
+    target = _TARGETS.get(key)
+    if target is None:
+        if device.type == "cuda":
+            import torch
+            major, minor = torch.cuda.get_device_capability(device)
+            target = target_for_capability(major, minor)
+            if target is None:
+                raise LigerError(
+                    "liger has no kernels for %s (compute capability %d.%d): its targets are "
+                    "sm_90a (9.0) and sm_80 (8.x)" % (torch.cuda.get_device_name(device),
+                                                      major, minor))
+        elif device.type == "cpu" and cpu_reference_enabled():
+            target = REFERENCE_TARGET
+        else:
+            raise LigerError("liger.ops runs on CUDA tensors, got tensors on %s%s" % (
+                device, " (LIGER_OPS_CPU_REFERENCE=1 runs CPU tensors through the slow "
+                "reference lowering, for tests)" if device.type == "cpu" else ""))
+        _TARGETS[key] = target
+    return target
+
+
+def precompiled_roots():
+    return [d for d in os.environ.get("LIGER_OPS_BUNDLES", "").split(os.pathsep) if d]
+
+
+def _compiler():
+    try:
+        return driver.find_tool("liger-compile")
+    except LigerError:
+        return None
+
+
+def bundle_path(spec):
+    """Where the bundle of `spec` is: precompiled, in the user's cache, or
+    compiled now."""
+    spec = as_spec(spec)
+    key = spec.key()
+    for root in precompiled_roots():
+        path = cache.Cache(root).lookup(key)
+        if path is not None:
+            return path
+    exe = _compiler()
+    if exe is None:
+        path = cache.Cache().lookup(key)
+        if path is not None:
+            return path
+        roots = precompiled_roots()
+        raise LigerError(
+            "no compiled kernels for %s (target %s)%s, and liger-compile is not installed "
+            "here: on a machine with the compiler run\n  python -m liger.ops precompile%s "
+            "DIR '%s'\nand set LIGER_OPS_BUNDLES=DIR here" % (
+                spec, spec.target, " in LIGER_OPS_BUNDLES=%s" % os.pathsep.join(roots)
+                if roots else "", "" if spec.target == DEFAULT_TARGET else
+                " --target " + spec.target, spec))
+    return compiler.compile(spec.module_text(), tool=exe, meta=dict(spec=str(spec)),
+                            **spec.compile_options()).path
+
+
+def precompile(out_dir, specs, target=None):
+    """Compiles each spec (a Spec, or its text for `target`, default
+    sm_90a) into the cache `out_dir` (needs liger-compile), keeping an entry
+    already there only when this compiler made it. Returns the bundle
+    paths."""
+    paths = []
+    exe = driver.find_tool("liger-compile")
+    for spec in specs:
+        spec = as_spec(spec, target or DEFAULT_TARGET)
+        if target is not None and spec.target != target:
+            spec = spec.with_target(target)
+        paths.append(compiler.compile(spec.module_text(), tool=exe, cache_dir=out_dir,
+                                      meta=dict(spec=str(spec)),
+                                      **spec.compile_options()).path)
+    return paths
+
+
+def load(spec):
+    """The bundle of `spec`, loaded once per process: the compiled kernels
+    (liger.runtime), or for target "cpu" the reference functions."""
+    spec = as_spec(spec)
+    bundle = _LOADED.get(spec)
+    if bundle is None:
+        if spec.target == REFERENCE_TARGET:
+            from .reference import ReferenceBundle
+            bundle = ReferenceBundle(spec.module_text(), options=spec.compile_options(),
+                                     name=str(spec))
+        else:
+            from . import runtime
+            bundle = runtime.load(bundle_path(spec))
+        _LOADED[spec] = bundle
+        if os.environ.get("LIGER_DEBUG"):
+            print("liger.ops: %s from %s" % (spec, bundle.path), file=sys.stderr)
+    return bundle
+
+
+def kernels(spec):
+    """(forward, backward) kernels of a spec's module (@fwd, @bwd; None for
+    a module without @bwd), loaded once per process."""
+    pair = _KERNELS.get(spec)
+    if pair is None:
+        bundle = load(spec)
+        pair = _KERNELS[spec] = (bundle["fwd_rowwise_0"], bundle.kernels.get("bwd_rowwise_0"))
+    return pair
+
+
+def loss_plan_kernels(spec):
+    """The kernels of one chunk of a planned loss (its stage -> kernel)."""
+    pair = _KERNELS.get(spec)
+    if pair is None:
+        bundle = load(spec)
+        (plan,) = bundle.plans
+        pair = _KERNELS[spec] = {stage: bundle[name] for stage, name in plan["kernels"].items()}
+    return pair

@@ -1,0 +1,418 @@
+"""liger.ops' kernels as PyTorch operators: torch.ops.liger.*.
+
+Each op is a `torch.library.custom_op` in the `liger` namespace whose
+schema holds what configures its kernel (ints, floats, strings), so one
+operator serves every configuration; a fake implementation gives exact
+output shapes, dtypes and strides (contiguous), so `torch.compile` traces
+through the ops with no graph break; `register_autograd` pairs a forward
+with its backward operator. The implementation builds the op's spec for
+the tensors' device (liger.specs; the target from the device), finds its
+kernels once per spec (liger.bundles) and launches them, or runs their
+reference functions on CPU tensors.
+
+    liger::rms_norm(x, weight, eps, offset, casting) -> (y, rstd)
+    liger::rms_norm_backward(dy, x, weight, rstd, eps, offset, casting) -> (dx, dweight)
+    liger::swiglu(gate, up) -> y                  liger::swiglu_backward(dy, gate, up)
+    liger::geglu(gate, up, approximate) -> y      liger::geglu_backward(dy, gate, up, approximate)
+    liger::softmax(x) -> y                        liger::softmax_backward(dy, y)
+    liger::rope(q, k, cos, sin) -> (q, k)         liger::rope_backward(dq, dk, cos, sin)
+    liger::cross_entropy(logits, target, weight?, ...) -> (loss, grad)
+    liger::cross_entropy_(logits!, target, weight?, ...) -> loss   (the gradient over logits)
+    liger::fused_linear_cross_entropy(hidden, weight, target, class_weight?, ...,
+                                      memory_budget, dw_f32, want_dx, want_dw)
+        -> (loss, dhidden, dweight)
+
+Row ops take [..., H] inputs and flatten their leading dimensions into
+rows, on the GPU and on the CPU alike; every implementation makes its
+inputs contiguous (a copy where they are not). The ops trust their
+arguments: liger.ops validates them before calling.
+"""
+
+import functools
+from typing import Optional, Tuple
+
+import torch
+from torch import Tensor
+
+from . import bundles, specs
+from .loss_plan import chunked_loss, plan_chunks
+
+F32 = torch.float32
+
+
+@functools.lru_cache(maxsize=None)
+def _spec(make, args, device):
+    """The spec `make(*args)` for tensors on `device` (built once)."""
+    return make(*args, target=bundles.device_target(device))
+
+
+def clear():
+    """Forgets every spec and kernel (they load again on next use)."""
+    _spec.cache_clear()
+    bundles.clear()
+
+
+def _pair(make, args, device):
+    return bundles.kernels(_spec(make, args, device))
+
+
+def _rows(t):
+    """t as contiguous [rows, H] (itself when it is one already)."""
+    if t.dim() == 2 and t.is_contiguous():
+        return t
+    return t.reshape(-1, t.shape[-1]).contiguous()
+
+
+def _shaped(y, like):
+    """y, a [rows, H] output, in the shape of the input `like`."""
+    return y if y.dim() == like.dim() else y.view(like.shape)
+
+
+def _is_one(dloss):
+    """Whether the incoming gradient is 1 (checked only when running, not
+    while a graph is traced: then the product is always formed)."""
+    from torch._subclasses.fake_tensor import is_fake
+    if torch.compiler.is_compiling() or is_fake(dloss) or \
+            torch._C._functorch.is_functorch_wrapped_tensor(dloss):
+        return False
+    return bool(torch.equal(dloss, torch.ones_like(dloss)))
+
+
+def _scaled(grad, dloss):
+    return grad if _is_one(dloss) else grad * dloss.to(grad.dtype)
+
+
+# --- RMSNorm ---------------------------------------------------------------
+
+def _rms_norm_args(x, weight, eps, offset, casting):
+    return (x.shape[-1], x.dtype, weight.dtype, eps, offset, casting)
+
+
+@torch.library.custom_op("liger::rms_norm", mutates_args=())
+def rms_norm(x: Tensor, weight: Tensor, eps: float, offset: float,
+             casting: str) -> Tuple[Tensor, Tensor]:
+    fwd, _ = _pair(specs.rms_norm_spec, _rms_norm_args(x, weight, eps, offset, casting),
+                   x.device)
+    y, rstd = fwd(_rows(x), weight.contiguous())
+    return _shaped(y, x), rstd.view(x.shape[:-1])
+
+
+@rms_norm.register_fake
+def _(x, weight, eps, offset, casting):
+    return torch.empty_like(x, memory_format=torch.contiguous_format), \
+        x.new_empty(x.shape[:-1], dtype=F32)
+
+
+@torch.library.custom_op("liger::rms_norm_backward", mutates_args=())
+def rms_norm_backward(dy: Tensor, x: Tensor, weight: Tensor, rstd: Tensor, eps: float,
+                      offset: float, casting: str) -> Tuple[Tensor, Tensor]:
+    _, bwd = _pair(specs.rms_norm_spec, _rms_norm_args(x, weight, eps, offset, casting),
+                   x.device)
+    dx, dw = bwd(_rows(dy), _rows(x), weight.contiguous(), rstd.reshape(-1).contiguous())
+    return _shaped(dx, x), dw
+
+
+@rms_norm_backward.register_fake
+def _(dy, x, weight, rstd, eps, offset, casting):
+    return torch.empty_like(x, memory_format=torch.contiguous_format), \
+        torch.empty_like(weight, memory_format=torch.contiguous_format)
+
+
+def _rms_norm_setup(ctx, inputs, output):
+    x, weight, eps, offset, casting = inputs
+    ctx.save_for_backward(x, weight, output[1])
+    ctx.config = (eps, offset, casting)
+    ctx.mark_non_differentiable(output[1])
+
+
+def _rms_norm_grad(ctx, dy, _drstd):
+    x, weight, rstd = ctx.saved_tensors
+    dx, dw = rms_norm_backward(dy, x, weight, rstd, *ctx.config)
+    return dx, dw, None, None, None
+
+
+rms_norm.register_autograd(_rms_norm_grad, setup_context=_rms_norm_setup)
+
+
+# --- SwiGLU, GeGLU ---------------------------------------------------------
+
+@torch.library.custom_op("liger::swiglu", mutates_args=())
+def swiglu(gate: Tensor, up: Tensor) -> Tensor:
+    fwd, _ = _pair(specs.swiglu_spec, (gate.shape[-1], gate.dtype), gate.device)
+    return _shaped(fwd(_rows(gate), _rows(up)), gate)
+
+
+@torch.library.custom_op("liger::swiglu_backward", mutates_args=())
+def swiglu_backward(dy: Tensor, gate: Tensor, up: Tensor) -> Tuple[Tensor, Tensor]:
+    _, bwd = _pair(specs.swiglu_spec, (gate.shape[-1], gate.dtype), gate.device)
+    dg, du = bwd(_rows(dy), _rows(gate), _rows(up))
+    return _shaped(dg, gate), _shaped(du, gate)
+
+
+@torch.library.custom_op("liger::geglu", mutates_args=())
+def geglu(gate: Tensor, up: Tensor, approximate: str) -> Tensor:
+    fwd, _ = _pair(specs.geglu_spec, (gate.shape[-1], gate.dtype, approximate), gate.device)
+    return _shaped(fwd(_rows(gate), _rows(up)), gate)
+
+
+@torch.library.custom_op("liger::geglu_backward", mutates_args=())
+def geglu_backward(dy: Tensor, gate: Tensor, up: Tensor,
+                   approximate: str) -> Tuple[Tensor, Tensor]:
+    _, bwd = _pair(specs.geglu_spec, (gate.shape[-1], gate.dtype, approximate), gate.device)
+    dg, du = bwd(_rows(dy), _rows(gate), _rows(up))
+    return _shaped(dg, gate), _shaped(du, gate)
+
+
+def _like(t):
+    return torch.empty_like(t, memory_format=torch.contiguous_format)
+
+
+@swiglu.register_fake
+def _(gate, up):
+    return _like(gate)
+
+
+@geglu.register_fake
+def _(gate, up, approximate):
+    return _like(gate)
+
+
+@swiglu_backward.register_fake
+def _(dy, gate, up):
+    return _like(gate), _like(gate)
+
+
+@geglu_backward.register_fake
+def _(dy, gate, up, approximate):
+    return _like(gate), _like(gate)
+
+
+def _gated_setup(ctx, inputs, output):
+    ctx.save_for_backward(inputs[0], inputs[1])
+    ctx.config = tuple(inputs[2:])
+
+
+def _swiglu_grad(ctx, dy):
+    return swiglu_backward(dy, *ctx.saved_tensors)
+
+
+def _geglu_grad(ctx, dy):
+    return geglu_backward(dy, *ctx.saved_tensors, *ctx.config) + (None,)
+
+
+swiglu.register_autograd(_swiglu_grad, setup_context=_gated_setup)
+geglu.register_autograd(_geglu_grad, setup_context=_gated_setup)
+
+
+# --- softmax ---------------------------------------------------------------
+
+@torch.library.custom_op("liger::softmax", mutates_args=())
+def softmax(x: Tensor) -> Tensor:
+    fwd, _ = _pair(specs.softmax_spec, (x.shape[-1], x.dtype), x.device)
+    return _shaped(fwd(_rows(x)), x)
+
+
+@torch.library.custom_op("liger::softmax_backward", mutates_args=())
+def softmax_backward(dy: Tensor, y: Tensor) -> Tensor:
+    _, bwd = _pair(specs.softmax_spec, (y.shape[-1], y.dtype), y.device)
+    return _shaped(bwd(_rows(dy), _rows(y)), y)
+
+
+@softmax.register_fake
+def _(x):
+    return _like(x)
+
+
+@softmax_backward.register_fake
+def _(dy, y):
+    return _like(y)
+
+
+def _softmax_setup(ctx, inputs, output):
+    ctx.save_for_backward(output)
+
+
+def _softmax_grad(ctx, dy):
+    (y,) = ctx.saved_tensors
+    return softmax_backward(dy, y)
+
+
+softmax.register_autograd(_softmax_grad, setup_context=_softmax_setup)
+
+
+# --- RoPE ------------------------------------------------------------------
+
+def _rope_args(q, k, cos):
+    return (q.shape[1], k.shape[1], q.shape[-1], q.dtype, cos.shape[0] == 1)
+
+
+@torch.library.custom_op("liger::rope", mutates_args=())
+def rope(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor) -> Tuple[Tensor, Tensor]:
+    fwd, _ = _pair(specs.rope_spec, _rope_args(q, k, cos), q.device)
+    return fwd(q.contiguous(), k.contiguous(), cos.contiguous(), sin.contiguous())
+
+
+@torch.library.custom_op("liger::rope_backward", mutates_args=())
+def rope_backward(dq: Tensor, dk: Tensor, cos: Tensor, sin: Tensor) -> Tuple[Tensor, Tensor]:
+    _, bwd = _pair(specs.rope_spec, _rope_args(dq, dk, cos), dq.device)
+    return bwd(dq.contiguous(), dk.contiguous(), cos.contiguous(), sin.contiguous())
+
+
+@rope.register_fake
+def _(q, k, cos, sin):
+    return _like(q), _like(k)
+
+
+@rope_backward.register_fake
+def _(dq, dk, cos, sin):
+    return _like(dq), _like(dk)
+
+
+def _rope_setup(ctx, inputs, output):
+    ctx.save_for_backward(inputs[2], inputs[3])
+
+
+def _rope_grad(ctx, dq, dk):
+    cos, sin = ctx.saved_tensors
+    gq, gk = rope_backward(dq, dk, cos, sin)
+    return gq, gk, None, None
+
+
+rope.register_autograd(_rope_grad, setup_context=_rope_setup)
+
+
+# --- cross-entropy ---------------------------------------------------------
+
+def _ce_launch(logits, target, weight, ignore_index, label_smoothing, reduction, softcap,
+               lse_square_scale, grad):
+    """The loss, with the gradient of a unit incoming gradient written into
+    `grad` (the logits themselves, in place)."""
+    fwd, _ = _pair(specs.cross_entropy_spec, (
+        logits.shape[-1], logits.dtype, target.dtype, ignore_index, label_smoothing, reduction,
+        softcap, lse_square_scale, weight is not None), logits.device)
+    shape = target.shape if reduction == "none" else ()
+    one = torch.ones(shape, dtype=F32, device=logits.device)
+    loss = torch.empty(shape, dtype=F32, device=logits.device)
+    rows = logits.view(-1, logits.shape[-1])
+    fwd(rows, target.reshape(-1).contiguous(),
+        *([weight.contiguous()] if weight is not None else []),
+        one.view(-1) if reduction == "none" else one,
+        out=[loss.view(-1) if reduction == "none" else loss, grad.view(rows.shape)])
+    return loss
+
+
+@torch.library.custom_op("liger::cross_entropy", mutates_args=())
+def cross_entropy(logits: Tensor, target: Tensor, weight: Optional[Tensor], ignore_index: int,
+                  label_smoothing: float, reduction: str, softcap: float,
+                  lse_square_scale: float) -> Tuple[Tensor, Tensor]:
+    logits = logits.contiguous()
+    grad = torch.empty_like(logits)
+    loss = _ce_launch(logits, target, weight, ignore_index, label_smoothing, reduction,
+                      softcap, lse_square_scale, grad)
+    return loss, grad
+
+
+@cross_entropy.register_fake
+def _(logits, target, weight, ignore_index, label_smoothing, reduction, softcap,
+      lse_square_scale):
+    shape = target.shape if reduction == "none" else ()
+    return logits.new_empty(shape, dtype=F32), _like(logits)
+
+
+@torch.library.custom_op("liger::cross_entropy_", mutates_args=("logits",))
+def cross_entropy_(logits: Tensor, target: Tensor, weight: Optional[Tensor], ignore_index: int,
+                   label_smoothing: float, reduction: str, softcap: float,
+                   lse_square_scale: float) -> Tensor:
+    # The kernel reads each chunk of a row before writing its gradient there
+    # (Liger-Kernel's memory saving); contiguous logits (liger.ops checks).
+    return _ce_launch(logits, target, weight, ignore_index, label_smoothing, reduction,
+                      softcap, lse_square_scale, logits)
+
+
+@cross_entropy_.register_fake
+def _(logits, target, weight, ignore_index, label_smoothing, reduction, softcap,
+      lse_square_scale):
+    return logits.new_empty(target.shape if reduction == "none" else (), dtype=F32)
+
+
+def _ce_setup(ctx, inputs, output):
+    ctx.save_for_backward(output[1])
+    ctx.none = inputs[5] == "none"
+    ctx.mark_non_differentiable(output[1])
+
+
+def _ce_grad(ctx, dloss, _dgrad):
+    (grad,) = ctx.saved_tensors
+    grad = grad * dloss.unsqueeze(-1).to(grad.dtype) if ctx.none else _scaled(grad, dloss)
+    return (grad,) + (None,) * 7
+
+
+cross_entropy.register_autograd(_ce_grad, setup_context=_ce_setup)
+
+
+class CrossEntropyInPlace(torch.autograd.Function):
+    """liger::cross_entropy_ made differentiable: the forward writes the
+    gradient over the logits (an operator that mutates its input takes no
+    registered autograd formula), the backward scales it."""
+
+    @staticmethod
+    def forward(ctx, logits, target, weight, *config):
+        grad = logits.detach()
+        loss = cross_entropy_(grad, target, weight, *config)
+        ctx.save_for_backward(grad)
+        ctx.none = config[2] == "none"
+        return loss
+
+    @staticmethod
+    def backward(ctx, dloss):
+        (grad,) = ctx.saved_tensors
+        grad = grad * dloss.unsqueeze(-1).to(grad.dtype) if ctx.none else _scaled(grad, dloss)
+        return (grad,) + (None,) * 7
+
+
+# --- fused linear cross-entropy --------------------------------------------
+
+@torch.library.custom_op("liger::fused_linear_cross_entropy", mutates_args=())
+def fused_linear_cross_entropy(
+        hidden: Tensor, weight: Tensor, target: Tensor, class_weight: Optional[Tensor],
+        ignore_index: int, label_smoothing: float, reduction: str, softcap: float,
+        lse_square_scale: float, memory_budget: int, dw_f32: bool, want_dx: bool,
+        want_dw: bool) -> Tuple[Tensor, Tensor, Tensor]:
+    v, h = weight.shape
+    spec = _spec(specs.fused_linear_cross_entropy_spec, (
+        v, h, hidden.dtype, target.dtype, ignore_index, label_smoothing, reduction, softcap,
+        lse_square_scale, class_weight is not None, dw_f32), hidden.device)
+    x = _rows(hidden)
+    plan = plan_chunks(x.shape[0], v, spec.dtype, memory_budget)
+    loss, dx, dw = chunked_loss(
+        bundles.loss_plan_kernels(spec), x, weight.contiguous(),
+        target.reshape(-1).contiguous(),
+        class_weight.contiguous() if class_weight is not None else None,
+        plan["chunk_tokens"], reduction == "mean", ignore_index, want_dx, want_dw, dw_f32)
+    return (loss, dx.view(hidden.shape) if want_dx else hidden.new_empty(0),
+            dw if want_dw else weight.new_empty(0))
+
+
+@fused_linear_cross_entropy.register_fake
+def _(hidden, weight, target, class_weight, ignore_index, label_smoothing, reduction, softcap,
+      lse_square_scale, memory_budget, dw_f32, want_dx, want_dw):
+    return (hidden.new_empty((), dtype=F32),
+            _like(hidden) if want_dx else hidden.new_empty(0),
+            _like(weight) if want_dw else weight.new_empty(0))
+
+
+def _flce_setup(ctx, inputs, output):
+    _, dx, dw = output
+    ctx.save_for_backward(dx, dw)
+    ctx.want = inputs[-2:]
+    ctx.mark_non_differentiable(dx, dw)
+
+
+def _flce_grad(ctx, dloss, _ddx, _ddw):
+    dx, dw = ctx.saved_tensors
+    want_dx, want_dw = ctx.want
+    return (_scaled(dx, dloss) if want_dx else None,
+            _scaled(dw, dloss) if want_dw else None) + (None,) * 11
+
+
+fused_linear_cross_entropy.register_autograd(_flce_grad, setup_context=_flce_setup)

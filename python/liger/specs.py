@@ -1,0 +1,527 @@
+"""What configures a liger.ops kernel: one frozen dataclass per op.
+
+A spec holds everything that changes the compiled kernel (the op, its
+attributes, the static sizes, the dtypes and the target) and nothing else;
+the token count is dynamic. Constructing one validates every field (types,
+ranges, finite floats, enums from a fixed set, ints in int64 range): a spec
+that exists is one whose module text can be formed, so nothing a user
+passes reaches the IR unchecked. Builders (`rms_norm_spec`, ...) take torch
+dtypes or "bf16"/"f16"/"f32" and Python numbers; `parse_spec` reads the
+`op:key=value,...` form that `str(spec)` writes (what `python -m liger.ops
+precompile` takes); `spec.key()` names its bundle in the cache.
+
+    spec = rms_norm_spec(4096, torch.bfloat16, eps=1e-6)
+    str(spec)          # rms_norm:casting=llama,dtype=bf16,eps=1e-06,...
+    spec.module_text() # the liger module: @fwd and @bwd
+    spec.key()         # sha256 of the module, the compile options, the target
+
+The target: "sm_90a" (Hopper), "sm_80" (Ampere and Ada, the mma.sync
+templates) or "cpu" (the reference lowering, for CPU tensors);
+`target_for_capability` maps a GPU's compute capability to it.
+"""
+
+import dataclasses
+import math
+import numbers
+from typing import ClassVar, Optional
+
+from .cache import bundle_key, compile_options
+from .errors import LigerTypeError, LigerValueError
+
+DTYPES = ("bf16", "f16", "f32")
+TARGET_DTYPES = ("i32", "i64")
+GPU_TARGETS = ("sm_90a", "sm_80")
+REFERENCE_TARGET = "cpu"
+TARGETS = GPU_TARGETS + (REFERENCE_TARGET,)
+DEFAULT_TARGET = "sm_90a"
+INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
+# Static sizes are tensor dimensions of the module (i32 index arithmetic in
+# the kernels).
+MAX_SIZE = 2 ** 31 - 1
+BYTES = {"bf16": 2, "f16": 2, "f32": 4}
+_TORCH_NAMES = {"torch.bfloat16": "bf16", "torch.float16": "f16", "torch.float32": "f32",
+                "torch.int32": "i32", "torch.int64": "i64"}
+
+
+def target_for_capability(major, minor):
+    """The target of a GPU of compute capability major.minor, or None where
+    liger has no kernels for it: sm_90a on Hopper (9.0), sm_80 through the
+    mma.sync templates on Ampere and Ada (8.x)."""
+    if (major, minor) == (9, 0):
+        return "sm_90a"
+    if major == 8:
+        return "sm_80"
+    return None
+
+
+# --- the checks every argument goes through (one rule each) ---------------
+
+def check_int(name, value, lo=INT64_MIN, hi=INT64_MAX):
+    """`value` as an int: an integer (not a bool, not a float) in [lo, hi]."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise LigerTypeError("%s must be an int, got %r" % (name, value))
+    value = int(value)
+    if not lo <= value <= hi:
+        raise LigerValueError("%s must be in [%d, %d], got %d" % (name, lo, hi, value))
+    return value
+
+
+def check_float(name, value, lo=None, hi=None, lo_open=False):
+    """`value` as a float: a finite real number (not a bool) in [lo, hi]
+    (or (lo, hi] with lo_open)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise LigerTypeError("%s must be a number, got %r" % (name, value))
+    value = float(value)
+    if not math.isfinite(value):
+        raise LigerValueError("%s must be finite, got %r" % (name, value))
+    if lo is not None and (value <= lo if lo_open else value < lo):
+        raise LigerValueError("%s must be %s %r, got %r" % (name, ">" if lo_open else ">=",
+                                                             lo, value))
+    if hi is not None and value > hi:
+        raise LigerValueError("%s must be <= %r, got %r" % (name, hi, value))
+    return value
+
+
+def check_choice(name, value, choices):
+    """`value`, one of the strings `choices`."""
+    if not isinstance(value, str) or value not in choices:
+        raise LigerValueError("%s must be one of %s, got %r" % (
+            name, ", ".join(repr(c) for c in choices), value))
+    return value
+
+
+def check_bool(name, value):
+    """`value`, a bool (not 0 or 1)."""
+    if not isinstance(value, bool):
+        raise LigerTypeError("%s must be a bool, got %r" % (name, value))
+    return value
+
+
+def dtype_name(dtype, name="dtype", allowed=DTYPES):
+    """"bf16" for torch.bfloat16 or "bf16" (and so on), one of `allowed`."""
+    text = _TORCH_NAMES.get(str(dtype), str(dtype))
+    if text not in allowed:
+        raise LigerTypeError("%s must be %s, got %s" % (name, " or ".join(allowed), dtype))
+    return text
+
+
+def check_softcap(value):
+    """A logit softcap: None or 0 mean none (0.0 here); otherwise a finite
+    number > 0."""
+    if value is None:
+        return 0.0
+    value = check_float("softcap", value)
+    if value < 0:
+        raise LigerValueError("softcap must be None, 0 (no softcap) or > 0, got %r" % value)
+    return value
+
+
+# --- specs ----------------------------------------------------------------
+
+def _size(name, value):
+    return check_int(name, value, 1, MAX_SIZE)
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    """The configuration of one liger.ops kernel module (a base class: one
+    subclass per op)."""
+
+    op: ClassVar[str] = ""
+
+    def __post_init__(self):
+        for name, value in self._checked().items():
+            object.__setattr__(self, name, value)
+
+    def _checked(self):
+        """The fields, validated and normalized (the op's rules)."""
+        raise NotImplementedError
+
+    def __str__(self):
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                  if f.name != "target"}
+        return self.op + ":" + ",".join("%s=%s" % (k, _text(v)) for k, v in
+                                        sorted(self._string_fields(fields).items()))
+
+    def _string_fields(self, fields):
+        return fields
+
+    def module_text(self):
+        """The liger module the kernels are compiled from."""
+        raise NotImplementedError
+
+    def compile_options(self):
+        """liger-compile's options for the module (the target among them),
+        as liger.compiler.compile takes them."""
+        return dict(target=self.target)
+
+    def key(self):
+        """The name of the spec's bundle in a cache: a hash of the module
+        text and the compile options (the target is one)."""
+        return bundle_key(self.module_text(), compile_options(**self.compile_options()))
+
+    def with_target(self, target):
+        return dataclasses.replace(self, target=target)
+
+
+def _text(value):
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)
+
+
+def _common(spec):
+    return dict(dtype=dtype_name(spec.dtype), target=check_choice("target", spec.target, TARGETS))
+
+
+@dataclasses.dataclass(frozen=True)
+class RMSNormSpec(Spec):
+    op: ClassVar[str] = "rms_norm"
+    hidden: int
+    dtype: str
+    weight_dtype: str
+    eps: float
+    offset: float
+    casting: str
+    target: str = DEFAULT_TARGET
+
+    def _checked(self):
+        return dict(_common(self), hidden=_size("hidden", self.hidden),
+                    weight_dtype=dtype_name(self.weight_dtype, "weight_dtype"),
+                    eps=check_float("eps", self.eps, 0.0),
+                    offset=check_float("offset", self.offset),
+                    casting=check_choice("casting", self.casting, ("llama", "gemma", "none")))
+
+    def module_text(self):
+        X = "tensor<?x%dx%s>" % (self.hidden, self.dtype)
+        W = "tensor<%dx%s>" % (self.hidden, self.weight_dtype)
+        grad_attrs = "offset = %.9e casting = %s" % (self.offset, self.casting)
+        attrs = "eps = %.9e %s" % (self.eps, grad_attrs)
+        return f"""func.func @fwd(%x: {X}, %w: {W}) -> ({X}, tensor<?xf32>) {{
+  %y, %r = liger.rms_norm %x, %w {attrs} rstd : {X}, {W}
+  return %y, %r : {X}, tensor<?xf32>
+}}
+func.func @bwd(%dy: {X}, %x: {X}, %w: {W}, %r: tensor<?xf32>) -> ({X}, {W}) {{
+  %dx, %dw = liger.rms_norm_grad %dy, %x, %w, %r {grad_attrs} : {X}, {W}, tensor<?xf32>
+  return %dx, %dw : {X}, {W}
+}}
+"""
+
+
+@dataclasses.dataclass(frozen=True)
+class _RowSpec(Spec):
+    """An op over rows of `hidden` features of one dtype."""
+
+    hidden: int
+    dtype: str
+    target: str = DEFAULT_TARGET
+
+    def _checked(self):
+        return dict(_common(self), hidden=_size("hidden", self.hidden))
+
+
+@dataclasses.dataclass(frozen=True)
+class SwiGLUSpec(_RowSpec):
+    op: ClassVar[str] = "swiglu"
+
+    def _attrs(self):
+        return ""
+
+    def module_text(self):
+        X = "tensor<?x%dx%s>" % (self.hidden, self.dtype)
+        op, attrs = self.op, self._attrs()
+        return f"""func.func @fwd(%g: {X}, %u: {X}) -> {X} {{
+  %y = liger.{op} %g, %u{attrs} : {X}
+  return %y : {X}
+}}
+func.func @bwd(%dy: {X}, %g: {X}, %u: {X}) -> ({X}, {X}) {{
+  %dg, %du = liger.{op}_grad %dy, %g, %u{attrs} : {X}
+  return %dg, %du : {X}, {X}
+}}
+"""
+
+
+@dataclasses.dataclass(frozen=True)
+class GeGLUSpec(SwiGLUSpec):
+    op: ClassVar[str] = "geglu"
+    approximate: str = "tanh"
+
+    def _checked(self):
+        return dict(super()._checked(),
+                    approximate=check_choice("approximate", self.approximate, ("tanh", "none")))
+
+    def _attrs(self):
+        return " approximate = %s" % self.approximate
+
+
+@dataclasses.dataclass(frozen=True)
+class SoftmaxSpec(_RowSpec):
+    op: ClassVar[str] = "softmax"
+
+    def module_text(self):
+        X = "tensor<?x%dx%s>" % (self.hidden, self.dtype)
+        return f"""func.func @fwd(%x: {X}) -> {X} {{
+  %y = liger.softmax %x : {X}
+  return %y : {X}
+}}
+func.func @bwd(%dy: {X}, %y: {X}) -> {X} {{
+  %dx = liger.softmax_grad %dy, %y : {X}
+  return %dx : {X}
+}}
+"""
+
+
+@dataclasses.dataclass(frozen=True)
+class RoPESpec(Spec):
+    op: ClassVar[str] = "rope"
+    q_heads: int
+    k_heads: int
+    head_dim: int
+    dtype: str
+    broadcast_tables: bool
+    target: str = DEFAULT_TARGET
+
+    def _checked(self):
+        head_dim = _size("head_dim", self.head_dim)
+        if head_dim % 2:
+            raise LigerValueError("head_dim must be even (RoPE rotates the two halves of a "
+                                  "head), got %d" % head_dim)
+        return dict(_common(self), q_heads=_size("q_heads", self.q_heads),
+                    k_heads=_size("k_heads", self.k_heads), head_dim=head_dim,
+                    broadcast_tables=check_bool("broadcast_tables", self.broadcast_tables))
+
+    def module_text(self):
+        dt, d = self.dtype, self.head_dim
+        Q = "tensor<?x%dx?x%dx%s>" % (self.q_heads, d, dt)
+        K = "tensor<?x%dx?x%dx%s>" % (self.k_heads, d, dt)
+        C = "tensor<%sx?x%dx%s>" % ("1" if self.broadcast_tables else "?", d, dt)
+        return "\n".join(f"""func.func @{fn}(%q: {Q}, %k: {K}, %c: {C}, %s: {C}) -> ({Q}, {K}) {{
+  %a, %b = {name} %q, %k, %c, %s : {Q}, {K}, {C}
+  return %a, %b : {Q}, {K}
+}}""" for fn, name in (("fwd", "liger.rope"), ("bwd", "liger.rope_grad"))) + "\n"
+
+
+@dataclasses.dataclass(frozen=True)
+class CrossEntropySpec(Spec):
+    op: ClassVar[str] = "cross_entropy"
+    vocab: int
+    dtype: str
+    target_dtype: str = "i64"
+    ignore_index: int = -100
+    label_smoothing: float = 0.0
+    reduction: str = "mean"
+    softcap: float = 0.0
+    lse_square_scale: float = 0.0
+    weighted: bool = False
+    target: str = DEFAULT_TARGET
+
+    REDUCTIONS: ClassVar[tuple] = ("mean", "sum", "none")
+
+    def _checked(self):
+        return dict(_common(self), vocab=_size("vocab", self.vocab),
+                    target_dtype=dtype_name(self.target_dtype, "target_dtype", TARGET_DTYPES),
+                    ignore_index=check_int("ignore_index", self.ignore_index),
+                    label_smoothing=check_float("label_smoothing", self.label_smoothing,
+                                                0.0, 1.0),
+                    reduction=check_choice("reduction", self.reduction, self.REDUCTIONS),
+                    softcap=check_softcap(self.softcap),
+                    lse_square_scale=check_float("lse_square_scale", self.lse_square_scale,
+                                                 0.0),
+                    weighted=check_bool("weighted", self.weighted))
+
+    def attributes(self):
+        """The cross-entropy attributes, in the ops' syntax order."""
+        attrs = "ignore_index = %d label_smoothing = %.9e reduction = %s" % (
+            self.ignore_index, self.label_smoothing, self.reduction)
+        if self.softcap > 0:
+            attrs += " softcap = %.9e" % self.softcap
+        return attrs + " lse_square_scale = %.9e" % self.lse_square_scale
+
+    def module_text(self):
+        X = "tensor<?x%dx%s>" % (self.vocab, self.dtype)
+        T = "tensor<?x%s>" % self.target_dtype
+        L = "tensor<?xf32>" if self.reduction == "none" else "tensor<f32>"
+        W = "tensor<%dxf32>" % self.vocab
+        wparam = ", %%w: %s" % W if self.weighted else ""
+        wuse = " weight(%%w : %s)" % W if self.weighted else ""
+        attrs = self.attributes()
+        # The loss and its gradient for the incoming gradient %g: one kernel
+        # (liger-fuse-cross-entropy-grad).
+        return f"""func.func @fwd(%x: {X}, %t: {T}{wparam}, %g: {L}) -> ({L}, {X}) {{
+  %l = liger.cross_entropy %x, %t{wuse} {attrs} : {X}, {T}
+  %d = liger.cross_entropy_grad %x, %t, %g{wuse} {attrs} : {X}, {T}, {L}
+  return %l, %d : {L}, {X}
+}}
+"""
+
+
+def fused_linear_cross_entropy_unsupported_shape(vocab, hidden):
+    """Why the matmul kernels cannot take an lm_head [vocab, hidden] (their
+    TMA and cp.async copies move 16-byte rows: both sizes multiples of 8 at
+    2 bytes an element), or None."""
+    if int(vocab) % 8 or int(hidden) % 8:
+        return ("liger.ops.fused_linear_cross_entropy needs an lm_head whose vocabulary and "
+                "hidden sizes are multiples of 8 (its matmul kernels move 16-byte rows), got "
+                "[%d, %d]; use liger.ops.cross_entropy on the logits" % (int(vocab),
+                                                                          int(hidden)))
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class FusedLinearCrossEntropySpec(CrossEntropySpec):
+    op: ClassVar[str] = "fused_linear_cross_entropy"
+    hidden: int = 0
+    dw_f32: bool = False
+
+    # A per-token loss cannot have its weight gradient formed before its
+    # incoming gradient is known.
+    REDUCTIONS: ClassVar[tuple] = ("mean", "sum")
+
+    def _checked(self):
+        checked = super()._checked()
+        checked["hidden"] = _size("hidden", self.hidden)
+        checked["dw_f32"] = check_bool("dw_f32", self.dw_f32)
+        if checked["dtype"] == "f32":
+            raise LigerTypeError(
+                "liger.ops.fused_linear_cross_entropy takes bf16 or f16 (its matmul kernels "
+                "are wgmma's and mma.sync's); for f32 use liger.ops.cross_entropy on the "
+                "logits")
+        why = fused_linear_cross_entropy_unsupported_shape(checked["vocab"], checked["hidden"])
+        if why:
+            raise LigerValueError(why)
+        if checked["weighted"] and checked["lse_square_scale"] > 0 and \
+                checked["reduction"] == "mean":
+            raise LigerValueError(
+                "liger.ops.fused_linear_cross_entropy: class weights with a z-loss and "
+                "reduction=mean divide the two terms by different totals; use "
+                "liger.ops.cross_entropy on materialized logits")
+        return checked
+
+    def _string_fields(self, fields):
+        if not self.dw_f32:  # (only when set: the specs before it keep their text)
+            fields = dict(fields)
+            del fields["dw_f32"]
+        return fields
+
+    def compile_options(self):
+        """The matmul templates and the loss plan (liger-compile
+        --matmul-kernels; --loss-dw-f32 sums dW in f32)."""
+        return dict(super().compile_options(), matmul_kernels=True, loss_dw_f32=self.dw_f32)
+
+    def module_text(self):
+        """The lm_head's loss and its gradient as the two liger ops, in one
+        function @loss (incoming gradient %g). liger-compile --matmul-kernels
+        plans them (liger-plan-loss: the functions of one chunk — logits,
+        the summed loss with its gradient over the logits, dx, dW first and
+        accumulating, or with dw_f32 dW accumulated in f32 alone — and the
+        manifest's plan naming their kernels)."""
+        X = "tensor<?x%dx%s>" % (self.hidden, self.dtype)
+        W = "tensor<%dx%dx%s>" % (self.vocab, self.hidden, self.dtype)
+        T = "tensor<?x%s>" % self.target_dtype
+        CW = "tensor<%dxf32>" % self.vocab
+        wparam = ", %%cw: %s" % CW if self.weighted else ""
+        wuse = " class_weight(%%cw : %s)" % CW if self.weighted else ""
+        attrs = self.attributes()
+        return f"""func.func @loss(%h: {X}, %w: {W}, %t: {T}{wparam}, %g: tensor<f32>) -> (tensor<f32>, {X}, {W}) {{
+  %l = liger.fused_linear_cross_entropy %h, %w, %t{wuse} {attrs} : {X}, {W}, {T}
+  %dh, %dw = liger.fused_linear_cross_entropy_grad %h, %w, %t, %g{wuse} {attrs} : {X}, {W}, {T}, tensor<f32>
+  return %l, %dh, %dw : tensor<f32>, {X}, {W}
+}}
+"""
+
+
+SPECS = {cls.op: cls for cls in (RMSNormSpec, SwiGLUSpec, GeGLUSpec, SoftmaxSpec, RoPESpec,
+                                 CrossEntropySpec, FusedLinearCrossEntropySpec)}
+
+
+def parse_spec(text, target=DEFAULT_TARGET):
+    """The spec of `op:key=value,...` (as `str(spec)` writes it) for
+    `target`: every field named once, every value validated."""
+    op, _, rest = str(text).partition(":")
+    cls = SPECS.get(op)
+    if cls is None:
+        raise LigerValueError("unknown op %r in spec %r (liger.ops has %s)" % (
+            op, text, ", ".join(SPECS)))
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.name != "target"}
+    values = {}
+    try:
+        for item in filter(None, rest.split(",")):
+            key, sep, value = item.partition("=")
+            if not sep or key not in fields:
+                raise ValueError("no field %r (%s has %s)" % (key, op, ", ".join(sorted(fields))))
+            if key in values:
+                raise ValueError("%s given twice" % key)
+            values[key] = _parse_value(fields[key].type, value)
+        missing = [n for n, f in fields.items() if n not in values
+                   and f.default is dataclasses.MISSING]
+        if missing:
+            raise ValueError("missing %s" % ", ".join(sorted(missing)))
+    except ValueError as e:
+        raise LigerValueError("malformed op spec %r: %s" % (text, e)) from None
+    return cls(target=target, **values)
+
+
+def _parse_value(kind, text):
+    if kind in (int, "int"):
+        return int(text)
+    if kind in (float, "float"):
+        return float(text)
+    if kind in (bool, "bool"):
+        if text not in ("0", "1"):
+            raise ValueError("expected 0 or 1, got %r" % text)
+        return text == "1"
+    return text
+
+
+def as_spec(spec, target=DEFAULT_TARGET):
+    """A Spec as it is, or the spec of the text `spec` for `target`."""
+    return spec if isinstance(spec, Spec) else parse_spec(spec, target)
+
+
+# --- builders: what a call computes and what `precompile` takes ------------
+
+def rms_norm_spec(hidden, dtype, weight_dtype=None, eps=1e-6, offset=0.0, casting="llama",
+                  target=DEFAULT_TARGET):
+    return RMSNormSpec(hidden, dtype_name(dtype), dtype_name(weight_dtype or dtype,
+                                                             "weight_dtype"),
+                       eps, offset, casting, target)
+
+
+def swiglu_spec(hidden, dtype, target=DEFAULT_TARGET):
+    return SwiGLUSpec(hidden, dtype_name(dtype), target)
+
+
+def geglu_spec(hidden, dtype, approximate="tanh", target=DEFAULT_TARGET):
+    return GeGLUSpec(hidden, dtype_name(dtype), target, approximate)
+
+
+def softmax_spec(hidden, dtype, target=DEFAULT_TARGET):
+    return SoftmaxSpec(hidden, dtype_name(dtype), target)
+
+
+def rope_spec(q_heads, k_heads, head_dim, dtype, broadcast_tables=True, target=DEFAULT_TARGET):
+    return RoPESpec(q_heads, k_heads, head_dim, dtype_name(dtype), broadcast_tables, target)
+
+
+def cross_entropy_spec(vocab, dtype, target_dtype="i64", ignore_index=-100,
+                       label_smoothing=0.0, reduction="mean", softcap=None,
+                       lse_square_scale=0.0, weighted=False, target=DEFAULT_TARGET):
+    return CrossEntropySpec(vocab, dtype_name(dtype), dtype_name(target_dtype, "target_dtype",
+                                                                 TARGET_DTYPES),
+                            ignore_index, label_smoothing, reduction, softcap,
+                            lse_square_scale, weighted, target)
+
+
+def fused_linear_cross_entropy_spec(vocab, hidden, dtype, target_dtype="i64", ignore_index=-100,
+                                    label_smoothing=0.0, reduction="mean", softcap=None,
+                                    lse_square_scale=0.0, weighted=False, dw_f32=False,
+                                    target=DEFAULT_TARGET):
+    return FusedLinearCrossEntropySpec(
+        vocab, dtype_name(dtype), dtype_name(target_dtype, "target_dtype", TARGET_DTYPES),
+        ignore_index, label_smoothing, reduction, softcap, lse_square_scale, weighted, target,
+        hidden, dw_f32)
+
+
+def module_text(spec):
+    """The liger module of a spec (or of its `op:key=value,...` text)."""
+    return as_spec(spec).module_text()

@@ -1,0 +1,170 @@
+"""liger.ops as PyTorch operators, on the CPU through the reference
+lowering: torch.library.opcheck over every operator (schema and mutation,
+fake kernels exact about shapes, dtypes and strides, registered autograd,
+AOT dispatch with dynamic shapes), and a patched tiny Llama under
+torch.compile(fullgraph=True) with no graph break, training as it does
+eagerly."""
+
+import os
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from liger import LigerError, find_tool, ops  # noqa: E402
+from liger import transformers as lt  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(__file__))
+from test_transformers import tiny_model, tokens  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def reference(monkeypatch):
+    try:
+        find_tool("liger-cpu-runner")
+        find_tool("liger-opt")
+    except LigerError as e:
+        pytest.skip(str(e))
+    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+    lt.revert()
+    lt._DECIDED.clear()
+    ops.clear_caches()
+    yield
+    lt.revert()
+    lt._DECIDED.clear()
+    ops.clear_caches()
+
+
+def _randn(*shape, dtype=torch.float32, grad=False):
+    g = torch.Generator().manual_seed(sum(shape))
+    return torch.randn(*shape, generator=g).to(dtype).requires_grad_(grad)
+
+
+def _cases():
+    x, w = _randn(2, 3, 16, grad=True), (torch.rand(16) + 0.5).requires_grad_(True)
+    g, u = _randn(5, 8, grad=True), _randn(5, 8, grad=True)
+    q, k = _randn(2, 4, 3, 8, grad=True), _randn(2, 2, 3, 8, grad=True)
+    angle = torch.rand(1, 3, 8) * 6.3
+    logits, t = _randn(6, 16, grad=True), torch.tensor([1, 0, -100, 15, 3, 7])
+    cw = torch.rand(16) + 0.5
+    h, lw = _randn(6, 16, dtype=torch.bfloat16, grad=True), \
+        _randn(24, 16, dtype=torch.bfloat16, grad=True)
+    rstd = torch.rand(2, 3) + 0.5
+    L = torch.ops.liger
+    return {
+        "rms_norm": (L.rms_norm, (x, w, 1e-6, 0.0, "llama")),
+        "rms_norm_backward": (L.rms_norm_backward,
+                              (_randn(2, 3, 16), x.detach(), w.detach(), rstd, 1e-6, 1.0,
+                               "gemma")),
+        "swiglu": (L.swiglu, (g, u)),
+        "swiglu_backward": (L.swiglu_backward, (_randn(5, 8), g.detach(), u.detach())),
+        "geglu": (L.geglu, (g, u, "tanh")),
+        "geglu_backward": (L.geglu_backward, (_randn(5, 8), g.detach(), u.detach(), "none")),
+        "softmax": (L.softmax, (g,)),
+        "softmax_backward": (L.softmax_backward, (_randn(5, 8), torch.softmax(u.detach(), -1))),
+        "rope": (L.rope, (q, k, angle.cos(), angle.sin())),
+        "rope_backward": (L.rope_backward, (_randn(2, 4, 3, 8), _randn(2, 2, 3, 8),
+                                            angle.cos(), angle.sin())),
+        "cross_entropy": (L.cross_entropy, (logits, t, cw, -100, 0.1, "mean", 30.0, 1e-4)),
+        "cross_entropy_none": (L.cross_entropy, (logits, t, None, -100, 0.0, "none", 0.0, 0.0)),
+        "cross_entropy_": (L.cross_entropy_, (logits.detach().clone(), t, None, -100, 0.0,
+                                              "sum", 0.0, 0.0)),
+        "fused_linear_cross_entropy": (L.fused_linear_cross_entropy, (
+            h, lw, t, None, -100, 0.0, "mean", 0.0, 0.0, 2 * 24 * 2, False, True, True)),
+        "fused_linear_cross_entropy_frozen": (L.fused_linear_cross_entropy, (
+            h, lw.detach(), t, torch.rand(24) + 0.5, -100, 0.0, "sum", 0.0, 0.0, 2 ** 20, True, True, False)),
+    }
+
+
+OPS = sorted(_cases())
+
+
+@pytest.mark.parametrize("name", OPS)
+def test_opcheck(name):
+    op, args = _cases()[name]
+    torch.library.opcheck(op, args)
+
+
+def test_every_operator_is_checked():
+    """Every liger:: operator has an opcheck case (and registered autograd
+    where it is functional)."""
+    from liger import operators
+    defined = {name for name, value in vars(operators).items()
+               if isinstance(value, torch._library.custom_ops.CustomOpDef)}
+    assert defined == {c.split("_none")[0].split("_frozen")[0] for c in OPS}
+
+
+def test_the_fake_kernels_are_exact():
+    """Under FakeTensorMode each op gives the shapes, dtypes and strides
+    it gives when it runs."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    for name, (op, args) in _cases().items():
+        if name == "cross_entropy_":
+            continue  # (mutates its input: checked by opcheck)
+        real = op(*[a.detach() if isinstance(a, torch.Tensor) else a for a in args])
+        with FakeTensorMode(allow_non_fake_inputs=True) as mode:
+            fake = op(*[mode.from_tensor(a.detach()) if isinstance(a, torch.Tensor) else a
+                        for a in args])
+        for r, f in zip(real, fake):
+            assert (f.shape, f.dtype, f.stride()) == (r.shape, r.dtype, r.stride()), name
+
+
+def test_a_patched_llama_compiles_with_no_graph_break():
+    model = tiny_model("llama", 0, torch.bfloat16)
+    lt.apply_liger_kernel(model)
+    model.train()
+    ids = tokens(1)
+    explained = torch._dynamo.explain(model)(input_ids=ids, labels=ids)
+    assert explained.graph_break_count == 0, [r.reason for r in explained.break_reasons]
+    assert explained.graph_count == 1
+
+
+def test_a_patched_llama_trains_compiled_as_it_does_eagerly():
+    """torch.compile(fullgraph=True) through AOTAutograd (the fake kernels
+    and the registered backward): the same loss and gradients as the
+    patched model run eagerly."""
+    ids = tokens(2)
+    eager, compiled = tiny_model("llama", 1, torch.bfloat16), tiny_model("llama", 1,
+                                                                           torch.bfloat16)
+    for m in (eager, compiled):
+        lt.apply_liger_kernel(m)
+        m.train()
+    torch._dynamo.reset()
+    out = torch.compile(compiled, fullgraph=True, backend="aot_eager")(input_ids=ids,
+                                                                        labels=ids)
+    out.loss.backward()
+    ref = eager(input_ids=ids, labels=ids)
+    ref.loss.backward()
+    assert torch.equal(out.loss, ref.loss)
+    grads = dict(compiled.named_parameters())
+    for name, p in eager.named_parameters():
+        assert torch.equal(grads[name].grad, p.grad), name
+
+
+def test_cross_entropy_in_place_writes_the_gradient_over_the_logits():
+    leaf = _randn(6, 16, grad=True)
+    t = torch.tensor([1, 0, -100, 15, 3, 7])
+    logits = leaf * 1
+    loss = ops.cross_entropy(logits, t, inplace=True)
+    loss.backward(torch.tensor(2.0))
+    ref = leaf.detach().requires_grad_(True)
+    expected = torch.nn.functional.cross_entropy(ref, t)
+    (expected * 2).backward()
+    assert torch.allclose(loss, expected, rtol=1e-5)
+    assert torch.allclose(leaf.grad, ref.grad, atol=1e-6)
+    # The logits now hold the gradient of a unit incoming gradient.
+    assert torch.allclose(logits.detach(), ref.grad / 2, atol=1e-6)
+
+
+def test_rows_of_any_rank_run_on_the_cpu_as_on_the_gpu():
+    """[B, T, H] (and [H]) inputs are flattened into rows by the operators,
+    the same on both paths: the reference lowering takes what the GPU
+    takes."""
+    x, w = _randn(2, 3, 16), torch.rand(16) + 0.5
+    expected = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w
+    assert torch.allclose(ops.rms_norm(x, w), expected, atol=1e-6)
+    assert torch.allclose(ops.rms_norm(x[0, 0], w), expected[0, 0], atol=1e-6)
+    g, u = _randn(2, 3, 8), _randn(2, 3, 8)
+    assert torch.allclose(ops.swiglu(g, u), torch.nn.functional.silu(g) * u, atol=1e-6)

@@ -1,0 +1,173 @@
+"""Every argument of every liger.ops function is checked before a module
+is formed, compiled or launched: each case is a call that once reached the
+IR, the compiler or the runner unchecked (or was silently changed), and the
+whole message it gets now. Nothing here compiles or runs a kernel: the
+checks run first (CPU tensors, LIGER_OPS_CPU_REFERENCE=1)."""
+
+import re
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from liger import ops  # noqa: E402
+from liger.errors import LigerError, LigerTypeError, LigerValueError  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def no_kernels(monkeypatch):
+    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+
+    def never(*args, **kwargs):
+        raise AssertionError("an invalid call reached the kernels")
+    for name in ("bundle_path", "load", "kernels", "loss_plan_kernels"):
+        monkeypatch.setattr("liger.bundles." + name, never)
+    ops.clear_caches()
+    yield
+    ops.clear_caches()
+
+
+X, W = torch.randn(4, 8), torch.ones(8)
+LOGITS, T = torch.randn(4, 16), torch.tensor([1, 2, -100, 3])
+H, LW = torch.randn(4, 16, dtype=torch.bfloat16), torch.randn(24, 16, dtype=torch.bfloat16)
+Q, K, C = torch.randn(1, 4, 3, 8), torch.randn(1, 2, 3, 8), torch.randn(1, 3, 8)
+
+CASES = [
+    # (call, exception type, the whole message)
+    (lambda: ops.cross_entropy(LOGITS, T, softcap=-30), LigerValueError,
+     "softcap must be None, 0 (no softcap) or > 0, got -30.0"),
+    (lambda: ops.cross_entropy(LOGITS, T, softcap=float("inf")), LigerValueError,
+     "softcap must be finite, got inf"),
+    (lambda: ops.cross_entropy(LOGITS, T, ignore_index=1.5), LigerTypeError,
+     "ignore_index must be an int, got 1.5"),
+    (lambda: ops.cross_entropy(LOGITS, T, ignore_index=2 ** 63), LigerValueError,
+     "ignore_index must be in [-9223372036854775808, 9223372036854775807], got "
+     "9223372036854775808"),
+    (lambda: ops.cross_entropy(LOGITS, T, ignore_index=True), LigerTypeError,
+     "ignore_index must be an int, got True"),
+    (lambda: ops.cross_entropy(LOGITS, T, label_smoothing=1.5), LigerValueError,
+     "label_smoothing must be <= 1.0, got 1.5"),
+    (lambda: ops.cross_entropy(LOGITS, T, lse_square_scale=-1e-4), LigerValueError,
+     "lse_square_scale must be >= 0.0, got -0.0001"),
+    (lambda: ops.cross_entropy(LOGITS, T, reduction="batchmean"), LigerValueError,
+     "reduction must be one of 'mean', 'sum', 'none', got 'batchmean'"),
+    (lambda: ops.cross_entropy(LOGITS, T, inplace=1), LigerTypeError,
+     "inplace must be a bool, got 1"),
+    (lambda: ops.cross_entropy(LOGITS, T.float()), LigerTypeError,
+     "liger.ops.cross_entropy: target's dtype must be i32 or i64, got torch.float32"),
+    (lambda: ops.cross_entropy(LOGITS.view(2, 2, 16), T[:3]), LigerValueError,
+     "liger.ops.cross_entropy: target must have shape [2, 2] or [4] (one class per row), got "
+     "[3]"),
+    (lambda: ops.cross_entropy(LOGITS, T[:3]), LigerValueError,
+     "liger.ops.cross_entropy: target must have shape [4] (one class per row), got [3]"),
+    (lambda: ops.cross_entropy(LOGITS, T, weight=torch.ones(15)), LigerValueError,
+     "liger.ops.cross_entropy: weight must be a float tensor of shape [16] (the vocabulary), "
+     "got torch.float32 [15]"),
+    (lambda: ops.cross_entropy(torch.randn(16, 4).t(), T, inplace=True), LigerValueError,
+     "liger.ops.cross_entropy(inplace=True) needs contiguous logits (a copy would not be in "
+     "place)"),
+    (lambda: ops.rms_norm(X, W, eps=float("nan")), LigerValueError, "eps must be finite, got nan"),
+    (lambda: ops.rms_norm(X, W, eps=-1e-6), LigerValueError, "eps must be >= 0.0, got -1e-06"),
+    (lambda: ops.rms_norm(X, W, eps="1e-6"), LigerTypeError, "eps must be a number, got '1e-6'"),
+    (lambda: ops.rms_norm(X, W, casting="gemma rstd : tensor<8xf32>"), LigerValueError,
+     "casting must be one of 'llama', 'gemma', 'none', got 'gemma rstd : tensor<8xf32>'"),
+    (lambda: ops.rms_norm(X, W, offset=float("-inf")), LigerValueError,
+     "offset must be finite, got -inf"),
+    (lambda: ops.rms_norm(X, torch.ones(7)), LigerValueError,
+     "liger.ops.rms_norm: weight must have shape [8] (the hidden size of x), got [7]"),
+    (lambda: ops.rms_norm(X.int(), W), LigerTypeError,
+     "dtype must be bf16 or f16 or f32, got torch.int32"),
+    (lambda: ops.rms_norm(X, [1.0] * 8), LigerTypeError,
+     "liger.ops.rms_norm: weight must be a torch.Tensor, got list"),
+    (lambda: ops.rms_norm(torch.randn(0, 8), W), LigerValueError,
+     "liger.ops.rms_norm: x must be [..., H] with at least one row, got shape [0, 8]"),
+    (lambda: ops.rms_norm(X, W.to("meta")), LigerValueError,
+     "liger.ops.rms_norm: x is on cpu and weight on meta"),
+    (lambda: ops.geglu(X, X, approximate="erf"), LigerValueError,
+     "approximate must be one of 'tanh', 'none', got 'erf'"),
+    (lambda: ops.swiglu(X, X[:, :4]), LigerValueError,
+     "liger.ops.swiglu: up must have the shape of gate [4, 8], got [4, 4]"),
+    (lambda: ops.swiglu(X, X.double()), LigerTypeError,
+     "liger.ops.swiglu: up must have the dtype of gate (torch.float32), got torch.float64"),
+    (lambda: ops.rope(Q, K, C, C[:, :2]), LigerValueError,
+     "liger.ops.rope: sin must have the shape of cos [1, 3, 8], got [1, 2, 8]"),
+    (lambda: ops.rope(Q, K, C[:, :, :4], C[:, :, :4]), LigerValueError,
+     "liger.ops.rope: cos must be [1 or 1, 3, 8] (B, T, D of q), got [1, 3, 4]"),
+    (lambda: ops.rope(Q[0], K, C, C), LigerValueError,
+     "liger.ops.rope: q and k must be [B, Hq, T, D] and [B, Hk, T, D], got [4, 3, 8] and "
+     "[1, 2, 3, 8]"),
+    (lambda: ops.rope(Q[..., :7], K[..., :7], C[..., :7], C[..., :7]), LigerValueError,
+     "head_dim must be even (RoPE rotates the two halves of a head), got 7"),
+    (lambda: ops.fused_linear_cross_entropy(H, LW, T, reduction="none"), LigerValueError,
+     "reduction must be one of 'mean', 'sum', got 'none'"),
+    (lambda: ops.fused_linear_cross_entropy(H, LW, T, class_weight=torch.ones(24),
+                                            lse_square_scale=1e-4), LigerValueError,
+     "liger.ops.fused_linear_cross_entropy: class weights with a z-loss and reduction=mean "
+     "divide the two terms by different totals; use liger.ops.cross_entropy on materialized "
+     "logits"),
+    (lambda: ops.fused_linear_cross_entropy(H, LW[:, :8], T), LigerValueError,
+     "liger.ops.fused_linear_cross_entropy takes hidden [..., H] and weight [V, H], got "
+     "[4, 16] and [24, 8]"),
+    (lambda: ops.fused_linear_cross_entropy(H, LW, T[:3]), LigerValueError,
+     "liger.ops.fused_linear_cross_entropy: target must have shape [4] (one class per "
+     "row), got [3]"),
+    (lambda: ops.fused_linear_cross_entropy(H, LW[:20], T), LigerValueError,
+     "liger.ops.fused_linear_cross_entropy needs an lm_head whose vocabulary and hidden sizes "
+     "are multiples of 8 (its matmul kernels move 16-byte rows), got [20, 16]; use "
+     "liger.ops.cross_entropy on the logits"),
+    (lambda: ops.fused_linear_cross_entropy(H.float(), LW.float(), T), LigerTypeError,
+     "liger.ops.fused_linear_cross_entropy takes bf16 or f16 (its matmul kernels are wgmma's "
+     "and mma.sync's); for f32 use liger.ops.cross_entropy on the logits"),
+    (lambda: ops.fused_linear_cross_entropy(H, LW, T, memory_budget=2 ** 29 + 0.5),
+     LigerTypeError, "memory_budget must be an int, got 536870912.5"),
+    (lambda: ops.fused_linear_cross_entropy(H, LW, T, memory_budget=10), LigerValueError,
+     "memory_budget of 10 bytes holds no row of logits (48 bytes)"),
+    (lambda: ops.fused_linear_cross_entropy(H, LW, T, dw_f32="yes"), LigerTypeError,
+     "dw_f32 must be a bool, got 'yes'"),
+]
+
+
+@pytest.mark.parametrize("call,kind,message", CASES, ids=[c[2][:60] for c in CASES])
+def test_invalid_arguments_are_refused_with_their_message(call, kind, message):
+    with pytest.raises(kind, match="^%s$" % re.escape(message)):
+        call()
+
+
+def test_errors_are_liger_errors_and_python_errors():
+    assert issubclass(LigerValueError, LigerError) and issubclass(LigerValueError, ValueError)
+    assert issubclass(LigerTypeError, LigerError) and issubclass(LigerTypeError, TypeError)
+
+
+def test_softcap_none_and_zero_mean_no_softcap():
+    """The documented choice: None and 0 are the same spec (no softcap
+    attribute in the module); a positive softcap is in it."""
+    none = ops.cross_entropy_spec(16, "f32", softcap=None)
+    assert ops.cross_entropy_spec(16, "f32", softcap=0) == none
+    assert "softcap" not in none.module_text()
+    assert "softcap = 3.000000000e+01" in ops.cross_entropy_spec(16, "f32",
+                                                                  softcap=30).module_text()
+
+
+def test_a_spec_text_is_validated_as_a_call_is():
+    """What `python -m liger.ops precompile|module` reads goes through the
+    same checks: nothing of the text is pasted into the module unchecked."""
+    with pytest.raises(LigerValueError, match="^eps must be finite, got nan$"):
+        ops.parse_spec("rms_norm:casting=llama,dtype=bf16,eps=nan,hidden=8,offset=0.0,"
+                       "weight_dtype=bf16")
+    with pytest.raises(LigerValueError, match="^casting must be one of 'llama', 'gemma', "
+                                              "'none', got 'gemma rstd'$"):
+        ops.parse_spec("rms_norm:casting=gemma rstd,dtype=bf16,eps=1e-6,hidden=8,offset=0.0,"
+                       "weight_dtype=bf16")
+    with pytest.raises(LigerValueError, match="^malformed op spec 'cross_entropy:vocab=8,"
+                                              "dtype=f32,ignore_index=1.5': invalid literal"):
+        ops.parse_spec("cross_entropy:vocab=8,dtype=f32,ignore_index=1.5")
+    with pytest.raises(LigerValueError, match="^hidden must be in \\[1, 2147483647\\], got 0$"):
+        ops.parse_spec("swiglu:dtype=f32,hidden=0")
+
+
+def test_cpu_tensors_without_the_reference_are_refused(monkeypatch):
+    monkeypatch.delenv("LIGER_OPS_CPU_REFERENCE")
+    with pytest.raises(LigerError, match=r"^liger.ops runs on CUDA tensors, got tensors on cpu "
+                                         r"\(LIGER_OPS_CPU_REFERENCE=1 runs CPU tensors "
+                                         r"through the slow reference lowering, for tests\)$"):
+        ops.softmax(X)
