@@ -107,6 +107,19 @@ def test_family_numerics_against_pytorch(captured, family):
         assert all(r.error <= 1e-5 for r in results)
 
 
+@pytest.mark.parametrize("family", ["llama", "gemma", "olmo2"])
+def test_family_in_bf16(family):
+    # The same records as in f32 (the casts are real now), and the CPU
+    # reference within bf16's tolerance of PyTorch's eager bf16 layer. OLMo2's
+    # RoPE takes f32 tables and rounds back to q's dtype: liger.rope's meaning.
+    captures = capture_model(config_path(family), dtype="bf16", device="cpu")
+    layer = import_graph(captures[0].graph_module, captures[0].name,
+                         argument_names=captures[0].argument_names)
+    assert [r.op for r in layer.recognition.records] == RECORDS[family]
+    assert layer.graph_breaks == 0 and "tensor<?x?x64xbf16>" in layer.mlir
+    assert all(r.error <= 1e-2 for r in check.compare(captures[0], layer))
+
+
 def test_whole_graph_imported_where_the_attention_is_sdpa(captured):
     _, (layer, head) = captured("llama")
     assert layer.imported_nodes == layer.aten_nodes and layer.graph_breaks == 0
@@ -332,6 +345,14 @@ def test_rope_of_another_convention_is_left_alone():
         "[recognise-rope] left alone add_1 at add_1: the rotation is not a concatenation "
         "(another convention)"]
     assert "liger.rope" not in import_graph(gm, "f", found).mlir
+
+
+def test_rope_promoted_and_not_rounded_back_is_left_alone():
+    q, k, cos, sin = rope_inputs()
+    found = recognize(export(Rope(rotate_half), q.bfloat16(), k.bfloat16(), cos, sin))
+    assert found.records == []
+    assert found.lines() == ["[recognise-rope] left alone add at add: the result stays in f32 "
+                             "(the tables promote it); liger.rope returns q's dtype"]
 
 
 def test_rope_rotating_the_other_way_is_left_alone():

@@ -297,6 +297,19 @@ def _rope_half(add):
     return None
 
 
+def _rounded_back(result, x, nodes: Set[object]):
+    """`result` if it has x's dtype, else its only reader when that casts it back (added
+    to `nodes`), else None."""
+    if G.dtype(result) == G.dtype(x):
+        return result
+    back = G.single_user(result)
+    cast = G.cast_of(back) if back is not None else None
+    if cast is None or cast[2] != G.dtype(x):
+        return None
+    nodes |= _covered(back)
+    return back
+
+
 def match_rope(adds: Sequence[object]) -> List[tuple]:
     """Pairs of rotate-half embeddings (q then k) sharing their tables -> liger.rope.
 
@@ -322,13 +335,17 @@ def match_rope(adds: Sequence[object]) -> List[tuple]:
             k = group.pop(0)
             add_q, x_q, _, _, nodes_q, tables = q
             add_k, x_k, _, _, nodes_k, _ = k
-            why = None
-            if G.dtype(add_q) != G.dtype(x_q) or G.dtype(add_k) != G.dtype(x_k):
-                why = "the result's dtype is not q's (the tables promote it)"
-            elif G.dtype(cos) != G.dtype(x_q) or G.dtype(x_k) != G.dtype(x_q):
-                why = "q, k and the tables have different dtypes"
             nodes = set(nodes_q | nodes_k)
-            leak = why or _interior_leak(nodes, [add_q, add_k])
+            # f32 tables promote a bf16 q; rounded back to q's dtype (OLMo2),
+            # that is liger.rope's own f32 math rounded once.
+            results = [_rounded_back(a, x, nodes) for a, x in ((add_q, x_q), (add_k, x_k))]
+            why = None
+            if None in results:
+                why = "the result stays in %s (the tables promote it); liger.rope returns q's " \
+                      "dtype" % _dtype_word(G.dtype(add_q))
+            elif G.dtype(x_k) != G.dtype(x_q) or G.dtype(cos) != G.dtype(sin):
+                why = "q and k, or cos and sin, have different dtypes"
+            leak = why or _interior_leak(nodes, results)
             if leak:
                 lines.append((add_q, Miss(leak)))
                 continue
@@ -337,7 +354,7 @@ def match_rope(adds: Sequence[object]) -> List[tuple]:
                 if all(u in nodes for u in G.users(t)):
                     nodes |= _covered(t)
             rec = Record("rope", {"q": x_q, "k": x_k, "cos": cos, "sin": sin}, {},
-                         (add_q, add_k), frozenset(nodes), "recognise-rope")
+                         tuple(results), frozenset(nodes), "recognise-rope")
             lines.append((add_q, rec))
     return lines
 
