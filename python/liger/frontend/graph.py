@@ -215,7 +215,7 @@ def other(pair: Sequence[Any], one) -> Any:
     return pair[1] if pair[0] is one else pair[0]
 
 
-def mlir_type(node, dynamic: bool = True) -> str:
+def mlir_type(node) -> str:
     """`tensor<?x?x64xbf16>`: symbolic sizes print as `?`."""
     v = val(node)
     return tensor_type(v.shape, v.dtype)

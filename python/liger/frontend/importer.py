@@ -34,7 +34,7 @@ import torch
 from . import graph as G
 from .graph import aten
 from .recognize import Recognition, recognize
-from .records import OPS, Record, format_op
+from .records import Record, format_op
 
 # Loss operands the dialect wants flat ([tokens, classes], [tokens]).
 _FLAT_RANK = {"logits": 2, "hidden": 2, "target": 1}

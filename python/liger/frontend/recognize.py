@@ -392,9 +392,9 @@ def match_gated(mul) -> Optional[object]:
 def match_softmax(node) -> Optional[object]:
     """softmax over the last dimension; an f32 softmax of a bf16 input cast back."""
     if G.is_op(node, aten.softmax.int):
-        dim, dt = G.arg(node, 1, "dim"), G.arg(node, 2, "dtype")
+        dim = G.arg(node, 1, "dim")
     elif G.is_op(node, aten._softmax.default):
-        dim, dt = node.args[1], None
+        dim = node.args[1]
     else:
         return None
     x = G.strip(node.args[0])
