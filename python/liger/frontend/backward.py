@@ -29,6 +29,7 @@ function to function as a partial sum. A bias gets no gradient (a column
 sum of the output gradient; the dialect has no op for it): `missing` says so.
 """
 
+import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -132,7 +133,7 @@ class _Builder:
         merged = []
         for group in groups:
             sizes = [dims[d] for d in group]
-            merged.append("?" if "?" in sizes else str(eval("*".join(sizes))))
+            merged.append("?" if "?" in sizes else str(math.prod(int(d) for d in sizes)))
         result = self.new(_tensor(merged, element))
         self.emit("%s = tensor.collapse_shape %s %s : %s into %s" % (
             result, value, groups, self.types[value], self.types[result]))

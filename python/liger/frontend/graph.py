@@ -21,7 +21,7 @@ _CASTS = {aten.to.dtype, aten.to.dtype_layout, aten._to_copy.default, aten.type_
           aten.to.device, aten.to.other}
 _PRIMS_CONVERT = getattr(torch.ops.prims, "convert_element_type", None)
 # Nodes with no output that only assert things about their input.
-_ASSERTS = {aten._assert_tensor_metadata.default, aten.sym_constrain_range_for_size.default}
+ASSERTS = {aten._assert_tensor_metadata.default, aten.sym_constrain_range_for_size.default}
 _COPIES = {aten.contiguous.default, aten.clone.default, aten.alias.default,
            aten.detach.default, aten.lift_fresh_copy.default}
 _RESHAPES = {aten.view.default, aten.reshape.default, aten._unsafe_view.default}
@@ -80,10 +80,11 @@ def same_dim(a, b) -> bool:
     """Two sizes are equal: ints, or symbolic sizes with the same expression."""
     if isinstance(a, int) and isinstance(b, int):
         return a == b
-    return sympy.simplify(_expr(a) - _expr(b)) == 0
+    return sympy.simplify(size_expr(a) - size_expr(b)) == 0
 
 
-def _expr(size):
+def size_expr(size):
+    """A size as a sympy expression (a symbol for a traced dynamic size)."""
     if isinstance(size, torch.SymInt):
         return size.node.expr
     return sympy.Integer(int(size))
@@ -169,7 +170,7 @@ def users(node) -> List[Any]:
     """The readers of a node's value, looking through identities (and assertions)."""
     out: List[Any] = []
     for user in node.users:
-        if is_op(user, *_ASSERTS):
+        if is_op(user, *ASSERTS):
             continue
         if identity_source(user) is node:
             out.extend(users(user))
@@ -182,7 +183,7 @@ def identity_chain(node) -> List[Any]:
     """The identities that repeat `node` (transitively)."""
     out: List[Any] = []
     for user in node.users:
-        if is_op(user, *_ASSERTS):
+        if is_op(user, *ASSERTS):
             out.append(user)
         elif identity_source(user) is node:
             out.append(user)

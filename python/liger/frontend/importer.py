@@ -202,13 +202,13 @@ def _reassociation(small, big) -> Optional[List[List[int]]]:
         group, product = [], sympy.Integer(1)
         while j < len(big):
             group.append(j)
-            product *= G._expr(big[j])
+            product *= G.size_expr(big[j])
             j += 1
-            if sympy.simplify(product - G._expr(size)) == 0:
+            if sympy.simplify(product - G.size_expr(size)) == 0:
                 break
         else:
             return None
-        if sympy.simplify(product - G._expr(size)) != 0:
+        if sympy.simplify(product - G.size_expr(size)) != 0:
             return None
         groups.append(group)
     while j < len(big):  # trailing unit dimensions join the last group
@@ -289,6 +289,7 @@ class _Writer:
         self.constants: Dict[int, str] = {}
         self.dims: Dict[object, str] = {}
         self.sizes: Dict[object, tuple] = {}
+        self.slices: Dict[tuple, str] = {}
         self.fresh = 0
 
     def arguments(self, nodes: Sequence[object]) -> None:
@@ -298,7 +299,7 @@ class _Writer:
                 continue
             for d, size in enumerate(G.shape(node)):
                 if not G.is_static(size):
-                    self.sizes.setdefault(G._expr(size), (node, d))
+                    self.sizes.setdefault(G.size_expr(size), (node, d))
 
     def emit(self, line: str, op: str = "", results=(), types=(), operands=None, attrs=None,
              info=None) -> None:
@@ -333,7 +334,7 @@ class _Writer:
         layout ops between liger ops read no intermediate of a chain.
         """
         size = G.shape(G.strip(node))[d]
-        key = G._expr(size)
+        key = G.size_expr(size)
         if key not in self.dims:
             source, index = self.sizes.get(key, (G.strip(node), d))
             name = self.new("dim")
@@ -358,7 +359,7 @@ class _Writer:
             return self.value(node), G.mlir_type(node)
         lead = len(sizes) - rank + 1
         groups = [list(range(lead))] + [[d] for d in range(lead, len(sizes))]
-        merged = [sympy.Mul(*[G._expr(s) for s in sizes[:lead]])] + list(sizes[lead:])
+        merged = [sympy.Mul(*[G.size_expr(s) for s in sizes[:lead]])] + list(sizes[lead:])
         dims = ["%d" % int(m) if (isinstance(m, int) or getattr(m, "is_Integer", False)) else "?"
                 for m in merged]
         flat_type = "tensor<%s>" % "x".join(dims + [G.DTYPES[G.dtype(node)]])
@@ -373,7 +374,7 @@ class _Writer:
         sizes[0] = count
         result = G.tensor_type(sizes, G.dtype(node))
         key = (node, start, count)
-        if key not in self.dims:
+        if key not in self.slices:
             name = self.new("rows")
             offsets = [str(start)] + ["0"] * (len(sizes) - 1)
             self.emit("%s = tensor.extract_slice %s[%s] [%s] [%s] : %s to %s" % (
@@ -381,8 +382,8 @@ class _Writer:
                 ", ".join(["1"] * len(sizes)), G.mlir_type(node), result),
                 "tensor.extract_slice", [name], [result], {"input": self.value(node)},
                 info=(offsets, sizes))
-            self.dims[key] = name
-        return self.dims[key], result
+            self.slices[key] = name
+        return self.slices[key], result
 
     def record(self, rec: Record) -> None:
         operands, types = {}, {}
@@ -666,7 +667,7 @@ def _escapes(node, inside: Set[object], produced: Set[object]) -> bool:
     for user in node.users:
         if user.op == "output":
             return True
-        if G.is_op(user, *G._ASSERTS):
+        if G.is_op(user, *G.ASSERTS):
             continue
         if G.identity_source(user) is node:
             if _escapes(user, inside, produced):
