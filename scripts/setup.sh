@@ -56,17 +56,17 @@ else
   log "Python packages present"
 fi
 
-# With --tests: PyTorch and transformers as well, for the Python tests of
-# liger.ops and liger.transformers on the CPU (PyPI's torch is the CUDA
-# build, a few GB with its nvidia-* wheels; the tests that need it skip, and
-# say so, where it cannot be installed).
+# With --tests: PyTorch, transformers and peft as well, for the Python tests
+# of liger.ops, liger.transformers and liger.frontend on the CPU (PyPI's
+# torch is the CUDA build, a few GB with its nvidia-* wheels; the tests that
+# need it skip, and say so, where it cannot be installed).
 if [[ ${1:-} == --tests ]]; then
-  if ! "$PYTHON" -c 'import torch, transformers' 2>/dev/null; then
-    log "installing Python packages for the tests: torch transformers"
-    "$PYTHON" -m pip install -q torch transformers ||
-      log "WARNING: torch/transformers not installed; their tests will be skipped"
+  if ! "$PYTHON" -c 'import torch, transformers, peft' 2>/dev/null; then
+    log "installing Python packages for the tests: torch transformers peft"
+    "$PYTHON" -m pip install -q torch transformers peft ||
+      log "WARNING: torch/transformers/peft not installed; their tests will be skipped"
   else
-    log "torch and transformers present"
+    log "torch, transformers and peft present"
   fi
 fi
 

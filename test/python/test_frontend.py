@@ -1,0 +1,554 @@
+"""liger.frontend: Hugging Face decoders imported into the liger dialect.
+
+For the tiny config of each family shipped in examples/configs: the module
+verifies, liger-fuse forms the expected groups, and every imported function
+run on the CPU reference gives what PyTorch gives (f32, 1e-5). Near-misses
+(an RMSNorm whose variance is taken in bf16, a RoPE of another convention)
+are left to PyTorch and reported.
+"""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from liger import driver  # noqa: E402
+from liger.frontend import (capture_model, check, import_graph, module_text,  # noqa: E402
+                            recognize)
+from liger.frontend import capture as cap  # noqa: E402
+from liger.frontend.backward import backward_module  # noqa: E402
+from liger.frontend.records import OPS, Record, format_float  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CONFIGS = os.path.join(ROOT, "examples", "configs")
+FAMILIES = ["llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "phi3", "olmo2"]
+
+ADD_NORM = "[liger-fuse-add-rms-norm] fused liger.add_rms_norm into a rowwise group"
+QK_ROPE = ("[liger-fuse-qkv-rope] fused liger.linear, liger.linear, tensor.expand_shape, "
+           "tensor.expand_shape, linalg.transpose, linalg.transpose, liger.rope into a matmul group")
+SWIGLU = "[liger-fuse-gated-mlp] fused liger.linear, liger.linear, liger.swiglu into a matmul group"
+GEGLU = "[liger-fuse-gated-mlp] fused liger.linear, liger.linear, liger.geglu into a matmul group"
+LOSS = ("[liger-fuse-linear-cross-entropy] fused liger.fused_linear_cross_entropy into a loss "
+        "group")
+NORM_ADD = "[liger-fuse-elementwise] fused liger.rms_norm, liger.add into a rowwise group"
+# The groups liger-fuse forms in each family's layer and head. Qwen3 and OLMo2
+# normalise q and k between the projections and RoPE (no q/k + RoPE group);
+# Phi3's fused qkv_proj and gate_up_proj are imported as projections by row
+# slices of their weights, which fuse as separate projections do.
+GROUPS = {
+    "llama": [ADD_NORM, QK_ROPE, SWIGLU, LOSS],
+    "mistral": [ADD_NORM, QK_ROPE, SWIGLU, LOSS],
+    "qwen2": [ADD_NORM, QK_ROPE, SWIGLU, LOSS],
+    "qwen3": [ADD_NORM, SWIGLU, LOSS],
+    "gemma": [ADD_NORM, QK_ROPE, GEGLU, LOSS],
+    "gemma2": [ADD_NORM, QK_ROPE, GEGLU, NORM_ADD, LOSS],
+    "phi3": [ADD_NORM, QK_ROPE, SWIGLU, LOSS],
+    "olmo2": [NORM_ADD, SWIGLU, LOSS],
+}
+# What recognition must find in each family's decoder layer.
+RECORDS = {
+    "llama": ["rms_norm", "rope", "attention", "add_rms_norm", "swiglu"],
+    "qwen3": ["rms_norm", "rms_norm", "rms_norm", "rope", "attention", "add_rms_norm", "swiglu"],
+    "gemma": ["rms_norm", "rope", "attention", "add_rms_norm", "geglu"],
+    "gemma2": ["rms_norm", "rope", "rms_norm", "add_rms_norm", "geglu", "rms_norm"],
+    "olmo2": ["rms_norm", "rms_norm", "rope", "attention", "rms_norm", "swiglu", "rms_norm"],
+}
+
+
+def config_path(family):
+    return os.path.join(CONFIGS, "tiny-%s.json" % family)
+
+
+@pytest.fixture(scope="module")
+def captured():
+    """family -> (captures, imported), with random weights on the CPU."""
+    out = {}
+
+    def get(family):
+        if family not in out:
+            captures = capture_model(config_path(family), device="cpu")
+            out[family] = captures, [import_graph(c.graph_module, c.name,
+                                                  argument_names=c.argument_names)
+                                     for c in captures]
+        return out[family]
+    return get
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_family_imports_verifies_and_fuses(captured, family):
+    _, imported = captured(family)
+    text = module_text(imported)
+    driver.run_opt(text, ["-o", os.devnull])
+    report = driver.run_opt(text, ["--canonicalize", "--liger-fuse=report=true", "-o", os.devnull])
+    fused = [line.split(" at ")[0] for line in report.splitlines() if "] fused " in line]
+    for group in GROUPS[family]:
+        assert group in fused, "%s: no '%s' in\n%s" % (family, group, report)
+    layer, head = imported
+    assert layer.name == "%s_decoder_layer" % family
+    assert head.name == "%s_lm_head_loss" % family
+    # The token dimensions are dynamic; the hidden size is not.
+    assert "%hidden_states: tensor<?x?x64xf32>" in text
+    assert [r.op for r in head.recognition.records] == ["rms_norm", "fused_linear_cross_entropy"]
+    if family in RECORDS:
+        assert [r.op for r in layer.recognition.records] == RECORDS[family]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_family_numerics_against_pytorch(captured, family):
+    captures, imported = captured(family)
+    for c, i in zip(captures, imported):
+        results = check.compare(c, i)
+        assert results, "%s: nothing compared" % i.name
+        assert all(r.error <= 1e-5 for r in results)
+
+
+@pytest.mark.parametrize("family", ["llama", "gemma", "olmo2"])
+def test_family_in_bf16(family):
+    # The same records as in f32 (the casts are real now), and the CPU
+    # reference within bf16's tolerance of PyTorch's eager bf16 layer. OLMo2's
+    # RoPE takes f32 tables and rounds back to q's dtype: liger.rope's meaning.
+    captures = capture_model(config_path(family), dtype="bf16", device="cpu")
+    layer = import_graph(captures[0].graph_module, captures[0].name,
+                         argument_names=captures[0].argument_names)
+    assert [r.op for r in layer.recognition.records] == RECORDS[family]
+    assert layer.graph_breaks == 0 and "tensor<?x?x64xbf16>" in layer.mlir
+    assert all(r.error <= 1e-2 for r in check.compare(captures[0], layer))
+
+
+def test_whole_graph_imported_where_the_attention_is_sdpa(captured):
+    _, (layer, head) = captured("llama")
+    assert layer.imported_nodes == layer.aten_nodes and layer.graph_breaks == 0
+    assert layer.boundary == []
+    assert layer.summary(8) == ("llama_decoder_layer: %d of %d aten nodes imported, 13 liger ops, "
+                                "8 kernels, 0 graph breaks" % (layer.aten_nodes, layer.aten_nodes))
+
+
+def test_eager_attention_is_a_graph_break(captured):
+    # Gemma2's attention (logit softcapping) runs eagerly: its matmuls and
+    # tanh stay with PyTorch, and the layer splits around them.
+    captures, (layer, _) = captured("gemma2")
+    assert layer.graph_breaks == 1
+    assert [f.name for f in layer.functions] == ["gemma2_decoder_layer", "gemma2_decoder_layer_1"]
+    assert "aten.matmul.default" in layer.boundary and "aten.tanh.default" in layer.boundary
+    # The softmax over the keys has a dynamic last dimension: left, with the reason.
+    assert any("[recognise-softmax] left alone softmax" in line and
+               "the softmax dimension is dynamic" in line for line in layer.recognition.lines())
+    # The second function reads the first's q, k, v (through PyTorch's attention).
+    first, second = layer.functions
+    assert len(first.results) == 3 and len(second.arguments) > 3
+
+
+def test_gemma_norm_is_gemma_casting_with_offset(captured):
+    _, (layer, _) = captured("gemma")
+    norm = layer.recognition.records[0]
+    assert norm.op == "rms_norm"
+    assert norm.attrs["offset"] == 1.0 and norm.attrs["casting_mode"] == "gemma"
+    assert "offset = 1.0 casting = gemma" in layer.mlir
+
+
+def test_gemma2_loss_takes_the_final_softcap(captured):
+    _, (_, head) = captured("gemma2")
+    loss = head.recognition.records[-1]
+    assert loss.op == "fused_linear_cross_entropy" and loss.attrs["softcap"] == 30.0
+    assert "softcap = 30.0" in head.mlir
+
+
+def test_phi3_fused_projections_are_row_slices(captured):
+    _, (layer, _) = captured("phi3")
+    assert layer.mlir.count("tensor.extract_slice %mlp_gate_up_proj_weight") == 2
+    assert layer.mlir.count("tensor.extract_slice %self_attn_qkv_proj_weight") == 3
+
+
+def test_llama3_8b_config_bf16_on_meta():
+    # The shipped Llama-3-8B config: no weights are made (meta device).
+    captures = capture_model(os.path.join(CONFIGS, "llama3-8b.json"))
+    layer = import_graph(captures[0].graph_module, captures[0].name,
+                         argument_names=captures[0].argument_names)
+    assert "%hidden_states: tensor<?x?x4096xbf16>" in layer.mlir
+    assert "%mlp_gate_proj_weight: tensor<14336x4096xbf16>" in layer.mlir
+    summary = driver.summarize(layer.mlir)[0]
+    assert summary.liger_ops == {"liger.add": 1, "liger.add_rms_norm": 1, "liger.attention": 1,
+                                 "liger.linear": 7, "liger.rms_norm": 1, "liger.rope": 1,
+                                 "liger.swiglu": 1}
+    # The same 218,112,000 parameters as the hand-written layer.
+    assert summary.weight_elements == 218112000
+    fused = driver.run_opt(layer.mlir, ["--canonicalize", "--liger-fuse", "--liger-print-summary",
+                                        "-o", os.devnull])
+    assert "kernels: 8 (fusion groups: 3 matmul, 1 rowwise; liger ops outside groups: 4)" in fused
+
+
+def test_static_tokens():
+    captures = capture_model(config_path("llama"), tokens=(2, 5))
+    layer = import_graph(captures[0].graph_module, captures[0].name)
+    assert "tensor<2x5x64xf32>" in layer.mlir and "?" not in layer.mlir.split("{")[0]
+    driver.run_opt(layer.mlir, ["-o", os.devnull])
+
+
+# --- the backward -------------------------------------------------------------
+
+@pytest.mark.parametrize("family", ["llama", "gemma", "phi3", "olmo2"])
+def test_backward_of_the_layer_matches_autograd(captured, family):
+    (layer_capture, _), (layer, _) = captured(family)
+    backward = backward_module(layer)
+    driver.run_opt(layer.mlir + backward.mlir, ["-o", os.devnull])
+    # The attention has no gradient op: the first function returns the
+    # gradient of its output, the second takes the gradients of q, k and v.
+    first, second = backward.functions
+    assert first.name == "%s_decoder_layer_backward" % family
+    assert ("grad", "%scaled_dot_product_attention") in first.results
+    assert [kind for kind, _, _ in second.arguments if kind == "through"] == ["through"] * 3
+    results = check.compare_backward(layer_capture, backward)
+    compared = {r.node for r in results}
+    for p in layer.functions[0].parameters:
+        if p not in ("%cos", "%sin"):  # RoPE's tables take no gradient
+            assert p in compared, "no gradient for %s" % p
+    assert all(r.error <= 1e-5 for r in results)
+
+
+def test_backward_uses_the_gradient_ops_and_fuses(captured):
+    _, (layer, head) = captured("llama")
+    text = layer.mlir + backward_module(layer).mlir
+    for op in ("liger.rms_norm_grad", "liger.rope_grad", "liger.swiglu_grad",
+               "liger.linear_grad_input", "liger.linear_grad_weight"):
+        assert op in text
+    report = driver.run_opt(text, ["--canonicalize", "--liger-fuse=report=true", "-o", os.devnull])
+    assert "[liger-fuse-elementwise] fused liger.rms_norm_grad, liger.add into a rowwise group" \
+        in report
+    assert "liger.fused_linear_cross_entropy_grad" in backward_module(head).mlir
+
+
+def test_backward_of_the_loss_matches_autograd():
+    # Static tokens: the gradient of the flattened hidden states is expanded
+    # back to [B, T, H], which the CPU pipeline does not lower with both
+    # dynamic.
+    captures = capture_model(config_path("gemma2"), device="cpu", tokens=(2, 5))
+    head = import_graph(captures[1].graph_module, captures[1].name,
+                        argument_names=captures[1].argument_names)
+    backward = backward_module(head)
+    assert "softcap = 30.0" in backward.mlir.split("fused_linear_cross_entropy_grad")[1]
+    results = check.compare_backward(captures[1], backward)
+    assert {r.node for r in results} == {"%hidden_states", "%norm_weight", "%lm_head_weight"}
+    assert all(r.error <= 1e-5 for r in results)
+
+
+def test_backward_says_which_bias_gets_no_gradient(captured):
+    _, (layer, _) = captured("qwen2")
+    missing = backward_module(layer).missing
+    assert len(missing) == 3
+    assert missing[0] == ("the bias %self_attn_k_proj_bias of %linear_1 (a column sum of the "
+                          "output gradient; the dialect has no op for it)")
+
+
+# --- near-misses -------------------------------------------------------------
+
+def export(module, *args):
+    return torch.export.export(module, args).graph_module
+
+
+class Norm(torch.nn.Module):
+    """An RMSNorm; `upcast=False` takes the variance in the input's dtype."""
+
+    def __init__(self, upcast=True, weight_dtype=None):
+        super().__init__()
+        self.upcast = upcast
+        self.weight = torch.nn.Parameter(torch.rand(32, dtype=weight_dtype or torch.bfloat16))
+
+    def forward(self, x):
+        dtype = x.dtype
+        h = x.to(torch.float32) if self.upcast else x
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6)
+        return self.weight * h.to(dtype)
+
+
+def test_rms_norm_bf16_recognised_as_llama_casting():
+    found = recognize(export(Norm(), torch.randn(4, 32, dtype=torch.bfloat16)))
+    assert [r.op for r in found.records] == ["rms_norm"]
+    assert found.records[0].attrs["casting_mode"] == "llama"
+
+
+def test_rms_norm_with_bf16_variance_is_left_alone():
+    gm = export(Norm(upcast=False), torch.randn(4, 32, dtype=torch.bfloat16))
+    found = recognize(gm)
+    assert found.records == []
+    assert found.lines() == ["[recognise-rms-norm] left alone rsqrt at rsqrt: the variance is "
+                             "computed in bf16; liger.rms_norm computes it in f32"]
+    assert "liger.rms_norm" not in import_graph(gm, "f", found).mlir
+
+
+def test_rms_norm_promoted_by_an_f32_weight_is_left_alone():
+    gm = export(Norm(weight_dtype=torch.float32), torch.randn(4, 32, dtype=torch.bfloat16))
+    assert recognize(gm).lines() == [
+        "[recognise-rms-norm] left alone rsqrt at rsqrt: the result is f32, the input bf16 (the "
+        "weight's dtype promotes it); liger.rms_norm returns the input's dtype"]
+
+
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def rotate_every_two(x):  # the GPT-J convention (interleaved pairs)
+    return torch.stack((-x[..., 1::2], x[..., ::2]), dim=-1).flatten(-2)
+
+
+class Rope(torch.nn.Module):
+    def __init__(self, rotate):
+        super().__init__()
+        self.rotate = rotate
+
+    def forward(self, q, k, cos, sin):
+        cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+        return q * cos + self.rotate(q) * sin, k * cos + self.rotate(k) * sin
+
+
+def rope_inputs():
+    return (torch.randn(2, 4, 8, 16), torch.randn(2, 2, 8, 16), torch.randn(2, 8, 16),
+            torch.randn(2, 8, 16))
+
+
+def test_rope_rotate_half_recognised_and_exact():
+    args = rope_inputs()
+    gm = export(Rope(rotate_half), *args)
+    found = recognize(gm)
+    assert [r.op for r in found.records] == ["rope"]
+    imported = import_graph(gm, "rope", found)
+    q, k = torch.fx.Interpreter(gm).run(*args)
+    got = driver_run(imported, args)
+    assert np.allclose(got[0], q.numpy(), atol=1e-6) and np.allclose(got[1], k.numpy(), atol=1e-6)
+
+
+def driver_run(imported, args):
+    from liger import reference
+    (function,) = imported.functions
+    return reference.run_cpu(imported.mlir, function.name, [a.numpy() for a in args])
+
+
+def test_policy_refuses_a_record():
+    gm = export(Rope(rotate_half), *rope_inputs())
+    found = recognize(gm, policy=lambda record: record.op != "rope")
+    assert found.records == []
+    assert found.lines() == ["[recognise-rope] left alone add at add: refused by the policy"]
+
+
+def test_rope_of_another_convention_is_left_alone():
+    gm = export(Rope(rotate_every_two), *rope_inputs())
+    found = recognize(gm)
+    assert found.records == []
+    assert [line for line in found.lines() if "recognise-rope" in line] == [
+        "[recognise-rope] left alone add at add: the rotation is not a concatenation "
+        "(another convention)",
+        "[recognise-rope] left alone add_1 at add_1: the rotation is not a concatenation "
+        "(another convention)"]
+    assert "liger.rope" not in import_graph(gm, "f", found).mlir
+
+
+def test_rope_promoted_and_not_rounded_back_is_left_alone():
+    q, k, cos, sin = rope_inputs()
+    found = recognize(export(Rope(rotate_half), q.bfloat16(), k.bfloat16(), cos, sin))
+    assert found.records == []
+    assert found.lines() == ["[recognise-rope] left alone add at add: the result stays in f32 "
+                             "(the tables promote it); liger.rope returns q's dtype"]
+
+
+def test_rope_rotating_the_other_way_is_left_alone():
+    def backwards(x):
+        half = x.shape[-1] // 2
+        return torch.cat((x[..., half:], -x[..., :half]), dim=-1)
+    found = recognize(export(Rope(backwards), *rope_inputs()))
+    assert found.records == []
+    assert "the rotation does not negate its first half (another convention)" in found.lines()[0]
+
+
+# --- losses, softmax, LoRA ---------------------------------------------------
+
+class Losses(torch.nn.Module):
+    def forward(self, logits, target):
+        ce = torch.nn.functional.cross_entropy(logits, target, ignore_index=3,
+                                               label_smoothing=0.1, reduction="sum")
+        nll = torch.nn.functional.nll_loss(torch.log_softmax(logits, -1), target,
+                                           reduction="none")
+        return ce, nll, torch.softmax(logits, -1)
+
+
+def test_losses_and_softmax_recognised_and_exact():
+    args = (torch.randn(6, 40), torch.tensor([1, 3, 0, 39, 3, 7]))
+    gm = export(Losses(), *args)
+    found = recognize(gm)
+    ops = [(r.op, r.attrs) for r in found.records]
+    assert ops == [("cross_entropy", {"ignore_index": 3, "label_smoothing": 0.1,
+                                      "reduction": "sum"}),
+                   ("cross_entropy", {"ignore_index": -100, "label_smoothing": 0.0,
+                                      "reduction": "none"}),
+                   ("softmax", {})]
+    imported = import_graph(gm, "losses", found)
+    assert "ignore_index = 3 label_smoothing = 0.1 reduction = sum" in imported.mlir
+    want = torch.fx.Interpreter(gm).run(*args)
+    got = driver_run(imported, args)
+    for g, w in zip(got, want):
+        assert np.allclose(g, w.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_softmax_left_in_f32_is_left_alone():
+    gm = export(torch.nn.Softmax(-1), torch.randn(4, 8, dtype=torch.bfloat16))
+    assert recognize(gm).records[0].op == "softmax"
+
+    class Upcast(torch.nn.Module):
+        def forward(self, x):
+            return torch.softmax(x, -1, dtype=torch.float32)
+    assert recognize(export(Upcast(), torch.randn(4, 8, dtype=torch.bfloat16))).lines() == [
+        "[recognise-softmax] left alone softmax at softmax: the result stays in f32; "
+        "liger.softmax returns the input's dtype"]
+
+
+def test_peft_lora_recognised_fused_and_exact():
+    peft = pytest.importorskip("peft")
+    config = cap.load_config(config_path("llama"))
+    model = cap.build_model(config, "f32", "cpu")
+    lora = peft.get_peft_model(model, peft.LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0,
+                                                      target_modules=["q_proj", "v_proj"]))
+    for name, p in lora.named_parameters():
+        if "lora_B" in name:  # PEFT starts B at zero; make the update visible
+            torch.nn.init.normal_(p)
+    c = cap.capture_decoder_layer(lora.base_model.model)
+    imported = import_graph(c.graph_module, c.name, argument_names=c.argument_names)
+    ops = [r.op for r in imported.recognition.records]
+    assert ops.count("lora_linear") == 2
+    assert "liger.lora_linear" in imported.mlir and "scale = 2.0" in imported.mlir
+    report = driver.run_opt(imported.mlir, ["--canonicalize", "--liger-fuse=report=true", "-o",
+                                            os.devnull])
+    assert "[liger-fuse-lora] fused liger.lora_linear" in report
+    assert all(r.error <= 1e-5 for r in check.compare(c, imported))
+
+
+@pytest.mark.parametrize("name", ["mlp", "conv", "layer_norm", "scalar_ops"])
+def test_other_models_import_what_they_can_and_never_fail(name):
+    # Graphs with nothing liger recognises: what is left is a boundary, never an error.
+    class ScalarOps(torch.nn.Module):
+        def forward(self, x):
+            return (x * 2.0 + 1.0).sum(-1), x.max(), torch.nn.functional.silu(x) + x
+    modules = {
+        "mlp": (torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(),
+                                    torch.nn.Linear(16, 4)), torch.randn(3, 8)),
+        "conv": (torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.Flatten(),
+                                     torch.nn.Linear(4 * 6 * 6, 5)), torch.randn(2, 3, 8, 8)),
+        "layer_norm": (torch.nn.LayerNorm(8), torch.randn(3, 8)),
+        "scalar_ops": (ScalarOps(), torch.randn(3, 8)),
+    }
+    module, x = modules[name]
+    gm = export(module, x)
+    found = recognize(gm)
+    assert found.records == []
+    imported = import_graph(gm, name, found)
+    assert imported.functions == [] and imported.imported_nodes == 0
+    driver.run_opt(imported.mlir, ["-o", os.devnull])
+
+
+# --- records -----------------------------------------------------------------
+
+def test_record_checks_its_operands_and_results():
+    with pytest.raises(ValueError, match=r"^liger.rms_norm needs operand weight$"):
+        Record("rms_norm", {"input": object()}, {}, (None,))
+    with pytest.raises(ValueError, match=r"^liger.rope has 2 results, the record gives 1$"):
+        Record("rope", {"q": 1, "k": 2, "cos": 3, "sin": 4}, {}, (None,))
+    with pytest.raises(ValueError, match=r"^liger.swiglu has no attribute eps$"):
+        Record("swiglu", {"gate": 1, "up": 2}, {"eps": 1.0}, (None,))
+    with pytest.raises(ValueError, match=r"^liger.linear has no operand lora_a$"):
+        Record("linear", {"input": 1, "weight": 2, "lora_a": 3}, {}, (None,))
+
+
+def test_float_literals_parse_in_mlir():
+    assert format_float(1e-6) == "1.0e-06" and format_float(30.0) == "30.0"
+    with pytest.raises(ValueError, match=r"^not a finite attribute value: inf$"):
+        format_float(float("inf"))
+
+
+def test_every_spec_names_a_dialect_op():
+    doc = open(os.path.join(ROOT, "docs", "Dialects", "LigerDialect.md")).read()
+    for name in OPS:
+        assert "### `liger.%s`" % name in doc, name
+
+
+# --- the command line -------------------------------------------------------
+
+def run_cli(*args):
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    return subprocess.run([sys.executable, "-m", "liger.frontend", *args], capture_output=True,
+                          text=True, env=env)
+
+
+def test_cli_imports_a_config(tmp_path):
+    out = tmp_path / "layer.mlir"
+    proc = run_cli("import", config_path("llama"), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "[recognise-rope] recognised liger.rope at layer.self_attn" in proc.stdout
+    assert "llama_decoder_layer: 48 of 48 aten nodes imported, 13 liger ops, 8 kernels, " \
+           "0 graph breaks" in proc.stdout
+    assert "liger.frontend: wrote %s (verified by liger-opt)" % out in proc.stdout
+    driver.run_opt(out.read_text(), ["-o", os.devnull])
+
+
+def test_cli_backward(tmp_path, capsys):
+    out = tmp_path / "layer.mlir"
+    code, stdout, err = cli(capsys, "import", config_path("llama"), "-o", str(out), "--backward",
+                            "--quiet")
+    assert code == 0, err
+    assert "llama_decoder_layer_backward: @llama_decoder_layer_backward, " \
+           "@llama_decoder_layer_backward_1" in stdout
+    assert "func.func @llama_lm_head_loss_backward(" in out.read_text()
+
+
+def cli(capsys, *args):
+    """The command line in this process: (exit code, stdout, stderr)."""
+    from liger.frontend.__main__ import main
+    try:
+        code = main(list(args))
+    except SystemExit as e:  # argparse
+        code = e.code
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_cli_model_directory(tmp_path, capsys):
+    (tmp_path / "config.json").write_text(open(config_path("qwen2")).read())
+    code, out, err = cli(capsys, "import", str(tmp_path), "-o", str(tmp_path / "q.mlir"), "--quiet")
+    assert code == 0, err
+    assert out.splitlines()[0].startswith("qwen2_decoder_layer: ")
+
+
+def test_cli_errors(tmp_path, capsys):
+    missing = tmp_path / "missing.json"
+    code, _, err = cli(capsys, "import", str(missing), "-o", str(tmp_path / "x.mlir"))
+    assert code == 1
+    assert err.strip() == ("liger.frontend: error: no config at %s (give a config.json or "
+                           "a directory holding one)" % missing)
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"hidden_size": 8}')
+    code, _, err = cli(capsys, "import", str(bad), "-o", str(tmp_path / "x.mlir"))
+    assert code == 1
+    assert err.strip() == ("liger.frontend: error: %s has no model_type: not a Hugging "
+                           "Face config.json" % bad)
+    bad.write_text('{"model_type": "no-such-model"}')
+    code, _, err = cli(capsys, "import", str(bad), "-o", str(tmp_path / "x.mlir"))
+    assert code == 1
+    assert err.startswith("liger.frontend: error: %s: transformers does not know "
+                          "model_type 'no-such-model'" % bad)
+    bad.write_text('[1, 2')
+    code, _, err = cli(capsys, "import", str(bad), "-o", str(tmp_path / "x.mlir"))
+    assert code == 1 and err.startswith("liger.frontend: error: cannot read %s: " % bad)
+    code, _, err = cli(capsys, "import", config_path("llama"), "-o", str(tmp_path / "x.mlir"),
+                       "--tokens", "1")
+    assert code == 2
+    assert "argument --tokens: expected 'dynamic' or BATCH,SEQUENCE with BATCH >= 1 and " \
+           "SEQUENCE >= 2, got '1'" in err
+    assert not (tmp_path / "x.mlir").exists()
+
+
+def test_cli_unwritable_output(tmp_path, capsys):
+    code, _, err = cli(capsys, "import", config_path("llama"), "-o",
+                       str(tmp_path / "no-such-dir" / "x.mlir"), "--quiet")
+    assert code == 1 and "liger.frontend: error: [Errno 2] No such file or directory" in err
