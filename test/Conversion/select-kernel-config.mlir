@@ -33,6 +33,34 @@ func.func @short(%x: tensor<?x6xf32>) -> tensor<?x6xf32> {
 
 // -----
 
+// Rows of odd length: the widest vector that divides the row (7 f32 and
+// 1001 bf16 take one element, 1002 f16 two), so that every row starts on a
+// chunk boundary.
+// CHECK-LABEL: func.func @odd_rows
+//       CHECK:   liger.kernel_config = {threads = 32 : i64, vector_width = 1 : i64}
+//       CHECK:   liger.kernel_config = {threads = 256 : i64, vector_width = 1 : i64}
+//       CHECK:   liger.kernel_config = {threads = 256 : i64, vector_width = 2 : i64}
+func.func @odd_rows(%a: tensor<?x7xf32>, %b: tensor<?x1001xbf16>, %c: tensor<?x1002xf16>) -> (tensor<?x7xf32>, tensor<?x1001xbf16>, tensor<?x1002xf16>) {
+  %x = liger.fusion rowwise(%a) : (tensor<?x7xf32>) -> tensor<?x7xf32> {
+  ^bb0(%v: tensor<?x7xf32>):
+    %s = liger.softmax %v : tensor<?x7xf32>
+    liger.yield %s : tensor<?x7xf32>
+  }
+  %y = liger.fusion rowwise(%b) : (tensor<?x1001xbf16>) -> tensor<?x1001xbf16> {
+  ^bb0(%v: tensor<?x1001xbf16>):
+    %s = liger.silu %v : tensor<?x1001xbf16>
+    liger.yield %s : tensor<?x1001xbf16>
+  }
+  %z = liger.fusion rowwise(%c) : (tensor<?x1002xf16>) -> tensor<?x1002xf16> {
+  ^bb0(%v: tensor<?x1002xf16>):
+    %s = liger.silu %v : tensor<?x1002xf16>
+    liger.yield %s : tensor<?x1002xf16>
+  }
+  return %x, %y, %z : tensor<?x7xf32>, tensor<?x1001xbf16>, tensor<?x1002xf16>
+}
+
+// -----
+
 // Near-miss: a pinned configuration stays. A matmul group gets a tile
 // configuration: f32 takes 32-element (128-byte) K slices, a 64-column tile
 // (64 does not divide by 128).

@@ -1024,17 +1024,18 @@ FailureOr<RowKernelInfo> CEBuilder::build() {
   if (Value w = forward ? forward.getWeight() : backward.getWeight())
     weightType = cast<RankedTensorType>(w.getType()).getElementType();
   bytes = std::max<unsigned>(1, elem.getIntOrFloatBitWidth() / 8);
-  // The configuration's vector width must divide the row (so that every row
-  // starts aligned) and fit the class weights' chunk in 16 bytes;
-  // liger-select-kernel-config's default is the widest 16-byte vector that
-  // divides the row, narrowed here for wider class weights.
+  // The configuration's vector width follows the row templates' rule
+  // (checkRowVectorWidth); liger-select-kernel-config's default is the
+  // widest it allows, narrowed here to fit the class weights' chunk in 16
+  // bytes.
   int64_t weightBytes =
       weightType ? std::max<unsigned>(1, weightType.getIntOrFloatBitWidth() / 8)
                  : 1;
   width = config.vectorWidth;
-  if (vocab % width != 0 || width * bytes > 16)
-    return fail("vector_width " + Twine(width) + " must divide the " +
-                Twine(vocab) + " classes in chunks of at most 16 bytes");
+  std::string why =
+      checkRowVectorWidth(RowTemplate::CrossEntropy, vocab, elem, width);
+  if (!why.empty())
+    return fail(why);
   while (width * weightBytes > 16)
     width /= 2;
   threads = config.threads;

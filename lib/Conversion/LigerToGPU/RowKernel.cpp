@@ -50,13 +50,43 @@
 using namespace mlir;
 using namespace mlir::liger;
 
+static int64_t elementBytes(Type elementType) {
+  return std::max<int64_t>(1, elementType.getIntOrFloatBitWidth() / 8);
+}
+
+std::string mlir::liger::checkRowVectorWidth(RowTemplate tmpl, int64_t hidden,
+                                             Type elementType, int64_t width) {
+  std::string why;
+  llvm::raw_string_ostream os(why);
+  int64_t bytes = elementBytes(elementType);
+  if (width < 1 || !llvm::isPowerOf2_64(width))
+    os << "vector_width " << width << " is not a power of two";
+  else if (width * bytes > 16)
+    os << "vector_width " << width << " spans " << width * bytes
+       << " bytes of " << elementType << ", more than one 16-byte load";
+  else if (tmpl == RowTemplate::RowProgram && hidden % width != 0)
+    os << "vector_width " << width << " does not divide the row length "
+       << hidden << " (every row must start on a chunk boundary)";
+  else if (tmpl == RowTemplate::CrossEntropy && hidden % width != 0)
+    os << "vector_width " << width << " does not divide the " << hidden
+       << " classes (every row must start on a chunk boundary)";
+  return why;
+}
+
+int64_t mlir::liger::selectRowVectorWidth(RowTemplate tmpl, int64_t hidden,
+                                          Type elementType) {
+  int64_t width = 16 / elementBytes(elementType);
+  while (width > 1 && !checkRowVectorWidth(tmpl, hidden, elementType, width)
+                           .empty())
+    width /= 2;
+  return width;
+}
+
 RowKernelConfig mlir::liger::selectRowKernelConfig(int64_t hidden,
                                                    Type elementType) {
   RowKernelConfig config;
-  int64_t bytes = std::max<int64_t>(1, elementType.getIntOrFloatBitWidth() / 8);
-  config.vectorWidth = 16 / bytes;
-  while (config.vectorWidth > 1 && hidden % config.vectorWidth != 0)
-    config.vectorWidth /= 2;
+  config.vectorWidth =
+      selectRowVectorWidth(RowTemplate::RowProgram, hidden, elementType);
   // 256 threads per row: on an H200 (bench/config_sweep.py, 16384 rows)
   // SwiGLU at 14336 bf16 ran at 100% of the copy floor with 256 threads and
   // 80% with 1024, RMSNorm at 4096 at 88-90% against 54%; fewer threads
@@ -74,29 +104,54 @@ RowKernelConfig mlir::liger::selectRowKernelConfig(int64_t hidden,
 /// it.
 constexpr int64_t kLongLossRowBytes = 64 * 1024;
 
-RowKernelConfig mlir::liger::selectRowKernelConfig(FusionOp group) {
+namespace {
+/// The row a group's configuration is about: the last dimension of its
+/// first input of rank 2 or more with a static one, and the template that
+/// reads the configuration (none for RoPE, whose template derives its own).
+struct GroupRow {
+  int64_t hidden = 0;
+  Type elementType;
+  std::optional<RowTemplate> tmpl;
+};
+} // namespace
+
+static std::optional<GroupRow> getGroupRow(FusionOp group) {
   for (Value v : group.getInputs()) {
     auto t = dyn_cast<RankedTensorType>(v.getType());
     if (!t || t.getRank() < 2 || t.isDynamicDim(t.getRank() - 1))
       continue;
-    RowKernelConfig config =
-        selectRowKernelConfig(t.getShape().back(), t.getElementType());
-    Block &body = group.getBody().front();
-    auto loss = llvm::find_if(body, [](Operation &op) {
-      auto ce = dyn_cast<CrossEntropyOp>(op);
-      return ce && ce.getReduction() != Reduction::none;
-    });
-    bool fusedGrad = llvm::any_of(
-        body, [](Operation &op) { return isa<CrossEntropyGradOp>(op); });
-    int64_t rowBytes = t.getShape().back() *
-                       std::max<int64_t>(1, t.getElementTypeBitWidth() / 8);
-    if (loss != body.end() && fusedGrad && rowBytes >= kLongLossRowBytes) {
-      config.threads = 1024;
-      config.ctasPerSm = 1;
-    }
-    return config;
+    GroupRow row{t.getShape().back(), t.getElementType(), std::nullopt};
+    Operation &first = group.getBody().front().front();
+    if (isa<CrossEntropyOp, CrossEntropyGradOp>(first))
+      row.tmpl = RowTemplate::CrossEntropy;
+    else if (!isa<RoPEOp, RoPEGradOp>(first))
+      row.tmpl = RowTemplate::RowProgram;
+    return row;
   }
-  return RowKernelConfig();
+  return std::nullopt;
+}
+
+RowKernelConfig mlir::liger::selectRowKernelConfig(FusionOp group) {
+  std::optional<GroupRow> row = getGroupRow(group);
+  if (!row)
+    return RowKernelConfig();
+  RowKernelConfig config = selectRowKernelConfig(row->hidden, row->elementType);
+  if (row->tmpl == RowTemplate::CrossEntropy)
+    config.vectorWidth = selectRowVectorWidth(RowTemplate::CrossEntropy,
+                                              row->hidden, row->elementType);
+  Block &body = group.getBody().front();
+  auto loss = llvm::find_if(body, [](Operation &op) {
+    auto ce = dyn_cast<CrossEntropyOp>(op);
+    return ce && ce.getReduction() != Reduction::none;
+  });
+  bool fusedGrad = llvm::any_of(
+      body, [](Operation &op) { return isa<CrossEntropyGradOp>(op); });
+  int64_t rowBytes = row->hidden * elementBytes(row->elementType);
+  if (loss != body.end() && fusedGrad && rowBytes >= kLongLossRowBytes) {
+    config.threads = 1024;
+    config.ctasPerSm = 1;
+  }
+  return config;
 }
 
 DictionaryAttr
@@ -144,11 +199,14 @@ FailureOr<RowKernelConfig> mlir::liger::getRowKernelConfig(FusionOp group) {
     return group.emitOpError("expects 'threads' to be a multiple of 32 in "
                              "[32, 1024], got ")
            << config.threads;
-  if (config.vectorWidth < 1 || config.vectorWidth > 16 ||
-      !llvm::isPowerOf2_64(config.vectorWidth))
-    return group.emitOpError("expects 'vector_width' to be a power of two "
-                             "in [1, 16], got ")
-           << config.vectorWidth;
+  std::optional<GroupRow> row = getGroupRow(group);
+  if (row && row->tmpl) {
+    std::string why = checkRowVectorWidth(*row->tmpl, row->hidden,
+                                          row->elementType, config.vectorWidth);
+    if (!why.empty())
+      return group.emitOpError("has an invalid 'liger.kernel_config': ")
+             << why;
+  }
   return config;
 }
 
@@ -234,6 +292,7 @@ private:
   func::FuncOp rowFn;
   unsigned rank = 0;  // loops of a row-shaped generic
   int64_t hidden = 0; // static row length
+  Type rowType;       // the element type of the first row-shaped operand
   int64_t numChunks = 0;
   DenseMap<Value, Rep> reps;
   // Chunks of inputs loaded at the row program's top level, by (input,
@@ -329,15 +388,19 @@ LogicalResult RowKernelBuilder::analyze() {
         if (type.isDynamicDim(rank - 1))
           return WalkResult::interrupt();
         hidden = type.getShape().back();
+        if (!rowType)
+          rowType = type.getElementType();
       }
     }
     return WalkResult::advance();
   });
   if (walk.wasInterrupted() || hidden == 0)
     return fail("its rows need a static length");
-  if (hidden % config.vectorWidth != 0)
-    return fail("vector_width " + Twine(config.vectorWidth) +
-                " does not divide the row length " + Twine(hidden));
+  std::string why =
+      checkRowVectorWidth(RowTemplate::RowProgram, hidden, rowType,
+                          config.vectorWidth);
+  if (!why.empty())
+    return fail(why);
   numChunks =
       (hidden / config.vectorWidth + config.threads - 1) / config.threads;
 
@@ -793,7 +856,7 @@ LogicalResult RowKernelBuilder::emitRowScalar(OpBuilder &b,
     args.push_back(arith::ConstantOp::create(
         b, loc, b.getZeroAttr(getElementTypeOrSelf(out.get().getType()))));
   FailureOr<SmallVector<Value>> values =
-      vectorizeBody(b, *op.getBlock(), args, /*width=*/1);
+      vectorizeBody(b, *op.getBlock(), args, /*width=*/0);
   if (failed(values))
     return failure();
   Value isThread0 =
@@ -1164,7 +1227,7 @@ LogicalResult RowKernelBuilder::buildFinish(gpu::GPUModuleOp module,
       args.push_back(arith::ConstantOp::create(
           fb, loc, fb.getZeroAttr(getElementTypeOrSelf(out.get().getType()))));
     FailureOr<SmallVector<Value>> values =
-        vectorizeBody(fb, *op.getBlock(), args, /*width=*/1);
+        vectorizeBody(fb, *op.getBlock(), args, /*width=*/0);
     if (failed(values))
       return failure();
     for (auto [result, v] : llvm::zip(op->getResults(), *values)) {
@@ -1192,7 +1255,7 @@ mlir::liger::cloneElementwiseBody(OpBuilder &b, Location loc, Block &body,
                 .str();
       return failure();
     }
-    if (width > 1) {
+    if (width > 0) {
       if (auto cst = dyn_cast<arith::ConstantOp>(op)) {
         auto type = VectorType::get({width}, cst.getType());
         mapping.map(cst.getResult(),
@@ -1205,7 +1268,7 @@ mlir::liger::cloneElementwiseBody(OpBuilder &b, Location loc, Block &body,
     for (Value operand : op.getOperands())
       state.addOperands(mapping.lookupOrDefault(operand));
     for (Type t : op.getResultTypes())
-      state.addTypes(width > 1 ? Type(VectorType::get({width}, t)) : t);
+      state.addTypes(width > 0 ? Type(VectorType::get({width}, t)) : t);
     state.addAttributes(op.getAttrs());
     Operation *clone = b.create(state);
     mapping.map(op.getResults(), clone->getResults());

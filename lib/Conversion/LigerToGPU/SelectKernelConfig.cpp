@@ -2,8 +2,9 @@
 //
 // Writes the default launch configuration on every rowwise group
 // (RowKernel.cpp's selectRowKernelConfig) and every matmul group
-// (MatmulConfig.cpp) that has none, and checks the pinned configurations of
-// matmul groups against the target.
+// (MatmulConfig.cpp) that has none, and checks the pinned configurations:
+// a rowwise group's against its row (getRowKernelConfig, the same vector
+// width rule the default follows), a matmul group's against the target.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,12 +36,13 @@ struct SelectKernelConfigPass
     WalkResult walk = getOperation()->walk([&](FusionOp group) {
       auto pinned = group->getAttrOfType<DictionaryAttr>("liger.kernel_config");
       if (group.getKind() == FusionKind::rowwise) {
-        if (!pinned) {
-          group->setAttr("liger.kernel_config",
-                         getRowKernelConfigAttr(&getContext(),
-                                                selectRowKernelConfig(group)));
-          ++numConfigured;
-        }
+        if (pinned)
+          return failed(getRowKernelConfig(group)) ? WalkResult::interrupt()
+                                                   : WalkResult::advance();
+        group->setAttr("liger.kernel_config",
+                       getRowKernelConfigAttr(&getContext(),
+                                              selectRowKernelConfig(group)));
+        ++numConfigured;
         return WalkResult::advance();
       }
       if (group.getKind() != FusionKind::matmul)

@@ -39,8 +39,30 @@ struct RowKernelConfig {
   int64_t ctasPerSm = 0;
 };
 
+/// The templates that read a row configuration, for the rule on its vector
+/// width.
+enum class RowTemplate {
+  RowProgram,   ///< buildRowKernel; RoPE's half head follows the same rule
+  CrossEntropy, ///< buildCrossEntropyKernel
+};
+
+/// The rule on the vector width W of a row template over rows of `hidden`
+/// elements of `elementType`, written once for the default configuration
+/// and every check of a pinned one: W is a power of two whose chunk spans
+/// at most 16 bytes (one vector load or store), and for the row program W
+/// divides the row, because every row must start on a chunk boundary (a row
+/// of 7 f32 is only 4-byte aligned after the first). Returns why W is
+/// refused, or an empty string when it is legal.
+std::string checkRowVectorWidth(RowTemplate tmpl, int64_t hidden,
+                                Type elementType, int64_t width);
+
+/// The widest vector width checkRowVectorWidth accepts: 16-byte chunks
+/// wherever the row allows them.
+int64_t selectRowVectorWidth(RowTemplate tmpl, int64_t hidden,
+                             Type elementType);
+
 /// The default configuration for rows of `hidden` elements of `elementType`:
-/// 16-byte vectors when they divide the row, about two chunks per thread.
+/// the widest legal vector width, about two chunks per thread.
 RowKernelConfig selectRowKernelConfig(int64_t hidden, Type elementType);
 
 /// The default configuration of a rowwise group: selectRowKernelConfig for
@@ -48,8 +70,9 @@ RowKernelConfig selectRowKernelConfig(int64_t hidden, Type elementType);
 RowKernelConfig selectRowKernelConfig(FusionOp group);
 
 /// Reads the `liger.kernel_config` attribute of `group` ({threads,
-/// vector_width[, reuse_loads][, ctas_per_sm]}), checking it, or returns the default of
-/// selectRowKernelConfig(group).
+/// vector_width[, reuse_loads][, ctas_per_sm]}), checking it (the vector
+/// width by checkRowVectorWidth against the group's row), or returns the
+/// default of selectRowKernelConfig(group).
 FailureOr<RowKernelConfig> getRowKernelConfig(FusionOp group);
 
 /// The `liger.kernel_config` attribute holding `config`.
@@ -127,8 +150,9 @@ FailureOr<RowKernelInfo> buildRowKernel(FusionOp group, gpu::GPUModuleOp module,
                                         const RowKernelConfig &config);
 
 /// Clones the arith/math body of an elementwise linalg.generic on `args`,
-/// each value widened to vector<width x T> when width > 1 (constants
-/// splatted). Fails with `why` on any other op.
+/// each value widened to vector<width x T> when width > 0 (constants
+/// splatted; a row of odd length has chunks of vector<1 x T>), kept scalar
+/// when width is 0. Fails with `why` on any other op.
 FailureOr<SmallVector<Value>> cloneElementwiseBody(OpBuilder &b, Location loc,
                                                    Block &body, ValueRange args,
                                                    int64_t width,
