@@ -61,6 +61,35 @@ func.func @odd_rows(%a: tensor<?x7xf32>, %b: tensor<?x1001xbf16>, %c: tensor<?x1
 
 // -----
 
+// Long rows of one-element chunks: more threads where that keeps the row in
+// registers (softmax over 32001 f32 holds x across its reductions: 63
+// chunks a thread at 512; SiLU over 50257 bf16 holds nothing: 50 chunks at
+// 1024), else 256 threads that loop over their chunks (softmax over 50257).
+// CHECK-LABEL: func.func @long_rows
+//       CHECK:   liger.kernel_config = {threads = 512 : i64, vector_width = 1 : i64}
+//       CHECK:   liger.kernel_config = {threads = 1024 : i64, vector_width = 1 : i64}
+//       CHECK:   liger.kernel_config = {threads = 256 : i64, vector_width = 1 : i64}
+func.func @long_rows(%a: tensor<?x32001xf32>, %b: tensor<?x50257xbf16>) -> (tensor<?x32001xf32>, tensor<?x50257xbf16>, tensor<?x50257xbf16>) {
+  %x = liger.fusion rowwise(%a) : (tensor<?x32001xf32>) -> tensor<?x32001xf32> {
+  ^bb0(%v: tensor<?x32001xf32>):
+    %s = liger.softmax %v : tensor<?x32001xf32>
+    liger.yield %s : tensor<?x32001xf32>
+  }
+  %y = liger.fusion rowwise(%b) : (tensor<?x50257xbf16>) -> tensor<?x50257xbf16> {
+  ^bb0(%v: tensor<?x50257xbf16>):
+    %s = liger.silu %v : tensor<?x50257xbf16>
+    liger.yield %s : tensor<?x50257xbf16>
+  }
+  %z = liger.fusion rowwise(%b) : (tensor<?x50257xbf16>) -> tensor<?x50257xbf16> {
+  ^bb0(%v: tensor<?x50257xbf16>):
+    %s = liger.softmax %v : tensor<?x50257xbf16>
+    liger.yield %s : tensor<?x50257xbf16>
+  }
+  return %x, %y, %z : tensor<?x32001xf32>, tensor<?x50257xbf16>, tensor<?x50257xbf16>
+}
+
+// -----
+
 // Near-miss: a pinned configuration stays. A matmul group gets a tile
 // configuration: f32 takes 32-element (128-byte) K slices, a 64-column tile
 // (64 does not divide by 128).

@@ -12,6 +12,12 @@
 #include "liger/Conversion/LigerToGPU/RowKernel.h"
 #include "liger/Conversion/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
 namespace mlir::liger {
 #define GEN_PASS_DEF_SELECTKERNELCONFIGPASS
 #include "liger/Conversion/Passes.h.inc"
