@@ -90,6 +90,29 @@ func.func @long_rows(%a: tensor<?x32001xf32>, %b: tensor<?x50257xbf16>) -> (tens
 
 // -----
 
+// The cross-entropy template peels rows that do not start on a chunk
+// boundary, so GPT-2's vocabulary keeps 16-byte chunks there, where the
+// row program over the same row takes one element.
+// CHECK-LABEL: func.func @gpt2_vocabulary
+//       CHECK:   liger.kernel_config = {ctas_per_sm = 1 : i64, threads = 1024 : i64, vector_width = 8 : i64}
+//       CHECK:   liger.kernel_config = {threads = 256 : i64, vector_width = 1 : i64}
+func.func @gpt2_vocabulary(%x: tensor<?x50257xbf16>, %t: tensor<?xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<?x50257xbf16>, tensor<?x50257xbf16>) {
+  %r:2 = liger.fusion rowwise(%x, %t, %g) : (tensor<?x50257xbf16>, tensor<?xi64>, tensor<f32>) -> (tensor<f32>, tensor<?x50257xbf16>) {
+  ^bb0(%a: tensor<?x50257xbf16>, %b: tensor<?xi64>, %c: tensor<f32>):
+    %l = liger.cross_entropy %a, %b : tensor<?x50257xbf16>, tensor<?xi64>
+    %d = liger.cross_entropy_grad %a, %b, %c : tensor<?x50257xbf16>, tensor<?xi64>, tensor<f32>
+    liger.yield %l, %d : tensor<f32>, tensor<?x50257xbf16>
+  }
+  %s = liger.fusion rowwise(%x) : (tensor<?x50257xbf16>) -> tensor<?x50257xbf16> {
+  ^bb0(%v: tensor<?x50257xbf16>):
+    %y = liger.softmax %v : tensor<?x50257xbf16>
+    liger.yield %y : tensor<?x50257xbf16>
+  }
+  return %r#0, %r#1, %s : tensor<f32>, tensor<?x50257xbf16>, tensor<?x50257xbf16>
+}
+
+// -----
+
 // Near-miss: a pinned configuration stays. A matmul group gets a tile
 // configuration: f32 takes 32-element (128-byte) K slices, a 64-column tile
 // (64 does not divide by 128).

@@ -101,9 +101,6 @@ std::string mlir::liger::checkRowVectorWidth(RowTemplate tmpl, int64_t hidden,
   else if (tmpl == RowTemplate::RowProgram && hidden % width != 0)
     os << "vector_width " << width << " does not divide the row length "
        << hidden << " (every row must start on a chunk boundary)";
-  else if (tmpl == RowTemplate::CrossEntropy && hidden % width != 0)
-    os << "vector_width " << width << " does not divide the " << hidden
-       << " classes (every row must start on a chunk boundary)";
   return why;
 }
 

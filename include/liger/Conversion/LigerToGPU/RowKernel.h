@@ -51,8 +51,11 @@ enum class RowTemplate {
 /// and every check of a pinned one: W is a power of two whose chunk spans
 /// at most 16 bytes (one vector load or store), and for the row program W
 /// divides the row, because every row must start on a chunk boundary (a row
-/// of 7 f32 is only 4-byte aligned after the first). Returns why W is
-/// refused, or an empty string when it is legal.
+/// of 7 f32 is only 4-byte aligned after the first). The cross-entropy
+/// template takes any row length at any such W: a row that does not start
+/// on a chunk boundary is peeled (single elements up to its first aligned
+/// chunk and after its last). Returns why W is refused, or an empty string
+/// when it is legal.
 std::string checkRowVectorWidth(RowTemplate tmpl, int64_t hidden,
                                 Type elementType, int64_t width);
 
@@ -178,11 +181,13 @@ buildRoPEKernel(FusionOp group, gpu::GPUModuleOp module, StringRef name);
 /// liger.cross_entropy_grad (CrossEntropyKernel.cpp): a CTA streams its
 /// row twice at most (an online softmax, then the gradient), whatever the
 /// vocabulary size; a reduced loss adds a finishing kernel.
-/// `config` gives the threads, the vector width (which must divide the
-/// vocabulary) and, for a reduced loss, the CTAs per SM. A reduced loss
-/// fused with its gradient at one CTA per SM (and reuse_loads) keeps what
-/// of each thread's part of the row fits in `maxSharedMemoryBytes` (the
-/// target's, per CTA) in shared memory between its two passes.
+/// `config` gives the threads, the vector width (checkRowVectorWidth: any
+/// vocabulary, rows peeled to their first aligned chunk where the width
+/// does not divide it) and, for a reduced loss, the CTAs per SM. A reduced
+/// loss fused with its gradient with its CTAs per SM given (and
+/// reuse_loads, and 16-byte chunks for cp.async) keeps what of each
+/// thread's part of the row fits in `maxSharedMemoryBytes` (the target's,
+/// per CTA) in shared memory between its two passes.
 FailureOr<RowKernelInfo> buildCrossEntropyKernel(FusionOp group,
                                                  gpu::GPUModuleOp module,
                                                  StringRef name,
