@@ -113,6 +113,16 @@
 //       GPU:     gpu.return
 // GPU-LABEL: gpu.func @rms_norm_grad_262147_rowwise_0_finish(
 
+// SiLU then a product over 256000 bf16: nothing is reduced, but the SiLU's
+// chunks wait in registers for the product's step, so the row does not fit
+// (32 chunks of 8 a thread at 1024 threads spilled): it loops.
+// GPU-LABEL: gpu.func @silu_mul_256000_rowwise_0(
+//  GPU-SAME:     known_block_size = array<i32: 256, 1, 1>
+//       GPU:     scf.for
+//       GPU:       math.exp
+//       GPU:       vector.store
+//       GPU:     gpu.return
+
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill
 // PTXAS: Compiling entry function '{{.*}}_rowwise_0'
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill
@@ -150,4 +160,10 @@ func.func @layer_norm_256k(%x: tensor<?x262144xf32>, %w: tensor<262144xf32>, %b:
 func.func @rms_norm_grad_262147(%dy: tensor<?x262147xbf16>, %x: tensor<?x262147xbf16>, %w: tensor<262147xbf16>, %r: tensor<?xf32>) -> (tensor<?x262147xbf16>, tensor<262147xbf16>) {
   %dx, %dw = liger.rms_norm_grad %dy, %x, %w, %r : tensor<?x262147xbf16>, tensor<262147xbf16>, tensor<?xf32>
   return %dx, %dw : tensor<?x262147xbf16>, tensor<262147xbf16>
+}
+
+func.func @silu_mul_256000(%a: tensor<?x256000xbf16>, %b: tensor<?x256000xbf16>) -> tensor<?x256000xbf16> {
+  %s = liger.silu %a : tensor<?x256000xbf16>
+  %y = liger.mul %s, %b : tensor<?x256000xbf16>
+  return %y : tensor<?x256000xbf16>
 }

@@ -557,33 +557,33 @@ LogicalResult RowKernelBuilder::analyze() {
                                     : RowParamKind::RowScalars;
     inputKinds.push_back(*kind);
   }
-  // The row values the register form holds: a row input or an elementwise
-  // result read by a step after a row reduction that follows its
-  // definition; and each reduction across rows' accumulators.
+  // The row values the register form holds: it runs the steps one after
+  // another, each over all of a thread's chunks, so a row input read by
+  // more than one step (its chunks loaded once, reuse_loads) or an
+  // elementwise result read by a later step is held whole between them;
+  // and each reduction across rows' accumulators.
   SmallVector<linalg::GenericOp> steps =
       llvm::to_vector(rowFn.getBody().front().getOps<linalg::GenericOp>());
-  SmallVector<int64_t> reductionAt;
-  DenseMap<Value, int64_t> definedAt;
+  DenseMap<Value, std::pair<int64_t, int64_t>> span; // first, last step
+  auto touch = [&](Value v, int64_t i) {
+    auto [it, fresh] = span.try_emplace(v, i, i);
+    if (!fresh)
+      it->second.second = std::max(it->second.second, i);
+  };
   for (auto [i, op] : llvm::enumerate(steps)) {
-    StepKind kind = classifyStep(op, rank);
-    if (kind == StepKind::RowReduction)
-      reductionAt.push_back(i);
-    if (kind == StepKind::Elementwise)
+    for (Value in : op.getDpsInputs()) {
+      auto arg = dyn_cast<BlockArgument>(in);
+      if ((arg && inputKinds[arg.getArgNumber()] == RowParamKind::Rows) ||
+          span.count(in))
+        touch(in, i);
+    }
+    if (classifyStep(op, rank) == StepKind::Elementwise)
       for (Value r : op->getResults())
-        definedAt[r] = i;
+        touch(r, i);
   }
-  for (auto [arg, kind] : llvm::zip(rowFn.getArguments(), inputKinds))
-    if (kind == RowParamKind::Rows)
-      definedAt[arg] = -1;
-  for (auto [v, def] : definedAt) {
-    int64_t lastUse = def;
-    for (auto [i, op] : llvm::enumerate(steps))
-      if (llvm::is_contained(op.getDpsInputs(), v))
-        lastUse = std::max<int64_t>(lastUse, i);
-    if (llvm::any_of(reductionAt,
-                     [&](int64_t r) { return def < r && r < lastUse; }))
-      ++heldValues;
-  }
+  heldValues = llvm::count_if(span, [](auto &entry) {
+    return entry.second.second > entry.second.first;
+  });
   heldValues += columnReductions.size();
   looped = !rowFitsInRegisters(hidden, config.threads, config.vectorWidth,
                                heldValues);
