@@ -35,6 +35,18 @@
 //  GPU-SAME:     vector_width = 2 : i64
 //       GPU:     vector.load {{.*}} {alignment = 4 : i64} : memref<?x1002xf16>, vector<2xf16>
 
+// RoPE over head dimensions whose half no wider vector divides (10: halves
+// of 5; 6 in f32: halves of 3): one-element chunks, each with its
+// rotate-half partner.
+// GPU-LABEL: gpu.func @rope_d10_rowwise_0(
+//  GPU-SAME:     known_block_size = array<i32: 32, 1, 1>
+//  GPU-SAME:     vector_width = 1 : i64
+//       GPU:     vector.load %{{.+}} {alignment = 2 : i64} : memref<?x3x?x10xbf16>, vector<1xbf16>
+//       GPU:     vector.store %{{.+}} {alignment = 2 : i64} : memref<?x3x?x10xbf16>, vector<1xbf16>
+// GPU-LABEL: gpu.func @rope_grad_d6_rowwise_0(
+//  GPU-SAME:     vector_width = 1 : i64
+//       GPU:     vector.load %{{.+}} {alignment = 4 : i64} : memref<?x2x?x6xf32>, vector<1xf32>
+
 // PTX-LABEL: .entry rms_norm_7_rowwise_0(
 //       PTX:   ld.global.b32
 //       PTX:   st.global.b32
@@ -62,4 +74,14 @@ func.func @swiglu_1001(%g: tensor<?x1001xbf16>, %u: tensor<?x1001xbf16>) -> tens
 func.func @softmax_1002(%x: tensor<?x1002xf16>) -> tensor<?x1002xf16> {
   %y = liger.softmax %x : tensor<?x1002xf16>
   return %y : tensor<?x1002xf16>
+}
+
+func.func @rope_d10(%q: tensor<?x3x?x10xbf16>, %k: tensor<?x1x?x10xbf16>, %c: tensor<1x?x10xbf16>, %s: tensor<1x?x10xbf16>) -> (tensor<?x3x?x10xbf16>, tensor<?x1x?x10xbf16>) {
+  %a, %b = liger.rope %q, %k, %c, %s : tensor<?x3x?x10xbf16>, tensor<?x1x?x10xbf16>, tensor<1x?x10xbf16>
+  return %a, %b : tensor<?x3x?x10xbf16>, tensor<?x1x?x10xbf16>
+}
+
+func.func @rope_grad_d6(%q: tensor<?x2x?x6xf32>, %k: tensor<?x2x?x6xf32>, %c: tensor<?x?x6xf32>, %s: tensor<?x?x6xf32>) -> (tensor<?x2x?x6xf32>, tensor<?x2x?x6xf32>) {
+  %a, %b = liger.rope_grad %q, %k, %c, %s : tensor<?x2x?x6xf32>, tensor<?x2x?x6xf32>, tensor<?x?x6xf32>
+  return %a, %b : tensor<?x2x?x6xf32>, tensor<?x2x?x6xf32>
 }
