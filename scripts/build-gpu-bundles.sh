@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Compiles the kernels of the GPU suite (test/Integration/gpu/kernels.py)
-# with liger-compile into gpu-bundles/h<hidden>_<dtype>/, for sm_90a. Run it
+# with liger-compile into gpu-bundles/h<hidden>_<dtype>/ (every row length
+# and dtype of kernels.rowwise_bundles()), for sm_90a. Run it
 # here (it needs the compiler); carry gpu-bundles/ to the GPU machine and run
 # scripts/gpu-check.sh there.
 set -euo pipefail
@@ -14,9 +15,8 @@ mkdir -p "$OUT/src"
 import sys
 sys.path.insert(0, "test/Integration/gpu")
 import kernels
-for h in kernels.HIDDENS:
-    for dt in kernels.DTYPES:
-        open("%s/h%d_%s.mlir" % (sys.argv[1], h, dt), "w").write(kernels.module_text(h, dt))
+for h, dt in kernels.rowwise_bundles():
+    open("%s/h%d_%s.mlir" % (sys.argv[1], h, dt), "w").write(kernels.module_text(h, dt))
 for dt in kernels.DTYPES:
     open("%s/rope_%s.mlir" % (sys.argv[1], dt), "w").write(kernels.rope_module_text(dt))
 PY
