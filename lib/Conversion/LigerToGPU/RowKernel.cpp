@@ -1276,20 +1276,29 @@ LogicalResult RowKernelBuilder::emitLooped(OpBuilder &b) {
               ValueRange{row, col}, /*nontemporal=*/false,
               llvm::MaybeAlign(std::min<int64_t>(16, w * elementBytes(elem))));
         }
-      std::function<FailureOr<Value>(size_t, Value)> valueAt =
-          [&](size_t u, Value v) -> FailureOr<Value> {
-        if (Value known = chunkValues[u].lookup(v))
-          return known;
-        if (Value s = splats.lookup(v))
-          return s;
-        auto producer = v.getDefiningOp<linalg::GenericOp>();
+      std::function<FailureOr<Value>(size_t, Value)> valueAt;
+      // The values of `op`'s inputs at chunk u.
+      auto inputsAt = [&](linalg::GenericOp op,
+                          size_t u) -> FailureOr<SmallVector<Value>> {
         SmallVector<Value> args;
-        for (Value in : producer.getDpsInputs()) {
+        for (Value in : op.getDpsInputs()) {
           FailureOr<Value> a = valueAt(u, in);
           if (failed(a))
             return failure();
           args.push_back(*a);
         }
+        return args;
+      };
+      valueAt = [&](size_t u, Value v) -> FailureOr<Value> {
+        if (Value known = chunkValues[u].lookup(v))
+          return known;
+        if (Value s = splats.lookup(v))
+          return s;
+        auto producer = v.getDefiningOp<linalg::GenericOp>();
+        FailureOr<SmallVector<Value>> inputs = inputsAt(producer, u);
+        if (failed(inputs))
+          return failure();
+        SmallVector<Value> args = *inputs;
         for (Value init : producer.getDpsInits())
           args.push_back(arith::ConstantOp::create(
               cb, loc,
@@ -1307,13 +1316,10 @@ LogicalResult RowKernelBuilder::emitLooped(OpBuilder &b) {
       // The inputs of a reduction's body at chunk u, then `acc`.
       auto accumulate = [&](linalg::GenericOp op, size_t u,
                             Value acc) -> FailureOr<Value> {
-        SmallVector<Value> args;
-        for (Value in : op.getDpsInputs()) {
-          FailureOr<Value> a = valueAt(u, in);
-          if (failed(a))
-            return failure();
-          args.push_back(*a);
-        }
+        FailureOr<SmallVector<Value>> inputs = inputsAt(op, u);
+        if (failed(inputs))
+          return failure();
+        SmallVector<Value> args = *inputs;
         args.push_back(acc);
         FailureOr<SmallVector<Value>> next =
             vectorizeBody(cb, *op.getBlock(), args, w);
