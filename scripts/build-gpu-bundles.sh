@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Compiles the kernels of the GPU suite (test/Integration/gpu/kernels.py)
-# with liger-compile into gpu-bundles/h<hidden>_<dtype>/, for sm_90a, and
-# copies the nlohmann/json headers the runtime reads manifests with into
+# with liger-compile into gpu-bundles/h<hidden>_<dtype>/ (every row length
+# and dtype of kernels.rowwise_bundles()), for sm_90a, and copies the
+# nlohmann/json headers the runtime reads manifests with into
 # gpu-bundles/include/ (the GPU machine may not have them). Run it here (it
 # needs the compiler); carry gpu-bundles/ to the GPU machine and run
 # scripts/gpu-check.sh there.
@@ -22,9 +23,8 @@ cp -r "$json/nlohmann" "$OUT/include/"
 import sys
 sys.path.insert(0, "test/Integration/gpu")
 import kernels
-for h in kernels.HIDDENS:
-    for dt in kernels.DTYPES:
-        open("%s/h%d_%s.mlir" % (sys.argv[1], h, dt), "w").write(kernels.module_text(h, dt))
+for h, dt in kernels.rowwise_bundles():
+    open("%s/h%d_%s.mlir" % (sys.argv[1], h, dt), "w").write(kernels.module_text(h, dt))
 for dt in kernels.DTYPES:
     open("%s/rope_%s.mlir" % (sys.argv[1], dt), "w").write(kernels.rope_module_text(dt))
 PY

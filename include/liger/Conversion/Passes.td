@@ -156,12 +156,18 @@ def SelectKernelConfigPass : Pass<"liger-select-kernel-config"> {
   let summary = "Choose the launch configuration of every rowwise and matmul group";
   let description = [{
     Writes `liger.kernel_config = {threads, vector_width}` on every rowwise
-    `liger.fusion` group that has none: 16-byte vectors when they divide the
-    row, 256 threads per row (fewer for short rows). liger-lower-to-gpu reads
-    the attribute (and makes the same choice when it is absent), so a test or
-    a user can pin a configuration by writing it; a group that already has
-    one keeps it. The choice of 256 threads was measured on an H200
-    (docs/benchmarks.md). A cross-entropy loss fused with its gradient over
+    `liger.fusion` group that has none: the widest vector of at most 16
+    bytes that divides the row (one element for a row of odd length: every
+    row must start on a chunk boundary), 256 threads per row (fewer for
+    short rows). A row that does not fit the row program's register form at
+    256 threads (64 unrolled chunks a thread, 128 held elements) gets 512
+    or 1024 threads where that makes it fit, else 256 threads that loop over
+    their chunks. liger-lower-to-gpu reads the attribute (and makes the
+    same choice when it is absent), so a test or a user can pin a
+    configuration by writing it; a group that already has one keeps it,
+    and it is checked against the group's row by the same vector-width rule
+    (checkRowVectorWidth). The choice of 256 threads was measured on an
+    H200 (docs/benchmarks.md). A cross-entropy loss fused with its gradient over
     rows of 64 KiB or more (mean or sum) gets 1024 threads and
     `ctas_per_sm = 1` instead (measured 1.76 against 2.15 ms at 8192 x
     128256 bf16): with its CTAs per SM given, such a kernel keeps what of
@@ -186,6 +192,14 @@ def SelectKernelConfigPass : Pass<"liger-select-kernel-config"> {
         {threads = 256 : i64, vector_width = 8 : i64}} : ... { ... }
     ```
   }];
+  // The rowwise choice analyzes the group's reference lowering.
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::func::FuncDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
   let options = [
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
            "The GPU target (sm_90a or sm_80)">
