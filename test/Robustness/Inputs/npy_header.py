@@ -2,17 +2,22 @@
 
 usage: npy_header.py OUT CASE
 
-Each case is (version, header text, data bytes): the header is written as
+Each case is (version, header text, data): the header is written as
 is (padded with spaces to a 64-byte boundary and ended by a newline, as
 NumPy does), so that the runner's header parser sees exactly the bytes a
-damaged or hostile file would give it. "good" is a valid 3x8 float32 array.
+damaged or hostile file would give it; the data is that many zero bytes, or
+the given bytes. "good" is a valid 3x8 float32 array, "x-8192x8" one with
+values (3 sin i).
 """
+import math
 import struct
 import sys
 
 GOOD = "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 8), }"
 CASES = {
     "good": ((1, 0), GOOD, 96),
+    "x-8192x8": ((1, 0), "{'descr': '<f4', 'fortran_order': False, 'shape': (8192, 8), }",
+                 struct.pack("<65536f", *(3 * math.sin(i) for i in range(65536)))),
     "good-w": ((1, 0), "{'descr': '<f4', 'fortran_order': False, 'shape': (8,), }", 32),
     "fortran": ((1, 0), "{'descr': '<f4', 'fortran_order': True, 'shape': (3, 8), }", 96),
     "good-v2": ((2, 0), GOOD, 96),
@@ -48,4 +53,4 @@ with open(out, "wb") as f:
     f.write(b"\x93NUMPY" + bytes([major, minor]))
     f.write(struct.pack(length_format, len(header)))
     f.write(header.encode("latin1"))
-    f.write(bytes(data))
+    f.write(data if isinstance(data, bytes) else bytes(data))
