@@ -21,7 +21,9 @@ config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py",
 llvm_config.with_system_environment(["HOME", "TMP", "TEMP", "PATH"])
 llvm_config.use_default_substitutions()  # FileCheck, not, count
 
-config.substitutions.append(("%python", config.python_executable))
+# First, ahead of lit's own %python (the interpreter lit runs under, which
+# may lack NumPy): the interpreter the build was configured with.
+config.substitutions.insert(0, ("%python", config.python_executable))
 config.substitutions.append(("%liger_src_root", config.liger_src_root))
 config.substitutions.append(("%liger_obj_root", config.liger_obj_root))
 
