@@ -6,8 +6,12 @@
 #      with its unit tests and its Python extension: the runtime/compiler split
 #      stays real
 #   4. Python tests (pytest test/python)
+#   5. the fuzzer (scripts/fuzz.py): mutated inputs through liger-opt and
+#      liger-compile, no signal and no timeout (fixed seed; $LIGER_FUZZ_SEED
+#      draws others)
 # Ends with one line "tests: N passed, M failed" over all suites (counted from
-# each runner's own report); exits non-zero if any step failed.
+# each runner's own report; each fuzz input counts as one); exits non-zero if
+# any step failed.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${LIGER_BUILD_DIR:-$ROOT/build}
@@ -19,8 +23,9 @@ steps_failed=0
 step() {
   local name=$1; shift
   echo "==== $name"
-  if "$@" 2>&1 | tee "$LOG/$name.log"; then echo "==== $name: ok"
-  else steps_failed=$((steps_failed + 1)); echo "==== $name: FAILED"; fi
+  local start=$SECONDS
+  if "$@" 2>&1 | tee "$LOG/$name.log"; then echo "==== $name: ok ($((SECONDS - start)) s)"
+  else steps_failed=$((steps_failed + 1)); echo "==== $name: FAILED ($((SECONDS - start)) s)"; fi
 }
 
 "$ROOT/scripts/setup.sh" --tests || exit 1
@@ -41,6 +46,8 @@ step python env LIGER_BUILD_DIR="$BUILD" LIGER_RUNTIME_BUILD_DIR="$RUNTIME_BUILD
   "$PYTHON" -m pytest -q -rs "$ROOT/test/python" \
   "$ROOT/test/Integration/gpu"
 
+step fuzz "$PYTHON" "$ROOT/scripts/fuzz.py" --bin "$BUILD/bin" --out "$BUILD/fuzz-failures"
+
 # Test counts from each runner's report.
 count() { grep -Eo "$2" "$LOG/$1.log" | grep -Eo '[0-9]+' | tail -1; }
 lit_passed=$(count lit 'Passed: +[0-9]+'); lit_failed=$(count lit 'Failed: +[0-9]+')
@@ -51,9 +58,12 @@ ctest_counts() { # "N% tests passed, F tests failed out of T" -> passed failed
 }
 read -r unit_passed unit_failed <<<"$(ctest_counts unit)"
 read -r rt_passed rt_failed <<<"$(ctest_counts runtime-only)"
-total_passed=$(( ${lit_passed:-0} + ${unit_passed:-0} + ${rt_passed:-0} + ${py_passed:-0} ))
-total_failed=$(( ${lit_failed:-0} + ${unit_failed:-0} + ${rt_failed:-0} + ${py_failed:-0} ))
-echo "lit ${lit_passed:-0}, unit ${unit_passed:-0}, runtime-only ${rt_passed:-0}, python ${py_passed:-0} passed; $steps_failed step(s) failed"
+# "fuzz: N inputs, S signals, T timeouts" -> passed failed
+read -r fuzz_passed fuzz_failed <<<"$(grep -Eo 'fuzz: [0-9]+ inputs, [0-9]+ signals, [0-9]+ timeouts' \
+  "$LOG/fuzz.log" | tail -1 | awk '{print $2 - $4 - $6, $4 + $6}')"
+total_passed=$(( ${lit_passed:-0} + ${unit_passed:-0} + ${rt_passed:-0} + ${py_passed:-0} + ${fuzz_passed:-0} ))
+total_failed=$(( ${lit_failed:-0} + ${unit_failed:-0} + ${rt_failed:-0} + ${py_failed:-0} + ${fuzz_failed:-0} ))
+echo "lit ${lit_passed:-0}, unit ${unit_passed:-0}, runtime-only ${rt_passed:-0}, python ${py_passed:-0}, fuzz ${fuzz_passed:-0} passed; $steps_failed step(s) failed"
 if (( steps_failed > 0 && total_failed == 0 )); then total_failed=$steps_failed; fi
 echo "tests: $total_passed passed, $total_failed failed"
 [[ $steps_failed -eq 0 ]]
