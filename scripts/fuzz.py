@@ -77,27 +77,41 @@ KNOWN_UPSTREAM = [
 ]
 
 # Failures in code maintained elsewhere, waiting for its fix, each with its
-# reason. An entry with a stack frame excuses any crash through that frame.
-# An entry with "timeout" excuses the timeouts of its commands on an input
+# reason. "commands" (a regex) names the runs that reach the failing code,
+# matched against the command and its arguments ("gpu-sm80 --no-fuse",
+# "opt --liger-lower-to-gpu"); "seeds" (a regex) the seeds where it shows
+# today, which --subset pending runs (with "args", if given).
+# An entry with a stack frame ("crash") excuses any crash through it.
+# An entry with "timeout" covers its commands on its seeds and on any input
 # with a static dimension of at least "min_dim" (the row a rowwise kernel
-# unrolls); --subset required does not run its seeds (each would cost
-# --timeout). "seeds" and "commands" (regexes) name where the failure shows
-# today: --subset pending runs exactly those.
+# unrolls): --subset required skips those runs (each would cost --timeout)
+# and the other subsets excuse their timeouts.
 PENDING = [
     {"name": "rowwise-odd-rows",
      "crash": "RowKernelBuilder::emitElementwise",
-     "seeds": r"^layers/.*-h(7|50257)-", "commands": r"^(gpu|ptx)-|^opt$",
-     "why": "LigerToGPU: a rowwise kernel over a row length that is not a "
-            "multiple of its vector width reads past its tiles (SIGSEGV in "
-            "RowKernelBuilder::emitElementwise); masked tails are being added "
-            "to the rowwise template"},
+     "seeds": r"^layers/.*-h(7|50257)-|lower-to-gpu-odd-row",
+     "commands": r"^(gpu|ptx)-|--liger-lower-to-gpu",
+     "why": "LigerToGPU: a rowwise kernel over an odd row length dies by "
+            "SIGSEGV in RowKernelBuilder::emitElementwise (reproducer: "
+            "test/Robustness/Inputs/lower-to-gpu-odd-row.mlir); masked tails "
+            "are being added to the rowwise template"},
     {"name": "rowwise-long-rows",
      "crash": "timeout", "min_dim": 1 << 17,
-     "seeds": r"^layers/.*-h1048576-", "commands": r"^(gpu|ptx)-|^opt$",
+     "seeds": r"^layers/.*-h1048576-|lower-to-gpu-long-row",
+     "commands": r"^(gpu|ptx)-|--liger-lower-to-gpu",
      "why": "LigerToGPU: a rowwise kernel unrolls its whole row, so its "
             "compile time grows with the row length (a row of 2^20 takes "
-            "minutes); loops past an unroll budget are being added to the "
-            "rowwise template"},
+            "minutes; test/Robustness/Inputs/lower-to-gpu-long-row.mlir); "
+            "loops past an unroll budget are being added to the rowwise "
+            "template"},
+    {"name": "matmul-rope-one-table",
+     "crash": "MatmulKernelBuilder::ropePair",
+     "seeds": r"lower-to-gpu-matmul-rope-one-table", "commands": r"^(gpu|ptx)-",
+     "args": ["--matmul-kernels"],
+     "why": "LigerToGPU: the matmul template's RoPE epilogue binds one "
+            "kernel parameter to cos or sin, not both, when one table is both "
+            "(SIGSEGV in MatmulKernelBuilder::ropePair, --matmul-kernels; "
+            "test/Robustness/Inputs/lower-to-gpu-matmul-rope-one-table.mlir)"},
 ]
 
 
@@ -268,20 +282,27 @@ def largest_static_dim(text):
     return max(dims, default=0)
 
 
-def pending_where(seed_name, command):
-    """The PENDING entry whose seeds and commands name this run, if any."""
-    for entry in PENDING:
-        if re.search(entry["seeds"], seed_name) and re.search(entry["commands"], command):
-            return entry
-    return None
+def run_name(job):
+    """"gpu-sm80 --no-fuse": the command and its arguments, for PENDING."""
+    return " ".join([job["command"]] + job["args"])
+
+
+def pending_covers(entry, job, seeds_only=False):
+    """Whether `entry` names this run: its commands, and its seeds (or, for
+    a timeout, an input with a dimension of at least its min_dim)."""
+    if not re.search(entry["commands"], run_name(job)):
+        return False
+    if re.search(entry["seeds"], job["seed"]):
+        return True
+    return (not seeds_only and entry["crash"] == "timeout"
+            and largest_static_dim(job["text"]) >= entry["min_dim"])
 
 
 def pending_excuse(job, outcome, stderr):
     """The PENDING entry that excuses this failure, if any."""
     for entry in PENDING:
         if entry["crash"] == "timeout":
-            if outcome == "timeout" and re.search(entry["commands"], job["command"]) and \
-                    largest_static_dim(job["text"]) >= entry["min_dim"]:
+            if outcome == "timeout" and pending_covers(entry, job):
                 return entry
         elif outcome == "signal" and entry["crash"] in stderr:
             return entry
@@ -353,16 +374,27 @@ def main():
             kind, mutant = mutate(text, rng, donors)
             variants.append((kind, mutant, rng.choice(commands)))
         for kind, variant, command in variants:
-            extra = rng.choice(EXTRA_ARGS[command])
-            where = pending_where(name, command)
-            if args.subset == "pending" and (where is None or kind != "seed"):
-                continue
-            if (args.subset == "required" and where is not None
-                    and where["crash"] == "timeout"):
-                skipped.append((name, command, where))
-                continue
-            jobs.append({"seed": name, "kind": kind, "text": variant,
-                         "command": command, "args": extra, "where": where})
+            job = {"seed": name, "kind": kind, "text": variant, "command": command,
+                   "args": rng.choice(EXTRA_ARGS[command])}
+            if args.subset == "pending":
+                # A seed through the commands an entry names, with the
+                # arguments that reach the failing code.
+                if kind != "seed":
+                    continue
+                trials = [dict(job, args=e.get("args") or (
+                    ["--liger-lower-to-gpu"] if command == "opt" else []))
+                    for e in PENDING]
+                job = next((t for e, t in zip(PENDING, trials)
+                            if pending_covers(e, t, seeds_only=True)), None)
+                if job is None:
+                    continue
+            elif args.subset == "required":
+                entry = next((e for e in PENDING if e["crash"] == "timeout"
+                              and pending_covers(e, job)), None)
+                if entry is not None:
+                    skipped.append((name, entry))
+                    continue
+            jobs.append(job)
     if args.list:
         for job in jobs:
             print("%s %s %s %s" % (job["seed"], job["kind"], job["command"], " ".join(job["args"])))
@@ -439,7 +471,7 @@ def main():
               % (job["kind"], job["seed"], job["command"], why))
     for entry in PENDING:
         hits = pending_hits.get(entry["name"], [])
-        skips = [name for name, _, where in skipped if where is entry]
+        skips = [name for name, e in skipped if e is entry]
         if hits or skips:
             names = sorted({j["seed"] for j in hits} | set(skips))
             print("pending elsewhere: %s, %d run(s) %s (%s%s): %s"
