@@ -427,6 +427,7 @@ def main():
         return result
 
     counts = {"ok": 0, "rejected": 0, "signal": 0, "timeout": 0}
+    slowest = (0.0, None)
     known, pending_hits, failures = [], {}, []
     start = time.monotonic()
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
@@ -434,6 +435,7 @@ def main():
                 zip(jobs, pool.map(execute, enumerate(jobs)))):
             if outcome in ("ok", "rejected"):
                 counts[outcome] += 1
+                slowest = max(slowest, (seconds, index), key=lambda p: p[0])
                 continue
             upstream = [why for frame, why in KNOWN_UPSTREAM if frame in stderr]
             if outcome == "signal" and upstream:
@@ -483,6 +485,11 @@ def main():
           "%d known upstream, %d pending elsewhere"
           % (len(jobs), elapsed, counts["ok"], counts["rejected"], len(known),
              sum(len(h) for h in pending_hits.values()) + len(skipped)))
+    if slowest[1] is not None:
+        job = jobs[slowest[1]]
+        print("fuzz: slowest run %.1f s (the %s of %s through %s), timeout %.0f s"
+              % (slowest[0], "seed" if job["kind"] == "seed" else "'%s' mutant" % job["kind"],
+                 job["seed"], run_name(job), args.timeout))
     if failures:
         print("fuzz: failing inputs and their command lines are in %s" % out_dir)
     print("fuzz: %d inputs, %d signals, %d timeouts" % (len(jobs), counts["signal"],
