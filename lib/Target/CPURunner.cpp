@@ -382,9 +382,13 @@ CPUExecutable::compile(ModuleOp module, StringRef entry,
   if (failed(pm.run(*clone)))
     return fn.emitError() << "the CPU pipeline failed on '@" << entry << "'";
 
+  // The options hold a function_ref: the transformer it refers to must
+  // outlive ExecutionEngine::create (a temporary left it dangling).
+  std::function<llvm::Error(llvm::Module *)> optimize =
+      makeOptimizingTransformer(/*optLevel=*/2, /*sizeLevel=*/0,
+                                /*targetMachine=*/nullptr);
   ExecutionEngineOptions engineOptions;
-  engineOptions.transformer = makeOptimizingTransformer(
-      /*optLevel=*/2, /*sizeLevel=*/0, /*targetMachine=*/nullptr);
+  engineOptions.transformer = optimize;
   auto engine = ExecutionEngine::create(*clone, engineOptions);
   if (!engine)
     return module.emitError() << "could not JIT-compile '@" << entry
