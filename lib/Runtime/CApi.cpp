@@ -9,6 +9,7 @@
 
 #include "liger/Runtime/Bundle.h"
 
+#include <cstring>
 #include <memory>
 #include <string>
 
@@ -114,9 +115,14 @@ liger_status liger_bundle_launch(liger_bundle *bundle, const char *kernel,
   std::vector<TensorArg> tensors(num_args);
   for (int32_t i = 0; i < num_args; ++i) {
     const liger_tensor &a = args[i];
-    if (a.dtype < LIGER_BF16 || a.dtype > LIGER_I64)
+    // A C caller may store any integer in the field: read it as one (a
+    // value outside the enum's range, read as the enum, is undefined).
+    int32_t dtype;
+    static_assert(sizeof(dtype) == sizeof(a.dtype), "liger_dtype is an int");
+    std::memcpy(&dtype, &a.dtype, sizeof(dtype));
+    if (dtype < LIGER_BF16 || dtype > LIGER_I64)
       return invalid("liger_bundle_launch: argument #" + std::to_string(i) +
-                     " has an unknown dtype " + std::to_string(a.dtype));
+                     " has an unknown dtype " + std::to_string(dtype));
     if (a.rank < 0 || a.rank > 8 || (a.rank > 0 && !a.shape))
       return invalid("liger_bundle_launch: argument #" + std::to_string(i) +
                      " has rank " + std::to_string(a.rank) +
@@ -124,7 +130,7 @@ liger_status liger_bundle_launch(liger_bundle *bundle, const char *kernel,
     static const DType kDTypes[] = {DType::bf16, DType::f16, DType::f32,
                                     DType::i32, DType::i64};
     tensors[i].data = a.data;
-    tensors[i].dtype = kDTypes[a.dtype];
+    tensors[i].dtype = kDTypes[dtype];
     tensors[i].shape.assign(a.shape, a.shape + a.rank);
   }
   Status status = bundle->bundle->launch(
