@@ -412,7 +412,11 @@ def main():
     for name, stderr in invalid:
         print("INVALID SEED %s:\n%s" % (name, "\n".join(stderr.splitlines()[:10])))
 
+    # The failures of an earlier run would read as this run's.
     os.makedirs(out_dir, exist_ok=True)
+    for stale in os.listdir(out_dir):
+        if re.match(r"(signal|timeout)-\d+\.(mlir|sh)$", stale):
+            os.remove(os.path.join(out_dir, stale))
     work = os.path.join(out_dir, "work")
     os.makedirs(work, exist_ok=True)
 
