@@ -359,14 +359,15 @@ def main():
     # The jobs, drawn before anything runs: the same seed gives the same
     # inputs and commands whatever the timing. A generated seed runs as it is
     # through every command, a test input through one compile command (lit
-    # runs its liger-opt commands), and each mutant through one command.
+    # runs its liger-opt commands; --subset pending, through every one), and
+    # each mutant through one command.
     rng = random.Random(args.seed)
     skipped = []
     donors = [t for _, t in seeds] or [""]
     compile_commands = [c for c in commands if c not in ("opt", "fuse")] or commands
     jobs = []
     for name, text in seeds:
-        if name.startswith("layers/"):
+        if name.startswith("layers/") or args.subset == "pending":
             variants = [("seed", text, c) for c in commands]
         else:
             variants = [("seed", text, rng.choice(compile_commands))]
