@@ -11,6 +11,7 @@
 
 #include "liger/Runtime/Bundle.h"
 
+#include <cstring>
 #include <memory>
 #include <string>
 
@@ -86,11 +87,16 @@ public:
                 : (heap_.resize(static_cast<size_t>(n)), heap_.data());
     for (int32_t i = 0; i < n; ++i) {
       const liger_tensor &t = tensors[i];
-      if (t.dtype < LIGER_BF16 || t.dtype > LIGER_I64)
+      // A C caller may store any integer in the field: read it as one (a
+      // value outside the enum's range, read as the enum, is undefined).
+      int32_t dtype;
+      static_assert(sizeof(dtype) == sizeof(t.dtype), "liger_dtype is an int");
+      std::memcpy(&dtype, &t.dtype, sizeof(dtype));
+      if (dtype < LIGER_BF16 || dtype > LIGER_I64)
         return invalid(std::string(call) + ": argument #" + std::to_string(i) +
-                       " has an unknown dtype " + std::to_string(t.dtype));
+                       " has an unknown dtype " + std::to_string(dtype));
       Status s =
-          makeTensorArg(t.data, static_cast<DType>(t.dtype), t.shape, t.rank,
+          makeTensorArg(t.data, static_cast<DType>(dtype), t.shape, t.rank,
                         "argument", static_cast<size_t>(i), &list_[i]);
       if (!s.isOk())
         return fail(Status(s.code(), std::string(call) + ": " + s.message()));

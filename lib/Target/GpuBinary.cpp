@@ -122,12 +122,15 @@ mlir::liger::serializeGpuModules(ModuleOp module, StringRef toolkitPath) {
     GpuBinary binary;
     binary.moduleName = gm.getName().str();
     binary.chip = nvvm.getChip().str();
+    // The options keep a function_ref to the callback: it must outlive them
+    // (a lambda written in the call would be gone once they are built).
+    auto keepPtx = [&](StringRef isa) { binary.ptx = isa.str(); };
     gpu::TargetOptions options(
         *toolkit, /*librariesToLink=*/{}, /*cmdOptions=*/"",
         /*elfSection=*/"", gpu::CompilationTarget::Binary,
         /*getSymbolTableCallback=*/{}, /*initialLlvmIRCallback=*/{},
         /*linkedLlvmIRCallback=*/{}, /*optimizedLlvmIRCallback=*/{},
-        /*isaCallback=*/[&](StringRef isa) { binary.ptx = isa.str(); });
+        /*isaCallback=*/keepPtx);
     auto target = cast<gpu::TargetAttrInterface>(nvvm);
     std::optional<SmallVector<char, 0>> object =
         target.serializeToObject(gm, options);
