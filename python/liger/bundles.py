@@ -21,7 +21,8 @@ import sys
 
 from . import cache, compiler, driver
 from .errors import LigerError
-from .specs import DEFAULT_TARGET, REFERENCE_TARGET, as_spec, target_for_capability
+from .specs import (DEFAULT_TARGET, REFERENCE_TARGET, as_spec, target_for_capability,
+                    targets_text)
 
 _LOADED = {}
 _KERNELS = {}
@@ -45,9 +46,9 @@ def cpu_reference_enabled():
 
 def device_target(device):
     """The target of the kernels for tensors on `device` (a torch.device):
-    "sm_90a" on a GPU of compute capability 9.0, "sm_80" on 8.x, "cpu" on
-    the CPU with the reference lowering enabled. Raises LigerError where
-    liger has no kernels for the device."""
+    the GPU's (specs.target_for_capability), "cpu" on the CPU with the
+    reference lowering enabled. Raises LigerError where liger has no kernels
+    for the device."""
     key = (device.type, device.index)
     target = _TARGETS.get(key)
     if target is None:
@@ -58,8 +59,7 @@ def device_target(device):
             if target is None:
                 raise LigerError(
                     "liger has no kernels for %s (compute capability %d.%d): its targets are "
-                    "sm_90a (9.0) and sm_80 (8.x)" % (torch.cuda.get_device_name(device),
-                                                      major, minor))
+                    "%s" % (torch.cuda.get_device_name(device), major, minor, targets_text()))
         elif device.type == "cpu" and cpu_reference_enabled():
             target = REFERENCE_TARGET
         else:

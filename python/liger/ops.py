@@ -19,9 +19,10 @@ device) is a spec (liger.specs) naming a small liger module, whose bundle
 comes from a precompiled cache ($LIGER_OPS_BUNDLES), the user's bundle
 cache, or liger-compile on first use (liger.bundles), once per process.
 
-Tensors: CUDA tensors of one device (sm_90a on Hopper, sm_80 on Ampere and
-Ada), or CPU tensors with LIGER_OPS_CPU_REFERENCE=1 (the compiler's
-reference lowering, slow, for tests). Row ops take [..., H] and flatten the
+Tensors: CUDA tensors of one device (the target from its compute
+capability: sm_90a on Hopper, sm_80 or sm_86 on Ampere and Ada), or CPU
+tensors with LIGER_OPS_CPU_REFERENCE=1 (the compiler's reference lowering,
+slow, for tests). Row ops take [..., H] and flatten the
 leading dimensions into rows, on both. A non-contiguous input is copied
 (`.contiguous()`), for every op; only `cross_entropy(inplace=True)` refuses
 non-contiguous logits, since a copy would not be in place.
@@ -291,7 +292,7 @@ def main(argv=None):
                      help="op:key=value,... as a liger.ops error names it, e.g. "
                           "swiglu:dtype=bf16,hidden=14336")
     pre.add_argument("--target", default=TARGET, choices=specs.GPU_TARGETS,
-                     help="the GPU's target: sm_90a (Hopper), sm_80 (Ampere, Ada)")
+                     help="the GPU's target, by compute capability: " + specs.targets_text())
     mod = sub.add_parser("module", help="print the liger module a SPEC compiles")
     mod.add_argument("spec", metavar="SPEC")
     plan = sub.add_parser("plan", help="print fused_linear_cross_entropy's chunking (JSON)")

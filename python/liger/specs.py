@@ -15,9 +15,10 @@ precompile` takes); `spec.key()` names its bundle in the cache.
     spec.module_text() # the liger module: @fwd and @bwd
     spec.key()         # sha256 of the module, the compile options, the target
 
-The target: "sm_90a" (Hopper), "sm_80" (Ampere and Ada, the mma.sync
-templates) or "cpu" (the reference lowering, for CPU tensors);
-`target_for_capability` maps a GPU's compute capability to it.
+The target: "sm_90a" (Hopper), "sm_80" or "sm_86" (Ampere and Ada, the
+mma.sync templates, sized for 163 KB and 99 KB of shared memory) or "cpu"
+(the reference lowering, for CPU tensors); `target_for_capability` maps a
+GPU's compute capability to it (`CAPABILITIES`).
 """
 
 import dataclasses
@@ -30,7 +31,18 @@ from .errors import LigerTypeError, LigerValueError
 
 DTYPES = ("bf16", "f16", "f32")
 TARGET_DTYPES = ("i32", "i64")
-GPU_TARGETS = ("sm_90a", "sm_80")
+# The GPUs liger has kernels for: compute capability -> (the target, the
+# most dynamic shared memory a block may take there, with the opt-in). A
+# target's kernels run on every capability mapped to it, so liger-compile
+# sizes them for the least of these (lib/Target/GpuTarget.cpp).
+CAPABILITIES = {
+    (9, 0): ("sm_90a", 227 * 1024),   # H100, H200, GH200
+    (8, 0): ("sm_80", 163 * 1024),    # A100, A30
+    (8, 7): ("sm_80", 163 * 1024),    # Jetson Orin
+    (8, 6): ("sm_86", 99 * 1024),     # A10, A40, RTX 30
+    (8, 9): ("sm_86", 99 * 1024),     # L4, L40S, RTX 40
+}
+GPU_TARGETS = ("sm_90a", "sm_80", "sm_86")
 REFERENCE_TARGET = "cpu"
 TARGETS = GPU_TARGETS + (REFERENCE_TARGET,)
 DEFAULT_TARGET = "sm_90a"
@@ -45,13 +57,16 @@ _TORCH_NAMES = {"torch.bfloat16": "bf16", "torch.float16": "f16", "torch.float32
 
 def target_for_capability(major, minor):
     """The target of a GPU of compute capability major.minor, or None where
-    liger has no kernels for it: sm_90a on Hopper (9.0), sm_80 through the
-    mma.sync templates on Ampere and Ada (8.x)."""
-    if (major, minor) == (9, 0):
-        return "sm_90a"
-    if major == 8:
-        return "sm_80"
-    return None
+    liger has no kernels for it (`CAPABILITIES`)."""
+    return CAPABILITIES.get((major, minor), (None,))[0]
+
+
+def targets_text():
+    """The targets and the compute capabilities each runs on, for messages:
+    "sm_90a (9.0), sm_80 (8.0, 8.7), sm_86 (8.6, 8.9)"."""
+    return ", ".join("%s (%s)" % (target, ", ".join(
+        "%d.%d" % cc for cc, (t, _) in CAPABILITIES.items() if t == target))
+        for target in GPU_TARGETS)
 
 
 # --- the checks every argument goes through (one rule each) ---------------

@@ -475,7 +475,7 @@ def kernel_specs(config, dtype=None):
 
 def precompile(out_dir, config, dtype=None, target=None):
     """Compiles the kernels a patched model of `config` calls into `out_dir`
-    for `target` (the GPU's: sm_90a by default, sm_80 for Ampere and Ada;
+    for `target` (the GPU's: sm_90a by default; liger.specs.CAPABILITIES;
     needs liger-compile); point LIGER_OPS_BUNDLES at it where the model
     trains. Returns the bundle paths."""
     return ops.precompile(out_dir, kernel_specs(config, dtype), target)
@@ -494,7 +494,8 @@ def main(argv=None):
                      help="a model directory or config.json (read by transformers.AutoConfig)")
     pre.add_argument("--dtype", default=None, help="bf16, f16 or f32 (default: the config's)")
     pre.add_argument("--target", default=None, choices=specs.GPU_TARGETS,
-                     help="the GPU's target: sm_90a (Hopper, the default), sm_80 (Ampere, Ada)")
+                     help="the GPU's target, by compute capability (default sm_90a): "
+                          + specs.targets_text())
     args = ap.parse_args(argv)
     try:
         from transformers import AutoConfig

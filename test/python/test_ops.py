@@ -187,8 +187,8 @@ def test_bad_specs_and_dtypes():
     with pytest.raises(LigerError, match="reduction must be one of 'mean', 'sum', 'none', got "
                                          "'batchmean'"):
         ops.cross_entropy_spec(8, "bf16", reduction="batchmean")
-    with pytest.raises(LigerError, match="target must be one of 'sm_90a', 'sm_80', 'cpu', got "
-                                         "'sm_75'"):
+    with pytest.raises(LigerError, match="target must be one of 'sm_90a', 'sm_80', 'sm_86', "
+                                         "'cpu', got 'sm_75'"):
         ops.swiglu_spec(8, "f32", target="sm_75")
 
 
