@@ -7,8 +7,8 @@ A spec's bundle is found, in this order:
    (or `precompile(DIR, specs)`) wrote it: the way to run on a machine
    without the compiler (a GPU machine with only the runtime);
 2. in the user's bundle cache (liger.cache), compiled there on first use
-   where liger-compile is installed (an entry of another compiler is
-   compiled again), or as it is where no compiler is installed.
+   where liger-compile is installed (this compiler's entry), or any
+   compiler's where none is installed.
 
 Otherwise `bundle_path` raises LigerError naming the spec to precompile.
 Both are liger.cache caches: one layout, one key (`spec.key()`), one
@@ -109,9 +109,9 @@ def bundle_path(spec):
 
 def precompile(out_dir, specs, target=None):
     """Compiles each spec (a Spec, or its text for `target`, default
-    sm_90a) into the cache `out_dir` (needs liger-compile), keeping an entry
-    already there only when this compiler made it. Returns the bundle
-    paths."""
+    sm_90a) into the cache `out_dir` (needs liger-compile; LigerError where
+    `out_dir` cannot be written), keeping this compiler's entries already
+    there. Returns the bundle paths."""
     paths = []
     exe = driver.find_tool("liger-compile")
     for spec in specs:
