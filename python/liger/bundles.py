@@ -16,6 +16,7 @@ validation. A spec of target "cpu" is the reference lowering of its module
 (liger.reference.ReferenceBundle), for CPU tensors.
 """
 
+import contextlib
 import os
 import sys
 
@@ -54,12 +55,14 @@ def device_target(device):
     if target is None:
         if device.type == "cuda":
             import torch
-            major, minor = torch.cuda.get_device_capability(device)
+            with _failing_as_liger_error("cannot read the compute capability of %s" % device):
+                major, minor = torch.cuda.get_device_capability(device)
+                name = torch.cuda.get_device_name(device)
             target = target_for_capability(major, minor)
             if target is None:
                 raise LigerError(
                     "liger has no kernels for %s (compute capability %d.%d): its targets are "
-                    "%s" % (torch.cuda.get_device_name(device), major, minor, targets_text()))
+                    "%s" % (name, major, minor, targets_text()))
         elif device.type == "cpu" and cpu_reference_enabled():
             target = REFERENCE_TARGET
         else:
@@ -124,19 +127,41 @@ def precompile(out_dir, specs, target=None):
     return paths
 
 
+@contextlib.contextmanager
+def _failing_as_liger_error(what):
+    """Whatever stops `what` as a LigerError (with its cause): a missing
+    runtime extension (ImportError), a bundle the runtime or the driver
+    refuses, a failing CUDA call (RuntimeError), the cache's file system
+    (OSError), a bundle without the kernels a spec needs. Callers (a
+    patched model's fallback) catch LigerError alone."""
+    try:
+        yield
+    except LigerError:
+        raise
+    except (ImportError, RuntimeError, OSError, ValueError, KeyError, TypeError) as e:
+        raise LigerError("%s: %s: %s" % (what, type(e).__name__, e)) from e
+
+
+def _loading(spec):
+    return _failing_as_liger_error("cannot load the kernels of %s (target %s)"
+                                   % (spec, spec.target))
+
+
 def load(spec):
     """The bundle of `spec`, loaded once per process: the compiled kernels
-    (liger.runtime), or for target "cpu" the reference functions."""
+    (liger.runtime), or for target "cpu" the reference functions. Raises
+    LigerError, whatever the reason."""
     spec = as_spec(spec)
     bundle = _LOADED.get(spec)
     if bundle is None:
-        if spec.target == REFERENCE_TARGET:
-            from .reference import ReferenceBundle
-            bundle = ReferenceBundle(spec.module_text(), options=spec.compile_options(),
-                                     name=str(spec))
-        else:
-            from . import runtime
-            bundle = runtime.load(bundle_path(spec))
+        with _loading(spec):
+            if spec.target == REFERENCE_TARGET:
+                from .reference import ReferenceBundle
+                bundle = ReferenceBundle(spec.module_text(), options=spec.compile_options(),
+                                         name=str(spec))
+            else:
+                from . import runtime
+                bundle = runtime.load(bundle_path(spec))
         _LOADED[spec] = bundle
         if os.environ.get("LIGER_DEBUG"):
             print("liger.ops: %s from %s" % (spec, bundle.path), file=sys.stderr)
@@ -149,15 +174,22 @@ def kernels(spec):
     pair = _KERNELS.get(spec)
     if pair is None:
         bundle = load(spec)
-        pair = _KERNELS[spec] = (bundle["fwd_rowwise_0"], bundle.kernels.get("bwd_rowwise_0"))
+        with _loading(spec):
+            pair = (bundle["fwd_rowwise_0"], bundle.kernels.get("bwd_rowwise_0"))
+        _KERNELS[spec] = pair
     return pair
 
 
 def loss_plan_kernels(spec):
     """The kernels of one chunk of a planned loss (its stage -> kernel)."""
-    pair = _KERNELS.get(spec)
-    if pair is None:
+    stages = _KERNELS.get(spec)
+    if stages is None:
         bundle = load(spec)
-        (plan,) = bundle.plans
-        pair = _KERNELS[spec] = {stage: bundle[name] for stage, name in plan["kernels"].items()}
-    return pair
+        with _loading(spec):
+            if len(bundle.plans) != 1:
+                raise ValueError("its bundle %s has %d loss plans, not one" % (
+                    bundle.path, len(bundle.plans)))
+            (plan,) = bundle.plans
+            stages = {stage: bundle[name] for stage, name in plan["kernels"].items()}
+        _KERNELS[spec] = stages
+    return stages

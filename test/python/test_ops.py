@@ -304,3 +304,49 @@ def test_command_line(tmp_path):
                            "gelu:hidden=3"], capture_output=True, text=True, env=env)
     assert proc.returncode == 1
     assert "liger.ops: unknown op 'gelu'" in proc.stderr
+
+
+class _NoPlans:
+    path, plans, kernels = "/bundles/x", [], {}
+
+
+@pytest.mark.parametrize("where,error", [
+    ("load", ImportError("the liger runtime extension (_liger_runtime) is not built")),
+    ("load", RuntimeError("CUDA_ERROR_NO_BINARY_FOR_GPU")),
+    ("load", PermissionError(13, "Permission denied")),
+    ("bundle_path", OSError(28, "No space left on device")),
+    ("no plans", ValueError("its bundle /bundles/x has 0 loss plans, not one")),
+], ids=["no-runtime", "driver", "permission", "cache-disk-full", "no-loss-plan"])
+def test_whatever_stops_kernels_loading_is_a_liger_error(where, error, monkeypatch):
+    """A patched model's fallback catches LigerError: every failure to load
+    a spec's kernels is one, naming the spec, with its cause."""
+    import liger.runtime
+
+    def raising(*args):
+        raise error
+    monkeypatch.setattr(bundles, "bundle_path", raising if where == "bundle_path" else
+                        lambda spec: "/bundles/x")
+    monkeypatch.setattr(liger.runtime, "load", raising if where == "load" else
+                        lambda path: _NoPlans())
+    spec = FLCE_SPEC if where == "no plans" else SPECS[0]
+    load = bundles.loss_plan_kernels if where == "no plans" else bundles.kernels
+    with pytest.raises(LigerError) as info:
+        load(spec)
+    assert str(info.value) == "cannot load the kernels of %s (target sm_90a): %s: %s" % (
+        spec, type(error).__name__, error)
+    if where != "no plans":
+        assert info.value.__cause__ is error
+    bundles.clear()
+
+
+def test_a_device_whose_capability_cannot_be_read_is_a_liger_error(monkeypatch):
+    torch = pytest.importorskip("torch")
+
+    def failing(device=None):
+        raise RuntimeError("CUDA error: initialization error")
+    monkeypatch.setattr(torch.cuda, "get_device_capability", failing)
+    bundles.clear()
+    with pytest.raises(LigerError, match=r"^cannot read the compute capability of cuda:0: "
+                                         r"RuntimeError: CUDA error: initialization error$"):
+        bundles.device_target(torch.device("cuda", 0))
+    bundles.clear()
