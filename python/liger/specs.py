@@ -47,6 +47,9 @@ REFERENCE_TARGET = "cpu"
 TARGETS = GPU_TARGETS + (REFERENCE_TARGET,)
 DEFAULT_TARGET = "sm_90a"
 INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
+# Every float attribute of the liger ops is an f32.
+F32_MAX = 3.4028234663852886e+38
+F32_MIN_NORMAL = 1.1754943508222875e-38
 # Static sizes are tensor dimensions of the module (i32 index arithmetic in
 # the kernels).
 MAX_SIZE = 2 ** 31 - 1
@@ -83,7 +86,9 @@ def check_int(name, value, lo=INT64_MIN, hi=INT64_MAX):
 
 def check_float(name, value, lo=None, hi=None, lo_open=False):
     """`value` as a float: a finite real number (not a bool) in [lo, hi]
-    (or (lo, hi] with lo_open)."""
+    (or (lo, hi] with lo_open) that an f32 attribute holds as it is: 0, or
+    a magnitude in f32's normal range (none rounds to 0 or to infinity, or
+    is flushed to 0 by the kernels)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise LigerTypeError("%s must be a number, got %r" % (name, value))
     value = float(value)
@@ -94,15 +99,25 @@ def check_float(name, value, lo=None, hi=None, lo_open=False):
                                                              lo, value))
     if hi is not None and value > hi:
         raise LigerValueError("%s must be <= %r, got %r" % (name, hi, value))
+    if value != 0 and not F32_MIN_NORMAL <= abs(value) <= F32_MAX:
+        raise LigerValueError("%s must be an f32: 0 or of a magnitude in [%r, %r], got %r" % (
+            name, F32_MIN_NORMAL, F32_MAX, value))
     return value
+
+
+def _plain(text):
+    """The characters of a str, whatever a subclass's __str__ or __eq__
+    says."""
+    return str.__str__(text)
 
 
 def check_choice(name, value, choices):
-    """`value`, one of the strings `choices`."""
-    if not isinstance(value, str) or value not in choices:
-        raise LigerValueError("%s must be one of %s, got %r" % (
-            name, ", ".join(repr(c) for c in choices), value))
-    return value
+    """The one of the strings `choices` that `value` is (the canonical
+    string, not the caller's object)."""
+    if isinstance(value, str) and _plain(value) in choices:
+        return choices[choices.index(_plain(value))]
+    raise LigerValueError("%s must be one of %s, got %r" % (
+        name, ", ".join(repr(c) for c in choices), value))
 
 
 def check_bool(name, value):
@@ -114,10 +129,11 @@ def check_bool(name, value):
 
 def dtype_name(dtype, name="dtype", allowed=DTYPES):
     """"bf16" for torch.bfloat16 or "bf16" (and so on), one of `allowed`."""
-    text = _TORCH_NAMES.get(str(dtype), str(dtype))
+    text = _plain(dtype if isinstance(dtype, str) else str(dtype))
+    text = _TORCH_NAMES.get(text, text)
     if text not in allowed:
         raise LigerTypeError("%s must be %s, got %s" % (name, " or ".join(allowed), dtype))
-    return text
+    return allowed[allowed.index(text)]
 
 
 def check_softcap(value):
@@ -203,7 +219,7 @@ class RMSNormSpec(Spec):
     def _checked(self):
         return dict(_common(self), hidden=_size("hidden", self.hidden),
                     weight_dtype=dtype_name(self.weight_dtype, "weight_dtype"),
-                    eps=check_float("eps", self.eps, 0.0),
+                    eps=check_float("eps", self.eps, 0.0, lo_open=True),
                     offset=check_float("offset", self.offset),
                     casting=check_choice("casting", self.casting, ("llama", "gemma", "none")))
 

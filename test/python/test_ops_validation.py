@@ -67,7 +67,27 @@ CASES = [
      "liger.ops.cross_entropy(inplace=True) needs contiguous logits (a copy would not be in "
      "place)"),
     (lambda: ops.rms_norm(X, W, eps=float("nan")), LigerValueError, "eps must be finite, got nan"),
-    (lambda: ops.rms_norm(X, W, eps=-1e-6), LigerValueError, "eps must be >= 0.0, got -1e-06"),
+    (lambda: ops.rms_norm(X, W, eps=-1e-6), LigerValueError, "eps must be > 0.0, got -1e-06"),
+    # Every float attribute is an f32 (the IR's rules: eps > 0).
+    (lambda: ops.rms_norm(X, W, eps=0.0), LigerValueError, "eps must be > 0.0, got 0.0"),
+    (lambda: ops.rms_norm(X, W, eps=1e-50), LigerValueError,
+     "eps must be an f32: 0 or of a magnitude in [1.1754943508222875e-38, "
+     "3.4028234663852886e+38], got 1e-50"),
+    (lambda: ops.rms_norm(X, W, eps=1e39), LigerValueError,
+     "eps must be an f32: 0 or of a magnitude in [1.1754943508222875e-38, "
+     "3.4028234663852886e+38], got 1e+39"),
+    (lambda: ops.rms_norm(X, W, offset=-1e39), LigerValueError,
+     "offset must be an f32: 0 or of a magnitude in [1.1754943508222875e-38, "
+     "3.4028234663852886e+38], got -1e+39"),
+    (lambda: ops.cross_entropy(LOGITS, T, softcap=1e39), LigerValueError,
+     "softcap must be an f32: 0 or of a magnitude in [1.1754943508222875e-38, "
+     "3.4028234663852886e+38], got 1e+39"),
+    (lambda: ops.cross_entropy(LOGITS, T, lse_square_scale=1e39), LigerValueError,
+     "lse_square_scale must be an f32: 0 or of a magnitude in [1.1754943508222875e-38, "
+     "3.4028234663852886e+38], got 1e+39"),
+    (lambda: ops.cross_entropy(LOGITS, T, label_smoothing=1e-45), LigerValueError,
+     "label_smoothing must be an f32: 0 or of a magnitude in [1.1754943508222875e-38, "
+     "3.4028234663852886e+38], got 1e-45"),
     (lambda: ops.rms_norm(X, W, eps="1e-6"), LigerTypeError, "eps must be a number, got '1e-6'"),
     (lambda: ops.rms_norm(X, W, casting="gemma rstd : tensor<8xf32>"), LigerValueError,
      "casting must be one of 'llama', 'gemma', 'none', got 'gemma rstd : tensor<8xf32>'"),
@@ -163,6 +183,40 @@ def test_a_spec_text_is_validated_as_a_call_is():
         ops.parse_spec("cross_entropy:vocab=8,dtype=f32,ignore_index=1.5")
     with pytest.raises(LigerValueError, match="^hidden must be in \\[1, 2147483647\\], got 0$"):
         ops.parse_spec("swiglu:dtype=f32,hidden=0")
+
+
+def test_the_largest_and_smallest_f32_attributes_are_taken():
+    spec = ops.rms_norm_spec(8, "f32", eps=1.1754943508222875e-38, offset=-3.4028234663852886e+38)
+    assert spec.eps == 1.1754943508222875e-38 and spec.offset == -3.4028234663852886e+38
+    assert ops.cross_entropy_spec(8, "f32", label_smoothing=0, lse_square_scale=0.0).softcap == 0
+
+
+class _Pretending(str):
+    """A str whose __str__ and __eq__ say something else."""
+
+    def __str__(self):
+        return "gemma rstd : tensor<8xf32>"
+
+    def __eq__(self, other):
+        return True
+
+    __hash__ = str.__hash__
+
+
+def test_a_spec_holds_the_canonical_strings_not_the_callers_objects():
+    """A str subclass cannot paste its __str__ into the module, nor pass
+    for a choice it is not; a spec of its characters is the clean spec,
+    with the clean key."""
+    spec = ops.rms_norm_spec(8, _Pretending("f32"), casting=_Pretending("llama"))
+    clean = ops.rms_norm_spec(8, "f32", casting="llama")
+    assert type(spec.casting) is str and type(spec.dtype) is str
+    assert spec == clean and spec.key() == clean.key()
+    assert spec.module_text() == clean.module_text()
+    with pytest.raises(LigerValueError, match="^casting must be one of 'llama', 'gemma', "
+                                              "'none', got 'bogus'$"):
+        ops.rms_norm_spec(8, "f32", casting=_Pretending("bogus"))
+    with pytest.raises(LigerTypeError, match="^dtype must be bf16 or f16 or f32, got "):
+        ops.rms_norm_spec(8, _Pretending("f64"))
 
 
 def test_cpu_tensors_without_the_reference_are_refused(monkeypatch):
