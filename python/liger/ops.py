@@ -35,6 +35,7 @@ dx and dW in its forward.
 """
 
 import importlib.util
+import operator
 import sys
 
 from . import bundles, specs
@@ -146,16 +147,27 @@ def _tensors(op, tensors, optional=()):
     return device
 
 
+def static(value):
+    """`value` as the Python constant it is: a size or a float attribute
+    that torch.compile(dynamic=True) made a symbol is specialized (guarded
+    on its value; operator.index and float.__float__ specialize where int()
+    and float() keep the symbol). Sizes, vocabularies and attributes are
+    static in liger: only the token count is dynamic."""
+    if isinstance(value, (int, torch.SymInt)) and not isinstance(value, bool):
+        return operator.index(value)
+    if isinstance(value, (float, torch.SymFloat)):
+        return float.__float__(value)
+    return value
+
+
 def _spec(make, args, device):
     """The spec `make(*args)` of the call's values (checked as they are,
     not through the operators' cache of canonical ones, where True is 1.0)
     for `device`'s target."""
-    return make(*args, target=bundles.device_target(device))
+    return make(*[static(a) for a in args], target=bundles.device_target(device))
 
 
-def _size(n):
-    """A static size as an int (specialized while torch.compile traces)."""
-    return int(n)
+_size = static
 
 
 def _feature_size(op, name, t):
@@ -315,7 +327,7 @@ def _rope_checked(q, k, cos, sin):
     device = _tensors("rope", dict(q=q, k=k, cos=cos, sin=sin))
     _rope_shapes(q, k, cos, sin)
     _spec(rope_spec, (_size(q.shape[1]), _size(k.shape[1]), _size(q.shape[3]),
-                                   q.dtype, bool(cos.shape[0] == 1)), device)
+                                   q.dtype, True if cos.shape[0] == 1 else False), device)
     return ()
 
 

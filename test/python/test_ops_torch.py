@@ -7,6 +7,7 @@ eagerly."""
 
 import os
 import sys
+import warnings
 
 import pytest
 
@@ -149,6 +150,55 @@ def test_a_patched_llama_trains_compiled_as_it_does_eagerly():
     grads = dict(compiled.named_parameters())
     for name, p in eager.named_parameters():
         assert torch.equal(grads[name].grad, p.grad), name
+
+
+@pytest.mark.parametrize("sequences", [(6, 9, 4)])
+def test_a_patched_llama_compiles_with_dynamic_shapes(sequences):
+    """torch.compile(fullgraph=True, dynamic=True): the fallback decision
+    takes static facts (a module's float attributes and activation sizes,
+    symbols under dynamic shapes, are specialized), so the graph has no
+    break and serves every sequence length; losses and gradients are the
+    eager patched model's."""
+    eager = tiny_model("llama", 1, torch.bfloat16)
+    compiled = tiny_model("llama", 1, torch.bfloat16)
+    for m in (eager, compiled):
+        lt.apply_liger_kernel(m)
+        m.train()
+    torch._dynamo.reset()
+    run = torch.compile(compiled, fullgraph=True, dynamic=True, backend="aot_eager")
+    for seq in sequences:
+        ids = tokens(seq, batch=2, seq=seq)
+        for m in (eager, compiled):
+            m.zero_grad(set_to_none=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", lt.LigerFallbackWarning)
+            out = run(input_ids=ids, labels=ids)
+        out.loss.backward()
+        ref = eager(input_ids=ids, labels=ids)
+        ref.loss.backward()
+        assert torch.equal(out.loss, ref.loss), seq
+        grads = dict(compiled.named_parameters())
+        for name, p in eager.named_parameters():
+            assert torch.equal(grads[name].grad, p.grad), (seq, name)
+
+
+def test_cross_entropy_in_place_compiles():
+    """The in-place cross-entropy (an autograd.Function around the mutating
+    operator) under torch.compile(fullgraph=True): the loss and the
+    gradient reaching the leaf are the eager call's."""
+    t = torch.tensor([1, 0, -100, 15, 3, 7])
+
+    def loss_of(leaf):
+        return ops.cross_entropy(leaf * 2, t, inplace=True, reduction="sum")
+    torch._dynamo.reset()
+    compiled = torch.compile(loss_of, fullgraph=True, backend="aot_eager")
+    a, b = _randn(6, 16, grad=True), _randn(6, 16, grad=True)
+    loss = compiled(a)
+    loss.backward(torch.tensor(0.5))
+    ref = loss_of(b)
+    ref.backward(torch.tensor(0.5))
+    assert torch.equal(loss, ref)
+    assert torch.equal(a.grad, b.grad)
 
 
 def test_cross_entropy_in_place_writes_the_gradient_over_the_logits():
