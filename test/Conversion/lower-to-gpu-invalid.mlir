@@ -4,7 +4,7 @@
 
 // The target strings are checked before LLVM sees them (LLVM aborts on a
 // malformed one).
-// CHIP: error: liger-lower-to-gpu: unsupported GPU target 'sm_90,features=+ptx86' (supported: sm_80, sm_90a)
+// CHIP: error: liger-lower-to-gpu: unsupported GPU target 'sm_90,features=+ptx86' (supported: sm_80, sm_86, sm_90a)
 // FEATURES: error: liger-lower-to-gpu: malformed PTX feature string 'ptx86' (expected +ptxNN, e.g. +ptx86)
 
 // Cross-entropy has its own template (CrossEntropyKernel.cpp): a group of

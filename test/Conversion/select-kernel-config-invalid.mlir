@@ -1,7 +1,7 @@
 // RUN: liger-opt %s --liger-select-kernel-config --split-input-file -verify-diagnostics
 // RUN: not liger-opt %s --liger-select-kernel-config=chip=sm_90 -o /dev/null 2>&1 | FileCheck %s --check-prefix=CHIP
 
-// CHIP: error: liger-select-kernel-config: unsupported GPU target 'sm_90' (supported: sm_80, sm_90a)
+// CHIP: error: liger-select-kernel-config: unsupported GPU target 'sm_90' (supported: sm_80, sm_86, sm_90a)
 
 // Every rule of a pinned matmul configuration, one case each.
 

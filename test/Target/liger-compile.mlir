@@ -63,7 +63,7 @@
 // template.
 // NOKERNEL: liger-compile: no kernel to compile in {{.*}}lm-head-step.mlir (not compiled yet, no kernel template: 1 loss group)
 
-// BADTARGET: liger-compile: unsupported GPU target 'sm_90' (supported: sm_80, sm_90a)
+// BADTARGET: liger-compile: unsupported GPU target 'sm_90' (supported: sm_80, sm_86, sm_90a)
 // BADPTX: liger-compile: PTX ISA version in '+ptx99' is outside what liger uses (+ptx70 to +ptx88)
 
 func.func @layer(%h: tensor<?x4096xbf16>, %res: tensor<?x4096xbf16>, %g: tensor<4096xbf16>,

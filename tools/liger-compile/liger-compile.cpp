@@ -53,9 +53,11 @@ cl::opt<std::string> outputPath("o",
                                 cl::desc("Output (bundle directory, or "
                                          "file for --emit stages)"),
                                 cl::value_desc("path"), cl::init(""));
-cl::opt<std::string> targetChip("target",
-                                cl::desc("GPU target: sm_90a or sm_80"),
-                                cl::init("sm_90a"));
+cl::opt<std::string>
+    targetChip("target",
+               cl::desc("GPU target: sm_90a (Hopper), sm_80 (compute "
+                        "capability 8.0, 8.7) or sm_86 (8.6, 8.9)"),
+               cl::init("sm_90a"));
 cl::opt<std::string> ptxFeatures("ptx-features",
                                  cl::desc("PTX ISA version (+ptxNN)"),
                                  cl::init("+ptx86"));

@@ -92,18 +92,21 @@ def test_errors_are_clear(bundles_dir):
     assert (dw == 0).all()
 
 
-def test_bundle_for_another_arch_is_refused(bundles_dir):
+@pytest.mark.parametrize("arch", ["sm_80", "sm_86"])
+def test_bundle_for_another_arch_is_refused(bundles_dir, arch):
     """At load, not at the first launch: the runtime compares every kernel
     with the current GPU."""
-    path = os.path.join(bundles_dir, "sm80_h1000_f32")
+    path = os.path.join(bundles_dir, "%s_h1000_f32" % arch.replace("_", ""))
     if not os.path.isdir(path):
         pytest.skip("bundle %s not built (run scripts/build-gpu-bundles.sh)" % path)
     major, minor = torch.cuda.get_device_capability()
-    if major == 8:
-        pytest.skip("this GPU runs sm_80 code")
+    lowest = int(arch[-1])
+    if major == 8 and minor >= lowest:
+        pytest.skip("this GPU runs %s code" % arch)
     with pytest.raises(RuntimeError, match=r"kernel '\w+' of module 'liger_kernels' is compiled "
-                                           r"for sm_80, but device %d has compute capability "
-                                           r"%d\.%d \(sm_80 runs on 8\.0 to 8\.x\); rebuild the "
+                                           r"for %s, but device %d has compute capability "
+                                           r"%d\.%d \(%s runs on 8\.%d to 8\.x\); rebuild the "
                                            r"bundle for this GPU"
-                                           % (torch.cuda.current_device(), major, minor)):
+                                           % (arch, torch.cuda.current_device(), major, minor,
+                                              arch, lowest)):
         runtime.load(path)
