@@ -165,9 +165,12 @@ def make_inputs(specs, tokens, hidden, dt, gen=None):
     out = []
     for kind, scale in specs:
         if kind == "rstd":
-            # RMSNorm's forward rstd of the row input before it, in f32.
-            x = next(t for t in reversed(out) if t.dim() == 2).float()
-            out.append(torch.rsqrt(x.pow(2).mean(-1) + scale))
+            # RMSNorm's forward rstd of the row input before it, in f32
+            # (computed on the CPU: under compute-sanitizer only liger's
+            # kernels should run, and racecheck flags PyTorch's own
+            # multi-block reduction over long rows).
+            x = next(t for t in reversed(out) if t.dim() == 2).cpu().double()
+            out.append(torch.rsqrt(x.pow(2).mean(-1) + scale).float().to("cuda"))
             continue
         shape = (tokens, hidden) if kind in ("rows", "probs") else (hidden,)
         t = torch.randn(shape, generator=gen, device="cuda")
