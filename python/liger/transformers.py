@@ -109,6 +109,16 @@ def revert():
     _ORIGINALS.clear()
 
 
+def _patch_forward(cls, fn):
+    """Patches cls.forward with `fn`, which finds the forward it replaced as
+    `self._liger_original_forward`: an attribute set here (and on each
+    module a model patch patches), so that the patched forward looks
+    nothing up in liger's own tables while torch.compile traces it (whose
+    keys include modules, which dynamo cannot hash)."""
+    _patch(cls, "_liger_original_forward", staticmethod(_original(cls, "forward")))
+    _patch(cls, "forward", fn)
+
+
 def _original(cls, name):
     """The class's `name` before liger patched it."""
     for klass in cls.__mro__:
@@ -173,7 +183,7 @@ def _decide(what, op, args, devices):
 def _rms_norm_forward(self, hidden_states):
     family = getattr(self, "_liger_family")
     _, _, _, _, casting, offset, _ = _FAMILIES[family]
-    original = _original(type(self), "forward")
+    original = self._liger_original_forward
     eps = getattr(self, "variance_epsilon", getattr(self, "eps", 1e-6))
     x, w = hidden_states, self.weight
     if _fallback(type(self).__name__, "rms_norm",
@@ -186,7 +196,7 @@ def _rms_norm_forward(self, hidden_states):
 def _mlp_forward(self, x):
     family = getattr(self, "_liger_family")
     gated = _FAMILIES[family][6]
-    original = _original(type(self), "forward")
+    original = self._liger_original_forward
     what = type(self).__name__
     act = getattr(getattr(self, "config", None), "hidden_activation", None) or \
         getattr(getattr(self, "config", None), "hidden_act", None)
@@ -240,7 +250,7 @@ def _shifted_labels(labels, kwargs):
 
 def _causal_lm_forward(self, *args, **kwargs):
     from transformers.modeling_outputs import CausalLMOutputWithPast
-    original = _original(type(self), "forward")
+    original = self._liger_original_forward
     mode = getattr(self, "_liger_loss", None)
     labels = kwargs.get("labels")
     if args or labels is None or mode is None:
@@ -342,10 +352,10 @@ def _apply(family, rope, cross_entropy, fused_linear_cross_entropy, rms_norm, ga
                               (gated, mlp_cls, _mlp_forward)):
             if flag:
                 _patch(cls, "_liger_family", family)
-                _patch(cls, "forward", fn)
+                _patch_forward(cls, fn)
         if loss:
             _patch(lm_cls, "_liger_loss", loss)
-            _patch(lm_cls, "forward", _causal_lm_forward)
+            _patch_forward(lm_cls, _causal_lm_forward)
         return None
     for m, cls, fn in targets:
         m._liger_family = family
@@ -353,6 +363,7 @@ def _apply(family, rope, cross_entropy, fused_linear_cross_entropy, rms_norm, ga
             m._liger_loss = loss
             if loss_memory_budget is not None:
                 m._liger_loss_budget = int(loss_memory_budget)
+        m._liger_original_forward = _original(cls, "forward")
         m.forward = types.MethodType(fn, m)
     return len(targets)
 

@@ -118,5 +118,9 @@ def test_cross_entropy_kernel(bundles_dir, name, tokens):
             keep = torch.arange(tokens, device="cuda") != invalid
             dx, want = dx[keep], want[keep]
         assert not torch.isnan(dx).any(), "%s: a gradient element was not written" % way
-        err = ((dx - want).norm() / want.norm()).item()
+        # Measured from the reference rounded to the logits' dtype, the
+        # nearest a gradient in that dtype can be: f16 flushes gradients
+        # below 2^-24 to zero (1 / (50257 * 8192 tokens) is far below).
+        best = want.to(x.dtype).double()
+        err = ((dx - best).norm() / want.norm()).item()
         assert err < GRAD_TOL[dt], "%s: grad rel err %.3g" % (way, err)

@@ -65,7 +65,7 @@ def check(actual, expected, dt, what):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_op_and_its_gradients(name):
     spec, op, shapes, dt, kw = CASES[name]
-    dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[dt]
+    dtype = kernels.torch_dtype(dt)
     gen = torch.Generator(device="cuda")
     gen.manual_seed(torch.seed())
     args = [torch.randn(s, generator=gen, device="cuda").to(dtype) for s in shapes]
@@ -139,7 +139,7 @@ def test_cross_entropy_in_place_compiles(name):
     operator) under torch.compile(fullgraph=True): the loss and the
     gradient reaching the leaf are the eager call's."""
     spec, vocab, dt, tokens, kw = kernels.ops_ce_cases()[name]
-    dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[dt]
+    dtype = kernels.torch_dtype(dt)
     t = torch.randint(0, vocab, (tokens,), device="cuda").to(
         torch.int32 if spec.target_dtype == "i32" else torch.int64)
     w = torch.rand(vocab, device="cuda") + 0.5 if spec.weighted else None
