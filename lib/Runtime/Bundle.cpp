@@ -3,40 +3,27 @@
 #include "liger/Runtime/Bundle.h"
 #include "liger/Runtime/TensorMap.h"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
+#include "BundleFiles.h"
 
 using namespace liger::runtime;
-
-namespace {
-Status readFile(const std::string &path, std::string *out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return LIGER_MAKE_STATUS(StatusCode::kNotFound, "cannot read " + path +
-                                                        ": " +
-                                                        std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  *out = ss.str();
-  return Status::ok();
-}
-} // namespace
 
 Bundle::~Bundle() = default;
 
 Status Bundle::open(const std::string &dir, std::unique_ptr<Bundle> *out) {
   std::unique_ptr<Bundle> bundle(new Bundle());
   bundle->dir_ = dir;
+  BundleDirectory files;
+  LIGER_RETURN_IF_ERROR(files.open(dir));
   std::string text;
-  LIGER_RETURN_IF_ERROR(readFile(dir + "/manifest.json", &text));
+  LIGER_RETURN_IF_ERROR(
+      files.read("manifest.json", "manifest", kMaxManifestBytes, &text));
   LIGER_RETURN_IF_ERROR(
       parseManifest(text, dir + "/manifest.json", &bundle->manifest_));
   const Manifest &manifest = bundle->manifest_;
   for (const ModuleSpec &module : manifest.modules) {
     std::string bytes;
-    LIGER_RETURN_IF_ERROR(readFile(dir + "/" + module.cubinFile, &bytes));
+    LIGER_RETURN_IF_ERROR(
+        files.read(module.cubinFile, "cubin", kMaxCubinBytes, &bytes));
     // A cubin is an ELF file.
     if (bytes.size() < 64 || bytes.compare(0, 4,
                                            "\x7f"

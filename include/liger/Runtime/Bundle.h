@@ -20,6 +20,7 @@
 #include "liger/Runtime/Status.h"
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -32,11 +33,21 @@
 
 namespace liger::runtime {
 
+/// The most bytes Bundle::open reads of a bundle's manifest.json and of
+/// each of its cubins: a larger file is refused before it is read. The
+/// manifests and cubins liger-compile writes are far smaller (a Llama layer:
+/// 11 KiB and 170 KiB).
+inline constexpr size_t kMaxManifestBytes = size_t(16) << 20;
+inline constexpr size_t kMaxCubinBytes = size_t(64) << 20;
+
 /// An opened bundle. Thread-safe; modules are loaded per CUDA context on
 /// first launch and unloaded never (they live as long as the process).
 class Bundle {
 public:
-  /// Reads `dir`/manifest.json and the cubins it names.
+  /// Reads `dir`/manifest.json and the cubins it names: regular files in
+  /// `dir` (not symbolic links, FIFOs or devices) of at most
+  /// kMaxManifestBytes and kMaxCubinBytes. `dir` itself may be a symbolic
+  /// link.
   static Status open(const std::string &dir, std::unique_ptr<Bundle> *bundle);
   ~Bundle();
 

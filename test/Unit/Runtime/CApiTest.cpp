@@ -88,8 +88,9 @@ TEST_F(CApiTest, FailuresHaveACodeAndAMessage) {
   liger_bundle *b = reinterpret_cast<liger_bundle *>(1);
   EXPECT_EQ(liger_bundle_open((dir + "/missing").c_str(), &b), LIGER_NOT_FOUND);
   EXPECT_EQ(b, nullptr);
-  EXPECT_NE(std::string(liger_last_error()).find("manifest.json"),
-            std::string::npos);
+  EXPECT_EQ(std::string(liger_last_error()),
+            "cannot read bundle directory " + dir +
+                "/missing: No such file or directory");
   EXPECT_EQ(liger_bundle_open(nullptr, &b), LIGER_INVALID_ARGUMENT);
   EXPECT_EQ(liger_bundle_open(dir.c_str(), nullptr), LIGER_INVALID_ARGUMENT);
 
