@@ -32,6 +32,11 @@ namespace liger::runtime {
 /// changes meaning (docs/Design/Kernel-ABI.md lists the versions).
 inline constexpr const char *kManifestFormat = "liger-bundle";
 inline constexpr int64_t kManifestVersion = 2;
+/// What parseManifest reads at most: arrays and objects nested this deep
+/// (a manifest nests 8 deep), and this many JSON values (about 80 per
+/// kernel).
+inline constexpr size_t kMaxManifestDepth = 32;
+inline constexpr size_t kMaxManifestValues = size_t(1) << 20;
 
 //===----------------------------------------------------------------------===//
 // Enumerations, each with its manifest spelling

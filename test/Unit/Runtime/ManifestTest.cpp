@@ -595,7 +595,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadJson{"\"kernels\": {\"logits\": \"grad\", \"ce\": \"norm\"}",
                 "\"kernels\": [{\"logits\": \"grad\", \"ce\": \"norm\"}]",
                 "plans[0]: 'kernels' must be an object, got "
-                "[{\"ce\":\"norm\",\"logits\":\"grad\"}]"},
+                "[{\"logits\":\"grad\",\"ce\":\"norm\"}]"},
         BadJson{"\"bf16\", \"shape\": [4096]", "\"bf17\", \"shape\": [4096]",
                 "modules[0].kernels[0].params[1]: unknown dtype 'bf17'"},
         BadJson{"\"kind\": \"feature\"", "\"kind\": \"cube\"",
@@ -706,6 +706,49 @@ TEST(ManifestTest, MalformedJsonSaysWhere) {
   EXPECT_EQ(s.message().rfind("manifest.json: malformed JSON: parse error at "
                               "line 1, column 13: syntax error while parsing "
                               "value - invalid string: ill-formed UTF-8 byte",
+                              0),
+            0u)
+      << s.message();
+}
+
+// What the reader reads at most, refused before the document grows past it:
+// a depth that would recurse or a count that would exhaust memory.
+TEST(ManifestTest, TheReaderIsBounded) {
+  Manifest m;
+  std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  std::string text = kTestManifest;
+  text.replace(text.find("\"t.mlir\""), 8, deep);
+  Status s = parseManifest(text, "manifest.json", &m);
+  std::string path = "source"; // the array holding the one too deep
+  for (size_t i = 0; i + 2 < kMaxManifestDepth; ++i)
+    path += "[0]";
+  EXPECT_EQ(s.message(), "manifest.json: " + path +
+                             ": nested deeper than 32 arrays and objects");
+  std::string many = "[0";
+  for (size_t i = 0; i < kMaxManifestValues; ++i)
+    many += ",0";
+  s = parseManifest(many + "]", "manifest.json", &m);
+  EXPECT_EQ(s.message(), "manifest.json: manifest: more than 1048576 JSON "
+                         "values (the runtime reads no more)");
+  // A long value is shown in part.
+  std::string ones = "1";
+  for (int i = 0; i < 50000; ++i)
+    ones += ",1";
+  text = kTestManifest;
+  text.replace(text.find("\"block\": [256, 1, 1]"), 20,
+               "\"block\": [" + ones + "]");
+  s = parseManifest(text, "manifest.json", &m);
+  EXPECT_EQ(s.message(), "manifest.json: modules[0].kernels[0]: 'block' must "
+                         "be three integers, got "
+                         "[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,...");
+  text = kTestManifest;
+  text.replace(text.find("36"), 2, std::string(100000, '9'));
+  s = parseManifest(text, "manifest.json", &m);
+  EXPECT_EQ(s.message().size(),
+            std::string("manifest.json: malformed JSON: ").size() + 240)
+      << s.message();
+  EXPECT_EQ(s.message().rfind("manifest.json: malformed JSON: number "
+                              "overflow parsing '9999",
                               0),
             0u)
       << s.message();
