@@ -10,6 +10,12 @@ using namespace liger::runtime;
 Bundle::~Bundle() = default;
 
 Status Bundle::open(const std::string &dir, std::unique_ptr<Bundle> *out) {
+  return catchExceptions(
+      [&] { return read(dir, out); },
+      [&](const char *why) { return exceptionStatus(dir.c_str(), why); });
+}
+
+Status Bundle::read(const std::string &dir, std::unique_ptr<Bundle> *out) {
   std::unique_ptr<Bundle> bundle(new Bundle());
   bundle->dir_ = dir;
   BundleDirectory files;
@@ -66,6 +72,12 @@ const KernelSpec *Bundle::findKernel(std::string_view name) const {
 //===----------------------------------------------------------------------===//
 
 Status Bundle::checkDevice(int device) {
+  return catchExceptions(
+      [&] { return compareDevice(device); },
+      [&](const char *why) { return exceptionStatus(dir_.c_str(), why); });
+}
+
+Status Bundle::compareDevice(int device) {
   if (device >= 0 && device < kCachedDevices &&
       deviceChecked_[device].load(std::memory_order_acquire))
     return Status::ok();
@@ -300,6 +312,13 @@ int64_t gridSize(const GridDim &dim, const LaunchDims &dims) {
 
 Status Bundle::launch(size_t index, const TensorArg *args, size_t numArgs,
                       CUstream stream, int device) {
+  return catchExceptions(
+      [&] { return launchChecked(index, args, numArgs, stream, device); },
+      [&](const char *why) { return exceptionStatus(dir_.c_str(), why); });
+}
+
+Status Bundle::launchChecked(size_t index, const TensorArg *args,
+                             size_t numArgs, CUstream stream, int device) {
   if (index >= numKernels_)
     return LIGER_MAKE_STATUS(StatusCode::kNotFound,
                              dir_ + " has no kernel #" + std::to_string(index) +
@@ -395,9 +414,13 @@ Status Bundle::launch(std::string_view name, const std::vector<TensorArg> &args,
                       CUstream stream, int device) {
   int index = kernelIndex(name);
   if (index < 0)
-    return LIGER_MAKE_STATUS(StatusCode::kNotFound, dir_ + " has no kernel '" +
-                                                        std::string(name) +
-                                                        "'");
+    return catchExceptions(
+        [&] {
+          return LIGER_MAKE_STATUS(StatusCode::kNotFound,
+                                   dir_ + " has no kernel '" +
+                                       std::string(name) + "'");
+        },
+        [&](const char *why) { return exceptionStatus(dir_.c_str(), why); });
   return launch(static_cast<size_t>(index), args.data(), args.size(), stream,
                 device);
 }

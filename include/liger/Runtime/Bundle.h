@@ -107,6 +107,12 @@ private:
   };
 
   Bundle() = default;
+  // The bodies of open, checkDevice and launch, which run them through
+  // catchExceptions.
+  static Status read(const std::string &dir, std::unique_ptr<Bundle> *bundle);
+  Status compareDevice(int device);
+  Status launchChecked(size_t kernel, const TensorArg *args, size_t numArgs,
+                       CUstream stream, int device);
   Status functionsFor(size_t kernel, const CudaDriver &driver,
                       CUcontext context, CUfunction *function,
                       CUfunction *finish);
