@@ -42,7 +42,7 @@ typedef enum liger_status {
   LIGER_NOT_FOUND = 2,           /* a file or kernel that does not exist */
   LIGER_FAILED_PRECONDITION = 3, /* e.g. a bundle for another GPU arch */
   LIGER_UNAVAILABLE = 4,         /* no CUDA driver on this machine */
-  LIGER_INTERNAL = 5             /* a CUDA or system call failed, or no memory */
+  LIGER_INTERNAL = 5             /* a CUDA or system call failed; no memory */
 } liger_status;
 
 typedef enum liger_dtype {
