@@ -1,6 +1,7 @@
 //===- Bundle.cpp - load kernel bundles and launch their kernels ----------===//
 
 #include "liger/Runtime/Bundle.h"
+#include "liger/Runtime/Sha256.h"
 #include "liger/Runtime/TensorMap.h"
 
 #include "BundleFiles.h"
@@ -30,6 +31,17 @@ Status Bundle::read(const std::string &dir, std::unique_ptr<Bundle> *out) {
     std::string bytes;
     LIGER_RETURN_IF_ERROR(
         files.read(module.cubinFile, "cubin", kMaxCubinBytes, &bytes));
+    // The cubin the manifest was written with, before the driver sees it.
+    std::string digest = sha256Hex(bytes.data(), bytes.size());
+    if (digest != module.cubinSha256)
+      return LIGER_MAKE_STATUS(
+          StatusCode::kInvalidArgument,
+          dir + "/" + module.cubinFile +
+              " is not the cubin the manifest names: its SHA-256 is " + digest +
+              " (" + std::to_string(bytes.size()) +
+              " bytes), the manifest's cubin_sha256 is " + module.cubinSha256 +
+              "; the bundle is truncated, damaged or mixed with another "
+              "build (rebuild it with liger-compile)");
     // A cubin is an ELF file.
     if (bytes.size() < 64 || bytes.compare(0, 4,
                                            "\x7f"

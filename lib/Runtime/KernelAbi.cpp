@@ -792,6 +792,12 @@ Status liger::runtime::verifyManifest(const Manifest &manifest,
                                 "' is not a GPU arch (sm_<major><minor>, "
                                 "optionally with 'a': sm_80, sm_90a)");
     LIGER_RETURN_IF_ERROR(v.file(mpath, "cubin", module.cubinFile));
+    if (module.cubinSha256.size() != 64 ||
+        module.cubinSha256.find_first_not_of("0123456789abcdef") !=
+            std::string::npos)
+      return v.error(mpath, "cubin_sha256 must be the cubin's SHA-256 as 64 "
+                            "lowercase hexadecimal digits, got '" +
+                                module.cubinSha256 + "'");
     LIGER_RETURN_IF_ERROR(v.file(mpath, "ptx", module.ptxFile));
     for (size_t k = 0; k < module.kernels.size(); ++k) {
       const KernelSpec &kernel = module.kernels[k];

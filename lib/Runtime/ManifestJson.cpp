@@ -344,6 +344,7 @@ Status Reader::module(JsonValue v, const std::string &path,
   LIGER_RETURN_IF_ERROR(f->string("name", &module->name));
   LIGER_RETURN_IF_ERROR(f->string("arch", &module->arch));
   LIGER_RETURN_IF_ERROR(f->string("cubin", &module->cubinFile));
+  LIGER_RETURN_IF_ERROR(f->string("cubin_sha256", &module->cubinSha256));
   LIGER_RETURN_IF_ERROR(f->string("ptx", &module->ptxFile));
   JsonValue kernels;
   LIGER_RETURN_IF_ERROR(f->array("kernels", &kernels));
@@ -521,6 +522,7 @@ Status liger::runtime::writeManifest(const Manifest &manifest,
     modules.push_back({{"name", m.name},
                        {"arch", m.arch},
                        {"cubin", m.cubinFile},
+                       {"cubin_sha256", m.cubinSha256},
                        {"ptx", m.ptxFile},
                        {"kernels", std::move(kernels)}});
   }

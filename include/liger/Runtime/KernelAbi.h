@@ -31,7 +31,7 @@ namespace liger::runtime {
 /// writes. The version changes whenever a field is added, removed or
 /// changes meaning (docs/Design/Kernel-ABI.md lists the versions).
 inline constexpr const char *kManifestFormat = "liger-bundle";
-inline constexpr int64_t kManifestVersion = 2;
+inline constexpr int64_t kManifestVersion = 3;
 /// What parseManifest reads at most: arrays and objects nested this deep
 /// (a manifest nests 8 deep), and this many JSON values (about 80 per
 /// kernel).
@@ -244,7 +244,10 @@ struct ModuleSpec {
   std::string name;
   std::string arch;      ///< "sm_90a"
   std::string cubinFile; ///< a file name in the bundle
-  std::string ptxFile;   ///< a file name in the bundle
+  /// The cubin's SHA-256 (sha256Hex, Sha256.h): 64 lowercase hexadecimal
+  /// digits, checked when the bundle is opened.
+  std::string cubinSha256;
+  std::string ptxFile; ///< a file name in the bundle
   std::vector<KernelSpec> kernels;
 };
 

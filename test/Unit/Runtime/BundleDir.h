@@ -1,13 +1,14 @@
 //===- BundleDir.h - a bundle directory for the runtime's unit tests ------===//
 //
-// A temporary bundle directory: a manifest and a cubin that passes the
-// runtime's header check (nothing loads it but a stand-in driver).
+// A temporary bundle directory for a test, holding what writeTestBundle
+// writes (TestBundle.h) or what the test puts there.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef LIGER_TEST_UNIT_RUNTIME_BUNDLEDIR_H
 #define LIGER_TEST_UNIT_RUNTIME_BUNDLEDIR_H
 
+#include "TestBundle.h"
 #include "liger/Runtime/Bundle.h"
 
 #include <cstdio>
@@ -36,13 +37,10 @@ protected:
   void write(const std::string &name, const std::string &bytes) {
     std::ofstream(dir + "/" + name, std::ios::binary) << bytes;
   }
-  /// Writes `manifest` and a cubin that passes the header check, and opens
-  /// the bundle.
+  /// Writes `manifest` and its cubin (writeTestBundle), and opens the
+  /// bundle.
   Status openWith(const std::string &manifest, std::unique_ptr<Bundle> *b) {
-    write("manifest.json", manifest);
-    write("k.cubin", std::string("\x7f"
-                                 "ELF") +
-                         std::string(100, '\0'));
+    writeTestBundle(dir, manifest);
     return Bundle::open(dir, b);
   }
   std::string dir;

@@ -163,7 +163,7 @@ TEST(ManifestTest, TheWrittenTextIsTheDocumentedForm) {
   EXPECT_NE(text.find("\"table_batch\""), std::string::npos);
   EXPECT_NE(text.find("\"rows/128\""), std::string::npos);
   EXPECT_NE(text.find("\"oob\": \"zero\""), std::string::npos);
-  EXPECT_NE(text.find("\"version\": 2\n}\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"version\": 3\n}\n"), std::string::npos) << text;
 }
 
 // Names are arbitrary UTF-8: control characters are escaped, the rest
@@ -235,9 +235,9 @@ KernelParam &param(Manifest &m, int k, int p) { return kernel(m, k).params[p]; }
 INSTANTIATE_TEST_SUITE_P(
     Manifest, VerifyTest,
     ::testing::Values(
-        Rule{"version", [](Manifest &m) { m.version = 1; },
-             "manifest: version 1 is not supported (this runtime reads "
-             "version 2; rebuild the bundle with this liger-compile)"},
+        Rule{"version", [](Manifest &m) { m.version = 2; },
+             "manifest: version 2 is not supported (this runtime reads "
+             "version 3; rebuild the bundle with this liger-compile)"},
         Rule{"source-nul", [](Manifest &m) { m.source = std::string(1, '\0'); },
              "manifest: source contains a NUL character"},
         Rule{"module-name", [](Manifest &m) { m.modules[0].name = ""; },
@@ -257,6 +257,17 @@ INSTANTIATE_TEST_SUITE_P(
         Rule{"cubin", [](Manifest &m) { m.modules[0].cubinFile = "../k.cubin"; },
              "modules[0]: cubin must name a file in the bundle, got "
              "'../k.cubin'"},
+        Rule{"cubin-sha256",
+             [](Manifest &m) { m.modules[0].cubinSha256 = "ABC"; },
+             "modules[0]: cubin_sha256 must be the cubin's SHA-256 as 64 "
+             "lowercase hexadecimal digits, got 'ABC'"},
+        Rule{"cubin-sha256-hex",
+             [](Manifest &m) {
+               m.modules[0].cubinSha256 = std::string(63, 'a') + "g";
+             },
+             "modules[0]: cubin_sha256 must be the cubin's SHA-256 as 64 "
+             "lowercase hexadecimal digits, got "
+             "'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaag'"},
         Rule{"ptx", [](Manifest &m) { m.modules[0].ptxFile = ".."; },
              "modules[0]: ptx must name a file in the bundle, got '..'"},
         Rule{"kernel-name", [](Manifest &m) { kernel(m, 0).name = ""; },
@@ -547,12 +558,12 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadJson{"\"liger-bundle\"", "\"other\"",
                 "manifest: format is 'other', expected 'liger-bundle'"},
-        BadJson{"\"version\": 2", "\"version\": 1",
-                "manifest: version 1 is not supported (this runtime reads "
-                "version 2; rebuild the bundle with this liger-compile)"},
-        BadJson{"\"version\": 2", "\"version\": 2.0",
-                "manifest: 'version' must be a 64-bit integer, got 2.0"},
-        BadJson{"\"version\": 2", "\"version\": 18446744073709551615",
+        BadJson{"\"version\": 3", "\"version\": 2",
+                "manifest: version 2 is not supported (this runtime reads "
+                "version 3; rebuild the bundle with this liger-compile)"},
+        BadJson{"\"version\": 3", "\"version\": 3.0",
+                "manifest: 'version' must be a 64-bit integer, got 3.0"},
+        BadJson{"\"version\": 3", "\"version\": 18446744073709551615",
                 "manifest: 'version' must be a 64-bit integer, got "
                 "18446744073709551615"},
         BadJson{"\"source\": \"t.mlir\",", "",
@@ -565,6 +576,8 @@ INSTANTIATE_TEST_SUITE_P(
                 "manifest: unknown key 'extra'"},
         BadJson{"\"ptx\": \"k.ptx\",", "",
                 "modules[0]: missing 'ptx' (a string)"},
+        BadJson{"\"cubin_sha256\"", "\"cubin_sha\"",
+                "modules[0]: missing 'cubin_sha256' (a string)"},
         BadJson{"\"ops\": \"liger.rms_norm\",",
                 "\"ops\": \"liger.rms_norm\", \"ops\": \"x\",",
                 "modules[0].kernels[0]: duplicate key 'ops'"},
