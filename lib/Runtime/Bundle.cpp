@@ -1,10 +1,13 @@
 //===- Bundle.cpp - load kernel bundles and launch their kernels ----------===//
 
 #include "liger/Runtime/Bundle.h"
+#include "liger/Runtime/Cubin.h"
 #include "liger/Runtime/Sha256.h"
 #include "liger/Runtime/TensorMap.h"
 
 #include "BundleFiles.h"
+
+#include <tuple>
 
 using namespace liger::runtime;
 
@@ -27,6 +30,8 @@ Status Bundle::read(const std::string &dir, std::unique_ptr<Bundle> *out) {
   LIGER_RETURN_IF_ERROR(
       parseManifest(text, dir + "/manifest.json", &bundle->manifest_));
   const Manifest &manifest = bundle->manifest_;
+  // Each kernel's and its finishing kernel's, in kernel order.
+  std::vector<std::pair<uint64_t, uint64_t>> staticShared;
   for (const ModuleSpec &module : manifest.modules) {
     std::string bytes;
     LIGER_RETURN_IF_ERROR(
@@ -42,14 +47,17 @@ Status Bundle::read(const std::string &dir, std::unique_ptr<Bundle> *out) {
               " bytes), the manifest's cubin_sha256 is " + module.cubinSha256 +
               "; the bundle is truncated, damaged or mixed with another "
               "build (rebuild it with liger-compile)");
-    // A cubin is an ELF file.
-    if (bytes.size() < 64 || bytes.compare(0, 4,
-                                           "\x7f"
-                                           "ELF") != 0)
-      return LIGER_MAKE_STATUS(StatusCode::kInvalidArgument,
-                               dir + "/" + module.cubinFile +
-                                   " is not a cubin (no ELF header); the "
-                                   "bundle is truncated or corrupt");
+    // A well-formed cubin that has the kernels the manifest says.
+    Cubin cubin;
+    std::string origin = dir + "/" + module.cubinFile;
+    LIGER_RETURN_IF_ERROR(
+        readCubin(bytes.data(), bytes.size(), origin, &cubin));
+    LIGER_RETURN_IF_ERROR(checkCubin(module, cubin, origin));
+    for (const KernelSpec &k : module.kernels)
+      staticShared.push_back({cubin.find(k.name)->staticSharedBytes,
+                              k.hasWorkspaces()
+                                  ? cubin.find(k.finish.name)->staticSharedBytes
+                                  : 0});
     bundle->cubins_.emplace_back(bytes.begin(), bytes.end());
     bundle->numKernels_ += module.kernels.size();
   }
@@ -61,6 +69,9 @@ Status Bundle::read(const std::string &dir, std::unique_ptr<Bundle> *out) {
       KernelEntry &entry = bundle->entries_[index];
       entry.spec = &kernel;
       entry.module = m;
+      entry.staticSharedBytes = static_cast<int64_t>(staticShared[index].first);
+      entry.finishStaticSharedBytes =
+          static_cast<int64_t>(staticShared[index].second);
       for (const KernelParam &p : kernel.params)
         entry.words += descriptorWords(p);
       bundle->byName_.emplace(kernel.name, static_cast<int>(index++));
@@ -112,6 +123,7 @@ Status Bundle::compareDevice(int device) {
                                  "; rebuild the bundle for this GPU "
                                  "(liger-compile --target)");
   };
+  size_t index = 0; // of the kernel, over all modules
   for (const ModuleSpec &module : manifest_.modules) {
     Arch arch;
     (void)parseArch(module.arch, &arch); // verified at open
@@ -126,14 +138,19 @@ Status Bundle::compareDevice(int device) {
                              : " to " + std::to_string(arch.major) + ".x") +
           ")");
     for (const KernelSpec &k : module.kernels) {
-      for (const auto &[name, bytes] :
-           {std::make_pair(k.name, k.dynamicSharedMemoryBytes),
-            std::make_pair(k.finish.name, k.finish.dynamicSharedMemoryBytes)})
-        if (!name.empty() && bytes > sharedMemory)
-          return refuse("kernel '" + name + "' needs " + std::to_string(bytes) +
-                        " bytes of dynamic shared memory, but " + where +
-                        " allows at most " + std::to_string(sharedMemory) +
-                        " per block");
+      const KernelEntry &entry = entries_[index++];
+      // The manifest's dynamic shared memory and the cubin's static.
+      for (const auto &[name, dynamic, fixed] :
+           {std::make_tuple(k.name, k.dynamicSharedMemoryBytes,
+                            entry.staticSharedBytes),
+            std::make_tuple(k.finish.name, k.finish.dynamicSharedMemoryBytes,
+                            entry.finishStaticSharedBytes)})
+        if (!name.empty() && dynamic + fixed > sharedMemory)
+          return refuse(
+              "kernel '" + name + "' needs " + std::to_string(dynamic + fixed) +
+              " bytes of shared memory per block (" + std::to_string(dynamic) +
+              " dynamic and " + std::to_string(fixed) + " static), but " +
+              where + " allows at most " + std::to_string(sharedMemory));
     }
   }
   if (device >= 0 && device < kCachedDevices) {
@@ -281,9 +298,11 @@ Status Bundle::loadFunctions(size_t kernel, const CudaDriver &driver,
     const std::string &name = i ? spec.finish.name : spec.name;
     int64_t bytes = i ? spec.finish.dynamicSharedMemoryBytes
                       : spec.dynamicSharedMemoryBytes;
+    int64_t fixed = i ? entry.finishStaticSharedBytes : entry.staticSharedBytes;
     LIGER_CUDA_RETURN_IF_ERROR(
         driver, cuModuleGetFunction(&functions[i], it->second, name.c_str()));
-    if (bytes > 48 * 1024)
+    // Past 48 KiB in all, a block's dynamic shared memory must be opted in.
+    if (bytes + fixed > 48 * 1024)
       LIGER_CUDA_RETURN_IF_ERROR(
           driver,
           cuFuncSetAttribute(functions[i], kFuncAttrMaxDynamicSharedMemory,

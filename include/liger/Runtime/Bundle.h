@@ -103,6 +103,8 @@ private:
     const KernelSpec *spec = nullptr;
     size_t module = 0;
     size_t words = 0; ///< the 64-bit words of all its descriptors
+    /// The static shared memory of it and its finishing kernel (the cubin's).
+    int64_t staticSharedBytes = 0, finishStaticSharedBytes = 0;
     ContextFunctions contexts[kContextSlots];
   };
 

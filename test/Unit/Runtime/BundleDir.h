@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <gtest/gtest.h>
 #include <memory>
 #include <string>
@@ -37,10 +38,13 @@ protected:
   void write(const std::string &name, const std::string &bytes) {
     std::ofstream(dir + "/" + name, std::ios::binary) << bytes;
   }
-  /// Writes `manifest` and its cubin (writeTestBundle), and opens the
-  /// bundle.
-  Status openWith(const std::string &manifest, std::unique_ptr<Bundle> *b) {
-    writeTestBundle(dir, manifest);
+  /// Writes `manifest` and its cubin (writeTestBundle: the cubin made from
+  /// the module after `edit`, with `staticSharedBytes` per kernel), and
+  /// opens the bundle.
+  Status openWith(const std::string &manifest, std::unique_ptr<Bundle> *b,
+                  const std::function<void(ModuleSpec &)> &edit = {},
+                  uint64_t staticSharedBytes = 0) {
+    writeTestBundle(dir, manifest, edit, staticSharedBytes);
     return Bundle::open(dir, b);
   }
   std::string dir;
