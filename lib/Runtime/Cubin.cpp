@@ -82,7 +82,8 @@ private:
   Status symbols();
   Status relocations();
   Status kernels(Cubin *cubin);
-  Status nvInfo(size_t index, CubinKernel *kernel) const;
+  Status nvInfo(size_t index, CubinKernel *kernel,
+                uint64_t textBytes = 0) const;
 
   const unsigned char *bytes;
   uint64_t size;
@@ -280,9 +281,11 @@ Status CubinReader::relocations() {
   return Status::ok();
 }
 
-/// Reads the records of .nv.info section `index` (every record must fit);
-/// with `kernel`, keeps what it says about that kernel.
-Status CubinReader::nvInfo(size_t index, CubinKernel *kernel) const {
+/// Reads the records of .nv.info section `index` (every record must fit,
+/// and name symbols of the cubin); with `kernel` (whose code is
+/// `textBytes` long), keeps what it says about that kernel.
+Status CubinReader::nvInfo(size_t index, CubinKernel *kernel,
+                           uint64_t textBytes) const {
   const Section &s = sections[index];
   const unsigned char *at = bytes + s.offset, *end = at + s.size;
   std::vector<bool> seen;
@@ -308,8 +311,32 @@ Status CubinReader::nvInfo(size_t index, CubinKernel *kernel) const {
                    " bytes runs past its end");
       at += value;
     }
-    if (!kernel)
+    auto listed = [&](const uint8_t *begin, const uint8_t *end) {
+      return std::find(begin, end, attribute) != end;
+    };
+    if (!kernel) {
+      if (format == cubin::kSized && value >= 4 &&
+          listed(std::begin(cubin::kSymbolAttributes),
+                 std::end(cubin::kSymbolAttributes)) &&
+          u32(payload) >= numSymbols)
+        return bad("attribute " + std::to_string(attribute) +
+                   " is about symbol #" + std::to_string(u32(payload)) +
+                   " of " + std::to_string(numSymbols));
       continue;
+    }
+    if (listed(std::begin(cubin::kCodeOffsetLists),
+               std::end(cubin::kCodeOffsetLists))) {
+      if (format != cubin::kSized || value % 4 != 0)
+        return bad("attribute " + std::to_string(attribute) +
+                   " is not a list of 32-bit offsets");
+      for (uint16_t k = 0; k < value; k += 4)
+        if (u32(payload + k) >= textBytes)
+          return bad("attribute " + std::to_string(attribute) +
+                     " lists offset " + std::to_string(u32(payload + k)) +
+                     " of the kernel's " + std::to_string(textBytes) +
+                     " bytes of code");
+      continue;
+    }
     auto sized = [&](uint16_t want) -> Status {
       if (format != cubin::kSized || value != want)
         return bad("attribute " + std::to_string(attribute) + " is not " +
@@ -345,6 +372,10 @@ Status CubinReader::nvInfo(size_t index, CubinKernel *kernel) const {
       break;
     case cubin::kParamCbank:
       LIGER_RETURN_IF_ERROR(sized(8));
+      if (u32(payload) >= numSymbols)
+        return bad("the parameters' constant bank is symbol #" +
+                   std::to_string(u32(payload)) + " of " +
+                   std::to_string(numSymbols));
       cbank = true;
       cbankBytes = u16(payload + 6);
       // The parameters' place in constant bank 0, which must hold them.
@@ -425,7 +456,7 @@ Status CubinReader::kernels(Cubin *cubin) {
       if (sections[info].type != cubin::kSectionNvInfo ||
           sections[info].info != i)
         return fail(sectionName(info) + " does not describe " + sectionName(i));
-      LIGER_RETURN_IF_ERROR(nvInfo(info, &kernel));
+      LIGER_RETURN_IF_ERROR(nvInfo(info, &kernel, s.size));
     }
     if (int shared = find(".nv.shared." + kernel.name); shared >= 0)
       kernel.staticSharedBytes = sections[shared].size;

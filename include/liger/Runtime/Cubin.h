@@ -56,6 +56,16 @@ enum Attribute : uint8_t {
   kKparamInfo = 0x17,     ///< sized: 0 (u32), ordinal, offset (u16), flags
   kCbankParamSize = 0x19, ///< half: the parameters' bytes
 };
+/// Attributes of a kernel whose payload lists offsets into its code (of
+/// exits, ctaid reads, cache-modified loads, system atomics, cooperative
+/// groups and warp-wide instructions, which the driver may patch): each
+/// must lie within .text.<kernel>.
+inline constexpr uint8_t kCodeOffsetLists[] = {0x1c, 0x1d, 0x25,
+                                               0x27, 0x28, 0x31};
+/// Attributes of the module-wide .nv.info whose payload starts with the
+/// index of the function symbol they are about (its frame, stack sizes and
+/// register count): each must be a symbol of the cubin.
+inline constexpr uint8_t kSymbolAttributes[] = {0x11, 0x12, 0x23, 0x2f};
 /// The size of a parameter in a kKparamInfo record's flags.
 inline uint32_t kparamSize(uint32_t flags) { return flags >> 18 & 0x3fff; }
 } // namespace cubin

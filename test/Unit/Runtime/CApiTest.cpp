@@ -232,10 +232,11 @@ TEST_F(CApiTest, PlansAndTheDevice) {
   EXPECT_TRUE(s == LIGER_UNAVAILABLE || s == LIGER_OK ||
               s == LIGER_FAILED_PRECONDITION || s == LIGER_INTERNAL)
       << s;
-  if (s == LIGER_UNAVAILABLE)
+  if (s == LIGER_UNAVAILABLE) {
     EXPECT_NE(
         std::string(liger_last_error()).find("cannot load the CUDA driver"),
         std::string::npos);
+  }
   EXPECT_EQ(liger_bundle_check_device(nullptr, 0), LIGER_INVALID_ARGUMENT);
   EXPECT_EQ(liger_bundle_launch_kernel(b, -1, nullptr, 0, nullptr, 0),
             LIGER_NOT_FOUND);

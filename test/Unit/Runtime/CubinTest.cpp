@@ -313,6 +313,31 @@ INSTANTIATE_TEST_SUITE_P(
                  },
                  "section #7 (.nv.info.norm): the parameters lie at 528 + 192 "
                  "bytes of .nv.constant0.norm, which has 600 bytes"},
+        Breakage{"code-offset",
+                 [](Bytes &c) {
+                   // The exit's offset, after the parameters and block.
+                   c.set<uint32_t>(
+                       c.contents(".nv.info.norm") + 8 + 16 * 24 + 16 + 4, 256);
+                 },
+                 "section #7 (.nv.info.norm): attribute 28 lists offset 256 of "
+                 "the kernel's 256 bytes of code"},
+        Breakage{"code-offset-list",
+                 [](Bytes &c) {
+                   c.set<uint16_t>(
+                       c.contents(".nv.info.norm") + 8 + 16 * 24 + 16 + 2, 2);
+                 },
+                 "section #7 (.nv.info.norm): attribute 28 is not a list of "
+                 "32-bit offsets"},
+        Breakage{"module-symbol",
+                 [](Bytes &c) { c.set<uint32_t>(c.contents(".nv.info") + 4, 99); },
+                 "section #4 (.nv.info): attribute 47 is about symbol #99 of 5"},
+        Breakage{"cbank-symbol",
+                 [](Bytes &c) {
+                   size_t h = c.section(".nv.info.norm");
+                   c.set<uint32_t>(c.u64(h + 24) + c.u64(h + 32) - 8, 9);
+                 },
+                 "section #7 (.nv.info.norm): the parameters' constant bank is "
+                 "symbol #9 of 5"},
         Breakage{"info-target",
                  [](Bytes &c) {
                    c.set<uint32_t>(c.section(".nv.info.norm") + 44, 12);

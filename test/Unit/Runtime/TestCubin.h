@@ -214,6 +214,9 @@ inline std::string makeTestCubin(const ModuleSpec &module,
                  {uint32_t(functions[f].block[0]),
                   uint32_t(functions[f].block[1]),
                   uint32_t(functions[f].block[2])});
+    // Its exit: the last instruction.
+    nvInfoRecord(&records, cubin::kSized, cubin::kCodeOffsetLists[0], 0,
+                 {uint32_t(code.size() - 16)});
     nvInfoRecord(&records, cubin::kHalf, cubin::kCbankParamSize,
                  static_cast<uint16_t>(offset));
     nvInfoRecord(&records, cubin::kSized, cubin::kParamCbank, 0,
