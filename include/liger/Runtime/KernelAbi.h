@@ -121,7 +121,8 @@ public:
   const int64_t *data() const { return sizes_; }
   const int64_t *begin() const { return sizes_; }
   const int64_t *end() const { return sizes_ + rank_; }
-  /// The product of the sizes (1 for rank 0).
+  /// The product of the sizes (1 for rank 0; INT64_MAX where it would
+  /// overflow).
   int64_t elements() const;
 
   bool operator==(const Shape &other) const;

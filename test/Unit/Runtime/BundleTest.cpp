@@ -193,6 +193,12 @@ TEST_F(BundleFilesTest, ArgumentChecks) {
   args[3].shape = {int64_t(1) << 31};
   EXPECT_EQ(checked(k, args), "kernel 'norm': too many rows for one launch "
                               "(2147483648)");
+  // Sizes whose product overflows count as more rows than any launch.
+  args = good();
+  args[0].shape = {int64_t(1) << 40, int64_t(1) << 40, 4096};
+  EXPECT_EQ(checked(k, args), "kernel 'norm': 'output0' (#2) has 6 rows, the "
+                              "earlier tensors 9223372036854775807");
+  EXPECT_EQ((Shape{int64_t(1) << 40, int64_t(1) << 40}).elements(), INT64_MAX);
 }
 
 TEST_F(BundleFilesTest, OutputShapes) {

@@ -325,16 +325,24 @@ INSTANTIATE_TEST_SUITE_P(
              "input"},
         Rule{"length", [](Manifest &m) { param(m, 0, 0).length = 0; },
              "modules[0].kernels[0].params[0]: a rows parameter needs a "
-             "positive static length, got 0"},
+             "static length in [1, 2^31), got 0"},
+        Rule{"length-large",
+             [](Manifest &m) { param(m, 0, 0).length = int64_t(1) << 31; },
+             "modules[0].kernels[0].params[0]: a rows parameter needs a "
+             "static length in [1, 2^31), got 2147483648"},
         Rule{"no-length", [](Manifest &m) { param(m, 0, 3).length = 7; },
              "modules[0].kernels[0].params[3]: a row_scalars parameter has no "
              "static length, got 7"},
         Rule{"matrix-n", [](Manifest &m) { param(m, 2, 1).outer = 0; },
              "modules[0].kernels[2].params[1]: a matrix parameter needs a "
-             "positive static N, got 0"},
+             "static N in [1, 2^31), got 0"},
         Rule{"heads", [](Manifest &m) { param(m, 3, 0).outer = -2; },
              "modules[0].kernels[3].params[0]: a heads parameter needs a "
-             "positive static head count, got -2"},
+             "static head count in [1, 2^31), got -2"},
+        Rule{"heads-large",
+             [](Manifest &m) { param(m, 3, 0).outer = INT64_MAX; },
+             "modules[0].kernels[3].params[0]: a heads parameter needs a "
+             "static head count in [1, 2^31), got 9223372036854775807"},
         Rule{"tables-batch", [](Manifest &m) { param(m, 3, 1).outer = 3; },
              "modules[0].kernels[3].params[1]: a tables parameter's batch is "
              "1 (broadcast) or 'table_batch', got 3"},
@@ -368,6 +376,13 @@ INSTANTIATE_TEST_SUITE_P(
         Rule{"block-product", [](Manifest &m) { kernel(m, 0).block[1] = 8; },
              "modules[0].kernels[0]: block sizes must be in [1, 1024] with a "
              "product of at most 1024, got [256, 8, 1]"},
+        // Sizes whose product overflows 64 bits are refused, not multiplied.
+        Rule{"block-overflow",
+             [](Manifest &m) {
+               kernel(m, 0).block[0] = kernel(m, 0).block[1] = int64_t(1) << 32;
+             },
+             "modules[0].kernels[0]: block sizes must be in [1, 1024] with a "
+             "product of at most 1024, got [4294967296, 4294967296, 1]"},
         Rule{"shared-memory",
              [](Manifest &m) { kernel(m, 0).dynamicSharedMemoryBytes = -1; },
              "modules[0].kernels[0]: dynamic_shared_memory_bytes must be in "
@@ -654,7 +669,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "parameter is [\"ctas\", H], got [\"rows\",1000]"},
         BadJson{"\"shape\": [4096]", "\"shape\": [0]",
                 "modules[0].kernels[0].params[1]: a feature parameter needs a "
-                "positive static length, got 0"},
+                "static length in [1, 2^31), got 0"},
         BadJson{"\"k.cubin\"", "\"../k.cubin\"",
                 "modules[0]: cubin must name a file in the bundle, got "
                 "'../k.cubin'"},
