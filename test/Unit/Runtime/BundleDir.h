@@ -19,16 +19,20 @@
 #include <gtest/gtest.h>
 #include <memory>
 #include <string>
+#include <unistd.h>
 
 namespace liger::runtime::testing {
 
-/// A fixture that owns /tmp/liger-bundle-test-XXXXXX for the test, and
-/// removes it with whatever the test put there.
+/// A fixture that owns liger-bundle-test-XXXXXX in /dev/shm (where the
+/// fuzz tests' thousands of bundles are written in memory), else in /tmp,
+/// and removes it with whatever the test put there.
 class BundleDirTest : public ::testing::Test {
 protected:
   void SetUp() override {
-    char pattern[] = "/tmp/liger-bundle-test-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
+    std::string pattern =
+        std::string(access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp") +
+        "/liger-bundle-test-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
     dir = pattern;
   }
   void TearDown() override {
