@@ -16,7 +16,8 @@
 // RUN: liger-compile %S/../Target/liger-compile-cross-entropy.mlir -o %t/ce
 // RUN: liger-compile %S/../Target/liger-compile-wgmma.mlir --matmul-kernels -o %t/wgmma
 // RUN: liger-compile %S/../Target/liger-compile-matmul.mlir --matmul-kernels --target=sm_80 -o %t/mma80
-// RUN: liger-bundle %t/rope %t/rowwise %t/backward %t/ce %t/wgmma %t/mma80 | FileCheck %s
+// RUN: liger-compile %S/Inputs/mma-sync-grads.mlir --matmul-kernels -o %t/mma-grads
+// RUN: liger-bundle %t/rope %t/rowwise %t/backward %t/ce %t/wgmma %t/mma80 %t/mma-grads | FileCheck %s
 // RUN: %python %liger_src_root/test/Integration/gpu/damaged_bundles.py %liger_obj_root/bin/liger-bundle %t/wgmma %t/damaged | FileCheck %s --check-prefix=DAMAGED
 // RUN: %python %liger_src_root/test/Integration/gpu/damaged_bundles.py %liger_obj_root/bin/liger-bundle %t/backward %t/damaged | FileCheck %s --check-prefix=FINISH
 
@@ -51,6 +52,12 @@
 // CHECK: liger_kernels.sm_80.cubin: sm_80, 6 kernels
 // CHECK: proj_matmul_0: 21 arguments, 168 bytes; block [256, 1, 1] (.maxntid); shared memory 61440 dynamic + 0 static
 // CHECK: half_matmul_0: 21 arguments, 168 bytes; block [128, 1, 1] (.maxntid)
+
+// mma.sync gradient products take no tensor maps, and their manifests list
+// none (they listed two: refused as "23 arguments of 424 bytes").
+// CHECK-LABEL: mma-grads: 2 kernels
+// CHECK: ms_dx_512_1000_matmul_0: 21 arguments, 168 bytes; block [256, 1, 1] (.maxntid)
+// CHECK: ms_dw_1000_520_matmul_0: 21 arguments, 168 bytes; block [256, 1, 1] (.maxntid)
 
 // Every damaged cubin is refused under the manifest's digest; with the
 // digest rewritten to match, the structure checks refuse what they read,
