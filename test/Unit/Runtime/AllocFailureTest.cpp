@@ -90,6 +90,13 @@ protected:
     std::unique_ptr<Bundle> b;
     ASSERT_TRUE(openWith(kTestManifest, &b).isOk());
   }
+  /// liger_bundle_open on the test's bundle (closed again where it opened).
+  liger_status openAndClose() {
+    liger_bundle *b = nullptr;
+    liger_status s = liger_bundle_open(dir.c_str(), &b);
+    liger_bundle_close(b);
+    return s;
+  }
 };
 
 /// Runs `call` with the N-th allocation failing, for N = 0, 1, ... until
@@ -111,13 +118,7 @@ long everyAllocation(bool fromThenOn, Call call, Check check) {
 
 TEST_F(AllocFailureTest, OpenFailsWithAMessageAtEveryAllocation) {
   long allocations = everyAllocation(
-      false,
-      [&] {
-        liger_bundle *b = nullptr;
-        liger_status s = liger_bundle_open(dir.c_str(), &b);
-        liger_bundle_close(b);
-        return s;
-      },
+      false, [&] { return openAndClose(); },
       [](liger_status s, bool failed) {
         if (!failed) {
           EXPECT_EQ(s, LIGER_OK) << liger_last_error();
@@ -134,13 +135,7 @@ TEST_F(AllocFailureTest, OpenFailsWithAMessageAtEveryAllocation) {
 // From the failing allocation on, none succeeds: not even the message's.
 TEST_F(AllocFailureTest, OpenSurvivesRunningOutOfMemoryForGood) {
   everyAllocation(
-      true,
-      [&] {
-        liger_bundle *b = nullptr;
-        liger_status s = liger_bundle_open(dir.c_str(), &b);
-        liger_bundle_close(b);
-        return s;
-      },
+      true, [&] { return openAndClose(); },
       [](liger_status s, bool failed) {
         EXPECT_EQ(s == LIGER_OK, !failed) << liger_last_error();
         if (failed) {
