@@ -21,6 +21,8 @@ using namespace liger::runtime;
 namespace {
 /// "a FIFO", "a directory", ...: what a file that is not regular is.
 const char *fileKind(mode_t mode) {
+  if (S_ISLNK(mode))
+    return "a symbolic link";
   if (S_ISDIR(mode))
     return "a directory";
   if (S_ISFIFO(mode))
@@ -75,9 +77,14 @@ Status BundleDirectory::read(const std::string &name, const char *what,
   FileDescriptor file(::openat(fd_, name.c_str(),
                                O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   if (file.fd < 0) {
+    // O_NOFOLLOW refuses a link (ELOOP), a nodev mount a device (EACCES):
+    // say what the entry is, where it is no regular file.
     int error = errno;
-    if (error == ELOOP)
-      return refuse("is a symbolic link");
+    struct stat entry;
+    if (error != ENOENT &&
+        ::fstatat(fd_, name.c_str(), &entry, AT_SYMLINK_NOFOLLOW) == 0 &&
+        !S_ISREG(entry.st_mode))
+      return refuse(std::string("is ") + fileKind(entry.st_mode));
     return LIGER_MAKE_STATUS(
         error == ENOENT ? StatusCode::kNotFound : StatusCode::kInvalidArgument,
         "cannot read " + path + ": " + std::strerror(error));
