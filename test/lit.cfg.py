@@ -47,6 +47,7 @@ llvm_config.add_tool_substitutions(
     [ToolSubst("liger-opt", unresolved="fatal"),
      ToolSubst("liger-cpu-runner", unresolved="fatal"),
      ToolSubst("liger-compile", unresolved="fatal"),
+     ToolSubst("liger-bundle", unresolved="fatal"),
      ToolSubst("split-file", unresolved="fatal")], tool_dirs)
 
 cuda_home = os.environ.get("CUDA_HOME", "/usr/local/cuda")

@@ -9,6 +9,8 @@
 
 #include "liger/Target/GpuTarget.h"
 
+#include "liger/Runtime/Sha256.h"
+
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
 #include "mlir/Conversion/NVGPUToNVVM/NVGPUToNVVM.h"
 #include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
@@ -305,6 +307,7 @@ LogicalResult mlir::liger::writeBundle(ModuleOp module,
     spec.name = binary.moduleName;
     spec.arch = binary.chip;
     spec.cubinFile = stem + ".cubin";
+    spec.cubinSha256 = rt::sha256Hex(binary.cubin.data(), binary.cubin.size());
     spec.ptxFile = stem + ".ptx";
     auto gm = module.lookupSymbol<gpu::GPUModuleOp>(binary.moduleName);
     for (Operation &op : gm.getBody()->getOperations()) {

@@ -20,6 +20,7 @@
 // MANIFEST: "format": "liger-bundle",
 // MANIFEST: "arch": "sm_90a",
 // MANIFEST: "cubin": "liger_kernels.sm_90a.cubin",
+// MANIFEST-NEXT: "cubin_sha256": "{{[0-9a-f]+}}",
 // MANIFEST: "abi": "memref-descriptor",
 // MANIFEST: "block": [
 // MANIFEST-NEXT: 256,
@@ -35,7 +36,7 @@
 // MANIFEST-NEXT: "rows",
 // MANIFEST-NEXT: 4096
 // MANIFEST: "name": "layer_rowwise_1",
-// MANIFEST: "version": 2
+// MANIFEST: "version": 3
 
 // 16-byte vector loads, warp shuffles, barriers, and the dynamic shared
 // memory buffer as an aligned extern (the upstream overlap fix).

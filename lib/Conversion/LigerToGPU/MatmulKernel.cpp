@@ -878,9 +878,11 @@ FailureOr<RowKernelInfo> MatmulKernelBuilder::build(gpu::GPUModuleOp module,
         {"output0", true, false, RowParamKind::Rows, outElem, n, 0});
     paramTypes.push_back(MemRefType::get({ShapedType::kDynamic, n}, outElem));
   }
-  if (layout != Layout::forward) {
+  if (layout != Layout::forward && config.wgmma) {
     // MN-major tiles arrive as [tile_k rows, 64 columns] boxes: tile_m / 64
-    // of them for dy (gradWeight), tile_n / 64 for W or x.
+    // of them for dy (gradWeight), tile_n / 64 for W or x. (mma.sync
+    // kernels take no tensor maps: their parameters below stop at the
+    // memrefs.)
     int64_t xBoxRows = aMN() ? config.tileK : config.tileM;
     int64_t xBoxCols = aMN() ? 64 : config.tileK;
     info.tensorMaps.push_back(
