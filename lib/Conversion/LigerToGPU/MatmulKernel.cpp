@@ -2193,20 +2193,3 @@ mlir::liger::buildMatmulKernel(FusionOp group, gpu::GPUModuleOp module,
                                const MatmulKernelConfig &config) {
   return MatmulKernelBuilder(group, config).build(module, name);
 }
-
-void mlir::liger::emitAsyncCopy16(OpBuilder &b, Location loc, Value dst,
-                                  ValueRange dstIndices, Value src,
-                                  ValueRange srcIndices, int64_t elements) {
-  nvgpu::DeviceAsyncCopyOp::create(
-      b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), dst,
-      dstIndices, src, srcIndices, b.getIndexAttr(elements),
-      /*srcElements=*/Value(), /*bypassL1=*/b.getUnitAttr());
-}
-
-void mlir::liger::emitAsyncCopyCommit(OpBuilder &b, Location loc) {
-  NVVM::CpAsyncCommitGroupOp::create(b, loc);
-}
-
-void mlir::liger::emitAsyncCopyWaitAll(OpBuilder &b, Location loc) {
-  NVVM::CpAsyncWaitGroupOp::create(b, loc, 0u);
-}
