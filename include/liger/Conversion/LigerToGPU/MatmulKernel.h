@@ -1,7 +1,8 @@
 //===- MatmulKernel.h - matmul groups as Tensor Core kernels ----*- C++ -*-===//
 //
-// Builds the kernel of a matmul liger.fusion group (MatmulKernel.cpp says
-// which bodies and configurations the current template implements).
+// Builds the kernel of a matmul liger.fusion group from its plan and
+// configuration (MatmulKernel.cpp says which bodies and configurations the
+// templates implement; MatmulEmitters.h lists the parts).
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,9 +15,10 @@
 
 namespace mlir::liger {
 
-/// Builds the kernel of `group` into `module`, or fails with a diagnostic on
-/// the group naming what the template does not implement.
-FailureOr<RowKernelInfo> buildMatmulKernel(FusionOp group,
+/// Builds the kernel of `plan`'s group into `module`, or fails with a
+/// warning on the group naming what the templates do not implement (the
+/// group is then left for a later template).
+FailureOr<RowKernelInfo> buildMatmulKernel(const MatmulPlan &plan,
                                            gpu::GPUModuleOp module,
                                            StringRef name,
                                            const MatmulKernelConfig &config);
