@@ -142,11 +142,22 @@ void mlir::liger::emitMmaSyncSliceLoad(GpuBuilder &b, const MatmulKernel &k,
   b.asyncCopyCommit();
 }
 
+MmaSyncThread mlir::liger::getMmaSyncThread(GpuBuilder &b,
+                                            const MatmulKernel &k) {
+  MmaSyncWarps tiling(k.config);
+  MmaSyncThread thread;
+  Value warp = b.div(k.tid, 32);
+  thread.lane = b.rem(k.tid, 32);
+  thread.wm = b.div(warp, tiling.warpsN);
+  thread.wn = b.rem(warp, tiling.warpsN);
+  return thread;
+}
+
 namespace {
-/// The warp's position and lane, and the MMA's operand and result types.
+/// The warp's place and the MMA's operand and result types.
 struct Warp {
   MmaSyncWarps tiling;
-  Value lane, wm, wn;
+  MmaSyncThread thread;
   Type resultType;
   NVVM::MMATypes mmaType;
 };
@@ -182,7 +193,7 @@ static void emitMmaSyncStep(GpuBuilder &lb, const MatmulKernel &k,
   int64_t perProjection = mTiles * nTiles * 4;
   int64_t loraTiles = plan.loraRank / 8;
   int64_t loraBase = plan.numBTiles() * perProjection;
-  Value lane = w.lane;
+  Value lane = w.thread.lane;
   auto vec = [&](int64_t rows) { return VectorType::get({rows, 2}, elem); };
   SmallVector<SmallVector<Value>> a(mTiles);
   for (int64_t i = 0; i < mTiles; ++i) {
@@ -190,7 +201,7 @@ static void emitMmaSyncStep(GpuBuilder &lb, const MatmulKernel &k,
     // (m 0-7 / 8-15 x k 0-7 / 8-15): K-major, row m = l % 16 at k = 8 (l /
     // 16); MN-major (transposed on load), row k = l % 8 + 8 (l / 16) at m =
     // 8 ((l / 8) % 2).
-    Value mBase = lb.add(lb.mul(w.wm, 64), i * 16);
+    Value mBase = lb.add(lb.mul(w.thread.wm, 64), i * 16);
     Value row, col;
     if (plan.aMNMajor()) {
       row = lb.add(lb.index(kk * 16),
@@ -212,7 +223,7 @@ static void emitMmaSyncStep(GpuBuilder &lb, const MatmulKernel &k,
     for (int64_t j = 0; j < nTiles; ++j) {
       // K-major: row n = l % 8 at k = 8 ((l / 8) % 2); MN-major
       // (transposed on load): row k = l % 16 at the tile's n.
-      Value nBase = lb.add(lb.mul(w.wn, w.tiling.warpN), j * 8);
+      Value nBase = lb.add(lb.mul(w.thread.wn, w.tiling.warpN), j * 8);
       Value row, col;
       if (plan.bMNMajor()) {
         row = lb.add(lb.index(kk * 16), lb.rem(lane, 16));
@@ -282,9 +293,10 @@ static void emitMmaSyncLoRA(GpuBuilder &b, const MatmulKernel &k,
   for (int64_t kb = 0; kb < plan.loraRank / 16; ++kb) {
     SmallVector<SmallVector<Value>> bf(nTiles);
     for (int64_t j = 0; j < nTiles; ++j) {
-      Value row =
-          b.add(b.add(b.mul(w.wn, w.tiling.warpN), j * 8), b.rem(w.lane, 8));
-      Value col = b.add(b.index(kb * 16), b.mul(b.rem(b.div(w.lane, 8), 2), 8));
+      Value row = b.add(b.add(b.mul(w.thread.wn, w.tiling.warpN), j * 8),
+                        b.rem(w.thread.lane, 8));
+      Value col =
+          b.add(b.index(kb * 16), b.mul(b.rem(b.div(w.thread.lane, 8), 2), 8));
       Value frag = nvgpu::LdMatrixOp::create(
           b, VectorType::get({2, 2}, k.elementType()), tiles.loraB,
           ValueRange{row, col}, /*transpose=*/false, /*numTiles=*/2);
@@ -312,19 +324,12 @@ LogicalResult mlir::liger::emitMmaSyncKernel(GpuBuilder &b, MatmulKernel &k) {
   const MatmulKernelConfig &config = k.config;
   MLIRContext *ctx = b.getContext();
   Type f32 = b.getF32Type();
-  Warp w{MmaSyncWarps(config),
-         Value(),
-         Value(),
-         Value(),
+  Warp w{MmaSyncWarps(config), getMmaSyncThread(b, k),
          LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32}),
          k.elementType().isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16};
   constexpr int64_t mTiles = MmaSyncWarps::mTiles;
   int64_t nTiles = w.tiling.nTiles;
   int64_t numB = plan.numBTiles();
-  Value warp = b.div(k.tid, 32);
-  w.lane = b.rem(k.tid, 32);
-  w.wm = b.div(warp, w.tiling.warpsN);
-  w.wn = b.rem(warp, w.tiling.warpsN);
   auto workgroup =
       gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
   k.shared = gpu::DynamicSharedMemoryOp::create(
@@ -384,8 +389,8 @@ LogicalResult mlir::liger::emitMmaSyncKernel(GpuBuilder &b, MatmulKernel &k) {
     gpu::BarrierOp::create(b);
     for (int64_t i = 0; i < mTiles; ++i)
       for (int64_t half = 0; half < 2; ++half) {
-        Value r =
-            b.add(b.add(b.mul(w.wm, 64), i * 16 + 8 * half), b.div(w.lane, 4));
+        Value r = b.add(b.add(b.mul(w.thread.wm, 64), i * 16 + 8 * half),
+                        b.div(w.thread.lane, 4));
         rstd.push_back(rowRstd(
             b, k, memref::LoadOp::create(b, tiles.rowSums, ValueRange{r})));
       }
@@ -397,21 +402,21 @@ LogicalResult mlir::liger::emitMmaSyncKernel(GpuBuilder &b, MatmulKernel &k) {
     emitMmaSyncLoRA(b, k, tiles, w, loop, rstd, mains, rowFactor);
   if (plan.rope) {
     auto [qb, kb] = b.ifThenElse(b.lessThan(k.n0, plan.nq));
-    emitMmaSyncRoPEEpilogue(qb, k, loop.getResults(), rstd, k.y, k.n0,
-                            k.biases[0], w.wm, w.wn, w.lane);
-    emitMmaSyncRoPEEpilogue(kb, k, loop.getResults(), rstd, k.yK,
-                            kb.sub(k.n0, plan.nq), k.biases[1], w.wm, w.wn,
-                            w.lane);
+    emitMmaSyncRoPEEpilogue(qb, k, w.thread, loop.getResults(), rstd, k.y, k.n0,
+                            k.biases[0]);
+    emitMmaSyncRoPEEpilogue(kb, k, w.thread, loop.getResults(), rstd, k.yK,
+                            kb.sub(k.n0, plan.nq), k.biases[1]);
     return success();
   }
   // Epilogue: lane l holds rows l/4 and l/4 + 8 of each m16n8 tile, columns
   // 2 (l % 4) and the next.
   for (int64_t i = 0; i < mTiles; ++i)
     for (int64_t j = 0; j < nTiles; ++j) {
-      Value r0 =
-          b.add(b.add(k.m0, b.add(b.mul(w.wm, 64), i * 16)), b.div(w.lane, 4));
-      Value c = b.add(b.add(k.n0, b.add(b.mul(w.wn, w.tiling.warpN), j * 8)),
-                      b.mul(b.rem(w.lane, 4), 2));
+      Value r0 = b.add(b.add(k.m0, b.add(b.mul(w.thread.wm, 64), i * 16)),
+                       b.div(w.thread.lane, 4));
+      Value c =
+          b.add(b.add(k.n0, b.add(b.mul(w.thread.wn, w.tiling.warpN), j * 8)),
+                b.mul(b.rem(w.thread.lane, 4), 2));
       for (int64_t half = 0; half < 2; ++half) {
         SmallVector<Value> pairs;
         for (int64_t p = 0; p < numB; ++p) {

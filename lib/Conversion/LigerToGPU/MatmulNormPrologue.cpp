@@ -56,13 +56,14 @@ Value mlir::liger::rowRstd(GpuBuilder &b, const MatmulKernel &k,
 }
 
 SmallVector<Value, 2>
-mlir::liger::emitWgmmaNormStage(GpuBuilder &b, const MatmulKernel &k, Value kt,
-                                Value lane, Value warp, Value cw,
+mlir::liger::emitWgmmaNormStage(GpuBuilder &b, const MatmulKernel &k,
+                                const WgmmaConsumerThread &thread, Value kt,
                                 SmallVector<Value, 2> sums) {
   Value s = b.rem(kt, k.config.stages);
   b.mbarrierWaitParity(wgmmaFullBarrier(b, k, s), wgmmaStageParity(b, k, kt),
                        wgmmaWaitTicks(b));
-  Value aOff = wgmmaXTileOffset(b, k, s, cw);
+  Value aOff = wgmmaXTileOffset(b, k, s, thread.cw);
+  Value lane = thread.lane;
   // x ⊙ (g + offset) in place on this warpgroup's 64 rows of the x tile
   // (the row scale rstd waits for the epilogue), summing x² per row.
   // Lane l of warp w takes rows 16 w + l/4 and + 8 (the rows its
@@ -73,7 +74,7 @@ mlir::liger::emitWgmmaNormStage(GpuBuilder &b, const MatmulKernel &k, Value kt,
   Value quad = b.toI32(b.div(lane, 4));
   Value k0 = b.mul(kt, k.config.tileK);
   for (int64_t h = 0; h < 2; ++h) {
-    Value row = b.add(b.add(b.mul(warp, 16), b.div(lane, 4)), 8 * h);
+    Value row = b.add(b.add(b.mul(thread.warp, 16), b.div(lane, 4)), 8 * h);
     Value sum = sums[h];
     for (int64_t cc = 0; cc < 2; ++cc) {
       Value c = b.add(b.mul(b.rem(lane, 4), 2), cc);
@@ -93,7 +94,7 @@ mlir::liger::emitWgmmaNormStage(GpuBuilder &b, const MatmulKernel &k, Value kt,
   // The generic-proxy stores before the async-proxy (wgmma) reads, then
   // the warpgroup's named barrier.
   b.fenceProxyAsyncShared();
-  b.namedBarrier(b.toI32(b.add(cw, 1)), 128);
+  b.namedBarrier(b.toI32(b.add(thread.cw, 1)), 128);
   return sums;
 }
 

@@ -101,10 +101,10 @@ void mlir::liger::emitWgmmaRoPEEpilogue(GpuBuilder &b, const MatmulKernel &k,
 }
 
 void mlir::liger::emitMmaSyncRoPEEpilogue(GpuBuilder &b, const MatmulKernel &k,
+                                          const MmaSyncThread &thread,
                                           ValueRange accumulators,
                                           ArrayRef<Value> rstd, Value out,
-                                          Value colBase, Value bias, Value wm,
-                                          Value wn, Value lane) {
+                                          Value colBase, Value bias) {
   MmaSyncWarps warps(k.config);
   Type elem = k.elementType(), f32 = b.getF32Type();
   int64_t headDim = k.plan.headDim;
@@ -120,10 +120,11 @@ void mlir::liger::emitMmaSyncRoPEEpilogue(GpuBuilder &b, const MatmulKernel &k,
   gpu::BarrierOp::create(b);
   // Lane l holds rows l/4 and l/4 + 8 of each m16n8 tile, columns 2 (l % 4)
   // and the next.
+  Value lane = thread.lane;
   auto local = [&](GpuBuilder &ob, int64_t i, int64_t j, int64_t half) {
-    Value r =
-        ob.add(ob.add(ob.mul(wm, 64), i * 16 + 8 * half), ob.div(lane, 4));
-    Value c = ob.add(ob.add(ob.mul(wn, warps.warpN), j * 8),
+    Value r = ob.add(ob.add(ob.mul(thread.wm, 64), i * 16 + 8 * half),
+                     ob.div(lane, 4));
+    Value c = ob.add(ob.add(ob.mul(thread.wn, warps.warpN), j * 8),
                      ob.mul(ob.rem(lane, 4), 2));
     return std::pair<Value, Value>(r, c);
   };

@@ -156,8 +156,8 @@ void mlir::liger::emitTmaProducer(GpuBuilder &b, const MatmulKernel &k,
 }
 
 TmaStoreTile mlir::liger::emitTmaStoreBegin(GpuBuilder &b,
-                                            const MatmulKernel &k, Value cw,
-                                            Value lane, Value warp) {
+                                            const MatmulKernel &k,
+                                            const WgmmaConsumerThread &thread) {
   const MatmulLayout &layout = k.layout;
   TmaStoreTile tile;
   int64_t slice = layout.outputWarpgroupBytes();
@@ -165,26 +165,28 @@ TmaStoreTile mlir::liger::emitTmaStoreBegin(GpuBuilder &b,
     b.mbarrierWaitParity(wgmmaSharedAt(b, k, b.i32(layout.oldTileBarrier())),
                          b.i32(0), wgmmaWaitTicks(b));
     tile.base = b.add(b.i32(layout.offset(MatmulLayout::kOldTile)),
-                      b.mul(b.toI32(cw), slice));
+                      b.mul(b.toI32(thread.cw), slice));
   } else {
     b.namedBarrier(b.i32(kConsumersBarrier), 128 * (k.config.tileM / 64));
     tile.base = b.add(b.i32(layout.offset(MatmulLayout::kOutput)),
-                      b.mul(b.toI32(cw), slice));
+                      b.mul(b.toI32(thread.cw), slice));
   }
-  tile.quad = b.toI32(b.div(lane, 4));
-  tile.rowInWarpgroup = b.toI32(b.add(b.mul(warp, 16), b.div(lane, 4)));
+  tile.quad = b.toI32(b.div(thread.lane, 4));
+  tile.rowInWarpgroup =
+      b.toI32(b.add(b.mul(thread.warp, 16), b.div(thread.lane, 4)));
   return tile;
 }
 
 void mlir::liger::emitTmaStoreStage(GpuBuilder &b, const MatmulKernel &k,
+                                    const WgmmaConsumerThread &thread,
                                     const TmaStoreTile &tile, Value pair,
-                                    int64_t j, int64_t half, Value lane) {
+                                    int64_t j, int64_t half) {
   Value rl = b.add(tile.rowInWarpgroup, 8 * half);
   Value phys = b.bitXor(b.i32(j % 8), tile.quad);
   Value off = b.add(
       b.add(tile.base, b.add(b.i32((j / 8) * MatmulLayout::outputBoxBytes),
                              b.mul(rl, 128))),
-      b.add(b.mul(phys, 16), b.toI32(b.mul(b.rem(lane, 4), 4))));
+      b.add(b.mul(phys, 16), b.toI32(b.mul(b.rem(thread.lane, 4), 4))));
   Value ptr = wgmmaSharedAt(b, k, off);
   if (k.layout.hasOldTile()) {
     // old + the f32 product, rounded once.
@@ -198,14 +200,15 @@ void mlir::liger::emitTmaStoreStage(GpuBuilder &b, const MatmulKernel &k,
 }
 
 void mlir::liger::emitTmaStoreEnd(GpuBuilder &b, const MatmulKernel &k,
-                                  const TmaStoreTile &tile, Value cw) {
+                                  const WgmmaConsumerThread &thread,
+                                  const TmaStoreTile &tile) {
   // The generic-proxy writes before the async-proxy reads, the
   // warpgroup's barrier, then its first thread stores the boxes and waits
   // until they have been read.
   b.fenceProxyAsyncShared();
-  b.namedBarrier(b.toI32(b.add(cw, 1)), 128);
+  b.namedBarrier(b.toI32(b.add(thread.cw, 1)), 128);
   GpuBuilder fb = b.ifThen(b.equal(b.rem(k.tid, 128), 0));
-  Value rowOrigin = fb.toI32(fb.add(k.m0, fb.mul(cw, 64)));
+  Value rowOrigin = fb.toI32(fb.add(k.m0, fb.mul(thread.cw, 64)));
   for (int64_t jb = 0; jb < k.config.tileN / 64; ++jb)
     fb.tmaStore(
         k.outputMap,

@@ -26,15 +26,24 @@ using namespace mlir;
 using namespace mlir::liger;
 
 namespace {
-/// What the consumer warpgroups' parts share: their index and lanes, the
+/// What the consumer warpgroups' parts share: the thread's place, the
 /// shared buffer's address, the accumulators' types.
 struct Consumer {
-  Value cw, lane, warp;
+  WgmmaConsumerThread thread;
   Value sharedBase; ///< i64: the buffer's address, for descriptors
   int64_t regs;     ///< f32 accumulators per thread and projection
   Type accType, loraType;
 };
 } // namespace
+
+WgmmaConsumerThread mlir::liger::getWgmmaConsumerThread(GpuBuilder &b,
+                                                        const MatmulKernel &k) {
+  WgmmaConsumerThread thread;
+  thread.cw = b.sub(b.div(k.tid, 128), 1);
+  thread.lane = b.rem(k.tid, 32);
+  thread.warp = b.rem(b.div(k.tid, 32), 4);
+  return thread;
+}
 
 /// The wgmma descriptor of the kk-th 16-wide K slice of a tile at byte
 /// `off` (i32): 32 bytes into each K-major row (the swizzle atom), or 16
@@ -71,9 +80,8 @@ static scf::ForOp emitWgmmaMainLoop(GpuBuilder &cb, const MatmulKernel &k,
   // (after the release of kt - 1, so that two stages suffice): stage 0
   // before the loop.
   if (plan.norm) {
-    SmallVector<Value, 2> sums =
-        emitWgmmaNormStage(cb, k, cb.index(0), c.lane, c.warp, c.cw,
-                           {init[sumIdx], init[sumIdx + 1]});
+    SmallVector<Value, 2> sums = emitWgmmaNormStage(
+        cb, k, c.thread, cb.index(0), {init[sumIdx], init[sumIdx + 1]});
     init[sumIdx] = sums[0];
     init[sumIdx + 1] = sums[1];
   }
@@ -85,7 +93,7 @@ static scf::ForOp emitWgmmaMainLoop(GpuBuilder &cb, const MatmulKernel &k,
     lb.mbarrierWaitParity(wgmmaFullBarrier(lb, k, s),
                           wgmmaStageParity(lb, k, kt), wgmmaWaitTicks(lb));
   SmallVector<Value> acc(loop.getRegionIterArgs());
-  Value aOff = wgmmaXTileOffset(lb, k, s, c.cw);
+  Value aOff = wgmmaXTileOffset(lb, k, s, c.thread.cw);
   NVVM::WgmmaFenceAlignedOp::create(lb);
   auto type =
       k.elementType().isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
@@ -132,9 +140,8 @@ static scf::ForOp emitWgmmaMainLoop(GpuBuilder &cb, const MatmulKernel &k,
     auto next = scf::IfOp::create(lb, TypeRange{f32, f32}, more,
                                   /*withElseRegion=*/true);
     GpuBuilder tb = lb.with(next.getThenBodyBuilder());
-    SmallVector<Value, 2> sums =
-        emitWgmmaNormStage(tb, k, tb.add(kt, 1), c.lane, c.warp, c.cw,
-                           {acc[sumIdx], acc[sumIdx + 1]});
+    SmallVector<Value, 2> sums = emitWgmmaNormStage(
+        tb, k, c.thread, tb.add(kt, 1), {acc[sumIdx], acc[sumIdx + 1]});
     scf::YieldOp::create(tb, ValueRange(sums));
     GpuBuilder eb = lb.with(next.getElseBodyBuilder());
     scf::YieldOp::create(eb, ValueRange{acc[sumIdx], acc[sumIdx + 1]});
@@ -231,8 +238,9 @@ static LogicalResult emitWgmmaEpilogue(GpuBuilder &cb, const MatmulKernel &k,
                                        const Consumer &c, ArrayRef<Value> mains,
                                        ArrayRef<Value> rowScale) {
   const MatmulPlan &plan = k.plan;
-  Value r0 = cb.add(cb.add(k.m0, cb.mul(c.cw, 64)),
-                    cb.add(cb.mul(c.warp, 16), cb.div(c.lane, 4)));
+  const WgmmaConsumerThread &thread = c.thread;
+  Value r0 = cb.add(cb.add(k.m0, cb.mul(thread.cw, 64)),
+                    cb.add(cb.mul(thread.warp, 16), cb.div(thread.lane, 4)));
   if (plan.rope) {
     auto [qb, kb] = cb.ifThenElse(cb.lessThan(k.n0, plan.nq));
     emitWgmmaRoPEEpilogue(qb, k, mains[0], rowScale, r0, k.y, k.n0,
@@ -244,10 +252,10 @@ static LogicalResult emitWgmmaEpilogue(GpuBuilder &cb, const MatmulKernel &k,
   bool tmaStore = k.layout.storesWithTma();
   TmaStoreTile tile;
   if (tmaStore)
-    tile = emitTmaStoreBegin(cb, k, c.cw, c.lane, c.warp);
+    tile = emitTmaStoreBegin(cb, k, thread);
   Type f32 = cb.getF32Type();
   for (int64_t j = 0; j < k.config.tileN / 8; ++j) {
-    Value col = cb.add(cb.add(k.n0, j * 8), cb.mul(cb.rem(c.lane, 4), 2));
+    Value col = cb.add(cb.add(k.n0, j * 8), cb.mul(cb.rem(thread.lane, 4), 2));
     for (int64_t half = 0; half < 2; ++half) {
       SmallVector<Value> pairs;
       for (Value acc : mains) {
@@ -262,7 +270,7 @@ static LogicalResult emitWgmmaEpilogue(GpuBuilder &cb, const MatmulKernel &k,
             cb, VectorType::get({2}, f32), ValueRange{lo, hi}));
       }
       auto toShared = [&](GpuBuilder &ob, Value pair) {
-        emitTmaStoreStage(ob, k, tile, pair, j, half, c.lane);
+        emitTmaStoreStage(ob, k, thread, tile, pair, j, half);
       };
       Value r = half ? cb.add(r0, 8) : r0;
       if (failed(tmaStore ? storeMatmulPair(cb, k, pairs, r, col, toShared)
@@ -271,7 +279,7 @@ static LogicalResult emitWgmmaEpilogue(GpuBuilder &cb, const MatmulKernel &k,
     }
   }
   if (tmaStore)
-    emitTmaStoreEnd(cb, k, tile, c.cw);
+    emitTmaStoreEnd(cb, k, thread, tile);
   return success();
 }
 
@@ -283,7 +291,7 @@ static LogicalResult emitWgmmaConsumer(GpuBuilder &cb, const MatmulKernel &k) {
   NVVM::SetMaxRegisterOp::create(cb, consumers > 1 ? 232 : 240,
                                  NVVM::SetMaxRegisterAction::increase);
   Consumer c;
-  c.cw = cb.sub(cb.div(k.tid, 128), 1);
+  c.thread = getWgmmaConsumerThread(cb, k);
   Type f32 = cb.getF32Type();
   MLIRContext *ctx = cb.getContext();
   c.regs = config.tileN / 2;
@@ -293,8 +301,6 @@ static LogicalResult emitWgmmaConsumer(GpuBuilder &cb, const MatmulKernel &k) {
   if (plan.lora)
     c.loraType = LLVM::LLVMStructType::getLiteral(
         ctx, SmallVector<Type>(plan.loraRank / 2, f32));
-  c.lane = cb.rem(k.tid, 32);
-  c.warp = cb.rem(cb.div(k.tid, 32), 4);
   c.sharedBase = LLVM::PtrToIntOp::create(cb, cb.getI64Type(), k.shared);
   scf::ForOp loop = emitWgmmaMainLoop(cb, k, c);
   NVVM::WgmmaWaitGroupSyncOp::create(cb, 0);

@@ -115,6 +115,14 @@ GpuBuilder beginMatmulKernel(MatmulKernel &k, gpu::GPUModuleOp module,
 /// The whole wgmma kernel body after beginMatmulKernel.
 LogicalResult emitWgmmaKernel(GpuBuilder &b, MatmulKernel &k);
 
+/// A consumer thread's warpgroup among the consumers (`cw`, from 0), its
+/// warp in the warpgroup and its lane.
+struct WgmmaConsumerThread {
+  Value cw, warp, lane;
+};
+WgmmaConsumerThread getWgmmaConsumerThread(GpuBuilder &b,
+                                           const MatmulKernel &k);
+
 /// The extern shared buffer at `byteOffset` (i32).
 Value wgmmaSharedAt(GpuBuilder &b, const MatmulKernel &k, Value byteOffset);
 /// The full and empty mbarriers of `stage` (index).
@@ -150,8 +158,8 @@ struct TmaStoreTile {
 /// Where consumer warpgroup `cw` (index) stages its 64 output rows: in
 /// `old_tile` once the old dW tile has landed, else over the drained stages
 /// once every consumer is past its last wgmma.
-TmaStoreTile emitTmaStoreBegin(GpuBuilder &b, const MatmulKernel &k, Value cw,
-                               Value lane, Value warp);
+TmaStoreTile emitTmaStoreBegin(GpuBuilder &b, const MatmulKernel &k,
+                               const WgmmaConsumerThread &thread);
 /// Stages `pair` of row 16 w + l / 4 + 8 `half` and columns 8 `j` +
 /// 2 (l % 4) (lane l of warp w) in the tile: 64-column boxes in the
 /// output's 128-byte swizzle, pair (rl, 8j + 2(l % 4)) in chunk
@@ -159,14 +167,16 @@ TmaStoreTile emitTmaStoreBegin(GpuBuilder &b, const MatmulKernel &k, Value cw,
 /// hit distinct banks. An accumulated dW adds the old value there and
 /// rounds once.
 void emitTmaStoreStage(GpuBuilder &b, const MatmulKernel &k,
+                       const WgmmaConsumerThread &thread,
                        const TmaStoreTile &tile, Value pair, int64_t j,
-                       int64_t half, Value lane);
+                       int64_t half);
 /// Fences the staged tile for the async proxy, meets at the warpgroup's
 /// barrier, and lets its first thread store the boxes through the output's
 /// tensor map (which clips the row and column ends), waiting until they
 /// have been read.
 void emitTmaStoreEnd(GpuBuilder &b, const MatmulKernel &k,
-                     const TmaStoreTile &tile, Value cw);
+                     const WgmmaConsumerThread &thread,
+                     const TmaStoreTile &tile);
 
 /// Named barriers of the wgmma kernels: every consumer warpgroup (before
 /// the output tile reuses the stages), and consumer warpgroup w alone
@@ -185,6 +195,13 @@ struct MmaSyncWarps {
   static constexpr int64_t mTiles = 4;
   int64_t warps, warpsM, warpsN, warpN, nTiles;
 };
+
+/// A thread's lane and its warp's row and column among the warps
+/// (MmaSyncWarps).
+struct MmaSyncThread {
+  Value lane, wm, wn;
+};
+MmaSyncThread getMmaSyncThread(GpuBuilder &b, const MatmulKernel &k);
 
 /// The whole mma.sync kernel body after beginMatmulKernel.
 LogicalResult emitMmaSyncKernel(GpuBuilder &b, MatmulKernel &k);
@@ -216,8 +233,8 @@ Value rowRstd(GpuBuilder &b, const MatmulKernel &k, Value sumOfSquares);
 /// warpgroup `cw`'s 64 rows of its x tile in place and adds each thread's
 /// two rows' x² to `sums`; fences and meets at the warpgroup's barrier.
 SmallVector<Value, 2> emitWgmmaNormStage(GpuBuilder &b, const MatmulKernel &k,
-                                         Value kt, Value lane, Value warp,
-                                         Value cw, SmallVector<Value, 2> sums);
+                                         const WgmmaConsumerThread &thread,
+                                         Value kt, SmallVector<Value, 2> sums);
 /// mma.sync: views the rows' shared sums of squares (`tiles.rowSums`) and
 /// zeroes them.
 void emitMmaSyncNormInit(GpuBuilder &b, const MatmulKernel &k,
@@ -265,9 +282,9 @@ void emitWgmmaRoPEEpilogue(GpuBuilder &b, const MatmulKernel &k, Value acc,
 /// barriers), then each thread rotates its own pairs. `accumulators` are
 /// the main loop's, `rstd` the row scales [i · 2 + half] (or empty).
 void emitMmaSyncRoPEEpilogue(GpuBuilder &b, const MatmulKernel &k,
+                             const MmaSyncThread &thread,
                              ValueRange accumulators, ArrayRef<Value> rstd,
-                             Value out, Value colBase, Value bias, Value wm,
-                             Value wn, Value lane);
+                             Value out, Value colBase, Value bias);
 
 } // namespace mlir::liger
 
