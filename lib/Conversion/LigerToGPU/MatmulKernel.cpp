@@ -277,7 +277,9 @@ mlir::liger::getMatmulKernelSignature(const MatmulKernel &k, StringRef name) {
   auto argNumber = [](Value v) -> int64_t {
     return cast<BlockArgument>(v).getArgNumber();
   };
-  if (plan.bMNMajor()) {
+  // The wgmma template's operands arrive through TMA descriptors; mma.sync
+  // copies them with cp.async and takes none.
+  if (config.wgmma && plan.bMNMajor()) {
     // MN-major tiles arrive as [tile_k rows, 64 columns] boxes: tile_m / 64
     // of them for dy (dW), tile_n / 64 for W or x.
     bool aMN = plan.aMNMajor();
