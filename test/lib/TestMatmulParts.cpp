@@ -23,7 +23,9 @@
 #include "mlir/Pass/Pass.h"
 
 #include "llvm/ADT/StringSwitch.h"
+
 #include "llvm/Support/raw_ostream.h"
+#include <iterator>
 
 using namespace mlir;
 using namespace mlir::liger;
@@ -56,52 +58,28 @@ LogicalResult forEachMatmulGroup(
   return success();
 }
 
-StringRef stringifyBody(MatmulBody body) {
-  switch (body) {
-  case MatmulBody::Projection:
-    return "projection";
-  case MatmulBody::QKRoPE:
-    return "qk_rope";
-  case MatmulBody::GradInput:
-    return "grad_input";
-  case MatmulBody::GradWeight:
-    return "grad_weight";
-  }
-  llvm_unreachable("unknown matmul body");
-}
-
-StringRef stringifyRole(MatmulOperandRole role) {
-  using Role = MatmulOperandRole;
-  switch (role) {
-  case Role::X:
-    return "x";
-  case Role::NormWeight:
-    return "norm_weight";
-  case Role::Weight:
-    return "weight";
-  case Role::Bias:
-    return "bias";
-  case Role::LoRAA:
-    return "lora_a";
-  case Role::LoRAB:
-    return "lora_b";
-  case Role::Cos:
-    return "cos";
-  case Role::Sin:
-    return "sin";
-  case Role::Accumulator:
-    return "accumulator";
-  case Role::EpilogueRows:
-    return "epilogue_rows";
-  case Role::EpilogueFeature:
-    return "epilogue_feature";
-  case Role::Unread:
-    return "unread";
-  case Role::Unshaped:
-    return "unshaped";
-  }
-  llvm_unreachable("unknown operand role");
-}
+/// The names the plan prints, in the enums' order.
+constexpr StringLiteral bodyNames[] = {"projection", "qk_rope", "grad_input",
+                                       "grad_weight"};
+constexpr StringLiteral roleNames[] = {"x",
+                                       "norm_weight",
+                                       "weight",
+                                       "bias",
+                                       "lora_a",
+                                       "lora_b",
+                                       "cos",
+                                       "sin",
+                                       "accumulator",
+                                       "epilogue_rows",
+                                       "epilogue_feature",
+                                       "unread",
+                                       "unshaped"};
+static_assert(std::size(bodyNames) ==
+                  static_cast<size_t>(MatmulBody::GradWeight) + 1,
+              "a name per matmul body");
+static_assert(std::size(roleNames) ==
+                  static_cast<size_t>(MatmulOperandRole::Unshaped) + 1,
+              "a name per operand role");
 
 void printSize(raw_ostream &os, int64_t size) {
   if (ShapedType::isDynamic(size))
@@ -126,7 +104,7 @@ struct TestMatmulPlanPass
          << group->getParentOfType<FunctionOpInterface>().getName() << "\n";
       if (!plan.unsupported.empty())
         os << "unsupported: " << plan.unsupported << "\n";
-      os << "body " << stringifyBody(plan.body) << ", m ";
+      os << "body " << bodyNames[static_cast<size_t>(plan.body)] << ", m ";
       printSize(os, plan.m);
       os << ", k ";
       printSize(os, plan.k);
@@ -145,7 +123,8 @@ struct TestMatmulPlanPass
         os << ", accumulate tile";
       os << "\n";
       for (auto [i, operand] : llvm::enumerate(plan.operands)) {
-        os << "input " << i << " " << stringifyRole(operand.role);
+        os << "input " << i << " "
+           << roleNames[static_cast<size_t>(operand.role)];
         if (operand.role == MatmulOperandRole::Weight ||
             operand.role == MatmulOperandRole::Bias)
           os << " " << operand.projection;
@@ -231,33 +210,17 @@ struct TestMatmulPartPass
     auto build = [&](const MatmulPlan &plan, const MatmulKernelConfig &config) {
       // Groups the templates leave alone are warned about and skipped, as
       // the lowering does; so are the groups the part does not apply to.
-      if (!applies(which, plan, config) ||
-          failed(checkMatmulTemplate(plan, config)))
+      if (!applies(which, plan, config))
         return success();
-      FailureOr<MatmulEpilogue> epilogue;
-      if (!plan.rope) {
-        epilogue = lowerMatmulEpilogue(plan);
-        if (failed(epilogue))
-          return success();
-      }
-      MatmulLayout layout(plan, config);
-      MatmulKernel k(plan, config, layout);
-      k.epilogue = plan.rope ? nullptr : &*epilogue;
       std::string name =
           (plan.group->getParentOfType<FunctionOpInterface>().getName() + "_" +
            part)
               .str();
       std::replace(name.begin(), name.end(), '-', '_');
-      auto signature = getMatmulKernelSignature(k, name);
-      if (failed(signature))
-        return success();
-      GpuBuilder kb = beginMatmulKernel(k, parts, name, signature->first,
-                                        signature->second);
-      if (failed(buildPart(kb, k, which))) {
-        k.function.erase();
-        return success();
-      }
-      gpu::ReturnOp::create(kb);
+      (void)buildMatmulKernel(plan, parts, name, config,
+                              [&](GpuBuilder &b, MatmulKernel &k) {
+                                return buildPart(b, k, which);
+                              });
       return success();
     };
     if (failed(forEachMatmulGroup(module, build)))

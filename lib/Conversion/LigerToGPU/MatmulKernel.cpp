@@ -112,9 +112,12 @@ static LogicalResult checkBody(const MatmulPlan &plan,
   llvm_unreachable("unknown matmul body");
 }
 
-LogicalResult
-mlir::liger::checkMatmulTemplate(const MatmulPlan &plan,
-                                 const MatmulKernelConfig &config) {
+/// Checks what the templates implement for `plan` with `config`: the body
+/// (the plan's reason), bf16/f16 operands, K, tile_n against RoPE's heads,
+/// the rows' 16-byte multiples, N, LoRA's rank, the mma.sync warp split.
+/// Warns and fails otherwise.
+static LogicalResult checkMatmulTemplate(const MatmulPlan &plan,
+                                         const MatmulKernelConfig &config) {
   FusionOp group = plan.group;
   if (!plan.unsupported.empty())
     return leaveForLaterTemplate(group, plan.unsupported);
@@ -226,8 +229,11 @@ parameterOf(const MatmulKernel &k, BlockArgument arg) {
   llvm_unreachable("unknown matmul body");
 }
 
-FailureOr<std::pair<RowKernelInfo, SmallVector<Type>>>
-mlir::liger::getMatmulKernelSignature(const MatmulKernel &k, StringRef name) {
+/// The kernel's launch information (parameters, grid, shared memory, TMA
+/// descriptors) and its gpu.func's parameter types. Warns and fails on an
+/// input the kernel has no parameter for.
+static FailureOr<std::pair<RowKernelInfo, SmallVector<Type>>>
+getMatmulKernelSignature(const MatmulKernel &k, StringRef name) {
   const MatmulPlan &plan = k.plan;
   const MatmulKernelConfig &config = k.config;
   Block &body = plan.group.getBody().front();
@@ -345,11 +351,12 @@ static void setTileOrigin(GpuBuilder &b, MatmulKernel &k, Value pid, Value numM,
   k.n0 = b.mul(tileN, k.config.tileN);
 }
 
-GpuBuilder mlir::liger::beginMatmulKernel(MatmulKernel &k,
-                                          gpu::GPUModuleOp module,
-                                          StringRef name,
-                                          const RowKernelInfo &info,
-                                          ArrayRef<Type> paramTypes) {
+/// Creates gpu.func `name` of `paramTypes` at the end of `module`, binds its
+/// parameters in `k`, emits the thread index, the rows, the K loop's trip
+/// count and the tile origin, and returns a builder after them.
+static GpuBuilder beginMatmulKernel(MatmulKernel &k, gpu::GPUModuleOp module,
+                                    StringRef name, const RowKernelInfo &info,
+                                    ArrayRef<Type> paramTypes) {
   const MatmulPlan &plan = k.plan;
   const MatmulKernelConfig &config = k.config;
   MLIRContext *ctx = plan.group.getContext();
@@ -442,6 +449,16 @@ FailureOr<RowKernelInfo>
 mlir::liger::buildMatmulKernel(const MatmulPlan &plan, gpu::GPUModuleOp module,
                                StringRef name,
                                const MatmulKernelConfig &config) {
+  return buildMatmulKernel(
+      plan, module, name, config, [&](GpuBuilder &b, MatmulKernel &k) {
+        return config.wgmma ? emitWgmmaKernel(b, k) : emitMmaSyncKernel(b, k);
+      });
+}
+
+FailureOr<RowKernelInfo>
+mlir::liger::buildMatmulKernel(const MatmulPlan &plan, gpu::GPUModuleOp module,
+                               StringRef name, const MatmulKernelConfig &config,
+                               MatmulKernelBody body) {
   if (failed(checkMatmulTemplate(plan, config)))
     return failure();
   FailureOr<MatmulEpilogue> epilogue;
@@ -458,7 +475,7 @@ mlir::liger::buildMatmulKernel(const MatmulPlan &plan, gpu::GPUModuleOp module,
     return failure();
   auto &[info, paramTypes] = *signature;
   GpuBuilder b = beginMatmulKernel(k, module, name, info, paramTypes);
-  if (failed(config.wgmma ? emitWgmmaKernel(b, k) : emitMmaSyncKernel(b, k))) {
+  if (failed(body(b, k))) {
     k.function.erase();
     return failure();
   }

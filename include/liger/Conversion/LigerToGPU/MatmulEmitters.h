@@ -4,8 +4,8 @@
 // the plan (MatmulPlan.h), the configuration (MatmulConfig.h) and the
 // shared-memory layout (MatmulLayout.h) the kernel follows, and the values
 // of its gpu.func that every part reads. MatmulKernel.cpp creates the
-// function and runs one template; the liger-test-matmul-emitter pass runs
-// one part alone.
+// function and runs one template; the liger-test-matmul-part pass runs one
+// part alone.
 //
 //   MatmulKernel.cpp        the template's limits, parameters, the
 //                           function, the values every part reads
@@ -89,30 +89,26 @@ struct MatmulKernel {
 // MatmulKernel.cpp
 //===----------------------------------------------------------------------===//
 
-/// Checks what the templates implement for `plan` with `config`: the body
-/// (the plan's reason), bf16/f16 operands, K, tile_n against RoPE's heads,
-/// the rows' 16-byte multiples, N, LoRA's rank. Warns and fails otherwise.
-LogicalResult checkMatmulTemplate(const MatmulPlan &plan,
-                                  const MatmulKernelConfig &config);
-
-/// The kernel's launch information (parameters, grid, shared memory, TMA
-/// descriptors) and its gpu.func's parameter types. Warns and fails on an
-/// input the kernel has no parameter for.
-FailureOr<std::pair<RowKernelInfo, SmallVector<Type>>>
-getMatmulKernelSignature(const MatmulKernel &k, StringRef name);
-
-/// Creates gpu.func `name` of `paramTypes` at the end of `module`, binds its
-/// parameters in `k`, emits the thread index, the rows, the K loop's trip
-/// count and the tile origin, and returns a builder after them.
-GpuBuilder beginMatmulKernel(MatmulKernel &k, gpu::GPUModuleOp module,
-                             StringRef name, const RowKernelInfo &info,
-                             ArrayRef<Type> paramTypes);
+/// What fills a begun kernel (its gpu.func's parameters bound, the thread
+/// index, rows, K trip count and tile origin emitted): a template
+/// (emitWgmmaKernel, emitMmaSyncKernel) or, in a test, one part.
+using MatmulKernelBody =
+    function_ref<LogicalResult(GpuBuilder &, MatmulKernel &)>;
+/// buildMatmulKernel (MatmulKernel.h) with `body` for the configuration's
+/// template: checks the template's limits, lowers the epilogue, lays out
+/// shared memory, creates gpu.func `name` in `module` and runs `body` in it.
+/// Warns and fails (leaving no function) where a step does.
+FailureOr<RowKernelInfo> buildMatmulKernel(const MatmulPlan &plan,
+                                           gpu::GPUModuleOp module,
+                                           StringRef name,
+                                           const MatmulKernelConfig &config,
+                                           MatmulKernelBody body);
 
 //===----------------------------------------------------------------------===//
 // MatmulWgmma.cpp, MatmulTma.cpp: the wgmma + TMA template (sm_90a)
 //===----------------------------------------------------------------------===//
 
-/// The whole wgmma kernel body after beginMatmulKernel.
+/// The whole wgmma kernel.
 LogicalResult emitWgmmaKernel(GpuBuilder &b, MatmulKernel &k);
 
 /// A consumer thread's warpgroup among the consumers (`cw`, from 0), its
@@ -203,7 +199,7 @@ struct MmaSyncThread {
 };
 MmaSyncThread getMmaSyncThread(GpuBuilder &b, const MatmulKernel &k);
 
-/// The whole mma.sync kernel body after beginMatmulKernel.
+/// The whole mma.sync kernel.
 LogicalResult emitMmaSyncKernel(GpuBuilder &b, MatmulKernel &k);
 
 /// The memref views of the mma.sync layout's regions.
