@@ -39,6 +39,7 @@
 
 namespace mlir::liger {
 
+/// The shared memory of one matmul kernel, as drawn above.
 class MatmulLayout {
 public:
   MatmulLayout(const MatmulPlan &plan, const MatmulKernelConfig &config);
@@ -46,7 +47,6 @@ public:
   const SharedMemoryLayout &regions() const { return layout; }
   /// The dynamic shared memory the kernel needs, in bytes.
   int64_t size() const { return layout.size(); }
-  bool has(StringRef region) const { return layout.has(region); }
   int64_t offset(StringRef region) const { return layout.offset(region); }
   /// The shape of an mma.sync region's memref view.
   ArrayRef<int64_t> shape(StringRef region) const {
@@ -68,7 +68,8 @@ public:
   static constexpr int64_t barrierBytes = 8;
   int64_t fullBarrier() const { return 0; }
   int64_t emptyBarrier() const { return barrierBytes * stages; }
-  /// LoRA B's and the old dW tile's mbarriers.
+  /// LoRA B's and the old dW tile's mbarriers (the stages' pairs stay below
+  /// 512: verifyMatmulKernelConfig allows 8 stages at most).
   int64_t loraBarrier() const { return 512; }
   int64_t oldTileBarrier() const { return 768; }
   /// Stage s starts at offset(kStages) + s · stageBytes(); tile t at
