@@ -53,21 +53,21 @@ struct SelectKernelConfigPass
       }
       if (group.getKind() != FusionKind::matmul)
         return WalkResult::advance();
-      FailureOr<MatmulShape> shape = analyzeMatmulGroup(group);
-      if (failed(shape))
+      FailureOr<MatmulPlan> plan = analyzeMatmulGroup(group);
+      if (failed(plan))
         return WalkResult::interrupt();
       if (pinned) {
         FailureOr<MatmulKernelConfig> config =
             readMatmulKernelConfig(group, pinned);
         if (failed(config) ||
-            failed(verifyMatmulKernelConfig(group, *config, *shape, *target)))
+            failed(verifyMatmulKernelConfig(*config, *plan, *target)))
           return WalkResult::interrupt();
         return WalkResult::advance();
       }
       group->setAttr("liger.kernel_config",
                      getMatmulKernelConfigAttr(
                          &getContext(),
-                         selectMatmulKernelConfig(*shape, *target)));
+                         selectMatmulKernelConfig(*plan, *target)));
       ++numConfigured;
       return WalkResult::advance();
     });
