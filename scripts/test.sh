@@ -70,9 +70,7 @@ sanitized() {
     -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir -DMLIR_LINK_MLIR_DYLIB=ON \
     -DLIGER_SANITIZE=address,undefined \
     -DPython3_EXECUTABLE="$(command -v "$PYTHON")" >/dev/null &&
-    ninja -C "$SANITIZE_BUILD" liger-opt liger-cpu-runner liger-compile \
-      liger-unit-tests liger-fake-driver-tests liger-dialect-tests \
-      liger-transforms-tests >/dev/null || return 1
+    ninja -C "$SANITIZE_BUILD" liger-test-binaries >/dev/null || return 1
   local rc=0
   (set -a && . "$ROOT/test/sanitizers.env" &&
     ctest --test-dir "$SANITIZE_BUILD" --output-on-failure) || rc=1
