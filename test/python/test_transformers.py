@@ -31,21 +31,41 @@ needs_runner = pytest.mark.skipif(not _has_cpu_runner(),
                                   reason="liger-cpu-runner/liger-compile not built")
 
 
+# Each family's tiny configuration beyond the common one: the sizes its
+# parts take, and what makes its own parts matter (a softcap that bends the
+# logits, Granite's multipliers, the MoE router's loss, a dense layer beside
+# the experts).
+TINY = {
+    "llama": {}, "mistral": {}, "qwen2": {}, "phi3": {}, "olmo2": {}, "smollm3": {},
+    "qwen3": dict(head_dim=8),
+    "gemma": dict(head_dim=8, num_key_value_heads=1),  # multi-query, as Gemma 2B
+    "gemma2": dict(head_dim=8, query_pre_attn_scalar=8, final_logit_softcapping=2.0,
+                   sliding_window=4),
+    "gemma3_text": dict(head_dim=8, query_pre_attn_scalar=8, final_logit_softcapping=2.0,
+                        sliding_window=4),
+    "granite": dict(embedding_multiplier=12.0, residual_multiplier=0.22,
+                    attention_multiplier=0.125, logits_scaling=6.0),
+    "glm4": dict(head_dim=8),  # RoPE over half the head, in interleaved pairs
+    "mixtral": dict(num_local_experts=4, num_experts_per_tok=2, output_router_logits=True,
+                    router_aux_loss_coef=0.1),
+    "qwen3_moe": dict(head_dim=8, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=48,
+                      mlp_only_layers=[1], output_router_logits=True, router_aux_loss_coef=0.1),
+    # Layer 0 dense (intermediate_size_mlp), layer 1 MoE (intermediate_size).
+    "llama4_text": dict(head_dim=8, intermediate_size=48, intermediate_size_mlp=64,
+                        num_local_experts=4, num_experts_per_tok=1, interleave_moe_layer_step=2),
+}
+
+
 def tiny_config(family, **overrides):
     """Two decoder layers, hidden 32, 4 query heads of 8 over 2 KV heads,
-    vocabulary 96."""
+    vocabulary 96, no special tokens; TINY[family] beside."""
     common = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                   num_attention_heads=4, num_key_value_heads=2, vocab_size=96,
-                  max_position_embeddings=64, rms_norm_eps=1e-5)
+                  max_position_embeddings=64, rms_norm_eps=1e-5, pad_token_id=None,
+                  bos_token_id=None, eos_token_id=None)
+    common.update(TINY[family])
     common.update(overrides)
-    cls = {"llama": transformers.LlamaConfig, "mistral": transformers.MistralConfig,
-           "qwen2": transformers.Qwen2Config, "qwen3": transformers.Qwen3Config,
-           "gemma": transformers.GemmaConfig}[family]
-    if family in ("gemma", "qwen3"):
-        common.setdefault("head_dim", 8)
-    if family == "gemma" and "num_key_value_heads" not in overrides:
-        common["num_key_value_heads"] = 1  # multi-query, as Gemma 2B
-    config = cls(**common)
+    config = transformers.AutoConfig.for_model(family, **common)
     config._attn_implementation = "eager"
     return config
 
@@ -54,13 +74,13 @@ def tiny_model(family, seed, dtype=F32, **overrides):
     config = tiny_config(family, **overrides)
     torch.manual_seed(seed)
     model = transformers.AutoModelForCausalLM.from_config(config).to(dtype)
-    if family == "gemma":
-        # Gemma's RMSNorm weights start at 0 (the scale is 1 + w): make them
-        # matter.
-        with torch.no_grad():
-            for m in model.modules():
-                if type(m).__name__ == "GemmaRMSNorm":
-                    m.weight.normal_(0, 0.1)
+    # RMSNorm weights start at 1 (Gemma's at 0: the scale is 1 + w): make
+    # them matter.
+    start = 1.0 - lt._FAMILIES[family].offset
+    with torch.no_grad():
+        for m in model.modules():
+            if type(m).__name__ in lt._FAMILIES[family].norms:
+                m.weight.normal_(start, 0.1)
     return model
 
 
@@ -338,8 +358,27 @@ def _step(model, ids, labels=None, **kw):
     return out.loss.detach(), _grads(model)
 
 
-CASES = [(f, "f32") for f in ("llama", "mistral", "qwen2", "qwen3", "gemma")] + [
-    ("llama", "bf16"), ("gemma", "bf16")]
+# Every family in f32 (the loss on the logits); bf16 (the fused linear
+# cross-entropy) where the family's loss or MLP differs: Gemma 2's softcap,
+# Granite's logits scaling, Mixtral's router loss, Llama 4's experts.
+CASES = [(f, "f32") for f in TINY] + [
+    (f, "bf16") for f in ("llama", "gemma", "gemma2", "granite", "mixtral", "llama4_text")]
+# What a family's patched model leaves as it is, warned: at patching, and
+# in its forward; nothing else may fall back.
+PATCH_WARNINGS = {
+    "llama4_text": [
+        "liger: rope=True: Llama 4's apply_rotary_emb rotates interleaved pairs by complex "
+        "freqs_cis; liger.ops.rope rotates halves by cos/sin tables: the model's RoPE stays as "
+        "it is",
+        "liger: rms_norm=True: Llama4TextL2Norm stays as it is: Llama 4's q/k norm has no "
+        "weight (liger.ops.rms_norm takes one)"],
+}
+FORWARD_WARNINGS = {
+    # OLMo 2 keeps its RoPE tables in f32 whatever the model's dtype.
+    ("olmo2", "bf16"): [
+        "liger: apply_rotary_pos_emb runs the original: liger.ops.rope: cos must have the dtype "
+        "of q (torch.bfloat16), got torch.float32"],
+}
 
 
 @needs_runner
@@ -348,32 +387,53 @@ def test_patched_model_matches_the_original_through_the_reference(family, dtype,
     """Loss and every parameter's gradient of one training step, the patched
     model's liger functions run by the reference lowering: f32 with the loss
     on the logits (cross_entropy=True), bf16 with the fused linear
-    cross-entropy (its kernels take bf16/f16)."""
+    cross-entropy (its kernels take bf16/f16). Every kernel the model
+    loads is one kernel_specs(config) lists (what precompile compiles)."""
     monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+    loaded = []
+    for name in ("kernels", "loss_plan_kernels"):
+        monkeypatch.setattr(bundles, name, lambda spec, load=getattr(bundles, name): (
+            loaded.append(spec), load(spec))[1])
     ids = tokens(7)
     labels = ids.clone()
     labels[0, 2] = -100  # an ignored label
     torch_dtype = torch.bfloat16 if dtype == "bf16" else F32
     ref, model = tiny_model(family, 11, torch_dtype), tiny_model(family, 11, torch_dtype)
     flags = dict(cross_entropy=True, fused_linear_cross_entropy=False) if dtype == "f32" \
-        else {}
-    assert lt.apply_liger_kernel(model, **flags) > 0
+        else dict(cross_entropy=False, fused_linear_cross_entropy=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert lt.apply_liger_kernel(model, **flags) > 0
+    assert _fallback_warnings(caught) == PATCH_WARNINGS.get(family, [])
     ref.train()
     model.train()
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", lt.LigerFallbackWarning)  # nothing falls back
-        loss, grads = _step(model, ids, labels)
-    ref_loss, ref_grads = _step(ref, ids, labels)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.zero_grad(set_to_none=True)
+        out = model(input_ids=ids, labels=labels)
+        out.loss.backward()
+    assert _fallback_warnings(caught) == FORWARD_WARNINGS.get((family, dtype), [])
+    loss, grads = out.loss.detach(), _grads(model)
+    ref.zero_grad(set_to_none=True)
+    ref_out = ref(input_ids=ids, labels=labels)
+    ref_out.loss.backward()
+    ref_loss, ref_grads = ref_out.loss.detach(), _grads(ref)
     # bf16: both round differently (the reference in f32 inside each op,
     # PyTorch between its ops); one step's gradients agree to bf16's few
     # bits.
     loss_tol, grad_tol = (1e-5, 1e-4) if dtype == "f32" else (1e-2, 6e-2)
     assert torch.allclose(loss.float(), ref_loss.float(), rtol=loss_tol), (loss, ref_loss)
+    assert type(out) is type(ref_out)
+    if ref_out.get("aux_loss") is not None:  # the MoE router's loss, in the loss too
+        assert torch.allclose(out.aux_loss.float(), ref_out.aux_loss.float(), rtol=loss_tol)
     assert grads.keys() == ref_grads.keys()
     for name, g in grads.items():
         r = ref_grads[name].float()
         err = ((g.float() - r).abs().max() / r.abs().max().clamp_min(1e-30)).item()
         assert err < grad_tol, (name, err)
+    listed = lt.kernel_specs(model.config, dtype)
+    assert loaded and not [s for s in loaded if s.with_target(ops.TARGET) not in listed], (
+        loaded, listed)
 
 
 @needs_runner
