@@ -468,12 +468,34 @@ def _causal_lm_forward(self, *args, **kwargs):
     return output(loss=loss, logits=None, **fields)
 
 
-def _class(mod, path):
-    """The class `path` names in the modeling module `mod` ("nn.LayerNorm")."""
-    value = mod
-    for name in path.split("."):
-        value = getattr(value, name)
-    return value
+def _classes(family):
+    """The family's modeling module and {name: class} of every class its
+    entry names (_Family: norms, MLPs, causal LM, the classes that stay;
+    "nn.LayerNorm" a path in the module), or a LigerError naming what the
+    installed transformers lacks."""
+    import transformers
+    fam = _FAMILIES[family]
+    entry = "apply_liger_kernel_to_%s" % fam.name
+    try:
+        mod = _modeling(family)
+    except ImportError as e:
+        raise LigerError("%s: transformers %s has no %s model (%s)"
+                         % (entry, transformers.__version__, family, e)) from None
+    names = fam.norms + tuple(n for n, _ in fam.mlps) + (fam.causal_lm,) + tuple(
+        path for _, path, _ in fam.stays)
+    classes, missing = {}, []
+    for path in names:
+        value = mod
+        for name in path.split("."):
+            value = getattr(value, name, None)
+        if value is None:
+            missing.append(path)
+        classes[path] = value
+    if missing:
+        raise LigerError("%s: transformers %s's %s has no %s (liger patches the classes of "
+                         "transformers 5)" % (entry, transformers.__version__, mod.__name__,
+                                              _names(missing)))
+    return mod, classes
 
 
 def _names(names):
@@ -493,17 +515,17 @@ def _apply(family, flags):
         if flags[flag]:
             _warn_once("%s=True: liger.ops has no autograd op for this fusion yet; those "
                        "layers stay as they are" % flag)
-    mod = _modeling(family)
+    mod, classes = _classes(family)
     if not _ACTIVATION_TYPES:
         from transformers.activations import ACT2FN
         _ACTIVATION_TYPES.extend((type(ACT2FN[name]), name)
                                  for names in _ACTIVATIONS.values() for name in names)
     loss = "fused_linear_cross_entropy" if flags["fused_linear_cross_entropy"] else \
         "cross_entropy" if flags["cross_entropy"] else None
-    lm_cls = getattr(mod, fam.causal_lm)
-    parts = [(flags["rms_norm"], getattr(mod, name), (("forward", _rms_norm_forward),))
+    lm_cls = classes[fam.causal_lm]
+    parts = [(flags["rms_norm"], classes[name], (("forward", _rms_norm_forward),))
              for name in fam.norms]
-    parts += [(flags[fam.gate], getattr(mod, name), _MLP_PATCHES[kind])
+    parts += [(flags[fam.gate], classes[name], _MLP_PATCHES[kind])
               for name, kind in fam.mlps]
     parts.append((loss, lm_cls, (("forward", _causal_lm_forward),)))
     parts = [(cls, patches) for flag, cls, patches in parts if flag]
@@ -519,7 +541,7 @@ def _apply(family, flags):
     if flags["rope"] and fam.rope:
         _warn_once("rope=True: %s: the model's RoPE stays as it is" % fam.rope)
     for flag, path, why in fam.stays:
-        cls = _class(mod, path)
+        cls = classes[path]
         if flags[flag] and (model is None or any(isinstance(m, cls) for m in model.modules())):
             _warn_once("%s=True: %s stays as it is: %s" % (flag, path, why))
     if flags["rope"] and not fam.rope:
