@@ -6,18 +6,23 @@
     # or a model already built (PEFT models too):
     apply_liger_kernel_to_llama(model=model)
 
-The entry points take Liger-Kernel's flag names, so existing configurations
-work: `rope`, `rms_norm`, `swiglu` (`geglu` for Gemma), `cross_entropy`,
-`fused_linear_cross_entropy` (default; the two losses exclude each other).
-What each flag replaces, with the liger.ops function that runs it:
+The entry points (one per family of _FAMILIES, generated from its entry)
+take Liger-Kernel's flag names and defaults, so existing configurations
+work: `rope`, `rms_norm`, `swiglu` (`geglu` for the Gemmas),
+`cross_entropy`, `fused_linear_cross_entropy` (default but for Granite; the
+two losses exclude each other), Llama 4's `layer_norm`. What each flag
+replaces, with the liger.ops function that runs it:
 
     rms_norm     the family's RMSNorm forward    ops.rms_norm (Gemma: 1 + w, cast after)
     rope         apply_rotary_pos_emb            ops.rope
-    swiglu/geglu the MLP's act(gate) * up        ops.swiglu / ops.geglu
+    swiglu/geglu the MLP's and each MoE expert's act(gate) * up
+                                                 ops.swiglu / ops.geglu
     fused_linear_cross_entropy
                  the causal LM's lm_head + loss  ops.fused_linear_cross_entropy
                  while training with labels: no [tokens, vocab] logits kept
     cross_entropy the loss on the logits         ops.cross_entropy
+
+docs/transformers.md lists each family's classes and what stays its own.
 
 A class patch changes the family's classes (every model built afterwards);
 a model patch changes that model's modules only. RoPE is a function of the
