@@ -496,6 +496,11 @@ def _classes(family):
         if value is None:
             missing.append(path)
         classes[path] = value
+    # The methods a kind of MLP patches besides its forward (the experts'
+    # _apply_gate, which Hugging Face's experts implementations call).
+    missing += ["%s.%s" % (name, attr) for name, kind in fam.mlps if classes[name] is not None
+                for attr, _ in _MLP_PATCHES[kind]
+                if attr != "forward" and not hasattr(classes[name], attr)]
     if missing:
         raise LigerError("%s: transformers %s's %s has no %s (liger patches the classes of "
                          "transformers 5)" % (entry, transformers.__version__, mod.__name__,

@@ -584,6 +584,17 @@ def test_a_transformers_without_the_familys_classes_is_a_clear_error(monkeypatch
         "transformers.models.mixtral.modeling_mixtral has no MixtralExperts (liger patches "
         "the classes of transformers 5)" % transformers.__version__)
     assert lt._ORIGINALS == {}  # nothing was patched
+    # Experts whose implementations call no _apply_gate would run
+    # unpatched, silently: that is the same error.
+    from transformers.models.qwen3_moe import modeling_qwen3_moe
+    monkeypatch.delattr(modeling_qwen3_moe.Qwen3MoeExperts, "_apply_gate")
+    with pytest.raises(LigerError) as e:
+        lt.apply_liger_kernel_to_qwen3_moe()
+    assert str(e.value) == (
+        "apply_liger_kernel_to_qwen3_moe: transformers %s's "
+        "transformers.models.qwen3_moe.modeling_qwen3_moe has no Qwen3MoeExperts._apply_gate "
+        "(liger patches the classes of transformers 5)" % transformers.__version__)
+    assert lt._ORIGINALS == {}
 
 
 # Liger-Kernel's signatures of the entry points whose flags differ from
