@@ -574,27 +574,23 @@ def test_eager_experts_fall_back_with_one_warning(monkeypatch):
     assert not [s for s in loaded if s.op == "swiglu"]
 
 
-def test_a_transformers_without_the_familys_classes_is_a_clear_error(monkeypatch):
-    from transformers.models.mixtral import modeling_mixtral
-    monkeypatch.delattr(modeling_mixtral, "MixtralExperts")
-    with pytest.raises(LigerError) as e:
-        lt.apply_liger_kernel_to_mixtral()
-    assert str(e.value) == (
-        "apply_liger_kernel_to_mixtral: transformers %s's "
-        "transformers.models.mixtral.modeling_mixtral has no MixtralExperts (liger patches "
-        "the classes of transformers 5)" % transformers.__version__)
-    assert lt._ORIGINALS == {}  # nothing was patched
+@pytest.mark.parametrize("family,owner,attr", [
+    ("mixtral", None, "MixtralExperts"),
     # Experts whose implementations call no _apply_gate would run
-    # unpatched, silently: that is the same error.
-    from transformers.models.qwen3_moe import modeling_qwen3_moe
-    monkeypatch.delattr(modeling_qwen3_moe.Qwen3MoeExperts, "_apply_gate")
+    # unpatched, silently: the same error.
+    ("qwen3_moe", "Qwen3MoeExperts", "_apply_gate")])
+def test_a_transformers_without_the_familys_classes_is_a_clear_error(family, owner, attr,
+                                                                      monkeypatch):
+    mod = lt._modeling(family)
+    monkeypatch.delattr(getattr(mod, owner) if owner else mod, attr)
     with pytest.raises(LigerError) as e:
-        lt.apply_liger_kernel_to_qwen3_moe()
+        lt._APPLY[family]()
     assert str(e.value) == (
-        "apply_liger_kernel_to_qwen3_moe: transformers %s's "
-        "transformers.models.qwen3_moe.modeling_qwen3_moe has no Qwen3MoeExperts._apply_gate "
-        "(liger patches the classes of transformers 5)" % transformers.__version__)
-    assert lt._ORIGINALS == {}
+        "apply_liger_kernel_to_%s: transformers %s's transformers.models.%s.modeling_%s has "
+        "no %s (liger patches the classes of transformers 5)" % (
+            family, transformers.__version__, family, family,
+            "%s.%s" % (owner, attr) if owner else attr))
+    assert lt._ORIGINALS == {}  # nothing was patched
 
 
 # Liger-Kernel's signatures of the entry points whose flags differ from
