@@ -11,6 +11,7 @@
 #include "BundleFiles.h"
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -6,18 +6,23 @@
     # or a model already built (PEFT models too):
     apply_liger_kernel_to_llama(model=model)
 
-The entry points take Liger-Kernel's flag names, so existing configurations
-work: `rope`, `rms_norm`, `swiglu` (`geglu` for Gemma), `cross_entropy`,
-`fused_linear_cross_entropy` (default; the two losses exclude each other).
-What each flag replaces, with the liger.ops function that runs it:
+The entry points (one per family of _FAMILIES, generated from its entry)
+take Liger-Kernel's flag names and defaults, so existing configurations
+work: `rope`, `rms_norm`, `swiglu` (`geglu` for the Gemmas),
+`cross_entropy`, `fused_linear_cross_entropy` (default but for Granite; the
+two losses exclude each other), Llama 4's `layer_norm`. What each flag
+replaces, with the liger.ops function that runs it:
 
     rms_norm     the family's RMSNorm forward    ops.rms_norm (Gemma: 1 + w, cast after)
     rope         apply_rotary_pos_emb            ops.rope
-    swiglu/geglu the MLP's act(gate) * up        ops.swiglu / ops.geglu
+    swiglu/geglu the MLP's and each MoE expert's act(gate) * up
+                                                 ops.swiglu / ops.geglu
     fused_linear_cross_entropy
                  the causal LM's lm_head + loss  ops.fused_linear_cross_entropy
                  while training with labels: no [tokens, vocab] logits kept
     cross_entropy the loss on the logits         ops.cross_entropy
+
+docs/transformers.md lists each family's classes and what stays its own.
 
 A class patch changes the family's classes (every model built afterwards);
 a model patch changes that model's modules only. RoPE is a function of the
@@ -47,8 +52,10 @@ they are.
 """
 
 import importlib
+import inspect
 import sys
 import types
+import typing
 import warnings
 
 import torch
@@ -57,18 +64,97 @@ from . import bundles, ops, specs
 from .errors import LigerError, LigerFallbackWarning  # noqa: F401 (liger.transformers' API)
 
 
-# family -> (modeling module, RMSNorm class, MLP class, causal LM class,
-#            RMSNorm casting, RMSNorm weight offset, gated activation)
+class _Family(typing.NamedTuple):
+    """What liger patches in one Hugging Face family, the entry of its
+    config's model_type in _FAMILIES: one table read by the patching, by
+    kernel_specs and by the entry points."""
+    name: str        # the entry point: apply_liger_kernel_to_<name>
+    module: str      # transformers.models.<module>.modeling_<module>
+    causal_lm: str   # the causal LM class: its loss
+    norms: tuple     # the RMSNorm classes (each norm of the family: q/k norms too)
+    mlps: tuple      # (class, kind) of each gated MLP: _MLP_PATCHES
+    gate: str = "swiglu"       # the gated op, and the name of its flag
+    casting: str = "llama"     # the RMSNorm's casting (liger.ops.rms_norm)
+    offset: float = 0.0        # and its weight offset (1.0: the scale is 1 + w)
+    flags: tuple = ()          # (flag, default) where Liger-Kernel's differ, or extra
+    rope: str = None           # why liger.ops.rope cannot take the family's RoPE
+    rope_tables: str = None    # the RoPE tables' dtype, where not the model's
+    stays: tuple = ()          # (flag, class, why): parts liger cannot take
+    qk_norms: str = None       # "head": q/k norms over head_dim; "proj": over q/k_proj
+    gated_sizes: tuple = ("intermediate_size",)  # config attributes: gated op sizes
+    logits_scaling: bool = False  # the model divides its logits by config.logits_scaling
+    router_aux_loss: bool = False  # and adds its router's load-balancing loss
+    output: str = "CausalLMOutputWithPast"  # the causal LM's output class
+
+
+_MOE_OUTPUT = "MoeCausalLMOutputWithPast"
+_GEMMA = dict(gate="geglu", casting="gemma", offset=1.0)
+# model_type -> Family. Liger-Kernel's entry points and flags; the classes
+# each patches are in docs/transformers.md.
 _FAMILIES = {
-    "llama": ("llama", "LlamaRMSNorm", "LlamaMLP", "LlamaForCausalLM", "llama", 0.0, "swiglu"),
-    "mistral": ("mistral", "MistralRMSNorm", "MistralMLP", "MistralForCausalLM", "llama", 0.0,
-                "swiglu"),
-    "qwen2": ("qwen2", "Qwen2RMSNorm", "Qwen2MLP", "Qwen2ForCausalLM", "llama", 0.0, "swiglu"),
-    "qwen3": ("qwen3", "Qwen3RMSNorm", "Qwen3MLP", "Qwen3ForCausalLM", "llama", 0.0, "swiglu"),
-    "gemma": ("gemma", "GemmaRMSNorm", "GemmaMLP", "GemmaForCausalLM", "gemma", 1.0, "geglu"),
+    "llama": _Family("llama", "llama", "LlamaForCausalLM", ("LlamaRMSNorm",),
+                    (("LlamaMLP", "gate_up"),)),
+    "mistral": _Family("mistral", "mistral", "MistralForCausalLM", ("MistralRMSNorm",),
+                      (("MistralMLP", "gate_up"),)),
+    "qwen2": _Family("qwen2", "qwen2", "Qwen2ForCausalLM", ("Qwen2RMSNorm",),
+                    (("Qwen2MLP", "gate_up"),)),
+    "qwen3": _Family("qwen3", "qwen3", "Qwen3ForCausalLM", ("Qwen3RMSNorm",),
+                    (("Qwen3MLP", "gate_up"),), qk_norms="head"),
+    "gemma": _Family("gemma", "gemma", "GemmaForCausalLM", ("GemmaRMSNorm",),
+                    (("GemmaMLP", "gate_up"),), **_GEMMA),
+    # Sandwich norms (before and after attention and MLP), the loss's logits
+    # softcapped (config.final_logit_softcapping).
+    "gemma2": _Family("gemma2", "gemma2", "Gemma2ForCausalLM", ("Gemma2RMSNorm",),
+                     (("Gemma2MLP", "gate_up"),), **_GEMMA),
+    "gemma3_text": _Family("gemma3_text", "gemma3", "Gemma3ForCausalLM", ("Gemma3RMSNorm",),
+                          (("Gemma3MLP", "gate_up"),), qk_norms="head", **_GEMMA),
+    "phi3": _Family("phi3", "phi3", "Phi3ForCausalLM", ("Phi3RMSNorm",),
+                   (("Phi3MLP", "fused"),)),
+    # Liger-Kernel's Granite takes the loss on the logits by default (its
+    # fused loss has no logits scaling); liger's scales the hidden states.
+    "granite": _Family("granite", "granite", "GraniteForCausalLM", ("GraniteRMSNorm",),
+                      (("GraniteMLP", "gate_up"),),
+                      flags=(("cross_entropy", True), ("fused_linear_cross_entropy", False)),
+                      logits_scaling=True),
+    # Norms after attention and MLP, q/k norms over the whole projections,
+    # weights multiplied in f32 (casting "gemma", offset 0), RoPE tables
+    # kept in f32.
+    "olmo2": _Family("olmo2", "olmo2", "Olmo2ForCausalLM", ("Olmo2RMSNorm",),
+                    (("Olmo2MLP", "gate_up"),), casting="gemma", rope_tables="f32",
+                    qk_norms="proj"),
+    "glm4": _Family("glm4", "glm4", "Glm4ForCausalLM", ("Glm4RMSNorm",),
+                   (("Glm4MLP", "fused"),), flags=(("rope", False),),
+                   rope="GLM-4's RoPE rotates interleaved pairs of a partial rotary dimension; "
+                        "liger.ops.rope rotates the halves of the whole head"),
+    "smollm3": _Family("smollm3", "smollm3", "SmolLM3ForCausalLM", ("SmolLM3RMSNorm",),
+                      (("SmolLM3MLP", "gate_up"),)),
+    # MoE: each expert's SwiGLU (the router stays PyTorch's), the router's
+    # load-balancing loss added as the model adds it.
+    "mixtral": _Family("mixtral", "mixtral", "MixtralForCausalLM", ("MixtralRMSNorm",),
+                      (("MixtralExperts", "experts"),), router_aux_loss=True,
+                      output=_MOE_OUTPUT),
+    "qwen3_moe": _Family("qwen3_moe", "qwen3_moe", "Qwen3MoeForCausalLM", ("Qwen3MoeRMSNorm",),
+                        (("Qwen3MoeMLP", "gate_up"), ("Qwen3MoeExperts", "experts")),
+                        qk_norms="head", gated_sizes=("moe_intermediate_size",
+                                                      "intermediate_size"),
+                        router_aux_loss=True, output=_MOE_OUTPUT),
+    "llama4_text": _Family(
+        "llama4", "llama4", "Llama4ForCausalLM", ("Llama4TextRMSNorm",),
+        (("Llama4TextMLP", "gate_up"), ("Llama4TextExperts", "bmm_experts")),
+        flags=(("layer_norm", True),),
+        rope="Llama 4's apply_rotary_emb rotates interleaved pairs by complex freqs_cis; "
+             "liger.ops.rope rotates halves by cos/sin tables",
+        stays=(("rms_norm", "Llama4TextL2Norm", "Llama 4's q/k norm has no weight (liger.ops."
+                "rms_norm takes one)"),
+               ("layer_norm", "nn.LayerNorm", "liger.ops has no LayerNorm op")),
+        gated_sizes=("intermediate_size", "intermediate_size_mlp"), output=_MOE_OUTPUT),
 }
-# The activations each gated op computes (Hugging Face's ACT2FN names).
-_ACTIVATIONS = {"swiglu": ("silu", "swish"), "geglu": ("gelu_pytorch_tanh", "gelu")}
+# The activations each gated op computes: Hugging Face's ACT2FN names and the
+# op's attributes for each.
+_ACTIVATIONS = {"swiglu": {"silu": (), "swish": ()},
+                "geglu": {"gelu_pytorch_tanh": ("tanh",), "gelu": ("none",)}}
+# (activation module class, ACT2FN name), filled at the first patch.
+_ACTIVATION_TYPES = []
 
 _WARNED = set()
 # (what, op, arguments, devices) -> why liger cannot run it, or None.
@@ -88,8 +174,8 @@ def _warn_once(message):
 
 
 def _modeling(family):
-    return importlib.import_module("transformers.models.%s.modeling_%s"
-                                   % (_FAMILIES[family][0], _FAMILIES[family][0]))
+    module = _FAMILIES[family].module
+    return importlib.import_module("transformers.models.%s.modeling_%s" % (module, module))
 
 
 def _patch(owner, name, value):
@@ -181,38 +267,96 @@ def _decide(what, op, args, devices):
 
 
 def _rms_norm_forward(self, hidden_states):
-    family = getattr(self, "_liger_family")
-    _, _, _, _, casting, offset, _ = _FAMILIES[family]
+    family = _FAMILIES[self._liger_family]
     original = self._liger_original_forward
     eps = getattr(self, "variance_epsilon", getattr(self, "eps", 1e-6))
     x, w = hidden_states, self.weight
     if _fallback(type(self).__name__, "rms_norm",
-                 (x.shape[-1], str(x.dtype), str(w.dtype), eps, offset, casting),
+                 (x.shape[-1], str(x.dtype), str(w.dtype), eps, family.offset, family.casting),
                  (("hidden_states", str(x.device)), ("weight", str(w.device)))):
         return original(self, hidden_states)
-    return ops.rms_norm(x, w, eps, offset, casting)
+    return ops.rms_norm(x, w, eps, family.offset, family.casting)
+
+
+def _activation_name(act):
+    """The ACT2FN name of an activation module (by its exact class: a class
+    liger does not know keeps its own name)."""
+    for cls, name in _ACTIVATION_TYPES:
+        if type(act) is cls:
+            return name
+    return type(act).__name__
+
+
+def _gated(self, gate, up):
+    """act(gate) * up of a gated MLP or experts module: the family's gated
+    op (liger.ops.swiglu or geglu) where it computes the module's own
+    activation and liger can run the call, else as the module computes it
+    (warned once)."""
+    op = _FAMILIES[self._liger_family].gate
+    act = self.act_fn if hasattr(self, "act_fn") else self.activation_fn
+    name = _activation_name(act)
+    what = type(self).__name__
+    attrs = _ACTIVATIONS[op].get(name)
+    if attrs is None:
+        _warn_once("%s with activation %r runs its original forward (liger.ops.%s computes "
+                   "%s)" % (what, name, op, " or ".join(_ACTIVATIONS[op])))
+        return act(gate) * up
+    if _fallback(what, op, (gate.shape[-1], str(gate.dtype)) + attrs,
+                 (("gate", str(gate.device)), ("up", str(up.device)))):
+        return act(gate) * up
+    return getattr(ops, op)(gate, up, *attrs)
+
+
+def _gated_split(self, gate_up):
+    """_gated over a fused projection's output, gate then up along its last
+    dimension (Hugging Face's chunk(2)); also the experts' _apply_gate."""
+    gate, up = gate_up.chunk(2, dim=-1)
+    return _gated(self, gate, up)
 
 
 def _mlp_forward(self, x):
-    family = getattr(self, "_liger_family")
-    gated = _FAMILIES[family][6]
-    original = self._liger_original_forward
-    what = type(self).__name__
-    act = getattr(getattr(self, "config", None), "hidden_activation", None) or \
-        getattr(getattr(self, "config", None), "hidden_act", None)
-    if act not in _ACTIVATIONS[gated]:
-        _warn_once("%s with activation %r runs its original forward (liger.ops.%s computes "
-                   "%s)" % (what, act, gated, " or ".join(_ACTIVATIONS[gated])))
-        return original(self, x)
-    gate, up = self.gate_proj(x), self.up_proj(x)
-    args = (gate.shape[-1], str(gate.dtype)) + (("tanh",) if gated == "geglu" else ())
-    if _fallback(what, gated, args, (("gate", str(gate.device)), ("up", str(up.device)))):
-        h = self.act_fn(gate) * up
-    elif gated == "swiglu":
-        h = ops.swiglu(gate, up)
-    else:
-        h = ops.geglu(gate, up, "tanh")
-    return self.down_proj(h)
+    return self.down_proj(_gated(self, self.gate_proj(x), self.up_proj(x)))
+
+
+def _fused_mlp_forward(self, hidden_states):
+    return self.down_proj(_gated_split(self, self.gate_up_proj(hidden_states)))
+
+
+def _experts_forward(self, *args, **kwargs):
+    """The experts as Hugging Face dispatches them (config.
+    _experts_implementation): grouped_mm and batched_mm call the patched
+    _apply_gate; the eager loop computes act(gate) * up itself, so it runs
+    as written, warned."""
+    implementation = self.config._experts_implementation
+    if implementation in (None, "eager"):
+        _warn_once("%s with experts_implementation=%r runs its original forward (its loop "
+                   "applies the activation itself; 'grouped_mm' or 'batched_mm' run liger.ops.%s)"
+                   % (type(self).__name__, implementation, _FAMILIES[self._liger_family].gate))
+    return self._liger_original_forward(self, *args, **kwargs)
+
+
+def _bmm_experts_forward(self, hidden_states):
+    """Llama 4's experts: the tokens [E * T, H] sorted by expert, the
+    weights gate_up [E, H, 2I] and down [E, I, H]."""
+    x = hidden_states.view(self.gate_up_proj.shape[0], -1, self.hidden_size)
+    h = _gated_split(self, torch.bmm(x, self.gate_up_proj))
+    return torch.bmm(h, self.down_proj).view(-1, self.hidden_size)
+
+
+# How a gated MLP of each kind (_Family.mlps) is patched: (attribute,
+# function) pairs.
+#   gate_up      gate_proj, up_proj and down_proj (Llama's MLP)
+#   fused        one gate_up_proj whose output splits into gate and up (Phi-3, GLM-4)
+#   experts      MoE experts of fused [E, 2I, H] weights (Mixtral, Qwen3-MoE): Hugging
+#                Face's grouped_mm and batched_mm call _apply_gate on the tokens'
+#                gate_up; its eager loop does not (that falls back, warned)
+#   bmm_experts  Llama 4's experts
+_MLP_PATCHES = {
+    "gate_up": (("forward", _mlp_forward),),
+    "fused": (("forward", _fused_mlp_forward),),
+    "experts": (("_apply_gate", _gated_split), ("forward", _experts_forward)),
+    "bmm_experts": (("forward", _bmm_experts_forward),),
+}
 
 
 def _rope_function(family):
@@ -249,25 +393,21 @@ def _shifted_labels(labels, kwargs):
 
 
 def _causal_lm_forward(self, *args, **kwargs):
-    from transformers.modeling_outputs import CausalLMOutputWithPast
+    from transformers import modeling_outputs
     original = self._liger_original_forward
     mode = getattr(self, "_liger_loss", None)
     labels = kwargs.get("labels")
     if args or labels is None or mode is None:
         return original(self, *args, **kwargs)
+    family = _FAMILIES[self._liger_family]
     what = type(self).__name__ + "'s loss"
-    softcap = getattr(self.config, "final_logit_softcapping", None)
     num_items = kwargs.get("num_items_in_batch")
     reduction = "mean" if num_items is None else "sum"
     if mode == "cross_entropy":
-        kw = dict(kwargs, labels=None)
-        out = original(self, **kw)
+        # The logits as the model returns them: scaled (Granite) and
+        # softcapped (Gemma 2 and 3) already.
+        out = original(self, **dict(kwargs, labels=None))
         logits = out.logits
-        if softcap:
-            _warn_once("%s with final_logit_softcapping computes its loss as the model does "
-                       "(liger.ops.cross_entropy's softcap is the fused_linear_cross_entropy "
-                       "path's)" % what)
-            return original(self, **kwargs)
         shift = _shifted_labels(labels, dict(kwargs))
         if _fallback(what, "cross_entropy", (logits.shape[-1], str(logits.dtype),
                                              str(shift.dtype), -100, 0.0, reduction),
@@ -277,14 +417,17 @@ def _causal_lm_forward(self, *args, **kwargs):
                                  reduction=reduction)
         if num_items is not None:
             loss = loss / num_items
-        fields = {k: v for k, v in out.items() if k != "loss"}
-        return CausalLMOutputWithPast(loss=loss, **fields)
+        aux = out.get("aux_loss") if family.router_aux_loss else None
+        if aux is not None:  # (the router's loss, added as the model adds it)
+            loss = loss + self.router_aux_loss_coef * aux.to(loss.device)
+        return type(out)(**dict(out.items(), loss=loss))
     # fused_linear_cross_entropy: while training, the loss without logits.
     head = self.lm_head
     if not (self.training and torch.is_grad_enabled()) or getattr(head, "bias", None) \
             is not None or not hasattr(head, "weight"):
         return original(self, **kwargs)
     w = head.weight
+    softcap = getattr(self.config, "final_logit_softcapping", None)
     # Decided before the decoder runs (the hidden states take the lm_head's
     # dtype and device in a model of one dtype on one device).
     if _fallback(what, "fused_linear_cross_entropy",
@@ -296,6 +439,11 @@ def _causal_lm_forward(self, *args, **kwargs):
     kw.pop("labels")
     kw.pop("logits_to_keep", None)
     shift = _shifted_labels(labels, kw)
+    router = None
+    if family.router_aux_loss:
+        router = kw.get("output_router_logits")
+        router = kw["output_router_logits"] = \
+            self.config.output_router_logits if router is None else router
     outputs = self.model(**kw)
     hidden = outputs[0]
     if hidden.dtype != w.dtype or hidden.device != w.device:
@@ -305,119 +453,196 @@ def _causal_lm_forward(self, *args, **kwargs):
                    "in bf16 or f16, on one device)" % (what, hidden.dtype, hidden.device,
                                                        w.dtype, w.device))
         return original(self, **kwargs)
+    if family.logits_scaling:
+        # The model's logits h · Wᵀ / s, as (h / s) · Wᵀ.
+        hidden = hidden / self.config.logits_scaling
     budget = getattr(self, "_liger_loss_budget", None)
     loss = ops.fused_linear_cross_entropy(
         hidden, w, shift, reduction=reduction, softcap=softcap,
         **({} if budget is None else dict(memory_budget=budget)))
     if num_items is not None:
         loss = loss / num_items
-    fields = {k: getattr(outputs, k) for k in CausalLMOutputWithPast.__dataclass_fields__
+    output = getattr(modeling_outputs, family.output)
+    fields = {k: getattr(outputs, k) for k in output.__dataclass_fields__
               if k not in ("loss", "logits") and getattr(outputs, k, None) is not None}
-    return CausalLMOutputWithPast(loss=loss, logits=None, **fields)
+    if router:
+        fields["aux_loss"] = self._liger_router_loss(
+            outputs.router_logits, self.num_experts, self.num_experts_per_tok,
+            kw.get("attention_mask"))
+        loss = loss + self.router_aux_loss_coef * fields["aux_loss"].to(loss.device)
+    return output(loss=loss, logits=None, **fields)
 
 
-def _apply(family, rope, cross_entropy, fused_linear_cross_entropy, rms_norm, gated, model,
-           lora, fuse_norm_linear, fuse_qkv_rope, loss_memory_budget):
-    if cross_entropy and fused_linear_cross_entropy:
+def _classes(family):
+    """The family's modeling module and {name: class} of every class its
+    entry names (_Family: norms, MLPs, causal LM, the classes that stay;
+    "nn.LayerNorm" a path in the module), or a LigerError naming what the
+    installed transformers lacks."""
+    import transformers
+    fam = _FAMILIES[family]
+    entry = "apply_liger_kernel_to_%s" % fam.name
+    try:
+        mod = _modeling(family)
+    except ImportError as e:
+        raise LigerError("%s: transformers %s has no %s model (%s)"
+                         % (entry, transformers.__version__, family, e)) from None
+    names = fam.norms + tuple(n for n, _ in fam.mlps) + (fam.causal_lm,) + tuple(
+        path for _, path, _ in fam.stays)
+    classes, missing = {}, []
+    for path in names:
+        value = mod
+        for name in path.split("."):
+            value = getattr(value, name, None)
+        if value is None:
+            missing.append(path)
+        classes[path] = value
+    # The methods a kind of MLP patches besides its forward (the experts'
+    # _apply_gate, which Hugging Face's experts implementations call).
+    missing += ["%s.%s" % (name, attr) for name, kind in fam.mlps if classes[name] is not None
+                for attr, _ in _MLP_PATCHES[kind]
+                if attr != "forward" and not hasattr(classes[name], attr)]
+    if missing:
+        raise LigerError("%s: transformers %s's %s has no %s (liger patches the classes of "
+                         "transformers 5)" % (entry, transformers.__version__, mod.__name__,
+                                              _names(missing)))
+    return mod, classes
+
+
+def _names(names):
+    names = list(names)
+    return ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]
+
+
+def _apply(family, flags):
+    """Patches `family` as its entry point's `flags` (a dict of every flag)
+    say: the classes, or flags["model"]'s modules."""
+    fam = _FAMILIES[family]
+    model = flags["model"]
+    if flags["cross_entropy"] and flags["fused_linear_cross_entropy"]:
         raise ValueError("cross_entropy and fused_linear_cross_entropy cannot both be True "
                          "(the fused loss replaces the plain one)")
-    for flag, value in (("lora", lora), ("fuse_norm_linear", fuse_norm_linear),
-                        ("fuse_qkv_rope", fuse_qkv_rope)):
-        if value:
+    for flag in ("lora", "fuse_norm_linear", "fuse_qkv_rope"):
+        if flags[flag]:
             _warn_once("%s=True: liger.ops has no autograd op for this fusion yet; those "
                        "layers stay as they are" % flag)
-    mod = _modeling(family)
-    _, norm_name, mlp_name, lm_name, _, _, _ = _FAMILIES[family]
-    norm_cls, mlp_cls, lm_cls = (getattr(mod, n) for n in (norm_name, mlp_name, lm_name))
-    loss = "fused_linear_cross_entropy" if fused_linear_cross_entropy else \
-        "cross_entropy" if cross_entropy else None
+    mod, classes = _classes(family)
+    if not _ACTIVATION_TYPES:
+        from transformers.activations import ACT2FN
+        _ACTIVATION_TYPES.extend((type(ACT2FN[name]), name)
+                                 for names in _ACTIVATIONS.values() for name in names)
+    loss = "fused_linear_cross_entropy" if flags["fused_linear_cross_entropy"] else \
+        "cross_entropy" if flags["cross_entropy"] else None
+    lm_cls = classes[fam.causal_lm]
+    parts = [(flags["rms_norm"], classes[name], (("forward", _rms_norm_forward),))
+             for name in fam.norms]
+    parts += [(flags[fam.gate], classes[name], _MLP_PATCHES[kind])
+              for name, kind in fam.mlps]
+    parts.append((loss, lm_cls, (("forward", _causal_lm_forward),)))
+    parts = [(cls, patches) for flag, cls, patches in parts if flag]
     targets = []
     if model is not None:
-        targets = [(m, cls, fn) for m in model.modules()
-                   for flag, cls, fn in ((rms_norm, norm_cls, _rms_norm_forward),
-                                         (gated, mlp_cls, _mlp_forward),
-                                         (loss, lm_cls, _causal_lm_forward))
-                   if flag and isinstance(m, cls)]
-        if not targets and (rms_norm or gated or loss):
-            raise LigerError("apply_liger_kernel_to_%s: %s has no %s, %s or %s module to "
-                             "patch (is it a %s model?)" % (
-                                 family, type(model).__name__, norm_name, mlp_name, lm_name,
+        targets = [(m, cls, patches) for m in model.modules() for cls, patches in parts
+                   if isinstance(m, cls)]
+        if not targets and parts:
+            raise LigerError("apply_liger_kernel_to_%s: %s has no %s module to patch (is it a "
+                             "%s model?)" % (fam.name, type(model).__name__, _names(
+                                 fam.norms + tuple(n for n, _ in fam.mlps) + (fam.causal_lm,)),
                                  family))
-    if rope:
+    if flags["rope"] and fam.rope:
+        _warn_once("rope=True: %s: the model's RoPE stays as it is" % fam.rope)
+    for flag, path, why in fam.stays:
+        cls = classes[path]
+        if flags[flag] and (model is None or any(isinstance(m, cls) for m in model.modules())):
+            _warn_once("%s=True: %s stays as it is: %s" % (flag, path, why))
+    if flags["rope"] and not fam.rope:
         _patch(mod, "apply_rotary_pos_emb", _rope_function(family))
+    # What the loss reads besides the family: the fused loss's chunk budget,
+    # the model's router loss.
+    loss_attrs = {}
+    if loss and flags["loss_memory_budget"] is not None:
+        loss_attrs["_liger_loss_budget"] = int(flags["loss_memory_budget"])
+    if loss and fam.router_aux_loss:
+        loss_attrs["_liger_router_loss"] = staticmethod(mod.load_balancing_loss_func)
     if model is None:
-        if loss and loss_memory_budget is not None:
-            _patch(lm_cls, "_liger_loss_budget", int(loss_memory_budget))
-        for flag, cls, fn in ((rms_norm, norm_cls, _rms_norm_forward),
-                              (gated, mlp_cls, _mlp_forward)):
-            if flag:
-                _patch(cls, "_liger_family", family)
-                _patch_forward(cls, fn)
+        for cls, patches in parts:
+            _patch(cls, "_liger_family", family)
+            for attr, fn in patches:
+                if attr == "forward":
+                    _patch_forward(cls, fn)
+                else:
+                    _patch(cls, attr, fn)
         if loss:
             _patch(lm_cls, "_liger_loss", loss)
-            _patch_forward(lm_cls, _causal_lm_forward)
+            for name, value in loss_attrs.items():
+                _patch(lm_cls, name, value)
         return None
-    for m, cls, fn in targets:
+    for m, cls, patches in targets:
         m._liger_family = family
         if cls is lm_cls:
             m._liger_loss = loss
-            if loss_memory_budget is not None:
-                m._liger_loss_budget = int(loss_memory_budget)
-        m._liger_original_forward = _original(cls, "forward")
-        m.forward = types.MethodType(fn, m)
+            for name, value in loss_attrs.items():
+                setattr(m, name, value.__func__ if isinstance(value, staticmethod) else value)
+        for attr, fn in patches:
+            if attr == "forward":
+                m._liger_original_forward = _original(cls, "forward")
+            setattr(m, attr, types.MethodType(fn, m))
     return len(targets)
 
 
-def apply_liger_kernel_to_llama(rope=True, cross_entropy=False, fused_linear_cross_entropy=True,
-                                rms_norm=True, swiglu=True, model=None, lora=False,
-                                fuse_norm_linear=False, fuse_qkv_rope=False,
-                                loss_memory_budget=None):
-    """Patches Llama (the classes, or `model`'s modules); returns the count
-    of modules patched on a model, None for a class patch."""
-    return _apply("llama", rope, cross_entropy, fused_linear_cross_entropy, rms_norm, swiglu,
-                  model, lora, fuse_norm_linear, fuse_qkv_rope, loss_memory_budget)
+# Liger-Kernel's flags, in its order, with its defaults ("gate": the
+# family's swiglu or geglu); a family's own (_Family.flags) change a default
+# or follow `model`, and liger's come last.
+_FLAGS = (("rope", True), ("cross_entropy", False), ("fused_linear_cross_entropy", True),
+          ("rms_norm", True), ("gate", True), ("model", None))
+_LIGER_FLAGS = (("lora", False), ("fuse_norm_linear", False), ("fuse_qkv_rope", False),
+                ("loss_memory_budget", None))
 
 
-def apply_liger_kernel_to_mistral(rope=True, cross_entropy=False, fused_linear_cross_entropy=True,
-                                  rms_norm=True, swiglu=True, model=None, lora=False,
-                                  fuse_norm_linear=False, fuse_qkv_rope=False,
-                                loss_memory_budget=None):
-    """Patches Mistral, as apply_liger_kernel_to_llama."""
-    return _apply("mistral", rope, cross_entropy, fused_linear_cross_entropy, rms_norm, swiglu,
-                  model, lora, fuse_norm_linear, fuse_qkv_rope, loss_memory_budget)
+def _entry_point(family):
+    """apply_liger_kernel_to_<name>: a function of the family's flags (the
+    signature Liger-Kernel's has, liger's flags after them) over _apply."""
+    fam = _FAMILIES[family]
+    own = dict(fam.flags)
+    params = [(fam.gate if name == "gate" else name, default) for name, default in _FLAGS]
+    params = [(name, own.pop(name, default)) for name, default in params]
+    params += list(own.items()) + list(_LIGER_FLAGS)
+    signature = inspect.Signature([
+        inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default)
+        for name, default in params])
+
+    def apply(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return _apply(family, bound.arguments)
+
+    apply.__name__ = apply.__qualname__ = "apply_liger_kernel_to_" + fam.name
+    apply.__signature__ = signature
+    apply.__doc__ = (
+        "Patches %s (model_type %r) with liger's kernels: the classes, before a model is "
+        "built, or `model`'s modules (a PEFT model's base too). Returns the count of "
+        "modules patched on a model, None for a class patch. RMSNorm: %s; %s: %s; the "
+        "loss: %s. docs/transformers.md has what each flag patches."
+        % (fam.causal_lm, family, ", ".join(fam.norms), fam.gate,
+           ", ".join(name for name, _ in fam.mlps), fam.causal_lm))
+    return apply
 
 
-def apply_liger_kernel_to_qwen2(rope=True, cross_entropy=False, fused_linear_cross_entropy=True,
-                                rms_norm=True, swiglu=True, model=None, lora=False,
-                                fuse_norm_linear=False, fuse_qkv_rope=False,
-                                loss_memory_budget=None):
-    """Patches Qwen2, as apply_liger_kernel_to_llama."""
-    return _apply("qwen2", rope, cross_entropy, fused_linear_cross_entropy, rms_norm, swiglu,
-                  model, lora, fuse_norm_linear, fuse_qkv_rope, loss_memory_budget)
-
-
-def apply_liger_kernel_to_qwen3(rope=True, cross_entropy=False, fused_linear_cross_entropy=True,
-                                rms_norm=True, swiglu=True, model=None, lora=False,
-                                fuse_norm_linear=False, fuse_qkv_rope=False,
-                                loss_memory_budget=None):
-    """Patches Qwen3 (its q/k norms too), as apply_liger_kernel_to_llama."""
-    return _apply("qwen3", rope, cross_entropy, fused_linear_cross_entropy, rms_norm, swiglu,
-                  model, lora, fuse_norm_linear, fuse_qkv_rope, loss_memory_budget)
-
-
-def apply_liger_kernel_to_gemma(rope=True, cross_entropy=False, fused_linear_cross_entropy=True,
-                                rms_norm=True, geglu=True, model=None, lora=False,
-                                fuse_norm_linear=False, fuse_qkv_rope=False,
-                                loss_memory_budget=None):
-    """Patches Gemma (RMSNorm with 1 + w, GeGLU with tanh), as
-    apply_liger_kernel_to_llama."""
-    return _apply("gemma", rope, cross_entropy, fused_linear_cross_entropy, rms_norm, geglu,
-                  model, lora, fuse_norm_linear, fuse_qkv_rope, loss_memory_budget)
-
-
-_APPLY = {"llama": apply_liger_kernel_to_llama, "mistral": apply_liger_kernel_to_mistral,
-          "qwen2": apply_liger_kernel_to_qwen2, "qwen3": apply_liger_kernel_to_qwen3,
-          "gemma": apply_liger_kernel_to_gemma}
+_APPLY = {family: _entry_point(family) for family in _FAMILIES}
+apply_liger_kernel_to_llama = _APPLY["llama"]
+apply_liger_kernel_to_mistral = _APPLY["mistral"]
+apply_liger_kernel_to_qwen2 = _APPLY["qwen2"]
+apply_liger_kernel_to_qwen3 = _APPLY["qwen3"]
+apply_liger_kernel_to_gemma = _APPLY["gemma"]
+apply_liger_kernel_to_gemma2 = _APPLY["gemma2"]
+apply_liger_kernel_to_gemma3_text = _APPLY["gemma3_text"]
+apply_liger_kernel_to_phi3 = _APPLY["phi3"]
+apply_liger_kernel_to_granite = _APPLY["granite"]
+apply_liger_kernel_to_olmo2 = _APPLY["olmo2"]
+apply_liger_kernel_to_glm4 = _APPLY["glm4"]
+apply_liger_kernel_to_smollm3 = _APPLY["smollm3"]
+apply_liger_kernel_to_mixtral = _APPLY["mixtral"]
+apply_liger_kernel_to_qwen3_moe = _APPLY["qwen3_moe"]
+apply_liger_kernel_to_llama4 = _APPLY["llama4_text"]
 
 
 def _model_type(config):
@@ -433,27 +658,43 @@ def apply_liger_kernel(model, **flags):
     return _APPLY[_model_type(model.config)](model=model, **flags)
 
 
+def _rotary_fraction(config):
+    """The part of the head the config's RoPE rotates (partial_rotary_factor)."""
+    params = getattr(config, "rope_parameters", None)
+    params = params if isinstance(params, dict) else {}
+    return params.get("partial_rotary_factor", getattr(config, "partial_rotary_factor", None)
+                      or 1.0)
+
+
 def kernel_specs(config, dtype=None):
     """The liger.ops specs a patched model of `config` calls (training, with
     the fused linear cross-entropy, mean and summed losses): what
-    `precompile` compiles for a machine without the compiler."""
+    `precompile` compiles for a machine without the compiler. Reads the
+    config's attributes alone (an object with them will do)."""
     family = _model_type(config)
-    _, _, _, _, casting, offset, gated = _FAMILIES[family]
+    fam = _FAMILIES[family]
     dt = dtype or getattr(config, "dtype", None) or getattr(config, "torch_dtype", None) \
         or "f32"
     dt = {"bfloat16": "bf16", "float16": "f16", "float32": "f32"}.get(
         str(dt).replace("torch.", ""), dt)
-    h, inter, vocab = config.hidden_size, config.intermediate_size, config.vocab_size
-    heads, kv = config.num_attention_heads, config.num_key_value_heads or \
-        config.num_attention_heads
+    h, vocab = config.hidden_size, config.vocab_size
+    heads = config.num_attention_heads
+    kv = getattr(config, "num_key_value_heads", None) or heads
     head_dim = getattr(config, "head_dim", None) or h // heads
-    eps = config.rms_norm_eps
-    specs = [ops.rms_norm_spec(h, dt, dt, eps, offset, casting)]
-    if family == "qwen3":
-        specs.append(ops.rms_norm_spec(head_dim, dt, dt, eps, offset, casting))
-    specs.append(ops.swiglu_spec(inter, dt) if gated == "swiglu" else
-                 ops.geglu_spec(inter, dt, "tanh"))
-    specs += [ops.rope_spec(heads, kv, head_dim, dt, batch) for batch in (True, False)]
+    norms = [h] + {"head": [head_dim], "proj": [heads * head_dim, kv * head_dim]}.get(
+        fam.qk_norms, [])
+    specs = [ops.rms_norm_spec(n, dt, dt, config.rms_norm_eps, fam.offset, fam.casting)
+             for n in norms]
+    # The gated op of the config's activation (the family's own where it
+    # names none; another falls back).
+    act = getattr(config, "hidden_activation", None) or getattr(config, "hidden_act", None) \
+        or next(iter(_ACTIVATIONS[fam.gate]))
+    attrs = _ACTIVATIONS[fam.gate].get(act)
+    if attrs is not None:
+        specs += [getattr(ops, fam.gate + "_spec")(getattr(config, name), dt, *attrs)
+                  for name in fam.gated_sizes if getattr(config, name, None)]
+    if not fam.rope and _rotary_fraction(config) == 1.0 and fam.rope_tables in (None, dt):
+        specs += [ops.rope_spec(heads, kv, head_dim, dt, batch) for batch in (True, False)]
     softcap = getattr(config, "final_logit_softcapping", None)
     # The losses, mean and summed: the fused linear cross-entropy (bf16 and
     # f16) and cross-entropy on the logits (cross_entropy=True).
@@ -463,7 +704,7 @@ def kernel_specs(config, dtype=None):
             specs.append(ops.fused_linear_cross_entropy_spec(vocab, h, dt, "i64", reduction=r,
                                                              softcap=softcap))
         specs.append(ops.cross_entropy_spec(vocab, dt, "i64", reduction=r))
-    return specs
+    return list(dict.fromkeys(specs))
 
 
 def precompile(out_dir, config, dtype=None, target=None):

@@ -31,21 +31,41 @@ needs_runner = pytest.mark.skipif(not _has_cpu_runner(),
                                   reason="liger-cpu-runner/liger-compile not built")
 
 
+# Each family's tiny configuration beyond the common one: the sizes its
+# parts take, and what makes its own parts matter (a softcap that bends the
+# logits, Granite's multipliers, the MoE router's loss, a dense layer beside
+# the experts).
+TINY = {
+    "llama": {}, "mistral": {}, "qwen2": {}, "phi3": {}, "olmo2": {}, "smollm3": {},
+    "qwen3": dict(head_dim=8),
+    "gemma": dict(head_dim=8, num_key_value_heads=1),  # multi-query, as Gemma 2B
+    "gemma2": dict(head_dim=8, query_pre_attn_scalar=8, final_logit_softcapping=2.0,
+                   sliding_window=4),
+    "gemma3_text": dict(head_dim=8, query_pre_attn_scalar=8, final_logit_softcapping=2.0,
+                        sliding_window=4),
+    "granite": dict(embedding_multiplier=12.0, residual_multiplier=0.22,
+                    attention_multiplier=0.125, logits_scaling=6.0),
+    "glm4": dict(head_dim=8),  # RoPE over half the head, in interleaved pairs
+    "mixtral": dict(num_local_experts=4, num_experts_per_tok=2, output_router_logits=True,
+                    router_aux_loss_coef=0.1),
+    "qwen3_moe": dict(head_dim=8, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=48,
+                      mlp_only_layers=[1], output_router_logits=True, router_aux_loss_coef=0.1),
+    # Layer 0 dense (intermediate_size_mlp), layer 1 MoE (intermediate_size).
+    "llama4_text": dict(head_dim=8, intermediate_size=48, intermediate_size_mlp=64,
+                        num_local_experts=4, num_experts_per_tok=1, interleave_moe_layer_step=2),
+}
+
+
 def tiny_config(family, **overrides):
     """Two decoder layers, hidden 32, 4 query heads of 8 over 2 KV heads,
-    vocabulary 96."""
+    vocabulary 96, no special tokens; TINY[family] beside."""
     common = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                   num_attention_heads=4, num_key_value_heads=2, vocab_size=96,
-                  max_position_embeddings=64, rms_norm_eps=1e-5)
+                  max_position_embeddings=64, rms_norm_eps=1e-5, pad_token_id=None,
+                  bos_token_id=None, eos_token_id=None)
+    common.update(TINY[family])
     common.update(overrides)
-    cls = {"llama": transformers.LlamaConfig, "mistral": transformers.MistralConfig,
-           "qwen2": transformers.Qwen2Config, "qwen3": transformers.Qwen3Config,
-           "gemma": transformers.GemmaConfig}[family]
-    if family in ("gemma", "qwen3"):
-        common.setdefault("head_dim", 8)
-    if family == "gemma" and "num_key_value_heads" not in overrides:
-        common["num_key_value_heads"] = 1  # multi-query, as Gemma 2B
-    config = cls(**common)
+    config = transformers.AutoConfig.for_model(family, **common)
     config._attn_implementation = "eager"
     return config
 
@@ -54,13 +74,13 @@ def tiny_model(family, seed, dtype=F32, **overrides):
     config = tiny_config(family, **overrides)
     torch.manual_seed(seed)
     model = transformers.AutoModelForCausalLM.from_config(config).to(dtype)
-    if family == "gemma":
-        # Gemma's RMSNorm weights start at 0 (the scale is 1 + w): make them
-        # matter.
-        with torch.no_grad():
-            for m in model.modules():
-                if type(m).__name__ == "GemmaRMSNorm":
-                    m.weight.normal_(0, 0.1)
+    # RMSNorm weights start at 1 (Gemma's at 0: the scale is 1 + w): make
+    # them matter.
+    start = 1.0 - lt._FAMILIES[family].offset
+    with torch.no_grad():
+        for m in model.modules():
+            if type(m).__name__ in lt._FAMILIES[family].norms:
+                m.weight.normal_(start, 0.1)
     return model
 
 
@@ -137,8 +157,18 @@ def test_both_losses_is_an_error():
 def test_unknown_model_type_is_a_clear_error():
     class Config:
         model_type = "bert"
-    with pytest.raises(LigerError, match="not model_type 'bert'"):
+    message = ("liger.transformers patches gemma, gemma2, gemma3_text, glm4, granite, llama, "
+               "llama4_text, mistral, mixtral, olmo2, phi3, qwen2, qwen3, qwen3_moe, smollm3, "
+               "not model_type 'bert'")
+    with pytest.raises(LigerError) as e:
         lt.kernel_specs(Config())
+    assert str(e.value) == message
+
+    class Model(torch.nn.Module):
+        config = Config()
+    with pytest.raises(LigerError) as e:
+        lt.apply_liger_kernel(Model())
+    assert str(e.value) == message
 
 
 def _fallback_warnings(caught):
@@ -338,42 +368,252 @@ def _step(model, ids, labels=None, **kw):
     return out.loss.detach(), _grads(model)
 
 
-CASES = [(f, "f32") for f in ("llama", "mistral", "qwen2", "qwen3", "gemma")] + [
-    ("llama", "bf16"), ("gemma", "bf16")]
+# Every family in f32 (the loss on the logits); bf16 (the fused linear
+# cross-entropy) where the family's loss or MLP differs: Gemma 2's softcap,
+# Granite's logits scaling, Mixtral's router loss, Llama 4's experts.
+CASES = [(f, "f32") for f in TINY] + [
+    (f, "bf16") for f in ("llama", "gemma", "gemma2", "granite", "mixtral", "llama4_text")]
+# What a family's patched model leaves as it is, warned: at patching, and
+# in its forward; nothing else may fall back.
+PATCH_WARNINGS = {
+    "llama4_text": [
+        "liger: rope=True: Llama 4's apply_rotary_emb rotates interleaved pairs by complex "
+        "freqs_cis; liger.ops.rope rotates halves by cos/sin tables: the model's RoPE stays as "
+        "it is",
+        "liger: rms_norm=True: Llama4TextL2Norm stays as it is: Llama 4's q/k norm has no "
+        "weight (liger.ops.rms_norm takes one)"],
+}
+FORWARD_WARNINGS = {
+    # OLMo 2 keeps its RoPE tables in f32 whatever the model's dtype.
+    ("olmo2", "bf16"): [
+        "liger: apply_rotary_pos_emb runs the original: liger.ops.rope: cos must have the dtype "
+        "of q (torch.bfloat16), got torch.float32"],
+}
 
 
-@needs_runner
-@pytest.mark.parametrize("family,dtype", CASES)
-def test_patched_model_matches_the_original_through_the_reference(family, dtype, monkeypatch):
-    """Loss and every parameter's gradient of one training step, the patched
-    model's liger functions run by the reference lowering: f32 with the loss
-    on the logits (cross_entropy=True), bf16 with the fused linear
-    cross-entropy (its kernels take bf16/f16)."""
-    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+def _loss_flags(dtype):
+    """f32: the loss on the logits; bf16: the fused linear cross-entropy."""
+    return dict(cross_entropy=True, fused_linear_cross_entropy=False) if dtype == "f32" \
+        else dict(cross_entropy=False, fused_linear_cross_entropy=True)
+
+
+def _record_loaded(monkeypatch):
+    """The specs whose kernels the patched forwards load, in a list."""
+    loaded = []
+    for name in ("kernels", "loss_plan_kernels"):
+        monkeypatch.setattr(bundles, name, lambda spec, load=getattr(bundles, name): (
+            loaded.append(spec), load(spec))[1])
+    return loaded
+
+
+def _train_step(model):
+    """One training step on fixed tokens, one label ignored: the output,
+    the loss and every parameter's gradient."""
     ids = tokens(7)
     labels = ids.clone()
-    labels[0, 2] = -100  # an ignored label
-    torch_dtype = torch.bfloat16 if dtype == "bf16" else F32
-    ref, model = tiny_model(family, 11, torch_dtype), tiny_model(family, 11, torch_dtype)
-    flags = dict(cross_entropy=True, fused_linear_cross_entropy=False) if dtype == "f32" \
-        else {}
-    assert lt.apply_liger_kernel(model, **flags) > 0
-    ref.train()
+    labels[0, 2] = -100
     model.train()
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", lt.LigerFallbackWarning)  # nothing falls back
-        loss, grads = _step(model, ids, labels)
-    ref_loss, ref_grads = _step(ref, ids, labels)
+    model.zero_grad(set_to_none=True)
+    out = model(input_ids=ids, labels=labels)
+    out.loss.backward()
+    return out, out.loss.detach(), _grads(model)
+
+
+def _assert_trains_as(model, reference, family, dtype, loaded):
+    """One training step of the patched `model` against `reference` (the
+    unpatched model's _train_step): the fallback warnings are
+    FORWARD_WARNINGS', the loss (and an MoE router's loss) and every
+    parameter's gradient agree, and every kernel loaded is one
+    kernel_specs(config) lists (what precompile compiles)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out, loss, grads = _train_step(model)
+    assert _fallback_warnings(caught) == FORWARD_WARNINGS.get((family, dtype), [])
+    ref_out, ref_loss, ref_grads = reference
     # bf16: both round differently (the reference in f32 inside each op,
     # PyTorch between its ops); one step's gradients agree to bf16's few
     # bits.
     loss_tol, grad_tol = (1e-5, 1e-4) if dtype == "f32" else (1e-2, 6e-2)
     assert torch.allclose(loss.float(), ref_loss.float(), rtol=loss_tol), (loss, ref_loss)
+    assert type(out) is type(ref_out)
+    if ref_out.get("aux_loss") is not None:  # the MoE router's loss, in the loss too
+        assert torch.allclose(out.aux_loss.float(), ref_out.aux_loss.float(), rtol=loss_tol)
     assert grads.keys() == ref_grads.keys()
     for name, g in grads.items():
         r = ref_grads[name].float()
         err = ((g.float() - r).abs().max() / r.abs().max().clamp_min(1e-30)).item()
         assert err < grad_tol, (name, err)
+    listed = lt.kernel_specs(model.config, dtype)
+    assert loaded and not [s for s in loaded if s.with_target(ops.TARGET) not in listed], (
+        loaded, listed)
+
+
+@needs_runner
+@pytest.mark.parametrize("family,dtype", CASES)
+def test_patched_model_matches_the_original_through_the_reference(family, dtype, monkeypatch):
+    """A model patched by apply_liger_kernel (its model_type's entry point),
+    its liger functions run by the reference lowering, trains one step as
+    the original: f32 with the loss on the logits (cross_entropy=True),
+    bf16 with the fused linear cross-entropy (its kernels take bf16/f16)."""
+    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+    loaded = _record_loaded(monkeypatch)
+    torch_dtype = torch.bfloat16 if dtype == "bf16" else F32
+    ref, model = tiny_model(family, 11, torch_dtype), tiny_model(family, 11, torch_dtype)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert lt.apply_liger_kernel(model, **_loss_flags(dtype)) > 0
+    assert _fallback_warnings(caught) == PATCH_WARNINGS.get(family, [])
+    _assert_trains_as(model, _train_step(ref), family, dtype, loaded)
+
+
+# A class patch of each kind of gated MLP beyond Llama's (a fused gate_up,
+# MoE experts, Llama 4's experts) and of Granite's and OLMo 2's own parts.
+CLASS_CASES = ["phi3", "granite", "olmo2", "qwen3_moe", "llama4_text"]
+
+
+@needs_runner
+@pytest.mark.parametrize("family", CLASS_CASES)
+def test_class_patched_model_matches_the_original_through_the_reference(family,
+                                                                       monkeypatch):
+    """The family's classes patched before the model is built (the entry
+    point without `model`): the model trains one step as the original."""
+    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+    loaded = _record_loaded(monkeypatch)
+    reference = _train_step(tiny_model(family, 12))  # (before the classes change)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", lt.LigerFallbackWarning)  # (checked below)
+        assert lt._APPLY[family](**_loss_flags("f32")) is None
+    model = tiny_model(family, 12)
+    _assert_trains_as(model, reference, family, "f32", loaded)
+
+
+@pytest.mark.parametrize("family", list(TINY))
+def test_class_patch_of_each_family_replaces_its_classes_and_warns_of_what_stays(family):
+    """Every class the family's entry names is patched (its norms, its
+    gated MLPs, its causal LM), RoPE where liger.ops.rope takes the
+    family's; what stays is warned once, naming why; revert restores it
+    all."""
+    fam = lt._FAMILIES[family]
+    mod, classes = lt._classes(family)
+    before = {name: dict(vars(cls)) for name, cls in classes.items()}
+    rope = mod.__dict__.get("apply_rotary_pos_emb")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        lt._APPLY[family]()
+    expected = ["liger: rope=True: %s: the model's RoPE stays as it is" % fam.rope] \
+        if fam.rope and dict(fam.flags).get("rope", True) else []
+    expected += ["liger: %s=True: %s stays as it is: %s" % stay for stay in fam.stays]
+    assert _fallback_warnings(caught) == expected
+    for name in fam.norms:
+        assert classes[name].forward is lt._rms_norm_forward, name
+    for name, kind in fam.mlps:
+        for attr, fn in lt._MLP_PATCHES[kind]:
+            assert getattr(classes[name], attr) is fn, (name, attr)
+    loss = classes[fam.causal_lm]
+    assert loss.forward is lt._causal_lm_forward
+    # Granite's loss defaults to the logits (Liger-Kernel's default).
+    assert loss._liger_loss == ("cross_entropy" if family == "granite"
+                                else "fused_linear_cross_entropy")
+    assert getattr(mod.__dict__.get("apply_rotary_pos_emb"), "_liger", False) == (
+        not fam.rope)
+    lt.revert()
+    assert {name: dict(vars(cls)) for name, cls in classes.items()} == before
+    assert mod.__dict__.get("apply_rotary_pos_emb") is rope
+
+
+@pytest.mark.parametrize("family", list(TINY))
+def test_a_peft_models_base_is_patched_as_the_model(family):
+    """A LoRA model (PEFT, every linear layer adapted): its base model is
+    patched module for module as the bare model is, the projections the
+    patched MLPs call being LoRA layers."""
+    peft = pytest.importorskip("peft")
+    bare = tiny_model(family, 0)
+    peft_model = peft.get_peft_model(tiny_model(family, 0), peft.LoraConfig(
+        r=4, lora_alpha=8, lora_dropout=0.0, target_modules="all-linear"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", lt.LigerFallbackWarning)
+        count = lt.apply_liger_kernel(bare)
+        assert count > 0
+        assert lt.apply_liger_kernel(peft_model.get_base_model()) == count
+    patched = [m for m in peft_model.modules() if "_liger_family" in vars(m)]
+    assert len(patched) == count and {m._liger_family for m in patched} == {family}
+
+
+@needs_runner
+def test_a_peft_model_trains_as_the_original_through_the_reference(monkeypatch):
+    """LoRA on Phi-3's fused qkv and gate_up projections: the patched MLP
+    splits the adapted projection's output; the loss and the adapters'
+    gradients are the original's."""
+    peft = pytest.importorskip("peft")
+    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+    loaded = _record_loaded(monkeypatch)
+    ref, model = [peft.get_peft_model(tiny_model("phi3", 13), peft.LoraConfig(
+        r=4, lora_alpha=8, lora_dropout=0.0, init_lora_weights=False,
+        target_modules=["qkv_proj", "gate_up_proj"])) for _ in range(2)]
+    ref.load_state_dict(model.state_dict())
+    assert lt.apply_liger_kernel(model.get_base_model(), **_loss_flags("f32")) > 0
+    _assert_trains_as(model, _train_step(ref), "phi3", "f32", loaded)
+
+
+@needs_runner
+def test_eager_experts_fall_back_with_one_warning(monkeypatch):
+    """Hugging Face's eager experts loop applies the activation itself (no
+    _apply_gate): the experts run as written, warned once; the rest of the
+    model is patched and it trains as the original."""
+    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+    loaded = _record_loaded(monkeypatch)
+    ref = tiny_model("mixtral", 14, experts_implementation="eager")
+    model = tiny_model("mixtral", 14, experts_implementation="eager")
+    assert model.config._experts_implementation == "eager"
+    lt.apply_liger_kernel(model, **_loss_flags("f32"))
+    monkeypatch.setitem(FORWARD_WARNINGS, ("mixtral", "f32"), [
+        "liger: MixtralExperts with experts_implementation='eager' runs its original forward "
+        "(its loop applies the activation itself; 'grouped_mm' or 'batched_mm' run "
+        "liger.ops.swiglu)"])
+    _assert_trains_as(model, _train_step(ref), "mixtral", "f32", loaded)
+    assert not [s for s in loaded if s.op == "swiglu"]
+
+
+@pytest.mark.parametrize("family,owner,attr", [
+    ("mixtral", None, "MixtralExperts"),
+    # Experts whose implementations call no _apply_gate would run
+    # unpatched, silently: the same error.
+    ("qwen3_moe", "Qwen3MoeExperts", "_apply_gate")])
+def test_a_transformers_without_the_familys_classes_is_a_clear_error(family, owner, attr,
+                                                                      monkeypatch):
+    mod = lt._modeling(family)
+    monkeypatch.delattr(getattr(mod, owner) if owner else mod, attr)
+    with pytest.raises(LigerError) as e:
+        lt._APPLY[family]()
+    assert str(e.value) == (
+        "apply_liger_kernel_to_%s: transformers %s's transformers.models.%s.modeling_%s has "
+        "no %s (liger patches the classes of transformers 5)" % (
+            family, transformers.__version__, family, family,
+            "%s.%s" % (owner, attr) if owner else attr))
+    assert lt._ORIGINALS == {}  # nothing was patched
+
+
+# Liger-Kernel's signatures of the entry points whose flags differ from
+# Llama's (liger's own flags follow them).
+SIGNATURES = {
+    "gemma2": "(rope=True, cross_entropy=False, fused_linear_cross_entropy=True, "
+              "rms_norm=True, geglu=True, model=None",
+    "granite": "(rope=True, cross_entropy=True, fused_linear_cross_entropy=False, "
+               "rms_norm=True, swiglu=True, model=None",
+    "glm4": "(rope=False, cross_entropy=False, fused_linear_cross_entropy=True, "
+            "rms_norm=True, swiglu=True, model=None",
+    "llama4_text": "(rope=True, cross_entropy=False, fused_linear_cross_entropy=True, "
+                   "rms_norm=True, swiglu=True, model=None, layer_norm=True",
+}
+
+
+@pytest.mark.parametrize("family", list(SIGNATURES))
+def test_entry_points_take_liger_kernels_flags(family):
+    import inspect
+    apply = lt._APPLY[family]
+    assert str(inspect.signature(apply)) == SIGNATURES[family] + (
+        ", lora=False, fuse_norm_linear=False, fuse_qkv_rope=False, loss_memory_budget=None)")
+    assert getattr(lt, apply.__name__) is apply
 
 
 @needs_runner

@@ -8,13 +8,45 @@ import types
 COMMON = dict(hidden_size=256, intermediate_size=512, num_hidden_layers=2,
               num_attention_heads=4, num_key_value_heads=2, vocab_size=2048,
               max_position_embeddings=256, rms_norm_eps=1e-5)
+# No special tokens (some families' defaults lie beyond the vocabulary).
+NO_TOKENS = dict(pad_token_id=None, bos_token_id=None, eos_token_id=None)
+GEGLU = dict(hidden_act="gelu_pytorch_tanh", hidden_activation="gelu_pytorch_tanh")
 TINY = {
     "llama": dict(COMMON, model_type="llama"),
     "qwen2": dict(COMMON, model_type="qwen2"),
     # Gemma: multi-query attention, GeGLU, RMSNorm scaled by 1 + w.
-    "gemma": dict(COMMON, model_type="gemma", num_key_value_heads=1, head_dim=64,
-                  hidden_act="gelu_pytorch_tanh", hidden_activation="gelu_pytorch_tanh"),
+    "gemma": dict(COMMON, model_type="gemma", num_key_value_heads=1, head_dim=64, **GEGLU),
+    # Gemma 2 and 3: sandwich norms, a sliding window shorter than the
+    # sequence; Gemma 2's logits softcapped in the loss, Gemma 3's q/k norms.
+    "gemma2": dict(COMMON, model_type="gemma2", head_dim=64, query_pre_attn_scalar=64,
+                   final_logit_softcapping=30.0, sliding_window=32, **GEGLU, **NO_TOKENS),
+    "gemma3_text": dict(COMMON, model_type="gemma3_text", head_dim=64, query_pre_attn_scalar=64,
+                        sliding_window=32, **GEGLU, **NO_TOKENS),
+    # Phi-3: fused qkv and gate_up projections.
+    "phi3": dict(COMMON, model_type="phi3", **NO_TOKENS),
+    # Granite: its multipliers, the logits scaled down before the loss.
+    "granite": dict(COMMON, model_type="granite", embedding_multiplier=12.0,
+                    residual_multiplier=0.22, attention_multiplier=0.015625, logits_scaling=8.0,
+                    **NO_TOKENS),
+    # OLMo 2: norms after attention and MLP, q/k norms over the projections.
+    "olmo2": dict(COMMON, model_type="olmo2", **NO_TOKENS),
+    # GLM-4: RoPE over half the head (the model's own), fused gate_up.
+    "glm4": dict(COMMON, model_type="glm4", head_dim=64, **NO_TOKENS),
+    "smollm3": dict(COMMON, model_type="smollm3", **NO_TOKENS),
+    # MoE: 4 experts (2 a token), the router's loss in the loss; Qwen3-MoE
+    # with a dense layer, Llama 4 a dense layer then an MoE one.
+    "mixtral": dict(COMMON, model_type="mixtral", num_local_experts=4, num_experts_per_tok=2,
+                    output_router_logits=True, router_aux_loss_coef=0.02, **NO_TOKENS),
+    "qwen3_moe": dict(COMMON, model_type="qwen3_moe", head_dim=64, num_experts=4,
+                      num_experts_per_tok=2, moe_intermediate_size=256, mlp_only_layers=[1],
+                      output_router_logits=True, router_aux_loss_coef=0.02, **NO_TOKENS),
+    "llama4_text": dict(COMMON, model_type="llama4_text", head_dim=64, intermediate_size=256,
+                        intermediate_size_mlp=512, num_local_experts=4, num_experts_per_tok=1,
+                        interleave_moe_layer_step=2, **NO_TOKENS),
 }
+# The attention each family's model runs: SDPA, but Gemma 2's softcapped
+# scores are its eager attention's alone.
+ATTENTION = {"gemma2": "eager"}
 DTYPES = ("bf16", "f32")
 
 
