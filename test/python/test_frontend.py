@@ -290,6 +290,34 @@ def test_rms_norm_promoted_by_an_f32_weight_is_left_alone():
         "weight's dtype promotes it); liger.rms_norm returns the input's dtype"]
 
 
+def test_rms_norm_read_through_an_upcast_is_still_the_norm():
+    # A later `.float()` is the reader's cast, not the norm's (Gemma's cast
+    # back to the input's dtype is the norm's own).
+    class Upcast(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm = Norm()
+
+        def forward(self, x):
+            return self.norm(x).float() * 2
+    found = recognize(export(Upcast(), torch.randn(4, 32, dtype=torch.bfloat16)))
+    assert [(r.op, r.attrs["casting_mode"]) for r in found.records] == [("rms_norm", "llama")]
+
+
+def test_sizes_dynamic_where_the_op_takes_static_ones_are_left_alone():
+    def norm(x, w):
+        return w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6))
+    gm = make_fx(norm, tracing_mode="symbolic")(torch.randn(3, 16), torch.rand(16))
+    found = recognize(gm)
+    assert found.records == []
+    (line,) = found.lines()
+    assert re.fullmatch(r"\[recognise-rms-norm\] left alone rsqrt at rsqrt: input's size (s\d+), "
+                        r"weight's size \1 are dynamic: liger's ops take static hidden sizes "
+                        r"\(torch.compile made them dynamic; mark them static or compile with "
+                        r"dynamic=False\)", line), line
+    assert found.dynamic == [line.split(": ", 1)[1]]
+
+
 def rotate_half(x):
     half = x.shape[-1] // 2
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)

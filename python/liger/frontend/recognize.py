@@ -66,10 +66,13 @@ Policy = Callable[[Record], Union[bool, str]]
 
 @dataclass
 class Recognition:
-    """The records of one graph and the report of how they were found."""
+    """The records of one graph and the report of how they were found
+    (`dynamic`: the reasons of those left for sizes that are dynamic where
+    liger's ops take static ones)."""
 
     records: List[Record] = field(default_factory=list)
     report: List[Line] = field(default_factory=list)
+    dynamic: List[str] = field(default_factory=list)
 
     def lines(self) -> List[str]:
         return [str(line) for line in self.report]
@@ -92,6 +95,35 @@ def _interior_leak(nodes: Set[object], outputs: Sequence[object]) -> Optional[st
             if user not in nodes:
                 return "its intermediate %s is also read by %s" % (node.name, user.name)
     return None
+
+
+# Operands whose every size is static; of the others the last (the hidden
+# size) is, and of RoPE's q and k also the heads; a loss's target has only
+# token dimensions.
+_WEIGHTS = ("weight", "lora_a", "lora_b", "bias", "class_weight")
+_TOKENS = ("target",)
+
+
+def _dynamic_sizes(record: Record) -> Optional[str]:
+    """Why a record cannot be a liger op because of sizes dynamic where the op
+    takes static ones (torch.compile makes a size dynamic once it changes),
+    or None."""
+    found = []
+    for role, node in record.operands.items():
+        if node is None or isinstance(node, tuple) or role in _TOKENS or not G.is_tensor(node) \
+                or G.rank(node) == 0:
+            continue
+        r = G.rank(node)
+        dims = range(r) if role in _WEIGHTS else \
+            [r - 1] + ([1] if record.op == "rope" and role in ("q", "k") else [])
+        found += ["%s's size %s" % (role, G.shape(node)[d]) for d in dims
+                  if not G.is_static(G.shape(node)[d])]
+    if not found:
+        return None
+    return "%s %s dynamic: liger's ops take static hidden sizes (torch.compile made %s dynamic; " \
+           "mark %s static or compile with dynamic=False)" % (
+               ", ".join(found), "is" if len(found) == 1 else "are",
+               "it" if len(found) == 1 else "them", "it" if len(found) == 1 else "them")
 
 
 def _covered(*nodes) -> Set[object]:
@@ -178,7 +210,9 @@ def match_rms_norm(rsqrt) -> Optional[object]:
     result = mul
     post = G.single_user(mul)
     post_cast = None
-    if post is not None and G.cast_of(post) is not None:
+    # A cast back to the input's dtype ends the norm (Gemma's); a cast to
+    # another (a later `.float()`) is its reader's.
+    if post is not None and G.cast_of(post) is not None and G.cast_of(post)[2] == x_dtype:
         post_cast = G.cast_of(post)[2]
         nodes |= _covered(post)
         result = post
@@ -779,6 +813,11 @@ def recognize(gm_or_graph, policy: Optional[Policy] = None) -> Recognition:
             return
         if isinstance(got, Miss):
             out.report.append(Line(pattern, anchor, reason=got.reason))
+            return
+        dynamic = _dynamic_sizes(got)
+        if dynamic:
+            out.dynamic.append(dynamic)
+            out.report.append(Line(got.pattern, anchor, reason=dynamic))
             return
         if got.covered & claimed:
             out.report.append(Line(got.pattern, anchor,
