@@ -66,3 +66,53 @@ func.func @ce_fused_256x4(%x: tensor<?x128256xbf16>, %t: tensor<?xi64>, %g: tens
   }
   return %r#0, %r#1 : tensor<f32>, tensor<?x128256xbf16>
 }
+
+// Other vocabularies (bench/cross_entropy.py --vocab V): GPT-2's 50257
+// (rows peeled to their first 16-byte chunk), Gemma's 256000 and 262147.
+func.func @ce_50257(%x: tensor<?x50257xbf16>, %t: tensor<?xi64>) -> tensor<f32> {
+  %l = liger.cross_entropy %x, %t : tensor<?x50257xbf16>, tensor<?xi64>
+  return %l : tensor<f32>
+}
+
+func.func @ce_grad_50257(%x: tensor<?x50257xbf16>, %t: tensor<?xi64>, %g: tensor<f32>) -> tensor<?x50257xbf16> {
+  %d = liger.cross_entropy_grad %x, %t, %g : tensor<?x50257xbf16>, tensor<?xi64>, tensor<f32>
+  return %d : tensor<?x50257xbf16>
+}
+
+func.func @ce_fused_50257(%x: tensor<?x50257xbf16>, %t: tensor<?xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<?x50257xbf16>) {
+  %l = liger.cross_entropy %x, %t : tensor<?x50257xbf16>, tensor<?xi64>
+  %d = liger.cross_entropy_grad %x, %t, %g : tensor<?x50257xbf16>, tensor<?xi64>, tensor<f32>
+  return %l, %d : tensor<f32>, tensor<?x50257xbf16>
+}
+
+func.func @ce_256000(%x: tensor<?x256000xbf16>, %t: tensor<?xi64>) -> tensor<f32> {
+  %l = liger.cross_entropy %x, %t : tensor<?x256000xbf16>, tensor<?xi64>
+  return %l : tensor<f32>
+}
+
+func.func @ce_grad_256000(%x: tensor<?x256000xbf16>, %t: tensor<?xi64>, %g: tensor<f32>) -> tensor<?x256000xbf16> {
+  %d = liger.cross_entropy_grad %x, %t, %g : tensor<?x256000xbf16>, tensor<?xi64>, tensor<f32>
+  return %d : tensor<?x256000xbf16>
+}
+
+func.func @ce_fused_256000(%x: tensor<?x256000xbf16>, %t: tensor<?xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<?x256000xbf16>) {
+  %l = liger.cross_entropy %x, %t : tensor<?x256000xbf16>, tensor<?xi64>
+  %d = liger.cross_entropy_grad %x, %t, %g : tensor<?x256000xbf16>, tensor<?xi64>, tensor<f32>
+  return %l, %d : tensor<f32>, tensor<?x256000xbf16>
+}
+
+func.func @ce_262147(%x: tensor<?x262147xbf16>, %t: tensor<?xi64>) -> tensor<f32> {
+  %l = liger.cross_entropy %x, %t : tensor<?x262147xbf16>, tensor<?xi64>
+  return %l : tensor<f32>
+}
+
+func.func @ce_grad_262147(%x: tensor<?x262147xbf16>, %t: tensor<?xi64>, %g: tensor<f32>) -> tensor<?x262147xbf16> {
+  %d = liger.cross_entropy_grad %x, %t, %g : tensor<?x262147xbf16>, tensor<?xi64>, tensor<f32>
+  return %d : tensor<?x262147xbf16>
+}
+
+func.func @ce_fused_262147(%x: tensor<?x262147xbf16>, %t: tensor<?xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<?x262147xbf16>) {
+  %l = liger.cross_entropy %x, %t : tensor<?x262147xbf16>, tensor<?xi64>
+  %d = liger.cross_entropy_grad %x, %t, %g : tensor<?x262147xbf16>, tensor<?xi64>, tensor<f32>
+  return %l, %d : tensor<f32>, tensor<?x262147xbf16>
+}

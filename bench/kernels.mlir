@@ -71,3 +71,27 @@ func.func @rms_norm_grad_noreuse(%dy: tensor<?x4096xbf16>, %x: tensor<?x4096xbf1
   }
   return %g#0, %g#1 : tensor<?x4096xbf16>, tensor<4096xbf16>
 }
+
+// Long and odd rows (bench/rowwise.py's "long" cases): softmax over GPT-2's
+// vocabulary (50257 bf16: one-element chunks), over Gemma's (256000 bf16)
+// and over 262147 f32, and RMSNorm over 256000 bf16; the last three loop
+// over their chunks (two passes over the row).
+func.func @softmax_50257(%x: tensor<?x50257xbf16>) -> tensor<?x50257xbf16> {
+  %y = liger.softmax %x : tensor<?x50257xbf16>
+  return %y : tensor<?x50257xbf16>
+}
+
+func.func @softmax_256000(%x: tensor<?x256000xbf16>) -> tensor<?x256000xbf16> {
+  %y = liger.softmax %x : tensor<?x256000xbf16>
+  return %y : tensor<?x256000xbf16>
+}
+
+func.func @softmax_262147(%x: tensor<?x262147xf32>) -> tensor<?x262147xf32> {
+  %y = liger.softmax %x : tensor<?x262147xf32>
+  return %y : tensor<?x262147xf32>
+}
+
+func.func @rms_norm_256000(%x: tensor<?x256000xbf16>, %w: tensor<256000xbf16>) -> tensor<?x256000xbf16> {
+  %y = liger.rms_norm %x, %w eps = 1.0e-6 : tensor<?x256000xbf16>, tensor<256000xbf16>
+  return %y : tensor<?x256000xbf16>
+}

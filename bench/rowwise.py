@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Rowwise kernels of liger beside PyTorch eager, torch.compile and
 Liger-Kernel, on one GPU, at Llama-3-8B shapes (16384 tokens, hidden 4096,
-MLP width 14336, bf16).
+MLP width 14336, bf16), and over long and odd rows (the "long" cases:
+softmax over 50257, 256000 bf16 and 262147 f32, RMSNorm over 256000 bf16,
+at --long-tokens rows).
 
 Each figure is the median time (triton.testing.do_bench) and its fraction of
 the floor: the bytes the op must move (inputs read once, outputs written
@@ -79,6 +81,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bundle", default="bench-bundles/rowwise")
     ap.add_argument("--tokens", type=int, default=16384)
+    ap.add_argument("--long-tokens", type=int, default=2048,
+                    help="rows of the long cases (2048 x 256000 bf16: 1 GB)")
     ap.add_argument("--json")
     ap.add_argument("--cases", help="comma-separated case prefixes to run (e.g. "
                     "rms_norm,overhead); default: all")
@@ -106,10 +110,10 @@ def main():
             rows.append(dict(case=case, impl=name, ms=t, floor_ms=floor,
                              of_floor=floor / t, err=err))
 
-    def preallocated(kernel, *shapes):
+    def preallocated(kernel, *shapes, dtype=BF16):
         """Our kernel with its outputs allocated once (as a framework would
         reuse them), so the timing is the launch and the kernel."""
-        outs = [torch.empty(sh, dtype=BF16, device="cuda") for sh in shapes]
+        outs = [torch.empty(sh, dtype=dtype, device="cuda") for sh in shapes]
 
         def call(*inputs):
             return kernel(*inputs, out=outs)
@@ -243,6 +247,35 @@ def main():
         run("rope fwd", impls, (q, k, cos, sin), rope_ref,
             2 * (q.numel() + k.numel()) * 2)
         del q, k
+
+    # Long and odd rows. The floor counts the row read once and written
+    # once; a row past the kernel's register budget is read twice (softmax:
+    # its online max and sum, then the output; RMSNorm: its sum of squares,
+    # then the normalization), so such a kernel's own floor is 3/4 of it.
+    # GPT-2's vocabulary takes one-element chunks (no wider vector divides
+    # 50257).
+    ML = args.long_tokens
+
+    def softmax_ref(x):
+        return torch.softmax(x.float(), -1).to(x.dtype)
+    for case, kernel, h, dt in [("long softmax 50257", "softmax_50257_rowwise_0", 50257, BF16),
+                                ("long softmax 256000", "softmax_256000_rowwise_0", 256000, BF16),
+                                ("long softmax 262147", "softmax_262147_rowwise_0", 262147,
+                                 torch.float32)]:
+        if kernel not in ours.kernels or not want(case):
+            continue
+        xl = torch.randn(ML, h, dtype=dt, device="cuda")
+        impls = peers(softmax_ref)
+        impls["liger (ours)"] = preallocated(ours[kernel], (ML, h), dtype=dt)
+        run(case, impls, (xl,), softmax_ref, 2 * xl.numel() * xl.element_size())
+        del xl
+    if "rms_norm_256000_rowwise_0" in ours.kernels and want("long rms_norm 256000"):
+        xl = torch.randn(ML, 256000, dtype=BF16, device="cuda")
+        wl = torch.randn(256000, dtype=BF16, device="cuda")
+        impls = peers(rms_ref)
+        impls["liger (ours)"] = preallocated(ours["rms_norm_256000_rowwise_0"], (ML, 256000))
+        run("long rms_norm 256000", impls, (xl, wl), rms_ref, 2 * xl.numel() * 2 + 256000 * 2)
+        del xl, wl
 
     # Launch overhead: host time per call of a tiny kernel (1 row) through
     # liger.runtime, beside torch.add on tiny tensors.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Compiles the kernels of the GPU suite (test/Integration/gpu/kernels.py)
-# with liger-compile into gpu-bundles/h<hidden>_<dtype>/, for sm_90a, and
-# copies the nlohmann/json headers the runtime reads manifests with into
+# with liger-compile into gpu-bundles/h<hidden>_<dtype>/ (every row length
+# and dtype of kernels.rowwise_bundles()), for sm_90a, and copies the
+# nlohmann/json headers the runtime reads manifests with into
 # gpu-bundles/include/ (the GPU machine may not have them). Run it here (it
 # needs the compiler); carry gpu-bundles/ to the GPU machine and run
 # scripts/gpu-check.sh there.
@@ -22,9 +23,8 @@ cp -r "$json/nlohmann" "$OUT/include/"
 import sys
 sys.path.insert(0, "test/Integration/gpu")
 import kernels
-for h in kernels.HIDDENS:
-    for dt in kernels.DTYPES:
-        open("%s/h%d_%s.mlir" % (sys.argv[1], h, dt), "w").write(kernels.module_text(h, dt))
+for h, dt in kernels.rowwise_bundles():
+    open("%s/h%d_%s.mlir" % (sys.argv[1], h, dt), "w").write(kernels.module_text(h, dt))
 for dt in kernels.DTYPES:
     open("%s/rope_%s.mlir" % (sys.argv[1], dt), "w").write(kernels.rope_module_text(dt))
 PY
@@ -57,9 +57,10 @@ open(sys.argv[1], "w").write(kernels.loss_plan_module_text())
 PY
 "$BUILD/bin/liger-compile" "$OUT/src/loss_plan.mlir" -o "$OUT/loss_plan" --target=sm_90a \
   --matmul-kernels --loss-memory-budget="$("$PYTHON" -c 'import sys; sys.path.insert(0, "test/Integration/gpu"); import kernels; print(kernels.LOSS_PLAN_BUDGET)')" >/dev/null
-# One bundle for another architecture: the runtime must refuse it on the
+# Bundles for other architectures: the runtime must refuse them on the
 # H200 with a clear message.
 "$BUILD/bin/liger-compile" "$OUT/src/h1000_f32.mlir" -o "$OUT/sm80_h1000_f32" --target=sm_80 >/dev/null
+"$BUILD/bin/liger-compile" "$OUT/src/h1000_f32.mlir" -o "$OUT/sm86_h1000_f32" --target=sm_86 >/dev/null
 # The liger.ops configurations of test_ops_autograd.py and of the patched tiny
 # models of test_transformers_parity.py, by key (LIGER_OPS_BUNDLES).
 PYTHONPATH="$ROOT/python:$ROOT/test/Integration/gpu${PYTHONPATH:+:$PYTHONPATH}" \
@@ -73,4 +74,4 @@ ops.precompile(sys.argv[1], [case[0] for case in kernels.ops_cases().values()] +
                [case[0] for case in kernels.ops_flce_cases().values()] +
                models.specs())
 PY
-echo "build-gpu-bundles: $(ls -d "$OUT"/h* "$OUT"/rope* "$OUT"/sm80* "$OUT"/matmul | wc -l) bundles and $(ls "$OUT/ops" | wc -l) liger.ops bundles in $OUT"
+echo "build-gpu-bundles: $(ls -d "$OUT"/h* "$OUT"/rope* "$OUT"/sm8* "$OUT"/matmul | wc -l) bundles and $(ls "$OUT/ops" | wc -l) liger.ops bundles in $OUT"

@@ -17,7 +17,6 @@
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
@@ -76,17 +75,4 @@ void mlir::liger::buildCPUPipeline(OpPassManager &pm,
   buildCPUReferenceStage(pm, opts);
   buildCPUBufferizeStage(pm, opts);
   buildCPUToLLVMStage(pm, opts);
-}
-
-void mlir::liger::registerLigerPipelines() {
-  PassPipelineRegistration<FusePipelineOptions>(
-      "liger-fuse",
-      "Run every fusion pass: group chains of liger ops into liger.fusion "
-      "kernels",
-      buildFusePipeline);
-  PassPipelineRegistration<CPUPipelineOptions>(
-      "liger-cpu-pipeline",
-      "Lower liger ops to the LLVM dialect for the CPU (reference lowering, "
-      "bufferization, loops, LLVM)",
-      buildCPUPipeline);
 }

@@ -1,50 +1,63 @@
 //===- Bundle.cpp - load kernel bundles and launch their kernels ----------===//
 
 #include "liger/Runtime/Bundle.h"
+#include "liger/Runtime/Cubin.h"
+#include "liger/Runtime/Sha256.h"
 #include "liger/Runtime/TensorMap.h"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
+#include "BundleFiles.h"
+
+#include <tuple>
 
 using namespace liger::runtime;
-
-namespace {
-Status readFile(const std::string &path, std::string *out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return LIGER_MAKE_STATUS(StatusCode::kNotFound, "cannot read " + path +
-                                                        ": " +
-                                                        std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  *out = ss.str();
-  return Status::ok();
-}
-} // namespace
 
 Bundle::~Bundle() = default;
 
 Status Bundle::open(const std::string &dir, std::unique_ptr<Bundle> *out) {
+  return catchExceptions(
+      [&] { return read(dir, out); },
+      [&](const char *why) { return exceptionStatus(dir.c_str(), why); });
+}
+
+Status Bundle::read(const std::string &dir, std::unique_ptr<Bundle> *out) {
   std::unique_ptr<Bundle> bundle(new Bundle());
   bundle->dir_ = dir;
+  BundleDirectory files;
+  LIGER_RETURN_IF_ERROR(files.open(dir));
   std::string text;
-  LIGER_RETURN_IF_ERROR(readFile(dir + "/manifest.json", &text));
+  LIGER_RETURN_IF_ERROR(
+      files.read("manifest.json", "manifest", kMaxManifestBytes, &text));
   LIGER_RETURN_IF_ERROR(
       parseManifest(text, dir + "/manifest.json", &bundle->manifest_));
   const Manifest &manifest = bundle->manifest_;
+  // Each kernel's and its finishing kernel's, in kernel order.
+  std::vector<std::pair<uint64_t, uint64_t>> staticShared;
   for (const ModuleSpec &module : manifest.modules) {
     std::string bytes;
-    LIGER_RETURN_IF_ERROR(readFile(dir + "/" + module.cubinFile, &bytes));
-    // A cubin is an ELF file.
-    if (bytes.size() < 64 || bytes.compare(0, 4,
-                                           "\x7f"
-                                           "ELF") != 0)
-      return LIGER_MAKE_STATUS(StatusCode::kInvalidArgument,
-                               dir + "/" + module.cubinFile +
-                                   " is not a cubin (no ELF header); the "
-                                   "bundle is truncated or corrupt");
+    LIGER_RETURN_IF_ERROR(
+        files.read(module.cubinFile, "cubin", kMaxCubinBytes, &bytes));
+    // The cubin the manifest was written with, before the driver sees it.
+    std::string digest = sha256Hex(bytes.data(), bytes.size());
+    if (digest != module.cubinSha256)
+      return LIGER_MAKE_STATUS(
+          StatusCode::kInvalidArgument,
+          dir + "/" + module.cubinFile +
+              " is not the cubin the manifest names: its SHA-256 is " + digest +
+              " (" + std::to_string(bytes.size()) +
+              " bytes), the manifest's cubin_sha256 is " + module.cubinSha256 +
+              "; the bundle is truncated, damaged or mixed with another "
+              "build (rebuild it with liger-compile)");
+    // A well-formed cubin that has the kernels the manifest says.
+    Cubin cubin;
+    std::string origin = dir + "/" + module.cubinFile;
+    LIGER_RETURN_IF_ERROR(
+        readCubin(bytes.data(), bytes.size(), origin, &cubin));
+    LIGER_RETURN_IF_ERROR(checkCubin(module, cubin, origin));
+    for (const KernelSpec &k : module.kernels)
+      staticShared.push_back({cubin.find(k.name)->staticSharedBytes,
+                              k.hasWorkspaces()
+                                  ? cubin.find(k.finish.name)->staticSharedBytes
+                                  : 0});
     bundle->cubins_.emplace_back(bytes.begin(), bytes.end());
     bundle->numKernels_ += module.kernels.size();
   }
@@ -56,6 +69,9 @@ Status Bundle::open(const std::string &dir, std::unique_ptr<Bundle> *out) {
       KernelEntry &entry = bundle->entries_[index];
       entry.spec = &kernel;
       entry.module = m;
+      entry.staticSharedBytes = static_cast<int64_t>(staticShared[index].first);
+      entry.finishStaticSharedBytes =
+          static_cast<int64_t>(staticShared[index].second);
       for (const KernelParam &p : kernel.params)
         entry.words += descriptorWords(p);
       bundle->byName_.emplace(kernel.name, static_cast<int>(index++));
@@ -79,6 +95,12 @@ const KernelSpec *Bundle::findKernel(std::string_view name) const {
 //===----------------------------------------------------------------------===//
 
 Status Bundle::checkDevice(int device) {
+  return catchExceptions(
+      [&] { return compareDevice(device); },
+      [&](const char *why) { return exceptionStatus(dir_.c_str(), why); });
+}
+
+Status Bundle::compareDevice(int device) {
   if (device >= 0 && device < kCachedDevices &&
       deviceChecked_[device].load(std::memory_order_acquire))
     return Status::ok();
@@ -101,6 +123,7 @@ Status Bundle::checkDevice(int device) {
                                  "; rebuild the bundle for this GPU "
                                  "(liger-compile --target)");
   };
+  size_t index = 0; // of the kernel, over all modules
   for (const ModuleSpec &module : manifest_.modules) {
     Arch arch;
     (void)parseArch(module.arch, &arch); // verified at open
@@ -115,14 +138,19 @@ Status Bundle::checkDevice(int device) {
                              : " to " + std::to_string(arch.major) + ".x") +
           ")");
     for (const KernelSpec &k : module.kernels) {
-      for (const auto &[name, bytes] :
-           {std::make_pair(k.name, k.dynamicSharedMemoryBytes),
-            std::make_pair(k.finish.name, k.finish.dynamicSharedMemoryBytes)})
-        if (!name.empty() && bytes > sharedMemory)
-          return refuse("kernel '" + name + "' needs " + std::to_string(bytes) +
-                        " bytes of dynamic shared memory, but " + where +
-                        " allows at most " + std::to_string(sharedMemory) +
-                        " per block");
+      const KernelEntry &entry = entries_[index++];
+      // The manifest's dynamic shared memory and the cubin's static.
+      for (const auto &[name, dynamic, fixed] :
+           {std::make_tuple(k.name, k.dynamicSharedMemoryBytes,
+                            entry.staticSharedBytes),
+            std::make_tuple(k.finish.name, k.finish.dynamicSharedMemoryBytes,
+                            entry.finishStaticSharedBytes)})
+        if (!name.empty() && dynamic + fixed > sharedMemory)
+          return refuse(
+              "kernel '" + name + "' needs " + std::to_string(dynamic + fixed) +
+              " bytes of shared memory per block (" + std::to_string(dynamic) +
+              " dynamic and " + std::to_string(fixed) + " static), but " +
+              where + " allows at most " + std::to_string(sharedMemory));
     }
   }
   if (device >= 0 && device < kCachedDevices) {
@@ -270,9 +298,11 @@ Status Bundle::loadFunctions(size_t kernel, const CudaDriver &driver,
     const std::string &name = i ? spec.finish.name : spec.name;
     int64_t bytes = i ? spec.finish.dynamicSharedMemoryBytes
                       : spec.dynamicSharedMemoryBytes;
+    int64_t fixed = i ? entry.finishStaticSharedBytes : entry.staticSharedBytes;
     LIGER_CUDA_RETURN_IF_ERROR(
         driver, cuModuleGetFunction(&functions[i], it->second, name.c_str()));
-    if (bytes > 48 * 1024)
+    // Past 48 KiB in all, a block's dynamic shared memory must be opted in.
+    if (bytes + fixed > 48 * 1024)
       LIGER_CUDA_RETURN_IF_ERROR(
           driver,
           cuFuncSetAttribute(functions[i], kFuncAttrMaxDynamicSharedMemory,
@@ -313,6 +343,13 @@ int64_t gridSize(const GridDim &dim, const LaunchDims &dims) {
 
 Status Bundle::launch(size_t index, const TensorArg *args, size_t numArgs,
                       CUstream stream, int device) {
+  return catchExceptions(
+      [&] { return launchChecked(index, args, numArgs, stream, device); },
+      [&](const char *why) { return exceptionStatus(dir_.c_str(), why); });
+}
+
+Status Bundle::launchChecked(size_t index, const TensorArg *args,
+                             size_t numArgs, CUstream stream, int device) {
   if (index >= numKernels_)
     return LIGER_MAKE_STATUS(StatusCode::kNotFound,
                              dir_ + " has no kernel #" + std::to_string(index) +
@@ -408,9 +445,13 @@ Status Bundle::launch(std::string_view name, const std::vector<TensorArg> &args,
                       CUstream stream, int device) {
   int index = kernelIndex(name);
   if (index < 0)
-    return LIGER_MAKE_STATUS(StatusCode::kNotFound, dir_ + " has no kernel '" +
-                                                        std::string(name) +
-                                                        "'");
+    return catchExceptions(
+        [&] {
+          return LIGER_MAKE_STATUS(StatusCode::kNotFound,
+                                   dir_ + " has no kernel '" +
+                                       std::string(name) + "'");
+        },
+        [&](const char *why) { return exceptionStatus(dir_.c_str(), why); });
   return launch(static_cast<size_t>(index), args.data(), args.size(), stream,
                 device);
 }

@@ -176,7 +176,8 @@ bool Shape::push_back(int64_t size) {
 int64_t Shape::elements() const {
   int64_t n = 1;
   for (int64_t d : *this)
-    n *= d;
+    if (__builtin_mul_overflow(n, d, &n))
+      return INT64_MAX; // a caller's sizes: more than any launch takes
   return n;
 }
 
@@ -574,9 +575,10 @@ public:
   }
 
   Status block(const std::string &path, const int64_t (&b)[3]) const {
-    bool ok = b[0] * b[1] * b[2] <= 1024;
+    bool ok = true;
     for (int64_t v : b)
       ok &= v >= 1 && v <= 1024;
+    ok = ok && b[0] * b[1] * b[2] <= 1024; // each in range: no overflow
     if (!ok)
       return error(path, "block sizes must be in [1, 1024] with a product of "
                          "at most 1024, got [" +
@@ -611,17 +613,20 @@ Status Verifier::param(const std::string &path, const KernelParam &p) const {
   if (p.kind == ParamKind::Tables && !p.isInput())
     return error(path, "a 'tables' parameter is an input");
   std::string kind = std::string("a ") + kindName(p.kind) + " parameter";
+  // Static sizes below 2^31: the products a launch forms from them (its
+  // memref strides, with at most 2^31 - 1 rows) stay within 64 bits.
+  auto inRange = [](int64_t size) { return size >= 1 && size <= 0x7fffffff; };
   bool hasLength = hasTok(p.kind, Tok::Length);
-  if (hasLength && p.length < 1)
-    return error(path, kind + " needs a positive static length, got " +
+  if (hasLength && !inRange(p.length))
+    return error(path, kind + " needs a static length in [1, 2^31), got " +
                            std::to_string(p.length));
   if (!hasLength && p.length != 0)
     return error(path, kind + " has no static length, got " +
                            std::to_string(p.length));
-  if (hasTok(p.kind, Tok::Outer) && p.outer < 1)
-    return error(path, kind + " needs a positive static " +
+  if (hasTok(p.kind, Tok::Outer) && !inRange(p.outer))
+    return error(path, kind + " needs a static " +
                            (p.kind == ParamKind::Matrix ? "N" : "head count") +
-                           ", got " + std::to_string(p.outer));
+                           " in [1, 2^31), got " + std::to_string(p.outer));
   if (p.kind == ParamKind::Tables && p.outer != 0 && p.outer != 1)
     return error(path, "a tables parameter's batch is 1 (broadcast) or "
                        "'table_batch', got " +
@@ -792,6 +797,12 @@ Status liger::runtime::verifyManifest(const Manifest &manifest,
                                 "' is not a GPU arch (sm_<major><minor>, "
                                 "optionally with 'a': sm_80, sm_90a)");
     LIGER_RETURN_IF_ERROR(v.file(mpath, "cubin", module.cubinFile));
+    if (module.cubinSha256.size() != 64 ||
+        module.cubinSha256.find_first_not_of("0123456789abcdef") !=
+            std::string::npos)
+      return v.error(mpath, "cubin_sha256 must be the cubin's SHA-256 as 64 "
+                            "lowercase hexadecimal digits, got '" +
+                                module.cubinSha256 + "'");
     LIGER_RETURN_IF_ERROR(v.file(mpath, "ptx", module.ptxFile));
     for (size_t k = 0; k < module.kernels.size(); ++k) {
       const KernelSpec &kernel = module.kernels[k];

@@ -47,6 +47,13 @@ int64_t liger::runtime::workspaceCtas(const KernelSpec &kernel, int64_t rows,
 }
 
 namespace {
+/// a * b of a caller's sizes, INT64_MAX where it would overflow: more rows
+/// than a launch takes (checkArgs says so).
+int64_t product(int64_t a, int64_t b) {
+  int64_t p;
+  return __builtin_mul_overflow(a, b, &p) ? INT64_MAX : p;
+}
+
 /// What the tensors given for the first parameters of a kernel bind.
 struct Bindings {
   int64_t rows = -1;            ///< the common row count
@@ -110,7 +117,7 @@ Status Checker::bindShapes(const Shape *const *shapes, size_t n,
                        " elements in its last dimension, got shape " +
                        shapeString(s));
       for (size_t d = 0; d + 1 < s.size(); ++d)
-        leading *= s[d];
+        leading = product(leading, s[d]);
       if (!b->first)
         b->first = &s;
       break;
@@ -162,11 +169,11 @@ Status Checker::bindShapes(const Shape *const *shapes, size_t n,
     b->batch = (*b->first)[0];
     b->seq = (*b->first)[1];
   }
-  if (b->fromHeads && b->rows >= 0 && b->rows != b->batch * b->seq)
+  if (b->fromHeads && b->rows >= 0 && b->rows != product(b->batch, b->seq))
     return invalid("has " + std::to_string(b->rows) +
                    " rows, but its [batch, heads, seq, D] tensors have batch "
                    "x seq = " +
-                   std::to_string(b->batch * b->seq));
+                   std::to_string(product(b->batch, b->seq)));
   for (size_t i = 0; anyTables && i < n; ++i) {
     const KernelParam &p = kernel.params[i];
     const Shape &s = *shapes[i];
@@ -190,7 +197,7 @@ Status Checker::bindShapes(const Shape *const *shapes, size_t n,
                      shapeString(s));
   }
   if (b->fromHeads)
-    b->rows = b->batch * b->seq; // one CTA per token
+    b->rows = product(b->batch, b->seq); // one CTA per token
   return Status::ok();
 }
 

@@ -1,21 +1,24 @@
 //===- ManifestJson.cpp - the kernel ABI as manifest.json -----------------===//
 //
-// The JSON form of the kernel ABI (docs/Design/Kernel-ABI.md), through
-// nlohmann/json: parseManifest reads it strictly (malformed JSON, a
-// duplicate or unknown key, a missing field, a field of the wrong type or
-// an unknown enumerator are errors naming the field) and writeManifest
-// writes what it reads. Both end in verifyManifest. No other file of the
-// project includes the JSON library: exceptions it throws stop here.
+// The JSON form of the kernel ABI (docs/Design/Kernel-ABI.md):
+// parseManifest reads it strictly into a bounded JsonDocument (malformed
+// JSON, nesting deeper than kMaxManifestDepth, more than kMaxManifestValues
+// values, a duplicate or unknown key, a missing field, a field of the wrong
+// type or an unknown enumerator are errors naming the field) and
+// writeManifest writes what it reads, through nlohmann/json. Both end in
+// verifyManifest. No other file of the project but JsonDocument.cpp
+// includes the JSON library: exceptions it throws stop here.
 //
 //===----------------------------------------------------------------------===//
 
 #include "liger/Runtime/KernelAbi.h"
 
+#include "JsonDocument.h"
 #include "ManifestError.h"
 
 #include <nlohmann/json.hpp>
 
-#include <limits>
+#include <algorithm>
 #include <memory>
 #include <set>
 
@@ -27,120 +30,36 @@ namespace {
 // Reading
 //===----------------------------------------------------------------------===//
 
-/// Finds the first duplicate key while nlohmann parses (it keeps the last
-/// value of a duplicate key; a manifest must not have any), with the path
-/// of the object that repeats it.
-class DuplicateKeys {
-public:
-  bool operator()(int, json::parse_event_t event, json &parsed) {
-    using E = json::parse_event_t;
-    if ((event == E::value || event == E::object_start ||
-         event == E::array_start) &&
-        !frames_.empty() && frames_.back().isArray)
-      ++frames_.back().index;
-    switch (event) {
-    case E::object_start:
-    case E::array_start:
-      frames_.push_back({event == E::array_start, 0, "", {}});
-      break;
-    case E::object_end:
-    case E::array_end:
-      frames_.pop_back();
-      break;
-    case E::key: {
-      Frame &f = frames_.back();
-      f.key = parsed.get<std::string>();
-      if (!f.keys.insert(f.key).second && duplicate_.empty()) {
-        duplicate_ = f.key;
-        path_ = currentPath();
-      }
-      break;
-    }
-    case E::value:
-      break;
-    }
-    return true;
-  }
-
-  /// The first duplicate key, or empty.
-  const std::string &key() const { return duplicate_; }
-  const std::string &path() const { return path_; }
-
-private:
-  struct Frame {
-    bool isArray;
-    int64_t index; // arrays: the element being read, from 1
-    std::string key;
-    std::set<std::string> keys;
-  };
-
-  /// "modules[0].kernels[1]": the object at the top of the stack.
-  std::string currentPath() const {
-    std::string path;
-    for (size_t i = 0; i + 1 < frames_.size(); ++i) {
-      if (frames_[i].isArray)
-        path += "[" + std::to_string(frames_[i].index - 1) + "]";
-      else
-        path += (path.empty() ? "" : ".") + frames_[i].key;
-    }
-    return path.empty() ? "manifest" : path;
-  }
-
-  std::vector<Frame> frames_;
-  std::string duplicate_, path_;
-};
-
-/// A JSON integer that fits int64_t (nlohmann keeps non-negative ones
-/// unsigned).
-bool asInt64(const json &v, int64_t *out) {
-  if (v.is_number_unsigned()) {
-    if (v.get<uint64_t>() >
-        static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-      return false;
-    *out = static_cast<int64_t>(v.get<uint64_t>());
-    return true;
-  }
-  if (!v.is_number_integer())
-    return false;
-  *out = v.get<int64_t>();
-  return true;
-}
-
-/// The JSON type of `v`, for messages: "a string", "the number 3.5", ...
-std::string describe(const json &v) {
-  std::string text = v.dump();
-  if (text.size() > 40)
-    text = text.substr(0, 37) + "...";
-  return text;
-}
-
 class Reader;
 
 /// The fields of one JSON object at `path`; finish() rejects the keys no
 /// getter asked for.
 class Fields {
 public:
-  Fields(const Reader &reader, const json &object, std::string path)
+  Fields(const Reader &reader, JsonValue object, std::string path)
       : reader(reader), members(object), path(std::move(path)) {}
 
   const std::string &where() const { return path; }
-  bool has(const char *key) const { return members.contains(key); }
+  bool has(const char *key) const {
+    JsonValue ignored;
+    return members.find(key, &ignored);
+  }
 
   Status string(const char *key, std::string *out);
   Status integer(const char *key, int64_t *out);
   Status boolean(const char *key, bool *out);
   /// A JSON array (or object) member.
-  Status array(const char *key, const json **out);
-  Status object(const char *key, const json **out);
+  Status array(const char *key, JsonValue *out);
+  Status object(const char *key, JsonValue *out);
   /// [a, b, c] of integers.
   Status triple(const char *key, int64_t (&out)[3]);
   Status finish() const;
 
 private:
-  Status get(const char *key, const char *type, const json **out);
+  Status get(const char *key, const char *type, JsonValue *out);
 
   const Reader &reader;
-  const json &members;
+  JsonValue members;
   std::string path;
   std::set<std::string> used;
 };
@@ -154,105 +73,99 @@ public:
   }
 
   /// The fields of `v` at `path`, or an error when it is not an object.
-  Status fields(const json &v, const std::string &path,
+  Status fields(JsonValue v, const std::string &path,
                 std::unique_ptr<Fields> *out) const {
-    if (!v.is_object())
-      return error(path, "expected an object, got " + describe(v));
+    if (!v.isObject())
+      return error(path, "expected an object, got " + v.describe());
     *out = std::make_unique<Fields>(*this, v, path);
     return Status::ok();
   }
 
-  Status module(const json &v, const std::string &path,
-                ModuleSpec *module) const;
-  Status kernel(const json &v, const std::string &path,
-                KernelSpec *kernel) const;
-  Status param(const json &v, const std::string &path,
-               KernelParam *param) const;
-  Status tensorMap(const json &v, const std::string &path,
+  Status module(JsonValue v, const std::string &path, ModuleSpec *module) const;
+  Status kernel(JsonValue v, const std::string &path, KernelSpec *kernel) const;
+  Status param(JsonValue v, const std::string &path, KernelParam *param) const;
+  Status tensorMap(JsonValue v, const std::string &path,
                    const KernelSpec &kernel, KernelTensorMap *map) const;
-  Status finish(const json &v, const std::string &path,
-                FinishSpec *finish) const;
-  Status grid(const json &v, const std::string &path, GridDim (&grid)[3]) const;
-  Status plan(const json &v, const std::string &path, LossPlan *plan) const;
+  Status finish(JsonValue v, const std::string &path, FinishSpec *finish) const;
+  Status grid(JsonValue v, const std::string &path, GridDim (&grid)[3]) const;
+  Status plan(JsonValue v, const std::string &path, LossPlan *plan) const;
 
   std::string origin;
 };
 
-Status Fields::get(const char *key, const char *type, const json **out) {
+Status Fields::get(const char *key, const char *type, JsonValue *out) {
   used.insert(key);
-  auto it = members.find(key);
-  if (it == members.end())
+  if (!members.find(key, out))
     return reader.error(path,
                         "missing '" + std::string(key) + "' (" + type + ")");
-  *out = &*it;
   return Status::ok();
 }
 
 Status Fields::string(const char *key, std::string *out) {
-  const json *v = nullptr;
+  JsonValue v;
   LIGER_RETURN_IF_ERROR(get(key, "a string", &v));
-  if (!v->is_string())
+  if (!v.isString())
     return reader.error(path, "'" + std::string(key) +
-                                  "' must be a string, got " + describe(*v));
-  *out = v->get<std::string>();
+                                  "' must be a string, got " + v.describe());
+  *out = v.string();
   return Status::ok();
 }
 
 Status Fields::integer(const char *key, int64_t *out) {
-  const json *v = nullptr;
+  JsonValue v;
   LIGER_RETURN_IF_ERROR(get(key, "an integer", &v));
-  if (!asInt64(*v, out))
+  if (!v.asInt64(out))
     return reader.error(path, "'" + std::string(key) +
                                   "' must be a 64-bit integer, got " +
-                                  describe(*v));
+                                  v.describe());
   return Status::ok();
 }
 
 Status Fields::boolean(const char *key, bool *out) {
-  const json *v = nullptr;
+  JsonValue v;
   LIGER_RETURN_IF_ERROR(get(key, "a boolean", &v));
-  if (!v->is_boolean())
+  if (!v.isBoolean())
     return reader.error(path, "'" + std::string(key) +
                                   "' must be true or false, got " +
-                                  describe(*v));
-  *out = v->get<bool>();
+                                  v.describe());
+  *out = v.boolean();
   return Status::ok();
 }
 
-Status Fields::array(const char *key, const json **out) {
+Status Fields::array(const char *key, JsonValue *out) {
   LIGER_RETURN_IF_ERROR(get(key, "an array", out));
-  if (!(*out)->is_array())
+  if (!out->isArray())
     return reader.error(path, "'" + std::string(key) +
-                                  "' must be an array, got " + describe(**out));
+                                  "' must be an array, got " + out->describe());
   return Status::ok();
 }
 
-Status Fields::object(const char *key, const json **out) {
+Status Fields::object(const char *key, JsonValue *out) {
   LIGER_RETURN_IF_ERROR(get(key, "an object", out));
-  if (!(*out)->is_object())
+  if (!out->isObject())
     return reader.error(path, "'" + std::string(key) +
                                   "' must be an object, got " +
-                                  describe(**out));
+                                  out->describe());
   return Status::ok();
 }
 
 Status Fields::triple(const char *key, int64_t (&out)[3]) {
-  const json *v = nullptr;
+  JsonValue v;
   LIGER_RETURN_IF_ERROR(array(key, &v));
-  bool ok = v->size() == 3;
+  bool ok = v.size() == 3;
   for (size_t i = 0; ok && i < 3; ++i)
-    ok = asInt64((*v)[i], &out[i]);
+    ok = v[i].asInt64(&out[i]);
   if (!ok)
     return reader.error(path, "'" + std::string(key) +
                                   "' must be three integers, got " +
-                                  describe(*v));
+                                  v.describe());
   return Status::ok();
 }
 
 Status Fields::finish() const {
-  for (auto it = members.begin(); it != members.end(); ++it)
-    if (!used.count(it.key()))
-      return reader.error(path, "unknown key '" + it.key() + "'");
+  for (size_t i = 0; i < members.size(); ++i)
+    if (!used.count(members.key(i)))
+      return reader.error(path, "unknown key '" + members.key(i) + "'");
   return Status::ok();
 }
 
@@ -269,27 +182,27 @@ Status enumField(Fields &f, const Reader &r, const char *key,
   return Status::ok();
 }
 
-Status Reader::grid(const json &v, const std::string &path,
+Status Reader::grid(JsonValue v, const std::string &path,
                     GridDim (&grid)[3]) const {
-  if (!v.is_array() || v.size() != 3)
-    return error(path, "grid must have 3 entries, got " + describe(v));
+  if (!v.isArray() || v.size() != 3)
+    return error(path, "grid must have 3 entries, got " + v.describe());
   for (size_t i = 0; i < 3; ++i) {
-    const json &g = v[i];
-    if (asInt64(g, &grid[i].value)) {
+    JsonValue g = v[i];
+    if (g.asInt64(&grid[i].value)) {
       grid[i].kind = GridDim::Const;
       continue;
     }
     GridDim dim;
-    if (!g.is_string() || !parseGridDim(g.get<std::string>(), &dim) ||
+    if (!g.isString() || !parseGridDim(g.string(), &dim) ||
         dim.kind == GridDim::Const)
-      return error(path, "unknown grid size " + describe(g) +
+      return error(path, "unknown grid size " + g.describe() +
                              " (an integer, rows, tokens, ctas or rows/N)");
     grid[i] = dim;
   }
   return Status::ok();
 }
 
-Status Reader::param(const json &v, const std::string &path,
+Status Reader::param(JsonValue v, const std::string &path,
                      KernelParam *param) const {
   std::unique_ptr<Fields> f;
   LIGER_RETURN_IF_ERROR(fields(v, path, &f));
@@ -300,21 +213,22 @@ Status Reader::param(const json &v, const std::string &path,
       enumField(*f, *this, "kind", parseKind, "kind", &param->kind));
   LIGER_RETURN_IF_ERROR(
       enumField(*f, *this, "dtype", parseDType, "dtype", &param->dtype));
-  const json *shape = nullptr;
+  JsonValue shape;
   LIGER_RETURN_IF_ERROR(f->array("shape", &shape));
   std::vector<ShapeEntry> entries;
-  bool wellFormed = true;
-  for (const json &e : *shape) {
+  bool wellFormed = shape.size() <= kMaxRank;
+  for (size_t i = 0; wellFormed && i < shape.size(); ++i) {
     static const char *const kSymbols[] = {"rows", "ctas", "batch", "seq",
                                            "table_batch"};
+    JsonValue e = shape[i];
     int64_t size = 0;
-    if (asInt64(e, &size)) {
+    if (e.asInt64(&size)) {
       entries.push_back({size, nullptr});
       continue;
     }
     const char *symbol = nullptr;
     for (const char *s : kSymbols)
-      if (e.is_string() && e.get<std::string>() == s)
+      if (e.isString() && e.string() == s)
         symbol = s;
     wellFormed &= symbol != nullptr;
     entries.push_back({0, symbol});
@@ -323,17 +237,17 @@ Status Reader::param(const json &v, const std::string &path,
       !paramSizesFromShape(param->kind, entries, &param->length, &param->outer))
     return error(path, "the shape of a " + std::string(kindName(param->kind)) +
                            " parameter is " + shapePattern(param->kind) +
-                           ", got " + describe(*shape));
+                           ", got " + shape.describe());
   return f->finish();
 }
 
-Status Reader::tensorMap(const json &v, const std::string &path,
+Status Reader::tensorMap(JsonValue v, const std::string &path,
                          const KernelSpec &kernel, KernelTensorMap *map) const {
   std::unique_ptr<Fields> f;
   LIGER_RETURN_IF_ERROR(fields(v, path, &f));
   std::string param, oob;
   int64_t swizzle = 0;
-  const json *box = nullptr;
+  JsonValue box;
   LIGER_RETURN_IF_ERROR(f->string("param", &param));
   LIGER_RETURN_IF_ERROR(f->array("box", &box));
   LIGER_RETURN_IF_ERROR(f->integer("swizzle", &swizzle));
@@ -344,9 +258,9 @@ Status Reader::tensorMap(const json &v, const std::string &path,
     return error(path,
                  "param '" + param + "' is not a parameter of the kernel");
   map->param = static_cast<size_t>(it - kernel.params.begin());
-  if (box->size() != 2 || !asInt64((*box)[0], &map->boxRows) ||
-      !asInt64((*box)[1], &map->boxCols))
-    return error(path, "box must be [rows, cols], got " + describe(*box));
+  if (box.size() != 2 || !box[0].asInt64(&map->boxRows) ||
+      !box[1].asInt64(&map->boxCols))
+    return error(path, "box must be [rows, cols], got " + box.describe());
   if (!parseSwizzleBytes(swizzle, &map->swizzle))
     return error(path, "swizzle " + std::to_string(swizzle) +
                            " is not supported (32, 64 or 128)");
@@ -356,7 +270,7 @@ Status Reader::tensorMap(const json &v, const std::string &path,
   return f->finish();
 }
 
-Status Reader::finish(const json &v, const std::string &path,
+Status Reader::finish(JsonValue v, const std::string &path,
                       FinishSpec *finish) const {
   std::unique_ptr<Fields> f;
   LIGER_RETURN_IF_ERROR(fields(v, path, &f));
@@ -375,7 +289,7 @@ Status Reader::finish(const json &v, const std::string &path,
   return f->finish();
 }
 
-Status Reader::kernel(const json &v, const std::string &path,
+Status Reader::kernel(JsonValue v, const std::string &path,
                       KernelSpec *kernel) const {
   std::unique_ptr<Fields> f;
   LIGER_RETURN_IF_ERROR(fields(v, path, &f));
@@ -388,34 +302,34 @@ Status Reader::kernel(const json &v, const std::string &path,
   LIGER_RETURN_IF_ERROR(f->string("abi", &abi));
   if (abi != "memref-descriptor")
     return error(path, "unknown abi '" + abi + "'");
-  const json *list = nullptr;
+  JsonValue list;
   LIGER_RETURN_IF_ERROR(f->array("grid", &list));
-  LIGER_RETURN_IF_ERROR(grid(*list, path, kernel->grid));
+  LIGER_RETURN_IF_ERROR(grid(list, path, kernel->grid));
   LIGER_RETURN_IF_ERROR(f->triple("block", kernel->block));
   LIGER_RETURN_IF_ERROR(f->integer("dynamic_shared_memory_bytes",
                                    &kernel->dynamicSharedMemoryBytes));
   LIGER_RETURN_IF_ERROR(f->integer("vector_width", &kernel->vectorWidth));
   LIGER_RETURN_IF_ERROR(f->integer("alignment_bytes", &kernel->alignmentBytes));
   LIGER_RETURN_IF_ERROR(f->array("params", &list));
-  for (size_t p = 0; p < list->size(); ++p) {
+  for (size_t p = 0; p < list.size(); ++p) {
     kernel->params.emplace_back();
-    LIGER_RETURN_IF_ERROR(param((*list)[p],
+    LIGER_RETURN_IF_ERROR(param(list[p],
                                 path + ".params[" + std::to_string(p) + "]",
                                 &kernel->params.back()));
   }
   if (f->has("tensor_maps")) {
     LIGER_RETURN_IF_ERROR(f->array("tensor_maps", &list));
-    for (size_t t = 0; t < list->size(); ++t) {
+    for (size_t t = 0; t < list.size(); ++t) {
       kernel->tensorMaps.emplace_back();
-      LIGER_RETURN_IF_ERROR(tensorMap(
-          (*list)[t], path + ".tensor_maps[" + std::to_string(t) + "]", *kernel,
-          &kernel->tensorMaps.back()));
+      LIGER_RETURN_IF_ERROR(
+          tensorMap(list[t], path + ".tensor_maps[" + std::to_string(t) + "]",
+                    *kernel, &kernel->tensorMaps.back()));
     }
   }
   if (f->has("finish")) {
-    const json *object = nullptr;
+    JsonValue object;
     LIGER_RETURN_IF_ERROR(f->object("finish", &object));
-    LIGER_RETURN_IF_ERROR(finish(*object, path + ".finish", &kernel->finish));
+    LIGER_RETURN_IF_ERROR(finish(object, path + ".finish", &kernel->finish));
     LIGER_RETURN_IF_ERROR(f->integer("ctas_per_sm", &kernel->ctasPerSm));
   } else if (f->has("ctas_per_sm")) {
     return error(path, "ctas_per_sm is for a kernel with workspaces");
@@ -423,26 +337,27 @@ Status Reader::kernel(const json &v, const std::string &path,
   return f->finish();
 }
 
-Status Reader::module(const json &v, const std::string &path,
+Status Reader::module(JsonValue v, const std::string &path,
                       ModuleSpec *module) const {
   std::unique_ptr<Fields> f;
   LIGER_RETURN_IF_ERROR(fields(v, path, &f));
   LIGER_RETURN_IF_ERROR(f->string("name", &module->name));
   LIGER_RETURN_IF_ERROR(f->string("arch", &module->arch));
   LIGER_RETURN_IF_ERROR(f->string("cubin", &module->cubinFile));
+  LIGER_RETURN_IF_ERROR(f->string("cubin_sha256", &module->cubinSha256));
   LIGER_RETURN_IF_ERROR(f->string("ptx", &module->ptxFile));
-  const json *kernels = nullptr;
+  JsonValue kernels;
   LIGER_RETURN_IF_ERROR(f->array("kernels", &kernels));
-  for (size_t k = 0; k < kernels->size(); ++k) {
+  for (size_t k = 0; k < kernels.size(); ++k) {
     module->kernels.emplace_back();
-    LIGER_RETURN_IF_ERROR(kernel((*kernels)[k],
+    LIGER_RETURN_IF_ERROR(kernel(kernels[k],
                                  path + ".kernels[" + std::to_string(k) + "]",
                                  &module->kernels.back()));
   }
   return f->finish();
 }
 
-Status Reader::plan(const json &v, const std::string &path,
+Status Reader::plan(JsonValue v, const std::string &path,
                     LossPlan *plan) const {
   std::unique_ptr<Fields> f;
   LIGER_RETURN_IF_ERROR(fields(v, path, &f));
@@ -455,14 +370,14 @@ Status Reader::plan(const json &v, const std::string &path,
   LIGER_RETURN_IF_ERROR(f->integer("ignore_index", &plan->ignoreIndex));
   LIGER_RETURN_IF_ERROR(f->boolean("class_weight", &plan->classWeight));
   LIGER_RETURN_IF_ERROR(f->boolean("dw_f32", &plan->dwF32));
-  const json *kernels = nullptr;
+  JsonValue kernels;
   LIGER_RETURN_IF_ERROR(f->object("kernels", &kernels));
   std::unique_ptr<Fields> stages;
-  LIGER_RETURN_IF_ERROR(fields(*kernels, path + ".kernels", &stages));
-  for (auto it = kernels->begin(); it != kernels->end(); ++it) {
+  LIGER_RETURN_IF_ERROR(fields(kernels, path + ".kernels", &stages));
+  for (size_t i = 0; i < kernels.size(); ++i) {
     LossStage stage;
-    if (!parseLossStage(it.key(), &stage))
-      return error(path + ".kernels", "unknown stage '" + it.key() +
+    if (!parseLossStage(kernels.key(i), &stage))
+      return error(path + ".kernels", "unknown stage '" + kernels.key(i) +
                                           "' (logits, ce, dx, dw0 or dw)");
     LIGER_RETURN_IF_ERROR(stages->string(
         lossStageName(stage), &plan->kernels[static_cast<int>(stage)]));
@@ -553,22 +468,15 @@ Status liger::runtime::parseManifest(const std::string &text,
                                      const std::string &origin,
                                      Manifest *manifest) {
   Reader r(origin);
-  json root;
-  DuplicateKeys duplicates;
-  try {
-    root = json::parse(text, std::ref(duplicates));
-  } catch (const json::parse_error &e) {
-    // "[json.exception.parse_error.101] parse error at line 1, ...".
-    std::string what = e.what();
-    size_t at = what.find("] ");
-    return LIGER_MAKE_STATUS(
-        StatusCode::kInvalidArgument,
-        origin + ": malformed JSON: " +
-            (at == std::string::npos ? what : what.substr(at + 2)));
+  JsonDocument document;
+  JsonError error;
+  if (!document.parse(text, kMaxManifestDepth, kMaxManifestValues, &error)) {
+    if (!error.path.empty())
+      return r.error(error.path, error.what);
+    return LIGER_MAKE_STATUS(StatusCode::kInvalidArgument,
+                             origin + ": malformed JSON: " + error.what);
   }
-  if (!duplicates.key().empty())
-    return r.error(duplicates.path(),
-                   "duplicate key '" + duplicates.key() + "'");
+  JsonValue root = document.root();
   std::unique_ptr<Fields> f;
   LIGER_RETURN_IF_ERROR(r.fields(root, "manifest", &f));
   // The format and version first: a bundle of another version may differ
@@ -582,20 +490,19 @@ Status liger::runtime::parseManifest(const std::string &text,
   if (manifest->version != kManifestVersion)
     return verifyManifest(*manifest, origin); // says which version it reads
   LIGER_RETURN_IF_ERROR(f->string("source", &manifest->source));
-  const json *list = nullptr;
+  JsonValue list;
   LIGER_RETURN_IF_ERROR(f->array("modules", &list));
-  for (size_t m = 0; m < list->size(); ++m) {
+  for (size_t m = 0; m < list.size(); ++m) {
     manifest->modules.emplace_back();
-    LIGER_RETURN_IF_ERROR(r.module((*list)[m],
+    LIGER_RETURN_IF_ERROR(r.module(list[m],
                                    "modules[" + std::to_string(m) + "]",
                                    &manifest->modules.back()));
   }
   if (f->has("plans")) {
     LIGER_RETURN_IF_ERROR(f->array("plans", &list));
-    for (size_t p = 0; p < list->size(); ++p) {
+    for (size_t p = 0; p < list.size(); ++p) {
       manifest->plans.emplace_back();
-      LIGER_RETURN_IF_ERROR(r.plan((*list)[p],
-                                   "plans[" + std::to_string(p) + "]",
+      LIGER_RETURN_IF_ERROR(r.plan(list[p], "plans[" + std::to_string(p) + "]",
                                    &manifest->plans.back()));
     }
   }
@@ -615,6 +522,7 @@ Status liger::runtime::writeManifest(const Manifest &manifest,
     modules.push_back({{"name", m.name},
                        {"arch", m.arch},
                        {"cubin", m.cubinFile},
+                       {"cubin_sha256", m.cubinSha256},
                        {"ptx", m.ptxFile},
                        {"kernels", std::move(kernels)}});
   }

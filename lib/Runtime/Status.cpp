@@ -44,3 +44,16 @@ std::string Status::toString() const {
   }
   return out;
 }
+
+Status liger::runtime::exceptionStatus(const char *where,
+                                       const char *why) noexcept {
+  try {
+    return Status(StatusCode::kInternal, std::string(where) + ": " + why);
+  } catch (...) {
+  }
+  try {
+    return Status(StatusCode::kInternal, "out of memory"); // short: no heap
+  } catch (...) {
+    return Status(StatusCode::kInternal, std::string());
+  }
+}

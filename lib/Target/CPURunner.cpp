@@ -24,6 +24,7 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/Support/TargetSelect.h"
 
@@ -381,9 +382,13 @@ CPUExecutable::compile(ModuleOp module, StringRef entry,
   if (failed(pm.run(*clone)))
     return fn.emitError() << "the CPU pipeline failed on '@" << entry << "'";
 
+  // The options hold a function_ref: the transformer it refers to must
+  // outlive ExecutionEngine::create (a temporary left it dangling).
+  std::function<llvm::Error(llvm::Module *)> optimize =
+      makeOptimizingTransformer(/*optLevel=*/2, /*sizeLevel=*/0,
+                                /*targetMachine=*/nullptr);
   ExecutionEngineOptions engineOptions;
-  engineOptions.transformer = makeOptimizingTransformer(
-      /*optLevel=*/2, /*sizeLevel=*/0, /*targetMachine=*/nullptr);
+  engineOptions.transformer = optimize;
   auto engine = ExecutionEngine::create(*clone, engineOptions);
   if (!engine)
     return module.emitError() << "could not JIT-compile '@" << entry
@@ -460,8 +465,11 @@ bool CPUExecutable::run(ArrayRef<HostTensor> inputs,
   }
 
   // Copy the results out (they may be strided), then free the buffers the
-  // function allocated (not our input copies, and each buffer once).
-  llvm::SmallPtrSet<void *, 8> ours, freed;
+  // function allocated (not our input copies, and each buffer once) when
+  // every result is copied: two results may share a buffer (a function that
+  // returns one value twice).
+  llvm::SmallPtrSet<void *, 8> ours;
+  llvm::SetVector<void *> allocations;
   for (std::vector<uint8_t> &buffer : buffers)
     ours.insert(buffer.data());
   size_t pos = 0;
@@ -488,9 +496,10 @@ bool CPUExecutable::run(ArrayRef<HostTensor> inputs,
                   aligned + source * elementSize, elementSize);
     }
     results.push_back(std::move(out));
-    if (allocated && !ours.contains(allocated) &&
-        freed.insert(allocated).second)
-      std::free(allocated);
+    if (allocated && !ours.contains(allocated))
+      allocations.insert(allocated);
   }
+  for (void *allocated : allocations)
+    std::free(allocated);
   return true;
 }

@@ -9,6 +9,8 @@
 
 #include "liger/Target/GpuTarget.h"
 
+#include "liger/Runtime/Sha256.h"
+
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
 #include "mlir/Conversion/NVGPUToNVVM/NVGPUToNVVM.h"
 #include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
@@ -122,12 +124,15 @@ mlir::liger::serializeGpuModules(ModuleOp module, StringRef toolkitPath) {
     GpuBinary binary;
     binary.moduleName = gm.getName().str();
     binary.chip = nvvm.getChip().str();
+    // The options keep a function_ref to the callback: it must outlive them
+    // (a lambda written in the call would be gone once they are built).
+    auto keepPtx = [&](StringRef isa) { binary.ptx = isa.str(); };
     gpu::TargetOptions options(
         *toolkit, /*librariesToLink=*/{}, /*cmdOptions=*/"",
         /*elfSection=*/"", gpu::CompilationTarget::Binary,
         /*getSymbolTableCallback=*/{}, /*initialLlvmIRCallback=*/{},
         /*linkedLlvmIRCallback=*/{}, /*optimizedLlvmIRCallback=*/{},
-        /*isaCallback=*/[&](StringRef isa) { binary.ptx = isa.str(); });
+        /*isaCallback=*/keepPtx);
     auto target = cast<gpu::TargetAttrInterface>(nvvm);
     std::optional<SmallVector<char, 0>> object =
         target.serializeToObject(gm, options);
@@ -302,6 +307,7 @@ LogicalResult mlir::liger::writeBundle(ModuleOp module,
     spec.name = binary.moduleName;
     spec.arch = binary.chip;
     spec.cubinFile = stem + ".cubin";
+    spec.cubinSha256 = rt::sha256Hex(binary.cubin.data(), binary.cubin.size());
     spec.ptxFile = stem + ".ptx";
     auto gm = module.lookupSymbol<gpu::GPUModuleOp>(binary.moduleName);
     for (Operation &op : gm.getBody()->getOperations()) {

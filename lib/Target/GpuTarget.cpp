@@ -7,8 +7,13 @@
 
 using namespace mlir::liger;
 
+// The shared memory budget is the least any GPU running the target's
+// kernels allows a block: sm_80 for compute capability 8.0 (A100, A30) and
+// 8.7 (163 KB), sm_86 for 8.6 (A10, A40, RTX 30) and 8.9 (L4, L40S, RTX 40),
+// which allow 99 KB.
 static const GpuTargetInfo kTargets[] = {
     {"sm_80", 80, false, false, 163 * 1024},
+    {"sm_86", 86, false, false, 99 * 1024},
     {"sm_90a", 90, true, true, 227 * 1024},
 };
 

@@ -12,6 +12,21 @@ using namespace liger;
 using runtime::DType;
 
 namespace {
+/// Fails with "liger: <message>". Messages are built as std::strings
+/// (std::to_string, Device::str) and handed to TORCH_CHECK whole: streaming
+/// an integer through TORCH_CHECK's ostream from this library crashed inside
+/// libstdc++'s number formatting on the GPU machine's toolchain (an
+/// ostream of one C++ runtime with the locale of another).
+[[noreturn]] void fail(const std::string &message) {
+  TORCH_CHECK(false, "liger: ", message);
+  __builtin_unreachable();
+}
+
+/// "input #2".
+std::string argName(const char *what, size_t index) {
+  return std::string(what) + " #" + std::to_string(index);
+}
+
 DType toDType(at::ScalarType type, const char *what, size_t index) {
   switch (type) {
   case at::kBFloat16:
@@ -25,8 +40,8 @@ DType toDType(at::ScalarType type, const char *what, size_t index) {
   case at::kLong:
     return DType::i64;
   default:
-    TORCH_CHECK(false, "liger: ", what, " #", index, " has dtype ", type,
-                "; liger kernels take bf16, f16, f32, i32 or i64");
+    fail(argName(what, index) + " has dtype " + c10::toString(type) +
+         "; liger kernels take bf16, f16, f32, i32 or i64");
   }
 }
 
@@ -57,13 +72,16 @@ public:
       : list_(n <= kInline ? inline_ : (heap_.resize(n), heap_.data())) {}
   void add(const runtime::KernelSpec &kernel, const at::Tensor &t,
            at::Device device, const char *what, size_t index) {
-    TORCH_CHECK(t.defined(), "liger: kernel '", kernel.name, "': ", what, " #",
-                index, " is an undefined tensor");
-    TORCH_CHECK(t.device() == device, "liger: kernel '", kernel.name,
-                "': ", what, " #", index, " is on ", t.device(),
-                ", the first input on ", device);
-    TORCH_CHECK(t.is_contiguous(), "liger: kernel '", kernel.name, "': ", what,
-                " #", index, " must be contiguous");
+    if (!t.defined())
+      fail("kernel '" + kernel.name + "': " + argName(what, index) +
+           " is an undefined tensor");
+    if (t.device() != device)
+      fail("kernel '" + kernel.name + "': " + argName(what, index) +
+           " is on " + t.device().str() + ", the first input on " +
+           device.str());
+    if (!t.is_contiguous())
+      fail("kernel '" + kernel.name + "': " + argName(what, index) +
+           " must be contiguous");
     check(runtime::makeTensorArg(
         t.data_ptr(), toDType(t.scalar_type(), what, index), t.sizes().data(),
         t.dim(), what, index, &list_[size_++]));
@@ -172,8 +190,9 @@ void liger::libtorch::launch(KernelRef kernel,
   TORCH_CHECK(!inputs.empty(), "liger: kernel '", spec.name,
               "' needs at least one input");
   at::Device device = inputs.front().device();
-  TORCH_CHECK(device.is_cuda(), "liger: kernel '", spec.name,
-              "': tensors must be on a CUDA device, got ", device);
+  if (!device.is_cuda())
+    fail("kernel '" + spec.name + "': tensors must be on a CUDA device, got " +
+         device.str());
   size_t numWorkspaces =
       spec.params.size() - spec.numInputs() - spec.numOutputs();
   TensorArgs args(inputs.size() + outputs.size() + numWorkspaces);

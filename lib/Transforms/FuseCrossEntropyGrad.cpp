@@ -48,6 +48,13 @@ struct FuseCrossEntropyGrad : OpRewritePattern<CrossEntropyGradOp> {
     if (StringRef attr = differingLossAttribute(loss, grad); !attr.empty())
       return leaveAlone(options, kPass, grad,
                         "the loss on these logits has another " + attr);
+    // One pass over the rows computes the loss and the gradient together:
+    // a gradient scaled by the loss itself waits for the whole loss.
+    if (llvm::any_of(grad->getOperands(), [&](Value v) {
+          return v.getDefiningOp() == loss.getOperation();
+        }))
+      return leaveAlone(options, kPass, grad,
+                        "the gradient reads a result of the loss");
     for (Value result : loss->getResults())
       if (result.use_empty())
         return leaveAlone(options, kPass, grad,

@@ -42,7 +42,11 @@ struct FuseGatedMLP : OpRewritePattern<ActivationOp> {
     if (gate.getInput() != up.getInput())
       return leaveAlone(options, kPass, act,
                         "gate and up project different activations");
-    FusionCandidate candidate{kPass, FusionKind::matmul, {gate, up, act}, {}};
+    // One projection read as both gate and up (silu(g) * g) is a group of
+    // that projection and the activation.
+    FusionCandidate candidate{kPass, FusionKind::matmul, {gate, act}, {}};
+    if (up != gate)
+      candidate.ops.insert(candidate.ops.begin() + 1, up);
     candidate.extraOutputs = getExtraOutputs(candidate.ops, {act.getResult()});
     return success(succeeded(tryFuse(rewriter, act, candidate, options)));
   }

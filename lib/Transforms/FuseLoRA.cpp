@@ -19,11 +19,14 @@ using namespace mlir::liger;
 namespace {
 constexpr StringLiteral kPass = "liger-fuse-lora";
 
-/// The single reader of `v` if it is one of `Ops` in `v`'s block.
+/// The single reader of `v` (which may read it more than once) if it is one
+/// of `Ops` in `v`'s block.
 template <typename... Ops> Operation *getSingleUserOfKind(Value v) {
-  if (!v.hasOneUse())
+  if (v.use_empty())
     return nullptr;
   Operation *user = *v.getUsers().begin();
+  if (llvm::any_of(v.getUsers(), [&](Operation *u) { return u != user; }))
+    return nullptr;
   if (!isa<Ops...>(user) || user->getBlock() != v.getParentBlock() ||
       isInFusionGroup(user))
     return nullptr;

@@ -71,6 +71,12 @@ struct FuseNormLinear : OpRewritePattern<RMSNormOp> {
               (*rstd.getUsers().begin())->getName().getStringRef() + "')");
     llvm::SetVector<Operation *> consumers;
     for (Operation *user : normed.getUsers()) {
+      if (isa<LinearOp, LoRALinearOp>(user) &&
+          !isProjectionReader(user, normed))
+        return leaveAlone(options, kPass, norm,
+                          "'" + user->getName().getStringRef() +
+                              "' reads the normed value as more than its "
+                              "activation");
       if (user->getBlock() != norm->getBlock() ||
           !isProjectionReader(user, normed))
         return leaveAlone(options, kPass, norm,

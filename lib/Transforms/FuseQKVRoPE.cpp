@@ -61,6 +61,13 @@ struct FuseQKVRoPE : OpRewritePattern<RoPEOp> {
                                 PatternRewriter &rewriter) const override {
     if (isInFusionGroup(rope))
       return failure();
+    // One value rotated as both q and k has one projection, where the
+    // template's epilogue writes q and k from two.
+    if (rope.getQ() == rope.getK()) {
+      if (rope.getQ().getDefiningOp<linalg::TransposeOp>())
+        return leaveAlone(options, kPass, rope, "q and k are one value");
+      return failure();
+    }
     std::string why;
     std::optional<HeadSplit> q = traceHeadSplit(rope.getQ(), why);
     std::optional<HeadSplit> k = traceHeadSplit(rope.getK(), why);

@@ -106,7 +106,11 @@ FailureOr<FusionOp>
 mlir::liger::createFusionGroup(RewriterBase &rewriter,
                                const FusionCandidate &candidate,
                                std::string &whyNot) {
-  SmallVector<Operation *> ops(candidate.ops);
+  // An op listed twice (a gated activation whose gate and up are one
+  // projection) is one member of the group.
+  llvm::SetVector<Operation *> unique(candidate.ops.begin(),
+                                      candidate.ops.end());
+  SmallVector<Operation *> ops(unique.takeVector());
   if (ops.empty()) {
     whyNot = "the candidate has no ops";
     return failure();

@@ -7,8 +7,8 @@ A spec's bundle is found, in this order:
    (or `precompile(DIR, specs)`) wrote it: the way to run on a machine
    without the compiler (a GPU machine with only the runtime);
 2. in the user's bundle cache (liger.cache), compiled there on first use
-   where liger-compile is installed (an entry of another compiler is
-   compiled again), or as it is where no compiler is installed.
+   where liger-compile is installed (this compiler's entry), or any
+   compiler's where none is installed.
 
 Otherwise `bundle_path` raises LigerError naming the spec to precompile.
 Both are liger.cache caches: one layout, one key (`spec.key()`), one
@@ -16,12 +16,14 @@ validation. A spec of target "cpu" is the reference lowering of its module
 (liger.reference.ReferenceBundle), for CPU tensors.
 """
 
+import contextlib
 import os
 import sys
 
 from . import cache, compiler, driver
 from .errors import LigerError
-from .specs import DEFAULT_TARGET, REFERENCE_TARGET, as_spec, target_for_capability
+from .specs import (DEFAULT_TARGET, REFERENCE_TARGET, as_spec, target_for_capability,
+                    targets_text)
 
 _LOADED = {}
 _KERNELS = {}
@@ -45,21 +47,22 @@ def cpu_reference_enabled():
 
 def device_target(device):
     """The target of the kernels for tensors on `device` (a torch.device):
-    "sm_90a" on a GPU of compute capability 9.0, "sm_80" on 8.x, "cpu" on
-    the CPU with the reference lowering enabled. Raises LigerError where
-    liger has no kernels for the device."""
+    the GPU's (specs.target_for_capability), "cpu" on the CPU with the
+    reference lowering enabled. Raises LigerError where liger has no kernels
+    for the device."""
     key = (device.type, device.index)
     target = _TARGETS.get(key)
     if target is None:
         if device.type == "cuda":
             import torch
-            major, minor = torch.cuda.get_device_capability(device)
+            with _failing_as_liger_error("cannot read the compute capability of %s" % device):
+                major, minor = torch.cuda.get_device_capability(device)
+                name = torch.cuda.get_device_name(device)
             target = target_for_capability(major, minor)
             if target is None:
                 raise LigerError(
                     "liger has no kernels for %s (compute capability %d.%d): its targets are "
-                    "sm_90a (9.0) and sm_80 (8.x)" % (torch.cuda.get_device_name(device),
-                                                      major, minor))
+                    "%s" % (name, major, minor, targets_text()))
         elif device.type == "cpu" and cpu_reference_enabled():
             target = REFERENCE_TARGET
         else:
@@ -109,9 +112,9 @@ def bundle_path(spec):
 
 def precompile(out_dir, specs, target=None):
     """Compiles each spec (a Spec, or its text for `target`, default
-    sm_90a) into the cache `out_dir` (needs liger-compile), keeping an entry
-    already there only when this compiler made it. Returns the bundle
-    paths."""
+    sm_90a) into the cache `out_dir` (needs liger-compile; LigerError where
+    `out_dir` cannot be written), keeping this compiler's entries already
+    there. Returns the bundle paths."""
     paths = []
     exe = driver.find_tool("liger-compile")
     for spec in specs:
@@ -124,19 +127,41 @@ def precompile(out_dir, specs, target=None):
     return paths
 
 
+@contextlib.contextmanager
+def _failing_as_liger_error(what):
+    """Whatever stops `what` as a LigerError (with its cause): a missing
+    runtime extension (ImportError), a bundle the runtime or the driver
+    refuses, a failing CUDA call (RuntimeError), the cache's file system
+    (OSError), a bundle without the kernels a spec needs. Callers (a
+    patched model's fallback) catch LigerError alone."""
+    try:
+        yield
+    except LigerError:
+        raise
+    except (ImportError, RuntimeError, OSError, ValueError, KeyError, TypeError) as e:
+        raise LigerError("%s: %s: %s" % (what, type(e).__name__, e)) from e
+
+
+def _loading(spec):
+    return _failing_as_liger_error("cannot load the kernels of %s (target %s)"
+                                   % (spec, spec.target))
+
+
 def load(spec):
     """The bundle of `spec`, loaded once per process: the compiled kernels
-    (liger.runtime), or for target "cpu" the reference functions."""
+    (liger.runtime), or for target "cpu" the reference functions. Raises
+    LigerError, whatever the reason."""
     spec = as_spec(spec)
     bundle = _LOADED.get(spec)
     if bundle is None:
-        if spec.target == REFERENCE_TARGET:
-            from .reference import ReferenceBundle
-            bundle = ReferenceBundle(spec.module_text(), options=spec.compile_options(),
-                                     name=str(spec))
-        else:
-            from . import runtime
-            bundle = runtime.load(bundle_path(spec))
+        with _loading(spec):
+            if spec.target == REFERENCE_TARGET:
+                from .reference import ReferenceBundle
+                bundle = ReferenceBundle(spec.module_text(), options=spec.compile_options(),
+                                         name=str(spec))
+            else:
+                from . import runtime
+                bundle = runtime.load(bundle_path(spec))
         _LOADED[spec] = bundle
         if os.environ.get("LIGER_DEBUG"):
             print("liger.ops: %s from %s" % (spec, bundle.path), file=sys.stderr)
@@ -149,15 +174,22 @@ def kernels(spec):
     pair = _KERNELS.get(spec)
     if pair is None:
         bundle = load(spec)
-        pair = _KERNELS[spec] = (bundle["fwd_rowwise_0"], bundle.kernels.get("bwd_rowwise_0"))
+        with _loading(spec):
+            pair = (bundle["fwd_rowwise_0"], bundle.kernels.get("bwd_rowwise_0"))
+        _KERNELS[spec] = pair
     return pair
 
 
 def loss_plan_kernels(spec):
     """The kernels of one chunk of a planned loss (its stage -> kernel)."""
-    pair = _KERNELS.get(spec)
-    if pair is None:
+    stages = _KERNELS.get(spec)
+    if stages is None:
         bundle = load(spec)
-        (plan,) = bundle.plans
-        pair = _KERNELS[spec] = {stage: bundle[name] for stage, name in plan["kernels"].items()}
-    return pair
+        with _loading(spec):
+            if len(bundle.plans) != 1:
+                raise ValueError("its bundle %s has %d loss plans, not one" % (
+                    bundle.path, len(bundle.plans)))
+            (plan,) = bundle.plans
+            stages = {stage: bundle[name] for stage, name in plan["kernels"].items()}
+        _KERNELS[spec] = stages
+    return stages

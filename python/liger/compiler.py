@@ -7,11 +7,11 @@
 `compile` runs `liger-compile` (the same pipeline as the tool: canonicalize,
 liger-fuse, the GPU lowering, PTX, cubin, bundle) and keeps the bundle in
 the bundle cache (liger.cache: $LIGER_CACHE_DIR, else ~/.cache/liger) under
-a key of the module text and the options; the entry records the compiler
-that made it (the sha256 of the liger-compile executable and ptxas'
-version), and another compiler's entry is compiled again: the same input
-compiles once per compiler build. With LIGER_DEBUG=1 every stage's output
-is written into the entry (stages/) and its path printed.
+a key of the module text and the options, in an entry of the compiler that
+made it (the sha256 of the liger-compile executable and ptxas' version):
+the same input compiles once per compiler build, and the entries of
+several builds sharing a cache stay side by side. With LIGER_DEBUG=1 every
+stage's output is written into the entry (stages/) and its path printed.
 """
 
 import hashlib
@@ -95,10 +95,12 @@ def compile(source: str, target: str = "sm_90a", fuse: bool = True,
     (`matmul_kernels`: also the matmul groups and the loss plans,
     liger-compile --matmul-kernels; `loss_dw_f32`: a planned loss sums dW in
     f32, --loss-dw-f32) into the bundle cache `cache_dir` (default: the
-    user's, liger.cache.default_root()). `meta` is recorded in the entry's
-    marker.
+    user's, liger.cache.default_root(), which falls back to a temporary
+    cache where it cannot be written; a `cache_dir` given never does).
+    `meta` is recorded in the entry's marker.
 
-    Raises LigerError with liger-compile's diagnostics when it fails.
+    Raises LigerError with liger-compile's diagnostics when it fails, or
+    when `cache_dir` cannot be written.
     """
     text = open(source).read() if os.path.isfile(source) else source
     exe = tool or find_tool("liger-compile")

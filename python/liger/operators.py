@@ -335,6 +335,15 @@ def _(logits, target, weight, ignore_index, label_smoothing, reduction, softcap,
     return logits.new_empty(target.shape if reduction == "none" else (), dtype=F32)
 
 
+def _ce_input_grad(grad, dloss, none):
+    """The gradient over the logits [..., V] for the incoming gradient
+    `dloss`: a scalar, or with reduction "none" one value per row in the
+    target's shape ([...] or [N] over the N rows)."""
+    if none:
+        return grad * dloss.reshape(*grad.shape[:-1], 1).to(grad.dtype)
+    return _scaled(grad, dloss)
+
+
 def _ce_setup(ctx, inputs, output):
     ctx.save_for_backward(output[1])
     ctx.none = inputs[5] == "none"
@@ -343,8 +352,7 @@ def _ce_setup(ctx, inputs, output):
 
 def _ce_grad(ctx, dloss, _dgrad):
     (grad,) = ctx.saved_tensors
-    grad = grad * dloss.unsqueeze(-1).to(grad.dtype) if ctx.none else _scaled(grad, dloss)
-    return (grad,) + (None,) * 7
+    return (_ce_input_grad(grad, dloss, ctx.none),) + (None,) * 7
 
 
 cross_entropy.register_autograd(_ce_grad, setup_context=_ce_setup)
@@ -366,8 +374,7 @@ class CrossEntropyInPlace(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dloss):
         (grad,) = ctx.saved_tensors
-        grad = grad * dloss.unsqueeze(-1).to(grad.dtype) if ctx.none else _scaled(grad, dloss)
-        return (grad,) + (None,) * 7
+        return (_ce_input_grad(grad, dloss, ctx.none),) + (None,) * 7
 
 
 # --- fused linear cross-entropy --------------------------------------------

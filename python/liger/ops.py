@@ -19,9 +19,10 @@ device) is a spec (liger.specs) naming a small liger module, whose bundle
 comes from a precompiled cache ($LIGER_OPS_BUNDLES), the user's bundle
 cache, or liger-compile on first use (liger.bundles), once per process.
 
-Tensors: CUDA tensors of one device (sm_90a on Hopper, sm_80 on Ampere and
-Ada), or CPU tensors with LIGER_OPS_CPU_REFERENCE=1 (the compiler's
-reference lowering, slow, for tests). Row ops take [..., H] and flatten the
+Tensors: CUDA tensors of one device (the target from its compute
+capability: sm_90a on Hopper, sm_80 or sm_86 on Ampere and Ada), or CPU
+tensors with LIGER_OPS_CPU_REFERENCE=1 (the compiler's reference lowering,
+slow, for tests). Row ops take [..., H] and flatten the
 leading dimensions into rows, on both. A non-contiguous input is copied
 (`.contiguous()`), for every op; only `cross_entropy(inplace=True)` refuses
 non-contiguous logits, since a copy would not be in place.
@@ -34,6 +35,7 @@ dx and dW in its forward.
 """
 
 import importlib.util
+import operator
 import sys
 
 from . import bundles, specs
@@ -57,13 +59,6 @@ cpu_reference_enabled = bundles.cpu_reference_enabled
 fused_linear_cross_entropy_plan = plan_chunks
 
 
-def clear_caches():
-    """Forgets every loaded spec, bundle and kernel."""
-    if operators is not None:
-        operators.clear()
-    bundles.clear()
-
-
 def bundle_key(spec, target=None):
     """The cache key of `spec` (a Spec, or its text for `target`)."""
     spec = specs.as_spec(spec, target or DEFAULT_TARGET)
@@ -85,33 +80,109 @@ def compiler_identity():
 
 
 # --- argument checks (before any spec, compile or launch) ------------------
+#
+# Each op checks its call in two parts. What is fixed for a configuration
+# (tensor types, devices and the device's target, dtypes, static sizes,
+# the attributes and their types) is checked once: its result, the
+# operator's canonical arguments, is remembered under the call's static
+# facts (`_once`), so a configuration already seen costs one dictionary
+# lookup. What changes from call to call (the token dimensions: targets
+# against the rows, RoPE's batch and sequence) is a few comparisons, made
+# every call. While torch.compile traces, everything is checked (once per
+# graph) and static sizes are specialized.
 
-def _tensors(op, **tensors):
-    """Every tensor a torch.Tensor, all on one device liger runs on."""
-    device = None
+_SEEN = {}
+
+
+def clear_caches():
+    """Forgets every checked configuration, loaded spec, bundle and kernel."""
+    _SEEN.clear()
+    if operators is not None:
+        operators.clear()
+    bundles.clear()
+
+
+def _once(key, check, *args):
+    """check(*args) (raising for a bad call; else the operator's canonical
+    arguments), computed once per `key()`: the call's static facts, each
+    scalar with its type (True and 1.0 are equal keys, not equal calls)."""
+    if torch.compiler.is_compiling():
+        return check(*args)
+    try:
+        facts = key()
+        return _SEEN[facts]
+    except KeyError:
+        pass
+    except (AttributeError, IndexError, TypeError):  # not tensors, no dimension, unhashable
+        return check(*args)
+    checked = _SEEN[facts] = check(*args)
+    return checked
+
+
+def one_device(op, devices):
+    """The device of `devices` ((name, torch.device) pairs) when they are
+    all on one, else LigerValueError naming two that are not."""
+    first_name, first = devices[0]
+    for name, device in devices[1:]:
+        if device != first:
+            raise LigerValueError("liger.ops.%s: %s is on %s and %s on %s"
+                                  % (op, first_name, first, name, device))
+    return first
+
+
+def _tensors(op, tensors, optional=()):
+    """The device of `tensors` (name -> value): each a torch.Tensor (those
+    named in `optional` may be None), all on one device liger has kernels
+    for (bundles.device_target)."""
+    devices = []
     for name, t in tensors.items():
-        if t is None:
+        if t is None and name in optional:
             continue
         if not isinstance(t, torch.Tensor):
             raise LigerTypeError("liger.ops.%s: %s must be a torch.Tensor, got %s"
                                  % (op, name, type(t).__name__))
-        if device is None:
-            device, first = t.device, name
-        elif t.device != device:
-            raise LigerValueError("liger.ops.%s: %s is on %s and %s on %s"
-                                  % (op, first, device, name, t.device))
-    if device.type != "cuda" and not (device.type == "cpu" and cpu_reference_enabled()):
-        raise LigerError("liger.ops runs on CUDA tensors, got tensors on %s%s" % (
-            device, " (LIGER_OPS_CPU_REFERENCE=1 runs CPU tensors through the slow reference "
-            "lowering, for tests)" if device.type == "cpu" else ""))
+        devices.append((name, t.device))
+    device = one_device(op, devices)
+    bundles.device_target(device)
+    return device
 
 
-def _rows_of(op, name, t):
-    """The feature size of [..., H] rows (at least one row)."""
-    if t.dim() < 1 or t.numel() == 0:
+def static(value):
+    """`value` as the Python constant it is: a size or a float attribute
+    that torch.compile(dynamic=True) made a symbol is specialized (guarded
+    on its value; operator.index and float.__float__ specialize where int()
+    and float() keep the symbol). Sizes, vocabularies and attributes are
+    static in liger: only the token count is dynamic."""
+    if isinstance(value, (int, torch.SymInt)) and not isinstance(value, bool):
+        return operator.index(value)
+    if isinstance(value, (float, torch.SymFloat)):
+        return float.__float__(value)
+    return value
+
+
+def _spec(make, args, device):
+    """The spec `make(*args)` of the call's values (checked as they are,
+    not through the operators' cache of canonical ones, where True is 1.0)
+    for `device`'s target."""
+    return make(*[static(a) for a in args], target=bundles.device_target(device))
+
+
+_size = static
+
+
+def _feature_size(op, name, t):
+    """The feature size H of [..., H] rows."""
+    if t.dim() < 1:
         raise LigerValueError("liger.ops.%s: %s must be [..., H] with at least one row, got "
                               "shape %s" % (op, name, list(t.shape)))
-    return t.shape[-1]
+    return _size(t.shape[-1])
+
+
+def _rows(op, name, t):
+    """[..., H] has at least one row."""
+    if t.numel() == 0:
+        raise LigerValueError("liger.ops.%s: %s must be [..., H] with at least one row, got "
+                              "shape %s" % (op, name, list(t.shape)))
 
 
 def _same_shape(op, name, t, other_name, other):
@@ -127,90 +198,165 @@ def _same_dtype(op, name, t, other_name, other):
 
 
 def _class_weight(op, name, w, vocab):
-    if w is None:
-        return None
-    if not w.is_floating_point() or list(w.shape) != [vocab]:
+    if w is not None and (not w.is_floating_point() or list(w.shape) != [vocab]):
         raise LigerValueError("liger.ops.%s: %s must be a float tensor of shape [%d] (the "
                               "vocabulary), got %s %s" % (op, name, vocab, w.dtype,
                                                           list(w.shape)))
-    return w.float()  # (the kernels read f32 class weights: a copy otherwise)
+
+
+def _target_dtype(op, target):
+    """The class indices' dtype (the spec's rule, named as the call's)."""
+    specs.dtype_name(target.dtype, "liger.ops.%s: target's dtype" % op, specs.TARGET_DTYPES)
 
 
 def _targets(op, target, rows):
     """One class per row: target [...] of the rows' leading shape, or [N]
     over their N rows."""
-    specs.dtype_name(target.dtype, "liger.ops.%s: target's dtype" % op, specs.TARGET_DTYPES)
-    n = 1
-    for d in rows:
-        n *= d
-    if target.shape != rows and list(target.shape) != [n]:
-        shapes = "%s or [%d]" % (list(rows), n) if len(rows) > 1 else str(list(rows))
+    if target.shape != rows and (target.dim() != 1 or target.shape[0] != rows.numel()):
+        shapes = "%s or [%d]" % (list(rows), rows.numel()) if len(rows) > 1 else \
+            str(list(rows))
         raise LigerValueError("liger.ops.%s: target must have shape %s (one class per row), "
                               "got %s" % (op, shapes, list(target.shape)))
 
 
+def rope_problem(q, k, cos, sin):
+    """Why liger.rope cannot take q [B, Hq, T, D], k [B, Hk, T, D] and
+    tables cos, sin [1 or B, T, D] of their dtype, as (exception class,
+    message), or None. (The spec adds its rules: an even D.)"""
+    if q.dim() != 4 or k.dim() != 4 or k.shape[0] != q.shape[0] or k.shape[2:] != q.shape[2:]:
+        return LigerValueError, "liger.ops.rope: q and k must be [B, Hq, T, D] and [B, Hk, " \
+            "T, D], got %s and %s" % (list(q.shape), list(k.shape))
+    b, _, t, d = q.shape
+    if cos.dim() != 3 or cos.shape[0] not in (1, b) or cos.shape[1:] != (t, d):
+        return LigerValueError, "liger.ops.rope: cos must be [1 or %d, %d, %d] (B, T, D of " \
+            "q), got %s" % (b, t, d, list(cos.shape))
+    if sin.shape != cos.shape:
+        return LigerValueError, "liger.ops.rope: sin must have the shape of cos %s, got %s" % (
+            list(cos.shape), list(sin.shape))
+    for name, other in (("k", k), ("cos", cos), ("sin", sin)):
+        if other.dtype != q.dtype:
+            return LigerTypeError, "liger.ops.rope: %s must have the dtype of q (%s), got " \
+                "%s" % (name, q.dtype, other.dtype)
+    if q.numel() == 0 or k.numel() == 0:
+        return LigerValueError, "liger.ops.rope: q and k must not be empty, got %s and %s" % (
+            list(q.shape), list(k.shape))
+    return None
+
+
 # --- the ops ---------------------------------------------------------------
+
+def _rms_norm_checked(x, weight, eps, offset, casting):
+    device = _tensors("rms_norm", dict(x=x, weight=weight))
+    h = _feature_size("rms_norm", "x", x)
+    if list(weight.shape) != [h]:
+        raise LigerValueError("liger.ops.rms_norm: weight must have shape [%d] (the hidden "
+                              "size of x), got %s" % (h, list(weight.shape)))
+    spec = _spec(rms_norm_spec, (h, x.dtype, weight.dtype, eps, offset, casting),
+                              device)
+    return spec.eps, spec.offset, spec.casting
+
 
 def rms_norm(x, weight, eps=1e-6, offset=0.0, casting="llama"):
     """RMSNorm over the last dimension of x [..., H] with weight [H]
     (liger.rms_norm; casting "llama", "gemma" or "none" as Hugging Face's
     Llama and Gemma modules; y = x_hat * (offset + weight))."""
-    _tensors("rms_norm", x=x, weight=weight)
-    h = _rows_of("rms_norm", "x", x)
-    if list(weight.shape) != [h]:
-        raise LigerValueError("liger.ops.rms_norm: weight must have shape [%d] (the hidden "
-                              "size of x), got %s" % (h, list(weight.shape)))
-    spec = rms_norm_spec(h, x.dtype, weight.dtype, eps, offset, casting)
-    return operators.rms_norm(x, weight, spec.eps, spec.offset, spec.casting)[0]
+    config = _once(lambda: (
+        "rms_norm", type(x), type(weight), x.device, weight.device, x.dtype, weight.dtype,
+        x.shape[-1], weight.shape, type(eps), eps, type(offset), offset, type(casting),
+        casting), _rms_norm_checked, x, weight, eps, offset, casting)
+    _rows("rms_norm", "x", x)
+    return operators.rms_norm(x, weight, *config)[0]
 
 
-def _gated(op, gate, up):
-    _tensors(op, gate=gate, up=up)
-    _same_shape(op, "up", up, "gate", gate)
+def _gated_checked(op, gate, up, *attrs):
+    device = _tensors(op, dict(gate=gate, up=up))
     _same_dtype(op, "up", up, "gate", gate)
-    return _rows_of(op, "gate", gate)
+    h = _feature_size(op, "gate", gate)
+    _gated_shapes(op, gate, up)
+    spec = _spec(getattr(specs, op + "_spec"), (h, gate.dtype) + attrs, device)
+    return (spec.approximate,) if op == "geglu" else ()
+
+
+def _gated_shapes(op, gate, up):
+    _same_shape(op, "up", up, "gate", gate)
+    _rows(op, "gate", gate)
+
+
+def _gated_key(op, gate, up, *attrs):
+    return lambda: (op, type(gate), type(up), gate.device, up.device, gate.dtype, up.dtype,
+                    gate.shape[-1]) + tuple((type(a), a) for a in attrs)
 
 
 def swiglu(gate, up):
     """silu(gate) * up over [..., H] (liger.swiglu)."""
-    swiglu_spec(_gated("swiglu", gate, up), gate.dtype)
+    _once(_gated_key("swiglu", gate, up), _gated_checked, "swiglu", gate, up)
+    _gated_shapes("swiglu", gate, up)
     return operators.swiglu(gate, up)
 
 
 def geglu(gate, up, approximate="tanh"):
     """gelu(gate) * up over [..., H] (liger.geglu; approximate "tanh" or
     "none")."""
-    spec = geglu_spec(_gated("geglu", gate, up), gate.dtype, approximate)
-    return operators.geglu(gate, up, spec.approximate)
+    config = _once(_gated_key("geglu", gate, up, approximate), _gated_checked, "geglu", gate,
+                   up, approximate)
+    _gated_shapes("geglu", gate, up)
+    return operators.geglu(gate, up, *config)
+
+
+def _softmax_checked(x):
+    device = _tensors("softmax", dict(x=x))
+    _spec(softmax_spec, (_feature_size("softmax", "x", x), x.dtype), device)
+    return ()
 
 
 def softmax(x):
     """Softmax over the last dimension of x [..., H] (liger.softmax)."""
-    _tensors("softmax", x=x)
-    softmax_spec(_rows_of("softmax", "x", x), x.dtype)
+    _once(lambda: ("softmax", type(x), x.device, x.dtype, x.shape[-1]), _softmax_checked, x)
+    _rows("softmax", "x", x)
     return operators.softmax(x)
+
+
+def _rope_shapes(q, k, cos, sin):
+    problem = rope_problem(q, k, cos, sin)
+    if problem:
+        kind, message = problem
+        raise kind(message)
+
+
+def _rope_checked(q, k, cos, sin):
+    device = _tensors("rope", dict(q=q, k=k, cos=cos, sin=sin))
+    _rope_shapes(q, k, cos, sin)
+    _spec(rope_spec, (_size(q.shape[1]), _size(k.shape[1]), _size(q.shape[3]),
+                                   q.dtype, True if cos.shape[0] == 1 else False), device)
+    return ()
 
 
 def rope(q, k, cos, sin):
     """Rotary embedding of q [B, Hq, T, D] and k [B, Hk, T, D] with tables
     cos, sin [1 or B, T, D] of their dtype (liger.rope, rotate-half
     convention)."""
-    _tensors("rope", q=q, k=k, cos=cos, sin=sin)
-    if q.dim() != 4 or k.dim() != 4 or k.shape[0] != q.shape[0] or k.shape[2:] != q.shape[2:]:
-        raise LigerValueError("liger.ops.rope: q and k must be [B, Hq, T, D] and [B, Hk, T, D], "
-                              "got %s and %s" % (list(q.shape), list(k.shape)))
-    b, _, t, d = q.shape
-    if cos.dim() != 3 or cos.shape[0] not in (1, b) or cos.shape[1:] != (t, d):
-        raise LigerValueError("liger.ops.rope: cos must be [1 or %d, %d, %d] (B, T, D of q), got "
-                              "%s" % (b, t, d, list(cos.shape)))
-    _same_shape("rope", "sin", sin, "cos", cos)
-    for name, other in (("k", k), ("cos", cos), ("sin", sin)):
-        _same_dtype("rope", name, other, "q", q)
-    if q.numel() == 0 or k.numel() == 0:
-        raise LigerValueError("liger.ops.rope: q and k must not be empty, got %s and %s"
-                              % (list(q.shape), list(k.shape)))
-    rope_spec(q.shape[1], k.shape[1], d, q.dtype, cos.shape[0] == 1)
+    _once(lambda: ("rope", type(q), type(k), type(cos), type(sin), q.device, k.device,
+                   cos.device, sin.device, q.dtype, k.dtype, cos.dtype, sin.dtype, q.shape[1],
+                   k.shape[1], q.shape[3], cos.shape[0] == 1),
+          _rope_checked, q, k, cos, sin)
+    _rope_shapes(q, k, cos, sin)
     return operators.rope(q, k, cos, sin)
+
+
+def _cross_entropy_checked(logits, target, weight, ignore_index, label_smoothing, reduction,
+                           softcap, lse_square_scale, inplace):
+    op = "cross_entropy"
+    device = _tensors(op, dict(logits=logits, target=target, weight=weight), ("weight",))
+    v = _feature_size(op, "logits", logits)
+    _target_dtype(op, target)
+    _targets(op, target, logits.shape[:-1])
+    _class_weight(op, "weight", weight, v)
+    spec = _spec(cross_entropy_spec, (
+        v, logits.dtype, target.dtype, ignore_index, label_smoothing, reduction, softcap,
+        lse_square_scale, weight is not None), device)
+    check_bool("inplace", inplace)
+    return (spec.ignore_index, spec.label_smoothing, spec.reduction, spec.softcap,
+            spec.lse_square_scale)
 
 
 def cross_entropy(logits, target, weight=None, ignore_index=-100, label_smoothing=0.0,
@@ -224,20 +370,48 @@ def cross_entropy(logits, target, weight=None, ignore_index=-100, label_smoothin
     gradient is written over the logits (no second [N, V] buffer): only for
     contiguous logits nothing else reads afterwards, as a loss's usually
     are."""
-    _tensors("cross_entropy", logits=logits, target=target, weight=weight)
-    v = _rows_of("cross_entropy", "logits", logits)
+    config = _once(lambda: (
+        "cross_entropy", type(logits), type(target), type(weight), logits.device,
+        target.device, weight is not None and weight.device, logits.dtype, target.dtype,
+        weight is not None and weight.dtype, logits.shape[-1],
+        weight is not None and weight.shape, type(ignore_index), ignore_index,
+        type(label_smoothing), label_smoothing, type(reduction), reduction, type(softcap),
+        softcap, type(lse_square_scale), lse_square_scale, type(inplace), inplace),
+        _cross_entropy_checked, logits, target, weight, ignore_index, label_smoothing,
+        reduction, softcap, lse_square_scale, inplace)
     _targets("cross_entropy", target, logits.shape[:-1])
-    weight = _class_weight("cross_entropy", "weight", weight, v)
-    spec = cross_entropy_spec(v, logits.dtype, target.dtype, ignore_index, label_smoothing,
-                              reduction, softcap, lse_square_scale, weight is not None)
-    config = (spec.ignore_index, spec.label_smoothing, spec.reduction, spec.softcap,
-              spec.lse_square_scale)
-    if check_bool("inplace", inplace):
+    _rows("cross_entropy", "logits", logits)
+    weight = weight.float() if weight is not None else None  # (the kernels read f32)
+    if inplace:
         if not logits.is_contiguous():
             raise LigerValueError("liger.ops.cross_entropy(inplace=True) needs contiguous "
                                   "logits (a copy would not be in place)")
         return operators.CrossEntropyInPlace.apply(logits, target, weight, *config)
     return operators.cross_entropy(logits, target, weight, *config)[0]
+
+
+def _flce_checked(hidden, weight, target, class_weight, ignore_index, label_smoothing,
+                  reduction, softcap, lse_square_scale, memory_budget, dw_f32):
+    op = "fused_linear_cross_entropy"
+    device = _tensors(op, dict(hidden=hidden, weight=weight, target=target,
+                               class_weight=class_weight), ("class_weight",))
+    h = _feature_size(op, "hidden", hidden)
+    if weight.dim() != 2 or weight.shape[1] != h:
+        raise LigerValueError("liger.ops.fused_linear_cross_entropy takes hidden [..., H] and "
+                              "weight [V, H], got %s and %s" % (list(hidden.shape),
+                                                                list(weight.shape)))
+    _same_dtype(op, "weight", weight, "hidden", hidden)
+    _target_dtype(op, target)
+    _targets(op, target, hidden.shape[:-1])
+    v = _size(weight.shape[0])
+    _class_weight(op, "class_weight", class_weight, v)
+    spec = _spec(fused_linear_cross_entropy_spec, (
+        v, h, hidden.dtype, target.dtype, ignore_index, label_smoothing, reduction, softcap,
+        lse_square_scale, class_weight is not None, dw_f32), device)
+    memory_budget = check_int("memory_budget", memory_budget, 1)
+    plan_chunks(1, spec.vocab, spec.dtype, memory_budget)  # (a budget of at least a row)
+    return (spec.ignore_index, spec.label_smoothing, spec.reduction, spec.softcap,
+            spec.lse_square_scale, memory_budget, spec.dw_f32)
 
 
 def fused_linear_cross_entropy(hidden, weight, target, class_weight=None, ignore_index=-100,
@@ -252,28 +426,28 @@ def fused_linear_cross_entropy(hidden, weight, target, class_weight=None, ignore
     dx = G · W and dW += Gᵀ · x (accumulated in W's dtype, as Liger-Kernel
     does; with `dw_f32=True` into an f32 buffer of W's shape, rounded once at
     the end: exact sums for 4 bytes per weight of memory). The forward
-    computes the gradients autograd will ask for (none for a frozen
-    lm_head's weight); backward scales them by the incoming gradient.
-    reduction: mean or sum."""
+    computes the gradients autograd will ask for (none under torch.no_grad,
+    none for a frozen lm_head's weight); backward scales them by the
+    incoming gradient. reduction: mean or sum."""
     op = "fused_linear_cross_entropy"
-    _tensors(op, hidden=hidden, weight=weight, target=target, class_weight=class_weight)
-    h = _rows_of(op, "hidden", hidden)
-    if weight.dim() != 2 or weight.shape[1] != h:
-        raise LigerValueError("liger.ops.fused_linear_cross_entropy takes hidden [..., H] and "
-                              "weight [V, H], got %s and %s" % (list(hidden.shape),
-                                                                list(weight.shape)))
-    _same_dtype(op, "weight", weight, "hidden", hidden)
+    config = _once(lambda: (
+        op, type(hidden), type(weight), type(target), type(class_weight), hidden.device,
+        weight.device, target.device, class_weight is not None and class_weight.device,
+        hidden.dtype, weight.dtype, target.dtype, class_weight is not None and
+        class_weight.dtype, hidden.shape[-1], weight.shape, class_weight is not None and
+        class_weight.shape, type(ignore_index), ignore_index, type(label_smoothing),
+        label_smoothing, type(reduction), reduction, type(softcap), softcap,
+        type(lse_square_scale), lse_square_scale, type(memory_budget), memory_budget,
+        type(dw_f32), dw_f32),
+        _flce_checked, hidden, weight, target, class_weight, ignore_index, label_smoothing,
+        reduction, softcap, lse_square_scale, memory_budget, dw_f32)
     _targets(op, target, hidden.shape[:-1])
-    class_weight = _class_weight(op, "class_weight", class_weight, weight.shape[0])
-    spec = fused_linear_cross_entropy_spec(
-        weight.shape[0], h, hidden.dtype, target.dtype, ignore_index, label_smoothing,
-        reduction, softcap, lse_square_scale, class_weight is not None, dw_f32)
-    memory_budget = check_int("memory_budget", memory_budget, 1)
-    plan_chunks(1, spec.vocab, spec.dtype, memory_budget)  # (a budget of at least a row)
+    _rows(op, "hidden", hidden)
+    class_weight = class_weight.float() if class_weight is not None else None
+    grad = torch.is_grad_enabled()
     return operators.fused_linear_cross_entropy(
-        hidden, weight, target, class_weight, spec.ignore_index, spec.label_smoothing,
-        spec.reduction, spec.softcap, spec.lse_square_scale, memory_budget, spec.dw_f32,
-        hidden.requires_grad, weight.requires_grad)[0]
+        hidden, weight, target, class_weight, *config, grad and hidden.requires_grad,
+        grad and weight.requires_grad)[0]
 
 
 def main(argv=None):
@@ -291,7 +465,7 @@ def main(argv=None):
                      help="op:key=value,... as a liger.ops error names it, e.g. "
                           "swiglu:dtype=bf16,hidden=14336")
     pre.add_argument("--target", default=TARGET, choices=specs.GPU_TARGETS,
-                     help="the GPU's target: sm_90a (Hopper), sm_80 (Ampere, Ada)")
+                     help="the GPU's target, by compute capability: " + specs.targets_text())
     mod = sub.add_parser("module", help="print the liger module a SPEC compiles")
     mod.add_argument("spec", metavar="SPEC")
     plan = sub.add_parser("plan", help="print fused_linear_cross_entropy's chunking (JSON)")

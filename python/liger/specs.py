@@ -15,9 +15,10 @@ precompile` takes); `spec.key()` names its bundle in the cache.
     spec.module_text() # the liger module: @fwd and @bwd
     spec.key()         # sha256 of the module, the compile options, the target
 
-The target: "sm_90a" (Hopper), "sm_80" (Ampere and Ada, the mma.sync
-templates) or "cpu" (the reference lowering, for CPU tensors);
-`target_for_capability` maps a GPU's compute capability to it.
+The target: "sm_90a" (Hopper), "sm_80" or "sm_86" (Ampere and Ada, the
+mma.sync templates, sized for 163 KB and 99 KB of shared memory) or "cpu"
+(the reference lowering, for CPU tensors); `target_for_capability` maps a
+GPU's compute capability to it (`CAPABILITIES`).
 """
 
 import dataclasses
@@ -30,11 +31,25 @@ from .errors import LigerTypeError, LigerValueError
 
 DTYPES = ("bf16", "f16", "f32")
 TARGET_DTYPES = ("i32", "i64")
-GPU_TARGETS = ("sm_90a", "sm_80")
+# The GPUs liger has kernels for: compute capability -> (the target, the
+# most dynamic shared memory a block may take there, with the opt-in). A
+# target's kernels run on every capability mapped to it, so liger-compile
+# sizes them for the least of these (lib/Target/GpuTarget.cpp).
+CAPABILITIES = {
+    (9, 0): ("sm_90a", 227 * 1024),   # H100, H200, GH200
+    (8, 0): ("sm_80", 163 * 1024),    # A100, A30
+    (8, 7): ("sm_80", 163 * 1024),    # Jetson Orin
+    (8, 6): ("sm_86", 99 * 1024),     # A10, A40, RTX 30
+    (8, 9): ("sm_86", 99 * 1024),     # L4, L40S, RTX 40
+}
+GPU_TARGETS = ("sm_90a", "sm_80", "sm_86")
 REFERENCE_TARGET = "cpu"
 TARGETS = GPU_TARGETS + (REFERENCE_TARGET,)
 DEFAULT_TARGET = "sm_90a"
 INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
+# Every float attribute of the liger ops is an f32.
+F32_MAX = 3.4028234663852886e+38
+F32_MIN_NORMAL = 1.1754943508222875e-38
 # Static sizes are tensor dimensions of the module (i32 index arithmetic in
 # the kernels).
 MAX_SIZE = 2 ** 31 - 1
@@ -45,13 +60,16 @@ _TORCH_NAMES = {"torch.bfloat16": "bf16", "torch.float16": "f16", "torch.float32
 
 def target_for_capability(major, minor):
     """The target of a GPU of compute capability major.minor, or None where
-    liger has no kernels for it: sm_90a on Hopper (9.0), sm_80 through the
-    mma.sync templates on Ampere and Ada (8.x)."""
-    if (major, minor) == (9, 0):
-        return "sm_90a"
-    if major == 8:
-        return "sm_80"
-    return None
+    liger has no kernels for it (`CAPABILITIES`)."""
+    return CAPABILITIES.get((major, minor), (None,))[0]
+
+
+def targets_text():
+    """The targets and the compute capabilities each runs on, for messages:
+    "sm_90a (9.0), sm_80 (8.0, 8.7), sm_86 (8.6, 8.9)"."""
+    return ", ".join("%s (%s)" % (target, ", ".join(
+        "%d.%d" % cc for cc, (t, _) in CAPABILITIES.items() if t == target))
+        for target in GPU_TARGETS)
 
 
 # --- the checks every argument goes through (one rule each) ---------------
@@ -68,7 +86,9 @@ def check_int(name, value, lo=INT64_MIN, hi=INT64_MAX):
 
 def check_float(name, value, lo=None, hi=None, lo_open=False):
     """`value` as a float: a finite real number (not a bool) in [lo, hi]
-    (or (lo, hi] with lo_open)."""
+    (or (lo, hi] with lo_open) that an f32 attribute holds as it is: 0, or
+    a magnitude in f32's normal range (none rounds to 0 or to infinity, or
+    is flushed to 0 by the kernels)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise LigerTypeError("%s must be a number, got %r" % (name, value))
     value = float(value)
@@ -79,15 +99,25 @@ def check_float(name, value, lo=None, hi=None, lo_open=False):
                                                              lo, value))
     if hi is not None and value > hi:
         raise LigerValueError("%s must be <= %r, got %r" % (name, hi, value))
+    if value != 0 and not F32_MIN_NORMAL <= abs(value) <= F32_MAX:
+        raise LigerValueError("%s must be an f32: 0 or of a magnitude in [%r, %r], got %r" % (
+            name, F32_MIN_NORMAL, F32_MAX, value))
     return value
+
+
+def _plain(text):
+    """The characters of a str, whatever a subclass's __str__ or __eq__
+    says."""
+    return str.__str__(text)
 
 
 def check_choice(name, value, choices):
-    """`value`, one of the strings `choices`."""
-    if not isinstance(value, str) or value not in choices:
-        raise LigerValueError("%s must be one of %s, got %r" % (
-            name, ", ".join(repr(c) for c in choices), value))
-    return value
+    """The one of the strings `choices` that `value` is (the canonical
+    string, not the caller's object)."""
+    if isinstance(value, str) and _plain(value) in choices:
+        return choices[choices.index(_plain(value))]
+    raise LigerValueError("%s must be one of %s, got %r" % (
+        name, ", ".join(repr(c) for c in choices), value))
 
 
 def check_bool(name, value):
@@ -99,10 +129,11 @@ def check_bool(name, value):
 
 def dtype_name(dtype, name="dtype", allowed=DTYPES):
     """"bf16" for torch.bfloat16 or "bf16" (and so on), one of `allowed`."""
-    text = _TORCH_NAMES.get(str(dtype), str(dtype))
+    text = _plain(dtype if isinstance(dtype, str) else str(dtype))
+    text = _TORCH_NAMES.get(text, text)
     if text not in allowed:
         raise LigerTypeError("%s must be %s, got %s" % (name, " or ".join(allowed), dtype))
-    return text
+    return allowed[allowed.index(text)]
 
 
 def check_softcap(value):
@@ -188,7 +219,7 @@ class RMSNormSpec(Spec):
     def _checked(self):
         return dict(_common(self), hidden=_size("hidden", self.hidden),
                     weight_dtype=dtype_name(self.weight_dtype, "weight_dtype"),
-                    eps=check_float("eps", self.eps, 0.0),
+                    eps=check_float("eps", self.eps, 0.0, lo_open=True),
                     offset=check_float("offset", self.offset),
                     casting=check_choice("casting", self.casting, ("llama", "gemma", "none")))
 

@@ -23,7 +23,9 @@ A class patch changes the family's classes (every model built afterwards);
 a model patch changes that model's modules only. RoPE is a function of the
 family's modeling module, so either way it is patched there. Every patched
 forward falls back to the original, with one warning per reason, where
-liger has no kernel for the call: tensors not on a CUDA device, dtypes
+liger has no kernel for the call: tensors not on a CUDA device or on a GPU
+liger has no target for (one warning for the whole model, at its first
+forward: patching touches no GPU), tensors on several devices, dtypes
 other than bf16/f16/f32, shapes the kernels do not take (partial rotary,
 tables of another layout), or no compiled kernels for the configuration
 and no compiler to make them.
@@ -69,7 +71,7 @@ _FAMILIES = {
 _ACTIVATIONS = {"swiglu": ("silu", "swish"), "geglu": ("gelu_pytorch_tanh", "gelu")}
 
 _WARNED = set()
-# (what, op, arguments, devices, dtypes) -> why liger cannot run it, or None.
+# (what, op, arguments, devices) -> why liger cannot run it, or None.
 _DECIDED = {}
 _MISSING = object()
 # (owner, attribute) -> the value before liger patched it, for revert().
@@ -107,6 +109,16 @@ def revert():
     _ORIGINALS.clear()
 
 
+def _patch_forward(cls, fn):
+    """Patches cls.forward with `fn`, which finds the forward it replaced as
+    `self._liger_original_forward`: an attribute set here (and on each
+    module a model patch patches), so that the patched forward looks
+    nothing up in liger's own tables while torch.compile traces it (whose
+    keys include modules, which dynamo cannot hash)."""
+    _patch(cls, "_liger_original_forward", staticmethod(_original(cls, "forward")))
+    _patch(cls, "forward", fn)
+
+
 def _original(cls, name):
     """The class's `name` before liger patched it."""
     for klass in cls.__mro__:
@@ -120,41 +132,45 @@ def _original(cls, name):
     raise AttributeError(name)
 
 
-_DTYPE_NAMES = ("torch.bfloat16", "torch.float16", "torch.float32")
+def _fallback(what, op, args, devices):
+    """Why liger cannot run `what` (the liger.ops op `op`, its spec builder
+    taking `args` and the target) on its tensors (`devices`: (name, device)
+    pairs), warned once per reason; None where it can: the kernels are
+    loaded (compiled, if need be) here, before any of them runs. Decided
+    once per configuration from static facts (sizes and attributes as
+    Python constants, dtypes and devices as strings), so under
+    torch.compile, dynamic shapes too, it runs while the graph is traced
+    and is a constant of the graph, with no graph break."""
+    # (A float of a module or of a global table, and an activation's size,
+    # is a symbol under torch.compile(dynamic=True): specialized here.)
+    return _decided(what, op, tuple(ops.static(a) for a in args), devices)
 
 
 @torch._dynamo.assume_constant_result
-def _fallback(what, op, args, devices, dtypes=()):
-    """Why liger cannot run `what` (the liger.ops op `op`, its spec builder
-    taking `args` and the target) on tensors on `devices` of `dtypes` (their
-    names), warned once per reason; None where it can: the kernels are
-    loaded (compiled, if need be) here, before any of them runs. Decided
-    once per configuration; under torch.compile while the graph is traced
-    (a constant of the graph, with no graph break)."""
-    key = (what, op, args, devices, dtypes)
+def _decided(what, op, args, devices):
+    key = (what, op, args, devices)
     if key not in _DECIDED:
-        _DECIDED[key] = _decide(what, op, args, devices, dtypes)
+        _DECIDED[key] = _decide(what, op, args, devices)
     if _DECIDED[key]:
         _warn_once(_DECIDED[key])
     return _DECIDED[key]
 
 
-def _decide(what, op, args, devices, dtypes):
-    for device in devices:
-        if device.split(":")[0] != "cuda" and not (device == "cpu"
-                                                   and bundles.cpu_reference_enabled()):
-            return "%s on %s runs its original forward (liger kernels run on CUDA tensors)" % (
-                what, device)
-    for dtype in dtypes:
-        if dtype not in _DTYPE_NAMES:
-            return "%s in %s runs its original forward (liger kernels take bf16, f16 or " \
-                   "f32)" % (what, dtype)
-    if len(set(devices)) > 1:
-        return "%s on %s runs its original forward (liger kernels take tensors of one " \
-               "device)" % (what, " and ".join(sorted(set(devices))))
+def _decide(what, op, args, devices):
+    """The reason of _fallback, by liger.ops' own rules: one device
+    (ops.one_device), a device liger has kernels for (bundles.device_target:
+    a reason of the machine, the same for every module, so warned once),
+    the spec's rules (dtypes, sizes, attributes), kernels that load."""
     try:
-        spec = getattr(specs, op + "_spec")(*args, target=bundles.device_target(
-            torch.device(devices[0])))
+        device = ops.one_device(op, [(name, torch.device(d)) for name, d in devices])
+    except LigerError as e:
+        return "%s runs its original forward: %s" % (what, e)
+    try:
+        target = bundles.device_target(device)
+    except LigerError as e:
+        return "patched modules run their original forward: %s" % e
+    try:
+        spec = getattr(specs, op + "_spec")(*args, target=target)
         if op == "fused_linear_cross_entropy":
             bundles.loss_plan_kernels(spec)
         else:
@@ -167,12 +183,12 @@ def _decide(what, op, args, devices, dtypes):
 def _rms_norm_forward(self, hidden_states):
     family = getattr(self, "_liger_family")
     _, _, _, _, casting, offset, _ = _FAMILIES[family]
-    original = _original(type(self), "forward")
+    original = self._liger_original_forward
     eps = getattr(self, "variance_epsilon", getattr(self, "eps", 1e-6))
     x, w = hidden_states, self.weight
     if _fallback(type(self).__name__, "rms_norm",
                  (x.shape[-1], str(x.dtype), str(w.dtype), eps, offset, casting),
-                 (str(x.device), str(w.device)), (str(x.dtype), str(w.dtype))):
+                 (("hidden_states", str(x.device)), ("weight", str(w.device)))):
         return original(self, hidden_states)
     return ops.rms_norm(x, w, eps, offset, casting)
 
@@ -180,7 +196,7 @@ def _rms_norm_forward(self, hidden_states):
 def _mlp_forward(self, x):
     family = getattr(self, "_liger_family")
     gated = _FAMILIES[family][6]
-    original = _original(type(self), "forward")
+    original = self._liger_original_forward
     what = type(self).__name__
     act = getattr(getattr(self, "config", None), "hidden_activation", None) or \
         getattr(getattr(self, "config", None), "hidden_act", None)
@@ -190,7 +206,7 @@ def _mlp_forward(self, x):
         return original(self, x)
     gate, up = self.gate_proj(x), self.up_proj(x)
     args = (gate.shape[-1], str(gate.dtype)) + (("tanh",) if gated == "geglu" else ())
-    if _fallback(what, gated, args, (str(gate.device),), (str(gate.dtype),)):
+    if _fallback(what, gated, args, (("gate", str(gate.device)), ("up", str(up.device)))):
         h = self.act_fn(gate) * up
     elif gated == "swiglu":
         h = ops.swiglu(gate, up)
@@ -205,18 +221,16 @@ def _rope_function(family):
 
     def apply_rotary_pos_emb(q, k, cos, sin, position_ids=None, unsqueeze_dim=1):
         what = "apply_rotary_pos_emb"
-        if (unsqueeze_dim != 1 or q.dim() != 4 or k.dim() != 4 or cos.dim() != 3
-                or cos.shape != sin.shape or cos.shape[-1] != q.shape[-1]
-                or k.shape[-1] != q.shape[-1] or cos.shape[0] not in (1, q.shape[0])
-                or cos.shape[1] != q.shape[2] or q.dtype != cos.dtype or k.dtype != q.dtype):
-            _warn_once("%s with q %s, k %s, cos %s runs the original (liger.rope takes q, k "
-                       "[B, H, T, D] and tables [1 or B, T, D] of their dtype)" % (
-                           what, tuple(q.shape), tuple(k.shape), tuple(cos.shape)))
+        problem = ops.rope_problem(q, k, cos, sin) if unsqueeze_dim == 1 else (
+            None, "unsqueeze_dim must be 1 (tables [1 or B, T, D] broadcast over the heads), "
+            "got %r" % (unsqueeze_dim,))
+        if problem:
+            _warn_once("%s runs the original: %s" % (what, problem[1]))
             return original(q, k, cos, sin, unsqueeze_dim=unsqueeze_dim)
-        if _fallback(what, "rope", (q.shape[1], k.shape[1], q.shape[-1], str(q.dtype),
-                                    cos.shape[0] == 1),
-                     (str(q.device), str(k.device), str(cos.device), str(sin.device)),
-                     (str(q.dtype),)):
+        if _fallback(what, "rope", (q.shape[1], k.shape[1], q.shape[3], str(q.dtype),
+                                    True if cos.shape[0] == 1 else False),
+                     (("q", str(q.device)), ("k", str(k.device)), ("cos", str(cos.device)),
+                      ("sin", str(sin.device)))):
             return original(q, k, cos, sin, unsqueeze_dim=unsqueeze_dim)
         return ops.rope(q, k, cos, sin)
 
@@ -236,7 +250,7 @@ def _shifted_labels(labels, kwargs):
 
 def _causal_lm_forward(self, *args, **kwargs):
     from transformers.modeling_outputs import CausalLMOutputWithPast
-    original = _original(type(self), "forward")
+    original = self._liger_original_forward
     mode = getattr(self, "_liger_loss", None)
     labels = kwargs.get("labels")
     if args or labels is None or mode is None:
@@ -257,7 +271,7 @@ def _causal_lm_forward(self, *args, **kwargs):
         shift = _shifted_labels(labels, dict(kwargs))
         if _fallback(what, "cross_entropy", (logits.shape[-1], str(logits.dtype),
                                              str(shift.dtype), -100, 0.0, reduction),
-                     (str(logits.device), str(shift.device)), (str(logits.dtype),)):
+                     (("logits", str(logits.device)), ("labels", str(shift.device)))):
             return original(self, **kwargs)
         loss = ops.cross_entropy(logits.reshape(-1, logits.shape[-1]), shift,
                                  reduction=reduction)
@@ -272,10 +286,11 @@ def _causal_lm_forward(self, *args, **kwargs):
         return original(self, **kwargs)
     w = head.weight
     # Decided before the decoder runs (the hidden states take the lm_head's
-    # dtype in a model of one dtype).
+    # dtype and device in a model of one dtype on one device).
     if _fallback(what, "fused_linear_cross_entropy",
-                 (w.shape[0], w.shape[1], str(w.dtype), str(labels.dtype), -100, 0.0,
-                  reduction, softcap), (str(w.device), str(labels.device)), (str(w.dtype),)):
+                 (w.shape[0], w.shape[1], str(w.dtype), str(labels.dtype),
+                  -100, 0.0, reduction, softcap),
+                 (("lm_head.weight", str(w.device)), ("labels", str(labels.device)))):
         return original(self, **kwargs)
     kw = dict(kwargs)
     kw.pop("labels")
@@ -283,11 +298,12 @@ def _causal_lm_forward(self, *args, **kwargs):
     shift = _shifted_labels(labels, kw)
     outputs = self.model(**kw)
     hidden = outputs[0]
-    if hidden.dtype != w.dtype:
+    if hidden.dtype != w.dtype or hidden.device != w.device:
         # (Computed again as the model does: the decoder ran for nothing.)
-        _warn_once("%s: hidden states in %s and lm_head in %s: the loss is computed as the "
-                   "model does (liger's fused linear cross-entropy takes bf16 or f16 for "
-                   "both)" % (what, hidden.dtype, w.dtype))
+        _warn_once("%s: hidden states in %s on %s and lm_head in %s on %s: the loss is "
+                   "computed as the model does (liger's fused linear cross-entropy takes both "
+                   "in bf16 or f16, on one device)" % (what, hidden.dtype, hidden.device,
+                                                       w.dtype, w.device))
         return original(self, **kwargs)
     budget = getattr(self, "_liger_loss_budget", None)
     loss = ops.fused_linear_cross_entropy(
@@ -300,29 +316,6 @@ def _causal_lm_forward(self, *args, **kwargs):
     return CausalLMOutputWithPast(loss=loss, logits=None, **fields)
 
 
-def _check_machine():
-    """One LigerFallbackWarning at patch time where this machine's GPU can
-    run no liger kernel: a GPU of a compute capability liger has no target
-    for, or neither liger-compile nor precompiled kernels (LIGER_OPS_BUNDLES)
-    to have its kernels from. Each patched forward then runs its original."""
-    if not torch.cuda.is_available():
-        return
-    try:
-        bundles.device_target(torch.device("cuda", torch.cuda.current_device()))
-    except LigerError as e:
-        _warn_once("patched modules run their original forward on this GPU: %s" % e)
-        return
-    if not bundles.precompiled_roots():
-        try:
-            bundles.driver.find_tool("liger-compile")
-        except LigerError:
-            _warn_once("liger-compile is not installed and LIGER_OPS_BUNDLES is not set: "
-                       "patched modules whose kernels are not in the bundle cache run their "
-                       "original forward (precompile the model's kernels where the compiler "
-                       "is: python -m liger.transformers precompile DIR CONFIG, and set "
-                       "LIGER_OPS_BUNDLES=DIR here)")
-
-
 def _apply(family, rope, cross_entropy, fused_linear_cross_entropy, rms_norm, gated, model,
            lora, fuse_norm_linear, fuse_qkv_rope, loss_memory_budget):
     if cross_entropy and fused_linear_cross_entropy:
@@ -333,7 +326,6 @@ def _apply(family, rope, cross_entropy, fused_linear_cross_entropy, rms_norm, ga
         if value:
             _warn_once("%s=True: liger.ops has no autograd op for this fusion yet; those "
                        "layers stay as they are" % flag)
-    _check_machine()
     mod = _modeling(family)
     _, norm_name, mlp_name, lm_name, _, _, _ = _FAMILIES[family]
     norm_cls, mlp_cls, lm_cls = (getattr(mod, n) for n in (norm_name, mlp_name, lm_name))
@@ -360,10 +352,10 @@ def _apply(family, rope, cross_entropy, fused_linear_cross_entropy, rms_norm, ga
                               (gated, mlp_cls, _mlp_forward)):
             if flag:
                 _patch(cls, "_liger_family", family)
-                _patch(cls, "forward", fn)
+                _patch_forward(cls, fn)
         if loss:
             _patch(lm_cls, "_liger_loss", loss)
-            _patch(lm_cls, "forward", _causal_lm_forward)
+            _patch_forward(lm_cls, _causal_lm_forward)
         return None
     for m, cls, fn in targets:
         m._liger_family = family
@@ -371,6 +363,7 @@ def _apply(family, rope, cross_entropy, fused_linear_cross_entropy, rms_norm, ga
             m._liger_loss = loss
             if loss_memory_budget is not None:
                 m._liger_loss_budget = int(loss_memory_budget)
+        m._liger_original_forward = _original(cls, "forward")
         m.forward = types.MethodType(fn, m)
     return len(targets)
 
@@ -475,7 +468,7 @@ def kernel_specs(config, dtype=None):
 
 def precompile(out_dir, config, dtype=None, target=None):
     """Compiles the kernels a patched model of `config` calls into `out_dir`
-    for `target` (the GPU's: sm_90a by default, sm_80 for Ampere and Ada;
+    for `target` (the GPU's: sm_90a by default; liger.specs.CAPABILITIES;
     needs liger-compile); point LIGER_OPS_BUNDLES at it where the model
     trains. Returns the bundle paths."""
     return ops.precompile(out_dir, kernel_specs(config, dtype), target)
@@ -494,7 +487,8 @@ def main(argv=None):
                      help="a model directory or config.json (read by transformers.AutoConfig)")
     pre.add_argument("--dtype", default=None, help="bf16, f16 or f32 (default: the config's)")
     pre.add_argument("--target", default=None, choices=specs.GPU_TARGETS,
-                     help="the GPU's target: sm_90a (Hopper, the default), sm_80 (Ampere, Ada)")
+                     help="the GPU's target, by compute capability (default sm_90a): "
+                          + specs.targets_text())
     args = ap.parse_args(argv)
     try:
         from transformers import AutoConfig

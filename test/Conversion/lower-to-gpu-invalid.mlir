@@ -4,7 +4,7 @@
 
 // The target strings are checked before LLVM sees them (LLVM aborts on a
 // malformed one).
-// CHIP: error: liger-lower-to-gpu: unsupported GPU target 'sm_90,features=+ptx86' (supported: sm_80, sm_90a)
+// CHIP: error: liger-lower-to-gpu: unsupported GPU target 'sm_90,features=+ptx86' (supported: sm_80, sm_86, sm_90a)
 // FEATURES: error: liger-lower-to-gpu: malformed PTX feature string 'ptx86' (expected +ptxNN, e.g. +ptx86)
 
 // Cross-entropy has its own template (CrossEntropyKernel.cpp): a group of
@@ -61,8 +61,8 @@ func.func @cross_entropy_grad_of_another_loss(%x: tensor<?x64xf32>, %t: tensor<?
 
 // -----
 
-func.func @cross_entropy_width_not_dividing(%x: tensor<?x1000xf32>, %t: tensor<?xi64>) -> tensor<f32> {
-  // expected-error @+1 {{'liger.fusion' op cannot be lowered to a cross-entropy kernel: vector_width 8 must divide the 1000 classes in chunks of at most 16 bytes}}
+func.func @cross_entropy_width_past_16_bytes(%x: tensor<?x1000xf32>, %t: tensor<?xi64>) -> tensor<f32> {
+  // expected-error @+1 {{'liger.fusion' op has an invalid 'liger.kernel_config': vector_width 8 spans 32 bytes of f32, more than one 16-byte load}}
   %l = liger.fusion rowwise(%x, %t) attributes {liger.kernel_config = {threads = 256 : i64, vector_width = 8 : i64}} : (tensor<?x1000xf32>, tensor<?xi64>) -> tensor<f32> {
   ^bb0(%a: tensor<?x1000xf32>, %b: tensor<?xi64>):
     %c = liger.cross_entropy %a, %b : tensor<?x1000xf32>, tensor<?xi64>
@@ -126,8 +126,20 @@ func.func @bad_config(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
 // -----
 
 func.func @width_does_not_divide(%x: tensor<?x66xf32>) -> tensor<?x66xf32> {
-  // expected-error @+1 {{'liger.fusion' op cannot be lowered to a rowwise GPU kernel: vector_width 4 does not divide the row length 66}}
+  // expected-error @+1 {{'liger.fusion' op has an invalid 'liger.kernel_config': vector_width 4 does not divide the row length 66 (every row must start on a chunk boundary)}}
   %y = liger.fusion rowwise(%x) attributes {liger.kernel_config = {threads = 32 : i64, vector_width = 4 : i64}} : (tensor<?x66xf32>) -> tensor<?x66xf32> {
+  ^bb0(%a: tensor<?x66xf32>):
+    %s = liger.silu %a : tensor<?x66xf32>
+    liger.yield %s : tensor<?x66xf32>
+  }
+  return %y : tensor<?x66xf32>
+}
+
+// -----
+
+func.func @width_not_a_power_of_two(%x: tensor<?x66xf32>) -> tensor<?x66xf32> {
+  // expected-error @+1 {{'liger.fusion' op has an invalid 'liger.kernel_config': vector_width 3 is not a power of two}}
+  %y = liger.fusion rowwise(%x) attributes {liger.kernel_config = {threads = 32 : i64, vector_width = 3 : i64}} : (tensor<?x66xf32>) -> tensor<?x66xf32> {
   ^bb0(%a: tensor<?x66xf32>):
     %s = liger.silu %a : tensor<?x66xf32>
     liger.yield %s : tensor<?x66xf32>

@@ -1,7 +1,7 @@
 // RUN: liger-opt %s --liger-select-kernel-config --split-input-file -verify-diagnostics
 // RUN: not liger-opt %s --liger-select-kernel-config=chip=sm_90 -o /dev/null 2>&1 | FileCheck %s --check-prefix=CHIP
 
-// CHIP: error: liger-select-kernel-config: unsupported GPU target 'sm_90' (supported: sm_80, sm_90a)
+// CHIP: error: liger-select-kernel-config: unsupported GPU target 'sm_90' (supported: sm_80, sm_86, sm_90a)
 
 // Every rule of a pinned matmul configuration, one case each.
 
@@ -110,4 +110,18 @@ func.func @grad_tile_n(%dy: tensor<?x64xbf16>, %w: tensor<64x128xbf16>) -> tenso
     liger.yield %g : tensor<?x128xbf16>
   }
   return %y : tensor<?x128xbf16>
+}
+
+// -----
+
+// A pinned rowwise configuration is checked by the rule the default follows
+// (checkRowVectorWidth): a row of 1001 bf16 takes no 2-element chunk.
+func.func @row_width_not_dividing(%x: tensor<?x1001xbf16>) -> tensor<?x1001xbf16> {
+  // expected-error @+1 {{'liger.fusion' op has an invalid 'liger.kernel_config': vector_width 2 does not divide the row length 1001 (every row must start on a chunk boundary)}}
+  %y = liger.fusion rowwise(%x) attributes {liger.kernel_config = {threads = 256 : i64, vector_width = 2 : i64}} : (tensor<?x1001xbf16>) -> tensor<?x1001xbf16> {
+  ^bb0(%a: tensor<?x1001xbf16>):
+    %s = liger.silu %a : tensor<?x1001xbf16>
+    liger.yield %s : tensor<?x1001xbf16>
+  }
+  return %y : tensor<?x1001xbf16>
 }

@@ -33,6 +33,86 @@ func.func @short(%x: tensor<?x6xf32>) -> tensor<?x6xf32> {
 
 // -----
 
+// Rows of odd length: the widest vector that divides the row (7 f32 and
+// 1001 bf16 take one element, 1002 f16 two), so that every row starts on a
+// chunk boundary.
+// CHECK-LABEL: func.func @odd_rows
+//       CHECK:   liger.kernel_config = {threads = 32 : i64, vector_width = 1 : i64}
+//       CHECK:   liger.kernel_config = {threads = 256 : i64, vector_width = 1 : i64}
+//       CHECK:   liger.kernel_config = {threads = 256 : i64, vector_width = 2 : i64}
+func.func @odd_rows(%a: tensor<?x7xf32>, %b: tensor<?x1001xbf16>, %c: tensor<?x1002xf16>) -> (tensor<?x7xf32>, tensor<?x1001xbf16>, tensor<?x1002xf16>) {
+  %x = liger.fusion rowwise(%a) : (tensor<?x7xf32>) -> tensor<?x7xf32> {
+  ^bb0(%v: tensor<?x7xf32>):
+    %s = liger.softmax %v : tensor<?x7xf32>
+    liger.yield %s : tensor<?x7xf32>
+  }
+  %y = liger.fusion rowwise(%b) : (tensor<?x1001xbf16>) -> tensor<?x1001xbf16> {
+  ^bb0(%v: tensor<?x1001xbf16>):
+    %s = liger.silu %v : tensor<?x1001xbf16>
+    liger.yield %s : tensor<?x1001xbf16>
+  }
+  %z = liger.fusion rowwise(%c) : (tensor<?x1002xf16>) -> tensor<?x1002xf16> {
+  ^bb0(%v: tensor<?x1002xf16>):
+    %s = liger.silu %v : tensor<?x1002xf16>
+    liger.yield %s : tensor<?x1002xf16>
+  }
+  return %x, %y, %z : tensor<?x7xf32>, tensor<?x1001xbf16>, tensor<?x1002xf16>
+}
+
+// -----
+
+// Long rows of one-element chunks: more threads where that keeps the row in
+// registers (softmax over 32001 f32 holds x across its reductions: 63
+// chunks a thread at 512; SiLU over 50257 bf16 holds nothing: 50 chunks at
+// 1024), else 256 threads that loop over their chunks (softmax over 50257).
+// CHECK-LABEL: func.func @long_rows
+//       CHECK:   liger.kernel_config = {threads = 512 : i64, vector_width = 1 : i64}
+//       CHECK:   liger.kernel_config = {threads = 1024 : i64, vector_width = 1 : i64}
+//       CHECK:   liger.kernel_config = {threads = 256 : i64, vector_width = 1 : i64}
+func.func @long_rows(%a: tensor<?x32001xf32>, %b: tensor<?x50257xbf16>) -> (tensor<?x32001xf32>, tensor<?x50257xbf16>, tensor<?x50257xbf16>) {
+  %x = liger.fusion rowwise(%a) : (tensor<?x32001xf32>) -> tensor<?x32001xf32> {
+  ^bb0(%v: tensor<?x32001xf32>):
+    %s = liger.softmax %v : tensor<?x32001xf32>
+    liger.yield %s : tensor<?x32001xf32>
+  }
+  %y = liger.fusion rowwise(%b) : (tensor<?x50257xbf16>) -> tensor<?x50257xbf16> {
+  ^bb0(%v: tensor<?x50257xbf16>):
+    %s = liger.silu %v : tensor<?x50257xbf16>
+    liger.yield %s : tensor<?x50257xbf16>
+  }
+  %z = liger.fusion rowwise(%b) : (tensor<?x50257xbf16>) -> tensor<?x50257xbf16> {
+  ^bb0(%v: tensor<?x50257xbf16>):
+    %s = liger.softmax %v : tensor<?x50257xbf16>
+    liger.yield %s : tensor<?x50257xbf16>
+  }
+  return %x, %y, %z : tensor<?x32001xf32>, tensor<?x50257xbf16>, tensor<?x50257xbf16>
+}
+
+// -----
+
+// The cross-entropy template peels rows that do not start on a chunk
+// boundary, so GPT-2's vocabulary keeps 16-byte chunks there, where the
+// row program over the same row takes one element.
+// CHECK-LABEL: func.func @gpt2_vocabulary
+//       CHECK:   liger.kernel_config = {ctas_per_sm = 1 : i64, threads = 1024 : i64, vector_width = 8 : i64}
+//       CHECK:   liger.kernel_config = {threads = 256 : i64, vector_width = 1 : i64}
+func.func @gpt2_vocabulary(%x: tensor<?x50257xbf16>, %t: tensor<?xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<?x50257xbf16>, tensor<?x50257xbf16>) {
+  %r:2 = liger.fusion rowwise(%x, %t, %g) : (tensor<?x50257xbf16>, tensor<?xi64>, tensor<f32>) -> (tensor<f32>, tensor<?x50257xbf16>) {
+  ^bb0(%a: tensor<?x50257xbf16>, %b: tensor<?xi64>, %c: tensor<f32>):
+    %l = liger.cross_entropy %a, %b : tensor<?x50257xbf16>, tensor<?xi64>
+    %d = liger.cross_entropy_grad %a, %b, %c : tensor<?x50257xbf16>, tensor<?xi64>, tensor<f32>
+    liger.yield %l, %d : tensor<f32>, tensor<?x50257xbf16>
+  }
+  %s = liger.fusion rowwise(%x) : (tensor<?x50257xbf16>) -> tensor<?x50257xbf16> {
+  ^bb0(%v: tensor<?x50257xbf16>):
+    %y = liger.softmax %v : tensor<?x50257xbf16>
+    liger.yield %y : tensor<?x50257xbf16>
+  }
+  return %r#0, %r#1, %s : tensor<f32>, tensor<?x50257xbf16>, tensor<?x50257xbf16>
+}
+
+// -----
+
 // Near-miss: a pinned configuration stays. A matmul group gets a tile
 // configuration: f32 takes 32-element (128-byte) K slices, a 64-column tile
 // (64 does not divide by 128).

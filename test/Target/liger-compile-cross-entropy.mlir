@@ -16,6 +16,11 @@
 // RUN: liger-compile %s --emit=gpu -o - | FileCheck %s --check-prefix=GPU
 // RUN: liger-compile %s --target=sm_80 --emit=ptx -o %t.sm80.ptx
 // RUN: ptxas -arch=sm_80 -v %t.sm80.ptx -o %t.sm80.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: rm -rf %t.sm80 %t.sm86
+// RUN: liger-compile %s --target=sm_80 -o %t.sm80 && FileCheck %s --check-prefix=SM80 < %t.sm80/manifest.json
+// RUN: liger-compile %s --target=sm_86 -o %t.sm86 | FileCheck %s --check-prefix=OUT86
+// RUN: FileCheck %s --check-prefix=SM86 < %t.sm86/manifest.json
+// RUN: ptxas -arch=sm_86 -v %t.sm86/liger_kernels.sm_86.ptx -o %t.sm86.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 
 // OUT: liger-compile: 7 kernels for sm_90a
 
@@ -94,6 +99,17 @@
 // MANIFEST: "ctas_per_sm": 1,
 // MANIFEST: "dynamic_shared_memory_bytes": 230432,
 // MANIFEST: "name": "ce_fused_large_rowwise_0",
+// The staging follows the target's shared memory per block: sm_80's 163
+// KiB (compute capability 8.0 and 8.7) hold 10 chunks, 1056 + 10 x 1024 x
+// 16 = 164896 bytes; sm_86's 99 KiB (8.6 and 8.9) hold 6, 99360 bytes.
+// SM80: "dynamic_shared_memory_bytes": 164896,
+// SM80-NEXT: "finish"
+// SM80: "name": "ce_fused_large_rowwise_0",
+// OUT86: liger-compile: 7 kernels for sm_86
+// SM86: "arch": "sm_86",
+// SM86: "dynamic_shared_memory_bytes": 99360,
+// SM86-NEXT: "finish"
+// SM86: "name": "ce_fused_large_rowwise_0",
 // The same with reuse_loads = false: the reduction area alone.
 // MANIFEST: "dynamic_shared_memory_bytes": 544,
 // MANIFEST: "name": "ce_fused_large_reread_rowwise_0",

@@ -15,6 +15,7 @@
 // RUN: ptxas -arch=sm_90a -v %t.bundle/liger_kernels.sm_90a.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 // RUN: rm -rf %t.sm80 && liger-compile %s --matmul-kernels --target=sm_80 -o %t.sm80 2>&1 | FileCheck %s --check-prefix=SM80
 // RUN: FileCheck %s --check-prefix=PTX80 < %t.sm80/liger_kernels.sm_80.ptx
+// RUN: FileCheck %s --check-prefix=MANIFEST80 < %t.sm80/manifest.json
 // RUN: ptxas -arch=sm_80 -v %t.sm80/liger_kernels.sm_80.ptx -o %t.sm80.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 
 // OUT: liger-compile: 4 kernels for sm_90a
@@ -129,6 +130,13 @@
 
 // SM80-NOT: warning
 // SM80: liger-compile: 4 kernels for sm_80
+
+// The mma.sync kernels copy their operands with cp.async: no tensor maps
+// for the launcher to encode.
+// MANIFEST80: "name": "dx_matmul_0"
+// MANIFEST80-NOT: "tensor_maps"
+// MANIFEST80: "name": "dw_acc_bf16_matmul_0"
+// MANIFEST80-NOT: "tensor_maps"
 
 // dx transposes W's fragments on load (B), dW both operands'.
 // PTX80-LABEL: .entry dx_matmul_0(

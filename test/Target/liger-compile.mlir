@@ -20,6 +20,7 @@
 // MANIFEST: "format": "liger-bundle",
 // MANIFEST: "arch": "sm_90a",
 // MANIFEST: "cubin": "liger_kernels.sm_90a.cubin",
+// MANIFEST-NEXT: "cubin_sha256": "{{[0-9a-f]+}}",
 // MANIFEST: "abi": "memref-descriptor",
 // MANIFEST: "block": [
 // MANIFEST-NEXT: 256,
@@ -35,7 +36,7 @@
 // MANIFEST-NEXT: "rows",
 // MANIFEST-NEXT: 4096
 // MANIFEST: "name": "layer_rowwise_1",
-// MANIFEST: "version": 2
+// MANIFEST: "version": 3
 
 // 16-byte vector loads, warp shuffles, barriers, and the dynamic shared
 // memory buffer as an aligned extern (the upstream overlap fix).
@@ -63,7 +64,7 @@
 // template.
 // NOKERNEL: liger-compile: no kernel to compile in {{.*}}lm-head-step.mlir (not compiled yet, no kernel template: 1 loss group)
 
-// BADTARGET: liger-compile: unsupported GPU target 'sm_90' (supported: sm_80, sm_90a)
+// BADTARGET: liger-compile: unsupported GPU target 'sm_90' (supported: sm_80, sm_86, sm_90a)
 // BADPTX: liger-compile: PTX ISA version in '+ptx99' is outside what liger uses (+ptx70 to +ptx88)
 
 func.func @layer(%h: tensor<?x4096xbf16>, %res: tensor<?x4096xbf16>, %g: tensor<4096xbf16>,

@@ -69,3 +69,19 @@ func.func @norm_of_mul(%h: tensor<?x64xf32>, %r: tensor<?x64xf32>, %w: tensor<64
   %n = liger.rms_norm %m, %w : tensor<?x64xf32>, tensor<64xf32>
   return %n : tensor<?x64xf32>
 }
+
+// -----
+
+// A value added to itself: the fused op reads it as input and residual, the
+// group takes it once.
+// CHECK-LABEL: func.func @add_to_itself
+//  CHECK-SAME:   (%[[H:.+]]: tensor<?x64xf32>, %[[W:.+]]: tensor<64xf32>)
+//       CHECK:   liger.fusion rowwise(%[[H]], %[[W]])
+//       CHECK:     ^bb0(%[[A:.+]]: tensor<?x64xf32>, %[[B:.+]]: tensor<64xf32>):
+//       CHECK:     liger.add_rms_norm %[[A]], %[[A]], %[[B]]
+// REPORT: [liger-fuse-add-rms-norm] fused liger.add, liger.rms_norm into a rowwise group at fuse-add-rms-norm.mlir:{{[0-9]+}}:{{[0-9]+}}
+func.func @add_to_itself(%h: tensor<?x64xf32>, %w: tensor<64xf32>) -> (tensor<?x64xf32>, tensor<?x64xf32>) {
+  %s = liger.add %h, %h : tensor<?x64xf32>
+  %n = liger.rms_norm %s, %w : tensor<?x64xf32>, tensor<64xf32>
+  return %n, %s : tensor<?x64xf32>, tensor<?x64xf32>
+}

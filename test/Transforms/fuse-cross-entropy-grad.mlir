@@ -102,3 +102,29 @@ func.func @grad_alone(%x: tensor<?x64xf32>, %t: tensor<?xi64>, %g: tensor<f32>) 
   %d = liger.cross_entropy_grad %x, %t, %g : tensor<?x64xf32>, tensor<?xi64>, tensor<f32>
   return %d : tensor<?x64xf32>
 }
+
+// -----
+
+// Near-miss: the incoming gradient is the loss itself, which one pass over
+// the rows cannot know before it has read them all.
+// CHECK-LABEL: func.func @grad_of_its_own_loss
+//   CHECK-NOT:   liger.fusion
+// REPORT: [liger-fuse-cross-entropy-grad] left alone liger.cross_entropy_grad at fuse-cross-entropy-grad.mlir:{{[0-9]+}}:{{[0-9]+}}: the gradient reads a result of the loss
+func.func @grad_of_its_own_loss(%x: tensor<?x64xf32>, %t: tensor<?xi64>) -> (tensor<f32>, tensor<?x64xf32>) {
+  %l = liger.cross_entropy %x, %t : tensor<?x64xf32>, tensor<?xi64>
+  %d = liger.cross_entropy_grad %x, %t, %l : tensor<?x64xf32>, tensor<?xi64>, tensor<f32>
+  return %l, %d : tensor<f32>, tensor<?x64xf32>
+}
+
+// -----
+
+// The class weights are the incoming gradient's shape too ([N] with
+// reduction none, N = V): one value read as both joins the inputs once.
+// CHECK-LABEL: func.func @weight_is_grad_loss
+//  CHECK-SAME:   (%[[X:.+]]: tensor<8x8xf32>, %[[T:.+]]: tensor<8xi64>, %[[W:.+]]: tensor<8xf32>)
+//       CHECK:   liger.fusion rowwise(%[[X]], %[[T]], %[[W]])
+func.func @weight_is_grad_loss(%x: tensor<8x8xf32>, %t: tensor<8xi64>, %w: tensor<8xf32>) -> (tensor<8xf32>, tensor<8x8xf32>) {
+  %l = liger.cross_entropy %x, %t weight(%w : tensor<8xf32>) reduction = none : tensor<8x8xf32>, tensor<8xi64>
+  %d = liger.cross_entropy_grad %x, %t, %w weight(%w : tensor<8xf32>) reduction = none : tensor<8x8xf32>, tensor<8xi64>, tensor<8xf32>
+  return %l, %d : tensor<8xf32>, tensor<8x8xf32>
+}

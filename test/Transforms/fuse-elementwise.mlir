@@ -109,3 +109,81 @@ func.func @loss_grad_then_mul(%l: tensor<?x10xf32>, %t: tensor<?xi64>, %g: tenso
   %y = liger.mul %d, %m : tensor<?x10xf32>
   return %y : tensor<?x10xf32>
 }
+
+// -----
+
+// A norm's result read twice by one op: the op joins the norm's group.
+// CHECK-LABEL: func.func @norm_squared
+//  CHECK-SAME:   (%[[X:.+]]: tensor<?x64xf32>, %[[W:.+]]: tensor<64xf32>)
+//       CHECK:   liger.fusion rowwise(%[[X]], %[[W]])
+//       CHECK:     %[[N:.+]] = liger.rms_norm
+//       CHECK:     liger.mul %[[N]], %[[N]]
+// STRICT-LABEL: func.func @norm_squared
+//       STRICT:   liger.fusion rowwise
+// REPORT: [liger-fuse-elementwise] fused liger.rms_norm, liger.mul into a rowwise group at fuse-elementwise.mlir:{{[0-9]+}}:{{[0-9]+}}
+func.func @norm_squared(%x: tensor<?x64xf32>, %w: tensor<64xf32>) -> tensor<?x64xf32> {
+  %n = liger.rms_norm %x, %w : tensor<?x64xf32>, tensor<64xf32>
+  %y = liger.mul %n, %n : tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
+
+// -----
+
+// A gated activation of one value (silu(s) * s, s = silu(x)) joins the
+// group of the SiLU that makes it.
+// CHECK-LABEL: func.func @swiglu_of_one_value
+//       CHECK:   liger.fusion rowwise
+//       CHECK:     %[[S:.+]] = liger.silu
+//       CHECK:     liger.swiglu %[[S]], %[[S]]
+// STRICT-LABEL: func.func @swiglu_of_one_value
+//       STRICT:   liger.fusion rowwise
+func.func @swiglu_of_one_value(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  %s = liger.silu %x : tensor<?x64xf32>
+  %y = liger.swiglu %s, %s : tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
+
+// -----
+
+// A projection whose input is also the residual: the group reads the
+// activation once, for the projection and the add.
+// CHECK-LABEL: func.func @residual_is_the_input
+//  CHECK-SAME:   (%[[X:.+]]: tensor<?x64xf32>, %[[W:.+]]: tensor<64x64xf32>)
+//       CHECK:   liger.fusion matmul(%[[X]], %[[W]])
+//       CHECK:     ^bb0(%[[A:.+]]: tensor<?x64xf32>, %[[B:.+]]: tensor<64x64xf32>):
+//       CHECK:     %[[P:.+]] = liger.linear %[[A]], %[[B]]
+//       CHECK:     liger.add %[[P]], %[[A]]
+// STRICT-LABEL: func.func @residual_is_the_input
+//   STRICT-NOT:   liger.fusion
+func.func @residual_is_the_input(%x: tensor<?x64xf32>, %w: tensor<64x64xf32>) -> tensor<?x64xf32> {
+  %p = liger.linear %x, %w : tensor<?x64xf32>, tensor<64x64xf32>
+  %y = liger.add %p, %x : tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
+
+// -----
+
+// A projection added to itself: one group, the projection in it once.
+// CHECK-LABEL: func.func @projection_doubled
+//       CHECK:   liger.fusion matmul
+//       CHECK:     %[[P:.+]] = liger.linear
+//       CHECK:     liger.add %[[P]], %[[P]]
+// STRICT-LABEL: func.func @projection_doubled
+//   STRICT-NOT:   liger.fusion
+func.func @projection_doubled(%x: tensor<?x64xf32>, %w: tensor<32x64xf32>) -> tensor<?x32xf32> {
+  %p = liger.linear %x, %w : tensor<?x64xf32>, tensor<32x64xf32>
+  %y = liger.add %p, %p : tensor<?x32xf32>
+  return %y : tensor<?x32xf32>
+}
+
+// -----
+
+// Must not crash: an argument added to itself has no producer to join.
+// CHECK-LABEL: func.func @argument_doubled
+//   CHECK-NOT:   liger.fusion
+// STRICT-LABEL: func.func @argument_doubled
+//   STRICT-NOT:   liger.fusion
+func.func @argument_doubled(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  %y = liger.add %x, %x : tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}

@@ -74,3 +74,59 @@ func.func @up_not_projected(%x: tensor<?x64xf32>, %u: tensor<?x96xf32>, %wg: ten
   %h = liger.swiglu %g, %u : tensor<?x96xf32>
   return %h : tensor<?x96xf32>
 }
+
+// -----
+
+// One projection read as both gate and up (silu(g) * g): a group of the
+// projection and the activation, the projection in it once.
+// CHECK-LABEL: func.func @gate_is_up
+//  CHECK-SAME:   (%[[X:.+]]: tensor<?x64xf32>, %[[W:.+]]: tensor<96x64xf32>)
+//       CHECK:   liger.fusion matmul(%[[X]], %[[W]])
+//       CHECK:     %[[G:.+]] = liger.linear
+//   CHECK-NOT:     liger.linear
+//       CHECK:     liger.swiglu %[[G]], %[[G]]
+// STRICT-LABEL: func.func @gate_is_up
+//       STRICT:   liger.fusion matmul
+// REPORT: [liger-fuse-gated-mlp] fused liger.linear, liger.swiglu into a matmul group at fuse-gated-mlp.mlir:{{[0-9]+}}:{{[0-9]+}}
+func.func @gate_is_up(%x: tensor<?x64xf32>, %w: tensor<96x64xf32>) -> tensor<?x96xf32> {
+  %g = liger.linear %x, %w : tensor<?x64xf32>, tensor<96x64xf32>
+  %h = liger.swiglu %g, %g : tensor<?x96xf32>
+  return %h : tensor<?x96xf32>
+}
+
+// -----
+
+// The same for GeGLU, with the projection also returned (an extra result).
+// CHECK-LABEL: func.func @geglu_gate_is_up
+//       CHECK:   %[[R:.+]]:2 = liger.fusion matmul
+//       CHECK:     %[[G:.+]] = liger.linear
+//       CHECK:     %[[H:.+]] = liger.geglu %[[G]], %[[G]]
+//       CHECK:     liger.yield %[[G]], %[[H]]
+//       CHECK:   return %[[R]]#1, %[[R]]#0
+// STRICT-LABEL: func.func @geglu_gate_is_up
+//   STRICT-NOT:   liger.fusion
+func.func @geglu_gate_is_up(%x: tensor<?x64xf32>, %w: tensor<96x64xf32>) -> (tensor<?x96xf32>, tensor<?x96xf32>) {
+  %g = liger.linear %x, %w : tensor<?x64xf32>, tensor<96x64xf32>
+  %h = liger.geglu %g, %g : tensor<?x96xf32>
+  return %h, %g : tensor<?x96xf32>, tensor<?x96xf32>
+}
+
+// -----
+
+// Gate and up are two projections with one weight: both stay, the weight is
+// one input of the group.
+// CHECK-LABEL: func.func @gate_and_up_share_a_weight
+//  CHECK-SAME:   (%[[X:.+]]: tensor<?x64xf32>, %[[W:.+]]: tensor<96x64xf32>)
+//       CHECK:   liger.fusion matmul(%[[X]], %[[W]])
+//       CHECK:     ^bb0(%[[A:.+]]: tensor<?x64xf32>, %[[B:.+]]: tensor<96x64xf32>):
+//       CHECK:     %[[G:.+]] = liger.linear %[[A]], %[[B]]
+//       CHECK:     %[[U:.+]] = liger.linear %[[A]], %[[B]]
+//       CHECK:     liger.swiglu %[[G]], %[[U]]
+// STRICT-LABEL: func.func @gate_and_up_share_a_weight
+//       STRICT:   liger.fusion matmul
+func.func @gate_and_up_share_a_weight(%x: tensor<?x64xf32>, %w: tensor<96x64xf32>) -> tensor<?x96xf32> {
+  %g = liger.linear %x, %w : tensor<?x64xf32>, tensor<96x64xf32>
+  %u = liger.linear %x, %w : tensor<?x64xf32>, tensor<96x64xf32>
+  %h = liger.swiglu %g, %u : tensor<?x96xf32>
+  return %h : tensor<?x96xf32>
+}

@@ -174,3 +174,20 @@ func.func @backward_alone(%h: tensor<?x64xf32>, %w: tensor<100x64xf32>, %t: tens
   %dh, %dw = liger.fused_linear_cross_entropy_grad %h, %w, %t, %g : tensor<?x64xf32>, tensor<100x64xf32>, tensor<?xi64>, tensor<f32>
   return %dh, %dw : tensor<?x64xf32>, tensor<100x64xf32>
 }
+
+// -----
+
+// An lm_head that projects the hidden states by themselves (a square
+// [64, 64] case): the fused op reads them as hidden and weight, the group
+// takes them once.
+// CHECK-LABEL: func.func @hidden_is_the_weight
+//  CHECK-SAME:   (%[[H:.+]]: tensor<64x64xf32>, %[[T:.+]]: tensor<64xi64>)
+//       CHECK:   liger.fusion loss(%[[H]], %[[T]])
+//       CHECK:     ^bb0(%[[A:.+]]: tensor<64x64xf32>, %[[B:.+]]: tensor<64xi64>):
+//       CHECK:     liger.fused_linear_cross_entropy %[[A]], %[[A]], %[[B]]
+// REPORT: [liger-fuse-linear-cross-entropy] fused liger.linear, liger.cross_entropy into a loss group at fuse-linear-cross-entropy.mlir:{{[0-9]+}}:{{[0-9]+}}
+func.func @hidden_is_the_weight(%h: tensor<64x64xf32>, %t: tensor<64xi64>) -> tensor<f32> {
+  %logits = liger.linear %h, %h : tensor<64x64xf32>, tensor<64x64xf32>
+  %l = liger.cross_entropy %logits, %t : tensor<64x64xf32>, tensor<64xi64>
+  return %l : tensor<f32>
+}

@@ -56,3 +56,51 @@ func.func @plain_linear(%x: tensor<?x64xf32>, %w: tensor<32x64xf32>) -> tensor<?
   %s = liger.silu %p : tensor<?x32xf32>
   return %s : tensor<?x32xf32>
 }
+
+// -----
+
+// The residual is the projection's own input: the group takes it once.
+// CHECK-LABEL: func.func @residual_is_the_input
+//  CHECK-SAME:   (%[[X:[a-z0-9]+]]: tensor<?x64xf32>, %[[W:[a-z0-9]+]]: tensor<64x64xf32>, %[[A:[a-z0-9]+]]: tensor<4x64xf32>, %[[B:[a-z0-9]+]]: tensor<64x4xf32>)
+//       CHECK:   liger.fusion matmul(%[[X]], %[[W]], %[[A]], %[[B]])
+//       CHECK:     ^bb0(%[[XA:[a-z0-9]+]]: tensor<?x64xf32>,
+//       CHECK:     %[[P:.+]] = liger.lora_linear %[[XA]],
+//       CHECK:     liger.add %[[P]], %[[XA]]
+// REPORT: [liger-fuse-lora] fused liger.lora_linear, liger.add into a matmul group at fuse-lora.mlir:{{[0-9]+}}:{{[0-9]+}}
+func.func @residual_is_the_input(%x: tensor<?x64xf32>, %w: tensor<64x64xf32>, %a: tensor<4x64xf32>, %b: tensor<64x4xf32>) -> tensor<?x64xf32> {
+  %p = liger.lora_linear %x, %w, %a, %b : tensor<?x64xf32>, tensor<64x64xf32>, tensor<4x64xf32>, tensor<64x4xf32>
+  %y = liger.add %p, %x : tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
+
+// -----
+
+// The projection's one reader reads it twice (its only user all the same):
+// the activation and the add join the group.
+// CHECK-LABEL: func.func @one_reader_reads_twice
+//       CHECK:   liger.fusion matmul
+//       CHECK:     %[[P:.+]] = liger.lora_linear
+//       CHECK:     %[[S:.+]] = liger.silu %[[P]]
+//       CHECK:     liger.add %[[S]], %[[S]]
+//       CHECK:     liger.yield
+//   CHECK-NOT:   liger.add
+func.func @one_reader_reads_twice(%x: tensor<?x64xf32>, %w: tensor<32x64xf32>, %a: tensor<4x64xf32>, %b: tensor<32x4xf32>) -> tensor<?x32xf32> {
+  %p = liger.lora_linear %x, %w, %a, %b : tensor<?x64xf32>, tensor<32x64xf32>, tensor<4x64xf32>, tensor<32x4xf32>
+  %s = liger.silu %p : tensor<?x32xf32>
+  %y = liger.add %s, %s : tensor<?x32xf32>
+  return %y : tensor<?x32xf32>
+}
+
+// -----
+
+// The two LoRA factors are one value (a square adapter of rank = hidden):
+// the group takes it once.
+// CHECK-LABEL: func.func @factors_are_one_value
+//  CHECK-SAME:   (%[[X:[a-z0-9]+]]: tensor<?x8xf32>, %[[W:[a-z0-9]+]]: tensor<8x8xf32>, %[[F:[a-z0-9]+]]: tensor<8x8xf32>)
+//       CHECK:   liger.fusion matmul(%[[X]], %[[W]], %[[F]])
+//       CHECK:     ^bb0(%{{[a-z0-9]+}}: tensor<?x8xf32>, %{{[a-z0-9]+}}: tensor<8x8xf32>, %[[FA:[a-z0-9]+]]: tensor<8x8xf32>):
+//       CHECK:     liger.lora_linear %{{.+}}, %{{.+}}, %[[FA]], %[[FA]]
+func.func @factors_are_one_value(%x: tensor<?x8xf32>, %w: tensor<8x8xf32>, %f: tensor<8x8xf32>) -> tensor<?x8xf32> {
+  %p = liger.lora_linear %x, %w, %f, %f : tensor<?x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>
+  return %p : tensor<?x8xf32>
+}

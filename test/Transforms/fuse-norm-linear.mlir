@@ -124,3 +124,33 @@ func.func @add_norm_then_linear(%x: tensor<?x64xf32>, %r: tensor<?x64xf32>, %g: 
   %y = liger.linear %n, %w : tensor<?x64xf32>, tensor<32x64xf32>
   return %y, %s : tensor<?x32xf32>, tensor<?x64xf32>
 }
+
+// -----
+
+// Two projections of the normed value with one weight: a group each, the
+// weight an input of both.
+// CHECK-LABEL: func.func @two_projections_one_weight
+//  CHECK-SAME:   (%[[X:.+]]: tensor<?x64xf32>, %[[G:.+]]: tensor<64xf32>, %[[W:.+]]: tensor<32x64xf32>)
+//   CHECK-COUNT-2:   liger.fusion matmul(%[[X]], %[[G]], %[[W]])
+// ONE-LABEL: func.func @two_projections_one_weight
+//   ONE-NOT:   liger.fusion
+func.func @two_projections_one_weight(%x: tensor<?x64xf32>, %g: tensor<64xf32>, %w: tensor<32x64xf32>) -> (tensor<?x32xf32>, tensor<?x32xf32>) {
+  %n = liger.rms_norm %x, %g : tensor<?x64xf32>, tensor<64xf32>
+  %y = liger.linear %n, %w : tensor<?x64xf32>, tensor<32x64xf32>
+  %z = liger.linear %n, %w : tensor<?x64xf32>, tensor<32x64xf32>
+  return %y, %z : tensor<?x32xf32>, tensor<?x32xf32>
+}
+
+// -----
+
+// Near-miss: a projection of the normed value by itself (its activation and
+// its weight): a prologue would have to normalize the weight too.
+// CHECK-LABEL: func.func @normed_value_is_the_weight
+//   CHECK-NOT:   liger.fusion
+// REPORT: [liger-fuse-norm-linear] left alone liger.rms_norm at fuse-norm-linear.mlir:{{[0-9]+}}:{{[0-9]+}}: 'liger.linear' reads the normed value as more than its activation
+// NOFOLD-REPORT: [liger-fuse-norm-linear] left alone liger.rms_norm at fuse-norm-linear.mlir:{{[0-9]+}}:{{[0-9]+}}: 'liger.linear' reads the normed value as more than its activation
+func.func @normed_value_is_the_weight(%x: tensor<8x8xf32>, %g: tensor<8xf32>) -> tensor<8x8xf32> {
+  %n = liger.rms_norm %x, %g : tensor<8x8xf32>, tensor<8xf32>
+  %y = liger.linear %n, %n : tensor<8x8xf32>, tensor<8x8xf32>
+  return %y : tensor<8x8xf32>
+}

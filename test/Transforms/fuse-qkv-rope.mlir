@@ -100,3 +100,54 @@ func.func @rope_of_arguments(%q: tensor<1x4x3x16xf32>, %k: tensor<1x2x3x16xf32>,
   %qr, %kr = liger.rope %q, %k, %cos, %cos : tensor<1x4x3x16xf32>, tensor<1x2x3x16xf32>, tensor<1x3x16xf32>
   return %qr : tensor<1x4x3x16xf32>
 }
+
+// -----
+
+// cos and sin are one table: the group takes it once and RoPE reads it
+// twice.
+// CHECK-LABEL: func.func @one_table
+//  CHECK-SAME:   (%[[X:[a-z0-9]+]]: tensor<2x3x64xf32>, %[[WQ:[a-z0-9]+]]: tensor<64x64xf32>, %[[WK:[a-z0-9]+]]: tensor<32x64xf32>, %[[CS:[a-z0-9]+]]: tensor<1x3x16xf32>)
+//       CHECK:   liger.fusion matmul(%[[X]], %[[WQ]], %[[WK]], %[[CS]])
+//       CHECK:     ^bb0(%{{[a-z0-9]+}}: tensor<2x3x64xf32>, %{{[a-z0-9]+}}: tensor<64x64xf32>, %{{[a-z0-9]+}}: tensor<32x64xf32>, %[[T:[a-z0-9]+]]: tensor<1x3x16xf32>):
+//       CHECK:     liger.rope %{{.+}}, %{{.+}}, %[[T]], %[[T]]
+// REPORT: [liger-fuse-qkv-rope] fused liger.linear, liger.linear, tensor.expand_shape, tensor.expand_shape, linalg.transpose, linalg.transpose, liger.rope into a matmul group at fuse-qkv-rope.mlir:{{[0-9]+}}:{{[0-9]+}}
+func.func @one_table(%x: tensor<2x3x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<32x64xf32>,
+                     %cs: tensor<1x3x16xf32>) -> (tensor<2x4x3x16xf32>, tensor<2x2x3x16xf32>) {
+  %q = liger.linear %x, %wq : tensor<2x3x64xf32>, tensor<64x64xf32>
+  %k = liger.linear %x, %wk : tensor<2x3x64xf32>, tensor<32x64xf32>
+  %q4 = tensor.expand_shape %q [[0], [1], [2, 3]] output_shape [2, 3, 4, 16] : tensor<2x3x64xf32> into tensor<2x3x4x16xf32>
+  %k4 = tensor.expand_shape %k [[0], [1], [2, 3]] output_shape [2, 3, 2, 16] : tensor<2x3x32xf32> into tensor<2x3x2x16xf32>
+  %qi = tensor.empty() : tensor<2x4x3x16xf32>
+  %ki = tensor.empty() : tensor<2x2x3x16xf32>
+  %qh = linalg.transpose ins(%q4 : tensor<2x3x4x16xf32>) outs(%qi : tensor<2x4x3x16xf32>) permutation = [0, 2, 1, 3]
+  %kh = linalg.transpose ins(%k4 : tensor<2x3x2x16xf32>) outs(%ki : tensor<2x2x3x16xf32>) permutation = [0, 2, 1, 3]
+  %qr, %kr = liger.rope %qh, %kh, %cs, %cs : tensor<2x4x3x16xf32>, tensor<2x2x3x16xf32>, tensor<1x3x16xf32>
+  return %qr, %kr : tensor<2x4x3x16xf32>, tensor<2x2x3x16xf32>
+}
+
+// -----
+
+// Near-miss: one head split rotated as both q and k has one projection,
+// where the epilogue writes q and k from two.
+// CHECK-LABEL: func.func @q_is_k
+//   CHECK-NOT:   liger.fusion
+// REPORT: [liger-fuse-qkv-rope] left alone liger.rope at fuse-qkv-rope.mlir:{{[0-9]+}}:{{[0-9]+}}: q and k are one value
+func.func @q_is_k(%x: tensor<2x3x64xf32>, %wq: tensor<64x64xf32>, %cos: tensor<1x3x16xf32>,
+                  %sin: tensor<1x3x16xf32>) -> (tensor<2x4x3x16xf32>, tensor<2x4x3x16xf32>) {
+  %q = liger.linear %x, %wq : tensor<2x3x64xf32>, tensor<64x64xf32>
+  %q4 = tensor.expand_shape %q [[0], [1], [2, 3]] output_shape [2, 3, 4, 16] : tensor<2x3x64xf32> into tensor<2x3x4x16xf32>
+  %i = tensor.empty() : tensor<2x4x3x16xf32>
+  %qh = linalg.transpose ins(%q4 : tensor<2x3x4x16xf32>) outs(%i : tensor<2x4x3x16xf32>) permutation = [0, 2, 1, 3]
+  %qr, %kr = liger.rope %qh, %qh, %cos, %sin : tensor<2x4x3x16xf32>, tensor<2x4x3x16xf32>, tensor<1x3x16xf32>
+  return %qr, %kr : tensor<2x4x3x16xf32>, tensor<2x4x3x16xf32>
+}
+
+// -----
+
+// Must not crash: one argument as q and k, one as cos and sin.
+// CHECK-LABEL: func.func @rope_of_one_argument
+//   CHECK-NOT:   liger.fusion
+func.func @rope_of_one_argument(%q: tensor<1x4x3x16xf32>, %c: tensor<1x3x16xf32>) -> (tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>) {
+  %qr, %kr = liger.rope %q, %q, %c, %c : tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>, tensor<1x3x16xf32>
+  return %qr, %kr : tensor<1x4x3x16xf32>, tensor<1x4x3x16xf32>
+}

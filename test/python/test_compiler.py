@@ -48,6 +48,10 @@ def test_a_rebuilt_compiler_misses_the_cache(tmp_path):
     assert not other.cached and other.key == first.key
     assert cache.read_marker(other.path)["identity"] == compiler.compiler_identity(str(rebuilt))
     assert compiler.compiler_identity(str(rebuilt)) != compiler.compiler_identity(exe)
+    # Each compiler's entry stays: neither rebuilds the other's.
+    assert other.path != first.path and cache.entry_problem(first.path, first.key) is None
+    assert compiler.compile(MODULE, cache_dir=str(tmp_path / "cache"), tool=exe).cached
+    assert compiler.compile(MODULE, cache_dir=str(tmp_path / "cache"), tool=str(rebuilt)).cached
 
 
 @needs_ptxas

@@ -187,8 +187,8 @@ def test_bad_specs_and_dtypes():
     with pytest.raises(LigerError, match="reduction must be one of 'mean', 'sum', 'none', got "
                                          "'batchmean'"):
         ops.cross_entropy_spec(8, "bf16", reduction="batchmean")
-    with pytest.raises(LigerError, match="target must be one of 'sm_90a', 'sm_80', 'cpu', got "
-                                         "'sm_75'"):
+    with pytest.raises(LigerError, match="target must be one of 'sm_90a', 'sm_80', 'sm_86', "
+                                         "'cpu', got 'sm_75'"):
         ops.swiglu_spec(8, "f32", target="sm_75")
 
 
@@ -196,7 +196,7 @@ def test_bad_specs_and_dtypes():
 def test_precompiled_bundles_are_found(tmp_path, monkeypatch):
     paths = ops.precompile(str(tmp_path), SPECS[:3])
     for spec, path in zip(SPECS, paths):
-        assert os.path.basename(path) == spec.key()
+        assert os.path.basename(os.path.dirname(path)) == spec.key()
         assert cache.read_marker(path)["spec"] == str(spec)
     monkeypatch.setenv("LIGER_OPS_BUNDLES", str(tmp_path))
 
@@ -210,10 +210,11 @@ def test_precompiled_bundles_are_found(tmp_path, monkeypatch):
 
 
 @needs_ptxas
-def test_precompile_remakes_another_compilers_bundles(tmp_path, monkeypatch):
-    """A bundle's key is its spec and target: precompile keeps one only if
-    this liger-compile made it (else a rebuilt compiler's kernels would never
-    reach the bundles)."""
+def test_precompile_makes_this_compilers_bundles_beside_anothers(tmp_path, monkeypatch):
+    """A bundle's key is its spec and target; under it each compiler has
+    its entry: precompile keeps this liger-compile's, and makes it where
+    only another compiler's is (else a rebuilt compiler's kernels would
+    never reach the bundles), leaving that one whole."""
     (path,) = ops.precompile(str(tmp_path), SPECS[2:3])
     assert cache.read_marker(path)["identity"] == ops.compiler_identity()
     calls = []
@@ -228,20 +229,23 @@ def test_precompile_remakes_another_compilers_bundles(tmp_path, monkeypatch):
     monkeypatch.setattr(liger.compiler, "compile", recording)
     ops.precompile(str(tmp_path), SPECS[2:3])
     assert calls == [], "recompiled a bundle this compiler made"
-    marker = cache.read_marker(path)
-    with open(os.path.join(path, cache.MARKER), "w") as f:
-        json.dump(dict(marker, identity="0" * 64), f)
-    open(os.path.join(path, "stale-file"), "w").close()
+    # Make it another compiler's entry.
+    other = os.path.join(os.path.dirname(path), cache.identity_name("0" * 64))
+    os.rename(path, other)
+    marker = cache.read_marker(other)
+    with open(os.path.join(other, cache.MARKER), "w") as f:
+        json.dump(dict(marker, identity="0" * 64, created=marker["created"] - 1), f)
     ops.precompile(str(tmp_path), SPECS[2:3])
-    assert len(calls) == 1, "kept another compiler's bundle"
+    assert len(calls) == 1, "took another compiler's bundle"
     assert cache.read_marker(path)["identity"] == ops.compiler_identity()
-    assert not os.path.exists(os.path.join(path, "stale-file"))
-    # A machine without the compiler takes the entry whoever made it.
-    with open(os.path.join(path, cache.MARKER), "w") as f:
-        json.dump(dict(marker, identity="0" * 64), f)
+    assert cache.entry_problem(other, SPECS[2].key(), "0" * 64) is None
+    # A machine without the compiler takes the newest whole entry, whoever
+    # made it.
     monkeypatch.setenv("LIGER_OPS_BUNDLES", str(tmp_path))
     monkeypatch.setattr(bundles, "_compiler", lambda: None)
     assert ops.bundle_path(SPECS[2]) == path
+    shutil.rmtree(path)
+    assert ops.bundle_path(SPECS[2]) == other
 
 
 def test_no_bundle_and_no_compiler_says_what_to_precompile(tmp_path, monkeypatch):
@@ -261,6 +265,27 @@ def test_no_bundle_and_no_compiler_says_what_to_precompile(tmp_path, monkeypatch
         ops.bundle_path(SPECS[2].with_target("sm_80"))
 
 
+def test_precompiling_into_a_directory_that_cannot_be_written_fails(tmp_path):
+    """precompile DIR writes DIR or says why not: it never compiles into
+    a temporary directory and reports success."""
+    try:
+        driver.find_tool("liger-compile")
+    except LigerError as e:
+        pytest.skip(str(e))
+    if os.geteuid() != 0:
+        out = tmp_path / "ro"
+        out.mkdir()
+        out.chmod(0o555)
+    else:
+        out = "/sys/liger-precompile-test"  # (permissions do not stop root)
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    proc = subprocess.run([sys.executable, "-m", "liger.ops", "precompile", str(out),
+                           str(SPECS[4])], capture_output=True, text=True, env=env)
+    assert proc.returncode == 1
+    assert proc.stdout == ""
+    assert proc.stderr.startswith("liger.ops: the bundle cache %s cannot be written (" % out)
+
+
 @needs_ptxas
 def test_command_line(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
@@ -269,12 +294,59 @@ def test_command_line(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith(str(SPECS[4]) + " -> ")
     assert os.path.isdir(tmp_path / SPECS[4].key())
+    assert cache.Cache(str(tmp_path)).lookup(SPECS[4].key()) == proc.stdout.split(" -> ")[1].strip()
     proc = subprocess.run([sys.executable, "-m", "liger.ops", "precompile", "--target", "sm_80",
                            str(tmp_path), str(SPECS[4])], capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr
-    assert '"arch": "sm_80"' in open(tmp_path / SPECS[4].with_target("sm_80").key() /
-                                     "manifest.json").read()
+    path = cache.Cache(str(tmp_path)).lookup(SPECS[4].with_target("sm_80").key())
+    assert '"arch": "sm_80"' in open(os.path.join(path, "manifest.json")).read()
     proc = subprocess.run([sys.executable, "-m", "liger.ops", "precompile", str(tmp_path),
                            "gelu:hidden=3"], capture_output=True, text=True, env=env)
     assert proc.returncode == 1
     assert "liger.ops: unknown op 'gelu'" in proc.stderr
+
+
+class _NoPlans:
+    path, plans, kernels = "/bundles/x", [], {}
+
+
+@pytest.mark.parametrize("where,error", [
+    ("load", ImportError("the liger runtime extension (_liger_runtime) is not built")),
+    ("load", RuntimeError("CUDA_ERROR_NO_BINARY_FOR_GPU")),
+    ("load", PermissionError(13, "Permission denied")),
+    ("bundle_path", OSError(28, "No space left on device")),
+    ("no plans", ValueError("its bundle /bundles/x has 0 loss plans, not one")),
+], ids=["no-runtime", "driver", "permission", "cache-disk-full", "no-loss-plan"])
+def test_whatever_stops_kernels_loading_is_a_liger_error(where, error, monkeypatch):
+    """A patched model's fallback catches LigerError: every failure to load
+    a spec's kernels is one, naming the spec, with its cause."""
+    import liger.runtime
+
+    def raising(*args):
+        raise error
+    monkeypatch.setattr(bundles, "bundle_path", raising if where == "bundle_path" else
+                        lambda spec: "/bundles/x")
+    monkeypatch.setattr(liger.runtime, "load", raising if where == "load" else
+                        lambda path: _NoPlans())
+    spec = FLCE_SPEC if where == "no plans" else SPECS[0]
+    load = bundles.loss_plan_kernels if where == "no plans" else bundles.kernels
+    with pytest.raises(LigerError) as info:
+        load(spec)
+    assert str(info.value) == "cannot load the kernels of %s (target sm_90a): %s: %s" % (
+        spec, type(error).__name__, error)
+    if where != "no plans":
+        assert info.value.__cause__ is error
+    bundles.clear()
+
+
+def test_a_device_whose_capability_cannot_be_read_is_a_liger_error(monkeypatch):
+    torch = pytest.importorskip("torch")
+
+    def failing(device=None):
+        raise RuntimeError("CUDA error: initialization error")
+    monkeypatch.setattr(torch.cuda, "get_device_capability", failing)
+    bundles.clear()
+    with pytest.raises(LigerError, match=r"^cannot read the compute capability of cuda:0: "
+                                         r"RuntimeError: CUDA error: initialization error$"):
+        bundles.device_target(torch.device("cuda", 0))
+    bundles.clear()

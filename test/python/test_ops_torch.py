@@ -7,6 +7,7 @@ eagerly."""
 
 import os
 import sys
+import warnings
 
 import pytest
 
@@ -48,6 +49,7 @@ def _cases():
     q, k = _randn(2, 4, 3, 8, grad=True), _randn(2, 2, 3, 8, grad=True)
     angle = torch.rand(1, 3, 8) * 6.3
     logits, t = _randn(6, 16, grad=True), torch.tensor([1, 0, -100, 15, 3, 7])
+    logits3 = _randn(2, 3, 16, grad=True)
     cw = torch.rand(16) + 0.5
     h, lw = _randn(6, 16, dtype=torch.bfloat16, grad=True), \
         _randn(24, 16, dtype=torch.bfloat16, grad=True)
@@ -69,6 +71,12 @@ def _cases():
                                             angle.cos(), angle.sin())),
         "cross_entropy": (L.cross_entropy, (logits, t, cw, -100, 0.1, "mean", 30.0, 1e-4)),
         "cross_entropy_none": (L.cross_entropy, (logits, t, None, -100, 0.0, "none", 0.0, 0.0)),
+        # Logits [B, T, V] against targets [B, T] or [B * T]: the loss takes
+        # the target's shape, and so does its incoming gradient.
+        "cross_entropy_none_rank3": (L.cross_entropy, (logits3, t.view(2, 3), None, -100, 0.0,
+                                                       "none", 0.0, 0.0)),
+        "cross_entropy_none_rank3_flat": (L.cross_entropy, (logits3, t, None, -100, 0.0, "none",
+                                                            0.0, 0.0)),
         "cross_entropy_": (L.cross_entropy_, (logits.detach().clone(), t, None, -100, 0.0,
                                               "sum", 0.0, 0.0)),
         "fused_linear_cross_entropy": (L.fused_linear_cross_entropy, (
@@ -94,6 +102,7 @@ def test_every_operator_is_checked():
     defined = {name for name, value in vars(operators).items()
                if isinstance(value, torch._library.custom_ops.CustomOpDef)}
     assert defined == {c.split("_none")[0].split("_frozen")[0] for c in OPS}
+    assert "cross_entropy_none_rank3_flat" in OPS
 
 
 def test_the_fake_kernels_are_exact():
@@ -143,6 +152,55 @@ def test_a_patched_llama_trains_compiled_as_it_does_eagerly():
         assert torch.equal(grads[name].grad, p.grad), name
 
 
+@pytest.mark.parametrize("sequences", [(6, 9, 4)])
+def test_a_patched_llama_compiles_with_dynamic_shapes(sequences):
+    """torch.compile(fullgraph=True, dynamic=True): the fallback decision
+    takes static facts (a module's float attributes and activation sizes,
+    symbols under dynamic shapes, are specialized), so the graph has no
+    break and serves every sequence length; losses and gradients are the
+    eager patched model's."""
+    eager = tiny_model("llama", 1, torch.bfloat16)
+    compiled = tiny_model("llama", 1, torch.bfloat16)
+    for m in (eager, compiled):
+        lt.apply_liger_kernel(m)
+        m.train()
+    torch._dynamo.reset()
+    run = torch.compile(compiled, fullgraph=True, dynamic=True, backend="aot_eager")
+    for seq in sequences:
+        ids = tokens(seq, batch=2, seq=seq)
+        for m in (eager, compiled):
+            m.zero_grad(set_to_none=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", lt.LigerFallbackWarning)
+            out = run(input_ids=ids, labels=ids)
+        out.loss.backward()
+        ref = eager(input_ids=ids, labels=ids)
+        ref.loss.backward()
+        assert torch.equal(out.loss, ref.loss), seq
+        grads = dict(compiled.named_parameters())
+        for name, p in eager.named_parameters():
+            assert torch.equal(grads[name].grad, p.grad), (seq, name)
+
+
+def test_cross_entropy_in_place_compiles():
+    """The in-place cross-entropy (an autograd.Function around the mutating
+    operator) under torch.compile(fullgraph=True): the loss and the
+    gradient reaching the leaf are the eager call's."""
+    t = torch.tensor([1, 0, -100, 15, 3, 7])
+
+    def loss_of(leaf):
+        return ops.cross_entropy(leaf * 2, t, inplace=True, reduction="sum")
+    torch._dynamo.reset()
+    compiled = torch.compile(loss_of, fullgraph=True, backend="aot_eager")
+    a, b = _randn(6, 16, grad=True), _randn(6, 16, grad=True)
+    loss = compiled(a)
+    loss.backward(torch.tensor(0.5))
+    ref = loss_of(b)
+    ref.backward(torch.tensor(0.5))
+    assert torch.equal(loss, ref)
+    assert torch.equal(a.grad, b.grad)
+
+
 def test_cross_entropy_in_place_writes_the_gradient_over_the_logits():
     leaf = _randn(6, 16, grad=True)
     t = torch.tensor([1, 0, -100, 15, 3, 7])
@@ -156,6 +214,24 @@ def test_cross_entropy_in_place_writes_the_gradient_over_the_logits():
     assert torch.allclose(leaf.grad, ref.grad, atol=1e-6)
     # The logits now hold the gradient of a unit incoming gradient.
     assert torch.allclose(logits.detach(), ref.grad / 2, atol=1e-6)
+
+
+@pytest.mark.parametrize("inplace", [False, True], ids=["fresh", "inplace"])
+def test_a_per_token_loss_of_rank_3_logits_and_flat_targets_backpropagates(inplace):
+    """reduction="none" over logits [B, T, V] with targets [B * T]: the loss
+    is [B * T] and each token's incoming gradient scales its row."""
+    leaf = _randn(2, 3, 16, grad=True)
+    t = torch.tensor([1, 0, -100, 15, 3, 7])
+    dloss = torch.rand(6) + 0.5
+    logits = leaf * 1 if inplace else leaf
+    loss = ops.cross_entropy(logits, t, reduction="none", inplace=inplace)
+    assert loss.shape == (6,)
+    loss.backward(dloss)
+    ref = leaf.detach().requires_grad_(True)
+    expected = torch.nn.functional.cross_entropy(ref.view(6, 16), t, reduction="none")
+    expected.backward(dloss)
+    assert torch.allclose(loss, expected.detach(), rtol=1e-5)
+    assert torch.allclose(leaf.grad, ref.grad, atol=1e-6)
 
 
 def test_rows_of_any_rank_run_on_the_cpu_as_on_the_gpu():

@@ -67,7 +67,27 @@ CASES = [
      "liger.ops.cross_entropy(inplace=True) needs contiguous logits (a copy would not be in "
      "place)"),
     (lambda: ops.rms_norm(X, W, eps=float("nan")), LigerValueError, "eps must be finite, got nan"),
-    (lambda: ops.rms_norm(X, W, eps=-1e-6), LigerValueError, "eps must be >= 0.0, got -1e-06"),
+    (lambda: ops.rms_norm(X, W, eps=-1e-6), LigerValueError, "eps must be > 0.0, got -1e-06"),
+    # Every float attribute is an f32 (the IR's rules: eps > 0).
+    (lambda: ops.rms_norm(X, W, eps=0.0), LigerValueError, "eps must be > 0.0, got 0.0"),
+    (lambda: ops.rms_norm(X, W, eps=1e-50), LigerValueError,
+     "eps must be an f32: 0 or of a magnitude in [1.1754943508222875e-38, "
+     "3.4028234663852886e+38], got 1e-50"),
+    (lambda: ops.rms_norm(X, W, eps=1e39), LigerValueError,
+     "eps must be an f32: 0 or of a magnitude in [1.1754943508222875e-38, "
+     "3.4028234663852886e+38], got 1e+39"),
+    (lambda: ops.rms_norm(X, W, offset=-1e39), LigerValueError,
+     "offset must be an f32: 0 or of a magnitude in [1.1754943508222875e-38, "
+     "3.4028234663852886e+38], got -1e+39"),
+    (lambda: ops.cross_entropy(LOGITS, T, softcap=1e39), LigerValueError,
+     "softcap must be an f32: 0 or of a magnitude in [1.1754943508222875e-38, "
+     "3.4028234663852886e+38], got 1e+39"),
+    (lambda: ops.cross_entropy(LOGITS, T, lse_square_scale=1e39), LigerValueError,
+     "lse_square_scale must be an f32: 0 or of a magnitude in [1.1754943508222875e-38, "
+     "3.4028234663852886e+38], got 1e+39"),
+    (lambda: ops.cross_entropy(LOGITS, T, label_smoothing=1e-45), LigerValueError,
+     "label_smoothing must be an f32: 0 or of a magnitude in [1.1754943508222875e-38, "
+     "3.4028234663852886e+38], got 1e-45"),
     (lambda: ops.rms_norm(X, W, eps="1e-6"), LigerTypeError, "eps must be a number, got '1e-6'"),
     (lambda: ops.rms_norm(X, W, casting="gemma rstd : tensor<8xf32>"), LigerValueError,
      "casting must be one of 'llama', 'gemma', 'none', got 'gemma rstd : tensor<8xf32>'"),
@@ -133,6 +153,107 @@ def test_invalid_arguments_are_refused_with_their_message(call, kind, message):
         call()
 
 
+NONCONTIGUOUS = torch.randn(16, 4).t()
+# (a valid call, a call of the same configuration that is not valid, the
+# exception type, its whole message): once a configuration has been seen,
+# what changes between its calls is still checked, and so is every
+# argument whose value is equal but not the same (True for 1.0).
+NEAR_MISSES = [
+    (lambda: ops.rms_norm(X, W, eps=1.0), lambda: ops.rms_norm(X, W, eps=True),
+     LigerTypeError, "eps must be a number, got True"),
+    (lambda: ops.rms_norm(X, W), lambda: ops.rms_norm(X[:0], W), LigerValueError,
+     "liger.ops.rms_norm: x must be [..., H] with at least one row, got shape [0, 8]"),
+    (lambda: ops.rms_norm(X, W), lambda: ops.rms_norm(None, W), LigerTypeError,
+     "liger.ops.rms_norm: x must be a torch.Tensor, got NoneType"),
+    (lambda: ops.rms_norm(X, W), lambda: ops.rms_norm(X, None), LigerTypeError,
+     "liger.ops.rms_norm: weight must be a torch.Tensor, got NoneType"),
+    (lambda: ops.swiglu(X, X), lambda: ops.swiglu(X, X[:2]), LigerValueError,
+     "liger.ops.swiglu: up must have the shape of gate [4, 8], got [2, 8]"),
+    (lambda: ops.geglu(X, X), lambda: ops.geglu(X, X, approximate=None), LigerValueError,
+     "approximate must be one of 'tanh', 'none', got None"),
+    (lambda: ops.softmax(X), lambda: ops.softmax(X[:0]), LigerValueError,
+     "liger.ops.softmax: x must be [..., H] with at least one row, got shape [0, 8]"),
+    (lambda: ops.rope(Q, K, C, C), lambda: ops.rope(Q, K, C[:, :2], C[:, :2]), LigerValueError,
+     "liger.ops.rope: cos must be [1 or 1, 3, 8] (B, T, D of q), got [1, 2, 8]"),
+    (lambda: ops.rope(Q, K, C, C), lambda: ops.rope(Q, K[:, :, :2], C, C), LigerValueError,
+     "liger.ops.rope: q and k must be [B, Hq, T, D] and [B, Hk, T, D], got [1, 4, 3, 8] and "
+     "[1, 2, 2, 8]"),
+    (lambda: ops.cross_entropy(LOGITS, T), lambda: ops.cross_entropy(LOGITS, T[:3]),
+     LigerValueError,
+     "liger.ops.cross_entropy: target must have shape [4] (one class per row), got [3]"),
+    (lambda: ops.cross_entropy(LOGITS, T, ignore_index=1),
+     lambda: ops.cross_entropy(LOGITS, T, ignore_index=True), LigerTypeError,
+     "ignore_index must be an int, got True"),
+    (lambda: ops.cross_entropy(LOGITS, T, inplace=True),
+     lambda: ops.cross_entropy(NONCONTIGUOUS, T, inplace=True), LigerValueError,
+     "liger.ops.cross_entropy(inplace=True) needs contiguous logits (a copy would not be in "
+     "place)"),
+    (lambda: ops.cross_entropy(LOGITS, T, inplace=True),
+     lambda: ops.cross_entropy(LOGITS, T, inplace=1), LigerTypeError,
+     "inplace must be a bool, got 1"),
+    (lambda: ops.cross_entropy(LOGITS, T), lambda: ops.cross_entropy(LOGITS, None),
+     LigerTypeError, "liger.ops.cross_entropy: target must be a torch.Tensor, got NoneType"),
+    (lambda: ops.fused_linear_cross_entropy(H, LW, T),
+     lambda: ops.fused_linear_cross_entropy(H, LW, T[:3]), LigerValueError,
+     "liger.ops.fused_linear_cross_entropy: target must have shape [4] (one class per row), "
+     "got [3]"),
+    (lambda: ops.fused_linear_cross_entropy(H, LW, T, memory_budget=2 ** 20),
+     lambda: ops.fused_linear_cross_entropy(H, LW, T, memory_budget=float(2 ** 20)),
+     LigerTypeError, "memory_budget must be an int, got 1048576.0"),
+]
+
+
+def _reaches_the_kernels(call):
+    with pytest.raises(AssertionError, match="^an invalid call reached the kernels$"):
+        call()
+
+
+@pytest.mark.parametrize("valid,call,kind,message", NEAR_MISSES,
+                         ids=[c[3][:60] for c in NEAR_MISSES])
+def test_a_configuration_seen_still_refuses_its_near_misses(valid, call, kind, message):
+    _reaches_the_kernels(valid)
+    with pytest.raises(kind, match="^%s$" % re.escape(message)):
+        call()
+
+
+def test_a_configuration_seen_is_checked_once(monkeypatch):
+    """The checks of a configuration run at its first call; the next calls
+    (any token count) cost a dictionary lookup and the per-call shape
+    comparisons."""
+    calls = []
+    checked = ops._rms_norm_checked
+
+    def counting(*args):
+        calls.append(args[2])
+        return checked(*args)
+    monkeypatch.setattr(ops, "_rms_norm_checked", counting)
+    for rows, eps in ((4, 1e-6), (7, 1e-6), (2, 1e-6), (4, 1e-5), (9, 1e-5)):
+        _reaches_the_kernels(lambda: ops.rms_norm(torch.randn(rows, 8), W, eps=eps))
+    assert calls == [1e-6, 1e-5]
+    ops.clear_caches()
+    _reaches_the_kernels(lambda: ops.rms_norm(X, W, eps=1e-5))
+    assert calls == [1e-6, 1e-5, 1e-5]
+
+
+def test_the_fused_loss_forms_the_gradients_autograd_will_ask_for(monkeypatch):
+    """dx and dW only for tensors that require a gradient, and none under
+    torch.no_grad (an lm_head Parameter in evaluation)."""
+    from liger import operators
+    wanted = []
+
+    def recording(*args):
+        wanted.append(args[-2:])
+        return torch.zeros(()), torch.empty(0), torch.empty(0)
+    monkeypatch.setattr(operators, "fused_linear_cross_entropy", recording)
+    h, w = H.clone().requires_grad_(True), torch.nn.Parameter(LW.clone())
+    ops.fused_linear_cross_entropy(h, w, T)
+    ops.fused_linear_cross_entropy(h, w.detach(), T)
+    ops.fused_linear_cross_entropy(H, w, T)
+    with torch.no_grad():
+        ops.fused_linear_cross_entropy(h, w, T)
+    assert wanted == [(True, True), (True, False), (False, True), (False, False)]
+
+
 def test_errors_are_liger_errors_and_python_errors():
     assert issubclass(LigerValueError, LigerError) and issubclass(LigerValueError, ValueError)
     assert issubclass(LigerTypeError, LigerError) and issubclass(LigerTypeError, TypeError)
@@ -163,6 +284,40 @@ def test_a_spec_text_is_validated_as_a_call_is():
         ops.parse_spec("cross_entropy:vocab=8,dtype=f32,ignore_index=1.5")
     with pytest.raises(LigerValueError, match="^hidden must be in \\[1, 2147483647\\], got 0$"):
         ops.parse_spec("swiglu:dtype=f32,hidden=0")
+
+
+def test_the_largest_and_smallest_f32_attributes_are_taken():
+    spec = ops.rms_norm_spec(8, "f32", eps=1.1754943508222875e-38, offset=-3.4028234663852886e+38)
+    assert spec.eps == 1.1754943508222875e-38 and spec.offset == -3.4028234663852886e+38
+    assert ops.cross_entropy_spec(8, "f32", label_smoothing=0, lse_square_scale=0.0).softcap == 0
+
+
+class _Pretending(str):
+    """A str whose __str__ and __eq__ say something else."""
+
+    def __str__(self):
+        return "gemma rstd : tensor<8xf32>"
+
+    def __eq__(self, other):
+        return True
+
+    __hash__ = str.__hash__
+
+
+def test_a_spec_holds_the_canonical_strings_not_the_callers_objects():
+    """A str subclass cannot paste its __str__ into the module, nor pass
+    for a choice it is not; a spec of its characters is the clean spec,
+    with the clean key."""
+    spec = ops.rms_norm_spec(8, _Pretending("f32"), casting=_Pretending("llama"))
+    clean = ops.rms_norm_spec(8, "f32", casting="llama")
+    assert type(spec.casting) is str and type(spec.dtype) is str
+    assert spec == clean and spec.key() == clean.key()
+    assert spec.module_text() == clean.module_text()
+    with pytest.raises(LigerValueError, match="^casting must be one of 'llama', 'gemma', "
+                                              "'none', got 'bogus'$"):
+        ops.rms_norm_spec(8, "f32", casting=_Pretending("bogus"))
+    with pytest.raises(LigerTypeError, match="^dtype must be bf16 or f16 or f32, got "):
+        ops.rms_norm_spec(8, _Pretending("f64"))
 
 
 def test_cpu_tensors_without_the_reference_are_refused(monkeypatch):

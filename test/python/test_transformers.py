@@ -141,7 +141,13 @@ def test_unknown_model_type_is_a_clear_error():
         lt.kernel_specs(Config())
 
 
-def test_cpu_tensors_fall_back_with_one_warning_each():
+def _fallback_warnings(caught):
+    return [str(w.message) for w in caught if w.category is lt.LigerFallbackWarning]
+
+
+def test_cpu_tensors_fall_back_with_one_warning():
+    """A reason of the device is the whole model's: one warning, however
+    many modules fall back."""
     ids = tokens(1)
     ref = tiny_model("llama", 3)
     model = tiny_model("llama", 3)
@@ -154,11 +160,103 @@ def test_cpu_tensors_fall_back_with_one_warning_each():
         out2 = model(input_ids=ids, labels=ids)
     expected = ref(input_ids=ids, labels=ids)
     assert torch.equal(out.loss, expected.loss) and torch.equal(out2.loss, expected.loss)
-    messages = [str(w.message) for w in caught if w.category is lt.LigerFallbackWarning]
-    assert len(messages) == len(set(messages)), messages  # each reason once
-    assert any("LlamaRMSNorm on cpu runs its original forward" in m for m in messages)
-    assert any("LlamaMLP on cpu" in m for m in messages)
-    assert any("apply_rotary_pos_emb on cpu" in m for m in messages)
+    assert _fallback_warnings(caught) == [
+        "liger: patched modules run their original forward: liger.ops runs on CUDA tensors, "
+        "got tensors on cpu (LIGER_OPS_CPU_REFERENCE=1 runs CPU tensors through the slow "
+        "reference lowering, for tests)"]
+
+
+# What a patched Llama decides at its first forward on one GPU: the
+# modules, their ops and static arguments, their tensors' devices.
+LLAMA_DECISIONS = [
+    ("LlamaRMSNorm", "rms_norm", (32, "torch.bfloat16", "torch.bfloat16", 1e-5, 0.0, "llama"),
+     (("hidden_states", "cuda:0"), ("weight", "cuda:0"))),
+    ("LlamaMLP", "swiglu", (64, "torch.bfloat16"), (("gate", "cuda:0"), ("up", "cuda:0"))),
+    ("apply_rotary_pos_emb", "rope", (4, 2, 8, "torch.bfloat16", True),
+     (("q", "cuda:0"), ("k", "cuda:0"), ("cos", "cuda:0"), ("sin", "cuda:0"))),
+    ("LlamaForCausalLM's loss", "fused_linear_cross_entropy",
+     (96, 32, "torch.bfloat16", "torch.int64", -100, 0.0, "mean", None),
+     (("lm_head.weight", "cuda:0"), ("labels", "cuda:0"))),
+]
+
+
+def _gpu(monkeypatch, capability, name):
+    """torch.cuda as on a machine with one GPU of `capability`."""
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: capability)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: name)
+    bundles.clear()
+
+
+def test_a_gpu_liger_has_no_kernels_for_gives_one_warning(monkeypatch):
+    _gpu(monkeypatch, (7, 5), "Tesla T4")
+    loaded = []
+    monkeypatch.setattr(bundles, "kernels", loaded.append)
+    monkeypatch.setattr(bundles, "loss_plan_kernels", loaded.append)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(2):
+            for decision in LLAMA_DECISIONS:
+                assert lt._fallback(*decision)
+    assert _fallback_warnings(caught) == [
+        "liger: patched modules run their original forward: liger has no kernels for Tesla T4 "
+        "(compute capability 7.5): its targets are sm_90a (9.0), sm_80 (8.0, 8.7), sm_86 "
+        "(8.6, 8.9)"]
+    assert loaded == []
+    # An Ada GPU takes the sm_86 kernels.
+    lt._DECIDED.clear()
+    _gpu(monkeypatch, (8, 9), "NVIDIA L4")
+    for decision in LLAMA_DECISIONS:
+        assert lt._fallback(*decision) is None
+    assert [spec.target for spec in loaded] == ["sm_86"] * 4
+
+
+def test_patching_touches_no_gpu(monkeypatch):
+    """Patching reads no device property (that would initialise CUDA, and
+    fork-based workers that use CUDA later would fail) and warns of nothing
+    it cannot know yet (the kernels may all be in the bundle cache)."""
+    def no_cuda(*args, **kwargs):
+        raise AssertionError("CUDA touched while patching")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    for name in ("_lazy_init", "init", "current_device", "get_device_capability",
+                 "get_device_properties", "get_device_name", "device_count"):
+        monkeypatch.setattr(torch.cuda, name, no_cuda)
+    monkeypatch.setattr("liger.driver.find_tool", _no_tool)
+    monkeypatch.delenv("LIGER_OPS_BUNDLES", raising=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        lt.apply_liger_kernel_to_llama()
+        lt.apply_liger_kernel(tiny_model("qwen2", 0))
+    assert _fallback_warnings(caught) == []
+
+
+def test_tensors_on_several_devices_fall_back(monkeypatch):
+    with pytest.warns(lt.LigerFallbackWarning):
+        why = lt._fallback("LlamaRMSNorm", "rms_norm", LLAMA_DECISIONS[0][2],
+                           (("hidden_states", "cuda:0"), ("weight", "cuda:1")))
+    assert why == "LlamaRMSNorm runs its original forward: liger.ops.rms_norm: hidden_states " \
+                  "is on cuda:0 and weight on cuda:1"
+
+
+@pytest.mark.parametrize("error", [ImportError("no _liger_runtime"),
+                                   RuntimeError("CUDA_ERROR_NO_BINARY_FOR_GPU"),
+                                   OSError(37, "No locks available")],
+                         ids=["no-runtime", "driver", "cache"])
+def test_kernels_that_fail_to_load_fall_back(error, monkeypatch):
+    """Whatever stops the kernels loading is decided before the forward
+    runs: the module falls back with a warning, nothing is raised."""
+    import liger.runtime
+    _gpu(monkeypatch, (9, 0), "NVIDIA H200")
+    monkeypatch.setattr(bundles, "bundle_path", lambda spec: "/bundles/x")
+
+    def failing(path):
+        raise error
+    monkeypatch.setattr(liger.runtime, "load", failing)
+    with pytest.warns(lt.LigerFallbackWarning) as caught:
+        why = lt._fallback(*LLAMA_DECISIONS[1])
+    spec = ops.swiglu_spec(64, "bf16", target="sm_90a")
+    assert why == "LlamaMLP runs its original forward: cannot load the kernels of %s (target " \
+                  "sm_90a): %s: %s" % (spec, type(error).__name__, error)
+    assert [str(w.message) for w in caught] == ["liger: " + why]
 
 
 def test_unsupported_activation_falls_back():
@@ -214,7 +312,8 @@ def test_precompiled_bundles_are_found_by_config_and_a_missing_one_falls_back(
     for i in range(2):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            why = lt._fallback("LlamaRMSNorm", "rms_norm", args, ("cuda",), ("torch.float32",))
+            why = lt._fallback("LlamaRMSNorm", "rms_norm", args,
+                               (("hidden_states", "cuda"), ("weight", "cuda")))
         assert why == (
             "LlamaRMSNorm runs its original forward: no compiled kernels for %s (target "
             "sm_90a) in LIGER_OPS_BUNDLES=%s, and liger-compile is not installed here: on a "
@@ -398,3 +497,57 @@ def test_reference_off_is_a_clear_error_on_cpu():
         ops.rms_norm(torch.randn(2, 8), torch.ones(8))
     assert not ops.cpu_reference_enabled()
     os.environ.pop("LIGER_OPS_CPU_REFERENCE", None)
+
+
+@needs_runner
+def test_hidden_states_off_the_lm_heads_device_fall_back(monkeypatch):
+    """A model split over devices (device_map) whose last hidden states
+    are not where the lm_head is: the loss is the model's, with a warning
+    (the fused loss takes one device)."""
+    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+    ids = tokens(4)
+    ref, model = tiny_model("llama", 9, BF16), tiny_model("llama", 9, BF16)
+    lt.apply_liger_kernel(model, rope=False, rms_norm=False, swiglu=False)
+    model.train()
+    ref.train()
+    decoder = model.model.forward
+    calls = []
+
+    def elsewhere(*args, **kwargs):
+        out = decoder(*args, **kwargs)
+        calls.append(1)
+        if len(calls) == 1:  # the first run: its hidden states on another device
+            out.last_hidden_state = out.last_hidden_state.to("meta")
+        return out
+    model.model.forward = elsewhere
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        loss = model(input_ids=ids, labels=ids).loss
+    assert _fallback_warnings(caught) == [
+        "liger: LlamaForCausalLM's loss: hidden states in torch.bfloat16 on meta and lm_head "
+        "in torch.bfloat16 on cpu: the loss is computed as the model does (liger's fused "
+        "linear cross-entropy takes both in bf16 or f16, on one device)"]
+    assert torch.equal(loss, ref(input_ids=ids, labels=ids).loss)
+
+
+@needs_runner
+def test_rope_falls_back_on_any_shape_liger_rope_refuses(monkeypatch):
+    """The patched apply_rotary_pos_emb decides by liger.ops.rope's own
+    rules (one function): k of another batch, or tables of another
+    sequence length, fall back with its message instead of raising."""
+    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+    lt.apply_liger_kernel_to_llama(rms_norm=False, swiglu=False,
+                                   fused_linear_cross_entropy=False)
+    from transformers.models.llama import modeling_llama as ml
+    g = torch.Generator().manual_seed(0)
+    q, k = torch.randn(2, 4, 3, 8, generator=g), torch.randn(1, 2, 3, 8, generator=g)
+    angle = torch.rand(1, 3, 8, generator=g)
+    original = lt._ORIGINALS[(ml, "apply_rotary_pos_emb")]
+    with pytest.warns(lt.LigerFallbackWarning, match="^liger: apply_rotary_pos_emb runs the "
+                      r"original: liger.ops.rope: q and k must be \[B, Hq, T, D\] and \[B, "
+                      r"Hk, T, D\], got \[2, 4, 3, 8\] and \[1, 2, 3, 8\]$"):
+        got = ml.apply_rotary_pos_emb(q, k, angle.cos(), angle.sin())
+    expected = original(q, k, angle.cos(), angle.sin())
+    assert all(torch.equal(a, b) for a, b in zip(got, expected))
+    with pytest.raises(LigerError, match="q and k must be"):
+        ops.rope(q, k, angle.cos(), angle.sin())

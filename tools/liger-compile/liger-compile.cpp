@@ -1,10 +1,10 @@
 //===- liger-compile.cpp - liger module in, kernel bundle out -------------===//
 //
-// Compiles a module in the liger dialect to a kernel bundle: canonicalize,
-// fuse (liger-fuse), lower the rowwise groups to GPU kernels
-// (liger-lower-to-gpu), lower them to NVVM, serialize to PTX and a cubin,
-// and write the bundle with its manifest. --emit stops after any stage;
-// --dump-dir writes every stage.
+// Compiles a module in the liger dialect to a kernel bundle: the stages of
+// liger-gpu-pipeline (canonicalize, fuse, lower the groups to GPU kernels;
+// liger/Pipelines/Pipelines.h), then the lowering to NVVM, PTX and a cubin,
+// and the bundle with its manifest (liger/Target/GpuBinary.h). --emit stops
+// after any stage; --dump-dir writes every stage.
 //
 //   liger-compile layer.mlir -o layer.bundle [--target=sm_90a]
 //       [--emit=liger|fused|gpu|llvm|ptx|cubin|bundle] [--dump-dir=DIR]
@@ -12,13 +12,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "liger/Conversion/Passes.h"
 #include "liger/Dialect/Liger/IR/LigerOps.h"
 #include "liger/InitAll.h"
 #include "liger/Pipelines/Pipelines.h"
 #include "liger/Target/GpuBinary.h"
 #include "liger/Target/GpuTarget.h"
-#include "liger/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -27,7 +25,6 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
-#include "mlir/Transforms/Passes.h"
 
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
@@ -53,9 +50,11 @@ cl::opt<std::string> outputPath("o",
                                 cl::desc("Output (bundle directory, or "
                                          "file for --emit stages)"),
                                 cl::value_desc("path"), cl::init(""));
-cl::opt<std::string> targetChip("target",
-                                cl::desc("GPU target: sm_90a or sm_80"),
-                                cl::init("sm_90a"));
+cl::opt<std::string>
+    targetChip("target",
+               cl::desc("GPU target: sm_90a (Hopper), sm_80 (compute "
+                        "capability 8.0, 8.7) or sm_86 (8.6, 8.9)"),
+               cl::init("sm_90a"));
 cl::opt<std::string> ptxFeatures("ptx-features",
                                  cl::desc("PTX ISA version (+ptxNN)"),
                                  cl::init("+ptx86"));
@@ -210,72 +209,47 @@ int main(int argc, char **argv) {
   if (!module)
     return 1;
 
-  auto runStage = [&](function_ref<void(PassManager &)> build) {
-    PassManager pm(&context);
-    build(pm);
-    return succeeded(pm.run(*module));
-  };
-
-  // liger: verified and canonicalized.
-  if (!runStage([](PassManager &pm) { pm.addPass(createCanonicalizerPass()); }))
-    return 1;
-  if (!dump("00-liger.mlir", printed(*module)))
-    return 1;
-  if (emit == Stage::Liger)
-    return writeText(outputPath, printed(*module)) ? 0 : 1;
-
-  // fused.
-  if (!noFuse) {
-    FusePipelineOptions fuse;
-    fuse.report = fusionReport;
-    fuse.normPrologue = normPrologue;
-    if (!runStage([&](PassManager &pm) { buildFusePipeline(pm, fuse); }))
-      return 1;
-  }
-  // The lm_head's loss groups, planned as chunks of matmul and
-  // cross-entropy kernels (their functions join the module; the loss and
-  // its gradient of a chunk fuse into one kernel).
+  // The options of the pipeline's stages; the flags that only make sense
+  // together are checked before anything runs.
   if ((lossMemoryBudget.getNumOccurrences() || lossDwF32) &&
       (!matmulKernels || noFuse))
     return fail(Twine(lossDwF32 ? "--loss-dw-f32" : "--loss-memory-budget") +
                 " plans loss groups, which takes --matmul-kernels (and "
                 "fusion)");
-  if (matmulKernels && !noFuse) {
-    if (lossMemoryBudget <= 0)
-      return fail("--loss-memory-budget must be positive, got " +
-                  Twine(int64_t(lossMemoryBudget)));
-    if (!runStage([&](PassManager &pm) {
-          PlanLossPassOptions plan;
-          plan.memoryBudget = lossMemoryBudget;
-          plan.dwF32 = lossDwF32;
-          pm.addPass(createPlanLossPass(plan));
-          FuseCrossEntropyGradPassOptions grad;
-          grad.report = fusionReport;
-          pm.addPass(createFuseCrossEntropyGradPass(grad));
-        }))
-      return 1;
-  }
-  if (!dump("01-fused.mlir", printed(*module)))
-    return 1;
-  if (emit == Stage::Fused)
-    return writeText(outputPath, printed(*module)) ? 0 : 1;
-
-  // gpu: the rowwise groups as kernels.
-  LowerToGPUPassOptions gpuOptions;
-  gpuOptions.chip = targetChip;
-  gpuOptions.features = ptxFeatures;
-  gpuOptions.matmulKernels = matmulKernels;
-  if (!runStage([&](PassManager &pm) {
-        SelectKernelConfigPassOptions configOptions;
-        configOptions.chip = targetChip;
-        pm.addPass(createSelectKernelConfigPass(configOptions));
-        pm.addPass(createLowerToGPUPass(gpuOptions));
-      }))
-    return 1;
-  if (!dump("02-gpu.mlir", printed(*module)))
-    return 1;
-  if (emit == Stage::GPU)
-    return writeText(outputPath, printed(*module)) ? 0 : 1;
+  if (matmulKernels && !noFuse && lossMemoryBudget <= 0)
+    return fail("--loss-memory-budget must be positive, got " +
+                Twine(int64_t(lossMemoryBudget)));
+  GpuPipelineOptions options;
+  options.chip = targetChip;
+  options.features = ptxFeatures;
+  options.fuse = !noFuse;
+  options.report = fusionReport;
+  options.normPrologue = normPrologue;
+  options.matmulKernels = matmulKernels;
+  options.lossMemoryBudget = lossMemoryBudget;
+  options.lossDwF32 = lossDwF32;
+  // Runs one stage of liger-gpu-pipeline, writes it to the dump directory,
+  // and tells whether compilation goes on (`exitCode` says how it ends
+  // otherwise: after a failure, or with the stage written as asked).
+  int exitCode = 0;
+  auto runStage =
+      [&](void (*build)(OpPassManager &, const GpuPipelineOptions &),
+          StringRef dumpName, Stage stage) {
+        PassManager pm(&context);
+        build(pm, options);
+        if (failed(pm.run(*module)) || !dump(dumpName, printed(*module))) {
+          exitCode = 1;
+          return false;
+        }
+        if (emit != stage)
+          return true;
+        exitCode = writeText(outputPath, printed(*module)) ? 0 : 1;
+        return false;
+      };
+  if (!runStage(buildGpuCanonicalizeStage, "00-liger.mlir", Stage::Liger) ||
+      !runStage(buildGpuFusionStage, "01-fused.mlir", Stage::Fused) ||
+      !runStage(buildGpuKernelStage, "02-gpu.mlir", Stage::GPU))
+    return exitCode;
 
   // What is in the bundle, and what is left for other kernel templates.
   int numKernels = 0, numPlanned = 0;

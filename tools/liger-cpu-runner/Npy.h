@@ -1,9 +1,11 @@
 //===- Npy.h - read and write NumPy .npy files ------------------*- C++ -*-===//
 //
-// The subset of the .npy format (versions 1-3) that the CPU runner needs:
-// little-endian, C-ordered arrays of bool, int32, int64, float16, float32,
-// float64, and bfloat16 carried as uint16 bit patterns ('<u2'), because
-// NumPy has no bfloat16 dtype.
+// The subset of the .npy format (versions 1.0, 2.0 and 3.0) that the CPU
+// runner needs: little-endian, C-ordered arrays of bool, int32, int64,
+// float16, float32, float64, and bfloat16 carried as uint16 bit patterns
+// ('<u2'), because NumPy has no bfloat16 dtype. The header is read by a
+// bounded parser (keys 'descr', 'fortran_order' and 'shape', at most 64 KiB):
+// any other header is an error that says what was expected where.
 //
 //===----------------------------------------------------------------------===//
 

@@ -150,55 +150,22 @@ def LowerToLinalgPass : Pass<"liger-lower-to-linalg"> {
   ];
 }
 
-def PlanLossPass : Pass<"liger-plan-loss", "::mlir::ModuleOp"> {
-  let summary = "Plan each lm_head loss group as chunked kernels";
-  let description = [{
-    For every `loss` group holding `liger.fused_linear_cross_entropy` (and
-    optionally its `liger.fused_linear_cross_entropy_grad`), writes the
-    functions of one chunk of tokens beside the group's function —
-    `@<fn>_loss<i>_logits` (the chunk's logits), `_ce` (its summed loss and,
-    over the logits, their gradient for an incoming gradient `%g`), and with
-    the backward `_dx` (dx = G·W), `_dw0` (the first chunk's dW = Gᵀ·x) and
-    `_dw` (dW += Gᵀ·x in W's dtype; with `dw-f32` into an f32 buffer, and
-    no `_dw0`) — and records the plan on the group as
-    `liger.plan`: the chunk size that keeps one chunk's logits within
-    `memory-budget` bytes (whole 128-row tiles where it is at least 128
-    rows) and those functions. liger-compile compiles them to kernels and
-    writes the plan into the bundle's manifest; a runtime runs it chunk by
-    chunk (liger.runtime.run_loss_plan), so the [tokens, vocab] logits are
-    never held. liger.ops.fused_linear_cross_entropy compiles its two
-    lm_head ops through this plan and runs these kernels (choosing the chunk
-    at call time by the same rule).
-
-    Left alone, with a warning naming the reason: a bias, a returned z-loss,
-    f32 (the matmul kernels take bf16/f16), reduction = none (the weight
-    gradient needs the incoming gradient of every token), a backward whose
-    operands or attributes differ from the forward's, and a budget that
-    holds no row of logits.
-  }];
-  let options = [
-    Option<"memoryBudget", "memory-budget", "int64_t", /*default=*/"536870912",
-           "Bytes one chunk's logits may take">,
-    Option<"dwF32", "dw-f32", "bool", /*default=*/"false",
-           "Sum dW across chunks in an f32 buffer of W's shape (rounded once "
-           "by the caller: exact sums for 4 bytes per weight): `_dw` adds "
-           "into f32 and there is no `_dw0`">,
-  ];
-  let statistics = [
-    Statistic<"numPlanned", "num-planned", "Loss groups planned">,
-  ];
-}
-
 def SelectKernelConfigPass : Pass<"liger-select-kernel-config"> {
   let summary = "Choose the launch configuration of every rowwise and matmul group";
   let description = [{
     Writes `liger.kernel_config = {threads, vector_width}` on every rowwise
-    `liger.fusion` group that has none: 16-byte vectors when they divide the
-    row, 256 threads per row (fewer for short rows). liger-lower-to-gpu reads
-    the attribute (and makes the same choice when it is absent), so a test or
-    a user can pin a configuration by writing it; a group that already has
-    one keeps it. The choice of 256 threads was measured on an H200
-    (docs/benchmarks.md). A cross-entropy loss fused with its gradient over
+    `liger.fusion` group that has none: the widest vector of at most 16
+    bytes that divides the row (one element for a row of odd length: every
+    row must start on a chunk boundary), 256 threads per row (fewer for
+    short rows). A row that does not fit the row program's register form at
+    256 threads (64 unrolled chunks a thread, 128 held elements) gets 512
+    or 1024 threads where that makes it fit, else 256 threads that loop over
+    their chunks. liger-lower-to-gpu reads the attribute (and makes the
+    same choice when it is absent), so a test or a user can pin a
+    configuration by writing it; a group that already has one keeps it,
+    and it is checked against the group's row by the same vector-width rule
+    (checkRowVectorWidth). The choice of 256 threads was measured on an
+    H200 (docs/benchmarks.md). A cross-entropy loss fused with its gradient over
     rows of 64 KiB or more (mean or sum) gets 1024 threads and
     `ctas_per_sm = 1` instead (measured 1.76 against 2.15 ms at 8192 x
     128256 bf16): with its CTAs per SM given, such a kernel keeps what of
@@ -223,6 +190,14 @@ def SelectKernelConfigPass : Pass<"liger-select-kernel-config"> {
         {threads = 256 : i64, vector_width = 8 : i64}} : ... { ... }
     ```
   }];
+  // The rowwise choice analyzes the group's reference lowering.
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::func::FuncDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
   let options = [
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
            "The GPU target (sm_90a or sm_80)">

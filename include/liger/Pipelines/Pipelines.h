@@ -11,6 +11,8 @@
 
 #include "mlir/Pass/PassOptions.h"
 
+#include <string>
+
 namespace mlir {
 class OpPassManager;
 } // namespace mlir
@@ -81,6 +83,73 @@ struct FusePipelineOptions : public PassPipelineOptions<FusePipelineOptions> {
 ///                                       (reports only, unless norm-prologue)
 ///   8. liger-fuse-elementwise           the remaining elementwise chains
 void buildFusePipeline(OpPassManager &pm, const FusePipelineOptions &opts);
+
+/// Options of `liger-gpu-pipeline`: liger-compile's flags, one field each.
+struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
+  PassOptions::Option<std::string> chip{
+      *this, "chip", llvm::cl::desc("GPU target: sm_90a or sm_80"),
+      llvm::cl::init("sm_90a")};
+  PassOptions::Option<std::string> features{
+      *this, "features", llvm::cl::desc("PTX ISA version, as +ptxNN"),
+      llvm::cl::init("+ptx86")};
+  PassOptions::Option<bool> fuse{
+      *this, "fuse",
+      llvm::cl::desc("Run the fusion passes (off: every op is its own "
+                     "kernel)"),
+      llvm::cl::init(true)};
+  PassOptions::Option<bool> report{
+      *this, "report",
+      llvm::cl::desc("Print what each fusion pass fused, and why chains were "
+                     "left alone"),
+      llvm::cl::init(false)};
+  PassOptions::Option<bool> normPrologue{
+      *this, "norm-prologue",
+      llvm::cl::desc("Fold an RMSNorm read only by projections into their "
+                     "matmul kernels (liger-fuse's norm-prologue)"),
+      llvm::cl::init(false)};
+  PassOptions::Option<bool> matmulKernels{
+      *this, "matmul-kernels",
+      llvm::cl::desc("Experimental: also compile matmul groups with the wgmma "
+                     "(sm_90a) or mma.sync template, and plan loss groups as "
+                     "chunks of matmul and cross-entropy kernels"),
+      llvm::cl::init(false)};
+  PassOptions::Option<int64_t> lossMemoryBudget{
+      *this, "loss-memory-budget",
+      llvm::cl::desc("With matmul-kernels: bytes one chunk of a planned loss "
+                     "group's logits may take (liger-plan-loss)"),
+      llvm::cl::init(int64_t(512) << 20)};
+  PassOptions::Option<bool> lossDwF32{
+      *this, "loss-dw-f32",
+      llvm::cl::desc("With matmul-kernels: a planned loss group sums dW "
+                     "across chunks in an f32 buffer (liger-plan-loss's "
+                     "dw-f32)"),
+      llvm::cl::init(false)};
+};
+
+/// The stages of the GPU path, as liger-compile runs (and --emit stops
+/// after) them. What follows the last, the lowering of the gpu.module to
+/// NVVM and its serialization to PTX and cubins, is lib/Target's
+/// (lowerGpuModulesToNVVM, serializeGpuModules).
+///
+/// Stage `liger`. Pre: a module of liger ops. Post: verified and
+/// canonicalized.
+void buildGpuCanonicalizeStage(OpPassManager &pm,
+                               const GpuPipelineOptions &opts);
+/// Stage `fused`. Pre: stage `liger`'s post-condition. Post: with `fuse`,
+/// liger.fusion groups (liger-fuse); with `matmul-kernels` too, every loss
+/// group that liger-plan-loss can plan carries `liger.plan` and its chunk
+/// functions are in the module (their loss and gradient fused into one
+/// rowwise group).
+void buildGpuFusionStage(OpPassManager &pm, const GpuPipelineOptions &opts);
+/// Stage `gpu`. Pre: stage `fused`'s post-condition. Post: every rowwise
+/// group (and, with `matmul-kernels`, every matmul group a template
+/// implements) has a `liger.kernel_config` and a kernel in
+/// `gpu.module @liger_kernels` (named by `liger.kernel`, described by its
+/// `liger.kernel_info`); the rest stays for later templates, with a
+/// warning.
+void buildGpuKernelStage(OpPassManager &pm, const GpuPipelineOptions &opts);
+/// `liger-gpu-pipeline`: the three stages above.
+void buildGpuPipeline(OpPassManager &pm, const GpuPipelineOptions &opts);
 
 /// Registers the pipelines above with the pass registry.
 void registerLigerPipelines();

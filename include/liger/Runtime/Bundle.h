@@ -20,6 +20,7 @@
 #include "liger/Runtime/Status.h"
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -32,11 +33,21 @@
 
 namespace liger::runtime {
 
+/// The most bytes Bundle::open reads of a bundle's manifest.json and of
+/// each of its cubins: a larger file is refused before it is read. The
+/// manifests and cubins liger-compile writes are far smaller (a Llama layer:
+/// 11 KiB and 170 KiB).
+inline constexpr size_t kMaxManifestBytes = size_t(16) << 20;
+inline constexpr size_t kMaxCubinBytes = size_t(64) << 20;
+
 /// An opened bundle. Thread-safe; modules are loaded per CUDA context on
 /// first launch and unloaded never (they live as long as the process).
 class Bundle {
 public:
-  /// Reads `dir`/manifest.json and the cubins it names.
+  /// Reads `dir`/manifest.json and the cubins it names: regular files in
+  /// `dir` (not symbolic links, FIFOs or devices) of at most
+  /// kMaxManifestBytes and kMaxCubinBytes. `dir` itself may be a symbolic
+  /// link.
   static Status open(const std::string &dir, std::unique_ptr<Bundle> *bundle);
   ~Bundle();
 
@@ -92,10 +103,18 @@ private:
     const KernelSpec *spec = nullptr;
     size_t module = 0;
     size_t words = 0; ///< the 64-bit words of all its descriptors
+    /// The static shared memory of it and its finishing kernel (the cubin's).
+    int64_t staticSharedBytes = 0, finishStaticSharedBytes = 0;
     ContextFunctions contexts[kContextSlots];
   };
 
   Bundle() = default;
+  // The bodies of open, checkDevice and launch, which run them through
+  // catchExceptions.
+  static Status read(const std::string &dir, std::unique_ptr<Bundle> *bundle);
+  Status compareDevice(int device);
+  Status launchChecked(size_t kernel, const TensorArg *args, size_t numArgs,
+                       CUstream stream, int device);
   Status functionsFor(size_t kernel, const CudaDriver &driver,
                       CUcontext context, CUfunction *function,
                       CUfunction *finish);

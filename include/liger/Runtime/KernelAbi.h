@@ -31,7 +31,12 @@ namespace liger::runtime {
 /// writes. The version changes whenever a field is added, removed or
 /// changes meaning (docs/Design/Kernel-ABI.md lists the versions).
 inline constexpr const char *kManifestFormat = "liger-bundle";
-inline constexpr int64_t kManifestVersion = 2;
+inline constexpr int64_t kManifestVersion = 3;
+/// What parseManifest reads at most: arrays and objects nested this deep
+/// (a manifest nests 8 deep), and this many JSON values (about 80 per
+/// kernel).
+inline constexpr size_t kMaxManifestDepth = 32;
+inline constexpr size_t kMaxManifestValues = size_t(1) << 20;
 
 //===----------------------------------------------------------------------===//
 // Enumerations, each with its manifest spelling
@@ -116,7 +121,8 @@ public:
   const int64_t *data() const { return sizes_; }
   const int64_t *begin() const { return sizes_; }
   const int64_t *end() const { return sizes_ + rank_; }
-  /// The product of the sizes (1 for rank 0).
+  /// The product of the sizes (1 for rank 0; INT64_MAX where it would
+  /// overflow).
   int64_t elements() const;
 
   bool operator==(const Shape &other) const;
@@ -239,7 +245,10 @@ struct ModuleSpec {
   std::string name;
   std::string arch;      ///< "sm_90a"
   std::string cubinFile; ///< a file name in the bundle
-  std::string ptxFile;   ///< a file name in the bundle
+  /// The cubin's SHA-256 (sha256Hex, Sha256.h): 64 lowercase hexadecimal
+  /// digits, checked when the bundle is opened.
+  std::string cubinSha256;
+  std::string ptxFile; ///< a file name in the bundle
   std::vector<KernelSpec> kernels;
 };
 

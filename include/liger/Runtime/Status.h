@@ -10,6 +10,8 @@
 #ifndef LIGER_RUNTIME_STATUS_H
 #define LIGER_RUNTIME_STATUS_H
 
+#include <exception>
+#include <new>
 #include <string>
 #include <utility>
 
@@ -55,6 +57,29 @@ private:
   const char *file_ = nullptr;
   int line_ = 0;
 };
+
+/// Runs `body` and returns what it returns; where it throws, returns
+/// `onException(why)` instead, `why` being "out of memory (std::bad_alloc)",
+/// the exception's what(), or "an unknown C++ exception". The runtime's
+/// entry points (Bundle, the C API) run their bodies through it: no C++
+/// exception leaves them. `onException` must not throw.
+template <typename Body, typename OnException>
+auto catchExceptions(Body &&body, OnException &&onException) noexcept
+    -> decltype(body()) {
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    return onException("out of memory (std::bad_alloc)");
+  } catch (const std::exception &e) {
+    return onException(e.what());
+  } catch (...) {
+    return onException("an unknown C++ exception");
+  }
+}
+
+/// kInternal "<where>: <why>", for catchExceptions; where even that message
+/// cannot be allocated, a status without one.
+Status exceptionStatus(const char *where, const char *why) noexcept;
 
 } // namespace liger::runtime
 

@@ -1,9 +1,11 @@
 /*===- liger_runtime.h - the liger runtime's C API (stable ABI) ---*- C -*-===*
  *
  * The ABI other languages and other compilers' C++ link against: opaque
- * handles, plain C types, no exceptions. Every function that can fail
- * returns a liger_status; the message of the last failure on the calling
- * thread is liger_last_error(). The C++ API (liger/Runtime/Bundle.h)
+ * handles, plain C types, no exceptions: no C++ exception leaves any of
+ * its functions (one that ran out of memory, std::bad_alloc, returns
+ * LIGER_INTERNAL with a message). Every function that can fail returns a
+ * liger_status; the message of the last failure on the calling thread is
+ * liger_last_error(). The C++ API (liger/Runtime/Bundle.h)
  * implements it; both read the same bundles (docs/Design/Bundle.md).
  *
  *   liger_bundle *b;
@@ -40,7 +42,7 @@ typedef enum liger_status {
   LIGER_NOT_FOUND = 2,           /* a file or kernel that does not exist */
   LIGER_FAILED_PRECONDITION = 3, /* e.g. a bundle for another GPU arch */
   LIGER_UNAVAILABLE = 4,         /* no CUDA driver on this machine */
-  LIGER_INTERNAL = 5             /* a CUDA or system call failed */
+  LIGER_INTERNAL = 5             /* a CUDA or system call failed; no memory */
 } liger_status;
 
 typedef enum liger_dtype {

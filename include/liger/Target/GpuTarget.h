@@ -23,7 +23,7 @@ struct GpuTargetInfo {
   int computeCapability;    // 90
   bool hasWgmma;            // Hopper Tensor Core instructions
   bool hasTma;              // tensor memory accelerator
-  int maxSharedMemoryBytes; // per CTA, with the opt-in
+  int maxSharedMemoryBytes; // per CTA, with the opt-in, on each GPU it runs on
 };
 
 /// The target named `chip`, or nullopt when liger does not support it.

@@ -277,6 +277,45 @@ def FuseQKVRoPEPass : Pass<"liger-fuse-qkv-rope"> {
   ];
 }
 
+def PlanLossPass : Pass<"liger-plan-loss", "::mlir::ModuleOp"> {
+  let summary = "Plan each lm_head loss group as chunked kernels";
+  let description = [{
+    For every `loss` group holding `liger.fused_linear_cross_entropy` (and
+    optionally its `liger.fused_linear_cross_entropy_grad`), writes the
+    functions of one chunk of tokens beside the group's function —
+    `@<fn>_loss<i>_logits` (the chunk's logits), `_ce` (its summed loss and,
+    over the logits, their gradient for an incoming gradient `%g`), and with
+    the backward `_dx` (dx = G·W), `_dw0` (the first chunk's dW = Gᵀ·x) and
+    `_dw` (dW += Gᵀ·x in W's dtype; with `dw-f32` into an f32 buffer, and
+    no `_dw0`) — and records the plan on the group as
+    `liger.plan`: the chunk size that keeps one chunk's logits within
+    `memory-budget` bytes (whole 128-row tiles where it is at least 128
+    rows) and those functions. liger-compile compiles them to kernels and
+    writes the plan into the bundle's manifest; a runtime runs it chunk by
+    chunk (liger.runtime.run_loss_plan), so the [tokens, vocab] logits are
+    never held. liger.ops.fused_linear_cross_entropy compiles its two
+    lm_head ops through this plan and runs these kernels (choosing the chunk
+    at call time by the same rule).
+
+    Left alone, with a warning naming the reason: a bias, a returned z-loss,
+    f32 (the matmul kernels take bf16/f16), reduction = none (the weight
+    gradient needs the incoming gradient of every token), a backward whose
+    operands or attributes differ from the forward's, and a budget that
+    holds no row of logits.
+  }];
+  let options = [
+    Option<"memoryBudget", "memory-budget", "int64_t", /*default=*/"536870912",
+           "Bytes one chunk's logits may take">,
+    Option<"dwF32", "dw-f32", "bool", /*default=*/"false",
+           "Sum dW across chunks in an f32 buffer of W's shape (rounded once "
+           "by the caller: exact sums for 4 bytes per weight): `_dw` adds "
+           "into f32 and there is no `_dw0`">,
+  ];
+  let statistics = [
+    Statistic<"numPlanned", "num-planned", "Loss groups planned">,
+  ];
+}
+
 def PrintSummaryPass : Pass<"liger-print-summary", "ModuleOp"> {
   let summary = "Print what each function computes: liger ops, weights, FLOPs";
   let description = [{

@@ -56,8 +56,11 @@ constexpr int64_t kGradCtas = 1056;
 /// The most values one block reduction combines (max, sum and three
 /// smoothing sums).
 constexpr int64_t kMaxValues = 8;
-/// Chunks per thread in flight in the streaming loops.
+/// Chunks per thread in flight in the streaming loops; two in a peeled row
+/// (its head, span and next row's take registers: at four, the fused loss
+/// and gradient over 262147 bf16 at 1024 threads spilled 72 bytes).
 constexpr int64_t kUnroll = 4;
+constexpr int64_t kPeeledUnroll = 2;
 
 /// The attributes both ops share, read once.
 struct CEAttrs {
@@ -101,11 +104,12 @@ private:
   Value f32(OpBuilder &b, double v) {
     return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
   }
-  Value splat(OpBuilder &b, Value scalar) {
-    return vector::BroadcastOp::create(b, loc, vecF32(), scalar);
+  /// `scalar` broadcast to the vector type `like` (a chunk's).
+  Value splat(OpBuilder &b, Value scalar, Type like) {
+    return vector::BroadcastOp::create(b, loc, like, scalar);
   }
-  VectorType vecF32() {
-    return VectorType::get({width}, Float32Type::get(ctx));
+  VectorType vecF32(int64_t w) {
+    return VectorType::get({w}, Float32Type::get(ctx));
   }
   Value add(OpBuilder &b, Value x, Value y) {
     return arith::AddFOp::create(b, loc, x, y);
@@ -135,7 +139,7 @@ private:
   /// of the gradient alone with a softcap, ptxas spilled a predicate).
   Value expMinus(OpBuilder &b, Value x, Value y) {
     bool isVec = isa<VectorType>(x.getType());
-    auto s = [&](Value v) { return isVec ? splat(b, v) : v; };
+    auto s = [&](Value v) { return isVec ? splat(b, v, x.getType()) : v; };
     Value log2e = f32(b, 1.4426950408889634);
     Value arg = math::FmaOp::create(
         b, loc, x, s(log2e),
@@ -145,20 +149,37 @@ private:
   Value reduceAdd(OpBuilder &b, Value v) {
     return vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, v);
   }
-  /// The chunk of `memref` at row `row` (or none), column `col`, widened
-  /// to f32.
-  Value loadChunk(OpBuilder &b, Value memref, ValueRange indices);
-  /// The logits' chunk at (`row`, `col`), widened to f32: from the staging
-  /// area for a staged column, else from memory.
-  Value loadLogits(OpBuilder &b, Value row, Value col);
+  /// The `w` elements of `memref` at `indices` (a row, or none, and a
+  /// column), widened to f32; `aligned`: the column starts a chunk of the
+  /// row's (a load of w elements), else only element-aligned.
+  Value loadChunk(OpBuilder &b, Value memref, ValueRange indices, int64_t w,
+                  bool aligned);
+  /// The logits' `w` elements at (`row`, `col`), widened to f32: a chunk
+  /// from the staging area when staged, else from memory.
+  Value loadLogits(OpBuilder &b, Value row, Value col, int64_t w);
   /// The staging area's view of the shared buffer (at the kernel's entry),
-  /// and whether column `col` is staged.
+  /// and whether the chunk at offset `off` of the row's chunks is staged.
   Value makeStageArea(OpBuilder &b);
-  Value isStaged(OpBuilder &b, Value col);
-  /// cp.async of the logits' chunk at (`row`, `col`) into its staging slot.
-  void stageChunk(OpBuilder &b, Value row, Value col) {
-    emitAsyncCopy16(b, loc, stage, ValueRange{col}, logits,
+  Value isStaged(OpBuilder &b, Value off);
+  /// cp.async of the logits' chunk at (`row`, `col`) into the staging slot
+  /// of offset `off` (the column, unless the row is peeled).
+  void stageChunk(OpBuilder &b, Value row, Value col, Value off) {
+    emitAsyncCopy16(b, loc, stage, ValueRange{off}, logits,
                     ValueRange{row, col}, width);
+  }
+  /// A row whose start is not chunk-aligned (the vocabulary is not a
+  /// multiple of W) is peeled: its first `head` = (W - (row V mod W)) mod W
+  /// elements and the last ones past its full chunks are single elements,
+  /// one a thread, and its chunks start at column head, 16-byte aligned.
+  /// Returns head and the elements its full chunks cover (a multiple of W).
+  std::pair<Value, Value> peelRow(OpBuilder &b, Value row);
+  /// The column of the chunk at offset `off` of the current row's chunks,
+  /// and back.
+  Value columnOf(OpBuilder &b, Value off) {
+    return peeled ? arith::AddIOp::create(b, loc, rowHead, off) : off;
+  }
+  Value offsetOf(OpBuilder &b, Value col) {
+    return peeled ? arith::SubIOp::create(b, loc, col, rowHead) : col;
   }
   /// z = softcap * tanh(x / softcap), or x.
   Value capped(OpBuilder &b, Value x);
@@ -200,10 +221,11 @@ private:
                                     const RowStats &stats, const Token &tok);
   /// Streams the chunks c = tid W + i T W < V of a row: kUnroll at a time
   /// (`body` issues their loads before their math) while they all fit, then
-  /// one at a time. `body` maps the chunks' columns and the carried values
-  /// to the next carried values.
-  using ChunkBody = function_ref<SmallVector<Value>(OpBuilder &, ArrayRef<Value>,
-                                                    ValueRange)>;
+  /// one at a time; a peeled row's chunks from its head, then its single
+  /// elements (width 1), one a thread. `body` maps the chunks' columns,
+  /// their width and the carried values to the next carried values.
+  using ChunkBody = function_ref<SmallVector<Value>(
+      OpBuilder &, ArrayRef<Value>, int64_t, ValueRange)>;
   SmallVector<Value> streamRow(OpBuilder &b, ValueRange inits, ChunkBody body);
   /// Writes the gradient of `row` (pass 2).
   void writeGrad(OpBuilder &b, Value row, Value out, const RowStats &stats,
@@ -230,6 +252,11 @@ private:
   CEAttrs attrs;
   Type elem, targetType, weightType, gradLossType;
   int64_t vocab = 0, width = 1, threads = 256, bytes = 4;
+  /// The vocabulary is not a multiple of the width: rows are peeled
+  /// (peelRow), and the current row's head and full-chunk span, and the
+  /// next row's (the staged chunks' prefetch).
+  bool peeled = false;
+  Value rowHead, rowBody, nextHead, nextBody;
   // Kernel state while emitting one kernel.
   Value tid, smem, logits, target, weight;
   Value stage; // the staging area (stagedChunks > 0)
@@ -269,15 +296,33 @@ gpu::GPUFuncOp CEBuilder::createKernel(OpBuilder &b, StringRef kname,
   return kernel;
 }
 
-Value CEBuilder::loadChunk(OpBuilder &b, Value memref, ValueRange indices) {
+Value CEBuilder::loadChunk(OpBuilder &b, Value memref, ValueRange indices,
+                           int64_t w, bool aligned) {
   Type e = cast<MemRefType>(memref.getType()).getElementType();
   int64_t eb = std::max<unsigned>(1, e.getIntOrFloatBitWidth() / 8);
   Value v = vector::LoadOp::create(
-      b, loc, VectorType::get({width}, e), memref, indices,
-      /*nontemporal=*/false, llvm::MaybeAlign(std::min<int64_t>(16, width * eb)));
+      b, loc, VectorType::get({w}, e), memref, indices,
+      /*nontemporal=*/false,
+      llvm::MaybeAlign(aligned ? std::min<int64_t>(16, w * eb) : eb));
   if (!e.isF32())
-    v = arith::ExtFOp::create(b, loc, vecF32(), v);
+    v = arith::ExtFOp::create(b, loc, vecF32(w), v);
   return v;
+}
+
+std::pair<Value, Value> CEBuilder::peelRow(OpBuilder &b, Value row) {
+  Value w = idx(b, width);
+  Value misalign = arith::RemUIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, row, idx(b, vocab % width)), w);
+  Value head = arith::RemUIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, w, misalign), w);
+  if (vocab < width - 1) // a row shorter than its head: single elements
+    head = arith::MinUIOp::create(b, loc, head, idx(b, vocab));
+  Value body = arith::MulIOp::create(
+      b, loc,
+      arith::DivUIOp::create(
+          b, loc, arith::SubIOp::create(b, loc, idx(b, vocab), head), w),
+      w);
+  return {head, body};
 }
 
 Value CEBuilder::makeStageArea(OpBuilder &b) {
@@ -288,25 +333,26 @@ Value CEBuilder::makeStageArea(OpBuilder &b) {
                                 ValueRange{});
 }
 
-Value CEBuilder::isStaged(OpBuilder &b, Value col) {
-  // The thread's chunk i sits at col = tid W + i T W: its first
-  // stagedChunks are the row's first stagedChunks T W columns, each kept
-  // at its own column.
-  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, col,
+Value CEBuilder::isStaged(OpBuilder &b, Value off) {
+  // The thread's chunk i sits at offset tid W + i T W of the row's chunks
+  // (its column, unless the row is peeled): its first stagedChunks are the
+  // row's first stagedChunks T W chunk elements, each kept at its offset.
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, off,
                                idx(b, stagedChunks * threads * width));
 }
 
-Value CEBuilder::loadLogits(OpBuilder &b, Value row, Value col) {
-  if (!stagedChunks)
-    return loadChunk(b, logits, {row, col});
+Value CEBuilder::loadLogits(OpBuilder &b, Value row, Value col, int64_t w) {
+  if (!stagedChunks || w != width)
+    return loadChunk(b, logits, {row, col}, w, /*aligned=*/true);
   auto rawType = VectorType::get({width}, elem);
   llvm::MaybeAlign align(std::min<int64_t>(16, width * bytes));
-  auto pick = scf::IfOp::create(b, loc, TypeRange{rawType}, isStaged(b, col),
+  Value off = offsetOf(b, col);
+  auto pick = scf::IfOp::create(b, loc, TypeRange{rawType}, isStaged(b, off),
                                 /*withElseRegion=*/true);
   OpBuilder tb = pick.getThenBodyBuilder(), eb = pick.getElseBodyBuilder();
   scf::YieldOp::create(tb, loc,
                        vector::LoadOp::create(tb, loc, rawType, stage,
-                                              ValueRange{col}, false, align)
+                                              ValueRange{off}, false, align)
                            .getResult());
   scf::YieldOp::create(eb, loc,
                        vector::LoadOp::create(eb, loc, rawType, logits,
@@ -315,7 +361,7 @@ Value CEBuilder::loadLogits(OpBuilder &b, Value row, Value col) {
                            .getResult());
   Value raw = pick.getResult(0);
   if (!elem.isF32())
-    raw = arith::ExtFOp::create(b, loc, vecF32(), raw);
+    raw = arith::ExtFOp::create(b, loc, vecF32(width), raw);
   return raw;
 }
 
@@ -323,7 +369,9 @@ Value CEBuilder::capped(OpBuilder &b, Value x) {
   if (!attrs.softcap)
     return x;
   bool isVec = isa<VectorType>(x.getType());
-  auto c = [&](double v) { return isVec ? splat(b, f32(b, v)) : f32(b, v); };
+  auto c = [&](double v) {
+    return isVec ? splat(b, f32(b, v), x.getType()) : f32(b, v);
+  };
   Value t = math::TanhOp::create(b, loc, div(b, x, c(*attrs.softcap)));
   return mul(b, c(*attrs.softcap), t);
 }
@@ -450,13 +498,13 @@ CEBuilder::RowStats CEBuilder::rowStats(OpBuilder &b, Value row, bool sumZ,
     }
   SmallVector<Value> partial = streamRow(
       b, inits,
-      [&](OpBuilder &lb, ArrayRef<Value> cols, ValueRange acc) {
+      [&](OpBuilder &lb, ArrayRef<Value> cols, int64_t w, ValueRange acc) {
         SmallVector<Value> xs, ws;
         for (Value c : cols)
-          xs.push_back(loadLogits(lb, row, c));
+          xs.push_back(loadLogits(lb, row, c, w));
         if (sumWZ || sumW)
           for (Value c : cols)
-            ws.push_back(loadChunk(lb, weight, {c}));
+            ws.push_back(loadChunk(lb, weight, {c}, w, !peeled));
         SmallVector<Value> zs;
         Value chunkMax;
         for (Value x : xs) {
@@ -545,34 +593,45 @@ std::pair<Value, Value> CEBuilder::lossTerms(OpBuilder &b, Value row,
 SmallVector<Value> CEBuilder::streamRow(OpBuilder &b, ValueRange inits,
                                         ChunkBody body) {
   int64_t step = threads * width;
+  // Loops over the chunk offsets (the columns, unless the row is peeled).
   auto loopOver = [&](Value lb, Value ub, int64_t count, ValueRange init) {
     auto loop =
         scf::ForOp::create(b, loc, lb, ub, idx(b, count * step), init);
     OpBuilder lbld = OpBuilder::atBlockBegin(loop.getBody());
-    SmallVector<Value> cols = {loop.getInductionVar()};
+    SmallVector<Value> cols = {columnOf(lbld, loop.getInductionVar())};
     for (int64_t k = 1; k < count; ++k)
-      cols.push_back(arith::AddIOp::create(lbld, loc, loop.getInductionVar(),
-                                           idx(lbld, k * step)));
-    SmallVector<Value> next = body(lbld, cols, loop.getRegionIterArgs());
+      cols.push_back(columnOf(
+          lbld, arith::AddIOp::create(lbld, loc, loop.getInductionVar(),
+                                      idx(lbld, k * step))));
+    SmallVector<Value> next = body(lbld, cols, width, loop.getRegionIterArgs());
     if (!init.empty()) // else the loop has its empty yield already
       scf::YieldOp::create(lbld, loc, next);
     return loop;
   };
   Value start = arith::MulIOp::create(b, loc, tid, idx(b, width));
   SmallVector<Value> carried(inits.begin(), inits.end());
-  // Main loop: kUnroll chunks while the last of them is in the row.
+  // Main loop: kUnroll chunks while the last of them is in the row (its
+  // full chunks when peeled).
+  int64_t kUnroll = peeled ? kPeeledUnroll : ::kUnroll;
   int64_t mainEnd = vocab - (kUnroll - 1) * step;
   if (mainEnd > 0) {
-    auto main = loopOver(start, idx(b, mainEnd), kUnroll, carried);
+    Value end = peeled ? arith::SubIOp::create(b, loc, rowBody,
+                                               idx(b, (kUnroll - 1) * step))
+                             .getResult()
+                       : idx(b, mainEnd);
+    auto main = loopOver(start, end, kUnroll, carried);
     carried.assign(main.getResults().begin(), main.getResults().end());
     // Where it stopped: start + ceil((mainEnd - start) / (kUnroll step))
     // kUnroll step when it ran, else start.
-    Value ran = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, start,
-                                      idx(b, mainEnd));
+    Value ran = arith::CmpIOp::create(
+        b, loc, peeled ? arith::CmpIPredicate::slt : arith::CmpIPredicate::ult,
+        start, peeled ? end : idx(b, mainEnd));
     Value trips = arith::DivUIOp::create(
         b, loc,
         arith::AddIOp::create(
-            b, loc, arith::SubIOp::create(b, loc, idx(b, mainEnd), start),
+            b, loc,
+            arith::SubIOp::create(b, loc, peeled ? end : idx(b, mainEnd),
+                                  start),
             idx(b, kUnroll * step - 1)),
         idx(b, kUnroll * step));
     start = select(b, ran,
@@ -582,8 +641,29 @@ SmallVector<Value> CEBuilder::streamRow(OpBuilder &b, ValueRange inits,
                                              idx(b, kUnroll * step))),
                    start);
   }
-  auto tail = loopOver(start, idx(b, vocab), 1, carried);
-  return SmallVector<Value>(tail.getResults().begin(), tail.getResults().end());
+  auto tail = loopOver(start, peeled ? rowBody : idx(b, vocab), 1, carried);
+  carried.assign(tail.getResults().begin(), tail.getResults().end());
+  if (!peeled)
+    return carried;
+  // A peeled row's single elements: its head, then what follows its full
+  // chunks; element e is thread e's, at column e or e + body.
+  Value singles = arith::SubIOp::create(b, loc, idx(b, vocab), rowBody);
+  auto one = scf::IfOp::create(
+      b, loc, ValueRange(carried).getTypes(),
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, tid, singles),
+      /*withElseRegion=*/!carried.empty());
+  OpBuilder ob = one.getThenBodyBuilder();
+  Value inHead =
+      arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::ult, tid, rowHead);
+  Value col =
+      select(ob, inHead, tid, arith::AddIOp::create(ob, loc, tid, rowBody));
+  SmallVector<Value> next = body(ob, {col}, 1, carried);
+  if (carried.empty())
+    return carried;
+  scf::YieldOp::create(ob, loc, next);
+  OpBuilder eb = one.getElseBodyBuilder();
+  scf::YieldOp::create(eb, loc, carried);
+  return SmallVector<Value>(one.getResults().begin(), one.getResults().end());
 }
 
 void CEBuilder::writeGrad(OpBuilder &b, Value row, Value out,
@@ -617,7 +697,7 @@ void CEBuilder::writeGrad(OpBuilder &b, Value row, Value out,
   // before the one-hot term.
   auto grad = [&](OpBuilder &lb, Value x, Value w) -> Value {
     bool isVec = isa<VectorType>(x.getType());
-    auto s = [&](Value v) { return isVec ? splat(lb, v) : v; };
+    auto s = [&](Value v) { return isVec ? splat(lb, v, x.getType()) : v; };
     Value p = exp(lb, sub(lb, capped(lb, x), s(stats.lse)));
     Value dz = mul(lb, p, s(A));
     if (smoothing)
@@ -631,7 +711,7 @@ void CEBuilder::writeGrad(OpBuilder &b, Value row, Value out,
       return dz;
     bool isVec = isa<VectorType>(x.getType());
     auto c = [&](double v) {
-      return isVec ? splat(lb, f32(lb, v)) : f32(lb, v);
+      return isVec ? splat(lb, f32(lb, v), x.getType()) : f32(lb, v);
     };
     Value a = math::AbsFOp::create(lb, loc, div(lb, x, c(*attrs.softcap)));
     Value e = exp(lb, mul(lb, c(-2.0), a));
@@ -642,46 +722,91 @@ void CEBuilder::writeGrad(OpBuilder &b, Value row, Value out,
   Value xt = memref::LoadOp::create(b, loc, logits, ValueRange{row, tok.index});
   if (!xt.getType().isF32())
     xt = arith::ExtFOp::create(b, loc, b.getF32Type(), xt);
-  streamRow(b, {}, [&](OpBuilder &lb, ArrayRef<Value> cols, ValueRange) {
-    // Every load of the chunks first (an in-place gradient overwrites only
-    // this thread's own chunks, after reading them).
-    SmallVector<Value> xs, ws;
-    for (Value c : cols)
-      xs.push_back(loadLogits(lb, row, c));
-    if (smoothing && attrs.hasWeight)
-      for (Value c : cols)
-        ws.push_back(loadChunk(lb, weight, {c}));
-    for (auto [k, c] : llvm::enumerate(cols)) {
-      Value dz = capFactor(lb, grad(lb, xs[k], ws.empty() ? Value() : ws[k]),
-                           xs[k]);
-      if (!elem.isF32())
-        dz = arith::TruncFOp::create(lb, loc, VectorType::get({width}, elem),
-                                     dz);
-      vector::StoreOp::create(
-          lb, loc, dz, out, ValueRange{row, c}, /*nontemporal=*/false,
-          llvm::MaybeAlign(std::min<int64_t>(16, width * bytes)));
-    }
-    // The next row's staged chunks into the slots just read (their values
-    // consumed by the stores above): its loads overlap this row's work.
-    if (stagedChunks)
-      for (Value c : cols) {
-        auto next = scf::IfOp::create(
-            lb, loc,
-            arith::AndIOp::create(lb, loc, hasNextRow, isStaged(lb, c)),
-            false);
-        OpBuilder nb = next.getThenBodyBuilder();
-        stageChunk(nb, nextRow, c);
-      }
-    return SmallVector<Value>();
-  });
+  // Whether the next row stages the chunk at offset `off`, and its column
+  // there.
+  auto nextStages = [&](OpBuilder &lb, Value off) -> Value {
+    Value staged = isStaged(lb, off);
+    if (peeled)
+      staged = arith::AndIOp::create(
+          lb, loc, staged,
+          arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::ult, off,
+                                nextBody));
+    return arith::AndIOp::create(lb, loc, hasNextRow, staged);
+  };
+  auto nextColumn = [&](OpBuilder &lb, Value off) -> Value {
+    return peeled ? arith::AddIOp::create(lb, loc, nextHead, off) : off;
+  };
+  streamRow(
+      b, {}, [&](OpBuilder &lb, ArrayRef<Value> cols, int64_t w, ValueRange) {
+        // Every load of the chunks first (an in-place gradient overwrites only
+        // this thread's own chunks, after reading them).
+        SmallVector<Value> xs, ws;
+        for (Value c : cols)
+          xs.push_back(loadLogits(lb, row, c, w));
+        if (smoothing && attrs.hasWeight)
+          for (Value c : cols)
+            ws.push_back(loadChunk(lb, weight, {c}, w, !peeled));
+        for (auto [k, c] : llvm::enumerate(cols)) {
+          Value dz = capFactor(
+              lb, grad(lb, xs[k], ws.empty() ? Value() : ws[k]), xs[k]);
+          if (!elem.isF32())
+            dz = arith::TruncFOp::create(lb, loc, VectorType::get({w}, elem),
+                                         dz);
+          vector::StoreOp::create(
+              lb, loc, dz, out, ValueRange{row, c}, /*nontemporal=*/false,
+              llvm::MaybeAlign(std::min<int64_t>(16, w * bytes)));
+        }
+        // The next row's staged chunks into the slots just read (their values
+        // consumed by the stores above): its loads overlap this row's work.
+        if (stagedChunks && w == width)
+          for (Value c : cols) {
+            Value off = offsetOf(lb, c);
+            auto next = scf::IfOp::create(lb, loc, nextStages(lb, off), false);
+            OpBuilder nb = next.getThenBodyBuilder();
+            stageChunk(nb, nextRow, nextColumn(nb, off), off);
+          }
+        return SmallVector<Value>();
+      });
+  if (stagedChunks && peeled) {
+    // The next row may have one chunk more than this one (its head is
+    // shorter): the thread that owns that offset stages it.
+    Value owner = arith::RemUIOp::create(
+        b, loc, arith::DivUIOp::create(b, loc, rowBody, idx(b, width)),
+        idx(b, threads));
+    auto extra = scf::IfOp::create(
+        b, loc,
+        arith::AndIOp::create(
+            b, loc,
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, owner),
+            nextStages(b, rowBody)),
+        false);
+    OpBuilder eb = extra.getThenBodyBuilder();
+    stageChunk(eb, nextRow, nextColumn(eb, rowBody), rowBody);
+  }
   if (stagedChunks)
     emitAsyncCopyCommit(b, loc);
   // The one-hot term: the thread whose chunk holds the target (chunk t / W
-  // of the row belongs to thread (t / W) mod T) rewrites that gradient,
-  // after its own store of the chunk.
-  Value owner = arith::RemUIOp::create(
-      b, loc, arith::DivUIOp::create(b, loc, tok.index, idx(b, width)),
-      idx(b, threads));
+  // of the row belongs to thread (t / W) mod T; in a peeled row chunk
+  // (t - head) / W, or single element t or t - body) rewrites that
+  // gradient, after its own store of it.
+  Value owner;
+  if (!peeled) {
+    owner = arith::RemUIOp::create(
+        b, loc, arith::DivUIOp::create(b, loc, tok.index, idx(b, width)),
+        idx(b, threads));
+  } else {
+    Value off = arith::SubIOp::create(b, loc, tok.index, rowHead);
+    Value inChunks =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, off, rowBody);
+    Value chunkOwner = arith::RemUIOp::create(
+        b, loc, arith::DivUIOp::create(b, loc, off, idx(b, width)),
+        idx(b, threads));
+    Value inHead = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                         tok.index, rowHead);
+    Value single = select(b, inHead, tok.index,
+                          arith::SubIOp::create(b, loc, tok.index, rowBody));
+    owner = select(b, inChunks, chunkOwner, single);
+  }
   Value mine = arith::AndIOp::create(
       b, loc, tok.readable,
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, owner));
@@ -772,7 +897,11 @@ FailureOr<RowKernelInfo> CEBuilder::buildKernel() {
   // aligned.
   // A CTA's share of the SM's shared memory: the SM has the per-CTA
   // maximum plus 1 KiB, and each resident CTA reserves 1 KiB.
-  if (withGrad && partials && config.ctasPerSm && config.reuseLoads) {
+  // cp.async (with its L1 bypass) copies 16-byte chunks only: narrower
+  // ones (a pinned width, or bf16 logits narrowed to f32 class weights'
+  // chunks) are read from memory in both passes.
+  if (withGrad && partials && config.ctasPerSm && config.reuseLoads &&
+      width * bytes == 16) {
     int64_t chunkBytes = width * bytes;
     int64_t perThread = (vocab / width + threads - 1) / threads;
     int64_t share = std::min(maxSharedMemoryBytes,
@@ -786,6 +915,12 @@ FailureOr<RowKernelInfo> CEBuilder::buildKernel() {
 
   OpBuilder b(ctx);
   gpu::GPUFuncOp kernel = createKernel(b, name, params, threads);
+  // A peeled kernel may take 128 registers a thread (at least 512 /
+  // threads CTAs an SM; 64 at 1024 threads): unbounded, ptxas gave the
+  // gradient over 262147 bf16 48 registers and spilled.
+  if (peeled)
+    kernel->setAttr("nvvm.minctasm",
+                    b.getI32IntegerAttr(std::max<int64_t>(1, 512 / threads)));
   Block &entry = kernel.getBody().front();
   if (stagedChunks)
     stage = makeStageArea(b);
@@ -805,17 +940,19 @@ FailureOr<RowKernelInfo> CEBuilder::buildKernel() {
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, cta, rows),
         false);
     OpBuilder fb = first.getThenBodyBuilder();
+    if (peeled)
+      std::tie(rowHead, rowBody) = peelRow(fb, cta);
     for (int64_t i = 0; i < stagedChunks; ++i) {
-      Value col = arith::AddIOp::create(
+      Value off = arith::AddIOp::create(
           fb, loc, arith::MulIOp::create(fb, loc, tid, idx(fb, width)),
           idx(fb, i * threads * width));
       auto in = scf::IfOp::create(
           fb, loc,
-          arith::CmpIOp::create(fb, loc, arith::CmpIPredicate::ult, col,
-                                idx(fb, vocab)),
+          arith::CmpIOp::create(fb, loc, arith::CmpIPredicate::ult, off,
+                                peeled ? rowBody : idx(fb, vocab)),
           false);
       OpBuilder ib = in.getThenBodyBuilder();
-      stageChunk(ib, cta, col);
+      stageChunk(ib, cta, columnOf(ib, off), off);
     }
     emitAsyncCopyCommit(b, loc);
   }
@@ -850,12 +987,16 @@ FailureOr<RowKernelInfo> CEBuilder::buildKernel() {
   {
     OpBuilder rb = OpBuilder::atBlockBegin(rowLoop.getBody());
     Value row = rowLoop.getInductionVar();
+    if (peeled)
+      std::tie(rowHead, rowBody) = peelRow(rb, row);
     if (stagedChunks) {
       // This row's staged chunks (this thread's own copies) have landed.
       emitAsyncCopyWaitAll(rb, loc);
       nextRow = arith::AddIOp::create(rb, loc, row, stride);
       hasNextRow = arith::CmpIOp::create(rb, loc, arith::CmpIPredicate::ult,
                                          nextRow, rows);
+      if (peeled)
+        std::tie(nextHead, nextBody) = peelRow(rb, nextRow);
     }
     RowStats stats =
         rowStats(rb, row, withLoss && smoothing && !attrs.hasWeight,
@@ -1024,19 +1165,21 @@ FailureOr<RowKernelInfo> CEBuilder::build() {
   if (Value w = forward ? forward.getWeight() : backward.getWeight())
     weightType = cast<RankedTensorType>(w.getType()).getElementType();
   bytes = std::max<unsigned>(1, elem.getIntOrFloatBitWidth() / 8);
-  // The configuration's vector width must divide the row (so that every row
-  // starts aligned) and fit the class weights' chunk in 16 bytes;
-  // liger-select-kernel-config's default is the widest 16-byte vector that
-  // divides the row, narrowed here for wider class weights.
+  // The configuration's vector width follows the row templates' rule
+  // (checkRowVectorWidth); liger-select-kernel-config's default is the
+  // widest it allows, narrowed here to fit the class weights' chunk in 16
+  // bytes.
   int64_t weightBytes =
       weightType ? std::max<unsigned>(1, weightType.getIntOrFloatBitWidth() / 8)
                  : 1;
   width = config.vectorWidth;
-  if (vocab % width != 0 || width * bytes > 16)
-    return fail("vector_width " + Twine(width) + " must divide the " +
-                Twine(vocab) + " classes in chunks of at most 16 bytes");
+  std::string why =
+      checkRowVectorWidth(RowTemplate::CrossEntropy, vocab, elem, width);
+  if (!why.empty())
+    return fail(why);
   while (width * weightBytes > 16)
     width /= 2;
+  peeled = vocab % width != 0;
   threads = config.threads;
   return buildKernel();
 }

@@ -211,16 +211,16 @@ struct LowerToGPUPass : liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
     for (auto [fn, group] : groups) {
       if (group.getKind() == FusionKind::matmul) {
         // The experimental matmul template (MatmulKernel.cpp).
-        FailureOr<MatmulShape> shape = analyzeMatmulGroup(group);
-        if (failed(shape))
+        FailureOr<MatmulPlan> plan = analyzeMatmulGroup(group);
+        if (failed(plan))
           return signalPassFailure();
         auto dict = group->getAttrOfType<DictionaryAttr>("liger.kernel_config");
         FailureOr<MatmulKernelConfig> config =
             dict ? readMatmulKernelConfig(group, dict)
                  : FailureOr<MatmulKernelConfig>(
-                       selectMatmulKernelConfig(*shape, *target));
+                       selectMatmulKernelConfig(*plan, *target));
         if (failed(config) ||
-            failed(verifyMatmulKernelConfig(group, *config, *shape, *target)))
+            failed(verifyMatmulKernelConfig(*config, *plan, *target)))
           return signalPassFailure();
         std::string name =
             (fn.getName() + "_matmul_" + Twine(perFunction[fn.getName()]++))
@@ -234,7 +234,7 @@ struct LowerToGPUPass : liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
           continue;
         }
         FailureOr<RowKernelInfo> info =
-            buildMatmulKernel(group, kernels, name, *config);
+            buildMatmulKernel(*plan, kernels, name, *config);
         if (succeeded(info)) // else warned: left for a later template
           record(group, name, *info);
         continue;

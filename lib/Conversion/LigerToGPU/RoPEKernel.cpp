@@ -47,9 +47,9 @@ FailureOr<RowKernelInfo> mlir::liger::buildRoPEKernel(FusionOp group,
   int64_t hq = qType.getDimSize(1), hkv = kType.getDimSize(1);
   int64_t d = qType.getDimSize(3), half = d / 2;
   int64_t bytes = std::max<unsigned>(1, elem.getIntOrFloatBitWidth() / 8);
-  int64_t width = 16 / bytes;
-  while (width > 1 && half % width != 0)
-    width /= 2;
+  // A chunk and its partner half a head apart: the row program's rule over
+  // the half head (one element where no wider vector divides it).
+  int64_t width = selectRowVectorWidth(RowTemplate::RowProgram, half, elem);
   int64_t chunksPerHead = half / width;
   int64_t items = (hq + hkv) * chunksPerHead;
   int64_t threads = std::clamp<int64_t>((items + 31) / 32 * 32, 32, 256);

@@ -43,20 +43,81 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/DialectConversion.h"
 
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <functional>
 #include <limits>
 
 using namespace mlir;
 using namespace mlir::liger;
 
+static int64_t elementBytes(Type elementType) {
+  return std::max<int64_t>(1, elementType.getIntOrFloatBitWidth() / 8);
+}
+
+/// The register form of the row program unrolls each thread's
+/// ceil(H / (T W)) chunks and keeps the chunks of every row value a later
+/// step reads past a block reduction (x of RMSNorm, between its sum of
+/// squares and its normalization) in registers, with the accumulators of
+/// each reduction across rows. It does while a thread unrolls at most 64
+/// chunks (compile time) and holds at most min(128, 32768 / T) such
+/// elements (half of its share of the SM's 64K registers, at most 128: at
+/// 256 threads LayerNorm's backward over 8192 bf16 holds 128 and ptxas
+/// gives it 218 registers without spills). Past it the program loops over
+/// its chunks (emitLooped). `held` counts the values held, each chunk of
+/// a thread one element per lane.
+constexpr int64_t kMaxUnrolledChunks = 64;
+constexpr int64_t kMaxHeldElements = 128;
+static bool rowFitsInRegisters(int64_t hidden, int64_t threads, int64_t width,
+                               int64_t held) {
+  int64_t chunks = (hidden / width + threads - 1) / threads;
+  return chunks <= kMaxUnrolledChunks &&
+         chunks * width * held <= std::min(kMaxHeldElements, 32768 / threads);
+}
+/// The loop form: its default threads per row (at 512, ptxas aims at two
+/// CTAs an SM and spills past 64 registers), and the chunks U of each stream
+/// (row input or workspace) a thread loads in one iteration of a pass over
+/// `streams`: 16-byte chunks keep 64 bytes of f32 or 32 of bf16 in flight a
+/// stream (U = 16 / W), at most 8 loads a stream and 32 elements in all (at 16
+/// loads a one-element GeGLU backward over f32 spilled, and LayerNorm's
+/// backward over five streams on sm_80 at 8).
+constexpr int64_t kLoopThreads = 256;
+static int64_t loopUnroll(int64_t width, int64_t streams) {
+  return std::clamp<int64_t>(
+      std::min(16 / width, 32 / (width * std::max<int64_t>(1, streams))), 1, 8);
+}
+
+std::string mlir::liger::checkRowVectorWidth(RowTemplate tmpl, int64_t hidden,
+                                             Type elementType, int64_t width) {
+  std::string why;
+  llvm::raw_string_ostream os(why);
+  int64_t bytes = elementBytes(elementType);
+  if (width < 1 || !llvm::isPowerOf2_64(width))
+    os << "vector_width " << width << " is not a power of two";
+  else if (width * bytes > 16)
+    os << "vector_width " << width << " spans " << width * bytes
+       << " bytes of " << elementType << ", more than one 16-byte load";
+  else if (tmpl == RowTemplate::RowProgram && hidden % width != 0)
+    os << "vector_width " << width << " does not divide the row length "
+       << hidden << " (every row must start on a chunk boundary)";
+  return why;
+}
+
+int64_t mlir::liger::selectRowVectorWidth(RowTemplate tmpl, int64_t hidden,
+                                          Type elementType) {
+  int64_t width = 16 / elementBytes(elementType);
+  while (width > 1 && !checkRowVectorWidth(tmpl, hidden, elementType, width)
+                           .empty())
+    width /= 2;
+  return width;
+}
+
 RowKernelConfig mlir::liger::selectRowKernelConfig(int64_t hidden,
                                                    Type elementType) {
   RowKernelConfig config;
-  int64_t bytes = std::max<int64_t>(1, elementType.getIntOrFloatBitWidth() / 8);
-  config.vectorWidth = 16 / bytes;
-  while (config.vectorWidth > 1 && hidden % config.vectorWidth != 0)
-    config.vectorWidth /= 2;
+  config.vectorWidth =
+      selectRowVectorWidth(RowTemplate::RowProgram, hidden, elementType);
   // 256 threads per row: on an H200 (bench/config_sweep.py, 16384 rows)
   // SwiGLU at 14336 bf16 ran at 100% of the copy floor with 256 threads and
   // 80% with 1024, RMSNorm at 4096 at 88-90% against 54%; fewer threads
@@ -74,29 +135,72 @@ RowKernelConfig mlir::liger::selectRowKernelConfig(int64_t hidden,
 /// it.
 constexpr int64_t kLongLossRowBytes = 64 * 1024;
 
-RowKernelConfig mlir::liger::selectRowKernelConfig(FusionOp group) {
+namespace {
+/// The row a group's configuration is about: the last dimension of its
+/// first input of rank 2 or more with a static one, and the template that
+/// reads the configuration (none for RoPE, whose template derives its own).
+struct GroupRow {
+  int64_t hidden = 0;
+  Type elementType;
+  std::optional<RowTemplate> tmpl;
+};
+} // namespace
+
+static std::optional<GroupRow> getGroupRow(FusionOp group) {
   for (Value v : group.getInputs()) {
     auto t = dyn_cast<RankedTensorType>(v.getType());
     if (!t || t.getRank() < 2 || t.isDynamicDim(t.getRank() - 1))
       continue;
-    RowKernelConfig config =
-        selectRowKernelConfig(t.getShape().back(), t.getElementType());
-    Block &body = group.getBody().front();
-    auto loss = llvm::find_if(body, [](Operation &op) {
-      auto ce = dyn_cast<CrossEntropyOp>(op);
-      return ce && ce.getReduction() != Reduction::none;
-    });
-    bool fusedGrad = llvm::any_of(
-        body, [](Operation &op) { return isa<CrossEntropyGradOp>(op); });
-    int64_t rowBytes = t.getShape().back() *
-                       std::max<int64_t>(1, t.getElementTypeBitWidth() / 8);
-    if (loss != body.end() && fusedGrad && rowBytes >= kLongLossRowBytes) {
-      config.threads = 1024;
-      config.ctasPerSm = 1;
-    }
-    return config;
+    GroupRow row{t.getShape().back(), t.getElementType(), std::nullopt};
+    Operation &first = group.getBody().front().front();
+    if (isa<CrossEntropyOp, CrossEntropyGradOp>(first))
+      row.tmpl = RowTemplate::CrossEntropy;
+    else if (!isa<RoPEOp, RoPEGradOp>(first))
+      row.tmpl = RowTemplate::RowProgram;
+    return row;
   }
-  return RowKernelConfig();
+  return std::nullopt;
+}
+
+static std::optional<int64_t> countHeldValues(FusionOp group,
+                                              const RowKernelConfig &config);
+
+RowKernelConfig mlir::liger::selectRowKernelConfig(FusionOp group) {
+  std::optional<GroupRow> row = getGroupRow(group);
+  if (!row)
+    return RowKernelConfig();
+  RowKernelConfig config = selectRowKernelConfig(row->hidden, row->elementType);
+  if (row->tmpl == RowTemplate::RowProgram) {
+    // More threads where the row does not fit the register form at 256
+    // (more chunks than it unrolls), else the loop form's threads.
+    std::optional<int64_t> held = countHeldValues(group, config);
+    if (held && !rowFitsInRegisters(row->hidden, config.threads,
+                                    config.vectorWidth, *held)) {
+      config.threads = kLoopThreads;
+      for (int64_t threads : {512, 1024})
+        if (rowFitsInRegisters(row->hidden, threads, config.vectorWidth,
+                               *held)) {
+          config.threads = threads;
+          break;
+        }
+    }
+  }
+  if (row->tmpl == RowTemplate::CrossEntropy)
+    config.vectorWidth = selectRowVectorWidth(RowTemplate::CrossEntropy,
+                                              row->hidden, row->elementType);
+  Block &body = group.getBody().front();
+  auto loss = llvm::find_if(body, [](Operation &op) {
+    auto ce = dyn_cast<CrossEntropyOp>(op);
+    return ce && ce.getReduction() != Reduction::none;
+  });
+  bool fusedGrad = llvm::any_of(
+      body, [](Operation &op) { return isa<CrossEntropyGradOp>(op); });
+  int64_t rowBytes = row->hidden * elementBytes(row->elementType);
+  if (loss != body.end() && fusedGrad && rowBytes >= kLongLossRowBytes) {
+    config.threads = 1024;
+    config.ctasPerSm = 1;
+  }
+  return config;
 }
 
 DictionaryAttr
@@ -144,11 +248,14 @@ FailureOr<RowKernelConfig> mlir::liger::getRowKernelConfig(FusionOp group) {
     return group.emitOpError("expects 'threads' to be a multiple of 32 in "
                              "[32, 1024], got ")
            << config.threads;
-  if (config.vectorWidth < 1 || config.vectorWidth > 16 ||
-      !llvm::isPowerOf2_64(config.vectorWidth))
-    return group.emitOpError("expects 'vector_width' to be a power of two "
-                             "in [1, 16], got ")
-           << config.vectorWidth;
+  std::optional<GroupRow> row = getGroupRow(group);
+  if (row && row->tmpl) {
+    std::string why = checkRowVectorWidth(*row->tmpl, row->hidden,
+                                          row->elementType, config.vectorWidth);
+    if (!why.empty())
+      return group.emitOpError("has an invalid 'liger.kernel_config': ")
+             << why;
+  }
   return config;
 }
 
@@ -181,6 +288,35 @@ std::optional<RowParamKind> classifyMap(AffineMap map, unsigned rank) {
   return std::nullopt;
 }
 
+/// What a step of the row program does, from its loops.
+enum class StepKind {
+  Elementwise,     ///< all loops parallel over the row
+  RowReduction,    ///< the last loop reduces: one value per row
+  RowScalar,       ///< one loop fewer, all parallel: per-row scalars
+  ColumnReduction, ///< every loop but the last reduces: one value per feature
+  Other,
+};
+
+bool isColumnReduction(linalg::GenericOp op, unsigned rank);
+
+StepKind classifyStep(linalg::GenericOp op, unsigned rank) {
+  if (isColumnReduction(op, rank))
+    return StepKind::ColumnReduction;
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  auto parallel = [](utils::IteratorType t) {
+    return t == utils::IteratorType::parallel;
+  };
+  unsigned loops = op.getNumLoops();
+  if (loops == rank && llvm::all_of(iterators, parallel))
+    return StepKind::Elementwise;
+  if (loops == rank && iterators.back() == utils::IteratorType::reduction &&
+      llvm::all_of(ArrayRef(iterators).drop_back(), parallel))
+    return StepKind::RowReduction;
+  if (loops + 1 == rank && llvm::all_of(iterators, parallel))
+    return StepKind::RowScalar;
+  return StepKind::Other;
+}
+
 class RowKernelBuilder {
 public:
   RowKernelBuilder(FusionOp group, const RowKernelConfig &config)
@@ -188,10 +324,18 @@ public:
         loc(group.getLoc()) {}
 
   FailureOr<RowKernelInfo> build(gpu::GPUModuleOp module, StringRef name);
+  /// The analysis alone: the number of row values the register form holds
+  /// (rowFitsInRegisters), or failure with a diagnostic on the group.
+  FailureOr<int64_t> countHeldValues() {
+    if (failed(lowerBodyToLinalg()) || failed(analyze()))
+      return failure();
+    return heldValues;
+  }
 
 private:
   LogicalResult lowerBodyToLinalg();
   LogicalResult analyze();
+  LogicalResult emitLooped(OpBuilder &b);
   LogicalResult emitGeneric(OpBuilder &b, linalg::GenericOp op);
   LogicalResult emitElementwise(OpBuilder &b, linalg::GenericOp op);
   LogicalResult emitReduction(OpBuilder &b, linalg::GenericOp op);
@@ -215,6 +359,9 @@ private:
                                  Value col, bool masked);
   Value blockReduce(OpBuilder &b, Value scalar, vector::CombiningKind kind,
                     double neutral);
+  SmallVector<Value> blockReduce(OpBuilder &b, ValueRange values,
+                                 ArrayRef<double> neutral,
+                                 CombineValues combine);
   Value combine(OpBuilder &b, vector::CombiningKind kind, Value x, Value y);
   void storeResultChunk(OpBuilder &b, Value tensor, Value chunk, Value col);
   LogicalResult fail(const Twine &why) {
@@ -234,7 +381,12 @@ private:
   func::FuncOp rowFn;
   unsigned rank = 0;  // loops of a row-shaped generic
   int64_t hidden = 0; // static row length
+  Type rowType;       // the element type of the first row-shaped operand
   int64_t numChunks = 0;
+  // Row values the register form holds across block reductions
+  // (rowFitsInRegisters); past the budget the program loops (emitLooped).
+  int64_t heldValues = 0;
+  bool looped = false;
   DenseMap<Value, Rep> reps;
   // Chunks of inputs loaded at the row program's top level, by (input,
   // chunk), for the steps after the first reader (reuse_loads).
@@ -329,15 +481,19 @@ LogicalResult RowKernelBuilder::analyze() {
         if (type.isDynamicDim(rank - 1))
           return WalkResult::interrupt();
         hidden = type.getShape().back();
+        if (!rowType)
+          rowType = type.getElementType();
       }
     }
     return WalkResult::advance();
   });
   if (walk.wasInterrupted() || hidden == 0)
     return fail("its rows need a static length");
-  if (hidden % config.vectorWidth != 0)
-    return fail("vector_width " + Twine(config.vectorWidth) +
-                " does not divide the row length " + Twine(hidden));
+  std::string why =
+      checkRowVectorWidth(RowTemplate::RowProgram, hidden, rowType,
+                          config.vectorWidth);
+  if (!why.empty())
+    return fail(why);
   numChunks =
       (hidden / config.vectorWidth + config.threads - 1) / config.threads;
 
@@ -401,6 +557,37 @@ LogicalResult RowKernelBuilder::analyze() {
                                     : RowParamKind::RowScalars;
     inputKinds.push_back(*kind);
   }
+  // The row values the register form holds: it runs the steps one after
+  // another, each over all of a thread's chunks, so a row input read by
+  // more than one step (its chunks loaded once, reuse_loads) or an
+  // elementwise result read by a later step is held whole between them;
+  // and each reduction across rows' accumulators.
+  SmallVector<linalg::GenericOp> steps =
+      llvm::to_vector(rowFn.getBody().front().getOps<linalg::GenericOp>());
+  DenseMap<Value, std::pair<int64_t, int64_t>> span; // first, last step
+  auto touch = [&](Value v, int64_t i) {
+    auto [it, fresh] = span.try_emplace(v, i, i);
+    if (!fresh)
+      it->second.second = std::max(it->second.second, i);
+  };
+  for (auto [i, op] : llvm::enumerate(steps)) {
+    for (Value in : op.getDpsInputs()) {
+      auto arg = dyn_cast<BlockArgument>(in);
+      if ((arg && inputKinds[arg.getArgNumber()] == RowParamKind::Rows) ||
+          span.count(in))
+        touch(in, i);
+    }
+    if (classifyStep(op, rank) == StepKind::Elementwise)
+      for (Value r : op->getResults())
+        touch(r, i);
+  }
+  heldValues = llvm::count_if(span, [](auto &entry) {
+    return entry.second.second > entry.second.first;
+  });
+  heldValues += columnReductions.size();
+  looped = !rowFitsInRegisters(hidden, config.threads, config.vectorWidth,
+                               heldValues);
+
   auto ret = cast<func::ReturnOp>(rowFn.getBody().front().getTerminator());
   for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
     if (isa<BlockArgument>(v))
@@ -609,24 +796,38 @@ LogicalResult RowKernelBuilder::emitElementwise(OpBuilder &b,
 Value RowKernelBuilder::blockReduce(OpBuilder &b, Value scalar,
                                     vector::CombiningKind kind,
                                     double neutral) {
-  auto warpReduce = [&](OpBuilder &nb, Value v, int64_t width) {
-    return warpAllReduce(nb, loc, v, width,
-                         [&](OpBuilder &cb, ValueRange x, ValueRange y) {
-                           return SmallVector<Value>{combine(cb, kind, x[0], y[0])};
-                         })[0];
+  return blockReduce(b, ValueRange{scalar}, {neutral},
+                     [&](OpBuilder &cb, ValueRange x, ValueRange y) {
+                       return SmallVector<Value>{combine(cb, kind, x[0], y[0])};
+                     })[0];
+}
+
+SmallVector<Value> RowKernelBuilder::blockReduce(OpBuilder &b,
+                                                 ValueRange values,
+                                                 ArrayRef<double> neutral,
+                                                 CombineValues combineFn) {
+  auto warpReduce = [&](OpBuilder &nb, ValueRange v, int64_t width) {
+    return warpAllReduce(nb, loc, v, width, combineFn);
   };
-  Value warpValue = warpReduce(b, scalar, 32);
+  SmallVector<Value> warpValues = warpReduce(b, values, 32);
   int64_t numWarps = config.threads / 32;
   if (numWarps == 1)
-    return warpValue;
-  // One shared-memory area per reduction: the warps' partials, then the
-  // row's result.
+    return warpValues;
+  // One shared-memory area per reduction: for each value, the warps'
+  // partials, then the row's result.
+  int64_t k = values.size();
   auto smemType = MemRefType::get(
-      {numWarps + 1}, b.getF32Type(), MemRefLayoutAttrInterface(),
+      {(numWarps + 1) * k}, b.getF32Type(), MemRefLayoutAttrInterface(),
       gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
   Value area = memref::ViewOp::create(b, loc, smemType, dynSmem,
                                       idx(b, smemBytes), ValueRange{});
-  smemBytes += (numWarps + 1) * 4;
+  smemBytes += (numWarps + 1) * k * 4;
+  // Slot i of value j.
+  auto slot = [&](OpBuilder &nb, int64_t j, Value i) -> Value {
+    if (j == 0)
+      return i;
+    return arith::AddIOp::create(nb, loc, i, idx(nb, j * (numWarps + 1)));
+  };
   Value lane = arith::RemUIOp::create(b, loc, tid, idx(b, 32));
   Value warp = arith::DivUIOp::create(b, loc, tid, idx(b, 32));
   Value isLane0 =
@@ -634,7 +835,8 @@ Value RowKernelBuilder::blockReduce(OpBuilder &b, Value scalar,
   auto storePartial = scf::IfOp::create(b, loc, isLane0, false);
   {
     OpBuilder nb = storePartial.getThenBodyBuilder();
-    memref::StoreOp::create(nb, loc, warpValue, area, ValueRange{warp});
+    for (auto [j, v] : llvm::enumerate(warpValues))
+      memref::StoreOp::create(nb, loc, v, area, ValueRange{slot(nb, j, warp)});
   }
   gpu::BarrierOp::create(b, loc);
   Value isWarp0 =
@@ -644,25 +846,34 @@ Value RowKernelBuilder::blockReduce(OpBuilder &b, Value scalar,
     OpBuilder nb = finish.getThenBodyBuilder();
     Value has = arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::ult, lane,
                                       idx(nb, numWarps));
-    auto load =
-        scf::IfOp::create(nb, loc, TypeRange{nb.getF32Type()}, has, true);
+    auto load = scf::IfOp::create(
+        nb, loc, SmallVector<Type>(k, nb.getF32Type()), has, true);
     OpBuilder tb = load.getThenBodyBuilder();
-    scf::YieldOp::create(
-        tb, loc,
-        ValueRange{memref::LoadOp::create(tb, loc, area, ValueRange{lane})});
+    SmallVector<Value> partials;
+    for (int64_t j = 0; j < k; ++j)
+      partials.push_back(
+          memref::LoadOp::create(tb, loc, area, ValueRange{slot(tb, j, lane)}));
+    scf::YieldOp::create(tb, loc, partials);
     OpBuilder eb = load.getElseBodyBuilder();
-    scf::YieldOp::create(eb, loc,
-                         ValueRange{arith::ConstantOp::create(
-                             eb, loc, eb.getF32FloatAttr(neutral))});
-    Value total =
-        warpReduce(nb, load.getResult(0), llvm::PowerOf2Ceil(numWarps));
+    SmallVector<Value> identities;
+    for (double n : neutral)
+      identities.push_back(
+          arith::ConstantOp::create(eb, loc, eb.getF32FloatAttr(n)));
+    scf::YieldOp::create(eb, loc, identities);
+    SmallVector<Value> total =
+        warpReduce(nb, load.getResults(), llvm::PowerOf2Ceil(numWarps));
     auto publish = scf::IfOp::create(nb, loc, isLane0, false);
     OpBuilder pb = publish.getThenBodyBuilder();
-    memref::StoreOp::create(pb, loc, total, area,
-                            ValueRange{idx(pb, numWarps)});
+    for (auto [j, v] : llvm::enumerate(total))
+      memref::StoreOp::create(
+          pb, loc, v, area, ValueRange{idx(pb, j * (numWarps + 1) + numWarps)});
   }
   gpu::BarrierOp::create(b, loc);
-  return memref::LoadOp::create(b, loc, area, ValueRange{idx(b, numWarps)});
+  SmallVector<Value> results;
+  for (int64_t j = 0; j < k; ++j)
+    results.push_back(memref::LoadOp::create(
+        b, loc, area, ValueRange{idx(b, j * (numWarps + 1) + numWarps)}));
+  return results;
 }
 
 FailureOr<vector::CombiningKind>
@@ -793,7 +1004,7 @@ LogicalResult RowKernelBuilder::emitRowScalar(OpBuilder &b,
     args.push_back(arith::ConstantOp::create(
         b, loc, b.getZeroAttr(getElementTypeOrSelf(out.get().getType()))));
   FailureOr<SmallVector<Value>> values =
-      vectorizeBody(b, *op.getBlock(), args, /*width=*/1);
+      vectorizeBody(b, *op.getBlock(), args, /*width=*/0);
   if (failed(values))
     return failure();
   Value isThread0 =
@@ -824,22 +1035,464 @@ LogicalResult RowKernelBuilder::emitGeneric(OpBuilder &b,
     return emitColumnReduction(b, op);
   if (featureSteps.contains(op))
     return success(); // in the finishing kernel
-  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
-  unsigned loops = op.getNumLoops();
-  if (loops == rank && llvm::all_of(iterators, [](utils::IteratorType t) {
-        return t == utils::IteratorType::parallel;
-      }))
+  switch (classifyStep(op, rank)) {
+  case StepKind::Elementwise:
     return emitElementwise(b, op);
-  if (loops == rank && iterators.back() == utils::IteratorType::reduction &&
-      llvm::all_of(ArrayRef(iterators).drop_back(), [](utils::IteratorType t) {
-        return t == utils::IteratorType::parallel;
-      }))
+  case StepKind::RowReduction:
     return emitReduction(b, op);
-  if (loops + 1 == rank && llvm::all_of(iterators, [](utils::IteratorType t) {
-        return t == utils::IteratorType::parallel;
-      }))
+  case StepKind::RowScalar:
     return emitRowScalar(b, op);
+  case StepKind::ColumnReduction:
+  case StepKind::Other:
+    break;
+  }
   return fail("a step reduces across rows, which a row kernel cannot");
+}
+
+/// The reduction `sum` adds exp(a - m) over the row, where m is the result
+/// of `max`, a maximum of the same a (softmax's denominator): in the loop
+/// form both run in one pass as an online softmax (running max and a sum
+/// rescaled when it grows), so softmax reads its row twice, not three times.
+static bool isOnlineSum(linalg::GenericOp sum, linalg::GenericOp max,
+                        unsigned rank) {
+  if (classifyStep(sum, rank) != StepKind::RowReduction ||
+      classifyStep(max, rank) != StepKind::RowReduction ||
+      max.getNumDpsInputs() != 1 || sum.getNumDpsInputs() != 2)
+    return false;
+  Block &maxBody = *max.getBlock(), &sumBody = *sum.getBlock();
+  // The block's first argument, widened to f32 or not.
+  auto isInput = [](Value v, Block &body) {
+    if (auto ext = v.getDefiningOp<arith::ExtFOp>())
+      v = ext.getIn();
+    return v == body.getArgument(0);
+  };
+  auto maxOp = dyn_cast_or_null<arith::MaximumFOp>(
+      maxBody.getTerminator()->getOperand(0).getDefiningOp());
+  if (!maxOp || maxOp.getLhs() != maxBody.getArgument(1) ||
+      !isInput(maxOp.getRhs(), maxBody))
+    return false;
+  // sum's body: add(acc, exp(sub(in0, in1))) with in0 = max's input and
+  // in1 = max's result, each read at its place in the row.
+  if (sum.getDpsInputs()[0] != max.getDpsInputs()[0] ||
+      sum.getDpsInputs()[1] != max->getResult(0) ||
+      sum.getIndexingMapsArray()[0] != max.getIndexingMapsArray()[0])
+    return false;
+  auto add = dyn_cast_or_null<arith::AddFOp>(
+      sumBody.getTerminator()->getOperand(0).getDefiningOp());
+  if (!add || !llvm::is_contained(add->getOperands(), sumBody.getArgument(2)))
+    return false;
+  Value term =
+      add.getLhs() == sumBody.getArgument(2) ? add.getRhs() : add.getLhs();
+  auto exp = term.getDefiningOp<math::ExpOp>();
+  auto sub =
+      exp ? exp.getOperand().getDefiningOp<arith::SubFOp>() : arith::SubFOp();
+  // Nothing else in the body: [extf,] sub, exp, add, yield.
+  return sub && isInput(sub.getLhs(), sumBody) &&
+         sub.getRhs() == sumBody.getArgument(1) &&
+         sumBody.getOperations().size() ==
+             (sub.getLhs() == sumBody.getArgument(0) ? 4u : 5u);
+}
+
+LogicalResult RowKernelBuilder::emitLooped(OpBuilder &b) {
+  // Phases: a step runs in the first pass over the row in which every
+  // value it reads is known. Row inputs are known in pass 0, a reduction
+  // run in pass p is known from pass p + 1, elementwise values and per-row
+  // scalars when their operands are. Each pass is one loop over the
+  // thread's chunks that accumulates the pass's reductions, adds into the
+  // column reductions and stores the results computed in it; elementwise
+  // values are recomputed from the inputs wherever a pass reads them, not
+  // kept. The reductions' block steps follow the loop, the per-row scalars
+  // come between passes.
+  SmallVector<linalg::GenericOp> steps;
+  for (auto op : rowFn.getBody().front().getOps<linalg::GenericOp>())
+    if (!featureSteps.contains(op))
+      steps.push_back(op);
+  DenseMap<Value, unsigned> known; // unlisted (inputs): pass 0
+  DenseMap<Operation *, unsigned> passOf;
+  DenseMap<Operation *, linalg::GenericOp> onlineMaxOf; // sum -> max
+  DenseSet<Operation *> onlineMax;
+  unsigned passes = 0;
+  for (linalg::GenericOp op : steps) {
+    unsigned p = 0;
+    for (Value in : op.getDpsInputs())
+      p = std::max(p, known.lookup(in));
+    StepKind kind = classifyStep(op, rank);
+    if (kind == StepKind::Other)
+      return fail("a step reduces across rows, which a row kernel cannot");
+    if (kind == StepKind::Elementwise)
+      for (OpOperand &out : op.getDpsInitsMutable())
+        if (classifyMap(op.getMatchingIndexingMap(&out), rank) !=
+            RowParamKind::Rows)
+          return fail("an elementwise step writes a non-row result");
+    if (kind == StepKind::RowReduction || kind == StepKind::ColumnReduction) {
+      if (failed(getCombiningKind(op)))
+        return failure();
+      if (failed(inputAccess(op, rank)))
+        return fail("a reduction step reads an operand it cannot index");
+      if (!fillValue.count(op.getDpsInits()[0]))
+        return fail("a reduction step does not start from a constant");
+    }
+    if (kind == StepKind::RowReduction) {
+      if (auto max = dyn_cast_or_null<linalg::GenericOp>(
+              op.getDpsInputs().back().getDefiningOp());
+          max && isOnlineSum(op, max, rank) && !onlineMax.contains(max) &&
+          known.lookup(op.getDpsInputs()[0]) <= passOf.lookup(max)) {
+        p = passOf.lookup(max);
+        onlineMaxOf[op] = max;
+        onlineMax.insert(max);
+      }
+      known[op->getResult(0)] = p + 1;
+    } else {
+      for (Value r : op->getResults())
+        known[r] = p;
+    }
+    passOf[op] = p;
+    if (kind != StepKind::RowScalar)
+      passes = std::max(passes, p + 1);
+  }
+
+  int64_t w = config.vectorWidth, threads = config.threads;
+  int64_t totalChunks = hidden / w;
+  Type f32 = b.getF32Type();
+  DenseSet<Operation *> emittedScalars;
+  auto emitScalarsUpTo = [&](unsigned p) -> LogicalResult {
+    for (linalg::GenericOp op : steps)
+      if (classifyStep(op, rank) == StepKind::RowScalar && passOf[op] <= p &&
+          emittedScalars.insert(op).second && failed(emitRowScalar(b, op)))
+        return failure();
+    return success();
+  };
+
+  for (unsigned p = 0; p < passes; ++p) {
+    if (failed(emitScalarsUpTo(p)))
+      return failure();
+    // The pass's work, in program order.
+    SmallVector<linalg::GenericOp> reductions, columns, stores;
+    for (linalg::GenericOp op : steps) {
+      if (passOf[op] != p)
+        continue;
+      switch (classifyStep(op, rank)) {
+      case StepKind::RowReduction:
+        if (!onlineMax.contains(op) && !onlineMaxOf.count(op))
+          reductions.push_back(op);
+        break;
+      case StepKind::ColumnReduction:
+        columns.push_back(op);
+        break;
+      case StepKind::Elementwise:
+        if (llvm::any_of(op->getResults(),
+                         [&](Value r) { return resultIndex.count(r); }))
+          stores.push_back(op);
+        break;
+      default:
+        break;
+      }
+    }
+    // Uniform values the pass reads, broadcast once before its loop; the
+    // row inputs it reads, loaded first in each chunk.
+    DenseMap<Value, Value> splats;
+    SetVector<Value> rowInputs;
+    std::function<void(Value)> collect = [&](Value v) {
+      if (auto arg = dyn_cast<BlockArgument>(v)) {
+        RowParamKind kind = inputKinds[arg.getArgNumber()];
+        if (kind == RowParamKind::Rows || kind == RowParamKind::Feature)
+          rowInputs.insert(v);
+        else if (!splats.count(v))
+          splats[v] = vector::BroadcastOp::create(
+              b, loc, vecOf(getElementTypeOrSelf(v.getType())),
+              loadUniform(b, v));
+        return;
+      }
+      auto producer = v.getDefiningOp<linalg::GenericOp>();
+      if (classifyStep(producer, rank) == StepKind::Elementwise) {
+        // A result an earlier pass stored is read back (by the thread that
+        // wrote it), one stream where recomputing it may take several.
+        if (resultIndex.count(v) && passOf[producer] < p) {
+          rowInputs.insert(v);
+          return;
+        }
+        for (Value in : producer.getDpsInputs())
+          collect(in);
+        return;
+      }
+      if (!splats.count(v))
+        splats[v] = vector::BroadcastOp::create(
+            b, loc, vecOf(getElementTypeOrSelf(v.getType())), reps[v].uniform);
+    };
+    for (auto list : {reductions, columns, stores})
+      for (linalg::GenericOp op : list)
+        for (Value in : op.getDpsInputs())
+          collect(in);
+    for (linalg::GenericOp op : stores)
+      for (Value r : op->getResults())
+        collect(r);
+    for (auto [sum, max] : onlineMaxOf)
+      if (passOf[sum] == p)
+        collect(max.getDpsInputs()[0]);
+
+    int64_t unroll = loopUnroll(w, rowInputs.size() + columns.size());
+    int64_t fullGroups = totalChunks / (unroll * threads);
+    int64_t step = unroll * threads * w;
+
+    // The carried values: a vector accumulator per reduction, then the
+    // running max and sum of each online pair.
+    SmallVector<std::pair<linalg::GenericOp, linalg::GenericOp>> online;
+    for (linalg::GenericOp op : steps)
+      if (auto it = onlineMaxOf.find(op);
+          it != onlineMaxOf.end() && passOf[op] == p)
+        online.push_back({it->second, op});
+    double lowest = std::numeric_limits<float>::lowest();
+    SmallVector<Value> inits;
+    for (linalg::GenericOp op : reductions)
+      inits.push_back(arith::ConstantOp::create(
+          b, loc,
+          DenseElementsAttr::get(vecOf(f32), b.getF32FloatAttr(fillValue.lookup(
+                                                 op.getDpsInits()[0])))));
+    for (size_t i = 0; i < online.size(); ++i) {
+      inits.push_back(
+          arith::ConstantOp::create(b, loc, b.getF32FloatAttr(lowest)));
+      inits.push_back(
+          arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0)));
+    }
+    Value cta = columns.empty()
+                    ? Value()
+                    : gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+
+    // One group of chunks at `cols`: every row input's chunks loaded first,
+    // then the values, accumulations and stores.
+    auto emitChunks = [&](OpBuilder &cb, ArrayRef<Value> cols,
+                          ValueRange carried) -> FailureOr<SmallVector<Value>> {
+      SmallVector<DenseMap<Value, Value>> chunkValues(cols.size());
+      for (auto [u, col] : llvm::enumerate(cols))
+        for (Value in : rowInputs) {
+          if (auto arg = dyn_cast<BlockArgument>(in)) {
+            chunkValues[u][in] =
+                loadChunk(cb, in, inputKinds[arg.getArgNumber()], 0, col);
+            continue;
+          }
+          Type elem = getElementTypeOrSelf(in.getType());
+          chunkValues[u][in] = vector::LoadOp::create(
+              cb, loc, vecOf(elem), outputMemrefs[resultIndex.lookup(in)[0]],
+              ValueRange{row, col}, /*nontemporal=*/false,
+              llvm::MaybeAlign(std::min<int64_t>(16, w * elementBytes(elem))));
+        }
+      std::function<FailureOr<Value>(size_t, Value)> valueAt;
+      // The values of `op`'s inputs at chunk u.
+      auto inputsAt = [&](linalg::GenericOp op,
+                          size_t u) -> FailureOr<SmallVector<Value>> {
+        SmallVector<Value> args;
+        for (Value in : op.getDpsInputs()) {
+          FailureOr<Value> a = valueAt(u, in);
+          if (failed(a))
+            return failure();
+          args.push_back(*a);
+        }
+        return args;
+      };
+      valueAt = [&](size_t u, Value v) -> FailureOr<Value> {
+        if (Value known = chunkValues[u].lookup(v))
+          return known;
+        if (Value s = splats.lookup(v))
+          return s;
+        auto producer = v.getDefiningOp<linalg::GenericOp>();
+        FailureOr<SmallVector<Value>> inputs = inputsAt(producer, u);
+        if (failed(inputs))
+          return failure();
+        SmallVector<Value> args = *inputs;
+        for (Value init : producer.getDpsInits())
+          args.push_back(arith::ConstantOp::create(
+              cb, loc,
+              DenseElementsAttr::get(
+                  vecOf(getElementTypeOrSelf(init.getType())),
+                  cb.getZeroAttr(getElementTypeOrSelf(init.getType())))));
+        FailureOr<SmallVector<Value>> results =
+            vectorizeBody(cb, *producer.getBlock(), args, w);
+        if (failed(results))
+          return failure();
+        for (auto [r, value] : llvm::zip(producer->getResults(), *results))
+          chunkValues[u][r] = value;
+        return chunkValues[u].lookup(v);
+      };
+      // The inputs of a reduction's body at chunk u, then `acc`.
+      auto accumulate = [&](linalg::GenericOp op, size_t u,
+                            Value acc) -> FailureOr<Value> {
+        FailureOr<SmallVector<Value>> inputs = inputsAt(op, u);
+        if (failed(inputs))
+          return failure();
+        SmallVector<Value> args = *inputs;
+        args.push_back(acc);
+        FailureOr<SmallVector<Value>> next =
+            vectorizeBody(cb, *op.getBlock(), args, w);
+        if (failed(next))
+          return failure();
+        return (*next)[0];
+      };
+      SmallVector<Value> next(carried.begin(), carried.end());
+      for (auto [i, op] : llvm::enumerate(reductions))
+        for (size_t u = 0; u < cols.size(); ++u) {
+          FailureOr<Value> acc = accumulate(op, u, next[i]);
+          if (failed(acc))
+            return failure();
+          next[i] = *acc;
+        }
+      for (auto [i, pair] : llvm::enumerate(online)) {
+        // m' = max(m, max of the chunks), s' = s e^(m - m') + sum e^(a - m').
+        SmallVector<Value> terms;
+        Value groupMax;
+        for (size_t u = 0; u < cols.size(); ++u) {
+          FailureOr<Value> a = valueAt(u, pair.first.getDpsInputs()[0]);
+          if (failed(a))
+            return failure();
+          Value af = *a;
+          if (!getElementTypeOrSelf(af.getType()).isF32())
+            af = arith::ExtFOp::create(cb, loc, vecOf(f32), af);
+          terms.push_back(af);
+          Value mx = vector::ReductionOp::create(
+              cb, loc, vector::CombiningKind::MAXIMUMF, af);
+          groupMax =
+              groupMax ? arith::MaximumFOp::create(cb, loc, groupMax, mx) : mx;
+        }
+        unsigned at = reductions.size() + 2 * i;
+        Value m = next[at], sum = next[at + 1];
+        Value grown = arith::MaximumFOp::create(cb, loc, m, groupMax);
+        sum = arith::MulFOp::create(
+            cb, loc, sum,
+            math::ExpOp::create(cb, loc,
+                                arith::SubFOp::create(cb, loc, m, grown)));
+        Value splat = vector::BroadcastOp::create(cb, loc, vecOf(f32), grown);
+        for (Value t : terms)
+          sum = arith::AddFOp::create(
+              cb, loc, sum,
+              vector::ReductionOp::create(
+                  cb, loc, vector::CombiningKind::ADD,
+                  math::ExpOp::create(
+                      cb, loc, arith::SubFOp::create(cb, loc, t, splat))));
+        next[at] = grown;
+        next[at + 1] = sum;
+      }
+      for (linalg::GenericOp op : columns) {
+        Value workspace = workspaceMemrefs[llvm::find(columnReductions, op) -
+                                           columnReductions.begin()];
+        for (auto [u, col] : llvm::enumerate(cols)) {
+          llvm::MaybeAlign align(std::min<int64_t>(16, w * 4));
+          Value acc = vector::LoadOp::create(cb, loc, vecOf(f32), workspace,
+                                             ValueRange{cta, col},
+                                             /*nontemporal=*/false, align);
+          FailureOr<Value> sumNext = accumulate(op, u, acc);
+          if (failed(sumNext))
+            return failure();
+          vector::StoreOp::create(cb, loc, *sumNext, workspace,
+                                  ValueRange{cta, col}, /*nontemporal=*/false,
+                                  align);
+        }
+      }
+      for (linalg::GenericOp op : stores)
+        for (auto [u, col] : llvm::enumerate(cols))
+          for (Value r : op->getResults()) {
+            if (!resultIndex.count(r))
+              continue;
+            FailureOr<Value> v = valueAt(u, r);
+            if (failed(v))
+              return failure();
+            storeResultChunk(cb, r, *v, col);
+          }
+      return next;
+    };
+
+    // The full groups: unroll chunks a thread, every one in the row.
+    SmallVector<Value> carried = inits;
+    Value start = arith::MulIOp::create(b, loc, tid, idx(b, w));
+    if (fullGroups > 0) {
+      auto loop = scf::ForOp::create(
+          b, loc, start,
+          arith::AddIOp::create(b, loc, start, idx(b, fullGroups * step)),
+          idx(b, step), carried);
+      OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
+      SmallVector<Value> cols;
+      for (int64_t u = 0; u < unroll; ++u)
+        cols.push_back(u == 0 ? Value(loop.getInductionVar())
+                              : arith::AddIOp::create(lb, loc,
+                                                      loop.getInductionVar(),
+                                                      idx(lb, u * threads * w))
+                                    .getResult());
+      FailureOr<SmallVector<Value>> next =
+          emitChunks(lb, cols, loop.getRegionIterArgs());
+      if (failed(next))
+        return failure();
+      if (!carried.empty()) // else the loop has its yield already
+        scf::YieldOp::create(lb, loc, *next);
+      carried.assign(loop.getResults().begin(), loop.getResults().end());
+    }
+    // The rest, a chunk at a time; the last may lie past the row's end
+    // for some threads.
+    for (int64_t i = fullGroups * unroll; i * threads < totalChunks; ++i) {
+      Value col = arith::MulIOp::create(
+          b, loc, arith::AddIOp::create(b, loc, tid, idx(b, i * threads)),
+          idx(b, w));
+      if ((i + 1) * threads <= totalChunks) {
+        FailureOr<SmallVector<Value>> next = emitChunks(b, {col}, carried);
+        if (failed(next))
+          return failure();
+        carried = *next;
+        continue;
+      }
+      Value inRow = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                          col, idx(b, hidden));
+      auto ifOp = scf::IfOp::create(b, loc, ValueRange(carried).getTypes(),
+                                    inRow, /*withElseRegion=*/!carried.empty());
+      OpBuilder tb = ifOp.getThenBodyBuilder();
+      FailureOr<SmallVector<Value>> next = emitChunks(tb, {col}, carried);
+      if (failed(next))
+        return failure();
+      if (carried.empty())
+        continue; // the then-block has its yield
+      scf::YieldOp::create(tb, loc, *next);
+      OpBuilder eb = ifOp.getElseBodyBuilder();
+      scf::YieldOp::create(eb, loc, carried);
+      carried.assign(ifOp.getResults().begin(), ifOp.getResults().end());
+    }
+
+    // The block steps of the pass's reductions, in program order.
+    for (linalg::GenericOp op : steps) {
+      if (passOf[op] != p || classifyStep(op, rank) != StepKind::RowReduction)
+        continue;
+      Rep rep;
+      rep.kind = Rep::Uniform;
+      if (auto *it = llvm::find(reductions, op); it != reductions.end()) {
+        vector::CombiningKind kind = *getCombiningKind(op);
+        Value partial = vector::ReductionOp::create(
+            b, loc, kind, carried[it - reductions.begin()]);
+        rep.uniform = blockReduce(b, partial, kind,
+                                  fillValue.lookup(op.getDpsInits()[0]));
+        reps[op->getResult(0)] = rep;
+        continue;
+      }
+      auto pairIt =
+          llvm::find_if(online, [&](auto &pr) { return pr.second == op; });
+      if (pairIt == online.end())
+        continue; // the max of an online pair: with its sum
+      unsigned at = reductions.size() + 2 * (pairIt - online.begin());
+      SmallVector<Value> total = blockReduce(
+          b, ValueRange{carried[at], carried[at + 1]}, {lowest, 0.0},
+          [&](OpBuilder &nb, ValueRange x, ValueRange y) {
+            Value m = arith::MaximumFOp::create(nb, loc, x[0], y[0]);
+            auto scaled = [&](Value mi, Value si) -> Value {
+              return arith::MulFOp::create(
+                  nb, loc, si,
+                  math::ExpOp::create(nb, loc,
+                                      arith::SubFOp::create(nb, loc, mi, m)));
+            };
+            return SmallVector<Value>{
+                m, arith::AddFOp::create(nb, loc, scaled(x[0], x[1]),
+                                         scaled(y[0], y[1]))};
+          });
+      rep.uniform = total[0];
+      reps[pairIt->first->getResult(0)] = rep;
+      rep.uniform = total[1];
+      reps[op->getResult(0)] = rep;
+    }
+  }
+  return emitScalarsUpTo(std::numeric_limits<unsigned>::max());
 }
 
 FailureOr<RowKernelInfo> RowKernelBuilder::build(gpu::GPUModuleOp module,
@@ -950,7 +1603,32 @@ FailureOr<RowKernelInfo> RowKernelBuilder::build(gpu::GPUModuleOp module,
     Value rows = memref::DimOp::create(b, loc, rowsMemref, 0);
     Value stride = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
     SmallVector<Value> inits;
-    for (linalg::GenericOp op : columnReductions) {
+    if (looped) {
+      // The loop form keeps the column accumulators in this CTA's row of
+      // each workspace (each thread its own columns, the same in every
+      // row): they start at the reduction's identity.
+      int64_t w = config.vectorWidth;
+      Value cta = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+      auto init = scf::ForOp::create(
+          b, loc, arith::MulIOp::create(b, loc, tid, idx(b, w)), idx(b, hidden),
+          idx(b, config.threads * w));
+      OpBuilder ib = OpBuilder::atBlockBegin(init.getBody());
+      for (auto [op, ws] : llvm::zip(columnReductions, workspaceMemrefs)) {
+        double neutral = *getCombiningKind(op) == vector::CombiningKind::ADD
+                             ? 0.0
+                             : -std::numeric_limits<double>::infinity();
+        vector::StoreOp::create(
+            ib, loc,
+            arith::ConstantOp::create(
+                ib, loc,
+                DenseElementsAttr::get(vecOf(f32),
+                                       ib.getF32FloatAttr(neutral))),
+            ws, ValueRange{cta, init.getInductionVar()}, /*nontemporal=*/false,
+            llvm::MaybeAlign(std::min<int64_t>(16, w * 4)));
+      }
+    }
+    for (linalg::GenericOp op :
+         looped ? ArrayRef<linalg::GenericOp>() : ArrayRef(columnReductions)) {
       double neutral = *getCombiningKind(op) == vector::CombiningKind::ADD
                            ? 0.0
                            : -std::numeric_limits<double>::infinity();
@@ -962,7 +1640,7 @@ FailureOr<RowKernelInfo> RowKernelBuilder::build(gpu::GPUModuleOp module,
     rowLoop = scf::ForOp::create(b, loc, row, rows, stride, inits);
     b.setInsertionPointToStart(rowLoop.getBody());
     row = rowLoop.getInductionVar();
-    for (size_t j = 0; j < columnReductions.size(); ++j) {
+    for (size_t j = 0; j < (looped ? 0 : columnReductions.size()); ++j) {
       auto args = rowLoop.getRegionIterArgs().slice(j * numChunks, numChunks);
       columnAcc.emplace_back(args.begin(), args.end());
       columnAccNext.emplace_back(args.begin(), args.end());
@@ -979,7 +1657,7 @@ FailureOr<RowKernelInfo> RowKernelBuilder::build(gpu::GPUModuleOp module,
       continue;
     }
     if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
-      if (failed(emitGeneric(b, generic)))
+      if (!looped && failed(emitGeneric(b, generic)))
         return failure();
       continue;
     }
@@ -989,7 +1667,17 @@ FailureOr<RowKernelInfo> RowKernelBuilder::build(gpu::GPUModuleOp module,
     return fail("'" + op.getName().getStringRef() +
                 "' between the steps is not supported by the row program");
   }
-  if (rowLoop) {
+  if (looped) {
+    if (failed(emitLooped(b)))
+      return failure();
+    // At least two CTAs an SM: without the bound ptxas aimed a loop-form
+    // kernel at four or six (40 or 64 registers) and spilled; with it the
+    // kernels take up to 128 without spills.
+    kernel->setAttr("nvvm.minctasm", b.getI32IntegerAttr(2));
+  }
+  if (rowLoop && looped) {
+    b.setInsertionPointAfter(rowLoop); // its partials are in the workspaces
+  } else if (rowLoop) {
     SmallVector<Value> next;
     for (auto &values : columnAccNext)
       next.append(values);
@@ -1164,7 +1852,7 @@ LogicalResult RowKernelBuilder::buildFinish(gpu::GPUModuleOp module,
       args.push_back(arith::ConstantOp::create(
           fb, loc, fb.getZeroAttr(getElementTypeOrSelf(out.get().getType()))));
     FailureOr<SmallVector<Value>> values =
-        vectorizeBody(fb, *op.getBlock(), args, /*width=*/1);
+        vectorizeBody(fb, *op.getBlock(), args, /*width=*/0);
     if (failed(values))
       return failure();
     for (auto [result, v] : llvm::zip(op->getResults(), *values)) {
@@ -1192,7 +1880,7 @@ mlir::liger::cloneElementwiseBody(OpBuilder &b, Location loc, Block &body,
                 .str();
       return failure();
     }
-    if (width > 1) {
+    if (width > 0) {
       if (auto cst = dyn_cast<arith::ConstantOp>(op)) {
         auto type = VectorType::get({width}, cst.getType());
         mapping.map(cst.getResult(),
@@ -1205,7 +1893,7 @@ mlir::liger::cloneElementwiseBody(OpBuilder &b, Location loc, Block &body,
     for (Value operand : op.getOperands())
       state.addOperands(mapping.lookupOrDefault(operand));
     for (Type t : op.getResultTypes())
-      state.addTypes(width > 1 ? Type(VectorType::get({width}, t)) : t);
+      state.addTypes(width > 0 ? Type(VectorType::get({width}, t)) : t);
     state.addAttributes(op.getAttrs());
     Operation *clone = b.create(state);
     mapping.map(op.getResults(), clone->getResults());
@@ -1214,6 +1902,19 @@ mlir::liger::cloneElementwiseBody(OpBuilder &b, Location loc, Block &body,
   for (Value v : body.getTerminator()->getOperands())
     results.push_back(mapping.lookupOrDefault(v));
   return results;
+}
+
+/// The row values the register form of `group`'s row program holds at
+/// `config` (its analysis, diagnostics dropped), or none when the row
+/// program does not take the group (the lowering then says why).
+static std::optional<int64_t> countHeldValues(FusionOp group,
+                                              const RowKernelConfig &config) {
+  ScopedDiagnosticHandler quiet(group.getContext(),
+                                [](Diagnostic &) { return success(); });
+  FailureOr<int64_t> held = RowKernelBuilder(group, config).countHeldValues();
+  if (failed(held))
+    return std::nullopt;
+  return *held;
 }
 
 FailureOr<RowKernelInfo>

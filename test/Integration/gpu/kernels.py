@@ -4,8 +4,8 @@ float64 torch references.
 `module_text(hidden, dtype)` is one liger module with one function per case;
 `scripts/build-gpu-bundles.sh` compiles it with liger-compile (no fusion
 flags needed: a chain such as silu -> mul fuses into one kernel) for every
-(hidden, dtype) in SHAPES, and the GPU suite runs each kernel against
-`CASES[name].reference` on fresh random inputs.
+(hidden, dtype) of `rowwise_bundles()`, and the GPU suite runs each kernel
+against `references(dtype)[name]` on fresh random inputs.
 """
 
 import math
@@ -28,6 +28,25 @@ def load_bundle(bundles_dir, name):
 HIDDENS = [1000, 4096, 5120, 8192]
 DTYPES = ["bf16", "f32"]
 TOKENS = [1, 7, 4096, 16384]
+# Rows of every length: odd ones that no wider vector divides (one-element
+# chunks; 32001 and 50257 past the register budget at 256 threads: more
+# threads, or the loop over chunk groups) and long ones (Gemma's 256000,
+# 262147) that the kernels loop over, in three dtypes, at fewer tokens.
+ODD_HIDDENS = [7, 1000, 32001, 50257, 256000, 262147]
+ODD_DTYPES = ["bf16", "f16", "f32"]
+ODD_TOKENS = [1, 7, 333]
+TORCH_DTYPES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32"}
+
+
+def rowwise_shapes():
+    """Every (hidden, dtype, tokens) the rowwise cases run at, once."""
+    return sorted({(h, dt, n) for h in HIDDENS for dt in DTYPES for n in TOKENS} |
+                  {(h, dt, n) for h in ODD_HIDDENS for dt in ODD_DTYPES for n in ODD_TOKENS})
+
+
+def rowwise_bundles():
+    """The (hidden, dtype) of every rowwise bundle (h<hidden>_<dtype>)."""
+    return sorted({(h, dt) for h, dt, _ in rowwise_shapes()})
 
 
 def _t(h, dt):
@@ -127,24 +146,31 @@ def rope_module_text(dt):
     return "\n\n".join(out) + "\n"
 
 
+def torch_dtype(dt):
+    """The torch dtype of "bf16", "f16" or "f32"."""
+    import torch
+    return getattr(torch, TORCH_DTYPES[dt])
+
+
 def _round(t, dt):
     """float64 `t` rounded to dtype `dt` and back (where the op rounds)."""
     import torch
-    if dt == "bf16":
-        return t.to(torch.bfloat16).to(torch.float64)
-    return t.to(torch.float32).to(torch.float64)
+    return t.to(torch_dtype(dt)).to(torch.float64)
 
 
 def make_inputs(specs, tokens, hidden, dt, gen=None):
     """Random inputs for `specs` (see references) on the GPU."""
     import torch
-    dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[dt]
+    dtype = torch_dtype(dt)
     out = []
     for kind, scale in specs:
         if kind == "rstd":
-            # RMSNorm's forward rstd of the row input before it, in f32.
-            x = next(t for t in reversed(out) if t.dim() == 2).float()
-            out.append(torch.rsqrt(x.pow(2).mean(-1) + scale))
+            # RMSNorm's forward rstd of the row input before it, in f32
+            # (computed on the CPU: under compute-sanitizer only liger's
+            # kernels should run, and racecheck flags PyTorch's own
+            # multi-block reduction over long rows).
+            x = next(t for t in reversed(out) if t.dim() == 2).cpu().double()
+            out.append(torch.rsqrt(x.pow(2).mean(-1) + scale).float().to("cuda"))
             continue
         shape = (tokens, hidden) if kind in ("rows", "probs") else (hidden,)
         t = torch.randn(shape, generator=gen, device="cuda")
@@ -279,6 +305,12 @@ def ops_cases():
         "rope_bf16_batched": (ops.rope_spec(32, 8, 128, "bf16", broadcast_tables=False), "rope",
                               [(2, 32, 7, 128), (2, 8, 7, 128), (2, 7, 128), (2, 7, 128)],
                               "bf16", {}),
+        # Head dimensions whose half no wider vector divides (one-element
+        # chunks).
+        "rope_bf16_d10": (ops.rope_spec(3, 1, 10, "bf16"), "rope",
+                          [(2, 3, 7, 10), (2, 1, 7, 10), (1, 7, 10), (1, 7, 10)], "bf16", {}),
+        "rope_f32_d6": (ops.rope_spec(2, 2, 6, "f32"), "rope",
+                        [(1, 2, 5, 6), (1, 2, 5, 6), (1, 5, 6), (1, 5, 6)], "f32", {}),
     }
 
 
@@ -292,6 +324,12 @@ def ops_ce_cases():
             softcap=30.0, lse_square_scale=1e-4, weighted=True), 3000, "f32", 9,
             dict(ignore_index=-1, label_smoothing=0.1, reduction="none", softcap=30.0,
                  lse_square_scale=1e-4)),
+        # Vocabularies whose loss and gradient did not compile before (the
+        # gradient's cp.async of one element): GPT-2's in bf16 and f16,
+        # 32001 in f32.
+        "ce_bf16_50257": (ops.cross_entropy_spec(50257, "bf16"), 50257, "bf16", 37, {}),
+        "ce_f16_50257": (ops.cross_entropy_spec(50257, "f16"), 50257, "f16", 37, {}),
+        "ce_f32_32001": (ops.cross_entropy_spec(32001, "f32"), 32001, "f32", 37, {}),
     }
 
 
@@ -607,8 +645,30 @@ CROSS_ENTROPY = {
                              True, False),
     "v128256_f32_zloss": (128256, "f32", "i64",
                           dict(reduction="mean", lse_square_scale=1e-4), False, True),
+    # Vocabularies no 16-byte chunk divides: rows peeled at run time (single
+    # elements up to the first aligned chunk and after the last), GPT-2's in
+    # bf16 and f16, 32001 in f32 (the fused kernels stage their rows by
+    # cp.async at one CTA per SM), a vocabulary shorter than a chunk, and
+    # long ones (Gemma's 256000, 262147) with every reduction.
+    "v7_bf16": (7, "bf16", "i64", dict(reduction="mean"), False, False),
+    "v50257_bf16": (50257, "bf16", "i64", dict(reduction="mean"), False, False),
+    "v50257_f16_ls": (50257, "f16", "i64", dict(reduction="mean", label_smoothing=0.1),
+                      False, False),
+    "v32001_f32_sum": (32001, "f32", "i64", dict(reduction="sum"), False, False),
+    "v256000_bf16": (256000, "bf16", "i64", dict(reduction="mean"), False, False),
+    "v262147_bf16_zloss": (262147, "bf16", "i64",
+                           dict(reduction="mean", lse_square_scale=1e-4), False, True),
+    "v262147_f32_none": (262147, "f32", "i32",
+                         dict(reduction="none", ignore_index=-1, softcap=30.0), False, False),
 }
 CROSS_ENTROPY_TOKENS = [1, 1000, 8192]
+
+
+def cross_entropy_tokens(vocab):
+    """The token counts of a case: fewer for the long vocabularies (8192 x
+    262147 f32 logits are 8.6 GB, and the reference and the four ways hold
+    several such)."""
+    return CROSS_ENTROPY_TOKENS if vocab <= 151936 else [1, 1000, 2048]
 # The fused loss + gradient kernel at pinned configurations as well
 # (`cefp_<name>`): name -> liger.kernel_config.
 CROSS_ENTROPY_PINNED = {
@@ -617,6 +677,8 @@ CROSS_ENTROPY_PINNED = {
     # chunks a thread cover 32768 columns, past the row's 32000).
     "v32000_bf16": "{threads = 1024 : i64, vector_width = 8 : i64, ctas_per_sm = 1 : i64}",
     "v1000_f32_none_all": "{threads = 64 : i64, vector_width = 2 : i64}",
+    # Two CTAs per SM over peeled rows: half the staging area each.
+    "v50257_bf16": "{threads = 512 : i64, vector_width = 8 : i64, ctas_per_sm = 2 : i64}",
 }
 
 

@@ -16,7 +16,11 @@ from liger import runtime  # noqa: E402
 
 root = sys.argv[1]
 only_matmul = sys.argv[2:] == ["matmul"]
-for name, tokens in [] if only_matmul else [("h1000_f32", 3), ("h1000_bf16", 5), ("h4096_bf16", 2)]:
+# Rowwise: Llama-sized rows, one-element chunks (7 f16, 50257 bf16), and
+# the loop over chunk groups (262147 f32).
+rowwise = [("h1000_f32", 3), ("h1000_bf16", 5), ("h4096_bf16", 2), ("h7_f16", 3),
+           ("h50257_bf16", 2), ("h262147_f32", 2)]
+for name, tokens in [] if only_matmul else rowwise:
     dt = name.split("_")[1]
     hidden = int(name.split("_")[0][1:])
     bundle = runtime.load(os.path.join(root, name))
@@ -28,7 +32,7 @@ ce = os.path.join(root, "cross_entropy")
 if not only_matmul and os.path.isdir(ce):
     bundle = runtime.load(ce)
     for name, (vocab, dt, tdt, attrs, weighted, _) in kernels.CROSS_ENTROPY.items():
-        dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[dt]
+        dtype = kernels.torch_dtype(dt)
         for rows in (1, 5):
             x = torch.randn(rows, vocab, device="cuda").to(dtype)
             t = torch.randint(0, vocab, (rows,), device="cuda").to(
@@ -90,4 +94,4 @@ if only_matmul and os.path.isdir(matmul):
         bundle[name + "_matmul_0"](*args)
 torch.cuda.synchronize()
 print("sanitize: launched every kernel of " +
-      ("the matmul bundle" if only_matmul else "3 bundles"))
+      ("the matmul bundle" if only_matmul else "%d bundles" % (len(rowwise) + 1)))

@@ -16,11 +16,10 @@ if not torch.cuda.is_available():
     pytest.skip("no CUDA GPU on this machine", allow_module_level=True)
 import torch.nn.functional as F  # noqa: E402
 
-DTYPES = {"bf16": torch.bfloat16, "f32": torch.float32}
-# Relative error bounds: the loss is f32 math in both; the bf16 gradient is
-# rounded once.
+# Relative error bounds: the loss is f32 math in both; a 16-bit gradient
+# is rounded once.
 LOSS_TOL = 2e-5
-GRAD_TOL = {"bf16": 1e-2, "f32": 2e-5}
+GRAD_TOL = {"bf16": 1e-2, "f16": 2e-3, "f32": 2e-5}
 
 
 def reference(x, t, w, attrs, vocab):
@@ -44,7 +43,8 @@ def reference(x, t, w, attrs, vocab):
     return ce.sum() / wt.sum() + zmean, zmean
 
 
-CASES = [(name, n) for name in kernels.CROSS_ENTROPY for n in kernels.CROSS_ENTROPY_TOKENS]
+CASES = [(name, n) for name, case in kernels.CROSS_ENTROPY.items()
+         for n in kernels.cross_entropy_tokens(case[0])]
 
 
 @pytest.mark.parametrize("name,tokens", CASES, ids=["%s-n%d" % c for c in CASES])
@@ -53,7 +53,7 @@ def test_cross_entropy_kernel(bundles_dir, name, tokens):
     bundle = kernels.load_bundle(bundles_dir, "cross_entropy")
     fwd, grad = bundle["ce_%s_rowwise_0" % name], bundle["ceg_%s_rowwise_0" % name]
     gen = torch.Generator(device="cuda").manual_seed(torch.seed() % 2**31)
-    x = (torch.randn(tokens, vocab, device="cuda", generator=gen) * 3).to(DTYPES[dt])
+    x = (torch.randn(tokens, vocab, device="cuda", generator=gen) * 3).to(kernels.torch_dtype(dt))
     t = torch.randint(0, vocab, (tokens,), device="cuda", generator=gen)
     ignore = attrs.get("ignore_index", -100)
     if tokens > 1:
@@ -118,5 +118,9 @@ def test_cross_entropy_kernel(bundles_dir, name, tokens):
             keep = torch.arange(tokens, device="cuda") != invalid
             dx, want = dx[keep], want[keep]
         assert not torch.isnan(dx).any(), "%s: a gradient element was not written" % way
-        err = ((dx - want).norm() / want.norm()).item()
+        # Measured from the reference rounded to the logits' dtype, the
+        # nearest a gradient in that dtype can be: f16 flushes gradients
+        # below 2^-24 to zero (1 / (50257 * 8192 tokens) is far below).
+        best = want.to(x.dtype).double()
+        err = ((dx - best).norm() / want.norm()).item()
         assert err < GRAD_TOL[dt], "%s: grad rel err %.3g" % (way, err)

@@ -13,8 +13,11 @@
 #include "BundleDir.h"
 #include "TestManifests.h"
 #include "liger/Runtime/CudaDriver.h"
+#include "liger/Runtime/Sha256.h"
 
+#include <fstream>
 #include <gtest/gtest.h>
+#include <iterator>
 #include <string>
 
 using namespace liger::runtime;
@@ -22,6 +25,7 @@ using namespace liger::runtime;
 namespace {
 
 using liger::runtime::testing::kTestManifest;
+using liger::runtime::testing::kUnsetCubinSha256;
 
 using BundleFilesTest = liger::runtime::testing::BundleDirTest;
 
@@ -48,15 +52,54 @@ TEST_F(BundleFilesTest, MissingManifest) {
             "cannot read " + dir + "/manifest.json: No such file or directory");
 }
 
-TEST_F(BundleFilesTest, TruncatedCubin) {
-  write("manifest.json", kTestManifest);
+// A copy cut short, or a flipped bit: not the cubin the manifest's digest
+// is of.
+TEST_F(BundleFilesTest, ACubinThatIsNotTheManifestsIsRefused) {
+  std::unique_ptr<Bundle> b;
+  ASSERT_TRUE(openWith(kTestManifest, &b).isOk());
+  std::ifstream in(dir + "/k.cubin", std::ios::binary);
+  std::string cubin((std::istreambuf_iterator<char>(in)),
+                    std::istreambuf_iterator<char>());
+  std::string digest = sha256Hex(cubin.data(), cubin.size());
+  write("k.cubin", cubin.substr(0, 3));
+  Status s = Bundle::open(dir, &b);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(),
+            dir +
+                "/k.cubin is not the cubin the manifest names: its SHA-256 "
+                "is " +
+                sha256Hex(cubin.data(), 3) +
+                " (3 bytes), the manifest's cubin_sha256 is " + digest +
+                "; the bundle is truncated, damaged or mixed with another "
+                "build (rebuild it with liger-compile)");
+  cubin[40] ^= 4;
+  write("k.cubin", cubin);
+  EXPECT_EQ(Bundle::open(dir, &b).message(),
+            dir +
+                "/k.cubin is not the cubin the manifest names: its SHA-256 "
+                "is " +
+                sha256Hex(cubin.data(), cubin.size()) + " (" +
+                std::to_string(cubin.size()) +
+                " bytes), the manifest's cubin_sha256 is " + digest +
+                "; the bundle is truncated, damaged or mixed with another "
+                "build (rebuild it with liger-compile)");
+}
+
+// The digest covers the cubin, not what it is: a manifest written for a
+// file that is no cubin is refused too (CubinTest.cpp has every rule).
+TEST_F(BundleFilesTest, AFileThatIsNoCubinIsRefused) {
+  std::string text = kTestManifest;
+  text.replace(text.find(kUnsetCubinSha256), 64,
+               sha256Hex("\x7f"
+                         "EL",
+                         3));
+  write("manifest.json", text);
   write("k.cubin", "\x7f"
                    "EL");
   std::unique_ptr<Bundle> b;
-  Status s = Bundle::open(dir, &b);
-  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(s.message(), dir + "/k.cubin is not a cubin (no ELF header); the "
-                               "bundle is truncated or corrupt");
+  EXPECT_EQ(Bundle::open(dir, &b).message(),
+            dir + "/k.cubin is not a well-formed cubin: 3 bytes, fewer than "
+                  "an ELF header's 64");
 }
 
 TEST_F(BundleFilesTest, AManifestErrorNamesTheFile) {
@@ -150,6 +193,12 @@ TEST_F(BundleFilesTest, ArgumentChecks) {
   args[3].shape = {int64_t(1) << 31};
   EXPECT_EQ(checked(k, args), "kernel 'norm': too many rows for one launch "
                               "(2147483648)");
+  // Sizes whose product overflows count as more rows than any launch.
+  args = good();
+  args[0].shape = {int64_t(1) << 40, int64_t(1) << 40, 4096};
+  EXPECT_EQ(checked(k, args), "kernel 'norm': 'output0' (#2) has 6 rows, the "
+                              "earlier tensors 9223372036854775807");
+  EXPECT_EQ((Shape{int64_t(1) << 40, int64_t(1) << 40}).elements(), INT64_MAX);
 }
 
 TEST_F(BundleFilesTest, OutputShapes) {
@@ -220,8 +269,9 @@ TEST(ShapeTest, TensorsFromACallersSizes) {
 }
 
 const char *kRoPEManifest = R"({
-  "format": "liger-bundle", "version": 2, "source": "t.mlir",
-  "modules": [{"name": "liger_kernels", "arch": "sm_90a", "cubin": "k.cubin", "ptx": "k.ptx",
+  "format": "liger-bundle", "version": 3, "source": "t.mlir",
+  "modules": [{"name": "liger_kernels", "arch": "sm_90a", "cubin": "k.cubin",
+    "cubin_sha256": "0000000000000000000000000000000000000000000000000000000000000000", "ptx": "k.ptx",
     "kernels": [{"name": "rope", "function": "layer", "template": "rope", "ops": "liger.rope",
       "abi": "memref-descriptor", "grid": ["tokens", 1, 1], "block": [256, 1, 1],
       "dynamic_shared_memory_bytes": 0, "vector_width": 4, "alignment_bytes": 16,
@@ -289,8 +339,9 @@ TEST_F(BundleFilesTest, RoPEArgumentChecks) {
 // The q/k projections with RoPE: rows [B, T, K] in, [B, H, T, D] out (a
 // head split), tables sized by B and T of the rows.
 const char *kQKManifest = R"({
-  "format": "liger-bundle", "version": 2, "source": "t.mlir",
-  "modules": [{"name": "liger_kernels", "arch": "sm_90a", "cubin": "k.cubin", "ptx": "k.ptx",
+  "format": "liger-bundle", "version": 3, "source": "t.mlir",
+  "modules": [{"name": "liger_kernels", "arch": "sm_90a", "cubin": "k.cubin",
+    "cubin_sha256": "0000000000000000000000000000000000000000000000000000000000000000", "ptx": "k.ptx",
     "kernels": [{"name": "qk", "function": "qk", "template": "matmul", "ops": "liger.linear, liger.rope",
       "abi": "memref-descriptor", "grid": [4, "rows/128", 1], "block": [384, 1, 1],
       "dynamic_shared_memory_bytes": 0, "vector_width": 8, "alignment_bytes": 16,
@@ -357,8 +408,9 @@ TEST_F(BundleFilesTest, HeadSplitShapes) {
 // A group reducing across rows (RMSNorm backward): a workspace and a
 // finishing kernel.
 const char *kGradManifest = R"({
-  "format": "liger-bundle", "version": 2, "source": "t.mlir",
-  "modules": [{"name": "liger_kernels", "arch": "sm_90a", "cubin": "k.cubin", "ptx": "k.ptx",
+  "format": "liger-bundle", "version": 3, "source": "t.mlir",
+  "modules": [{"name": "liger_kernels", "arch": "sm_90a", "cubin": "k.cubin",
+    "cubin_sha256": "0000000000000000000000000000000000000000000000000000000000000000", "ptx": "k.ptx",
     "kernels": [{"name": "grad", "function": "layer", "template": "rowwise", "ops": "liger.rms_norm_grad",
       "abi": "memref-descriptor", "grid": ["ctas", 1, 1], "block": [128, 1, 1],
       "dynamic_shared_memory_bytes": 20, "vector_width": 8, "alignment_bytes": 16,
@@ -453,8 +505,9 @@ TEST_F(BundleFilesTest, WorkspacesAgreeOnTheirCtas) {
 
 // A projection: a static [N, K] weight and a 2-D grid of tiles.
 const char *kMatmulManifest = R"({
-  "format": "liger-bundle", "version": 2, "source": "t.mlir",
-  "modules": [{"name": "liger_kernels", "arch": "sm_90a", "cubin": "k.cubin", "ptx": "k.ptx",
+  "format": "liger-bundle", "version": 3, "source": "t.mlir",
+  "modules": [{"name": "liger_kernels", "arch": "sm_90a", "cubin": "k.cubin",
+    "cubin_sha256": "0000000000000000000000000000000000000000000000000000000000000000", "ptx": "k.ptx",
     "kernels": [{"name": "proj", "function": "layer", "template": "matmul", "ops": "liger.linear",
       "abi": "memref-descriptor", "grid": [8, "rows/128", 1], "block": [256, 1, 1],
       "dynamic_shared_memory_bytes": 61440, "vector_width": 8, "alignment_bytes": 16,

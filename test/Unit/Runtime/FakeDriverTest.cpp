@@ -107,11 +107,12 @@ protected:
     return c;
   }
 
-  /// Writes `manifest` as the bundle's and opens it.
-  Status reopen(const Manifest &manifest) {
+  /// Writes `manifest` as the bundle's, with a cubin whose kernels have
+  /// `staticSharedBytes` of static shared memory, and opens it.
+  Status reopen(const Manifest &manifest, uint64_t staticSharedBytes = 0) {
     std::string text;
     LIGER_RETURN_IF_ERROR(writeManifest(manifest, "test", &text));
-    return openWith(text, &bundle);
+    return openWith(text, &bundle, {}, staticSharedBytes);
   }
   /// The launch's grid, block and shared memory.
   std::vector<unsigned> launched() {
@@ -214,18 +215,34 @@ TEST_F(FakeDriverTest, SharedMemoryMustFitTheDevice) {
   Status s = bundle->checkDevice(2); // 166912 bytes per block at most
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(s.message(),
-            dir + ": kernel 'proj' needs 200000 bytes of dynamic shared "
-                  "memory, but device 2 allows at most 166912 per block; "
-                  "rebuild the bundle for this GPU (liger-compile --target)");
+            dir + ": kernel 'proj' needs 200000 bytes of shared memory per "
+                  "block (200000 dynamic and 0 static), but device 2 allows "
+                  "at most 166912; rebuild the bundle for this GPU "
+                  "(liger-compile --target)");
   m.modules[0].kernels.pop_back();
   m.modules[0].kernels[1].finish.dynamicSharedMemoryBytes = 120000;
   ASSERT_TRUE(reopen(m).isOk());
   EXPECT_TRUE(bundle->checkDevice(2).isOk());
   EXPECT_EQ(bundle->checkDevice(3).message(),
-            dir + ": kernel 'grad_finish' needs 120000 bytes of dynamic "
-                  "shared memory, but device 3 allows at most 101376 per "
-                  "block; rebuild the bundle for this GPU (liger-compile "
-                  "--target)");
+            dir + ": kernel 'grad_finish' needs 120000 bytes of shared "
+                  "memory per block (120000 dynamic and 0 static), but device "
+                  "3 allows at most 101376; rebuild the bundle for this GPU "
+                  "(liger-compile --target)");
+}
+
+// The static shared memory the cubin records counts too (ptxas gives each
+// sm_90 kernel 1 KiB).
+TEST_F(FakeDriverTest, StaticSharedMemoryCounts) {
+  Manifest m = kernels("sm_80");
+  m.modules[0].kernels[2].dynamicSharedMemoryBytes = 166912 - 512;
+  ASSERT_TRUE(reopen(m).isOk());
+  EXPECT_TRUE(bundle->checkDevice(2).isOk());
+  ASSERT_TRUE(reopen(m, 1024).isOk());
+  EXPECT_EQ(bundle->checkDevice(2).message(),
+            dir + ": kernel 'proj' needs 167424 bytes of shared memory per "
+                  "block (166400 dynamic and 1024 static), but device 2 "
+                  "allows at most 166912; rebuild the bundle for this GPU "
+                  "(liger-compile --target)");
 }
 
 TEST_F(FakeDriverTest, ALaunchPassesTheKernelAbi) {

@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "TestBundle.h"
 #include "TestManifests.h"
 #include "liger/Runtime/Bundle.h"
 #include "liger/Runtime/liger_runtime.h"
@@ -27,6 +28,7 @@
 using namespace liger::runtime;
 using liger::runtime::testing::moduleManifest;
 using liger::runtime::testing::rowwiseKernel;
+using liger::runtime::testing::writeTestBundle;
 
 namespace {
 Manifest addRMSNorm() {
@@ -60,11 +62,7 @@ int main(int argc, char **argv) {
   Status s = writeManifest(addRMSNorm(), dir, &text);
   if (!s.isOk())
     return fail(s.message());
-  std::ofstream(dir + "/manifest.json") << text;
-  std::ofstream(dir + "/k.cubin", std::ios::binary)
-      << std::string("\x7f"
-                     "ELF") +
-             std::string(100, '\0');
+  writeTestBundle(dir, text);
   liger_bundle *bundle = nullptr;
   if (liger_bundle_open(dir.c_str(), &bundle) != LIGER_OK)
     return fail(liger_last_error());

@@ -163,7 +163,7 @@ TEST(ManifestTest, TheWrittenTextIsTheDocumentedForm) {
   EXPECT_NE(text.find("\"table_batch\""), std::string::npos);
   EXPECT_NE(text.find("\"rows/128\""), std::string::npos);
   EXPECT_NE(text.find("\"oob\": \"zero\""), std::string::npos);
-  EXPECT_NE(text.find("\"version\": 2\n}\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"version\": 3\n}\n"), std::string::npos) << text;
 }
 
 // Names are arbitrary UTF-8: control characters are escaped, the rest
@@ -235,9 +235,9 @@ KernelParam &param(Manifest &m, int k, int p) { return kernel(m, k).params[p]; }
 INSTANTIATE_TEST_SUITE_P(
     Manifest, VerifyTest,
     ::testing::Values(
-        Rule{"version", [](Manifest &m) { m.version = 1; },
-             "manifest: version 1 is not supported (this runtime reads "
-             "version 2; rebuild the bundle with this liger-compile)"},
+        Rule{"version", [](Manifest &m) { m.version = 2; },
+             "manifest: version 2 is not supported (this runtime reads "
+             "version 3; rebuild the bundle with this liger-compile)"},
         Rule{"source-nul", [](Manifest &m) { m.source = std::string(1, '\0'); },
              "manifest: source contains a NUL character"},
         Rule{"module-name", [](Manifest &m) { m.modules[0].name = ""; },
@@ -257,6 +257,17 @@ INSTANTIATE_TEST_SUITE_P(
         Rule{"cubin", [](Manifest &m) { m.modules[0].cubinFile = "../k.cubin"; },
              "modules[0]: cubin must name a file in the bundle, got "
              "'../k.cubin'"},
+        Rule{"cubin-sha256",
+             [](Manifest &m) { m.modules[0].cubinSha256 = "ABC"; },
+             "modules[0]: cubin_sha256 must be the cubin's SHA-256 as 64 "
+             "lowercase hexadecimal digits, got 'ABC'"},
+        Rule{"cubin-sha256-hex",
+             [](Manifest &m) {
+               m.modules[0].cubinSha256 = std::string(63, 'a') + "g";
+             },
+             "modules[0]: cubin_sha256 must be the cubin's SHA-256 as 64 "
+             "lowercase hexadecimal digits, got "
+             "'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaag'"},
         Rule{"ptx", [](Manifest &m) { m.modules[0].ptxFile = ".."; },
              "modules[0]: ptx must name a file in the bundle, got '..'"},
         Rule{"kernel-name", [](Manifest &m) { kernel(m, 0).name = ""; },
@@ -314,16 +325,24 @@ INSTANTIATE_TEST_SUITE_P(
              "input"},
         Rule{"length", [](Manifest &m) { param(m, 0, 0).length = 0; },
              "modules[0].kernels[0].params[0]: a rows parameter needs a "
-             "positive static length, got 0"},
+             "static length in [1, 2^31), got 0"},
+        Rule{"length-large",
+             [](Manifest &m) { param(m, 0, 0).length = int64_t(1) << 31; },
+             "modules[0].kernels[0].params[0]: a rows parameter needs a "
+             "static length in [1, 2^31), got 2147483648"},
         Rule{"no-length", [](Manifest &m) { param(m, 0, 3).length = 7; },
              "modules[0].kernels[0].params[3]: a row_scalars parameter has no "
              "static length, got 7"},
         Rule{"matrix-n", [](Manifest &m) { param(m, 2, 1).outer = 0; },
              "modules[0].kernels[2].params[1]: a matrix parameter needs a "
-             "positive static N, got 0"},
+             "static N in [1, 2^31), got 0"},
         Rule{"heads", [](Manifest &m) { param(m, 3, 0).outer = -2; },
              "modules[0].kernels[3].params[0]: a heads parameter needs a "
-             "positive static head count, got -2"},
+             "static head count in [1, 2^31), got -2"},
+        Rule{"heads-large",
+             [](Manifest &m) { param(m, 3, 0).outer = INT64_MAX; },
+             "modules[0].kernels[3].params[0]: a heads parameter needs a "
+             "static head count in [1, 2^31), got 9223372036854775807"},
         Rule{"tables-batch", [](Manifest &m) { param(m, 3, 1).outer = 3; },
              "modules[0].kernels[3].params[1]: a tables parameter's batch is "
              "1 (broadcast) or 'table_batch', got 3"},
@@ -357,6 +376,13 @@ INSTANTIATE_TEST_SUITE_P(
         Rule{"block-product", [](Manifest &m) { kernel(m, 0).block[1] = 8; },
              "modules[0].kernels[0]: block sizes must be in [1, 1024] with a "
              "product of at most 1024, got [256, 8, 1]"},
+        // Sizes whose product overflows 64 bits are refused, not multiplied.
+        Rule{"block-overflow",
+             [](Manifest &m) {
+               kernel(m, 0).block[0] = kernel(m, 0).block[1] = int64_t(1) << 32;
+             },
+             "modules[0].kernels[0]: block sizes must be in [1, 1024] with a "
+             "product of at most 1024, got [4294967296, 4294967296, 1]"},
         Rule{"shared-memory",
              [](Manifest &m) { kernel(m, 0).dynamicSharedMemoryBytes = -1; },
              "modules[0].kernels[0]: dynamic_shared_memory_bytes must be in "
@@ -547,12 +573,12 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadJson{"\"liger-bundle\"", "\"other\"",
                 "manifest: format is 'other', expected 'liger-bundle'"},
-        BadJson{"\"version\": 2", "\"version\": 1",
-                "manifest: version 1 is not supported (this runtime reads "
-                "version 2; rebuild the bundle with this liger-compile)"},
-        BadJson{"\"version\": 2", "\"version\": 2.0",
-                "manifest: 'version' must be a 64-bit integer, got 2.0"},
-        BadJson{"\"version\": 2", "\"version\": 18446744073709551615",
+        BadJson{"\"version\": 3", "\"version\": 2",
+                "manifest: version 2 is not supported (this runtime reads "
+                "version 3; rebuild the bundle with this liger-compile)"},
+        BadJson{"\"version\": 3", "\"version\": 3.0",
+                "manifest: 'version' must be a 64-bit integer, got 3.0"},
+        BadJson{"\"version\": 3", "\"version\": 18446744073709551615",
                 "manifest: 'version' must be a 64-bit integer, got "
                 "18446744073709551615"},
         BadJson{"\"source\": \"t.mlir\",", "",
@@ -565,6 +591,8 @@ INSTANTIATE_TEST_SUITE_P(
                 "manifest: unknown key 'extra'"},
         BadJson{"\"ptx\": \"k.ptx\",", "",
                 "modules[0]: missing 'ptx' (a string)"},
+        BadJson{"\"cubin_sha256\"", "\"cubin_sha\"",
+                "modules[0]: missing 'cubin_sha256' (a string)"},
         BadJson{"\"ops\": \"liger.rms_norm\",",
                 "\"ops\": \"liger.rms_norm\", \"ops\": \"x\",",
                 "modules[0].kernels[0]: duplicate key 'ops'"},
@@ -595,7 +623,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadJson{"\"kernels\": {\"logits\": \"grad\", \"ce\": \"norm\"}",
                 "\"kernels\": [{\"logits\": \"grad\", \"ce\": \"norm\"}]",
                 "plans[0]: 'kernels' must be an object, got "
-                "[{\"ce\":\"norm\",\"logits\":\"grad\"}]"},
+                "[{\"logits\":\"grad\",\"ce\":\"norm\"}]"},
         BadJson{"\"bf16\", \"shape\": [4096]", "\"bf17\", \"shape\": [4096]",
                 "modules[0].kernels[0].params[1]: unknown dtype 'bf17'"},
         BadJson{"\"kind\": \"feature\"", "\"kind\": \"cube\"",
@@ -641,7 +669,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "parameter is [\"ctas\", H], got [\"rows\",1000]"},
         BadJson{"\"shape\": [4096]", "\"shape\": [0]",
                 "modules[0].kernels[0].params[1]: a feature parameter needs a "
-                "positive static length, got 0"},
+                "static length in [1, 2^31), got 0"},
         BadJson{"\"k.cubin\"", "\"../k.cubin\"",
                 "modules[0]: cubin must name a file in the bundle, got "
                 "'../k.cubin'"},
@@ -706,6 +734,49 @@ TEST(ManifestTest, MalformedJsonSaysWhere) {
   EXPECT_EQ(s.message().rfind("manifest.json: malformed JSON: parse error at "
                               "line 1, column 13: syntax error while parsing "
                               "value - invalid string: ill-formed UTF-8 byte",
+                              0),
+            0u)
+      << s.message();
+}
+
+// What the reader reads at most, refused before the document grows past it:
+// a depth that would recurse or a count that would exhaust memory.
+TEST(ManifestTest, TheReaderIsBounded) {
+  Manifest m;
+  std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  std::string text = kTestManifest;
+  text.replace(text.find("\"t.mlir\""), 8, deep);
+  Status s = parseManifest(text, "manifest.json", &m);
+  std::string path = "source"; // the array holding the one too deep
+  for (size_t i = 0; i + 2 < kMaxManifestDepth; ++i)
+    path += "[0]";
+  EXPECT_EQ(s.message(), "manifest.json: " + path +
+                             ": nested deeper than 32 arrays and objects");
+  std::string many = "[0";
+  for (size_t i = 0; i < kMaxManifestValues; ++i)
+    many += ",0";
+  s = parseManifest(many + "]", "manifest.json", &m);
+  EXPECT_EQ(s.message(), "manifest.json: manifest: more than 1048576 JSON "
+                         "values (the runtime reads no more)");
+  // A long value is shown in part.
+  std::string ones = "1";
+  for (int i = 0; i < 50000; ++i)
+    ones += ",1";
+  text = kTestManifest;
+  text.replace(text.find("\"block\": [256, 1, 1]"), 20,
+               "\"block\": [" + ones + "]");
+  s = parseManifest(text, "manifest.json", &m);
+  EXPECT_EQ(s.message(), "manifest.json: modules[0].kernels[0]: 'block' must "
+                         "be three integers, got "
+                         "[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,...");
+  text = kTestManifest;
+  text.replace(text.find("36"), 2, std::string(100000, '9'));
+  s = parseManifest(text, "manifest.json", &m);
+  EXPECT_EQ(s.message().size(),
+            std::string("manifest.json: malformed JSON: ").size() + 240)
+      << s.message();
+  EXPECT_EQ(s.message().rfind("manifest.json: malformed JSON: number "
+                              "overflow parsing '9999",
                               0),
             0u)
       << s.message();

@@ -3,6 +3,7 @@
 #include "liger/Runtime/Status.h"
 
 #include <gtest/gtest.h>
+#include <stdexcept>
 
 using namespace liger::runtime;
 
@@ -59,6 +60,22 @@ TEST(StatusTest, EveryCodeHasAName) {
         StatusCode::kFailedPrecondition, StatusCode::kUnavailable,
         StatusCode::kInternal})
     EXPECT_STRNE(statusCodeName(code), "UNKNOWN");
+}
+
+TEST(StatusTest, AnExceptionBecomesAStatus) {
+  auto guarded = [](auto body) {
+    return catchExceptions(
+        body, [](const char *why) { return exceptionStatus("b.bundle", why); });
+  };
+  Status s = guarded([]() -> Status { throw std::bad_alloc(); });
+  EXPECT_EQ(s.code(), StatusCode::kInternal);
+  EXPECT_EQ(s.message(), "b.bundle: out of memory (std::bad_alloc)");
+  s = guarded([]() -> Status { throw std::length_error("too long"); });
+  EXPECT_EQ(s.message(), "b.bundle: too long");
+  s = guarded([]() -> Status { throw 7; });
+  EXPECT_EQ(s.message(), "b.bundle: an unknown C++ exception");
+  s = guarded([] { return Status::ok(); });
+  EXPECT_TRUE(s.isOk());
 }
 
 } // namespace

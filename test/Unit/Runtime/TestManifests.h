@@ -18,13 +18,18 @@
 
 namespace liger::runtime::testing {
 
+/// The cubin_sha256 of the tests' manifests: writeTestBundle replaces it
+/// by the digest of the cubin it writes.
+inline const std::string kUnsetCubinSha256(64, '0');
+
 /// An RMSNorm kernel "norm" (H = 4096, with rstd), its weight gradient
 /// "grad" (H = 1000: a workspace, a finishing kernel and a tensor map) and
 /// a loss plan naming both; every field of the JSON form.
 inline const char *kTestManifest = R"({
-  "format": "liger-bundle", "version": 2, "source": "t.mlir",
+  "format": "liger-bundle", "version": 3, "source": "t.mlir",
   "modules": [{"name": "liger_kernels", "arch": "sm_90a",
-    "cubin": "k.cubin", "ptx": "k.ptx",
+    "cubin": "k.cubin",
+    "cubin_sha256": "0000000000000000000000000000000000000000000000000000000000000000", "ptx": "k.ptx",
     "kernels": [{"name": "norm", "function": "layer", "template": "rowwise", "ops": "liger.rms_norm",
       "abi": "memref-descriptor", "grid": ["rows", 1, 1], "block": [256, 1, 1],
       "dynamic_shared_memory_bytes": 36, "vector_width": 8, "alignment_bytes": 16,
@@ -71,8 +76,13 @@ inline Manifest moduleManifest(std::string arch,
                                std::vector<KernelSpec> kernels) {
   Manifest m;
   m.source = "t.mlir";
-  m.modules.push_back({"liger_kernels", std::move(arch), "k.cubin", "k.ptx",
-                       std::move(kernels)});
+  ModuleSpec &module = m.modules.emplace_back();
+  module.name = "liger_kernels";
+  module.arch = std::move(arch);
+  module.cubinFile = "k.cubin";
+  module.cubinSha256 = kUnsetCubinSha256;
+  module.ptxFile = "k.ptx";
+  module.kernels = std::move(kernels);
   return m;
 }
 

@@ -13,32 +13,10 @@
 #ifndef LIGER_CONVERSION_LIGERTOGPU_MATMULCONFIG_H
 #define LIGER_CONVERSION_LIGERTOGPU_MATMULCONFIG_H
 
-#include "liger/Dialect/Liger/IR/LigerOps.h"
+#include "liger/Conversion/LigerToGPU/MatmulPlan.h"
 #include "liger/Target/GpuTarget.h"
 
 namespace mlir::liger {
-
-/// What the configuration depends on, read from a matmul group's body.
-struct MatmulShape {
-  int64_t m = ShapedType::kDynamic; ///< rows (tokens): static or dynamic
-  int64_t k = 0;                    ///< the reduction width (x's last size)
-  SmallVector<int64_t> n;           ///< each projection's output width
-  bool paired = false;  ///< gate and up computed together (SwiGLU/GeGLU)
-  int64_t loraRank = 0; ///< r of a LoRA projection, else 0
-  bool rmsNorm = false;  ///< an RMSNorm prologue
-  int64_t elementBytes = 2;
-  /// The operands' layouts: K-major (x [M, K], W [N, K]: the forward
-  /// product) or MN-major (a gradient product reads W [K, N] for dx = dy · W
-  /// and both dy [K, M] and x [K, N] for dW = dyᵀ · x, K being the tokens).
-  bool aMNMajor = false, bMNMajor = false;
-  /// A q/k pair with RoPE: the head size (a column tile holds whole heads
-  /// of one projection), else 0.
-  int64_t headDim = 0;
-  /// dW accumulated into a 16-bit buffer (wgmma): the buffer's old tile is
-  /// TMA-loaded into a region of its own while the product runs, then
-  /// added and stored back through it with TMA.
-  bool accumulateTile = false;
-};
 
 struct MatmulKernelConfig {
   int64_t tileM = 128, tileN = 128, tileK = 64, stages = 4;
@@ -50,22 +28,18 @@ struct MatmulKernelConfig {
   int64_t threads() const {
     return wgmma ? 128 * (tileM / 64 + 1) : (tileM >= 128 ? 256 : 128);
   }
-  /// Shared memory: `stages` operand stages plus one output tile.
-  int64_t sharedMemoryBytes(const MatmulShape &shape) const;
 };
 
-/// Reads the projections of a matmul group; fails with a diagnostic on the
-/// group when it holds none or their shapes are not static.
-FailureOr<MatmulShape> analyzeMatmulGroup(FusionOp group);
-
-/// The default configuration of `shape` on `target`.
-MatmulKernelConfig selectMatmulKernelConfig(const MatmulShape &shape,
+/// The default configuration of `plan` on `target`: the widest tiles its
+/// projections allow, as many stages (2 to 5) as the shared memory holds
+/// (MatmulLayout).
+MatmulKernelConfig selectMatmulKernelConfig(const MatmulPlan &plan,
                                             const GpuTargetInfo &target);
 
-/// Checks `config` against `shape` and `target`; emits on `group`.
-LogicalResult verifyMatmulKernelConfig(FusionOp group,
-                                       const MatmulKernelConfig &config,
-                                       const MatmulShape &shape,
+/// Checks `config` against `plan` and `target` (instruction shapes, the
+/// shared memory its layout needs); emits on the plan's group.
+LogicalResult verifyMatmulKernelConfig(const MatmulKernelConfig &config,
+                                       const MatmulPlan &plan,
                                        const GpuTargetInfo &target);
 
 DictionaryAttr getMatmulKernelConfigAttr(MLIRContext *ctx,

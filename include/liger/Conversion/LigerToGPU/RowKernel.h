@@ -39,8 +39,33 @@ struct RowKernelConfig {
   int64_t ctasPerSm = 0;
 };
 
+/// The templates that read a row configuration, for the rule on its vector
+/// width.
+enum class RowTemplate {
+  RowProgram,   ///< buildRowKernel; RoPE's half head follows the same rule
+  CrossEntropy, ///< buildCrossEntropyKernel
+};
+
+/// The rule on the vector width W of a row template over rows of `hidden`
+/// elements of `elementType`, written once for the default configuration
+/// and every check of a pinned one: W is a power of two whose chunk spans
+/// at most 16 bytes (one vector load or store), and for the row program W
+/// divides the row, because every row must start on a chunk boundary (a row
+/// of 7 f32 is only 4-byte aligned after the first). The cross-entropy
+/// template takes any row length at any such W: a row that does not start
+/// on a chunk boundary is peeled (single elements up to its first aligned
+/// chunk and after its last). Returns why W is refused, or an empty string
+/// when it is legal.
+std::string checkRowVectorWidth(RowTemplate tmpl, int64_t hidden,
+                                Type elementType, int64_t width);
+
+/// The widest vector width checkRowVectorWidth accepts: 16-byte chunks
+/// wherever the row allows them.
+int64_t selectRowVectorWidth(RowTemplate tmpl, int64_t hidden,
+                             Type elementType);
+
 /// The default configuration for rows of `hidden` elements of `elementType`:
-/// 16-byte vectors when they divide the row, about two chunks per thread.
+/// the widest legal vector width, about two chunks per thread.
 RowKernelConfig selectRowKernelConfig(int64_t hidden, Type elementType);
 
 /// The default configuration of a rowwise group: selectRowKernelConfig for
@@ -48,8 +73,9 @@ RowKernelConfig selectRowKernelConfig(int64_t hidden, Type elementType);
 RowKernelConfig selectRowKernelConfig(FusionOp group);
 
 /// Reads the `liger.kernel_config` attribute of `group` ({threads,
-/// vector_width[, reuse_loads][, ctas_per_sm]}), checking it, or returns the default of
-/// selectRowKernelConfig(group).
+/// vector_width[, reuse_loads][, ctas_per_sm]}), checking it (the vector
+/// width by checkRowVectorWidth against the group's row), or returns the
+/// default of selectRowKernelConfig(group).
 FailureOr<RowKernelConfig> getRowKernelConfig(FusionOp group);
 
 /// The `liger.kernel_config` attribute holding `config`.
@@ -127,8 +153,9 @@ FailureOr<RowKernelInfo> buildRowKernel(FusionOp group, gpu::GPUModuleOp module,
                                         const RowKernelConfig &config);
 
 /// Clones the arith/math body of an elementwise linalg.generic on `args`,
-/// each value widened to vector<width x T> when width > 1 (constants
-/// splatted). Fails with `why` on any other op.
+/// each value widened to vector<width x T> when width > 0 (constants
+/// splatted; a row of odd length has chunks of vector<1 x T>), kept scalar
+/// when width is 0. Fails with `why` on any other op.
 FailureOr<SmallVector<Value>> cloneElementwiseBody(OpBuilder &b, Location loc,
                                                    Block &body, ValueRange args,
                                                    int64_t width,
@@ -154,11 +181,13 @@ buildRoPEKernel(FusionOp group, gpu::GPUModuleOp module, StringRef name);
 /// liger.cross_entropy_grad (CrossEntropyKernel.cpp): a CTA streams its
 /// row twice at most (an online softmax, then the gradient), whatever the
 /// vocabulary size; a reduced loss adds a finishing kernel.
-/// `config` gives the threads, the vector width (which must divide the
-/// vocabulary) and, for a reduced loss, the CTAs per SM. A reduced loss
-/// fused with its gradient at one CTA per SM (and reuse_loads) keeps what
-/// of each thread's part of the row fits in `maxSharedMemoryBytes` (the
-/// target's, per CTA) in shared memory between its two passes.
+/// `config` gives the threads, the vector width (checkRowVectorWidth: any
+/// vocabulary, rows peeled to their first aligned chunk where the width
+/// does not divide it) and, for a reduced loss, the CTAs per SM. A reduced
+/// loss fused with its gradient with its CTAs per SM given (and
+/// reuse_loads, and 16-byte chunks for cp.async) keeps what of each
+/// thread's part of the row fits in `maxSharedMemoryBytes` (the target's,
+/// per CTA) in shared memory between its two passes.
 FailureOr<RowKernelInfo> buildCrossEntropyKernel(FusionOp group,
                                                  gpu::GPUModuleOp module,
                                                  StringRef name,

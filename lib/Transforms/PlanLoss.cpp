@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "liger/Conversion/Passes.h"
 #include "liger/Transforms/Fusion.h"
+#include "liger/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -19,7 +19,7 @@
 
 namespace mlir::liger {
 #define GEN_PASS_DEF_PLANLOSSPASS
-#include "liger/Conversion/Passes.h.inc"
+#include "liger/Transforms/Passes.h.inc"
 } // namespace mlir::liger
 
 using namespace mlir;

@@ -1,0 +1,217 @@
+//===- GpuBuilder.h - building blocks of the GPU kernel templates -*- C++
+//-*-===//
+//
+// The pieces every kernel template builds its gpu.func from, on an
+// ImplicitLocOpBuilder: index and i32 arithmetic, structured control flow,
+// a warp reduction, cp.async copies, mbarriers, TMA copies, proxy fences
+// and named barriers, the extern shared-memory buffer, and wgmma
+// shared-memory descriptors. A template keeps what is its own (its plan,
+// its shared-memory layout, its emitters); what two templates can share
+// lives here, written once, so that no template exports helpers for
+// another.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LIGER_CONVERSION_LIGERTOGPU_GPUBUILDER_H
+#define LIGER_CONVERSION_LIGERTOGPU_GPUBUILDER_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+namespace mlir::liger {
+
+/// An ImplicitLocOpBuilder with the arithmetic and GPU operations of the
+/// kernel templates. Integer helpers work on index or i32 values (a
+/// constant operand takes the other operand's type); division, remainder,
+/// minimum and comparison are unsigned, as every index a kernel computes is
+/// a non-negative offset.
+class GpuBuilder : public ImplicitLocOpBuilder {
+public:
+  GpuBuilder(Location loc, const OpBuilder &builder)
+      : ImplicitLocOpBuilder(loc, builder) {}
+
+  /// A builder of the same location at `builder`'s insertion point (the
+  /// body builders of scf.if).
+  GpuBuilder with(const OpBuilder &builder) const {
+    return GpuBuilder(getLoc(), builder);
+  }
+  /// A builder at the start of `block`.
+  GpuBuilder atStart(Block *block) const;
+  /// `if (cond)` without results: a builder inside its `then` block.
+  GpuBuilder ifThen(Value cond);
+  /// `if (cond) ... else ...` without results: builders of both blocks.
+  std::pair<GpuBuilder, GpuBuilder> ifThenElse(Value cond);
+
+  // Constants.
+  Value index(int64_t value);
+  Value i32(int64_t value);
+  Value i64(int64_t value);
+  Value f32(double value);
+  /// The integer `value` of `type` (index or an integer type).
+  Value constant(Type type, int64_t value);
+  /// A vector<`width` x f32> of `value` in every lane.
+  Value f32Splat(int64_t width, double value);
+
+  /// An integer operand: a value, or a constant that takes the other
+  /// operand's type (index or i32).
+  class IntOperand {
+  public:
+    /// A Value, or an op of one result.
+    template <typename T, typename = std::enable_if_t<
+                              std::is_convertible_v<T, Value>>>
+    IntOperand(T value) : value(value) {}
+    IntOperand(int64_t constant) : constant(constant) {}
+    /// The operand, its constant created (of `type`) at `b` if need be.
+    Value get(GpuBuilder &b, Type type) const {
+      return value ? value : b.constant(type, constant);
+    }
+
+  private:
+    Value value;
+    int64_t constant = 0;
+  };
+
+  // Integer arithmetic on index or i32.
+  Value add(Value a, IntOperand b) { return binary<arith::AddIOp>(a, b); }
+  Value sub(Value a, IntOperand b) { return binary<arith::SubIOp>(a, b); }
+  Value mul(Value a, IntOperand b) { return binary<arith::MulIOp>(a, b); }
+  Value div(Value a, IntOperand b) { return binary<arith::DivUIOp>(a, b); }
+  Value rem(Value a, IntOperand b) { return binary<arith::RemUIOp>(a, b); }
+  Value min(Value a, IntOperand b) { return binary<arith::MinUIOp>(a, b); }
+  Value bitAnd(Value a, IntOperand b) { return binary<arith::AndIOp>(a, b); }
+  Value bitXor(Value a, IntOperand b) { return binary<arith::XOrIOp>(a, b); }
+  Value lessThan(Value a, IntOperand b) {
+    return compare(arith::CmpIPredicate::ult, a, b);
+  }
+  Value equal(Value a, IntOperand b) {
+    return compare(arith::CmpIPredicate::eq, a, b);
+  }
+  Value select(Value cond, Value a, Value b);
+  /// An index value as i32 (the byte offsets of shared memory pointers).
+  Value toI32(Value index);
+  /// `base + index * stride`, the add left out when `base` is 0: the byte
+  /// offset of entry `index` of an array of `stride`-byte entries.
+  Value offsetOf(Value index, int64_t stride, int64_t base);
+
+  // Thread and block indices (x unless said).
+  Value threadId();
+  Value blockId(gpu::Dimension dim);
+  Value gridDim(gpu::Dimension dim);
+
+  /// Reduces `values` across each group of `lanes` consecutive lanes of a
+  /// warp (a power of two up to 32) with XOR shuffles, `combine` at every
+  /// step; each lane gets its group's result. The steps take the offsets
+  /// 1, 2, ..., lanes / 2 in that order (the order fixes the rounding of a
+  /// floating-point result).
+  using Combine =
+      function_ref<SmallVector<Value>(GpuBuilder &, ValueRange, ValueRange)>;
+  SmallVector<Value> warpAllReduce(ValueRange values, int64_t lanes,
+                                   Combine combine);
+  /// warpAllReduce of one f32 value with addition.
+  Value warpAllReduceSum(Value value, int64_t lanes);
+
+  // cp.async (sm_80 and later).
+  /// Copies `elements` elements (16 bytes) of `src` at `srcIndices` (global
+  /// memory) into `dst` at `dstIndices` (shared memory), bypassing L1; with
+  /// `valid` false the copy reads nothing and zero-fills its 16 bytes
+  /// (`src` at `srcIndices` must still be a readable address).
+  void asyncCopy16(Value dst, ValueRange dstIndices, Value src,
+                   ValueRange srcIndices, int64_t elements,
+                   Value valid = Value());
+  /// Commits the thread's copies so far as one group.
+  void asyncCopyCommit();
+  /// Waits until at most `pending` of the thread's groups are in flight
+  /// (its own copies of the others are then visible to it).
+  void asyncCopyWait(int64_t pending);
+
+  // mbarriers, addressed by !llvm.ptr<3>.
+  void mbarrierInit(Value barrier, int64_t count);
+  /// Makes the barrier initializations visible to the async proxy.
+  void mbarrierInitFence();
+  /// One arrival that also expects `bytes` of asynchronous copies.
+  void mbarrierArriveExpectTx(Value barrier, int64_t bytes);
+  void mbarrierArrive(Value barrier);
+  /// Waits for the phase of parity `parity` (i32) to complete; `ticks` is
+  /// the suspend-time hint in nanoseconds (i32).
+  void mbarrierWaitParity(Value barrier, Value parity, Value ticks);
+
+  // TMA (sm_90a): tensor maps are by-value kernel parameters.
+  /// Copies the box at `coordinates` (innermost first, i32) of `tensorMap`
+  /// into shared memory at `dst`, completing on `barrier`.
+  void tmaLoad(Value dst, Value tensorMap, ValueRange coordinates,
+               Value barrier);
+  /// Stores the box at `src` to `coordinates` of `tensorMap`.
+  void tmaStore(Value tensorMap, Value src, ValueRange coordinates);
+  /// Commits the thread's TMA stores and waits until their shared-memory
+  /// source has been read.
+  void tmaStoreCommitAndWaitRead();
+
+  // Barriers and fences.
+  /// bar.sync on barrier `id` (i32) among `threads` threads.
+  void namedBarrier(Value id, int64_t threads);
+  /// Orders the thread's generic-proxy shared-memory writes before
+  /// async-proxy reads (wgmma, TMA stores) of them.
+  void fenceProxyAsyncShared();
+
+  // Shared memory as one extern buffer (wgmma kernels).
+  /// The address of `module`'s extern, `alignment`-aligned dynamic shared
+  /// buffer `name`, declared on first use.
+  Value externSharedBuffer(gpu::GPUModuleOp module, StringRef name,
+                           int64_t alignment);
+  /// `base` + `byteOffset` (i32) as a shared-memory pointer.
+  Value sharedPtr(Value base, Value byteOffset);
+  /// A 2 x T vector loaded from or stored to a shared-memory pointer,
+  /// `alignment`-byte aligned.
+  Value loadShared(Type type, Value ptr, unsigned alignment);
+  void storeShared(Value value, Value ptr, unsigned alignment);
+
+  // Tensor Core operands.
+  /// A bf16/f16 pair as an MMA operand register: an i32 (bf16 always; f16
+  /// with `asI32`, as inline PTX takes it) or vector<2xf16> (nvvm.mma.sync's
+  /// f16 operands).
+  Value mmaOperand(Value pair, bool asI32 = false);
+  /// The f32 pair (lo, hi), times `scale` if given, rounded to `type` as an
+  /// MMA operand register.
+  Value packMmaOperand(Value lo, Value hi, Type type, Value scale,
+                       bool asI32 = false);
+
+  // wgmma shared-memory matrix descriptors.
+  /// The descriptor of the tile at `byteOffset` (i32) from the shared
+  /// buffer whose address is `baseAddress` (i64): the start address >> 4
+  /// with the fixed `fields` (leading and stride offsets, swizzle mode).
+  Value wgmmaDescriptor(Value baseAddress, Value byteOffset, uint64_t fields);
+
+private:
+  template <typename OpTy> Value binary(Value a, IntOperand b) {
+    return OpTy::create(*this, a, b.get(*this, a.getType()));
+  }
+  Value compare(arith::CmpIPredicate predicate, Value a, IntOperand b);
+};
+
+/// The fixed fields of the wgmma descriptor of a K-major tile whose rows
+/// are swizzled in spans of `swizzleBytes` (128, 64 or 32): leading offset
+/// 16 bytes (unused when swizzled), stride 8 rows x the span between 8-row
+/// atoms, the swizzle mode.
+uint64_t wgmmaKMajorDescriptorFields(int64_t swizzleBytes);
+/// The fixed fields of the wgmma descriptor of an MN-major tile stored as
+/// boxes of 128-byte swizzled rows (64 elements of M or N each) side by
+/// side, `boxBytes` apart: leading offset = the bytes between boxes along
+/// MN, stride = 8 rows (1024 bytes) along K, the 128-byte swizzle.
+uint64_t wgmmaMNMajorDescriptorFields(int64_t boxBytes);
+
+/// cp.async of one 16-byte chunk, `elements` elements of `src` at
+/// `srcIndices` (global memory) into `dst` at `dstIndices` (shared memory),
+/// bypassing L1; the thread's commit of its copies so far as one group; its
+/// wait until none of its groups is pending. (GpuBuilder::asyncCopy16,
+/// asyncCopyCommit and asyncCopyWait for OpBuilder callers.)
+void emitAsyncCopy16(OpBuilder &b, Location loc, Value dst,
+                     ValueRange dstIndices, Value src, ValueRange srcIndices,
+                     int64_t elements);
+void emitAsyncCopyCommit(OpBuilder &b, Location loc);
+void emitAsyncCopyWaitAll(OpBuilder &b, Location loc);
+
+} // namespace mlir::liger
+
+#endif // LIGER_CONVERSION_LIGERTOGPU_GPUBUILDER_H

@@ -1,0 +1,287 @@
+//===- MatmulEmitters.h - the parts of a matmul kernel ----------*- C++ -*-===//
+//
+// The matmul templates are built from free functions over one MatmulKernel:
+// the plan (MatmulPlan.h), the configuration (MatmulConfig.h) and the
+// shared-memory layout (MatmulLayout.h) the kernel follows, and the values
+// of its gpu.func that every part reads. MatmulKernel.cpp creates the
+// function and runs one template; the liger-test-matmul-part pass runs one
+// part alone.
+//
+//   MatmulKernel.cpp        the template's limits, parameters, the
+//                           function, the values every part reads
+//   MatmulWgmma.cpp         wgmma: the consumer warpgroups' main loop,
+//                           LoRA's second product, the epilogue's dispatch
+//   MatmulTma.cpp           wgmma: mbarriers, the producer warpgroup's TMA
+//                           loads, the TMA-store epilogue
+//   MatmulMmaSync.cpp       mma.sync: cp.async slices, the ldmatrix + mma
+//                           main loop, LoRA's second product, the epilogue
+//   MatmulNormPrologue.cpp  the RMSNorm prologue of both templates
+//   MatmulEpilogue.cpp      liger.linear's rounding, the elementwise
+//                           epilogue, the stores of column pairs
+//   MatmulRoPE.cpp          the RoPE epilogue of both templates
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LIGER_CONVERSION_LIGERTOGPU_MATMULEMITTERS_H
+#define LIGER_CONVERSION_LIGERTOGPU_MATMULEMITTERS_H
+
+#include "liger/Conversion/LigerToGPU/GpuBuilder.h"
+#include "liger/Conversion/LigerToGPU/MatmulLayout.h"
+#include "liger/Conversion/LigerToGPU/RowKernel.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+namespace mlir::liger {
+
+/// The group's elementwise epilogue as linalg on a scratch function
+/// @epilogue(%projections..., %epilogue inputs...), checked to be
+/// elementwise over [rows, N] and [N] operands.
+struct MatmulEpilogue {
+  OwningOpRef<ModuleOp> scratch;
+  mutable func::FuncOp function;
+};
+
+/// A matmul kernel being built.
+struct MatmulKernel {
+  MatmulKernel(const MatmulPlan &plan, const MatmulKernelConfig &config,
+               const MatmulLayout &layout)
+      : plan(plan), config(config), layout(layout) {}
+
+  const MatmulPlan &plan;
+  const MatmulKernelConfig &config;
+  const MatmulLayout &layout;
+  /// The kernel's gpu.func.
+  mutable gpu::GPUFuncOp function;
+  /// The Projection and gradient bodies' epilogue (null for RoPE).
+  const MatmulEpilogue *epilogue = nullptr;
+
+  // Parameters, by role.
+  Value x;  ///< the A operand [rows, K] (dW: dy [T, M])
+  Value y;  ///< the output (RoPE: q [B, Hq, T, D])
+  Value yK; ///< RoPE: k [B, Hkv, T, D]
+  SmallVector<Value, 2> weights, biases; ///< per projection (no bias: null)
+  Value normWeight, loraA, loraB, cos, sin, accumulator;
+  /// The epilogue's other inputs: group input -> parameter.
+  DenseMap<Value, Value> epilogueInputs;
+  /// wgmma: the TMA descriptors (by-value parameters), where present.
+  Value xMap, loraAMap, loraBMap, oldTileMap, outputMap;
+  SmallVector<Value, 2> weightMaps;
+
+  // Values every part reads.
+  Value tid;    ///< the thread index
+  Value rows;   ///< the output rows (M)
+  Value kRows;  ///< K's extent (dW: the tokens)
+  Value kTiles; ///< the K loop's trip count
+  Value m0, n0; ///< the tile's origin
+  /// The shared memory: wgmma's extern buffer (!llvm.ptr<3>), or
+  /// mma.sync's gpu.dynamic_shared_memory.
+  Value shared;
+
+  Type elementType() const { return plan.elementType; }
+  int64_t elementBytes() const {
+    return plan.elementType.getIntOrFloatBitWidth() / 8;
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// MatmulKernel.cpp
+//===----------------------------------------------------------------------===//
+
+/// What fills a begun kernel (its gpu.func's parameters bound, the thread
+/// index, rows, K trip count and tile origin emitted): a template
+/// (emitWgmmaKernel, emitMmaSyncKernel) or, in a test, one part.
+using MatmulKernelBody =
+    function_ref<LogicalResult(GpuBuilder &, MatmulKernel &)>;
+/// buildMatmulKernel (MatmulKernel.h) with `body` for the configuration's
+/// template: checks the template's limits, lowers the epilogue, lays out
+/// shared memory, creates gpu.func `name` in `module` and runs `body` in it.
+/// Warns and fails (leaving no function) where a step does.
+FailureOr<RowKernelInfo> buildMatmulKernel(const MatmulPlan &plan,
+                                           gpu::GPUModuleOp module,
+                                           StringRef name,
+                                           const MatmulKernelConfig &config,
+                                           MatmulKernelBody body);
+
+//===----------------------------------------------------------------------===//
+// MatmulWgmma.cpp, MatmulTma.cpp: the wgmma + TMA template (sm_90a)
+//===----------------------------------------------------------------------===//
+
+/// The whole wgmma kernel.
+LogicalResult emitWgmmaKernel(GpuBuilder &b, MatmulKernel &k);
+
+/// A consumer thread's warpgroup among the consumers (`cw`, from 0), its
+/// warp in the warpgroup and its lane.
+struct WgmmaConsumerThread {
+  Value cw, warp, lane;
+};
+WgmmaConsumerThread getWgmmaConsumerThread(GpuBuilder &b,
+                                           const MatmulKernel &k);
+
+/// The extern shared buffer at `byteOffset` (i32).
+Value wgmmaSharedAt(GpuBuilder &b, const MatmulKernel &k, Value byteOffset);
+/// The full and empty mbarriers of `stage` (index).
+Value wgmmaFullBarrier(GpuBuilder &b, const MatmulKernel &k, Value stage);
+Value wgmmaEmptyBarrier(GpuBuilder &b, const MatmulKernel &k, Value stage);
+/// The byte offset (i32) of tile `tile` (MatmulLayout::tileOffset) of
+/// `stage`.
+Value wgmmaTileOffset(GpuBuilder &b, const MatmulKernel &k, Value stage,
+                      int64_t tile);
+/// The byte offset (i32) of consumer warpgroup `cw`'s 64 rows of the x
+/// tile of `stage`.
+Value wgmmaXTileOffset(GpuBuilder &b, const MatmulKernel &k, Value stage,
+                       Value cw);
+/// The phase parity (i32) of the use `kt / stages` of a stage.
+Value wgmmaStageParity(GpuBuilder &b, const MatmulKernel &k, Value kt);
+/// The suspend-time hint of the mbarrier waits (i32, ns).
+Value wgmmaWaitTicks(GpuBuilder &b);
+
+/// Thread 0 initializes every mbarrier of the layout (then a CTA barrier).
+void emitWgmmaBarrierInit(GpuBuilder &b, const MatmulKernel &k, Value isFirst);
+/// The producer warpgroup: registers lowered, one thread issuing the TMA
+/// copies of LoRA B's tile and the old dW tile once, then of every stage
+/// once the consumers have released it.
+void emitTmaProducer(GpuBuilder &b, const MatmulKernel &k, Value isFirst);
+
+/// The TMA-store epilogue's tile of one consumer warpgroup: its byte offset
+/// (i32), and the lane's row and chunk coordinates in it.
+struct TmaStoreTile {
+  Value base;           ///< i32
+  Value quad;           ///< i32: lane / 4, the row within an 8-row atom
+  Value rowInWarpgroup; ///< i32: 16 warp + lane / 4
+};
+/// Where consumer warpgroup `cw` (index) stages its 64 output rows: in
+/// `old_tile` once the old dW tile has landed, else over the drained stages
+/// once every consumer is past its last wgmma.
+TmaStoreTile emitTmaStoreBegin(GpuBuilder &b, const MatmulKernel &k,
+                               const WgmmaConsumerThread &thread);
+/// Stages `pair` of row 16 w + l / 4 + 8 `half` and columns 8 `j` +
+/// 2 (l % 4) (lane l of warp w) in the tile: 64-column boxes in the
+/// output's 128-byte swizzle, pair (rl, 8j + 2(l % 4)) in chunk
+/// (j % 8) ^ (rl % 8) of row rl of box j / 8, so that a quad's eight rows
+/// hit distinct banks. An accumulated dW adds the old value there and
+/// rounds once.
+void emitTmaStoreStage(GpuBuilder &b, const MatmulKernel &k,
+                       const WgmmaConsumerThread &thread,
+                       const TmaStoreTile &tile, Value pair, int64_t j,
+                       int64_t half);
+/// Fences the staged tile for the async proxy, meets at the warpgroup's
+/// barrier, and lets its first thread store the boxes through the output's
+/// tensor map (which clips the row and column ends), waiting until they
+/// have been read.
+void emitTmaStoreEnd(GpuBuilder &b, const MatmulKernel &k,
+                     const WgmmaConsumerThread &thread,
+                     const TmaStoreTile &tile);
+
+/// Named barriers of the wgmma kernels: every consumer warpgroup (before
+/// the output tile reuses the stages), and consumer warpgroup w alone
+/// (1 + w).
+constexpr int64_t kConsumersBarrier = 8;
+
+//===----------------------------------------------------------------------===//
+// MatmulMmaSync.cpp: the cp.async + ldmatrix + mma.sync template (sm_80)
+//===----------------------------------------------------------------------===//
+
+/// How the mma.sync template splits a tile over its warps: warpsM x
+/// warpsN warps, each owning 64 rows (mTiles m16 tiles) x warpN columns
+/// (nTiles n8 tiles) of m16n8k16 MMAs.
+struct MmaSyncWarps {
+  explicit MmaSyncWarps(const MatmulKernelConfig &config);
+  static constexpr int64_t mTiles = 4;
+  int64_t warps, warpsM, warpsN, warpN, nTiles;
+};
+
+/// A thread's lane and its warp's row and column among the warps
+/// (MmaSyncWarps).
+struct MmaSyncThread {
+  Value lane, wm, wn;
+};
+MmaSyncThread getMmaSyncThread(GpuBuilder &b, const MatmulKernel &k);
+
+/// The whole mma.sync kernel.
+LogicalResult emitMmaSyncKernel(GpuBuilder &b, MatmulKernel &k);
+
+/// The memref views of the mma.sync layout's regions.
+struct MmaSyncTiles {
+  Value x, loraA, loraB, rowSums;
+  SmallVector<Value, 2> weights;
+};
+MmaSyncTiles getMmaSyncTiles(GpuBuilder &b, const MatmulKernel &k);
+/// cp.async of slice `kt` of x, the weights and LoRA's A into ring buffer
+/// `stage`, then one commit group; slices past the end are zero-filled, so
+/// that every iteration commits exactly one group.
+void emitMmaSyncSliceLoad(GpuBuilder &b, const MatmulKernel &k,
+                          const MmaSyncTiles &tiles, Value stage, Value kt);
+
+//===----------------------------------------------------------------------===//
+// MatmulNormPrologue.cpp
+//===----------------------------------------------------------------------===//
+
+/// x ⊙ (g + offset) of a chunk of x (8 f32 values at K index `gk`),
+/// rounded to the operand dtype.
+Value normScaled(GpuBuilder &b, const MatmulKernel &k, Value xv, Value gk);
+/// Σ x² of a chunk of x (f32), added to `acc` when given.
+Value sumOfSquares(GpuBuilder &b, Value xv, Value acc = Value());
+/// rsqrt(sum / K + eps) of a row's sum of squares.
+Value rowRstd(GpuBuilder &b, const MatmulKernel &k, Value sumOfSquares);
+/// wgmma: waits for the stage of k-iteration `kt`, rescales consumer
+/// warpgroup `cw`'s 64 rows of its x tile in place and adds each thread's
+/// two rows' x² to `sums`; fences and meets at the warpgroup's barrier.
+SmallVector<Value, 2> emitWgmmaNormStage(GpuBuilder &b, const MatmulKernel &k,
+                                         const WgmmaConsumerThread &thread,
+                                         Value kt, SmallVector<Value, 2> sums);
+/// mma.sync: views the rows' shared sums of squares (`tiles.rowSums`) and
+/// zeroes them.
+void emitMmaSyncNormInit(GpuBuilder &b, const MatmulKernel &k,
+                         MmaSyncTiles &tiles);
+/// mma.sync: rescales slice `kt`'s x tile in ring buffer `stage` in place
+/// and adds its chunks' x² to the rows' shared sums; then a CTA barrier.
+void emitMmaSyncNormSlice(GpuBuilder &b, const MatmulKernel &k,
+                          const MmaSyncTiles &tiles, Value stage, Value kt);
+
+//===----------------------------------------------------------------------===//
+// MatmulEpilogue.cpp
+//===----------------------------------------------------------------------===//
+
+/// The ops after the projections as linalg (MatmulEpilogue); warns and
+/// fails when they are not an elementwise epilogue.
+FailureOr<MatmulEpilogue> lowerMatmulEpilogue(const MatmulPlan &plan);
+/// liger.linear's rounding of an f32 accumulator pair at columns `c`,
+/// c + 1: round(acc + bias[c..c+1]) in the operand dtype (no bias: round).
+Value roundMatmulPair(GpuBuilder &b, const MatmulKernel &k, Value accPair,
+                      Value bias, Value c);
+/// Rounds the f32 accumulator pairs (one vector<2xf32> per projection) of
+/// row `r`, columns `c` and c + 1, applies the epilogue and stores the
+/// pair, masked at the row and column ends (dW into a buffer: adds to it).
+/// `sink`, when given, takes the pair instead of the store (the TMA-store
+/// epilogue stages it in shared memory).
+using MatmulPairSink = function_ref<void(GpuBuilder &, Value pair)>;
+LogicalResult storeMatmulPair(GpuBuilder &b, const MatmulKernel &k,
+                              ArrayRef<Value> accPairs, Value r, Value c,
+                              MatmulPairSink sink = nullptr);
+
+//===----------------------------------------------------------------------===//
+// MatmulRoPE.cpp
+//===----------------------------------------------------------------------===//
+
+/// wgmma: the RoPE epilogue of a column tile of q or of k (`out`
+/// [B, H, T, D], `colBase` the tile's first column in that projection):
+/// each thread's accumulators `acc` (rows r0 and r0 + 8, times `rowScale`
+/// where given) rounded as liger.linear does, rotated with their partner
+/// pair D/16 n8 blocks away in the same thread, stored head-major.
+void emitWgmmaRoPEEpilogue(GpuBuilder &b, const MatmulKernel &k, Value acc,
+                           ArrayRef<Value> rowScale, Value r0, Value out,
+                           Value colBase, Value bias);
+/// mma.sync: the rotation's partner lies in another warp's accumulators:
+/// the rounded tile goes through shared memory (`exchange`, between two
+/// barriers), then each thread rotates its own pairs. `accumulators` are
+/// the main loop's, `rstd` the row scales [i · 2 + half] (or empty).
+void emitMmaSyncRoPEEpilogue(GpuBuilder &b, const MatmulKernel &k,
+                             const MmaSyncThread &thread,
+                             ValueRange accumulators, ArrayRef<Value> rstd,
+                             Value out, Value colBase, Value bias);
+
+} // namespace mlir::liger
+
+#endif // LIGER_CONVERSION_LIGERTOGPU_MATMULEMITTERS_H

@@ -1,0 +1,106 @@
+//===- MatmulLayout.h - shared memory of a matmul kernel --------*- C++ -*-===//
+//
+// Where a matmul kernel keeps what it stages in shared memory, built once
+// from its plan and configuration. The configuration's selection and
+// verification read its size (the only size formula of the templates); the
+// emitters read every offset, stride and shape from it.
+//
+// wgmma + TMA: one extern buffer, 1024-byte aligned (the 128-byte
+// swizzle's atom):
+//
+//   barriers   [0, 1024)  full and empty mbarrier of each stage, LoRA B's
+//                         mbarrier, the old dW tile's mbarrier
+//   stages                the ring: per stage the x tile, the weight
+//                         tile(s) and LoRA A's slice, rows of tile_k
+//                         elements (128 bytes), 128-byte swizzled
+//   lora_b                LoRA B's [tile_n, r] tile, read once
+//   old_tile              a 16-bit dW buffer's old [tile_m, tile_n] tile
+//   output     (over stages, once drained) the tile the TMA-store epilogue
+//                         stores, 64 rows per consumer warpgroup
+//
+// mma.sync: memref views of the dynamic shared memory:
+//
+//   x, w0[, w1]           [stages, rows, tile_k + 8] (K-major) or
+//                         [stages, tile_k, columns + 8] (MN-major): rows
+//                         padded by 16 bytes so that ldmatrix's eight rows
+//                         fall in distinct banks
+//   lora_a, lora_b        LoRA's [stages, r, tile_k + 8] and [tile_n, r + 8]
+//   exchange   (over x, once drained) RoPE's rounded [tile_m, tile_n + 8]
+//                         tile, exchanged between warps
+//   row_sums              the RMSNorm prologue's [tile_m] f32 sums
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LIGER_CONVERSION_LIGERTOGPU_MATMULLAYOUT_H
+#define LIGER_CONVERSION_LIGERTOGPU_MATMULLAYOUT_H
+
+#include "liger/Conversion/LigerToGPU/MatmulConfig.h"
+#include "liger/Conversion/LigerToGPU/SharedMemoryLayout.h"
+
+namespace mlir::liger {
+
+/// The shared memory of one matmul kernel, as drawn above.
+class MatmulLayout {
+public:
+  MatmulLayout(const MatmulPlan &plan, const MatmulKernelConfig &config);
+
+  const SharedMemoryLayout &regions() const { return layout; }
+  /// The dynamic shared memory the kernel needs, in bytes.
+  int64_t size() const { return layout.size(); }
+  int64_t offset(StringRef region) const { return layout.offset(region); }
+  /// The shape of an mma.sync region's memref view.
+  ArrayRef<int64_t> shape(StringRef region) const {
+    return layout[region].shape;
+  }
+
+  // Regions.
+  static constexpr StringLiteral kBarriers = "barriers", kStages = "stages",
+                                 kLoRAB = "lora_b", kOldTile = "old_tile",
+                                 kOutput = "output", kX = "x",
+                                 kLoRAA = "lora_a", kExchange = "exchange",
+                                 kRowSums = "row_sums";
+  /// mma.sync: weight p's tiles.
+  static std::string weightRegion(int64_t p) { return "w" + std::to_string(p); }
+
+  // wgmma.
+  /// The full mbarrier of stage s is at fullBarrier() + barrierBytes · s,
+  /// its empty one at emptyBarrier() + barrierBytes · s.
+  static constexpr int64_t barrierBytes = 8;
+  int64_t fullBarrier() const { return 0; }
+  int64_t emptyBarrier() const { return barrierBytes * stages; }
+  /// LoRA B's and the old dW tile's mbarriers (the stages' pairs stay below
+  /// 512: verifyMatmulKernelConfig allows 8 stages at most).
+  int64_t loraBarrier() const { return 512; }
+  int64_t oldTileBarrier() const { return 768; }
+  /// Stage s starts at offset(kStages) + s · stageBytes(); tile t at
+  /// tileOffset(t) into it: 0 the x tile, 1 + p weight p, 1 + numBTiles
+  /// LoRA A's slice.
+  int64_t stageBytes() const { return bytesPerStage; }
+  int64_t tileOffset(int64_t tile) const { return tileOffsets[tile]; }
+  /// One row of a stage's tiles: tile_k elements (128 bytes for wgmma).
+  int64_t rowBytes() const { return bytesPerRow; }
+  /// An MN-major tile's TMA box: tile_k rows of 128 bytes.
+  int64_t mnBoxBytes() const { return bytesPerRow * tileK; }
+  /// A 64 x 64 box of a 16-bit output (128-byte swizzled rows), and a
+  /// consumer warpgroup's 64 rows of the output tile (or of the old one).
+  static constexpr int64_t outputBoxBytes = 64 * 128;
+  int64_t outputWarpgroupBytes() const { return bytesPerOutputWarpgroup; }
+  /// The epilogue stages the output tile in `output` and stores it with
+  /// TMA (16-bit outputs, tile_n a multiple of 64; not RoPE, not an f32
+  /// accumulation).
+  bool storesWithTma() const { return tmaStore; }
+  /// dW accumulated into a 16-bit buffer: its old tile is TMA-loaded into
+  /// `old_tile`, summed there and stored from there.
+  bool hasOldTile() const { return oldTile; }
+
+private:
+  SharedMemoryLayout layout;
+  int64_t stages = 0, tileK = 0;
+  int64_t bytesPerStage = 0, bytesPerRow = 0, bytesPerOutputWarpgroup = 0;
+  SmallVector<int64_t, 4> tileOffsets;
+  bool tmaStore = false, oldTile = false;
+};
+
+} // namespace mlir::liger
+
+#endif // LIGER_CONVERSION_LIGERTOGPU_MATMULLAYOUT_H

@@ -1,0 +1,259 @@
+//===- GpuBuilder.cpp - building blocks of the GPU kernel templates -------===//
+//
+// The one translation unit that spells the NVGPU and NVVM operations the
+// templates share (cp.async, mbarriers, TMA, fences, named barriers, wgmma
+// descriptors).
+//
+//===----------------------------------------------------------------------===//
+
+#include "liger/Conversion/LigerToGPU/GpuBuilder.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/TypeUtilities.h"
+
+using namespace mlir;
+using namespace mlir::liger;
+
+GpuBuilder GpuBuilder::atStart(Block *block) const {
+  return GpuBuilder(getLoc(), OpBuilder::atBlockBegin(block));
+}
+
+GpuBuilder GpuBuilder::ifThen(Value cond) {
+  auto op = scf::IfOp::create(*this, cond, /*withElseRegion=*/false);
+  return with(op.getThenBodyBuilder());
+}
+
+std::pair<GpuBuilder, GpuBuilder> GpuBuilder::ifThenElse(Value cond) {
+  auto op = scf::IfOp::create(*this, cond, /*withElseRegion=*/true);
+  return {with(op.getThenBodyBuilder()), with(op.getElseBodyBuilder())};
+}
+
+Value GpuBuilder::index(int64_t value) {
+  return arith::ConstantIndexOp::create(*this, value);
+}
+
+Value GpuBuilder::i32(int64_t value) { return constant(getI32Type(), value); }
+
+Value GpuBuilder::i64(int64_t value) { return constant(getI64Type(), value); }
+
+Value GpuBuilder::f32(double value) {
+  return arith::ConstantOp::create(*this, getF32FloatAttr(value));
+}
+
+Value GpuBuilder::constant(Type type, int64_t value) {
+  if (type.isIndex())
+    return index(value);
+  return arith::ConstantIntOp::create(*this, type, value);
+}
+
+Value GpuBuilder::f32Splat(int64_t width, double value) {
+  return arith::ConstantOp::create(
+      *this, DenseElementsAttr::get(VectorType::get({width}, getF32Type()),
+                                    getF32FloatAttr(value)));
+}
+
+Value GpuBuilder::compare(arith::CmpIPredicate predicate, Value a,
+                          IntOperand b) {
+  return arith::CmpIOp::create(*this, predicate, a, b.get(*this, a.getType()));
+}
+
+Value GpuBuilder::select(Value cond, Value a, Value b) {
+  return arith::SelectOp::create(*this, cond, a, b);
+}
+
+Value GpuBuilder::toI32(Value index) {
+  return arith::IndexCastOp::create(*this, getI32Type(), index);
+}
+
+Value GpuBuilder::offsetOf(Value index, int64_t stride, int64_t base) {
+  Value offset = mul(index, stride);
+  return base ? add(offset, base) : offset;
+}
+
+Value GpuBuilder::threadId() {
+  return gpu::ThreadIdOp::create(*this, gpu::Dimension::x);
+}
+Value GpuBuilder::blockId(gpu::Dimension dim) {
+  return gpu::BlockIdOp::create(*this, dim);
+}
+Value GpuBuilder::gridDim(gpu::Dimension dim) {
+  return gpu::GridDimOp::create(*this, dim);
+}
+
+SmallVector<Value> GpuBuilder::warpAllReduce(ValueRange values, int64_t lanes,
+                                             Combine combine) {
+  SmallVector<Value> acc = llvm::to_vector(values);
+  for (int64_t offset = 1; offset < lanes; offset *= 2) {
+    SmallVector<Value> other;
+    for (Value v : acc)
+      other.push_back(gpu::ShuffleOp::create(*this, v,
+                                             static_cast<int32_t>(offset), 32,
+                                             gpu::ShuffleMode::XOR)
+                          .getShuffleResult());
+    acc = combine(*this, acc, other);
+  }
+  return acc;
+}
+
+Value GpuBuilder::warpAllReduceSum(Value value, int64_t lanes) {
+  return warpAllReduce(
+      value, lanes, [](GpuBuilder &b, ValueRange x, ValueRange y) {
+        return SmallVector<Value>{arith::AddFOp::create(b, x[0], y[0])};
+      })[0];
+}
+
+void GpuBuilder::asyncCopy16(Value dst, ValueRange dstIndices, Value src,
+                             ValueRange srcIndices, int64_t elements,
+                             Value valid) {
+  Value srcElements =
+      valid ? select(valid, index(elements), index(0)) : Value();
+  nvgpu::DeviceAsyncCopyOp::create(
+      *this, nvgpu::DeviceAsyncTokenType::get(getContext()), dst, dstIndices,
+      src, srcIndices, getIndexAttr(elements), srcElements,
+      /*bypassL1=*/getUnitAttr());
+}
+
+void GpuBuilder::asyncCopyCommit() {
+  NVVM::CpAsyncCommitGroupOp::create(*this);
+}
+
+void GpuBuilder::asyncCopyWait(int64_t pending) {
+  NVVM::CpAsyncWaitGroupOp::create(*this, static_cast<uint32_t>(pending));
+}
+
+void GpuBuilder::mbarrierInit(Value barrier, int64_t count) {
+  NVVM::MBarrierInitOp::create(*this, barrier, i32(count), Value());
+}
+
+void GpuBuilder::mbarrierInitFence() {
+  NVVM::FenceMbarrierInitOp::create(*this);
+}
+
+void GpuBuilder::mbarrierArriveExpectTx(Value barrier, int64_t bytes) {
+  NVVM::MBarrierArriveExpectTxOp::create(*this, Type(), barrier, i32(bytes),
+                                         NVVM::MemScopeKind::CTA,
+                                         /*relaxed=*/false, Value());
+}
+
+void GpuBuilder::mbarrierArrive(Value barrier) {
+  NVVM::MBarrierArriveOp::create(*this, Type(), barrier, Value());
+}
+
+void GpuBuilder::mbarrierWaitParity(Value barrier, Value parity, Value ticks) {
+  NVVM::MBarrierTryWaitParityOp::create(*this, barrier, parity, ticks);
+}
+
+void GpuBuilder::tmaLoad(Value dst, Value tensorMap, ValueRange coordinates,
+                         Value barrier) {
+  NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+      *this, dst, tensorMap, coordinates, barrier, ValueRange{}, Value(),
+      Value(), NVVM::TMALoadMode::TILE, /*isCTAOnly=*/true,
+      NVVM::CTAGroupKindAttr(), Value());
+}
+
+void GpuBuilder::tmaStore(Value tensorMap, Value src, ValueRange coordinates) {
+  NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp::create(
+      *this, tensorMap, src, coordinates, Value(), NVVM::TMAStoreMode::TILE,
+      Value());
+}
+
+void GpuBuilder::tmaStoreCommitAndWaitRead() {
+  NVVM::CpAsyncBulkCommitGroupOp::create(*this);
+  NVVM::CpAsyncBulkWaitGroupOp::create(*this, 0, /*read=*/getUnitAttr());
+}
+
+void GpuBuilder::namedBarrier(Value id, int64_t threads) {
+  NVVM::BarrierOp::create(*this, Type(), id, i32(threads),
+                          NVVM::BarrierReductionAttr(), Value());
+}
+
+void GpuBuilder::fenceProxyAsyncShared() {
+  NVVM::FenceProxyOp::create(
+      *this, NVVM::ProxyKind::async_shared,
+      NVVM::SharedSpaceAttr::get(getContext(), NVVM::SharedSpace::shared_cta));
+}
+
+Value GpuBuilder::externSharedBuffer(gpu::GPUModuleOp module, StringRef name,
+                                     int64_t alignment) {
+  if (!module.lookupSymbol(name)) {
+    OpBuilder mb = OpBuilder::atBlockBegin(module.getBody());
+    LLVM::GlobalOp::create(mb, getLoc(),
+                           LLVM::LLVMArrayType::get(getI8Type(), 0),
+                           /*isConstant=*/false, LLVM::Linkage::External, name,
+                           Attribute(), alignment, /*addrSpace=*/3);
+  }
+  return LLVM::AddressOfOp::create(
+      *this, LLVM::LLVMPointerType::get(getContext(), 3), name);
+}
+
+Value GpuBuilder::sharedPtr(Value base, Value byteOffset) {
+  return LLVM::GEPOp::create(*this, base.getType(), getI8Type(), base,
+                             ArrayRef<LLVM::GEPArg>{byteOffset});
+}
+
+Value GpuBuilder::loadShared(Type type, Value ptr, unsigned alignment) {
+  return LLVM::LoadOp::create(*this, type, ptr, alignment);
+}
+
+void GpuBuilder::storeShared(Value value, Value ptr, unsigned alignment) {
+  LLVM::StoreOp::create(*this, value, ptr, alignment);
+}
+
+Value GpuBuilder::mmaOperand(Value pair, bool asI32) {
+  if (getElementTypeOrSelf(pair.getType()).isF16() && !asI32)
+    return pair;
+  Value packed = vector::BitCastOp::create(
+      *this, VectorType::get({1}, getI32Type()), pair);
+  return vector::ExtractOp::create(*this, packed, 0);
+}
+
+Value GpuBuilder::packMmaOperand(Value lo, Value hi, Type type, Value scale,
+                                 bool asI32) {
+  if (scale) {
+    lo = arith::MulFOp::create(*this, lo, scale);
+    hi = arith::MulFOp::create(*this, hi, scale);
+  }
+  Value pair = arith::TruncFOp::create(
+      *this, VectorType::get({2}, type),
+      vector::FromElementsOp::create(*this, VectorType::get({2}, getF32Type()),
+                                     ValueRange{lo, hi}));
+  return mmaOperand(pair, asI32);
+}
+
+Value GpuBuilder::wgmmaDescriptor(Value baseAddress, Value byteOffset,
+                                  uint64_t fields) {
+  Type i64Type = getI64Type();
+  Value address =
+      add(baseAddress, arith::ExtUIOp::create(*this, i64Type, byteOffset));
+  Value start =
+      bitAnd(arith::ShRUIOp::create(*this, address, i64(4)), i64(0x3FFF));
+  return arith::OrIOp::create(*this, start, i64(static_cast<int64_t>(fields)));
+}
+
+uint64_t mlir::liger::wgmmaKMajorDescriptorFields(int64_t swizzleBytes) {
+  uint64_t mode = swizzleBytes == 128 ? 1 : swizzleBytes == 64 ? 2 : 3;
+  return (1ull << 16) | (uint64_t(8 * swizzleBytes / 16) << 32) | (mode << 62);
+}
+
+uint64_t mlir::liger::wgmmaMNMajorDescriptorFields(int64_t boxBytes) {
+  return (uint64_t(boxBytes / 16) << 16) | (uint64_t(1024 / 16) << 32) |
+         (1ull << 62);
+}
+
+void mlir::liger::emitAsyncCopy16(OpBuilder &b, Location loc, Value dst,
+                                  ValueRange dstIndices, Value src,
+                                  ValueRange srcIndices, int64_t elements) {
+  GpuBuilder(loc, b).asyncCopy16(dst, dstIndices, src, srcIndices, elements);
+}
+
+void mlir::liger::emitAsyncCopyCommit(OpBuilder &b, Location loc) {
+  GpuBuilder(loc, b).asyncCopyCommit();
+}
+
+void mlir::liger::emitAsyncCopyWaitAll(OpBuilder &b, Location loc) {
+  GpuBuilder(loc, b).asyncCopyWait(0);
+}

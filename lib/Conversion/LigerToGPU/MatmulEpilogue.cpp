@@ -1,0 +1,209 @@
+//===- MatmulEpilogue.cpp - the matmul kernels' elementwise epilogue ------===//
+//
+// Both templates add the bias in f32 and round the accumulators to the
+// projections' dtype (as liger.linear does), then run the ops after the
+// projections from their reference lowering (like the row program, on
+// pairs of columns, reading [rows, N] and [N] inputs at the pair) and store
+// the pair, masked at the row and column ends. A dW added into a buffer
+// skips the rounding: buffer + product in f32, rounded once.
+//
+//===----------------------------------------------------------------------===//
+
+#include "liger/Conversion/LigerToGPU/MatmulEmitters.h"
+#include "liger/Conversion/LigerToLinalg/LigerToLinalg.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+using namespace mlir;
+using namespace mlir::liger;
+
+FailureOr<MatmulEpilogue>
+mlir::liger::lowerMatmulEpilogue(const MatmulPlan &plan) {
+  FusionOp group = plan.group;
+  MLIRContext *ctx = group.getContext();
+  Location loc = group.getLoc();
+  Block &body = group.getBody().front();
+  MatmulEpilogue epilogue;
+  OpBuilder b(ctx);
+  epilogue.scratch = ModuleOp::create(loc);
+  b.setInsertionPointToEnd(epilogue.scratch->getBody());
+  SmallVector<Type> types;
+  for (const MatmulProjection &proj : plan.projections)
+    types.push_back(proj.result.getType());
+  SmallVector<Value> others;
+  for (BlockArgument arg : body.getArguments())
+    if (plan.operandOf(arg).inEpilogue()) {
+      types.push_back(arg.getType());
+      others.push_back(arg);
+    }
+  Value result = group.getYield().getValues()[0];
+  auto fn = func::FuncOp::create(
+      b, loc, "epilogue", FunctionType::get(ctx, types, {result.getType()}));
+  epilogue.function = fn;
+  Block *entry = fn.addEntryBlock();
+  IRMapping mapping;
+  for (auto [proj, value] : llvm::zip(plan.projections, entry->getArguments()))
+    mapping.map(proj.result, value);
+  for (auto [arg, value] : llvm::zip(
+           others, entry->getArguments().drop_front(plan.projections.size())))
+    mapping.map(arg, value);
+  b.setInsertionPointToEnd(entry);
+  for (Operation *op : plan.epilogueOps) {
+    if (!isa<AddOp, MulOp, SiLUOp, GELUOp, SwiGLUOp, GEGLUOp>(op))
+      return leaveForLaterTemplate(
+          group, "'" + op->getName().getStringRef() +
+                     "' after the projection is not an elementwise epilogue "
+                     "op of the mma.sync template");
+    b.clone(*op, mapping);
+  }
+  func::ReturnOp::create(b, loc, mapping.lookupOrDefault(result));
+  RewritePatternSet patterns(ctx);
+  populateLowerToLinalgPatterns(patterns);
+  ConversionTarget target(*ctx);
+  target.addIllegalDialect<LigerDialect>();
+  target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+  if (failed(applyPartialConversion(fn, target, std::move(patterns))))
+    return leaveForLaterTemplate(group,
+                                 "its epilogue's reference lowering failed");
+  unsigned rank = cast<RankedTensorType>(types.front()).getRank();
+  WalkResult walk = fn.walk([&](linalg::GenericOp op) {
+    if (op.getNumLoops() != rank || op.getNumReductionLoops() != 0)
+      return WalkResult::interrupt();
+    for (AffineMap map : op.getIndexingMapsArray())
+      if (!map.isIdentity() &&
+          !(map.getNumResults() == 1 &&
+            map.getResult(0) == getAffineDimExpr(rank - 1, ctx)))
+        return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return leaveForLaterTemplate(
+        group, "its epilogue is not elementwise over [rows, N] and [N] "
+               "operands");
+  return epilogue;
+}
+
+/// The epilogue on the rounded pairs of the projections at row `r`,
+/// columns `c` and c + 1; returns the pair to store.
+static FailureOr<Value> applyEpilogue(GpuBuilder &b, const MatmulKernel &k,
+                                      ValueRange projected, Value r, Value c) {
+  FusionOp group = k.plan.group;
+  Block &entry = k.epilogue->function.getBody().front();
+  DenseMap<Value, Value> pairs;
+  for (auto [arg, value] : llvm::zip(entry.getArguments(), projected))
+    pairs[arg] = value;
+  unsigned next = projected.size();
+  for (BlockArgument arg : group.getBody().front().getArguments()) {
+    auto it = k.epilogueInputs.find(arg);
+    if (it == k.epilogueInputs.end())
+      continue;
+    Value param = it->second;
+    auto type = VectorType::get(
+        {2}, cast<MemRefType>(param.getType()).getElementType());
+    SmallVector<Value> indices;
+    if (k.plan.operandOf(arg).role == MatmulOperandRole::EpilogueRows)
+      indices.push_back(r);
+    indices.push_back(c);
+    pairs[entry.getArgument(next++)] =
+        vector::LoadOp::create(b, type, param, indices, /*nontemporal=*/false,
+                               llvm::MaybeAlign(std::min<int64_t>(
+                                   16, 2 * type.getElementTypeBitWidth() / 8)));
+  }
+  for (Operation &op : entry.without_terminator()) {
+    auto generic = dyn_cast<linalg::GenericOp>(op);
+    if (!generic)
+      continue;
+    SmallVector<Value> args;
+    for (Value in : generic.getDpsInputs())
+      args.push_back(pairs.lookup(in));
+    for (Value init : generic.getDpsInits()) {
+      Type t = getElementTypeOrSelf(init.getType());
+      args.push_back(arith::ConstantOp::create(
+          b,
+          DenseElementsAttr::get(VectorType::get({2}, t), b.getZeroAttr(t))));
+    }
+    if (llvm::any_of(args, [](Value v) { return !v; }))
+      return leaveForLaterTemplate(
+          group, "its epilogue reads a value the kernel does not hold");
+    std::string why;
+    FailureOr<SmallVector<Value>> results =
+        cloneElementwiseBody(b, b.getLoc(), *generic.getBlock(), args, 2, why);
+    if (failed(results))
+      return leaveForLaterTemplate(group, why);
+    for (auto [result, v] : llvm::zip(generic->getResults(), *results))
+      pairs[result] = v;
+  }
+  Value out = pairs.lookup(entry.getTerminator()->getOperand(0));
+  if (!out)
+    return leaveForLaterTemplate(
+        group, "its epilogue's result is not computed per element");
+  return out;
+}
+
+Value mlir::liger::roundMatmulPair(GpuBuilder &b, const MatmulKernel &k,
+                                   Value accPair, Value bias, Value c) {
+  if (bias) {
+    auto type =
+        VectorType::get({2}, cast<MemRefType>(bias.getType()).getElementType());
+    Value bv = vector::LoadOp::create(
+        b, type, bias, ValueRange{c}, false,
+        llvm::MaybeAlign(2 * type.getElementTypeBitWidth() / 8));
+    if (!type.getElementType().isF32())
+      bv = arith::ExtFOp::create(b, VectorType::get({2}, b.getF32Type()), bv);
+    accPair = arith::AddFOp::create(b, accPair, bv);
+  }
+  return arith::TruncFOp::create(b, VectorType::get({2}, k.elementType()),
+                                 accPair);
+}
+
+LogicalResult mlir::liger::storeMatmulPair(GpuBuilder &b, const MatmulKernel &k,
+                                           ArrayRef<Value> accPairs, Value r,
+                                           Value c, MatmulPairSink sink) {
+  Value ok = b.bitAnd(b.lessThan(r, k.rows), b.lessThan(c, k.plan.n));
+  GpuBuilder tb = b.ifThen(ok);
+  if (k.accumulator && sink) {
+    // A 16-bit buffer's old tile is in shared memory: the sink adds.
+    sink(tb, accPairs[0]);
+    return success();
+  }
+  if (k.accumulator) {
+    // dW into a buffer: buffer + the product in f32, rounded once to the
+    // buffer's dtype (none for f32).
+    Type accElem = cast<MemRefType>(k.accumulator.getType()).getElementType();
+    int64_t align =
+        2 * std::max<unsigned>(1, accElem.getIntOrFloatBitWidth() / 8);
+    auto type = VectorType::get({2}, accElem);
+    auto f32Pair = VectorType::get({2}, tb.getF32Type());
+    Value old =
+        vector::LoadOp::create(tb, type, k.accumulator, ValueRange{r, c}, false,
+                               llvm::MaybeAlign(align));
+    if (!accElem.isF32())
+      old = arith::ExtFOp::create(tb, f32Pair, old);
+    Value sum = arith::AddFOp::create(tb, old, accPairs[0]);
+    if (!accElem.isF32())
+      sum = arith::TruncFOp::create(tb, type, sum);
+    vector::StoreOp::create(tb, sum, k.y, ValueRange{r, c}, false,
+                            llvm::MaybeAlign(align));
+    return success();
+  }
+  // liger.linear: round(x · Wᵀ + b), the bias added in f32.
+  SmallVector<Value> rounded;
+  for (auto [accPair, bias] : llvm::zip(accPairs, k.biases))
+    rounded.push_back(roundMatmulPair(tb, k, accPair, bias, c));
+  FailureOr<Value> out = applyEpilogue(tb, k, rounded, r, c);
+  if (failed(out))
+    return failure();
+  if (sink) {
+    sink(tb, *out);
+    return success();
+  }
+  auto outType = cast<VectorType>(out->getType());
+  vector::StoreOp::create(
+      tb, *out, k.y, ValueRange{r, c}, /*nontemporal=*/false,
+      llvm::MaybeAlign(2 * outType.getElementTypeBitWidth() / 8));
+  return success();
+}

@@ -1,0 +1,71 @@
+//===- MatmulLayout.cpp - shared memory of a matmul kernel ----------------===//
+//
+// MatmulLayout.h draws the two layouts; this file places their regions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "liger/Conversion/LigerToGPU/MatmulLayout.h"
+
+using namespace mlir;
+using namespace mlir::liger;
+
+MatmulLayout::MatmulLayout(const MatmulPlan &plan,
+                           const MatmulKernelConfig &config)
+    : stages(config.stages), tileK(config.tileK) {
+  int64_t elementBytes = plan.elementBytes;
+  int64_t numB = plan.numBTiles();
+  int64_t r = plan.loraRank;
+  bytesPerRow = config.tileK * elementBytes;
+  if (config.wgmma) {
+    // Tiles are TMA destinations in 128-byte swizzled rows: the ring and
+    // the swizzle atoms 1024-byte aligned, the tiles read once 128-byte
+    // aligned (TMA's least).
+    layout.append(kBarriers, 1024, 1024);
+    tileOffsets.push_back(0);
+    int64_t bytesA = config.tileM * bytesPerRow;
+    int64_t bytesB = config.tileN * bytesPerRow;
+    for (int64_t t = 0; t <= numB; ++t)
+      tileOffsets.push_back(bytesA + t * bytesB);
+    bytesPerStage = bytesA + numB * bytesB + r * bytesPerRow;
+    layout.append(kStages, config.stages * bytesPerStage, 1024);
+    if (r)
+      layout.append(kLoRAB, config.tileN * r * elementBytes, 128);
+    // A consumer warpgroup's 64 rows of a 16-bit output tile.
+    bytesPerOutputWarpgroup = 64 * config.tileN * 2;
+    oldTile = plan.accumulateTile;
+    if (oldTile)
+      layout.append(kOldTile, config.tileM * config.tileN * elementBytes, 128);
+    tmaStore = plan.body != MatmulBody::QKRoPE &&
+               (!plan.accumulator || oldTile) && config.tileN % 64 == 0 &&
+               plan.outputElementType.getIntOrFloatBitWidth() == 16;
+    if (tmaStore && !oldTile)
+      layout.overlay(kOutput, kStages,
+                     config.tileM / 64 * bytesPerOutputWarpgroup);
+    return;
+  }
+  // cp.async + ldmatrix: K-major tiles [rows, tile_k + 8], MN-major ones
+  // [tile_k, columns + 8], in rings of `stages`.
+  auto tileShape = [&](int64_t width, bool mnMajor) -> SmallVector<int64_t> {
+    return mnMajor
+               ? SmallVector<int64_t>{config.stages, config.tileK, width + 8}
+               : SmallVector<int64_t>{config.stages, width, config.tileK + 8};
+  };
+  layout.appendArray(kX, tileShape(config.tileM, plan.aMNMajor()), elementBytes,
+                     16);
+  for (int64_t p = 0; p < numB; ++p)
+    layout.appendArray(weightRegion(p),
+                       tileShape(config.tileN, plan.bMNMajor()), elementBytes,
+                       16);
+  if (r) {
+    layout.appendArray(kLoRAA, {config.stages, r, config.tileK + 8},
+                       elementBytes, 16);
+    layout.appendArray(kLoRAB, {config.tileN, r + 8}, elementBytes, 16);
+  }
+  if (plan.headDim) {
+    SmallVector<int64_t> exchange = {config.tileM, config.tileN + 8};
+    layout.overlay(kExchange, kX, exchange[0] * exchange[1] * elementBytes,
+                   exchange);
+  }
+  if (plan.norm)
+    layout.appendArray(kRowSums, {config.tileM}, 4, 4);
+}

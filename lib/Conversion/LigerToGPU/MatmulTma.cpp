@@ -1,0 +1,219 @@
+//===- MatmulTma.cpp - the wgmma kernels' shared memory and TMA -----------===//
+//
+// The wgmma template's side of shared memory: the extern buffer's
+// mbarriers and tiles as addresses (MatmulLayout gives every offset), the
+// producer warpgroup that fills the stage ring with TMA copies, and the
+// epilogue that stores the output tile with TMA.
+//
+// One producer warpgroup (registers lowered to 40 with setmaxnreg); one of
+// its threads waits for a stage's empty mbarrier, arms its full mbarrier
+// with the stage's byte count and issues cp.async.bulk.tensor copies of the
+// x tile and each weight tile, 128-byte swizzled, out-of-range rows and K
+// columns zero-filled by TMA. The descriptors are kernel parameters passed
+// by value (MatmulKernel.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#include "liger/Conversion/LigerToGPU/MatmulEmitters.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
+using namespace mlir;
+using namespace mlir::liger;
+
+Value mlir::liger::wgmmaSharedAt(GpuBuilder &b, const MatmulKernel &k,
+                                 Value byteOffset) {
+  return b.sharedPtr(k.shared, byteOffset);
+}
+
+Value mlir::liger::wgmmaFullBarrier(GpuBuilder &b, const MatmulKernel &k,
+                                    Value stage) {
+  return wgmmaSharedAt(b, k,
+                       b.offsetOf(b.toI32(stage), MatmulLayout::barrierBytes,
+                                  k.layout.fullBarrier()));
+}
+
+Value mlir::liger::wgmmaEmptyBarrier(GpuBuilder &b, const MatmulKernel &k,
+                                     Value stage) {
+  return wgmmaSharedAt(b, k,
+                       b.offsetOf(b.toI32(stage), MatmulLayout::barrierBytes,
+                                  k.layout.emptyBarrier()));
+}
+
+Value mlir::liger::wgmmaTileOffset(GpuBuilder &b, const MatmulKernel &k,
+                                   Value stage, int64_t tile) {
+  return b.offsetOf(b.toI32(stage), k.layout.stageBytes(),
+                    k.layout.offset(MatmulLayout::kStages) +
+                        k.layout.tileOffset(tile));
+}
+
+Value mlir::liger::wgmmaXTileOffset(GpuBuilder &b, const MatmulKernel &k,
+                                    Value stage, Value cw) {
+  Value rows = b.mul(b.toI32(cw), 64 * k.layout.rowBytes());
+  return b.add(wgmmaTileOffset(b, k, stage, 0), rows);
+}
+
+Value mlir::liger::wgmmaStageParity(GpuBuilder &b, const MatmulKernel &k,
+                                    Value kt) {
+  return b.toI32(b.rem(b.div(kt, k.config.stages), 2));
+}
+
+Value mlir::liger::wgmmaWaitTicks(GpuBuilder &b) { return b.i32(0x989680); }
+
+void mlir::liger::emitWgmmaBarrierInit(GpuBuilder &b, const MatmulKernel &k,
+                                       Value isFirst) {
+  GpuBuilder ib = b.ifThen(isFirst);
+  int64_t consumers = k.config.tileM / 64;
+  for (int64_t s = 0; s < k.config.stages; ++s) {
+    ib.mbarrierInit(wgmmaFullBarrier(ib, k, ib.index(s)), 1);
+    ib.mbarrierInit(wgmmaEmptyBarrier(ib, k, ib.index(s)), consumers);
+  }
+  if (k.plan.lora)
+    ib.mbarrierInit(wgmmaSharedAt(ib, k, ib.i32(k.layout.loraBarrier())), 1);
+  if (k.layout.hasOldTile())
+    ib.mbarrierInit(wgmmaSharedAt(ib, k, ib.i32(k.layout.oldTileBarrier())), 1);
+  ib.mbarrierInitFence();
+  gpu::BarrierOp::create(b);
+}
+
+void mlir::liger::emitTmaProducer(GpuBuilder &b, const MatmulKernel &k,
+                                  Value isFirst) {
+  const MatmulPlan &plan = k.plan;
+  const MatmulKernelConfig &config = k.config;
+  const MatmulLayout &layout = k.layout;
+  NVVM::SetMaxRegisterOp::create(b, 40, NVVM::SetMaxRegisterAction::decrease);
+  GpuBuilder ob = b.ifThen(isFirst);
+  if (plan.lora) {
+    Value bar = wgmmaSharedAt(ob, k, ob.i32(layout.loraBarrier()));
+    ob.mbarrierArriveExpectTx(bar,
+                              config.tileN * plan.loraRank * k.elementBytes());
+    ob.tmaLoad(
+        wgmmaSharedAt(ob, k, ob.i32(layout.offset(MatmulLayout::kLoRAB))),
+        k.loraBMap, ValueRange{ob.i32(0), ob.toI32(k.n0)}, bar);
+  }
+  if (layout.hasOldTile()) {
+    // The old dW tile, whose load overlaps the whole product: box jb of
+    // warpgroup w's rows at (n0 + 64 jb, m0 + 64 w); TMA fills past the
+    // ends with zeros, which the store clips.
+    int64_t consumers = config.tileM / 64;
+    int64_t slice = layout.outputWarpgroupBytes();
+    Value bar = wgmmaSharedAt(ob, k, ob.i32(layout.oldTileBarrier()));
+    ob.mbarrierArriveExpectTx(bar, consumers * slice);
+    for (int64_t w = 0; w < consumers; ++w)
+      for (int64_t jb = 0; jb < config.tileN / 64; ++jb)
+        ob.tmaLoad(wgmmaSharedAt(ob, k,
+                                 ob.i32(layout.offset(MatmulLayout::kOldTile) +
+                                        w * slice +
+                                        jb * MatmulLayout::outputBoxBytes)),
+                   k.oldTileMap,
+                   ValueRange{ob.toI32(ob.add(k.n0, 64 * jb)),
+                              ob.toI32(ob.add(k.m0, 64 * w))},
+                   bar);
+  }
+  auto loop = scf::ForOp::create(ob, ob.index(0), k.kTiles, ob.index(1));
+  GpuBuilder lb = ob.atStart(loop.getBody());
+  Value kt = loop.getInductionVar();
+  Value s = lb.rem(kt, config.stages);
+  Value freed = lb.bitXor(wgmmaStageParity(lb, k, kt), lb.i32(1));
+  lb.mbarrierWaitParity(wgmmaEmptyBarrier(lb, k, s), freed, wgmmaWaitTicks(lb));
+  Value bar = wgmmaFullBarrier(lb, k, s);
+  lb.mbarrierArriveExpectTx(bar, layout.stageBytes());
+  Value k0 = lb.toI32(lb.mul(kt, config.tileK));
+  // A TMA copy into tile `t` of the stage, `offset` bytes in, at
+  // coordinates (column, row) of the tensor.
+  auto copyAt = [&](int64_t t, int64_t offset, Value map, Value col,
+                    Value row) {
+    lb.tmaLoad(
+        wgmmaSharedAt(lb, k, lb.add(wgmmaTileOffset(lb, k, s, t), offset)), map,
+        ValueRange{col, row}, bar);
+  };
+  // K-major: one box of the tile's rows x tile_k; MN-major: boxes of
+  // tile_k rows x 64 columns side by side, one box apart.
+  auto copy = [&](int64_t t, Value map, Value row, int64_t width,
+                  bool mnMajor) {
+    if (!mnMajor)
+      return copyAt(t, 0, map, k0, lb.toI32(row));
+    for (int64_t j = 0; j < width / 64; ++j)
+      copyAt(t, j * layout.mnBoxBytes(), map, lb.toI32(lb.add(row, 64 * j)),
+             k0);
+  };
+  copy(0, k.xMap, k.m0, config.tileM, plan.aMNMajor());
+  if (plan.rope) {
+    // The column tile lies in Wq (columns [0, nq)) or in Wk.
+    auto [qb, kb] = lb.ifThenElse(lb.lessThan(k.n0, plan.nq));
+    Value kRow = kb.sub(k.n0, plan.nq);
+    for (auto [rb, map, row] :
+         {std::tuple<GpuBuilder *, Value, Value>{&qb, k.weightMaps[0], k.n0},
+          {&kb, k.weightMaps[1], kRow}})
+      rb->tmaLoad(wgmmaSharedAt(*rb, k, wgmmaTileOffset(*rb, k, s, 1)), map,
+                  ValueRange{k0, rb->toI32(row)}, bar);
+  }
+  for (int64_t p = 0; p < plan.numBTiles() && !plan.rope; ++p)
+    copy(1 + p, k.weightMaps[p], k.n0, config.tileN, plan.bMNMajor());
+  if (plan.lora)
+    copy(1 + plan.numBTiles(), k.loraAMap, lb.index(0), plan.loraRank, false);
+}
+
+TmaStoreTile mlir::liger::emitTmaStoreBegin(GpuBuilder &b,
+                                            const MatmulKernel &k,
+                                            const WgmmaConsumerThread &thread) {
+  const MatmulLayout &layout = k.layout;
+  TmaStoreTile tile;
+  int64_t slice = layout.outputWarpgroupBytes();
+  if (layout.hasOldTile()) {
+    b.mbarrierWaitParity(wgmmaSharedAt(b, k, b.i32(layout.oldTileBarrier())),
+                         b.i32(0), wgmmaWaitTicks(b));
+    tile.base = b.add(b.i32(layout.offset(MatmulLayout::kOldTile)),
+                      b.mul(b.toI32(thread.cw), slice));
+  } else {
+    b.namedBarrier(b.i32(kConsumersBarrier), 128 * (k.config.tileM / 64));
+    tile.base = b.add(b.i32(layout.offset(MatmulLayout::kOutput)),
+                      b.mul(b.toI32(thread.cw), slice));
+  }
+  tile.quad = b.toI32(b.div(thread.lane, 4));
+  tile.rowInWarpgroup =
+      b.toI32(b.add(b.mul(thread.warp, 16), b.div(thread.lane, 4)));
+  return tile;
+}
+
+void mlir::liger::emitTmaStoreStage(GpuBuilder &b, const MatmulKernel &k,
+                                    const WgmmaConsumerThread &thread,
+                                    const TmaStoreTile &tile, Value pair,
+                                    int64_t j, int64_t half) {
+  Value rl = b.add(tile.rowInWarpgroup, 8 * half);
+  Value phys = b.bitXor(b.i32(j % 8), tile.quad);
+  Value off = b.add(
+      b.add(tile.base, b.add(b.i32((j / 8) * MatmulLayout::outputBoxBytes),
+                             b.mul(rl, 128))),
+      b.add(b.mul(phys, 16), b.toI32(b.mul(b.rem(thread.lane, 4), 4))));
+  Value ptr = wgmmaSharedAt(b, k, off);
+  if (k.layout.hasOldTile()) {
+    // old + the f32 product, rounded once.
+    auto f32x2 = VectorType::get({2}, b.getF32Type());
+    auto elemx2 = VectorType::get({2}, k.elementType());
+    Value old = arith::ExtFOp::create(b, f32x2, b.loadShared(elemx2, ptr, 4));
+    pair =
+        arith::TruncFOp::create(b, elemx2, arith::AddFOp::create(b, old, pair));
+  }
+  b.storeShared(pair, ptr, 4);
+}
+
+void mlir::liger::emitTmaStoreEnd(GpuBuilder &b, const MatmulKernel &k,
+                                  const WgmmaConsumerThread &thread,
+                                  const TmaStoreTile &tile) {
+  // The generic-proxy writes before the async-proxy reads, the
+  // warpgroup's barrier, then its first thread stores the boxes and waits
+  // until they have been read.
+  b.fenceProxyAsyncShared();
+  b.namedBarrier(b.toI32(b.add(thread.cw, 1)), 128);
+  GpuBuilder fb = b.ifThen(b.equal(b.rem(k.tid, 128), 0));
+  Value rowOrigin = fb.toI32(fb.add(k.m0, fb.mul(thread.cw, 64)));
+  for (int64_t jb = 0; jb < k.config.tileN / 64; ++jb)
+    fb.tmaStore(
+        k.outputMap,
+        wgmmaSharedAt(fb, k,
+                      fb.add(tile.base, jb * MatmulLayout::outputBoxBytes)),
+        ValueRange{fb.toI32(fb.add(k.n0, 64 * jb)), rowOrigin});
+  fb.tmaStoreCommitAndWaitRead();
+}

@@ -1,0 +1,339 @@
+//===- MatmulWgmma.cpp - the wgmma + TMA matmul template ------------------===//
+//
+// sm_90a: a producer warpgroup fills a ring of stages with TMA copies
+// (MatmulTma.cpp) guarded by full/empty mbarriers; one consumer warpgroup
+// per 64 rows of the tile waits on a stage's full barrier, issues
+// tile_k / 16 wgmma.mma_async per projection from shared-memory
+// descriptors (K-major, 128-byte swizzle, or MN-major boxes for a gradient
+// product), commits them as one group, waits until the previous stage's
+// group is done and releases that stage. f32 accumulators stay in
+// registers. The RMSNorm prologue rescales each x tile in place
+// (MatmulNormPrologue.cpp); LoRA accumulates x · Aᵀ alongside and adds
+// t · Bᵀ with register-A wgmmas after the loop; the epilogue rounds and
+// stores through shared memory and TMA, from registers, or rotates
+// (MatmulRoPE.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#include "liger/Conversion/LigerToGPU/MatmulEmitters.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace mlir::liger;
+
+namespace {
+/// What the consumer warpgroups' parts share: the thread's place, the
+/// shared buffer's address, the accumulators' types.
+struct Consumer {
+  WgmmaConsumerThread thread;
+  Value sharedBase; ///< i64: the buffer's address, for descriptors
+  int64_t regs;     ///< f32 accumulators per thread and projection
+  Type accType, loraType;
+};
+} // namespace
+
+WgmmaConsumerThread mlir::liger::getWgmmaConsumerThread(GpuBuilder &b,
+                                                        const MatmulKernel &k) {
+  WgmmaConsumerThread thread;
+  thread.cw = b.sub(b.div(k.tid, 128), 1);
+  thread.lane = b.rem(k.tid, 32);
+  thread.warp = b.rem(b.div(k.tid, 32), 4);
+  return thread;
+}
+
+/// The wgmma descriptor of the kk-th 16-wide K slice of a tile at byte
+/// `off` (i32): 32 bytes into each K-major row (the swizzle atom), or 16
+/// rows down an MN-major box.
+static Value sliceDescriptor(GpuBuilder &b, const MatmulKernel &k,
+                             const Consumer &c, Value off, int64_t kk,
+                             bool mnMajor) {
+  int64_t rowBytes = k.layout.rowBytes();
+  if (mnMajor)
+    return b.wgmmaDescriptor(
+        c.sharedBase, b.add(off, kk * 16 * rowBytes),
+        wgmmaMNMajorDescriptorFields(k.layout.mnBoxBytes()));
+  return b.wgmmaDescriptor(c.sharedBase, b.add(off, kk * 32),
+                           wgmmaKMajorDescriptorFields(128));
+}
+
+/// The K loop: per stage, wait (or the RMSNorm prologue's rescale of the
+/// next stage), issue the stage's wgmmas as one group, release the previous
+/// stage. Returns the loop (results: the accumulators per projection, then
+/// LoRA's, then the two rows' sums of squares).
+static scf::ForOp emitWgmmaMainLoop(GpuBuilder &cb, const MatmulKernel &k,
+                                    const Consumer &c) {
+  const MatmulPlan &plan = k.plan;
+  const MatmulKernelConfig &config = k.config;
+  int64_t numB = plan.numBTiles();
+  SmallVector<Value> init(numB, LLVM::ZeroOp::create(cb, c.accType));
+  int64_t loraIdx = numB, sumIdx = numB + (plan.lora ? 1 : 0);
+  if (plan.lora)
+    init.push_back(LLVM::ZeroOp::create(cb, c.loraType));
+  // RMSNorm prologue: each thread's partial sums of squares of its two rows.
+  if (plan.norm)
+    init.append(2, cb.f32(0));
+  // With a prologue, stage kt + 1 is rescaled while stage kt's wgmmas run
+  // (after the release of kt - 1, so that two stages suffice): stage 0
+  // before the loop.
+  if (plan.norm) {
+    SmallVector<Value, 2> sums = emitWgmmaNormStage(
+        cb, k, c.thread, cb.index(0), {init[sumIdx], init[sumIdx + 1]});
+    init[sumIdx] = sums[0];
+    init[sumIdx + 1] = sums[1];
+  }
+  auto loop = scf::ForOp::create(cb, cb.index(0), k.kTiles, cb.index(1), init);
+  GpuBuilder lb = cb.atStart(loop.getBody());
+  Value kt = loop.getInductionVar();
+  Value s = lb.rem(kt, config.stages);
+  if (!plan.norm)
+    lb.mbarrierWaitParity(wgmmaFullBarrier(lb, k, s),
+                          wgmmaStageParity(lb, k, kt), wgmmaWaitTicks(lb));
+  SmallVector<Value> acc(loop.getRegionIterArgs());
+  Value aOff = wgmmaXTileOffset(lb, k, s, c.thread.cw);
+  NVVM::WgmmaFenceAlignedOp::create(lb);
+  auto type =
+      k.elementType().isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
+  MLIRContext *ctx = lb.getContext();
+  for (int64_t kk = 0; kk < config.tileK / 16; ++kk) {
+    Value a = sliceDescriptor(lb, k, c, aOff, kk, plan.aMNMajor());
+    for (int64_t p = 0; p < numB; ++p) {
+      Value w = sliceDescriptor(lb, k, c, wgmmaTileOffset(lb, k, s, 1 + p), kk,
+                                plan.bMNMajor());
+      // Layouts: A row = K-major (col: transposed), B col = K-major.
+      acc[p] = NVVM::WgmmaMmaAsyncOp::create(
+          lb, c.accType, acc[p], a, w,
+          NVVM::MMAShapeAttr::get(ctx, 64, config.tileN, 16), type, type,
+          NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one,
+          NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
+          plan.aMNMajor() ? NVVM::MMALayout::col : NVVM::MMALayout::row,
+          plan.bMNMajor() ? NVVM::MMALayout::row : NVVM::MMALayout::col,
+          NVVM::MMAIntOverflowAttr());
+    }
+    if (plan.lora) {
+      Value la = sliceDescriptor(lb, k, c, wgmmaTileOffset(lb, k, s, 1 + numB),
+                                 kk, false);
+      acc[loraIdx] = NVVM::WgmmaMmaAsyncOp::create(
+          lb, c.loraType, acc[loraIdx], a, la,
+          NVVM::MMAShapeAttr::get(ctx, 64, plan.loraRank, 16), type, type,
+          NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one,
+          NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
+          NVVM::MMALayout::row, NVVM::MMALayout::col,
+          NVVM::MMAIntOverflowAttr());
+    }
+  }
+  NVVM::WgmmaGroupSyncAlignedOp::create(lb);
+  NVVM::WgmmaWaitGroupSyncOp::create(lb, 1);
+  // The group of kt - 1 has completed: its stage may be refilled.
+  Value release = lb.bitAnd(
+      arith::CmpIOp::create(lb, arith::CmpIPredicate::ugt, kt, lb.index(0)),
+      lb.equal(lb.rem(k.tid, 128), 0));
+  GpuBuilder rb = lb.ifThen(release);
+  Value prev = rb.rem(rb.add(kt, config.stages - 1), config.stages);
+  rb.mbarrierArrive(wgmmaEmptyBarrier(rb, k, prev));
+  if (plan.norm) {
+    Type f32 = lb.getF32Type();
+    Value more = lb.lessThan(lb.add(kt, 1), k.kTiles);
+    auto next = scf::IfOp::create(lb, TypeRange{f32, f32}, more,
+                                  /*withElseRegion=*/true);
+    GpuBuilder tb = lb.with(next.getThenBodyBuilder());
+    SmallVector<Value, 2> sums = emitWgmmaNormStage(
+        tb, k, c.thread, tb.add(kt, 1), {acc[sumIdx], acc[sumIdx + 1]});
+    scf::YieldOp::create(tb, ValueRange(sums));
+    GpuBuilder eb = lb.with(next.getElseBodyBuilder());
+    scf::YieldOp::create(eb, ValueRange{acc[sumIdx], acc[sumIdx + 1]});
+    acc[sumIdx] = next.getResult(0);
+    acc[sumIdx + 1] = next.getResult(1);
+  }
+  scf::YieldOp::create(lb, acc);
+  return loop;
+}
+
+/// LoRA after the loop: y = rstd · x̂Wᵀ + scale · t Bᵀ with t =
+/// round(rstd · x̂Aᵀ) (x̂ = x or x ⊙ g). Scales the main accumulators by
+/// rstd / scale in f32 and adds t Bᵀ with wgmma, t from registers (the
+/// m64n{r} accumulator fragment of k-slice kk is the A fragment of a k16
+/// wgmma); the epilogue multiplies by scale (`rowScale`).
+static Value emitWgmmaLoRA(GpuBuilder &cb, const MatmulKernel &k,
+                           const Consumer &c, Value acc, Value t,
+                           ArrayRef<Value> rstd, SmallVector<Value> &rowScale) {
+  const MatmulPlan &plan = k.plan;
+  int64_t loraRank = plan.loraRank, regs = c.regs;
+  double scale = plan.lora.getScale().convertToDouble();
+  SmallVector<Value> factor;
+  for (int64_t h = 0; h < 2; ++h)
+    factor.push_back(
+        plan.norm ? arith::MulFOp::create(cb, rstd[h], cb.f32(1.0 / scale))
+                        .getResult()
+                  : cb.f32(1.0 / scale));
+  for (int64_t i = 0; i < regs; ++i) {
+    Value v = LLVM::ExtractValueOp::create(cb, acc, i);
+    v = arith::MulFOp::create(cb, v, factor[(i % 4) / 2]);
+    acc = LLVM::InsertValueOp::create(cb, acc, v, i);
+  }
+  SmallVector<Value> aRegs; // bf16 pairs as i32, 4 per k16 slice
+  for (int64_t i = 0; i < loraRank / 2; i += 2) {
+    Value lo = LLVM::ExtractValueOp::create(cb, t, i);
+    Value hi = LLVM::ExtractValueOp::create(cb, t, i + 1);
+    aRegs.push_back(cb.packMmaOperand(lo, hi, k.elementType(),
+                                      plan.norm ? rstd[(i % 4) / 2] : Value(),
+                                      /*asI32=*/true));
+  }
+  cb.mbarrierWaitParity(wgmmaSharedAt(cb, k, cb.i32(k.layout.loraBarrier())),
+                        cb.i32(0), wgmmaWaitTicks(cb));
+  NVVM::WgmmaFenceAlignedOp::create(cb);
+  // B's tile: K-major rows of r * 2 bytes, swizzled in that span.
+  int64_t span = loraRank * k.elementBytes();
+  std::string shape = "m64n" + std::to_string(k.config.tileN) + "k16";
+  std::string dtype = k.elementType().isBF16() ? "bf16" : "f16";
+  for (int64_t kk = 0; kk < loraRank / 16; ++kk) {
+    Value desc = cb.wgmmaDescriptor(
+        c.sharedBase, cb.i32(k.layout.offset(MatmulLayout::kLoRAB) + kk * 32),
+        wgmmaKMajorDescriptorFields(span));
+    // wgmma with A in registers (NVVM's op takes A from shared memory
+    // only): d += a · B, as inline PTX.
+    std::string ptx = "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma."
+                      "mma_async.sync.aligned." +
+                      shape + ".f32." + dtype + "." + dtype + " {";
+    std::string constraints;
+    for (int64_t i = 0; i < regs; ++i) {
+      ptx += (i ? ", $" : "$") + std::to_string(i);
+      constraints += (i ? ",=f" : "=f");
+    }
+    ptx += "}, {";
+    for (int64_t i = 0; i < 4; ++i)
+      ptx += (i ? ", $" : "$") + std::to_string(2 * regs + i);
+    ptx += "}, $" + std::to_string(2 * regs + 4) + ", p, 1, 1, 0;\n}";
+    for (int64_t i = 0; i < regs; ++i)
+      constraints += "," + std::to_string(i);
+    constraints += ",r,r,r,r,l";
+    SmallVector<Value> operands;
+    for (int64_t i = 0; i < regs; ++i)
+      operands.push_back(LLVM::ExtractValueOp::create(cb, acc, i));
+    operands.append(aRegs.begin() + 4 * kk, aRegs.begin() + 4 * kk + 4);
+    operands.push_back(desc);
+    acc = LLVM::InlineAsmOp::create(
+              cb, c.accType, operands, ptx, constraints,
+              /*has_side_effects=*/true, /*is_align_stack=*/false,
+              LLVM::tailcallkind::TailCallKind::None,
+              LLVM::AsmDialectAttr::get(cb.getContext(),
+                                        LLVM::AsmDialect::AD_ATT),
+              ArrayAttr())
+              .getResult(0);
+  }
+  NVVM::WgmmaGroupSyncAlignedOp::create(cb);
+  NVVM::WgmmaWaitGroupSyncOp::create(cb, 0);
+  rowScale = {cb.f32(scale), cb.f32(scale)};
+  return acc;
+}
+
+/// The epilogue of a consumer warpgroup: thread (warp w, lane l) holds, for
+/// each n8 block j, rows 16 w + l/4 (registers 4j, 4j+1) and + 8 (4j+2,
+/// 4j+3) at columns 8 j + 2 (l % 4) and the next: mma.sync's m16n8
+/// fragment.
+static LogicalResult emitWgmmaEpilogue(GpuBuilder &cb, const MatmulKernel &k,
+                                       const Consumer &c, ArrayRef<Value> mains,
+                                       ArrayRef<Value> rowScale) {
+  const MatmulPlan &plan = k.plan;
+  const WgmmaConsumerThread &thread = c.thread;
+  Value r0 = cb.add(cb.add(k.m0, cb.mul(thread.cw, 64)),
+                    cb.add(cb.mul(thread.warp, 16), cb.div(thread.lane, 4)));
+  if (plan.rope) {
+    auto [qb, kb] = cb.ifThenElse(cb.lessThan(k.n0, plan.nq));
+    emitWgmmaRoPEEpilogue(qb, k, mains[0], rowScale, r0, k.y, k.n0,
+                          k.biases[0]);
+    emitWgmmaRoPEEpilogue(kb, k, mains[0], rowScale, r0, k.yK,
+                          kb.sub(k.n0, plan.nq), k.biases[1]);
+    return success();
+  }
+  bool tmaStore = k.layout.storesWithTma();
+  TmaStoreTile tile;
+  if (tmaStore)
+    tile = emitTmaStoreBegin(cb, k, thread);
+  Type f32 = cb.getF32Type();
+  for (int64_t j = 0; j < k.config.tileN / 8; ++j) {
+    Value col = cb.add(cb.add(k.n0, j * 8), cb.mul(cb.rem(thread.lane, 4), 2));
+    for (int64_t half = 0; half < 2; ++half) {
+      SmallVector<Value> pairs;
+      for (Value acc : mains) {
+        int64_t base = 4 * j + 2 * half;
+        Value lo = LLVM::ExtractValueOp::create(cb, acc, base);
+        Value hi = LLVM::ExtractValueOp::create(cb, acc, base + 1);
+        if (rowScale[half]) {
+          lo = arith::MulFOp::create(cb, lo, rowScale[half]);
+          hi = arith::MulFOp::create(cb, hi, rowScale[half]);
+        }
+        pairs.push_back(vector::FromElementsOp::create(
+            cb, VectorType::get({2}, f32), ValueRange{lo, hi}));
+      }
+      auto toShared = [&](GpuBuilder &ob, Value pair) {
+        emitTmaStoreStage(ob, k, thread, tile, pair, j, half);
+      };
+      Value r = half ? cb.add(r0, 8) : r0;
+      if (failed(tmaStore ? storeMatmulPair(cb, k, pairs, r, col, toShared)
+                          : storeMatmulPair(cb, k, pairs, r, col)))
+        return failure();
+    }
+  }
+  if (tmaStore)
+    emitTmaStoreEnd(cb, k, thread, tile);
+  return success();
+}
+
+/// A consumer warpgroup: it owns 64 rows of the tile.
+static LogicalResult emitWgmmaConsumer(GpuBuilder &cb, const MatmulKernel &k) {
+  const MatmulPlan &plan = k.plan;
+  const MatmulKernelConfig &config = k.config;
+  int64_t consumers = config.tileM / 64;
+  NVVM::SetMaxRegisterOp::create(cb, consumers > 1 ? 232 : 240,
+                                 NVVM::SetMaxRegisterAction::increase);
+  Consumer c;
+  c.thread = getWgmmaConsumerThread(cb, k);
+  Type f32 = cb.getF32Type();
+  MLIRContext *ctx = cb.getContext();
+  c.regs = config.tileN / 2;
+  c.accType =
+      LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(c.regs, f32));
+  // LoRA: x · Aᵀ accumulates alongside, r / 2 f32 per thread.
+  if (plan.lora)
+    c.loraType = LLVM::LLVMStructType::getLiteral(
+        ctx, SmallVector<Type>(plan.loraRank / 2, f32));
+  c.sharedBase = LLVM::PtrToIntOp::create(cb, cb.getI64Type(), k.shared);
+  scf::ForOp loop = emitWgmmaMainLoop(cb, k, c);
+  NVVM::WgmmaWaitGroupSyncOp::create(cb, 0);
+
+  // The RMSNorm row scales: each row's sum of squares is spread over the 4
+  // lanes of a quad.
+  int64_t numB = plan.numBTiles();
+  int64_t loraIdx = numB, sumIdx = numB + (plan.lora ? 1 : 0);
+  SmallVector<Value> rstd;
+  if (plan.norm)
+    for (int64_t h = 0; h < 2; ++h)
+      rstd.push_back(
+          rowRstd(cb, k, cb.warpAllReduceSum(loop.getResult(sumIdx + h), 4)));
+  // Row factors for the epilogue (rstd with a norm), and the main
+  // accumulators as the epilogue reads them.
+  SmallVector<Value> rowScale(2, Value());
+  if (plan.norm)
+    rowScale = {rstd[0], rstd[1]};
+  SmallVector<Value> mains(loop.getResults().take_front(numB));
+  if (plan.lora)
+    mains[0] = emitWgmmaLoRA(cb, k, c, mains[0], loop.getResult(loraIdx), rstd,
+                             rowScale);
+  return emitWgmmaEpilogue(cb, k, c, mains, rowScale);
+}
+
+LogicalResult mlir::liger::emitWgmmaKernel(GpuBuilder &b, MatmulKernel &k) {
+  k.shared =
+      b.externSharedBuffer(k.function->getParentOfType<gpu::GPUModuleOp>(),
+                           "liger_matmul_smem", 1024);
+  // Thread 0 initializes the barriers; everyone sees them after the barrier.
+  Value isFirst = b.equal(k.tid, 0);
+  emitWgmmaBarrierInit(b, k, isFirst);
+  auto [pb, cb] = b.ifThenElse(b.lessThan(k.tid, 128));
+  emitTmaProducer(pb, k, isFirst);
+  return emitWgmmaConsumer(cb, k);
+}

@@ -1,0 +1,126 @@
+"""torch.library.opcheck over every liger operator on CUDA tensors, with
+the kernels precompiled on the build machine (LIGER_OPS_BUNDLES): the
+schema and what it says about mutation, the fake kernels exact about the
+real kernels' shapes, dtypes and strides, the registered autograd, and AOT
+dispatch with dynamic shapes. The configurations are those of
+test_ops_autograd.py (kernels.py), so their bundles exist. Skips cleanly
+without torch, a GPU, the runtime or the bundles."""
+
+import pytest
+
+import kernels
+
+torch = pytest.importorskip("torch", reason="needs PyTorch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA GPU on this machine", allow_module_level=True)
+from liger import operators  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("ops_bundles")
+
+DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
+TARGET_DTYPES = {"i32": torch.int32, "i64": torch.int64}
+
+
+def _randn(shape, dtype, grad=False):
+    return torch.randn(shape, device="cuda").to(dtype).requires_grad_(grad)
+
+
+def _row_cases(L):
+    out = {}
+    for name, (spec, op, shapes, dt, kw) in kernels.ops_cases().items():
+        dtype = DTYPES[dt]
+        if op == "rms_norm":
+            x, w = _randn(shapes[0], dtype, True), _randn(shapes[1], dtype, True)
+            attrs = (spec.eps, spec.offset, spec.casting)
+            rstd = torch.rand(shapes[0][:-1], device="cuda") + 0.5
+            out[name] = (L.rms_norm, (x, w) + attrs)
+            out[name + "_backward"] = (L.rms_norm_backward, (
+                _randn(shapes[0], dtype), x.detach(), w.detach(), rstd) + attrs)
+        elif op in ("swiglu", "geglu"):
+            g, u = _randn(shapes[0], dtype, True), _randn(shapes[1], dtype, True)
+            attrs = (spec.approximate,) if op == "geglu" else ()
+            out[name] = (getattr(L, op), (g, u) + attrs)
+            out[name + "_backward"] = (getattr(L, op + "_backward"), (
+                _randn(shapes[0], dtype), g.detach(), u.detach()) + attrs)
+        elif op == "softmax":
+            x = _randn(shapes[0], dtype, True)
+            out[name] = (L.softmax, (x,))
+            out[name + "_backward"] = (L.softmax_backward, (
+                _randn(shapes[0], dtype), torch.softmax(x.detach().float(), -1).to(dtype)))
+        elif op == "rope":
+            q, k = _randn(shapes[0], dtype, True), _randn(shapes[1], dtype, True)
+            angle = torch.rand(shapes[2], device="cuda") * 6.3
+            cos, sin = angle.cos().to(dtype), angle.sin().to(dtype)
+            out[name] = (L.rope, (q, k, cos, sin))
+            out[name + "_backward"] = (L.rope_backward, (
+                _randn(shapes[0], dtype), _randn(shapes[1], dtype), cos, sin))
+        else:
+            raise AssertionError("no opcheck case for %s" % op)
+    return out
+
+
+def _ce_cases(L):
+    out = {}
+    for name, (spec, vocab, dt, tokens, kw) in kernels.ops_ce_cases().items():
+        dtype = DTYPES[dt]
+        target = torch.randint(0, vocab, (tokens,), device="cuda",
+                               dtype=TARGET_DTYPES[spec.target_dtype])
+        target[::3] = spec.ignore_index
+        weight = torch.rand(vocab, device="cuda") + 0.5 if spec.weighted else None
+        attrs = (spec.ignore_index, spec.label_smoothing, spec.reduction, spec.softcap,
+                 spec.lse_square_scale)
+        logits = _randn((tokens, vocab), dtype, True)
+        out[name] = (L.cross_entropy, (logits, target, weight) + attrs)
+        out[name + "_inplace"] = (L.cross_entropy_, (
+            logits.detach().clone(), target, weight) + attrs)
+        if spec.reduction == "none" and tokens % 3 == 0:
+            # Logits [B, T, V] against targets [B, T] and [B * T].
+            rank3 = _randn((3, tokens // 3, vocab), dtype, True)
+            out[name + "_rank3"] = (L.cross_entropy, (
+                rank3, target.view(3, -1), weight) + attrs)
+            out[name + "_rank3_flat"] = (L.cross_entropy, (rank3, target, weight) + attrs)
+    return out
+
+
+def _flce_cases(L):
+    out = {}
+    for name, (spec, (n, h, v), budget, kw) in kernels.ops_flce_cases().items():
+        dtype = DTYPES[spec.dtype]
+        target = torch.randint(0, v, (n,), device="cuda",
+                               dtype=TARGET_DTYPES[spec.target_dtype])
+        target[::5] = spec.ignore_index
+        cw = torch.rand(v, device="cuda") + 0.5 if spec.weighted else None
+        hidden = _randn((n, h), dtype, True)
+        weight = (torch.randn((v, h), device="cuda") * 3 / h ** 0.5).to(dtype).requires_grad_()
+        out[name] = (L.fused_linear_cross_entropy, (
+            hidden, weight, target, cw, spec.ignore_index, spec.label_smoothing,
+            spec.reduction, spec.softcap, spec.lse_square_scale, budget, spec.dw_f32, True,
+            True))
+    return out
+
+
+def _names(cases):
+    return sorted(cases(torch.ops.liger))
+
+
+@pytest.mark.parametrize("name", _names(_row_cases) + _names(_ce_cases))
+def test_opcheck_on_cuda(name):
+    cases = dict(_row_cases(torch.ops.liger), **_ce_cases(torch.ops.liger))
+    op, args = cases[name]
+    torch.library.opcheck(op, args)
+
+
+@pytest.mark.experimental  # its matmul kernels are liger-compile --matmul-kernels
+@pytest.mark.parametrize("name", _names(_flce_cases))
+def test_opcheck_of_the_fused_loss_on_cuda(name):
+    op, args = _flce_cases(torch.ops.liger)[name]
+    torch.library.opcheck(op, args)
+
+
+def test_every_operator_has_a_case():
+    defined = {name for name, value in vars(operators).items()
+               if isinstance(value, torch._library.custom_ops.CustomOpDef)}
+    L = torch.ops.liger
+    checked = {op._qualified_op_name.split("::")[1] for op, _ in list(_row_cases(L).values()) +
+               list(_ce_cases(L).values()) + list(_flce_cases(L).values())}
+    assert checked == defined
