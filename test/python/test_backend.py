@@ -25,6 +25,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from liger import LigerError  # noqa: E402
+from liger.cache import Cache  # noqa: E402
 from liger.driver import find_tool  # noqa: E402
 from liger.errors import LigerFallbackWarning  # noqa: E402
 from liger.frontend import backend as lb  # noqa: E402
@@ -121,7 +122,7 @@ def family_model(family, dtype):
 
 def groups(part):
     """A forward or backward graph's fusion groups: 'kind (ops)'."""
-    return {"%s (%s)" % (u.kind, ", ".join(u.ops)) for u in part.units}
+    return {u.group() for u in part.units}
 
 
 QKV_ROPE = "matmul (liger.linear, liger.linear, liger.rope)"
@@ -202,8 +203,7 @@ def test_peft_lora_llama_trains_like_eager():
     assert sum("[recognise-lora] recognised liger.lora_linear (scale = 2.0)" in line
                for line in report.recognition) == 4
     forward = report.partitions[0]
-    assert [g for u in forward.units for g in [u.kind + " (" + ", ".join(u.ops) + ")"]
-            ].count(LORA) == 4
+    assert [u.group() for u in forward.units].count(LORA) == 4
     assert {ADD_NORM, SWIGLU} <= groups(forward)
 
 
@@ -253,8 +253,7 @@ def test_debug_prints_each_graph_and_dump_writes_every_stage(tmp_path, monkeypat
     assert "-- graph0.forward" in err and "-- graph0.backward" in err
     assert "[liger-fuse-gated-mlp] fused liger.linear, liger.linear, liger.swiglu into a " \
            "matmul group" in err
-    assert "kernel graph0.forward.g" in err and "matmul group (liger.linear, liger.linear, " \
-           "liger.swiglu)" in err
+    assert "kernel graph0.forward.g0: matmul (liger.linear, liger.linear, liger.swiglu)" in err
     assert "with Inductor: " in err and "aten.mean.dim" not in err.split("-- graph0.forward")[1]
     for line in graph.summary():
         assert line in err
@@ -331,7 +330,46 @@ def test_rowwise_groups_compile_for_the_gpu(tmp_path, monkeypatch):
     assert NORM_GRAD_ADD in groups(backward)
     assert not forward.left and not backward.left
     for unit in forward.units + backward.units:  # the sm_90a bundles are in the cache
-        assert (tmp_path / unit.spec.with_target("sm_90a").key() / "manifest.json").is_file()
+        assert Cache(str(tmp_path)).lookup(unit.spec.with_target("sm_90a").key()) is not None
+
+
+@needs_runner
+@needs_compiler
+def test_precompiled_kernels_serve_a_run_without_the_compiler(tmp_path, monkeypatch):
+    # precompile() traces and compiles a training step (nothing runs) and
+    # writes its sm_90a kernels; a run of another batch size where no
+    # compiler is finds every one of them there (what a GPU machine does).
+    config, model = family_model("llama", "bf16")
+    out = tmp_path / "bundles"
+    reports = lb.precompile(copy.deepcopy(model), tokens(config, 1)[0], str(out))
+    made = sorted(p.name for p in out.iterdir() if not p.name.startswith("."))
+    forward, backward = reports[0].partitions
+    assert groups(forward) == {QKV_ROPE, ADD_NORM}
+    # The gated MLP's gate and up are saved for the backward: three results,
+    # and the matmul templates write one.
+    assert [(left.group(), left.reason.split(":")[0]) for left in forward.left] == [
+        (SWIGLU, "left for a later matmul template")]
+    units = [u for p in reports[0].partitions for u in p.units]
+    assert all(u.spec.with_target("sm_90a").key() in made for u in units)
+    assert "?x?x64xbf16" in units[0].spec.text  # the token dimensions are dynamic
+    monkeypatch.setenv("LIGER_OPS_BUNDLES", str(out))
+    monkeypatch.setenv("LIGER_CACHE_DIR", str(tmp_path / "cache"))
+
+    def no_compiler(name="liger-opt"):
+        if name == "liger-compile":
+            raise LigerError("cannot find liger-compile")
+        return find_tool(name)
+    monkeypatch.setattr("liger.driver.find_tool", no_compiler)
+    monkeypatch.setattr("liger.bundles.driver.find_tool", no_compiler)
+    compiled = lb.compile_model(model, kernel_target="sm_90a")
+    with pytest.warns(LigerFallbackWarning) as caught:
+        train(model, compiled, tokens(config, 1, shape=(3, 6)), "bf16")
+    assert [str(w.message) for w in caught] == [
+        "liger: fusion group graph0.forward/matmul 2 (liger.linear, liger.linear, liger.swiglu) "
+        "stays with Inductor: no compiled kernel for it (target sm_90a) in LIGER_OPS_BUNDLES=%s, "
+        "and liger-compile is not installed here: precompile the model's kernels where the "
+        "compiler is (liger.frontend.backend.precompile)" % out]
+    assert not (tmp_path / "cache").exists()
 
 
 @needs_runner
@@ -388,7 +426,7 @@ def test_dynamic_tokens_compile_once_more_and_agree():
 
 @needs_runner
 def test_a_graph_liger_cannot_compile_stays_with_inductor(monkeypatch):
-    def refuse(text):
+    def refuse(text, into):
         raise LigerError("liger-opt failed (exit 1)", "<stdin>:1:1: error: made up")
     monkeypatch.setattr(partition, "_fuse", refuse)
     block = Block()
@@ -414,7 +452,8 @@ def test_a_graph_liger_cannot_trace_goes_to_inductor_whole(monkeypatch):
 
 def test_unknown_options_are_an_error():
     with pytest.raises(LigerError, match=r"backend='liger' has no option bogus \(it has dump_dir, "
-                                         r"kernel_target, loss_memory_budget, report\)"):
+                                         r"kernel_target, loss_memory_budget, precompile_dir, "
+                                         r"report\)"):
         lb.Options.of({"bogus": 1})
     with pytest.raises(LigerError, match="has no option bogus"):
         lb.compile_model(Block(), bogus=1)

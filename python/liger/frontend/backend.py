@@ -57,9 +57,9 @@ import torch
 import torch.fx.traceback as fx_traceback
 from torch.fx.experimental.proxy_tensor import make_fx
 
-from .. import bundles
+from .. import bundles, specs
 from ..errors import LigerError, LigerFallbackWarning
-from .partition import Partition, partition
+from .partition import KernelTarget, Partition, partition
 from .recognize import recognize
 from .substitute import Substitution, substitute
 
@@ -72,17 +72,30 @@ class Options:
     loss_memory_budget: bytes of logits one chunk of the fused linear
       cross-entropy may hold (liger.ops' default, 0.5 GiB);
     kernel_target: on CPU tensors with LIGER_OPS_CPU_REFERENCE=1, also
-      compile each group for this GPU target ("sm_90a", "sm_80") and leave
-      to Inductor the groups that get no kernel there (the GPU's decisions,
-      checked without a GPU); also where precompile() writes;
+      compile the liger operators and each group for this GPU target
+      ("sm_90a", "sm_80") and leave to Inductor what gets no kernel there
+      (the GPU's decisions, made without a GPU);
+    precompile_dir: with kernel_target, compile those kernels into this
+      cache (LIGER_OPS_BUNDLES where the model trains) and run nothing
+      (precompile());
     report: print the reports (as LIGER_DEBUG=1 does);
     dump_dir: write every stage there (as LIGER_DUMP_DIR=DIR does).
     """
 
     loss_memory_budget: int = 2 ** 29
     kernel_target: Optional[str] = None
+    precompile_dir: Optional[str] = None
     report: bool = False
     dump_dir: Optional[str] = None
+
+    def check(self) -> Optional[KernelTarget]:
+        """The GPU target a CPU run compiles for, or None."""
+        if self.kernel_target is None:
+            if self.precompile_dir is not None:
+                raise LigerError("backend='liger': precompile_dir needs a kernel_target")
+            return None
+        return KernelTarget(specs.check_choice("kernel_target", self.kernel_target,
+                                               specs.GPU_TARGETS), self.precompile_dir)
 
     @classmethod
     def of(cls, options: Optional[Dict[str, Any]]) -> "Options":
@@ -125,8 +138,8 @@ class GraphReport:
         """What became of one forward or backward graph."""
         out = ["-- %s" % p.name] + p.fusion
         for u in p.units:
-            out.append("kernel %s: %s group (%s)" % (u.name, u.kind, ", ".join(u.ops)))
-        for why in p.left + ([p.error] if p.error else []):
+            out.append("kernel %s: %s" % (u.name, u.group()))
+        for why in [str(left) for left in p.left] + ([p.error] if p.error else []):
             out.append("stays with Inductor: %s" % why)
         out.append("with Inductor: %s" % (", ".join(p.inductor) or "nothing"))
         return out
@@ -243,15 +256,20 @@ class LigerBackend:
             _warn_once("liger: Inductor compiles the whole graph: %s" % report.inductor_only)
             return compile_fx(gm, example_inputs)
         inner = functools.partial(self._inner, report, target, dump)
-        with torch._functorch.config.patch(enable_autograd_cache=False):
+        # The backward is compiled with the forward when precompiling (nothing runs).
+        patches = dict(enable_autograd_cache=False,
+                       force_non_lazy_backward_lowering=bool(self.options.precompile_dir))
+        with torch._functorch.config.patch(**patches):
             compiled = compile_fx(graph, example_inputs, inner_compile=inner)
+        if self.options.precompile_dir:
+            return _compiled_only
         return compiled
 
     def _substituted(self, gm, report: GraphReport, dump):
         """The dynamo graph as aten ops (pre-dispatch), recognised subgraphs
         replaced by the liger operators."""
         fake_mode, fake_args = _fake_inputs(gm)
-        substitution = Substitution(self.options)
+        substitution = Substitution(self.options, self.options.check())
         with fake_mode, fx_traceback.preserve_node_meta():
             aten = make_fx(torch.fx.Interpreter(gm).run, pre_dispatch=True,
                            tracing_mode="fake")(*fake_args)
@@ -274,7 +292,7 @@ class LigerBackend:
             dump("%s.txt" % name, gm.print_readable(print_output=False))
         fake_mode = detect_fake_mode(example_inputs) or _fake_inputs(gm)[0]
         try:
-            part = partition(gm, name, target, fake_mode, self.options.kernel_target, dump)
+            part = partition(gm, name, target, fake_mode, self.options.check(), dump)
         except Exception as e:  # liger-opt refused what the importer wrote (a bug): said
             part = Partition(name, error="liger could not compile it: %s" % (
                 str(e).splitlines()[0] if isinstance(e, LigerError) else
@@ -292,6 +310,14 @@ class LigerBackend:
             self._print(first + report.section(part) + ["%s, %s" % (part.summary(),
                                                                    report.breaks())])
         return compile_fx_inner(gm, example_inputs, **kwargs)
+
+
+class Precompiled(Exception):
+    """Raised where a graph compiled only to precompile its kernels would run."""
+
+
+def _compiled_only(*args):
+    raise Precompiled()
 
 
 def _fake_inputs(gm):
@@ -355,17 +381,61 @@ class _Training(torch.nn.Module):
             return getattr(super().__getattr__("model"), name)
 
 
+class CompiledModel(torch.nn.Module):
+    """What compile_model returns: the compiled model, called with the batch
+    and sequence dimensions of its tensor arguments dynamic (token counts
+    change; the kernels take them as arguments), and `liger`, the backend
+    (its `reports`)."""
+
+    def __init__(self, compiled, backend: LigerBackend):
+        super().__init__()
+        self.compiled = compiled
+        self.liger = backend
+
+    def forward(self, *args, **kwargs):
+        for t in list(args) + list(kwargs.values()):
+            if isinstance(t, torch.Tensor) and t.dim() >= 2:
+                torch._dynamo.maybe_mark_dynamic(t, 0)
+                torch._dynamo.maybe_mark_dynamic(t, 1)
+        return self.compiled(*args, **kwargs)
+
+
 def compile_model(model, *, fullgraph: bool = False, dynamic: Optional[bool] = None,
-                  skip_logits: Optional[bool] = None, **options):
+                  skip_logits: Optional[bool] = None, **options) -> CompiledModel:
     """`torch.compile(model, backend="liger")` for training: a Hugging Face
     causal LM called with labels in training mode returns no logits
     (skip_logits=None decides so; True or False forces it) and makes no KV
-    cache unless asked, so its lm_head and loss can fuse. `options`: the
-    backend's (Options). The result is the compiled module; its `liger`
-    attribute is the backend, whose `reports` say what each graph became."""
+    cache unless asked, so its lm_head and loss can fuse; the batch and
+    sequence dimensions of its tensor arguments are dynamic. `options`: the
+    backend's (Options). `.liger.reports` says what each graph became."""
     backend = LigerBackend(Options.of(options))
+    backend.prefix = "model."
     compiled = torch.compile(_Training(model, skip_logits), backend=backend,
                              fullgraph=fullgraph, dynamic=dynamic)
-    backend.prefix = "model."
-    compiled.liger = backend
-    return compiled
+    return CompiledModel(compiled, backend)
+
+
+def precompile(model, batch: Dict[str, Any], out_dir: str, target: str = "sm_90a",
+               **options) -> List[GraphReport]:
+    """Compiles, for the GPU `target`, every kernel a training step of `model`
+    (on the CPU) on `batch` needs under compile_model: the liger operators'
+    and the fusion groups', into the cache `out_dir`; where the model trains
+    on that GPU without the compiler, LIGER_OPS_BUNDLES=out_dir serves them.
+    The graphs are traced and compiled (on the CPU reference, for the same
+    graphs a GPU run makes) and nothing runs; the token dimensions are
+    dynamic, so a small batch serves every size. Returns the reports."""
+    previous = os.environ.get("LIGER_OPS_CPU_REFERENCE")
+    os.environ["LIGER_OPS_CPU_REFERENCE"] = "1"
+    try:
+        compiled = compile_model(model, kernel_target=target, precompile_dir=out_dir,
+                                 **options)
+        try:
+            compiled(**batch)
+        except Precompiled:
+            pass
+    finally:
+        if previous is None:
+            del os.environ["LIGER_OPS_CPU_REFERENCE"]
+        else:
+            os.environ["LIGER_OPS_CPU_REFERENCE"] = previous
+    return compiled.liger.reports

@@ -503,13 +503,15 @@ def import_graph(gm, name: str, recognition: Optional[Recognition] = None,
     # Levels: a stretch of imported nodes after a boundary node it depends on
     # goes into a later function.
     # A node that is not imported but reads an imported value of level L
-    # feeds level L + 1.
+    # feeds level L + 1 (through every input: a boundary op with several
+    # outputs passes its level to the getitems that read them).
     level: Dict[object, int] = {}
     for node in graph.nodes:
-        inputs = [G.strip(a) for a in _inputs(node, record_of)]
         if node in produced:
+            inputs = [G.strip(a) for a in _inputs(node, record_of)]
             level[node] = max([level.get(a, 0) for a in inputs] + [0])
         else:
+            inputs = [G.strip(a) for a in node.all_input_nodes]
             level[node] = max([level.get(a, 0) + (1 if a in produced else 0)
                                for a in inputs] + [0])
     units = sorted(produced, key=lambda n: order[n])

@@ -273,6 +273,10 @@ class Unit:
     dtypes: List[torch.dtype]
     kernel: object = None
 
+    def group(self) -> str:
+        """`matmul (liger.linear, liger.linear, liger.swiglu)`."""
+        return "%s (%s)" % (self.kind, ", ".join(self.ops))
+
     @property
     def key(self) -> str:
         """The group's bundle key and how the call's inputs make its
@@ -430,6 +434,23 @@ def group_text(group: Group) -> str:
 # --- the partition --------------------------------------------------------------
 
 @dataclass
+class Left:
+    """A fusion group left to Inductor, and why."""
+
+    label: str
+    kind: str
+    ops: List[str]
+    reason: str
+
+    def group(self) -> str:
+        """`matmul (liger.linear, liger.linear, liger.swiglu)`."""
+        return "%s (%s)" % (self.kind, ", ".join(self.ops))
+
+    def __str__(self) -> str:
+        return "%s (%s): %s" % (self.label, ", ".join(self.ops), self.reason)
+
+
+@dataclass
 class Partition:
     """What `partition` did to one graph (for the reports)."""
 
@@ -437,7 +458,7 @@ class Partition:
     recognition: List[str] = field(default_factory=list)
     fusion: List[str] = field(default_factory=list)
     units: List[Unit] = field(default_factory=list)
-    left: List[str] = field(default_factory=list)
+    left: List[Left] = field(default_factory=list)
     operators: int = 0
     aten_nodes: int = 0
     covered_nodes: int = 0
@@ -455,14 +476,64 @@ class Partition:
                                        "" if self.operators == 1 else "s"))
 
 
-def _fuse(text: str) -> Tuple[str, List[str]]:
-    with tempfile.TemporaryDirectory(prefix="liger-fuse-") as tmp:
-        path = os.path.join(tmp, "fused.mlir")
-        report = driver.run_opt(text, ["--canonicalize", "--liger-fuse=report=true",
-                                       "--mlir-print-debuginfo", "--mlir-print-local-scope",
-                                       "-o", path])
-        with open(path) as f:
-            return f.read(), report.splitlines()
+_FUSE = ["--canonicalize", "--liger-fuse=report=true", "--mlir-print-debuginfo",
+         "--mlir-print-local-scope"]
+_LOC_NAME = re.compile(r'loc\("([^"]+)"\)')
+
+
+def _canonical_names(text: str) -> Tuple[str, Dict[str, str]]:
+    """The imported module with its SSA names and locations renumbered in
+    order of appearance (the FX node names they come from differ between a
+    GPU's graph and the CPU's of the same model), and the way back:
+    canonical location -> the node's name."""
+    back: Dict[str, str] = {}
+    names: Dict[str, str] = {}
+
+    def loc(m):
+        canonical = names.setdefault('"%s"' % m.group(1), "l%d" % len(names))
+        back[canonical] = m.group(1)
+        return 'loc("%s")' % canonical
+    text = _LOC_NAME.sub(loc, text)
+    ssa: Dict[str, str] = {}
+    text = _SSA.sub(lambda m: ssa.setdefault(m.group(0), "%%v%d" % len(ssa)), text)
+    return text, back
+
+
+def _fuse(text: str, into: Optional[str]) -> Tuple[str, List[str]]:
+    """(fused module, liger-fuse's report) of an imported module: liger-opt's,
+    kept in `into` (a precompile cache) as well; where liger-opt is not
+    installed, the one a precompile kept ($LIGER_OPS_BUNDLES), found by the
+    module's canonical text."""
+    canonical, back = _canonical_names(text)
+    key = hashlib.sha256(("\n".join(_FUSE) + "\n" + canonical).encode()).hexdigest()[:32]
+    try:
+        tool = driver.find_tool("liger-opt")
+    except LigerError as e:
+        for root in bundles.precompiled_roots():
+            path = os.path.join(root, "fused", key + ".json")
+            if os.path.isfile(path):
+                with open(path) as f:
+                    kept = json.load(f)
+                fused, report = kept["fused"], kept["report"]
+                break
+        else:
+            raise LigerError("%s, and no precompile of this graph is in LIGER_OPS_BUNDLES: "
+                             "precompile the model's kernels where the compiler is "
+                             "(liger.frontend.backend.precompile)" % str(e).splitlines()[0])
+    else:
+        with tempfile.TemporaryDirectory(prefix="liger-fuse-") as tmp:
+            path = os.path.join(tmp, "fused.mlir")
+            report = driver.run_opt(canonical, _FUSE + ["-o", path], tool).splitlines()
+            with open(path) as f:
+                fused = f.read()
+        if into:
+            os.makedirs(os.path.join(into, "fused"), exist_ok=True)
+            with open(os.path.join(into, "fused", key + ".json"), "w") as f:
+                json.dump(dict(fused=fused, report=report), f)
+
+    def named(line):
+        return _LOC_NAME.sub(lambda m: 'loc("%s")' % back.get(m.group(1), m.group(1)), line)
+    return named(fused), [named(line) for line in report]
 
 
 def _where(line: str, names: Dict[str, object]) -> str:
@@ -494,15 +565,41 @@ def _runs_kernels(node) -> bool:
     return entry is None or entry.kernels
 
 
-def _bundle_path(spec: GroupSpec) -> str:
-    """Where the bundle of a unit's group for a GPU target is (precompiled, cached,
-    or compiled now); LigerError with liger-compile's reason where it made no
-    kernel of the group."""
+@dataclass(frozen=True)
+class KernelTarget:
+    """A GPU target that a CPU reference run also compiles for (the backend's
+    kernel_target): the kernels a GPU of that target will run, made and
+    decided here, into `into` (precompile_dir) or the user's bundle cache."""
+
+    target: str
+    into: Optional[str] = None
+
+    def bundle(self, spec) -> str:
+        """The path of `spec`'s bundle for the target; LigerError with
+        liger-compile's reason where it makes none."""
+        spec = spec.with_target(self.target)
+        return _compiled(lambda: bundles.precompile(self.into, [spec])[0] if self.into
+                         else bundles.bundle_path(spec))
+
+
+def _compiled(make) -> str:
+    """make(), a bundle's path; LigerError with liger-compile's warning (what
+    left a group without a kernel) where it fails."""
     try:
-        path = bundles.bundle_path(spec)
+        return make()
     except LigerError as e:
         found = re.findall(r"warning: (.*)", e.diagnostics or "")
-        raise LigerError(found[0] if found else str(e).splitlines()[0]) from None
+        message = str(e)
+        if not found and "liger-compile is not installed here" in message:
+            found = ["no compiled kernel for it%s and liger-compile is not installed here: "
+                     "precompile the model's kernels where the compiler is "
+                     "(liger.frontend.backend.precompile)" % re.search(
+                         r"( \(target [^)]*\)(?: in LIGER_OPS_BUNDLES=\S+)?,)", message).group(1)]
+        raise LigerError(found[0] if found else message.splitlines()[0]) from None
+
+
+def _one_kernel(path: str) -> str:
+    """`path`, the bundle of a group, once it holds the group's one kernel."""
     with open(os.path.join(path, "manifest.json")) as f:
         kernels = [k["name"] for m in json.load(f)["modules"] for k in m["kernels"]
                    if k["function"] == "group"]
@@ -511,21 +608,20 @@ def _bundle_path(spec: GroupSpec) -> str:
     return path
 
 
-def _kernel(spec: GroupSpec, kernel_target: Optional[str]):
+def _kernel(spec: GroupSpec, check: Optional[KernelTarget]):
     """The callable that runs a unit's group: its kernel, or its reference
-    function; raises LigerError saying why there is none. With a
-    `kernel_target` (CPU reference runs) the group must also compile for that
-    GPU target: what has a kernel there, decided here."""
-    if kernel_target is not None and kernel_target != spec.target:
-        _bundle_path(dataclasses.replace(spec, target=kernel_target))
+    function; raises LigerError saying why there is none. With `check` (CPU
+    reference runs) the group must also compile for that GPU target."""
+    if check is not None:
+        _one_kernel(check.bundle(spec))
     if spec.target == specs.REFERENCE_TARGET:
         return bundles.load(spec)["group_ref_0"]
-    _bundle_path(spec)
+    _one_kernel(_compiled(lambda: bundles.bundle_path(spec)))
     (kernel,) = bundles.load(spec).kernels_of("group")
     return kernel
 
 
-def partition(gm, name: str, target: str, fake_mode, kernel_target: Optional[str] = None,
+def partition(gm, name: str, target: str, fake_mode, check: Optional[KernelTarget] = None,
               dump=None) -> Partition:
     """Rewrites `gm` (an AOTAutograd graph) so each fusion group liger makes
     a kernel of is one liger::fusion_group call; returns what it did."""
@@ -545,7 +641,7 @@ def partition(gm, name: str, target: str, fake_mode, kernel_target: Optional[str
         dump("%s.mlir" % name, imported.mlir)
     if not any(f.ops for f in imported.functions):
         return _finish(out, gm, aten)
-    fused, report = _fuse(imported.mlir)
+    fused, report = _fuse(imported.mlir, check.into if check is not None else None)
     out.fused = fused
     if dump:
         dump("%s.fused.mlir" % name, fused)
@@ -558,21 +654,25 @@ def partition(gm, name: str, target: str, fake_mode, kernel_target: Optional[str
     resolver = _Resolver(parsed, imported)
     replaced = {}
     for index, group in enumerate(parsed.groups):
-        label = "%s/%s %s (%s)" % (name, group.kind, index, ", ".join(group.ops()))
+        label = "%s/%s %s" % (name, group.kind, index)
         try:
             unit, inputs, outputs = _unit(group, resolver, "%s.g%d" % (name, index), target)
         except Unimportable as e:
-            out.left.append("%s: %s" % (label, e))
+            out.left.append(Left(label, group.kind, group.ops(), str(e)))
             continue
         if unit is None:
             continue  # one liger operator: it runs as itself
+        if _reads_its_results(inputs, outputs):
+            out.left.append(Left(label, group.kind, group.ops(), "one of its inputs is computed "
+                                 "from one of its results by ops outside liger"))
+            continue
         try:
-            unit.kernel = _kernel(unit.spec, kernel_target)
+            unit.kernel = _kernel(unit.spec, check)
         except LigerError as e:
-            why = str(e).splitlines()[0]
-            out.left.append("%s: %s" % (label, why))
-            warnings.warn("liger: fusion group %s stays with Inductor: %s" % (label, why),
-                          LigerFallbackWarning, stacklevel=2)
+            left = Left(label, group.kind, group.ops(), str(e).splitlines()[0])
+            out.left.append(left)
+            warnings.warn("liger: fusion group %s (%s) stays with Inductor: %s" % (
+                left.label, ", ".join(left.ops), left.reason), LigerFallbackWarning, stacklevel=2)
             continue
         register_unit(unit)
         out.units.append(unit)
@@ -605,15 +705,34 @@ def _unit(group: Group, resolver: _Resolver, name: str, target: str):
     return unit, nodes, outputs
 
 
+def _reads_its_results(inputs, outputs) -> bool:
+    """Whether an input of a group is computed from one of its results
+    (through nodes outside the module liger-fuse saw): no one call can be it."""
+    results, seen, todo = set(outputs), set(), list(inputs)
+    while todo:
+        node = todo.pop()
+        if node in results:
+            return True
+        if node not in seen:
+            seen.add(node)
+            todo.extend(node.all_input_nodes)
+    return False
+
+
 def _rewrite(gm, replaced: Dict[Unit, Tuple[list, list]], fake_mode) -> None:
-    """Each unit's outputs read from one liger::fusion_group call."""
-    graph = gm.graph
+    """Each unit's outputs read from one liger::fusion_group call; the nodes
+    no one reads then are gone. Built on a copy of the graph, so that a
+    failure leaves `gm` as it was."""
+    graph = torch.fx.Graph()
+    copies: Dict[object, object] = {}
+    output, old_output = graph.graph_copy(gm.graph, copies, return_output_node=True)
+    graph.output(output).meta = dict(old_output.meta)
     target = torch.ops.liger.fusion_group.default
-    order = {n: i for i, n in enumerate(graph.nodes)}
+    order = {n: i for i, n in enumerate(gm.graph.nodes)}
     for unit, (inputs, outputs) in replaced.items():
-        last = max(inputs, key=lambda n: order[n])
+        last = copies[max(inputs, key=lambda n: order[n])]
         with graph.inserting_after(last):
-            call = graph.call_function(target, (unit.key, list(inputs)))
+            call = graph.call_function(target, (unit.key, [copies[n] for n in inputs]))
         with fake_mode:
             vals = target(unit.key, [G.val(n) for n in inputs])
         call.meta["val"] = vals
@@ -622,10 +741,12 @@ def _rewrite(gm, replaced: Dict[Unit, Tuple[list, list]], fake_mode) -> None:
             with graph.inserting_after(previous):
                 item = graph.call_function(operator.getitem, (call, k))
             item.meta = dict(node.meta, val=vals[k])
-            node.replace_all_uses_with(item)
+            copies[node].replace_all_uses_with(item)
             previous = item
-    graph.eliminate_dead_code()
-    legalize_graph(gm)
+    work = torch.fx.GraphModule(gm, graph)
+    legalize_graph(work)
+    work.graph.eliminate_dead_code()
+    gm.graph = work.graph
     gm.recompile()
 
 

@@ -98,10 +98,10 @@ def _interior_leak(nodes: Set[object], outputs: Sequence[object]) -> Optional[st
 
 
 # Operands whose every size is static; of the others the last (the hidden
-# size) is, and of RoPE's q and k also the heads; a loss's target has only
-# token dimensions.
+# size) is, and of RoPE's q and k also the heads; a loss's target and a
+# norm's rstd have only token dimensions.
 _WEIGHTS = ("weight", "lora_a", "lora_b", "bias", "class_weight")
-_TOKENS = ("target",)
+_TOKENS = ("target", "rstd")
 
 
 def _dynamic_sizes(record: Record) -> Optional[str]:

@@ -9,11 +9,11 @@ backward through the operators, so the backward graph holds their backward
 operators (liger.rms_norm_backward, ...) instead of the decomposed
 derivative of each torch subgraph.
 
-`policy(fake_mode, target)` is recognition's policy: it keeps a record only
-where its operator runs here: the liger.ops call accepts the operands
-(shapes, dtypes, device, attributes: what liger.ops checks) and its kernels
-load for the device (compiled or precompiled; the reference lowering on
-CPU tensors). Otherwise it says why, and the record's subgraph stays as it
+`policy(fake_mode)` is recognition's policy: it keeps a record only where
+its operator runs here: the liger.ops call accepts the operands (shapes,
+dtypes, device, attributes: what liger.ops checks) and its kernels load for
+the device (compiled or precompiled; the reference lowering on CPU tensors,
+which then also compile for a GPU target the run checks). Otherwise it says why, and the record's subgraph stays as it
 is (Inductor compiles it). An add + RMSNorm becomes the RMSNorm operator on
 the sum (the add stays an add: the fusion pass joins them again after
 autograd). A record without an operator (liger.attention) stays as it is.
@@ -120,9 +120,12 @@ def as_operator_record(record: Record) -> Record:
 class Substitution:
     """What to call for a record, given the backend's options."""
 
-    def __init__(self, options):
+    def __init__(self, options, check=None):
         self.calls = dict(_CALLS)
         self.calls["fused_linear_cross_entropy"] = (_flce(options), _flce_spec)
+        # A GPU target the operators' kernels must also compile for (CPU
+        # reference runs: partition.KernelTarget), or None.
+        self.check = check
 
     def call(self, record: Record, values: Dict[str, object]) -> Tuple:
         return self.calls[record.op][0](values, record.attrs)
@@ -147,6 +150,8 @@ class Substitution:
                         bundles.loss_plan_kernels(made)
                     else:
                         bundles.kernels(made)
+                    if self.check is not None:
+                        self.check.bundle(made)
             except LigerError as e:
                 return str(e).splitlines()[0]
             return True
