@@ -424,15 +424,20 @@ def test_dynamic_tokens_compile_once_more_and_agree():
                          if "tensor<2x" in t), texts
 
 
+def fallback_messages_of_a_step():
+    """The LigerFallbackWarnings of a training step of Block under the backend."""
+    block = Block()
+    with pytest.warns(LigerFallbackWarning) as caught:
+        block_step(block, torch.compile(block, backend="liger"), torch.randn(2, 6, 32))
+    return [str(w.message) for w in caught]
+
+
 @needs_runner
 def test_a_graph_liger_cannot_compile_stays_with_inductor(monkeypatch):
     def refuse(text, into):
         raise LigerError("liger-opt failed (exit 1)", "<stdin>:1:1: error: made up")
     monkeypatch.setattr(partition, "_fuse", refuse)
-    block = Block()
-    with pytest.warns(LigerFallbackWarning) as caught:
-        block_step(block, torch.compile(block, backend="liger"), torch.randn(2, 6, 32))
-    assert [str(w.message) for w in caught] == [
+    assert fallback_messages_of_a_step() == [
         "liger: graph0.%s stays with Inductor: liger could not compile it: liger-opt failed "
         "(exit 1)" % which for which in ("forward", "backward")]
 
@@ -442,10 +447,7 @@ def test_a_graph_liger_cannot_trace_goes_to_inductor_whole(monkeypatch):
     def refuse(gm, policy=None):
         raise RuntimeError("an op the aten trace does not take")
     monkeypatch.setattr(lb, "recognize", refuse)
-    block = Block()
-    with pytest.warns(LigerFallbackWarning) as caught:
-        block_step(block, torch.compile(block, backend="liger"), torch.randn(2, 6, 32))
-    assert [str(w.message) for w in caught] == [
+    assert fallback_messages_of_a_step() == [
         "liger: Inductor compiles the whole graph: liger could not trace it: RuntimeError: an op "
         "the aten trace does not take"]
 
