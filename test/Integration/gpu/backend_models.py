@@ -88,24 +88,10 @@ def left(part):
 
 
 def e2e_model(device, layers=2):
-    """bench/e2e.py's Llama-3-8B-width model (its build for the GPU)."""
+    """bench/e2e.py's Llama-3-8B-width model, on "cuda" or "precompile"."""
     sys.path.insert(0, os.path.join(ROOT, "bench"))
     import e2e
-    if device != "precompile":
-        return e2e.build(layers, False)
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-    kw = {k: v for k, v in e2e.LLAMA3_8B.items() if k != "model_type"}
-    config = LlamaConfig(num_hidden_layers=layers, **kw)
-    config._attn_implementation = "sdpa"
-    previous = torch.get_default_dtype()
-    torch.set_default_dtype(torch.bfloat16)
-    try:
-        with torch.device("meta"):
-            model = LlamaForCausalLM(config)
-    finally:
-        torch.set_default_dtype(previous)
-    return model.to_empty(device="cpu").train()
+    return e2e.build(layers, False, device)
 
 
 def precompile_all(out_dir):
