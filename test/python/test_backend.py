@@ -372,6 +372,42 @@ def test_precompiled_kernels_serve_a_run_without_the_compiler(tmp_path, monkeypa
     assert not (tmp_path / "cache").exists()
 
 
+def norm_module(names):
+    """An imported module of an add + RMSNorm whose ops carry the FX node
+    names `names` as their locations."""
+    return """func.func @graph0_forward(%%h: tensor<?x64xbf16>, %%r: tensor<?x64xbf16>,
+        %%w: tensor<64xbf16>) -> (tensor<?x64xbf16>, tensor<?x64xbf16>) {
+  %%%s = liger.add %%h, %%r : tensor<?x64xbf16> loc("%s")
+  %%n = liger.rms_norm %%%s, %%w eps = 1.0e-5 casting = llama : tensor<?x64xbf16>, tensor<64xbf16> loc("%s")
+  return %%n, %%%s : tensor<?x64xbf16>, tensor<?x64xbf16>
+}
+""" % (names[0], names[0], names[0], names[1], names[0])
+
+
+@needs_runner
+def test_a_precompiled_fusion_serves_a_graph_without_liger_opt(tmp_path, monkeypatch):
+    # What precompile keeps of liger-fuse's work is found by the module with
+    # its names renumbered: a GPU's graph names its nodes otherwise.
+    fused, report = partition._fuse(norm_module(["add", "rms_norm"]), str(tmp_path))
+    assert 'loc("rms_norm")' in fused and "liger.fusion rowwise" in fused
+    monkeypatch.setenv("LIGER_OPS_BUNDLES", str(tmp_path))
+
+    def no_opt(name="liger-opt"):
+        raise LigerError("cannot find %s" % name)
+    monkeypatch.setattr("liger.driver.find_tool", no_opt)
+    again, again_report = partition._fuse(norm_module(["add_3", "rms_norm_1"]), None)
+
+    def renamed(text):
+        return text.replace('"add"', '"add_3"').replace('"rms_norm"', '"rms_norm_1"')
+    assert again == renamed(fused)
+    assert again_report == [renamed(line) for line in report] and again_report
+    with pytest.raises(LigerError, match=r"^cannot find liger-opt, and no precompile of this "
+                                         r"graph is in LIGER_OPS_BUNDLES: precompile the "
+                                         r"model's kernels where the compiler is "
+                                         r"\(liger.frontend.backend.precompile\)$"):
+        partition._fuse(norm_module(["add", "rms_norm"]).replace("1.0e-5", "1.0e-6"), None)
+
+
 @needs_runner
 def test_cpu_without_the_reference_and_f64_go_to_inductor_whole(monkeypatch):
     monkeypatch.delenv("LIGER_OPS_CPU_REFERENCE")
