@@ -12,7 +12,7 @@ torch.compile(fullgraph=True): one training step against eager.
 
 The kernels are scripts/build-gpu-bundles.sh's (gpu-bundles/backend, by key;
 this machine has no compiler). Skips cleanly without torch, a GPU,
-transformers or the bundles.
+transformers, the bundles or (the LoRA case) PEFT.
 """
 import copy
 import json
@@ -91,6 +91,8 @@ def check_groups(report, want):
 
 @pytest.mark.parametrize("case,family,lora", bm.CASES, ids=[c[0] for c in bm.CASES])
 def test_family_trains_like_eager_with_kernels(expected, case, family, lora):
+    if lora:
+        pytest.importorskip("peft", reason="needs PEFT")
     model = bm.build(family, "cuda", lora)
     compiled = lb.compile_model(model, fullgraph=True)
     batches = [bm.batch(bm.VOCAB, bm.BATCH, "cuda", seed) for seed in (1, 2, 3)]
