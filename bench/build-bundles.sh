@@ -6,7 +6,8 @@
 # measured alternative to the default rowwise norm kernel),
 # bench/cross_entropy.mlir into bench-bundles/cross_entropy, and the
 # liger.ops fused linear cross-entropy kernels and those of a patched
-# Llama-3-8B-shaped model (bench/e2e.py) into bench-bundles/ops.
+# Llama-3-8B-shaped model (bench/e2e.py) into bench-bundles/ops, and those
+# of its liger-backend variant into bench-bundles/backend.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${LIGER_BUILD_DIR:-$ROOT/build}
@@ -29,3 +30,10 @@ import e2e
 from liger import transformers as lt
 lt.precompile(sys.argv[1], e2e.config_namespace(), "bf16")
 PY
+# The kernels and fused graphs of bench/e2e.py's liger-backend variant
+# (torch.compile(backend="liger") of the unpatched model, default --layers),
+# with and without --lora (LIGER_OPS_BUNDLES=...:bench-bundles/backend).
+for lora in "" --lora; do
+  PYTHONPATH="$ROOT/python${PYTHONPATH:+:$PYTHONPATH}" LIGER_BUILD_DIR="$BUILD" \
+    python3 -W ignore "$ROOT/bench/e2e.py" --precompile "$ROOT/bench-bundles/backend" $lora
+done

@@ -2,8 +2,11 @@
 """One training step of a Llama-3-8B-shaped model on one GPU: tokens/s and
 peak memory of the Hugging Face model as it is (eager), under
 torch.compile, patched by Liger-Kernel (apply_liger_kernel_to_llama) and
-patched by liger (liger.transformers.apply_liger_kernel_to_llama), in one
-run; with --lora, each with a PEFT LoRA adapter (rank 16 on q/k/v/o).
+patched by liger (liger.transformers.apply_liger_kernel_to_llama) and, as
+it is, under torch.compile(backend="liger") (liger.compile_model,
+fullgraph: variant liger-backend), in one run; with --lora, each with a
+PEFT LoRA adapter (rank 16 on q/k/v/o). The first step's time (the
+compile, for torch.compile and liger-backend) is reported beside the rest.
 
 The model has Llama-3-8B's widths (hidden 4096, MLP 14336, vocabulary
 128256, 32/8 heads) and `--layers` decoder layers, random weights and random
@@ -11,8 +14,13 @@ tokens, bf16, AdamW (fused); a step is forward, backward and the optimizer
 step, timed over `--steps` after `--warmup` (the peer baselines' method).
 
     # here: bash bench/build-bundles.sh; on the GPU machine:
-    PYTHONPATH=python:build-runtime-py/python LIGER_OPS_BUNDLES=bench-bundles/ops \\
+    PYTHONPATH=python:build-runtime-py/python \\
+        LIGER_OPS_BUNDLES=bench-bundles/ops:bench-bundles/backend \\
         python3 bench/e2e.py [--lora] [--json out.json]
+
+liger-backend finds its kernels and fused graphs in bench-bundles/backend
+(precompile() below, run by bench/build-bundles.sh for the default
+--layers, with and without --lora): the GPU machine has no compiler.
 """
 import argparse
 import json
@@ -33,19 +41,44 @@ def config_namespace():
     return types.SimpleNamespace(**LLAMA3_8B)
 
 
-def build(layers, lora):
+def build(layers, lora, device="cuda"):
+    """The model, bf16, random weights on `device`; on "precompile" without
+    values (uninitialised CPU memory: what backend.precompile traces needs
+    none)."""
     from transformers import LlamaConfig, LlamaForCausalLM
     kw = {k: v for k, v in LLAMA3_8B.items() if k != "model_type"}
     cfg = LlamaConfig(num_hidden_layers=layers, **kw)
     cfg._attn_implementation = "sdpa"
     torch.manual_seed(0)
-    model = LlamaForCausalLM(cfg).to(device="cuda", dtype=torch.bfloat16)
+    if device == "precompile":
+        previous = torch.get_default_dtype()
+        torch.set_default_dtype(torch.bfloat16)
+        try:
+            with torch.device("meta"):
+                model = LlamaForCausalLM(cfg)
+        finally:
+            torch.set_default_dtype(previous)
+        model = model.to_empty(device="cpu")
+    else:
+        model = LlamaForCausalLM(cfg).to(device=device, dtype=torch.bfloat16)
     if lora:
         from peft import LoraConfig, get_peft_model
         model = get_peft_model(model, LoraConfig(
             r=16, lora_alpha=32, lora_dropout=0.0,
             target_modules=["q_proj", "k_proj", "v_proj", "o_proj"]))
-    return model
+    return model.train()
+
+
+def precompile(out_dir, layers, lora, batch=(2, 16)):
+    """The kernels and fused graphs of the liger-backend variant's training
+    step into the cache `out_dir` (here, where the compiler is); the token
+    dimensions are dynamic, so a small batch serves every --batch/--seq.
+    Returns the summary lines."""
+    from liger.frontend import backend
+    model = build(layers, lora, "precompile")
+    ids = torch.randint(0, LLAMA3_8B["vocab_size"], batch)
+    (report,) = backend.precompile(model, dict(input_ids=ids, labels=ids), out_dir)
+    return report.summary()
 
 
 def run(variant, args):
@@ -61,7 +94,15 @@ def run(variant, args):
         lt.apply_liger_kernel_to_llama(model=base)
         # A fallback would measure the original model: refuse to report it.
         warnings.simplefilter("error", lt.LigerFallbackWarning)
-    step_model = torch.compile(model) if variant == "compile" else model
+    report = None
+    if variant == "compile":
+        step_model = torch.compile(model)
+    elif variant == "liger-backend":
+        import liger
+        step_model = liger.compile_model(model, fullgraph=True)
+        report = step_model.liger.reports
+    else:
+        step_model = model
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=1e-5, fused=True)
     g = torch.Generator(device="cuda").manual_seed(1)
@@ -75,7 +116,11 @@ def run(variant, args):
         opt.zero_grad(set_to_none=True)
         return out.loss
 
-    losses = [step().item() for _ in range(args.warmup)]
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    losses = [step().item()]
+    first_step_s = time.perf_counter() - t0  # with the compile, where there is one
+    losses += [step().item() for _ in range(args.warmup - 1)]
     # Where the peak is: the memory allocated at its highest during the
     # forward, the backward and the optimizer step of one step.
     phases = {}
@@ -102,7 +147,9 @@ def run(variant, args):
                tokens_per_s=args.batch * args.seq / dt,
                peak_gib=torch.cuda.max_memory_allocated() / 2 ** 30,
                first_loss=losses[0], last_loss=loss.item(),
-               peak_gib_by_phase=phases)
+               peak_gib_by_phase=phases, first_step_s=first_step_s)
+    if report is not None:  # what liger took of each graph
+        res["liger"] = [line for r in report for line in r.summary()]
     del model, step_model, opt
     torch.cuda.empty_cache()
     return res
@@ -115,12 +162,20 @@ def main():
     p.add_argument("--batch", type=int, default=4)
     p.add_argument("--seq", type=int, default=2048)
     p.add_argument("--steps", type=int, default=5)
-    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--warmup", type=int, default=3, help="steps before timing (>= 1)")
     p.add_argument("--lora", action="store_true")
-    p.add_argument("--variants", default="eager,compile,liger-kernel,liger")
+    p.add_argument("--variants", default="eager,compile,liger-kernel,liger,liger-backend")
+    p.add_argument("--precompile", metavar="DIR",
+                   help="write liger-backend's kernels for --layers (and --lora) into DIR, "
+                        "run nothing (here, where the compiler is)")
     p.add_argument("--json")
     p.add_argument("--one", help=argparse.SUPPRESS)  # a variant, in this process
     args = p.parse_args()
+    if args.warmup < 1:
+        p.error("--warmup must be at least 1 (the first step is the compile)")
+    if args.precompile:
+        print("\n".join(precompile(args.precompile, args.layers, args.lora)))
+        return 0
     if args.one:
         print("RESULT " + json.dumps(run(args.one, args)), flush=True)
         return 0
@@ -143,12 +198,14 @@ def main():
             continue
         r = json.loads(found[-1][len("RESULT "):])
         rows.append(r)
-        print("%-18s step %8.1f ms  %9.0f tok/s  peak %6.2f GiB (forward %.2f, backward %.2f, "
-              "optimizer %.2f)  loss %.3f->%.3f" % (
+        print("%-20s step %8.1f ms  %9.0f tok/s  peak %6.2f GiB (forward %.2f, backward %.2f, "
+              "optimizer %.2f)  loss %.3f->%.3f  first step %.1f s" % (
                   r["variant"], r["step_ms"], r["tokens_per_s"], r["peak_gib"],
                   r["peak_gib_by_phase"]["forward"], r["peak_gib_by_phase"]["backward"],
-                  r["peak_gib_by_phase"]["optimizer"], r["first_loss"], r["last_loss"]),
-              flush=True)
+                  r["peak_gib_by_phase"]["optimizer"], r["first_loss"], r["last_loss"],
+                  r["first_step_s"]), flush=True)
+        for line in r.get("liger", []):
+            print("    " + line, flush=True)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(dict(args=vars(args), rows=rows), fh, indent=1)

@@ -74,4 +74,14 @@ ops.precompile(sys.argv[1], [case[0] for case in kernels.ops_cases().values()] +
                [case[0] for case in kernels.ops_flce_cases().values()] +
                models.specs())
 PY
-echo "build-gpu-bundles: $(ls -d "$OUT"/h* "$OUT"/rope* "$OUT"/sm8* "$OUT"/matmul | wc -l) bundles and $(ls "$OUT/ops" | wc -l) liger.ops bundles in $OUT"
+# torch.compile(backend="liger"): the kernels of a training step of each
+# model of test_backend_gpu.py and of bench/e2e.py's model (the liger
+# operators' and the fusion groups'), by key, and what the GPU run must
+# find (backend/expected.json).
+PYTHONPATH="$ROOT/python:$ROOT/test/Integration/gpu${PYTHONPATH:+:$PYTHONPATH}" \
+  LIGER_BUILD_DIR="$BUILD" "$PYTHON" -W ignore - "$OUT/backend" <<'PY'
+import sys
+import backend_models
+backend_models.precompile_all(sys.argv[1])
+PY
+echo "build-gpu-bundles: $(ls -d "$OUT"/h* "$OUT"/rope* "$OUT"/sm8* "$OUT"/matmul | wc -l) bundles, $(ls "$OUT/ops" | wc -l) liger.ops bundles and $(ls "$OUT/backend" | wc -l) backend bundles in $OUT"

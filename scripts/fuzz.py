@@ -89,12 +89,12 @@ KNOWN_UPSTREAM = [
 # and the other subsets excuse their timeouts.
 PENDING = [
     {"name": "matmul-rope-one-table",
-     "crash": "MatmulKernelBuilder::ropePair",
+     "crash": "ropePair(",
      "seeds": r"lower-to-gpu-matmul-rope-one-table", "commands": r"^(gpu|ptx)-",
      "args": ["--matmul-kernels"],
      "why": "LigerToGPU: the matmul template's RoPE epilogue binds one "
             "kernel parameter to cos or sin, not both, when one table is both "
-            "(SIGSEGV in MatmulKernelBuilder::ropePair, --matmul-kernels; "
+            "(SIGSEGV in ropePair, MatmulRoPE.cpp, --matmul-kernels; "
             "test/Robustness/Inputs/lower-to-gpu-matmul-rope-one-table.mlir)"},
 ]
 

@@ -39,6 +39,9 @@ void mlir::liger::buildCPUBufferizeStage(OpPassManager &pm,
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   bufferization::buildBufferDeallocationPipeline(pm);
+  // A result that aliases an argument (a reshape of an input) is returned as
+  // a bufferization.clone: a fresh buffer the caller owns, copied here.
+  pm.addPass(createConvertBufferizationToMemRefPass());
 }
 
 void mlir::liger::buildCPUToLLVMStage(OpPassManager &pm,
@@ -49,6 +52,10 @@ void mlir::liger::buildCPUToLLVMStage(OpPassManager &pm,
   arith::ArithExpandOpsPassOptions expand;
   expand.includeBf16 = true;
   pm.addPass(arith::createArithExpandOpsPass(expand));
+  // Upstream expand-strided-metadata cannot lower an expand_shape that
+  // splits one dynamic size into several (the flattened tokens of a
+  // gradient split back into batch and sequence): those go first.
+  pm.addPass(createLowerExpandShapePass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   // LLVM intrinsics first (exp, log, tanh, sqrt, rsqrt, ...), libm for the

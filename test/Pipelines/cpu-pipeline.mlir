@@ -25,3 +25,22 @@ func.func @bf16_silu(%x: tensor<?x16xbf16>) -> tensor<?x16xbf16> {
   %y = liger.silu %x : tensor<?x16xbf16>
   return %y : tensor<?x16xbf16>
 }
+
+// The gradient of flattened hidden states split back into batch and
+// sequence: an expand_shape with two dynamic sizes in one group, which
+// upstream expand-strided-metadata cannot lower (liger-lower-expand-shape
+// goes first). The result aliases an input, so it is returned as a copy the
+// caller owns (no bufferization op is left for the JIT).
+// CHECK-LABEL: llvm.func @tokens_split_in_two
+//   CHECK-NOT:   builtin.unrealized_conversion_cast
+//       CHECK:   llvm.call @malloc
+//       CHECK:   "llvm.intr.memcpy"
+//       CHECK:   llvm.return
+func.func @tokens_split_in_two(%x: tensor<?x?x64xf32>, %y: tensor<?x64xf32>) -> tensor<?x?x64xf32> {
+  %c0 = arith.constant 0 : index
+  %d0 = tensor.dim %x, %c0 : tensor<?x?x64xf32>
+  %c1 = arith.constant 1 : index
+  %d1 = tensor.dim %x, %c1 : tensor<?x?x64xf32>
+  %e = tensor.expand_shape %y [[0, 1], [2]] output_shape [%d0, %d1, 64] : tensor<?x64xf32> into tensor<?x?x64xf32>
+  return %e : tensor<?x?x64xf32>
+}

@@ -128,3 +128,27 @@ def test_operands_that_must_match_are_checked(rng):
             "same type") in str(info.value)
     assert ("'liger.add_rms_norm' op does not accept operands of these shapes: "
             "'tensor<2x3x16xf32>', 'tensor<2x4x16xf32>', 'tensor<16xf32>'") in str(info.value)
+
+
+def test_reshapes_of_dynamic_token_dimensions(rng):
+    """Flattened tokens split back into batch and sequence (two dynamic sizes
+    in one group: liger-lower-expand-shape) and a result that aliases an
+    input (a copy the caller owns): exact values."""
+    mlir = """func.func @split(%x: tensor<?x?x64xf32>, %y: tensor<?x64xf32>) -> tensor<?x?x64xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %b = tensor.dim %x, %c0 : tensor<?x?x64xf32>
+  %t = tensor.dim %x, %c1 : tensor<?x?x64xf32>
+  %e = tensor.expand_shape %y [[0, 1], [2]] output_shape [%b, %t, 64] : tensor<?x64xf32> into tensor<?x?x64xf32>
+  return %e : tensor<?x?x64xf32>
+}
+func.func @merge(%x: tensor<?x?x64xf32>) -> tensor<?x64xf32> {
+  %f = tensor.collapse_shape %x [[0, 1], [2]] : tensor<?x?x64xf32> into tensor<?x64xf32>
+  return %f : tensor<?x64xf32>
+}"""
+    x = rng.standard_normal((3, 5, 64)).astype(np.float32)
+    y = rng.standard_normal((15, 64)).astype(np.float32)
+    (split,) = run_cpu(mlir, "split", [x, y])
+    assert split.shape == (3, 5, 64) and np.array_equal(split, y.reshape(3, 5, 64))
+    (merged,) = run_cpu(mlir, "merge", [x])
+    assert merged.shape == (15, 64) and np.array_equal(merged, x.reshape(15, 64))

@@ -8,19 +8,23 @@ are left to PyTorch and reported.
 """
 
 import os
+import re
 import subprocess
 import sys
+import types
 
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
+from torch.fx.experimental.proxy_tensor import make_fx  # noqa: E402
 
 from liger import driver  # noqa: E402
 from liger.frontend import (capture_model, check, import_graph, module_text,  # noqa: E402
                             recognize)
 from liger.frontend import capture as cap  # noqa: E402
+from liger.frontend import graph as G  # noqa: E402
 from liger.frontend.backward import backward_module  # noqa: E402
 from liger.frontend.records import OPS, Record, format_float  # noqa: E402
 
@@ -223,10 +227,9 @@ def test_backward_uses_the_gradient_ops_and_fuses(captured):
 
 
 def test_backward_of_the_loss_matches_autograd():
-    # Static tokens: the gradient of the flattened hidden states is expanded
-    # back to [B, T, H], which the CPU pipeline does not lower with both
-    # dynamic.
-    captures = capture_model(config_path("gemma2"), device="cpu", tokens=(2, 5))
+    # The gradient of the flattened hidden states is expanded back to
+    # [B, T, H], both dynamic (liger-lower-expand-shape lowers it).
+    captures = capture_model(config_path("gemma2"), device="cpu")
     head = import_graph(captures[1].graph_module, captures[1].name,
                         argument_names=captures[1].argument_names)
     backward = backward_module(head)
@@ -287,6 +290,34 @@ def test_rms_norm_promoted_by_an_f32_weight_is_left_alone():
         "weight's dtype promotes it); liger.rms_norm returns the input's dtype"]
 
 
+def test_rms_norm_read_through_an_upcast_is_still_the_norm():
+    # A later `.float()` is the reader's cast, not the norm's (Gemma's cast
+    # back to the input's dtype is the norm's own).
+    class Upcast(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm = Norm()
+
+        def forward(self, x):
+            return self.norm(x).float() * 2
+    found = recognize(export(Upcast(), torch.randn(4, 32, dtype=torch.bfloat16)))
+    assert [(r.op, r.attrs["casting_mode"]) for r in found.records] == [("rms_norm", "llama")]
+
+
+def test_sizes_dynamic_where_the_op_takes_static_ones_are_left_alone():
+    def norm(x, w):
+        return w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6))
+    gm = make_fx(norm, tracing_mode="symbolic")(torch.randn(3, 16), torch.rand(16))
+    found = recognize(gm)
+    assert found.records == []
+    (line,) = found.lines()
+    assert re.fullmatch(r"\[recognise-rms-norm\] left alone rsqrt at rsqrt: input's size (s\d+), "
+                        r"weight's size \1 are dynamic: liger's ops take static hidden sizes "
+                        r"\(torch.compile made them dynamic; mark them static or compile with "
+                        r"dynamic=False\)", line), line
+    assert found.dynamic == [line.split(": ", 1)[1]]
+
+
 def rotate_half(x):
     half = x.shape[-1] // 2
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
@@ -335,6 +366,31 @@ def test_policy_refuses_a_record():
     assert found.lines() == ["[recognise-rope] left alone add at add: refused by the policy"]
 
 
+class Head(torch.nn.Module):
+    """An lm_head and the loss on its logits."""
+
+    def __init__(self):
+        super().__init__()
+        self.lm_head = torch.nn.Linear(16, 40, bias=False)
+
+    def forward(self, h, target):
+        return torch.nn.functional.cross_entropy(self.lm_head(h).float(), target)
+
+
+def test_policy_reason_and_the_loss_on_the_logits_instead():
+    # A policy that refuses the lm_head + loss says why, and the loss on the
+    # logits (the record's alternative) is offered next.
+    gm = export(Head(), torch.randn(6, 16), torch.randint(0, 40, (6,)))
+    found = recognize(gm, policy=lambda r: "no kernel here" if r.op ==
+                      "fused_linear_cross_entropy" else True)
+    assert [r.op for r in found.records] == ["cross_entropy"]
+    assert found.lines() == [
+        "[recognise-lm-head-loss] left alone cross_entropy_loss at cross_entropy_loss: no "
+        "kernel here",
+        "[recognise-cross-entropy] recognised liger.cross_entropy at cross_entropy_loss"]
+    assert [r.op for r in recognize(gm).records] == ["fused_linear_cross_entropy"]
+
+
 def test_rope_of_another_convention_is_left_alone():
     gm = export(Rope(rotate_every_two), *rope_inputs())
     found = recognize(gm)
@@ -362,6 +418,132 @@ def test_rope_rotating_the_other_way_is_left_alone():
     found = recognize(export(Rope(backwards), *rope_inputs()))
     assert found.records == []
     assert "the rotation does not negate its first half (another convention)" in found.lines()[0]
+
+
+# --- graphs after autograd -----------------------------------------------------
+
+def aot_graphs(module, *args):
+    """The forward and backward graphs AOTAutograd makes of module(*args)
+    (static shapes), with placeholder values to run them on."""
+    from functorch.compile import make_boxed_func
+    from torch._dynamo.backends.common import aot_autograd
+    graphs = []
+
+    def keep(gm, example_inputs):
+        graphs.append(gm)
+        return make_boxed_func(gm.forward)
+    compiled = torch.compile(module, backend=aot_autograd(fw_compiler=keep, bw_compiler=keep),
+                             dynamic=False)
+    compiled(*args).sum().backward()
+    torch._dynamo.reset()
+    return graphs
+
+
+def random_capture(gm, seed=0):
+    """`gm` with random values for its placeholders, as check.compare takes it."""
+    g = torch.Generator().manual_seed(seed)
+    values = {}
+    for n in gm.graph.nodes:
+        if n.op == "placeholder":
+            v = n.meta["val"]
+            values[n.name] = torch.randn(v.shape, generator=g, dtype=v.dtype) \
+                if v.is_floating_point() else torch.randint(0, 4, v.shape, generator=g)
+    return types.SimpleNamespace(graph_module=gm, placeholder_values=lambda: values)
+
+
+class Projections(torch.nn.Module):
+    def __init__(self, fused=False):
+        super().__init__()
+        self.fused = fused
+        self.up = torch.nn.Linear(32, 96 if fused else 48, bias=True)
+        self.down = torch.nn.Linear(32 if fused else 48, 32, bias=False)
+
+    def forward(self, x):
+        h = self.up(x)
+        if self.fused:  # a fused projection read in three slices (Phi3's qkv_proj)
+            q, k, v = h.split([32, 32, 32], -1)
+            h = q * k + v
+        return self.down(torch.nn.functional.silu(h))
+
+
+def test_projections_after_autograd_are_the_dialect_ops():
+    # mm(x, t(W)) between a flattening of [B, T, K] and the view back is
+    # liger.linear on [B, T, K]; the backward's mm(dy, W) and mm(t(dy), x)
+    # are linear_grad_input and linear_grad_weight.
+    forward, backward = aot_graphs(Projections(), torch.randn(2, 5, 32))
+    found = recognize(forward)
+    assert [(r.op, sorted(r.operands)) for r in found.records] == [
+        ("linear", ["bias", "input", "weight"]), ("linear", ["input", "weight"])]
+    assert [G.rank(r.operands["input"]) for r in found.records] == [3, 3]
+    # (dy · W where autograd saved Wᵀ from the forward is a projection by Wᵀ.)
+    ops = sorted(r.op for r in recognize(backward).records)
+    assert ops in (["linear", "linear_grad_weight", "linear_grad_weight"],
+                   ["linear_grad_input", "linear_grad_weight", "linear_grad_weight"]), ops
+    for gm in (forward, backward):
+        imported = import_graph(gm, "g")
+        results = check.compare(random_capture(gm), imported)
+        assert results and all(r.error <= 1e-5 for r in results)
+
+
+def test_projection_read_in_slices_is_a_projection_per_slice():
+    forward, _ = aot_graphs(Projections(fused=True), torch.randn(2, 5, 32))
+    found = recognize(forward)
+    slices = [r.operands["weight"][1:] for r in found.records if r.op == "linear"
+              and isinstance(r.operands["weight"], tuple)]
+    assert slices == [(0, 32), (32, 32), (64, 32)]
+    imported = import_graph(forward, "g", found)
+    assert imported.mlir.count("tensor.extract_slice") == 6  # the weight's rows, the bias's
+    results = check.compare(random_capture(forward), imported)
+    assert results and all(r.error <= 1e-5 for r in results)
+
+
+def test_liger_operator_calls_are_their_dialect_ops():
+    import liger.operators  # noqa: F401 (registers torch.ops.liger.*)
+    def f(x, w, gate, up, dy):
+        y, rstd = torch.ops.liger.rms_norm(x, w, 1e-6, 1.0, "gemma")
+        dx, dw = torch.ops.liger.rms_norm_backward(dy, x, w, rstd, 1e-6, 1.0, "gemma")
+        return y, dx, dw, torch.ops.liger.swiglu(gate, up)
+    args = [torch.randn(2, 5, 32), torch.randn(32), torch.randn(2, 5, 64), torch.randn(2, 5, 64),
+            torch.randn(2, 5, 32)]
+    gm = make_fx(f, tracing_mode="fake")(*args)
+    found = recognize(gm)
+    assert [(r.op, r.attrs) for r in found.records] == [
+        ("rms_norm", {"eps": 1e-6, "offset": 1.0, "casting_mode": "gemma", "with_rstd": True}),
+        ("rms_norm_grad", {"offset": 1.0, "casting_mode": "gemma"}),
+        ("swiglu", {})]
+    assert len(found.records[0].results) == 2  # y and rstd
+    mlir = import_graph(gm, "f", found).mlir
+    assert "liger.rms_norm %x_1, %w_1 offset = 1.0 casting = gemma rstd" in mlir
+    assert "liger.rms_norm_grad %dy_1, %x_1, %w_1, %getitem_1 offset = 1.0 casting = gemma" in mlir
+    driver.run_opt(mlir, ["-o", os.devnull])
+
+
+class SplitBack(torch.nn.Module):
+    """Flattened tokens split back into batch and sequence, then a norm."""
+
+    def forward(self, x, w):
+        y = (x + x).reshape(-1, 8)
+        h = (y + y).view(x.shape) + x
+        return w * (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6))
+
+
+def test_flattened_tokens_split_back_keep_both_dynamic():
+    # [B*T, H] -> [B, T, H] with B and T symbolic (a gradient of flattened
+    # hidden states): both sizes are read from an argument that has them.
+    args = (torch.randn(2, 5, 8), torch.randn(8))
+    batch, seq = torch.export.Dim("batch", min=2), torch.export.Dim("seq", min=2)
+    program = torch.export.export(SplitBack(), args, dynamic_shapes=({0: batch, 1: seq}, None))
+    gm = program.graph_module
+    imported = import_graph(gm, "f")
+    assert [r.op for r in imported.recognition.records] == ["add_rms_norm"]
+    assert re.search(r"tensor.expand_shape %add_1 \[\[0, 1\], \[2\]\] output_shape "
+                     r"\[%dim_\d+, %dim_\d+, 8\] : tensor<\?x8xf32> into tensor<\?x\?x8xf32>",
+                     imported.mlir), imported.mlir
+    names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+    capture = types.SimpleNamespace(graph_module=gm,
+                                    placeholder_values=lambda: dict(zip(names, args)))
+    results = check.compare(capture, imported)
+    assert results and all(r.error <= 1e-5 for r in results)
 
 
 # --- losses, softmax, LoRA ---------------------------------------------------

@@ -9,6 +9,43 @@
 
 include "mlir/Pass/PassBase.td"
 
+def LowerExpandShapePass : Pass<"liger-lower-expand-shape"> {
+  let summary = "Lower a memref.expand_shape that splits one dynamic size into several";
+  let description = [{
+    Rewrites every `memref.expand_shape` with more than one dynamic size in
+    a reassociation group (the flattened tokens `[B*T, H]` of a
+    `tensor<?x64xf32>` split back into `[B, T, H]`) into the
+    `memref.reinterpret_cast` of its source's base buffer that it is: the
+    sizes are the op's `output_shape`; the innermost stride of a group is
+    the source dimension's stride, each outer one the product of the
+    stride and size inside it. Other expand_shapes are left alone.
+
+    Why: upstream `expand-strided-metadata` (MLIR 22) assumes at most one
+    dynamic size per group and passes a null size to
+    `memref.reinterpret_cast` otherwise, a crash in `liger-cpu-pipeline`
+    (llvm/llvm-project#186830, fixed upstream by #187844 for LLVM 23, which
+    reads the sizes from `output_shape` as this pass does). The CPU
+    pipeline runs this pass right before `expand-strided-metadata`.
+
+    ```mlir
+    %e = memref.expand_shape %y [[0, 1], [2]] output_shape [%b, %t, 64]
+        : memref<?x64xf32> into memref<?x?x64xf32>
+    // becomes
+    %base, %offset, %sizes:2, %strides:2 = memref.extract_strided_metadata %y
+    %s0 = affine.apply affine_map<()[s0] -> (s0 * 64)>()[%t]
+    %e = memref.reinterpret_cast %base to offset: [0], sizes: [%b, %t, 64],
+        strides: [%s0, 64, 1] : memref<f32> to memref<?x?x64xf32>
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::affine::AffineDialect",
+    "::mlir::memref::MemRefDialect",
+  ];
+  let statistics = [
+    Statistic<"numLowered", "lowered", "Number of expand_shape ops lowered">
+  ];
+}
+
 def LowerToGPUPass : Pass<"liger-lower-to-gpu", "::mlir::ModuleOp"> {
   let summary = "Lower rowwise fusion groups to GPU kernels (one gpu.func per group)";
   let description = [{

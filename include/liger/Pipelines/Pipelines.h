@@ -33,11 +33,13 @@ void buildCPUReferenceStage(OpPassManager &pm, const CPUPipelineOptions &opts);
 
 /// Stage 2, bufferization. Pre: stage 1's post-condition. Post: memrefs with
 /// identity layouts at function boundaries (results are returned buffers the
-/// caller owns); temporaries are deallocated.
+/// caller owns, a copy where a result aliases an argument); temporaries are
+/// deallocated; no bufferization op is left.
 void buildCPUBufferizeStage(OpPassManager &pm, const CPUPipelineOptions &opts);
 
 /// Stage 3, to the LLVM dialect. Pre: stage 2's post-condition. Post: only
-/// the llvm dialect; math functions without an LLVM intrinsic call libm; bf16
+/// the llvm dialect (an expand_shape that splits one dynamic size into
+/// several goes through liger-lower-expand-shape first); math functions without an LLVM intrinsic call libm; bf16
 /// conversions are expanded to integer arithmetic so no runtime helper is
 /// needed.
 void buildCPUToLLVMStage(OpPassManager &pm, const CPUPipelineOptions &opts);

@@ -71,7 +71,6 @@ class Capture:
 
 def load_config(path: str):
     """A transformers config from a config.json file or a model directory (no download)."""
-    from transformers import AutoConfig
     if os.path.isdir(path):
         path = os.path.join(path, "config.json")
     if not os.path.isfile(path):
@@ -81,15 +80,21 @@ def load_config(path: str):
             fields = json.load(f)
     except (OSError, ValueError) as e:
         raise CaptureError("cannot read %s: %s" % (path, e)) from e
+    return load_fields(fields, path)
+
+
+def load_fields(fields, where: str = "the config"):
+    """A transformers config from the fields of a config.json (a dict)."""
+    from transformers import AutoConfig
     if not isinstance(fields, dict) or "model_type" not in fields:
-        raise CaptureError("%s has no model_type: not a Hugging Face config.json" % path)
+        raise CaptureError("%s has no model_type: not a Hugging Face config.json" % where)
     fields = dict(fields)
     model_type = fields.pop("model_type")
     try:
         return AutoConfig.for_model(model_type, **fields)
     except (ValueError, KeyError) as e:
         raise CaptureError("%s: transformers does not know model_type %r (%s)"
-                           % (path, model_type, e)) from e
+                           % (where, model_type, e)) from e
 
 
 def config_dtype(config) -> str:

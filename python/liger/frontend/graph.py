@@ -9,6 +9,8 @@ dtype it already has, a full slice, `contiguous`, a dropout of probability
 records in f32 (where HF's `.to(torch.float32)` is a no-op) and in bf16.
 """
 
+import operator
+import re
 from typing import Any, Iterable, List, Optional, Sequence, Tuple
 
 import sympy
@@ -62,11 +64,18 @@ def where(node) -> str:
     """Where a node comes from: its module path (e.g. `model.layers.0.mlp`), else its name."""
     stack = node.meta.get("nn_module_stack") if hasattr(node, "meta") else None
     if stack:
-        path = list(stack.values())[-1][0]
-        path = path.replace("L['self'].", "").replace("L__self__", "")
-        if path:
-            return path.lstrip(".")
+        path = _module_path(list(stack.values())[-1][0])
+        if path.strip("."):
+            return path.strip(".")
     return node.name
+
+
+def _module_path(path: str) -> str:
+    """A module path as dynamo spells it (through its frame's locals and
+    module dicts) as the model's own: `model.layers.0.mlp`."""
+    path = re.sub(r"__dict__\['_modules'\]\['([^']*)'\]|_modules\['([^']*)'\]",
+                  lambda m: m.group(1) or m.group(2), path)
+    return re.sub(r"^L\['self'\]\.?|^L__self__\.?|^L\['\w+'\](\[\d+\])?\.?", "", path)
 
 
 def arg(node, index: int, name: str, default=None):
@@ -127,8 +136,60 @@ def is_full_slice(node) -> bool:
     return same_dim(end, size) if isinstance(end, (int, torch.SymInt)) else False
 
 
+def transposed(node) -> Optional[Any]:
+    """The 2-D tensor `node` transposes (`t`, `permute [1, 0]`, `transpose`
+    of its two dimensions), looking through identities, or None."""
+    if not is_tensor(node) or len(shape(node)) != 2:
+        return None
+    swaps = is_op(node, aten.t.default) \
+        or (is_op(node, aten.permute.default) and [d % 2 for d in node.args[1]] == [1, 0]) \
+        or (is_op(node, aten.transpose.int) and sorted(d % 2 for d in node.args[1:3]) == [0, 1])
+    if swaps:
+        source = strip(node.args[0])
+        return source if is_tensor(source) and len(shape(source)) == 2 else None
+    return None
+
+
+SPLITS = (aten.chunk.default, aten.split.Tensor, aten.split_with_sizes.default)
+
+
+def row_slice(node) -> Optional[Tuple[Any, int, int]]:
+    """(source, first row, rows) when `node` takes static rows of the last
+    dimension of `source`: a slice, or a part of a split or chunk (a fused
+    projection's q, k and v, or gate and up)."""
+    start = None
+    if is_op(node, aten.slice.Tensor) and arg(node, 4, "step", 1) == 1:
+        source = strip(node.args[0])
+        if arg(node, 1, "dim", 0) in (-1, rank(source) - 1):
+            start = arg(node, 2, "start", 0) or 0
+    elif getattr(node, "op", None) == "call_function" and node.target is operator.getitem \
+            and is_op(node.args[0], *SPLITS):
+        parts, index = node.args[0], node.args[1]
+        source = strip(parts.args[0])
+        dim = arg(parts, 2, "dim", 0)
+        if dim not in (-1, rank(source) - 1) or not is_static(shape(source)[-1]):
+            return None
+        total = shape(source)[-1]
+        if is_op(parts, aten.chunk.default):
+            step = -(-total // parts.args[1])
+            sizes = [min(step, total - i) for i in range(0, total, step)]
+        elif is_op(parts, aten.split.Tensor):
+            sizes = [min(parts.args[1], total - i) for i in range(0, total, parts.args[1])]
+        else:
+            sizes = list(parts.args[1])
+        start = sum(sizes[:index])
+    else:
+        return None
+    if not (isinstance(start, int) and is_tensor(node) and is_static(shape(node)[-1])):
+        return None
+    return source, start, shape(node)[-1]
+
+
 def identity_source(node) -> Optional[Any]:
     """The node whose value `node` repeats unchanged, or None."""
+    if getattr(node, "op", None) == "call_function" and transposed(node) is not None \
+            and transposed(node.args[0]) is not None:
+        return transposed(node.args[0])  # a transpose of a transpose
     if not is_op(node, *(_CASTS | _COPIES | _RESHAPES | {aten.slice.Tensor, aten.cat.default,
                                                        aten.dropout.default, aten.expand.default})) \
             and not (_PRIMS_CONVERT is not None and is_op(node, _PRIMS_CONVERT)):
@@ -150,11 +211,15 @@ def identity_source(node) -> Optional[Any]:
     if is_op(node, aten.slice.Tensor):
         return node.args[0] if is_full_slice(node) else None
     if is_op(node, aten.cat.default):
-        inputs = node.args[0]
-        dim = arg(node, 1, "dim", 0)
-        kept = [t for t in inputs if not (is_static(shape(t)[dim]) and shape(t)[dim] == 0)]
+        kept = [t for t in node.args[0] if not _empty(t)]
         return kept[0] if len(kept) == 1 and same_shape(kept[0], node) else None
     return None
+
+
+def _empty(node) -> bool:
+    """A tensor with no elements (a static size of 0; concatenation skips
+    them, the legacy 1-D empty tensor of any rank included)."""
+    return any(is_static(s) and s == 0 for s in shape(node))
 
 
 def strip(node) -> Any:

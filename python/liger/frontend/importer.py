@@ -24,7 +24,6 @@ depends on the boundary's results, in order (`@name`, `@name_1`, ...). Each
 split is a graph break of the summary line.
 """
 
-import operator
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
@@ -35,6 +34,10 @@ from . import graph as G
 from .graph import aten
 from .recognize import Recognition, recognize
 from .records import Record, format_op
+
+class Unimportable(ValueError):
+    """A part of the graph the importer took cannot be written (the message says why)."""
+
 
 # Loss operands the dialect wants flat ([tokens, classes], [tokens]).
 _FLAT_RANK = {"logits": 2, "hidden": 2, "target": 1}
@@ -105,48 +108,13 @@ class Imported:
 
 # --- which nodes are imported ---------------------------------------------------
 
-def _transposed_weight(node) -> Optional[object]:
-    """W when `node` is W transposed (t, permute [1, 0], transpose(0, 1)) and W is 2-D."""
-    if G.is_op(node, aten.t.default) or (G.is_op(node, aten.permute.default)
-                                         and list(node.args[1]) == [1, 0]) \
-            or (G.is_op(node, aten.transpose.int) and sorted(node.args[1:3]) in ([0, 1], [-2, -1])
-                and G.rank(node) == 2):
-        source = G.strip(node.args[0])
-        return source if G.rank(source) == 2 else None
-    return None
-
-
 def _row_slice(node):
     """(linear node, first row, rows) when `node` takes a static slice of the last
     dimension of an aten.linear (Phi3's fused qkv_proj and gate_up_proj)."""
-    start = None
-    if G.is_op(node, aten.slice.Tensor) and G.arg(node, 4, "step", 1) == 1:
-        source = G.strip(node.args[0])
-        if G.arg(node, 1, "dim", 0) in (-1, G.rank(source) - 1):
-            start = G.arg(node, 2, "start", 0) or 0
-    elif getattr(node, "op", None) == "call_function" and node.target is operator.getitem \
-            and G.is_op(node.args[0], aten.chunk.default, aten.split.Tensor,
-                        aten.split_with_sizes.default):
-        parts, index = node.args[0], node.args[1]
-        source = G.strip(parts.args[0])
-        dim = G.arg(parts, 2, "dim", 0)
-        if dim not in (-1, G.rank(source) - 1) or not G.is_static(G.shape(source)[-1]):
-            return None
-        total = G.shape(source)[-1]
-        if G.is_op(parts, aten.chunk.default):
-            step = -(-total // parts.args[1])
-            sizes = [min(step, total - i) for i in range(0, total, step)]
-        elif G.is_op(parts, aten.split.Tensor):
-            sizes = [min(parts.args[1], total - i) for i in range(0, total, parts.args[1])]
-        else:
-            sizes = list(parts.args[1])
-        start = sum(sizes[:index])
-    else:
+    rows = G.row_slice(node)
+    if rows is None or not G.is_op(rows[0], aten.linear.default):
         return None
-    if not (G.is_op(source, aten.linear.default) and isinstance(start, int)
-            and G.is_tensor(node) and G.is_static(G.shape(node)[-1])):
-        return None
-    return source, start, G.shape(node)[-1]
+    return rows
 
 
 def _linear_operands(node):
@@ -165,11 +133,11 @@ def _linear_operands(node):
         bias = node.args[2] if len(node.args) > 2 else None
         return node.args[0], node.args[1], bias
     if G.is_op(node, aten.mm.default):
-        w = _transposed_weight(G.strip(node.args[1]))
+        w = G.transposed(G.strip(node.args[1]))
         return (node.args[0], w, None) if w is not None else None
     if G.is_op(node, aten.addmm.default) and G.arg(node, 3, "beta", 1) == 1 \
             and G.arg(node, 4, "alpha", 1) == 1:
-        w = _transposed_weight(G.strip(node.args[2]))
+        w = G.transposed(G.strip(node.args[2]))
         bias = G.strip(node.args[0])
         if w is not None and G.rank(bias) == 1:
             return node.args[1], w, bias
@@ -191,8 +159,7 @@ def _sliced(node, produced) -> bool:
 
 
 def _is_split(node) -> bool:
-    return G.is_op(node, aten.chunk.default, aten.split.Tensor, aten.split_with_sizes.default) \
-        and all(_row_slice(u) is not None for u in node.users)
+    return G.is_op(node, *G.SPLITS) and all(_row_slice(u) is not None for u in node.users)
 
 
 def _reassociation(small, big) -> Optional[List[List[int]]]:
@@ -216,9 +183,6 @@ def _reassociation(small, big) -> Optional[List[List[int]]]:
             return None
         groups[-1].append(j)
         j += 1
-    for group in groups:
-        if sum(1 for d in group if not G.is_static(big[d])) > 1:
-            return None
     return groups
 
 
@@ -282,14 +246,16 @@ def _is_glue(node) -> bool:
 class _Writer:
     """Prints one function: SSA names for nodes, index values, layout ops."""
 
-    def __init__(self, names: Dict[object, str]):
+    def __init__(self, names: Dict[object, str], locations: bool = False):
         self.names = names
+        self.locations = locations
         self.body: List[Emitted] = []
         self.types: Dict[str, str] = {}
         self.constants: Dict[int, str] = {}
         self.dims: Dict[object, str] = {}
         self.sizes: Dict[object, tuple] = {}
         self.slices: Dict[tuple, str] = {}
+        self.values: Dict[str, object] = {v: k for k, v in names.items()}
         self.fresh = 0
 
     def arguments(self, nodes: Sequence[object]) -> None:
@@ -303,10 +269,26 @@ class _Writer:
 
     def emit(self, line: str, op: str = "", results=(), types=(), operands=None, attrs=None,
              info=None) -> None:
-        """Appends one op (`line` without its indentation); notes its results' types."""
+        """Appends one op (`line` without its indentation); notes its results' types.
+
+        With `locations`, an op that defines values carries the name of its
+        first result as its location (`loc("mul_1")`), which liger-opt keeps
+        through canonicalization and fusion: how a caller finds the FX nodes
+        of a fused module's values.
+        """
+        if self.locations and line.startswith("%"):
+            line += ' loc("%s")' % line.split(" ", 1)[0].rstrip(",")[1:]
         self.body.append(Emitted("  " + line, op, tuple(results), dict(operands or {}),
                                  dict(attrs or {}), info))
         self.types.update(zip(results, types))
+        self.known(results)
+
+    def known(self, results) -> None:
+        """Notes the symbolic sizes of values now defined, as `arguments` does."""
+        for name in results:
+            node = self.values.get(name)
+            if node is not None:
+                self.arguments([node])
 
     @property
     def lines(self) -> List[str]:
@@ -342,6 +324,31 @@ class _Writer:
                 name, self.names[source], self.index(index), G.mlir_type(source)))
             self.dims[key] = name
         return self.dims[key]
+
+    def split_sizes(self, src, i: int, sizes) -> List[str]:
+        """The output sizes of a group of an expand_shape that splits size `i`
+        of `src` into `sizes`: static ones as literals, a dynamic one read
+        where a value of the function has that size, at most one divided out
+        of the whole (the flattened tokens split into batch and sequence)."""
+        out = [str(s) if G.is_static(s) else self.sizes.get(G.size_expr(s)) for s in sizes]
+        unknown = [j for j, s in enumerate(out) if s is None]
+        if len(unknown) > 1:
+            raise Unimportable("no value of the function has the sizes %s of a split of %s"
+                               % (", ".join(str(sizes[j]) for j in unknown), src.name))
+        for j, s in enumerate(out):
+            if s is not None and not G.is_static(sizes[j]):
+                out[j] = self.dim(*s)
+        if unknown:
+            whole = self.dim(src, i)
+            for j, s in enumerate(out):
+                if j == unknown[0] or s == "1":
+                    continue
+                name = self.new("div")
+                self.emit("%s = arith.divui %s, %s : index" % (
+                    name, whole, self.index(int(s)) if G.is_static(sizes[j]) else s))
+                whole = name
+            out[unknown[0]] = whole
+        return out
 
     def collapse(self, node, groups: List[List[int]], result_type: str) -> str:
         name = self.new("flat")
@@ -393,6 +400,8 @@ class _Writer:
                                                       "fused_linear_cross_entropy") else None
             if want:
                 operands[name], types[name] = self.flat(node, want)
+            elif isinstance(node, tuple):  # (weight, first row, rows): a row slice
+                operands[name], types[name] = self.rows(node)
             else:
                 operands[name], types[name] = self.value(node), G.mlir_type(G.strip(node))
         results = [self.names[r] if r is not None else self.new("unused") for r in rec.results]
@@ -438,22 +447,7 @@ class _Writer:
                 return
             sizes = []
             for i, group in enumerate(groups):
-                for d in group:
-                    size = G.shape(node)[d]
-                    if G.is_static(size):
-                        sizes.append(str(size))
-                        continue
-                    whole = self.dim(src, i)
-                    rest = 1
-                    for other in group:
-                        if other != d:
-                            rest *= int(G.shape(node)[other])
-                    if rest != 1:
-                        name = self.new("div")
-                        self.emit("%s = arith.divui %s, %s : index" % (
-                            name, whole, self.index(rest)))
-                        whole = name
-                    sizes.append(whole)
+                sizes += self.split_sizes(src, i, [G.shape(node)[d] for d in group])
             self.emit("%s = tensor.expand_shape %s %s output_shape [%s] : %s into %s" % (
                 out, self.value(src), groups, ", ".join(sizes), G.mlir_type(G.strip(src)),
                 G.mlir_type(node)), "tensor.expand_shape", [out], [G.mlir_type(node)],
@@ -476,7 +470,8 @@ def _ssa(name: str) -> str:
 
 
 def import_graph(gm, name: str, recognition: Optional[Recognition] = None,
-                 argument_names: Optional[Dict[str, str]] = None) -> Imported:
+                 argument_names: Optional[Dict[str, str]] = None,
+                 locations: bool = False) -> Imported:
     """Imports an aten FX graph (torch.export's or make_fx's) into a liger module.
 
     `argument_names` names the parameters' placeholders (by their module
@@ -508,13 +503,15 @@ def import_graph(gm, name: str, recognition: Optional[Recognition] = None,
     # Levels: a stretch of imported nodes after a boundary node it depends on
     # goes into a later function.
     # A node that is not imported but reads an imported value of level L
-    # feeds level L + 1.
+    # feeds level L + 1 (through every input: a boundary op with several
+    # outputs passes its level to the getitems that read them).
     level: Dict[object, int] = {}
     for node in graph.nodes:
-        inputs = [G.strip(a) for a in _inputs(node, record_of)]
         if node in produced:
+            inputs = [G.strip(a) for a in _inputs(node, record_of)]
             level[node] = max([level.get(a, 0) for a in inputs] + [0])
         else:
+            inputs = [G.strip(a) for a in node.all_input_nodes]
             level[node] = max([level.get(a, 0) + (1 if a in produced else 0)
                                for a in inputs] + [0])
     units = sorted(produced, key=lambda n: order[n])
@@ -531,7 +528,7 @@ def import_graph(gm, name: str, recognition: Optional[Recognition] = None,
     for index, lvl in enumerate(levels):
         members = [n for n in units if level[n] == lvl]
         fname = name if index == 0 else "%s_%d" % (name, index)
-        writer = _Writer(names)
+        writer = _Writer(names, locations)
         arguments: List[object] = _arguments(members, record_of, order, argument_names)
         writer.arguments(arguments)
         inside: Set[object] = set()
@@ -600,7 +597,7 @@ def _inputs(node, record_of) -> List[object]:
     """The tensors a node reads (a record's operands; a glue op's tensor operands)."""
     rec = record_of.get(node)
     if rec is not None:
-        return [v for v in rec.operands.values() if v is not None]
+        return [_tensor(v) for v in rec.operands.values() if v is not None]
     if node.op != "call_function":
         return []
     lin = _linear_operands(node)

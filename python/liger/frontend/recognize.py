@@ -19,15 +19,21 @@ does); it never reduces in a lower precision or rounds where the torch
 graph does not.
 
 The policy (`Policy`, default: accept) sees each record before it is kept,
-as a fusion pass's control callback does.
+as a fusion pass's control callback does: True keeps it; False, or a string
+saying why, refuses it (and the report says so), and a record that names an
+`alternative` (the loss on the logits for the lm_head + loss) offers that
+one next.
 """
 
+import operator
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence, Set
+from typing import Callable, Dict, List, Optional, Sequence, Set, Union
 
+import sympy
 import torch
 
 from . import graph as G
+from . import liger_operators
 from .graph import aten
 from .records import Record
 
@@ -54,15 +60,19 @@ class Line:
                                                  G.where(self.node), self.reason)
 
 
-Policy = Callable[[Record], bool]
+# True keeps a record; False or a reason (a string) refuses it.
+Policy = Callable[[Record], Union[bool, str]]
 
 
 @dataclass
 class Recognition:
-    """The records of one graph and the report of how they were found."""
+    """The records of one graph and the report of how they were found
+    (`dynamic`: the reasons of those left for sizes that are dynamic where
+    liger's ops take static ones)."""
 
     records: List[Record] = field(default_factory=list)
     report: List[Line] = field(default_factory=list)
+    dynamic: List[str] = field(default_factory=list)
 
     def lines(self) -> List[str]:
         return [str(line) for line in self.report]
@@ -85,6 +95,35 @@ def _interior_leak(nodes: Set[object], outputs: Sequence[object]) -> Optional[st
             if user not in nodes:
                 return "its intermediate %s is also read by %s" % (node.name, user.name)
     return None
+
+
+# Operands whose every size is static; of the others the last (the hidden
+# size) is, and of RoPE's q and k also the heads; a loss's target and a
+# norm's rstd have only token dimensions.
+_WEIGHTS = ("weight", "lora_a", "lora_b", "bias", "class_weight")
+_TOKENS = ("target", "rstd")
+
+
+def _dynamic_sizes(record: Record) -> Optional[str]:
+    """Why a record cannot be a liger op because of sizes dynamic where the op
+    takes static ones (torch.compile makes a size dynamic once it changes),
+    or None."""
+    found = []
+    for role, node in record.operands.items():
+        if node is None or isinstance(node, tuple) or role in _TOKENS or not G.is_tensor(node) \
+                or G.rank(node) == 0:
+            continue
+        r = G.rank(node)
+        dims = range(r) if role in _WEIGHTS else \
+            [r - 1] + ([1] if record.op == "rope" and role in ("q", "k") else [])
+        found += ["%s's size %s" % (role, G.shape(node)[d]) for d in dims
+                  if not G.is_static(G.shape(node)[d])]
+    if not found:
+        return None
+    return "%s %s dynamic: liger's ops take static hidden sizes (torch.compile made %s dynamic; " \
+           "mark %s static or compile with dynamic=False)" % (
+               ", ".join(found), "is" if len(found) == 1 else "are",
+               "it" if len(found) == 1 else "them", "it" if len(found) == 1 else "them")
 
 
 def _covered(*nodes) -> Set[object]:
@@ -171,7 +210,9 @@ def match_rms_norm(rsqrt) -> Optional[object]:
     result = mul
     post = G.single_user(mul)
     post_cast = None
-    if post is not None and G.cast_of(post) is not None:
+    # A cast back to the input's dtype ends the norm (Gemma's); a cast to
+    # another (a later `.float()`) is its reader's.
+    if post is not None and G.cast_of(post) is not None and G.cast_of(post)[2] == x_dtype:
         post_cast = G.cast_of(post)[2]
         nodes |= _covered(post)
         result = post
@@ -222,18 +263,19 @@ def _weight_term(term):
 
 
 def match_add_rms_norm(record: Record) -> Optional[Record]:
-    """An rms_norm record whose input is a residual sum becomes add_rms_norm."""
-    pair = G.binary(record.operands["input"], aten.add.Tensor)
+    """An rms_norm record whose input is a residual sum becomes add_rms_norm
+    (results: the norm, the sum, then rstd where the record has it)."""
+    total = G.strip(record.operands["input"])
+    pair = G.binary(total, aten.add.Tensor)
     if pair is None:
         return None
     a, b = (G.strip(p) for p in pair)
-    total = record.operands["input"]
     if not all(G.is_tensor(t) and G.same_shape(t, total) and G.dtype(t) == G.dtype(total)
                for t in (a, b)):
         return None
     return Record("add_rms_norm", {"input": b, "residual": a, "weight": record.operands["weight"]},
-                  record.attrs, (record.results[0], total), record.covered | _covered(total),
-                  "recognise-add-rms-norm")
+                  record.attrs, (record.results[0], total) + tuple(record.results[1:]),
+                  record.covered | _covered(total), "recognise-add-rms-norm")
 
 
 # --- RoPE -------------------------------------------------------------------
@@ -590,6 +632,14 @@ def match_loss(node) -> Optional[object]:
             return Miss("softcap %g is not positive" % softcap)
         attrs["softcap"] = softcap
     weight = G.strip(weight) if weight is not None else None
+    leak = _interior_leak(nodes, [node])
+    on_logits = None
+    if not leak:
+        operands = {"logits": G.strip(source), "target": target}
+        if weight is not None:
+            operands["weight"] = weight
+        on_logits = Record("cross_entropy", operands, attrs, (node,), frozenset(nodes),
+                           "recognise-cross-entropy")
     lin = _linear(G.strip(source))
     if lin is not None:
         head = G.strip(source)
@@ -600,16 +650,137 @@ def match_loss(node) -> Optional[object]:
                 operands["bias"] = lin[2]
             if weight is not None:
                 operands["class_weight"] = weight
+            # A policy that refuses the lm_head + loss (an f32 model, whose
+            # fused loss has no kernel) may keep the loss on the logits.
             return Record("fused_linear_cross_entropy", operands, attrs, (node,),
-                          frozenset(flce_nodes), "recognise-lm-head-loss")
-    leak = _interior_leak(nodes, [node])
-    if leak:
-        return Miss(leak)
-    operands = {"logits": G.strip(source), "target": target}
-    if weight is not None:
-        operands["weight"] = weight
-    return Record("cross_entropy", operands, attrs, (node,), frozenset(nodes),
-                  "recognise-cross-entropy")
+                          frozenset(flce_nodes), "recognise-lm-head-loss",
+                          alternative=on_logits)
+    return on_logits if on_logits is not None else Miss(leak)
+
+
+# --- projections after autograd ------------------------------------------------
+
+def _flattened(node):
+    """x when `node` merges the leading dimensions of x [..., K] into [rows, K]."""
+    if not G.is_op(node, aten.view.default, aten.reshape.default, aten._unsafe_view.default):
+        return None
+    x = G.strip(node.args[0])
+    if not G.is_tensor(x) or G.rank(x) < 3 or G.rank(node) != 2:
+        return None
+    rows = sympy.Mul(*[G.size_expr(d) for d in G.shape(x)[:-1]])
+    if sympy.simplify(rows - G.size_expr(G.shape(node)[0])) != 0 \
+            or not G.same_dim(G.shape(x)[-1], G.shape(node)[-1]):
+        return None
+    return x
+
+
+def _viewed_back(node, x):
+    """The only reader of the [rows, N] `node` when it restores x's leading dimensions."""
+    out = G.single_user(node)
+    if out is None or not G.is_op(out, aten.view.default, aten.reshape.default,
+                                  aten._unsafe_view.default):
+        return None
+    want = G.shape(x)[:-1] + G.shape(node)[-1:]
+    if G.rank(out) != len(want) or not all(G.same_dim(a, b) for a, b in zip(G.shape(out), want)):
+        return None
+    return out
+
+
+def match_projection(node) -> Optional[object]:
+    """The matrix products autograd and Inductor's decompositions leave:
+
+        mm(x, t(W)), addmm(b, x, t(W))   -> liger.linear             x · Wᵀ (+ b)
+        mm(dy, W)                        -> liger.linear_grad_input  dy · W
+        mm(t(dy), x)                     -> liger.linear_grad_weight dyᵀ · x
+
+    each a matrix product of the same dtype accumulated as the op does.
+    Where the activation is the flattening of an [..., K] tensor and the
+    product's only reader views it back ([..., N]), the op takes the
+    unflattened tensor and gives the viewed result (what the fusion passes
+    know: a projection of [B, T, K] hidden states); the flattening and a
+    transposed weight are looked through.
+    """
+    if G.is_op(node, aten.mm.default):
+        a, b, bias = G.strip(node.args[0]), G.strip(node.args[1]), None
+    elif G.is_op(node, aten.addmm.default) and G.arg(node, 3, "beta", 1) == 1 \
+            and G.arg(node, 4, "alpha", 1) == 1:
+        a, b, bias = G.strip(node.args[1]), G.strip(node.args[2]), G.strip(node.args[0])
+        if not (G.is_tensor(bias) and G.rank(bias) == 1):
+            return None
+    else:
+        return None
+    if not (G.is_tensor(a) and G.is_tensor(b) and G.dtype(node) in G.FLOATS
+            and G.dtype(a) == G.dtype(b) == G.dtype(node)):
+        return None
+    if bias is not None and G.dtype(bias) != G.dtype(node):
+        return None
+    looked = set()
+    weight = G.transposed(b)
+    if weight is not None and all(G.is_static(d) for d in G.shape(weight)):
+        op, roles = "linear", ("input", "weight")
+        looked.add(b)
+    elif bias is None and G.transposed(a) is not None and all(G.is_static(d)
+                                                             for d in G.shape(node)):
+        # dyᵀ · x over the tokens: both stay [T, .], as the op takes them.
+        looked.add(a)
+        return Record("linear_grad_weight", {"grad": G.transposed(a), "input": b}, {}, (node,),
+                      frozenset(_covered(node)), "recognise-projection",
+                      frozenset(looked))
+    elif bias is None and all(G.is_static(d) for d in G.shape(b)):
+        op, roles, weight = "linear_grad_input", ("grad", "weight"), b
+    else:
+        return None
+    operands = {roles[0]: a, roles[1]: weight}
+    if bias is not None:
+        operands["bias"] = bias
+    result, covered = node, _covered(node)
+    x = _flattened(a)
+    back = _viewed_back(node, x) if x is not None else None
+    if back is not None:
+        operands[roles[0]] = x
+        looked.add(a)
+        result = back
+        covered |= _covered(back)
+    parts = _row_slices(result) if op == "linear" else None
+    if parts:
+        # A fused projection (Phi3's qkv_proj, gate_up_proj) read in slices:
+        # each slice is the projection by those rows of the weight (and bias).
+        looked |= covered | {u for u in G.users(result) if G.is_op(u, *G.SPLITS)}
+        return [Record(op, dict(operands, **{role: (operands[role], start, rows)
+                                             for role in ("weight", "bias") if role in operands}),
+                       {}, (part,), frozenset(_covered(part)), "recognise-projection",
+                       frozenset(looked)) for part, start, rows in parts]
+    return Record(op, operands, {}, (result,), frozenset(covered), "recognise-projection",
+                  frozenset(looked))
+
+
+def _row_slices(result):
+    """[(node, first row, rows)] when every reader of `result` takes static rows
+    of its last dimension (G.row_slice), else None."""
+    out = []
+    for user in G.users(result):
+        parts = list(user.users) if G.is_op(user, *G.SPLITS) else [user]
+        for part in parts:
+            rows = G.row_slice(part)
+            if rows is None or rows[0] is not result:
+                return None
+            out.append((part, rows[1], rows[2]))
+    return out or None
+
+
+# --- liger operators already in the graph ---------------------------------------
+
+def match_operator(node) -> Optional[object]:
+    """A call of a liger operator (torch.ops.liger.*: a patched model's, or
+    one the torch.compile backend put there) -> the dialect op it runs
+    (liger_operators.OPERATORS); its results are the call's outputs."""
+    if getattr(node, "op", None) != "call_function":
+        return None
+    entry = liger_operators.by_target(node.target)
+    if entry is None:
+        return None
+    return entry.record(node, _covered(node, *[u for u in node.users
+                                                if u.target is operator.getitem]))
 
 
 # --- driver -----------------------------------------------------------------
@@ -617,12 +788,14 @@ def match_loss(node) -> Optional[object]:
 # (the pattern a near-miss is reported under, matcher), in the order they
 # claim nodes; a record names its own pattern (add + RMSNorm, lm_head + loss).
 _NODE_PATTERNS = [
+    ("recognise-operator", match_operator),
     ("recognise-rms-norm", match_rms_norm),
     ("recognise-cross-entropy", match_loss),
     ("recognise-lora", match_lora),
     ("recognise-gated-mlp", match_gated),
     ("recognise-softmax", match_softmax),
     ("recognise-attention", match_attention),
+    ("recognise-projection", match_projection),
 ]
 
 
@@ -634,15 +807,28 @@ def recognize(gm_or_graph, policy: Optional[Policy] = None) -> Recognition:
     claimed: Set[object] = set()
 
     def keep(anchor, got, pattern):
+        if isinstance(got, list):  # one record per part (a projection read in slices)
+            for one in got:
+                keep(anchor, one, pattern)
+            return
         if isinstance(got, Miss):
             out.report.append(Line(pattern, anchor, reason=got.reason))
+            return
+        dynamic = _dynamic_sizes(got)
+        if dynamic:
+            out.dynamic.append(dynamic)
+            out.report.append(Line(got.pattern, anchor, reason=dynamic))
             return
         if got.covered & claimed:
             out.report.append(Line(got.pattern, anchor,
                                    reason="part of it already belongs to another record"))
             return
-        if policy is not None and not policy(got):
-            out.report.append(Line(got.pattern, anchor, reason="refused by the policy"))
+        verdict = True if policy is None else policy(got)
+        if verdict is not True:
+            out.report.append(Line(got.pattern, anchor, reason=verdict if isinstance(
+                verdict, str) else "refused by the policy"))
+            if got.alternative is not None:
+                keep(anchor, got.alternative, pattern)
             return
         out.records.append(got)
         claimed.update(got.covered)
@@ -655,7 +841,7 @@ def recognize(gm_or_graph, policy: Optional[Policy] = None) -> Recognition:
             got = matcher(node)
             if got is None:
                 continue
-            if name == "recognise-rms-norm" and isinstance(got, Record):
+            if isinstance(got, Record) and got.op == "rms_norm":
                 fused = match_add_rms_norm(got)
                 if fused is not None and not (fused.covered & claimed):
                     got = fused

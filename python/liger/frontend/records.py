@@ -127,7 +127,14 @@ class Record:
     float/int/bool/str); results: for each result of the op, the FX node
     whose value it is (None where no node of the graph holds that value,
     e.g. rstd); covered: every FX node the record replaces; pattern: the
-    recognition pattern that made it (for reports).
+    recognition pattern that made it (for reports); looked_through: nodes
+    between the operands and the covered ones that only reshape or
+    transpose an operand (a projection's flattened input, its transposed
+    weight), which other records may look through too: they count as
+    imported, are never claimed, and stay in the graph while anything else
+    reads them; alternative: a smaller record over part of the same nodes
+    that a policy refusing this one may take instead (the loss on the
+    logits where the lm_head + loss cannot run).
     """
 
     op: str
@@ -136,6 +143,8 @@ class Record:
     results: Tuple[Any, ...]
     covered: FrozenSet[Any] = field(default_factory=frozenset)
     pattern: str = ""
+    looked_through: FrozenSet[Any] = field(default_factory=frozenset)
+    alternative: Optional["Record"] = None
 
     def __post_init__(self):
         spec = OPS[self.op]

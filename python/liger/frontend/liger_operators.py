@@ -1,0 +1,82 @@
+"""The liger operators (`torch.ops.liger.*`) and the dialect ops they run: one table.
+
+A liger operator is a PyTorch custom op with its own backward (liger.operators;
+`lora_linear` in group_ops). Each row says which dialect op a call computes,
+which positional argument is which operand or attribute, and which output is
+which result. Recognition reads a call as a `Record` through it
+(`match_operator`): a patched model's operators, and those the torch.compile
+backend puts in place of recognised subgraphs, import as the ops they are,
+forward and backward.
+
+Operators whose outputs are not one dialect op's results (cross-entropy and
+the fused linear cross-entropy form their gradients in the forward) are not
+rows: their calls stay as they are and run their own kernels.
+"""
+
+from dataclasses import dataclass, field
+from typing import Dict, Optional, Tuple
+
+from .records import Record
+
+
+@dataclass(frozen=True)
+class Operator:
+    """One liger operator as a dialect op.
+
+    operands: the dialect operand of each positional argument (None: an
+    attribute or an argument the op does not take); attrs: argument position
+    -> attribute; results: the number of outputs; flags: output position ->
+    the unit attribute the op needs to give that result (RMSNorm's rstd);
+    kernels: whether a call runs liger kernels of its own (liger.ops'
+    operators do; lora_linear is PyTorch ops until a fusion group takes it).
+    """
+
+    name: str
+    op: str
+    operands: Tuple[Optional[str], ...]
+    attrs: Dict[int, str] = field(default_factory=dict)
+    results: int = 1
+    flags: Dict[int, str] = field(default_factory=dict)
+    kernels: bool = True
+
+    def record(self, node, covered) -> Record:
+        """The record of a call `node` (its outputs: the node, or its getitems)."""
+        args = list(node.args)
+        operands = {role: args[i] for i, role in enumerate(self.operands)
+                    if role is not None and i < len(args) and args[i] is not None}
+        attrs = {name: args[i] for i, name in self.attrs.items() if i < len(args)}
+        if self.results == 1:
+            results = (node,)
+        else:
+            outputs = {u.args[1]: u for u in node.users if u.args[0] is node}
+            results = tuple(outputs.get(i) for i in range(self.results))
+        for i, flag in self.flags.items():
+            attrs[flag] = results[i] is not None
+        results = tuple(r for i, r in enumerate(results)
+                        if i not in self.flags or r is not None)
+        return Record(self.op, operands, attrs, results, frozenset(covered), "recognise-operator")
+
+
+OPERATORS: Dict[str, Operator] = {o.name: o for o in [
+    Operator("rms_norm", "rms_norm", ("input", "weight"),
+             {2: "eps", 3: "offset", 4: "casting_mode"}, 2, {1: "with_rstd"}),
+    Operator("rms_norm_backward", "rms_norm_grad", ("grad", "input", "weight", "rstd"),
+             {5: "offset", 6: "casting_mode"}, 2),
+    Operator("swiglu", "swiglu", ("gate", "up")),
+    Operator("swiglu_backward", "swiglu_grad", ("grad", "gate", "up"), {}, 2),
+    Operator("geglu", "geglu", ("gate", "up"), {2: "approximate"}),
+    Operator("geglu_backward", "geglu_grad", ("grad", "gate", "up"), {3: "approximate"}, 2),
+    Operator("softmax", "softmax", ("input",)),
+    Operator("softmax_backward", "softmax_grad", ("grad", "output")),
+    Operator("rope", "rope", ("q", "k", "cos", "sin"), {}, 2),
+    Operator("rope_backward", "rope_grad", ("grad_q", "grad_k", "cos", "sin"), {}, 2),
+    Operator("lora_linear", "lora_linear", ("input", "weight", "bias", "lora_a", "lora_b"),
+             {5: "scale"}, kernels=False),
+]}
+
+
+def by_target(target) -> Optional[Operator]:
+    """The row of an FX call target that is a liger operator, else None."""
+    if getattr(target, "namespace", None) != "liger":
+        return None
+    return OPERATORS.get(getattr(target, "_opname", None))

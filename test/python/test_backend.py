@@ -1,0 +1,509 @@
+"""torch.compile(model, backend="liger") on the CPU, through the reference lowering.
+
+With LIGER_OPS_CPU_REFERENCE=1 every liger operator and every fusion group
+runs its reference function (liger-cpu-runner) and Inductor compiles the
+rest of each graph for the CPU. For the tiny config of each family in
+examples/configs (and a PEFT LoRA Llama), three SGD steps of the compiled
+model against the same model in eager PyTorch: the loss of each step and
+every parameter's gradient (relative to the eager gradient's norm: f32
+1e-5, bf16 1e-2), and the fusion groups the report shows. Then the
+switches (LIGER_DEBUG, LIGER_DUMP_DIR), what goes to Inductor and why (a
+group without a kernel, a whole graph on the CPU or in f64, sizes dynamic
+beyond the tokens, a graph liger cannot compile), dynamic tokens, and the
+registration of backend="liger".
+"""
+
+import copy
+import os
+import subprocess
+import sys
+import warnings
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from liger import LigerError  # noqa: E402
+from liger.cache import Cache  # noqa: E402
+from liger.driver import find_tool  # noqa: E402
+from liger.errors import LigerFallbackWarning  # noqa: E402
+from liger.frontend import backend as lb  # noqa: E402
+from liger.frontend import capture as cap  # noqa: E402
+from liger.frontend import partition  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CONFIGS = os.path.join(ROOT, "examples", "configs")
+
+
+def _have(*tools):
+    try:
+        for tool in tools:
+            find_tool(tool)
+        return True
+    except LigerError:
+        return False
+
+
+needs_runner = pytest.mark.skipif(not _have("liger-opt", "liger-cpu-runner"),
+                                  reason="liger-opt/liger-cpu-runner not built")
+needs_compiler = pytest.mark.skipif(
+    not _have("liger-compile") or not os.path.exists(
+        os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "ptxas")),
+    reason="liger-compile or ptxas not found")
+
+TOLERANCE = {"f32": 1e-5, "bf16": 1e-2}
+
+
+@pytest.fixture(autouse=True)
+def _reference(monkeypatch):
+    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+    monkeypatch.delenv("LIGER_DEBUG", raising=False)
+    monkeypatch.delenv("LIGER_DUMP_DIR", raising=False)
+    lb._WARNED.clear()
+    lb._BACKENDS.clear()
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def relative(got, want):
+    return ((got.float() - want.float()).norm() / want.float().norm().clamp_min(1e-30)).item()
+
+
+def train(model, compiled, batches, dtype, lr=0.1, trainable=None):
+    """SGD steps of `compiled` and of `model` (eager) on the same batches:
+    checks each step's loss and gradients, returns the compiled outputs."""
+    tol = TOLERANCE[dtype]
+    eager = copy.deepcopy(model)
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.SGD(params, lr=lr)
+    ref_opt = torch.optim.SGD([p for p in eager.parameters() if p.requires_grad], lr=lr)
+    outs = []
+    for step, batch in enumerate(batches):
+        out = compiled(**batch)
+        out.loss.backward()
+        ref = eager(**batch, use_cache=False)
+        ref.loss.backward()
+        assert abs(out.loss.item() - ref.loss.item()) <= tol * abs(ref.loss.item()), \
+            (step, out.loss.item(), ref.loss.item())
+        for (name, p), (_, q) in zip(model.named_parameters(), eager.named_parameters()):
+            if p.requires_grad:
+                assert relative(p.grad, q.grad) <= tol, (step, name, relative(p.grad, q.grad))
+        opt.step()
+        ref_opt.step()
+        opt.zero_grad()
+        ref_opt.zero_grad()
+        outs.append(out)
+    return outs
+
+
+def tokens(config, steps=3, shape=(2, 8), seed=0):
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for _ in range(steps):
+        ids = torch.randint(0, config.vocab_size, shape, generator=g)
+        labels = ids.clone()
+        labels[0, 2] = -100  # an ignored label
+        out.append(dict(input_ids=ids, labels=labels))
+    return out
+
+
+def family_model(family, dtype):
+    config = cap.load_config(os.path.join(CONFIGS, "tiny-%s.json" % family))
+    model = cap.build_model(config, dtype, "cpu", layers=1).train()
+    if family.startswith("gemma"):  # Gemma's norm weights start at 0 (the scale is 1 + w)
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if "norm" in name:
+                    p.normal_(0, 0.1)
+    return config, model
+
+
+def groups(part):
+    """A forward or backward graph's fusion groups: 'kind (ops)'."""
+    return {u.group() for u in part.units}
+
+
+QKV_ROPE = "matmul (liger.linear, liger.linear, liger.rope)"
+ADD_NORM = "rowwise (liger.add_rms_norm)"
+NORM_ADD = "rowwise (liger.rms_norm, liger.add)"
+SWIGLU = "matmul (liger.linear, liger.linear, liger.swiglu)"
+GEGLU = "matmul (liger.linear, liger.linear, liger.geglu)"
+LORA = "matmul (liger.lora_linear)"
+NORM_GRAD_ADD = "rowwise (liger.rms_norm_grad, liger.add)"
+# The forward's groups of each family. Qwen3 and OLMo2 normalise q and k
+# between the projections and RoPE (no q/k + RoPE group; RoPE runs as its
+# operator); Phi3's fused qkv_proj and gate_up_proj are projections by row
+# slices of their weights, which fuse as separate projections do.
+FORWARD = {
+    "llama": {QKV_ROPE, ADD_NORM, SWIGLU},
+    "mistral": {QKV_ROPE, ADD_NORM, SWIGLU},
+    "qwen2": {QKV_ROPE, ADD_NORM, SWIGLU},
+    "qwen3": {ADD_NORM, SWIGLU},
+    "gemma": {QKV_ROPE, ADD_NORM, GEGLU},
+    "gemma2": {QKV_ROPE, ADD_NORM, GEGLU},
+    "phi3": {QKV_ROPE, ADD_NORM, SWIGLU},
+    "olmo2": {NORM_ADD, SWIGLU, ADD_NORM},
+}
+CASES = [(f, "f32") for f in FORWARD] + [("llama", "bf16"), ("gemma", "bf16")]
+
+
+def check_report(report, family, dtype):
+    recognised = "\n".join(report.recognition)
+    assert "[recognise-rms-norm] recognised liger.rms_norm" in recognised
+    assert "[recognise-rope] recognised liger.rope" in recognised
+    assert "[recognise-gated-mlp] recognised liger.%s" % (
+        "geglu" if family.startswith("gemma") else "swiglu") in recognised
+    if dtype == "bf16":
+        assert "[recognise-lm-head-loss] recognised liger.fused_linear_cross_entropy" \
+            in recognised
+    else:  # the fused loss has no f32 kernel: the loss on the logits instead
+        assert ("[recognise-lm-head-loss] left alone cross_entropy_loss at model: "
+                "liger.ops.fused_linear_cross_entropy takes bf16 or f16") in recognised
+        assert "[recognise-cross-entropy] recognised liger.cross_entropy" in recognised
+    forward, backward = report.partitions
+    assert groups(forward) == FORWARD[family]
+    assert forward.name == "graph0.forward" and backward.name == "graph0.backward"
+    assert report.summary()[0].startswith("graph0.forward: ")
+    assert report.summary()[0].endswith(", 0 graph breaks")
+
+
+@needs_runner
+@pytest.mark.parametrize("family,dtype", CASES)
+def test_family_trains_like_eager(family, dtype):
+    config, model = family_model(family, dtype)
+    compiled = lb.compile_model(model, fullgraph=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LigerFallbackWarning)  # nothing falls back
+        outs = train(model, compiled, tokens(config), dtype)
+    # Training with labels: no logits (the lm_head and loss may fuse).
+    assert all(out.logits is None for out in outs)
+    (report,) = compiled.liger.reports  # one graph, compiled once
+    check_report(report, family, dtype)
+    if family in ("llama", "gemma", "qwen2"):
+        assert NORM_GRAD_ADD in groups(report.partitions[1])
+
+
+@needs_runner
+def test_peft_lora_llama_trains_like_eager():
+    peft = pytest.importorskip("peft")
+    config, base = family_model("llama", "f32")
+    torch.manual_seed(3)
+    model = peft.get_peft_model(base, peft.LoraConfig(
+        r=4, lora_alpha=8, lora_dropout=0.0, target_modules=["q_proj", "k_proj", "v_proj",
+                                                             "o_proj"]))
+    for name, p in model.named_parameters():
+        if "lora_B" in name:  # PEFT starts B at zero; make the update visible
+            torch.nn.init.normal_(p, std=0.1)
+    model.train()
+    compiled = lb.compile_model(model, fullgraph=True)
+    train(model, compiled, tokens(config), "f32")
+    (report,) = compiled.liger.reports
+    assert sum("[recognise-lora] recognised liger.lora_linear (scale = 2.0)" in line
+               for line in report.recognition) == 4
+    forward = report.partitions[0]
+    assert [u.group() for u in forward.units].count(LORA) == 4
+    assert {ADD_NORM, SWIGLU} <= groups(forward)
+
+
+# --- a small block: the switches and what goes to Inductor --------------------------
+
+class Block(torch.nn.Module):
+    """An HF-style RMSNorm, a gated MLP and the residual, and a loss."""
+
+    def __init__(self, hidden=32, inter=64):
+        super().__init__()
+        self.norm = torch.nn.Parameter(torch.rand(hidden) + 0.5)
+        self.gate = torch.nn.Linear(hidden, inter, bias=False)
+        self.up = torch.nn.Linear(hidden, inter, bias=False)
+        self.down = torch.nn.Linear(inter, hidden, bias=False)
+
+    def forward(self, x):
+        h = x.to(torch.float32)
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6)
+        h = self.norm * h.to(x.dtype)
+        y = x + self.down(torch.nn.functional.silu(self.gate(h)) * self.up(h))
+        return (y.float() ** 2).mean()
+
+
+def block_step(block, compiled, x):
+    """One step of both: the loss and the gradients agree (f32)."""
+    eager = copy.deepcopy(block)
+    got, want = compiled(x), eager(x)
+    got.backward()
+    want.backward()
+    tol = 1e-5 if x.dtype == torch.float32 else 1e-2
+    assert abs(got.item() - want.item()) <= tol * abs(want.item())
+    for (name, p), (_, q) in zip(block.named_parameters(), eager.named_parameters()):
+        assert relative(p.grad, q.grad) <= tol, name
+
+
+@needs_runner
+def test_debug_prints_each_graph_and_dump_writes_every_stage(tmp_path, monkeypatch, capfd):
+    monkeypatch.setenv("LIGER_DEBUG", "1")
+    monkeypatch.setenv("LIGER_DUMP_DIR", str(tmp_path))
+    block = Block()
+    block_step(block, torch.compile(block, backend="liger"), torch.randn(2, 6, 32))
+    err = capfd.readouterr().err
+    graph = [r for r in lb.reports() if r.name == "graph0"][-1]
+    assert "== liger: graph0" in err
+    assert "[recognise-rms-norm] recognised liger.rms_norm at rsqrt" in err
+    assert "[recognise-gated-mlp] recognised liger.swiglu at mul_2" in err
+    assert "-- graph0.forward" in err and "-- graph0.backward" in err
+    assert "[liger-fuse-gated-mlp] fused liger.linear, liger.linear, liger.swiglu into a " \
+           "matmul group" in err
+    assert "kernel graph0.forward.g0: matmul (liger.linear, liger.linear, liger.swiglu)" in err
+    assert "with Inductor: " in err and "aten.mean.dim" not in err.split("-- graph0.forward")[1]
+    for line in graph.summary():
+        assert line in err
+    assert graph.summary()[0].startswith("graph0.forward: ")
+    assert " aten nodes in liger kernels, " in graph.summary()[0]
+    folder = tmp_path / "graph0"
+    for name in ("dynamo.txt", "aten.txt", "substituted.txt", "graph0.forward.txt",
+                 "graph0.forward.mlir", "graph0.forward.fused.mlir",
+                 "graph0.forward.partitioned.txt", "graph0.forward.kernels.txt",
+                 "graph0.backward.mlir", "graph0.backward.fused.mlir"):
+        assert (folder / name).is_file(), name
+    assert "torch.ops.liger.swiglu" in (folder / "substituted.txt").read_text()
+    assert 'loc("' in (folder / "graph0.forward.mlir").read_text()
+    assert "liger.fusion matmul" in (folder / "graph0.forward.fused.mlir").read_text()
+    units = sorted(folder.glob("graph0.forward.g*.mlir"))
+    assert units and "func.func @group(" in units[0].read_text()
+    kernels = (folder / "graph0.forward.kernels.txt").read_text()
+    assert "the reference lowering of fusion group graph0.forward.g" in kernels
+    assert "liger.fusion_group" in (folder / "graph0.forward.partitioned.txt").read_text()
+
+
+@needs_runner
+@needs_compiler
+def test_a_group_without_a_kernel_stays_with_inductor(tmp_path, monkeypatch):
+    # kernel_target: each group is also compiled for sm_90a, and one that
+    # gets no kernel there stays with Inductor, with a warning naming it and
+    # liger-compile's reason (here: the gated MLP's gate and up are also
+    # results, saved for the backward, and the matmul templates give one).
+    monkeypatch.setenv("LIGER_CACHE_DIR", str(tmp_path))
+    block = Block()
+    compiled = torch.compile(block, backend="liger", options={"kernel_target": "sm_90a"})
+    with pytest.warns(LigerFallbackWarning) as caught:
+        block_step(block, compiled, torch.randn(2, 6, 32))
+    messages = [str(w.message) for w in caught if "fusion group" in str(w.message)]
+    assert messages == [
+        "liger: fusion group graph0.forward/matmul 0 (liger.linear, liger.linear, liger.swiglu) "
+        "stays with Inductor: left for a later matmul template: the matmul templates implement "
+        "one liger.linear or liger.lora_linear (weight and bias among the group's inputs) on the "
+        "group's inputs (or a gate/up pair on one input, optionally after an RMSNorm of it), with "
+        "an elementwise epilogue and one result; other prologues come with the next templates"]
+    forward = lb.reports()[-1].partitions[0]
+    assert forward.units == [] and len(forward.left) == 1
+
+
+class Residual(torch.nn.Module):
+    """A projection's residual sum and the HF-style RMSNorm of it."""
+
+    def __init__(self, hidden=32):
+        super().__init__()
+        self.norm = torch.nn.Parameter(torch.rand(hidden) + 0.5)
+        self.proj = torch.nn.Linear(hidden, hidden, bias=False)
+
+    def forward(self, x):
+        h = x + self.proj(x)
+        n = h.to(torch.float32)
+        n = n * torch.rsqrt(n.pow(2).mean(-1, keepdim=True) + 1e-6)
+        n = self.norm * n.to(x.dtype)
+        return (n.float() ** 2).mean() + h.float().mean()
+
+
+@needs_runner
+@needs_compiler
+def test_rowwise_groups_compile_for_the_gpu(tmp_path, monkeypatch):
+    # An add + RMSNorm and, in the backward, the norm's gradient with the
+    # residual's: their sm_90a kernels compile (here; the reference runs).
+    monkeypatch.setenv("LIGER_CACHE_DIR", str(tmp_path))
+    block = Residual().to(torch.bfloat16)
+    compiled = torch.compile(block, backend="liger", options={"kernel_target": "sm_90a"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LigerFallbackWarning)
+        block_step(block, compiled, torch.randn(2, 6, 32, dtype=torch.bfloat16))
+    forward, backward = lb.reports()[-1].partitions
+    assert groups(forward) == {ADD_NORM}
+    assert NORM_GRAD_ADD in groups(backward)
+    assert not forward.left and not backward.left
+    for unit in forward.units + backward.units:  # the sm_90a bundles are in the cache
+        assert Cache(str(tmp_path)).lookup(unit.spec.with_target("sm_90a").key()) is not None
+
+
+@needs_runner
+@needs_compiler
+def test_precompiled_kernels_serve_a_run_without_the_compiler(tmp_path, monkeypatch):
+    # precompile() traces and compiles a training step (nothing runs) and
+    # writes its sm_90a kernels; a run of another batch size where no
+    # compiler is finds every one of them there (what a GPU machine does).
+    config, model = family_model("llama", "bf16")
+    out = tmp_path / "bundles"
+    reports = lb.precompile(copy.deepcopy(model), tokens(config, 1)[0], str(out))
+    made = sorted(p.name for p in out.iterdir() if not p.name.startswith("."))
+    forward, backward = reports[0].partitions
+    assert groups(forward) == {QKV_ROPE, ADD_NORM}
+    # The gated MLP's gate and up are saved for the backward: three results,
+    # and the matmul templates write one.
+    assert [(left.group(), left.reason.split(":")[0]) for left in forward.left] == [
+        (SWIGLU, "left for a later matmul template")]
+    units = [u for p in reports[0].partitions for u in p.units]
+    assert all(u.spec.with_target("sm_90a").key() in made for u in units)
+    assert "?x?x64xbf16" in units[0].spec.text  # the token dimensions are dynamic
+    monkeypatch.setenv("LIGER_OPS_BUNDLES", str(out))
+    monkeypatch.setenv("LIGER_CACHE_DIR", str(tmp_path / "cache"))
+
+    def no_compiler(name="liger-opt"):
+        if name == "liger-compile":
+            raise LigerError("cannot find liger-compile")
+        return find_tool(name)
+    monkeypatch.setattr("liger.driver.find_tool", no_compiler)
+    monkeypatch.setattr("liger.bundles.driver.find_tool", no_compiler)
+    compiled = lb.compile_model(model, kernel_target="sm_90a")
+    with pytest.warns(LigerFallbackWarning) as caught:
+        train(model, compiled, tokens(config, 1, shape=(3, 6)), "bf16")
+    assert [str(w.message) for w in caught] == [
+        "liger: fusion group graph0.forward/matmul 2 (liger.linear, liger.linear, liger.swiglu) "
+        "stays with Inductor: no compiled kernel for it (target sm_90a) in LIGER_OPS_BUNDLES=%s, "
+        "and liger-compile is not installed here: precompile the model's kernels where the "
+        "compiler is (liger.frontend.backend.precompile)" % out]
+    assert not (tmp_path / "cache").exists()
+
+
+def norm_module(names):
+    """An imported module of an add + RMSNorm whose ops carry the FX node
+    names `names` as their locations."""
+    return """func.func @graph0_forward(%%h: tensor<?x64xbf16>, %%r: tensor<?x64xbf16>,
+        %%w: tensor<64xbf16>) -> (tensor<?x64xbf16>, tensor<?x64xbf16>) {
+  %%%s = liger.add %%h, %%r : tensor<?x64xbf16> loc("%s")
+  %%n = liger.rms_norm %%%s, %%w eps = 1.0e-5 casting = llama : tensor<?x64xbf16>, tensor<64xbf16> loc("%s")
+  return %%n, %%%s : tensor<?x64xbf16>, tensor<?x64xbf16>
+}
+""" % (names[0], names[0], names[0], names[1], names[0])
+
+
+@needs_runner
+def test_a_precompiled_fusion_serves_a_graph_without_liger_opt(tmp_path, monkeypatch):
+    # What precompile keeps of liger-fuse's work is found by the module with
+    # its names renumbered: a GPU's graph names its nodes otherwise.
+    fused, report = partition._fuse(norm_module(["add", "rms_norm"]), str(tmp_path))
+    assert 'loc("rms_norm")' in fused and "liger.fusion rowwise" in fused
+    monkeypatch.setenv("LIGER_OPS_BUNDLES", str(tmp_path))
+
+    def no_opt(name="liger-opt"):
+        raise LigerError("cannot find %s" % name)
+    monkeypatch.setattr("liger.driver.find_tool", no_opt)
+    again, again_report = partition._fuse(norm_module(["add_3", "rms_norm_1"]), None)
+
+    def renamed(text):
+        return text.replace('"add"', '"add_3"').replace('"rms_norm"', '"rms_norm_1"')
+    assert again == renamed(fused)
+    assert again_report == [renamed(line) for line in report] and again_report
+    with pytest.raises(LigerError, match=r"^cannot find liger-opt, and no precompile of this "
+                                         r"graph is in LIGER_OPS_BUNDLES: precompile the "
+                                         r"model's kernels where the compiler is "
+                                         r"\(liger.frontend.backend.precompile\)$"):
+        partition._fuse(norm_module(["add", "rms_norm"]).replace("1.0e-5", "1.0e-6"), None)
+
+
+@needs_runner
+def test_cpu_without_the_reference_and_f64_go_to_inductor_whole(monkeypatch):
+    monkeypatch.delenv("LIGER_OPS_CPU_REFERENCE")
+    block = Block()
+    with pytest.warns(LigerFallbackWarning, match="liger: Inductor compiles the whole graph: it "
+                      "runs on the CPU; liger's kernels run on CUDA GPUs"):
+        block_step(block, torch.compile(block, backend="liger"), torch.randn(2, 6, 32))
+    assert "all with Inductor (it runs on the CPU" in lb.reports()[-1].summary()[0]
+    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+    torch._dynamo.reset()
+    block = Block().double()
+    with pytest.warns(LigerFallbackWarning, match="liger: Inductor compiles the whole graph: it "
+                      "computes in f64; liger's kernels take bf16, f16 and f32"):
+        block_step(block, torch.compile(block, backend="liger"),
+                   torch.randn(2, 6, 32, dtype=torch.float64))
+
+
+@needs_runner
+def test_sizes_dynamic_beyond_the_tokens_stay_with_inductor():
+    # A second hidden size makes dynamo compile the hidden dimension as
+    # dynamic: the norm stays with Inductor, said once.
+    def norm(x, w):
+        h = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+        return w * h
+    compiled = torch.compile(norm, backend="liger")
+    for hidden in (16, 24):
+        x, w = torch.randn(3, hidden), torch.rand(hidden)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got = compiled(x, w)
+        assert torch.allclose(got, norm(x, w), rtol=1e-5, atol=1e-6)
+    report = lb.reports()[-1]
+    assert any("left alone rsqrt at rsqrt: input's size s" in line and
+               "dynamic: liger's ops take static hidden sizes" in line
+               for line in report.recognition), report.recognition
+    assert [str(w.message) for w in caught if "static hidden sizes" in str(w.message)]
+    assert not report.partitions[0].error
+
+
+@needs_runner
+def test_dynamic_tokens_compile_once_more_and_agree():
+    block = Block()
+    compiled = torch.compile(block, backend="liger")
+    block_step(block, compiled, torch.randn(2, 6, 32))
+    block.zero_grad()
+    block_step(block, compiled, torch.randn(2, 9, 32))
+    second = lb.reports()[-1]
+    texts = [u.spec.text for p in second.partitions for u in p.units]
+    assert texts and all("tensor<2x?x32xf32>" in t for t in texts
+                         if "tensor<2x" in t), texts
+
+
+def fallback_messages_of_a_step():
+    """The LigerFallbackWarnings of a training step of Block under the backend."""
+    block = Block()
+    with pytest.warns(LigerFallbackWarning) as caught:
+        block_step(block, torch.compile(block, backend="liger"), torch.randn(2, 6, 32))
+    return [str(w.message) for w in caught]
+
+
+@needs_runner
+def test_a_graph_liger_cannot_compile_stays_with_inductor(monkeypatch):
+    def refuse(text, into):
+        raise LigerError("liger-opt failed (exit 1)", "<stdin>:1:1: error: made up")
+    monkeypatch.setattr(partition, "_fuse", refuse)
+    assert fallback_messages_of_a_step() == [
+        "liger: graph0.%s stays with Inductor: liger could not compile it: liger-opt failed "
+        "(exit 1)" % which for which in ("forward", "backward")]
+
+
+@needs_runner
+def test_a_graph_liger_cannot_trace_goes_to_inductor_whole(monkeypatch):
+    def refuse(gm, policy=None):
+        raise RuntimeError("an op the aten trace does not take")
+    monkeypatch.setattr(lb, "recognize", refuse)
+    assert fallback_messages_of_a_step() == [
+        "liger: Inductor compiles the whole graph: liger could not trace it: RuntimeError: an op "
+        "the aten trace does not take"]
+
+
+def test_unknown_options_are_an_error():
+    with pytest.raises(LigerError, match=r"backend='liger' has no option bogus \(it has dump_dir, "
+                                         r"kernel_target, loss_memory_budget, precompile_dir, "
+                                         r"report\)"):
+        lb.Options.of({"bogus": 1})
+    with pytest.raises(LigerError, match="has no option bogus"):
+        lb.compile_model(Block(), bogus=1)
+
+
+def test_importing_liger_registers_the_backend_without_torch():
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    light = subprocess.run([sys.executable, "-c", "import sys, liger; print('torch' in "
+                            "sys.modules)"], env=env, capture_output=True, text=True)
+    assert light.stdout.strip() == "False", light.stderr
+    for order in ("import liger, torch", "import torch, liger"):
+        found = subprocess.run([sys.executable, "-c", order + "; from torch._dynamo.backends."
+                                "registry import lookup_backend; print(lookup_backend('liger')"
+                                ".__name__)"], env=env, capture_output=True, text=True)
+        assert found.stdout.strip() == "_liger_backend", found.stderr
