@@ -11,22 +11,10 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("accelerate")  # the Trainer's
 
-from liger import integration, ops  # noqa: E402
+from liger import integration  # noqa: E402
 from liger import transformers as lt  # noqa: E402
 from liger.errors import LigerError  # noqa: E402
-from test_transformers import needs_runner, tiny_config, tokens  # noqa: E402
-
-
-@pytest.fixture(autouse=True)
-def _clean(monkeypatch):
-    lt.revert()
-    lt._WARNED.clear()
-    lt._DECIDED.clear()
-    ops.clear_caches()
-    yield
-    lt.revert()
-    lt._DECIDED.clear()
-    ops.clear_caches()
+from test_transformers import _clean, needs_runner, tiny_config, tokens  # noqa: E402,F401
 
 
 class Batches(torch.utils.data.Dataset):
