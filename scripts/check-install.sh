@@ -7,7 +7,13 @@
 #   3. the installed liger-compile compiles a module into a bundle, and the
 #      consumer lists its kernels and their output shapes;
 #   4. what must fail does, with liger's message: a bundle directory that
-#      does not exist, and a component the package does not have.
+#      does not exist, a component the package does not have, a configure
+#      where MLIR 22 is missing;
+#   5. `pip install` of the checkout into a fresh venv (a runtime-only wheel,
+#      the quick one; build isolation fetches scikit-build-core and pybind11
+#      from PyPI), then `liger --version`, `liger info`, the imports, the
+#      runtime extension and liger-bundle found inside the package, and
+#      liger-compile's message for a wheel without the compiler.
 # Prints "check-install: N passed, M failed" and exits non-zero on a failure.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -64,6 +70,27 @@ CMAKE
 check no-compiler-component expect_failure component \
   "liger has no component 'compiler' (components: runtime; the compiler is the liger-compile tool in $TMP/prefix/bin)" \
   cmake -S "$TMP/wants-compiler" -B "$TMP/wants-compiler/build" -DCMAKE_PREFIX_PATH="$TMP/prefix"
+check no-mlir-message expect_failure no-mlir \
+  "liger's compiler needs LLVM/MLIR 22, which was not found. Install it (Debian: apt-get install llvm-22-dev libmlir-22-dev mlir-22-tools, or scripts/setup.sh), pass -DMLIR_DIR=<llvm-22>/lib/cmake/mlir, or build the runtime alone with -DLIGER_ENABLE_COMPILER=OFF." \
+  cmake -G Ninja -S "$ROOT" -B "$TMP/no-mlir" -DCMAKE_DISABLE_FIND_PACKAGE_MLIR=ON
+
+# --- the wheel ---------------------------------------------------------------
+VENV=$TMP/venv
+check venv "${PYTHON:-python3}" -m venv "$VENV"
+check pip-install "$VENV/bin/pip" install -q "$ROOT" \
+  -C cmake.define.LIGER_ENABLE_COMPILER=OFF -C build-dir="$TMP/wheel-build"
+check liger-version expect_output version "liger $VERSION" "$VENV/bin/liger" --version
+check liger-info expect_output info "compiler: not built (no MLIR 22 where it was built)" \
+  "$VENV/bin/liger" info
+# Run from elsewhere: the checkout's python/ must not be what is imported.
+check wheel-imports expect_output imports "$VERSION $VENV/lib/" env -C "$TMP" \
+  "$VENV/bin/python" -c "import liger, liger.ops, liger.runtime; \
+print(liger.__version__, liger.runtime._runtime().__file__)"
+check wheel-liger-bundle expect_output bundle "$TMP/layer.bundle: 2 kernels" \
+  env -C "$TMP" PATH="$VENV/bin:/usr/bin:/bin" liger-bundle "$TMP/layer.bundle"
+check wheel-no-compiler expect_failure compiler \
+  "liger-compile: cannot find liger-compile: this liger" \
+  env -C "$TMP" PATH="$VENV/bin:/usr/bin:/bin" liger-compile --version
 
 echo "check-install: $passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -13,7 +13,8 @@ This package is the Python face of the compiler:
   differentiable functions on torch tensors (`python -m liger.ops
   precompile` for machines without the compiler).
 
-Importing `liger` needs neither torch nor a GPU.
+`liger.installation` says what this liger is (`python -m liger --version`,
+`liger info`). Importing `liger` needs neither torch nor a GPU.
 """
 
 from liger.driver import LigerError, Summary, find_tool, run_opt, summarize
@@ -22,4 +23,6 @@ from liger.compiler import Compiled, compile  # noqa: A004 (liger.compile is the
 
 __all__ = ["BF16", "Compiled", "LigerError", "Summary", "assert_close", "compile", "find_tool",
            "run_before_after", "run_cpu", "run_opt", "summarize", "to_bf16"]
-__version__ = "0.1.0"
+from liger.installation import version as _version
+
+__version__ = _version()
