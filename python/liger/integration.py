@@ -19,12 +19,18 @@ the keyword arguments that are liger flags patch the model; the rest go to
 transformers. liger.transformers re-exports these names.
 """
 
+import importlib.util
 import inspect
 
-import transformers as hf
+for _package in ("torch", "transformers"):
+    if importlib.util.find_spec(_package) is None:
+        raise ImportError("liger.integration needs %s, which is not installed: pip install %s "
+                          "(or pip install 'liger[transformers]')" % (_package, _package))
 
-from . import transformers as lt
-from .errors import LigerError
+import transformers as hf  # noqa: E402
+
+from . import transformers as lt  # noqa: E402
+from .errors import LigerError  # noqa: E402
 
 
 def _flags_of(model_type):

@@ -3,6 +3,9 @@ tiny Llama as the unpatched model does (the patched functions run by the
 reference lowering, LIGER_OPS_CPU_REFERENCE=1), and Liger-Kernel's names
 (_apply_liger_kernel_to_instance, AutoLigerKernelForCausalLM's loading)
 patch what they say."""
+import os
+import subprocess
+import sys
 import warnings
 
 import pytest
@@ -108,3 +111,15 @@ def test_auto_model_refuses_a_model_type_liger_does_not_patch():
     config = transformers.GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=64)
     with pytest.raises(LigerError, match="not model_type 'gpt2'"):
         lt.AutoModelForCausalLM.from_config(config)
+
+
+@pytest.mark.parametrize("package", ["torch", "transformers"])
+def test_a_missing_package_is_named_with_its_install_command(package):
+    code = "import sys; sys.modules[%r] = None; import liger.integration" % package
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=os.path.join(
+                              os.path.dirname(__file__), "..", "..", "python")))
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "ImportError: liger.integration needs %s, which is not installed: pip install %s "
+        "(or pip install 'liger[transformers]')" % (package, package))
