@@ -87,10 +87,10 @@ check wheel-imports expect_output imports "$VERSION $VENV/lib/" env -C "$TMP" \
   "$VENV/bin/python" -c "import liger, liger.ops, liger.runtime; \
 print(liger.__version__, liger.runtime._runtime().__file__)"
 check wheel-liger-bundle expect_output bundle "$TMP/layer.bundle: 2 kernels" \
-  env -C "$TMP" PATH="$VENV/bin:/usr/bin:/bin" liger-bundle "$TMP/layer.bundle"
+  timeout 60 env -C "$TMP" PATH="$VENV/bin:/usr/bin:/bin" liger-bundle "$TMP/layer.bundle"
 check wheel-no-compiler expect_failure compiler \
   "liger-compile: cannot find liger-compile: this liger" \
-  env -C "$TMP" PATH="$VENV/bin:/usr/bin:/bin" liger-compile --version
+  timeout 60 env -C "$TMP" PATH="$VENV/bin:/usr/bin:/bin" liger-compile --version
 
 echo "check-install: $passed passed, $failed failed"
 [[ $failed -eq 0 ]]
