@@ -75,6 +75,8 @@ check no-mlir-message expect_failure no-mlir \
   cmake -G Ninja -S "$ROOT" -B "$TMP/no-mlir" -DCMAKE_DISABLE_FIND_PACKAGE_MLIR=ON
 
 # --- the wheel ---------------------------------------------------------------
+# What a user has: no build directory to take tools from.
+unset LIGER_BUILD_DIR LIGER_OPT
 VENV=$TMP/venv
 check venv "${PYTHON:-python3}" -m venv "$VENV"
 check pip-install "$VENV/bin/pip" install -q "$ROOT" \
