@@ -1,13 +1,14 @@
-# Finds LLVM/MLIR 22 and sets up the include paths, definitions and CMake
+# Finds LLVM/MLIR 22 (MLIR_DIR, by default Debian's: the top-level
+# CMakeLists.txt) and sets up the include paths, definitions and CMake
 # modules the compiler half of the build needs.
 #
 # Pitfalls handled here (see docs/Design/Build.md):
 #  - MLIRConfig does not export MLIR_LINK_MLIR_DYLIB: we own the option.
 #  - LLVM_DEFINITIONS is one space-separated string: split it before use.
-if(NOT MLIR_DIR AND EXISTS /usr/lib/llvm-22/lib/cmake/mlir)
-  set(MLIR_DIR /usr/lib/llvm-22/lib/cmake/mlir CACHE PATH "MLIR CMake config dir")
+find_package(MLIR CONFIG QUIET)
+if(NOT MLIR_FOUND)
+  message(FATAL_ERROR "${LIGER_NO_MLIR_MESSAGE}")
 endif()
-find_package(MLIR REQUIRED CONFIG)
 message(STATUS "liger: using MLIRConfig.cmake in ${MLIR_DIR}")
 message(STATUS "liger: using LLVMConfig.cmake in ${LLVM_DIR} (LLVM ${LLVM_PACKAGE_VERSION})")
 if(NOT LLVM_PACKAGE_VERSION VERSION_GREATER_EQUAL 22 OR LLVM_PACKAGE_VERSION VERSION_GREATER_EQUAL 23)

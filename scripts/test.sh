@@ -5,11 +5,14 @@
 #   3. the runtime alone, configured without MLIR (-DLIGER_ENABLE_COMPILER=OFF),
 #      with its unit tests and its Python extension: the runtime/compiler split
 #      stays real
-#   4. Python tests (pytest test/python)
-#   5. the fuzzer (scripts/fuzz.py): mutated inputs through liger-opt and
+#   4. the install (scripts/check-install.sh): both builds installed into
+#      prefixes and examples/cmake-consumer built against them
+#      (find_package(liger))
+#   5. Python tests (pytest test/python)
+#   6. the fuzzer (scripts/fuzz.py): mutated inputs through liger-opt and
 #      liger-compile, no signal and no timeout (fixed seed; $LIGER_FUZZ_SEED
 #      draws others)
-#   6. with --sanitize (or LIGER_TEST_SANITIZE=1): our code built with
+#   7. with --sanitize (or LIGER_TEST_SANITIZE=1): our code built with
 #      AddressSanitizer and UndefinedBehaviorSanitizer (-DLIGER_SANITIZE) into
 #      its own build directory ($LIGER_SANITIZE_BUILD_DIR, default
 #      build-sanitize/), then its unit tests and every lit suite that runs
@@ -55,6 +58,8 @@ runtime_only() {
     ctest --test-dir "$RUNTIME_BUILD" --output-on-failure
 }
 step runtime-only runtime_only
+step install env LIGER_BUILD_DIR="$BUILD" LIGER_RUNTIME_BUILD_DIR="$RUNTIME_BUILD" \
+  "$ROOT/scripts/check-install.sh"
 # test/Integration/gpu skips (and says why) on a machine without a GPU.
 step python env LIGER_BUILD_DIR="$BUILD" LIGER_RUNTIME_BUILD_DIR="$RUNTIME_BUILD" \
   "$PYTHON" -m pytest -q -rs "$ROOT/test/python" \
@@ -88,6 +93,7 @@ if [[ $SANITIZE == 1 ]]; then step sanitize sanitized; fi
 count() { grep -Eo "$2" "$LOG/$1.log" | grep -Eo '[0-9]+' | tail -1; }
 lit_passed=$(count lit 'Passed: +[0-9]+'); lit_failed=$(count lit 'Failed: +[0-9]+')
 py_passed=$(count python '[0-9]+ passed'); py_failed=$(count python '[0-9]+ failed')
+install_passed=$(count install '[0-9]+ passed'); install_failed=$(count install '[0-9]+ failed')
 ctest_counts() { # "N% tests passed, F tests failed out of T" -> passed failed
   grep -Eo '[0-9]+ tests failed out of [0-9]+' "$LOG/$1.log" | tail -1 |
     awk '{print $6 - $1, $1}'
@@ -105,9 +111,9 @@ if [[ $SANITIZE == 1 ]]; then
   san_failed=$(( ${san_unit_failed:-0} + ${san_lit_failed:-0} ))
   san_report=", sanitized $san_passed"
 fi
-total_passed=$(( ${lit_passed:-0} + ${unit_passed:-0} + ${rt_passed:-0} + ${py_passed:-0} + ${fuzz_passed:-0} + san_passed ))
-total_failed=$(( ${lit_failed:-0} + ${unit_failed:-0} + ${rt_failed:-0} + ${py_failed:-0} + ${fuzz_failed:-0} + san_failed ))
-echo "lit ${lit_passed:-0}, unit ${unit_passed:-0}, runtime-only ${rt_passed:-0}, python ${py_passed:-0}, fuzz ${fuzz_passed:-0}$san_report passed; $steps_failed step(s) failed"
+total_passed=$(( ${lit_passed:-0} + ${unit_passed:-0} + ${rt_passed:-0} + ${install_passed:-0} + ${py_passed:-0} + ${fuzz_passed:-0} + san_passed ))
+total_failed=$(( ${lit_failed:-0} + ${unit_failed:-0} + ${rt_failed:-0} + ${install_failed:-0} + ${py_failed:-0} + ${fuzz_failed:-0} + san_failed ))
+echo "lit ${lit_passed:-0}, unit ${unit_passed:-0}, runtime-only ${rt_passed:-0}, install ${install_passed:-0}, python ${py_passed:-0}, fuzz ${fuzz_passed:-0}$san_report passed; $steps_failed step(s) failed"
 if (( steps_failed > 0 && total_failed == 0 )); then total_failed=$steps_failed; fi
 echo "tests: $total_passed passed, $total_failed failed"
 [[ $steps_failed -eq 0 ]]

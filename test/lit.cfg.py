@@ -41,6 +41,8 @@ llvm_config.use_default_substitutions()  # FileCheck, not, count
 config.substitutions.insert(0, ("%python", config.python_executable))
 config.substitutions.append(("%liger_src_root", config.liger_src_root))
 config.substitutions.append(("%liger_obj_root", config.liger_obj_root))
+# project(liger VERSION ...) of the top-level CMakeLists.txt.
+config.substitutions.append(("%liger_version", config.liger_version))
 
 tool_dirs = [config.liger_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(

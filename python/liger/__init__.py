@@ -16,7 +16,8 @@ This package is the Python face of the compiler:
   the torch.compile backend (liger.frontend.backend), registered with
   torch's dynamo when this package is imported and torch is installed.
 
-Importing `liger` needs neither torch nor a GPU.
+`liger.installation` says what this liger is (`python -m liger --version`,
+`liger info`). Importing `liger` needs neither torch nor a GPU.
 """
 
 import importlib.abc
@@ -30,7 +31,9 @@ from liger.compiler import Compiled, compile  # noqa: A004 (liger.compile is the
 __all__ = ["BF16", "Compiled", "LigerError", "Summary", "assert_close", "compile",
            "compile_model", "find_tool", "run_before_after", "run_cpu", "run_opt", "summarize",
            "to_bf16"]
-__version__ = "0.1.0"
+from liger.installation import version as _version
+
+__version__ = _version()
 
 
 def compile_model(model, **options):

@@ -11,7 +11,8 @@ a key of the module text and the options, in an entry of the compiler that
 made it (the sha256 of the liger-compile executable and ptxas' version):
 the same input compiles once per compiler build, and the entries of
 several builds sharing a cache stay side by side. With LIGER_DEBUG=1 every
-stage's output is written into the entry (stages/) and its path printed.
+stage's output is written into the entry (stages/) and its path printed,
+on a cache hit too (with the stages it kept, or that it kept none).
 """
 
 import hashlib
@@ -128,6 +129,20 @@ def compile(source: str, target: str = "sm_90a", fuse: bool = True,
 
     path, cached = cache.Cache(cache_dir).get_or_build(key, build, compiler_identity(exe),
                                                        meta)
-    if debug and not cached:
-        print("liger: compiled %s; stages in %s" % (path, os.path.join(path, "stages")))
+    if debug:
+        print(_debug_report(path, cached))
     return Compiled(path, key, cached)
+
+
+def _debug_report(path, cached):
+    """What LIGER_DEBUG=1 prints for the entry `path`: compiled now or found
+    in the cache, and where its stages are."""
+    stages = os.path.join(path, "stages")
+    if not cached:
+        return "liger: compiled %s; stages in %s" % (path, stages)
+    if os.path.isdir(stages):
+        return "liger: cache hit %s; stages in %s (%s)" % (
+            path, stages, ", ".join(sorted(os.listdir(stages))))
+    return ("liger: cache hit %s; its stages were not kept (compiled without LIGER_DEBUG): "
+            "delete the entry, or set LIGER_CACHE_DIR to another directory, to compile it "
+            "again with them" % path)

@@ -1,7 +1,8 @@
 """Runs liger-opt from Python and reads its reports.
 
 `find_tool` locates the binary ($LIGER_OPT, then $LIGER_BUILD_DIR/bin, then
-build/bin of this checkout, then PATH); `run_opt` runs it on MLIR text and
+the installed package's tools, then build/bin of this checkout, then PATH:
+liger.installation); `run_opt` runs it on MLIR text and
 raises LigerError with the tool's diagnostics when it fails; `summarize`
 parses the report of the liger-print-summary pass.
 """
@@ -13,9 +14,8 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
+from . import installation
 from .errors import LigerError
-
-_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def find_tool(name: str = "liger-opt") -> str:
@@ -24,15 +24,20 @@ def find_tool(name: str = "liger-opt") -> str:
     env = os.environ.get("LIGER_OPT") if name == "liger-opt" else None
     if env:
         candidates.append(env)
-    if os.environ.get("LIGER_BUILD_DIR"):
-        candidates.append(os.path.join(os.environ["LIGER_BUILD_DIR"], "bin", name))
-    candidates.append(os.path.join(_REPO, "build", "bin", name))
+    candidates += installation.tool_candidates(name)
     for path in candidates:
         if os.path.isfile(path) and os.access(path, os.X_OK):
             return path
     on_path = shutil.which(name)
     if on_path:
         return on_path
+    if installation.has_compiler() is False and name != "liger-bundle":
+        raise LigerError("cannot find %s: this liger (%s) was built without the compiler (no "
+                         "MLIR 22 where it was built), and none is in %s or on PATH. Install "
+                         "LLVM/MLIR 22 (Debian: apt-get install llvm-22-dev libmlir-22-dev "
+                         "mlir-22-tools) and reinstall liger, or use bundles precompiled "
+                         "elsewhere (LIGER_OPS_BUNDLES)."
+                         % (name, installation.PACKAGE_DIR, ", ".join(candidates)))
     raise LigerError("cannot find %s; looked in %s and on PATH. Build it with "
                      "scripts/build.sh or set LIGER_BUILD_DIR." % (name, ", ".join(candidates)))
 

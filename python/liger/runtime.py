@@ -23,13 +23,20 @@ _DTYPES = None
 
 
 def _runtime():
+    # Installed: inside the package. A checkout: build-runtime-py/python on
+    # PYTHONPATH.
+    try:
+        from . import _liger_runtime
+        return _liger_runtime
+    except ImportError:
+        pass
     try:
         import _liger_runtime
     except ImportError as e:
         raise ImportError(
-            "the liger runtime extension (_liger_runtime) is not built or not on "
-            "PYTHONPATH: run scripts/build-runtime.sh and add its python/ folder "
-            "(%s)" % e) from None
+            "the liger runtime extension (_liger_runtime) is neither in the liger package "
+            "(pip install .) nor on PYTHONPATH: run scripts/build-runtime.sh and add its "
+            "python/ folder (%s)" % e) from None
     return _liger_runtime
 
 

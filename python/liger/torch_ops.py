@@ -17,7 +17,8 @@ per forward input (liger.swiglu_grad's convention).
 
 import functools
 import os
-import sys
+
+from . import installation
 
 _LIBRARIES = {}
 _KERNELS = {}
@@ -93,11 +94,11 @@ def load_library(path=None):
     scripts/build-runtime.sh where PyTorch is installed), which defines
     torch.ops.liger.launch(bundle, kernel, inputs, outputs) and
     torch.ops.liger.call(bundle, kernel, inputs) -> outputs in C++: the
-    low-overhead path. Looks beside _liger_runtime on sys.path unless `path`
-    is given. Returns the path loaded."""
+    low-overhead path. Looks in the installed package, then beside
+    _liger_runtime on sys.path, unless `path` is given. Returns the path
+    loaded."""
     import torch
-    candidates = [path] if path else [os.path.join(d, "libliger_torch_ops.so")
-                                      for d in sys.path if d]
+    candidates = [path] if path else installation.library_candidates("libliger_torch_ops.so")
     for candidate in candidates:
         if candidate and os.path.isfile(candidate):
             torch.ops.load_library(candidate)

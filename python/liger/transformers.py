@@ -473,6 +473,18 @@ def _causal_lm_forward(self, *args, **kwargs):
     return output(loss=loss, logits=None, **fields)
 
 
+# What the patched forward passes through: the causal LMs' own arguments.
+# The Trainer keeps only the dataset columns a model's forward names
+# (remove_unused_columns), so a bare (*args, **kwargs) lost input_ids.
+_causal_lm_forward.__signature__ = inspect.Signature(
+    [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+     inspect.Parameter("args", inspect.Parameter.VAR_POSITIONAL)]
+    + [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None)
+       for name in ("input_ids", "attention_mask", "position_ids", "past_key_values",
+                    "inputs_embeds", "labels", "use_cache", "logits_to_keep")]
+    + [inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD)])
+
+
 def _classes(family):
     """The family's modeling module and {name: class} of every class its
     entry names (_Family: norms, MLPs, causal LM, the classes that stay;
@@ -745,6 +757,13 @@ def main(argv=None):
         print("liger.transformers: %s" % e, file=sys.stderr)
         return 1
     return 0
+
+
+def __getattr__(name):
+    """liger.integration's names (imported on first use: it imports this module)."""
+    if name in ("LigerCallback", "AutoModelForCausalLM", "_apply_liger_kernel_to_instance"):
+        return getattr(importlib.import_module("liger.integration"), name)
+    raise AttributeError("module 'liger.transformers' has no attribute %r" % name)
 
 
 if __name__ == "__main__":

@@ -65,6 +65,30 @@ def test_from_a_file_and_debug_stages(tmp_path, monkeypatch):
                                               "02-gpu.mlir", "03-llvm.mlir"]
 
 
+@needs_ptxas
+def test_debug_reports_the_stages_on_a_cache_hit_too(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("LIGER_DEBUG", "1")
+    compiled = compiler.compile(MODULE, cache_dir=str(tmp_path / "debug"))
+    stages = os.path.join(compiled.path, "stages")
+    assert capsys.readouterr().out == "liger: compiled %s; stages in %s\n" % (compiled.path,
+                                                                              stages)
+    hit = compiler.compile(MODULE, cache_dir=str(tmp_path / "debug"))
+    assert hit.cached
+    out = capsys.readouterr().out
+    assert out.startswith("liger: cache hit %s; stages in %s (00-liger.mlir, 01-fused.mlir, "
+                          % (compiled.path, stages)), out
+    # An entry compiled without LIGER_DEBUG kept no stages: the hit says so.
+    monkeypatch.delenv("LIGER_DEBUG")
+    plain = compiler.compile(MODULE, cache_dir=str(tmp_path / "plain"))
+    assert capsys.readouterr().out == ""
+    monkeypatch.setenv("LIGER_DEBUG", "1")
+    assert compiler.compile(MODULE, cache_dir=str(tmp_path / "plain")).cached
+    assert capsys.readouterr().out == (
+        "liger: cache hit %s; its stages were not kept (compiled without LIGER_DEBUG): delete "
+        "the entry, or set LIGER_CACHE_DIR to another directory, to compile it again with "
+        "them\n" % plain.path)
+
+
 def test_errors_carry_the_diagnostics(tmp_path):
     with pytest.raises(LigerError) as info:
         compiler.compile(MODULE.replace("tensor<128xbf16>", "tensor<127xbf16>"),

@@ -47,6 +47,6 @@ def test_missing_tool_says_where_it_looked(monkeypatch, tmp_path):
     monkeypatch.setenv("LIGER_OPT", str(tmp_path / "nope"))
     monkeypatch.setenv("LIGER_BUILD_DIR", str(tmp_path))
     monkeypatch.setenv("PATH", str(tmp_path))
-    monkeypatch.setattr(liger.driver, "_REPO", str(tmp_path))
+    monkeypatch.setattr(liger.installation, "_CHECKOUT", str(tmp_path))
     with pytest.raises(liger.LigerError, match="cannot find liger-opt; looked in"):
         liger.find_tool()

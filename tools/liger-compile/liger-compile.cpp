@@ -17,6 +17,7 @@
 #include "liger/Pipelines/Pipelines.h"
 #include "liger/Target/GpuBinary.h"
 #include "liger/Target/GpuTarget.h"
+#include "liger/Version.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -26,6 +27,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -44,20 +46,25 @@ using namespace mlir::liger;
 namespace {
 enum class Stage { Liger, Fused, GPU, LLVM, PTX, Cubin, Bundle };
 
+/// liger-compile's own options: the only ones --help lists (LLVM's are
+/// behind --help-hidden and --help-list-hidden).
+cl::OptionCategory ligerCategory("liger-compile options");
+
 cl::opt<std::string> inputFile(cl::Positional, cl::desc("<input .mlir>"),
-                               cl::Required);
+                               cl::Required, cl::cat(ligerCategory));
 cl::opt<std::string> outputPath("o",
                                 cl::desc("Output (bundle directory, or "
                                          "file for --emit stages)"),
-                                cl::value_desc("path"), cl::init(""));
+                                cl::value_desc("path"), cl::init(""),
+                                cl::cat(ligerCategory));
 cl::opt<std::string>
     targetChip("target",
                cl::desc("GPU target: sm_90a (Hopper), sm_80 (compute "
                         "capability 8.0, 8.7) or sm_86 (8.6, 8.9)"),
-               cl::init("sm_90a"));
+               cl::init("sm_90a"), cl::cat(ligerCategory));
 cl::opt<std::string> ptxFeatures("ptx-features",
                                  cl::desc("PTX ISA version (+ptxNN)"),
-                                 cl::init("+ptx86"));
+                                 cl::init("+ptx86"), cl::cat(ligerCategory));
 cl::opt<Stage> emit(
     "emit", cl::desc("Stop after this stage and write its result"),
     cl::values(clEnumValN(Stage::Liger, "liger", "verified, canonicalized IR"),
@@ -67,42 +74,42 @@ cl::opt<Stage> emit(
                clEnumValN(Stage::PTX, "ptx", "PTX text"),
                clEnumValN(Stage::Cubin, "cubin", "the cubin"),
                clEnumValN(Stage::Bundle, "bundle", "the bundle (default)")),
-    cl::init(Stage::Bundle));
+    cl::init(Stage::Bundle), cl::cat(ligerCategory));
 cl::opt<std::string> dumpDir("dump-dir",
                              cl::desc("Write every stage's result here"),
-                             cl::init(""));
+                             cl::init(""), cl::cat(ligerCategory));
 cl::opt<bool>
     fusionReport("fusion-report",
                  cl::desc("Print what fused and why the rest did not"),
-                 cl::init(false));
+                 cl::init(false), cl::cat(ligerCategory));
 cl::opt<bool> noFuse("no-fuse", cl::desc("Compile each rowwise op alone"),
-                     cl::init(false));
+                     cl::init(false), cl::cat(ligerCategory));
 cl::opt<bool> matmulKernels(
     "matmul-kernels",
     cl::desc("Experimental: also compile matmul groups (one liger.linear "
              "or a gate/up pair, with an elementwise epilogue) with the "
              "wgmma (sm_90a) or mma.sync template"),
-    cl::init(false));
+    cl::init(false), cl::cat(ligerCategory));
 cl::opt<bool> normPrologue(
     "norm-prologue",
     cl::desc("Fold an RMSNorm read only by projections into their matmul "
              "kernels (row statistics from the A tiles) instead of "
              "compiling it as a rowwise kernel before them; the rowwise "
              "kernel measured faster on sm_90a (docs/benchmarks.md)"),
-    cl::init(false));
+    cl::init(false), cl::cat(ligerCategory));
 cl::opt<int64_t> lossMemoryBudget(
     "loss-memory-budget",
     cl::desc("With --matmul-kernels: bytes one chunk of a planned loss "
              "group's logits may take (liger-plan-loss)"),
-    cl::init(int64_t(512) << 20));
+    cl::init(int64_t(512) << 20), cl::cat(ligerCategory));
 cl::opt<bool> lossDwF32(
     "loss-dw-f32",
     cl::desc("With --matmul-kernels: a planned loss group sums dW across "
              "chunks in an f32 buffer (liger-plan-loss{dw-f32})"),
-    cl::init(false));
+    cl::init(false), cl::cat(ligerCategory));
 cl::opt<std::string> cudaToolkit("cuda-toolkit",
                                  cl::desc("CUDA toolkit holding bin/ptxas"),
-                                 cl::init(""));
+                                 cl::init(""), cl::cat(ligerCategory));
 
 int fail(const Twine &message) {
   llvm::errs() << "liger-compile: " << message << "\n";
@@ -181,9 +188,19 @@ bool dump(StringRef name, StringRef text) {
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::SetVersionPrinter([](llvm::raw_ostream &os) {
-    os << "liger-compile " << LIGER_VERSION << " (LLVM/MLIR "
+    os << "liger-compile " << LIGER_VERSION_STRING << " (LLVM/MLIR "
        << LLVM_VERSION_STRING << ")\n";
   });
+  // LLVM's options stay, hidden: --help-hidden lists them after ours.
+  for (auto &entry : cl::getRegisteredOptions()) {
+    cl::Option *option = entry.second;
+    bool generic = llvm::any_of(option->Categories, [](cl::OptionCategory *c) {
+      return c->getName() == "Generic Options";
+    });
+    if (!generic && !llvm::is_contained(option->Categories, &ligerCategory) &&
+        option->getOptionHiddenFlag() == cl::NotHidden)
+      option->setHiddenFlag(cl::Hidden);
+  }
   cl::ParseCommandLineOptions(argc, argv,
                               "liger-compile: a liger module to a kernel "
                               "bundle (cubins, PTX, manifest)\n");

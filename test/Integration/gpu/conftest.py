@@ -4,7 +4,10 @@ import sys
 import pytest
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "..")
-sys.path.insert(0, os.path.join(ROOT, "python"))
+# The checkout's package, unless LIGER_TEST_INSTALLED=1 asks for the
+# installed one (pip install .; docs/install.md).
+if os.environ.get("LIGER_TEST_INSTALLED", "") in ("", "0"):
+    sys.path.insert(0, os.path.join(ROOT, "python"))
 sys.path.insert(0, os.path.dirname(__file__))
 
 
