@@ -362,18 +362,13 @@ static GpuBuilder beginMatmulKernel(MatmulKernel &k, gpu::GPUModuleOp module,
   MLIRContext *ctx = plan.group.getContext();
   Block &body = plan.group.getBody().front();
   GpuBuilder b(plan.group.getLoc(), OpBuilder(ctx));
-  b.setInsertionPointToEnd(module.getBody());
-  auto kernel =
-      gpu::GPUFuncOp::create(b, name, FunctionType::get(ctx, paramTypes, {}));
+  gpu::GPUFuncOp kernel =
+      b.beginKernel(module, name, paramTypes, config.threads());
   k.function = kernel;
-  kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  kernel.setKnownBlockSizeAttr(
-      b.getDenseI32ArrayAttr({static_cast<int32_t>(config.threads()), 1, 1}));
   if (config.wgmma)
     kernel->setAttr("liger.tensor_maps",
                     b.getI64IntegerAttr(info.tensorMaps.size()));
   Block &entry = kernel.getBody().front();
-  b.setInsertionPointToStart(&entry);
 
   using Role = MatmulOperandRole;
   k.weights.assign(plan.projections.size(), Value());
