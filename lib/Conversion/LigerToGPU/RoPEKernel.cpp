@@ -33,14 +33,26 @@ FailureOr<RowKernelInfo> mlir::liger::buildRoPEKernel(FusionOp group,
   Block &body = group.getBody().front();
   Operation *op = &body.front();
   bool inverse = isa<RoPEGradOp>(op);
-  // The group is exactly the op, reading the group's inputs in order.
+  // The group is exactly the op; each of its operands (q, k, cos, sin) is
+  // a group input, in any order, one input possibly read by several.
   if (!isa<RoPEOp, RoPEGradOp>(op) || op->getNextNode() != body.getTerminator())
     return group.emitOpError("cannot be lowered to a RoPE kernel: it must "
                              "hold one liger.rope or liger.rope_grad");
-  for (auto [i, operand] : llvm::enumerate(op->getOperands()))
-    if (operand != body.getArgument(i))
-      return group.emitOpError("cannot be lowered to a RoPE kernel: its op "
-                               "must read the group inputs in order");
+  if (!llvm::equal(group.getYield().getValues(), op->getResults()))
+    return group.emitOpError("cannot be lowered to a RoPE kernel: it must "
+                             "yield its op's two results in order");
+  // The first operand that reads each group input (the group is isolated
+  // and holds only the op: every operand is one of its inputs).
+  SmallVector<int64_t> firstReader(body.getNumArguments(), -1);
+  for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
+    unsigned arg = cast<BlockArgument>(operand).getArgNumber();
+    if (firstReader[arg] < 0)
+      firstReader[arg] = i;
+  }
+  for (auto [i, reader] : llvm::enumerate(firstReader))
+    if (reader < 0)
+      return group.emitOpError("cannot be lowered to a RoPE kernel: its input ")
+             << i << " is not read by its op";
   auto qType = cast<RankedTensorType>(op->getOperand(0).getType());
   auto kType = cast<RankedTensorType>(op->getOperand(1).getType());
   auto tType = cast<RankedTensorType>(op->getOperand(2).getType());
@@ -60,15 +72,24 @@ FailureOr<RowKernelInfo> mlir::liger::buildRoPEKernel(FusionOp group,
   auto memrefOf = [](RankedTensorType t) {
     return MemRefType::get(t.getShape(), t.getElementType());
   };
-  SmallVector<Type> params = {memrefOf(qType), memrefOf(kType),
-                              memrefOf(tType), memrefOf(tType),
-                              memrefOf(qType), memrefOf(kType)};
+  // The parameters: the group's inputs, then q's and k's outputs.
+  SmallVector<Type> params;
+  for (BlockArgument arg : body.getArguments())
+    params.push_back(memrefOf(cast<RankedTensorType>(arg.getType())));
+  params.push_back(memrefOf(qType));
+  params.push_back(memrefOf(kType));
   GpuBuilder b(loc, OpBuilder(ctx));
   gpu::GPUFuncOp kernel = b.beginKernel(module, name, params, threads);
   Block &entry = kernel.getBody().front();
-  Value q = entry.getArgument(0), k = entry.getArgument(1);
-  Value cosT = entry.getArgument(2), sinT = entry.getArgument(3);
-  Value qOut = entry.getArgument(4), kOut = entry.getArgument(5);
+  auto paramOf = [&](unsigned operand) {
+    return entry.getArgument(
+        cast<BlockArgument>(op->getOperand(operand)).getArgNumber());
+  };
+  Value q = paramOf(0), k = paramOf(1);
+  Value cosT = paramOf(2), sinT = paramOf(3);
+  unsigned numInputs = body.getNumArguments();
+  Value qOut = entry.getArgument(numInputs);
+  Value kOut = entry.getArgument(numInputs + 1);
   Value tid = b.threadId();
   Value token = b.blockId(gpu::Dimension::x);
   Value seq = memref::DimOp::create(b, loc, q, 2);
@@ -156,12 +177,16 @@ FailureOr<RowKernelInfo> mlir::liger::buildRoPEKernel(FusionOp group,
   // For a table, `heads` records a static batch of 1 (the kernel then always
   // reads table row 0); 0 means the batch is read at run time.
   table.heads = tType.getDimSize(0) == 1 ? 1 : 0;
-  info.params.push_back(headParam("input0", false, hq));
-  info.params.push_back(headParam("input1", false, hkv));
-  table.name = "input2";
-  info.params.push_back(table);
-  table.name = "input3";
-  info.params.push_back(table);
+  // Each input takes its kind from the first operand that reads it.
+  for (auto [i, reader] : llvm::enumerate(firstReader)) {
+    std::string pname = "input" + std::to_string(i);
+    if (reader < 2) {
+      info.params.push_back(headParam(pname, false, reader == 0 ? hq : hkv));
+      continue;
+    }
+    table.name = pname;
+    info.params.push_back(table);
+  }
   info.params.push_back(headParam("output0", true, hq));
   info.params.push_back(headParam("output1", true, hkv));
   return info;
