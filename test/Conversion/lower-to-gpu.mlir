@@ -10,6 +10,7 @@
 //       CHECK:   gpu.func @add_rms_norm_rowwise_0(%{{.+}}: memref<?x4096xbf16>, %{{.+}}: memref<?x4096xbf16>, %{{.+}}: memref<4096xbf16>, %{{.+}}: memref<?x4096xbf16>, %{{.+}}: memref<?x4096xbf16>) kernel
 //  CHECK-SAME:     known_block_size = array<i32: 256, 1, 1>
 //  CHECK-SAME:     liger.kernel_info = {{{.*}}hidden = 4096 : i64{{.*}}ops = "liger.add_rms_norm"{{.*}}threads = 256 : i64, vector_width = 8 : i64}
+//  CHECK-SAME:     nvvm.reqntid = array<i32: 256, 1, 1>
 //       CHECK:     gpu.dynamic_shared_memory
 //       CHECK:     vector.load %{{.+}}[%{{.+}}, %{{.+}}] {alignment = 16 : i64} : memref<?x4096xbf16>, vector<8xbf16>
 //       CHECK:     vector.store {{.*}} : memref<?x4096xbf16>, vector<8xbf16>

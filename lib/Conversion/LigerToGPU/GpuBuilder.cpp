@@ -30,8 +30,12 @@ gpu::GPUFuncOp GpuBuilder::beginKernel(gpu::GPUModuleOp module,
   auto kernel = gpu::GPUFuncOp::create(
       *this, name, FunctionType::get(getContext(), params, {}));
   kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), getUnitAttr());
-  kernel.setKnownBlockSizeAttr(
-      getDenseI32ArrayAttr({static_cast<int32_t>(threads), 1, 1}));
+  // The block size is known (thread indices get their ranges) and
+  // required: the driver refuses a launch with any other (.reqntid).
+  DenseI32ArrayAttr block =
+      getDenseI32ArrayAttr({static_cast<int32_t>(threads), 1, 1});
+  kernel.setKnownBlockSizeAttr(block);
+  kernel->setAttr(NVVM::NVVMDialect::getReqntidAttrName(), block);
   setInsertionPointToStart(&kernel.getBody().front());
   return kernel;
 }

@@ -41,8 +41,9 @@ public:
   GpuBuilder atStart(Block *block) const;
 
   /// Creates kernel `name` taking `params` at the end of `module`, launched
-  /// with blocks of `threads` threads (the block size the lowering knows),
-  /// and moves the builder to the start of its body.
+  /// with blocks of `threads` threads (its known block size, and the one it
+  /// requires: `nvvm.reqntid`, .reqntid in its PTX), and moves the builder
+  /// to the start of its body.
   gpu::GPUFuncOp beginKernel(gpu::GPUModuleOp module, StringRef name,
                              TypeRange params, int64_t threads);
   /// `if (cond)` without results: a builder inside its `then` block.
