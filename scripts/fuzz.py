@@ -87,16 +87,7 @@ KNOWN_UPSTREAM = [
 # with a static dimension of at least "min_dim" (the row a rowwise kernel
 # unrolls): --subset required skips those runs (each would cost --timeout)
 # and the other subsets excuse their timeouts.
-PENDING = [
-    {"name": "matmul-rope-one-table",
-     "crash": "ropePair(",
-     "seeds": r"lower-to-gpu-matmul-rope-one-table", "commands": r"^(gpu|ptx)-",
-     "args": ["--matmul-kernels"],
-     "why": "LigerToGPU: the matmul template's RoPE epilogue binds one "
-            "kernel parameter to cos or sin, not both, when one table is both "
-            "(SIGSEGV in ropePair, MatmulRoPE.cpp, --matmul-kernels; "
-            "test/Robustness/Inputs/lower-to-gpu-matmul-rope-one-table.mlir)"},
-]
+PENDING = []
 
 
 def find_seeds(corpora):

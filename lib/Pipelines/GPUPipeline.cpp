@@ -45,6 +45,15 @@ void mlir::liger::buildGpuFusionStage(OpPassManager &pm,
   pm.addPass(createFuseCrossEntropyGradPass(grad));
 }
 
+void mlir::liger::buildLossPlanPipeline(OpPassManager &pm,
+                                        const LossPlanPipelineOptions &opts) {
+  pm.addPass(createFuseLinearCrossEntropyPass());
+  PlanLossPassOptions plan;
+  plan.memoryBudget = opts.memoryBudget;
+  plan.dwF32 = opts.dwF32;
+  pm.addPass(createPlanLossPass(plan));
+}
+
 void mlir::liger::buildGpuKernelStage(OpPassManager &pm,
                                       const GpuPipelineOptions &opts) {
   SelectKernelConfigPassOptions config;

@@ -24,6 +24,12 @@ void mlir::liger::registerLigerPipelines() {
       "fuse (and plan loss groups), choose each group's configuration and "
       "lower it to a kernel (liger-compile's stages liger, fused, gpu)",
       buildGpuPipeline);
+  PassPipelineRegistration<LossPlanPipelineOptions>(
+      "liger-loss-plan-pipeline",
+      "Fuse the lm_head loss and plan it in chunks as the GPU path does "
+      "(liger-fuse-linear-cross-entropy, liger-plan-loss), for the CPU "
+      "reference of a planned loss",
+      buildLossPlanPipeline);
   PassPipelineRegistration<CPUPipelineOptions>(
       "liger-cpu-pipeline",
       "Lower liger ops to the LLVM dialect for the CPU (reference lowering, "

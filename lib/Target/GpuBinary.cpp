@@ -47,6 +47,13 @@ LogicalResult mlir::liger::lowerGpuModulesToNVVM(ModuleOp module) {
   gpu.addPass(createReconcileUnrealizedCastsPass());
   if (failed(pm.run(module)))
     return failure();
+  // A kernel that requires its block size (nvvm.reqntid, set by the
+  // lowering) states no maximum too: the GPU lowering derives nvvm.maxntid
+  // from the known block size, and ptxas refuses .maxntid with .reqntid.
+  module.walk([](LLVM::LLVMFuncOp func) {
+    if (func->hasAttr(NVVM::NVVMDialect::getReqntidAttrName()))
+      func->removeAttr(NVVM::NVVMDialect::getMaxntidAttrName());
+  });
   // TMA descriptors are passed by value in parameter space
   // (__grid_constant__): the last `liger.tensor_maps` arguments of a kernel.
   // gpu.func cannot carry these argument attributes through the lowering.

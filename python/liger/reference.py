@@ -235,8 +235,7 @@ class ReferenceBundle:
         is its function here)."""
         import re
         self._text = run_opt(self._text, [
-            "--liger-fuse-linear-cross-entropy",
-            "--liger-plan-loss" + ("=dw-f32=true" if dw_f32 else "")])
+            "--liger-loss-plan-pipeline" + ("=dw-f32=true" if dw_f32 else "")])
         found = re.search(r"liger\.plan = \{([^{}]*)\}", self._text)
         if not found:
             raise LigerError("%s: liger-plan-loss left the loss unplanned" % self.path)

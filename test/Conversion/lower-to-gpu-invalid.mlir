@@ -113,6 +113,45 @@ func.func @rope_with_more(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x3x8xf32>, %c: 
 
 // -----
 
+// The outputs are the op's results in order: swapped, q's rotation would
+// land in k's buffer.
+func.func @rope_outputs_swapped(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x3x8xf32>, %c: tensor<1x3x8xf32>) -> (tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>) {
+  // expected-error @+1 {{'liger.fusion' op cannot be lowered to a RoPE kernel: it must yield its op's two results in order}}
+  %r:2 = liger.fusion rowwise(%q, %k, %c) : (tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>, tensor<1x3x8xf32>) -> (tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>) {
+  ^bb0(%a: tensor<1x2x3x8xf32>, %b: tensor<1x2x3x8xf32>, %t: tensor<1x3x8xf32>):
+    %qo, %ko = liger.rope %a, %b, %t, %t : tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>, tensor<1x3x8xf32>
+    liger.yield %ko, %qo : tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>
+  }
+  return %r#0, %r#1 : tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>
+}
+
+// -----
+
+func.func @rope_one_output(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x3x8xf32>, %c: tensor<1x3x8xf32>) -> tensor<1x2x3x8xf32> {
+  // expected-error @+1 {{'liger.fusion' op cannot be lowered to a RoPE kernel: it must yield its op's two results in order}}
+  %r = liger.fusion rowwise(%q, %k, %c) : (tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>, tensor<1x3x8xf32>) -> tensor<1x2x3x8xf32> {
+  ^bb0(%a: tensor<1x2x3x8xf32>, %b: tensor<1x2x3x8xf32>, %t: tensor<1x3x8xf32>):
+    %qo, %ko = liger.rope %a, %b, %t, %t : tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>, tensor<1x3x8xf32>
+    liger.yield %qo : tensor<1x2x3x8xf32>
+  }
+  return %r : tensor<1x2x3x8xf32>
+}
+
+// -----
+
+// Every input of the group is a parameter the op reads.
+func.func @rope_unread_input(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x3x8xf32>, %c: tensor<1x3x8xf32>, %x: tensor<1x3x8xf32>) -> (tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>) {
+  // expected-error @+1 {{'liger.fusion' op cannot be lowered to a RoPE kernel: its input 3 is not read by its op}}
+  %r:2 = liger.fusion rowwise(%q, %k, %c, %x) : (tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>, tensor<1x3x8xf32>, tensor<1x3x8xf32>) -> (tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>) {
+  ^bb0(%a: tensor<1x2x3x8xf32>, %b: tensor<1x2x3x8xf32>, %t: tensor<1x3x8xf32>, %u: tensor<1x3x8xf32>):
+    %qo, %ko = liger.rope %a, %b, %t, %t : tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>, tensor<1x3x8xf32>
+    liger.yield %qo, %ko : tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>
+  }
+  return %r#0, %r#1 : tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>
+}
+
+// -----
+
 func.func @bad_config(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
   // expected-error @+1 {{'liger.fusion' op expects 'threads' to be a multiple of 32 in [32, 1024], got 48}}
   %y = liger.fusion rowwise(%x) attributes {liger.kernel_config = {threads = 48 : i64, vector_width = 4 : i64}} : (tensor<?x64xf32>) -> tensor<?x64xf32> {

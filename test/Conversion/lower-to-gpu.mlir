@@ -10,6 +10,7 @@
 //       CHECK:   gpu.func @add_rms_norm_rowwise_0(%{{.+}}: memref<?x4096xbf16>, %{{.+}}: memref<?x4096xbf16>, %{{.+}}: memref<4096xbf16>, %{{.+}}: memref<?x4096xbf16>, %{{.+}}: memref<?x4096xbf16>) kernel
 //  CHECK-SAME:     known_block_size = array<i32: 256, 1, 1>
 //  CHECK-SAME:     liger.kernel_info = {{{.*}}hidden = 4096 : i64{{.*}}ops = "liger.add_rms_norm"{{.*}}threads = 256 : i64, vector_width = 8 : i64}
+//  CHECK-SAME:     nvvm.reqntid = array<i32: 256, 1, 1>
 //       CHECK:     gpu.dynamic_shared_memory
 //       CHECK:     vector.load %{{.+}}[%{{.+}}, %{{.+}}] {alignment = 16 : i64} : memref<?x4096xbf16>, vector<8xbf16>
 //       CHECK:     vector.store {{.*}} : memref<?x4096xbf16>, vector<8xbf16>
@@ -100,6 +101,50 @@ func.func @lone_op_and_matmul(%x: tensor<?x64xf32>, %w: tensor<64x64xf32>) -> te
 func.func @rope(%q: tensor<?x32x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %c: tensor<1x?x128xbf16>, %s: tensor<1x?x128xbf16>) -> (tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>) {
   %a, %b = liger.rope %q, %k, %c, %s : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<1x?x128xbf16>
   return %a, %b : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>
+}
+
+// -----
+
+// One value as q and k, one table as cos and sin: the group's inputs are
+// (q, table), each a parameter once, read by both of its operands; the
+// outputs follow.
+// CHECK-LABEL: gpu.func @rope_aliased_rowwise_0
+//  CHECK-SAME:   (%[[Q:.+]]: memref<?x4x?x64xbf16>, %[[T:.+]]: memref<1x?x64xbf16>, %[[QO:.+]]: memref<?x4x?x64xbf16>, %[[KO:.+]]: memref<?x4x?x64xbf16>)
+//  CHECK-SAME:   params = [{dtype = bf16, heads = 4 : i64, kind = "heads", length = 64 : i64, name = "input0", role = "input"}, {dtype = bf16, heads = 1 : i64, kind = "tables", length = 64 : i64, name = "input1", role = "input"}, {dtype = bf16, heads = 4 : i64, kind = "heads", length = 64 : i64, name = "output0", role = "output"}, {dtype = bf16, heads = 4 : i64, kind = "heads", length = 64 : i64, name = "output1", role = "output"}]
+//       CHECK:   scf.for
+//       CHECK:     vector.load %[[Q]]
+//       CHECK:     vector.load %[[T]]
+//       CHECK:     vector.load %[[T]]
+//       CHECK:     vector.store {{.*}}, %[[QO]]
+//       CHECK:   else
+//       CHECK:     vector.load %[[Q]]
+//       CHECK:     vector.store {{.*}}, %[[KO]]
+func.func @rope_aliased(%q: tensor<?x4x?x64xbf16>, %c: tensor<1x?x64xbf16>) -> (tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>) {
+  %a, %b = liger.rope %q, %q, %c, %c : tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<1x?x64xbf16>
+  return %a, %b : tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>
+}
+
+// -----
+
+// A group whose inputs are in another order than the op's operands (sin,
+// k, q, cos): the parameters are the group's inputs in their order, each
+// bound to the operand that reads it.
+// CHECK-LABEL: gpu.func @rope_reordered_rowwise_0
+//  CHECK-SAME:   (%[[S:.+]]: memref<1x?x64xbf16>, %[[K:.+]]: memref<?x2x?x64xbf16>, %[[Q:.+]]: memref<?x4x?x64xbf16>, %[[C:.+]]: memref<1x?x64xbf16>, %{{.+}}: memref<?x4x?x64xbf16>, %{{.+}}: memref<?x2x?x64xbf16>)
+//  CHECK-SAME:   params = [{dtype = bf16, heads = 1 : i64, kind = "tables", length = 64 : i64, name = "input0", role = "input"}, {dtype = bf16, heads = 2 : i64, kind = "heads", length = 64 : i64, name = "input1", role = "input"}, {dtype = bf16, heads = 4 : i64, kind = "heads", length = 64 : i64, name = "input2", role = "input"}, {dtype = bf16, heads = 1 : i64, kind = "tables", length = 64 : i64, name = "input3", role = "input"}, {dtype = bf16, heads = 4 : i64, kind = "heads", length = 64 : i64, name = "output0", role = "output"}, {dtype = bf16, heads = 2 : i64, kind = "heads", length = 64 : i64, name = "output1", role = "output"}]
+//       CHECK:   scf.for
+//       CHECK:     vector.load %[[Q]]
+//       CHECK:     vector.load %[[C]]
+//       CHECK:     vector.load %[[S]]
+//       CHECK:   else
+//       CHECK:     vector.load %[[K]]
+func.func @rope_reordered(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %c: tensor<1x?x64xbf16>, %s: tensor<1x?x64xbf16>) -> (tensor<?x4x?x64xbf16>, tensor<?x2x?x64xbf16>) {
+  %r:2 = liger.fusion rowwise(%s, %k, %q, %c) : (tensor<1x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<1x?x64xbf16>) -> (tensor<?x4x?x64xbf16>, tensor<?x2x?x64xbf16>) {
+  ^bb0(%bs: tensor<1x?x64xbf16>, %bk: tensor<?x2x?x64xbf16>, %bq: tensor<?x4x?x64xbf16>, %bc: tensor<1x?x64xbf16>):
+    %a, %b = liger.rope %bq, %bk, %bc, %bs : tensor<?x4x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<1x?x64xbf16>
+    liger.yield %a, %b : tensor<?x4x?x64xbf16>, tensor<?x2x?x64xbf16>
+  }
+  return %r#0, %r#1 : tensor<?x4x?x64xbf16>, tensor<?x2x?x64xbf16>
 }
 
 // -----

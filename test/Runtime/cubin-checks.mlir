@@ -23,41 +23,41 @@
 
 // RoPE: [B, H, T, D] heads (11 words) and tables (9), no shared memory.
 // CHECK-LABEL: rope: 2 kernels
-// CHECK: rope_rowwise_0: 62 arguments, 496 bytes; block [256, 1, 1] (.maxntid); shared memory 0 dynamic + 0 static
-// CHECK: rope_grad_rowwise_0: 62 arguments, 496 bytes; block [256, 1, 1] (.maxntid)
+// CHECK: rope_rowwise_0: 62 arguments, 496 bytes; block [256, 1, 1] (.reqntid); shared memory 0 dynamic + 0 static
+// CHECK: rope_grad_rowwise_0: 62 arguments, 496 bytes; block [256, 1, 1] (.reqntid)
 
 // Rowwise, sm_90a: ptxas gives each kernel 1 KiB of static shared memory.
 // CHECK-LABEL: rowwise: 2 kernels
-// CHECK: layer_rowwise_0: 33 arguments, 264 bytes; block [256, 1, 1] (.maxntid); shared memory 36 dynamic + 1024 static
+// CHECK: layer_rowwise_0: 33 arguments, 264 bytes; block [256, 1, 1] (.reqntid); shared memory 36 dynamic + 1024 static
 
 // A weight gradient and its finishing kernel: the same arguments.
 // CHECK-LABEL: backward: 1 kernel
-// CHECK: backward_rowwise_0: 43 arguments, 344 bytes; block [256, 1, 1] (.maxntid); shared memory 36 dynamic + 1024 static
-// CHECK: backward_rowwise_0_finish: 43 arguments, 344 bytes; block [256, 1, 1] (.maxntid); shared memory 1024 dynamic + 1024 static
+// CHECK: backward_rowwise_0: 43 arguments, 344 bytes; block [256, 1, 1] (.reqntid); shared memory 36 dynamic + 1024 static
+// CHECK: backward_rowwise_0_finish: 43 arguments, 344 bytes; block [256, 1, 1] (.reqntid); shared memory 1024 dynamic + 1024 static
 
 // Cross-entropy: blocks of 128, 256 and 1024 threads.
 // CHECK-LABEL: ce: 7 kernels
-// CHECK: ce_mean_rowwise_0: 22 arguments, 176 bytes; block [128, 1, 1] (.maxntid)
-// CHECK: ce_mean_rowwise_0_finish: 22 arguments, 176 bytes; block [128, 1, 1] (.maxntid)
-// CHECK: ce_fused_large_rowwise_0: 32 arguments, 256 bytes; block [1024, 1, 1] (.maxntid); shared memory 230432 dynamic + 1024 static
+// CHECK: ce_mean_rowwise_0: 22 arguments, 176 bytes; block [128, 1, 1] (.reqntid)
+// CHECK: ce_mean_rowwise_0_finish: 22 arguments, 176 bytes; block [128, 1, 1] (.reqntid)
+// CHECK: ce_fused_large_rowwise_0: 32 arguments, 256 bytes; block [1024, 1, 1] (.reqntid); shared memory 230432 dynamic + 1024 static
 
 // wgmma with TMA: 21 memref words, then three 128-byte descriptors at
 // 64-byte aligned places (560 bytes in the bank).
 // CHECK-LABEL: wgmma: 5 kernels
-// CHECK: proj_matmul_0: 24 arguments, 560 bytes; block [384, 1, 1] (.maxntid); shared memory 197632 dynamic + 1024 static
-// CHECK: lora_matmul_0: 40 arguments, 944 bytes; block [384, 1, 1] (.maxntid)
+// CHECK: proj_matmul_0: 24 arguments, 560 bytes; block [384, 1, 1] (.reqntid); shared memory 197632 dynamic + 1024 static
+// CHECK: lora_matmul_0: 40 arguments, 944 bytes; block [384, 1, 1] (.reqntid)
 
 // mma.sync for sm_80: no tensor maps, no static shared memory.
 // CHECK-LABEL: mma80: 6 kernels
 // CHECK: liger_kernels.sm_80.cubin: sm_80, 6 kernels
-// CHECK: proj_matmul_0: 21 arguments, 168 bytes; block [256, 1, 1] (.maxntid); shared memory 61440 dynamic + 0 static
-// CHECK: half_matmul_0: 21 arguments, 168 bytes; block [128, 1, 1] (.maxntid)
+// CHECK: proj_matmul_0: 21 arguments, 168 bytes; block [256, 1, 1] (.reqntid); shared memory 61440 dynamic + 0 static
+// CHECK: half_matmul_0: 21 arguments, 168 bytes; block [128, 1, 1] (.reqntid)
 
 // mma.sync gradient products take no tensor maps, and their manifests list
 // none (they listed two: refused as "23 arguments of 424 bytes").
 // CHECK-LABEL: mma-grads: 2 kernels
-// CHECK: ms_dx_512_1000_matmul_0: 21 arguments, 168 bytes; block [256, 1, 1] (.maxntid)
-// CHECK: ms_dw_1000_520_matmul_0: 21 arguments, 168 bytes; block [256, 1, 1] (.maxntid)
+// CHECK: ms_dx_512_1000_matmul_0: 21 arguments, 168 bytes; block [256, 1, 1] (.reqntid)
+// CHECK: ms_dw_1000_520_matmul_0: 21 arguments, 168 bytes; block [256, 1, 1] (.reqntid)
 
 // Every damaged cubin is refused under the manifest's digest; with the
 // digest rewritten to match, the structure checks refuse what they read,

@@ -15,7 +15,8 @@
 
 // Softmax over 2^20 f32 reads its row twice: pass 1 an online softmax (a
 // running max and a sum rescaled when the max grows, four 16-byte chunks an
-// iteration, loads first), one block reduction of the (max, sum) pair;
+// iteration, loads first), one block reduction of the (max, sum) pair
+// (warp 0's lanes past the warps select the identities);
 // pass 2 writes every element. Nothing is unrolled over the row.
 // GPU-LABEL: gpu.func @softmax_1m_rowwise_0(
 //  GPU-SAME:     known_block_size = array<i32: 256, 1, 1>
@@ -28,7 +29,8 @@
 //       GPU:       math.exp %{{.+}} : vector<4xf32>
 //       GPU:       scf.yield %{{.+}}, %{{.+}} : f32, f32
 //       GPU:     gpu.barrier
-//       GPU:     scf.if %{{.+}} -> (f32, f32)
+//       GPU:     scf.if %{{.+}} {
+// GPU-COUNT-2:       arith.select %{{.+}}, %{{.+}}, %{{.+}} : f32
 //       GPU:     gpu.barrier
 //       GPU:     scf.for
 //       GPU:       arith.divf %{{.+}} : vector<4xf32>

@@ -14,6 +14,7 @@
 // RUN: liger-compile %s --matmul-kernels --norm-prologue -o %t.bundle | FileCheck %s --check-prefix=OUT
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t.bundle/manifest.json
 // RUN: FileCheck %s --check-prefix=PTX < %t.bundle/liger_kernels.sm_90a.ptx
+// RUN: FileCheck %s --check-prefix=REDUCE < %t.bundle/liger_kernels.sm_90a.ptx
 // RUN: ptxas -arch=sm_90a -v %t.bundle/liger_kernels.sm_90a.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 // RUN: rm -rf %t.sm80 && liger-compile %s --matmul-kernels --norm-prologue --target=sm_80 -o %t.sm80 2>&1 | FileCheck %s --check-prefix=SM80
 // RUN: rm -rf %t.default && liger-compile %s --matmul-kernels -o %t.default | FileCheck %s --check-prefix=DEFAULT
@@ -77,6 +78,13 @@
 
 // The producer picks Wq's or Wk's map by the tile's columns; one wgmma per
 // 16-wide K slice; the epilogue writes bf16 pairs.
+// The norm prologue sums a row's squares over the four lanes of a quad
+// with the one warp reduction of every template: XOR butterfly, widest
+// offset first (2, then 1).
+// REDUCE-LABEL: .entry qkv_matmul_1(
+// REDUCE: shfl.sync.bfly.b32 [[A:%r[0-9]+]], [[X:%r[0-9]+]], 2, 31, -1;
+// REDUCE-NEXT: add.rn.f32 [[S:%r[0-9]+]], [[X]], [[A]];
+// REDUCE-NEXT: shfl.sync.bfly.b32 {{%r[0-9]+}}, [[S]], 1, 31, -1;
 // PTX-LABEL: .entry qkv_matmul_1(
 // PTX-COUNT-2: cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes
 // PTX: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16

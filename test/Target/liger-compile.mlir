@@ -8,6 +8,7 @@
 // RUN: ptxas -arch=sm_90a -v %t.bundle/liger_kernels.sm_90a.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 // RUN: liger-compile %s --target=sm_80 --emit=ptx -o %t.sm80.ptx
 // RUN: ptxas -arch=sm_80 -v %t.sm80.ptx -o %t.sm80.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: not grep -n maxntid %t.bundle/liger_kernels.sm_90a.ptx %t.sm80.ptx
 // RUN: ls %t.dump | FileCheck %s --check-prefix=DUMP
 // RUN: not liger-compile %s --target=sm_90 -o %t.bad 2>&1 | FileCheck %s --check-prefix=BADTARGET
 // RUN: not liger-compile %S/Inputs/lm-head-step.mlir -o %t.none 2>&1 | FileCheck %s --check-prefix=NOKERNEL
@@ -42,6 +43,10 @@
 // memory buffer as an aligned extern (the upstream overlap fix).
 // PTX: .extern .shared .align 1024 .b8 __dynamic_shmem__0[];
 // PTX: .entry layer_rowwise_0(
+// The block size the manifest gives is required (.reqntid: the driver
+// refuses another), not only a maximum.
+// PTX-NOT: .maxntid
+// PTX: .reqntid 256, 1, 1
 // PTX: ld.global.v4.b32
 // PTX: shfl.sync.bfly.b32
 // PTX: bar.sync

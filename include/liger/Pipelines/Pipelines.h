@@ -151,6 +151,31 @@ void buildGpuKernelStage(OpPassManager &pm, const GpuPipelineOptions &opts);
 /// `liger-gpu-pipeline`: the three stages above.
 void buildGpuPipeline(OpPassManager &pm, const GpuPipelineOptions &opts);
 
+/// Options of `liger-loss-plan-pipeline`: liger-plan-loss's.
+struct LossPlanPipelineOptions
+    : public PassPipelineOptions<LossPlanPipelineOptions> {
+  PassOptions::Option<int64_t> memoryBudget{
+      *this, "memory-budget",
+      llvm::cl::desc("Bytes one chunk of a planned loss group's logits may "
+                     "take (liger-plan-loss)"),
+      llvm::cl::init(int64_t(512) << 20)};
+  PassOptions::Option<bool> dwF32{
+      *this, "dw-f32",
+      llvm::cl::desc("A planned loss group sums dW across chunks in an f32 "
+                     "buffer (liger-plan-loss)"),
+      llvm::cl::init(false)};
+};
+
+/// `liger-loss-plan-pipeline`: the lm_head loss fused and planned as the
+/// GPU path plans it, without the other fusions (the CPU reference of a
+/// planned loss runs its chunk functions). Pre: liger ops. Post: every
+/// linear + cross-entropy chain is a loss group; every one liger-plan-loss
+/// can plan carries `liger.plan` and its chunk functions are in the module.
+///   1. liger-fuse-linear-cross-entropy
+///   2. liger-plan-loss
+void buildLossPlanPipeline(OpPassManager &pm,
+                           const LossPlanPipelineOptions &opts);
+
 /// Registers the pipelines above with the pass registry.
 void registerLigerPipelines();
 

@@ -34,7 +34,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "liger/Conversion/LigerToGPU/MatmulKernel.h"
+#include "liger/Conversion/LigerToGPU/GpuBuilder.h"
 #include "liger/Conversion/LigerToGPU/RowKernel.h"
 #include "liger/Transforms/Fusion.h"
 
@@ -97,74 +97,65 @@ public:
   FailureOr<RowKernelInfo> build();
 
 private:
-  // Constants and small helpers.
-  Value idx(OpBuilder &b, int64_t v) {
-    return arith::ConstantIndexOp::create(b, loc, v);
-  }
-  Value f32(OpBuilder &b, double v) {
-    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
-  }
+  // Float arithmetic and small helpers.
   /// `scalar` broadcast to the vector type `like` (a chunk's).
-  Value splat(OpBuilder &b, Value scalar, Type like) {
+  Value splat(GpuBuilder &b, Value scalar, Type like) {
     return vector::BroadcastOp::create(b, loc, like, scalar);
   }
   VectorType vecF32(int64_t w) {
     return VectorType::get({w}, Float32Type::get(ctx));
   }
-  Value add(OpBuilder &b, Value x, Value y) {
+  Value add(GpuBuilder &b, Value x, Value y) {
     return arith::AddFOp::create(b, loc, x, y);
   }
-  Value sub(OpBuilder &b, Value x, Value y) {
+  Value sub(GpuBuilder &b, Value x, Value y) {
     return arith::SubFOp::create(b, loc, x, y);
   }
-  Value mul(OpBuilder &b, Value x, Value y) {
+  Value mul(GpuBuilder &b, Value x, Value y) {
     return arith::MulFOp::create(b, loc, x, y);
   }
-  Value div(OpBuilder &b, Value x, Value y) {
+  Value div(GpuBuilder &b, Value x, Value y) {
     return arith::DivFOp::create(b, loc, x, y);
-  }
-  Value select(OpBuilder &b, Value c, Value x, Value y) {
-    return arith::SelectOp::create(b, loc, c, x, y);
   }
   /// exp with `afn`: __nv_fast_expf, ex2.approx(x · log2 e) (two
   /// instructions, relative error about 2^-21 + |x| 2^-24), where the
   /// default __nv_expf takes ten; a row's passes are bound by their
   /// instructions, not by memory, without it.
-  Value exp(OpBuilder &b, Value x) {
+  Value exp(GpuBuilder &b, Value x) {
     return math::ExpOp::create(b, loc, x, arith::FastMathFlags::afn);
   }
   /// exp(x - y) for a scalar y (splat over a vector x) as
   /// exp2(x log2 e - y log2 e): one fma and one ex2.approx per element,
   /// the product y log2 e formed once (pass 1's online softmax; in pass 2
   /// of the gradient alone with a softcap, ptxas spilled a predicate).
-  Value expMinus(OpBuilder &b, Value x, Value y) {
+  Value expMinus(GpuBuilder &b, Value x, Value y) {
     bool isVec = isa<VectorType>(x.getType());
     auto s = [&](Value v) { return isVec ? splat(b, v, x.getType()) : v; };
-    Value log2e = f32(b, 1.4426950408889634);
+    Value log2e = b.f32(1.4426950408889634);
     Value arg = math::FmaOp::create(
         b, loc, x, s(log2e),
         s(arith::NegFOp::create(b, loc, mul(b, y, log2e))));
     return math::Exp2Op::create(b, loc, arg, arith::FastMathFlags::afn);
   }
-  Value reduceAdd(OpBuilder &b, Value v) {
+  Value reduceAdd(GpuBuilder &b, Value v) {
     return vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, v);
   }
   /// The `w` elements of `memref` at `indices` (a row, or none, and a
   /// column), widened to f32; `aligned`: the column starts a chunk of the
   /// row's (a load of w elements), else only element-aligned.
-  Value loadChunk(OpBuilder &b, Value memref, ValueRange indices, int64_t w,
+  Value loadChunk(GpuBuilder &b, Value memref, ValueRange indices, int64_t w,
                   bool aligned);
   /// The logits' `w` elements at (`row`, `col`), widened to f32: a chunk
   /// from the staging area when staged, else from memory.
-  Value loadLogits(OpBuilder &b, Value row, Value col, int64_t w);
+  Value loadLogits(GpuBuilder &b, Value row, Value col, int64_t w);
   /// The staging area's view of the shared buffer (at the kernel's entry),
   /// and whether the chunk at offset `off` of the row's chunks is staged.
-  Value makeStageArea(OpBuilder &b);
-  Value isStaged(OpBuilder &b, Value off);
+  Value makeStageArea(GpuBuilder &b);
+  Value isStaged(GpuBuilder &b, Value off);
   /// cp.async of the logits' chunk at (`row`, `col`) into the staging slot
   /// of offset `off` (the column, unless the row is peeled).
-  void stageChunk(OpBuilder &b, Value row, Value col, Value off) {
-    emitAsyncCopy16(b, loc, stage, ValueRange{off}, logits,
+  void stageChunk(GpuBuilder &b, Value row, Value col, Value off) {
+    b.asyncCopy16(stage, ValueRange{off}, logits,
                     ValueRange{row, col}, width);
   }
   /// A row whose start is not chunk-aligned (the vocabulary is not a
@@ -172,28 +163,28 @@ private:
   /// elements and the last ones past its full chunks are single elements,
   /// one a thread, and its chunks start at column head, 16-byte aligned.
   /// Returns head and the elements its full chunks cover (a multiple of W).
-  std::pair<Value, Value> peelRow(OpBuilder &b, Value row);
+  std::pair<Value, Value> peelRow(GpuBuilder &b, Value row);
   /// The column of the chunk at offset `off` of the current row's chunks,
   /// and back.
-  Value columnOf(OpBuilder &b, Value off) {
+  Value columnOf(GpuBuilder &b, Value off) {
     return peeled ? arith::AddIOp::create(b, loc, rowHead, off) : off;
   }
-  Value offsetOf(OpBuilder &b, Value col) {
+  Value offsetOf(GpuBuilder &b, Value col) {
     return peeled ? arith::SubIOp::create(b, loc, col, rowHead) : col;
   }
   /// z = softcap * tanh(x / softcap), or x.
-  Value capped(OpBuilder &b, Value x);
+  Value capped(GpuBuilder &b, Value x);
 
-  /// Reduces `values` across the CTA with `combine` (warp shuffles, then
-  /// one shared-memory step); every thread gets the result.
-  /// `neutral` holds the identity of each value (what lanes without a
-  /// warp's partial contribute).
-  using Combine = CombineValues;
-  SmallVector<Value> blockReduce(OpBuilder &b, ValueRange values,
-                                 ArrayRef<double> neutral, Combine combine);
-  SmallVector<Value> addAll(OpBuilder &b, ValueRange values) {
+  /// Reduces `values` across the CTA with `combine`
+  /// (GpuBuilder::blockAllReduce); every thread gets the result. `neutral`
+  /// holds the identity of each value. Every reduction of the kernel uses
+  /// one area at the start of shared memory.
+  SmallVector<Value> blockReduce(GpuBuilder &b, ValueRange values,
+                                 ArrayRef<double> neutral,
+                                 GpuBuilder::Combine combine);
+  SmallVector<Value> addAll(GpuBuilder &b, ValueRange values) {
     return blockReduce(b, values, SmallVector<double>(values.size(), 0.0),
-                       [&](OpBuilder &nb, ValueRange x, ValueRange y) {
+                       [&](GpuBuilder &nb, ValueRange x, ValueRange y) {
                          SmallVector<Value> r;
                          for (auto [a, c] : llvm::zip(x, y))
                            r.push_back(add(nb, a, c));
@@ -209,15 +200,15 @@ private:
     Value invalid; // i1: neither ignored nor in [0, V)
     Value readable; // i1: counted and in [0, V) (index is the target)
   };
-  Token readToken(OpBuilder &b, Value row);
+  Token readToken(GpuBuilder &b, Value row);
 
   /// Pass 1 over `row`: lse and, when asked, sum z, sum w z and sum w.
   struct RowStats {
     Value lse;
     Value sumZ, sumWZ, sumW; // null when not asked for
   };
-  RowStats rowStats(OpBuilder &b, Value row, bool sumZ, bool sumWZ, bool sumW);
-  std::pair<Value, Value> lossTerms(OpBuilder &b, Value row,
+  RowStats rowStats(GpuBuilder &b, Value row, bool sumZ, bool sumWZ, bool sumW);
+  std::pair<Value, Value> lossTerms(GpuBuilder &b, Value row,
                                     const RowStats &stats, const Token &tok);
   /// Streams the chunks c = tid W + i T W < V of a row: kUnroll at a time
   /// (`body` issues their loads before their math) while they all fit, then
@@ -225,10 +216,10 @@ private:
   /// elements (width 1), one a thread. `body` maps the chunks' columns,
   /// their width and the carried values to the next carried values.
   using ChunkBody = function_ref<SmallVector<Value>(
-      OpBuilder &, ArrayRef<Value>, int64_t, ValueRange)>;
-  SmallVector<Value> streamRow(OpBuilder &b, ValueRange inits, ChunkBody body);
+      GpuBuilder &, ArrayRef<Value>, int64_t, ValueRange)>;
+  SmallVector<Value> streamRow(GpuBuilder &b, ValueRange inits, ChunkBody body);
   /// Writes the gradient of `row` (pass 2).
-  void writeGrad(OpBuilder &b, Value row, Value out, const RowStats &stats,
+  void writeGrad(GpuBuilder &b, Value row, Value out, const RowStats &stats,
                  const Token &tok, Value scaleCE, Value scaleZ);
 
   /// The one kernel of the group (and the finishing kernel of a reduced
@@ -237,7 +228,7 @@ private:
   /// both.
   FailureOr<RowKernelInfo> buildKernel();
   void buildFinish(ArrayRef<Type> paramTypes, unsigned lossParam);
-  gpu::GPUFuncOp createKernel(OpBuilder &b, StringRef kname,
+  gpu::GPUFuncOp createKernel(GpuBuilder &b, StringRef kname,
                               ArrayRef<Type> params, int64_t blockSize);
 
   FusionOp group;
@@ -277,26 +268,16 @@ private:
 };
 } // namespace
 
-gpu::GPUFuncOp CEBuilder::createKernel(OpBuilder &b, StringRef kname,
+gpu::GPUFuncOp CEBuilder::createKernel(GpuBuilder &b, StringRef kname,
                                        ArrayRef<Type> params,
                                        int64_t blockSize) {
-  b.setInsertionPointToEnd(module.getBody());
-  auto kernel =
-      gpu::GPUFuncOp::create(b, loc, kname, FunctionType::get(ctx, params, {}));
-  kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  kernel.setKnownBlockSizeAttr(
-      b.getDenseI32ArrayAttr({static_cast<int32_t>(blockSize), 1, 1}));
-  b.setInsertionPointToStart(&kernel.getBody().front());
-  tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  smem = gpu::DynamicSharedMemoryOp::create(
-      b, loc,
-      MemRefType::get(
-          {ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface(),
-          gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup)));
+  gpu::GPUFuncOp kernel = b.beginKernel(module, kname, params, blockSize);
+  tid = b.threadId();
+  smem = b.dynamicSharedMemory();
   return kernel;
 }
 
-Value CEBuilder::loadChunk(OpBuilder &b, Value memref, ValueRange indices,
+Value CEBuilder::loadChunk(GpuBuilder &b, Value memref, ValueRange indices,
                            int64_t w, bool aligned) {
   Type e = cast<MemRefType>(memref.getType()).getElementType();
   int64_t eb = std::max<unsigned>(1, e.getIntOrFloatBitWidth() / 8);
@@ -309,39 +290,36 @@ Value CEBuilder::loadChunk(OpBuilder &b, Value memref, ValueRange indices,
   return v;
 }
 
-std::pair<Value, Value> CEBuilder::peelRow(OpBuilder &b, Value row) {
-  Value w = idx(b, width);
+std::pair<Value, Value> CEBuilder::peelRow(GpuBuilder &b, Value row) {
+  Value w = b.index(width);
   Value misalign = arith::RemUIOp::create(
-      b, loc, arith::MulIOp::create(b, loc, row, idx(b, vocab % width)), w);
+      b, loc, arith::MulIOp::create(b, loc, row, b.index(vocab % width)), w);
   Value head = arith::RemUIOp::create(
       b, loc, arith::SubIOp::create(b, loc, w, misalign), w);
   if (vocab < width - 1) // a row shorter than its head: single elements
-    head = arith::MinUIOp::create(b, loc, head, idx(b, vocab));
+    head = arith::MinUIOp::create(b, loc, head, b.index(vocab));
   Value body = arith::MulIOp::create(
       b, loc,
       arith::DivUIOp::create(
-          b, loc, arith::SubIOp::create(b, loc, idx(b, vocab), head), w),
+          b, loc, arith::SubIOp::create(b, loc, b.index(vocab), head), w),
       w);
   return {head, body};
 }
 
-Value CEBuilder::makeStageArea(OpBuilder &b) {
-  auto areaType = MemRefType::get(
-      {stagedChunks * threads * width}, elem, MemRefLayoutAttrInterface(),
-      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
-  return memref::ViewOp::create(b, loc, areaType, smem, idx(b, stageOffset),
-                                ValueRange{});
+Value CEBuilder::makeStageArea(GpuBuilder &b) {
+  return b.sharedView(smem, stageOffset, {stagedChunks * threads * width},
+                      elem);
 }
 
-Value CEBuilder::isStaged(OpBuilder &b, Value off) {
+Value CEBuilder::isStaged(GpuBuilder &b, Value off) {
   // The thread's chunk i sits at offset tid W + i T W of the row's chunks
   // (its column, unless the row is peeled): its first stagedChunks are the
   // row's first stagedChunks T W chunk elements, each kept at its offset.
   return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, off,
-                               idx(b, stagedChunks * threads * width));
+                               b.index(stagedChunks * threads * width));
 }
 
-Value CEBuilder::loadLogits(OpBuilder &b, Value row, Value col, int64_t w) {
+Value CEBuilder::loadLogits(GpuBuilder &b, Value row, Value col, int64_t w) {
   if (!stagedChunks || w != width)
     return loadChunk(b, logits, {row, col}, w, /*aligned=*/true);
   auto rawType = VectorType::get({width}, elem);
@@ -365,94 +343,29 @@ Value CEBuilder::loadLogits(OpBuilder &b, Value row, Value col, int64_t w) {
   return raw;
 }
 
-Value CEBuilder::capped(OpBuilder &b, Value x) {
+Value CEBuilder::capped(GpuBuilder &b, Value x) {
   if (!attrs.softcap)
     return x;
   bool isVec = isa<VectorType>(x.getType());
   auto c = [&](double v) {
-    return isVec ? splat(b, f32(b, v), x.getType()) : f32(b, v);
+    return isVec ? splat(b, b.f32(v), x.getType()) : b.f32(v);
   };
   Value t = math::TanhOp::create(b, loc, div(b, x, c(*attrs.softcap)));
   return mul(b, c(*attrs.softcap), t);
 }
 
-SmallVector<Value> CEBuilder::blockReduce(OpBuilder &b, ValueRange values,
+SmallVector<Value> CEBuilder::blockReduce(GpuBuilder &b, ValueRange values,
                                           ArrayRef<double> neutral,
-                                          Combine combine) {
-  auto warpReduce = [&](OpBuilder &nb, ValueRange v, int64_t lanes) {
-    return warpAllReduce(nb, loc, v, lanes, combine);
-  };
-  int64_t k = values.size();
-  int64_t warps = threads / 32;
-  SmallVector<Value> warpValues = warpReduce(b, values, 32);
-  if (warps == 1)
-    return warpValues;
-  // The area: kMaxValues result slots, then warps x k partials. One area
-  // serves every reduction of the kernel: the results sit where no
-  // reduction's partials go, so a warp that runs ahead into the next
-  // reduction's partials cannot overwrite a result a slower warp still
-  // reads, and the next results are written only after every thread has
-  // reached the next reduction's first barrier.
-  assert(k <= kMaxValues && "more values than the result slots");
-  smemSlots = std::max(smemSlots, kMaxValues + warps * k);
-  auto areaType = MemRefType::get(
-      {kMaxValues + warps * k}, b.getF32Type(), MemRefLayoutAttrInterface(),
-      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
-  Value area =
-      memref::ViewOp::create(b, loc, areaType, smem, idx(b, 0), ValueRange{});
-  Value lane = arith::RemUIOp::create(b, loc, tid, idx(b, 32));
-  Value warp = arith::DivUIOp::create(b, loc, tid, idx(b, 32));
-  Value isLane0 =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, idx(b, 0));
-  {
-    auto store = scf::IfOp::create(b, loc, isLane0, false);
-    OpBuilder nb = store.getThenBodyBuilder();
-    Value base = arith::AddIOp::create(
-        nb, loc, arith::MulIOp::create(nb, loc, warp, idx(nb, k)),
-        idx(nb, kMaxValues));
-    for (int64_t j = 0; j < k; ++j)
-      memref::StoreOp::create(
-          nb, loc, warpValues[j], area,
-          ValueRange{arith::AddIOp::create(nb, loc, base, idx(nb, j))});
-  }
-  gpu::BarrierOp::create(b, loc);
-  Value isWarp0 =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, warp, idx(b, 0));
-  {
-    auto finish = scf::IfOp::create(b, loc, isWarp0, false);
-    OpBuilder nb = finish.getThenBodyBuilder();
-    // Lanes past the warps read lane 0's slots (in bounds) and replace them
-    // with the identity.
-    Value has = arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::ult, lane,
-                                      idx(nb, warps));
-    Value from = select(nb, has, lane, idx(nb, 0));
-    Value base = arith::AddIOp::create(
-        nb, loc, arith::MulIOp::create(nb, loc, from, idx(nb, k)),
-        idx(nb, kMaxValues));
-    SmallVector<Value> loaded;
-    for (int64_t j = 0; j < k; ++j)
-      loaded.push_back(memref::LoadOp::create(
-          nb, loc, area,
-          ValueRange{arith::AddIOp::create(nb, loc, base, idx(nb, j))}));
-    SmallVector<Value> masked;
-    for (auto [j, v] : llvm::enumerate(loaded))
-      masked.push_back(select(nb, has, v, f32(nb, neutral[j])));
-    SmallVector<Value> total =
-        warpReduce(nb, masked, llvm::PowerOf2Ceil(warps));
-    auto publish = scf::IfOp::create(nb, loc, isLane0, false);
-    OpBuilder pb = publish.getThenBodyBuilder();
-    for (int64_t j = 0; j < k; ++j)
-      memref::StoreOp::create(pb, loc, total[j], area, ValueRange{idx(pb, j)});
-  }
-  gpu::BarrierOp::create(b, loc);
-  SmallVector<Value> result;
-  for (int64_t j = 0; j < k; ++j)
-    result.push_back(
-        memref::LoadOp::create(b, loc, area, ValueRange{idx(b, j)}));
-  return result;
+                                          GpuBuilder::Combine combine) {
+  if (threads > 32)
+    smemSlots = std::max(smemSlots,
+                         GpuBuilder::blockReduceSlots(threads, values.size(),
+                                                      kMaxValues));
+  return b.blockAllReduce(smem, 0, kMaxValues, tid, threads, values, neutral,
+                          combine);
 }
 
-CEBuilder::Token CEBuilder::readToken(OpBuilder &b, Value row) {
+CEBuilder::Token CEBuilder::readToken(GpuBuilder &b, Value row) {
   Value t = memref::LoadOp::create(b, loc, target, ValueRange{row});
   auto intC = [&](int64_t v) -> Value {
     return arith::ConstantOp::create(b, loc, b.getIntegerAttr(targetType, v));
@@ -468,10 +381,10 @@ CEBuilder::Token CEBuilder::readToken(OpBuilder &b, Value row) {
   Value readable = arith::AndIOp::create(
       b, loc, inRange, arith::XOrIOp::create(b, loc, ignored, yes));
   Token tok;
-  tok.index = select(
-      b, readable, arith::IndexCastOp::create(b, loc, b.getIndexType(), t),
-      idx(b, 0));
-  Value one = f32(b, 1.0), zero = f32(b, 0.0);
+  tok.index = b.select(
+      readable, arith::IndexCastOp::create(b, loc, b.getIndexType(), t),
+      b.index(0));
+  Value one = b.f32(1.0), zero = b.f32(0.0);
   Value w = one;
   if (attrs.hasWeight) {
     w = memref::LoadOp::create(b, loc, weight, ValueRange{tok.index});
@@ -479,26 +392,26 @@ CEBuilder::Token CEBuilder::readToken(OpBuilder &b, Value row) {
       w = arith::ExtFOp::create(b, loc, b.getF32Type(), w);
   }
   tok.readable = readable;
-  tok.counted = select(b, ignored, zero, one);
-  tok.weightT = select(b, ignored, zero, w);
+  tok.counted = b.select(ignored, zero, one);
+  tok.weightT = b.select(ignored, zero, w);
   tok.invalid = arith::XOrIOp::create(
       b, loc, arith::OrIOp::create(b, loc, ignored, inRange), yes);
   return tok;
 }
 
-CEBuilder::RowStats CEBuilder::rowStats(OpBuilder &b, Value row, bool sumZ,
+CEBuilder::RowStats CEBuilder::rowStats(GpuBuilder &b, Value row, bool sumZ,
                                         bool sumWZ, bool sumW) {
   double lowest = std::numeric_limits<float>::lowest();
-  SmallVector<Value> inits = {f32(b, lowest), f32(b, 0.0)};
+  SmallVector<Value> inits = {b.f32(lowest), b.f32(0.0)};
   SmallVector<double> neutral = {lowest, 0.0};
   for (bool want : {sumZ, sumWZ, sumW})
     if (want) {
-      inits.push_back(f32(b, 0.0));
+      inits.push_back(b.f32(0.0));
       neutral.push_back(0.0);
     }
   SmallVector<Value> partial = streamRow(
       b, inits,
-      [&](OpBuilder &lb, ArrayRef<Value> cols, int64_t w, ValueRange acc) {
+      [&](GpuBuilder &lb, ArrayRef<Value> cols, int64_t w, ValueRange acc) {
         SmallVector<Value> xs, ws;
         for (Value c : cols)
           xs.push_back(loadLogits(lb, row, c, w));
@@ -543,7 +456,7 @@ CEBuilder::RowStats CEBuilder::rowStats(OpBuilder &b, Value row, bool sumZ,
       });
   SmallVector<Value> total = blockReduce(
       b, partial, neutral,
-      [&](OpBuilder &nb, ValueRange x, ValueRange y) {
+      [&](GpuBuilder &nb, ValueRange x, ValueRange y) {
         Value m = arith::MaximumFOp::create(nb, loc, x[0], y[0]);
         SmallVector<Value> r = {
             m, add(nb, mul(nb, x[1], exp(nb, sub(nb, x[0], m))),
@@ -566,7 +479,7 @@ CEBuilder::RowStats CEBuilder::rowStats(OpBuilder &b, Value row, bool sumZ,
 
 /// The per-token loss terms (the weighted cross-entropy part and the z-loss
 /// part), NaN for an out-of-range target.
-std::pair<Value, Value> CEBuilder::lossTerms(OpBuilder &b, Value row,
+std::pair<Value, Value> CEBuilder::lossTerms(GpuBuilder &b, Value row,
                                              const RowStats &stats,
                                              const Token &tok) {
   Value xt = memref::LoadOp::create(b, loc, logits, ValueRange{row, tok.index});
@@ -579,36 +492,36 @@ std::pair<Value, Value> CEBuilder::lossTerms(OpBuilder &b, Value row,
     // sum_v w_v (lse - z_v), or V lse - sum_v z_v without weights.
     Value smooth = attrs.hasWeight
                        ? sub(b, mul(b, lse, stats.sumW), stats.sumWZ)
-                       : sub(b, mul(b, f32(b, double(vocab)), lse), stats.sumZ);
-    smooth = mul(b, tok.counted, div(b, smooth, f32(b, double(vocab))));
-    ce = add(b, mul(b, f32(b, 1.0 - eps), ce), mul(b, f32(b, eps), smooth));
+                       : sub(b, mul(b, b.f32(double(vocab)), lse), stats.sumZ);
+    smooth = mul(b, tok.counted, div(b, smooth, b.f32(double(vocab))));
+    ce = add(b, mul(b, b.f32(1.0 - eps), ce), mul(b, b.f32(eps), smooth));
   }
   Value zl = mul(b, tok.counted,
-                 mul(b, f32(b, attrs.lseSquareScale), mul(b, lse, lse)));
-  Value nan = f32(b, std::numeric_limits<double>::quiet_NaN());
-  return {select(b, tok.invalid, nan, ce), select(b, tok.invalid, nan, zl)};
+                 mul(b, b.f32(attrs.lseSquareScale), mul(b, lse, lse)));
+  Value nan = b.f32(std::numeric_limits<double>::quiet_NaN());
+  return {b.select(tok.invalid, nan, ce), b.select(tok.invalid, nan, zl)};
 }
 
 
-SmallVector<Value> CEBuilder::streamRow(OpBuilder &b, ValueRange inits,
+SmallVector<Value> CEBuilder::streamRow(GpuBuilder &b, ValueRange inits,
                                         ChunkBody body) {
   int64_t step = threads * width;
   // Loops over the chunk offsets (the columns, unless the row is peeled).
   auto loopOver = [&](Value lb, Value ub, int64_t count, ValueRange init) {
     auto loop =
-        scf::ForOp::create(b, loc, lb, ub, idx(b, count * step), init);
-    OpBuilder lbld = OpBuilder::atBlockBegin(loop.getBody());
+        scf::ForOp::create(b, loc, lb, ub, b.index(count * step), init);
+    GpuBuilder lbld(loc, OpBuilder::atBlockBegin(loop.getBody()));
     SmallVector<Value> cols = {columnOf(lbld, loop.getInductionVar())};
     for (int64_t k = 1; k < count; ++k)
       cols.push_back(columnOf(
           lbld, arith::AddIOp::create(lbld, loc, loop.getInductionVar(),
-                                      idx(lbld, k * step))));
+                                      lbld.index(k * step))));
     SmallVector<Value> next = body(lbld, cols, width, loop.getRegionIterArgs());
     if (!init.empty()) // else the loop has its empty yield already
       scf::YieldOp::create(lbld, loc, next);
     return loop;
   };
-  Value start = arith::MulIOp::create(b, loc, tid, idx(b, width));
+  Value start = arith::MulIOp::create(b, loc, tid, b.index(width));
   SmallVector<Value> carried(inits.begin(), inits.end());
   // Main loop: kUnroll chunks while the last of them is in the row (its
   // full chunks when peeled).
@@ -616,57 +529,57 @@ SmallVector<Value> CEBuilder::streamRow(OpBuilder &b, ValueRange inits,
   int64_t mainEnd = vocab - (kUnroll - 1) * step;
   if (mainEnd > 0) {
     Value end = peeled ? arith::SubIOp::create(b, loc, rowBody,
-                                               idx(b, (kUnroll - 1) * step))
+                                               b.index((kUnroll - 1) * step))
                              .getResult()
-                       : idx(b, mainEnd);
+                       : b.index(mainEnd);
     auto main = loopOver(start, end, kUnroll, carried);
     carried.assign(main.getResults().begin(), main.getResults().end());
     // Where it stopped: start + ceil((mainEnd - start) / (kUnroll step))
     // kUnroll step when it ran, else start.
     Value ran = arith::CmpIOp::create(
         b, loc, peeled ? arith::CmpIPredicate::slt : arith::CmpIPredicate::ult,
-        start, peeled ? end : idx(b, mainEnd));
+        start, peeled ? end : b.index(mainEnd));
     Value trips = arith::DivUIOp::create(
         b, loc,
         arith::AddIOp::create(
             b, loc,
-            arith::SubIOp::create(b, loc, peeled ? end : idx(b, mainEnd),
+            arith::SubIOp::create(b, loc, peeled ? end : b.index(mainEnd),
                                   start),
-            idx(b, kUnroll * step - 1)),
-        idx(b, kUnroll * step));
-    start = select(b, ran,
+            b.index(kUnroll * step - 1)),
+        b.index(kUnroll * step));
+    start = b.select(ran,
                    arith::AddIOp::create(
                        b, loc, start,
                        arith::MulIOp::create(b, loc, trips,
-                                             idx(b, kUnroll * step))),
+                                             b.index(kUnroll * step))),
                    start);
   }
-  auto tail = loopOver(start, peeled ? rowBody : idx(b, vocab), 1, carried);
+  auto tail = loopOver(start, peeled ? rowBody : b.index(vocab), 1, carried);
   carried.assign(tail.getResults().begin(), tail.getResults().end());
   if (!peeled)
     return carried;
   // A peeled row's single elements: its head, then what follows its full
   // chunks; element e is thread e's, at column e or e + body.
-  Value singles = arith::SubIOp::create(b, loc, idx(b, vocab), rowBody);
+  Value singles = arith::SubIOp::create(b, loc, b.index(vocab), rowBody);
   auto one = scf::IfOp::create(
       b, loc, ValueRange(carried).getTypes(),
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, tid, singles),
       /*withElseRegion=*/!carried.empty());
-  OpBuilder ob = one.getThenBodyBuilder();
+  GpuBuilder ob(loc, one.getThenBodyBuilder());
   Value inHead =
       arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::ult, tid, rowHead);
   Value col =
-      select(ob, inHead, tid, arith::AddIOp::create(ob, loc, tid, rowBody));
+      ob.select(inHead, tid, arith::AddIOp::create(ob, loc, tid, rowBody));
   SmallVector<Value> next = body(ob, {col}, 1, carried);
   if (carried.empty())
     return carried;
   scf::YieldOp::create(ob, loc, next);
-  OpBuilder eb = one.getElseBodyBuilder();
+  GpuBuilder eb(loc, one.getElseBodyBuilder());
   scf::YieldOp::create(eb, loc, carried);
   return SmallVector<Value>(one.getResults().begin(), one.getResults().end());
 }
 
-void CEBuilder::writeGrad(OpBuilder &b, Value row, Value out,
+void CEBuilder::writeGrad(GpuBuilder &b, Value row, Value out,
                           const RowStats &stats, const Token &tok,
                           Value scaleCE, Value scaleZ) {
   // dz_v = p_v A - C w_v - [v = t] B with p_v = exp(z_v - lse), from
@@ -680,22 +593,22 @@ void CEBuilder::writeGrad(OpBuilder &b, Value row, Value out,
   // invalid target makes A NaN, so every gradient of its row is NaN.
   double eps = attrs.labelSmoothing;
   bool smoothing = eps > 0.0;
-  Value B = mul(b, scaleCE, mul(b, f32(b, 1.0 - eps), tok.weightT));
+  Value B = mul(b, scaleCE, mul(b, b.f32(1.0 - eps), tok.weightT));
   Value A = B, C;
   if (smoothing) {
-    C = mul(b, scaleCE, f32(b, eps / double(vocab)));
-    Value wSum = attrs.hasWeight ? stats.sumW : f32(b, double(vocab));
+    C = mul(b, scaleCE, b.f32(eps / double(vocab)));
+    Value wSum = attrs.hasWeight ? stats.sumW : b.f32(double(vocab));
     A = add(b, A, mul(b, C, wSum));
   }
   if (attrs.lseSquareScale > 0.0)
     A = add(b, A,
-            mul(b, scaleZ, mul(b, f32(b, 2.0 * attrs.lseSquareScale),
+            mul(b, scaleZ, mul(b, b.f32(2.0 * attrs.lseSquareScale),
                                stats.lse)));
-  A = select(b, tok.invalid,
-             f32(b, std::numeric_limits<double>::quiet_NaN()), A);
+  A = b.select(tok.invalid,
+             b.f32(std::numeric_limits<double>::quiet_NaN()), A);
   // The gradient of a logit x with weight w (both f32 scalars or vectors)
   // before the one-hot term.
-  auto grad = [&](OpBuilder &lb, Value x, Value w) -> Value {
+  auto grad = [&](GpuBuilder &lb, Value x, Value w) -> Value {
     bool isVec = isa<VectorType>(x.getType());
     auto s = [&](Value v) { return isVec ? splat(lb, v, x.getType()) : v; };
     Value p = exp(lb, sub(lb, capped(lb, x), s(stats.lse)));
@@ -706,12 +619,12 @@ void CEBuilder::writeGrad(OpBuilder &b, Value row, Value out,
   };
   // sech²(x / s) as 4e / (1 + e)² with e = exp(-2 |x / s|): 1 - tanh²
   // cancels where tanh saturates.
-  auto capFactor = [&](OpBuilder &lb, Value dz, Value x) -> Value {
+  auto capFactor = [&](GpuBuilder &lb, Value dz, Value x) -> Value {
     if (!attrs.softcap)
       return dz;
     bool isVec = isa<VectorType>(x.getType());
     auto c = [&](double v) {
-      return isVec ? splat(lb, f32(lb, v), x.getType()) : f32(lb, v);
+      return isVec ? splat(lb, lb.f32(v), x.getType()) : lb.f32(v);
     };
     Value a = math::AbsFOp::create(lb, loc, div(lb, x, c(*attrs.softcap)));
     Value e = exp(lb, mul(lb, c(-2.0), a));
@@ -724,7 +637,7 @@ void CEBuilder::writeGrad(OpBuilder &b, Value row, Value out,
     xt = arith::ExtFOp::create(b, loc, b.getF32Type(), xt);
   // Whether the next row stages the chunk at offset `off`, and its column
   // there.
-  auto nextStages = [&](OpBuilder &lb, Value off) -> Value {
+  auto nextStages = [&](GpuBuilder &lb, Value off) -> Value {
     Value staged = isStaged(lb, off);
     if (peeled)
       staged = arith::AndIOp::create(
@@ -733,11 +646,11 @@ void CEBuilder::writeGrad(OpBuilder &b, Value row, Value out,
                                 nextBody));
     return arith::AndIOp::create(lb, loc, hasNextRow, staged);
   };
-  auto nextColumn = [&](OpBuilder &lb, Value off) -> Value {
+  auto nextColumn = [&](GpuBuilder &lb, Value off) -> Value {
     return peeled ? arith::AddIOp::create(lb, loc, nextHead, off) : off;
   };
   streamRow(
-      b, {}, [&](OpBuilder &lb, ArrayRef<Value> cols, int64_t w, ValueRange) {
+      b, {}, [&](GpuBuilder &lb, ArrayRef<Value> cols, int64_t w, ValueRange) {
         // Every load of the chunks first (an in-place gradient overwrites only
         // this thread's own chunks, after reading them).
         SmallVector<Value> xs, ws;
@@ -762,7 +675,7 @@ void CEBuilder::writeGrad(OpBuilder &b, Value row, Value out,
           for (Value c : cols) {
             Value off = offsetOf(lb, c);
             auto next = scf::IfOp::create(lb, loc, nextStages(lb, off), false);
-            OpBuilder nb = next.getThenBodyBuilder();
+            GpuBuilder nb(loc, next.getThenBodyBuilder());
             stageChunk(nb, nextRow, nextColumn(nb, off), off);
           }
         return SmallVector<Value>();
@@ -771,8 +684,8 @@ void CEBuilder::writeGrad(OpBuilder &b, Value row, Value out,
     // The next row may have one chunk more than this one (its head is
     // shorter): the thread that owns that offset stages it.
     Value owner = arith::RemUIOp::create(
-        b, loc, arith::DivUIOp::create(b, loc, rowBody, idx(b, width)),
-        idx(b, threads));
+        b, loc, arith::DivUIOp::create(b, loc, rowBody, b.index(width)),
+        b.index(threads));
     auto extra = scf::IfOp::create(
         b, loc,
         arith::AndIOp::create(
@@ -780,11 +693,11 @@ void CEBuilder::writeGrad(OpBuilder &b, Value row, Value out,
             arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, owner),
             nextStages(b, rowBody)),
         false);
-    OpBuilder eb = extra.getThenBodyBuilder();
+    GpuBuilder eb(loc, extra.getThenBodyBuilder());
     stageChunk(eb, nextRow, nextColumn(eb, rowBody), rowBody);
   }
   if (stagedChunks)
-    emitAsyncCopyCommit(b, loc);
+    b.asyncCopyCommit();
   // The one-hot term: the thread whose chunk holds the target (chunk t / W
   // of the row belongs to thread (t / W) mod T; in a peeled row chunk
   // (t - head) / W, or single element t or t - body) rewrites that
@@ -792,26 +705,26 @@ void CEBuilder::writeGrad(OpBuilder &b, Value row, Value out,
   Value owner;
   if (!peeled) {
     owner = arith::RemUIOp::create(
-        b, loc, arith::DivUIOp::create(b, loc, tok.index, idx(b, width)),
-        idx(b, threads));
+        b, loc, arith::DivUIOp::create(b, loc, tok.index, b.index(width)),
+        b.index(threads));
   } else {
     Value off = arith::SubIOp::create(b, loc, tok.index, rowHead);
     Value inChunks =
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, off, rowBody);
     Value chunkOwner = arith::RemUIOp::create(
-        b, loc, arith::DivUIOp::create(b, loc, off, idx(b, width)),
-        idx(b, threads));
+        b, loc, arith::DivUIOp::create(b, loc, off, b.index(width)),
+        b.index(threads));
     Value inHead = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
                                          tok.index, rowHead);
-    Value single = select(b, inHead, tok.index,
+    Value single = b.select(inHead, tok.index,
                           arith::SubIOp::create(b, loc, tok.index, rowBody));
-    owner = select(b, inChunks, chunkOwner, single);
+    owner = b.select(inChunks, chunkOwner, single);
   }
   Value mine = arith::AndIOp::create(
       b, loc, tok.readable,
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, owner));
   auto fix = scf::IfOp::create(b, loc, mine, false);
-  OpBuilder fb = fix.getThenBodyBuilder();
+  GpuBuilder fb(loc, fix.getThenBodyBuilder());
   Value wt = smoothing && attrs.hasWeight ? tok.weightT : Value();
   Value dzt = capFactor(fb, sub(fb, grad(fb, xt, wt), B), xt);
   if (!elem.isF32())
@@ -908,12 +821,13 @@ FailureOr<RowKernelInfo> CEBuilder::buildKernel() {
                              (maxSharedMemoryBytes + 1024) / config.ctasPerSm -
                                  1024);
     stageOffset =
-        ((kMaxValues + threads / 32 * kMaxValues) * 4 + 15) / 16 * 16;
+        (GpuBuilder::blockReduceSlots(threads, kMaxValues, kMaxValues) * 4 + 15) /
+        16 * 16;
     stagedChunks = std::max<int64_t>(
         0, std::min(perThread, (share - stageOffset) / (threads * chunkBytes)));
   }
 
-  OpBuilder b(ctx);
+  GpuBuilder b(loc, OpBuilder(ctx));
   gpu::GPUFuncOp kernel = createKernel(b, name, params, threads);
   // A peeled kernel may take 128 registers a thread (at least 512 /
   // threads CTAs an SM; 64 at 1024 threads): unbounded, ptxas gave the
@@ -930,7 +844,7 @@ FailureOr<RowKernelInfo> CEBuilder::buildKernel() {
   Value rows = memref::DimOp::create(b, loc, logits, 0);
   Value cta = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   Value isThread0 =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, idx(b, 0));
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, b.index(0));
 
   // The first row's staged chunks, in flight while the totals below are
   // added up.
@@ -939,33 +853,33 @@ FailureOr<RowKernelInfo> CEBuilder::buildKernel() {
         b, loc,
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, cta, rows),
         false);
-    OpBuilder fb = first.getThenBodyBuilder();
+    GpuBuilder fb(loc, first.getThenBodyBuilder());
     if (peeled)
       std::tie(rowHead, rowBody) = peelRow(fb, cta);
     for (int64_t i = 0; i < stagedChunks; ++i) {
       Value off = arith::AddIOp::create(
-          fb, loc, arith::MulIOp::create(fb, loc, tid, idx(fb, width)),
-          idx(fb, i * threads * width));
+          fb, loc, arith::MulIOp::create(fb, loc, tid, fb.index(width)),
+          fb.index(i * threads * width));
       auto in = scf::IfOp::create(
           fb, loc,
           arith::CmpIOp::create(fb, loc, arith::CmpIPredicate::ult, off,
-                                peeled ? rowBody : idx(fb, vocab)),
+                                peeled ? rowBody : fb.index(vocab)),
           false);
-      OpBuilder ib = in.getThenBodyBuilder();
+      GpuBuilder ib(loc, in.getThenBodyBuilder());
       stageChunk(ib, cta, columnOf(ib, off), off);
     }
-    emitAsyncCopyCommit(b, loc);
+    b.asyncCopyCommit();
   }
 
   // The gradient with mean: the counted weight and the counted tokens of
   // the whole batch, before any row.
   Value weightSum, count;
   if (withGrad && mean) {
-    Value zero = f32(b, 0.0);
-    auto scan = scf::ForOp::create(b, loc, tid, rows, idx(b, threads),
+    Value zero = b.f32(0.0);
+    auto scan = scf::ForOp::create(b, loc, tid, rows, b.index(threads),
                                    ValueRange{zero, zero});
     {
-      OpBuilder lb = OpBuilder::atBlockBegin(scan.getBody());
+      GpuBuilder lb(loc, OpBuilder::atBlockBegin(scan.getBody()));
       Token tok = readToken(lb, scan.getInductionVar());
       scf::YieldOp::create(
           lb, loc,
@@ -982,16 +896,16 @@ FailureOr<RowKernelInfo> CEBuilder::buildKernel() {
   Value stride = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
   SmallVector<Value> sums;
   if (partials)
-    sums.assign(4, f32(b, 0.0));
+    sums.assign(4, b.f32(0.0));
   auto rowLoop = scf::ForOp::create(b, loc, cta, rows, stride, sums);
   {
-    OpBuilder rb = OpBuilder::atBlockBegin(rowLoop.getBody());
+    GpuBuilder rb(loc, OpBuilder::atBlockBegin(rowLoop.getBody()));
     Value row = rowLoop.getInductionVar();
     if (peeled)
       std::tie(rowHead, rowBody) = peelRow(rb, row);
     if (stagedChunks) {
       // This row's staged chunks (this thread's own copies) have landed.
-      emitAsyncCopyWaitAll(rb, loc);
+      rb.asyncCopyWait(0);
       nextRow = arith::AddIOp::create(rb, loc, row, stride);
       hasNextRow = arith::CmpIOp::create(rb, loc, arith::CmpIPredicate::ult,
                                          nextRow, rows);
@@ -1012,7 +926,7 @@ FailureOr<RowKernelInfo> CEBuilder::buildKernel() {
                 add(rb, acc[2], tok.weightT), add(rb, acc[3], tok.counted)};
       } else {
         auto store = scf::IfOp::create(rb, loc, isThread0, false);
-        OpBuilder sb = store.getThenBodyBuilder();
+        GpuBuilder sb(loc, store.getThenBodyBuilder());
         memref::StoreOp::create(sb, loc, add(sb, ce, zl),
                                 entry.getArgument(*lossParam), ValueRange{row});
         if (zParam)
@@ -1036,10 +950,10 @@ FailureOr<RowKernelInfo> CEBuilder::buildKernel() {
   if (partials) {
     Value ws = entry.getArguments().back();
     auto store = scf::IfOp::create(b, loc, isThread0, false);
-    OpBuilder sb = store.getThenBodyBuilder();
+    GpuBuilder sb(loc, store.getThenBodyBuilder());
     for (int64_t j = 0; j < 4; ++j)
       memref::StoreOp::create(sb, loc, rowLoop.getResult(j), ws,
-                              ValueRange{cta, idx(sb, j)});
+                              ValueRange{cta, sb.index(j)});
   }
   gpu::ReturnOp::create(b, loc);
 
@@ -1066,7 +980,7 @@ FailureOr<RowKernelInfo> CEBuilder::buildKernel() {
 }
 
 void CEBuilder::buildFinish(ArrayRef<Type> paramTypes, unsigned lossParam) {
-  OpBuilder b(ctx);
+  GpuBuilder b(loc, OpBuilder(ctx));
   gpu::GPUFuncOp kernel =
       createKernel(b, (name + "_finish").str(), paramTypes, threads);
   Block &entry = kernel.getBody().front();
@@ -1074,25 +988,25 @@ void CEBuilder::buildFinish(ArrayRef<Type> paramTypes, unsigned lossParam) {
   Value zOut = attrs.returnZLoss ? entry.getArgument(lossParam + 1) : Value();
   Value partials = entry.getArguments().back();
   Value ctas = memref::DimOp::create(b, loc, partials, 0);
-  Value zero = f32(b, 0.0);
-  auto loop = scf::ForOp::create(b, loc, tid, ctas, idx(b, threads),
+  Value zero = b.f32(0.0);
+  auto loop = scf::ForOp::create(b, loc, tid, ctas, b.index(threads),
                                  ValueRange{zero, zero, zero, zero});
   {
-    OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
+    GpuBuilder lb(loc, OpBuilder::atBlockBegin(loop.getBody()));
     SmallVector<Value> next;
     for (int64_t j = 0; j < 4; ++j)
       next.push_back(add(
           lb, loop.getRegionIterArgs()[j],
           memref::LoadOp::create(lb, loc, partials,
                                  ValueRange{loop.getInductionVar(),
-                                            idx(lb, j)})));
+                                            lb.index(j)})));
     scf::YieldOp::create(lb, loc, next);
   }
   SmallVector<Value> total = addAll(b, loop.getResults());
   Value isThread0 =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, idx(b, 0));
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, b.index(0));
   auto store = scf::IfOp::create(b, loc, isThread0, false);
-  OpBuilder sb = store.getThenBodyBuilder();
+  GpuBuilder sb(loc, store.getThenBodyBuilder());
   Value loss, z;
   if (attrs.reduction == Reduction::mean) {
     // The weighted part over the counted weight, the z-loss over the

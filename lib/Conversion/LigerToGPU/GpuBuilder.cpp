@@ -2,7 +2,7 @@
 //
 // The one translation unit that spells the NVGPU and NVVM operations the
 // templates share (cp.async, mbarriers, TMA, fences, named barriers, wgmma
-// descriptors).
+// descriptors), and the one warp and block reduction.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +11,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -20,6 +21,23 @@ using namespace mlir::liger;
 
 GpuBuilder GpuBuilder::atStart(Block *block) const {
   return GpuBuilder(getLoc(), OpBuilder::atBlockBegin(block));
+}
+
+gpu::GPUFuncOp GpuBuilder::beginKernel(gpu::GPUModuleOp module,
+                                       StringRef name, TypeRange params,
+                                       int64_t threads) {
+  setInsertionPointToEnd(module.getBody());
+  auto kernel = gpu::GPUFuncOp::create(
+      *this, name, FunctionType::get(getContext(), params, {}));
+  kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), getUnitAttr());
+  // The block size is known (thread indices get their ranges) and
+  // required: the driver refuses a launch with any other (.reqntid).
+  DenseI32ArrayAttr block =
+      getDenseI32ArrayAttr({static_cast<int32_t>(threads), 1, 1});
+  kernel.setKnownBlockSizeAttr(block);
+  kernel->setAttr(NVVM::NVVMDialect::getReqntidAttrName(), block);
+  setInsertionPointToStart(&kernel.getBody().front());
+  return kernel;
 }
 
 GpuBuilder GpuBuilder::ifThen(Value cond) {
@@ -87,7 +105,7 @@ Value GpuBuilder::gridDim(gpu::Dimension dim) {
 SmallVector<Value> GpuBuilder::warpAllReduce(ValueRange values, int64_t lanes,
                                              Combine combine) {
   SmallVector<Value> acc = llvm::to_vector(values);
-  for (int64_t offset = 1; offset < lanes; offset *= 2) {
+  for (int64_t offset = lanes / 2; offset >= 1; offset /= 2) {
     SmallVector<Value> other;
     for (Value v : acc)
       other.push_back(gpu::ShuffleOp::create(*this, v,
@@ -104,6 +122,76 @@ Value GpuBuilder::warpAllReduceSum(Value value, int64_t lanes) {
       value, lanes, [](GpuBuilder &b, ValueRange x, ValueRange y) {
         return SmallVector<Value>{arith::AddFOp::create(b, x[0], y[0])};
       })[0];
+}
+
+int64_t GpuBuilder::blockReduceSlots(int64_t threads, int64_t values,
+                                     int64_t maxValues) {
+  return maxValues + threads / 32 * values;
+}
+
+SmallVector<Value> GpuBuilder::blockAllReduce(Value smem, int64_t byteOffset,
+                                              int64_t maxValues, Value tid,
+                                              int64_t threads,
+                                              ValueRange values,
+                                              ArrayRef<double> neutral,
+                                              Combine combine) {
+  SmallVector<Value> warpValues = warpAllReduce(values, 32, combine);
+  int64_t warps = threads / 32;
+  if (warps == 1)
+    return warpValues;
+  int64_t k = values.size();
+  assert(k <= maxValues && "more values than the area's result slots");
+  Value area = sharedView(smem, byteOffset,
+                          {blockReduceSlots(threads, k, maxValues)},
+                          getF32Type());
+  Value lane = rem(tid, 32);
+  Value warp = div(tid, 32);
+  Value isLane0 = equal(lane, 0);
+  {
+    // Warp w's partials, contiguous after the result slots.
+    GpuBuilder b = ifThen(isLane0);
+    Value base = b.add(b.mul(warp, k), maxValues);
+    for (auto [j, v] : llvm::enumerate(warpValues))
+      memref::StoreOp::create(b, v, area,
+                              ValueRange{b.add(base, static_cast<int64_t>(j))});
+  }
+  gpu::BarrierOp::create(*this);
+  Value isWarp0 = equal(warp, 0);
+  {
+    GpuBuilder b = ifThen(isWarp0);
+    // Lanes past the warps read warp 0's partials (in bounds, no branch)
+    // and replace them with the identities.
+    Value has = b.lessThan(lane, warps);
+    Value from = b.select(has, lane, b.index(0));
+    Value base = b.add(b.mul(from, k), maxValues);
+    SmallVector<Value> loaded;
+    for (int64_t j = 0; j < k; ++j)
+      loaded.push_back(
+          memref::LoadOp::create(b, area, ValueRange{b.add(base, j)}));
+    SmallVector<Value> partials;
+    for (auto [j, v] : llvm::enumerate(loaded))
+      partials.push_back(b.select(has, v, b.f32(neutral[j])));
+    SmallVector<Value> total =
+        b.warpAllReduce(partials, llvm::PowerOf2Ceil(warps), combine);
+    GpuBuilder pb = b.ifThen(isLane0);
+    for (int64_t j = 0; j < k; ++j)
+      memref::StoreOp::create(pb, total[j], area, ValueRange{pb.index(j)});
+  }
+  gpu::BarrierOp::create(*this);
+  SmallVector<Value> results;
+  for (int64_t j = 0; j < k; ++j)
+    results.push_back(
+        memref::LoadOp::create(*this, area, ValueRange{index(j)}));
+  return results;
+}
+
+Value GpuBuilder::ropeTerm(Value x, Value cos, Value partner, Value sin,
+                           bool subtract) {
+  Value sinTerm = arith::MulFOp::create(*this, partner, sin);
+  Value cosTerm = arith::MulFOp::create(*this, x, cos);
+  if (subtract)
+    return arith::SubFOp::create(*this, cosTerm, sinTerm);
+  return arith::AddFOp::create(*this, cosTerm, sinTerm);
 }
 
 void GpuBuilder::asyncCopy16(Value dst, ValueRange dstIndices, Value src,
@@ -177,6 +265,25 @@ void GpuBuilder::fenceProxyAsyncShared() {
       NVVM::SharedSpaceAttr::get(getContext(), NVVM::SharedSpace::shared_cta));
 }
 
+/// The workgroup memref type of `shape` x `elementType`.
+static MemRefType workgroupMemRef(ArrayRef<int64_t> shape, Type elementType) {
+  MLIRContext *ctx = elementType.getContext();
+  return MemRefType::get(
+      shape, elementType, MemRefLayoutAttrInterface(),
+      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
+}
+
+Value GpuBuilder::dynamicSharedMemory() {
+  return gpu::DynamicSharedMemoryOp::create(
+      *this, workgroupMemRef({ShapedType::kDynamic}, getI8Type()));
+}
+
+Value GpuBuilder::sharedView(Value smem, int64_t byteOffset,
+                             ArrayRef<int64_t> shape, Type elementType) {
+  return memref::ViewOp::create(*this, workgroupMemRef(shape, elementType),
+                                smem, index(byteOffset), ValueRange{});
+}
+
 Value GpuBuilder::externSharedBuffer(gpu::GPUModuleOp module, StringRef name,
                                      int64_t alignment) {
   if (!module.lookupSymbol(name)) {
@@ -242,18 +349,4 @@ uint64_t mlir::liger::wgmmaKMajorDescriptorFields(int64_t swizzleBytes) {
 uint64_t mlir::liger::wgmmaMNMajorDescriptorFields(int64_t boxBytes) {
   return (uint64_t(boxBytes / 16) << 16) | (uint64_t(1024 / 16) << 32) |
          (1ull << 62);
-}
-
-void mlir::liger::emitAsyncCopy16(OpBuilder &b, Location loc, Value dst,
-                                  ValueRange dstIndices, Value src,
-                                  ValueRange srcIndices, int64_t elements) {
-  GpuBuilder(loc, b).asyncCopy16(dst, dstIndices, src, srcIndices, elements);
-}
-
-void mlir::liger::emitAsyncCopyCommit(OpBuilder &b, Location loc) {
-  GpuBuilder(loc, b).asyncCopyCommit();
-}
-
-void mlir::liger::emitAsyncCopyWaitAll(OpBuilder &b, Location loc) {
-  GpuBuilder(loc, b).asyncCopyWait(0);
 }

@@ -10,13 +10,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "liger/Conversion/LigerToGPU/MatmulEmitters.h"
-#include "liger/Conversion/LigerToLinalg/LigerToLinalg.h"
+#include "liger/Conversion/LigerToGPU/ReferenceLowering.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
-#include "mlir/Transforms/DialectConversion.h"
 
 using namespace mlir;
 using namespace mlir::liger;
@@ -61,12 +60,7 @@ mlir::liger::lowerMatmulEpilogue(const MatmulPlan &plan) {
     b.clone(*op, mapping);
   }
   func::ReturnOp::create(b, loc, mapping.lookupOrDefault(result));
-  RewritePatternSet patterns(ctx);
-  populateLowerToLinalgPatterns(patterns);
-  ConversionTarget target(*ctx);
-  target.addIllegalDialect<LigerDialect>();
-  target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
-  if (failed(applyPartialConversion(fn, target, std::move(patterns))))
+  if (failed(lowerToReference(fn)))
     return leaveForLaterTemplate(group,
                                  "its epilogue's reference lowering failed");
   unsigned rank = cast<RankedTensorType>(types.front()).getRank();

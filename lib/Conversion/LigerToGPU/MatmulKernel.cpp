@@ -362,31 +362,25 @@ static GpuBuilder beginMatmulKernel(MatmulKernel &k, gpu::GPUModuleOp module,
   MLIRContext *ctx = plan.group.getContext();
   Block &body = plan.group.getBody().front();
   GpuBuilder b(plan.group.getLoc(), OpBuilder(ctx));
-  b.setInsertionPointToEnd(module.getBody());
-  auto kernel =
-      gpu::GPUFuncOp::create(b, name, FunctionType::get(ctx, paramTypes, {}));
+  gpu::GPUFuncOp kernel =
+      b.beginKernel(module, name, paramTypes, config.threads());
   k.function = kernel;
-  kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  kernel.setKnownBlockSizeAttr(
-      b.getDenseI32ArrayAttr({static_cast<int32_t>(config.threads()), 1, 1}));
   if (config.wgmma)
     kernel->setAttr("liger.tensor_maps",
                     b.getI64IntegerAttr(info.tensorMaps.size()));
   Block &entry = kernel.getBody().front();
-  b.setInsertionPointToStart(&entry);
 
   using Role = MatmulOperandRole;
   k.weights.assign(plan.projections.size(), Value());
   k.biases.assign(plan.projections.size(), Value());
   // The parameters with one value each (weights and biases are bound per
-  // projection below; the rest are the epilogue's).
+  // projection below, RoPE's tables by the plan's values, as one input may
+  // be both; the rest are the epilogue's).
   constexpr std::pair<Role, Value MatmulKernel::*> slots[] = {
       {Role::X, &MatmulKernel::x},
       {Role::NormWeight, &MatmulKernel::normWeight},
       {Role::LoRAA, &MatmulKernel::loraA},
       {Role::LoRAB, &MatmulKernel::loraB},
-      {Role::Cos, &MatmulKernel::cos},
-      {Role::Sin, &MatmulKernel::sin},
       {Role::Accumulator, &MatmulKernel::accumulator}};
   for (BlockArgument arg : body.getArguments()) {
     Value param = entry.getArgument(arg.getArgNumber());
@@ -398,12 +392,17 @@ static GpuBuilder beginMatmulKernel(MatmulKernel &k, gpu::GPUModuleOp module,
     else if (operand.inEpilogue())
       k.epilogueInputs[arg] = param;
   }
+  auto paramOf = [&](Value arg) {
+    return entry.getArgument(cast<BlockArgument>(arg).getArgNumber());
+  };
   for (auto [p, l] : llvm::enumerate(plan.projections)) {
-    k.weights[p] =
-        entry.getArgument(cast<BlockArgument>(l.weight).getArgNumber());
+    k.weights[p] = paramOf(l.weight);
     if (l.bias)
-      k.biases[p] =
-          entry.getArgument(cast<BlockArgument>(l.bias).getArgNumber());
+      k.biases[p] = paramOf(l.bias);
+  }
+  if (plan.rope) {
+    k.cos = paramOf(plan.cos);
+    k.sin = paramOf(plan.sin);
   }
   k.y = entry.getArgument(body.getNumArguments());
   if (plan.rope)

@@ -41,14 +41,9 @@ MmaSyncWarps::MmaSyncWarps(const MatmulKernelConfig &config) {
 
 MmaSyncTiles mlir::liger::getMmaSyncTiles(GpuBuilder &b,
                                           const MatmulKernel &k) {
-  auto workgroup =
-      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
   auto view = [&](StringRef region) -> Value {
-    return memref::ViewOp::create(
-        b,
-        MemRefType::get(k.layout.shape(region), k.elementType(),
-                        MemRefLayoutAttrInterface(), workgroup),
-        k.shared, b.index(k.layout.offset(region)), ValueRange{});
+    return b.sharedView(k.shared, k.layout.offset(region),
+                        k.layout.shape(region), k.elementType());
   };
   MmaSyncTiles tiles;
   tiles.x = view(MatmulLayout::kX);
@@ -330,11 +325,7 @@ LogicalResult mlir::liger::emitMmaSyncKernel(GpuBuilder &b, MatmulKernel &k) {
   constexpr int64_t mTiles = MmaSyncWarps::mTiles;
   int64_t nTiles = w.tiling.nTiles;
   int64_t numB = plan.numBTiles();
-  auto workgroup =
-      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-  k.shared = gpu::DynamicSharedMemoryOp::create(
-      b, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
-                         MemRefLayoutAttrInterface(), workgroup));
+  k.shared = b.dynamicSharedMemory();
   MmaSyncTiles tiles = getMmaSyncTiles(b, k);
   if (plan.lora) {
     // B's [tile_n, r] tile joins the first slice's cp.async group.

@@ -101,13 +101,8 @@ mlir::liger::emitWgmmaNormStage(GpuBuilder &b, const MatmulKernel &k,
 void mlir::liger::emitMmaSyncNormInit(GpuBuilder &b, const MatmulKernel &k,
                                       MmaSyncTiles &tiles) {
   StringRef region = MatmulLayout::kRowSums;
-  auto workgroup =
-      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
-  tiles.rowSums = memref::ViewOp::create(
-      b,
-      MemRefType::get(k.layout.shape(region), b.getF32Type(),
-                      MemRefLayoutAttrInterface(), workgroup),
-      k.shared, b.index(k.layout.offset(region)), ValueRange{});
+  tiles.rowSums = b.sharedView(k.shared, k.layout.offset(region),
+                               k.layout.shape(region), b.getF32Type());
   Value zero = b.f32(0.0);
   int64_t tileM = k.config.tileM, threads = k.config.threads();
   for (int64_t i = 0; i < tileM; i += threads) {

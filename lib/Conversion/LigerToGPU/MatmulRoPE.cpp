@@ -41,10 +41,11 @@ static Value ropePair(GpuBuilder &b, const MatmulKernel &k, Value x,
         false, llvm::MaybeAlign(2 * tElem.getIntOrFloatBitWidth() / 8));
     return tElem.isF32() ? v : arith::ExtFOp::create(b, f32x2, v).getResult();
   };
-  Value sinTerm = arith::MulFOp::create(b, rotated, table(k.sin));
-  Value cosTerm = arith::MulFOp::create(b, x, table(k.cos));
-  return arith::TruncFOp::create(b, VectorType::get({2}, k.elementType()),
-                                 arith::AddFOp::create(b, cosTerm, sinTerm));
+  Value sin = table(k.sin);
+  Value cos = table(k.cos);
+  return arith::TruncFOp::create(
+      b, VectorType::get({2}, k.elementType()),
+      b.ropeTerm(x, cos, rotated, sin, /*subtract=*/false));
 }
 
 void mlir::liger::emitWgmmaRoPEEpilogue(GpuBuilder &b, const MatmulKernel &k,
@@ -109,14 +110,9 @@ void mlir::liger::emitMmaSyncRoPEEpilogue(GpuBuilder &b, const MatmulKernel &k,
   Type elem = k.elementType(), f32 = b.getF32Type();
   int64_t headDim = k.plan.headDim;
   auto v2 = [&](Type t) { return VectorType::get({2}, t); };
-  auto workgroup =
-      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
   StringRef region = MatmulLayout::kExchange;
-  Value ex = memref::ViewOp::create(
-      b,
-      MemRefType::get(k.layout.shape(region), elem, MemRefLayoutAttrInterface(),
-                      workgroup),
-      k.shared, b.index(k.layout.offset(region)), ValueRange{});
+  Value ex = b.sharedView(k.shared, k.layout.offset(region),
+                          k.layout.shape(region), elem);
   gpu::BarrierOp::create(b);
   // Lane l holds rows l/4 and l/4 + 8 of each m16n8 tile, columns 2 (l % 4)
   // and the next.

@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "liger/Conversion/LigerToGPU/GpuBuilder.h"
 #include "liger/Conversion/LigerToGPU/RowKernel.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -32,14 +33,26 @@ FailureOr<RowKernelInfo> mlir::liger::buildRoPEKernel(FusionOp group,
   Block &body = group.getBody().front();
   Operation *op = &body.front();
   bool inverse = isa<RoPEGradOp>(op);
-  // The group is exactly the op, reading the group's inputs in order.
+  // The group is exactly the op; each of its operands (q, k, cos, sin) is
+  // a group input, in any order, one input possibly read by several.
   if (!isa<RoPEOp, RoPEGradOp>(op) || op->getNextNode() != body.getTerminator())
     return group.emitOpError("cannot be lowered to a RoPE kernel: it must "
                              "hold one liger.rope or liger.rope_grad");
-  for (auto [i, operand] : llvm::enumerate(op->getOperands()))
-    if (operand != body.getArgument(i))
-      return group.emitOpError("cannot be lowered to a RoPE kernel: its op "
-                               "must read the group inputs in order");
+  if (!llvm::equal(group.getYield().getValues(), op->getResults()))
+    return group.emitOpError("cannot be lowered to a RoPE kernel: it must "
+                             "yield its op's two results in order");
+  // The first operand that reads each group input (the group is isolated
+  // and holds only the op: every operand is one of its inputs).
+  SmallVector<int64_t> firstReader(body.getNumArguments(), -1);
+  for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
+    unsigned arg = cast<BlockArgument>(operand).getArgNumber();
+    if (firstReader[arg] < 0)
+      firstReader[arg] = i;
+  }
+  for (auto [i, reader] : llvm::enumerate(firstReader))
+    if (reader < 0)
+      return group.emitOpError("cannot be lowered to a RoPE kernel: its input ")
+             << i << " is not read by its op";
   auto qType = cast<RankedTensorType>(op->getOperand(0).getType());
   auto kType = cast<RankedTensorType>(op->getOperand(1).getType());
   auto tType = cast<RankedTensorType>(op->getOperand(2).getType());
@@ -59,43 +72,43 @@ FailureOr<RowKernelInfo> mlir::liger::buildRoPEKernel(FusionOp group,
   auto memrefOf = [](RankedTensorType t) {
     return MemRefType::get(t.getShape(), t.getElementType());
   };
-  SmallVector<Type> params = {memrefOf(qType), memrefOf(kType),
-                              memrefOf(tType), memrefOf(tType),
-                              memrefOf(qType), memrefOf(kType)};
-  OpBuilder b(ctx);
-  b.setInsertionPointToEnd(module.getBody());
-  auto kernel =
-      gpu::GPUFuncOp::create(b, loc, name, FunctionType::get(ctx, params, {}));
-  kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  kernel.setKnownBlockSizeAttr(
-      b.getDenseI32ArrayAttr({static_cast<int32_t>(threads), 1, 1}));
+  // The parameters: the group's inputs, then q's and k's outputs.
+  SmallVector<Type> params;
+  for (BlockArgument arg : body.getArguments())
+    params.push_back(memrefOf(cast<RankedTensorType>(arg.getType())));
+  params.push_back(memrefOf(qType));
+  params.push_back(memrefOf(kType));
+  GpuBuilder b(loc, OpBuilder(ctx));
+  gpu::GPUFuncOp kernel = b.beginKernel(module, name, params, threads);
   Block &entry = kernel.getBody().front();
-  b.setInsertionPointToStart(&entry);
-  auto idx = [&](int64_t v) -> Value {
-    return arith::ConstantIndexOp::create(b, loc, v);
+  auto paramOf = [&](unsigned operand) {
+    return entry.getArgument(
+        cast<BlockArgument>(op->getOperand(operand)).getArgNumber());
   };
-  Value q = entry.getArgument(0), k = entry.getArgument(1);
-  Value cosT = entry.getArgument(2), sinT = entry.getArgument(3);
-  Value qOut = entry.getArgument(4), kOut = entry.getArgument(5);
-  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  Value token = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value q = paramOf(0), k = paramOf(1);
+  Value cosT = paramOf(2), sinT = paramOf(3);
+  unsigned numInputs = body.getNumArguments();
+  Value qOut = entry.getArgument(numInputs);
+  Value kOut = entry.getArgument(numInputs + 1);
+  Value tid = b.threadId();
+  Value token = b.blockId(gpu::Dimension::x);
   Value seq = memref::DimOp::create(b, loc, q, 2);
   Value batch = arith::DivUIOp::create(b, loc, token, seq);
   Value pos = arith::RemUIOp::create(b, loc, token, seq);
   Value tableBatch = memref::DimOp::create(b, loc, cosT, 0);
   Value broadcast = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                          tableBatch, idx(1));
-  Value tb = arith::SelectOp::create(b, loc, broadcast, idx(0), batch);
+                                          tableBatch, b.index(1));
+  Value tb = arith::SelectOp::create(b, loc, broadcast, b.index(0), batch);
   auto vecType = VectorType::get({width}, elem);
   auto f32Vec = VectorType::get({width}, b.getF32Type());
   llvm::MaybeAlign align(std::min<int64_t>(16, width * bytes));
 
   // Loop-invariant constants, created before the loop that uses them.
-  Value cChunks = idx(chunksPerHead), cWidth = idx(width);
-  Value cHalf = idx(half), cHq = idx(hq);
-  auto loop = scf::ForOp::create(b, loc, tid, idx(items), idx(threads));
+  Value cChunks = b.index(chunksPerHead), cWidth = b.index(width);
+  Value cHalf = b.index(half), cHq = b.index(hq);
+  auto loop = scf::ForOp::create(b, loc, tid, b.index(items), b.index(threads));
   {
-    OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
+    GpuBuilder lb = b.atStart(loop.getBody());
     Value item = loop.getInductionVar();
     Value head = arith::DivUIOp::create(lb, loc, item, cChunks);
     Value c = arith::MulIOp::create(
@@ -104,7 +117,7 @@ FailureOr<RowKernelInfo> mlir::liger::buildRoPEKernel(FusionOp group,
     Value isQ =
         arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::ult, head, cHq);
     auto branch = scf::IfOp::create(lb, loc, isQ, /*withElseRegion=*/true);
-    auto emit = [&](OpBuilder nb, Value in, Value out, Value h) {
+    auto emit = [&](GpuBuilder nb, Value in, Value out, Value h) {
       auto ext = [&](Value v) -> Value {
         return v.getType() == f32Vec
                    ? v
@@ -118,16 +131,13 @@ FailureOr<RowKernelInfo> mlir::liger::buildRoPEKernel(FusionOp group,
       Value x2 = load(in, {batch, h, pos, c2});
       Value cos1 = load(cosT, {tb, pos, c}), cos2 = load(cosT, {tb, pos, c2});
       Value sin1 = load(sinT, {tb, pos, c}), sin2 = load(sinT, {tb, pos, c2});
-      auto mul = [&](Value p, Value r) {
-        return arith::MulFOp::create(nb, loc, p, r);
-      };
       Value o1, o2;
       if (!inverse) {
-        o1 = arith::SubFOp::create(nb, loc, mul(x1, cos1), mul(x2, sin1));
-        o2 = arith::AddFOp::create(nb, loc, mul(x2, cos2), mul(x1, sin2));
+        o1 = nb.ropeTerm(x1, cos1, x2, sin1, /*subtract=*/true);
+        o2 = nb.ropeTerm(x2, cos2, x1, sin2, /*subtract=*/false);
       } else {
-        o1 = arith::AddFOp::create(nb, loc, mul(x1, cos1), mul(x2, sin2));
-        o2 = arith::SubFOp::create(nb, loc, mul(x2, cos2), mul(x1, sin1));
+        o1 = nb.ropeTerm(x1, cos1, x2, sin2, /*subtract=*/false);
+        o2 = nb.ropeTerm(x2, cos2, x1, sin1, /*subtract=*/true);
       }
       auto store = [&](Value v, ValueRange indices) {
         if (v.getType() != vecType)
@@ -138,8 +148,8 @@ FailureOr<RowKernelInfo> mlir::liger::buildRoPEKernel(FusionOp group,
       store(o1, {batch, h, pos, c});
       store(o2, {batch, h, pos, c2});
     };
-    emit(branch.getThenBodyBuilder(), q, qOut, head);
-    OpBuilder eb = branch.getElseBodyBuilder();
+    emit(lb.with(branch.getThenBodyBuilder()), q, qOut, head);
+    GpuBuilder eb = lb.with(branch.getElseBodyBuilder());
     emit(eb, k, kOut, arith::SubIOp::create(eb, loc, head, cHq));
   }
   gpu::ReturnOp::create(b, loc);
@@ -167,12 +177,16 @@ FailureOr<RowKernelInfo> mlir::liger::buildRoPEKernel(FusionOp group,
   // For a table, `heads` records a static batch of 1 (the kernel then always
   // reads table row 0); 0 means the batch is read at run time.
   table.heads = tType.getDimSize(0) == 1 ? 1 : 0;
-  info.params.push_back(headParam("input0", false, hq));
-  info.params.push_back(headParam("input1", false, hkv));
-  table.name = "input2";
-  info.params.push_back(table);
-  table.name = "input3";
-  info.params.push_back(table);
+  // Each input takes its kind from the first operand that reads it.
+  for (auto [i, reader] : llvm::enumerate(firstReader)) {
+    std::string pname = "input" + std::to_string(i);
+    if (reader < 2) {
+      info.params.push_back(headParam(pname, false, reader == 0 ? hq : hkv));
+      continue;
+    }
+    table.name = pname;
+    info.params.push_back(table);
+  }
   info.params.push_back(headParam("output0", true, hq));
   info.params.push_back(headParam("output1", true, hkv));
   return info;

@@ -30,7 +30,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "liger/Conversion/LigerToGPU/RowKernel.h"
-#include "liger/Conversion/LigerToLinalg/LigerToLinalg.h"
+#include "liger/Conversion/LigerToGPU/GpuBuilder.h"
+#include "liger/Conversion/LigerToGPU/ReferenceLowering.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -361,7 +362,7 @@ private:
                     double neutral);
   SmallVector<Value> blockReduce(OpBuilder &b, ValueRange values,
                                  ArrayRef<double> neutral,
-                                 CombineValues combine);
+                                 GpuBuilder::Combine combine);
   Value combine(OpBuilder &b, vector::CombiningKind kind, Value x, Value y);
   void storeResultChunk(OpBuilder &b, Value tensor, Value chunk, Value col);
   LogicalResult fail(const Twine &why) {
@@ -445,13 +446,7 @@ LogicalResult RowKernelBuilder::lowerBodyToLinalg() {
   for (Value v : group.getYield().getValues())
     results.push_back(mapping.lookupOrDefault(v));
   func::ReturnOp::create(b, loc, results);
-
-  RewritePatternSet patterns(ctx);
-  populateLowerToLinalgPatterns(patterns);
-  ConversionTarget target(*ctx);
-  target.addIllegalDialect<LigerDialect>();
-  target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
-  if (failed(applyPartialConversion(rowFn, target, std::move(patterns))))
+  if (failed(lowerToReference(rowFn)))
     return fail("its reference lowering failed");
   return success();
 }
@@ -805,75 +800,16 @@ Value RowKernelBuilder::blockReduce(OpBuilder &b, Value scalar,
 SmallVector<Value> RowKernelBuilder::blockReduce(OpBuilder &b,
                                                  ValueRange values,
                                                  ArrayRef<double> neutral,
-                                                 CombineValues combineFn) {
-  auto warpReduce = [&](OpBuilder &nb, ValueRange v, int64_t width) {
-    return warpAllReduce(nb, loc, v, width, combineFn);
-  };
-  SmallVector<Value> warpValues = warpReduce(b, values, 32);
-  int64_t numWarps = config.threads / 32;
-  if (numWarps == 1)
-    return warpValues;
-  // One shared-memory area per reduction: for each value, the warps'
-  // partials, then the row's result.
-  int64_t k = values.size();
-  auto smemType = MemRefType::get(
-      {(numWarps + 1) * k}, b.getF32Type(), MemRefLayoutAttrInterface(),
-      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
-  Value area = memref::ViewOp::create(b, loc, smemType, dynSmem,
-                                      idx(b, smemBytes), ValueRange{});
-  smemBytes += (numWarps + 1) * k * 4;
-  // Slot i of value j.
-  auto slot = [&](OpBuilder &nb, int64_t j, Value i) -> Value {
-    if (j == 0)
-      return i;
-    return arith::AddIOp::create(nb, loc, i, idx(nb, j * (numWarps + 1)));
-  };
-  Value lane = arith::RemUIOp::create(b, loc, tid, idx(b, 32));
-  Value warp = arith::DivUIOp::create(b, loc, tid, idx(b, 32));
-  Value isLane0 =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, idx(b, 0));
-  auto storePartial = scf::IfOp::create(b, loc, isLane0, false);
-  {
-    OpBuilder nb = storePartial.getThenBodyBuilder();
-    for (auto [j, v] : llvm::enumerate(warpValues))
-      memref::StoreOp::create(nb, loc, v, area, ValueRange{slot(nb, j, warp)});
-  }
-  gpu::BarrierOp::create(b, loc);
-  Value isWarp0 =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, warp, idx(b, 0));
-  auto finish = scf::IfOp::create(b, loc, isWarp0, false);
-  {
-    OpBuilder nb = finish.getThenBodyBuilder();
-    Value has = arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::ult, lane,
-                                      idx(nb, numWarps));
-    auto load = scf::IfOp::create(
-        nb, loc, SmallVector<Type>(k, nb.getF32Type()), has, true);
-    OpBuilder tb = load.getThenBodyBuilder();
-    SmallVector<Value> partials;
-    for (int64_t j = 0; j < k; ++j)
-      partials.push_back(
-          memref::LoadOp::create(tb, loc, area, ValueRange{slot(tb, j, lane)}));
-    scf::YieldOp::create(tb, loc, partials);
-    OpBuilder eb = load.getElseBodyBuilder();
-    SmallVector<Value> identities;
-    for (double n : neutral)
-      identities.push_back(
-          arith::ConstantOp::create(eb, loc, eb.getF32FloatAttr(n)));
-    scf::YieldOp::create(eb, loc, identities);
-    SmallVector<Value> total =
-        warpReduce(nb, load.getResults(), llvm::PowerOf2Ceil(numWarps));
-    auto publish = scf::IfOp::create(nb, loc, isLane0, false);
-    OpBuilder pb = publish.getThenBodyBuilder();
-    for (auto [j, v] : llvm::enumerate(total))
-      memref::StoreOp::create(
-          pb, loc, v, area, ValueRange{idx(pb, j * (numWarps + 1) + numWarps)});
-  }
-  gpu::BarrierOp::create(b, loc);
-  SmallVector<Value> results;
-  for (int64_t j = 0; j < k; ++j)
-    results.push_back(memref::LoadOp::create(
-        b, loc, area, ValueRange{idx(b, j * (numWarps + 1) + numWarps)}));
-  return results;
+                                                 GpuBuilder::Combine combineFn) {
+  // One shared-memory area per reduction.
+  int64_t offset = smemBytes;
+  if (config.threads > 32)
+    smemBytes +=
+        GpuBuilder::blockReduceSlots(config.threads, values.size(),
+                                     values.size()) * 4;
+  return GpuBuilder(loc, b).blockAllReduce(dynSmem, offset, values.size(), tid,
+                                           config.threads, values, neutral,
+                                           combineFn);
 }
 
 FailureOr<vector::CombiningKind>
@@ -1557,22 +1493,13 @@ FailureOr<RowKernelInfo> RowKernelBuilder::build(gpu::GPUModuleOp module,
     info.opChain +=
         (info.opChain.empty() ? "" : ", ") + op.getName().getStringRef().str();
 
-  OpBuilder b(ctx);
-  b.setInsertionPointToEnd(module.getBody());
-  auto kernel = gpu::GPUFuncOp::create(b, loc, name,
-                                       FunctionType::get(ctx, paramTypes, {}));
-  kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  kernel.setKnownBlockSizeAttr(
-      b.getDenseI32ArrayAttr({static_cast<int32_t>(config.threads), 1, 1}));
+  GpuBuilder b(loc, OpBuilder(ctx));
+  gpu::GPUFuncOp kernel =
+      b.beginKernel(module, name, paramTypes, config.threads);
   Block &entry = kernel.getBody().front();
-  b.setInsertionPointToStart(&entry);
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   row = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  dynSmem = gpu::DynamicSharedMemoryOp::create(
-      b, loc,
-      MemRefType::get(
-          {ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface(),
-          gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup)));
+  dynSmem = b.dynamicSharedMemory();
   for (auto [arg, kind, param] :
        llvm::zip(rowFn.getArguments(), inputKinds,
                  entry.getArguments().take_front(inputKinds.size()))) {
@@ -1723,18 +1650,13 @@ LogicalResult RowKernelBuilder::buildFinish(gpu::GPUModuleOp module,
                                             StringRef name,
                                             ArrayRef<Type> paramTypes,
                                             RowKernelInfo &info) {
-  OpBuilder b(ctx);
-  b.setInsertionPointToEnd(module.getBody());
   info.finishName = (name + "_finish").str();
   info.finishThreads = kFinishThreads;
   info.finishGrid = (hidden + kFinishColumns - 1) / kFinishColumns;
-  auto kernel = gpu::GPUFuncOp::create(b, loc, info.finishName,
-                                       FunctionType::get(ctx, paramTypes, {}));
-  kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  kernel.setKnownBlockSizeAttr(
-      b.getDenseI32ArrayAttr({static_cast<int32_t>(kFinishThreads), 1, 1}));
+  GpuBuilder b(loc, OpBuilder(ctx));
+  gpu::GPUFuncOp kernel =
+      b.beginKernel(module, info.finishName, paramTypes, kFinishThreads);
   Block &entry = kernel.getBody().front();
-  b.setInsertionPointToStart(&entry);
   ValueRange params = entry.getArguments();
   Type f32 = b.getF32Type();
   Value t = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
@@ -1747,14 +1669,7 @@ LogicalResult RowKernelBuilder::buildFinish(gpu::GPUModuleOp module,
       lane);
   Value inBounds = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
                                          col, idx(b, hidden));
-  Value smem = gpu::DynamicSharedMemoryOp::create(
-      b, loc,
-      MemRefType::get(
-          {ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface(),
-          gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup)));
-  auto areaType = MemRefType::get(
-      {slices * kFinishColumns}, f32, MemRefLayoutAttrInterface(),
-      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
+  Value smem = b.dynamicSharedMemory();
   Value slot = arith::AddIOp::create(
       b, loc, arith::MulIOp::create(b, loc, slice, idx(b, kFinishColumns)),
       lane);
@@ -1788,10 +1703,9 @@ LogicalResult RowKernelBuilder::buildFinish(gpu::GPUModuleOp module,
           eb, loc,
           ValueRange{arith::ConstantOp::create(eb, loc, eb.getF32FloatAttr(neutral))});
     }
-    Value area = memref::ViewOp::create(
-        b, loc, areaType, smem,
-        idx(b, static_cast<int64_t>(j) * slices * kFinishColumns * 4),
-        ValueRange{});
+    Value area = b.sharedView(
+        smem, static_cast<int64_t>(j) * slices * kFinishColumns * 4,
+        {slices * kFinishColumns}, f32);
     memref::StoreOp::create(b, loc, ifOp.getResult(0), area, ValueRange{slot});
     areas.push_back(area);
   }
@@ -1866,44 +1780,6 @@ LogicalResult RowKernelBuilder::buildFinish(gpu::GPUModuleOp module,
 
 } // namespace
 
-FailureOr<SmallVector<Value>>
-mlir::liger::cloneElementwiseBody(OpBuilder &b, Location loc, Block &body,
-                                  ValueRange args, int64_t width,
-                                  std::string &why) {
-  IRMapping mapping;
-  mapping.map(body.getArguments(), args);
-  for (Operation &op : body.without_terminator()) {
-    if (!isa<arith::ArithDialect, math::MathDialect>(op.getDialect()) ||
-        op.getNumRegions() != 0) {
-      why = ("'" + op.getName().getStringRef() +
-             "' in a body is not elementwise arithmetic")
-                .str();
-      return failure();
-    }
-    if (width > 0) {
-      if (auto cst = dyn_cast<arith::ConstantOp>(op)) {
-        auto type = VectorType::get({width}, cst.getType());
-        mapping.map(cst.getResult(),
-                    arith::ConstantOp::create(
-                        b, loc, DenseElementsAttr::get(type, cst.getValue())));
-        continue;
-      }
-    }
-    OperationState state(loc, op.getName());
-    for (Value operand : op.getOperands())
-      state.addOperands(mapping.lookupOrDefault(operand));
-    for (Type t : op.getResultTypes())
-      state.addTypes(width > 0 ? Type(VectorType::get({width}, t)) : t);
-    state.addAttributes(op.getAttrs());
-    Operation *clone = b.create(state);
-    mapping.map(op.getResults(), clone->getResults());
-  }
-  SmallVector<Value> results;
-  for (Value v : body.getTerminator()->getOperands())
-    results.push_back(mapping.lookupOrDefault(v));
-  return results;
-}
-
 /// The row values the register form of `group`'s row program holds at
 /// `config` (its analysis, diagnostics dropped), or none when the row
 /// program does not take the group (the lowering then says why).
@@ -1921,22 +1797,4 @@ FailureOr<RowKernelInfo>
 mlir::liger::buildRowKernel(FusionOp group, gpu::GPUModuleOp module,
                             StringRef name, const RowKernelConfig &config) {
   return RowKernelBuilder(group, config).build(module, name);
-}
-
-SmallVector<Value> mlir::liger::warpAllReduce(OpBuilder &b, Location loc,
-                                             ValueRange values, int64_t lanes,
-                                             CombineValues combine) {
-  auto i32c = [&](int64_t v) {
-    return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
-  };
-  SmallVector<Value> acc(values.begin(), values.end());
-  for (int64_t off = lanes / 2; off >= 1; off /= 2) {
-    SmallVector<Value> other;
-    for (Value v : acc)
-      other.push_back(gpu::ShuffleOp::create(b, loc, v, i32c(off), i32c(32),
-                                             gpu::ShuffleMode::XOR)
-                          .getShuffleResult());
-    acc = combine(b, acc, other);
-  }
-  return acc;
 }

@@ -1,14 +1,14 @@
-//===- GpuBuilder.h - building blocks of the GPU kernel templates -*- C++
-//-*-===//
+//===- GpuBuilder.h - building blocks of the GPU kernel templates -*- C++ -*-===//
 //
 // The pieces every kernel template builds its gpu.func from, on an
-// ImplicitLocOpBuilder: index and i32 arithmetic, structured control flow,
-// a warp reduction, cp.async copies, mbarriers, TMA copies, proxy fences
+// ImplicitLocOpBuilder: the kernel function itself, index and i32
+// arithmetic, structured control flow, the warp and the block reduction,
+// RoPE's rotate-half, cp.async copies, mbarriers, TMA copies, proxy fences
 // and named barriers, the extern shared-memory buffer, and wgmma
-// shared-memory descriptors. A template keeps what is its own (its plan,
-// its shared-memory layout, its emitters); what two templates can share
-// lives here, written once, so that no template exports helpers for
-// another.
+// shared-memory descriptors. A template (rowwise, RoPE, cross-entropy,
+// matmul) keeps what is its own (its plan, its shared-memory layout, its
+// emitters); what two templates can share lives here, written once, so
+// that no template exports helpers for another.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,6 +39,13 @@ public:
   }
   /// A builder at the start of `block`.
   GpuBuilder atStart(Block *block) const;
+
+  /// Creates kernel `name` taking `params` at the end of `module`, launched
+  /// with blocks of `threads` threads (its known block size, and the one it
+  /// requires: `nvvm.reqntid`, .reqntid in its PTX), and moves the builder
+  /// to the start of its body.
+  gpu::GPUFuncOp beginKernel(gpu::GPUModuleOp module, StringRef name,
+                             TypeRange params, int64_t threads);
   /// `if (cond)` without results: a builder inside its `then` block.
   GpuBuilder ifThen(Value cond);
   /// `if (cond) ... else ...` without results: builders of both blocks.
@@ -100,17 +107,49 @@ public:
   Value blockId(gpu::Dimension dim);
   Value gridDim(gpu::Dimension dim);
 
-  /// Reduces `values` across each group of `lanes` consecutive lanes of a
-  /// warp (a power of two up to 32) with XOR shuffles, `combine` at every
-  /// step; each lane gets its group's result. The steps take the offsets
-  /// 1, 2, ..., lanes / 2 in that order (the order fixes the rounding of a
-  /// floating-point result).
+  // Reductions: the one warp reduction and the one block reduction of
+  // every template.
+  /// Combines two tuples of per-lane values into one (a reduction's step).
   using Combine =
       function_ref<SmallVector<Value>(GpuBuilder &, ValueRange, ValueRange)>;
+  /// Reduces `values` across each group of `lanes` consecutive lanes of a
+  /// warp (a power of two up to 32) with an XOR butterfly, `combine` at
+  /// every step; each lane gets its group's result. The steps take the
+  /// offsets lanes / 2, lanes / 4, ..., 1 in that order, widest first (the
+  /// order fixes the rounding of a floating-point result).
   SmallVector<Value> warpAllReduce(ValueRange values, int64_t lanes,
                                    Combine combine);
   /// warpAllReduce of one f32 value with addition.
   Value warpAllReduceSum(Value value, int64_t lanes);
+  /// The f32 slots of shared memory a blockAllReduce of `values` values
+  /// among `threads` threads takes in an area of `maxValues` result slots:
+  /// the result slots, then each warp's partials.
+  static int64_t blockReduceSlots(int64_t threads, int64_t values,
+                                  int64_t maxValues);
+  /// Reduces `values` (at most `maxValues`) across the `threads` threads of
+  /// the CTA (a multiple of 32; `tid` is the thread index) with `combine`:
+  /// warpAllReduce in each warp; lane 0 of each warp writes its partials
+  /// into the area of blockReduceSlots(threads, values.size(), maxValues)
+  /// f32 slots at `byteOffset` of the workgroup buffer `smem`
+  /// (gpu.dynamic_shared_memory; warp w's partial of value j at slot
+  /// maxValues + w k + j, k values, a warp's
+  /// partials contiguous); warp 0 combines them (its lanes past the warps
+  /// with the identities `neutral`) and lane 0 writes the results (value
+  /// j's at slot j); every thread reads them. Two barriers. A result slot
+  /// is never a partial's, so one area can serve every reduction of a
+  /// kernel of at most `maxValues` values: a warp running ahead into the
+  /// next reduction writes partials, never a result another warp still
+  /// reads. One warp needs no area.
+  SmallVector<Value> blockAllReduce(Value smem, int64_t byteOffset,
+                                    int64_t maxValues, Value tid,
+                                    int64_t threads, ValueRange values,
+                                    ArrayRef<double> neutral, Combine combine);
+
+  /// One output of RoPE's rotate-half in f32 (scalars or vectors of the
+  /// same type): x ⊙ cos − partner ⊙ sin with `subtract`, else x ⊙ cos +
+  /// partner ⊙ sin, `partner` the element half a head away
+  /// (docs/Reference/Semantics.md).
+  Value ropeTerm(Value x, Value cos, Value partner, Value sin, bool subtract);
 
   // cp.async (sm_80 and later).
   /// Copies `elements` elements (16 bytes) of `src` at `srcIndices` (global
@@ -154,6 +193,15 @@ public:
   /// Orders the thread's generic-proxy shared-memory writes before
   /// async-proxy reads (wgmma, TMA stores) of them.
   void fenceProxyAsyncShared();
+
+  // Shared memory as gpu.dynamic_shared_memory (the row templates,
+  // mma.sync).
+  /// The kernel's dynamic shared memory, memref<?xi8, workgroup>.
+  Value dynamicSharedMemory();
+  /// The workgroup memref of `shape` x `elementType` at `byteOffset` of
+  /// `smem` (dynamicSharedMemory).
+  Value sharedView(Value smem, int64_t byteOffset, ArrayRef<int64_t> shape,
+                   Type elementType);
 
   // Shared memory as one extern buffer (wgmma kernels).
   /// The address of `module`'s extern, `alignment`-aligned dynamic shared
@@ -200,17 +248,6 @@ uint64_t wgmmaKMajorDescriptorFields(int64_t swizzleBytes);
 /// side, `boxBytes` apart: leading offset = the bytes between boxes along
 /// MN, stride = 8 rows (1024 bytes) along K, the 128-byte swizzle.
 uint64_t wgmmaMNMajorDescriptorFields(int64_t boxBytes);
-
-/// cp.async of one 16-byte chunk, `elements` elements of `src` at
-/// `srcIndices` (global memory) into `dst` at `dstIndices` (shared memory),
-/// bypassing L1; the thread's commit of its copies so far as one group; its
-/// wait until none of its groups is pending. (GpuBuilder::asyncCopy16,
-/// asyncCopyCommit and asyncCopyWait for OpBuilder callers.)
-void emitAsyncCopy16(OpBuilder &b, Location loc, Value dst,
-                     ValueRange dstIndices, Value src, ValueRange srcIndices,
-                     int64_t elements);
-void emitAsyncCopyCommit(OpBuilder &b, Location loc);
-void emitAsyncCopyWaitAll(OpBuilder &b, Location loc);
 
 } // namespace mlir::liger
 

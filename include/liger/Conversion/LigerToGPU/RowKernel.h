@@ -152,24 +152,6 @@ FailureOr<RowKernelInfo> buildRowKernel(FusionOp group, gpu::GPUModuleOp module,
                                         StringRef name,
                                         const RowKernelConfig &config);
 
-/// Clones the arith/math body of an elementwise linalg.generic on `args`,
-/// each value widened to vector<width x T> when width > 0 (constants
-/// splatted; a row of odd length has chunks of vector<1 x T>), kept scalar
-/// when width is 0. Fails with `why` on any other op.
-FailureOr<SmallVector<Value>> cloneElementwiseBody(OpBuilder &b, Location loc,
-                                                   Block &body, ValueRange args,
-                                                   int64_t width,
-                                                   std::string &why);
-
-/// Combines two tuples of per-lane values into one (a reduction's step).
-using CombineValues =
-    function_ref<SmallVector<Value>(OpBuilder &, ValueRange, ValueRange)>;
-/// Reduces `values` across the first `lanes` lanes of a warp (a power of
-/// two, at most 32) with XOR shuffles, `combine` at each step: every lane
-/// gets the result. The row and cross-entropy templates' warp step.
-SmallVector<Value> warpAllReduce(OpBuilder &b, Location loc, ValueRange values,
-                                 int64_t lanes, CombineValues combine);
-
 /// Builds the kernel of a group holding one liger.rope or liger.rope_grad:
 /// one CTA per token (B·T) applies the rotation to every head of q and k,
 /// each thread a pair of W-wide chunks (d, d + D/2), so that every element
