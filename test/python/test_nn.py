@@ -12,21 +12,13 @@ import pytest
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
-from liger import LigerError, find_tool, nn, ops  # noqa: E402
+from liger import nn  # noqa: E402
 from liger.errors import LigerTypeError, LigerValueError  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
-def reference(monkeypatch):
-    try:
-        find_tool("liger-cpu-runner")
-        find_tool("liger-opt")
-    except LigerError as e:
-        pytest.skip(str(e))
-    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
-    ops.clear_caches()
+def reference(cpu_reference):
     yield
-    ops.clear_caches()
 
 
 def _randn(*shape, dtype=torch.float32, scale=1.0):
@@ -164,6 +156,21 @@ def test_geglu_mlp_is_pytorchs(act, approximate):
     _check_mlp(m, lambda v: F.gelu(v, approximate=approximate))
 
 
+@pytest.mark.parametrize("family", ["llama", "gemma"])
+def test_the_mlps_take_hugging_faces_configs_and_weights(family):
+    transformers = pytest.importorskip("transformers")
+    config = getattr(transformers, family.capitalize() + "Config")(
+        hidden_size=8, intermediate_size=12, num_attention_heads=2, num_key_value_heads=1,
+        head_dim=4)
+    module = __import__("transformers.models.%s.modeling_%s" % (family, family),
+                        fromlist=["_"])
+    hf = getattr(module, family.capitalize() + "MLP")(config)
+    m = (nn.LigerSwiGLUMLP if family == "llama" else nn.LigerGEGLUMLP)(config)
+    m.load_state_dict(hf.state_dict())  # (strict: the same parameters)
+    x = _randn(3, 8).detach()
+    _close(m(x), hf(x))
+
+
 # --- the losses ------------------------------------------------------------
 
 def _cross_entropy(z, t, weight=None, ignore_index=-100, lse_square_scale=0.0,
@@ -238,7 +245,6 @@ def _refused(module, option, value, why):
         module, option, value, why)
 
 
-RETURNS_WHY = "liger.ops returns the loss alone"
 REFUSED = {
     "rms_norm_in_place": (lambda: nn.LigerRMSNorm(7, in_place=True), *_refused(
         "LigerRMSNorm", "in_place", True,
@@ -270,14 +276,6 @@ REFUSED = {
         lambda: nn.LigerGEGLUMLP(_config("relu")), LigerValueError,
         "liger.nn.LigerGEGLUMLP: the config's activation 'relu' is not supported "
         "(liger.ops.geglu computes gelu_pytorch_tanh or gelu)"),
-    "ce_return_z_loss": (lambda: nn.LigerCrossEntropyLoss(return_z_loss=True), *_refused(
-        "LigerCrossEntropyLoss", "return_z_loss", True, RETURNS_WHY)),
-    "ce_return_token_accuracy": (
-        lambda: nn.LigerCrossEntropyLoss(return_token_accuracy=True), *_refused(
-            "LigerCrossEntropyLoss", "return_token_accuracy", True, RETURNS_WHY)),
-    "ce_return_predicted_tokens": (
-        lambda: nn.LigerCrossEntropyLoss(return_predicted_tokens=True), *_refused(
-            "LigerCrossEntropyLoss", "return_predicted_tokens", True, RETURNS_WHY)),
     "ce_label_smoothing": (
         lambda: nn.LigerCrossEntropyLoss(label_smoothing=1.5), LigerValueError,
         "liger.nn.LigerCrossEntropyLoss: label_smoothing must be <= 1.0, got 1.5"),
@@ -292,16 +290,6 @@ REFUSED = {
     "ce_inplace_not_bool": (
         lambda: nn.LigerCrossEntropyLoss(inplace=1), LigerTypeError,
         "liger.nn.LigerCrossEntropyLoss: inplace must be a bool, got 1"),
-    "flce_return_z_loss": (
-        lambda: nn.LigerFusedLinearCrossEntropyLoss(return_z_loss=True), *_refused(
-            "LigerFusedLinearCrossEntropyLoss", "return_z_loss", True, RETURNS_WHY)),
-    "flce_return_token_accuracy": (
-        lambda: nn.LigerFusedLinearCrossEntropyLoss(return_token_accuracy=True), *_refused(
-            "LigerFusedLinearCrossEntropyLoss", "return_token_accuracy", True, RETURNS_WHY)),
-    "flce_return_predicted_tokens": (
-        lambda: nn.LigerFusedLinearCrossEntropyLoss(return_predicted_tokens=True), *_refused(
-            "LigerFusedLinearCrossEntropyLoss", "return_predicted_tokens", True,
-            RETURNS_WHY)),
     "flce_use_token_scaling": (
         lambda: nn.LigerFusedLinearCrossEntropyLoss(use_token_scaling=True), *_refused(
             "LigerFusedLinearCrossEntropyLoss", "use_token_scaling", True,
@@ -335,6 +323,13 @@ REFUSED = {
         "(liger.ops.fused_linear_cross_entropy takes an lm_head without a bias), got a "
         "tensor of shape [24]"),
 }
+
+# Liger-Kernel's extra outputs, of both losses.
+for _loss in (nn.LigerCrossEntropyLoss, nn.LigerFusedLinearCrossEntropyLoss):
+    for _flag in ("return_z_loss", "return_token_accuracy", "return_predicted_tokens"):
+        REFUSED["%s_%s" % (_loss.__name__, _flag)] = (
+            lambda loss=_loss, flag=_flag: loss(**{flag: True}),
+            *_refused(_loss.__name__, _flag, True, "liger.ops returns the loss alone"))
 
 
 @pytest.mark.parametrize("case", list(REFUSED))
