@@ -12,6 +12,8 @@ This package is the Python face of the compiler:
 - `liger.ops`: fused ops (rms_norm, swiglu, geglu, softmax, rope) as
   differentiable functions on torch tensors (`python -m liger.ops
   precompile` for machines without the compiler).
+- `liger.nn`: Liger-Kernel's modules (LigerRMSNorm, the gated MLPs, the
+  losses) over liger.ops, with Liger-Kernel's constructor arguments.
 
 Importing `liger` needs neither torch nor a GPU.
 """
