@@ -95,6 +95,13 @@ class LigerRMSNorm(nn.Module):
             tuple(self.weight.shape), self.variance_epsilon, self.offset, self.casting_mode)
 
 
+def _config_field(module, config, field):
+    if not hasattr(config, field):
+        raise LigerValueError("liger.nn.%s: the config (%s) has no %s"
+                              % (module, type(config).__name__, field))
+    return getattr(config, field)
+
+
 class _GatedMLP(nn.Module):
     """down_proj(act(gate_proj(x)) * up_proj(x)) with the projections of a
     Hugging Face config (hidden_size, intermediate_size, mlp_bias) and the
@@ -113,9 +120,15 @@ class _GatedMLP(nn.Module):
                                   "(liger.ops.%s computes %s)" % (
                                       name, act, self.OP, " or ".join(_ACTIVATIONS[self.OP])))
         self.config, self._attrs = config, attrs
-        self.hidden_size = config.hidden_size
-        self.intermediate_size = intermediate_size if intermediate_size is not None \
-            else config.intermediate_size
+        self.hidden_size = _checked(name, specs.check_int, "hidden_size",
+                                    _config_field(name, config, "hidden_size"), 1)
+        if intermediate_size is None:
+            intermediate_size = _config_field(name, config, "intermediate_size")
+        # The gated op's rules for its row length (the dtype comes with the
+        # input).
+        _checked(name, getattr(ops, self.OP + "_spec"), intermediate_size, "f32", *attrs,
+                 renamed=(("hidden", "intermediate_size"),))
+        self.intermediate_size = intermediate_size
         bias = getattr(config, "mlp_bias", False)
         self.gate_proj = nn.Linear(self.hidden_size, self.intermediate_size, bias=bias)
         self.up_proj = nn.Linear(self.hidden_size, self.intermediate_size, bias=bias)

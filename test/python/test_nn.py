@@ -115,7 +115,8 @@ def test_rms_norm_is_pytorchs(kwargs):
 # --- the gated MLPs --------------------------------------------------------
 
 def _config(act, **extra):
-    return types.SimpleNamespace(hidden_size=5, intermediate_size=9, hidden_act=act, **extra)
+    return types.SimpleNamespace(**dict(dict(hidden_size=5, intermediate_size=9,
+                                             hidden_act=act), **extra))
 
 
 def _check_mlp(m, act):
@@ -276,6 +277,15 @@ REFUSED = {
         lambda: nn.LigerGEGLUMLP(_config("relu")), LigerValueError,
         "liger.nn.LigerGEGLUMLP: the config's activation 'relu' is not supported "
         "(liger.ops.geglu computes gelu_pytorch_tanh or gelu)"),
+    "mlp_no_hidden_size": (
+        lambda: nn.LigerSwiGLUMLP(types.SimpleNamespace(intermediate_size=9)), LigerValueError,
+        "liger.nn.LigerSwiGLUMLP: the config (SimpleNamespace) has no hidden_size"),
+    "mlp_hidden_size": (
+        lambda: nn.LigerGEGLUMLP(_config("gelu", hidden_size=-5)), LigerValueError,
+        "liger.nn.LigerGEGLUMLP: hidden_size must be in [1, 9223372036854775807], got -5"),
+    "mlp_intermediate_size": (
+        lambda: nn.LigerSwiGLUMLP(_config("silu"), intermediate_size=0), LigerValueError,
+        "liger.nn.LigerSwiGLUMLP: intermediate_size must be in [1, 2147483647], got 0"),
     "ce_label_smoothing": (
         lambda: nn.LigerCrossEntropyLoss(label_smoothing=1.5), LigerValueError,
         "liger.nn.LigerCrossEntropyLoss: label_smoothing must be <= 1.0, got 1.5"),
