@@ -114,7 +114,7 @@ class _GatedMLP(nn.Module):
         name = type(self).__name__
         act = getattr(config, "hidden_activation", None) or getattr(config, "hidden_act", None) \
             or next(iter(_ACTIVATIONS[self.OP]))
-        attrs = _ACTIVATIONS[self.OP].get(act)
+        attrs = _ACTIVATIONS[self.OP].get(act) if isinstance(act, str) else None
         if attrs is None:
             raise LigerValueError("liger.nn.%s: the config's activation %r is not supported "
                                   "(liger.ops.%s computes %s)" % (

@@ -277,6 +277,10 @@ REFUSED = {
         lambda: nn.LigerGEGLUMLP(_config("relu")), LigerValueError,
         "liger.nn.LigerGEGLUMLP: the config's activation 'relu' is not supported "
         "(liger.ops.geglu computes gelu_pytorch_tanh or gelu)"),
+    "swiglu_activation_not_a_name": (
+        lambda: nn.LigerSwiGLUMLP(_config(["silu"])), LigerValueError,
+        "liger.nn.LigerSwiGLUMLP: the config's activation ['silu'] is not supported "
+        "(liger.ops.swiglu computes silu or swish)"),
     "mlp_no_hidden_size": (
         lambda: nn.LigerSwiGLUMLP(types.SimpleNamespace(intermediate_size=9)), LigerValueError,
         "liger.nn.LigerSwiGLUMLP: the config (SimpleNamespace) has no hidden_size"),
