@@ -15,6 +15,8 @@ This package is the Python face of the compiler:
 - `torch.compile(model, backend="liger")`, `liger.compile_model(model)`:
   the torch.compile backend (liger.frontend.backend), registered with
   torch's dynamo when this package is imported and torch is installed.
+- `liger.nn`: Liger-Kernel's modules (LigerRMSNorm, the gated MLPs, the
+  losses) over liger.ops, with Liger-Kernel's constructor arguments.
 
 `liger.installation` says what this liger is (`python -m liger --version`,
 `liger info`). Importing `liger` needs neither torch nor a GPU.

@@ -25,6 +25,23 @@ def rng(request):
     return np.random.default_rng([SEED, zlib.crc32(request.node.nodeid.encode())])
 
 
+@pytest.fixture
+def cpu_reference(monkeypatch):
+    """liger.ops on CPU tensors through the reference lowering
+    (LIGER_OPS_CPU_REFERENCE=1), with no configuration remembered from
+    before; skips where liger-cpu-runner or liger-opt is not built."""
+    from liger import LigerError, find_tool, ops
+    try:
+        find_tool("liger-cpu-runner")
+        find_tool("liger-opt")
+    except LigerError as e:
+        pytest.skip(str(e))
+    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+    ops.clear_caches()
+    yield
+    ops.clear_caches()
+
+
 def pytest_terminal_summary(terminalreporter):
     # Also under -q (which hides the header), so a failure in CI can be replayed.
     terminalreporter.write_line("liger numerics seed: LIGER_TEST_SEED=%d" % SEED)

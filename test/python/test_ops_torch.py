@@ -14,7 +14,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from liger import LigerError, find_tool, ops  # noqa: E402
+from liger import ops  # noqa: E402
 from liger import transformers as lt  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -22,20 +22,12 @@ from test_transformers import tiny_model, tokens  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
-def reference(monkeypatch):
-    try:
-        find_tool("liger-cpu-runner")
-        find_tool("liger-opt")
-    except LigerError as e:
-        pytest.skip(str(e))
-    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+def reference(cpu_reference):
     lt.revert()
     lt._DECIDED.clear()
-    ops.clear_caches()
     yield
     lt.revert()
     lt._DECIDED.clear()
-    ops.clear_caches()
 
 
 def _randn(*shape, dtype=torch.float32, grad=False):

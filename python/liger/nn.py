@@ -1,0 +1,245 @@
+"""Liger-Kernel's modules over liger.ops: switch by changing an import.
+
+    from liger.nn import LigerRMSNorm, LigerSwiGLUMLP, LigerCrossEntropyLoss
+    norm = LigerRMSNorm(4096, eps=1e-5)                  # liger.ops.rms_norm
+    mlp = LigerSwiGLUMLP(config)                         # gate/up/down + ops.swiglu
+    loss = LigerCrossEntropyLoss(ignore_index=-100)(logits, target)
+    loss = LigerFusedLinearCrossEntropyLoss()(lm_head.weight, hidden, target)
+
+Each class takes the constructor arguments of its namesake in
+liger_kernel.transformers (0.8), in its order and with its defaults, and
+its forward takes the same arguments (the fused loss: lin_weight, _input,
+target, bias). Every option liger.ops computes maps to its argument; an
+option it does not compute is refused with a LigerValueError (or
+LigerTypeError) naming the option and the value — at construction, or at
+forward where it comes with the input (a bias) — never ignored. The
+attribute options are checked at construction by the rules of the ops'
+specs (liger.specs), the same rules each call meets. One default differs:
+LigerRMSNorm's `in_place` is False, the only value liger computes (its
+backward writes its own dx). Beyond Liger-Kernel's arguments, the losses
+take liger.ops' own options as keywords (`inplace`, `memory_budget`).
+
+docs/transformers.md ("Modules") lists the options and what each maps to.
+"""
+
+import torch
+from torch import nn
+
+from . import ops, specs
+from .errors import LigerError, LigerValueError
+from .transformers import _ACTIVATIONS
+
+
+def _checked(module, check, *args, renamed=(), **kwargs):
+    """check(*args, **kwargs) (a spec builder or an argument check), its
+    error named as the module's, a spec field `renamed` ((field, option)
+    pairs) by the module's name for it."""
+    try:
+        return check(*args, **kwargs)
+    except LigerError as e:
+        message = str(e)
+        for field, option in renamed:
+            if message.startswith(field + " "):
+                message = option + message[len(field):]
+        raise type(e)("liger.nn.%s: %s" % (module, message)) from None
+
+
+def _only(module, name, value, supported, why):
+    """Refuses an option `value` other than the one value liger computes,
+    `supported` (a bool, checked as one, or None)."""
+    if isinstance(supported, bool):
+        _checked(module, specs.check_bool, name, value)
+    if value is not supported:
+        raise LigerValueError("liger.nn.%s: %s=%r is not supported (%s)"
+                              % (module, name, value, why))
+
+
+def _no_extra_outputs(module, **flags):
+    """Liger-Kernel's return_* flags: liger.ops returns the loss alone."""
+    for name, value in flags.items():
+        _only(module, name, value, False, "liger.ops returns the loss alone")
+
+
+class LigerRMSNorm(nn.Module):
+    """RMSNorm over the last dimension with a weight [hidden_size]
+    (liger.ops.rms_norm; casting_mode "llama", "gemma" or "none";
+    y = x_hat * (offset + weight)). init_fn: "ones" or "zeros".
+    Refused: in_place=True, row_mode other than None,
+    elementwise_affine=False."""
+
+    def __init__(self, hidden_size, eps=1e-6, offset=0.0, casting_mode="llama", init_fn="ones",
+                 in_place=False, row_mode=None, elementwise_affine=True):
+        super().__init__()
+        name = type(self).__name__
+        _only(name, "in_place", in_place, False,
+              "liger's RMSNorm backward writes its own dx, not over the incoming gradient")
+        _only(name, "row_mode", row_mode, None, "liger chooses the kernel's row layout")
+        _only(name, "elementwise_affine", elementwise_affine, True,
+              "liger.ops.rms_norm scales by a weight")
+        init_fn = _checked(name, specs.check_choice, "init_fn", init_fn, ("ones", "zeros"))
+        # The spec's rules for the size and the attributes (the dtype comes
+        # with the input).
+        _checked(name, ops.rms_norm_spec, hidden_size, "f32", eps=eps, offset=offset,
+                 casting=casting_mode,
+                 renamed=(("hidden", "hidden_size"), ("casting", "casting_mode")))
+        self.weight = nn.Parameter(getattr(torch, init_fn)(hidden_size))
+        self.variance_epsilon, self.offset, self.casting_mode = eps, offset, casting_mode
+        self.in_place, self.row_mode, self.elementwise_affine = in_place, row_mode, True
+
+    def forward(self, hidden_states):
+        return ops.rms_norm(hidden_states, self.weight, self.variance_epsilon, self.offset,
+                            self.casting_mode)
+
+    def extra_repr(self):
+        return "weight_shape=%s, eps=%s, offset=%s, casting_mode=%s" % (
+            tuple(self.weight.shape), self.variance_epsilon, self.offset, self.casting_mode)
+
+
+def _config_field(module, config, field):
+    if not hasattr(config, field):
+        raise LigerValueError("liger.nn.%s: the config (%s) has no %s"
+                              % (module, type(config).__name__, field))
+    return getattr(config, field)
+
+
+class _GatedMLP(nn.Module):
+    """down_proj(act(gate_proj(x)) * up_proj(x)) with the projections of a
+    Hugging Face config (hidden_size, intermediate_size, mlp_bias) and the
+    gated op `OP` of liger.ops for the config's activation
+    (hidden_activation, else hidden_act; the op's own where it names none)."""
+
+    OP = ""
+
+    def _build(self, config, intermediate_size):
+        name = type(self).__name__
+        act = getattr(config, "hidden_activation", None) or getattr(config, "hidden_act", None) \
+            or next(iter(_ACTIVATIONS[self.OP]))
+        attrs = _ACTIVATIONS[self.OP].get(act) if isinstance(act, str) else None
+        if attrs is None:
+            raise LigerValueError("liger.nn.%s: the config's activation %r is not supported "
+                                  "(liger.ops.%s computes %s)" % (
+                                      name, act, self.OP, " or ".join(_ACTIVATIONS[self.OP])))
+        self.config, self._attrs = config, attrs
+        self.hidden_size = _checked(name, specs.check_int, "hidden_size",
+                                    _config_field(name, config, "hidden_size"), 1)
+        if intermediate_size is None:
+            intermediate_size = _config_field(name, config, "intermediate_size")
+        # The gated op's rules for its row length (the dtype comes with the
+        # input).
+        _checked(name, getattr(ops, self.OP + "_spec"), intermediate_size, "f32", *attrs,
+                 renamed=(("hidden", "intermediate_size"),))
+        self.intermediate_size = intermediate_size
+        bias = getattr(config, "mlp_bias", False)
+        self.gate_proj = nn.Linear(self.hidden_size, self.intermediate_size, bias=bias)
+        self.up_proj = nn.Linear(self.hidden_size, self.intermediate_size, bias=bias)
+        self.down_proj = nn.Linear(self.intermediate_size, self.hidden_size, bias=bias)
+
+    def forward(self, x):
+        gated = getattr(ops, self.OP)(self.gate_proj(x), self.up_proj(x), *self._attrs)
+        return self.down_proj(gated)
+
+
+class LigerSwiGLUMLP(_GatedMLP):
+    """A Llama-style MLP with liger.ops.swiglu (activation silu or swish);
+    `intermediate_size` overrides the config's."""
+
+    OP = "swiglu"
+
+    def __init__(self, config, intermediate_size=None):
+        super().__init__()
+        self._build(config, intermediate_size)
+
+
+class LigerGEGLUMLP(_GatedMLP):
+    """A Gemma-style MLP with liger.ops.geglu: gelu_pytorch_tanh (tanh
+    approximation, Liger-Kernel's only one) or gelu (exact)."""
+
+    OP = "geglu"
+
+    def __init__(self, config):
+        super().__init__()
+        self._build(config, None)
+
+
+class LigerCrossEntropyLoss(nn.Module):
+    """liger.ops.cross_entropy of logits [..., V] against targets [...]:
+    class `weight` [V], ignore_index, lse_square_scale (z-loss added to the
+    loss), label_smoothing, reduction ("mean", "sum" or "none"), softcap.
+    Refused: return_z_loss, return_token_accuracy, return_predicted_tokens.
+    liger's own: `inplace` (the gradient written over the logits)."""
+
+    def __init__(self, weight=None, ignore_index=-100, lse_square_scale=0.0,
+                 label_smoothing=0.0, reduction="mean", softcap=None, return_z_loss=False,
+                 return_token_accuracy=False, return_predicted_tokens=False, *, inplace=False):
+        super().__init__()
+        name = type(self).__name__
+        _no_extra_outputs(name, return_z_loss=return_z_loss,
+                          return_token_accuracy=return_token_accuracy,
+                          return_predicted_tokens=return_predicted_tokens)
+        _checked(name, specs.check_bool, "inplace", inplace)
+        # The spec's rules for the attributes (the vocabulary and the dtypes
+        # come with the input).
+        _checked(name, ops.cross_entropy_spec, 1, "f32", ignore_index=ignore_index,
+                 label_smoothing=label_smoothing, reduction=reduction, softcap=softcap,
+                 lse_square_scale=lse_square_scale, weighted=weight is not None)
+        self.weight, self.ignore_index, self.lse_square_scale = weight, ignore_index, \
+            lse_square_scale
+        self.label_smoothing, self.reduction, self.softcap = label_smoothing, reduction, softcap
+        self.return_z_loss = self.return_token_accuracy = self.return_predicted_tokens = False
+        self.inplace = inplace
+
+    def forward(self, _input, target):
+        return ops.cross_entropy(_input, target, self.weight, self.ignore_index,
+                                 self.label_smoothing, self.reduction, self.softcap,
+                                 self.lse_square_scale, self.inplace)
+
+
+class LigerFusedLinearCrossEntropyLoss(nn.Module):
+    """liger.ops.fused_linear_cross_entropy: the loss of _input [..., H]
+    times lin_weight [V, H]ᵀ against targets [...], without the logits in
+    memory; the options of LigerCrossEntropyLoss (class weights are
+    `ce_weight`; reduction "mean" or "sum"), accum_dtype None (dW summed in
+    the weight's dtype) or torch.float32. Refused: return_z_loss,
+    return_token_accuracy, return_predicted_tokens, use_token_scaling, a
+    bias. liger's own: `memory_budget` (bytes of one chunk's logits)."""
+
+    def __init__(self, ce_weight=None, ignore_index=-100, lse_square_scale=0.0,
+                 label_smoothing=0.0, reduction="mean", softcap=None, return_z_loss=False,
+                 accum_dtype=None, use_token_scaling=False, return_token_accuracy=False,
+                 return_predicted_tokens=False, *, memory_budget=2 ** 29):
+        super().__init__()
+        name = type(self).__name__
+        _no_extra_outputs(name, return_z_loss=return_z_loss,
+                          return_token_accuracy=return_token_accuracy,
+                          return_predicted_tokens=return_predicted_tokens)
+        _only(name, "use_token_scaling", use_token_scaling, False,
+              "liger.ops.fused_linear_cross_entropy weighs every token alike")
+        if accum_dtype is not None and accum_dtype != torch.float32:
+            raise LigerValueError("liger.nn.%s: accum_dtype=%r is not supported (None sums "
+                                  "the weight gradient in the weight's dtype, torch.float32 "
+                                  "in f32)" % (name, accum_dtype))
+        dw_f32 = accum_dtype is not None
+        # The spec's rules for the attributes, with a stand-in lm_head
+        # [8, 8] of bf16 (the sizes and the dtype come with the input).
+        _checked(name, ops.fused_linear_cross_entropy_spec, 8, 8, "bf16",
+                 ignore_index=ignore_index, label_smoothing=label_smoothing,
+                 reduction=reduction, softcap=softcap, lse_square_scale=lse_square_scale,
+                 weighted=ce_weight is not None, dw_f32=dw_f32)
+        self.memory_budget = _checked(name, specs.check_int, "memory_budget", memory_budget, 1)
+        self.ce_weight, self.ignore_index, self.lse_square_scale = ce_weight, ignore_index, \
+            lse_square_scale
+        self.label_smoothing, self.reduction, self.softcap = label_smoothing, reduction, softcap
+        self.return_z_loss = self.return_token_accuracy = self.return_predicted_tokens = False
+        self.accum_dtype, self.use_token_scaling = accum_dtype, False
+
+    def forward(self, lin_weight, _input, target, bias=None):
+        if bias is not None:
+            raise LigerValueError(
+                "liger.nn.%s: bias is not supported (liger.ops.fused_linear_cross_entropy "
+                "takes an lm_head without a bias), got %s" % (
+                    type(self).__name__, "a tensor of shape %s" % list(bias.shape)
+                    if isinstance(bias, torch.Tensor) else repr(bias)))
+        return ops.fused_linear_cross_entropy(
+            _input, lin_weight, target, self.ce_weight, self.ignore_index,
+            self.label_smoothing, self.reduction, self.softcap, self.lse_square_scale,
+            self.memory_budget, self.accum_dtype is not None)
