@@ -101,7 +101,7 @@ cl::opt<int64_t> lossMemoryBudget(
     "loss-memory-budget",
     cl::desc("With --matmul-kernels: bytes one chunk of a planned loss "
              "group's logits may take (liger-plan-loss)"),
-    cl::init(int64_t(512) << 20), cl::cat(ligerCategory));
+    cl::init(kDefaultLossMemoryBudget), cl::cat(ligerCategory));
 cl::opt<bool> lossDwF32(
     "loss-dw-f32",
     cl::desc("With --matmul-kernels: a planned loss group sums dW across "

@@ -9,6 +9,7 @@
 #ifndef LIGER_PIPELINES_PIPELINES_H
 #define LIGER_PIPELINES_PIPELINES_H
 
+#include "liger/Transforms/Passes.h"
 #include "mlir/Pass/PassOptions.h"
 
 #include <string>
@@ -117,7 +118,7 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
       *this, "loss-memory-budget",
       llvm::cl::desc("With matmul-kernels: bytes one chunk of a planned loss "
                      "group's logits may take (liger-plan-loss)"),
-      llvm::cl::init(int64_t(512) << 20)};
+      llvm::cl::init(kDefaultLossMemoryBudget)};
   PassOptions::Option<bool> lossDwF32{
       *this, "loss-dw-f32",
       llvm::cl::desc("With matmul-kernels: a planned loss group sums dW "
@@ -158,7 +159,7 @@ struct LossPlanPipelineOptions
       *this, "memory-budget",
       llvm::cl::desc("Bytes one chunk of a planned loss group's logits may "
                      "take (liger-plan-loss)"),
-      llvm::cl::init(int64_t(512) << 20)};
+      llvm::cl::init(kDefaultLossMemoryBudget)};
   PassOptions::Option<bool> dwF32{
       *this, "dw-f32",
       llvm::cl::desc("A planned loss group sums dW across chunks in an f32 "

@@ -304,7 +304,8 @@ def PlanLossPass : Pass<"liger-plan-loss", "::mlir::ModuleOp"> {
     holds no row of logits.
   }];
   let options = [
-    Option<"memoryBudget", "memory-budget", "int64_t", /*default=*/"536870912",
+    Option<"memoryBudget", "memory-budget", "int64_t",
+           /*default=*/"::mlir::liger::kDefaultLossMemoryBudget",
            "Bytes one chunk's logits may take">,
     Option<"dwF32", "dw-f32", "bool", /*default=*/"false",
            "Sum dW across chunks in an f32 buffer of W's shape (rounded once "
