@@ -85,14 +85,14 @@ def _rows(t):
 def _lora_grad(ctx, dy):
     x, weight, lora_a, lora_b = ctx.saved_tensors
     need = ctx.needs_input_grad
-    low = F.linear(x, lora_a)              # x·Aᵀ, recomputed: [..., r]
-    dlow = dy * ctx.scale                  # the gradient of (x·Aᵀ)·Bᵀ
-    dmid = dlow.matmul(lora_b)             # [..., r]
+    # The scale rides on the rank-r products, never on a [tokens, out] pass.
+    dmid = dy.matmul(lora_b) * ctx.scale   # the gradient of x·Aᵀ: [..., r]
     dx = dy.matmul(weight) + dmid.matmul(lora_a) if need[0] else None
     dw = _rows(dy).t().matmul(_rows(x)) if need[1] else None
     db = _rows(dy).sum(0) if ctx.has_bias and need[2] else None
     da = _rows(dmid).t().matmul(_rows(x)) if need[3] else None
-    dlb = _rows(dlow).t().matmul(_rows(low)) if need[4] else None
+    # x·Aᵀ recomputed: [..., r]
+    dlb = _rows(dy).t().matmul(_rows(F.linear(x, lora_a))) * ctx.scale if need[4] else None
     return dx, dw, db, da, dlb, None
 
 
