@@ -393,7 +393,6 @@ def _shifted_labels(labels, kwargs):
 
 
 def _causal_lm_forward(self, *args, **kwargs):
-    from transformers import modeling_outputs
     original = self._liger_original_forward
     mode = getattr(self, "_liger_loss", None)
     labels = kwargs.get("labels")
@@ -462,7 +461,7 @@ def _causal_lm_forward(self, *args, **kwargs):
         **({} if budget is None else dict(memory_budget=budget)))
     if num_items is not None:
         loss = loss / num_items
-    output = getattr(modeling_outputs, family.output)
+    output = self._liger_output
     fields = {k: getattr(outputs, k) for k in output.__dataclass_fields__
               if k not in ("loss", "logits") and getattr(outputs, k, None) is not None}
     if router:
@@ -568,9 +567,13 @@ def _apply(family, flags):
             _warn_once("%s=True: %s stays as it is: %s" % (flag, path, why))
     if flags["rope"] and not fam.rope:
         _patch(mod, "apply_rotary_pos_emb", _rope_function(family))
-    # What the loss reads besides the family: the fused loss's chunk budget,
-    # the model's router loss.
+    # What the loss reads besides the family: its output class (found here:
+    # torch.compile cannot trace the import of transformers' lazy module),
+    # the fused loss's chunk budget, the model's router loss.
     loss_attrs = {}
+    if loss:
+        from transformers import modeling_outputs
+        loss_attrs["_liger_output"] = getattr(modeling_outputs, fam.output)
     if loss and flags["loss_memory_budget"] is not None:
         loss_attrs["_liger_loss_budget"] = int(flags["loss_memory_budget"])
     if loss and fam.router_aux_loss:
