@@ -77,9 +77,11 @@ PY
 # torch.compile(backend="liger"): the kernels of a training step of each
 # model of test_backend_gpu.py and of bench/e2e.py's model (the liger
 # operators' and the fusion groups'), by key, and what the GPU run must
-# find (backend/expected.json).
+# find (backend/expected.json). The graphs are those of the torch that
+# traces them: PRECOMPILE_PYTHON names a Python whose torch, transformers
+# and PEFT are the GPU machine's versions (default: $PYTHON).
 PYTHONPATH="$ROOT/python:$ROOT/test/Integration/gpu${PYTHONPATH:+:$PYTHONPATH}" \
-  LIGER_BUILD_DIR="$BUILD" "$PYTHON" -W ignore - "$OUT/backend" <<'PY'
+  LIGER_BUILD_DIR="$BUILD" "${PRECOMPILE_PYTHON:-$PYTHON}" -W ignore - "$OUT/backend" <<'PY'
 import sys
 import backend_models
 backend_models.precompile_all(sys.argv[1])

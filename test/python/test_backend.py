@@ -15,6 +15,7 @@ registration of backend="liger".
 
 import copy
 import os
+import re
 import subprocess
 import sys
 import warnings
@@ -405,6 +406,16 @@ def test_a_precompiled_fusion_serves_a_graph_without_liger_opt(tmp_path, monkeyp
                                          r"graph is in LIGER_OPS_BUNDLES: precompile the "
                                          r"model's kernels where the compiler is "
                                          r"\(liger.frontend.backend.precompile\)$"):
+        partition._fuse(norm_module(["add", "rms_norm"]).replace("1.0e-5", "1.0e-6"), None)
+    # A precompile traced by another torch: its graphs are not this torch's,
+    # and the message says so.
+    assert (tmp_path / "fused" / "torch-version").read_text() == torch.__version__ + "\n"
+    (tmp_path / "fused" / "torch-version").write_text("2.0.0\n")
+    with pytest.raises(LigerError, match=r"^cannot find liger-opt, and no precompile of this "
+                                         r"graph is in LIGER_OPS_BUNDLES \(its precompile in "
+                                         r"%s was traced by torch 2\.0\.0, this is torch %s: "
+                                         r"each traces its own graphs\): precompile the model's "
+                       % (re.escape(str(tmp_path)), re.escape(torch.__version__))):
         partition._fuse(norm_module(["add", "rms_norm"]).replace("1.0e-5", "1.0e-6"), None)
 
 
