@@ -150,13 +150,14 @@ def _tensors(op, tensors, optional=()):
 def static(value):
     """`value` as the Python constant it is: a size or a float attribute
     that torch.compile(dynamic=True) made a symbol is specialized (guarded
-    on its value; operator.index and float.__float__ specialize where int()
-    and float() keep the symbol). Sizes, vocabularies and attributes are
-    static in liger: only the token count is dynamic."""
+    on its value: operator.index and the value's own __float__ specialize;
+    dynamo 2.11 cannot trace float.__float__ of a symbol). Sizes,
+    vocabularies and attributes are static in liger: only the token count
+    is dynamic."""
     if isinstance(value, (int, torch.SymInt)) and not isinstance(value, bool):
         return operator.index(value)
     if isinstance(value, (float, torch.SymFloat)):
-        return float.__float__(value)
+        return value.__float__()
     return value
 
 

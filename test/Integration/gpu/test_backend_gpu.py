@@ -127,5 +127,15 @@ def test_e2e_model_compiles_fullgraph_and_trains_like_eager(expected):
     ref = model(**batch, use_cache=False).loss
     ref.backward()
     assert abs(loss.item() - ref.item()) <= LOSS_TOL * abs(ref.item()), (loss, ref)
+    # The gradients against the same model in f32 (its bf16 weights, upcast):
+    # at these widths bf16 gradients two layers deep differ from eager bf16's
+    # by a few percent either way, so each is measured against f32, and
+    # liger's error may not exceed eager PyTorch's by more than half again
+    # (nor GRAD_TOL where both are small).
+    f32 = copy.deepcopy(model).float()
+    f32.zero_grad(set_to_none=True)
+    f32(**batch, use_cache=False).loss.backward()
+    want = dict(f32.named_parameters())
     for name, p in model.named_parameters():
-        assert relative(grads[name], p.grad) <= GRAD_TOL, (name, relative(grads[name], p.grad))
+        ours, eager = relative(grads[name], want[name].grad), relative(p.grad, want[name].grad)
+        assert ours <= max(GRAD_TOL, 1.5 * eager), (name, ours, eager)
