@@ -205,6 +205,14 @@ def _common(spec):
     return dict(dtype=dtype_name(spec.dtype), target=check_choice("target", spec.target, TARGETS))
 
 
+def _norm_fields(spec):
+    """The fields every norm's spec has: rows of `hidden` features of
+    `dtype`, a weight of `weight_dtype`, eps > 0."""
+    return dict(_common(spec), hidden=_size("hidden", spec.hidden),
+                weight_dtype=dtype_name(spec.weight_dtype, "weight_dtype"),
+                eps=check_float("eps", spec.eps, 0.0, lo_open=True))
+
+
 @dataclasses.dataclass(frozen=True)
 class RMSNormSpec(Spec):
     op: ClassVar[str] = "rms_norm"
@@ -217,10 +225,7 @@ class RMSNormSpec(Spec):
     target: str = DEFAULT_TARGET
 
     def _checked(self):
-        return dict(_common(self), hidden=_size("hidden", self.hidden),
-                    weight_dtype=dtype_name(self.weight_dtype, "weight_dtype"),
-                    eps=check_float("eps", self.eps, 0.0, lo_open=True),
-                    offset=check_float("offset", self.offset),
+        return dict(_norm_fields(self), offset=check_float("offset", self.offset),
                     casting=check_choice("casting", self.casting, ("llama", "gemma", "none")))
 
     def _types(self):
@@ -298,10 +303,7 @@ class LayerNormSpec(Spec):
     target: str = DEFAULT_TARGET
 
     def _checked(self):
-        return dict(_common(self), hidden=_size("hidden", self.hidden),
-                    weight_dtype=dtype_name(self.weight_dtype, "weight_dtype"),
-                    eps=check_float("eps", self.eps, 0.0, lo_open=True),
-                    bias=check_bool("bias", self.bias))
+        return dict(_norm_fields(self), bias=check_bool("bias", self.bias))
 
     def module_text(self):
         X = "tensor<?x%dx%s>" % (self.hidden, self.dtype)
