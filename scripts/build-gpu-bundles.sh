@@ -61,8 +61,9 @@ PY
 # H200 with a clear message.
 "$BUILD/bin/liger-compile" "$OUT/src/h1000_f32.mlir" -o "$OUT/sm80_h1000_f32" --target=sm_80 >/dev/null
 "$BUILD/bin/liger-compile" "$OUT/src/h1000_f32.mlir" -o "$OUT/sm86_h1000_f32" --target=sm_86 >/dev/null
-# The liger.ops configurations of test_ops_autograd.py and of the patched tiny
-# models of test_transformers_parity.py, by key (LIGER_OPS_BUNDLES).
+# The liger.ops configurations of test_ops_autograd.py, test_ops_norms_gpu.py and
+# of the patched tiny models of test_transformers_parity.py, by key
+# (LIGER_OPS_BUNDLES).
 PYTHONPATH="$ROOT/python:$ROOT/test/Integration/gpu${PYTHONPATH:+:$PYTHONPATH}" \
   LIGER_BUILD_DIR="$BUILD" "$PYTHON" - "$OUT/ops" <<'PY'
 import sys
@@ -70,6 +71,7 @@ import kernels
 import models
 from liger import ops
 ops.precompile(sys.argv[1], [case[0] for case in kernels.ops_cases().values()] +
+               [case[0] for case in kernels.ops_norm_cases().values()] +
                [case[0] for case in kernels.ops_ce_cases().values()] +
                [case[0] for case in kernels.ops_flce_cases().values()] +
                models.specs())
