@@ -45,6 +45,20 @@ def cpu_reference_enabled():
     return os.environ.get("LIGER_OPS_CPU_REFERENCE", "") not in ("", "0")
 
 
+def _trace_constant(fn):
+    """`fn` as a constant of a torch.compile trace: dynamo calls it and
+    keeps its result, without guarding on what it reads (the table of
+    targets, which the liger backend itself fills while it compiles the
+    graph: a guard on the table lacking a device would fail on the frame
+    that made it). Without torch, `fn` as it is."""
+    try:
+        from torch._dynamo import assume_constant_result
+    except ImportError:
+        return fn
+    return assume_constant_result(fn)
+
+
+@_trace_constant
 def device_target(device):
     """The target of the kernels for tensors on `device` (a torch.device):
     the GPU's (specs.target_for_capability), "cpu" on the CPU with the
