@@ -117,8 +117,11 @@ if [[ -n "$sanitizer" ]]; then
   san=${san%, }
 fi
 count() { grep -Eo "[0-9]+ $1" "${2:-$LOG/gpu.log}" | tail -1 | grep -Eo '[0-9]+' || echo 0; }
-experimental="$(count passed "$LOG/experimental.log") passed, $(count failed "$LOG/experimental.log") failed${exp_san:+, ${exp_san%, }}"
-[[ $run_experimental != 0 ]] || experimental="not run (LIGER_GPU_CHECK_EXPERIMENTAL=0)"
+if [[ $run_experimental != 0 ]]; then
+  experimental="$(count passed "$LOG/experimental.log") passed, $(count failed "$LOG/experimental.log") failed${exp_san:+, ${exp_san%, }}"
+else
+  experimental="not run (LIGER_GPU_CHECK_EXPERIMENTAL=0)"
+fi
 # ctest's summary line ("100% tests passed, 0 tests failed out of 21"), or
 # its exit status when there is none.
 # (colour codes stripped first; without the line, the per-test results.)
