@@ -38,7 +38,7 @@ YieldOp FusionOp::getYield() {
 static bool isRowwiseOp(Operation *op) {
   return isa<RMSNormOp, AddRMSNormOp, LayerNormOp, RoPEOp, RoPEGradOp, SiLUOp,
              GELUOp, SwiGLUOp, GEGLUOp, AddOp, MulOp, SoftmaxOp, CrossEntropyOp,
-             CrossEntropyGradOp, KLDivOp, JSDOp, RMSNormGradOp, LayerNormGradOp, SwiGLUGradOp,
+             CrossEntropyGradOp, KLDivOp, KLDivGradOp, JSDOp, JSDGradOp, RMSNormGradOp, LayerNormGradOp, SwiGLUGradOp,
              GEGLUGradOp, SoftmaxGradOp>(op);
 }
 
