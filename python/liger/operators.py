@@ -21,6 +21,10 @@ reference functions on CPU tensors.
     liger::fused_linear_cross_entropy(hidden, weight, target, class_weight?, ...,
                                       memory_budget, dw_f32, want_dx, want_dw)
         -> (loss, dhidden, dweight)
+    liger::kl_div(input, target, reduction, log_target, eps) -> loss
+    liger::kl_div_backward(target, dloss, reduction, log_target, eps) -> dinput
+    liger::jsd(input, target, shift_labels?, beta, ignore_index) -> loss
+    liger::jsd_backward(input, target, shift_labels?, dloss, beta, ignore_index) -> dinput
 
 Row ops take [..., H] inputs and flatten their leading dimensions into
 rows, on the GPU and on the CPU alike; every implementation makes its
@@ -423,3 +427,125 @@ def _flce_grad(ctx, dloss, _ddx, _ddw):
 
 
 fused_linear_cross_entropy.register_autograd(_flce_grad, setup_context=_flce_setup)
+
+
+# --- KL divergence, JSD ----------------------------------------------------
+#
+# Their kernels give the loss per token (per element for a KL divergence
+# with reduction "none"); the operators add the tokens up and divide, and
+# the backward passes each token's share of the incoming gradient to the
+# gradient kernel.
+
+def _kl_div_kernels(x, log_target, eps, reduction):
+    return _pair(specs.kl_div_spec, (x.shape[-1], x.dtype, log_target, eps,
+                                     reduction == "none"), x.device)
+
+
+def _kl_div_divisor(reduction, shape):
+    """What a KL divergence's total is divided by (torch.nn.KLDivLoss's)."""
+    rows, vocab = shape
+    return {"sum": 1, "mean": rows * vocab, "batchmean": rows}[reduction]
+
+
+@torch.library.custom_op("liger::kl_div", mutates_args=())
+def kl_div(input: Tensor, target: Tensor, reduction: str, log_target: bool,
+           eps: float) -> Tensor:
+    fwd, _ = _kl_div_kernels(input, log_target, eps, reduction)
+    loss = fwd(input.contiguous(), target.contiguous())
+    if reduction == "none":
+        return loss
+    return loss.sum() / _kl_div_divisor(reduction, input.shape)
+
+
+@kl_div.register_fake
+def _(input, target, reduction, log_target, eps):
+    return input.new_empty(input.shape if reduction == "none" else (), dtype=F32)
+
+
+@torch.library.custom_op("liger::kl_div_backward", mutates_args=())
+def kl_div_backward(target: Tensor, dloss: Tensor, reduction: str, log_target: bool,
+                    eps: float) -> Tensor:
+    _, bwd = _kl_div_kernels(target, log_target, eps, reduction)
+    if reduction == "none":
+        grad = dloss.to(F32).contiguous()
+    else:  # each token's share of the incoming gradient
+        grad = (dloss.to(F32) / _kl_div_divisor(reduction, target.shape)).expand(
+            target.shape[0]).contiguous()
+    return bwd(target.contiguous(), grad)
+
+
+@kl_div_backward.register_fake
+def _(target, dloss, reduction, log_target, eps):
+    return _like(target)
+
+
+def _kl_div_setup(ctx, inputs, output):
+    ctx.save_for_backward(inputs[1])
+    ctx.config = tuple(inputs[2:])
+
+
+def _kl_div_grad(ctx, dloss):
+    (target,) = ctx.saved_tensors
+    return (kl_div_backward(target, dloss, *ctx.config),) + (None,) * 4
+
+
+kl_div.register_autograd(_kl_div_grad, setup_context=_kl_div_setup)
+
+
+def _jsd_kernels(x, shift_labels, beta, ignore_index):
+    return _pair(specs.jsd_spec, (x.shape[-1], x.dtype, beta, ignore_index,
+                                  None if shift_labels is None else shift_labels.dtype),
+                 x.device)
+
+
+def _jsd_counted(x, shift_labels, ignore_index):
+    """The tokens a JSD averages over, at least 1 (a loss over none is 0,
+    as Liger-Kernel gives): a tensor, so nothing waits for the device."""
+    if shift_labels is None:
+        return x.shape[0]
+    return (shift_labels != ignore_index).sum().clamp(min=1).to(F32)
+
+
+def _labels(shift_labels):
+    return [] if shift_labels is None else [shift_labels.contiguous()]
+
+
+@torch.library.custom_op("liger::jsd", mutates_args=())
+def jsd(input: Tensor, target: Tensor, shift_labels: Optional[Tensor], beta: float,
+        ignore_index: int) -> Tensor:
+    fwd, _ = _jsd_kernels(input, shift_labels, beta, ignore_index)
+    per_token = fwd(input.contiguous(), target.contiguous(), *_labels(shift_labels))
+    return (per_token.sum() / _jsd_counted(input, shift_labels, ignore_index)).to(input.dtype)
+
+
+@jsd.register_fake
+def _(input, target, shift_labels, beta, ignore_index):
+    return input.new_empty(())
+
+
+@torch.library.custom_op("liger::jsd_backward", mutates_args=())
+def jsd_backward(input: Tensor, target: Tensor, shift_labels: Optional[Tensor],
+                 dloss: Tensor, beta: float, ignore_index: int) -> Tensor:
+    _, bwd = _jsd_kernels(input, shift_labels, beta, ignore_index)
+    share = (dloss.to(F32) / _jsd_counted(input, shift_labels, ignore_index)).expand(
+        input.shape[0]).contiguous()
+    return bwd(input.contiguous(), target.contiguous(), share, *_labels(shift_labels))
+
+
+@jsd_backward.register_fake
+def _(input, target, shift_labels, dloss, beta, ignore_index):
+    return _like(input)
+
+
+def _jsd_setup(ctx, inputs, output):
+    input, target, shift_labels, beta, ignore_index = inputs
+    ctx.save_for_backward(input, target, shift_labels)
+    ctx.config = (beta, ignore_index)
+
+
+def _jsd_grad(ctx, dloss):
+    input, target, shift_labels = ctx.saved_tensors
+    return (jsd_backward(input, target, shift_labels, dloss, *ctx.config),) + (None,) * 4
+
+
+jsd.register_autograd(_jsd_grad, setup_context=_jsd_setup)
