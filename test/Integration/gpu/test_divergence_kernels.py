@@ -1,0 +1,142 @@
+"""liger.ops.kl_div and liger.ops.jsd on the GPU (the divergences' row
+kernels, precompiled on the build machine: LIGER_OPS_BUNDLES): the loss
+and the input's gradient against float64 PyTorch on fresh random inputs
+over odd vocabularies (1, 7, 50257, 128256, 262147) and token counts, every
+output element of the kernels written (outputs poisoned with NaN first),
+and torch.compile(fullgraph=True) (their opcheck: test_ops_opcheck.py).
+Skips cleanly without torch, a GPU, the runtime or the bundles."""
+
+import pytest
+
+import kernels
+
+torch = pytest.importorskip("torch", reason="needs PyTorch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA GPU on this machine", allow_module_level=True)
+from liger import bundles, ops  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("ops_bundles")
+
+CASES = kernels.ops_divergence_cases()
+# Relative to the largest reference magnitude.
+TOL = {"bf16": 1e-2, "f16": 2e-3, "f32": 2e-5}
+LABELS = {"i32": torch.int32, "i64": torch.int64}
+
+
+def _inputs(name):
+    """Fresh log-probabilities (a random seed each run, printed on failure)
+    for the case: input, target (probabilities for a KL divergence without
+    log_target), shift labels or None, the seed."""
+    spec, op, (tokens, vocab), kw = CASES[name]
+    seed = torch.seed()
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(seed)
+    dtype = kernels.torch_dtype(spec.dtype)
+
+    def log_probs():
+        return (torch.randn(tokens, vocab, generator=gen, device="cuda") * 3).log_softmax(-1)
+
+    x, t = log_probs().to(dtype), log_probs()
+    if op == "kl_div" and not kw.get("log_target"):
+        t = t.exp()
+    labels = None
+    if kw.get("labels"):
+        labels = torch.randint(0, vocab, (tokens,), generator=gen, device="cuda")
+        labels[::3] = kw.get("ignore_index", -100)
+        labels = labels.to(LABELS[kw["labels"]])
+    return x, t.to(dtype), labels, seed
+
+
+def _reference(op, x, t, labels, kw):
+    """The loss in float64 (differentiable in x): PyTorch's KL divergence,
+    Liger-Kernel's JSD."""
+    if op == "kl_div":
+        return torch.nn.functional.kl_div(x, t, reduction=kw.get("reduction", "batchmean"),
+                                          log_target=kw.get("log_target", False))
+    beta = kw.get("beta", 0.5)
+    p, q = t.exp(), x.exp()
+    if beta == 0.0:
+        pointwise = p * (t - x)
+    elif beta == 1.0:
+        pointwise = q * (x - t)
+    else:
+        log_m = torch.logaddexp(t + torch.log(torch.tensor(beta, dtype=t.dtype)),
+                                x + torch.log(torch.tensor(1 - beta, dtype=x.dtype)))
+        pointwise = beta * p * (t - log_m) + (1 - beta) * q * (x - log_m)
+    per_token = pointwise.sum(-1)
+    keep = torch.ones_like(per_token, dtype=torch.bool) if labels is None else \
+        labels.long() != kw.get("ignore_index", -100)
+    return torch.where(keep, per_token, 0.0).sum() / keep.sum().clamp(min=1)
+
+
+def _check(actual, expected, dt, what):
+    actual = actual.detach().to(torch.float64)
+    assert not torch.isnan(actual).any(), "%s: NaN (unwritten or wrong)" % what
+    assert actual.shape == expected.shape, what
+    scale = expected.abs().max().item() or 1.0
+    err = (actual - expected).abs().max().item() / scale
+    assert err <= TOL[dt], "%s: max error %.3g of max |ref| %.3g" % (what, err, scale)
+
+
+def _call(op, x, t, labels, kw):
+    if op == "kl_div":
+        return ops.kl_div(x, t, kw.get("reduction", "batchmean"), kw.get("log_target", False))
+    return ops.jsd(x, t, labels, kw.get("beta", 0.5), kw.get("ignore_index", -100))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_loss_and_its_gradient_are_pytorchs(name):
+    spec, op, _, kw = CASES[name]
+    x, t, labels, seed = _inputs(name)
+    leaf = x.clone().requires_grad_(True)
+    loss = _call(op, leaf, t, labels, kw)
+    ref_x = x.to(torch.float64).requires_grad_(True)
+    expected = _reference(op, ref_x, t.to(torch.float64), labels, kw)
+    what = "%s (seed %d)" % (name, seed)
+    # The KL divergence's loss is f32 (Liger-Kernel's), the JSD's of the
+    # input's dtype.
+    _check(loss, expected.detach(), "f32" if op == "kl_div" else spec.dtype, what + " loss")
+    dloss = torch.rand(loss.shape, device="cuda", dtype=loss.dtype) + 0.5
+    loss.backward(dloss)
+    expected.backward(dloss.to(torch.float64))
+    assert leaf.grad.dtype == x.dtype
+    _check(leaf.grad, ref_x.grad, spec.dtype, what + " gradient")
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_every_output_element_is_written(name):
+    """The kernels' outputs, poisoned with NaN before the launch, hold no
+    NaN after it: each token's loss (each element's, for reduction none)
+    and each gradient element, ignored tokens' zeros included."""
+    spec, op, (tokens, vocab), kw = CASES[name]
+    x, t, labels, _ = _inputs(name)
+    fwd, bwd = bundles.kernels(spec)
+    extra = [] if labels is None else [labels]
+    loss_shape = (tokens, vocab) if op == "kl_div" and spec.pointwise else (tokens,)
+    loss = torch.full(loss_shape, float("nan"), device="cuda")
+    fwd(x, t, *extra, out=[loss])
+    assert not loss.isnan().any(), name
+    grad = torch.full_like(x, float("nan"))
+    g = torch.rand(loss_shape, device="cuda")
+    if op == "kl_div":
+        bwd(t, g, out=[grad])
+    else:
+        bwd(x, t, g, *extra, out=[grad])
+    assert not grad.isnan().any(), name
+
+
+def test_the_distillation_losses_compile_with_no_graph_break():
+    name = "jsd_bf16_50257_labels"
+    x, t, labels, _ = _inputs(name)
+    p = t.float().exp()
+
+    def loss_of(x, t, p, labels):
+        return ops.jsd(x, t, labels) + ops.kl_div(x, p.to(x.dtype))
+
+    explained = torch._dynamo.explain(loss_of)(x, t, p, labels)
+    assert explained.graph_break_count == 0, [r.reason for r in explained.break_reasons]
+    leaf = x.clone().requires_grad_(True)
+    eager = torch.autograd.grad(loss_of(leaf, t, p, labels), leaf)[0]
+    compiled = torch.compile(loss_of, fullgraph=True)
+    got = torch.autograd.grad(compiled(leaf, t, p, labels), leaf)[0]
+    torch.testing.assert_close(got, eager)
