@@ -138,22 +138,24 @@ def kl_div(x, t, reduction="batchmean", log_target=False, eps=1e-10, per_token=F
 def jsd(x, y, beta=0.5, labels=None, ignore_index=-100, per_token=False):
     """Liger-Kernel's generalized JSD of student log-probs x, teacher log-probs y:
     the mean over the counted tokens (0 when none counts), or with per_token each
-    token's loss (0 for a skipped one)."""
-    p, q = np.exp(y), np.exp(x)
+    token's loss (0 for a skipped one). Takes float64 NumPy arrays or torch
+    tensors (differentiable: the GPU tests' and liger.ops' reference too)."""
+    xp = np if isinstance(x, np.ndarray) else __import__("torch")
+    p, q = xp.exp(y), xp.exp(x)
     if beta == 0.0:
         pointwise = p * (y - x)
     elif beta == 1.0:
         pointwise = q * (x - y)
     else:
-        big = np.maximum(x, y)
-        log_m = big + np.log(beta * np.exp(y - big) + (1 - beta) * np.exp(x - big))
+        big = xp.maximum(x, y)
+        log_m = big + xp.log(beta * xp.exp(y - big) + (1 - beta) * xp.exp(x - big))
         pointwise = beta * p * (y - log_m) + (1 - beta) * q * (x - log_m)
     per_row = pointwise.sum(-1)
-    keep = np.ones(x.shape[0], bool) if labels is None else labels != ignore_index
-    per_row = np.where(keep, per_row, 0.0)
+    keep = xp.ones_like(per_row) > 0 if labels is None else labels != ignore_index
+    per_row = xp.where(keep, per_row, xp.zeros_like(per_row))
     if per_token:
         return per_row
-    return np.array(per_row.sum() / max(keep.sum(), 1))
+    return per_row.sum() / max(int(keep.sum()), 1)
 
 
 def attention(q, k, v, causal=False, scale=None):

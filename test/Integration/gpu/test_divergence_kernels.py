@@ -6,9 +6,15 @@ output element of the kernels written (outputs poisoned with NaN first),
 and torch.compile(fullgraph=True) (their opcheck: test_ops_opcheck.py).
 Skips cleanly without torch, a GPU, the runtime or the bundles."""
 
+import os
+import sys
+
 import pytest
 
 import kernels
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+import refs  # noqa: E402  (the float64 references of the CPU tests)
 
 torch = pytest.importorskip("torch", reason="needs PyTorch")
 if not torch.cuda.is_available():
@@ -53,20 +59,7 @@ def _reference(op, x, t, labels, kw):
     if op == "kl_div":
         return torch.nn.functional.kl_div(x, t, reduction=kw.get("reduction", "batchmean"),
                                           log_target=kw.get("log_target", False))
-    beta = kw.get("beta", 0.5)
-    p, q = t.exp(), x.exp()
-    if beta == 0.0:
-        pointwise = p * (t - x)
-    elif beta == 1.0:
-        pointwise = q * (x - t)
-    else:
-        log_m = torch.logaddexp(t + torch.log(torch.tensor(beta, dtype=t.dtype)),
-                                x + torch.log(torch.tensor(1 - beta, dtype=x.dtype)))
-        pointwise = beta * p * (t - log_m) + (1 - beta) * q * (x - log_m)
-    per_token = pointwise.sum(-1)
-    keep = torch.ones_like(per_token, dtype=torch.bool) if labels is None else \
-        labels.long() != kw.get("ignore_index", -100)
-    return torch.where(keep, per_token, 0.0).sum() / keep.sum().clamp(min=1)
+    return refs.jsd(x, t, kw.get("beta", 0.5), labels, kw.get("ignore_index", -100))
 
 
 def _check(actual, expected, dt, what):
