@@ -557,8 +557,8 @@ struct LowerKLDiv : OpConversionPattern<KLDivOp> {
                       [&](OpBuilder &nb, Location nloc,
                           ValueRange args) -> SmallVector<Value> {
                         return {klPointwise(nb, nloc, toF32(nb, nloc, args[0]),
-                                            toF32(nb, nloc, args[1]),
-                                            logTarget, eps)};
+                                            toF32(nb, nloc, args[1]), logTarget,
+                                            eps)};
                       })[0]);
       return success();
     }
@@ -594,7 +594,8 @@ struct LowerKLDivGrad : OpConversionPattern<KLDivGradOp> {
     Location loc = op.getLoc();
     OpBuilder &b = rewriter;
     Value target = adaptor.getTarget();
-    Type elementType = cast<RankedTensorType>(target.getType()).getElementType();
+    Type elementType =
+        cast<RankedTensorType>(target.getType()).getElementType();
     SmallVector<OpFoldResult> sizes = sizesOf(b, loc, target);
     KLReduction reduction = op.getReduction();
     bool perToken = op.getPerToken(), logTarget = op.getLogTarget();
@@ -607,21 +608,21 @@ struct LowerKLDivGrad : OpConversionPattern<KLDivGradOp> {
                         ? klDivisor(b, loc, sizes, reduction)
                         : Value();
     rewriter.replaceOp(
-        op, mapRows(b, loc, sizes,
-                    {{target, Access::Full}, {adaptor.getGradLoss(), gradAccess}},
-                    {elementType},
-                    [&](OpBuilder &nb, Location nloc,
-                        ValueRange args) -> SmallVector<Value> {
-                      Value g = toF32(nb, nloc, args[1]);
-                      if (divisor)
-                        g = div(nb, nloc, g, divisor);
-                      Value d = mul(nb, nloc,
-                                    klDerivative(nb, nloc,
-                                                 toF32(nb, nloc, args[0]),
-                                                 logTarget),
-                                    g);
-                      return {fromF32(nb, nloc, d, elementType)};
-                    })[0]);
+        op,
+        mapRows(b, loc, sizes,
+                {{target, Access::Full}, {adaptor.getGradLoss(), gradAccess}},
+                {elementType},
+                [&](OpBuilder &nb, Location nloc,
+                    ValueRange args) -> SmallVector<Value> {
+                  Value g = toF32(nb, nloc, args[1]);
+                  if (divisor)
+                    g = div(nb, nloc, g, divisor);
+                  Value d = mul(nb, nloc,
+                                klDerivative(nb, nloc, toF32(nb, nloc, args[0]),
+                                             logTarget),
+                                g);
+                  return {fromF32(nb, nloc, d, elementType)};
+                })[0]);
     return success();
   }
 };
@@ -657,12 +658,11 @@ JSDTerms jsdTerms(OpBuilder &b, Location loc, Value x, Value y, double beta,
   // log M = max + log(beta e^(y - max) + (1 - beta) e^(x - max)): M itself
   // underflows where both probabilities are tiny.
   Value big = arith::MaximumFOp::create(b, loc, x, y);
-  Value shifted = add(
-      b, loc,
-      mul(b, loc, f32(b, loc, beta),
-          math::ExpOp::create(b, loc, sub(b, loc, y, big))),
-      mul(b, loc, f32(b, loc, 1.0 - beta),
-          math::ExpOp::create(b, loc, sub(b, loc, x, big))));
+  Value shifted = add(b, loc,
+                      mul(b, loc, f32(b, loc, beta),
+                          math::ExpOp::create(b, loc, sub(b, loc, y, big))),
+                      mul(b, loc, f32(b, loc, 1.0 - beta),
+                          math::ExpOp::create(b, loc, sub(b, loc, x, big))));
   Value logM = add(b, loc, big, math::LogOp::create(b, loc, shifted));
   Value bQ = mul(b, loc, f32(b, loc, 1.0 - beta), q);
   Value qTerm = mul(b, loc, bQ, sub(b, loc, x, logM));
@@ -688,8 +688,8 @@ Value maskIgnored(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
       [&](OpBuilder &nb, Location nloc, ValueRange args) -> SmallVector<Value> {
         Value ignored = arith::CmpIOp::create(
             nb, nloc, arith::CmpIPredicate::eq, args[1],
-            arith::ConstantOp::create(
-                nb, nloc, nb.getIntegerAttr(intType, ignoreIndex)));
+            arith::ConstantOp::create(nb, nloc,
+                                      nb.getIntegerAttr(intType, ignoreIndex)));
         return {arith::SelectOp::create(nb, nloc, ignored, f32(nb, nloc, 0.0),
                                         args[0])};
       })[0];
@@ -701,19 +701,19 @@ Value maskIgnored(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
 Value jsdCount(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
                Value labels, int64_t ignoreIndex) {
   if (!labels)
-    return combineScalars(b, loc, {},
-                          [&](OpBuilder &nb, Location nloc,
-                              ValueRange) -> SmallVector<Value> {
-                            return {countOf(nb, nloc, sizes, false)};
-                          });
+    return combineScalars(
+        b, loc, {},
+        [&](OpBuilder &nb, Location nloc, ValueRange) -> SmallVector<Value> {
+          return {countOf(nb, nloc, sizes, false)};
+        });
   Value ones = filledTensor(b, loc, {sizes[0]}, b.getF32Type(), 1.0);
-  Value counted = sumAll(b, loc, maskIgnored(b, loc, sizes, ones, labels,
-                                             ignoreIndex));
+  Value counted =
+      sumAll(b, loc, maskIgnored(b, loc, sizes, ones, labels, ignoreIndex));
   return combineScalars(
       b, loc, {counted},
       [](OpBuilder &nb, Location nloc, ValueRange args) -> SmallVector<Value> {
-        return {arith::MaximumFOp::create(nb, nloc, args[0],
-                                          f32(nb, nloc, 1.0))};
+        return {
+            arith::MaximumFOp::create(nb, nloc, args[0], f32(nb, nloc, 1.0))};
       });
 }
 
@@ -779,12 +779,11 @@ struct LowerJSDGrad : OpConversionPattern<JSDGradOp> {
              ValueRange args) -> SmallVector<Value> {
             return {div(nb, nloc, args[0], args[1])};
           });
-      grad = mapRows(b, loc, {sizes[0]}, {{scalar, Access::Scalar}},
-                     {b.getF32Type()},
-                     [](OpBuilder &, Location,
-                        ValueRange args) -> SmallVector<Value> {
-                       return {args[0]};
-                     })[0];
+      grad = mapRows(
+          b, loc, {sizes[0]}, {{scalar, Access::Scalar}}, {b.getF32Type()},
+          [](OpBuilder &, Location, ValueRange args) -> SmallVector<Value> {
+            return {args[0]};
+          })[0];
     }
     Value scale = maskIgnored(b, loc, sizes, grad, labels, ignoreIndex);
     rewriter.replaceOp(
@@ -795,10 +794,10 @@ struct LowerJSDGrad : OpConversionPattern<JSDGradOp> {
                     {elementType},
                     [&](OpBuilder &nb, Location nloc,
                         ValueRange args) -> SmallVector<Value> {
-                      Value d = jsdTerms(nb, nloc, toF32(nb, nloc, args[0]),
-                                         toF32(nb, nloc, args[1]), beta, false,
-                                         true)
-                                    .grad;
+                      Value d =
+                          jsdTerms(nb, nloc, toF32(nb, nloc, args[0]),
+                                   toF32(nb, nloc, args[1]), beta, false, true)
+                              .grad;
                       return {fromF32(nb, nloc, mul(nb, nloc, d, args[2]),
                                       elementType)};
                     })[0]);

@@ -492,9 +492,9 @@ LogicalResult KLDivGradOp::inferReturnTypes(MLIRContext *context,
 /// jsd's operands: a [tokens, vocab] input and, if given, one label per
 /// token. Returns the input's type.
 template <typename Adaptor>
-static FailureOr<RankedTensorType>
-verifyJSDOperands(const RuleContext &ctx, MLIRContext *context,
-                  Adaptor adaptor) {
+static FailureOr<RankedTensorType> verifyJSDOperands(const RuleContext &ctx,
+                                                     MLIRContext *context,
+                                                     Adaptor adaptor) {
   FailureOr<RankedTensorType> input = verifyTokenMatrix(
       ctx, adaptor.getInput().getType(), "input", kLogitsLayout);
   if (failed(input))
@@ -532,10 +532,10 @@ LogicalResult JSDGradOp::inferReturnTypes(MLIRContext *context,
   RuleContext ctx(loc, getOperationName());
   FailureOr<RankedTensorType> input = verifyJSDOperands(ctx, context, adaptor);
   if (failed(input) ||
-      failed(verifyDivergenceGrad(
-          ctx, adaptor.getGradLoss().getType(),
-          getDivergenceType(context, *input, /*pointwise=*/false,
-                            adaptor.getPerToken()))))
+      failed(verifyDivergenceGrad(ctx, adaptor.getGradLoss().getType(),
+                                  getDivergenceType(context, *input,
+                                                    /*pointwise=*/false,
+                                                    adaptor.getPerToken()))))
     return failure();
   results.push_back(*input);
   return success();
