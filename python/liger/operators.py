@@ -23,8 +23,7 @@ reference functions on CPU tensors.
         -> (loss, dhidden, dweight)
     liger::kl_div(input, target, reduction, log_target, eps) -> loss
     liger::kl_div_backward(target, dloss, reduction, log_target, eps) -> dinput
-    liger::jsd(input, target, shift_labels?, beta, ignore_index) -> loss
-    liger::jsd_backward(input, target, shift_labels?, dloss, beta, ignore_index) -> dinput
+    liger::jsd(input, target, shift_labels?, beta, ignore_index, want_grad) -> (loss, grad)
 
 Row ops take [..., H] inputs and flatten their leading dimensions into
 rows, on the GPU and on the CPU alike; every implementation makes its
@@ -432,9 +431,10 @@ fused_linear_cross_entropy.register_autograd(_flce_grad, setup_context=_flce_set
 # --- KL divergence, JSD ----------------------------------------------------
 #
 # Their kernels give the loss per token (per element for a KL divergence
-# with reduction "none"); the operators add the tokens up and divide, and
-# the backward passes each token's share of the incoming gradient to the
-# gradient kernel.
+# with reduction "none"); the operators add the tokens up and divide. The
+# KL divergence's backward passes each token's share of the incoming
+# gradient to its gradient kernel; the JSD's forward writes its gradient
+# too (as cross_entropy does), which the backward scales.
 
 def _kl_div_kernels(x, log_target, eps, reduction):
     return _pair(specs.kl_div_spec, (x.shape[-1], x.dtype, log_target, eps,
@@ -492,60 +492,52 @@ def _kl_div_grad(ctx, dloss):
 kl_div.register_autograd(_kl_div_grad, setup_context=_kl_div_setup)
 
 
-def _jsd_kernels(x, shift_labels, beta, ignore_index):
-    return _pair(specs.jsd_spec, (x.shape[-1], x.dtype, beta, ignore_index,
+def _jsd_bundle(x, shift_labels, beta, ignore_index):
+    spec = _spec(specs.jsd_spec, (x.shape[-1], x.dtype, beta, ignore_index,
                                   None if shift_labels is None else shift_labels.dtype),
                  x.device)
+    return bundles.load(spec)
 
 
 def _jsd_counted(x, shift_labels, ignore_index):
     """The tokens a JSD averages over, at least 1 (a loss over none is 0,
     as Liger-Kernel gives): a tensor, so nothing waits for the device."""
     if shift_labels is None:
-        return x.shape[0]
+        return torch.tensor(float(x.shape[0]), device=x.device)
     return (shift_labels != ignore_index).sum().clamp(min=1).to(F32)
-
-
-def _labels(shift_labels):
-    return [] if shift_labels is None else [shift_labels.contiguous()]
 
 
 @torch.library.custom_op("liger::jsd", mutates_args=())
 def jsd(input: Tensor, target: Tensor, shift_labels: Optional[Tensor], beta: float,
-        ignore_index: int) -> Tensor:
-    fwd, _ = _jsd_kernels(input, shift_labels, beta, ignore_index)
-    per_token = fwd(input.contiguous(), target.contiguous(), *_labels(shift_labels))
-    return (per_token.sum() / _jsd_counted(input, shift_labels, ignore_index)).to(input.dtype)
+        ignore_index: int, want_grad: bool) -> Tuple[Tensor, Tensor]:
+    bundle = _jsd_bundle(input, shift_labels, beta, ignore_index)
+    counted = _jsd_counted(input, shift_labels, ignore_index)
+    labels = [] if shift_labels is None else [shift_labels.contiguous()]
+    x, y = input.contiguous(), target.contiguous()
+    if want_grad:
+        # The loss per token and, in the same kernel, the gradient of a
+        # unit incoming gradient (each token's share of it: 1 / counted).
+        share = (1.0 / counted).expand(input.shape[0]).contiguous()
+        per_token, grad = bundle["fwd_rowwise_0"](x, y, share, *labels)
+    else:
+        per_token, grad = bundle["loss_rowwise_0"](x, y, *labels), input.new_empty(0)
+    return (per_token.sum() / counted).to(input.dtype), grad
 
 
 @jsd.register_fake
-def _(input, target, shift_labels, beta, ignore_index):
-    return input.new_empty(())
-
-
-@torch.library.custom_op("liger::jsd_backward", mutates_args=())
-def jsd_backward(input: Tensor, target: Tensor, shift_labels: Optional[Tensor],
-                 dloss: Tensor, beta: float, ignore_index: int) -> Tensor:
-    _, bwd = _jsd_kernels(input, shift_labels, beta, ignore_index)
-    share = (dloss.to(F32) / _jsd_counted(input, shift_labels, ignore_index)).expand(
-        input.shape[0]).contiguous()
-    return bwd(input.contiguous(), target.contiguous(), share, *_labels(shift_labels))
-
-
-@jsd_backward.register_fake
-def _(input, target, shift_labels, dloss, beta, ignore_index):
-    return _like(input)
+def _(input, target, shift_labels, beta, ignore_index, want_grad):
+    return input.new_empty(()), _like(input) if want_grad else input.new_empty(0)
 
 
 def _jsd_setup(ctx, inputs, output):
-    input, target, shift_labels, beta, ignore_index = inputs
-    ctx.save_for_backward(input, target, shift_labels)
-    ctx.config = (beta, ignore_index)
+    ctx.save_for_backward(output[1])
+    ctx.want_grad = inputs[-1]
+    ctx.mark_non_differentiable(output[1])
 
 
-def _jsd_grad(ctx, dloss):
-    input, target, shift_labels = ctx.saved_tensors
-    return (jsd_backward(input, target, shift_labels, dloss, *ctx.config),) + (None,) * 4
+def _jsd_grad(ctx, dloss, _dgrad):
+    (grad,) = ctx.saved_tensors
+    return (_scaled(grad, dloss) if ctx.want_grad else None,) + (None,) * 5
 
 
 jsd.register_autograd(_jsd_grad, setup_context=_jsd_setup)

@@ -525,10 +525,11 @@ def jsd(input, target, shift_labels=None, beta=0.5, ignore_index=-100):
     with M = beta · P + (1 − beta) · Q (beta 0: the forward KL(P ‖ Q), 1: the
     reverse KL(Q ‖ P)), averaged over the tokens whose shift label (int32 or
     int64 [tokens], optional) is not `ignore_index` (0 when none is); the
-    result has input's dtype. One kernel writes each token's loss; backward
-    recomputes the gradient from input and target (where Liger-Kernel keeps
-    a [tokens, vocab] gradient from the forward). The target is not
-    differentiated."""
+    result has input's dtype. One kernel reads each row once and writes
+    its token's loss and the gradient of a unit incoming gradient (kept for
+    backward, as Liger-Kernel keeps it; none under torch.no_grad or for an
+    input that needs none), which backward scales by the incoming gradient.
+    The target is not differentiated."""
     config = _once(lambda: (
         "jsd", type(input), type(target), type(shift_labels), input.device, target.device,
         shift_labels is not None and shift_labels.device, input.dtype, target.dtype,
@@ -537,7 +538,8 @@ def jsd(input, target, shift_labels=None, beta=0.5, ignore_index=-100):
         _jsd_checked, input, target, shift_labels, beta, ignore_index)
     _divergence_operands("jsd", input, target)
     _shift_labels("jsd", shift_labels, input.shape[0])
-    return operators.jsd(input, target, shift_labels, *config)
+    want_grad = torch.is_grad_enabled() and input.requires_grad
+    return operators.jsd(input, target, shift_labels, *config, want_grad)[0]
 
 
 def main(argv=None):

@@ -507,8 +507,8 @@ func.func @bwd(%t: {X}, %g: {L}) -> {X} {{
 
 @dataclasses.dataclass(frozen=True)
 class JSDSpec(Spec):
-    """liger.jsd's loss per token and its gradient, with shift labels of
-    `labels` ("i32" or "i64") or none ("none")."""
+    """liger.jsd's loss per token, with its gradient in the same kernel,
+    with shift labels of `labels` ("i32" or "i64") or none ("none")."""
 
     op: ClassVar[str] = "jsd"
     vocab: int
@@ -525,21 +525,33 @@ class JSDSpec(Spec):
                     labels=check_choice("labels", self.labels, ("none",) + TARGET_DTYPES))
 
     def module_text(self):
+        """@fwd: the loss per token and its gradient for each token's share
+        %g of the incoming gradient, one row kernel reading the row once
+        (a rowwise group of the two ops); @loss: the loss alone, where no
+        gradient is wanted."""
         X = "tensor<?x%dx%s>" % (self.vocab, self.dtype)
         G = "tensor<?xf32>"
         T = "tensor<?x%s>" % self.labels
-        lparam = ", %%l: %s" % T if self.labels != "none" else ""
-        luse = " labels(%%l : %s)" % T if self.labels != "none" else ""
+        labelled = self.labels != "none"
+        lparam = ", %%l: %s" % T if labelled else ""
+        luse = " labels(%%e : %s)" % T if labelled else ""
         attrs = "beta = %.9e ignore_index = %d per_token" % (self.beta, self.ignore_index)
-        # (@bwd's arguments in the operand order of liger.jsd_grad: its
-        # kernel's parameters.)
-        return f"""func.func @fwd(%x: {X}, %y: {X}{lparam}) -> {G} {{
-  %r = liger.jsd %x, %y{luse} {attrs} : {X}
-  return %r : {G}
+        ins = "%x, %y, %g" + (", %l" if labelled else "")
+        in_types = ", ".join([X, X, G] + ([T] if labelled else []))
+        args = ", ".join(["%%a: %s" % X, "%%b: %s" % X, "%%c: %s" % G] +
+                         (["%%e: %s" % T] if labelled else []))
+        return f"""func.func @fwd(%x: {X}, %y: {X}, %g: {G}{lparam}) -> ({G}, {X}) {{
+  %r, %d = liger.fusion rowwise({ins}) : ({in_types}) -> ({G}, {X}) {{
+  ^bb0({args}):
+    %0 = liger.jsd %a, %b{luse} {attrs} : {X}
+    %1 = liger.jsd_grad %a, %b, %c{luse} {attrs} : {X}, {G}
+    liger.yield %0, %1 : {G}, {X}
+  }}
+  return %r, %d : {G}, {X}
 }}
-func.func @bwd(%x: {X}, %y: {X}, %g: {G}{lparam}) -> {X} {{
-  %d = liger.jsd_grad %x, %y, %g{luse} {attrs} : {X}, {G}
-  return %d : {X}
+func.func @loss(%x: {X}, %y: {X}{lparam}) -> {G} {{
+  %r = liger.jsd %x, %y{luse.replace("%e", "%l")} {attrs} : {X}
+  return %r : {G}
 }}
 """
 

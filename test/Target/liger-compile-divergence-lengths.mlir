@@ -55,6 +55,18 @@
 //  GPU-SAME:     nvvm.minctasm = 2 : i32
 //       GPU:     scf.for
 //       GPU:       vector.store %{{.+}}, %arg2[%block_id_x, %{{.+}}] {alignment = 2 : i64} : memref<?x262147xbf16>, vector<1xbf16>
+// The JSD with its gradient in one group (liger.ops.jsd's forward): one
+// pass reads each chunk of the row once, writes its gradient, and sums the
+// loss; nothing is read after the row's block reduction.
+// GPU-LABEL: gpu.func @jsd_fused_128256_bf16_rowwise_0(
+//       GPU:     scf.for
+//       GPU:       vector.load %arg0[%block_id_x, %{{.+}}] {alignment = 16 : i64} : memref<?x128256xbf16>, vector<8xbf16>
+//       GPU:       vector.store %{{.+}}, %arg5[%block_id_x, %{{.+}}] {alignment = 16 : i64} : memref<?x128256xbf16>, vector<8xbf16>
+//       GPU:       scf.yield
+//       GPU:     gpu.shuffle  xor
+//   GPU-NOT:     vector.load %arg0
+//       GPU:     memref.store %{{.+}}, %arg4[%block_id_x] : memref<?xf32>
+//       GPU:     gpu.return
 
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill
 // PTXAS: Compiling entry function '{{.*}}_rowwise_0'
@@ -131,4 +143,13 @@ func.func @kl_262147_bf16(%x: tensor<?x262147xbf16>, %t: tensor<?x262147xbf16>) 
 func.func @kl_262147_bf16_grad(%t: tensor<?x262147xbf16>, %g: tensor<?xf32>) -> tensor<?x262147xbf16> {
   %d = liger.kl_div_grad %t, %g reduction = batchmean log_target per_token : tensor<?x262147xbf16>, tensor<?xf32>
   return %d : tensor<?x262147xbf16>
+}
+func.func @jsd_fused_128256_bf16(%x: tensor<?x128256xbf16>, %y: tensor<?x128256xbf16>, %g: tensor<?xf32>, %l: tensor<?xi64>) -> (tensor<?xf32>, tensor<?x128256xbf16>) {
+  %r, %d = liger.fusion rowwise(%x, %y, %g, %l) : (tensor<?x128256xbf16>, tensor<?x128256xbf16>, tensor<?xf32>, tensor<?xi64>) -> (tensor<?xf32>, tensor<?x128256xbf16>) {
+  ^bb0(%a: tensor<?x128256xbf16>, %b: tensor<?x128256xbf16>, %c: tensor<?xf32>, %e: tensor<?xi64>):
+    %0 = liger.jsd %a, %b labels(%e : tensor<?xi64>) per_token : tensor<?x128256xbf16>
+    %1 = liger.jsd_grad %a, %b, %c labels(%e : tensor<?xi64>) per_token : tensor<?x128256xbf16>, tensor<?xf32>
+    liger.yield %0, %1 : tensor<?xf32>, tensor<?x128256xbf16>
+  }
+  return %r, %d : tensor<?xf32>, tensor<?x128256xbf16>
 }

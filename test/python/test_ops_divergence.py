@@ -83,6 +83,20 @@ def test_jsd_is_liger_kernels(rows, vocab, dtype, beta, labels):
     _close(dx, x64.grad, dtype, "dx")
 
 
+def test_the_jsd_without_a_gradient_is_the_same_loss():
+    """Under torch.no_grad (or for an input that needs no gradient) the
+    JSD runs its loss-only function: the same loss, no gradient kept."""
+    x, y = _log_probs(3, 7, 13, torch.bfloat16), _log_probs(3, 7, 14, torch.bfloat16)
+    lab = torch.tensor([2, -100, 5])
+    with_grad = ops.jsd(x.clone().requires_grad_(True), y, lab, beta=0.7)
+    assert with_grad.requires_grad
+    with torch.no_grad():
+        assert torch.equal(ops.jsd(x.clone().requires_grad_(True), y, lab, beta=0.7),
+                           with_grad.detach())
+    alone = ops.jsd(x, y, lab, beta=0.7)
+    assert torch.equal(alone, with_grad.detach()) and not alone.requires_grad
+
+
 def test_jsd_over_no_counted_token_is_zero():
     x = _log_probs(2, 5, 7, torch.float32).requires_grad_()
     loss = ops.jsd(x, _log_probs(2, 5, 8, torch.float32), torch.tensor([-1, -1]),

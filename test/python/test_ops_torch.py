@@ -80,8 +80,9 @@ def _cases():
 
 
 def _divergence_cases():
-    """liger::kl_div and liger::jsd (reduced, and KL's pointwise "none"; JSD
-    with int32 shift labels and without: "_none") and their backwards."""
+    """liger::kl_div (reduced, and pointwise: "_none") with its backward, and
+    liger::jsd (with int32 shift labels, and without labels or gradient:
+    "_none")."""
     x = _randn(4, 7, grad=True).log_softmax(-1).detach().requires_grad_(True)
     p = _randn(4, 7).softmax(-1)
     y = _randn(4, 7).log_softmax(-1)
@@ -91,9 +92,10 @@ def _divergence_cases():
         "kl_div": (L.kl_div, (x, p, "batchmean", False, 1e-10)),
         "kl_div_none": (L.kl_div, (x, y, "none", True, 1e-10)),
         "kl_div_backward": (L.kl_div_backward, (p, torch.tensor(0.7), "mean", False, 1e-10)),
-        "jsd": (L.jsd, (x, y, lab, 0.3, -100)),
-        "jsd_none": (L.jsd, (x, y, None, 1.0, -100)),
-        "jsd_backward": (L.jsd_backward, (x.detach(), y, lab, torch.tensor(1.5), 0.0, -100)),
+        "jsd": (L.jsd, (x, y, lab, 0.3, -100, True)),
+        # No gradient wanted (no_grad, or an input that needs none): the
+        # loss-only kernel.
+        "jsd_none": (L.jsd, (x.detach(), y, None, 1.0, -100, False)),
     }
 
 

@@ -77,6 +77,15 @@ def _call(op, x, t, labels, kw):
     return ops.jsd(x, t, labels, kw.get("beta", 0.5), kw.get("ignore_index", -100))
 
 
+def test_the_jsd_without_a_gradient_is_the_same_loss():
+    """Under torch.no_grad the JSD runs its loss-only kernel: the same loss."""
+    spec, op, _, kw = CASES["jsd_bf16_50257_labels"]
+    x, t, labels, _ = _inputs("jsd_bf16_50257_labels")
+    with_grad = _call(op, x.clone().requires_grad_(True), t, labels, kw)
+    with torch.no_grad():
+        assert torch.equal(_call(op, x, t, labels, kw), with_grad.detach())
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_the_loss_and_its_gradient_are_pytorchs(name):
     spec, op, _, kw = CASES[name]
@@ -103,19 +112,26 @@ def test_every_output_element_is_written(name):
     and each gradient element, ignored tokens' zeros included."""
     spec, op, (tokens, vocab), kw = CASES[name]
     x, t, labels, _ = _inputs(name)
-    fwd, bwd = bundles.kernels(spec)
     extra = [] if labels is None else [labels]
     loss_shape = (tokens, vocab) if op == "kl_div" and spec.pointwise else (tokens,)
-    loss = torch.full(loss_shape, float("nan"), device="cuda")
-    fwd(x, t, *extra, out=[loss])
-    assert not loss.isnan().any(), name
-    grad = torch.full_like(x, float("nan"))
+
+    def poisoned(shape, like=None):
+        return torch.full(shape, float("nan"), device="cuda",
+                          dtype=torch.float32 if like is None else like.dtype)
+    loss, grad = poisoned(loss_shape), poisoned(x.shape, x)
     g = torch.rand(loss_shape, device="cuda")
     if op == "kl_div":
+        fwd, bwd = bundles.kernels(spec)
+        fwd(x, t, out=[loss])
         bwd(t, g, out=[grad])
     else:
-        bwd(x, t, g, *extra, out=[grad])
-    assert not grad.isnan().any(), name
+        bundle = bundles.load(spec)
+        bundle["fwd_rowwise_0"](x, t, g, *extra, out=[loss, grad])
+        alone = poisoned(loss_shape)
+        bundle["loss_rowwise_0"](x, t, *extra, out=[alone])
+        assert torch.equal(alone, loss), name + ": the loss alone differs"
+    assert not loss.isnan().any(), name + " loss"
+    assert not grad.isnan().any(), name + " gradient"
 
 
 def test_the_distillation_losses_compile_with_no_graph_break():

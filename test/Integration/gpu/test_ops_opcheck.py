@@ -118,9 +118,8 @@ def _divergence_cases(L):
                                        dtype=TARGET_DTYPES[spec.labels])
                 labels[::3] = spec.ignore_index
             attrs = (spec.beta, spec.ignore_index)
-            out[name] = (L.jsd, (x, t, labels) + attrs)
-            out[name + "_backward"] = (L.jsd_backward, (
-                x.detach(), t, labels, torch.rand((), device="cuda")) + attrs)
+            out[name] = (L.jsd, (x, t, labels) + attrs + (True,))
+            out[name + "_loss_only"] = (L.jsd, (x.detach(), t, labels) + attrs + (False,))
     return out
 
 
