@@ -41,7 +41,9 @@ PY
 # The kernels and fused graphs of bench/e2e.py's liger-backend variant
 # (torch.compile(backend="liger") of the unpatched model, default --layers),
 # with and without --lora (LIGER_OPS_BUNDLES=...:bench-bundles/backend).
+# The graphs are those of the torch that traces them: PRECOMPILE_PYTHON
+# names a Python with the GPU machine's torch and transformers.
 for lora in "" --lora; do
   PYTHONPATH="$ROOT/python${PYTHONPATH:+:$PYTHONPATH}" LIGER_BUILD_DIR="$BUILD" \
-    python3 -W ignore "$ROOT/bench/e2e.py" --precompile "$ROOT/bench-bundles/backend" $lora
+    "${PRECOMPILE_PYTHON:-python3}" -W ignore "$ROOT/bench/e2e.py" --precompile "$ROOT/bench-bundles/backend" $lora
 done

@@ -150,9 +150,28 @@ def run(variant, args):
                peak_gib_by_phase=phases, first_step_s=first_step_s)
     if report is not None:  # what liger took of each graph
         res["liger"] = [line for r in report for line in r.summary()]
+    if args.profile:
+        res["profile"] = profile(step, args.profile)
     del model, step_model, opt
     torch.cuda.empty_cache()
     return res
+
+
+def profile(step, top):
+    """One more step under torch.profiler: its `top` GPU kernels by total
+    time, as (name, ms, share of the step's kernel time)."""
+    from torch.profiler import ProfilerActivity
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[ProfilerActivity.CUDA]) as prof:
+        step()
+        torch.cuda.synchronize()
+    from torch.autograd import DeviceType
+    kernels = [e for e in prof.key_averages()
+               if e.device_type == DeviceType.CUDA and e.device_time_total > 0]
+    total = sum(e.device_time_total for e in kernels) or 1.0
+    kernels.sort(key=lambda e: -e.device_time_total)
+    return [(e.key, e.device_time_total / 1e3, e.device_time_total / total)
+            for e in kernels[:top]]
 
 
 def main():
@@ -168,6 +187,9 @@ def main():
     p.add_argument("--precompile", metavar="DIR",
                    help="write liger-backend's kernels for --layers (and --lora) into DIR, "
                         "run nothing (here, where the compiler is)")
+    p.add_argument("--profile", type=int, default=0, metavar="N",
+                   help="profile one more step of each variant and print its N GPU "
+                        "kernels of most time")
     p.add_argument("--json")
     p.add_argument("--one", help=argparse.SUPPRESS)  # a variant, in this process
     args = p.parse_args()
@@ -188,7 +210,7 @@ def main():
     for v in args.variants.split(","):
         cmd = [sys.executable, __file__, "--one", v] + [
             "--%s=%s" % (k, getattr(args, k)) for k in ("layers", "batch", "seq", "steps",
-                                                        "warmup")] + (
+                                                        "warmup", "profile")] + (
             ["--lora"] if args.lora else [])
         proc = subprocess.run(cmd, capture_output=True, text=True)
         found = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
@@ -206,6 +228,8 @@ def main():
                   r["first_step_s"]), flush=True)
         for line in r.get("liger", []):
             print("    " + line, flush=True)
+        for name, ms, share in r.get("profile", []):
+            print("    %8.3f ms %5.1f%%  %s" % (ms, 100 * share, name[:110]), flush=True)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(dict(args=vars(args), rows=rows), fh, indent=1)

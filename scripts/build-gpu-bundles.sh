@@ -61,8 +61,9 @@ PY
 # H200 with a clear message.
 "$BUILD/bin/liger-compile" "$OUT/src/h1000_f32.mlir" -o "$OUT/sm80_h1000_f32" --target=sm_80 >/dev/null
 "$BUILD/bin/liger-compile" "$OUT/src/h1000_f32.mlir" -o "$OUT/sm86_h1000_f32" --target=sm_86 >/dev/null
-# The liger.ops configurations of test_ops_autograd.py and of the patched tiny
-# models of test_transformers_parity.py, by key (LIGER_OPS_BUNDLES).
+# The liger.ops configurations of test_ops_autograd.py, test_ops_norms_gpu.py and
+# of the patched tiny models of test_transformers_parity.py, by key
+# (LIGER_OPS_BUNDLES).
 PYTHONPATH="$ROOT/python:$ROOT/test/Integration/gpu${PYTHONPATH:+:$PYTHONPATH}" \
   LIGER_BUILD_DIR="$BUILD" "$PYTHON" - "$OUT/ops" <<'PY'
 import sys
@@ -70,6 +71,7 @@ import kernels
 import models
 from liger import ops
 ops.precompile(sys.argv[1], [case[0] for case in kernels.ops_cases().values()] +
+               [case[0] for case in kernels.ops_norm_cases().values()] +
                [case[0] for case in kernels.ops_ce_cases().values()] +
                [case[0] for case in kernels.ops_flce_cases().values()] +
                [case[0] for case in kernels.ops_divergence_cases().values()] +
@@ -78,9 +80,11 @@ PY
 # torch.compile(backend="liger"): the kernels of a training step of each
 # model of test_backend_gpu.py and of bench/e2e.py's model (the liger
 # operators' and the fusion groups'), by key, and what the GPU run must
-# find (backend/expected.json).
+# find (backend/expected.json). The graphs are those of the torch that
+# traces them: PRECOMPILE_PYTHON names a Python whose torch, transformers
+# and PEFT are the GPU machine's versions (default: $PYTHON).
 PYTHONPATH="$ROOT/python:$ROOT/test/Integration/gpu${PYTHONPATH:+:$PYTHONPATH}" \
-  LIGER_BUILD_DIR="$BUILD" "$PYTHON" -W ignore - "$OUT/backend" <<'PY'
+  LIGER_BUILD_DIR="$BUILD" "${PRECOMPILE_PYTHON:-$PYTHON}" -W ignore - "$OUT/backend" <<'PY'
 import sys
 import backend_models
 backend_models.precompile_all(sys.argv[1])

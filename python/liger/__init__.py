@@ -9,14 +9,16 @@ This package is the Python face of the compiler:
 - `liger.runtime`: load a bundle, call its kernels on torch CUDA tensors
   (needs the `_liger_runtime` extension: scripts/build-runtime.sh);
 - `liger.torch_ops`: kernels as `torch.ops` operators, with autograd.
-- `liger.ops`: fused ops (rms_norm, swiglu, geglu, softmax, rope) as
-  differentiable functions on torch tensors (`python -m liger.ops
-  precompile` for machines without the compiler).
+- `liger.ops`: fused ops (rms_norm, add_rms_norm, layer_norm, swiglu,
+  geglu, softmax, rope, the losses) as differentiable functions on torch
+  tensors (`python -m liger.ops precompile` for machines without the
+  compiler).
 - `torch.compile(model, backend="liger")`, `liger.compile_model(model)`:
   the torch.compile backend (liger.frontend.backend), registered with
   torch's dynamo when this package is imported and torch is installed.
-- `liger.nn`: Liger-Kernel's modules (LigerRMSNorm, the gated MLPs, the
-  losses) over liger.ops, with Liger-Kernel's constructor arguments.
+- `liger.nn`: Liger-Kernel's modules (LigerRMSNorm, LigerFusedAddRMSNorm,
+  LigerLayerNorm, the gated MLPs, the losses) over liger.ops, with
+  Liger-Kernel's constructor arguments.
 
 `liger.installation` says what this liger is (`python -m liger --version`,
 `liger info`). Importing `liger` needs neither torch nor a GPU.

@@ -2,6 +2,8 @@
 
     from liger.nn import LigerRMSNorm, LigerSwiGLUMLP, LigerCrossEntropyLoss
     norm = LigerRMSNorm(4096, eps=1e-5)                  # liger.ops.rms_norm
+    y, residual = LigerFusedAddRMSNorm(4096)(h, residual)  # liger.ops.add_rms_norm
+    y = LigerLayerNorm(1024, eps=1e-5)(x)                # liger.ops.layer_norm
     mlp = LigerSwiGLUMLP(config)                         # gate/up/down + ops.swiglu
     loss = LigerCrossEntropyLoss(ignore_index=-100)(logits, target)
     loss = LigerFusedLinearCrossEntropyLoss()(lm_head.weight, hidden, target)
@@ -17,7 +19,8 @@ forward where it comes with the input (a bias) — never ignored. The
 attribute options are checked at construction by the rules of the ops'
 specs (liger.specs), the same rules each call meets. One default differs:
 LigerRMSNorm's `in_place` is False, the only value liger computes (its
-backward writes its own dx). Beyond Liger-Kernel's arguments, the losses
+backward writes its own dx; LigerFusedAddRMSNorm's default is False
+already). Beyond Liger-Kernel's arguments, the losses
 take liger.ops' own options as keywords (`inplace`, `memory_budget`).
 
 docs/transformers.md ("Modules") lists the options and what each maps to.
@@ -61,6 +64,16 @@ def _no_extra_outputs(module, **flags):
         _only(module, name, value, False, "liger.ops returns the loss alone")
 
 
+def _norm_weight(module, hidden_size, init_fn, make_spec, **attrs):
+    """A norm's weight [hidden_size], all ones or all zeros as init_fn
+    says, once the op's spec takes the size and the attributes (the dtype
+    comes with the input)."""
+    init_fn = _checked(module, specs.check_choice, "init_fn", init_fn, ("ones", "zeros"))
+    _checked(module, make_spec, hidden_size, "f32", **attrs,
+             renamed=(("hidden", "hidden_size"), ("casting", "casting_mode")))
+    return nn.Parameter(getattr(torch, init_fn)(hidden_size))
+
+
 class LigerRMSNorm(nn.Module):
     """RMSNorm over the last dimension with a weight [hidden_size]
     (liger.ops.rms_norm; casting_mode "llama", "gemma" or "none";
@@ -77,13 +90,8 @@ class LigerRMSNorm(nn.Module):
         _only(name, "row_mode", row_mode, None, "liger chooses the kernel's row layout")
         _only(name, "elementwise_affine", elementwise_affine, True,
               "liger.ops.rms_norm scales by a weight")
-        init_fn = _checked(name, specs.check_choice, "init_fn", init_fn, ("ones", "zeros"))
-        # The spec's rules for the size and the attributes (the dtype comes
-        # with the input).
-        _checked(name, ops.rms_norm_spec, hidden_size, "f32", eps=eps, offset=offset,
-                 casting=casting_mode,
-                 renamed=(("hidden", "hidden_size"), ("casting", "casting_mode")))
-        self.weight = nn.Parameter(getattr(torch, init_fn)(hidden_size))
+        self.weight = _norm_weight(name, hidden_size, init_fn, ops.rms_norm_spec, eps=eps,
+                                   offset=offset, casting=casting_mode)
         self.variance_epsilon, self.offset, self.casting_mode = eps, offset, casting_mode
         self.in_place, self.row_mode, self.elementwise_affine = in_place, row_mode, True
 
@@ -94,6 +102,61 @@ class LigerRMSNorm(nn.Module):
     def extra_repr(self):
         return "weight_shape=%s, eps=%s, offset=%s, casting_mode=%s" % (
             tuple(self.weight.shape), self.variance_epsilon, self.offset, self.casting_mode)
+
+
+class LigerFusedAddRMSNorm(nn.Module):
+    """The residual add and the RMSNorm of the sum, with a weight
+    [hidden_size] (liger.ops.add_rms_norm; the options of LigerRMSNorm):
+    forward(hidden_states, residual) returns (the normalized sum, the sum),
+    the sum being the next residual stream. init_fn: "ones" or "zeros".
+    Refused: in_place=True."""
+
+    def __init__(self, hidden_size, eps=1e-6, offset=0.0, casting_mode="llama", init_fn="ones",
+                 in_place=False):
+        super().__init__()
+        name = type(self).__name__
+        _only(name, "in_place", in_place, False,
+              "liger's add + RMSNorm backward writes its own gradient, not over the incoming "
+              "one")
+        self.weight = _norm_weight(name, hidden_size, init_fn, ops.add_rms_norm_spec, eps=eps,
+                                   offset=offset, casting=casting_mode)
+        self.variance_epsilon, self.offset, self.casting_mode = eps, offset, casting_mode
+        self.in_place = in_place
+
+    def forward(self, hidden_states, residual):
+        return ops.add_rms_norm(hidden_states, residual, self.weight, self.variance_epsilon,
+                                self.offset, self.casting_mode)
+
+    def extra_repr(self):
+        return "%s, eps=%s, offset=%s, in_place=%s" % (
+            tuple(self.weight.shape), self.variance_epsilon, self.offset, self.in_place)
+
+
+class LigerLayerNorm(nn.Module):
+    """LayerNorm over the last dimension with a weight and a bias
+    [hidden_size] (liger.ops.layer_norm), as Liger-Kernel's: the bias is a
+    parameter either way, zeros without `bias` and drawn from a normal
+    distribution with it; init_fn ("ones" or "zeros") sets the weight.
+    Refused: impl, mode and backend other than None (liger chooses its
+    kernels)."""
+
+    def __init__(self, hidden_size, eps=1e-6, bias=False, init_fn="ones", impl=None, mode=None,
+                 backend=None):
+        super().__init__()
+        name = type(self).__name__
+        for option, value in (("impl", impl), ("mode", mode), ("backend", backend)):
+            _only(name, option, value, None, "liger chooses its kernels")
+        _checked(name, specs.check_bool, "bias", bias)
+        self.weight = _norm_weight(name, hidden_size, init_fn, ops.layer_norm_spec, eps=eps)
+        self.bias = nn.Parameter(torch.randn(hidden_size) if bias else torch.zeros(hidden_size))
+        self.hidden_size, self.eps, self.variance_epsilon = hidden_size, eps, eps
+        self.impl = self.mode = None
+
+    def forward(self, hidden_states):
+        return ops.layer_norm(hidden_states, self.weight, self.bias, self.variance_epsilon)
+
+    def extra_repr(self):
+        return "%s, eps=%s" % (self.hidden_size, self.eps)
 
 
 def _config_field(module, config, field):

@@ -12,6 +12,11 @@ reference functions on CPU tensors.
 
     liger::rms_norm(x, weight, eps, offset, casting) -> (y, rstd)
     liger::rms_norm_backward(dy, x, weight, rstd, eps, offset, casting) -> (dx, dweight)
+    liger::add_rms_norm(x, residual, weight, eps, offset, casting) -> (y, x + residual, rstd)
+    liger::add_rms_norm_backward(dy, dsum, sum, weight, rstd, eps, offset, casting)
+        -> (dresidual, dweight)                   (the gradient of x and of residual alike)
+    liger::layer_norm(x, weight, bias?, eps) -> y
+    liger::layer_norm_backward(dy, x, weight, eps, with_bias) -> (dx, dweight, dbias)
     liger::swiglu(gate, up) -> y                  liger::swiglu_backward(dy, gate, up)
     liger::geglu(gate, up, approximate) -> y      liger::geglu_backward(dy, gate, up, approximate)
     liger::softmax(x) -> y                        liger::softmax_backward(dy, y)
@@ -81,6 +86,10 @@ def _is_one(dloss):
     return bool(torch.equal(dloss, torch.ones_like(dloss)))
 
 
+def _like(t):
+    return torch.empty_like(t, memory_format=torch.contiguous_format)
+
+
 def _scaled(grad, dloss):
     return grad if _is_one(dloss) else grad * dloss.to(grad.dtype)
 
@@ -137,6 +146,107 @@ def _rms_norm_grad(ctx, dy, _drstd):
 rms_norm.register_autograd(_rms_norm_grad, setup_context=_rms_norm_setup)
 
 
+# --- add + RMSNorm ---------------------------------------------------------
+
+@torch.library.custom_op("liger::add_rms_norm", mutates_args=())
+def add_rms_norm(x: Tensor, residual: Tensor, weight: Tensor, eps: float, offset: float,
+                 casting: str) -> Tuple[Tensor, Tensor, Tensor]:
+    fwd, _ = _pair(specs.add_rms_norm_spec, _rms_norm_args(x, weight, eps, offset, casting),
+                   x.device)
+    y, total, rstd = fwd(_rows(x), _rows(residual), weight.contiguous())
+    return _shaped(y, x), _shaped(total, x), rstd.view(x.shape[:-1])
+
+
+@add_rms_norm.register_fake
+def _(x, residual, weight, eps, offset, casting):
+    return _like(x), _like(x), x.new_empty(x.shape[:-1], dtype=F32)
+
+
+@torch.library.custom_op("liger::add_rms_norm_backward", mutates_args=())
+def add_rms_norm_backward(dy: Tensor, dsum: Tensor, total: Tensor, weight: Tensor, rstd: Tensor,
+                          eps: float, offset: float, casting: str) -> Tuple[Tensor, Tensor]:
+    """The gradient of the residual stream (of x and of the residual alike)
+    and of the weight, from the incoming gradients of the normalized sum
+    (dy) and of the sum (dsum): RMSNorm's backward over the saved sum, dsum
+    added to its dx in the kernel."""
+    _, bwd = _pair(specs.add_rms_norm_spec, _rms_norm_args(total, weight, eps, offset, casting),
+                   total.device)
+    dw, dtotal = bwd(_rows(dy), _rows(total), weight.contiguous(),
+                     rstd.reshape(-1).contiguous(), _rows(dsum))
+    return _shaped(dtotal, total), dw
+
+
+@add_rms_norm_backward.register_fake
+def _(dy, dsum, total, weight, rstd, eps, offset, casting):
+    return _like(total), _like(weight)
+
+
+def _add_rms_norm_setup(ctx, inputs, output):
+    _, _, weight, eps, offset, casting = inputs
+    ctx.save_for_backward(output[1], weight, output[2])
+    ctx.config = (eps, offset, casting)
+    ctx.mark_non_differentiable(output[2])
+
+
+def _add_rms_norm_grad(ctx, dy, dsum, _drstd):
+    total, weight, rstd = ctx.saved_tensors
+    dtotal, dw = add_rms_norm_backward(dy, dsum, total, weight, rstd, *ctx.config)
+    return dtotal, dtotal, dw, None, None, None
+
+
+add_rms_norm.register_autograd(_add_rms_norm_grad, setup_context=_add_rms_norm_setup)
+
+
+# --- LayerNorm -------------------------------------------------------------
+
+def _layer_norm_args(x, weight, eps, with_bias):
+    return (x.shape[-1], x.dtype, weight.dtype, eps, with_bias)
+
+
+@torch.library.custom_op("liger::layer_norm", mutates_args=())
+def layer_norm(x: Tensor, weight: Tensor, bias: Optional[Tensor], eps: float) -> Tensor:
+    fwd, _ = _pair(specs.layer_norm_spec, _layer_norm_args(x, weight, eps, bias is not None),
+                   x.device)
+    args = [_rows(x), weight.contiguous()] + ([bias.contiguous()] if bias is not None else [])
+    return _shaped(fwd(*args), x)
+
+
+@layer_norm.register_fake
+def _(x, weight, bias, eps):
+    return _like(x)
+
+
+@torch.library.custom_op("liger::layer_norm_backward", mutates_args=())
+def layer_norm_backward(dy: Tensor, x: Tensor, weight: Tensor, eps: float,
+                        with_bias: bool) -> Tuple[Tensor, Tensor, Tensor]:
+    """dx, dweight and, `with_bias`, dbias (else an empty tensor): the
+    kernel recomputes each row's mean and rstd from x."""
+    _, bwd = _pair(specs.layer_norm_spec, _layer_norm_args(x, weight, eps, with_bias), x.device)
+    grads = bwd(_rows(dy), _rows(x), weight.contiguous())
+    db = grads[2] if with_bias else weight.new_empty(0)
+    return _shaped(grads[0], x), grads[1], db
+
+
+@layer_norm_backward.register_fake
+def _(dy, x, weight, eps, with_bias):
+    return _like(x), _like(weight), _like(weight) if with_bias else weight.new_empty(0)
+
+
+def _layer_norm_setup(ctx, inputs, output):
+    x, weight, bias, eps = inputs
+    ctx.save_for_backward(x, weight)
+    ctx.config = (eps, bias is not None)
+
+
+def _layer_norm_grad(ctx, dy):
+    x, weight = ctx.saved_tensors
+    dx, dw, db = layer_norm_backward(dy, x, weight, *ctx.config)
+    return dx, dw, db if ctx.config[1] else None, None
+
+
+layer_norm.register_autograd(_layer_norm_grad, setup_context=_layer_norm_setup)
+
+
 # --- SwiGLU, GeGLU ---------------------------------------------------------
 
 @torch.library.custom_op("liger::swiglu", mutates_args=())
@@ -164,10 +274,6 @@ def geglu_backward(dy: Tensor, gate: Tensor, up: Tensor,
     _, bwd = _pair(specs.geglu_spec, (gate.shape[-1], gate.dtype, approximate), gate.device)
     dg, du = bwd(_rows(dy), _rows(gate), _rows(up))
     return _shaped(dg, gate), _shaped(du, gate)
-
-
-def _like(t):
-    return torch.empty_like(t, memory_format=torch.contiguous_format)
 
 
 @swiglu.register_fake

@@ -2,6 +2,8 @@
 
     from liger import ops
     y = ops.rms_norm(x, w, eps=1e-6)          # backward: liger.rms_norm_grad
+    y, s = ops.add_rms_norm(x, r, w)          # s = x + r; backward: rms_norm_grad + add
+    y = ops.layer_norm(x, w, b, eps=1e-5)     # backward: liger.layer_norm_grad
     y = ops.swiglu(gate, up)                  # backward: liger.swiglu_grad
     y = ops.geglu(gate, up, approximate="tanh")
     p = ops.softmax(x)                        # backward: liger.softmax_grad
@@ -30,7 +32,8 @@ leading dimensions into rows, on both. A non-contiguous input is copied
 non-contiguous logits, since a copy would not be in place.
 
 The forwards save what their backward kernels read (RMSNorm's rstd,
-softmax's output); cross-entropy's forward keeps the gradient of a unit
+add + RMSNorm's sum and rstd, softmax's output; LayerNorm's backward
+recomputes its statistics from x); cross-entropy's forward keeps the gradient of a unit
 incoming gradient (the logits' size, as Liger-Kernel does) and its backward
 scales it by the incoming gradient; the fused linear cross-entropy forms
 dx and dW in its forward.
@@ -43,10 +46,11 @@ import sys
 from . import bundles, specs
 from .errors import LigerError, LigerTypeError, LigerValueError
 from .loss_plan import plan_chunks
-from .specs import (DEFAULT_TARGET, check_bool, check_int, cross_entropy_spec,  # noqa: F401
-                    fused_linear_cross_entropy_spec,
-                    fused_linear_cross_entropy_unsupported_shape, geglu_spec, module_text,
-                    parse_spec, rms_norm_spec, rope_spec, softmax_spec, swiglu_spec)
+from .specs import (DEFAULT_TARGET, add_rms_norm_spec, check_bool,  # noqa: F401
+                    check_int, cross_entropy_spec, fused_linear_cross_entropy_spec,
+                    fused_linear_cross_entropy_unsupported_shape, geglu_spec, layer_norm_spec,
+                    module_text, parse_spec, rms_norm_spec, rope_spec, softmax_spec,
+                    swiglu_spec)
 
 if importlib.util.find_spec("torch") is not None:
     import torch
@@ -152,13 +156,14 @@ def _tensors(op, tensors, optional=()):
 def static(value):
     """`value` as the Python constant it is: a size or a float attribute
     that torch.compile(dynamic=True) made a symbol is specialized (guarded
-    on its value; operator.index and float.__float__ specialize where int()
-    and float() keep the symbol). Sizes, vocabularies and attributes are
-    static in liger: only the token count is dynamic."""
+    on its value: operator.index and the value's own __float__ specialize;
+    dynamo 2.11 cannot trace float.__float__ of a symbol). Sizes,
+    vocabularies and attributes are static in liger: only the token count
+    is dynamic."""
     if isinstance(value, (int, torch.SymInt)) and not isinstance(value, bool):
         return operator.index(value)
     if isinstance(value, (float, torch.SymFloat)):
-        return float.__float__(value)
+        return value.__float__()
     return value
 
 
@@ -247,14 +252,18 @@ def rope_problem(q, k, cos, sin):
 
 # --- the ops ---------------------------------------------------------------
 
-def _rms_norm_checked(x, weight, eps, offset, casting):
-    device = _tensors("rms_norm", dict(x=x, weight=weight))
-    h = _feature_size("rms_norm", "x", x)
-    if list(weight.shape) != [h]:
-        raise LigerValueError("liger.ops.rms_norm: weight must have shape [%d] (the hidden "
-                              "size of x), got %s" % (h, list(weight.shape)))
-    spec = _spec(rms_norm_spec, (h, x.dtype, weight.dtype, eps, offset, casting),
-                              device)
+def _feature_vector(op, name, t, h):
+    """A norm's weight (or bias) [H] for rows [..., H]."""
+    if list(t.shape) != [h]:
+        raise LigerValueError("liger.ops.%s: %s must have shape [%d] (the hidden size of x), "
+                              "got %s" % (op, name, h, list(t.shape)))
+
+
+def _rms_norm_checked(x, weight, eps, offset, casting, op="rms_norm", make=rms_norm_spec):
+    device = _tensors(op, dict(x=x, weight=weight))
+    h = _feature_size(op, "x", x)
+    _feature_vector(op, "weight", weight, h)
+    spec = _spec(make, (h, x.dtype, weight.dtype, eps, offset, casting), device)
     return spec.eps, spec.offset, spec.casting
 
 
@@ -268,6 +277,60 @@ def rms_norm(x, weight, eps=1e-6, offset=0.0, casting="llama"):
         casting), _rms_norm_checked, x, weight, eps, offset, casting)
     _rows("rms_norm", "x", x)
     return operators.rms_norm(x, weight, *config)[0]
+
+
+def _add_rms_norm_checked(x, residual, weight, eps, offset, casting):
+    op = "add_rms_norm"
+    _tensors(op, dict(x=x, residual=residual, weight=weight))
+    _same_dtype(op, "residual", residual, "x", x)
+    return _rms_norm_checked(x, weight, eps, offset, casting, op, add_rms_norm_spec)
+
+
+def add_rms_norm(x, residual, weight, eps=1e-6, offset=0.0, casting="llama"):
+    """The residual add and the RMSNorm of the sum, over the last dimension
+    of x and residual [..., H] (one shape and dtype) with weight [H]
+    (liger.add_rms_norm; the attributes as rms_norm's). Returns (y, x +
+    residual) as Hugging Face's fused add + norm does: the normalized sum
+    and the sum, the next residual stream, rounded to x's dtype. The
+    backward is RMSNorm's over the saved sum, with the sum's own incoming
+    gradient added to its dx in the same kernel; x and residual get that
+    gradient alike."""
+    config = _once(lambda: (
+        "add_rms_norm", type(x), type(residual), type(weight), x.device, residual.device,
+        weight.device, x.dtype, residual.dtype, weight.dtype, x.shape[-1], weight.shape,
+        type(eps), eps, type(offset), offset, type(casting), casting),
+        _add_rms_norm_checked, x, residual, weight, eps, offset, casting)
+    _same_shape("add_rms_norm", "residual", residual, "x", x)
+    _rows("add_rms_norm", "x", x)
+    y, total, _ = operators.add_rms_norm(x, residual, weight, *config)
+    return y, total
+
+
+def _layer_norm_checked(x, weight, bias, eps):
+    op = "layer_norm"
+    device = _tensors(op, dict(x=x, weight=weight, bias=bias), ("bias",))
+    h = _feature_size(op, "x", x)
+    _feature_vector(op, "weight", weight, h)
+    if bias is not None:
+        _feature_vector(op, "bias", bias, h)
+        _same_dtype(op, "bias", bias, "weight", weight)
+    spec = _spec(layer_norm_spec, (h, x.dtype, weight.dtype, eps, bias is not None), device)
+    return (spec.eps,)
+
+
+def layer_norm(x, weight, bias, eps=1e-5):
+    """LayerNorm over the last dimension of x [..., H] with weight [H] and
+    bias [H] of the weight's dtype, or None (liger.layer_norm: mean and
+    biased variance in f32, as F.layer_norm). The backward
+    (liger.layer_norm_grad) recomputes each row's mean and rstd from x, so
+    the forward saves only its inputs; dbias only where there is a bias."""
+    config = _once(lambda: (
+        "layer_norm", type(x), type(weight), type(bias), x.device, weight.device,
+        bias is not None and bias.device, x.dtype, weight.dtype, bias is not None and bias.dtype,
+        x.shape[-1], weight.shape, bias is not None and bias.shape, type(eps), eps),
+        _layer_norm_checked, x, weight, bias, eps)
+    _rows("layer_norm", "x", x)
+    return operators.layer_norm(x, weight, bias, *config)
 
 
 def _gated_checked(op, gate, up, *attrs):

@@ -205,6 +205,14 @@ def _common(spec):
     return dict(dtype=dtype_name(spec.dtype), target=check_choice("target", spec.target, TARGETS))
 
 
+def _norm_fields(spec):
+    """The fields every norm's spec has: rows of `hidden` features of
+    `dtype`, a weight of `weight_dtype`, eps > 0."""
+    return dict(_common(spec), hidden=_size("hidden", spec.hidden),
+                weight_dtype=dtype_name(spec.weight_dtype, "weight_dtype"),
+                eps=check_float("eps", spec.eps, 0.0, lo_open=True))
+
+
 @dataclasses.dataclass(frozen=True)
 class RMSNormSpec(Spec):
     op: ClassVar[str] = "rms_norm"
@@ -217,24 +225,101 @@ class RMSNormSpec(Spec):
     target: str = DEFAULT_TARGET
 
     def _checked(self):
-        return dict(_common(self), hidden=_size("hidden", self.hidden),
-                    weight_dtype=dtype_name(self.weight_dtype, "weight_dtype"),
-                    eps=check_float("eps", self.eps, 0.0, lo_open=True),
-                    offset=check_float("offset", self.offset),
+        return dict(_norm_fields(self), offset=check_float("offset", self.offset),
                     casting=check_choice("casting", self.casting, ("llama", "gemma", "none")))
+
+    def _types(self):
+        """The types of the rows [?, H], of the weight [H] and of rstd."""
+        return ("tensor<?x%dx%s>" % (self.hidden, self.dtype),
+                "tensor<%dx%s>" % (self.hidden, self.weight_dtype), "tensor<?xf32>")
+
+    def _grad_attrs(self):
+        """The attributes the backward shares with the forward (eps is the
+        forward's alone)."""
+        return "offset = %.9e casting = %s" % (self.offset, self.casting)
+
+    def _rms_norm_grad(self, x):
+        """The line `%dx, %dw = liger.rms_norm_grad` of the incoming gradient
+        %dy over the normalized rows `x`, with %w and %r."""
+        X, W, R = self._types()
+        return "%%dx, %%dw = liger.rms_norm_grad %%dy, %s, %%w, %%r %s : %s, %s, %s" % (
+            x, self._grad_attrs(), X, W, R)
+
+    def module_text(self):
+        X, W, R = self._types()
+        attrs = "eps = %.9e %s" % (self.eps, self._grad_attrs())
+        return f"""func.func @fwd(%x: {X}, %w: {W}) -> ({X}, {R}) {{
+  %y, %r = liger.rms_norm %x, %w {attrs} rstd : {X}, {W}
+  return %y, %r : {X}, {R}
+}}
+func.func @bwd(%dy: {X}, %x: {X}, %w: {W}, %r: {R}) -> ({X}, {W}) {{
+  {self._rms_norm_grad("%x")}
+  return %dx, %dw : {X}, {W}
+}}
+"""
+
+
+@dataclasses.dataclass(frozen=True)
+class AddRMSNormSpec(RMSNormSpec):
+    """The residual add and the RMSNorm of the sum (Hugging Face's fused
+    add + norm): the forward returns the normalized sum, the sum and its
+    rstd; the backward is RMSNorm's over the saved sum, the sum's own
+    incoming gradient added to dx in the same kernel."""
+
+    op: ClassVar[str] = "add_rms_norm"
+
+    def module_text(self):
+        X, W, R = self._types()
+        attrs = "eps = %.9e %s" % (self.eps, self._grad_attrs())
+        # @bwd's parameters and results are in its kernel's launch order:
+        # the group's inputs as its ops read them (the sum's gradient %ds
+        # last), then its results as its ops make them (dW, then the
+        # residual stream's gradient).
+        return f"""func.func @fwd(%x: {X}, %res: {X}, %w: {W}) -> ({X}, {X}, {R}) {{
+  %y, %s, %r = liger.add_rms_norm %x, %res, %w {attrs} rstd : {X}, {W}
+  return %y, %s, %r : {X}, {X}, {R}
+}}
+func.func @bwd(%dy: {X}, %s: {X}, %w: {W}, %r: {R}, %ds: {X}) -> ({W}, {X}) {{
+  {self._rms_norm_grad("%s")}
+  %d = liger.add %dx, %ds : {X}
+  return %dw, %d : {W}, {X}
+}}
+"""
+
+
+@dataclasses.dataclass(frozen=True)
+class LayerNormSpec(Spec):
+    """LayerNorm over rows of `hidden` features, with a weight and, where
+    `bias`, a bias of `weight_dtype`. The backward recomputes each row's
+    mean and rstd from x (liger.layer_norm_grad): the forward saves
+    nothing but its inputs."""
+
+    op: ClassVar[str] = "layer_norm"
+    hidden: int
+    dtype: str
+    weight_dtype: str
+    eps: float
+    bias: bool
+    target: str = DEFAULT_TARGET
+
+    def _checked(self):
+        return dict(_norm_fields(self), bias=check_bool("bias", self.bias))
 
     def module_text(self):
         X = "tensor<?x%dx%s>" % (self.hidden, self.dtype)
         W = "tensor<%dx%s>" % (self.hidden, self.weight_dtype)
-        grad_attrs = "offset = %.9e casting = %s" % (self.offset, self.casting)
-        attrs = "eps = %.9e %s" % (self.eps, grad_attrs)
-        return f"""func.func @fwd(%x: {X}, %w: {W}) -> ({X}, tensor<?xf32>) {{
-  %y, %r = liger.rms_norm %x, %w {attrs} rstd : {X}, {W}
-  return %y, %r : {X}, tensor<?xf32>
+        eps = "eps = %.9e" % self.eps
+        # Without a bias, neither its operand nor its gradient (dW alone
+        # is reduced across the rows).
+        b_param, b_use, b_type = (", %%b: %s" % W, ", %b", ", " + W) if self.bias else ("",) * 3
+        db = ", %db" if self.bias else ""
+        return f"""func.func @fwd(%x: {X}, %w: {W}{b_param}) -> {X} {{
+  %y = liger.layer_norm %x, %w{b_use} {eps} : {X}, {W}{b_type}
+  return %y : {X}
 }}
-func.func @bwd(%dy: {X}, %x: {X}, %w: {W}, %r: tensor<?xf32>) -> ({X}, {W}) {{
-  %dx, %dw = liger.rms_norm_grad %dy, %x, %w, %r {grad_attrs} : {X}, {W}, tensor<?xf32>
-  return %dx, %dw : {X}, {W}
+func.func @bwd(%dy: {X}, %x: {X}, %w: {W}) -> ({X}, {W}{b_type}) {{
+  %dx, %dw, %db = liger.layer_norm_grad %dy, %x, %w {eps} : {X}, {W}
+  return %dx, %dw{db} : {X}, {W}{b_type}
 }}
 """
 
@@ -556,8 +641,9 @@ func.func @loss(%x: {X}, %y: {X}{lparam}) -> {G} {{
 """
 
 
-SPECS = {cls.op: cls for cls in (RMSNormSpec, SwiGLUSpec, GeGLUSpec, SoftmaxSpec, RoPESpec,
-                                 CrossEntropySpec, FusedLinearCrossEntropySpec, KLDivSpec, JSDSpec)}
+SPECS = {cls.op: cls for cls in (RMSNormSpec, AddRMSNormSpec, LayerNormSpec, SwiGLUSpec,
+                                 GeGLUSpec, SoftmaxSpec, RoPESpec, CrossEntropySpec,
+                                 FusedLinearCrossEntropySpec, KLDivSpec, JSDSpec)}
 
 
 def parse_spec(text, target=DEFAULT_TARGET):
@@ -611,6 +697,20 @@ def rms_norm_spec(hidden, dtype, weight_dtype=None, eps=1e-6, offset=0.0, castin
     return RMSNormSpec(hidden, dtype_name(dtype), dtype_name(weight_dtype or dtype,
                                                              "weight_dtype"),
                        eps, offset, casting, target)
+
+
+def add_rms_norm_spec(hidden, dtype, weight_dtype=None, eps=1e-6, offset=0.0, casting="llama",
+                      target=DEFAULT_TARGET):
+    return AddRMSNormSpec(hidden, dtype_name(dtype), dtype_name(weight_dtype or dtype,
+                                                                "weight_dtype"),
+                          eps, offset, casting, target)
+
+
+def layer_norm_spec(hidden, dtype, weight_dtype=None, eps=1e-5, bias=True,
+                    target=DEFAULT_TARGET):
+    return LayerNormSpec(hidden, dtype_name(dtype), dtype_name(weight_dtype or dtype,
+                                                               "weight_dtype"),
+                         eps, bias, target)
 
 
 def swiglu_spec(hidden, dtype, target=DEFAULT_TARGET):

@@ -14,6 +14,8 @@ two losses exclude each other), Llama 4's `layer_norm`. What each flag
 replaces, with the liger.ops function that runs it:
 
     rms_norm     the family's RMSNorm forward    ops.rms_norm (Gemma: 1 + w, cast after)
+    layer_norm   a model's nn.LayerNorm forwards ops.layer_norm (LigerLayerNorm's; Llama 4's
+                 vision encoder; on a model only: the class is PyTorch's)
     rope         apply_rotary_pos_emb            ops.rope
     swiglu/geglu the MLP's and each MoE expert's act(gate) * up
                                                  ops.swiglu / ops.geglu
@@ -80,6 +82,7 @@ class _Family(typing.NamedTuple):
     rope: str = None           # why liger.ops.rope cannot take the family's RoPE
     rope_tables: str = None    # the RoPE tables' dtype, where not the model's
     stays: tuple = ()          # (flag, class, why): parts liger cannot take
+    layer_norms: tuple = ()    # the LayerNorm classes the layer_norm flag patches on a model
     qk_norms: str = None       # "head": q/k norms over head_dim; "proj": over q/k_proj
     gated_sizes: tuple = ("intermediate_size",)  # config attributes: gated op sizes
     logits_scaling: bool = False  # the model divides its logits by config.logits_scaling
@@ -145,8 +148,8 @@ _FAMILIES = {
         rope="Llama 4's apply_rotary_emb rotates interleaved pairs by complex freqs_cis; "
              "liger.ops.rope rotates halves by cos/sin tables",
         stays=(("rms_norm", "Llama4TextL2Norm", "Llama 4's q/k norm has no weight (liger.ops."
-                "rms_norm takes one)"),
-               ("layer_norm", "nn.LayerNorm", "liger.ops has no LayerNorm op")),
+                "rms_norm takes one)"),),
+        layer_norms=("nn.LayerNorm",),
         gated_sizes=("intermediate_size", "intermediate_size_mlp"), output=_MOE_OUTPUT),
 }
 # The activations each gated op computes: Hugging Face's ACT2FN names and the
@@ -278,6 +281,26 @@ def _rms_norm_forward(self, hidden_states):
     return ops.rms_norm(x, w, eps, family.offset, family.casting)
 
 
+def _layer_norm_forward(self, input):
+    """nn.LayerNorm's forward as liger.ops.layer_norm (LigerLayerNorm's),
+    where liger can run it: over the last dimension, with a weight."""
+    original = self._liger_original_forward
+    what = type(self).__name__
+    w, b = self.weight, self.bias
+    if w is None or len(self.normalized_shape) != 1:
+        _warn_once("%s runs its original forward: liger.ops.layer_norm normalizes the last "
+                   "dimension and scales by a weight, got normalized_shape %s%s" % (
+                       what, list(self.normalized_shape),
+                       " without elementwise_affine" if w is None else ""))
+        return original(self, input)
+    devices = (("input", str(input.device)), ("weight", str(w.device))) + (
+        (("bias", str(b.device)),) if b is not None else ())
+    if _fallback(what, "layer_norm", (input.shape[-1], str(input.dtype), str(w.dtype), self.eps,
+                                      b is not None), devices):
+        return original(self, input)
+    return ops.layer_norm(input, w, b, self.eps)
+
+
 def _activation_name(act):
     """The ACT2FN name of an activation module (by its exact class: a class
     liger does not know keeps its own name)."""
@@ -393,7 +416,6 @@ def _shifted_labels(labels, kwargs):
 
 
 def _causal_lm_forward(self, *args, **kwargs):
-    from transformers import modeling_outputs
     original = self._liger_original_forward
     mode = getattr(self, "_liger_loss", None)
     labels = kwargs.get("labels")
@@ -462,7 +484,7 @@ def _causal_lm_forward(self, *args, **kwargs):
         **({} if budget is None else dict(memory_budget=budget)))
     if num_items is not None:
         loss = loss / num_items
-    output = getattr(modeling_outputs, family.output)
+    output = self._liger_output
     fields = {k: getattr(outputs, k) for k in output.__dataclass_fields__
               if k not in ("loss", "logits") and getattr(outputs, k, None) is not None}
     if router:
@@ -499,7 +521,7 @@ def _classes(family):
         raise LigerError("%s: transformers %s has no %s model (%s)"
                          % (entry, transformers.__version__, family, e)) from None
     names = fam.norms + tuple(n for n, _ in fam.mlps) + (fam.causal_lm,) + tuple(
-        path for _, path, _ in fam.stays)
+        path for _, path, _ in fam.stays) + fam.layer_norms
     classes, missing = {}, []
     for path in names:
         value = mod
@@ -550,6 +572,13 @@ def _apply(family, flags):
     parts += [(flags[fam.gate], classes[name], _MLP_PATCHES[kind])
               for name, kind in fam.mlps]
     parts.append((loss, lm_cls, (("forward", _causal_lm_forward),)))
+    # LayerNorm (nn.LayerNorm: PyTorch's own class) on a model's modules
+    # alone, as Liger-Kernel patches them: a class patch would change every
+    # LayerNorm of the process.
+    layer_norm = flags.get("layer_norm", False) and fam.layer_norms
+    if layer_norm and model is not None:
+        parts += [(True, classes[path], (("forward", _layer_norm_forward),))
+                  for path in fam.layer_norms]
     parts = [(cls, patches) for flag, cls, patches in parts if flag]
     targets = []
     if model is not None:
@@ -566,11 +595,19 @@ def _apply(family, flags):
         cls = classes[path]
         if flags[flag] and (model is None or any(isinstance(m, cls) for m in model.modules())):
             _warn_once("%s=True: %s stays as it is: %s" % (flag, path, why))
+    if layer_norm and model is None:
+        _warn_once("layer_norm=True: %s stays as it is in a class patch (it is PyTorch's, "
+                   "for every model): give the model (model=...) to patch its LayerNorms"
+                   % _names(fam.layer_norms))
     if flags["rope"] and not fam.rope:
         _patch(mod, "apply_rotary_pos_emb", _rope_function(family))
-    # What the loss reads besides the family: the fused loss's chunk budget,
-    # the model's router loss.
+    # What the loss reads besides the family: its output class (found here:
+    # torch.compile cannot trace the import of transformers' lazy module),
+    # the fused loss's chunk budget, the model's router loss.
     loss_attrs = {}
+    if loss:
+        from transformers import modeling_outputs
+        loss_attrs["_liger_output"] = getattr(modeling_outputs, fam.output)
     if loss and flags["loss_memory_budget"] is not None:
         loss_attrs["_liger_loss_budget"] = int(flags["loss_memory_budget"])
     if loss and fam.router_aux_loss:

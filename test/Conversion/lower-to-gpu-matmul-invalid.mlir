@@ -296,3 +296,17 @@ func.func @rope_f32(%x: tensor<?x?x64xf32>, %y: tensor<?x?x64xf32>, %wq: tensor<
   }
   return %r#0, %r#1 : tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>
 }
+
+// -----
+
+// On wgmma B's [tile_n, r] tile arrives by TMA swizzled by its rows: rank 48
+// (96-byte rows) is no swizzle span, though a multiple of 16.
+func.func @lora_rank48_wgmma(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>, %a: tensor<48x64xbf16>, %b: tensor<64x48xbf16>) -> tensor<?x64xbf16> {
+  // expected-warning @+1 {{LoRA rank 48 makes B's rows 96 bytes, not a TMA swizzle span (32, 64 or 128 bytes: rank 16, 32 or 64 on wgmma)}}
+  %y = liger.fusion matmul(%x, %w, %a, %b) attributes {liger.kernel_config = {mma = "wgmma", stages = 3 : i64, tile_k = 64 : i64, tile_m = 128 : i64, tile_n = 64 : i64}} : (tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<48x64xbf16>, tensor<64x48xbf16>) -> tensor<?x64xbf16> {
+  ^bb0(%i: tensor<?x64xbf16>, %j: tensor<64x64xbf16>, %k: tensor<48x64xbf16>, %l: tensor<64x48xbf16>):
+    %p = liger.lora_linear %i, %j, %k, %l : tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<48x64xbf16>, tensor<64x48xbf16>
+    liger.yield %p : tensor<?x64xbf16>
+  }
+  return %y : tensor<?x64xbf16>
+}

@@ -15,6 +15,7 @@ registration of backend="liger".
 
 import copy
 import os
+import re
 import subprocess
 import sys
 import warnings
@@ -239,6 +240,43 @@ def block_step(block, compiled, x):
         assert relative(p.grad, q.grad) <= tol, name
 
 
+class Norms(torch.nn.Module):
+    """liger.nn's add + RMSNorm and LayerNorm around a projection: liger
+    operators with no row in liger_operators (no dialect op is the add +
+    RMSNorm backward; the importer has no LayerNorm)."""
+
+    def __init__(self, hidden=16):
+        super().__init__()
+        from liger import nn
+        self.add_norm = nn.LigerFusedAddRMSNorm(hidden)
+        self.proj = torch.nn.Linear(hidden, hidden)
+        self.norm = nn.LigerLayerNorm(hidden, bias=True)
+
+    def forward(self, x):
+        y, residual = self.add_norm(x, x.flip(-1))
+        return (self.norm(self.proj(y)) * residual).square().mean()
+
+
+@needs_runner
+def test_the_norm_operators_run_as_they_are():
+    """liger::add_rms_norm and liger::layer_norm and their backward
+    operators stay in the graphs as the operators they are, each running
+    its own kernels; the model trains as it does eagerly."""
+    torch.manual_seed(0)
+    block = Norms()
+    x = torch.randn(2, 6, 16)
+    # (An eager step first: traced before any lookup of the CPU's target,
+    # liger.ops' checks are guarded on bundles' table of targets lacking it,
+    # which the liger backend fills while it compiles that graph, and dynamo
+    # refuses the graph. Patched models look the target up before tracing.)
+    copy.deepcopy(block)(x)
+    block_step(block, torch.compile(block, backend="liger", fullgraph=True), x)
+    forward, backward = lb.reports()[-1].partitions
+    for part in (forward, backward):
+        assert part.summary().endswith("2 kernels (0 fusion groups, 2 liger operators)"), \
+            part.summary()
+
+
 @needs_runner
 def test_debug_prints_each_graph_and_dump_writes_every_stage(tmp_path, monkeypatch, capfd):
     monkeypatch.setenv("LIGER_DEBUG", "1")
@@ -405,6 +443,16 @@ def test_a_precompiled_fusion_serves_a_graph_without_liger_opt(tmp_path, monkeyp
                                          r"graph is in LIGER_OPS_BUNDLES: precompile the "
                                          r"model's kernels where the compiler is "
                                          r"\(liger.frontend.backend.precompile\)$"):
+        partition._fuse(norm_module(["add", "rms_norm"]).replace("1.0e-5", "1.0e-6"), None)
+    # A precompile traced by another torch: its graphs are not this torch's,
+    # and the message says so.
+    assert (tmp_path / "fused" / "torch-version").read_text() == torch.__version__ + "\n"
+    (tmp_path / "fused" / "torch-version").write_text("2.0.0\n")
+    with pytest.raises(LigerError, match=r"^cannot find liger-opt, and no precompile of this "
+                                         r"graph is in LIGER_OPS_BUNDLES \(its precompile in "
+                                         r"%s was traced by torch 2\.0\.0, this is torch %s: "
+                                         r"each traces its own graphs\): precompile the model's "
+                       % (re.escape(str(tmp_path)), re.escape(torch.__version__))):
         partition._fuse(norm_module(["add", "rms_norm"]).replace("1.0e-5", "1.0e-6"), None)
 
 

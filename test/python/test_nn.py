@@ -40,6 +40,9 @@ def _leaves(module):
 LIGER_KERNEL_0_8_5 = {
     nn.LigerRMSNorm: ["hidden_size", "eps", "offset", "casting_mode", "init_fn", "in_place",
                       "row_mode", "elementwise_affine"],
+    nn.LigerFusedAddRMSNorm: ["hidden_size", "eps", "offset", "casting_mode", "init_fn",
+                              "in_place"],
+    nn.LigerLayerNorm: ["hidden_size", "eps", "bias", "init_fn", "impl", "mode", "backend"],
     nn.LigerSwiGLUMLP: ["config", "intermediate_size"],
     nn.LigerGEGLUMLP: ["config"],
     nn.LigerCrossEntropyLoss: ["weight", "ignore_index", "lse_square_scale", "label_smoothing",
@@ -52,6 +55,8 @@ LIGER_KERNEL_0_8_5 = {
 }
 LIGER_KERNEL_DEFAULTS = {
     nn.LigerRMSNorm: [1e-6, 0.0, "llama", "ones", True, None, True],
+    nn.LigerFusedAddRMSNorm: [1e-6, 0.0, "llama", "ones", False],
+    nn.LigerLayerNorm: [1e-6, False, "ones", None, None, None],
     nn.LigerSwiGLUMLP: [None],
     nn.LigerGEGLUMLP: [],
     nn.LigerCrossEntropyLoss: [None, -100, 0.0, 0.0, "mean", None, False, False, False],
@@ -61,7 +66,9 @@ LIGER_KERNEL_DEFAULTS = {
 # liger.ops' options beyond Liger-Kernel's, keyword-only after them.
 LIGER_KEYWORDS = {nn.LigerCrossEntropyLoss: ["inplace"],
                   nn.LigerFusedLinearCrossEntropyLoss: ["memory_budget"]}
-FORWARDS = {nn.LigerRMSNorm: ["hidden_states"], nn.LigerSwiGLUMLP: ["x"],
+FORWARDS = {nn.LigerRMSNorm: ["hidden_states"],
+            nn.LigerFusedAddRMSNorm: ["hidden_states", "residual"],
+            nn.LigerLayerNorm: ["hidden_states"], nn.LigerSwiGLUMLP: ["x"],
             nn.LigerGEGLUMLP: ["x"], nn.LigerCrossEntropyLoss: ["_input", "target"],
             nn.LigerFusedLinearCrossEntropyLoss: ["lin_weight", "_input", "target", "bias"]}
 
@@ -110,6 +117,71 @@ def test_rms_norm_is_pytorchs(kwargs):
     want.backward(dy)
     _close(x.grad, x2.grad)
     _close(m.weight.grad, w.grad)
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(),
+    dict(eps=1e-5, offset=1.0, casting_mode="gemma", init_fn="zeros"),
+], ids=["llama", "gemma"])
+def test_fused_add_rms_norm_is_an_add_and_pytorchs_rms_norm(kwargs):
+    """forward(hidden_states, residual) -> (the RMSNorm of the sum, the
+    sum), as Liger-Kernel's module returns them; both outputs carry
+    gradients back to both inputs."""
+    m = nn.LigerFusedAddRMSNorm(7, **kwargs)
+    assert torch.equal(m.weight, torch.full((7,), 1.0 if kwargs.get("init_fn", "ones") ==
+                                            "ones" else 0.0))
+    with torch.no_grad():
+        m.weight.copy_(torch.rand(7) + 0.5)
+    w = _leaves(m)["weight"]
+    x, res = _randn(3, 5, 7), _randn(5, 7).expand(3, 5, 7).detach().requires_grad_(True)
+    x2, res2 = (t.detach().clone().requires_grad_(True) for t in (x, res))
+    y, total = m(x, res)
+    want_total = x2 + res2
+    want = _rms_norm(want_total, w, kwargs.get("eps", 1e-6), kwargs.get("offset", 0.0))
+    _close(total, want_total)
+    _close(y, want)
+    dy, dtotal = _randn(3, 5, 7).detach(), _randn(5, 3, 7).detach().transpose(0, 1)
+    torch.autograd.backward((y, total), (dy, dtotal))
+    torch.autograd.backward((want, want_total), (dy, dtotal))
+    _close(x.grad, x2.grad)
+    _close(res.grad, res2.grad)
+    _close(m.weight.grad, w.grad)
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_layer_norm_is_pytorchs(bias):
+    """Liger-Kernel's parameters: a bias parameter either way (zeros
+    without `bias`, trained all the same), the weight as init_fn says."""
+    torch.manual_seed(0)
+    m = nn.LigerLayerNorm(7, eps=1e-5, bias=bias, init_fn="zeros")
+    assert torch.equal(m.weight, torch.zeros(7))
+    assert torch.equal(m.bias, torch.zeros(7)) != bias
+    assert sorted(m.state_dict()) == ["bias", "weight"]
+    with torch.no_grad():
+        m.weight.copy_(torch.rand(7) + 0.5)
+    p = _leaves(m)
+    x = _randn(3, 5, 7, scale=3.0)
+    x2 = x.detach().clone().requires_grad_(True)
+    y = m(x)
+    want = F.layer_norm(x2, (7,), p["weight"], p["bias"], 1e-5)
+    _close(y, want)
+    dy = _randn(3, 5, 7).detach()
+    y.backward(dy)
+    want.backward(dy)
+    _close(x.grad, x2.grad)
+    _close(m.weight.grad, p["weight"].grad)
+    _close(m.bias.grad, p["bias"].grad)
+
+
+def test_layer_norm_takes_pytorchs_weights():
+    plain = torch.nn.LayerNorm(8, eps=1e-5)
+    with torch.no_grad():
+        plain.weight.uniform_(0.5, 1.5)
+        plain.bias.normal_()
+    m = nn.LigerLayerNorm(8, eps=1e-5)
+    m.load_state_dict(plain.state_dict())  # (strict: the same parameters)
+    x = _randn(4, 8).detach()
+    _close(m(x), plain(x))
 
 
 # --- the gated MLPs --------------------------------------------------------
@@ -269,6 +341,50 @@ REFUSED = {
     "rms_norm_hidden_size": (
         lambda: nn.LigerRMSNorm(0), LigerValueError,
         "liger.nn.LigerRMSNorm: hidden_size must be in [1, 2147483647], got 0"),
+    "add_rms_norm_in_place": (lambda: nn.LigerFusedAddRMSNorm(7, in_place=True), *_refused(
+        "LigerFusedAddRMSNorm", "in_place", True,
+        "liger's add + RMSNorm backward writes its own gradient, not over the incoming one")),
+    "add_rms_norm_in_place_not_bool": (
+        lambda: nn.LigerFusedAddRMSNorm(7, in_place=None), LigerTypeError,
+        "liger.nn.LigerFusedAddRMSNorm: in_place must be a bool, got None"),
+    "add_rms_norm_init_fn": (
+        lambda: nn.LigerFusedAddRMSNorm(7, init_fn="ones_"), LigerValueError,
+        "liger.nn.LigerFusedAddRMSNorm: init_fn must be one of 'ones', 'zeros', got 'ones_'"),
+    "add_rms_norm_casting_mode": (
+        lambda: nn.LigerFusedAddRMSNorm(7, casting_mode="fp32"), LigerValueError,
+        "liger.nn.LigerFusedAddRMSNorm: casting_mode must be one of 'llama', 'gemma', 'none', "
+        "got 'fp32'"),
+    "add_rms_norm_offset": (
+        lambda: nn.LigerFusedAddRMSNorm(7, offset=float("inf")), LigerValueError,
+        "liger.nn.LigerFusedAddRMSNorm: offset must be finite, got inf"),
+    "add_rms_norm_hidden_size": (
+        lambda: nn.LigerFusedAddRMSNorm(2 ** 31), LigerValueError,
+        "liger.nn.LigerFusedAddRMSNorm: hidden_size must be in [1, 2147483647], got "
+        "2147483648"),
+    "add_rms_norm_residual_shape": (
+        lambda: nn.LigerFusedAddRMSNorm(7)(torch.ones(3, 7), torch.ones(7)), LigerValueError,
+        "liger.ops.add_rms_norm: residual must have the shape of x [3, 7], got [7]"),
+    "layer_norm_impl": (lambda: nn.LigerLayerNorm(7, impl="triton"), *_refused(
+        "LigerLayerNorm", "impl", "triton", "liger chooses its kernels")),
+    "layer_norm_mode": (lambda: nn.LigerLayerNorm(7, mode="fast"), *_refused(
+        "LigerLayerNorm", "mode", "fast", "liger chooses its kernels")),
+    "layer_norm_backend": (lambda: nn.LigerLayerNorm(7, backend="triton"), *_refused(
+        "LigerLayerNorm", "backend", "triton", "liger chooses its kernels")),
+    "layer_norm_bias_not_bool": (
+        lambda: nn.LigerLayerNorm(7, bias=1), LigerTypeError,
+        "liger.nn.LigerLayerNorm: bias must be a bool, got 1"),
+    "layer_norm_init_fn": (
+        lambda: nn.LigerLayerNorm(7, init_fn="normal"), LigerValueError,
+        "liger.nn.LigerLayerNorm: init_fn must be one of 'ones', 'zeros', got 'normal'"),
+    "layer_norm_eps": (
+        lambda: nn.LigerLayerNorm(7, eps=-1e-5), LigerValueError,
+        "liger.nn.LigerLayerNorm: eps must be > 0.0, got -1e-05"),
+    "layer_norm_hidden_size": (
+        lambda: nn.LigerLayerNorm(1.5), LigerTypeError,
+        "liger.nn.LigerLayerNorm: hidden_size must be an int, got 1.5"),
+    "layer_norm_input_size": (
+        lambda: nn.LigerLayerNorm(7)(torch.ones(3, 8)), LigerValueError,
+        "liger.ops.layer_norm: weight must have shape [8] (the hidden size of x), got [7]"),
     "swiglu_activation": (
         lambda: nn.LigerSwiGLUMLP(_config("gelu")), LigerValueError,
         "liger.nn.LigerSwiGLUMLP: the config's activation 'gelu' is not supported "

@@ -23,6 +23,10 @@ SPECS = [
     ops.softmax_spec(100, "f32"),
     ops.rope_spec(4, 2, 64, "f32"),
     ops.rope_spec(32, 8, 128, "bf16", broadcast_tables=False),
+    ops.add_rms_norm_spec(4097, "f16", "f32", eps=1e-5, offset=1.0, casting="gemma"),
+    ops.layer_norm_spec(1000, "bf16"),
+    ops.layer_norm_spec(7, "f32", eps=1e-6, bias=False),
+    ops.layer_norm_spec(1, "bf16", "f32"),
 ]
 # Cross-entropy: one forward function (the loss and its gradient).
 CE_SPECS = [
@@ -69,6 +73,45 @@ def test_cross_entropy_module_verifies(spec):
     out = driver.run_opt(ops.module_text(spec))
     assert "func.func @fwd" in out and "func.func @bwd" not in out
     assert "liger.cross_entropy " in out and "liger.cross_entropy_grad" in out
+
+
+def _function_types(text, name):
+    """The parameter and result types of function @name of a module."""
+    import re
+    head = re.search(r"func\.func @%s\((.*?)\) -> \(?(.*?)\)? \{\n" % name, text)
+    params = re.findall(r"%\w+: (tensor<[^>]*>)", head.group(1))
+    return params, re.findall(r"tensor<[^>]*>", head.group(2))
+
+
+def _param_type(p):
+    shape = ["?" if d in ("rows", "ctas") else str(d) for d in p["shape"]]
+    return "tensor<%s>" % "x".join(shape + [p["dtype"]])
+
+
+NORM_SPECS = [s for s in SPECS if s.op in ("rms_norm", "add_rms_norm", "layer_norm")]
+
+
+@needs_ptxas
+@pytest.mark.parametrize("spec", NORM_SPECS, ids=str)
+def test_each_function_is_one_kernel_taking_its_parameters_in_order(spec, tmp_path):
+    """liger.ops launches @fwd's and @bwd's kernels with the functions'
+    arguments and takes their outputs in the functions' result order, on the
+    GPU as the reference lowering runs the functions on the CPU: each
+    function is one kernel whose parameters are the function's, in order
+    (add + RMSNorm's backward is RMSNorm's with the sum's gradient added in
+    the same kernel)."""
+    (path,) = ops.precompile(str(tmp_path), [spec])
+    (module,) = json.load(open(os.path.join(path, "manifest.json")))["modules"]
+    kernels = {k["function"]: k for k in module["kernels"]}
+    assert sorted(kernels) == ["bwd", "fwd"]
+    text = ops.module_text(spec)
+    for function, kernel in kernels.items():
+        assert kernel["name"] == function + "_rowwise_0"
+        params, results = _function_types(text, function)
+        assert [_param_type(p) for p in kernel["params"] if p["role"] == "input"] == params
+        assert [_param_type(p) for p in kernel["params"] if p["role"] == "output"] == results
+    if spec.op == "add_rms_norm":
+        assert kernels["bwd"]["ops"] == "liger.rms_norm_grad, liger.add"
 
 
 @needs_ptxas
@@ -173,8 +216,13 @@ def test_fused_linear_cross_entropy_plan():
 
 
 def test_bad_specs_and_dtypes():
-    with pytest.raises(LigerError, match="unknown op 'layer_norm'"):
-        ops.module_text("layer_norm:hidden=8")
+    with pytest.raises(LigerError, match="unknown op 'group_norm'"):
+        ops.module_text("group_norm:hidden=8")
+    with pytest.raises(LigerError, match=r"malformed op spec 'layer_norm:hidden=8,dtype=f32': "
+                                         r"missing bias, eps, weight_dtype"):
+        ops.module_text("layer_norm:hidden=8,dtype=f32")
+    with pytest.raises(LigerError, match="^bias must be a bool, got 1$"):
+        ops.layer_norm_spec(8, "f32", bias=1)
     with pytest.raises(LigerError, match=r"malformed op spec 'swiglu:hidden=8': missing dtype"):
         ops.module_text("swiglu:hidden=8")
     with pytest.raises(LigerError, match=r"malformed op spec 'swiglu:hidden=8,dtype=f32,x=1': "

@@ -46,12 +46,25 @@ def _cases():
     h, lw = _randn(6, 16, dtype=torch.bfloat16, grad=True), \
         _randn(24, 16, dtype=torch.bfloat16, grad=True)
     rstd = torch.rand(2, 3) + 0.5
+    res, b = _randn(2, 3, 16, grad=True), _randn(16, grad=True)
+    total = (x + res).detach()
     L = torch.ops.liger
     return {
         "rms_norm": (L.rms_norm, (x, w, 1e-6, 0.0, "llama")),
         "rms_norm_backward": (L.rms_norm_backward,
                               (_randn(2, 3, 16), x.detach(), w.detach(), rstd, 1e-6, 1.0,
                                "gemma")),
+        "add_rms_norm": (L.add_rms_norm, (x, res, w, 1e-6, 1.0, "gemma")),
+        "add_rms_norm_backward": (L.add_rms_norm_backward, (
+            _randn(2, 3, 16), _randn(3, 2, 16).transpose(0, 1), total, w.detach(),
+            total.pow(2).mean(-1).add(1e-6).rsqrt(), 1e-6, 0.0, "llama")),
+        "layer_norm": (L.layer_norm, (x, w, b, 1e-5)),
+        # (bias None: no dbias)
+        "layer_norm_none": (L.layer_norm, (g, _randn(8, grad=True), None, 1e-6)),
+        "layer_norm_backward": (L.layer_norm_backward, (_randn(2, 3, 16), x.detach(),
+                                                        w.detach(), 1e-5, True)),
+        "layer_norm_backward_none": (L.layer_norm_backward, (_randn(5, 8), g.detach(),
+                                                             w.detach()[:8], 1e-5, False)),
         "swiglu": (L.swiglu, (g, u)),
         "swiglu_backward": (L.swiglu_backward, (_randn(5, 8), g.detach(), u.detach())),
         "geglu": (L.geglu, (g, u, "tanh")),
@@ -194,6 +207,41 @@ def test_a_patched_llama_compiles_with_dynamic_shapes(sequences):
         grads = dict(compiled.named_parameters())
         for name, p in eager.named_parameters():
             assert torch.equal(grads[name].grad, p.grad), (seq, name)
+
+
+def _norms(x, res, w, lw, lb):
+    """add + RMSNorm, then LayerNorm of the normalized sum, the sum going on
+    as the residual stream."""
+    y, total = ops.add_rms_norm(x, res, w, 1e-6, 1.0, "gemma")
+    return ops.layer_norm(y, lw, lb, 1e-5) * total
+
+
+def _norm_inputs(seed):
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn(*shape, generator=g).to(torch.bfloat16).requires_grad_(True)
+            for shape in ((2, 3, 16), (2, 3, 16), (16,), (16,), (16,))]
+
+
+def test_the_norms_compile_with_no_graph_break():
+    explained = torch._dynamo.explain(_norms)(*_norm_inputs(0))
+    assert explained.graph_break_count == 0, [r.reason for r in explained.break_reasons]
+    assert explained.graph_count == 1
+
+
+def test_the_norms_train_compiled_as_they_do_eagerly():
+    """torch.compile(fullgraph=True) through AOTAutograd (the fake kernels
+    and the registered backwards of add_rms_norm and layer_norm): the
+    outputs and every gradient are the eager call's."""
+    torch._dynamo.reset()
+    compiled = torch.compile(_norms, fullgraph=True, backend="aot_eager")
+    a, b = _norm_inputs(1), _norm_inputs(1)
+    out, ref = compiled(*a), _norms(*b)
+    dy = torch.randn(out.shape, generator=torch.Generator().manual_seed(2)).to(out.dtype)
+    out.backward(dy)
+    ref.backward(dy)
+    assert torch.equal(out, ref)
+    for i, (p, q) in enumerate(zip(a, b)):
+        assert torch.equal(p.grad, q.grad), i
 
 
 def test_cross_entropy_in_place_compiles():

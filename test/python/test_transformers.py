@@ -4,6 +4,7 @@ the patched models' numerics through the reference lowering
 (LIGER_OPS_CPU_REFERENCE=1) against the same models unpatched: tiny
 configurations with random weights, nothing downloaded."""
 import os
+import types
 import warnings
 
 import pytest
@@ -503,7 +504,12 @@ def test_class_patch_of_each_family_replaces_its_classes_and_warns_of_what_stays
     expected = ["liger: rope=True: %s: the model's RoPE stays as it is" % fam.rope] \
         if fam.rope and dict(fam.flags).get("rope", True) else []
     expected += ["liger: %s=True: %s stays as it is: %s" % stay for stay in fam.stays]
+    if fam.layer_norms:
+        expected.append("liger: layer_norm=True: nn.LayerNorm stays as it is in a class patch "
+                        "(it is PyTorch's, for every model): give the model (model=...) to "
+                        "patch its LayerNorms")
     assert _fallback_warnings(caught) == expected
+    assert torch.nn.LayerNorm.forward is lt._original(torch.nn.LayerNorm, "forward")
     for name in fam.norms:
         assert classes[name].forward is lt._rms_norm_forward, name
     for name, kind in fam.mlps:
@@ -519,6 +525,86 @@ def test_class_patch_of_each_family_replaces_its_classes_and_warns_of_what_stays
     lt.revert()
     assert {name: dict(vars(cls)) for name, cls in classes.items()} == before
     assert mod.__dict__.get("apply_rotary_pos_emb") is rope
+
+
+def _llama4_vision_encoder(seed):
+    """A one-layer Llama 4 vision encoder, hidden 32: four nn.LayerNorm
+    (before and after the layers, two in the layer)."""
+    from transformers.models.llama4 import configuration_llama4, modeling_llama4
+    config = configuration_llama4.Llama4VisionConfig(
+        hidden_size=32, num_hidden_layers=1, num_attention_heads=4, intermediate_size=128,
+        image_size=16, patch_size=8, vision_output_dim=32, projector_input_dim=32,
+        projector_output_dim=32, pixel_shuffle_ratio=0.5)
+    config._attn_implementation = "eager"
+    torch.manual_seed(seed)
+    model = modeling_llama4.Llama4VisionModel(config)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, torch.nn.LayerNorm):
+                m.weight.normal_(1.0, 0.1)
+                m.bias.normal_(0.0, 0.1)
+    return model
+
+
+@needs_runner
+def test_llama4s_layer_norm_flag_patches_a_models_layer_norms(monkeypatch):
+    """layer_norm=True on a model patches each of its nn.LayerNorm (Llama 4's
+    vision encoder, as Liger-Kernel's flag does) with liger.ops.layer_norm:
+    the encoder's output and every gradient are the original's, through
+    the reference lowering."""
+    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+    loaded = _record_loaded(monkeypatch)
+    ref, model = _llama4_vision_encoder(5), _llama4_vision_encoder(5)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert lt.apply_liger_kernel_to_llama4(model=model, rope=False) == 4
+    assert _fallback_warnings(caught) == []
+    norms = [m for m in model.modules() if isinstance(m, torch.nn.LayerNorm)]
+    assert len(norms) == 4 and all(m.forward.__func__ is lt._layer_norm_forward for m in norms)
+    pixels = torch.randn(2, 3, 16, 16, generator=torch.Generator().manual_seed(6))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", lt.LigerFallbackWarning)
+        out = model(pixels).last_hidden_state
+    want = ref(pixels).last_hidden_state
+    assert torch.allclose(out, want, rtol=1e-5, atol=1e-5)
+    out.square().sum().backward()
+    want.square().sum().backward()
+    grads = dict(ref.named_parameters())
+    for name, p in model.named_parameters():
+        r = grads[name].grad
+        assert torch.allclose(p.grad, r, rtol=1e-4, atol=1e-4 * r.abs().max().item()), name
+    assert {str(s) for s in loaded} == {
+        "layer_norm:bias=1,dtype=f32,eps=1e-05,hidden=32,weight_dtype=f32"}
+    # Unpatched with the flag off.
+    plain = _llama4_vision_encoder(5)
+    with pytest.raises(LigerError, match="has no Llama4TextRMSNorm"):
+        lt.apply_liger_kernel_to_llama4(model=plain, rope=False, layer_norm=False)
+
+
+def test_a_layer_norm_liger_cannot_take_runs_its_own_forward_warned_once():
+    """Without a weight (elementwise_affine=False) or over more than the
+    last dimension: the module's own forward, one warning each."""
+    model = torch.nn.Sequential(torch.nn.LayerNorm(8, elementwise_affine=False),
+                                torch.nn.LayerNorm((2, 4)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", lt.LigerFallbackWarning)
+        model.config = types.SimpleNamespace(model_type="llama4_text")
+        assert lt.apply_liger_kernel(model, rope=False) == 2
+    x = torch.randn(3, 2, 4).reshape(3, 8)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(2):
+            y = model[0](x)
+            z = model[1](x.view(3, 2, 4))
+    assert torch.equal(y, torch.nn.functional.layer_norm(x, (8,)))
+    assert torch.equal(z, torch.nn.functional.layer_norm(x.view(3, 2, 4), (2, 4),
+                                                         model[1].weight, model[1].bias))
+    assert _fallback_warnings(caught) == [
+        "liger: LayerNorm runs its original forward: liger.ops.layer_norm normalizes the last "
+        "dimension and scales by a weight, got normalized_shape [8] without "
+        "elementwise_affine",
+        "liger: LayerNorm runs its original forward: liger.ops.layer_norm normalizes the last "
+        "dimension and scales by a weight, got normalized_shape [2, 4]"]
 
 
 @pytest.mark.parametrize("family", list(TINY))

@@ -89,11 +89,12 @@ static DictionaryAttr getKernelInfoAttr(OpBuilder &b,
         b.getNamedAttr("ctas_per_sm", b.getI64IntegerAttr(info.ctasPerSm))};
   if (!info.tensorMaps.empty()) {
     SmallVector<Attribute> maps;
-    for (const TensorMapParam &m : info.tensorMaps)
+    for (const ::liger::runtime::KernelTensorMap &m : info.tensorMaps)
       maps.push_back(b.getDictionaryAttr({
           b.getNamedAttr("param", b.getI64IntegerAttr(m.param)),
           b.getNamedAttr("box", b.getDenseI64ArrayAttr({m.boxRows, m.boxCols})),
-          b.getNamedAttr("swizzle", b.getI64IntegerAttr(m.swizzleBytes)),
+          b.getNamedAttr("swizzle", b.getI64IntegerAttr(
+                                        ::liger::runtime::swizzleBytes(m.swizzle))),
       }));
     finish.push_back(b.getNamedAttr("tensor_maps", b.getArrayAttr(maps)));
   }
@@ -156,7 +157,7 @@ static bool isMatmulOp(Operation *op) {
 }
 
 namespace {
-struct LowerToGPUPass : liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
+struct LowerToGPUPass : mlir::liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
   using Base::Base;
 
   void runOnOperation() override {

@@ -107,6 +107,16 @@ static LogicalResult checkBody(const MatmulPlan &plan,
                      " is not a multiple of 16 up to 64 (the second product "
                      "is k16 MMAs over r, B's rows at most one 128-byte "
                      "swizzle span)");
+    // On wgmma B's [tile_n, r] tile arrives through TMA swizzled by its
+    // rows, which must be one swizzle span.
+    ::liger::runtime::TensorMapSwizzle span;
+    if (plan.lora && config.wgmma &&
+        !::liger::runtime::parseSwizzleBytes(plan.loraRank * elemBytes, &span))
+      return leaveForLaterTemplate(
+          group, "LoRA rank " + Twine(plan.loraRank) + " makes B's rows " +
+                     Twine(plan.loraRank * elemBytes) +
+                     " bytes, not a TMA swizzle span (32, 64 or 128 bytes: "
+                     "rank 16, 32 or 64 on wgmma)");
     return success();
   }
   llvm_unreachable("unknown matmul body");
@@ -283,30 +293,45 @@ getMatmulKernelSignature(const MatmulKernel &k, StringRef name) {
   auto argNumber = [](Value v) -> int64_t {
     return cast<BlockArgument>(v).getArgNumber();
   };
+  // A tensor map of parameter `param`: boxes of rows x cols, swizzled in
+  // spans of `swizzleBytes` (checkBody admits only the spans TMA has).
+  auto tensorMap = [](int64_t param, int64_t rows, int64_t cols,
+                      int64_t swizzleBytes = 128) {
+    ::liger::runtime::KernelTensorMap map;
+    map.param = static_cast<size_t>(param);
+    map.boxRows = rows;
+    map.boxCols = cols;
+    bool span = ::liger::runtime::parseSwizzleBytes(swizzleBytes, &map.swizzle);
+    assert(span && "checkBody admits TMA's swizzle spans only");
+    (void)span;
+    return map;
+  };
   // The wgmma template's operands arrive through TMA descriptors; mma.sync
   // copies them with cp.async and takes none.
   if (config.wgmma && plan.bMNMajor()) {
     // MN-major tiles arrive as [tile_k rows, 64 columns] boxes: tile_m / 64
     // of them for dy (dW), tile_n / 64 for W or x.
     bool aMN = plan.aMNMajor();
-    info.tensorMaps.push_back({argNumber(plan.x),
-                               aMN ? config.tileK : config.tileM,
-                               aMN ? 64 : config.tileK});
-    info.tensorMaps.push_back(
-        {argNumber(plan.projections.front().weight), config.tileK, 64});
+    info.tensorMaps.push_back(tensorMap(argNumber(plan.x),
+                                        aMN ? config.tileK : config.tileM,
+                                        aMN ? 64 : config.tileK));
+    info.tensorMaps.push_back(tensorMap(
+        argNumber(plan.projections.front().weight), config.tileK, 64));
   } else if (config.wgmma) {
-    info.tensorMaps.push_back({argNumber(plan.x), config.tileM, config.tileK});
+    info.tensorMaps.push_back(
+        tensorMap(argNumber(plan.x), config.tileM, config.tileK));
     for (const MatmulProjection &l : plan.projections)
       info.tensorMaps.push_back(
-          {argNumber(l.weight), config.tileN, config.tileK});
+          tensorMap(argNumber(l.weight), config.tileN, config.tileK));
     if (plan.lora) {
       // A's [r, 64] slices ride along with W's; B's [tile_n, r] tile is
       // read once, swizzled by its r * 2-byte rows.
       int64_t r = plan.loraRank;
       info.tensorMaps.push_back(
-          {argNumber(plan.lora.getLoraA()), r, config.tileK});
-      info.tensorMaps.push_back({argNumber(plan.lora.getLoraB()), config.tileN,
-                                 r, r * k.elementBytes()});
+          tensorMap(argNumber(plan.lora.getLoraA()), r, config.tileK));
+      info.tensorMaps.push_back(tensorMap(argNumber(plan.lora.getLoraB()),
+                                          config.tileN, r,
+                                          r * k.elementBytes()));
     }
   }
   if (config.wgmma) {
@@ -317,10 +342,10 @@ getMatmulKernelSignature(const MatmulKernel &k, StringRef name) {
     assert((!k.layout.hasOldTile() || k.layout.storesWithTma()) &&
            "a 16-bit dW buffer stores with TMA");
     if (k.layout.hasOldTile())
-      info.tensorMaps.push_back({argNumber(plan.accumulator), 64, 64});
+      info.tensorMaps.push_back(tensorMap(argNumber(plan.accumulator), 64, 64));
     if (k.layout.storesWithTma())
       info.tensorMaps.push_back(
-          {static_cast<int64_t>(body.getNumArguments()), 64, 64});
+          tensorMap(static_cast<int64_t>(body.getNumArguments()), 64, 64));
     paramTypes.append(info.tensorMaps.size(), LLVM::LLVMPointerType::get(ctx));
   }
   // The ops the kernel computes (not the constants and sizes its layout

@@ -28,7 +28,7 @@ using namespace mlir::liger;
 
 namespace {
 struct SelectKernelConfigPass
-    : liger::impl::SelectKernelConfigPassBase<SelectKernelConfigPass> {
+    : mlir::liger::impl::SelectKernelConfigPassBase<SelectKernelConfigPass> {
   using Base::Base;
 
   void runOnOperation() override {

@@ -211,11 +211,14 @@ class _Head(torch.nn.Module):
 
     def __init__(self, norm):
         super().__init__()
+        from transformers.modeling_outputs import BaseModelOutputWithPast
         self.norm = norm
+        # Found here, not in forward: a tracer may not import transformers'
+        # lazy modules.
+        self._output = BaseModelOutputWithPast
 
     def forward(self, input_ids=None, inputs_embeds=None, **kwargs):
-        from transformers.modeling_outputs import BaseModelOutputWithPast
-        return BaseModelOutputWithPast(last_hidden_state=self.norm(inputs_embeds))
+        return self._output(last_hidden_state=self.norm(inputs_embeds))
 
 
 class _Loss(torch.nn.Module):

@@ -499,6 +499,27 @@ def _canonical_names(text: str) -> Tuple[str, Dict[str, str]]:
     return text, back
 
 
+# Beside a precompile's fused graphs: the torch that traced them. Another
+# torch traces other graphs (its decompositions and partitioner differ), so
+# they are not found by key; the fallback says why.
+_TORCH_VERSION_FILE = "torch-version"
+
+
+def _other_torch() -> str:
+    """' (precompiled under torch X, this is torch Y)' where a precompile
+    in LIGER_OPS_BUNDLES was traced by another torch; '' otherwise."""
+    for root in bundles.precompiled_roots():
+        try:
+            with open(os.path.join(root, "fused", _TORCH_VERSION_FILE)) as f:
+                version = f.read().strip()
+        except OSError:
+            continue
+        if version != torch.__version__:
+            return (" (its precompile in %s was traced by torch %s, this is torch %s: each "
+                    "traces its own graphs)" % (root, version, torch.__version__))
+    return ""
+
+
 def _fuse(text: str, into: Optional[str]) -> Tuple[str, List[str]]:
     """(fused module, liger-fuse's report) of an imported module: liger-opt's,
     kept in `into` (a precompile cache) as well; where liger-opt is not
@@ -517,9 +538,10 @@ def _fuse(text: str, into: Optional[str]) -> Tuple[str, List[str]]:
                 fused, report = kept["fused"], kept["report"]
                 break
         else:
-            raise LigerError("%s, and no precompile of this graph is in LIGER_OPS_BUNDLES: "
+            raise LigerError("%s, and no precompile of this graph is in LIGER_OPS_BUNDLES%s: "
                              "precompile the model's kernels where the compiler is "
-                             "(liger.frontend.backend.precompile)" % str(e).splitlines()[0])
+                             "(liger.frontend.backend.precompile)"
+                             % (str(e).splitlines()[0], _other_torch()))
     else:
         with tempfile.TemporaryDirectory(prefix="liger-fuse-") as tmp:
             path = os.path.join(tmp, "fused.mlir")
@@ -530,6 +552,8 @@ def _fuse(text: str, into: Optional[str]) -> Tuple[str, List[str]]:
             os.makedirs(os.path.join(into, "fused"), exist_ok=True)
             with open(os.path.join(into, "fused", key + ".json"), "w") as f:
                 json.dump(dict(fused=fused, report=report), f)
+            with open(os.path.join(into, "fused", _TORCH_VERSION_FILE), "w") as f:
+                f.write(torch.__version__ + "\n")
 
     def named(line):
         return _LOC_NAME.sub(lambda m: 'loc("%s")' % back.get(m.group(1), m.group(1)), line)

@@ -314,6 +314,69 @@ def ops_cases():
     }
 
 
+def ops_norm_cases():
+    """liger.ops.layer_norm and liger.ops.add_rms_norm: name -> (spec, the
+    shape of x). Rows no vector width divides (1, 7, 4097), a long one
+    (32001: past the register budget), an f32 weight over bf16 rows, no
+    bias, every casting. LigerLayerNorm's and LigerFusedAddRMSNorm's
+    defaults are "ln_bf16_1000" and "add_rms_bf16_1000"
+    (test_nn_modules.py)."""
+    from liger import ops
+    return {
+        "ln_bf16_1000": (ops.layer_norm_spec(1000, "bf16", eps=1e-6), (2, 7, 1000)),
+        "ln_f16_4097_no_bias": (ops.layer_norm_spec(4097, "f16", bias=False), (5, 4097)),
+        "ln_f32_1": (ops.layer_norm_spec(1, "f32"), (9, 1)),
+        "ln_bf16_7_f32_weight": (ops.layer_norm_spec(7, "bf16", "f32"), (333, 7)),
+        "ln_bf16_32001": (ops.layer_norm_spec(32001, "bf16"), (3, 32001)),
+        "ln_f32_5120": (ops.layer_norm_spec(5120, "f32", eps=1e-6), (33, 5120)),
+        "add_rms_bf16_1000": (ops.add_rms_norm_spec(1000, "bf16"), (2, 7, 1000)),
+        "add_rms_f16_4097_gemma": (ops.add_rms_norm_spec(4097, "f16", "f32", eps=1e-5,
+                                                         offset=1.0, casting="gemma"), (5, 4097)),
+        "add_rms_f32_7_none": (ops.add_rms_norm_spec(7, "f32", casting="none"), (333, 7)),
+        "add_rms_bf16_1": (ops.add_rms_norm_spec(1, "bf16"), (4, 1)),
+        "add_rms_bf16_32001": (ops.add_rms_norm_spec(32001, "bf16"), (3, 32001)),
+    }
+
+
+def norm_inputs(spec, shape, gen):
+    """Random inputs of an ops_norm_cases spec on the GPU: layer_norm's x
+    (rows of mean 3), weight and bias (where the spec has one);
+    add_rms_norm's x, residual and weight."""
+    import torch
+    dtype, wdtype = torch_dtype(spec.dtype), torch_dtype(spec.weight_dtype)
+    h = shape[-1]
+
+    def randn(*size, scale=1.0, shift=0.0):
+        return torch.randn(size, generator=gen, device="cuda") * scale + shift
+    if spec.op == "layer_norm":
+        return [randn(*shape, scale=2.0, shift=3.0).to(dtype), randn(h, shift=1.0).to(wdtype)] \
+            + ([randn(h).to(wdtype)] if spec.bias else [])
+    return [randn(*shape).to(dtype), randn(*shape).to(dtype),
+            randn(h, scale=0.5, shift=1.0 - spec.offset).to(wdtype)]
+
+
+def norm_reference(spec, inputs):
+    """The outputs of an ops_norm_cases spec's op in float64 on float64
+    `inputs` (differentiable): F.layer_norm's; add + RMSNorm's normalized
+    sum and sum, the sum rounded to the rows' dtype (a returned tensor) and
+    x_hat too with casting "llama" (before the weight), the roundings not
+    differentiated."""
+    import torch
+    if spec.op == "layer_norm":
+        x, w = inputs[:2]
+        return (torch.nn.functional.layer_norm(x, (x.shape[-1],), w,
+                                               inputs[2] if spec.bias else None, spec.eps),)
+
+    def rounded(t):
+        return t + (_round(t.detach(), spec.dtype) - t.detach())
+    x, res, w = inputs
+    total = rounded(x + res)
+    x_hat = total * torch.rsqrt(total.pow(2).mean(-1, keepdim=True) + spec.eps)
+    if spec.casting == "llama":
+        x_hat = rounded(x_hat)
+    return x_hat * (spec.offset + w), total
+
+
 def ops_ce_cases():
     """liger.ops.cross_entropy: name -> (spec, vocab, dtype, tokens, kwargs)."""
     from liger import ops

@@ -8,6 +8,8 @@ import types
 
 import pytest
 
+import kernels
+
 torch = pytest.importorskip("torch", reason="needs PyTorch")
 if not torch.cuda.is_available():
     pytest.skip("no CUDA GPU on this machine", allow_module_level=True)
@@ -50,6 +52,40 @@ def test_rms_norm(name, hidden, shape, dt, kw):
     x = torch.randn(shape, device="cuda").to(DTYPES[dt])
     _compare(m, lambda p, x: reference("rms_norm", dt, [x, p["weight"]], kw)[0], [x], dt,
              name)
+
+
+def test_layer_norm():
+    """LigerLayerNorm's defaults (eps 1e-6, a bias parameter): liger.ops'
+    "ln_bf16_1000" configuration."""
+    spec, shape = kernels.ops_norm_cases()["ln_bf16_1000"]
+    m = nn.LigerLayerNorm(1000).to("cuda", torch.bfloat16)
+    with torch.no_grad():
+        m.weight.uniform_(0.5, 1.5)
+        m.bias.normal_()
+    x = (torch.randn(shape, device="cuda") * 2 + 3).to(torch.bfloat16)
+    _compare(m, lambda p, x: F.layer_norm(x, (1000,), p["weight"], p["bias"], spec.eps), [x],
+             "bf16", "ln_bf16_1000")
+
+
+def test_fused_add_rms_norm():
+    """LigerFusedAddRMSNorm's defaults: liger.ops' "add_rms_bf16_1000"
+    configuration; both outputs get an incoming gradient."""
+    spec, shape = kernels.ops_norm_cases()["add_rms_bf16_1000"]
+    m = nn.LigerFusedAddRMSNorm(1000).to("cuda", torch.bfloat16)
+    with torch.no_grad():
+        m.weight.uniform_(0.5, 1.5)
+    x, res = (torch.randn(shape, device="cuda").to(torch.bfloat16) for _ in range(2))
+    lx, lres = x.clone().requires_grad_(True), res.clone().requires_grad_(True)
+    x64, res64 = (t.double().requires_grad_(True) for t in (x, res))
+    w64 = m.weight.detach().double().requires_grad_(True)
+    out, want = m(lx, lres), kernels.norm_reference(spec, [x64, res64, w64])
+    dys = [torch.rand(o.shape, device="cuda").to(o.dtype) + 0.5 for o in out]
+    torch.autograd.backward(out, dys)
+    torch.autograd.backward(want, [d.double() for d in dys])
+    for i, (o, w) in enumerate(zip(out, want)):
+        check(o, w.detach(), "bf16", "add_rms_bf16_1000 output %d" % i)
+    for name, got, ref in (("x", lx, x64), ("residual", lres, res64), ("weight", m.weight, w64)):
+        check(got.grad, ref.grad, "bf16", "add_rms_bf16_1000 gradient of " + name)
 
 
 @pytest.mark.parametrize("name,cls,act,op,inter,dt", [

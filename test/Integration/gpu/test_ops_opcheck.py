@@ -59,6 +59,28 @@ def _row_cases(L):
     return out
 
 
+def _norm_cases(L):
+    out = {}
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(torch.seed())
+    for name, (spec, shape) in kernels.ops_norm_cases().items():
+        args = [t.requires_grad_(True) for t in kernels.norm_inputs(spec, shape, gen)]
+        dy = _randn(shape, args[0].dtype)
+        if spec.op == "layer_norm":
+            bias = args[2] if spec.bias else None
+            out[name] = (L.layer_norm, (args[0], args[1], bias, spec.eps))
+            out[name + "_backward"] = (L.layer_norm_backward, (
+                dy, args[0].detach(), args[1].detach(), spec.eps, spec.bias))
+            continue
+        attrs = (spec.eps, spec.offset, spec.casting)
+        out[name] = (L.add_rms_norm, tuple(args) + attrs)
+        total = (args[0] + args[1]).detach()
+        rstd = torch.rsqrt(total.float().pow(2).mean(-1) + spec.eps)
+        out[name + "_backward"] = (L.add_rms_norm_backward, (
+            dy, _randn(shape, args[0].dtype), total, args[2].detach(), rstd) + attrs)
+    return out
+
+
 def _ce_cases(L):
     out = {}
     for name, (spec, vocab, dt, tokens, kw) in kernels.ops_ce_cases().items():
@@ -127,9 +149,10 @@ def _names(cases):
     return sorted(cases(torch.ops.liger))
 
 
-@pytest.mark.parametrize("name", _names(_row_cases) + _names(_ce_cases))
+@pytest.mark.parametrize("name", _names(_row_cases) + _names(_norm_cases) + _names(_ce_cases))
 def test_opcheck_on_cuda(name):
-    cases = dict(_row_cases(torch.ops.liger), **_ce_cases(torch.ops.liger))
+    L = torch.ops.liger
+    cases = dict(_row_cases(L), **_norm_cases(L), **_ce_cases(L))
     op, args = cases[name]
     torch.library.opcheck(op, args)
 
@@ -152,6 +175,6 @@ def test_every_operator_has_a_case():
                if isinstance(value, torch._library.custom_ops.CustomOpDef)}
     L = torch.ops.liger
     checked = {op._qualified_op_name.split("::")[1] for op, _ in list(_row_cases(L).values()) +
-               list(_ce_cases(L).values()) + list(_flce_cases(L).values()) +
-               list(_divergence_cases(L).values())}
+               list(_norm_cases(L).values()) + list(_ce_cases(L).values()) +
+               list(_flce_cases(L).values()) + list(_divergence_cases(L).values())}
     assert checked == defined

@@ -17,6 +17,7 @@
 #define LIGER_CONVERSION_LIGERTOGPU_ROWKERNEL_H
 
 #include "liger/Dialect/Liger/IR/LigerOps.h"
+#include "liger/Runtime/KernelAbi.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
@@ -106,16 +107,6 @@ struct RowKernelParam {
   int64_t heads = 0;  // the head count of a Heads parameter
 };
 
-/// A TMA descriptor the launcher encodes from one tensor parameter and
-/// passes by value after the memref parameters (the wgmma matmul kernels):
-/// `box` rows x cols of the 2-D tensor per copy, swizzled in spans of
-/// `swizzleBytes` (32, 64 or 128), out-of-bounds elements read as zero.
-struct TensorMapParam {
-  int64_t param = 0; // index into RowKernelInfo::params
-  int64_t boxRows = 0, boxCols = 0;
-  int64_t swizzleBytes = 128;
-};
-
 /// What the runtime needs to launch a kernel.
 struct RowKernelInfo {
   std::string name;
@@ -141,7 +132,10 @@ struct RowKernelInfo {
   /// The CTAs per SM the first kernel is meant to run with: a launcher
   /// sizes the workspaces to min(rows, SMs * ctasPerSm) rows (at least 1).
   int64_t ctasPerSm = 0;
-  SmallVector<TensorMapParam> tensorMaps;
+  /// The TMA descriptors the launcher encodes and passes by value after
+  /// the memref parameters (the wgmma matmul kernels): the kernel ABI's
+  /// record, as the manifest carries it.
+  SmallVector<::liger::runtime::KernelTensorMap> tensorMaps;
 };
 
 /// Builds the kernel of `group` into `module` (at its end), and its finishing
