@@ -5,7 +5,7 @@
 # with --norm-prologue so that qk_rope_wg keeps its norm in the kernel (the
 # measured alternative to the default rowwise norm kernel),
 # bench/cross_entropy.mlir into bench-bundles/cross_entropy, and the
-# liger.ops fused linear cross-entropy kernels and those of a patched
+# liger.ops fused linear cross-entropy and divergence kernels and those of a patched
 # Llama-3-8B-shaped model (bench/e2e.py) into bench-bundles/ops, and those
 # of its liger-backend variant into bench-bundles/backend.
 set -euo pipefail
@@ -22,6 +22,14 @@ PYTHONPATH="$ROOT/python${PYTHONPATH:+:$PYTHONPATH}" LIGER_BUILD_DIR="$BUILD" py
 import sys
 from liger import ops
 ops.precompile(sys.argv[1], [ops.fused_linear_cross_entropy_spec(128256, 4096, "bf16")])
+PY
+# liger.ops.kl_div and liger.ops.jsd at the vocabularies of
+# bench/divergence.py (LIGER_OPS_BUNDLES=bench-bundles/ops).
+PYTHONPATH="$ROOT/python:$ROOT/bench${PYTHONPATH:+:$PYTHONPATH}" LIGER_BUILD_DIR="$BUILD" python3 - "$ROOT/bench-bundles/ops" <<'PY'
+import sys
+from liger import ops
+import divergence
+ops.precompile(sys.argv[1], [s for v in divergence.VOCABS for s in divergence.specs(v)])
 PY
 # The kernels a patched Llama-3-8B-shaped model calls, for bench/e2e.py.
 PYTHONPATH="$ROOT/python:$ROOT/bench${PYTHONPATH:+:$PYTHONPATH}" LIGER_BUILD_DIR="$BUILD" python3 - "$ROOT/bench-bundles/ops" <<'PY'

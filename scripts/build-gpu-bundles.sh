@@ -74,6 +74,7 @@ ops.precompile(sys.argv[1], [case[0] for case in kernels.ops_cases().values()] +
                [case[0] for case in kernels.ops_norm_cases().values()] +
                [case[0] for case in kernels.ops_ce_cases().values()] +
                [case[0] for case in kernels.ops_flce_cases().values()] +
+               [case[0] for case in kernels.ops_divergence_cases().values()] +
                models.specs())
 PY
 # torch.compile(backend="liger"): the kernels of a training step of each

@@ -7,6 +7,7 @@
     mlp = LigerSwiGLUMLP(config)                         # gate/up/down + ops.swiglu
     loss = LigerCrossEntropyLoss(ignore_index=-100)(logits, target)
     loss = LigerFusedLinearCrossEntropyLoss()(lm_head.weight, hidden, target)
+    loss = LigerJSD(beta=0.5)(student_logp, teacher_logp)   # also LigerKLDIVLoss
 
 Each class takes the constructor arguments of its namesake in
 liger_kernel.transformers (0.8), in its order and with its defaults, and
@@ -306,3 +307,39 @@ class LigerFusedLinearCrossEntropyLoss(nn.Module):
             _input, lin_weight, target, self.ce_weight, self.ignore_index,
             self.label_smoothing, self.reduction, self.softcap, self.lse_square_scale,
             self.memory_budget, self.accum_dtype is not None)
+
+
+class LigerKLDIVLoss(nn.KLDivLoss):
+    """liger.ops.kl_div of log-probabilities y_pred [tokens, vocab] from
+    y_true (probabilities, or log-probabilities with log_target): Liger-
+    Kernel's LigerKLDIVLoss, `eps` first, then torch.nn.KLDivLoss's
+    arguments (size_average, reduce, reduction — "mean" by default, as
+    there —, log_target), each computed. The reduction, log_target and eps
+    are checked at construction by the rules every call meets."""
+
+    def __init__(self, eps: float = 1e-10, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        name = type(self).__name__
+        _checked(name, specs.check_choice, "reduction", self.reduction, specs.KL_REDUCTIONS)
+        _checked(name, specs.kl_div_spec, 1, "f32", log_target=self.log_target, eps=eps)
+        self.eps = eps
+
+    def forward(self, y_pred, y_true):
+        return ops.kl_div(y_pred, y_true, self.reduction, self.log_target, self.eps)
+
+
+class LigerJSD(nn.Module):
+    """liger.ops.jsd: Liger-Kernel's generalized Jensen-Shannon divergence
+    of the student's log-probabilities log_q [tokens, vocab] from the
+    teacher's log_p, beta in [0, 1] (0: forward KL, 1: reverse KL), the
+    tokens whose shift label is ignore_index skipped. Both arguments are
+    checked at construction."""
+
+    def __init__(self, beta: float = 0.5, ignore_index: int = -100):
+        super().__init__()
+        _checked(type(self).__name__, specs.jsd_spec, 1, "f32", beta=beta,
+                 ignore_index=ignore_index)
+        self.beta, self.ignore_index = beta, ignore_index
+
+    def forward(self, log_q, log_p, shift_labels=None):
+        return ops.jsd(log_q, log_p, shift_labels, self.beta, self.ignore_index)

@@ -26,6 +26,9 @@ reference functions on CPU tensors.
     liger::fused_linear_cross_entropy(hidden, weight, target, class_weight?, ...,
                                       memory_budget, dw_f32, want_dx, want_dw)
         -> (loss, dhidden, dweight)
+    liger::kl_div(input, target, reduction, log_target, eps) -> loss
+    liger::kl_div_backward(target, dloss, reduction, log_target, eps) -> dinput
+    liger::jsd(input, target, shift_labels?, beta, ignore_index, want_grad) -> (loss, grad)
 
 Row ops take [..., H] inputs and flatten their leading dimensions into
 rows, on the GPU and on the CPU alike; every implementation makes its
@@ -529,3 +532,118 @@ def _flce_grad(ctx, dloss, _ddx, _ddw):
 
 
 fused_linear_cross_entropy.register_autograd(_flce_grad, setup_context=_flce_setup)
+
+
+# --- KL divergence, JSD ----------------------------------------------------
+#
+# Their kernels give the loss per token (per element for a KL divergence
+# with reduction "none"); the operators add the tokens up and divide. The
+# KL divergence's backward passes each token's share of the incoming
+# gradient to its gradient kernel; the JSD's forward writes its gradient
+# too (as cross_entropy does), which the backward scales.
+
+def _kl_div_kernels(x, log_target, eps, reduction):
+    return _pair(specs.kl_div_spec, (x.shape[-1], x.dtype, log_target, eps,
+                                     reduction == "none"), x.device)
+
+
+def _kl_div_divisor(reduction, shape):
+    """What a KL divergence's total is divided by (torch.nn.KLDivLoss's)."""
+    rows, vocab = shape
+    return {"sum": 1, "mean": rows * vocab, "batchmean": rows}[reduction]
+
+
+@torch.library.custom_op("liger::kl_div", mutates_args=())
+def kl_div(input: Tensor, target: Tensor, reduction: str, log_target: bool,
+           eps: float) -> Tensor:
+    fwd, _ = _kl_div_kernels(input, log_target, eps, reduction)
+    loss = fwd(input.contiguous(), target.contiguous())
+    if reduction == "none":
+        return loss
+    return loss.sum() / _kl_div_divisor(reduction, input.shape)
+
+
+@kl_div.register_fake
+def _(input, target, reduction, log_target, eps):
+    return input.new_empty(input.shape if reduction == "none" else (), dtype=F32)
+
+
+@torch.library.custom_op("liger::kl_div_backward", mutates_args=())
+def kl_div_backward(target: Tensor, dloss: Tensor, reduction: str, log_target: bool,
+                    eps: float) -> Tensor:
+    _, bwd = _kl_div_kernels(target, log_target, eps, reduction)
+    if reduction == "none":
+        grad = dloss.to(F32).contiguous()
+    else:  # each token's share of the incoming gradient
+        grad = (dloss.to(F32) / _kl_div_divisor(reduction, target.shape)).expand(
+            target.shape[0]).contiguous()
+    return bwd(target.contiguous(), grad)
+
+
+@kl_div_backward.register_fake
+def _(target, dloss, reduction, log_target, eps):
+    return _like(target)
+
+
+def _kl_div_setup(ctx, inputs, output):
+    ctx.save_for_backward(inputs[1])
+    ctx.config = tuple(inputs[2:])
+
+
+def _kl_div_grad(ctx, dloss):
+    (target,) = ctx.saved_tensors
+    return (kl_div_backward(target, dloss, *ctx.config),) + (None,) * 4
+
+
+kl_div.register_autograd(_kl_div_grad, setup_context=_kl_div_setup)
+
+
+def _jsd_bundle(x, shift_labels, beta, ignore_index):
+    spec = _spec(specs.jsd_spec, (x.shape[-1], x.dtype, beta, ignore_index,
+                                  None if shift_labels is None else shift_labels.dtype),
+                 x.device)
+    return bundles.load(spec)
+
+
+def _jsd_counted(x, shift_labels, ignore_index):
+    """The tokens a JSD averages over, at least 1 (a loss over none is 0,
+    as Liger-Kernel gives): a tensor, so nothing waits for the device."""
+    if shift_labels is None:
+        return torch.tensor(float(x.shape[0]), device=x.device)
+    return (shift_labels != ignore_index).sum().clamp(min=1).to(F32)
+
+
+@torch.library.custom_op("liger::jsd", mutates_args=())
+def jsd(input: Tensor, target: Tensor, shift_labels: Optional[Tensor], beta: float,
+        ignore_index: int, want_grad: bool) -> Tuple[Tensor, Tensor]:
+    bundle = _jsd_bundle(input, shift_labels, beta, ignore_index)
+    counted = _jsd_counted(input, shift_labels, ignore_index)
+    labels = [] if shift_labels is None else [shift_labels.contiguous()]
+    x, y = input.contiguous(), target.contiguous()
+    if want_grad:
+        # The loss per token and, in the same kernel, the gradient of a
+        # unit incoming gradient (each token's share of it: 1 / counted).
+        share = (1.0 / counted).expand(input.shape[0]).contiguous()
+        per_token, grad = bundle["fwd_rowwise_0"](x, y, share, *labels)
+    else:
+        per_token, grad = bundle["loss_rowwise_0"](x, y, *labels), input.new_empty(0)
+    return (per_token.sum() / counted).to(input.dtype), grad
+
+
+@jsd.register_fake
+def _(input, target, shift_labels, beta, ignore_index, want_grad):
+    return input.new_empty(()), _like(input) if want_grad else input.new_empty(0)
+
+
+def _jsd_setup(ctx, inputs, output):
+    ctx.save_for_backward(output[1])
+    ctx.want_grad = inputs[-1]
+    ctx.mark_non_differentiable(output[1])
+
+
+def _jsd_grad(ctx, dloss, _dgrad):
+    (grad,) = ctx.saved_tensors
+    return (_scaled(grad, dloss) if ctx.want_grad else None,) + (None,) * 5
+
+
+jsd.register_autograd(_jsd_grad, setup_context=_jsd_setup)

@@ -10,6 +10,8 @@
     q, k = ops.rope(q, k, cos, sin)           # backward: liger.rope_grad
     loss = ops.cross_entropy(logits, target)  # the gradient written forward
     loss = ops.fused_linear_cross_entropy(h, lm_head_weight, target)  # no logits kept
+    loss = ops.kl_div(student_logp, teacher_p, reduction="batchmean")
+    loss = ops.jsd(student_logp, teacher_logp, beta=0.5)
 
 Each function validates every argument (types, ranges, finite floats,
 enums, shapes, dtypes, devices) before anything is compiled or launched,
@@ -511,6 +513,96 @@ def fused_linear_cross_entropy(hidden, weight, target, class_weight=None, ignore
     return operators.fused_linear_cross_entropy(
         hidden, weight, target, class_weight, *config, grad and hidden.requires_grad,
         grad and weight.requires_grad)[0]
+
+
+# --- KL divergence, JSD (distillation losses) -------------------------------
+
+def _token_matrix(op, name, t):
+    """[tokens, vocab] with at least one token (Liger-Kernel's [BT, V])."""
+    if t.dim() != 2 or t.numel() == 0:
+        raise LigerValueError("liger.ops.%s: %s must be [tokens, vocab] with at least one "
+                              "token, got shape %s" % (op, name, list(t.shape)))
+
+
+def _divergence_operands(op, input, target):
+    _token_matrix(op, "input", input)
+    _same_shape(op, "target", target, "input", input)
+
+
+def _kl_div_checked(input, target, reduction, log_target, eps):
+    op = "kl_div"
+    device = _tensors(op, dict(input=input, target=target))
+    _same_dtype(op, "target", target, "input", input)
+    _divergence_operands(op, input, target)
+    reduction = specs.check_choice("reduction", reduction, specs.KL_REDUCTIONS)
+    spec = _spec(specs.kl_div_spec, (_size(input.shape[1]), input.dtype, log_target, eps,
+                                     reduction == "none"), device)
+    return reduction, spec.log_target, spec.eps
+
+
+def kl_div(input, target, reduction="batchmean", log_target=False, eps=1e-10):
+    """KL divergence of log-probabilities input [tokens, vocab] from target
+    (probabilities, or log-probabilities with `log_target`) of its shape and
+    dtype, as Liger-Kernel's LigerKLDivLossFunction: pointwise
+    target · (log(max(target, eps)) − input) (exp(target) · (target − input)
+    with log_target); reduction "none" ([tokens, vocab]), "sum", "mean" (over
+    every element) or "batchmean" (over the tokens). The result is f32. One
+    kernel writes each token's sum (each element for "none"); backward
+    writes −target (−exp(target)) times the incoming gradient. The target
+    is not differentiated (Liger-Kernel's neither)."""
+    config = _once(lambda: (
+        "kl_div", type(input), type(target), input.device, target.device, input.dtype,
+        target.dtype, input.dim(), input.shape[-1], target.shape[-1], type(reduction),
+        reduction, type(log_target), log_target, type(eps), eps),
+        _kl_div_checked, input, target, reduction, log_target, eps)
+    _divergence_operands("kl_div", input, target)
+    return operators.kl_div(input, target, *config)
+
+
+def _shift_labels(op, shift_labels, tokens):
+    if shift_labels is None:
+        return
+    specs.dtype_name(shift_labels.dtype, "liger.ops.%s: shift_labels' dtype" % op,
+                     specs.TARGET_DTYPES)
+    if list(shift_labels.shape) != [tokens]:
+        raise LigerValueError("liger.ops.%s: shift_labels must have shape [%d] (one label per "
+                              "token), got %s" % (op, tokens, list(shift_labels.shape)))
+
+
+def _jsd_checked(input, target, shift_labels, beta, ignore_index):
+    op = "jsd"
+    device = _tensors(op, dict(input=input, target=target, shift_labels=shift_labels),
+                      ("shift_labels",))
+    _same_dtype(op, "target", target, "input", input)
+    _divergence_operands(op, input, target)
+    _shift_labels(op, shift_labels, input.shape[0])
+    spec = _spec(specs.jsd_spec, (_size(input.shape[1]), input.dtype, beta, ignore_index,
+                                  None if shift_labels is None else shift_labels.dtype), device)
+    return spec.beta, spec.ignore_index
+
+
+def jsd(input, target, shift_labels=None, beta=0.5, ignore_index=-100):
+    """Liger-Kernel's generalized Jensen-Shannon divergence of the student's
+    log-probabilities input [tokens, vocab] from the teacher's, target, of
+    its shape and dtype: beta · KL(P ‖ M) + (1 − beta) · KL(Q ‖ M) per token
+    with M = beta · P + (1 − beta) · Q (beta 0: the forward KL(P ‖ Q), 1: the
+    reverse KL(Q ‖ P)), averaged over the tokens whose shift label (int32 or
+    int64 [tokens], optional) is not `ignore_index` (0 when none is); the
+    result has input's dtype. One kernel reads each row once and writes
+    its token's loss and the gradient of a unit incoming gradient (kept for
+    backward, as Liger-Kernel keeps it; none under torch.no_grad or for an
+    input that needs none), which backward scales by the incoming gradient.
+    The target is not differentiated."""
+    config = _once(lambda: (
+        "jsd", type(input), type(target), type(shift_labels), input.device, target.device,
+        shift_labels is not None and shift_labels.device, input.dtype, target.dtype,
+        shift_labels is not None and shift_labels.dtype, input.dim(), input.shape[-1],
+        target.shape[-1], type(beta), beta, type(ignore_index), ignore_index),
+        _jsd_checked, input, target, shift_labels, beta, ignore_index)
+    _divergence_operands("jsd", input, target)
+    _shift_labels("jsd", shift_labels, input.shape[0])
+    want_grad = torch.is_grad_enabled() and input.requires_grad
+    return operators.jsd(input, target, shift_labels, *config, want_grad)[0]
 
 
 def main(argv=None):

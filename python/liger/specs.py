@@ -546,9 +546,104 @@ class FusedLinearCrossEntropySpec(CrossEntropySpec):
 """
 
 
+# --- divergences (liger.ops.kl_div, liger.ops.jsd) -------------------------
+#
+# Their kernels are row kernels: per token (or per element for a KL
+# divergence with reduction "none"); the operators add the tokens up.
+
+KL_REDUCTIONS = ("none", "sum", "mean", "batchmean")
+
+
+@dataclasses.dataclass(frozen=True)
+class KLDivSpec(Spec):
+    """liger.kl_div's sums per token (`pointwise`: each element, for
+    reduction "none") and their gradient."""
+
+    op: ClassVar[str] = "kl_div"
+    vocab: int
+    dtype: str
+    log_target: bool = False
+    eps: float = 1e-10
+    pointwise: bool = False
+    target: str = DEFAULT_TARGET
+
+    def _checked(self):
+        return dict(_common(self), vocab=_size("vocab", self.vocab),
+                    log_target=check_bool("log_target", self.log_target),
+                    eps=check_float("eps", self.eps, 0.0, lo_open=True),
+                    pointwise=check_bool("pointwise", self.pointwise))
+
+    def module_text(self):
+        X = "tensor<?x%dx%s>" % (self.vocab, self.dtype)
+        L = "tensor<?x%dxf32>" % self.vocab if self.pointwise else "tensor<?xf32>"
+        form = "reduction = none" if self.pointwise else "reduction = sum"
+        form += " log_target" if self.log_target else ""
+        per_token = "" if self.pointwise else " per_token"
+        return f"""func.func @fwd(%x: {X}, %t: {X}) -> {L} {{
+  %l = liger.kl_div %x, %t {form} eps = {self.eps:.9e}{per_token} : {X}
+  return %l : {L}
+}}
+func.func @bwd(%t: {X}, %g: {L}) -> {X} {{
+  %d = liger.kl_div_grad %t, %g {form}{per_token} : {X}, {L}
+  return %d : {X}
+}}
+"""
+
+
+@dataclasses.dataclass(frozen=True)
+class JSDSpec(Spec):
+    """liger.jsd's loss per token, with its gradient in the same kernel,
+    with shift labels of `labels` ("i32" or "i64") or none ("none")."""
+
+    op: ClassVar[str] = "jsd"
+    vocab: int
+    dtype: str
+    beta: float = 0.5
+    ignore_index: int = -100
+    labels: str = "none"
+    target: str = DEFAULT_TARGET
+
+    def _checked(self):
+        return dict(_common(self), vocab=_size("vocab", self.vocab),
+                    beta=check_float("beta", self.beta, 0.0, 1.0),
+                    ignore_index=check_int("ignore_index", self.ignore_index),
+                    labels=check_choice("labels", self.labels, ("none",) + TARGET_DTYPES))
+
+    def module_text(self):
+        """@fwd: the loss per token and its gradient for each token's share
+        %g of the incoming gradient, one row kernel reading the row once
+        (a rowwise group of the two ops); @loss: the loss alone, where no
+        gradient is wanted."""
+        X = "tensor<?x%dx%s>" % (self.vocab, self.dtype)
+        G = "tensor<?xf32>"
+        T = "tensor<?x%s>" % self.labels
+        labelled = self.labels != "none"
+        lparam = ", %%l: %s" % T if labelled else ""
+        luse = " labels(%%e : %s)" % T if labelled else ""
+        attrs = "beta = %.9e ignore_index = %d per_token" % (self.beta, self.ignore_index)
+        ins = "%x, %y, %g" + (", %l" if labelled else "")
+        in_types = ", ".join([X, X, G] + ([T] if labelled else []))
+        args = ", ".join(["%%a: %s" % X, "%%b: %s" % X, "%%c: %s" % G] +
+                         (["%%e: %s" % T] if labelled else []))
+        return f"""func.func @fwd(%x: {X}, %y: {X}, %g: {G}{lparam}) -> ({G}, {X}) {{
+  %r, %d = liger.fusion rowwise({ins}) : ({in_types}) -> ({G}, {X}) {{
+  ^bb0({args}):
+    %0 = liger.jsd %a, %b{luse} {attrs} : {X}
+    %1 = liger.jsd_grad %a, %b, %c{luse} {attrs} : {X}, {G}
+    liger.yield %0, %1 : {G}, {X}
+  }}
+  return %r, %d : {G}, {X}
+}}
+func.func @loss(%x: {X}, %y: {X}{lparam}) -> {G} {{
+  %r = liger.jsd %x, %y{luse.replace("%e", "%l")} {attrs} : {X}
+  return %r : {G}
+}}
+"""
+
+
 SPECS = {cls.op: cls for cls in (RMSNormSpec, AddRMSNormSpec, LayerNormSpec, SwiGLUSpec,
                                  GeGLUSpec, SoftmaxSpec, RoPESpec, CrossEntropySpec,
-                                 FusedLinearCrossEntropySpec)}
+                                 FusedLinearCrossEntropySpec, KLDivSpec, JSDSpec)}
 
 
 def parse_spec(text, target=DEFAULT_TARGET):
@@ -656,3 +751,15 @@ def fused_linear_cross_entropy_spec(vocab, hidden, dtype, target_dtype="i64", ig
 def module_text(spec):
     """The liger module of a spec (or of its `op:key=value,...` text)."""
     return as_spec(spec).module_text()
+
+
+def kl_div_spec(vocab, dtype, log_target=False, eps=1e-10, pointwise=False,
+                target=DEFAULT_TARGET):
+    return KLDivSpec(vocab, dtype_name(dtype), log_target, eps, pointwise, target)
+
+
+def jsd_spec(vocab, dtype, beta=0.5, ignore_index=-100, labels=None, target=DEFAULT_TARGET):
+    """`labels`: the shift labels' dtype (torch or "i32"/"i64"), None for none."""
+    return JSDSpec(vocab, dtype_name(dtype), beta, ignore_index,
+                   "none" if labels is None else dtype_name(labels, "shift_labels' dtype",
+                                                            TARGET_DTYPES), target)

@@ -197,3 +197,30 @@ func.func @bad_reuse_flag(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
   }
   return %y : tensor<?x64xf32>
 }
+
+// -----
+
+// Near-miss of the divergences' row kernels: a loss reduced to one scalar
+// adds every token up, which no row program step does; the per_token form
+// (below) is what a row kernel computes.
+func.func @kl_div_reduced(%x: tensor<?x7xf32>, %t: tensor<?x7xf32>) -> tensor<f32> {
+  // expected-error @+1 {{'liger.kl_div' op cannot be lowered to a row kernel: it reduces every token to one scalar; a row kernel computes the per_token form, which the caller adds up}}
+  %l = liger.kl_div %x, %t reduction = batchmean : tensor<?x7xf32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+func.func @jsd_grad_reduced(%x: tensor<?x7xf32>, %y: tensor<?x7xf32>, %g: tensor<f32>) -> tensor<?x7xf32> {
+  // expected-error @+1 {{'liger.jsd_grad' op cannot be lowered to a row kernel: it reduces every token to one scalar; a row kernel computes the per_token form, which the caller adds up}}
+  %d = liger.jsd_grad %x, %y, %g : tensor<?x7xf32>, tensor<f32>
+  return %d : tensor<?x7xf32>
+}
+
+// -----
+
+// The per-token forms are row kernels (must not be refused).
+func.func @jsd_per_token(%x: tensor<?x7xf32>, %y: tensor<?x7xf32>) -> tensor<?xf32> {
+  %l = liger.jsd %x, %y per_token : tensor<?x7xf32>
+  return %l : tensor<?xf32>
+}

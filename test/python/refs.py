@@ -118,13 +118,15 @@ def cross_entropy(x, t, weight=None, ignore_index=-100, label_smoothing=0.0,
     return np.array(ce.sum() / wt.sum() + zl.sum() / count), np.array(zl.sum() / count)
 
 
-def kl_div(x, t, reduction="batchmean", log_target=False, eps=1e-10):
+def kl_div(x, t, reduction="batchmean", log_target=False, eps=1e-10, per_token=False):
     if log_target:
         pointwise = np.exp(t) * (t - x)
     else:
         pointwise = t * (np.log(np.maximum(t, eps)) - x)
     if reduction == "none":
         return pointwise
+    if per_token:
+        return pointwise.sum(-1)
     total = pointwise.sum()
     if reduction == "sum":
         return np.array(total)
@@ -133,22 +135,27 @@ def kl_div(x, t, reduction="batchmean", log_target=False, eps=1e-10):
     return np.array(total / x.shape[0])
 
 
-def jsd(x, y, beta=0.5, labels=None, ignore_index=-100):
-    """Liger-Kernel's generalized JSD of student log-probs x, teacher log-probs y."""
-    p, q = np.exp(y), np.exp(x)
+def jsd(x, y, beta=0.5, labels=None, ignore_index=-100, per_token=False):
+    """Liger-Kernel's generalized JSD of student log-probs x, teacher log-probs y:
+    the mean over the counted tokens (0 when none counts), or with per_token each
+    token's loss (0 for a skipped one). Takes float64 NumPy arrays or torch
+    tensors (differentiable: the GPU tests' and liger.ops' reference too)."""
+    xp = np if isinstance(x, np.ndarray) else __import__("torch")
+    p, q = xp.exp(y), xp.exp(x)
     if beta == 0.0:
         pointwise = p * (y - x)
     elif beta == 1.0:
         pointwise = q * (x - y)
     else:
-        m = beta * p + (1 - beta) * q
-        pointwise = beta * p * (y - np.log(m)) + (1 - beta) * q * (x - np.log(m))
+        big = xp.maximum(x, y)
+        log_m = big + xp.log(beta * xp.exp(y - big) + (1 - beta) * xp.exp(x - big))
+        pointwise = beta * p * (y - log_m) + (1 - beta) * q * (x - log_m)
     per_row = pointwise.sum(-1)
-    if labels is None:
-        return np.array(per_row.sum() / x.shape[0])
-    keep = labels != ignore_index
-    with np.errstate(invalid="ignore"):  # every token ignored: 0/0, as the op gives
-        return np.array(per_row[keep].sum() / keep.sum())
+    keep = xp.ones_like(per_row) > 0 if labels is None else labels != ignore_index
+    per_row = xp.where(keep, per_row, xp.zeros_like(per_row))
+    if per_token:
+        return per_row
+    return per_row.sum() / max(int(keep.sum()), 1)
 
 
 def attention(q, k, v, causal=False, scale=None):

@@ -694,6 +694,118 @@ def test_jsd(rng, n, vocab, dt, beta, labels):
     assert_close(l, refs.jsd(x64, y64, beta, lb), "f32", "jsd", rtol=1e-5 if dt == "f32" else 2e-5)
 
 
+def _log_probs(rng, n, vocab):
+    return np.log(refs.softmax(rng.standard_normal((n, vocab)) * 2))
+
+
+@pytest.mark.parametrize("n,vocab", [(1, 1), (3, 7), (2, 129)], ids=str)
+@pytest.mark.parametrize("dt", DTYPES + ["f16"])
+@pytest.mark.parametrize("log_target", [False, True])
+def test_kl_div_per_token(rng, n, vocab, dt, log_target):
+    T, R = ttype((n, vocab), dt, dynamic=(0,)), ttype((n,), "f32", dynamic=(0,))
+    mlir = f"""func.func @f(%x: {T}, %t: {T}) -> {R} {{
+  %l = liger.kl_div %x, %t reduction = sum{" log_target" if log_target else ""} per_token : {T}
+  return %l : {R}
+}}"""
+    tgt = refs.softmax(rng.standard_normal((n, vocab)))
+    x, x64 = make(rng, None, dt, values=_log_probs(rng, n, vocab))
+    t, t64 = make(rng, None, dt, values=np.log(tgt) if log_target else tgt)
+    (l,) = run(mlir, [x, t])
+    assert_close(l, refs.kl_div(x64, t64, "sum", log_target, per_token=True), "f32", "kl",
+                 rtol=1e-5 if dt == "f32" else 2e-5)
+
+
+@pytest.mark.parametrize("n,vocab", [(1, 1), (3, 7), (2, 129)], ids=str)
+@pytest.mark.parametrize("dt", DTYPES + ["f16"])
+@pytest.mark.parametrize("reduction,per_token", [("none", False), ("sum", False),
+                                                 ("mean", False), ("batchmean", False),
+                                                 ("batchmean", True)])
+@pytest.mark.parametrize("log_target", [False, True])
+def test_kl_div_grad(rng, n, vocab, dt, reduction, per_token, log_target):
+    """liger.kl_div_grad against finite differences of the float64 forward,
+    weighted by a random incoming gradient of the forward's result type."""
+    T = ttype((n, vocab), dt, dynamic=(0,))
+    G = {"none": ttype((n, vocab), "f32", dynamic=(0,))}.get(
+        reduction, ttype((n,), "f32", dynamic=(0,)) if per_token else "tensor<f32>")
+    attrs = f"reduction = {reduction}" + (" log_target" if log_target else "") + \
+        (" per_token" if per_token else "")
+    mlir = f"""func.func @f(%t: {T}, %g: {G}) -> {T} {{
+  %d = liger.kl_div_grad %t, %g {attrs} : {T}, {G}
+  return %d : {T}
+}}"""
+    tgt = refs.softmax(rng.standard_normal((n, vocab)))
+    t, t64 = make(rng, None, dt, values=np.log(tgt) if log_target else tgt)
+    x64 = _log_probs(rng, n, vocab)
+    gshape = (n, vocab) if reduction == "none" else (n,) if per_token else ()
+    g = rng.standard_normal(gshape).astype(np.float32)
+    (d,) = run(mlir, [t, g])
+    fwd = lambda z: float(np.sum(g.astype(np.float64) *
+                                 refs.kl_div(z, t64, reduction, log_target, per_token=per_token)))
+    assert_close(d, round_to(refs.numeric_grad(fwd, x64.copy()), dt), dt, "dx")
+
+
+@pytest.mark.parametrize("n,vocab", [(1, 1), (3, 7), (4, 129)], ids=str)
+@pytest.mark.parametrize("dt", DTYPES + ["f16"])
+@pytest.mark.parametrize("beta", [0.0, 0.3, 1.0])
+@pytest.mark.parametrize("labels", [False, True])
+@pytest.mark.parametrize("per_token", [False, True])
+def test_jsd_grad(rng, n, vocab, dt, beta, labels, per_token):
+    """liger.jsd_grad against finite differences of the float64 forward, and
+    liger.jsd's per-token form against the reference."""
+    T, Lb = ttype((n, vocab), dt, dynamic=(0,)), ttype((n,), "i64", dynamic=(0,))
+    G = ttype((n,), "f32", dynamic=(0,)) if per_token else "tensor<f32>"
+    label_arg = f", %lb: {Lb}" if labels else ""
+    label_use = f" labels(%lb : {Lb})" if labels else ""
+    attrs = f"beta = {beta}" + (" per_token" if per_token else "")
+    mlir = f"""func.func @f(%x: {T}, %y: {T}{label_arg}, %g: {G}) -> ({T}, {G}) {{
+  %l = liger.jsd %x, %y{label_use} {attrs} : {T}
+  %d = liger.jsd_grad %x, %y, %g{label_use} {attrs} : {T}, {G}
+  return %d, %l : {T}, {G}
+}}"""
+    x, x64 = make(rng, None, dt, values=_log_probs(rng, n, vocab))
+    y, y64 = make(rng, None, dt, values=_log_probs(rng, n, vocab))
+    lb = None
+    if labels:
+        lb = rng.integers(0, vocab, size=n)
+        lb[0] = -100
+    g = rng.standard_normal((n,) if per_token else ()).astype(np.float32)
+    (d, l) = run(mlir, [x, y] + ([lb.astype(np.int64)] if labels else []) + [g])
+    assert_close(l, refs.jsd(x64, y64, beta, lb, per_token=per_token), "f32", "jsd",
+                 rtol=1e-5 if dt == "f32" else 2e-5)
+    fwd = lambda z: float(np.sum(g.astype(np.float64) *
+                                 refs.jsd(z, y64, beta, lb, per_token=per_token)))
+    assert_close(d, round_to(refs.numeric_grad(fwd, x64.copy()), dt), dt, "dx", atol=1e-6)
+
+
+def test_jsd_every_token_skipped(rng):
+    """A JSD over no counted token is 0 and so is its gradient (Liger-Kernel's
+    answer), not 0/0."""
+    T, Lb = ttype((2, 5), "f32", dynamic=(0,)), ttype((2,), "i64", dynamic=(0,))
+    mlir = f"""func.func @f(%x: {T}, %y: {T}, %lb: {Lb}, %g: tensor<f32>) -> (tensor<f32>, {T}) {{
+  %l = liger.jsd %x, %y labels(%lb : {Lb}) : {T}
+  %d = liger.jsd_grad %x, %y, %g labels(%lb : {Lb}) : {T}, tensor<f32>
+  return %l, %d : tensor<f32>, {T}
+}}"""
+    x = _log_probs(rng, 2, 5).astype(np.float32)
+    l, d = run(mlir, [x, x[::-1].copy(), np.array([-100, -100]), np.array(1.0, np.float32)])
+    assert float(l) == 0.0 and not np.any(d)
+
+
+def test_jsd_vanishing_probabilities():
+    """Where both distributions give a token probability e^-200 (0 in f32),
+    the middle JSD adds 0 there, not NaN (log M formed from the maximum)."""
+    T = ttype((1, 3), "f32", dynamic=(0,))
+    mlir = f"""func.func @f(%x: {T}, %y: {T}) -> tensor<f32> {{
+  %l = liger.jsd %x, %y beta = 0.5 : {T}
+  return %l : tensor<f32>
+}}"""
+    x = np.array([[np.log(0.5), np.log(0.5), -200.0]], np.float32)
+    y = np.array([[np.log(0.25), np.log(0.75), -200.0]], np.float32)
+    (l,) = run(mlir, [x, y])
+    assert np.isfinite(l) and abs(float(l) - float(refs.jsd(x.astype(np.float64),
+                                                           y.astype(np.float64)))) < 1e-6
+
+
 @pytest.mark.parametrize("shape", [(3, 7), (1, 40), (2, 2, 5)], ids=str)
 @pytest.mark.parametrize("dt", DTYPES)
 @pytest.mark.parametrize("approximate", ["none", "tanh"])

@@ -88,6 +88,27 @@ def _cases():
             h, lw, t, None, -100, 0.0, "mean", 0.0, 0.0, 2 * 24 * 2, False, True, True)),
         "fused_linear_cross_entropy_frozen": (L.fused_linear_cross_entropy, (
             h, lw.detach(), t, torch.rand(24) + 0.5, -100, 0.0, "sum", 0.0, 0.0, 2 ** 20, True, True, False)),
+        **_divergence_cases(),
+    }
+
+
+def _divergence_cases():
+    """liger::kl_div (reduced, and pointwise: "_none") with its backward, and
+    liger::jsd (with int32 shift labels, and without labels or gradient:
+    "_none")."""
+    x = _randn(4, 7, grad=True).log_softmax(-1).detach().requires_grad_(True)
+    p = _randn(4, 7).softmax(-1)
+    y = _randn(4, 7).log_softmax(-1)
+    lab = torch.tensor([1, -100, 6, 0], dtype=torch.int32)
+    L = torch.ops.liger
+    return {
+        "kl_div": (L.kl_div, (x, p, "batchmean", False, 1e-10)),
+        "kl_div_none": (L.kl_div, (x, y, "none", True, 1e-10)),
+        "kl_div_backward": (L.kl_div_backward, (p, torch.tensor(0.7), "mean", False, 1e-10)),
+        "jsd": (L.jsd, (x, y, lab, 0.3, -100, True)),
+        # No gradient wanted (no_grad, or an input that needs none): the
+        # loss-only kernel.
+        "jsd_none": (L.jsd, (x.detach(), y, None, 1.0, -100, False)),
     }
 
 
@@ -121,6 +142,7 @@ def test_the_fake_kernels_are_exact():
         with FakeTensorMode(allow_non_fake_inputs=True) as mode:
             fake = op(*[mode.from_tensor(a.detach()) if isinstance(a, torch.Tensor) else a
                         for a in args])
+        real, fake = (real, fake) if isinstance(real, tuple) else ((real,), (fake,))
         for r, f in zip(real, fake):
             assert (f.shape, f.dtype, f.stride()) == (r.shape, r.dtype, r.stride()), name
 
@@ -284,3 +306,21 @@ def test_rows_of_any_rank_run_on_the_cpu_as_on_the_gpu():
     assert torch.allclose(ops.rms_norm(x[0, 0], w), expected[0, 0], atol=1e-6)
     g, u = _randn(2, 3, 8), _randn(2, 3, 8)
     assert torch.allclose(ops.swiglu(g, u), torch.nn.functional.silu(g) * u, atol=1e-6)
+
+
+def test_the_divergences_compile_with_no_graph_break():
+    """liger.ops.kl_div and liger.ops.jsd under torch.compile(fullgraph=True)
+    with their backward: no graph break, and the gradients of eager."""
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(3, 11, generator=g).log_softmax(-1).requires_grad_(True)
+    p, y = torch.randn(3, 11, generator=g).softmax(-1), torch.randn(3, 11, generator=g)
+    lab = torch.tensor([2, -100, 4])
+
+    def loss_of(x, p, y, lab):
+        return ops.kl_div(x, p) + 2 * ops.jsd(x, y.log_softmax(-1), lab, beta=0.25)
+
+    explained = torch._dynamo.explain(loss_of)(x, p, y, lab)
+    assert explained.graph_break_count == 0, [r.reason for r in explained.break_reasons]
+    eager = torch.autograd.grad(loss_of(x, p, y, lab), x)[0]
+    compiled = torch.compile(loss_of, fullgraph=True, backend="aot_eager")
+    torch.testing.assert_close(torch.autograd.grad(compiled(x, p, y, lab), x)[0], eager)

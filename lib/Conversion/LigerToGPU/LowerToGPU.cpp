@@ -130,7 +130,24 @@ static bool isRowwiseOp(Operation *op) {
   return isa<RMSNormOp, AddRMSNormOp, LayerNormOp, SiLUOp, GELUOp, SwiGLUOp,
              GEGLUOp, AddOp, MulOp, SoftmaxOp, SwiGLUGradOp, GEGLUGradOp,
              SoftmaxGradOp, RMSNormGradOp, LayerNormGradOp, RoPEOp, RoPEGradOp,
-             CrossEntropyOp, CrossEntropyGradOp>(op);
+             CrossEntropyOp, CrossEntropyGradOp, KLDivOp, KLDivGradOp, JSDOp,
+             JSDGradOp>(op);
+}
+
+/// Whether `op` is a divergence (or its gradient) reduced over every token
+/// to one scalar: the row program computes a loss per token (`per_token`)
+/// or per element, and its caller adds the tokens up (liger.ops does), as
+/// a reduction across every row is no row program step.
+static bool isDivergenceReducedToScalar(Operation &op) {
+  if (auto kl = dyn_cast<KLDivOp>(op))
+    return kl.getReduction() != KLReduction::none && !kl.getPerToken();
+  if (auto kl = dyn_cast<KLDivGradOp>(op))
+    return kl.getReduction() != KLReduction::none && !kl.getPerToken();
+  if (auto jsd = dyn_cast<JSDOp>(op))
+    return !jsd.getPerToken();
+  if (auto jsd = dyn_cast<JSDGradOp>(op))
+    return !jsd.getPerToken();
+  return false;
 }
 
 /// Ops outside groups that become matmul kernels of one op: projections
@@ -247,6 +264,13 @@ struct LowerToGPUPass : mlir::liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
           (fn.getName() + "_rowwise_" + Twine(perFunction[fn.getName()]++))
               .str();
       Operation &first = group.getBody().front().front();
+      for (Operation &op : group.getBody().front())
+        if (isDivergenceReducedToScalar(op)) {
+          op.emitOpError("cannot be lowered to a row kernel: it reduces "
+                         "every token to one scalar; a row kernel computes "
+                         "the per_token form, which the caller adds up");
+          return signalPassFailure();
+        }
       FailureOr<RowKernelInfo> info =
           isa<RoPEOp, RoPEGradOp>(first)
               ? buildRoPEKernel(group, kernels, name)

@@ -341,6 +341,7 @@ private:
   LogicalResult emitElementwise(OpBuilder &b, linalg::GenericOp op);
   LogicalResult emitReduction(OpBuilder &b, linalg::GenericOp op);
   LogicalResult emitRowScalar(OpBuilder &b, linalg::GenericOp op);
+  void setUniform(OpBuilder &b, Value result, Value v);
   LogicalResult emitColumnReduction(OpBuilder &b, linalg::GenericOp op);
   LogicalResult buildFinish(gpu::GPUModuleOp module, StringRef name,
                             ArrayRef<Type> paramTypes, RowKernelInfo &info);
@@ -902,10 +903,7 @@ LogicalResult RowKernelBuilder::emitReduction(OpBuilder &b,
     accVec = *next;
   }
   Value partial = vector::ReductionOp::create(b, loc, *kind, accVec);
-  Rep rep;
-  rep.kind = Rep::Uniform;
-  rep.uniform = blockReduce(b, partial, *kind, fill->second);
-  reps[op->getResult(0)] = rep;
+  setUniform(b, op->getResult(0), blockReduce(b, partial, *kind, fill->second));
   return success();
 }
 
@@ -943,22 +941,28 @@ LogicalResult RowKernelBuilder::emitRowScalar(OpBuilder &b,
       vectorizeBody(b, *op.getBlock(), args, /*width=*/0);
   if (failed(values))
     return failure();
+  for (auto [result, v] : llvm::zip(op->getResults(), *values))
+    setUniform(b, result, v);
+  return success();
+}
+
+/// `v`, the value of `result` for the row (uniform across the CTA): kept
+/// for the later steps, and stored by thread 0 where the group yields it (a
+/// per-row scalar, or a row reduction such as a loss per token).
+void RowKernelBuilder::setUniform(OpBuilder &b, Value result, Value v) {
+  Rep rep;
+  rep.kind = Rep::Uniform;
+  rep.uniform = v;
+  reps[result] = rep;
+  auto it = resultIndex.find(result);
+  if (it == resultIndex.end())
+    return;
   Value isThread0 =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, idx(b, 0));
-  for (auto [result, v] : llvm::zip(op->getResults(), *values)) {
-    Rep rep;
-    rep.kind = Rep::Uniform;
-    rep.uniform = v;
-    reps[result] = rep;
-    auto it = resultIndex.find(result);
-    if (it == resultIndex.end())
-      continue;
-    auto store = scf::IfOp::create(b, loc, isThread0, false);
-    OpBuilder sb = store.getThenBodyBuilder();
-    for (unsigned i : it->second)
-      memref::StoreOp::create(sb, loc, v, outputMemrefs[i], ValueRange{row});
-  }
-  return success();
+  auto store = scf::IfOp::create(b, loc, isThread0, false);
+  OpBuilder sb = store.getThenBodyBuilder();
+  for (unsigned i : it->second)
+    memref::StoreOp::create(sb, loc, v, outputMemrefs[i], ValueRange{row});
 }
 
 LogicalResult RowKernelBuilder::emitGeneric(OpBuilder &b,
@@ -1392,15 +1396,13 @@ LogicalResult RowKernelBuilder::emitLooped(OpBuilder &b) {
     for (linalg::GenericOp op : steps) {
       if (passOf[op] != p || classifyStep(op, rank) != StepKind::RowReduction)
         continue;
-      Rep rep;
-      rep.kind = Rep::Uniform;
       if (auto *it = llvm::find(reductions, op); it != reductions.end()) {
         vector::CombiningKind kind = *getCombiningKind(op);
         Value partial = vector::ReductionOp::create(
             b, loc, kind, carried[it - reductions.begin()]);
-        rep.uniform = blockReduce(b, partial, kind,
-                                  fillValue.lookup(op.getDpsInits()[0]));
-        reps[op->getResult(0)] = rep;
+        setUniform(b, op->getResult(0),
+                   blockReduce(b, partial, kind,
+                               fillValue.lookup(op.getDpsInits()[0])));
         continue;
       }
       auto pairIt =
@@ -1422,10 +1424,8 @@ LogicalResult RowKernelBuilder::emitLooped(OpBuilder &b) {
                 m, arith::AddFOp::create(nb, loc, scaled(x[0], x[1]),
                                          scaled(y[0], y[1]))};
           });
-      rep.uniform = total[0];
-      reps[pairIt->first->getResult(0)] = rep;
-      rep.uniform = total[1];
-      reps[op->getResult(0)] = rep;
+      setUniform(b, pairIt->first->getResult(0), total[0]);
+      setUniform(b, op->getResult(0), total[1]);
     }
   }
   return emitScalarsUpTo(std::numeric_limits<unsigned>::max());

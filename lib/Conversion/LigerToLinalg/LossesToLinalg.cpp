@@ -501,16 +501,40 @@ struct LowerFusedLinearCrossEntropyGrad
   }
 };
 
-/// Divides the rank-0 `total` by the f32 value of `count` (an index).
-Value divideByCount(OpBuilder &b, Location loc, Value total, Value count) {
-  Value countF = arith::UIToFPOp::create(
+/// The f32 count of tokens, rows of `sizes` [N, V] (for batchmean and a
+/// JSD without labels), or rows times vocabulary (kl_div's mean).
+Value countOf(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
+              bool elements) {
+  Value count = getValueOrCreateConstantIndexOp(b, loc, sizes[0]);
+  if (elements)
+    count = arith::MulIOp::create(
+        b, loc, count, getValueOrCreateConstantIndexOp(b, loc, sizes[1]));
+  return arith::UIToFPOp::create(
       b, loc, b.getF32Type(),
       arith::IndexCastUIOp::create(b, loc, b.getI64Type(), count));
-  return combineScalars(
-      b, loc, {total},
-      [&](OpBuilder &nb, Location nloc, ValueRange args) -> SmallVector<Value> {
-        return {div(nb, nloc, args[0], countF)};
-      });
+}
+
+/// KL divergence's pointwise term of input x and target t (f32).
+Value klPointwise(OpBuilder &b, Location loc, Value x, Value t, bool logTarget,
+                  double eps) {
+  if (logTarget)
+    return mul(b, loc, math::ExpOp::create(b, loc, t), sub(b, loc, t, x));
+  Value clamped = arith::MaximumFOp::create(b, loc, t, f32(b, loc, eps));
+  return mul(b, loc, t, sub(b, loc, math::LogOp::create(b, loc, clamped), x));
+}
+
+/// The derivative of klPointwise with respect to x: -t, or -exp(t).
+Value klDerivative(OpBuilder &b, Location loc, Value t, bool logTarget) {
+  return arith::NegFOp::create(
+      b, loc, logTarget ? Value(math::ExpOp::create(b, loc, t)) : t);
+}
+
+/// The divisor of a reduced kl_div's total (1 for sum).
+Value klDivisor(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
+                KLReduction reduction) {
+  if (reduction == KLReduction::batchmean || reduction == KLReduction::mean)
+    return countOf(b, loc, sizes, reduction == KLReduction::mean);
+  return f32(b, loc, 1.0);
 }
 
 struct LowerKLDiv : OpConversionPattern<KLDivOp> {
@@ -524,50 +548,175 @@ struct LowerKLDiv : OpConversionPattern<KLDivOp> {
     SmallVector<OpFoldResult> sizes = sizesOf(b, loc, input);
     bool logTarget = op.getLogTarget();
     double eps = op.getEps().convertToDouble();
-    Value pointwise = mapRows(
-        b, loc, sizes,
-        {{input, Access::Full}, {adaptor.getTarget(), Access::Full}},
-        {b.getF32Type()},
+    SmallVector<RowOperand> operands = {{input, Access::Full},
+                                        {adaptor.getTarget(), Access::Full}};
+    KLReduction reduction = op.getReduction();
+    if (reduction == KLReduction::none) {
+      rewriter.replaceOp(
+          op, mapRows(b, loc, sizes, operands, {b.getF32Type()},
+                      [&](OpBuilder &nb, Location nloc,
+                          ValueRange args) -> SmallVector<Value> {
+                        return {klPointwise(nb, nloc, toF32(nb, nloc, args[0]),
+                                            toF32(nb, nloc, args[1]), logTarget,
+                                            eps)};
+                      })[0]);
+      return success();
+    }
+    // The sums per token (one step a row kernel runs), then the total.
+    Value perToken = reduceRows(
+        b, loc, sizes, operands, 0.0,
         [&](OpBuilder &nb, Location nloc,
             ValueRange args) -> SmallVector<Value> {
-          Value x = toF32(nb, nloc, args[0]), t = toF32(nb, nloc, args[1]);
-          if (logTarget)
-            return {mul(nb, nloc, math::ExpOp::create(nb, nloc, t),
-                        sub(nb, nloc, t, x))};
-          Value clamped =
-              arith::MaximumFOp::create(nb, nloc, t, f32(nb, nloc, eps));
-          return {
-              mul(nb, nloc, t,
-                  sub(nb, nloc, math::LogOp::create(nb, nloc, clamped), x))};
-        })[0];
-    Value result;
-    switch (op.getReduction()) {
-    case KLReduction::none:
-      result = pointwise;
-      break;
-    case KLReduction::sum:
-      result = sumAll(b, loc, pointwise);
-      break;
-    case KLReduction::mean: {
-      Value rows = getValueOrCreateConstantIndexOp(b, loc, sizes[0]);
-      Value cols = getValueOrCreateConstantIndexOp(b, loc, sizes[1]);
-      result = divideByCount(b, loc, sumAll(b, loc, pointwise),
-                             arith::MulIOp::create(b, loc, rows, cols));
-      break;
+          return {add(nb, nloc, args[2],
+                      klPointwise(nb, nloc, toF32(nb, nloc, args[0]),
+                                  toF32(nb, nloc, args[1]), logTarget, eps))};
+        });
+    if (op.getPerToken()) {
+      rewriter.replaceOp(op, perToken);
+      return success();
     }
-    case KLReduction::batchmean:
-      result = divideByCount(b, loc, sumAll(b, loc, pointwise),
-                             getValueOrCreateConstantIndexOp(b, loc, sizes[0]));
-      break;
-    }
-    rewriter.replaceOp(op, result);
+    Value divisor = klDivisor(b, loc, sizes, reduction);
+    rewriter.replaceOp(
+        op, combineScalars(b, loc, {sumAll(b, loc, perToken)},
+                           [&](OpBuilder &nb, Location nloc,
+                               ValueRange args) -> SmallVector<Value> {
+                             return {div(nb, nloc, args[0], divisor)};
+                           }));
     return success();
   }
 };
 
-/// Liger-Kernel's generalized JSD: beta = 0 is the forward KL(P || Q),
-/// beta = 1 the reverse KL(Q || P), and in between
-/// beta KL(P || M) + (1 - beta) KL(Q || M) with M = beta P + (1 - beta) Q.
+struct LowerKLDivGrad : OpConversionPattern<KLDivGradOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(KLDivGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    Value target = adaptor.getTarget();
+    Type elementType =
+        cast<RankedTensorType>(target.getType()).getElementType();
+    SmallVector<OpFoldResult> sizes = sizesOf(b, loc, target);
+    KLReduction reduction = op.getReduction();
+    bool perToken = op.getPerToken(), logTarget = op.getLogTarget();
+    Access gradAccess = reduction == KLReduction::none ? Access::Full
+                        : perToken                     ? Access::Row
+                                                       : Access::Scalar;
+    // The scale of a reduced loss's incoming gradient (none for the forms a
+    // row kernel computes: their bodies read nothing but their operands).
+    Value divisor = gradAccess == Access::Scalar
+                        ? klDivisor(b, loc, sizes, reduction)
+                        : Value();
+    rewriter.replaceOp(
+        op,
+        mapRows(b, loc, sizes,
+                {{target, Access::Full}, {adaptor.getGradLoss(), gradAccess}},
+                {elementType},
+                [&](OpBuilder &nb, Location nloc,
+                    ValueRange args) -> SmallVector<Value> {
+                  Value g = toF32(nb, nloc, args[1]);
+                  if (divisor)
+                    g = div(nb, nloc, g, divisor);
+                  Value d = mul(nb, nloc,
+                                klDerivative(nb, nloc, toF32(nb, nloc, args[0]),
+                                             logTarget),
+                                g);
+                  return {fromF32(nb, nloc, d, elementType)};
+                })[0]);
+    return success();
+  }
+};
+
+/// The generalized JSD of student x and teacher y (f32) at one element,
+/// Liger-Kernel's: beta = 0 is the forward KL(P || Q), beta = 1 the reverse
+/// KL(Q || P), and in between beta KL(P || M) + (1 - beta) KL(Q || M) with
+/// M = beta P + (1 - beta) Q. `withLoss` / `withGrad` pick the pointwise
+/// loss and its derivative with respect to x (one log M for both).
+struct JSDTerms {
+  Value loss, grad;
+};
+JSDTerms jsdTerms(OpBuilder &b, Location loc, Value x, Value y, double beta,
+                  bool withLoss, bool withGrad) {
+  JSDTerms terms;
+  if (beta == 0.0) {
+    Value p = math::ExpOp::create(b, loc, y);
+    if (withLoss)
+      terms.loss = mul(b, loc, p, sub(b, loc, y, x));
+    if (withGrad)
+      terms.grad = arith::NegFOp::create(b, loc, p);
+    return terms;
+  }
+  Value q = math::ExpOp::create(b, loc, x);
+  if (beta == 1.0) {
+    Value diff = sub(b, loc, x, y);
+    if (withLoss)
+      terms.loss = mul(b, loc, q, diff);
+    if (withGrad)
+      terms.grad = mul(b, loc, q, add(b, loc, diff, f32(b, loc, 1.0)));
+    return terms;
+  }
+  // log M = max + log(beta e^(y - max) + (1 - beta) e^(x - max)): M itself
+  // underflows where both probabilities are tiny.
+  Value big = arith::MaximumFOp::create(b, loc, x, y);
+  Value shifted = add(b, loc,
+                      mul(b, loc, f32(b, loc, beta),
+                          math::ExpOp::create(b, loc, sub(b, loc, y, big))),
+                      mul(b, loc, f32(b, loc, 1.0 - beta),
+                          math::ExpOp::create(b, loc, sub(b, loc, x, big))));
+  Value logM = add(b, loc, big, math::LogOp::create(b, loc, shifted));
+  Value bQ = mul(b, loc, f32(b, loc, 1.0 - beta), q);
+  Value qTerm = mul(b, loc, bQ, sub(b, loc, x, logM));
+  if (withLoss) {
+    Value bP = mul(b, loc, f32(b, loc, beta), math::ExpOp::create(b, loc, y));
+    terms.loss = add(b, loc, mul(b, loc, bP, sub(b, loc, y, logM)), qTerm);
+  }
+  if (withGrad)
+    terms.grad = qTerm;
+  return terms;
+}
+
+/// One f32 per token: `values` [N] where the token counts, 0 where its
+/// label is `ignoreIndex` (`values` itself without labels).
+Value maskIgnored(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
+                  Value values, Value labels, int64_t ignoreIndex) {
+  if (!labels)
+    return values;
+  Type intType = cast<RankedTensorType>(labels.getType()).getElementType();
+  return mapRows(
+      b, loc, {sizes[0]}, {{values, Access::Full}, {labels, Access::Full}},
+      {b.getF32Type()},
+      [&](OpBuilder &nb, Location nloc, ValueRange args) -> SmallVector<Value> {
+        Value ignored = arith::CmpIOp::create(
+            nb, nloc, arith::CmpIPredicate::eq, args[1],
+            arith::ConstantOp::create(nb, nloc,
+                                      nb.getIntegerAttr(intType, ignoreIndex)));
+        return {arith::SelectOp::create(nb, nloc, ignored, f32(nb, nloc, 0.0),
+                                        args[0])};
+      })[0];
+}
+
+/// The counted tokens of a JSD (those whose label is not `ignoreIndex`, all
+/// without labels), at least 1: a loss over no token is 0, as in
+/// Liger-Kernel, and so is its gradient.
+Value jsdCount(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
+               Value labels, int64_t ignoreIndex) {
+  if (!labels)
+    return combineScalars(
+        b, loc, {},
+        [&](OpBuilder &nb, Location nloc, ValueRange) -> SmallVector<Value> {
+          return {countOf(nb, nloc, sizes, false)};
+        });
+  Value ones = filledTensor(b, loc, {sizes[0]}, b.getF32Type(), 1.0);
+  Value counted =
+      sumAll(b, loc, maskIgnored(b, loc, sizes, ones, labels, ignoreIndex));
+  return combineScalars(
+      b, loc, {counted},
+      [](OpBuilder &nb, Location nloc, ValueRange args) -> SmallVector<Value> {
+        return {
+            arith::MaximumFOp::create(nb, nloc, args[0], f32(nb, nloc, 1.0))};
+      });
+}
+
 struct LowerJSD : OpConversionPattern<JSDOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -575,66 +724,83 @@ struct LowerJSD : OpConversionPattern<JSDOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     OpBuilder &b = rewriter;
-    Type f32Type = b.getF32Type();
     Value input = adaptor.getInput();
     SmallVector<OpFoldResult> sizes = sizesOf(b, loc, input);
     double beta = op.getBeta().convertToDouble();
+    int64_t ignoreIndex = op.getIgnoreIndexAttr().getInt();
+    Value labels = adaptor.getShiftLabels();
     Value perRow = reduceRows(
         b, loc, sizes,
         {{input, Access::Full}, {adaptor.getTarget(), Access::Full}}, 0.0,
         [&](OpBuilder &nb, Location nloc,
             ValueRange args) -> SmallVector<Value> {
-          Value x = toF32(nb, nloc, args[0]), y = toF32(nb, nloc, args[1]);
-          Value term;
-          if (beta == 0.0) {
-            term = mul(nb, nloc, math::ExpOp::create(nb, nloc, y),
-                       sub(nb, nloc, y, x));
-          } else if (beta == 1.0) {
-            term = mul(nb, nloc, math::ExpOp::create(nb, nloc, x),
-                       sub(nb, nloc, x, y));
-          } else {
-            Value pv = math::ExpOp::create(nb, nloc, y);
-            Value qv = math::ExpOp::create(nb, nloc, x);
-            Value bP = mul(nb, nloc, f32(nb, nloc, beta), pv);
-            Value bQ = mul(nb, nloc, f32(nb, nloc, 1.0 - beta), qv);
-            Value m = add(nb, nloc, bP, bQ);
-            term =
-                sub(nb, nloc,
-                    add(nb, nloc, mul(nb, nloc, bP, y), mul(nb, nloc, bQ, x)),
-                    mul(nb, nloc, m, math::LogOp::create(nb, nloc, m)));
-          }
+          Value term = jsdTerms(nb, nloc, toF32(nb, nloc, args[0]),
+                                toF32(nb, nloc, args[1]), beta, true, false)
+                           .loss;
           return {add(nb, nloc, args[2], term)};
         });
+    Value perToken = maskIgnored(b, loc, sizes, perRow, labels, ignoreIndex);
+    if (op.getPerToken()) {
+      rewriter.replaceOp(op, perToken);
+      return success();
+    }
+    rewriter.replaceOp(
+        op, combineScalars(b, loc,
+                           {sumAll(b, loc, perToken),
+                            jsdCount(b, loc, sizes, labels, ignoreIndex)},
+                           [](OpBuilder &nb, Location nloc,
+                              ValueRange args) -> SmallVector<Value> {
+                             return {div(nb, nloc, args[0], args[1])};
+                           }));
+    return success();
+  }
+};
+
+struct LowerJSDGrad : OpConversionPattern<JSDGradOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(JSDGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    Value input = adaptor.getInput();
+    Type elementType = cast<RankedTensorType>(input.getType()).getElementType();
+    SmallVector<OpFoldResult> sizes = sizesOf(b, loc, input);
+    double beta = op.getBeta().convertToDouble();
+    int64_t ignoreIndex = op.getIgnoreIndexAttr().getInt();
     Value labels = adaptor.getShiftLabels();
-    Value result;
-    if (!labels) {
-      result = divideByCount(b, loc, sumAll(b, loc, perRow),
-                             getValueOrCreateConstantIndexOp(b, loc, sizes[0]));
-    } else {
-      Type intType = cast<RankedTensorType>(labels.getType()).getElementType();
-      int64_t ignoreIndex = op.getIgnoreIndexAttr().getInt();
-      SmallVector<Value> masked = mapRows(
-          b, loc, {sizes[0]}, {{perRow, Access::Full}, {labels, Access::Full}},
-          {f32Type, f32Type},
-          [&](OpBuilder &nb, Location nloc,
-              ValueRange args) -> SmallVector<Value> {
-            Value ignored = arith::CmpIOp::create(
-                nb, nloc, arith::CmpIPredicate::eq, args[1],
-                arith::ConstantOp::create(
-                    nb, nloc, nb.getIntegerAttr(intType, ignoreIndex)));
-            Value zero = f32(nb, nloc, 0.0);
-            return {arith::SelectOp::create(nb, nloc, ignored, zero, args[0]),
-                    arith::SelectOp::create(nb, nloc, ignored, zero,
-                                            f32(nb, nloc, 1.0))};
-          });
-      result = combineScalars(
-          b, loc, {sumAll(b, loc, masked[0]), sumAll(b, loc, masked[1])},
+    // The scale of each token's gradient: its incoming gradient (per token),
+    // or the reduced loss's over the counted tokens; 0 where skipped.
+    Value grad = adaptor.getGradLoss();
+    if (!op.getPerToken()) {
+      Value scalar = combineScalars(
+          b, loc, {grad, jsdCount(b, loc, sizes, labels, ignoreIndex)},
           [](OpBuilder &nb, Location nloc,
              ValueRange args) -> SmallVector<Value> {
             return {div(nb, nloc, args[0], args[1])};
           });
+      grad = mapRows(
+          b, loc, {sizes[0]}, {{scalar, Access::Scalar}}, {b.getF32Type()},
+          [](OpBuilder &, Location, ValueRange args) -> SmallVector<Value> {
+            return {args[0]};
+          })[0];
     }
-    rewriter.replaceOp(op, result);
+    Value scale = maskIgnored(b, loc, sizes, grad, labels, ignoreIndex);
+    rewriter.replaceOp(
+        op, mapRows(b, loc, sizes,
+                    {{input, Access::Full},
+                     {adaptor.getTarget(), Access::Full},
+                     {scale, Access::Row}},
+                    {elementType},
+                    [&](OpBuilder &nb, Location nloc,
+                        ValueRange args) -> SmallVector<Value> {
+                      Value d =
+                          jsdTerms(nb, nloc, toF32(nb, nloc, args[0]),
+                                   toF32(nb, nloc, args[1]), beta, false, true)
+                              .grad;
+                      return {fromF32(nb, nloc, mul(nb, nloc, d, args[2]),
+                                      elementType)};
+                    })[0]);
     return success();
   }
 };
@@ -645,6 +811,6 @@ void mlir::liger::populateLowerLossesToLinalgPatterns(
     RewritePatternSet &patterns) {
   patterns.add<LowerCrossEntropy, LowerFusedLinearCrossEntropy,
                LowerCrossEntropyGrad, LowerFusedLinearCrossEntropyGrad,
-               LowerKLDiv, LowerJSD>(
+               LowerKLDiv, LowerKLDivGrad, LowerJSD, LowerJSDGrad>(
       patterns.getContext());
 }

@@ -68,6 +68,21 @@ func.func @kl_div_shapes(%p: tensor<?x10xbf16>) {
   return
 }
 
+// The per-token forms and the gradients: [N] f32 per token, the input's
+// type for a gradient.
+// CHECK-LABEL: sym_name = "divergence_shapes"
+// CHECK: "liger.kl_div"{{.*}} -> tensor<3xf32>
+// CHECK: "liger.jsd"{{.*}} -> tensor<3xf32>
+// CHECK: "liger.kl_div_grad"{{.*}} -> tensor<3x10xbf16>
+// CHECK: "liger.jsd_grad"{{.*}} -> tensor<3x10xbf16>
+func.func @divergence_shapes(%p: tensor<3x10xbf16>, %g: tensor<3xf32>) {
+  %0 = liger.kl_div %p, %p reduction = mean per_token : tensor<3x10xbf16>
+  %1 = liger.jsd %p, %p per_token : tensor<3x10xbf16>
+  %2 = liger.kl_div_grad %p, %g reduction = mean per_token : tensor<3x10xbf16>, tensor<3xf32>
+  %3 = liger.jsd_grad %p, %p, %g per_token : tensor<3x10xbf16>, tensor<3xf32>
+  return
+}
+
 // Attention output: q's batch/heads/seq with v's head dimension.
 // CHECK-LABEL: sym_name = "attention_output_shape"
 // CHECK: "liger.attention"{{.*}} -> tensor<2x8x?x32xf16>

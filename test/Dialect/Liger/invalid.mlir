@@ -477,6 +477,66 @@ func.func @jsd_labels_tokens(%p: tensor<4x10xf32>, %lab: tensor<5xi64>) {
   return
 }
 // -----
+func.func @kl_div_per_token_none(%p: tensor<4x10xf32>) {
+  // expected-error @+1 {{'liger.kl_div' op expects 'per_token' with a reduction over tokens (sum, mean or batchmean), got reduction = none}}
+  %y = liger.kl_div %p, %p reduction = none per_token : tensor<4x10xf32>
+  return
+}
+// -----
+func.func @kl_div_grad_per_token_none(%p: tensor<4x10xf32>, %g: tensor<4x10xf32>) {
+  // expected-error @+1 {{'liger.kl_div_grad' op expects 'per_token' with a reduction over tokens (sum, mean or batchmean), got reduction = none}}
+  %y = liger.kl_div_grad %p, %g reduction = none per_token : tensor<4x10xf32>, tensor<4x10xf32>
+  return
+}
+// -----
+func.func @kl_div_grad_target_rank(%p: tensor<10xf32>, %g: tensor<f32>) {
+  // expected-error @+1 {{'liger.kl_div_grad' op expects 'target' to have rank 2 ([tokens, vocab]), got 'tensor<10xf32>'}}
+  %y = liger.kl_div_grad %p, %g : tensor<10xf32>, tensor<f32>
+  return
+}
+// -----
+func.func @kl_div_grad_loss_reduced(%p: tensor<4x10xbf16>, %g: tensor<4xf32>) {
+  // expected-error @+1 {{'liger.kl_div_grad' op expects 'grad_loss' to be 'tensor<f32>' (a scalar for a reduced loss), got 'tensor<4xf32>'}}
+  %y = liger.kl_div_grad %p, %g : tensor<4x10xbf16>, tensor<4xf32>
+  return
+}
+// -----
+func.func @kl_div_grad_loss_pointwise(%p: tensor<4x10xbf16>, %g: tensor<4x10xbf16>) {
+  // expected-error @+1 {{'liger.kl_div_grad' op expects 'grad_loss' to be 'tensor<4x10xf32>' (one f32 per element), got 'tensor<4x10xbf16>'}}
+  %y = liger.kl_div_grad %p, %g reduction = none : tensor<4x10xbf16>, tensor<4x10xbf16>
+  return
+}
+// -----
+func.func @kl_div_grad_loss_per_token(%p: tensor<4x10xbf16>, %g: tensor<5xf32>) {
+  // expected-error @+1 {{'liger.kl_div_grad' op expects 'grad_loss' to be 'tensor<4xf32>' (one f32 per token), got 'tensor<5xf32>'}}
+  %y = liger.kl_div_grad %p, %g reduction = sum per_token : tensor<4x10xbf16>, tensor<5xf32>
+  return
+}
+// -----
+func.func @jsd_grad_target_type(%p: tensor<4x10xf32>, %q: tensor<4x10xbf16>, %g: tensor<f32>) {
+  // expected-error @+1 {{'liger.jsd_grad' op failed to verify that all of {input, target} have same type}}
+  %y = "liger.jsd_grad"(%p, %q, %g) : (tensor<4x10xf32>, tensor<4x10xbf16>, tensor<f32>) -> tensor<4x10xf32>
+  return
+}
+// -----
+func.func @jsd_grad_labels_tokens(%p: tensor<4x10xf32>, %g: tensor<f32>, %lab: tensor<3xi64>) {
+  // expected-error @+1 {{'liger.jsd_grad' op expects 'shift_labels' to be 'tensor<4xi64>' (one label per token), got 'tensor<3xi64>'}}
+  %y = liger.jsd_grad %p, %p, %g labels(%lab : tensor<3xi64>) : tensor<4x10xf32>, tensor<f32>
+  return
+}
+// -----
+func.func @jsd_grad_loss_per_token(%p: tensor<4x10xf32>, %g: tensor<f32>) {
+  // expected-error @+1 {{'liger.jsd_grad' op expects 'grad_loss' to be 'tensor<4xf32>' (one f32 per token), got 'tensor<f32>'}}
+  %y = liger.jsd_grad %p, %p, %g per_token : tensor<4x10xf32>, tensor<f32>
+  return
+}
+// -----
+func.func @jsd_grad_beta_above_one(%p: tensor<4x10xf32>, %g: tensor<f32>) {
+  // expected-error @+1 {{'liger.jsd_grad' op attribute 'beta' failed to satisfy constraint: 32-bit float attribute whose value is in [0, 1]}}
+  %y = liger.jsd_grad %p, %p, %g beta = 1.5 : tensor<4x10xf32>, tensor<f32>
+  return
+}
+// -----
 // Attention rules.
 func.func @attention_v_rank(%q: tensor<1x4x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<2x8x16xf32>) {
   // expected-error @+1 {{'liger.attention' op expects 'v' to have rank 4 ([batch, heads, seq, head_dim]), got 'tensor<2x8x16xf32>'}}

@@ -396,6 +396,32 @@ def ops_ce_cases():
     }
 
 
+def ops_divergence_cases():
+    """liger.ops.kl_div and liger.ops.jsd: name -> (spec, op, (tokens,
+    vocab), kwargs). Vocabularies of 1, 7, GPT-2's 50257 (one-element
+    chunks), Llama-3's 128256 and 262147 (the loop form); 37 tokens, or 1."""
+    from liger import specs
+    kl, jsd = specs.kl_div_spec, specs.jsd_spec
+    return {
+        "kl_bf16_50257_batchmean": (kl(50257, "bf16"), "kl_div", (37, 50257),
+                                    dict(reduction="batchmean")),
+        "kl_f32_7_none_log": (kl(7, "f32", log_target=True, pointwise=True), "kl_div",
+                              (37, 7), dict(reduction="none", log_target=True)),
+        "kl_f16_128256_sum": (kl(128256, "f16"), "kl_div", (9, 128256), dict(reduction="sum")),
+        "kl_bf16_1_mean": (kl(1, "bf16"), "kl_div", (37, 1), dict(reduction="mean")),
+        "kl_f32_262147_log": (kl(262147, "f32", log_target=True), "kl_div", (5, 262147),
+                              dict(reduction="batchmean", log_target=True)),
+        "jsd_bf16_50257_labels": (jsd(50257, "bf16", labels="i64"), "jsd", (37, 50257),
+                                  dict(labels="i64")),
+        "jsd_f32_7_forward_kl": (jsd(7, "f32", beta=0.0), "jsd", (37, 7), dict(beta=0.0)),
+        "jsd_f16_128256_reverse_kl": (jsd(128256, "f16", beta=1.0, labels="i32"), "jsd",
+                                      (9, 128256), dict(beta=1.0, labels="i32")),
+        "jsd_bf16_262147": (jsd(262147, "bf16", beta=0.1, ignore_index=0, labels="i64"), "jsd",
+                            (5, 262147), dict(beta=0.1, ignore_index=0, labels="i64")),
+        "jsd_f32_1_one_token": (jsd(1, "f32"), "jsd", (1, 1), {}),
+    }
+
+
 def ops_flce_cases():
     """liger.ops.fused_linear_cross_entropy: name -> (spec, (tokens, hidden,
     vocab), memory budget in bytes, kwargs). The budgets force 3, 2, 2 and 3

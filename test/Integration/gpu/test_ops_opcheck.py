@@ -121,6 +121,30 @@ def _flce_cases(L):
     return out
 
 
+def _divergence_cases(L):
+    out = {}
+    for name, (spec, op, (tokens, vocab), kw) in kernels.ops_divergence_cases().items():
+        dtype = DTYPES[spec.dtype]
+        x = torch.randn((tokens, vocab), device="cuda").log_softmax(-1).to(dtype) \
+            .requires_grad_()
+        t = torch.randn((tokens, vocab), device="cuda").log_softmax(-1).to(dtype)
+        if op == "kl_div":
+            attrs = (kw["reduction"], spec.log_target, spec.eps)
+            dloss = torch.rand(x.shape if spec.pointwise else (), device="cuda")
+            out[name] = (L.kl_div, (x, t if spec.log_target else t.exp()) + attrs)
+            out[name + "_backward"] = (L.kl_div_backward, (t, dloss) + attrs)
+        else:
+            labels = None
+            if spec.labels != "none":
+                labels = torch.randint(0, vocab, (tokens,), device="cuda",
+                                       dtype=TARGET_DTYPES[spec.labels])
+                labels[::3] = spec.ignore_index
+            attrs = (spec.beta, spec.ignore_index)
+            out[name] = (L.jsd, (x, t, labels) + attrs + (True,))
+            out[name + "_loss_only"] = (L.jsd, (x.detach(), t, labels) + attrs + (False,))
+    return out
+
+
 def _names(cases):
     return sorted(cases(torch.ops.liger))
 
@@ -130,6 +154,12 @@ def test_opcheck_on_cuda(name):
     L = torch.ops.liger
     cases = dict(_row_cases(L), **_norm_cases(L), **_ce_cases(L))
     op, args = cases[name]
+    torch.library.opcheck(op, args)
+
+
+@pytest.mark.parametrize("name", _names(_divergence_cases))
+def test_opcheck_of_the_divergences_on_cuda(name):
+    op, args = _divergence_cases(torch.ops.liger)[name]
     torch.library.opcheck(op, args)
 
 
@@ -146,5 +176,5 @@ def test_every_operator_has_a_case():
     L = torch.ops.liger
     checked = {op._qualified_op_name.split("::")[1] for op, _ in list(_row_cases(L).values()) +
                list(_norm_cases(L).values()) + list(_ce_cases(L).values()) +
-               list(_flce_cases(L).values())}
+               list(_flce_cases(L).values()) + list(_divergence_cases(L).values())}
     assert checked == defined

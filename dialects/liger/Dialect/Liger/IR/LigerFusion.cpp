@@ -38,8 +38,9 @@ YieldOp FusionOp::getYield() {
 static bool isRowwiseOp(Operation *op) {
   return isa<RMSNormOp, AddRMSNormOp, LayerNormOp, RoPEOp, RoPEGradOp, SiLUOp,
              GELUOp, SwiGLUOp, GEGLUOp, AddOp, MulOp, SoftmaxOp, CrossEntropyOp,
-             CrossEntropyGradOp, KLDivOp, JSDOp, RMSNormGradOp, LayerNormGradOp, SwiGLUGradOp,
-             GEGLUGradOp, SoftmaxGradOp>(op);
+             CrossEntropyGradOp, KLDivOp, KLDivGradOp, JSDOp, JSDGradOp,
+             RMSNormGradOp, LayerNormGradOp, SwiGLUGradOp, GEGLUGradOp,
+             SoftmaxGradOp>(op);
 }
 
 /// Ops a matmul kernel implements in its epilogue, besides the projections

@@ -218,6 +218,79 @@ def Liger_CrossEntropyGradOp : Liger_InferOp<"cross_entropy_grad"> {
   }];
 }
 
+def Liger_KLDivGradOp : Liger_InferOp<"kl_div_grad"> {
+  let summary = "gradient of liger.kl_div with respect to its input";
+  let description = [{
+    `grad_loss` is the incoming gradient, of the forward's result type:
+    `[N, V]` f32 for `reduction = none`, `[N]` f32 with `per_token`, else
+    `tensor<f32>`. With the forward's attributes, in f32 (as Liger-Kernel,
+    the derivative of the pointwise term, `eps` plays no part):
+
+    ```
+    d input = -(log_target ? exp(target) : target) * grad_loss * scale
+    ```
+
+    `scale` is `1/N` for `batchmean`, `1/(N·V)` for `mean` and 1 for `sum`,
+    `none` and `per_token` (whose incoming gradient is per token). The
+    result has the type of `target` (the forward's input type); the input
+    itself is not read.
+
+    ```mlir
+    %dx = liger.kl_div_grad %q, %dloss : tensor<?x32000xbf16>, tensor<f32>
+    %dr = liger.kl_div_grad %q, %drows per_token : tensor<?x32000xbf16>, tensor<?xf32>
+    ```
+  }];
+  let arguments = (ins Liger_FloatTensor:$target, Liger_FloatTensor:$grad_loss,
+      DefaultValuedAttr<Liger_KLReductionAttr, "::mlir::liger::KLReduction::batchmean">:$reduction,
+      UnitAttr:$log_target,
+      UnitAttr:$per_token);
+  let results = (outs Liger_FloatTensor:$grad_input);
+  let assemblyFormat = [{
+    $target `,` $grad_loss (`reduction` `=` custom<EnumKeyword>($reduction)^)?
+    (`log_target` $log_target^)? (`per_token` $per_token^)?
+    attr-dict `:` type($target) `,` type($grad_loss)
+  }];
+}
+
+def Liger_JSDGradOp : Liger_InferOp<"jsd_grad", [AllTypesMatch<["input", "target"]>]> {
+  let summary = "gradient of liger.jsd with respect to the student's log-probabilities";
+  let description = [{
+    `grad_loss` is the incoming gradient: `tensor<f32>`, or `[N]` f32 with
+    `per_token`. With the forward's operands and attributes, `P =
+    exp(target)`, `Q = exp(input)`, `log M` as the forward forms it, per
+    element in f32:
+
+    ```
+    beta = 0:   d = -P
+    beta = 1:   d = Q * (input - target + 1)
+    otherwise:  d = (1 - beta) * Q * (input - log M)
+    d input = d * grad_loss * scale
+    ```
+
+    `scale` is one over the counted tokens (at least 1) for the reduced
+    loss, 1 with `per_token` (`grad_loss` is then per token). Skipped tokens
+    (label equal to `ignore_index`) get 0. The result has the type of
+    `input`.
+
+    ```mlir
+    %dx = liger.jsd_grad %student, %teacher, %dloss beta = 1.000000e-01
+        : tensor<?x32000xbf16>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins Liger_FloatTensor:$input, Liger_FloatTensor:$target,
+      Liger_FloatTensor:$grad_loss,
+      Optional<Liger_IndexTensor>:$shift_labels,
+      DefaultValuedAttr<Liger_UnitIntervalF32Attr, "0.5f">:$beta,
+      DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
+      UnitAttr:$per_token);
+  let results = (outs Liger_FloatTensor:$grad_input);
+  let assemblyFormat = [{
+    $input `,` $target `,` $grad_loss (`labels` `(` $shift_labels^ `:` type($shift_labels) `)`)?
+    (`beta` `=` $beta^)? (`ignore_index` `=` $ignore_index^)?
+    (`per_token` $per_token^)? attr-dict `:` type($input) `,` type($grad_loss)
+  }];
+}
+
 def Liger_FusedLinearCrossEntropyGradOp
     : Liger_InferOp<"fused_linear_cross_entropy_grad",
                     [AllElementTypesMatch<["hidden", "weight"]>,

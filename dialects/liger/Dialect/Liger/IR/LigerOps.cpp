@@ -417,29 +417,84 @@ LogicalResult CrossEntropyGradOp::inferReturnTypes(
   return success();
 }
 
+/// The result of a divergence (kl_div, jsd) over `input` [N, V], and so the
+/// type of its incoming gradient: [N, V] f32 pointwise (kl_div's
+/// reduction = none), [N] f32 per token, else a scalar.
+static RankedTensorType getDivergenceType(MLIRContext *context,
+                                          RankedTensorType input,
+                                          bool pointwise, bool perToken) {
+  Type f32 = Float32Type::get(context);
+  if (pointwise)
+    return input.clone(f32);
+  if (perToken)
+    return RankedTensorType::get({input.getDimSize(0)}, f32);
+  return RankedTensorType::get({}, f32);
+}
+
+/// kl_div's operand and attributes: a [tokens, vocab] matrix, and
+/// per_token only with a reduction that adds tokens up. Returns the result
+/// type.
+static FailureOr<RankedTensorType>
+verifyKLDiv(const RuleContext &ctx, MLIRContext *context, Type matrix,
+            StringRef name, KLReduction reduction, bool perToken) {
+  FailureOr<RankedTensorType> input =
+      verifyTokenMatrix(ctx, matrix, name, kLogitsLayout);
+  if (failed(input))
+    return failure();
+  if (perToken && reduction == KLReduction::none)
+    return ctx.fail("expects 'per_token' with a reduction over tokens (sum, "
+                    "mean or batchmean), got reduction = none");
+  return getDivergenceType(context, *input, reduction == KLReduction::none,
+                           perToken);
+}
+
+/// The incoming gradient of a divergence: the forward result's type.
+static LogicalResult verifyDivergenceGrad(const RuleContext &ctx, Type grad,
+                                          RankedTensorType expected) {
+  return verifyMatchesType(ctx, grad, "grad_loss", expected,
+                           expected.getRank() == 2   ? "one f32 per element"
+                           : expected.getRank() == 1 ? "one f32 per token"
+                                                     : "a scalar for a reduced "
+                                                       "loss");
+}
+
 LogicalResult KLDivOp::inferReturnTypes(MLIRContext *context,
                                         std::optional<Location> loc,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &results) {
   adaptor = withDefaults<KLDivOp>(context, adaptor);
   RuleContext ctx(loc, getOperationName());
-  FailureOr<RankedTensorType> input = verifyTokenMatrix(
-      ctx, adaptor.getInput().getType(), "input", kLogitsLayout);
-  if (failed(input))
+  FailureOr<RankedTensorType> result =
+      verifyKLDiv(ctx, context, adaptor.getInput().getType(), "input",
+                  adaptor.getReduction(), adaptor.getPerToken());
+  if (failed(result))
     return failure();
-  Type f32 = Float32Type::get(context);
-  if (adaptor.getReduction() == KLReduction::none)
-    results.push_back(input->clone(f32));
-  else
-    results.push_back(RankedTensorType::get({}, f32));
+  results.push_back(*result);
   return success();
 }
 
-LogicalResult JSDOp::inferReturnTypes(MLIRContext *context,
-                                      std::optional<Location> loc,
-                                      Adaptor adaptor,
-                                      SmallVectorImpl<Type> &results) {
+LogicalResult KLDivGradOp::inferReturnTypes(MLIRContext *context,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  adaptor = withDefaults<KLDivGradOp>(context, adaptor);
   RuleContext ctx(loc, getOperationName());
+  FailureOr<RankedTensorType> loss =
+      verifyKLDiv(ctx, context, adaptor.getTarget().getType(), "target",
+                  adaptor.getReduction(), adaptor.getPerToken());
+  if (failed(loss) ||
+      failed(verifyDivergenceGrad(ctx, adaptor.getGradLoss().getType(), *loss)))
+    return failure();
+  results.push_back(adaptor.getTarget().getType());
+  return success();
+}
+
+/// jsd's operands: a [tokens, vocab] input and, if given, one label per
+/// token. Returns the input's type.
+template <typename Adaptor>
+static FailureOr<RankedTensorType> verifyJSDOperands(const RuleContext &ctx,
+                                                     MLIRContext *context,
+                                                     Adaptor adaptor) {
   FailureOr<RankedTensorType> input = verifyTokenMatrix(
       ctx, adaptor.getInput().getType(), "input", kLogitsLayout);
   if (failed(input))
@@ -454,7 +509,35 @@ LogicalResult JSDOp::inferReturnTypes(MLIRContext *context,
                                  expected, "one label per token")))
       return failure();
   }
-  results.push_back(RankedTensorType::get({}, Float32Type::get(context)));
+  return input;
+}
+
+LogicalResult JSDOp::inferReturnTypes(MLIRContext *context,
+                                      std::optional<Location> loc,
+                                      Adaptor adaptor,
+                                      SmallVectorImpl<Type> &results) {
+  RuleContext ctx(loc, getOperationName());
+  FailureOr<RankedTensorType> input = verifyJSDOperands(ctx, context, adaptor);
+  if (failed(input))
+    return failure();
+  results.push_back(getDivergenceType(context, *input, /*pointwise=*/false,
+                                      adaptor.getPerToken()));
+  return success();
+}
+
+LogicalResult JSDGradOp::inferReturnTypes(MLIRContext *context,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &results) {
+  RuleContext ctx(loc, getOperationName());
+  FailureOr<RankedTensorType> input = verifyJSDOperands(ctx, context, adaptor);
+  if (failed(input) ||
+      failed(verifyDivergenceGrad(ctx, adaptor.getGradLoss().getType(),
+                                  getDivergenceType(context, *input,
+                                                    /*pointwise=*/false,
+                                                    adaptor.getPerToken()))))
+    return failure();
+  results.push_back(*input);
   return success();
 }
 

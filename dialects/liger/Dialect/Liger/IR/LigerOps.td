@@ -452,19 +452,24 @@ def Liger_KLDivOp : Liger_InferOp<"kl_div", [AllTypesMatch<["input", "target"]>]
 
     `reduction`: `none` returns `[N, V]`, `sum` the total, `mean` the total
     over N·V, `batchmean` (default) the total over N. Results are f32.
+    With `per_token` (a reduction other than `none`) the result is the `[N]`
+    sums per token that the reduction adds up, and the caller reduces them:
+    the form a row kernel computes. The gradient is `liger.kl_div_grad`.
 
     ```mlir
     %l = liger.kl_div %logp, %q reduction = sum log_target : tensor<?x32000xf32>
+    %rows = liger.kl_div %logp, %q per_token : tensor<?x32000xbf16>
     ```
   }];
   let arguments = (ins Liger_FloatTensor:$input, Liger_FloatTensor:$target,
       DefaultValuedAttr<Liger_KLReductionAttr, "::mlir::liger::KLReduction::batchmean">:$reduction,
       UnitAttr:$log_target,
-      DefaultValuedAttr<Liger_PositiveF32Attr, "1.0e-10f">:$eps);
+      DefaultValuedAttr<Liger_PositiveF32Attr, "1.0e-10f">:$eps,
+      UnitAttr:$per_token);
   let results = (outs Liger_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $target (`reduction` `=` custom<EnumKeyword>($reduction)^)? (`log_target` $log_target^)?
-    (`eps` `=` $eps^)? attr-dict `:` type($input)
+    (`eps` `=` $eps^)? (`per_token` $per_token^)? attr-dict `:` type($input)
   }];
 }
 
@@ -481,23 +486,30 @@ def Liger_JSDOp : Liger_InferOp<"jsd", [AllTypesMatch<["input", "target"]>]> {
 
     At the ends, as in Liger-Kernel, `beta = 0` is the forward KL `KL(P ||
     Q)` and `beta = 1` the reverse KL `KL(Q || P)` (where the formula above
-    would vanish). With `shift_labels` `[N]`, tokens whose label equals
-    `ignore_index` are skipped. The result is the f32 sum over counted tokens
-    divided by their number.
+    would vanish). `log M` is formed as `max(x, y) + log(beta e^(y - max) +
+    (1 - beta) e^(x - max))`, so that tokens of vanishing probability in
+    both distributions add 0, not NaN. With `shift_labels` `[N]`, tokens
+    whose label equals `ignore_index` are skipped. The result is the f32
+    sum over counted tokens divided by their number (0 when every token is
+    skipped, as Liger-Kernel gives). With `per_token` it is the `[N]` f32
+    loss of each token (0 for a skipped one) before that division: the form
+    a row kernel computes. The gradient is `liger.jsd_grad`.
 
     ```mlir
     %l = liger.jsd %student, %teacher beta = 5.000000e-01 : tensor<?x32000xbf16>
+    %rows = liger.jsd %student, %teacher labels(%lab : tensor<?xi64>) per_token : tensor<?x32000xbf16>
     ```
   }];
   let arguments = (ins Liger_FloatTensor:$input, Liger_FloatTensor:$target,
       Optional<Liger_IndexTensor>:$shift_labels,
       DefaultValuedAttr<Liger_UnitIntervalF32Attr, "0.5f">:$beta,
-      DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+      DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
+      UnitAttr:$per_token);
   let results = (outs Liger_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $target (`labels` `(` $shift_labels^ `:` type($shift_labels) `)`)?
     (`beta` `=` $beta^)? (`ignore_index` `=` $ignore_index^)?
-    attr-dict `:` type($input)
+    (`per_token` $per_token^)? attr-dict `:` type($input)
   }];
 }
 

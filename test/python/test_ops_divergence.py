@@ -1,0 +1,160 @@
+"""liger.ops.kl_div and liger.ops.jsd on the CPU through the reference
+lowering (the kernels' module: a loss per token, added up by the
+operator) against float64 PyTorch formulas: the loss and the gradient of
+the input, in f32, f16 and bf16, over odd vocabularies, for every
+reduction and beta, with and without shift labels; every bad argument
+refused with its message."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+import refs  # noqa: E402
+from liger import ops  # noqa: E402
+from liger.errors import LigerError, LigerTypeError, LigerValueError  # noqa: E402
+
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+# Relative to the largest reference magnitude, as test_cpu_reference's.
+TOL = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1e-2}
+
+
+@pytest.fixture(autouse=True)
+def reference(cpu_reference):
+    yield
+
+
+def _log_probs(rows, vocab, seed, dtype):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(rows, vocab, generator=g, dtype=torch.float64) * 2).log_softmax(-1) \
+        .to(dtype)
+
+
+def _close(got, want, dtype, what):
+    """got (liger's) against the float64 want, both of the same shape."""
+    got, want = got.double(), want.double()
+    scale = max(want.abs().max().item(), 1e-30)
+    err = (got - want).abs().max().item() / scale
+    assert err <= TOL[dtype] + 1e-6 / scale, "%s: max error %.3g of max |ref| %.3g" % (
+        what, err, scale)
+
+
+@pytest.mark.parametrize("rows,vocab", [(1, 1), (3, 7), (5, 33)], ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("reduction", ["batchmean", "sum", "mean", "none"])
+@pytest.mark.parametrize("log_target", [False, True])
+def test_kl_div_is_pytorchs(rows, vocab, dtype, reduction, log_target):
+    x = _log_probs(rows, vocab, 1, dtype).requires_grad_()
+    t = _log_probs(rows, vocab, 2, dtype)
+    if not log_target:
+        t = t.exp()
+    loss = ops.kl_div(x, t, reduction=reduction, log_target=log_target)
+    x64 = x.detach().double().requires_grad_()
+    want = F.kl_div(x64, t.double(), reduction=reduction, log_target=log_target)
+    assert loss.dtype == torch.float32 and loss.shape == want.shape
+    _close(loss, want, torch.float32 if dtype == torch.float32 else torch.float16, "loss")
+    g = torch.randn(want.shape, generator=torch.Generator().manual_seed(3))
+    (dx,) = torch.autograd.grad(loss, x, g)
+    want.backward(g.double())
+    assert dx.dtype == dtype
+    _close(dx, x64.grad, dtype, "dx")
+
+
+@pytest.mark.parametrize("rows,vocab", [(1, 1), (4, 7), (6, 33)], ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("beta", [0.0, 0.3, 0.5, 1.0])
+@pytest.mark.parametrize("labels", [None, torch.int64, torch.int32], ids=str)
+def test_jsd_is_liger_kernels(rows, vocab, dtype, beta, labels):
+    x = _log_probs(rows, vocab, 4, dtype).requires_grad_()
+    y = _log_probs(rows, vocab, 5, dtype)
+    lab = None
+    if labels is not None:
+        lab = torch.randint(0, vocab, (rows,), generator=torch.Generator().manual_seed(6),
+                            dtype=labels)
+        lab[0] = -100
+    loss = ops.jsd(x, y, lab, beta=beta)
+    x64 = x.detach().double().requires_grad_()
+    want = refs.jsd(x64, y.double(), beta, lab)
+    assert loss.dtype == dtype and loss.shape == ()
+    _close(loss, want, dtype, "loss")
+    (dx,) = torch.autograd.grad(loss, x, torch.tensor(1.7, dtype=dtype))
+    want.backward(torch.tensor(1.7, dtype=torch.float64))
+    assert dx.dtype == dtype
+    _close(dx, x64.grad, dtype, "dx")
+
+
+def test_the_jsd_without_a_gradient_is_the_same_loss():
+    """Under torch.no_grad (or for an input that needs no gradient) the
+    JSD runs its loss-only function: the same loss, no gradient kept."""
+    x, y = _log_probs(3, 7, 13, torch.bfloat16), _log_probs(3, 7, 14, torch.bfloat16)
+    lab = torch.tensor([2, -100, 5])
+    with_grad = ops.jsd(x.clone().requires_grad_(True), y, lab, beta=0.7)
+    assert with_grad.requires_grad
+    with torch.no_grad():
+        assert torch.equal(ops.jsd(x.clone().requires_grad_(True), y, lab, beta=0.7),
+                           with_grad.detach())
+    alone = ops.jsd(x, y, lab, beta=0.7)
+    assert torch.equal(alone, with_grad.detach()) and not alone.requires_grad
+
+
+def test_jsd_over_no_counted_token_is_zero():
+    x = _log_probs(2, 5, 7, torch.float32).requires_grad_()
+    loss = ops.jsd(x, _log_probs(2, 5, 8, torch.float32), torch.tensor([-1, -1]),
+                   ignore_index=-1)
+    loss.backward()
+    assert loss.item() == 0.0 and not x.grad.any()
+
+
+def test_a_custom_ignore_index_skips_its_tokens():
+    x, y = _log_probs(3, 9, 9, torch.float32), _log_probs(3, 9, 10, torch.float32)
+    lab = torch.tensor([0, 4, 0])
+    got = ops.jsd(x, y, lab, beta=0.2, ignore_index=0)
+    _close(got, refs.jsd(x[1:2].double(), y[1:2].double(), 0.2), torch.float32, "loss")
+
+
+@pytest.mark.parametrize("call,kind,message", [
+    (lambda x, t: ops.kl_div(x, t, reduction="batch"), LigerValueError,
+     "reduction must be one of 'none', 'sum', 'mean', 'batchmean', got 'batch'"),
+    (lambda x, t: ops.kl_div(x, t, eps=0.0), LigerValueError, "eps must be > 0.0, got 0.0"),
+    (lambda x, t: ops.kl_div(x, t, log_target=1), LigerTypeError,
+     "log_target must be a bool, got 1"),
+    (lambda x, t: ops.kl_div(x[0], t[0]), LigerValueError,
+     "liger.ops.kl_div: input must be [tokens, vocab] with at least one token, got shape [7]"),
+    (lambda x, t: ops.kl_div(x[:0], t[:0]), LigerValueError,
+     "liger.ops.kl_div: input must be [tokens, vocab] with at least one token, got shape "
+     "[0, 7]"),
+    (lambda x, t: ops.kl_div(x, t[:2]), LigerValueError,
+     "liger.ops.kl_div: target must have the shape of input [3, 7], got [2, 7]"),
+    (lambda x, t: ops.kl_div(x, t.double()), LigerTypeError,
+     "liger.ops.kl_div: target must have the dtype of input (torch.float32), got "
+     "torch.float64"),
+    (lambda x, t: ops.jsd(x, t, beta=1.5), LigerValueError, "beta must be <= 1.0, got 1.5"),
+    (lambda x, t: ops.jsd(x, t, torch.tensor([1, 2])), LigerValueError,
+     "liger.ops.jsd: shift_labels must have shape [3] (one label per token), got [2]"),
+    (lambda x, t: ops.jsd(x, t, torch.tensor([1.0, 2.0, 3.0])), LigerTypeError,
+     "liger.ops.jsd: shift_labels' dtype must be i32 or i64, got torch.float32"),
+    (lambda x, t: ops.jsd(x, t, ignore_index=2 ** 63), LigerValueError,
+     "ignore_index must be in [-9223372036854775808, 9223372036854775807], got "
+     "9223372036854775808"),
+    (lambda x, t: ops.jsd(x, [1.0]), LigerTypeError,
+     "liger.ops.jsd: target must be a torch.Tensor, got list"),
+    (lambda x, t: ops.jsd(x.half(), t.half().view(7, 3)), LigerValueError,
+     "liger.ops.jsd: target must have the shape of input [3, 7], got [7, 3]"),
+], ids=range(13))
+def test_a_bad_call_is_refused_with_its_reason(call, kind, message):
+    x, t = _log_probs(3, 7, 11, torch.float32), _log_probs(3, 7, 12, torch.float32)
+    with pytest.raises(kind) as e:
+        call(x, t)
+    assert str(e.value) == message
+
+
+def test_the_kernels_spec_is_what_precompile_takes():
+    """The error for a configuration without kernels names a spec that
+    `python -m liger.ops precompile` takes back (parse_spec round trip)."""
+    from liger import specs
+    for spec in (specs.kl_div_spec(50257, torch.bfloat16, log_target=True, pointwise=True),
+                 specs.jsd_spec(128256, "f16", beta=0.1, ignore_index=7, labels=torch.int32),
+                 specs.jsd_spec(7, "f32")):
+        assert specs.parse_spec(str(spec)) == spec
+    with pytest.raises(LigerError):
+        specs.parse_spec("jsd:vocab=7,dtype=f32,labels=i16")
