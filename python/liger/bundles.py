@@ -50,12 +50,11 @@ def _trace_constant(fn):
     keeps its result, without guarding on what it reads (the table of
     targets, which the liger backend itself fills while it compiles the
     graph: a guard on the table lacking a device would fail on the frame
-    that made it). Without torch, `fn` as it is."""
-    try:
-        from torch._dynamo import assume_constant_result
-    except ImportError:
-        return fn
-    return assume_constant_result(fn)
+    that made it). This is the mark torch._dynamo.assume_constant_result
+    sets, set here without importing dynamo (a second of every `import
+    liger.ops`); test_backend.py checks it is still that function's mark."""
+    fn._dynamo_marked_constant = True
+    return fn
 
 
 @_trace_constant

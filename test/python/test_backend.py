@@ -258,6 +258,14 @@ class Norms(torch.nn.Module):
 
 
 @needs_runner
+def test_the_device_target_carries_dynamos_constant_mark():
+    # bundles marks device_target as torch._dynamo.assume_constant_result
+    # would, without importing dynamo: the same attributes, set alike.
+    marked = torch._dynamo.assume_constant_result(lambda: None)
+    mark = {k: v for k, v in vars(marked).items()}
+    assert mark and all(getattr(bundles.device_target, k, None) == v for k, v in mark.items())
+
+
 def test_the_norm_operators_run_as_they_are():
     """liger::add_rms_norm and liger::layer_norm and their backward
     operators stay in the graphs as the operators they are, each running
