@@ -125,15 +125,6 @@ static DictionaryAttr getKernelInfoAttr(OpBuilder &b,
   })));
 }
 
-/// Ops a row kernel may implement on their own.
-static bool isRowwiseOp(Operation *op) {
-  return isa<RMSNormOp, AddRMSNormOp, LayerNormOp, SiLUOp, GELUOp, SwiGLUOp,
-             GEGLUOp, AddOp, MulOp, SoftmaxOp, SwiGLUGradOp, GEGLUGradOp,
-             SoftmaxGradOp, RMSNormGradOp, LayerNormGradOp, RoPEOp, RoPEGradOp,
-             CrossEntropyOp, CrossEntropyGradOp, KLDivOp, KLDivGradOp, JSDOp,
-             JSDGradOp>(op);
-}
-
 /// Whether `op` is a divergence (or its gradient) reduced over every token
 /// to one scalar: the row program computes a loss per token (`per_token`)
 /// or per element, and its caller adds the tokens up (liger.ops does), as

@@ -34,8 +34,7 @@ YieldOp FusionOp::getYield() {
   return cast<YieldOp>(getBody().front().getTerminator());
 }
 
-/// Ops a rowwise kernel implements: everything row-local.
-static bool isRowwiseOp(Operation *op) {
+bool mlir::liger::isRowwiseOp(Operation *op) {
   return isa<RMSNormOp, AddRMSNormOp, LayerNormOp, RoPEOp, RoPEGradOp, SiLUOp,
              GELUOp, SwiGLUOp, GEGLUOp, AddOp, MulOp, SoftmaxOp, CrossEntropyOp,
              CrossEntropyGradOp, KLDivOp, KLDivGradOp, JSDOp, JSDGradOp,

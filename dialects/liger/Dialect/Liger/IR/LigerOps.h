@@ -18,4 +18,11 @@
 #define GET_OP_CLASSES
 #include "liger/Dialect/Liger/IR/LigerOps.h.inc"
 
+namespace mlir::liger {
+/// Ops a rowwise kernel implements, in a rowwise fusion group or alone:
+/// everything row-local (the rowwise group's verifier and the GPU lowering
+/// read this one list).
+bool isRowwiseOp(Operation *op);
+} // namespace mlir::liger
+
 #endif // LIGER_DIALECT_LIGER_IR_LIGEROPS_H
