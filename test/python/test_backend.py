@@ -152,6 +152,13 @@ CASES = [(f, "f32") for f in FORWARD] + [("llama", "bf16"), ("gemma", "bf16")]
 
 def check_report(report, family, dtype):
     recognised = "\n".join(report.recognition)
+    # HF's traced causal mask is SDPA's is_causal again (no padding, the
+    # sequence within any sliding window); Gemma 2 softcaps its attention
+    # logits, so its attention is no SDPA call.
+    masks = [line for line in report.recognition if line.startswith("[recognise-causal-mask]")]
+    assert all(" causal mask -> is_causal at model.layers.0.self_attn" in line
+               for line in masks), masks
+    assert len(masks) == (0 if family == "gemma2" else 1), masks
     assert "[recognise-rms-norm] recognised liger.rms_norm" in recognised
     assert "[recognise-rope] recognised liger.rope" in recognised
     assert "[recognise-gated-mlp] recognised liger.%s" % (
@@ -184,6 +191,34 @@ def test_family_trains_like_eager(family, dtype):
     check_report(report, family, dtype)
     if family in ("llama", "gemma", "qwen2"):
         assert NORM_GRAD_ADD in groups(report.partitions[1])
+
+
+@needs_runner
+def test_a_padding_mask_and_a_narrow_sliding_window_stay_masks():
+    """The near-misses of recognise-causal-mask on real models: a padding
+    mask given by the caller (a graph input), and Mistral's sliding window
+    narrower than the sequence (a mask that is not causal): each SDPA keeps
+    its mask, and the step trains like eager."""
+    config, model = family_model("llama", "f32")
+    batches = tokens(config, steps=2)
+    for batch in batches:
+        batch["attention_mask"] = torch.ones_like(batch["input_ids"])
+        batch["attention_mask"][1, :3] = 0  # left padding
+    compiled = lb.compile_model(model, fullgraph=True)
+    train(model, compiled, batches, "f32")
+    (line,) = [line for line in compiled.liger.reports[0].recognition
+               if line.startswith("[recognise-causal-mask]")]
+    assert ": the mask is computed from the graph input " in line, line
+
+    torch._dynamo.reset()
+    config = cap.load_config(os.path.join(CONFIGS, "tiny-mistral.json"))
+    config.sliding_window = 4  # the tokens are 8 long
+    model = cap.build_model(config, "f32", "cpu", layers=1).train()
+    compiled = lb.compile_model(model, fullgraph=True)
+    train(model, compiled, tokens(config, steps=2), "f32")
+    (line,) = [line for line in compiled.liger.reports[0].recognition
+               if line.startswith("[recognise-causal-mask]")]
+    assert line.endswith(": the mask is not causal"), line
 
 
 @needs_runner

@@ -59,6 +59,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 
 from .. import bundles, specs
 from ..errors import LigerError, LigerFallbackWarning
+from .masks import causal_masks
 from .partition import KernelTarget, Partition, partition
 from .recognize import recognize
 from .substitute import Substitution, substitute
@@ -273,8 +274,9 @@ class LigerBackend:
         with fake_mode, fx_traceback.preserve_node_meta():
             aten = make_fx(torch.fx.Interpreter(gm).run, pre_dispatch=True,
                            tracing_mode="fake")(*fake_args)
+        masks = causal_masks(aten)
         found = recognize(aten, policy=substitution.policy(fake_mode))
-        report.recognition = self._relative(found.lines())
+        report.recognition = self._relative([str(line) for line in masks] + found.lines())
         if found.dynamic:
             _warn_once("liger: in %s, %s; those parts stay with Inductor"
                        % (report.name, found.dynamic[0]))
