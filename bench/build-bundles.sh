@@ -31,6 +31,13 @@ from liger import ops
 import divergence
 ops.precompile(sys.argv[1], [s for v in divergence.VOCABS for s in divergence.specs(v)])
 PY
+# liger.ops.layer_norm at hidden 4096, for bench/rowwise.py's LayerNorm rows.
+PYTHONPATH="$ROOT/python:$ROOT/bench${PYTHONPATH:+:$PYTHONPATH}" LIGER_BUILD_DIR="$BUILD" python3 - "$ROOT/bench-bundles/ops" <<'PY'
+import sys
+from liger import ops
+import rowwise
+ops.precompile(sys.argv[1], rowwise.layer_norm_specs())
+PY
 # The kernels a patched Llama-3-8B-shaped model calls, for bench/e2e.py.
 PYTHONPATH="$ROOT/python:$ROOT/bench${PYTHONPATH:+:$PYTHONPATH}" LIGER_BUILD_DIR="$BUILD" python3 - "$ROOT/bench-bundles/ops" <<'PY'
 import sys

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Rowwise kernels of liger beside PyTorch eager, torch.compile and
 Liger-Kernel, on one GPU, at Llama-3-8B shapes (16384 tokens, hidden 4096,
-MLP width 14336, bf16), and over long and odd rows (the "long" cases:
+MLP width 14336, bf16; LayerNorm through liger.ops, whose kernels come from
+LIGER_OPS_BUNDLES, see layer_norm_specs), and over long and odd rows (the "long" cases:
 softmax over 50257, 256000 bf16 and 262147 f32, RMSNorm over 256000 bf16,
 at --long-tokens rows).
 
@@ -10,8 +11,8 @@ the floor: the bytes the op must move (inputs read once, outputs written
 once) over the device-to-device copy bandwidth measured in the same run.
 Every implementation's result is checked against eager before it is timed.
 
-    PYTHONPATH=python:build-runtime-py/python python3 bench/rowwise.py \
-        --bundle bench-bundles/rowwise [--tokens 16384] [--json out.json]
+    LIGER_OPS_BUNDLES=bench-bundles/ops PYTHONPATH=python:build-runtime-py/python \
+        python3 bench/rowwise.py --bundle bench-bundles/rowwise [--tokens 16384] [--json out.json]
 """
 import argparse
 import json
@@ -28,6 +29,7 @@ try:
     from liger_kernel.ops.fused_add_rms_norm import LigerFusedAddRMSNormFunction
     from liger_kernel.ops.swiglu import LigerSiLUMulFunction
     from liger_kernel.ops.geglu import LigerGELUMulFunction
+    from liger_kernel.ops.layer_norm import LigerLayerNormFunction
     HAVE_LK = True
 except Exception as e:  # noqa: BLE001
     print("# liger-kernel not importable: %s" % e, file=sys.stderr)
@@ -62,6 +64,20 @@ def swiglu_ref(g, u):
 
 def geglu_ref(g, u):
     return F.gelu(g, approximate="tanh") * u
+
+
+LN_EPS = 1e-5
+
+
+def layer_norm_specs(hidden=4096):
+    """The liger.ops kernels of the LayerNorm rows (what build-bundles.sh
+    precompiles into bench-bundles/ops)."""
+    from liger import specs
+    return [specs.layer_norm_spec(hidden, "bf16", eps=LN_EPS)]
+
+
+def layer_norm_ref(x, w, b):
+    return F.layer_norm(x, (x.shape[-1],), w, b, LN_EPS)
 
 
 def autograd_step(f, inputs, dy):
@@ -182,7 +198,43 @@ def main():
                   lambda x, r, w: LigerFusedAddRMSNormFunction.apply(x, r, w, 1e-6))
     impls["liger (ours)"] = preallocated(ours["add_rms_norm_rowwise_0"], (M, H), (M, H))
     run("add_rms_norm fwd", impls, (x, r, w), add_rms_ref, 4 * M * H * 2 + H * 2)
-    del x, r
+    del r
+
+    # LayerNorm (weight and bias) through liger.ops.layer_norm, the
+    # operator a patched model calls, forward alone and forward + backward
+    # (dx, dW, dbias) through autograd like the peers. Bytes: forward reads
+    # x and writes y; backward reads x and dy and writes dx (the backward
+    # recomputes mean and rstd from x).
+    if want("layer_norm"):
+        try:
+            from liger import ops as liger_ops
+            b = torch.randn(H, dtype=BF16, device="cuda")
+            liger_ops.layer_norm(x[:1], w, b, LN_EPS)
+        except Exception as e:  # noqa: BLE001
+            print("# liger.ops.layer_norm not runnable (LIGER_OPS_BUNDLES with "
+                  "layer_norm_specs()?): %s" % e, file=sys.stderr)
+        else:
+            def ln_ours(x, w, b):
+                return liger_ops.layer_norm(x, w, b, LN_EPS)
+
+            def ln_lk(x, w, b):
+                return LigerLayerNormFunction.apply(x, w, b, LN_EPS)
+            impls = peers(layer_norm_ref, ln_lk)
+            impls["liger (ours)"] = ln_ours
+            run("layer_norm fwd", impls, (x, w, b), layer_norm_ref, 2 * M * H * 2 + 2 * H * 2)
+            dy = torch.randn(M, H, dtype=BF16, device="cuda")
+
+            def ln_autograd(f):
+                return autograd_step(f, (x, w, b), dy)
+            impls = {"eager": ln_autograd(layer_norm_ref),
+                     "compile": ln_autograd(torch.compile(layer_norm_ref))}
+            if HAVE_LK:
+                impls["liger-kernel"] = ln_autograd(ln_lk)
+            impls["liger (ours)"] = ln_autograd(ln_ours)
+            run("layer_norm fwd+bwd", impls, (x, w, b), layer_norm_ref,
+                5 * M * H * 2 + 4 * H * 2)
+            del dy
+    del x
 
     g = torch.randn(M, I, dtype=BF16, device="cuda")
     u = torch.randn(M, I, dtype=BF16, device="cuda")
@@ -286,7 +338,11 @@ def main():
     a1, b1 = torch.randn(8, device="cuda"), torch.randn(8, device="cuda")
     overhead = {}
     calls = [] if not want("overhead") else [("liger.runtime (Python)", lambda: k1(x1, w)),
-             ("torch.add (8 elements)", lambda: torch.add(a1, b1))]
+             ("torch.add (8 elements)", lambda: torch.add(a1, b1)),
+             # The same op through torch.ops (the Python dispatcher path that
+             # every torch.ops.liger call takes): the floor of a custom op.
+             ("torch.ops.aten.add.Tensor", lambda: torch.ops.aten.add.Tensor(a1, b1)),
+             ("torch.ops.aten.add (packet)", lambda: torch.ops.aten.add(a1, b1))]
     try:
         if not calls:
             raise ImportError("overhead not asked for")
