@@ -129,7 +129,11 @@ def test_every_output_element_is_written(name):
         bundle["fwd_rowwise_0"](x, t, g, *extra, out=[loss, grad])
         alone = poisoned(loss_shape)
         bundle["loss_rowwise_0"](x, t, *extra, out=[alone])
-        assert torch.equal(alone, loss), name + ": the loss alone differs"
+        # The same loss, not the same bits: the loss-only kernel may run
+        # with more threads per row (1024 against 256 at vocabulary 50257),
+        # which sums the row's f32 terms in another order.
+        torch.testing.assert_close(alone, loss, rtol=1e-5, atol=1e-6,
+                                   msg=lambda m: name + ": the loss alone differs: " + m)
     assert not loss.isnan().any(), name + " loss"
     assert not grad.isnan().any(), name + " gradient"
 
