@@ -152,6 +152,8 @@ def run(variant, args):
         res["liger"] = [line for r in report for line in r.summary()]
     if args.profile:
         res["profile"] = profile(step, args.profile)
+    if args.memory:
+        res["memory"] = memory_at_peak(step, args.memory)
     del model, step_model, opt
     torch.cuda.empty_cache()
     return res
@@ -174,6 +176,48 @@ def profile(step, top):
             for e in kernels[:top]]
 
 
+def _frame(frames):
+    """Where an allocation was made: its first Python frame outside torch's
+    own package (Inductor's generated code included), as file:line name."""
+    for f in frames:
+        name = f.get("filename", "")
+        if "site-packages/torch/" not in name and "/torch/" not in name.replace(
+                "torchinductor", "") and name.endswith(".py"):
+            return "%s:%d %s" % (name.split("/")[-1], f.get("line", 0), f.get("name", ""))
+    f = frames[0] if frames else {}
+    return "%s:%d %s" % (f.get("filename", "?").split("/")[-1], f.get("line", 0),
+                         f.get("name", ""))
+
+
+def memory_at_peak(step, top):
+    """One more step with the allocator's history recorded: the memory
+    allocated before it (weights, optimizer state), the step's peak above
+    that, and the `top` places whose allocations are alive at the peak, by
+    bytes, as (GiB, allocations, place)."""
+    torch.cuda.synchronize()
+    base = torch.cuda.memory_allocated()
+    torch.cuda.memory._record_memory_history(max_entries=2000000, stacks="python")
+    step()
+    torch.cuda.synchronize()
+    snap = torch.cuda.memory._snapshot()
+    torch.cuda.memory._record_memory_history(enabled=None)
+    live, total, peak, at_peak = {}, 0, 0, {}
+    for event in (e for trace in snap["device_traces"] for e in trace):
+        if event["action"] == "alloc":
+            live[event["addr"]] = (event["size"], _frame(event.get("frames", [])))
+            total += event["size"]
+            if total > peak:
+                peak, at_peak = total, dict(live)
+        elif event["action"] == "free_requested" and event["addr"] in live:
+            total -= live.pop(event["addr"])[0]
+    places = {}
+    for size, place in at_peak.values():
+        n, b = places.get(place, (0, 0))
+        places[place] = (n + 1, b + size)
+    rows = sorted(((b / 2 ** 30, n, place) for place, (n, b) in places.items()), reverse=True)
+    return dict(before_gib=base / 2 ** 30, step_peak_gib=peak / 2 ** 30, top=rows[:top])
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -190,6 +234,9 @@ def main():
     p.add_argument("--profile", type=int, default=0, metavar="N",
                    help="profile one more step of each variant and print its N GPU "
                         "kernels of most time")
+    p.add_argument("--memory", type=int, default=0, metavar="N",
+                   help="record the allocator's history over one more step of each variant "
+                        "and print the N places holding the most memory at its peak")
     p.add_argument("--json")
     p.add_argument("--one", help=argparse.SUPPRESS)  # a variant, in this process
     args = p.parse_args()
@@ -210,7 +257,7 @@ def main():
     for v in args.variants.split(","):
         cmd = [sys.executable, __file__, "--one", v] + [
             "--%s=%s" % (k, getattr(args, k)) for k in ("layers", "batch", "seq", "steps",
-                                                        "warmup", "profile")] + (
+                                                        "warmup", "profile", "memory")] + (
             ["--lora"] if args.lora else [])
         proc = subprocess.run(cmd, capture_output=True, text=True)
         found = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
@@ -230,6 +277,12 @@ def main():
             print("    " + line, flush=True)
         for name, ms, share in r.get("profile", []):
             print("    %8.3f ms %5.1f%%  %s" % (ms, 100 * share, name[:110]), flush=True)
+        if "memory" in r:
+            m = r["memory"]
+            print("    memory: %.2f GiB before the step, its peak %.2f GiB above that; alive "
+                  "at the peak:" % (m["before_gib"], m["step_peak_gib"]), flush=True)
+            for gib, n, place in m["top"]:
+                print("    %8.3f GiB %4d x  %s" % (gib, n, place[:100]), flush=True)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(dict(args=vars(args), rows=rows), fh, indent=1)
