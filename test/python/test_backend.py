@@ -222,6 +222,32 @@ def test_a_padding_mask_and_a_narrow_sliding_window_stay_masks():
 
 
 @needs_runner
+def test_the_embedding_gradient_is_pytorchs_own_kernel(tmp_path, monkeypatch):
+    """Inductor's decomposition of embedding_dense_backward accumulates in
+    an f32 [vocab, hidden] buffer; the backend keeps the aten op (run as
+    PyTorch's kernel), so the gradient has the eager bits and the backward
+    graph holds the op, not an index_put into an f32 buffer."""
+    monkeypatch.setenv("LIGER_DUMP_DIR", str(tmp_path))
+
+    class Embed(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = torch.nn.Embedding(64, 16, dtype=torch.bfloat16)
+
+        def forward(self, ids):
+            return (self.embed(ids).float() ** 2).sum()
+    model = Embed()
+    eager = copy.deepcopy(model)
+    ids = torch.randint(0, 64, (3, 20), generator=torch.Generator().manual_seed(0))
+    torch.compile(model, backend="liger")(ids).backward()
+    eager(ids).backward()
+    assert torch.equal(model.embed.weight.grad, eager.embed.weight.grad)
+    backward = (tmp_path / "graph0" / "graph0.backward.txt").read_text()
+    assert "torch.ops.aten.embedding_dense_backward.default" in backward
+    assert "index_put" not in backward
+
+
+@needs_runner
 def test_peft_lora_llama_trains_like_eager():
     peft = pytest.importorskip("peft")
     config, base = family_model("llama", "f32")

@@ -261,7 +261,8 @@ class LigerBackend:
         patches = dict(enable_autograd_cache=False,
                        force_non_lazy_backward_lowering=bool(self.options.precompile_dir))
         with torch._functorch.config.patch(**patches):
-            compiled = compile_fx(graph, example_inputs, inner_compile=inner)
+            compiled = compile_fx(graph, example_inputs, inner_compile=inner,
+                                  decompositions=_decompositions())
         if self.options.precompile_dir:
             return _compiled_only
         return compiled
@@ -312,6 +313,23 @@ class LigerBackend:
             self._print(first + report.section(part) + ["%s, %s" % (part.summary(),
                                                                    report.breaks())])
         return compile_fx_inner(gm, example_inputs, **kwargs)
+
+
+# Inductor's decompositions that liger's backend leaves out, each an aten op
+# then run as PyTorch's own kernel (an Inductor fallback).
+# embedding_dense_backward: the decomposition accumulates a bf16/f16
+# embedding's gradient in an f32 [vocab, hidden] buffer and copies it down
+# (Llama-3-8B's vocabulary: 1.96 GiB alive at the backward's peak, measured
+# on the H200), where PyTorch's kernel writes the weight's dtype directly.
+KEPT_OPS = ("embedding_dense_backward",)
+
+
+def _decompositions():
+    """Inductor's decomposition table without KEPT_OPS."""
+    from torch._inductor.decomposition import select_decomp_table
+    kept = {getattr(torch.ops.aten, name) for name in KEPT_OPS}
+    return {op: fn for op, fn in select_decomp_table().items()
+            if getattr(op, "overloadpacket", op) not in kept}
 
 
 class Precompiled(Exception):
