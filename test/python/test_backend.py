@@ -224,9 +224,10 @@ def test_a_padding_mask_and_a_narrow_sliding_window_stay_masks():
 @needs_runner
 def test_the_embedding_gradient_is_pytorchs_own_kernel(tmp_path, monkeypatch):
     """Inductor's decomposition of embedding_dense_backward accumulates in
-    an f32 [vocab, hidden] buffer; the backend keeps the aten op (run as
-    PyTorch's kernel), so the gradient has the eager bits and the backward
-    graph holds the op, not an index_put into an f32 buffer."""
+    an f32 [vocab, hidden] buffer; the backend runs PyTorch's kernel behind
+    liger::embedding_dense_backward instead, so the gradient has the eager
+    bits and the backward graph holds that op, not an index_put into an f32
+    buffer."""
     monkeypatch.setenv("LIGER_DUMP_DIR", str(tmp_path))
 
     class Embed(torch.nn.Module):
@@ -243,7 +244,7 @@ def test_the_embedding_gradient_is_pytorchs_own_kernel(tmp_path, monkeypatch):
     eager(ids).backward()
     assert torch.equal(model.embed.weight.grad, eager.embed.weight.grad)
     backward = (tmp_path / "graph0" / "graph0.backward.txt").read_text()
-    assert "torch.ops.aten.embedding_dense_backward.default" in backward
+    assert "torch.ops.liger.embedding_dense_backward.default" in backward
     assert "index_put" not in backward
 
 

@@ -315,21 +315,28 @@ class LigerBackend:
         return compile_fx_inner(gm, example_inputs, **kwargs)
 
 
-# Inductor's decompositions that liger's backend leaves out, each an aten op
-# then run as PyTorch's own kernel (an Inductor fallback).
+# Ops whose Inductor decomposition the backend replaces by PyTorch's own
+# kernel behind an opaque operator (group_ops): aten op -> that operator.
 # embedding_dense_backward: the decomposition accumulates a bf16/f16
 # embedding's gradient in an f32 [vocab, hidden] buffer and copies it down
 # (Llama-3-8B's vocabulary: 1.96 GiB alive at the backward's peak, measured
 # on the H200), where PyTorch's kernel writes the weight's dtype directly.
-KEPT_OPS = ("embedding_dense_backward",)
+# (Dropping the decomposition instead would leave Inductor an op it both
+# decomposes and falls back on, which torch 2.11 refuses.)
+KEPT_OPS = {"embedding_dense_backward": "embedding_dense_backward"}
 
 
 def _decompositions():
-    """Inductor's decomposition table without KEPT_OPS."""
+    """Inductor's decomposition table with KEPT_OPS mapped to their operators."""
     from torch._inductor.decomposition import select_decomp_table
-    kept = {getattr(torch.ops.aten, name) for name in KEPT_OPS}
-    return {op: fn for op, fn in select_decomp_table().items()
-            if getattr(op, "overloadpacket", op) not in kept}
+    from . import group_ops  # noqa: F401  (registers the operators)
+    table = dict(select_decomp_table())
+    for aten_name, op_name in KEPT_OPS.items():
+        kept = getattr(torch.ops.liger, op_name).default
+        for op in list(table):
+            if getattr(op, "overloadpacket", op) is getattr(torch.ops.aten, aten_name):
+                table[op] = kept
+    return table
 
 
 class Precompiled(Exception):

@@ -2,6 +2,8 @@
 
     liger::lora_linear(x, weight, bias?, lora_a, lora_b, scale) -> y
     liger::fusion_group(unit, inputs) -> outputs
+    liger::embedding_dense_backward(grad, indices, num_weights, padding_idx,
+                                    scale_grad_by_freq) -> grad_weight
 
 `lora_linear` is PEFT's LoRA projection, `x·Wᵀ + b + (x·Aᵀ)·Bᵀ · scale`,
 computed by the same PyTorch ops in the same order as PEFT's layer (so a
@@ -10,6 +12,13 @@ ops (matrix products the backend imports as liger.linear_grad_input and
 liger.linear_grad_weight). The backend puts it where it recognised a PEFT
 LoRA layer, so that the forward graph holds `liger.lora_linear`, which
 liger-fuse-lora fuses with what follows.
+
+`embedding_dense_backward` is PyTorch's own kernel of that aten op behind
+an operator Inductor cannot decompose: the backend's decomposition table
+maps the aten op to it (backend.KEPT_OPS), because Inductor's decomposition
+accumulates a bf16/f16 embedding's gradient in an f32 [vocab, hidden]
+buffer (1.96 GiB at Llama-3-8B's vocabulary) where the kernel writes the
+weight's dtype directly.
 
 `fusion_group` runs one fusion group the backend compiled (a `Unit`,
 registered by its key): its kernels on the GPU, its reference function on
@@ -97,3 +106,17 @@ def _lora_grad(ctx, dy):
 
 
 lora_linear.register_autograd(_lora_grad, setup_context=_lora_setup)
+
+
+# --- PyTorch's embedding backward, kept whole ----------------------------------
+
+@torch.library.custom_op("liger::embedding_dense_backward", mutates_args=())
+def embedding_dense_backward(grad: Tensor, indices: Tensor, num_weights: int,
+                             padding_idx: int, scale_grad_by_freq: bool) -> Tensor:
+    return torch.ops.aten.embedding_dense_backward.default(
+        grad, indices, num_weights, padding_idx, scale_grad_by_freq)
+
+
+@embedding_dense_backward.register_fake
+def _(grad, indices, num_weights, padding_idx, scale_grad_by_freq):
+    return grad.new_empty((num_weights, grad.shape[-1]))
