@@ -163,8 +163,9 @@ private:
     return writeFile(path, text, error);
   }
 
-  /// Runs one stage of liger-gpu-pipeline and dumps it; tells whether the
-  /// compile goes on (`stopped`: it ended there as asked).
+  /// Runs one stage of liger-gpu-pipeline and dumps it; false where it
+  /// fails. `stopped`: the compile ends after this stage, as asked, with
+  /// the stage's IR in the result.
   bool runStage(void (*build)(OpPassManager &, const GpuPipelineOptions &),
                 StringRef dumpName, CompileStage stage, bool &stopped) {
     PassManager pm(&context);
