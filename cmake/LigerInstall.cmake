@@ -5,6 +5,9 @@
 # Install components:
 #   runtime   libliger_runtime.a, include/liger/Runtime/*, liger/Version.h,
 #             the package config (liger::runtime)
+#   compiler  libliger_compiler.so, include/liger/Pipelines/Compile.h and
+#             their targets (liger::compiler), where the compiler is built
+#             against libMLIR.so
 #   python    the _liger_runtime extension, libliger_torch_ops.so (where
 #             LibTorch was found), _build_info.py; in a prefix, the Python
 #             sources too (a wheel gets them from pyproject.toml)
@@ -25,6 +28,28 @@ install(FILES ${PROJECT_BINARY_DIR}/include/liger/Version.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/liger COMPONENT runtime)
 install(TARGETS liger-bundle COMPONENT liger-bundle
   RUNTIME DESTINATION ${LIGER_INSTALL_TOOLSDIR})
+
+# --- the compiler as a library (liger/Pipelines/Compile.h) -----------------
+# Its own export set, installed with it: a prefix that has the runtime
+# alone has no target naming a missing library.
+if(TARGET liger_compiler)
+  set_target_properties(liger_compiler PROPERTIES EXPORT_NAME compiler)
+  add_library(liger::compiler ALIAS liger_compiler)
+  target_include_directories(liger_compiler INTERFACE
+    $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
+    $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+  target_compile_features(liger_compiler INTERFACE cxx_std_17)
+  install(TARGETS liger_compiler EXPORT ligerCompilerTargets COMPONENT compiler
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  install(FILES ${PROJECT_SOURCE_DIR}/include/liger/Pipelines/Compile.h
+    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/liger/Pipelines COMPONENT compiler)
+  install(EXPORT ligerCompilerTargets NAMESPACE liger::
+    FILE ligerCompilerTargets.cmake
+    DESTINATION ${LIGER_INSTALL_CMAKEDIR} COMPONENT compiler)
+elseif(LIGER_ENABLE_COMPILER)
+  message(STATUS "liger: no liger::compiler library (it links libMLIR.so: "
+                 "-DMLIR_LINK_MLIR_DYLIB=ON); the package has the tools")
+endif()
 
 # --- the compiler's tools ----------------------------------------------------
 # add_mlir_tool installs them (MLIR_TOOLS_INSTALL_DIR) with an RPATH of

@@ -3,8 +3,9 @@
 #
 #   a prefix (cmake --install build --prefix P):
 #     P/bin/                     liger-opt, liger-compile, liger-cpu-runner, liger-bundle
-#     P/include/liger/           liger/Runtime/*, liger/Version.h
-#     P/lib/                     libliger_runtime.a
+#     P/include/liger/           liger/Runtime/*, liger/Version.h,
+#                                liger/Pipelines/Compile.h (with the compiler)
+#     P/lib/                     libliger_runtime.a, libliger_compiler.so
 #     P/lib/cmake/liger/         ligerConfig.cmake, ligerConfigVersion.cmake, targets
 #     P/lib/liger/python/liger/  the Python package, _liger_runtime, libliger_torch_ops.so
 #   a wheel (scikit-build-core sets SKBUILD; pyproject.toml):

@@ -605,6 +605,31 @@ def jsd(input, target, shift_labels=None, beta=0.5, ignore_index=-100):
     return operators.jsd(input, target, shift_labels, *config, want_grad)[0]
 
 
+def add_precompile_targets(parser):
+    """`--target`, repeatable, of the precompile commands (this one and
+    liger.transformers'): each target's bundles go into the one directory,
+    side by side (a bundle's cache key holds its target); without it,
+    DEFAULT_TARGET. argparse refuses a target liger has no kernels for,
+    naming those it has. `args.targets` lists the targets, once each, in
+    the order given."""
+    import argparse
+
+    class Targets(argparse.Action):
+        def __call__(self, parser, namespace, value, option_string=None):
+            targets = getattr(namespace, self.dest)
+            if targets is parser.get_default(self.dest):
+                targets = []
+            if value not in targets:
+                targets.append(value)
+            setattr(namespace, self.dest, targets)
+
+    parser.add_argument("--target", dest="targets", action=Targets, default=[TARGET],
+                        choices=specs.GPU_TARGETS, metavar="TARGET",
+                        help="a GPU target to compile for (repeatable: each target's kernels "
+                             "go side by side into DIR; default %s), by compute capability: %s"
+                             % (TARGET, specs.targets_text()))
+
+
 def main(argv=None):
     import argparse
     ap = argparse.ArgumentParser(
@@ -619,8 +644,7 @@ def main(argv=None):
     pre.add_argument("specs", nargs="+", metavar="SPEC",
                      help="op:key=value,... as a liger.ops error names it, e.g. "
                           "swiglu:dtype=bf16,hidden=14336")
-    pre.add_argument("--target", default=TARGET, choices=specs.GPU_TARGETS,
-                     help="the GPU's target, by compute capability: " + specs.targets_text())
+    add_precompile_targets(pre)
     mod = sub.add_parser("module", help="print the liger module a SPEC compiles")
     mod.add_argument("spec", metavar="SPEC")
     plan = sub.add_parser("plan", help="print fused_linear_cross_entropy's chunking (JSON)")
@@ -637,8 +661,9 @@ def main(argv=None):
             print(json.dumps(fused_linear_cross_entropy_plan(
                 args.tokens, args.vocab, args.dtype, args.memory_budget), sort_keys=True))
         else:
-            for spec, path in zip(args.specs, precompile(args.dir, args.specs, args.target)):
-                print("%s -> %s" % (spec, path))
+            for target in args.targets:
+                for spec, path in zip(args.specs, precompile(args.dir, args.specs, target)):
+                    print("%s (%s) -> %s" % (spec, target, path))
     except (LigerError, OSError) as e:
         print("liger.ops: %s" % e, file=sys.stderr)
         return 1

@@ -776,9 +776,7 @@ def main(argv=None):
     pre.add_argument("configs", nargs="+", metavar="CONFIG",
                      help="a model directory or config.json (read by transformers.AutoConfig)")
     pre.add_argument("--dtype", default=None, help="bf16, f16 or f32 (default: the config's)")
-    pre.add_argument("--target", default=None, choices=specs.GPU_TARGETS,
-                     help="the GPU's target, by compute capability (default sm_90a): "
-                          + specs.targets_text())
+    ops.add_precompile_targets(pre)
     args = ap.parse_args(argv)
     try:
         from transformers import AutoConfig
@@ -788,8 +786,9 @@ def main(argv=None):
     try:
         for path in args.configs:
             config = AutoConfig.from_pretrained(path)
-            for bundle in precompile(args.dir, config, args.dtype, args.target):
-                print("%s -> %s" % (path, bundle))
+            for target in args.targets:
+                for bundle in precompile(args.dir, config, args.dtype, target):
+                    print("%s (%s) -> %s" % (path, target, bundle))
     except (LigerError, OSError, ValueError) as e:
         print("liger.transformers: %s" % e, file=sys.stderr)
         return 1

@@ -340,7 +340,7 @@ def test_command_line(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "liger.ops", "precompile", str(tmp_path),
                            str(SPECS[4])], capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith(str(SPECS[4]) + " -> ")
+    assert proc.stdout.startswith(str(SPECS[4]) + " (sm_90a) -> ")
     assert os.path.isdir(tmp_path / SPECS[4].key())
     assert cache.Cache(str(tmp_path)).lookup(SPECS[4].key()) == proc.stdout.split(" -> ")[1].strip()
     proc = subprocess.run([sys.executable, "-m", "liger.ops", "precompile", "--target", "sm_80",
@@ -352,6 +352,46 @@ def test_command_line(tmp_path):
                            "gelu:hidden=3"], capture_output=True, text=True, env=env)
     assert proc.returncode == 1
     assert "liger.ops: unknown op 'gelu'" in proc.stderr
+
+
+@needs_ptxas
+def test_precompile_for_several_targets_puts_them_side_by_side(tmp_path, monkeypatch):
+    """--target, repeated: each target's bundle of a spec in the one
+    directory, found there by that target's key, holding that target's
+    cubin (the default, sm_90a, only where named)."""
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    specs = [str(SPECS[4]), str(SPECS[2])]
+    proc = subprocess.run([sys.executable, "-m", "liger.ops", "precompile", "--target", "sm_80",
+                           "--target", "sm_90a", "--target", "sm_80", str(tmp_path)] + specs,
+                          capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert [line.split(" -> ")[0] for line in lines] == [
+        "%s (%s)" % (spec, target) for target in ("sm_80", "sm_90a") for spec in specs]
+    monkeypatch.setenv("LIGER_OPS_BUNDLES", str(tmp_path))
+    monkeypatch.setattr(bundles, "_compiler", lambda: None)  # found, never compiled
+    for spec in (SPECS[4], SPECS[2]):
+        for target in ("sm_80", "sm_90a"):
+            path = bundles.bundle_path(spec.with_target(target))
+            assert "%s (%s) -> %s" % (spec, target, path) in lines
+            manifest = json.load(open(os.path.join(path, "manifest.json")))
+            assert {m["arch"] for m in manifest["modules"]} == {target}, path
+    assert len({line.split(" -> ")[1] for line in lines}) == 4
+    with pytest.raises(LigerError, match="no compiled kernels for %s \\(target sm_86\\)"
+                                         % SPECS[4]):
+        bundles.bundle_path(SPECS[4].with_target("sm_86"))
+
+
+def test_precompile_refuses_an_unknown_target_with_those_it_knows(tmp_path):
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    proc = subprocess.run([sys.executable, "-m", "liger.ops", "precompile", "--target", "sm_80",
+                           "--target", "sm_70", str(tmp_path), str(SPECS[4])],
+                          capture_output=True, text=True, env=env)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert proc.stderr.endswith("error: argument --target: invalid choice: 'sm_70' (choose "
+                                "from 'sm_90a', 'sm_80', 'sm_86')\n")
+    assert os.listdir(tmp_path) == []
 
 
 class _NoPlans:

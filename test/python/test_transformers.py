@@ -353,6 +353,39 @@ def test_precompiled_bundles_are_found_by_config_and_a_missing_one_falls_back(
         assert [str(w.message) for w in caught] == (["liger: " + why] if i == 0 else [])
 
 
+def test_precompile_command_compiles_for_each_target_it_is_given(tmp_path, monkeypatch,
+                                                                 capsys):
+    """--target, repeated, compiles the config's kernels for each target
+    into the one directory (liger.ops precompile puts them side by side:
+    test_ops.py); none means sm_90a; a target liger has no kernels for is
+    refused, naming those it has, before anything compiles."""
+    tiny_config("llama").save_pretrained(tmp_path / "model")
+    out, model = str(tmp_path / "bundles"), str(tmp_path / "model")
+    calls = []
+
+    def precompile(out_dir, config, dtype, target):
+        calls.append((out_dir, config.model_type, dtype, target))
+        return ["%s/%s" % (out_dir, target)]
+
+    monkeypatch.setattr(lt, "precompile", precompile)
+    assert lt.main(["precompile", out, model, "--dtype", "f32", "--target", "sm_86",
+                    "--target", "sm_90a", "--target", "sm_86"]) == 0
+    assert calls == [(out, "llama", "f32", "sm_86"), (out, "llama", "f32", "sm_90a")]
+    assert capsys.readouterr().out == "%s (sm_86) -> %s/sm_86\n%s (sm_90a) -> %s/sm_90a\n" % (
+        model, out, model, out)
+    calls.clear()
+    assert lt.main(["precompile", out, model]) == 0
+    assert calls == [(out, "llama", None, "sm_90a")]
+    calls.clear()
+    with pytest.raises(SystemExit) as exit:
+        lt.main(["precompile", out, model, "--target", "sm_80", "--target", "sm_75"])
+    assert exit.value.code == 2
+    assert capsys.readouterr().err.endswith(
+        "error: argument --target: invalid choice: 'sm_75' (choose from 'sm_90a', 'sm_80', "
+        "'sm_86')\n")
+    assert calls == []
+
+
 def _no_tool(name="liger-opt"):
     raise LigerError("cannot find %s" % name)
 
