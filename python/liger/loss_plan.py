@@ -34,8 +34,15 @@ def plan_chunks(tokens, vocab, dtype, memory_budget=2 ** 29):
     return dict(chunk_tokens=chunk, chunks=chunks, extra_bytes=min(chunk, tokens) * row)
 
 
+def per_token(ce):
+    """Whether a loss plan's loss kernel `ce` (a runtime Kernel, or the
+    reference's) gives each row's loss and takes each row's incoming
+    gradient: the plan of a reduction "none" loss."""
+    return len(ce.outputs[0]["shape"]) == 1
+
+
 def chunked_loss(kernels, x, weight, target, class_weight, chunk, mean, ignore_index,
-                 want_dx=True, want_dw=True, dw_f32=False, grad_loss=None):
+                 want_dx=True, want_dw=True, dw_f32=False, grad_loss=None, per_token=False):
     """The lm_head's loss and gradients chunk by chunk, with the kernels of
     one chunk (`kernels`: logits, ce, dx, dw0 unless dw_f32, dw; what
     liger.ops compiles and what liger-plan-loss writes into a bundle's
@@ -43,8 +50,11 @@ def chunked_loss(kernels, x, weight, target, class_weight, chunk, mean, ignore_i
     over them, their gradient G, then dx = G · W and dW (+)= Gᵀ · x. Only the
     chunk's logits are held. The mean's denominator (the counted tokens, or
     their total class weight) and `grad_loss` (an incoming gradient, 1 if
-    None) scale G through the loss kernel's incoming gradient. Returns
-    (loss, dx, dW); a gradient not wanted is None."""
+    None) scale G through the loss kernel's incoming gradient. With
+    `per_token` (a plan of reduction "none") the loss kernel gives each
+    row's loss and takes each row's incoming gradient: `grad_loss` is then
+    [N] (1 for every token if None), and the loss returned is [N] f32.
+    Returns (loss, dx, dW); a gradient not wanted is None."""
     import torch
     n, v = x.shape[0], weight.shape[0]
     dev = x.device
@@ -56,7 +66,11 @@ def chunked_loss(kernels, x, weight, target, class_weight, chunk, mean, ignore_i
         scale = (1.0 / counted.sum()).reshape(())
     else:
         scale = one
-    g = scale if grad_loss is None else (scale * grad_loss).reshape(()).float()
+    if per_token:
+        g = torch.ones(n, dtype=torch.float32, device=dev) if grad_loss is None else \
+            grad_loss.reshape(n).to(torch.float32).contiguous()
+    else:
+        g = scale if grad_loss is None else (scale * grad_loss).reshape(()).float()
     logits = torch.empty((min(chunk, n), v), dtype=x.dtype, device=dev)
     dx = torch.empty_like(x) if want_dx else None
     dw = None
@@ -67,15 +81,22 @@ def chunked_loss(kernels, x, weight, target, class_weight, chunk, mean, ignore_i
         dw = torch.empty_like(weight)
         if n == 0:
             dw.zero_()
-    total = torch.zeros((), dtype=torch.float32, device=dev)
-    part = torch.empty((), dtype=torch.float32, device=dev)
+    if per_token:
+        total = torch.empty(n, dtype=torch.float32, device=dev)
+    else:
+        total = torch.zeros((), dtype=torch.float32, device=dev)
+        part = torch.empty((), dtype=torch.float32, device=dev)
     cw = [class_weight] if class_weight is not None else []
     for i, c0 in enumerate(range(0, n, chunk)):
         rows = min(chunk, n - c0)
         xc, tc, z = x[c0:c0 + rows], target[c0:c0 + rows], logits[:rows]
         kernels["logits"](xc, weight, out=[z])
-        kernels["ce"](z, tc, *cw, g, out=[part, z])  # the gradient over the logits
-        total += part
+        # The loss and, over the logits, their gradient.
+        if per_token:
+            kernels["ce"](z, tc, *cw, g[c0:c0 + rows], out=[total[c0:c0 + rows], z])
+        else:
+            kernels["ce"](z, tc, *cw, g, out=[part, z])
+            total += part
         if want_dx:
             kernels["dx"](z, weight, out=[dx[c0:c0 + rows]])
         if want_dw and i == 0 and not dw_f32:

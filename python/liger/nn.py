@@ -262,7 +262,8 @@ class LigerFusedLinearCrossEntropyLoss(nn.Module):
     """liger.ops.fused_linear_cross_entropy: the loss of _input [..., H]
     times lin_weight [V, H]ᵀ against targets [...], without the logits in
     memory; the options of LigerCrossEntropyLoss (class weights are
-    `ce_weight`; reduction "mean" or "sum"), accum_dtype None (dW summed in
+    `ce_weight`; reduction "mean", "sum" or "none": each token's loss, the
+    backward running the chunks again), accum_dtype None (dW summed in
     the weight's dtype) or torch.float32. Refused: return_z_loss,
     return_token_accuracy, return_predicted_tokens, use_token_scaling, a
     bias. liger's own: `memory_budget` (bytes of one chunk's logits)."""

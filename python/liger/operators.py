@@ -25,7 +25,10 @@ reference functions on CPU tensors.
     liger::cross_entropy_(logits!, target, weight?, ...) -> loss   (the gradient over logits)
     liger::fused_linear_cross_entropy(hidden, weight, target, class_weight?, ...,
                                       memory_budget, dw_f32, want_dx, want_dw)
-        -> (loss, dhidden, dweight)
+        -> (loss, dhidden, dweight)          (reduction "none": the gradients empty)
+    liger::fused_linear_cross_entropy_backward(hidden, weight, target, class_weight?, dloss,
+                                               ..., want_dx, want_dw) -> (dhidden, dweight)
+                                             (reduction "none": dloss per token)
     liger::kl_div(input, target, reduction, log_target, eps) -> loss
     liger::kl_div_backward(target, dloss, reduction, log_target, eps) -> dinput
     liger::jsd(input, target, shift_labels?, beta, ignore_index, want_grad) -> (loss, grad)
@@ -487,6 +490,34 @@ class CrossEntropyInPlace(torch.autograd.Function):
 
 
 # --- fused linear cross-entropy --------------------------------------------
+#
+# With reduction "mean" or "sum" the forward forms the gradients too (one
+# chunk loop), which the backward scales. With reduction "none" each
+# token's incoming gradient is known only in the backward: the forward
+# runs the chunk loop for the losses, the backward runs it again with those
+# gradients (the logits of each chunk recomputed: one more logits matmul).
+
+def _flce_run(hidden, weight, target, class_weight, ignore_index, label_smoothing, reduction,
+              softcap, lse_square_scale, memory_budget, dw_f32, want_dx, want_dw,
+              grad_loss=None):
+    """chunked_loss over the kernels of the configuration: (loss, dx, dW)."""
+    v, h = weight.shape
+    spec = _spec(specs.fused_linear_cross_entropy_spec, (
+        v, h, hidden.dtype, target.dtype, ignore_index, label_smoothing, reduction, softcap,
+        lse_square_scale, class_weight is not None, dw_f32), hidden.device)
+    x = _rows(hidden)
+    plan = plan_chunks(x.shape[0], v, spec.dtype, memory_budget)
+    return chunked_loss(
+        bundles.loss_plan_kernels(spec), x, weight.contiguous(),
+        target.reshape(-1).contiguous(),
+        class_weight.contiguous() if class_weight is not None else None,
+        plan["chunk_tokens"], reduction == "mean", ignore_index, want_dx, want_dw, dw_f32,
+        grad_loss, per_token=reduction == "none")
+
+
+def _flce_loss_shape(target, reduction):
+    return target.shape if reduction == "none" else ()
+
 
 @torch.library.custom_op("liger::fused_linear_cross_entropy", mutates_args=())
 def fused_linear_cross_entropy(
@@ -494,39 +525,71 @@ def fused_linear_cross_entropy(
         ignore_index: int, label_smoothing: float, reduction: str, softcap: float,
         lse_square_scale: float, memory_budget: int, dw_f32: bool, want_dx: bool,
         want_dw: bool) -> Tuple[Tensor, Tensor, Tensor]:
-    v, h = weight.shape
-    spec = _spec(specs.fused_linear_cross_entropy_spec, (
-        v, h, hidden.dtype, target.dtype, ignore_index, label_smoothing, reduction, softcap,
-        lse_square_scale, class_weight is not None, dw_f32), hidden.device)
-    x = _rows(hidden)
-    plan = plan_chunks(x.shape[0], v, spec.dtype, memory_budget)
-    loss, dx, dw = chunked_loss(
-        bundles.loss_plan_kernels(spec), x, weight.contiguous(),
-        target.reshape(-1).contiguous(),
-        class_weight.contiguous() if class_weight is not None else None,
-        plan["chunk_tokens"], reduction == "mean", ignore_index, want_dx, want_dw, dw_f32)
-    return (loss, dx.view(hidden.shape) if want_dx else hidden.new_empty(0),
+    # Per token, the gradients wait for the backward.
+    none = reduction == "none"
+    want_dx, want_dw = want_dx and not none, want_dw and not none
+    loss, dx, dw = _flce_run(hidden, weight, target, class_weight, ignore_index,
+                             label_smoothing, reduction, softcap, lse_square_scale,
+                             memory_budget, dw_f32, want_dx, want_dw)
+    return (loss.view(_flce_loss_shape(target, reduction)),
+            dx.view(hidden.shape) if want_dx else hidden.new_empty(0),
             dw if want_dw else weight.new_empty(0))
 
 
 @fused_linear_cross_entropy.register_fake
 def _(hidden, weight, target, class_weight, ignore_index, label_smoothing, reduction, softcap,
       lse_square_scale, memory_budget, dw_f32, want_dx, want_dw):
-    return (hidden.new_empty((), dtype=F32),
-            _like(hidden) if want_dx else hidden.new_empty(0),
+    none = reduction == "none"
+    return (hidden.new_empty(_flce_loss_shape(target, reduction), dtype=F32),
+            _like(hidden) if want_dx and not none else hidden.new_empty(0),
+            _like(weight) if want_dw and not none else weight.new_empty(0))
+
+
+@torch.library.custom_op("liger::fused_linear_cross_entropy_backward", mutates_args=())
+def fused_linear_cross_entropy_backward(
+        hidden: Tensor, weight: Tensor, target: Tensor, class_weight: Optional[Tensor],
+        dloss: Tensor, ignore_index: int, label_smoothing: float, softcap: float,
+        lse_square_scale: float, memory_budget: int, dw_f32: bool, want_dx: bool,
+        want_dw: bool) -> Tuple[Tensor, Tensor]:
+    """dhidden and dweight of the per-token losses (reduction "none") for
+    the incoming gradient `dloss` (one value per token, in the target's
+    shape or [N]): the chunk loop again, each chunk's logits recomputed."""
+    _, dx, dw = _flce_run(hidden, weight, target, class_weight, ignore_index,
+                          label_smoothing, "none", softcap, lse_square_scale, memory_budget,
+                          dw_f32, want_dx, want_dw, grad_loss=dloss.reshape(-1))
+    return (dx.view(hidden.shape) if want_dx else hidden.new_empty(0),
+            dw if want_dw else weight.new_empty(0))
+
+
+@fused_linear_cross_entropy_backward.register_fake
+def _(hidden, weight, target, class_weight, dloss, ignore_index, label_smoothing, softcap,
+      lse_square_scale, memory_budget, dw_f32, want_dx, want_dw):
+    return (_like(hidden) if want_dx else hidden.new_empty(0),
             _like(weight) if want_dw else weight.new_empty(0))
 
 
 def _flce_setup(ctx, inputs, output):
+    hidden, weight, target, class_weight, ignore_index, label_smoothing, reduction, softcap, \
+        lse_square_scale, memory_budget, dw_f32, want_dx, want_dw = inputs
     _, dx, dw = output
-    ctx.save_for_backward(dx, dw)
-    ctx.want = inputs[-2:]
+    ctx.want = (want_dx, want_dw)
+    ctx.per_token = reduction == "none"
+    if ctx.per_token:
+        ctx.save_for_backward(hidden, weight, target, class_weight)
+        ctx.config = (ignore_index, label_smoothing, softcap, lse_square_scale,
+                      memory_budget, dw_f32)
+    else:
+        ctx.save_for_backward(dx, dw)
     ctx.mark_non_differentiable(dx, dw)
 
 
 def _flce_grad(ctx, dloss, _ddx, _ddw):
-    dx, dw = ctx.saved_tensors
     want_dx, want_dw = ctx.want
+    if ctx.per_token:
+        dx, dw = fused_linear_cross_entropy_backward(*ctx.saved_tensors, dloss, *ctx.config,
+                                                     want_dx, want_dw)
+        return (dx if want_dx else None, dw if want_dw else None) + (None,) * 11
+    dx, dw = ctx.saved_tensors
     return (_scaled(dx, dloss) if want_dx else None,
             _scaled(dw, dloss) if want_dw else None) + (None,) * 11
 

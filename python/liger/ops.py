@@ -10,6 +10,7 @@
     q, k = ops.rope(q, k, cos, sin)           # backward: liger.rope_grad
     loss = ops.cross_entropy(logits, target)  # the gradient written forward
     loss = ops.fused_linear_cross_entropy(h, lm_head_weight, target)  # no logits kept
+    per_token = ops.fused_linear_cross_entropy(h, lm_head_weight, target, reduction="none")
     loss = ops.kl_div(student_logp, teacher_p, reduction="batchmean")
     loss = ops.jsd(student_logp, teacher_logp, beta=0.5)
 
@@ -493,7 +494,14 @@ def fused_linear_cross_entropy(hidden, weight, target, class_weight=None, ignore
     the end: exact sums for 4 bytes per weight of memory). The forward
     computes the gradients autograd will ask for (none under torch.no_grad,
     none for a frozen lm_head's weight); backward scales them by the
-    incoming gradient. reduction: mean or sum."""
+    incoming gradient. reduction: mean, sum or "none" (each token's loss,
+    f32 in the target's shape; an ignored token's is 0). With "none" each
+    token's incoming gradient is known only in the backward, so the forward
+    runs the chunk loop for the losses alone (one logits matmul per chunk;
+    the forward keeps its inputs, nothing of [tokens, vocab]) and the
+    backward runs it again with those gradients: each chunk's logits
+    recomputed, then G, dx and dW — one logits matmul more than mean/sum,
+    memory as theirs."""
     op = "fused_linear_cross_entropy"
     config = _once(lambda: (
         op, type(hidden), type(weight), type(target), type(class_weight), hidden.device,

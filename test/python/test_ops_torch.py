@@ -88,6 +88,14 @@ def _cases():
             h, lw, t, None, -100, 0.0, "mean", 0.0, 0.0, 2 * 24 * 2, False, True, True)),
         "fused_linear_cross_entropy_frozen": (L.fused_linear_cross_entropy, (
             h, lw.detach(), t, torch.rand(24) + 0.5, -100, 0.0, "sum", 0.0, 0.0, 2 ** 20, True, True, False)),
+        # Per token: the forward gives the losses alone, the backward runs
+        # the chunks again with the incoming gradient of each token.
+        "fused_linear_cross_entropy_none": (L.fused_linear_cross_entropy, (
+            h, lw, t, torch.rand(24) + 0.5, -100, 0.1, "none", 5.0, 1e-3, 2 * 24 * 2, False, True,
+            True)),
+        "fused_linear_cross_entropy_backward": (L.fused_linear_cross_entropy_backward, (
+            h.detach(), lw.detach(), t, None, torch.rand(6) - 0.5, -100, 0.0, 0.0, 0.0,
+            3 * 24 * 2, True, True, True)),
         **_divergence_cases(),
     }
 

@@ -424,8 +424,8 @@ def ops_divergence_cases():
 
 def ops_flce_cases():
     """liger.ops.fused_linear_cross_entropy: name -> (spec, (tokens, hidden,
-    vocab), memory budget in bytes, kwargs). The budgets force 3, 2, 2 and 3
-    chunks (the last one partial)."""
+    vocab), memory budget in bytes, kwargs). The budgets force 2 to 3 chunks
+    (the last one partial)."""
     from liger import ops
     return {
         "flce_bf16_mean": (ops.fused_linear_cross_entropy_spec(1000, 256, "bf16"),
@@ -442,6 +442,17 @@ def ops_flce_cases():
         # dW summed in an f32 buffer across the chunks, rounded once.
         "flce_bf16_dw_f32": (ops.fused_linear_cross_entropy_spec(1000, 256, "bf16", dw_f32=True),
                              (300, 256, 1000), 128 * 1000 * 2, dict(dw_f32=True)),
+        # Per token (reduction "none"): the backward runs the chunks again
+        # with each token's incoming gradient; odd token counts, class
+        # weights and every attribute, and Llama-3's lm_head.
+        "flce_bf16_none_all": (ops.fused_linear_cross_entropy_spec(
+            4000, 512, "bf16", label_smoothing=0.1, reduction="none", softcap=30.0,
+            lse_square_scale=1e-4, weighted=True), (77, 512, 4000), 64 * 4000 * 2,
+            dict(label_smoothing=0.1, reduction="none", softcap=30.0, lse_square_scale=1e-4,
+                 weighted=True)),
+        "flce_bf16_none_llama3": (ops.fused_linear_cross_entropy_spec(
+            128256, 4096, "bf16", reduction="none", dw_f32=True), (301, 4096, 128256),
+            128 * 128256 * 2, dict(reduction="none", dw_f32=True)),
     }
 
 

@@ -118,6 +118,11 @@ def _flce_cases(L):
             hidden, weight, target, cw, spec.ignore_index, spec.label_smoothing,
             spec.reduction, spec.softcap, spec.lse_square_scale, budget, spec.dw_f32, True,
             True))
+        if spec.reduction == "none":  # (its backward: the chunks again, per token)
+            out[name + "_backward"] = (L.fused_linear_cross_entropy_backward, (
+                hidden.detach(), weight.detach(), target, cw,
+                torch.rand(n, device="cuda") - 0.5, spec.ignore_index, spec.label_smoothing,
+                spec.softcap, spec.lse_square_scale, budget, spec.dw_f32, True, True))
     return out
 
 
