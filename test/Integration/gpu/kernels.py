@@ -456,6 +456,22 @@ def ops_flce_cases():
     }
 
 
+def preference_cases():
+    """liger.preference's losses: name -> (sequences 2B, length T, hidden,
+    vocab, memory budget in bytes): odd sizes in 3 chunks, and Llama-3's
+    lm_head in 2. Their kernels: preference_specs()."""
+    return {"odd": (6, 37, 512, 4000, 80 * 4000 * 2),
+            "llama3": (4, 256, 4096, 128256, 512 * 128256 * 2)}
+
+
+def preference_specs():
+    """The fused loss's kernels the preference losses run: per token, and
+    the mean (ORPO's nll_target)."""
+    from liger import ops
+    return [ops.fused_linear_cross_entropy_spec(v, h, "bf16", reduction=reduction)
+            for _, _, h, v, _ in preference_cases().values() for reduction in ("none", "mean")]
+
+
 # The experimental mma.sync matmul template (liger-compile --matmul-kernels):
 # name -> (K, N, dtype, tile_m, tile_n, stages). N = 1000 leaves a partial
 # 64-column tile; the 64-row tile runs 4 warps.
