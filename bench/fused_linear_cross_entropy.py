@@ -21,7 +21,7 @@ import sys
 
 import torch
 import torch.nn.functional as F
-from floors import matrix_rate, ms
+from floors import matrix_rate, measure_steps, ms, print_rows
 from liger import ops
 
 BF16 = torch.bfloat16
@@ -88,30 +88,12 @@ def main():
     del xr, wr
 
     floor = 3 * 2 * n * v * h / rate / 1e9
-    rows = []
-    for impl, step in impls.items():
-        torch.cuda.synchronize()
-        base = torch.cuda.memory_allocated()
-        torch.cuda.reset_peak_memory_stats()
-        loss, dx, dw = step()
-        torch.cuda.synchronize()
-        peak = (torch.cuda.max_memory_allocated() - base) / 2 ** 30
-        errs = [((loss.double() - ref).abs().max() / ref.abs().max()).item(),
-                ((dx.float() - ref_dx).norm() / ref_dx.norm()).item(),
-                ((dw.float() - ref_dw).norm() / ref_dw.norm()).item()]
-        del loss, dx, dw
-        tm = ms(step, rep=500)
-        rows.append(dict(impl=impl, ms=tm, floor_ms=floor, of_floor=floor / tm,
-                         err=max(errs), peak_gib=peak))
+    rows = measure_steps(impls, (ref, ref_dx, ref_dw), floor, rep=500)
     print("bf16 matrix rate %.0f TFLOP/s; %d tokens x hidden %d x vocabulary %d, reduction "
           "%s; ours in %d chunks of %d tokens (%.2f GiB of logits)" % (
               rate, n, h, v, reduction, plan["chunks"], plan["chunk_tokens"],
               plan["extra_bytes"] / 2 ** 30))
-    print("%-13s %9s %9s %8s %9s %10s" % ("impl", "ms", "floor ms", "of floor", "rel err",
-                                          "peak GiB"))
-    for r in rows:
-        print("%-13s %9.3f %9.3f %7.0f%% %9.1e %10.2f" % (
-            r["impl"], r["ms"], r["floor_ms"], 100 * r["of_floor"], r["err"], r["peak_gib"]))
+    print_rows(rows)
     parts = breakdown(x, w, t, plan, rate) if "liger" in impls else []
     if args.json:
         json.dump(dict(tflops=rate, tokens=n, hidden=h, vocab=v, reduction=reduction,

@@ -21,7 +21,7 @@ import sys
 
 import torch
 import torch.nn.functional as F
-from floors import matrix_rate, ms
+from floors import matrix_rate, measure_steps, print_rows
 from liger import nn as liger_nn
 
 BF16 = torch.bfloat16
@@ -107,27 +107,10 @@ def main():
         del xr, wr
         gemms = 4 if loss == "dpo" else 3
         floor = gemms * 2 * s * n * v * h / rate / 1e9
-        for impl, step in impls.items():
-            torch.cuda.synchronize()
-            base = torch.cuda.memory_allocated()
-            torch.cuda.reset_peak_memory_stats()
-            dx, dw = step()
-            torch.cuda.synchronize()
-            peak = (torch.cuda.max_memory_allocated() - base) / 2 ** 30
-            err = max(((dx.float() - ref_dx).norm() / ref_dx.norm()).item(),
-                      ((dw.float() - ref_dw).norm() / ref_dw.norm()).item())
-            del dx, dw
-            tm = ms(step, rep=50)
-            rows.append(dict(loss=loss, impl=impl, ms=tm, floor_ms=floor, of_floor=floor / tm,
-                             err=err, peak_gib=peak))
+        rows += measure_steps(impls, (ref_dx, ref_dw), floor, rep=50, loss=loss)
     print("bf16 matrix rate %.0f TFLOP/s; %d sequences x %d tokens x hidden %d x vocabulary %d"
           % (rate, s, n, h, v))
-    print("%-6s %-13s %9s %9s %8s %9s %10s" % ("loss", "impl", "ms", "floor ms", "of floor",
-                                               "grad err", "peak GiB"))
-    for r in rows:
-        print("%-6s %-13s %9.3f %9.3f %7.0f%% %9.1e %10.2f" % (
-            r["loss"], r["impl"], r["ms"], r["floor_ms"], 100 * r["of_floor"], r["err"],
-            r["peak_gib"]))
+    print_rows(rows, first=("loss",))
     if args.json:
         json.dump(dict(tflops=rate, sequences=s, length=n, hidden=h, vocab=v, rows=rows),
                   open(args.json, "w"), indent=1)

@@ -11,6 +11,7 @@
     loss, aux = LigerFusedLinearDPOLoss(beta=0.1)(lm_head.weight, h, target,
                                                   ref_input=ref_h, ref_weight=ref_w)
     # also LigerFusedLinearORPOLoss, LigerFusedLinearSimPOLoss (liger.preference)
+    loss = LigerFusedLinearJSD(temperature=2.0)(h, lm_head.weight, h_teacher, w_teacher)
 
 Each class takes the constructor arguments of its namesake in
 liger_kernel.transformers (0.8), in its order and with its defaults, and
@@ -65,6 +66,16 @@ def _no_extra_outputs(module, **flags):
     """Liger-Kernel's return_* flags: liger.ops returns the loss alone."""
     for name, value in flags.items():
         _only(module, name, value, False, "liger.ops returns the loss alone")
+
+
+def _accum_dtype(module, accum_dtype):
+    """Whether dW is summed in f32: accum_dtype None (in the weight's
+    dtype) or torch.float32."""
+    if accum_dtype is not None and accum_dtype != torch.float32:
+        raise LigerValueError("liger.nn.%s: accum_dtype=%r is not supported (None sums the "
+                              "weight gradient in the weight's dtype, torch.float32 in f32)"
+                              % (module, accum_dtype))
+    return accum_dtype is not None
 
 
 def _norm_weight(module, hidden_size, init_fn, make_spec, **attrs):
@@ -282,11 +293,7 @@ class LigerFusedLinearCrossEntropyLoss(nn.Module):
                           return_predicted_tokens=return_predicted_tokens)
         _only(name, "use_token_scaling", use_token_scaling, False,
               "liger.ops.fused_linear_cross_entropy weighs every token alike")
-        if accum_dtype is not None and accum_dtype != torch.float32:
-            raise LigerValueError("liger.nn.%s: accum_dtype=%r is not supported (None sums "
-                                  "the weight gradient in the weight's dtype, torch.float32 "
-                                  "in f32)" % (name, accum_dtype))
-        dw_f32 = accum_dtype is not None
+        dw_f32 = _accum_dtype(name, accum_dtype)
         # The spec's rules for the attributes, with a stand-in lm_head
         # [8, 8] of bf16 (the sizes and the dtype come with the input).
         _checked(name, ops.fused_linear_cross_entropy_spec, 8, 8, "bf16",
@@ -424,3 +431,32 @@ class LigerFusedLinearSimPOLoss(_PreferenceLoss):
 
     def forward(self, lin_weight, _input, target, bias=None):
         return preference.fused_linear_simpo(_input, lin_weight, target, bias, **self.config)
+
+
+class LigerFusedLinearJSD(nn.Module):
+    """liger.ops.fused_linear_jsd: Liger-Kernel's LigerFusedLinearJSD, the
+    generalized JSD of the student's and the teacher's lm_heads at
+    `temperature`, chunked, no logits in memory; forward(student_input,
+    student_weight, teacher_input, teacher_weight, shift_labels=None).
+    accum_dtype None (dW summed in the weight's dtype) or torch.float32.
+    jsd_beta, ignore_index and temperature are checked at construction;
+    liger's own: `memory_budget` (bytes of one chunk's buffers)."""
+
+    def __init__(self, jsd_beta=0.5, ignore_index=-100, temperature=1.0, accum_dtype=None, *,
+                 memory_budget=2 ** 29):
+        super().__init__()
+        name = type(self).__name__
+        _checked(name, specs.jsd_spec, 8, "f32", beta=jsd_beta, ignore_index=ignore_index,
+                 renamed=(("beta", "jsd_beta"),))
+        temperature = _checked(name, ops.check_temperature, temperature)
+        _accum_dtype(name, accum_dtype)
+        self.memory_budget = _checked(name, specs.check_int, "memory_budget", memory_budget, 1)
+        self.jsd_beta, self.ignore_index, self.temperature = jsd_beta, ignore_index, temperature
+        self.accum_dtype = accum_dtype
+
+    def forward(self, student_input, student_weight, teacher_input, teacher_weight,
+                shift_labels=None):
+        return ops.fused_linear_jsd(student_input, student_weight, teacher_input,
+                                    teacher_weight, shift_labels, self.jsd_beta,
+                                    self.ignore_index, self.temperature, self.memory_budget,
+                                    self.accum_dtype is not None)

@@ -32,6 +32,10 @@ reference functions on CPU tensors.
     liger::kl_div(input, target, reduction, log_target, eps) -> loss
     liger::kl_div_backward(target, dloss, reduction, log_target, eps) -> dinput
     liger::jsd(input, target, shift_labels?, beta, ignore_index, want_grad) -> (loss, grad)
+    liger::fused_linear_jsd(student_input, student_weight, teacher_input, teacher_weight,
+                            shift_labels?, jsd_beta, ignore_index, temperature,
+                            memory_budget, dw_f32, want_dx, want_dw)
+        -> (loss, dstudent_input, dstudent_weight)
 
 Row ops take [..., H] inputs and flatten their leading dimensions into
 rows, on the GPU and on the CPU alike; every implementation makes its
@@ -46,7 +50,7 @@ import torch
 from torch import Tensor
 
 from . import bundles, specs
-from .loss_plan import chunked_loss, plan_chunks
+from .loss_plan import chunked_jsd, chunked_loss, plan_chunks, plan_jsd_chunks
 
 F32 = torch.float32
 
@@ -568,30 +572,42 @@ def _(hidden, weight, target, class_weight, dloss, ignore_index, label_smoothing
             _like(weight) if want_dw else weight.new_empty(0))
 
 
-def _flce_setup(ctx, inputs, output):
-    hidden, weight, target, class_weight, ignore_index, label_smoothing, reduction, softcap, \
-        lse_square_scale, memory_budget, dw_f32, want_dx, want_dw = inputs
+def _save_grads(ctx, inputs, output):
+    """A fused loss whose forward formed dx and dW (its last two inputs say
+    which): saved for the backward to scale."""
     _, dx, dw = output
-    ctx.want = (want_dx, want_dw)
-    ctx.per_token = reduction == "none"
-    if ctx.per_token:
-        ctx.save_for_backward(hidden, weight, target, class_weight)
-        ctx.config = (ignore_index, label_smoothing, softcap, lse_square_scale,
-                      memory_budget, dw_f32)
-    else:
-        ctx.save_for_backward(dx, dw)
+    ctx.want = tuple(inputs[-2:])
+    ctx.save_for_backward(dx, dw)
     ctx.mark_non_differentiable(dx, dw)
 
 
-def _flce_grad(ctx, dloss, _ddx, _ddw):
-    want_dx, want_dw = ctx.want
-    if ctx.per_token:
-        dx, dw = fused_linear_cross_entropy_backward(*ctx.saved_tensors, dloss, *ctx.config,
-                                                     want_dx, want_dw)
-        return (dx if want_dx else None, dw if want_dw else None) + (None,) * 11
+def _scaled_grads(ctx, dloss):
     dx, dw = ctx.saved_tensors
-    return (_scaled(dx, dloss) if want_dx else None,
-            _scaled(dw, dloss) if want_dw else None) + (None,) * 11
+    want_dx, want_dw = ctx.want
+    return (_scaled(dx, dloss) if want_dx else None, _scaled(dw, dloss) if want_dw else None)
+
+
+def _flce_setup(ctx, inputs, output):
+    hidden, weight, target, class_weight, ignore_index, label_smoothing, reduction, softcap, \
+        lse_square_scale, memory_budget, dw_f32, want_dx, want_dw = inputs
+    ctx.per_token = reduction == "none"
+    if not ctx.per_token:
+        return _save_grads(ctx, inputs, output)
+    # Per token: the backward runs the chunks again over the inputs.
+    ctx.want = (want_dx, want_dw)
+    ctx.save_for_backward(hidden, weight, target, class_weight)
+    ctx.config = (ignore_index, label_smoothing, softcap, lse_square_scale, memory_budget,
+                  dw_f32)
+    ctx.mark_non_differentiable(*output[1:])
+
+
+def _flce_grad(ctx, dloss, _ddx, _ddw):
+    if not ctx.per_token:
+        return _scaled_grads(ctx, dloss) + (None,) * 11
+    want_dx, want_dw = ctx.want
+    dx, dw = fused_linear_cross_entropy_backward(*ctx.saved_tensors, dloss, *ctx.config,
+                                                 want_dx, want_dw)
+    return (dx if want_dx else None, dw if want_dw else None) + (None,) * 11
 
 
 fused_linear_cross_entropy.register_autograd(_flce_grad, setup_context=_flce_setup)
@@ -710,3 +726,56 @@ def _jsd_grad(ctx, dloss, _dgrad):
 
 
 jsd.register_autograd(_jsd_grad, setup_context=_jsd_setup)
+
+
+# --- fused linear JSD ------------------------------------------------------
+#
+# The student's and the teacher's lm_heads chunk by chunk, as the fused
+# linear cross-entropy's: their logits and the student's gradient products
+# are the matmul kernels of that loss's plan (of the student's and the
+# teacher's [V, H]), the JSD the row kernels of liger.jsd over f32
+# log-probabilities. The forward forms the student's gradients, which the
+# backward scales; the teacher gets none.
+
+def _matmul_kernels(v, h, dtype, dw_f32, device):
+    """The chunk kernels of the fused loss's plan for an lm_head [v, h]."""
+    return bundles.loss_plan_kernels(_spec(specs.fused_linear_cross_entropy_spec, (
+        v, h, dtype, "i64", -100, 0.0, "mean", None, 0.0, False, dw_f32), device))
+
+
+@torch.library.custom_op("liger::fused_linear_jsd", mutates_args=())
+def fused_linear_jsd(student_input: Tensor, student_weight: Tensor, teacher_input: Tensor,
+                     teacher_weight: Tensor, shift_labels: Optional[Tensor], jsd_beta: float,
+                     ignore_index: int, temperature: float, memory_budget: int, dw_f32: bool,
+                     want_dx: bool, want_dw: bool) -> Tuple[Tensor, Tensor, Tensor]:
+    v, hs = student_weight.shape
+    dtype = student_input.dtype
+    device = student_input.device
+    student = _matmul_kernels(v, hs, dtype, dw_f32, device)
+    teacher = _matmul_kernels(v, teacher_weight.shape[1], dtype, False, device)["logits"]
+    labels = None if shift_labels is None else shift_labels.contiguous()
+    f32 = student_input.new_empty((1, v), dtype=F32)  # (the JSD's rows: f32)
+    jsd_kernels = _jsd_bundle(f32, labels, jsd_beta, ignore_index)
+    counted = _jsd_counted(student_input, labels, ignore_index)
+    plan = plan_jsd_chunks(student_input.shape[0], v, memory_budget)
+    loss, dx, dw = chunked_jsd(
+        student, teacher, jsd_kernels, student_input.contiguous(), student_weight.contiguous(),
+        teacher_input.contiguous(), teacher_weight.contiguous(), labels, plan["chunk_tokens"],
+        temperature, counted, want_dx, want_dw, dw_f32)
+    return (loss, dx if want_dx else student_input.new_empty(0),
+            dw if want_dw else student_weight.new_empty(0))
+
+
+@fused_linear_jsd.register_fake
+def _(student_input, student_weight, teacher_input, teacher_weight, shift_labels, jsd_beta,
+      ignore_index, temperature, memory_budget, dw_f32, want_dx, want_dw):
+    return (student_input.new_empty((), dtype=F32),
+            _like(student_input) if want_dx else student_input.new_empty(0),
+            _like(student_weight) if want_dw else student_weight.new_empty(0))
+
+
+def _fljsd_grad(ctx, dloss, _ddx, _ddw):
+    return _scaled_grads(ctx, dloss) + (None,) * 10
+
+
+fused_linear_jsd.register_autograd(_fljsd_grad, setup_context=_save_grads)
