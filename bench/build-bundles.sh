@@ -27,6 +27,13 @@ ops.precompile(sys.argv[1], [ops.fused_linear_cross_entropy_spec(128256, 4096, "
                              ops.fused_linear_cross_entropy_spec(128256, 4096, "bf16",
                                                                  reduction="none")])
 PY
+# liger.ops.fused_linear_jsd's kernels at bench/fused_linear_jsd.py's shapes.
+PYTHONPATH="$ROOT/python:$ROOT/bench${PYTHONPATH:+:$PYTHONPATH}" LIGER_BUILD_DIR="$BUILD" python3 - "$ROOT/bench-bundles/ops" <<'PY'
+import sys
+from liger import ops
+import fused_linear_jsd
+ops.precompile(sys.argv[1], fused_linear_jsd.specs())
+PY
 # liger.ops.kl_div and liger.ops.jsd at the vocabularies of
 # bench/divergence.py (LIGER_OPS_BUNDLES=bench-bundles/ops).
 PYTHONPATH="$ROOT/python:$ROOT/bench${PYTHONPATH:+:$PYTHONPATH}" LIGER_BUILD_DIR="$BUILD" python3 - "$ROOT/bench-bundles/ops" <<'PY'
@@ -34,13 +41,6 @@ import sys
 from liger import ops
 import divergence
 ops.precompile(sys.argv[1], [s for v in divergence.VOCABS for s in divergence.specs(v)])
-PY
-# liger.ops.fused_linear_jsd's kernels at bench/fused_linear_jsd.py's shapes.
-PYTHONPATH="$ROOT/python:$ROOT/bench${PYTHONPATH:+:$PYTHONPATH}" LIGER_BUILD_DIR="$BUILD" python3 - "$ROOT/bench-bundles/ops" <<'PY'
-import sys
-from liger import ops
-import fused_linear_jsd
-ops.precompile(sys.argv[1], fused_linear_jsd.specs())
 PY
 # The kernels a patched Llama-3-8B-shaped model calls, for bench/e2e.py.
 PYTHONPATH="$ROOT/python:$ROOT/bench${PYTHONPATH:+:$PYTHONPATH}" LIGER_BUILD_DIR="$BUILD" python3 - "$ROOT/bench-bundles/ops" <<'PY'

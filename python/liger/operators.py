@@ -677,10 +677,10 @@ def _kl_div_grad(ctx, dloss):
 kl_div.register_autograd(_kl_div_grad, setup_context=_kl_div_setup)
 
 
-def _jsd_bundle(x, shift_labels, beta, ignore_index):
-    spec = _spec(specs.jsd_spec, (x.shape[-1], x.dtype, beta, ignore_index,
-                                  None if shift_labels is None else shift_labels.dtype),
-                 x.device)
+def _jsd_bundle(vocab, dtype, device, shift_labels, beta, ignore_index):
+    """liger.jsd's kernels for rows [..., vocab] of `dtype`."""
+    spec = _spec(specs.jsd_spec, (vocab, dtype, beta, ignore_index,
+                                  None if shift_labels is None else shift_labels.dtype), device)
     return bundles.load(spec)
 
 
@@ -695,7 +695,8 @@ def _jsd_counted(x, shift_labels, ignore_index):
 @torch.library.custom_op("liger::jsd", mutates_args=())
 def jsd(input: Tensor, target: Tensor, shift_labels: Optional[Tensor], beta: float,
         ignore_index: int, want_grad: bool) -> Tuple[Tensor, Tensor]:
-    bundle = _jsd_bundle(input, shift_labels, beta, ignore_index)
+    bundle = _jsd_bundle(input.shape[-1], input.dtype, input.device, shift_labels, beta,
+                         ignore_index)
     counted = _jsd_counted(input, shift_labels, ignore_index)
     labels = [] if shift_labels is None else [shift_labels.contiguous()]
     x, y = input.contiguous(), target.contiguous()
@@ -754,8 +755,7 @@ def fused_linear_jsd(student_input: Tensor, student_weight: Tensor, teacher_inpu
     student = _matmul_kernels(v, hs, dtype, dw_f32, device)
     teacher = _matmul_kernels(v, teacher_weight.shape[1], dtype, False, device)["logits"]
     labels = None if shift_labels is None else shift_labels.contiguous()
-    f32 = student_input.new_empty((1, v), dtype=F32)  # (the JSD's rows: f32)
-    jsd_kernels = _jsd_bundle(f32, labels, jsd_beta, ignore_index)
+    jsd_kernels = _jsd_bundle(v, F32, device, labels, jsd_beta, ignore_index)  # (f32 rows)
     counted = _jsd_counted(student_input, labels, ignore_index)
     plan = plan_jsd_chunks(student_input.shape[0], v, memory_budget)
     loss, dx, dw = chunked_jsd(

@@ -114,9 +114,9 @@ def no_bias(where, name, bias):
 
 # --- the per-sequence sums ------------------------------------------------
 
-def _pairs(where, name, input, target):
+def _pairs(where, name, input, target, target_name="target"):
     """B, the number of pairs, of input [2B, T, H] and target [2B, T]."""
-    for what, t in ((name, input), ("target", target)):
+    for what, t in ((name, input), (target_name, target)):
         if not isinstance(t, torch.Tensor):
             raise LigerTypeError("%s: %s must be a torch.Tensor, got %s"
                                   % (where, what, type(t).__name__))
@@ -124,8 +124,8 @@ def _pairs(where, name, input, target):
             tuple(target.shape) != tuple(input.shape[:2]):
         raise LigerValueError(
             "%s: %s must be [2B, T, H] (B chosen sequences, then their B rejected ones) and "
-            "target [2B, T], got %s and %s" % (where, name, list(input.shape),
-                                              list(target.shape)))
+            "%s [2B, T], got %s and %s" % (where, name, target_name, list(input.shape),
+                                          list(target.shape)))
     return input.shape[0] // 2
 
 
@@ -170,7 +170,7 @@ def _nll(where, input, weight, target, nll_target, losses, counted, pairs, cfg):
         return torch.zeros((), dtype=torch.float32, device=input.device)
     if nll_target is None:
         return losses[:pairs].sum() / counted[:pairs].sum()
-    _pairs(where, "input", input, nll_target)
+    _pairs(where, "input", input, nll_target, "nll_target")
     return ops.fused_linear_cross_entropy(input[:pairs], weight, nll_target[:pairs],
                                           ignore_index=cfg["ignore_index"],
                                           memory_budget=cfg["memory_budget"])

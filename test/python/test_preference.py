@@ -277,6 +277,10 @@ REFUSED = {
         lambda: preference.fused_linear_simpo(X.view(-1, H), W, TG.view(-1)), LigerValueError,
         "liger.preference.fused_linear_simpo: input must be [2B, T, H] (B chosen sequences, "
         "then their B rejected ones) and target [2B, T], got [28, 16] and [28]"),
+    "nll_target_shape": (
+        lambda: preference.fused_linear_orpo(X, W, TG, nll_target=TG[:, :5]), LigerValueError,
+        "liger.preference.fused_linear_orpo: input must be [2B, T, H] (B chosen sequences, "
+        "then their B rejected ones) and nll_target [2B, T], got [4, 7, 16] and [4, 5]"),
     "target_not_tensor": (
         lambda: preference.fused_linear_simpo(X, W, TG.tolist()), LigerTypeError,
         "liger.preference.fused_linear_simpo: target must be a torch.Tensor, got list"),
