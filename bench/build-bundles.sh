@@ -16,12 +16,23 @@ rm -rf "$ROOT/bench-bundles"
 "$BUILD/bin/liger-compile" "$ROOT/bench/matmul.mlir" -o "$ROOT/bench-bundles/matmul" --target=sm_90a --matmul-kernels \
   --norm-prologue
 "$BUILD/bin/liger-compile" "$ROOT/bench/cross_entropy.mlir" -o "$ROOT/bench-bundles/cross_entropy" --target=sm_90a
-# liger.ops.fused_linear_cross_entropy at Llama-3-8B's lm_head, for
-# bench/fused_linear_cross_entropy.py (LIGER_OPS_BUNDLES=bench-bundles/ops).
+# liger.ops.fused_linear_cross_entropy at Llama-3-8B's lm_head (mean, and
+# per token: also the preference losses' kernels), for
+# bench/fused_linear_cross_entropy.py and bench/preference.py
+# (LIGER_OPS_BUNDLES=bench-bundles/ops).
 PYTHONPATH="$ROOT/python${PYTHONPATH:+:$PYTHONPATH}" LIGER_BUILD_DIR="$BUILD" python3 - "$ROOT/bench-bundles/ops" <<'PY'
 import sys
 from liger import ops
-ops.precompile(sys.argv[1], [ops.fused_linear_cross_entropy_spec(128256, 4096, "bf16")])
+ops.precompile(sys.argv[1], [ops.fused_linear_cross_entropy_spec(128256, 4096, "bf16"),
+                             ops.fused_linear_cross_entropy_spec(128256, 4096, "bf16",
+                                                                 reduction="none")])
+PY
+# liger.ops.fused_linear_jsd's kernels at bench/fused_linear_jsd.py's shapes.
+PYTHONPATH="$ROOT/python:$ROOT/bench${PYTHONPATH:+:$PYTHONPATH}" LIGER_BUILD_DIR="$BUILD" python3 - "$ROOT/bench-bundles/ops" <<'PY'
+import sys
+from liger import ops
+import fused_linear_jsd
+ops.precompile(sys.argv[1], fused_linear_jsd.specs())
 PY
 # liger.ops.kl_div and liger.ops.jsd at the vocabularies of
 # bench/divergence.py (LIGER_OPS_BUNDLES=bench-bundles/ops).

@@ -28,3 +28,35 @@ def matrix_rate():
     rate = 2 * 8192 ** 3 / ms(lambda: a @ b) / 1e9
     del a, b
     return rate
+
+
+def measure_steps(impls, refs, floor_ms, rep=200, **labels):
+    """A row per implementation (name -> a step returning its results, the
+    tensors `refs` are of): its time, its fraction of `floor_ms`, the
+    largest relative error of its results (norm of the difference over the
+    reference's) and the peak memory one step allocates beyond what was
+    allocated before it, GiB. `labels` go into every row."""
+    rows = []
+    for impl, step in impls.items():
+        torch.cuda.synchronize()
+        base = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        got = step()
+        torch.cuda.synchronize()
+        peak = (torch.cuda.max_memory_allocated() - base) / 2 ** 30
+        err = max(((g.double() - r.double()).norm() / r.double().norm()).item()
+                  for g, r in zip(got, refs))
+        del got
+        tm = ms(step, rep=rep)
+        rows.append(dict(labels, impl=impl, ms=tm, floor_ms=floor_ms, of_floor=floor_ms / tm,
+                         err=err, peak_gib=peak))
+    return rows
+
+
+def print_rows(rows, first=()):
+    """The rows of measure_steps as a table, the labels `first` leading."""
+    print(" ".join("%-6s" % k for k in first) + "%-13s %9s %9s %8s %9s %10s" % (
+        "impl", "ms", "floor ms", "of floor", "rel err", "peak GiB"))
+    for r in rows:
+        print(" ".join("%-6s" % r[k] for k in first) + "%-13s %9.3f %9.3f %7.0f%% %9.1e %10.2f" % (
+            r["impl"], r["ms"], r["floor_ms"], 100 * r["of_floor"], r["err"], r["peak_gib"]))

@@ -5,9 +5,13 @@ mean, 1/7 of the targets ignored), beside PyTorch eager, torch.compile and
 Liger-Kernel on one GPU: time, its fraction of the FLOP floor (3 GEMMs of
 2·N·V·H over the bf16 matrix rate measured in the same run) and the peak
 memory one step allocates beyond its inputs (the gradients included).
+With `--reduction none` each token's loss, backward with a per-token
+incoming gradient (ours and Liger-Kernel's run the chunks again in the
+backward: 4 GEMMs against the floor's 3).
 
     PYTHONPATH=python:build-runtime-py/python LIGER_OPS_BUNDLES=bench-bundles/ops \\
-        python3 bench/fused_linear_cross_entropy.py [--budget-mib 512] [--json out.json]
+        python3 bench/fused_linear_cross_entropy.py [--budget-mib 512] [--reduction none] \\
+        [--json out.json]
 
 (bench/build-bundles.sh precompiles our kernels for these shapes.)
 """
@@ -17,7 +21,7 @@ import sys
 
 import torch
 import torch.nn.functional as F
-from floors import matrix_rate, ms
+from floors import matrix_rate, measure_steps, ms, print_rows
 from liger import ops
 
 BF16 = torch.bfloat16
@@ -29,18 +33,22 @@ def main():
     ap.add_argument("--hidden", type=int, default=4096)
     ap.add_argument("--vocab", type=int, default=128256)
     ap.add_argument("--budget-mib", type=int, default=512)
+    ap.add_argument("--reduction", choices=("mean", "none"), default="mean")
     ap.add_argument("--impls", help="comma-separated implementations to run (default: all)")
     ap.add_argument("--json")
     args = ap.parse_args()
-    n, h, v = args.tokens, args.hidden, args.vocab
+    n, h, v, reduction = args.tokens, args.hidden, args.vocab, args.reduction
     rate = matrix_rate()
     x = torch.randn(n, h, device="cuda").to(BF16)
     w = (torch.randn(v, h, device="cuda") / h ** 0.5).to(BF16)
     t = torch.randint(0, v, (n,), device="cuda")
     t[::7] = -100
+    # The incoming gradient: 1, or one per token (of both signs).
+    dloss = torch.ones((), device="cuda") if reduction == "mean" else \
+        torch.rand(n, device="cuda") * 2 - 0.5
 
     def eager(xx, ww):
-        return F.cross_entropy(F.linear(xx, ww).float(), t)
+        return F.cross_entropy(F.linear(xx, ww).float(), t, reduction=reduction)
     compiled = torch.compile(eager)
 
     def step_of(f):
@@ -48,7 +56,7 @@ def main():
             xx = x.detach().requires_grad_(True)
             ww = w.detach().requires_grad_(True)
             loss = f(xx, ww)
-            loss.backward()
+            loss.backward(dloss)
             return loss, xx.grad, ww.grad
         return step
 
@@ -58,53 +66,38 @@ def main():
             LigerFusedLinearCrossEntropyFunction)
 
         def lk(xx, ww):
-            out = LigerFusedLinearCrossEntropyFunction.apply(xx, ww, t)
+            out = LigerFusedLinearCrossEntropyFunction.apply(xx, ww, t, None, None, -100, 0.0,
+                                                             0.0, reduction)
             return out[0] if isinstance(out, tuple) else out
         impls["Liger-Kernel"] = step_of(lk)
     except Exception as e:  # noqa: BLE001
         print("# liger-kernel not importable: %s" % e, file=sys.stderr)
     budget = args.budget_mib << 20
     impls["liger"] = step_of(
-        lambda xx, ww: ops.fused_linear_cross_entropy(xx, ww, t, memory_budget=budget))
+        lambda xx, ww: ops.fused_linear_cross_entropy(xx, ww, t, reduction=reduction,
+                                                      memory_budget=budget))
     if args.impls:
         impls = {k: f for k, f in impls.items() if k in set(args.impls.split(","))}
     plan = ops.fused_linear_cross_entropy_plan(n, v, "bf16", budget)
 
     # The reference: float32 logits from bf16 inputs, float64 loss.
     xr, wr = x.float().requires_grad_(True), w.float().requires_grad_(True)
-    ref = F.cross_entropy(F.linear(xr, wr).double(), t)
-    ref.backward()
-    ref_dx, ref_dw, ref = xr.grad, wr.grad, ref.item()
+    ref = F.cross_entropy(F.linear(xr, wr).double(), t, reduction=reduction)
+    ref.backward(dloss.double())
+    ref_dx, ref_dw, ref = xr.grad, wr.grad, ref.detach()
     del xr, wr
 
     floor = 3 * 2 * n * v * h / rate / 1e9
-    rows = []
-    for impl, step in impls.items():
-        torch.cuda.synchronize()
-        base = torch.cuda.memory_allocated()
-        torch.cuda.reset_peak_memory_stats()
-        loss, dx, dw = step()
-        torch.cuda.synchronize()
-        peak = (torch.cuda.max_memory_allocated() - base) / 2 ** 30
-        errs = [abs(loss.item() - ref) / abs(ref),
-                ((dx.float() - ref_dx).norm() / ref_dx.norm()).item(),
-                ((dw.float() - ref_dw).norm() / ref_dw.norm()).item()]
-        del loss, dx, dw
-        tm = ms(step, rep=500)
-        rows.append(dict(impl=impl, ms=tm, floor_ms=floor, of_floor=floor / tm,
-                         err=max(errs), peak_gib=peak))
-    print("bf16 matrix rate %.0f TFLOP/s; %d tokens x hidden %d x vocabulary %d; ours in %d "
-          "chunks of %d tokens (%.2f GiB of logits)" % (
-              rate, n, h, v, plan["chunks"], plan["chunk_tokens"],
+    rows = measure_steps(impls, (ref, ref_dx, ref_dw), floor, rep=500)
+    print("bf16 matrix rate %.0f TFLOP/s; %d tokens x hidden %d x vocabulary %d, reduction "
+          "%s; ours in %d chunks of %d tokens (%.2f GiB of logits)" % (
+              rate, n, h, v, reduction, plan["chunks"], plan["chunk_tokens"],
               plan["extra_bytes"] / 2 ** 30))
-    print("%-13s %9s %9s %8s %9s %10s" % ("impl", "ms", "floor ms", "of floor", "rel err",
-                                          "peak GiB"))
-    for r in rows:
-        print("%-13s %9.3f %9.3f %7.0f%% %9.1e %10.2f" % (
-            r["impl"], r["ms"], r["floor_ms"], 100 * r["of_floor"], r["err"], r["peak_gib"]))
+    print_rows(rows)
     parts = breakdown(x, w, t, plan, rate) if "liger" in impls else []
     if args.json:
-        json.dump(dict(tflops=rate, tokens=n, hidden=h, vocab=v, plan=plan, rows=rows,
+        json.dump(dict(tflops=rate, tokens=n, hidden=h, vocab=v, reduction=reduction,
+                       plan=plan, rows=rows,
                        breakdown=parts), open(args.json, "w"), indent=1)
 
 

@@ -53,8 +53,10 @@ std::string scientific(double value) {
 /// The functions of one chunk (liger.ops.fused_linear_cross_entropy runs
 /// these, compiled from its two lm_head ops): the logits of rows of x, their
 /// summed loss and gradient for an incoming gradient %g (the mean's
-/// denominator goes there), and with the backward dx, the first chunk's dW
-/// and the accumulating dW (or, `dwF32`, the f32 accumulation alone).
+/// denominator goes there) — for `reduction = none` each row's loss and the
+/// gradient for each row's incoming gradient, both `[rows]` —, and with the
+/// backward dx, the first chunk's dW and the accumulating dW (or, `dwF32`,
+/// the f32 accumulation alone).
 std::string chunkFunctions(StringRef base, FusedLinearCrossEntropyOp fwd,
                            bool backward, bool dwF32) {
   auto weight = cast<RankedTensorType>(fwd.getWeight().getType());
@@ -65,10 +67,13 @@ std::string chunkFunctions(StringRef base, FusedLinearCrossEntropyOp fwd,
   std::string z =
       "tensor<?x" + std::to_string(weight.getDimSize(0)) + "x" + dt + ">";
   std::string t = printed(fwd.getTarget().getType());
+  bool perToken = fwd.getReduction() == Reduction::none;
+  // The chunk's loss and its incoming gradient: a scalar, or one per row.
+  std::string l = perToken ? "tensor<?xf32>" : "tensor<f32>";
   std::string attrs = "ignore_index = " + std::to_string(fwd.getIgnoreIndex()) +
                       " label_smoothing = " +
                       scientific(fwd.getLabelSmoothing().convertToDouble()) +
-                      " reduction = sum";
+                      (perToken ? " reduction = none" : " reduction = sum");
   if (std::optional<APFloat> cap = fwd.getSoftcap())
     attrs += " softcap = " + scientific(cap->convertToDouble());
   attrs += " lse_square_scale = " +
@@ -86,11 +91,11 @@ std::string chunkFunctions(StringRef base, FusedLinearCrossEntropyOp fwd,
       "func.func @" + b + "_logits(%x: " + x + ", %w: " + w + ") -> " + z +
       " {\n  %z = liger.linear %x, %w : " + x + ", " + w +
       "\n  return %z : " + z + "\n}\n" + "func.func @" + b + "_ce(%z: " + z +
-      ", %t: " + t + cwParam + ", %g: tensor<f32>) -> (tensor<f32>, " + z +
+      ", %t: " + t + cwParam + ", %g: " + l + ") -> (" + l + ", " + z +
       ") {\n" + "  %l = liger.cross_entropy %z, %t" + cwUse + " " + attrs +
       " : " + z + ", " + t + "\n  %d = liger.cross_entropy_grad %z, %t, %g" +
-      cwUse + " " + attrs + " : " + z + ", " + t +
-      ", tensor<f32>\n  return %l, %d : tensor<f32>, " + z + "\n}\n";
+      cwUse + " " + attrs + " : " + z + ", " + t + ", " + l +
+      "\n  return %l, %d : " + l + ", " + z + "\n}\n";
   if (!backward)
     return text;
   text += "func.func @" + b + "_dx(%d: " + z + ", %w: " + w + ") -> " + x +
@@ -136,9 +141,6 @@ struct PlanLossPass : liger::impl::PlanLossPassBase<PlanLossPass> {
         cast<RankedTensorType>(fwd.getWeight().getType()).getElementType();
     if (!elem.isBF16() && !elem.isF16())
       return "its matmul kernels take bf16 or f16, not " + printed(elem);
-    if (fwd.getReduction() == Reduction::none)
-      return "reduction = none: the weight gradient needs every token's "
-             "incoming gradient first";
     if (fwd.getClassWeight() && fwd.getLseSquareScale().isNonZero() &&
         fwd.getReduction() == Reduction::mean)
       return "class weights with a z-loss and reduction = mean divide the "

@@ -34,8 +34,47 @@ def plan_chunks(tokens, vocab, dtype, memory_budget=2 ** 29):
     return dict(chunk_tokens=chunk, chunks=chunks, extra_bytes=min(chunk, tokens) * row)
 
 
+def _gradient_buffers(x, weight, want_dx, want_dw, dw_f32):
+    """dx (x's shape) and dW (W's; with dw_f32 an f32 buffer every chunk
+    adds into, rounded once at the end), each None where not wanted."""
+    import torch
+    dx = torch.empty_like(x) if want_dx else None
+    dw = None
+    if want_dw and dw_f32:
+        dw = torch.zeros(weight.shape, dtype=torch.float32, device=x.device)
+    elif want_dw:
+        dw = torch.empty_like(weight)
+        if x.shape[0] == 0:
+            dw.zero_()
+    return dx, dw
+
+
+def _gradient_products(kernels, g, x_chunk, weight, dx, dw, first_row, dw_f32):
+    """One chunk's dx = G · W (into dx's rows from `first_row`) and dW =
+    Gᵀ · x, the first chunk's written (dw0), later ones (or all, into
+    f32) added (dw)."""
+    if dx is not None:
+        kernels["dx"](g, weight, out=[dx[first_row:first_row + g.shape[0]]])
+    if dw is not None and first_row == 0 and not dw_f32:
+        kernels["dw0"](g, x_chunk, out=[dw])
+    elif dw is not None:
+        kernels["dw"](g, x_chunk, dw, out=[dw])
+
+
+def _rounded(dw, weight):
+    """dW in W's dtype (an f32 sum rounded once)."""
+    return dw if dw is None or dw.dtype == weight.dtype else dw.to(weight.dtype)
+
+
+def per_token(ce):
+    """Whether a loss plan's loss kernel `ce` (a runtime Kernel, or the
+    reference's) gives each row's loss and takes each row's incoming
+    gradient: the plan of a reduction "none" loss."""
+    return len(ce.outputs[0]["shape"]) == 1
+
+
 def chunked_loss(kernels, x, weight, target, class_weight, chunk, mean, ignore_index,
-                 want_dx=True, want_dw=True, dw_f32=False, grad_loss=None):
+                 want_dx=True, want_dw=True, dw_f32=False, grad_loss=None, per_token=False):
     """The lm_head's loss and gradients chunk by chunk, with the kernels of
     one chunk (`kernels`: logits, ce, dx, dw0 unless dw_f32, dw; what
     liger.ops compiles and what liger-plan-loss writes into a bundle's
@@ -43,8 +82,11 @@ def chunked_loss(kernels, x, weight, target, class_weight, chunk, mean, ignore_i
     over them, their gradient G, then dx = G · W and dW (+)= Gᵀ · x. Only the
     chunk's logits are held. The mean's denominator (the counted tokens, or
     their total class weight) and `grad_loss` (an incoming gradient, 1 if
-    None) scale G through the loss kernel's incoming gradient. Returns
-    (loss, dx, dW); a gradient not wanted is None."""
+    None) scale G through the loss kernel's incoming gradient. With
+    `per_token` (a plan of reduction "none") the loss kernel gives each
+    row's loss and takes each row's incoming gradient: `grad_loss` is then
+    [N] (1 for every token if None), and the loss returned is [N] f32.
+    Returns (loss, dx, dW); a gradient not wanted is None."""
     import torch
     n, v = x.shape[0], weight.shape[0]
     dev = x.device
@@ -56,32 +98,82 @@ def chunked_loss(kernels, x, weight, target, class_weight, chunk, mean, ignore_i
         scale = (1.0 / counted.sum()).reshape(())
     else:
         scale = one
-    g = scale if grad_loss is None else (scale * grad_loss).reshape(()).float()
+    if per_token:
+        g = torch.ones(n, dtype=torch.float32, device=dev) if grad_loss is None else \
+            grad_loss.reshape(n).to(torch.float32).contiguous()
+    else:
+        g = scale if grad_loss is None else (scale * grad_loss).reshape(()).float()
     logits = torch.empty((min(chunk, n), v), dtype=x.dtype, device=dev)
-    dx = torch.empty_like(x) if want_dx else None
-    dw = None
-    if want_dw and dw_f32:
-        # Every chunk adds into an f32 buffer, rounded once at the end.
-        dw = torch.zeros(weight.shape, dtype=torch.float32, device=dev)
-    elif want_dw:
-        dw = torch.empty_like(weight)
-        if n == 0:
-            dw.zero_()
-    total = torch.zeros((), dtype=torch.float32, device=dev)
-    part = torch.empty((), dtype=torch.float32, device=dev)
+    dx, dw = _gradient_buffers(x, weight, want_dx, want_dw, dw_f32)
+    if per_token:
+        total = torch.empty(n, dtype=torch.float32, device=dev)
+    else:
+        total = torch.zeros((), dtype=torch.float32, device=dev)
+        part = torch.empty((), dtype=torch.float32, device=dev)
     cw = [class_weight] if class_weight is not None else []
-    for i, c0 in enumerate(range(0, n, chunk)):
+    for c0 in range(0, n, chunk):
         rows = min(chunk, n - c0)
         xc, tc, z = x[c0:c0 + rows], target[c0:c0 + rows], logits[:rows]
         kernels["logits"](xc, weight, out=[z])
-        kernels["ce"](z, tc, *cw, g, out=[part, z])  # the gradient over the logits
-        total += part
-        if want_dx:
-            kernels["dx"](z, weight, out=[dx[c0:c0 + rows]])
-        if want_dw and i == 0 and not dw_f32:
-            kernels["dw0"](z, xc, out=[dw])
-        elif want_dw:
-            kernels["dw"](z, xc, dw, out=[dw])
-    if dw is not None and dw_f32:
-        dw = dw.to(weight.dtype)
-    return (total * scale if mean else total), dx, dw
+        # The loss and, over the logits, their gradient.
+        if per_token:
+            kernels["ce"](z, tc, *cw, g[c0:c0 + rows], out=[total[c0:c0 + rows], z])
+        else:
+            kernels["ce"](z, tc, *cw, g, out=[part, z])
+            total += part
+        _gradient_products(kernels, z, xc, weight, dx, dw, c0, dw_f32)
+    return (total * scale if mean else total), dx, _rounded(dw, weight)
+
+
+# The fused linear JSD's buffers of one chunk, per token, in bytes per
+# vocabulary entry: the student's and the teacher's logits (at most 2
+# bytes each), their f32 log-probabilities, the f32 gradient over the
+# student's and its softmax.
+JSD_BYTES_PER_LOGIT = 2 * 2 + 4 * 4
+
+
+def plan_jsd_chunks(tokens, vocab, memory_budget=2 ** 29):
+    """How fused_linear_jsd chunks `tokens` under `memory_budget` bytes (its
+    chunk buffers, JSD_BYTES_PER_LOGIT per logit); as plan_chunks."""
+    return plan_chunks(tokens, vocab * JSD_BYTES_PER_LOGIT // 4, "f32", memory_budget)
+
+
+def chunked_jsd(student, teacher_logits, jsd, xs, ws, xt, wt, labels, chunk, temperature,
+                counted, want_dx=True, want_dw=True, dw_f32=False):
+    """The fused linear JSD chunk by chunk: per chunk of `chunk` tokens the
+    student's and the teacher's logits (the matmul kernels of a loss plan:
+    `student` logits, dx, dw0 unless dw_f32, dw; `teacher_logits`), their
+    log-probabilities at `temperature`, the JSD kernels (`jsd`: a liger.jsd
+    bundle of f32 rows, @fwd the loss and its gradient over the student's
+    log-probabilities for each token's share 1/counted, @loss the loss
+    alone), the gradient through the student's log-softmax and the
+    temperature, G = (g − softmax · Σg) / T, then dx = G · W_s and
+    dW_s (+)= Gᵀ · x_s. `counted`: the tokens averaged over (a tensor).
+    Returns (loss f32, dx, dW); a gradient not wanted is None."""
+    import torch
+    n, v = xs.shape[0], ws.shape[0]
+    dev, dtype = xs.device, xs.dtype
+    grad = want_dx or want_dw
+    rows0 = min(chunk, n)
+    zs = torch.empty((rows0, v), dtype=dtype, device=dev)
+    zt = torch.empty((rows0, v), dtype=dtype, device=dev)
+    share = (1.0 / counted).reshape(1).expand(rows0).contiguous()
+    dx, dw = _gradient_buffers(xs, ws, want_dx, want_dw, dw_f32)
+    total = torch.zeros((), dtype=torch.float32, device=dev)
+    for c0 in range(0, n, chunk):
+        rows = min(chunk, n - c0)
+        xc, z, y = xs[c0:c0 + rows], zs[:rows], zt[:rows]
+        student["logits"](xc, ws, out=[z])
+        teacher_logits(xt[c0:c0 + rows], wt, out=[y])
+        ls = torch.log_softmax(z.float() / temperature, -1)
+        lt = torch.log_softmax(y.float() / temperature, -1)
+        lab = [] if labels is None else [labels[c0:c0 + rows]]
+        if not grad:
+            total += jsd["loss_rowwise_0"](ls, lt, *lab).sum()
+            continue
+        per_token, g = jsd["fwd_rowwise_0"](ls, lt, share[:rows], *lab)
+        total += per_token.sum()
+        # Through the log-softmax and the temperature, into the logits' buffer.
+        z.copy_((g - ls.exp_() * g.sum(-1, keepdim=True)) / temperature)
+        _gradient_products(student, z, xc, ws, dx, dw, c0, dw_f32)
+    return total / counted, dx, _rounded(dw, ws)

@@ -8,6 +8,10 @@
     loss = LigerCrossEntropyLoss(ignore_index=-100)(logits, target)
     loss = LigerFusedLinearCrossEntropyLoss()(lm_head.weight, hidden, target)
     loss = LigerJSD(beta=0.5)(student_logp, teacher_logp)   # also LigerKLDIVLoss
+    loss, aux = LigerFusedLinearDPOLoss(beta=0.1)(lm_head.weight, h, target,
+                                                  ref_input=ref_h, ref_weight=ref_w)
+    # also LigerFusedLinearORPOLoss, LigerFusedLinearSimPOLoss (liger.preference)
+    loss = LigerFusedLinearJSD(temperature=2.0)(h, lm_head.weight, h_teacher, w_teacher)
 
 Each class takes the constructor arguments of its namesake in
 liger_kernel.transformers (0.8), in its order and with its defaults, and
@@ -29,7 +33,7 @@ docs/transformers.md ("Modules") lists the options and what each maps to.
 import torch
 from torch import nn
 
-from . import ops, specs
+from . import ops, preference, specs
 from .errors import LigerError, LigerValueError
 from .transformers import _ACTIVATIONS
 
@@ -62,6 +66,16 @@ def _no_extra_outputs(module, **flags):
     """Liger-Kernel's return_* flags: liger.ops returns the loss alone."""
     for name, value in flags.items():
         _only(module, name, value, False, "liger.ops returns the loss alone")
+
+
+def _accum_dtype(module, accum_dtype):
+    """Whether dW is summed in f32: accum_dtype None (in the weight's
+    dtype) or torch.float32."""
+    if accum_dtype is not None and accum_dtype != torch.float32:
+        raise LigerValueError("liger.nn.%s: accum_dtype=%r is not supported (None sums the "
+                              "weight gradient in the weight's dtype, torch.float32 in f32)"
+                              % (module, accum_dtype))
+    return accum_dtype is not None
 
 
 def _norm_weight(module, hidden_size, init_fn, make_spec, **attrs):
@@ -262,7 +276,8 @@ class LigerFusedLinearCrossEntropyLoss(nn.Module):
     """liger.ops.fused_linear_cross_entropy: the loss of _input [..., H]
     times lin_weight [V, H]ᵀ against targets [...], without the logits in
     memory; the options of LigerCrossEntropyLoss (class weights are
-    `ce_weight`; reduction "mean" or "sum"), accum_dtype None (dW summed in
+    `ce_weight`; reduction "mean", "sum" or "none": each token's loss, the
+    backward running the chunks again), accum_dtype None (dW summed in
     the weight's dtype) or torch.float32. Refused: return_z_loss,
     return_token_accuracy, return_predicted_tokens, use_token_scaling, a
     bias. liger's own: `memory_budget` (bytes of one chunk's logits)."""
@@ -278,11 +293,7 @@ class LigerFusedLinearCrossEntropyLoss(nn.Module):
                           return_predicted_tokens=return_predicted_tokens)
         _only(name, "use_token_scaling", use_token_scaling, False,
               "liger.ops.fused_linear_cross_entropy weighs every token alike")
-        if accum_dtype is not None and accum_dtype != torch.float32:
-            raise LigerValueError("liger.nn.%s: accum_dtype=%r is not supported (None sums "
-                                  "the weight gradient in the weight's dtype, torch.float32 "
-                                  "in f32)" % (name, accum_dtype))
-        dw_f32 = accum_dtype is not None
+        dw_f32 = _accum_dtype(name, accum_dtype)
         # The spec's rules for the attributes, with a stand-in lm_head
         # [8, 8] of bf16 (the sizes and the dtype come with the input).
         _checked(name, ops.fused_linear_cross_entropy_spec, 8, 8, "bf16",
@@ -297,12 +308,7 @@ class LigerFusedLinearCrossEntropyLoss(nn.Module):
         self.accum_dtype, self.use_token_scaling = accum_dtype, False
 
     def forward(self, lin_weight, _input, target, bias=None):
-        if bias is not None:
-            raise LigerValueError(
-                "liger.nn.%s: bias is not supported (liger.ops.fused_linear_cross_entropy "
-                "takes an lm_head without a bias), got %s" % (
-                    type(self).__name__, "a tensor of shape %s" % list(bias.shape)
-                    if isinstance(bias, torch.Tensor) else repr(bias)))
+        preference.no_bias("liger.nn.%s" % type(self).__name__, "bias", bias)
         return ops.fused_linear_cross_entropy(
             _input, lin_weight, target, self.ce_weight, self.ignore_index,
             self.label_smoothing, self.reduction, self.softcap, self.lse_square_scale,
@@ -343,3 +349,114 @@ class LigerJSD(nn.Module):
 
     def forward(self, log_q, log_p, shift_labels=None):
         return ops.jsd(log_q, log_p, shift_labels, self.beta, self.ignore_index)
+
+
+# --- the chunked preference losses (liger.preference) -----------------------
+
+class _PreferenceLoss(nn.Module):
+    """A preference loss of liger.preference: its attributes checked at
+    construction by the function's own rules; Liger-Kernel's `compiled`
+    (a bool) and `chunk_size` (an int >= 1) are taken and not used (the
+    chunks are what `memory_budget` holds)."""
+
+    def _configure(self, check, compiled, chunk_size, **attrs):
+        name = type(self).__name__
+        self.config = _checked(name, check, **attrs)
+        self.compiled = _checked(name, specs.check_bool, "compiled", compiled)
+        self.chunk_size = _checked(name, preference.check_chunk_size, chunk_size)
+        for key, value in self.config.items():
+            setattr(self, key, value)
+
+
+class LigerFusedLinearDPOLoss(_PreferenceLoss):
+    """liger.preference.fused_linear_dpo: Liger-Kernel's DPO of the lm_head
+    lin_weight over _input [2B, T, H] (chosen, then rejected) and target
+    [2B, T], against the reference lm_head (ref_input, ref_weight) with
+    use_ref_model. Returns (loss, (chosen_logps, rejected_logps,
+    chosen_logits_mean, rejected_logits_mean, nll_loss, chosen_rewards,
+    rejected_rewards)). Refused: a bias (or ref_bias), loss_type "ipo"."""
+
+    def __init__(self, ignore_index=-100, beta=0.1, alpha=1.0, compute_nll_loss=False,
+                 compiled=True, use_ref_model=True, average_log_prob=False, chunk_size=1,
+                 loss_type="sigmoid", label_smoothing=0.0, discopop_tau=0.05, *,
+                 memory_budget=2 ** 29):
+        super().__init__()
+        self._configure(preference.check_dpo, compiled, chunk_size, ignore_index=ignore_index,
+                        beta=beta, alpha=alpha, compute_nll_loss=compute_nll_loss,
+                        use_ref_model=use_ref_model, average_log_prob=average_log_prob,
+                        loss_type=loss_type, label_smoothing=label_smoothing,
+                        discopop_tau=discopop_tau, memory_budget=memory_budget)
+
+    def forward(self, lin_weight, _input, target, bias=None, ref_input=None, ref_weight=None,
+                ref_bias=None):
+        return preference.fused_linear_dpo(_input, lin_weight, target, bias, ref_input,
+                                           ref_weight, ref_bias, **self.config)
+
+
+class LigerFusedLinearORPOLoss(_PreferenceLoss):
+    """liger.preference.fused_linear_orpo: Liger-Kernel's ORPO (odds ratio
+    of the average log-probabilities, plus the chosen half's NLL, of
+    nll_target where given). Returns (loss, (chosen_logps, rejected_logps,
+    chosen_logits_mean, rejected_logits_mean, nll_loss, chosen_rewards,
+    rejected_rewards, log_odds_ratio, log_odds_chosen)). Refused: a bias."""
+
+    def __init__(self, ignore_index=-100, beta=0.1, compute_nll_loss=True, compiled=True,
+                 chunk_size=1, *, memory_budget=2 ** 29):
+        super().__init__()
+        self._configure(preference.check_orpo, compiled, chunk_size, ignore_index=ignore_index,
+                        beta=beta, compute_nll_loss=compute_nll_loss,
+                        memory_budget=memory_budget)
+
+    def forward(self, lin_weight, _input, target, bias=None, nll_target=None):
+        return preference.fused_linear_orpo(
+            _input, lin_weight, target, bias, self.ignore_index, self.beta,
+            self.compute_nll_loss, nll_target, self.memory_budget)
+
+
+class LigerFusedLinearSimPOLoss(_PreferenceLoss):
+    """liger.preference.fused_linear_simpo: Liger-Kernel's SimPO (the
+    length-normalized log-probabilities' margin less gamma, label
+    smoothing, plus alpha times the chosen half's NLL). Returns (loss,
+    (chosen_logps, rejected_logps, chosen_logits_mean, rejected_logits_mean,
+    nll_loss, chosen_rewards, rejected_rewards)). Refused: a bias."""
+
+    def __init__(self, ignore_index=-100, beta=0.1, alpha=1.0, label_smoothing=0.0,
+                 compute_nll_loss=True, compiled=True, gamma=0.5, chunk_size=1, *,
+                 memory_budget=2 ** 29):
+        super().__init__()
+        self._configure(preference.check_simpo, compiled, chunk_size,
+                        ignore_index=ignore_index, beta=beta, alpha=alpha,
+                        label_smoothing=label_smoothing, compute_nll_loss=compute_nll_loss,
+                        gamma=gamma, memory_budget=memory_budget)
+
+    def forward(self, lin_weight, _input, target, bias=None):
+        return preference.fused_linear_simpo(_input, lin_weight, target, bias, **self.config)
+
+
+class LigerFusedLinearJSD(nn.Module):
+    """liger.ops.fused_linear_jsd: Liger-Kernel's LigerFusedLinearJSD, the
+    generalized JSD of the student's and the teacher's lm_heads at
+    `temperature`, chunked, no logits in memory; forward(student_input,
+    student_weight, teacher_input, teacher_weight, shift_labels=None).
+    accum_dtype None (dW summed in the weight's dtype) or torch.float32.
+    jsd_beta, ignore_index and temperature are checked at construction;
+    liger's own: `memory_budget` (bytes of one chunk's buffers)."""
+
+    def __init__(self, jsd_beta=0.5, ignore_index=-100, temperature=1.0, accum_dtype=None, *,
+                 memory_budget=2 ** 29):
+        super().__init__()
+        name = type(self).__name__
+        _checked(name, specs.jsd_spec, 8, "f32", beta=jsd_beta, ignore_index=ignore_index,
+                 renamed=(("beta", "jsd_beta"),))
+        temperature = _checked(name, ops.check_temperature, temperature)
+        _accum_dtype(name, accum_dtype)
+        self.memory_budget = _checked(name, specs.check_int, "memory_budget", memory_budget, 1)
+        self.jsd_beta, self.ignore_index, self.temperature = jsd_beta, ignore_index, temperature
+        self.accum_dtype = accum_dtype
+
+    def forward(self, student_input, student_weight, teacher_input, teacher_weight,
+                shift_labels=None):
+        return ops.fused_linear_jsd(student_input, student_weight, teacher_input,
+                                    teacher_weight, shift_labels, self.jsd_beta,
+                                    self.ignore_index, self.temperature, self.memory_budget,
+                                    self.accum_dtype is not None)

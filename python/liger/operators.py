@@ -25,10 +25,17 @@ reference functions on CPU tensors.
     liger::cross_entropy_(logits!, target, weight?, ...) -> loss   (the gradient over logits)
     liger::fused_linear_cross_entropy(hidden, weight, target, class_weight?, ...,
                                       memory_budget, dw_f32, want_dx, want_dw)
-        -> (loss, dhidden, dweight)
+        -> (loss, dhidden, dweight)          (reduction "none": the gradients empty)
+    liger::fused_linear_cross_entropy_backward(hidden, weight, target, class_weight?, dloss,
+                                               ..., want_dx, want_dw) -> (dhidden, dweight)
+                                             (reduction "none": dloss per token)
     liger::kl_div(input, target, reduction, log_target, eps) -> loss
     liger::kl_div_backward(target, dloss, reduction, log_target, eps) -> dinput
     liger::jsd(input, target, shift_labels?, beta, ignore_index, want_grad) -> (loss, grad)
+    liger::fused_linear_jsd(student_input, student_weight, teacher_input, teacher_weight,
+                            shift_labels?, jsd_beta, ignore_index, temperature,
+                            memory_budget, dw_f32, want_dx, want_dw)
+        -> (loss, dstudent_input, dstudent_weight)
 
 Row ops take [..., H] inputs and flatten their leading dimensions into
 rows, on the GPU and on the CPU alike; every implementation makes its
@@ -43,7 +50,7 @@ import torch
 from torch import Tensor
 
 from . import bundles, specs
-from .loss_plan import chunked_loss, plan_chunks
+from .loss_plan import chunked_jsd, chunked_loss, plan_chunks, plan_jsd_chunks
 
 F32 = torch.float32
 
@@ -487,6 +494,34 @@ class CrossEntropyInPlace(torch.autograd.Function):
 
 
 # --- fused linear cross-entropy --------------------------------------------
+#
+# With reduction "mean" or "sum" the forward forms the gradients too (one
+# chunk loop), which the backward scales. With reduction "none" each
+# token's incoming gradient is known only in the backward: the forward
+# runs the chunk loop for the losses, the backward runs it again with those
+# gradients (the logits of each chunk recomputed: one more logits matmul).
+
+def _flce_run(hidden, weight, target, class_weight, ignore_index, label_smoothing, reduction,
+              softcap, lse_square_scale, memory_budget, dw_f32, want_dx, want_dw,
+              grad_loss=None):
+    """chunked_loss over the kernels of the configuration: (loss, dx, dW)."""
+    v, h = weight.shape
+    spec = _spec(specs.fused_linear_cross_entropy_spec, (
+        v, h, hidden.dtype, target.dtype, ignore_index, label_smoothing, reduction, softcap,
+        lse_square_scale, class_weight is not None, dw_f32), hidden.device)
+    x = _rows(hidden)
+    plan = plan_chunks(x.shape[0], v, spec.dtype, memory_budget)
+    return chunked_loss(
+        bundles.loss_plan_kernels(spec), x, weight.contiguous(),
+        target.reshape(-1).contiguous(),
+        class_weight.contiguous() if class_weight is not None else None,
+        plan["chunk_tokens"], reduction == "mean", ignore_index, want_dx, want_dw, dw_f32,
+        grad_loss, per_token=reduction == "none")
+
+
+def _flce_loss_shape(target, reduction):
+    return target.shape if reduction == "none" else ()
+
 
 @torch.library.custom_op("liger::fused_linear_cross_entropy", mutates_args=())
 def fused_linear_cross_entropy(
@@ -494,41 +529,85 @@ def fused_linear_cross_entropy(
         ignore_index: int, label_smoothing: float, reduction: str, softcap: float,
         lse_square_scale: float, memory_budget: int, dw_f32: bool, want_dx: bool,
         want_dw: bool) -> Tuple[Tensor, Tensor, Tensor]:
-    v, h = weight.shape
-    spec = _spec(specs.fused_linear_cross_entropy_spec, (
-        v, h, hidden.dtype, target.dtype, ignore_index, label_smoothing, reduction, softcap,
-        lse_square_scale, class_weight is not None, dw_f32), hidden.device)
-    x = _rows(hidden)
-    plan = plan_chunks(x.shape[0], v, spec.dtype, memory_budget)
-    loss, dx, dw = chunked_loss(
-        bundles.loss_plan_kernels(spec), x, weight.contiguous(),
-        target.reshape(-1).contiguous(),
-        class_weight.contiguous() if class_weight is not None else None,
-        plan["chunk_tokens"], reduction == "mean", ignore_index, want_dx, want_dw, dw_f32)
-    return (loss, dx.view(hidden.shape) if want_dx else hidden.new_empty(0),
+    # Per token, the gradients wait for the backward.
+    none = reduction == "none"
+    want_dx, want_dw = want_dx and not none, want_dw and not none
+    loss, dx, dw = _flce_run(hidden, weight, target, class_weight, ignore_index,
+                             label_smoothing, reduction, softcap, lse_square_scale,
+                             memory_budget, dw_f32, want_dx, want_dw)
+    return (loss.view(_flce_loss_shape(target, reduction)),
+            dx.view(hidden.shape) if want_dx else hidden.new_empty(0),
             dw if want_dw else weight.new_empty(0))
 
 
 @fused_linear_cross_entropy.register_fake
 def _(hidden, weight, target, class_weight, ignore_index, label_smoothing, reduction, softcap,
       lse_square_scale, memory_budget, dw_f32, want_dx, want_dw):
-    return (hidden.new_empty((), dtype=F32),
-            _like(hidden) if want_dx else hidden.new_empty(0),
+    none = reduction == "none"
+    return (hidden.new_empty(_flce_loss_shape(target, reduction), dtype=F32),
+            _like(hidden) if want_dx and not none else hidden.new_empty(0),
+            _like(weight) if want_dw and not none else weight.new_empty(0))
+
+
+@torch.library.custom_op("liger::fused_linear_cross_entropy_backward", mutates_args=())
+def fused_linear_cross_entropy_backward(
+        hidden: Tensor, weight: Tensor, target: Tensor, class_weight: Optional[Tensor],
+        dloss: Tensor, ignore_index: int, label_smoothing: float, softcap: float,
+        lse_square_scale: float, memory_budget: int, dw_f32: bool, want_dx: bool,
+        want_dw: bool) -> Tuple[Tensor, Tensor]:
+    """dhidden and dweight of the per-token losses (reduction "none") for
+    the incoming gradient `dloss` (one value per token, in the target's
+    shape or [N]): the chunk loop again, each chunk's logits recomputed."""
+    _, dx, dw = _flce_run(hidden, weight, target, class_weight, ignore_index,
+                          label_smoothing, "none", softcap, lse_square_scale, memory_budget,
+                          dw_f32, want_dx, want_dw, grad_loss=dloss.reshape(-1))
+    return (dx.view(hidden.shape) if want_dx else hidden.new_empty(0),
+            dw if want_dw else weight.new_empty(0))
+
+
+@fused_linear_cross_entropy_backward.register_fake
+def _(hidden, weight, target, class_weight, dloss, ignore_index, label_smoothing, softcap,
+      lse_square_scale, memory_budget, dw_f32, want_dx, want_dw):
+    return (_like(hidden) if want_dx else hidden.new_empty(0),
             _like(weight) if want_dw else weight.new_empty(0))
 
 
-def _flce_setup(ctx, inputs, output):
+def _save_grads(ctx, inputs, output):
+    """A fused loss whose forward formed dx and dW (its last two inputs say
+    which): saved for the backward to scale."""
     _, dx, dw = output
+    ctx.want = tuple(inputs[-2:])
     ctx.save_for_backward(dx, dw)
-    ctx.want = inputs[-2:]
     ctx.mark_non_differentiable(dx, dw)
 
 
-def _flce_grad(ctx, dloss, _ddx, _ddw):
+def _scaled_grads(ctx, dloss):
     dx, dw = ctx.saved_tensors
     want_dx, want_dw = ctx.want
-    return (_scaled(dx, dloss) if want_dx else None,
-            _scaled(dw, dloss) if want_dw else None) + (None,) * 11
+    return (_scaled(dx, dloss) if want_dx else None, _scaled(dw, dloss) if want_dw else None)
+
+
+def _flce_setup(ctx, inputs, output):
+    hidden, weight, target, class_weight, ignore_index, label_smoothing, reduction, softcap, \
+        lse_square_scale, memory_budget, dw_f32, want_dx, want_dw = inputs
+    ctx.per_token = reduction == "none"
+    if not ctx.per_token:
+        return _save_grads(ctx, inputs, output)
+    # Per token: the backward runs the chunks again over the inputs.
+    ctx.want = (want_dx, want_dw)
+    ctx.save_for_backward(hidden, weight, target, class_weight)
+    ctx.config = (ignore_index, label_smoothing, softcap, lse_square_scale, memory_budget,
+                  dw_f32)
+    ctx.mark_non_differentiable(*output[1:])
+
+
+def _flce_grad(ctx, dloss, _ddx, _ddw):
+    if not ctx.per_token:
+        return _scaled_grads(ctx, dloss) + (None,) * 11
+    want_dx, want_dw = ctx.want
+    dx, dw = fused_linear_cross_entropy_backward(*ctx.saved_tensors, dloss, *ctx.config,
+                                                 want_dx, want_dw)
+    return (dx if want_dx else None, dw if want_dw else None) + (None,) * 11
 
 
 fused_linear_cross_entropy.register_autograd(_flce_grad, setup_context=_flce_setup)
@@ -598,10 +677,10 @@ def _kl_div_grad(ctx, dloss):
 kl_div.register_autograd(_kl_div_grad, setup_context=_kl_div_setup)
 
 
-def _jsd_bundle(x, shift_labels, beta, ignore_index):
-    spec = _spec(specs.jsd_spec, (x.shape[-1], x.dtype, beta, ignore_index,
-                                  None if shift_labels is None else shift_labels.dtype),
-                 x.device)
+def _jsd_bundle(vocab, dtype, device, shift_labels, beta, ignore_index):
+    """liger.jsd's kernels for rows [..., vocab] of `dtype`."""
+    spec = _spec(specs.jsd_spec, (vocab, dtype, beta, ignore_index,
+                                  None if shift_labels is None else shift_labels.dtype), device)
     return bundles.load(spec)
 
 
@@ -616,7 +695,8 @@ def _jsd_counted(x, shift_labels, ignore_index):
 @torch.library.custom_op("liger::jsd", mutates_args=())
 def jsd(input: Tensor, target: Tensor, shift_labels: Optional[Tensor], beta: float,
         ignore_index: int, want_grad: bool) -> Tuple[Tensor, Tensor]:
-    bundle = _jsd_bundle(input, shift_labels, beta, ignore_index)
+    bundle = _jsd_bundle(input.shape[-1], input.dtype, input.device, shift_labels, beta,
+                         ignore_index)
     counted = _jsd_counted(input, shift_labels, ignore_index)
     labels = [] if shift_labels is None else [shift_labels.contiguous()]
     x, y = input.contiguous(), target.contiguous()
@@ -647,3 +727,55 @@ def _jsd_grad(ctx, dloss, _dgrad):
 
 
 jsd.register_autograd(_jsd_grad, setup_context=_jsd_setup)
+
+
+# --- fused linear JSD ------------------------------------------------------
+#
+# The student's and the teacher's lm_heads chunk by chunk, as the fused
+# linear cross-entropy's: their logits and the student's gradient products
+# are the matmul kernels of that loss's plan (of the student's and the
+# teacher's [V, H]), the JSD the row kernels of liger.jsd over f32
+# log-probabilities. The forward forms the student's gradients, which the
+# backward scales; the teacher gets none.
+
+def _matmul_kernels(v, h, dtype, dw_f32, device):
+    """The chunk kernels of the fused loss's plan for an lm_head [v, h]."""
+    return bundles.loss_plan_kernels(_spec(specs.fused_linear_cross_entropy_spec, (
+        v, h, dtype, "i64", -100, 0.0, "mean", None, 0.0, False, dw_f32), device))
+
+
+@torch.library.custom_op("liger::fused_linear_jsd", mutates_args=())
+def fused_linear_jsd(student_input: Tensor, student_weight: Tensor, teacher_input: Tensor,
+                     teacher_weight: Tensor, shift_labels: Optional[Tensor], jsd_beta: float,
+                     ignore_index: int, temperature: float, memory_budget: int, dw_f32: bool,
+                     want_dx: bool, want_dw: bool) -> Tuple[Tensor, Tensor, Tensor]:
+    v, hs = student_weight.shape
+    dtype = student_input.dtype
+    device = student_input.device
+    student = _matmul_kernels(v, hs, dtype, dw_f32, device)
+    teacher = _matmul_kernels(v, teacher_weight.shape[1], dtype, False, device)["logits"]
+    labels = None if shift_labels is None else shift_labels.contiguous()
+    jsd_kernels = _jsd_bundle(v, F32, device, labels, jsd_beta, ignore_index)  # (f32 rows)
+    counted = _jsd_counted(student_input, labels, ignore_index)
+    plan = plan_jsd_chunks(student_input.shape[0], v, memory_budget)
+    loss, dx, dw = chunked_jsd(
+        student, teacher, jsd_kernels, student_input.contiguous(), student_weight.contiguous(),
+        teacher_input.contiguous(), teacher_weight.contiguous(), labels, plan["chunk_tokens"],
+        temperature, counted, want_dx, want_dw, dw_f32)
+    return (loss, dx if want_dx else student_input.new_empty(0),
+            dw if want_dw else student_weight.new_empty(0))
+
+
+@fused_linear_jsd.register_fake
+def _(student_input, student_weight, teacher_input, teacher_weight, shift_labels, jsd_beta,
+      ignore_index, temperature, memory_budget, dw_f32, want_dx, want_dw):
+    return (student_input.new_empty((), dtype=F32),
+            _like(student_input) if want_dx else student_input.new_empty(0),
+            _like(student_weight) if want_dw else student_weight.new_empty(0))
+
+
+def _fljsd_grad(ctx, dloss, _ddx, _ddw):
+    return _scaled_grads(ctx, dloss) + (None,) * 10
+
+
+fused_linear_jsd.register_autograd(_fljsd_grad, setup_context=_save_grads)

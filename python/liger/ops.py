@@ -10,8 +10,10 @@
     q, k = ops.rope(q, k, cos, sin)           # backward: liger.rope_grad
     loss = ops.cross_entropy(logits, target)  # the gradient written forward
     loss = ops.fused_linear_cross_entropy(h, lm_head_weight, target)  # no logits kept
+    per_token = ops.fused_linear_cross_entropy(h, lm_head_weight, target, reduction="none")
     loss = ops.kl_div(student_logp, teacher_p, reduction="batchmean")
     loss = ops.jsd(student_logp, teacher_logp, beta=0.5)
+    loss = ops.fused_linear_jsd(h_student, w_student, h_teacher, w_teacher)  # no logits kept
 
 Each function validates every argument (types, ranges, finite floats,
 enums, shapes, dtypes, devices) before anything is compiled or launched,
@@ -45,7 +47,7 @@ import sys
 
 from . import bundles, specs
 from .errors import LigerError, LigerTypeError, LigerValueError
-from .loss_plan import plan_chunks
+from .loss_plan import plan_chunks, plan_jsd_chunks
 from .specs import (DEFAULT_TARGET, add_rms_norm_spec, check_bool,  # noqa: F401
                     check_int, cross_entropy_spec, fused_linear_cross_entropy_spec,
                     fused_linear_cross_entropy_unsupported_shape, geglu_spec, layer_norm_spec,
@@ -493,7 +495,14 @@ def fused_linear_cross_entropy(hidden, weight, target, class_weight=None, ignore
     the end: exact sums for 4 bytes per weight of memory). The forward
     computes the gradients autograd will ask for (none under torch.no_grad,
     none for a frozen lm_head's weight); backward scales them by the
-    incoming gradient. reduction: mean or sum."""
+    incoming gradient. reduction: mean, sum or "none" (each token's loss,
+    f32 in the target's shape; an ignored token's is 0). With "none" each
+    token's incoming gradient is known only in the backward, so the forward
+    runs the chunk loop for the losses alone (one logits matmul per chunk;
+    the forward keeps its inputs, nothing of [tokens, vocab]) and the
+    backward runs it again with those gradients: each chunk's logits
+    recomputed, then G, dx and dW — one logits matmul more than mean/sum,
+    memory as theirs."""
     op = "fused_linear_cross_entropy"
     config = _once(lambda: (
         op, type(hidden), type(weight), type(target), type(class_weight), hidden.device,
@@ -603,6 +612,102 @@ def jsd(input, target, shift_labels=None, beta=0.5, ignore_index=-100):
     _shift_labels("jsd", shift_labels, input.shape[0])
     want_grad = torch.is_grad_enabled() and input.requires_grad
     return operators.jsd(input, target, shift_labels, *config, want_grad)[0]
+
+
+def _lm_head(op, input_name, x, weight_name, w):
+    """x [tokens, H] (at least one) and an lm_head w [V, H] of its dtype."""
+    if x.dim() != 2 or x.shape[0] == 0 or w.dim() != 2 or w.shape[1] != x.shape[1]:
+        raise LigerValueError("liger.ops.%s: %s must be [tokens, H] with at least one token "
+                              "and %s [V, H], got %s and %s" % (
+                                  op, input_name, weight_name, list(x.shape), list(w.shape)))
+    _same_dtype(op, weight_name, w, input_name, x)
+
+
+def _fljsd_shapes(student_input, student_weight, teacher_input, teacher_weight,
+                  shift_labels):
+    op = "fused_linear_jsd"
+    _lm_head(op, "student_input", student_input, "student_weight", student_weight)
+    _lm_head(op, "teacher_input", teacher_input, "teacher_weight", teacher_weight)
+    if teacher_input.shape[0] != student_input.shape[0] or \
+            teacher_weight.shape[0] != student_weight.shape[0]:
+        raise LigerValueError("liger.ops.%s: the teacher must have the student's tokens (%d) "
+                              "and vocabulary (%d), got %d and %d" % (
+                                  op, student_input.shape[0], student_weight.shape[0],
+                                  teacher_input.shape[0], teacher_weight.shape[0]))
+    _shift_labels(op, shift_labels, student_input.shape[0])
+
+
+def check_temperature(temperature):
+    """The fused linear JSD's temperature: a finite number, not 0 (the
+    logits are divided by it)."""
+    temperature = specs.check_float("temperature", temperature)
+    if temperature == 0:
+        raise LigerValueError("temperature must not be 0 (the logits are divided by it)")
+    return temperature
+
+
+def _fljsd_checked(student_input, student_weight, teacher_input, teacher_weight,
+                   shift_labels, jsd_beta, ignore_index, temperature, memory_budget, dw_f32):
+    op = "fused_linear_jsd"
+    device = _tensors(op, dict(student_input=student_input, student_weight=student_weight,
+                               teacher_input=teacher_input, teacher_weight=teacher_weight,
+                               shift_labels=shift_labels), ("shift_labels",))
+    _fljsd_shapes(student_input, student_weight, teacher_input, teacher_weight, shift_labels)
+    _same_dtype(op, "teacher_input", teacher_input, "student_input", student_input)
+    v = _size(student_weight.shape[0])
+    # The rules of the kernels it runs: the lm_heads' matmuls (the fused
+    # loss's), the JSD's rows.
+    spec = _spec(fused_linear_cross_entropy_spec, (v, _size(student_weight.shape[1]),
+                                                   student_input.dtype), device)
+    _spec(fused_linear_cross_entropy_spec, (v, _size(teacher_weight.shape[1]),
+                                            teacher_input.dtype), device)
+    jsd = _spec(specs.jsd_spec, (v, "f32", jsd_beta, ignore_index,
+                                 None if shift_labels is None else shift_labels.dtype), device)
+    temperature = check_temperature(static(temperature))
+    memory_budget = check_int("memory_budget", memory_budget, 1)
+    plan_jsd_chunks(1, spec.vocab, memory_budget)  # (a budget of at least a row)
+    return (jsd.beta, jsd.ignore_index, temperature, memory_budget,
+            check_bool("dw_f32", dw_f32))
+
+
+def fused_linear_jsd(student_input, student_weight, teacher_input, teacher_weight,
+                     shift_labels=None, jsd_beta=0.5, ignore_index=-100, temperature=1.0,
+                     memory_budget=2 ** 29, dw_f32=False):
+    """Liger-Kernel's fused linear JSD (distillation): jsd(log_softmax(x_s ·
+    W_sᵀ / T), log_softmax(x_t · W_tᵀ / T)) of the student's tokens
+    student_input [tokens, H_s] through its lm_head student_weight [V, H_s]
+    and the teacher's teacher_input [tokens, H_t], teacher_weight [V, H_t]
+    (bf16 or f16, one dtype; sizes multiples of 8), averaged over the tokens
+    whose shift label is not `ignore_index` (0 when none is); the result is
+    f32. Without the [tokens, vocab] logits in memory: per chunk of tokens
+    (what `memory_budget` bytes hold: plan_jsd_chunks) the fused
+    cross-entropy's matmul kernels write both logits (rounded to the inputs'
+    dtype, where Liger-Kernel keeps them in f32), their f32
+    log-probabilities are taken, liger.jsd's row kernel writes the loss and
+    its gradient over the student's, which goes back through its
+    log-softmax and the temperature to G, then dx = G · W_s and dW_s += Gᵀ ·
+    x_s (in W's dtype, or with `dw_f32` in f32, rounded once). The forward
+    forms the gradients autograd will ask for; backward scales them. The
+    teacher is not differentiated."""
+    op = "fused_linear_jsd"
+    config = _once(lambda: (
+        op, type(student_input), type(student_weight), type(teacher_input),
+        type(teacher_weight), type(shift_labels), student_input.device, student_weight.device,
+        teacher_input.device, teacher_weight.device,
+        shift_labels is not None and shift_labels.device, student_input.dtype,
+        student_weight.dtype, teacher_input.dtype, teacher_weight.dtype,
+        shift_labels is not None and shift_labels.dtype, student_input.dim(),
+        student_input.shape[-1], student_weight.shape, teacher_input.dim(),
+        teacher_input.shape[-1], teacher_weight.shape, type(jsd_beta), jsd_beta,
+        type(ignore_index), ignore_index, type(temperature), temperature,
+        type(memory_budget), memory_budget, type(dw_f32), dw_f32),
+        _fljsd_checked, student_input, student_weight, teacher_input, teacher_weight,
+        shift_labels, jsd_beta, ignore_index, temperature, memory_budget, dw_f32)
+    _fljsd_shapes(student_input, student_weight, teacher_input, teacher_weight, shift_labels)
+    grad = torch.is_grad_enabled()
+    return operators.fused_linear_jsd(
+        student_input, student_weight, teacher_input, teacher_weight, shift_labels, *config,
+        grad and student_input.requires_grad, grad and student_weight.requires_grad)[0]
 
 
 def add_precompile_targets(parser):

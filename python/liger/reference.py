@@ -192,7 +192,12 @@ class ReferenceKernel:
         head = re.search(r"func\.func @%s\(.*?\) -> (.*?) \{\n" % re.escape(function), text)
         # The element type of each result (bf16 results come back as f32
         # arrays of their exact values).
-        self.dtypes = [t.split("x")[-1] for t in re.findall(r"tensor<([^>]*)>", head.group(1))]
+        results = [t.split("x") for t in re.findall(r"tensor<([^>]*)>", head.group(1))]
+        self.dtypes = [t[-1] for t in results]
+        # As a runtime Kernel's outputs: each result's dtype and shape, a
+        # dynamic size named "rows".
+        self.outputs = [dict(dtype=t[-1], shape=["rows" if d == "?" else int(d)
+                                                 for d in t[:-1]]) for t in results]
 
     def __call__(self, *inputs, out=None):
         import torch

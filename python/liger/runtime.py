@@ -17,7 +17,7 @@ this module never touches the GPU.
 
 import os
 
-from .loss_plan import chunked_loss
+from .loss_plan import chunked_loss, per_token
 
 _DTYPES = None
 
@@ -174,7 +174,9 @@ def run_loss_plan(bundle, hidden, weight, target, function=None, grad_loss=None,
     the plan of that function where the bundle has several; a plan of a loss
     alone (no gradient op in its group) runs with want_dx=want_dw=False.
     `class_weight` ([V], f32) is required by, and only taken by, a plan of
-    a loss with class weights (the plan's "class_weight").
+    a loss with class weights (the plan's "class_weight"). A plan of a
+    reduction "none" loss (its loss kernel per row) gives the [N] losses and
+    takes `grad_loss` [N], each token's (1 for each if None).
     Returns (loss, dhidden, dweight), a gradient not wanted None."""
     plans = [p for p in bundle.plans if function is None or p["function"] == function]
     if len(plans) != 1:
@@ -192,10 +194,16 @@ def run_loss_plan(bundle, hidden, weight, target, function=None, grad_loss=None,
                                      "with" if plan.get("class_weight") else "without",
                                      "not given" if class_weight is None else "given"))
     kernels = {stage: bundle[name] for stage, name in plan["kernels"].items()}
+    rows = per_token(kernels["ce"])
+    if grad_loss is not None and list(grad_loss.shape) != ([hidden.shape[0]] if rows else []):
+        raise ValueError("the plan of @%s is of a loss %s: grad_loss must have shape %s, got "
+                         "%s" % (plan["function"], "per token" if rows else "summed",
+                                 [hidden.shape[0]] if rows else [], list(grad_loss.shape)))
     return chunked_loss(kernels, hidden, weight, target, class_weight,
                             plan["chunk_tokens"],
                             plan["mean"], plan["ignore_index"], want_dx, want_dw,
-                            dw_f32=bool(plan.get("dw_f32")), grad_loss=grad_loss)
+                            dw_f32=bool(plan.get("dw_f32")), grad_loss=grad_loss,
+                            per_token=rows)
 
 
 def load(path):

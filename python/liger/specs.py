@@ -445,6 +445,11 @@ class CrossEntropySpec(Spec):
                                                  0.0),
                     weighted=check_bool("weighted", self.weighted))
 
+    def loss_type(self):
+        """The type of the loss and of its incoming gradient: one f32 per
+        token for reduction "none", else a scalar."""
+        return "tensor<?xf32>" if self.reduction == "none" else "tensor<f32>"
+
     def attributes(self):
         """The cross-entropy attributes, in the ops' syntax order."""
         attrs = "ignore_index = %d label_smoothing = %.9e reduction = %s" % (
@@ -456,7 +461,7 @@ class CrossEntropySpec(Spec):
     def module_text(self):
         X = "tensor<?x%dx%s>" % (self.vocab, self.dtype)
         T = "tensor<?x%s>" % self.target_dtype
-        L = "tensor<?xf32>" if self.reduction == "none" else "tensor<f32>"
+        L = self.loss_type()
         W = "tensor<%dxf32>" % self.vocab
         wparam = ", %%w: %s" % W if self.weighted else ""
         wuse = " weight(%%w : %s)" % W if self.weighted else ""
@@ -488,10 +493,6 @@ class FusedLinearCrossEntropySpec(CrossEntropySpec):
     op: ClassVar[str] = "fused_linear_cross_entropy"
     hidden: int = 0
     dw_f32: bool = False
-
-    # A per-token loss cannot have its weight gradient formed before its
-    # incoming gradient is known.
-    REDUCTIONS: ClassVar[tuple] = ("mean", "sum")
 
     def _checked(self):
         checked = super()._checked()
@@ -530,18 +531,20 @@ class FusedLinearCrossEntropySpec(CrossEntropySpec):
         plans them (liger-plan-loss: the functions of one chunk — logits,
         the summed loss with its gradient over the logits, dx, dW first and
         accumulating, or with dw_f32 dW accumulated in f32 alone — and the
-        manifest's plan naming their kernels)."""
+        manifest's plan naming their kernels). With reduction "none" the
+        loss and %g are per token, [N] f32."""
         X = "tensor<?x%dx%s>" % (self.hidden, self.dtype)
         W = "tensor<%dx%dx%s>" % (self.vocab, self.hidden, self.dtype)
         T = "tensor<?x%s>" % self.target_dtype
         CW = "tensor<%dxf32>" % self.vocab
         wparam = ", %%cw: %s" % CW if self.weighted else ""
         wuse = " class_weight(%%cw : %s)" % CW if self.weighted else ""
+        L = self.loss_type()
         attrs = self.attributes()
-        return f"""func.func @loss(%h: {X}, %w: {W}, %t: {T}{wparam}, %g: tensor<f32>) -> (tensor<f32>, {X}, {W}) {{
+        return f"""func.func @loss(%h: {X}, %w: {W}, %t: {T}{wparam}, %g: {L}) -> ({L}, {X}, {W}) {{
   %l = liger.fused_linear_cross_entropy %h, %w, %t{wuse} {attrs} : {X}, {W}, {T}
-  %dh, %dw = liger.fused_linear_cross_entropy_grad %h, %w, %t, %g{wuse} {attrs} : {X}, {W}, {T}, tensor<f32>
-  return %l, %dh, %dw : tensor<f32>, {X}, {W}
+  %dh, %dw = liger.fused_linear_cross_entropy_grad %h, %w, %t, %g{wuse} {attrs} : {X}, {W}, {T}, {L}
+  return %l, %dh, %dw : {L}, {X}, {W}
 }}
 """
 

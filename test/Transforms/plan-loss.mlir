@@ -64,16 +64,15 @@ func.func @forward_only(%h: tensor<?x64xf16>, %w: tensor<1000x64xf16>, %t: tenso
 // -----
 
 // Near-misses, each left with a warning and no plan: f32; a bias; a
-// returned z-loss; reduction = none; a gradient with another attribute.
+// returned z-loss; a gradient with another attribute.
 // WARN: warning: liger-plan-loss: left for later: its matmul kernels take bf16 or f16, not f32
 // WARN: warning: liger-plan-loss: left for later: the projection has a bias (no chunk kernel adds it yet)
 // WARN: warning: liger-plan-loss: left for later: it returns the z-loss apart
-// WARN: warning: liger-plan-loss: left for later: reduction = none: the weight gradient needs every token's incoming gradient first
 // WARN: warning: liger-plan-loss: left for later: the gradient's label_smoothing differs from the loss's
 // CHECK-LABEL: func.func @near_misses
 //   CHECK-NOT:   liger.plan
 //   CHECK-NOT:   func.func @near_misses_loss
-func.func @near_misses(%hf: tensor<?x64xf32>, %wf: tensor<100x64xf32>, %h: tensor<?x64xbf16>, %w: tensor<100x64xbf16>, %bias: tensor<100xbf16>, %t: tensor<?xi64>, %g: tensor<f32>, %gn: tensor<?xf32>) -> (tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<?xf32>, tensor<f32>, tensor<?x64xbf16>, tensor<100x64xbf16>) {
+func.func @near_misses(%hf: tensor<?x64xf32>, %wf: tensor<100x64xf32>, %h: tensor<?x64xbf16>, %w: tensor<100x64xbf16>, %bias: tensor<100xbf16>, %t: tensor<?xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<?x64xbf16>, tensor<100x64xbf16>) {
   %0 = liger.fusion loss(%hf, %wf, %t) : (tensor<?x64xf32>, tensor<100x64xf32>, tensor<?xi64>) -> tensor<f32> {
   ^bb0(%a: tensor<?x64xf32>, %b: tensor<100x64xf32>, %c: tensor<?xi64>):
     %l = liger.fused_linear_cross_entropy %a, %b, %c : tensor<?x64xf32>, tensor<100x64xf32>, tensor<?xi64>
@@ -89,18 +88,36 @@ func.func @near_misses(%hf: tensor<?x64xf32>, %wf: tensor<100x64xf32>, %h: tenso
     %l, %z = liger.fused_linear_cross_entropy %a, %b, %c z_loss : tensor<?x64xbf16>, tensor<100x64xbf16>, tensor<?xi64>
     liger.yield %l, %z : tensor<f32>, tensor<f32>
   }
-  %3 = liger.fusion loss(%h, %w, %t) : (tensor<?x64xbf16>, tensor<100x64xbf16>, tensor<?xi64>) -> tensor<?xf32> {
-  ^bb0(%a: tensor<?x64xbf16>, %b: tensor<100x64xbf16>, %c: tensor<?xi64>):
-    %l = liger.fused_linear_cross_entropy %a, %b, %c reduction = none : tensor<?x64xbf16>, tensor<100x64xbf16>, tensor<?xi64>
-    liger.yield %l : tensor<?xf32>
-  }
   %4:3 = liger.fusion loss(%h, %w, %t, %g) : (tensor<?x64xbf16>, tensor<100x64xbf16>, tensor<?xi64>, tensor<f32>) -> (tensor<f32>, tensor<?x64xbf16>, tensor<100x64xbf16>) {
   ^bb0(%a: tensor<?x64xbf16>, %b: tensor<100x64xbf16>, %c: tensor<?xi64>, %d: tensor<f32>):
     %l = liger.fused_linear_cross_entropy %a, %b, %c label_smoothing = 0.1 : tensor<?x64xbf16>, tensor<100x64xbf16>, tensor<?xi64>
     %dh, %dw = liger.fused_linear_cross_entropy_grad %a, %b, %c, %d : tensor<?x64xbf16>, tensor<100x64xbf16>, tensor<?xi64>, tensor<f32>
     liger.yield %l, %dh, %dw : tensor<f32>, tensor<?x64xbf16>, tensor<100x64xbf16>
   }
-  return %0, %1, %2#0, %2#1, %3, %4#0, %4#1, %4#2 : tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<?xf32>, tensor<f32>, tensor<?x64xbf16>, tensor<100x64xbf16>
+  return %0, %1, %2#0, %2#1, %4#0, %4#1, %4#2 : tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<?x64xbf16>, tensor<100x64xbf16>
+}
+
+// -----
+
+// reduction = none: each row's loss and the gradient for each row's incoming
+// gradient; the chunk's loss function takes and gives [rows] f32 (a runtime
+// passes the chunk's slice of the per-token incoming gradient). Neither the
+// mean nor its denominator.
+// CHECK-LABEL: func.func @per_token
+//       CHECK:   liger.plan = {ce = @per_token_loss0_ce, chunk_tokens = 128 : i64, class_weight = false, dw = @per_token_loss0_dw, dw0 = @per_token_loss0_dw0, dw_f32 = false, dx = @per_token_loss0_dx, ignore_index = -100 : i64, logits = @per_token_loss0_logits, mean = false, memory_budget = 256000 : i64}
+// CHECK-LABEL: func.func @per_token_loss0_ce
+//  CHECK-SAME:   (%{{.+}}: tensor<?x1000xbf16>, %{{.+}}: tensor<?xi64>, %{{.+}}: tensor<?xf32>) -> (tensor<?xf32>, tensor<?x1000xbf16>)
+//       CHECK:   liger.cross_entropy %{{.+}}, %{{.+}} label_smoothing = 1.000000e-01 reduction = none
+//       CHECK:   liger.cross_entropy_grad %{{.+}}, %{{.+}}, %{{.+}} label_smoothing = 1.000000e-01 reduction = none {{.*}}: tensor<?x1000xbf16>, tensor<?xi64>, tensor<?xf32>
+// CHECK-LABEL: func.func @per_token_loss0_dx
+func.func @per_token(%h: tensor<?x256xbf16>, %w: tensor<1000x256xbf16>, %t: tensor<?xi64>, %g: tensor<?xf32>) -> (tensor<?xf32>, tensor<?x256xbf16>, tensor<1000x256xbf16>) {
+  %r:3 = liger.fusion loss(%h, %w, %t, %g) : (tensor<?x256xbf16>, tensor<1000x256xbf16>, tensor<?xi64>, tensor<?xf32>) -> (tensor<?xf32>, tensor<?x256xbf16>, tensor<1000x256xbf16>) {
+  ^bb0(%a: tensor<?x256xbf16>, %b: tensor<1000x256xbf16>, %c: tensor<?xi64>, %d: tensor<?xf32>):
+    %l = liger.fused_linear_cross_entropy %a, %b, %c label_smoothing = 0.1 reduction = none : tensor<?x256xbf16>, tensor<1000x256xbf16>, tensor<?xi64>
+    %dh, %dw = liger.fused_linear_cross_entropy_grad %a, %b, %c, %d label_smoothing = 0.1 reduction = none : tensor<?x256xbf16>, tensor<1000x256xbf16>, tensor<?xi64>, tensor<?xf32>
+    liger.yield %l, %dh, %dw : tensor<?xf32>, tensor<?x256xbf16>, tensor<1000x256xbf16>
+  }
+  return %r#0, %r#1, %r#2 : tensor<?xf32>, tensor<?x256xbf16>, tensor<1000x256xbf16>
 }
 
 // -----

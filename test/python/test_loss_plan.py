@@ -50,6 +50,41 @@ def _compile(tmp_path, text, name):
     return out
 
 
+def test_a_per_token_plan_runs_chunk_by_chunk(tmp_path):
+    """reduction = none: each token's loss, and the gradients of each
+    token's incoming gradient; a summed incoming gradient is refused."""
+    _tools()
+    text = STEP.replace("tensor<f32>", "tensor<?xf32>").replace(
+        "label_smoothing = 0.1", "label_smoothing = 0.1 reduction = none")
+    manifest = json.load(open(_compile(tmp_path, text, "step") / "manifest.json"))
+    (plan,) = manifest["plans"]
+    assert plan["chunk_tokens"] == 128 and plan["mean"] is False
+    planned = driver.run_opt(text, ["--liger-fuse-linear-cross-entropy",
+                                    "--liger-plan-loss=memory-budget=%d" % BUDGET])
+    bundle = reference.ReferenceBundle(planned, plans=manifest["plans"])
+    g = torch.Generator().manual_seed(6)
+    n = 200  # two chunks, the last partial
+    h = torch.randn(n, 256, generator=g).to(torch.bfloat16)
+    w = (torch.randn(1000, 256, generator=g) * 3 / 16).to(torch.bfloat16)
+    t = torch.randint(0, 1000, (n,), generator=g)
+    t[::7] = -100
+    dl = torch.rand(n, generator=g) * 2 - 0.5
+    loss, dh, dw = runtime.run_loss_plan(bundle, h, w, t, grad_loss=dl)
+
+    h64, w64 = h.double().requires_grad_(True), w.double().requires_grad_(True)
+    z = (h64 @ w64.t()).to(torch.bfloat16).to(torch.float64)
+    ref = torch.nn.functional.cross_entropy(z, t, label_smoothing=0.1, reduction="none")
+    ref.backward(dl.double())
+    assert loss.shape == (n,) and loss.dtype == torch.float32
+    torch.testing.assert_close(loss.double(), ref.detach(), rtol=1e-4, atol=1e-4)
+    for got, want in ((dh, h64.grad), (dw, w64.grad)):
+        err = ((got.double() - want).norm() / want.norm()).item()
+        assert err < 2e-2, err
+    with pytest.raises(ValueError, match=r"the plan of @step is of a loss per token: "
+                                         r"grad_loss must have shape \[200\], got \[\]"):
+        runtime.run_loss_plan(bundle, h, w, t, grad_loss=torch.tensor(1.0))
+
+
 @pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "class_weight"])
 def test_the_compiled_plan_runs_chunk_by_chunk(tmp_path, weighted):
     """With class weights the loss function takes them and the mean divides

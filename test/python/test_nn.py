@@ -291,6 +291,12 @@ FLCE_CASES = {
     "weighted_smoothed_softcap_sum": dict(ce_weight=torch.rand(24) + 0.5, label_smoothing=0.1,
                                           reduction="sum", softcap=5.0),
     "zloss_f32_accumulation": dict(lse_square_scale=1e-2, accum_dtype=torch.float32),
+    # Per token: the backward runs the chunks again with each token's
+    # incoming gradient.
+    "none_weighted_smoothed_zloss": dict(reduction="none", ce_weight=torch.rand(24) + 0.5,
+                                         label_smoothing=0.1, lse_square_scale=1e-2),
+    "none_f32_accumulation_softcap": dict(reduction="none", accum_dtype=torch.float32,
+                                          softcap=5.0),
 }
 
 
@@ -304,9 +310,12 @@ def test_fused_linear_cross_entropy_loss_is_pytorchs(case):
     ref = {k.replace("ce_weight", "weight"): v for k, v in kwargs.items() if k != "accum_dtype"}
     want = _cross_entropy((h2.float() @ w2.float().T), TARGETS, **ref)
     loss = m(w, h, TARGETS)
+    assert loss.shape == want.shape
     _close(loss, want, 2e-2)
-    loss.backward(torch.tensor(0.75))
-    want.backward(torch.tensor(0.75))
+    # A scalar's incoming gradient, or one per token (ignored ones too).
+    dl = torch.tensor(0.75) if want.dim() == 0 else torch.linspace(-1.0, 2.0, 7)
+    loss.backward(dl)
+    want.backward(dl)
     _close(h.grad, h2.grad, 2e-2)
     _close(w.grad, w2.grad, 2e-2)
 
@@ -430,10 +439,10 @@ REFUSED = {
         "liger.nn.LigerFusedLinearCrossEntropyLoss: accum_dtype=torch.bfloat16 is not "
         "supported (None sums the weight gradient in the weight's dtype, torch.float32 in "
         "f32)"),
-    "flce_reduction_none": (
-        lambda: nn.LigerFusedLinearCrossEntropyLoss(reduction="none"), LigerValueError,
+    "flce_reduction": (
+        lambda: nn.LigerFusedLinearCrossEntropyLoss(reduction="avg"), LigerValueError,
         "liger.nn.LigerFusedLinearCrossEntropyLoss: reduction must be one of 'mean', 'sum', "
-        "got 'none'"),
+        "'none', got 'avg'"),
     "flce_weighted_zloss_mean": (
         lambda: nn.LigerFusedLinearCrossEntropyLoss(ce_weight=torch.ones(8),
                                                     lse_square_scale=1e-4),

@@ -156,6 +156,26 @@ def test_fused_linear_cross_entropy_kernels(tmp_path):
 
 
 @needs_ptxas
+@pytest.mark.parametrize("target", ["sm_90a", "sm_80"])
+def test_per_token_fused_linear_cross_entropy_kernels(tmp_path, target):
+    """reduction "none": the same five kernels, the chunk's loss kernel
+    taking and giving [rows] f32 (each token's incoming gradient, each
+    token's loss); no mean."""
+    spec = ops.fused_linear_cross_entropy_spec(1024, 256, "bf16", reduction="none")
+    (path,) = ops.precompile(str(tmp_path), [spec], target)
+    plan = _plan_kernels(path)
+    assert sorted(plan["kernels"]) == ["ce", "dw", "dw0", "dx", "logits"]
+    assert plan["mean"] is False
+    import json
+    (module,) = json.load(open(os.path.join(path, "manifest.json")))["modules"]
+    (ce,) = [k for k in module["kernels"] if k["name"] == plan["kernels"]["ce"]]
+    assert [(p["role"], p["dtype"], p["shape"]) for p in ce["params"]] == [
+        ("input", "bf16", ["rows", 1024]), ("input", "i64", ["rows"]),
+        ("input", "f32", ["rows"]), ("output", "f32", ["rows"]),
+        ("output", "bf16", ["rows", 1024])]
+
+
+@needs_ptxas
 def test_fused_linear_cross_entropy_f32_weight_gradient_kernels(tmp_path):
     """dw_f32: every chunk accumulates into an f32 buffer (no @dw0); the
     spec of the default stays as it was (its bundles keep their keys)."""

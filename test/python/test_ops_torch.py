@@ -88,20 +88,40 @@ def _cases():
             h, lw, t, None, -100, 0.0, "mean", 0.0, 0.0, 2 * 24 * 2, False, True, True)),
         "fused_linear_cross_entropy_frozen": (L.fused_linear_cross_entropy, (
             h, lw.detach(), t, torch.rand(24) + 0.5, -100, 0.0, "sum", 0.0, 0.0, 2 ** 20, True, True, False)),
+        # Per token: the forward gives the losses alone, the backward runs
+        # the chunks again with the incoming gradient of each token.
+        "fused_linear_cross_entropy_none": (L.fused_linear_cross_entropy, (
+            h, lw, t, torch.rand(24) + 0.5, -100, 0.1, "none", 5.0, 1e-3, 2 * 24 * 2, False, True,
+            True)),
+        "fused_linear_cross_entropy_backward": (L.fused_linear_cross_entropy_backward, (
+            h.detach(), lw.detach(), t, None, torch.rand(6) - 0.5, -100, 0.0, 0.0, 0.0,
+            3 * 24 * 2, True, True, True)),
         **_divergence_cases(),
     }
 
 
 def _divergence_cases():
-    """liger::kl_div (reduced, and pointwise: "_none") with its backward, and
+    """liger::kl_div (reduced, and pointwise: "_none") with its backward,
     liger::jsd (with int32 shift labels, and without labels or gradient:
-    "_none")."""
+    "_none") and liger::fused_linear_jsd (and with a frozen student lm_head
+    and no labels: "_frozen")."""
     x = _randn(4, 7, grad=True).log_softmax(-1).detach().requires_grad_(True)
     p = _randn(4, 7).softmax(-1)
     y = _randn(4, 7).log_softmax(-1)
     lab = torch.tensor([1, -100, 6, 0], dtype=torch.int32)
     L = torch.ops.liger
     return {
+        # Student [4, 16] and teacher [4, 24] lm_heads of a vocabulary of 8.
+        "fused_linear_jsd": (L.fused_linear_jsd, (
+            _randn(4, 16, dtype=torch.bfloat16, grad=True),
+            _randn(8, 16, dtype=torch.bfloat16, grad=True), _randn(4, 24, dtype=torch.bfloat16),
+            _randn(8, 24, dtype=torch.bfloat16), lab, 0.3, -100, 2.0, 2 * 8 * 20, True, True,
+            True)),
+        "fused_linear_jsd_frozen": (L.fused_linear_jsd, (
+            _randn(4, 16, dtype=torch.bfloat16, grad=True),
+            _randn(8, 16, dtype=torch.bfloat16), _randn(4, 24, dtype=torch.bfloat16),
+            _randn(8, 24, dtype=torch.bfloat16), None, 1.0, -100, 1.0, 2 ** 20, False, True,
+            False)),
         "kl_div": (L.kl_div, (x, p, "batchmean", False, 1e-10)),
         "kl_div_none": (L.kl_div, (x, y, "none", True, 1e-10)),
         "kl_div_backward": (L.kl_div_backward, (p, torch.tensor(0.7), "mean", False, 1e-10)),

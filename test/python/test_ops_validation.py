@@ -160,8 +160,8 @@ CASES = [
      "[1, 2, 3, 8]"),
     (lambda: ops.rope(Q[..., :7], K[..., :7], C[..., :7], C[..., :7]), LigerValueError,
      "head_dim must be even (RoPE rotates the two halves of a head), got 7"),
-    (lambda: ops.fused_linear_cross_entropy(H, LW, T, reduction="none"), LigerValueError,
-     "reduction must be one of 'mean', 'sum', got 'none'"),
+    (lambda: ops.fused_linear_cross_entropy(H, LW, T, reduction="batchmean"), LigerValueError,
+     "reduction must be one of 'mean', 'sum', 'none', got 'batchmean'"),
     (lambda: ops.fused_linear_cross_entropy(H, LW, T, class_weight=torch.ones(24),
                                             lse_square_scale=1e-4), LigerValueError,
      "liger.ops.fused_linear_cross_entropy: class weights with a z-loss and reduction=mean "

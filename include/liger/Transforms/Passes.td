@@ -284,7 +284,9 @@ def PlanLossPass : Pass<"liger-plan-loss", "::mlir::ModuleOp"> {
     optionally its `liger.fused_linear_cross_entropy_grad`), writes the
     functions of one chunk of tokens beside the group's function —
     `@<fn>_loss<i>_logits` (the chunk's logits), `_ce` (its summed loss and,
-    over the logits, their gradient for an incoming gradient `%g`), and with
+    over the logits, their gradient for an incoming gradient `%g`; for
+    `reduction = none` each row's loss and the gradient for each row's
+    incoming gradient, both `[rows]`), and with
     the backward `_dx` (dx = G·W), `_dw0` (the first chunk's dW = Gᵀ·x) and
     `_dw` (dW += Gᵀ·x in W's dtype; with `dw-f32` into an f32 buffer, and
     no `_dw0`) — and records the plan on the group as
@@ -298,8 +300,7 @@ def PlanLossPass : Pass<"liger-plan-loss", "::mlir::ModuleOp"> {
     at call time by the same rule).
 
     Left alone, with a warning naming the reason: a bias, a returned z-loss,
-    f32 (the matmul kernels take bf16/f16), reduction = none (the weight
-    gradient needs the incoming gradient of every token), a backward whose
+    f32 (the matmul kernels take bf16/f16), a backward whose
     operands or attributes differ from the forward's, and a budget that
     holds no row of logits.
   }];

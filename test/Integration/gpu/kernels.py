@@ -424,8 +424,8 @@ def ops_divergence_cases():
 
 def ops_flce_cases():
     """liger.ops.fused_linear_cross_entropy: name -> (spec, (tokens, hidden,
-    vocab), memory budget in bytes, kwargs). The budgets force 3, 2, 2 and 3
-    chunks (the last one partial)."""
+    vocab), memory budget in bytes, kwargs). The budgets force 2 to 3 chunks
+    (the last one partial)."""
     from liger import ops
     return {
         "flce_bf16_mean": (ops.fused_linear_cross_entropy_spec(1000, 256, "bf16"),
@@ -442,7 +442,62 @@ def ops_flce_cases():
         # dW summed in an f32 buffer across the chunks, rounded once.
         "flce_bf16_dw_f32": (ops.fused_linear_cross_entropy_spec(1000, 256, "bf16", dw_f32=True),
                              (300, 256, 1000), 128 * 1000 * 2, dict(dw_f32=True)),
+        # Per token (reduction "none"): the backward runs the chunks again
+        # with each token's incoming gradient; odd token counts, class
+        # weights and every attribute, and Llama-3's lm_head.
+        "flce_bf16_none_all": (ops.fused_linear_cross_entropy_spec(
+            4000, 512, "bf16", label_smoothing=0.1, reduction="none", softcap=30.0,
+            lse_square_scale=1e-4, weighted=True), (77, 512, 4000), 64 * 4000 * 2,
+            dict(label_smoothing=0.1, reduction="none", softcap=30.0, lse_square_scale=1e-4,
+                 weighted=True)),
+        "flce_bf16_none_llama3": (ops.fused_linear_cross_entropy_spec(
+            128256, 4096, "bf16", reduction="none", dw_f32=True), (301, 4096, 128256),
+            128 * 128256 * 2, dict(reduction="none", dw_f32=True)),
     }
+
+
+def preference_cases():
+    """liger.preference's losses: name -> (sequences 2B, length T, hidden,
+    vocab, memory budget in bytes): odd sizes in 3 chunks, and Llama-3's
+    lm_head in 2. Their kernels: preference_specs()."""
+    return {"odd": (6, 37, 512, 4000, 80 * 4000 * 2),
+            "llama3": (4, 256, 4096, 128256, 512 * 128256 * 2)}
+
+
+def preference_specs():
+    """The fused loss's kernels the preference losses run: per token, and
+    the mean (ORPO's nll_target)."""
+    from liger import ops
+    return [ops.fused_linear_cross_entropy_spec(v, h, "bf16", reduction=reduction)
+            for _, _, h, v, _ in preference_cases().values() for reduction in ("none", "mean")]
+
+
+def fused_linear_jsd_cases():
+    """liger.ops.fused_linear_jsd: name -> (tokens, student hidden, teacher
+    hidden, vocab, dtype, memory budget in bytes, kwargs): odd sizes in 3
+    chunks with shift labels, and a Llama-3.2-1B student of a Llama-3-8B
+    teacher (Llama-3's vocabulary) in 2 chunks, dW summed in f32. Their
+    kernels: fused_linear_jsd_specs()."""
+    return {
+        "fljsd_bf16_odd": (77, 512, 768, 4000, "bf16", 30 * 4000 * 20,
+                           dict(jsd_beta=0.3, temperature=2.0, labels="i64")),
+        "fljsd_f16_forward_kl": (64, 256, 256, 1000, "f16", 40 * 1000 * 20,
+                                 dict(jsd_beta=0.0)),
+        "fljsd_bf16_llama3": (301, 2048, 4096, 128256, "bf16", 256 * 128256 * 20,
+                              dict(dw_f32=True, labels="i64")),
+    }
+
+
+def fused_linear_jsd_specs():
+    """The kernels fused_linear_jsd runs for fused_linear_jsd_cases(): the
+    lm_heads' matmuls (the fused loss's plans) and the JSD's f32 rows."""
+    from liger import ops, specs
+    out = []
+    for _, hs, ht, v, dt, _, kw in fused_linear_jsd_cases().values():
+        out += [ops.fused_linear_cross_entropy_spec(v, hs, dt, dw_f32=kw.get("dw_f32", False)),
+                ops.fused_linear_cross_entropy_spec(v, ht, dt),
+                specs.jsd_spec(v, "f32", kw.get("jsd_beta", 0.5), -100, kw.get("labels"))]
+    return out
 
 
 # The experimental mma.sync matmul template (liger-compile --matmul-kernels):

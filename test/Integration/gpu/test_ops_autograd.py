@@ -166,7 +166,9 @@ def test_cross_entropy_in_place_compiles(name):
 def test_fused_linear_cross_entropy_and_its_gradients(name):
     """The chunked lm_head + loss against float64 autograd of F.linear (its
     logits rounded to bf16, as the op's meaning says) and F.cross_entropy,
-    with an incoming gradient of 0.75; dx and dW through the kernels."""
+    with an incoming gradient of 0.75 (per token, for reduction "none":
+    values of both signs, ignored tokens' too); dx and dW through the
+    kernels."""
     spec, (n, h, v), budget, kw = kernels.ops_flce_cases()[name]
     kw = dict(kw)
     weighted = kw.pop("weighted", False)
@@ -191,14 +193,21 @@ def test_fused_linear_cross_entropy_and_its_gradients(name):
     counted = (t != -100).double()
     total = (cw.double()[t.clamp(min=0)] * counted).sum() if weighted else counted.sum()
     zl = kw.get("lse_square_scale", 0.0) * torch.logsumexp(z, -1) ** 2 * counted
-    if kw.get("reduction", "mean") == "sum":
-        expected = ce.sum() + zl.sum()
+    reduction = kw.get("reduction", "mean")
+    if reduction == "none":
+        expected = ce + zl
+        dloss = torch.rand(n, generator=gen, device="cuda") * 2 - 0.5
+        assert loss.shape == (n,) and loss.dtype == torch.float32, name
+        err = ((loss.double() - expected).abs().max() / expected.abs().max()).item()
     else:
-        expected = (ce.sum() + zl.sum()) / total  # (no z-loss with weights and mean)
-    err = abs(loss.item() - expected.item()) / abs(expected.item())
+        expected = ce.sum() + zl.sum()
+        if reduction == "mean":
+            expected = expected / total  # (no z-loss with weights and mean)
+        dloss = torch.tensor(0.75, device="cuda")
+        err = abs(loss.item() - expected.item()) / abs(expected.item())
     assert err < 1e-4, "%s: loss rel err %.3g" % (name, err)
-    loss.backward(torch.tensor(0.75, device="cuda"))
-    expected.backward(torch.tensor(0.75, dtype=torch.float64, device="cuda"))
+    loss.backward(dloss)
+    expected.backward(dloss.double())
     for what, got, want in (("dx", lx.grad, x64.grad), ("dW", lw.grad, w64.grad)):
         assert got is not None and not torch.isnan(got).any(), "%s: %s not written" % (name, what)
         rel = ((got.double() - want).norm() / want.norm()).item()

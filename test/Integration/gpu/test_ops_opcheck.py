@@ -118,6 +118,29 @@ def _flce_cases(L):
             hidden, weight, target, cw, spec.ignore_index, spec.label_smoothing,
             spec.reduction, spec.softcap, spec.lse_square_scale, budget, spec.dw_f32, True,
             True))
+        if spec.reduction == "none":  # (its backward: the chunks again, per token)
+            out[name + "_backward"] = (L.fused_linear_cross_entropy_backward, (
+                hidden.detach(), weight.detach(), target, cw,
+                torch.rand(n, device="cuda") - 0.5, spec.ignore_index, spec.label_smoothing,
+                spec.softcap, spec.lse_square_scale, budget, spec.dw_f32, True, True))
+    return out
+
+
+def _fljsd_cases(L):
+    out = {}
+    for name, (n, hs, ht, v, dt, budget, kw) in kernels.fused_linear_jsd_cases().items():
+        dtype = DTYPES[dt]
+        labels = None
+        if kw.get("labels"):
+            labels = torch.randint(0, v, (n,), device="cuda", dtype=TARGET_DTYPES[kw["labels"]])
+            labels[::4] = -100
+        out[name] = (L.fused_linear_jsd, (
+            _randn((n, hs), dtype, True),
+            (torch.randn((v, hs), device="cuda") / hs ** 0.5).to(dtype).requires_grad_(),
+            _randn((n, ht), dtype, False), (torch.randn((v, ht), device="cuda") /
+                                            ht ** 0.5).to(dtype),
+            labels, kw.get("jsd_beta", 0.5), -100, kw.get("temperature", 1.0), budget,
+            kw.get("dw_f32", False), True, True))
     return out
 
 
@@ -170,11 +193,19 @@ def test_opcheck_of_the_fused_loss_on_cuda(name):
     torch.library.opcheck(op, args)
 
 
+@pytest.mark.experimental  # the fused loss's matmul kernels
+@pytest.mark.parametrize("name", _names(_fljsd_cases))
+def test_opcheck_of_the_fused_linear_jsd_on_cuda(name):
+    op, args = _fljsd_cases(torch.ops.liger)[name]
+    torch.library.opcheck(op, args)
+
+
 def test_every_operator_has_a_case():
     defined = {name for name, value in vars(operators).items()
                if isinstance(value, torch._library.custom_ops.CustomOpDef)}
     L = torch.ops.liger
     checked = {op._qualified_op_name.split("::")[1] for op, _ in list(_row_cases(L).values()) +
                list(_norm_cases(L).values()) + list(_ce_cases(L).values()) +
-               list(_flce_cases(L).values()) + list(_divergence_cases(L).values())}
+               list(_flce_cases(L).values()) + list(_divergence_cases(L).values()) +
+               list(_fljsd_cases(L).values())}
     assert checked == defined

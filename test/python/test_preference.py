@@ -1,0 +1,310 @@
+"""The chunked preference losses (liger.preference, liger.nn's DPO, ORPO and
+SimPO modules) on the CPU through the reference lowering, against plain
+float64 PyTorch that holds every logit (the logits rounded to bf16, as the
+fused loss's meaning says): the loss, every output beside it, and the
+gradients of the input and the lm_head; odd sequence lengths, ignored
+tokens, Liger-Kernel's signatures, and each refused call with its
+message."""
+
+import inspect
+
+import pytest
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+from liger import nn, preference  # noqa: E402
+from liger.errors import LigerTypeError, LigerValueError  # noqa: E402
+
+B, T, H, V = 2, 7, 16, 24  # two pairs of sequences of 7 tokens
+
+
+@pytest.fixture(autouse=True)
+def reference(cpu_reference):
+    yield
+
+
+def _inputs(seed, scale=0.5):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(2 * B, T, H, generator=g).to(torch.bfloat16)
+    w = (torch.randn(V, H, generator=g) * scale).to(torch.bfloat16)
+    t = torch.randint(0, V, (2 * B, T), generator=g)
+    t[:, :2] = -100  # the prompt
+    t[1, 5:] = -100  # a shorter completion
+    return x, w, t
+
+
+def _leaves(*ts):
+    return [t.detach().clone().requires_grad_(True) for t in ts]
+
+
+def _reference_logps(x, w, t, average, ignore_index=-100):
+    """Each sequence's log-probability of its labels from every logit."""
+    logp = (x.double() @ w.double().T).to(torch.bfloat16).double().log_softmax(-1)
+    counted = t != ignore_index
+    tokens = logp.gather(-1, t.clamp(min=0).unsqueeze(-1)).squeeze(-1) * counted
+    total = tokens.sum(-1)
+    nll = -tokens[:B].sum() / counted[:B].sum()
+    return (total / counted.sum(-1) if average else total), nll
+
+
+def _logits_means(x, w):
+    z = (x.double() @ w.double().T).to(torch.bfloat16).double()
+    return z[:B].mean(), z[B:].mean()
+
+
+def _close(got, want, tol):
+    torch.testing.assert_close(got.double(), want.detach().double(), rtol=tol, atol=tol)
+
+
+def _check(loss, aux, want_loss, want_aux, leaves, plain_leaves, tol=2e-3):
+    """The loss and its outputs against the plain ones (the logits means
+    within the bf16 rounding of the logits), then the gradients."""
+    _close(loss, want_loss, tol)
+    assert len(aux) == len(want_aux)
+    for i, (got, want) in enumerate(zip(aux, want_aux)):
+        assert not got.requires_grad, i
+        _close(got, want, 2e-2 if i in (2, 3) else tol)
+    loss.backward()
+    want_loss.backward()
+    for got, want in zip(leaves, plain_leaves):
+        assert got.grad.dtype == torch.bfloat16
+        err = ((got.grad.double() - want.grad).norm() / want.grad.norm()).item()
+        assert err < 2e-2, err
+
+
+# --- DPO -------------------------------------------------------------------
+
+def _dpo_pair_losses(d, cr, rr, clr, rlr, beta, loss_type, ls, tau):
+    """Each pair's loss of Liger-Kernel's DPO variants, written out."""
+    return {
+        "sigmoid": lambda: -F.logsigmoid(d),
+        "hinge": lambda: torch.clamp(1 - d, min=0),
+        "exo_pair": lambda: torch.sigmoid(d) * (F.logsigmoid(d) - torch.log(torch.tensor(1 - ls)))
+        + torch.sigmoid(-d) * (F.logsigmoid(-d) - torch.log(torch.tensor(ls))),
+        "nca_pair": lambda: -F.logsigmoid(cr) - (F.logsigmoid(-cr) + F.logsigmoid(-rr)) / 2,
+        "robust": lambda: ((ls - 1) * F.logsigmoid(d) + ls * F.logsigmoid(-d)) / (1 - 2 * ls),
+        "bco_pair": lambda: -F.logsigmoid(cr) - F.logsigmoid(-rr),
+        "sppo_hard": lambda: (clr - 1 / (2 * beta)) ** 2 + (rlr + 1 / (2 * beta)) ** 2,
+        "apo_zero": lambda: torch.sigmoid(-cr) + torch.sigmoid(rr),
+        "apo_down": lambda: torch.sigmoid(cr) + torch.sigmoid(-d),
+        "discopop": lambda: torch.lerp(-F.logsigmoid(d), torch.exp(-d),
+                                       torch.sigmoid(d / tau)),
+    }[loss_type]()
+
+
+@pytest.mark.parametrize("loss_type", preference.DPO_LOSS_TYPES)
+def test_dpo_pair_losses_are_liger_kernels(loss_type):
+    g = torch.Generator().manual_seed(1)
+    clr, rlr = torch.randn(5, generator=g, dtype=torch.float64), \
+        torch.randn(5, generator=g, dtype=torch.float64)
+    beta, ls, tau = 0.3, 0.2 if loss_type in ("robust", "exo_pair") else 0.0, 0.05
+    args = (beta * (clr - rlr), beta * clr, beta * rlr, clr, rlr)
+    _close(preference.dpo_pair_losses(*args, beta, loss_type, ls, tau),
+           _dpo_pair_losses(*args, beta, loss_type, ls, tau), 1e-6)
+
+
+DPO_CASES = {
+    # Liger-Kernel's defaults: a reference model, summed log-probabilities.
+    "reference_model": dict(),
+    "averaged_nll_hinge": dict(average_log_prob=True, compute_nll_loss=True, alpha=0.5,
+                               loss_type="hinge", beta=0.5),
+    "no_reference_robust": dict(use_ref_model=False, loss_type="robust", label_smoothing=0.1),
+}
+
+
+@pytest.mark.parametrize("case", list(DPO_CASES))
+def test_dpo_is_plain_pytorchs(case):
+    kw = DPO_CASES[case]
+    x, w, t = _inputs(2)
+    rx, rw, _ = _inputs(3)
+    module = nn.LigerFusedLinearDPOLoss(**kw, memory_budget=3 * V * 2)  # chunks of 3 tokens
+    lx, lw = _leaves(x, w)
+    loss, aux = module(lw, lx, t, ref_input=rx, ref_weight=rw)
+
+    px, pw = (v.double().requires_grad_(True) for v in (x, w))
+    average, beta = kw.get("average_log_prob", False), kw.get("beta", 0.1)
+    logps, nll = _reference_logps(px, pw, t, average)
+    ref = _reference_logps(rx, rw, t, average)[0] if kw.get("use_ref_model", True) else \
+        torch.zeros(2 * B, dtype=torch.float64)
+    clr, rlr = logps[:B] - ref[:B], logps[B:] - ref[B:]
+    per_pair = _dpo_pair_losses(beta * (clr - rlr), beta * clr, beta * rlr, clr, rlr, beta,
+                                kw.get("loss_type", "sigmoid"), kw.get("label_smoothing", 0.0),
+                                0.05)
+    nll = nll if kw.get("compute_nll_loss") else torch.zeros((), dtype=torch.float64)
+    want = kw.get("alpha", 1.0) * nll + per_pair.mean()
+    _check(loss, aux, want, (logps[:B], logps[B:], *_logits_means(px, pw), nll, beta * clr,
+                             beta * rlr), (lx, lw), (px, pw))
+
+
+# --- ORPO ------------------------------------------------------------------
+
+@pytest.mark.parametrize("nll_target", [False, True], ids=["target", "nll_target"])
+def test_orpo_is_plain_pytorchs(nll_target):
+    x, w, t = _inputs(4, scale=0.25)
+    other = t.clone()
+    other[0, 2:4] = -100
+    other[2, 3] = 5
+    module = nn.LigerFusedLinearORPOLoss(beta=0.2)
+    lx, lw = _leaves(x, w)
+    loss, aux = module(lw, lx, t, nll_target=other if nll_target else None)
+
+    px, pw = (v.double().requires_grad_(True) for v in (x, w))
+    logps, nll = _reference_logps(px, pw, t, True)
+    if nll_target:
+        nll = _reference_logps(px, pw, other, True)[1]
+    c, r = logps[:B], logps[B:]
+    log_odds = (c - r) - (torch.log(1 - torch.exp(c)) - torch.log(1 - torch.exp(r)))
+    ratio = F.logsigmoid(log_odds)
+    want = nll - 0.2 * ratio.mean()
+    _check(loss, aux, want, (c, r, *_logits_means(px, pw), nll, 0.2 * c, 0.2 * r,
+                             ratio.mean(), log_odds.mean()), (lx, lw), (px, pw))
+
+
+# --- SimPO -----------------------------------------------------------------
+
+def test_simpo_is_plain_pytorchs():
+    x, w, t = _inputs(5)
+    module = nn.LigerFusedLinearSimPOLoss(beta=2.0, gamma=0.3, alpha=0.7, label_smoothing=0.1,
+                                          memory_budget=5 * V * 2)
+    lx, lw = _leaves(x, w)
+    loss, aux = module(lw, lx, t)
+
+    px, pw = (v.double().requires_grad_(True) for v in (x, w))
+    logps, nll = _reference_logps(px, pw, t, True)
+    c, r = logps[:B], logps[B:]
+    margin = 2.0 * (c - r) - 0.3
+    want = 0.7 * nll + (-0.9 * F.logsigmoid(margin) - 0.1 * F.logsigmoid(-margin)).mean()
+    _check(loss, aux, want, (c, r, *_logits_means(px, pw), nll, 2.0 * c, 2.0 * r),
+           (lx, lw), (px, pw))
+
+
+def test_a_frozen_lm_head_gets_no_gradient():
+    """Only what autograd asks for: a frozen lm_head's weight none, the
+    input's through the per-token backward."""
+    x, w, t = _inputs(6)
+    lx = x.clone().requires_grad_(True)
+    loss, _ = preference.fused_linear_simpo(lx, w, t)
+    loss.backward()
+    assert w.grad is None and lx.grad is not None and lx.grad.abs().sum() > 0
+
+
+# --- signatures: Liger-Kernel 0.8.5's (liger_kernel.chunked_loss) ---------
+
+SIGNATURES = {
+    nn.LigerFusedLinearDPOLoss: (
+        ["ignore_index", "beta", "alpha", "compute_nll_loss", "compiled", "use_ref_model",
+         "average_log_prob", "chunk_size", "loss_type", "label_smoothing", "discopop_tau"],
+        [-100, 0.1, 1.0, False, True, True, False, 1, "sigmoid", 0.0, 0.05],
+        ["lin_weight", "_input", "target", "bias", "ref_input", "ref_weight", "ref_bias"]),
+    nn.LigerFusedLinearORPOLoss: (
+        ["ignore_index", "beta", "compute_nll_loss", "compiled", "chunk_size"],
+        [-100, 0.1, True, True, 1],
+        ["lin_weight", "_input", "target", "bias", "nll_target"]),
+    nn.LigerFusedLinearSimPOLoss: (
+        ["ignore_index", "beta", "alpha", "label_smoothing", "compute_nll_loss", "compiled",
+         "gamma", "chunk_size"],
+        [-100, 0.1, 1.0, 0.0, True, True, 0.5, 1],
+        ["lin_weight", "_input", "target", "bias"]),
+}
+
+
+@pytest.mark.parametrize("cls", list(SIGNATURES), ids=lambda c: c.__name__)
+def test_the_signatures_are_liger_kernels(cls):
+    names, defaults, forward = SIGNATURES[cls]
+    params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    positional = [p for p in params if p.kind == p.POSITIONAL_OR_KEYWORD]
+    assert [p.name for p in positional] == names
+    assert [p.default for p in positional] == defaults
+    assert [p.name for p in params if p.kind == p.KEYWORD_ONLY] == ["memory_budget"]
+    assert list(inspect.signature(cls.forward).parameters)[1:] == forward
+
+
+# --- refused, with the whole message ---------------------------------------
+
+X, W, TG = _inputs(7)
+REFUSED = {
+    "ipo": (lambda: nn.LigerFusedLinearDPOLoss(loss_type="ipo"), LigerValueError,
+            "liger.nn.LigerFusedLinearDPOLoss: loss_type='ipo' is not supported (its squared "
+            "margin is normalized by each sequence's completion length; Liger-Kernel refuses "
+            "it too)"),
+    "unknown_loss_type": (
+        lambda: nn.LigerFusedLinearDPOLoss(loss_type="kto"), LigerValueError,
+        "liger.nn.LigerFusedLinearDPOLoss: loss_type must be one of 'sigmoid', 'hinge', "
+        "'exo_pair', 'nca_pair', 'robust', 'bco_pair', 'sppo_hard', 'apo_zero', 'apo_down', "
+        "'discopop', got 'kto'"),
+    "exo_pair_unsmoothed": (
+        lambda: nn.LigerFusedLinearDPOLoss(loss_type="exo_pair"), LigerValueError,
+        "liger.nn.LigerFusedLinearDPOLoss: label_smoothing must be > 0 for "
+        "loss_type='exo_pair' (the EXO paper recommends 1e-3), got 0.0"),
+    "robust_half": (
+        lambda: nn.LigerFusedLinearDPOLoss(loss_type="robust", label_smoothing=0.5),
+        LigerValueError, "liger.nn.LigerFusedLinearDPOLoss: label_smoothing must be in "
+        "[0, 0.5) for loss_type='robust', got 0.5"),
+    "beta_infinite": (
+        lambda: nn.LigerFusedLinearSimPOLoss(beta=float("inf")), LigerValueError,
+        "liger.nn.LigerFusedLinearSimPOLoss: beta must be finite, got inf"),
+    "simpo_smoothing": (
+        lambda: nn.LigerFusedLinearSimPOLoss(label_smoothing=1.5), LigerValueError,
+        "liger.nn.LigerFusedLinearSimPOLoss: label_smoothing must be <= 1.0, got 1.5"),
+    "chunk_size": (
+        lambda: nn.LigerFusedLinearORPOLoss(chunk_size=0), LigerValueError,
+        "liger.nn.LigerFusedLinearORPOLoss: chunk_size must be in [1, 9223372036854775807], "
+        "got 0"),
+    "compiled_not_bool": (
+        lambda: nn.LigerFusedLinearORPOLoss(compiled=1), LigerTypeError,
+        "liger.nn.LigerFusedLinearORPOLoss: compiled must be a bool, got 1"),
+    "bias": (
+        lambda: nn.LigerFusedLinearSimPOLoss()(W, X, TG, torch.zeros(V)), LigerValueError,
+        "liger.preference.fused_linear_simpo: bias is not supported "
+        "(liger.ops.fused_linear_cross_entropy takes an lm_head without a bias), got a "
+        "tensor of shape [24]"),
+    "ref_bias": (
+        lambda: nn.LigerFusedLinearDPOLoss()(W, X, TG, ref_input=X, ref_weight=W,
+                                             ref_bias=torch.zeros(V)), LigerValueError,
+        "liger.preference.fused_linear_dpo: ref_bias is not supported "
+        "(liger.ops.fused_linear_cross_entropy takes an lm_head without a bias), got a "
+        "tensor of shape [24]"),
+    "no_reference": (
+        lambda: nn.LigerFusedLinearDPOLoss()(W, X, TG), LigerValueError,
+        "liger.preference.fused_linear_dpo: use_ref_model=True needs ref_input and "
+        "ref_weight (the reference model's hidden states and lm_head), got neither"),
+    "odd_batch": (
+        lambda: preference.fused_linear_orpo(X[:3], W, TG[:3]), LigerValueError,
+        "liger.preference.fused_linear_orpo: input must be [2B, T, H] (B chosen sequences, "
+        "then their B rejected ones) and target [2B, T], got [3, 7, 16] and [3, 7]"),
+    "flat_input": (
+        lambda: preference.fused_linear_simpo(X.view(-1, H), W, TG.view(-1)), LigerValueError,
+        "liger.preference.fused_linear_simpo: input must be [2B, T, H] (B chosen sequences, "
+        "then their B rejected ones) and target [2B, T], got [28, 16] and [28]"),
+    "nll_target_shape": (
+        lambda: preference.fused_linear_orpo(X, W, TG, nll_target=TG[:, :5]), LigerValueError,
+        "liger.preference.fused_linear_orpo: input must be [2B, T, H] (B chosen sequences, "
+        "then their B rejected ones) and nll_target [2B, T], got [4, 7, 16] and [4, 5]"),
+    "target_not_tensor": (
+        lambda: preference.fused_linear_simpo(X, W, TG.tolist()), LigerTypeError,
+        "liger.preference.fused_linear_simpo: target must be a torch.Tensor, got list"),
+    # An average over no token: Liger-Kernel gives NaN; liger says which.
+    "fully_ignored_sequence": (
+        lambda: preference.fused_linear_simpo(X, W, torch.where(
+            torch.arange(2 * B).unsqueeze(1) == 3, -100, TG)), LigerValueError,
+        "liger.preference.fused_linear_simpo: sequence 3 of input has no token whose target "
+        "is not ignore_index (-100): its average log-probability is undefined"),
+}
+
+
+@pytest.mark.parametrize("name", list(REFUSED))
+def test_refused_with_its_message(name):
+    call, error, message = REFUSED[name]
+    with pytest.raises(error) as e:
+        call()
+    assert str(e.value) == message
+
+
+def test_a_fully_ignored_sequence_sums_to_zero():
+    """Summed (DPO's default), a sequence with no counted token has
+    log-probability 0, as in Liger-Kernel."""
+    x, w, t = _inputs(8)
+    t[2] = -100
+    _, aux = preference.fused_linear_dpo(x, w, t, use_ref_model=False)
+    assert aux[1][0].item() == 0.0 and torch.isfinite(aux[0]).all()
