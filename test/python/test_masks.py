@@ -154,3 +154,19 @@ def test_a_mask_too_large_to_evaluate_is_left_alone(monkeypatch):
     gm, lines = rewritten_matches(causal_bool, *qkv())
     assert lines[0].endswith(": the mask has 512 elements at the traced sizes "
                              "(evaluated up to 100)"), lines
+
+
+def test_a_mask_every_layer_shares_is_evaluated_once(monkeypatch):
+    def two_layers(q, k, v):
+        t = q.shape[-2]
+        i = torch.arange(t, device=q.device)
+        mask = i[None, :] <= i[:, None]
+        h = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        return F.scaled_dot_product_attention(h, k, v, attn_mask=mask)
+    calls = []
+    verdict = masks._verdict
+    monkeypatch.setattr(masks, "_verdict", lambda *a: calls.append(a) or verdict(*a))
+    gm, lines = rewritten_matches(two_layers, *qkv())
+    assert len(lines) == 2 and all("causal mask -> is_causal" in line for line in lines), lines
+    assert len(calls) == 1
+    assert all(masks.G.arg(n, 3, "attn_mask") is None for n in sdpa_calls(gm))

@@ -21,7 +21,6 @@ causal only at the traced sizes is left alone. A mask larger than
 `MAX_ELEMENTS` at the traced sizes is left alone (said in the report).
 """
 
-import itertools
 from dataclasses import dataclass
 from typing import List, Optional
 
@@ -127,23 +126,14 @@ def _is_causal(mask, rows: int) -> bool:
     return bool((attended == causal).all() and (masked == ~causal).all())
 
 
-def _rewrite(gm, node) -> Optional[str]:
-    """Makes `node` (an SDPA call with a mask) causal without the mask;
-    None when done, else why it was left alone."""
-    q, k = G.strip(node.args[0]), G.strip(node.args[1])
-    if G.rank(q) != 4 or G.rank(k) != 4:
-        return "q or k is not [B, H, T, D]"
-    if not G.same_dim(G.shape(q)[-2], G.shape(k)[-2]):
-        return "q and k have different lengths (a mask aligned to the end of the keys)"
-    if G.arg(node, 5, "is_causal", False):
-        return "the call is causal and masked"
-    mask = G.arg(node, 3, "attn_mask")
+def _verdict(gm, mask, t) -> Optional[str]:
+    """None when `mask` is the causal mask of q length `t` (a size of the
+    graph), at the traced sizes and the probe sizes; else why not."""
     made = _mask_function(gm, mask)
     if isinstance(made, str):
         return made
     fn, size_inputs, traced = made
     mask_shape = G.shape(mask)
-    t = G.shape(q)[-2]
     rows = int(t.node.hint) if isinstance(t, torch.SymInt) else int(t)
     elements = 1
     for s in mask_shape:
@@ -152,13 +142,15 @@ def _rewrite(gm, node) -> Optional[str]:
         return "the mask has %d elements at the traced sizes (evaluated up to %d)" % (
             elements, MAX_ELEMENTS)
     # The traced sizes, then (sizes given as inputs) each probe size in
-    # place of every size input, and the pairs of probe sizes when two
-    # or more: the mask must be causal at its q length each time.
+    # place of every size input, and each size input through the probe
+    # sizes with the others at 3: the mask must be causal at its q length
+    # each time.
     cases = [traced]
     if traced:
         cases += [[p] * len(traced) for p in PROBE_SIZES]
         if len(traced) > 1:
-            cases += [list(c) for c in itertools.product(PROBE_SIZES[:4], repeat=len(traced))]
+            cases += [[p if j == i else 3 for j in range(len(traced))]
+                      for i in range(len(traced)) for p in PROBE_SIZES]
     q_size = G.size_expr(t)
     for values in cases:
         try:
@@ -178,6 +170,26 @@ def _rewrite(gm, node) -> Optional[str]:
         if not _is_causal(value, length):
             return "the mask is not causal" + ("" if values is traced else
                                                " at probe sizes %s" % values)
+    return None
+
+
+def _rewrite(gm, node, verdicts) -> Optional[str]:
+    """Makes `node` (an SDPA call with a mask) causal without the mask;
+    None when done, else why it was left alone."""
+    q, k = G.strip(node.args[0]), G.strip(node.args[1])
+    if G.rank(q) != 4 or G.rank(k) != 4:
+        return "q or k is not [B, H, T, D]"
+    if not G.same_dim(G.shape(q)[-2], G.shape(k)[-2]):
+        return "q and k have different lengths (a mask aligned to the end of the keys)"
+    if G.arg(node, 5, "is_causal", False):
+        return "the call is causal and masked"
+    mask = G.arg(node, 3, "attn_mask")
+    t = G.shape(q)[-2]
+    key = (mask, str(G.size_expr(t)))
+    if key not in verdicts:  # a mask every layer shares is evaluated once
+        verdicts[key] = _verdict(gm, mask, t)
+    if verdicts[key] is not None:
+        return verdicts[key]
     args = list(node.args)
     kwargs = dict(node.kwargs)
     if len(args) > 3:
@@ -195,16 +207,16 @@ def _rewrite(gm, node) -> Optional[str]:
 def causal_masks(gm) -> List[MaskLine]:
     """Rewrites, in place, every SDPA call of `gm` (an aten FX graph module)
     whose mask is its causal mask computed from sizes; one report line per
-    masked call. The mask's subgraph is left for dead-code elimination."""
+    masked call. A mask's subgraph goes with the last call that read it."""
     graph = getattr(gm, "graph", gm)
-    lines, dropped = [], []
+    lines, dropped, verdicts = [], [], {}
     for node in list(graph.nodes):
         if not G.is_op(node, aten.scaled_dot_product_attention.default):
             continue
         mask = G.arg(node, 3, "attn_mask")
         if mask is None:
             continue
-        reason = _rewrite(gm, node)
+        reason = _rewrite(gm, node, verdicts)
         lines.append(MaskLine(node, reason is None, reason or ""))
         if reason is None:
             dropped.append(mask)
