@@ -1,5 +1,5 @@
 // The experimental mma.sync matmul template (liger-compile --matmul-kernels):
-// one liger.linear group pinned to mma = "mma_sync" becomes one kernel with
+// one liger.linear group pinned to the matmul_mma_sync template becomes one kernel with
 // cp.async staging, ldmatrix, bf16 m16n8k16 MMAs and a tiled grid; ptxas
 // accepts it for sm_90a and sm_80 without spills. Without the flag, the
 // group is left for later, as before.
