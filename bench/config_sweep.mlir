@@ -2,7 +2,7 @@
 // bench/config_sweep.py to choose the default configuration.
 
 func.func @swiglu_t128_v8(%g: tensor<?x14336xbf16>, %u: tensor<?x14336xbf16>) -> tensor<?x14336xbf16> {
-  %y = liger.fusion rowwise(%g, %u) attributes {liger.kernel_config = {threads = 128 : i64, vector_width = 8 : i64}} : (tensor<?x14336xbf16>, tensor<?x14336xbf16>) -> tensor<?x14336xbf16> {
+  %y = liger.fusion rowwise(%g, %u) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 128, vector_width = 8>} : (tensor<?x14336xbf16>, tensor<?x14336xbf16>) -> tensor<?x14336xbf16> {
   ^bb0(%a: tensor<?x14336xbf16>, %b: tensor<?x14336xbf16>):
     %s = liger.swiglu %a, %b : tensor<?x14336xbf16>
     liger.yield %s : tensor<?x14336xbf16>
@@ -10,7 +10,7 @@ func.func @swiglu_t128_v8(%g: tensor<?x14336xbf16>, %u: tensor<?x14336xbf16>) ->
   return %y : tensor<?x14336xbf16>
 }
 func.func @rms_t128_v8(%x: tensor<?x4096xbf16>, %w: tensor<4096xbf16>) -> tensor<?x4096xbf16> {
-  %y = liger.fusion rowwise(%x, %w) attributes {liger.kernel_config = {threads = 128 : i64, vector_width = 8 : i64}} : (tensor<?x4096xbf16>, tensor<4096xbf16>) -> tensor<?x4096xbf16> {
+  %y = liger.fusion rowwise(%x, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 128, vector_width = 8>} : (tensor<?x4096xbf16>, tensor<4096xbf16>) -> tensor<?x4096xbf16> {
   ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<4096xbf16>):
     %s = liger.rms_norm %a, %b eps = 1.0e-6 : tensor<?x4096xbf16>, tensor<4096xbf16>
     liger.yield %s : tensor<?x4096xbf16>
@@ -19,7 +19,7 @@ func.func @rms_t128_v8(%x: tensor<?x4096xbf16>, %w: tensor<4096xbf16>) -> tensor
 }
 
 func.func @swiglu_t256_v8(%g: tensor<?x14336xbf16>, %u: tensor<?x14336xbf16>) -> tensor<?x14336xbf16> {
-  %y = liger.fusion rowwise(%g, %u) attributes {liger.kernel_config = {threads = 256 : i64, vector_width = 8 : i64}} : (tensor<?x14336xbf16>, tensor<?x14336xbf16>) -> tensor<?x14336xbf16> {
+  %y = liger.fusion rowwise(%g, %u) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 8>} : (tensor<?x14336xbf16>, tensor<?x14336xbf16>) -> tensor<?x14336xbf16> {
   ^bb0(%a: tensor<?x14336xbf16>, %b: tensor<?x14336xbf16>):
     %s = liger.swiglu %a, %b : tensor<?x14336xbf16>
     liger.yield %s : tensor<?x14336xbf16>
@@ -27,7 +27,7 @@ func.func @swiglu_t256_v8(%g: tensor<?x14336xbf16>, %u: tensor<?x14336xbf16>) ->
   return %y : tensor<?x14336xbf16>
 }
 func.func @rms_t256_v8(%x: tensor<?x4096xbf16>, %w: tensor<4096xbf16>) -> tensor<?x4096xbf16> {
-  %y = liger.fusion rowwise(%x, %w) attributes {liger.kernel_config = {threads = 256 : i64, vector_width = 8 : i64}} : (tensor<?x4096xbf16>, tensor<4096xbf16>) -> tensor<?x4096xbf16> {
+  %y = liger.fusion rowwise(%x, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 8>} : (tensor<?x4096xbf16>, tensor<4096xbf16>) -> tensor<?x4096xbf16> {
   ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<4096xbf16>):
     %s = liger.rms_norm %a, %b eps = 1.0e-6 : tensor<?x4096xbf16>, tensor<4096xbf16>
     liger.yield %s : tensor<?x4096xbf16>
@@ -36,7 +36,7 @@ func.func @rms_t256_v8(%x: tensor<?x4096xbf16>, %w: tensor<4096xbf16>) -> tensor
 }
 
 func.func @swiglu_t512_v8(%g: tensor<?x14336xbf16>, %u: tensor<?x14336xbf16>) -> tensor<?x14336xbf16> {
-  %y = liger.fusion rowwise(%g, %u) attributes {liger.kernel_config = {threads = 512 : i64, vector_width = 8 : i64}} : (tensor<?x14336xbf16>, tensor<?x14336xbf16>) -> tensor<?x14336xbf16> {
+  %y = liger.fusion rowwise(%g, %u) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 8>} : (tensor<?x14336xbf16>, tensor<?x14336xbf16>) -> tensor<?x14336xbf16> {
   ^bb0(%a: tensor<?x14336xbf16>, %b: tensor<?x14336xbf16>):
     %s = liger.swiglu %a, %b : tensor<?x14336xbf16>
     liger.yield %s : tensor<?x14336xbf16>
@@ -44,7 +44,7 @@ func.func @swiglu_t512_v8(%g: tensor<?x14336xbf16>, %u: tensor<?x14336xbf16>) ->
   return %y : tensor<?x14336xbf16>
 }
 func.func @rms_t512_v8(%x: tensor<?x4096xbf16>, %w: tensor<4096xbf16>) -> tensor<?x4096xbf16> {
-  %y = liger.fusion rowwise(%x, %w) attributes {liger.kernel_config = {threads = 512 : i64, vector_width = 8 : i64}} : (tensor<?x4096xbf16>, tensor<4096xbf16>) -> tensor<?x4096xbf16> {
+  %y = liger.fusion rowwise(%x, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 8>} : (tensor<?x4096xbf16>, tensor<4096xbf16>) -> tensor<?x4096xbf16> {
   ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<4096xbf16>):
     %s = liger.rms_norm %a, %b eps = 1.0e-6 : tensor<?x4096xbf16>, tensor<4096xbf16>
     liger.yield %s : tensor<?x4096xbf16>
@@ -53,7 +53,7 @@ func.func @rms_t512_v8(%x: tensor<?x4096xbf16>, %w: tensor<4096xbf16>) -> tensor
 }
 
 func.func @swiglu_t1024_v8(%g: tensor<?x14336xbf16>, %u: tensor<?x14336xbf16>) -> tensor<?x14336xbf16> {
-  %y = liger.fusion rowwise(%g, %u) attributes {liger.kernel_config = {threads = 1024 : i64, vector_width = 8 : i64}} : (tensor<?x14336xbf16>, tensor<?x14336xbf16>) -> tensor<?x14336xbf16> {
+  %y = liger.fusion rowwise(%g, %u) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 1024, vector_width = 8>} : (tensor<?x14336xbf16>, tensor<?x14336xbf16>) -> tensor<?x14336xbf16> {
   ^bb0(%a: tensor<?x14336xbf16>, %b: tensor<?x14336xbf16>):
     %s = liger.swiglu %a, %b : tensor<?x14336xbf16>
     liger.yield %s : tensor<?x14336xbf16>
@@ -61,7 +61,7 @@ func.func @swiglu_t1024_v8(%g: tensor<?x14336xbf16>, %u: tensor<?x14336xbf16>) -
   return %y : tensor<?x14336xbf16>
 }
 func.func @rms_t1024_v8(%x: tensor<?x4096xbf16>, %w: tensor<4096xbf16>) -> tensor<?x4096xbf16> {
-  %y = liger.fusion rowwise(%x, %w) attributes {liger.kernel_config = {threads = 1024 : i64, vector_width = 8 : i64}} : (tensor<?x4096xbf16>, tensor<4096xbf16>) -> tensor<?x4096xbf16> {
+  %y = liger.fusion rowwise(%x, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 1024, vector_width = 8>} : (tensor<?x4096xbf16>, tensor<4096xbf16>) -> tensor<?x4096xbf16> {
   ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<4096xbf16>):
     %s = liger.rms_norm %a, %b eps = 1.0e-6 : tensor<?x4096xbf16>, tensor<4096xbf16>
     liger.yield %s : tensor<?x4096xbf16>
@@ -70,7 +70,7 @@ func.func @rms_t1024_v8(%x: tensor<?x4096xbf16>, %w: tensor<4096xbf16>) -> tenso
 }
 
 func.func @swiglu_t256_v4(%g: tensor<?x14336xbf16>, %u: tensor<?x14336xbf16>) -> tensor<?x14336xbf16> {
-  %y = liger.fusion rowwise(%g, %u) attributes {liger.kernel_config = {threads = 256 : i64, vector_width = 4 : i64}} : (tensor<?x14336xbf16>, tensor<?x14336xbf16>) -> tensor<?x14336xbf16> {
+  %y = liger.fusion rowwise(%g, %u) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 4>} : (tensor<?x14336xbf16>, tensor<?x14336xbf16>) -> tensor<?x14336xbf16> {
   ^bb0(%a: tensor<?x14336xbf16>, %b: tensor<?x14336xbf16>):
     %s = liger.swiglu %a, %b : tensor<?x14336xbf16>
     liger.yield %s : tensor<?x14336xbf16>
@@ -78,7 +78,7 @@ func.func @swiglu_t256_v4(%g: tensor<?x14336xbf16>, %u: tensor<?x14336xbf16>) ->
   return %y : tensor<?x14336xbf16>
 }
 func.func @rms_t256_v4(%x: tensor<?x4096xbf16>, %w: tensor<4096xbf16>) -> tensor<?x4096xbf16> {
-  %y = liger.fusion rowwise(%x, %w) attributes {liger.kernel_config = {threads = 256 : i64, vector_width = 4 : i64}} : (tensor<?x4096xbf16>, tensor<4096xbf16>) -> tensor<?x4096xbf16> {
+  %y = liger.fusion rowwise(%x, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 4>} : (tensor<?x4096xbf16>, tensor<4096xbf16>) -> tensor<?x4096xbf16> {
   ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<4096xbf16>):
     %s = liger.rms_norm %a, %b eps = 1.0e-6 : tensor<?x4096xbf16>, tensor<4096xbf16>
     liger.yield %s : tensor<?x4096xbf16>
@@ -87,7 +87,7 @@ func.func @rms_t256_v4(%x: tensor<?x4096xbf16>, %w: tensor<4096xbf16>) -> tensor
 }
 
 func.func @swiglu_t512_v4(%g: tensor<?x14336xbf16>, %u: tensor<?x14336xbf16>) -> tensor<?x14336xbf16> {
-  %y = liger.fusion rowwise(%g, %u) attributes {liger.kernel_config = {threads = 512 : i64, vector_width = 4 : i64}} : (tensor<?x14336xbf16>, tensor<?x14336xbf16>) -> tensor<?x14336xbf16> {
+  %y = liger.fusion rowwise(%g, %u) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 4>} : (tensor<?x14336xbf16>, tensor<?x14336xbf16>) -> tensor<?x14336xbf16> {
   ^bb0(%a: tensor<?x14336xbf16>, %b: tensor<?x14336xbf16>):
     %s = liger.swiglu %a, %b : tensor<?x14336xbf16>
     liger.yield %s : tensor<?x14336xbf16>
@@ -95,7 +95,7 @@ func.func @swiglu_t512_v4(%g: tensor<?x14336xbf16>, %u: tensor<?x14336xbf16>) ->
   return %y : tensor<?x14336xbf16>
 }
 func.func @rms_t512_v4(%x: tensor<?x4096xbf16>, %w: tensor<4096xbf16>) -> tensor<?x4096xbf16> {
-  %y = liger.fusion rowwise(%x, %w) attributes {liger.kernel_config = {threads = 512 : i64, vector_width = 4 : i64}} : (tensor<?x4096xbf16>, tensor<4096xbf16>) -> tensor<?x4096xbf16> {
+  %y = liger.fusion rowwise(%x, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 4>} : (tensor<?x4096xbf16>, tensor<4096xbf16>) -> tensor<?x4096xbf16> {
   ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<4096xbf16>):
     %s = liger.rms_norm %a, %b eps = 1.0e-6 : tensor<?x4096xbf16>, tensor<4096xbf16>
     liger.yield %s : tensor<?x4096xbf16>

@@ -23,7 +23,7 @@ func.func @ce_fused(%x: tensor<?x128256xbf16>, %t: tensor<?xi64>, %g: tensor<f32
 // (liger-select-kernel-config's default for such a group since it measured
 // faster; pinned here so that a change of the default shows against it).
 func.func @ce_fused_1024(%x: tensor<?x128256xbf16>, %t: tensor<?xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<?x128256xbf16>) {
-  %r:2 = liger.fusion rowwise(%x, %t, %g) attributes {liger.kernel_config = {threads = 1024 : i64, vector_width = 8 : i64, ctas_per_sm = 1 : i64}} : (tensor<?x128256xbf16>, tensor<?xi64>, tensor<f32>) -> (tensor<f32>, tensor<?x128256xbf16>) {
+  %r:2 = liger.fusion rowwise(%x, %t, %g) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = cross_entropy, threads = 1024, vector_width = 8, ctas_per_sm = 1>} : (tensor<?x128256xbf16>, tensor<?xi64>, tensor<f32>) -> (tensor<f32>, tensor<?x128256xbf16>) {
   ^bb0(%a: tensor<?x128256xbf16>, %b: tensor<?xi64>, %c: tensor<f32>):
     %l = liger.cross_entropy %a, %b : tensor<?x128256xbf16>, tensor<?xi64>
     %d = liger.cross_entropy_grad %a, %b, %c : tensor<?x128256xbf16>, tensor<?xi64>, tensor<f32>
@@ -35,7 +35,7 @@ func.func @ce_fused_1024(%x: tensor<?x128256xbf16>, %t: tensor<?xi64>, %g: tenso
 // The default configuration with reuse_loads = false: pass 2 reads the row
 // from memory again instead of from shared memory (the A/B of the staging).
 func.func @ce_fused_reread(%x: tensor<?x128256xbf16>, %t: tensor<?xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<?x128256xbf16>) {
-  %r:2 = liger.fusion rowwise(%x, %t, %g) attributes {liger.kernel_config = {threads = 1024 : i64, vector_width = 8 : i64, ctas_per_sm = 1 : i64, reuse_loads = false}} : (tensor<?x128256xbf16>, tensor<?xi64>, tensor<f32>) -> (tensor<f32>, tensor<?x128256xbf16>) {
+  %r:2 = liger.fusion rowwise(%x, %t, %g) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = cross_entropy, threads = 1024, vector_width = 8, reuse_loads = false, ctas_per_sm = 1>} : (tensor<?x128256xbf16>, tensor<?xi64>, tensor<f32>) -> (tensor<f32>, tensor<?x128256xbf16>) {
   ^bb0(%a: tensor<?x128256xbf16>, %b: tensor<?xi64>, %c: tensor<f32>):
     %l = liger.cross_entropy %a, %b : tensor<?x128256xbf16>, tensor<?xi64>
     %d = liger.cross_entropy_grad %a, %b, %c : tensor<?x128256xbf16>, tensor<?xi64>, tensor<f32>
@@ -47,7 +47,7 @@ func.func @ce_fused_reread(%x: tensor<?x128256xbf16>, %t: tensor<?xi64>, %g: ten
 // Two CTAs of 512 threads per SM, each staging what fits in half the SM's
 // shared memory: one CTA's pass 1 can overlap the other's pass 2.
 func.func @ce_fused_512x2(%x: tensor<?x128256xbf16>, %t: tensor<?xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<?x128256xbf16>) {
-  %r:2 = liger.fusion rowwise(%x, %t, %g) attributes {liger.kernel_config = {threads = 512 : i64, vector_width = 8 : i64, ctas_per_sm = 2 : i64}} : (tensor<?x128256xbf16>, tensor<?xi64>, tensor<f32>) -> (tensor<f32>, tensor<?x128256xbf16>) {
+  %r:2 = liger.fusion rowwise(%x, %t, %g) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = cross_entropy, threads = 512, vector_width = 8, ctas_per_sm = 2>} : (tensor<?x128256xbf16>, tensor<?xi64>, tensor<f32>) -> (tensor<f32>, tensor<?x128256xbf16>) {
   ^bb0(%a: tensor<?x128256xbf16>, %b: tensor<?xi64>, %c: tensor<f32>):
     %l = liger.cross_entropy %a, %b : tensor<?x128256xbf16>, tensor<?xi64>
     %d = liger.cross_entropy_grad %a, %b, %c : tensor<?x128256xbf16>, tensor<?xi64>, tensor<f32>
@@ -58,7 +58,7 @@ func.func @ce_fused_512x2(%x: tensor<?x128256xbf16>, %t: tensor<?xi64>, %g: tens
 
 // Four CTAs of 256 threads per SM, a quarter of the shared memory each.
 func.func @ce_fused_256x4(%x: tensor<?x128256xbf16>, %t: tensor<?xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<?x128256xbf16>) {
-  %r:2 = liger.fusion rowwise(%x, %t, %g) attributes {liger.kernel_config = {threads = 256 : i64, vector_width = 8 : i64, ctas_per_sm = 4 : i64}} : (tensor<?x128256xbf16>, tensor<?xi64>, tensor<f32>) -> (tensor<f32>, tensor<?x128256xbf16>) {
+  %r:2 = liger.fusion rowwise(%x, %t, %g) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = cross_entropy, threads = 256, vector_width = 8, ctas_per_sm = 4>} : (tensor<?x128256xbf16>, tensor<?xi64>, tensor<f32>) -> (tensor<f32>, tensor<?x128256xbf16>) {
   ^bb0(%a: tensor<?x128256xbf16>, %b: tensor<?xi64>, %c: tensor<f32>):
     %l = liger.cross_entropy %a, %b : tensor<?x128256xbf16>, tensor<?xi64>
     %d = liger.cross_entropy_grad %a, %b, %c : tensor<?x128256xbf16>, tensor<?xi64>, tensor<f32>

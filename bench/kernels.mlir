@@ -54,7 +54,7 @@ func.func @rms_norm_grad(%dy: tensor<?x4096xbf16>, %x: tensor<?x4096xbf16>, %w: 
 // A/B of the kernel configuration's reuse_loads (on by default): the same
 // kernels reading x again after the row reduction.
 func.func @rms_norm_noreuse(%x: tensor<?x4096xbf16>, %w: tensor<4096xbf16>) -> tensor<?x4096xbf16> {
-  %y = liger.fusion rowwise(%x, %w) attributes {liger.kernel_config = {threads = 256 : i64, vector_width = 8 : i64, reuse_loads = false}} : (tensor<?x4096xbf16>, tensor<4096xbf16>) -> tensor<?x4096xbf16> {
+  %y = liger.fusion rowwise(%x, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 8, reuse_loads = false>} : (tensor<?x4096xbf16>, tensor<4096xbf16>) -> tensor<?x4096xbf16> {
   ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<4096xbf16>):
     %n = liger.rms_norm %a, %b eps = 1.0e-6 : tensor<?x4096xbf16>, tensor<4096xbf16>
     liger.yield %n : tensor<?x4096xbf16>
@@ -64,7 +64,7 @@ func.func @rms_norm_noreuse(%x: tensor<?x4096xbf16>, %w: tensor<4096xbf16>) -> t
 
 func.func @rms_norm_grad_noreuse(%dy: tensor<?x4096xbf16>, %x: tensor<?x4096xbf16>, %w: tensor<4096xbf16>, %r: tensor<?xf32>)
     -> (tensor<?x4096xbf16>, tensor<4096xbf16>) {
-  %g:2 = liger.fusion rowwise(%dy, %x, %w, %r) attributes {liger.kernel_config = {threads = 256 : i64, vector_width = 8 : i64, reuse_loads = false}} : (tensor<?x4096xbf16>, tensor<?x4096xbf16>, tensor<4096xbf16>, tensor<?xf32>) -> (tensor<?x4096xbf16>, tensor<4096xbf16>) {
+  %g:2 = liger.fusion rowwise(%dy, %x, %w, %r) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 8, reuse_loads = false>} : (tensor<?x4096xbf16>, tensor<?x4096xbf16>, tensor<4096xbf16>, tensor<?xf32>) -> (tensor<?x4096xbf16>, tensor<4096xbf16>) {
   ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<?x4096xbf16>, %c: tensor<4096xbf16>, %d: tensor<?xf32>):
     %dx, %dw = liger.rms_norm_grad %a, %b, %c, %d : tensor<?x4096xbf16>, tensor<4096xbf16>, tensor<?xf32>
     liger.yield %dx, %dw : tensor<?x4096xbf16>, tensor<4096xbf16>

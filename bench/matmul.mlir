@@ -4,7 +4,7 @@
 // with liger-compile --matmul-kernels.
 
 func.func @o_proj(%x: tensor<?x4096xbf16>, %w: tensor<4096x4096xbf16>) -> tensor<?x4096xbf16> {
-  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = {mma = "mma_sync", stages = 4 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 128 : i64}} : (tensor<?x4096xbf16>, tensor<4096x4096xbf16>) -> tensor<?x4096xbf16> {
+  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_mma_sync, tile_m = 128, tile_n = 128, tile_k = 32, stages = 4>} : (tensor<?x4096xbf16>, tensor<4096x4096xbf16>) -> tensor<?x4096xbf16> {
   ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<4096x4096xbf16>):
     %l = liger.linear %a, %b : tensor<?x4096xbf16>, tensor<4096x4096xbf16>
     liger.yield %l : tensor<?x4096xbf16>
@@ -13,7 +13,7 @@ func.func @o_proj(%x: tensor<?x4096xbf16>, %w: tensor<4096x4096xbf16>) -> tensor
 }
 
 func.func @up_proj(%x: tensor<?x4096xbf16>, %w: tensor<14336x4096xbf16>) -> tensor<?x14336xbf16> {
-  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = {mma = "mma_sync", stages = 4 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 128 : i64}} : (tensor<?x4096xbf16>, tensor<14336x4096xbf16>) -> tensor<?x14336xbf16> {
+  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_mma_sync, tile_m = 128, tile_n = 128, tile_k = 32, stages = 4>} : (tensor<?x4096xbf16>, tensor<14336x4096xbf16>) -> tensor<?x14336xbf16> {
   ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<14336x4096xbf16>):
     %l = liger.linear %a, %b : tensor<?x4096xbf16>, tensor<14336x4096xbf16>
     liger.yield %l : tensor<?x14336xbf16>
@@ -22,7 +22,7 @@ func.func @up_proj(%x: tensor<?x4096xbf16>, %w: tensor<14336x4096xbf16>) -> tens
 }
 
 func.func @down_proj(%x: tensor<?x14336xbf16>, %w: tensor<4096x14336xbf16>) -> tensor<?x4096xbf16> {
-  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = {mma = "mma_sync", stages = 4 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 128 : i64}} : (tensor<?x14336xbf16>, tensor<4096x14336xbf16>) -> tensor<?x4096xbf16> {
+  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_mma_sync, tile_m = 128, tile_n = 128, tile_k = 32, stages = 4>} : (tensor<?x14336xbf16>, tensor<4096x14336xbf16>) -> tensor<?x4096xbf16> {
   ^bb0(%a: tensor<?x14336xbf16>, %b: tensor<4096x14336xbf16>):
     %l = liger.linear %a, %b : tensor<?x14336xbf16>, tensor<4096x14336xbf16>
     liger.yield %l : tensor<?x4096xbf16>
@@ -31,7 +31,7 @@ func.func @down_proj(%x: tensor<?x14336xbf16>, %w: tensor<4096x14336xbf16>) -> t
 }
 
 func.func @gate_up_proj(%x: tensor<?x4096xbf16>, %g: tensor<14336x4096xbf16>, %u: tensor<14336x4096xbf16>) -> tensor<?x14336xbf16> {
-  %y = liger.fusion matmul(%x, %g, %u) attributes {liger.kernel_config = {mma = "mma_sync", stages = 4 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 64 : i64}} : (tensor<?x4096xbf16>, tensor<14336x4096xbf16>, tensor<14336x4096xbf16>) -> tensor<?x14336xbf16> {
+  %y = liger.fusion matmul(%x, %g, %u) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_mma_sync, tile_m = 128, tile_n = 64, tile_k = 32, stages = 4>} : (tensor<?x4096xbf16>, tensor<14336x4096xbf16>, tensor<14336x4096xbf16>) -> tensor<?x14336xbf16> {
   ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<14336x4096xbf16>, %c: tensor<14336x4096xbf16>):
     %lg = liger.linear %a, %b : tensor<?x4096xbf16>, tensor<14336x4096xbf16>
     %lu = liger.linear %a, %c : tensor<?x4096xbf16>, tensor<14336x4096xbf16>

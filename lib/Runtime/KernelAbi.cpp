@@ -771,6 +771,12 @@ Status Verifier::plan(const std::string &path, const LossPlan &plan,
 }
 } // namespace
 
+Status liger::runtime::verifyKernel(const KernelSpec &kernel,
+                                    const std::string &origin,
+                                    const std::string &path) {
+  return Verifier(origin).kernel(path, kernel);
+}
+
 Status liger::runtime::verifyManifest(const Manifest &manifest,
                                       const std::string &origin) {
   Verifier v(origin);

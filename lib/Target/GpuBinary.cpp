@@ -9,6 +9,7 @@
 
 #include "liger/Target/GpuTarget.h"
 
+#include "liger/Dialect/Liger/IR/LigerKernelAttrs.h"
 #include "liger/Runtime/Sha256.h"
 
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
@@ -163,125 +164,6 @@ mlir::liger::serializeGpuModules(ModuleOp module, StringRef toolkitPath) {
 
 namespace rt = ::liger::runtime;
 
-/// The kernel ABI's spec of kernel `op` from its `liger.kernel_info`
-/// attribute: the one place that reads that attribute. `function` is the
-/// function whose fusion group the kernel implements.
-static FailureOr<rt::KernelSpec>
-kernelSpecOf(Operation *op, DictionaryAttr info, StringRef function) {
-  auto fail = [&](const Twine &what) -> LogicalResult {
-    return op->emitError() << "liger.kernel_info: " << what;
-  };
-  auto integer = [&](DictionaryAttr d, StringRef key,
-                     int64_t &out) -> LogicalResult {
-    auto a = d.getAs<IntegerAttr>(key);
-    if (!a)
-      return fail("no integer '" + key + "'");
-    out = a.getInt();
-    return success();
-  };
-  auto string = [&](DictionaryAttr d, StringRef key,
-                    std::string &out) -> LogicalResult {
-    auto a = d.getAs<StringAttr>(key);
-    if (!a)
-      return fail("no string '" + key + "'");
-    out = a.getValue().str();
-    return success();
-  };
-  rt::KernelSpec spec;
-  spec.name = cast<SymbolOpInterface>(op).getName().str();
-  spec.function = function.str();
-  spec.alignmentBytes = 16; // the templates' 16-byte vector accesses
-  std::string kernelTemplate;
-  if (failed(string(info, "template", kernelTemplate)) ||
-      failed(string(info, "ops", spec.ops)) ||
-      failed(integer(info, "threads", spec.block[0])) ||
-      failed(integer(info, "shared_memory_bytes",
-                     spec.dynamicSharedMemoryBytes)) ||
-      failed(integer(info, "vector_width", spec.vectorWidth)))
-    return failure();
-  if (!rt::parseTemplate(kernelTemplate, &spec.kernelTemplate))
-    return fail("unknown template '" + kernelTemplate + "'");
-  // One CTA per row, token or workspace row ("rows"), or three entries.
-  SmallVector<StringRef, 3> grid;
-  if (auto symbol = info.getAs<StringAttr>("grid"))
-    grid = {symbol.getValue(), "1", "1"};
-  else if (auto list = info.getAs<ArrayAttr>("grid"))
-    for (Attribute a : list)
-      grid.push_back(isa<StringAttr>(a) ? cast<StringAttr>(a).getValue() : "");
-  if (grid.size() != 3)
-    return fail("'grid' is neither a symbol nor three entries");
-  for (int i = 0; i < 3; ++i)
-    if (!rt::parseGridDim(grid[i], &spec.grid[i]))
-      return fail("unknown grid size '" + grid[i] + "'");
-  auto params = info.getAs<ArrayAttr>("params");
-  if (!params)
-    return fail("no array 'params'");
-  for (Attribute a : params) {
-    auto d = dyn_cast<DictionaryAttr>(a);
-    auto dtype = d ? d.getAs<TypeAttr>("dtype") : TypeAttr();
-    if (!dtype)
-      return fail("a parameter is not a dictionary with a type 'dtype'");
-    rt::KernelParam &p = spec.params.emplace_back();
-    std::string role, kind;
-    if (failed(string(d, "name", p.name)) || failed(string(d, "role", role)) ||
-        failed(string(d, "kind", kind)) ||
-        failed(integer(d, "length", p.length)) ||
-        failed(integer(d, "heads", p.outer)))
-      return failure();
-    Type type = dtype.getValue();
-    std::string dtypeText = type.isBF16()                ? "bf16"
-                            : type.isF16()               ? "f16"
-                            : type.isF32()               ? "f32"
-                            : type.isSignlessInteger(32) ? "i32"
-                            : type.isSignlessInteger(64) ? "i64"
-                                                         : "";
-    if (!rt::parseRole(role, &p.role))
-      return fail("parameter '" + p.name + "' has an unknown role '" + role +
-                  "'");
-    if (!rt::parseKind(kind, &p.kind))
-      return fail("parameter '" + p.name + "' has an unknown kind '" + kind +
-                  "'");
-    if (!rt::parseDType(dtypeText, &p.dtype))
-      return op->emitError()
-             << "liger.kernel_info: parameter '" << p.name
-             << "' has element type " << type
-             << ", which the kernel ABI does not carry (bf16, f16, f32, i32, "
-                "i64)";
-  }
-  if (auto maps = info.getAs<ArrayAttr>("tensor_maps"))
-    for (Attribute a : maps) {
-      auto d = dyn_cast<DictionaryAttr>(a);
-      auto box = d ? dyn_cast_or_null<DenseI64ArrayAttr>(d.get("box"))
-                   : DenseI64ArrayAttr();
-      if (!box || box.size() != 2)
-        return fail("a tensor map has no box = array<i64: rows, cols>");
-      int64_t param = 0, swizzle = 0;
-      rt::KernelTensorMap &m = spec.tensorMaps.emplace_back();
-      if (failed(integer(d, "param", param)) ||
-          failed(integer(d, "swizzle", swizzle)))
-        return failure();
-      if (param < 0)
-        return fail("a tensor map names parameter " + Twine(param));
-      if (!rt::parseSwizzleBytes(swizzle, &m.swizzle))
-        return fail("a tensor map's swizzle is " + Twine(swizzle) +
-                    " bytes, not 32, 64 or 128");
-      m.param = static_cast<size_t>(param);
-      m.boxRows = box[0];
-      m.boxCols = box[1];
-    }
-  // A group reducing across rows: the finishing kernel, launched after
-  // this one with the same arguments.
-  if (auto finish = info.getAs<DictionaryAttr>("finish"))
-    if (failed(string(finish, "name", spec.finish.name)) ||
-        failed(integer(finish, "grid", spec.finish.grid)) ||
-        failed(integer(finish, "threads", spec.finish.block[0])) ||
-        failed(integer(finish, "shared_memory_bytes",
-                       spec.finish.dynamicSharedMemoryBytes)) ||
-        failed(integer(info, "ctas_per_sm", spec.ctasPerSm)))
-      return failure();
-  return spec;
-}
-
 static LogicalResult writeFile(ModuleOp module, StringRef path,
                                StringRef bytes) {
   std::error_code ec;
@@ -318,7 +200,7 @@ LogicalResult mlir::liger::writeBundle(ModuleOp module,
     spec.ptxFile = stem + ".ptx";
     auto gm = module.lookupSymbol<gpu::GPUModuleOp>(binary.moduleName);
     for (Operation &op : gm.getBody()->getOperations()) {
-      auto info = op.getAttrOfType<DictionaryAttr>("liger.kernel_info");
+      auto info = op.getAttrOfType<KernelInfoAttr>(KernelInfoAttr::getAttrName());
       if (!info)
         continue;
       StringRef name = cast<SymbolOpInterface>(op).getName();
@@ -326,11 +208,7 @@ LogicalResult mlir::liger::writeBundle(ModuleOp module,
       if (function == functionOf.end())
         return op.emitError() << "no fusion group names kernel @" << name
                               << " (liger.kernel): its function is unknown";
-      FailureOr<rt::KernelSpec> kernel =
-          kernelSpecOf(&op, info, function->second);
-      if (failed(kernel))
-        return failure();
-      spec.kernels.push_back(std::move(*kernel));
+      spec.kernels.push_back(info.toKernelSpec(name, function->second));
     }
   }
   // Verified as the runtime verifies it, before anything is written.

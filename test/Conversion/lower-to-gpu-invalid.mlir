@@ -63,19 +63,7 @@ func.func @cross_entropy_grad_of_another_loss(%x: tensor<?x64xf32>, %t: tensor<?
 
 func.func @cross_entropy_width_past_16_bytes(%x: tensor<?x1000xf32>, %t: tensor<?xi64>) -> tensor<f32> {
   // expected-error @+1 {{'liger.fusion' op has an invalid 'liger.kernel_config': vector_width 8 spans 32 bytes of f32, more than one 16-byte load}}
-  %l = liger.fusion rowwise(%x, %t) attributes {liger.kernel_config = {threads = 256 : i64, vector_width = 8 : i64}} : (tensor<?x1000xf32>, tensor<?xi64>) -> tensor<f32> {
-  ^bb0(%a: tensor<?x1000xf32>, %b: tensor<?xi64>):
-    %c = liger.cross_entropy %a, %b : tensor<?x1000xf32>, tensor<?xi64>
-    liger.yield %c : tensor<f32>
-  }
-  return %l : tensor<f32>
-}
-
-// -----
-
-func.func @ctas_per_sm_out_of_range(%x: tensor<?x1000xf32>, %t: tensor<?xi64>) -> tensor<f32> {
-  // expected-error @+1 {{'liger.fusion' op expects 'ctas_per_sm' in 'liger.kernel_config' to be an integer in [1, 64]}}
-  %l = liger.fusion rowwise(%x, %t) attributes {liger.kernel_config = {threads = 256 : i64, vector_width = 4 : i64, ctas_per_sm = 0 : i64}} : (tensor<?x1000xf32>, tensor<?xi64>) -> tensor<f32> {
+  %l = liger.fusion rowwise(%x, %t) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = cross_entropy, threads = 256, vector_width = 8>} : (tensor<?x1000xf32>, tensor<?xi64>) -> tensor<f32> {
   ^bb0(%a: tensor<?x1000xf32>, %b: tensor<?xi64>):
     %c = liger.cross_entropy %a, %b : tensor<?x1000xf32>, tensor<?xi64>
     liger.yield %c : tensor<f32>
@@ -152,21 +140,9 @@ func.func @rope_unread_input(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x3x8xf32>, %
 
 // -----
 
-func.func @bad_config(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
-  // expected-error @+1 {{'liger.fusion' op expects 'threads' to be a multiple of 32 in [32, 1024], got 48}}
-  %y = liger.fusion rowwise(%x) attributes {liger.kernel_config = {threads = 48 : i64, vector_width = 4 : i64}} : (tensor<?x64xf32>) -> tensor<?x64xf32> {
-  ^bb0(%a: tensor<?x64xf32>):
-    %s = liger.silu %a : tensor<?x64xf32>
-    liger.yield %s : tensor<?x64xf32>
-  }
-  return %y : tensor<?x64xf32>
-}
-
-// -----
-
 func.func @width_does_not_divide(%x: tensor<?x66xf32>) -> tensor<?x66xf32> {
   // expected-error @+1 {{'liger.fusion' op has an invalid 'liger.kernel_config': vector_width 4 does not divide the row length 66 (every row must start on a chunk boundary)}}
-  %y = liger.fusion rowwise(%x) attributes {liger.kernel_config = {threads = 32 : i64, vector_width = 4 : i64}} : (tensor<?x66xf32>) -> tensor<?x66xf32> {
+  %y = liger.fusion rowwise(%x) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 32, vector_width = 4>} : (tensor<?x66xf32>) -> tensor<?x66xf32> {
   ^bb0(%a: tensor<?x66xf32>):
     %s = liger.silu %a : tensor<?x66xf32>
     liger.yield %s : tensor<?x66xf32>
@@ -178,24 +154,12 @@ func.func @width_does_not_divide(%x: tensor<?x66xf32>) -> tensor<?x66xf32> {
 
 func.func @width_not_a_power_of_two(%x: tensor<?x66xf32>) -> tensor<?x66xf32> {
   // expected-error @+1 {{'liger.fusion' op has an invalid 'liger.kernel_config': vector_width 3 is not a power of two}}
-  %y = liger.fusion rowwise(%x) attributes {liger.kernel_config = {threads = 32 : i64, vector_width = 3 : i64}} : (tensor<?x66xf32>) -> tensor<?x66xf32> {
+  %y = liger.fusion rowwise(%x) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 32, vector_width = 3>} : (tensor<?x66xf32>) -> tensor<?x66xf32> {
   ^bb0(%a: tensor<?x66xf32>):
     %s = liger.silu %a : tensor<?x66xf32>
     liger.yield %s : tensor<?x66xf32>
   }
   return %y : tensor<?x66xf32>
-}
-
-// -----
-
-func.func @bad_reuse_flag(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
-  // expected-error @+1 {{'liger.fusion' op expects 'reuse_loads' in 'liger.kernel_config' to be a bool}}
-  %y = liger.fusion rowwise(%x) attributes {liger.kernel_config = {threads = 32 : i64, vector_width = 4 : i64, reuse_loads = 1 : i64}} : (tensor<?x64xf32>) -> tensor<?x64xf32> {
-  ^bb0(%a: tensor<?x64xf32>):
-    %s = liger.silu %a : tensor<?x64xf32>
-    liger.yield %s : tensor<?x64xf32>
-  }
-  return %y : tensor<?x64xf32>
 }
 
 // -----

@@ -7,7 +7,7 @@
 // The wgmma template reads K in 128-byte slices (tile_k = 64 for bf16).
 func.func @wgmma_tile_k(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>) -> tensor<?x64xbf16> {
   // expected-warning @+1 {{left for a later matmul template: the wgmma template reads 128-byte slices of K (tile_k = 64), got tile_k = 32}}
-  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = {mma = "wgmma", stages = 3 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 64 : i64}} : (tensor<?x64xbf16>, tensor<64x64xbf16>) -> tensor<?x64xbf16> {
+  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 128, tile_n = 64, tile_k = 32, stages = 3>} : (tensor<?x64xbf16>, tensor<64x64xbf16>) -> tensor<?x64xbf16> {
   ^bb0(%a: tensor<?x64xbf16>, %b: tensor<64x64xbf16>):
     %l = liger.linear %a, %b : tensor<?x64xbf16>, tensor<64x64xbf16>
     liger.yield %l : tensor<?x64xbf16>
@@ -20,7 +20,7 @@ func.func @wgmma_tile_k(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>) -> tensor
 // TMA needs rows of a multiple of 16 bytes: K = 100 bf16 is 200 bytes.
 func.func @wgmma_k_rows(%x: tensor<?x100xbf16>, %w: tensor<64x100xbf16>) -> tensor<?x64xbf16> {
   // expected-warning @+1 {{K = 100 is not a multiple of 8 (TMA needs 16-byte rows)}}
-  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = {mma = "wgmma", stages = 3 : i64, tile_k = 64 : i64, tile_m = 128 : i64, tile_n = 64 : i64}} : (tensor<?x100xbf16>, tensor<64x100xbf16>) -> tensor<?x64xbf16> {
+  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 128, tile_n = 64, tile_k = 64, stages = 3>} : (tensor<?x100xbf16>, tensor<64x100xbf16>) -> tensor<?x64xbf16> {
   ^bb0(%a: tensor<?x100xbf16>, %b: tensor<64x100xbf16>):
     %l = liger.linear %a, %b : tensor<?x100xbf16>, tensor<64x100xbf16>
     liger.yield %l : tensor<?x64xbf16>
@@ -33,7 +33,7 @@ func.func @wgmma_k_rows(%x: tensor<?x100xbf16>, %w: tensor<64x100xbf16>) -> tens
 // A bias computed inside the group is not among the group's inputs.
 func.func @bias_computed(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>, %b: tensor<64xbf16>) -> tensor<?x64xbf16> {
   // expected-warning @+1 {{the matmul templates implement one liger.linear or liger.lora_linear (weight and bias among the group's inputs) on the group's inputs (or a gate/up pair on one input, optionally after an RMSNorm of it), with an elementwise epilogue and one result}}
-  %y = liger.fusion matmul(%x, %w, %b) attributes {liger.kernel_config = {mma = "mma_sync", stages = 3 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 64 : i64}} : (tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<64xbf16>) -> tensor<?x64xbf16> {
+  %y = liger.fusion matmul(%x, %w, %b) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_mma_sync, tile_m = 128, tile_n = 64, tile_k = 32, stages = 3>} : (tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<64xbf16>) -> tensor<?x64xbf16> {
   ^bb0(%a: tensor<?x64xbf16>, %c: tensor<64x64xbf16>, %d: tensor<64xbf16>):
     %e = liger.add %d, %d : tensor<64xbf16>
     %l = liger.linear %a, %c, %e : tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<64xbf16>
@@ -63,7 +63,7 @@ func.func @prologue_reused(%x: tensor<?x64xbf16>, %g: tensor<64xbf16>, %w: tenso
 // The same rule on mma.sync: its second product is k16 MMAs over r too.
 func.func @lora_rank8_mma_sync(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>, %a: tensor<8x64xbf16>, %b: tensor<64x8xbf16>) -> tensor<?x64xbf16> {
   // expected-warning @+1 {{LoRA rank 8 is not a multiple of 16 up to 64 (the second product is k16 MMAs over r}}
-  %y = liger.fusion matmul(%x, %w, %a, %b) attributes {liger.kernel_config = {mma = "mma_sync", stages = 3 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 64 : i64}} : (tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<8x64xbf16>, tensor<64x8xbf16>) -> tensor<?x64xbf16> {
+  %y = liger.fusion matmul(%x, %w, %a, %b) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_mma_sync, tile_m = 128, tile_n = 64, tile_k = 32, stages = 3>} : (tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<8x64xbf16>, tensor<64x8xbf16>) -> tensor<?x64xbf16> {
   ^bb0(%i: tensor<?x64xbf16>, %j: tensor<64x64xbf16>, %k: tensor<8x64xbf16>, %l: tensor<64x8xbf16>):
     %p = liger.lora_linear %i, %j, %k, %l : tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<8x64xbf16>, tensor<64x8xbf16>
     liger.yield %p : tensor<?x64xbf16>
@@ -76,7 +76,7 @@ func.func @lora_rank8_mma_sync(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>, %a
 // The second product runs k16 MMAs over r.
 func.func @lora_rank8(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>, %a: tensor<8x64xbf16>, %b: tensor<64x8xbf16>) -> tensor<?x64xbf16> {
   // expected-warning @+1 {{LoRA rank 8 is not a multiple of 16 up to 64}}
-  %y = liger.fusion matmul(%x, %w, %a, %b) attributes {liger.kernel_config = {mma = "wgmma", stages = 3 : i64, tile_k = 64 : i64, tile_m = 128 : i64, tile_n = 64 : i64}} : (tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<8x64xbf16>, tensor<64x8xbf16>) -> tensor<?x64xbf16> {
+  %y = liger.fusion matmul(%x, %w, %a, %b) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 128, tile_n = 64, tile_k = 64, stages = 3>} : (tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<8x64xbf16>, tensor<64x8xbf16>) -> tensor<?x64xbf16> {
   ^bb0(%i: tensor<?x64xbf16>, %j: tensor<64x64xbf16>, %k: tensor<8x64xbf16>, %l: tensor<64x8xbf16>):
     %p = liger.lora_linear %i, %j, %k, %l : tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<8x64xbf16>, tensor<64x8xbf16>
     liger.yield %p : tensor<?x64xbf16>
@@ -89,7 +89,7 @@ func.func @lora_rank8(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>, %a: tensor<
 // Two projections of different widths (a QK pair) are not a gate/up pair.
 func.func @unequal_pair(%x: tensor<?x64xbf16>, %wq: tensor<64x64xbf16>, %wk: tensor<32x64xbf16>) -> (tensor<?x64xbf16>, tensor<?x32xbf16>) {
   // expected-warning @+1 {{(or a gate/up pair on one input, optionally after an RMSNorm of it)}}
-  %y:2 = liger.fusion matmul(%x, %wq, %wk) attributes {liger.kernel_config = {mma = "mma_sync", stages = 3 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 32 : i64}} : (tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<32x64xbf16>) -> (tensor<?x64xbf16>, tensor<?x32xbf16>) {
+  %y:2 = liger.fusion matmul(%x, %wq, %wk) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_mma_sync, tile_m = 128, tile_n = 32, tile_k = 32, stages = 3>} : (tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<32x64xbf16>) -> (tensor<?x64xbf16>, tensor<?x32xbf16>) {
   ^bb0(%i: tensor<?x64xbf16>, %j: tensor<64x64xbf16>, %k: tensor<32x64xbf16>):
     %q = liger.linear %i, %j : tensor<?x64xbf16>, tensor<64x64xbf16>
     %r = liger.linear %i, %k : tensor<?x64xbf16>, tensor<32x64xbf16>
@@ -102,7 +102,7 @@ func.func @unequal_pair(%x: tensor<?x64xbf16>, %wq: tensor<64x64xbf16>, %wk: ten
 
 func.func @k_not_multiple(%x: tensor<?x48xbf16>, %w: tensor<64x48xbf16>) -> tensor<?x64xbf16> {
   // expected-warning @+1 {{K = 48 is not a multiple of tile_k = 32}}
-  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = {mma = "mma_sync", stages = 3 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 64 : i64}} : (tensor<?x48xbf16>, tensor<64x48xbf16>) -> tensor<?x64xbf16> {
+  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_mma_sync, tile_m = 128, tile_n = 64, tile_k = 32, stages = 3>} : (tensor<?x48xbf16>, tensor<64x48xbf16>) -> tensor<?x64xbf16> {
   ^bb0(%a: tensor<?x48xbf16>, %b: tensor<64x48xbf16>):
     %l = liger.linear %a, %b : tensor<?x48xbf16>, tensor<64x48xbf16>
     liger.yield %l : tensor<?x64xbf16>
@@ -114,7 +114,7 @@ func.func @k_not_multiple(%x: tensor<?x48xbf16>, %w: tensor<64x48xbf16>) -> tens
 
 func.func @f32(%x: tensor<?x64xf32>, %w: tensor<64x64xf32>) -> tensor<?x64xf32> {
   // expected-warning @+1 {{mma.sync takes bf16 or f16 inputs}}
-  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = {mma = "mma_sync", stages = 3 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 64 : i64}} : (tensor<?x64xf32>, tensor<64x64xf32>) -> tensor<?x64xf32> {
+  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_mma_sync, tile_m = 128, tile_n = 64, tile_k = 32, stages = 3>} : (tensor<?x64xf32>, tensor<64x64xf32>) -> tensor<?x64xf32> {
   ^bb0(%a: tensor<?x64xf32>, %b: tensor<64x64xf32>):
     %l = liger.linear %a, %b : tensor<?x64xf32>, tensor<64x64xf32>
     liger.yield %l : tensor<?x64xf32>
@@ -126,7 +126,7 @@ func.func @f32(%x: tensor<?x64xf32>, %w: tensor<64x64xf32>) -> tensor<?x64xf32> 
 
 func.func @n_not_multiple_of_8(%x: tensor<?x64xbf16>, %w: tensor<60x64xbf16>) -> tensor<?x60xbf16> {
   // expected-warning @+1 {{N = 60 is not a multiple of 8}}
-  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = {mma = "mma_sync", stages = 3 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 64 : i64}} : (tensor<?x64xbf16>, tensor<60x64xbf16>) -> tensor<?x60xbf16> {
+  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_mma_sync, tile_m = 128, tile_n = 64, tile_k = 32, stages = 3>} : (tensor<?x64xbf16>, tensor<60x64xbf16>) -> tensor<?x60xbf16> {
   ^bb0(%a: tensor<?x64xbf16>, %b: tensor<60x64xbf16>):
     %l = liger.linear %a, %b : tensor<?x64xbf16>, tensor<60x64xbf16>
     liger.yield %l : tensor<?x60xbf16>
@@ -140,7 +140,7 @@ func.func @n_not_multiple_of_8(%x: tensor<?x64xbf16>, %w: tensor<60x64xbf16>) ->
 // slices on wgmma; on mma.sync, dx's dy (read K-major) in whole slices.
 func.func @grad_mma_sync_k(%dy: tensor<?x48xbf16>, %w: tensor<48x128xbf16>) -> tensor<?x128xbf16> {
   // expected-warning @+1 {{left for a later matmul template: K = 48 is not a multiple of tile_k = 32}}
-  %y = liger.fusion matmul(%dy, %w) attributes {liger.kernel_config = {mma = "mma_sync", stages = 3 : i64, tile_k = 32 : i64, tile_m = 64 : i64, tile_n = 64 : i64}} : (tensor<?x48xbf16>, tensor<48x128xbf16>) -> tensor<?x128xbf16> {
+  %y = liger.fusion matmul(%dy, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_mma_sync, tile_m = 64, tile_n = 64, tile_k = 32, stages = 3>} : (tensor<?x48xbf16>, tensor<48x128xbf16>) -> tensor<?x128xbf16> {
   ^bb0(%a: tensor<?x48xbf16>, %b: tensor<48x128xbf16>):
     %g = liger.linear_grad_input %a, %b : tensor<?x48xbf16>, tensor<48x128xbf16>
     liger.yield %g : tensor<?x128xbf16>
@@ -152,7 +152,7 @@ func.func @grad_mma_sync_k(%dy: tensor<?x48xbf16>, %w: tensor<48x128xbf16>) -> t
 
 func.func @grad_mma_sync_rows(%dy: tensor<?x64xbf16>, %w: tensor<64x100xbf16>) -> tensor<?x100xbf16> {
   // expected-warning @+1 {{left for a later matmul template: a row of 100 elements is not a multiple of 16 bytes (cp.async)}}
-  %y = liger.fusion matmul(%dy, %w) attributes {liger.kernel_config = {mma = "mma_sync", stages = 3 : i64, tile_k = 32 : i64, tile_m = 64 : i64, tile_n = 64 : i64}} : (tensor<?x64xbf16>, tensor<64x100xbf16>) -> tensor<?x100xbf16> {
+  %y = liger.fusion matmul(%dy, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_mma_sync, tile_m = 64, tile_n = 64, tile_k = 32, stages = 3>} : (tensor<?x64xbf16>, tensor<64x100xbf16>) -> tensor<?x100xbf16> {
   ^bb0(%a: tensor<?x64xbf16>, %b: tensor<64x100xbf16>):
     %g = liger.linear_grad_input %a, %b : tensor<?x64xbf16>, tensor<64x100xbf16>
     liger.yield %g : tensor<?x100xbf16>
@@ -164,7 +164,7 @@ func.func @grad_mma_sync_rows(%dy: tensor<?x64xbf16>, %w: tensor<64x100xbf16>) -
 
 func.func @grad_f32(%dy: tensor<?x64xf32>, %x: tensor<?x128xf32>) -> tensor<64x128xf32> {
   // expected-warning @+1 {{left for a later matmul template: wgmma takes bf16 or f16 inputs}}
-  %y = liger.fusion matmul(%dy, %x) attributes {liger.kernel_config = {mma = "wgmma", stages = 3 : i64, tile_k = 32 : i64, tile_m = 64 : i64, tile_n = 128 : i64}} : (tensor<?x64xf32>, tensor<?x128xf32>) -> tensor<64x128xf32> {
+  %y = liger.fusion matmul(%dy, %x) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 64, tile_n = 128, tile_k = 32, stages = 3>} : (tensor<?x64xf32>, tensor<?x128xf32>) -> tensor<64x128xf32> {
   ^bb0(%a: tensor<?x64xf32>, %b: tensor<?x128xf32>):
     %g = liger.linear_grad_weight %a, %b : tensor<?x64xf32>, tensor<?x128xf32>
     liger.yield %g : tensor<64x128xf32>
@@ -176,7 +176,7 @@ func.func @grad_f32(%dy: tensor<?x64xf32>, %x: tensor<?x128xf32>) -> tensor<64x1
 
 func.func @grad_tile_k(%dy: tensor<?x64xbf16>, %x: tensor<?x128xbf16>) -> tensor<64x128xbf16> {
   // expected-warning @+1 {{left for a later matmul template: the wgmma template reads 128-byte slices of K (tile_k = 64), got tile_k = 32}}
-  %y = liger.fusion matmul(%dy, %x) attributes {liger.kernel_config = {mma = "wgmma", stages = 3 : i64, tile_k = 32 : i64, tile_m = 64 : i64, tile_n = 128 : i64}} : (tensor<?x64xbf16>, tensor<?x128xbf16>) -> tensor<64x128xbf16> {
+  %y = liger.fusion matmul(%dy, %x) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 64, tile_n = 128, tile_k = 32, stages = 3>} : (tensor<?x64xbf16>, tensor<?x128xbf16>) -> tensor<64x128xbf16> {
   ^bb0(%a: tensor<?x64xbf16>, %b: tensor<?x128xbf16>):
     %g = liger.linear_grad_weight %a, %b : tensor<?x64xbf16>, tensor<?x128xbf16>
     liger.yield %g : tensor<64x128xbf16>
@@ -189,7 +189,7 @@ func.func @grad_tile_k(%dy: tensor<?x64xbf16>, %x: tensor<?x128xbf16>) -> tensor
 // dy's rows of 100 bf16 are 200 bytes.
 func.func @grad_rows(%dy: tensor<?x100xbf16>, %x: tensor<?x128xbf16>) -> tensor<100x128xbf16> {
   // expected-warning @+1 {{left for a later matmul template: a row of 100 elements is not a multiple of 16 bytes (TMA)}}
-  %y = liger.fusion matmul(%dy, %x) attributes {liger.kernel_config = {mma = "wgmma", stages = 3 : i64, tile_k = 64 : i64, tile_m = 64 : i64, tile_n = 128 : i64}} : (tensor<?x100xbf16>, tensor<?x128xbf16>) -> tensor<100x128xbf16> {
+  %y = liger.fusion matmul(%dy, %x) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 64, tile_n = 128, tile_k = 64, stages = 3>} : (tensor<?x100xbf16>, tensor<?x128xbf16>) -> tensor<100x128xbf16> {
   ^bb0(%a: tensor<?x100xbf16>, %b: tensor<?x128xbf16>):
     %g = liger.linear_grad_weight %a, %b : tensor<?x100xbf16>, tensor<?x128xbf16>
     liger.yield %g : tensor<100x128xbf16>
@@ -203,7 +203,7 @@ func.func @grad_rows(%dy: tensor<?x100xbf16>, %x: tensor<?x128xbf16>) -> tensor<
 // input, only the chain's ops, bf16/f16.
 func.func @rope_tile_heads(%x: tensor<?x?x64xbf16>, %y: tensor<?x?x64xbf16>, %wq: tensor<64x64xbf16>, %wk: tensor<32x64xbf16>, %cos: tensor<1x?x16xbf16>, %sin: tensor<1x?x16xbf16>) -> (tensor<?x4x?x16xbf16>, tensor<?x2x?x16xbf16>) {
   // expected-warning @+1 {{left for a later matmul template: tile_n = 24 must hold whole heads (head_dim 16, a multiple of 16) and divide both projections (64 and 32)}}
-  %r:2 = liger.fusion matmul(%x, %y, %wq, %wk, %cos, %sin) attributes {liger.kernel_config = {mma = "wgmma", stages = 3 : i64, tile_k = 64 : i64, tile_m = 128 : i64, tile_n = 24 : i64}} : (tensor<?x?x64xbf16>, tensor<?x?x64xbf16>, tensor<64x64xbf16>, tensor<32x64xbf16>, tensor<1x?x16xbf16>, tensor<1x?x16xbf16>) -> (tensor<?x4x?x16xbf16>, tensor<?x2x?x16xbf16>) {
+  %r:2 = liger.fusion matmul(%x, %y, %wq, %wk, %cos, %sin) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 128, tile_n = 24, tile_k = 64, stages = 3>} : (tensor<?x?x64xbf16>, tensor<?x?x64xbf16>, tensor<64x64xbf16>, tensor<32x64xbf16>, tensor<1x?x16xbf16>, tensor<1x?x16xbf16>) -> (tensor<?x4x?x16xbf16>, tensor<?x2x?x16xbf16>) {
   ^bb0(%bx: tensor<?x?x64xbf16>, %by: tensor<?x?x64xbf16>, %bwq: tensor<64x64xbf16>, %bwk: tensor<32x64xbf16>, %bcos: tensor<1x?x16xbf16>, %bsin: tensor<1x?x16xbf16>):
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
@@ -227,7 +227,7 @@ func.func @rope_tile_heads(%x: tensor<?x?x64xbf16>, %y: tensor<?x?x64xbf16>, %wq
 
 func.func @rope_computed_table(%x: tensor<?x?x64xbf16>, %y: tensor<?x?x64xbf16>, %wq: tensor<64x64xbf16>, %wk: tensor<32x64xbf16>, %cos: tensor<1x?x16xbf16>, %sin: tensor<1x?x16xbf16>) -> (tensor<?x4x?x16xbf16>, tensor<?x2x?x16xbf16>) {
   // expected-warning @+1 {{left for a later matmul template: a RoPE epilogue takes liger.rope of the head splits ([B, T, H*D] -> [B, H, T, D]) of two liger.linear on one input, weights, biases and tables among the group's inputs, yielding the rotated q and k}}
-  %r:2 = liger.fusion matmul(%x, %y, %wq, %wk, %cos, %sin) attributes {liger.kernel_config = {mma = "wgmma", stages = 3 : i64, tile_k = 64 : i64, tile_m = 128 : i64, tile_n = 128 : i64}} : (tensor<?x?x64xbf16>, tensor<?x?x64xbf16>, tensor<64x64xbf16>, tensor<32x64xbf16>, tensor<1x?x16xbf16>, tensor<1x?x16xbf16>) -> (tensor<?x4x?x16xbf16>, tensor<?x2x?x16xbf16>) {
+  %r:2 = liger.fusion matmul(%x, %y, %wq, %wk, %cos, %sin) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 128, tile_n = 128, tile_k = 64, stages = 3>} : (tensor<?x?x64xbf16>, tensor<?x?x64xbf16>, tensor<64x64xbf16>, tensor<32x64xbf16>, tensor<1x?x16xbf16>, tensor<1x?x16xbf16>) -> (tensor<?x4x?x16xbf16>, tensor<?x2x?x16xbf16>) {
   ^bb0(%bx: tensor<?x?x64xbf16>, %by: tensor<?x?x64xbf16>, %bwq: tensor<64x64xbf16>, %bwk: tensor<32x64xbf16>, %bcos: tensor<1x?x16xbf16>, %bsin: tensor<1x?x16xbf16>):
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
@@ -252,7 +252,7 @@ func.func @rope_computed_table(%x: tensor<?x?x64xbf16>, %y: tensor<?x?x64xbf16>,
 
 func.func @rope_extra_op(%x: tensor<?x?x64xbf16>, %y: tensor<?x?x64xbf16>, %wq: tensor<64x64xbf16>, %wk: tensor<32x64xbf16>, %cos: tensor<1x?x16xbf16>, %sin: tensor<1x?x16xbf16>) -> (tensor<?x4x?x16xbf16>, tensor<?x2x?x16xbf16>) {
   // expected-warning @+1 {{left for a later matmul template: 'liger.silu' is not part of a q/k projection pair with RoPE}}
-  %r:2 = liger.fusion matmul(%x, %y, %wq, %wk, %cos, %sin) attributes {liger.kernel_config = {mma = "wgmma", stages = 3 : i64, tile_k = 64 : i64, tile_m = 128 : i64, tile_n = 128 : i64}} : (tensor<?x?x64xbf16>, tensor<?x?x64xbf16>, tensor<64x64xbf16>, tensor<32x64xbf16>, tensor<1x?x16xbf16>, tensor<1x?x16xbf16>) -> (tensor<?x4x?x16xbf16>, tensor<?x2x?x16xbf16>) {
+  %r:2 = liger.fusion matmul(%x, %y, %wq, %wk, %cos, %sin) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 128, tile_n = 128, tile_k = 64, stages = 3>} : (tensor<?x?x64xbf16>, tensor<?x?x64xbf16>, tensor<64x64xbf16>, tensor<32x64xbf16>, tensor<1x?x16xbf16>, tensor<1x?x16xbf16>) -> (tensor<?x4x?x16xbf16>, tensor<?x2x?x16xbf16>) {
   ^bb0(%bx: tensor<?x?x64xbf16>, %by: tensor<?x?x64xbf16>, %bwq: tensor<64x64xbf16>, %bwk: tensor<32x64xbf16>, %bcos: tensor<1x?x16xbf16>, %bsin: tensor<1x?x16xbf16>):
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
@@ -277,7 +277,7 @@ func.func @rope_extra_op(%x: tensor<?x?x64xbf16>, %y: tensor<?x?x64xbf16>, %wq: 
 
 func.func @rope_f32(%x: tensor<?x?x64xf32>, %y: tensor<?x?x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<32x64xf32>, %cos: tensor<1x?x16xf32>, %sin: tensor<1x?x16xf32>) -> (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>) {
   // expected-warning @+1 {{left for a later matmul template: wgmma takes bf16 or f16 inputs}}
-  %r:2 = liger.fusion matmul(%x, %y, %wq, %wk, %cos, %sin) attributes {liger.kernel_config = {mma = "wgmma", stages = 3 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 128 : i64}} : (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<64x64xf32>, tensor<32x64xf32>, tensor<1x?x16xf32>, tensor<1x?x16xf32>) -> (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>) {
+  %r:2 = liger.fusion matmul(%x, %y, %wq, %wk, %cos, %sin) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 128, tile_n = 128, tile_k = 32, stages = 3>} : (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<64x64xf32>, tensor<32x64xf32>, tensor<1x?x16xf32>, tensor<1x?x16xf32>) -> (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>) {
   ^bb0(%bx: tensor<?x?x64xf32>, %by: tensor<?x?x64xf32>, %bwq: tensor<64x64xf32>, %bwk: tensor<32x64xf32>, %bcos: tensor<1x?x16xf32>, %bsin: tensor<1x?x16xf32>):
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
@@ -303,7 +303,7 @@ func.func @rope_f32(%x: tensor<?x?x64xf32>, %y: tensor<?x?x64xf32>, %wq: tensor<
 // (96-byte rows) is no swizzle span, though a multiple of 16.
 func.func @lora_rank48_wgmma(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>, %a: tensor<48x64xbf16>, %b: tensor<64x48xbf16>) -> tensor<?x64xbf16> {
   // expected-warning @+1 {{LoRA rank 48 makes B's rows 96 bytes, not a TMA swizzle span (32, 64 or 128 bytes: rank 16, 32 or 64 on wgmma)}}
-  %y = liger.fusion matmul(%x, %w, %a, %b) attributes {liger.kernel_config = {mma = "wgmma", stages = 3 : i64, tile_k = 64 : i64, tile_m = 128 : i64, tile_n = 64 : i64}} : (tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<48x64xbf16>, tensor<64x48xbf16>) -> tensor<?x64xbf16> {
+  %y = liger.fusion matmul(%x, %w, %a, %b) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 128, tile_n = 64, tile_k = 64, stages = 3>} : (tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<48x64xbf16>, tensor<64x48xbf16>) -> tensor<?x64xbf16> {
   ^bb0(%i: tensor<?x64xbf16>, %j: tensor<64x64xbf16>, %k: tensor<48x64xbf16>, %l: tensor<64x48xbf16>):
     %p = liger.lora_linear %i, %j, %k, %l : tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<48x64xbf16>, tensor<64x48xbf16>
     liger.yield %p : tensor<?x64xbf16>

@@ -9,7 +9,7 @@
 // CHECK-LABEL: gpu.module @liger_kernels [#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx86">]
 //       CHECK:   gpu.func @add_rms_norm_rowwise_0(%{{.+}}: memref<?x4096xbf16>, %{{.+}}: memref<?x4096xbf16>, %{{.+}}: memref<4096xbf16>, %{{.+}}: memref<?x4096xbf16>, %{{.+}}: memref<?x4096xbf16>) kernel
 //  CHECK-SAME:     known_block_size = array<i32: 256, 1, 1>
-//  CHECK-SAME:     liger.kernel_info = {{{.*}}hidden = 4096 : i64{{.*}}ops = "liger.add_rms_norm"{{.*}}threads = 256 : i64, vector_width = 8 : i64}
+//  CHECK-SAME:     liger.kernel_info = #liger.kernel_info<kernel_template = rowwise, ops = "liger.add_rms_norm", grid = ["rows", 1, 1], threads = 256, shared_memory_bytes = {{[0-9]+}}, vector_width = 8,
 //  CHECK-SAME:     nvvm.reqntid = array<i32: 256, 1, 1>
 //       CHECK:     gpu.dynamic_shared_memory
 //       CHECK:     vector.load %{{.+}}[%{{.+}}, %{{.+}}] {alignment = 16 : i64} : memref<?x4096xbf16>, vector<8xbf16>
@@ -53,7 +53,7 @@ func.func @softmax(%x: tensor<?x1000xf32>) -> tensor<?x1000xf32> {
 //       CHECK:   scf.if
 //       CHECK:     memref.store %{{.+}}, %[[RSTD]][%{{.+}}] : memref<?xf32>
 func.func @pinned(%x: tensor<?x64xf32>, %w: tensor<64xf32>) -> (tensor<?x64xf32>, tensor<?xf32>) {
-  %y, %r = liger.fusion rowwise(%x, %w) attributes {liger.kernel_config = {threads = 32 : i64, vector_width = 2 : i64}}
+  %y, %r = liger.fusion rowwise(%x, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 32, vector_width = 2>}
       : (tensor<?x64xf32>, tensor<64xf32>) -> (tensor<?x64xf32>, tensor<?xf32>) {
   ^bb0(%a: tensor<?x64xf32>, %b: tensor<64xf32>):
     %n, %rs = liger.rms_norm %a, %b rstd : tensor<?x64xf32>, tensor<64xf32>
@@ -91,8 +91,7 @@ func.func @lone_op_and_matmul(%x: tensor<?x64xf32>, %w: tensor<64x64xf32>) -> te
 // CHECK-LABEL: gpu.func @rope_rowwise_0
 //  CHECK-SAME:   (%[[Q:.+]]: memref<?x32x?x128xbf16>, %[[K:.+]]: memref<?x8x?x128xbf16>, %[[C:.+]]: memref<1x?x128xbf16>, %[[S:.+]]: memref<1x?x128xbf16>, %{{.+}}: memref<?x32x?x128xbf16>, %{{.+}}: memref<?x8x?x128xbf16>)
 //  CHECK-SAME:   known_block_size = array<i32: 256, 1, 1>
-//  CHECK-SAME:   grid = "tokens"
-//  CHECK-SAME:   template = "rope"
+//  CHECK-SAME:   liger.kernel_info = #liger.kernel_info<kernel_template = rope, ops = "liger.rope", grid = ["tokens", 1, 1]
 //       CHECK:   scf.for
 //       CHECK:     vector.load %[[Q]]{{.*}} {alignment = 16 : i64} : memref<?x32x?x128xbf16>, vector<8xbf16>
 //       CHECK:     vector.load %[[C]]
@@ -110,7 +109,7 @@ func.func @rope(%q: tensor<?x32x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %c: ten
 // outputs follow.
 // CHECK-LABEL: gpu.func @rope_aliased_rowwise_0
 //  CHECK-SAME:   (%[[Q:.+]]: memref<?x4x?x64xbf16>, %[[T:.+]]: memref<1x?x64xbf16>, %[[QO:.+]]: memref<?x4x?x64xbf16>, %[[KO:.+]]: memref<?x4x?x64xbf16>)
-//  CHECK-SAME:   params = [{dtype = bf16, heads = 4 : i64, kind = "heads", length = 64 : i64, name = "input0", role = "input"}, {dtype = bf16, heads = 1 : i64, kind = "tables", length = 64 : i64, name = "input1", role = "input"}, {dtype = bf16, heads = 4 : i64, kind = "heads", length = 64 : i64, name = "output0", role = "output"}, {dtype = bf16, heads = 4 : i64, kind = "heads", length = 64 : i64, name = "output1", role = "output"}]
+//  CHECK-SAME:   params = [#liger.kernel_param<name = "input0", role = input, kind = heads, dtype = bf16, length = 64, outer = 4>, #liger.kernel_param<name = "input1", role = input, kind = tables, dtype = bf16, length = 64, outer = 1>, #liger.kernel_param<name = "output0", role = output, kind = heads, dtype = bf16, length = 64, outer = 4>, #liger.kernel_param<name = "output1", role = output, kind = heads, dtype = bf16, length = 64, outer = 4>]
 //       CHECK:   scf.for
 //       CHECK:     vector.load %[[Q]]
 //       CHECK:     vector.load %[[T]]
@@ -131,7 +130,7 @@ func.func @rope_aliased(%q: tensor<?x4x?x64xbf16>, %c: tensor<1x?x64xbf16>) -> (
 // bound to the operand that reads it.
 // CHECK-LABEL: gpu.func @rope_reordered_rowwise_0
 //  CHECK-SAME:   (%[[S:.+]]: memref<1x?x64xbf16>, %[[K:.+]]: memref<?x2x?x64xbf16>, %[[Q:.+]]: memref<?x4x?x64xbf16>, %[[C:.+]]: memref<1x?x64xbf16>, %{{.+}}: memref<?x4x?x64xbf16>, %{{.+}}: memref<?x2x?x64xbf16>)
-//  CHECK-SAME:   params = [{dtype = bf16, heads = 1 : i64, kind = "tables", length = 64 : i64, name = "input0", role = "input"}, {dtype = bf16, heads = 2 : i64, kind = "heads", length = 64 : i64, name = "input1", role = "input"}, {dtype = bf16, heads = 4 : i64, kind = "heads", length = 64 : i64, name = "input2", role = "input"}, {dtype = bf16, heads = 1 : i64, kind = "tables", length = 64 : i64, name = "input3", role = "input"}, {dtype = bf16, heads = 4 : i64, kind = "heads", length = 64 : i64, name = "output0", role = "output"}, {dtype = bf16, heads = 2 : i64, kind = "heads", length = 64 : i64, name = "output1", role = "output"}]
+//  CHECK-SAME:   params = [#liger.kernel_param<name = "input0", role = input, kind = tables, dtype = bf16, length = 64, outer = 1>, #liger.kernel_param<name = "input1", role = input, kind = heads, dtype = bf16, length = 64, outer = 2>, #liger.kernel_param<name = "input2", role = input, kind = heads, dtype = bf16, length = 64, outer = 4>, #liger.kernel_param<name = "input3", role = input, kind = tables, dtype = bf16, length = 64, outer = 1>, #liger.kernel_param<name = "output0", role = output, kind = heads, dtype = bf16, length = 64, outer = 4>, #liger.kernel_param<name = "output1", role = output, kind = heads, dtype = bf16, length = 64, outer = 2>]
 //       CHECK:   scf.for
 //       CHECK:     vector.load %[[Q]]
 //       CHECK:     vector.load %[[C]]
@@ -156,8 +155,8 @@ func.func @rope_reordered(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, 
 // shared memory) and rounds dW once.
 // CHECK-LABEL: gpu.func @rms_norm_grad_rowwise_0(
 //  CHECK-SAME:     %{{.+}}: memref<?x4096xbf16>, %{{.+}}: memref<?x4096xbf16>, %{{.+}}: memref<4096xbf16>, %{{.+}}: memref<?xf32>, %{{.+}}: memref<?x4096xbf16>, %[[DW:.+]]: memref<4096xbf16>, %[[WS:.+]]: memref<?x4096xf32>) kernel
-//  CHECK-SAME:     liger.kernel_info = {ctas_per_sm = 4 : i64, finish = {grid = 128 : i64, name = "rms_norm_grad_rowwise_0_finish", shared_memory_bytes = 1024 : i64, threads = 256 : i64}, grid = "ctas"
-//  CHECK-SAME:     {dtype = f32, heads = 0 : i64, kind = "partials", length = 4096 : i64, name = "workspace0", role = "workspace"}
+//  CHECK-SAME:     liger.kernel_info = #liger.kernel_info<kernel_template = rowwise, ops = "liger.rms_norm_grad", grid = ["ctas", 1, 1]
+//  CHECK-SAME:     #liger.kernel_param<name = "workspace0", role = workspace, kind = partials, dtype = f32, length = 4096>], finish = <name = "rms_norm_grad_rowwise_0_finish", grid = 128, threads = 256, shared_memory_bytes = 1024>, ctas_per_sm = 4>
 //       CHECK:     %[[ROWS:.+]] = memref.dim %{{.+}}, %c0
 //       CHECK:     %[[STRIDE:.+]] = gpu.grid_dim  x
 //       CHECK:     %[[ACC:.+]]:2 = scf.for %[[ROW:.+]] = %{{.+}} to %[[ROWS]] step %[[STRIDE]] iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>)
@@ -190,8 +189,8 @@ func.func @rms_norm_grad(%dy: tensor<?x4096xbf16>, %x: tensor<?x4096xbf16>, %w: 
 // are flattened; a 64-wide row takes one warp.
 // CHECK-LABEL: gpu.func @grad_then_feature_add_rowwise_0(
 //  CHECK-SAME:     known_block_size = array<i32: 32, 1, 1>
-//  CHECK-SAME:     finish = {grid = 2 : i64
 //  CHECK-SAME:     ops = "liger.rms_norm_grad, liger.add"
+//  CHECK-SAME:     finish = <name = "grad_then_feature_add_rowwise_0_finish", grid = 2,
 // CHECK-LABEL: gpu.func @grad_then_feature_add_rowwise_0_finish(
 //  CHECK-SAME:     %[[W:[^:]+]]: memref<64xbf16>, %{{.+}}: memref<?xf32>, %{{.+}}: memref<?x64xbf16>, %[[OUT:[^:]+]]: memref<64xbf16>, %{{.+}}: memref<?x64xf32>)
 //       CHECK:     scf.if
@@ -233,7 +232,7 @@ func.func @grad_then_feature_add(%dy: tensor<2x?x64xbf16>, %x: tensor<2x?x64xbf1
 //       CHECK:     vector.load %arg0
 //       CHECK:     gpu.return
 func.func @reuse(%x: tensor<?x256xf32>, %w: tensor<256xf32>) -> tensor<?x256xf32> {
-  %y = liger.fusion rowwise(%x, %w) attributes {liger.kernel_config = {threads = 32 : i64, vector_width = 4 : i64}} : (tensor<?x256xf32>, tensor<256xf32>) -> tensor<?x256xf32> {
+  %y = liger.fusion rowwise(%x, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 32, vector_width = 4>} : (tensor<?x256xf32>, tensor<256xf32>) -> tensor<?x256xf32> {
   ^bb0(%a: tensor<?x256xf32>, %b: tensor<256xf32>):
     %n = liger.rms_norm %a, %b eps = 1.0e-6 : tensor<?x256xf32>, tensor<256xf32>
     liger.yield %n : tensor<?x256xf32>
@@ -241,7 +240,7 @@ func.func @reuse(%x: tensor<?x256xf32>, %w: tensor<256xf32>) -> tensor<?x256xf32
   return %y : tensor<?x256xf32>
 }
 func.func @no_reuse(%x: tensor<?x256xf32>, %w: tensor<256xf32>) -> tensor<?x256xf32> {
-  %y = liger.fusion rowwise(%x, %w) attributes {liger.kernel_config = {threads = 32 : i64, vector_width = 4 : i64, reuse_loads = false}} : (tensor<?x256xf32>, tensor<256xf32>) -> tensor<?x256xf32> {
+  %y = liger.fusion rowwise(%x, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 32, vector_width = 4, reuse_loads = false>} : (tensor<?x256xf32>, tensor<256xf32>) -> tensor<?x256xf32> {
   ^bb0(%a: tensor<?x256xf32>, %b: tensor<256xf32>):
     %n = liger.rms_norm %a, %b eps = 1.0e-6 : tensor<?x256xf32>, tensor<256xf32>
     liger.yield %n : tensor<?x256xf32>

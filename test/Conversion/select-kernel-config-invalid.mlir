@@ -7,7 +7,7 @@
 
 func.func @tile_m(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>) -> tensor<?x64xbf16> {
   // expected-error @+1 {{'liger.fusion' op has an invalid matmul 'liger.kernel_config': tile_m must be a multiple of 64 up to 256, got 96}}
-  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = {mma = "wgmma", stages = 3 : i64, tile_k = 64 : i64, tile_m = 96 : i64, tile_n = 64 : i64}} : (tensor<?x64xbf16>, tensor<64x64xbf16>) -> tensor<?x64xbf16> {
+  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 96, tile_n = 64, tile_k = 64, stages = 3>} : (tensor<?x64xbf16>, tensor<64x64xbf16>) -> tensor<?x64xbf16> {
   ^bb0(%a: tensor<?x64xbf16>, %b: tensor<64x64xbf16>):
     %l = liger.linear %a, %b : tensor<?x64xbf16>, tensor<64x64xbf16>
     liger.yield %l : tensor<?x64xbf16>
@@ -19,7 +19,7 @@ func.func @tile_m(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>) -> tensor<?x64x
 
 func.func @tile_n(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>) -> tensor<?x64xbf16> {
   // expected-error @+1 {{tile_n must be a multiple of 8 in [8, 256], got 260}}
-  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = {mma = "wgmma", stages = 3 : i64, tile_k = 64 : i64, tile_m = 64 : i64, tile_n = 260 : i64}} : (tensor<?x64xbf16>, tensor<64x64xbf16>) -> tensor<?x64xbf16> {
+  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 64, tile_n = 260, tile_k = 64, stages = 3>} : (tensor<?x64xbf16>, tensor<64x64xbf16>) -> tensor<?x64xbf16> {
   ^bb0(%a: tensor<?x64xbf16>, %b: tensor<64x64xbf16>):
     %l = liger.linear %a, %b : tensor<?x64xbf16>, tensor<64x64xbf16>
     liger.yield %l : tensor<?x64xbf16>
@@ -31,7 +31,7 @@ func.func @tile_n(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>) -> tensor<?x64x
 
 func.func @tile_k(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>) -> tensor<?x64xbf16> {
   // expected-error @+1 {{tile_k must span 32, 64 or 128 bytes of K, got 24 (48 bytes)}}
-  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = {mma = "wgmma", stages = 3 : i64, tile_k = 24 : i64, tile_m = 64 : i64, tile_n = 64 : i64}} : (tensor<?x64xbf16>, tensor<64x64xbf16>) -> tensor<?x64xbf16> {
+  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 64, tile_n = 64, tile_k = 24, stages = 3>} : (tensor<?x64xbf16>, tensor<64x64xbf16>) -> tensor<?x64xbf16> {
   ^bb0(%a: tensor<?x64xbf16>, %b: tensor<64x64xbf16>):
     %l = liger.linear %a, %b : tensor<?x64xbf16>, tensor<64x64xbf16>
     liger.yield %l : tensor<?x64xbf16>
@@ -43,7 +43,7 @@ func.func @tile_k(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>) -> tensor<?x64x
 
 func.func @stages(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>) -> tensor<?x64xbf16> {
   // expected-error @+1 {{stages must be in [2, 8], got 1}}
-  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = {mma = "wgmma", stages = 1 : i64, tile_k = 64 : i64, tile_m = 64 : i64, tile_n = 64 : i64}} : (tensor<?x64xbf16>, tensor<64x64xbf16>) -> tensor<?x64xbf16> {
+  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 64, tile_n = 64, tile_k = 64, stages = 1>} : (tensor<?x64xbf16>, tensor<64x64xbf16>) -> tensor<?x64xbf16> {
   ^bb0(%a: tensor<?x64xbf16>, %b: tensor<64x64xbf16>):
     %l = liger.linear %a, %b : tensor<?x64xbf16>, tensor<64x64xbf16>
     liger.yield %l : tensor<?x64xbf16>
@@ -55,7 +55,7 @@ func.func @stages(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>) -> tensor<?x64x
 
 func.func @shared_memory(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>) -> tensor<?x64xbf16> {
   // expected-error @+1 {{it needs 394240 bytes of shared memory, sm_90a has 232448}}
-  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = {mma = "wgmma", stages = 8 : i64, tile_k = 64 : i64, tile_m = 256 : i64, tile_n = 128 : i64}} : (tensor<?x64xbf16>, tensor<64x64xbf16>) -> tensor<?x64xbf16> {
+  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 256, tile_n = 128, tile_k = 64, stages = 8>} : (tensor<?x64xbf16>, tensor<64x64xbf16>) -> tensor<?x64xbf16> {
   ^bb0(%a: tensor<?x64xbf16>, %b: tensor<64x64xbf16>):
     %l = liger.linear %a, %b : tensor<?x64xbf16>, tensor<64x64xbf16>
     liger.yield %l : tensor<?x64xbf16>
@@ -65,9 +65,10 @@ func.func @shared_memory(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>) -> tenso
 
 // -----
 
-func.func @mma_kind(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>) -> tensor<?x64xbf16> {
-  // expected-error @+1 {{expects 'mma' = "wgmma" or "mma_sync" in the matmul 'liger.kernel_config'}}
-  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = {mma = "hmma", stages = 3 : i64, tile_k = 64 : i64, tile_m = 64 : i64, tile_n = 64 : i64}} : (tensor<?x64xbf16>, tensor<64x64xbf16>) -> tensor<?x64xbf16> {
+// A matmul group pinned to a row template.
+func.func @matmul_group_row_template(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>) -> tensor<?x64xbf16> {
+  // expected-error @+1 {{'liger.fusion' op has a 'liger.kernel_config' of the rowwise template; its ops are built by the matmul_wgmma or matmul_mma_sync template}}
+  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 8>} : (tensor<?x64xbf16>, tensor<64x64xbf16>) -> tensor<?x64xbf16> {
   ^bb0(%a: tensor<?x64xbf16>, %b: tensor<64x64xbf16>):
     %l = liger.linear %a, %b : tensor<?x64xbf16>, tensor<64x64xbf16>
     liger.yield %l : tensor<?x64xbf16>
@@ -77,21 +78,22 @@ func.func @mma_kind(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>) -> tensor<?x6
 
 // -----
 
-func.func @missing_field(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>) -> tensor<?x64xbf16> {
-  // expected-error @+1 {{expects an integer 'stages' in the matmul 'liger.kernel_config'}}
-  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = {mma = "wgmma", tile_k = 64 : i64, tile_m = 64 : i64, tile_n = 64 : i64}} : (tensor<?x64xbf16>, tensor<64x64xbf16>) -> tensor<?x64xbf16> {
-  ^bb0(%a: tensor<?x64xbf16>, %b: tensor<64x64xbf16>):
-    %l = liger.linear %a, %b : tensor<?x64xbf16>, tensor<64x64xbf16>
-    liger.yield %l : tensor<?x64xbf16>
+// A cross-entropy group pinned to the rowwise template.
+func.func @cross_entropy_group_rowwise_template(%x: tensor<?x1000xf32>, %t: tensor<?xi64>) -> tensor<f32> {
+  // expected-error @+1 {{'liger.fusion' op has a 'liger.kernel_config' of the rowwise template; its ops are built by the cross_entropy template}}
+  %l = liger.fusion rowwise(%x, %t) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 4>} : (tensor<?x1000xf32>, tensor<?xi64>) -> tensor<f32> {
+  ^bb0(%a: tensor<?x1000xf32>, %b: tensor<?xi64>):
+    %c = liger.cross_entropy %a, %b : tensor<?x1000xf32>, tensor<?xi64>
+    liger.yield %c : tensor<f32>
   }
-  return %y : tensor<?x64xbf16>
+  return %l : tensor<f32>
 }
 
 // -----
 
 func.func @threads(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>) -> tensor<?x64xbf16> {
   // expected-error @+1 {{has 'threads' = 256 in its matmul 'liger.kernel_config', but the tile needs 384}}
-  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = {mma = "wgmma", stages = 3 : i64, threads = 256 : i64, tile_k = 64 : i64, tile_m = 128 : i64, tile_n = 64 : i64}} : (tensor<?x64xbf16>, tensor<64x64xbf16>) -> tensor<?x64xbf16> {
+  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, threads = 256, tile_m = 128, tile_n = 64, tile_k = 64, stages = 3>} : (tensor<?x64xbf16>, tensor<64x64xbf16>) -> tensor<?x64xbf16> {
   ^bb0(%a: tensor<?x64xbf16>, %b: tensor<64x64xbf16>):
     %l = liger.linear %a, %b : tensor<?x64xbf16>, tensor<64x64xbf16>
     liger.yield %l : tensor<?x64xbf16>
@@ -104,7 +106,7 @@ func.func @threads(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>) -> tensor<?x64
 // A gradient product reads its B operand N-major, in 64-column TMA boxes.
 func.func @grad_tile_n(%dy: tensor<?x64xbf16>, %w: tensor<64x128xbf16>) -> tensor<?x128xbf16> {
   // expected-error @+1 {{'liger.fusion' op has an invalid matmul 'liger.kernel_config': tile_n must be a multiple of 64 for a gradient product (its B operand is read N-major, in 64-column boxes), got 96}}
-  %y = liger.fusion matmul(%dy, %w) attributes {liger.kernel_config = {mma = "wgmma", stages = 3 : i64, tile_k = 64 : i64, tile_m = 64 : i64, tile_n = 96 : i64}} : (tensor<?x64xbf16>, tensor<64x128xbf16>) -> tensor<?x128xbf16> {
+  %y = liger.fusion matmul(%dy, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 64, tile_n = 96, tile_k = 64, stages = 3>} : (tensor<?x64xbf16>, tensor<64x128xbf16>) -> tensor<?x128xbf16> {
   ^bb0(%a: tensor<?x64xbf16>, %b: tensor<64x128xbf16>):
     %g = liger.linear_grad_input %a, %b : tensor<?x64xbf16>, tensor<64x128xbf16>
     liger.yield %g : tensor<?x128xbf16>
@@ -118,7 +120,7 @@ func.func @grad_tile_n(%dy: tensor<?x64xbf16>, %w: tensor<64x128xbf16>) -> tenso
 // (checkRowVectorWidth): a row of 1001 bf16 takes no 2-element chunk.
 func.func @row_width_not_dividing(%x: tensor<?x1001xbf16>) -> tensor<?x1001xbf16> {
   // expected-error @+1 {{'liger.fusion' op has an invalid 'liger.kernel_config': vector_width 2 does not divide the row length 1001 (every row must start on a chunk boundary)}}
-  %y = liger.fusion rowwise(%x) attributes {liger.kernel_config = {threads = 256 : i64, vector_width = 2 : i64}} : (tensor<?x1001xbf16>) -> tensor<?x1001xbf16> {
+  %y = liger.fusion rowwise(%x) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 2>} : (tensor<?x1001xbf16>) -> tensor<?x1001xbf16> {
   ^bb0(%a: tensor<?x1001xbf16>):
     %s = liger.silu %a : tensor<?x1001xbf16>
     liger.yield %s : tensor<?x1001xbf16>

@@ -2,9 +2,9 @@
 
 // A pinned matmul configuration that fits stays as written.
 // CHECK-LABEL: func.func @pinned_matmul
-//       CHECK:   {mma = "wgmma", stages = 3 : i64, tile_k = 64 : i64, tile_m = 64 : i64, tile_n = 256 : i64}
+//       CHECK:   #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 64, tile_n = 256, tile_k = 64, stages = 3>
 func.func @pinned_matmul(%x: tensor<?x4096xbf16>, %w: tensor<4096x4096xbf16>) -> tensor<?x4096xbf16> {
-  %q = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = {mma = "wgmma", stages = 3 : i64, tile_k = 64 : i64, tile_m = 64 : i64, tile_n = 256 : i64}} : (tensor<?x4096xbf16>, tensor<4096x4096xbf16>) -> tensor<?x4096xbf16> {
+  %q = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 64, tile_n = 256, tile_k = 64, stages = 3>} : (tensor<?x4096xbf16>, tensor<4096x4096xbf16>) -> tensor<?x4096xbf16> {
   ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<4096x4096xbf16>):
     %l = liger.linear %a, %b : tensor<?x4096xbf16>, tensor<4096x4096xbf16>
     liger.yield %l : tensor<?x4096xbf16>

@@ -4,7 +4,7 @@
 
 // 14336 bf16: 16-byte vectors, 256 threads (7 chunks each).
 // CHECK-LABEL: func.func @wide
-//       CHECK:   liger.fusion rowwise(%{{.+}}) attributes {liger.kernel_config = {threads = 256 : i64, vector_width = 8 : i64}}
+//       CHECK:   liger.fusion rowwise(%{{.+}}) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 8>}
 // GPU-LABEL: gpu.func @wide_rowwise_0
 //  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
 func.func @wide(%x: tensor<?x14336xbf16>) -> tensor<?x14336xbf16> {
@@ -21,7 +21,7 @@ func.func @wide(%x: tensor<?x14336xbf16>) -> tensor<?x14336xbf16> {
 // A short row of f32 whose length 4 does not divide: 2-wide vectors, one
 // warp.
 // CHECK-LABEL: func.func @short
-//       CHECK:   liger.kernel_config = {threads = 32 : i64, vector_width = 2 : i64}
+//       CHECK:   liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 32, vector_width = 2>
 func.func @short(%x: tensor<?x6xf32>) -> tensor<?x6xf32> {
   %y = liger.fusion rowwise(%x) : (tensor<?x6xf32>) -> tensor<?x6xf32> {
   ^bb0(%a: tensor<?x6xf32>):
@@ -37,9 +37,9 @@ func.func @short(%x: tensor<?x6xf32>) -> tensor<?x6xf32> {
 // 1001 bf16 take one element, 1002 f16 two), so that every row starts on a
 // chunk boundary.
 // CHECK-LABEL: func.func @odd_rows
-//       CHECK:   liger.kernel_config = {threads = 32 : i64, vector_width = 1 : i64}
-//       CHECK:   liger.kernel_config = {threads = 256 : i64, vector_width = 1 : i64}
-//       CHECK:   liger.kernel_config = {threads = 256 : i64, vector_width = 2 : i64}
+//       CHECK:   liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 32, vector_width = 1>
+//       CHECK:   liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 1>
+//       CHECK:   liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 2>
 func.func @odd_rows(%a: tensor<?x7xf32>, %b: tensor<?x1001xbf16>, %c: tensor<?x1002xf16>) -> (tensor<?x7xf32>, tensor<?x1001xbf16>, tensor<?x1002xf16>) {
   %x = liger.fusion rowwise(%a) : (tensor<?x7xf32>) -> tensor<?x7xf32> {
   ^bb0(%v: tensor<?x7xf32>):
@@ -66,9 +66,9 @@ func.func @odd_rows(%a: tensor<?x7xf32>, %b: tensor<?x1001xbf16>, %c: tensor<?x1
 // chunks a thread at 512; SiLU over 50257 bf16 holds nothing: 50 chunks at
 // 1024), else 256 threads that loop over their chunks (softmax over 50257).
 // CHECK-LABEL: func.func @long_rows
-//       CHECK:   liger.kernel_config = {threads = 512 : i64, vector_width = 1 : i64}
-//       CHECK:   liger.kernel_config = {threads = 1024 : i64, vector_width = 1 : i64}
-//       CHECK:   liger.kernel_config = {threads = 256 : i64, vector_width = 1 : i64}
+//       CHECK:   liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 1>
+//       CHECK:   liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 1024, vector_width = 1>
+//       CHECK:   liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 1>
 func.func @long_rows(%a: tensor<?x32001xf32>, %b: tensor<?x50257xbf16>) -> (tensor<?x32001xf32>, tensor<?x50257xbf16>, tensor<?x50257xbf16>) {
   %x = liger.fusion rowwise(%a) : (tensor<?x32001xf32>) -> tensor<?x32001xf32> {
   ^bb0(%v: tensor<?x32001xf32>):
@@ -94,8 +94,8 @@ func.func @long_rows(%a: tensor<?x32001xf32>, %b: tensor<?x50257xbf16>) -> (tens
 // boundary, so GPT-2's vocabulary keeps 16-byte chunks there, where the
 // row program over the same row takes one element.
 // CHECK-LABEL: func.func @gpt2_vocabulary
-//       CHECK:   liger.kernel_config = {ctas_per_sm = 1 : i64, threads = 1024 : i64, vector_width = 8 : i64}
-//       CHECK:   liger.kernel_config = {threads = 256 : i64, vector_width = 1 : i64}
+//       CHECK:   liger.kernel_config = #liger.kernel_config<kernel_template = cross_entropy, threads = 1024, vector_width = 8, ctas_per_sm = 1>
+//       CHECK:   liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 1>
 func.func @gpt2_vocabulary(%x: tensor<?x50257xbf16>, %t: tensor<?xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<?x50257xbf16>, tensor<?x50257xbf16>) {
   %r:2 = liger.fusion rowwise(%x, %t, %g) : (tensor<?x50257xbf16>, tensor<?xi64>, tensor<f32>) -> (tensor<f32>, tensor<?x50257xbf16>) {
   ^bb0(%a: tensor<?x50257xbf16>, %b: tensor<?xi64>, %c: tensor<f32>):
@@ -117,12 +117,12 @@ func.func @gpt2_vocabulary(%x: tensor<?x50257xbf16>, %t: tensor<?xi64>, %g: tens
 // configuration: f32 takes 32-element (128-byte) K slices, a 64-column tile
 // (64 does not divide by 128).
 // CHECK-LABEL: func.func @pinned_and_matmul
-//       CHECK:   liger.kernel_config = {threads = 64 : i64, vector_width = 4 : i64}
-//       CHECK:   liger.fusion matmul{{.*}}liger.kernel_config = {mma = "wgmma", stages = 5 : i64, threads = 384 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 64 : i64}
+//       CHECK:   liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 64, vector_width = 4>
+//       CHECK:   liger.fusion matmul{{.*}}liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 64, tile_k = 32, stages = 5>
 // GPU-LABEL: gpu.func @pinned_and_matmul_rowwise_0
 //  GPU-SAME:   known_block_size = array<i32: 64, 1, 1>
 func.func @pinned_and_matmul(%x: tensor<?x64xf32>, %w: tensor<64x64xf32>) -> (tensor<?x64xf32>, tensor<?x64xf32>) {
-  %y = liger.fusion rowwise(%x) attributes {liger.kernel_config = {threads = 64 : i64, vector_width = 4 : i64}} : (tensor<?x64xf32>) -> tensor<?x64xf32> {
+  %y = liger.fusion rowwise(%x) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 64, vector_width = 4>} : (tensor<?x64xf32>) -> tensor<?x64xf32> {
   ^bb0(%a: tensor<?x64xf32>):
     %s = liger.silu %a : tensor<?x64xf32>
     liger.yield %s : tensor<?x64xf32>
@@ -142,13 +142,13 @@ func.func @pinned_and_matmul(%x: tensor<?x64xf32>, %w: tensor<64x64xf32>) -> (te
 // 16 static rows (decode) take a 64-row tile, one consumer warpgroup and 5
 // stages. On sm_80: mma.sync with 32-element K slices.
 // CHECK-LABEL: func.func @llama_projections
-//       CHECK:   liger.fusion matmul{{.*}}{mma = "wgmma", stages = 4 : i64, threads = 384 : i64, tile_k = 64 : i64, tile_m = 128 : i64, tile_n = 256 : i64}
-//       CHECK:   liger.fusion matmul{{.*}}{mma = "wgmma", stages = 4 : i64, threads = 384 : i64, tile_k = 64 : i64, tile_m = 128 : i64, tile_n = 128 : i64}
-//       CHECK:   liger.fusion matmul{{.*}}{mma = "wgmma", stages = 5 : i64, threads = 256 : i64, tile_k = 64 : i64, tile_m = 64 : i64, tile_n = 256 : i64}
+//       CHECK:   liger.fusion matmul{{.*}}#liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 256, tile_k = 64, stages = 4>
+//       CHECK:   liger.fusion matmul{{.*}}#liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 128, tile_k = 64, stages = 4>
+//       CHECK:   liger.fusion matmul{{.*}}#liger.kernel_config<kernel_template = matmul_wgmma, threads = 256, tile_m = 64, tile_n = 256, tile_k = 64, stages = 5>
 // SM80-LABEL: func.func @llama_projections
-//       SM80:   {mma = "mma_sync", stages = 5 : i64, threads = 256 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 128 : i64}
-//       SM80:   {mma = "mma_sync", stages = 5 : i64, threads = 256 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 64 : i64}
-//       SM80:   {mma = "mma_sync", stages = 5 : i64, threads = 128 : i64, tile_k = 32 : i64, tile_m = 64 : i64, tile_n = 128 : i64}
+//       SM80:   #liger.kernel_config<kernel_template = matmul_mma_sync, threads = 256, tile_m = 128, tile_n = 128, tile_k = 32, stages = 5>
+//       SM80:   #liger.kernel_config<kernel_template = matmul_mma_sync, threads = 256, tile_m = 128, tile_n = 64, tile_k = 32, stages = 5>
+//       SM80:   #liger.kernel_config<kernel_template = matmul_mma_sync, threads = 128, tile_m = 64, tile_n = 128, tile_k = 32, stages = 5>
 func.func @llama_projections(%x: tensor<?x4096xbf16>, %wq: tensor<4096x4096xbf16>, %wg: tensor<14336x4096xbf16>, %wu: tensor<14336x4096xbf16>, %t: tensor<16x4096xbf16>) -> (tensor<?x4096xbf16>, tensor<?x14336xbf16>, tensor<16x4096xbf16>) {
   %q = liger.fusion matmul(%x, %wq) : (tensor<?x4096xbf16>, tensor<4096x4096xbf16>) -> tensor<?x4096xbf16> {
   ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<4096x4096xbf16>):
@@ -175,11 +175,11 @@ func.func @llama_projections(%x: tensor<?x4096xbf16>, %wq: tensor<4096x4096xbf16
 // Gradient products: dx's B operand (W, read N-major) in 64-column boxes
 // (N = 1000 takes 128-wide tiles); dW's rows are dy's 4096 features.
 // CHECK-LABEL: func.func @gradients
-//       CHECK:   liger.fusion matmul{{.*}}{mma = "wgmma", stages = 5 : i64, threads = 384 : i64, tile_k = 64 : i64, tile_m = 128 : i64, tile_n = 128 : i64}
-//       CHECK:   liger.fusion matmul{{.*}}{mma = "wgmma", stages = 4 : i64, threads = 384 : i64, tile_k = 64 : i64, tile_m = 128 : i64, tile_n = 256 : i64}
+//       CHECK:   liger.fusion matmul{{.*}}#liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 128, tile_k = 64, stages = 5>
+//       CHECK:   liger.fusion matmul{{.*}}#liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 256, tile_k = 64, stages = 4>
 // SM80-LABEL: func.func @gradients
-//       SM80:   liger.fusion matmul{{.*}}{mma = "mma_sync", stages = 5 : i64, threads = 256 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 64 : i64}
-//       SM80:   liger.fusion matmul{{.*}}{mma = "mma_sync", stages = 5 : i64, threads = 256 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 128 : i64}
+//       SM80:   liger.fusion matmul{{.*}}#liger.kernel_config<kernel_template = matmul_mma_sync, threads = 256, tile_m = 128, tile_n = 64, tile_k = 32, stages = 5>
+//       SM80:   liger.fusion matmul{{.*}}#liger.kernel_config<kernel_template = matmul_mma_sync, threads = 256, tile_m = 128, tile_n = 128, tile_k = 32, stages = 5>
 func.func @gradients(%dy: tensor<?x4096xbf16>, %w: tensor<4096x1000xbf16>, %x: tensor<?x1024xbf16>) -> (tensor<?x1000xbf16>, tensor<4096x1024xbf16>) {
   %dx = liger.fusion matmul(%dy, %w) : (tensor<?x4096xbf16>, tensor<4096x1000xbf16>) -> tensor<?x1000xbf16> {
   ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<4096x1000xbf16>):
@@ -199,9 +199,9 @@ func.func @gradients(%dy: tensor<?x4096xbf16>, %w: tensor<4096x1000xbf16>, %x: t
 // q/k + RoPE: the widest column tile of whole heads dividing both
 // projections (head_dim 16, widths 64 and 32: 32).
 // CHECK-LABEL: func.func @qk_rope
-//       CHECK:   liger.fusion matmul{{.*}}mma = "wgmma"{{.*}}tile_n = 32 : i64}
+//       CHECK:   liger.fusion matmul{{.*}}kernel_template = matmul_wgmma{{.*}}tile_n = 32,
 // SM80-LABEL: func.func @qk_rope
-//       SM80:   liger.fusion matmul{{.*}}mma = "mma_sync"{{.*}}tile_n = 32 : i64}
+//       SM80:   liger.fusion matmul{{.*}}kernel_template = matmul_mma_sync{{.*}}tile_n = 32,
 func.func @qk_rope(%x: tensor<?x?x64xbf16>, %wq: tensor<64x64xbf16>, %wk: tensor<32x64xbf16>,
                    %cos: tensor<1x?x16xbf16>, %sin: tensor<1x?x16xbf16>)
     -> (tensor<?x4x?x16xbf16>, tensor<?x2x?x16xbf16>) {
@@ -231,7 +231,7 @@ func.func @qk_rope(%x: tensor<?x?x64xbf16>, %wq: tensor<64x64xbf16>, %wk: tensor
 // (128256 bf16, 250 KiB): 1024 threads, one CTA per SM, so that the rows in
 // flight stay in L2 for the gradient pass.
 // CHECK-LABEL: func.func @ce_fused_long
-//       CHECK:   liger.kernel_config = {ctas_per_sm = 1 : i64, threads = 1024 : i64, vector_width = 8 : i64}
+//       CHECK:   liger.kernel_config = #liger.kernel_config<kernel_template = cross_entropy, threads = 1024, vector_width = 8, ctas_per_sm = 1>
 // GPU-LABEL: gpu.func @ce_fused_long_rowwise_0
 //  GPU-SAME:   known_block_size = array<i32: 1024, 1, 1>
 func.func @ce_fused_long(%x: tensor<?x128256xbf16>, %t: tensor<?xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<?x128256xbf16>) {
@@ -250,9 +250,9 @@ func.func @ce_fused_long(%x: tensor<?x128256xbf16>, %t: tensor<?xi64>, %g: tenso
 // row); the fused pair over rows under 64 KiB (32000 bf16); the fused pair
 // with reduction = none (no per-CTA partials, a row per CTA).
 // CHECK-LABEL: func.func @ce_near_misses
-//       CHECK:   liger.kernel_config = {threads = 256 : i64, vector_width = 8 : i64}
-//       CHECK:   liger.kernel_config = {threads = 256 : i64, vector_width = 8 : i64}
-//       CHECK:   liger.kernel_config = {threads = 256 : i64, vector_width = 8 : i64}
+//       CHECK:   liger.kernel_config = #liger.kernel_config<kernel_template = cross_entropy, threads = 256, vector_width = 8>
+//       CHECK:   liger.kernel_config = #liger.kernel_config<kernel_template = cross_entropy, threads = 256, vector_width = 8>
+//       CHECK:   liger.kernel_config = #liger.kernel_config<kernel_template = cross_entropy, threads = 256, vector_width = 8>
 func.func @ce_near_misses(%x: tensor<?x128256xbf16>, %y: tensor<?x32000xbf16>, %t: tensor<?xi64>, %g: tensor<f32>, %gn: tensor<?xf32>) -> (tensor<f32>, tensor<f32>, tensor<?x32000xbf16>, tensor<?xf32>, tensor<?x128256xbf16>) {
   %l = liger.fusion rowwise(%x, %t) : (tensor<?x128256xbf16>, tensor<?xi64>) -> tensor<f32> {
   ^bb0(%a: tensor<?x128256xbf16>, %b: tensor<?xi64>):

@@ -25,7 +25,7 @@
 // after the chunks. A peeled kernel may take 128 registers a thread (at
 // least 512 / 32 CTAs an SM).
 // GPU-LABEL: gpu.func @ce_7_bf16_rowwise_0(
-//  GPU-SAME:     vector_width = 8 : i64
+//  GPU-SAME:     vector_width = 8
 //  GPU-SAME:     nvvm.minctasm = 16 : i32
 //       GPU:     scf.for %[[ROW:.+]] = %{{.+}} to %{{.+}} step %{{.+}} iter_args
 //       GPU:       %[[MIS:.+]] = arith.remui %{{.+}}, %c8
@@ -46,12 +46,12 @@
 // cp.async of 16-byte chunks at their offset from the row's head.
 // GPU-LABEL: gpu.func @ce_fused_32001_f32_rowwise_0(
 //  GPU-SAME:     known_block_size = array<i32: 1024, 1, 1>
-//  GPU-SAME:     ctas_per_sm = 1 : i64
+//  GPU-SAME:     ctas_per_sm = 1
 //       GPU:     nvgpu.device_async_copy %arg0[%{{.+}}, %{{.+}}], %{{.+}}[%{{.+}}], 4 {bypassL1} : memref<?x32001xf32>
 // GPU-LABEL: gpu.func @ce_fused_50257_bf16_rowwise_0(
 //  GPU-SAME:     known_block_size = array<i32: 1024, 1, 1>
-//  GPU-SAME:     ctas_per_sm = 1 : i64
-//  GPU-SAME:     vector_width = 8 : i64
+//  GPU-SAME:     vector_width = 8
+//  GPU-SAME:     ctas_per_sm = 1
 //  GPU-SAME:     nvvm.minctasm = 1 : i32
 //       GPU:     nvgpu.device_async_copy %arg0[%{{.+}}, %{{.+}}], %{{.+}}[%{{.+}}], 8 {bypassL1} : memref<?x50257xbf16>
 //       GPU:     nvvm.cp.async.commit.group

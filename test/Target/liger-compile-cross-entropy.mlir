@@ -224,7 +224,7 @@ func.func @ce_fused(%x: tensor<?x1000xbf16>, %t: tensor<?xi64>, %g: tensor<f32>)
 }
 
 func.func @ce_fused_pinned(%x: tensor<?x1000xbf16>, %t: tensor<?xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<?x1000xbf16>) {
-  %r:2 = liger.fusion rowwise(%x, %t, %g) attributes {liger.kernel_config = {threads = 1024 : i64, vector_width = 8 : i64, ctas_per_sm = 1 : i64}} : (tensor<?x1000xbf16>, tensor<?xi64>, tensor<f32>) -> (tensor<f32>, tensor<?x1000xbf16>) {
+  %r:2 = liger.fusion rowwise(%x, %t, %g) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = cross_entropy, threads = 1024, vector_width = 8, ctas_per_sm = 1>} : (tensor<?x1000xbf16>, tensor<?xi64>, tensor<f32>) -> (tensor<f32>, tensor<?x1000xbf16>) {
   ^bb0(%a: tensor<?x1000xbf16>, %b: tensor<?xi64>, %c: tensor<f32>):
     %l = liger.cross_entropy %a, %b : tensor<?x1000xbf16>, tensor<?xi64>
     %d = liger.cross_entropy_grad %a, %b, %c : tensor<?x1000xbf16>, tensor<?xi64>, tensor<f32>
@@ -240,7 +240,7 @@ func.func @ce_fused_large(%x: tensor<?x128256xbf16>, %t: tensor<?xi64>, %g: tens
 }
 
 func.func @ce_fused_large_reread(%x: tensor<?x128256xbf16>, %t: tensor<?xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<?x128256xbf16>) {
-  %r:2 = liger.fusion rowwise(%x, %t, %g) attributes {liger.kernel_config = {threads = 1024 : i64, vector_width = 8 : i64, ctas_per_sm = 1 : i64, reuse_loads = false}} : (tensor<?x128256xbf16>, tensor<?xi64>, tensor<f32>) -> (tensor<f32>, tensor<?x128256xbf16>) {
+  %r:2 = liger.fusion rowwise(%x, %t, %g) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = cross_entropy, threads = 1024, vector_width = 8, reuse_loads = false, ctas_per_sm = 1>} : (tensor<?x128256xbf16>, tensor<?xi64>, tensor<f32>) -> (tensor<f32>, tensor<?x128256xbf16>) {
   ^bb0(%a: tensor<?x128256xbf16>, %b: tensor<?xi64>, %c: tensor<f32>):
     %l = liger.cross_entropy %a, %b : tensor<?x128256xbf16>, tensor<?xi64>
     %d = liger.cross_entropy_grad %a, %b, %c : tensor<?x128256xbf16>, tensor<?xi64>, tensor<f32>

@@ -20,7 +20,7 @@
 // thread 0.
 // GPU-LABEL: gpu.func @kl_1_f32_rowwise_0(
 //  GPU-SAME:     known_block_size = array<i32: 32, 1, 1>
-//  GPU-SAME:     vector_width = 1 : i64
+//  GPU-SAME:     vector_width = 1
 //       GPU:     math.log
 //       GPU:     gpu.shuffle  xor
 //       GPU:     memref.store %{{.+}}, %arg2[%block_id_x] : memref<?xf32>
@@ -36,11 +36,11 @@
 // GPT-2's vocabulary is odd: one-element chunks at 1024 threads.
 // GPU-LABEL: gpu.func @jsd_50257_bf16_grad_rowwise_0(
 //  GPU-SAME:     known_block_size = array<i32: 1024, 1, 1>
-//  GPU-SAME:     vector_width = 1 : i64
+//  GPU-SAME:     vector_width = 1
 //       GPU:     vector.load %arg0[%block_id_x, %{{.+}}] {alignment = 2 : i64} : memref<?x50257xbf16>, vector<1xbf16>
 // Llama-3's keeps 16-byte chunks.
 // GPU-LABEL: gpu.func @kl_128256_bf16_grad_rowwise_0(
-//  GPU-SAME:     vector_width = 8 : i64
+//  GPU-SAME:     vector_width = 8
 //       GPU:     vector.load %arg0[%block_id_x, %{{.+}}] {alignment = 16 : i64} : memref<?x128256xbf16>, vector<8xbf16>
 //       GPU:     math.exp %{{.+}} : vector<8xf32>
 //       GPU:     vector.store %{{.+}}, %arg2[%block_id_x, %{{.+}}] {alignment = 16 : i64} : memref<?x128256xbf16>, vector<8xbf16>

@@ -101,7 +101,7 @@
 // then already in place for the finishing kernel.
 // GPU-LABEL: gpu.func @rms_norm_grad_262147_rowwise_0(
 //  GPU-SAME:     %[[WS:[^:]+]]: memref<?x262147xf32>) kernel
-//  GPU-SAME:     ctas_per_sm = 4 : i64
+//  GPU-SAME:     ctas_per_sm = 4
 //       GPU:     scf.for
 //       GPU:       vector.store %{{.+}}, %[[WS]]
 //       GPU:     scf.for %[[ROW:.+]] = %{{.+}} to %{{.+}} step %{{.+}} {

@@ -11,7 +11,7 @@
 // each rotation are two loads of it.
 // CHECK-LABEL: gpu.func @qk_rope_one_table_matmul_0
 //  CHECK-SAME:   (%{{[^:]+}}: memref<?x64xbf16>, %{{[^:]+}}: memref<64x64xbf16>, %{{[^:]+}}: memref<32x64xbf16>, %[[T:[^:]+]]: memref<1x?x16xbf16>, %{{[^:]+}}: memref<?x4x?x16xbf16>, %{{[^:]+}}: memref<?x2x?x16xbf16>, %{{[^:]+}}: !llvm.ptr, %{{[^:]+}}: !llvm.ptr, %{{[^:]+}}: !llvm.ptr)
-//  CHECK-SAME:   {dtype = bf16, heads = 1 : i64, kind = "tables", length = 16 : i64, name = "input3", role = "input"}, {dtype = bf16, heads = 4 : i64, kind = "heads", length = 16 : i64, name = "output0", role = "output"}
+//  CHECK-SAME:   #liger.kernel_param<name = "input3", role = input, kind = tables, dtype = bf16, length = 16, outer = 1>, #liger.kernel_param<name = "output0", role = output, kind = heads, dtype = bf16, length = 16, outer = 4>
 //       CHECK:   %[[SIN:.+]] = vector.load %[[T]][%[[B:[0-9a-z_]+]], %[[P:[0-9a-z_]+]], %[[D:[0-9a-z_]+]]] {{.*}} : memref<1x?x16xbf16>, vector<2xbf16>
 //  CHECK-NEXT:   arith.extf %[[SIN]]
 //  CHECK-NEXT:   vector.load %[[T]][%[[B]], %[[P]], %[[D]]] {{.*}} : memref<1x?x16xbf16>, vector<2xbf16>

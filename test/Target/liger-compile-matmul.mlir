@@ -1,5 +1,5 @@
 // The experimental mma.sync matmul template (liger-compile --matmul-kernels):
-// one liger.linear group pinned to mma = "mma_sync" becomes one kernel with
+// one liger.linear group pinned to the matmul_mma_sync template becomes one kernel with
 // cp.async staging, ldmatrix, bf16 m16n8k16 MMAs and a tiled grid; ptxas
 // accepts it for sm_90a and sm_80 without spills. Without the flag, the
 // group is left for later, as before.
@@ -94,7 +94,7 @@
 // GPU: liger.fusion matmul{{.*}}liger.kernel = @liger_kernels::@proj_matmul_0
 // GPU: gpu.func @proj_matmul_0(%{{.+}}: memref<?x4096xbf16>, %{{.+}}: memref<1024x4096xbf16>, %{{.+}}: memref<?x1024xbf16>) kernel
 // GPU-SAME: known_block_size = array<i32: 256, 1, 1>
-// GPU-SAME: grid = ["8", "rows/128", "1"]
+// GPU-SAME: grid = [8, "rows/128", 1]
 // GPU: scf.for {{.*}} iter_args({{.*}}) -> (f32,
 // GPU: nvvm.cp.async.wait.group 1
 // GPU: gpu.barrier
@@ -129,7 +129,7 @@
 // GPU: math.exp
 
 func.func @proj(%x: tensor<?x4096xbf16>, %w: tensor<1024x4096xbf16>) -> tensor<?x1024xbf16> {
-  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = {mma = "mma_sync", stages = 3 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 128 : i64}} : (tensor<?x4096xbf16>, tensor<1024x4096xbf16>) -> tensor<?x1024xbf16> {
+  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_mma_sync, tile_m = 128, tile_n = 128, tile_k = 32, stages = 3>} : (tensor<?x4096xbf16>, tensor<1024x4096xbf16>) -> tensor<?x1024xbf16> {
   ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<1024x4096xbf16>):
     %l = liger.linear %a, %b : tensor<?x4096xbf16>, tensor<1024x4096xbf16>
     liger.yield %l : tensor<?x1024xbf16>
@@ -139,7 +139,7 @@ func.func @proj(%x: tensor<?x4096xbf16>, %w: tensor<1024x4096xbf16>) -> tensor<?
 
 // f16 operands go to the MMA as f16 pairs; a 64-row tile runs 4 warps.
 func.func @half(%x: tensor<?x256xf16>, %w: tensor<128x256xf16>) -> tensor<?x128xf16> {
-  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = {mma = "mma_sync", stages = 2 : i64, tile_k = 32 : i64, tile_m = 64 : i64, tile_n = 64 : i64}} : (tensor<?x256xf16>, tensor<128x256xf16>) -> tensor<?x128xf16> {
+  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_mma_sync, tile_m = 64, tile_n = 64, tile_k = 32, stages = 2>} : (tensor<?x256xf16>, tensor<128x256xf16>) -> tensor<?x128xf16> {
   ^bb0(%a: tensor<?x256xf16>, %b: tensor<128x256xf16>):
     %l = liger.linear %a, %b : tensor<?x256xf16>, tensor<128x256xf16>
     liger.yield %l : tensor<?x128xf16>
@@ -149,7 +149,7 @@ func.func @half(%x: tensor<?x256xf16>, %w: tensor<128x256xf16>) -> tensor<?x128x
 
 // A projection with a residual add and an activation after it.
 func.func @down_residual(%x: tensor<?x512xbf16>, %w: tensor<256x512xbf16>, %r: tensor<?x256xbf16>) -> tensor<?x256xbf16> {
-  %y = liger.fusion matmul(%x, %w, %r) attributes {liger.kernel_config = {mma = "mma_sync", stages = 3 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 64 : i64}} : (tensor<?x512xbf16>, tensor<256x512xbf16>, tensor<?x256xbf16>) -> tensor<?x256xbf16> {
+  %y = liger.fusion matmul(%x, %w, %r) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_mma_sync, tile_m = 128, tile_n = 64, tile_k = 32, stages = 3>} : (tensor<?x512xbf16>, tensor<256x512xbf16>, tensor<?x256xbf16>) -> tensor<?x256xbf16> {
   ^bb0(%a: tensor<?x512xbf16>, %b: tensor<256x512xbf16>, %c: tensor<?x256xbf16>):
     %l = liger.linear %a, %b : tensor<?x512xbf16>, tensor<256x512xbf16>
     %s = liger.add %l, %c : tensor<?x256xbf16>
@@ -161,7 +161,7 @@ func.func @down_residual(%x: tensor<?x512xbf16>, %w: tensor<256x512xbf16>, %r: t
 
 // Llama's gate/up projections with SwiGLU, as liger-fuse-gated-mlp groups them.
 func.func @gated(%x: tensor<?x512xbf16>, %g: tensor<1024x512xbf16>, %u: tensor<1024x512xbf16>) -> tensor<?x1024xbf16> {
-  %y = liger.fusion matmul(%x, %g, %u) attributes {liger.kernel_config = {mma = "mma_sync", stages = 3 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 64 : i64}} : (tensor<?x512xbf16>, tensor<1024x512xbf16>, tensor<1024x512xbf16>) -> tensor<?x1024xbf16> {
+  %y = liger.fusion matmul(%x, %g, %u) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_mma_sync, tile_m = 128, tile_n = 64, tile_k = 32, stages = 3>} : (tensor<?x512xbf16>, tensor<1024x512xbf16>, tensor<1024x512xbf16>) -> tensor<?x1024xbf16> {
   ^bb0(%a: tensor<?x512xbf16>, %b: tensor<1024x512xbf16>, %c: tensor<1024x512xbf16>):
     %lg = liger.linear %a, %b : tensor<?x512xbf16>, tensor<1024x512xbf16>
     %lu = liger.linear %a, %c : tensor<?x512xbf16>, tensor<1024x512xbf16>
@@ -173,7 +173,7 @@ func.func @gated(%x: tensor<?x512xbf16>, %g: tensor<1024x512xbf16>, %u: tensor<1
 
 // RMSNorm folded into the projection.
 func.func @normed(%x: tensor<?x512xbf16>, %g: tensor<512xbf16>, %w: tensor<256x512xbf16>) -> tensor<?x256xbf16> {
-  %y = liger.fusion matmul(%x, %g, %w) attributes {liger.kernel_config = {mma = "mma_sync", stages = 3 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 64 : i64}} : (tensor<?x512xbf16>, tensor<512xbf16>, tensor<256x512xbf16>) -> tensor<?x256xbf16> {
+  %y = liger.fusion matmul(%x, %g, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_mma_sync, tile_m = 128, tile_n = 64, tile_k = 32, stages = 3>} : (tensor<?x512xbf16>, tensor<512xbf16>, tensor<256x512xbf16>) -> tensor<?x256xbf16> {
   ^bb0(%a: tensor<?x512xbf16>, %b: tensor<512xbf16>, %c: tensor<256x512xbf16>):
     %n = liger.rms_norm %a, %b eps = 1.0e-5 : tensor<?x512xbf16>, tensor<512xbf16>
     %l = liger.linear %n, %c : tensor<?x512xbf16>, tensor<256x512xbf16>
@@ -184,7 +184,7 @@ func.func @normed(%x: tensor<?x512xbf16>, %g: tensor<512xbf16>, %w: tensor<256x5
 
 // A LoRA projection on mma.sync.
 func.func @lora(%x: tensor<?x512xbf16>, %w: tensor<256x512xbf16>, %a: tensor<16x512xbf16>, %b: tensor<256x16xbf16>) -> tensor<?x256xbf16> {
-  %y = liger.fusion matmul(%x, %w, %a, %b) attributes {liger.kernel_config = {mma = "mma_sync", stages = 3 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 64 : i64}} : (tensor<?x512xbf16>, tensor<256x512xbf16>, tensor<16x512xbf16>, tensor<256x16xbf16>) -> tensor<?x256xbf16> {
+  %y = liger.fusion matmul(%x, %w, %a, %b) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_mma_sync, tile_m = 128, tile_n = 64, tile_k = 32, stages = 3>} : (tensor<?x512xbf16>, tensor<256x512xbf16>, tensor<16x512xbf16>, tensor<256x16xbf16>) -> tensor<?x256xbf16> {
   ^bb0(%i: tensor<?x512xbf16>, %j: tensor<256x512xbf16>, %k: tensor<16x512xbf16>, %l: tensor<256x16xbf16>):
     %p = liger.lora_linear %i, %j, %k, %l scale = 2.0 : tensor<?x512xbf16>, tensor<256x512xbf16>, tensor<16x512xbf16>, tensor<256x16xbf16>
     liger.yield %p : tensor<?x256xbf16>

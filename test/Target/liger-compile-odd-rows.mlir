@@ -16,7 +16,7 @@
 // and up masked (they load zeros and store nothing).
 // GPU-LABEL: gpu.func @rms_norm_7_rowwise_0(
 //  GPU-SAME:     known_block_size = array<i32: 32, 1, 1>
-//  GPU-SAME:     vector_width = 1 : i64
+//  GPU-SAME:     vector_width = 1
 //       GPU:     %[[IN:.+]] = arith.cmpi ult, %{{.+}}, %c7
 //  GPU-NEXT:     scf.if %[[IN]] -> (vector<1xf32>)
 //  GPU-NEXT:       vector.load %{{.+}} {alignment = 4 : i64} : memref<?x7xf32>, vector<1xf32>
@@ -32,7 +32,7 @@
 //       GPU:     vector.store {{.*}} : memref<?x1001xbf16>, vector<1xbf16>
 // A row of 1002 f16 takes 2-element (4-byte) chunks, the widest dividing it.
 // GPU-LABEL: gpu.func @softmax_1002_rowwise_0(
-//  GPU-SAME:     vector_width = 2 : i64
+//  GPU-SAME:     vector_width = 2
 //       GPU:     vector.load {{.*}} {alignment = 4 : i64} : memref<?x1002xf16>, vector<2xf16>
 
 // RoPE over head dimensions whose half no wider vector divides (10: halves
@@ -40,11 +40,11 @@
 // rotate-half partner.
 // GPU-LABEL: gpu.func @rope_d10_rowwise_0(
 //  GPU-SAME:     known_block_size = array<i32: 32, 1, 1>
-//  GPU-SAME:     vector_width = 1 : i64
+//  GPU-SAME:     vector_width = 1
 //       GPU:     vector.load %{{.+}} {alignment = 2 : i64} : memref<?x3x?x10xbf16>, vector<1xbf16>
 //       GPU:     vector.store %{{.+}} {alignment = 2 : i64} : memref<?x3x?x10xbf16>, vector<1xbf16>
 // GPU-LABEL: gpu.func @rope_grad_d6_rowwise_0(
-//  GPU-SAME:     vector_width = 1 : i64
+//  GPU-SAME:     vector_width = 1
 //       GPU:     vector.load %{{.+}} {alignment = 4 : i64} : memref<?x2x?x6xf32>, vector<1xf32>
 
 // PTX-LABEL: .entry rms_norm_7_rowwise_0(

@@ -23,301 +23,301 @@
 
 // GPU-LABEL: gpu.func @rms_norm_7_bf16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 32, 1, 1>
-//  GPU-SAME:   vector_width = 1 : i64
+//  GPU-SAME:   vector_width = 1
 //   GPU-NOT:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c7
 //   GPU-NOT:   scf.for
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @softmax_7_bf16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 32, 1, 1>
-//  GPU-SAME:   vector_width = 1 : i64
+//  GPU-SAME:   vector_width = 1
 //   GPU-NOT:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c7
 //   GPU-NOT:   scf.for
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @swiglu_7_bf16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 32, 1, 1>
-//  GPU-SAME:   vector_width = 1 : i64
+//  GPU-SAME:   vector_width = 1
 //   GPU-NOT:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c7
 //   GPU-NOT:   scf.for
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @rms_norm_7_f16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 32, 1, 1>
-//  GPU-SAME:   vector_width = 1 : i64
+//  GPU-SAME:   vector_width = 1
 //   GPU-NOT:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c7
 //   GPU-NOT:   scf.for
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @softmax_7_f16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 32, 1, 1>
-//  GPU-SAME:   vector_width = 1 : i64
+//  GPU-SAME:   vector_width = 1
 //   GPU-NOT:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c7
 //   GPU-NOT:   scf.for
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @swiglu_7_f16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 32, 1, 1>
-//  GPU-SAME:   vector_width = 1 : i64
+//  GPU-SAME:   vector_width = 1
 //   GPU-NOT:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c7
 //   GPU-NOT:   scf.for
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @rms_norm_7_f32_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 32, 1, 1>
-//  GPU-SAME:   vector_width = 1 : i64
+//  GPU-SAME:   vector_width = 1
 //   GPU-NOT:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c7
 //   GPU-NOT:   scf.for
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @softmax_7_f32_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 32, 1, 1>
-//  GPU-SAME:   vector_width = 1 : i64
+//  GPU-SAME:   vector_width = 1
 //   GPU-NOT:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c7
 //   GPU-NOT:   scf.for
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @swiglu_7_f32_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 32, 1, 1>
-//  GPU-SAME:   vector_width = 1 : i64
+//  GPU-SAME:   vector_width = 1
 //   GPU-NOT:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c7
 //   GPU-NOT:   scf.for
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @rms_norm_1000_bf16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 128, 1, 1>
-//  GPU-SAME:   vector_width = 8 : i64
+//  GPU-SAME:   vector_width = 8
 //   GPU-NOT:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c1000
 //   GPU-NOT:   scf.for
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @softmax_1000_bf16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 128, 1, 1>
-//  GPU-SAME:   vector_width = 8 : i64
+//  GPU-SAME:   vector_width = 8
 //   GPU-NOT:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c1000
 //   GPU-NOT:   scf.for
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @swiglu_1000_bf16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 128, 1, 1>
-//  GPU-SAME:   vector_width = 8 : i64
+//  GPU-SAME:   vector_width = 8
 //   GPU-NOT:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c1000
 //   GPU-NOT:   scf.for
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @rms_norm_1000_f16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 128, 1, 1>
-//  GPU-SAME:   vector_width = 8 : i64
+//  GPU-SAME:   vector_width = 8
 //   GPU-NOT:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c1000
 //   GPU-NOT:   scf.for
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @softmax_1000_f16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 128, 1, 1>
-//  GPU-SAME:   vector_width = 8 : i64
+//  GPU-SAME:   vector_width = 8
 //   GPU-NOT:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c1000
 //   GPU-NOT:   scf.for
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @swiglu_1000_f16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 128, 1, 1>
-//  GPU-SAME:   vector_width = 8 : i64
+//  GPU-SAME:   vector_width = 8
 //   GPU-NOT:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c1000
 //   GPU-NOT:   scf.for
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @rms_norm_1000_f32_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
-//  GPU-SAME:   vector_width = 4 : i64
+//  GPU-SAME:   vector_width = 4
 //   GPU-NOT:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c1000
 //   GPU-NOT:   scf.for
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @softmax_1000_f32_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
-//  GPU-SAME:   vector_width = 4 : i64
+//  GPU-SAME:   vector_width = 4
 //   GPU-NOT:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c1000
 //   GPU-NOT:   scf.for
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @swiglu_1000_f32_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
-//  GPU-SAME:   vector_width = 4 : i64
+//  GPU-SAME:   vector_width = 4
 //   GPU-NOT:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c1000
 //   GPU-NOT:   scf.for
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @rms_norm_32001_bf16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
-//  GPU-SAME:   vector_width = 1 : i64
+//  GPU-SAME:   vector_width = 1
 //   GPU-NOT:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c32001
 //   GPU-NOT:   scf.for
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @softmax_32001_bf16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
-//  GPU-SAME:   vector_width = 1 : i64
+//  GPU-SAME:   vector_width = 1
 //   GPU-NOT:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c32001
 //   GPU-NOT:   scf.for
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @swiglu_32001_bf16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
-//  GPU-SAME:   vector_width = 1 : i64
+//  GPU-SAME:   vector_width = 1
 //   GPU-NOT:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c32001
 //   GPU-NOT:   scf.for
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @rms_norm_32001_f16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
-//  GPU-SAME:   vector_width = 1 : i64
+//  GPU-SAME:   vector_width = 1
 //   GPU-NOT:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c32001
 //   GPU-NOT:   scf.for
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @softmax_32001_f16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
-//  GPU-SAME:   vector_width = 1 : i64
+//  GPU-SAME:   vector_width = 1
 //   GPU-NOT:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c32001
 //   GPU-NOT:   scf.for
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @swiglu_32001_f16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
-//  GPU-SAME:   vector_width = 1 : i64
+//  GPU-SAME:   vector_width = 1
 //   GPU-NOT:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c32001
 //   GPU-NOT:   scf.for
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @rms_norm_32001_f32_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
-//  GPU-SAME:   vector_width = 1 : i64
+//  GPU-SAME:   vector_width = 1
 //   GPU-NOT:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c32001
 //   GPU-NOT:   scf.for
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @softmax_32001_f32_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
-//  GPU-SAME:   vector_width = 1 : i64
+//  GPU-SAME:   vector_width = 1
 //   GPU-NOT:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c32001
 //   GPU-NOT:   scf.for
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @swiglu_32001_f32_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
-//  GPU-SAME:   vector_width = 1 : i64
+//  GPU-SAME:   vector_width = 1
 //   GPU-NOT:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c32001
 //   GPU-NOT:   scf.for
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @rms_norm_50257_bf16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
-//  GPU-SAME:   vector_width = 1 : i64
+//  GPU-SAME:   vector_width = 1
 //       GPU:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c50257
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @softmax_50257_bf16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
-//  GPU-SAME:   vector_width = 1 : i64
+//  GPU-SAME:   vector_width = 1
 //       GPU:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c50257
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @swiglu_50257_bf16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 1024, 1, 1>
-//  GPU-SAME:   vector_width = 1 : i64
+//  GPU-SAME:   vector_width = 1
 //   GPU-NOT:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c50257
 //   GPU-NOT:   scf.for
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @rms_norm_50257_f16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
-//  GPU-SAME:   vector_width = 1 : i64
+//  GPU-SAME:   vector_width = 1
 //       GPU:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c50257
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @softmax_50257_f16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
-//  GPU-SAME:   vector_width = 1 : i64
+//  GPU-SAME:   vector_width = 1
 //       GPU:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c50257
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @swiglu_50257_f16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 1024, 1, 1>
-//  GPU-SAME:   vector_width = 1 : i64
+//  GPU-SAME:   vector_width = 1
 //   GPU-NOT:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c50257
 //   GPU-NOT:   scf.for
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @rms_norm_50257_f32_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
-//  GPU-SAME:   vector_width = 1 : i64
+//  GPU-SAME:   vector_width = 1
 //       GPU:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c50257
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @softmax_50257_f32_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
-//  GPU-SAME:   vector_width = 1 : i64
+//  GPU-SAME:   vector_width = 1
 //       GPU:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c50257
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @swiglu_50257_f32_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 1024, 1, 1>
-//  GPU-SAME:   vector_width = 1 : i64
+//  GPU-SAME:   vector_width = 1
 //   GPU-NOT:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c50257
 //   GPU-NOT:   scf.for
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @rms_norm_262147_bf16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
-//  GPU-SAME:   vector_width = 1 : i64
+//  GPU-SAME:   vector_width = 1
 //       GPU:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c262147
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @softmax_262147_bf16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
-//  GPU-SAME:   vector_width = 1 : i64
+//  GPU-SAME:   vector_width = 1
 //       GPU:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c262147
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @swiglu_262147_bf16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
-//  GPU-SAME:   vector_width = 1 : i64
+//  GPU-SAME:   vector_width = 1
 //       GPU:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c262147
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @rms_norm_262147_f16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
-//  GPU-SAME:   vector_width = 1 : i64
+//  GPU-SAME:   vector_width = 1
 //       GPU:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c262147
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @softmax_262147_f16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
-//  GPU-SAME:   vector_width = 1 : i64
+//  GPU-SAME:   vector_width = 1
 //       GPU:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c262147
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @swiglu_262147_f16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
-//  GPU-SAME:   vector_width = 1 : i64
+//  GPU-SAME:   vector_width = 1
 //       GPU:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c262147
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @rms_norm_262147_f32_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
-//  GPU-SAME:   vector_width = 1 : i64
+//  GPU-SAME:   vector_width = 1
 //       GPU:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c262147
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @softmax_262147_f32_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
-//  GPU-SAME:   vector_width = 1 : i64
+//  GPU-SAME:   vector_width = 1
 //       GPU:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c262147
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @swiglu_262147_f32_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
-//  GPU-SAME:   vector_width = 1 : i64
+//  GPU-SAME:   vector_width = 1
 //       GPU:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c262147
 //       GPU:   gpu.return

@@ -47,11 +47,12 @@ LogicalResult forEachMatmulGroup(
     FailureOr<MatmulPlan> plan = analyzeMatmulGroup(group);
     if (failed(plan))
       return failure();
-    auto dict = group->getAttrOfType<DictionaryAttr>("liger.kernel_config");
-    if (!dict)
-      return group.emitOpError("needs a 'liger.kernel_config' (run "
+    auto attr = group->getAttrOfType<KernelConfigAttr>(
+        KernelConfigAttr::getAttrName());
+    if (!attr || !attr.isMatmul())
+      return group.emitOpError("needs a matmul 'liger.kernel_config' (run "
                                "liger-select-kernel-config first)");
-    FailureOr<MatmulKernelConfig> config = readMatmulKernelConfig(group, dict);
+    FailureOr<MatmulKernelConfig> config = readMatmulKernelConfig(group, attr);
     if (failed(config) || failed(fn(*plan, *config)))
       return failure();
   }

@@ -56,15 +56,17 @@ def LowerToGPUPass : Pass<"liger-lower-to-gpu", "::mlir::ModuleOp"> {
     registers, math is f32, reductions go through warp shuffles and one
     shared-memory step, loads and stores are 16-byte vectors where the width
     allows, and tail chunks are masked. The configuration comes from the
-    group's `liger.kernel_config` attribute ({threads, vector_width}) or is
-    chosen from the row length and dtype.
+    group's `#liger.kernel_config` (its template, `threads`, `vector_width`,
+    ...; liger-select-kernel-config) or is chosen as that pass would, and
+    the template it names builds the kernel.
 
     The kernel computes the group's reference lowering (the body is lowered
     with liger-lower-to-linalg's patterns and each linalg.generic becomes a
     step of the row program), so it means exactly what the CPU oracle
     computes. The group stays in the function, marked with `liger.kernel`;
-    the kernel carries `liger.kernel_info` (parameters, launch shape, shared
-    memory), which the bundle manifest is written from.
+    the kernel carries `#liger.kernel_info` (the kernel ABI's record of it:
+    parameters, launch shape, shared memory), which the bundle manifest is
+    written from.
 
     Matmul and loss groups are left alone (their lowering is a separate
     template). Ops the row program does not support yet (RoPE and the
@@ -153,8 +155,13 @@ def LowerToLinalgPass : Pass<"liger-lower-to-linalg"> {
 def SelectKernelConfigPass : Pass<"liger-select-kernel-config"> {
   let summary = "Choose the launch configuration of every rowwise and matmul group";
   let description = [{
-    Writes `liger.kernel_config = {threads, vector_width}` on every rowwise
-    `liger.fusion` group that has none: the widest vector of at most 16
+    Writes `#liger.kernel_config` on every rowwise and matmul
+    `liger.fusion` group that has none. Its template is chosen here, once:
+    rope for a group of liger.rope or liger.rope_grad, cross_entropy for
+    one of liger.cross_entropy or liger.cross_entropy_grad, rowwise for the
+    other rowwise groups, matmul_wgmma (sm_90a) or matmul_mma_sync (sm_80)
+    for a matmul group. A row template gets `threads` and `vector_width`:
+    the widest vector of at most 16
     bytes that divides the row (one element for a row of odd length: every
     row must start on a chunk boundary), 256 threads per row (fewer for
     short rows). A row that does not fit the row program's register form at
@@ -173,21 +180,22 @@ def SelectKernelConfigPass : Pass<"liger-select-kernel-config"> {
     brought in by cp.async a row ahead (1.22 ms; `reuse_loads = false`
     turns that off: 1.49).
 
-    On every matmul group it writes `{mma, tile_m, tile_n, tile_k, stages,
-    threads}` for the target `chip`: wgmma (sm_90a) or mma.sync (sm_80); a
+    A matmul group gets `threads`, `tile_m`, `tile_n`, `tile_k` and
+    `stages` for the target `chip`: a
     128-byte (wgmma) or 64-byte K slice per stage; 128-row tiles (64 when the
     group's static row count is at most 64); 128-column tiles when every
     projection's width divides by 128, else 64, and 64 per projection for a
     gate/up pair; as many stages (2 to 5) as the target's shared memory
     holds next to one output tile. A pinned matmul configuration is checked
     against the target (instruction shapes, shared memory) with a
-    diagnostic.
+    diagnostic, and a pinned template against the group's ops.
 
     ```mlir
     %y = liger.fusion rowwise(%x) : ... -> tensor<?x14336xbf16> { ... }
     // becomes
     %y = liger.fusion rowwise(%x) attributes {liger.kernel_config =
-        {threads = 256 : i64, vector_width = 8 : i64}} : ... { ... }
+        #liger.kernel_config<kernel_template = rowwise, threads = 256,
+        vector_width = 8>} : ... { ... }
     ```
   }];
   // The rowwise choice analyzes the group's reference lowering.

@@ -285,6 +285,14 @@ struct Manifest {
 /// which then name the field ("modules[0].kernels[1].params[2]: ...").
 Status verifyManifest(const Manifest &manifest, const std::string &origin);
 
+/// verifyManifest's rules for one kernel alone: its names, parameters,
+/// grid, block, shared memory, vector width, alignment, tensor maps and
+/// finishing kernel (not the rules across kernels: unique names, plans).
+/// For a compiler that checks a kernel it describes before any manifest
+/// holds it; messages read "<origin>: <path>[.<field>]: <rule>".
+Status verifyKernel(const KernelSpec &kernel, const std::string &origin,
+                    const std::string &path);
+
 /// Parses manifest text (JSON: duplicate and unknown keys rejected, every
 /// field's type checked), then verifyManifest. `origin` names it.
 Status parseManifest(const std::string &text, const std::string &origin,

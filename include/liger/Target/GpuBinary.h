@@ -45,8 +45,9 @@ FailureOr<std::vector<GpuBinary>> serializeGpuModules(ModuleOp module,
 
 /// Writes a bundle into directory `dir` (created if needed): per gpu.module
 /// `<name>.<chip>.cubin` and `.ptx`, and `manifest.json` describing every
-/// kernel from its `liger.kernel_info` attribute (verified as the runtime
-/// verifies it: a kernel the runtime would refuse is an error here).
+/// kernel from its `#liger.kernel_info` (KernelInfoAttr::toKernelSpec), the
+/// whole manifest verified as the runtime verifies it: a bundle the runtime
+/// would refuse is an error here.
 /// `source` names the input; `plans` are the planned loss groups
 /// (docs/Design/Bundle.md).
 LogicalResult writeBundle(ModuleOp module, ArrayRef<GpuBinary> binaries,

@@ -48,6 +48,7 @@
 
 using namespace mlir;
 using namespace mlir::liger;
+namespace rt = ::liger::runtime;
 
 namespace {
 /// The gradient kernel's grid: CTAs that loop over the rows (8 per SM on an
@@ -94,7 +95,7 @@ public:
         loc(group.getLoc()), config(config),
         maxSharedMemoryBytes(maxSharedMemoryBytes) {}
 
-  FailureOr<RowKernelInfo> build();
+  FailureOr<rt::KernelSpec> build();
 
 private:
   // Float arithmetic and small helpers.
@@ -226,7 +227,7 @@ private:
   /// loss): the loss when the group has the forward op, the gradient when
   /// it has the backward op, both in one pass over the rows when it has
   /// both.
-  FailureOr<RowKernelInfo> buildKernel();
+  FailureOr<rt::KernelSpec> buildKernel();
   void buildFinish(ArrayRef<Type> paramTypes, unsigned lossParam);
   gpu::GPUFuncOp createKernel(GpuBuilder &b, StringRef kname,
                               ArrayRef<Type> params, int64_t blockSize);
@@ -732,7 +733,7 @@ void CEBuilder::writeGrad(GpuBuilder &b, Value row, Value out,
   memref::StoreOp::create(fb, loc, dzt, out, ValueRange{row, tok.index});
 }
 
-FailureOr<RowKernelInfo> CEBuilder::buildKernel() {
+FailureOr<rt::KernelSpec> CEBuilder::buildKernel() {
   bool reduced = attrs.reduction != Reduction::none;
   bool mean = attrs.reduction == Reduction::mean;
   bool smoothing = attrs.labelSmoothing > 0.0;
@@ -741,43 +742,37 @@ FailureOr<RowKernelInfo> CEBuilder::buildKernel() {
   auto rowsType = MemRefType::get({ShapedType::kDynamic, vocab}, elem);
   auto lossType = reduced ? MemRefType::get({}, f32Type)
                           : MemRefType::get({ShapedType::kDynamic}, f32Type);
-  RowKernelInfo info;
+  rt::KernelSpec info;
   info.name = name.str();
-  info.config = {threads, width};
-  info.hidden = vocab;
-  info.templateName = "cross_entropy";
+  info.block[0] = threads;
+  info.vectorWidth = width;
+  info.kernelTemplate = rt::KernelTemplate::CrossEntropy;
   for (Operation &o : group.getBody().front().without_terminator())
-    info.opChain += (info.opChain.empty() ? "" : ", ") +
-                    o.getName().getStringRef().str();
+    info.ops += (info.ops.empty() ? "" : ", ") +
+                o.getName().getStringRef().str();
   // Parameters in the group's order: logits, target, then the weight and
   // the incoming gradient (in the backward op's order, grad_loss first,
   // when it is alone); the outputs; the partials of a reduced loss.
   SmallVector<Type> params;
-  auto param = [&](StringRef pname, bool output, RowParamKind kind, Type type,
-                   int64_t length, Type memref) {
-    RowKernelParam p;
-    p.name = pname.str();
-    p.isOutput = output;
-    p.kind = kind;
-    p.elementType = type;
-    p.hidden = length;
-    info.params.push_back(p);
+  auto param = [&](StringRef pname, rt::ParamRole role, rt::ParamKind kind,
+                   Type type, int64_t length, Type memref) {
+    info.params.push_back(abiParam(pname.str(), role, kind, type, length));
     params.push_back(memref);
     return params.size() - 1;
   };
-  RowParamKind lossKind =
-      reduced ? RowParamKind::Scalar : RowParamKind::RowScalars;
+  rt::ParamKind lossKind =
+      reduced ? rt::ParamKind::Scalar : rt::ParamKind::RowScalars;
   unsigned inputs = 0;
-  auto input = [&](RowParamKind kind, Type type, int64_t length, Type memref) {
-    return param("input" + std::to_string(inputs++), false, kind, type, length,
-                 memref);
+  auto input = [&](rt::ParamKind kind, Type type, int64_t length, Type memref) {
+    return param("input" + std::to_string(inputs++), rt::ParamRole::Input,
+                 kind, type, length, memref);
   };
-  input(RowParamKind::Rows, elem, vocab, rowsType);
-  input(RowParamKind::RowScalars, targetType, 0,
+  input(rt::ParamKind::Rows, elem, vocab, rowsType);
+  input(rt::ParamKind::RowScalars, targetType, 0,
         MemRefType::get({ShapedType::kDynamic}, targetType));
   std::optional<unsigned> weightParam, gradLossParam;
   auto weightInput = [&] {
-    weightParam = input(RowParamKind::Feature, weightType, vocab,
+    weightParam = input(rt::ParamKind::Feature, weightType, vocab,
                         MemRefType::get({vocab}, weightType));
   };
   if (withLoss && attrs.hasWeight)
@@ -787,10 +782,10 @@ FailureOr<RowKernelInfo> CEBuilder::buildKernel() {
   if (!withLoss && attrs.hasWeight)
     weightInput();
   unsigned outputs = 0;
-  auto output = [&](RowParamKind kind, Type type, int64_t length,
+  auto output = [&](rt::ParamKind kind, Type type, int64_t length,
                     Type memref) {
-    return param("output" + std::to_string(outputs++), true, kind, type,
-                 length, memref);
+    return param("output" + std::to_string(outputs++), rt::ParamRole::Output,
+                 kind, type, length, memref);
   };
   std::optional<unsigned> lossParam, zParam, gradParam;
   if (withLoss) {
@@ -799,11 +794,10 @@ FailureOr<RowKernelInfo> CEBuilder::buildKernel() {
       zParam = output(lossKind, f32Type, 0, lossType);
   }
   if (withGrad)
-    gradParam = output(RowParamKind::Rows, elem, vocab, rowsType);
+    gradParam = output(rt::ParamKind::Rows, elem, vocab, rowsType);
   if (partials) {
-    param("workspace0", false, RowParamKind::Partials, f32Type, 4,
-          MemRefType::get({ShapedType::kDynamic, 4}, f32Type));
-    info.params.back().isWorkspace = true;
+    param("workspace0", rt::ParamRole::Workspace, rt::ParamKind::Partials,
+          f32Type, 4, MemRefType::get({ShapedType::kDynamic, 4}, f32Type));
   }
 
   // Staging (see stagedChunks) after the largest reduction area, 16-byte
@@ -960,22 +954,22 @@ FailureOr<RowKernelInfo> CEBuilder::buildKernel() {
   if (partials) {
     // 4 CTAs per SM by default: rows enough in flight to stream the
     // logits, few partials for the finishing kernel.
-    info.grid = "ctas";
+    info.grid[0] = {rt::GridDim::Ctas, 1};
     info.ctasPerSm = config.ctasPerSm ? config.ctasPerSm : 4;
     buildFinish(params, *lossParam);
-    info.finishName = (name + "_finish").str();
-    info.finishGrid = 1;
-    info.finishThreads = threads;
+    info.finish.name = (name + "_finish").str();
+    info.finish.grid = 1;
+    info.finish.block[0] = threads;
   } else if (!withLoss) {
     // The gradient alone: a fixed grid, so that the mean's totals are added
     // up once per CTA, not once per row.
-    info.gridDims = {std::to_string(kGradCtas), "1", "1"};
+    info.grid[0] = {rt::GridDim::Const, kGradCtas};
   } // else one CTA per row ("rows")
-  info.sharedMemoryBytes =
+  info.dynamicSharedMemoryBytes =
       stagedChunks ? stageOffset + stagedChunks * threads * width * bytes
                    : smemSlots * 4;
   if (partials)
-    info.finishSharedMemoryBytes = smemSlots * 4;
+    info.finish.dynamicSharedMemoryBytes = smemSlots * 4;
   return info;
 }
 
@@ -1023,7 +1017,7 @@ void CEBuilder::buildFinish(ArrayRef<Type> paramTypes, unsigned lossParam) {
   gpu::ReturnOp::create(b, loc);
 }
 
-FailureOr<RowKernelInfo> CEBuilder::build() {
+FailureOr<rt::KernelSpec> CEBuilder::build() {
   Block &body = group.getBody().front();
   auto fail = [&](const Twine &why) {
     return group.emitOpError("cannot be lowered to a cross-entropy kernel: ")
@@ -1098,7 +1092,7 @@ FailureOr<RowKernelInfo> CEBuilder::build() {
   return buildKernel();
 }
 
-FailureOr<RowKernelInfo>
+FailureOr<rt::KernelSpec>
 mlir::liger::buildCrossEntropyKernel(FusionOp group, gpu::GPUModuleOp module,
                                      StringRef name,
                                      const RowKernelConfig &config,

@@ -6,6 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "liger/Conversion/LigerToGPU/KernelConfig.h"
+#include "liger/Conversion/LigerToGPU/MatmulConfig.h"
 #include "liger/Conversion/LigerToGPU/MatmulKernel.h"
 #include "liger/Conversion/LigerToGPU/RowKernel.h"
 #include "liger/Conversion/Passes.h"
@@ -33,97 +35,6 @@ namespace mlir::liger {
 
 using namespace mlir;
 using namespace mlir::liger;
-
-static StringRef stringifyParamKind(RowParamKind kind) {
-  switch (kind) {
-  case RowParamKind::Rows:
-    return "rows";
-  case RowParamKind::RowScalars:
-    return "row_scalars";
-  case RowParamKind::Feature:
-    return "feature";
-  case RowParamKind::Scalar:
-    return "scalar";
-  case RowParamKind::Heads:
-    return "heads";
-  case RowParamKind::Tables:
-    return "tables";
-  case RowParamKind::Partials:
-    return "partials";
-  case RowParamKind::Matrix:
-    return "matrix";
-  }
-  llvm_unreachable("unknown kind");
-}
-
-/// The kernel's launch information as an attribute the bundle writer reads.
-static DictionaryAttr getKernelInfoAttr(OpBuilder &b,
-                                        const RowKernelInfo &info) {
-  SmallVector<Attribute> params;
-  for (const RowKernelParam &p : info.params)
-    params.push_back(b.getDictionaryAttr({
-        b.getNamedAttr("name", b.getStringAttr(p.name)),
-        b.getNamedAttr("role", b.getStringAttr(p.isWorkspace ? "workspace"
-                                               : p.isOutput  ? "output"
-                                                             : "input")),
-        b.getNamedAttr("kind", b.getStringAttr(stringifyParamKind(p.kind))),
-        b.getNamedAttr("dtype", TypeAttr::get(p.elementType)),
-        b.getNamedAttr("length", b.getI64IntegerAttr(p.hidden)),
-        b.getNamedAttr("heads", b.getI64IntegerAttr(p.heads)),
-    }));
-  SmallVector<NamedAttribute> finish;
-  if (!info.finishName.empty())
-    finish = {
-        b.getNamedAttr("finish",
-                       b.getDictionaryAttr({
-                           b.getNamedAttr("name",
-                                          b.getStringAttr(info.finishName)),
-                           b.getNamedAttr("grid", b.getI64IntegerAttr(
-                                                      info.finishGrid)),
-                           b.getNamedAttr("threads", b.getI64IntegerAttr(
-                                                         info.finishThreads)),
-                           b.getNamedAttr("shared_memory_bytes",
-                                          b.getI64IntegerAttr(
-                                              info.finishSharedMemoryBytes)),
-                       })),
-        b.getNamedAttr("ctas_per_sm", b.getI64IntegerAttr(info.ctasPerSm))};
-  if (!info.tensorMaps.empty()) {
-    SmallVector<Attribute> maps;
-    for (const ::liger::runtime::KernelTensorMap &m : info.tensorMaps)
-      maps.push_back(b.getDictionaryAttr({
-          b.getNamedAttr("param", b.getI64IntegerAttr(m.param)),
-          b.getNamedAttr("box", b.getDenseI64ArrayAttr({m.boxRows, m.boxCols})),
-          b.getNamedAttr("swizzle", b.getI64IntegerAttr(
-                                        ::liger::runtime::swizzleBytes(m.swizzle))),
-      }));
-    finish.push_back(b.getNamedAttr("tensor_maps", b.getArrayAttr(maps)));
-  }
-  return b.getDictionaryAttr(llvm::to_vector(llvm::concat<NamedAttribute>(
-      finish, SmallVector<NamedAttribute>{
-      b.getNamedAttr("template",
-                     b.getStringAttr(!info.templateName.empty()
-                                         ? StringRef(info.templateName)
-                                     : info.grid == "tokens" ? "rope"
-                                                             : "rowwise")),
-      b.getNamedAttr(
-          "grid",
-          info.gridDims.empty()
-              ? Attribute(b.getStringAttr(info.grid))
-              : Attribute(b.getArrayAttr(llvm::to_vector(llvm::map_range(
-                    info.gridDims,
-                    [&](const std::string &d) -> Attribute {
-                      return b.getStringAttr(d);
-                    }))))),
-      b.getNamedAttr("threads", b.getI64IntegerAttr(info.config.threads)),
-      b.getNamedAttr("vector_width",
-                     b.getI64IntegerAttr(info.config.vectorWidth)),
-      b.getNamedAttr("hidden", b.getI64IntegerAttr(info.hidden)),
-      b.getNamedAttr("shared_memory_bytes",
-                     b.getI64IntegerAttr(info.sharedMemoryBytes)),
-      b.getNamedAttr("ops", b.getStringAttr(info.opChain)),
-      b.getNamedAttr("params", b.getArrayAttr(params)),
-  })));
-}
 
 /// Whether `op` is a divergence (or its gradient) reduced over every token
 /// to one scalar: the row program computes a loss per token (`per_token`)
@@ -209,32 +120,31 @@ struct LowerToGPUPass : mlir::liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
     // The kernel `name` built for `group`: its launch information, and the
     // group's reference to it.
     auto record = [&](FusionOp group, StringRef name,
-                      const RowKernelInfo &info) {
+                      const ::liger::runtime::KernelSpec &spec) {
       auto kernel = kernels.lookupSymbol<gpu::GPUFuncOp>(name);
-      kernel->setAttr("liger.kernel_info", getKernelInfoAttr(b, info));
+      kernel->setAttr(KernelInfoAttr::getAttrName(),
+                      KernelInfoAttr::get(ctx, spec));
       group->setAttr("liger.kernel",
                      SymbolRefAttr::get(kernels.getNameAttr(),
                                         {FlatSymbolRefAttr::get(ctx, name)}));
       ++numKernels;
     };
     for (auto [fn, group] : groups) {
-      if (group.getKind() == FusionKind::matmul) {
+      FailureOr<KernelConfigAttr> config = getKernelConfig(group, *target);
+      if (failed(config))
+        return signalPassFailure();
+      if (config->isMatmul()) {
         // The experimental matmul template (MatmulKernel.cpp).
         FailureOr<MatmulPlan> plan = analyzeMatmulGroup(group);
-        if (failed(plan))
-          return signalPassFailure();
-        auto dict = group->getAttrOfType<DictionaryAttr>("liger.kernel_config");
-        FailureOr<MatmulKernelConfig> config =
-            dict ? readMatmulKernelConfig(group, dict)
-                 : FailureOr<MatmulKernelConfig>(
-                       selectMatmulKernelConfig(*plan, *target));
-        if (failed(config) ||
-            failed(verifyMatmulKernelConfig(*config, *plan, *target)))
+        FailureOr<MatmulKernelConfig> matmul =
+            succeeded(plan) ? readMatmulKernelConfig(group, *config)
+                            : FailureOr<MatmulKernelConfig>(failure());
+        if (failed(matmul))
           return signalPassFailure();
         std::string name =
             (fn.getName() + "_matmul_" + Twine(perFunction[fn.getName()]++))
                 .str();
-        if (config->wgmma && parsePtxVersion(features).value_or(0) < 86) {
+        if (matmul->wgmma && parsePtxVersion(features).value_or(0) < 86) {
           group.emitWarning("left for a later matmul template: the wgmma "
                             "template's TMA copies to shared::cta need PTX "
                             "ISA 8.6 or later (features +ptx86), the target "
@@ -242,19 +152,18 @@ struct LowerToGPUPass : mlir::liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
               << features;
           continue;
         }
-        FailureOr<RowKernelInfo> info =
-            buildMatmulKernel(*plan, kernels, name, *config);
+        FailureOr<::liger::runtime::KernelSpec> info =
+            buildMatmulKernel(*plan, kernels, name, *matmul);
         if (succeeded(info)) // else warned: left for a later template
           record(group, name, *info);
         continue;
       }
-      FailureOr<RowKernelConfig> config = getRowKernelConfig(group);
-      if (failed(config))
+      FailureOr<RowKernelConfig> row = getRowKernelConfig(group, *config);
+      if (failed(row))
         return signalPassFailure();
       std::string name =
           (fn.getName() + "_rowwise_" + Twine(perFunction[fn.getName()]++))
               .str();
-      Operation &first = group.getBody().front().front();
       for (Operation &op : group.getBody().front())
         if (isDivergenceReducedToScalar(op)) {
           op.emitOpError("cannot be lowered to a row kernel: it reduces "
@@ -262,13 +171,19 @@ struct LowerToGPUPass : mlir::liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
                          "the per_token form, which the caller adds up");
           return signalPassFailure();
         }
-      FailureOr<RowKernelInfo> info =
-          isa<RoPEOp, RoPEGradOp>(first)
-              ? buildRoPEKernel(group, kernels, name)
-          : isa<CrossEntropyOp, CrossEntropyGradOp>(first)
-              ? buildCrossEntropyKernel(group, kernels, name, *config,
-                                        target->maxSharedMemoryBytes)
-              : buildRowKernel(group, kernels, name, *config);
+      FailureOr<::liger::runtime::KernelSpec> info;
+      switch (config->getKernelTemplate()) {
+      case KernelTemplate::rope:
+        info = buildRoPEKernel(group, kernels, name);
+        break;
+      case KernelTemplate::cross_entropy:
+        info = buildCrossEntropyKernel(group, kernels, name, *row,
+                                       target->maxSharedMemoryBytes);
+        break;
+      default:
+        info = buildRowKernel(group, kernels, name, *row);
+        break;
+      }
       if (failed(info))
         return signalPassFailure();
       record(group, name, *info);

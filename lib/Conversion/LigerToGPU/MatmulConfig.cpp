@@ -69,7 +69,8 @@ mlir::liger::verifyMatmulKernelConfig(const MatmulKernelConfig &config,
     return group.emitOpError("has an invalid matmul 'liger.kernel_config': ");
   };
   if (config.wgmma && !target.hasWgmma)
-    return bad() << "mma = wgmma needs sm_90a, the target is " << target.chip;
+    return bad() << "the matmul_wgmma template needs sm_90a, the target is "
+                 << target.chip;
   int64_t mStep = config.wgmma ? 64 : 16;
   if (config.tileM < mStep || config.tileM > 256 || config.tileM % mStep)
     return bad() << "tile_m must be a multiple of " << mStep
@@ -94,44 +95,31 @@ mlir::liger::verifyMatmulKernelConfig(const MatmulKernelConfig &config,
   return success();
 }
 
-DictionaryAttr
+KernelConfigAttr
 mlir::liger::getMatmulKernelConfigAttr(MLIRContext *ctx,
                                        const MatmulKernelConfig &config) {
-  Builder b(ctx);
-  return b.getDictionaryAttr({
-      b.getNamedAttr("mma",
-                     b.getStringAttr(config.wgmma ? "wgmma" : "mma_sync")),
-      b.getNamedAttr("stages", b.getI64IntegerAttr(config.stages)),
-      b.getNamedAttr("threads", b.getI64IntegerAttr(config.threads())),
-      b.getNamedAttr("tile_k", b.getI64IntegerAttr(config.tileK)),
-      b.getNamedAttr("tile_m", b.getI64IntegerAttr(config.tileM)),
-      b.getNamedAttr("tile_n", b.getI64IntegerAttr(config.tileN)),
-  });
+  return KernelConfigAttr::get(
+      ctx,
+      config.wgmma ? KernelTemplate::matmul_wgmma
+                   : KernelTemplate::matmul_mma_sync,
+      config.threads(), std::nullopt, std::nullopt, std::nullopt, config.tileM,
+      config.tileN, config.tileK, config.stages);
 }
 
 FailureOr<MatmulKernelConfig>
-mlir::liger::readMatmulKernelConfig(FusionOp group, DictionaryAttr dict) {
+mlir::liger::readMatmulKernelConfig(FusionOp group, KernelConfigAttr attr) {
+  // The attribute's verifier established that a matmul template has its
+  // tile and stages.
   MatmulKernelConfig config;
-  for (auto [key, field] :
-       {std::pair<StringRef, int64_t *>{"tile_m", &config.tileM},
-        {"tile_n", &config.tileN},
-        {"tile_k", &config.tileK},
-        {"stages", &config.stages}}) {
-    auto value = dict.getAs<IntegerAttr>(key);
-    if (!value)
-      return group.emitOpError("expects an integer '")
-             << key << "' in the matmul 'liger.kernel_config'";
-    *field = value.getInt();
-  }
-  auto mma = dict.getAs<StringAttr>("mma");
-  if (!mma || (mma.getValue() != "wgmma" && mma.getValue() != "mma_sync"))
-    return group.emitOpError("expects 'mma' = \"wgmma\" or \"mma_sync\" in "
-                             "the matmul 'liger.kernel_config'");
-  config.wgmma = mma.getValue() == "wgmma";
-  if (auto threads = dict.getAs<IntegerAttr>("threads");
-      threads && threads.getInt() != config.threads())
+  config.wgmma = attr.getKernelTemplate() == KernelTemplate::matmul_wgmma;
+  config.tileM = attr.getTileM().value_or(config.tileM);
+  config.tileN = attr.getTileN().value_or(config.tileN);
+  config.tileK = attr.getTileK().value_or(config.tileK);
+  config.stages = attr.getStages().value_or(config.stages);
+  if (std::optional<int64_t> threads = attr.getThreads();
+      threads && *threads != config.threads())
     return group.emitOpError("has 'threads' = ")
-           << threads.getInt() << " in its matmul 'liger.kernel_config', but "
+           << *threads << " in its matmul 'liger.kernel_config', but "
            << "the tile needs " << config.threads();
   return config;
 }

@@ -29,6 +29,7 @@
 
 using namespace mlir;
 using namespace mlir::liger;
+namespace rt = ::liger::runtime;
 
 /// bf16/f16 operands; wgmma reads 128-byte slices of K and TMA 16-byte rows
 /// of a static K (zero-filling the tail); mma.sync whole tile_k slices of
@@ -149,7 +150,7 @@ static LogicalResult checkMatmulTemplate(const MatmulPlan &plan,
 
 /// The parameter of group input `arg` (named `name`): its manifest entry
 /// and its memref type; fails on an input the kernel does not read.
-static FailureOr<std::pair<RowKernelParam, Type>>
+static FailureOr<std::pair<rt::KernelParam, Type>>
 parameterOf(const MatmulKernel &k, BlockArgument arg) {
   using Role = MatmulOperandRole;
   const MatmulPlan &plan = k.plan;
@@ -157,9 +158,9 @@ parameterOf(const MatmulKernel &k, BlockArgument arg) {
   auto type = cast<RankedTensorType>(arg.getType());
   Type argElem = type.getElementType(), elem = plan.elementType;
   int64_t kk = plan.k, n = plan.n, dyn = ShapedType::kDynamic;
-  auto param = [&](RowParamKind kind, Type dtype, int64_t hidden, int64_t heads,
-                   ArrayRef<int64_t> shape) -> std::pair<RowKernelParam, Type> {
-    return {{name, false, false, kind, dtype, hidden, heads},
+  auto param = [&](rt::ParamKind kind, Type dtype, int64_t hidden, int64_t heads,
+                   ArrayRef<int64_t> shape) -> std::pair<rt::KernelParam, Type> {
+    return {abiParam(name, rt::ParamRole::Input, kind, dtype, hidden, heads),
             MemRefType::get(shape, dtype)};
   };
   const MatmulOperand &operand = plan.operandOf(arg);
@@ -178,16 +179,16 @@ parameterOf(const MatmulKernel &k, BlockArgument arg) {
     // tables [1 or B, T, D].
     switch (operand.role) {
     case Role::X:
-      return param(RowParamKind::Rows, argElem, kk, 0, {dyn, kk});
+      return param(rt::ParamKind::Rows, argElem, kk, 0, {dyn, kk});
     case Role::NormWeight:
-      return param(RowParamKind::Feature, argElem, kk, 0, {kk});
+      return param(rt::ParamKind::Feature, argElem, kk, 0, {kk});
     case Role::Weight:
-      return param(RowParamKind::Matrix, argElem, kk, width(), {width(), kk});
+      return param(rt::ParamKind::Matrix, argElem, kk, width(), {width(), kk});
     case Role::Bias:
-      return param(RowParamKind::Feature, argElem, width(), 0, {width()});
+      return param(rt::ParamKind::Feature, argElem, width(), 0, {width()});
     case Role::Cos:
     case Role::Sin: // a broadcast batch: heads = 1
-      return param(RowParamKind::Tables, argElem, plan.headDim,
+      return param(rt::ParamKind::Tables, argElem, plan.headDim,
                    type.getDimSize(0) == 1 ? 1 : 0, type.getShape());
     default:
       return unread("is not read by the q/k projections or RoPE");
@@ -200,14 +201,14 @@ parameterOf(const MatmulKernel &k, BlockArgument arg) {
     int64_t m = plan.m;
     switch (operand.role) {
     case Role::X:
-      return param(RowParamKind::Rows, elem, dW ? m : kk, 0,
+      return param(rt::ParamKind::Rows, elem, dW ? m : kk, 0,
                    {dyn, dW ? m : kk});
     case Role::Weight:
       if (dW)
-        return param(RowParamKind::Rows, elem, n, 0, {dyn, n});
-      return param(RowParamKind::Matrix, elem, n, kk, {kk, n});
+        return param(rt::ParamKind::Rows, elem, n, 0, {dyn, n});
+      return param(rt::ParamKind::Matrix, elem, n, kk, {kk, n});
     case Role::Accumulator:
-      return param(RowParamKind::Matrix, argElem, n, m, {m, n});
+      return param(rt::ParamKind::Matrix, argElem, n, m, {m, n});
     default:
       return unread("is not read by the gradient product");
     }
@@ -215,23 +216,23 @@ parameterOf(const MatmulKernel &k, BlockArgument arg) {
   case MatmulBody::Projection:
     switch (operand.role) {
     case Role::X:
-      return param(RowParamKind::Rows, elem, kk, 0, {dyn, kk});
+      return param(rt::ParamKind::Rows, elem, kk, 0, {dyn, kk});
     case Role::LoRAA: // [r, K]
-      return param(RowParamKind::Matrix, elem, kk, plan.loraRank,
+      return param(rt::ParamKind::Matrix, elem, kk, plan.loraRank,
                    {plan.loraRank, kk});
     case Role::LoRAB: // [N, r]
-      return param(RowParamKind::Matrix, elem, plan.loraRank, n,
+      return param(rt::ParamKind::Matrix, elem, plan.loraRank, n,
                    {n, plan.loraRank});
     case Role::Bias:
-      return param(RowParamKind::Feature, argElem, n, 0, {n});
+      return param(rt::ParamKind::Feature, argElem, n, 0, {n});
     case Role::NormWeight:
-      return param(RowParamKind::Feature, argElem, kk, 0, {kk});
+      return param(rt::ParamKind::Feature, argElem, kk, 0, {kk});
     case Role::Weight:
-      return param(RowParamKind::Matrix, elem, kk, n, {n, kk});
+      return param(rt::ParamKind::Matrix, elem, kk, n, {n, kk});
     case Role::EpilogueRows:
-      return param(RowParamKind::Rows, argElem, n, 0, {dyn, n});
+      return param(rt::ParamKind::Rows, argElem, n, 0, {dyn, n});
     case Role::EpilogueFeature:
-      return param(RowParamKind::Feature, argElem, n, 0, {n});
+      return param(rt::ParamKind::Feature, argElem, n, 0, {n});
     default:
       return unread("is neither [rows, N] nor [N] for the epilogue");
     }
@@ -242,25 +243,24 @@ parameterOf(const MatmulKernel &k, BlockArgument arg) {
 /// The kernel's launch information (parameters, grid, shared memory, TMA
 /// descriptors) and its gpu.func's parameter types. Warns and fails on an
 /// input the kernel has no parameter for.
-static FailureOr<std::pair<RowKernelInfo, SmallVector<Type>>>
+static FailureOr<std::pair<rt::KernelSpec, SmallVector<Type>>>
 getMatmulKernelSignature(const MatmulKernel &k, StringRef name) {
   const MatmulPlan &plan = k.plan;
   const MatmulKernelConfig &config = k.config;
   Block &body = plan.group.getBody().front();
   MLIRContext *ctx = plan.group.getContext();
   int64_t n = plan.n, m = plan.m;
-  RowKernelInfo info;
+  rt::KernelSpec info;
   info.name = name.str();
-  info.config.threads = config.threads();
-  info.config.vectorWidth = 8;
-  info.hidden = n;
-  info.sharedMemoryBytes = k.layout.size();
-  info.templateName = "matmul";
-  info.gridDims = {std::to_string((n + config.tileN - 1) / config.tileN),
-                   plan.body == MatmulBody::GradWeight
-                       ? std::to_string((m + config.tileM - 1) / config.tileM)
-                       : "rows/" + std::to_string(config.tileM),
-                   "1"};
+  info.block[0] = config.threads();
+  info.vectorWidth = 8;
+  info.dynamicSharedMemoryBytes = k.layout.size();
+  info.kernelTemplate = rt::KernelTemplate::Matmul;
+  info.grid[0] = {rt::GridDim::Const, (n + config.tileN - 1) / config.tileN};
+  info.grid[1] = plan.body == MatmulBody::GradWeight
+                     ? rt::GridDim{rt::GridDim::Const,
+                                   (m + config.tileM - 1) / config.tileM}
+                     : rt::GridDim{rt::GridDim::Rows, config.tileM};
   // Parameters: the group's inputs in order, then the output(s), then
   // (wgmma) the TMA descriptors, passed by value.
   SmallVector<Type> paramTypes;
@@ -272,23 +272,24 @@ getMatmulKernelSignature(const MatmulKernel &k, StringRef name) {
     paramTypes.push_back(param->second);
   }
   Type outElem = plan.outputElementType;
-  auto output = [&](unsigned i, RowParamKind kind, int64_t hidden,
+  auto output = [&](unsigned i, rt::ParamKind kind, int64_t hidden,
                     int64_t heads, ArrayRef<int64_t> shape) {
-    info.params.push_back({"output" + std::to_string(i), true, false, kind,
-                           outElem, hidden, heads});
+    info.params.push_back(abiParam("output" + std::to_string(i),
+                                   rt::ParamRole::Output, kind, outElem, hidden,
+                                   heads));
     paramTypes.push_back(MemRefType::get(shape, outElem));
   };
   if (plan.rope) {
     // q [B, Hq, T, D] and k [B, Hkv, T, D], head-major.
     for (auto [i, result] : llvm::enumerate(plan.rope->getResults())) {
       auto type = cast<RankedTensorType>(result.getType());
-      output(i, RowParamKind::Heads, plan.headDim, type.getDimSize(1),
+      output(i, rt::ParamKind::Heads, plan.headDim, type.getDimSize(1),
              type.getShape());
     }
   } else if (plan.body == MatmulBody::GradWeight) {
-    output(0, RowParamKind::Matrix, n, m, {m, n});
+    output(0, rt::ParamKind::Matrix, n, m, {m, n});
   } else {
-    output(0, RowParamKind::Rows, n, 0, {ShapedType::kDynamic, n});
+    output(0, rt::ParamKind::Rows, n, 0, {ShapedType::kDynamic, n});
   }
   auto argNumber = [](Value v) -> int64_t {
     return cast<BlockArgument>(v).getArgNumber();
@@ -352,9 +353,9 @@ getMatmulKernelSignature(const MatmulKernel &k, StringRef name) {
   // ops read).
   for (Operation &op : body.without_terminator())
     if (!op.hasTrait<OpTrait::ConstantLike>() && !isa<tensor::DimOp>(op))
-      info.opChain += (info.opChain.empty() ? "" : ", ") +
-                      op.getName().getStringRef().str();
-  return std::pair<RowKernelInfo, SmallVector<Type>>(std::move(info),
+      info.ops += (info.ops.empty() ? "" : ", ") +
+                  op.getName().getStringRef().str();
+  return std::pair<rt::KernelSpec, SmallVector<Type>>(std::move(info),
                                                      std::move(paramTypes));
 }
 
@@ -380,7 +381,7 @@ static void setTileOrigin(GpuBuilder &b, MatmulKernel &k, Value pid, Value numM,
 /// parameters in `k`, emits the thread index, the rows, the K loop's trip
 /// count and the tile origin, and returns a builder after them.
 static GpuBuilder beginMatmulKernel(MatmulKernel &k, gpu::GPUModuleOp module,
-                                    StringRef name, const RowKernelInfo &info,
+                                    StringRef name, const rt::KernelSpec &info,
                                     ArrayRef<Type> paramTypes) {
   const MatmulPlan &plan = k.plan;
   const MatmulKernelConfig &config = k.config;
@@ -469,7 +470,7 @@ static GpuBuilder beginMatmulKernel(MatmulKernel &k, gpu::GPUModuleOp module,
   return b;
 }
 
-FailureOr<RowKernelInfo>
+FailureOr<rt::KernelSpec>
 mlir::liger::buildMatmulKernel(const MatmulPlan &plan, gpu::GPUModuleOp module,
                                StringRef name,
                                const MatmulKernelConfig &config) {
@@ -479,7 +480,7 @@ mlir::liger::buildMatmulKernel(const MatmulPlan &plan, gpu::GPUModuleOp module,
       });
 }
 
-FailureOr<RowKernelInfo>
+FailureOr<rt::KernelSpec>
 mlir::liger::buildMatmulKernel(const MatmulPlan &plan, gpu::GPUModuleOp module,
                                StringRef name, const MatmulKernelConfig &config,
                                MatmulKernelBody body) {

@@ -26,8 +26,9 @@
 
 using namespace mlir;
 using namespace mlir::liger;
+namespace rt = ::liger::runtime;
 
-FailureOr<RowKernelInfo> mlir::liger::buildRoPEKernel(FusionOp group,
+FailureOr<rt::KernelSpec> mlir::liger::buildRoPEKernel(FusionOp group,
                                                       gpu::GPUModuleOp module,
                                                       StringRef name) {
   Block &body = group.getBody().front();
@@ -154,40 +155,32 @@ FailureOr<RowKernelInfo> mlir::liger::buildRoPEKernel(FusionOp group,
   }
   gpu::ReturnOp::create(b, loc);
 
-  RowKernelInfo info;
+  rt::KernelSpec info;
   info.name = name.str();
-  info.config = {threads, width};
-  info.hidden = d;
-  info.grid = "tokens";
-  info.opChain = op->getName().getStringRef().str();
-  auto headParam = [&](StringRef pname, bool output, int64_t heads) {
-    RowKernelParam p;
-    p.name = pname.str();
-    p.isOutput = output;
-    p.kind = RowParamKind::Heads;
-    p.elementType = elem;
-    p.hidden = d;
-    p.heads = heads;
-    return p;
+  info.kernelTemplate = rt::KernelTemplate::RoPE;
+  info.block[0] = threads;
+  info.vectorWidth = width;
+  info.grid[0] = {rt::GridDim::Tokens, 1};
+  info.ops = op->getName().getStringRef().str();
+  auto headParam = [&](StringRef pname, rt::ParamRole role, int64_t heads) {
+    return abiParam(pname.str(), role, rt::ParamKind::Heads, elem, d, heads);
   };
-  RowKernelParam table;
-  table.kind = RowParamKind::Tables;
-  table.elementType = tType.getElementType();
-  table.hidden = d;
-  // For a table, `heads` records a static batch of 1 (the kernel then always
+  // For a table, `outer` records a static batch of 1 (the kernel then always
   // reads table row 0); 0 means the batch is read at run time.
-  table.heads = tType.getDimSize(0) == 1 ? 1 : 0;
+  int64_t staticTableBatch = tType.getDimSize(0) == 1 ? 1 : 0;
   // Each input takes its kind from the first operand that reads it.
   for (auto [i, reader] : llvm::enumerate(firstReader)) {
     std::string pname = "input" + std::to_string(i);
     if (reader < 2) {
-      info.params.push_back(headParam(pname, false, reader == 0 ? hq : hkv));
+      info.params.push_back(
+          headParam(pname, rt::ParamRole::Input, reader == 0 ? hq : hkv));
       continue;
     }
-    table.name = pname;
-    info.params.push_back(table);
+    info.params.push_back(abiParam(pname, rt::ParamRole::Input,
+                                   rt::ParamKind::Tables,
+                                   tType.getElementType(), d, staticTableBatch));
   }
-  info.params.push_back(headParam("output0", true, hq));
-  info.params.push_back(headParam("output1", true, hkv));
+  info.params.push_back(headParam("output0", rt::ParamRole::Output, hq));
+  info.params.push_back(headParam("output1", rt::ParamRole::Output, hkv));
   return info;
 }

@@ -52,6 +52,7 @@
 
 using namespace mlir;
 using namespace mlir::liger;
+namespace rt = ::liger::runtime;
 
 static int64_t elementBytes(Type elementType) {
   return std::max<int64_t>(1, elementType.getIntOrFloatBitWidth() / 8);
@@ -147,17 +148,31 @@ struct GroupRow {
 };
 } // namespace
 
+KernelTemplate mlir::liger::rowKernelTemplate(FusionOp group) {
+  Operation &first = group.getBody().front().front();
+  if (isa<RoPEOp, RoPEGradOp>(first))
+    return KernelTemplate::rope;
+  if (isa<CrossEntropyOp, CrossEntropyGradOp>(first))
+    return KernelTemplate::cross_entropy;
+  return KernelTemplate::rowwise;
+}
+
 static std::optional<GroupRow> getGroupRow(FusionOp group) {
   for (Value v : group.getInputs()) {
     auto t = dyn_cast<RankedTensorType>(v.getType());
     if (!t || t.getRank() < 2 || t.isDynamicDim(t.getRank() - 1))
       continue;
     GroupRow row{t.getShape().back(), t.getElementType(), std::nullopt};
-    Operation &first = group.getBody().front().front();
-    if (isa<CrossEntropyOp, CrossEntropyGradOp>(first))
+    switch (rowKernelTemplate(group)) {
+    case KernelTemplate::cross_entropy:
       row.tmpl = RowTemplate::CrossEntropy;
-    else if (!isa<RoPEOp, RoPEGradOp>(first))
+      break;
+    case KernelTemplate::rowwise:
       row.tmpl = RowTemplate::RowProgram;
+      break;
+    default: // RoPE's half head is checked by its template
+      break;
+    }
     return row;
   }
   return std::nullopt;
@@ -204,51 +219,41 @@ RowKernelConfig mlir::liger::selectRowKernelConfig(FusionOp group) {
   return config;
 }
 
-DictionaryAttr
+KernelConfigAttr
 mlir::liger::getRowKernelConfigAttr(MLIRContext *ctx,
+                                    KernelTemplate kernelTemplate,
                                     const RowKernelConfig &config) {
-  Builder b(ctx);
-  SmallVector<NamedAttribute> entries = {
-      b.getNamedAttr("threads", b.getI64IntegerAttr(config.threads)),
-      b.getNamedAttr("vector_width", b.getI64IntegerAttr(config.vectorWidth))};
-  if (!config.reuseLoads)
-    entries.push_back(b.getNamedAttr("reuse_loads", b.getBoolAttr(false)));
-  if (config.ctasPerSm)
-    entries.push_back(
-        b.getNamedAttr("ctas_per_sm", b.getI64IntegerAttr(config.ctasPerSm)));
-  return b.getDictionaryAttr(entries);
+  return KernelConfigAttr::get(
+      ctx, kernelTemplate, config.threads, config.vectorWidth,
+      config.reuseLoads ? std::nullopt : std::optional<bool>(false),
+      config.ctasPerSm ? std::optional<int64_t>(config.ctasPerSm)
+                       : std::nullopt,
+      std::nullopt, std::nullopt, std::nullopt, std::nullopt);
 }
 
-FailureOr<RowKernelConfig> mlir::liger::getRowKernelConfig(FusionOp group) {
-  auto dict = group->getAttrOfType<DictionaryAttr>("liger.kernel_config");
+rt::KernelParam mlir::liger::abiParam(std::string name, rt::ParamRole role,
+                                      rt::ParamKind kind, Type elementType,
+                                      int64_t length, int64_t outer) {
+  std::optional<rt::DType> dtype = abiDTypeOf(elementType);
+  assert(dtype && "the dialect's element types are the kernel ABI's");
+  rt::KernelParam p;
+  p.name = std::move(name);
+  p.role = role;
+  p.kind = kind;
+  p.dtype = dtype.value_or(rt::DType::f32);
+  p.length = length;
+  p.outer = outer;
+  return p;
+}
+
+FailureOr<RowKernelConfig>
+mlir::liger::getRowKernelConfig(FusionOp group, KernelConfigAttr attr) {
+  // The attribute's verifier established that a row template has both.
   RowKernelConfig config;
-  if (!dict)
-    return selectRowKernelConfig(group);
-  auto threads = dict.getAs<IntegerAttr>("threads");
-  auto width = dict.getAs<IntegerAttr>("vector_width");
-  if (!threads || !width)
-    return group.emitOpError("expects 'liger.kernel_config' to hold integer "
-                             "'threads' and 'vector_width'");
-  config.threads = threads.getInt();
-  config.vectorWidth = width.getInt();
-  if (Attribute reuse = dict.get("reuse_loads")) {
-    auto flag = dyn_cast<BoolAttr>(reuse);
-    if (!flag)
-      return group.emitOpError(
-          "expects 'reuse_loads' in 'liger.kernel_config' to be a bool");
-    config.reuseLoads = flag.getValue();
-  }
-  if (Attribute ctas = dict.get("ctas_per_sm")) {
-    auto value = dyn_cast<IntegerAttr>(ctas);
-    if (!value || value.getInt() < 1 || value.getInt() > 64)
-      return group.emitOpError("expects 'ctas_per_sm' in 'liger.kernel_config' "
-                               "to be an integer in [1, 64]");
-    config.ctasPerSm = value.getInt();
-  }
-  if (config.threads < 32 || config.threads > 1024 || config.threads % 32)
-    return group.emitOpError("expects 'threads' to be a multiple of 32 in "
-                             "[32, 1024], got ")
-           << config.threads;
+  config.threads = attr.getThreads().value_or(config.threads);
+  config.vectorWidth = attr.getVectorWidth().value_or(config.vectorWidth);
+  config.reuseLoads = attr.getReuseLoads().value_or(true);
+  config.ctasPerSm = attr.getCtasPerSm().value_or(0);
   std::optional<GroupRow> row = getGroupRow(group);
   if (row && row->tmpl) {
     std::string why = checkRowVectorWidth(*row->tmpl, row->hidden,
@@ -266,25 +271,25 @@ namespace {
 struct Rep {
   enum Kind { Memory, Chunks, Uniform } kind = Memory;
   Value memref; // Memory
-  RowParamKind paramKind = RowParamKind::Rows;
+  rt::ParamKind paramKind = rt::ParamKind::Rows;
   SmallVector<Value> chunks; // Chunks: one vector per chunk
   Value uniform;             // Uniform: one scalar per row
 };
 
 /// The access kind of an indexing map over `rank` loops, or nullopt.
-std::optional<RowParamKind> classifyMap(AffineMap map, unsigned rank) {
+std::optional<rt::ParamKind> classifyMap(AffineMap map, unsigned rank) {
   if (map.getNumResults() == 0)
-    return RowParamKind::Scalar;
+    return rt::ParamKind::Scalar;
   if (map.isIdentity() && map.getNumDims() == rank)
-    return RowParamKind::Rows;
+    return rt::ParamKind::Rows;
   if (map.getNumResults() == 1 &&
       map.getResult(0) == getAffineDimExpr(rank - 1, map.getContext()))
-    return RowParamKind::Feature;
+    return rt::ParamKind::Feature;
   if (map.getNumResults() == rank - 1 && map.isProjectedPermutation()) {
     for (unsigned i = 0; i + 1 < rank; ++i)
       if (map.getResult(i) != getAffineDimExpr(i, map.getContext()))
         return std::nullopt;
-    return RowParamKind::RowScalars;
+    return rt::ParamKind::RowScalars;
   }
   return std::nullopt;
 }
@@ -324,7 +329,7 @@ public:
       : group(group), config(config), ctx(group.getContext()),
         loc(group.getLoc()) {}
 
-  FailureOr<RowKernelInfo> build(gpu::GPUModuleOp module, StringRef name);
+  FailureOr<rt::KernelSpec> build(gpu::GPUModuleOp module, StringRef name);
   /// The analysis alone: the number of row values the register form holds
   /// (rowFitsInRegisters), or failure with a diagnostic on the group.
   FailureOr<int64_t> countHeldValues() {
@@ -344,20 +349,20 @@ private:
   void setUniform(OpBuilder &b, Value result, Value v);
   LogicalResult emitColumnReduction(OpBuilder &b, linalg::GenericOp op);
   LogicalResult buildFinish(gpu::GPUModuleOp module, StringRef name,
-                            ArrayRef<Type> paramTypes, RowKernelInfo &info);
+                            ArrayRef<Type> paramTypes, rt::KernelSpec &info);
   FailureOr<vector::CombiningKind> getCombiningKind(linalg::GenericOp op);
   FailureOr<Value> accumulateChunk(OpBuilder &b, linalg::GenericOp op,
-                                   ArrayRef<RowParamKind> access, int64_t k,
+                                   ArrayRef<rt::ParamKind> access, int64_t k,
                                    Value acc);
   FailureOr<SmallVector<Value>> vectorizeBody(OpBuilder &b, Block &body,
                                               ValueRange args, int64_t width);
-  Value loadChunk(OpBuilder &b, Value tensor, RowParamKind access, int64_t k,
+  Value loadChunk(OpBuilder &b, Value tensor, rt::ParamKind access, int64_t k,
                   Value col);
   Value loadUniform(OpBuilder &b, Value tensor);
-  Value hoistChunk(OpBuilder &b, Value tensor, RowParamKind access, int64_t k,
+  Value hoistChunk(OpBuilder &b, Value tensor, rt::ParamKind access, int64_t k,
                    Value col, bool masked);
   SmallVector<Value> hoistChunks(OpBuilder &b, linalg::GenericOp op,
-                                 ArrayRef<RowParamKind> access, int64_t k,
+                                 ArrayRef<rt::ParamKind> access, int64_t k,
                                  Value col, bool masked);
   Value blockReduce(OpBuilder &b, Value scalar, vector::CombiningKind kind,
                     double neutral);
@@ -395,8 +400,8 @@ private:
   DenseMap<std::pair<Value, int64_t>, Value> loadedChunks;
   DenseMap<Value, double> fillValue;
   DenseMap<Value, SmallVector<unsigned>> resultIndex;
-  SmallVector<RowParamKind> inputKinds;
-  SmallVector<RowParamKind> outputKinds;
+  SmallVector<rt::ParamKind> inputKinds;
+  SmallVector<rt::ParamKind> outputKinds;
   SmallVector<Value> outputMemrefs;
   Value tid, row, dynSmem;
   int64_t smemBytes = 0;
@@ -525,22 +530,22 @@ LogicalResult RowKernelBuilder::analyze() {
 
   // Parameters: every input, classified by how the generics read it.
   for (BlockArgument arg : rowFn.getArguments()) {
-    std::optional<RowParamKind> kind;
+    std::optional<rt::ParamKind> kind;
     for (OpOperand &use : arg.getUses()) {
       auto generic = dyn_cast<linalg::GenericOp>(use.getOwner());
       if (!generic)
         continue;
       AffineMap map = generic.getMatchingIndexingMap(&use);
-      std::optional<RowParamKind> k;
+      std::optional<rt::ParamKind> k;
       if (featureSteps.contains(generic))
-        k = map.getNumResults() == 0 ? std::optional(RowParamKind::Scalar)
-            : map.isIdentity()       ? std::optional(RowParamKind::Feature)
+        k = map.getNumResults() == 0 ? std::optional(rt::ParamKind::Scalar)
+            : map.isIdentity()       ? std::optional(rt::ParamKind::Feature)
                                      : std::nullopt;
       else if (generic.getNumLoops() == rank)
         k = classifyMap(map, rank);
       else if (generic.getNumLoops() + 1 == rank)
-        k = map.getNumResults() == 0 ? std::optional(RowParamKind::Scalar)
-                                     : std::optional(RowParamKind::RowScalars);
+        k = map.getNumResults() == 0 ? std::optional(rt::ParamKind::Scalar)
+                                     : std::optional(rt::ParamKind::RowScalars);
       if (!k || (kind && *kind != *k))
         return fail("input #" + Twine(arg.getArgNumber()) +
                     " is read in a way a row kernel cannot index");
@@ -548,9 +553,9 @@ LogicalResult RowKernelBuilder::analyze() {
     }
     auto type = cast<RankedTensorType>(arg.getType());
     if (!kind)
-      kind = type.getRank() == rank ? RowParamKind::Rows
-             : type.getRank() == 0  ? RowParamKind::Scalar
-                                    : RowParamKind::RowScalars;
+      kind = type.getRank() == rank ? rt::ParamKind::Rows
+             : type.getRank() == 0  ? rt::ParamKind::Scalar
+                                    : rt::ParamKind::RowScalars;
     inputKinds.push_back(*kind);
   }
   // The row values the register form holds: it runs the steps one after
@@ -569,7 +574,7 @@ LogicalResult RowKernelBuilder::analyze() {
   for (auto [i, op] : llvm::enumerate(steps)) {
     for (Value in : op.getDpsInputs()) {
       auto arg = dyn_cast<BlockArgument>(in);
-      if ((arg && inputKinds[arg.getArgNumber()] == RowParamKind::Rows) ||
+      if ((arg && inputKinds[arg.getArgNumber()] == rt::ParamKind::Rows) ||
           span.count(in))
         touch(in, i);
     }
@@ -590,9 +595,9 @@ LogicalResult RowKernelBuilder::analyze() {
       return fail("result #" + Twine(i) + " is an input passed through");
     resultIndex[v].push_back(i);
     auto type = cast<RankedTensorType>(v.getType());
-    outputKinds.push_back(featureValues.contains(v) ? RowParamKind::Feature
-                          : type.getRank() == rank  ? RowParamKind::Rows
-                                                    : RowParamKind::RowScalars);
+    outputKinds.push_back(featureValues.contains(v) ? rt::ParamKind::Feature
+                          : type.getRank() == rank  ? rt::ParamKind::Rows
+                                                    : rt::ParamKind::RowScalars);
   }
   return success();
 }
@@ -608,24 +613,24 @@ Value RowKernelBuilder::loadUniform(OpBuilder &b, Value tensor) {
   Rep &rep = reps[tensor];
   if (rep.kind == Rep::Uniform)
     return rep.uniform;
-  if (rep.paramKind == RowParamKind::Scalar)
+  if (rep.paramKind == rt::ParamKind::Scalar)
     return memref::LoadOp::create(b, loc, rep.memref, ValueRange{});
   return memref::LoadOp::create(b, loc, rep.memref, ValueRange{row});
 }
 
 Value RowKernelBuilder::loadChunk(OpBuilder &b, Value tensor,
-                                  RowParamKind access, int64_t k, Value col) {
+                                  rt::ParamKind access, int64_t k, Value col) {
   Rep &rep = reps[tensor];
   Type elem = cast<RankedTensorType>(tensor.getType()).getElementType();
   if (rep.kind == Rep::Chunks)
     return rep.chunks[k];
-  if (access == RowParamKind::RowScalars || access == RowParamKind::Scalar)
+  if (access == rt::ParamKind::RowScalars || access == rt::ParamKind::Scalar)
     return vector::BroadcastOp::create(b, loc, vecOf(elem),
                                        loadUniform(b, tensor));
   int64_t bytes = config.vectorWidth * (elem.getIntOrFloatBitWidth() / 8);
   llvm::MaybeAlign align(std::min<int64_t>(16, bytes));
   SmallVector<Value> indices;
-  if (access == RowParamKind::Rows)
+  if (access == rt::ParamKind::Rows)
     indices.push_back(row);
   indices.push_back(col);
   return vector::LoadOp::create(b, loc, vecOf(elem), rep.memref, indices,
@@ -633,11 +638,11 @@ Value RowKernelBuilder::loadChunk(OpBuilder &b, Value tensor,
 }
 
 Value RowKernelBuilder::hoistChunk(OpBuilder &b, Value tensor,
-                                   RowParamKind access, int64_t k, Value col,
+                                   rt::ParamKind access, int64_t k, Value col,
                                    bool masked) {
   Rep &rep = reps[tensor];
   if (rep.kind != Rep::Memory ||
-      (access != RowParamKind::Rows && access != RowParamKind::Feature))
+      (access != rt::ParamKind::Rows && access != rt::ParamKind::Feature))
     return Value();
   auto key = std::make_pair(tensor, k);
   if (Value v = loadedChunks.lookup(key))
@@ -668,7 +673,7 @@ Value RowKernelBuilder::hoistChunk(OpBuilder &b, Value tensor,
 
 SmallVector<Value> RowKernelBuilder::hoistChunks(OpBuilder &b,
                                                  linalg::GenericOp op,
-                                                 ArrayRef<RowParamKind> access,
+                                                 ArrayRef<rt::ParamKind> access,
                                                  int64_t k, Value col,
                                                  bool masked) {
   SmallVector<Value> chunks;
@@ -706,9 +711,9 @@ void RowKernelBuilder::storeResultChunk(OpBuilder &b, Value tensor, Value chunk,
 
 LogicalResult RowKernelBuilder::emitElementwise(OpBuilder &b,
                                                 linalg::GenericOp op) {
-  SmallVector<RowParamKind> access;
+  SmallVector<rt::ParamKind> access;
   for (OpOperand *in : op.getDpsInputOperands()) {
-    std::optional<RowParamKind> k =
+    std::optional<rt::ParamKind> k =
         classifyMap(op.getMatchingIndexingMap(in), rank);
     if (!k)
       return fail("an elementwise step reads an operand it cannot index");
@@ -716,7 +721,7 @@ LogicalResult RowKernelBuilder::emitElementwise(OpBuilder &b,
   }
   for (OpOperand &out : op.getDpsInitsMutable())
     if (classifyMap(op.getMatchingIndexingMap(&out), rank) !=
-        RowParamKind::Rows)
+        rt::ParamKind::Rows)
       return fail("an elementwise step writes a non-row result");
   int64_t w = config.vectorWidth;
   SmallVector<SmallVector<Value>> results(op->getNumResults());
@@ -829,7 +834,7 @@ RowKernelBuilder::getCombiningKind(linalg::GenericOp op) {
 }
 
 FailureOr<Value> RowKernelBuilder::accumulateChunk(
-    OpBuilder &b, linalg::GenericOp op, ArrayRef<RowParamKind> access,
+    OpBuilder &b, linalg::GenericOp op, ArrayRef<rt::ParamKind> access,
     int64_t k, Value acc) {
   int64_t w = config.vectorWidth;
   Value chunk = arith::AddIOp::create(b, loc, idx(b, k * config.threads), tid);
@@ -866,11 +871,11 @@ FailureOr<Value> RowKernelBuilder::accumulateChunk(
 }
 
 /// The reads of a reduction step's inputs, classified.
-static FailureOr<SmallVector<RowParamKind>> inputAccess(linalg::GenericOp op,
+static FailureOr<SmallVector<rt::ParamKind>> inputAccess(linalg::GenericOp op,
                                                         unsigned rank) {
-  SmallVector<RowParamKind> access;
+  SmallVector<rt::ParamKind> access;
   for (OpOperand *in : op.getDpsInputOperands()) {
-    std::optional<RowParamKind> k =
+    std::optional<rt::ParamKind> k =
         classifyMap(op.getMatchingIndexingMap(in), rank);
     if (!k)
       return failure();
@@ -889,7 +894,7 @@ LogicalResult RowKernelBuilder::emitReduction(OpBuilder &b,
   FailureOr<vector::CombiningKind> kind = getCombiningKind(op);
   if (failed(kind))
     return failure();
-  FailureOr<SmallVector<RowParamKind>> access = inputAccess(op, rank);
+  FailureOr<SmallVector<rt::ParamKind>> access = inputAccess(op, rank);
   if (failed(access))
     return fail("a reduction step reads an operand it cannot index");
   Value accVec = arith::ConstantOp::create(
@@ -909,7 +914,7 @@ LogicalResult RowKernelBuilder::emitReduction(OpBuilder &b,
 
 LogicalResult RowKernelBuilder::emitColumnReduction(OpBuilder &b,
                                                     linalg::GenericOp op) {
-  FailureOr<SmallVector<RowParamKind>> access = inputAccess(op, rank);
+  FailureOr<SmallVector<rt::ParamKind>> access = inputAccess(op, rank);
   if (failed(access))
     return fail("a reduction across rows reads an operand it cannot index");
   unsigned j = llvm::find(columnReductions, op) - columnReductions.begin();
@@ -929,8 +934,8 @@ LogicalResult RowKernelBuilder::emitRowScalar(OpBuilder &b,
   for (OpOperand *in : op.getDpsInputOperands()) {
     Rep &rep = reps[in->get()];
     if (rep.kind == Rep::Chunks ||
-        (rep.kind == Rep::Memory && (rep.paramKind == RowParamKind::Rows ||
-                                     rep.paramKind == RowParamKind::Feature)))
+        (rep.kind == Rep::Memory && (rep.paramKind == rt::ParamKind::Rows ||
+                                     rep.paramKind == rt::ParamKind::Feature)))
       return fail("a step reduces across rows, which a row kernel cannot");
     args.push_back(loadUniform(b, in->get()));
   }
@@ -1062,7 +1067,7 @@ LogicalResult RowKernelBuilder::emitLooped(OpBuilder &b) {
     if (kind == StepKind::Elementwise)
       for (OpOperand &out : op.getDpsInitsMutable())
         if (classifyMap(op.getMatchingIndexingMap(&out), rank) !=
-            RowParamKind::Rows)
+            rt::ParamKind::Rows)
           return fail("an elementwise step writes a non-row result");
     if (kind == StepKind::RowReduction || kind == StepKind::ColumnReduction) {
       if (failed(getCombiningKind(op)))
@@ -1134,8 +1139,8 @@ LogicalResult RowKernelBuilder::emitLooped(OpBuilder &b) {
     SetVector<Value> rowInputs;
     std::function<void(Value)> collect = [&](Value v) {
       if (auto arg = dyn_cast<BlockArgument>(v)) {
-        RowParamKind kind = inputKinds[arg.getArgNumber()];
-        if (kind == RowParamKind::Rows || kind == RowParamKind::Feature)
+        rt::ParamKind kind = inputKinds[arg.getArgNumber()];
+        if (kind == rt::ParamKind::Rows || kind == rt::ParamKind::Feature)
           rowInputs.insert(v);
         else if (!splats.count(v))
           splats[v] = vector::BroadcastOp::create(
@@ -1431,67 +1436,67 @@ LogicalResult RowKernelBuilder::emitLooped(OpBuilder &b) {
   return emitScalarsUpTo(std::numeric_limits<unsigned>::max());
 }
 
-FailureOr<RowKernelInfo> RowKernelBuilder::build(gpu::GPUModuleOp module,
+FailureOr<rt::KernelSpec> RowKernelBuilder::build(gpu::GPUModuleOp module,
                                                  StringRef name) {
   if (failed(lowerBodyToLinalg()) || failed(analyze()))
     return failure();
 
   // The kernel signature: inputs then outputs, rows flattened.
-  auto memrefFor = [&](Type tensorType, RowParamKind kind) -> MemRefType {
+  auto memrefFor = [&](Type tensorType, rt::ParamKind kind) -> MemRefType {
     Type elem = getElementTypeOrSelf(tensorType);
     switch (kind) {
-    case RowParamKind::Rows:
+    case rt::ParamKind::Rows:
       return MemRefType::get({ShapedType::kDynamic, hidden}, elem);
-    case RowParamKind::RowScalars:
+    case rt::ParamKind::RowScalars:
       return MemRefType::get({ShapedType::kDynamic}, elem);
-    case RowParamKind::Feature:
+    case rt::ParamKind::Feature:
       return MemRefType::get({hidden}, elem);
-    case RowParamKind::Scalar:
+    case rt::ParamKind::Scalar:
       return MemRefType::get({}, elem);
-    case RowParamKind::Partials:
+    case rt::ParamKind::Partials:
       return MemRefType::get({ShapedType::kDynamic, hidden}, elem);
-    case RowParamKind::Heads:
-    case RowParamKind::Tables:
-    case RowParamKind::Matrix:
+    case rt::ParamKind::Heads:
+    case rt::ParamKind::Tables:
+    case rt::ParamKind::Matrix:
       break; // other templates' kinds; the row program has none
     }
     llvm_unreachable("not a row-program parameter kind");
   };
-  RowKernelInfo info;
+  rt::KernelSpec info;
   info.name = name.str();
-  info.config = config;
-  info.hidden = hidden;
+  info.block[0] = config.threads;
+  info.vectorWidth = config.vectorWidth;
   SmallVector<Type> paramTypes;
   for (auto [i, pair] :
        llvm::enumerate(llvm::zip(rowFn.getArgumentTypes(), inputKinds))) {
     auto [type, kind] = pair;
     paramTypes.push_back(memrefFor(type, kind));
-    info.params.push_back(
-        {"input" + std::to_string(i), false, false, kind,
-         getElementTypeOrSelf(type),
-         kind == RowParamKind::Rows || kind == RowParamKind::Feature ? hidden
-                                                                     : 0});
+    info.params.push_back(abiParam(
+        "input" + std::to_string(i), rt::ParamRole::Input, kind,
+        getElementTypeOrSelf(type),
+        kind == rt::ParamKind::Rows || kind == rt::ParamKind::Feature ? hidden
+                                                                      : 0));
   }
   for (auto [i, pair] :
        llvm::enumerate(llvm::zip(rowFn.getResultTypes(), outputKinds))) {
     auto [type, kind] = pair;
     paramTypes.push_back(memrefFor(type, kind));
-    info.params.push_back({"output" + std::to_string(i), true, false, kind,
-                           getElementTypeOrSelf(type),
-                           kind == RowParamKind::Rows ||
-                                   kind == RowParamKind::Feature
-                               ? hidden
-                               : 0});
+    info.params.push_back(abiParam(
+        "output" + std::to_string(i), rt::ParamRole::Output, kind,
+        getElementTypeOrSelf(type),
+        kind == rt::ParamKind::Rows || kind == rt::ParamKind::Feature ? hidden
+                                                                      : 0));
   }
   Type f32 = Float32Type::get(ctx);
   for (size_t j = 0; j < columnReductions.size(); ++j) {
-    paramTypes.push_back(memrefFor(f32, RowParamKind::Partials));
-    info.params.push_back({"workspace" + std::to_string(j), false, true,
-                           RowParamKind::Partials, f32, hidden});
+    paramTypes.push_back(memrefFor(f32, rt::ParamKind::Partials));
+    info.params.push_back(abiParam("workspace" + std::to_string(j),
+                                   rt::ParamRole::Workspace,
+                                   rt::ParamKind::Partials, f32, hidden));
   }
   for (Operation &op : group.getBody().front().without_terminator())
-    info.opChain +=
-        (info.opChain.empty() ? "" : ", ") + op.getName().getStringRef().str();
+    info.ops +=
+        (info.ops.empty() ? "" : ", ") + op.getName().getStringRef().str();
 
   GpuBuilder b(loc, OpBuilder(ctx));
   gpu::GPUFuncOp kernel =
@@ -1522,7 +1527,7 @@ FailureOr<RowKernelInfo> RowKernelBuilder::build(gpu::GPUModuleOp module,
   if (!columnReductions.empty()) {
     Value rowsMemref;
     for (auto [kind, param] : llvm::zip(inputKinds, entry.getArguments()))
-      if (kind == RowParamKind::Rows && !rowsMemref)
+      if (kind == rt::ParamKind::Rows && !rowsMemref)
         rowsMemref = param;
     if (!rowsMemref)
       return fail("it reduces across rows but has no row-shaped input to "
@@ -1633,9 +1638,9 @@ FailureOr<RowKernelInfo> RowKernelBuilder::build(gpu::GPUModuleOp module,
     }
   }
   gpu::ReturnOp::create(b, loc);
-  info.sharedMemoryBytes = smemBytes;
+  info.dynamicSharedMemoryBytes = smemBytes;
   if (!columnReductions.empty()) {
-    info.grid = "ctas";
+    info.grid[0] = {rt::GridDim::Ctas, 1};
     // 4 CTAs of 256 threads per SM: 32 warps to keep loads in flight, few
     // enough partials (for 132 SMs and H = 4096, 8.6 MB) to cost ~2% of the
     // bytes the kernel moves at 16384 rows.
@@ -1649,13 +1654,13 @@ FailureOr<RowKernelInfo> RowKernelBuilder::build(gpu::GPUModuleOp module,
 LogicalResult RowKernelBuilder::buildFinish(gpu::GPUModuleOp module,
                                             StringRef name,
                                             ArrayRef<Type> paramTypes,
-                                            RowKernelInfo &info) {
-  info.finishName = (name + "_finish").str();
-  info.finishThreads = kFinishThreads;
-  info.finishGrid = (hidden + kFinishColumns - 1) / kFinishColumns;
+                                            rt::KernelSpec &info) {
+  info.finish.name = (name + "_finish").str();
+  info.finish.block[0] = kFinishThreads;
+  info.finish.grid = (hidden + kFinishColumns - 1) / kFinishColumns;
   GpuBuilder b(loc, OpBuilder(ctx));
   gpu::GPUFuncOp kernel =
-      b.beginKernel(module, info.finishName, paramTypes, kFinishThreads);
+      b.beginKernel(module, info.finish.name, paramTypes, kFinishThreads);
   Block &entry = kernel.getBody().front();
   ValueRange params = entry.getArguments();
   Type f32 = b.getF32Type();
@@ -1709,7 +1714,7 @@ LogicalResult RowKernelBuilder::buildFinish(gpu::GPUModuleOp module,
     memref::StoreOp::create(b, loc, ifOp.getResult(0), area, ValueRange{slot});
     areas.push_back(area);
   }
-  info.finishSharedMemoryBytes =
+  info.finish.dynamicSharedMemoryBytes =
       static_cast<int64_t>(columnReductions.size()) * slices * kFinishColumns * 4;
   gpu::BarrierOp::create(b, loc);
 
@@ -1757,7 +1762,7 @@ LogicalResult RowKernelBuilder::buildFinish(gpu::GPUModuleOp module,
       auto arg = cast<BlockArgument>(v);
       Value param = params[arg.getArgNumber()];
       args.push_back(
-          inputKinds[arg.getArgNumber()] == RowParamKind::Scalar
+          inputKinds[arg.getArgNumber()] == rt::ParamKind::Scalar
               ? memref::LoadOp::create(fb, loc, param, ValueRange{}).getResult()
               : memref::LoadOp::create(fb, loc, param, ValueRange{col})
                     .getResult());
@@ -1793,7 +1798,7 @@ static std::optional<int64_t> countHeldValues(FusionOp group,
   return *held;
 }
 
-FailureOr<RowKernelInfo>
+FailureOr<rt::KernelSpec>
 mlir::liger::buildRowKernel(FusionOp group, gpu::GPUModuleOp module,
                             StringRef name, const RowKernelConfig &config) {
   return RowKernelBuilder(group, config).build(module, name);

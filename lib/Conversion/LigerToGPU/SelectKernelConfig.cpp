@@ -1,15 +1,14 @@
 //===- SelectKernelConfig.cpp - the liger-select-kernel-config pass -------===//
 //
-// Writes the default launch configuration on every rowwise group
-// (RowKernel.cpp's selectRowKernelConfig) and every matmul group
-// (MatmulConfig.cpp) that has none, and checks the pinned configurations:
-// a rowwise group's against its row (getRowKernelConfig, the same vector
-// width rule the default follows), a matmul group's against the target.
+// Writes the default `#liger.kernel_config` (its template and tunables,
+// KernelConfig.cpp's selectKernelConfig) on every rowwise and matmul group
+// that has none, and checks the pinned ones (verifyKernelConfig: the
+// template the group's ops need, a row's vector width, a tile against the
+// target).
 //
 //===----------------------------------------------------------------------===//
 
-#include "liger/Conversion/LigerToGPU/MatmulConfig.h"
-#include "liger/Conversion/LigerToGPU/RowKernel.h"
+#include "liger/Conversion/LigerToGPU/KernelConfig.h"
 #include "liger/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -40,34 +39,18 @@ struct SelectKernelConfigPass
       return signalPassFailure();
     }
     WalkResult walk = getOperation()->walk([&](FusionOp group) {
-      auto pinned = group->getAttrOfType<DictionaryAttr>("liger.kernel_config");
-      if (group.getKind() == FusionKind::rowwise) {
-        if (pinned)
-          return failed(getRowKernelConfig(group)) ? WalkResult::interrupt()
-                                                   : WalkResult::advance();
-        group->setAttr("liger.kernel_config",
-                       getRowKernelConfigAttr(&getContext(),
-                                              selectRowKernelConfig(group)));
-        ++numConfigured;
+      if (group.getKind() != FusionKind::rowwise &&
+          group.getKind() != FusionKind::matmul)
         return WalkResult::advance();
-      }
-      if (group.getKind() != FusionKind::matmul)
-        return WalkResult::advance();
-      FailureOr<MatmulPlan> plan = analyzeMatmulGroup(group);
-      if (failed(plan))
+      if (auto pinned = group->getAttrOfType<KernelConfigAttr>(
+              KernelConfigAttr::getAttrName()))
+        return failed(verifyKernelConfig(group, pinned, *target))
+                   ? WalkResult::interrupt()
+                   : WalkResult::advance();
+      FailureOr<KernelConfigAttr> config = selectKernelConfig(group, *target);
+      if (failed(config))
         return WalkResult::interrupt();
-      if (pinned) {
-        FailureOr<MatmulKernelConfig> config =
-            readMatmulKernelConfig(group, pinned);
-        if (failed(config) ||
-            failed(verifyMatmulKernelConfig(*config, *plan, *target)))
-          return WalkResult::interrupt();
-        return WalkResult::advance();
-      }
-      group->setAttr("liger.kernel_config",
-                     getMatmulKernelConfigAttr(
-                         &getContext(),
-                         selectMatmulKernelConfig(*plan, *target)));
+      group->setAttr(KernelConfigAttr::getAttrName(), *config);
       ++numConfigured;
       return WalkResult::advance();
     });

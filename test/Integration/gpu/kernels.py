@@ -628,6 +628,14 @@ MATMUL_ROPE = {
 MATMUL_ROPE_SHAPES = [(1, 1), (1, 7), (2, 77), (1, 4096), (8, 2048)]
 
 
+
+def matmul_config(mma, tm, tn, stages):
+    """The liger.kernel_config of a matmul group pinned to the template of
+    `mma` ("wgmma" or "mma_sync"), a tm x tn tile and `stages` stages, with a
+    128-byte (wgmma) or 64-byte (mma.sync) K slice."""
+    return ("#liger.kernel_config<kernel_template = matmul_%s, tile_m = %d, tile_n = %d, tile_k = %d, "
+            "stages = %d>" % (mma, tm, tn, 64 if mma == "wgmma" else 32, stages))
+
 def qk_rope_group_text(name):
     """The matmul group liger-fuse-qkv-rope forms, pinned to a wgmma tile."""
     k, hq, hkv, d, dt, tm, tn, stages, norm, bias, batched, mma = MATMUL_ROPE[name]
@@ -660,8 +668,7 @@ def qk_rope_group_text(name):
                  % (p, p, S[p], p, H[p])]
     body += ["%%qr, %%kr = liger.rope %%qh, %%kh, %%bcos, %%bsin : %s, %s, %s" % (H["q"], H["k"], C),
              "liger.yield %%qr, %%kr : %s, %s" % (H["q"], H["k"])]
-    config = ('{mma = "%s", stages = %d : i64, tile_k = %d : i64, tile_m = %d : i64, '
-              'tile_n = %d : i64}' % (mma, stages, 64 if mma == "wgmma" else 32, tm, tn))
+    config = matmul_config(mma, tm, tn, stages)
     return """func.func @%s(%s) -> (%s, %s) {
   %%y:2 = liger.fusion matmul(%s) attributes {liger.kernel_config = %s} : (%s) -> (%s, %s) {
   ^bb0(%s):
@@ -681,9 +688,7 @@ def matmul_module_text():
         X, W, Y = ("tensor<?x%dx%s>" % (k, dt), "tensor<%dx%dx%s>" % (n, k, dt),
                    "tensor<?x%dx%s>" % (n, dt))
         G = "tensor<%dx%s>" % (k, dt)
-        config = ('{mma = "%s", stages = %d : i64, tile_k = %d : i64, '
-                  'tile_m = %d : i64, tile_n = %d : i64}'
-                  % (mma, stages, 64 if mma == "wgmma" else 32, tm, tn))
+        config = matmul_config(mma, tm, tn, stages)
         epilogue = MATMUL_EPILOGUES.get(name)
         norm = MATMUL_PROLOGUES.get(name)
         # The kernel's inputs, in order: x, [g], w, [b], [u | r].
@@ -742,9 +747,7 @@ def matmul_module_text():
   return %%y : %s
 }""" % (name, params, Y, names, config, types, Y, block, "\n    ".join(body), Y))
     for name, (op, n, k, dt, tm, tn, stages, mma) in MATMUL_GRADS.items():
-        config = ('{mma = "%s", stages = %d : i64, tile_k = %d : i64, '
-                  'tile_m = %d : i64, tile_n = %d : i64}'
-                  % (mma, stages, 64 if mma == "wgmma" else 32, tm, tn))
+        config = matmul_config(mma, tm, tn, stages)
         DY = "tensor<?x%dx%s>" % (n, dt)
         if op == "dx":
             args = [("dy", DY), ("w", "tensor<%dx%dx%s>" % (n, k, dt))]
@@ -816,13 +819,13 @@ def cross_entropy_tokens(vocab):
 # The fused loss + gradient kernel at pinned configurations as well
 # (`cefp_<name>`): name -> liger.kernel_config.
 CROSS_ENTROPY_PINNED = {
-    "v128256_bf16": "{threads = 1024 : i64, vector_width = 8 : i64, ctas_per_sm = 1 : i64}",
+    "v128256_bf16": "#liger.kernel_config<kernel_template = cross_entropy, threads = 1024, vector_width = 8, ctas_per_sm = 1>",
     # One CTA per SM over a row that fits in shared memory whole (4 staged
     # chunks a thread cover 32768 columns, past the row's 32000).
-    "v32000_bf16": "{threads = 1024 : i64, vector_width = 8 : i64, ctas_per_sm = 1 : i64}",
-    "v1000_f32_none_all": "{threads = 64 : i64, vector_width = 2 : i64}",
+    "v32000_bf16": "#liger.kernel_config<kernel_template = cross_entropy, threads = 1024, vector_width = 8, ctas_per_sm = 1>",
+    "v1000_f32_none_all": "#liger.kernel_config<kernel_template = cross_entropy, threads = 64, vector_width = 2>",
     # Two CTAs per SM over peeled rows: half the staging area each.
-    "v50257_bf16": "{threads = 512 : i64, vector_width = 8 : i64, ctas_per_sm = 2 : i64}",
+    "v50257_bf16": "#liger.kernel_config<kernel_template = cross_entropy, threads = 512, vector_width = 8, ctas_per_sm = 2>",
 }
 
 

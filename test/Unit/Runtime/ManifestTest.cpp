@@ -205,6 +205,24 @@ TEST(ManifestTest, TheWriterRefusesWhatTheReaderWould) {
   EXPECT_TRUE(text.empty());
 }
 
+TEST(ManifestTest, OneKernelIsVerifiedAsTheManifestVerifiesIt) {
+  Manifest m = sample();
+  for (const KernelSpec &k : m.modules[0].kernels)
+    EXPECT_TRUE(verifyKernel(k, "c", "kernel").isOk()) << k.name;
+  KernelSpec k = m.modules[0].kernels[1];
+  k.finish.name = "";
+  k.grid[0] = {GridDim::Rows, 1};
+  Status s = verifyKernel(k, "c", "kernel");
+  ASSERT_FALSE(s.isOk());
+  EXPECT_EQ(s.message(), "c: kernel: a kernel has workspaces if and only if "
+                         "it has a 'finish' kernel");
+  // The manifest's verifier says the same of it, at its place.
+  m.modules[0].kernels[1] = k;
+  EXPECT_EQ(verifyManifest(m, "t").message(),
+            "t: modules[0].kernels[1]: a kernel has workspaces if and only if "
+            "it has a 'finish' kernel");
+}
+
 //===----------------------------------------------------------------------===//
 // Rules on the structs (verifyManifest; the writer and the reader)
 //===----------------------------------------------------------------------===//

@@ -14,6 +14,7 @@
 #define LIGER_CONVERSION_LIGERTOGPU_MATMULCONFIG_H
 
 #include "liger/Conversion/LigerToGPU/MatmulPlan.h"
+#include "liger/Dialect/Liger/IR/LigerKernelAttrs.h"
 #include "liger/Target/GpuTarget.h"
 
 namespace mlir::liger {
@@ -42,12 +43,16 @@ LogicalResult verifyMatmulKernelConfig(const MatmulKernelConfig &config,
                                        const MatmulPlan &plan,
                                        const GpuTargetInfo &target);
 
-DictionaryAttr getMatmulKernelConfigAttr(MLIRContext *ctx,
-                                         const MatmulKernelConfig &config);
+/// The `#liger.kernel_config` holding `config` (its template, tile, stages
+/// and threads).
+KernelConfigAttr getMatmulKernelConfigAttr(MLIRContext *ctx,
+                                           const MatmulKernelConfig &config);
 
-/// The `liger.kernel_config` of a matmul group, parsed (not yet verified).
+/// The tile configuration of a matmul template's `#liger.kernel_config`
+/// (not yet verified against the plan and target); fails when its
+/// `threads` is not what the tile needs.
 FailureOr<MatmulKernelConfig> readMatmulKernelConfig(FusionOp group,
-                                                     DictionaryAttr dict);
+                                                     KernelConfigAttr attr);
 
 } // namespace mlir::liger
 

@@ -98,7 +98,7 @@ using MatmulKernelBody =
 /// template: checks the template's limits, lowers the epilogue, lays out
 /// shared memory, creates gpu.func `name` in `module` and runs `body` in it.
 /// Warns and fails (leaving no function) where a step does.
-FailureOr<RowKernelInfo> buildMatmulKernel(const MatmulPlan &plan,
+FailureOr<::liger::runtime::KernelSpec> buildMatmulKernel(const MatmulPlan &plan,
                                            gpu::GPUModuleOp module,
                                            StringRef name,
                                            const MatmulKernelConfig &config,

@@ -18,7 +18,7 @@ namespace mlir::liger {
 /// Builds the kernel of `plan`'s group into `module`, or fails with a
 /// warning on the group naming what the templates do not implement (the
 /// group is then left for a later template).
-FailureOr<RowKernelInfo> buildMatmulKernel(const MatmulPlan &plan,
+FailureOr<::liger::runtime::KernelSpec> buildMatmulKernel(const MatmulPlan &plan,
                                            gpu::GPUModuleOp module,
                                            StringRef name,
                                            const MatmulKernelConfig &config);

@@ -16,6 +16,7 @@
 #ifndef LIGER_CONVERSION_LIGERTOGPU_ROWKERNEL_H
 #define LIGER_CONVERSION_LIGERTOGPU_ROWKERNEL_H
 
+#include "liger/Dialect/Liger/IR/LigerKernelAttrs.h"
 #include "liger/Dialect/Liger/IR/LigerOps.h"
 #include "liger/Runtime/KernelAbi.h"
 
@@ -73,76 +74,38 @@ RowKernelConfig selectRowKernelConfig(int64_t hidden, Type elementType);
 /// the row length and dtype of its first row-shaped input.
 RowKernelConfig selectRowKernelConfig(FusionOp group);
 
-/// Reads the `liger.kernel_config` attribute of `group` ({threads,
-/// vector_width[, reuse_loads][, ctas_per_sm]}), checking it (the vector
-/// width by checkRowVectorWidth against the group's row), or returns the
-/// default of selectRowKernelConfig(group).
-FailureOr<RowKernelConfig> getRowKernelConfig(FusionOp group);
+/// The template that builds rowwise group `group`, decided by its first op:
+/// rope for liger.rope and liger.rope_grad, cross_entropy for
+/// liger.cross_entropy and liger.cross_entropy_grad, else rowwise.
+KernelTemplate rowKernelTemplate(FusionOp group);
 
-/// The `liger.kernel_config` attribute holding `config`.
-DictionaryAttr getRowKernelConfigAttr(MLIRContext *ctx,
-                                      const RowKernelConfig &config);
+/// Reads the row tunables of `config` (a rowwise or cross_entropy
+/// `#liger.kernel_config`), checking its vector width by
+/// checkRowVectorWidth against the row of `group`.
+FailureOr<RowKernelConfig> getRowKernelConfig(FusionOp group,
+                                              KernelConfigAttr config);
 
-/// How a kernel parameter is indexed, for the manifest.
-enum class RowParamKind {
-  Rows,       ///< [..., H], leading dimensions flattened into rows
-  RowScalars, ///< [...]: one value per row
-  Feature,    ///< [H]
-  Scalar,     ///< rank 0
-  Heads,      ///< [B, heads, T, D] (RoPE's q and k)
-  Tables,     ///< [B or 1, T, D] (RoPE's cos and sin)
-  Partials,   ///< [ctas, H] f32 workspace: one partial column reduction per
-              ///< CTA, finished by the second kernel
-  Matrix,     ///< [N, K], static: a projection's weight (`heads` holds N)
-};
+/// The `#liger.kernel_config` of template `kernelTemplate` holding `config`.
+KernelConfigAttr getRowKernelConfigAttr(MLIRContext *ctx,
+                                        KernelTemplate kernelTemplate,
+                                        const RowKernelConfig &config);
 
-/// One kernel parameter (a memref), in order.
-struct RowKernelParam {
-  std::string name; // "input0", "output1", ...
-  bool isOutput = false;
-  bool isWorkspace = false; // a Partials buffer the launcher allocates
-  RowParamKind kind = RowParamKind::Rows;
-  Type elementType;
-  int64_t hidden = 0; // the row (or feature) length; 0 for row scalars
-  int64_t heads = 0;  // the head count of a Heads parameter
-};
+/// The kernel ABI's record of a parameter of element type `elementType`
+/// (one the dialect allows, which are the ones the ABI carries).
+::liger::runtime::KernelParam abiParam(std::string name,
+                                       ::liger::runtime::ParamRole role,
+                                       ::liger::runtime::ParamKind kind,
+                                       Type elementType, int64_t length,
+                                       int64_t outer = 0);
 
-/// What the runtime needs to launch a kernel.
-struct RowKernelInfo {
-  std::string name;
-  RowKernelConfig config;
-  int64_t hidden = 0;
-  int64_t sharedMemoryBytes = 0;
-  SmallVector<RowKernelParam> params;
-  std::string opChain;       // "liger.add_rms_norm"
-  std::string grid = "rows"; // the grid shape symbol: "rows", "tokens" or
-                             // "ctas" (the leading size of the workspaces)
-  /// A 3-D grid (manifest syntax: integers, "rows", "rows/N", ...) for
-  /// templates whose grid is not one CTA per row or token; empty otherwise.
-  SmallVector<std::string> gridDims;
-  std::string templateName; // empty: "rowwise" or "rope" from `grid`
-  /// Groups that reduce across rows (RMSNorm's dW) are two kernels: the
-  /// first loops over rows with a stride of the grid and writes one partial
-  /// per CTA into each workspace; this second one (same parameters) reduces
-  /// the partials and finishes the per-feature steps. Empty when none.
-  std::string finishName;
-  int64_t finishGrid = 0;
-  int64_t finishThreads = 0;
-  int64_t finishSharedMemoryBytes = 0;
-  /// The CTAs per SM the first kernel is meant to run with: a launcher
-  /// sizes the workspaces to min(rows, SMs * ctasPerSm) rows (at least 1).
-  int64_t ctasPerSm = 0;
-  /// The TMA descriptors the launcher encodes and passes by value after
-  /// the memref parameters (the wgmma matmul kernels): the kernel ABI's
-  /// record, as the manifest carries it.
-  SmallVector<::liger::runtime::KernelTensorMap> tensorMaps;
-};
-
+/// Each template builds its kernel and returns the kernel ABI's record of
+/// it (the function it implements is the bundle writer's to fill in).
+///
 /// Builds the kernel of `group` into `module` (at its end), and its finishing
 /// kernel `<name>_finish` when the group reduces across rows. Fails with a
 /// diagnostic on the group when a body op is outside what the row program
 /// supports.
-FailureOr<RowKernelInfo> buildRowKernel(FusionOp group, gpu::GPUModuleOp module,
+FailureOr<::liger::runtime::KernelSpec> buildRowKernel(FusionOp group, gpu::GPUModuleOp module,
                                         StringRef name,
                                         const RowKernelConfig &config);
 
@@ -150,7 +113,7 @@ FailureOr<RowKernelInfo> buildRowKernel(FusionOp group, gpu::GPUModuleOp module,
 /// one CTA per token (B·T) applies the rotation to every head of q and k,
 /// each thread a pair of W-wide chunks (d, d + D/2), so that every element
 /// and its rotate-half partner are read once and written once.
-FailureOr<RowKernelInfo>
+FailureOr<::liger::runtime::KernelSpec>
 buildRoPEKernel(FusionOp group, gpu::GPUModuleOp module, StringRef name);
 
 /// Builds the kernels of a group holding one liger.cross_entropy or
@@ -164,7 +127,7 @@ buildRoPEKernel(FusionOp group, gpu::GPUModuleOp module, StringRef name);
 /// reuse_loads, and 16-byte chunks for cp.async) keeps what of each
 /// thread's part of the row fits in `maxSharedMemoryBytes` (the target's,
 /// per CTA) in shared memory between its two passes.
-FailureOr<RowKernelInfo> buildCrossEntropyKernel(FusionOp group,
+FailureOr<::liger::runtime::KernelSpec> buildCrossEntropyKernel(FusionOp group,
                                                  gpu::GPUModuleOp module,
                                                  StringRef name,
                                                  const RowKernelConfig &config,

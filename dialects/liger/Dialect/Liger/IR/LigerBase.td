@@ -17,30 +17,7 @@ include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
-def Liger_Dialect : Dialect {
-  let name = "liger";
-  let summary = "Tensor-level ops of transformer layers, for fusion into GPU kernels.";
-  let description = [{
-    The `liger` dialect describes the layers of transformer models at the
-    level a model author thinks in: RMSNorm, rotary embeddings, projections
-    (with or without LoRA), gated activations and the training losses. Ops
-    work on ranked tensors of `bf16`, `f16` or `f32`; hidden, head, vocabulary
-    and weight sizes are static, while the leading token dimensions (batch,
-    sequence) may be dynamic. Every op computes its reductions and matrix
-    products in `f32`.
-
-    Fusion passes group chains of these ops into `liger.fusion` regions, and
-    the lowerings turn each group into one GPU kernel; `liger-lower-to-linalg`
-    gives every op its reference semantics on the CPU.
-
-    Every result type can be inferred from the operands and attributes, so a
-    frontend builds ops without spelling result types, and the textual form
-    prints only the operand types.
-  }];
-  let cppNamespace = "::mlir::liger";
-  let useDefaultAttributePrinterParser = 1;
-  let hasCanonicalizer = 0;
-}
+include "liger/Dialect/Liger/IR/LigerDialect.td"
 
 //===----------------------------------------------------------------------===//
 // Enums

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "liger/Dialect/Liger/IR/LigerDialect.h"
+#include "liger/Dialect/Liger/IR/LigerKernelAttrs.h"
 #include "liger/Dialect/Liger/IR/LigerOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -31,4 +32,32 @@ void LigerDialect::initialize() {
 #define GET_ATTRDEF_LIST
 #include "liger/Dialect/Liger/IR/LigerAttrs.cpp.inc"
       >();
+  registerKernelAttributes();
+}
+
+// The dialect's attributes are generated in two groups (LigerDialect.td
+// says why): the enum attributes here, the kernel attributes in
+// LigerKernelAttrs.cpp.
+Attribute LigerDialect::parseAttribute(DialectAsmParser &parser,
+                                       Type type) const {
+  SMLoc loc = parser.getCurrentLocation();
+  StringRef mnemonic;
+  Attribute attr;
+  OptionalParseResult result =
+      generatedAttributeParser(parser, &mnemonic, type, attr);
+  if (result.has_value())
+    return attr;
+  if (std::optional<Attribute> kernel =
+          parseKernelAttribute(parser, mnemonic, type))
+    return *kernel;
+  parser.emitError(loc) << "unknown attribute `" << mnemonic
+                        << "` in dialect `" << getNamespace() << "`";
+  return {};
+}
+
+void LigerDialect::printAttribute(Attribute attr,
+                                  DialectAsmPrinter &printer) const {
+  if (succeeded(generatedAttributePrinter(attr, printer)))
+    return;
+  (void)printKernelAttribute(attr, printer);
 }

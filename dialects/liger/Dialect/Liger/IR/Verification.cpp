@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "liger/Dialect/Liger/IR/Verification.h"
+#include "liger/Dialect/Liger/IR/LigerKernelAttrs.h"
 
 #include "mlir/IR/Operation.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -65,6 +66,21 @@ LogicalResult mlir::liger::verifyDiscardableAttributes(Operation *op) {
              << "has unknown attribute '" << attr.getName().getValue()
              << "'; extra attributes need a dialect prefix (e.g. 'liger."
              << attr.getName().getValue() << "')";
+  return success();
+}
+
+LogicalResult LigerDialect::verifyOperationAttribute(Operation *op,
+                                                    NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name == KernelConfigAttr::getAttrName() &&
+      !isa<KernelConfigAttr>(attr.getValue()))
+    return op->emitOpError("expects '")
+           << name << "' to be a #liger.kernel_config, got "
+           << attr.getValue();
+  if (name == KernelInfoAttr::getAttrName() &&
+      !isa<KernelInfoAttr>(attr.getValue()))
+    return op->emitOpError("expects '")
+           << name << "' to be a #liger.kernel_info, got " << attr.getValue();
   return success();
 }
 

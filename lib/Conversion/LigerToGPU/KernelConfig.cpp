@@ -1,0 +1,65 @@
+//===- KernelConfig.cpp - a fusion group's kernel configuration -----------===//
+
+#include "liger/Conversion/LigerToGPU/KernelConfig.h"
+#include "liger/Conversion/LigerToGPU/MatmulConfig.h"
+#include "liger/Conversion/LigerToGPU/RowKernel.h"
+
+using namespace mlir;
+using namespace mlir::liger;
+
+FailureOr<KernelConfigAttr>
+mlir::liger::selectKernelConfig(FusionOp group, const GpuTargetInfo &target) {
+  MLIRContext *ctx = group.getContext();
+  if (group.getKind() == FusionKind::matmul) {
+    FailureOr<MatmulPlan> plan = analyzeMatmulGroup(group);
+    if (failed(plan))
+      return failure();
+    return getMatmulKernelConfigAttr(ctx,
+                                     selectMatmulKernelConfig(*plan, target));
+  }
+  KernelTemplate kernelTemplate = rowKernelTemplate(group);
+  if (kernelTemplate == KernelTemplate::rope) // no tunables
+    return KernelConfigAttr::get(ctx, kernelTemplate, std::nullopt,
+                                 std::nullopt, std::nullopt, std::nullopt,
+                                 std::nullopt, std::nullopt, std::nullopt,
+                                 std::nullopt);
+  return getRowKernelConfigAttr(ctx, kernelTemplate,
+                                selectRowKernelConfig(group));
+}
+
+LogicalResult mlir::liger::verifyKernelConfig(FusionOp group,
+                                              KernelConfigAttr config,
+                                              const GpuTargetInfo &target) {
+  bool matmulGroup = group.getKind() == FusionKind::matmul;
+  if (matmulGroup != config.isMatmul() ||
+      (!matmulGroup && config.getKernelTemplate() != rowKernelTemplate(group)))
+    return group.emitOpError("has a 'liger.kernel_config' of the ")
+           << stringifyKernelTemplate(config.getKernelTemplate())
+           << " template; its ops are built by the "
+           << (matmulGroup ? StringRef("matmul_wgmma or matmul_mma_sync")
+                           : stringifyKernelTemplate(rowKernelTemplate(group)))
+           << " template";
+  if (matmulGroup) {
+    FailureOr<MatmulPlan> plan = analyzeMatmulGroup(group);
+    if (failed(plan))
+      return failure();
+    FailureOr<MatmulKernelConfig> matmul = readMatmulKernelConfig(group, config);
+    if (failed(matmul))
+      return failure();
+    return verifyMatmulKernelConfig(*matmul, *plan, target);
+  }
+  if (config.getKernelTemplate() == KernelTemplate::rope)
+    return success();
+  return getRowKernelConfig(group, config);
+}
+
+FailureOr<KernelConfigAttr>
+mlir::liger::getKernelConfig(FusionOp group, const GpuTargetInfo &target) {
+  auto pinned =
+      group->getAttrOfType<KernelConfigAttr>(KernelConfigAttr::getAttrName());
+  if (!pinned)
+    return selectKernelConfig(group, target);
+  if (failed(verifyKernelConfig(group, pinned, target)))
+    return failure();
+  return pinned;
+}

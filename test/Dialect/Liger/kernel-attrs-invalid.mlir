@@ -1,0 +1,107 @@
+// RUN: liger-opt %s -split-input-file -verify-diagnostics
+
+// The rules of #liger.kernel_config and #liger.kernel_info, each broken
+// once; a kernel_info's rules are the runtime's own check of a manifest's
+// kernel (verifyKernel), one case here standing for them all
+// (test/Unit/Runtime/ManifestTest.cpp has one per rule).
+
+// expected-error @+1 {{'tile_m' is not a tunable of the rowwise template}}
+func.func @row_template_with_a_tile() attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 8, tile_m = 64>}
+
+// -----
+
+// expected-error @+1 {{'ctas_per_sm' is not a tunable of the rowwise template}}
+func.func @ctas_per_sm_outside_cross_entropy() attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 8, ctas_per_sm = 1>}
+
+// -----
+
+// expected-error @+1 {{'threads' is not a tunable of the rope template}}
+func.func @rope_with_threads() attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rope, threads = 256>}
+
+// -----
+
+// expected-error @+1 {{the cross_entropy template needs 'threads' and 'vector_width'}}
+func.func @row_template_without_width() attributes {liger.kernel_config = #liger.kernel_config<kernel_template = cross_entropy, threads = 256>}
+
+// -----
+
+// expected-error @+1 {{the matmul_mma_sync template needs 'tile_m', 'tile_n', 'tile_k' and 'stages'}}
+func.func @matmul_without_stages() attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_mma_sync, tile_m = 64, tile_n = 64, tile_k = 32>}
+
+// -----
+
+// expected-error @+1 {{'threads' must be a multiple of 32 in [32, 1024], got 48}}
+func.func @threads_not_warps() attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 48, vector_width = 4>}
+
+// -----
+
+// expected-error @+1 {{'ctas_per_sm' must be in [1, 64], got 0}}
+func.func @ctas_per_sm_out_of_range() attributes {liger.kernel_config = #liger.kernel_config<kernel_template = cross_entropy, threads = 256, vector_width = 4, ctas_per_sm = 0>}
+
+// -----
+
+// expected-error @+2 {{expected ::mlir::liger::KernelTemplate to be one of: rowwise, rope, cross_entropy, matmul_wgmma, matmul_mma_sync}}
+// expected-error @+1 {{failed to parse Liger_KernelConfigAttr parameter 'kernel_template' which is to be a `::mlir::liger::KernelTemplate`}}
+func.func @unknown_template() attributes {liger.kernel_config = #liger.kernel_config<kernel_template = tiled, threads = 256, vector_width = 4>}
+
+// -----
+
+// expected-error @+1 {{'func.func' op expects 'liger.kernel_config' to be a #liger.kernel_config, got {threads = 256 : i64, vector_width = 8 : i64}}}
+func.func @config_dictionary() attributes {liger.kernel_config = {threads = 256 : i64, vector_width = 8 : i64}}
+
+// -----
+
+// expected-error @+1 {{'func.func' op expects 'liger.kernel_info' to be a #liger.kernel_info, got {template = "rowwise"}}}
+func.func @info_dictionary() attributes {liger.kernel_info = {template = "rowwise"}}
+
+// -----
+
+// expected-error @+1 {{liger.kernel_info: the grid has 3 entries, got 2}}
+func.func @short_grid() attributes {liger.kernel_info = #liger.kernel_info<kernel_template = rowwise, ops = "liger.silu", grid = ["rows", 1], threads = 256, shared_memory_bytes = 0, vector_width = 4, params = [#liger.kernel_param<name = "input0", role = input, kind = rows, dtype = f32, length = 64>]>}
+
+// -----
+
+// expected-error @+1 {{liger.kernel_info: tensor_maps[0] names parameter #-1}}
+func.func @negative_tensor_map_param() attributes {liger.kernel_info = #liger.kernel_info<kernel_template = matmul, ops = "liger.linear", grid = [1, "rows/128", 1], threads = 384, shared_memory_bytes = 0, vector_width = 8, params = [#liger.kernel_param<name = "input0", role = input, kind = rows, dtype = bf16, length = 64>], tensor_maps = [#liger.tensor_map<param = -1, box_rows = 128, box_cols = 64, swizzle = 128>]>}
+
+// -----
+
+// A workspace without a finishing kernel: the runtime's rule.
+// expected-error @+1 {{liger.kernel_info: kernel: a kernel has workspaces if and only if it has a 'finish' kernel}}
+func.func @workspace_without_finish() attributes {liger.kernel_info = #liger.kernel_info<kernel_template = rowwise, ops = "liger.rms_norm_grad", grid = ["ctas", 1, 1], threads = 256, shared_memory_bytes = 0, vector_width = 4, params = [#liger.kernel_param<name = "input0", role = input, kind = rows, dtype = f32, length = 64>, #liger.kernel_param<name = "workspace0", role = workspace, kind = partials, dtype = f32, length = 64>]>}
+
+// -----
+
+// expected-error @+2 {{unknown kernel template 'tiled'}}
+// expected-error @+1 {{failed to parse Liger_KernelInfoAttr parameter 'kernel_template' which is to be a `::liger::runtime::KernelTemplate`}}
+func.func @unknown_abi_template() attributes {liger.kernel_info = #liger.kernel_info<kernel_template = tiled, ops = "liger.silu", grid = ["rows", 1, 1], threads = 256, shared_memory_bytes = 0, vector_width = 4, params = []>}
+
+// -----
+
+// expected-error @+2 {{unknown grid size "cols" (an integer, or "rows", "tokens", "ctas", "rows/N")}}
+// expected-error @+1 {{failed to parse Liger_KernelInfoAttr parameter 'grid' which is to be a `::llvm::ArrayRef<::liger::runtime::GridDim>`}}
+func.func @unknown_grid_size() attributes {liger.kernel_info = #liger.kernel_info<kernel_template = rowwise, ops = "liger.silu", grid = ["cols", 1, 1], threads = 256, shared_memory_bytes = 0, vector_width = 4, params = []>}
+
+// -----
+
+// expected-error @+2 {{unknown parameter role 'inout'}}
+// expected-error @+1 {{failed to parse Liger_KernelParamAttr parameter 'role' which is to be a `::liger::runtime::ParamRole`}}
+func.func @unknown_role() attributes {liger.kernel_info = #liger.kernel_param<name = "input0", role = inout, kind = rows, dtype = f32, length = 64>}
+
+// -----
+
+// expected-error @+2 {{unknown parameter kind 'cube'}}
+// expected-error @+1 {{failed to parse Liger_KernelParamAttr parameter 'kind' which is to be a `::liger::runtime::ParamKind`}}
+func.func @unknown_kind() attributes {liger.kernel_info = #liger.kernel_param<name = "input0", role = input, kind = cube, dtype = f32, length = 64>}
+
+// -----
+
+// expected-error @+2 {{element type 'f64' is not one the kernel ABI carries (bf16, f16, f32, i32, i64)}}
+// expected-error @+1 {{failed to parse Liger_KernelParamAttr parameter 'dtype' which is to be a `::liger::runtime::DType`}}
+func.func @dtype_outside_the_abi() attributes {liger.kernel_info = #liger.kernel_param<name = "input0", role = input, kind = rows, dtype = f64, length = 64>}
+
+// -----
+
+// expected-error @+2 {{a tensor map's swizzle is 96 bytes, not 32, 64 or 128}}
+// expected-error @+1 {{failed to parse Liger_TensorMapAttr parameter 'swizzle' which is to be a `::liger::runtime::TensorMapSwizzle`}}
+func.func @swizzle_of_96_bytes() attributes {liger.note = #liger.tensor_map<param = 0, box_rows = 128, box_cols = 64, swizzle = 96>}
