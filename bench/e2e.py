@@ -181,8 +181,7 @@ def _frame(frames):
     own package (Inductor's generated code included), as file:line name."""
     for f in frames:
         name = f.get("filename", "")
-        if "site-packages/torch/" not in name and "/torch/" not in name.replace(
-                "torchinductor", "") and name.endswith(".py"):
+        if name.endswith(".py") and "/torch/" not in name:
             return "%s:%d %s" % (name.split("/")[-1], f.get("line", 0), f.get("name", ""))
     f = frames[0] if frames else {}
     return "%s:%d %s" % (f.get("filename", "?").split("/")[-1], f.get("line", 0),

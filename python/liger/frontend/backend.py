@@ -316,27 +316,30 @@ class LigerBackend:
 
 
 # Ops whose Inductor decomposition the backend replaces by PyTorch's own
-# kernel behind an opaque operator (group_ops): aten op -> that operator.
+# kernel behind an opaque operator of the same name (group_ops).
 # embedding_dense_backward: the decomposition accumulates a bf16/f16
 # embedding's gradient in an f32 [vocab, hidden] buffer and copies it down
 # (Llama-3-8B's vocabulary: 1.96 GiB alive at the backward's peak, measured
 # on the H200), where PyTorch's kernel writes the weight's dtype directly.
 # (Dropping the decomposition instead would leave Inductor an op it both
 # decomposes and falls back on, which torch 2.11 refuses.)
-KEPT_OPS = {"embedding_dense_backward": "embedding_dense_backward"}
+KEPT_OPS = ("embedding_dense_backward",)
+
+
+@functools.lru_cache(maxsize=None)
+def _kept_table():
+    from torch._inductor.decomposition import select_decomp_table
+    from . import group_ops  # noqa: F401  (registers the operators)
+    kept = {getattr(torch.ops.aten, name): getattr(torch.ops.liger, name).default
+            for name in KEPT_OPS}
+    return {op: kept.get(getattr(op, "overloadpacket", op), fn)
+            for op, fn in select_decomp_table().items()}
 
 
 def _decompositions():
-    """Inductor's decomposition table with KEPT_OPS mapped to their operators."""
-    from torch._inductor.decomposition import select_decomp_table
-    from . import group_ops  # noqa: F401  (registers the operators)
-    table = dict(select_decomp_table())
-    for aten_name, op_name in KEPT_OPS.items():
-        kept = getattr(torch.ops.liger, op_name).default
-        for op in list(table):
-            if getattr(op, "overloadpacket", op) is getattr(torch.ops.aten, aten_name):
-                table[op] = kept
-    return table
+    """Inductor's decomposition table with KEPT_OPS mapped to their
+    operators (built once; a copy per graph, which compile_fx may keep)."""
+    return dict(_kept_table())
 
 
 class Precompiled(Exception):
