@@ -4,6 +4,10 @@
 # runtime's unit tests and test/Integration/gpu with the bundles compiled on
 # the build machine (scripts/build-gpu-bundles.sh; default ./gpu-bundles),
 # and prints one summary line. Exits non-zero on any failure.
+# LIGER_GPU_CHECK_INSTALLED=1 runs the Python side (the GPU tests, the
+# sanitizer's script, FSDP2) on the installed `liger` package (pip install .)
+# instead of the checkout's python/ and the runtime built here; the
+# runtime's unit tests and the LibTorch example still use the build here.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUNDLES=${1:-$ROOT/gpu-bundles}
@@ -32,10 +36,19 @@ if [[ -f "$BUNDLES/include/nlohmann/json.hpp" ]]; then
   export LIGER_JSON_INCLUDE_DIR="$BUNDLES/include"
 fi
 LIGER_RUNTIME_BUILD_DIR="$BUILD" bash "$ROOT/scripts/build-runtime.sh" || exit 1
+# with_liger CMD...: CMD with the `liger` package this run tests on its path.
+if [[ ${LIGER_GPU_CHECK_INSTALLED:-0} != 0 ]]; then
+  with_liger() { env -u PYTHONPATH LIGER_TEST_INSTALLED=1 "$@"; }
+  package=$(with_liger "$PYTHON" -c 'import os, liger; print("installed liger %s in %s" % (liger.__version__, os.path.dirname(liger.__file__)))' 2>&1 | tail -1)
+  with_liger "$PYTHON" -c 'import liger' 2>/dev/null || { echo "gpu-check: LIGER_GPU_CHECK_INSTALLED=1 but no installed liger package: $package"; exit 1; }
+else
+  with_liger() { PYTHONPATH="$ROOT/python:$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" "$@"; }
+  package="the checkout's"
+fi
 ctest --test-dir "$BUILD" --output-on-failure >"$LOG/unit.log" 2>&1
 unit_rc=$?
 tail -3 "$LOG/unit.log"
-PYTHONPATH="$ROOT/python:$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -m pytest -q \
+with_liger "$PYTHON" -m pytest -q \
   "$ROOT/test/Integration/gpu" --bundles="$BUNDLES" -p no:cacheprovider \
   -m "not experimental" 2>&1 | tee "$LOG/gpu.log" | tail -25
 gpu_rc=${PIPESTATUS[0]}
@@ -44,7 +57,7 @@ gpu_rc=${PIPESTATUS[0]}
 # LIGER_GPU_CHECK_EXPERIMENTAL=0 leaves them out (and says so).
 run_experimental=${LIGER_GPU_CHECK_EXPERIMENTAL:-1}
 if [[ $run_experimental != 0 ]]; then
-  PYTHONPATH="$ROOT/python:$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" "$PYTHON" -m pytest -q \
+  with_liger "$PYTHON" -m pytest -q \
     "$ROOT/test/Integration/gpu" --bundles="$BUNDLES" -p no:cacheprovider \
     -m experimental 2>&1 | tee "$LOG/experimental.log" | tail -15
 fi
@@ -69,8 +82,7 @@ fsdp_rc=0
 gpus=$("$PYTHON" -c 'import torch; print(torch.cuda.device_count())' 2>/dev/null || echo 0)
 if [[ $gpus -ge 2 ]]; then
   export NCCL_NVLS_ENABLE=0  # NVLink multicast stays off
-  run_py() { PYTHONPATH="$ROOT/python:$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" \
-    LIGER_OPS_BUNDLES="$BUNDLES/ops" "$@"; }
+  run_py() { LIGER_OPS_BUNDLES="$BUNDLES/ops" with_liger "$@"; }
   ex="$ROOT/examples/fsdp2_train.py"
   {
     run_py "$PYTHON" "$ex" --json "$LOG/fsdp-single.json" &&
@@ -102,7 +114,7 @@ san_rc=0
 if [[ -n "$sanitizer" ]]; then
   san=""
   for tool in memcheck racecheck; do
-    PYTHONPATH="$ROOT/python:$BUILD/python" "$sanitizer" --tool "$tool" --error-exitcode 3 \
+    with_liger "$sanitizer" --tool "$tool" --error-exitcode 3 \
       "$PYTHON" "$ROOT/test/Integration/gpu/sanitize.py" "$BUNDLES" >"$LOG/$tool.log" 2>&1
     rc=$?
     tail -3 "$LOG/$tool.log"
@@ -110,7 +122,7 @@ if [[ -n "$sanitizer" ]]; then
   done
   for tool in memcheck racecheck synccheck; do
     [[ $run_experimental != 0 ]] || break
-    PYTHONPATH="$ROOT/python:$BUILD/python" "$sanitizer" --tool "$tool" --error-exitcode 3 \
+    with_liger "$sanitizer" --tool "$tool" --error-exitcode 3 \
       "$PYTHON" "$ROOT/test/Integration/gpu/sanitize.py" "$BUNDLES" matmul >"$LOG/$tool-matmul.log" 2>&1
     if [[ $? -eq 0 ]]; then exp_san+="$tool clean, "; else exp_san+="$tool FAILED, "; fi
   done
@@ -134,5 +146,5 @@ if [[ -z "$unit" ]]; then
 fi
 [[ -x "$BUILD/bin/liger-unit-tests" ]] || unit="not built (no GoogleTest on this machine; CI runs them)"
 torch_v=$("$PYTHON" -c 'import torch; print(torch.__version__, "CUDA", torch.version.cuda)' 2>/dev/null)
-echo "gpu-check: $(count passed) passed, $(count failed) failed, $(count skipped) skipped on $gpu (torch $torch_v); compute-sanitizer: $san; LibTorch example: $example; runtime unit tests: ${unit:-not run}; experimental (matmul template): $experimental; FSDP2 (2 GPUs): $fsdp"
+echo "gpu-check: $(count passed) passed, $(count failed) failed, $(count skipped) skipped on $gpu (torch $torch_v), $package package; compute-sanitizer: $san; LibTorch example: $example; runtime unit tests: ${unit:-not run}; experimental (matmul template): $experimental; FSDP2 (2 GPUs): $fsdp"
 [[ ($unit_rc -eq 0 || "$unit" == not*) && $gpu_rc -eq 0 && $san_rc -eq 0 && $example_rc -eq 0 && $fsdp_rc -eq 0 ]]
