@@ -41,20 +41,11 @@ def run_tool(name: str, argv: Optional[List[str]] = None) -> int:
     this process's); exits 1 with liger's message where there is none."""
     from .driver import find_tool
     from .errors import LigerError
-    # Look past this command itself where it is on PATH under the tool's name
-    # (the wheel's liger-compile command is this function): it would run
-    # itself for ever.
-    here = os.path.realpath(sys.argv[0])
-    path = os.environ.get("PATH", "")
-    os.environ["PATH"] = os.pathsep.join(
-        d for d in path.split(os.pathsep) if os.path.realpath(os.path.join(d, name)) != here)
     try:
-        tool = find_tool(name)
+        tool = find_tool(name)  # never this command: find_tool looks past liger's own
     except LigerError as e:
         print("%s: %s" % (name, e), file=sys.stderr)
         return 1
-    finally:
-        os.environ["PATH"] = path
     args = sys.argv[1:] if argv is None else argv
     os.execv(tool, [tool] + list(args))
     return 1  # not reached

@@ -18,6 +18,30 @@ from . import installation
 from .errors import LigerError
 
 
+def _is_liger_command(path: str) -> bool:
+    """Whether `path` is one of this package's own commands (pip's script
+    for a [project.scripts] entry: `from liger.cli import ...`), which
+    finds and runs the real tool, so never is one."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1024)
+    except OSError:
+        return False
+    return head.startswith(b"#!") and b"from liger.cli import" in head
+
+
+def _on_path(name: str) -> Optional[str]:
+    """The first `name` on PATH that is a tool, not liger's own command of
+    that name (a runtime-only wheel installs liger-opt as that command:
+    taking it for the tool, a caller would run a command that can only
+    say there is no compiler)."""
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        path = shutil.which(name, path=folder or os.curdir)
+        if path and not _is_liger_command(path):
+            return path
+    return None
+
+
 def find_tool(name: str = "liger-opt") -> str:
     """Returns the path of a liger tool or raises LigerError saying where it looked."""
     candidates = []
@@ -28,7 +52,7 @@ def find_tool(name: str = "liger-opt") -> str:
     for path in candidates:
         if os.path.isfile(path) and os.access(path, os.X_OK):
             return path
-    on_path = shutil.which(name)
+    on_path = _on_path(name)
     if on_path:
         return on_path
     if installation.has_compiler() is False and name != "liger-bundle":

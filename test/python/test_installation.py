@@ -68,3 +68,38 @@ def test_a_runtime_only_liger_names_what_installs_the_compiler(installed, capsys
     assert str(info.value) == message
     assert cli.run_tool("liger-compile", []) == 1
     assert capsys.readouterr().err == "liger-compile: %s\n" % message
+
+
+def _command(folder, name, text):
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(text)
+    path.chmod(0o755)
+    return path
+
+
+def test_liger_s_own_command_on_path_is_not_taken_for_the_tool(installed, tmp_path, monkeypatch):
+    # A runtime-only wheel puts pip's script for liger-opt on PATH: it runs
+    # find_tool itself, so the backend must not take it for the compiler
+    # (it would fail for every graph instead of using a precompile).
+    script = ("#!/usr/bin/python3\n# -*- coding: utf-8 -*-\nimport re\nimport sys\n"
+              "from liger.cli import liger_opt\nif __name__ == '__main__':\n"
+              "    sys.exit(liger_opt())\n")
+    _command(tmp_path / "venv-bin", "liger-opt", script)
+    monkeypatch.setenv("PATH", str(tmp_path / "venv-bin"))
+    with pytest.raises(LigerError, match="built without the compiler"):
+        find_tool("liger-opt")
+    assert cli.run_tool("liger-opt", []) == 1
+    # A real tool further along PATH is found past it.
+    real = _command(tmp_path / "tools", "liger-opt", "#!/bin/sh\necho real\n")
+    monkeypatch.setenv("PATH", os.pathsep.join([str(tmp_path / "venv-bin"), str(tmp_path / "tools")]))
+    assert find_tool("liger-opt") == str(real)
+
+
+def test_a_tool_on_path_that_only_mentions_liger_is_still_a_tool(installed, tmp_path, monkeypatch):
+    # Near miss: a shell wrapper naming liger.cli in a comment past its first
+    # line is not pip's script (no shebang then import) -- still a tool.
+    wrapper = _command(tmp_path / "tools", "liger-opt",
+                       "#!/bin/sh\n# not from liger.cli\nexec /opt/liger/bin/liger-opt \"$@\"\n")
+    monkeypatch.setenv("PATH", str(tmp_path / "tools"))
+    assert find_tool("liger-opt") == str(wrapper)
