@@ -151,29 +151,13 @@ def run(variant, args):
     if report is not None:  # what liger took of each graph
         res["liger"] = [line for r in report for line in r.summary()]
     if args.profile:
-        res["profile"] = profile(step, args.profile)
+        from floors import kernel_profile  # triton: on the GPU machine only
+        res["profile"] = kernel_profile(step, args.profile)
     if args.memory:
         res["memory"] = memory_at_peak(step, args.memory)
     del model, step_model, opt
     torch.cuda.empty_cache()
     return res
-
-
-def profile(step, top):
-    """One more step under torch.profiler: its `top` GPU kernels by total
-    time, as (name, ms, share of the step's kernel time)."""
-    from torch.profiler import ProfilerActivity
-    torch.cuda.synchronize()
-    with torch.profiler.profile(activities=[ProfilerActivity.CUDA]) as prof:
-        step()
-        torch.cuda.synchronize()
-    from torch.autograd import DeviceType
-    kernels = [e for e in prof.key_averages()
-               if e.device_type == DeviceType.CUDA and e.device_time_total > 0]
-    total = sum(e.device_time_total for e in kernels) or 1.0
-    kernels.sort(key=lambda e: -e.device_time_total)
-    return [(e.key, e.device_time_total / 1e3, e.device_time_total / total)
-            for e in kernels[:top]]
 
 
 def _frame(frames):
@@ -274,8 +258,9 @@ def main():
                   r["first_step_s"]), flush=True)
         for line in r.get("liger", []):
             print("    " + line, flush=True)
-        for name, ms, share in r.get("profile", []):
-            print("    %8.3f ms %5.1f%%  %s" % (ms, 100 * share, name[:110]), flush=True)
+        if r.get("profile"):
+            from floors import print_profile
+            print_profile(r["profile"])
         if "memory" in r:
             m = r["memory"]
             print("    memory: %.2f GiB before the step, its peak %.2f GiB above that; alive "

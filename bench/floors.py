@@ -60,3 +60,38 @@ def print_rows(rows, first=()):
     for r in rows:
         print(" ".join("%-6s" % r[k] for k in first) + "%-13s %9.3f %9.3f %7.0f%% %9.1e %10.2f" % (
             r["impl"], r["ms"], r["floor_ms"], 100 * r["of_floor"], r["err"], r["peak_gib"]))
+
+
+def kernel_profile(step, top):
+    """One more call of `step` under torch.profiler: its `top` GPU kernels by
+    total time, as (name, ms, share of the call's kernel time, calls)."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[ProfilerActivity.CUDA]) as prof:
+        step()
+        torch.cuda.synchronize()
+    kernels = [e for e in prof.key_averages()
+               if e.device_type == DeviceType.CUDA and e.device_time_total > 0]
+    total = sum(e.device_time_total for e in kernels) or 1.0
+    kernels.sort(key=lambda e: -e.device_time_total)
+    return [(e.key, e.device_time_total / 1e3, e.device_time_total / total, e.count)
+            for e in kernels[:top]]
+
+
+def print_profile(rows, indent="    "):
+    """kernel_profile's rows, one kernel a line."""
+    for name, ms_, share, calls in rows:
+        print("%s%8.3f ms %5.1f%% %5dx  %s" % (indent, ms_, 100 * share, calls, name[:100]),
+              flush=True)
+
+
+def profile_impls(impls, top):
+    """kernel_profile of each implementation's step (name -> step), printed
+    under its name; returns {name: rows}."""
+    out = {}
+    for impl, step in impls.items():
+        out[impl] = kernel_profile(step, top)
+        print("# %s: its %d GPU kernels of most time in one step" % (impl, top), flush=True)
+        print_profile(out[impl])
+    return out

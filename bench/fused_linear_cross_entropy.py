@@ -21,7 +21,7 @@ import sys
 
 import torch
 import torch.nn.functional as F
-from floors import matrix_rate, measure_steps, ms, print_rows
+from floors import profile_impls, matrix_rate, measure_steps, ms, print_rows
 from liger import ops
 
 BF16 = torch.bfloat16
@@ -36,6 +36,9 @@ def main():
     ap.add_argument("--reduction", choices=("mean", "none"), default="mean")
     ap.add_argument("--impls", help="comma-separated implementations to run (default: all)")
     ap.add_argument("--json")
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="after the timings, profile one more step of each implementation "
+                         "and print its N GPU kernels of most time")
     args = ap.parse_args()
     n, h, v, reduction = args.tokens, args.hidden, args.vocab, args.reduction
     rate = matrix_rate()
@@ -95,10 +98,11 @@ def main():
               plan["extra_bytes"] / 2 ** 30))
     print_rows(rows)
     parts = breakdown(x, w, t, plan, rate) if "liger" in impls else []
+    profiles = profile_impls(impls, args.profile) if args.profile else {}
     if args.json:
         json.dump(dict(tflops=rate, tokens=n, hidden=h, vocab=v, reduction=reduction,
-                       plan=plan, rows=rows,
-                       breakdown=parts), open(args.json, "w"), indent=1)
+                       plan=plan, rows=rows, breakdown=parts, profiles=profiles),
+                  open(args.json, "w"), indent=1)
 
 
 def breakdown(x, w, t, plan, rate):

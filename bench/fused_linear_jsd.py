@@ -19,7 +19,7 @@ import json
 import sys
 
 import torch
-from floors import matrix_rate, measure_steps, print_rows
+from floors import profile_impls, matrix_rate, measure_steps, print_rows
 from liger import ops
 
 BF16 = torch.bfloat16
@@ -51,6 +51,9 @@ def main():
     ap.add_argument("--budget-mib", type=int, default=512)
     ap.add_argument("--impls", help="comma-separated implementations to run (default: all)")
     ap.add_argument("--json")
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="after the timings, profile one more step of each implementation "
+                         "and print its N GPU kernels of most time")
     args = ap.parse_args()
     n, hs, ht, v = args.tokens, args.student, args.teacher, args.vocab
     rate = matrix_rate()
@@ -96,9 +99,10 @@ def main():
     print("bf16 matrix rate %.0f TFLOP/s; %d tokens, student hidden %d, teacher hidden %d, "
           "vocabulary %d" % (rate, n, hs, ht, v))
     print_rows(rows)
+    profiles = profile_impls(impls, args.profile) if args.profile else {}
     if args.json:
-        json.dump(dict(tflops=rate, tokens=n, student=hs, teacher=ht, vocab=v, rows=rows),
-                  open(args.json, "w"), indent=1)
+        json.dump(dict(tflops=rate, tokens=n, student=hs, teacher=ht, vocab=v, rows=rows,
+                       profiles=profiles), open(args.json, "w"), indent=1)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ import sys
 
 import torch
 import torch.nn.functional as F
-from floors import matrix_rate, measure_steps, print_rows
+from floors import profile_impls, matrix_rate, measure_steps, print_rows
 from liger import nn as liger_nn
 
 BF16 = torch.bfloat16
@@ -60,6 +60,9 @@ def main():
     ap.add_argument("--loss", default=",".join(LOSSES))
     ap.add_argument("--impls", help="comma-separated implementations to run (default: all)")
     ap.add_argument("--json")
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="after the timings, profile one more step of each implementation "
+                         "and print its N GPU kernels of most time")
     args = ap.parse_args()
     s, n, h, v = args.sequences, args.length, args.hidden, args.vocab
     rate = matrix_rate()
@@ -80,7 +83,7 @@ def main():
         peers = {}
     ours = dict(dpo=liger_nn.LigerFusedLinearDPOLoss(), orpo=liger_nn.LigerFusedLinearORPOLoss(),
                 simpo=liger_nn.LigerFusedLinearSimPOLoss())
-    rows = []
+    rows, profiles = [], {}
     for loss in args.loss.split(","):
         ref_args = (rx, rw) if loss == "dpo" else ()
         kwargs = dict(ref_input=rx, ref_weight=rw) if loss == "dpo" else {}
@@ -108,11 +111,15 @@ def main():
         gemms = 4 if loss == "dpo" else 3
         floor = gemms * 2 * s * n * v * h / rate / 1e9
         rows += measure_steps(impls, (ref_dx, ref_dw), floor, rep=50, loss=loss)
+        if args.profile:
+            print("# %s" % loss, flush=True)
+            profiles[loss] = profile_impls(impls, args.profile)
     print("bf16 matrix rate %.0f TFLOP/s; %d sequences x %d tokens x hidden %d x vocabulary %d"
           % (rate, s, n, h, v))
     print_rows(rows, first=("loss",))
     if args.json:
-        json.dump(dict(tflops=rate, sequences=s, length=n, hidden=h, vocab=v, rows=rows),
+        json.dump(dict(tflops=rate, sequences=s, length=n, hidden=h, vocab=v, rows=rows,
+                       profiles=profiles),
                   open(args.json, "w"), indent=1)
 
 
