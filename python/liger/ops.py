@@ -481,6 +481,31 @@ def _flce_checked(hidden, weight, target, class_weight, ignore_index, label_smoo
             spec.lse_square_scale, memory_budget, spec.dw_f32)
 
 
+def check_fused_linear_cross_entropy(hidden, weight, target, class_weight=None,
+                                     ignore_index=-100, label_smoothing=0.0, reduction="mean",
+                                     softcap=None, lse_square_scale=0.0, memory_budget=2 ** 29,
+                                     dw_f32=False):
+    """What fused_linear_cross_entropy checks of its arguments (raising as it
+    does), for callers that run its kernels themselves (liger.preference);
+    returns the canonical (ignore_index, label_smoothing, reduction, softcap,
+    lse_square_scale, memory_budget, dw_f32)."""
+    op = "fused_linear_cross_entropy"
+    config = _once(lambda: (
+        op, type(hidden), type(weight), type(target), type(class_weight), hidden.device,
+        weight.device, target.device, class_weight is not None and class_weight.device,
+        hidden.dtype, weight.dtype, target.dtype, class_weight is not None and
+        class_weight.dtype, hidden.shape[-1], weight.shape, class_weight is not None and
+        class_weight.shape, type(ignore_index), ignore_index, type(label_smoothing),
+        label_smoothing, type(reduction), reduction, type(softcap), softcap,
+        type(lse_square_scale), lse_square_scale, type(memory_budget), memory_budget,
+        type(dw_f32), dw_f32),
+        _flce_checked, hidden, weight, target, class_weight, ignore_index, label_smoothing,
+        reduction, softcap, lse_square_scale, memory_budget, dw_f32)
+    _targets(op, target, hidden.shape[:-1])
+    _rows(op, "hidden", hidden)
+    return config
+
+
 def fused_linear_cross_entropy(hidden, weight, target, class_weight=None, ignore_index=-100,
                                label_smoothing=0.0, reduction="mean", softcap=None,
                                lse_square_scale=0.0, memory_budget=2 ** 29, dw_f32=False):
@@ -503,20 +528,9 @@ def fused_linear_cross_entropy(hidden, weight, target, class_weight=None, ignore
     backward runs it again with those gradients: each chunk's logits
     recomputed, then G, dx and dW — one logits matmul more than mean/sum,
     memory as theirs."""
-    op = "fused_linear_cross_entropy"
-    config = _once(lambda: (
-        op, type(hidden), type(weight), type(target), type(class_weight), hidden.device,
-        weight.device, target.device, class_weight is not None and class_weight.device,
-        hidden.dtype, weight.dtype, target.dtype, class_weight is not None and
-        class_weight.dtype, hidden.shape[-1], weight.shape, class_weight is not None and
-        class_weight.shape, type(ignore_index), ignore_index, type(label_smoothing),
-        label_smoothing, type(reduction), reduction, type(softcap), softcap,
-        type(lse_square_scale), lse_square_scale, type(memory_budget), memory_budget,
-        type(dw_f32), dw_f32),
-        _flce_checked, hidden, weight, target, class_weight, ignore_index, label_smoothing,
-        reduction, softcap, lse_square_scale, memory_budget, dw_f32)
-    _targets(op, target, hidden.shape[:-1])
-    _rows(op, "hidden", hidden)
+    config = check_fused_linear_cross_entropy(
+        hidden, weight, target, class_weight, ignore_index, label_smoothing, reduction, softcap,
+        lse_square_scale, memory_budget, dw_f32)
     class_weight = class_weight.float() if class_weight is not None else None
     grad = torch.is_grad_enabled()
     return operators.fused_linear_cross_entropy(

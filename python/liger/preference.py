@@ -10,13 +10,15 @@ DPO, ORPO and SimPO of an lm_head, never holding the [tokens, vocab] logits.
 A batch holds B chosen sequences then their B rejected ones, as
 Liger-Kernel's: `input` [2B, T, H], `target` [2B, T]. A sequence's
 log-probability of its labels is minus the sum of its tokens'
-cross-entropies (its tokens whose target is not `ignore_index`), so each
-loss is a few tensor ops over per-sequence sums of
-liger.ops.fused_linear_cross_entropy(reduction="none"): its kernels give
-each token's loss chunk by chunk, and autograd brings each token's incoming
-gradient back to them (the backward runs the chunks again: dx and dW
-through the same kernels). The NLL term over the chosen sequences is the
-same per-token losses (or, with `nll_target`, the fused loss's mean).
+cross-entropies (its tokens whose target is not `ignore_index`), and a
+pair's loss depends on its two sequences alone: so the loss runs the
+kernels of liger.ops.fused_linear_cross_entropy(reduction="none") over
+chunks of whole pairs (liger::fused_linear_preference,
+loss_plan.chunked_pairs), each chunk's gradient over its logits known as
+soon as its tokens' losses are, and forms dx and dW in the forward, one
+logits matmul per chunk (as the fused loss's mean does; the backward
+scales them). The NLL term over the chosen sequences is the same
+per-token losses (or, with `nll_target`, the fused loss's mean).
 Each returns (loss, aux) as Liger-Kernel does: aux = (chosen_logps,
 rejected_logps, chosen_logits_mean, rejected_logits_mean, nll_loss, *the
 loss's own outputs), none of them differentiable. The logits means are
@@ -27,11 +29,16 @@ Not computed (refused by name): an lm_head bias (the fused loss takes
 none), DPO's loss_type "ipo" (Liger-Kernel refuses it too).
 """
 
+from typing import List, Optional, Tuple
+
 import torch
 import torch.nn.functional as F
+from torch import Tensor
 
-from . import ops, specs
+from . import bundles, ops, specs
 from .errors import LigerError, LigerTypeError, LigerValueError
+from .loss_plan import chunked_pairs, plan_chunks
+from .operators import _like, _scaled
 
 DPO_LOSS_TYPES = ("sigmoid", "hinge", "exo_pair", "nca_pair", "robust", "bco_pair",
                   "sppo_hard", "apo_zero", "apo_down", "discopop")
@@ -129,13 +136,25 @@ def _pairs(where, name, input, target, target_name="target"):
     return input.shape[0] // 2
 
 
+def _every_sequence_counted(where, target, ignore_index, name):
+    """A sequence with no counted token has no average log-probability:
+    LigerValueError naming the first (looked at only while not traced)."""
+    empty = ((target != ignore_index).sum(-1) == 0).nonzero()
+    if empty.numel():
+        raise LigerValueError(
+            "%s: sequence %d of %s has no token whose target is not ignore_index (%d): its "
+            "average log-probability is undefined" % (where, empty[0, 0].item(), name,
+                                                      ignore_index))
+
+
 def sequence_logps(where, input, weight, target, ignore_index, average_log_prob,
                    memory_budget, name="input"):
     """(logps [2B], token_losses [2B, T] f32, counted [2B]): each sequence's
     log-probability of its labels (averaged over its counted tokens with
     `average_log_prob`), its tokens' cross-entropies (0 where ignored) and
-    its counted tokens. A sequence with no counted token has no average:
-    LigerValueError (looked at only while not traced)."""
+    its counted tokens, through liger.ops.fused_linear_cross_entropy
+    (reduction "none"; differentiable, at one more logits matmul per chunk
+    in the backward: the reference model's, under no_grad, needs none)."""
     _pairs(where, name, input, target)
     losses = ops.fused_linear_cross_entropy(input, weight, target, ignore_index=ignore_index,
                                             reduction="none", memory_budget=memory_budget)
@@ -143,12 +162,7 @@ def sequence_logps(where, input, weight, target, ignore_index, average_log_prob,
     logps = -losses.sum(-1)
     if average_log_prob:
         if not torch.compiler.is_compiling():
-            empty = (counted == 0).nonzero()
-            if empty.numel():
-                raise LigerValueError(
-                    "%s: sequence %d of %s has no token whose target is not ignore_index "
-                    "(%d): its average log-probability is undefined"
-                    % (where, empty[0, 0].item(), name, ignore_index))
+            _every_sequence_counted(where, target, ignore_index, name)
         logps = logps / counted
     return logps, losses, counted
 
@@ -162,29 +176,196 @@ def _logits_means(input, weight, pairs):
         return per_sequence[:pairs].sum() / size, per_sequence[pairs:].sum() / size
 
 
-def _nll(where, input, weight, target, nll_target, losses, counted, pairs, cfg):
-    """The NLL term over the chosen sequences: their tokens' summed
-    cross-entropy over their counted tokens (of `nll_target`'s where
-    given: the fused loss's mean over them)."""
-    if not cfg["compute_nll_loss"]:
-        return torch.zeros((), dtype=torch.float32, device=input.device)
-    if nll_target is None:
-        return losses[:pairs].sum() / counted[:pairs].sum()
+def _nll_of(where, input, weight, nll_target, cfg):
+    """The NLL term of `nll_target` [2B, T]: the fused loss's mean over the
+    chosen half's counted tokens."""
     _pairs(where, "input", input, nll_target, "nll_target")
+    pairs = input.shape[0] // 2
     return ops.fused_linear_cross_entropy(input[:pairs], weight, nll_target[:pairs],
                                           ignore_index=cfg["ignore_index"],
                                           memory_budget=cfg["memory_budget"])
 
 
-def _policy(where, input, weight, target, bias, nll_target, cfg, average_log_prob=True):
-    """The policy's chosen and rejected log-probabilities, its NLL term and
-    its logits means (averaged log-probabilities unless DPO says not)."""
+# --- the pairs' loss, chunk by chunk of whole pairs ------------------------
+
+def _orpo_log_odds(chosen, rejected):
+    """ORPO's log odds ratio of each pair's average log-probabilities."""
+    return (chosen - rejected) - (torch.log1p(-torch.exp(chosen))
+                                  - torch.log1p(-torch.exp(rejected)))
+
+
+def pair_losses(loss, loss_type, attrs, chosen, rejected, ref_chosen, ref_rejected):
+    """Each pair's term of `loss` ("dpo", "orpo" or "simpo"; the loss is
+    their mean plus the weighted NLL term) from its sequences'
+    log-probabilities (DPO's against the reference's). attrs: (beta, gamma,
+    label_smoothing, discopop_tau)."""
+    beta, gamma, smoothing, tau = attrs
+    if loss == "dpo":
+        clr, rlr = chosen - ref_chosen, rejected - ref_rejected
+        return dpo_pair_losses(beta * (clr - rlr), beta * clr, beta * rlr, clr, rlr, beta,
+                               loss_type, smoothing, tau)
+    if loss == "orpo":
+        return -beta * F.logsigmoid(_orpo_log_odds(chosen, rejected))
+    margin = beta * (chosen - rejected) - gamma
+    return -F.logsigmoid(margin) * (1 - smoothing) - F.logsigmoid(-margin) * smoothing
+
+
+def pair_loss_grads(loss, loss_type, attrs, chosen, rejected, ref_chosen, ref_rejected):
+    """The derivatives of each pair's term (pair_losses) by its chosen and
+    its rejected sequence's log-probability, written out (the loss plan
+    forms them inside an operator, where autograd records nothing); the
+    tests hold them to autograd's for every loss and DPO loss_type."""
+    beta, gamma, smoothing, tau = attrs
+    sig = torch.sigmoid
+    if loss == "orpo":
+        dlog_odds = -beta * sig(-_orpo_log_odds(chosen, rejected))
+        return dlog_odds / -torch.expm1(chosen), dlog_odds / torch.expm1(rejected)
+    if loss == "simpo":
+        margin = beta * (chosen - rejected) - gamma
+        dm = beta * (-(1 - smoothing) * sig(-margin) + smoothing * sig(margin))
+        return dm, -dm
+    clr, rlr = chosen - ref_chosen, rejected - ref_rejected
+    d, cr, rr = beta * (clr - rlr), beta * clr, beta * rlr
+    zero = torch.zeros_like(d)
+    # (∂/∂d, ∂/∂chosen_rewards, ∂/∂rejected_rewards, ∂/∂clr, ∂/∂rlr)
+    if loss_type == "sigmoid":
+        parts = (-sig(-d), zero, zero, zero, zero)
+    elif loss_type == "hinge":
+        parts = (-(1 - d > 0).to(d.dtype), zero, zero, zero, zero)
+    elif loss_type == "exo_pair":
+        eps = torch.tensor(smoothing, device=d.device)  # (as dpo_pair_losses takes it)
+        parts = (sig(d) * sig(-d) * ((F.logsigmoid(d) - torch.log1p(-eps))
+                                     - (F.logsigmoid(-d) - torch.log(eps))),
+                 zero, zero, zero, zero)
+    elif loss_type == "nca_pair":
+        parts = (zero, -sig(-cr) + 0.5 * sig(cr), 0.5 * sig(rr), zero, zero)
+    elif loss_type == "robust":
+        parts = ((-(1 - smoothing) * sig(-d) - smoothing * sig(d)) / (1 - 2 * smoothing),
+                 zero, zero, zero, zero)
+    elif loss_type == "bco_pair":
+        parts = (zero, -sig(-cr), sig(rr), zero, zero)
+    elif loss_type == "sppo_hard":
+        parts = (zero, zero, zero, 2 * (clr - 0.5 / beta), 2 * (rlr + 0.5 / beta))
+    elif loss_type == "apo_zero":
+        parts = (zero, -sig(cr) * sig(-cr), sig(rr) * sig(-rr), zero, zero)
+    elif loss_type == "apo_down":
+        parts = (-sig(d) * sig(-d), sig(cr) * sig(-cr), zero, zero, zero)
+    else:  # discopop
+        m = sig(d / tau)
+        dm = m * sig(-d / tau) / tau
+        parts = (-sig(-d) * (1 - m) - torch.exp(-d) * m + dm * (F.logsigmoid(d) + torch.exp(-d)),
+                 zero, zero, zero, zero)
+    fd, fcr, frr, fclr, frlr = parts
+    return beta * (fd + fcr) + fclr, beta * (frr - fd) + frlr
+
+
+F32 = torch.float32
+
+
+@torch.library.custom_op("liger::fused_linear_preference", mutates_args=())
+def fused_linear_preference(input: Tensor, weight: Tensor, target: Tensor,
+                            ref_logps: Optional[Tensor], loss: str, loss_type: str,
+                            attrs: List[float], ignore_index: int, average_log_prob: bool,
+                            nll: bool, nll_weight: float, memory_budget: int, want_dx: bool,
+                            want_dw: bool) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """(loss, logps [2B], nll, dx, dW) of a preference `loss` over input
+    [2B, T, H] (B chosen sequences, then their B rejected ones) through the
+    lm_head `weight`: the mean of pair_losses plus nll_weight times the
+    chosen tokens' mean cross-entropy (computed where `nll`, else 0), by
+    chunked_pairs in chunks of the pairs whose logits `memory_budget` holds
+    (at least one pair). `ref_logps` [2B]: DPO's reference sequences'."""
+    b, t = input.shape[0] // 2, input.shape[1]
+    v, h = weight.shape
+    spec = specs.fused_linear_cross_entropy_spec(
+        v, h, input.dtype, target.dtype, ignore_index, reduction="none",
+        target=bundles.device_target(input.device))
+    chunk = plan_chunks(2 * b * t, v, spec.dtype, memory_budget)["chunk_tokens"]
+    counted = (target != ignore_index).sum(-1).to(F32)
+    chosen_tokens = counted[:b].sum()
+
+    def objective(losses, p0, k):
+        # The chunk's share of the loss and its gradient over each token's loss.
+        halves = (slice(p0, p0 + k), slice(b + p0, b + p0 + k))
+        seq = -losses.sum(-1)
+        per_token = -torch.ones(2 * k, dtype=F32, device=losses.device)
+        if average_log_prob:
+            per_token = per_token / torch.cat([counted[h] for h in halves])
+            seq = -seq * per_token
+        ref = (0.0, 0.0) if ref_logps is None else tuple(ref_logps[h] for h in halves)
+        value = pair_losses(loss, loss_type, attrs, seq[:k], seq[k:], *ref).sum() / b
+        dseq = torch.cat(pair_loss_grads(loss, loss_type, attrs, seq[:k], seq[k:], *ref)) / b
+        grads = (dseq * per_token)[:, None].expand(2 * k, t).clone()
+        part = losses[:k].sum() / chosen_tokens
+        if nll:
+            value = value + nll_weight * part
+            grads[:k] += nll_weight / chosen_tokens
+        return value, grads, (seq, part)
+
+    total, dx, dw, reports = chunked_pairs(
+        bundles.loss_plan_kernels(spec), input.contiguous(), weight.contiguous(),
+        target.contiguous(), max(1, chunk // (2 * t)), objective, want_dx, want_dw)
+    logps = torch.empty(2 * b, dtype=F32, device=input.device)
+    nll_total = torch.zeros((), dtype=F32, device=input.device)
+    for p0, k, (seq, part) in reports:
+        logps[p0:p0 + k], logps[b + p0:b + p0 + k] = seq[:k], seq[k:]
+        if nll:
+            nll_total += part
+    return (total, logps, nll_total, dx if want_dx else input.new_empty(0),
+            dw if want_dw else weight.new_empty(0))
+
+
+@fused_linear_preference.register_fake
+def _(input, weight, target, ref_logps, loss, loss_type, attrs, ignore_index, average_log_prob,
+      nll, nll_weight, memory_budget, want_dx, want_dw):
+    return (input.new_empty((), dtype=F32), input.new_empty((input.shape[0],), dtype=F32),
+            input.new_empty((), dtype=F32),
+            _like(input) if want_dx else input.new_empty(0),
+            _like(weight) if want_dw else weight.new_empty(0))
+
+
+def _preference_setup(ctx, inputs, output):
+    ctx.want = tuple(inputs[-2:])
+    ctx.save_for_backward(output[3], output[4])
+    ctx.mark_non_differentiable(*output[1:])
+
+
+def _preference_grad(ctx, dloss, *_):
+    dx, dw = ctx.saved_tensors
+    want_dx, want_dw = ctx.want
+    return (_scaled(dx, dloss) if want_dx else None,
+            _scaled(dw, dloss) if want_dw else None) + (None,) * 12
+
+
+fused_linear_preference.register_autograd(_preference_grad, setup_context=_preference_setup)
+
+
+def _check_policy(where, input, weight, target, bias, cfg, average_log_prob):
+    """The policy's operands checked as the fused loss checks them."""
     no_bias(where, "bias", bias)
-    logps, losses, counted = sequence_logps(where, input, weight, target, cfg["ignore_index"],
-                                            average_log_prob, cfg["memory_budget"])
+    _pairs(where, "input", input, target)
+    ops.check_fused_linear_cross_entropy(input, weight, target, ignore_index=cfg["ignore_index"],
+                                         reduction="none", memory_budget=cfg["memory_budget"])
+    if average_log_prob and not torch.compiler.is_compiling():
+        _every_sequence_counted(where, target, cfg["ignore_index"], "input")
+
+
+def _pair_loss(where, loss, input, weight, target, nll_target, cfg, attrs, nll_weight,
+               average_log_prob=True, loss_type="", ref_logps=None):
+    """(loss, chosen_logps, rejected_logps, nll, logits means) of the
+    checked policy (_check_policy): liger::fused_linear_preference, plus
+    the NLL term of `nll_target` (where given) by the fused loss's mean."""
+    separate = cfg["compute_nll_loss"] and nll_target is not None
+    grad = torch.is_grad_enabled()
+    value, logps, nll, _, _ = fused_linear_preference(
+        input, weight, target, ref_logps, loss, loss_type, [float(a) for a in attrs],
+        cfg["ignore_index"], average_log_prob, cfg["compute_nll_loss"] and not separate,
+        float(nll_weight), cfg["memory_budget"], grad and input.requires_grad,
+        grad and weight.requires_grad)
+    if separate:
+        nll = _nll_of(where, input, weight, nll_target, cfg)
+        value = value + nll_weight * nll
     pairs = input.shape[0] // 2
-    nll = _nll(where, input, weight, target, nll_target, losses, counted, pairs, cfg)
-    return logps[:pairs], logps[pairs:], nll, _logits_means(input, weight, pairs)
+    return value, logps[:pairs], logps[pairs:], nll, _logits_means(input, weight, pairs)
 
 
 def _result(loss, chosen, rejected, means, nll, *aux):
@@ -247,9 +428,9 @@ def fused_linear_dpo(input, weight, target, bias=None, ref_input=None, ref_weigh
                    average_log_prob=average_log_prob, loss_type=loss_type,
                    label_smoothing=label_smoothing, discopop_tau=discopop_tau,
                    memory_budget=memory_budget)
-    chosen, rejected, nll, means = _policy(where, input, weight, target, bias, None, cfg,
-                                           cfg["average_log_prob"])
-    ref_chosen = ref_rejected = torch.zeros((), dtype=torch.float32, device=input.device)
+    average = cfg["average_log_prob"]
+    _check_policy(where, input, weight, target, bias, cfg, average)
+    ref = None
     if cfg["use_ref_model"]:
         if ref_input is None or ref_weight is None:
             raise LigerValueError("%s: use_ref_model=True needs ref_input and ref_weight (the "
@@ -260,17 +441,19 @@ def fused_linear_dpo(input, weight, target, bias=None, ref_input=None, ref_weigh
         no_bias(where, "ref_bias", ref_bias)
         with torch.no_grad():
             ref, _, _ = sequence_logps(where, ref_input, ref_weight, target,
-                                       cfg["ignore_index"], cfg["average_log_prob"],
-                                       cfg["memory_budget"], name="ref_input")
-        ref_chosen, ref_rejected = ref[:chosen.shape[0]], ref[chosen.shape[0]:]
+                                       cfg["ignore_index"], average, cfg["memory_budget"],
+                                       name="ref_input")
     beta = cfg["beta"]
-    chosen_logratios, rejected_logratios = chosen - ref_chosen, rejected - ref_rejected
-    chosen_rewards, rejected_rewards = beta * chosen_logratios, beta * rejected_logratios
-    logits_diff = beta * (chosen_logratios - rejected_logratios)
-    per_pair = dpo_pair_losses(logits_diff, chosen_rewards, rejected_rewards, chosen_logratios,
-                               rejected_logratios, beta, cfg["loss_type"],
-                               cfg["label_smoothing"], cfg["discopop_tau"])
-    loss = cfg["alpha"] * nll + per_pair.sum() / chosen.shape[0]
+    loss, chosen, rejected, nll, means = _pair_loss(
+        where, "dpo", input, weight, target, None, cfg,
+        (beta, 0.0, cfg["label_smoothing"], cfg["discopop_tau"]), cfg["alpha"], average,
+        cfg["loss_type"], ref)
+    pairs = chosen.shape[0]
+    if ref is not None:
+        chosen_rewards, rejected_rewards = beta * (chosen - ref[:pairs]), \
+            beta * (rejected - ref[pairs:])
+    else:
+        chosen_rewards, rejected_rewards = beta * chosen, beta * rejected
     return _result(loss, chosen, rejected, means, nll, chosen_rewards, rejected_rewards)
 
 
@@ -286,12 +469,12 @@ def fused_linear_orpo(input, weight, target, bias=None, ignore_index=-100, beta=
     where = "liger.preference.fused_linear_orpo"
     cfg = _checked("fused_linear_orpo", check_orpo, ignore_index=ignore_index, beta=beta,
                    compute_nll_loss=compute_nll_loss, memory_budget=memory_budget)
-    chosen, rejected, nll, means = _policy(where, input, weight, target, bias, nll_target, cfg)
+    _check_policy(where, input, weight, target, bias, cfg, True)
+    loss, chosen, rejected, nll, means = _pair_loss(
+        where, "orpo", input, weight, target, nll_target, cfg, (cfg["beta"], 0.0, 0.0, 0.0), 1.0)
     pairs = chosen.shape[0]
-    log_odds = (chosen - rejected) - (torch.log1p(-torch.exp(chosen))
-                                      - torch.log1p(-torch.exp(rejected)))
+    log_odds = _orpo_log_odds(chosen, rejected)
     ratio = F.logsigmoid(log_odds)
-    loss = nll - cfg["beta"] * ratio.sum() / pairs
     return _result(loss, chosen, rejected, means, nll, cfg["beta"] * chosen,
                    cfg["beta"] * rejected, ratio.sum() / pairs, log_odds.sum() / pairs)
 
@@ -310,10 +493,9 @@ def fused_linear_simpo(input, weight, target, bias=None, ignore_index=-100, beta
     cfg = _checked("fused_linear_simpo", check_simpo, ignore_index=ignore_index, beta=beta,
                    alpha=alpha, label_smoothing=label_smoothing,
                    compute_nll_loss=compute_nll_loss, gamma=gamma, memory_budget=memory_budget)
-    chosen, rejected, nll, means = _policy(where, input, weight, target, bias, None, cfg)
-    margin = cfg["beta"] * (chosen - rejected) - cfg["gamma"]
-    smoothing = cfg["label_smoothing"]
-    per_pair = -F.logsigmoid(margin) * (1 - smoothing) - F.logsigmoid(-margin) * smoothing
-    loss = cfg["alpha"] * nll + per_pair.sum() / chosen.shape[0]
+    _check_policy(where, input, weight, target, bias, cfg, True)
+    loss, chosen, rejected, nll, means = _pair_loss(
+        where, "simpo", input, weight, target, None, cfg,
+        (cfg["beta"], cfg["gamma"], cfg["label_smoothing"], 0.0), cfg["alpha"])
     return _result(loss, chosen, rejected, means, nll, cfg["beta"] * chosen,
                    cfg["beta"] * rejected)

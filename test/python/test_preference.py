@@ -179,6 +179,59 @@ def test_simpo_is_plain_pytorchs():
            (lx, lw), (px, pw))
 
 
+def _spy_on_logits(monkeypatch):
+    """The row counts of every call of the loss plan's logits kernel."""
+    from liger import bundles
+    calls, real = [], bundles.loss_plan_kernels
+
+    def spied(spec):
+        kernels = dict(real(spec))
+        logits = kernels["logits"]
+
+        def counted(x, w, out):
+            calls.append(x.shape[0])
+            return logits(x, w, out=out)
+        kernels["logits"] = counted
+        return kernels
+    monkeypatch.setattr(bundles, "loss_plan_kernels", spied)
+    return calls
+
+
+@pytest.mark.parametrize("budget,pairs_per_chunk", [(3 * V * 2, 1), (4 * T * V * 2, 2)],
+                         ids=["under_a_pair", "two_pairs"])
+def test_each_chunk_of_pairs_computes_its_logits_once(monkeypatch, budget, pairs_per_chunk):
+    """The gradients are formed in the forward: over forward and backward
+    together the logits kernel runs once per chunk, each chunk whole pairs
+    (a budget under one pair still takes one)."""
+    calls = _spy_on_logits(monkeypatch)
+    x, w, t = _inputs(8)
+    lx, lw = _leaves(x, w)
+    loss, _ = preference.fused_linear_simpo(lx, lw, t, memory_budget=budget)
+    loss.backward()
+    assert calls == [2 * T * pairs_per_chunk] * (B // pairs_per_chunk)
+    assert lx.grad.abs().sum() > 0 and lw.grad.abs().sum() > 0
+
+
+def test_the_chunks_do_not_change_the_loss_or_its_gradients():
+    """One pair per chunk and every pair in one chunk: the same loss, outputs
+    and gradients (within the f32 sums' order and bf16's rounding of dW
+    accumulated per chunk)."""
+    x, w, t = _inputs(9)
+    results = []
+    for budget in (3 * V * 2, 2 ** 20):
+        lx, lw = _leaves(x, w)
+        loss, aux = preference.fused_linear_dpo(lx, lw, t, use_ref_model=False,
+                                                compute_nll_loss=True, memory_budget=budget)
+        loss.backward()
+        results.append((loss.detach(), aux, lx.grad, lw.grad))
+    (l1, a1, dx1, dw1), (l2, a2, dx2, dw2) = results
+    _close(l1, l2, 1e-6)
+    for g1, g2 in zip(a1, a2):
+        _close(g1, g2, 1e-6)
+    _close(dx1, dx2, 1e-2)
+    _close(dw1, dw2, 1e-2)
+
+
 def test_a_frozen_lm_head_gets_no_gradient():
     """Only what autograd asks for: a frozen lm_head's weight none, the
     input's through the per-token backward."""
@@ -308,3 +361,44 @@ def test_a_fully_ignored_sequence_sums_to_zero():
     t[2] = -100
     _, aux = preference.fused_linear_dpo(x, w, t, use_ref_model=False)
     assert aux[1][0].item() == 0.0 and torch.isfinite(aux[0]).all()
+
+
+@pytest.mark.parametrize("case", ["dpo_reference", "orpo_frozen_head", "simpo_no_grad"])
+def test_the_operator_passes_opcheck(case):
+    """liger::fused_linear_preference as a PyTorch operator: schema, fake
+    kernel exact about shapes, dtypes and strides, registered autograd, AOT
+    dispatch."""
+    x, w, t = _inputs(10)
+    ref = torch.randn(2 * B, generator=torch.Generator().manual_seed(11))
+    loss, ref_logps, attrs, want = {
+        "dpo_reference": ("dpo", ref, [0.1, 0.0, 0.0, 0.05], (True, True)),
+        "orpo_frozen_head": ("orpo", None, [0.2, 0.0, 0.0, 0.0], (True, False)),
+        "simpo_no_grad": ("simpo", None, [2.0, 0.3, 0.1, 0.0], (False, False)),
+    }[case]
+    lx = x.clone().requires_grad_(want[0])
+    lw = w.clone().requires_grad_(want[1])
+    torch.library.opcheck(preference.fused_linear_preference, (
+        lx, lw, t, ref_logps, loss, "sigmoid", attrs, -100, loss != "dpo", True, 1.0,
+        3 * V * 2, *want))
+
+
+GRAD_CASES = [("dpo", lt) for lt in preference.DPO_LOSS_TYPES] + [("orpo", ""), ("simpo", "")]
+
+
+@pytest.mark.parametrize("loss,loss_type", GRAD_CASES, ids=[c[0] + "_" + c[1] for c in GRAD_CASES])
+def test_the_pair_gradients_are_autograds(loss, loss_type):
+    """pair_loss_grads, written out for the operator, against autograd's
+    derivatives of pair_losses, float64, random log-probabilities (below 0,
+    as ORPO's odds need) and reference."""
+    g = torch.Generator().manual_seed(12)
+    chosen, rejected = (-torch.rand(9, generator=g, dtype=torch.float64) * 3 - 0.05
+                        for _ in range(2))
+    ref_c, ref_r = (torch.randn(9, generator=g, dtype=torch.float64) for _ in range(2))
+    smoothing = 0.2 if loss_type in ("robust", "exo_pair") else 0.1
+    attrs = (0.7, 0.3, smoothing, 0.05)
+    c, r = chosen.clone().requires_grad_(True), rejected.clone().requires_grad_(True)
+    preference.pair_losses(loss, loss_type, attrs, c, r, ref_c, ref_r).sum().backward()
+    got_c, got_r = preference.pair_loss_grads(loss, loss_type, attrs, chosen, rejected,
+                                              ref_c, ref_r)
+    torch.testing.assert_close(got_c, c.grad, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(got_r, r.grad, rtol=1e-10, atol=1e-12)
