@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The chunked preference losses (DPO with a reference model, ORPO, SimPO)
+"""The chunked preference losses (DPO with a reference model, ORPO, SimPO, CPO)
 of an lm_head, forward + backward (dx and dW of the policy), at
 Llama-3-8B's lm_head (8 sequences — 4 chosen, 4 rejected — of 1024 tokens,
 hidden 4096, vocabulary 128256, bf16, the first 256 tokens of each the
@@ -25,7 +25,7 @@ from floors import profile_impls, matrix_rate, measure_steps, print_rows
 from liger import nn as liger_nn
 
 BF16 = torch.bfloat16
-LOSSES = ("dpo", "orpo", "simpo")
+LOSSES = ("dpo", "orpo", "simpo", "cpo")
 
 
 def plain(loss, x, w, t, rx=None, rw=None, beta=0.1):
@@ -42,12 +42,14 @@ def plain(loss, x, w, t, rx=None, rw=None, beta=0.1):
             r, _, _ = logps(rx, rw, False)
         d = beta * ((p[:pairs] - r[:pairs]) - (p[pairs:] - r[pairs:]))
         return -F.logsigmoid(d).mean()
-    p, tok, counted = logps(x, w, True)
+    p, tok, counted = logps(x, w, loss != "cpo")  # CPO's are summed
     nll = -tok[:pairs].sum() / counted[:pairs].sum()
     c, r = p[:pairs], p[pairs:]
     if loss == "orpo":
         log_odds = (c - r) - (torch.log1p(-torch.exp(c)) - torch.log1p(-torch.exp(r)))
         return nll - beta * F.logsigmoid(log_odds).mean()
+    if loss == "cpo":
+        return nll - F.logsigmoid(beta * (c - r)).mean()
     return nll - F.logsigmoid(beta * (c - r) - 0.5).mean()
 
 
@@ -73,16 +75,17 @@ def main():
     t = torch.randint(0, v, (s, n), device="cuda")
     t[:, :n // 4] = -100
     try:
-        from liger_kernel.chunked_loss import (LigerFusedLinearDPOLoss,
+        from liger_kernel.chunked_loss import (LigerFusedLinearCPOLoss,
+                                               LigerFusedLinearDPOLoss,
                                                LigerFusedLinearORPOLoss,
                                                LigerFusedLinearSimPOLoss)
         peers = dict(dpo=LigerFusedLinearDPOLoss(), orpo=LigerFusedLinearORPOLoss(),
-                     simpo=LigerFusedLinearSimPOLoss())
+                     simpo=LigerFusedLinearSimPOLoss(), cpo=LigerFusedLinearCPOLoss())
     except Exception as e:  # noqa: BLE001
         print("# liger-kernel not importable: %s" % e, file=sys.stderr)
         peers = {}
     ours = dict(dpo=liger_nn.LigerFusedLinearDPOLoss(), orpo=liger_nn.LigerFusedLinearORPOLoss(),
-                simpo=liger_nn.LigerFusedLinearSimPOLoss())
+                simpo=liger_nn.LigerFusedLinearSimPOLoss(), cpo=liger_nn.LigerFusedLinearCPOLoss())
     rows, profiles = [], {}
     for loss in args.loss.split(","):
         ref_args = (rx, rw) if loss == "dpo" else ()

@@ -10,7 +10,8 @@
     loss = LigerJSD(beta=0.5)(student_logp, teacher_logp)   # also LigerKLDIVLoss
     loss, aux = LigerFusedLinearDPOLoss(beta=0.1)(lm_head.weight, h, target,
                                                   ref_input=ref_h, ref_weight=ref_w)
-    # also LigerFusedLinearORPOLoss, LigerFusedLinearSimPOLoss (liger.preference)
+    # also LigerFusedLinearORPOLoss, LigerFusedLinearSimPOLoss, LigerFusedLinearCPOLoss
+    # (liger.preference)
     loss = LigerFusedLinearJSD(temperature=2.0)(h, lm_head.weight, h_teacher, w_teacher)
 
 Each class takes the constructor arguments of its namesake in
@@ -431,6 +432,27 @@ class LigerFusedLinearSimPOLoss(_PreferenceLoss):
 
     def forward(self, lin_weight, _input, target, bias=None):
         return preference.fused_linear_simpo(_input, lin_weight, target, bias, **self.config)
+
+
+class LigerFusedLinearCPOLoss(_PreferenceLoss):
+    """liger.preference.fused_linear_cpo: Liger-Kernel's CPO (SimPO's loss
+    with no margin over summed log-probabilities, averaged with
+    average_log_prob; plus alpha times the chosen half's NLL). Returns
+    (loss, (chosen_logps, rejected_logps, chosen_logits_mean,
+    rejected_logits_mean, nll_loss, chosen_rewards, rejected_rewards)).
+    Refused: a bias."""
+
+    def __init__(self, ignore_index=-100, beta=0.1, alpha=1.0, label_smoothing=0.0,
+                 compute_nll_loss=True, compiled=True, average_log_prob=False, chunk_size=1, *,
+                 memory_budget=2 ** 29):
+        super().__init__()
+        self._configure(preference.check_cpo, compiled, chunk_size, ignore_index=ignore_index,
+                        beta=beta, alpha=alpha, label_smoothing=label_smoothing,
+                        compute_nll_loss=compute_nll_loss, average_log_prob=average_log_prob,
+                        memory_budget=memory_budget)
+
+    def forward(self, lin_weight, _input, target, bias=None):
+        return preference.fused_linear_cpo(_input, lin_weight, target, bias, **self.config)
 
 
 class LigerFusedLinearJSD(nn.Module):

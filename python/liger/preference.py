@@ -1,11 +1,12 @@
 """The chunked preference losses (Liger-Kernel's liger_kernel.chunked_loss):
-DPO, ORPO and SimPO of an lm_head, never holding the [tokens, vocab] logits.
+DPO, ORPO, SimPO and CPO of an lm_head, never holding the [tokens, vocab] logits.
 
     from liger import preference
     loss, aux = preference.fused_linear_dpo(h, lm_head_weight, target, ref_input=ref_h,
                                             ref_weight=ref_lm_head_weight)
     loss, aux = preference.fused_linear_orpo(h, lm_head_weight, target)
     loss, aux = preference.fused_linear_simpo(h, lm_head_weight, target, gamma=0.5)
+    loss, aux = preference.fused_linear_cpo(h, lm_head_weight, target)
 
 A batch holds B chosen sequences then their B rejected ones, as
 Liger-Kernel's: `input` [2B, T, H], `target` [2B, T]. A sequence's
@@ -88,6 +89,17 @@ def check_simpo(ignore_index=-100, beta=0.1, alpha=1.0, label_smoothing=0.0,
                 label_smoothing=specs.check_float("label_smoothing", label_smoothing, 0.0,
                                                   1.0),
                 gamma=specs.check_float("gamma", gamma))
+
+
+def check_cpo(ignore_index=-100, beta=0.1, alpha=1.0, label_smoothing=0.0,
+              compute_nll_loss=True, average_log_prob=False, memory_budget=2 ** 29):
+    """CPO's attributes, canonical: SimPO's without the margin gamma, its
+    log-probabilities summed unless `average_log_prob` (Liger-Kernel's)."""
+    return dict(_common(ignore_index, beta, compute_nll_loss, memory_budget),
+                alpha=specs.check_float("alpha", alpha),
+                label_smoothing=specs.check_float("label_smoothing", label_smoothing, 0.0,
+                                                  1.0),
+                average_log_prob=specs.check_bool("average_log_prob", average_log_prob))
 
 
 def check_chunk_size(chunk_size):
@@ -497,5 +509,29 @@ def fused_linear_simpo(input, weight, target, bias=None, ignore_index=-100, beta
     loss, chosen, rejected, nll, means = _pair_loss(
         where, "simpo", input, weight, target, None, cfg,
         (cfg["beta"], cfg["gamma"], cfg["label_smoothing"], 0.0), cfg["alpha"])
+    return _result(loss, chosen, rejected, means, nll, cfg["beta"] * chosen,
+                   cfg["beta"] * rejected)
+
+
+def fused_linear_cpo(input, weight, target, bias=None, ignore_index=-100, beta=0.1, alpha=1.0,
+                     label_smoothing=0.0, compute_nll_loss=True, average_log_prob=False,
+                     memory_budget=2 ** 29):
+    """Liger-Kernel's LigerFusedLinearCPOFunction (its argument order and
+    defaults, without `compiled` and `chunk_size`): −log σ(β · (chosen −
+    rejected)) of the sequences' log-probabilities (summed, or averaged
+    with `average_log_prob`; label smoothing as SimPO's), plus alpha times
+    the chosen half's NLL with `compute_nll_loss`: SimPO with no margin.
+    Returns (loss, (chosen_logps, rejected_logps, chosen_logits_mean,
+    rejected_logits_mean, nll_loss, chosen_rewards, rejected_rewards))."""
+    where = "liger.preference.fused_linear_cpo"
+    cfg = _checked("fused_linear_cpo", check_cpo, ignore_index=ignore_index, beta=beta,
+                   alpha=alpha, label_smoothing=label_smoothing,
+                   compute_nll_loss=compute_nll_loss, average_log_prob=average_log_prob,
+                   memory_budget=memory_budget)
+    average = cfg["average_log_prob"]
+    _check_policy(where, input, weight, target, bias, cfg, average)
+    loss, chosen, rejected, nll, means = _pair_loss(
+        where, "simpo", input, weight, target, None, cfg,
+        (cfg["beta"], 0.0, cfg["label_smoothing"], 0.0), cfg["alpha"], average)
     return _result(loss, chosen, rejected, means, nll, cfg["beta"] * chosen,
                    cfg["beta"] * rejected)

@@ -179,6 +179,25 @@ def test_simpo_is_plain_pytorchs():
            (lx, lw), (px, pw))
 
 
+# --- CPO -------------------------------------------------------------------
+
+@pytest.mark.parametrize("average", [False, True], ids=["summed", "averaged"])
+def test_cpo_is_plain_pytorchs(average):
+    x, w, t = _inputs(13, scale=0.25)
+    module = nn.LigerFusedLinearCPOLoss(beta=0.5, alpha=0.4, label_smoothing=0.2,
+                                        average_log_prob=average, memory_budget=3 * V * 2)
+    lx, lw = _leaves(x, w)
+    loss, aux = module(lw, lx, t)
+
+    px, pw = (v.double().requires_grad_(True) for v in (x, w))
+    logps, nll = _reference_logps(px, pw, t, average)
+    c, r = logps[:B], logps[B:]
+    margin = 0.5 * (c - r)
+    want = 0.4 * nll + (-0.8 * F.logsigmoid(margin) - 0.2 * F.logsigmoid(-margin)).mean()
+    _check(loss, aux, want, (c, r, *_logits_means(px, pw), nll, 0.5 * c, 0.5 * r),
+           (lx, lw), (px, pw))
+
+
 def _spy_on_logits(monkeypatch):
     """The row counts of every call of the loss plan's logits kernel."""
     from liger import bundles
@@ -259,6 +278,11 @@ SIGNATURES = {
          "gamma", "chunk_size"],
         [-100, 0.1, 1.0, 0.0, True, True, 0.5, 1],
         ["lin_weight", "_input", "target", "bias"]),
+    nn.LigerFusedLinearCPOLoss: (
+        ["ignore_index", "beta", "alpha", "label_smoothing", "compute_nll_loss", "compiled",
+         "average_log_prob", "chunk_size"],
+        [-100, 0.1, 1.0, 0.0, True, True, False, 1],
+        ["lin_weight", "_input", "target", "bias"]),
 }
 
 
@@ -300,6 +324,9 @@ REFUSED = {
     "simpo_smoothing": (
         lambda: nn.LigerFusedLinearSimPOLoss(label_smoothing=1.5), LigerValueError,
         "liger.nn.LigerFusedLinearSimPOLoss: label_smoothing must be <= 1.0, got 1.5"),
+    "cpo_average_not_bool": (
+        lambda: nn.LigerFusedLinearCPOLoss(average_log_prob="yes"), LigerTypeError,
+        "liger.nn.LigerFusedLinearCPOLoss: average_log_prob must be a bool, got 'yes'"),
     "chunk_size": (
         lambda: nn.LigerFusedLinearORPOLoss(chunk_size=0), LigerValueError,
         "liger.nn.LigerFusedLinearORPOLoss: chunk_size must be in [1, 9223372036854775807], "

@@ -47,8 +47,10 @@ def _plain(loss, x, w, t, rx, rw, other):
             r, _ = _logps(rx, rw, t, False)
         d = 0.1 * ((p[:pairs] - r[:pairs]) - (p[pairs:] - r[pairs:]))
         return -F.logsigmoid(d).mean(), p
-    p, nll = _logps(x, w, t, True)
+    p, nll = _logps(x, w, t, loss != "cpo")  # CPO's are summed
     c, r = p[:pairs], p[pairs:]
+    if loss == "cpo":
+        return nll - F.logsigmoid(0.1 * (c - r)).mean(), p
     if loss == "orpo":
         nll = _logps(x, w, other, True)[1]
         log_odds = (c - r) - (torch.log1p(-torch.exp(c)) - torch.log1p(-torch.exp(r)))
@@ -56,7 +58,7 @@ def _plain(loss, x, w, t, rx, rw, other):
     return nll - F.logsigmoid(0.1 * (c - r) - 0.5).mean(), p
 
 
-@pytest.mark.parametrize("loss", ["dpo", "orpo", "simpo"])
+@pytest.mark.parametrize("loss", ["dpo", "orpo", "simpo", "cpo"])
 @pytest.mark.parametrize("case", sorted(kernels.preference_cases()))
 def test_the_preference_loss_and_its_gradients(case, loss):
     s, n, h, v, budget = kernels.preference_cases()[case]
@@ -73,9 +75,11 @@ def test_the_preference_loss_and_its_gradients(case, loss):
     elif loss == "orpo":
         got, aux = preference.fused_linear_orpo(lx, lw, t, nll_target=other,
                                                 memory_budget=budget)
-    else:
+    elif loss == "simpo":
         got, aux = preference.fused_linear_simpo(lx, lw, t, compute_nll_loss=True,
                                                  memory_budget=budget)
+    else:
+        got, aux = preference.fused_linear_cpo(lx, lw, t, memory_budget=budget)
     x64, w64 = x.double().requires_grad_(True), w.double().requires_grad_(True)
     want, logps = _plain(loss, x64, w64, t, rx.double(), rw.double(), other)
     err = abs(got.item() - want.item()) / max(abs(want.item()), 1e-3)
