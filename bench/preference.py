@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The chunked preference losses (DPO with a reference model, ORPO, SimPO, CPO)
+"""The chunked preference losses (DPO with a reference model, ORPO, SimPO, CPO,
+KTO over the same sequences unpaired: the first half chosen)
 of an lm_head, forward + backward (dx and dW of the policy), at
 Llama-3-8B's lm_head (8 sequences — 4 chosen, 4 rejected — of 1024 tokens,
 hidden 4096, vocabulary 128256, bf16, the first 256 tokens of each the
@@ -25,7 +26,7 @@ from floors import profile_impls, matrix_rate, measure_steps, print_rows
 from liger import nn as liger_nn
 
 BF16 = torch.bfloat16
-LOSSES = ("dpo", "orpo", "simpo", "cpo")
+LOSSES = ("dpo", "orpo", "simpo", "cpo", "kto")
 
 
 def plain(loss, x, w, t, rx=None, rw=None, beta=0.1):
@@ -36,6 +37,11 @@ def plain(loss, x, w, t, rx=None, rw=None, beta=0.1):
         tok = logp.gather(-1, t.clamp(min=0).unsqueeze(-1)).squeeze(-1) * counted
         return (tok.sum(-1) / counted.sum(-1) if average else tok.sum(-1)), tok, counted
     pairs = x.shape[0] // 2
+    if loss == "kto":  # Liger-Kernel's module defaults: no reference, summed, no kl
+        p, _, _ = logps(x, w, False)
+        sign = torch.ones_like(p)
+        sign[pairs:] = -1
+        return (1 - torch.sigmoid(beta * p * sign)).mean()
     if loss == "dpo":
         p, _, _ = logps(x, w, False)
         with torch.no_grad():
@@ -77,19 +83,24 @@ def main():
     try:
         from liger_kernel.chunked_loss import (LigerFusedLinearCPOLoss,
                                                LigerFusedLinearDPOLoss,
+                                               LigerFusedLinearKTOLoss,
                                                LigerFusedLinearORPOLoss,
                                                LigerFusedLinearSimPOLoss)
         peers = dict(dpo=LigerFusedLinearDPOLoss(), orpo=LigerFusedLinearORPOLoss(),
-                     simpo=LigerFusedLinearSimPOLoss(), cpo=LigerFusedLinearCPOLoss())
+                     simpo=LigerFusedLinearSimPOLoss(), cpo=LigerFusedLinearCPOLoss(),
+                     kto=LigerFusedLinearKTOLoss())
     except Exception as e:  # noqa: BLE001
         print("# liger-kernel not importable: %s" % e, file=sys.stderr)
         peers = {}
     ours = dict(dpo=liger_nn.LigerFusedLinearDPOLoss(), orpo=liger_nn.LigerFusedLinearORPOLoss(),
-                simpo=liger_nn.LigerFusedLinearSimPOLoss(), cpo=liger_nn.LigerFusedLinearCPOLoss())
+                simpo=liger_nn.LigerFusedLinearSimPOLoss(), cpo=liger_nn.LigerFusedLinearCPOLoss(),
+                kto=liger_nn.LigerFusedLinearKTOLoss())
+    labels = torch.arange(s, device="cuda") < s // 2  # KTO: the first half chosen
     rows, profiles = [], {}
     for loss in args.loss.split(","):
         ref_args = (rx, rw) if loss == "dpo" else ()
-        kwargs = dict(ref_input=rx, ref_weight=rw) if loss == "dpo" else {}
+        kwargs = dict(ref_input=rx, ref_weight=rw) if loss == "dpo" else \
+            dict(preference_labels=labels) if loss == "kto" else {}
 
         def step_of(f):
             def step():
@@ -101,10 +112,12 @@ def main():
             return step
         eager = (lambda xx, ww, loss=loss: plain(loss, xx, ww, t, *ref_args))  # noqa: E731
         impls = {"eager": step_of(eager), "compile": step_of(torch.compile(eager))}
+        # (KTO's modules take the input first)
+        order = (lambda xx, ww: (xx, ww)) if loss == "kto" else (lambda xx, ww: (ww, xx))
         if loss in peers:
             impls["Liger-Kernel"] = step_of(
-                lambda xx, ww, m=peers[loss]: m(ww, xx, t, **kwargs))
-        impls["liger"] = step_of(lambda xx, ww, m=ours[loss]: m(ww, xx, t, **kwargs))
+                lambda xx, ww, m=peers[loss]: m(*order(xx, ww), t, **kwargs))
+        impls["liger"] = step_of(lambda xx, ww, m=ours[loss]: m(*order(xx, ww), t, **kwargs))
         if args.impls:
             impls = {k: f for k, f in impls.items() if k in set(args.impls.split(","))}
         xr, wr = x.float().requires_grad_(True), w.float().requires_grad_(True)

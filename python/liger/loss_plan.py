@@ -125,32 +125,34 @@ def chunked_loss(kernels, x, weight, target, class_weight, chunk, mean, ignore_i
     return (total * scale if mean else total), dx, _rounded(dw, weight)
 
 
-def chunked_pairs(kernels, x, weight, target, pairs_per_chunk, objective, want_dx=True,
-                  want_dw=True):
-    """A loss over pairs of sequences through the lm_head, chunk by chunk
-    of whole pairs, with the kernels of a per-token loss plan (`kernels`
-    of reduction "none": logits, ce, dx, dw0, dw). x [2B, T, H] holds B
-    sequences, then the B sequences paired with them, target [2B, T]. Per
-    chunk of k pairs (`pairs_per_chunk`, the last one fewer): their 2k
-    sequences' logits, each token's loss with its gradient over the logits
-    for an incoming gradient of 1 (G), then `objective(losses, p0, k)` ->
-    (value, c, aux): value is the chunk's share of the loss, from its
-    tokens' losses [2k, T] (f32, 0 where ignored; the first k rows the
-    pairs' first sequences, p0 the first pair's index) alone; c [2k, T]
-    its gradient over them; aux anything it reports. c scales G's rows:
-    dx = c · (G · W) row by row, dW += Gᵀ · (c · x). So the gradients are
-    formed in the forward with one logits matmul per chunk, which a loss
-    over each token's loss (reduction "none", whose incoming gradients
-    come in the backward) cannot do. Returns (the sum of the values, f32;
-    dx [2B, T, H]; dW; [(p0, k, aux)] per chunk), a gradient not wanted
-    None."""
+def chunked_sequences(kernels, x, weight, target, per_chunk, objective, groups=1,
+                      want_dx=True, want_dw=True):
+    """A loss over sequences through the lm_head whose every sequence (or,
+    with groups=2, every pair of sequences) contributes a term of its own,
+    chunk by chunk of whole sequences (pairs), with the kernels of a
+    per-token loss plan (`kernels` of reduction "none": logits, ce, dx,
+    dw0, dw). x [S, T, H], target [S, T]; with groups=2, S = 2B: B
+    sequences, then the B sequences paired with them. Per chunk of k
+    sequences (pairs; `per_chunk`, the last one fewer): their logits, each
+    token's loss with its gradient over the logits for an incoming gradient
+    of 1 (G), then `objective(losses, s0, k)` -> (value, c, aux): value is
+    the chunk's share of the loss, from its tokens' losses [groups·k, T]
+    (f32, 0 where ignored; with groups=2 the first k rows the pairs' first
+    sequences; s0 the first sequence's, or pair's, index) alone; c
+    [groups·k, T] its gradient over them; aux anything it reports. c scales
+    G's rows: dx = c · (G · W) row by row, dW += Gᵀ · (c · x). So the
+    gradients are formed in the forward with one logits matmul per chunk,
+    which a loss over each token's loss (reduction "none", whose incoming
+    gradients come in the backward) cannot do. Returns (the sum of the
+    values, f32; dx [S, T, H]; dW; [(s0, k, aux)] per chunk), a gradient
+    not wanted None."""
     import torch
     s, t, h = x.shape
-    b, v = s // 2, weight.shape[0]
+    count, v = s // groups, weight.shape[0]
     dev, dtype = x.device, x.dtype
     grad = want_dx or want_dw
-    k0 = max(1, min(pairs_per_chunk, b))
-    rows0 = 2 * k0 * t
+    k0 = max(1, min(per_chunk, count))
+    rows0 = groups * k0 * t
     logits = torch.empty((rows0, v), dtype=dtype, device=dev)
     losses = torch.empty(rows0, dtype=torch.float32, device=dev)
     ones = torch.ones(rows0, dtype=torch.float32, device=dev)
@@ -158,27 +160,28 @@ def chunked_pairs(kernels, x, weight, target, pairs_per_chunk, objective, want_d
     rows_dx = torch.empty((rows0, h), dtype=dtype, device=dev) if want_dx else None
     total = torch.zeros((), dtype=torch.float32, device=dev)
     reports = []
-    for p0 in range(0, b, k0):
-        k = min(k0, b - p0)
-        rows = 2 * k * t
-        halves = (slice(p0, p0 + k), slice(b + p0, b + p0 + k))
-        xc = torch.cat([x[half] for half in halves]).view(rows, h)
-        tc = torch.cat([target[half] for half in halves]).view(rows)
+    for s0 in range(0, count, k0):
+        k = min(k0, count - s0)
+        rows = groups * k * t
+        parts = [slice(g * count + s0, g * count + s0 + k) for g in range(groups)]
+        xc = torch.cat([x[part] for part in parts]).view(rows, h)
+        tc = torch.cat([target[part] for part in parts]).view(rows)
         z, lc = logits[:rows], losses[:rows]
         kernels["logits"](xc, weight, out=[z])
         kernels["ce"](z, tc, ones[:rows], out=[lc, z])
-        value, c, aux = objective(lc.view(2 * k, t), p0, k)
+        value, c, aux = objective(lc.view(groups * k, t), s0, k)
         total += value
-        reports.append((p0, k, aux))
+        reports.append((s0, k, aux))
         if not grad:
             continue
         c = c.reshape(rows, 1)
         if dx is not None:
             kernels["dx"](z, weight, out=[rows_dx[:rows]])
-            scaled = (rows_dx[:rows] * c).to(dtype).view(2 * k, t, h)
-            dx[halves[0]], dx[halves[1]] = scaled[:k], scaled[k:]
+            scaled = (rows_dx[:rows] * c).to(dtype).view(groups * k, t, h)
+            for g, part in enumerate(parts):
+                dx[part] = scaled[g * k:(g + 1) * k]
         if dw is not None:
-            _gradient_products(kernels, z, (xc * c).to(dtype), weight, None, dw, p0, False)
+            _gradient_products(kernels, z, (xc * c).to(dtype), weight, None, dw, s0, False)
     return total, dx, dw, reports
 
 

@@ -10,8 +10,8 @@
     loss = LigerJSD(beta=0.5)(student_logp, teacher_logp)   # also LigerKLDIVLoss
     loss, aux = LigerFusedLinearDPOLoss(beta=0.1)(lm_head.weight, h, target,
                                                   ref_input=ref_h, ref_weight=ref_w)
-    # also LigerFusedLinearORPOLoss, LigerFusedLinearSimPOLoss, LigerFusedLinearCPOLoss
-    # (liger.preference)
+    # also LigerFusedLinearORPOLoss, LigerFusedLinearSimPOLoss, LigerFusedLinearCPOLoss,
+    # LigerFusedLinearKTOLoss (liger.preference)
     loss = LigerFusedLinearJSD(temperature=2.0)(h, lm_head.weight, h_teacher, w_teacher)
 
 Each class takes the constructor arguments of its namesake in
@@ -453,6 +453,29 @@ class LigerFusedLinearCPOLoss(_PreferenceLoss):
 
     def forward(self, lin_weight, _input, target, bias=None):
         return preference.fused_linear_cpo(_input, lin_weight, target, bias, **self.config)
+
+
+class LigerFusedLinearKTOLoss(_PreferenceLoss):
+    """liger.preference.fused_linear_kto: Liger-Kernel's KTO over B unpaired
+    sequences (preference_labels [B] bool, True: chosen), against the
+    reference lm_head with use_ref_model (off by default, as Liger-Kernel's
+    module), kl a number or a tensor of one value or [B]. Its forward takes
+    _input first, as Liger-Kernel's. Returns (loss, (chosen_logps_sum,
+    rejected_logps_sum, chosen_logits_sum, rejected_logits_sum,
+    chosen_rewards_sum, rejected_rewards_sum)). Refused: a bias (or
+    ref_bias)."""
+
+    def __init__(self, ignore_index=-100, beta=0.1, compiled=True, use_ref_model=False,
+                 average_log_prob=False, chunk_size=1, *, memory_budget=2 ** 29):
+        super().__init__()
+        self._configure(preference.check_kto, compiled, chunk_size, ignore_index=ignore_index,
+                        beta=beta, use_ref_model=use_ref_model,
+                        average_log_prob=average_log_prob, memory_budget=memory_budget)
+
+    def forward(self, _input, lin_weight, target, bias=None, preference_labels=None,
+                ref_input=None, ref_weight=None, ref_bias=None, kl=None):
+        return preference.fused_linear_kto(_input, lin_weight, target, preference_labels, bias,
+                                           ref_input, ref_weight, ref_bias, kl, **self.config)
 
 
 class LigerFusedLinearJSD(nn.Module):

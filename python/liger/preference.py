@@ -1,5 +1,5 @@
 """The chunked preference losses (Liger-Kernel's liger_kernel.chunked_loss):
-DPO, ORPO, SimPO and CPO of an lm_head, never holding the [tokens, vocab] logits.
+DPO, ORPO, SimPO, CPO and KTO of an lm_head, never holding the [tokens, vocab] logits.
 
     from liger import preference
     loss, aux = preference.fused_linear_dpo(h, lm_head_weight, target, ref_input=ref_h,
@@ -7,6 +7,8 @@ DPO, ORPO, SimPO and CPO of an lm_head, never holding the [tokens, vocab] logits
     loss, aux = preference.fused_linear_orpo(h, lm_head_weight, target)
     loss, aux = preference.fused_linear_simpo(h, lm_head_weight, target, gamma=0.5)
     loss, aux = preference.fused_linear_cpo(h, lm_head_weight, target)
+    loss, aux = preference.fused_linear_kto(h, lm_head_weight, target, preference_labels,
+                                            ref_input=ref_h, ref_weight=ref_lm_head_weight)
 
 A batch holds B chosen sequences then their B rejected ones, as
 Liger-Kernel's: `input` [2B, T, H], `target` [2B, T]. A sequence's
@@ -15,7 +17,7 @@ cross-entropies (its tokens whose target is not `ignore_index`), and a
 pair's loss depends on its two sequences alone: so the loss runs the
 kernels of liger.ops.fused_linear_cross_entropy(reduction="none") over
 chunks of whole pairs (liger::fused_linear_preference,
-loss_plan.chunked_pairs), each chunk's gradient over its logits known as
+loss_plan.chunked_sequences), each chunk's gradient over its logits known as
 soon as its tokens' losses are, and forms dx and dW in the forward, one
 logits matmul per chunk (as the fused loss's mean does; the backward
 scales them). The NLL term over the chosen sequences is the same
@@ -38,7 +40,7 @@ from torch import Tensor
 
 from . import bundles, ops, specs
 from .errors import LigerError, LigerTypeError, LigerValueError
-from .loss_plan import chunked_pairs, plan_chunks
+from .loss_plan import chunked_sequences, plan_chunks
 from .operators import _like, _scaled
 
 DPO_LOSS_TYPES = ("sigmoid", "hinge", "exo_pair", "nca_pair", "robust", "bco_pair",
@@ -102,6 +104,15 @@ def check_cpo(ignore_index=-100, beta=0.1, alpha=1.0, label_smoothing=0.0,
                 average_log_prob=specs.check_bool("average_log_prob", average_log_prob))
 
 
+def check_kto(ignore_index=-100, beta=0.1, use_ref_model=True, average_log_prob=False,
+              memory_budget=2 ** 29):
+    """KTO's attributes, canonical (it has no NLL term)."""
+    attrs = _common(ignore_index, beta, False, memory_budget)
+    del attrs["compute_nll_loss"]
+    return dict(attrs, use_ref_model=specs.check_bool("use_ref_model", use_ref_model),
+                average_log_prob=specs.check_bool("average_log_prob", average_log_prob))
+
+
 def check_chunk_size(chunk_size):
     """Liger-Kernel's sequences per chunk: an int >= 1, taken and not used
     (liger's chunks are what `memory_budget` holds)."""
@@ -133,19 +144,27 @@ def no_bias(where, name, bias):
 
 # --- the per-sequence sums ------------------------------------------------
 
-def _pairs(where, name, input, target, target_name="target"):
-    """B, the number of pairs, of input [2B, T, H] and target [2B, T]."""
+def _sequences(where, name, input, target, target_name="target", paired=True):
+    """The number of pairs of input [2B, T, H] and target [2B, T] (B chosen
+    sequences, then their B rejected ones), or without `paired` the number
+    of sequences of input [B, T, H] and target [B, T]."""
     for what, t in ((name, input), (target_name, target)):
         if not isinstance(t, torch.Tensor):
             raise LigerTypeError("%s: %s must be a torch.Tensor, got %s"
                                   % (where, what, type(t).__name__))
-    if input.dim() != 3 or input.shape[0] == 0 or input.shape[0] % 2 or \
+    if input.dim() != 3 or input.shape[0] == 0 or (paired and input.shape[0] % 2) or \
             tuple(target.shape) != tuple(input.shape[:2]):
         raise LigerValueError(
-            "%s: %s must be [2B, T, H] (B chosen sequences, then their B rejected ones) and "
-            "%s [2B, T], got %s and %s" % (where, name, target_name, list(input.shape),
-                                          list(target.shape)))
-    return input.shape[0] // 2
+            "%s: %s must be %s and %s %s, got %s and %s" % (
+                where, name, "[2B, T, H] (B chosen sequences, then their B rejected ones)"
+                if paired else "[B, T, H] (B sequences)", target_name,
+                "[2B, T]" if paired else "[B, T]", list(input.shape), list(target.shape)))
+    return input.shape[0] // 2 if paired else input.shape[0]
+
+
+def _pairs(where, name, input, target, target_name="target"):
+    """B, the number of pairs, of input [2B, T, H] and target [2B, T]."""
+    return _sequences(where, name, input, target, target_name)
 
 
 def _every_sequence_counted(where, target, ignore_index, name):
@@ -160,14 +179,14 @@ def _every_sequence_counted(where, target, ignore_index, name):
 
 
 def sequence_logps(where, input, weight, target, ignore_index, average_log_prob,
-                   memory_budget, name="input"):
+                   memory_budget, name="input", paired=True):
     """(logps [2B], token_losses [2B, T] f32, counted [2B]): each sequence's
     log-probability of its labels (averaged over its counted tokens with
     `average_log_prob`), its tokens' cross-entropies (0 where ignored) and
     its counted tokens, through liger.ops.fused_linear_cross_entropy
     (reduction "none"; differentiable, at one more logits matmul per chunk
     in the backward: the reference model's, under no_grad, needs none)."""
-    _pairs(where, name, input, target)
+    _sequences(where, name, input, target, paired=paired)
     losses = ops.fused_linear_cross_entropy(input, weight, target, ignore_index=ignore_index,
                                             reduction="none", memory_budget=memory_budget)
     counted = (target != ignore_index).sum(-1)
@@ -271,55 +290,85 @@ def pair_loss_grads(loss, loss_type, attrs, chosen, rejected, ref_chosen, ref_re
     return beta * (fd + fcr) + fclr, beta * (frr - fd) + frlr
 
 
+def kto_losses(logratios, chosen, kl, beta):
+    """Each sequence's KTO term (Liger-Kernel's): 1 − σ(β · (logratio − kl))
+    for a chosen sequence, 1 − σ(β · (kl − logratio)) for a rejected one
+    (`chosen` a bool per sequence; kl None for 0)."""
+    sign = torch.where(chosen, 1.0, -1.0).to(logratios.dtype)
+    shift = logratios if kl is None else logratios - kl
+    return 1 - torch.sigmoid(beta * shift * sign)
+
+
+def kto_loss_grads(logratios, chosen, kl, beta):
+    """The derivative of each sequence's KTO term by its log-probability."""
+    sign = torch.where(chosen, 1.0, -1.0).to(logratios.dtype)
+    z = beta * (logratios if kl is None else logratios - kl) * sign
+    return -torch.sigmoid(z) * torch.sigmoid(-z) * beta * sign
+
+
 F32 = torch.float32
 
 
 @torch.library.custom_op("liger::fused_linear_preference", mutates_args=())
 def fused_linear_preference(input: Tensor, weight: Tensor, target: Tensor,
-                            ref_logps: Optional[Tensor], loss: str, loss_type: str,
-                            attrs: List[float], ignore_index: int, average_log_prob: bool,
-                            nll: bool, nll_weight: float, memory_budget: int, want_dx: bool,
+                            ref_logps: Optional[Tensor], labels: Optional[Tensor],
+                            kl: Optional[Tensor], loss: str, loss_type: str, attrs: List[float],
+                            ignore_index: int, average_log_prob: bool, nll: bool,
+                            nll_weight: float, memory_budget: int, want_dx: bool,
                             want_dw: bool) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
-    """(loss, logps [2B], nll, dx, dW) of a preference `loss` over input
-    [2B, T, H] (B chosen sequences, then their B rejected ones) through the
-    lm_head `weight`: the mean of pair_losses plus nll_weight times the
-    chosen tokens' mean cross-entropy (computed where `nll`, else 0), by
-    chunked_pairs in chunks of the pairs whose logits `memory_budget` holds
-    (at least one pair). `ref_logps` [2B]: DPO's reference sequences'."""
-    b, t = input.shape[0] // 2, input.shape[1]
+    """(loss, logps [S], nll, dx, dW) of a preference `loss` through the
+    lm_head `weight`, by chunked_sequences in chunks of the sequences (the
+    pairs) whose logits `memory_budget` holds (at least one). "dpo",
+    "orpo", "simpo": input [2B, T, H] holds B chosen sequences, then their
+    B rejected ones; the loss is the mean of pair_losses plus nll_weight
+    times the chosen tokens' mean cross-entropy (computed where `nll`,
+    else 0). "kto": input [B, T, H], `labels` [B] (bool: chosen), `kl`
+    (None, one value or [B]); the loss is the mean of kto_losses.
+    `ref_logps` [S]: the reference model's sequences' log-probabilities."""
+    groups = 1 if loss == "kto" else 2
+    count, t = input.shape[0] // groups, input.shape[1]
     v, h = weight.shape
     spec = specs.fused_linear_cross_entropy_spec(
         v, h, input.dtype, target.dtype, ignore_index, reduction="none",
         target=bundles.device_target(input.device))
-    chunk = plan_chunks(2 * b * t, v, spec.dtype, memory_budget)["chunk_tokens"]
+    chunk = plan_chunks(input.shape[0] * t, v, spec.dtype, memory_budget)["chunk_tokens"]
     counted = (target != ignore_index).sum(-1).to(F32)
-    chosen_tokens = counted[:b].sum()
+    chosen_tokens = counted[:count].sum()
+    kl = None if kl is None else kl.to(F32)
 
-    def objective(losses, p0, k):
+    def objective(losses, s0, k):
         # The chunk's share of the loss and its gradient over each token's loss.
-        halves = (slice(p0, p0 + k), slice(b + p0, b + p0 + k))
+        parts = [slice(g * count + s0, g * count + s0 + k) for g in range(groups)]
         seq = -losses.sum(-1)
-        per_token = -torch.ones(2 * k, dtype=F32, device=losses.device)
+        per_token = -torch.ones(groups * k, dtype=F32, device=losses.device)
         if average_log_prob:
-            per_token = per_token / torch.cat([counted[h] for h in halves])
+            per_token = per_token / torch.cat([counted[part] for part in parts])
             seq = -seq * per_token
-        ref = (0.0, 0.0) if ref_logps is None else tuple(ref_logps[h] for h in halves)
-        value = pair_losses(loss, loss_type, attrs, seq[:k], seq[k:], *ref).sum() / b
-        dseq = torch.cat(pair_loss_grads(loss, loss_type, attrs, seq[:k], seq[k:], *ref)) / b
-        grads = (dseq * per_token)[:, None].expand(2 * k, t).clone()
+        ref = None if ref_logps is None else torch.cat([ref_logps[part] for part in parts])
+        if loss == "kto":
+            ratios = seq if ref is None else seq - ref
+            shift = None if kl is None else kl.reshape(()) if kl.numel() == 1 else kl[s0:s0 + k]
+            value = kto_losses(ratios, labels[s0:s0 + k], shift, attrs[0]).sum() / count
+            dseq = kto_loss_grads(ratios, labels[s0:s0 + k], shift, attrs[0]) / count
+        else:
+            pair = (seq[:k], seq[k:]) + ((0.0, 0.0) if ref is None else (ref[:k], ref[k:]))
+            value = pair_losses(loss, loss_type, attrs, *pair).sum() / count
+            dseq = torch.cat(pair_loss_grads(loss, loss_type, attrs, *pair)) / count
+        grads = (dseq * per_token)[:, None].expand(groups * k, t).clone()
         part = losses[:k].sum() / chosen_tokens
         if nll:
             value = value + nll_weight * part
             grads[:k] += nll_weight / chosen_tokens
         return value, grads, (seq, part)
 
-    total, dx, dw, reports = chunked_pairs(
+    total, dx, dw, reports = chunked_sequences(
         bundles.loss_plan_kernels(spec), input.contiguous(), weight.contiguous(),
-        target.contiguous(), max(1, chunk // (2 * t)), objective, want_dx, want_dw)
-    logps = torch.empty(2 * b, dtype=F32, device=input.device)
+        target.contiguous(), max(1, chunk // (groups * t)), objective, groups, want_dx, want_dw)
+    logps = torch.empty(input.shape[0], dtype=F32, device=input.device)
     nll_total = torch.zeros((), dtype=F32, device=input.device)
-    for p0, k, (seq, part) in reports:
-        logps[p0:p0 + k], logps[b + p0:b + p0 + k] = seq[:k], seq[k:]
+    for s0, k, (seq, part) in reports:
+        for g in range(groups):
+            logps[g * count + s0:g * count + s0 + k] = seq[g * k:(g + 1) * k]
         if nll:
             nll_total += part
     return (total, logps, nll_total, dx if want_dx else input.new_empty(0),
@@ -327,8 +376,8 @@ def fused_linear_preference(input: Tensor, weight: Tensor, target: Tensor,
 
 
 @fused_linear_preference.register_fake
-def _(input, weight, target, ref_logps, loss, loss_type, attrs, ignore_index, average_log_prob,
-      nll, nll_weight, memory_budget, want_dx, want_dw):
+def _(input, weight, target, ref_logps, labels, kl, loss, loss_type, attrs, ignore_index,
+      average_log_prob, nll, nll_weight, memory_budget, want_dx, want_dw):
     return (input.new_empty((), dtype=F32), input.new_empty((input.shape[0],), dtype=F32),
             input.new_empty((), dtype=F32),
             _like(input) if want_dx else input.new_empty(0),
@@ -345,7 +394,7 @@ def _preference_grad(ctx, dloss, *_):
     dx, dw = ctx.saved_tensors
     want_dx, want_dw = ctx.want
     return (_scaled(dx, dloss) if want_dx else None,
-            _scaled(dw, dloss) if want_dw else None) + (None,) * 12
+            _scaled(dw, dloss) if want_dw else None) + (None,) * 14
 
 
 fused_linear_preference.register_autograd(_preference_grad, setup_context=_preference_setup)
@@ -361,6 +410,22 @@ def _check_policy(where, input, weight, target, bias, cfg, average_log_prob):
         _every_sequence_counted(where, target, cfg["ignore_index"], "input")
 
 
+def _reference_logps(where, ref_input, ref_weight, ref_bias, target, cfg, average,
+                     paired=True):
+    """The reference model's sequences' log-probabilities (use_ref_model),
+    under no_grad."""
+    if ref_input is None or ref_weight is None:
+        raise LigerValueError("%s: use_ref_model=True needs ref_input and ref_weight (the "
+                              "reference model's hidden states and lm_head), got %s" % (
+                                  where, "neither" if ref_input is None and
+                                  ref_weight is None else "ref_input=None"
+                                  if ref_input is None else "ref_weight=None"))
+    no_bias(where, "ref_bias", ref_bias)
+    with torch.no_grad():
+        return sequence_logps(where, ref_input, ref_weight, target, cfg["ignore_index"], average,
+                              cfg["memory_budget"], name="ref_input", paired=paired)[0]
+
+
 def _pair_loss(where, loss, input, weight, target, nll_target, cfg, attrs, nll_weight,
                average_log_prob=True, loss_type="", ref_logps=None):
     """(loss, chosen_logps, rejected_logps, nll, logits means) of the
@@ -369,7 +434,7 @@ def _pair_loss(where, loss, input, weight, target, nll_target, cfg, attrs, nll_w
     separate = cfg["compute_nll_loss"] and nll_target is not None
     grad = torch.is_grad_enabled()
     value, logps, nll, _, _ = fused_linear_preference(
-        input, weight, target, ref_logps, loss, loss_type, [float(a) for a in attrs],
+        input, weight, target, ref_logps, None, None, loss, loss_type, [float(a) for a in attrs],
         cfg["ignore_index"], average_log_prob, cfg["compute_nll_loss"] and not separate,
         float(nll_weight), cfg["memory_budget"], grad and input.requires_grad,
         grad and weight.requires_grad)
@@ -442,19 +507,8 @@ def fused_linear_dpo(input, weight, target, bias=None, ref_input=None, ref_weigh
                    memory_budget=memory_budget)
     average = cfg["average_log_prob"]
     _check_policy(where, input, weight, target, bias, cfg, average)
-    ref = None
-    if cfg["use_ref_model"]:
-        if ref_input is None or ref_weight is None:
-            raise LigerValueError("%s: use_ref_model=True needs ref_input and ref_weight (the "
-                                  "reference model's hidden states and lm_head), got %s" % (
-                                      where, "neither" if ref_input is None and
-                                      ref_weight is None else "ref_input=None"
-                                      if ref_input is None else "ref_weight=None"))
-        no_bias(where, "ref_bias", ref_bias)
-        with torch.no_grad():
-            ref, _, _ = sequence_logps(where, ref_input, ref_weight, target,
-                                       cfg["ignore_index"], average, cfg["memory_budget"],
-                                       name="ref_input")
+    ref = _reference_logps(where, ref_input, ref_weight, ref_bias, target, cfg, average) \
+        if cfg["use_ref_model"] else None
     beta = cfg["beta"]
     loss, chosen, rejected, nll, means = _pair_loss(
         where, "dpo", input, weight, target, None, cfg,
@@ -535,3 +589,78 @@ def fused_linear_cpo(input, weight, target, bias=None, ignore_index=-100, beta=0
         (cfg["beta"], 0.0, cfg["label_smoothing"], 0.0), cfg["alpha"], average)
     return _result(loss, chosen, rejected, means, nll, cfg["beta"] * chosen,
                    cfg["beta"] * rejected)
+
+
+def _kto_labels(where, preference_labels, b, device):
+    if not isinstance(preference_labels, torch.Tensor):
+        raise LigerTypeError("%s: preference_labels must be a torch.Tensor of B bools (True: "
+                             "chosen), got %s" % (where, type(preference_labels).__name__))
+    if preference_labels.dtype != torch.bool or tuple(preference_labels.shape) != (b,) or \
+            preference_labels.device != device:
+        raise LigerValueError("%s: preference_labels must be [B] = [%d] bool on %s (True: "
+                              "chosen), got %s %s on %s" % (
+                                  where, b, device, list(preference_labels.shape),
+                                  preference_labels.dtype, preference_labels.device))
+    return preference_labels
+
+
+def _kto_kl(where, kl, b, device):
+    """kl as None or an f32 tensor of one value or [B]."""
+    if kl is None:
+        return None
+    if isinstance(kl, (int, float)) and not isinstance(kl, bool):
+        return torch.tensor(float(kl), dtype=F32, device=device)
+    if not isinstance(kl, torch.Tensor) or not kl.is_floating_point() or \
+            kl.numel() not in (1, b) or (kl.numel() == b and kl.dim() != 1) or kl.device != device:
+        raise LigerValueError("%s: kl must be None, a number, or a float tensor of one value or "
+                              "[B] = [%d] on %s, got %s" % (
+                                  where, b, device, "a tensor of shape %s %s on %s" % (
+                                      list(kl.shape), kl.dtype, kl.device)
+                                  if isinstance(kl, torch.Tensor) else repr(kl)))
+    return kl.detach()
+
+
+def fused_linear_kto(input, weight, target, preference_labels, bias=None, ref_input=None,
+                     ref_weight=None, ref_bias=None, kl=None, ignore_index=-100, beta=0.1,
+                     use_ref_model=True, average_log_prob=False, memory_budget=2 ** 29):
+    """Liger-Kernel's LigerFusedLinearKTOFunction (its argument order and
+    defaults, without `compiled` and `chunk_size`): the mean over input's
+    B sequences [B, T, H] (target [B, T]; unpaired) of 1 − σ(β · (logratio −
+    kl)) for a chosen sequence and 1 − σ(β · (kl − logratio)) for a
+    rejected one (`preference_labels` [B] bool, True: chosen), logratio
+    the sequence's log-probability (summed, or averaged with
+    `average_log_prob`) less the reference model's (`ref_input`,
+    `ref_weight`, with `use_ref_model`), kl a number or a tensor of one
+    value or [B] (not differentiated; None: 0). Returns (loss,
+    (chosen_logps_sum, rejected_logps_sum, chosen_logits_sum,
+    rejected_logits_sum, chosen_rewards_sum, rejected_rewards_sum)), the
+    rewards β · logratio."""
+    where = "liger.preference.fused_linear_kto"
+    cfg = _checked("fused_linear_kto", check_kto, ignore_index=ignore_index, beta=beta,
+                   use_ref_model=use_ref_model, average_log_prob=average_log_prob,
+                   memory_budget=memory_budget)
+    no_bias(where, "bias", bias)
+    b = _sequences(where, "input", input, target, paired=False)
+    ops.check_fused_linear_cross_entropy(input, weight, target, ignore_index=cfg["ignore_index"],
+                                         reduction="none", memory_budget=cfg["memory_budget"])
+    average = cfg["average_log_prob"]
+    if average and not torch.compiler.is_compiling():
+        _every_sequence_counted(where, target, cfg["ignore_index"], "input")
+    labels = _kto_labels(where, preference_labels, b, input.device)
+    kl = _kto_kl(where, kl, b, input.device)
+    ref = _reference_logps(where, ref_input, ref_weight, ref_bias, target, cfg, average,
+                           paired=False) if cfg["use_ref_model"] else None
+    grad = torch.is_grad_enabled()
+    loss, logps, _, _, _ = fused_linear_preference(
+        input, weight, target, ref, labels, kl, "kto", "", [cfg["beta"], 0.0, 0.0, 0.0],
+        cfg["ignore_index"], average, False, 0.0, cfg["memory_budget"],
+        grad and input.requires_grad, grad and weight.requires_grad)
+    rewards = cfg["beta"] * (logps if ref is None else logps - ref)
+    with torch.no_grad():
+        per_sequence = input.sum(1, dtype=F32) @ weight.sum(0, dtype=F32)
+    sums = [(t * labels).sum() for t in (logps, per_sequence, rewards)] + \
+        [(t * ~labels).sum() for t in (logps, per_sequence, rewards)]
+    chosen_logps, chosen_logits, chosen_rewards, rejected_logps, rejected_logits, \
+        rejected_rewards = (t.detach() for t in sums)
+    return loss, (chosen_logps, rejected_logps, chosen_logits, rejected_logits, chosen_rewards,
+                  rejected_rewards)

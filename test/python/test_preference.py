@@ -278,6 +278,11 @@ SIGNATURES = {
          "gamma", "chunk_size"],
         [-100, 0.1, 1.0, 0.0, True, True, 0.5, 1],
         ["lin_weight", "_input", "target", "bias"]),
+    nn.LigerFusedLinearKTOLoss: (
+        ["ignore_index", "beta", "compiled", "use_ref_model", "average_log_prob", "chunk_size"],
+        [-100, 0.1, True, False, False, 1],
+        ["_input", "lin_weight", "target", "bias", "preference_labels", "ref_input",
+         "ref_weight", "ref_bias", "kl"]),
     nn.LigerFusedLinearCPOLoss: (
         ["ignore_index", "beta", "alpha", "label_smoothing", "compute_nll_loss", "compiled",
          "average_log_prob", "chunk_size"],
@@ -390,7 +395,8 @@ def test_a_fully_ignored_sequence_sums_to_zero():
     assert aux[1][0].item() == 0.0 and torch.isfinite(aux[0]).all()
 
 
-@pytest.mark.parametrize("case", ["dpo_reference", "orpo_frozen_head", "simpo_no_grad"])
+@pytest.mark.parametrize("case", ["dpo_reference", "orpo_frozen_head", "simpo_no_grad",
+                                  "kto_kl_per_sequence"])
 def test_the_operator_passes_opcheck(case):
     """liger::fused_linear_preference as a PyTorch operator: schema, fake
     kernel exact about shapes, dtypes and strides, registered autograd, AOT
@@ -401,12 +407,16 @@ def test_the_operator_passes_opcheck(case):
         "dpo_reference": ("dpo", ref, [0.1, 0.0, 0.0, 0.05], (True, True)),
         "orpo_frozen_head": ("orpo", None, [0.2, 0.0, 0.0, 0.0], (True, False)),
         "simpo_no_grad": ("simpo", None, [2.0, 0.3, 0.1, 0.0], (False, False)),
+        "kto_kl_per_sequence": ("kto", ref, [0.1, 0.0, 0.0, 0.0], (True, True)),
     }[case]
     lx = x.clone().requires_grad_(want[0])
     lw = w.clone().requires_grad_(want[1])
+    kto = loss == "kto"
+    labels = torch.tensor([True, False, False, True]) if kto else None
+    kl = torch.rand(2 * B, generator=torch.Generator().manual_seed(12)) if kto else None
     torch.library.opcheck(preference.fused_linear_preference, (
-        lx, lw, t, ref_logps, loss, "sigmoid", attrs, -100, loss != "dpo", True, 1.0,
-        3 * V * 2, *want))
+        lx, lw, t, ref_logps, labels, kl, loss, "sigmoid", attrs, -100, loss != "dpo",
+        not kto, 1.0, 3 * V * 2, *want))
 
 
 GRAD_CASES = [("dpo", lt) for lt in preference.DPO_LOSS_TYPES] + [("orpo", ""), ("simpo", "")]
@@ -429,3 +439,105 @@ def test_the_pair_gradients_are_autograds(loss, loss_type):
                                               ref_c, ref_r)
     torch.testing.assert_close(got_c, c.grad, rtol=1e-10, atol=1e-12)
     torch.testing.assert_close(got_r, r.grad, rtol=1e-10, atol=1e-12)
+
+
+# --- KTO -------------------------------------------------------------------
+
+KTO_CASES = {
+    # Liger-Kernel's module defaults: no reference model, summed, no kl.
+    "defaults": dict(),
+    "reference_kl": dict(use_ref_model=True, kl=0.3, beta=0.5),
+    "averaged_kl_per_sequence": dict(average_log_prob=True, kl="per_sequence"),
+}
+
+
+@pytest.mark.parametrize("case", list(KTO_CASES))
+def test_kto_is_plain_pytorchs(case):
+    kw = dict(KTO_CASES[case])
+    s = 2 * B + 1  # unpaired: any number of sequences
+    g = torch.Generator().manual_seed(14)
+    x = torch.randn(s, T, H, generator=g).to(torch.bfloat16)
+    w = (torch.randn(V, H, generator=g) * 0.5).to(torch.bfloat16)
+    t = torch.randint(0, V, (s, T), generator=g)
+    t[:, :2] = -100
+    rx = torch.randn(s, T, H, generator=g).to(torch.bfloat16)
+    rw = (torch.randn(V, H, generator=g) * 0.5).to(torch.bfloat16)
+    labels = torch.tensor([True, False, True, True, False])
+    kl = kw.pop("kl", None)
+    if kl == "per_sequence":
+        kl = torch.rand(s, generator=g)
+    module = nn.LigerFusedLinearKTOLoss(**kw, memory_budget=3 * V * 2)
+    lx, lw = _leaves(x, w)
+    loss, aux = module(lx, lw, t, preference_labels=labels, ref_input=rx, ref_weight=rw, kl=kl)
+
+    average, beta = kw.get("average_log_prob", False), kw.get("beta", 0.1)
+    px, pw = (v.double().requires_grad_(True) for v in (x, w))
+
+    def logps(xx, ww):
+        logp = (xx.double() @ ww.double().T).to(torch.bfloat16).double().log_softmax(-1)
+        counted = t != -100
+        tok = (logp.gather(-1, t.clamp(min=0).unsqueeze(-1)).squeeze(-1) * counted).sum(-1)
+        return tok / counted.sum(-1) if average else tok
+    ratio = logps(px, pw)
+    if kw.get("use_ref_model"):
+        ratio = ratio - logps(rx, rw)
+    sign = labels.double() * 2 - 1
+    shift = ratio if kl is None else ratio - torch.as_tensor(kl, dtype=torch.float64)
+    want = (1 - torch.sigmoid(beta * shift * sign)).mean()
+    logits = (px.double() @ pw.double().T).to(torch.bfloat16).double().sum((1, 2))
+    p = logps(px, pw)
+    want_aux = ((p * labels).sum(), (p * ~labels).sum(), (logits * labels).sum(),
+                (logits * ~labels).sum(), (beta * ratio * labels).sum(),
+                (beta * ratio * ~labels).sum())
+    _close(loss, want, 2e-3)
+    for i, (got, ref) in enumerate(zip(aux, want_aux)):
+        assert not got.requires_grad, i
+        _close(got, ref, 2e-2 if i in (2, 3) else 2e-3)
+    loss.backward()
+    want.backward()
+    for got, ref in ((lx, px), (lw, pw)):
+        err = ((got.grad.double() - ref.grad).norm() / ref.grad.norm()).item()
+        assert err < 2e-2, err
+
+
+def test_the_kto_gradients_are_autograds():
+    g = torch.Generator().manual_seed(15)
+    ratios = torch.randn(9, generator=g, dtype=torch.float64)
+    chosen = torch.rand(9, generator=g) > 0.5
+    for kl in (None, torch.tensor(0.4, dtype=torch.float64),
+               torch.rand(9, generator=g, dtype=torch.float64)):
+        r = ratios.clone().requires_grad_(True)
+        preference.kto_losses(r, chosen, kl, 0.7).sum().backward()
+        torch.testing.assert_close(preference.kto_loss_grads(ratios, chosen, kl, 0.7), r.grad,
+                                   rtol=1e-10, atol=1e-12)
+
+
+KTO_REFUSED = {
+    "no_labels": (dict(preference_labels=None), LigerTypeError,
+                  "liger.preference.fused_linear_kto: preference_labels must be a torch.Tensor "
+                  "of B bools (True: chosen), got NoneType"),
+    "int_labels": (dict(preference_labels=torch.ones(2 * B, dtype=torch.long)), LigerValueError,
+                   "liger.preference.fused_linear_kto: preference_labels must be [B] = [4] bool "
+                   "on cpu (True: chosen), got [4] torch.int64 on cpu"),
+    "kl_shape": (dict(kl=torch.zeros(3)), LigerValueError,
+                 "liger.preference.fused_linear_kto: kl must be None, a number, or a float tensor "
+                 "of one value or [B] = [4] on cpu, got a tensor of shape [3] torch.float32 on "
+                 "cpu"),
+    "no_reference": (dict(use_ref_model=True), LigerValueError,
+                     "liger.preference.fused_linear_kto: use_ref_model=True needs ref_input and "
+                     "ref_weight (the reference model's hidden states and lm_head), got "
+                     "neither"),
+    "flat_input": (dict(input=X.reshape(-1, H)), LigerValueError,
+                   "liger.preference.fused_linear_kto: input must be [B, T, H] (B sequences) and "
+                   "target [B, T], got [28, 16] and [4, 7]"),
+}
+
+
+@pytest.mark.parametrize("case", list(KTO_REFUSED))
+def test_kto_refuses_with_its_message(case):
+    kw, error, message = KTO_REFUSED[case]
+    args = dict(input=X, weight=W, target=TG, preference_labels=torch.ones(2 * B, dtype=bool))
+    args.update(kw)
+    with pytest.raises(error) as info:
+        preference.fused_linear_kto(**args)
+    assert str(info.value) == message

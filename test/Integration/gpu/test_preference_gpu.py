@@ -1,5 +1,5 @@
 """liger.preference on the GPU: DPO (with a reference model), ORPO (with an
-nll_target) and SimPO through the fused loss's per-token kernels, against
+nll_target), SimPO, CPO and KTO (unpaired) through the fused loss's per-token kernels, against
 float64 PyTorch that holds every logit (rounded to bf16, as the fused
 loss's meaning says), at odd sizes and at Llama-3's lm_head, with the
 bundles precompiled on the build machine (LIGER_OPS_BUNDLES). The
@@ -94,3 +94,36 @@ def test_the_preference_loss_and_its_gradients(case, loss):
         assert g is not None and torch.isfinite(g).all(), "%s %s: %s" % (case, loss, what)
         rel = ((g.double() - ref).norm() / ref.norm()).item()
         assert rel < 2e-2, "%s %s: %s rel err %.3g" % (case, loss, what, rel)
+
+
+@pytest.mark.parametrize("case", sorted(kernels.preference_cases()))
+def test_kto_and_its_gradients(case):
+    """KTO over the same sequences unpaired (any of them chosen), with a
+    reference model and one kl per sequence."""
+    s, n, h, v, budget = kernels.preference_cases()[case]
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(torch.seed())
+    x, w, t = _inputs(s, n, h, v, gen)
+    rx, rw, _ = _inputs(s, n, h, v, gen)
+    labels = torch.rand(s, generator=gen, device="cuda") > 0.5
+    kl = torch.rand(s, generator=gen, device="cuda")
+    lx, lw = x.clone().requires_grad_(True), w.clone().requires_grad_(True)
+    got, aux = preference.fused_linear_kto(lx, lw, t, labels, ref_input=rx, ref_weight=rw,
+                                           kl=kl, memory_budget=budget)
+    x64, w64 = x.double().requires_grad_(True), w.double().requires_grad_(True)
+    p = _logps(x64, w64, t, False)[0]
+    with torch.no_grad():
+        r = _logps(rx.double(), rw.double(), t, False)[0]
+    sign = labels.double() * 2 - 1
+    want = (1 - torch.sigmoid(0.1 * (p - r - kl.double()) * sign)).mean()
+    err = abs(got.item() - want.item()) / max(abs(want.item()), 1e-3)
+    assert err < 1e-3, "%s kto: loss rel err %.3g" % (case, err)
+    for i, ref in ((0, (p * labels).sum()), (1, (p * ~labels).sum())):
+        rel = abs(aux[i].item() - ref.item()) / max(abs(ref.item()), 1e-3)
+        assert rel < 1e-3, "%s kto: logps sum rel err %.3g" % (case, rel)
+    got.backward()
+    want.backward()
+    for what, g, ref in (("dx", lx.grad, x64.grad), ("dW", lw.grad, w64.grad)):
+        assert g is not None and torch.isfinite(g).all(), "%s kto: %s" % (case, what)
+        rel = ((g.double() - ref).norm() / ref.norm()).item()
+        assert rel < 2e-2, "%s kto: %s rel err %.3g" % (case, what, rel)
