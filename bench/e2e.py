@@ -81,6 +81,11 @@ def precompile(out_dir, layers, lora, batch=(2, 16)):
     return report.summary()
 
 
+def _budget(args):
+    """The fused loss's memory budget in bytes (--loss-budget-mib; None: liger's default)."""
+    return None if args.loss_budget_mib is None else args.loss_budget_mib << 20
+
+
 def run(variant, args):
     model = build(args.layers, args.lora)
     base = model.get_base_model() if args.lora else model
@@ -91,7 +96,7 @@ def run(variant, args):
     elif variant == "liger":
         import warnings
         from liger import transformers as lt
-        lt.apply_liger_kernel_to_llama(model=base)
+        lt.apply_liger_kernel_to_llama(model=base, loss_memory_budget=_budget(args))
         # A fallback would measure the original model: refuse to report it.
         warnings.simplefilter("error", lt.LigerFallbackWarning)
     report = None
@@ -99,7 +104,8 @@ def run(variant, args):
         step_model = torch.compile(model)
     elif variant == "liger-backend":
         import liger
-        step_model = liger.compile_model(model, fullgraph=True)
+        budget = {} if args.loss_budget_mib is None else dict(loss_memory_budget=_budget(args))
+        step_model = liger.compile_model(model, fullgraph=True, **budget)
         report = step_model.liger.reports
     else:
         step_model = model
@@ -220,6 +226,9 @@ def main():
     p.add_argument("--memory", type=int, default=0, metavar="N",
                    help="record the allocator's history over one more step of each variant "
                         "and print the N places holding the most memory at its peak")
+    p.add_argument("--loss-budget-mib", type=int, metavar="MIB",
+                   help="liger's and liger-backend's fused loss: MiB of logits a chunk may "
+                        "hold (default liger's, 512)")
     p.add_argument("--json")
     p.add_argument("--one", help=argparse.SUPPRESS)  # a variant, in this process
     args = p.parse_args()
@@ -231,9 +240,10 @@ def main():
     if args.one:
         print("RESULT " + json.dumps(run(args.one, args)), flush=True)
         return 0
-    print("# %s torch %s; layers=%d batch=%d seq=%d lora=%s" % (
+    print("# %s torch %s; layers=%d batch=%d seq=%d lora=%s loss budget=%s" % (
         torch.cuda.get_device_name(), torch.__version__, args.layers, args.batch, args.seq,
-        args.lora), flush=True)
+        args.lora, "default" if args.loss_budget_mib is None else
+        "%d MiB" % args.loss_budget_mib), flush=True)
     rows = []
     # Each variant in its own process: the patches (ours and Liger-Kernel's
     # change modeling_llama's functions) and the allocator start clean.
@@ -241,7 +251,8 @@ def main():
         cmd = [sys.executable, __file__, "--one", v] + [
             "--%s=%s" % (k, getattr(args, k)) for k in ("layers", "batch", "seq", "steps",
                                                         "warmup", "profile", "memory")] + (
-            ["--lora"] if args.lora else [])
+            ["--lora"] if args.lora else []) + (
+            [] if args.loss_budget_mib is None else ["--loss-budget-mib=%d" % args.loss_budget_mib])
         proc = subprocess.run(cmd, capture_output=True, text=True)
         found = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
         if proc.returncode != 0 or not found:
