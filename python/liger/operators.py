@@ -836,7 +836,7 @@ def lora_reference(x, weight, bias, lora_a, lora_b, scale):
 def lora_linear(x: Tensor, weight: Tensor, bias: Optional[Tensor], lora_a: Tensor,
                 lora_b: Tensor, scale: float) -> Tensor:
     kernel = _lora_kernel(x, weight, bias, lora_a, lora_b, scale)
-    if kernel is None:
+    if kernel is None or x.numel() == 0:  # (no rows: no launch)
         return lora_reference(x, weight, bias, lora_a, lora_b, scale)
     args = [_rows(x), weight.contiguous(), lora_a.contiguous(), lora_b.contiguous()]
     y = kernel(*args + ([bias.contiguous()] if bias is not None else []))

@@ -169,6 +169,9 @@ def test_a_configuration_without_a_kernel_runs_pytorchs_ops(monkeypatch):
         return
     y = torch.ops.liger.lora_linear(x, w, None, a, b, 2.0)
     assert [s.op for s in loaded] == ["lora_linear"] and _rel(y, want) < TOL["bf16"]
+    # No rows (the backend's operator on an empty batch): no launch.
+    empty = torch.ops.liger.lora_linear(x[:0], w, None, a, b, 2.0)
+    assert empty.shape == (0, 48) and empty.dtype == torch.bfloat16
     ops.clear_caches()
 
 
