@@ -193,6 +193,19 @@ def kernels(spec):
     return pair
 
 
+def matmul_kernel(spec):
+    """The one kernel of a spec's @fwd compiled by the matmul template
+    (liger-compile --matmul-kernels names it fwd_matmul_0), loaded once
+    per process."""
+    kernel = _KERNELS.get(spec)
+    if kernel is None:
+        bundle = load(spec)
+        with _loading(spec):
+            kernel = bundle["fwd_matmul_0"]
+        _KERNELS[spec] = kernel
+    return kernel
+
+
 def loss_plan_kernels(spec):
     """The kernels of one chunk of a planned loss (its stage -> kernel)."""
     stages = _KERNELS.get(spec)

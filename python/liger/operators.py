@@ -36,6 +36,8 @@ reference functions on CPU tensors.
                             shift_labels?, jsd_beta, ignore_index, temperature,
                             memory_budget, dw_f32, want_dx, want_dw)
         -> (loss, dstudent_input, dstudent_weight)
+    liger::lora_linear(x, weight, bias?, lora_a, lora_b, scale) -> y
+                                             (backward: PyTorch's matmuls)
 
 Row ops take [..., H] inputs and flatten their leading dimensions into
 rows, on the GPU and on the CPU alike; every implementation makes its
@@ -47,9 +49,11 @@ import functools
 from typing import Optional, Tuple
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 from . import bundles, specs
+from .errors import LigerError
 from .loss_plan import chunked_jsd, chunked_loss, plan_chunks, plan_jsd_chunks
 
 F32 = torch.float32
@@ -64,6 +68,7 @@ def _spec(make, args, device):
 def clear():
     """Forgets every spec and kernel (they load again on next use)."""
     _spec.cache_clear()
+    _LORA_KERNELS.clear()
     bundles.clear()
 
 
@@ -779,3 +784,93 @@ def _fljsd_grad(ctx, dloss, _ddx, _ddw):
 
 
 fused_linear_jsd.register_autograd(_fljsd_grad, setup_context=_save_grads)
+
+
+# --- LoRA projection ---------------------------------------------------------
+#
+# PEFT's LoRA layer, x·Wᵀ + b + (x·Aᵀ)·Bᵀ·scale. The forward is the matmul
+# template's LoRA kernel where the configuration has one (the spec's rules:
+# bf16/f16, rank 16, 32 or 64, aligned sizes) on a device liger has kernels
+# for; otherwise PyTorch's ops in PEFT's order, so that a call is the layer
+# it replaces. That second path is the torch.compile backend's: it puts this
+# operator in place of every PEFT LoRA layer it recognises, and one that no
+# fusion group takes runs here (liger.ops.lora_linear refuses those
+# configurations before calling, liger.transformers keeps PEFT's forward,
+# warned). The backward is PyTorch's matmuls, the scale on the rank-r
+# products, x·Aᵀ recomputed.
+
+_LORA_KERNELS = {}
+
+
+def _lora_kernel(x, weight, bias, lora_a, lora_b, scale):
+    """The LoRA kernel of the call's configuration, or None where the
+    configuration or the device has none (decided once per configuration;
+    a kernel of a valid spec that fails to load raises)."""
+    try:  # (a machine's reason, not cached: LIGER_OPS_CPU_REFERENCE may change)
+        target = bundles.device_target(x.device)
+    except LigerError:
+        return None
+    dtypes = {t.dtype for t in (x, weight, lora_a, lora_b) + ((bias,) if bias is not None
+                                                              else ())}
+    key = (weight.shape[1], weight.shape[0], lora_a.shape[0], str(x.dtype), scale,
+           bias is not None, len(dtypes) == 1, target, x.device)
+    if key not in _LORA_KERNELS:
+        kernel = None
+        try:
+            spec = specs.lora_linear_spec(*key[:6], target=target) if key[6] else None
+        except LigerError:
+            spec = None
+        if spec is not None:
+            kernel = bundles.matmul_kernel(spec)
+        _LORA_KERNELS[key] = kernel
+    return _LORA_KERNELS[key]
+
+
+def lora_reference(x, weight, bias, lora_a, lora_b, scale):
+    """PEFT's LoRA layer in PyTorch's ops, in its order: the base layer,
+    then the adapter's product scaled."""
+    return F.linear(x, weight, bias) + F.linear(F.linear(x, lora_a), lora_b) * scale
+
+
+@torch.library.custom_op("liger::lora_linear", mutates_args=())
+def lora_linear(x: Tensor, weight: Tensor, bias: Optional[Tensor], lora_a: Tensor,
+                lora_b: Tensor, scale: float) -> Tensor:
+    kernel = _lora_kernel(x, weight, bias, lora_a, lora_b, scale)
+    if kernel is None or x.numel() == 0:  # (no rows: no launch)
+        return lora_reference(x, weight, bias, lora_a, lora_b, scale)
+    args = [_rows(x), weight.contiguous(), lora_a.contiguous(), lora_b.contiguous()]
+    y = kernel(*args + ([bias.contiguous()] if bias is not None else []))
+    return y.view(x.shape[:-1] + (weight.shape[0],))
+
+
+@lora_linear.register_fake
+def _(x, weight, bias, lora_a, lora_b, scale):
+    return x.new_empty(x.shape[:-1] + (weight.shape[0],))
+
+
+def _lora_setup(ctx, inputs, output):
+    x, weight, bias, lora_a, lora_b, scale = inputs
+    ctx.save_for_backward(x, weight, lora_a, lora_b)
+    ctx.scale = scale
+    ctx.has_bias = bias is not None
+
+
+def _flat(t):
+    return t.reshape(-1, t.shape[-1])
+
+
+def _lora_grad(ctx, dy):
+    x, weight, lora_a, lora_b = ctx.saved_tensors
+    need = ctx.needs_input_grad
+    # The scale rides on the rank-r products, never on a [tokens, out] pass.
+    dmid = dy.matmul(lora_b) * ctx.scale   # the gradient of x·Aᵀ: [..., r]
+    dx = dy.matmul(weight) + dmid.matmul(lora_a) if need[0] else None
+    dw = _flat(dy).t().matmul(_flat(x)) if need[1] else None
+    db = _flat(dy).sum(0) if ctx.has_bias and need[2] else None
+    da = _flat(dmid).t().matmul(_flat(x)) if need[3] else None
+    # x·Aᵀ recomputed: [..., r]
+    dlb = _flat(dy).t().matmul(_flat(F.linear(x, lora_a))) * ctx.scale if need[4] else None
+    return dx, dw, db, da, dlb, None
+
+
+lora_linear.register_autograd(_lora_grad, setup_context=_lora_setup)

@@ -14,6 +14,7 @@
     loss = ops.kl_div(student_logp, teacher_p, reduction="batchmean")
     loss = ops.jsd(student_logp, teacher_logp, beta=0.5)
     loss = ops.fused_linear_jsd(h_student, w_student, h_teacher, w_teacher)  # no logits kept
+    y = ops.lora_linear(x, w, b, lora_a, lora_b, scale=2.0)  # PEFT's LoRA layer, one kernel
 
 Each function validates every argument (types, ranges, finite floats,
 enums, shapes, dtypes, devices) before anything is compiled or launched,
@@ -38,7 +39,8 @@ add + RMSNorm's sum and rstd, softmax's output; LayerNorm's backward
 recomputes its statistics from x); cross-entropy's forward keeps the gradient of a unit
 incoming gradient (the logits' size, as Liger-Kernel does) and its backward
 scales it by the incoming gradient; the fused linear cross-entropy forms
-dx and dW in its forward.
+dx and dW in its forward. The LoRA projection's backward is PyTorch's
+matmuls (the scale on the rank-r products, x·Aᵀ recomputed).
 """
 
 import importlib.util
@@ -51,8 +53,8 @@ from .loss_plan import plan_chunks, plan_jsd_chunks
 from .specs import (DEFAULT_TARGET, add_rms_norm_spec, check_bool,  # noqa: F401
                     check_int, cross_entropy_spec, fused_linear_cross_entropy_spec,
                     fused_linear_cross_entropy_unsupported_shape, geglu_spec, layer_norm_spec,
-                    module_text, parse_spec, rms_norm_spec, rope_spec, softmax_spec,
-                    swiglu_spec)
+                    lora_linear_spec, module_text, parse_spec, rms_norm_spec, rope_spec,
+                    softmax_spec, swiglu_spec)
 
 if importlib.util.find_spec("torch") is not None:
     import torch
@@ -722,6 +724,57 @@ def fused_linear_jsd(student_input, student_weight, teacher_input, teacher_weigh
     return operators.fused_linear_jsd(
         student_input, student_weight, teacher_input, teacher_weight, shift_labels, *config,
         grad and student_input.requires_grad, grad and student_weight.requires_grad)[0]
+
+
+# --- LoRA projection ---------------------------------------------------------
+
+def _lora_checked(x, weight, bias, lora_a, lora_b, scale):
+    op = "lora_linear"
+    device = _tensors(op, dict(x=x, weight=weight, bias=bias, lora_a=lora_a, lora_b=lora_b),
+                      ("bias",))
+    k = _feature_size(op, "x", x)
+    if weight.dim() != 2 or weight.shape[1] != k:
+        raise LigerValueError("liger.ops.%s: weight must be [N, K] with K = %d (the features "
+                              "of x), got %s" % (op, k, list(weight.shape)))
+    n = _size(weight.shape[0])
+    if lora_a.dim() != 2 or lora_a.shape[1] != k:
+        raise LigerValueError("liger.ops.%s: lora_a must be [r, K] with K = %d (the features "
+                              "of x), got %s" % (op, k, list(lora_a.shape)))
+    r = _size(lora_a.shape[0])
+    if list(lora_b.shape) != [n, r]:
+        raise LigerValueError("liger.ops.%s: lora_b must be [N, r] = [%d, %d] (weight's N, "
+                              "lora_a's r), got %s" % (op, n, r, list(lora_b.shape)))
+    if bias is not None and list(bias.shape) != [n]:
+        raise LigerValueError("liger.ops.%s: bias must be [N] = [%d] (weight's N), got %s"
+                              % (op, n, list(bias.shape)))
+    for name, t in (("weight", weight), ("lora_a", lora_a), ("lora_b", lora_b), ("bias", bias)):
+        if t is not None:
+            _same_dtype(op, name, t, "x", x)
+    spec = _spec(lora_linear_spec, (k, n, r, x.dtype, scale, bias is not None), device)
+    return (spec.scale,)
+
+
+def lora_linear(x, weight, bias, lora_a, lora_b, scale=1.0):
+    """PEFT's LoRA projection x · Wᵀ + b + (x · Aᵀ) · Bᵀ · scale of x [..., K]
+    with weight [N, K], bias [N] or None, lora_a [r, K] and lora_b [N, r],
+    all of one dtype (liger.lora_linear; scale: PEFT's lora_alpha / r). The
+    forward is one kernel of the matmul template (both products accumulate
+    in f32; x · Aᵀ is rounded to the dtype before its product with B, as
+    PEFT rounds it), which takes bf16 or f16, rank 16, 32 or 64, N a
+    multiple of 8 and K of 8 (sm_90a) or 32 (sm_80, sm_86); anything else is
+    refused, naming the rule. The backward is PyTorch's matmuls: dx = dy ·
+    W + ((dy · B) · A) · scale, dW = dyᵀ · x, db, dA = ((dy · B) · scale)ᵀ
+    · x, dB = dyᵀ · (x · Aᵀ) · scale (x · Aᵀ recomputed), each where
+    autograd asks for it."""
+    config = _once(lambda: (
+        "lora_linear", type(x), type(weight), type(bias), type(lora_a), type(lora_b), x.device,
+        weight.device, bias is not None and bias.device, lora_a.device, lora_b.device, x.dtype,
+        weight.dtype, bias is not None and bias.dtype, lora_a.dtype, lora_b.dtype, x.dim(),
+        x.shape[-1], weight.shape, bias is not None and bias.shape, lora_a.shape, lora_b.shape,
+        type(scale), scale),
+        _lora_checked, x, weight, bias, lora_a, lora_b, scale)
+    _rows("lora_linear", "x", x)
+    return operators.lora_linear(x, weight, bias, lora_a, lora_b, *config)
 
 
 def add_precompile_targets(parser):

@@ -221,9 +221,11 @@ class ReferenceKernel:
 class ReferenceBundle:
     """A module on the CPU, as a runtime Bundle of its kernels:
     `bundle[kernel name]` is the reference of the function the kernel was
-    compiled from (`fwd_rowwise_0` -> @fwd). With `options` of a planned
-    loss (matmul_kernels) the module is planned as liger-compile plans it
-    and `plans` names the chunk functions."""
+    compiled from (`fwd_rowwise_0` -> @fwd). With `options` of the matmul
+    templates (matmul_kernels) a module's lm_head loss, its function
+    @loss, is planned as liger-compile plans it and `plans` names the
+    chunk functions; other functions stay as they are (`fwd_matmul_0` ->
+    @fwd)."""
 
     def __init__(self, text, plans=(), options=None, name="a module"):
         self.path = "the reference lowering of " + name
@@ -231,7 +233,7 @@ class ReferenceBundle:
         self.kernels = self
         self.plans = list(plans)  # as a runtime Bundle's, for run_loss_plan
         options = options or {}
-        if options.get("matmul_kernels"):
+        if options.get("matmul_kernels") and "func.func @loss(" in text:
             self._plan_loss(options.get("loss_dw_f32", False))
 
     def _plan_loss(self, dw_f32):

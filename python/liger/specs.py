@@ -549,6 +549,85 @@ class FusedLinearCrossEntropySpec(CrossEntropySpec):
 """
 
 
+# --- LoRA projection (liger.ops.lora_linear) --------------------------------
+
+# The ranks the LoRA kernel takes: its second product is k16 MMAs over the
+# rank, and on wgmma B's [tile_n, rank] tile arrives through TMA swizzled by
+# its rows, which must be one swizzle span (32, 64 or 128 bytes).
+LORA_RANKS = (16, 32, 64)
+# K's multiple on each GPU target: TMA's 16-byte rows on sm_90a (wgmma),
+# whole 64-byte tile_k slices on the mma.sync targets.
+LORA_K_MULTIPLE = {"sm_90a": 8, "sm_80": 32, "sm_86": 32}
+
+
+@dataclasses.dataclass(frozen=True)
+class LoRALinearSpec(Spec):
+    """PEFT's LoRA projection `x · Wᵀ + b + (x · Aᵀ) · Bᵀ · scale` (liger.
+    lora_linear) of x [?, in_features] with W [out_features, in_features],
+    A [rank, in_features], B [out_features, rank] and, where `bias`, b
+    [out_features], all of `dtype`: one kernel of the matmul template
+    (liger-compile --matmul-kernels). The rules are that template's; the
+    reference lowering (target "cpu") is held to sm_90a's, so that a CPU
+    test refuses what the GPU would."""
+
+    op: ClassVar[str] = "lora_linear"
+    in_features: int
+    out_features: int
+    rank: int
+    dtype: str
+    scale: float
+    bias: bool
+    target: str = DEFAULT_TARGET
+
+    def _checked(self):
+        checked = _common(self)
+        if checked["dtype"] == "f32":
+            raise LigerTypeError(
+                "liger.ops.lora_linear takes bf16 or f16 (its kernel is the matmul "
+                "template's: wgmma and mma.sync), got f32")
+        k = _size("in_features", self.in_features)
+        n = _size("out_features", self.out_features)
+        rank = _size("rank", self.rank)
+        if rank not in LORA_RANKS:
+            raise LigerValueError(
+                "rank must be 16, 32 or 64 (the kernel's second product is k16 MMAs over the "
+                "rank, B's rows one TMA swizzle span), got %d" % rank)
+        rules = checked["target"] if checked["target"] in LORA_K_MULTIPLE else DEFAULT_TARGET
+        multiple = LORA_K_MULTIPLE[rules]
+        if k % multiple:
+            raise LigerValueError(
+                "in_features must be a multiple of %d on %s (the kernel reads x, W and A in "
+                "%d-byte rows), got %d" % (multiple, rules, multiple * 2, k))
+        if n % 8:
+            raise LigerValueError("out_features must be a multiple of 8 (the kernel's "
+                                  "column tiles), got %d" % n)
+        scale = check_float("scale", self.scale)
+        if scale == 0:
+            raise LigerValueError("scale must not be 0 (the projection is then the base "
+                                  "layer alone: use torch.nn.functional.linear)")
+        return dict(checked, in_features=k, out_features=n, rank=rank, scale=scale,
+                    bias=check_bool("bias", self.bias))
+
+    def compile_options(self):
+        """The matmul template (liger-compile --matmul-kernels)."""
+        return dict(super().compile_options(), matmul_kernels=True)
+
+    def module_text(self):
+        """@fwd: the projection, whose kernel (fwd_matmul_0) takes x, W, A,
+        B and the bias in that order and writes y [?, out_features]."""
+        dt, k, n, r = self.dtype, self.in_features, self.out_features, self.rank
+        X, Y = "tensor<?x%dx%s>" % (k, dt), "tensor<?x%dx%s>" % (n, dt)
+        W, A, B = ("tensor<%dx%dx%s>" % (n, k, dt), "tensor<%dx%dx%s>" % (r, k, dt),
+                   "tensor<%dx%dx%s>" % (n, r, dt))
+        C = "tensor<%dx%s>" % (n, dt)
+        c_param, c_use, c_type = (", %%c: %s" % C, ", %c", ", " + C) if self.bias else ("",) * 3
+        return f"""func.func @fwd(%x: {X}, %w: {W}, %a: {A}, %b: {B}{c_param}) -> {Y} {{
+  %y = liger.lora_linear %x, %w, %a, %b{c_use} scale = {self.scale:.9e} : {X}, {W}, {A}, {B}{c_type}
+  return %y : {Y}
+}}
+"""
+
+
 # --- divergences (liger.ops.kl_div, liger.ops.jsd) -------------------------
 #
 # Their kernels are row kernels: per token (or per element for a KL
@@ -646,7 +725,8 @@ func.func @loss(%x: {X}, %y: {X}{lparam}) -> {G} {{
 
 SPECS = {cls.op: cls for cls in (RMSNormSpec, AddRMSNormSpec, LayerNormSpec, SwiGLUSpec,
                                  GeGLUSpec, SoftmaxSpec, RoPESpec, CrossEntropySpec,
-                                 FusedLinearCrossEntropySpec, KLDivSpec, JSDSpec)}
+                                 FusedLinearCrossEntropySpec, LoRALinearSpec, KLDivSpec,
+                                 JSDSpec)}
 
 
 def parse_spec(text, target=DEFAULT_TARGET):
@@ -766,3 +846,11 @@ def jsd_spec(vocab, dtype, beta=0.5, ignore_index=-100, labels=None, target=DEFA
     return JSDSpec(vocab, dtype_name(dtype), beta, ignore_index,
                    "none" if labels is None else dtype_name(labels, "shift_labels' dtype",
                                                             TARGET_DTYPES), target)
+
+
+def lora_linear_spec(in_features, out_features, rank, dtype, scale=1.0, bias=False,
+                     target=DEFAULT_TARGET):
+    """A LoRA projection [out_features, in_features] of `rank` (PEFT's
+    scale: lora_alpha / rank), with a bias or not."""
+    return LoRALinearSpec(in_features, out_features, rank, dtype_name(dtype), scale, bias,
+                          target)

@@ -48,9 +48,22 @@ default): smaller chunks, less memory, more passes over the weight gradient.
 
 `lora`, `fuse_norm_linear` and `fuse_qkv_rope` name the fusions liger's
 compiler makes beyond Liger-Kernel's set (LoRA projections, the norm folded
-into its projections, q/k projections with RoPE in their epilogue). liger.ops
-has no autograd op for them yet: set, they warn and leave those layers as
-they are.
+into its projections, q/k projections with RoPE in their epilogue).
+
+    lora         a PEFT LoRA Linear on a decoder projection  ops.lora_linear
+                 (q/k/v/o_proj, gate/up/down_proj, Phi-3's and GLM-4's fused
+                 qkv_proj and gate_up_proj): base + adapter in one kernel;
+                 on a model only (PEFT's classes are not the family's)
+
+A LoRA layer runs liger.ops.lora_linear where one adapter is active, not
+merged, with no dropout (p = 0), no DoRA or other variant, no bias on
+lora_B, and the base layer and both factors in one dtype (PEFT's
+get_peft_model(..., autocast_adapter_dtype=False) keeps bf16/f16 adapters
+in the model's dtype) that the kernel takes (bf16 or f16, rank 16, 32 or
+64, aligned sizes: liger.ops.lora_linear's rules); any other runs PEFT's
+own forward, with one warning per reason. Its backward is PyTorch's
+matmuls. liger.ops has no autograd op for `fuse_norm_linear` and
+`fuse_qkv_rope` yet: set, they warn and leave those layers as they are.
 """
 
 import importlib
@@ -245,6 +258,11 @@ def _decided(what, op, args, devices):
     return _DECIDED[key]
 
 
+# The liger.bundles function that loads an op's kernels, where not a row
+# op's pair (`kernels`).
+_LOADERS = {"fused_linear_cross_entropy": "loss_plan_kernels", "lora_linear": "matmul_kernel"}
+
+
 def _decide(what, op, args, devices):
     """The reason of _fallback, by liger.ops' own rules: one device
     (ops.one_device), a device liger has kernels for (bundles.device_target:
@@ -260,10 +278,7 @@ def _decide(what, op, args, devices):
         return "patched modules run their original forward: %s" % e
     try:
         spec = getattr(specs, op + "_spec")(*args, target=target)
-        if op == "fused_linear_cross_entropy":
-            bundles.loss_plan_kernels(spec)
-        else:
-            bundles.kernels(spec)
+        getattr(bundles, _LOADERS.get(op, "kernels"))(spec)
     except LigerError as e:
         return "%s runs its original forward: %s" % (what, e)
     return None
@@ -380,6 +395,84 @@ _MLP_PATCHES = {
     "experts": (("_apply_gate", _gated_split), ("forward", _experts_forward)),
     "bmm_experts": (("forward", _bmm_experts_forward),),
 }
+
+
+# The decoder projections whose PEFT LoRA layers lora=True patches.
+_LORA_PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
+                     "down_proj", "qkv_proj", "gate_up_proj")
+
+
+def _lora_layers(model):
+    """The PEFT LoRA Linear modules of `model` on _LORA_PROJECTIONS (none
+    where PEFT is not installed)."""
+    try:
+        from peft.tuners.lora.layer import Linear
+    except ImportError:
+        return []
+    return [m for name, m in model.named_modules()
+            if isinstance(m, Linear) and name.rsplit(".", 1)[-1] in _LORA_PROJECTIONS]
+
+
+def _lora_problem(layer, x, args, kwargs):
+    """(True, why) where liger.ops.lora_linear cannot compute PEFT LoRA
+    Linear `layer`'s forward of x (called with `args` and `kwargs` beside
+    x) by these rules of the layer; else (False, the active adapter's
+    name). The kernel's own rules (dtype, rank, sizes, scale) are the
+    spec's, checked by _fallback."""
+    if args or any(v is not None for v in kwargs.values()):
+        return True, "it is called with more than the input (%s)" % ", ".join(
+            sorted(k for k, v in kwargs.items() if v is not None) or ["positional arguments"])
+    if layer.disable_adapters:
+        return True, "its adapters are disabled"
+    if layer.merged:
+        return True, "its adapter is merged into the base layer"
+    active = [a for a in layer.active_adapters if a in layer.lora_A]
+    if len(active) != 1:
+        return True, "%d adapters are active (liger.ops.lora_linear computes one)" % len(active)
+    (name,) = active
+    if name in getattr(layer, "lora_variant", {}) or getattr(layer, "use_dora", {}).get(name):
+        return True, "its adapter %r is a variant of LoRA (DoRA or another: %s)" % (
+            name, type(getattr(layer, "lora_variant", {}).get(name)).__name__)
+    dropout = layer.lora_dropout[name]
+    if not isinstance(dropout, torch.nn.Identity) and getattr(dropout, "p", None) != 0:
+        return True, "its adapter's dropout is %s (liger.ops.lora_linear has none: " \
+            "lora_dropout=0.0)" % getattr(dropout, "p", type(dropout).__name__)
+    base, lora_a, lora_b = layer.base_layer, layer.lora_A[name], layer.lora_B[name]
+    if not all(isinstance(m, torch.nn.Linear) for m in (base, lora_a, lora_b)) or \
+            getattr(layer, "fan_in_fan_out", False):
+        return True, "its base layer or factors are not torch.nn.Linear [out, in] weights"
+    if lora_b.bias is not None:
+        return True, "its lora_B has a bias (lora_bias=True)"
+    dtypes = [("x", x.dtype), ("the base weight", base.weight.dtype),
+              ("lora_A", lora_a.weight.dtype), ("lora_B", lora_b.weight.dtype)]
+    if base.bias is not None:
+        dtypes.append(("the base bias", base.bias.dtype))
+    if len({dt for _, dt in dtypes}) != 1:
+        return True, "its operands have several dtypes (%s; get_peft_model(..., " \
+            "autocast_adapter_dtype=False) keeps bf16/f16 adapters in the model's dtype)" % \
+            ", ".join("%s %s" % (what, str(dt).replace("torch.", "")) for what, dt in dtypes)
+    return False, name
+
+
+def _lora_forward(self, x, *args, **kwargs):
+    """A PEFT LoRA Linear's forward as liger.ops.lora_linear (base and
+    adapter in one kernel), where it can run it; PEFT's own otherwise,
+    warned once per reason."""
+    original = self._liger_original_forward
+    what = "PEFT's LoRA Linear"
+    refused, why = _lora_problem(self, x, args, kwargs)
+    if refused:
+        _warn_once("%s runs its original forward: %s" % (what, why))
+        return original(self, x, *args, **kwargs)
+    base, a, b = self.base_layer, self.lora_A[why].weight, self.lora_B[why].weight
+    w, bias, scale = base.weight, base.bias, self.scaling[why]
+    devices = (("x", str(x.device)), ("weight", str(w.device)), ("lora_A", str(a.device)),
+               ("lora_B", str(b.device))) + ((("bias", str(bias.device)),) if bias is not None
+                                             else ())
+    if _fallback(what, "lora_linear", (w.shape[1], w.shape[0], a.shape[0], str(x.dtype), scale,
+                                       bias is not None), devices):
+        return original(self, x, *args, **kwargs)
+    return ops.lora_linear(x, w, bias, a, b, scale)
 
 
 def _rope_function(family):
@@ -555,7 +648,7 @@ def _apply(family, flags):
     if flags["cross_entropy"] and flags["fused_linear_cross_entropy"]:
         raise ValueError("cross_entropy and fused_linear_cross_entropy cannot both be True "
                          "(the fused loss replaces the plain one)")
-    for flag in ("lora", "fuse_norm_linear", "fuse_qkv_rope"):
+    for flag in ("fuse_norm_linear", "fuse_qkv_rope"):
         if flags[flag]:
             _warn_once("%s=True: liger.ops has no autograd op for this fusion yet; those "
                        "layers stay as they are" % flag)
@@ -584,6 +677,11 @@ def _apply(family, flags):
     if model is not None:
         targets = [(m, cls, patches) for m in model.modules() for cls, patches in parts
                    if isinstance(m, cls)]
+        lora_layers = _lora_layers(model) if flags["lora"] else []
+        if flags["lora"] and not lora_layers:
+            _warn_once("lora=True: %s has no PEFT LoRA Linear on %s: nothing to patch" % (
+                type(model).__name__, _names(_LORA_PROJECTIONS)))
+        targets += [(m, type(m), (("forward", _lora_forward),)) for m in lora_layers]
         if not targets and parts:
             raise LigerError("apply_liger_kernel_to_%s: %s has no %s module to patch (is it a "
                              "%s model?)" % (fam.name, type(model).__name__, _names(
@@ -595,6 +693,9 @@ def _apply(family, flags):
         cls = classes[path]
         if flags[flag] and (model is None or any(isinstance(m, cls) for m in model.modules())):
             _warn_once("%s=True: %s stays as it is: %s" % (flag, path, why))
+    if flags["lora"] and model is None:
+        _warn_once("lora=True: PEFT's LoRA layers stay as they are in a class patch (they are "
+                   "PEFT's classes, not the family's): give the model (model=...) to patch them")
     if layer_norm and model is None:
         _warn_once("layer_norm=True: %s stays as it is in a class patch (it is PyTorch's, "
                    "for every model): give the model (model=...) to patch its LayerNorms"
@@ -754,6 +855,30 @@ def kernel_specs(config, dtype=None):
                                                              softcap=softcap))
         specs.append(ops.cross_entropy_spec(vocab, dt, "i64", reduction=r))
     return list(dict.fromkeys(specs))
+
+
+def lora_kernel_specs(model, target=None):
+    """The liger.ops specs of the LoRA kernels a PEFT model patched with
+    lora=True calls: one per configuration (shape, rank, scale, bias,
+    dtype) of its LoRA layers that liger can run, those whose configuration
+    the kernel refuses left out (they run PEFT's forward). Reads the
+    layers' weights' shapes and dtypes alone: a model on the meta device
+    will do."""
+    out = []
+    for layer in _lora_layers(model):
+        base = layer.base_layer
+        probe = torch.empty(0, dtype=base.weight.dtype, device="meta")
+        refused, name = _lora_problem(layer, probe, (), {})
+        if refused:
+            continue
+        w, a = base.weight, layer.lora_A[name].weight
+        try:
+            out.append(ops.lora_linear_spec(w.shape[1], w.shape[0], a.shape[0], w.dtype,
+                                            layer.scaling[name], base.bias is not None,
+                                            target=target or ops.TARGET))
+        except LigerError:
+            continue
+    return list(dict.fromkeys(out))
 
 
 def precompile(out_dir, config, dtype=None, target=None):

@@ -655,23 +655,3 @@ def test_importing_liger_registers_the_backend_without_torch():
                                 "registry import lookup_backend; print(lookup_backend('liger')"
                                 ".__name__)"], env=env, capture_output=True, text=True)
         assert found.stdout.strip() == "_liger_backend", found.stderr
-
-
-@pytest.mark.parametrize("bias", [True, False])
-def test_lora_linear_gradients_are_its_forwards(bias):
-    """liger::lora_linear's backward (the scale on the rank-r products)
-    against float64 finite differences, and torch.library's checks."""
-    from liger.frontend import group_ops
-    gen = torch.Generator().manual_seed(0)
-
-    def leaf(*shape):
-        return torch.randn(*shape, dtype=torch.float64, generator=gen).requires_grad_()
-    x, w, a, b = leaf(3, 5, 7), leaf(6, 7), leaf(2, 7), leaf(6, 2)
-    c = leaf(6) if bias else None
-    args = (x, w, c, a, b, 0.75)
-    assert torch.autograd.gradcheck(
-        lambda x, w, a, b: group_ops.lora_linear(x, w, c, a, b, 0.75), (x, w, a, b))
-    if bias:
-        assert torch.autograd.gradcheck(
-            lambda c: group_ops.lora_linear(x, w, c, a, b, 0.75), (c,))
-    torch.library.opcheck(group_ops.lora_linear, args)

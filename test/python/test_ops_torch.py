@@ -97,6 +97,23 @@ def _cases():
             h.detach(), lw.detach(), t, None, torch.rand(6) - 0.5, -100, 0.0, 0.0, 0.0,
             3 * 24 * 2, True, True, True)),
         **_divergence_cases(),
+        **_lora_cases(),
+    }
+
+
+def _lora_cases():
+    """liger::lora_linear: bf16 with a bias, x [2, 3, 64] (the kernel of a
+    rank-16 [48, 64] projection), and f32 with a frozen weight and no bias
+    (a configuration with no kernel: PyTorch's ops, "_frozen")."""
+    bf = dict(dtype=torch.bfloat16, grad=True)
+    L = torch.ops.liger
+    return {
+        "lora_linear": (L.lora_linear, (
+            _randn(2, 3, 64, **bf), _randn(48, 64, **bf), _randn(48, **bf),
+            _randn(16, 64, **bf), _randn(48, 16, **bf), 2.0)),
+        "lora_linear_frozen": (L.lora_linear, (
+            _randn(5, 24, grad=True), _randn(40, 24), None, _randn(4, 24, grad=True),
+            _randn(40, 4, grad=True), 0.5)),
     }
 
 

@@ -20,7 +20,7 @@ def no_kernels(monkeypatch):
 
     def never(*args, **kwargs):
         raise AssertionError("an invalid call reached the kernels")
-    for name in ("bundle_path", "load", "kernels", "loss_plan_kernels"):
+    for name in ("bundle_path", "load", "kernels", "loss_plan_kernels", "matmul_kernel"):
         monkeypatch.setattr("liger.bundles." + name, never)
     ops.clear_caches()
     yield
@@ -31,6 +31,18 @@ X, W = torch.randn(4, 8), torch.ones(8)
 LOGITS, T = torch.randn(4, 16), torch.tensor([1, 2, -100, 3])
 H, LW = torch.randn(4, 16, dtype=torch.bfloat16), torch.randn(24, 16, dtype=torch.bfloat16)
 Q, K, C = torch.randn(1, 4, 3, 8), torch.randn(1, 2, 3, 8), torch.randn(1, 3, 8)
+# A LoRA projection [48, 64] of rank 16, x [2, 3, 64], bf16.
+LX, LW_, LA, LB, LC = [torch.randn(*shape, dtype=torch.bfloat16) for shape in
+                       ((2, 3, 64), (48, 64), (16, 64), (48, 16), (48,))]
+
+
+def _lora(x=LX, weight=LW_, bias=LC, lora_a=LA, lora_b=LB, scale=2.0):
+    return lambda: ops.lora_linear(x, weight, bias, lora_a, lora_b, scale)
+
+
+def _lora_rank(r, n=48, k=64):
+    return _lora(LX[..., :k], LW_[:n, :k], LC[:n], torch.randn(r, k, dtype=torch.bfloat16),
+                 torch.randn(n, r, dtype=torch.bfloat16))
 
 CASES = [
     # (call, exception type, the whole message)
@@ -186,6 +198,62 @@ CASES = [
      "memory_budget of 10 bytes holds no row of logits (48 bytes)"),
     (lambda: ops.fused_linear_cross_entropy(H, LW, T, dw_f32="yes"), LigerTypeError,
      "dw_f32 must be a bool, got 'yes'"),
+    # LoRA: the operands' shapes and dtypes, then the kernel's rules.
+    (_lora(x=LX.tolist()), LigerTypeError,
+     "liger.ops.lora_linear: x must be a torch.Tensor, got list"),
+    (_lora(lora_b=None), LigerTypeError,
+     "liger.ops.lora_linear: lora_b must be a torch.Tensor, got NoneType"),
+    (_lora(weight=LW_.to("meta")), LigerValueError,
+     "liger.ops.lora_linear: x is on cpu and weight on meta"),
+    (_lora(x=LX[0, 0, 0]), LigerValueError,
+     "liger.ops.lora_linear: x must be [..., H] with at least one row, got shape []"),
+    (_lora(x=LX[:0]), LigerValueError,
+     "liger.ops.lora_linear: x must be [..., H] with at least one row, got shape [0, 3, 64]"),
+    (_lora(weight=LW_[:, :32]), LigerValueError,
+     "liger.ops.lora_linear: weight must be [N, K] with K = 64 (the features of x), got "
+     "[48, 32]"),
+    (_lora(weight=LW_[0]), LigerValueError,
+     "liger.ops.lora_linear: weight must be [N, K] with K = 64 (the features of x), got [64]"),
+    (_lora(lora_a=LA.t()), LigerValueError,
+     "liger.ops.lora_linear: lora_a must be [r, K] with K = 64 (the features of x), got "
+     "[64, 16]"),
+    (_lora(lora_b=LB.t()), LigerValueError,
+     "liger.ops.lora_linear: lora_b must be [N, r] = [48, 16] (weight's N, lora_a's r), got "
+     "[16, 48]"),
+    (_lora(bias=LC[:40]), LigerValueError,
+     "liger.ops.lora_linear: bias must be [N] = [48] (weight's N), got [40]"),
+    (_lora(lora_a=LA.float()), LigerTypeError,
+     "liger.ops.lora_linear: lora_a must have the dtype of x (torch.bfloat16), got "
+     "torch.float32"),
+    (_lora(bias=LC.half()), LigerTypeError,
+     "liger.ops.lora_linear: bias must have the dtype of x (torch.bfloat16), got "
+     "torch.float16"),
+    (_lora(LX.float(), LW_.float(), LC.float(), LA.float(), LB.float()), LigerTypeError,
+     "liger.ops.lora_linear takes bf16 or f16 (its kernel is the matmul template's: wgmma "
+     "and mma.sync), got f32"),
+    (_lora(LX.double(), LW_.double(), LC.double(), LA.double(), LB.double()), LigerTypeError,
+     "dtype must be bf16 or f16 or f32, got torch.float64"),
+    (_lora_rank(8), LigerValueError,
+     "rank must be 16, 32 or 64 (the kernel's second product is k16 MMAs over the rank, B's "
+     "rows one TMA swizzle span), got 8"),
+    (_lora_rank(48), LigerValueError,
+     "rank must be 16, 32 or 64 (the kernel's second product is k16 MMAs over the rank, B's "
+     "rows one TMA swizzle span), got 48"),
+    (_lora_rank(16, k=60), LigerValueError,
+     "in_features must be a multiple of 8 on sm_90a (the kernel reads x, W and A in 16-byte "
+     "rows), got 60"),
+    (_lora_rank(16, n=44), LigerValueError,
+     "out_features must be a multiple of 8 (the kernel's column tiles), got 44"),
+    (_lora(scale=0.0), LigerValueError,
+     "scale must not be 0 (the projection is then the base layer alone: use "
+     "torch.nn.functional.linear)"),
+    (_lora(scale="2"), LigerTypeError, "scale must be a number, got '2'"),
+    (_lora(scale=float("nan")), LigerValueError, "scale must be finite, got nan"),
+    (lambda: ops.lora_linear_spec(520, 1000, 16, "bf16", target="sm_80"), LigerValueError,
+     "in_features must be a multiple of 32 on sm_80 (the kernel reads x, W and A in 64-byte "
+     "rows), got 520"),
+    (lambda: ops.lora_linear_spec(64, 48, 16, "bf16", bias=1), LigerTypeError,
+     "bias must be a bool, got 1"),
 ]
 
 
@@ -256,6 +324,9 @@ NEAR_MISSES = [
     (lambda: ops.fused_linear_cross_entropy(H, LW, T, memory_budget=2 ** 20),
      lambda: ops.fused_linear_cross_entropy(H, LW, T, memory_budget=float(2 ** 20)),
      LigerTypeError, "memory_budget must be an int, got 1048576.0"),
+    (_lora(), _lora(x=LX[:0]), LigerValueError,
+     "liger.ops.lora_linear: x must be [..., H] with at least one row, got shape [0, 3, 64]"),
+    (_lora(scale=2.0), _lora(scale=True), LigerTypeError, "scale must be a number, got True"),
 ]
 
 

@@ -301,8 +301,12 @@ def test_unsupported_activation_falls_back():
 
 
 def test_unbuilt_fusion_flags_warn():
-    with pytest.warns(lt.LigerFallbackWarning, match="lora=True: liger.ops has no autograd op"):
-        lt.apply_liger_kernel_to_qwen2(lora=True)
+    for flag in ("fuse_norm_linear", "fuse_qkv_rope"):
+        with pytest.warns(lt.LigerFallbackWarning) as caught:
+            lt.apply_liger_kernel_to_qwen2(**{flag: True})
+        assert [str(w.message) for w in caught] == [
+            "liger: %s=True: liger.ops has no autograd op for this fusion yet; those layers "
+            "stay as they are" % flag]
 
 
 def test_kernel_specs_follow_the_config():
@@ -434,7 +438,7 @@ def _loss_flags(dtype):
 def _record_loaded(monkeypatch):
     """The specs whose kernels the patched forwards load, in a list."""
     loaded = []
-    for name in ("kernels", "loss_plan_kernels"):
+    for name in ("kernels", "loss_plan_kernels", "matmul_kernel"):
         monkeypatch.setattr(bundles, name, lambda spec, load=getattr(bundles, name): (
             loaded.append(spec), load(spec))[1])
     return loaded
@@ -910,3 +914,193 @@ def test_rope_falls_back_on_any_shape_liger_rope_refuses(monkeypatch):
     assert all(torch.equal(a, b) for a, b in zip(got, expected))
     with pytest.raises(LigerError, match="q and k must be"):
         ops.rope(q, k, angle.cos(), angle.sin())
+
+
+# --- lora=True: PEFT's LoRA layers through liger.ops.lora_linear -------------
+
+LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+LORA_PREFIX = "liger: PEFT's LoRA Linear runs its original forward: "
+
+
+def lora_model(family, dtype, seed=0, **config):
+    """A tiny model with a PEFT adapter (rank 16, alpha 32: scale 2) on
+    every decoder projection, in the model's dtype, B random (PEFT starts
+    it at 0)."""
+    peft = pytest.importorskip("peft")
+    options = dict(r=16, lora_alpha=32, lora_dropout=0.0, init_lora_weights=False,
+                   target_modules=LORA_TARGETS)
+    options.update(config)
+    return peft.get_peft_model(tiny_model(family, seed, dtype), peft.LoraConfig(**options),
+                               autocast_adapter_dtype=False)
+
+
+def _lora_steps(model, steps=3):
+    """SGD steps on fixed tokens: each step's loss and adapters' gradients
+    (and the gradients of every other trainable parameter)."""
+    ids = tokens(5)
+    opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.1)
+    model.train()
+    out = []
+    for _ in range(steps):
+        loss, grads = _step(model, ids)
+        opt.step()
+        out.append((loss, grads))
+    return out
+
+
+def _lora_grads(grads):
+    return {n: g.float() for n, g in grads.items() if "lora_" in n}
+
+
+def _worst(grads, ref):
+    """The largest ||g - r|| / ||r|| over the adapters' gradients."""
+    return max(((g - ref[n]).norm() / ref[n].norm().clamp_min(1e-30)).item()
+               for n, g in grads.items())
+
+
+@needs_runner
+@pytest.mark.parametrize("family,dtype", [("llama", "bf16"), ("qwen2", "bf16"),
+                                          ("llama", "f32")])
+def test_lora_trains_as_peft(monkeypatch, family, dtype):
+    """A PEFT model patched with lora=True (and the family's defaults)
+    trains as the unpatched one, step for step (SGD): in bf16 every LoRA
+    layer runs the LoRA kernel's module (Qwen2's q/k/v with their biases),
+    in f32 (no kernel takes f32) PEFT's forward, warned once.
+
+    f32: the losses within 1e-5 and every gradient within 1e-4 of PEFT's.
+    bf16: the losses within 1e-2; the adapters' gradients as close to the
+    f32 model's (the same weights, unpatched) as PEFT's own bf16 ones are:
+    PEFT's bf16 gradients are 2-10% from the f32 model's (||g - r|| /
+    ||r||, measured), so no bf16 run can be held to 1e-2 of another."""
+    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+    loaded = _record_loaded(monkeypatch)
+    dt = {"f32": F32, "bf16": BF16}[dtype]
+    ref, model = lora_model(family, dt), lora_model(family, dt)
+    f32_model = lora_model(family, dt).float()
+    layers = lt._lora_layers(model)
+    assert len(layers) == 14
+    patched = lt.apply_liger_kernel(model.get_base_model(), lora=True, **_loss_flags(dtype))
+    assert patched >= len(layers)
+    assert all(vars(m)["forward"].__func__ is lt._lora_forward for m in layers)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        steps = _lora_steps(model)
+    assert _fallback_warnings(caught) == ([] if dtype == "bf16" else [
+        LORA_PREFIX + "liger.ops.lora_linear takes bf16 or f16 (its kernel is the matmul "
+        "template's: wgmma and mma.sync), got f32"])
+    lora_specs = [s for s in loaded if s.op == "lora_linear"]
+    if dtype == "bf16":
+        assert set(lora_specs) == {s.with_target("cpu") for s in lt.lora_kernel_specs(model)}
+        assert len(set(lora_specs)) == (5 if family == "qwen2" else 4)  # (shapes, biases)
+    else:
+        assert lora_specs == [] and lt.lora_kernel_specs(model) == []
+    want = _lora_steps(ref)
+    exact = _lora_steps(f32_model) if dtype == "bf16" else None
+    for i, ((loss, grads), (ref_loss, ref_grads)) in enumerate(zip(steps, want)):
+        assert grads.keys() == ref_grads.keys()
+        assert len(_lora_grads(grads)) == 28
+        if dtype == "f32":
+            assert torch.allclose(loss, ref_loss, rtol=1e-5), (i, loss, ref_loss)
+            for name, g in grads.items():
+                r = ref_grads[name]
+                err = ((g - r).abs().max() / r.abs().max().clamp_min(1e-30)).item()
+                assert err < 1e-4, (i, name, err)
+            continue
+        assert torch.allclose(loss.float(), ref_loss.float(), rtol=1e-2), (i, loss, ref_loss)
+        truth = _lora_grads(exact[i][1])
+        ours, pefts = _worst(_lora_grads(grads), truth), _worst(_lora_grads(ref_grads), truth)
+        assert ours < max(2 * pefts, 0.05), (i, ours, pefts)
+
+
+def _lora_falls_back(model, ref, message, flags=None, twice=True):
+    """The patched model's forward is PEFT's, bit for bit, with `message`
+    warned once over two forwards."""
+    lt.apply_liger_kernel(model.get_base_model(), lora=True, rope=False, rms_norm=False,
+                          swiglu=False, fused_linear_cross_entropy=False, **(flags or {}))
+    ids = tokens(2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = [model(input_ids=ids).logits for _ in range(2 if twice else 1)]
+    assert _fallback_warnings(caught) == [message]
+    want = ref(input_ids=ids).logits
+    assert all(torch.equal(g, want) for g in got)
+
+
+@pytest.mark.parametrize("case,config,message", [
+    ("dropout", dict(lora_dropout=0.1),
+     "its adapter's dropout is 0.1 (liger.ops.lora_linear has none: lora_dropout=0.0)"),
+    ("rank 8", dict(r=8, lora_alpha=16),
+     "rank must be 16, 32 or 64 (the kernel's second product is k16 MMAs over the rank, B's "
+     "rows one TMA swizzle span), got 8"),
+    ("DoRA", dict(use_dora=True),
+     "its adapter 'default' is a variant of LoRA (DoRA or another: DoraLinearVariant)"),
+    ("lora_bias", dict(lora_bias=True), "its lora_B has a bias (lora_bias=True)"),
+], ids=["dropout", "rank8", "dora", "lora_bias"])
+def test_lora_near_misses_stay_pefts(cpu_reference, case, config, message):
+    """What the kernel does not compute (PEFT's dropout, a rank it does not
+    take, DoRA, a bias on B) runs PEFT's forward, warned once, naming
+    why."""
+    ref, model = lora_model("llama", BF16, **config), lora_model("llama", BF16, **config)
+    model.load_state_dict(ref.state_dict())
+    model.eval()  # (PEFT's dropout then the identity: one forward, either way)
+    ref.eval()
+    _lora_falls_back(model, ref, LORA_PREFIX + message)
+
+
+def test_lora_adapters_of_another_dtype_stay_pefts(cpu_reference):
+    """PEFT's default autocast_adapter_dtype=True keeps bf16 models'
+    adapters in f32: PEFT's forward, the warning naming the way out."""
+    peft = pytest.importorskip("peft")
+    models = [peft.get_peft_model(tiny_model("llama", 0, BF16), peft.LoraConfig(
+        r=16, lora_alpha=32, target_modules=LORA_TARGETS)) for _ in range(2)]
+    models[1].load_state_dict(models[0].state_dict())
+    _lora_falls_back(models[1], models[0], LORA_PREFIX + (
+        "its operands have several dtypes (x bfloat16, the base weight bfloat16, lora_A "
+        "float32, lora_B float32; get_peft_model(..., autocast_adapter_dtype=False) keeps "
+        "bf16/f16 adapters in the model's dtype)"))
+
+
+def test_merged_and_disabled_adapters_stay_pefts(cpu_reference):
+    ref, model = lora_model("llama", BF16), lora_model("llama", BF16)
+    model.load_state_dict(ref.state_dict())
+    with model.disable_adapter(), ref.disable_adapter():
+        _lora_falls_back(model, ref, LORA_PREFIX + "its adapters are disabled")
+    lt._WARNED.clear()
+    model.merge_adapter()
+    ref.merge_adapter()
+    _lora_falls_back(model, ref, LORA_PREFIX + "its adapter is merged into the base layer")
+
+
+def test_lora_patches_a_models_peft_layers_only():
+    """PEFT's classes are not the family's: a class patch leaves them (and
+    says so), and a model without LoRA layers has nothing to patch."""
+    with pytest.warns(lt.LigerFallbackWarning) as caught:
+        lt.apply_liger_kernel_to_llama(lora=True)
+    assert _fallback_warnings(caught) == [
+        "liger: lora=True: PEFT's LoRA layers stay as they are in a class patch (they are "
+        "PEFT's classes, not the family's): give the model (model=...) to patch them"]
+    lt.revert()
+    lt._WARNED.clear()
+    with pytest.warns(lt.LigerFallbackWarning) as caught:
+        lt.apply_liger_kernel(tiny_model("llama", 0), lora=True)
+    assert _fallback_warnings(caught) == [
+        "liger: lora=True: LlamaForCausalLM has no PEFT LoRA Linear on q_proj, k_proj, v_proj, "
+        "o_proj, gate_proj, up_proj, down_proj, qkv_proj or gate_up_proj: nothing to patch"]
+
+
+def test_lora_kernel_specs_read_a_meta_model():
+    """The specs precompile needs for a PEFT model, from its layers alone
+    (a model on the meta device): one per shape, bias and dtype; none for
+    layers the kernel refuses."""
+    peft = pytest.importorskip("peft")
+    with torch.device("meta"):  # (PEFT makes the factors f32 there)
+        model = peft.get_peft_model(tiny_model("qwen2", 0, BF16), peft.LoraConfig(
+            r=32, lora_alpha=16, target_modules=LORA_TARGETS)).to(BF16)
+    s = lambda k, n, bias: ops.lora_linear_spec(k, n, 32, "bf16", 0.5, bias)  # noqa: E731
+    assert set(lt.lora_kernel_specs(model)) == {
+        s(32, 32, True), s(32, 16, True), s(32, 32, False), s(32, 64, False), s(64, 32, False)}
+    assert lt.lora_kernel_specs(model, target="sm_80")[0].target == "sm_80"
+    with torch.device("meta"):
+        model = peft.get_peft_model(tiny_model("qwen2", 0, BF16), peft.LoraConfig(
+            r=8, target_modules=LORA_TARGETS)).to(BF16)
+    assert lt.lora_kernel_specs(model) == []

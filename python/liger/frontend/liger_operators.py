@@ -1,7 +1,6 @@
 """The liger operators (`torch.ops.liger.*`) and the dialect ops they run: one table.
 
-A liger operator is a PyTorch custom op with its own backward (liger.operators;
-`lora_linear` in group_ops). Each row says which dialect op a call computes,
+A liger operator is a PyTorch custom op with its own backward (liger.operators). Each row says which dialect op a call computes,
 which positional argument is which operand or attribute, and which output is
 which result. Recognition reads a call as a `Record` through it
 (`match_operator`): a patched model's operators, and those the torch.compile
@@ -28,7 +27,8 @@ class Operator:
     -> attribute; results: the number of outputs; flags: output position ->
     the unit attribute the op needs to give that result (RMSNorm's rstd);
     kernels: whether a call runs liger kernels of its own (liger.ops'
-    operators do; lora_linear is PyTorch ops until a fusion group takes it).
+    operators do; lora_linear, as the backend calls it, only where the
+    layer's configuration has a kernel, PyTorch's ops otherwise).
     """
 
     name: str

@@ -4,7 +4,8 @@ The torch.compile backend runs recognition on the aten graph of what dynamo
 captured (before AOTAutograd differentiates it) and puts, in place of each
 record, the call of the liger operator that computes the same op and has
 its own backward (`liger.ops.*`, which checks its arguments first; PEFT's
-LoRA: group_ops.lora_linear). AOTAutograd then traces the forward and the
+LoRA: liger.operators.lora_linear, called directly: it runs PyTorch's ops
+where its kernel cannot take the layer). AOTAutograd then traces the forward and the
 backward through the operators, so the backward graph holds their backward
 operators (liger.rms_norm_backward, ...) instead of the decomposed
 derivative of each torch subgraph.
@@ -27,8 +28,8 @@ from torch.fx.experimental.proxy_tensor import make_fx
 
 from .. import bundles, ops, specs
 from ..errors import LigerError
+from ..operators import lora_linear
 from . import graph as G
-from .group_ops import lora_linear
 from .records import Record
 
 

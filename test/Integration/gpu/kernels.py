@@ -500,6 +500,24 @@ def fused_linear_jsd_specs():
     return out
 
 
+def lora_cases():
+    """liger.ops.lora_linear: name -> its spec. Llama's 4096 x 4096 and an
+    odd projection (K = 520: a partial last K slice; N = 1000: a partial
+    column tile), each at rank 16, 32 and 64, in bf16 (no bias) and f16
+    (a bias); scale 2, 0.5 or 1 by rank. Each runs at every row count of
+    LORA_ROWS."""
+    from liger import ops
+    scales = {16: 2.0, 32: 0.5, 64: 1.0}
+    return {"lora_%s_%dx%d_r%d" % (dt, k, n, r): ops.lora_linear_spec(
+        k, n, r, dt, scales[r], bias=dt == "f16")
+        for k, n in ((4096, 4096), (520, 1000)) for r in (16, 32, 64) for dt in ("bf16", "f16")}
+
+
+# The token counts each LoRA case runs: one row, a partial row tile, several
+# tiles with a partial last one, many.
+LORA_ROWS = (1, 7, 77, 4096)
+
+
 # The experimental mma.sync matmul template (liger-compile --matmul-kernels):
 # name -> (K, N, dtype, tile_m, tile_n, stages). N = 1000 leaves a partial
 # 64-column tile; the 64-row tile runs 4 warps.

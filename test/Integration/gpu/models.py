@@ -50,6 +50,45 @@ ATTENTION = {"gemma2": "eager"}
 DTYPES = ("bf16", "f32")
 
 
+# PEFT adapters of the parity suite: "peft" (rank 8 on q/k/v/o, PEFT's
+# f32 factors: PEFT's own forward, the base model patched) and "liger"
+# (rank 16 on every decoder projection, in the model's dtype: lora=True
+# runs each through liger.ops.lora_linear).
+LORA = {
+    "peft": dict(r=8, lora_alpha=16, lora_dropout=0.0,
+                 target_modules=["q_proj", "k_proj", "v_proj", "o_proj"]),
+    "liger": dict(r=16, lora_alpha=32, lora_dropout=0.0,
+                  target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj",
+                                  "up_proj", "down_proj"]),
+}
+# (family, dtype) of the parity suite's lora=True cases.
+LORA_KERNEL_CASES = (("llama", "bf16"), ("qwen2", "bf16"))
+
+
+def peft_model(model, lora):
+    """`model` with the PEFT adapter LORA[lora]."""
+    from peft import LoraConfig, get_peft_model
+    return get_peft_model(model, LoraConfig(**LORA[lora]),
+                          autocast_adapter_dtype=lora != "liger")
+
+
+def lora_specs():
+    """The LoRA kernels of LORA_KERNEL_CASES' models (built on the meta
+    device: needs transformers and PEFT)."""
+    import torch
+    import transformers
+    from liger import transformers as lt
+    out = []
+    for family, dt in LORA_KERNEL_CASES:
+        kw = dict(TINY[family])
+        config = transformers.AutoConfig.for_model(kw.pop("model_type"), **kw)
+        dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[dt]
+        with torch.device("meta"):  # (PEFT makes the factors f32 there)
+            model = peft_model(transformers.AutoModelForCausalLM.from_config(config), "liger")
+        out += lt.lora_kernel_specs(model.to(dtype))
+    return out
+
+
 def namespace(family):
     """The configuration as an object with its attributes."""
     return types.SimpleNamespace(**TINY[family])

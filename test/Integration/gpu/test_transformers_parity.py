@@ -2,7 +2,9 @@
 do: a tiny configuration of each family (models.py; random weights,
 random tokens, fixed seed), 20 AdamW steps with and without the patch, the
 per-step losses and the final parameters compared; the same with a PEFT
-LoRA adapter and with gradient checkpointing. A family the installed
+LoRA adapter (PEFT's forward; and with lora=True, every decoder
+projection's adapter in liger's LoRA kernel) and with gradient
+checkpointing. A family the installed
 transformers lacks is skipped, naming what it lacks. The kernels are the ones
 scripts/build-gpu-bundles.sh precompiled (LIGER_OPS_BUNDLES); no patched
 forward may fall back. Skips cleanly without torch, a GPU, transformers or
@@ -52,10 +54,7 @@ def build(family, dtype, lora=False, checkpointing=False):
     if checkpointing:
         model.gradient_checkpointing_enable()
     if lora:
-        from peft import LoraConfig, get_peft_model
-        model = get_peft_model(model, LoraConfig(
-            r=8, lora_alpha=16, lora_dropout=0.0,
-            target_modules=["q_proj", "k_proj", "v_proj", "o_proj"]))
+        model = models.peft_model(model, lora)
     model.train()
     return model
 
@@ -83,14 +82,20 @@ def train(model, vocab, lr):
 
 CASES = [(f, "bf16", False, False) for f in models.TINY] + [
     ("llama", "f32", False, False),
-    ("llama", "bf16", True, False),   # PEFT LoRA on q/k/v/o (lm_head frozen)
-    ("qwen2", "bf16", True, False),
+    ("llama", "bf16", "peft", False),   # PEFT LoRA on q/k/v/o (lm_head frozen)
+    ("qwen2", "bf16", "peft", False),
+] + [
+    # lora=True: every decoder projection's adapter in liger's LoRA kernel
+    # (Qwen2's q/k/v with their biases).
+    (family, dtype, "liger", False) for family, dtype in models.LORA_KERNEL_CASES] + [
     ("llama", "bf16", False, True),   # gradient checkpointing
 ]
 
 
 @pytest.mark.parametrize("family,dtype,lora,checkpointing", CASES,
-                         ids=["%s-%s%s%s" % (f, d, "-lora" if lo else "", "-ckpt" if c else "")
+                         ids=["%s-%s%s%s" % (f, d, {None: "", False: "", "peft": "-lora",
+                                                     "liger": "-lora-liger"}[lo],
+                                             "-ckpt" if c else "")
                               for f, d, lo, c in CASES])
 def test_patched_model_trains_as_the_original(family, dtype, lora, checkpointing):
     vocab = models.TINY[family]["vocab_size"]
@@ -102,6 +107,8 @@ def test_patched_model_trains_as_the_original(family, dtype, lora, checkpointing
     flags = dict(cross_entropy=True, fused_linear_cross_entropy=False) if dtype == "f32" \
         else {}
     fam = lt._FAMILIES[models.TINY[family]["model_type"]]
+    if lora == "liger":
+        flags["lora"] = True
     if fam.rope_tables not in (None, dtype):
         # OLMo 2's RoPE tables stay f32 (liger.ops.rope takes them in q's
         # dtype): its RoPE falls back, warned (test_transformers.py).

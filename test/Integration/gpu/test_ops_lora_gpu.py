@@ -1,0 +1,97 @@
+"""liger.ops.lora_linear on the GPU: the LoRA kernel (the matmul template's,
+liger-compile --matmul-kernels) of each configuration of
+kernels.lora_cases() (Llama's 4096 x 4096 and an odd 520 -> 1000
+projection; ranks 16, 32 and 64; bf16, and f16 with a bias) at 1, 7, 77
+and 4096 rows, against float64: its output written over NaN, every
+element; and through liger.ops.lora_linear with autograd, the output and
+the gradients of x, the base weight and bias, A and B (the backward is
+PyTorch's matmuls). The bundles are the ones scripts/build-gpu-bundles.sh
+precompiled (LIGER_OPS_BUNDLES). Skips cleanly without torch, a GPU, the
+runtime or the bundles."""
+
+import pytest
+
+import kernels
+
+torch = pytest.importorskip("torch", reason="needs PyTorch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA GPU on this machine", allow_module_level=True)
+from liger import bundles, ops  # noqa: E402
+
+DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
+# Max |error| over max |float64's|: the output rounds once (both products
+# accumulate in f32); the gradients are PyTorch's matmuls in the dtype.
+TOL = {"bf16": 1e-2, "f16": 2e-3}
+CASES = kernels.lora_cases()
+
+pytestmark = pytest.mark.usefixtures("ops_bundles")
+
+
+def _operands(spec, rows, seed):
+    """x [rows, K], W, bias (or None), A, B of the spec, random, on the GPU:
+    the factors scaled so that the adapter's term is the size of the base
+    layer's."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    dt = DTYPES[spec.dtype]
+    k, n, r = spec.in_features, spec.out_features, spec.rank
+
+    def rand(*shape, scale=1.0):
+        return (torch.randn(*shape, device="cuda", generator=g) * scale).to(dt)
+    return (rand(rows, k), rand(n, k, scale=k ** -0.5), rand(n) if spec.bias else None,
+            rand(r, k, scale=k ** -0.5), rand(n, r, scale=r ** -0.5))
+
+
+def _reference(spec, x, w, c, a, b):
+    """The op in float64 (differentiable), x · Aᵀ rounded to the dtype
+    before its product with B, as the kernel and PEFT round it."""
+    t = (x @ a.t()).to(DTYPES[spec.dtype]).double()
+    y = x @ w.t() + (t @ b.t()) * spec.scale
+    return y + c if c is not None else y
+
+
+def _err(got, want):
+    return ((got.double() - want).abs().max() / want.abs().max().clamp_min(1e-30)).item()
+
+
+@pytest.mark.parametrize("rows", kernels.LORA_ROWS)
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_kernel_writes_every_output_element(name, rows):
+    spec = CASES[name].with_target(bundles.device_target(torch.device("cuda")))
+    x, w, c, a, b = _operands(spec, rows, rows)
+    kernel = bundles.matmul_kernel(spec)
+    out = torch.full((rows, spec.out_features), float("nan"), dtype=x.dtype, device="cuda")
+    args = [x, w, a, b] + ([c] if c is not None else [])
+    kernel(*args, out=[out])
+    torch.cuda.synchronize()
+    assert not torch.isnan(out).any(), "%s, %d rows: an output element not written" % (
+        name, rows)
+    want = _reference(spec, *[t.double() if t is not None else None for t in (x, w, c, a, b)])
+    err = _err(out, want)
+    assert err < TOL[spec.dtype], "%s, %d rows: max error %.3g" % (name, rows, err)
+
+
+@pytest.mark.parametrize("rows", kernels.LORA_ROWS)
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_lora_linear_and_its_gradients(name, rows):
+    """x [rows, K] as [1, rows, K] (3-D, as a model calls it), every operand
+    trainable: the output and the five gradients against float64
+    autograd."""
+    spec = CASES[name]
+    operands = _operands(spec, rows, 1000 + rows)
+    leaves = [t.requires_grad_() if t is not None else None for t in operands]
+    x, w, c, a, b = leaves
+    y = ops.lora_linear(x.unsqueeze(0), w, c, a, b, spec.scale)
+    assert y.shape == (1, rows, spec.out_features) and y.dtype == x.dtype
+    g = torch.Generator(device="cuda").manual_seed(7)
+    dy = torch.randn(y.shape, device="cuda", generator=g).to(y.dtype)
+    y.backward(dy)
+    exact = [t.detach().double().requires_grad_() if t is not None else None for t in leaves]
+    want = _reference(spec, *exact)
+    want.backward(dy[0].double())
+    assert _err(y[0], want.detach()) < TOL[spec.dtype], name
+    for what, got, ref in zip(("dx", "dW", "dbias", "dA", "dB"), leaves, exact):
+        if got is None:
+            continue
+        assert got.grad is not None and not torch.isnan(got.grad).any(), (name, what)
+        rel = ((got.grad.double() - ref.grad).norm() / ref.grad.norm().clamp_min(1e-30)).item()
+        assert rel < TOL[spec.dtype], "%s, %d rows: %s rel err %.3g" % (name, rows, what, rel)

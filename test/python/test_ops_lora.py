@@ -1,0 +1,207 @@
+"""liger.ops.lora_linear and its operator liger::lora_linear on the CPU:
+against PEFT's LoRA Linear, output and every gradient (x, the base weight
+and bias, A, B), in bf16 through the kernel's module (the reference
+lowering, LIGER_OPS_CPU_REFERENCE=1) and in f32 (a configuration with no
+kernel: PyTorch's ops, the layer's own); the backward against float64
+finite differences; which path a configuration takes; the spec's module as
+liger-compile makes it one kernel whose parameters are the operator's
+operands in order."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+peft = pytest.importorskip("peft")
+
+from liger import bundles, operators, ops, specs  # noqa: E402
+from liger.driver import LigerError, find_tool  # noqa: E402
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
+# Output and gradients against PEFT's layer, max |difference| over max
+# |PEFT's|: f32 runs the same ops (the gradients in another order); bf16
+# rounds once in the kernel where PyTorch rounds between its ops.
+TOL = {"f32": 1e-6, "bf16": 1e-2}
+
+
+def _have_compiler():
+    try:
+        find_tool("liger-compile")
+    except LigerError:
+        return False
+    return os.path.exists(os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin",
+                                       "ptxas"))
+
+
+needs_compiler = pytest.mark.skipif(not _have_compiler(), reason="liger-compile or ptxas "
+                                    "not found")
+
+
+def peft_layer(k, n, r, alpha, bias, dtype, seed=0):
+    """PEFT's LoRA Linear over a Linear [n, k] (trainable too), adapter
+    "default" of rank r with random A and B (B is 0 by PEFT's default)."""
+    torch.manual_seed(seed)
+    holder = torch.nn.Module()
+    holder.proj = torch.nn.Linear(k, n, bias=bias).to(dtype)
+    model = peft.get_peft_model(holder, peft.LoraConfig(
+        r=r, lora_alpha=alpha, lora_dropout=0.0, init_lora_weights=False,
+        target_modules=["proj"]), autocast_adapter_dtype=False)
+    layer = model.base_model.model.proj
+    layer.base_layer.requires_grad_(True)
+    return layer
+
+
+def _operands(layer):
+    """x's partners in liger::lora_linear's order: weight, bias, A, B, scale."""
+    return (layer.base_layer.weight, layer.base_layer.bias, layer.lora_A["default"].weight,
+            layer.lora_B["default"].weight, layer.scaling["default"])
+
+
+def _grads(layer, x):
+    return [x.grad] + [t.grad for t in _operands(layer)[:4] if t is not None]
+
+
+def _rel(got, want):
+    return ((got.double() - want.double()).abs().max() /
+            want.double().abs().max().clamp_min(1e-30)).item()
+
+
+def _record_matmul_kernels(monkeypatch):
+    loaded = []
+    load = bundles.matmul_kernel
+    monkeypatch.setattr(bundles, "matmul_kernel",
+                        lambda spec: (loaded.append(spec), load(spec))[1])
+    return loaded
+
+
+@pytest.mark.parametrize("bias", [True, False], ids=["bias", "no_bias"])
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+def test_the_operator_is_pefts_layer(cpu_reference, monkeypatch, dtype, bias):
+    """x [2, 5, 64] through a [48, 64] projection of rank 16, scale 2
+    (lora_alpha 32): bf16 through liger.ops.lora_linear (the kernel's
+    module), f32 through the operator (PyTorch's ops: f32 has no kernel),
+    every gradient of a trainable base and adapter."""
+    loaded = _record_matmul_kernels(monkeypatch)
+    dt = DTYPES[dtype]
+    layer = peft_layer(64, 48, 16, 32, bias, dt)
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randn(2, 5, 64, generator=gen).to(dt).requires_grad_()
+    dy = torch.randn(2, 5, 48, generator=gen).to(dt)
+    want = layer(x)
+    want.backward(dy)
+    wanted = [g.clone() for g in _grads(layer, x)]
+    layer.zero_grad()
+    x.grad = None
+    call = ops.lora_linear if dtype == "bf16" else torch.ops.liger.lora_linear
+    assert layer.scaling["default"] == 2.0
+    y = call(x, *_operands(layer))
+    y.backward(dy)
+    assert y.shape == want.shape and y.dtype == want.dtype
+    if dtype == "f32":
+        assert torch.equal(y, want)  # PEFT's ops, in its order
+        assert loaded == []
+    else:
+        assert _rel(y, want) < TOL[dtype]
+        assert loaded == [specs.lora_linear_spec(64, 48, 16, "bf16", 2.0, bias, target="cpu")]
+    got = _grads(layer, x)
+    assert len(got) == len(wanted) == (5 if bias else 4)
+    for name, g, w in zip(("x", "weight", "bias", "A", "B") if bias else
+                          ("x", "weight", "A", "B"), got, wanted):
+        assert g is not None and g.dtype == w.dtype, name
+        assert _rel(g, w) < TOL[dtype], (name, _rel(g, w))
+
+
+def test_a_frozen_base_gets_no_gradient(cpu_reference):
+    """As under PEFT: the base weight frozen, only x and the adapter get
+    gradients (autograd asks for no dW)."""
+    layer = peft_layer(64, 48, 16, 32, False, torch.bfloat16)
+    layer.base_layer.weight.requires_grad_(False)
+    x = torch.randn(7, 64, dtype=torch.bfloat16, requires_grad=True)
+    ops.lora_linear(x, *_operands(layer)).sum().backward()
+    w, _, a, b, _ = _operands(layer)
+    assert w.grad is None and x.grad is not None and a.grad is not None and b.grad is not None
+
+
+@pytest.mark.parametrize("bias", [True, False], ids=["bias", "no_bias"])
+def test_the_backward_is_the_forwards_derivative(bias):
+    """liger::lora_linear's backward (the scale on the rank-r products)
+    against float64 finite differences (float64 has no kernel: PyTorch's
+    ops), and torch.library's checks."""
+    gen = torch.Generator().manual_seed(0)
+
+    def leaf(*shape):
+        return torch.randn(*shape, dtype=torch.float64, generator=gen).requires_grad_()
+    x, w, a, b = leaf(3, 5, 7), leaf(6, 7), leaf(2, 7), leaf(6, 2)
+    c = leaf(6) if bias else None
+    op = operators.lora_linear
+    assert torch.autograd.gradcheck(lambda x, w, a, b: op(x, w, c, a, b, 0.75), (x, w, a, b))
+    if bias:
+        assert torch.autograd.gradcheck(lambda c: op(x, w, c, a, b, 0.75), (c,))
+    torch.library.opcheck(op, (x, w, c, a, b, 0.75))
+
+
+def test_a_configuration_without_a_kernel_runs_pytorchs_ops(monkeypatch):
+    """What the torch.compile backend's operator computes where no kernel
+    takes the layer (a rank of 8, f32, or CPU tensors without the reference
+    lowering): PyTorch's ops in PEFT's order, no kernel loaded; with a
+    kernel, the kernel."""
+    loaded = _record_matmul_kernels(monkeypatch)
+    monkeypatch.delenv("LIGER_OPS_CPU_REFERENCE", raising=False)
+    ops.clear_caches()
+    gen = torch.Generator().manual_seed(2)
+    bf = dict(dtype=torch.bfloat16)
+    x, w, a, b = (torch.randn(4, 64, generator=gen, **bf), torch.randn(48, 64, generator=gen, **bf),
+                  torch.randn(16, 64, generator=gen, **bf), torch.randn(48, 16, generator=gen,
+                                                                         **bf))
+    want = operators.lora_reference(x, w, None, a, b, 2.0)
+    assert torch.equal(torch.ops.liger.lora_linear(x, w, None, a, b, 2.0), want)
+    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+    assert torch.equal(torch.ops.liger.lora_linear(x, w, None, a[:8], b[:, :8], 2.0),
+                       operators.lora_reference(x, w, None, a[:8], b[:, :8], 2.0))
+    assert loaded == []
+    try:
+        find_tool("liger-cpu-runner")
+    except LigerError:
+        return
+    y = torch.ops.liger.lora_linear(x, w, None, a, b, 2.0)
+    assert [s.op for s in loaded] == ["lora_linear"] and _rel(y, want) < TOL["bf16"]
+    # No rows (the backend's operator on an empty batch): no launch.
+    empty = torch.ops.liger.lora_linear(x[:0], w, None, a, b, 2.0)
+    assert empty.shape == (0, 48) and empty.dtype == torch.bfloat16
+    ops.clear_caches()
+
+
+def test_the_spec_text_round_trips_and_names_its_kernel_options():
+    spec = ops.lora_linear_spec(4096, 1024, 32, torch.float16, scale=0.5, bias=True)
+    assert str(spec) == ("lora_linear:bias=1,dtype=f16,in_features=4096,out_features=1024,"
+                         "rank=32,scale=0.5")
+    assert ops.parse_spec(str(spec)) == spec
+    assert spec.compile_options() == dict(target="sm_90a", matmul_kernels=True)
+    out = subprocess.run([sys.executable, "-m", "liger.ops", "module", str(spec)],
+                         capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == spec.module_text()
+    assert "liger.lora_linear %x, %w, %a, %b, %c scale = 5.000000000e-01" in out.stdout
+
+
+@needs_compiler
+@pytest.mark.parametrize("bias", [True, False], ids=["bias", "no_bias"])
+def test_the_spec_compiles_to_one_kernel_of_the_operators_operands(tmp_path, bias):
+    """liger-compile --matmul-kernels makes the module one kernel, the one
+    bundles.matmul_kernel loads, reading x, W, A, B and the bias in the
+    operator's order."""
+    spec = ops.lora_linear_spec(520, 1000, 16, "bf16", scale=2.0, bias=bias)
+    (path,) = ops.precompile(str(tmp_path), [spec])
+    with open(os.path.join(path, "manifest.json")) as f:
+        (module,) = json.load(f)["modules"]
+    (kernel,) = module["kernels"]
+    assert kernel["name"] == "fwd_matmul_0" and kernel["ops"] == "liger.lora_linear"
+    shapes = [(p["role"], p["shape"]) for p in kernel["params"]]
+    assert shapes == [("input", ["rows", 520]), ("input", [1000, 520]), ("input", [16, 520]),
+                      ("input", [1000, 16])] + ([("input", [1000])] if bias else []) + [
+                          ("output", ["rows", 1000])]
