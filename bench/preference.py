@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """The chunked preference losses (DPO with a reference model, ORPO, SimPO, CPO,
-KTO over the same sequences unpaired: the first half chosen)
+KTO over the same sequences unpaired -- the first half chosen, its
+log-probabilities averaged: summed over 768 tokens they saturate its sigmoid,
+and every gradient is 0)
 of an lm_head, forward + backward (dx and dW of the policy), at
 Llama-3-8B's lm_head (8 sequences — 4 chosen, 4 rejected — of 1024 tokens,
 hidden 4096, vocabulary 128256, bf16, the first 256 tokens of each the
@@ -37,8 +39,8 @@ def plain(loss, x, w, t, rx=None, rw=None, beta=0.1):
         tok = logp.gather(-1, t.clamp(min=0).unsqueeze(-1)).squeeze(-1) * counted
         return (tok.sum(-1) / counted.sum(-1) if average else tok.sum(-1)), tok, counted
     pairs = x.shape[0] // 2
-    if loss == "kto":  # Liger-Kernel's module defaults: no reference, summed, no kl
-        p, _, _ = logps(x, w, False)
+    if loss == "kto":  # no reference, no kl; averaged (a sum over a sequence saturates σ)
+        p, _, _ = logps(x, w, True)
         sign = torch.ones_like(p)
         sign[pairs:] = -1
         return (1 - torch.sigmoid(beta * p * sign)).mean()
@@ -88,13 +90,13 @@ def main():
                                                LigerFusedLinearSimPOLoss)
         peers = dict(dpo=LigerFusedLinearDPOLoss(), orpo=LigerFusedLinearORPOLoss(),
                      simpo=LigerFusedLinearSimPOLoss(), cpo=LigerFusedLinearCPOLoss(),
-                     kto=LigerFusedLinearKTOLoss())
+                     kto=LigerFusedLinearKTOLoss(average_log_prob=True))
     except Exception as e:  # noqa: BLE001
         print("# liger-kernel not importable: %s" % e, file=sys.stderr)
         peers = {}
     ours = dict(dpo=liger_nn.LigerFusedLinearDPOLoss(), orpo=liger_nn.LigerFusedLinearORPOLoss(),
                 simpo=liger_nn.LigerFusedLinearSimPOLoss(), cpo=liger_nn.LigerFusedLinearCPOLoss(),
-                kto=liger_nn.LigerFusedLinearKTOLoss())
+                kto=liger_nn.LigerFusedLinearKTOLoss(average_log_prob=True))
     labels = torch.arange(s, device="cuda") < s // 2  # KTO: the first half chosen
     rows, profiles = [], {}
     for loss in args.loss.split(","):
