@@ -198,13 +198,18 @@ def sequence_logps(where, input, weight, target, ignore_index, average_log_prob,
     return logps, losses, counted
 
 
-def _logits_means(input, weight, pairs):
-    """The mean logit of the chosen half and of the rejected half: the
-    logits are linear in x, so a half's sum is (Σ x) · (Σ_v W_v)."""
+def _logit_sums(input, weight):
+    """Each sequence's sum of its logits, f32: the logits are linear in x,
+    so it is (Σ_tokens x) · (Σ_v W_v)."""
     with torch.no_grad():
-        per_sequence = input.sum(1, dtype=torch.float32) @ weight.sum(0, dtype=torch.float32)
-        size = pairs * input.shape[1] * weight.shape[0]
-        return per_sequence[:pairs].sum() / size, per_sequence[pairs:].sum() / size
+        return input.sum(1, dtype=torch.float32) @ weight.sum(0, dtype=torch.float32)
+
+
+def _logits_means(input, weight, pairs):
+    """The mean logit of the chosen half and of the rejected half."""
+    per_sequence = _logit_sums(input, weight)
+    size = pairs * input.shape[1] * weight.shape[0]
+    return per_sequence[:pairs].sum() / size, per_sequence[pairs:].sum() / size
 
 
 def _nll_of(where, input, weight, nll_target, cfg):
@@ -290,19 +295,23 @@ def pair_loss_grads(loss, loss_type, attrs, chosen, rejected, ref_chosen, ref_re
     return beta * (fd + fcr) + fclr, beta * (frr - fd) + frlr
 
 
+def _kto_margin(logratios, chosen, kl, beta):
+    """(β · (logratio − kl) · sign, sign): sign 1 for a chosen sequence, −1
+    for a rejected one."""
+    sign = torch.where(chosen, 1.0, -1.0).to(logratios.dtype)
+    return beta * (logratios if kl is None else logratios - kl) * sign, sign
+
+
 def kto_losses(logratios, chosen, kl, beta):
     """Each sequence's KTO term (Liger-Kernel's): 1 − σ(β · (logratio − kl))
     for a chosen sequence, 1 − σ(β · (kl − logratio)) for a rejected one
     (`chosen` a bool per sequence; kl None for 0)."""
-    sign = torch.where(chosen, 1.0, -1.0).to(logratios.dtype)
-    shift = logratios if kl is None else logratios - kl
-    return 1 - torch.sigmoid(beta * shift * sign)
+    return 1 - torch.sigmoid(_kto_margin(logratios, chosen, kl, beta)[0])
 
 
 def kto_loss_grads(logratios, chosen, kl, beta):
     """The derivative of each sequence's KTO term by its log-probability."""
-    sign = torch.where(chosen, 1.0, -1.0).to(logratios.dtype)
-    z = beta * (logratios if kl is None else logratios - kl) * sign
+    z, sign = _kto_margin(logratios, chosen, kl, beta)
     return -torch.sigmoid(z) * torch.sigmoid(-z) * beta * sign
 
 
@@ -656,8 +665,7 @@ def fused_linear_kto(input, weight, target, preference_labels, bias=None, ref_in
         cfg["ignore_index"], average, False, 0.0, cfg["memory_budget"],
         grad and input.requires_grad, grad and weight.requires_grad)
     rewards = cfg["beta"] * (logps if ref is None else logps - ref)
-    with torch.no_grad():
-        per_sequence = input.sum(1, dtype=F32) @ weight.sum(0, dtype=F32)
+    per_sequence = _logit_sums(input, weight)
     sums = [(t * labels).sum() for t in (logps, per_sequence, rewards)] + \
         [(t * ~labels).sum() for t in (logps, per_sequence, rewards)]
     chosen_logps, chosen_logits, chosen_rewards, rejected_logps, rejected_logits, \
