@@ -288,6 +288,45 @@ def geglu_backward(dy: Tensor, gate: Tensor, up: Tensor,
     return _shaped(dg, gate), _shaped(du, gate)
 
 
+def _gated_backward_into(spec, dy, gate, up):
+    """dgate written over gate and dup over up (an elementwise kernel: each
+    element is read before its thread writes it); through a copy where
+    gate or up is not one contiguous block."""
+    _, bwd = _pair(*spec)
+    if gate.is_contiguous() and up.is_contiguous():
+        bwd(_rows(dy), _rows(gate), _rows(up), out=[_rows(gate), _rows(up)])
+        return
+    dg, du = bwd(_rows(dy), _rows(gate), _rows(up))
+    gate.copy_(dg.view(gate.shape))
+    up.copy_(du.view(up.shape))
+
+
+# The gated activations' backward in place, for the torch.compile backend:
+# where the saved gate and up die at their backward (frontend/inplace.py),
+# their gradients take their memory, as Liger-Kernel's SwiGLU backward does
+# (two [tokens, intermediate] tensors less at the backward's peak).
+@torch.library.custom_op("liger::swiglu_backward_", mutates_args=("gate", "up"))
+def swiglu_backward_(dy: Tensor, gate: Tensor, up: Tensor) -> None:
+    _gated_backward_into((specs.swiglu_spec, (gate.shape[-1], gate.dtype), gate.device),
+                         dy, gate, up)
+
+
+@torch.library.custom_op("liger::geglu_backward_", mutates_args=("gate", "up"))
+def geglu_backward_(dy: Tensor, gate: Tensor, up: Tensor, approximate: str) -> None:
+    _gated_backward_into((specs.geglu_spec, (gate.shape[-1], gate.dtype, approximate),
+                          gate.device), dy, gate, up)
+
+
+@swiglu_backward_.register_fake
+def _(dy, gate, up):
+    return None
+
+
+@geglu_backward_.register_fake
+def _(dy, gate, up, approximate):
+    return None
+
+
 @swiglu.register_fake
 def _(gate, up):
     return _like(gate)

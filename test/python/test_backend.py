@@ -14,6 +14,7 @@ registration of backend="liger".
 """
 
 import copy
+import operator
 import os
 import re
 import subprocess
@@ -172,6 +173,9 @@ def check_report(report, family, dtype):
         assert "[recognise-cross-entropy] recognised liger.cross_entropy" in recognised
     forward, backward = report.partitions
     assert groups(forward) == FORWARD[family]
+    # The gated activation's backward writes over its saved gate and up.
+    assert [line.split(" writes ")[0] for line in backward.in_place] == [
+        "liger.%s_backward" % ("geglu" if family.startswith("gemma") else "swiglu")]
     assert forward.name == "graph0.forward" and backward.name == "graph0.backward"
     assert report.summary()[0].startswith("graph0.forward: ")
     assert report.summary()[0].endswith(", 0 graph breaks")
@@ -246,6 +250,56 @@ def test_the_embedding_gradient_is_pytorchs_own_kernel(tmp_path, monkeypatch):
     backward = (tmp_path / "graph0" / "graph0.backward.txt").read_text()
     assert "torch.ops.liger.embedding_dense_backward.default" in backward
     assert "index_put" not in backward
+
+
+def _gated_backward_graph(extra_use=None, recompute=False):
+    """A backward graph as AOTAutograd hands it: placeholders (dy, gate,
+    up), liger::swiglu_backward, its results returned; `extra_use` returns
+    that placeholder too (a user after it); `recompute` reads gate and up
+    before it (the activation recomputed) and returns that too."""
+    g = torch.fx.Graph()
+    dy, gate, up = (g.placeholder(n) for n in ("dy", "gate", "up"))
+    again = g.call_function(torch.ops.liger.swiglu.default, (gate, up)) if recompute else None
+    node = g.call_function(torch.ops.liger.swiglu_backward.default, (dy, gate, up))
+    dgate = g.call_function(operator.getitem, (node, 0))
+    dup = g.call_function(operator.getitem, (node, 1))
+    extra = {"gate": gate, "up": up}.get(extra_use)
+    g.output((dgate, dup) + tuple(t for t in (extra, again) if t is not None))
+    return torch.fx.GraphModule(torch.nn.Module(), g)
+
+
+def _targets(gm):
+    return [n.target for n in gm.graph.nodes if n.op == "call_function"
+            and n.target is not operator.getitem]
+
+
+@pytest.mark.parametrize("recompute", [False, True], ids=["saved", "recomputed"])
+def test_a_gated_backward_writes_over_donated_inputs_it_reads_last(recompute):
+    from liger.frontend import inplace
+    gen = torch.Generator().manual_seed(0)
+    dy, gate, up = (torch.randn(5, 24, generator=gen).to(torch.bfloat16) for _ in range(3))
+    want = _gated_backward_graph(recompute=recompute)(dy, gate, up)
+    gm = _gated_backward_graph(recompute=recompute)
+    lines = inplace.reuse_saved_inputs(gm, [0, 1, 2])
+    assert lines == ["liger.swiglu_backward writes its gradients over its saved gate and up"]
+    assert _targets(gm) == [torch.ops.liger.swiglu.default] * recompute + [
+        torch.ops.liger.swiglu_backward_.default]
+    g2, u2 = gate.clone(), up.clone()
+    got = gm(dy, g2, u2)
+    assert all(torch.equal(a, b) for a, b in zip(got, want))
+    assert got[0] is g2 and got[1] is u2  # the saved tensors' memory
+
+
+@pytest.mark.parametrize("donated,extra_use", [([0, 1], None), ([0, 2], None),
+                                               ([0, 1, 2], "gate"), ([0, 1, 2], "up"),
+                                               ([], None)])
+def test_a_gated_backward_keeps_inputs_not_donated_or_used_again(donated, extra_use):
+    """Near misses: gate or up not donated (the caller may hold it), or read
+    after the backward (here returned): the functional op stays."""
+    from liger.frontend import inplace
+    gm = _gated_backward_graph(extra_use)
+    assert inplace.reuse_saved_inputs(gm, donated) == []
+    assert _targets(gm) == [torch.ops.liger.swiglu_backward.default]
 
 
 @needs_runner

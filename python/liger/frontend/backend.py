@@ -59,6 +59,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 
 from .. import bundles, specs
 from ..errors import LigerError, LigerFallbackWarning
+from . import inplace
 from .masks import causal_masks
 from .partition import KernelTarget, Partition, partition
 from .recognize import recognize
@@ -140,6 +141,7 @@ class GraphReport:
         out = ["-- %s" % p.name] + p.fusion
         for u in p.units:
             out.append("kernel %s: %s" % (u.name, u.group()))
+        out += ["in place: %s" % line for line in p.in_place]
         for why in [str(left) for left in p.left] + ([p.error] if p.error else []):
             out.append("stays with Inductor: %s" % why)
         out.append("with Inductor: %s" % (", ".join(p.inductor) or "nothing"))
@@ -301,6 +303,8 @@ class LigerBackend:
                 str(e).splitlines()[0] if isinstance(e, LigerError) else
                 "%s: %s" % (type(e).__name__, e)))
             _warn_once("liger: %s stays with Inductor: %s" % (name, part.error))
+        if kwargs.get("is_backward"):
+            part.in_place = inplace.reuse_saved_inputs(gm, inplace.donated_inputs())
         part.fusion = self._relative(part.fusion)
         report.partitions.append(part)
         if dump:

@@ -463,6 +463,7 @@ class Partition:
     aten_nodes: int = 0
     covered_nodes: int = 0
     inductor: List[str] = field(default_factory=list)
+    in_place: List[str] = field(default_factory=list)  # inplace.reuse_saved_inputs'
     mlir: str = ""
     fused: str = ""
     error: Optional[str] = None

@@ -212,3 +212,32 @@ def test_fused_linear_cross_entropy_and_its_gradients(name):
         assert got is not None and not torch.isnan(got).any(), "%s: %s not written" % (name, what)
         rel = ((got.double() - want).norm() / want.norm()).item()
         assert rel < 1e-2, "%s: %s rel err %.3g" % (name, what, rel)
+
+
+@pytest.mark.parametrize("name", ["swiglu_bf16", "geglu_f32"])
+@pytest.mark.parametrize("layout", ["contiguous", "halves"])
+def test_gated_backward_in_place_matches_the_functional_one(name, layout):
+    """liger::swiglu_backward_ / geglu_backward_ (the torch.compile
+    backend's form where the saved gate and up die at their backward) write
+    dgate over gate and dup over up: the same bits as the functional
+    operator, over contiguous inputs (the kernel reads and writes the same
+    memory) and over the two strided halves of one gate_up tensor (Phi-3's
+    fused projection; through a copy)."""
+    spec, op, shapes, dt, kw = CASES[name]
+    dtype = kernels.torch_dtype(dt)
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(torch.seed())
+    rows, width = shapes[0]
+    if layout == "contiguous":
+        gate, up = (torch.randn(rows, width, generator=gen, device="cuda").to(dtype)
+                    for _ in range(2))
+    else:
+        gate, up = torch.randn(rows, 2 * width, generator=gen, device="cuda").to(
+            dtype).chunk(2, -1)
+    dy = torch.randn(rows, width, generator=gen, device="cuda").to(dtype)
+    extra = (kw.get("approximate", "tanh"),) if op == "geglu" else ()
+    want = getattr(torch.ops.liger, op + "_backward")(dy, gate, up, *extra)
+    ptrs = gate.data_ptr(), up.data_ptr()
+    getattr(torch.ops.liger, op + "_backward_")(dy, gate, up, *extra)
+    assert (gate.data_ptr(), up.data_ptr()) == ptrs
+    assert torch.equal(gate, want[0]) and torch.equal(up, want[1])
