@@ -302,6 +302,37 @@ def test_a_gated_backward_keeps_inputs_not_donated_or_used_again(donated, extra_
     assert _targets(gm) == [torch.ops.liger.swiglu_backward.default]
 
 
+def _calls(text, op):
+    """The line numbers of `op`'s calls in a dumped graph."""
+    return [i for i, line in enumerate(text.splitlines()) if "torch.ops.%s(" % op in line]
+
+
+@needs_runner
+def test_the_gated_activation_is_recomputed_in_the_backward_not_saved(tmp_path, monkeypatch):
+    """The forward saves gate and up, not liger.swiglu's [tokens,
+    intermediate] product (RECOMPUTED_OPS): the backward runs it again right
+    before the down projection's weight gradient reads it -- after the
+    backward's first op, not hoisted to its top (the partition keeps the
+    graph's order: a moved node lives longer) -- and training matches eager."""
+    monkeypatch.setenv("LIGER_DUMP_DIR", str(tmp_path))
+    config, model = family_model("llama", "f32")
+    train(model, lb.compile_model(model, fullgraph=True), tokens(config, steps=2), "f32")
+    layers = model.config.num_hidden_layers
+    forward = (tmp_path / "graph0" / "graph0.forward.txt").read_text()
+    saved = forward[forward.rindex("return ("):]
+    products = [line.split(":")[0].strip() for line in forward.splitlines()
+                if "torch.ops.liger.swiglu.default(" in line]
+    assert len(products) == layers
+    assert not any(re.search(r"\b%s\b" % name, saved) for name in products), saved
+    for name in ("graph0.backward.txt", "graph0.backward.partitioned.txt"):
+        backward = (tmp_path / "graph0" / name).read_text()
+        recomputed = _calls(backward, "liger.swiglu.default")
+        assert len(recomputed) == layers, name
+        first = min(_calls(backward, "liger.rms_norm_backward.default") +
+                    _calls(backward, "aten.mm.default"))
+        assert min(recomputed) > first, name
+
+
 @needs_runner
 def test_peft_lora_llama_trains_like_eager():
     peft = pytest.importorskip("peft")

@@ -284,6 +284,7 @@ class LigerBackend:
             _warn_once("liger: in %s, %s; those parts stay with Inductor"
                        % (report.name, found.dynamic[0]))
         graph = substitute(aten, found.records, substitution, fake_mode, fake_args)
+        _recompute_in_backward(graph)
         if dump:
             dump("aten.txt", aten.print_readable(print_output=False))
             dump("substituted.txt", graph.print_readable(print_output=False))
@@ -317,6 +318,25 @@ class LigerBackend:
             self._print(first + report.section(part) + ["%s, %s" % (part.summary(),
                                                                    report.breaks())])
         return compile_fx_inner(gm, example_inputs, **kwargs)
+
+
+# Liger operators AOTAutograd's partitioner may run again in the backward
+# rather than save: elementwise, so recomputing one costs a memory-bound
+# kernel over its inputs (which the backward holds anyway: the gated
+# activations' gradient reads gate and up), where saving it holds a
+# [tokens, intermediate] tensor per layer from the forward to the backward.
+# The partitioner recomputes only the ops of its allowlist (aten's
+# pointwise ops, which is what torch.compile does with silu(gate) * up);
+# a liger operator needs the checkpoint policy's tag.
+RECOMPUTED_OPS = ("swiglu", "geglu")
+
+
+def _recompute_in_backward(graph):
+    from torch.utils.checkpoint import CheckpointPolicy
+    targets = {getattr(torch.ops.liger, name).default for name in RECOMPUTED_OPS}
+    for node in graph.graph.nodes:
+        if node.op == "call_function" and node.target in targets:
+            node.meta["recompute"] = CheckpointPolicy.PREFER_RECOMPUTE
 
 
 # Ops whose Inductor decomposition the backend replaces by PyTorch's own

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Dict, List, Optional, Sequence, Tuple
 
 import torch
-from torch.fx.passes.tools_common import legalize_graph
+from torch.fx.passes.tools_common import stable_topological_sort
 
 from .. import bundles, driver, specs
 from ..errors import LigerError, LigerFallbackWarning
@@ -769,7 +769,11 @@ def _rewrite(gm, replaced: Dict[Unit, Tuple[list, list]], fake_mode) -> None:
             copies[node].replace_all_uses_with(item)
             previous = item
     work = torch.fx.GraphModule(gm, graph)
-    legalize_graph(work)
+    # A group's readers before its last input move after its call; every
+    # other node keeps its place (a breadth-first sort would hoist each node
+    # to where its inputs are ready: a backward's recomputed activations to
+    # its top, alive through the whole backward).
+    stable_topological_sort(work)
     work.graph.eliminate_dead_code()
     gm.graph = work.graph
     gm.recompile()
