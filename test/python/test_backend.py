@@ -334,6 +334,25 @@ def test_the_gated_activation_is_recomputed_in_the_backward_not_saved(tmp_path, 
 
 
 @needs_runner
+def test_a_group_reads_the_outputs_of_the_groups_before_it(tmp_path, monkeypatch):
+    """A fusion group whose input is an earlier group's output reads that
+    call's output: the add + RMSNorm groups' sums and norms feed the next
+    groups, and nothing of them is computed again outside a group (once, a
+    later group read the original nodes, so the residual add and the norm
+    ran a second time, their tensors alive beside the group's). Two layers:
+    the only RMSNorm outside a group is the first layer's input norm, no
+    residual add is left, and training matches eager."""
+    monkeypatch.setenv("LIGER_DUMP_DIR", str(tmp_path))
+    config, model = family_model("llama", "f32")
+    model = cap.build_model(config, "f32", "cpu", layers=2).train()
+    train(model, lb.compile_model(model, fullgraph=True), tokens(config, steps=2), "f32")
+    forward = (tmp_path / "graph0" / "graph0.forward.partitioned.txt").read_text()
+    assert len(_calls(forward, "liger.rms_norm.default")) == 1, forward
+    assert _calls(forward, "aten.add.Tensor") == [], forward
+    assert len(_calls(forward, "liger.fusion_group.default")) == 8, forward
+
+
+@needs_runner
 def test_peft_lora_llama_trains_like_eager():
     peft = pytest.importorskip("peft")
     config, base = family_model("llama", "f32")

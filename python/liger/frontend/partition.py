@@ -767,6 +767,9 @@ def _rewrite(gm, replaced: Dict[Unit, Tuple[list, list]], fake_mode) -> None:
                 item = graph.call_function(operator.getitem, (call, k))
             item.meta = dict(node.meta, val=vals[k])
             copies[node].replace_all_uses_with(item)
+            # A later unit reading this output reads the call's, not the
+            # original node (which would stay, computed a second time).
+            copies[node] = item
             previous = item
     work = torch.fx.GraphModule(gm, graph)
     # A group's readers before its last input move after its call; every
