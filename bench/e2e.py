@@ -24,6 +24,7 @@ liger-backend finds its kernels and fused graphs in bench-bundles/backend
 """
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -160,7 +161,23 @@ def run(variant, args):
         from floors import kernel_profile  # triton: on the GPU machine only
         res["profile"] = kernel_profile(step, args.profile)
     if args.memory:
-        res["memory"] = memory_at_peak(step, args.memory)
+        held = {}
+
+        def forward():
+            held["out"] = step_model(input_ids=ids, labels=ids)
+
+        def backward():
+            held.pop("out").loss.backward()
+
+        def optimizer():
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+
+        dump = args.memory_dump and os.path.join(args.memory_dump, res["variant"])
+        if dump:
+            os.makedirs(args.memory_dump, exist_ok=True)
+        res["memory"] = memory_at_peak([("forward", forward), ("backward", backward),
+                                        ("optimizer", optimizer)], args.memory, dump)
     del model, step_model, opt
     torch.cuda.empty_cache()
     return res
@@ -178,33 +195,63 @@ def _frame(frames):
                          f.get("name", ""))
 
 
-def memory_at_peak(step, top):
-    """One more step with the allocator's history recorded: the memory
-    allocated before it (weights, optimizer state), the step's peak above
-    that, and the `top` places whose allocations are alive at the peak, by
-    bytes, as (GiB, allocations, place)."""
+def memory_at_peak(phases, top, dump=None):
+    """One more step, run as its phases [(name, fn)], with the allocator's
+    history recorded: the memory allocated before it (weights, optimizer
+    state), the step's peak above that, the `top` places whose allocations
+    are alive at the peak, by bytes, as (GiB, allocations, place), and the
+    same for the peak of each phase. With `dump` (a path prefix), the
+    snapshot is written to DUMP.pickle and the generated sources its frames
+    name to DUMP-code/, to be read where the GPU is not."""
     torch.cuda.synchronize()
     base = torch.cuda.memory_allocated()
     torch.cuda.memory._record_memory_history(max_entries=2000000, stacks="python")
-    step()
-    torch.cuda.synchronize()
+    ends = []  # the number of events recorded when each phase ended
+    for _, fn in phases:
+        fn()
+        torch.cuda.synchronize()
+        ends.append(sum(len(t) for t in torch.cuda.memory._snapshot()["device_traces"]))
     snap = torch.cuda.memory._snapshot()
     torch.cuda.memory._record_memory_history(enabled=None)
-    live, total, peak, at_peak = {}, 0, 0, {}
-    for event in (e for trace in snap["device_traces"] for e in trace):
+    events = [e for trace in snap["device_traces"] for e in trace]
+    live, total = {}, 0
+    peaks = [[0, {}] for _ in phases]  # per phase: bytes at its peak, what was alive
+    phase = 0
+    for i, event in enumerate(events):
+        while phase < len(ends) - 1 and i >= ends[phase]:
+            phase += 1
         if event["action"] == "alloc":
             live[event["addr"]] = (event["size"], _frame(event.get("frames", [])))
             total += event["size"]
-            if total > peak:
-                peak, at_peak = total, dict(live)
+            if total > peaks[phase][0]:
+                peaks[phase] = [total, dict(live)]
         elif event["action"] == "free_requested" and event["addr"] in live:
             total -= live.pop(event["addr"])[0]
-    places = {}
-    for size, place in at_peak.values():
-        n, b = places.get(place, (0, 0))
-        places[place] = (n + 1, b + size)
-    rows = sorted(((b / 2 ** 30, n, place) for place, (n, b) in places.items()), reverse=True)
-    return dict(before_gib=base / 2 ** 30, step_peak_gib=peak / 2 ** 30, top=rows[:top])
+
+    def places(at_peak):
+        by = {}
+        for size, place in at_peak.values():
+            n, b = by.get(place, (0, 0))
+            by[place] = (n + 1, b + size)
+        return sorted(((b / 2 ** 30, n, place) for place, (n, b) in by.items()),
+                      reverse=True)[:top]
+
+    if dump:
+        import pickle
+        import shutil
+        with open(dump + ".pickle", "wb") as fh:
+            pickle.dump(dict(snapshot=snap, phase_ends=ends,
+                             phases=[name for name, _ in phases]), fh)
+        code = dump + "-code"
+        os.makedirs(code, exist_ok=True)
+        for f in {f["filename"] for e in events for f in e.get("frames", [])}:
+            if f.endswith(".py") and "/torch/" not in f and os.path.isfile(f):
+                shutil.copy(f, code)
+    step_peak = max(peaks, key=lambda p: p[0])
+    return dict(before_gib=base / 2 ** 30, step_peak_gib=step_peak[0] / 2 ** 30,
+                top=places(step_peak[1]),
+                phases={name: dict(peak_gib=p[0] / 2 ** 30, top=places(p[1]))
+                        for (name, _), p in zip(phases, peaks)})
 
 
 def main():
@@ -226,6 +273,10 @@ def main():
     p.add_argument("--memory", type=int, default=0, metavar="N",
                    help="record the allocator's history over one more step of each variant "
                         "and print the N places holding the most memory at its peak")
+    p.add_argument("--memory-dump", metavar="DIR",
+                   help="with --memory: write each variant's allocator snapshot "
+                        "(DIR/VARIANT.pickle) and the generated code its frames name "
+                        "(DIR/VARIANT-code/)")
     p.add_argument("--loss-budget-mib", type=int, metavar="MIB",
                    help="liger's and liger-backend's fused loss: MiB of logits a chunk may "
                         "hold (default liger's, 512)")
@@ -252,7 +303,8 @@ def main():
             "--%s=%s" % (k, getattr(args, k)) for k in ("layers", "batch", "seq", "steps",
                                                         "warmup", "profile", "memory")] + (
             ["--lora"] if args.lora else []) + (
-            [] if args.loss_budget_mib is None else ["--loss-budget-mib=%d" % args.loss_budget_mib])
+            [] if args.loss_budget_mib is None else ["--loss-budget-mib=%d" % args.loss_budget_mib]) + (
+            [] if args.memory_dump is None else ["--memory-dump=%s" % args.memory_dump])
         proc = subprocess.run(cmd, capture_output=True, text=True)
         found = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
         if proc.returncode != 0 or not found:
@@ -278,6 +330,11 @@ def main():
                   "at the peak:" % (m["before_gib"], m["step_peak_gib"]), flush=True)
             for gib, n, place in m["top"]:
                 print("    %8.3f GiB %4d x  %s" % (gib, n, place[:100]), flush=True)
+            for name, ph in m.get("phases", {}).items():
+                print("    %s's peak, %.2f GiB above the start:" % (name, ph["peak_gib"]),
+                      flush=True)
+                for gib, n, place in ph["top"]:
+                    print("    %8.3f GiB %4d x  %s" % (gib, n, place[:100]), flush=True)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(dict(args=vars(args), rows=rows), fh, indent=1)
