@@ -51,12 +51,15 @@ std::string scientific(double value) {
 }
 
 /// The functions of one chunk (liger.ops.fused_linear_cross_entropy runs
-/// these, compiled from its two lm_head ops): the logits of rows of x, their
-/// summed loss and gradient for an incoming gradient %g (the mean's
-/// denominator goes there) — for `reduction = none` each row's loss and the
-/// gradient for each row's incoming gradient, both `[rows]` —, and with the
-/// backward dx, the first chunk's dW and the accumulating dW (or, `dwF32`,
-/// the f32 accumulation alone).
+/// these, compiled from its two lm_head ops): the logits of rows of x (plus
+/// the bias, which the logits function then takes after W), their summed
+/// loss and gradient for an incoming gradient %g (the mean's denominator
+/// goes there) — for `reduction = none` each row's loss and the gradient for
+/// each row's incoming gradient, both `[rows]`; with `z_loss` the z-loss
+/// term apart too, after the loss —, and with the backward dx, the first
+/// chunk's dW and the accumulating dW (or, `dwF32`, the f32 accumulation
+/// alone). The bias's gradient, the column sums of the chunk's G, has no
+/// function: the caller adds them up over the G it holds.
 std::string chunkFunctions(StringRef base, FusedLinearCrossEntropyOp fwd,
                            bool backward, bool dwF32) {
   auto weight = cast<RankedTensorType>(fwd.getWeight().getType());
@@ -86,16 +89,31 @@ std::string chunkFunctions(StringRef base, FusedLinearCrossEntropyOp fwd,
     cwParam = ", %cw: " + type;
     cwUse = " weight(%cw : " + type + ")";
   }
+  // The bias: a parameter of the logits function after W, added by the
+  // matmul's epilogue.
+  std::string biasParam, biasUse;
+  if (Value bias = fwd.getBias()) {
+    std::string type = printed(bias.getType());
+    biasParam = ", %b: " + type;
+    biasUse = ", %b";
+    biasUse += " : " + x + ", " + w + ", " + type;
+  } else {
+    biasUse = " : " + x + ", " + w;
+  }
+  // The z-loss term apart: a second result of the loss function.
+  bool zLoss = fwd.getReturnZLoss();
+  std::string zValue = zLoss ? ", %zl" : "", zType = zLoss ? ", " + l : "";
   std::string b = base.str();
   std::string text =
-      "func.func @" + b + "_logits(%x: " + x + ", %w: " + w + ") -> " + z +
-      " {\n  %z = liger.linear %x, %w : " + x + ", " + w +
+      "func.func @" + b + "_logits(%x: " + x + ", %w: " + w + biasParam +
+      ") -> " + z + " {\n  %z = liger.linear %x, %w" + biasUse +
       "\n  return %z : " + z + "\n}\n" + "func.func @" + b + "_ce(%z: " + z +
-      ", %t: " + t + cwParam + ", %g: " + l + ") -> (" + l + ", " + z +
-      ") {\n" + "  %l = liger.cross_entropy %z, %t" + cwUse + " " + attrs +
-      " : " + z + ", " + t + "\n  %d = liger.cross_entropy_grad %z, %t, %g" +
-      cwUse + " " + attrs + " : " + z + ", " + t + ", " + l +
-      "\n  return %l, %d : " + l + ", " + z + "\n}\n";
+      ", %t: " + t + cwParam + ", %g: " + l + ") -> (" + l + zType + ", " + z +
+      ") {\n" + "  %l" + zValue + " = liger.cross_entropy %z, %t" + cwUse +
+      " " + attrs + (zLoss ? " z_loss" : "") + " : " + z + ", " + t +
+      "\n  %d = liger.cross_entropy_grad %z, %t, %g" + cwUse + " " + attrs +
+      " : " + z + ", " + t + ", " + l + "\n  return %l" + zValue + ", %d : " +
+      l + zType + ", " + z + "\n}\n";
   if (!backward)
     return text;
   text += "func.func @" + b + "_dx(%d: " + z + ", %w: " + w + ") -> " + x +
@@ -133,10 +151,6 @@ struct PlanLossPass : liger::impl::PlanLossPassBase<PlanLossPass> {
     }
     if (!fwd)
       return "it has no liger.fused_linear_cross_entropy";
-    if (fwd.getBias())
-      return "the projection has a bias (no chunk kernel adds it yet)";
-    if (fwd.getReturnZLoss())
-      return "it returns the z-loss apart";
     Type elem =
         cast<RankedTensorType>(fwd.getWeight().getType()).getElementType();
     if (!elem.isBF16() && !elem.isF16())
@@ -149,7 +163,8 @@ struct PlanLossPass : liger::impl::PlanLossPassBase<PlanLossPass> {
     if (bwd) {
       if (bwd.getHidden() != fwd.getHidden() ||
           bwd.getWeight() != fwd.getWeight() ||
-          bwd.getTarget() != fwd.getTarget() || bwd.getBias() ||
+          bwd.getTarget() != fwd.getTarget() ||
+          bwd.getBias() != fwd.getBias() ||
           bwd.getClassWeight() != fwd.getClassWeight())
         return "the gradient is not of the loss in the group (other "
                "operands)";

@@ -3,7 +3,8 @@ gradients over chunks of tokens, never holding the [tokens, vocab] logits.
 
 `plan_chunks` says how many tokens a chunk takes under a memory budget;
 `chunked_loss` runs one chunk's kernels (the logits, the loss with its
-gradient over them, dx, dW) over every chunk. The kernels are those of a
+gradient over them, dx, dW; an lm_head bias's gradient is the column sums
+of that gradient, added up here) over every chunk. The kernels are those of a
 bundle's loss plan (liger-plan-loss, the manifest's `plans`): compiled GPU
 kernels (liger.runtime) or their reference functions on the CPU
 (liger.reference.ReferenceBundle); liger.ops and liger.runtime.run_loss_plan
@@ -62,7 +63,7 @@ def _gradient_products(kernels, g, x_chunk, weight, dx, dw, first_row, dw_f32):
 
 
 def _rounded(dw, weight):
-    """dW in W's dtype (an f32 sum rounded once)."""
+    """dW in W's dtype (an f32 sum rounded once); also db in the bias's."""
     return dw if dw is None or dw.dtype == weight.dtype else dw.to(weight.dtype)
 
 
@@ -73,25 +74,52 @@ def per_token(ce):
     return len(ce.outputs[0]["shape"]) == 1
 
 
+def takes_bias(logits):
+    """Whether a loss plan's logits kernel adds a bias (its parameters: x,
+    W, then the bias): the plan of an lm_head with one."""
+    return len(logits.inputs) == 3
+
+
+def gives_z_loss(ce):
+    """Whether a loss plan's loss kernel gives the z-loss term apart (its
+    outputs: the loss, the z-loss, the gradient over the logits)."""
+    return len(ce.outputs) == 3
+
+
 def chunked_loss(kernels, x, weight, target, class_weight, chunk, mean, ignore_index,
-                 want_dx=True, want_dw=True, dw_f32=False, grad_loss=None, per_token=False):
+                 want_dx=True, want_dw=True, dw_f32=False, grad_loss=None, per_token=False,
+                 bias=None, want_db=False):
     """The lm_head's loss and gradients chunk by chunk, with the kernels of
     one chunk (`kernels`: logits, ce, dx, dw0 unless dw_f32, dw; what
     liger.ops compiles and what liger-plan-loss writes into a bundle's
-    plan): per chunk of `chunk` rows, the logits, their summed loss and,
-    over them, their gradient G, then dx = G · W and dW (+)= Gᵀ · x. Only the
-    chunk's logits are held. The mean's denominator (the counted tokens, or
-    their total class weight) and `grad_loss` (an incoming gradient, 1 if
-    None) scale G through the loss kernel's incoming gradient. With
-    `per_token` (a plan of reduction "none") the loss kernel gives each
-    row's loss and takes each row's incoming gradient: `grad_loss` is then
-    [N] (1 for every token if None), and the loss returned is [N] f32.
-    Returns (loss, dx, dW); a gradient not wanted is None."""
+    plan): per chunk of `chunk` rows, the logits (plus `bias` [V], which
+    the logits kernel of a plan with a bias takes: takes_bias), their
+    summed loss and, over them, their gradient G, then dx = G · W, dW (+)=
+    Gᵀ · x and, with `want_db`, db += the column sums of G (added up in
+    f32 by PyTorch over the chunk's G, which is held for dx and dW anyway;
+    rounded once to the bias's dtype). Only the chunk's logits are held.
+    The mean's denominator (the counted tokens, or their total class
+    weight) and `grad_loss` (an incoming gradient, 1 if None) scale G
+    through the loss kernel's incoming gradient. With `per_token` (a plan
+    of reduction "none") the loss kernel gives each row's loss and takes
+    each row's incoming gradient: `grad_loss` is then [N] (1 for every
+    token if None), and the loss returned is [N] f32. Where the loss kernel
+    gives the z-loss term apart (gives_z_loss) it is returned too, reduced
+    as the loss.
+    Returns (loss, z_loss, dx, dW, db); a gradient not wanted, and the
+    z-loss of a plan without it, are None."""
     import torch
     n, v = x.shape[0], weight.shape[0]
     dev = x.device
+    if (bias is not None) != takes_bias(kernels["logits"]):
+        raise ValueError("the plan's logits kernel %s a bias, and bias was %s" % (
+            "adds" if takes_bias(kernels["logits"]) else "adds no",
+            "not given" if bias is None else "given"))
+    with_z = gives_z_loss(kernels["ce"])
     one = torch.ones((), dtype=torch.float32, device=dev)
     if mean:
+        # (With class weights the z-loss's scale would be the counted
+        # tokens' alone: a plan refuses a z-loss with them under the mean.)
         counted = (target != ignore_index).float()
         if class_weight is not None:
             counted = counted * class_weight[target.long().clamp(0, v - 1)]
@@ -105,24 +133,37 @@ def chunked_loss(kernels, x, weight, target, class_weight, chunk, mean, ignore_i
         g = scale if grad_loss is None else (scale * grad_loss).reshape(()).float()
     logits = torch.empty((min(chunk, n), v), dtype=x.dtype, device=dev)
     dx, dw = _gradient_buffers(x, weight, want_dx, want_dw, dw_f32)
+    db = torch.zeros(v, dtype=torch.float32, device=dev) if want_db else None
     if per_token:
         total = torch.empty(n, dtype=torch.float32, device=dev)
+        z_total = torch.empty(n, dtype=torch.float32, device=dev) if with_z else None
     else:
         total = torch.zeros((), dtype=torch.float32, device=dev)
         part = torch.empty((), dtype=torch.float32, device=dev)
+        z_total = torch.zeros((), dtype=torch.float32, device=dev) if with_z else None
+        z_part = torch.empty((), dtype=torch.float32, device=dev) if with_z else None
     cw = [class_weight] if class_weight is not None else []
+    b = [bias] if bias is not None else []
     for c0 in range(0, n, chunk):
         rows = min(chunk, n - c0)
         xc, tc, z = x[c0:c0 + rows], target[c0:c0 + rows], logits[:rows]
-        kernels["logits"](xc, weight, out=[z])
-        # The loss and, over the logits, their gradient.
+        kernels["logits"](xc, weight, *b, out=[z])
+        # The loss (and the z-loss apart) and, over the logits, their gradient.
         if per_token:
-            kernels["ce"](z, tc, *cw, g[c0:c0 + rows], out=[total[c0:c0 + rows], z])
+            zl = [z_total[c0:c0 + rows]] if with_z else []
+            kernels["ce"](z, tc, *cw, g[c0:c0 + rows], out=[total[c0:c0 + rows], *zl, z])
         else:
-            kernels["ce"](z, tc, *cw, g, out=[part, z])
+            kernels["ce"](z, tc, *cw, g, out=[part, *([z_part] if with_z else []), z])
             total += part
+            if with_z:
+                z_total += z_part
         _gradient_products(kernels, z, xc, weight, dx, dw, c0, dw_f32)
-    return (total * scale if mean else total), dx, _rounded(dw, weight)
+        if db is not None:
+            db += z.sum(0, dtype=torch.float32)
+    if mean:
+        total = total * scale
+        z_total = z_total * scale if with_z else None
+    return total, z_total, dx, _rounded(dw, weight), _rounded(db, bias)
 
 
 def chunked_sequences(kernels, x, weight, target, per_chunk, objective, groups=1,

@@ -7,6 +7,8 @@
     mlp = LigerSwiGLUMLP(config)                         # gate/up/down + ops.swiglu
     loss = LigerCrossEntropyLoss(ignore_index=-100)(logits, target)
     loss = LigerFusedLinearCrossEntropyLoss()(lm_head.weight, hidden, target)
+    out = LigerFusedLinearCrossEntropyLoss(lse_square_scale=1e-4, return_z_loss=True)(
+        lm_head.weight, hidden, target, lm_head.bias)      # out.loss, out.z_loss
     loss = LigerJSD(beta=0.5)(student_logp, teacher_logp)   # also LigerKLDIVLoss
     loss, aux = LigerFusedLinearDPOLoss(beta=0.1)(lm_head.weight, h, target,
                                                   ref_input=ref_h, ref_weight=ref_w)
@@ -20,7 +22,8 @@ its forward takes the same arguments (the fused loss: lin_weight, _input,
 target, bias). Every option liger.ops computes maps to its argument; an
 option it does not compute is refused with a LigerValueError (or
 LigerTypeError) naming the option and the value — at construction, or at
-forward where it comes with the input (a bias) — never ignored. The
+forward where it comes with the input (a preference loss's bias) — never
+ignored. The
 attribute options are checked at construction by the rules of the ops'
 specs (liger.specs), the same rules each call meets. One default differs:
 LigerRMSNorm's `in_place` is False, the only value liger computes (its
@@ -30,6 +33,9 @@ take liger.ops' own options as keywords (`inplace`, `memory_budget`).
 
 docs/transformers.md ("Modules") lists the options and what each maps to.
 """
+
+import dataclasses
+from typing import Optional
 
 import torch
 from torch import nn
@@ -63,10 +69,10 @@ def _only(module, name, value, supported, why):
                               % (module, name, value, why))
 
 
-def _no_extra_outputs(module, **flags):
-    """Liger-Kernel's return_* flags: liger.ops returns the loss alone."""
+def _no_extra_outputs(module, why="liger.ops returns the loss alone", **flags):
+    """Liger-Kernel's return_* flags that liger.ops computes nothing for."""
     for name, value in flags.items():
-        _only(module, name, value, False, "liger.ops returns the loss alone")
+        _only(module, name, value, False, why)
 
 
 def _accum_dtype(module, accum_dtype):
@@ -273,15 +279,32 @@ class LigerCrossEntropyLoss(nn.Module):
                                  self.lse_square_scale, self.inplace)
 
 
+@dataclasses.dataclass
+class CrossEntropyOutput:
+    """What Liger-Kernel's losses return when asked for more than the loss
+    (liger_kernel.transformers.functional.CrossEntropyOutput): the loss and,
+    where asked for, the z-loss; liger computes no token accuracy and no
+    predicted tokens (None)."""
+
+    loss: torch.Tensor
+    z_loss: Optional[torch.Tensor] = None
+    token_accuracy: Optional[torch.Tensor] = None
+    predicted_tokens: Optional[torch.Tensor] = None
+
+
 class LigerFusedLinearCrossEntropyLoss(nn.Module):
     """liger.ops.fused_linear_cross_entropy: the loss of _input [..., H]
-    times lin_weight [V, H]ᵀ against targets [...], without the logits in
-    memory; the options of LigerCrossEntropyLoss (class weights are
-    `ce_weight`; reduction "mean", "sum" or "none": each token's loss, the
-    backward running the chunks again), accum_dtype None (dW summed in
-    the weight's dtype) or torch.float32. Refused: return_z_loss,
-    return_token_accuracy, return_predicted_tokens, use_token_scaling, a
-    bias. liger's own: `memory_budget` (bytes of one chunk's logits)."""
+    times lin_weight [V, H]ᵀ (plus the forward's `bias` [V], whose gradient
+    it gives) against targets [...], without the logits in memory; the
+    options of LigerCrossEntropyLoss (class weights are `ce_weight`;
+    reduction "mean", "sum" or "none": each token's loss, the backward
+    running the chunks again), accum_dtype None (dW summed in the weight's
+    dtype) or torch.float32. With return_z_loss the forward returns a
+    CrossEntropyOutput of the loss and the z-loss term (lse_square_scale ·
+    lse², reduced as the loss; f32, without a gradient of its own: its term
+    is in the loss), as Liger-Kernel 0.8 does. Refused:
+    return_token_accuracy, return_predicted_tokens, use_token_scaling.
+    liger's own: `memory_budget` (bytes of one chunk's logits)."""
 
     def __init__(self, ce_weight=None, ignore_index=-100, lse_square_scale=0.0,
                  label_smoothing=0.0, reduction="mean", softcap=None, return_z_loss=False,
@@ -289,7 +312,7 @@ class LigerFusedLinearCrossEntropyLoss(nn.Module):
                  return_predicted_tokens=False, *, memory_budget=2 ** 29):
         super().__init__()
         name = type(self).__name__
-        _no_extra_outputs(name, return_z_loss=return_z_loss,
+        _no_extra_outputs(name, "liger.ops returns the loss and the z-loss alone",
                           return_token_accuracy=return_token_accuracy,
                           return_predicted_tokens=return_predicted_tokens)
         _only(name, "use_token_scaling", use_token_scaling, False,
@@ -300,20 +323,23 @@ class LigerFusedLinearCrossEntropyLoss(nn.Module):
         _checked(name, ops.fused_linear_cross_entropy_spec, 8, 8, "bf16",
                  ignore_index=ignore_index, label_smoothing=label_smoothing,
                  reduction=reduction, softcap=softcap, lse_square_scale=lse_square_scale,
-                 weighted=ce_weight is not None, dw_f32=dw_f32)
+                 weighted=ce_weight is not None, dw_f32=dw_f32, return_z_loss=return_z_loss)
         self.memory_budget = _checked(name, specs.check_int, "memory_budget", memory_budget, 1)
         self.ce_weight, self.ignore_index, self.lse_square_scale = ce_weight, ignore_index, \
             lse_square_scale
         self.label_smoothing, self.reduction, self.softcap = label_smoothing, reduction, softcap
-        self.return_z_loss = self.return_token_accuracy = self.return_predicted_tokens = False
+        self.return_z_loss = return_z_loss
+        self.return_token_accuracy = self.return_predicted_tokens = False
         self.accum_dtype, self.use_token_scaling = accum_dtype, False
 
     def forward(self, lin_weight, _input, target, bias=None):
-        preference.no_bias("liger.nn.%s" % type(self).__name__, "bias", bias)
-        return ops.fused_linear_cross_entropy(
+        out = ops.fused_linear_cross_entropy(
             _input, lin_weight, target, self.ce_weight, self.ignore_index,
             self.label_smoothing, self.reduction, self.softcap, self.lse_square_scale,
-            self.memory_budget, self.accum_dtype is not None)
+            self.memory_budget, self.accum_dtype is not None, bias, self.return_z_loss)
+        if not self.return_z_loss:
+            return out
+        return CrossEntropyOutput(loss=out[0], z_loss=out[1])
 
 
 class LigerKLDIVLoss(nn.KLDivLoss):

@@ -23,12 +23,15 @@ reference functions on CPU tensors.
     liger::rope(q, k, cos, sin) -> (q, k)         liger::rope_backward(dq, dk, cos, sin)
     liger::cross_entropy(logits, target, weight?, ...) -> (loss, grad)
     liger::cross_entropy_(logits!, target, weight?, ...) -> loss   (the gradient over logits)
-    liger::fused_linear_cross_entropy(hidden, weight, target, class_weight?, ...,
-                                      memory_budget, dw_f32, want_dx, want_dw)
-        -> (loss, dhidden, dweight)          (reduction "none": the gradients empty)
-    liger::fused_linear_cross_entropy_backward(hidden, weight, target, class_weight?, dloss,
-                                               ..., want_dx, want_dw) -> (dhidden, dweight)
-                                             (reduction "none": dloss per token)
+    liger::fused_linear_cross_entropy(hidden, weight, target, bias?, class_weight?, ...,
+                                      return_z_loss, memory_budget, dw_f32, want_dx,
+                                      want_dw, want_db)
+        -> (loss, z_loss, dhidden, dweight, dbias)
+                                             (reduction "none": the gradients empty;
+                                              z_loss empty unless return_z_loss)
+    liger::fused_linear_cross_entropy_backward(hidden, weight, target, bias?, class_weight?,
+                                               dloss, ..., want_dx, want_dw, want_db)
+        -> (dhidden, dweight, dbias)         (reduction "none": dloss per token)
     liger::kl_div(input, target, reduction, log_target, eps) -> loss
     liger::kl_div_backward(target, dloss, reduction, log_target, eps) -> dinput
     liger::jsd(input, target, shift_labels?, beta, ignore_index, want_grad) -> (loss, grad)
@@ -544,15 +547,20 @@ class CrossEntropyInPlace(torch.autograd.Function):
 # token's incoming gradient is known only in the backward: the forward
 # runs the chunk loop for the losses, the backward runs it again with those
 # gradients (the logits of each chunk recomputed: one more logits matmul).
+# A bias's gradient comes with the others (the column sums of each chunk's
+# G); the z-loss returned apart has none (Liger-Kernel's is for logging:
+# its term is in the loss, and differentiated there).
 
-def _flce_run(hidden, weight, target, class_weight, ignore_index, label_smoothing, reduction,
-              softcap, lse_square_scale, memory_budget, dw_f32, want_dx, want_dw,
-              grad_loss=None):
-    """chunked_loss over the kernels of the configuration: (loss, dx, dW)."""
+def _flce_run(hidden, weight, target, bias, class_weight, ignore_index, label_smoothing,
+              reduction, softcap, lse_square_scale, return_z_loss, memory_budget, dw_f32,
+              want_dx, want_dw, want_db, grad_loss=None):
+    """chunked_loss over the kernels of the configuration: (loss, z_loss,
+    dx, dW, db)."""
     v, h = weight.shape
     spec = _spec(specs.fused_linear_cross_entropy_spec, (
         v, h, hidden.dtype, target.dtype, ignore_index, label_smoothing, reduction, softcap,
-        lse_square_scale, class_weight is not None, dw_f32), hidden.device)
+        lse_square_scale, class_weight is not None, dw_f32, bias is not None, return_z_loss),
+        hidden.device)
     x = _rows(hidden)
     plan = plan_chunks(x.shape[0], v, spec.dtype, memory_budget)
     return chunked_loss(
@@ -560,7 +568,8 @@ def _flce_run(hidden, weight, target, class_weight, ignore_index, label_smoothin
         target.reshape(-1).contiguous(),
         class_weight.contiguous() if class_weight is not None else None,
         plan["chunk_tokens"], reduction == "mean", ignore_index, want_dx, want_dw, dw_f32,
-        grad_loss, per_token=reduction == "none")
+        grad_loss, per_token=reduction == "none",
+        bias=bias.contiguous() if bias is not None else None, want_db=want_db)
 
 
 def _flce_loss_shape(target, reduction):
@@ -569,51 +578,65 @@ def _flce_loss_shape(target, reduction):
 
 @torch.library.custom_op("liger::fused_linear_cross_entropy", mutates_args=())
 def fused_linear_cross_entropy(
-        hidden: Tensor, weight: Tensor, target: Tensor, class_weight: Optional[Tensor],
-        ignore_index: int, label_smoothing: float, reduction: str, softcap: float,
-        lse_square_scale: float, memory_budget: int, dw_f32: bool, want_dx: bool,
-        want_dw: bool) -> Tuple[Tensor, Tensor, Tensor]:
+        hidden: Tensor, weight: Tensor, target: Tensor, bias: Optional[Tensor],
+        class_weight: Optional[Tensor], ignore_index: int, label_smoothing: float,
+        reduction: str, softcap: float, lse_square_scale: float, return_z_loss: bool,
+        memory_budget: int, dw_f32: bool, want_dx: bool, want_dw: bool,
+        want_db: bool) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
     # Per token, the gradients wait for the backward.
     none = reduction == "none"
-    want_dx, want_dw = want_dx and not none, want_dw and not none
-    loss, dx, dw = _flce_run(hidden, weight, target, class_weight, ignore_index,
-                             label_smoothing, reduction, softcap, lse_square_scale,
-                             memory_budget, dw_f32, want_dx, want_dw)
-    return (loss.view(_flce_loss_shape(target, reduction)),
+    want_dx, want_dw, want_db = (want and not none for want in (want_dx, want_dw, want_db))
+    loss, z_loss, dx, dw, db = _flce_run(
+        hidden, weight, target, bias, class_weight, ignore_index, label_smoothing, reduction,
+        softcap, lse_square_scale, return_z_loss, memory_budget, dw_f32, want_dx, want_dw,
+        want_db)
+    shape = _flce_loss_shape(target, reduction)
+    return (loss.view(shape),
+            z_loss.view(shape) if return_z_loss else hidden.new_empty(0, dtype=F32),
             dx.view(hidden.shape) if want_dx else hidden.new_empty(0),
-            dw if want_dw else weight.new_empty(0))
+            dw if want_dw else weight.new_empty(0),
+            db if want_db else weight.new_empty(0))
 
 
 @fused_linear_cross_entropy.register_fake
-def _(hidden, weight, target, class_weight, ignore_index, label_smoothing, reduction, softcap,
-      lse_square_scale, memory_budget, dw_f32, want_dx, want_dw):
+def _(hidden, weight, target, bias, class_weight, ignore_index, label_smoothing, reduction,
+      softcap, lse_square_scale, return_z_loss, memory_budget, dw_f32, want_dx, want_dw,
+      want_db):
     none = reduction == "none"
-    return (hidden.new_empty(_flce_loss_shape(target, reduction), dtype=F32),
+    shape = _flce_loss_shape(target, reduction)
+    return (hidden.new_empty(shape, dtype=F32),
+            hidden.new_empty(shape if return_z_loss else 0, dtype=F32),
             _like(hidden) if want_dx and not none else hidden.new_empty(0),
-            _like(weight) if want_dw and not none else weight.new_empty(0))
+            _like(weight) if want_dw and not none else weight.new_empty(0),
+            _like(bias) if want_db and not none else weight.new_empty(0))
 
 
 @torch.library.custom_op("liger::fused_linear_cross_entropy_backward", mutates_args=())
 def fused_linear_cross_entropy_backward(
-        hidden: Tensor, weight: Tensor, target: Tensor, class_weight: Optional[Tensor],
-        dloss: Tensor, ignore_index: int, label_smoothing: float, softcap: float,
-        lse_square_scale: float, memory_budget: int, dw_f32: bool, want_dx: bool,
-        want_dw: bool) -> Tuple[Tensor, Tensor]:
-    """dhidden and dweight of the per-token losses (reduction "none") for
-    the incoming gradient `dloss` (one value per token, in the target's
-    shape or [N]): the chunk loop again, each chunk's logits recomputed."""
-    _, dx, dw = _flce_run(hidden, weight, target, class_weight, ignore_index,
-                          label_smoothing, "none", softcap, lse_square_scale, memory_budget,
-                          dw_f32, want_dx, want_dw, grad_loss=dloss.reshape(-1))
+        hidden: Tensor, weight: Tensor, target: Tensor, bias: Optional[Tensor],
+        class_weight: Optional[Tensor], dloss: Tensor, ignore_index: int,
+        label_smoothing: float, softcap: float, lse_square_scale: float, memory_budget: int,
+        dw_f32: bool, want_dx: bool, want_dw: bool,
+        want_db: bool) -> Tuple[Tensor, Tensor, Tensor]:
+    """dhidden, dweight and dbias of the per-token losses (reduction
+    "none") for the incoming gradient `dloss` (one value per token, in the
+    target's shape or [N]): the chunk loop again, each chunk's logits
+    recomputed."""
+    _, _, dx, dw, db = _flce_run(
+        hidden, weight, target, bias, class_weight, ignore_index, label_smoothing, "none",
+        softcap, lse_square_scale, False, memory_budget, dw_f32, want_dx, want_dw, want_db,
+        grad_loss=dloss.reshape(-1))
     return (dx.view(hidden.shape) if want_dx else hidden.new_empty(0),
-            dw if want_dw else weight.new_empty(0))
+            dw if want_dw else weight.new_empty(0),
+            db if want_db else weight.new_empty(0))
 
 
 @fused_linear_cross_entropy_backward.register_fake
-def _(hidden, weight, target, class_weight, dloss, ignore_index, label_smoothing, softcap,
-      lse_square_scale, memory_budget, dw_f32, want_dx, want_dw):
+def _(hidden, weight, target, bias, class_weight, dloss, ignore_index, label_smoothing, softcap,
+      lse_square_scale, memory_budget, dw_f32, want_dx, want_dw, want_db):
     return (_like(hidden) if want_dx else hidden.new_empty(0),
-            _like(weight) if want_dw else weight.new_empty(0))
+            _like(weight) if want_dw else weight.new_empty(0),
+            _like(bias) if want_db else weight.new_empty(0))
 
 
 def _save_grads(ctx, inputs, output):
@@ -632,26 +655,31 @@ def _scaled_grads(ctx, dloss):
 
 
 def _flce_setup(ctx, inputs, output):
-    hidden, weight, target, class_weight, ignore_index, label_smoothing, reduction, softcap, \
-        lse_square_scale, memory_budget, dw_f32, want_dx, want_dw = inputs
+    hidden, weight, target, bias, class_weight, ignore_index, label_smoothing, reduction, \
+        softcap, lse_square_scale, _, memory_budget, dw_f32, want_dx, want_dw, want_db = inputs
     ctx.per_token = reduction == "none"
+    ctx.want = (want_dx, want_dw, want_db)
+    ctx.mark_non_differentiable(*output[1:])
     if not ctx.per_token:
-        return _save_grads(ctx, inputs, output)
+        # The gradients formed in the forward, for the backward to scale.
+        ctx.save_for_backward(*output[2:])
+        return
     # Per token: the backward runs the chunks again over the inputs.
-    ctx.want = (want_dx, want_dw)
-    ctx.save_for_backward(hidden, weight, target, class_weight)
+    ctx.save_for_backward(hidden, weight, target, bias, class_weight)
     ctx.config = (ignore_index, label_smoothing, softcap, lse_square_scale, memory_budget,
                   dw_f32)
-    ctx.mark_non_differentiable(*output[1:])
 
 
-def _flce_grad(ctx, dloss, _ddx, _ddw):
-    if not ctx.per_token:
-        return _scaled_grads(ctx, dloss) + (None,) * 11
-    want_dx, want_dw = ctx.want
-    dx, dw = fused_linear_cross_entropy_backward(*ctx.saved_tensors, dloss, *ctx.config,
-                                                 want_dx, want_dw)
-    return (dx if want_dx else None, dw if want_dw else None) + (None,) * 11
+def _flce_grad(ctx, dloss, _dz, _ddx, _ddw, _ddb):
+    if ctx.per_token:
+        hidden, weight, target, bias, class_weight = ctx.saved_tensors
+        grads = fused_linear_cross_entropy_backward(
+            hidden, weight, target, bias, class_weight, dloss, *ctx.config, *ctx.want)
+    else:
+        grads = tuple(_scaled(g, dloss) if want else g
+                      for g, want in zip(ctx.saved_tensors, ctx.want))
+    dx, dw, db = (g if want else None for g, want in zip(grads, ctx.want))
+    return (dx, dw, None, db) + (None,) * 12
 
 
 fused_linear_cross_entropy.register_autograd(_flce_grad, setup_context=_flce_setup)

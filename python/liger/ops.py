@@ -11,6 +11,8 @@
     loss = ops.cross_entropy(logits, target)  # the gradient written forward
     loss = ops.fused_linear_cross_entropy(h, lm_head_weight, target)  # no logits kept
     per_token = ops.fused_linear_cross_entropy(h, lm_head_weight, target, reduction="none")
+    loss, z_loss = ops.fused_linear_cross_entropy(h, w, target, bias=b, lse_square_scale=1e-4,
+                                                  return_z_loss=True)
     loss = ops.kl_div(student_logp, teacher_p, reduction="batchmean")
     loss = ops.jsd(student_logp, teacher_logp, beta=0.5)
     loss = ops.fused_linear_jsd(h_student, w_student, h_teacher, w_teacher)  # no logits kept
@@ -459,50 +461,65 @@ def cross_entropy(logits, target, weight=None, ignore_index=-100, label_smoothin
     return operators.cross_entropy(logits, target, weight, *config)[0]
 
 
+def _lm_head_bias(op, bias, weight):
+    """The lm_head's bias: None, or [V] of the weight's dtype."""
+    if bias is None:
+        return
+    if bias.dim() != 1 or bias.shape[0] != weight.shape[0]:
+        raise LigerValueError("liger.ops.%s: bias must be [V] = [%d] (weight's V), got %s"
+                              % (op, weight.shape[0], list(bias.shape)))
+    _same_dtype(op, "bias", bias, "weight", weight)
+
+
 def _flce_checked(hidden, weight, target, class_weight, ignore_index, label_smoothing,
-                  reduction, softcap, lse_square_scale, memory_budget, dw_f32):
+                  reduction, softcap, lse_square_scale, memory_budget, dw_f32, bias,
+                  return_z_loss):
     op = "fused_linear_cross_entropy"
-    device = _tensors(op, dict(hidden=hidden, weight=weight, target=target,
-                               class_weight=class_weight), ("class_weight",))
+    device = _tensors(op, dict(hidden=hidden, weight=weight, target=target, bias=bias,
+                               class_weight=class_weight), ("bias", "class_weight"))
     h = _feature_size(op, "hidden", hidden)
     if weight.dim() != 2 or weight.shape[1] != h:
         raise LigerValueError("liger.ops.fused_linear_cross_entropy takes hidden [..., H] and "
                               "weight [V, H], got %s and %s" % (list(hidden.shape),
                                                                 list(weight.shape)))
     _same_dtype(op, "weight", weight, "hidden", hidden)
+    _lm_head_bias(op, bias, weight)
     _target_dtype(op, target)
     _targets(op, target, hidden.shape[:-1])
     v = _size(weight.shape[0])
     _class_weight(op, "class_weight", class_weight, v)
     spec = _spec(fused_linear_cross_entropy_spec, (
         v, h, hidden.dtype, target.dtype, ignore_index, label_smoothing, reduction, softcap,
-        lse_square_scale, class_weight is not None, dw_f32), device)
+        lse_square_scale, class_weight is not None, dw_f32, bias is not None, return_z_loss),
+        device)
     memory_budget = check_int("memory_budget", memory_budget, 1)
     plan_chunks(1, spec.vocab, spec.dtype, memory_budget)  # (a budget of at least a row)
     return (spec.ignore_index, spec.label_smoothing, spec.reduction, spec.softcap,
-            spec.lse_square_scale, memory_budget, spec.dw_f32)
+            spec.lse_square_scale, spec.return_z_loss, memory_budget, spec.dw_f32)
 
 
 def check_fused_linear_cross_entropy(hidden, weight, target, class_weight=None,
                                      ignore_index=-100, label_smoothing=0.0, reduction="mean",
                                      softcap=None, lse_square_scale=0.0, memory_budget=2 ** 29,
-                                     dw_f32=False):
+                                     dw_f32=False, bias=None, return_z_loss=False):
     """What fused_linear_cross_entropy checks of its arguments (raising as it
     does), for callers that run its kernels themselves (liger.preference);
     returns the canonical (ignore_index, label_smoothing, reduction, softcap,
-    lse_square_scale, memory_budget, dw_f32)."""
+    lse_square_scale, return_z_loss, memory_budget, dw_f32)."""
     op = "fused_linear_cross_entropy"
     config = _once(lambda: (
-        op, type(hidden), type(weight), type(target), type(class_weight), hidden.device,
-        weight.device, target.device, class_weight is not None and class_weight.device,
-        hidden.dtype, weight.dtype, target.dtype, class_weight is not None and
-        class_weight.dtype, hidden.shape[-1], weight.shape, class_weight is not None and
-        class_weight.shape, type(ignore_index), ignore_index, type(label_smoothing),
-        label_smoothing, type(reduction), reduction, type(softcap), softcap,
-        type(lse_square_scale), lse_square_scale, type(memory_budget), memory_budget,
-        type(dw_f32), dw_f32),
+        op, type(hidden), type(weight), type(target), type(bias), type(class_weight),
+        hidden.device, weight.device, target.device, bias is not None and bias.device,
+        class_weight is not None and class_weight.device, hidden.dtype, weight.dtype,
+        target.dtype, bias is not None and bias.dtype,
+        class_weight is not None and class_weight.dtype, hidden.shape[-1], weight.shape,
+        bias is not None and bias.shape, class_weight is not None and class_weight.shape,
+        type(ignore_index), ignore_index, type(label_smoothing), label_smoothing,
+        type(reduction), reduction, type(softcap), softcap, type(lse_square_scale),
+        lse_square_scale, type(memory_budget), memory_budget, type(dw_f32), dw_f32,
+        type(return_z_loss), return_z_loss),
         _flce_checked, hidden, weight, target, class_weight, ignore_index, label_smoothing,
-        reduction, softcap, lse_square_scale, memory_budget, dw_f32)
+        reduction, softcap, lse_square_scale, memory_budget, dw_f32, bias, return_z_loss)
     _targets(op, target, hidden.shape[:-1])
     _rows(op, "hidden", hidden)
     return config
@@ -510,34 +527,43 @@ def check_fused_linear_cross_entropy(hidden, weight, target, class_weight=None,
 
 def fused_linear_cross_entropy(hidden, weight, target, class_weight=None, ignore_index=-100,
                                label_smoothing=0.0, reduction="mean", softcap=None,
-                               lse_square_scale=0.0, memory_budget=2 ** 29, dw_f32=False):
-    """cross_entropy(hidden · weightᵀ, target) for hidden [..., H], weight
-    [V, H] (bf16 or f16, both sizes multiples of 8), target [...], without
-    the [tokens, vocab] logits in memory (liger.fused_linear_cross_entropy's
-    meaning): the tokens go in chunks whose logits fit `memory_budget` bytes
-    (fused_linear_cross_entropy_plan); per chunk one matmul kernel writes the
-    logits, one kernel their loss and, over them, their gradient G, then
-    dx = G · W and dW += Gᵀ · x (accumulated in W's dtype, as Liger-Kernel
-    does; with `dw_f32=True` into an f32 buffer of W's shape, rounded once at
-    the end: exact sums for 4 bytes per weight of memory). The forward
-    computes the gradients autograd will ask for (none under torch.no_grad,
-    none for a frozen lm_head's weight); backward scales them by the
-    incoming gradient. reduction: mean, sum or "none" (each token's loss,
-    f32 in the target's shape; an ignored token's is 0). With "none" each
-    token's incoming gradient is known only in the backward, so the forward
-    runs the chunk loop for the losses alone (one logits matmul per chunk;
-    the forward keeps its inputs, nothing of [tokens, vocab]) and the
-    backward runs it again with those gradients: each chunk's logits
-    recomputed, then G, dx and dW — one logits matmul more than mean/sum,
-    memory as theirs."""
+                               lse_square_scale=0.0, memory_budget=2 ** 29, dw_f32=False,
+                               bias=None, return_z_loss=False):
+    """cross_entropy(hidden · weightᵀ + bias, target) for hidden [..., H],
+    weight [V, H] (bf16 or f16, both sizes multiples of 8), the optional
+    bias [V] (the weight's dtype), target [...], without the [tokens,
+    vocab] logits in memory (liger.fused_linear_cross_entropy's meaning):
+    the tokens go in chunks whose logits fit `memory_budget` bytes
+    (fused_linear_cross_entropy_plan); per chunk one matmul kernel writes
+    the logits (the bias added in its epilogue), one kernel their loss and,
+    over them, their gradient G, then dx = G · W and dW += Gᵀ · x
+    (accumulated in W's dtype, as Liger-Kernel does; with `dw_f32=True`
+    into an f32 buffer of W's shape, rounded once at the end: exact sums
+    for 4 bytes per weight of memory) and db += the column sums of G (in
+    f32, rounded once). The forward computes the gradients autograd will
+    ask for (none under torch.no_grad, none for a frozen lm_head's weight
+    or bias); backward scales them by the incoming gradient. reduction:
+    mean, sum or "none" (each token's loss, f32 in the target's shape; an
+    ignored token's is 0). With "none" each token's incoming gradient is
+    known only in the backward, so the forward runs the chunk loop for the
+    losses alone (one logits matmul per chunk; the forward keeps its inputs,
+    nothing of [tokens, vocab]) and the backward runs it again with those
+    gradients: each chunk's logits recomputed, then G, dx, dW and db — one
+    logits matmul more than mean/sum, memory as theirs. With
+    `return_z_loss=True` returns (loss, z_loss): the z-loss term
+    lse_square_scale · lse² alone (Liger-Kernel's), reduced as the loss
+    (for "mean" over the counted tokens, unweighted), f32; it is already in
+    the loss and carries no gradient of its own (as Liger-Kernel, which
+    drops its incoming gradient)."""
     config = check_fused_linear_cross_entropy(
         hidden, weight, target, class_weight, ignore_index, label_smoothing, reduction, softcap,
-        lse_square_scale, memory_budget, dw_f32)
+        lse_square_scale, memory_budget, dw_f32, bias, return_z_loss)
     class_weight = class_weight.float() if class_weight is not None else None
     grad = torch.is_grad_enabled()
-    return operators.fused_linear_cross_entropy(
-        hidden, weight, target, class_weight, *config, grad and hidden.requires_grad,
-        grad and weight.requires_grad)[0]
+    loss, z_loss, _, _, _ = operators.fused_linear_cross_entropy(
+        hidden, weight, target, bias, class_weight, *config, grad and hidden.requires_grad,
+        grad and weight.requires_grad, grad and bias is not None and bias.requires_grad)
+    return (loss, z_loss) if config[5] else loss
 
 
 # --- KL divergence, JSD (distillation losses) -------------------------------

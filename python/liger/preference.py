@@ -28,8 +28,9 @@ loss's own outputs), none of them differentiable. The logits means are
 (Σ_tokens x) · (Σ_vocab W) over the half's tokens and vocabulary (the
 logits are linear in x: no logits needed), in f32.
 
-Not computed (refused by name): an lm_head bias (the fused loss takes
-none), DPO's loss_type "ipo" (Liger-Kernel refuses it too).
+Not computed (refused by name): an lm_head bias (their chunk loop over
+whole sequences adds none, nor the logits means), DPO's loss_type "ipo"
+(Liger-Kernel refuses it too).
 """
 
 from typing import List, Optional, Tuple
@@ -134,12 +135,13 @@ def _checked(op, check, **attrs):
 
 
 def no_bias(where, name, bias):
-    """Refuses an lm_head bias: the fused loss's matmul kernels add none."""
+    """Refuses an lm_head bias: the preference losses' chunk loop
+    (chunked_sequences) and logits means add none."""
     if bias is not None:
         raise LigerValueError(
-            "%s: %s is not supported (liger.ops.fused_linear_cross_entropy takes an lm_head "
-            "without a bias), got %s" % (where, name, "a tensor of shape %s" % list(bias.shape)
-                                         if isinstance(bias, torch.Tensor) else repr(bias)))
+            "%s: %s is not supported (liger's preference losses take an lm_head without a "
+            "bias), got %s" % (where, name, "a tensor of shape %s" % list(bias.shape)
+                               if isinstance(bias, torch.Tensor) else repr(bias)))
 
 
 # --- the per-sequence sums ------------------------------------------------

@@ -189,15 +189,17 @@ class ReferenceKernel:
     def __init__(self, text, function):
         import re
         self.text, self.function = text, function
-        head = re.search(r"func\.func @%s\(.*?\) -> (.*?) \{\n" % re.escape(function), text)
+        head = re.search(r"func\.func @%s\((.*?)\) -> (.*?) \{\n" % re.escape(function), text)
+
+        def described(types):
+            # As a runtime Kernel's parameters: each tensor's dtype and
+            # shape, a dynamic size named "rows".
+            return [dict(dtype=t[-1], shape=["rows" if d == "?" else int(d) for d in t[:-1]])
+                    for t in (m.split("x") for m in re.findall(r"tensor<([^>]*)>", types))]
+        self.inputs, self.outputs = described(head.group(1)), described(head.group(2))
         # The element type of each result (bf16 results come back as f32
         # arrays of their exact values).
-        results = [t.split("x") for t in re.findall(r"tensor<([^>]*)>", head.group(1))]
-        self.dtypes = [t[-1] for t in results]
-        # As a runtime Kernel's outputs: each result's dtype and shape, a
-        # dynamic size named "rows".
-        self.outputs = [dict(dtype=t[-1], shape=["rows" if d == "?" else int(d)
-                                                 for d in t[:-1]]) for t in results]
+        self.dtypes = [o["dtype"] for o in self.outputs]
 
     def __call__(self, *inputs, out=None):
         import torch

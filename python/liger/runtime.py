@@ -17,7 +17,7 @@ this module never touches the GPU.
 
 import os
 
-from .loss_plan import chunked_loss, per_token
+from .loss_plan import chunked_loss, gives_z_loss, per_token, takes_bias
 
 _DTYPES = None
 
@@ -165,26 +165,31 @@ class Bundle:
 
 
 def run_loss_plan(bundle, hidden, weight, target, function=None, grad_loss=None,
-                  want_dx=True, want_dw=True, class_weight=None):
+                  want_dx=True, want_dw=True, class_weight=None, bias=None, want_db=None):
     """Runs a planned loss group of `bundle` (liger-compile --matmul-kernels
     plans each lm_head loss group: `bundle.plans`): the loss of
-    hidden [N, H] · weightᵀ against target [N] and, for the incoming gradient
-    `grad_loss` (1 if None), dhidden and dweight, in chunks of the plan's
-    `chunk_tokens` rows, never holding the [N, V] logits. `function` picks
-    the plan of that function where the bundle has several; a plan of a loss
-    alone (no gradient op in its group) runs with want_dx=want_dw=False.
-    `class_weight` ([V], f32) is required by, and only taken by, a plan of
-    a loss with class weights (the plan's "class_weight"). A plan of a
-    reduction "none" loss (its loss kernel per row) gives the [N] losses and
-    takes `grad_loss` [N], each token's (1 for each if None).
-    Returns (loss, dhidden, dweight), a gradient not wanted None."""
+    hidden [N, H] · weightᵀ (+ bias) against target [N] and, for the
+    incoming gradient `grad_loss` (1 if None), dhidden and dweight, in
+    chunks of the plan's `chunk_tokens` rows, never holding the [N, V]
+    logits. `function` picks the plan of that function where the bundle has
+    several; a plan of a loss alone (no gradient op in its group) runs with
+    want_dx=want_dw=False. `class_weight` ([V], f32) is required by, and
+    only taken by, a plan of a loss with class weights (the plan's
+    "class_weight"); `bias` ([V], W's dtype) likewise by a plan of an
+    lm_head with a bias (its logits kernel takes it), whose dbias comes
+    with the gradients (want_db: by default with dhidden or dweight). A
+    plan of a reduction "none" loss (its loss kernel per row) gives the [N]
+    losses and takes `grad_loss` [N], each token's (1 for each if None).
+    Returns the group's results in their order: (loss, z_loss where the
+    loss op returns the z-loss apart, dhidden, dweight, dbias where the
+    lm_head has a bias), a gradient not wanted None."""
     plans = [p for p in bundle.plans if function is None or p["function"] == function]
     if len(plans) != 1:
         raise ValueError("%s has %d loss plans%s (it has %s)" % (
             bundle.path, len(plans), " for @%s" % function if function else "",
             ", ".join("@" + p["function"] for p in bundle.plans) or "none"))
     plan = plans[0]
-    if (want_dx or want_dw) and "dx" not in plan["kernels"]:
+    if (want_dx or want_dw or want_db) and "dx" not in plan["kernels"]:
         raise ValueError("the plan of @%s has no weight gradient (its loss group has no "
                          "liger.fused_linear_cross_entropy_grad): pass want_dx=False, "
                          "want_dw=False" % plan["function"])
@@ -194,16 +199,27 @@ def run_loss_plan(bundle, hidden, weight, target, function=None, grad_loss=None,
                                      "with" if plan.get("class_weight") else "without",
                                      "not given" if class_weight is None else "given"))
     kernels = {stage: bundle[name] for stage, name in plan["kernels"].items()}
+    with_bias = takes_bias(kernels["logits"])
+    if with_bias != (bias is not None):
+        raise ValueError("the plan of @%s is of an lm_head %s a bias, and bias was %s" % (
+            plan["function"], "with" if with_bias else "without",
+            "not given" if bias is None else "given"))
     rows = per_token(kernels["ce"])
     if grad_loss is not None and list(grad_loss.shape) != ([hidden.shape[0]] if rows else []):
         raise ValueError("the plan of @%s is of a loss %s: grad_loss must have shape %s, got "
                          "%s" % (plan["function"], "per token" if rows else "summed",
                                  [hidden.shape[0]] if rows else [], list(grad_loss.shape)))
-    return chunked_loss(kernels, hidden, weight, target, class_weight,
-                            plan["chunk_tokens"],
-                            plan["mean"], plan["ignore_index"], want_dx, want_dw,
-                            dw_f32=bool(plan.get("dw_f32")), grad_loss=grad_loss,
-                            per_token=rows)
+    if want_db is None:
+        want_db = with_bias and (want_dx or want_dw)
+    elif want_db and not with_bias:
+        raise ValueError("the plan of @%s is of an lm_head without a bias: there is no "
+                         "dbias (pass want_db=False)" % plan["function"])
+    loss, z_loss, dx, dw, db = chunked_loss(
+        kernels, hidden, weight, target, class_weight, plan["chunk_tokens"], plan["mean"],
+        plan["ignore_index"], want_dx, want_dw, dw_f32=bool(plan.get("dw_f32")),
+        grad_loss=grad_loss, per_token=rows, bias=bias, want_db=want_db)
+    return ((loss,) + ((z_loss,) if gives_z_loss(kernels["ce"]) else ()) + (dx, dw) +
+            ((db,) if with_bias else ()))
 
 
 def load(path):

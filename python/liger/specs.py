@@ -490,14 +490,27 @@ def fused_linear_cross_entropy_unsupported_shape(vocab, hidden):
 
 @dataclasses.dataclass(frozen=True)
 class FusedLinearCrossEntropySpec(CrossEntropySpec):
+    """The lm_head's loss and its gradient (liger.ops.fused_linear_cross_
+    entropy): the cross-entropy attributes, the hidden size, dW summed in
+    f32 (`dw_f32`), a bias [vocab] of the dtype added to the logits
+    (`bias`; its gradient is the column sums of the logits' gradient) and
+    the z-loss term returned apart (`return_z_loss`)."""
+
     op: ClassVar[str] = "fused_linear_cross_entropy"
     hidden: int = 0
     dw_f32: bool = False
+    bias: bool = False
+    return_z_loss: bool = False
+
+    # The fields written only when set: the specs before them keep their
+    # text (and their bundles' keys).
+    OPTIONAL_FLAGS: ClassVar[tuple] = ("dw_f32", "bias", "return_z_loss")
 
     def _checked(self):
         checked = super()._checked()
         checked["hidden"] = _size("hidden", self.hidden)
-        checked["dw_f32"] = check_bool("dw_f32", self.dw_f32)
+        for flag in self.OPTIONAL_FLAGS:
+            checked[flag] = check_bool(flag, getattr(self, flag))
         if checked["dtype"] == "f32":
             raise LigerTypeError(
                 "liger.ops.fused_linear_cross_entropy takes bf16 or f16 (its matmul kernels "
@@ -515,10 +528,7 @@ class FusedLinearCrossEntropySpec(CrossEntropySpec):
         return checked
 
     def _string_fields(self, fields):
-        if not self.dw_f32:  # (only when set: the specs before it keep their text)
-            fields = dict(fields)
-            del fields["dw_f32"]
-        return fields
+        return {k: v for k, v in fields.items() if k not in self.OPTIONAL_FLAGS or v}
 
     def compile_options(self):
         """The matmul templates and the loss plan (liger-compile
@@ -528,23 +538,30 @@ class FusedLinearCrossEntropySpec(CrossEntropySpec):
     def module_text(self):
         """The lm_head's loss and its gradient as the two liger ops, in one
         function @loss (incoming gradient %g). liger-compile --matmul-kernels
-        plans them (liger-plan-loss: the functions of one chunk — logits,
-        the summed loss with its gradient over the logits, dx, dW first and
-        accumulating, or with dw_f32 dW accumulated in f32 alone — and the
-        manifest's plan naming their kernels). With reduction "none" the
-        loss and %g are per token, [N] f32."""
+        plans them (liger-plan-loss: the functions of one chunk — logits
+        (with the bias, which that function then takes after W), the summed
+        loss (and the z-loss term apart) with its gradient over the logits,
+        dx, dW first and accumulating, or with dw_f32 dW accumulated in f32
+        alone — and the manifest's plan naming their kernels). With
+        reduction "none" the loss, the z-loss and %g are per token, [N]
+        f32. @loss's results: the loss, the z-loss (return_z_loss), dh, dW
+        and the bias's gradient (bias)."""
         X = "tensor<?x%dx%s>" % (self.hidden, self.dtype)
         W = "tensor<%dx%dx%s>" % (self.vocab, self.hidden, self.dtype)
         T = "tensor<?x%s>" % self.target_dtype
+        B = "tensor<%dx%s>" % (self.vocab, self.dtype)
         CW = "tensor<%dxf32>" % self.vocab
+        bparam, buse, btype, db = (", %%b: %s" % B, " bias(%%b : %s)" % B, ", " + B, ", %db") \
+            if self.bias else ("",) * 4
         wparam = ", %%cw: %s" % CW if self.weighted else ""
         wuse = " class_weight(%%cw : %s)" % CW if self.weighted else ""
         L = self.loss_type()
+        z, ztype, zattr = (", %z", ", " + L, " z_loss") if self.return_z_loss else ("",) * 3
         attrs = self.attributes()
-        return f"""func.func @loss(%h: {X}, %w: {W}, %t: {T}{wparam}, %g: {L}) -> ({L}, {X}, {W}) {{
-  %l = liger.fused_linear_cross_entropy %h, %w, %t{wuse} {attrs} : {X}, {W}, {T}
-  %dh, %dw = liger.fused_linear_cross_entropy_grad %h, %w, %t, %g{wuse} {attrs} : {X}, {W}, {T}, {L}
-  return %l, %dh, %dw : {L}, {X}, {W}
+        return f"""func.func @loss(%h: {X}, %w: {W}, %t: {T}{bparam}{wparam}, %g: {L}) -> ({L}{ztype}, {X}, {W}{btype}) {{
+  %l{z} = liger.fused_linear_cross_entropy %h, %w, %t{buse}{wuse} {attrs}{zattr} : {X}, {W}, {T}
+  %dh, %dw{db} = liger.fused_linear_cross_entropy_grad %h, %w, %t, %g{buse}{wuse} {attrs} : {X}, {W}, {T}, {L}
+  return %l{z}, %dh, %dw{db} : {L}{ztype}, {X}, {W}{btype}
 }}
 """
 
@@ -824,11 +841,11 @@ def cross_entropy_spec(vocab, dtype, target_dtype="i64", ignore_index=-100,
 def fused_linear_cross_entropy_spec(vocab, hidden, dtype, target_dtype="i64", ignore_index=-100,
                                     label_smoothing=0.0, reduction="mean", softcap=None,
                                     lse_square_scale=0.0, weighted=False, dw_f32=False,
-                                    target=DEFAULT_TARGET):
+                                    bias=False, return_z_loss=False, target=DEFAULT_TARGET):
     return FusedLinearCrossEntropySpec(
         vocab, dtype_name(dtype), dtype_name(target_dtype, "target_dtype", TARGET_DTYPES),
         ignore_index, label_smoothing, reduction, softcap, lse_square_scale, weighted, target,
-        hidden, dw_f32)
+        hidden, dw_f32, bias, return_z_loss)
 
 
 def module_text(spec):

@@ -63,30 +63,18 @@ func.func @forward_only(%h: tensor<?x64xf16>, %w: tensor<1000x64xf16>, %t: tenso
 
 // -----
 
-// Near-misses, each left with a warning and no plan: f32; a bias; a
-// returned z-loss; a gradient with another attribute.
+// Near-misses, each left with a warning and no plan: f32; a gradient with
+// another attribute.
 // WARN: warning: liger-plan-loss: left for later: its matmul kernels take bf16 or f16, not f32
-// WARN: warning: liger-plan-loss: left for later: the projection has a bias (no chunk kernel adds it yet)
-// WARN: warning: liger-plan-loss: left for later: it returns the z-loss apart
 // WARN: warning: liger-plan-loss: left for later: the gradient's label_smoothing differs from the loss's
 // CHECK-LABEL: func.func @near_misses
 //   CHECK-NOT:   liger.plan
 //   CHECK-NOT:   func.func @near_misses_loss
-func.func @near_misses(%hf: tensor<?x64xf32>, %wf: tensor<100x64xf32>, %h: tensor<?x64xbf16>, %w: tensor<100x64xbf16>, %bias: tensor<100xbf16>, %t: tensor<?xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<?x64xbf16>, tensor<100x64xbf16>) {
+func.func @near_misses(%hf: tensor<?x64xf32>, %wf: tensor<100x64xf32>, %h: tensor<?x64xbf16>, %w: tensor<100x64xbf16>, %t: tensor<?xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<f32>, tensor<?x64xbf16>, tensor<100x64xbf16>) {
   %0 = liger.fusion loss(%hf, %wf, %t) : (tensor<?x64xf32>, tensor<100x64xf32>, tensor<?xi64>) -> tensor<f32> {
   ^bb0(%a: tensor<?x64xf32>, %b: tensor<100x64xf32>, %c: tensor<?xi64>):
     %l = liger.fused_linear_cross_entropy %a, %b, %c : tensor<?x64xf32>, tensor<100x64xf32>, tensor<?xi64>
     liger.yield %l : tensor<f32>
-  }
-  %1 = liger.fusion loss(%h, %w, %t, %bias) : (tensor<?x64xbf16>, tensor<100x64xbf16>, tensor<?xi64>, tensor<100xbf16>) -> tensor<f32> {
-  ^bb0(%a: tensor<?x64xbf16>, %b: tensor<100x64xbf16>, %c: tensor<?xi64>, %e: tensor<100xbf16>):
-    %l = liger.fused_linear_cross_entropy %a, %b, %c bias(%e : tensor<100xbf16>) : tensor<?x64xbf16>, tensor<100x64xbf16>, tensor<?xi64>
-    liger.yield %l : tensor<f32>
-  }
-  %2:2 = liger.fusion loss(%h, %w, %t) : (tensor<?x64xbf16>, tensor<100x64xbf16>, tensor<?xi64>) -> (tensor<f32>, tensor<f32>) {
-  ^bb0(%a: tensor<?x64xbf16>, %b: tensor<100x64xbf16>, %c: tensor<?xi64>):
-    %l, %z = liger.fused_linear_cross_entropy %a, %b, %c z_loss : tensor<?x64xbf16>, tensor<100x64xbf16>, tensor<?xi64>
-    liger.yield %l, %z : tensor<f32>, tensor<f32>
   }
   %4:3 = liger.fusion loss(%h, %w, %t, %g) : (tensor<?x64xbf16>, tensor<100x64xbf16>, tensor<?xi64>, tensor<f32>) -> (tensor<f32>, tensor<?x64xbf16>, tensor<100x64xbf16>) {
   ^bb0(%a: tensor<?x64xbf16>, %b: tensor<100x64xbf16>, %c: tensor<?xi64>, %d: tensor<f32>):
@@ -94,7 +82,87 @@ func.func @near_misses(%hf: tensor<?x64xf32>, %wf: tensor<100x64xf32>, %h: tenso
     %dh, %dw = liger.fused_linear_cross_entropy_grad %a, %b, %c, %d : tensor<?x64xbf16>, tensor<100x64xbf16>, tensor<?xi64>, tensor<f32>
     liger.yield %l, %dh, %dw : tensor<f32>, tensor<?x64xbf16>, tensor<100x64xbf16>
   }
-  return %0, %1, %2#0, %2#1, %4#0, %4#1, %4#2 : tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<?x64xbf16>, tensor<100x64xbf16>
+  return %0, %4#0, %4#1, %4#2 : tensor<f32>, tensor<f32>, tensor<?x64xbf16>, tensor<100x64xbf16>
+}
+
+// -----
+
+// A bias: the logits function takes it after W (the matmul's epilogue adds
+// it); the loss function and the gradient products are those without one
+// (the bias's gradient, G's column sums, is the caller's: no function).
+// CHECK-LABEL: func.func @with_bias
+//       CHECK:   liger.plan = {ce = @with_bias_loss0_ce, chunk_tokens = 128 : i64, class_weight = false, dw = @with_bias_loss0_dw, dw0 = @with_bias_loss0_dw0, dw_f32 = false, dx = @with_bias_loss0_dx, ignore_index = -100 : i64, logits = @with_bias_loss0_logits, mean = true, memory_budget = 256000 : i64}
+// CHECK-LABEL: func.func @with_bias_loss0_logits
+//  CHECK-SAME:   (%[[X:.+]]: tensor<?x256xbf16>, %[[W:.+]]: tensor<1000x256xbf16>, %[[B:.+]]: tensor<1000xbf16>) -> tensor<?x1000xbf16>
+//       CHECK:   liger.linear %[[X]], %[[W]], %[[B]] : tensor<?x256xbf16>, tensor<1000x256xbf16>, tensor<1000xbf16>
+// CHECK-LABEL: func.func @with_bias_loss0_ce
+//  CHECK-SAME:   (%{{.+}}: tensor<?x1000xbf16>, %{{.+}}: tensor<?xi64>, %{{.+}}: tensor<f32>) -> (tensor<f32>, tensor<?x1000xbf16>)
+// CHECK-LABEL: func.func @with_bias_loss0_dx
+//  CHECK-SAME:   (%{{.+}}: tensor<?x1000xbf16>, %{{.+}}: tensor<1000x256xbf16>) -> tensor<?x256xbf16>
+// CHECK-LABEL: func.func @with_bias_loss0_dw0
+// CHECK-LABEL: func.func @with_bias_loss0_dw
+//   CHECK-NOT:   func.func @with_bias_loss0_
+func.func @with_bias(%h: tensor<?x256xbf16>, %w: tensor<1000x256xbf16>, %t: tensor<?xi64>, %bias: tensor<1000xbf16>, %g: tensor<f32>) -> (tensor<f32>, tensor<?x256xbf16>, tensor<1000x256xbf16>, tensor<1000xbf16>) {
+  %r:4 = liger.fusion loss(%h, %w, %t, %bias, %g) : (tensor<?x256xbf16>, tensor<1000x256xbf16>, tensor<?xi64>, tensor<1000xbf16>, tensor<f32>) -> (tensor<f32>, tensor<?x256xbf16>, tensor<1000x256xbf16>, tensor<1000xbf16>) {
+  ^bb0(%a: tensor<?x256xbf16>, %b: tensor<1000x256xbf16>, %c: tensor<?xi64>, %e: tensor<1000xbf16>, %d: tensor<f32>):
+    %l = liger.fused_linear_cross_entropy %a, %b, %c bias(%e : tensor<1000xbf16>) : tensor<?x256xbf16>, tensor<1000x256xbf16>, tensor<?xi64>
+    %dh, %dw, %db = liger.fused_linear_cross_entropy_grad %a, %b, %c, %d bias(%e : tensor<1000xbf16>) : tensor<?x256xbf16>, tensor<1000x256xbf16>, tensor<?xi64>, tensor<f32>
+    liger.yield %l, %dh, %dw, %db : tensor<f32>, tensor<?x256xbf16>, tensor<1000x256xbf16>, tensor<1000xbf16>
+  }
+  return %r#0, %r#1, %r#2, %r#3 : tensor<f32>, tensor<?x256xbf16>, tensor<1000x256xbf16>, tensor<1000xbf16>
+}
+
+// -----
+
+// The z-loss returned apart: the loss function gives it after the loss
+// (summed as the loss; [rows] for reduction = none), before the gradient;
+// with a bias too, per token.
+// CHECK-LABEL: func.func @z_loss(
+//       CHECK:   liger.plan = {ce = @z_loss_loss0_ce,
+// CHECK-LABEL: func.func @z_loss_per_token_bias(
+//       CHECK:   liger.plan = {ce = @z_loss_per_token_bias_loss0_ce,
+// CHECK-LABEL: func.func @z_loss_in_the_loss(
+//       CHECK:   liger.plan = {ce = @z_loss_in_the_loss_loss0_ce,
+// CHECK-LABEL: func.func @z_loss_loss0_ce
+//  CHECK-SAME:   (%{{.+}}: tensor<?x1000xbf16>, %{{.+}}: tensor<?xi64>, %{{.+}}: tensor<f32>) -> (tensor<f32>, tensor<f32>, tensor<?x1000xbf16>)
+//       CHECK:   %[[L:.+]], %[[Z:.+]] = liger.cross_entropy %{{.+}}, %{{.+}} reduction = sum lse_square_scale = 9.99999974E-5 z_loss : tensor<?x1000xbf16>, tensor<?xi64>
+//       CHECK:   %[[D:.+]] = liger.cross_entropy_grad
+//       CHECK:   return %[[L]], %[[Z]], %[[D]] : tensor<f32>, tensor<f32>, tensor<?x1000xbf16>
+// CHECK-LABEL: func.func @z_loss_per_token_bias_loss0_logits
+//  CHECK-SAME:   tensor<1000xbf16>) -> tensor<?x1000xbf16>
+// CHECK-LABEL: func.func @z_loss_per_token_bias_loss0_ce
+//  CHECK-SAME:   (%{{.+}}: tensor<?x1000xbf16>, %{{.+}}: tensor<?xi64>, %{{.+}}: tensor<?xf32>) -> (tensor<?xf32>, tensor<?xf32>, tensor<?x1000xbf16>)
+//       CHECK:   liger.cross_entropy {{.+}} reduction = none {{.+}} z_loss
+// Near-miss: without `z_loss` the loss function gives the loss alone (the
+// z-loss term stays in it).
+// CHECK-LABEL: func.func @z_loss_in_the_loss_loss0_ce
+//  CHECK-SAME:   -> (tensor<f32>, tensor<?x1000xbf16>)
+//   CHECK-NOT:   z_loss
+//       CHECK:   return
+func.func @z_loss(%h: tensor<?x256xbf16>, %w: tensor<1000x256xbf16>, %t: tensor<?xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<f32>, tensor<?x256xbf16>, tensor<1000x256xbf16>) {
+  %r:4 = liger.fusion loss(%h, %w, %t, %g) : (tensor<?x256xbf16>, tensor<1000x256xbf16>, tensor<?xi64>, tensor<f32>) -> (tensor<f32>, tensor<f32>, tensor<?x256xbf16>, tensor<1000x256xbf16>) {
+  ^bb0(%a: tensor<?x256xbf16>, %b: tensor<1000x256xbf16>, %c: tensor<?xi64>, %d: tensor<f32>):
+    %l, %z = liger.fused_linear_cross_entropy %a, %b, %c lse_square_scale = 1.0e-4 z_loss : tensor<?x256xbf16>, tensor<1000x256xbf16>, tensor<?xi64>
+    %dh, %dw = liger.fused_linear_cross_entropy_grad %a, %b, %c, %d lse_square_scale = 1.0e-4 : tensor<?x256xbf16>, tensor<1000x256xbf16>, tensor<?xi64>, tensor<f32>
+    liger.yield %l, %z, %dh, %dw : tensor<f32>, tensor<f32>, tensor<?x256xbf16>, tensor<1000x256xbf16>
+  }
+  return %r#0, %r#1, %r#2, %r#3 : tensor<f32>, tensor<f32>, tensor<?x256xbf16>, tensor<1000x256xbf16>
+}
+func.func @z_loss_per_token_bias(%h: tensor<?x256xbf16>, %w: tensor<1000x256xbf16>, %t: tensor<?xi64>, %bias: tensor<1000xbf16>) -> (tensor<?xf32>, tensor<?xf32>) {
+  %r:2 = liger.fusion loss(%h, %w, %t, %bias) : (tensor<?x256xbf16>, tensor<1000x256xbf16>, tensor<?xi64>, tensor<1000xbf16>) -> (tensor<?xf32>, tensor<?xf32>) {
+  ^bb0(%a: tensor<?x256xbf16>, %b: tensor<1000x256xbf16>, %c: tensor<?xi64>, %e: tensor<1000xbf16>):
+    %l, %z = liger.fused_linear_cross_entropy %a, %b, %c bias(%e : tensor<1000xbf16>) reduction = none lse_square_scale = 1.0e-4 z_loss : tensor<?x256xbf16>, tensor<1000x256xbf16>, tensor<?xi64>
+    liger.yield %l, %z : tensor<?xf32>, tensor<?xf32>
+  }
+  return %r#0, %r#1 : tensor<?xf32>, tensor<?xf32>
+}
+func.func @z_loss_in_the_loss(%h: tensor<?x256xbf16>, %w: tensor<1000x256xbf16>, %t: tensor<?xi64>) -> tensor<f32> {
+  %r = liger.fusion loss(%h, %w, %t) : (tensor<?x256xbf16>, tensor<1000x256xbf16>, tensor<?xi64>) -> tensor<f32> {
+  ^bb0(%a: tensor<?x256xbf16>, %b: tensor<1000x256xbf16>, %c: tensor<?xi64>):
+    %l = liger.fused_linear_cross_entropy %a, %b, %c lse_square_scale = 1.0e-4 : tensor<?x256xbf16>, tensor<1000x256xbf16>, tensor<?xi64>
+    liger.yield %l : tensor<f32>
+  }
+  return %r : tensor<f32>
 }
 
 // -----
@@ -139,6 +207,31 @@ func.func @weighted(%h: tensor<?x256xbf16>, %w: tensor<1000x256xbf16>, %t: tenso
     liger.yield %l, %dh, %dw : tensor<f32>, tensor<?x256xbf16>, tensor<1000x256xbf16>
   }
   return %r#0, %r#1, %r#2 : tensor<f32>, tensor<?x256xbf16>, tensor<1000x256xbf16>
+}
+
+// -----
+
+// Near-misses with a bias: a gradient without the loss's bias, and one with
+// another bias.
+// WARN: warning: liger-plan-loss: left for later: the gradient is not of the loss in the group (other operands)
+// WARN: warning: liger-plan-loss: left for later: the gradient is not of the loss in the group (other operands)
+// CHECK-LABEL: func.func @bias_near_misses
+//   CHECK-NOT:   liger.plan
+//   CHECK-NOT:   func.func @bias_near_misses_loss
+func.func @bias_near_misses(%h: tensor<?x64xbf16>, %w: tensor<100x64xbf16>, %t: tensor<?xi64>, %bias: tensor<100xbf16>, %other: tensor<100xbf16>, %g: tensor<f32>) -> (tensor<f32>, tensor<?x64xbf16>, tensor<100x64xbf16>, tensor<f32>, tensor<?x64xbf16>, tensor<100x64xbf16>, tensor<100xbf16>) {
+  %0:3 = liger.fusion loss(%h, %w, %t, %bias, %g) : (tensor<?x64xbf16>, tensor<100x64xbf16>, tensor<?xi64>, tensor<100xbf16>, tensor<f32>) -> (tensor<f32>, tensor<?x64xbf16>, tensor<100x64xbf16>) {
+  ^bb0(%a: tensor<?x64xbf16>, %b: tensor<100x64xbf16>, %c: tensor<?xi64>, %e: tensor<100xbf16>, %d: tensor<f32>):
+    %l = liger.fused_linear_cross_entropy %a, %b, %c bias(%e : tensor<100xbf16>) : tensor<?x64xbf16>, tensor<100x64xbf16>, tensor<?xi64>
+    %dh, %dw = liger.fused_linear_cross_entropy_grad %a, %b, %c, %d : tensor<?x64xbf16>, tensor<100x64xbf16>, tensor<?xi64>, tensor<f32>
+    liger.yield %l, %dh, %dw : tensor<f32>, tensor<?x64xbf16>, tensor<100x64xbf16>
+  }
+  %1:4 = liger.fusion loss(%h, %w, %t, %bias, %other, %g) : (tensor<?x64xbf16>, tensor<100x64xbf16>, tensor<?xi64>, tensor<100xbf16>, tensor<100xbf16>, tensor<f32>) -> (tensor<f32>, tensor<?x64xbf16>, tensor<100x64xbf16>, tensor<100xbf16>) {
+  ^bb0(%a: tensor<?x64xbf16>, %b: tensor<100x64xbf16>, %c: tensor<?xi64>, %e: tensor<100xbf16>, %f: tensor<100xbf16>, %d: tensor<f32>):
+    %l = liger.fused_linear_cross_entropy %a, %b, %c bias(%e : tensor<100xbf16>) : tensor<?x64xbf16>, tensor<100x64xbf16>, tensor<?xi64>
+    %dh, %dw, %db = liger.fused_linear_cross_entropy_grad %a, %b, %c, %d bias(%f : tensor<100xbf16>) : tensor<?x64xbf16>, tensor<100x64xbf16>, tensor<?xi64>, tensor<f32>
+    liger.yield %l, %dh, %dw, %db : tensor<f32>, tensor<?x64xbf16>, tensor<100x64xbf16>, tensor<100xbf16>
+  }
+  return %0#0, %0#1, %0#2, %1#0, %1#1, %1#2, %1#3 : tensor<f32>, tensor<?x64xbf16>, tensor<100x64xbf16>, tensor<f32>, tensor<?x64xbf16>, tensor<100x64xbf16>, tensor<100xbf16>
 }
 
 // -----

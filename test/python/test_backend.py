@@ -450,6 +450,43 @@ def test_the_norm_operators_run_as_they_are():
             part.summary()
 
 
+class BiasedHead(torch.nn.Module):
+    """A projection, then an lm_head with a bias and HF's loss on its f32
+    logits."""
+
+    def __init__(self, hidden=16, vocab=40):
+        super().__init__()
+        self.proj = torch.nn.Linear(hidden, hidden, bias=False)
+        self.lm_head = torch.nn.Linear(hidden, vocab, bias=True)
+
+    def forward(self, x, labels):
+        logits = self.lm_head(self.proj(x)).float()
+        return torch.nn.functional.cross_entropy(logits.view(-1, logits.shape[-1]),
+                                                 labels.view(-1))
+
+
+@needs_runner
+def test_an_lm_head_bias_goes_into_the_fused_loss():
+    """The lm_head + loss with a bias: the fused loss's operator adds the
+    bias to the logits and gives its gradient (not dropped, not left to
+    Inductor); loss and every gradient, the bias's among them, as eager."""
+    torch.manual_seed(0)
+    head = BiasedHead().to(torch.bfloat16)
+    compiled = torch.compile(head, backend="liger")
+    eager = copy.deepcopy(head)
+    x = torch.randn(2, 7, 16, dtype=torch.bfloat16)
+    labels = torch.randint(0, 40, (2, 7))
+    labels[0, 3] = -100
+    got, want = compiled(x, labels), eager(x, labels)
+    got.backward()
+    want.backward()
+    assert abs(got.item() - want.item()) <= 1e-2 * abs(want.item())
+    for (name, p), (_, q) in zip(head.named_parameters(), eager.named_parameters()):
+        assert relative(p.grad, q.grad) <= 2e-2, name
+    recognised = "\n".join(lb.reports()[-1].recognition)
+    assert "[recognise-lm-head-loss] recognised liger.fused_linear_cross_entropy" in recognised
+
+
 @needs_runner
 def test_debug_prints_each_graph_and_dump_writes_every_stage(tmp_path, monkeypatch, capfd):
     monkeypatch.setenv("LIGER_DEBUG", "1")

@@ -454,21 +454,21 @@ REFUSED = {
         lambda: nn.LigerFusedLinearCrossEntropyLoss(memory_budget=0), LigerValueError,
         "liger.nn.LigerFusedLinearCrossEntropyLoss: memory_budget must be in "
         "[1, 9223372036854775807], got 0"),
-    "flce_bias": (
-        lambda: nn.LigerFusedLinearCrossEntropyLoss()(
-            torch.ones(24, 16, dtype=torch.bfloat16), torch.ones(7, 16, dtype=torch.bfloat16),
-            TARGETS, torch.zeros(24)), LigerValueError,
-        "liger.nn.LigerFusedLinearCrossEntropyLoss: bias is not supported "
-        "(liger.ops.fused_linear_cross_entropy takes an lm_head without a bias), got a "
-        "tensor of shape [24]"),
 }
 
-# Liger-Kernel's extra outputs, of both losses.
-for _loss in (nn.LigerCrossEntropyLoss, nn.LigerFusedLinearCrossEntropyLoss):
-    for _flag in ("return_z_loss", "return_token_accuracy", "return_predicted_tokens"):
+# Liger-Kernel's extra outputs that liger does not compute (the fused loss
+# returns the z-loss: test_fused_linear_cross_entropy.py).
+for _loss, _flags, _why in (
+        (nn.LigerCrossEntropyLoss,
+         ("return_z_loss", "return_token_accuracy", "return_predicted_tokens"),
+         "liger.ops returns the loss alone"),
+        (nn.LigerFusedLinearCrossEntropyLoss,
+         ("return_token_accuracy", "return_predicted_tokens"),
+         "liger.ops returns the loss and the z-loss alone")):
+    for _flag in _flags:
         REFUSED["%s_%s" % (_loss.__name__, _flag)] = (
             lambda loss=_loss, flag=_flag: loss(**{flag: True}),
-            *_refused(_loss.__name__, _flag, True, "liger.ops returns the loss alone"))
+            *_refused(_loss.__name__, _flag, True, _why))
 
 
 @pytest.mark.parametrize("case", list(REFUSED))

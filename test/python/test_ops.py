@@ -37,6 +37,10 @@ CE_SPECS = [
 ]
 
 FLCE_SPEC = ops.fused_linear_cross_entropy_spec(1000, 256, "bf16", label_smoothing=0.1)
+# An lm_head bias and the z-loss returned apart.
+FLCE_BIAS_SPEC = ops.fused_linear_cross_entropy_spec(1000, 256, "bf16", label_smoothing=0.1,
+                                                     lse_square_scale=1e-4, bias=True,
+                                                     return_z_loss=True)
 
 needs_ptxas = pytest.mark.skipif(
     not shutil.which("ptxas") and not os.path.exists("/usr/local/cuda/bin/ptxas"),
@@ -51,7 +55,7 @@ def test_specs_are_canonical():
     assert str(ops.rms_norm_spec(1000, "bf16")) == (
         "rms_norm:casting=llama,dtype=bf16,eps=1e-06,hidden=1000,offset=0.0,weight_dtype=bf16")
     # The text form reads back into the same spec, for every op.
-    for spec in SPECS + CE_SPECS + [FLCE_SPEC]:
+    for spec in SPECS + CE_SPECS + [FLCE_SPEC, FLCE_BIAS_SPEC]:
         assert ops.parse_spec(str(spec), spec.target) == spec
     assert ops.parse_spec(str(SPECS[1])).casting == "gemma"
     # Any attribute is part of the key, and so is the target.
@@ -138,6 +142,36 @@ def test_fused_linear_cross_entropy_module_verifies():
     assert "reduction = sum" in out and "accumulate" in out
 
 
+def test_fused_linear_cross_entropy_bias_and_z_loss_module():
+    """bias and return_z_loss: fields written only when set (the specs
+    before them keep their text and their bundles' keys); @loss takes the
+    bias after the targets and gives the loss, the z-loss, dh, dW and
+    dbias; the plan's logits function takes the bias after W, its loss
+    function gives the z-loss after the loss (and nothing for dbias)."""
+    assert "bias=1" in str(FLCE_BIAS_SPEC) and "return_z_loss=1" in str(FLCE_BIAS_SPEC)
+    assert "bias" not in str(FLCE_SPEC) and "z_loss" not in str(FLCE_SPEC)
+    assert str(FLCE_SPEC) == (
+        "fused_linear_cross_entropy:dtype=bf16,hidden=256,ignore_index=-100,"
+        "label_smoothing=0.1,lse_square_scale=0.0,reduction=mean,softcap=0.0,"
+        "target_dtype=i64,vocab=1000,weighted=0")
+    for flag in ("bias", "return_z_loss"):
+        one = ops.fused_linear_cross_entropy_spec(1000, 256, "bf16", **{flag: True})
+        assert ops.bundle_key(one) != ops.bundle_key(
+            ops.fused_linear_cross_entropy_spec(1000, 256, "bf16"))
+        with pytest.raises(LigerError, match="^%s must be a bool, got 1$" % flag):
+            ops.fused_linear_cross_entropy_spec(1000, 256, "bf16", **{flag: 1})
+    text = ops.module_text(FLCE_BIAS_SPEC)
+    assert "%b: tensor<1000xbf16>, %g: tensor<f32>) -> (tensor<f32>, tensor<f32>, " \
+        "tensor<?x256xbf16>, tensor<1000x256xbf16>, tensor<1000xbf16>)" in text
+    out = driver.run_opt(text, ["--liger-fuse-linear-cross-entropy", "--liger-plan-loss"])
+    assert "func.func @loss_loss0_logits(%arg0: tensor<?x256xbf16>, %arg1: " \
+        "tensor<1000x256xbf16>, %arg2: tensor<1000xbf16>) -> tensor<?x1000xbf16>" in out
+    assert "-> (tensor<f32>, tensor<f32>, tensor<?x1000xbf16>)" in out
+    assert sorted(stage for stage in ("logits", "ce", "dx", "dw0", "dw", "db")
+                  if "func.func @loss_loss0_%s(" % stage in out) == [
+                      "ce", "dw", "dw0", "dx", "logits"]
+
+
 def _plan_kernels(path):
     import json
     (plan,) = json.load(open(os.path.join(path, "manifest.json")))["plans"]
@@ -173,6 +207,47 @@ def test_per_token_fused_linear_cross_entropy_kernels(tmp_path, target):
         ("input", "bf16", ["rows", 1024]), ("input", "i64", ["rows"]),
         ("input", "f32", ["rows"]), ("output", "f32", ["rows"]),
         ("output", "bf16", ["rows", 1024])]
+
+
+@needs_ptxas
+@pytest.mark.parametrize("target", ["sm_90a", "sm_80"])
+@pytest.mark.parametrize("reduction", ["mean", "none"])
+def test_fused_linear_cross_entropy_bias_and_z_loss_kernels(tmp_path, target, reduction):
+    """The same five kernels; the logits kernel takes the bias [V] after W,
+    the loss kernel gives the z-loss after the loss (a scalar, or [rows]
+    per token): what liger.loss_plan reads to run the plan."""
+    from liger import loss_plan
+    # (A vocabulary of whole 64-byte slices: the mma.sync targets' dx reads
+    # G in them.)
+    spec = ops.fused_linear_cross_entropy_spec(1024, 256, "bf16", reduction=reduction,
+                                               lse_square_scale=1e-4, bias=True,
+                                               return_z_loss=True)
+    (path,) = ops.precompile(str(tmp_path), [spec], target)
+    plan = _plan_kernels(path)
+    assert sorted(plan["kernels"]) == ["ce", "dw", "dw0", "dx", "logits"]
+    (module,) = json.load(open(os.path.join(path, "manifest.json")))["modules"]
+    kernels = {k["name"]: k for k in module["kernels"]}
+    logits, ce = (kernels[plan["kernels"][stage]] for stage in ("logits", "ce"))
+    assert [(p["role"], p["dtype"], p["shape"]) for p in logits["params"]] == [
+        ("input", "bf16", ["rows", 256]), ("input", "bf16", [1024, 256]),
+        ("input", "bf16", [1024]), ("output", "bf16", ["rows", 1024])]
+    loss = [] if reduction == "mean" else ["rows"]
+    assert [(p["dtype"], p["shape"]) for p in ce["params"] if p["role"] == "output"] == [
+        ("f32", loss), ("f32", loss), ("bf16", ["rows", 1024])]
+
+    class Kernel:  # (as liger.runtime.Kernel describes one)
+        def __init__(self, k):
+            self.inputs = [p for p in k["params"] if p["role"] == "input"]
+            self.outputs = [p for p in k["params"] if p["role"] == "output"]
+    assert loss_plan.takes_bias(Kernel(logits)) and loss_plan.gives_z_loss(Kernel(ce))
+    assert loss_plan.per_token(Kernel(ce)) == (reduction == "none")
+    plain = ops.fused_linear_cross_entropy_spec(1024, 256, "bf16", reduction=reduction)
+    (path,) = ops.precompile(str(tmp_path / "plain"), [plain], target)
+    plan = _plan_kernels(path)
+    (module,) = json.load(open(os.path.join(path, "manifest.json")))["modules"]
+    kernels = {k["name"]: Kernel(k) for k in module["kernels"]}
+    assert not loss_plan.takes_bias(kernels[plan["kernels"]["logits"]])
+    assert not loss_plan.gives_z_loss(kernels[plan["kernels"]["ce"]])
 
 
 @needs_ptxas

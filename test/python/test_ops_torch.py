@@ -45,6 +45,7 @@ def _cases():
     cw = torch.rand(16) + 0.5
     h, lw = _randn(6, 16, dtype=torch.bfloat16, grad=True), \
         _randn(24, 16, dtype=torch.bfloat16, grad=True)
+    lb = _randn(24, dtype=torch.bfloat16, grad=True)
     rstd = torch.rand(2, 3) + 0.5
     res, b = _randn(2, 3, 16, grad=True), _randn(16, grad=True)
     total = (x + res).detach()
@@ -84,18 +85,38 @@ def _cases():
                                                             0.0, 0.0)),
         "cross_entropy_": (L.cross_entropy_, (logits.detach().clone(), t, None, -100, 0.0,
                                               "sum", 0.0, 0.0)),
+        # (hidden, weight, target, bias, class_weight, ignore_index,
+        # label_smoothing, reduction, softcap, lse_square_scale,
+        # return_z_loss, memory_budget, dw_f32, want_dx, want_dw, want_db)
         "fused_linear_cross_entropy": (L.fused_linear_cross_entropy, (
-            h, lw, t, None, -100, 0.0, "mean", 0.0, 0.0, 2 * 24 * 2, False, True, True)),
+            h, lw, t, None, None, -100, 0.0, "mean", 0.0, 0.0, False, 2 * 24 * 2, False, True,
+            True, False)),
         "fused_linear_cross_entropy_frozen": (L.fused_linear_cross_entropy, (
-            h, lw.detach(), t, torch.rand(24) + 0.5, -100, 0.0, "sum", 0.0, 0.0, 2 ** 20, True, True, False)),
+            h, lw.detach(), t, None, torch.rand(24) + 0.5, -100, 0.0, "sum", 0.0, 0.0, False,
+            2 ** 20, True, True, False, False)),
+        # A bias (its gradient the column sums of G) and the z-loss apart
+        # (no gradient of its own); a frozen bias gets none.
+        "fused_linear_cross_entropy_bias_zloss": (L.fused_linear_cross_entropy, (
+            h, lw, t, lb, None, -100, 0.1, "mean", 0.0, 1e-3, True, 2 * 24 * 2, False, True,
+            True, True)),
+        "fused_linear_cross_entropy_frozen_bias": (L.fused_linear_cross_entropy, (
+            h, lw, t, lb.detach(), None, -100, 0.0, "sum", 5.0, 0.0, False, 3 * 24 * 2, True,
+            True, True, False)),
         # Per token: the forward gives the losses alone, the backward runs
         # the chunks again with the incoming gradient of each token.
         "fused_linear_cross_entropy_none": (L.fused_linear_cross_entropy, (
-            h, lw, t, torch.rand(24) + 0.5, -100, 0.1, "none", 5.0, 1e-3, 2 * 24 * 2, False, True,
-            True)),
+            h, lw, t, None, torch.rand(24) + 0.5, -100, 0.1, "none", 5.0, 1e-3, False,
+            2 * 24 * 2, False, True, True, False)),
+        "fused_linear_cross_entropy_none_bias_zloss": (L.fused_linear_cross_entropy, (
+            h, lw, t, lb, None, -100, 0.0, "none", 0.0, 1e-3, True, 2 * 24 * 2, False, True,
+            True, True)),
         "fused_linear_cross_entropy_backward": (L.fused_linear_cross_entropy_backward, (
-            h.detach(), lw.detach(), t, None, torch.rand(6) - 0.5, -100, 0.0, 0.0, 0.0,
-            3 * 24 * 2, True, True, True)),
+            h.detach(), lw.detach(), t, None, None, torch.rand(6) - 0.5, -100, 0.0, 0.0, 0.0,
+            3 * 24 * 2, True, True, True, False)),
+        "fused_linear_cross_entropy_backward_none_bias": (
+            L.fused_linear_cross_entropy_backward, (
+                h.detach(), lw.detach(), t, lb.detach(), None, torch.rand(6) - 0.5, -100, 0.0,
+                0.0, 0.0, 3 * 24 * 2, False, True, False, True)),
         **_divergence_cases(),
         **_lora_cases(),
     }
@@ -164,7 +185,7 @@ def test_every_operator_is_checked():
     from liger import operators
     defined = {name for name, value in vars(operators).items()
                if isinstance(value, torch._library.custom_ops.CustomOpDef)}
-    assert defined == {c.split("_none")[0].split("_frozen")[0] for c in OPS}
+    assert defined == {c.split("_none")[0].split("_frozen")[0].split("_bias")[0] for c in OPS}
     assert "cross_entropy_none_rank3_flat" in OPS
 
 

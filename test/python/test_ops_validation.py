@@ -363,22 +363,26 @@ def test_a_configuration_seen_is_checked_once(monkeypatch):
 
 
 def test_the_fused_loss_forms_the_gradients_autograd_will_ask_for(monkeypatch):
-    """dx and dW only for tensors that require a gradient, and none under
-    torch.no_grad (an lm_head Parameter in evaluation)."""
+    """dx, dW and dbias only for tensors that require a gradient, and none
+    under torch.no_grad (an lm_head Parameter in evaluation)."""
     from liger import operators
     wanted = []
 
     def recording(*args):
-        wanted.append(args[-2:])
-        return torch.zeros(()), torch.empty(0), torch.empty(0)
+        wanted.append(args[-3:])
+        return (torch.zeros(()),) + (torch.empty(0),) * 4
     monkeypatch.setattr(operators, "fused_linear_cross_entropy", recording)
     h, w = H.clone().requires_grad_(True), torch.nn.Parameter(LW.clone())
+    b = torch.nn.Parameter(torch.zeros(LW.shape[0], dtype=LW.dtype))
     ops.fused_linear_cross_entropy(h, w, T)
     ops.fused_linear_cross_entropy(h, w.detach(), T)
     ops.fused_linear_cross_entropy(H, w, T)
+    ops.fused_linear_cross_entropy(H, w.detach(), T, bias=b)
+    ops.fused_linear_cross_entropy(h, w, T, bias=b.detach())
     with torch.no_grad():
-        ops.fused_linear_cross_entropy(h, w, T)
-    assert wanted == [(True, True), (True, False), (False, True), (False, False)]
+        ops.fused_linear_cross_entropy(h, w, T, bias=b)
+    assert wanted == [(True, True, False), (True, False, False), (False, True, False),
+                      (False, False, True), (True, True, False), (False, False, False)]
 
 
 def test_errors_are_liger_errors_and_python_errors():

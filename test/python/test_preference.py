@@ -342,13 +342,13 @@ REFUSED = {
     "bias": (
         lambda: nn.LigerFusedLinearSimPOLoss()(W, X, TG, torch.zeros(V)), LigerValueError,
         "liger.preference.fused_linear_simpo: bias is not supported "
-        "(liger.ops.fused_linear_cross_entropy takes an lm_head without a bias), got a "
+        "(liger's preference losses take an lm_head without a bias), got a "
         "tensor of shape [24]"),
     "ref_bias": (
         lambda: nn.LigerFusedLinearDPOLoss()(W, X, TG, ref_input=X, ref_weight=W,
                                              ref_bias=torch.zeros(V)), LigerValueError,
         "liger.preference.fused_linear_dpo: ref_bias is not supported "
-        "(liger.ops.fused_linear_cross_entropy takes an lm_head without a bias), got a "
+        "(liger's preference losses take an lm_head without a bias), got a "
         "tensor of shape [24]"),
     "no_reference": (
         lambda: nn.LigerFusedLinearDPOLoss()(W, X, TG), LigerValueError,

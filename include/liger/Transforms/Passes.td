@@ -283,10 +283,12 @@ def PlanLossPass : Pass<"liger-plan-loss", "::mlir::ModuleOp"> {
     For every `loss` group holding `liger.fused_linear_cross_entropy` (and
     optionally its `liger.fused_linear_cross_entropy_grad`), writes the
     functions of one chunk of tokens beside the group's function —
-    `@<fn>_loss<i>_logits` (the chunk's logits), `_ce` (its summed loss and,
-    over the logits, their gradient for an incoming gradient `%g`; for
+    `@<fn>_loss<i>_logits` (the chunk's logits; with a bias it takes the
+    bias after W and the matmul's epilogue adds it), `_ce` (its summed loss
+    and, over the logits, their gradient for an incoming gradient `%g`; for
     `reduction = none` each row's loss and the gradient for each row's
-    incoming gradient, both `[rows]`), and with
+    incoming gradient, both `[rows]`; with `z_loss` the z-loss term apart,
+    a second result), and with
     the backward `_dx` (dx = G·W), `_dw0` (the first chunk's dW = Gᵀ·x) and
     `_dw` (dW += Gᵀ·x in W's dtype; with `dw-f32` into an f32 buffer, and
     no `_dw0`) — and records the plan on the group as
@@ -297,12 +299,15 @@ def PlanLossPass : Pass<"liger-plan-loss", "::mlir::ModuleOp"> {
     chunk (liger.runtime.run_loss_plan), so the [tokens, vocab] logits are
     never held. liger.ops.fused_linear_cross_entropy compiles its two
     lm_head ops through this plan and runs these kernels (choosing the chunk
-    at call time by the same rule).
+    at call time by the same rule). The bias's gradient, the column sums of
+    G, has no function of its own: the caller adds up each chunk's G, which
+    it holds for dx and dW anyway (one more read of it, as Liger-Kernel's
+    chunk loop does).
 
-    Left alone, with a warning naming the reason: a bias, a returned z-loss,
-    f32 (the matmul kernels take bf16/f16), a backward whose
-    operands or attributes differ from the forward's, and a budget that
-    holds no row of logits.
+    Left alone, with a warning naming the reason: f32 (the matmul kernels
+    take bf16/f16), a backward whose operands (bias among them) or
+    attributes differ from the forward's, class weights with a z-loss under
+    `reduction = mean`, and a budget that holds no row of logits.
   }];
   let options = [
     Option<"memoryBudget", "memory-budget", "int64_t",

@@ -64,12 +64,10 @@ def _cross_entropy_spec(o, a, target):
 
 def _flce(options):
     def call(o, a):
-        if o.get("bias") is not None:
-            raise LigerError("liger.ops.fused_linear_cross_entropy takes an lm_head without a "
-                             "bias")
+        # (An lm_head's bias is added to the logits and gets its gradient.)
         return (ops.fused_linear_cross_entropy(
             o["hidden"], o["weight"], o["target"], o.get("class_weight"),
-            memory_budget=options.loss_memory_budget, **_loss_attrs(a)),)
+            memory_budget=options.loss_memory_budget, bias=o.get("bias"), **_loss_attrs(a)),)
     return call
 
 
@@ -77,7 +75,8 @@ def _flce_spec(o, a, target):
     w = o["weight"]
     return specs.fused_linear_cross_entropy_spec(
         w.shape[0], w.shape[1], o["hidden"].dtype, o["target"].dtype,
-        weighted=o.get("class_weight") is not None, target=target, **_loss_attrs(a))
+        weighted=o.get("class_weight") is not None, bias=o.get("bias") is not None,
+        target=target, **_loss_attrs(a))
 
 
 def _lora(o, a):

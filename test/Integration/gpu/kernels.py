@@ -453,6 +453,31 @@ def ops_flce_cases():
         "flce_bf16_none_llama3": (ops.fused_linear_cross_entropy_spec(
             128256, 4096, "bf16", reduction="none", dw_f32=True), (301, 4096, 128256),
             128 * 128256 * 2, dict(reduction="none", dw_f32=True)),
+        # An lm_head bias (the logits kernel's epilogue adds it; dbias the
+        # column sums of each chunk's G) and the z-loss returned apart:
+        # the mean, per token with every attribute, a frozen bias with the
+        # sum into f32 dW, one token, and Llama-3's lm_head.
+        "flce_bf16_bias_zloss_mean": (ops.fused_linear_cross_entropy_spec(
+            1000, 256, "bf16", label_smoothing=0.1, lse_square_scale=1e-4, bias=True,
+            return_z_loss=True), (300, 256, 1000), 128 * 1000 * 2,
+            dict(label_smoothing=0.1, lse_square_scale=1e-4, bias=True, return_z_loss=True)),
+        "flce_bf16_bias_zloss_none_all": (ops.fused_linear_cross_entropy_spec(
+            4000, 512, "bf16", label_smoothing=0.1, reduction="none", softcap=30.0,
+            lse_square_scale=1e-4, weighted=True, bias=True, return_z_loss=True),
+            (77, 512, 4000), 64 * 4000 * 2,
+            dict(label_smoothing=0.1, reduction="none", softcap=30.0, lse_square_scale=1e-4,
+                 weighted=True, bias=True, return_z_loss=True)),
+        "flce_bf16_frozen_bias_sum_dw_f32": (ops.fused_linear_cross_entropy_spec(
+            1000, 256, "bf16", reduction="sum", dw_f32=True, bias=True), (200, 256, 1000),
+            128 * 1000 * 2, dict(reduction="sum", dw_f32=True, bias=True, frozen_bias=True)),
+        "flce_bf16_bias_zloss_one_token": (ops.fused_linear_cross_entropy_spec(
+            1000, 256, "bf16", lse_square_scale=1e-4, bias=True, return_z_loss=True),
+            (1, 256, 1000), 128 * 1000 * 2,
+            dict(lse_square_scale=1e-4, bias=True, return_z_loss=True)),
+        "flce_bf16_bias_zloss_llama3": (ops.fused_linear_cross_entropy_spec(
+            128256, 4096, "bf16", lse_square_scale=1e-4, bias=True, return_z_loss=True),
+            (301, 4096, 128256), 256 * 128256 * 2,
+            dict(lse_square_scale=1e-4, bias=True, return_z_loss=True)),
     }
 
 
@@ -913,22 +938,31 @@ def cross_entropy_module_text():
 # --loss-memory-budget=LOSS_PLAN_BUDGET): function -> (vocab, hidden, dtype,
 # attributes as written, kwargs of F.cross_entropy / the reference).
 LOSS_PLAN_BUDGET = 128 * 1000 * 2  # 128-token chunks at vocabulary 1000
+# With "bias": an lm_head bias [V] (a parameter after the targets, dbias a
+# last result); with "z_loss": the z-loss term returned apart (a second
+# result), at that lse_square_scale.
 LOSS_PLANS = {
     "step_mean": (1000, 256, "bf16", "label_smoothing = 0.1", dict(label_smoothing=0.1)),
     "step_sum": (1000, 512, "f16", "reduction = sum softcap = 30.0",
                  dict(reduction="sum", softcap=30.0)),
+    "step_bias_z_loss": (1000, 256, "bf16", "label_smoothing = 0.1 lse_square_scale = 1.0e-3",
+                         dict(label_smoothing=0.1, bias=True, z_loss=1e-3)),
 }
 
 
 def loss_plan_module_text():
     """A training step's lm_head loss and gradients per LOSS_PLANS entry."""
     out = []
-    for name, (v, h, dt, attrs, _) in sorted(LOSS_PLANS.items()):
+    for name, (v, h, dt, attrs, kw) in sorted(LOSS_PLANS.items()):
         X, W, T = "tensor<?x%dx%s>" % (h, dt), "tensor<%dx%dx%s>" % (v, h, dt), "tensor<?xi64>"
-        out.append(f"""func.func @{name}(%h: {X}, %w: {W}, %t: {T}, %g: tensor<f32>) -> (tensor<f32>, {X}, {W}) {{
-  %l = liger.fused_linear_cross_entropy %h, %w, %t {attrs} : {X}, {W}, {T}
-  %dh, %dw = liger.fused_linear_cross_entropy_grad %h, %w, %t, %g {attrs} : {X}, {W}, {T}, tensor<f32>
-  return %l, %dh, %dw : tensor<f32>, {X}, {W}
+        B = "tensor<%dx%s>" % (v, dt)
+        bparam, buse, btype, db = (", %%b: %s" % B, " bias(%%b : %s)" % B, ", " + B, ", %db") \
+            if kw.get("bias") else ("",) * 4
+        z, ztype, zattr = (", %z", ", tensor<f32>", " z_loss") if "z_loss" in kw else ("",) * 3
+        out.append(f"""func.func @{name}(%h: {X}, %w: {W}, %t: {T}{bparam}, %g: tensor<f32>) -> (tensor<f32>{ztype}, {X}, {W}{btype}) {{
+  %l{z} = liger.fused_linear_cross_entropy %h, %w, %t{buse} {attrs}{zattr} : {X}, {W}, {T}
+  %dh, %dw{db} = liger.fused_linear_cross_entropy_grad %h, %w, %t, %g{buse} {attrs} : {X}, {W}, {T}, tensor<f32>
+  return %l{z}, %dh, %dw{db} : tensor<f32>{ztype}, {X}, {W}{btype}
 }}
 """)
     return "\n".join(out)

@@ -131,3 +131,32 @@ def test_fused_linear_cross_entropy_loss():
     expected.backward()
     check(lx.grad, x64.grad, "bf16", "flce gradient of _input")
     check(lw.grad, w64.grad, "bf16", "flce gradient of lin_weight")
+
+
+@pytest.mark.experimental  # its matmul kernels are liger-compile --matmul-kernels
+def test_fused_linear_cross_entropy_loss_with_a_bias_and_the_z_loss():
+    # liger.ops' "flce_bf16_bias_zloss_mean" configuration (lm_head [1000,
+    # 256] with a bias, label smoothing, the z-loss returned apart), called
+    # as Liger-Kernel calls the module: (lin_weight, _input, target, bias),
+    # a CrossEntropyOutput back.
+    m = nn.LigerFusedLinearCrossEntropyLoss(None, -100, 1e-4, 0.1, "mean", None, True,
+                                            memory_budget=128 * 1000 * 2)
+    x = torch.randn(300, 256, device="cuda").to(torch.bfloat16)
+    w = (torch.randn(1000, 256, device="cuda") * 3 / 16).to(torch.bfloat16)
+    b = torch.randn(1000, device="cuda").to(torch.bfloat16)
+    t = torch.randint(0, 1000, (300,), device="cuda")
+    t[::5] = -100
+    lx, lw, lb = (v.clone().requires_grad_(True) for v in (x, w, b))
+    out = m(lw, lx, t, lb)
+    assert isinstance(out, nn.CrossEntropyOutput) and out.token_accuracy is None
+    x64, w64, b64 = (v.double().requires_grad_(True) for v in (x, w, b))
+    z = (x64 @ w64.t() + b64).to(torch.bfloat16).double()
+    z_loss = 1e-4 * (torch.logsumexp(z, -1) ** 2)[t != -100].mean()
+    expected = F.cross_entropy(z, t, label_smoothing=0.1) + z_loss
+    check(out.loss, expected.detach(), "bf16", "flce loss")
+    check(out.z_loss, z_loss.detach(), "bf16", "flce z-loss")
+    out.loss.backward()
+    expected.backward()
+    check(lx.grad, x64.grad, "bf16", "flce gradient of _input")
+    check(lw.grad, w64.grad, "bf16", "flce gradient of lin_weight")
+    check(lb.grad, b64.grad, "bf16", "flce gradient of bias")

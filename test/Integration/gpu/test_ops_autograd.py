@@ -165,26 +165,39 @@ def test_cross_entropy_in_place_compiles(name):
 @pytest.mark.parametrize("name", sorted(kernels.ops_flce_cases()))
 def test_fused_linear_cross_entropy_and_its_gradients(name):
     """The chunked lm_head + loss against float64 autograd of F.linear (its
-    logits rounded to bf16, as the op's meaning says) and F.cross_entropy,
-    with an incoming gradient of 0.75 (per token, for reduction "none":
-    values of both signs, ignored tokens' too); dx and dW through the
-    kernels."""
+    logits, with the bias where there is one, rounded to bf16, as the op's
+    meaning says) and F.cross_entropy, with an incoming gradient of 0.75
+    (per token, for reduction "none": values of both signs, ignored
+    tokens' too); dx, dW and dbias through the kernels, the z-loss where
+    returned. The gradients are allocated inside the call, so the
+    allocator's memory is filled with NaN first: an element no kernel
+    wrote shows as NaN."""
     spec, (n, h, v), budget, kw = kernels.ops_flce_cases()[name]
     kw = dict(kw)
     weighted = kw.pop("weighted", False)
+    bias, frozen = kw.pop("bias", False), kw.pop("frozen_bias", False)
     gen = torch.Generator(device="cuda")
     gen.manual_seed(torch.seed())
     x = torch.randn(n, h, generator=gen, device="cuda").to(torch.bfloat16)
     w = (torch.randn(v, h, generator=gen, device="cuda") * 3 / h ** 0.5).to(torch.bfloat16)
+    b = torch.randn(v, generator=gen, device="cuda").to(torch.bfloat16) if bias else None
     t = torch.randint(0, v, (n,), generator=gen, device="cuda")
-    t[::5] = -100
+    t[1::5] = -100  # (a single token is counted)
     cw = torch.rand(v, generator=gen, device="cuda") + 0.5 if weighted else None
     lx, lw = x.clone().requires_grad_(True), w.clone().requires_grad_(True)
-    loss = ops.fused_linear_cross_entropy(lx, lw, t, class_weight=cw, memory_budget=budget,
-                                          **kw)
+    lb = b.clone().requires_grad_(not frozen) if bias else None
+    # Blocks of the sizes the call allocates (dx, dW and its f32 sum, a
+    # chunk's logits, dbias and its f32 sum), NaN, freed.
+    poison = [torch.full((m,), float("nan"), dtype=torch.bfloat16, device="cuda")
+              for m in (n * h, v * h, 2 * v * h, min(n, budget // (2 * v)) * v, v, 2 * v)]
+    del poison
+    out = ops.fused_linear_cross_entropy(lx, lw, t, class_weight=cw, memory_budget=budget,
+                                         bias=lb, **kw)
+    loss, z_loss = out if kw.get("return_z_loss") else (out, None)
     x64 = x.double().requires_grad_(True)
     w64 = w.double().requires_grad_(True)
-    z = (x64 @ w64.t()).to(torch.bfloat16).to(torch.float64)
+    b64 = b.double().requires_grad_(not frozen) if bias else None
+    z = ((x64 @ w64.t()) + (b64 if bias else 0)).to(torch.bfloat16).to(torch.float64)
     cap = kw.get("softcap")
     z = cap * torch.tanh(z / cap) if cap else z
     ce = torch.nn.functional.cross_entropy(z, t, reduction="none",
@@ -195,20 +208,30 @@ def test_fused_linear_cross_entropy_and_its_gradients(name):
     zl = kw.get("lse_square_scale", 0.0) * torch.logsumexp(z, -1) ** 2 * counted
     reduction = kw.get("reduction", "mean")
     if reduction == "none":
-        expected = ce + zl
+        expected, expected_z = ce + zl, zl
         dloss = torch.rand(n, generator=gen, device="cuda") * 2 - 0.5
         assert loss.shape == (n,) and loss.dtype == torch.float32, name
         err = ((loss.double() - expected).abs().max() / expected.abs().max()).item()
     else:
-        expected = ce.sum() + zl.sum()
+        expected, expected_z = ce.sum() + zl.sum(), zl.sum()
         if reduction == "mean":
-            expected = expected / total  # (no z-loss with weights and mean)
+            expected_z = expected_z / counted.sum()
+            expected = ce.sum() / total + expected_z  # (no z-loss with weights and mean)
         dloss = torch.tensor(0.75, device="cuda")
         err = abs(loss.item() - expected.item()) / abs(expected.item())
     assert err < 1e-4, "%s: loss rel err %.3g" % (name, err)
+    if z_loss is not None:
+        assert z_loss.shape == loss.shape and not z_loss.requires_grad, name
+        zerr = ((z_loss.double() - expected_z).abs().max() / expected_z.abs().max()).item()
+        assert zerr < 1e-4, "%s: z-loss rel err %.3g" % (name, zerr)
     loss.backward(dloss)
     expected.backward(dloss.double())
-    for what, got, want in (("dx", lx.grad, x64.grad), ("dW", lw.grad, w64.grad)):
+    grads = [("dx", lx.grad, x64.grad), ("dW", lw.grad, w64.grad)]
+    if bias and not frozen:
+        grads.append(("db", lb.grad, b64.grad))
+    elif bias:
+        assert lb.grad is None, name
+    for what, got, want in grads:
         assert got is not None and not torch.isnan(got).any(), "%s: %s not written" % (name, what)
         rel = ((got.double() - want).norm() / want.norm()).item()
         assert rel < 1e-2, "%s: %s rel err %.3g" % (name, what, rel)

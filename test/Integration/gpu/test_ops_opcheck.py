@@ -114,15 +114,18 @@ def _flce_cases(L):
         cw = torch.rand(v, device="cuda") + 0.5 if spec.weighted else None
         hidden = _randn((n, h), dtype, True)
         weight = (torch.randn((v, h), device="cuda") * 3 / h ** 0.5).to(dtype).requires_grad_()
+        want_db = spec.bias and not kw.get("frozen_bias")
+        bias = _randn((v,), dtype, want_db) if spec.bias else None
         out[name] = (L.fused_linear_cross_entropy, (
-            hidden, weight, target, cw, spec.ignore_index, spec.label_smoothing,
-            spec.reduction, spec.softcap, spec.lse_square_scale, budget, spec.dw_f32, True,
-            True))
+            hidden, weight, target, bias, cw, spec.ignore_index, spec.label_smoothing,
+            spec.reduction, spec.softcap, spec.lse_square_scale, spec.return_z_loss, budget,
+            spec.dw_f32, True, True, want_db))
         if spec.reduction == "none":  # (its backward: the chunks again, per token)
             out[name + "_backward"] = (L.fused_linear_cross_entropy_backward, (
-                hidden.detach(), weight.detach(), target, cw,
+                hidden.detach(), weight.detach(), target,
+                None if bias is None else bias.detach(), cw,
                 torch.rand(n, device="cuda") - 0.5, spec.ignore_index, spec.label_smoothing,
-                spec.softcap, spec.lse_square_scale, budget, spec.dw_f32, True, True))
+                spec.softcap, spec.lse_square_scale, budget, spec.dw_f32, True, True, want_db))
     return out
 
 

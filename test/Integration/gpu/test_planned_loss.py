@@ -35,25 +35,43 @@ def test_planned_loss_and_gradients(bundle, name, tokens):
     gen.manual_seed(torch.seed())
     x = torch.randn(tokens, h, generator=gen, device="cuda").to(DTYPES[dt])
     w = (torch.randn(v, h, generator=gen, device="cuda") * 3 / math.sqrt(h)).to(DTYPES[dt])
+    b = torch.randn(v, generator=gen, device="cuda").to(DTYPES[dt]) if kw.get("bias") else None
     t = torch.randint(0, v, (tokens,), generator=gen, device="cuda")
     t[1::5] = -100
-    # Blocks of the sizes the call allocates (dx, dW, a chunk's logits),
-    # filled with NaN and freed: the caching allocator hands them out again.
+    # Blocks of the sizes the call allocates (dx, dW, a chunk's logits, the
+    # bias's f32 sums and its gradient), filled with NaN and freed: the
+    # caching allocator hands them out again.
     poison = [torch.full((n,), float("nan"), dtype=DTYPES[dt], device="cuda")
-              for n in (tokens * h, v * h, min(128, tokens) * v)]
+              for n in (tokens * h, v * h, min(128, tokens) * v, 2 * v, v)]
     del poison
-    loss, dx, dw = runtime.run_loss_plan(bundle, x, w, t, function=name,
-                                         grad_loss=torch.tensor(0.75, device="cuda"))
+    out = runtime.run_loss_plan(bundle, x, w, t, function=name, bias=b,
+                                grad_loss=torch.tensor(0.75, device="cuda"))
+    # The group's results: the loss, the z-loss (returned apart), dx, dW,
+    # dbias (with a bias).
+    assert len(out) == 3 + ("z_loss" in kw) + (b is not None), name
+    loss, rest = out[0], list(out[1:])
+    z_loss = rest.pop(0) if "z_loss" in kw else None
+    dx, dw = rest[:2]
     x64, w64 = x.double().requires_grad_(True), w.double().requires_grad_(True)
-    z = (x64 @ w64.t()).to(DTYPES[dt]).double()
+    b64 = b.double().requires_grad_(True) if b is not None else None
+    z = x64 @ w64.t() + (b64 if b is not None else 0)
+    z = z.to(DTYPES[dt]).double()
     cap = kw.get("softcap")
     z = cap * torch.tanh(z / cap) if cap else z
     ref = torch.nn.functional.cross_entropy(z, t, reduction=kw.get("reduction", "mean"),
                                             label_smoothing=kw.get("label_smoothing", 0.0))
+    if "z_loss" in kw:
+        want_z = kw["z_loss"] * (torch.logsumexp(z, -1) ** 2)[t != -100].mean()
+        ref = ref + want_z
+        err = abs(z_loss.item() - want_z.item()) / want_z.item()
+        assert err < 1e-4, "%s: z-loss rel err %.3g" % (name, err)
     ref.backward(torch.tensor(0.75, dtype=torch.float64, device="cuda"))
     err = abs(loss.item() - ref.item()) / abs(ref.item())
     assert err < 1e-4, "%s: loss rel err %.3g" % (name, err)
-    for what, got, want in (("dx", dx, x64.grad), ("dW", dw, w64.grad)):
+    grads = [("dx", dx, x64.grad), ("dW", dw, w64.grad)]
+    if b is not None:
+        grads.append(("db", rest[2], b64.grad))
+    for what, got, want in grads:
         assert not torch.isnan(got).any(), "%s: %s has NaN (unwritten)" % (name, what)
         rel = ((got.double() - want).norm() / want.norm()).item()
         assert rel < 1e-2, "%s: %s rel err %.3g" % (name, what, rel)
