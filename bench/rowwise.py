@@ -203,8 +203,8 @@ def main():
     # LayerNorm (weight and bias) through liger.ops.layer_norm, the
     # operator a patched model calls, forward alone and forward + backward
     # (dx, dW, dbias) through autograd like the peers. Bytes: forward reads
-    # x and writes y; backward reads x and dy and writes dx (the backward
-    # recomputes mean and rstd from x).
+    # x and writes y and each row's mean and rstd (f32, as Liger-Kernel's
+    # does); backward reads x, dy and the statistics and writes dx.
     if want("layer_norm"):
         try:
             from liger import ops as liger_ops
@@ -221,7 +221,8 @@ def main():
                 return LigerLayerNormFunction.apply(x, w, b, LN_EPS)
             impls = peers(layer_norm_ref, ln_lk)
             impls["liger (ours)"] = ln_ours
-            run("layer_norm fwd", impls, (x, w, b), layer_norm_ref, 2 * M * H * 2 + 2 * H * 2)
+            run("layer_norm fwd", impls, (x, w, b), layer_norm_ref,
+                2 * M * H * 2 + 2 * H * 2 + M * 8)
             dy = torch.randn(M, H, dtype=BF16, device="cuda")
 
             def ln_autograd(f):
@@ -232,7 +233,7 @@ def main():
                 impls["liger-kernel"] = ln_autograd(ln_lk)
             impls["liger (ours)"] = ln_autograd(ln_ours)
             run("layer_norm fwd+bwd", impls, (x, w, b), layer_norm_ref,
-                5 * M * H * 2 + 4 * H * 2)
+                5 * M * H * 2 + 4 * H * 2 + 2 * M * 8)
             del dy
     del x
 

@@ -90,8 +90,8 @@ def op_cases(h, tok, batch, dt):
 
     c = case("layer_norm")
     x, w, b = c.arg("x", x_t), c.arg("w", w_t), c.arg("b", w_t)
-    c.line("%%y = liger.layer_norm %s, %s, %s eps = 1.0e-5 : %s, %s, %s" % (x, w, b, x_t, w_t, w_t))
-    c.ret("%y", x_t)
+    c.line("%%y, %%m, %%r = liger.layer_norm %s, %s, %s eps = 1.0e-5 stats : %s, %s, %s" % (x, w, b, x_t, w_t, w_t))
+    c.ret("%y", x_t), c.ret("%m", stat_t), c.ret("%r", stat_t)
 
     for op in ("rope", "rope_grad"):
         c = case(op)
@@ -173,7 +173,8 @@ def op_cases(h, tok, batch, dt):
 
     c = case("layer_norm_grad")
     dy, x, w = c.arg("dy", x_t), c.arg("x", x_t), c.arg("w", w_t)
-    c.line("%%dx, %%dw, %%db = liger.layer_norm_grad %s, %s, %s eps = 1.0e-5 : %s, %s" % (dy, x, w, x_t, w_t))
+    m, r = c.arg("mean", stat_t), c.arg("rstd", stat_t)
+    c.line("%%dx, %%dw, %%db = liger.layer_norm_grad %s, %s, %s, %s, %s : %s, %s, %s" % (dy, x, w, m, r, x_t, w_t, stat_t))
     c.ret("%dx", x_t), c.ret("%dw", w_t), c.ret("%db", w_t)
 
     for op, attrs in (("swiglu_grad", ""), ("geglu_grad", " approximate = tanh")):

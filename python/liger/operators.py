@@ -15,8 +15,8 @@ reference functions on CPU tensors.
     liger::add_rms_norm(x, residual, weight, eps, offset, casting) -> (y, x + residual, rstd)
     liger::add_rms_norm_backward(dy, dsum, sum, weight, rstd, eps, offset, casting)
         -> (dresidual, dweight)                   (the gradient of x and of residual alike)
-    liger::layer_norm(x, weight, bias?, eps) -> y
-    liger::layer_norm_backward(dy, x, weight, eps, with_bias) -> (dx, dweight, dbias)
+    liger::layer_norm(x, weight, bias?, eps) -> (y, mean, rstd)
+    liger::layer_norm_backward(dy, x, weight, mean, rstd, eps, with_bias) -> (dx, dweight, dbias)
     liger::swiglu(gate, up) -> y                  liger::swiglu_backward(dy, gate, up)
     liger::geglu(gate, up, approximate) -> y      liger::geglu_backward(dy, gate, up, approximate)
     liger::softmax(x) -> y                        liger::softmax_backward(dy, y)
@@ -219,43 +219,47 @@ def _layer_norm_args(x, weight, eps, with_bias):
 
 
 @torch.library.custom_op("liger::layer_norm", mutates_args=())
-def layer_norm(x: Tensor, weight: Tensor, bias: Optional[Tensor], eps: float) -> Tensor:
+def layer_norm(x: Tensor, weight: Tensor, bias: Optional[Tensor],
+               eps: float) -> Tuple[Tensor, Tensor, Tensor]:
     fwd, _ = _pair(specs.layer_norm_spec, _layer_norm_args(x, weight, eps, bias is not None),
                    x.device)
     args = [_rows(x), weight.contiguous()] + ([bias.contiguous()] if bias is not None else [])
-    return _shaped(fwd(*args), x)
+    y, mean, rstd = fwd(*args)
+    return _shaped(y, x), mean.view(x.shape[:-1]), rstd.view(x.shape[:-1])
 
 
 @layer_norm.register_fake
 def _(x, weight, bias, eps):
-    return _like(x)
+    return _like(x), x.new_empty(x.shape[:-1], dtype=F32), x.new_empty(x.shape[:-1], dtype=F32)
 
 
 @torch.library.custom_op("liger::layer_norm_backward", mutates_args=())
-def layer_norm_backward(dy: Tensor, x: Tensor, weight: Tensor, eps: float,
-                        with_bias: bool) -> Tuple[Tensor, Tensor, Tensor]:
-    """dx, dweight and, `with_bias`, dbias (else an empty tensor): the
-    kernel recomputes each row's mean and rstd from x."""
+def layer_norm_backward(dy: Tensor, x: Tensor, weight: Tensor, mean: Tensor, rstd: Tensor,
+                        eps: float, with_bias: bool) -> Tuple[Tensor, Tensor, Tensor]:
+    """dx, dweight and, `with_bias`, dbias (else an empty tensor), from the
+    mean and rstd of each row that the forward returned."""
     _, bwd = _pair(specs.layer_norm_spec, _layer_norm_args(x, weight, eps, with_bias), x.device)
-    grads = bwd(_rows(dy), _rows(x), weight.contiguous())
+    grads = bwd(_rows(dy), _rows(x), weight.contiguous(), mean.reshape(-1).contiguous(),
+                rstd.reshape(-1).contiguous())
     db = grads[2] if with_bias else weight.new_empty(0)
     return _shaped(grads[0], x), grads[1], db
 
 
 @layer_norm_backward.register_fake
-def _(dy, x, weight, eps, with_bias):
+def _(dy, x, weight, mean, rstd, eps, with_bias):
     return _like(x), _like(weight), _like(weight) if with_bias else weight.new_empty(0)
 
 
 def _layer_norm_setup(ctx, inputs, output):
     x, weight, bias, eps = inputs
-    ctx.save_for_backward(x, weight)
+    ctx.save_for_backward(x, weight, output[1], output[2])
     ctx.config = (eps, bias is not None)
+    ctx.mark_non_differentiable(output[1], output[2])
 
 
-def _layer_norm_grad(ctx, dy):
-    x, weight = ctx.saved_tensors
-    dx, dw, db = layer_norm_backward(dy, x, weight, *ctx.config)
+def _layer_norm_grad(ctx, dy, _dmean, _drstd):
+    x, weight, mean, rstd = ctx.saved_tensors
+    dx, dw, db = layer_norm_backward(dy, x, weight, mean, rstd, *ctx.config)
     return dx, dw, db if ctx.config[1] else None, None
 
 

@@ -37,8 +37,8 @@ leading dimensions into rows, on both. A non-contiguous input is copied
 non-contiguous logits, since a copy would not be in place.
 
 The forwards save what their backward kernels read (RMSNorm's rstd,
-add + RMSNorm's sum and rstd, softmax's output; LayerNorm's backward
-recomputes its statistics from x); cross-entropy's forward keeps the gradient of a unit
+add + RMSNorm's sum and rstd, LayerNorm's mean and rstd, softmax's
+output); cross-entropy's forward keeps the gradient of a unit
 incoming gradient (the logits' size, as Liger-Kernel does) and its backward
 scales it by the incoming gradient; the fused linear cross-entropy forms
 dx and dW in its forward. The LoRA projection's backward is PyTorch's
@@ -327,16 +327,16 @@ def _layer_norm_checked(x, weight, bias, eps):
 def layer_norm(x, weight, bias, eps=1e-5):
     """LayerNorm over the last dimension of x [..., H] with weight [H] and
     bias [H] of the weight's dtype, or None (liger.layer_norm: mean and
-    biased variance in f32, as F.layer_norm). The backward
-    (liger.layer_norm_grad) recomputes each row's mean and rstd from x, so
-    the forward saves only its inputs; dbias only where there is a bias."""
+    biased variance in f32, as F.layer_norm). The forward saves each row's
+    mean and rstd (f32) for the backward (liger.layer_norm_grad); dbias
+    only where there is a bias."""
     config = _once(lambda: (
         "layer_norm", type(x), type(weight), type(bias), x.device, weight.device,
         bias is not None and bias.device, x.dtype, weight.dtype, bias is not None and bias.dtype,
         x.shape[-1], weight.shape, bias is not None and bias.shape, type(eps), eps),
         _layer_norm_checked, x, weight, bias, eps)
     _rows("layer_norm", "x", x)
-    return operators.layer_norm(x, weight, bias, *config)
+    return operators.layer_norm(x, weight, bias, *config)[0]
 
 
 def _gated_checked(op, gate, up, *attrs):

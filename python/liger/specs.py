@@ -290,9 +290,9 @@ func.func @bwd(%dy: {X}, %s: {X}, %w: {W}, %r: {R}, %ds: {X}) -> ({W}, {X}) {{
 @dataclasses.dataclass(frozen=True)
 class LayerNormSpec(Spec):
     """LayerNorm over rows of `hidden` features, with a weight and, where
-    `bias`, a bias of `weight_dtype`. The backward recomputes each row's
-    mean and rstd from x (liger.layer_norm_grad): the forward saves
-    nothing but its inputs."""
+    `bias`, a bias of `weight_dtype`. The forward returns each row's mean
+    and rstd (f32) beside y, and the backward (liger.layer_norm_grad) reads
+    them, as RMSNorm's does its rstd."""
 
     op: ClassVar[str] = "layer_norm"
     hidden: int
@@ -308,17 +308,17 @@ class LayerNormSpec(Spec):
     def module_text(self):
         X = "tensor<?x%dx%s>" % (self.hidden, self.dtype)
         W = "tensor<%dx%s>" % (self.hidden, self.weight_dtype)
-        eps = "eps = %.9e" % self.eps
+        R = "tensor<?xf32>"
         # Without a bias, neither its operand nor its gradient (dW alone
         # is reduced across the rows).
         b_param, b_use, b_type = (", %%b: %s" % W, ", %b", ", " + W) if self.bias else ("",) * 3
         db = ", %db" if self.bias else ""
-        return f"""func.func @fwd(%x: {X}, %w: {W}{b_param}) -> {X} {{
-  %y = liger.layer_norm %x, %w{b_use} {eps} : {X}, {W}{b_type}
-  return %y : {X}
+        return f"""func.func @fwd(%x: {X}, %w: {W}{b_param}) -> ({X}, {R}, {R}) {{
+  %y, %m, %r = liger.layer_norm %x, %w{b_use} eps = {self.eps:.9e} stats : {X}, {W}{b_type}
+  return %y, %m, %r : {X}, {R}, {R}
 }}
-func.func @bwd(%dy: {X}, %x: {X}, %w: {W}) -> ({X}, {W}{b_type}) {{
-  %dx, %dw, %db = liger.layer_norm_grad %dy, %x, %w {eps} : {X}, {W}
+func.func @bwd(%dy: {X}, %x: {X}, %w: {W}, %m: {R}, %r: {R}) -> ({X}, {W}{b_type}) {{
+  %dx, %dw, %db = liger.layer_norm_grad %dy, %x, %w, %m, %r : {X}, {W}, {R}
   return %dx, %dw{db} : {X}, {W}{b_type}
 }}
 """

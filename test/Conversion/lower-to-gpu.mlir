@@ -247,3 +247,86 @@ func.func @no_reuse(%x: tensor<?x256xf32>, %w: tensor<256xf32>) -> tensor<?x256x
   }
   return %y : tensor<?x256xf32>
 }
+
+// -----
+
+// LayerNorm's backward reads the statistics its forward saved; its two row
+// sums (of g and of g x_hat) do not read each other and share one block
+// reduction: two vector reductions, then the shuffles of both values side by
+// side (five in the warp, three across the 8 warps), two barriers in all.
+// CHECK-LABEL: gpu.func @layer_norm_grad_rowwise_0(
+//  CHECK-SAME:     %{{.+}}: memref<?x4096xbf16>, %{{.+}}: memref<?x4096xbf16>, %{{.+}}: memref<4096xbf16>, %[[MEAN:.+]]: memref<?xf32>, %[[RSTD:.+]]: memref<?xf32>, %{{.+}}: memref<?x4096xbf16>,
+//  CHECK-SAME:     shared_memory_bytes = 72
+//       CHECK:     scf.for %[[ROW:.+]] = %{{.+}} to
+//   CHECK-DAG:       memref.load %[[MEAN]][%[[ROW]]] : memref<?xf32>
+//   CHECK-DAG:       memref.load %[[RSTD]][%[[ROW]]] : memref<?xf32>
+//       CHECK:       %[[SUM1:.+]] = vector.reduction <add>
+//       CHECK:       %[[SUM2:.+]] = vector.reduction <add>
+//   CHECK-NOT:       gpu.barrier
+//       CHECK:       gpu.shuffle  xor %[[SUM1]], %c16
+//       CHECK:       gpu.shuffle  xor %[[SUM2]], %c16
+// CHECK-COUNT-8:     gpu.shuffle  xor
+//   CHECK-NOT:       gpu.shuffle
+//       CHECK:       gpu.barrier
+// CHECK-COUNT-6:     gpu.shuffle  xor
+//   CHECK-NOT:       gpu.shuffle
+//       CHECK:       gpu.barrier
+//   CHECK-NOT:       gpu.barrier
+//   CHECK-NOT:       gpu.shuffle
+//       CHECK:       scf.yield
+//       CHECK:     gpu.return
+// CHECK-LABEL: gpu.func @layer_norm_grad_rowwise_0_finish(
+func.func @layer_norm_grad(%dy: tensor<?x4096xbf16>, %x: tensor<?x4096xbf16>, %w: tensor<4096xbf16>, %m: tensor<?xf32>, %r: tensor<?xf32>) -> (tensor<?x4096xbf16>, tensor<4096xbf16>, tensor<4096xbf16>) {
+  %dx, %dw, %db = liger.layer_norm_grad %dy, %x, %w, %m, %r : tensor<?x4096xbf16>, tensor<4096xbf16>, tensor<?xf32>
+  return %dx, %dw, %db : tensor<?x4096xbf16>, tensor<4096xbf16>, tensor<4096xbf16>
+}
+
+// -----
+
+// Near-miss: the forward's variance reads the mean, so each reduction keeps
+// its own block step (the mean's barriers before the variance's shuffles);
+// thread 0 stores the mean and rstd, the forward's statistics.
+// CHECK-LABEL: gpu.func @layer_norm_stats_rowwise_0(
+//  CHECK-SAME:     %{{.+}}: memref<?x4096xbf16>, %{{.+}}: memref<4096xbf16>, %{{.+}}: memref<4096xbf16>, %{{.+}}: memref<?x4096xbf16>, %[[MEAN:.+]]: memref<?xf32>, %[[RSTD:.+]]: memref<?xf32>)
+//       CHECK:     vector.reduction <add>
+// CHECK-COUNT-5:   gpu.shuffle  xor
+//       CHECK:     gpu.barrier
+// CHECK-COUNT-3:   gpu.shuffle  xor
+//       CHECK:     gpu.barrier
+//       CHECK:     memref.store %{{.+}}, %[[MEAN]][%{{.+}}] : memref<?xf32>
+//       CHECK:     vector.reduction <add>
+// CHECK-COUNT-5:   gpu.shuffle  xor
+//       CHECK:     gpu.barrier
+// CHECK-COUNT-3:   gpu.shuffle  xor
+//       CHECK:     gpu.barrier
+//       CHECK:     math.rsqrt
+//       CHECK:     memref.store %{{.+}}, %[[RSTD]][%{{.+}}] : memref<?xf32>
+//   CHECK-NOT:     gpu.barrier
+//       CHECK:     gpu.return
+func.func @layer_norm_stats(%x: tensor<?x4096xbf16>, %w: tensor<4096xbf16>, %b: tensor<4096xbf16>) -> (tensor<?x4096xbf16>, tensor<?xf32>, tensor<?xf32>) {
+  %y, %m, %r = liger.layer_norm %x, %w, %b stats : tensor<?x4096xbf16>, tensor<4096xbf16>, tensor<4096xbf16>
+  return %y, %m, %r : tensor<?x4096xbf16>, tensor<?xf32>, tensor<?xf32>
+}
+
+// -----
+
+// The loop form (a row past the register budget): the reductions of a pass
+// share its block step too. LayerNorm's backward over 262147 bf16 (one-
+// element chunks) runs two passes over the row: the sums with dW and db,
+// then dx; one pair of barriers.
+// CHECK-LABEL: gpu.func @layer_norm_grad_long_rowwise_0(
+//       CHECK:     scf.for %[[ROW:.+]] = %{{.+}} to
+//       CHECK:       scf.for
+//       CHECK:       %[[SUM1:.+]] = vector.reduction <add>
+//       CHECK:       %[[SUM2:.+]] = vector.reduction <add>
+//       CHECK:       gpu.shuffle  xor %[[SUM1]], %c16
+//       CHECK:       gpu.shuffle  xor %[[SUM2]], %c16
+//       CHECK:       gpu.barrier
+//       CHECK:       gpu.barrier
+//       CHECK:       scf.for
+//   CHECK-NOT:       gpu.barrier
+//       CHECK:     gpu.return
+func.func @layer_norm_grad_long(%dy: tensor<?x262147xbf16>, %x: tensor<?x262147xbf16>, %w: tensor<262147xbf16>, %m: tensor<?xf32>, %r: tensor<?xf32>) -> (tensor<?x262147xbf16>, tensor<262147xbf16>, tensor<262147xbf16>) {
+  %dx, %dw, %db = liger.layer_norm_grad %dy, %x, %w, %m, %r : tensor<?x262147xbf16>, tensor<262147xbf16>, tensor<?xf32>
+  return %dx, %dw, %db : tensor<?x262147xbf16>, tensor<262147xbf16>, tensor<262147xbf16>
+}

@@ -48,6 +48,47 @@ func.func @rms_norm_rstd(%x: tensor<2x?x16xf32>, %w: tensor<16xf32>) -> (tensor<
 
 // -----
 
+// LayerNorm's statistics: the mean (the row sum over H) and rstd (from the
+// two-pass variance) are per-row scalars that y reads and, with `stats`,
+// the op returns.
+// CHECK-LABEL: func.func @layer_norm_stats
+//  CHECK-SAME:   (%[[X:.+]]: tensor<2x?x16xbf16>, %[[W:.+]]: tensor<16xbf16>, %[[B:.+]]: tensor<16xbf16>)
+//       CHECK:   %[[SUM:.+]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]{{.*}} ins(%[[X]] : tensor<2x?x16xbf16>)
+//       CHECK:   %[[MEAN:.+]] = linalg.generic {{.*}} ins(%[[SUM]] : tensor<2x?xf32>)
+//       CHECK:     arith.divf
+//       CHECK:   %[[SQDEV:.+]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]{{.*}} ins(%[[X]], %[[MEAN]] : tensor<2x?x16xbf16>, tensor<2x?xf32>)
+//       CHECK:   %[[RSTD:.+]] = linalg.generic {{.*}} ins(%[[SQDEV]] : tensor<2x?xf32>)
+//       CHECK:     math.rsqrt
+//       CHECK:   %[[Y:.+]] = linalg.generic {{.*}} ins(%[[X]], %[[MEAN]], %[[RSTD]], %[[W]], %[[B]] :
+//   CHECK-NOT:     math.rsqrt
+//       CHECK:   return %[[Y]], %[[MEAN]], %[[RSTD]] : tensor<2x?x16xbf16>, tensor<2x?xf32>, tensor<2x?xf32>
+func.func @layer_norm_stats(%x: tensor<2x?x16xbf16>, %w: tensor<16xbf16>, %b: tensor<16xbf16>) -> (tensor<2x?x16xbf16>, tensor<2x?xf32>, tensor<2x?xf32>) {
+  %y, %m, %r = liger.layer_norm %x, %w, %b stats : tensor<2x?x16xbf16>, tensor<16xbf16>, tensor<16xbf16>
+  return %y, %m, %r : tensor<2x?x16xbf16>, tensor<2x?xf32>, tensor<2x?xf32>
+}
+
+// -----
+
+// Its backward reads the statistics and recomputes none: its only row
+// reductions are the sums of g and of g x_hat (both from the inputs alone),
+// then dx and the reductions across rows dW and db.
+// CHECK-LABEL: func.func @layer_norm_grad
+//  CHECK-SAME:   (%[[DY:.+]]: tensor<?x16xbf16>, %[[X:.+]]: tensor<?x16xbf16>, %[[W:.+]]: tensor<16xf32>, %[[M:.+]]: tensor<?xf32>, %[[R:.+]]: tensor<?xf32>)
+//       CHECK:   %[[SG:.+]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]{{.*}} ins(%[[DY]], %[[X]], %[[W]], %[[M]], %[[R]] :
+//       CHECK:   %[[SGX:.+]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]{{.*}} ins(%[[DY]], %[[X]], %[[W]], %[[M]], %[[R]] :
+//       CHECK:   %[[DX:.+]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]{{.*}} ins(%[[DY]], %[[X]], %[[W]], %[[M]], %[[R]], %[[SG]], %[[SGX]] :
+//   CHECK-NOT:   iterator_types = ["parallel", "reduction"]
+//       CHECK:   iterator_types = ["reduction", "parallel"]{{.*}} ins(%[[DY]], %[[X]], %[[M]], %[[R]] :
+//       CHECK:   iterator_types = ["reduction", "parallel"]{{.*}} ins(%[[DY]] :
+//   CHECK-NOT:   iterator_types = ["parallel", "reduction"]
+//       CHECK:   return %[[DX]]
+func.func @layer_norm_grad(%dy: tensor<?x16xbf16>, %x: tensor<?x16xbf16>, %w: tensor<16xf32>, %m: tensor<?xf32>, %r: tensor<?xf32>) -> (tensor<?x16xbf16>, tensor<16xf32>, tensor<16xf32>) {
+  %dx, %dw, %db = liger.layer_norm_grad %dy, %x, %w, %m, %r : tensor<?x16xbf16>, tensor<16xf32>, tensor<?xf32>
+  return %dx, %dw, %db : tensor<?x16xbf16>, tensor<16xf32>, tensor<16xf32>
+}
+
+// -----
+
 // x · Wᵀ: one contraction with k innermost, accumulated in f32, then a
 // rounding pass that adds the bias.
 // CHECK-DAG: #{{.+}} = affine_map<(d0, d1, d2) -> (d0, d2)>

@@ -100,6 +100,44 @@ func.func @rms_norm_grad_then_residual(%dy: tensor<?x64xbf16>, %s: tensor<?x64xb
 
 // -----
 
+// LayerNorm with its statistics: the mean and rstd (read outside, for the
+// backward) are extra results of the group the residual add joins, or
+// block the fusion when those are off.
+// CHECK-LABEL: func.func @layer_norm_stats_then_residual
+//       CHECK:   %[[G:.+]]:3 = liger.fusion rowwise
+//       CHECK:     %[[Y:.+]], %[[S:.+]]:2 = liger.layer_norm %{{.+}}, %{{.+}}, %{{.+}} stats
+//       CHECK:     %[[D:.+]] = liger.add %[[Y]], %{{.+}}
+//       CHECK:     liger.yield %[[S]]#0, %[[S]]#1, %[[D]]
+//       CHECK:   return %[[G]]#2, %[[G]]#0, %[[G]]#1
+// STRICT-LABEL: func.func @layer_norm_stats_then_residual
+//   STRICT-NOT:   liger.fusion
+func.func @layer_norm_stats_then_residual(%x: tensor<?x64xbf16>, %w: tensor<64xbf16>, %b: tensor<64xbf16>, %res: tensor<?x64xbf16>) -> (tensor<?x64xbf16>, tensor<?xf32>, tensor<?xf32>) {
+  %y, %m, %r = liger.layer_norm %x, %w, %b stats : tensor<?x64xbf16>, tensor<64xbf16>, tensor<64xbf16>
+  %d = liger.add %y, %res : tensor<?x64xbf16>
+  return %d, %m, %r : tensor<?x64xbf16>, tensor<?xf32>, tensor<?xf32>
+}
+
+// -----
+
+// Its backward from the saved statistics: the residual's gradient joins dx
+// as RMSNorm's does; dW and db become extra results.
+// CHECK-LABEL: func.func @layer_norm_grad_then_residual
+//  CHECK-SAME:   (%{{.+}}: tensor<?x64xbf16>, %{{.+}}: tensor<?x64xbf16>, %{{.+}}: tensor<64xbf16>, %[[M:.+]]: tensor<?xf32>, %[[R:.+]]: tensor<?xf32>, %{{.+}}: tensor<?x64xbf16>)
+//       CHECK:   %[[G:.+]]:3 = liger.fusion rowwise(%{{.+}}, %{{.+}}, %{{.+}}, %[[M]], %[[R]], %{{.+}})
+//       CHECK:     %[[DX:.+]], %[[DW:.+]], %[[DB:.+]] = liger.layer_norm_grad
+//       CHECK:     %[[D:.+]] = liger.add %[[DX]], %{{.+}}
+//       CHECK:     liger.yield %[[DW]], %[[DB]], %[[D]]
+//       CHECK:   return %[[G]]#2, %[[G]]#0, %[[G]]#1
+// STRICT-LABEL: func.func @layer_norm_grad_then_residual
+//   STRICT-NOT:   liger.fusion
+func.func @layer_norm_grad_then_residual(%dy: tensor<?x64xbf16>, %x: tensor<?x64xbf16>, %w: tensor<64xbf16>, %m: tensor<?xf32>, %r: tensor<?xf32>, %dres: tensor<?x64xbf16>) -> (tensor<?x64xbf16>, tensor<64xbf16>, tensor<64xbf16>) {
+  %dx, %dw, %db = liger.layer_norm_grad %dy, %x, %w, %m, %r : tensor<?x64xbf16>, tensor<64xbf16>, tensor<?xf32>
+  %d = liger.add %dx, %dres : tensor<?x64xbf16>
+  return %d, %dw, %db : tensor<?x64xbf16>, tensor<64xbf16>, tensor<64xbf16>
+}
+
+// -----
+
 // Near-miss: a cross-entropy gradient is a loss's row program (it gathers
 // the target), not a producer elementwise ops join.
 // CHECK-LABEL: func.func @loss_grad_then_mul

@@ -31,10 +31,16 @@ def rms_norm(x, w, eps, offset=0.0, casting="llama", xdt="f32", wdt="f32"):
     return y, rstd
 
 
+def layer_norm_stats(x, eps):
+    """The row mean and rstd = 1 / sqrt(var + eps) (biased variance) of
+    liger.layer_norm."""
+    mean = x.mean(-1)
+    return mean, 1.0 / np.sqrt(((x - mean[..., None]) ** 2).mean(-1) + eps)
+
+
 def layer_norm(x, w, b, eps):
-    mean = x.mean(-1, keepdims=True)
-    var = ((x - mean) ** 2).mean(-1, keepdims=True)
-    y = (x - mean) / np.sqrt(var + eps) * w
+    mean, rstd = layer_norm_stats(x, eps)
+    y = (x - mean[..., None]) * rstd[..., None] * w
     return y + b if b is not None else y
 
 

@@ -89,27 +89,37 @@ def test_add_rms_norm(rng, shape, dt):
 
 @pytest.mark.parametrize("shape", [(1, 1000), (3, 33), (2, 3, 16)], ids=str)
 @pytest.mark.parametrize("dt", ["f32", "bf16", "f16"])
-@pytest.mark.parametrize("bias", [True, False])
-def test_layer_norm(rng, shape, dt, bias):
+@pytest.mark.parametrize("bias,stats", [(True, True), (False, True), (True, False)],
+                         ids=["bias_stats", "stats", "bias"])
+def test_layer_norm(rng, shape, dt, bias, stats):
     hidden = shape[-1]
     X, W = ttype(shape, dt, dynamic=(0,)), ttype((hidden,), dt)
+    R = ttype(shape[:-1], "f32", dynamic=(0,))
     operands, types = "%x, %w", f"{X}, {W}"
     if bias:
         operands, types = operands + ", %b", types + f", {W}"
     args = f"%x: {X}, %w: {W}" + (f", %b: {W}" if bias else "")
-    mlir = f"""func.func @f({args}) -> {X} {{
-  %y = liger.layer_norm {operands} eps = 1.0e-5 : {types}
-  return %y : {X}
+    results, rtypes = ("%y, %m, %r", f"{X}, {R}, {R}") if stats else ("%y", X)
+    mlir = f"""func.func @f({args}) -> ({rtypes}) {{
+  {results} = liger.layer_norm {operands} eps = 1.0e-5{" stats" if stats else ""} : {types}
+  return {results} : {rtypes}
 }}"""
-    x, x64 = make(rng, shape, dt, scale=3.0)
+    # Rows of mean 3 (LayerNorm subtracts it).
+    x, x64 = make(rng, shape, dt, values=rng.standard_normal(shape) * 3.0 + 3.0)
     w, w64 = make(rng, (hidden,), dt)
     inputs = [x, w]
     b64 = None
     if bias:
         b, b64 = make(rng, (hidden,), dt)
         inputs.append(b)
-    (y,) = run(mlir, inputs)
-    assert_close(y, refs.layer_norm(x64, w64, b64, 1e-5), dt, "y")
+    out = run(mlir, inputs)
+    assert len(out) == (3 if stats else 1)
+    assert_close(out[0], refs.layer_norm(x64, w64, b64, 1e-5), dt, "y")
+    if stats:
+        mean, rstd = refs.layer_norm_stats(x64, 1e-5)
+        assert out[1].shape == shape[:-1] and out[2].shape == shape[:-1]
+        assert_close(out[1], mean, "f32", "mean")
+        assert_close(out[2], rstd, "f32", "rstd")
 
 
 @pytest.mark.parametrize("shape", [(3, 16), (1, 40), (2, 2, 8)], ids=str)
@@ -140,15 +150,18 @@ def test_rms_norm_grad(rng, shape, casting, offset, dt):
 def test_layer_norm_grad(rng, shape, dt):
     hidden = shape[-1]
     X, W = ttype(shape, dt, dynamic=(0,)), ttype((hidden,), dt)
-    mlir = f"""func.func @f(%dy: {X}, %x: {X}, %w: {W}) -> ({X}, {W}, {W}) {{
-  %dx, %dw, %db = liger.layer_norm_grad %dy, %x, %w eps = 1.0e-5 : {X}, {W}
+    R = ttype(shape[:-1], "f32", dynamic=(0,))
+    mlir = f"""func.func @f(%dy: {X}, %x: {X}, %w: {W}, %m: {R}, %r: {R}) -> ({X}, {W}, {W}) {{
+  %dx, %dw, %db = liger.layer_norm_grad %dy, %x, %w, %m, %r : {X}, {W}, {R}
   return %dx, %dw, %db : {X}, {W}, {W}
 }}"""
     dy, dy64 = make(rng, shape, dt)
-    x, x64 = make(rng, shape, dt, scale=3.0)
+    x, x64 = make(rng, shape, dt, values=rng.standard_normal(shape) * 3.0 + 3.0)
     w, w64 = make(rng, (hidden,), dt)
     b64 = np.zeros(hidden)
-    dx, dw, db = run(mlir, [dy, x, w])
+    # The statistics as the forward returns them: f32.
+    mean, rstd = (s.astype(np.float32) for s in refs.layer_norm_stats(x64, 1e-5))
+    dx, dw, db = run(mlir, [dy, x, w, mean, rstd])
     # The gradients of sum(dy * layer_norm(x, w, b)), by finite differences.
     fwd = lambda xx, ww, bb: float(np.sum(dy64 * refs.layer_norm(xx, ww, bb, 1e-5)))
     assert_close(dx, refs.numeric_grad(lambda xx: fwd(xx, w64, b64), x64.copy()), dt, "dx",

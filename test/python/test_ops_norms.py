@@ -2,7 +2,8 @@
 reference lowering: forward and gradients against float64 (F.layer_norm's
 and an add + RMSNorm's autograd on the same inputs), on fresh random inputs,
 at row lengths no vector width divides (1, 7, 4097) and common ones (1000),
-in bf16, f16 and f32."""
+in bf16, f16 and f32; LayerNorm's saved statistics (each row's mean and
+rstd) and its backward's use of them."""
 
 import pytest
 
@@ -97,6 +98,49 @@ def test_layer_norm_takes_an_f32_weight_over_half_rows(rng):
     for name, leaf, leaf64 in zip(("dweight", "dbias"), leaves[1:], leaves64[1:]):
         assert leaf.grad.dtype == torch.float32
         _close(leaf.grad.bfloat16(), leaf64.grad, torch.bfloat16, name)
+
+
+def _stats64(x, eps):
+    """The mean and rstd of each row of x in float64 (biased variance)."""
+    x = x.double()
+    mean = x.mean(-1)
+    return mean, (((x - mean[..., None]) ** 2).mean(-1) + eps).rsqrt()
+
+
+@pytest.mark.parametrize("hidden", [1, 7, 1000])
+def test_layer_norm_saves_each_rows_mean_and_rstd(rng, hidden):
+    """The operator returns, beside y, the f32 mean and rstd of each row
+    ([..., H] -> [...]), what its backward reads."""
+    gen = _gen(rng)
+    x = _randn(gen, 2, 3, hidden, dtype=torch.bfloat16, scale=2.0, shift=3.0)
+    w, b = _randn(gen, hidden, dtype=torch.bfloat16), _randn(gen, hidden, dtype=torch.bfloat16)
+    y, mean, rstd = torch.ops.liger.layer_norm(x, w, b, 1e-5)
+    assert mean.dtype == rstd.dtype == torch.float32
+    assert mean.shape == rstd.shape == (2, 3)
+    want_mean, want_rstd = _stats64(x, 1e-5)
+    _close(mean, want_mean, torch.float32, "mean")
+    _close(rstd, want_rstd, torch.float32, "rstd")
+    assert torch.equal(y, ops.layer_norm(x, w, b, 1e-5))
+
+
+def test_layer_norm_backward_reads_the_statistics_it_is_given(rng):
+    """The backward takes x_hat = (x - mean) * rstd from the statistics it
+    is given, not from x: with others than x's (shifted, scaled), dx, dW
+    and db are the formulas' on those."""
+    gen = _gen(rng)
+    x, dy = _randn(gen, 5, 33, dtype=torch.float32), _randn(gen, 5, 33, dtype=torch.float32)
+    w = _randn(gen, 33, dtype=torch.float32, shift=1.0)
+    mean, rstd = (s.float() for s in _stats64(x, 1e-5))
+    mean, rstd = mean + 0.25, rstd * 1.5
+    dx, dw, db = torch.ops.liger.layer_norm_backward(dy, x, w, mean, rstd, 1e-5, True)
+    x64, dy64, w64 = x.double(), dy.double(), w.double()
+    r = rstd.double()[:, None]
+    x_hat = (x64 - mean.double()[:, None]) * r
+    g = dy64 * w64
+    want_dx = r * (g - g.mean(-1, keepdim=True) - x_hat * (g * x_hat).mean(-1, keepdim=True))
+    _close(dx, want_dx, torch.float32, "dx")
+    _close(dw, (dy64 * x_hat).sum(0), torch.float32, "dweight")
+    _close(db, dy64.sum(0), torch.float32, "dbias")
 
 
 def _add_rms_norm64(x, res, w, eps, offset, casting, dtype):

@@ -35,6 +35,14 @@ def _randn(*shape, dtype=torch.float32, grad=False):
     return torch.randn(*shape, generator=g).to(dtype).requires_grad_(grad)
 
 
+def _stats(x, eps=1e-5):
+    """LayerNorm's saved statistics of x: the mean and rstd of each row, f32."""
+    x = x.detach().double()
+    mean = x.mean(-1)
+    rstd = (((x - mean[..., None]) ** 2).mean(-1) + eps).rsqrt()
+    return mean.float(), rstd.float()
+
+
 def _cases():
     x, w = _randn(2, 3, 16, grad=True), (torch.rand(16) + 0.5).requires_grad_(True)
     g, u = _randn(5, 8, grad=True), _randn(5, 8, grad=True)
@@ -63,9 +71,10 @@ def _cases():
         # (bias None: no dbias)
         "layer_norm_none": (L.layer_norm, (g, _randn(8, grad=True), None, 1e-6)),
         "layer_norm_backward": (L.layer_norm_backward, (_randn(2, 3, 16), x.detach(),
-                                                        w.detach(), 1e-5, True)),
+                                                        w.detach(), *_stats(x), 1e-5, True)),
         "layer_norm_backward_none": (L.layer_norm_backward, (_randn(5, 8), g.detach(),
-                                                             w.detach()[:8], 1e-5, False)),
+                                                             w.detach()[:8], *_stats(g), 1e-5,
+                                                             False)),
         "swiglu": (L.swiglu, (g, u)),
         "swiglu_backward": (L.swiglu_backward, (_randn(5, 8), g.detach(), u.detach())),
         "geglu": (L.geglu, (g, u, "tanh")),

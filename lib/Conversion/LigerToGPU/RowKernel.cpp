@@ -323,6 +323,20 @@ StepKind classifyStep(linalg::GenericOp op, unsigned rank) {
   return StepKind::Other;
 }
 
+/// A row reduction whose block step waits for the reductions after it that
+/// do not read it (RowKernelBuilder::emitPendingReductions), so that
+/// independent reductions share one block reduction, its two barriers and one
+/// round of shuffles (LayerNorm's backward: the sums of g and of g x_hat): a
+/// sum or a maximum of one value, or an online softmax's running maximum and
+/// sum.
+struct PendingReduction {
+  SmallVector<Value> results;  ///< the reduced tensors, one per value
+  SmallVector<Value> partials; ///< this thread's values
+  SmallVector<double> neutral; ///< their identities
+  /// The combiner of a sum or a maximum; none for an online (max, sum) pair.
+  std::optional<vector::CombiningKind> kind;
+};
+
 class RowKernelBuilder {
 public:
   RowKernelBuilder(FusionOp group, const RowKernelConfig &config)
@@ -364,11 +378,8 @@ private:
   SmallVector<Value> hoistChunks(OpBuilder &b, linalg::GenericOp op,
                                  ArrayRef<rt::ParamKind> access, int64_t k,
                                  Value col, bool masked);
-  Value blockReduce(OpBuilder &b, Value scalar, vector::CombiningKind kind,
-                    double neutral);
-  SmallVector<Value> blockReduce(OpBuilder &b, ValueRange values,
-                                 ArrayRef<double> neutral,
-                                 GpuBuilder::Combine combine);
+  bool readsPendingReduction(linalg::GenericOp op);
+  void emitPendingReductions(OpBuilder &b);
   Value combine(OpBuilder &b, vector::CombiningKind kind, Value x, Value y);
   void storeResultChunk(OpBuilder &b, Value tensor, Value chunk, Value col);
   LogicalResult fail(const Twine &why) {
@@ -405,6 +416,8 @@ private:
   SmallVector<Value> outputMemrefs;
   Value tid, row, dynSmem;
   int64_t smemBytes = 0;
+  // Row reductions whose block step is still to come, in program order.
+  SmallVector<PendingReduction> pendingReductions;
 
   // Reductions across rows (column reductions) and the feature steps that
   // read them, in program order; a column reduction's per-chunk
@@ -794,28 +807,61 @@ LogicalResult RowKernelBuilder::emitElementwise(OpBuilder &b,
   return success();
 }
 
-Value RowKernelBuilder::blockReduce(OpBuilder &b, Value scalar,
-                                    vector::CombiningKind kind,
-                                    double neutral) {
-  return blockReduce(b, ValueRange{scalar}, {neutral},
-                     [&](OpBuilder &cb, ValueRange x, ValueRange y) {
-                       return SmallVector<Value>{combine(cb, kind, x[0], y[0])};
-                     })[0];
+bool RowKernelBuilder::readsPendingReduction(linalg::GenericOp op) {
+  return llvm::any_of(op.getDpsInputs(), [&](Value in) {
+    return llvm::any_of(pendingReductions, [&](const PendingReduction &r) {
+      return llvm::is_contained(r.results, in);
+    });
+  });
 }
 
-SmallVector<Value> RowKernelBuilder::blockReduce(OpBuilder &b,
-                                                 ValueRange values,
-                                                 ArrayRef<double> neutral,
-                                                 GpuBuilder::Combine combineFn) {
-  // One shared-memory area per reduction.
+void RowKernelBuilder::emitPendingReductions(OpBuilder &b) {
+  if (pendingReductions.empty())
+    return;
+  SmallVector<Value> values;
+  SmallVector<double> neutral;
+  for (const PendingReduction &r : pendingReductions) {
+    values.append(r.partials);
+    neutral.append(r.neutral);
+  }
+  // Each reduction combines its own slice of the tuples.
+  auto combineAll = [&](OpBuilder &nb, ValueRange x,
+                        ValueRange y) -> SmallVector<Value> {
+    SmallVector<Value> out;
+    for (const PendingReduction &r : pendingReductions) {
+      size_t at = out.size();
+      if (r.kind) {
+        out.push_back(combine(nb, *r.kind, x[at], y[at]));
+        continue;
+      }
+      // Online softmax: m = max(m1, m2), s = s1 e^(m1 - m) + s2 e^(m2 - m).
+      Value m = arith::MaximumFOp::create(nb, loc, x[at], y[at]);
+      auto scaled = [&](Value mi, Value si) -> Value {
+        return arith::MulFOp::create(
+            nb, loc, si,
+            math::ExpOp::create(nb, loc,
+                                arith::SubFOp::create(nb, loc, mi, m)));
+      };
+      out.push_back(m);
+      out.push_back(arith::AddFOp::create(nb, loc, scaled(x[at], x[at + 1]),
+                                          scaled(y[at], y[at + 1])));
+    }
+    return out;
+  };
+  // One shared-memory area per block reduction.
   int64_t offset = smemBytes;
   if (config.threads > 32)
-    smemBytes +=
-        GpuBuilder::blockReduceSlots(config.threads, values.size(),
-                                     values.size()) * 4;
-  return GpuBuilder(loc, b).blockAllReduce(dynSmem, offset, values.size(), tid,
-                                           config.threads, values, neutral,
-                                           combineFn);
+    smemBytes += GpuBuilder::blockReduceSlots(config.threads, values.size(),
+                                              values.size()) *
+                 4;
+  SmallVector<Value> totals = GpuBuilder(loc, b).blockAllReduce(
+      dynSmem, offset, values.size(), tid, config.threads, values, neutral,
+      combineAll);
+  size_t at = 0;
+  for (const PendingReduction &r : pendingReductions)
+    for (Value result : r.results)
+      setUniform(b, result, totals[at++]);
+  pendingReductions.clear();
 }
 
 FailureOr<vector::CombiningKind>
@@ -908,7 +954,8 @@ LogicalResult RowKernelBuilder::emitReduction(OpBuilder &b,
     accVec = *next;
   }
   Value partial = vector::ReductionOp::create(b, loc, *kind, accVec);
-  setUniform(b, op->getResult(0), blockReduce(b, partial, *kind, fill->second));
+  pendingReductions.push_back(
+      {{op->getResult(0)}, {partial}, {fill->second}, *kind});
   return success();
 }
 
@@ -1397,7 +1444,8 @@ LogicalResult RowKernelBuilder::emitLooped(OpBuilder &b) {
       carried.assign(ifOp.getResults().begin(), ifOp.getResults().end());
     }
 
-    // The block steps of the pass's reductions, in program order.
+    // The block steps of the pass's reductions, all in one block reduction
+    // (none reads another: each is known only after the pass).
     for (linalg::GenericOp op : steps) {
       if (passOf[op] != p || classifyStep(op, rank) != StepKind::RowReduction)
         continue;
@@ -1405,9 +1453,10 @@ LogicalResult RowKernelBuilder::emitLooped(OpBuilder &b) {
         vector::CombiningKind kind = *getCombiningKind(op);
         Value partial = vector::ReductionOp::create(
             b, loc, kind, carried[it - reductions.begin()]);
-        setUniform(b, op->getResult(0),
-                   blockReduce(b, partial, kind,
-                               fillValue.lookup(op.getDpsInits()[0])));
+        pendingReductions.push_back({{op->getResult(0)},
+                                     {partial},
+                                     {fillValue.lookup(op.getDpsInits()[0])},
+                                     kind});
         continue;
       }
       auto pairIt =
@@ -1415,23 +1464,13 @@ LogicalResult RowKernelBuilder::emitLooped(OpBuilder &b) {
       if (pairIt == online.end())
         continue; // the max of an online pair: with its sum
       unsigned at = reductions.size() + 2 * (pairIt - online.begin());
-      SmallVector<Value> total = blockReduce(
-          b, ValueRange{carried[at], carried[at + 1]}, {lowest, 0.0},
-          [&](OpBuilder &nb, ValueRange x, ValueRange y) {
-            Value m = arith::MaximumFOp::create(nb, loc, x[0], y[0]);
-            auto scaled = [&](Value mi, Value si) -> Value {
-              return arith::MulFOp::create(
-                  nb, loc, si,
-                  math::ExpOp::create(nb, loc,
-                                      arith::SubFOp::create(nb, loc, mi, m)));
-            };
-            return SmallVector<Value>{
-                m, arith::AddFOp::create(nb, loc, scaled(x[0], x[1]),
-                                         scaled(y[0], y[1]))};
-          });
-      setUniform(b, pairIt->first->getResult(0), total[0]);
-      setUniform(b, op->getResult(0), total[1]);
+      pendingReductions.push_back(
+          {{pairIt->first->getResult(0), op->getResult(0)},
+           {carried[at], carried[at + 1]},
+           {lowest, 0.0},
+           std::nullopt});
     }
+    emitPendingReductions(b);
   }
   return emitScalarsUpTo(std::numeric_limits<unsigned>::max());
 }
@@ -1589,7 +1628,13 @@ FailureOr<rt::KernelSpec> RowKernelBuilder::build(gpu::GPUModuleOp module,
       continue;
     }
     if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
-      if (!looped && failed(emitGeneric(b, generic)))
+      if (looped)
+        continue;
+      // The waiting block steps go just before the first step that reads
+      // one of them.
+      if (readsPendingReduction(generic))
+        emitPendingReductions(b);
+      if (failed(emitGeneric(b, generic)))
         return failure();
       continue;
     }
@@ -1599,6 +1644,7 @@ FailureOr<rt::KernelSpec> RowKernelBuilder::build(gpu::GPUModuleOp module,
     return fail("'" + op.getName().getStringRef() +
                 "' between the steps is not supported by the row program");
   }
+  emitPendingReductions(b); // those no step reads (results only)
   if (looped) {
     if (failed(emitLooped(b)))
       return failure();

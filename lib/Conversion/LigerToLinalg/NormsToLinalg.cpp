@@ -1,9 +1,10 @@
 //===- NormsToLinalg.cpp - lower the liger norms to linalg ----------------===//
 //
 // rms_norm, add_rms_norm, layer_norm, rms_norm_grad and layer_norm_grad as
-// linalg.generic ops on tensors: one reduction over the hidden dimension for the row
-// statistics (f32), then one elementwise pass that normalizes and rounds
-// where the casting mode says.
+// linalg.generic ops on tensors: reductions over the hidden dimension for the
+// row statistics (f32), then one elementwise pass that normalizes and rounds
+// where the casting mode says. The backward ops read the statistics that
+// their forward op returned.
 //
 //===----------------------------------------------------------------------===//
 
@@ -168,22 +169,19 @@ struct LowerLayerNorm : OpConversionPattern<LayerNormOp> {
     ArrayRef<OpFoldResult> rowSizes = ArrayRef(sizes).drop_back();
     Type f32Type = b.getF32Type();
 
-    auto divideByHidden = [&](Value total) {
-      return mapRows(b, loc, rowSizes, {{total, Access::Full}}, {f32Type},
-                     [&](OpBuilder &nb, Location nloc,
-                         ValueRange args) -> SmallVector<Value> {
-                       return {arith::DivFOp::create(nb, nloc, args[0],
-                                                     f32(nb, nloc, hidden))};
-                     })[0];
-    };
     Value sum = reduceRows(b, loc, sizes, {{x, Access::Full}}, 0.0,
                            [](OpBuilder &nb, Location nloc,
                               ValueRange args) -> SmallVector<Value> {
                              return {arith::AddFOp::create(
                                  nb, nloc, args[1], toF32(nb, nloc, args[0]))};
                            });
-    Value mean = divideByHidden(sum);
-    // Two-pass (biased) variance: sum((x - mean)^2) / H.
+    Value mean = mapRows(b, loc, rowSizes, {{sum, Access::Full}}, {f32Type},
+                         [&](OpBuilder &nb, Location nloc,
+                             ValueRange args) -> SmallVector<Value> {
+                           return {arith::DivFOp::create(
+                               nb, nloc, args[0], f32(nb, nloc, hidden))};
+                         })[0];
+    // Two-pass (biased) variance: sum((x - mean)^2) / H; rstd from it.
     Value sqDev =
         reduceRows(b, loc, sizes, {{x, Access::Full}, {mean, Access::Row}}, 0.0,
                    [](OpBuilder &nb, Location nloc,
@@ -193,11 +191,20 @@ struct LowerLayerNorm : OpConversionPattern<LayerNormOp> {
                      Value sq = arith::MulFOp::create(nb, nloc, d, d);
                      return {arith::AddFOp::create(nb, nloc, args[2], sq)};
                    });
-    Value var = divideByHidden(sqDev);
+    Value rstd = mapRows(
+        b, loc, rowSizes, {{sqDev, Access::Full}}, {f32Type},
+        [&](OpBuilder &nb, Location nloc,
+            ValueRange args) -> SmallVector<Value> {
+          Value var =
+              arith::DivFOp::create(nb, nloc, args[0], f32(nb, nloc, hidden));
+          return {math::RsqrtOp::create(
+              nb, nloc,
+              arith::AddFOp::create(nb, nloc, var, f32(nb, nloc, eps)))};
+        })[0];
 
     SmallVector<RowOperand> ins = {{x, Access::Full},
                                    {mean, Access::Row},
-                                   {var, Access::Row},
+                                   {rstd, Access::Row},
                                    {adaptor.getWeight(), Access::Feature}};
     if (Value bias = adaptor.getBias())
       ins.push_back({bias, Access::Feature});
@@ -207,18 +214,18 @@ struct LowerLayerNorm : OpConversionPattern<LayerNormOp> {
             ValueRange args) -> SmallVector<Value> {
           Value d = arith::SubFOp::create(nb, nloc, toF32(nb, nloc, args[0]),
                                           args[1]);
-          Value rstd = math::RsqrtOp::create(
-              nb, nloc,
-              arith::AddFOp::create(nb, nloc, args[2], f32(nb, nloc, eps)));
           Value out = arith::MulFOp::create(
-              nb, nloc, arith::MulFOp::create(nb, nloc, d, rstd),
+              nb, nloc, arith::MulFOp::create(nb, nloc, d, args[2]),
               toF32(nb, nloc, args[3]));
           if (args.size() > 4)
             out =
                 arith::AddFOp::create(nb, nloc, out, toF32(nb, nloc, args[4]));
           return {fromF32(nb, nloc, out, xElem)};
         })[0];
-    rewriter.replaceOp(op, y);
+    SmallVector<Value> results = {y};
+    if (op.getWithStats())
+      results.append({mean, rstd});
+    rewriter.replaceOp(op, results);
     return success();
   }
 };
@@ -350,49 +357,13 @@ struct LowerLayerNormGrad : OpConversionPattern<LayerNormGradOp> {
     OpBuilder &b = rewriter;
     Value dy = adaptor.getGrad(), x = adaptor.getInput();
     Value w = adaptor.getWeight();
+    Value mean = adaptor.getMean(), rstd = adaptor.getRstd();
     auto xType = cast<RankedTensorType>(x.getType());
     Type xElem = xType.getElementType();
     Type wElem = cast<RankedTensorType>(w.getType()).getElementType();
     double hidden = static_cast<double>(xType.getShape().back());
-    double eps = op.getEps().convertToDouble();
     SmallVector<OpFoldResult> sizes = sizesOf(b, loc, x);
-    ArrayRef<OpFoldResult> rowSizes = ArrayRef(sizes).drop_back();
-    Type f32Type = b.getF32Type();
 
-    // mean and rstd as liger.layer_norm computes them (two-pass variance).
-    auto perRow = [&](Value total, bool rstd) {
-      return mapRows(b, loc, rowSizes, {{total, Access::Full}}, {f32Type},
-                     [&](OpBuilder &nb, Location nloc,
-                         ValueRange args) -> SmallVector<Value> {
-                       Value v = arith::DivFOp::create(nb, nloc, args[0],
-                                                       f32(nb, nloc, hidden));
-                       if (rstd)
-                         v = math::RsqrtOp::create(
-                             nb, nloc,
-                             arith::AddFOp::create(nb, nloc, v,
-                                                   f32(nb, nloc, eps)));
-                       return {v};
-                     })[0];
-    };
-    Value mean = perRow(reduceRows(b, loc, sizes, {{x, Access::Full}}, 0.0,
-                                   [](OpBuilder &nb, Location nloc,
-                                      ValueRange args) -> SmallVector<Value> {
-                                     return {arith::AddFOp::create(
-                                         nb, nloc, args[1],
-                                         toF32(nb, nloc, args[0]))};
-                                   }),
-                        false);
-    Value rstd = perRow(
-        reduceRows(b, loc, sizes, {{x, Access::Full}, {mean, Access::Row}},
-                   0.0,
-                   [](OpBuilder &nb, Location nloc,
-                      ValueRange args) -> SmallVector<Value> {
-                     Value d = arith::SubFOp::create(
-                         nb, nloc, toF32(nb, nloc, args[0]), args[1]);
-                     return {arith::AddFOp::create(
-                         nb, nloc, args[2], arith::MulFOp::create(nb, nloc, d, d))};
-                   }),
-        true);
     // x_hat = (x - mean) * rstd from (x, mean, rstd); g = dy * w.
     auto xHat = [&](OpBuilder &nb, Location nloc, Value xv, Value m, Value r) {
       return arith::MulFOp::create(
@@ -402,6 +373,8 @@ struct LowerLayerNormGrad : OpConversionPattern<LayerNormGradOp> {
       return arith::MulFOp::create(nb, nloc, toF32(nb, nloc, dyv),
                                    toF32(nb, nloc, wv));
     };
+    // The two row sums read only the inputs: independent of each other, so
+    // a row kernel reduces them together.
     SmallVector<RowOperand> rowIns = {{dy, Access::Full},
                                       {x, Access::Full},
                                       {w, Access::Feature},

@@ -9,6 +9,17 @@ func.func @rstd_drops_hidden_dim(%x: tensor<2x?x1000xbf16>, %w: tensor<1000xbf16
   return
 }
 
+// LayerNorm's statistics: mean and rstd, each the rows in f32; none
+// without `stats`.
+// CHECK-LABEL: sym_name = "layer_norm_stats_drop_hidden_dim"
+// CHECK: "liger.layer_norm"{{.*}} -> (tensor<2x?x1000xbf16>, tensor<2x?xf32>, tensor<2x?xf32>)
+// CHECK: "liger.layer_norm"{{.*}} -> tensor<2x?x1000xbf16>
+func.func @layer_norm_stats_drop_hidden_dim(%x: tensor<2x?x1000xbf16>, %w: tensor<1000xf32>) {
+  %y, %m, %r = liger.layer_norm %x, %w stats : tensor<2x?x1000xbf16>, tensor<1000xf32>
+  %z = liger.layer_norm %x, %w : tensor<2x?x1000xbf16>, tensor<1000xf32>
+  return
+}
+
 // CHECK-LABEL: sym_name = "add_rms_norm_three_results"
 // CHECK: "liger.add_rms_norm"{{.*}} -> (tensor<?x64xf16>, tensor<?x64xf16>, tensor<?xf32>)
 func.func @add_rms_norm_three_results(%x: tensor<?x64xf16>, %w: tensor<64xf16>) {
@@ -100,6 +111,6 @@ func.func @grad_shapes(%dy: tensor<?x64xbf16>, %w: tensor<64xf32>, %r: tensor<?x
   %0:2 = liger.rms_norm_grad %dy, %dy, %w, %r : tensor<?x64xbf16>, tensor<64xf32>, tensor<?xf32>
   %1:2 = liger.swiglu_grad %dy, %dy, %dy : tensor<?x64xbf16>
   %2 = liger.cross_entropy_grad %l, %t, %g : tensor<?x10xbf16>, tensor<?xi64>, tensor<f32>
-  %3:3 = liger.layer_norm_grad %dy, %dy, %w : tensor<?x64xbf16>, tensor<64xf32>
+  %3:3 = liger.layer_norm_grad %dy, %dy, %w, %r, %r : tensor<?x64xbf16>, tensor<64xf32>, tensor<?xf32>
   return
 }

@@ -172,27 +172,64 @@ func.func @norm_weight_rank(%x: tensor<4x64xf32>, %w: tensor<1x64xf32>) {
   return
 }
 // -----
-func.func @layer_norm_grad_weight_size(%d: tensor<4x64xf32>, %w: tensor<32xf32>) {
+func.func @layer_norm_grad_weight_size(%d: tensor<4x64xf32>, %w: tensor<32xf32>, %s: tensor<4xf32>) {
   // expected-error @+1 {{'liger.layer_norm_grad' op expects 'weight' to have shape [64] (the hidden size of 'input'), got 'tensor<32xf32>'}}
-  %y:3 = liger.layer_norm_grad %d, %d, %w : tensor<4x64xf32>, tensor<32xf32>
+  %y:3 = liger.layer_norm_grad %d, %d, %w, %s, %s : tensor<4x64xf32>, tensor<32xf32>, tensor<4xf32>
   return
 }
 // -----
-func.func @layer_norm_grad_grad_type(%d: tensor<4x64xf16>, %x: tensor<4x64xf32>, %w: tensor<64xf32>) {
+func.func @layer_norm_grad_grad_type(%d: tensor<4x64xf16>, %x: tensor<4x64xf32>, %w: tensor<64xf32>, %s: tensor<4xf32>) {
   // expected-error @+1 {{'liger.layer_norm_grad' op failed to verify that all of {grad, input} have same type}}
-  %y:3 = "liger.layer_norm_grad"(%d, %x, %w) : (tensor<4x64xf16>, tensor<4x64xf32>, tensor<64xf32>) -> (tensor<4x64xf32>, tensor<64xf32>, tensor<64xf32>)
+  %y:3 = "liger.layer_norm_grad"(%d, %x, %w, %s, %s) : (tensor<4x64xf16>, tensor<4x64xf32>, tensor<64xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4x64xf32>, tensor<64xf32>, tensor<64xf32>)
   return
 }
 // -----
-func.func @layer_norm_grad_eps(%d: tensor<4x64xf32>, %w: tensor<64xf32>) {
-  // expected-error @+1 {{'liger.layer_norm_grad' op attribute 'eps' failed to satisfy constraint: 32-bit float attribute whose value is positive}}
-  %y:3 = liger.layer_norm_grad %d, %d, %w eps = 0.0 : tensor<4x64xf32>, tensor<64xf32>
+func.func @layer_norm_grad_mean_shape(%d: tensor<4x64xf32>, %w: tensor<64xf32>, %s: tensor<5xf32>) {
+  // expected-error @+1 {{'liger.layer_norm_grad' op expects 'mean' to be 'tensor<4xf32>' (the rows of 'input' in f32), got 'tensor<5xf32>'}}
+  %y:3 = liger.layer_norm_grad %d, %d, %w, %s, %s : tensor<4x64xf32>, tensor<64xf32>, tensor<5xf32>
+  return
+}
+// -----
+func.func @layer_norm_grad_mean_dtype(%d: tensor<4x64xbf16>, %w: tensor<64xbf16>, %s: tensor<4xbf16>) {
+  // expected-error @+1 {{'liger.layer_norm_grad' op expects 'mean' to be 'tensor<4xf32>' (the rows of 'input' in f32), got 'tensor<4xbf16>'}}
+  %y:3 = liger.layer_norm_grad %d, %d, %w, %s, %s : tensor<4x64xbf16>, tensor<64xbf16>, tensor<4xbf16>
+  return
+}
+// -----
+// rstd has mean's type (the custom form spells one for both): a wrong rstd
+// beside a right mean, through the generic form.
+func.func @layer_norm_grad_rstd_dtype(%d: tensor<4x64xf32>, %w: tensor<64xf32>, %m: tensor<4xf32>, %r: tensor<4xbf16>) {
+  // expected-error @+1 {{'liger.layer_norm_grad' op failed to verify that all of {mean, rstd} have same type}}
+  %y:3 = "liger.layer_norm_grad"(%d, %d, %w, %m, %r) : (tensor<4x64xf32>, tensor<4x64xf32>, tensor<64xf32>, tensor<4xf32>, tensor<4xbf16>) -> (tensor<4x64xf32>, tensor<64xf32>, tensor<64xf32>)
+  return
+}
+// -----
+// Both statistics fit the rows (one dynamic), but are not of one type.
+func.func @layer_norm_grad_stats_types(%d: tensor<4x64xf32>, %w: tensor<64xf32>, %m: tensor<4xf32>, %r: tensor<?xf32>) {
+  // expected-error @+1 {{'liger.layer_norm_grad' op failed to verify that all of {mean, rstd} have same type}}
+  %y:3 = "liger.layer_norm_grad"(%d, %d, %w, %m, %r) : (tensor<4x64xf32>, tensor<4x64xf32>, tensor<64xf32>, tensor<4xf32>, tensor<?xf32>) -> (tensor<4x64xf32>, tensor<64xf32>, tensor<64xf32>)
   return
 }
 // -----
 func.func @layer_norm_bias_type(%x: tensor<4x64xf32>, %w: tensor<64xf32>, %b: tensor<64xf16>) {
   // expected-error @+1 {{'liger.layer_norm' op expects 'bias' to have the type of 'weight' ('tensor<64xf32>'), got 'tensor<64xf16>'}}
   %y = liger.layer_norm %x, %w, %b : tensor<4x64xf32>, tensor<64xf32>, tensor<64xf16>
+  return
+}
+// -----
+// The statistics come with `stats` and only then: a generic op that spells
+// them without it (or with it, spells none) does not verify.
+func.func @layer_norm_stats_without_flag(%x: tensor<4x64xf32>, %w: tensor<64xf32>) {
+  // expected-error @+2 {{'liger.layer_norm' op inferred type(s) 'tensor<4x64xf32>' are incompatible with return type(s) of operation 'tensor<4x64xf32>', 'tensor<4xf32>', 'tensor<4xf32>'}}
+  // expected-error @+1 {{'liger.layer_norm' op failed to infer returned types}}
+  %y:3 = "liger.layer_norm"(%x, %w) : (tensor<4x64xf32>, tensor<64xf32>) -> (tensor<4x64xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+// -----
+func.func @layer_norm_flag_without_stats(%x: tensor<4x64xf32>, %w: tensor<64xf32>) {
+  // expected-error @+2 {{'liger.layer_norm' op inferred type(s) 'tensor<4x64xf32>', 'tensor<4xf32>', 'tensor<4xf32>' are incompatible with return type(s) of operation 'tensor<4x64xf32>'}}
+  // expected-error @+1 {{'liger.layer_norm' op failed to infer returned types}}
+  %y = "liger.layer_norm"(%x, %w) <{with_stats}> : (tensor<4x64xf32>, tensor<64xf32>) -> tensor<4x64xf32>
   return
 }
 // -----

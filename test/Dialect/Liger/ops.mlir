@@ -43,10 +43,15 @@ func.func @add_rms_norm(%h: tensor<?x4096xbf16>, %r: tensor<?x4096xbf16>, %w: te
 // CHECK-LABEL: func.func @layer_norm
 // CHECK: liger.layer_norm %{{.*}}, %{{.*}}, %{{.*}} : tensor<?x1024xf16>, tensor<1024xf16>, tensor<1024xf16>
 // CHECK: liger.layer_norm %{{.*}}, %{{.*}} eps = 9.99999997E-7 : tensor<?x1024xf16>, tensor<1024xf16>
-func.func @layer_norm(%x: tensor<?x1024xf16>, %w: tensor<1024xf16>, %b: tensor<1024xf16>) -> (tensor<?x1024xf16>, tensor<?x1024xf16>) {
+// CHECK: %{{.+}}, %{{.+}}:2 = liger.layer_norm %{{.*}}, %{{.*}}, %{{.*}} stats : tensor<?x1024xf16>, tensor<1024xf16>, tensor<1024xf16>
+// (The default eps is elided.)
+// CHECK: %{{.+}}, %{{.+}}:2 = liger.layer_norm %{{.*}}, %{{.*}} stats : tensor<?x1024xf16>, tensor<1024xf16>
+func.func @layer_norm(%x: tensor<?x1024xf16>, %w: tensor<1024xf16>, %b: tensor<1024xf16>) -> (tensor<?x1024xf16>, tensor<?x1024xf16>, tensor<?xf32>, tensor<?xf32>) {
   %y = liger.layer_norm %x, %w, %b : tensor<?x1024xf16>, tensor<1024xf16>, tensor<1024xf16>
   %z = liger.layer_norm %x, %w eps = 1.0e-6 : tensor<?x1024xf16>, tensor<1024xf16>
-  return %y, %z : tensor<?x1024xf16>, tensor<?x1024xf16>
+  %s, %mean, %rstd = liger.layer_norm %x, %w, %b stats : tensor<?x1024xf16>, tensor<1024xf16>, tensor<1024xf16>
+  %t:3 = liger.layer_norm %x, %w eps = 1.0e-5 stats : tensor<?x1024xf16>, tensor<1024xf16>
+  return %y, %z, %mean, %rstd : tensor<?x1024xf16>, tensor<?x1024xf16>, tensor<?xf32>, tensor<?xf32>
 }
 
 // CHECK-LABEL: func.func @rope_gqa
@@ -194,19 +199,18 @@ func.func @attention(%q: tensor<?x32x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v
 // CHECK: liger.swiglu_grad %{{.*}}, %{{.*}}, %{{.*}} : tensor<?x14336xbf16>
 // CHECK: liger.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} label_smoothing = 1.000000e-01 : tensor<?x32000xbf16>, tensor<?xi64>, tensor<f32>
 // CHECK: liger.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} reduction = none : tensor<?x32000xbf16>, tensor<?xi64>, tensor<?xf32>
-// CHECK: liger.layer_norm_grad %{{.*}}, %{{.*}}, %{{.*}} eps = 9.99999997E-7 : tensor<?x4096xbf16>, tensor<4096xf32>
-// CHECK: liger.layer_norm_grad %{{.*}}, %{{.*}}, %{{.*}} : tensor<?x4096xbf16>, tensor<4096xf32>
+// CHECK: liger.layer_norm_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<?x4096xbf16>, tensor<4096xf32>, tensor<?xf32>
 func.func @backward_ops(%dy: tensor<?x4096xbf16>, %x: tensor<?x4096xbf16>, %w: tensor<4096xf32>, %rstd: tensor<?xf32>,
                         %gq: tensor<2x32x?x128xbf16>, %gk: tensor<2x8x?x128xbf16>, %cos: tensor<2x?x128xbf16>, %sin: tensor<2x?x128xbf16>,
                         %dh: tensor<?x14336xbf16>, %g: tensor<?x14336xbf16>, %u: tensor<?x14336xbf16>,
-                        %l: tensor<?x32000xbf16>, %t: tensor<?xi64>, %dl: tensor<f32>, %dln: tensor<?xf32>) {
+                        %l: tensor<?x32000xbf16>, %t: tensor<?xi64>, %dl: tensor<f32>, %dln: tensor<?xf32>,
+                        %mean: tensor<?xf32>) {
   %dx, %dw = liger.rms_norm_grad %dy, %x, %w, %rstd casting = gemma : tensor<?x4096xbf16>, tensor<4096xf32>, tensor<?xf32>
   %dq, %dk = liger.rope_grad %gq, %gk, %cos, %sin : tensor<2x32x?x128xbf16>, tensor<2x8x?x128xbf16>, tensor<2x?x128xbf16>
   %dg, %du = liger.swiglu_grad %dh, %g, %u : tensor<?x14336xbf16>
   %dlogits = liger.cross_entropy_grad %l, %t, %dl label_smoothing = 0.1 : tensor<?x32000xbf16>, tensor<?xi64>, tensor<f32>
   %dlogits2 = liger.cross_entropy_grad %l, %t, %dln reduction = none : tensor<?x32000xbf16>, tensor<?xi64>, tensor<?xf32>
-  %lx:3 = liger.layer_norm_grad %dy, %x, %w eps = 1.0e-6 : tensor<?x4096xbf16>, tensor<4096xf32>
-  %ly:3 = liger.layer_norm_grad %dy, %x, %w eps = 1.0e-5 : tensor<?x4096xbf16>, tensor<4096xf32>
+  %lx:3 = liger.layer_norm_grad %dy, %x, %w, %mean, %rstd : tensor<?x4096xbf16>, tensor<4096xf32>, tensor<?xf32>
   return
 }
 

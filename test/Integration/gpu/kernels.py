@@ -69,9 +69,9 @@ def module_text(hidden, dt):
   %y, %s = liger.add_rms_norm %x, %r, %w eps = 1.0e-5 : {X}, {W}
   return %y, %s : {X}, {X}
 }}""",
-        "layer_norm": f"""func.func @layer_norm(%x: {X}, %w: {W}, %b: {W}) -> {X} {{
-  %y = liger.layer_norm %x, %w, %b eps = 1.0e-5 : {X}, {W}, {W}
-  return %y : {X}
+        "layer_norm": f"""func.func @layer_norm(%x: {X}, %w: {W}, %b: {W}) -> ({X}, {R}, {R}) {{
+  %y, %m, %r = liger.layer_norm %x, %w, %b eps = 1.0e-5 stats : {X}, {W}, {W}
+  return %y, %m, %r : {X}, {R}, {R}
 }}""",
         "swiglu": f"""func.func @swiglu(%g: {X}, %u: {X}) -> {X} {{
   %y = liger.swiglu %g, %u : {X}
@@ -114,8 +114,8 @@ def module_text(hidden, dt):
   %d = liger.add %dx, %dres : {X}
   return %dw, %d : {W}, {X}
 }}""",
-        "ln_grad": f"""func.func @ln_grad(%dy: {X}, %x: {X}, %w: {W}) -> ({X}, {W}, {W}) {{
-  %dx, %dw, %db = liger.layer_norm_grad %dy, %x, %w eps = 1.0e-5 : {X}, {W}
+        "ln_grad": f"""func.func @ln_grad(%dy: {X}, %x: {X}, %w: {W}, %m: {R}, %r: {R}) -> ({X}, {W}, {W}) {{
+  %dx, %dw, %db = liger.layer_norm_grad %dy, %x, %w, %m, %r : {X}, {W}, {R}
   return %dx, %dw, %db : {X}, {W}, {W}
 }}""",
         "swiglu_grad": f"""func.func @swiglu_grad(%dy: {X}, %g: {X}, %u: {X}) -> ({X}, {X}) {{
@@ -164,22 +164,37 @@ def make_inputs(specs, tokens, hidden, dt, gen=None):
     dtype = torch_dtype(dt)
     out = []
     for kind, scale in specs:
-        if kind == "rstd":
-            # RMSNorm's forward rstd of the row input before it, in f32
+        if kind in ("rstd", "mean", "ln_rstd"):
+            # A forward's statistic of the row input before it, in f32
             # (computed on the CPU: under compute-sanitizer only liger's
             # kernels should run, and racecheck flags PyTorch's own
             # multi-block reduction over long rows).
             x = next(t for t in reversed(out) if t.dim() == 2).cpu().double()
-            out.append(torch.rsqrt(x.pow(2).mean(-1) + scale).float().to("cuda"))
+            out.append(_row_stat(kind, x, scale).float().to("cuda"))
             continue
-        shape = (tokens, hidden) if kind in ("rows", "probs") else (hidden,)
+        shape = (tokens, hidden) if kind in ("rows", "rows_mean", "probs") else (hidden,)
         t = torch.randn(shape, generator=gen, device="cuda")
         if kind == "probs":
             t = torch.softmax(t * 2, -1)
+        elif kind == "rows_mean":
+            t = t * scale + scale
         else:
             t = t * scale
         out.append(t if kind == "feature_f32" else t.to(dtype))
     return out
+
+
+def _row_stat(kind, x, eps):
+    """Statistic `kind` of each row of float64 `x`: RMSNorm's rstd
+    ("rstd"), LayerNorm's mean ("mean") or rstd ("ln_rstd", biased
+    variance)."""
+    import torch
+    if kind == "rstd":
+        return torch.rsqrt(x.pow(2).mean(-1) + eps)
+    mean = x.mean(-1)
+    if kind == "mean":
+        return mean
+    return torch.rsqrt((x - mean[:, None]).pow(2).mean(-1) + eps)
 
 
 def _silu(g):
@@ -195,10 +210,14 @@ def references(dt):
     import torch  # the GPU machine's; the build machine only needs module_text
     """name -> (input specs, reference(inputs in float64) -> outputs in float64).
 
-    Input specs: ("rows", scale) for [tokens, hidden], ("feature", scale) for
+    Input specs: ("rows", scale) for [tokens, hidden], ("rows_mean", scale)
+    for rows of mean and deviation `scale` (LayerNorm's: its row means are
+    then far from 0, and checked relative to them), ("feature", scale) for
     [hidden], ("feature_f32", scale) for an f32 weight, ("probs", _) for rows
     of a softmax, ("rstd", eps) for the f32 [tokens] rstd that RMSNorm's
-    forward returns for the input before it (computed in f32).
+    forward returns for the input before it, ("mean", _) and ("ln_rstd",
+    eps) for the f32 [tokens] mean and rstd that LayerNorm's forward
+    returns for it (each rounded to f32, as the forwards return them).
     """
     def rms(x, w, eps, offset, casting):
         rstd = 1.0 / (x.pow(2).mean(-1, keepdim=True) + eps).sqrt()
@@ -209,9 +228,8 @@ def references(dt):
         return y, rstd.squeeze(-1)
 
     def layer_norm(x, w, b):
-        mean = x.mean(-1, keepdim=True)
-        var = ((x - mean) ** 2).mean(-1, keepdim=True)
-        return ((x - mean) / (var + 1e-5).sqrt() * w + b,)
+        mean, rstd = _row_stat("mean", x, 1e-5), _row_stat("ln_rstd", x, 1e-5)
+        return (x - mean[:, None]) * rstd[:, None] * w + b, mean, rstd
 
     def softmax(x):
         e = (x - x.max(-1, keepdim=True).values).exp()
@@ -244,9 +262,9 @@ def references(dt):
         dx, dw = rms_grad(dy, s, w, r, 0.0, "llama")
         return dw, _round(dx, dt) + dres
 
-    def ln_grad(dy, x, w):
-        mean = x.mean(-1, keepdim=True)
-        rstd = 1.0 / (((x - mean) ** 2).mean(-1, keepdim=True) + 1e-5).sqrt()
+    def ln_grad(dy, x, w, mean, rstd):
+        # x_hat from the statistics given (the forward's, in f32).
+        mean, rstd = mean[:, None], rstd[:, None]
         x_hat = (x - mean) * rstd
         g = dy * w
         dx = rstd * (g - g.mean(-1, keepdim=True) - x_hat * (g * x_hat).mean(-1, keepdim=True))
@@ -263,7 +281,7 @@ def references(dt):
         "rms_gemma": ([("rows", 1.0), ("feature_f32", 0.5)],
                       lambda x, w: (rms(x, w, 1e-6, 1.0, "gemma")[0],)),
         "add_rms": ([("rows", 1.0), ("rows", 1.0), ("feature", 1.0)], add_rms),
-        "layer_norm": ([("rows", 3.0), ("feature", 1.0), ("feature", 1.0)], layer_norm),
+        "layer_norm": ([("rows_mean", 3.0), ("feature", 1.0), ("feature", 1.0)], layer_norm),
         "swiglu": ([("rows", 2.0), ("rows", 1.0)], lambda g, u: (_silu(g) * u,)),
         "geglu": ([("rows", 2.0), ("rows", 1.0)], lambda g, u: (_gelu_tanh(g) * u,)),
         "softmax": ([("rows", 3.0)], softmax),
@@ -273,7 +291,8 @@ def references(dt):
         "rms_grad_gemma": ([("rows", 1.0), ("rows", 1.0), ("feature_f32", 0.5),
                             ("rstd", 1e-6)],
                            lambda dy, x, w, r: rms_grad(dy, x, w, r, 1.0, "gemma")),
-        "ln_grad": ([("rows", 1.0), ("rows", 3.0), ("feature", 1.0)], ln_grad),
+        "ln_grad": ([("rows", 1.0), ("rows_mean", 3.0), ("feature", 1.0), ("mean", 0.0),
+                     ("ln_rstd", 1e-5)], ln_grad),
         "add_rms_grad": ([("rows", 1.0), ("rows", 1.0), ("feature", 1.0), ("rstd", 1e-6),
                           ("rows", 1.0)],
                          lambda dy, s, w, r, dres: add_rms_grad(dy, s, w, r, dres)),

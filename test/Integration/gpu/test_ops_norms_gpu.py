@@ -4,7 +4,8 @@ configuration of kernels.ops_norm_cases (odd and long rows, bf16, f16, f32,
 an f32 weight, no bias, every casting) on fresh random inputs against
 float64 autograd, through the ops (forward and every gradient) and through
 their kernels with every output filled with NaN before the launch (an
-element a kernel forgets to write fails). Skips cleanly without torch, a
+element a kernel forgets to write fails; LayerNorm's forward writes each
+row's mean and rstd too, and its backward reads them). Skips cleanly without torch, a
 GPU, the runtime or the bundles."""
 
 import pytest
@@ -101,8 +102,15 @@ def test_the_kernels_write_every_output(name):
     dys = [torch.randn(w.shape, generator=gen, device="cuda").to(inputs[0].dtype) for w in want]
     torch.autograd.backward(want, [d.double() for d in dys])
     if spec.op == "layer_norm":
-        _check_all(got, [want[0].detach()], spec, name + " forward")
-        grads = _launch(bwd, [dys[0], inputs[0], inputs[1]])
+        # y, then each row's mean and rstd (f32), which the backward reads.
+        y, mean, rstd = got
+        _check_all([y], [want[0].detach()], spec, name + " forward")
+        x64 = inputs[0].double()
+        m64 = x64.mean(-1)
+        check(mean, m64, "f32", name + " mean")
+        check(rstd, torch.rsqrt((x64 - m64[:, None]).pow(2).mean(-1) + spec.eps), "f32",
+              name + " rstd")
+        grads = _launch(bwd, [dys[0], inputs[0], inputs[1], mean, rstd])
         expected = [inputs64[0].grad, inputs64[1].grad] + (
             [inputs64[2].grad] if spec.bias else [])
         _check_all(grads, expected, spec, name + " backward")

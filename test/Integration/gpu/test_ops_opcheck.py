@@ -69,8 +69,11 @@ def _norm_cases(L):
         if spec.op == "layer_norm":
             bias = args[2] if spec.bias else None
             out[name] = (L.layer_norm, (args[0], args[1], bias, spec.eps))
+            x = args[0].detach()
+            mean = x.float().mean(-1)
+            rstd = torch.rsqrt((x.float() - mean[..., None]).pow(2).mean(-1) + spec.eps)
             out[name + "_backward"] = (L.layer_norm_backward, (
-                dy, args[0].detach(), args[1].detach(), spec.eps, spec.bias))
+                dy, x, args[1].detach(), mean, rstd, spec.eps, spec.bias))
             continue
         attrs = (spec.eps, spec.offset, spec.casting)
         out[name] = (L.add_rms_norm, tuple(args) + attrs)

@@ -45,13 +45,13 @@ def Liger_RMSNormGradOp : Liger_InferOp<"rms_norm_grad",
 }
 
 def Liger_LayerNormGradOp : Liger_InferOp<"layer_norm_grad",
-    [AllTypesMatch<["grad", "input"]>]> {
+    [AllTypesMatch<["grad", "input"]>, AllTypesMatch<["mean", "rstd"]>]> {
   let summary = "gradients of liger.layer_norm with respect to input, weight and bias";
   let description = [{
-    From the gradient `grad` of `y = layer_norm(x, w, b)`, the input `x` and
-    the weight, recomputes the row mean and `rstd = 1 / sqrt(var + eps)` in
-    f32 as the forward op does and computes, with `x_hat = (x - mean) * rstd`
-    and `g = grad * w`:
+    From the gradient `grad` of `y = layer_norm(x, w, b)`, the input `x`, the
+    weight and the `mean` and `rstd` that the forward op returned with
+    `stats` (f32, `x`'s shape minus the hidden dimension), computes, in f32
+    with `x_hat = (x - mean) * rstd` and `g = grad * w`:
 
     ```
     dx = rstd * (g - mean(g) - x_hat * mean(g * x_hat))
@@ -60,21 +60,21 @@ def Liger_LayerNormGradOp : Liger_InferOp<"layer_norm_grad",
     ```
 
     `dx` has the type of `input`, `dw` and `db` the type of `weight` (a
-    layer without bias ignores `db`). `eps` must be that of the forward op.
+    layer without bias ignores `db`).
 
     ```mlir
-    %dx, %dw, %db = liger.layer_norm_grad %dy, %x, %w eps = 1.000000e-05
-        : tensor<?x1024xbf16>, tensor<1024xbf16>
+    %dx, %dw, %db = liger.layer_norm_grad %dy, %x, %w, %mean, %rstd
+        : tensor<?x1024xbf16>, tensor<1024xbf16>, tensor<?xf32>
     ```
   }];
   let arguments = (ins Liger_FloatTensor:$grad, Liger_FloatTensor:$input,
-      Liger_FloatTensor:$weight,
-      DefaultValuedAttr<Liger_PositiveF32Attr, "1.0e-5f">:$eps);
+      Liger_FloatTensor:$weight, Liger_FloatTensor:$mean,
+      Liger_FloatTensor:$rstd);
   let results = (outs Liger_FloatTensor:$grad_input,
       Liger_FloatTensor:$grad_weight, Liger_FloatTensor:$grad_bias);
   let assemblyFormat = [{
-    $grad `,` $input `,` $weight (`eps` `=` $eps^)?
-    attr-dict `:` type($input) `,` type($weight)
+    $grad `,` $input `,` $weight `,` $mean `,` $rstd
+    attr-dict `:` type($input) `,` type($weight) `,` type($mean)
   }];
 }
 

@@ -130,6 +130,8 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
     return ctx.fail("expects 'bias' to have the type of 'weight' (",
                     adaptor.getWeight().getType(), "), got ", bias.getType());
   results.push_back(*x);
+  if (adaptor.getWithStats())
+    results.append(2, getRowStatsType(*x)); // mean, rstd
   return success();
 }
 
@@ -156,7 +158,10 @@ LogicalResult LayerNormGradOp::inferReturnTypes(MLIRContext *,
   RuleContext ctx(loc, getOperationName());
   FailureOr<RankedTensorType> x =
       verifyNormOperands(ctx, adaptor.getInput(), adaptor.getWeight());
-  if (failed(x))
+  // rstd has mean's type (AllTypesMatch, checked before inference).
+  if (failed(x) || failed(verifyMatchesType(ctx, adaptor.getMean().getType(),
+                                            "mean", getRowStatsType(*x),
+                                            "the rows of 'input' in f32")))
     return failure();
   results.push_back(*x);
   results.append(2, adaptor.getWeight().getType());

@@ -100,25 +100,47 @@ def Liger_AddRMSNormOp : Liger_InferOp<"add_rms_norm",
 def Liger_LayerNormOp : Liger_InferOp<"layer_norm"> {
   let summary = "layer normalization over the hidden dimension";
   let description = [{
-    `y = (x - mean(x)) / sqrt(var(x) + eps) * weight + bias`, with the mean and
-    the (biased) variance computed in f32 over the last dimension, and the
-    result rounded once to the input dtype. `bias` is optional; when given it
-    has the type of `weight`.
+    `y = (x - mean(x)) * rstd * weight + bias`, with the mean, the (biased)
+    variance and `rstd = 1 / sqrt(var + eps)` computed in f32 over the last
+    dimension, and the result rounded once to the input dtype. `bias` is
+    optional; when given it has the type of `weight`.
+
+    With `stats`, two more results hold the row statistics in f32 for the
+    backward op, each with the shape of `input` minus its last dimension:
+    `mean`, then `rstd`.
 
     Backward: `liger.layer_norm_grad`.
 
     ```mlir
     %y = liger.layer_norm %x, %w, %b eps = 1.000000e-05
         : tensor<?x1024xf16>, tensor<1024xf16>, tensor<1024xf16>
+    %z, %mean, %rstd = liger.layer_norm %x, %w stats
+        : tensor<?x1024xf16>, tensor<1024xf16>
     ```
   }];
   let arguments = (ins Liger_FloatTensor:$input, Liger_FloatTensor:$weight,
       Optional<Liger_FloatTensor>:$bias,
-      DefaultValuedAttr<Liger_PositiveF32Attr, "1.0e-5f">:$eps);
-  let results = (outs Liger_FloatTensor:$result);
+      DefaultValuedAttr<Liger_PositiveF32Attr, "1.0e-5f">:$eps,
+      UnitAttr:$with_stats);
+  // The statistics are one variadic group (none, or mean and rstd): two
+  // optional results would need a segment-size attribute that inferred
+  // result types cannot fill in. inferReturnTypes gives the two with
+  // `stats`, none without, and getMean / getRstd name them.
+  let results = (outs Liger_FloatTensor:$result,
+      Variadic<Liger_FloatTensor>:$stats);
   let assemblyFormat = [{
-    $input `,` $weight (`,` $bias^)? (`eps` `=` $eps^)?
+    $input `,` $weight (`,` $bias^)? (`eps` `=` $eps^)? (`stats` $with_stats^)?
     attr-dict `:` type($input) `,` type($weight) (`,` type($bias)^)?
+  }];
+  let extraClassDeclaration = [{
+    /// The row mean that `stats` adds (f32), or null without it.
+    ::mlir::Value getMean() {
+      return getStats().empty() ? ::mlir::Value() : getStats()[0];
+    }
+    /// The row rstd that `stats` adds (f32), or null without it.
+    ::mlir::Value getRstd() {
+      return getStats().empty() ? ::mlir::Value() : getStats().back();
+    }
   }];
 }
 
