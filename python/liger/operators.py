@@ -30,7 +30,8 @@ reference functions on CPU tensors.
                                              (reduction "none": the gradients empty;
                                               z_loss empty unless return_z_loss)
     liger::fused_linear_cross_entropy_backward(hidden, weight, target, bias?, class_weight?,
-                                               dloss, ..., want_dx, want_dw, want_db)
+                                               dloss, ..., return_z_loss, ..., want_dx,
+                                               want_dw, want_db)
         -> (dhidden, dweight, dbias)         (reduction "none": dloss per token)
     liger::kl_div(input, target, reduction, log_target, eps) -> loss
     liger::kl_div_backward(target, dloss, reduction, log_target, eps) -> dinput
@@ -589,6 +590,7 @@ def fused_linear_cross_entropy(
         want_db: bool) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
     # Per token, the gradients wait for the backward.
     none = reduction == "none"
+    want_db = want_db and bias is not None
     want_dx, want_dw, want_db = (want and not none for want in (want_dx, want_dw, want_db))
     loss, z_loss, dx, dw, db = _flce_run(
         hidden, weight, target, bias, class_weight, ignore_index, label_smoothing, reduction,
@@ -612,24 +614,27 @@ def _(hidden, weight, target, bias, class_weight, ignore_index, label_smoothing,
             hidden.new_empty(shape if return_z_loss else 0, dtype=F32),
             _like(hidden) if want_dx and not none else hidden.new_empty(0),
             _like(weight) if want_dw and not none else weight.new_empty(0),
-            _like(bias) if want_db and not none else weight.new_empty(0))
+            _like(bias) if want_db and bias is not None and not none else weight.new_empty(0))
 
 
 @torch.library.custom_op("liger::fused_linear_cross_entropy_backward", mutates_args=())
 def fused_linear_cross_entropy_backward(
         hidden: Tensor, weight: Tensor, target: Tensor, bias: Optional[Tensor],
         class_weight: Optional[Tensor], dloss: Tensor, ignore_index: int,
-        label_smoothing: float, softcap: float, lse_square_scale: float, memory_budget: int,
-        dw_f32: bool, want_dx: bool, want_dw: bool,
+        label_smoothing: float, softcap: float, lse_square_scale: float, return_z_loss: bool,
+        memory_budget: int, dw_f32: bool, want_dx: bool, want_dw: bool,
         want_db: bool) -> Tuple[Tensor, Tensor, Tensor]:
     """dhidden, dweight and dbias of the per-token losses (reduction
     "none") for the incoming gradient `dloss` (one value per token, in the
     target's shape or [N]): the chunk loop again, each chunk's logits
-    recomputed."""
+    recomputed, with the forward's kernels (its spec: `return_z_loss` as
+    the forward's, the z-loss computed again and dropped), so that the
+    bundle the forward ran serves the backward."""
+    want_db = want_db and bias is not None
     _, _, dx, dw, db = _flce_run(
         hidden, weight, target, bias, class_weight, ignore_index, label_smoothing, "none",
-        softcap, lse_square_scale, False, memory_budget, dw_f32, want_dx, want_dw, want_db,
-        grad_loss=dloss.reshape(-1))
+        softcap, lse_square_scale, return_z_loss, memory_budget, dw_f32, want_dx, want_dw,
+        want_db, grad_loss=dloss.reshape(-1))
     return (dx.view(hidden.shape) if want_dx else hidden.new_empty(0),
             dw if want_dw else weight.new_empty(0),
             db if want_db else weight.new_empty(0))
@@ -637,10 +642,10 @@ def fused_linear_cross_entropy_backward(
 
 @fused_linear_cross_entropy_backward.register_fake
 def _(hidden, weight, target, bias, class_weight, dloss, ignore_index, label_smoothing, softcap,
-      lse_square_scale, memory_budget, dw_f32, want_dx, want_dw, want_db):
+      lse_square_scale, return_z_loss, memory_budget, dw_f32, want_dx, want_dw, want_db):
     return (_like(hidden) if want_dx else hidden.new_empty(0),
             _like(weight) if want_dw else weight.new_empty(0),
-            _like(bias) if want_db else weight.new_empty(0))
+            _like(bias) if want_db and bias is not None else weight.new_empty(0))
 
 
 def _save_grads(ctx, inputs, output):
@@ -660,9 +665,10 @@ def _scaled_grads(ctx, dloss):
 
 def _flce_setup(ctx, inputs, output):
     hidden, weight, target, bias, class_weight, ignore_index, label_smoothing, reduction, \
-        softcap, lse_square_scale, _, memory_budget, dw_f32, want_dx, want_dw, want_db = inputs
+        softcap, lse_square_scale, return_z_loss, memory_budget, dw_f32, want_dx, want_dw, \
+        want_db = inputs
     ctx.per_token = reduction == "none"
-    ctx.want = (want_dx, want_dw, want_db)
+    ctx.want = (want_dx, want_dw, want_db and bias is not None)
     ctx.mark_non_differentiable(*output[1:])
     if not ctx.per_token:
         # The gradients formed in the forward, for the backward to scale.
@@ -670,8 +676,8 @@ def _flce_setup(ctx, inputs, output):
         return
     # Per token: the backward runs the chunks again over the inputs.
     ctx.save_for_backward(hidden, weight, target, bias, class_weight)
-    ctx.config = (ignore_index, label_smoothing, softcap, lse_square_scale, memory_budget,
-                  dw_f32)
+    ctx.config = (ignore_index, label_smoothing, softcap, lse_square_scale, return_z_loss,
+                  memory_budget, dw_f32)
 
 
 def _flce_grad(ctx, dloss, _dz, _ddx, _ddw, _ddb):

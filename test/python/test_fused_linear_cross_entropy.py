@@ -221,3 +221,34 @@ def test_a_bad_bias_or_flag_is_refused(case):
     with pytest.raises(kind) as e:
         make()
     assert str(e.value) == message
+
+
+def test_the_per_token_backward_runs_the_forwards_kernels(monkeypatch):
+    """reduction "none" runs the chunks again in the backward: with the
+    forward's spec (its return_z_loss too), so the bundle the forward ran
+    (precompiled, on a machine without the compiler) serves the backward."""
+    from liger import bundles
+    seen = []
+    loader = bundles.loss_plan_kernels
+
+    def recorded(spec):
+        seen.append(spec.key())
+        return loader(spec)
+    monkeypatch.setattr(bundles, "loss_plan_kernels", recorded)
+    x, w, b, t, _ = _inputs(9, 11)
+    x.requires_grad_(True)
+    loss, z_loss = ops.fused_linear_cross_entropy(x, w, t, bias=b, reduction="none",
+                                                  lse_square_scale=1e-3, return_z_loss=True,
+                                                  memory_budget=4 * V * 2)
+    loss.sum().backward()
+    assert x.grad is not None and len(seen) == 2 and seen[0] == seen[1], seen
+
+
+def test_the_operator_gives_no_bias_gradient_without_a_bias():
+    """torch.ops.liger.fused_linear_cross_entropy called directly with
+    want_db and no bias: no bias gradient (an empty result), no error."""
+    x, w, _, t, _ = _inputs(5, 12)
+    out = torch.ops.liger.fused_linear_cross_entropy(
+        x, w, t, None, None, -100, 0.0, "mean", 0.0, 0.0, False, 2 ** 20, False, True, True,
+        True)
+    assert out[4].numel() == 0 and out[2].shape == x.shape

@@ -128,7 +128,8 @@ def _flce_cases(L):
                 hidden.detach(), weight.detach(), target,
                 None if bias is None else bias.detach(), cw,
                 torch.rand(n, device="cuda") - 0.5, spec.ignore_index, spec.label_smoothing,
-                spec.softcap, spec.lse_square_scale, budget, spec.dw_f32, True, True, want_db))
+                spec.softcap, spec.lse_square_scale, spec.return_z_loss, budget, spec.dw_f32,
+                True, True, want_db))
     return out
 
 
