@@ -16,6 +16,7 @@ there, at the last layer's MLP (measured on the H200, Llama-3-8B widths:
 inputs the same way). Anything else is left as it is.
 """
 
+import operator
 from typing import List
 
 import torch
@@ -43,8 +44,8 @@ def _gradients(node):
     is used otherwise (a tuple passed on whole)."""
     taken = {}
     for user in node.users:
-        if user.op != "call_function" or user.target.__name__ != "getitem" \
-                or user.args[1] not in (0, 1) or user.args[1] in taken:
+        if user.target is not operator.getitem or user.args[1] not in (0, 1) \
+                or user.args[1] in taken:
             return None
         taken[user.args[1]] = user
     return taken
