@@ -160,6 +160,12 @@ def check_report(report, family, dtype):
     assert all(" causal mask -> is_causal at model.layers.0.self_attn" in line
                for line in masks), masks
     assert len(masks) == (0 if family == "gemma2" else 1), masks
+    # Every tiny family has grouped heads (4 query, 2 key/value): the call
+    # made causal reads them as they are, as the eager model's does.
+    grouped = [line for line in report.recognition if line.startswith("[recognise-grouped-kv]")]
+    assert len(grouped) == len(masks) and all(
+        " k/v heads repeated 2x -> enable_gqa at model.layers.0.self_attn" in line
+        for line in grouped), grouped
     assert "[recognise-rms-norm] recognised liger.rms_norm" in recognised
     assert "[recognise-rope] recognised liger.rope" in recognised
     assert "[recognise-gated-mlp] recognised liger.%s" % (
@@ -213,6 +219,11 @@ def test_a_padding_mask_and_a_narrow_sliding_window_stay_masks():
     (line,) = [line for line in compiled.liger.reports[0].recognition
                if line.startswith("[recognise-causal-mask]")]
     assert ": the mask is computed from the graph input " in line, line
+    # The masked call keeps its repeated key/value heads.
+    (line,) = [line for line in compiled.liger.reports[0].recognition
+               if line.startswith("[recognise-grouped-kv]")]
+    assert line.endswith(": the call has a mask (SDPA's fused kernels take grouped heads "
+                         "only without one)"), line
 
     torch._dynamo.reset()
     config = cap.load_config(os.path.join(CONFIGS, "tiny-mistral.json"))

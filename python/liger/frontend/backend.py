@@ -7,7 +7,9 @@
 For each graph dynamo captures:
 
 1. the graph is traced to aten ops before autograd (make_fx, pre-dispatch:
-   what torch.export's training IR is), where recognize.py's patterns find
+   what torch.export's training IR is); SDPA calls are given back the form
+   the eager model runs (masks.py: a traced causal mask -> is_causal;
+   gqa.py: repeated key/value heads -> enable_gqa); recognize.py's patterns find
    the torch subgraphs of unpatched models (HF's RMSNorm, rotate-half RoPE,
    gated MLPs, softmax, the losses, PEFT's LoRA);
 2. substitute.py puts in place of each the liger operator with its own
@@ -60,6 +62,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from .. import bundles, specs
 from ..errors import LigerError, LigerFallbackWarning
 from . import inplace
+from .gqa import grouped_kv
 from .masks import causal_masks
 from .partition import KernelTarget, Partition, partition
 from .recognize import recognize
@@ -277,9 +280,9 @@ class LigerBackend:
         with fake_mode, fx_traceback.preserve_node_meta():
             aten = make_fx(torch.fx.Interpreter(gm).run, pre_dispatch=True,
                            tracing_mode="fake")(*fake_args)
-        masks = causal_masks(aten)
+        rewrites = [str(line) for line in causal_masks(aten) + grouped_kv(aten)]
         found = recognize(aten, policy=substitution.policy(fake_mode))
-        report.recognition = self._relative([str(line) for line in masks] + found.lines())
+        report.recognition = self._relative(rewrites + found.lines())
         if found.dynamic:
             _warn_once("liger: in %s, %s; those parts stay with Inductor"
                        % (report.name, found.dynamic[0]))
