@@ -159,6 +159,13 @@
 // GPU-LABEL: gpu.func @ce_fused_rowwise_0(
 // GPU: vector.reduction <maximumf>
 // GPU: math.log
+// Every thread reads the target's logit for the loss, then a barrier: only
+// past it may the thread owning that column write its gradient (over the
+// logits, in place).
+// GPU: memref.load %arg0[%{{.*}}, %{{.*}}] : memref<?x1000xbf16>
+// GPU: gpu.barrier
+// GPU-NOT: vector.store
+// GPU: memref.load %arg0[%{{.*}}, %{{.*}}] : memref<?x1000xbf16>
 // GPU: vector.store {{.*}} : memref<?x1000xbf16>, vector<8xbf16>
 // GPU-LABEL: gpu.func @ce_fused_rowwise_0_finish(
 

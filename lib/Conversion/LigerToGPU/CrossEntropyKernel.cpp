@@ -929,6 +929,10 @@ FailureOr<rt::KernelSpec> CEBuilder::buildKernel() {
       }
     }
     if (withGrad) {
+      // Every thread has read the target's logit (lossTerms) before the
+      // thread owning that column may write an in-place gradient over it.
+      if (withLoss)
+        gpu::BarrierOp::create(rb, loc);
       Value gradLoss = entry.getArgument(*gradLossParam);
       Value g = reduced
                     ? memref::LoadOp::create(rb, loc, gradLoss, ValueRange{})
