@@ -42,6 +42,9 @@ def _row_cases(L):
             out[name] = (getattr(L, op), (g, u) + attrs)
             out[name + "_backward"] = (getattr(L, op + "_backward"), (
                 _randn(shapes[0], dtype), g.detach(), u.detach()) + attrs)
+            # In place: dgate over gate, dup over up (the schema says so).
+            out[name + "_backward_"] = (getattr(L, op + "_backward_"), (
+                _randn(shapes[0], dtype), g.detach().clone(), u.detach().clone()) + attrs)
         elif op == "softmax":
             x = _randn(shapes[0], dtype, True)
             out[name] = (L.softmax, (x,))
@@ -175,6 +178,21 @@ def _divergence_cases(L):
     return out
 
 
+def _lora_cases(L):
+    """liger::lora_linear at the first LoRA configuration of
+    test_ops_lora_gpu.py (kernels.lora_cases()), 7 rows, every operand
+    trainable."""
+    out = {}
+    name, spec = sorted(kernels.lora_cases().items())[0]
+    dtype = DTYPES[spec.dtype]
+    k, n, r = spec.in_features, spec.out_features, spec.rank
+    out[name] = (L.lora_linear, (
+        _randn((7, k), dtype, True), _randn((n, k), dtype, True),
+        _randn((n,), dtype, True) if spec.bias else None,
+        _randn((r, k), dtype, True), _randn((n, r), dtype, True), spec.scale))
+    return out
+
+
 def _names(cases):
     return sorted(cases(torch.ops.liger))
 
@@ -190,6 +208,12 @@ def test_opcheck_on_cuda(name):
 @pytest.mark.parametrize("name", _names(_divergence_cases))
 def test_opcheck_of_the_divergences_on_cuda(name):
     op, args = _divergence_cases(torch.ops.liger)[name]
+    torch.library.opcheck(op, args)
+
+
+@pytest.mark.parametrize("name", _names(_lora_cases))
+def test_opcheck_of_lora_linear_on_cuda(name):
+    op, args = _lora_cases(torch.ops.liger)[name]
     torch.library.opcheck(op, args)
 
 
@@ -214,5 +238,5 @@ def test_every_operator_has_a_case():
     checked = {op._qualified_op_name.split("::")[1] for op, _ in list(_row_cases(L).values()) +
                list(_norm_cases(L).values()) + list(_ce_cases(L).values()) +
                list(_flce_cases(L).values()) + list(_divergence_cases(L).values()) +
-               list(_fljsd_cases(L).values())}
+               list(_fljsd_cases(L).values()) + list(_lora_cases(L).values())}
     assert checked == defined
