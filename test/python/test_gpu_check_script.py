@@ -1,0 +1,104 @@
+"""scripts/gpu-check.sh's parts (LIGER_GPU_CHECK_PARTS): only the parts
+named run, the summary line says "not run" of the others, the exit status
+counts only the parts run, and an unknown part is an error. Run on a
+stand-in machine: the script in a scratch checkout whose runtime build is
+a no-op, with fake nvidia-smi, ctest and Python (pytest) on PATH that
+record their calls."""
+
+import os
+import shutil
+import stat
+import subprocess
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+FAKE_PYTHON = """#!/usr/bin/env bash
+echo "python $*" >> "$CALLS"
+if [[ "$1" == -m && "$2" == pytest ]]; then
+  if [[ "$*" == *"not experimental"* ]]; then
+    echo "$SUITE_OUT"; exit "${SUITE_RC:-0}"
+  fi
+  echo "3 passed, 1 failed in 1.0s"; exit 1
+fi
+echo 1
+"""
+
+
+def _executable(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
+
+
+@pytest.fixture
+def checkout(tmp_path):
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    shutil.copy(os.path.join(ROOT, "scripts", "gpu-check.sh"), scripts)
+    _executable(str(scripts / "build-runtime.sh"), "#!/usr/bin/env bash\nexit 0\n")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    _executable(str(bin_dir / "nvidia-smi"), "#!/usr/bin/env bash\necho 'Stand-in GPU'\n")
+    _executable(str(bin_dir / "ctest"), "#!/usr/bin/env bash\necho \"ctest $*\" >> \"$CALLS\"\n"
+                "echo '100% tests passed, 0 tests failed out of 2'\n")
+    _executable(str(bin_dir / "python"), FAKE_PYTHON)
+    (tmp_path / "bundles").mkdir()
+    return tmp_path
+
+
+def run(checkout, suite_out="5 passed, 1 skipped in 1.0s", suite_rc=0, **env):
+    calls = checkout / "calls.txt"
+    calls.write_text("")
+    full = dict(os.environ, PATH="%s:%s" % (checkout / "bin", os.environ["PATH"]),
+                PYTHON=str(checkout / "bin" / "python"), CALLS=str(calls),
+                SUITE_OUT=suite_out, SUITE_RC=str(suite_rc),
+                LIGER_RUNTIME_BUILD_DIR=str(checkout / "build"), **env)
+    p = subprocess.run(["bash", str(checkout / "scripts" / "gpu-check.sh"),
+                        str(checkout / "bundles")], env=full, capture_output=True, text=True,
+                       timeout=60)
+    (line,) = [ln for ln in p.stdout.splitlines() if ln.startswith("gpu-check: ")] or [""]
+    return p.returncode, line, calls.read_text(), p
+
+
+def test_only_the_parts_named_run(checkout):
+    rc, line, calls, p = run(checkout, LIGER_GPU_CHECK_PARTS="suite")
+    assert rc == 0, p.stdout + p.stderr
+    assert line.startswith("gpu-check: 5 passed, 0 failed, 1 skipped on Stand-in GPU"), line
+    for what in ("compute-sanitizer", "LibTorch example", "runtime unit tests",
+                 "experimental (matmul template)", "FSDP2 (2 GPUs)"):
+        assert "%s: not run (LIGER_GPU_CHECK_PARTS=suite)" % what in line, line
+    assert "ctest" not in calls and calls.count("-m pytest") == 1
+    assert "--durations=15" in calls
+
+
+def test_the_exit_status_counts_the_parts_run(checkout):
+    rc, line, _, _ = run(checkout, suite_out="4 passed, 1 failed in 1.0s", suite_rc=1,
+                         LIGER_GPU_CHECK_PARTS="suite")
+    assert rc != 0 and "4 passed, 1 failed" in line
+    # The experimental part's failures are reported, never the exit status;
+    # the suite left out counts for nothing.
+    rc, line, calls, p = run(checkout, suite_rc=1, LIGER_GPU_CHECK_PARTS="unit,experimental")
+    assert rc == 0, p.stdout + p.stderr
+    assert line.startswith("gpu-check: suite not run (LIGER_GPU_CHECK_PARTS=unit,experimental)")
+    assert "experimental (matmul template): 3 passed, 1 failed" in line
+    assert "runtime unit tests: 100% tests passed" in line or \
+        "runtime unit tests: not built" in line, line
+    assert "ctest" in calls and "not experimental" not in calls
+
+
+def test_experimental_0_leaves_that_part_out_of_the_default(checkout):
+    rc, line, calls, _ = run(checkout, LIGER_GPU_CHECK_EXPERIMENTAL="0",
+                             LIGER_GPU_CHECK_PARTS="suite,experimental")
+    assert rc == 0
+    assert "experimental (matmul template): not run (LIGER_GPU_CHECK_EXPERIMENTAL=0)" in line
+    assert calls.count("-m pytest") == 1
+
+
+def test_an_unknown_part_is_an_error(checkout):
+    rc, _, calls, p = run(checkout, LIGER_GPU_CHECK_PARTS="suite,sanitise")
+    assert rc == 2
+    assert "unknown part 'sanitise' in LIGER_GPU_CHECK_PARTS (parts: unit,suite,experimental," \
+        "example,fsdp,sanitizer)" in p.stdout
+    assert calls == ""
