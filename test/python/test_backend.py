@@ -237,6 +237,62 @@ def test_a_padding_mask_and_a_narrow_sliding_window_stay_masks():
 
 
 @needs_runner
+def test_a_layer_norm_family_trains_like_eager(tmp_path, monkeypatch):
+    """Phi: nn.LayerNorm (weight and bias) before each layer and at the end,
+    partial rotary RoPE, a GELU MLP, a biased lm_head. Each LayerNorm is
+    liger.layer_norm (its mean and rstd saved for liger.layer_norm_grad, as
+    both imported modules show), and the step trains like eager."""
+    monkeypatch.setenv("LIGER_DUMP_DIR", str(tmp_path))
+    config, model = family_model("phi", "f32")
+    compiled = lb.compile_model(model, fullgraph=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LigerFallbackWarning)
+        train(model, compiled, tokens(config), "f32")
+    (report,) = compiled.liger.reports
+    norms = [line for line in report.recognition if line.startswith("[recognise-layer-norm]")]
+    assert norms == ["[recognise-layer-norm] recognised liger.layer_norm at "
+                     "model.layers.0.input_layernorm",
+                     "[recognise-layer-norm] recognised liger.layer_norm at model.final_layernorm"]
+    folder = tmp_path / "graph0"
+    assert "torch.ops.liger.layer_norm.default" in (folder / "substituted.txt").read_text()
+    forward = (folder / "graph0.forward.mlir").read_text()
+    backward = (folder / "graph0.backward.mlir").read_text()
+    assert len(re.findall(r"= liger\.layer_norm %\S+, %\S+, %\S+ stats :", forward)) == 2
+    assert len(re.findall(r"= liger\.layer_norm_grad ", backward)) == 2
+
+
+@needs_runner
+def test_a_layer_norm_liger_cannot_take_stays_as_it_is():
+    """The near-misses of recognise-layer-norm: no weight (OLMo's
+    non-parametric LayerNorm), a normalised shape of two dimensions; each
+    stays F.layer_norm, with its report line, and trains like eager."""
+    class Norms(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.plain = torch.nn.LayerNorm(16, elementwise_affine=False)
+            self.wide = torch.nn.LayerNorm((3, 16))
+            self.proj = torch.nn.Linear(16, 16)
+
+        def forward(self, x):
+            return (self.proj(self.plain(x)) + self.wide(x)).square().mean()
+
+    block = Norms()
+    eager = copy.deepcopy(block)
+    x = torch.randn(2, 3, 16)
+    got, want = torch.compile(block, backend="liger", fullgraph=True)(x), eager(x)
+    got.backward()
+    want.backward()
+    assert abs(got.item() - want.item()) <= 1e-5 * abs(want.item())
+    for (name, p), q in zip(block.named_parameters(), eager.parameters()):
+        assert relative(p.grad, q.grad) <= 1e-5, name
+    graph = [r for r in lb.reports() if r.name == "graph0"][-1]
+    lines = [line for line in graph.recognition if line.startswith("[recognise-layer-norm]")]
+    assert sorted(line.split(": ", 1)[1] for line in lines) == [
+        "no weight (liger.layer_norm scales by one)",
+        "the normalised shape [3, 16] is not the last dimension alone"], lines
+
+
+@needs_runner
 def test_the_embedding_gradient_is_pytorchs_own_kernel(tmp_path, monkeypatch):
     """Inductor's decomposition of embedding_dense_backward accumulates in
     an f32 [vocab, hidden] buffer; the backend runs PyTorch's kernel behind
@@ -419,8 +475,8 @@ def block_step(block, compiled, x):
 
 class Norms(torch.nn.Module):
     """liger.nn's add + RMSNorm and LayerNorm around a projection: liger
-    operators with no row in liger_operators (no dialect op is the add +
-    RMSNorm backward; the importer has no LayerNorm)."""
+    operators, the add + RMSNorm with no row in liger_operators (no dialect
+    op is its backward), the LayerNorm with one."""
 
     def __init__(self, hidden=16):
         super().__init__()
@@ -456,9 +512,15 @@ def test_the_norm_operators_run_as_they_are():
     bundles.clear()
     block_step(block, torch.compile(block, backend="liger", fullgraph=True), x)
     forward, backward = lb.reports()[-1].partitions
-    for part in (forward, backward):
-        assert part.summary().endswith("2 kernels (0 fusion groups, 2 liger operators)"), \
-            part.summary()
+    assert forward.summary().endswith("2 kernels (0 fusion groups, 2 liger operators)"), \
+        forward.summary()
+    # The backward: both operators, and the product's gradient (the muls
+    # between them) one elementwise group.
+    assert backward.summary().endswith("3 kernels (1 fusion group, 2 liger operators)"), \
+        backward.summary()
+    assert groups(backward) == {"rowwise (liger.mul, liger.mul, liger.mul)"}
+    assert "[recognise-operator] recognised liger.layer_norm_grad at layer_norm_backward" \
+        in backward.recognition
 
 
 class BiasedHead(torch.nn.Module):

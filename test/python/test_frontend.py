@@ -30,7 +30,7 @@ from liger.frontend.records import OPS, Record, format_float  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONFIGS = os.path.join(ROOT, "examples", "configs")
-FAMILIES = ["llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "phi3", "olmo2"]
+FAMILIES = ["llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "phi3", "olmo2", "phi"]
 
 ADD_NORM = "[liger-fuse-add-rms-norm] fused liger.add_rms_norm into a rowwise group"
 QK_ROPE = ("[liger-fuse-qkv-rope] fused liger.linear, liger.linear, tensor.expand_shape, "
@@ -40,6 +40,8 @@ GEGLU = "[liger-fuse-gated-mlp] fused liger.linear, liger.linear, liger.geglu in
 LOSS = ("[liger-fuse-linear-cross-entropy] fused liger.fused_linear_cross_entropy into a loss "
         "group")
 NORM_ADD = "[liger-fuse-elementwise] fused liger.rms_norm, liger.add into a rowwise group"
+# Phi's parallel block: the MLP's down projection and its residual adds.
+LINEAR_ADD = "[liger-fuse-elementwise] fused liger.linear, liger.add into a matmul group"
 # The groups liger-fuse forms in each family's layer and head. Qwen3 and OLMo2
 # normalise q and k between the projections and RoPE (no q/k + RoPE group);
 # Phi3's fused qkv_proj and gate_up_proj are imported as projections by row
@@ -53,6 +55,7 @@ GROUPS = {
     "gemma2": [ADD_NORM, QK_ROPE, GEGLU, NORM_ADD, LOSS],
     "phi3": [ADD_NORM, QK_ROPE, SWIGLU, LOSS],
     "olmo2": [NORM_ADD, SWIGLU, LOSS],
+    "phi": [LINEAR_ADD, LOSS],
 }
 # What recognition must find in each family's decoder layer.
 RECORDS = {
@@ -61,6 +64,7 @@ RECORDS = {
     "gemma": ["rms_norm", "rope", "attention", "add_rms_norm", "geglu"],
     "gemma2": ["rms_norm", "rope", "rms_norm", "add_rms_norm", "geglu", "rms_norm"],
     "olmo2": ["rms_norm", "rms_norm", "rope", "attention", "rms_norm", "swiglu", "rms_norm"],
+    "phi": ["layer_norm", "rope", "attention"],
 }
 
 
@@ -97,7 +101,8 @@ def test_family_imports_verifies_and_fuses(captured, family):
     assert head.name == "%s_lm_head_loss" % family
     # The token dimensions are dynamic; the hidden size is not.
     assert "%hidden_states: tensor<?x?x64xf32>" in text
-    assert [r.op for r in head.recognition.records] == ["rms_norm", "fused_linear_cross_entropy"]
+    assert [r.op for r in head.recognition.records] == [
+        "layer_norm" if family == "phi" else "rms_norm", "fused_linear_cross_entropy"]
     if family in RECORDS:
         assert [r.op for r in layer.recognition.records] == RECORDS[family]
 
@@ -184,6 +189,21 @@ def test_llama3_8b_config_bf16_on_meta():
     fused = driver.run_opt(layer.mlir, ["--canonicalize", "--liger-fuse", "--liger-print-summary",
                                         "-o", os.devnull])
     assert "kernels: 8 (fusion groups: 3 matmul, 1 rowwise; liger ops outside groups: 4)" in fused
+
+
+def test_the_head_is_found_under_each_final_norm_name_or_said_missing():
+    """The lm_head capture stands in for the base model with its final norm:
+    Llama's `norm`, Phi's `final_layernorm`, ...; a base model with none of
+    those names is a clear error, not an AttributeError."""
+    norm = torch.nn.LayerNorm(4)
+    for name in cap.FINAL_NORMS:
+        base = torch.nn.Module()
+        setattr(base, name, norm)
+        assert cap._final_norm(base, types.SimpleNamespace(model_type="x")) is norm
+    with pytest.raises(cap.CaptureError, match=r"^the base model of gpt9 has no final norm "
+                       r"named norm or final_layernorm or final_layer_norm or ln_f: its lm_head "
+                       r"and loss cannot be captured$"):
+        cap._final_norm(torch.nn.Module(), types.SimpleNamespace(model_type="gpt9"))
 
 
 def test_static_tokens():
@@ -575,6 +595,36 @@ def test_losses_and_softmax_recognised_and_exact():
         assert np.allclose(g, w.numpy(), rtol=1e-5, atol=1e-6)
 
 
+class Norms(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(40, eps=1e-6)
+        self.unbiased = torch.nn.LayerNorm(40, bias=False)
+        self.plain = torch.nn.LayerNorm(40, elementwise_affine=False)
+        with torch.no_grad():
+            for p in self.parameters():
+                p.normal_()
+
+    def forward(self, x):
+        return self.norm(x), self.unbiased(x), self.plain(x)
+
+
+def test_layer_norm_recognised_and_exact():
+    """nn.LayerNorm with and without a bias -> liger.layer_norm; without a
+    weight it is left alone (liger.layer_norm scales by one)."""
+    args = (torch.randn(6, 40),)
+    gm = export(Norms(), *args)
+    found = recognize(gm)
+    assert [(r.op, r.attrs, sorted(r.operands)) for r in found.records] == [
+        ("layer_norm", {"eps": 1e-6}, ["bias", "input", "weight"]),
+        ("layer_norm", {"eps": 1e-5}, ["input", "weight"])]
+    assert found.lines()[-1].endswith(": no weight (liger.layer_norm scales by one)")
+    imported = import_graph(gm, "norms", found)
+    assert "eps = 1.0e-06" in imported.mlir
+    results = check.compare(random_capture(gm), imported)
+    assert len(results) == 2 and all(r.error <= 1e-5 for r in results), results
+
+
 def test_softmax_left_in_f32_is_left_alone():
     gm = export(torch.nn.Softmax(-1), torch.randn(4, 8, dtype=torch.bfloat16))
     assert recognize(gm).records[0].op == "softmax"
@@ -618,7 +668,7 @@ def test_other_models_import_what_they_can_and_never_fail(name):
                                     torch.nn.Linear(16, 4)), torch.randn(3, 8)),
         "conv": (torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.Flatten(),
                                      torch.nn.Linear(4 * 6 * 6, 5)), torch.randn(2, 3, 8, 8)),
-        "layer_norm": (torch.nn.LayerNorm(8), torch.randn(3, 8)),
+        "layer_norm": (torch.nn.LayerNorm(8, elementwise_affine=False), torch.randn(3, 8)),
         "scalar_ops": (ScalarOps(), torch.randn(3, 8)),
     }
     module, x = modules[name]

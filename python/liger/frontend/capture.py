@@ -230,6 +230,19 @@ class _Loss(torch.nn.Module):
         return self.model(inputs_embeds=hidden_states, labels=labels, shift_labels=labels).loss
 
 
+# The names Hugging Face gives the base model's final norm.
+FINAL_NORMS = ("norm", "final_layernorm", "final_layer_norm", "ln_f")
+
+
+def _final_norm(base, config):
+    for name in FINAL_NORMS:
+        norm = getattr(base, name, None)
+        if isinstance(norm, torch.nn.Module):
+            return norm
+    raise CaptureError("the base model of %s has no final norm named %s: its lm_head and loss "
+                     "cannot be captured" % (config.model_type, " or ".join(FINAL_NORMS)))
+
+
 def capture_lm_head_loss(model, tokens: Optional[Tuple[int, int]] = None,
                          example: Tuple[int, int] = (2, 8)) -> Capture:
     """Captures the final norm, the lm_head and the loss on hidden states and labels.
@@ -248,7 +261,7 @@ def capture_lm_head_loss(model, tokens: Optional[Tuple[int, int]] = None,
               "labels": torch.randint(0, config.vocab_size, (b, t), device=device)}
     batch, seq = _dims(tokens)
     dynamic = None if batch is None else [{0: batch, 1: seq}] * 2
-    setattr(model, prefix, _Head(base.norm))
+    setattr(model, prefix, _Head(_final_norm(base, config)))
     try:
         program = _export(_Loss(model), list(inputs.values()), dynamic,
                           "the lm_head and loss of %s" % config.model_type)

@@ -18,6 +18,10 @@ from typing import Dict, Optional, Tuple
 from .records import Record
 
 
+# The recognition pattern of a call of a liger operator.
+PATTERN = "recognise-operator"
+
+
 @dataclass(frozen=True)
 class Operator:
     """One liger operator as a dialect op.
@@ -25,7 +29,8 @@ class Operator:
     operands: the dialect operand of each positional argument (None: an
     attribute or an argument the op does not take); attrs: argument position
     -> attribute; results: the number of outputs; flags: output position ->
-    the unit attribute the op needs to give that result (RMSNorm's rstd);
+    the unit attribute the op needs to give that result (RMSNorm's rstd;
+    LayerNorm's mean and rstd, both under `stats`);
     kernels: whether a call runs liger kernels of its own (liger.ops'
     operators do; lora_linear, as the backend calls it, only where the
     layer's configuration has a kernel, PyTorch's ops otherwise).
@@ -50,11 +55,13 @@ class Operator:
         else:
             outputs = {u.args[1]: u for u in node.users if u.args[0] is node}
             results = tuple(outputs.get(i) for i in range(self.results))
-        for i, flag in self.flags.items():
-            attrs[flag] = results[i] is not None
+        # A flag gives its outputs together (LayerNorm's `stats`: mean and
+        # rstd): set where any of them is read.
+        for flag in set(self.flags.values()):
+            attrs[flag] = any(results[i] is not None for i, f in self.flags.items() if f == flag)
         results = tuple(r for i, r in enumerate(results)
-                        if i not in self.flags or r is not None)
-        return Record(self.op, operands, attrs, results, frozenset(covered), "recognise-operator")
+                        if i not in self.flags or attrs[self.flags[i]])
+        return Record(self.op, operands, attrs, results, frozenset(covered), PATTERN)
 
 
 OPERATORS: Dict[str, Operator] = {o.name: o for o in [
@@ -62,6 +69,10 @@ OPERATORS: Dict[str, Operator] = {o.name: o for o in [
              {2: "eps", 3: "offset", 4: "casting_mode"}, 2, {1: "with_rstd"}),
     Operator("rms_norm_backward", "rms_norm_grad", ("grad", "input", "weight", "rstd"),
              {5: "offset", 6: "casting_mode"}, 2),
+    Operator("layer_norm", "layer_norm", ("input", "weight", "bias"), {3: "eps"}, 3,
+             {1: "with_stats", 2: "with_stats"}),
+    Operator("layer_norm_backward", "layer_norm_grad", ("grad", "input", "weight", "mean", "rstd"),
+             {}, 3),
     Operator("swiglu", "swiglu", ("gate", "up")),
     Operator("swiglu_backward", "swiglu_grad", ("grad", "gate", "up"), {}, 2),
     Operator("geglu", "geglu", ("gate", "up"), {2: "approximate"}),

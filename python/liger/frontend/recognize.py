@@ -99,9 +99,9 @@ def _interior_leak(nodes: Set[object], outputs: Sequence[object]) -> Optional[st
 
 # Operands whose every size is static; of the others the last (the hidden
 # size) is, and of RoPE's q and k also the heads; a loss's target and a
-# norm's rstd have only token dimensions.
+# norm's rstd and mean have only token dimensions.
 _WEIGHTS = ("weight", "lora_a", "lora_b", "bias", "class_weight")
-_TOKENS = ("target", "rstd")
+_TOKENS = ("target", "rstd", "mean")
 
 
 def _dynamic_sizes(record: Record) -> Optional[str]:
@@ -768,6 +768,31 @@ def _row_slices(result):
     return out or None
 
 
+# --- LayerNorm --------------------------------------------------------------
+
+def match_layer_norm(node) -> Optional[object]:
+    """`layer_norm(x, [H], weight, bias?, eps)` (nn.LayerNorm, F.layer_norm)
+    -> liger.layer_norm: both compute the mean and variance in f32 and round
+    the result once to x's dtype."""
+    if not G.is_op(node, aten.layer_norm.default):
+        return None
+    x = G.strip(node.args[0])
+    shape = G.arg(node, 1, "normalized_shape")
+    weight = G.arg(node, 2, "weight")
+    bias = G.arg(node, 3, "bias")
+    eps = G.arg(node, 4, "eps", 1e-5)
+    if not G.is_tensor(x) or len(shape) != 1 or not G.same_dim(shape[0], G.shape(x)[-1]):
+        return Miss("the normalised shape %s is not the last dimension alone"
+                    % (list(shape),))
+    if weight is None:
+        return Miss("no weight (liger.layer_norm scales by one)")
+    operands = {"input": x, "weight": G.strip(weight)}
+    if bias is not None:
+        operands["bias"] = G.strip(bias)
+    return Record("layer_norm", operands, {"eps": float(eps)}, (node,),
+                  frozenset(_covered(node)), "recognise-layer-norm")
+
+
 # --- liger operators already in the graph ---------------------------------------
 
 def match_operator(node) -> Optional[object]:
@@ -788,8 +813,9 @@ def match_operator(node) -> Optional[object]:
 # (the pattern a near-miss is reported under, matcher), in the order they
 # claim nodes; a record names its own pattern (add + RMSNorm, lm_head + loss).
 _NODE_PATTERNS = [
-    ("recognise-operator", match_operator),
+    (liger_operators.PATTERN, match_operator),
     ("recognise-rms-norm", match_rms_norm),
+    ("recognise-layer-norm", match_layer_norm),
     ("recognise-cross-entropy", match_loss),
     ("recognise-lora", match_lora),
     ("recognise-gated-mlp", match_gated),

@@ -61,6 +61,8 @@ _EPS = Attr("eps", "f32", 1e-6)
 _OFFSET = Attr("offset", "f32", 0.0)
 _CASTING = Attr("casting_mode", "enum", "llama", "casting")
 _RSTD = Attr("with_rstd", "unit", False, "rstd")
+_LN_EPS = Attr("eps", "f32", 1e-5)
+_STATS = Attr("with_stats", "unit", False, "stats")
 _APPROX = Attr("approximate", "enum", "none")
 _LOSS_ATTRS = (Attr("ignore_index", "i64", -100), Attr("label_smoothing", "f32", 0.0),
                Attr("reduction", "enum", "mean"), Attr("softcap", "f32", None),
@@ -92,6 +94,8 @@ OPS: Dict[str, OpSpec] = {spec.name: spec for spec in [
           results=lambda a, p: 1 + _unit(a, "with_rstd")),
     _spec("add_rms_norm", ("input", "residual", "weight"), ("input", "weight"),
           (_EPS, _OFFSET, _CASTING, _RSTD), results=lambda a, p: 2 + _unit(a, "with_rstd")),
+    _spec("layer_norm", ("input", "weight"), ("input", "weight", "bias"), (_LN_EPS, _STATS),
+          optional=("bias",), results=lambda a, p: 1 + 2 * _unit(a, "with_stats")),
     _spec("rope", ("q", "k", "cos", "sin"), ("q", "k", "cos"), results=lambda a, p: 2),
     _spec("attention", ("q", "k", "v"), ("q", "k", "v"),
           (Attr("causal", "unit", False), Attr("scale", "f32", None))),
@@ -105,6 +109,8 @@ OPS: Dict[str, OpSpec] = {spec.name: spec for spec in [
     _spec("linear_grad_weight", ("grad", "input"), ("grad", "input")),
     _spec("rms_norm_grad", ("grad", "input", "weight", "rstd"), ("input", "weight", "rstd"),
           (_OFFSET, _CASTING), results=lambda a, p: 2),
+    _spec("layer_norm_grad", ("grad", "input", "weight", "mean", "rstd"),
+          ("input", "weight", "mean"), results=lambda a, p: 3),
     _spec("rope_grad", ("grad_q", "grad_k", "cos", "sin"), ("grad_q", "grad_k", "cos"),
           results=lambda a, p: 2),
     _spec("swiglu_grad", ("grad", "gate", "up"), ("gate",), results=lambda a, p: 2),

@@ -30,6 +30,7 @@ from .. import bundles, ops, specs
 from ..errors import LigerError
 from ..operators import lora_linear
 from . import graph as G
+from . import liger_operators
 from .records import Record
 
 
@@ -43,6 +44,16 @@ def _rms_norm_spec(o, a, target):
     return specs.rms_norm_spec(x.shape[-1], x.dtype, o["weight"].dtype, a["eps"],
                                a.get("offset", 0.0), a.get("casting_mode", "llama"),
                                target=target)
+
+
+def _layer_norm(o, a):
+    return (ops.layer_norm(o["input"], o["weight"], o.get("bias"), a.get("eps", 1e-5)),)
+
+
+def _layer_norm_spec(o, a, target):
+    x = o["input"]
+    return specs.layer_norm_spec(x.shape[-1], x.dtype, o["weight"].dtype, a.get("eps", 1e-5),
+                                 o.get("bias") is not None, target=target)
 
 
 def _loss_attrs(a):
@@ -89,6 +100,7 @@ def _lora(o, a):
 # an operator computed by PyTorch ops)
 _CALLS: Dict[str, Tuple[Callable, Optional[Callable]]] = {
     "rms_norm": (_rms_norm, _rms_norm_spec),
+    "layer_norm": (_layer_norm, _layer_norm_spec),
     "swiglu": (lambda o, a: (ops.swiglu(o["gate"], o["up"]),),
                lambda o, a, t: specs.swiglu_spec(o["gate"].shape[-1], o["gate"].dtype, target=t)),
     "geglu": (lambda o, a: (ops.geglu(o["gate"], o["up"], a.get("approximate", "none")),),
@@ -165,7 +177,10 @@ class _Substituting(torch.fx.Interpreter):
         super().__init__(gm, garbage_collect_values=False)
         self.substitution = substitution
         self.result_of = {}
+        # A liger operator's call (a patched model's) stays the call it is.
         for record in map(as_operator_record, records):
+            if record.pattern == liger_operators.PATTERN:
+                continue
             for i, node in enumerate(record.results):
                 if node is not None:
                     self.result_of[node] = (record, i)
