@@ -12,7 +12,9 @@
 # of: unit, suite, experimental, example, fsdp, sanitizer; default all),
 # so that a check longer than one sitting runs as several; the summary line
 # says "not run" of each part left out, and the exit status counts only
-# the parts run.
+# the parts run. LIGER_GPU_CHECK_SHARD=K/N runs, of the suite and of the
+# experimental part, the K-th of N shares of their tests (pytest --shard);
+# the summary line names the share.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUNDLES=${1:-$ROOT/gpu-bundles}
@@ -24,6 +26,14 @@ done
 # LIGER_GPU_CHECK_EXPERIMENTAL=0 leaves the experimental part out too.
 [[ ${LIGER_GPU_CHECK_EXPERIMENTAL:-1} != 0 ]] || PARTS=$(echo ",$PARTS," | sed 's/,experimental,/,/; s/^,//; s/,$//')
 part() { [[ ",$PARTS," == *",$1,"* ]]; }
+SHARD=${LIGER_GPU_CHECK_SHARD:-}
+shard_args=()
+if [[ -n "$SHARD" ]]; then
+  if [[ ! "$SHARD" =~ ^([0-9]+)/([0-9]+)$ ]] || (( BASH_REMATCH[1] < 1 || BASH_REMATCH[1] > BASH_REMATCH[2] )); then
+    echo "gpu-check: LIGER_GPU_CHECK_SHARD wants K/N with 1 <= K <= N, got '$SHARD'"; exit 2
+  fi
+  shard_args=(--shard="$SHARD")
+fi
 not_run="not run (LIGER_GPU_CHECK_PARTS=$PARTS)"
 PYTHON=${PYTHON:-python3}
 BUILD=${LIGER_RUNTIME_BUILD_DIR:-$ROOT/build-runtime-py}
@@ -69,7 +79,7 @@ fi
 # that must be split.
 gpu_rc=0
 if part suite; then
-  with_liger "$PYTHON" -m pytest -q --durations=15 \
+  with_liger "$PYTHON" -m pytest -q --durations=15 "${shard_args[@]}" \
     "$ROOT/test/Integration/gpu" --bundles="$BUNDLES" -p no:cacheprovider \
     -m "not experimental" 2>&1 | tee "$LOG/gpu.log" | tail -25
   gpu_rc=${PIPESTATUS[0]}
@@ -80,7 +90,7 @@ fi
 run_experimental=0
 if part experimental; then
   run_experimental=1
-  with_liger "$PYTHON" -m pytest -q --durations=15 \
+  with_liger "$PYTHON" -m pytest -q --durations=15 "${shard_args[@]}" \
     "$ROOT/test/Integration/gpu" --bundles="$BUNDLES" -p no:cacheprovider \
     -m experimental 2>&1 | tee "$LOG/experimental.log" | tail -15
 fi
@@ -177,5 +187,6 @@ fi
 torch_v=$("$PYTHON" -c 'import torch; print(torch.__version__, "CUDA", torch.version.cuda)' 2>/dev/null)
 suite="suite $not_run"
 part suite && suite="$(count passed) passed, $(count failed) failed, $(count skipped) skipped"
+[[ -z "$SHARD" ]] || suite+=" (shard $SHARD of the suite and of the experimental part)"
 echo "gpu-check: $suite on $gpu (torch $torch_v), $package package; compute-sanitizer: $san; LibTorch example: $example; runtime unit tests: ${unit:-not run}; experimental (matmul template): $experimental; FSDP2 (2 GPUs): $fsdp"
 [[ ($unit_rc -eq 0 || "$unit" == not*) && $gpu_rc -eq 0 && $san_rc -eq 0 && $example_rc -eq 0 && $fsdp_rc -eq 0 ]]

@@ -102,3 +102,44 @@ def test_an_unknown_part_is_an_error(checkout):
     assert "unknown part 'sanitise' in LIGER_GPU_CHECK_PARTS (parts: unit,suite,experimental," \
         "example,fsdp,sanitizer)" in p.stdout
     assert calls == ""
+
+
+def test_a_shard_runs_its_share_of_both_pytest_runs(checkout):
+    rc, line, calls, _ = run(checkout, LIGER_GPU_CHECK_SHARD="2/3",
+                             LIGER_GPU_CHECK_PARTS="suite,experimental")
+    assert rc == 0
+    assert calls.count("--shard=2/3") == 2
+    assert "5 passed, 0 failed, 1 skipped (shard 2/3 of the suite and of the experimental " \
+        "part) on Stand-in GPU" in line, line
+
+
+@pytest.mark.parametrize("spec", ["0/3", "4/3", "2", "a/b", "1/0"])
+def test_a_shard_out_of_range_is_an_error(checkout, spec):
+    rc, _, calls, p = run(checkout, LIGER_GPU_CHECK_SHARD=spec)
+    assert rc == 2 and calls == ""
+    assert "LIGER_GPU_CHECK_SHARD wants K/N with 1 <= K <= N, got '%s'" % spec in p.stdout
+
+
+def _gpu_conftest():
+    import importlib.util
+    path = os.path.join(ROOT, "test", "Integration", "gpu", "conftest.py")
+    spec = importlib.util.spec_from_file_location("gpu_conftest", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_shards_split_the_tests_between_them():
+    """The GPU suite's --shard K/N: every test in exactly one share, the
+    shares within one test of each other's size; K/N out of range is a
+    usage error."""
+    conftest = _gpu_conftest()
+    items = list(range(23))
+    shares = [conftest.shard(items, "%d/4" % k) for k in range(1, 5)]
+    kept = [s[0] for s in shares]
+    assert sorted(x for share in kept for x in share) == items
+    assert {len(share) for share in kept} == {5, 6}
+    assert all(sorted(s[0] + s[1]) == items for s in shares)
+    for spec in ("0/4", "5/4", "x", "1/0"):
+        with pytest.raises(pytest.UsageError, match="--shard wants K/N"):
+            conftest.shard(items, spec)

@@ -20,6 +20,32 @@ def pytest_configure(config):
 def pytest_addoption(parser):
     parser.addoption("--bundles", default=os.path.join(ROOT, "gpu-bundles"),
                      help="directory of bundles from scripts/build-gpu-bundles.sh")
+    parser.addoption("--shard", default=None,
+                     help="K/N: run the K-th of N shares of the tests (every N-th test from "
+                          "the K-th, in collection order), for a suite longer than one sitting")
+
+
+def shard(items, spec):
+    """(kept, deselected) of the collected `items` under --shard `spec`
+    ("K/N", 1 <= K <= N): every N-th item from the K-th."""
+    try:
+        k, n = (int(x) for x in spec.split("/"))
+    except ValueError:
+        k = n = 0
+    if not 1 <= k <= n:
+        raise pytest.UsageError("--shard wants K/N with 1 <= K <= N, got %r" % spec)
+    kept = [item for i, item in enumerate(items) if i % n == k - 1]
+    return kept, [item for i, item in enumerate(items) if i % n != k - 1]
+
+
+def pytest_collection_modifyitems(config, items):
+    spec = config.getoption("--shard")
+    if spec is None:
+        return
+    kept, deselected = shard(items, spec)
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+    items[:] = kept
 
 
 @pytest.fixture(scope="session")
