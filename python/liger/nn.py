@@ -6,6 +6,7 @@
     y = LigerLayerNorm(1024, eps=1e-5)(x)                # liger.ops.layer_norm
     mlp = LigerSwiGLUMLP(config)                         # gate/up/down + ops.swiglu
     loss = LigerCrossEntropyLoss(ignore_index=-100)(logits, target)
+    out = LigerCrossEntropyLoss(lse_square_scale=1e-4, return_z_loss=True)(logits, target)
     loss = LigerFusedLinearCrossEntropyLoss()(lm_head.weight, hidden, target)
     out = LigerFusedLinearCrossEntropyLoss(lse_square_scale=1e-4, return_z_loss=True)(
         lm_head.weight, hidden, target, lm_head.bias)      # out.loss, out.z_loss
@@ -69,10 +70,11 @@ def _only(module, name, value, supported, why):
                               % (module, name, value, why))
 
 
-def _no_extra_outputs(module, why="liger.ops returns the loss alone", **flags):
-    """Liger-Kernel's return_* flags that liger.ops computes nothing for."""
+def _no_extra_outputs(module, **flags):
+    """Liger-Kernel's return_* flags that liger.ops computes nothing for
+    (the cross-entropy losses return the z-loss: not among them)."""
     for name, value in flags.items():
-        _only(module, name, value, False, why)
+        _only(module, name, value, False, "liger.ops returns the loss and the z-loss alone")
 
 
 def _accum_dtype(module, accum_dtype):
@@ -246,39 +248,6 @@ class LigerGEGLUMLP(_GatedMLP):
         self._build(config, None)
 
 
-class LigerCrossEntropyLoss(nn.Module):
-    """liger.ops.cross_entropy of logits [..., V] against targets [...]:
-    class `weight` [V], ignore_index, lse_square_scale (z-loss added to the
-    loss), label_smoothing, reduction ("mean", "sum" or "none"), softcap.
-    Refused: return_z_loss, return_token_accuracy, return_predicted_tokens.
-    liger's own: `inplace` (the gradient written over the logits)."""
-
-    def __init__(self, weight=None, ignore_index=-100, lse_square_scale=0.0,
-                 label_smoothing=0.0, reduction="mean", softcap=None, return_z_loss=False,
-                 return_token_accuracy=False, return_predicted_tokens=False, *, inplace=False):
-        super().__init__()
-        name = type(self).__name__
-        _no_extra_outputs(name, return_z_loss=return_z_loss,
-                          return_token_accuracy=return_token_accuracy,
-                          return_predicted_tokens=return_predicted_tokens)
-        _checked(name, specs.check_bool, "inplace", inplace)
-        # The spec's rules for the attributes (the vocabulary and the dtypes
-        # come with the input).
-        _checked(name, ops.cross_entropy_spec, 1, "f32", ignore_index=ignore_index,
-                 label_smoothing=label_smoothing, reduction=reduction, softcap=softcap,
-                 lse_square_scale=lse_square_scale, weighted=weight is not None)
-        self.weight, self.ignore_index, self.lse_square_scale = weight, ignore_index, \
-            lse_square_scale
-        self.label_smoothing, self.reduction, self.softcap = label_smoothing, reduction, softcap
-        self.return_z_loss = self.return_token_accuracy = self.return_predicted_tokens = False
-        self.inplace = inplace
-
-    def forward(self, _input, target):
-        return ops.cross_entropy(_input, target, self.weight, self.ignore_index,
-                                 self.label_smoothing, self.reduction, self.softcap,
-                                 self.lse_square_scale, self.inplace)
-
-
 @dataclasses.dataclass
 class CrossEntropyOutput:
     """What Liger-Kernel's losses return when asked for more than the loss
@@ -290,6 +259,47 @@ class CrossEntropyOutput:
     z_loss: Optional[torch.Tensor] = None
     token_accuracy: Optional[torch.Tensor] = None
     predicted_tokens: Optional[torch.Tensor] = None
+
+
+class LigerCrossEntropyLoss(nn.Module):
+    """liger.ops.cross_entropy of logits [..., V] against targets [...]:
+    class `weight` [V], ignore_index, lse_square_scale (z-loss added to the
+    loss), label_smoothing, reduction ("mean", "sum" or "none"), softcap.
+    With return_z_loss the forward returns a CrossEntropyOutput of the loss
+    and the z-loss term (lse_square_scale · lse², reduced as the loss; f32,
+    without a gradient of its own: its term is in the loss), as
+    Liger-Kernel 0.8 does. Refused: return_token_accuracy,
+    return_predicted_tokens. liger's own: `inplace` (the gradient written
+    over the logits)."""
+
+    def __init__(self, weight=None, ignore_index=-100, lse_square_scale=0.0,
+                 label_smoothing=0.0, reduction="mean", softcap=None, return_z_loss=False,
+                 return_token_accuracy=False, return_predicted_tokens=False, *, inplace=False):
+        super().__init__()
+        name = type(self).__name__
+        _no_extra_outputs(name, return_token_accuracy=return_token_accuracy,
+                          return_predicted_tokens=return_predicted_tokens)
+        _checked(name, specs.check_bool, "inplace", inplace)
+        # The spec's rules for the attributes (the vocabulary and the dtypes
+        # come with the input).
+        _checked(name, ops.cross_entropy_spec, 1, "f32", ignore_index=ignore_index,
+                 label_smoothing=label_smoothing, reduction=reduction, softcap=softcap,
+                 lse_square_scale=lse_square_scale, weighted=weight is not None,
+                 return_z_loss=return_z_loss)
+        self.weight, self.ignore_index, self.lse_square_scale = weight, ignore_index, \
+            lse_square_scale
+        self.label_smoothing, self.reduction, self.softcap = label_smoothing, reduction, softcap
+        self.return_z_loss = return_z_loss
+        self.return_token_accuracy = self.return_predicted_tokens = False
+        self.inplace = inplace
+
+    def forward(self, _input, target):
+        out = ops.cross_entropy(_input, target, self.weight, self.ignore_index,
+                                self.label_smoothing, self.reduction, self.softcap,
+                                self.lse_square_scale, self.inplace, self.return_z_loss)
+        if not self.return_z_loss:
+            return out
+        return CrossEntropyOutput(loss=out[0], z_loss=out[1])
 
 
 class LigerFusedLinearCrossEntropyLoss(nn.Module):
@@ -312,8 +322,7 @@ class LigerFusedLinearCrossEntropyLoss(nn.Module):
                  return_predicted_tokens=False, *, memory_budget=2 ** 29):
         super().__init__()
         name = type(self).__name__
-        _no_extra_outputs(name, "liger.ops returns the loss and the z-loss alone",
-                          return_token_accuracy=return_token_accuracy,
+        _no_extra_outputs(name, return_token_accuracy=return_token_accuracy,
                           return_predicted_tokens=return_predicted_tokens)
         _only(name, "use_token_scaling", use_token_scaling, False,
               "liger.ops.fused_linear_cross_entropy weighs every token alike")

@@ -21,8 +21,10 @@ reference functions on CPU tensors.
     liger::geglu(gate, up, approximate) -> y      liger::geglu_backward(dy, gate, up, approximate)
     liger::softmax(x) -> y                        liger::softmax_backward(dy, y)
     liger::rope(q, k, cos, sin) -> (q, k)         liger::rope_backward(dq, dk, cos, sin)
-    liger::cross_entropy(logits, target, weight?, ...) -> (loss, grad)
-    liger::cross_entropy_(logits!, target, weight?, ...) -> loss   (the gradient over logits)
+    liger::cross_entropy(logits, target, weight?, ..., return_z_loss) -> (loss, z_loss, grad)
+    liger::cross_entropy_(logits!, target, weight?, ..., return_z_loss) -> (loss, z_loss)
+                                             (the gradient over the logits;
+                                              z_loss empty unless return_z_loss)
     liger::fused_linear_cross_entropy(hidden, weight, target, bias?, class_weight?, ...,
                                       return_z_loss, memory_budget, dw_f32, want_dx,
                                       want_dw, want_db)
@@ -451,56 +453,70 @@ rope.register_autograd(_rope_grad, setup_context=_rope_setup)
 
 # --- cross-entropy ---------------------------------------------------------
 
+def _ce_loss_shape(target, reduction):
+    return target.shape if reduction == "none" else ()
+
+
 def _ce_launch(logits, target, weight, ignore_index, label_smoothing, reduction, softcap,
-               lse_square_scale, grad):
-    """The loss, with the gradient of a unit incoming gradient written into
-    `grad` (the logits themselves, in place)."""
+               lse_square_scale, return_z_loss, grad):
+    """The loss and, with `return_z_loss`, the z-loss term apart (the
+    kernel's second output; else an empty tensor), with the gradient of a
+    unit incoming gradient written into `grad` (the logits themselves, in
+    place)."""
     fwd, _ = _pair(specs.cross_entropy_spec, (
         logits.shape[-1], logits.dtype, target.dtype, ignore_index, label_smoothing, reduction,
-        softcap, lse_square_scale, weight is not None), logits.device)
-    shape = target.shape if reduction == "none" else ()
+        softcap, lse_square_scale, weight is not None, return_z_loss), logits.device)
+    shape = _ce_loss_shape(target, reduction)
     one = torch.ones(shape, dtype=F32, device=logits.device)
     loss = torch.empty(shape, dtype=F32, device=logits.device)
+    z_loss = torch.empty(shape if return_z_loss else 0, dtype=F32, device=logits.device)
     rows = logits.view(-1, logits.shape[-1])
+
+    def flat(t):  # (the kernel's [rows] per token, or its scalar)
+        return t.view(-1) if reduction == "none" else t
     fwd(rows, target.reshape(-1).contiguous(),
-        *([weight.contiguous()] if weight is not None else []),
-        one.view(-1) if reduction == "none" else one,
-        out=[loss.view(-1) if reduction == "none" else loss, grad.view(rows.shape)])
-    return loss
+        *([weight.contiguous()] if weight is not None else []), flat(one),
+        out=[flat(loss), *([flat(z_loss)] if return_z_loss else []), grad.view(rows.shape)])
+    return loss, z_loss
 
 
 @torch.library.custom_op("liger::cross_entropy", mutates_args=())
 def cross_entropy(logits: Tensor, target: Tensor, weight: Optional[Tensor], ignore_index: int,
                   label_smoothing: float, reduction: str, softcap: float,
-                  lse_square_scale: float) -> Tuple[Tensor, Tensor]:
+                  lse_square_scale: float, return_z_loss: bool) -> Tuple[Tensor, Tensor, Tensor]:
     logits = logits.contiguous()
     grad = torch.empty_like(logits)
-    loss = _ce_launch(logits, target, weight, ignore_index, label_smoothing, reduction,
-                      softcap, lse_square_scale, grad)
-    return loss, grad
+    loss, z_loss = _ce_launch(logits, target, weight, ignore_index, label_smoothing, reduction,
+                              softcap, lse_square_scale, return_z_loss, grad)
+    return loss, z_loss, grad
+
+
+def _ce_fake_losses(logits, target, reduction, return_z_loss):
+    shape = _ce_loss_shape(target, reduction)
+    return (logits.new_empty(shape, dtype=F32),
+            logits.new_empty(shape if return_z_loss else 0, dtype=F32))
 
 
 @cross_entropy.register_fake
 def _(logits, target, weight, ignore_index, label_smoothing, reduction, softcap,
-      lse_square_scale):
-    shape = target.shape if reduction == "none" else ()
-    return logits.new_empty(shape, dtype=F32), _like(logits)
+      lse_square_scale, return_z_loss):
+    return _ce_fake_losses(logits, target, reduction, return_z_loss) + (_like(logits),)
 
 
 @torch.library.custom_op("liger::cross_entropy_", mutates_args=("logits",))
 def cross_entropy_(logits: Tensor, target: Tensor, weight: Optional[Tensor], ignore_index: int,
                    label_smoothing: float, reduction: str, softcap: float,
-                   lse_square_scale: float) -> Tensor:
+                   lse_square_scale: float, return_z_loss: bool) -> Tuple[Tensor, Tensor]:
     # The kernel reads each chunk of a row before writing its gradient there
     # (Liger-Kernel's memory saving); contiguous logits (liger.ops checks).
     return _ce_launch(logits, target, weight, ignore_index, label_smoothing, reduction,
-                      softcap, lse_square_scale, logits)
+                      softcap, lse_square_scale, return_z_loss, logits)
 
 
 @cross_entropy_.register_fake
 def _(logits, target, weight, ignore_index, label_smoothing, reduction, softcap,
-      lse_square_scale):
-    return logits.new_empty(target.shape if reduction == "none" else (), dtype=F32)
+      lse_square_scale, return_z_loss):
+    return _ce_fake_losses(logits, target, reduction, return_z_loss)
 
 
 def _ce_input_grad(grad, dloss, none):
@@ -512,15 +528,19 @@ def _ce_input_grad(grad, dloss, none):
     return _scaled(grad, dloss)
 
 
+# The z-loss returned apart has no gradient (as Liger-Kernel's, which
+# drops its incoming gradient: its term is in the loss, and differentiated
+# there).
+
 def _ce_setup(ctx, inputs, output):
-    ctx.save_for_backward(output[1])
+    ctx.save_for_backward(output[2])
     ctx.none = inputs[5] == "none"
-    ctx.mark_non_differentiable(output[1])
+    ctx.mark_non_differentiable(output[1], output[2])
 
 
-def _ce_grad(ctx, dloss, _dgrad):
+def _ce_grad(ctx, dloss, _dz, _dgrad):
     (grad,) = ctx.saved_tensors
-    return (_ce_input_grad(grad, dloss, ctx.none),) + (None,) * 7
+    return (_ce_input_grad(grad, dloss, ctx.none),) + (None,) * 8
 
 
 cross_entropy.register_autograd(_ce_grad, setup_context=_ce_setup)
@@ -534,15 +554,16 @@ class CrossEntropyInPlace(torch.autograd.Function):
     @staticmethod
     def forward(ctx, logits, target, weight, *config):
         grad = logits.detach()
-        loss = cross_entropy_(grad, target, weight, *config)
+        loss, z_loss = cross_entropy_(grad, target, weight, *config)
         ctx.save_for_backward(grad)
         ctx.none = config[2] == "none"
-        return loss
+        ctx.mark_non_differentiable(z_loss)
+        return loss, z_loss
 
     @staticmethod
-    def backward(ctx, dloss):
+    def backward(ctx, dloss, _dz):
         (grad,) = ctx.saved_tensors
-        return (_ce_input_grad(grad, dloss, ctx.none),) + (None,) * 7
+        return (_ce_input_grad(grad, dloss, ctx.none),) + (None,) * 8
 
 
 # --- fused linear cross-entropy --------------------------------------------

@@ -9,6 +9,7 @@
     p = ops.softmax(x)                        # backward: liger.softmax_grad
     q, k = ops.rope(q, k, cos, sin)           # backward: liger.rope_grad
     loss = ops.cross_entropy(logits, target)  # the gradient written forward
+    loss, z_loss = ops.cross_entropy(logits, target, lse_square_scale=1e-4, return_z_loss=True)
     loss = ops.fused_linear_cross_entropy(h, lm_head_weight, target)  # no logits kept
     per_token = ops.fused_linear_cross_entropy(h, lm_head_weight, target, reduction="none")
     loss, z_loss = ops.fused_linear_cross_entropy(h, w, target, bias=b, lse_square_scale=1e-4,
@@ -415,7 +416,7 @@ def rope(q, k, cos, sin):
 
 
 def _cross_entropy_checked(logits, target, weight, ignore_index, label_smoothing, reduction,
-                           softcap, lse_square_scale, inplace):
+                           softcap, lse_square_scale, inplace, return_z_loss):
     op = "cross_entropy"
     device = _tensors(op, dict(logits=logits, target=target, weight=weight), ("weight",))
     v = _feature_size(op, "logits", logits)
@@ -424,14 +425,15 @@ def _cross_entropy_checked(logits, target, weight, ignore_index, label_smoothing
     _class_weight(op, "weight", weight, v)
     spec = _spec(cross_entropy_spec, (
         v, logits.dtype, target.dtype, ignore_index, label_smoothing, reduction, softcap,
-        lse_square_scale, weight is not None), device)
+        lse_square_scale, weight is not None, return_z_loss), device)
     check_bool("inplace", inplace)
     return (spec.ignore_index, spec.label_smoothing, spec.reduction, spec.softcap,
-            spec.lse_square_scale)
+            spec.lse_square_scale, spec.return_z_loss)
 
 
 def cross_entropy(logits, target, weight=None, ignore_index=-100, label_smoothing=0.0,
-                  reduction="mean", softcap=None, lse_square_scale=0.0, inplace=False):
+                  reduction="mean", softcap=None, lse_square_scale=0.0, inplace=False,
+                  return_z_loss=False):
     """Cross-entropy of logits [..., V] against targets [...] (int32 or
     int64; liger.cross_entropy: PyTorch's F.cross_entropy semantics plus
     Liger-Kernel's softcap and z-loss, f32 math): one kernel computes the
@@ -440,16 +442,22 @@ def cross_entropy(logits, target, weight=None, ignore_index=-100, label_smoothin
     `softcap`: None or 0 for none, else > 0. With `inplace=True` the
     gradient is written over the logits (no second [N, V] buffer): only for
     contiguous logits nothing else reads afterwards, as a loss's usually
-    are."""
+    are. With `return_z_loss=True` returns (loss, z_loss): the z-loss term
+    lse_square_scale · lse² alone (Liger-Kernel's; 0 without a scale),
+    reduced as the loss (for "mean" over the counted tokens, unweighted),
+    f32, from the same kernel; it is already in the loss and carries no
+    gradient of its own (as Liger-Kernel, which drops its incoming
+    gradient)."""
     config = _once(lambda: (
         "cross_entropy", type(logits), type(target), type(weight), logits.device,
         target.device, weight is not None and weight.device, logits.dtype, target.dtype,
         weight is not None and weight.dtype, logits.shape[-1],
         weight is not None and weight.shape, type(ignore_index), ignore_index,
         type(label_smoothing), label_smoothing, type(reduction), reduction, type(softcap),
-        softcap, type(lse_square_scale), lse_square_scale, type(inplace), inplace),
+        softcap, type(lse_square_scale), lse_square_scale, type(inplace), inplace,
+        type(return_z_loss), return_z_loss),
         _cross_entropy_checked, logits, target, weight, ignore_index, label_smoothing,
-        reduction, softcap, lse_square_scale, inplace)
+        reduction, softcap, lse_square_scale, inplace, return_z_loss)
     _targets("cross_entropy", target, logits.shape[:-1])
     _rows("cross_entropy", "logits", logits)
     weight = weight.float() if weight is not None else None  # (the kernels read f32)
@@ -457,8 +465,10 @@ def cross_entropy(logits, target, weight=None, ignore_index=-100, label_smoothin
         if not logits.is_contiguous():
             raise LigerValueError("liger.ops.cross_entropy(inplace=True) needs contiguous "
                                   "logits (a copy would not be in place)")
-        return operators.CrossEntropyInPlace.apply(logits, target, weight, *config)
-    return operators.cross_entropy(logits, target, weight, *config)[0]
+        loss, z_loss = operators.CrossEntropyInPlace.apply(logits, target, weight, *config)
+    else:
+        loss, z_loss, _ = operators.cross_entropy(logits, target, weight, *config)
+    return (loss, z_loss) if config[5] else loss
 
 
 def _lm_head_bias(op, bias, weight):

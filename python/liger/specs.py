@@ -419,6 +419,10 @@ class RoPESpec(Spec):
 
 @dataclasses.dataclass(frozen=True)
 class CrossEntropySpec(Spec):
+    """The cross-entropy of logits and its gradient (liger.ops.cross_
+    entropy): the loss's attributes, class weights [vocab] (`weighted`) and
+    the z-loss term returned apart (`return_z_loss`)."""
+
     op: ClassVar[str] = "cross_entropy"
     vocab: int
     dtype: str
@@ -430,20 +434,31 @@ class CrossEntropySpec(Spec):
     lse_square_scale: float = 0.0
     weighted: bool = False
     target: str = DEFAULT_TARGET
+    return_z_loss: bool = False
 
     REDUCTIONS: ClassVar[tuple] = ("mean", "sum", "none")
+    # The fields written only when set: the specs before them keep their
+    # text (and their bundles' keys).
+    OPTIONAL_FLAGS: ClassVar[tuple] = ("return_z_loss",)
 
     def _checked(self):
-        return dict(_common(self), vocab=_size("vocab", self.vocab),
-                    target_dtype=dtype_name(self.target_dtype, "target_dtype", TARGET_DTYPES),
-                    ignore_index=check_int("ignore_index", self.ignore_index),
-                    label_smoothing=check_float("label_smoothing", self.label_smoothing,
-                                                0.0, 1.0),
-                    reduction=check_choice("reduction", self.reduction, self.REDUCTIONS),
-                    softcap=check_softcap(self.softcap),
-                    lse_square_scale=check_float("lse_square_scale", self.lse_square_scale,
-                                                 0.0),
-                    weighted=check_bool("weighted", self.weighted))
+        checked = dict(_common(self), vocab=_size("vocab", self.vocab),
+                       target_dtype=dtype_name(self.target_dtype, "target_dtype",
+                                               TARGET_DTYPES),
+                       ignore_index=check_int("ignore_index", self.ignore_index),
+                       label_smoothing=check_float("label_smoothing", self.label_smoothing,
+                                                   0.0, 1.0),
+                       reduction=check_choice("reduction", self.reduction, self.REDUCTIONS),
+                       softcap=check_softcap(self.softcap),
+                       lse_square_scale=check_float("lse_square_scale",
+                                                    self.lse_square_scale, 0.0),
+                       weighted=check_bool("weighted", self.weighted))
+        for flag in self.OPTIONAL_FLAGS:
+            checked[flag] = check_bool(flag, getattr(self, flag))
+        return checked
+
+    def _string_fields(self, fields):
+        return {k: v for k, v in fields.items() if k not in self.OPTIONAL_FLAGS or v}
 
     def loss_type(self):
         """The type of the loss and of its incoming gradient: one f32 per
@@ -458,6 +473,14 @@ class CrossEntropySpec(Spec):
             attrs += " softcap = %.9e" % self.softcap
         return attrs + " lse_square_scale = %.9e" % self.lse_square_scale
 
+    def z_loss_parts(self):
+        """With `return_z_loss`, what the loss op's z-loss result adds to a
+        module: (its value after the loss's, its type after the loss's, the
+        op's unit attribute); empty strings without."""
+        if not self.return_z_loss:
+            return ("",) * 3
+        return ", %z", ", " + self.loss_type(), " z_loss"
+
     def module_text(self):
         X = "tensor<?x%dx%s>" % (self.vocab, self.dtype)
         T = "tensor<?x%s>" % self.target_dtype
@@ -465,13 +488,14 @@ class CrossEntropySpec(Spec):
         W = "tensor<%dxf32>" % self.vocab
         wparam = ", %%w: %s" % W if self.weighted else ""
         wuse = " weight(%%w : %s)" % W if self.weighted else ""
+        z, ztype, zattr = self.z_loss_parts()
         attrs = self.attributes()
-        # The loss and its gradient for the incoming gradient %g: one kernel
-        # (liger-fuse-cross-entropy-grad).
-        return f"""func.func @fwd(%x: {X}, %t: {T}{wparam}, %g: {L}) -> ({L}, {X}) {{
-  %l = liger.cross_entropy %x, %t{wuse} {attrs} : {X}, {T}
+        # The loss (and the z-loss term apart) and its gradient for the
+        # incoming gradient %g: one kernel (liger-fuse-cross-entropy-grad).
+        return f"""func.func @fwd(%x: {X}, %t: {T}{wparam}, %g: {L}) -> ({L}{ztype}, {X}) {{
+  %l{z} = liger.cross_entropy %x, %t{wuse} {attrs}{zattr} : {X}, {T}
   %d = liger.cross_entropy_grad %x, %t, %g{wuse} {attrs} : {X}, {T}, {L}
-  return %l, %d : {L}, {X}
+  return %l{z}, %d : {L}{ztype}, {X}
 }}
 """
 
@@ -500,17 +524,13 @@ class FusedLinearCrossEntropySpec(CrossEntropySpec):
     hidden: int = 0
     dw_f32: bool = False
     bias: bool = False
-    return_z_loss: bool = False
 
-    # The fields written only when set: the specs before them keep their
-    # text (and their bundles' keys).
+    # (Written only when set, as CrossEntropySpec's.)
     OPTIONAL_FLAGS: ClassVar[tuple] = ("dw_f32", "bias", "return_z_loss")
 
     def _checked(self):
         checked = super()._checked()
         checked["hidden"] = _size("hidden", self.hidden)
-        for flag in self.OPTIONAL_FLAGS:
-            checked[flag] = check_bool(flag, getattr(self, flag))
         if checked["dtype"] == "f32":
             raise LigerTypeError(
                 "liger.ops.fused_linear_cross_entropy takes bf16 or f16 (its matmul kernels "
@@ -526,9 +546,6 @@ class FusedLinearCrossEntropySpec(CrossEntropySpec):
                 "reduction=mean divide the two terms by different totals; use "
                 "liger.ops.cross_entropy on materialized logits")
         return checked
-
-    def _string_fields(self, fields):
-        return {k: v for k, v in fields.items() if k not in self.OPTIONAL_FLAGS or v}
 
     def compile_options(self):
         """The matmul templates and the loss plan (liger-compile
@@ -556,7 +573,7 @@ class FusedLinearCrossEntropySpec(CrossEntropySpec):
         wparam = ", %%cw: %s" % CW if self.weighted else ""
         wuse = " class_weight(%%cw : %s)" % CW if self.weighted else ""
         L = self.loss_type()
-        z, ztype, zattr = (", %z", ", " + L, " z_loss") if self.return_z_loss else ("",) * 3
+        z, ztype, zattr = self.z_loss_parts()
         attrs = self.attributes()
         return f"""func.func @loss(%h: {X}, %w: {W}, %t: {T}{bparam}{wparam}, %g: {L}) -> ({L}{ztype}, {X}, {W}{btype}) {{
   %l{z} = liger.fused_linear_cross_entropy %h, %w, %t{buse}{wuse} {attrs}{zattr} : {X}, {W}, {T}
@@ -831,11 +848,12 @@ def rope_spec(q_heads, k_heads, head_dim, dtype, broadcast_tables=True, target=D
 
 def cross_entropy_spec(vocab, dtype, target_dtype="i64", ignore_index=-100,
                        label_smoothing=0.0, reduction="mean", softcap=None,
-                       lse_square_scale=0.0, weighted=False, target=DEFAULT_TARGET):
+                       lse_square_scale=0.0, weighted=False, return_z_loss=False,
+                       target=DEFAULT_TARGET):
     return CrossEntropySpec(vocab, dtype_name(dtype), dtype_name(target_dtype, "target_dtype",
                                                                  TARGET_DTYPES),
                             ignore_index, label_smoothing, reduction, softcap,
-                            lse_square_scale, weighted, target)
+                            lse_square_scale, weighted, target, return_z_loss)
 
 
 def fused_linear_cross_entropy_spec(vocab, hidden, dtype, target_dtype="i64", ignore_index=-100,
@@ -845,7 +863,7 @@ def fused_linear_cross_entropy_spec(vocab, hidden, dtype, target_dtype="i64", ig
     return FusedLinearCrossEntropySpec(
         vocab, dtype_name(dtype), dtype_name(target_dtype, "target_dtype", TARGET_DTYPES),
         ignore_index, label_smoothing, reduction, softcap, lse_square_scale, weighted, target,
-        hidden, dw_f32, bias, return_z_loss)
+        return_z_loss, hidden, dw_f32, bias)
 
 
 def module_text(spec):

@@ -456,19 +456,14 @@ REFUSED = {
         "[1, 9223372036854775807], got 0"),
 }
 
-# Liger-Kernel's extra outputs that liger does not compute (the fused loss
-# returns the z-loss: test_fused_linear_cross_entropy.py).
-for _loss, _flags, _why in (
-        (nn.LigerCrossEntropyLoss,
-         ("return_z_loss", "return_token_accuracy", "return_predicted_tokens"),
-         "liger.ops returns the loss alone"),
-        (nn.LigerFusedLinearCrossEntropyLoss,
-         ("return_token_accuracy", "return_predicted_tokens"),
-         "liger.ops returns the loss and the z-loss alone")):
-    for _flag in _flags:
+# Liger-Kernel's extra outputs that liger does not compute (both losses
+# return the z-loss: test_cross_entropy.py, test_fused_linear_cross_entropy.py).
+for _loss in (nn.LigerCrossEntropyLoss, nn.LigerFusedLinearCrossEntropyLoss):
+    for _flag in ("return_token_accuracy", "return_predicted_tokens"):
         REFUSED["%s_%s" % (_loss.__name__, _flag)] = (
             lambda loss=_loss, flag=_flag: loss(**{flag: True}),
-            *_refused(_loss.__name__, _flag, True, _why))
+            *_refused(_loss.__name__, _flag, True,
+                      "liger.ops returns the loss and the z-loss alone"))
 
 
 @pytest.mark.parametrize("case", list(REFUSED))

@@ -34,6 +34,8 @@ CE_SPECS = [
     ops.cross_entropy_spec(32000, "f32", "torch.int32", ignore_index=-1, label_smoothing=0.1,
                            reduction="none", softcap=30.0, lse_square_scale=1e-4,
                            weighted=True),
+    # The z-loss term returned apart.
+    ops.cross_entropy_spec(1000, "bf16", lse_square_scale=1e-4, return_z_loss=True),
 ]
 
 FLCE_SPEC = ops.fused_linear_cross_entropy_spec(1000, 256, "bf16", label_smoothing=0.1)
@@ -127,6 +129,46 @@ def test_cross_entropy_is_one_kernel(tmp_path):
     assert '"name": "fwd_rowwise_0"' in manifest
     assert '"ops": "liger.cross_entropy, liger.cross_entropy_grad"' in manifest
     assert '"name": "fwd_rowwise_0_finish"' in manifest
+
+
+def test_cross_entropy_z_loss_spec():
+    """return_z_loss: a field written only when set (the specs before it
+    keep their text and their bundles' keys); @fwd gives the loss, the
+    z-loss, then the gradient."""
+    z_spec = CE_SPECS[2]
+    assert "return_z_loss=1" in str(z_spec) and "z_loss" not in str(CE_SPECS[0])
+    assert str(CE_SPECS[0]) == (
+        "cross_entropy:dtype=bf16,ignore_index=-100,label_smoothing=0.0,lse_square_scale=0.0,"
+        "reduction=mean,softcap=0.0,target_dtype=i64,vocab=1000,weighted=0")
+    assert ops.bundle_key(z_spec) != ops.bundle_key(
+        ops.cross_entropy_spec(1000, "bf16", lse_square_scale=1e-4))
+    with pytest.raises(LigerError, match="^return_z_loss must be a bool, got 1$"):
+        ops.cross_entropy_spec(1000, "bf16", return_z_loss=1)
+    assert _function_types(ops.module_text(z_spec), "fwd")[1] == [
+        "tensor<f32>", "tensor<f32>", "tensor<?x1000xbf16>"]
+    assert " z_loss : " in ops.module_text(z_spec)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("target", ["sm_90a", "sm_80"])
+@pytest.mark.parametrize("reduction", ["mean", "none"])
+def test_cross_entropy_z_loss_is_one_kernel(tmp_path, target, reduction):
+    """The loss, the z-loss and the gradient come from one kernel
+    (liger-fuse-cross-entropy-grad) whose parameters are @fwd's, in order:
+    what liger.operators launches it with (the z-loss a scalar, or [rows]
+    per token)."""
+    spec = ops.cross_entropy_spec(1000, "bf16", reduction=reduction, lse_square_scale=1e-4,
+                                  return_z_loss=True)
+    (path,) = ops.precompile(str(tmp_path), [spec], target)
+    (module,) = json.load(open(os.path.join(path, "manifest.json")))["modules"]
+    (kernel,) = module["kernels"]
+    assert kernel["name"] == "fwd_rowwise_0"
+    assert kernel["ops"] == "liger.cross_entropy, liger.cross_entropy_grad"
+    params, results = _function_types(ops.module_text(spec), "fwd")
+    assert [_param_type(p) for p in kernel["params"] if p["role"] == "input"] == params
+    assert [_param_type(p) for p in kernel["params"] if p["role"] == "output"] == results
+    loss = "tensor<f32>" if reduction == "mean" else "tensor<?xf32>"
+    assert results == [loss, loss, "tensor<?x1000xbf16>"]
 
 
 def test_fused_linear_cross_entropy_module_verifies():

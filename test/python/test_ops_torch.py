@@ -88,16 +88,28 @@ def _cases():
         "rope": (L.rope, (q, k, angle.cos(), angle.sin())),
         "rope_backward": (L.rope_backward, (_randn(2, 4, 3, 8), _randn(2, 2, 3, 8),
                                             angle.cos(), angle.sin())),
-        "cross_entropy": (L.cross_entropy, (logits, t, cw, -100, 0.1, "mean", 30.0, 1e-4)),
-        "cross_entropy_none": (L.cross_entropy, (logits, t, None, -100, 0.0, "none", 0.0, 0.0)),
+        # (logits, target, weight, ignore_index, label_smoothing, reduction,
+        # softcap, lse_square_scale, return_z_loss)
+        "cross_entropy": (L.cross_entropy, (logits, t, cw, -100, 0.1, "mean", 30.0, 1e-4,
+                                            False)),
+        "cross_entropy_none": (L.cross_entropy, (logits, t, None, -100, 0.0, "none", 0.0, 0.0,
+                                                 False)),
         # Logits [B, T, V] against targets [B, T] or [B * T]: the loss takes
         # the target's shape, and so does its incoming gradient.
         "cross_entropy_none_rank3": (L.cross_entropy, (logits3, t.view(2, 3), None, -100, 0.0,
-                                                       "none", 0.0, 0.0)),
+                                                       "none", 0.0, 0.0, False)),
         "cross_entropy_none_rank3_flat": (L.cross_entropy, (logits3, t, None, -100, 0.0, "none",
-                                                            0.0, 0.0)),
+                                                            0.0, 0.0, False)),
         "cross_entropy_": (L.cross_entropy_, (logits.detach().clone(), t, None, -100, 0.0,
-                                              "sum", 0.0, 0.0)),
+                                              "sum", 0.0, 0.0, False)),
+        # The z-loss apart (no gradient of its own): reduced, per token in
+        # the target's shape, and in place.
+        "cross_entropy_zloss": (L.cross_entropy, (logits, t, cw, -100, 0.1, "mean", 30.0, 1e-3,
+                                                  True)),
+        "cross_entropy_none_rank3_zloss": (L.cross_entropy, (logits3, t.view(2, 3), None, -100,
+                                                             0.0, "none", 0.0, 1e-3, True)),
+        "cross_entropy__zloss": (L.cross_entropy_, (logits.detach().clone(), t, cw, -100, 0.0,
+                                                    "none", 0.0, 1e-3, True)),
         # (hidden, weight, target, bias, class_weight, ignore_index,
         # label_smoothing, reduction, softcap, lse_square_scale,
         # return_z_loss, memory_budget, dw_f32, want_dx, want_dw, want_db)
@@ -184,6 +196,15 @@ def _divergence_cases():
 
 
 OPS = sorted(_cases())
+# The operators that write over an input (opcheck checks what they say).
+MUTATING = ("cross_entropy_", "swiglu_backward_", "geglu_backward_")
+
+
+def _operator(case):
+    """The operator a case checks: its name before a variant's suffix."""
+    for suffix in ("_none", "_frozen", "_bias", "_zloss"):
+        case = case.split(suffix)[0]
+    return case
 
 
 @pytest.mark.parametrize("name", OPS)
@@ -198,7 +219,7 @@ def test_every_operator_is_checked():
     from liger import operators
     defined = {name for name, value in vars(operators).items()
                if isinstance(value, torch._library.custom_ops.CustomOpDef)}
-    assert defined == {c.split("_none")[0].split("_frozen")[0].split("_bias")[0] for c in OPS}
+    assert defined == {_operator(c) for c in OPS}
     assert "cross_entropy_none_rank3_flat" in OPS
 
 
@@ -207,7 +228,7 @@ def test_the_fake_kernels_are_exact():
     it gives when it runs."""
     from torch._subclasses.fake_tensor import FakeTensorMode
     for name, (op, args) in _cases().items():
-        if name in ("cross_entropy_", "swiglu_backward_", "geglu_backward_"):
+        if _operator(name) in MUTATING:
             continue  # (mutates its input: checked by opcheck)
         real = op(*[a.detach() if isinstance(a, torch.Tensor) else a for a in args])
         with FakeTensorMode(allow_non_fake_inputs=True) as mode:

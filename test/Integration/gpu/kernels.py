@@ -412,6 +412,17 @@ def ops_ce_cases():
         "ce_bf16_50257": (ops.cross_entropy_spec(50257, "bf16"), 50257, "bf16", 37, {}),
         "ce_f16_50257": (ops.cross_entropy_spec(50257, "f16"), 50257, "f16", 37, {}),
         "ce_f32_32001": (ops.cross_entropy_spec(32001, "f32"), 32001, "f32", 37, {}),
+        # The z-loss returned apart (the kernel's second output): the mean
+        # of bf16 logits, and per token with class weights and every
+        # attribute over GPT-2's vocabulary.
+        "ce_bf16_zloss_mean": (ops.cross_entropy_spec(
+            1000, "bf16", lse_square_scale=1e-4, return_z_loss=True), 1000, "bf16", 37,
+            dict(lse_square_scale=1e-4, return_z_loss=True)),
+        "ce_f32_zloss_none_all": (ops.cross_entropy_spec(
+            50257, "f32", "i32", ignore_index=-1, label_smoothing=0.1, reduction="none",
+            softcap=30.0, lse_square_scale=1e-4, weighted=True, return_z_loss=True), 50257,
+            "f32", 9, dict(ignore_index=-1, label_smoothing=0.1, reduction="none",
+                           softcap=30.0, lse_square_scale=1e-4, return_z_loss=True)),
     }
 
 

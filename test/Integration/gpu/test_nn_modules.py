@@ -111,6 +111,28 @@ def test_cross_entropy_loss():
              "bf16", "ce_bf16_mean")
 
 
+def test_cross_entropy_loss_with_the_z_loss():
+    # liger.ops' "ce_bf16_zloss_mean" configuration (vocabulary 1000, the
+    # z-loss returned apart), called as Liger-Kernel calls the module: a
+    # CrossEntropyOutput back.
+    m = nn.LigerCrossEntropyLoss(None, -100, 1e-4, 0.0, "mean", None, True)
+    x = (torch.randn(37, 1000, device="cuda") * 2).to(torch.bfloat16)
+    t = torch.randint(0, 1000, (37,), device="cuda")
+    t[::4] = -100
+    leaf = x.clone().requires_grad_(True)
+    out = m(leaf, t)
+    assert isinstance(out, nn.CrossEntropyOutput) and out.token_accuracy is None
+    assert not out.z_loss.requires_grad
+    x64 = x.double().requires_grad_(True)
+    z_loss = 1e-4 * (torch.logsumexp(x64, -1) ** 2)[t != -100].mean()
+    expected = F.cross_entropy(x64, t) + z_loss
+    check(out.loss, expected.detach(), "bf16", "ce loss")
+    check(out.z_loss, z_loss.detach(), "bf16", "ce z-loss")
+    out.loss.backward()
+    expected.backward()
+    check(leaf.grad, x64.grad, "bf16", "ce gradient of _input")
+
+
 @pytest.mark.experimental  # its matmul kernels are liger-compile --matmul-kernels
 def test_fused_linear_cross_entropy_loss():
     # liger.ops' "flce_bf16_dw_f32" configuration (lm_head [1000, 256], dW

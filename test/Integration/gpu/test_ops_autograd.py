@@ -108,7 +108,8 @@ def test_cross_entropy_and_its_gradient(name, inplace):
     # In place, the logits are an intermediate (as a loss's are): the
     # gradient overwrites them and still reaches the leaf.
     logits = leaf * 1 if inplace else leaf
-    loss = ops.cross_entropy(logits, t, weight=w, inplace=inplace, **kw)
+    out = ops.cross_entropy(logits, t, weight=w, inplace=inplace, **kw)
+    loss, z_loss = out if kw.get("return_z_loss") else (out, None)
     # The reference: F.cross_entropy on the capped float64 logits, plus the
     # z-loss, through float64 autograd.
     ref_x = x.to(torch.float64).requires_grad_(True)
@@ -122,11 +123,17 @@ def test_cross_entropy_and_its_gradient(name, inplace):
     counted = (t.long() != kw.get("ignore_index", -100)).double()
     zl = kw.get("lse_square_scale", 0.0) * torch.logsumexp(z, -1) ** 2 * counted
     if red == "none":
-        expected = ce + zl
+        expected, expected_z = ce + zl, zl
     else:
         wt = (w.double()[t.long().clamp(min=0)] if w is not None else 1.0) * counted
-        expected = ce.sum() / wt.sum() + zl.sum() / counted.sum()
+        expected_z = zl.sum() if red == "sum" else zl.sum() / counted.sum()
+        expected = ce.sum() / (wt.sum() if red == "mean" else 1.0) + expected_z
     check(loss, expected.detach(), "f32" if dt == "f32" else dt, name + " loss")
+    if z_loss is not None:
+        # (f32, as the loss; no gradient of its own: its term is in the loss)
+        assert z_loss.shape == loss.shape and z_loss.dtype == torch.float32, name
+        assert not z_loss.requires_grad, name
+        check(z_loss, expected_z.detach(), "f32" if dt == "f32" else dt, name + " z-loss")
     dloss = torch.rand(loss.shape, generator=gen, device="cuda") + 0.5
     loss.backward(dloss)
     expected.backward(dloss.double())
@@ -145,18 +152,24 @@ def test_cross_entropy_in_place_compiles(name):
     w = torch.rand(vocab, device="cuda") + 0.5 if spec.weighted else None
 
     def loss_of(leaf):
+        # (With return_z_loss the loss and the z-loss.)
         return ops.cross_entropy(leaf * 2, t, weight=w, inplace=True, **kw)
     x = torch.randn(tokens, vocab, device="cuda").to(dtype)
     a, b = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
     torch._dynamo.reset()
     loss = torch.compile(loss_of, fullgraph=True)(a)
     ref = loss_of(b)
+    z = ref_z = None
+    if kw.get("return_z_loss"):
+        (loss, z), (ref, ref_z) = loss, ref
     dloss = torch.rand(loss.shape, device="cuda") + 0.5
     loss.backward(dloss)
     ref.backward(dloss)
     # (Inductor may fuse the scalings around the kernel: rounding apart.)
     tol = TOL[dt]
     assert torch.allclose(loss, ref, rtol=tol, atol=0), name
+    if z is not None:
+        assert torch.allclose(z, ref_z, rtol=tol, atol=0), name
     assert torch.allclose(a.grad.float(), b.grad.float(), rtol=tol,
                           atol=tol * b.grad.abs().max().item()), name
 

@@ -96,7 +96,7 @@ def _ce_cases(L):
         target[::3] = spec.ignore_index
         weight = torch.rand(vocab, device="cuda") + 0.5 if spec.weighted else None
         attrs = (spec.ignore_index, spec.label_smoothing, spec.reduction, spec.softcap,
-                 spec.lse_square_scale)
+                 spec.lse_square_scale, spec.return_z_loss)
         logits = _randn((tokens, vocab), dtype, True)
         out[name] = (L.cross_entropy, (logits, target, weight) + attrs)
         out[name + "_inplace"] = (L.cross_entropy_, (
