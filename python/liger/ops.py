@@ -205,10 +205,22 @@ def _same_shape(op, name, t, other_name, other):
             op, name, other_name, list(other.shape), list(t.shape)))
 
 
-def _same_dtype(op, name, t, other_name, other):
+def _raise(problem):
+    """Raises a rule's (exception class, message), where it gives one."""
+    if problem:
+        kind, message = problem
+        raise kind(message)
+
+
+def _dtype_problem(op, name, t, other_name, other):
     if t.dtype != other.dtype:
-        raise LigerTypeError("liger.ops.%s: %s must have the dtype of %s (%s), got %s" % (
-            op, name, other_name, other.dtype, t.dtype))
+        return LigerTypeError, "liger.ops.%s: %s must have the dtype of %s (%s), got %s" % (
+            op, name, other_name, other.dtype, t.dtype)
+    return None
+
+
+def _same_dtype(op, name, t, other_name, other):
+    _raise(_dtype_problem(op, name, t, other_name, other))
 
 
 def _class_weight(op, name, w, vocab):
@@ -255,6 +267,19 @@ def rope_problem(q, k, cos, sin):
         return LigerValueError, "liger.ops.rope: q and k must not be empty, got %s and %s" % (
             list(q.shape), list(k.shape))
     return None
+
+
+def lm_head_bias_problem(bias, weight):
+    """Why liger.ops.fused_linear_cross_entropy cannot take `bias` for the
+    lm_head `weight` [V, H] (it takes None, or [V] of the weight's dtype),
+    as (exception class, message), or None."""
+    op = "fused_linear_cross_entropy"
+    if bias is None:
+        return None
+    if bias.dim() != 1 or bias.shape[0] != weight.shape[0]:
+        return LigerValueError, "liger.ops.%s: bias must be [V] = [%d] (weight's V), got " \
+            "%s" % (op, weight.shape[0], list(bias.shape))
+    return _dtype_problem(op, "bias", bias, "weight", weight)
 
 
 # --- the ops ---------------------------------------------------------------
@@ -471,16 +496,6 @@ def cross_entropy(logits, target, weight=None, ignore_index=-100, label_smoothin
     return (loss, z_loss) if config[5] else loss
 
 
-def _lm_head_bias(op, bias, weight):
-    """The lm_head's bias: None, or [V] of the weight's dtype."""
-    if bias is None:
-        return
-    if bias.dim() != 1 or bias.shape[0] != weight.shape[0]:
-        raise LigerValueError("liger.ops.%s: bias must be [V] = [%d] (weight's V), got %s"
-                              % (op, weight.shape[0], list(bias.shape)))
-    _same_dtype(op, "bias", bias, "weight", weight)
-
-
 def _flce_checked(hidden, weight, target, class_weight, ignore_index, label_smoothing,
                   reduction, softcap, lse_square_scale, memory_budget, dw_f32, bias,
                   return_z_loss):
@@ -493,7 +508,7 @@ def _flce_checked(hidden, weight, target, class_weight, ignore_index, label_smoo
                               "weight [V, H], got %s and %s" % (list(hidden.shape),
                                                                 list(weight.shape)))
     _same_dtype(op, "weight", weight, "hidden", hidden)
-    _lm_head_bias(op, bias, weight)
+    _raise(lm_head_bias_problem(bias, weight))
     _target_dtype(op, target)
     _targets(op, target, hidden.shape[:-1])
     v = _size(weight.shape[0])

@@ -22,6 +22,7 @@ replaces, with the liger.ops function that runs it:
     fused_linear_cross_entropy
                  the causal LM's lm_head + loss  ops.fused_linear_cross_entropy
                  while training with labels: no [tokens, vocab] logits kept
+                 (an lm_head bias added to the logits, with its gradient)
     cross_entropy the loss on the logits         ops.cross_entropy
 
 docs/transformers.md lists each family's classes and what stays its own.
@@ -34,8 +35,9 @@ liger has no kernel for the call: tensors not on a CUDA device or on a GPU
 liger has no target for (one warning for the whole model, at its first
 forward: patching touches no GPU), tensors on several devices, dtypes
 other than bf16/f16/f32, shapes the kernels do not take (partial rotary,
-tables of another layout), or no compiled kernels for the configuration
-and no compiler to make them.
+tables of another layout, an lm_head bias of another dtype than its
+weight), or no compiled kernels for the configuration and no compiler to
+make them.
 
 Kernels come from `liger.ops`: precompiled for a model configuration with
 `precompile(DIR, config)` (or `python -m liger.transformers precompile DIR
@@ -536,19 +538,25 @@ def _causal_lm_forward(self, *args, **kwargs):
         if aux is not None:  # (the router's loss, added as the model adds it)
             loss = loss + self.router_aux_loss_coef * aux.to(loss.device)
         return type(out)(**dict(out.items(), loss=loss))
-    # fused_linear_cross_entropy: while training, the loss without logits.
+    # fused_linear_cross_entropy: while training, the loss without logits
+    # (an lm_head bias added to them, with its gradient).
     head = self.lm_head
-    if not (self.training and torch.is_grad_enabled()) or getattr(head, "bias", None) \
-            is not None or not hasattr(head, "weight"):
+    if not (self.training and torch.is_grad_enabled()) or not hasattr(head, "weight"):
         return original(self, **kwargs)
-    w = head.weight
+    w, bias = head.weight, getattr(head, "bias", None)
+    problem = ops.lm_head_bias_problem(bias, w)
+    if problem:
+        _warn_once("%s runs its original forward: %s" % (what, problem[1]))
+        return original(self, **kwargs)
     softcap = getattr(self.config, "final_logit_softcapping", None)
+    devices = (("lm_head.weight", str(w.device)), ("labels", str(labels.device))) + (
+        (("lm_head.bias", str(bias.device)),) if bias is not None else ())
     # Decided before the decoder runs (the hidden states take the lm_head's
-    # dtype and device in a model of one dtype on one device).
+    # dtype and device in a model of one dtype on one device). The spec's
+    # arguments after the softcap: lse_square_scale, weighted, dw_f32, bias.
     if _fallback(what, "fused_linear_cross_entropy",
                  (w.shape[0], w.shape[1], str(w.dtype), str(labels.dtype),
-                  -100, 0.0, reduction, softcap),
-                 (("lm_head.weight", str(w.device)), ("labels", str(labels.device)))):
+                  -100, 0.0, reduction, softcap, 0.0, False, False, bias is not None), devices):
         return original(self, **kwargs)
     kw = dict(kwargs)
     kw.pop("labels")
@@ -569,11 +577,12 @@ def _causal_lm_forward(self, *args, **kwargs):
                                                        w.dtype, w.device))
         return original(self, **kwargs)
     if family.logits_scaling:
-        # The model's logits h · Wᵀ / s, as (h / s) · Wᵀ.
+        # The model's logits (h · Wᵀ + b) / s, as (h / s) · Wᵀ + b / s.
         hidden = hidden / self.config.logits_scaling
+        bias = bias / self.config.logits_scaling if bias is not None else None
     budget = getattr(self, "_liger_loss_budget", None)
     loss = ops.fused_linear_cross_entropy(
-        hidden, w, shift, reduction=reduction, softcap=softcap,
+        hidden, w, shift, reduction=reduction, softcap=softcap, bias=bias,
         **({} if budget is None else dict(memory_budget=budget)))
     if num_items is not None:
         loss = loss / num_items

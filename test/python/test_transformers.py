@@ -206,7 +206,8 @@ LLAMA_DECISIONS = [
     ("apply_rotary_pos_emb", "rope", (4, 2, 8, "torch.bfloat16", True),
      (("q", "cuda:0"), ("k", "cuda:0"), ("cos", "cuda:0"), ("sin", "cuda:0"))),
     ("LlamaForCausalLM's loss", "fused_linear_cross_entropy",
-     (96, 32, "torch.bfloat16", "torch.int64", -100, 0.0, "mean", None),
+     (96, 32, "torch.bfloat16", "torch.int64", -100, 0.0, "mean", None, 0.0, False, False,
+      False),
      (("lm_head.weight", "cuda:0"), ("labels", "cuda:0"))),
 ]
 
@@ -772,6 +773,93 @@ def test_frozen_lm_head_gets_no_weight_gradient(monkeypatch):
     assert h.grad is not None
     err = ((h.grad.float() - hr.grad).abs().max() / hr.grad.abs().max()).item()
     assert err < 2e-2, err
+
+
+def _biased_lm_head(model, seed, head=torch.nn.Linear):
+    """`model` with its lm_head replaced by a `head` [96, 32] with a
+    bias, weight and bias random, in the model's dtype."""
+    g = torch.Generator().manual_seed(seed)
+    lm_head = head(32, 96, bias=True)
+    with torch.no_grad():
+        lm_head.weight.copy_(torch.randn(96, 32, generator=g) / 32 ** 0.5)
+        lm_head.bias.copy_(torch.randn(96, generator=g))
+    model.lm_head = lm_head.to(model.dtype)
+    return model
+
+
+@needs_runner
+@pytest.mark.parametrize("family,dtype", [("llama", "bf16"), ("llama", "f32"),
+                                          ("granite", "bf16")])
+def test_an_lm_head_with_a_bias_trains_as_the_original(family, dtype, monkeypatch):
+    """A biased lm_head (nn.Linear(..., bias=True)): bf16 takes the fused
+    linear cross-entropy with the bias (its kernels' spec has it; no
+    logits while training; Granite's logits (h · Wᵀ + b) / s as (h / s) ·
+    Wᵀ + b / s), f32 the loss on the logits; one training step as the
+    unpatched model's, the bias's gradient too, with no fallback."""
+    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+    loaded = _record_loaded(monkeypatch)
+    torch_dtype = BF16 if dtype == "bf16" else F32
+    ref = _biased_lm_head(tiny_model(family, 13, torch_dtype), 5)
+    model = _biased_lm_head(tiny_model(family, 13, torch_dtype), 5)
+    lt.apply_liger_kernel(model, **_loss_flags(dtype))
+    ref_out, ref_loss, ref_grads = _train_step(ref)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out, loss, grads = _train_step(model)
+    assert _fallback_warnings(caught) == []
+    loss_tol, grad_tol = (1e-5, 1e-4) if dtype == "f32" else (1e-2, 6e-2)
+    assert torch.allclose(loss.float(), ref_loss.float(), rtol=loss_tol), (loss, ref_loss)
+    assert grads.keys() == ref_grads.keys() and "lm_head.bias" in grads
+    assert grads["lm_head.bias"].abs().sum() > 0
+    for name, g in grads.items():
+        r = ref_grads[name].float()
+        err = ((g.float() - r).abs().max() / r.abs().max().clamp_min(1e-30)).item()
+        assert err < grad_tol, (name, err)
+    losses = [s for s in loaded if s.op in ("fused_linear_cross_entropy", "cross_entropy")]
+    if dtype == "bf16":
+        assert out.logits is None and ref_out.logits is not None
+        assert losses and all(s.op == "fused_linear_cross_entropy" and s.bias for s in losses)
+    else:
+        assert out.logits is not None
+        assert losses and all(s.op == "cross_entropy" for s in losses)
+
+
+class _HeadWithAnF32Bias(torch.nn.Linear):
+    """An lm_head that keeps its bias in f32 and adds it in the input's
+    dtype: a bias the fused loss cannot take ([V] of the weight's dtype)."""
+
+    def to(self, dtype):
+        self.weight.data = self.weight.data.to(dtype)
+        return self
+
+    def forward(self, x):
+        return torch.nn.functional.linear(x, self.weight, self.bias.to(x.dtype))
+
+
+@needs_runner
+def test_an_lm_head_bias_the_fused_loss_cannot_take_falls_back(monkeypatch):
+    """A bias of another dtype than the lm_head's weight: the model's own
+    loss, with one warning naming the fused loss's rule, no kernel of it
+    loaded."""
+    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+    loaded = _record_loaded(monkeypatch)
+    ids = tokens(6)
+    ref = _biased_lm_head(tiny_model("llama", 14, BF16), 6, _HeadWithAnF32Bias)
+    model = _biased_lm_head(tiny_model("llama", 14, BF16), 6, _HeadWithAnF32Bias)
+    assert model.lm_head.bias.dtype == F32 and model.lm_head.weight.dtype == BF16
+    lt.apply_liger_kernel(model, rope=False, rms_norm=False, swiglu=False)
+    model.train()
+    ref.train()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        losses = [model(input_ids=ids, labels=ids).loss for _ in range(2)]
+    assert _fallback_warnings(caught) == [
+        "liger: LlamaForCausalLM's loss runs its original forward: "
+        "liger.ops.fused_linear_cross_entropy: bias must have the dtype of weight "
+        "(torch.bfloat16), got torch.float32"]
+    want = ref(input_ids=ids, labels=ids).loss
+    assert torch.equal(losses[0], want) and torch.equal(losses[1], want)
+    assert not [s for s in loaded if s.op == "fused_linear_cross_entropy"]
 
 
 @needs_runner
