@@ -119,16 +119,7 @@ def grouped_kv(gm) -> List[GroupLine]:
         node.args = (node.args[0], k[0], v[0]) + tuple(node.args[3:])
         node.kwargs = dict(node.kwargs, enable_gqa=True)
     # The repeats, where nothing else reads them.
-    erased = set()
-    stack = list(dropped)
-    while stack:
-        n = stack.pop()
-        if n in erased or n.users or n.op != "call_function" or n.is_impure():
-            continue
-        inputs = n.all_input_nodes
-        graph.erase_node(n)
-        erased.add(n)
-        stack.extend(inputs)
+    G.erase_unread(graph, dropped)
     if dropped and isinstance(gm, torch.fx.GraphModule):
         gm.recompile()
     return lines

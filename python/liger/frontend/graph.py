@@ -302,3 +302,18 @@ def produced_within(node, ancestor, depth: int) -> bool:
         if produced_within(a, ancestor, depth - 1):
             return True
     return False
+
+
+def erase_unread(graph, roots) -> None:
+    """Erases each of `roots` that nothing reads, and then, transitively,
+    the inputs that only erased nodes read (calls and attributes free of
+    side effects; a graph's inputs stay): what a rewrite leaves behind."""
+    stack, erased = list(roots), set()
+    while stack:
+        n = stack.pop()
+        if n in erased or n.users or n.op not in ("call_function", "get_attr") or n.is_impure():
+            continue
+        inputs = n.all_input_nodes
+        graph.erase_node(n)
+        erased.add(n)
+        stack.extend(inputs)

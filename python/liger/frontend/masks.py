@@ -222,10 +222,7 @@ def causal_masks(gm) -> List[MaskLine]:
             dropped.append(mask)
     # The masks' subgraphs, where nothing else reads them (the nodes only:
     # the rest of the graph is left as it is).
-    for mask in dict.fromkeys(dropped):
-        for n in reversed(_ancestors(mask)):
-            if not n.users and n.op in ("call_function", "get_attr") and not n.is_impure():
-                graph.erase_node(n)
+    G.erase_unread(graph, dropped)
     if dropped and isinstance(gm, torch.fx.GraphModule):
         gm.recompile()
     return lines
