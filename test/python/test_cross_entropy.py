@@ -33,15 +33,16 @@ def _inputs(n, seed, ignore_index=-100, weighted=False):
     return x, t, w
 
 
-def _plain(x, t, w, ignore_index=-100, label_smoothing=0.0, reduction="mean", softcap=None,
-           lse_square_scale=0.0):
+def losses_of_logits(x, t, w, ignore_index=-100, label_smoothing=0.0, reduction="mean",
+                     softcap=None, lse_square_scale=0.0):
     """(loss, z_loss) in float64: F.cross_entropy of the capped logits plus
     the z-loss lse_square_scale · lse² of the counted tokens (for "mean"
-    over their number, unweighted: Liger-Kernel's)."""
+    over their number, unweighted: Liger-Kernel's). The fused linear
+    cross-entropy's tests hold their logits to it too."""
     z = x.double()
     if softcap:
         z = softcap * torch.tanh(z / softcap)
-    z = z.reshape(-1, V)
+    z = z.reshape(-1, z.shape[-1])
     t = t.reshape(-1).long()
     counted = (t != ignore_index).double()
     ce = torch.nn.functional.cross_entropy(
@@ -92,7 +93,7 @@ def test_the_loss_z_loss_and_gradient_are_plain_pytorchs(case):
     loss, z_loss = ops.cross_entropy(leaf * 1 if inplace else leaf, t, w, inplace=inplace,
                                      return_z_loss=True, **kw)
     x64 = x.double().requires_grad_(True)
-    want, want_z = _plain(x64, t, w, **kw)
+    want, want_z = losses_of_logits(x64, t, w, **kw)
     want_shape = t.shape if kw.get("reduction") == "none" else ()
     assert loss.dtype == z_loss.dtype == torch.float32
     assert loss.shape == z_loss.shape == want_shape
@@ -139,7 +140,8 @@ def test_no_z_loss_scale_is_a_z_loss_of_zero(reduction):
     x, t, _ = _inputs(5, 4)
     loss, z_loss = ops.cross_entropy(x, t, reduction=reduction, return_z_loss=True)
     assert torch.equal(z_loss, torch.zeros_like(z_loss))
-    torch.testing.assert_close(loss.double(), _plain(x, t, None, reduction=reduction)[0],
+    torch.testing.assert_close(loss.double(),
+                               losses_of_logits(x, t, None, reduction=reduction)[0],
                                rtol=1e-5, atol=1e-6)
 
 

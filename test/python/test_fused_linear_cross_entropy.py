@@ -10,6 +10,8 @@ own; Liger-Kernel's module arguments and output; each refused call with its
 message."""
 
 import dataclasses
+import os
+import sys
 
 import pytest
 
@@ -17,6 +19,9 @@ torch = pytest.importorskip("torch")
 
 from liger import nn, ops  # noqa: E402
 from liger.errors import LigerTypeError, LigerValueError  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_cross_entropy import losses_of_logits  # noqa: E402
 
 H, V = 16, 40  # (V: not a multiple of the chunk's rows, nor of 16)
 
@@ -37,28 +42,13 @@ def _inputs(n, seed, weighted=False):
     return x, w, b, t, cw
 
 
-def _plain(x, w, b, t, cw, label_smoothing=0.0, reduction="mean", softcap=None,
-           lse_square_scale=0.0):
-    """(loss, z_loss) in float64 from the logits held whole: F.cross_entropy
-    plus the z-loss lse_square_scale · lse² of the counted tokens (for
-    "mean" over their number, unweighted; Liger-Kernel's)."""
+def _plain(x, w, b, t, cw, **kw):
+    """(loss, z_loss) in float64 from the logits held whole, rounded to bf16
+    as the op's meaning says: the cross-entropy on logits' reference."""
     z = x @ w.T
     if b is not None:
         z = z + b
-    z = z.to(torch.bfloat16).double()
-    if softcap:
-        z = softcap * torch.tanh(z / softcap)
-    counted = (t != -100).double()
-    ce = torch.nn.functional.cross_entropy(
-        z, t, reduction="none", label_smoothing=label_smoothing,
-        weight=None if cw is None else cw.double())
-    zl = lse_square_scale * torch.logsumexp(z, -1) ** 2 * counted
-    if reduction == "none":
-        return ce + zl, zl
-    if reduction == "sum":
-        return ce.sum() + zl.sum(), zl.sum()
-    total = counted.sum() if cw is None else (cw.double()[t.clamp(min=0)] * counted).sum()
-    return ce.sum() / total + zl.sum() / counted.sum(), zl.sum() / counted.sum()
+    return losses_of_logits(z.to(torch.bfloat16).double(), t, cw, **kw)
 
 
 # name -> (tokens, rows of one chunk, options). A chunk of `rows` rows of
