@@ -566,6 +566,30 @@ def test_cross_entropy_mean_of_all_ignored_is_nan(rng):
     assert np.isnan(loss)
 
 
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+def test_cross_entropy_grad_of_all_ignored_is_zero(rng, weighted):
+    """The mean's gradient over zero counted tokens is zero (PyTorch's), not
+    the 0/0 of its scale; so are an ignored token's under a NaN incoming
+    gradient, per token."""
+    L, Tg, W = "tensor<?x7xf32>", "tensor<?xi64>", "tensor<7xf32>"
+    w_arg, w_use = (", %%w: %s" % W, " weight(%%w : %s)" % W) if weighted else ("", "")
+    mean = f"""func.func @f(%x: {L}, %t: {Tg}, %g: tensor<f32>{w_arg}) -> {L} {{
+  %d = liger.cross_entropy_grad %x, %t, %g{w_use} lse_square_scale = 1.000000e-04 : {L}, {Tg}, tensor<f32>
+  return %d : {L}
+}}"""
+    x = rng.standard_normal((3, 7)).astype(np.float32)
+    w = [rng.uniform(0.5, 2.0, 7).astype(np.float32)] if weighted else []
+    (d,) = run(mean, [x, np.full(3, -100, dtype=np.int64), np.float32(1.0)] + w)
+    assert np.all(d == 0.0), d
+    none = f"""func.func @f(%x: {L}, %t: {Tg}, %g: tensor<?xf32>{w_arg}) -> {L} {{
+  %d = liger.cross_entropy_grad %x, %t, %g{w_use} reduction = none : {L}, {Tg}, tensor<?xf32>
+  return %d : {L}
+}}"""
+    t = np.array([2, -100, 6], dtype=np.int64)
+    (d,) = run(none, [x, t, np.array([1.0, np.nan, 1.0], np.float32)] + w)
+    assert np.all(d[1] == 0.0) and np.all(np.isfinite(d[[0, 2]])), d
+
+
 FLCE_VARIANTS = {
     "default": {},
     "bias_smoothing_zloss_none": {"bias": True, "label_smoothing": 0.1, "lse_square_scale": 1e-4,

@@ -198,6 +198,7 @@ private:
     Value index;   // the class to read (0 when not readable)
     Value weightT; // w[target] (1 without weights), 0 when ignored
     Value counted; // 1.0 when counted, else 0.0
+    Value ignored; // i1: the target is ignore_index
     Value invalid; // i1: neither ignored nor in [0, V)
     Value readable; // i1: counted and in [0, V) (index is the target)
   };
@@ -394,6 +395,7 @@ CEBuilder::Token CEBuilder::readToken(GpuBuilder &b, Value row) {
   }
   tok.readable = readable;
   tok.counted = b.select(ignored, zero, one);
+  tok.ignored = ignored;
   tok.weightT = b.select(ignored, zero, w);
   tok.invalid = arith::XOrIOp::create(
       b, loc, arith::OrIOp::create(b, loc, ignored, inRange), yes);
@@ -937,10 +939,20 @@ FailureOr<rt::KernelSpec> CEBuilder::buildKernel() {
       Value g = reduced
                     ? memref::LoadOp::create(rb, loc, gradLoss, ValueRange{})
                     : memref::LoadOp::create(rb, loc, gradLoss, ValueRange{row});
-      Value gc = mul(rb, g, tok.counted);
+      // An ignored row's scales are 0, whatever the incoming gradient and
+      // the totals: with no counted token at all (totals 0) the gradient is
+      // zero, as in PyTorch, not 0/0. (The clamp to the smallest normal f32
+      // changes only totals of subnormal class weights.)
+      Value gc = rb.select(tok.ignored, rb.f32(0.0), g);
+      auto share = [&](Value total) -> Value {
+        return mean ? div(rb, gc,
+                          arith::MaximumFOp::create(
+                              rb, loc, total,
+                              rb.f32(std::numeric_limits<float>::min())))
+                    : gc;
+      };
       writeGrad(rb, row, entry.getArgument(*gradParam), stats, tok,
-                mean ? div(rb, gc, weightSum) : gc,
-                mean ? div(rb, gc, count) : gc);
+                share(weightSum), share(count));
     }
     if (partials)
       scf::YieldOp::create(rb, loc, next);

@@ -380,8 +380,19 @@ Value buildCrossEntropyGrad(OpBuilder &b, Location loc, Value logits,
               {f32Type, f32Type},
               [](OpBuilder &nb, Location nloc,
                  ValueRange args) -> SmallVector<Value> {
-                Value g = mul(nb, nloc, toF32(nb, nloc, args[0]), args[3]);
-                return {div(nb, nloc, g, args[1]), div(nb, nloc, g, args[2])};
+                // An ignored token's scales are 0, whatever the incoming
+                // gradient and the totals: a batch with no counted token
+                // (totals 0) has a zero gradient, as in PyTorch.
+                Value g = toF32(nb, nloc, args[0]);
+                Value ignored = arith::CmpFOp::create(
+                    nb, nloc, arith::CmpFPredicate::OEQ, args[3],
+                    f32(nb, nloc, 0.0));
+                auto share = [&](Value total) -> Value {
+                  return arith::SelectOp::create(nb, nloc, ignored,
+                                                 f32(nb, nloc, 0.0),
+                                                 div(nb, nloc, g, total));
+                };
+                return {share(args[1]), share(args[2])};
               });
 
   SmallVector<RowOperand> ins = {

@@ -116,7 +116,7 @@ def _flce_cases(L):
         dtype = DTYPES[spec.dtype]
         target = torch.randint(0, v, (n,), device="cuda",
                                dtype=TARGET_DTYPES[spec.target_dtype])
-        target[::5] = spec.ignore_index
+        target[1::5] = spec.ignore_index  # (the first token counts: one token's case)
         cw = torch.rand(v, device="cuda") + 0.5 if spec.weighted else None
         hidden = _randn((n, h), dtype, True)
         weight = (torch.randn((v, h), device="cuda") * 3 / h ** 0.5).to(dtype).requires_grad_()

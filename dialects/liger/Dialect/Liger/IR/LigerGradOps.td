@@ -191,7 +191,9 @@ def Liger_CrossEntropyGradOp : Liger_InferOp<"cross_entropy_grad"> {
 
     chained through the softcap's `1 - tanh^2` when `softcap` is given;
     `scale_i` is 1 for `sum`/`none` and one over the counted tokens (or their
-    total class weight) for `mean`. Ignored tokens get zero gradient. The
+    total class weight) for `mean`. Ignored tokens get zero gradient,
+    whatever their incoming gradient, and so does every token when none is
+    counted (the mean's scale 1/0 is not applied: PyTorch's gradient). The
     result has the type of `logits`.
 
     ```mlir
