@@ -151,12 +151,12 @@ func.func @rope_reordered(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, 
 // RMSNorm backward: dx per row, dW summed over all rows. Two kernels: the
 // first loops over rows with the grid's stride, carrying the dW chunks in
 // registers, and writes one f32 partial row per CTA into the workspace; the
-// finishing kernel sums the partials of 32 features per CTA (8 warps, then
+// finishing kernel sums the partials of 32 features per CTA (32 warps, then
 // shared memory) and rounds dW once.
 // CHECK-LABEL: gpu.func @rms_norm_grad_rowwise_0(
 //  CHECK-SAME:     %{{.+}}: memref<?x4096xbf16>, %{{.+}}: memref<?x4096xbf16>, %{{.+}}: memref<4096xbf16>, %{{.+}}: memref<?xf32>, %{{.+}}: memref<?x4096xbf16>, %[[DW:.+]]: memref<4096xbf16>, %[[WS:.+]]: memref<?x4096xf32>) kernel
 //  CHECK-SAME:     liger.kernel_info = #liger.kernel_info<kernel_template = rowwise, ops = "liger.rms_norm_grad", grid = ["ctas", 1, 1]
-//  CHECK-SAME:     #liger.kernel_param<name = "workspace0", role = workspace, kind = partials, dtype = f32, length = 4096>], finish = <name = "rms_norm_grad_rowwise_0_finish", grid = 128, threads = 256, shared_memory_bytes = 1024>, ctas_per_sm = 4>
+//  CHECK-SAME:     #liger.kernel_param<name = "workspace0", role = workspace, kind = partials, dtype = f32, length = 4096>], finish = <name = "rms_norm_grad_rowwise_0_finish", grid = 128, threads = 1024, shared_memory_bytes = 4096>, ctas_per_sm = 4>
 //       CHECK:     %[[ROWS:.+]] = memref.dim %{{.+}}, %c0
 //       CHECK:     %[[STRIDE:.+]] = gpu.grid_dim  x
 //       CHECK:     %[[ACC:.+]]:2 = scf.for %[[ROW:.+]] = %{{.+}} to %[[ROWS]] step %[[STRIDE]] iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>)
@@ -168,10 +168,10 @@ func.func @rope_reordered(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, 
 //       CHECK:     vector.store %[[ACC]]#1, %[[WS]][%[[CTA]], %{{.+}}]
 //       CHECK:     gpu.return
 // CHECK-LABEL: gpu.func @rms_norm_grad_rowwise_0_finish(
-//  CHECK-SAME:     known_block_size = array<i32: 256, 1, 1>
+//  CHECK-SAME:     known_block_size = array<i32: 1024, 1, 1>
 //   CHECK-NOT:     liger.kernel_info
 //       CHECK:     %[[CTAS:.+]] = memref.dim %{{.+}}, %c0{{.*}} : memref<?x4096xf32>
-//       CHECK:     scf.for %{{.+}} = %{{.+}} to %[[CTAS]] step %c8
+//       CHECK:     scf.for %{{.+}} = %{{.+}} to %[[CTAS]] step %c32
 //       CHECK:       memref.load {{.*}} : memref<?x4096xf32>
 //       CHECK:     gpu.barrier
 //       CHECK:     scf.if

@@ -33,7 +33,7 @@
 // A weight gradient and its finishing kernel: the same arguments.
 // CHECK-LABEL: backward: 1 kernel
 // CHECK: backward_rowwise_0: 43 arguments, 344 bytes; block [256, 1, 1] (.reqntid); shared memory 36 dynamic + 1024 static
-// CHECK: backward_rowwise_0_finish: 43 arguments, 344 bytes; block [256, 1, 1] (.reqntid); shared memory 1024 dynamic + 1024 static
+// CHECK: backward_rowwise_0_finish: 43 arguments, 344 bytes; block [1024, 1, 1] (.reqntid); shared memory 4096 dynamic + 1024 static
 
 // Cross-entropy: blocks of 128, 256 and 1024 threads.
 // CHECK-LABEL: ce: 7 kernels

@@ -16,8 +16,8 @@
 // MANIFEST: "ctas_per_sm": 4,
 // MANIFEST: "finish": {
 // MANIFEST-NEXT: "block": [
-// MANIFEST-NEXT: 256,
-// MANIFEST: "dynamic_shared_memory_bytes": 1024,
+// MANIFEST-NEXT: 1024,
+// MANIFEST: "dynamic_shared_memory_bytes": 4096,
 // MANIFEST-NEXT: "grid": [
 // MANIFEST-NEXT: 160,
 // MANIFEST: "name": "backward_rowwise_0_finish"

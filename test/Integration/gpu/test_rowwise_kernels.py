@@ -70,6 +70,11 @@ def test_errors_are_clear(bundles_dir):
     k = bundle["rms_llama_rowwise_0"]
     x = torch.randn(4, 1000, device="cuda")
     w = torch.randn(1000, device="cuda")
+    # A launch first: the shapes it remembers neither skip the checks of
+    # other shapes nor give another call's outputs their shape.
+    assert k(x, w)[0].shape == (4, 1000) and k(x[:3], w)[0].shape == (3, 1000)
+    with pytest.raises(TypeError, match="input1 must be a torch.Tensor"):
+        k(x, [1.0] * 1000)
     with pytest.raises(ValueError, match="must be contiguous"):
         k(torch.randn(1000, 4, device="cuda").t(), w)
     with pytest.raises(ValueError, match="liger kernels run on CUDA tensors"):
