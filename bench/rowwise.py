@@ -354,6 +354,18 @@ def main():
             args.bundle, "rms_norm_rowwise_0", [x1, w], outs1)))
     except ImportError as e:
         print("# LibTorch adapter not loadable: %s" % e, file=sys.stderr)
+    if calls:
+        # A whole operator as a model calls it (liger.ops: its checks, the
+        # custom operator's dispatch, the kernel's outputs allocated), where
+        # the LayerNorm bundle is there (LIGER_OPS_BUNDLES).
+        try:
+            from liger import ops as liger_ops
+            bias1 = torch.randn(H, dtype=BF16, device="cuda")
+            liger_ops.layer_norm(x1, w, bias1, LN_EPS)
+            calls.insert(1, ("liger.ops.layer_norm", lambda: liger_ops.layer_norm(
+                x1, w, bias1, LN_EPS)))
+        except Exception as e:  # noqa: BLE001
+            print("# liger.ops.layer_norm not runnable: %s" % e, file=sys.stderr)
     for name, f in calls:
         for _ in range(100):
             f()

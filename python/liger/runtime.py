@@ -10,8 +10,8 @@ tensors (torch tensors on one CUDA device, contiguous; the runtime checks
 dtypes, shapes and alignment against the kernel ABI), allocates the outputs
 unless `out=` gives them (and the f32 workspaces of a kernel that reduces
 across rows, such as RMSNorm's backward with its weight gradient) in the
-shapes the runtime gives, and launches on the current CUDA stream of the
-tensors' device. Errors are exceptions that say what and where; importing
+shapes the runtime gives (asked once per input shapes and device), and
+launches on the current CUDA stream of the tensors' device. Errors are exceptions that say what and where; importing
 this module never touches the GPU.
 """
 
@@ -49,6 +49,38 @@ def _torch_dtypes():
     return _DTYPES
 
 
+_NAMES = None
+
+
+def _dtype_names():
+    """torch dtype -> the runtime's dtype name."""
+    global _NAMES
+    if _NAMES is None:
+        _NAMES = {t: name for name, t in _torch_dtypes().items()}
+    return _NAMES
+
+
+_SMS = {}
+
+
+def _sm_count(device):
+    """The SM count of CUDA device index `device` (asked once)."""
+    n = _SMS.get(device)
+    if n is None:
+        import torch
+        n = _SMS[device] = torch.cuda.get_device_properties(device).multi_processor_count
+    return n
+
+
+def _raw_stream(device):
+    """The current CUDA stream of device index `device`, as an integer."""
+    import torch
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw(device)
+    return torch.cuda.current_stream(device).cuda_stream
+
+
 def _dtype_name(dtype):
     for name, t in _torch_dtypes().items():
         if t == dtype:
@@ -72,6 +104,8 @@ class Kernel:
         self.inputs = [p for p in self.params if p["role"] == "input"]
         self.outputs = [p for p in self.params if p["role"] == "output"]
         self.workspaces = [p for p in self.params if p["role"] == "workspace"]
+        self._out_dtypes = None
+        self._known_shapes = {}
 
     def __repr__(self):
         return "<liger kernel %s: %s>" % (self.name, self.ops)
@@ -89,7 +123,9 @@ class Kernel:
         return [tuple(d if type(d) is int else shapes[d[0]][d[1]] for d in rule)
                 for rule in rules]
 
-    def __call__(self, *inputs, out=None):
+    def _refuse(self, inputs, out):
+        """Raises what is wrong with the tensors of a call (the fast check
+        in __call__ found something): the first bad one, by name."""
         import torch
         labelled = [(self.inputs[i]["name"] if i < len(self.inputs) else "input #%d" % i, t)
                     for i, t in enumerate(inputs)]
@@ -109,27 +145,65 @@ class Kernel:
             if not t.is_contiguous():
                 raise ValueError("%s: %s must be contiguous (call .contiguous())"
                                  % (self.name, what))
-        shapes = [tuple(t.shape) for t in inputs]
-        dtypes = _torch_dtypes()
+        raise AssertionError("%s: _refuse found nothing wrong" % self.name)
+
+    def _shapes_for(self, shapes, device):
+        """(output shapes, workspace shapes) for input `shapes` on the CUDA
+        device index `device`, from the runtime (which checks the shapes),
+        remembered per shapes: a training step calls a kernel with few."""
+        key = (shapes, device)
+        known = self._known_shapes.get(key)
+        if known is None:
+            outs = self._bundle.output_shapes(self._index, list(shapes))
+            spaces = []
+            if self.workspaces:
+                spaces = self._bundle.workspace_shapes(self._index, list(shapes),
+                                                       _sm_count(device))
+            known = ([tuple(s) for s in outs], [tuple(s) for s in spaces])
+            if len(self._known_shapes) >= 256:  # (dynamic shapes: bounded)
+                self._known_shapes.clear()
+            self._known_shapes[key] = known
+        return known
+
+    def __call__(self, *inputs, out=None):
+        import torch
+        # The per-launch cost is Python's: one pass over the tensors, the
+        # shapes remembered, the detailed checks only when one fails.
+        out = None if out is None else list(out)
+        tensors = inputs + tuple(out) if out else inputs
+        if not tensors:  # no tensor at all: the runtime says what it takes
+            self._bundle.output_shapes(self._index, [])
+        device = None
+        for t in tensors:
+            if not isinstance(t, torch.Tensor) or not t.is_cuda or not t.is_contiguous():
+                self._refuse(inputs, out)
+            d = t.get_device()
+            if device is None:
+                device = d
+            elif d != device:
+                self._refuse(inputs, out)
+        shapes = tuple(tuple(t.shape) for t in inputs)
+        out_shapes, space_shapes = self._shapes_for(shapes, device)
+        if self._out_dtypes is None:
+            dtypes = _torch_dtypes()
+            self._out_dtypes = [dtypes[p["dtype"]] for p in self.outputs]
         if out is None:
-            out = [torch.empty(shape, dtype=dtypes[p["dtype"]], device=device)
-                   for p, shape in zip(self.outputs,
-                                       self._bundle.output_shapes(self._index, shapes))]
-        else:
-            out = list(out)
-        if device is None:  # no tensor at all: the runtime says what it takes
-            self._bundle.output_shapes(self._index, shapes)
-        workspaces = []
-        if self.workspaces:
-            sms = torch.cuda.get_device_properties(device).multi_processor_count
-            workspaces = [torch.empty(shape, dtype=torch.float32, device=device)
-                          for shape in self._bundle.workspace_shapes(self._index, shapes, sms)]
-        args = [(t.data_ptr(), _dtype_name(t.dtype), list(t.shape))
-                for t in list(inputs) + out + workspaces]
-        stream = torch.cuda.current_stream(device).cuda_stream
+            out = [torch.empty(shape, dtype=dtype, device=device)
+                   for dtype, shape in zip(self._out_dtypes, out_shapes)]
+        workspaces = [torch.empty(shape, dtype=torch.float32, device=device)
+                      for shape in space_shapes]
+        names = _dtype_names()
+        try:
+            args = [(t.data_ptr(), names[t.dtype], list(t.shape))
+                    for t in (*inputs, *out, *workspaces)]
+        except KeyError:
+            args = None
+        if args is None:  # (the dtype no kernel takes, said by _dtype_name)
+            for t in (*inputs, *out):
+                _dtype_name(t.dtype)
         if os.environ.get("LIGER_DEBUG"):
-            print("liger: launch %s (%s) on %s" % (self.name, self.ops, shapes))
-        self._bundle.launch(self._index, args, stream, device.index or 0)
+            print("liger: launch %s (%s) on %s" % (self.name, self.ops, list(shapes)))
+        self._bundle.launch(self._index, args, _raw_stream(device), device)
         return out[0] if len(out) == 1 else tuple(out)
 
 
