@@ -65,6 +65,69 @@ from .loss_plan import chunked_jsd, chunked_loss, plan_chunks, plan_jsd_chunks
 F32 = torch.float32
 
 
+# --- the eager path --------------------------------------------------------
+# Outside torch.compile, a call through torch.ops pays the dispatcher, the
+# custom op's wrappers and its generated autograd.Function: about 80 us of
+# host time a LayerNorm forward on the H200's host, more than its kernel over
+# 16384 x 4096 bf16. `call` takes a shorter way where nothing needs the
+# dispatcher: the same implementation, setup_context and backward, in a plain
+# autograd.Function. Under torch.compile, a dispatch mode (FakeTensorMode, a
+# selective checkpoint's policy, a FLOP counter), a functorch transform or a
+# tensor subclass, the op is called as the PyTorch operator it is.
+
+_IMPLS = {}  # op -> its implementation (the function the custom op wraps)
+_EAGER = {}  # op -> what `call` runs instead of it, where it may
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+
+
+def _custom_op(name, mutates_args=()):
+    """torch.library.custom_op, remembering the implementation."""
+    def wrap(fn):
+        op = torch.library.custom_op(name, mutates_args=mutates_args)(fn)
+        _IMPLS[op] = fn
+        return op
+    return wrap
+
+
+def _autograd(op, backward, setup_context):
+    """op.register_autograd(backward, setup_context=setup_context), and the
+    same pair around the implementation as the eager path's function."""
+    op.register_autograd(backward, setup_context=setup_context)
+    impl = _IMPLS[op]
+
+    def forward(ctx, *args):
+        output = impl(*args)
+        setup_context(ctx, args, output)
+        return output
+
+    # (Named for the op: its grad_fn is Liger_<op>Backward.)
+    eager = type("Liger_" + impl.__name__, (torch.autograd.Function,), dict(
+        forward=staticmethod(forward),
+        backward=staticmethod(lambda ctx, *grads: backward(ctx, *grads))))
+    _EAGER[op] = eager.apply
+
+
+def _no_autograd(op):
+    """The eager path of a functional op with no gradient (a backward op):
+    its implementation."""
+    _EAGER[op] = _IMPLS[op]
+
+
+def _dispatcher_needed(args):
+    return (torch.compiler.is_compiling() or torch._C._len_torch_dispatch_stack() > 0
+            or torch._C._functorch.peek_interpreter_stack() is not None
+            or any(type(a) not in _PLAIN for a in args if isinstance(a, torch.Tensor)))
+
+
+def call(op, *args):
+    """op(*args), by the eager path where the op has one and nothing needs
+    the dispatcher (module comment above); the results are the same."""
+    eager = _EAGER.get(op)
+    if eager is None or _dispatcher_needed(args):
+        return op(*args)
+    return eager(*args)
+
+
 @functools.lru_cache(maxsize=None)
 def _spec(make, args, device):
     """The spec `make(*args)` for tensors on `device` (built once)."""
@@ -118,7 +181,7 @@ def _rms_norm_args(x, weight, eps, offset, casting):
     return (x.shape[-1], x.dtype, weight.dtype, eps, offset, casting)
 
 
-@torch.library.custom_op("liger::rms_norm", mutates_args=())
+@_custom_op("liger::rms_norm", mutates_args=())
 def rms_norm(x: Tensor, weight: Tensor, eps: float, offset: float,
              casting: str) -> Tuple[Tensor, Tensor]:
     fwd, _ = _pair(specs.rms_norm_spec, _rms_norm_args(x, weight, eps, offset, casting),
@@ -133,7 +196,7 @@ def _(x, weight, eps, offset, casting):
         x.new_empty(x.shape[:-1], dtype=F32)
 
 
-@torch.library.custom_op("liger::rms_norm_backward", mutates_args=())
+@_custom_op("liger::rms_norm_backward", mutates_args=())
 def rms_norm_backward(dy: Tensor, x: Tensor, weight: Tensor, rstd: Tensor, eps: float,
                       offset: float, casting: str) -> Tuple[Tensor, Tensor]:
     _, bwd = _pair(specs.rms_norm_spec, _rms_norm_args(x, weight, eps, offset, casting),
@@ -157,16 +220,17 @@ def _rms_norm_setup(ctx, inputs, output):
 
 def _rms_norm_grad(ctx, dy, _drstd):
     x, weight, rstd = ctx.saved_tensors
-    dx, dw = rms_norm_backward(dy, x, weight, rstd, *ctx.config)
+    dx, dw = call(rms_norm_backward, dy, x, weight, rstd, *ctx.config)
     return dx, dw, None, None, None
 
 
-rms_norm.register_autograd(_rms_norm_grad, setup_context=_rms_norm_setup)
+_autograd(rms_norm, _rms_norm_grad, _rms_norm_setup)
+_no_autograd(rms_norm_backward)
 
 
 # --- add + RMSNorm ---------------------------------------------------------
 
-@torch.library.custom_op("liger::add_rms_norm", mutates_args=())
+@_custom_op("liger::add_rms_norm", mutates_args=())
 def add_rms_norm(x: Tensor, residual: Tensor, weight: Tensor, eps: float, offset: float,
                  casting: str) -> Tuple[Tensor, Tensor, Tensor]:
     fwd, _ = _pair(specs.add_rms_norm_spec, _rms_norm_args(x, weight, eps, offset, casting),
@@ -180,7 +244,7 @@ def _(x, residual, weight, eps, offset, casting):
     return _like(x), _like(x), x.new_empty(x.shape[:-1], dtype=F32)
 
 
-@torch.library.custom_op("liger::add_rms_norm_backward", mutates_args=())
+@_custom_op("liger::add_rms_norm_backward", mutates_args=())
 def add_rms_norm_backward(dy: Tensor, dsum: Tensor, total: Tensor, weight: Tensor, rstd: Tensor,
                           eps: float, offset: float, casting: str) -> Tuple[Tensor, Tensor]:
     """The gradient of the residual stream (of x and of the residual alike)
@@ -208,11 +272,12 @@ def _add_rms_norm_setup(ctx, inputs, output):
 
 def _add_rms_norm_grad(ctx, dy, dsum, _drstd):
     total, weight, rstd = ctx.saved_tensors
-    dtotal, dw = add_rms_norm_backward(dy, dsum, total, weight, rstd, *ctx.config)
+    dtotal, dw = call(add_rms_norm_backward, dy, dsum, total, weight, rstd, *ctx.config)
     return dtotal, dtotal, dw, None, None, None
 
 
-add_rms_norm.register_autograd(_add_rms_norm_grad, setup_context=_add_rms_norm_setup)
+_autograd(add_rms_norm, _add_rms_norm_grad, _add_rms_norm_setup)
+_no_autograd(add_rms_norm_backward)
 
 
 # --- LayerNorm -------------------------------------------------------------
@@ -221,7 +286,7 @@ def _layer_norm_args(x, weight, eps, with_bias):
     return (x.shape[-1], x.dtype, weight.dtype, eps, with_bias)
 
 
-@torch.library.custom_op("liger::layer_norm", mutates_args=())
+@_custom_op("liger::layer_norm", mutates_args=())
 def layer_norm(x: Tensor, weight: Tensor, bias: Optional[Tensor],
                eps: float) -> Tuple[Tensor, Tensor, Tensor]:
     fwd, _ = _pair(specs.layer_norm_spec, _layer_norm_args(x, weight, eps, bias is not None),
@@ -236,7 +301,7 @@ def _(x, weight, bias, eps):
     return _like(x), x.new_empty(x.shape[:-1], dtype=F32), x.new_empty(x.shape[:-1], dtype=F32)
 
 
-@torch.library.custom_op("liger::layer_norm_backward", mutates_args=())
+@_custom_op("liger::layer_norm_backward", mutates_args=())
 def layer_norm_backward(dy: Tensor, x: Tensor, weight: Tensor, mean: Tensor, rstd: Tensor,
                         eps: float, with_bias: bool) -> Tuple[Tensor, Tensor, Tensor]:
     """dx, dweight and, `with_bias`, dbias (else an empty tensor), from the
@@ -262,35 +327,36 @@ def _layer_norm_setup(ctx, inputs, output):
 
 def _layer_norm_grad(ctx, dy, _dmean, _drstd):
     x, weight, mean, rstd = ctx.saved_tensors
-    dx, dw, db = layer_norm_backward(dy, x, weight, mean, rstd, *ctx.config)
+    dx, dw, db = call(layer_norm_backward, dy, x, weight, mean, rstd, *ctx.config)
     return dx, dw, db if ctx.config[1] else None, None
 
 
-layer_norm.register_autograd(_layer_norm_grad, setup_context=_layer_norm_setup)
+_autograd(layer_norm, _layer_norm_grad, _layer_norm_setup)
+_no_autograd(layer_norm_backward)
 
 
 # --- SwiGLU, GeGLU ---------------------------------------------------------
 
-@torch.library.custom_op("liger::swiglu", mutates_args=())
+@_custom_op("liger::swiglu", mutates_args=())
 def swiglu(gate: Tensor, up: Tensor) -> Tensor:
     fwd, _ = _pair(specs.swiglu_spec, (gate.shape[-1], gate.dtype), gate.device)
     return _shaped(fwd(_rows(gate), _rows(up)), gate)
 
 
-@torch.library.custom_op("liger::swiglu_backward", mutates_args=())
+@_custom_op("liger::swiglu_backward", mutates_args=())
 def swiglu_backward(dy: Tensor, gate: Tensor, up: Tensor) -> Tuple[Tensor, Tensor]:
     _, bwd = _pair(specs.swiglu_spec, (gate.shape[-1], gate.dtype), gate.device)
     dg, du = bwd(_rows(dy), _rows(gate), _rows(up))
     return _shaped(dg, gate), _shaped(du, gate)
 
 
-@torch.library.custom_op("liger::geglu", mutates_args=())
+@_custom_op("liger::geglu", mutates_args=())
 def geglu(gate: Tensor, up: Tensor, approximate: str) -> Tensor:
     fwd, _ = _pair(specs.geglu_spec, (gate.shape[-1], gate.dtype, approximate), gate.device)
     return _shaped(fwd(_rows(gate), _rows(up)), gate)
 
 
-@torch.library.custom_op("liger::geglu_backward", mutates_args=())
+@_custom_op("liger::geglu_backward", mutates_args=())
 def geglu_backward(dy: Tensor, gate: Tensor, up: Tensor,
                    approximate: str) -> Tuple[Tensor, Tensor]:
     _, bwd = _pair(specs.geglu_spec, (gate.shape[-1], gate.dtype, approximate), gate.device)
@@ -315,13 +381,13 @@ def _gated_backward_into(spec, dy, gate, up):
 # where the saved gate and up die at their backward (frontend/inplace.py),
 # their gradients take their memory, as Liger-Kernel's SwiGLU backward does
 # (two [tokens, intermediate] tensors less at the backward's peak).
-@torch.library.custom_op("liger::swiglu_backward_", mutates_args=("gate", "up"))
+@_custom_op("liger::swiglu_backward_", mutates_args=("gate", "up"))
 def swiglu_backward_(dy: Tensor, gate: Tensor, up: Tensor) -> None:
     _gated_backward_into((specs.swiglu_spec, (gate.shape[-1], gate.dtype), gate.device),
                          dy, gate, up)
 
 
-@torch.library.custom_op("liger::geglu_backward_", mutates_args=("gate", "up"))
+@_custom_op("liger::geglu_backward_", mutates_args=("gate", "up"))
 def geglu_backward_(dy: Tensor, gate: Tensor, up: Tensor, approximate: str) -> None:
     _gated_backward_into((specs.geglu_spec, (gate.shape[-1], gate.dtype, approximate),
                           gate.device), dy, gate, up)
@@ -363,26 +429,28 @@ def _gated_setup(ctx, inputs, output):
 
 
 def _swiglu_grad(ctx, dy):
-    return swiglu_backward(dy, *ctx.saved_tensors)
+    return call(swiglu_backward, dy, *ctx.saved_tensors)
 
 
 def _geglu_grad(ctx, dy):
-    return geglu_backward(dy, *ctx.saved_tensors, *ctx.config) + (None,)
+    return call(geglu_backward, dy, *ctx.saved_tensors, *ctx.config) + (None,)
 
 
-swiglu.register_autograd(_swiglu_grad, setup_context=_gated_setup)
-geglu.register_autograd(_geglu_grad, setup_context=_gated_setup)
+_autograd(swiglu, _swiglu_grad, _gated_setup)
+_no_autograd(swiglu_backward)
+_autograd(geglu, _geglu_grad, _gated_setup)
+_no_autograd(geglu_backward)
 
 
 # --- softmax ---------------------------------------------------------------
 
-@torch.library.custom_op("liger::softmax", mutates_args=())
+@_custom_op("liger::softmax", mutates_args=())
 def softmax(x: Tensor) -> Tensor:
     fwd, _ = _pair(specs.softmax_spec, (x.shape[-1], x.dtype), x.device)
     return _shaped(fwd(_rows(x)), x)
 
 
-@torch.library.custom_op("liger::softmax_backward", mutates_args=())
+@_custom_op("liger::softmax_backward", mutates_args=())
 def softmax_backward(dy: Tensor, y: Tensor) -> Tensor:
     _, bwd = _pair(specs.softmax_spec, (y.shape[-1], y.dtype), y.device)
     return _shaped(bwd(_rows(dy), _rows(y)), y)
@@ -404,10 +472,11 @@ def _softmax_setup(ctx, inputs, output):
 
 def _softmax_grad(ctx, dy):
     (y,) = ctx.saved_tensors
-    return softmax_backward(dy, y)
+    return call(softmax_backward, dy, y)
 
 
-softmax.register_autograd(_softmax_grad, setup_context=_softmax_setup)
+_autograd(softmax, _softmax_grad, _softmax_setup)
+_no_autograd(softmax_backward)
 
 
 # --- RoPE ------------------------------------------------------------------
@@ -416,13 +485,13 @@ def _rope_args(q, k, cos):
     return (q.shape[1], k.shape[1], q.shape[-1], q.dtype, cos.shape[0] == 1)
 
 
-@torch.library.custom_op("liger::rope", mutates_args=())
+@_custom_op("liger::rope", mutates_args=())
 def rope(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor) -> Tuple[Tensor, Tensor]:
     fwd, _ = _pair(specs.rope_spec, _rope_args(q, k, cos), q.device)
     return fwd(q.contiguous(), k.contiguous(), cos.contiguous(), sin.contiguous())
 
 
-@torch.library.custom_op("liger::rope_backward", mutates_args=())
+@_custom_op("liger::rope_backward", mutates_args=())
 def rope_backward(dq: Tensor, dk: Tensor, cos: Tensor, sin: Tensor) -> Tuple[Tensor, Tensor]:
     _, bwd = _pair(specs.rope_spec, _rope_args(dq, dk, cos), dq.device)
     return bwd(dq.contiguous(), dk.contiguous(), cos.contiguous(), sin.contiguous())
@@ -444,11 +513,12 @@ def _rope_setup(ctx, inputs, output):
 
 def _rope_grad(ctx, dq, dk):
     cos, sin = ctx.saved_tensors
-    gq, gk = rope_backward(dq, dk, cos, sin)
+    gq, gk = call(rope_backward, dq, dk, cos, sin)
     return gq, gk, None, None
 
 
-rope.register_autograd(_rope_grad, setup_context=_rope_setup)
+_autograd(rope, _rope_grad, _rope_setup)
+_no_autograd(rope_backward)
 
 
 # --- cross-entropy ---------------------------------------------------------
@@ -480,7 +550,7 @@ def _ce_launch(logits, target, weight, ignore_index, label_smoothing, reduction,
     return loss, z_loss
 
 
-@torch.library.custom_op("liger::cross_entropy", mutates_args=())
+@_custom_op("liger::cross_entropy", mutates_args=())
 def cross_entropy(logits: Tensor, target: Tensor, weight: Optional[Tensor], ignore_index: int,
                   label_smoothing: float, reduction: str, softcap: float,
                   lse_square_scale: float, return_z_loss: bool) -> Tuple[Tensor, Tensor, Tensor]:
@@ -503,7 +573,7 @@ def _(logits, target, weight, ignore_index, label_smoothing, reduction, softcap,
     return _ce_fake_losses(logits, target, reduction, return_z_loss) + (_like(logits),)
 
 
-@torch.library.custom_op("liger::cross_entropy_", mutates_args=("logits",))
+@_custom_op("liger::cross_entropy_", mutates_args=("logits",))
 def cross_entropy_(logits: Tensor, target: Tensor, weight: Optional[Tensor], ignore_index: int,
                    label_smoothing: float, reduction: str, softcap: float,
                    lse_square_scale: float, return_z_loss: bool) -> Tuple[Tensor, Tensor]:
@@ -602,7 +672,7 @@ def _flce_loss_shape(target, reduction):
     return target.shape if reduction == "none" else ()
 
 
-@torch.library.custom_op("liger::fused_linear_cross_entropy", mutates_args=())
+@_custom_op("liger::fused_linear_cross_entropy", mutates_args=())
 def fused_linear_cross_entropy(
         hidden: Tensor, weight: Tensor, target: Tensor, bias: Optional[Tensor],
         class_weight: Optional[Tensor], ignore_index: int, label_smoothing: float,
@@ -638,7 +708,7 @@ def _(hidden, weight, target, bias, class_weight, ignore_index, label_smoothing,
             _like(bias) if want_db and bias is not None and not none else weight.new_empty(0))
 
 
-@torch.library.custom_op("liger::fused_linear_cross_entropy_backward", mutates_args=())
+@_custom_op("liger::fused_linear_cross_entropy_backward", mutates_args=())
 def fused_linear_cross_entropy_backward(
         hidden: Tensor, weight: Tensor, target: Tensor, bias: Optional[Tensor],
         class_weight: Optional[Tensor], dloss: Tensor, ignore_index: int,
@@ -735,7 +805,7 @@ def _kl_div_divisor(reduction, shape):
     return {"sum": 1, "mean": rows * vocab, "batchmean": rows}[reduction]
 
 
-@torch.library.custom_op("liger::kl_div", mutates_args=())
+@_custom_op("liger::kl_div", mutates_args=())
 def kl_div(input: Tensor, target: Tensor, reduction: str, log_target: bool,
            eps: float) -> Tensor:
     fwd, _ = _kl_div_kernels(input, log_target, eps, reduction)
@@ -750,7 +820,7 @@ def _(input, target, reduction, log_target, eps):
     return input.new_empty(input.shape if reduction == "none" else (), dtype=F32)
 
 
-@torch.library.custom_op("liger::kl_div_backward", mutates_args=())
+@_custom_op("liger::kl_div_backward", mutates_args=())
 def kl_div_backward(target: Tensor, dloss: Tensor, reduction: str, log_target: bool,
                     eps: float) -> Tensor:
     _, bwd = _kl_div_kernels(target, log_target, eps, reduction)
@@ -795,7 +865,7 @@ def _jsd_counted(x, shift_labels, ignore_index):
     return (shift_labels != ignore_index).sum().clamp(min=1).to(F32)
 
 
-@torch.library.custom_op("liger::jsd", mutates_args=())
+@_custom_op("liger::jsd", mutates_args=())
 def jsd(input: Tensor, target: Tensor, shift_labels: Optional[Tensor], beta: float,
         ignore_index: int, want_grad: bool) -> Tuple[Tensor, Tensor]:
     bundle = _jsd_bundle(input.shape[-1], input.dtype, input.device, shift_labels, beta,
@@ -847,7 +917,7 @@ def _matmul_kernels(v, h, dtype, dw_f32, device):
         v, h, dtype, "i64", -100, 0.0, "mean", None, 0.0, False, dw_f32), device))
 
 
-@torch.library.custom_op("liger::fused_linear_jsd", mutates_args=())
+@_custom_op("liger::fused_linear_jsd", mutates_args=())
 def fused_linear_jsd(student_input: Tensor, student_weight: Tensor, teacher_input: Tensor,
                      teacher_weight: Tensor, shift_labels: Optional[Tensor], jsd_beta: float,
                      ignore_index: int, temperature: float, memory_budget: int, dw_f32: bool,
@@ -930,7 +1000,7 @@ def lora_reference(x, weight, bias, lora_a, lora_b, scale):
     return F.linear(x, weight, bias) + F.linear(F.linear(x, lora_a), lora_b) * scale
 
 
-@torch.library.custom_op("liger::lora_linear", mutates_args=())
+@_custom_op("liger::lora_linear", mutates_args=())
 def lora_linear(x: Tensor, weight: Tensor, bias: Optional[Tensor], lora_a: Tensor,
                 lora_b: Tensor, scale: float) -> Tensor:
     kernel = _lora_kernel(x, weight, bias, lora_a, lora_b, scale)

@@ -308,7 +308,7 @@ def rms_norm(x, weight, eps=1e-6, offset=0.0, casting="llama"):
         x.shape[-1], weight.shape, type(eps), eps, type(offset), offset, type(casting),
         casting), _rms_norm_checked, x, weight, eps, offset, casting)
     _rows("rms_norm", "x", x)
-    return operators.rms_norm(x, weight, *config)[0]
+    return operators.call(operators.rms_norm, x, weight, *config)[0]
 
 
 def _add_rms_norm_checked(x, residual, weight, eps, offset, casting):
@@ -334,7 +334,7 @@ def add_rms_norm(x, residual, weight, eps=1e-6, offset=0.0, casting="llama"):
         _add_rms_norm_checked, x, residual, weight, eps, offset, casting)
     _same_shape("add_rms_norm", "residual", residual, "x", x)
     _rows("add_rms_norm", "x", x)
-    y, total, _ = operators.add_rms_norm(x, residual, weight, *config)
+    y, total, _ = operators.call(operators.add_rms_norm, x, residual, weight, *config)
     return y, total
 
 
@@ -362,7 +362,7 @@ def layer_norm(x, weight, bias, eps=1e-5):
         x.shape[-1], weight.shape, bias is not None and bias.shape, type(eps), eps),
         _layer_norm_checked, x, weight, bias, eps)
     _rows("layer_norm", "x", x)
-    return operators.layer_norm(x, weight, bias, *config)[0]
+    return operators.call(operators.layer_norm, x, weight, bias, *config)[0]
 
 
 def _gated_checked(op, gate, up, *attrs):
@@ -388,7 +388,7 @@ def swiglu(gate, up):
     """silu(gate) * up over [..., H] (liger.swiglu)."""
     _once(_gated_key("swiglu", gate, up), _gated_checked, "swiglu", gate, up)
     _gated_shapes("swiglu", gate, up)
-    return operators.swiglu(gate, up)
+    return operators.call(operators.swiglu, gate, up)
 
 
 def geglu(gate, up, approximate="tanh"):
@@ -397,7 +397,7 @@ def geglu(gate, up, approximate="tanh"):
     config = _once(_gated_key("geglu", gate, up, approximate), _gated_checked, "geglu", gate,
                    up, approximate)
     _gated_shapes("geglu", gate, up)
-    return operators.geglu(gate, up, *config)
+    return operators.call(operators.geglu, gate, up, *config)
 
 
 def _softmax_checked(x):
@@ -410,7 +410,7 @@ def softmax(x):
     """Softmax over the last dimension of x [..., H] (liger.softmax)."""
     _once(lambda: ("softmax", type(x), x.device, x.dtype, x.shape[-1]), _softmax_checked, x)
     _rows("softmax", "x", x)
-    return operators.softmax(x)
+    return operators.call(operators.softmax, x)
 
 
 def _rope_shapes(q, k, cos, sin):
@@ -437,7 +437,7 @@ def rope(q, k, cos, sin):
                    k.shape[1], q.shape[3], cos.shape[0] == 1),
           _rope_checked, q, k, cos, sin)
     _rope_shapes(q, k, cos, sin)
-    return operators.rope(q, k, cos, sin)
+    return operators.call(operators.rope, q, k, cos, sin)
 
 
 def _cross_entropy_checked(logits, target, weight, ignore_index, label_smoothing, reduction,

@@ -416,3 +416,70 @@ def test_the_divergences_compile_with_no_graph_break():
     eager = torch.autograd.grad(loss_of(x, p, y, lab), x)[0]
     compiled = torch.compile(loss_of, fullgraph=True, backend="aot_eager")
     torch.testing.assert_close(torch.autograd.grad(compiled(x, p, y, lab), x)[0], eager)
+
+
+def _eager_cases():
+    """liger.ops calls with an eager path: name -> (call, its leaves)."""
+    x, w, b = _randn(2, 3, 16, grad=True), (torch.rand(16) + 0.5).requires_grad_(True), \
+        _randn(16, grad=True)
+    res = _randn(2, 3, 16, grad=True)
+    g, u = _randn(5, 8, grad=True), _randn(5, 8, grad=True)
+    q, k = _randn(2, 4, 3, 8, grad=True), _randn(2, 2, 3, 8, grad=True)
+    angle = torch.rand(1, 3, 8) * 6.3
+    return {
+        "rms_norm": (lambda: ops.rms_norm(x, w), (x, w)),
+        "add_rms_norm": (lambda: ops.add_rms_norm(x, res, w), (x, res, w)),
+        "layer_norm": (lambda: ops.layer_norm(x, w, b), (x, w, b)),
+        "swiglu": (lambda: ops.swiglu(g, u), (g, u)),
+        "geglu": (lambda: ops.geglu(g, u), (g, u)),
+        "softmax": (lambda: ops.softmax(x), (x,)),
+        "rope": (lambda: ops.rope(q, k, angle.cos(), angle.sin()), (q, k)),
+    }
+
+
+def _outputs(out):
+    return out if isinstance(out, tuple) else (out,)
+
+
+def _run(f, leaves):
+    """f's outputs and the gradients of its leaves under a fixed incoming
+    gradient (each output's elements 1, 2, 3, ...)."""
+    for t in leaves:
+        t.grad = None
+    outs = _outputs(f())
+    torch.autograd.backward(outs, [torch.arange(o.numel(), dtype=o.dtype).view(o.shape) / 7
+                                   for o in outs])
+    return [o.detach() for o in outs], [t.grad for t in leaves]
+
+
+class _Seen(torch.utils._python_dispatch.TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.ops = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("name", sorted(_eager_cases()))
+def test_eager_path_is_the_operator_without_the_dispatcher(name):
+    """Outside torch.compile, on plain tensors, liger.ops runs the op's own
+    implementation, setup and backward in a plain autograd.Function (its
+    grad_fn says so), with the outputs and gradients of the PyTorch
+    operator; under a dispatch mode (FakeTensorMode, a selective
+    checkpoint's policy) the call is the operator, which the mode sees, in
+    the forward and the backward alike."""
+    f, leaves = _eager_cases()[name]
+    outs = _outputs(f())
+    assert type(outs[0].grad_fn).__name__.startswith("Liger_"), type(outs[0].grad_fn)
+    eager = _run(f, leaves)
+    seen = _Seen()
+    with seen:
+        outs = _outputs(f())
+        assert not type(outs[0].grad_fn).__name__.startswith("Liger_"), name
+        dispatched = _run(f, leaves)
+    assert "liger.%s.default" % name in seen.ops, seen.ops
+    assert "liger.%s_backward.default" % name in seen.ops, seen.ops
+    for a, b in zip(eager[0] + eager[1], dispatched[0] + dispatched[1]):
+        assert torch.equal(a, b), name
