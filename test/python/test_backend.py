@@ -415,7 +415,11 @@ def test_a_group_reads_the_outputs_of_the_groups_before_it(tmp_path, monkeypatch
     train(model, lb.compile_model(model, fullgraph=True), tokens(config, steps=2), "f32")
     forward = (tmp_path / "graph0" / "graph0.forward.partitioned.txt").read_text()
     assert len(_calls(forward, "liger.rms_norm.default")) == 1, forward
-    assert _calls(forward, "aten.add.Tensor") == [], forward
+    # (Integer adds stay: the position ids' `+ past_seen_tokens`, which
+    # some torch versions keep as `iota + 0`.)
+    lines = forward.splitlines()
+    assert [i for i in _calls(forward, "aten.add.Tensor") if '"i64[' not in lines[i]] == [], \
+        forward
     assert len(_calls(forward, "liger.fusion_group.default")) == 8, forward
 
 
