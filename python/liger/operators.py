@@ -103,7 +103,7 @@ def _autograd(op, backward, setup_context):
     # (Named for the op: its grad_fn is Liger_<op>Backward.)
     eager = type("Liger_" + impl.__name__, (torch.autograd.Function,), dict(
         forward=staticmethod(forward),
-        backward=staticmethod(lambda ctx, *grads: backward(ctx, *grads))))
+        backward=staticmethod(backward)))
     _EAGER[op] = eager.apply
 
 

@@ -11,8 +11,9 @@ dtypes, shapes and alignment against the kernel ABI), allocates the outputs
 unless `out=` gives them (and the f32 workspaces of a kernel that reduces
 across rows, such as RMSNorm's backward with its weight gradient) in the
 shapes the runtime gives (asked once per input shapes and device), and
-launches on the current CUDA stream of the tensors' device. Errors are exceptions that say what and where; importing
-this module never touches the GPU.
+launches on the current CUDA stream of the tensors' device. Errors are
+exceptions that say what and where; importing this module never touches
+the GPU.
 """
 
 import os
@@ -49,17 +50,6 @@ def _torch_dtypes():
     return _DTYPES
 
 
-_NAMES = None
-
-
-def _dtype_names():
-    """torch dtype -> the runtime's dtype name."""
-    global _NAMES
-    if _NAMES is None:
-        _NAMES = {t: name for name, t in _torch_dtypes().items()}
-    return _NAMES
-
-
 _SMS = {}
 
 
@@ -72,20 +62,31 @@ def _sm_count(device):
     return n
 
 
+_RAW_STREAM = None
+
+
 def _raw_stream(device):
-    """The current CUDA stream of device index `device`, as an integer."""
-    import torch
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    if raw is not None:
-        return raw(device)
-    return torch.cuda.current_stream(device).cuda_stream
+    """The current CUDA stream of device index `device`, as an integer
+    (torch's raw accessor, found once; its stream object where it has none)."""
+    global _RAW_STREAM
+    if _RAW_STREAM is None:
+        import torch
+        _RAW_STREAM = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
+            lambda d: torch.cuda.current_stream(d).cuda_stream)
+    return _RAW_STREAM(device)
+
+
+_NAMES = None  # torch dtype -> the runtime's dtype name
 
 
 def _dtype_name(dtype):
-    for name, t in _torch_dtypes().items():
-        if t == dtype:
-            return name
-    raise TypeError("liger kernels take bf16, f16, f32, i32 or i64 tensors, got %s" % dtype)
+    global _NAMES
+    if _NAMES is None:
+        _NAMES = {t: name for name, t in _torch_dtypes().items()}
+    name = _NAMES.get(dtype)
+    if name is None:
+        raise TypeError("liger kernels take bf16, f16, f32, i32 or i64 tensors, got %s" % dtype)
+    return name
 
 
 class Kernel:
@@ -192,15 +193,8 @@ class Kernel:
                    for dtype, shape in zip(self._out_dtypes, out_shapes)]
         workspaces = [torch.empty(shape, dtype=torch.float32, device=device)
                       for shape in space_shapes]
-        names = _dtype_names()
-        try:
-            args = [(t.data_ptr(), names[t.dtype], list(t.shape))
-                    for t in (*inputs, *out, *workspaces)]
-        except KeyError:
-            args = None
-        if args is None:  # (the dtype no kernel takes, said by _dtype_name)
-            for t in (*inputs, *out):
-                _dtype_name(t.dtype)
+        args = [(t.data_ptr(), _dtype_name(t.dtype), list(t.shape))
+                for t in (*inputs, *out, *workspaces)]
         if os.environ.get("LIGER_DEBUG"):
             print("liger: launch %s (%s) on %s" % (self.name, self.ops, list(shapes)))
         self._bundle.launch(self._index, args, _raw_stream(device), device)

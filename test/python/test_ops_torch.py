@@ -443,7 +443,7 @@ def _outputs(out):
 
 def _run(f, leaves):
     """f's outputs and the gradients of its leaves under a fixed incoming
-    gradient (each output's elements 1, 2, 3, ...)."""
+    gradient (each output's elements 0, 1/7, 2/7, ...)."""
     for t in leaves:
         t.grad = None
     outs = _outputs(f())
