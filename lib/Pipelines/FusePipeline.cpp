@@ -26,7 +26,9 @@ void mlir::liger::buildFusePipeline(OpPassManager &pm,
       with(FuseCrossEntropyGradPassOptions())));
   pm.addPass(createFuseAddRMSNormPass(with(FuseAddRMSNormPassOptions())));
   pm.addPass(createFuseQKVRoPEPass(with(FuseQKVRoPEPassOptions())));
-  pm.addPass(createFuseGatedMLPPass(with(FuseGatedMLPPassOptions())));
+  FuseGatedMLPPassOptions gated = with(FuseGatedMLPPassOptions());
+  gated.gradients = opts.gradientEpilogues;
+  pm.addPass(createFuseGatedMLPPass(gated));
   pm.addPass(createFuseLoRAPass(with(FuseLoRAPassOptions())));
   FuseNormLinearPassOptions normLinear = with(FuseNormLinearPassOptions());
   normLinear.fold = opts.normPrologue;

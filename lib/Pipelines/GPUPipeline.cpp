@@ -30,6 +30,8 @@ void mlir::liger::buildGpuFusionStage(OpPassManager &pm,
   FusePipelineOptions fuse;
   fuse.report = opts.report;
   fuse.normPrologue = opts.normPrologue;
+  // The gradient epilogues are matmul groups: only where they compile.
+  fuse.gradientEpilogues = opts.matmulKernels;
   buildFusePipeline(pm, fuse);
   if (!opts.matmulKernels)
     return;

@@ -2,7 +2,11 @@
 //
 // liger-fuse-gated-mlp: liger.swiglu (or liger.geglu) of two liger.linear
 // projections of one activation becomes one matmul group: one GEMM over the
-// concatenated weights with the activation in its epilogue.
+// concatenated weights with the activation in its epilogue. With
+// `gradients`, the backward's liger.swiglu_grad (geglu_grad) of dh = dy ·
+// W_down becomes one matmul group too: the down projection's dx GEMM with
+// the activation's gradient in its epilogue, writing dgate and dup (dh is
+// never stored).
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,13 +58,44 @@ struct FuseGatedMLP : OpRewritePattern<ActivationOp> {
   FusionOptions options;
 };
 
+/// dgate, dup = swiglu_grad(dy · W_down, gate, up): the dx product of the
+/// down projection with the gradient in its epilogue (gate and up read at
+/// each element of dh, as the epilogue reads any [rows, N] input).
+template <typename GradOp>
+struct FuseGatedMLPGrad : OpRewritePattern<GradOp> {
+  FuseGatedMLPGrad(MLIRContext *ctx, const FusionOptions &options)
+      : OpRewritePattern<GradOp>(ctx), options(options) {}
+
+  LogicalResult matchAndRewrite(GradOp grad,
+                                PatternRewriter &rewriter) const override {
+    if (isInFusionGroup(grad))
+      return failure();
+    auto dh = grad.getGrad().template getDefiningOp<LinearGradInputOp>();
+    if (!dh)
+      return leaveAlone(options, kPass, grad,
+                        "its incoming gradient is not a "
+                        "liger.linear_grad_input (the down projection's dx)");
+    if (isInFusionGroup(dh))
+      return failure();
+    FusionCandidate candidate{kPass, FusionKind::matmul, {dh, grad}, {}};
+    candidate.extraOutputs =
+        getExtraOutputs(candidate.ops, SmallVector<Value>(grad->getResults()));
+    return success(succeeded(tryFuse(rewriter, grad, candidate, options)));
+  }
+
+  FusionOptions options;
+};
+
 struct FuseGatedMLPPass : liger::impl::FuseGatedMLPPassBase<FuseGatedMLPPass> {
   using Base::Base;
   void runOnOperation() override {
+    bool withGradients = gradients;
     numGroups += runFusionPatterns(
         getOperation(), report, allowExtraOutputs,
-        [](RewritePatternSet &patterns, const FusionOptions &options) {
+        [&](RewritePatternSet &patterns, const FusionOptions &options) {
           populateFuseGatedMLPPatterns(patterns, options);
+          if (withGradients)
+            populateFuseGatedMLPGradPatterns(patterns, options);
         });
   }
 };
@@ -69,5 +104,11 @@ struct FuseGatedMLPPass : liger::impl::FuseGatedMLPPassBase<FuseGatedMLPPass> {
 void mlir::liger::populateFuseGatedMLPPatterns(RewritePatternSet &patterns,
                                                const FusionOptions &options) {
   patterns.add<FuseGatedMLP<SwiGLUOp>, FuseGatedMLP<GEGLUOp>>(
+      patterns.getContext(), options);
+}
+
+void mlir::liger::populateFuseGatedMLPGradPatterns(
+    RewritePatternSet &patterns, const FusionOptions &options) {
+  patterns.add<FuseGatedMLPGrad<SwiGLUGradOp>, FuseGatedMLPGrad<GEGLUGradOp>>(
       patterns.getContext(), options);
 }

@@ -32,7 +32,7 @@ func.func @wgmma_k_rows(%x: tensor<?x100xbf16>, %w: tensor<64x100xbf16>) -> tens
 
 // A bias computed inside the group is not among the group's inputs.
 func.func @bias_computed(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>, %b: tensor<64xbf16>) -> tensor<?x64xbf16> {
-  // expected-warning @+1 {{the matmul templates implement one liger.linear or liger.lora_linear (weight and bias among the group's inputs) on the group's inputs (or a gate/up pair on one input, optionally after an RMSNorm of it), with an elementwise epilogue and one result}}
+  // expected-warning @+1 {{the matmul templates implement one liger.linear or liger.lora_linear (weight and bias among the group's inputs) on the group's inputs (or a gate/up pair on one input, optionally after an RMSNorm of it), with an elementwise epilogue; other prologues come with the next templates}}
   %y = liger.fusion matmul(%x, %w, %b) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_mma_sync, tile_m = 128, tile_n = 64, tile_k = 32, stages = 3>} : (tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<64xbf16>) -> tensor<?x64xbf16> {
   ^bb0(%a: tensor<?x64xbf16>, %c: tensor<64x64xbf16>, %d: tensor<64xbf16>):
     %e = liger.add %d, %d : tensor<64xbf16>
@@ -309,4 +309,19 @@ func.func @lora_rank48_wgmma(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>, %a: 
     liger.yield %p : tensor<?x64xbf16>
   }
   return %y : tensor<?x64xbf16>
+}
+
+// -----
+
+// Every result is written per element of the product: one that is not
+// [rows, N] (here the bias, [N]) is left for a later template.
+func.func @result_not_rows(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>, %b: tensor<64xbf16>) -> (tensor<?x64xbf16>, tensor<64xbf16>) {
+  // expected-warning @+1 {{result #1 (tensor<64xbf16>) is not [rows, N] like the product: the kernel writes its results per element of the product}}
+  %y:2 = liger.fusion matmul(%x, %w, %b) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 128, tile_n = 64, tile_k = 64, stages = 3>} : (tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<64xbf16>) -> (tensor<?x64xbf16>, tensor<64xbf16>) {
+  ^bb0(%a: tensor<?x64xbf16>, %c: tensor<64x64xbf16>, %d: tensor<64xbf16>):
+    %l = liger.linear %a, %c, %d : tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<64xbf16>
+    %e = liger.add %d, %d : tensor<64xbf16>
+    liger.yield %l, %e : tensor<?x64xbf16>, tensor<64xbf16>
+  }
+  return %y#0, %y#1 : tensor<?x64xbf16>, tensor<64xbf16>
 }

@@ -97,6 +97,20 @@
 // ([stages, tile_k, columns + 8] MN-major), LoRA's tiles, RoPE's exchange
 // tile over the x ring, the RMSNorm's row sums after the rest.
 
+// A gradient product with an epilogue of two results: stored from
+// registers, no TMA-store tile.
+// CHECK-LABEL: matmul plan of @dx_swiglu_grad
+// CHECK-NEXT: body grad_input, m ?, k 1024, n 512, widths [512], element bytes 2, 2 results
+// CHECK-NEXT: input 0 x
+// CHECK-NEXT: input 1 weight 0
+// CHECK-NEXT: input 2 epilogue_rows
+// CHECK-NEXT: input 3 epilogue_rows
+// CHECK-NEXT: epilogue liger.swiglu_grad
+// CHECK-NEXT: layout wgmma 128x256x64, 4 stages, stage 49152 bytes{{$}}
+// CHECK-NEXT: barriers 0 1024
+// CHECK-NEXT: stages 1024 196608
+// CHECK-NEXT: size 197632
+
 // SM80-LABEL: matmul plan of @gated
 // SM80-NEXT: body projection, m ?, k 512, n 1024, widths [1024, 1024], element bytes 2, paired
 // SM80-NEXT: input 0 x
@@ -177,3 +191,8 @@
 // SM80-NEXT: exchange 0 10240 over x
 // SM80-NEXT: row_sums 64000 512
 // SM80-NEXT: size 64512
+
+// SM80-LABEL: matmul plan of @dx_swiglu_grad
+// SM80-NEXT: body grad_input, m ?, k 1024, n 512, widths [512], element bytes 2, 2 results
+// SM80: epilogue liger.swiglu_grad
+// SM80-NEXT: layout mma_sync 128x128x32, 5 stages

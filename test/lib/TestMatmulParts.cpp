@@ -122,6 +122,8 @@ struct TestMatmulPlanPass
         os << ", head_dim " << plan.headDim << ", nq " << plan.nq;
       if (plan.accumulateTile)
         os << ", accumulate tile";
+      if (plan.numOutputs() > 1)
+        os << ", " << plan.numOutputs() << " results";
       os << "\n";
       for (auto [i, operand] : llvm::enumerate(plan.operands)) {
         os << "input " << i << " "

@@ -69,6 +69,14 @@ struct FusePipelineOptions : public PassPipelineOptions<FusePipelineOptions> {
                      "kernel before the projection measured faster "
                      "(docs/benchmarks.md)"),
       llvm::cl::init(false)};
+  PassOptions::Option<bool> gradientEpilogues{
+      *this, "gradient-epilogues",
+      llvm::cl::desc("liger-fuse-gated-mlp also fuses a gated activation's "
+                     "gradient into the down projection's dx product (a "
+                     "matmul group: on with liger-compile's matmul-kernels, "
+                     "off otherwise, where that gradient stays a rowwise "
+                     "kernel)"),
+      llvm::cl::init(false)};
 };
 
 /// `liger-fuse`: every fusion pass, in an order where the larger kernels
@@ -78,7 +86,10 @@ struct FusePipelineOptions : public PassPipelineOptions<FusePipelineOptions> {
 ///   2. liger-fuse-cross-entropy-grad    loss + its gradient (rowwise)
 ///   3. liger-fuse-add-rms-norm          residual add + norm (rowwise)
 ///   4. liger-fuse-qkv-rope              q/k projections + RoPE (matmul)
-///   5. liger-fuse-gated-mlp             gate/up + SwiGLU/GeGLU (matmul)
+///   5. liger-fuse-gated-mlp             gate/up + SwiGLU/GeGLU (matmul);
+///                                       with gradient-epilogues, dx of
+///                                       the down projection + their
+///                                       gradient (matmul)
 ///   6. liger-fuse-lora                  LoRA + activation + residual
 ///   7. liger-fuse-norm-linear           RMSNorm as projection prologue
 ///                                       (reports only, unless norm-prologue)

@@ -169,6 +169,11 @@ void populateFuseElementwisePatterns(RewritePatternSet &patterns,
 void populateFuseGatedMLPPatterns(RewritePatternSet &patterns,
                                   const FusionOptions &options);
 
+/// liger.linear_grad_input (dh = dy · W_down) -> liger.swiglu_grad/
+/// geglu_grad: one matmul group, the gradient in the dx product's epilogue.
+void populateFuseGatedMLPGradPatterns(RewritePatternSet &patterns,
+                                      const FusionOptions &options);
+
 /// liger.linear -> liger.cross_entropy -> a loss group holding one
 /// liger.fused_linear_cross_entropy; a lone fused_linear_cross_entropy is
 /// wrapped too.

@@ -90,6 +90,21 @@ def FuseGatedMLPPass : Pass<"liger-fuse-gated-mlp"> {
     // becomes
     %h = liger.fusion matmul(%x, %wg, %wu) : (...) -> tensor<?x14336xbf16> { ... }
     ```
+
+    With `gradients` (on by default here; `liger-fuse` turns it on with
+    `gradient-epilogues`, which `liger-compile --matmul-kernels` sets), the
+    backward's `liger.swiglu_grad` (`liger.geglu_grad`) whose incoming
+    gradient is `liger.linear_grad_input` (dh = dy · W_down) joins that
+    product: one matmul group, the gradient in the dx GEMM's epilogue
+    reading gate and up at each element and writing dgate and dup, so dh
+    is never stored. A dh read elsewhere too becomes an extra result.
+
+    ```mlir
+    %dh = liger.linear_grad_input %dy, %wd : tensor<?x4096xbf16>, tensor<4096x14336xbf16>
+    %dg, %du = liger.swiglu_grad %dh, %g, %u : tensor<?x14336xbf16>
+    // becomes
+    %dg, %du = liger.fusion matmul(%dy, %wd, %g, %u) : (...) -> (...) { ... }
+    ```
   }];
   let dependentDialects = ["::mlir::liger::LigerDialect"];
   let options = [
@@ -97,7 +112,10 @@ def FuseGatedMLPPass : Pass<"liger-fuse-gated-mlp"> {
            "Print what fused into what, and why chains were left alone">,
     Option<"allowExtraOutputs", "allow-extra-outputs", "bool", /*default=*/"true",
            "Let an intermediate read outside a group become an extra result "
-           "(otherwise the chain is left alone)">
+           "(otherwise the chain is left alone)">,
+    Option<"gradients", "gradients", "bool", /*default=*/"true",
+           "Also fuse a gated activation's gradient into the down "
+           "projection's dx product (liger.linear_grad_input)">
   ];
   let statistics = [
     Statistic<"numGroups", "groups", "Number of fusion groups formed">

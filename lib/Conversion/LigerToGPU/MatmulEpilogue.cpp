@@ -4,8 +4,8 @@
 // projections' dtype (as liger.linear does), then run the ops after the
 // projections from their reference lowering (like the row program, on
 // pairs of columns, reading [rows, N] and [N] inputs at the pair) and store
-// the pair, masked at the row and column ends. A dW added into a buffer
-// skips the rounding: buffer + product in f32, rounded once.
+// each result's pair, masked at the row and column ends. A dW added into a
+// buffer skips the rounding: buffer + product in f32, rounded once.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,9 +39,10 @@ mlir::liger::lowerMatmulEpilogue(const MatmulPlan &plan) {
       types.push_back(arg.getType());
       others.push_back(arg);
     }
-  Value result = group.getYield().getValues()[0];
+  ValueRange results = group.getYield().getValues();
   auto fn = func::FuncOp::create(
-      b, loc, "epilogue", FunctionType::get(ctx, types, {result.getType()}));
+      b, loc, "epilogue",
+      FunctionType::get(ctx, types, TypeRange(results.getTypes())));
   epilogue.function = fn;
   Block *entry = fn.addEntryBlock();
   IRMapping mapping;
@@ -52,14 +53,18 @@ mlir::liger::lowerMatmulEpilogue(const MatmulPlan &plan) {
     mapping.map(arg, value);
   b.setInsertionPointToEnd(entry);
   for (Operation *op : plan.epilogueOps) {
-    if (!isa<AddOp, MulOp, SiLUOp, GELUOp, SwiGLUOp, GEGLUOp>(op))
+    if (!isa<AddOp, MulOp, SiLUOp, GELUOp, SwiGLUOp, GEGLUOp, SwiGLUGradOp,
+             GEGLUGradOp>(op))
       return leaveForLaterTemplate(
           group, "'" + op->getName().getStringRef() +
                      "' after the projection is not an elementwise epilogue "
                      "op of the mma.sync template");
     b.clone(*op, mapping);
   }
-  func::ReturnOp::create(b, loc, mapping.lookupOrDefault(result));
+  SmallVector<Value> returned;
+  for (Value result : results)
+    returned.push_back(mapping.lookupOrDefault(result));
+  func::ReturnOp::create(b, loc, returned);
   if (failed(lowerToReference(fn)))
     return leaveForLaterTemplate(group,
                                  "its epilogue's reference lowering failed");
@@ -82,8 +87,8 @@ mlir::liger::lowerMatmulEpilogue(const MatmulPlan &plan) {
 }
 
 /// The epilogue on the rounded pairs of the projections at row `r`,
-/// columns `c` and c + 1; returns the pair to store.
-static FailureOr<Value> applyEpilogue(GpuBuilder &b, const MatmulKernel &k,
+/// columns `c` and c + 1; returns each result's pair to store.
+static FailureOr<SmallVector<Value>> applyEpilogue(GpuBuilder &b, const MatmulKernel &k,
                                       ValueRange projected, Value r, Value c) {
   FusionOp group = k.plan.group;
   Block &entry = k.epilogue->function.getBody().front();
@@ -131,11 +136,14 @@ static FailureOr<Value> applyEpilogue(GpuBuilder &b, const MatmulKernel &k,
     for (auto [result, v] : llvm::zip(generic->getResults(), *results))
       pairs[result] = v;
   }
-  Value out = pairs.lookup(entry.getTerminator()->getOperand(0));
-  if (!out)
-    return leaveForLaterTemplate(
-        group, "its epilogue's result is not computed per element");
-  return out;
+  SmallVector<Value> outs;
+  for (Value result : entry.getTerminator()->getOperands()) {
+    outs.push_back(pairs.lookup(result));
+    if (!outs.back())
+      return leaveForLaterTemplate(
+          group, "its epilogue's result is not computed per element");
+  }
+  return outs;
 }
 
 Value mlir::liger::roundMatmulPair(GpuBuilder &b, const MatmulKernel &k,
@@ -188,16 +196,20 @@ LogicalResult mlir::liger::storeMatmulPair(GpuBuilder &b, const MatmulKernel &k,
   SmallVector<Value> rounded;
   for (auto [accPair, bias] : llvm::zip(accPairs, k.biases))
     rounded.push_back(roundMatmulPair(tb, k, accPair, bias, c));
-  FailureOr<Value> out = applyEpilogue(tb, k, rounded, r, c);
-  if (failed(out))
+  FailureOr<SmallVector<Value>> outs = applyEpilogue(tb, k, rounded, r, c);
+  if (failed(outs))
     return failure();
   if (sink) {
-    sink(tb, *out);
+    // (The TMA store's one tile: MatmulLayout stores a single result so.)
+    assert(outs->size() == 1 && "a TMA-stored kernel has one result");
+    sink(tb, outs->front());
     return success();
   }
-  auto outType = cast<VectorType>(out->getType());
-  vector::StoreOp::create(
-      tb, *out, k.y, ValueRange{r, c}, /*nontemporal=*/false,
-      llvm::MaybeAlign(2 * outType.getElementTypeBitWidth() / 8));
+  for (auto [out, output] : llvm::zip_equal(*outs, k.outputs)) {
+    auto outType = cast<VectorType>(out.getType());
+    vector::StoreOp::create(
+        tb, out, output, ValueRange{r, c}, /*nontemporal=*/false,
+        llvm::MaybeAlign(2 * outType.getElementTypeBitWidth() / 8));
+  }
   return success();
 }

@@ -26,6 +26,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/TypeUtilities.h"
 
 using namespace mlir;
 using namespace mlir::liger;
@@ -209,8 +210,13 @@ parameterOf(const MatmulKernel &k, BlockArgument arg) {
       return param(rt::ParamKind::Matrix, elem, n, kk, {kk, n});
     case Role::Accumulator:
       return param(rt::ParamKind::Matrix, argElem, n, m, {m, n});
+    case Role::EpilogueRows: // dx's epilogue (a gated gradient's gate, up)
+      return param(rt::ParamKind::Rows, argElem, n, 0, {dyn, n});
+    case Role::EpilogueFeature:
+      return param(rt::ParamKind::Feature, argElem, n, 0, {n});
     default:
-      return unread("is not read by the gradient product");
+      return unread(dW ? "is not read by the gradient product"
+                       : "is neither [rows, N] nor [N] for dx's epilogue");
     }
   }
   case MatmulBody::Projection:
@@ -271,9 +277,9 @@ getMatmulKernelSignature(const MatmulKernel &k, StringRef name) {
     info.params.push_back(param->first);
     paramTypes.push_back(param->second);
   }
-  Type outElem = plan.outputElementType;
   auto output = [&](unsigned i, rt::ParamKind kind, int64_t hidden,
                     int64_t heads, ArrayRef<int64_t> shape) {
+    Type outElem = getElementTypeOrSelf(plan.group.getResult(i).getType());
     info.params.push_back(abiParam("output" + std::to_string(i),
                                    rt::ParamRole::Output, kind, outElem, hidden,
                                    heads));
@@ -289,7 +295,9 @@ getMatmulKernelSignature(const MatmulKernel &k, StringRef name) {
   } else if (plan.body == MatmulBody::GradWeight) {
     output(0, rt::ParamKind::Matrix, n, m, {m, n});
   } else {
-    output(0, rt::ParamKind::Rows, n, 0, {ShapedType::kDynamic, n});
+    // Each result [rows, N] (analyzeMatmulGroup's readOutputs).
+    for (unsigned i = 0; i < plan.numOutputs(); ++i)
+      output(i, rt::ParamKind::Rows, n, 0, {ShapedType::kDynamic, n});
   }
   auto argNumber = [](Value v) -> int64_t {
     return cast<BlockArgument>(v).getArgNumber();
@@ -430,9 +438,11 @@ static GpuBuilder beginMatmulKernel(MatmulKernel &k, gpu::GPUModuleOp module,
     k.cos = paramOf(plan.cos);
     k.sin = paramOf(plan.sin);
   }
-  k.y = entry.getArgument(body.getNumArguments());
+  for (unsigned i = 0; i < plan.numOutputs(); ++i)
+    k.outputs.push_back(entry.getArgument(body.getNumArguments() + i));
+  k.y = k.outputs.front();
   if (plan.rope)
-    k.yK = entry.getArgument(body.getNumArguments() + 1);
+    k.yK = k.outputs[1];
   if (config.wgmma) {
     // The descriptors, in getMatmulKernelSignature's order.
     ValueRange maps = entry.getArguments().take_back(info.tensorMaps.size());

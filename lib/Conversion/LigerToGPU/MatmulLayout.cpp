@@ -35,7 +35,9 @@ MatmulLayout::MatmulLayout(const MatmulPlan &plan,
     oldTile = plan.accumulateTile;
     if (oldTile)
       layout.append(kOldTile, config.tileM * config.tileN * elementBytes, 128);
-    tmaStore = plan.body != MatmulBody::QKRoPE &&
+    // (One output tile in shared memory: a kernel of several results
+    // stores each from registers.)
+    tmaStore = plan.body != MatmulBody::QKRoPE && plan.numOutputs() == 1 &&
                (!plan.accumulator || oldTile) && config.tileN % 64 == 0 &&
                plan.outputElementType.getIntOrFloatBitWidth() == 16;
     if (tmaStore && !oldTile)

@@ -86,12 +86,17 @@ static LogicalResult readSizes(MatmulPlan &plan) {
   return success();
 }
 
-/// A gradient product (the group verifier keeps it alone in its group).
+/// A gradient product: dW alone (the group verifier's rule), dx alone or
+/// with an elementwise epilogue (a gated activation's gradient after the
+/// down projection's dx).
 static void readGradient(MatmulPlan &plan, Operation *op) {
   if (auto dx = dyn_cast<LinearGradInputOp>(op)) {
     plan.body = MatmulBody::GradInput;
     plan.projections.push_back(
         {op, dx.getGrad(), dx.getWeight(), Value(), dx.getResult()});
+    if (!isa<BlockArgument>(dx.getGrad()) || !isa<BlockArgument>(dx.getWeight()))
+      plan.unsupported = "the gradient product dx = dy · W must read dy and W "
+                         "among the group's inputs";
   } else {
     auto dW = cast<LinearGradWeightOp>(op);
     plan.body = MatmulBody::GradWeight;
@@ -215,14 +220,13 @@ static void readProjections(MatmulPlan &plan) {
                })))
     norm = RMSNormOp();
   Value x = norm ? norm.getInput() : linear.input;
-  if (!sameInputs || !isa<BlockArgument>(x) ||
-      group.getYield().getValues().size() != 1)
+  if (!sameInputs || !isa<BlockArgument>(x))
     return unsupported("the matmul templates implement one liger.linear or "
                        "liger.lora_linear (weight and bias among the group's "
                        "inputs) on the group's inputs (or a gate/up pair on "
                        "one input, optionally after an RMSNorm of it), with "
-                       "an elementwise epilogue and one result; other "
-                       "prologues come with the next templates");
+                       "an elementwise epilogue; other prologues come with "
+                       "the next templates");
   plan.norm = norm;
   plan.x = x;
   plan.normWeight = norm ? norm.getWeight() : Value();
@@ -257,11 +261,13 @@ static void readOperands(MatmulPlan &plan) {
                            : Role::Bias;
       else if (arg == plan.cos || arg == plan.sin)
         operand.role = arg == plan.cos ? Role::Cos : Role::Sin;
-    } else if (plan.body != MatmulBody::Projection) {
-      if (arg == plan.projections.front().weight)
-        operand.role = Role::Weight;
-      else if (arg == plan.accumulator)
-        operand.role = Role::Accumulator;
+    } else if (plan.body != MatmulBody::Projection &&
+               arg == plan.projections.front().weight) {
+      operand.role = Role::Weight;
+    } else if (plan.body != MatmulBody::Projection && arg == plan.accumulator) {
+      operand.role = Role::Accumulator;
+    } else if (plan.body == MatmulBody::GradWeight) {
+      operand.role = Role::Unread;
     } else if (plan.lora && arg == plan.lora.getLoraA()) {
       operand.role = Role::LoRAA;
     } else if (plan.lora && arg == plan.lora.getLoraB()) {
@@ -283,6 +289,26 @@ static void readOperands(MatmulPlan &plan) {
       operand.role = Role::Unshaped;
     }
     plan.operands.push_back(operand);
+  }
+}
+
+/// The results of a Projection or GradInput body: each is written per
+/// element at (row, column) like the product, so each is [rows, N] of the
+/// product's rank.
+static void readOutputs(MatmulPlan &plan) {
+  if (plan.body == MatmulBody::QKRoPE || plan.body == MatmulBody::GradWeight)
+    return;
+  auto product = cast<RankedTensorType>(plan.projections.front().result.getType());
+  for (auto [i, type] : llvm::enumerate(plan.group.getResultTypes())) {
+    auto t = dyn_cast<RankedTensorType>(type);
+    if (!t || t.getRank() != product.getRank() ||
+        t.getShape().back() != plan.n) {
+      llvm::raw_string_ostream os(plan.unsupported);
+      os << "result #" << i << " (" << type
+         << ") is not [rows, N] like the product: the kernel writes its "
+            "results per element of the product";
+      return;
+    }
   }
 }
 
@@ -317,5 +343,6 @@ FailureOr<MatmulPlan> mlir::liger::analyzeMatmulGroup(FusionOp group) {
           &op != plan.norm.getOperation())
         plan.epilogueOps.push_back(&op);
   readOperands(plan);
+  readOutputs(plan);
   return plan;
 }

@@ -92,3 +92,15 @@ func.func @qk_rope(%x: tensor<?x?x64xbf16>, %g: tensor<64xbf16>, %wq: tensor<64x
   }
   return %r#0, %r#1 : tensor<?x4x?x16xbf16>, tensor<?x2x?x16xbf16>
 }
+
+// dh = dy · W_down with SwiGLU's gradient in the epilogue: gate and up
+// read at each element, dgate and dup written (two results).
+func.func @dx_swiglu_grad(%dy: tensor<?x1024xbf16>, %w: tensor<1024x512xbf16>, %g: tensor<?x512xbf16>, %u: tensor<?x512xbf16>) -> (tensor<?x512xbf16>, tensor<?x512xbf16>) {
+  %r:2 = liger.fusion matmul(%dy, %w, %g, %u) : (tensor<?x1024xbf16>, tensor<1024x512xbf16>, tensor<?x512xbf16>, tensor<?x512xbf16>) -> (tensor<?x512xbf16>, tensor<?x512xbf16>) {
+  ^bb0(%a: tensor<?x1024xbf16>, %b: tensor<1024x512xbf16>, %c: tensor<?x512xbf16>, %d: tensor<?x512xbf16>):
+    %dh = liger.linear_grad_input %a, %b : tensor<?x1024xbf16>, tensor<1024x512xbf16>
+    %dg, %du = liger.swiglu_grad %dh, %c, %d : tensor<?x512xbf16>
+    liger.yield %dg, %du : tensor<?x512xbf16>, tensor<?x512xbf16>
+  }
+  return %r#0, %r#1 : tensor<?x512xbf16>, tensor<?x512xbf16>
+}

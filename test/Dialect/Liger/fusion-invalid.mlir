@@ -215,12 +215,39 @@ func.func @yield_outside(%x: tensor<4x8xf32>) {
 
 // -----
 
-func.func @matmul_gradient_with_epilogue(%dy: tensor<4x8xf32>, %w: tensor<8x16xf32>) -> tensor<4x16xf32> {
-  // expected-error @+1 {{'liger.fusion' op of kind matmul computes a gradient product ('liger.linear_grad_input') alone: one op, no prologue or epilogue}}
+func.func @matmul_weight_gradient_with_epilogue(%dy: tensor<4x8xf32>, %x: tensor<4x16xf32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{'liger.fusion' op of kind matmul computes a gradient product ('liger.linear_grad_weight') alone: one op, no prologue or epilogue}}
+  %y = liger.fusion matmul(%dy, %x) : (tensor<4x8xf32>, tensor<4x16xf32>) -> tensor<8x16xf32> {
+  ^bb0(%a: tensor<4x8xf32>, %b: tensor<4x16xf32>):
+    %g = liger.linear_grad_weight %a, %b : tensor<4x8xf32>, tensor<4x16xf32>
+    %s = liger.silu %g : tensor<8x16xf32>
+    liger.yield %s : tensor<8x16xf32>
+  }
+  return %y : tensor<8x16xf32>
+}
+
+// -----
+
+func.func @matmul_input_gradient_with_projection(%dy: tensor<4x8xf32>, %w: tensor<8x16xf32>, %v: tensor<16x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{'liger.fusion' op of kind matmul computes one gradient product ('liger.linear_grad_input') with at most an elementwise epilogue: no other product, no prologue}}
+  %y = liger.fusion matmul(%dy, %w, %v) : (tensor<4x8xf32>, tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<4x16xf32> {
+  ^bb0(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %c: tensor<16x16xf32>):
+    %g = liger.linear_grad_input %a, %b : tensor<4x8xf32>, tensor<8x16xf32>
+    %p = liger.linear %g, %c : tensor<4x16xf32>, tensor<16x16xf32>
+    liger.yield %p : tensor<4x16xf32>
+  }
+  return %y : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @matmul_two_input_gradients(%dy: tensor<4x8xf32>, %w: tensor<8x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{'liger.fusion' op of kind matmul computes one gradient product ('liger.linear_grad_input') with at most an elementwise epilogue: no other product, no prologue}}
   %y = liger.fusion matmul(%dy, %w) : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32> {
   ^bb0(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>):
     %g = liger.linear_grad_input %a, %b : tensor<4x8xf32>, tensor<8x16xf32>
-    %s = liger.silu %g : tensor<4x16xf32>
+    %h = liger.linear_grad_input %a, %b : tensor<4x8xf32>, tensor<8x16xf32>
+    %s = liger.add %g, %h : tensor<4x16xf32>
     liger.yield %s : tensor<4x16xf32>
   }
   return %y : tensor<4x16xf32>

@@ -258,3 +258,22 @@ func.func @activation_backward_ops(%dh: tensor<?x16384xbf16>, %g: tensor<?x16384
   %e = liger.softmax_grad %dy, %y : tensor<?x32000xf32>
   return
 }
+
+// A gradient product with an epilogue: dh = dy · W_down, then the gated
+// activation's gradient, two results.
+// CHECK-LABEL: func.func @gradient_group
+// CHECK: %{{.*}}:2 = liger.fusion matmul(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (tensor<?x64xbf16>, tensor<64x96xbf16>, tensor<?x96xbf16>, tensor<?x96xbf16>) -> (tensor<?x96xbf16>, tensor<?x96xbf16>) {
+// CHECK:   liger.linear_grad_input
+// CHECK-NEXT:   liger.swiglu_grad
+// CHECK-NEXT:   liger.yield
+func.func @gradient_group(%dy: tensor<?x64xbf16>, %wd: tensor<64x96xbf16>, %g: tensor<?x96xbf16>,
+                          %u: tensor<?x96xbf16>) -> (tensor<?x96xbf16>, tensor<?x96xbf16>) {
+  %dg, %du = liger.fusion matmul(%dy, %wd, %g, %u)
+      : (tensor<?x64xbf16>, tensor<64x96xbf16>, tensor<?x96xbf16>, tensor<?x96xbf16>) -> (tensor<?x96xbf16>, tensor<?x96xbf16>) {
+  ^bb0(%a: tensor<?x64xbf16>, %w: tensor<64x96xbf16>, %gate: tensor<?x96xbf16>, %up: tensor<?x96xbf16>):
+    %dh = liger.linear_grad_input %a, %w : tensor<?x64xbf16>, tensor<64x96xbf16>
+    %0, %1 = liger.swiglu_grad %dh, %gate, %up : tensor<?x96xbf16>
+    liger.yield %0, %1 : tensor<?x96xbf16>, tensor<?x96xbf16>
+  }
+  return %dg, %du : tensor<?x96xbf16>, tensor<?x96xbf16>
+}

@@ -700,6 +700,69 @@ MATMUL_ROPE = {
 }
 MATMUL_ROPE_SHAPES = [(1, 1), (1, 7), (2, 77), (1, 4096), (8, 2048)]
 
+# The gated MLP's backward in one kernel: dh = dy · W_down [N, K] (dy [rows,
+# N]), then the activation's gradient in the epilogue reading gate and up
+# [rows, K]: name -> (activation, N, K, dtype, tile_m, tile_n, stages, mma,
+# dh kept). Results: [dh,] dgate, dup. Llama-3-8B's down projection, K and N
+# tails, GeGLU (tanh) in f16, dh also written, the mma.sync template.
+MATMUL_GATED_GRADS = {
+    "wg_swiglu_grad_llama_4096_14336": ("swiglu", 4096, 14336, "bf16", 128, 256, 4, "wgmma",
+                                        False),
+    "wg_swiglu_grad_1000_520_dh": ("swiglu", 1000, 520, "bf16", 128, 256, 3, "wgmma", True),
+    "wg_geglu_grad_512_1000_f16": ("geglu_tanh", 512, 1000, "f16", 64, 128, 4, "wgmma", False),
+    "ms_swiglu_grad_1024_1000": ("swiglu", 1024, 1000, "bf16", 128, 64, 3, "mma_sync", False),
+    "ms_geglu_grad_512_264_dh": ("geglu_tanh", 512, 264, "bf16", 128, 64, 3, "mma_sync", True),
+}
+# The gate/up pair keeping gate and up for the backward: name -> (K, N,
+# dtype, tile_m, tile_n, stages, mma). Results: gate, up, swiglu(gate, up).
+MATMUL_GATED_KEEPS = {
+    "wg_gate_up_keeps_4096_14336": (4096, 14336, "bf16", 128, 128, 4, "wgmma"),
+    "wg_gate_up_keeps_520_1000": (520, 1000, "bf16", 128, 128, 3, "wgmma"),
+    "ms_gate_up_keeps_512_264": (512, 264, "bf16", 128, 64, 3, "mma_sync"),
+}
+
+
+def gated_group_texts():
+    """The matmul groups of MATMUL_GATED_GRADS and MATMUL_GATED_KEEPS,
+    pinned to their tiles."""
+    out = []
+
+    def group(name, args, results, body, config):
+        types = ", ".join(t for _, t in results)
+        return """func.func @%s(%s) -> (%s) {
+  %%y:%d = liger.fusion matmul(%s) attributes {liger.kernel_config = %s} : (%s) -> (%s) {
+  ^bb0(%s):
+    %s
+    liger.yield %s : %s
+  }
+  return %s : %s
+}""" % (name, ", ".join("%%%s: %s" % a for a in args), types, len(results),
+        ", ".join("%" + a[0] for a in args), config, ", ".join(a[1] for a in args), types,
+        ", ".join("%%b%s: %s" % a for a in args), "\n    ".join(body),
+        ", ".join(v for v, _ in results), types,
+        ", ".join("%%y#%d" % i for i in range(len(results))), types)
+
+    for name, (act, n, k, dt, tm, tn, stages, mma, keep) in MATMUL_GATED_GRADS.items():
+        DY, W, H = ("tensor<?x%dx%s>" % (n, dt), "tensor<%dx%dx%s>" % (n, k, dt),
+                    "tensor<?x%dx%s>" % (k, dt))
+        grad = ("liger.swiglu_grad %dh, %bg, %bu" if act == "swiglu" else
+                "liger.geglu_grad %dh, %bg, %bu approximate = tanh")
+        body = ["%%dh = liger.linear_grad_input %%bdy, %%bw : %s, %s" % (DY, W),
+                "%%dg, %%du = %s : %s" % (grad, H)]
+        results = ([("%dh", H)] if keep else []) + [("%dg", H), ("%du", H)]
+        out.append(group(name, [("dy", DY), ("w", W), ("g", H), ("u", H)], results, body,
+                         matmul_config(mma, tm, tn, stages)))
+    for name, (k, n, dt, tm, tn, stages, mma) in MATMUL_GATED_KEEPS.items():
+        X, W, Y = ("tensor<?x%dx%s>" % (k, dt), "tensor<%dx%dx%s>" % (n, k, dt),
+                   "tensor<?x%dx%s>" % (n, dt))
+        body = ["%%g = liger.linear %%bx, %%bwg : %s, %s" % (X, W),
+                "%%u = liger.linear %%bx, %%bwu : %s, %s" % (X, W),
+                "%%h = liger.swiglu %%g, %%u : %s" % Y]
+        out.append(group(name, [("x", X), ("wg", W), ("wu", W)],
+                         [("%g", Y), ("%u", Y), ("%h", Y)], body,
+                         matmul_config(mma, tm, tn, stages)))
+    return out
+
 
 
 def matmul_config(mma, tm, tn, stages):
@@ -846,6 +909,7 @@ def matmul_module_text():
             ", ".join("%" + a[0] for a in args), config, ", ".join(a[1] for a in args), Y,
             ", ".join("%%b%s: %s" % a for a in args), body, Y, Y))
     out += [qk_rope_group_text(name) for name in MATMUL_ROPE]
+    out += gated_group_texts()
     return "\n\n".join(out) + "\n"
 
 

@@ -7,7 +7,10 @@ SwiGLU, a residual + GELU and a gate/up pair with GeGLU (tanh), LoRA projections
 poisoned with NaN; the gradient products dx = dy · W and dW = dyᵀ · x
 (bf16, f16, into an f32 buffer, in place) and the q/k projections with
 RoPE stored head-major (Llama-3-8B with its RMSNorm, biases, per-batch
-tables, head_dim 64) against float64. Skips cleanly without torch, a GPU, the
+tables, head_dim 64) against float64; kernels of several results: the
+gated MLP's backward (dh = dy · W_down with SwiGLU's or GeGLU's gradient in
+the epilogue, dgate and dup, dh too where kept) and the gate/up pair
+writing gate and up beside the activation, against float64. Skips cleanly without torch, a GPU, the
 runtime or the bundle (scripts/build-gpu-bundles.sh compiles it with
 liger-compile --matmul-kernels)."""
 
@@ -186,3 +189,75 @@ def test_qk_rope(bundle, name, batch, seq):
         assert not torch.isnan(y).any(), "unwritten %s outputs" % p
         err = ((y.double() - ref).abs().max() / ref.abs().max()).item()
         assert err <= 1e-2, "%s: max error %.3g relative to max |y|" % (p, err)
+
+
+def _gated_grads(dh, g, u, act):
+    """dgate, dup of act(gate) * up at dh (float64)."""
+    if act == "swiglu":
+        s = torch.sigmoid(g)
+        return dh * u * s * (1 + g * (1 - s)), dh * g * s
+    c = (2 / torch.pi) ** 0.5
+    t = torch.tanh(c * (g + 0.044715 * g ** 3))
+    dgelu = 0.5 * (1 + t) + 0.5 * g * (1 - t * t) * c * (1 + 3 * 0.044715 * g * g)
+    return dh * u * dgelu, dh * 0.5 * g * (1 + t)
+
+
+GATED_GRAD_CASES = [(name, rows) for name in kernels.MATMUL_GATED_GRADS
+                    for rows in kernels.MATMUL_ROWS]
+
+
+@pytest.mark.parametrize("name,rows", GATED_GRAD_CASES,
+                         ids=["%s-m%d" % c for c in GATED_GRAD_CASES])
+def test_gated_grad(bundle, name, rows):
+    """The gated MLP's backward in one kernel: dh = dy · W_down rounded as
+    liger.linear_grad_input rounds it, then SwiGLU's (GeGLU's) gradient at
+    gate and up, against float64 (dh written too where the group keeps it),
+    outputs poisoned with NaN."""
+    act, n, k, dt, _, _, _, _, keep = kernels.MATMUL_GATED_GRADS[name]
+    dtype = DTYPES[dt]
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(torch.seed())
+    dy = torch.randn(rows, n, generator=gen, device="cuda").to(dtype)
+    w = (torch.randn(n, k, generator=gen, device="cuda") / n ** 0.5).to(dtype)
+    g = torch.randn(rows, k, generator=gen, device="cuda").to(dtype)
+    u = torch.randn(rows, k, generator=gen, device="cuda").to(dtype)
+    dh = dy.double() @ w.double()
+    refs = list(_gated_grads(dh.to(dtype).double(), g.double(), u.double(), act))
+    if keep:
+        refs.insert(0, dh)
+    outs = [torch.full((rows, k), float("nan"), dtype=dtype, device="cuda") for _ in refs]
+    bundle[name + "_matmul_0"](dy, w, g, u, out=outs)
+    torch.cuda.synchronize()
+    for i, (y, ref) in enumerate(zip(outs, refs)):
+        assert not torch.isnan(y).any(), "unwritten outputs in result #%d" % i
+        err = ((y.double() - ref).abs().max() / ref.abs().max()).item()
+        assert err <= 1e-2, "result #%d: max error %.3g relative to max |y|" % (i, err)
+
+
+GATED_KEEPS_CASES = [(name, rows) for name in kernels.MATMUL_GATED_KEEPS
+                     for rows in kernels.MATMUL_ROWS]
+
+
+@pytest.mark.parametrize("name,rows", GATED_KEEPS_CASES,
+                         ids=["%s-m%d" % c for c in GATED_KEEPS_CASES])
+def test_gate_up_keeping_gate_and_up(bundle, name, rows):
+    """The gate/up pair writing gate, up and SwiGLU(gate, up), each against
+    float64 (the activation of the rounded projections), outputs poisoned
+    with NaN."""
+    k, n, dt = kernels.MATMUL_GATED_KEEPS[name][:3]
+    dtype = DTYPES[dt]
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(torch.seed())
+    x = torch.randn(rows, k, generator=gen, device="cuda").to(dtype)
+    wg, wu = ((torch.randn(n, k, generator=gen, device="cuda") / k ** 0.5).to(dtype)
+              for _ in range(2))
+    gate, up = ((x.double() @ w.double().t()) for w in (wg, wu))
+    rg, ru = gate.to(dtype).double(), up.to(dtype).double()
+    refs = [gate, up, rg * torch.sigmoid(rg) * ru]
+    outs = [torch.full((rows, n), float("nan"), dtype=dtype, device="cuda") for _ in refs]
+    bundle[name + "_matmul_0"](x, wg, wu, out=outs)
+    torch.cuda.synchronize()
+    for i, (y, ref) in enumerate(zip(outs, refs)):
+        assert not torch.isnan(y).any(), "unwritten outputs in result #%d" % i
+        err = ((y.double() - ref).abs().max() / ref.abs().max()).item()
+        assert err <= 1e-2, "result #%d: max error %.3g relative to max |y|" % (i, err)

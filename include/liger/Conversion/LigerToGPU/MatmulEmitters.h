@@ -59,8 +59,10 @@ struct MatmulKernel {
 
   // Parameters, by role.
   Value x;  ///< the A operand [rows, K] (dW: dy [T, M])
-  Value y;  ///< the output (RoPE: q [B, Hq, T, D])
+  Value y;  ///< the (first) output (RoPE: q [B, Hq, T, D])
   Value yK; ///< RoPE: k [B, Hkv, T, D]
+  /// Every output in the group's result order (y first).
+  SmallVector<Value, 2> outputs;
   SmallVector<Value, 2> weights, biases; ///< per projection (no bias: null)
   Value normWeight, loraA, loraB, cos, sin, accumulator;
   /// The epilogue's other inputs: group input -> parameter.

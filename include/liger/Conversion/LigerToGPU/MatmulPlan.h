@@ -23,11 +23,14 @@ namespace mlir::liger {
 enum class MatmulBody {
   /// y = f(x̂ · W₁ᵀ + b₁[, x̂ · W₂ᵀ + b₂]): one liger.linear or
   /// liger.lora_linear, or a gate/up pair on one input, x̂ = x or
-  /// RMSNorm(x), f elementwise.
+  /// RMSNorm(x), f elementwise with one or more [rows, N] results (gate
+  /// and up themselves among them, where the backward keeps them).
   Projection,
   /// rope(split(x̂ · Wqᵀ), split(x̂ · Wkᵀ), cos, sin), head-major outputs.
   QKRoPE,
-  /// dx = dy · W (B read MN-major).
+  /// f(dy · W) (B read MN-major), f elementwise with one or more [rows, N]
+  /// results: dx itself, or a gated activation's gradients dgate and dup
+  /// from dh = dy · W_down.
   GradInput,
   /// dW = dyᵀ · x, optionally added into a buffer (A and B read MN-major;
   /// K is the tokens).
@@ -117,6 +120,9 @@ struct MatmulPlan {
   bool paired() const {
     return body == MatmulBody::Projection && projections.size() == 2;
   }
+  /// The results the kernel writes (RoPE: q and k; otherwise the group's
+  /// results, each [rows, N]).
+  unsigned numOutputs() const { return group.getNumResults(); }
   /// The B tiles a stage holds: two for a pair, else one (a RoPE pair
   /// computes one column tile of [Wq; Wk] at a time).
   int64_t numBTiles() const { return paired() ? 2 : 1; }

@@ -43,10 +43,12 @@ bool mlir::liger::isRowwiseOp(Operation *op) {
 }
 
 /// Ops a matmul kernel implements in its epilogue, besides the projections
-/// and the norm prologue.
+/// and the norm prologue (the gated activations' gradients: after dx = dy ·
+/// W_down, they give dgate and dup).
 static bool isMatmulEpilogueOp(Operation *op) {
   return op->hasTrait<OpTrait::ConstantLike>() ||
-         isa<SiLUOp, GELUOp, SwiGLUOp, GEGLUOp, AddOp, MulOp, RoPEOp,
+         isa<SiLUOp, GELUOp, SwiGLUOp, GEGLUOp, SwiGLUGradOp, GEGLUGradOp,
+             AddOp, MulOp, RoPEOp,
              tensor::ExpandShapeOp, tensor::CollapseShapeOp, tensor::EmptyOp,
              tensor::DimOp, linalg::TransposeOp>(op);
 }
@@ -131,10 +133,19 @@ LogicalResult FusionOp::verifyRegions() {
   if (getKind() != FusionKind::matmul)
     return success();
   if (!gradients.empty()) {
-    if (gradients.size() != 1 || body.getOperations().size() != 2)
+    // dW = dyᵀ · x alone; dx = dy · W alone or with an elementwise
+    // epilogue (never with a projection or a prologue).
+    Operation *gradient = gradients.front();
+    if (isa<LinearGradWeightOp>(gradient) &&
+        (gradients.size() != 1 || body.getOperations().size() != 2))
       return emitOpError("of kind matmul computes a gradient product ('")
-             << gradients.front()->getName()
+             << gradient->getName()
              << "') alone: one op, no prologue or epilogue";
+    if (gradients.size() != 1 || !projections.empty() || !norms.empty())
+      return emitOpError("of kind matmul computes one gradient product ('")
+             << gradient->getName()
+             << "') with at most an elementwise epilogue: no other product, "
+                "no prologue";
     return success();
   }
   if (projections.empty())

@@ -45,8 +45,12 @@ def Liger_FusionOp : Liger_Op<"fusion", [IsolatedFromAbove,
       of elementwise ops, gated activations, RoPE, residual adds and the
       layout ops (`tensor.expand_shape`, `tensor.collapse_shape`,
       `linalg.transpose`, `tensor.empty`, and the `tensor.dim` sizes and
-      constants they read) between them; or one gradient product
-      (`liger.linear_grad_input`, `liger.linear_grad_weight`) alone.
+      constants they read) between them; or one gradient product:
+      `liger.linear_grad_weight` alone, or `liger.linear_grad_input` alone
+      or with an elementwise epilogue (the gated activations' gradients
+      among its ops: `dx = dy · W_down` then `liger.swiglu_grad` gives
+      dgate and dup in one kernel). A matmul group may have several
+      results, each `[rows, N]` (the kernel writes each once).
     * `loss`: one `liger.fused_linear_cross_entropy` (the lm_head and the
       loss in one plan that never stores the logits).
 
