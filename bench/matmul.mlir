@@ -175,3 +175,23 @@ func.func @qk_rope_only_wg(%x: tensor<?x?x4096xbf16>, %wq: tensor<4096x4096xbf16
   %qr, %kr = liger.rope %qh, %kh, %cos, %sin : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<1x?x128xbf16>
   return %qr, %kr : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>
 }
+
+// The gated MLP's backward in one kernel: dh = dy · W_down with SwiGLU's
+// gradient in the epilogue, writing dgate and dup (liger-compile
+// --matmul-kernels fuses them: liger-fuse's gradient epilogues).
+func.func @mlp_bwd_wg(%dy: tensor<?x4096xbf16>, %w: tensor<4096x14336xbf16>, %g: tensor<?x14336xbf16>,
+                      %u: tensor<?x14336xbf16>) -> (tensor<?x14336xbf16>, tensor<?x14336xbf16>) {
+  %dh = liger.linear_grad_input %dy, %w : tensor<?x4096xbf16>, tensor<4096x14336xbf16>
+  %dg, %du = liger.swiglu_grad %dh, %g, %u : tensor<?x14336xbf16>
+  return %dg, %du : tensor<?x14336xbf16>, tensor<?x14336xbf16>
+}
+
+// The gate/up pair of a training step: gate and up kept for the backward,
+// written beside the activation (one kernel of three results).
+func.func @gate_up_keeps_wg(%x: tensor<?x4096xbf16>, %wg: tensor<14336x4096xbf16>, %wu: tensor<14336x4096xbf16>)
+    -> (tensor<?x14336xbf16>, tensor<?x14336xbf16>, tensor<?x14336xbf16>) {
+  %g = liger.linear %x, %wg : tensor<?x4096xbf16>, tensor<14336x4096xbf16>
+  %u = liger.linear %x, %wu : tensor<?x4096xbf16>, tensor<14336x4096xbf16>
+  %h = liger.swiglu %g, %u : tensor<?x14336xbf16>
+  return %g, %u, %h : tensor<?x14336xbf16>, tensor<?x14336xbf16>, tensor<?x14336xbf16>
+}

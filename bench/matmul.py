@@ -22,6 +22,21 @@ from liger import runtime
 BF16 = torch.bfloat16
 
 
+def timed_rows(case, impls, ref, floor):
+    """One row per implementation of `case`: its results (a tuple of
+    tensors) checked against `ref` (the largest relative error), then
+    timed beside `floor`."""
+    rows = []
+    for impl, f in impls.items():
+        o = f()
+        err = max(((a.float() - r.float()).norm() / r.float().norm()).item()
+                  for a, r in zip(o, ref))
+        t = ms(f)
+        rows.append(dict(case=case, impl=impl, ms=t, floor_ms=floor, of_floor=floor / t,
+                         err=err))
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bundle", default="bench-bundles/matmul")
@@ -203,6 +218,58 @@ def main():
             t = ms(f)
             rows.append(dict(case="%s %dx%dx%d" % (case, M, n, k), impl=impl, ms=t,
                              floor_ms=floor, of_floor=floor / t, err=err))
+    # The gated MLP's backward from the down projection: dh = dy · W_down,
+    # then SwiGLU's gradient at the saved gate and up (dgate, dup). Ours is
+    # one kernel (the gradient in the dx product's epilogue, dh never
+    # stored); the peers' dh is cuBLAS's, then the activation's backward:
+    # PyTorch's ops (eager), compiled, or Liger-Kernel's in-place kernel.
+    gate = torch.randn(M, k, dtype=BF16, device="cuda")
+    up = torch.randn(M, k, dtype=BF16, device="cuda")
+    dg, du = (torch.empty(M, k, dtype=BF16, device="cuda") for _ in range(2))
+
+    def swiglu_grads(dh, g, u):
+        gf, uf, hf = g.float(), u.float(), dh.float()
+        s = torch.sigmoid(gf)
+        return (hf * uf * s * (1 + gf * (1 - s))).to(BF16), (hf * gf * s).to(BF16)
+
+    def mlp_bwd(dy, w, g, u):
+        return swiglu_grads(dy @ w, g, u)
+    ref = mlp_bwd(dy, w, gate, up)
+    impls = {"eager (cuBLAS)": lambda: mlp_bwd(dy, w, gate, up),
+             "compile": (lambda c: lambda: c(dy, w, gate, up))(torch.compile(mlp_bwd))}
+    try:
+        from liger_kernel.ops.swiglu import swiglu_backward
+        g2, u2 = gate.clone(), up.clone()
+
+        def lk_mlp_bwd():  # in place over its gate and up: fresh copies each call
+            g2.copy_(gate)
+            u2.copy_(up)
+            return swiglu_backward(g2, u2, dy @ w)
+        impls["Liger-Kernel"] = lk_mlp_bwd
+    except ImportError:
+        print("Liger-Kernel not installed: its MLP backward row is left out")
+    impls["liger dX + swiglu_grad"] = lambda: (
+        ours["mlp_bwd_wg_matmul_0"](dy, w, gate, up, out=[dg, du]), (dg, du))[1]
+    rows += timed_rows("down dX+swiglu_grad %dx%dx%d" % (M, n, k), impls, ref, floor)
+    del gate, up, dg, du
+    # The gate/up pair of a training step, gate and up kept for the
+    # backward: ours writes gate, up and SwiGLU in one kernel; the peers run
+    # two projections (cuBLAS) and the activation.
+    xk = torch.randn(M, n, dtype=BF16, device="cuda")
+    wg, wu = ((torch.randn(k, n, device="cuda") / n ** 0.5).to(BF16) for _ in range(2))
+    outs = [torch.empty(M, k, dtype=BF16, device="cuda") for _ in range(3)]
+
+    def gate_up_keeps(x, wg, wu):
+        g, u = F.linear(x, wg), F.linear(x, wu)
+        return g, u, F.silu(g) * u
+    ref = gate_up_keeps(xk, wg, wu)
+    impls = {"eager (cuBLAS)": lambda: gate_up_keeps(xk, wg, wu),
+             "compile": (lambda c: lambda: c(xk, wg, wu))(torch.compile(gate_up_keeps)),
+             "liger wgmma": lambda: (ours["gate_up_keeps_wg_matmul_0"](xk, wg, wu, out=outs),
+                                     outs)[1]}
+    floor = 2 * 2 * M * n * k / rate / 1e9
+    rows += timed_rows("gate_up+swiglu keeps %dx%dx%d" % (M, k, n), impls, ref, floor)
+    del xk, wg, wu, outs
     # RMSNorm -> q/k projections -> RoPE (Llama-3-8B: 32 + 8 heads of 128),
     # batch 4: one kernel beside our plain [Wq; Wk] projection of the same
     # 5120 columns and the peers' norm, two GEMMs, head split and rotation.

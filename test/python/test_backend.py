@@ -605,22 +605,48 @@ def test_debug_prints_each_graph_and_dump_writes_every_stage(tmp_path, monkeypat
 def test_a_group_without_a_kernel_stays_with_inductor(tmp_path, monkeypatch):
     # kernel_target: each group is also compiled for sm_90a, and one that
     # gets no kernel there stays with Inductor, with a warning naming it and
-    # liger-compile's reason (here: the gated MLP's gate and up are also
-    # results, saved for the backward, and the matmul templates give one).
+    # liger-compile's reason (here: f32, which the matmul templates do not
+    # take; fused_mlp lets the gated MLP's group reach them).
     monkeypatch.setenv("LIGER_CACHE_DIR", str(tmp_path))
     block = Block()
-    compiled = torch.compile(block, backend="liger", options={"kernel_target": "sm_90a"})
+    compiled = torch.compile(block, backend="liger",
+                             options={"kernel_target": "sm_90a", "fused_mlp": True})
     with pytest.warns(LigerFallbackWarning) as caught:
         block_step(block, compiled, torch.randn(2, 6, 32))
     messages = [str(w.message) for w in caught if "fusion group" in str(w.message)]
-    assert messages == [
+    assert messages[0] == (
         "liger: fusion group graph0.forward/matmul 0 (liger.linear, liger.linear, liger.swiglu) "
-        "stays with Inductor: left for a later matmul template: the matmul templates implement "
-        "one liger.linear or liger.lora_linear (weight and bias among the group's inputs) on the "
-        "group's inputs (or a gate/up pair on one input, optionally after an RMSNorm of it), with "
-        "an elementwise epilogue and one result; other prologues come with the next templates"]
+        "stays with Inductor: left for a later matmul template: wgmma takes bf16 or f16 inputs")
     forward = lb.reports()[-1].partitions[0]
     assert forward.units == [] and len(forward.left) == 1
+
+
+@needs_runner
+@needs_compiler
+def test_fused_mlp_runs_the_gated_mlp_and_its_gradient_as_matmul_groups(tmp_path, monkeypatch):
+    """backend option fused_mlp: the forward's gate/up pair writes gate and
+    up beside the activation (one group of three results), and the
+    backward's dx of the down projection carries the activation's gradient
+    (liger-fuse's gradient epilogues); training matches eager. Without it,
+    a GPU's run (here: kernel_target) leaves the forward's group to Inductor
+    with the policy's reason, and the backward has no such group."""
+    monkeypatch.setenv("LIGER_CACHE_DIR", str(tmp_path))
+    block = Block()
+    block_step(block, torch.compile(block, backend="liger", options={"fused_mlp": True}),
+               torch.randn(2, 6, 32))
+    forward, backward = lb.reports()[-1].partitions[:2]
+    assert [u.group() for u in forward.units] == [SWIGLU]
+    assert "matmul (liger.linear_grad_input, liger.swiglu_grad)" in [
+        u.group() for u in backward.units]
+    torch._dynamo.reset()
+    block = Block()
+    block_step(block, torch.compile(block, backend="liger", options={"kernel_target": "sm_90a"}),
+               torch.randn(2, 6, 32))
+    forward, backward = lb.reports()[-1].partitions[:2]
+    assert forward.units == [] and [left.reason for left in forward.left] == [
+        "the gated MLP keeping gate and up for the backward runs as one matmul kernel with the "
+        "backend option fused_mlp=True (off by default)"]
+    assert not any("linear_grad_input" in u.group() for u in backward.units)
 
 
 class Residual(torch.nn.Module):
@@ -671,9 +697,10 @@ def test_precompiled_kernels_serve_a_run_without_the_compiler(tmp_path, monkeypa
     forward, backward = reports[0].partitions
     assert groups(forward) == {QKV_ROPE, ADD_NORM}
     # The gated MLP's gate and up are saved for the backward: three results,
-    # and the matmul templates write one.
-    assert [(left.group(), left.reason.split(":")[0]) for left in forward.left] == [
-        (SWIGLU, "left for a later matmul template")]
+    # a kernel the backend runs only with fused_mlp.
+    assert [(left.group(), left.reason) for left in forward.left] == [
+        (SWIGLU, "the gated MLP keeping gate and up for the backward runs as one matmul kernel "
+                 "with the backend option fused_mlp=True (off by default)")]
     units = [u for p in reports[0].partitions for u in p.units]
     assert all(u.spec.with_target("sm_90a").key() in made for u in units)
     assert "?x?x64xbf16" in units[0].spec.text  # the token dimensions are dynamic
@@ -687,14 +714,22 @@ def test_precompiled_kernels_serve_a_run_without_the_compiler(tmp_path, monkeypa
     monkeypatch.setattr("liger.driver.find_tool", no_compiler)
     monkeypatch.setattr("liger.bundles.driver.find_tool", no_compiler)
     compiled = lb.compile_model(model, kernel_target="sm_90a")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LigerFallbackWarning)  # every kernel is there
+        train(model, compiled, tokens(config, 1, shape=(3, 6)), "bf16")
+    assert not (tmp_path / "cache").exists()
+    # Groups that are not there (fused_mlp's, not precompiled): each message
+    # says where to precompile them.
+    compiled = lb.compile_model(model, kernel_target="sm_90a", fused_mlp=True)
     with pytest.warns(LigerFallbackWarning) as caught:
         train(model, compiled, tokens(config, 1, shape=(3, 6)), "bf16")
     assert [str(w.message) for w in caught] == [
-        "liger: fusion group graph0.forward/matmul 2 (liger.linear, liger.linear, liger.swiglu) "
-        "stays with Inductor: no compiled kernel for it (target sm_90a) in LIGER_OPS_BUNDLES=%s, "
-        "and liger-compile is not installed here: precompile the model's kernels where the "
-        "compiler is (liger.frontend.backend.precompile)" % out]
-    assert not (tmp_path / "cache").exists()
+        "liger: fusion group graph0.%s (%s) stays with Inductor: no compiled kernel for it "
+        "(target sm_90a) in LIGER_OPS_BUNDLES=%s, and liger-compile is not installed here: "
+        "precompile the model's kernels where the compiler is "
+        "(liger.frontend.backend.precompile)" % (group, ops, out) for group, ops in [
+            ("forward/matmul 2", "liger.linear, liger.linear, liger.swiglu"),
+            ("backward/matmul 0", "liger.linear_grad_input, liger.swiglu_grad")]]
 
 
 def norm_module(names):
@@ -805,7 +840,7 @@ def fallback_messages_of_a_step():
 
 @needs_runner
 def test_a_graph_liger_cannot_compile_stays_with_inductor(monkeypatch):
-    def refuse(text, into):
+    def refuse(text, into, fused_mlp=False):
         raise LigerError("liger-opt failed (exit 1)", "<stdin>:1:1: error: made up")
     monkeypatch.setattr(partition, "_fuse", refuse)
     assert fallback_messages_of_a_step() == [
@@ -825,8 +860,8 @@ def test_a_graph_liger_cannot_trace_goes_to_inductor_whole(monkeypatch):
 
 def test_unknown_options_are_an_error():
     with pytest.raises(LigerError, match=r"backend='liger' has no option bogus \(it has dump_dir, "
-                                         r"kernel_target, loss_memory_budget, precompile_dir, "
-                                         r"report\)"):
+                                         r"fused_mlp, kernel_target, loss_memory_budget, "
+                                         r"precompile_dir, report\)"):
         lb.Options.of({"bogus": 1})
     with pytest.raises(LigerError, match="has no option bogus"):
         lb.compile_model(Block(), bogus=1)

@@ -84,7 +84,12 @@ class Options:
       cache (LIGER_OPS_BUNDLES where the model trains) and run nothing
       (precompile());
     report: print the reports (as LIGER_DEBUG=1 does);
-    dump_dir: write every stage there (as LIGER_DUMP_DIR=DIR does).
+    dump_dir: write every stage there (as LIGER_DUMP_DIR=DIR does);
+    fused_mlp: the gated MLP in training as matmul kernels: the forward's
+      gate/up pair writing gate and up beside the activation, and the
+      backward's dx of the down projection with the activation's gradient
+      in its epilogue (off by default: not yet measured faster than cuBLAS
+      and the activation's kernel).
     """
 
     loss_memory_budget: int = 2 ** 29
@@ -92,6 +97,7 @@ class Options:
     precompile_dir: Optional[str] = None
     report: bool = False
     dump_dir: Optional[str] = None
+    fused_mlp: bool = False
 
     def check(self) -> Optional[KernelTarget]:
         """The GPU target a CPU run compiles for, or None."""
@@ -301,7 +307,8 @@ class LigerBackend:
             dump("%s.txt" % name, gm.print_readable(print_output=False))
         fake_mode = detect_fake_mode(example_inputs) or _fake_inputs(gm)[0]
         try:
-            part = partition(gm, name, target, fake_mode, self.options.check(), dump)
+            part = partition(gm, name, target, fake_mode, self.options.check(), dump,
+                             self.options.fused_mlp)
         except Exception as e:  # liger-opt refused what the importer wrote (a bug): said
             part = Partition(name, error="liger could not compile it: %s" % (
                 str(e).splitlines()[0] if isinstance(e, LigerError) else

@@ -479,6 +479,28 @@ class Partition:
 
 _FUSE = ["--canonicalize", "--liger-fuse=report=true", "--mlir-print-debuginfo",
          "--mlir-print-local-scope"]
+
+
+def _fuse_flags(fused_mlp: bool) -> List[str]:
+    """liger-opt's flags: liger-fuse, with the gated activations' gradients
+    in the down projection's dx kernel where `fused_mlp`."""
+    if not fused_mlp:
+        return _FUSE
+    return [f.replace("report=true", "report=true gradient-epilogues=true") for f in _FUSE]
+
+
+def _policy(group: "Group", fused_mlp: bool) -> Optional[str]:
+    """Why the backend leaves a group it could compile to Inductor, or None.
+    The gated MLP in training -- the gate/up pair also writing gate and up
+    for the backward (a matmul kernel of several results) -- is the backend
+    option fused_mlp's, off by default: not yet measured faster than the
+    projections by cuBLAS and the activation's kernel (docs/benchmarks.md)."""
+    if fused_mlp or group.kind != "matmul" or len(group.results) < 2:
+        return None
+    if "liger.rope" in group.ops():
+        return None
+    return ("the gated MLP keeping gate and up for the backward runs as one matmul kernel "
+            "with the backend option fused_mlp=True (off by default)")
 _LOC_NAME = re.compile(r'loc\("([^"]+)"\)')
 
 
@@ -521,13 +543,14 @@ def _other_torch() -> str:
     return ""
 
 
-def _fuse(text: str, into: Optional[str]) -> Tuple[str, List[str]]:
+def _fuse(text: str, into: Optional[str], fused_mlp: bool = False) -> Tuple[str, List[str]]:
     """(fused module, liger-fuse's report) of an imported module: liger-opt's,
     kept in `into` (a precompile cache) as well; where liger-opt is not
     installed, the one a precompile kept ($LIGER_OPS_BUNDLES), found by the
     module's canonical text."""
     canonical, back = _canonical_names(text)
-    key = hashlib.sha256(("\n".join(_FUSE) + "\n" + canonical).encode()).hexdigest()[:32]
+    flags = _fuse_flags(fused_mlp)
+    key = hashlib.sha256(("\n".join(flags) + "\n" + canonical).encode()).hexdigest()[:32]
     try:
         tool = driver.find_tool("liger-opt")
     except LigerError as e:
@@ -546,7 +569,7 @@ def _fuse(text: str, into: Optional[str]) -> Tuple[str, List[str]]:
     else:
         with tempfile.TemporaryDirectory(prefix="liger-fuse-") as tmp:
             path = os.path.join(tmp, "fused.mlir")
-            report = driver.run_opt(canonical, _FUSE + ["-o", path], tool).splitlines()
+            report = driver.run_opt(canonical, flags + ["-o", path], tool).splitlines()
             with open(path) as f:
                 fused = f.read()
         if into:
@@ -647,9 +670,10 @@ def _kernel(spec: GroupSpec, check: Optional[KernelTarget]):
 
 
 def partition(gm, name: str, target: str, fake_mode, check: Optional[KernelTarget] = None,
-              dump=None) -> Partition:
+              dump=None, fused_mlp: bool = False) -> Partition:
     """Rewrites `gm` (an AOTAutograd graph) so each fusion group liger makes
-    a kernel of is one liger::fusion_group call; returns what it did."""
+    a kernel of is one liger::fusion_group call; returns what it did
+    (`fused_mlp`: the backend option, see _policy)."""
     out = Partition(name)
     aten = {n.name for n in gm.graph.nodes if _counted(n)}
     out.aten_nodes = len(aten)
@@ -666,7 +690,7 @@ def partition(gm, name: str, target: str, fake_mode, check: Optional[KernelTarge
         dump("%s.mlir" % name, imported.mlir)
     if not any(f.ops for f in imported.functions):
         return _finish(out, gm, aten)
-    fused, report = _fuse(imported.mlir, check.into if check is not None else None)
+    fused, report = _fuse(imported.mlir, check.into if check is not None else None, fused_mlp)
     out.fused = fused
     if dump:
         dump("%s.fused.mlir" % name, fused)
@@ -680,6 +704,12 @@ def partition(gm, name: str, target: str, fake_mode, check: Optional[KernelTarge
     replaced = {}
     for index, group in enumerate(parsed.groups):
         label = "%s/%s %s" % (name, group.kind, index)
+        # (The policy is the GPU's: a CPU reference run without a kernel
+        # target runs every group's reference function.)
+        why = _policy(group, fused_mlp) if target != specs.REFERENCE_TARGET or check else None
+        if why is not None:
+            out.left.append(Left(label, group.kind, group.ops(), why))
+            continue
         try:
             unit, inputs, outputs = _unit(group, resolver, "%s.g%d" % (name, index), target)
         except Unimportable as e:
