@@ -74,13 +74,15 @@ def relative(got, want):
 
 
 def train(model, compiled, batches, dtype, lr=0.1, trainable=None):
-    """SGD steps of `compiled` and of `model` (eager) on the same batches:
-    checks each step's loss and gradients, returns the compiled outputs."""
+    """SGD steps of `compiled` on the batches, each checked against `model`
+    run eagerly from the same parameters (its copy takes the compiled
+    model's after every step: each step's loss and gradients are compared
+    at one point, not along two bf16 trajectories that drift apart by
+    rounding); returns the compiled outputs."""
     tol = TOLERANCE[dtype]
     eager = copy.deepcopy(model)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.SGD(params, lr=lr)
-    ref_opt = torch.optim.SGD([p for p in eager.parameters() if p.requires_grad], lr=lr)
     outs = []
     for step, batch in enumerate(batches):
         out = compiled(**batch)
@@ -93,9 +95,11 @@ def train(model, compiled, batches, dtype, lr=0.1, trainable=None):
             if p.requires_grad:
                 assert relative(p.grad, q.grad) <= tol, (step, name, relative(p.grad, q.grad))
         opt.step()
-        ref_opt.step()
         opt.zero_grad()
-        ref_opt.zero_grad()
+        eager.zero_grad()
+        with torch.no_grad():
+            for p, q in zip(model.parameters(), eager.parameters()):
+                q.copy_(p)
         outs.append(out)
     return outs
 
