@@ -212,7 +212,8 @@ def test_gated_grad(bundle, name, rows):
     """The gated MLP's backward in one kernel: dh = dy · W_down rounded as
     liger.linear_grad_input rounds it, then SwiGLU's (GeGLU's) gradient at
     gate and up, against float64 (dh written too where the group keeps it),
-    outputs poisoned with NaN."""
+    outputs poisoned with NaN; at odd row counts written in place over gate
+    and up."""
     act, n, k, dt, _, _, _, _, keep = kernels.MATMUL_GATED_GRADS[name]
     dtype = DTYPES[dt]
     gen = torch.Generator(device="cuda")
@@ -226,6 +227,11 @@ def test_gated_grad(bundle, name, rows):
     if keep:
         refs.insert(0, dh)
     outs = [torch.full((rows, k), float("nan"), dtype=dtype, device="cuda") for _ in refs]
+    if rows % 2 and not keep:
+        # In place: dgate over gate, dup over up (each pair is read and
+        # written by one thread), as the backend's in-place backward does.
+        g, u = g.clone(), u.clone()
+        outs = [g, u]
     bundle[name + "_matmul_0"](dy, w, g, u, out=outs)
     torch.cuda.synchronize()
     for i, (y, ref) in enumerate(zip(outs, refs)):
