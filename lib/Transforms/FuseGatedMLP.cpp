@@ -13,6 +13,8 @@
 #include "liger/Transforms/Fusion.h"
 #include "liger/Transforms/Passes.h"
 
+#include "mlir/IR/TypeUtilities.h"
+
 namespace mlir::liger {
 #define GEN_PASS_DEF_FUSEGATEDMLPPASS
 #include "liger/Transforms/Passes.h.inc"
@@ -77,6 +79,13 @@ struct FuseGatedMLPGrad : OpRewritePattern<GradOp> {
                         "liger.linear_grad_input (the down projection's dx)");
     if (isInFusionGroup(dh))
       return failure();
+    // (A group the templates cannot compile would take the gradient's row
+    // kernel away.)
+    Type elem = getElementTypeOrSelf(dh.getType());
+    if (!elem.isBF16() && !elem.isF16())
+      return leaveAlone(options, kPass, grad,
+                        "the matmul templates take bf16 or f16: the gradient "
+                        "stays a kernel of its own");
     FusionCandidate candidate{kPass, FusionKind::matmul, {dh, grad}, {}};
     candidate.extraOutputs =
         getExtraOutputs(candidate.ops, SmallVector<Value>(grad->getResults()));

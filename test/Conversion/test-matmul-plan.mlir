@@ -61,7 +61,7 @@
 // CHECK-NEXT: size 214016
 
 // CHECK-LABEL: matmul plan of @dx
-// CHECK-NEXT: body grad_input, m ?, k 1024, n 512, widths [512], element bytes 2
+// CHECK-NEXT: body grad_input, m ?, k 1024, n 512, widths [512], element bytes 2{{$}}
 // CHECK-NEXT: input 0 x
 // CHECK-NEXT: input 1 weight 0
 // CHECK-NEXT: layout wgmma 128x256x64, 4 stages, stage 49152 bytes, tma store

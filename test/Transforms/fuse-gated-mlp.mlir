@@ -226,3 +226,17 @@ func.func @grad_is_a_sum(%dy: tensor<?x64xbf16>, %wd: tensor<64x96xbf16>, %r: te
   %dg, %du = liger.swiglu_grad %s, %g, %u : tensor<?x96xbf16>
   return %dg, %du : tensor<?x96xbf16>, tensor<?x96xbf16>
 }
+
+// -----
+
+// Near miss: f32, which the matmul templates do not take (the gradient
+// keeps its own kernel).
+// CHECK-LABEL: func.func @f32_backward
+//   CHECK-NOT:   liger.fusion matmul
+// REPORT: [liger-fuse-gated-mlp] left alone liger.swiglu_grad at fuse-gated-mlp.mlir:{{[0-9]+}}:{{[0-9]+}}: the matmul templates take bf16 or f16: the gradient stays a kernel of its own
+func.func @f32_backward(%dy: tensor<?x64xf32>, %wd: tensor<64x96xf32>, %g: tensor<?x96xf32>,
+                        %u: tensor<?x96xf32>) -> (tensor<?x96xf32>, tensor<?x96xf32>) {
+  %dh = liger.linear_grad_input %dy, %wd : tensor<?x64xf32>, tensor<64x96xf32>
+  %dg, %du = liger.swiglu_grad %dh, %g, %u : tensor<?x96xf32>
+  return %dg, %du : tensor<?x96xf32>, tensor<?x96xf32>
+}

@@ -97,7 +97,8 @@ def FuseGatedMLPPass : Pass<"liger-fuse-gated-mlp"> {
     gradient is `liger.linear_grad_input` (dh = dy · W_down) joins that
     product: one matmul group, the gradient in the dx GEMM's epilogue
     reading gate and up at each element and writing dgate and dup, so dh
-    is never stored. A dh read elsewhere too becomes an extra result.
+    is never stored. A dh read elsewhere too becomes an extra result. Only
+    bf16 and f16 (the matmul templates' dtypes) fuse.
 
     ```mlir
     %dh = liger.linear_grad_input %dy, %wd : tensor<?x4096xbf16>, tensor<4096x14336xbf16>

@@ -85,11 +85,11 @@ class Options:
       (precompile());
     report: print the reports (as LIGER_DEBUG=1 does);
     dump_dir: write every stage there (as LIGER_DUMP_DIR=DIR does);
-    fused_mlp: the gated MLP in training as matmul kernels: the forward's
-      gate/up pair writing gate and up beside the activation, and the
-      backward's dx of the down projection with the activation's gradient
-      in its epilogue (off by default: not yet measured faster than cuBLAS
-      and the activation's kernel).
+    fused_mlp: the MLP in training as matmul kernels: a matmul group of
+      several results (the forward's gate/up pair writing gate and up
+      beside the activation) and the backward's dx of the down projection
+      with the activation's gradient in its epilogue (off by default: not
+      yet measured faster than cuBLAS and the activation's kernel).
     """
 
     loss_memory_budget: int = 2 ** 29

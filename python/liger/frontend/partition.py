@@ -489,18 +489,25 @@ def _fuse_flags(fused_mlp: bool) -> List[str]:
     return [f.replace("report=true", "report=true gradient-epilogues=true") for f in _FUSE]
 
 
+POLICY_SEVERAL_RESULTS = (
+    "a matmul kernel of several results (projections kept for the backward beside their "
+    "activation, as a training MLP's) runs with the backend option fused_mlp=True (off by "
+    "default)")
+
+
 def _policy(group: "Group", fused_mlp: bool) -> Optional[str]:
     """Why the backend leaves a group it could compile to Inductor, or None.
-    The gated MLP in training -- the gate/up pair also writing gate and up
-    for the backward (a matmul kernel of several results) -- is the backend
-    option fused_mlp's, off by default: not yet measured faster than the
-    projections by cuBLAS and the activation's kernel (docs/benchmarks.md)."""
+    A training MLP's projections kept for the backward beside their
+    activation (a matmul kernel of several results: the gated pair's gate
+    and up, or a projection's pre-activation) are the backend option
+    fused_mlp's, off by default: not yet measured faster than cuBLAS's
+    projections and the activation's kernel. (RoPE's q and k are one
+    kernel's two results by design.)"""
     if fused_mlp or group.kind != "matmul" or len(group.results) < 2:
         return None
     if "liger.rope" in group.ops():
         return None
-    return ("the gated MLP keeping gate and up for the backward runs as one matmul kernel "
-            "with the backend option fused_mlp=True (off by default)")
+    return POLICY_SEVERAL_RESULTS
 _LOC_NAME = re.compile(r'loc\("([^"]+)"\)')
 
 

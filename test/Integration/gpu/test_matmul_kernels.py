@@ -229,7 +229,7 @@ def test_gated_grad(bundle, name, rows):
     outs = [torch.full((rows, k), float("nan"), dtype=dtype, device="cuda") for _ in refs]
     if rows % 2 and not keep:
         # In place: dgate over gate, dup over up (each pair is read and
-        # written by one thread), as the backend's in-place backward does.
+        # written by one thread), the memory of an in-place backward.
         g, u = g.clone(), u.clone()
         outs = [g, u]
     bundle[name + "_matmul_0"](dy, w, g, u, out=outs)
