@@ -325,3 +325,17 @@ func.func @result_not_rows(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>, %b: te
   }
   return %y#0, %y#1 : tensor<?x64xbf16>, tensor<64xbf16>
 }
+
+// -----
+
+// A group input returned as it is (x, here [rows, N] since K = N) is not
+// computed per element of the product: left, warned, no invalid epilogue.
+func.func @result_is_x(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>) -> (tensor<?x64xbf16>, tensor<?x64xbf16>) {
+  // expected-warning @+1 {{result #1 is the group's input #0 as it is, which the kernel does not read per element of the product}}
+  %y:2 = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 128, tile_n = 64, tile_k = 64, stages = 3>} : (tensor<?x64xbf16>, tensor<64x64xbf16>) -> (tensor<?x64xbf16>, tensor<?x64xbf16>) {
+  ^bb0(%a: tensor<?x64xbf16>, %c: tensor<64x64xbf16>):
+    %l = liger.linear %a, %c : tensor<?x64xbf16>, tensor<64x64xbf16>
+    liger.yield %l, %a : tensor<?x64xbf16>, tensor<?x64xbf16>
+  }
+  return %y#0, %y#1 : tensor<?x64xbf16>, tensor<?x64xbf16>
+}

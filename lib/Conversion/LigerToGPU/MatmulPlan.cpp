@@ -299,14 +299,26 @@ static void readOutputs(MatmulPlan &plan) {
   if (plan.body == MatmulBody::QKRoPE || plan.body == MatmulBody::GradWeight)
     return;
   auto product = cast<RankedTensorType>(plan.projections.front().result.getType());
-  for (auto [i, type] : llvm::enumerate(plan.group.getResultTypes())) {
+  for (auto [i, value] : llvm::enumerate(plan.group.getYield().getValues())) {
+    Type type = value.getType();
     auto t = dyn_cast<RankedTensorType>(type);
+    // (A group input returned as it is must be one the epilogue reads at
+    // the product's pairs.)
+    bool passedThrough =
+        isa<BlockArgument>(value) &&
+        plan.operandOf(value).role != MatmulOperandRole::EpilogueRows;
     if (!t || t.getRank() != product.getRank() ||
-        t.getShape().back() != plan.n) {
+        t.getShape().back() != plan.n || passedThrough) {
       llvm::raw_string_ostream os(plan.unsupported);
-      os << "result #" << i << " (" << type
-         << ") is not [rows, N] like the product: the kernel writes its "
-            "results per element of the product";
+      if (passedThrough)
+        os << "result #" << i << " is the group's input #"
+           << cast<BlockArgument>(value).getArgNumber()
+           << " as it is, which the kernel does not read per element of "
+              "the product";
+      else
+        os << "result #" << i << " (" << type
+           << ") is not [rows, N] like the product: the kernel writes its "
+              "results per element of the product";
       return;
     }
   }
