@@ -313,14 +313,14 @@ struct TestMatmulPartPass
         auto accType = LLVM::LLVMStructType::getLiteral(
             b.getContext(), SmallVector<Type>(k.config.tileN / 2, f32));
         emitWgmmaRoPEEpilogue(b, k, LLVM::ZeroOp::create(b, accType),
-                              {Value(), Value()}, k.m0, k.y, k.n0, k.biases[0]);
+                              {Value(), Value()}, k.m0, k.outputs[0], k.n0, k.biases[0]);
         return success();
       }
       MmaSyncWarps warps(k.config);
       SmallVector<Value> accumulators(MmaSyncWarps::mTiles * warps.nTiles * 4,
                                       b.f32(0));
       emitMmaSyncRoPEEpilogue(b, k, getMmaSyncThread(b, k), accumulators, {},
-                              k.y, k.n0, k.biases[0]);
+                              k.outputs[0], k.n0, k.biases[0]);
       return success();
     }
     case Part::Unknown:

@@ -53,8 +53,7 @@ mlir::liger::lowerMatmulEpilogue(const MatmulPlan &plan) {
     mapping.map(arg, value);
   b.setInsertionPointToEnd(entry);
   for (Operation *op : plan.epilogueOps) {
-    if (!isa<AddOp, MulOp, SiLUOp, GELUOp, SwiGLUOp, GEGLUOp, SwiGLUGradOp,
-             GEGLUGradOp>(op))
+    if (!isMatmulElementwiseOp(op))
       return leaveForLaterTemplate(
           group, "'" + op->getName().getStringRef() +
                      "' after the projection is not an elementwise epilogue "
@@ -188,7 +187,7 @@ LogicalResult mlir::liger::storeMatmulPair(GpuBuilder &b, const MatmulKernel &k,
     Value sum = arith::AddFOp::create(tb, old, accPairs[0]);
     if (!accElem.isF32())
       sum = arith::TruncFOp::create(tb, type, sum);
-    vector::StoreOp::create(tb, sum, k.y, ValueRange{r, c}, false,
+    vector::StoreOp::create(tb, sum, k.outputs[0], ValueRange{r, c}, false,
                             llvm::MaybeAlign(align));
     return success();
   }

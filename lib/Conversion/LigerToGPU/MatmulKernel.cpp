@@ -440,9 +440,6 @@ static GpuBuilder beginMatmulKernel(MatmulKernel &k, gpu::GPUModuleOp module,
   }
   for (unsigned i = 0; i < plan.numOutputs(); ++i)
     k.outputs.push_back(entry.getArgument(body.getNumArguments() + i));
-  k.y = k.outputs.front();
-  if (plan.rope)
-    k.yK = k.outputs[1];
   if (config.wgmma) {
     // The descriptors, in getMatmulKernelSignature's order.
     ValueRange maps = entry.getArguments().take_back(info.tensorMaps.size());

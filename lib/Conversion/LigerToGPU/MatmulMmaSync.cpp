@@ -393,9 +393,9 @@ LogicalResult mlir::liger::emitMmaSyncKernel(GpuBuilder &b, MatmulKernel &k) {
     emitMmaSyncLoRA(b, k, tiles, w, loop, rstd, mains, rowFactor);
   if (plan.rope) {
     auto [qb, kb] = b.ifThenElse(b.lessThan(k.n0, plan.nq));
-    emitMmaSyncRoPEEpilogue(qb, k, w.thread, loop.getResults(), rstd, k.y, k.n0,
+    emitMmaSyncRoPEEpilogue(qb, k, w.thread, loop.getResults(), rstd, k.outputs[0], k.n0,
                             k.biases[0]);
-    emitMmaSyncRoPEEpilogue(kb, k, w.thread, loop.getResults(), rstd, k.yK,
+    emitMmaSyncRoPEEpilogue(kb, k, w.thread, loop.getResults(), rstd, k.outputs[1],
                             kb.sub(k.n0, plan.nq), k.biases[1]);
     return success();
   }

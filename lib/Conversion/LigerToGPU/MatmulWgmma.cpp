@@ -243,9 +243,9 @@ static LogicalResult emitWgmmaEpilogue(GpuBuilder &cb, const MatmulKernel &k,
                     cb.add(cb.mul(thread.warp, 16), cb.div(thread.lane, 4)));
   if (plan.rope) {
     auto [qb, kb] = cb.ifThenElse(cb.lessThan(k.n0, plan.nq));
-    emitWgmmaRoPEEpilogue(qb, k, mains[0], rowScale, r0, k.y, k.n0,
+    emitWgmmaRoPEEpilogue(qb, k, mains[0], rowScale, r0, k.outputs[0], k.n0,
                           k.biases[0]);
-    emitWgmmaRoPEEpilogue(kb, k, mains[0], rowScale, r0, k.yK,
+    emitWgmmaRoPEEpilogue(kb, k, mains[0], rowScale, r0, k.outputs[1],
                           kb.sub(k.n0, plan.nq), k.biases[1]);
     return success();
   }

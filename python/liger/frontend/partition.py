@@ -477,16 +477,12 @@ class Partition:
                                        "" if self.operators == 1 else "s"))
 
 
-_FUSE = ["--canonicalize", "--liger-fuse=report=true", "--mlir-print-debuginfo",
-         "--mlir-print-local-scope"]
-
-
 def _fuse_flags(fused_mlp: bool) -> List[str]:
-    """liger-opt's flags: liger-fuse, with the gated activations' gradients
-    in the down projection's dx kernel where `fused_mlp`."""
-    if not fused_mlp:
-        return _FUSE
-    return [f.replace("report=true", "report=true gradient-epilogues=true") for f in _FUSE]
+    """liger-opt's flags: liger-fuse with its report, and with the gated
+    activations' gradients in the down projection's dx kernel where
+    `fused_mlp` (the flags are part of a fused graph's cache key)."""
+    fuse = "--liger-fuse=report=true" + (" gradient-epilogues=true" if fused_mlp else "")
+    return ["--canonicalize", fuse, "--mlir-print-debuginfo", "--mlir-print-local-scope"]
 
 
 POLICY_SEVERAL_RESULTS = (
@@ -508,6 +504,8 @@ def _policy(group: "Group", fused_mlp: bool) -> Optional[str]:
     if "liger.rope" in group.ops():
         return None
     return POLICY_SEVERAL_RESULTS
+
+
 _LOC_NAME = re.compile(r'loc\("([^"]+)"\)')
 
 

@@ -59,9 +59,8 @@ struct MatmulKernel {
 
   // Parameters, by role.
   Value x;  ///< the A operand [rows, K] (dW: dy [T, M])
-  Value y;  ///< the (first) output (RoPE: q [B, Hq, T, D])
-  Value yK; ///< RoPE: k [B, Hkv, T, D]
-  /// Every output in the group's result order (y first).
+  /// The outputs in the group's result order (RoPE: q [B, Hq, T, D], then
+  /// k [B, Hkv, T, D]).
   SmallVector<Value, 2> outputs;
   SmallVector<Value, 2> weights, biases; ///< per projection (no bias: null)
   Value normWeight, loraA, loraB, cos, sin, accumulator;

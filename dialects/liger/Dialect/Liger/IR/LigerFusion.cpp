@@ -42,15 +42,19 @@ bool mlir::liger::isRowwiseOp(Operation *op) {
              SoftmaxGradOp>(op);
 }
 
+bool mlir::liger::isMatmulElementwiseOp(Operation *op) {
+  // (The gated activations' gradients: after dx = dy · W_down, they give
+  // dgate and dup.)
+  return isa<SiLUOp, GELUOp, SwiGLUOp, GEGLUOp, SwiGLUGradOp, GEGLUGradOp,
+             AddOp, MulOp>(op);
+}
+
 /// Ops a matmul kernel implements in its epilogue, besides the projections
-/// and the norm prologue (the gated activations' gradients: after dx = dy ·
-/// W_down, they give dgate and dup).
+/// and the norm prologue: the elementwise ones, RoPE and the layout ops.
 static bool isMatmulEpilogueOp(Operation *op) {
-  return op->hasTrait<OpTrait::ConstantLike>() ||
-         isa<SiLUOp, GELUOp, SwiGLUOp, GEGLUOp, SwiGLUGradOp, GEGLUGradOp,
-             AddOp, MulOp, RoPEOp,
-             tensor::ExpandShapeOp, tensor::CollapseShapeOp, tensor::EmptyOp,
-             tensor::DimOp, linalg::TransposeOp>(op);
+  return op->hasTrait<OpTrait::ConstantLike>() || isMatmulElementwiseOp(op) ||
+         isa<RoPEOp, tensor::ExpandShapeOp, tensor::CollapseShapeOp,
+             tensor::EmptyOp, tensor::DimOp, linalg::TransposeOp>(op);
 }
 
 /// The activation a projection reads.

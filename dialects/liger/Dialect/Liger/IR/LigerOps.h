@@ -23,6 +23,10 @@ namespace mlir::liger {
 /// everything row-local (the rowwise group's verifier and the GPU lowering
 /// read this one list).
 bool isRowwiseOp(Operation *op);
+/// The elementwise ops a matmul kernel computes in its epilogue on the
+/// product's pairs (the matmul group's verifier and the GPU lowering read
+/// this one list).
+bool isMatmulElementwiseOp(Operation *op);
 } // namespace mlir::liger
 
 #endif // LIGER_DIALECT_LIGER_IR_LIGEROPS_H
