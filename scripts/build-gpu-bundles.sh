@@ -62,10 +62,11 @@ PY
 "$BUILD/bin/liger-compile" "$OUT/src/h1000_f32.mlir" -o "$OUT/sm80_h1000_f32" --target=sm_80 >/dev/null
 "$BUILD/bin/liger-compile" "$OUT/src/h1000_f32.mlir" -o "$OUT/sm86_h1000_f32" --target=sm_86 >/dev/null
 # The liger.ops configurations of test_ops_autograd.py, test_ops_norms_gpu.py,
-# test_preference_gpu.py, test_fused_linear_jsd_gpu.py, test_ops_lora_gpu.py
-# and of the patched tiny models of test_transformers_parity.py (their
-# LoRA layers too: models.lora_specs() builds the PEFT models on the meta
-# device, with transformers and PEFT), by key (LIGER_OPS_BUNDLES).
+# test_preference_gpu.py, test_fused_linear_jsd_gpu.py, test_ops_lora_gpu.py,
+# test_ops_gated_mlp_gpu.py and of the patched tiny models of
+# test_transformers_parity.py (their LoRA layers too: models.lora_specs()
+# builds the PEFT models on the meta device, with transformers and PEFT), by
+# key (LIGER_OPS_BUNDLES).
 PYTHONPATH="$ROOT/python:$ROOT/test/Integration/gpu${PYTHONPATH:+:$PYTHONPATH}" \
   LIGER_BUILD_DIR="$BUILD" "$PYTHON" - "$OUT/ops" <<'PY'
 import sys
@@ -78,7 +79,8 @@ ops.precompile(sys.argv[1], [case[0] for case in kernels.ops_cases().values()] +
                [case[0] for case in kernels.ops_flce_cases().values()] +
                [case[0] for case in kernels.ops_divergence_cases().values()] +
                kernels.preference_specs() + kernels.fused_linear_jsd_specs() +
-               list(kernels.lora_cases().values()) + models.specs() + models.lora_specs())
+               list(kernels.lora_cases().values()) + list(kernels.gated_mlp_cases().values()) +
+               models.specs() + models.lora_specs())
 PY
 # torch.compile(backend="liger"): the kernels of a training step of each
 # model of test_backend_gpu.py and of bench/e2e.py's model (the liger

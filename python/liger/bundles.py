@@ -182,28 +182,36 @@ def load(spec):
 
 
 def kernels(spec):
-    """(forward, backward) kernels of a spec's module (@fwd, @bwd; None for
-    a module without @bwd), loaded once per process."""
+    """(forward, backward) row kernels of a spec's module (@fwd, @bwd; None
+    for a module without @bwd), loaded once per process."""
+    return _pair(spec, "rowwise")
+
+
+def _pair(spec, template):
+    """(fwd_<template>_0, bwd_<template>_0 or None) of a spec's bundle,
+    loaded once per process (liger-compile numbers the kernels of each
+    function by template: rowwise, matmul)."""
     pair = _KERNELS.get(spec)
     if pair is None:
         bundle = load(spec)
         with _loading(spec):
-            pair = (bundle["fwd_rowwise_0"], bundle.kernels.get("bwd_rowwise_0"))
+            pair = (bundle["fwd_%s_0" % template], bundle.kernels.get("bwd_%s_0" % template))
         _KERNELS[spec] = pair
     return pair
 
 
+def matmul_kernels(spec):
+    """(forward, backward) kernels of a spec whose @fwd and @bwd are matmul
+    groups compiled by the matmul template (liger-compile --matmul-kernels:
+    fwd_matmul_0, bwd_matmul_0; liger.ops.gated_mlp's), loaded once per
+    process."""
+    return _pair(spec, "matmul")
+
+
 def matmul_kernel(spec):
     """The one kernel of a spec's @fwd compiled by the matmul template
-    (liger-compile --matmul-kernels names it fwd_matmul_0), loaded once
-    per process."""
-    kernel = _KERNELS.get(spec)
-    if kernel is None:
-        bundle = load(spec)
-        with _loading(spec):
-            kernel = bundle["fwd_matmul_0"]
-        _KERNELS[spec] = kernel
-    return kernel
+    (liger.ops.lora_linear's)."""
+    return _pair(spec, "matmul")[0]
 
 
 def loss_plan_kernels(spec):

@@ -44,6 +44,11 @@ reference functions on CPU tensors.
         -> (loss, dstudent_input, dstudent_weight)
     liger::lora_linear(x, weight, bias?, lora_a, lora_b, scale) -> y
                                              (backward: PyTorch's matmuls)
+    liger::gated_mlp(x, gate_weight, up_weight, down_weight, activation, approximate)
+        -> (y, h, gate, up)                  (h, gate, up: what the backward reads)
+    liger::gated_mlp_backward(dy, down_weight, gate, up, activation, approximate)
+        -> (dgate, dup)                      (the weight gradients and dx: PyTorch's
+                                              matmuls)
 
 Row ops take [..., H] inputs and flatten their leading dimensions into
 rows, on the GPU and on the CPU alike; every implementation makes its
@@ -138,6 +143,7 @@ def clear():
     """Forgets every spec and kernel (they load again on next use)."""
     _spec.cache_clear()
     _LORA_KERNELS.clear()
+    _GATED_MLP_KERNELS.clear()
     bundles.clear()
 
 
@@ -1048,3 +1054,147 @@ def _lora_grad(ctx, dy):
 
 
 lora_linear.register_autograd(_lora_grad, setup_context=_lora_setup)
+
+
+# --- gated MLP ---------------------------------------------------------------
+#
+# down(act(x·W_gateᵀ) * (x·W_upᵀ)), act SiLU (swiglu) or GELU (geglu). Where
+# the configuration has kernels (liger.specs.GatedMLPSpec's rules) on a device
+# liger has kernels for: the forward is the matmul template's gate/up pair
+# with the activation in its epilogue (one kernel, keeping gate and up for the
+# backward) and the down projection; the backward is the matmul template's
+# dh = dy·W_down with the activation's gradient in its epilogue (one kernel:
+# dgate and dup, dh never stored), then the weight gradients and dx as GEMMs.
+# Otherwise PyTorch's ops, as Hugging Face's MLP computes them (liger.ops.
+# gated_mlp refuses those configurations before calling). Saved for the
+# backward: x, gate, up and h = act(gate) * up (eager PyTorch saves act(gate)
+# too).
+
+_GATED_MLP_KERNELS = {}
+
+
+def _gated_mlp_kernels(t, hidden, intermediate, activation, approximate):
+    """The (forward, backward) kernels of the configuration (the sizes,
+    t's dtype and device), or None where the configuration or the device
+    has none (decided once per configuration; kernels of a valid spec that
+    fail to load raise)."""
+    try:  # (a machine's reason, not cached: LIGER_OPS_CPU_REFERENCE may change)
+        target = bundles.device_target(t.device)
+    except LigerError:
+        return None
+    key = (hidden, intermediate, str(t.dtype), activation, approximate, target, t.device)
+    if key not in _GATED_MLP_KERNELS:
+        kernels = None
+        try:
+            spec = specs.gated_mlp_spec(*key[:5], target=target)
+        except LigerError:
+            spec = None
+        if spec is not None:
+            kernels = bundles.matmul_kernels(spec)
+            if kernels[1] is None:
+                raise LigerError("the kernels of %s (target %s) have no backward "
+                                 "(bwd_matmul_0)" % (spec, target))
+        _GATED_MLP_KERNELS[key] = kernels
+    return _GATED_MLP_KERNELS[key]
+
+
+def _gelu_tanh_grad(g):
+    c = 0.7978845608028654  # sqrt(2 / pi)
+    t = torch.tanh(c * (g + 0.044715 * g ** 3))
+    return 0.5 * (1 + t) + 0.5 * g * (1 - t * t) * c * (1 + 3 * 0.044715 * g * g)
+
+
+def gated_reference(gate, up, activation, approximate):
+    """act(gate) * up in PyTorch's ops (Hugging Face's MLP)."""
+    if activation == "swiglu":
+        return F.silu(gate) * up
+    return F.gelu(gate, approximate=approximate) * up
+
+
+def gated_grad_reference(dh, gate, up, activation, approximate):
+    """(dgate, dup) of act(gate) * up for the incoming gradient dh."""
+    if activation == "swiglu":
+        s = torch.sigmoid(gate)
+        return dh * up * s * (1 + gate * (1 - s)), dh * gate * s
+    if approximate == "tanh":
+        return dh * up * _gelu_tanh_grad(gate), dh * F.gelu(gate, approximate="tanh")
+    cdf = 0.5 * (1 + torch.erf(gate * 0.7071067811865476))
+    pdf = torch.exp(-0.5 * gate * gate) * 0.3989422804014327
+    return dh * up * (cdf + gate * pdf), dh * gate * cdf
+
+
+def _with_rows(t, like, width):
+    """t [rows, width] in the shape of `like`'s rows."""
+    return t.view(like.shape[:-1] + (width,))
+
+
+@_custom_op("liger::gated_mlp", mutates_args=())
+def gated_mlp(x: Tensor, gate_weight: Tensor, up_weight: Tensor, down_weight: Tensor,
+              activation: str, approximate: str) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    """(y, h, gate, up): y the MLP's output, the others what its backward
+    reads."""
+    width = gate_weight.shape[0]
+    kernels = _gated_mlp_kernels(x, x.shape[-1], width, activation, approximate)
+    if kernels is None or x.numel() == 0:  # (no rows: no launch)
+        gate, up = F.linear(x, gate_weight), F.linear(x, up_weight)
+        h = gated_reference(gate, up, activation, approximate)
+        return F.linear(h, down_weight), h, gate, up
+    gate, up, h = kernels[0](_rows(x), gate_weight.contiguous(), up_weight.contiguous())
+    y = F.linear(h, down_weight)
+    return (_with_rows(y, x, down_weight.shape[0]), _with_rows(h, x, width),
+            _with_rows(gate, x, width), _with_rows(up, x, width))
+
+
+@gated_mlp.register_fake
+def _(x, gate_weight, up_weight, down_weight, activation, approximate):
+    inner = x.new_empty(x.shape[:-1] + (gate_weight.shape[0],))
+    return x.new_empty(x.shape[:-1] + (down_weight.shape[0],)), inner, _like(inner), \
+        _like(inner)
+
+
+@_custom_op("liger::gated_mlp_backward", mutates_args=())
+def gated_mlp_backward(dy: Tensor, down_weight: Tensor, gate: Tensor, up: Tensor,
+                       activation: str, approximate: str) -> Tuple[Tensor, Tensor]:
+    """(dgate, dup) for the MLP's incoming gradient dy: dh = dy·W_down and
+    the activation's gradient, one kernel where the configuration has one."""
+    kernels = _gated_mlp_kernels(dy, dy.shape[-1], gate.shape[-1], activation, approximate)
+    if kernels is None or dy.numel() == 0:
+        return gated_grad_reference(dy.matmul(down_weight), gate, up, activation, approximate)
+    dgate, dup = kernels[1](_rows(dy), down_weight.contiguous(), _rows(gate), _rows(up))
+    return _shaped(dgate, gate), _shaped(dup, up)
+
+
+@gated_mlp_backward.register_fake
+def _(dy, down_weight, gate, up, activation, approximate):
+    return _like(gate), _like(up)
+
+
+def _gated_mlp_setup(ctx, inputs, output):
+    x, gate_weight, up_weight, down_weight, activation, approximate = inputs
+    _, h, gate, up = output
+    ctx.save_for_backward(x, gate_weight, up_weight, down_weight, h, gate, up)
+    ctx.config = (activation, approximate)
+    ctx.mark_non_differentiable(h, gate, up)
+
+
+def _gated_mlp_grad(ctx, dy, _dh, _dgate, _dup):
+    x, gate_weight, up_weight, down_weight, h, gate, up = ctx.saved_tensors
+    need = ctx.needs_input_grad
+    dx = dgw = duw = None
+    ddw = _flat(dy).t().matmul(_flat(h)) if need[3] else None
+    if need[0] or need[1] or need[2]:
+        # Fresh dgate and dup: a backward run twice (retain_graph, gradcheck)
+        # reads the saved gate and up again. (The torch.compile backend
+        # writes them over donated gate and up: frontend/inplace.py.)
+        dgate, dup = call(gated_mlp_backward, dy, down_weight, gate, up, *ctx.config)
+        dgate, dup = _flat(dgate), _flat(dup)
+        if need[0]:
+            dx = dgate.matmul(gate_weight).addmm_(dup, up_weight).view(x.shape)
+        flat_x = _flat(x)
+        dgw = dgate.t().matmul(flat_x) if need[1] else None
+        duw = dup.t().matmul(flat_x) if need[2] else None
+    return dx, dgw, duw, ddw, None, None
+
+
+_autograd(gated_mlp, _gated_mlp_grad, _gated_mlp_setup)
+_no_autograd(gated_mlp_backward)

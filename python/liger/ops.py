@@ -18,6 +18,8 @@
     loss = ops.jsd(student_logp, teacher_logp, beta=0.5)
     loss = ops.fused_linear_jsd(h_student, w_student, h_teacher, w_teacher)  # no logits kept
     y = ops.lora_linear(x, w, b, lora_a, lora_b, scale=2.0)  # PEFT's LoRA layer, one kernel
+    y = ops.gated_mlp(x, w_gate, w_up, w_down, "swiglu")  # gate/up+SwiGLU in one kernel,
+                                              # backward: dh = dy·W_down + swiglu_grad in one
 
 Each function validates every argument (types, ranges, finite floats,
 enums, shapes, dtypes, devices) before anything is compiled or launched,
@@ -43,7 +45,9 @@ output); cross-entropy's forward keeps the gradient of a unit
 incoming gradient (the logits' size, as Liger-Kernel does) and its backward
 scales it by the incoming gradient; the fused linear cross-entropy forms
 dx and dW in its forward. The LoRA projection's backward is PyTorch's
-matmuls (the scale on the rank-r products, x·Aᵀ recomputed).
+matmuls (the scale on the rank-r products, x·Aᵀ recomputed). The gated
+MLP saves x, gate, up and act(gate) * up; its weight gradients and dx are
+PyTorch's matmuls.
 """
 
 import importlib.util
@@ -55,9 +59,9 @@ from .errors import LigerError, LigerTypeError, LigerValueError
 from .loss_plan import plan_chunks, plan_jsd_chunks
 from .specs import (DEFAULT_TARGET, add_rms_norm_spec, check_bool,  # noqa: F401
                     check_int, cross_entropy_spec, fused_linear_cross_entropy_spec,
-                    fused_linear_cross_entropy_unsupported_shape, geglu_spec, layer_norm_spec,
-                    lora_linear_spec, module_text, parse_spec, rms_norm_spec, rope_spec,
-                    softmax_spec, swiglu_spec)
+                    fused_linear_cross_entropy_unsupported_shape, gated_mlp_spec, geglu_spec,
+                    layer_norm_spec, lora_linear_spec, module_text, parse_spec, rms_norm_spec,
+                    rope_spec, softmax_spec, swiglu_spec)
 
 if importlib.util.find_spec("torch") is not None:
     import torch
@@ -826,6 +830,53 @@ def lora_linear(x, weight, bias, lora_a, lora_b, scale=1.0):
         _lora_checked, x, weight, bias, lora_a, lora_b, scale)
     _rows("lora_linear", "x", x)
     return operators.lora_linear(x, weight, bias, lora_a, lora_b, *config)
+
+
+# --- gated MLP ---------------------------------------------------------------
+
+def _gated_mlp_checked(x, gate_weight, up_weight, down_weight, activation, approximate):
+    op = "gated_mlp"
+    device = _tensors(op, dict(x=x, gate_weight=gate_weight, up_weight=up_weight,
+                               down_weight=down_weight))
+    h = _feature_size(op, "x", x)
+    if gate_weight.dim() != 2 or gate_weight.shape[1] != h:
+        raise LigerValueError("liger.ops.%s: gate_weight must be [I, H] with H = %d (the "
+                              "features of x), got %s" % (op, h, list(gate_weight.shape)))
+    i = _size(gate_weight.shape[0])
+    _same_shape(op, "up_weight", up_weight, "gate_weight", gate_weight)
+    if list(down_weight.shape) != [h, i]:
+        raise LigerValueError("liger.ops.%s: down_weight must be [H, I] = [%d, %d] (x's H, "
+                              "gate_weight's I), got %s" % (op, h, i, list(down_weight.shape)))
+    for name, t in (("gate_weight", gate_weight), ("up_weight", up_weight),
+                    ("down_weight", down_weight)):
+        _same_dtype(op, name, t, "x", x)
+    spec = _spec(gated_mlp_spec, (h, i, x.dtype, activation, approximate), device)
+    return spec.activation, spec.approximate
+
+
+def gated_mlp(x, gate_weight, up_weight, down_weight, activation="swiglu", approximate="tanh"):
+    """A gated MLP, down(act(x · W_gateᵀ) * (x · W_upᵀ)), of x [..., H] with
+    gate_weight and up_weight [I, H] and down_weight [H, I], all of one
+    dtype (Hugging Face's LlamaMLP without biases; liger.nn.LigerSwiGLUMLP's
+    computation): `activation` "swiglu" (SiLU) or "geglu" (GELU, its
+    `approximate` "tanh" or "none"). The forward is the matmul template's
+    gate/up kernel with the activation in its epilogue (gate and up kept
+    for the backward), then the down projection; the backward is the
+    template's kernel of dh = dy · W_down with the activation's gradient in
+    its epilogue (dgate and dup; dh is never stored), then dx, dW_gate,
+    dW_up and dW_down as GEMMs. It takes bf16 or f16, I a multiple of 8 and
+    H of 8 (sm_90a) or 32 (sm_80, sm_86); anything else is refused, naming
+    the rule. Saves x, gate, up and act(gate) * up for the backward."""
+    config = _once(lambda: (
+        "gated_mlp", type(x), type(gate_weight), type(up_weight), type(down_weight), x.device,
+        gate_weight.device, up_weight.device, down_weight.device, x.dtype, gate_weight.dtype,
+        up_weight.dtype, down_weight.dtype, x.dim(), x.shape[-1], gate_weight.shape,
+        up_weight.shape, down_weight.shape, type(activation), activation, type(approximate),
+        approximate),
+        _gated_mlp_checked, x, gate_weight, up_weight, down_weight, activation, approximate)
+    _rows("gated_mlp", "x", x)
+    return operators.call(operators.gated_mlp, x, gate_weight, up_weight, down_weight,
+                          *config)[0]
 
 
 def add_precompile_targets(parser):

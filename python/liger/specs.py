@@ -583,15 +583,46 @@ class FusedLinearCrossEntropySpec(CrossEntropySpec):
 """
 
 
+# --- the matmul template's kernels (liger.ops.lora_linear, gated_mlp) --------
+
+# K's multiple on each GPU target: TMA's 16-byte rows on sm_90a (wgmma),
+# whole 64-byte tile_k slices on the mma.sync targets. The reference
+# lowering (target "cpu") is held to sm_90a's rules, so that a CPU test
+# refuses what the GPU would.
+MATMUL_K_MULTIPLE = {"sm_90a": 8, "sm_80": 32, "sm_86": 32}
+
+
+def _matmul_fields(spec, op, k_name, n_name):
+    """The fields every matmul template's spec checks: bf16 or f16, K (the
+    reduction, field `k_name`) a multiple of the target's MATMUL_K_MULTIPLE,
+    N (the columns of each result, field `n_name`) a multiple of 8."""
+    checked = _common(spec)
+    if checked["dtype"] == "f32":
+        raise LigerTypeError(
+            "liger.ops.%s takes bf16 or f16 (its kernels are the matmul template's: wgmma "
+            "and mma.sync), got f32" % op)
+    k = _size(k_name, getattr(spec, k_name))
+    n = _size(n_name, getattr(spec, n_name))
+    rules = checked["target"] if checked["target"] in MATMUL_K_MULTIPLE else DEFAULT_TARGET
+    multiple = MATMUL_K_MULTIPLE[rules]
+    if k % multiple:
+        raise LigerValueError(
+            "%s must be a multiple of %d on %s (the matmul template reads K in %d-byte rows), "
+            "got %d"
+            % (k_name, multiple, rules, multiple * 2, k))
+    if n % 8:
+        raise LigerValueError("%s must be a multiple of 8 (the matmul template's column tiles), "
+                              "got %d"
+                              % (n_name, n))
+    return dict(checked, **{k_name: k, n_name: n})
+
+
 # --- LoRA projection (liger.ops.lora_linear) --------------------------------
 
 # The ranks the LoRA kernel takes: its second product is k16 MMAs over the
 # rank, and on wgmma B's [tile_n, rank] tile arrives through TMA swizzled by
 # its rows, which must be one swizzle span (32, 64 or 128 bytes).
 LORA_RANKS = (16, 32, 64)
-# K's multiple on each GPU target: TMA's 16-byte rows on sm_90a (wgmma),
-# whole 64-byte tile_k slices on the mma.sync targets.
-LORA_K_MULTIPLE = {"sm_90a": 8, "sm_80": 32, "sm_86": 32}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -600,9 +631,8 @@ class LoRALinearSpec(Spec):
     lora_linear) of x [?, in_features] with W [out_features, in_features],
     A [rank, in_features], B [out_features, rank] and, where `bias`, b
     [out_features], all of `dtype`: one kernel of the matmul template
-    (liger-compile --matmul-kernels). The rules are that template's; the
-    reference lowering (target "cpu") is held to sm_90a's, so that a CPU
-    test refuses what the GPU would."""
+    (liger-compile --matmul-kernels). The rules are that template's
+    (_matmul_fields, and the rank)."""
 
     op: ClassVar[str] = "lora_linear"
     in_features: int
@@ -614,32 +644,17 @@ class LoRALinearSpec(Spec):
     target: str = DEFAULT_TARGET
 
     def _checked(self):
-        checked = _common(self)
-        if checked["dtype"] == "f32":
-            raise LigerTypeError(
-                "liger.ops.lora_linear takes bf16 or f16 (its kernel is the matmul "
-                "template's: wgmma and mma.sync), got f32")
-        k = _size("in_features", self.in_features)
-        n = _size("out_features", self.out_features)
+        checked = _matmul_fields(self, self.op, "in_features", "out_features")
         rank = _size("rank", self.rank)
         if rank not in LORA_RANKS:
             raise LigerValueError(
                 "rank must be 16, 32 or 64 (the kernel's second product is k16 MMAs over the "
                 "rank, B's rows one TMA swizzle span), got %d" % rank)
-        rules = checked["target"] if checked["target"] in LORA_K_MULTIPLE else DEFAULT_TARGET
-        multiple = LORA_K_MULTIPLE[rules]
-        if k % multiple:
-            raise LigerValueError(
-                "in_features must be a multiple of %d on %s (the kernel reads x, W and A in "
-                "%d-byte rows), got %d" % (multiple, rules, multiple * 2, k))
-        if n % 8:
-            raise LigerValueError("out_features must be a multiple of 8 (the kernel's "
-                                  "column tiles), got %d" % n)
         scale = check_float("scale", self.scale)
         if scale == 0:
             raise LigerValueError("scale must not be 0 (the projection is then the base "
                                   "layer alone: use torch.nn.functional.linear)")
-        return dict(checked, in_features=k, out_features=n, rank=rank, scale=scale,
+        return dict(checked, rank=rank, scale=scale,
                     bias=check_bool("bias", self.bias))
 
     def compile_options(self):
@@ -658,6 +673,74 @@ class LoRALinearSpec(Spec):
         return f"""func.func @fwd(%x: {X}, %w: {W}, %a: {A}, %b: {B}{c_param}) -> {Y} {{
   %y = liger.lora_linear %x, %w, %a, %b{c_use} scale = {self.scale:.9e} : {X}, {W}, {A}, {B}{c_type}
   return %y : {Y}
+}}
+"""
+
+
+
+# --- the gated MLP (liger.ops.gated_mlp) -------------------------------------
+
+GATED_ACTIVATIONS = ("swiglu", "geglu")
+
+
+@dataclasses.dataclass(frozen=True)
+class GatedMLPSpec(Spec):
+    """A gated MLP `down(act(x · Wgᵀ) * (x · Wuᵀ))` of x [?, hidden] with
+    gate and up weights [intermediate, hidden] and the down weight [hidden,
+    intermediate], all of `dtype`: act is SiLU (`swiglu`) or GELU (`geglu`,
+    `approximate`). Two kernels of the matmul template (liger-compile
+    --matmul-kernels): the forward's gate/up pair with the activation in its
+    epilogue, keeping gate and up for the backward (@fwd), and the
+    backward's dh = dy · W_down with the activation's gradient in its
+    epilogue, writing dgate and dup without storing dh (@bwd). The down
+    projection and the weight gradients are the caller's GEMMs."""
+
+    op: ClassVar[str] = "gated_mlp"
+    hidden: int
+    intermediate: int
+    dtype: str
+    activation: str = "swiglu"
+    approximate: str = "tanh"
+    target: str = DEFAULT_TARGET
+
+    def _checked(self):
+        # Both kernels reduce over hidden (x · Wᵀ, dy · W_down) and write
+        # [rows, intermediate] results.
+        checked = _matmul_fields(self, self.op, "hidden", "intermediate")
+        activation = check_choice("activation", self.activation, GATED_ACTIVATIONS)
+        approximate = check_choice("approximate", self.approximate, ("tanh", "none"))
+        return dict(checked, activation=activation,
+                    approximate=approximate if activation == "geglu" else "tanh")
+
+    def _string_fields(self, fields):
+        if self.activation == "swiglu":  # (SiLU has no approximation)
+            fields = dict(fields)
+            del fields["approximate"]
+        return fields
+
+    def compile_options(self):
+        """The matmul template (liger-compile --matmul-kernels)."""
+        return dict(super().compile_options(), matmul_kernels=True)
+
+    def module_text(self):
+        """@fwd (x, W_gate, W_up) -> (gate, up, h), the kernel's results in
+        its group's order (fwd_matmul_0); @bwd (dy, W_down, gate, up) ->
+        (dgate, dup) (bwd_matmul_0)."""
+        dt, h, i = self.dtype, self.hidden, self.intermediate
+        X, I = "tensor<?x%dx%s>" % (h, dt), "tensor<?x%dx%s>" % (i, dt)
+        W, D = "tensor<%dx%dx%s>" % (i, h, dt), "tensor<%dx%dx%s>" % (h, i, dt)
+        op = self.activation
+        attrs = " approximate = %s" % self.approximate if op == "geglu" else ""
+        return f"""func.func @fwd(%x: {X}, %wg: {W}, %wu: {W}) -> ({I}, {I}, {I}) {{
+  %g = liger.linear %x, %wg : {X}, {W}
+  %u = liger.linear %x, %wu : {X}, {W}
+  %h = liger.{op} %g, %u{attrs} : {I}
+  return %g, %u, %h : {I}, {I}, {I}
+}}
+func.func @bwd(%dy: {X}, %wd: {D}, %g: {I}, %u: {I}) -> ({I}, {I}) {{
+  %dh = liger.linear_grad_input %dy, %wd : {X}, {D}
+  %dg, %du = liger.{op}_grad %dh, %g, %u{attrs} : {I}
+  return %dg, %du : {I}, {I}
 }}
 """
 
@@ -759,8 +842,8 @@ func.func @loss(%x: {X}, %y: {X}{lparam}) -> {G} {{
 
 SPECS = {cls.op: cls for cls in (RMSNormSpec, AddRMSNormSpec, LayerNormSpec, SwiGLUSpec,
                                  GeGLUSpec, SoftmaxSpec, RoPESpec, CrossEntropySpec,
-                                 FusedLinearCrossEntropySpec, LoRALinearSpec, KLDivSpec,
-                                 JSDSpec)}
+                                 FusedLinearCrossEntropySpec, LoRALinearSpec, GatedMLPSpec,
+                                 KLDivSpec, JSDSpec)}
 
 
 def parse_spec(text, target=DEFAULT_TARGET):
@@ -889,3 +972,12 @@ def lora_linear_spec(in_features, out_features, rank, dtype, scale=1.0, bias=Fal
     scale: lora_alpha / rank), with a bias or not."""
     return LoRALinearSpec(in_features, out_features, rank, dtype_name(dtype), scale, bias,
                           target)
+
+
+def gated_mlp_spec(hidden, intermediate, dtype, activation="swiglu", approximate="tanh",
+                   target=DEFAULT_TARGET):
+    """A gated MLP of `hidden` features and `intermediate` gated ones:
+    `activation` "swiglu" or "geglu" (GELU's `approximate`, "tanh" or
+    "none")."""
+    return GatedMLPSpec(hidden, intermediate, dtype_name(dtype), activation, approximate,
+                        target)

@@ -48,14 +48,17 @@ use and cached where the compiler is installed.
 (liger.ops.fused_linear_cross_entropy's `memory_budget`; 0.5 GiB by
 default): smaller chunks, less memory, more passes over the weight gradient.
 
-`lora`, `fuse_norm_linear` and `fuse_qkv_rope` name the fusions liger's
-compiler makes beyond Liger-Kernel's set (LoRA projections, the norm folded
-into its projections, q/k projections with RoPE in their epilogue).
+`lora`, `fused_mlp`, `fuse_norm_linear` and `fuse_qkv_rope` name the
+fusions liger's compiler makes beyond Liger-Kernel's set (LoRA projections,
+the gated MLP's projections with their activation, the norm folded into its
+projections, q/k projections with RoPE in their epilogue).
 
     lora         a PEFT LoRA Linear on a decoder projection  ops.lora_linear
                  (q/k/v/o_proj, gate/up/down_proj, Phi-3's and GLM-4's fused
                  qkv_proj and gate_up_proj): base + adapter in one kernel;
                  on a model only (PEFT's classes are not the family's)
+    fused_mlp    each dense gated MLP (gate/up/down_proj, or a fused
+                 gate_up_proj)                                ops.gated_mlp
 
 A LoRA layer runs liger.ops.lora_linear where one adapter is active, not
 merged, with no dropout (p = 0), no DoRA or other variant, no bias on
@@ -64,8 +67,13 @@ get_peft_model(..., autocast_adapter_dtype=False) keeps bf16/f16 adapters
 in the model's dtype) that the kernel takes (bf16 or f16, rank 16, 32 or
 64, aligned sizes: liger.ops.lora_linear's rules); any other runs PEFT's
 own forward, with one warning per reason. Its backward is PyTorch's
-matmuls. liger.ops has no autograd op for `fuse_norm_linear` and
-`fuse_qkv_rope` yet: set, they warn and leave those layers as they are.
+matmuls. With fused_mlp, an MLP runs liger.ops.gated_mlp where its
+projections are bias-free torch.nn.Linear of one dtype that the kernels
+take (liger.ops.gated_mlp's rules) and its activation the family's; any
+other runs its projections around the gated op (as `swiglu`/`geglu` patch
+it), with one warning per reason; MoE experts keep the gated op, warned.
+liger.ops has no autograd op for `fuse_norm_linear` and `fuse_qkv_rope`
+yet: set, they warn and leave those layers as they are.
 """
 
 import importlib
@@ -100,6 +108,7 @@ class _Family(typing.NamedTuple):
     layer_norms: tuple = ()    # the LayerNorm classes the layer_norm flag patches on a model
     qk_norms: str = None       # "head": q/k norms over head_dim; "proj": over q/k_proj
     gated_sizes: tuple = ("intermediate_size",)  # config attributes: gated op sizes
+    dense_sizes: tuple = None  # those of the dense MLPs (fused_mlp's), where not all
     logits_scaling: bool = False  # the model divides its logits by config.logits_scaling
     router_aux_loss: bool = False  # and adds its router's load-balancing loss
     output: str = "CausalLMOutputWithPast"  # the causal LM's output class
@@ -155,6 +164,7 @@ _FAMILIES = {
                         (("Qwen3MoeMLP", "gate_up"), ("Qwen3MoeExperts", "experts")),
                         qk_norms="head", gated_sizes=("moe_intermediate_size",
                                                       "intermediate_size"),
+                        dense_sizes=("intermediate_size",),
                         router_aux_loss=True, output=_MOE_OUTPUT),
     "llama4_text": _Family(
         "llama4", "llama4", "Llama4ForCausalLM", ("Llama4TextRMSNorm",),
@@ -236,7 +246,7 @@ def _original(cls, name):
     raise AttributeError(name)
 
 
-def _fallback(what, op, args, devices):
+def _fallback(what, op, args, devices, instead="its original forward"):
     """Why liger cannot run `what` (the liger.ops op `op`, its spec builder
     taking `args` and the target) on its tensors (`devices`: (name, device)
     pairs), warned once per reason; None where it can: the kernels are
@@ -247,14 +257,14 @@ def _fallback(what, op, args, devices):
     and is a constant of the graph, with no graph break."""
     # (A float of a module or of a global table, and an activation's size,
     # is a symbol under torch.compile(dynamic=True): specialized here.)
-    return _decided(what, op, tuple(ops.static(a) for a in args), devices)
+    return _decided(what, op, tuple(ops.static(a) for a in args), devices, instead)
 
 
 @torch._dynamo.assume_constant_result
-def _decided(what, op, args, devices):
-    key = (what, op, args, devices)
+def _decided(what, op, args, devices, instead):
+    key = (what, op, args, devices, instead)
     if key not in _DECIDED:
-        _DECIDED[key] = _decide(what, op, args, devices)
+        _DECIDED[key] = _decide(what, op, args, devices, instead)
     if _DECIDED[key]:
         _warn_once(_DECIDED[key])
     return _DECIDED[key]
@@ -262,18 +272,20 @@ def _decided(what, op, args, devices):
 
 # The liger.bundles function that loads an op's kernels, where not a row
 # op's pair (`kernels`).
-_LOADERS = {"fused_linear_cross_entropy": "loss_plan_kernels", "lora_linear": "matmul_kernel"}
+_LOADERS = {"fused_linear_cross_entropy": "loss_plan_kernels", "lora_linear": "matmul_kernel",
+            "gated_mlp": "matmul_kernels"}
 
 
-def _decide(what, op, args, devices):
+def _decide(what, op, args, devices, instead):
     """The reason of _fallback, by liger.ops' own rules: one device
     (ops.one_device), a device liger has kernels for (bundles.device_target:
     a reason of the machine, the same for every module, so warned once),
-    the spec's rules (dtypes, sizes, attributes), kernels that load."""
+    the spec's rules (dtypes, sizes, attributes), kernels that load.
+    `instead`: what the module runs then."""
     try:
         device = ops.one_device(op, [(name, torch.device(d)) for name, d in devices])
     except LigerError as e:
-        return "%s runs its original forward: %s" % (what, e)
+        return "%s runs %s: %s" % (what, instead, e)
     try:
         target = bundles.device_target(device)
     except LigerError as e:
@@ -282,7 +294,7 @@ def _decide(what, op, args, devices):
         spec = getattr(specs, op + "_spec")(*args, target=target)
         getattr(bundles, _LOADERS.get(op, "kernels"))(spec)
     except LigerError as e:
-        return "%s runs its original forward: %s" % (what, e)
+        return "%s runs %s: %s" % (what, instead, e)
     return None
 
 
@@ -327,21 +339,32 @@ def _activation_name(act):
     return type(act).__name__
 
 
+def _activation(self):
+    """(the family's gated op, its attributes) where that op computes the
+    module's own activation, else None (warned once: the module computes
+    act(gate) * up as it does)."""
+    op = _FAMILIES[self._liger_family].gate
+    act = self.act_fn if hasattr(self, "act_fn") else self.activation_fn
+    name = _activation_name(act)
+    attrs = _ACTIVATIONS[op].get(name)
+    if attrs is None:
+        _warn_once("%s with activation %r runs its original forward (liger.ops.%s computes "
+                   "%s)" % (type(self).__name__, name, op, " or ".join(_ACTIVATIONS[op])))
+        return None
+    return op, attrs
+
+
 def _gated(self, gate, up):
     """act(gate) * up of a gated MLP or experts module: the family's gated
     op (liger.ops.swiglu or geglu) where it computes the module's own
     activation and liger can run the call, else as the module computes it
     (warned once)."""
-    op = _FAMILIES[self._liger_family].gate
+    activation = _activation(self)
     act = self.act_fn if hasattr(self, "act_fn") else self.activation_fn
-    name = _activation_name(act)
-    what = type(self).__name__
-    attrs = _ACTIVATIONS[op].get(name)
-    if attrs is None:
-        _warn_once("%s with activation %r runs its original forward (liger.ops.%s computes "
-                   "%s)" % (what, name, op, " or ".join(_ACTIVATIONS[op])))
+    if activation is None:
         return act(gate) * up
-    if _fallback(what, op, (gate.shape[-1], str(gate.dtype)) + attrs,
+    op, attrs = activation
+    if _fallback(type(self).__name__, op, (gate.shape[-1], str(gate.dtype)) + attrs,
                  (("gate", str(gate.device)), ("up", str(up.device)))):
         return act(gate) * up
     return getattr(ops, op)(gate, up, *attrs)
@@ -360,6 +383,67 @@ def _mlp_forward(self, x):
 
 def _fused_mlp_forward(self, hidden_states):
     return self.down_proj(_gated_split(self, self.gate_up_proj(hidden_states)))
+
+
+def _one_gated_mlp(self, x, projections, split):
+    """The MLP as liger.ops.gated_mlp (fused_mlp=True) of its gate and up
+    weights and its down projection, where it can take them: `projections`
+    (name, module) bias-free torch.nn.Linear with plain weights (not a
+    quantized layer, not a tensor subclass), the family's gated op the
+    module's activation, the call a configuration with kernels; `split`:
+    the first projection is a fused gate_up (gate then up along its rows,
+    Hugging Face's chunk(2)). None otherwise, warned once per reason (the
+    caller then runs the gated op and the projections apart)."""
+    what = type(self).__name__
+    instead = "liger.ops.%s and its projections apart" % _FAMILIES[self._liger_family].gate
+    for name, proj in projections:
+        if type(proj) is not torch.nn.Linear or proj.bias is not None:
+            kind = "a torch.nn.Linear with a bias" if type(proj) is torch.nn.Linear else \
+                "%s.%s" % (type(proj).__module__, type(proj).__qualname__)
+            _warn_once("%s runs %s (fused_mlp=True): liger.ops.gated_mlp takes bias-free "
+                       "torch.nn.Linear projections, %s is %s" % (what, instead, name, kind))
+            return None
+        if type(proj.weight) not in (torch.Tensor, torch.nn.Parameter):
+            _warn_once("%s runs %s (fused_mlp=True): liger.ops.gated_mlp takes plain weights, "
+                       "%s's is a %s" % (what, instead, name, type(proj.weight).__name__))
+            return None
+    activation = _activation(self)
+    if activation is None:
+        return None
+    op, attrs = activation
+    if split:
+        gate_weight, up_weight = projections[0][1].weight.chunk(2, dim=0)
+    else:
+        gate_weight, up_weight = projections[0][1].weight, projections[1][1].weight
+    down = projections[-1][1].weight
+    tensors = (("x", x), ("gate_weight", gate_weight), ("up_weight", up_weight),
+               ("down_weight", down))
+    dtypes = {t.dtype for _, t in tensors}
+    if len(dtypes) > 1:
+        _warn_once("%s runs %s (fused_mlp=True): liger.ops.gated_mlp takes x and its weights "
+                   "in one dtype, got %s" % (what, instead, ", ".join(
+                       "%s %s" % (n, str(t.dtype).replace("torch.", "")) for n, t in tensors)))
+        return None
+    if _fallback(what, "gated_mlp", (x.shape[-1], gate_weight.shape[0], str(x.dtype), op)
+                 + attrs, tuple((n, str(t.device)) for n, t in tensors), instead):
+        return None
+    return ops.gated_mlp(x, gate_weight, up_weight, down, op, *attrs)
+
+
+def _gated_mlp_forward(self, x):
+    """A Llama MLP (gate_proj, up_proj, down_proj) as one liger.ops.gated_mlp
+    where it can, else as _mlp_forward."""
+    y = _one_gated_mlp(self, x, (("gate_proj", self.gate_proj), ("up_proj", self.up_proj),
+                                 ("down_proj", self.down_proj)), False)
+    return _mlp_forward(self, x) if y is None else y
+
+
+def _gated_mlp_split_forward(self, hidden_states):
+    """A fused gate_up_proj's MLP (Phi-3, GLM-4) as one liger.ops.gated_mlp
+    where it can, else as _fused_mlp_forward."""
+    y = _one_gated_mlp(self, hidden_states, (("gate_up_proj", self.gate_up_proj),
+                                             ("down_proj", self.down_proj)), True)
+    return _fused_mlp_forward(self, hidden_states) if y is None else y
 
 
 def _experts_forward(self, *args, **kwargs):
@@ -396,6 +480,12 @@ _MLP_PATCHES = {
     "fused": (("forward", _fused_mlp_forward),),
     "experts": (("_apply_gate", _gated_split), ("forward", _experts_forward)),
     "bmm_experts": (("forward", _bmm_experts_forward),),
+}
+# fused_mlp=True: each dense MLP as one liger.ops.gated_mlp; experts as
+# _MLP_PATCHES patches them.
+_ONE_KERNEL_MLP_PATCHES = {
+    "gate_up": (("forward", _gated_mlp_forward),),
+    "fused": (("forward", _gated_mlp_split_forward),),
 }
 
 
@@ -671,8 +761,11 @@ def _apply(family, flags):
     lm_cls = classes[fam.causal_lm]
     parts = [(flags["rms_norm"], classes[name], (("forward", _rms_norm_forward),))
              for name in fam.norms]
-    parts += [(flags[fam.gate], classes[name], _MLP_PATCHES[kind])
-              for name, kind in fam.mlps]
+    one_kernel = flags["fused_mlp"]
+    parts += [(flags[fam.gate] or (one_kernel and kind in _ONE_KERNEL_MLP_PATCHES),
+               classes[name],
+               _ONE_KERNEL_MLP_PATCHES[kind] if one_kernel and kind in _ONE_KERNEL_MLP_PATCHES
+               else _MLP_PATCHES[kind]) for name, kind in fam.mlps]
     parts.append((loss, lm_cls, (("forward", _causal_lm_forward),)))
     # LayerNorm (nn.LayerNorm: PyTorch's own class) on a model's modules
     # alone, as Liger-Kernel patches them: a class patch would change every
@@ -698,6 +791,11 @@ def _apply(family, flags):
                                  family))
     if flags["rope"] and fam.rope:
         _warn_once("rope=True: %s: the model's RoPE stays as it is" % fam.rope)
+    experts = [name for name, kind in fam.mlps if kind not in _ONE_KERNEL_MLP_PATCHES]
+    if one_kernel and experts and flags[fam.gate] and (model is None or any(
+            isinstance(m, classes[name]) for m in model.modules() for name in experts)):
+        _warn_once("fused_mlp=True: %s run liger.ops.%s in each expert (liger.ops.gated_mlp "
+                   "computes one dense MLP)" % (_names(experts), fam.gate))
     for flag, path, why in fam.stays:
         cls = classes[path]
         if flags[flag] and (model is None or any(isinstance(m, cls) for m in model.modules())):
@@ -754,7 +852,7 @@ def _apply(family, flags):
 _FLAGS = (("rope", True), ("cross_entropy", False), ("fused_linear_cross_entropy", True),
           ("rms_norm", True), ("gate", True), ("model", None))
 _LIGER_FLAGS = (("lora", False), ("fuse_norm_linear", False), ("fuse_qkv_rope", False),
-                ("loss_memory_budget", None))
+                ("fused_mlp", False), ("loss_memory_budget", None))
 
 
 def _entry_point(family):
@@ -825,11 +923,13 @@ def _rotary_fraction(config):
                       or 1.0)
 
 
-def kernel_specs(config, dtype=None):
+def kernel_specs(config, dtype=None, fused_mlp=False, target=None):
     """The liger.ops specs a patched model of `config` calls (training, with
-    the fused linear cross-entropy, mean and summed losses): what
-    `precompile` compiles for a machine without the compiler. Reads the
-    config's attributes alone (an object with them will do)."""
+    the fused linear cross-entropy, mean and summed losses; `fused_mlp`:
+    patched with fused_mlp=True, its MLPs' kernels where `target`, sm_90a
+    by default, takes them): what `precompile` compiles for a machine
+    without the compiler. Reads the config's attributes alone (an object
+    with them will do)."""
     family = _model_type(config)
     fam = _FAMILIES[family]
     dt = dtype or getattr(config, "dtype", None) or getattr(config, "torch_dtype", None) \
@@ -852,6 +952,15 @@ def kernel_specs(config, dtype=None):
     if attrs is not None:
         specs += [getattr(ops, fam.gate + "_spec")(getattr(config, name), dt, *attrs)
                   for name in fam.gated_sizes if getattr(config, name, None)]
+    if attrs is not None and fused_mlp and any(
+            kind in _ONE_KERNEL_MLP_PATCHES for _, kind in fam.mlps):
+        for name in fam.dense_sizes or fam.gated_sizes:
+            try:  # (a configuration gated_mlp refuses runs the gated op: listed above)
+                specs.append(ops.gated_mlp_spec(config.hidden_size, getattr(config, name), dt,
+                                                fam.gate, *attrs,
+                                                target=target or ops.TARGET))
+            except (LigerError, TypeError, AttributeError):
+                pass
     if not fam.rope and _rotary_fraction(config) == 1.0 and fam.rope_tables in (None, dt):
         specs += [ops.rope_spec(heads, kv, head_dim, dt, batch) for batch in (True, False)]
     softcap = getattr(config, "final_logit_softcapping", None)
@@ -890,12 +999,13 @@ def lora_kernel_specs(model, target=None):
     return list(dict.fromkeys(out))
 
 
-def precompile(out_dir, config, dtype=None, target=None):
+def precompile(out_dir, config, dtype=None, target=None, fused_mlp=False):
     """Compiles the kernels a patched model of `config` calls into `out_dir`
     for `target` (the GPU's: sm_90a by default; liger.specs.CAPABILITIES;
     needs liger-compile); point LIGER_OPS_BUNDLES at it where the model
-    trains. Returns the bundle paths."""
-    return ops.precompile(out_dir, kernel_specs(config, dtype), target)
+    trains. `fused_mlp`: those of a model patched with fused_mlp=True too.
+    Returns the bundle paths."""
+    return ops.precompile(out_dir, kernel_specs(config, dtype, fused_mlp, target), target)
 
 
 def main(argv=None):
@@ -910,6 +1020,8 @@ def main(argv=None):
     pre.add_argument("configs", nargs="+", metavar="CONFIG",
                      help="a model directory or config.json (read by transformers.AutoConfig)")
     pre.add_argument("--dtype", default=None, help="bf16, f16 or f32 (default: the config's)")
+    pre.add_argument("--fused-mlp", action="store_true",
+                     help="also the kernels of a model patched with fused_mlp=True")
     ops.add_precompile_targets(pre)
     args = ap.parse_args(argv)
     try:
@@ -921,7 +1033,7 @@ def main(argv=None):
         for path in args.configs:
             config = AutoConfig.from_pretrained(path)
             for target in args.targets:
-                for bundle in precompile(args.dir, config, args.dtype, target):
+                for bundle in precompile(args.dir, config, args.dtype, target, args.fused_mlp):
                     print("%s (%s) -> %s" % (path, target, bundle))
     except (LigerError, OSError, ValueError) as e:
         print("liger.transformers: %s" % e, file=sys.stderr)

@@ -9,10 +9,9 @@ operands in order."""
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
+from ops_helpers import module_command, needs_compiler
 
 torch = pytest.importorskip("torch")
 peft = pytest.importorskip("peft")
@@ -20,25 +19,11 @@ peft = pytest.importorskip("peft")
 from liger import bundles, operators, ops, specs  # noqa: E402
 from liger.driver import LigerError, find_tool  # noqa: E402
 
-ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
 # Output and gradients against PEFT's layer, max |difference| over max
 # |PEFT's|: f32 runs the same ops (the gradients in another order); bf16
 # rounds once in the kernel where PyTorch rounds between its ops.
 TOL = {"f32": 1e-6, "bf16": 1e-2}
-
-
-def _have_compiler():
-    try:
-        find_tool("liger-compile")
-    except LigerError:
-        return False
-    return os.path.exists(os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin",
-                                       "ptxas"))
-
-
-needs_compiler = pytest.mark.skipif(not _have_compiler(), reason="liger-compile or ptxas "
-                                    "not found")
 
 
 def peft_layer(k, n, r, alpha, bias, dtype, seed=0):
@@ -181,12 +166,9 @@ def test_the_spec_text_round_trips_and_names_its_kernel_options():
                          "rank=32,scale=0.5")
     assert ops.parse_spec(str(spec)) == spec
     assert spec.compile_options() == dict(target="sm_90a", matmul_kernels=True)
-    out = subprocess.run([sys.executable, "-m", "liger.ops", "module", str(spec)],
-                         capture_output=True, text=True,
-                         env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")))
-    assert out.returncode == 0, out.stderr
-    assert out.stdout == spec.module_text()
-    assert "liger.lora_linear %x, %w, %a, %b, %c scale = 5.000000000e-01" in out.stdout
+    text = module_command(spec)
+    assert text == spec.module_text()
+    assert "liger.lora_linear %x, %w, %a, %b, %c scale = 5.000000000e-01" in text
 
 
 @needs_compiler

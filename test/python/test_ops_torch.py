@@ -144,6 +144,29 @@ def _cases():
                 0.0, 1e-3, True, 3 * 24 * 2, False, True, False, True)),
         **_divergence_cases(),
         **_lora_cases(),
+        **_gated_mlp_cases(),
+    }
+
+
+def _gated_mlp_cases():
+    """liger::gated_mlp: bf16 SwiGLU, x [2, 3, 64] through an MLP of 40
+    gated features (the kernels' module), and f32 GeGLU with frozen gate
+    and down weights (no kernel: PyTorch's ops, "_frozen");
+    liger::gated_mlp_backward: f16 GeGLU (tanh), 5 rows."""
+    bf, hf = dict(dtype=torch.bfloat16, grad=True), dict(dtype=torch.float16)
+
+    def other(t):  # (_randn repeats its values for a repeated shape)
+        return t.detach().flip(0).requires_grad_(t.requires_grad)
+    L = torch.ops.liger
+    wg, g16 = _randn(40, 64, **bf), _randn(5, 40, **hf)
+    return {
+        "gated_mlp": (L.gated_mlp, (
+            _randn(2, 3, 64, **bf), wg, other(wg), _randn(64, 40, **bf), "swiglu", "tanh")),
+        "gated_mlp_frozen": (L.gated_mlp, (
+            _randn(7, 24, grad=True), _randn(16, 24), other(_randn(16, 24, grad=True)),
+            _randn(24, 16), "geglu", "none")),
+        "gated_mlp_backward": (L.gated_mlp_backward, (
+            _randn(5, 64, **hf), _randn(64, 40, **hf), g16, other(g16), "geglu", "tanh")),
     }
 
 

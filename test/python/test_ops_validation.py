@@ -20,7 +20,8 @@ def no_kernels(monkeypatch):
 
     def never(*args, **kwargs):
         raise AssertionError("an invalid call reached the kernels")
-    for name in ("bundle_path", "load", "kernels", "loss_plan_kernels", "matmul_kernel"):
+    for name in ("bundle_path", "load", "kernels", "loss_plan_kernels", "matmul_kernel",
+                 "matmul_kernels"):
         monkeypatch.setattr("liger.bundles." + name, never)
     ops.clear_caches()
     yield
@@ -34,6 +35,17 @@ Q, K, C = torch.randn(1, 4, 3, 8), torch.randn(1, 2, 3, 8), torch.randn(1, 3, 8)
 # A LoRA projection [48, 64] of rank 16, x [2, 3, 64], bf16.
 LX, LW_, LA, LB, LC = [torch.randn(*shape, dtype=torch.bfloat16) for shape in
                        ((2, 3, 64), (48, 64), (16, 64), (48, 16), (48,))]
+
+
+# A gated MLP of H = 64 and I = 40, x [2, 3, 64], bf16.
+MX, MG, MD = [torch.randn(*shape, dtype=torch.bfloat16) for shape in
+              ((2, 3, 64), (40, 64), (64, 40))]
+
+
+def _mlp(x=MX, gate_weight=MG, up_weight=MG, down_weight=MD, activation="swiglu",
+         approximate="tanh"):
+    return lambda: ops.gated_mlp(x, gate_weight, up_weight, down_weight, activation,
+                                 approximate)
 
 
 def _lora(x=LX, weight=LW_, bias=LC, lora_a=LA, lora_b=LB, scale=2.0):
@@ -233,7 +245,7 @@ CASES = [
      "liger.ops.lora_linear: bias must have the dtype of x (torch.bfloat16), got "
      "torch.float16"),
     (_lora(LX.float(), LW_.float(), LC.float(), LA.float(), LB.float()), LigerTypeError,
-     "liger.ops.lora_linear takes bf16 or f16 (its kernel is the matmul template's: wgmma "
+     "liger.ops.lora_linear takes bf16 or f16 (its kernels are the matmul template's: wgmma "
      "and mma.sync), got f32"),
     (_lora(LX.double(), LW_.double(), LC.double(), LA.double(), LB.double()), LigerTypeError,
      "dtype must be bf16 or f16 or f32, got torch.float64"),
@@ -244,20 +256,59 @@ CASES = [
      "rank must be 16, 32 or 64 (the kernel's second product is k16 MMAs over the rank, B's "
      "rows one TMA swizzle span), got 48"),
     (_lora_rank(16, k=60), LigerValueError,
-     "in_features must be a multiple of 8 on sm_90a (the kernel reads x, W and A in 16-byte "
+     "in_features must be a multiple of 8 on sm_90a (the matmul template reads K in 16-byte "
      "rows), got 60"),
     (_lora_rank(16, n=44), LigerValueError,
-     "out_features must be a multiple of 8 (the kernel's column tiles), got 44"),
+     "out_features must be a multiple of 8 (the matmul template's column tiles), got 44"),
     (_lora(scale=0.0), LigerValueError,
      "scale must not be 0 (the projection is then the base layer alone: use "
      "torch.nn.functional.linear)"),
     (_lora(scale="2"), LigerTypeError, "scale must be a number, got '2'"),
     (_lora(scale=float("nan")), LigerValueError, "scale must be finite, got nan"),
     (lambda: ops.lora_linear_spec(520, 1000, 16, "bf16", target="sm_80"), LigerValueError,
-     "in_features must be a multiple of 32 on sm_80 (the kernel reads x, W and A in 64-byte "
+     "in_features must be a multiple of 32 on sm_80 (the matmul template reads K in 64-byte "
      "rows), got 520"),
     (lambda: ops.lora_linear_spec(64, 48, 16, "bf16", bias=1), LigerTypeError,
      "bias must be a bool, got 1"),
+    (_mlp(x=MX.tolist()), LigerTypeError,
+     "liger.ops.gated_mlp: x must be a torch.Tensor, got list"),
+    (_mlp(down_weight=None), LigerTypeError,
+     "liger.ops.gated_mlp: down_weight must be a torch.Tensor, got NoneType"),
+    (_mlp(up_weight=MG.to("meta")), LigerValueError,
+     "liger.ops.gated_mlp: x is on cpu and up_weight on meta"),
+    (_mlp(x=MX[:0]), LigerValueError,
+     "liger.ops.gated_mlp: x must be [..., H] with at least one row, got shape [0, 3, 64]"),
+    (_mlp(gate_weight=MG[:, :32]), LigerValueError,
+     "liger.ops.gated_mlp: gate_weight must be [I, H] with H = 64 (the features of x), got "
+     "[40, 32]"),
+    (_mlp(gate_weight=MG[0]), LigerValueError,
+     "liger.ops.gated_mlp: gate_weight must be [I, H] with H = 64 (the features of x), got "
+     "[64]"),
+    (_mlp(up_weight=MG[:32]), LigerValueError,
+     "liger.ops.gated_mlp: up_weight must have the shape of gate_weight [40, 64], got [32, 64]"),
+    (_mlp(down_weight=MD.t()), LigerValueError,
+     "liger.ops.gated_mlp: down_weight must be [H, I] = [64, 40] (x's H, gate_weight's I), "
+     "got [40, 64]"),
+    (_mlp(up_weight=MG.half()), LigerTypeError,
+     "liger.ops.gated_mlp: up_weight must have the dtype of x (torch.bfloat16), got "
+     "torch.float16"),
+    (_mlp(MX.float(), MG.float(), MG.float(), MD.float()), LigerTypeError,
+     "liger.ops.gated_mlp takes bf16 or f16 (its kernels are the matmul template's: wgmma "
+     "and mma.sync), got f32"),
+    (_mlp(activation="silu"), LigerValueError,
+     "activation must be one of 'swiglu', 'geglu', got 'silu'"),
+    (_mlp(activation="geglu", approximate="exact"), LigerValueError,
+     "approximate must be one of 'tanh', 'none', got 'exact'"),
+    (_mlp(MX[..., :60], MG[:, :60], MG[:, :60], MD[:60]), LigerValueError,
+     "hidden must be a multiple of 8 on sm_90a (the matmul template reads K in 16-byte rows), "
+     "got 60"),
+    (_mlp(MX, MG[:36], MG[:36], MD[:, :36]), LigerValueError,
+     "intermediate must be a multiple of 8 (the matmul template's column tiles), got 36"),
+    (lambda: ops.gated_mlp_spec(520, 1000, "bf16", target="sm_86"), LigerValueError,
+     "hidden must be a multiple of 32 on sm_86 (the matmul template reads K in 64-byte rows), "
+     "got 520"),
+    (lambda: ops.gated_mlp_spec(64, 40, "bf16", activation=None), LigerValueError,
+     "activation must be one of 'swiglu', 'geglu', got None"),
 ]
 
 
@@ -334,6 +385,10 @@ NEAR_MISSES = [
     (_lora(), _lora(x=LX[:0]), LigerValueError,
      "liger.ops.lora_linear: x must be [..., H] with at least one row, got shape [0, 3, 64]"),
     (_lora(scale=2.0), _lora(scale=True), LigerTypeError, "scale must be a number, got True"),
+    (_mlp(), _mlp(x=MX[:0]), LigerValueError,
+     "liger.ops.gated_mlp: x must be [..., H] with at least one row, got shape [0, 3, 64]"),
+    (_mlp(activation="geglu"), _mlp(activation="geglu", approximate=None), LigerValueError,
+     "approximate must be one of 'tanh', 'none', got None"),
 ]
 
 

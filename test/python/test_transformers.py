@@ -368,8 +368,9 @@ def test_precompile_command_compiles_for_each_target_it_is_given(tmp_path, monke
     out, model = str(tmp_path / "bundles"), str(tmp_path / "model")
     calls = []
 
-    def precompile(out_dir, config, dtype, target):
-        calls.append((out_dir, config.model_type, dtype, target))
+    def precompile(out_dir, config, dtype, target, fused_mlp=False):
+        calls.append((out_dir, config.model_type, dtype, target) + (("fused_mlp",) if fused_mlp
+                                                                     else ()))
         return ["%s/%s" % (out_dir, target)]
 
     monkeypatch.setattr(lt, "precompile", precompile)
@@ -381,6 +382,9 @@ def test_precompile_command_compiles_for_each_target_it_is_given(tmp_path, monke
     calls.clear()
     assert lt.main(["precompile", out, model]) == 0
     assert calls == [(out, "llama", None, "sm_90a")]
+    calls.clear()
+    assert lt.main(["precompile", out, model, "--fused-mlp"]) == 0
+    assert calls == [(out, "llama", None, "sm_90a", "fused_mlp")]
     calls.clear()
     with pytest.raises(SystemExit) as exit:
         lt.main(["precompile", out, model, "--target", "sm_80", "--target", "sm_75"])
@@ -439,7 +443,7 @@ def _loss_flags(dtype):
 def _record_loaded(monkeypatch):
     """The specs whose kernels the patched forwards load, in a list."""
     loaded = []
-    for name in ("kernels", "loss_plan_kernels", "matmul_kernel"):
+    for name in ("kernels", "loss_plan_kernels", "matmul_kernel", "matmul_kernels"):
         monkeypatch.setattr(bundles, name, lambda spec, load=getattr(bundles, name): (
             loaded.append(spec), load(spec))[1])
     return loaded
@@ -458,7 +462,8 @@ def _train_step(model):
     return out, out.loss.detach(), _grads(model)
 
 
-def _assert_trains_as(model, reference, family, dtype, loaded):
+def _assert_trains_as(model, reference, family, dtype, loaded, fused_mlp=False,
+                      forward_warnings=None):
     """One training step of the patched `model` against `reference` (the
     unpatched model's _train_step): the fallback warnings are
     FORWARD_WARNINGS', the loss (and an MoE router's loss) and every
@@ -467,7 +472,8 @@ def _assert_trains_as(model, reference, family, dtype, loaded):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         out, loss, grads = _train_step(model)
-    assert _fallback_warnings(caught) == FORWARD_WARNINGS.get((family, dtype), [])
+    assert _fallback_warnings(caught) == (FORWARD_WARNINGS.get((family, dtype), [])
+                                          if forward_warnings is None else forward_warnings)
     ref_out, ref_loss, ref_grads = reference
     # bf16: both round differently (the reference in f32 inside each op,
     # PyTorch between its ops); one step's gradients agree to bf16's few
@@ -482,7 +488,7 @@ def _assert_trains_as(model, reference, family, dtype, loaded):
         r = ref_grads[name].float()
         err = ((g.float() - r).abs().max() / r.abs().max().clamp_min(1e-30)).item()
         assert err < grad_tol, (name, err)
-    listed = lt.kernel_specs(model.config, dtype)
+    listed = lt.kernel_specs(model.config, dtype, fused_mlp)
     assert loaded and not [s for s in loaded if s.with_target(ops.TARGET) not in listed], (
         loaded, listed)
 
@@ -503,6 +509,140 @@ def test_patched_model_matches_the_original_through_the_reference(family, dtype,
         assert lt.apply_liger_kernel(model, **_loss_flags(dtype)) > 0
     assert _fallback_warnings(caught) == PATCH_WARNINGS.get(family, [])
     _assert_trains_as(model, _train_step(ref), family, dtype, loaded)
+
+
+# fused_mlp=True: Llama's MLP, a fused gate_up_proj (Phi-3), GeGLU (Gemma), a
+# dense MLP beside MoE experts (Qwen3-MoE: its experts warned, left to the
+# gated op).
+FUSED_MLP_CASES = {"llama": [], "phi3": [], "gemma": [], "qwen3_moe": [
+    "liger: fused_mlp=True: Qwen3MoeExperts run liger.ops.swiglu in each expert "
+    "(liger.ops.gated_mlp computes one dense MLP)"]}
+
+
+@needs_runner
+@pytest.mark.parametrize("family", sorted(FUSED_MLP_CASES))
+def test_fused_mlp_trains_as_the_original(family, monkeypatch):
+    """fused_mlp=True: every dense gated MLP is one liger.ops.gated_mlp
+    (the gate/up kernel forward, the dh + activation-gradient kernel
+    backward) and the model trains one step as the original, in bf16."""
+    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+    loaded = _record_loaded(monkeypatch)
+    ref, model = tiny_model(family, 13, torch.bfloat16), tiny_model(family, 13, torch.bfloat16)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        lt.apply_liger_kernel(model, fused_mlp=True)
+    assert _fallback_warnings(caught) == FUSED_MLP_CASES[family]
+    fam = lt._FAMILIES[family]
+    dense = [m for m in model.modules() for name, kind in fam.mlps
+             if type(m).__name__ == name and kind in ("gate_up", "fused")]
+    assert dense and all(vars(m)["forward"].__func__ in (
+        lt._gated_mlp_forward, lt._gated_mlp_split_forward) for m in dense)
+    _assert_trains_as(model, _train_step(ref), family, "bf16", loaded, fused_mlp=True)
+    assert any(s.op == "gated_mlp" for s in loaded), loaded
+
+
+@needs_runner
+def test_fused_mlp_class_patch_and_revert(monkeypatch):
+    """A class patch with fused_mlp=True replaces the MLP class's forward
+    (a model built afterwards trains as the original); revert restores it."""
+    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+    loaded = _record_loaded(monkeypatch)
+    from transformers.models.llama import modeling_llama
+    original = modeling_llama.LlamaMLP.forward
+    reference = _train_step(tiny_model("llama", 14, torch.bfloat16))
+    assert lt.apply_liger_kernel_to_llama(fused_mlp=True) is None
+    assert modeling_llama.LlamaMLP.forward is lt._gated_mlp_forward
+    _assert_trains_as(tiny_model("llama", 14, torch.bfloat16), reference, "llama", "bf16",
+                      loaded, fused_mlp=True)
+    lt.revert()
+    assert modeling_llama.LlamaMLP.forward is original
+
+
+FUSED_MLP_PREFIX = "liger: LlamaMLP runs liger.ops.swiglu and its projections apart"
+
+
+@needs_runner
+@pytest.mark.parametrize("case,dtype,overrides,message", [
+    ("bias", torch.bfloat16, dict(mlp_bias=True), FUSED_MLP_PREFIX + " (fused_mlp=True): "
+     "liger.ops.gated_mlp takes bias-free torch.nn.Linear projections, gate_proj is a "
+     "torch.nn.Linear with a bias"),
+    ("f32", F32, {}, FUSED_MLP_PREFIX + ": liger.ops.gated_mlp takes bf16 or f16 (its kernels "
+     "are the matmul template's: wgmma and mma.sync), got f32"),
+    ("unaligned", torch.bfloat16, dict(intermediate_size=60), FUSED_MLP_PREFIX + ": "
+     "intermediate must be a multiple of 8 (the matmul template's column tiles), got 60"),
+])
+def test_an_mlp_fused_mlp_cannot_take_runs_the_gated_op_warned_once(
+        case, dtype, overrides, message, monkeypatch):
+    """An MLP liger.ops.gated_mlp refuses (biases, f32, sizes the template
+    does not take) runs liger.ops.swiglu between its own projections, with
+    one warning naming the reason, and still trains as the original."""
+    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+    loaded = _record_loaded(monkeypatch)
+    ref, model = (tiny_model("llama", 15, dtype, **overrides) for _ in range(2))
+    lt.apply_liger_kernel(model, fused_mlp=True, **_loss_flags("f32" if dtype == F32 else
+                                                                 "bf16"))
+    _assert_trains_as(model, _train_step(ref), "llama", "f32" if dtype == F32 else "bf16",
+                      loaded, fused_mlp=True, forward_warnings=[message])
+    assert not [s for s in loaded if s.op == "gated_mlp"]
+    assert [s for s in loaded if s.op == "swiglu"]
+
+
+@needs_runner
+def test_fused_mlp_leaves_peft_lora_projections_to_the_gated_op(monkeypatch):
+    """A PEFT LoRA layer on gate_proj: the MLP runs its projections (the
+    LoRA layer's own forward) around liger.ops.swiglu, warned once."""
+    peft = pytest.importorskip("peft")
+    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+    model = peft.get_peft_model(tiny_model("llama", 16, torch.bfloat16), peft.LoraConfig(
+        r=16, lora_alpha=16, target_modules=["gate_proj"]), autocast_adapter_dtype=False)
+    lt.apply_liger_kernel(model.get_base_model(), fused_mlp=True)
+    mlp = model.get_base_model().model.layers[0].mlp
+    x = torch.randn(3, 32, dtype=torch.bfloat16)
+    calls = []
+    monkeypatch.setattr(lt.ops, "swiglu", lambda g, u: (calls.append(g.shape), g * u)[1])
+    with pytest.warns(lt.LigerFallbackWarning) as caught:
+        mlp(x)
+    assert [str(w.message) for w in caught] == [
+        FUSED_MLP_PREFIX + " (fused_mlp=True): liger.ops.gated_mlp takes bias-free "
+        "torch.nn.Linear projections, gate_proj is peft.tuners.lora.layer.Linear"]
+    assert calls == [(3, 64)]
+
+
+def test_kernel_specs_of_fused_mlp():
+    """kernel_specs(config, dtype, fused_mlp=True) adds the gated_mlp spec of
+    each dense MLP's size (bf16/f16 only: f32 runs the gated op)."""
+    llama = lt.kernel_specs(tiny_config("llama"), "bf16", fused_mlp=True)
+    assert ops.gated_mlp_spec(32, 64, "bf16") in llama
+    assert ops.swiglu_spec(64, "bf16") in llama  # (a refused MLP's fallback)
+    assert not [s for s in lt.kernel_specs(tiny_config("llama"), "bf16") if s.op == "gated_mlp"]
+    assert not [s for s in lt.kernel_specs(tiny_config("llama"), "f32", fused_mlp=True)
+                if s.op == "gated_mlp"]
+    gemma = lt.kernel_specs(tiny_config("gemma"), "f16", fused_mlp=True)
+    assert ops.gated_mlp_spec(32, 64, "f16", "geglu", "tanh") in gemma
+    # Mixtral has experts alone: no dense MLP; Qwen3-MoE's dense MLP alone
+    # (intermediate_size 64, not its experts' 48).
+    assert not [s for s in lt.kernel_specs(tiny_config("mixtral"), "bf16", fused_mlp=True)
+                if s.op == "gated_mlp"]
+    assert [s for s in lt.kernel_specs(tiny_config("qwen3_moe"), "bf16", fused_mlp=True)
+            if s.op == "gated_mlp"] == [ops.gated_mlp_spec(32, 64, "bf16")]
+    # A target's own rules: hidden 40 is no multiple of 32 (sm_80), one of 8.
+    wide = tiny_config("llama", hidden_size=40)
+    assert [s for s in lt.kernel_specs(wide, "bf16", True, "sm_80") if s.op == "gated_mlp"] == []
+    assert [s for s in lt.kernel_specs(wide, "bf16", True) if s.op == "gated_mlp"] == [
+        ops.gated_mlp_spec(40, 64, "bf16")]
+
+
+def test_fused_mlp_leaves_experts_to_their_own_flag():
+    """swiglu=False, fused_mlp=True: the dense MLP is patched, the experts
+    stay as they are (and no warning speaks of them)."""
+    model = tiny_model("qwen3_moe", 17, torch.bfloat16)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        lt.apply_liger_kernel(model, swiglu=False, fused_mlp=True)
+    assert _fallback_warnings(caught) == []
+    kinds = {type(m).__name__: "_apply_gate" in vars(m) or "forward" in vars(m)
+             for m in model.modules() if type(m).__name__ in ("Qwen3MoeMLP", "Qwen3MoeExperts")}
+    assert kinds == {"Qwen3MoeMLP": True, "Qwen3MoeExperts": False}
 
 
 # A class patch of each kind of gated MLP beyond Llama's (a fused gate_up,
@@ -736,7 +876,8 @@ def test_entry_points_take_liger_kernels_flags(family):
     import inspect
     apply = lt._APPLY[family]
     assert str(inspect.signature(apply)) == SIGNATURES[family] + (
-        ", lora=False, fuse_norm_linear=False, fuse_qkv_rope=False, loss_memory_budget=None)")
+        ", lora=False, fuse_norm_linear=False, fuse_qkv_rope=False, fused_mlp=False, "
+        "loss_memory_budget=None)")
     assert getattr(lt, apply.__name__) is apply
 
 
@@ -1074,7 +1215,7 @@ def test_lora_trains_as_peft(monkeypatch, family, dtype):
         warnings.simplefilter("always")
         steps = _lora_steps(model)
     assert _fallback_warnings(caught) == ([] if dtype == "bf16" else [
-        LORA_PREFIX + "liger.ops.lora_linear takes bf16 or f16 (its kernel is the matmul "
+        LORA_PREFIX + "liger.ops.lora_linear takes bf16 or f16 (its kernels are the matmul "
         "template's: wgmma and mma.sync), got f32"])
     lora_specs = [s for s in loaded if s.op == "lora_linear"]
     if dtype == "bf16":

@@ -573,6 +573,26 @@ def lora_cases():
 LORA_ROWS = (1, 7, 77, 4096)
 
 
+def gated_mlp_cases():
+    """liger.ops.gated_mlp: name -> its spec. Llama-3-8B's MLP (4096 ->
+    14336), a non-Llama width (Qwen2.5-1.5B's 1536 -> 8960: 8960 is no
+    multiple of 128, a partial column tile), an odd one (520 -> 1000: a
+    partial K slice and column tile); SwiGLU in bf16, GeGLU (tanh) in f16
+    and GeGLU (erf) in bf16 at the odd size."""
+    from liger import ops
+    return {
+        "swiglu_bf16_4096x14336": ops.gated_mlp_spec(4096, 14336, "bf16"),
+        "swiglu_bf16_1536x8960": ops.gated_mlp_spec(1536, 8960, "bf16"),
+        "geglu_f16_2048x16384": ops.gated_mlp_spec(2048, 16384, "f16", "geglu", "tanh"),
+        "geglu_none_bf16_520x1000": ops.gated_mlp_spec(520, 1000, "bf16", "geglu", "none"),
+    }
+
+
+# The token counts each gated MLP case runs (the big ones at 16384 too, in
+# test_ops_gated_mlp_gpu.py).
+GATED_MLP_ROWS = (1, 7, 77, 4096)
+
+
 # The experimental mma.sync matmul template (liger-compile --matmul-kernels):
 # name -> (K, N, dtype, tile_m, tile_n, stages). N = 1000 leaves a partial
 # 64-column tile; the 64-row tile runs 4 warps.

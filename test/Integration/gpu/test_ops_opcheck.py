@@ -193,6 +193,23 @@ def _lora_cases(L):
     return out
 
 
+def _gated_mlp_cases(L):
+    """liger::gated_mlp and liger::gated_mlp_backward at the odd
+    configuration of test_ops_gated_mlp_gpu.py (520 -> 1000, GeGLU), 7
+    rows, every weight trainable."""
+    spec = kernels.gated_mlp_cases()["geglu_none_bf16_520x1000"]
+    dtype = DTYPES[spec.dtype]
+    h, i, attrs = spec.hidden, spec.intermediate, (spec.activation, spec.approximate)
+    return {
+        "gated_mlp": (L.gated_mlp, (
+            _randn((7, h), dtype, True), _randn((i, h), dtype, True), _randn((i, h), dtype, True),
+            _randn((h, i), dtype, True)) + attrs),
+        "gated_mlp_backward": (L.gated_mlp_backward, (
+            _randn((7, h), dtype), _randn((h, i), dtype), _randn((7, i), dtype),
+            _randn((7, i), dtype)) + attrs),
+    }
+
+
 def _names(cases):
     return sorted(cases(torch.ops.liger))
 
@@ -217,6 +234,13 @@ def test_opcheck_of_lora_linear_on_cuda(name):
     torch.library.opcheck(op, args)
 
 
+@pytest.mark.experimental  # the matmul template's kernels of several results
+@pytest.mark.parametrize("name", _names(_gated_mlp_cases))
+def test_opcheck_of_gated_mlp_on_cuda(name):
+    op, args = _gated_mlp_cases(torch.ops.liger)[name]
+    torch.library.opcheck(op, args)
+
+
 @pytest.mark.experimental  # its matmul kernels are liger-compile --matmul-kernels
 @pytest.mark.parametrize("name", _names(_flce_cases))
 def test_opcheck_of_the_fused_loss_on_cuda(name):
@@ -238,5 +262,6 @@ def test_every_operator_has_a_case():
     checked = {op._qualified_op_name.split("::")[1] for op, _ in list(_row_cases(L).values()) +
                list(_norm_cases(L).values()) + list(_ce_cases(L).values()) +
                list(_flce_cases(L).values()) + list(_divergence_cases(L).values()) +
-               list(_fljsd_cases(L).values()) + list(_lora_cases(L).values())}
+               list(_fljsd_cases(L).values()) + list(_lora_cases(L).values()) +
+               list(_gated_mlp_cases(L).values())}
     assert checked == defined

@@ -98,6 +98,21 @@ CASES = [(f, "bf16", False, False) for f in models.TINY] + [
                                              "-ckpt" if c else "")
                               for f, d, lo, c in CASES])
 def test_patched_model_trains_as_the_original(family, dtype, lora, checkpointing):
+    _trains_as_the_original(family, dtype, lora, checkpointing)
+
+
+# fused_mlp=True: each dense MLP one liger.ops.gated_mlp (Llama's, Phi-3's
+# fused gate_up, Gemma's GeGLU, Qwen3-MoE's dense layer beside its experts).
+FUSED_MLP_CASES = ("llama", "phi3", "gemma", "qwen3_moe")
+
+
+@pytest.mark.experimental  # liger.ops.gated_mlp's kernels: the matmul template's
+@pytest.mark.parametrize("family", FUSED_MLP_CASES)
+def test_fused_mlp_trains_as_the_original(family):
+    _trains_as_the_original(family, "bf16", False, False, fused_mlp=True)
+
+
+def _trains_as_the_original(family, dtype, lora, checkpointing, fused_mlp=False):
     vocab = models.TINY[family]["vocab_size"]
     lr = 1e-3 if lora else 1e-4
     ref_losses, zero_start, ref_params = train(build(family, dtype, lora, checkpointing), vocab, lr)
@@ -109,6 +124,8 @@ def test_patched_model_trains_as_the_original(family, dtype, lora, checkpointing
     fam = lt._FAMILIES[models.TINY[family]["model_type"]]
     if lora == "liger":
         flags["lora"] = True
+    if fused_mlp:
+        flags["fused_mlp"] = True
     if fam.rope_tables not in (None, dtype):
         # OLMo 2's RoPE tables stay f32 (liger.ops.rope takes them in q's
         # dtype): its RoPE falls back, warned (test_transformers.py).
@@ -144,9 +161,10 @@ def test_patched_model_trains_as_the_original(family, dtype, lora, checkpointing
     param_err = max([e for n, e in errs.items() if not zero_start[n]] or [0.0])
     zero_err = max([e for n, e in errs.items() if zero_start[n]] or [0.0])
     bad = {n: e for n, e in errs.items() if e > bound(n)}
-    line = ("%s %s lora=%s ckpt=%s: loss %.4f -> %.4f (original %.4f -> %.4f), max per-step "
+    line = ("%s %s lora=%s ckpt=%s%s: loss %.4f -> %.4f (original %.4f -> %.4f), max per-step "
             "loss error %.2e, max parameter error %.2e (%.2e on those starting at 0)" % (
-                family, dtype, lora, checkpointing, losses[0], losses[-1], ref_losses[0],
+                family, dtype, lora, checkpointing, " fused_mlp" if fused_mlp else "",
+                losses[0], losses[-1], ref_losses[0],
                 ref_losses[-1], loss_err, param_err, zero_err))
     print(line)
     if os.environ.get("LIGER_PARITY_LOG"):  # the loss table, for the record
