@@ -7,8 +7,10 @@ the floor: the FLOPs (2·M·N·K) over the bf16 matrix rate measured in the
 same run (torch.matmul on 8192³, the best this GPU showed us). Every result
 is checked against torch before it is timed.
 
-    PYTHONPATH=python:build-runtime-py/python python3 bench/matmul.py \\
-        --bundle bench-bundles/matmul [--tokens 16384] [--json out.json]
+    PYTHONPATH=python:build-runtime-py/python LIGER_OPS_BUNDLES=bench-bundles/ops \\
+        python3 bench/matmul.py --bundle bench-bundles/matmul [--tokens 16384] [--json out.json]
+
+(LIGER_OPS_BUNDLES: the "mlp fwd+bwd" row's liger.ops.gated_mlp kernels.)
 """
 import argparse
 import json
@@ -124,6 +126,33 @@ def main():
         t = ms(f)
         rows.append(dict(case="mlp %dx%dx%d" % (M, n, k), impl=impl, ms=t,
                          floor_ms=floor, of_floor=floor / t, err=err))
+    # The MLP's training step, forward + backward (the gradients of x and of
+    # the three weights): ours is liger.ops.gated_mlp (the gate/up +
+    # SwiGLU kernel keeping gate and up, cuBLAS's down projection; the dh +
+    # swiglu_grad kernel, cuBLAS's weight gradients and dx); the peers'
+    # is autograd through their forwards. Floor: 9 GEMMs of M·n·k.
+    dy = torch.randn(M, k, dtype=BF16, device="cuda")
+    leaves = [t.detach().requires_grad_() for t in (x, wg, wu, wd)]
+
+    def step(forward):
+        return lambda: torch.autograd.grad(forward(*leaves), leaves, dy)
+    impls = {"eager (cuBLAS)": step(mlp), "compile": step(torch.compile(mlp))}
+    try:
+        from liger_kernel.ops.swiglu import LigerSiLUMulFunction
+        impls["Liger-Kernel"] = step(lambda x, wg, wu, wd: F.linear(
+            LigerSiLUMulFunction.apply(F.linear(x, wg), F.linear(x, wu)), wd))
+    except ImportError:
+        print("Liger-Kernel not installed: its MLP training row is left out")
+    from liger import LigerError, ops
+    try:
+        ops.gated_mlp(*[t[:8] if t is x else t for t in (x, wg, wu, wd)])
+        impls["liger.ops.gated_mlp"] = step(ops.gated_mlp)
+    except LigerError as e:
+        print("liger.ops.gated_mlp has no kernels here (LIGER_OPS_BUNDLES=bench-bundles/ops, "
+              "bench/build-bundles.sh): its MLP training row is left out: %s" % e)
+    rows += timed_rows("mlp fwd+bwd %dx%dx%d" % (M, n, k), impls, step(mlp)(),
+                       9 * 2 * M * n * k / rate / 1e9)
+    del dy, leaves
     # RMSNorm -> projection (4096 -> 4096): the norm folded into the
     # matmul's prologue beside our plain projection and the peers' norm
     # kernel followed by cuBLAS.
