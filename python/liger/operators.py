@@ -982,28 +982,35 @@ fused_linear_jsd.register_autograd(_fljsd_grad, setup_context=_save_grads)
 _LORA_KERNELS = {}
 
 
-def _lora_kernel(x, weight, bias, lora_a, lora_b, scale):
-    """The LoRA kernel of the call's configuration, or None where the
-    configuration or the device has none (decided once per configuration;
-    a kernel of a valid spec that fails to load raises)."""
+def _template_kernels(kernels, t, make, args, loader):
+    """The kernels `loader(make(*args))` of a matmul-template op's
+    configuration (args: its sizes, dtypes and attributes; t's device gives
+    the target), remembered in `kernels`; None where the configuration or
+    the device has none (a spec that fails to load raises)."""
     try:  # (a machine's reason, not cached: LIGER_OPS_CPU_REFERENCE may change)
-        target = bundles.device_target(x.device)
+        target = bundles.device_target(t.device)
     except LigerError:
         return None
-    dtypes = {t.dtype for t in (x, weight, lora_a, lora_b) + ((bias,) if bias is not None
-                                                              else ())}
-    key = (weight.shape[1], weight.shape[0], lora_a.shape[0], str(x.dtype), scale,
-           bias is not None, len(dtypes) == 1, target, x.device)
-    if key not in _LORA_KERNELS:
-        kernel = None
+    key = args + (target, t.device)
+    if key not in kernels:
         try:
-            spec = specs.lora_linear_spec(*key[:6], target=target) if key[6] else None
+            spec = make(*args, target=target)
         except LigerError:
             spec = None
-        if spec is not None:
-            kernel = bundles.matmul_kernel(spec)
-        _LORA_KERNELS[key] = kernel
-    return _LORA_KERNELS[key]
+        kernels[key] = None if spec is None else loader(spec)
+    return kernels[key]
+
+
+def _lora_kernel(x, weight, bias, lora_a, lora_b, scale):
+    """The LoRA kernel of the call's configuration, or None (one dtype for
+    every operand, the spec's rules)."""
+    dtypes = {t.dtype for t in (x, weight, lora_a, lora_b) + ((bias,) if bias is not None
+                                                              else ())}
+    if len(dtypes) != 1:
+        return None
+    return _template_kernels(_LORA_KERNELS, x, specs.lora_linear_spec, (
+        weight.shape[1], weight.shape[0], lora_a.shape[0], str(x.dtype), scale,
+        bias is not None), bundles.matmul_kernel)
 
 
 def lora_reference(x, weight, bias, lora_a, lora_b, scale):
@@ -1073,29 +1080,19 @@ lora_linear.register_autograd(_lora_grad, setup_context=_lora_setup)
 _GATED_MLP_KERNELS = {}
 
 
+def _gated_mlp_pair(spec):
+    kernels = bundles.matmul_kernels(spec)
+    if kernels[1] is None:
+        raise LigerError("the kernels of %s (target %s) have no backward (bwd_matmul_0)"
+                         % (spec, spec.target))
+    return kernels
+
+
 def _gated_mlp_kernels(t, hidden, intermediate, activation, approximate):
-    """The (forward, backward) kernels of the configuration (the sizes,
-    t's dtype and device), or None where the configuration or the device
-    has none (decided once per configuration; kernels of a valid spec that
-    fail to load raise)."""
-    try:  # (a machine's reason, not cached: LIGER_OPS_CPU_REFERENCE may change)
-        target = bundles.device_target(t.device)
-    except LigerError:
-        return None
-    key = (hidden, intermediate, str(t.dtype), activation, approximate, target, t.device)
-    if key not in _GATED_MLP_KERNELS:
-        kernels = None
-        try:
-            spec = specs.gated_mlp_spec(*key[:5], target=target)
-        except LigerError:
-            spec = None
-        if spec is not None:
-            kernels = bundles.matmul_kernels(spec)
-            if kernels[1] is None:
-                raise LigerError("the kernels of %s (target %s) have no backward "
-                                 "(bwd_matmul_0)" % (spec, target))
-        _GATED_MLP_KERNELS[key] = kernels
-    return _GATED_MLP_KERNELS[key]
+    """The (forward, backward) kernels of the configuration (the sizes, t's
+    dtype and device), or None."""
+    return _template_kernels(_GATED_MLP_KERNELS, t, specs.gated_mlp_spec, (
+        hidden, intermediate, str(t.dtype), activation, approximate), _gated_mlp_pair)
 
 
 def _gelu_tanh_grad(g):
