@@ -14,7 +14,9 @@
 # says "not run" of each part left out, and the exit status counts only
 # the parts run. LIGER_GPU_CHECK_SHARD=K/N runs, of the suite and of the
 # experimental part, the K-th of N shares of their tests (pytest --shard);
-# the summary line names the share.
+# the summary line names the share. LIGER_GPU_CHECK_JOBS=N runs each of
+# the two pytest runs in N processes sharing the GPU (pytest-xdist's -n;
+# default 1, one process).
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUNDLES=${1:-$ROOT/gpu-bundles}
@@ -34,8 +36,15 @@ if [[ -n "$SHARD" ]]; then
   fi
   shard_args=(--shard="$SHARD")
 fi
+JOBS=${LIGER_GPU_CHECK_JOBS:-1}
+[[ "$JOBS" =~ ^[1-9][0-9]*$ ]] || { echo "gpu-check: LIGER_GPU_CHECK_JOBS wants a positive number of processes, got '$JOBS'"; exit 2; }
 not_run="not run (LIGER_GPU_CHECK_PARTS=$PARTS)"
 PYTHON=${PYTHON:-python3}
+if (( JOBS > 1 )); then
+  "$PYTHON" -c 'import xdist' 2>/dev/null ||
+    { echo "gpu-check: LIGER_GPU_CHECK_JOBS=$JOBS needs pytest-xdist, which $PYTHON cannot import"; exit 2; }
+  shard_args+=(-n "$JOBS")
+fi
 BUILD=${LIGER_RUNTIME_BUILD_DIR:-$ROOT/build-runtime-py}
 # LIGER_GPU_CHECK_LOGS=<dir> keeps every log of the run there.
 if [[ -n "${LIGER_GPU_CHECK_LOGS:-}" ]]; then
@@ -188,5 +197,6 @@ torch_v=$("$PYTHON" -c 'import torch; print(torch.__version__, "CUDA", torch.ver
 suite="suite $not_run"
 part suite && suite="$(count passed) passed, $(count failed) failed, $(count skipped) skipped"
 [[ -z "$SHARD" ]] || suite+=" (shard $SHARD of the suite and of the experimental part)"
+(( JOBS == 1 )) || suite+=" ($JOBS pytest processes)"
 echo "gpu-check: $suite on $gpu (torch $torch_v), $package package; compute-sanitizer: $san; LibTorch example: $example; runtime unit tests: ${unit:-not run}; experimental (matmul template): $experimental; FSDP2 (2 GPUs): $fsdp"
 [[ ($unit_rc -eq 0 || "$unit" == not*) && $gpu_rc -eq 0 && $san_rc -eq 0 && $example_rc -eq 0 && $fsdp_rc -eq 0 ]]

@@ -22,6 +22,7 @@ if [[ "$1" == -m && "$2" == pytest ]]; then
   fi
   echo "3 passed, 1 failed in 1.0s"; exit 1
 fi
+if [[ "$1" == -c && "$2" == *xdist* && -n "${NO_XDIST:-}" ]]; then exit 1; fi
 echo 1
 """
 
@@ -118,6 +119,32 @@ def test_a_shard_out_of_range_is_an_error(checkout, spec):
     rc, _, calls, p = run(checkout, LIGER_GPU_CHECK_SHARD=spec)
     assert rc == 2 and calls == ""
     assert "LIGER_GPU_CHECK_SHARD wants K/N with 1 <= K <= N, got '%s'" % spec in p.stdout
+
+
+def test_jobs_run_both_pytest_runs_in_that_many_processes(checkout):
+    rc, line, calls, _ = run(checkout, LIGER_GPU_CHECK_JOBS="3",
+                             LIGER_GPU_CHECK_PARTS="suite,experimental")
+    assert rc == 0
+    assert calls.count("-n 3") == 2
+    assert "5 passed, 0 failed, 1 skipped (3 pytest processes) on Stand-in GPU" in line, line
+    # One process (the default) passes no -n.
+    rc, line, calls, _ = run(checkout, LIGER_GPU_CHECK_JOBS="1", LIGER_GPU_CHECK_PARTS="suite")
+    assert rc == 0 and " -n " not in calls and "pytest processes" not in line
+
+
+@pytest.mark.parametrize("jobs", ["0", "-2", "x", "2.5"])
+def test_jobs_not_a_positive_number_is_an_error(checkout, jobs):
+    rc, _, calls, p = run(checkout, LIGER_GPU_CHECK_JOBS=jobs)
+    assert rc == 2 and calls == ""
+    assert "LIGER_GPU_CHECK_JOBS wants a positive number of processes, got '%s'" % jobs \
+        in p.stdout
+
+
+def test_jobs_without_xdist_is_an_error(checkout):
+    rc, _, calls, p = run(checkout, LIGER_GPU_CHECK_JOBS="4", NO_XDIST="1")
+    assert rc == 2 and "-m pytest" not in calls
+    assert "LIGER_GPU_CHECK_JOBS=4 needs pytest-xdist, which %s cannot import" % (
+        checkout / "bin" / "python") in p.stdout
 
 
 def _gpu_conftest():
