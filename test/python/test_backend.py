@@ -644,11 +644,14 @@ def test_fused_mlp_runs_the_gated_mlp_and_its_gradient_as_matmul_groups(tmp_path
         u.group() for u in backward.units]
     torch._dynamo.reset()
     block = Block()
-    block_step(block, torch.compile(block, backend="liger", options={"kernel_target": "sm_90a"}),
-               torch.randn(2, 6, 32))
+    with warnings.catch_warnings():  # a choice of the options: no fallback warning
+        warnings.simplefilter("error", LigerFallbackWarning)
+        block_step(block, torch.compile(block, backend="liger",
+                                        options={"kernel_target": "sm_90a"}),
+                   torch.randn(2, 6, 32))
     forward, backward = lb.reports()[-1].partitions[:2]
-    assert forward.units == [] and [left.reason for left in forward.left] == [
-        partition.POLICY_SEVERAL_RESULTS]
+    assert forward.units == [] and [(left.reason, left.policy) for left in forward.left] == [
+        (partition.POLICY_SEVERAL_RESULTS, True)]
     assert not any("linear_grad_input" in u.group() for u in backward.units)
 
 
@@ -701,8 +704,8 @@ def test_precompiled_kernels_serve_a_run_without_the_compiler(tmp_path, monkeypa
     assert groups(forward) == {QKV_ROPE, ADD_NORM}
     # The gated MLP's gate and up are saved for the backward: three results,
     # a kernel the backend runs only with fused_mlp.
-    assert [(left.group(), left.reason) for left in forward.left] == [
-        (SWIGLU, partition.POLICY_SEVERAL_RESULTS)]
+    assert [(left.group(), left.reason, left.policy) for left in forward.left] == [
+        (SWIGLU, partition.POLICY_SEVERAL_RESULTS, True)]
     units = [u for p in reports[0].partitions for u in p.units]
     assert all(u.spec.with_target("sm_90a").key() in made for u in units)
     assert "?x?x64xbf16" in units[0].spec.text  # the token dimensions are dynamic

@@ -435,12 +435,15 @@ def group_text(group: Group) -> str:
 
 @dataclass
 class Left:
-    """A fusion group left to Inductor, and why."""
+    """A fusion group left to Inductor, and why: by the backend's policy (a
+    choice its options change: no warning), or because it could not be
+    compiled or run (one LigerFallbackWarning)."""
 
     label: str
     kind: str
     ops: List[str]
     reason: str
+    policy: bool = False
 
     def group(self) -> str:
         """`matmul (liger.linear, liger.linear, liger.swiglu)`."""
@@ -713,7 +716,7 @@ def partition(gm, name: str, target: str, fake_mode, check: Optional[KernelTarge
         # target runs every group's reference function.)
         why = _policy(group, fused_mlp) if target != specs.REFERENCE_TARGET or check else None
         if why is not None:
-            out.left.append(Left(label, group.kind, group.ops(), why))
+            out.left.append(Left(label, group.kind, group.ops(), why, policy=True))
             continue
         try:
             unit, inputs, outputs = _unit(group, resolver, "%s.g%d" % (name, index), target)

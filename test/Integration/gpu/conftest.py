@@ -68,3 +68,15 @@ def ops_bundles(bundles_dir):
         del os.environ["LIGER_OPS_BUNDLES"]
     else:
         os.environ["LIGER_OPS_BUNDLES"] = old
+
+
+@pytest.fixture(autouse=True)
+def _return_cached_memory():
+    """After each test, the memory PyTorch's allocator holds goes back to the
+    GPU: under pytest-xdist (scripts/gpu-check.sh LIGER_GPU_CHECK_JOBS)
+    several processes share one GPU, and one test's cache must not starve
+    another's large allocation."""
+    yield
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
