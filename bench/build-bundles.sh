@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Compiles bench/kernels.mlir into bench-bundles/rowwise (sm_90a), for
 # bench/rowwise.py on the GPU machine, and bench/matmul.mlir into
-# bench-bundles/matmul (the experimental matmul template) for bench/matmul.py,
+# bench-bundles/matmul (the matmul templates) for bench/matmul.py,
 # with --norm-prologue so that qk_rope_wg keeps its norm in the kernel (the
 # measured alternative to the default rowwise norm kernel),
 # bench/cross_entropy.mlir into bench-bundles/cross_entropy, and the
@@ -13,7 +13,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${LIGER_BUILD_DIR:-$ROOT/build}
 rm -rf "$ROOT/bench-bundles"
 "$BUILD/bin/liger-compile" "$ROOT/bench/kernels.mlir" -o "$ROOT/bench-bundles/rowwise" --target=sm_90a
-"$BUILD/bin/liger-compile" "$ROOT/bench/matmul.mlir" -o "$ROOT/bench-bundles/matmul" --target=sm_90a --matmul-kernels \
+"$BUILD/bin/liger-compile" "$ROOT/bench/matmul.mlir" -o "$ROOT/bench-bundles/matmul" --target=sm_90a \
   --norm-prologue
 "$BUILD/bin/liger-compile" "$ROOT/bench/cross_entropy.mlir" -o "$ROOT/bench-bundles/cross_entropy" --target=sm_90a
 # liger.ops.fused_linear_cross_entropy at Llama-3-8B's lm_head (mean, and

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The experimental matmul templates (mma.sync, and wgmma + TMA) beside PyTorch (cuBLAS) eager
+"""The matmul templates (mma.sync, and wgmma + TMA) beside PyTorch (cuBLAS) eager
 and torch.compile, at Llama-3-8B projection shapes, bf16.
 
 Each figure is the median time (triton.testing.do_bench) and its fraction of

@@ -32,14 +32,14 @@ for src in "$OUT"/src/*.mlir; do
   name=$(basename "$src" .mlir)
   "$BUILD/bin/liger-compile" "$src" -o "$OUT/$name" --target=sm_90a >/dev/null
 done
-# The experimental matmul template (test_matmul_kernels.py).
+# The matmul templates (test_matmul_kernels.py).
 "$PYTHON" - "$OUT/src/matmul.mlir" <<'PY'
 import sys
 sys.path.insert(0, "test/Integration/gpu")
 import kernels
 open(sys.argv[1], "w").write(kernels.matmul_module_text())
 PY
-"$BUILD/bin/liger-compile" "$OUT/src/matmul.mlir" -o "$OUT/matmul" --target=sm_90a --matmul-kernels >/dev/null
+"$BUILD/bin/liger-compile" "$OUT/src/matmul.mlir" -o "$OUT/matmul" --target=sm_90a >/dev/null
 # Cross-entropy forward and gradient (test_cross_entropy_kernels.py).
 "$PYTHON" - "$OUT/src/cross_entropy.mlir" <<'PY'
 import sys
@@ -56,7 +56,7 @@ import kernels
 open(sys.argv[1], "w").write(kernels.loss_plan_module_text())
 PY
 "$BUILD/bin/liger-compile" "$OUT/src/loss_plan.mlir" -o "$OUT/loss_plan" --target=sm_90a \
-  --matmul-kernels --loss-memory-budget="$("$PYTHON" -c 'import sys; sys.path.insert(0, "test/Integration/gpu"); import kernels; print(kernels.LOSS_PLAN_BUDGET)')" >/dev/null
+  --loss-memory-budget="$("$PYTHON" -c 'import sys; sys.path.insert(0, "test/Integration/gpu"); import kernels; print(kernels.LOSS_PLAN_BUDGET)')" >/dev/null
 # Bundles for other architectures: the runtime must refuse them on the
 # H200 with a clear message.
 "$BUILD/bin/liger-compile" "$OUT/src/h1000_f32.mlir" -o "$OUT/sm80_h1000_f32" --target=sm_80 >/dev/null

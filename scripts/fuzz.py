@@ -57,7 +57,7 @@ DEFAULT_SEED = 1
 
 COMMANDS = ("opt", "fuse", "gpu-sm90a", "gpu-sm80", "ptx-sm90a", "ptx-sm80")
 # The arguments each command draws one of.
-COMPILE_ARGS = [[], [], ["--matmul-kernels"], ["--no-fuse"],
+COMPILE_ARGS = [[], [], ["--no-matmul-kernels"], ["--no-fuse"],
                 ["--matmul-kernels", "--norm-prologue", "--fusion-report"]]
 EXTRA_ARGS = {
     "opt": [[], ["--canonicalize"], ["--liger-print-summary", "--canonicalize"],

@@ -9,24 +9,21 @@
 # instead of the checkout's python/ and the runtime built here; the
 # runtime's unit tests and the LibTorch example still use the build here.
 # LIGER_GPU_CHECK_PARTS=<list> runs only the parts named (comma-separated,
-# of: unit, suite, experimental, example, fsdp, sanitizer; default all),
+# of: unit, suite, example, fsdp, sanitizer; default all),
 # so that a check longer than one sitting runs as several; the summary line
 # says "not run" of each part left out, and the exit status counts only
-# the parts run. LIGER_GPU_CHECK_SHARD=K/N runs, of the suite and of the
-# experimental part, the K-th of N shares of their tests (pytest --shard);
-# the summary line names the share. LIGER_GPU_CHECK_JOBS=N runs each of
-# the two pytest runs in N processes sharing the GPU (pytest-xdist's -n;
-# default 1, one process).
+# the parts run. LIGER_GPU_CHECK_SHARD=K/N runs the K-th of N shares of the
+# suite's tests (pytest --shard); the summary line names the share.
+# LIGER_GPU_CHECK_JOBS=N runs the suite in N processes sharing the GPU
+# (pytest-xdist's -n; default 1, one process).
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUNDLES=${1:-$ROOT/gpu-bundles}
-ALL_PARTS=unit,suite,experimental,example,fsdp,sanitizer
+ALL_PARTS=unit,suite,example,fsdp,sanitizer
 PARTS=${LIGER_GPU_CHECK_PARTS:-$ALL_PARTS}
 for p in ${PARTS//,/ }; do
   [[ ",$ALL_PARTS," == *",$p,"* ]] || { echo "gpu-check: unknown part '$p' in LIGER_GPU_CHECK_PARTS (parts: $ALL_PARTS)"; exit 2; }
 done
-# LIGER_GPU_CHECK_EXPERIMENTAL=0 leaves the experimental part out too.
-[[ ${LIGER_GPU_CHECK_EXPERIMENTAL:-1} != 0 ]] || PARTS=$(echo ",$PARTS," | sed 's/,experimental,/,/; s/^,//; s/,$//')
 part() { [[ ",$PARTS," == *",$1,"* ]]; }
 SHARD=${LIGER_GPU_CHECK_SHARD:-}
 shard_args=()
@@ -90,18 +87,8 @@ gpu_rc=0
 if part suite; then
   with_liger "$PYTHON" -m pytest -q --durations=15 "${shard_args[@]}" \
     "$ROOT/test/Integration/gpu" --bundles="$BUNDLES" -p no:cacheprovider \
-    -m "not experimental" 2>&1 | tee "$LOG/gpu.log" | tail -25
+    2>&1 | tee "$LOG/gpu.log" | tail -25
   gpu_rc=${PIPESTATUS[0]}
-fi
-# Opt-in features not yet released (liger-compile --matmul-kernels): run and
-# reported apart, they do not decide the exit status.
-# LIGER_GPU_CHECK_EXPERIMENTAL=0 leaves them out (and says so).
-run_experimental=0
-if part experimental; then
-  run_experimental=1
-  with_liger "$PYTHON" -m pytest -q --durations=15 "${shard_args[@]}" \
-    "$ROOT/test/Integration/gpu" --bundles="$BUNDLES" -p no:cacheprovider \
-    -m experimental 2>&1 | tee "$LOG/experimental.log" | tail -15
 fi
 # The C++ LibTorch example (built where PyTorch is installed).
 example="not built"
@@ -153,34 +140,25 @@ fi
 # compute-sanitizer, where the toolkit has it: memcheck and racecheck.
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 san="not run (no compute-sanitizer)"
-exp_san=""
 san_rc=0
 part sanitizer || { san=$not_run; sanitizer=""; }
 if [[ -n "$sanitizer" ]]; then
   san=""
-  for tool in memcheck racecheck; do
+  # Every kernel of a few bundles under memcheck and racecheck; the matmul
+  # templates' kernels under synccheck too (their mbarrier and warpgroup
+  # waits).
+  for run in memcheck racecheck synccheck:matmul; do
+    tool=${run%%:*}
+    only=(); [[ $run == *:matmul ]] && only=(matmul)
     with_liger "$sanitizer" --tool "$tool" --error-exitcode 3 \
-      "$PYTHON" "$ROOT/test/Integration/gpu/sanitize.py" "$BUNDLES" >"$LOG/$tool.log" 2>&1
+      "$PYTHON" "$ROOT/test/Integration/gpu/sanitize.py" "$BUNDLES" "${only[@]}" >"$LOG/$tool.log" 2>&1
     rc=$?
     tail -3 "$LOG/$tool.log"
     if [[ $rc -eq 0 ]]; then san+="$tool clean, "; else san+="$tool FAILED (rc $rc), "; san_rc=1; fi
   done
-  for tool in memcheck racecheck synccheck; do
-    [[ $run_experimental != 0 ]] || break
-    with_liger "$sanitizer" --tool "$tool" --error-exitcode 3 \
-      "$PYTHON" "$ROOT/test/Integration/gpu/sanitize.py" "$BUNDLES" matmul >"$LOG/$tool-matmul.log" 2>&1
-    if [[ $? -eq 0 ]]; then exp_san+="$tool clean, "; else exp_san+="$tool FAILED, "; fi
-  done
   san=${san%, }
 fi
 count() { grep -Eo "[0-9]+ $1" "${2:-$LOG/gpu.log}" | tail -1 | grep -Eo '[0-9]+' || echo 0; }
-if [[ $run_experimental != 0 ]]; then
-  experimental="$(count passed "$LOG/experimental.log") passed, $(count failed "$LOG/experimental.log") failed${exp_san:+, ${exp_san%, }}"
-elif [[ ${LIGER_GPU_CHECK_EXPERIMENTAL:-1} == 0 ]]; then
-  experimental="not run (LIGER_GPU_CHECK_EXPERIMENTAL=0)"
-else
-  experimental=$not_run
-fi
 # ctest's summary line ("100% tests passed, 0 tests failed out of 21"), or
 # its exit status when there is none.
 # (colour codes stripped first; without the line, the per-test results.)
@@ -196,7 +174,7 @@ fi
 torch_v=$("$PYTHON" -c 'import torch; print(torch.__version__, "CUDA", torch.version.cuda)' 2>/dev/null)
 suite="suite $not_run"
 part suite && suite="$(count passed) passed, $(count failed) failed, $(count skipped) skipped"
-[[ -z "$SHARD" ]] || suite+=" (shard $SHARD of the suite and of the experimental part)"
+[[ -z "$SHARD" ]] || suite+=" (shard $SHARD)"
 (( JOBS == 1 )) || suite+=" ($JOBS pytest processes)"
-echo "gpu-check: $suite on $gpu (torch $torch_v), $package package; compute-sanitizer: $san; LibTorch example: $example; runtime unit tests: ${unit:-not run}; experimental (matmul template): $experimental; FSDP2 (2 GPUs): $fsdp"
+echo "gpu-check: $suite on $gpu (torch $torch_v), $package package; compute-sanitizer: $san; LibTorch example: $example; runtime unit tests: ${unit:-not run}; FSDP2 (2 GPUs): $fsdp"
 [[ ($unit_rc -eq 0 || "$unit" == not*) && $gpu_rc -eq 0 && $san_rc -eq 0 && $example_rc -eq 0 && $fsdp_rc -eq 0 ]]

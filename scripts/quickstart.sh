@@ -51,19 +51,11 @@ echo "== after fusion: liger-opt --liger-print-summary"
 
 echo
 echo "== kernels: liger-compile $NAME.mlir -o $NAME.bundle (sm_90a)"
-if "$BUILD/bin/liger-compile" "$LAYER" -o "$OUT/$NAME.bundle" --target=sm_90a; then
-  echo "quickstart: bundle (cubin, PTX, manifest.json) in $OUT/$NAME.bundle"
-else
-  echo "quickstart: liger-compile could not write the bundle (see above)"
-fi
-
-echo
-echo "== kernels with the experimental matmul templates: liger-compile --matmul-kernels (sm_90a)"
-if "$BUILD/bin/liger-compile" "$LAYER" -o "$OUT/$NAME.matmul.bundle" --target=sm_90a \
-    --matmul-kernels 2>"$OUT/$NAME.matmul.log"; then
-  echo "quickstart: bundle in $OUT/$NAME.matmul.bundle (warnings, one per group left for later, in $OUT/$NAME.matmul.log)"
+if "$BUILD/bin/liger-compile" "$LAYER" -o "$OUT/$NAME.bundle" --target=sm_90a \
+    2>"$OUT/$NAME.compile.log"; then
+  echo "quickstart: bundle (cubins, PTX, manifest.json) in $OUT/$NAME.bundle (warnings, one per group left for later, in $OUT/$NAME.compile.log)"
   # The kernels made, from the bundle's manifest (docs/Design/Bundle.md).
-  "$PYTHON" - "$OUT/$NAME.matmul.bundle/manifest.json" <<'PY'
+  "$PYTHON" - "$OUT/$NAME.bundle/manifest.json" <<'PY'
 import json, sys
 for module in json.load(open(sys.argv[1]))["modules"]:
     for k in module["kernels"]:
@@ -72,8 +64,8 @@ for module in json.load(open(sys.argv[1]))["modules"]:
                                                 k["block"][0], " + ".join(ops)))
 PY
 else
-  cat "$OUT/$NAME.matmul.log"
-  echo "quickstart: liger-compile --matmul-kernels could not write the bundle (see above)"
+  cat "$OUT/$NAME.compile.log"
+  echo "quickstart: liger-compile could not write the bundle (see above)"
 fi
 
 echo

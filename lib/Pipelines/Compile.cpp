@@ -105,7 +105,9 @@ std::optional<std::string> checkOptions(const CompileOptions &options) {
       (!options.matmulKernels || !options.fuse))
     return std::string(options.lossDwF32 ? "--loss-dw-f32"
                                          : "--loss-memory-budget") +
-           " plans loss groups, which takes --matmul-kernels (and fusion)";
+           " plans loss groups, which " +
+           (options.fuse ? "--no-matmul-kernels" : "--no-fuse") +
+           " leaves uncompiled";
   if (options.lossMemoryBudget && *options.lossMemoryBudget <= 0)
     return "--loss-memory-budget must be positive, got " +
            std::to_string(*options.lossMemoryBudget);

@@ -202,9 +202,8 @@ def _pair(spec, template):
 
 def matmul_kernels(spec):
     """(forward, backward) kernels of a spec whose @fwd and @bwd are matmul
-    groups compiled by the matmul template (liger-compile --matmul-kernels:
-    fwd_matmul_0, bwd_matmul_0; liger.ops.gated_mlp's), loaded once per
-    process."""
+    groups compiled by the matmul template (fwd_matmul_0, bwd_matmul_0;
+    liger.ops.gated_mlp's), loaded once per process."""
     return _pair(spec, "matmul")
 
 

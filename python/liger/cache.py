@@ -70,9 +70,12 @@ _NO_LOCKS = {errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL, errno.E
 _TAKEN = {errno.ENOTEMPTY, errno.EEXIST}
 
 
-def compile_options(target="sm_90a", fuse=True, matmul_kernels=False, loss_dw_f32=False):
-    """liger-compile's options as keys name them (those at their default
-    left out, so a new option keeps the keys of the bundles without it)."""
+def compile_options(target="sm_90a", fuse=True, matmul_kernels=True, loss_dw_f32=False):
+    """liger-compile's options as keys name them: an option is recorded only
+    where it is on (off when it was introduced), so that a new option keeps
+    the keys of the bundles without it. matmul_kernels is recorded where on
+    although it is now the default: a module's key is the same as when the
+    option was opt-in."""
     options = {"target": target, "fuse": fuse}
     if matmul_kernels:
         options["matmul_kernels"] = True

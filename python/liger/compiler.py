@@ -90,11 +90,12 @@ def compiler_identity(exe=None) -> str:
 
 def compile(source: str, target: str = "sm_90a", fuse: bool = True,
             cache_dir: Optional[str] = None, tool: Optional[str] = None,
-            matmul_kernels: bool = False, loss_dw_f32: bool = False,
+            matmul_kernels: bool = True, loss_dw_f32: bool = False,
             meta: Optional[dict] = None) -> Compiled:
     """Compiles `source` (a path to a .mlir file, or MLIR text) for `target`
-    (`matmul_kernels`: also the matmul groups and the loss plans,
-    liger-compile --matmul-kernels; `loss_dw_f32`: a planned loss sums dW in
+    (`matmul_kernels`: the matmul groups and the loss plans too, as
+    liger-compile does by default; False: --no-matmul-kernels, they stay
+    uncompiled; `loss_dw_f32`: a planned loss sums dW in
     f32, --loss-dw-f32) into the bundle cache `cache_dir` (default: the
     user's, liger.cache.default_root(), which falls back to a temporary
     cache where it cannot be written; a `cache_dir` given never does).
@@ -116,8 +117,8 @@ def compile(source: str, target: str = "sm_90a", fuse: bool = True,
         args = [exe, src, "-o", work, "--target=" + target]
         if not fuse:
             args.append("--no-fuse")
-        if matmul_kernels:
-            args.append("--matmul-kernels")
+        if not matmul_kernels:
+            args.append("--no-matmul-kernels")
         if loss_dw_f32:
             args.append("--loss-dw-f32")
         if debug:

@@ -234,9 +234,9 @@ class Bundle:
 
 def run_loss_plan(bundle, hidden, weight, target, function=None, grad_loss=None,
                   want_dx=True, want_dw=True, class_weight=None, bias=None, want_db=None):
-    """Runs a planned loss group of `bundle` (liger-compile --matmul-kernels
-    plans each lm_head loss group: `bundle.plans`): the loss of
-    hidden [N, H] · weightᵀ (+ bias) against target [N] and, for the
+    """Runs a planned loss group of `bundle` (liger-compile plans each
+    lm_head loss group, unless --no-matmul-kernels: `bundle.plans`): the
+    loss of hidden [N, H] · weightᵀ (+ bias) against target [N] and, for the
     incoming gradient `grad_loss` (1 if None), dhidden and dweight, in
     chunks of the plan's `chunk_tokens` rows, never holding the [N, V]
     logits. `function` picks the plan of that function where the bundle has

@@ -183,8 +183,9 @@ class Spec:
 
     def compile_options(self):
         """liger-compile's options for the module (the target among them),
-        as liger.compiler.compile takes them."""
-        return dict(target=self.target)
+        as liger.compiler.compile takes them: no matmul templates (liger-compile
+        --no-matmul-kernels), which a spec whose kernels are theirs turns on."""
+        return dict(target=self.target, matmul_kernels=False)
 
     def key(self):
         """The name of the spec's bundle in a cache: a hash of the module
@@ -548,13 +549,13 @@ class FusedLinearCrossEntropySpec(CrossEntropySpec):
         return checked
 
     def compile_options(self):
-        """The matmul templates and the loss plan (liger-compile
-        --matmul-kernels; --loss-dw-f32 sums dW in f32)."""
+        """The matmul templates and the loss plan (liger-compile's default;
+        --loss-dw-f32 sums dW in f32)."""
         return dict(super().compile_options(), matmul_kernels=True, loss_dw_f32=self.dw_f32)
 
     def module_text(self):
         """The lm_head's loss and its gradient as the two liger ops, in one
-        function @loss (incoming gradient %g). liger-compile --matmul-kernels
+        function @loss (incoming gradient %g). liger-compile
         plans them (liger-plan-loss: the functions of one chunk — logits
         (with the bias, which that function then takes after W), the summed
         loss (and the z-loss term apart) with its gradient over the logits,
@@ -630,8 +631,8 @@ class LoRALinearSpec(Spec):
     """PEFT's LoRA projection `x · Wᵀ + b + (x · Aᵀ) · Bᵀ · scale` (liger.
     lora_linear) of x [?, in_features] with W [out_features, in_features],
     A [rank, in_features], B [out_features, rank] and, where `bias`, b
-    [out_features], all of `dtype`: one kernel of the matmul template
-    (liger-compile --matmul-kernels). The rules are that template's
+    [out_features], all of `dtype`: one kernel of the matmul template.
+    The rules are that template's
     (_matmul_fields, and the rank)."""
 
     op: ClassVar[str] = "lora_linear"
@@ -658,7 +659,7 @@ class LoRALinearSpec(Spec):
                     bias=check_bool("bias", self.bias))
 
     def compile_options(self):
-        """The matmul template (liger-compile --matmul-kernels)."""
+        """The matmul template (liger-compile's default)."""
         return dict(super().compile_options(), matmul_kernels=True)
 
     def module_text(self):
@@ -688,8 +689,8 @@ class GatedMLPSpec(Spec):
     """A gated MLP `down(act(x · Wgᵀ) * (x · Wuᵀ))` of x [?, hidden] with
     gate and up weights [intermediate, hidden] and the down weight [hidden,
     intermediate], all of `dtype`: act is SiLU (`swiglu`) or GELU (`geglu`,
-    `approximate`). Two kernels of the matmul template (liger-compile
-    --matmul-kernels): the forward's gate/up pair with the activation in its
+    `approximate`). Two kernels of the matmul template: the forward's
+    gate/up pair with the activation in its
     epilogue, keeping gate and up for the backward (@fwd), and the
     backward's dh = dy · W_down with the activation's gradient in its
     epilogue, writing dgate and dup without storing dh (@bwd). The down
@@ -719,7 +720,7 @@ class GatedMLPSpec(Spec):
         return fields
 
     def compile_options(self):
-        """The matmul template (liger-compile --matmul-kernels)."""
+        """The matmul template (liger-compile's default)."""
         return dict(super().compile_options(), matmul_kernels=True)
 
     def module_text(self):

@@ -11,12 +11,12 @@
 // REQUIRES: ptxas
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: liger-compile %s -o %t/rope
-// RUN: liger-compile %S/../Target/liger-compile.mlir -o %t/rowwise
+// RUN: liger-compile %S/../Target/liger-compile.mlir --no-matmul-kernels -o %t/rowwise
 // RUN: liger-compile %S/../Target/liger-compile-backward.mlir -o %t/backward
 // RUN: liger-compile %S/../Target/liger-compile-cross-entropy.mlir -o %t/ce
-// RUN: liger-compile %S/../Target/liger-compile-wgmma.mlir --matmul-kernels -o %t/wgmma
-// RUN: liger-compile %S/../Target/liger-compile-matmul.mlir --matmul-kernels --target=sm_80 -o %t/mma80
-// RUN: liger-compile %S/Inputs/mma-sync-grads.mlir --matmul-kernels -o %t/mma-grads
+// RUN: liger-compile %S/../Target/liger-compile-wgmma.mlir -o %t/wgmma
+// RUN: liger-compile %S/../Target/liger-compile-matmul.mlir --target=sm_80 -o %t/mma80
+// RUN: liger-compile %S/Inputs/mma-sync-grads.mlir -o %t/mma-grads
 // RUN: liger-bundle %t/rope %t/rowwise %t/backward %t/ce %t/wgmma %t/mma80 %t/mma-grads | FileCheck %s
 // RUN: %python %liger_src_root/test/Integration/gpu/damaged_bundles.py %liger_obj_root/bin/liger-bundle %t/wgmma %t/damaged | FileCheck %s --check-prefix=DAMAGED
 // RUN: %python %liger_src_root/test/Integration/gpu/damaged_bundles.py %liger_obj_root/bin/liger-bundle %t/backward %t/damaged | FileCheck %s --check-prefix=FINISH

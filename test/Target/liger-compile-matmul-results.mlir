@@ -1,4 +1,4 @@
-// Matmul kernels of several results (liger-compile --matmul-kernels):
+// Matmul kernels of several results (liger-compile):
 // the gated MLP's backward, dh = dy · W_down with SwiGLU's (GeGLU's)
 // gradient in the dx product's epilogue, writes dgate and dup and never
 // dh; the gate/up pair whose gate and up the backward keeps writes them
@@ -8,15 +8,15 @@
 // spills, on sm_90a and sm_80.
 // REQUIRES: ptxas
 // RUN: rm -rf %t.bundle
-// RUN: liger-compile %s --matmul-kernels -o %t.bundle 2>&1 | FileCheck %s --check-prefix=OUT
+// RUN: liger-compile %s -o %t.bundle 2>&1 | FileCheck %s --check-prefix=OUT
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t.bundle/manifest.json
 // RUN: FileCheck %s --check-prefix=PTX < %t.bundle/liger_kernels.sm_90a.ptx
 // RUN: ptxas -arch=sm_90a -v %t.bundle/liger_kernels.sm_90a.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
-// RUN: rm -rf %t.sm80 && liger-compile %s --matmul-kernels --target=sm_80 -o %t.sm80 2>&1 | FileCheck %s --check-prefix=SM80
+// RUN: rm -rf %t.sm80 && liger-compile %s --target=sm_80 -o %t.sm80 2>&1 | FileCheck %s --check-prefix=SM80
 // RUN: ptxas -arch=sm_80 -v %t.sm80/liger_kernels.sm_80.ptx -o %t.sm80.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
-// Without the matmul kernels the gradient stays a kernel of its own:
+// With --no-matmul-kernels the gradient stays a kernel of its own:
 // liger-fuse's gradient epilogues are off.
-// RUN: liger-compile %s --emit=fused -o - | FileCheck %s --check-prefix=UNFUSED
+// RUN: liger-compile %s --no-matmul-kernels --emit=fused -o - | FileCheck %s --check-prefix=UNFUSED
 
 // OUT-NOT: warning
 // OUT: liger-compile: 3 kernels for sm_90a

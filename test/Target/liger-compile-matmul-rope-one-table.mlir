@@ -4,8 +4,8 @@
 // loads of the epilogue read the table's parameter (wgmma on sm_90a,
 // mma.sync on sm_80). The role chain bound the input to cos alone and
 // left sin unbound (a crash).
-// RUN: liger-compile %s --matmul-kernels --emit=gpu --target=sm_90a -o - | FileCheck %s
-// RUN: liger-compile %s --matmul-kernels --emit=gpu --target=sm_80 -o - | FileCheck %s --check-prefix=SM80
+// RUN: liger-compile %s --emit=gpu --target=sm_90a -o - | FileCheck %s
+// RUN: liger-compile %s --emit=gpu --target=sm_80 -o - | FileCheck %s --check-prefix=SM80
 
 // The table is one parameter, of kind tables; the sin and the cos pair of
 // each rotation are two loads of it.

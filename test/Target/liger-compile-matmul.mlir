@@ -1,20 +1,20 @@
-// The experimental mma.sync matmul template (liger-compile --matmul-kernels):
+// The mma.sync matmul template (liger-compile compiles matmul groups by default):
 // one liger.linear group pinned to the matmul_mma_sync template becomes one kernel with
 // cp.async staging, ldmatrix, bf16 m16n8k16 MMAs and a tiled grid; ptxas
 // accepts it for sm_90a and sm_80 without spills. Without the flag, the
 // group is left for later, as before.
 // REQUIRES: ptxas
 // RUN: rm -rf %t.bundle
-// RUN: liger-compile %s --matmul-kernels -o %t.bundle | FileCheck %s --check-prefix=OUT
+// RUN: liger-compile %s -o %t.bundle | FileCheck %s --check-prefix=OUT
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t.bundle/manifest.json
 // RUN: FileCheck %s --check-prefix=PTX < %t.bundle/liger_kernels.sm_90a.ptx
 // RUN: ptxas -arch=sm_90a -v %t.bundle/liger_kernels.sm_90a.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
-// RUN: liger-compile %s --matmul-kernels --target=sm_80 --emit=ptx -o %t.sm80.ptx
+// RUN: liger-compile %s --target=sm_80 --emit=ptx -o %t.sm80.ptx
 // RUN: ptxas -arch=sm_80 -v %t.sm80.ptx -o %t.sm80.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
-// RUN: liger-compile %s --emit=gpu -o - | FileCheck %s --check-prefix=OFF
-// RUN: liger-compile %s --matmul-kernels --emit=gpu -o - | FileCheck %s --check-prefix=GPU
-// RUN: rm -rf %t.llama && liger-compile %liger_src_root/examples/llama3_8b_decoder_layer.mlir --matmul-kernels --target=sm_80 -o %t.llama 2>&1 | FileCheck %s --check-prefix=LLAMA
-// RUN: rm -rf %t.llama-prologue && liger-compile %liger_src_root/examples/llama3_8b_decoder_layer.mlir --matmul-kernels --norm-prologue --target=sm_80 -o %t.llama-prologue 2>&1 | FileCheck %s --check-prefix=LLAMA-PROLOGUE
+// RUN: liger-compile %s --no-matmul-kernels --emit=gpu -o - | FileCheck %s --check-prefix=OFF
+// RUN: liger-compile %s --emit=gpu -o - | FileCheck %s --check-prefix=GPU
+// RUN: rm -rf %t.llama && liger-compile %liger_src_root/examples/llama3_8b_decoder_layer.mlir --target=sm_80 -o %t.llama 2>&1 | FileCheck %s --check-prefix=LLAMA
+// RUN: rm -rf %t.llama-prologue && liger-compile %liger_src_root/examples/llama3_8b_decoder_layer.mlir --norm-prologue --target=sm_80 -o %t.llama-prologue 2>&1 | FileCheck %s --check-prefix=LLAMA-PROLOGUE
 
 // The Llama-3-8B layer on sm_80 (mma.sync by default there): every
 // projection becomes a matmul kernel — q/k with the norm and RoPE, v with

@@ -1,5 +1,5 @@
 // The gradient products through the wgmma + TMA template (sm_90a,
-// liger-compile --matmul-kernels): dx = dy · W reads W [N, K] N-major
+// liger-compile): dx = dy · W reads W [N, K] N-major
 // (64-column TMA boxes, wgmma's transposed B), dW = dyᵀ · x reads both
 // operands MN-major with K = the tokens (a dynamic trip count) and a
 // constant grid over dW's tiles; with an f32 buffer the epilogue adds into
@@ -9,11 +9,11 @@
 // transposing ldmatrix.
 // REQUIRES: ptxas
 // RUN: rm -rf %t.bundle
-// RUN: liger-compile %s --matmul-kernels -o %t.bundle | FileCheck %s --check-prefix=OUT
+// RUN: liger-compile %s -o %t.bundle | FileCheck %s --check-prefix=OUT
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t.bundle/manifest.json
 // RUN: FileCheck %s --check-prefix=PTX < %t.bundle/liger_kernels.sm_90a.ptx
 // RUN: ptxas -arch=sm_90a -v %t.bundle/liger_kernels.sm_90a.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
-// RUN: rm -rf %t.sm80 && liger-compile %s --matmul-kernels --target=sm_80 -o %t.sm80 2>&1 | FileCheck %s --check-prefix=SM80
+// RUN: rm -rf %t.sm80 && liger-compile %s --target=sm_80 -o %t.sm80 2>&1 | FileCheck %s --check-prefix=SM80
 // RUN: FileCheck %s --check-prefix=PTX80 < %t.sm80/liger_kernels.sm_80.ptx
 // RUN: FileCheck %s --check-prefix=MANIFEST80 < %t.sm80/manifest.json
 // RUN: ptxas -arch=sm_80 -v %t.sm80/liger_kernels.sm_80.ptx -o %t.sm80.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS

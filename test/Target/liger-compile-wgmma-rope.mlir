@@ -11,13 +11,13 @@
 // rowwise kernel before the projections (DEFAULT).
 // REQUIRES: ptxas
 // RUN: rm -rf %t.bundle
-// RUN: liger-compile %s --matmul-kernels --norm-prologue -o %t.bundle | FileCheck %s --check-prefix=OUT
+// RUN: liger-compile %s --norm-prologue -o %t.bundle | FileCheck %s --check-prefix=OUT
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t.bundle/manifest.json
 // RUN: FileCheck %s --check-prefix=PTX < %t.bundle/liger_kernels.sm_90a.ptx
 // RUN: FileCheck %s --check-prefix=REDUCE < %t.bundle/liger_kernels.sm_90a.ptx
 // RUN: ptxas -arch=sm_90a -v %t.bundle/liger_kernels.sm_90a.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
-// RUN: rm -rf %t.sm80 && liger-compile %s --matmul-kernels --norm-prologue --target=sm_80 -o %t.sm80 2>&1 | FileCheck %s --check-prefix=SM80
-// RUN: rm -rf %t.default && liger-compile %s --matmul-kernels -o %t.default | FileCheck %s --check-prefix=DEFAULT
+// RUN: rm -rf %t.sm80 && liger-compile %s --norm-prologue --target=sm_80 -o %t.sm80 2>&1 | FileCheck %s --check-prefix=SM80
+// RUN: rm -rf %t.default && liger-compile %s -o %t.default | FileCheck %s --check-prefix=DEFAULT
 // RUN: FileCheck %s --check-prefix=DEFAULT-MANIFEST < %t.default/manifest.json
 // RUN: FileCheck %s --check-prefix=PTX80 < %t.sm80/liger_kernels.sm_80.ptx
 // RUN: ptxas -arch=sm_80 -v %t.sm80/liger_kernels.sm_80.ptx -o %t.sm80.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS

@@ -1,4 +1,4 @@
-// The wgmma + TMA matmul template (sm_90a, liger-compile --matmul-kernels
+// The wgmma + TMA matmul template (sm_90a, liger-compile by default
 // with the configuration liger-select-kernel-config picks): a producer
 // warpgroup issues TMA copies of x and W tiles into a ring of stages
 // guarded by full/empty mbarriers, consumer warpgroups issue wgmma on them
@@ -7,14 +7,14 @@
 // for the launcher to encode. ptxas accepts it without spills.
 // REQUIRES: ptxas
 // RUN: rm -rf %t.bundle
-// RUN: liger-compile %s --matmul-kernels -o %t.bundle | FileCheck %s --check-prefix=OUT
+// RUN: liger-compile %s -o %t.bundle | FileCheck %s --check-prefix=OUT
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t.bundle/manifest.json
 // RUN: FileCheck %s --check-prefix=PTX < %t.bundle/liger_kernels.sm_90a.ptx
 // RUN: ptxas -arch=sm_90a -v %t.bundle/liger_kernels.sm_90a.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
-// RUN: liger-compile %s --matmul-kernels --emit=gpu -o - | FileCheck %s --check-prefix=GPU
-// RUN: liger-compile %s --matmul-kernels --emit=llvm -o - | FileCheck %s --check-prefix=LLVM
-// RUN: rm -rf %t.llama && liger-compile %liger_src_root/examples/llama3_8b_decoder_layer.mlir --matmul-kernels -o %t.llama 2>&1 | FileCheck %s --check-prefix=LLAMA
-// RUN: rm -rf %t.llama-prologue && liger-compile %liger_src_root/examples/llama3_8b_decoder_layer.mlir --matmul-kernels --norm-prologue -o %t.llama-prologue 2>&1 | FileCheck %s --check-prefix=LLAMA-PROLOGUE
+// RUN: liger-compile %s --emit=gpu -o - | FileCheck %s --check-prefix=GPU
+// RUN: liger-compile %s --emit=llvm -o - | FileCheck %s --check-prefix=LLVM
+// RUN: rm -rf %t.llama && liger-compile %liger_src_root/examples/llama3_8b_decoder_layer.mlir -o %t.llama 2>&1 | FileCheck %s --check-prefix=LLAMA
+// RUN: rm -rf %t.llama-prologue && liger-compile %liger_src_root/examples/llama3_8b_decoder_layer.mlir --norm-prologue -o %t.llama-prologue 2>&1 | FileCheck %s --check-prefix=LLAMA-PROLOGUE
 
 // The Llama layer: every projection compiles — the v projection with its
 // RMSNorm prologue, the q/k projections with the norm and RoPE; attention

@@ -2,7 +2,8 @@
 // NVPTX, the cubin through ptxas, and the bundle's manifest.
 // REQUIRES: ptxas
 // RUN: rm -rf %t.bundle %t.dump
-// RUN: liger-compile %s -o %t.bundle --dump-dir=%t.dump --fusion-report | FileCheck %s --check-prefix=OUT
+// RUN: liger-compile %s -o %t.bundle --dump-dir=%t.dump --fusion-report --no-matmul-kernels | FileCheck %s --check-prefix=OUT
+// RUN: rm -rf %t.default && liger-compile %s -o %t.default | FileCheck %s --check-prefix=DEFAULT
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t.bundle/manifest.json
 // RUN: FileCheck %s --check-prefix=PTX < %t.bundle/liger_kernels.sm_90a.ptx
 // RUN: ptxas -arch=sm_90a -v %t.bundle/liger_kernels.sm_90a.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
@@ -11,12 +12,15 @@
 // RUN: not grep -n maxntid %t.bundle/liger_kernels.sm_90a.ptx %t.sm80.ptx
 // RUN: ls %t.dump | FileCheck %s --check-prefix=DUMP
 // RUN: not liger-compile %s --target=sm_90 -o %t.bad 2>&1 | FileCheck %s --check-prefix=BADTARGET
-// RUN: not liger-compile %S/Inputs/lm-head-step.mlir -o %t.none 2>&1 | FileCheck %s --check-prefix=NOKERNEL
+// RUN: not liger-compile %S/Inputs/lm-head-step.mlir --no-matmul-kernels -o %t.none 2>&1 | FileCheck %s --check-prefix=NOKERNEL
 // RUN: not liger-compile %s --ptx-features=+ptx99 -o %t.bad 2>&1 | FileCheck %s --check-prefix=BADPTX
 
 // OUT: [liger-fuse-add-rms-norm] fused liger.add, liger.rms_norm into a rowwise group
 // OUT: [liger-fuse-elementwise] fused liger.silu, liger.mul into a rowwise group
 // OUT: liger-compile: 2 kernels for sm_90a in {{.*}}.bundle (not compiled yet, no kernel template: 1 liger.linear)
+
+// By default the matmul templates compile the projection too.
+// DEFAULT: liger-compile: 3 kernels for sm_90a in {{.*}}.default{{$}}
 
 // MANIFEST: "format": "liger-bundle",
 // MANIFEST: "arch": "sm_90a",
@@ -64,9 +68,9 @@
 // DUMP: liger_kernels.sm_90a.cubin
 // DUMP: liger_kernels.sm_90a.ptx
 
-// Nothing to compile (the loss group needs the matmul templates, which
-// plan it: Target/loss-plan-bundle.mlir): the tool says what waits for a
-// template.
+// Nothing to compile with --no-matmul-kernels (the loss group needs the
+// matmul templates, which plan it: Target/loss-plan-bundle.mlir): the tool
+// says what waits for a template.
 // NOKERNEL: liger-compile: no kernel to compile in {{.*}}lm-head-step.mlir (not compiled yet, no kernel template: 1 loss group)
 
 // BADTARGET: liger-compile: unsupported GPU target 'sm_90' (supported: sm_80, sm_86, sm_90a)

@@ -1,12 +1,14 @@
 // REQUIRES: ptxas
 // RUN: rm -rf %t.bundle
-// RUN: liger-compile %s --matmul-kernels --target=sm_90a --loss-memory-budget=256000 -o %t.bundle | FileCheck %s --check-prefix=COMPILE
+// RUN: liger-compile %s --target=sm_90a --loss-memory-budget=256000 -o %t.bundle | FileCheck %s --check-prefix=COMPILE
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t.bundle/manifest.json
-// RUN: not liger-compile %s --matmul-kernels --loss-memory-budget=0 -o %t.bad 2>&1 | FileCheck %s --check-prefix=BAD
-// RUN: not liger-compile %s --target=sm_90a -o %t.plain 2>&1 | FileCheck %s --check-prefix=PLAIN
-// RUN: not liger-compile %s --loss-memory-budget=1000000 -o %t.nomatmul 2>&1 | FileCheck %s --check-prefix=NOMATMUL
-// RUN: not liger-compile %s --loss-dw-f32 -o %t.nomatmul32 2>&1 | FileCheck %s --check-prefix=NOMATMUL32
-// RUN: rm -rf %t.f32 && liger-compile %s --matmul-kernels --target=sm_90a --loss-memory-budget=256000 --loss-dw-f32 -o %t.f32
+// RUN: not liger-compile %s --loss-memory-budget=0 -o %t.bad 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not liger-compile %s --target=sm_90a --no-matmul-kernels -o %t.plain 2>&1 | FileCheck %s --check-prefix=PLAIN
+// RUN: not liger-compile %s --no-matmul-kernels --loss-memory-budget=1000000 -o %t.nomatmul 2>&1 | FileCheck %s --check-prefix=NOMATMUL
+// RUN: not liger-compile %s --no-matmul-kernels --loss-dw-f32 -o %t.nomatmul32 2>&1 | FileCheck %s --check-prefix=NOMATMUL32
+// RUN: not liger-compile %s --no-fuse --loss-dw-f32 -o %t.nofuse32 2>&1 | FileCheck %s --check-prefix=NOFUSE32
+// RUN: not liger-compile %s --matmul-kernels --no-matmul-kernels -o %t.both 2>&1 | FileCheck %s --check-prefix=BOTH
+// RUN: rm -rf %t.f32 && liger-compile %s --target=sm_90a --loss-memory-budget=256000 --loss-dw-f32 -o %t.f32
 // RUN: FileCheck %s --check-prefix=F32 < %t.f32/manifest.json
 
 // A training step's loss, written as the two lm_head ops: liger-fuse puts
@@ -30,8 +32,10 @@
 // MANIFEST-NEXT:     "mean": true,
 // MANIFEST-NEXT:     "memory_budget": 256000
 // BAD: liger-compile: --loss-memory-budget must be positive, got 0
-// NOMATMUL: liger-compile: --loss-memory-budget plans loss groups, which takes --matmul-kernels (and fusion)
-// NOMATMUL32: liger-compile: --loss-dw-f32 plans loss groups, which takes --matmul-kernels (and fusion)
+// NOMATMUL: liger-compile: --loss-memory-budget plans loss groups, which --no-matmul-kernels leaves uncompiled
+// NOMATMUL32: liger-compile: --loss-dw-f32 plans loss groups, which --no-matmul-kernels leaves uncompiled
+// NOFUSE32: liger-compile: --loss-dw-f32 plans loss groups, which --no-fuse leaves uncompiled
+// BOTH: liger-compile: --matmul-kernels and --no-matmul-kernels contradict each other (matmul groups compile by default)
 // With --loss-dw-f32: four kernels, dW accumulated into f32 (no dw0).
 // F32:      "dw_f32": true,
 // F32:      "kernels": {

@@ -3,7 +3,7 @@
 // RUN: liger-opt %s --liger-fuse-gated-mlp=report=true --split-input-file -o /dev/null | FileCheck %s --check-prefix=REPORT
 // The gradients (gradients=true is the pass's default): off, the pass
 // leaves them alone, and so does liger-fuse unless gradient-epilogues is on
-// (liger-compile --matmul-kernels sets it).
+// (liger-compile sets it, unless --no-matmul-kernels).
 // RUN: liger-opt %s --liger-fuse-gated-mlp=gradients=false --split-input-file | FileCheck %s --check-prefix=OFF
 // RUN: liger-opt %s --liger-fuse --split-input-file | FileCheck %s --check-prefix=OFF
 // RUN: liger-opt %s --liger-fuse=gradient-epilogues=true --split-input-file | FileCheck %s --check-prefix=GRAD

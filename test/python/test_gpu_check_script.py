@@ -17,10 +17,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 FAKE_PYTHON = """#!/usr/bin/env bash
 echo "python $*" >> "$CALLS"
 if [[ "$1" == -m && "$2" == pytest ]]; then
-  if [[ "$*" == *"not experimental"* ]]; then
-    echo "$SUITE_OUT"; exit "${SUITE_RC:-0}"
-  fi
-  echo "3 passed, 1 failed in 1.0s"; exit 1
+  echo "$SUITE_OUT"; exit "${SUITE_RC:-0}"
 fi
 if [[ "$1" == -c && "$2" == *xdist* && -n "${NO_XDIST:-}" ]]; then exit 1; fi
 echo 1
@@ -68,7 +65,7 @@ def test_only_the_parts_named_run(checkout):
     assert rc == 0, p.stdout + p.stderr
     assert line.startswith("gpu-check: 5 passed, 0 failed, 1 skipped on Stand-in GPU"), line
     for what in ("compute-sanitizer", "LibTorch example", "runtime unit tests",
-                 "experimental (matmul template)", "FSDP2 (2 GPUs)"):
+                 "FSDP2 (2 GPUs)"):
         assert "%s: not run (LIGER_GPU_CHECK_PARTS=suite)" % what in line, line
     assert "ctest" not in calls and calls.count("-m pytest") == 1
     assert "--durations=15" in calls
@@ -78,40 +75,40 @@ def test_the_exit_status_counts_the_parts_run(checkout):
     rc, line, _, _ = run(checkout, suite_out="4 passed, 1 failed in 1.0s", suite_rc=1,
                          LIGER_GPU_CHECK_PARTS="suite")
     assert rc != 0 and "4 passed, 1 failed" in line
-    # The experimental part's failures are reported, never the exit status;
-    # the suite left out counts for nothing.
-    rc, line, calls, p = run(checkout, suite_rc=1, LIGER_GPU_CHECK_PARTS="unit,experimental")
+    # The suite left out counts for nothing.
+    rc, line, calls, p = run(checkout, suite_rc=1, LIGER_GPU_CHECK_PARTS="unit")
     assert rc == 0, p.stdout + p.stderr
-    assert line.startswith("gpu-check: suite not run (LIGER_GPU_CHECK_PARTS=unit,experimental)")
-    assert "experimental (matmul template): 3 passed, 1 failed" in line
+    assert line.startswith("gpu-check: suite not run (LIGER_GPU_CHECK_PARTS=unit)")
     assert "runtime unit tests: 100% tests passed" in line or \
         "runtime unit tests: not built" in line, line
-    assert "ctest" in calls and "not experimental" not in calls
+    assert "ctest" in calls and "-m pytest" not in calls
 
 
-def test_experimental_0_leaves_that_part_out_of_the_default(checkout):
-    rc, line, calls, _ = run(checkout, LIGER_GPU_CHECK_EXPERIMENTAL="0",
-                             LIGER_GPU_CHECK_PARTS="suite,experimental")
-    assert rc == 0
-    assert "experimental (matmul template): not run (LIGER_GPU_CHECK_EXPERIMENTAL=0)" in line
-    assert calls.count("-m pytest") == 1
+def test_one_pytest_run_holds_every_gpu_test(checkout):
+    # The matmul templates are released: no marker sets tests apart.
+    rc, line, calls, _ = run(checkout, LIGER_GPU_CHECK_PARTS="suite")
+    assert rc == 0 and calls.count("-m pytest") == 1
+    assert " -m " not in calls.replace("-m pytest", ""), calls
+    assert "experimental" not in line
 
 
 def test_an_unknown_part_is_an_error(checkout):
     rc, _, calls, p = run(checkout, LIGER_GPU_CHECK_PARTS="suite,sanitise")
     assert rc == 2
-    assert "unknown part 'sanitise' in LIGER_GPU_CHECK_PARTS (parts: unit,suite,experimental," \
+    assert "unknown part 'sanitise' in LIGER_GPU_CHECK_PARTS (parts: unit,suite," \
         "example,fsdp,sanitizer)" in p.stdout
+    # The experimental part is gone with the matmul templates' release.
+    rc, _, calls, p = run(checkout, LIGER_GPU_CHECK_PARTS="experimental")
+    assert rc == 2 and calls == "" and "unknown part 'experimental'" in p.stdout
     assert calls == ""
 
 
-def test_a_shard_runs_its_share_of_both_pytest_runs(checkout):
+def test_a_shard_runs_its_share_of_the_suite(checkout):
     rc, line, calls, _ = run(checkout, LIGER_GPU_CHECK_SHARD="2/3",
-                             LIGER_GPU_CHECK_PARTS="suite,experimental")
+                             LIGER_GPU_CHECK_PARTS="suite")
     assert rc == 0
-    assert calls.count("--shard=2/3") == 2
-    assert "5 passed, 0 failed, 1 skipped (shard 2/3 of the suite and of the experimental " \
-        "part) on Stand-in GPU" in line, line
+    assert calls.count("--shard=2/3") == 1
+    assert "5 passed, 0 failed, 1 skipped (shard 2/3) on Stand-in GPU" in line, line
 
 
 @pytest.mark.parametrize("spec", ["0/3", "4/3", "2", "a/b", "1/0"])
@@ -121,11 +118,10 @@ def test_a_shard_out_of_range_is_an_error(checkout, spec):
     assert "LIGER_GPU_CHECK_SHARD wants K/N with 1 <= K <= N, got '%s'" % spec in p.stdout
 
 
-def test_jobs_run_both_pytest_runs_in_that_many_processes(checkout):
-    rc, line, calls, _ = run(checkout, LIGER_GPU_CHECK_JOBS="3",
-                             LIGER_GPU_CHECK_PARTS="suite,experimental")
+def test_jobs_run_the_suite_in_that_many_processes(checkout):
+    rc, line, calls, _ = run(checkout, LIGER_GPU_CHECK_JOBS="3", LIGER_GPU_CHECK_PARTS="suite")
     assert rc == 0
-    assert calls.count("-n 3") == 2
+    assert calls.count("-n 3") == 1
     assert "5 passed, 0 failed, 1 skipped (3 pytest processes) on Stand-in GPU" in line, line
     # One process (the default) passes no -n.
     rc, line, calls, _ = run(checkout, LIGER_GPU_CHECK_JOBS="1", LIGER_GPU_CHECK_PARTS="suite")

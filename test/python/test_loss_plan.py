@@ -1,5 +1,5 @@
-"""A loss group planned by the compiler (liger-plan-loss, liger-compile
---matmul-kernels) and run by liger.runtime.run_loss_plan, on the CPU: the
+"""A loss group planned by the compiler (liger-plan-loss, in
+liger-compile) and run by liger.runtime.run_loss_plan, on the CPU: the
 bundle's plan names the chunk functions' kernels, which run here through the
 reference lowering, chunk by chunk, against float64 PyTorch; and the plan's
 kernels are the very ones liger.ops compiles for the same configuration."""

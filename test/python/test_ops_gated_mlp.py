@@ -221,7 +221,7 @@ def test_the_spec_text_round_trips_and_names_its_kernel_options():
 @pytest.mark.parametrize("activation", ["swiglu", "geglu"])
 def test_the_spec_compiles_to_two_kernels_of_the_operators_operands(tmp_path, target,
                                                                      activation):
-    """liger-compile --matmul-kernels makes each function one kernel (the
+    """The matmul template makes each function one kernel (the
     pair bundles.matmul_kernels loads): @fwd reads x, W_gate, W_up and
     writes gate, up, h; @bwd reads dy, W_down, gate, up and writes dgate,
     dup. Each function returns its group's results in the group's order,

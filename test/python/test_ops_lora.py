@@ -174,7 +174,7 @@ def test_the_spec_text_round_trips_and_names_its_kernel_options():
 @needs_compiler
 @pytest.mark.parametrize("bias", [True, False], ids=["bias", "no_bias"])
 def test_the_spec_compiles_to_one_kernel_of_the_operators_operands(tmp_path, bias):
-    """liger-compile --matmul-kernels makes the module one kernel, the one
+    """The matmul template makes the module one kernel, the one
     bundles.matmul_kernel loads, reading x, W, A, B and the bias in the
     operator's order."""
     spec = ops.lora_linear_spec(520, 1000, 16, "bf16", scale=2.0, bias=bias)

@@ -8,7 +8,7 @@
 //
 //   liger-compile layer.mlir -o layer.bundle [--target=sm_90a]
 //       [--emit=liger|fused|gpu|llvm|ptx|cubin|bundle] [--dump-dir=DIR]
-//       [--fusion-report] [--no-fuse] [--matmul-kernels] [--norm-prologue]
+//       [--fusion-report] [--no-fuse] [--no-matmul-kernels] [--norm-prologue]
 //
 //===----------------------------------------------------------------------===//
 
@@ -73,12 +73,18 @@ cl::opt<bool>
                  cl::init(false), cl::cat(ligerCategory));
 cl::opt<bool> noFuse("no-fuse", cl::desc("Compile each rowwise op alone"),
                      cl::init(false), cl::cat(ligerCategory));
+cl::opt<bool> noMatmulKernels(
+    "no-matmul-kernels",
+    cl::desc("Leave matmul groups (projections with their epilogues, LoRA, "
+             "the gated MLP's pair, gradients) and loss groups uncompiled; "
+             "by default the wgmma (sm_90a) or mma.sync template compiles "
+             "them"),
+    cl::init(false), cl::cat(ligerCategory));
 cl::opt<bool> matmulKernels(
     "matmul-kernels",
-    cl::desc("Experimental: also compile matmul groups (one liger.linear "
-             "or a gate/up pair, with an elementwise epilogue) with the "
-             "wgmma (sm_90a) or mma.sync template"),
-    cl::init(false), cl::cat(ligerCategory));
+    cl::desc("Compile matmul groups (the default; kept for scripts that "
+             "name it)"),
+    cl::init(false), cl::Hidden, cl::cat(ligerCategory));
 cl::opt<bool> normPrologue(
     "norm-prologue",
     cl::desc("Fold an RMSNorm read only by projections into their matmul "
@@ -88,13 +94,13 @@ cl::opt<bool> normPrologue(
     cl::init(false), cl::cat(ligerCategory));
 cl::opt<int64_t> lossMemoryBudget(
     "loss-memory-budget",
-    cl::desc("With --matmul-kernels: bytes one chunk of a planned loss "
+    cl::desc("Bytes one chunk of a planned loss "
              "group's logits may take (liger-plan-loss)"),
     cl::init(mlir::liger::kDefaultLossMemoryBudget), cl::cat(ligerCategory));
 cl::opt<bool> lossDwF32(
     "loss-dw-f32",
-    cl::desc("With --matmul-kernels: a planned loss group sums dW across "
-             "chunks in an f32 buffer (liger-plan-loss{dw-f32})"),
+    cl::desc("A planned loss group sums dW across chunks in an f32 "
+             "buffer (liger-plan-loss{dw-f32})"),
     cl::init(false), cl::cat(ligerCategory));
 cl::opt<std::string> cudaToolkit("cuda-toolkit",
                                  cl::desc("CUDA toolkit holding bin/ptxas"),
@@ -140,6 +146,9 @@ int main(int argc, char **argv) {
                               "bundle (cubins, PTX, manifest)\n");
   if (emit == CompileStage::Cubin && (outputPath.empty() || outputPath == "-"))
     return fail("--emit=cubin needs -o <file>");
+  if (matmulKernels && noMatmulKernels)
+    return fail("--matmul-kernels and --no-matmul-kernels contradict each "
+                "other (matmul groups compile by default)");
   ::liger::CompileOptions options;
   options.target = targetChip;
   options.ptxFeatures = ptxFeatures;
@@ -147,7 +156,7 @@ int main(int argc, char **argv) {
   options.fuse = !noFuse;
   options.fusionReport = fusionReport;
   options.normPrologue = normPrologue;
-  options.matmulKernels = matmulKernels;
+  options.matmulKernels = !noMatmulKernels;
   if (lossMemoryBudget.getNumOccurrences())
     options.lossMemoryBudget = lossMemoryBudget;
   options.lossDwF32 = lossDwF32;

@@ -95,9 +95,10 @@ def LowerToGPUPass : Pass<"liger-lower-to-gpu", "::mlir::ModuleOp"> {
     Option<"wrapOps", "wrap-ops", "bool", /*default=*/"true",
            "Also lower rowwise liger ops outside groups, each as its own kernel">,
     Option<"matmulKernels", "matmul-kernels", "bool", /*default=*/"false",
-           "Experimental: lower matmul groups (one liger.linear or a gate/up "
-           "pair, with an elementwise epilogue) with the wgmma (sm_90a) or "
-           "mma.sync template">,
+           "Lower matmul groups (projections with their epilogues, LoRA, "
+           "the gate/up pair, gradients) with the wgmma (sm_90a) or "
+           "mma.sync template; off here, on in liger-gpu-pipeline and "
+           "liger-compile (their matmul-kernels options)">,
   ];
   let statistics = [
     Statistic<"numKernels", "kernels", "Number of GPU kernels built">

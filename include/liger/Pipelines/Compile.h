@@ -52,9 +52,10 @@ struct CompileOptions {
   bool fusionReport = false;
   /// Fold an RMSNorm read only by projections into their matmul kernels.
   bool normPrologue = false;
-  /// Experimental: also compile matmul groups, and plan loss groups as
-  /// chunks of matmul and cross-entropy kernels.
-  bool matmulKernels = false;
+  /// Compile matmul groups with the matmul templates (wgmma on sm_90a,
+  /// mma.sync on sm_80/sm_86), and plan loss groups as chunks of matmul and
+  /// cross-entropy kernels; off (--no-matmul-kernels), they stay uncompiled.
+  bool matmulKernels = true;
   /// With matmulKernels: bytes one chunk of a planned loss group's logits
   /// may take; unset, liger-plan-loss's default.
   std::optional<int64_t> lossMemoryBudget;

@@ -121,10 +121,11 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
       llvm::cl::init(false)};
   PassOptions::Option<bool> matmulKernels{
       *this, "matmul-kernels",
-      llvm::cl::desc("Experimental: also compile matmul groups with the wgmma "
-                     "(sm_90a) or mma.sync template, and plan loss groups as "
-                     "chunks of matmul and cross-entropy kernels"),
-      llvm::cl::init(false)};
+      llvm::cl::desc("Compile matmul groups with the wgmma (sm_90a) or "
+                     "mma.sync template, and plan loss groups as chunks of "
+                     "matmul and cross-entropy kernels (off: they stay "
+                     "uncompiled)"),
+      llvm::cl::init(true)};
   PassOptions::Option<int64_t> lossMemoryBudget{
       *this, "loss-memory-budget",
       llvm::cl::desc("With matmul-kernels: bytes one chunk of a planned loss "

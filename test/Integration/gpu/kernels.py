@@ -593,7 +593,7 @@ def gated_mlp_cases():
 GATED_MLP_ROWS = (1, 7, 77, 4096)
 
 
-# The experimental mma.sync matmul template (liger-compile --matmul-kernels):
+# The mma.sync matmul template (liger-compile compiles matmul groups by default):
 # name -> (K, N, dtype, tile_m, tile_n, stages). N = 1000 leaves a partial
 # 64-column tile; the 64-row tile runs 4 warps.
 # name -> (K, N, dtype, tile_m, tile_n, stages, mma): mma.sync (sm_80 and
@@ -1048,7 +1048,7 @@ def cross_entropy_module_text():
     return "\n\n".join(out) + "\n"
 
 
-# Loss groups planned by liger-plan-loss (liger-compile --matmul-kernels
+# Loss groups planned by liger-plan-loss (liger-compile
 # --loss-memory-budget=LOSS_PLAN_BUDGET): function -> (vocab, hidden, dtype,
 # attributes as written, kwargs of F.cross_entropy / the reference).
 LOSS_PLAN_BUDGET = 128 * 1000 * 2  # 128-token chunks at vocabulary 1000

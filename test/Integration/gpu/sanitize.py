@@ -1,9 +1,9 @@
 """Launches every kernel of a few bundles once, at a small and an odd shape
-(and the experimental matmul kernels at 1 and 130 rows),
-for compute-sanitizer (memcheck, racecheck): an out-of-bounds access, a
-shared-memory race or a missing barrier shows there before it shows in
-numbers. Usage: sanitize.py BUNDLES_DIR [matmul] (run under
-compute-sanitizer); with `matmul`, only the experimental matmul kernels."""
+(the matmul templates' kernels at 1 and 130 rows),
+for compute-sanitizer (memcheck, racecheck, synccheck): an out-of-bounds
+access, a shared-memory race or a missing barrier shows there before it
+shows in numbers. Usage: sanitize.py BUNDLES_DIR [matmul] (run under
+compute-sanitizer); with `matmul`, only the matmul templates' kernels."""
 
 import os
 import sys
@@ -46,9 +46,9 @@ if not only_matmul and os.path.isdir(ce):
             bundle["cef_%s_rowwise_0" % name](x, t, *w, g)
             if name in kernels.CROSS_ENTROPY_PINNED:
                 bundle["cefp_%s_rowwise_0" % name](x, t, *w, g)
-# The experimental matmul template: partial row and column tiles.
+# The matmul templates: partial row and column tiles.
 matmul = os.path.join(root, "matmul")
-if only_matmul and os.path.isdir(matmul):
+if os.path.isdir(matmul):
     bundle = runtime.load(matmul)
     for name, (k, n, dt) in ((nm, v[:3]) for nm, v in kernels.MATMULS.items()):
         dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[dt]
@@ -94,4 +94,4 @@ if only_matmul and os.path.isdir(matmul):
         bundle[name + "_matmul_0"](*args)
 torch.cuda.synchronize()
 print("sanitize: launched every kernel of " +
-      ("the matmul bundle" if only_matmul else "%d bundles" % (len(rowwise) + 1)))
+      ("the matmul bundle" if only_matmul else "%d bundles" % (len(rowwise) + 2)))

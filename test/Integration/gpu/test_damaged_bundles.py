@@ -12,7 +12,7 @@ and, where it opens, launches a kernel on the GPU and synchronizes: a
 crash or a hang fails that case instead of ending the suite.
 
 Under the manifest's own digest every damaged cubin must be refused. The
-experimental cases rewrite the digest to match the damage, as a manifest
+cases of a matching digest rewrite the digest to match the damage, as a manifest
 written for the damaged file would: the loader's structure checks refuse
 what they read, and the rest (a flipped bit in a kernel's code) reaches
 the driver, launched; the process must survive it. The grid and the
@@ -86,16 +86,14 @@ def bundle_path(bundles_dir, name):
 
 
 # A rowwise bundle, whose kernel takes rows and a weight; and the matmul
-# bundle of the experimental templates (tensor maps), whose first kernel
+# bundle of the matmul templates (tensor maps), whose first kernel
 # takes rows and matrices.
 BUNDLES = {"h4096_bf16": "rms_llama_rowwise_0", "matmul": None}
 
 
 def _params(cases):
-    """pytest params of (bundle, x) cases, the matmul bundle's experimental."""
-    return [pytest.param(bundle, x, id="%s-%s" % (bundle, x),
-                         marks=[pytest.mark.experimental] if bundle == "matmul" else [])
-            for bundle, x in cases]
+    """pytest params of (bundle, x) cases."""
+    return [pytest.param(bundle, x, id="%s-%s" % (bundle, x)) for bundle, x in cases]
 
 
 # damaged_bundles.cases gives 48 cases for any cubin; they are numbered
@@ -136,7 +134,6 @@ def test_a_damaged_cubin_is_refused_at_open(bundles_dir, bundle, case, tmp_path)
     assert "is not the cubin the manifest names" in result["message"], (name, result)
 
 
-@pytest.mark.experimental
 @pytest.mark.parametrize("bundle,case", _params(
     [(b, i) for b in BUNDLES for i in range(NUM_CASES)]))
 def test_damage_under_a_matching_digest_does_not_crash(bundles_dir, bundle, case,
@@ -165,8 +162,7 @@ def test_a_lying_manifest_is_refused_at_open(bundles_dir, bundle, lie, tmp_path)
     assert expected in result["message"], result
 
 
-@pytest.mark.parametrize("bundle", [pytest.param(
-    b, marks=[pytest.mark.experimental] if b == "matmul" else []) for b in BUNDLES])
+@pytest.mark.parametrize("bundle", list(BUNDLES))
 def test_the_truth_opens_and_launches(bundles_dir, bundle):
     path = bundle_path(bundles_dir, bundle)
     result = run_case(path, _kernel(path, bundle))

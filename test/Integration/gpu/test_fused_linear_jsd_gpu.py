@@ -16,8 +16,7 @@ if not torch.cuda.is_available():
     pytest.skip("no CUDA GPU on this machine", allow_module_level=True)
 from liger import ops  # noqa: E402
 
-pytestmark = [pytest.mark.usefixtures("ops_bundles"),
-              pytest.mark.experimental]  # the fused loss's matmul kernels
+pytestmark = pytest.mark.usefixtures("ops_bundles")
 
 
 def _plain(xs, ws, xt, wt, labels, beta, temperature, dtype):

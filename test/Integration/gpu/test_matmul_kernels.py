@@ -1,4 +1,4 @@
-"""The experimental matmul templates on the GPU (mma.sync, and wgmma + TMA
+"""The matmul templates on the GPU (mma.sync, and wgmma + TMA
 on sm_90a): y = x · Wᵀ against PyTorch in f32 on fresh random inputs, at
 row counts 1, 7, 77, 100, 4096 and 16384 (partial row tiles), partial
 column tiles (N = 1000, 264), a K that is not a multiple of the K slice
@@ -12,7 +12,7 @@ gated MLP's backward (dh = dy · W_down with SwiGLU's or GeGLU's gradient in
 the epilogue, dgate and dup, dh too where kept) and the gate/up pair
 writing gate and up beside the activation, against float64. Skips cleanly without torch, a GPU, the
 runtime or the bundle (scripts/build-gpu-bundles.sh compiles it with
-liger-compile --matmul-kernels)."""
+liger-compile)."""
 
 import pytest
 
@@ -22,7 +22,6 @@ torch = pytest.importorskip("torch", reason="the GPU suite needs PyTorch")
 if not torch.cuda.is_available():
     pytest.skip("no CUDA GPU on this machine", allow_module_level=True)
 
-pytestmark = pytest.mark.experimental
 DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
 CASES = [(name, rows) for name in kernels.MATMULS for rows in kernels.MATMUL_ROWS]
 

@@ -133,7 +133,6 @@ def test_cross_entropy_loss_with_the_z_loss():
     check(leaf.grad, x64.grad, "bf16", "ce gradient of _input")
 
 
-@pytest.mark.experimental  # its matmul kernels are liger-compile --matmul-kernels
 def test_fused_linear_cross_entropy_loss():
     # liger.ops' "flce_bf16_dw_f32" configuration (lm_head [1000, 256], dW
     # summed in f32), in three chunks; the logits rounded to bf16 as the
@@ -155,7 +154,6 @@ def test_fused_linear_cross_entropy_loss():
     check(lw.grad, w64.grad, "bf16", "flce gradient of lin_weight")
 
 
-@pytest.mark.experimental  # its matmul kernels are liger-compile --matmul-kernels
 def test_fused_linear_cross_entropy_loss_with_a_bias_and_the_z_loss():
     # liger.ops' "flce_bf16_bias_zloss_mean" configuration (lm_head [1000,
     # 256] with a bias, label smoothing, the z-loss returned apart), called

@@ -206,7 +206,6 @@ def test_cross_entropy_with_every_token_ignored(name):
         assert torch.equal(leaf.grad, torch.zeros_like(leaf.grad)), (name, inplace)
 
 
-@pytest.mark.experimental  # its matmul kernels are liger-compile --matmul-kernels
 @pytest.mark.parametrize("name", sorted(kernels.ops_flce_cases()))
 def test_fused_linear_cross_entropy_with_every_token_ignored(name):
     """The chunked lm_head + loss over a batch with no counted token: the
@@ -237,7 +236,6 @@ def test_fused_linear_cross_entropy_with_every_token_ignored(name):
             assert torch.equal(leaf.grad, torch.zeros_like(leaf.grad)), (name, what)
 
 
-@pytest.mark.experimental  # its matmul kernels are liger-compile --matmul-kernels
 @pytest.mark.parametrize("name", sorted(kernels.ops_flce_cases()))
 def test_fused_linear_cross_entropy_and_its_gradients(name):
     """The chunked lm_head + loss against float64 autograd of F.linear (its

@@ -1,5 +1,5 @@
-"""liger.ops.gated_mlp on the GPU: the kernels (the matmul template's,
-liger-compile --matmul-kernels) of each configuration of
+"""liger.ops.gated_mlp on the GPU: the kernels (the matmul template's) of
+each configuration of
 kernels.gated_mlp_cases() at 1, 7, 77 and 4096 rows (16384 for the
 Llama-3-8B MLP): the forward kernel's gate, up and h and the backward
 kernel's dgate and dup written over NaN, every element, against float64;
@@ -25,9 +25,7 @@ CASES = kernels.gated_mlp_cases()
 RUNS = [(name, rows) for name in sorted(CASES) for rows in kernels.GATED_MLP_ROWS] + [
     ("swiglu_bf16_4096x14336", 16384)]
 
-# The kernels are the matmul template's (several results per kernel, a
-# gradient epilogue): experimental until scripts/gpu-check.sh has run them.
-pytestmark = [pytest.mark.usefixtures("ops_bundles"), pytest.mark.experimental]
+pytestmark = pytest.mark.usefixtures("ops_bundles")
 
 
 def _operands(spec, rows, seed):

@@ -1,5 +1,5 @@
-"""liger.ops.lora_linear on the GPU: the LoRA kernel (the matmul template's,
-liger-compile --matmul-kernels) of each configuration of
+"""liger.ops.lora_linear on the GPU: the LoRA kernel (the matmul template's)
+of each configuration of
 kernels.lora_cases() (Llama's 4096 x 4096 and an odd 520 -> 1000
 projection; ranks 16, 32 and 64; bf16, and f16 with a bias) at 1, 7, 77
 and 4096 rows, against float64: its output written over NaN, every

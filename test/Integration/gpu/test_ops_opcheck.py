@@ -234,21 +234,18 @@ def test_opcheck_of_lora_linear_on_cuda(name):
     torch.library.opcheck(op, args)
 
 
-@pytest.mark.experimental  # the matmul template's kernels of several results
 @pytest.mark.parametrize("name", _names(_gated_mlp_cases))
 def test_opcheck_of_gated_mlp_on_cuda(name):
     op, args = _gated_mlp_cases(torch.ops.liger)[name]
     torch.library.opcheck(op, args)
 
 
-@pytest.mark.experimental  # its matmul kernels are liger-compile --matmul-kernels
 @pytest.mark.parametrize("name", _names(_flce_cases))
 def test_opcheck_of_the_fused_loss_on_cuda(name):
     op, args = _flce_cases(torch.ops.liger)[name]
     torch.library.opcheck(op, args)
 
 
-@pytest.mark.experimental  # the fused loss's matmul kernels
 @pytest.mark.parametrize("name", _names(_fljsd_cases))
 def test_opcheck_of_the_fused_linear_jsd_on_cuda(name):
     op, args = _fljsd_cases(torch.ops.liger)[name]

@@ -24,7 +24,6 @@ def bundle(bundles_dir):
     return kernels.load_bundle(bundles_dir, "loss_plan")
 
 
-@pytest.mark.experimental  # the matmul templates (liger-compile --matmul-kernels)
 @pytest.mark.parametrize("name", sorted(kernels.LOSS_PLANS))
 @pytest.mark.parametrize("tokens", [1, 300, 1000])
 def test_planned_loss_and_gradients(bundle, name, tokens):

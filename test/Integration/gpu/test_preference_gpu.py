@@ -17,8 +17,7 @@ if not torch.cuda.is_available():
 F = torch.nn.functional
 from liger import preference  # noqa: E402
 
-pytestmark = [pytest.mark.usefixtures("ops_bundles"),
-              pytest.mark.experimental]  # the fused loss's matmul kernels
+pytestmark = pytest.mark.usefixtures("ops_bundles")
 
 
 def _inputs(s, n, h, v, gen):

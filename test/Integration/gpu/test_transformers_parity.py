@@ -106,7 +106,6 @@ def test_patched_model_trains_as_the_original(family, dtype, lora, checkpointing
 FUSED_MLP_CASES = ("llama", "phi3", "gemma", "qwen3_moe")
 
 
-@pytest.mark.experimental  # liger.ops.gated_mlp's kernels: the matmul template's
 @pytest.mark.parametrize("family", FUSED_MLP_CASES)
 def test_fused_mlp_trains_as_the_original(family):
     _trains_as_the_original(family, "bf16", False, False, fused_mlp=True)

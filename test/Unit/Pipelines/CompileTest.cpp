@@ -21,8 +21,8 @@
 
 namespace {
 
-/// Two rowwise kernels (add + RMSNorm, SiLU * mul) and a projection that
-/// waits for the matmul templates.
+/// Two rowwise kernels (add + RMSNorm, SiLU * mul) and a projection, which
+/// the matmul templates compile (by default).
 const char *const kLayer = R"mlir(
 func.func @layer(%h: tensor<?x256xbf16>, %res: tensor<?x256xbf16>, %g: tensor<256xbf16>,
                  %w: tensor<256x256xbf16>, %a: tensor<?x256xbf16>, %b: tensor<?x256xbf16>)
@@ -73,17 +73,17 @@ TEST_F(CompileTest, CompilesABundleTheRuntimeOpens) {
   std::string error, bundle = dir + "/layer.bundle";
   ASSERT_TRUE(liger::compile(kLayer, options, bundle, result, error)) << error;
   EXPECT_EQ(error, "");
-  EXPECT_EQ(result.numKernels, 2);
+  EXPECT_EQ(result.numKernels, 3);
   EXPECT_EQ(result.numPlannedLossGroups, 0);
-  EXPECT_EQ(result.notCompiled, "1 liger.linear");
+  EXPECT_EQ(result.notCompiled, "");
   EXPECT_TRUE(std::filesystem::exists(bundle + "/liger_kernels.sm_90a.cubin"));
 
   liger_bundle *handle = nullptr;
   ASSERT_EQ(liger_bundle_open(bundle.c_str(), &handle), LIGER_OK)
       << liger_last_error();
-  ASSERT_EQ(liger_bundle_kernel_count(handle), 2);
+  ASSERT_EQ(liger_bundle_kernel_count(handle), 3);
   std::vector<std::string> kernels;
-  for (int32_t k = 0; k < 2; ++k) {
+  for (int32_t k = 0; k < 3; ++k) {
     liger_kernel_info info;
     ASSERT_EQ(liger_bundle_kernel_info(handle, k, &info), LIGER_OK);
     EXPECT_STREQ(info.arch, "sm_90a");
@@ -92,7 +92,8 @@ TEST_F(CompileTest, CompilesABundleTheRuntimeOpens) {
   liger_bundle_close(handle);
   EXPECT_EQ(kernels, (std::vector<std::string>{
                          "layer_rowwise_0: liger.add_rms_norm",
-                         "layer_rowwise_1: liger.silu, liger.mul"}));
+                         "layer_matmul_1: liger.linear",
+                         "layer_rowwise_2: liger.silu, liger.mul"}));
 }
 
 TEST_F(CompileTest, EachTargetHasItsOwnCubin) {
@@ -157,19 +158,26 @@ TEST_F(CompileTest, AnUnknownTargetIsRefusedWithTheTargets) {
 }
 
 TEST_F(CompileTest, LossOptionsTakeTheMatmulKernels) {
+  EXPECT_TRUE(options.matmulKernels); // the default
+  options.matmulKernels = false;
   options.lossDwF32 = true;
-  EXPECT_EQ(refused(kLayer), "--loss-dw-f32 plans loss groups, which takes "
-                             "--matmul-kernels (and fusion)");
+  EXPECT_EQ(refused(kLayer), "--loss-dw-f32 plans loss groups, which "
+                             "--no-matmul-kernels leaves uncompiled");
   options.lossDwF32 = false;
   options.lossMemoryBudget = 1 << 20;
   EXPECT_EQ(refused(kLayer), "--loss-memory-budget plans loss groups, which "
-                             "takes --matmul-kernels (and fusion)");
+                             "--no-matmul-kernels leaves uncompiled");
   options.matmulKernels = true;
+  options.fuse = false;
+  EXPECT_EQ(refused(kLayer), "--loss-memory-budget plans loss groups, which "
+                             "--no-fuse leaves uncompiled");
+  options.fuse = true;
   options.lossMemoryBudget = 0;
   EXPECT_EQ(refused(kLayer), "--loss-memory-budget must be positive, got 0");
 }
 
 TEST_F(CompileTest, NothingToCompileSaysWhatWaits) {
+  options.matmulKernels = false; // --no-matmul-kernels
   EXPECT_EQ(refused("func.func @f(%x: tensor<?x256xbf16>, %w: "
                     "tensor<512x256xbf16>) -> tensor<?x512xbf16> {\n"
                     "  %y = liger.linear %x, %w : tensor<?x256xbf16>, "
