@@ -4,12 +4,14 @@
 #   Debian packages: LLVM/MLIR 22 (dev files, tools, FileCheck, lit), CMake,
 #                    ninja, g++, GoogleTest, nlohmann/json (the runtime's
 #                    manifest reader, header-only)
-#   PyPI:            pytest, numpy, pybind11 (with --tests: torch, transformers)
+#   PyPI:            pytest, numpy, pybind11 (with --tests: torch, transformers
+#                    and peft at the versions of scripts/requirements-tests.txt)
 #   CUDA toolkit:    checked, not installed: ptxas from $CUDA_HOME/bin or
 #                    /usr/local/cuda/bin (needed to build cubins, not to test)
 #
 # Only missing packages are installed; apt-get update runs only then.
 set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 log() { printf 'setup: %s\n' "$*"; }
 
@@ -62,11 +64,11 @@ fi
 # need it skip, and say so, where it cannot be installed).
 if [[ ${1:-} == --tests ]]; then
   if ! "$PYTHON" -c 'import torch, transformers, peft' 2>/dev/null; then
-    log "installing Python packages for the tests: torch transformers peft"
-    "$PYTHON" -m pip install -q torch transformers peft ||
+    log "installing Python packages for the tests: $(grep -v '^#' "$ROOT/scripts/requirements-tests.txt" | xargs)"
+    "$PYTHON" -m pip install -q -r "$ROOT/scripts/requirements-tests.txt" ||
       log "WARNING: torch/transformers/peft not installed; their tests will be skipped"
   else
-    log "torch, transformers and peft present"
+    log "torch, transformers and peft present: $("$PYTHON" -c 'import torch, transformers, peft; print("torch %s, transformers %s, peft %s" % (torch.__version__, transformers.__version__, peft.__version__))') (the tests pin $(grep -v '^#' "$ROOT/scripts/requirements-tests.txt" | xargs))"
   fi
 fi
 
