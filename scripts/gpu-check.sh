@@ -40,7 +40,8 @@ PYTHON=${PYTHON:-python3}
 if (( JOBS > 1 )); then
   "$PYTHON" -c 'import xdist' 2>/dev/null ||
     { echo "gpu-check: LIGER_GPU_CHECK_JOBS=$JOBS needs pytest-xdist, which $PYTHON cannot import"; exit 2; }
-  shard_args+=(-n "$JOBS")
+  # (tests marked large_memory run in one process, one at a time)
+  shard_args+=(-n "$JOBS" --dist loadgroup)
 fi
 BUILD=${LIGER_RUNTIME_BUILD_DIR:-$ROOT/build-runtime-py}
 # LIGER_GPU_CHECK_LOGS=<dir> keeps every log of the run there.

@@ -11,6 +11,12 @@ if os.environ.get("LIGER_TEST_INSTALLED", "") in ("", "0"):
 sys.path.insert(0, os.path.dirname(__file__))
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "large_memory: takes tens of GiB of GPU memory; under pytest-xdist "
+        "(--dist loadgroup, as scripts/gpu-check.sh runs it) these run one at a time")
+
+
 def pytest_addoption(parser):
     parser.addoption("--bundles", default=os.path.join(ROOT, "gpu-bundles"),
                      help="directory of bundles from scripts/build-gpu-bundles.sh")
@@ -33,6 +39,10 @@ def shard(items, spec):
 
 
 def pytest_collection_modifyitems(config, items):
+    # One xdist worker takes the large_memory tests, one after another.
+    for item in items:
+        if item.get_closest_marker("large_memory"):
+            item.add_marker(pytest.mark.xdist_group("large_memory"))
     spec = config.getoption("--shard")
     if spec is None:
         return

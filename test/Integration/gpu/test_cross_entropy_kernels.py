@@ -47,7 +47,6 @@ CASES = [(name, n) for name, case in kernels.CROSS_ENTROPY.items()
          for n in kernels.cross_entropy_tokens(case[0])]
 
 
-@pytest.mark.parametrize("name,tokens", CASES, ids=["%s-n%d" % c for c in CASES])
 def grad_error(dx, want, dtype, rows=1024):
     """|dx - best| / |want| in float64, `best` the reference rounded to the
     logits' dtype, the nearest a gradient in that dtype can be (f16 flushes
@@ -62,6 +61,10 @@ def grad_error(dx, want, dtype, rows=1024):
     return (diff / norm) ** 0.5
 
 
+@pytest.mark.parametrize("name,tokens", [
+    pytest.param(name, n, id="%s-n%d" % (name, n), marks=[pytest.mark.large_memory]
+                 if n * kernels.CROSS_ENTROPY[name][0] >= 2**28 else [])
+    for name, n in CASES])
 def test_cross_entropy_kernel(bundles_dir, name, tokens):
     vocab, dt, tdt, attrs, weighted, zloss = kernels.CROSS_ENTROPY[name]
     bundle = kernels.load_bundle(bundles_dir, "cross_entropy")
