@@ -1,7 +1,7 @@
-// The projections of a Llama-3-8B layer through the experimental matmul
+// The projections of a Llama-3-8B layer through the matmul
 // templates (bench/matmul.py): pinned to mma.sync, and (the *_wg functions)
 // with the configuration liger-select-kernel-config picks for sm_90a (wgmma). bench/build-bundles.sh compiles them
-// with liger-compile --matmul-kernels.
+// with liger-compile (matmul groups compile by default).
 
 func.func @o_proj(%x: tensor<?x4096xbf16>, %w: tensor<4096x4096xbf16>) -> tensor<?x4096xbf16> {
   %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_mma_sync, tile_m = 128, tile_n = 128, tile_k = 32, stages = 4>} : (tensor<?x4096xbf16>, tensor<4096x4096xbf16>) -> tensor<?x4096xbf16> {
@@ -177,8 +177,8 @@ func.func @qk_rope_only_wg(%x: tensor<?x?x4096xbf16>, %wq: tensor<4096x4096xbf16
 }
 
 // The gated MLP's backward in one kernel: dh = dy · W_down with SwiGLU's
-// gradient in the epilogue, writing dgate and dup (liger-compile
-// --matmul-kernels fuses them: liger-fuse's gradient epilogues).
+// gradient in the epilogue, writing dgate and dup (liger-compile fuses
+// them by default: liger-fuse's gradient epilogues).
 func.func @mlp_bwd_wg(%dy: tensor<?x4096xbf16>, %w: tensor<4096x14336xbf16>, %g: tensor<?x14336xbf16>,
                       %u: tensor<?x14336xbf16>) -> (tensor<?x14336xbf16>, tensor<?x14336xbf16>) {
   %dh = liger.linear_grad_input %dy, %w : tensor<?x4096xbf16>, tensor<4096x14336xbf16>

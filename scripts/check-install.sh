@@ -62,7 +62,7 @@ check installed-compile "$TMP/prefix/bin/liger-compile" \
   "$ROOT/test/Target/liger-compile.mlir" -o "$TMP/layer.bundle"
 for dir in consumer runtime-consumer; do
   check "$dir-lists" expect_output list \
-    "layer_rowwise_1: rowwise for sm_90a, 2 inputs, 1 outputs (liger.silu, liger.mul)" \
+    "layer_rowwise_2: rowwise for sm_90a, 2 inputs, 1 outputs (liger.silu, liger.mul)" \
     "$TMP/$dir/liger-list-kernels" "$TMP/layer.bundle"
   check "$dir-shapes" expect_output shapes \
     "layer_rowwise_0 with 3 rows writes [3, 4096] [3, 4096]" \
@@ -73,10 +73,15 @@ check consumer-missing-bundle expect_failure missing \
   "$TMP/consumer/liger-list-kernels" "$TMP/none"
 for target in sm_90a sm_80; do
   check "compiler-consumer-$target" expect_output "$target" \
-    "compiled 2 kernels for $target into $TMP/api-$target.bundle (not compiled yet: 1 liger.linear) layer_rowwise_0: rowwise for $target (liger.add_rms_norm) layer_rowwise_1: rowwise for $target (liger.silu, liger.mul)" \
+    "compiled 3 kernels for $target into $TMP/api-$target.bundle layer_rowwise_0: rowwise for $target (liger.add_rms_norm) layer_matmul_1: matmul for $target (liger.linear) layer_rowwise_2: rowwise for $target (liger.silu, liger.mul)" \
     "$TMP/compiler-consumer/liger-compile-and-list" "$ROOT/test/Target/liger-compile.mlir" \
     "$TMP/api-$target.bundle" "$target"
 done
+# What the compiler left, and why, as liger-compile says it.
+check compiler-consumer-left expect_output left \
+  "(not compiled yet, no kernel template: 1 liger.attention)" \
+  "$TMP/compiler-consumer/liger-compile-and-list" "$ROOT/examples/llama3_8b_decoder_layer.mlir" \
+  "$TMP/api-llama.bundle"
 printf 'func.func @f(%%x: tensor<?x8xbf16>) {\n  liger.frobnicate\n}\n' >"$TMP/bad.mlir"
 check compiler-consumer-parse-error expect_failure parse \
   "liger-compile-and-list: $TMP/bad.mlir:2:3: error: custom op 'liger.frobnicate' is unknown liger.frobnicate ^" \
@@ -117,7 +122,7 @@ check liger-info expect_output info "compiler: not built (no MLIR 22 where it wa
 check wheel-imports expect_output imports "$VERSION $VENV/lib/" env -C "$TMP" \
   "$VENV/bin/python" -c "import liger, liger.ops, liger.runtime; \
 print(liger.__version__, liger.runtime._runtime().__file__)"
-check wheel-liger-bundle expect_output bundle "$TMP/layer.bundle: 2 kernels" \
+check wheel-liger-bundle expect_output bundle "$TMP/layer.bundle: 3 kernels" \
   timeout 60 env -C "$TMP" PATH="$VENV/bin:/usr/bin:/bin" liger-bundle "$TMP/layer.bundle"
 check wheel-no-compiler expect_failure compiler \
   "liger-compile: cannot find liger-compile: this liger" \

@@ -46,9 +46,8 @@ int main(int argc, char **argv) {
   }
   std::printf("compiled %d kernels for %s into %s", result.numKernels,
               options.target.c_str(), argv[2]);
-  if (!result.notCompiled.empty())
-    std::printf(" (not compiled yet: %s)", result.notCompiled.c_str());
-  std::printf("\n");
+  // What was not compiled and why, as liger-compile says it.
+  std::printf("%s\n", liger::describeNotCompiled(result).c_str());
 
   liger_bundle *handle = nullptr;
   if (liger_bundle_open(argv[2], &handle) != LIGER_OK) {

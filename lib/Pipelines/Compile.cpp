@@ -9,6 +9,7 @@
 
 #include "liger/Pipelines/Compile.h"
 
+#include "liger/Conversion/LigerToGPU/MatmulPlan.h"
 #include "liger/Dialect/Liger/IR/LigerOps.h"
 #include "liger/InitAll.h"
 #include "liger/Pipelines/Pipelines.h"
@@ -199,7 +200,8 @@ private:
 };
 
 bool Compilation::survey(std::vector<::liger::runtime::LossPlan> &plans) {
-  std::map<std::string, int> notCompiled;
+  // Per list (no template; left by a template; left out): what -> count.
+  std::map<std::string, int> notCompiled, leftByTemplates, leftOut;
   bool planFailed = false;
   module->walk([&](Operation *op) {
     if (auto group = dyn_cast<FusionOp>(op)) {
@@ -213,20 +215,36 @@ bool Compilation::survey(std::vector<::liger::runtime::LossPlan> &plans) {
           planFailed = true;
         else
           plans.push_back(std::move(*entry));
-      } else
-        ++notCompiled[(stringifyFusionKind(group.getKind()) + " group").str()];
+      } else {
+        // Matmul and loss groups are the matmul templates' (each left with
+        // a warning, or all left out by the options); others have none.
+        bool templated = group.getKind() == FusionKind::matmul ||
+                         group.getKind() == FusionKind::loss;
+        auto &list = !templated                ? notCompiled
+                     : options.matmulKernels ? leftByTemplates
+                                             : leftOut;
+        ++list[(stringifyFusionKind(group.getKind()) + " group").str()];
+      }
       return;
     }
     if (isa_and_nonnull<LigerDialect>(op->getDialect()) &&
         !op->getParentOfType<FusionOp>() && !isa<YieldOp>(op))
-      ++notCompiled[op->getName().getStringRef().str()];
+      ++(!options.matmulKernels && isLoneMatmulOp(op)
+             ? leftOut
+             : notCompiled)[op->getName().getStringRef().str()];
   });
   // "1 liger.attention, 2 matmul groups".
-  for (auto &[what, count] : notCompiled)
-    result.notCompiled +=
-        (result.notCompiled.empty() ? "" : ", ") + std::to_string(count) +
-        " " + what +
-        (count > 1 && StringRef(what).ends_with("group") ? "s" : "");
+  auto counted = [](const std::map<std::string, int> &list) {
+    std::string text;
+    for (auto &[what, count] : list)
+      text += (text.empty() ? "" : ", ") + std::to_string(count) + " " +
+              what +
+              (count > 1 && StringRef(what).ends_with("group") ? "s" : "");
+    return text;
+  };
+  result.notCompiled = counted(notCompiled);
+  result.leftByTemplates = counted(leftByTemplates);
+  result.leftOut = counted(leftOut);
   return !planFailed;
 }
 
@@ -281,10 +299,7 @@ bool Compilation::run(StringRef moduleText, StringRef bundleDir) {
   }
   if (!result.numKernels)
     return fail("no kernel to compile in " + options.sourceName +
-                (result.notCompiled.empty()
-                     ? std::string()
-                     : " (not compiled yet, no kernel template: " +
-                           result.notCompiled + ")"));
+                describeNotCompiled(result));
 
   // ptx and cubin.
   FailureOr<std::vector<GpuBinary>> binaries =
@@ -312,6 +327,21 @@ bool Compilation::run(StringRef moduleText, StringRef bundleDir) {
                                plans));
 }
 } // namespace
+
+namespace liger {
+std::string describeNotCompiled(const CompileResult &result) {
+  std::string text;
+  if (!result.notCompiled.empty())
+    text += " (not compiled yet, no kernel template: " + result.notCompiled +
+            ")";
+  if (!result.leftByTemplates.empty())
+    text += " (left by their templates, see the warnings: " +
+            result.leftByTemplates + ")";
+  if (!result.leftOut.empty())
+    text += " (left out by --no-matmul-kernels: " + result.leftOut + ")";
+  return text;
+}
+} // namespace liger
 
 bool ::liger::compile(const std::string &moduleText,
                     const CompileOptions &options, const std::string &bundleDir,

@@ -4,6 +4,8 @@
 // RUN: rm -rf %t.bundle %t.dump
 // RUN: liger-compile %s -o %t.bundle --dump-dir=%t.dump --fusion-report --no-matmul-kernels | FileCheck %s --check-prefix=OUT
 // RUN: rm -rf %t.default && liger-compile %s -o %t.default | FileCheck %s --check-prefix=DEFAULT
+// RUN: rm -rf %t.false && liger-compile %s -o %t.false --matmul-kernels=false | FileCheck %s --check-prefix=FALSE
+// RUN: rm -rf %t.f32 && liger-compile %S/Inputs/f32-projection.mlir -o %t.f32 2>&1 | FileCheck %s --check-prefix=TEMPLATE
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t.bundle/manifest.json
 // RUN: FileCheck %s --check-prefix=PTX < %t.bundle/liger_kernels.sm_90a.ptx
 // RUN: ptxas -arch=sm_90a -v %t.bundle/liger_kernels.sm_90a.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
@@ -17,10 +19,16 @@
 
 // OUT: [liger-fuse-add-rms-norm] fused liger.add, liger.rms_norm into a rowwise group
 // OUT: [liger-fuse-elementwise] fused liger.silu, liger.mul into a rowwise group
-// OUT: liger-compile: 2 kernels for sm_90a in {{.*}}.bundle (not compiled yet, no kernel template: 1 liger.linear)
+// OUT: liger-compile: 2 kernels for sm_90a in {{.*}}.bundle (left out by --no-matmul-kernels: 1 liger.linear)
 
 // By default the matmul templates compile the projection too.
 // DEFAULT: liger-compile: 3 kernels for sm_90a in {{.*}}.default{{$}}
+// --matmul-kernels=false says --no-matmul-kernels.
+// FALSE: liger-compile: 2 kernels for sm_90a in {{.*}}.false (left out by --no-matmul-kernels: 1 liger.linear)
+// A group the templates refuse is left with a warning, and counted apart
+// from what has no template at all.
+// TEMPLATE: warning: left for a later matmul template: wgmma takes bf16 or f16 inputs
+// TEMPLATE: liger-compile: 1 kernel for sm_90a in {{.*}}.f32 (left by their templates, see the warnings: 1 matmul group)
 
 // MANIFEST: "format": "liger-bundle",
 // MANIFEST: "arch": "sm_90a",
@@ -71,7 +79,7 @@
 // Nothing to compile with --no-matmul-kernels (the loss group needs the
 // matmul templates, which plan it: Target/loss-plan-bundle.mlir): the tool
 // says what waits for a template.
-// NOKERNEL: liger-compile: no kernel to compile in {{.*}}lm-head-step.mlir (not compiled yet, no kernel template: 1 loss group)
+// NOKERNEL: liger-compile: no kernel to compile in {{.*}}lm-head-step.mlir (left out by --no-matmul-kernels: 1 loss group)
 
 // BADTARGET: liger-compile: unsupported GPU target 'sm_90' (supported: sm_80, sm_86, sm_90a)
 // BADPTX: liger-compile: PTX ISA version in '+ptx99' is outside what liger uses (+ptx70 to +ptx88)

@@ -83,7 +83,7 @@ cl::opt<bool> noMatmulKernels(
 cl::opt<bool> matmulKernels(
     "matmul-kernels",
     cl::desc("Compile matmul groups (the default; kept for scripts that "
-             "name it)"),
+             "name it; =false is --no-matmul-kernels)"),
     cl::init(false), cl::Hidden, cl::cat(ligerCategory));
 cl::opt<bool> normPrologue(
     "norm-prologue",
@@ -146,7 +146,11 @@ int main(int argc, char **argv) {
                               "bundle (cubins, PTX, manifest)\n");
   if (emit == CompileStage::Cubin && (outputPath.empty() || outputPath == "-"))
     return fail("--emit=cubin needs -o <file>");
-  if (matmulKernels && noMatmulKernels)
+  // --matmul-kernels[=true] is the default; --matmul-kernels=false says
+  // --no-matmul-kernels.
+  bool matmulOff = noMatmulKernels ||
+                   (matmulKernels.getNumOccurrences() && !matmulKernels);
+  if (matmulKernels.getNumOccurrences() && matmulKernels && noMatmulKernels)
     return fail("--matmul-kernels and --no-matmul-kernels contradict each "
                 "other (matmul groups compile by default)");
   ::liger::CompileOptions options;
@@ -156,7 +160,7 @@ int main(int argc, char **argv) {
   options.fuse = !noFuse;
   options.fusionReport = fusionReport;
   options.normPrologue = normPrologue;
-  options.matmulKernels = !noMatmulKernels;
+  options.matmulKernels = !matmulOff;
   if (lossMemoryBudget.getNumOccurrences())
     options.lossMemoryBudget = lossMemoryBudget;
   options.lossDwF32 = lossDwF32;
@@ -188,9 +192,6 @@ int main(int argc, char **argv) {
     llvm::outs() << " (" << result.numPlannedLossGroups << " loss group"
                  << (result.numPlannedLossGroups == 1 ? "" : "s")
                  << " planned as chunks of them)";
-  if (!result.notCompiled.empty())
-    llvm::outs() << " (not compiled yet, no kernel template: "
-                 << result.notCompiled << ")";
-  llvm::outs() << "\n";
+  llvm::outs() << ::liger::describeNotCompiled(result) << "\n";
   return 0;
 }

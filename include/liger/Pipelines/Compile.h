@@ -36,7 +36,7 @@ enum class CompileStage {
 };
 
 /// What to compile for and how: liger-compile's flags, one field each
-/// (messages name them by those flags: --target, --matmul-kernels, ...).
+/// (messages name them by those flags: --target, --no-matmul-kernels, ...).
 struct CompileOptions {
   /// GPU target: sm_90a (Hopper), sm_80 (compute capability 8.0, 8.7) or
   /// sm_86 (8.6, 8.9). Another is refused with the list of targets.
@@ -82,13 +82,24 @@ struct CompileResult {
   int numKernels = 0;
   /// Loss groups planned as chunks of those kernels.
   int numPlannedLossGroups = 0;
-  /// What no kernel template compiled yet, counted: "1 liger.attention,
-  /// 2 matmul groups"; empty where everything compiled.
+  /// What no kernel template compiles yet, counted: "1 liger.attention";
+  /// empty where there is none.
   std::string notCompiled;
+  /// Matmul and loss groups their templates left (each with a warning
+  /// saying why: a dtype, an alignment), counted: "2 matmul groups".
+  std::string leftByTemplates;
+  /// Matmul and loss groups --no-matmul-kernels left out, counted.
+  std::string leftOut;
   /// The stage's result where the compile stopped before Bundle (IR or PTX
   /// text, or the cubin's bytes).
   std::string output;
 };
+
+/// What `result` did not compile, for a message: "" or its parts, each
+/// " (...)": " (not compiled yet, no kernel template: 1 liger.attention)",
+/// " (left by their templates, see the warnings: 2 matmul groups)",
+/// " (left out by --no-matmul-kernels: 1 loss group)".
+std::string describeNotCompiled(const CompileResult &result);
 
 /// Compiles `moduleText` (a module in the liger dialect) as `options` say;
 /// at stage Bundle, writes the bundle into directory `bundleDir` (created

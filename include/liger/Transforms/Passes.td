@@ -92,7 +92,8 @@ def FuseGatedMLPPass : Pass<"liger-fuse-gated-mlp"> {
     ```
 
     With `gradients` (on by default here; `liger-fuse` turns it on with
-    `gradient-epilogues`, which `liger-compile --matmul-kernels` sets), the
+    `gradient-epilogues`, which `liger-compile` sets unless
+    `--no-matmul-kernels`), the
     backward's `liger.swiglu_grad` (`liger.geglu_grad`) whose incoming
     gradient is `liger.linear_grad_input` (dh = dy · W_down) joins that
     product: one matmul group, the gradient in the dx GEMM's epilogue

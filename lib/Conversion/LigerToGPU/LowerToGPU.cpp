@@ -52,11 +52,6 @@ static bool isDivergenceReducedToScalar(Operation &op) {
   return false;
 }
 
-/// Ops outside groups that become matmul kernels of one op: projections
-/// and the gradient products.
-static bool isMatmulOp(Operation *op) {
-  return isa<LinearOp, LinearGradInputOp, LinearGradWeightOp>(op);
-}
 
 namespace {
 struct LowerToGPUPass : mlir::liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
@@ -76,14 +71,14 @@ struct LowerToGPUPass : mlir::liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
     if (wrapOps) {
       SmallVector<Operation *> singles;
       module.walk([&](Operation *op) {
-        if ((isRowwiseOp(op) || (matmulKernels && isMatmulOp(op))) &&
+        if ((isRowwiseOp(op) || (matmulKernels && isLoneMatmulOp(op))) &&
             !isInFusionGroup(op))
           singles.push_back(op);
       });
       for (Operation *op : singles) {
         std::string whyNot;
         FusionKind kind =
-            isMatmulOp(op) ? FusionKind::matmul : FusionKind::rowwise;
+            isLoneMatmulOp(op) ? FusionKind::matmul : FusionKind::rowwise;
         if (failed(createFusionGroup(
                 rewriter, {"liger-lower-to-gpu", kind, {op}, {}}, whyNot))) {
           op->emitOpError("cannot become a kernel: ") << whyNot;
@@ -134,7 +129,7 @@ struct LowerToGPUPass : mlir::liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
       if (failed(config))
         return signalPassFailure();
       if (config->isMatmul()) {
-        // The experimental matmul template (MatmulKernel.cpp).
+        // The matmul templates (MatmulKernel.cpp).
         FailureOr<MatmulPlan> plan = analyzeMatmulGroup(group);
         FailureOr<MatmulKernelConfig> matmul =
             succeeded(plan) ? readMatmulKernelConfig(group, *config)

@@ -324,6 +324,10 @@ static void readOutputs(MatmulPlan &plan) {
   }
 }
 
+bool mlir::liger::isLoneMatmulOp(Operation *op) {
+  return isa<LinearOp, LinearGradInputOp, LinearGradWeightOp>(op);
+}
+
 FailureOr<MatmulPlan> mlir::liger::analyzeMatmulGroup(FusionOp group) {
   MatmulPlan plan;
   plan.group = group;

@@ -184,8 +184,8 @@ TEST_F(CompileTest, NothingToCompileSaysWhatWaits) {
                     "tensor<512x256xbf16>\n"
                     "  return %y : tensor<?x512xbf16>\n"
                     "}\n"),
-            "no kernel to compile in layer.mlir (not compiled yet, no kernel "
-            "template: 1 liger.linear)");
+            "no kernel to compile in layer.mlir (left out by "
+            "--no-matmul-kernels: 1 liger.linear)");
 }
 
 TEST_F(CompileTest, ABundleNeedsADirectory) {

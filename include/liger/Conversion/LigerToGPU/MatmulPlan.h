@@ -149,6 +149,10 @@ FailureOr<MatmulPlan> analyzeMatmulGroup(FusionOp group);
 /// the rest of the module compiles. Returns failure.
 LogicalResult leaveForLaterTemplate(FusionOp group, const Twine &why);
 
+/// The ops that, outside any group, liger-lower-to-gpu's matmul-kernels
+/// makes matmul kernels of one op: projections and the gradient products.
+bool isLoneMatmulOp(Operation *op);
+
 } // namespace mlir::liger
 
 #endif // LIGER_CONVERSION_LIGERTOGPU_MATMULPLAN_H
