@@ -37,12 +37,14 @@ JOBS=${LIGER_GPU_CHECK_JOBS:-1}
 [[ "$JOBS" =~ ^[1-9][0-9]*$ ]] || { echo "gpu-check: LIGER_GPU_CHECK_JOBS wants a positive number of processes, got '$JOBS'"; exit 2; }
 not_run="not run (LIGER_GPU_CHECK_PARTS=$PARTS)"
 PYTHON=${PYTHON:-python3}
-if (( JOBS > 1 )); then
+if (( JOBS > 1 )) && part suite; then
   "$PYTHON" -c 'import xdist' 2>/dev/null ||
     { echo "gpu-check: LIGER_GPU_CHECK_JOBS=$JOBS needs pytest-xdist, which $PYTHON cannot import"; exit 2; }
-  # (tests marked large_memory run in one process, one at a time)
-  shard_args+=(-n "$JOBS" --dist loadgroup)
+  # (tests marked large_memory take a lock: one at a time, conftest.py)
+  shard_args+=(-n "$JOBS")
 fi
+[[ -z "${LIGER_GPU_CHECK_EXPERIMENTAL:-}" ]] ||
+  echo "gpu-check: LIGER_GPU_CHECK_EXPERIMENTAL is no longer read: the matmul templates' tests are the suite's"
 BUILD=${LIGER_RUNTIME_BUILD_DIR:-$ROOT/build-runtime-py}
 # LIGER_GPU_CHECK_LOGS=<dir> keeps every log of the run there.
 if [[ -n "${LIGER_GPU_CHECK_LOGS:-}" ]]; then
@@ -138,7 +140,8 @@ print("%.0f tokens/s per GPU (eager under FSDP2: %.0f)" % (a["tokens_per_s_per_g
   fi
 fi
 
-# compute-sanitizer, where the toolkit has it: memcheck and racecheck.
+# compute-sanitizer, where the toolkit has it: memcheck, racecheck and
+# synccheck.
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 san="not run (no compute-sanitizer)"
 san_rc=0
@@ -176,6 +179,6 @@ torch_v=$("$PYTHON" -c 'import torch; print(torch.__version__, "CUDA", torch.ver
 suite="suite $not_run"
 part suite && suite="$(count passed) passed, $(count failed) failed, $(count skipped) skipped"
 [[ -z "$SHARD" ]] || suite+=" (shard $SHARD)"
-(( JOBS == 1 )) || suite+=" ($JOBS pytest processes)"
+(( JOBS == 1 )) || ! part suite || suite+=" ($JOBS pytest processes)"
 echo "gpu-check: $suite on $gpu (torch $torch_v), $package package; compute-sanitizer: $san; LibTorch example: $example; runtime unit tests: ${unit:-not run}; FSDP2 (2 GPUs): $fsdp"
 [[ ($unit_rc -eq 0 || "$unit" == not*) && $gpu_rc -eq 0 && $san_rc -eq 0 && $example_rc -eq 0 && $fsdp_rc -eq 0 ]]

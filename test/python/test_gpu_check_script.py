@@ -9,6 +9,7 @@ import os
 import shutil
 import stat
 import subprocess
+import sys
 
 import pytest
 
@@ -166,3 +167,16 @@ def test_the_shards_split_the_tests_between_them():
     for spec in ("0/4", "5/4", "x", "1/0"):
         with pytest.raises(pytest.UsageError, match="--shard wants K/N"):
             conftest.shard(items, spec)
+
+
+def test_large_memory_tests_take_one_lock(tmp_path):
+    # conftest's lock: while one holder has it, another process cannot take it.
+    conftest = _gpu_conftest()
+    with conftest.large_memory_lock(str(tmp_path)) as path:
+        probe = "import fcntl, sys\nf = open(sys.argv[1], 'a')\n" \
+                "try:\n    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)\n" \
+                "except BlockingIOError:\n    sys.exit(3)\n"
+        held = subprocess.run([sys.executable, "-c", probe, path])
+        assert held.returncode == 3
+    free = subprocess.run([sys.executable, "-c", probe, path])
+    assert free.returncode == 0

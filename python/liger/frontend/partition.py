@@ -436,14 +436,16 @@ def group_text(group: Group) -> str:
 @dataclass
 class Left:
     """A fusion group left to Inductor, and why: by the backend's policy (a
-    choice its options change: no warning), or because it could not be
-    compiled or run (one LigerFallbackWarning)."""
+    choice its options change), because its graph does not map onto a
+    kernel's call (structure), or because no kernel could be compiled or
+    found for it (`warned`: one LigerFallbackWarning said so)."""
 
     label: str
     kind: str
     ops: List[str]
     reason: str
     policy: bool = False
+    warned: bool = False
 
     def group(self) -> str:
         """`matmul (liger.linear, liger.linear, liger.swiglu)`."""
@@ -732,7 +734,7 @@ def partition(gm, name: str, target: str, fake_mode, check: Optional[KernelTarge
         try:
             unit.kernel = _kernel(unit.spec, check)
         except LigerError as e:
-            left = Left(label, group.kind, group.ops(), str(e).splitlines()[0])
+            left = Left(label, group.kind, group.ops(), str(e).splitlines()[0], warned=True)
             out.left.append(left)
             warnings.warn("liger: fusion group %s (%s) stays with Inductor: %s" % (
                 left.label, ", ".join(left.ops), left.reason), LigerFallbackWarning, stacklevel=2)

@@ -1,5 +1,8 @@
+import contextlib
+import fcntl
 import os
 import sys
+import tempfile
 
 import pytest
 
@@ -13,8 +16,9 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 def pytest_configure(config):
     config.addinivalue_line(
-        "markers", "large_memory: takes tens of GiB of GPU memory; under pytest-xdist "
-        "(--dist loadgroup, as scripts/gpu-check.sh runs it) these run one at a time")
+        "markers", "large_memory: takes tens of GiB of GPU memory; these take a lock "
+        "file, so that under pytest-xdist (scripts/gpu-check.sh LIGER_GPU_CHECK_JOBS) "
+        "they run one at a time")
 
 
 def pytest_addoption(parser):
@@ -39,10 +43,6 @@ def shard(items, spec):
 
 
 def pytest_collection_modifyitems(config, items):
-    # One xdist worker takes the large_memory tests, one after another.
-    for item in items:
-        if item.get_closest_marker("large_memory"):
-            item.add_marker(pytest.mark.xdist_group("large_memory"))
     spec = config.getoption("--shard")
     if spec is None:
         return
@@ -84,3 +84,33 @@ def _return_cached_memory():
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
         torch.cuda.empty_cache()
+
+
+@contextlib.contextmanager
+def large_memory_lock(directory=None):
+    """An exclusive lock on a file every pytest process of this machine's
+    user sees (in `directory`, default the temporary directory), held for
+    the block; the block's cached GPU memory is returned before it is
+    released, for the next holder."""
+    path = os.path.join(directory or tempfile.gettempdir(),
+                        "liger-gpu-large-memory-%d.lock" % os.getuid())
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield path
+        finally:
+            torch = sys.modules.get("torch")
+            if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+                torch.cuda.empty_cache()
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+@pytest.fixture(autouse=True)
+def _one_large_memory_test_at_a_time(request):
+    """A test marked large_memory runs under large_memory_lock: of several
+    processes sharing the GPU, one at a time runs such a test."""
+    if request.node.get_closest_marker("large_memory") is None:
+        yield
+        return
+    with large_memory_lock():
+        yield

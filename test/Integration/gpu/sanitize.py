@@ -93,5 +93,7 @@ if os.path.isdir(matmul):
                  for _ in range(2)]
         bundle[name + "_matmul_0"](*args)
 torch.cuda.synchronize()
-print("sanitize: launched every kernel of " +
-      ("the matmul bundle" if only_matmul else "%d bundles" % (len(rowwise) + 2)))
+if only_matmul and not os.path.isdir(matmul):
+    sys.exit("sanitize: no matmul bundle in %s" % root)
+print("sanitize: launched every kernel of " + ("the matmul bundle" if only_matmul else "%d bundles" % (
+    len(rowwise) + os.path.isdir(ce) + os.path.isdir(matmul))))
