@@ -178,6 +178,9 @@ fi
 torch_v=$("$PYTHON" -c 'import torch; print(torch.__version__, "CUDA", torch.version.cuda)' 2>/dev/null)
 suite="suite $not_run"
 part suite && suite="$(count passed) passed, $(count failed) failed, $(count skipped) skipped"
+# (an error in a test's setup or collection is neither passed nor failed)
+errors=$(part suite && grep -Eo "[0-9]+ errors?" "$LOG/gpu.log" | tail -1 | grep -Eo '[0-9]+')
+[[ -z "$errors" || "$errors" == 0 ]] || suite+=", $errors with errors"
 [[ -z "$SHARD" ]] || suite+=" (shard $SHARD)"
 (( JOBS == 1 )) || ! part suite || suite+=" ($JOBS pytest processes)"
 echo "gpu-check: $suite on $gpu (torch $torch_v), $package package; compute-sanitizer: $san; LibTorch example: $example; runtime unit tests: ${unit:-not run}; FSDP2 (2 GPUs): $fsdp"

@@ -180,3 +180,12 @@ def test_large_memory_tests_take_one_lock(tmp_path):
         assert held.returncode == 3
     free = subprocess.run([sys.executable, "-c", probe, path])
     assert free.returncode == 0
+
+
+def test_errors_are_counted_in_the_line(checkout):
+    # A test that errs (a fixture, a collection) is neither passed nor
+    # failed: the line says so, and the exit status counts it.
+    rc, line, _, _ = run(checkout, suite_out="3 passed, 1 error in 1.0s", suite_rc=1,
+                         LIGER_GPU_CHECK_PARTS="suite")
+    assert rc != 0
+    assert line.startswith("gpu-check: 3 passed, 0 failed, 0 skipped, 1 with errors on "), line
