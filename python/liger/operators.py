@@ -159,8 +159,9 @@ def _rows(t):
 
 
 def _shaped(y, like):
-    """y, a [rows, H] output, in the shape of the input `like`."""
-    return y if y.dim() == like.dim() else y.view(like.shape)
+    """y, a [rows, N] output, in the shape of the input `like`'s rows (N its
+    last dimension: H for a row op, a projection's width)."""
+    return y if y.dim() == like.dim() else y.view(like.shape[:-1] + y.shape[-1:])
 
 
 def _per_row(t, like):
@@ -1120,11 +1121,6 @@ def gated_grad_reference(dh, gate, up, activation, approximate):
     return dh * up * (cdf + gate * pdf), dh * gate * cdf
 
 
-def _with_rows(t, like, width):
-    """t [rows, width] in the shape of `like`'s rows."""
-    return t.view(like.shape[:-1] + (width,))
-
-
 @_custom_op("liger::gated_mlp", mutates_args=())
 def gated_mlp(x: Tensor, gate_weight: Tensor, up_weight: Tensor, down_weight: Tensor,
               activation: str, approximate: str) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
@@ -1138,8 +1134,7 @@ def gated_mlp(x: Tensor, gate_weight: Tensor, up_weight: Tensor, down_weight: Te
         return F.linear(h, down_weight), h, gate, up
     gate, up, h = kernels[0](_rows(x), gate_weight.contiguous(), up_weight.contiguous())
     y = F.linear(h, down_weight)
-    return (_with_rows(y, x, down_weight.shape[0]), _with_rows(h, x, width),
-            _with_rows(gate, x, width), _with_rows(up, x, width))
+    return _shaped(y, x), _shaped(h, x), _shaped(gate, x), _shaped(up, x)
 
 
 @gated_mlp.register_fake

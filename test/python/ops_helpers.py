@@ -1,6 +1,7 @@
 """What the tests of liger.ops' matmul-template ops share: the mark of a
-test that compiles (liger-compile and ptxas here), and `python -m liger.ops
-module SPEC` run as a user runs it."""
+test that compiles (liger-compile and ptxas here), `python -m liger.ops
+module SPEC` run as a user runs it, the error measure, and a record of the
+kernels a call loads."""
 
 import os
 import subprocess
@@ -34,3 +35,18 @@ def module_command(spec):
                          env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")))
     assert out.returncode == 0, out.stderr
     return out.stdout
+
+
+def rel(got, want):
+    """max |got - want| over max |want|, in float64."""
+    return ((got.double() - want.double()).abs().max() /
+            want.double().abs().max().clamp_min(1e-30)).item()
+
+
+def record_loads(monkeypatch, module, name):
+    """The specs `module.name` (a kernel loader of liger.bundles) is called
+    with from here on, in a list that fills as it is called."""
+    loaded = []
+    load = getattr(module, name)
+    monkeypatch.setattr(module, name, lambda spec: (loaded.append(spec), load(spec))[1])
+    return loaded

@@ -15,7 +15,7 @@ import re
 import subprocess
 
 import pytest
-from ops_helpers import module_command, needs_compiler
+from ops_helpers import module_command, needs_compiler, record_loads, rel
 
 torch = pytest.importorskip("torch")
 
@@ -59,23 +59,10 @@ def _reference(x, wg, wu, wd, activation, approximate):
     return (_act(x @ wg.t(), activation, approximate) * (x @ wu.t())) @ wd.t()
 
 
-def _rel(got, want):
-    return ((got.double() - want.double()).abs().max() /
-            want.double().abs().max().clamp_min(1e-30)).item()
-
-
-def _record(monkeypatch):
-    loaded = []
-    load = bundles.matmul_kernels
-    monkeypatch.setattr(bundles, "matmul_kernels",
-                        lambda spec: (loaded.append(spec), load(spec))[1])
-    return loaded
-
-
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_gated_mlp_and_its_gradients_against_float64(cpu_reference, monkeypatch, name):
     activation, approximate, dt, shape, h, i = CASES[name]
-    loaded = _record(monkeypatch)
+    loaded = record_loads(monkeypatch, bundles, "matmul_kernels")
     leaves = [t.requires_grad_() for t in _operands(shape, h, i, DTYPES[dt], 3)]
     y = ops.gated_mlp(*leaves, activation, approximate)
     assert y.shape == shape and y.dtype == DTYPES[dt]
@@ -84,10 +71,10 @@ def test_gated_mlp_and_its_gradients_against_float64(cpu_reference, monkeypatch,
     exact = [t.detach().double().requires_grad_() for t in leaves]
     want = _reference(*exact, activation, approximate)
     want.backward(dy.double())
-    assert _rel(y, want) < TOL[dt], (name, _rel(y, want))
+    assert rel(y, want) < TOL[dt], (name, rel(y, want))
     for what, got, ref in zip(("dx", "dW_gate", "dW_up", "dW_down"), leaves, exact):
         assert got.grad is not None and got.grad.dtype == got.dtype, (name, what)
-        assert _rel(got.grad, ref.grad) < TOL[dt], (name, what, _rel(got.grad, ref.grad))
+        assert rel(got.grad, ref.grad) < TOL[dt], (name, what, rel(got.grad, ref.grad))
     # The kernels' module ran, both functions, once configured.
     assert loaded == [specs.gated_mlp_spec(h, i, dt, activation, approximate, target="cpu")]
 
@@ -160,7 +147,7 @@ def test_a_configuration_without_kernels_runs_pytorchs_ops(monkeypatch):
     """The operator where no kernel takes the call (f32, a size the
     template refuses, CPU tensors without the reference lowering):
     PyTorch's ops as Hugging Face's MLP computes them, no kernel loaded."""
-    loaded = _record(monkeypatch)
+    loaded = record_loads(monkeypatch, bundles, "matmul_kernels")
     monkeypatch.delenv("LIGER_OPS_CPU_REFERENCE", raising=False)
     ops.clear_caches()
     try:
@@ -182,7 +169,7 @@ def _without_kernels(monkeypatch, loaded):
                     "none")[0]
     want = _reference(*[t.double() for t in (xf, wg[:, :60], wu[:, :60], wd[:60])], "geglu",
                       "none")
-    assert _rel(y, want) < 1e-5
+    assert rel(y, want) < 1e-5
     assert loaded == []
 
 

@@ -11,7 +11,7 @@ import json
 import os
 
 import pytest
-from ops_helpers import module_command, needs_compiler
+from ops_helpers import module_command, needs_compiler, record_loads, rel
 
 torch = pytest.importorskip("torch")
 peft = pytest.importorskip("peft")
@@ -50,19 +50,6 @@ def _grads(layer, x):
     return [x.grad] + [t.grad for t in _operands(layer)[:4] if t is not None]
 
 
-def _rel(got, want):
-    return ((got.double() - want.double()).abs().max() /
-            want.double().abs().max().clamp_min(1e-30)).item()
-
-
-def _record_matmul_kernels(monkeypatch):
-    loaded = []
-    load = bundles.matmul_kernel
-    monkeypatch.setattr(bundles, "matmul_kernel",
-                        lambda spec: (loaded.append(spec), load(spec))[1])
-    return loaded
-
-
 @pytest.mark.parametrize("bias", [True, False], ids=["bias", "no_bias"])
 @pytest.mark.parametrize("dtype", ["f32", "bf16"])
 def test_the_operator_is_pefts_layer(cpu_reference, monkeypatch, dtype, bias):
@@ -70,7 +57,7 @@ def test_the_operator_is_pefts_layer(cpu_reference, monkeypatch, dtype, bias):
     (lora_alpha 32): bf16 through liger.ops.lora_linear (the kernel's
     module), f32 through the operator (PyTorch's ops: f32 has no kernel),
     every gradient of a trainable base and adapter."""
-    loaded = _record_matmul_kernels(monkeypatch)
+    loaded = record_loads(monkeypatch, bundles, "matmul_kernel")
     dt = DTYPES[dtype]
     layer = peft_layer(64, 48, 16, 32, bias, dt)
     gen = torch.Generator().manual_seed(1)
@@ -90,14 +77,14 @@ def test_the_operator_is_pefts_layer(cpu_reference, monkeypatch, dtype, bias):
         assert torch.equal(y, want)  # PEFT's ops, in its order
         assert loaded == []
     else:
-        assert _rel(y, want) < TOL[dtype]
+        assert rel(y, want) < TOL[dtype]
         assert loaded == [specs.lora_linear_spec(64, 48, 16, "bf16", 2.0, bias, target="cpu")]
     got = _grads(layer, x)
     assert len(got) == len(wanted) == (5 if bias else 4)
     for name, g, w in zip(("x", "weight", "bias", "A", "B") if bias else
                           ("x", "weight", "A", "B"), got, wanted):
         assert g is not None and g.dtype == w.dtype, name
-        assert _rel(g, w) < TOL[dtype], (name, _rel(g, w))
+        assert rel(g, w) < TOL[dtype], (name, rel(g, w))
 
 
 def test_a_frozen_base_gets_no_gradient(cpu_reference):
@@ -134,7 +121,7 @@ def test_a_configuration_without_a_kernel_runs_pytorchs_ops(monkeypatch):
     takes the layer (a rank of 8, f32, or CPU tensors without the reference
     lowering): PyTorch's ops in PEFT's order, no kernel loaded; with a
     kernel, the kernel."""
-    loaded = _record_matmul_kernels(monkeypatch)
+    loaded = record_loads(monkeypatch, bundles, "matmul_kernel")
     monkeypatch.delenv("LIGER_OPS_CPU_REFERENCE", raising=False)
     ops.clear_caches()
     gen = torch.Generator().manual_seed(2)
@@ -153,7 +140,7 @@ def test_a_configuration_without_a_kernel_runs_pytorchs_ops(monkeypatch):
     except LigerError:
         return
     y = torch.ops.liger.lora_linear(x, w, None, a, b, 2.0)
-    assert [s.op for s in loaded] == ["lora_linear"] and _rel(y, want) < TOL["bf16"]
+    assert [s.op for s in loaded] == ["lora_linear"] and rel(y, want) < TOL["bf16"]
     # No rows (the backend's operator on an empty batch): no launch.
     empty = torch.ops.liger.lora_linear(x[:0], w, None, a, b, 2.0)
     assert empty.shape == (0, 48) and empty.dtype == torch.bfloat16

@@ -81,6 +81,12 @@ def _return_cached_memory():
     several processes share one GPU, and one test's cache must not starve
     another's large allocation."""
     yield
+    _empty_cuda_cache()
+
+
+def _empty_cuda_cache():
+    """The memory PyTorch's allocator caches goes back to the GPU (where a
+    test has used the GPU)."""
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
         torch.cuda.empty_cache()
@@ -99,9 +105,7 @@ def large_memory_lock(directory=None):
         try:
             yield path
         finally:
-            torch = sys.modules.get("torch")
-            if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
-                torch.cuda.empty_cache()
+            _empty_cuda_cache()
             fcntl.flock(f, fcntl.LOCK_UN)
 
 

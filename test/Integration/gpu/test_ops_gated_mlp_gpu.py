@@ -17,7 +17,6 @@ if not torch.cuda.is_available():
     pytest.skip("no CUDA GPU on this machine", allow_module_level=True)
 from liger import bundles, ops  # noqa: E402
 
-DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
 # Max |error| over max |float64's|: gate, up, h and dh round once each in
 # the kernels; the GEMMs accumulate in f32.
 TOL = {"bf16": 2e-2, "f16": 3e-3}
@@ -32,7 +31,7 @@ def _operands(spec, rows, seed):
     """x [rows, H] and the gate, up and down weights, scaled so that gate,
     up and y are of order one, on the GPU."""
     g = torch.Generator(device="cuda").manual_seed(seed)
-    dt = DTYPES[spec.dtype]
+    dt = kernels.torch_dtype(spec.dtype)
     h, i = spec.hidden, spec.intermediate
 
     def rand(*shape, scale=1.0):

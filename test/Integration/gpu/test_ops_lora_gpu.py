@@ -18,7 +18,6 @@ if not torch.cuda.is_available():
     pytest.skip("no CUDA GPU on this machine", allow_module_level=True)
 from liger import bundles, ops  # noqa: E402
 
-DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
 # Max |error| over max |float64's|: the output rounds once (both products
 # accumulate in f32); the gradients are PyTorch's matmuls in the dtype.
 TOL = {"bf16": 1e-2, "f16": 2e-3}
@@ -32,7 +31,7 @@ def _operands(spec, rows, seed):
     the factors scaled so that the adapter's term is the size of the base
     layer's."""
     g = torch.Generator(device="cuda").manual_seed(seed)
-    dt = DTYPES[spec.dtype]
+    dt = kernels.torch_dtype(spec.dtype)
     k, n, r = spec.in_features, spec.out_features, spec.rank
 
     def rand(*shape, scale=1.0):
@@ -44,7 +43,7 @@ def _operands(spec, rows, seed):
 def _reference(spec, x, w, c, a, b):
     """The op in float64 (differentiable), x · Aᵀ rounded to the dtype
     before its product with B, as the kernel and PEFT round it."""
-    t = (x @ a.t()).to(DTYPES[spec.dtype]).double()
+    t = (x @ a.t()).to(kernels.torch_dtype(spec.dtype)).double()
     y = x @ w.t() + (t @ b.t()) * spec.scale
     return y + c if c is not None else y
 
