@@ -177,22 +177,32 @@
 // NORM80-LABEL: gpu.func @qk_rope_norm_prologue
 // NORM80: memref.view %{{.+}}[%c64000][] : {{.+}} to memref<128xf32
 
-// A pair's store: the bias added in f32 and rounded (liger.linear), then
-// the residual add of the reference lowering, masked at the row and column
-// ends.
+// A pair's store: its global loads first (the residual and the bias, at
+// the row and column clamped into the output: the last row, column
+// N - 2), then, masked at the row and column ends, the bias added in f32
+// and rounded (liger.linear), the residual add of the reference lowering,
+// the store.
 // EPILOGUE-LABEL: gpu.func @normed_residual_epilogue
 // EPILOGUE: %[[C:.+]] = arith.muli %{{.+}}, %c256 : index
+// EPILOGUE: %[[LAST:.+]] = arith.subi %[[ROWS:.+]], %c1 : index
+// EPILOGUE: %[[RL:.+]] = arith.minui %[[R:.+]], %[[LAST]] : index
+// EPILOGUE: %[[CL:.+]] = arith.minui %[[C]], %c1022 : index
+// EPILOGUE: %[[RES:.+]] = vector.load %arg4[%[[RL]], %[[CL]]] {alignment = 4 : i64} : memref<?x1024xbf16>, vector<2xbf16>
+// EPILOGUE: %[[B:.+]] = vector.load %arg3[%[[CL]]] {alignment = 4 : i64} : memref<1024xbf16>, vector<2xbf16>
 // EPILOGUE: %[[INC:.+]] = arith.cmpi ult, %[[C]], %c1024 : index
-// EPILOGUE: %[[INR:.+]] = arith.cmpi ult, %[[R:.+]], %{{.+}} : index
-// EPILOGUE: arith.andi %[[INR]], %[[INC]] : i1
-// EPILOGUE: %[[B:.+]] = vector.load %arg3[%[[C]]] {alignment = 4 : i64} : memref<1024xbf16>, vector<2xbf16>
+// EPILOGUE: %[[INR:.+]] = arith.cmpi ult, %[[R]], %[[ROWS]] : index
+// EPILOGUE: %[[OK:.+]] = arith.andi %[[INR]], %[[INC]] : i1
+// EPILOGUE: scf.if %[[OK]] {
+// EPILOGUE: arith.extf %[[B]]
 // EPILOGUE: %[[Y:.+]] = arith.truncf %{{.+}} : vector<2xf32> to vector<2xbf16>
-// EPILOGUE: vector.load %arg4[%[[R]], %[[C]]] {alignment = 4 : i64} : memref<?x1024xbf16>, vector<2xbf16>
+// EPILOGUE: arith.extf %[[RES]]
 // EPILOGUE: %[[OUT:.+]] = arith.truncf %{{.+}} : vector<2xf32> to vector<2xbf16>
 // EPILOGUE: vector.store %[[OUT]], %arg5[%[[R]], %[[C]]]
-// dW into its buffer: old + the product in f32, rounded once.
+// dW into its buffer: the old pair loaded first, then old + the product in
+// f32, rounded once.
 // EPILOGUE-LABEL: gpu.func @dw_acc_bf16_epilogue
 // EPILOGUE: %[[OLD:.+]] = vector.load %arg2[
+// EPILOGUE: scf.if
 // EPILOGUE: %[[OLDF:.+]] = arith.extf %[[OLD]]
 // EPILOGUE: %[[SUM:.+]] = arith.addf %[[OLDF]],
 // EPILOGUE: %[[R16:.+]] = arith.truncf %[[SUM]]

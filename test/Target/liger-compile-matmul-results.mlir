@@ -4,7 +4,7 @@
 // dh; the gate/up pair whose gate and up the backward keeps writes them
 // beside the activation. Each result is stored from registers (a kernel
 // of one result stores through a TMA tile instead); gate and up are read
-// at each element of the product. ptxas accepts every kernel without
+// at each element of the product, 16 pairs' loads at a time. ptxas accepts every kernel without
 // spills, on sm_90a and sm_80.
 // REQUIRES: ptxas
 // RUN: rm -rf %t.bundle
@@ -58,14 +58,18 @@
 // MANIFEST: "vector_width"
 
 // dx transposes B; the epilogue reads gate and up pairs, computes the
-// sigmoid with ex2 and stores both pairs; no TMA store.
+// sigmoid with ex2 and stores both pairs; no TMA store. It loads 16 pairs'
+// gate and up (32 loads) before it stores the first pair, and the next 16
+// pairs' after the 32 stores of these.
 // PTX-LABEL: .entry mlp_backward_matmul_0(
 // PTX: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 1;
-// PTX: ld.global.v2.b16
-// PTX: ld.global.v2.b16
+// PTX-COUNT-32: ld.global.{{(v2.b16|b32)}}
+// PTX-NOT: ld.global
 // PTX: ex2.approx.ftz.f32
-// PTX: st.global.b32
-// PTX: st.global.b32
+// PTX-NOT: ld.global
+// PTX-COUNT-32: st.global.b32
+// PTX-NOT: st.global
+// PTX: ld.global
 // PTX-NOT: cp.async.bulk.tensor.2d.global.shared
 // PTX-LABEL: .entry geglu_backward_matmul_0(
 // PTX: wgmma.mma_async.sync.aligned.m64n{{[0-9]+}}k16.f32.f16.f16

@@ -103,13 +103,15 @@
 // GPU: nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[{{.*}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
 // GPU: vector.store {{.*}} {alignment = 4 : i64} : memref<?x1024xbf16>, vector<2xbf16>
 
-// The residual's epilogue: the projection rounded to bf16, the residual
-// pair loaded at the same place, added in f32, rounded, stored.
+// The residual's epilogue: the residual pair loaded (with the batch's
+// other pairs, before their stores), then the projection rounded to bf16,
+// added in f32, rounded, stored.
 // GPU: gpu.func @down_residual_matmul_0(%{{.+}}: memref<?x512xbf16>, %{{.+}}: memref<256x512xbf16>, %[[RES:.+]]: memref<?x256xbf16>, %[[DST:.+]]: memref<?x256xbf16>) kernel
 // GPU-SAME: ops = "liger.linear, liger.add, liger.silu"
+// GPU: %[[R:.+]] = vector.load %[[RES]][%{{.+}}, %{{.+}}] {alignment = 4 : i64} : memref<?x256xbf16>, vector<2xbf16>
 // GPU: scf.if
-// GPU-NEXT: %[[ACC:.+]] = arith.truncf %{{.+}} : vector<2xf32> to vector<2xbf16>
-// GPU-NEXT: %[[R:.+]] = vector.load %[[RES]][%{{.+}}, %{{.+}}] {alignment = 4 : i64} : memref<?x256xbf16>, vector<2xbf16>
+// GPU-NEXT: %[[PAIR:.+]] = vector.from_elements
+// GPU-NEXT: %[[ACC:.+]] = arith.truncf %[[PAIR]] : vector<2xf32> to vector<2xbf16>
 // GPU: arith.extf %[[ACC]]
 // GPU: arith.extf %[[R]]
 // GPU: arith.addf

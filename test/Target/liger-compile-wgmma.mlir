@@ -137,10 +137,12 @@
 // GPU: nvvm.cp.async.bulk.commit.group
 // GPU: nvvm.cp.async.bulk.wait_group 0 {read}
 
-// A bias: loaded at the column pair and added in f32 before the rounding.
+// A bias: loaded at the column pair (before the batch's stores) and added in
+// f32 before the rounding.
 // GPU: gpu.func @biased_matmul_0(%{{.+}}: memref<?x512xbf16>, %{{.+}}: memref<1024x512xbf16>, %[[B:.+]]: memref<1024xbf16>, %{{.+}}: memref<?x1024xbf16>, %{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr) kernel
 // GPU: %[[BV:.+]] = vector.load %[[B]][%{{.+}}] {alignment = 4 : i64} : memref<1024xbf16>, vector<2xbf16>
-// GPU-NEXT: %[[BF:.+]] = arith.extf %[[BV]] : vector<2xbf16> to vector<2xf32>
+// GPU: scf.if
+// GPU: %[[BF:.+]] = arith.extf %[[BV]] : vector<2xbf16> to vector<2xf32>
 // GPU-NEXT: %[[SUM:.+]] = arith.addf %{{.+}}, %[[BF]] : vector<2xf32>
 // GPU-NEXT: arith.truncf %[[SUM]] : vector<2xf32> to vector<2xbf16>
 

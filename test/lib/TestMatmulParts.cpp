@@ -47,8 +47,8 @@ LogicalResult forEachMatmulGroup(
     FailureOr<MatmulPlan> plan = analyzeMatmulGroup(group);
     if (failed(plan))
       return failure();
-    auto attr = group->getAttrOfType<KernelConfigAttr>(
-        KernelConfigAttr::getAttrName());
+    auto attr =
+        group->getAttrOfType<KernelConfigAttr>(KernelConfigAttr::getAttrName());
     if (!attr || !attr.isMatmul())
       return group.emitOpError("needs a matmul 'liger.kernel_config' (run "
                                "liger-select-kernel-config first)");
@@ -273,7 +273,7 @@ struct TestMatmulPartPass
     Value zeroPair = arith::ConstantOp::create(
         b, DenseElementsAttr::get(VectorType::get({2}, f32),
                                   b.getF32FloatAttr(0)));
-    SmallVector<Value> zeroPairs(plan.numBTiles(), zeroPair);
+    SmallVector<Value, 2> zeroPairs(plan.numBTiles(), zeroPair);
     switch (which) {
     case Part::Barriers:
       emitWgmmaBarrierInit(b, k, b.equal(k.tid, 0));
@@ -296,14 +296,17 @@ struct TestMatmulPartPass
       return success();
     }
     case Part::Epilogue:
-      return storeMatmulPair(b, k, zeroPairs, k.m0, k.n0);
+      return storeMatmulPairs(b, k, {MatmulPairSite{k.m0, k.n0}},
+                              [&](GpuBuilder &, size_t) { return zeroPairs; });
     case Part::TmaStore: {
       WgmmaConsumerThread thread = getWgmmaConsumerThread(b, k);
       TmaStoreTile tile = emitTmaStoreBegin(b, k, thread);
-      auto stage = [&](GpuBuilder &ob, Value pair) {
+      auto stage = [&](GpuBuilder &ob, size_t, Value pair) {
         emitTmaStoreStage(ob, k, thread, tile, pair, 0, 0);
       };
-      if (failed(storeMatmulPair(b, k, zeroPairs, k.m0, k.n0, stage)))
+      if (failed(storeMatmulPairs(
+              b, k, {MatmulPairSite{k.m0, k.n0}},
+              [&](GpuBuilder &, size_t) { return zeroPairs; }, stage)))
         return failure();
       emitTmaStoreEnd(b, k, thread, tile);
       return success();
@@ -313,7 +316,8 @@ struct TestMatmulPartPass
         auto accType = LLVM::LLVMStructType::getLiteral(
             b.getContext(), SmallVector<Type>(k.config.tileN / 2, f32));
         emitWgmmaRoPEEpilogue(b, k, LLVM::ZeroOp::create(b, accType),
-                              {Value(), Value()}, k.m0, k.outputs[0], k.n0, k.biases[0]);
+                              {Value(), Value()}, k.m0, k.outputs[0], k.n0,
+                              k.biases[0]);
         return success();
       }
       MmaSyncWarps warps(k.config);

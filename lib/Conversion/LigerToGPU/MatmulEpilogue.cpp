@@ -5,7 +5,9 @@
 // projections from their reference lowering (like the row program, on
 // pairs of columns, reading [rows, N] and [N] inputs at the pair) and store
 // each result's pair, masked at the row and column ends. A dW added into a
-// buffer skips the rounding: buffer + product in f32, rounded once.
+// buffer skips the rounding: buffer + product in f32, rounded once. The
+// global loads (inputs, biases, a buffer's old values) are issued for a
+// batch of pairs before the batch's first store.
 //
 //===----------------------------------------------------------------------===//
 
@@ -85,17 +87,13 @@ mlir::liger::lowerMatmulEpilogue(const MatmulPlan &plan) {
   return epilogue;
 }
 
-/// The epilogue on the rounded pairs of the projections at row `r`,
-/// columns `c` and c + 1; returns each result's pair to store.
-static FailureOr<SmallVector<Value>> applyEpilogue(GpuBuilder &b, const MatmulKernel &k,
-                                      ValueRange projected, Value r, Value c) {
-  FusionOp group = k.plan.group;
-  Block &entry = k.epilogue->function.getBody().front();
-  DenseMap<Value, Value> pairs;
-  for (auto [arg, value] : llvm::zip(entry.getArguments(), projected))
-    pairs[arg] = value;
-  unsigned next = projected.size();
-  for (BlockArgument arg : group.getBody().front().getArguments()) {
+/// The epilogue's other inputs at row `r`, columns `c` and c + 1 (one pair
+/// each, in the group's argument order): [rows, N] inputs at (r, c), [N]
+/// ones at c.
+static SmallVector<Value>
+loadEpilogueInputs(GpuBuilder &b, const MatmulKernel &k, Value r, Value c) {
+  SmallVector<Value> inputs;
+  for (BlockArgument arg : k.plan.group.getBody().front().getArguments()) {
     auto it = k.epilogueInputs.find(arg);
     if (it == k.epilogueInputs.end())
       continue;
@@ -106,11 +104,29 @@ static FailureOr<SmallVector<Value>> applyEpilogue(GpuBuilder &b, const MatmulKe
     if (k.plan.operandOf(arg).role == MatmulOperandRole::EpilogueRows)
       indices.push_back(r);
     indices.push_back(c);
-    pairs[entry.getArgument(next++)] =
-        vector::LoadOp::create(b, type, param, indices, /*nontemporal=*/false,
-                               llvm::MaybeAlign(std::min<int64_t>(
-                                   16, 2 * type.getElementTypeBitWidth() / 8)));
+    inputs.push_back(vector::LoadOp::create(
+        b, type, param, indices, /*nontemporal=*/false,
+        llvm::MaybeAlign(
+            std::min<int64_t>(16, 2 * type.getElementTypeBitWidth() / 8))));
   }
+  return inputs;
+}
+
+/// The epilogue on the rounded pairs of the projections and the pairs of
+/// its other inputs (loadEpilogueInputs); returns each result's pair to
+/// store.
+static FailureOr<SmallVector<Value>> applyEpilogue(GpuBuilder &b,
+                                                   const MatmulKernel &k,
+                                                   ValueRange projected,
+                                                   ValueRange inputs) {
+  FusionOp group = k.plan.group;
+  Block &entry = k.epilogue->function.getBody().front();
+  DenseMap<Value, Value> pairs;
+  for (auto [arg, value] : llvm::zip(entry.getArguments(), projected))
+    pairs[arg] = value;
+  for (auto [arg, value] :
+       llvm::zip(entry.getArguments().drop_front(projected.size()), inputs))
+    pairs[arg] = value;
   for (Operation &op : entry.without_terminator()) {
     auto generic = dyn_cast<linalg::GenericOp>(op);
     if (!generic)
@@ -145,70 +161,119 @@ static FailureOr<SmallVector<Value>> applyEpilogue(GpuBuilder &b, const MatmulKe
   return outs;
 }
 
+Value mlir::liger::loadBiasPair(GpuBuilder &b, Value bias, Value c) {
+  if (!bias)
+    return Value();
+  auto type =
+      VectorType::get({2}, cast<MemRefType>(bias.getType()).getElementType());
+  return vector::LoadOp::create(
+      b, type, bias, ValueRange{c}, false,
+      llvm::MaybeAlign(2 * type.getElementTypeBitWidth() / 8));
+}
+
 Value mlir::liger::roundMatmulPair(GpuBuilder &b, const MatmulKernel &k,
-                                   Value accPair, Value bias, Value c) {
-  if (bias) {
-    auto type =
-        VectorType::get({2}, cast<MemRefType>(bias.getType()).getElementType());
-    Value bv = vector::LoadOp::create(
-        b, type, bias, ValueRange{c}, false,
-        llvm::MaybeAlign(2 * type.getElementTypeBitWidth() / 8));
-    if (!type.getElementType().isF32())
-      bv = arith::ExtFOp::create(b, VectorType::get({2}, b.getF32Type()), bv);
-    accPair = arith::AddFOp::create(b, accPair, bv);
+                                   Value accPair, Value biasPair) {
+  if (biasPair) {
+    if (!cast<VectorType>(biasPair.getType()).getElementType().isF32())
+      biasPair = arith::ExtFOp::create(b, VectorType::get({2}, b.getF32Type()),
+                                       biasPair);
+    accPair = arith::AddFOp::create(b, accPair, biasPair);
   }
   return arith::TruncFOp::create(b, VectorType::get({2}, k.elementType()),
                                  accPair);
 }
 
-LogicalResult mlir::liger::storeMatmulPair(GpuBuilder &b, const MatmulKernel &k,
-                                           ArrayRef<Value> accPairs, Value r,
-                                           Value c, MatmulPairSink sink) {
-  Value ok = b.bitAnd(b.lessThan(r, k.rows), b.lessThan(c, k.plan.n));
-  GpuBuilder tb = b.ifThen(ok);
-  if (k.accumulator && sink) {
-    // A 16-bit buffer's old tile is in shared memory: the sink adds.
-    sink(tb, accPairs[0]);
-    return success();
-  }
-  if (k.accumulator) {
-    // dW into a buffer: buffer + the product in f32, rounded once to the
-    // buffer's dtype (none for f32).
-    Type accElem = cast<MemRefType>(k.accumulator.getType()).getElementType();
-    int64_t align =
-        2 * std::max<unsigned>(1, accElem.getIntOrFloatBitWidth() / 8);
-    auto type = VectorType::get({2}, accElem);
-    auto f32Pair = VectorType::get({2}, tb.getF32Type());
-    Value old =
-        vector::LoadOp::create(tb, type, k.accumulator, ValueRange{r, c}, false,
-                               llvm::MaybeAlign(align));
-    if (!accElem.isF32())
-      old = arith::ExtFOp::create(tb, f32Pair, old);
-    Value sum = arith::AddFOp::create(tb, old, accPairs[0]);
-    if (!accElem.isF32())
-      sum = arith::TruncFOp::create(tb, type, sum);
-    vector::StoreOp::create(tb, sum, k.outputs[0], ValueRange{r, c}, false,
-                            llvm::MaybeAlign(align));
-    return success();
-  }
-  // liger.linear: round(x · Wᵀ + b), the bias added in f32.
-  SmallVector<Value> rounded;
-  for (auto [accPair, bias] : llvm::zip(accPairs, k.biases))
-    rounded.push_back(roundMatmulPair(tb, k, accPair, bias, c));
-  FailureOr<SmallVector<Value>> outs = applyEpilogue(tb, k, rounded, r, c);
-  if (failed(outs))
-    return failure();
-  if (sink) {
-    // (The TMA store's one tile: MatmulLayout stores a single result so.)
-    assert(outs->size() == 1 && "a TMA-stored kernel has one result");
-    sink(tb, outs->front());
-    return success();
-  }
-  for (auto [out, output] : llvm::zip_equal(*outs, k.outputs)) {
-    auto outType = cast<VectorType>(out.getType());
-    vector::StoreOp::create(
-        tb, out, output, ValueRange{r, c}, /*nontemporal=*/false,
-        llvm::MaybeAlign(2 * outType.getElementTypeBitWidth() / 8));
+/// The buffer pair a dW kernel adds its product to (a 16-bit buffer's old
+/// tile staged in shared memory is read by the sink instead).
+static Value loadAccumulatorPair(GpuBuilder &b, const MatmulKernel &k, Value r,
+                                 Value c) {
+  Type accElem = cast<MemRefType>(k.accumulator.getType()).getElementType();
+  return vector::LoadOp::create(
+      b, VectorType::get({2}, accElem), k.accumulator, ValueRange{r, c}, false,
+      llvm::MaybeAlign(
+          2 * std::max<unsigned>(1, accElem.getIntOrFloatBitWidth() / 8)));
+}
+
+LogicalResult mlir::liger::storeMatmulPairs(GpuBuilder &b,
+                                            const MatmulKernel &k,
+                                            ArrayRef<MatmulPairSite> sites,
+                                            MatmulAccumulatorPairs accPairsAt,
+                                            MatmulPairSink sink) {
+  bool addsInShared = k.accumulator && sink;
+  for (size_t first = 0; first < sites.size(); first += kMatmulEpilogueBatch) {
+    ArrayRef<MatmulPairSite> batch = sites.slice(
+        first, std::min(kMatmulEpilogueBatch, sites.size() - first));
+    // Every global load of the batch first, at indices clamped into the
+    // output (a launched matmul kernel has a row: it has no workspace, and
+    // no grid is launched for 0 rows; N is even): a masked pair's values
+    // are loaded and never used.
+    SmallVector<SmallVector<Value>> loaded;
+    for (const MatmulPairSite &site : batch) {
+      Value r = b.min(site.r, b.sub(k.rows, 1));
+      Value c = b.min(site.c, k.plan.n - 2);
+      if (k.accumulator)
+        loaded.push_back(
+            addsInShared ? SmallVector<Value>{}
+                         : SmallVector<Value>{loadAccumulatorPair(b, k, r, c)});
+      else {
+        // The epilogue's inputs, then each projection's bias pair.
+        SmallVector<Value> values = loadEpilogueInputs(b, k, r, c);
+        for (Value bias : k.biases)
+          values.push_back(loadBiasPair(b, bias, c));
+        loaded.push_back(std::move(values));
+      }
+    }
+    for (auto [i, site] : llvm::enumerate(batch)) {
+      Value r = site.r, c = site.c;
+      GpuBuilder tb =
+          b.ifThen(b.bitAnd(b.lessThan(r, k.rows), b.lessThan(c, k.plan.n)));
+      size_t index = first + i;
+      SmallVector<Value, 2> accPairs = accPairsAt(tb, index);
+      if (addsInShared) {
+        // A 16-bit buffer's old tile is in shared memory: the sink adds.
+        sink(tb, index, accPairs[0]);
+        continue;
+      }
+      if (k.accumulator) {
+        // dW into a buffer: buffer + the product in f32, rounded once to the
+        // buffer's dtype (none for f32).
+        Value old = loaded[i].front();
+        auto type = cast<VectorType>(old.getType());
+        if (!type.getElementType().isF32())
+          old = arith::ExtFOp::create(tb, VectorType::get({2}, tb.getF32Type()),
+                                      old);
+        Value sum = arith::AddFOp::create(tb, old, accPairs[0]);
+        if (!type.getElementType().isF32())
+          sum = arith::TruncFOp::create(tb, type, sum);
+        vector::StoreOp::create(
+            tb, sum, k.outputs[0], ValueRange{r, c}, false,
+            llvm::MaybeAlign(
+                2 * std::max<unsigned>(1, type.getElementTypeBitWidth() / 8)));
+        continue;
+      }
+      // liger.linear: round(x · Wᵀ + b), the bias added in f32.
+      ArrayRef<Value> inputs = loaded[i];
+      ArrayRef<Value> biasPairs = inputs.take_back(k.biases.size());
+      SmallVector<Value> rounded;
+      for (auto [accPair, biasPair] : llvm::zip_equal(accPairs, biasPairs))
+        rounded.push_back(roundMatmulPair(tb, k, accPair, biasPair));
+      FailureOr<SmallVector<Value>> outs =
+          applyEpilogue(tb, k, rounded, inputs.drop_back(k.biases.size()));
+      if (failed(outs))
+        return failure();
+      if (sink) {
+        // (The TMA store's one tile: MatmulLayout stores a single result so.)
+        assert(outs->size() == 1 && "a TMA-stored kernel has one result");
+        sink(tb, index, outs->front());
+        continue;
+      }
+      for (auto [out, output] : llvm::zip_equal(*outs, k.outputs)) {
+        auto outType = cast<VectorType>(out.getType());
+        vector::StoreOp::create(
+            tb, out, output, ValueRange{r, c}, /*nontemporal=*/false,
+            llvm::MaybeAlign(2 * outType.getElementTypeBitWidth() / 8));
+      }
+    }
   }
   return success();
 }

@@ -393,14 +393,16 @@ LogicalResult mlir::liger::emitMmaSyncKernel(GpuBuilder &b, MatmulKernel &k) {
     emitMmaSyncLoRA(b, k, tiles, w, loop, rstd, mains, rowFactor);
   if (plan.rope) {
     auto [qb, kb] = b.ifThenElse(b.lessThan(k.n0, plan.nq));
-    emitMmaSyncRoPEEpilogue(qb, k, w.thread, loop.getResults(), rstd, k.outputs[0], k.n0,
-                            k.biases[0]);
-    emitMmaSyncRoPEEpilogue(kb, k, w.thread, loop.getResults(), rstd, k.outputs[1],
-                            kb.sub(k.n0, plan.nq), k.biases[1]);
+    emitMmaSyncRoPEEpilogue(qb, k, w.thread, loop.getResults(), rstd,
+                            k.outputs[0], k.n0, k.biases[0]);
+    emitMmaSyncRoPEEpilogue(kb, k, w.thread, loop.getResults(), rstd,
+                            k.outputs[1], kb.sub(k.n0, plan.nq), k.biases[1]);
     return success();
   }
   // Epilogue: lane l holds rows l/4 and l/4 + 8 of each m16n8 tile, columns
   // 2 (l % 4) and the next.
+  // Pair (i nTiles + j) 2 + half: m16n8 tile (i, j), rows + 8 half.
+  SmallVector<MatmulPairSite> sites;
   for (int64_t i = 0; i < mTiles; ++i)
     for (int64_t j = 0; j < nTiles; ++j) {
       Value r0 = b.add(b.add(k.m0, b.add(b.mul(w.thread.wm, 64), i * 16)),
@@ -408,21 +410,23 @@ LogicalResult mlir::liger::emitMmaSyncKernel(GpuBuilder &b, MatmulKernel &k) {
       Value c =
           b.add(b.add(k.n0, b.add(b.mul(w.thread.wn, w.tiling.warpN), j * 8)),
                 b.mul(b.rem(w.thread.lane, 4), 2));
-      for (int64_t half = 0; half < 2; ++half) {
-        SmallVector<Value> pairs;
-        for (int64_t p = 0; p < numB; ++p) {
-          int64_t base = p * perProjection + (i * nTiles + j) * 4 + half * 2;
-          Value lo = mains[base], hi = mains[base + 1];
-          if (!rowFactor.empty()) {
-            lo = arith::MulFOp::create(b, lo, rowFactor[i * 2 + half]);
-            hi = arith::MulFOp::create(b, hi, rowFactor[i * 2 + half]);
-          }
-          pairs.push_back(vector::FromElementsOp::create(
-              b, VectorType::get({2}, f32), ValueRange{lo, hi}));
-        }
-        if (failed(storeMatmulPair(b, k, pairs, half ? b.add(r0, 8) : r0, c)))
-          return failure();
-      }
+      sites.push_back({r0, c});
+      sites.push_back({b.add(r0, 8), c});
     }
-  return success();
+  auto accPairsAt = [&](GpuBuilder &ob, size_t index) {
+    int64_t tile = index / 2, half = index % 2, i = tile / nTiles;
+    SmallVector<Value, 2> accPairs;
+    for (int64_t p = 0; p < numB; ++p) {
+      int64_t base = p * perProjection + tile * 4 + half * 2;
+      Value lo = mains[base], hi = mains[base + 1];
+      if (!rowFactor.empty()) {
+        lo = arith::MulFOp::create(ob, lo, rowFactor[i * 2 + half]);
+        hi = arith::MulFOp::create(ob, hi, rowFactor[i * 2 + half]);
+      }
+      accPairs.push_back(vector::FromElementsOp::create(
+          ob, VectorType::get({2}, f32), ValueRange{lo, hi}));
+    }
+    return accPairs;
+  };
+  return storeMatmulPairs(b, k, sites, accPairsAt);
 }

@@ -78,8 +78,8 @@ void mlir::liger::emitWgmmaRoPEEpilogue(GpuBuilder &b, const MatmulKernel &k,
       }
       Value v = vector::FromElementsOp::create(rb, v2(f32), ValueRange{lo, hi});
       Value c = bias ? rb.add(rb.add(colBase, 8 * j), quadCol) : Value();
-      vals.push_back(arith::ExtFOp::create(rb, v2(f32),
-                                           roundMatmulPair(rb, k, v, bias, c)));
+      vals.push_back(arith::ExtFOp::create(
+          rb, v2(f32), roundMatmulPair(rb, k, v, loadBiasPair(rb, bias, c))));
     }
     // rope: x[d] cos[d] + rotate_half(x)[d] sin[d], rotate_half(x)[d] =
     // -x[d + D/2] in the first half, x[d - D/2] in the second: the partner
@@ -139,7 +139,9 @@ void mlir::liger::emitMmaSyncRoPEEpilogue(GpuBuilder &b, const MatmulKernel &k,
             vector::FromElementsOp::create(b, v2(f32), ValueRange{lo, hi});
         vector::StoreOp::create(
             b,
-            roundMatmulPair(b, k, v, bias, bias ? b.add(colBase, c) : Value()),
+            roundMatmulPair(b, k, v,
+                            bias ? loadBiasPair(b, bias, b.add(colBase, c))
+                                 : Value()),
             ex, ValueRange{r, c}, false, align2);
       }
   gpu::BarrierOp::create(b);

@@ -254,30 +254,34 @@ static LogicalResult emitWgmmaEpilogue(GpuBuilder &cb, const MatmulKernel &k,
   if (tmaStore)
     tile = emitTmaStoreBegin(cb, k, thread);
   Type f32 = cb.getF32Type();
+  // Pair 2 j + half: n8 block j, rows r0 + 8 half.
+  SmallVector<MatmulPairSite> sites;
   for (int64_t j = 0; j < k.config.tileN / 8; ++j) {
     Value col = cb.add(cb.add(k.n0, j * 8), cb.mul(cb.rem(thread.lane, 4), 2));
-    for (int64_t half = 0; half < 2; ++half) {
-      SmallVector<Value> pairs;
-      for (Value acc : mains) {
-        int64_t base = 4 * j + 2 * half;
-        Value lo = LLVM::ExtractValueOp::create(cb, acc, base);
-        Value hi = LLVM::ExtractValueOp::create(cb, acc, base + 1);
-        if (rowScale[half]) {
-          lo = arith::MulFOp::create(cb, lo, rowScale[half]);
-          hi = arith::MulFOp::create(cb, hi, rowScale[half]);
-        }
-        pairs.push_back(vector::FromElementsOp::create(
-            cb, VectorType::get({2}, f32), ValueRange{lo, hi}));
-      }
-      auto toShared = [&](GpuBuilder &ob, Value pair) {
-        emitTmaStoreStage(ob, k, thread, tile, pair, j, half);
-      };
-      Value r = half ? cb.add(r0, 8) : r0;
-      if (failed(tmaStore ? storeMatmulPair(cb, k, pairs, r, col, toShared)
-                          : storeMatmulPair(cb, k, pairs, r, col)))
-        return failure();
-    }
+    sites.push_back({r0, col});
+    sites.push_back({cb.add(r0, 8), col});
   }
+  auto accPairsAt = [&](GpuBuilder &ob, size_t index) {
+    int64_t j = index / 2, half = index % 2, base = 4 * j + 2 * half;
+    SmallVector<Value, 2> accPairs;
+    for (Value acc : mains) {
+      Value lo = LLVM::ExtractValueOp::create(ob, acc, base);
+      Value hi = LLVM::ExtractValueOp::create(ob, acc, base + 1);
+      if (rowScale[half]) {
+        lo = arith::MulFOp::create(ob, lo, rowScale[half]);
+        hi = arith::MulFOp::create(ob, hi, rowScale[half]);
+      }
+      accPairs.push_back(vector::FromElementsOp::create(
+          ob, VectorType::get({2}, f32), ValueRange{lo, hi}));
+    }
+    return accPairs;
+  };
+  auto toShared = [&](GpuBuilder &ob, size_t index, Value pair) {
+    emitTmaStoreStage(ob, k, thread, tile, pair, index / 2, index % 2);
+  };
+  if (failed(tmaStore ? storeMatmulPairs(cb, k, sites, accPairsAt, toShared)
+                      : storeMatmulPairs(cb, k, sites, accPairsAt)))
+    return failure();
   if (tmaStore)
     emitTmaStoreEnd(cb, k, thread, tile);
   return success();

@@ -58,7 +58,7 @@ struct MatmulKernel {
   const MatmulEpilogue *epilogue = nullptr;
 
   // Parameters, by role.
-  Value x;  ///< the A operand [rows, K] (dW: dy [T, M])
+  Value x; ///< the A operand [rows, K] (dW: dy [T, M])
   /// The outputs in the group's result order (RoPE: q [B, Hq, T, D], then
   /// k [B, Hkv, T, D]).
   SmallVector<Value, 2> outputs;
@@ -99,11 +99,10 @@ using MatmulKernelBody =
 /// template: checks the template's limits, lowers the epilogue, lays out
 /// shared memory, creates gpu.func `name` in `module` and runs `body` in it.
 /// Warns and fails (leaving no function) where a step does.
-FailureOr<::liger::runtime::KernelSpec> buildMatmulKernel(const MatmulPlan &plan,
-                                           gpu::GPUModuleOp module,
-                                           StringRef name,
-                                           const MatmulKernelConfig &config,
-                                           MatmulKernelBody body);
+FailureOr<::liger::runtime::KernelSpec>
+buildMatmulKernel(const MatmulPlan &plan, gpu::GPUModuleOp module,
+                  StringRef name, const MatmulKernelConfig &config,
+                  MatmulKernelBody body);
 
 //===----------------------------------------------------------------------===//
 // MatmulWgmma.cpp, MatmulTma.cpp: the wgmma + TMA template (sm_90a)
@@ -248,19 +247,37 @@ void emitMmaSyncNormSlice(GpuBuilder &b, const MatmulKernel &k,
 /// The ops after the projections as linalg (MatmulEpilogue); warns and
 /// fails when they are not an elementwise epilogue.
 FailureOr<MatmulEpilogue> lowerMatmulEpilogue(const MatmulPlan &plan);
-/// liger.linear's rounding of an f32 accumulator pair at columns `c`,
-/// c + 1: round(acc + bias[c..c+1]) in the operand dtype (no bias: round).
+/// A projection's bias pair bias[c..c+1] (no bias: null).
+Value loadBiasPair(GpuBuilder &b, Value bias, Value c);
+/// liger.linear's rounding of an f32 accumulator pair: round(acc + the
+/// bias pair, in f32) in the operand dtype (no bias pair: round).
 Value roundMatmulPair(GpuBuilder &b, const MatmulKernel &k, Value accPair,
-                      Value bias, Value c);
-/// Rounds the f32 accumulator pairs (one vector<2xf32> per projection) of
-/// row `r`, columns `c` and c + 1, applies the epilogue and stores the
-/// pair, masked at the row and column ends (dW into a buffer: adds to it).
-/// `sink`, when given, takes the pair instead of the store (the TMA-store
-/// epilogue stages it in shared memory).
-using MatmulPairSink = function_ref<void(GpuBuilder &, Value pair)>;
-LogicalResult storeMatmulPair(GpuBuilder &b, const MatmulKernel &k,
-                              ArrayRef<Value> accPairs, Value r, Value c,
-                              MatmulPairSink sink = nullptr);
+                      Value biasPair);
+/// Where pair `index` of a thread's output tile lies: row `r`, columns `c`
+/// and c + 1.
+struct MatmulPairSite {
+  Value r, c;
+};
+/// Emits pair `index`'s f32 accumulator pairs (one vector<2xf32> per
+/// projection) where the epilogue uses them.
+using MatmulAccumulatorPairs =
+    function_ref<SmallVector<Value, 2>(GpuBuilder &, size_t index)>;
+/// How many pairs storeMatmulPairs loads for before it stores any.
+constexpr size_t kMatmulEpilogueBatch = 16;
+/// Rounds each pair, applies the epilogue and stores the results' pairs,
+/// masked at the row and column ends (dW into a buffer: adds to it). In
+/// batches of kMatmulEpilogueBatch pairs, every global load of a batch (the
+/// epilogue's inputs, the biases, a dW buffer's old pairs) is issued before
+/// its first store: the compiler cannot move a load above a store it may
+/// alias, and loads taken one pair at a time would each wait out a memory
+/// latency. `sink`, when given, takes pair `index`'s value instead of the
+/// store (the TMA-store epilogue stages it in shared memory).
+using MatmulPairSink =
+    function_ref<void(GpuBuilder &, size_t index, Value pair)>;
+LogicalResult storeMatmulPairs(GpuBuilder &b, const MatmulKernel &k,
+                               ArrayRef<MatmulPairSite> sites,
+                               MatmulAccumulatorPairs accPairsAt,
+                               MatmulPairSink sink = nullptr);
 
 //===----------------------------------------------------------------------===//
 // MatmulRoPE.cpp
