@@ -211,7 +211,8 @@
 
 // The TMA-store epilogue: the consumers meet (barrier 8, 256 threads), the
 // warpgroup's 64 rows start over the drained stages (1024 + cw · 16384),
-// the pair goes to chunk (j % 8) ^ (row % 8) of its row of 128 bytes, then
+// the pair goes, unmasked (the map clips the ends), to chunk
+// (j % 8) ^ (row % 8) of its row of 128 bytes, then
 // the fence, the warpgroup's barrier, and one thread stores the two
 // 64-column boxes (8192 bytes apart) through the output's map.
 // TMA-LABEL: gpu.func @gated_tma_store
@@ -219,7 +220,7 @@
 // TMA: %[[CW:.+]] = arith.index_cast %{{.+}} : index to i32
 // TMA: %[[OFF:.+]] = arith.muli %[[CW]], %c16384_i32 : i32
 // TMA: %[[BASE:.+]] = arith.addi %c1024_i32, %[[OFF]] : i32
-// TMA: scf.if
+// TMA-NOT: scf.if
 // TMA: arith.xori %c0_i32, %{{.+}} : i32
 // TMA: arith.muli %{{.+}}, %c128_i32{{.*}} : i32
 // TMA: llvm.store %{{.+}} {alignment = 4 : i64} : vector<2xbf16>, !llvm.ptr<3>
@@ -241,6 +242,20 @@
 // TMA: arith.addf
 // TMA: llvm.store
 // TMA: nvvm.cp.async.bulk.tensor.global.shared.cta %arg7,
+// Two results: dgate's pair in the first 64 KiB tile, dup's in the next
+// (65536 bytes on); each result's four 64-column boxes through its own map
+// (dgate's %arg8, dup's %arg9), then one commit.
+// TMA-LABEL: gpu.func @dx_swiglu_grad_tma_store
+// TMA-SAME: %arg8: !llvm.ptr, %arg9: !llvm.ptr)
+// TMA: %[[BASE2:.+]] = arith.addi %c1024_i32, %{{.+}} : i32
+// TMA: llvm.store %{{.+}} {alignment = 4 : i64} : vector<2xbf16>, !llvm.ptr<3>
+// TMA: arith.addi %c65536_i32, %{{.+}} : i32
+// TMA: llvm.store %{{.+}} {alignment = 4 : i64} : vector<2xbf16>, !llvm.ptr<3>
+// TMA: nvvm.fence.proxy
+// TMA-COUNT-4: nvvm.cp.async.bulk.tensor.global.shared.cta %arg8,
+// TMA: arith.addi %[[BASE2]], %c65536_i32 : i32
+// TMA-COUNT-4: nvvm.cp.async.bulk.tensor.global.shared.cta %arg9,
+// TMA-NEXT: nvvm.cp.async.bulk.commit.group
 
 // wgmma RoPE: rows r0 and r0 + 8 (masked at the rows), the tables' batch
 // (0 when they broadcast), each pair rounded as liger.linear does, rotated

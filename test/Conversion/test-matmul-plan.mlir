@@ -5,6 +5,7 @@
 // checked with).
 // RUN: liger-opt %S/Inputs/matmul-groups.mlir --liger-select-kernel-config --liger-test-matmul-plan -o /dev/null | FileCheck %s
 // RUN: liger-opt %S/Inputs/matmul-groups.mlir --liger-select-kernel-config=chip=sm_80 --liger-test-matmul-plan -o /dev/null | FileCheck %s --check-prefix=SM80
+// RUN: liger-opt %S/Inputs/matmul-tma-store-misses.mlir --liger-select-kernel-config --liger-test-matmul-plan -o /dev/null | FileCheck %s --check-prefix=MISS
 
 // wgmma: 1024 bytes of mbarriers, then the ring of stages (x, weight(s),
 // LoRA A's slice in 128-byte rows); LoRA B's tile and the old dW tile after
@@ -97,8 +98,8 @@
 // ([stages, tile_k, columns + 8] MN-major), LoRA's tiles, RoPE's exchange
 // tile over the x ring, the RMSNorm's row sums after the rest.
 
-// A gradient product with an epilogue of two results: stored from
-// registers, no TMA-store tile.
+// A gradient product with an epilogue of two results: both results' tiles
+// (2 x 64 KiB) over the drained stages, stored with TMA.
 // CHECK-LABEL: matmul plan of @dx_swiglu_grad
 // CHECK-NEXT: body grad_input, m ?, k 1024, n 512, widths [512], element bytes 2, 2 results
 // CHECK-NEXT: input 0 x
@@ -106,10 +107,18 @@
 // CHECK-NEXT: input 2 epilogue_rows
 // CHECK-NEXT: input 3 epilogue_rows
 // CHECK-NEXT: epilogue liger.swiglu_grad
-// CHECK-NEXT: layout wgmma 128x256x64, 4 stages, stage 49152 bytes{{$}}
+// CHECK-NEXT: layout wgmma 128x256x64, 4 stages, stage 49152 bytes, tma store
 // CHECK-NEXT: barriers 0 1024
 // CHECK-NEXT: stages 1024 196608
+// CHECK-NEXT: output 1024 131072 over stages
 // CHECK-NEXT: size 197632
+// Three results' tiles (3 x 64 KiB) do not fit in two stages of 80 KiB:
+// stored from registers.
+// MISS-LABEL: matmul plan of @gated_keeps_two_stages
+// MISS: layout wgmma 128x256x64, 2 stages, stage 81920 bytes{{$}}
+// MISS-NEXT: barriers 0 1024
+// MISS-NEXT: stages 1024 163840
+// MISS-NEXT: size 164864
 
 // SM80-LABEL: matmul plan of @gated
 // SM80-NEXT: body projection, m ?, k 512, n 1024, widths [1024, 1024], element bytes 2, paired

@@ -2,10 +2,10 @@
 // the gated MLP's backward, dh = dy · W_down with SwiGLU's (GeGLU's)
 // gradient in the dx product's epilogue, writes dgate and dup and never
 // dh; the gate/up pair whose gate and up the backward keeps writes them
-// beside the activation. Each result is stored from registers (a kernel
-// of one result stores through a TMA tile instead); gate and up are read
-// at each element of the product, 16 pairs' loads at a time. ptxas accepts every kernel without
-// spills, on sm_90a and sm_80.
+// beside the activation. Each result's tile is staged over the drained
+// stages and stored through its own tensor map; gate and up are read at
+// each element of the product, 16 pairs' loads at a time. ptxas accepts
+// every kernel without spills, on sm_90a and sm_80.
 // REQUIRES: ptxas
 // RUN: rm -rf %t.bundle
 // RUN: liger-compile %s -o %t.bundle 2>&1 | FileCheck %s --check-prefix=OUT
@@ -22,7 +22,8 @@
 // OUT: liger-compile: 3 kernels for sm_90a
 
 // dy [T, 4096] rows, W_down [4096, 14336], gate and up [T, 14336] rows;
-// dgate and dup [T, 14336]; dy and W through TMA, no output map.
+// dgate and dup [T, 14336]; dy and W through TMA, and each output through a
+// map of 64 x 64 boxes.
 // MANIFEST: "name": "mlp_backward_matmul_0",
 // MANIFEST: "ops": "liger.linear_grad_input, liger.swiglu_grad",
 // MANIFEST: "kind": "rows",
@@ -40,7 +41,13 @@
 // MANIFEST-NEXT: "name": "output1",
 // MANIFEST-NEXT: "role": "output",
 // MANIFEST: "tensor_maps": [
-// MANIFEST-NOT: "param": "output
+// MANIFEST: "param": "input0",
+// MANIFEST: "param": "input1",
+// MANIFEST: "box": [
+// MANIFEST-NEXT: 64,
+// MANIFEST-NEXT: 64
+// MANIFEST: "param": "output0",
+// MANIFEST: "param": "output1",
 // MANIFEST: "vector_width"
 // GeGLU at odd sizes (K = 1000, N = 2056: tails), f16.
 // MANIFEST: "name": "geglu_backward_matmul_0",
@@ -49,37 +56,42 @@
 // MANIFEST: "dtype": "f16",
 // MANIFEST-NEXT: "kind": "rows",
 // MANIFEST-NEXT: "name": "output1",
-// The forward pair keeping gate and up: three outputs.
+// The forward pair keeping gate and up: three outputs, three maps.
 // MANIFEST: "name": "gated_keeps_matmul_0",
 // MANIFEST: "name": "output2",
 // MANIFEST-NEXT: "role": "output",
 // MANIFEST: "tensor_maps": [
-// MANIFEST-NOT: "param": "output
+// MANIFEST: "param": "output0",
+// MANIFEST: "param": "output1",
+// MANIFEST: "param": "output2",
 // MANIFEST: "vector_width"
 
-// dx transposes B; the epilogue reads gate and up pairs, computes the
-// sigmoid with ex2 and stores both pairs; no TMA store. It loads 16 pairs'
-// gate and up (32 loads) before it stores the first pair, and the next 16
-// pairs' after the 32 stores of these.
+// dx transposes B; the epilogue loads 16 pairs' gate and up (32 loads)
+// before it computes the first, computes the sigmoid with ex2 and stages
+// both results' pairs in shared memory (unmasked: the maps clip); the 16
+// pairs after those are loaded after their stores. Then one thread of the
+// warpgroup stores 4 boxes of each result (tile_n 256).
 // PTX-LABEL: .entry mlp_backward_matmul_0(
 // PTX: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 1;
-// PTX-COUNT-32: ld.global.{{(v2.b16|b32)}}
+// PTX-COUNT-32: ld.global.v2.b16
 // PTX-NOT: ld.global
 // PTX: ex2.approx.ftz.f32
 // PTX-NOT: ld.global
-// PTX-COUNT-32: st.global.b32
+// PTX-COUNT-32: st.shared.b32
 // PTX-NOT: st.global
 // PTX: ld.global
-// PTX-NOT: cp.async.bulk.tensor.2d.global.shared
+// PTX-NOT: st.global
+// PTX-COUNT-8: cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group
+// PTX-NOT: st.global
 // PTX-LABEL: .entry geglu_backward_matmul_0(
 // PTX: wgmma.mma_async.sync.aligned.m64n{{[0-9]+}}k16.f32.f16.f16
-// PTX-NOT: cp.async.bulk.tensor.2d.global.shared
+// PTX-NOT: st.global
+// PTX-COUNT-4: cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group
 // PTX-LABEL: .entry gated_keeps_matmul_0(
 // PTX: wgmma.mma_async.sync.aligned
-// PTX: st.global.b32
-// PTX: st.global.b32
-// PTX: st.global.b32
-// PTX-NOT: cp.async.bulk.tensor.2d.global.shared
+// PTX-NOT: st.global
+// PTX-COUNT-6: cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group
+// PTX-NOT: st.global
 // PTX: ret;
 
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill

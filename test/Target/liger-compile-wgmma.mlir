@@ -141,7 +141,6 @@
 // f32 before the rounding.
 // GPU: gpu.func @biased_matmul_0(%{{.+}}: memref<?x512xbf16>, %{{.+}}: memref<1024x512xbf16>, %[[B:.+]]: memref<1024xbf16>, %{{.+}}: memref<?x1024xbf16>, %{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr) kernel
 // GPU: %[[BV:.+]] = vector.load %[[B]][%{{.+}}] {alignment = 4 : i64} : memref<1024xbf16>, vector<2xbf16>
-// GPU: scf.if
 // GPU: %[[BF:.+]] = arith.extf %[[BV]] : vector<2xbf16> to vector<2xf32>
 // GPU-NEXT: %[[SUM:.+]] = arith.addf %{{.+}}, %[[BF]] : vector<2xf32>
 // GPU-NEXT: arith.truncf %[[SUM]] : vector<2xf32> to vector<2xbf16>

@@ -301,8 +301,8 @@ struct TestMatmulPartPass
     case Part::TmaStore: {
       WgmmaConsumerThread thread = getWgmmaConsumerThread(b, k);
       TmaStoreTile tile = emitTmaStoreBegin(b, k, thread);
-      auto stage = [&](GpuBuilder &ob, size_t, Value pair) {
-        emitTmaStoreStage(ob, k, thread, tile, pair, 0, 0);
+      auto stage = [&](GpuBuilder &ob, size_t, size_t result, Value pair) {
+        emitTmaStoreStage(ob, k, thread, tile, pair, 0, 0, result);
       };
       if (failed(storeMatmulPairs(
               b, k, {MatmulPairSite{k.m0, k.n0}},

@@ -200,6 +200,11 @@ LogicalResult mlir::liger::storeMatmulPairs(GpuBuilder &b,
                                             MatmulAccumulatorPairs accPairsAt,
                                             MatmulPairSink sink) {
   bool addsInShared = k.accumulator && sink;
+  // Whether a pair reads global memory at all.
+  bool loads = k.accumulator
+                   ? !addsInShared
+                   : !k.epilogueInputs.empty() ||
+                         llvm::any_of(k.biases, [](Value v) { return v; });
   for (size_t first = 0; first < sites.size(); first += kMatmulEpilogueBatch) {
     ArrayRef<MatmulPairSite> batch = sites.slice(
         first, std::min(kMatmulEpilogueBatch, sites.size() - first));
@@ -209,12 +214,15 @@ LogicalResult mlir::liger::storeMatmulPairs(GpuBuilder &b,
     // are loaded and never used.
     SmallVector<SmallVector<Value>> loaded;
     for (const MatmulPairSite &site : batch) {
+      if (!loads) {
+        // (No bias either: a null bias pair per projection.)
+        loaded.emplace_back(k.accumulator ? 0 : k.biases.size(), Value());
+        continue;
+      }
       Value r = b.min(site.r, b.sub(k.rows, 1));
       Value c = b.min(site.c, k.plan.n - 2);
       if (k.accumulator)
-        loaded.push_back(
-            addsInShared ? SmallVector<Value>{}
-                         : SmallVector<Value>{loadAccumulatorPair(b, k, r, c)});
+        loaded.push_back({loadAccumulatorPair(b, k, r, c)});
       else {
         // The epilogue's inputs, then each projection's bias pair.
         SmallVector<Value> values = loadEpilogueInputs(b, k, r, c);
@@ -225,13 +233,17 @@ LogicalResult mlir::liger::storeMatmulPairs(GpuBuilder &b,
     }
     for (auto [i, site] : llvm::enumerate(batch)) {
       Value r = site.r, c = site.c;
-      GpuBuilder tb =
-          b.ifThen(b.bitAnd(b.lessThan(r, k.rows), b.lessThan(c, k.plan.n)));
+      // A sink's tile is stored through a tensor map, which clips the row
+      // and column ends: no mask, and no branch to keep the compiler from
+      // scheduling the batch's loads ahead.
+      GpuBuilder tb = sink ? b
+                           : b.ifThen(b.bitAnd(b.lessThan(r, k.rows),
+                                               b.lessThan(c, k.plan.n)));
       size_t index = first + i;
       SmallVector<Value, 2> accPairs = accPairsAt(tb, index);
       if (addsInShared) {
         // A 16-bit buffer's old tile is in shared memory: the sink adds.
-        sink(tb, index, accPairs[0]);
+        sink(tb, index, 0, accPairs[0]);
         continue;
       }
       if (k.accumulator) {
@@ -262,9 +274,8 @@ LogicalResult mlir::liger::storeMatmulPairs(GpuBuilder &b,
       if (failed(outs))
         return failure();
       if (sink) {
-        // (The TMA store's one tile: MatmulLayout stores a single result so.)
-        assert(outs->size() == 1 && "a TMA-stored kernel has one result");
-        sink(tb, index, outs->front());
+        for (auto [result, out] : llvm::enumerate(*outs))
+          sink(tb, index, result, out);
         continue;
       }
       for (auto [out, output] : llvm::zip_equal(*outs, k.outputs)) {

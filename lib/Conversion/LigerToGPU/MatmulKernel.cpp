@@ -159,8 +159,9 @@ parameterOf(const MatmulKernel &k, BlockArgument arg) {
   auto type = cast<RankedTensorType>(arg.getType());
   Type argElem = type.getElementType(), elem = plan.elementType;
   int64_t kk = plan.k, n = plan.n, dyn = ShapedType::kDynamic;
-  auto param = [&](rt::ParamKind kind, Type dtype, int64_t hidden, int64_t heads,
-                   ArrayRef<int64_t> shape) -> std::pair<rt::KernelParam, Type> {
+  auto param =
+      [&](rt::ParamKind kind, Type dtype, int64_t hidden, int64_t heads,
+          ArrayRef<int64_t> shape) -> std::pair<rt::KernelParam, Type> {
     return {abiParam(name, rt::ParamRole::Input, kind, dtype, hidden, heads),
             MemRefType::get(shape, dtype)};
   };
@@ -344,7 +345,7 @@ getMatmulKernelSignature(const MatmulKernel &k, StringRef name) {
     }
   }
   if (config.wgmma) {
-    // The output's map (64 x 64 boxes, 128-byte swizzle) for TMA stores.
+    // Each output's map (64 x 64 boxes, 128-byte swizzle) for TMA stores.
     // (A 16-bit dW buffer's old tile comes in through a map of its own.)
     // verifyMatmulKernelConfig keeps a gradient product's tile_n a
     // multiple of 64.
@@ -353,18 +354,19 @@ getMatmulKernelSignature(const MatmulKernel &k, StringRef name) {
     if (k.layout.hasOldTile())
       info.tensorMaps.push_back(tensorMap(argNumber(plan.accumulator), 64, 64));
     if (k.layout.storesWithTma())
-      info.tensorMaps.push_back(
-          tensorMap(static_cast<int64_t>(body.getNumArguments()), 64, 64));
+      for (unsigned i = 0; i < plan.numOutputs(); ++i)
+        info.tensorMaps.push_back(tensorMap(
+            static_cast<int64_t>(body.getNumArguments() + i), 64, 64));
     paramTypes.append(info.tensorMaps.size(), LLVM::LLVMPointerType::get(ctx));
   }
   // The ops the kernel computes (not the constants and sizes its layout
   // ops read).
   for (Operation &op : body.without_terminator())
     if (!op.hasTrait<OpTrait::ConstantLike>() && !isa<tensor::DimOp>(op))
-      info.ops += (info.ops.empty() ? "" : ", ") +
-                  op.getName().getStringRef().str();
+      info.ops +=
+          (info.ops.empty() ? "" : ", ") + op.getName().getStringRef().str();
   return std::pair<rt::KernelSpec, SmallVector<Type>>(std::move(info),
-                                                     std::move(paramTypes));
+                                                      std::move(paramTypes));
 }
 
 /// Sets m0 and n0 to the origin of tile `pid` of `numM` x ceil(N / tile_n)
@@ -454,7 +456,8 @@ static GpuBuilder beginMatmulKernel(MatmulKernel &k, gpu::GPUModuleOp module,
     if (k.layout.hasOldTile())
       k.oldTileMap = maps[next++];
     if (k.layout.storesWithTma())
-      k.outputMap = maps[next++];
+      for (unsigned i = 0; i < plan.numOutputs(); ++i)
+        k.outputMaps.push_back(maps[next++]);
   }
 
   k.tid = b.threadId();

@@ -6,6 +6,8 @@
 
 #include "liger/Conversion/LigerToGPU/MatmulLayout.h"
 
+#include "mlir/IR/TypeUtilities.h"
+
 using namespace mlir;
 using namespace mlir::liger;
 
@@ -35,14 +37,18 @@ MatmulLayout::MatmulLayout(const MatmulPlan &plan,
     oldTile = plan.accumulateTile;
     if (oldTile)
       layout.append(kOldTile, config.tileM * config.tileN * elementBytes, 128);
-    // (One output tile in shared memory: a kernel of several results
-    // stores each from registers.)
-    tmaStore = plan.body != MatmulBody::QKRoPE && plan.numOutputs() == 1 &&
+    // The output tiles go over the drained stages where they all fit there
+    // (an accumulated dW's one tile sums in `old_tile`).
+    bytesPerOutputTile = config.tileM / 64 * bytesPerOutputWarpgroup;
+    bool sixteenBit = llvm::all_of(plan.group.getResultTypes(), [](Type t) {
+      return getElementTypeOrSelf(t).getIntOrFloatBitWidth() == 16;
+    });
+    tmaStore = plan.body != MatmulBody::QKRoPE && sixteenBit &&
                (!plan.accumulator || oldTile) && config.tileN % 64 == 0 &&
-               plan.outputElementType.getIntOrFloatBitWidth() == 16;
+               (oldTile || plan.numOutputs() * bytesPerOutputTile <=
+                               config.stages * bytesPerStage);
     if (tmaStore && !oldTile)
-      layout.overlay(kOutput, kStages,
-                     config.tileM / 64 * bytesPerOutputWarpgroup);
+      layout.overlay(kOutput, kStages, plan.numOutputs() * bytesPerOutputTile);
     return;
   }
   // cp.async + ldmatrix: K-major tiles [rows, tile_k + 8], MN-major ones

@@ -180,13 +180,14 @@ TmaStoreTile mlir::liger::emitTmaStoreBegin(GpuBuilder &b,
 void mlir::liger::emitTmaStoreStage(GpuBuilder &b, const MatmulKernel &k,
                                     const WgmmaConsumerThread &thread,
                                     const TmaStoreTile &tile, Value pair,
-                                    int64_t j, int64_t half) {
+                                    int64_t j, int64_t half, int64_t result) {
   Value rl = b.add(tile.rowInWarpgroup, 8 * half);
   Value phys = b.bitXor(b.i32(j % 8), tile.quad);
-  Value off = b.add(
-      b.add(tile.base, b.add(b.i32((j / 8) * MatmulLayout::outputBoxBytes),
-                             b.mul(rl, 128))),
-      b.add(b.mul(phys, 16), b.toI32(b.mul(b.rem(thread.lane, 4), 4))));
+  int64_t box = result * k.layout.outputTileBytes() +
+                (j / 8) * MatmulLayout::outputBoxBytes;
+  Value off =
+      b.add(b.add(tile.base, b.add(b.i32(box), b.mul(rl, 128))),
+            b.add(b.mul(phys, 16), b.toI32(b.mul(b.rem(thread.lane, 4), 4))));
   Value ptr = wgmmaSharedAt(b, k, off);
   if (k.layout.hasOldTile()) {
     // old + the f32 product, rounded once.
@@ -209,11 +210,14 @@ void mlir::liger::emitTmaStoreEnd(GpuBuilder &b, const MatmulKernel &k,
   b.namedBarrier(b.toI32(b.add(thread.cw, 1)), 128);
   GpuBuilder fb = b.ifThen(b.equal(b.rem(k.tid, 128), 0));
   Value rowOrigin = fb.toI32(fb.add(k.m0, fb.mul(thread.cw, 64)));
-  for (int64_t jb = 0; jb < k.config.tileN / 64; ++jb)
-    fb.tmaStore(
-        k.outputMap,
-        wgmmaSharedAt(fb, k,
-                      fb.add(tile.base, jb * MatmulLayout::outputBoxBytes)),
-        ValueRange{fb.toI32(fb.add(k.n0, 64 * jb)), rowOrigin});
+  for (auto [result, map] : llvm::enumerate(k.outputMaps))
+    for (int64_t jb = 0; jb < k.config.tileN / 64; ++jb)
+      fb.tmaStore(map,
+                  wgmmaSharedAt(
+                      fb, k,
+                      fb.add(tile.base, static_cast<int64_t>(result) *
+                                                k.layout.outputTileBytes() +
+                                            jb * MatmulLayout::outputBoxBytes)),
+                  ValueRange{fb.toI32(fb.add(k.n0, 64 * jb)), rowOrigin});
   fb.tmaStoreCommitAndWaitRead();
 }

@@ -276,8 +276,8 @@ static LogicalResult emitWgmmaEpilogue(GpuBuilder &cb, const MatmulKernel &k,
     }
     return accPairs;
   };
-  auto toShared = [&](GpuBuilder &ob, size_t index, Value pair) {
-    emitTmaStoreStage(ob, k, thread, tile, pair, index / 2, index % 2);
+  auto toShared = [&](GpuBuilder &ob, size_t index, size_t result, Value pair) {
+    emitTmaStoreStage(ob, k, thread, tile, pair, index / 2, index % 2, result);
   };
   if (failed(tmaStore ? storeMatmulPairs(cb, k, sites, accPairsAt, toShared)
                       : storeMatmulPairs(cb, k, sites, accPairsAt)))

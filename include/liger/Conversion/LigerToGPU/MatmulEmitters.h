@@ -67,8 +67,8 @@ struct MatmulKernel {
   /// The epilogue's other inputs: group input -> parameter.
   DenseMap<Value, Value> epilogueInputs;
   /// wgmma: the TMA descriptors (by-value parameters), where present.
-  Value xMap, loraAMap, loraBMap, oldTileMap, outputMap;
-  SmallVector<Value, 2> weightMaps;
+  Value xMap, loraAMap, loraBMap, oldTileMap;
+  SmallVector<Value, 2> weightMaps, outputMaps;
 
   // Values every part reads.
   Value tid;    ///< the thread index
@@ -156,20 +156,20 @@ struct TmaStoreTile {
 /// once every consumer is past its last wgmma.
 TmaStoreTile emitTmaStoreBegin(GpuBuilder &b, const MatmulKernel &k,
                                const WgmmaConsumerThread &thread);
-/// Stages `pair` of row 16 w + l / 4 + 8 `half` and columns 8 `j` +
-/// 2 (l % 4) (lane l of warp w) in the tile: 64-column boxes in the
-/// output's 128-byte swizzle, pair (rl, 8j + 2(l % 4)) in chunk
-/// (j % 8) ^ (rl % 8) of row rl of box j / 8, so that a quad's eight rows
-/// hit distinct banks. An accumulated dW adds the old value there and
+/// Stages result `result`'s `pair` of row 16 w + l / 4 + 8 `half` and
+/// columns 8 `j` + 2 (l % 4) (lane l of warp w) in its tile: 64-column
+/// boxes in the output's 128-byte swizzle, pair (rl, 8j + 2(l % 4)) in
+/// chunk (j % 8) ^ (rl % 8) of row rl of box j / 8, so that a quad's eight
+/// rows hit distinct banks. An accumulated dW adds the old value there and
 /// rounds once.
 void emitTmaStoreStage(GpuBuilder &b, const MatmulKernel &k,
                        const WgmmaConsumerThread &thread,
                        const TmaStoreTile &tile, Value pair, int64_t j,
-                       int64_t half);
-/// Fences the staged tile for the async proxy, meets at the warpgroup's
-/// barrier, and lets its first thread store the boxes through the output's
-/// tensor map (which clips the row and column ends), waiting until they
-/// have been read.
+                       int64_t half, int64_t result);
+/// Fences the staged tiles for the async proxy, meets at the warpgroup's
+/// barrier, and lets its first thread store each result's boxes through
+/// that output's tensor map (which clips the row and column ends), waiting
+/// until they have been read.
 void emitTmaStoreEnd(GpuBuilder &b, const MatmulKernel &k,
                      const WgmmaConsumerThread &thread,
                      const TmaStoreTile &tile);
@@ -270,10 +270,11 @@ constexpr size_t kMatmulEpilogueBatch = 16;
 /// epilogue's inputs, the biases, a dW buffer's old pairs) is issued before
 /// its first store: the compiler cannot move a load above a store it may
 /// alias, and loads taken one pair at a time would each wait out a memory
-/// latency. `sink`, when given, takes pair `index`'s value instead of the
-/// store (the TMA-store epilogue stages it in shared memory).
-using MatmulPairSink =
-    function_ref<void(GpuBuilder &, size_t index, Value pair)>;
+/// latency. `sink`, when given, takes pair `index`'s value of each result
+/// instead of the store, unmasked (the TMA-store epilogue stages it in
+/// shared memory; the tensor map clips the ends).
+using MatmulPairSink = function_ref<void(GpuBuilder &, size_t index,
+                                         size_t result, Value pair)>;
 LogicalResult storeMatmulPairs(GpuBuilder &b, const MatmulKernel &k,
                                ArrayRef<MatmulPairSite> sites,
                                MatmulAccumulatorPairs accPairsAt,

@@ -15,8 +15,9 @@
 //                         elements (128 bytes), 128-byte swizzled
 //   lora_b                LoRA B's [tile_n, r] tile, read once
 //   old_tile              a 16-bit dW buffer's old [tile_m, tile_n] tile
-//   output     (over stages, once drained) the tile the TMA-store epilogue
-//                         stores, 64 rows per consumer warpgroup
+//   output     (over stages, once drained) the tiles the TMA-store
+//                         epilogue stores, one per result, 64 rows per
+//                         consumer warpgroup
 //
 // mma.sync: memref views of the dynamic shared memory:
 //
@@ -85,9 +86,12 @@ public:
   /// consumer warpgroup's 64 rows of the output tile (or of the old one).
   static constexpr int64_t outputBoxBytes = 64 * 128;
   int64_t outputWarpgroupBytes() const { return bytesPerOutputWarpgroup; }
-  /// The epilogue stages the output tile in `output` and stores it with
-  /// TMA (16-bit outputs, tile_n a multiple of 64; not RoPE, not an f32
-  /// accumulation).
+  /// One result's output tile: result i's starts i · outputTileBytes() into
+  /// `output`.
+  int64_t outputTileBytes() const { return bytesPerOutputTile; }
+  /// The epilogue stages each result's output tile in `output` and stores
+  /// it with TMA (16-bit results, tile_n a multiple of 64, every result's
+  /// tile within the stages; not RoPE, not an f32 accumulation).
   bool storesWithTma() const { return tmaStore; }
   /// dW accumulated into a 16-bit buffer: its old tile is TMA-loaded into
   /// `old_tile`, summed there and stored from there.
@@ -96,7 +100,8 @@ public:
 private:
   SharedMemoryLayout layout;
   int64_t stages = 0, tileK = 0;
-  int64_t bytesPerStage = 0, bytesPerRow = 0, bytesPerOutputWarpgroup = 0;
+  int64_t bytesPerStage = 0, bytesPerRow = 0, bytesPerOutputWarpgroup = 0,
+          bytesPerOutputTile = 0;
   SmallVector<int64_t, 4> tileOffsets;
   bool tmaStore = false, oldTile = false;
 };
