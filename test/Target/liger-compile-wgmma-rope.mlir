@@ -77,7 +77,9 @@
 // MANIFEST: "param": "input3",
 
 // The producer picks Wq's or Wk's map by the tile's columns; one wgmma per
-// 16-wide K slice; the epilogue writes bf16 pairs.
+// 16-wide K slice; the epilogue loads a row's table pairs, cos and sin at
+// each of the head's 16 offsets of a thread (32 loads, shared by the
+// tile's two heads), before it writes the row's 32 bf16 pairs.
 // The norm prologue sums a row's squares over the four lanes of a quad
 // with the one warp reduction of every template: XOR butterfly, widest
 // offset first (2, then 1).
@@ -88,7 +90,9 @@
 // PTX-LABEL: .entry qkv_matmul_1(
 // PTX-COUNT-2: cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes
 // PTX: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16
-// PTX: st.global.b32
+// PTX-COUNT-32: ld.global.v2.b16
+// PTX-NOT: ld.global
+// PTX-COUNT-32: st.global.b32
 
 // PTXAS: Compiling entry function 'qkv_matmul_1'
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill

@@ -28,21 +28,25 @@ static Value tableBatchOf(GpuBuilder &b, const MatmulKernel &k, Value batch) {
   return b.select(broadcast, b.index(0), batch);
 }
 
-/// RoPE of the pair x at head offset d of token (tableBatch, pos):
-/// round(x ⊙ cos[d] + rotated ⊙ sin[d]), x and `rotated` (the partner pair,
+/// The pair of table `t` (cos or sin) at head offset d of token
+/// (tableBatch, pos), in f32.
+static Value loadTablePair(GpuBuilder &b, Value t, Value tableBatch, Value pos,
+                           Value d) {
+  Type tElem = cast<MemRefType>(t.getType()).getElementType();
+  Value v = vector::LoadOp::create(
+      b, VectorType::get({2}, tElem), t, ValueRange{tableBatch, pos, d}, false,
+      llvm::MaybeAlign(2 * tElem.getIntOrFloatBitWidth() / 8));
+  return tElem.isF32()
+             ? v
+             : arith::ExtFOp::create(b, VectorType::get({2}, b.getF32Type()), v)
+                   .getResult();
+}
+
+/// RoPE of the pair x with the tables' pairs cos and sin:
+/// round(x ⊙ cos + rotated ⊙ sin), x and `rotated` (the partner pair,
 /// negated in the first half) in f32.
 static Value ropePair(GpuBuilder &b, const MatmulKernel &k, Value x,
-                      Value rotated, Value tableBatch, Value pos, Value d) {
-  auto f32x2 = VectorType::get({2}, b.getF32Type());
-  Type tElem = cast<MemRefType>(k.cos.getType()).getElementType();
-  auto table = [&](Value t) -> Value {
-    Value v = vector::LoadOp::create(
-        b, VectorType::get({2}, tElem), t, ValueRange{tableBatch, pos, d},
-        false, llvm::MaybeAlign(2 * tElem.getIntOrFloatBitWidth() / 8));
-    return tElem.isF32() ? v : arith::ExtFOp::create(b, f32x2, v).getResult();
-  };
-  Value sin = table(k.sin);
-  Value cos = table(k.cos);
+                      Value rotated, Value cos, Value sin) {
   return arith::TruncFOp::create(
       b, VectorType::get({2}, k.elementType()),
       b.ropeTerm(x, cos, rotated, sin, /*subtract=*/false));
@@ -81,6 +85,16 @@ void mlir::liger::emitWgmmaRoPEEpilogue(GpuBuilder &b, const MatmulKernel &k,
       vals.push_back(arith::ExtFOp::create(
           rb, v2(f32), roundMatmulPair(rb, k, v, loadBiasPair(rb, bias, c))));
     }
+    // The row's table pairs, one cos and one sin per head offset (the
+    // tile's heads share them), all loaded before the row's first store:
+    // a load after a store that may alias it would wait out a memory
+    // latency each.
+    SmallVector<Value> cosAt, sinAt;
+    for (int64_t e = 0; e < headDim / 8; ++e) {
+      Value d = rb.add(rb.index(8 * e), quadCol);
+      cosAt.push_back(loadTablePair(rb, k.cos, tb, pos, d));
+      sinAt.push_back(loadTablePair(rb, k.sin, tb, pos, d));
+    }
     // rope: x[d] cos[d] + rotate_half(x)[d] sin[d], rotate_half(x)[d] =
     // -x[d + D/2] in the first half, x[d - D/2] in the second: the partner
     // pair is D/16 n8 blocks away, in the same thread.
@@ -94,8 +108,10 @@ void mlir::liger::emitWgmmaRoPEEpilogue(GpuBuilder &b, const MatmulKernel &k,
         rotated = arith::NegFOp::create(rb, rotated);
       Value head = rb.add(firstHead, 8 * j / headDim);
       vector::StoreOp::create(
-          rb, ropePair(rb, k, vals[j], rotated, tb, pos, d), out,
-          ValueRange{batch, head, pos, d}, false,
+          rb,
+          ropePair(rb, k, vals[j], rotated, cosAt[inHead / 8],
+                   sinAt[inHead / 8]),
+          out, ValueRange{batch, head, pos, d}, false,
           llvm::MaybeAlign(2 * k.elementType().getIntOrFloatBitWidth() / 8));
     }
   }
@@ -169,8 +185,10 @@ void mlir::liger::emitMmaSyncRoPEEpilogue(GpuBuilder &b, const MatmulKernel &k,
         Value xp = read(partner);
         Value rotated = rb.select(first, arith::NegFOp::create(rb, xp), xp);
         Value head = rb.div(rb.add(colBase, c), headDim);
-        vector::StoreOp::create(
-            rb, ropePair(rb, k, read(c), rotated, tb, pos, d), out,
-            ValueRange{batch, head, pos, d}, false, align2);
+        Value sin = loadTablePair(rb, k.sin, tb, pos, d);
+        Value cos = loadTablePair(rb, k.cos, tb, pos, d);
+        vector::StoreOp::create(rb, ropePair(rb, k, read(c), rotated, cos, sin),
+                                out, ValueRange{batch, head, pos, d}, false,
+                                align2);
       }
 }
