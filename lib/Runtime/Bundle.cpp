@@ -324,7 +324,7 @@ namespace {
 /// Up to this many descriptor words and tensor maps, a launch keeps its
 /// parameters on the stack.
 constexpr size_t kInlineWords = 192;
-constexpr size_t kInlineMaps = 4;
+constexpr size_t kInlineMaps = 8;
 
 /// The grid size of `dim` for a launch with `dims`.
 int64_t gridSize(const GridDim &dim, const LaunchDims &dims) {

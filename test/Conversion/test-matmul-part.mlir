@@ -50,6 +50,7 @@
 // full one with the stage's 49152 bytes and copies the x tile (1024 + s ·
 // 49152) and both weight tiles (16384 bytes apart) at (k0, row).
 // PRODUCER-LABEL: gpu.func @gated_producer
+// PRODUCER-NOT: prefetch
 // PRODUCER: %[[SMEM:.+]] = llvm.mlir.addressof @liger_matmul_smem
 // PRODUCER: nvvm.setmaxregister decrease 40
 // PRODUCER: scf.for %[[KT:.+]] = %c0 to %c8 step %c1 {
@@ -120,6 +121,21 @@
 // PRODUCER: } else {
 // PRODUCER: arith.subi %{{.+}}, %c64 : index
 // PRODUCER: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.+}}, %arg10,
+// The epilogue reads gate and up at each row: when the producer fills the
+// stage of step kTiles - stages - 8 (16 - 12 = 4), it prefetches their
+// [128, 64] boxes of the tile into L2 through their maps (%arg10, %arg11),
+// tile_n / 64 = 4 boxes each. A kernel whose epilogue reads no rows
+// prefetches nothing.
+// PRODUCER-LABEL: gpu.func @dx_swiglu_grad_producer
+// PRODUCER-SAME: %arg10: !llvm.ptr, %arg11: !llvm.ptr)
+// PRODUCER: scf.for %[[KT:.+]] = %c0 to %c16 step %c1 {
+// PRODUCER: %[[AT:.+]] = arith.select %{{.+}}, %c0, %{{.+}} : index
+// PRODUCER: %[[NOW:.+]] = arith.cmpi eq, %[[KT]], %[[AT]] : index
+// PRODUCER: scf.if %[[NOW]] {
+// PRODUCER-COUNT-4: nvvm.cp.async.bulk.tensor.prefetch %arg10, box[%{{.+}}, %[[ROW:.+]]] : !llvm.ptr
+// PRODUCER-COUNT-4: nvvm.cp.async.bulk.tensor.prefetch %arg11, box[%{{.+}}, %[[ROW]]] : !llvm.ptr
+// PRODUCER-NOT: gpu.func
+// PRODUCER-NOT: prefetch
 
 // mma.sync: slice 0 of x (128 rows x 4 chunks: 2 per thread), of W and of
 // LoRA's A (after the rings of x and W), as 16-byte cp.async chunks
@@ -246,7 +262,7 @@
 // (65536 bytes on); each result's four 64-column boxes through its own map
 // (dgate's %arg8, dup's %arg9), then one commit.
 // TMA-LABEL: gpu.func @dx_swiglu_grad_tma_store
-// TMA-SAME: %arg8: !llvm.ptr, %arg9: !llvm.ptr)
+// TMA-SAME: %arg8: !llvm.ptr, %arg9: !llvm.ptr, %arg10: !llvm.ptr, %arg11: !llvm.ptr)
 // TMA: %[[BASE2:.+]] = arith.addi %c1024_i32, %{{.+}} : i32
 // TMA: llvm.store %{{.+}} {alignment = 4 : i64} : vector<2xbf16>, !llvm.ptr<3>
 // TMA: arith.addi %c65536_i32, %{{.+}} : i32

@@ -4,7 +4,8 @@
 // dh; the gate/up pair whose gate and up the backward keeps writes them
 // beside the activation. Each result's tile is staged over the drained
 // stages and stored through its own tensor map; gate and up are read at
-// each element of the product, 16 pairs' loads at a time. ptxas accepts
+// each element of the product, 16 pairs' loads at a time, after the
+// producer has prefetched their tile into L2. ptxas accepts
 // every kernel without spills, on sm_90a and sm_80.
 // REQUIRES: ptxas
 // RUN: rm -rf %t.bundle
@@ -48,6 +49,12 @@
 // MANIFEST-NEXT: 64
 // MANIFEST: "param": "output0",
 // MANIFEST: "param": "output1",
+// Gate and up, prefetched into L2 in [128, 64] boxes.
+// MANIFEST: "box": [
+// MANIFEST-NEXT: 128,
+// MANIFEST-NEXT: 64
+// MANIFEST: "param": "input2",
+// MANIFEST: "param": "input3",
 // MANIFEST: "vector_width"
 // GeGLU at odd sizes (K = 1000, N = 2056: tails), f16.
 // MANIFEST: "name": "geglu_backward_matmul_0",
@@ -72,6 +79,7 @@
 // pairs after those are loaded after their stores. Then one thread of the
 // warpgroup stores 4 boxes of each result (tile_n 256).
 // PTX-LABEL: .entry mlp_backward_matmul_0(
+// PTX-COUNT-8: cp.async.bulk.prefetch.tensor.2d.L2.global.tile
 // PTX: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 1;
 // PTX-COUNT-32: ld.global.v2.b16
 // PTX-NOT: ld.global

@@ -35,6 +35,18 @@ namespace rt = ::liger::runtime;
 /// bf16/f16 operands; wgmma reads 128-byte slices of K and TMA 16-byte rows
 /// of a static K (zero-filling the tail); mma.sync whole tile_k slices of
 /// it.
+SmallVector<Value>
+mlir::liger::getEpiloguePrefetches(const MatmulPlan &plan,
+                                   const MatmulLayout &layout) {
+  SmallVector<Value> args;
+  for (BlockArgument arg : plan.group.getBody().front().getArguments())
+    if (plan.operandOf(arg).role == MatmulOperandRole::EpilogueRows)
+      args.push_back(arg);
+  if (plan.accumulator && !layout.hasOldTile())
+    args.push_back(plan.accumulator);
+  return args;
+}
+
 static LogicalResult checkElementAndK(const MatmulPlan &plan,
                                       const MatmulKernelConfig &config) {
   FusionOp group = plan.group;
@@ -357,6 +369,13 @@ getMatmulKernelSignature(const MatmulKernel &k, StringRef name) {
       for (unsigned i = 0; i < plan.numOutputs(); ++i)
         info.tensorMaps.push_back(tensorMap(
             static_cast<int64_t>(body.getNumArguments() + i), 64, 64));
+    // What the epilogue reads at each row, prefetched into L2 in boxes of
+    // tile_m rows x 128 bytes.
+    for (Value arg : getEpiloguePrefetches(plan, k.layout))
+      info.tensorMaps.push_back(tensorMap(
+          argNumber(arg), config.tileM,
+          128 * 8 /
+              getElementTypeOrSelf(arg.getType()).getIntOrFloatBitWidth()));
     paramTypes.append(info.tensorMaps.size(), LLVM::LLVMPointerType::get(ctx));
   }
   // The ops the kernel computes (not the constants and sizes its layout
@@ -458,6 +477,9 @@ static GpuBuilder beginMatmulKernel(MatmulKernel &k, gpu::GPUModuleOp module,
     if (k.layout.storesWithTma())
       for (unsigned i = 0; i < plan.numOutputs(); ++i)
         k.outputMaps.push_back(maps[next++]);
+    for (size_t i = 0, e = getEpiloguePrefetches(plan, k.layout).size(); i < e;
+         ++i)
+      k.prefetchMaps.push_back(maps[next++]);
   }
 
   k.tid = b.threadId();

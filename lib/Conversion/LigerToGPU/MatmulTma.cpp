@@ -153,6 +153,23 @@ void mlir::liger::emitTmaProducer(GpuBuilder &b, const MatmulKernel &k,
     copy(1 + p, k.weightMaps[p], k.n0, config.tileN, plan.bMNMajor());
   if (plan.lora)
     copy(1 + plan.numBTiles(), k.loraAMap, lb.index(0), plan.loraRank, false);
+  if (k.prefetchMaps.empty())
+    return;
+  // The epilogue's row inputs: prefetched into L2 when the producer fills
+  // the stage of step kTiles - stages - lead (the consumers then have lead
+  // to lead + stages steps to go), or at step 0 for a short K loop.
+  int64_t lead = config.stages + kEpiloguePrefetchLead;
+  Value at = lb.select(lb.lessThan(k.kTiles, lead), lb.index(0),
+                       lb.sub(k.kTiles, lead));
+  GpuBuilder pb = lb.ifThen(lb.equal(kt, at));
+  Value row = pb.toI32(k.m0);
+  for (auto [arg, map] :
+       llvm::zip_equal(getEpiloguePrefetches(plan, layout), k.prefetchMaps)) {
+    int64_t boxCols =
+        128 * 8 / getElementTypeOrSelf(arg.getType()).getIntOrFloatBitWidth();
+    for (int64_t c = 0; c < config.tileN; c += boxCols)
+      pb.tmaPrefetchL2(map, ValueRange{pb.toI32(pb.add(k.n0, c)), row});
+  }
 }
 
 TmaStoreTile mlir::liger::emitTmaStoreBegin(GpuBuilder &b,

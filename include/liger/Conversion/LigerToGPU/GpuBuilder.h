@@ -1,4 +1,5 @@
-//===- GpuBuilder.h - building blocks of the GPU kernel templates -*- C++ -*-===//
+//===- GpuBuilder.h - building blocks of the GPU kernel templates -*- C++
+//-*-===//
 //
 // The pieces every kernel template builds its gpu.func from, on an
 // ImplicitLocOpBuilder: the kernel function itself, index and i32
@@ -66,8 +67,8 @@ public:
   class IntOperand {
   public:
     /// A Value, or an op of one result.
-    template <typename T, typename = std::enable_if_t<
-                              std::is_convertible_v<T, Value>>>
+    template <typename T,
+              typename = std::enable_if_t<std::is_convertible_v<T, Value>>>
     IntOperand(T value) : value(value) {}
     IntOperand(int64_t constant) : constant(constant) {}
     /// The operand, its constant created (of `type`) at `b` if need be.
@@ -183,6 +184,9 @@ public:
                Value barrier);
   /// Stores the box at `src` to `coordinates` of `tensorMap`.
   void tmaStore(Value tensorMap, Value src, ValueRange coordinates);
+  /// Prefetches the box at `coordinates` of `tensorMap` into L2
+  /// (cp.async.bulk.prefetch.tensor; out-of-range parts are skipped).
+  void tmaPrefetchL2(Value tensorMap, ValueRange coordinates);
   /// Commits the thread's TMA stores and waits until their shared-memory
   /// source has been read.
   void tmaStoreCommitAndWaitRead();

@@ -69,6 +69,10 @@ struct MatmulKernel {
   /// wgmma: the TMA descriptors (by-value parameters), where present.
   Value xMap, loraAMap, loraBMap, oldTileMap;
   SmallVector<Value, 2> weightMaps, outputMaps;
+  /// wgmma: maps of [tile_m, 128-byte] boxes over what the epilogue reads
+  /// at each row (its [rows, N] inputs, an f32 dW buffer), which the
+  /// producer prefetches into L2 before the main loop ends.
+  SmallVector<Value, 2> prefetchMaps;
 
   // Values every part reads.
   Value tid;    ///< the thread index
@@ -107,6 +111,17 @@ buildMatmulKernel(const MatmulPlan &plan, gpu::GPUModuleOp module,
 //===----------------------------------------------------------------------===//
 // MatmulWgmma.cpp, MatmulTma.cpp: the wgmma + TMA template (sm_90a)
 //===----------------------------------------------------------------------===//
+
+/// What a wgmma kernel's epilogue reads at each of the tile's rows from
+/// global memory (its [rows, N] inputs in argument order, then an f32 dW
+/// buffer): the group's arguments whose tile the producer prefetches into
+/// L2 (kernel parameters: MatmulKernel::prefetchMaps).
+SmallVector<Value> getEpiloguePrefetches(const MatmulPlan &plan,
+                                         const MatmulLayout &layout);
+/// How many of the consumers' K steps before the end of the main loop the
+/// producer prefetches them: enough to cover the prefetch's latency, few
+/// enough that the main loop's tiles do not evict them from L2 first.
+constexpr int64_t kEpiloguePrefetchLead = 8;
 
 /// The whole wgmma kernel.
 LogicalResult emitWgmmaKernel(GpuBuilder &b, MatmulKernel &k);
@@ -273,8 +288,8 @@ constexpr size_t kMatmulEpilogueBatch = 16;
 /// latency. `sink`, when given, takes pair `index`'s value of each result
 /// instead of the store, unmasked (the TMA-store epilogue stages it in
 /// shared memory; the tensor map clips the ends).
-using MatmulPairSink = function_ref<void(GpuBuilder &, size_t index,
-                                         size_t result, Value pair)>;
+using MatmulPairSink =
+    function_ref<void(GpuBuilder &, size_t index, size_t result, Value pair)>;
 LogicalResult storeMatmulPairs(GpuBuilder &b, const MatmulKernel &k,
                                ArrayRef<MatmulPairSite> sites,
                                MatmulAccumulatorPairs accPairsAt,
