@@ -23,8 +23,9 @@ GpuBuilder GpuBuilder::atStart(Block *block) const {
   return GpuBuilder(getLoc(), OpBuilder::atBlockBegin(block));
 }
 
-gpu::GPUFuncOp GpuBuilder::beginKernel(gpu::GPUModuleOp module, StringRef name,
-                                       TypeRange params, int64_t threads) {
+gpu::GPUFuncOp GpuBuilder::beginKernel(gpu::GPUModuleOp module,
+                                       StringRef name, TypeRange params,
+                                       int64_t threads) {
   setInsertionPointToEnd(module.getBody());
   auto kernel = gpu::GPUFuncOp::create(
       *this, name, FunctionType::get(getContext(), params, {}));
@@ -128,19 +129,21 @@ int64_t GpuBuilder::blockReduceSlots(int64_t threads, int64_t values,
   return maxValues + threads / 32 * values;
 }
 
-SmallVector<Value>
-GpuBuilder::blockAllReduce(Value smem, int64_t byteOffset, int64_t maxValues,
-                           Value tid, int64_t threads, ValueRange values,
-                           ArrayRef<double> neutral, Combine combine) {
+SmallVector<Value> GpuBuilder::blockAllReduce(Value smem, int64_t byteOffset,
+                                              int64_t maxValues, Value tid,
+                                              int64_t threads,
+                                              ValueRange values,
+                                              ArrayRef<double> neutral,
+                                              Combine combine) {
   SmallVector<Value> warpValues = warpAllReduce(values, 32, combine);
   int64_t warps = threads / 32;
   if (warps == 1)
     return warpValues;
   int64_t k = values.size();
   assert(k <= maxValues && "more values than the area's result slots");
-  Value area =
-      sharedView(smem, byteOffset, {blockReduceSlots(threads, k, maxValues)},
-                 getF32Type());
+  Value area = sharedView(smem, byteOffset,
+                          {blockReduceSlots(threads, k, maxValues)},
+                          getF32Type());
   Value lane = rem(tid, 32);
   Value warp = div(tid, 32);
   Value isLane0 = equal(lane, 0);

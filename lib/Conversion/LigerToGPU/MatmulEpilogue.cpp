@@ -183,15 +183,20 @@ Value mlir::liger::roundMatmulPair(GpuBuilder &b, const MatmulKernel &k,
                                  accPair);
 }
 
+/// A dW buffer's pair is aligned to its two elements.
+static llvm::MaybeAlign accumulatorPairAlign(Type accElem) {
+  return llvm::MaybeAlign(
+      2 * std::max<unsigned>(1, accElem.getIntOrFloatBitWidth() / 8));
+}
+
 /// The buffer pair a dW kernel adds its product to (a 16-bit buffer's old
 /// tile staged in shared memory is read by the sink instead).
 static Value loadAccumulatorPair(GpuBuilder &b, const MatmulKernel &k, Value r,
                                  Value c) {
   Type accElem = cast<MemRefType>(k.accumulator.getType()).getElementType();
-  return vector::LoadOp::create(
-      b, VectorType::get({2}, accElem), k.accumulator, ValueRange{r, c}, false,
-      llvm::MaybeAlign(
-          2 * std::max<unsigned>(1, accElem.getIntOrFloatBitWidth() / 8)));
+  return vector::LoadOp::create(b, VectorType::get({2}, accElem),
+                                k.accumulator, ValueRange{r, c}, false,
+                                accumulatorPairAlign(accElem));
 }
 
 LogicalResult mlir::liger::storeMatmulPairs(GpuBuilder &b,
@@ -257,10 +262,8 @@ LogicalResult mlir::liger::storeMatmulPairs(GpuBuilder &b,
         Value sum = arith::AddFOp::create(tb, old, accPairs[0]);
         if (!type.getElementType().isF32())
           sum = arith::TruncFOp::create(tb, type, sum);
-        vector::StoreOp::create(
-            tb, sum, k.outputs[0], ValueRange{r, c}, false,
-            llvm::MaybeAlign(
-                2 * std::max<unsigned>(1, type.getElementTypeBitWidth() / 8)));
+        vector::StoreOp::create(tb, sum, k.outputs[0], ValueRange{r, c}, false,
+                                accumulatorPairAlign(type.getElementType()));
         continue;
       }
       // liger.linear: round(x · Wᵀ + b), the bias added in f32.

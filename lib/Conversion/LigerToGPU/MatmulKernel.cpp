@@ -32,21 +32,28 @@ using namespace mlir;
 using namespace mlir::liger;
 namespace rt = ::liger::runtime;
 
+SmallVector<EpiloguePrefetch>
+mlir::liger::getEpiloguePrefetches(const MatmulPlan &plan,
+                                   const MatmulLayout &layout) {
+  // Boxes of 128-byte rows: the widest the 128-byte swizzle of the maps
+  // takes.
+  auto of = [](Value arg) {
+    return EpiloguePrefetch{
+        arg, 128 * 8 /
+                 getElementTypeOrSelf(arg.getType()).getIntOrFloatBitWidth()};
+  };
+  SmallVector<EpiloguePrefetch> prefetches;
+  for (BlockArgument arg : plan.group.getBody().front().getArguments())
+    if (plan.operandOf(arg).role == MatmulOperandRole::EpilogueRows)
+      prefetches.push_back(of(arg));
+  if (plan.accumulator && !layout.hasOldTile())
+    prefetches.push_back(of(plan.accumulator));
+  return prefetches;
+}
+
 /// bf16/f16 operands; wgmma reads 128-byte slices of K and TMA 16-byte rows
 /// of a static K (zero-filling the tail); mma.sync whole tile_k slices of
 /// it.
-SmallVector<Value>
-mlir::liger::getEpiloguePrefetches(const MatmulPlan &plan,
-                                   const MatmulLayout &layout) {
-  SmallVector<Value> args;
-  for (BlockArgument arg : plan.group.getBody().front().getArguments())
-    if (plan.operandOf(arg).role == MatmulOperandRole::EpilogueRows)
-      args.push_back(arg);
-  if (plan.accumulator && !layout.hasOldTile())
-    args.push_back(plan.accumulator);
-  return args;
-}
-
 static LogicalResult checkElementAndK(const MatmulPlan &plan,
                                       const MatmulKernelConfig &config) {
   FusionOp group = plan.group;
@@ -371,11 +378,9 @@ getMatmulKernelSignature(const MatmulKernel &k, StringRef name) {
             static_cast<int64_t>(body.getNumArguments() + i), 64, 64));
     // What the epilogue reads at each row, prefetched into L2 in boxes of
     // tile_m rows x 128 bytes.
-    for (Value arg : getEpiloguePrefetches(plan, k.layout))
-      info.tensorMaps.push_back(tensorMap(
-          argNumber(arg), config.tileM,
-          128 * 8 /
-              getElementTypeOrSelf(arg.getType()).getIntOrFloatBitWidth()));
+    for (const EpiloguePrefetch &p : getEpiloguePrefetches(plan, k.layout))
+      info.tensorMaps.push_back(
+          tensorMap(argNumber(p.arg), config.tileM, p.boxCols));
     paramTypes.append(info.tensorMaps.size(), LLVM::LLVMPointerType::get(ctx));
   }
   // The ops the kernel computes (not the constants and sizes its layout

@@ -163,13 +163,10 @@ void mlir::liger::emitTmaProducer(GpuBuilder &b, const MatmulKernel &k,
                        lb.sub(k.kTiles, lead));
   GpuBuilder pb = lb.ifThen(lb.equal(kt, at));
   Value row = pb.toI32(k.m0);
-  for (auto [arg, map] :
-       llvm::zip_equal(getEpiloguePrefetches(plan, layout), k.prefetchMaps)) {
-    int64_t boxCols =
-        128 * 8 / getElementTypeOrSelf(arg.getType()).getIntOrFloatBitWidth();
-    for (int64_t c = 0; c < config.tileN; c += boxCols)
+  for (auto [prefetch, map] :
+       llvm::zip_equal(getEpiloguePrefetches(plan, layout), k.prefetchMaps))
+    for (int64_t c = 0; c < config.tileN; c += prefetch.boxCols)
       pb.tmaPrefetchL2(map, ValueRange{pb.toI32(pb.add(k.n0, c)), row});
-  }
 }
 
 TmaStoreTile mlir::liger::emitTmaStoreBegin(GpuBuilder &b,
@@ -200,11 +197,10 @@ void mlir::liger::emitTmaStoreStage(GpuBuilder &b, const MatmulKernel &k,
                                     int64_t j, int64_t half, int64_t result) {
   Value rl = b.add(tile.rowInWarpgroup, 8 * half);
   Value phys = b.bitXor(b.i32(j % 8), tile.quad);
-  int64_t box = result * k.layout.outputTileBytes() +
-                (j / 8) * MatmulLayout::outputBoxBytes;
-  Value off =
-      b.add(b.add(tile.base, b.add(b.i32(box), b.mul(rl, 128))),
-            b.add(b.mul(phys, 16), b.toI32(b.mul(b.rem(thread.lane, 4), 4))));
+  Value off = b.add(
+      b.add(tile.base, b.add(b.i32(k.layout.outputBoxOffset(result, j / 8)),
+                             b.mul(rl, 128))),
+      b.add(b.mul(phys, 16), b.toI32(b.mul(b.rem(thread.lane, 4), 4))));
   Value ptr = wgmmaSharedAt(b, k, off);
   if (k.layout.hasOldTile()) {
     // old + the f32 product, rounded once.
@@ -229,12 +225,10 @@ void mlir::liger::emitTmaStoreEnd(GpuBuilder &b, const MatmulKernel &k,
   Value rowOrigin = fb.toI32(fb.add(k.m0, fb.mul(thread.cw, 64)));
   for (auto [result, map] : llvm::enumerate(k.outputMaps))
     for (int64_t jb = 0; jb < k.config.tileN / 64; ++jb)
-      fb.tmaStore(map,
-                  wgmmaSharedAt(
-                      fb, k,
-                      fb.add(tile.base, static_cast<int64_t>(result) *
-                                                k.layout.outputTileBytes() +
-                                            jb * MatmulLayout::outputBoxBytes)),
-                  ValueRange{fb.toI32(fb.add(k.n0, 64 * jb)), rowOrigin});
+      fb.tmaStore(
+          map,
+          wgmmaSharedAt(
+              fb, k, fb.add(tile.base, k.layout.outputBoxOffset(result, jb))),
+          ValueRange{fb.toI32(fb.add(k.n0, 64 * jb)), rowOrigin});
   fb.tmaStoreCommitAndWaitRead();
 }

@@ -1,5 +1,4 @@
-//===- GpuBuilder.h - building blocks of the GPU kernel templates -*- C++
-//-*-===//
+//===- GpuBuilder.h - building blocks of the GPU kernel templates -*- C++ -*-===//
 //
 // The pieces every kernel template builds its gpu.func from, on an
 // ImplicitLocOpBuilder: the kernel function itself, index and i32
@@ -67,8 +66,8 @@ public:
   class IntOperand {
   public:
     /// A Value, or an op of one result.
-    template <typename T,
-              typename = std::enable_if_t<std::is_convertible_v<T, Value>>>
+    template <typename T, typename = std::enable_if_t<
+                              std::is_convertible_v<T, Value>>>
     IntOperand(T value) : value(value) {}
     IntOperand(int64_t constant) : constant(constant) {}
     /// The operand, its constant created (of `type`) at `b` if need be.

@@ -115,9 +115,14 @@ buildMatmulKernel(const MatmulPlan &plan, gpu::GPUModuleOp module,
 /// What a wgmma kernel's epilogue reads at each of the tile's rows from
 /// global memory (its [rows, N] inputs in argument order, then an f32 dW
 /// buffer): the group's arguments whose tile the producer prefetches into
-/// L2 (kernel parameters: MatmulKernel::prefetchMaps).
-SmallVector<Value> getEpiloguePrefetches(const MatmulPlan &plan,
-                                         const MatmulLayout &layout);
+/// L2 (kernel parameters: MatmulKernel::prefetchMaps, in this order), and
+/// their maps' box width.
+struct EpiloguePrefetch {
+  Value arg;       ///< the group's argument
+  int64_t boxCols; ///< its map's box: tile_m rows x boxCols (128 bytes)
+};
+SmallVector<EpiloguePrefetch> getEpiloguePrefetches(const MatmulPlan &plan,
+                                                    const MatmulLayout &layout);
 /// How many of the consumers' K steps before the end of the main loop the
 /// producer prefetches them: enough to cover the prefetch's latency, few
 /// enough that the main loop's tiles do not evict them from L2 first.

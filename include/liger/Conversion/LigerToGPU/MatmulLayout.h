@@ -86,9 +86,12 @@ public:
   /// consumer warpgroup's 64 rows of the output tile (or of the old one).
   static constexpr int64_t outputBoxBytes = 64 * 128;
   int64_t outputWarpgroupBytes() const { return bytesPerOutputWarpgroup; }
-  /// One result's output tile: result i's starts i · outputTileBytes() into
-  /// `output`.
-  int64_t outputTileBytes() const { return bytesPerOutputTile; }
+  /// Where 64-column box `box` of result `result`'s part of a consumer
+  /// warpgroup's output rows starts, in bytes from the warpgroup's first
+  /// (each result's tile is tile_m x tile_n, one after the other).
+  int64_t outputBoxOffset(int64_t result, int64_t box) const {
+    return result * bytesPerOutputTile + box * outputBoxBytes;
+  }
   /// The epilogue stages each result's output tile in `output` and stores
   /// it with TMA (16-bit results, tile_n a multiple of 64, every result's
   /// tile within the stages; not RoPE, not an f32 accumulation).
