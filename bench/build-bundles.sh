@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Compiles bench/kernels.mlir into bench-bundles/rowwise (sm_90a), for
 # bench/rowwise.py on the GPU machine, and bench/matmul.mlir into
-# bench-bundles/matmul (the matmul templates) for bench/matmul.py,
+# bench-bundles/matmul (the matmul templates; and matmul-pingpong, with the
+# pingpong schedule) for bench/matmul.py,
 # with --norm-prologue so that qk_rope_wg keeps its norm in the kernel (the
 # measured alternative to the default rowwise norm kernel),
 # bench/cross_entropy.mlir into bench-bundles/cross_entropy, and the
@@ -15,6 +16,13 @@ rm -rf "$ROOT/bench-bundles"
 "$BUILD/bin/liger-compile" "$ROOT/bench/kernels.mlir" -o "$ROOT/bench-bundles/rowwise" --target=sm_90a
 "$BUILD/bin/liger-compile" "$ROOT/bench/matmul.mlir" -o "$ROOT/bench-bundles/matmul" --target=sm_90a \
   --norm-prologue
+# The same with the pingpong schedule wherever a group takes it, for
+# bench/matmul.py --bundle bench-bundles/matmul-pingpong.
+"$BUILD/bin/liger-compile" "$ROOT/bench/matmul.mlir" -o "$ROOT/bench-bundles/matmul-pingpong" \
+  --target=sm_90a --norm-prologue --matmul-schedule=pingpong
+# The schedules pinned side by side, for bench/matmul_schedules.py.
+"$BUILD/bin/liger-compile" "$ROOT/bench/matmul_schedules.mlir" -o "$ROOT/bench-bundles/matmul-schedules" \
+  --target=sm_90a
 "$BUILD/bin/liger-compile" "$ROOT/bench/cross_entropy.mlir" -o "$ROOT/bench-bundles/cross_entropy" --target=sm_90a
 # liger.ops.fused_linear_cross_entropy at Llama-3-8B's lm_head (mean, and
 # per token: also the preference losses' kernels), for

@@ -9,6 +9,7 @@
 
 #include "liger/Pipelines/Compile.h"
 
+#include "liger/Conversion/LigerToGPU/MatmulConfig.h"
 #include "liger/Conversion/LigerToGPU/MatmulPlan.h"
 #include "liger/Dialect/Liger/IR/LigerOps.h"
 #include "liger/InitAll.h"
@@ -107,6 +108,15 @@ std::optional<std::string> checkOptions(const CompileOptions &options) {
     return std::string(options.lossDwF32 ? "--loss-dw-f32"
                                          : "--loss-memory-budget") +
            " plans loss groups, which " +
+           (options.fuse ? "--no-matmul-kernels" : "--no-fuse") +
+           " leaves uncompiled";
+  if (!parseMatmulScheduleChoice(options.matmulSchedule))
+    return "--matmul-schedule must be auto, data-parallel or pingpong, got '" +
+           options.matmulSchedule + "'";
+  if (options.matmulSchedule != "auto" &&
+      (!options.matmulKernels || !options.fuse))
+    return std::string("--matmul-schedule chooses how matmul groups "
+                       "compile, which ") +
            (options.fuse ? "--no-matmul-kernels" : "--no-fuse") +
            " leaves uncompiled";
   if (options.lossMemoryBudget && *options.lossMemoryBudget <= 0)
@@ -263,6 +273,7 @@ bool Compilation::run(StringRef moduleText, StringRef bundleDir) {
   pipelineOptions.report = options.fusionReport;
   pipelineOptions.normPrologue = options.normPrologue;
   pipelineOptions.matmulKernels = options.matmulKernels;
+  pipelineOptions.matmulSchedule = options.matmulSchedule;
   if (options.lossMemoryBudget)
     pipelineOptions.lossMemoryBudget = *options.lossMemoryBudget;
   pipelineOptions.lossDwF32 = options.lossDwF32;

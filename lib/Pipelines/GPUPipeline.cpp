@@ -60,11 +60,13 @@ void mlir::liger::buildGpuKernelStage(OpPassManager &pm,
                                       const GpuPipelineOptions &opts) {
   SelectKernelConfigPassOptions config;
   config.chip = opts.chip;
+  config.matmulSchedule = opts.matmulSchedule;
   pm.addPass(createSelectKernelConfigPass(config));
   LowerToGPUPassOptions lower;
   lower.chip = opts.chip;
   lower.features = opts.features;
   lower.matmulKernels = opts.matmulKernels;
+  lower.matmulSchedule = opts.matmulSchedule;
   pm.addPass(createLowerToGPUPass(lower));
 }
 

@@ -7,6 +7,7 @@
 
 #include "BundleFiles.h"
 
+#include <algorithm>
 #include <tuple>
 
 using namespace liger::runtime;
@@ -154,6 +155,10 @@ Status Bundle::compareDevice(int device) {
     }
   }
   if (device >= 0 && device < kCachedDevices) {
+    int sms = 0;
+    LIGER_CUDA_RETURN_IF_ERROR(
+        *driver, cuDeviceGetAttribute(&sms, kAttrMultiprocessorCount, dev));
+    deviceSms_[device].store(sms, std::memory_order_relaxed);
     deviceChecked_[device].store(true, std::memory_order_release);
   } else {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -320,14 +325,28 @@ Status Bundle::loadFunctions(size_t kernel, const CudaDriver &driver,
   return Status::ok();
 }
 
+Status Bundle::smCount(const CudaDriver &driver, int device, int *sms) {
+  if (device >= 0 && device < kCachedDevices &&
+      deviceChecked_[device].load(std::memory_order_acquire)) {
+    *sms = deviceSms_[device].load(std::memory_order_relaxed);
+    return Status::ok();
+  }
+  CUdevice dev;
+  LIGER_CUDA_RETURN_IF_ERROR(driver, cuDeviceGet(&dev, device));
+  LIGER_CUDA_RETURN_IF_ERROR(
+      driver, cuDeviceGetAttribute(sms, kAttrMultiprocessorCount, dev));
+  return Status::ok();
+}
+
 namespace {
 /// Up to this many descriptor words and tensor maps, a launch keeps its
 /// parameters on the stack.
 constexpr size_t kInlineWords = 192;
 constexpr size_t kInlineMaps = 8;
 
-/// The grid size of `dim` for a launch with `dims`.
-int64_t gridSize(const GridDim &dim, const LaunchDims &dims) {
+/// The grid size of `dim` for a launch with `dims` on a device of `sms`
+/// SMs.
+int64_t gridSize(const GridDim &dim, const LaunchDims &dims, int sms) {
   switch (dim.kind) {
   case GridDim::Const:
     return dim.value;
@@ -336,6 +355,8 @@ int64_t gridSize(const GridDim &dim, const LaunchDims &dims) {
     return (dims.rows + dim.value - 1) / dim.value;
   case GridDim::Ctas:
     return dims.ctas;
+  case GridDim::Sms:
+    return sms;
   }
   return 0;
 }
@@ -361,9 +382,16 @@ Status Bundle::launchChecked(size_t index, const TensorArg *args,
   LIGER_RETURN_IF_ERROR(checkArgs(kernel, args, numArgs, &dims));
   if (dims.rows == 0 && !kernel.hasWorkspaces())
     return Status::ok(); // nothing to do: an empty grid is not launched
+  const CudaDriver *driver = nullptr;
+  LIGER_RETURN_IF_ERROR(CudaDriver::get(&driver));
+  LIGER_RETURN_IF_ERROR(checkDevice(device));
+  int sms = 0;
+  if (std::any_of(std::begin(kernel.grid), std::end(kernel.grid),
+                  [](const GridDim &g) { return g.kind == GridDim::Sms; }))
+    LIGER_RETURN_IF_ERROR(smCount(*driver, device, &sms));
   unsigned grid[3];
   for (int i = 0; i < 3; ++i) {
-    int64_t size = gridSize(kernel.grid[i], dims);
+    int64_t size = gridSize(kernel.grid[i], dims, sms);
     if (size < 1 || size > (i ? 65535 : 0x7fffffff))
       return LIGER_MAKE_STATUS(StatusCode::kInvalidArgument,
                                "kernel '" + kernel.name + "': grid size " +
@@ -371,9 +399,6 @@ Status Bundle::launchChecked(size_t index, const TensorArg *args,
                                    std::to_string(i) + " is out of range");
     grid[i] = static_cast<unsigned>(size);
   }
-  const CudaDriver *driver = nullptr;
-  LIGER_RETURN_IF_ERROR(CudaDriver::get(&driver));
-  LIGER_RETURN_IF_ERROR(checkDevice(device));
   DeviceContextScope scope(*driver);
   LIGER_RETURN_IF_ERROR(scope.enter(device));
   CUfunction function = nullptr, finish = nullptr;

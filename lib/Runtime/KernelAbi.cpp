@@ -418,10 +418,11 @@ static bool parsePositive(std::string_view text, int64_t *value) {
 
 bool liger::runtime::parseGridDim(std::string_view text, GridDim *dim) {
   int64_t value = 0;
-  if (text == "rows" || text == "tokens" || text == "ctas") {
+  if (text == "rows" || text == "tokens" || text == "ctas" || text == "sms") {
     *dim = {text == "rows"     ? GridDim::Rows
             : text == "tokens" ? GridDim::Tokens
-                               : GridDim::Ctas,
+            : text == "ctas"   ? GridDim::Ctas
+                               : GridDim::Sms,
             1};
     return true;
   }
@@ -446,6 +447,8 @@ std::string liger::runtime::gridDimText(const GridDim &dim) {
     return "tokens";
   case GridDim::Ctas:
     return "ctas";
+  case GridDim::Sms:
+    return "sms";
   }
   return "?";
 }

@@ -195,8 +195,9 @@ Status Reader::grid(JsonValue v, const std::string &path,
     GridDim dim;
     if (!g.isString() || !parseGridDim(g.string(), &dim) ||
         dim.kind == GridDim::Const)
-      return error(path, "unknown grid size " + g.describe() +
-                             " (an integer, rows, tokens, ctas or rows/N)");
+      return error(path,
+                   "unknown grid size " + g.describe() +
+                       " (an integer, rows, tokens, ctas, sms or rows/N)");
     grid[i] = dim;
   }
   return Status::ok();

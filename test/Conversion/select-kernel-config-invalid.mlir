@@ -127,3 +127,40 @@ func.func @row_width_not_dividing(%x: tensor<?x1001xbf16>) -> tensor<?x1001xbf16
   }
   return %y : tensor<?x1001xbf16>
 }
+
+// -----
+
+// The pingpong schedule's limits (pingpongLimit), one case each.
+func.func @pingpong_tile_m(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>) -> tensor<?x64xbf16> {
+  // expected-error @+1 {{'liger.fusion' op has an invalid matmul 'liger.kernel_config': the pingpong schedule does not take this group: tile_m must be 64 (each of the two consumer sets is one warpgroup)}}
+  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 128, tile_n = 64, tile_k = 64, stages = 3, schedule = pingpong>} : (tensor<?x64xbf16>, tensor<64x64xbf16>) -> tensor<?x64xbf16> {
+  ^bb0(%a: tensor<?x64xbf16>, %b: tensor<64x64xbf16>):
+    %l = liger.linear %a, %b : tensor<?x64xbf16>, tensor<64x64xbf16>
+    liger.yield %l : tensor<?x64xbf16>
+  }
+  return %y : tensor<?x64xbf16>
+}
+
+// -----
+
+func.func @pingpong_lora(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>, %la: tensor<16x64xbf16>, %lb: tensor<64x16xbf16>) -> tensor<?x64xbf16> {
+  // expected-error @+1 {{the pingpong schedule does not take this group: LoRA's B tile is read once per CTA}}
+  %y = liger.fusion matmul(%x, %w, %la, %lb) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 64, tile_n = 64, tile_k = 64, stages = 3, schedule = pingpong>} : (tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<16x64xbf16>, tensor<64x16xbf16>) -> tensor<?x64xbf16> {
+  ^bb0(%a: tensor<?x64xbf16>, %b: tensor<64x64xbf16>, %c: tensor<16x64xbf16>, %d: tensor<64x16xbf16>):
+    %l = liger.lora_linear %a, %b, %c, %d scale = 2.0 : tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<16x64xbf16>, tensor<64x16xbf16>
+    liger.yield %l : tensor<?x64xbf16>
+  }
+  return %y : tensor<?x64xbf16>
+}
+
+// -----
+
+func.func @pingpong_old_tile(%dy: tensor<?x128xbf16>, %x: tensor<?x128xbf16>, %acc: tensor<128x128xbf16>) -> tensor<128x128xbf16> {
+  // expected-error @+1 {{the pingpong schedule does not take this group: a 16-bit dW buffer's old tile is read once per CTA}}
+  %y = liger.fusion matmul(%dy, %x, %acc) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 64, tile_n = 128, tile_k = 64, stages = 3, schedule = pingpong>} : (tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<128x128xbf16>) -> tensor<128x128xbf16> {
+  ^bb0(%a: tensor<?x128xbf16>, %b: tensor<?x128xbf16>, %c: tensor<128x128xbf16>):
+    %g = liger.linear_grad_weight %a, %b accumulate %c : tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<128x128xbf16>
+    liger.yield %g : tensor<128x128xbf16>
+  }
+  return %y : tensor<128x128xbf16>
+}

@@ -287,7 +287,7 @@ struct TestMatmulPartPass
     case Part::NormPrologue: {
       if (wgmma) {
         emitWgmmaNormStage(b, k, getWgmmaConsumerThread(b, k), b.index(0),
-                           {b.f32(0), b.f32(0)});
+                           b.index(0), {b.f32(0), b.f32(0)});
         return success();
       }
       MmaSyncTiles tiles = getMmaSyncTiles(b, k);

@@ -9,6 +9,7 @@
 //   liger-compile layer.mlir -o layer.bundle [--target=sm_90a]
 //       [--emit=liger|fused|gpu|llvm|ptx|cubin|bundle] [--dump-dir=DIR]
 //       [--fusion-report] [--no-fuse] [--no-matmul-kernels] [--norm-prologue]
+//       [--matmul-schedule=auto|data-parallel|pingpong]
 //
 //===----------------------------------------------------------------------===//
 
@@ -92,6 +93,15 @@ cl::opt<bool> normPrologue(
              "compiling it as a rowwise kernel before them; the rowwise "
              "kernel measured faster on sm_90a (docs/benchmarks.md)"),
     cl::init(false), cl::cat(ligerCategory));
+cl::opt<std::string> matmulSchedule(
+    "matmul-schedule",
+    cl::desc("How wgmma matmul kernels take their tiles: auto (the "
+             "default rule), data-parallel (one CTA per tile), or pingpong "
+             "(one CTA per SM, two consumer warpgroups taking turns, one's "
+             "epilogue under the other's main loop; for each group that "
+             "takes it)"),
+    cl::value_desc("auto|data-parallel|pingpong"), cl::init("auto"),
+    cl::cat(ligerCategory));
 cl::opt<int64_t> lossMemoryBudget(
     "loss-memory-budget",
     cl::desc("Bytes one chunk of a planned loss "
@@ -161,6 +171,7 @@ int main(int argc, char **argv) {
   options.fusionReport = fusionReport;
   options.normPrologue = normPrologue;
   options.matmulKernels = !matmulOff;
+  options.matmulSchedule = matmulSchedule;
   if (lossMemoryBudget.getNumOccurrences())
     options.lossMemoryBudget = lossMemoryBudget;
   options.lossDwF32 = lossDwF32;

@@ -99,6 +99,10 @@ def LowerToGPUPass : Pass<"liger-lower-to-gpu", "::mlir::ModuleOp"> {
            "the gate/up pair, gradients) with the wgmma (sm_90a) or "
            "mma.sync template; off here, on in liger-gpu-pipeline and "
            "liger-compile (their matmul-kernels options)">,
+    Option<"matmulSchedule", "matmul-schedule", "std::string",
+           /*default=*/"\"auto\"",
+           "The schedule of a wgmma matmul group without a "
+           "configuration (a lone op's): as liger-select-kernel-config's">,
   ];
   let statistics = [
     Statistic<"numKernels", "kernels", "Number of GPU kernels built">
@@ -209,7 +213,11 @@ def SelectKernelConfigPass : Pass<"liger-select-kernel-config"> {
   ];
   let options = [
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
-           "The GPU target (sm_90a or sm_80)">
+           "The GPU target (sm_90a or sm_80)">,
+    Option<"matmulSchedule", "matmul-schedule", "std::string",
+           /*default=*/"\"auto\"",
+           "The schedule of wgmma matmul groups: auto (the default rule), "
+           "data-parallel, or pingpong (where the group takes it)">
   ];
   let statistics = [
     Statistic<"numConfigured", "configured", "Number of groups configured">

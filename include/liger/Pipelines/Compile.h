@@ -56,6 +56,10 @@ struct CompileOptions {
   /// mma.sync on sm_80/sm_86), and plan loss groups as chunks of matmul and
   /// cross-entropy kernels; off (--no-matmul-kernels), they stay uncompiled.
   bool matmulKernels = true;
+  /// With matmulKernels: the schedule of wgmma matmul groups, "auto" (the
+  /// selection's rule), "data-parallel" or "pingpong" (each group that
+  /// takes it).
+  std::string matmulSchedule = "auto";
   /// With matmulKernels: bytes one chunk of a planned loss group's logits
   /// may take; unset, liger-plan-loss's default.
   std::optional<int64_t> lossMemoryBudget;

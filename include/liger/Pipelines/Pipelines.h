@@ -126,6 +126,12 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
                      "matmul and cross-entropy kernels (off: they stay "
                      "uncompiled)"),
       llvm::cl::init(true)};
+  PassOptions::Option<std::string> matmulSchedule{
+      *this, "matmul-schedule",
+      llvm::cl::desc("The schedule of wgmma matmul groups: auto, "
+                     "data-parallel or pingpong "
+                     "(liger-select-kernel-config)"),
+      llvm::cl::init("auto")};
   PassOptions::Option<int64_t> lossMemoryBudget{
       *this, "loss-memory-budget",
       llvm::cl::desc("With matmul-kernels: bytes one chunk of a planned loss "

@@ -113,6 +113,8 @@ private:
   // catchExceptions.
   static Status read(const std::string &dir, std::unique_ptr<Bundle> *bundle);
   Status compareDevice(int device);
+  /// The SM count of `device` (a persistent kernel's grid).
+  Status smCount(const CudaDriver &driver, int device, int *sms);
   Status launchChecked(size_t kernel, const TensorArg *args, size_t numArgs,
                        CUstream stream, int device);
   Status functionsFor(size_t kernel, const CudaDriver &driver,
@@ -129,6 +131,8 @@ private:
   size_t numKernels_ = 0;
   std::unordered_map<std::string_view, int> byName_; // views of manifest_
   std::atomic<bool> deviceChecked_[kCachedDevices] = {};
+  /// The SM count of each checked device (written before deviceChecked_).
+  std::atomic<int> deviceSms_[kCachedDevices] = {};
 
   std::mutex mutex_; // guards what follows (the slow paths)
   std::map<std::pair<CUcontext, size_t>, CUmodule> modules_;

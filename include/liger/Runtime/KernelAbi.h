@@ -183,16 +183,17 @@ bool paramSizesFromShape(ParamKind kind, const std::vector<ShapeEntry> &shape,
                          int64_t *length, int64_t *outer);
 
 /// One dimension of a kernel's grid: a constant, the row (or token) count
-/// divided by `value` and rounded up ("rows", "tokens", "rows/128"), or the
-/// workspaces' leading size ("ctas").
+/// divided by `value` and rounded up ("rows", "tokens", "rows/128"), the
+/// workspaces' leading size ("ctas"), or the device's SM count ("sms": a
+/// persistent kernel's CTAs, which loop over its tiles).
 struct GridDim {
-  enum Kind { Const, Rows, Tokens, Ctas } kind = Const;
+  enum Kind { Const, Rows, Tokens, Ctas, Sms } kind = Const;
   int64_t value = 1; ///< Const: the size; Rows: the divisor; else 1
   bool operator==(const GridDim &other) const;
 };
 
-/// Parses a grid entry given as text: "rows", "tokens", "ctas", "rows/N"
-/// (N >= 1) or a positive integer. False when it is none of these.
+/// Parses a grid entry given as text: "rows", "tokens", "ctas", "sms",
+/// "rows/N" (N >= 1) or a positive integer. False when it is none of these.
 bool parseGridDim(std::string_view text, GridDim *dim);
 /// The manifest spelling of a symbolic entry ("rows/128"); a Const entry
 /// is written as a number, this gives its digits.

@@ -102,6 +102,13 @@ Value GpuBuilder::gridDim(gpu::Dimension dim) {
   return gpu::GridDimOp::create(*this, dim);
 }
 
+Value GpuBuilder::warpUniform(Value index) {
+  Value lane0 =
+      gpu::ShuffleOp::create(*this, toI32(index), 0, 32, gpu::ShuffleMode::IDX)
+          .getShuffleResult();
+  return arith::IndexCastOp::create(*this, getIndexType(), lane0);
+}
+
 SmallVector<Value> GpuBuilder::warpAllReduce(ValueRange values, int64_t lanes,
                                              Combine combine) {
   SmallVector<Value> acc = llvm::to_vector(values);
@@ -263,6 +270,10 @@ void GpuBuilder::tmaStoreCommitAndWaitRead() {
 void GpuBuilder::namedBarrier(Value id, int64_t threads) {
   NVVM::BarrierOp::create(*this, Type(), id, i32(threads),
                           NVVM::BarrierReductionAttr(), Value());
+}
+
+void GpuBuilder::namedBarrierArrive(Value id, int64_t threads) {
+  NVVM::BarrierArriveOp::create(*this, id, i32(threads));
 }
 
 void GpuBuilder::fenceProxyAsyncShared() {

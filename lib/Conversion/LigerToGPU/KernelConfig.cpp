@@ -8,21 +8,22 @@ using namespace mlir;
 using namespace mlir::liger;
 
 FailureOr<KernelConfigAttr>
-mlir::liger::selectKernelConfig(FusionOp group, const GpuTargetInfo &target) {
+mlir::liger::selectKernelConfig(FusionOp group, const GpuTargetInfo &target,
+                                MatmulScheduleChoice schedule) {
   MLIRContext *ctx = group.getContext();
   if (group.getKind() == FusionKind::matmul) {
     FailureOr<MatmulPlan> plan = analyzeMatmulGroup(group);
     if (failed(plan))
       return failure();
-    return getMatmulKernelConfigAttr(ctx,
-                                     selectMatmulKernelConfig(*plan, target));
+    return getMatmulKernelConfigAttr(
+        ctx, selectMatmulKernelConfig(*plan, target, schedule));
   }
   KernelTemplate kernelTemplate = rowKernelTemplate(group);
   if (kernelTemplate == KernelTemplate::rope) // no tunables
     return KernelConfigAttr::get(ctx, kernelTemplate, std::nullopt,
                                  std::nullopt, std::nullopt, std::nullopt,
                                  std::nullopt, std::nullopt, std::nullopt,
-                                 std::nullopt);
+                                 std::nullopt, std::nullopt);
   return getRowKernelConfigAttr(ctx, kernelTemplate,
                                 selectRowKernelConfig(group));
 }
@@ -54,11 +55,12 @@ LogicalResult mlir::liger::verifyKernelConfig(FusionOp group,
 }
 
 FailureOr<KernelConfigAttr>
-mlir::liger::getKernelConfig(FusionOp group, const GpuTargetInfo &target) {
+mlir::liger::getKernelConfig(FusionOp group, const GpuTargetInfo &target,
+                             MatmulScheduleChoice schedule) {
   auto pinned =
       group->getAttrOfType<KernelConfigAttr>(KernelConfigAttr::getAttrName());
   if (!pinned)
-    return selectKernelConfig(group, target);
+    return selectKernelConfig(group, target, schedule);
   if (failed(verifyKernelConfig(group, pinned, target)))
     return failure();
   return pinned;

@@ -65,6 +65,14 @@ struct LowerToGPUPass : mlir::liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
       module.emitError() << "liger-lower-to-gpu: " << error;
       return signalPassFailure();
     }
+    std::optional<MatmulScheduleChoice> schedule =
+        parseMatmulScheduleChoice(matmulSchedule);
+    if (!schedule) {
+      module.emitError() << "liger-lower-to-gpu: matmul-schedule must be "
+                            "auto, data-parallel or pingpong, got '"
+                         << matmulSchedule << "'";
+      return signalPassFailure();
+    }
 
     // Rowwise ops outside groups become groups of one.
     IRRewriter rewriter(ctx);
@@ -125,7 +133,8 @@ struct LowerToGPUPass : mlir::liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
       ++numKernels;
     };
     for (auto [fn, group] : groups) {
-      FailureOr<KernelConfigAttr> config = getKernelConfig(group, *target);
+      FailureOr<KernelConfigAttr> config =
+          getKernelConfig(group, *target, *schedule);
       if (failed(config))
         return signalPassFailure();
       if (config->isMatmul()) {

@@ -3,14 +3,40 @@
 #include "liger/Conversion/LigerToGPU/MatmulConfig.h"
 #include "liger/Conversion/LigerToGPU/MatmulLayout.h"
 
+#include "llvm/ADT/StringSwitch.h"
+
 #include <algorithm>
 
 using namespace mlir;
 using namespace mlir::liger;
 
+std::optional<MatmulScheduleChoice>
+mlir::liger::parseMatmulScheduleChoice(StringRef text) {
+  return llvm::StringSwitch<std::optional<MatmulScheduleChoice>>(text)
+      .Case("auto", MatmulScheduleChoice::Auto)
+      .Case("data-parallel", MatmulScheduleChoice::DataParallel)
+      .Case("pingpong", MatmulScheduleChoice::PingPong)
+      .Default(std::nullopt);
+}
+
+std::string mlir::liger::pingpongLimit(const MatmulPlan &plan, int64_t tileM) {
+  // Two sets of one consumer warpgroup each, each with 232 registers a
+  // thread: 128 f32 accumulators of a 64 x 256 tile.
+  if (tileM != 64)
+    return "tile_m must be 64 (each of the two consumer sets is one "
+           "warpgroup)";
+  // What the data-parallel kernel reads once per CTA, next to the ring.
+  if (plan.lora)
+    return "LoRA's B tile is read once per CTA";
+  if (plan.accumulateTile)
+    return "a 16-bit dW buffer's old tile is read once per CTA";
+  return "";
+}
+
 MatmulKernelConfig
 mlir::liger::selectMatmulKernelConfig(const MatmulPlan &plan,
-                                      const GpuTargetInfo &target) {
+                                      const GpuTargetInfo &target,
+                                      MatmulScheduleChoice schedule) {
   MatmulKernelConfig config;
   config.wgmma = target.hasWgmma;
   // One 128-byte (wgmma, the 128-byte swizzle) or 64-byte (cp.async +
@@ -19,6 +45,13 @@ mlir::liger::selectMatmulKernelConfig(const MatmulPlan &plan,
   // Decode-sized inputs take a 64-row tile (one consumer warpgroup).
   bool small = !ShapedType::isDynamic(plan.m) && plan.m <= 64;
   config.tileM = small ? 64 : 128;
+  // The pingpong schedule where it is asked for and the group takes it:
+  // two sets of 64-row tiles.
+  if (config.wgmma && schedule == MatmulScheduleChoice::PingPong &&
+      pingpongLimit(plan, 64).empty()) {
+    config.schedule = MatmulSchedule::pingpong;
+    config.tileM = 64;
+  }
   auto allMultiples = [&](int64_t of) {
     return llvm::all_of(plan.widths, [&](int64_t n) { return n % of == 0; });
   };
@@ -52,8 +85,9 @@ mlir::liger::selectMatmulKernelConfig(const MatmulPlan &plan,
           break;
         }
   }
-  // As many stages as shared memory holds, 2 to 5.
-  config.stages = 5;
+  // As many stages as shared memory holds, 2 to 5 (to 8 in pingpong, whose
+  // tiles are half as tall).
+  config.stages = config.pingpong() ? 8 : 5;
   while (config.stages > 2 &&
          MatmulLayout(plan, config).size() > target.maxSharedMemoryBytes)
     --config.stages;
@@ -88,6 +122,10 @@ mlir::liger::verifyMatmulKernelConfig(const MatmulKernelConfig &config,
                  << config.tileK << " (" << kBytes << " bytes)";
   if (config.stages < 2 || config.stages > 8)
     return bad() << "stages must be in [2, 8], got " << config.stages;
+  if (config.pingpong())
+    if (std::string limit = pingpongLimit(plan, config.tileM); !limit.empty())
+      return bad() << "the pingpong schedule does not take this group: "
+                   << limit;
   int64_t smem = MatmulLayout(plan, config).size();
   if (smem > target.maxSharedMemoryBytes)
     return bad() << "it needs " << smem << " bytes of shared memory, "
@@ -103,7 +141,8 @@ mlir::liger::getMatmulKernelConfigAttr(MLIRContext *ctx,
       config.wgmma ? KernelTemplate::matmul_wgmma
                    : KernelTemplate::matmul_mma_sync,
       config.threads(), std::nullopt, std::nullopt, std::nullopt, config.tileM,
-      config.tileN, config.tileK, config.stages);
+      config.tileN, config.tileK, config.stages,
+      config.pingpong() ? std::optional(config.schedule) : std::nullopt);
 }
 
 FailureOr<MatmulKernelConfig>
@@ -116,6 +155,7 @@ mlir::liger::readMatmulKernelConfig(FusionOp group, KernelConfigAttr attr) {
   config.tileN = attr.getTileN().value_or(config.tileN);
   config.tileK = attr.getTileK().value_or(config.tileK);
   config.stages = attr.getStages().value_or(config.stages);
+  config.schedule = attr.getSchedule().value_or(config.schedule);
   if (std::optional<int64_t> threads = attr.getThreads();
       threads && *threads != config.threads())
     return group.emitOpError("has 'threads' = ")

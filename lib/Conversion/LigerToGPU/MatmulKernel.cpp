@@ -287,6 +287,8 @@ getMatmulKernelSignature(const MatmulKernel &k, StringRef name) {
                      ? rt::GridDim{rt::GridDim::Const,
                                    (m + config.tileM - 1) / config.tileM}
                      : rt::GridDim{rt::GridDim::Rows, config.tileM};
+  if (config.pingpong()) // persistent: one CTA per SM
+    info.grid[0] = {rt::GridDim::Sms, 1}, info.grid[1] = {};
   // Parameters: the group's inputs in order, then the output(s), then
   // (wgmma) the TMA descriptors, passed by value.
   SmallVector<Type> paramTypes;
@@ -411,6 +413,21 @@ static void setTileOrigin(GpuBuilder &b, MatmulKernel &k, Value pid, Value numM,
   k.n0 = b.mul(tileN, k.config.tileN);
 }
 
+void mlir::liger::forEachCtaTile(
+    GpuBuilder &b, const MatmulKernel &k, Value first, int64_t step,
+    function_ref<void(GpuBuilder &, const MatmulKernel &, Value i)> body) {
+  auto loop = scf::ForOp::create(b, first, k.ctaTiles, b.index(step));
+  GpuBuilder lb = b.atStart(loop.getBody());
+  Value i = loop.getInductionVar();
+  Value tile = lb.add(lb.blockId(gpu::Dimension::x),
+                      lb.mul(i, lb.gridDim(gpu::Dimension::x)));
+  MatmulKernel tk(k);
+  // Groups of 1024 rows, as the data-parallel kernels' 8 tiles of 128.
+  setTileOrigin(lb, tk, tile, k.rowTiles,
+                std::max<int64_t>(1024 / k.config.tileM, 1));
+  body(lb, tk, i);
+}
+
 /// Creates gpu.func `name` of `paramTypes` at the end of `module`, binds its
 /// parameters in `k`, emits the thread index, the rows, the K loop's trip
 /// count and the tile origin, and returns a builder after them.
@@ -498,10 +515,22 @@ static GpuBuilder beginMatmulKernel(MatmulKernel &k, gpu::GPUModuleOp module,
     k.kRows = b.index(plan.k);
     k.kTiles = b.index((plan.k + config.tileK - 1) / config.tileK);
   }
+  int64_t numN = (plan.n + config.tileN - 1) / config.tileN;
+  if (config.pingpong()) {
+    // The CTA takes tiles blockIdx.x + i · gridDim.x; the loops set the
+    // origin (forEachCtaTile).
+    k.rowTiles = plan.body == MatmulBody::GradWeight
+                     ? b.index((plan.m + config.tileM - 1) / config.tileM)
+                     : b.div(b.add(k.rows, config.tileM - 1), config.tileM);
+    Value ctas = b.gridDim(gpu::Dimension::x);
+    Value rest = b.sub(b.add(b.mul(k.rowTiles, numN), ctas),
+                       b.add(b.blockId(gpu::Dimension::x), 1));
+    k.ctaTiles = b.div(rest, ctas);
+    return b;
+  }
   Value numM = b.gridDim(gpu::Dimension::y);
   Value blockX = b.blockId(gpu::Dimension::x);
   Value blockY = b.blockId(gpu::Dimension::y);
-  int64_t numN = (plan.n + config.tileN - 1) / config.tileN;
   setTileOrigin(b, k, b.add(b.mul(blockY, numN), blockX), numM,
                 config.wgmma ? 8 : 1);
   return b;

@@ -38,17 +38,24 @@ MatmulLayout::MatmulLayout(const MatmulPlan &plan,
     if (oldTile)
       layout.append(kOldTile, config.tileM * config.tileN * elementBytes, 128);
     // The output tiles go over the drained stages where they all fit there
-    // (an accumulated dW's one tile sums in `old_tile`).
-    bytesPerOutputTile = config.tileM / 64 * bytesPerOutputWarpgroup;
+    // (an accumulated dW's one tile sums in `old_tile`). In pingpong the
+    // ring is never drained: each consumer set has its own tile, where the
+    // group has one result (more, and the stages left would be too few).
+    bytesPerOutputTile = config.tileWarpgroups() * bytesPerOutputWarpgroup;
     bool sixteenBit = llvm::all_of(plan.group.getResultTypes(), [](Type t) {
       return getElementTypeOrSelf(t).getIntOrFloatBitWidth() == 16;
     });
+    bool fits = config.pingpong() ? plan.numOutputs() == 1
+                                  : plan.numOutputs() * bytesPerOutputTile <=
+                                        config.stages * bytesPerStage;
     tmaStore = plan.body != MatmulBody::QKRoPE && sixteenBit &&
                (!plan.accumulator || oldTile) && config.tileN % 64 == 0 &&
-               (oldTile || plan.numOutputs() * bytesPerOutputTile <=
-                               config.stages * bytesPerStage);
-    if (tmaStore && !oldTile)
-      layout.overlay(kOutput, kStages, plan.numOutputs() * bytesPerOutputTile);
+               (oldTile || fits);
+    bytesPerOutputSet = plan.numOutputs() * bytesPerOutputTile;
+    if (tmaStore && config.pingpong())
+      layout.append(kOutput, config.consumerSets() * bytesPerOutputSet, 1024);
+    else if (tmaStore && !oldTile)
+      layout.overlay(kOutput, kStages, bytesPerOutputSet);
     return;
   }
   // cp.async + ldmatrix: K-major tiles [rows, tile_k + 8], MN-major ones

@@ -58,9 +58,9 @@ Value mlir::liger::rowRstd(GpuBuilder &b, const MatmulKernel &k,
 SmallVector<Value, 2>
 mlir::liger::emitWgmmaNormStage(GpuBuilder &b, const MatmulKernel &k,
                                 const WgmmaConsumerThread &thread, Value kt,
-                                SmallVector<Value, 2> sums) {
-  Value s = b.rem(kt, k.config.stages);
-  b.mbarrierWaitParity(wgmmaFullBarrier(b, k, s), wgmmaStageParity(b, k, kt),
+                                Value step, SmallVector<Value, 2> sums) {
+  Value s = b.rem(step, k.config.stages);
+  b.mbarrierWaitParity(wgmmaFullBarrier(b, k, s), wgmmaStageParity(b, k, step),
                        wgmmaWaitTicks(b));
   Value aOff = wgmmaXTileOffset(b, k, s, thread.cw);
   Value lane = thread.lane;
@@ -94,7 +94,7 @@ mlir::liger::emitWgmmaNormStage(GpuBuilder &b, const MatmulKernel &k,
   // The generic-proxy stores before the async-proxy (wgmma) reads, then
   // the warpgroup's named barrier.
   b.fenceProxyAsyncShared();
-  b.namedBarrier(b.toI32(b.add(thread.cw, 1)), 128);
+  b.namedBarrier(b.toI32(b.add(thread.wg, 1)), 128);
   return sums;
 }
 

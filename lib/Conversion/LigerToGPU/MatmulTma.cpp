@@ -55,8 +55,8 @@ Value mlir::liger::wgmmaXTileOffset(GpuBuilder &b, const MatmulKernel &k,
 }
 
 Value mlir::liger::wgmmaStageParity(GpuBuilder &b, const MatmulKernel &k,
-                                    Value kt) {
-  return b.toI32(b.rem(b.div(kt, k.config.stages), 2));
+                                    Value step) {
+  return b.toI32(b.rem(b.div(step, k.config.stages), 2));
 }
 
 Value mlir::liger::wgmmaWaitTicks(GpuBuilder &b) { return b.i32(0x989680); }
@@ -64,7 +64,10 @@ Value mlir::liger::wgmmaWaitTicks(GpuBuilder &b) { return b.i32(0x989680); }
 void mlir::liger::emitWgmmaBarrierInit(GpuBuilder &b, const MatmulKernel &k,
                                        Value isFirst) {
   GpuBuilder ib = b.ifThen(isFirst);
-  int64_t consumers = k.config.tileM / 64;
+  // A stage is released by the warpgroups of the tile that read it (in
+  // pingpong by each of their threads: MatmulWgmma.cpp).
+  int64_t consumers =
+      k.config.tileWarpgroups() * (k.config.pingpong() ? 128 : 1);
   for (int64_t s = 0; s < k.config.stages; ++s) {
     ib.mbarrierInit(wgmmaFullBarrier(ib, k, ib.index(s)), 1);
     ib.mbarrierInit(wgmmaEmptyBarrier(ib, k, ib.index(s)), consumers);
@@ -77,6 +80,11 @@ void mlir::liger::emitWgmmaBarrierInit(GpuBuilder &b, const MatmulKernel &k,
   gpu::BarrierOp::create(b);
 }
 
+/// The producer's copies of one tile's stages: K iteration kt fills stage
+/// (base + kt) % stages (no `base`: kt % stages).
+static void emitTmaProducerTile(GpuBuilder &ob, const MatmulKernel &k,
+                                Value base);
+
 void mlir::liger::emitTmaProducer(GpuBuilder &b, const MatmulKernel &k,
                                   Value isFirst) {
   const MatmulPlan &plan = k.plan;
@@ -84,6 +92,15 @@ void mlir::liger::emitTmaProducer(GpuBuilder &b, const MatmulKernel &k,
   const MatmulLayout &layout = k.layout;
   NVVM::SetMaxRegisterOp::create(b, 40, NVVM::SetMaxRegisterAction::decrease);
   GpuBuilder ob = b.ifThen(isFirst);
+  if (config.pingpong()) {
+    // Every tile of the CTA in turn, the ring's fills counted across them
+    // (pingpongLimit leaves out LoRA B and the old dW tile).
+    forEachCtaTile(ob, k, ob.index(0), 1,
+                   [&](GpuBuilder &lb, const MatmulKernel &tk, Value i) {
+                     emitTmaProducerTile(lb, tk, lb.mul(i, k.kTiles));
+                   });
+    return;
+  }
   if (plan.lora) {
     Value bar = wgmmaSharedAt(ob, k, ob.i32(layout.loraBarrier()));
     ob.mbarrierArriveExpectTx(bar,
@@ -111,11 +128,20 @@ void mlir::liger::emitTmaProducer(GpuBuilder &b, const MatmulKernel &k,
                               ob.toI32(ob.add(k.m0, 64 * w))},
                    bar);
   }
+  emitTmaProducerTile(ob, k, Value());
+}
+
+static void emitTmaProducerTile(GpuBuilder &ob, const MatmulKernel &k,
+                                Value base) {
+  const MatmulPlan &plan = k.plan;
+  const MatmulKernelConfig &config = k.config;
+  const MatmulLayout &layout = k.layout;
   auto loop = scf::ForOp::create(ob, ob.index(0), k.kTiles, ob.index(1));
   GpuBuilder lb = ob.atStart(loop.getBody());
   Value kt = loop.getInductionVar();
-  Value s = lb.rem(kt, config.stages);
-  Value freed = lb.bitXor(wgmmaStageParity(lb, k, kt), lb.i32(1));
+  Value step = base ? lb.add(base, kt) : kt;
+  Value s = lb.rem(step, config.stages);
+  Value freed = lb.bitXor(wgmmaStageParity(lb, k, step), lb.i32(1));
   lb.mbarrierWaitParity(wgmmaEmptyBarrier(lb, k, s), freed, wgmmaWaitTicks(lb));
   Value bar = wgmmaFullBarrier(lb, k, s);
   lb.mbarrierArriveExpectTx(bar, layout.stageBytes());
@@ -180,6 +206,14 @@ TmaStoreTile mlir::liger::emitTmaStoreBegin(GpuBuilder &b,
                          b.i32(0), wgmmaWaitTicks(b));
     tile.base = b.add(b.i32(layout.offset(MatmulLayout::kOldTile)),
                       b.mul(b.toI32(thread.cw), slice));
+  } else if (k.config.pingpong()) {
+    // The set's own tile, free once its previous store has been read.
+    int64_t warpgroups = k.config.tileWarpgroups();
+    b.namedBarrier(b.add(b.i32(kConsumersBarrier), b.toI32(thread.set)),
+                   128 * warpgroups);
+    tile.base = b.add(b.i32(layout.offset(MatmulLayout::kOutput)),
+                      b.add(b.mul(b.toI32(thread.set), layout.outputSetBytes()),
+                            b.mul(b.toI32(thread.cw), slice)));
   } else {
     b.namedBarrier(b.i32(kConsumersBarrier), 128 * (k.config.tileM / 64));
     tile.base = b.add(b.i32(layout.offset(MatmulLayout::kOutput)),
@@ -220,7 +254,7 @@ void mlir::liger::emitTmaStoreEnd(GpuBuilder &b, const MatmulKernel &k,
   // warpgroup's barrier, then its first thread stores the boxes and waits
   // until they have been read.
   b.fenceProxyAsyncShared();
-  b.namedBarrier(b.toI32(b.add(thread.cw, 1)), 128);
+  b.namedBarrier(b.toI32(b.add(thread.wg, 1)), 128);
   GpuBuilder fb = b.ifThen(b.equal(b.rem(k.tid, 128), 0));
   Value rowOrigin = fb.toI32(fb.add(k.m0, fb.mul(thread.cw, 64)));
   for (auto [result, map] : llvm::enumerate(k.outputMaps))

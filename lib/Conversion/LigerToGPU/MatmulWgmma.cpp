@@ -33,13 +33,31 @@ struct Consumer {
   Value sharedBase; ///< i64: the buffer's address, for descriptors
   int64_t regs;     ///< f32 accumulators per thread and projection
   Type accType, loraType;
+  /// Pingpong: the CTA's tile this is (i, index) and the ring's fills
+  /// before its own; else null.
+  Value tileIndex, stepBase;
+
+  /// The ring's fill of the tile's K iteration `kt`.
+  Value step(GpuBuilder &b, Value kt) const {
+    return stepBase ? b.add(stepBase, kt) : kt;
+  }
 };
 } // namespace
 
 WgmmaConsumerThread mlir::liger::getWgmmaConsumerThread(GpuBuilder &b,
                                                         const MatmulKernel &k) {
   WgmmaConsumerThread thread;
-  thread.cw = b.sub(b.div(k.tid, 128), 1);
+  thread.wg = b.sub(b.div(k.tid, 128), 1);
+  if (k.config.pingpong()) {
+    // The set bounds the tile loop around the wgmmas.
+    thread.wg = b.warpUniform(thread.wg);
+    int64_t warpgroups = k.config.tileWarpgroups();
+    thread.set = b.div(thread.wg, warpgroups);
+    thread.cw = b.rem(thread.wg, warpgroups);
+  } else {
+    thread.set = b.index(0);
+    thread.cw = thread.wg;
+  }
   thread.lane = b.rem(k.tid, 32);
   thread.warp = b.rem(b.div(k.tid, 32), 4);
   return thread;
@@ -58,6 +76,18 @@ static Value sliceDescriptor(GpuBuilder &b, const MatmulKernel &k,
         wgmmaMNMajorDescriptorFields(k.layout.mnBoxBytes()));
   return b.wgmmaDescriptor(c.sharedBase, b.add(off, kk * 32),
                            wgmmaKMajorDescriptorFields(128));
+}
+
+/// Where `cond` holds, the warpgroup releases the stage of the ring's fill
+/// `step`: its first thread, or in pingpong every thread (ptxas serializes
+/// the wgmmas of a tile loop after a branch around one thread's arrive).
+static void emitWgmmaStageRelease(GpuBuilder &b, const MatmulKernel &k,
+                                  Value cond, Value step) {
+  if (!k.config.pingpong())
+    cond = b.bitAnd(cond, b.equal(b.rem(k.tid, 128), 0));
+  GpuBuilder rb = b.ifThen(cond);
+  Value stage = rb.rem(rb.add(step, k.config.stages), k.config.stages);
+  rb.mbarrierArrive(wgmmaEmptyBarrier(rb, k, stage));
 }
 
 /// The K loop: per stage, wait (or the RMSNorm prologue's rescale of the
@@ -81,17 +111,19 @@ static scf::ForOp emitWgmmaMainLoop(GpuBuilder &cb, const MatmulKernel &k,
   // before the loop.
   if (plan.norm) {
     SmallVector<Value, 2> sums = emitWgmmaNormStage(
-        cb, k, c.thread, cb.index(0), {init[sumIdx], init[sumIdx + 1]});
+        cb, k, c.thread, cb.index(0), c.step(cb, cb.index(0)),
+        {init[sumIdx], init[sumIdx + 1]});
     init[sumIdx] = sums[0];
     init[sumIdx + 1] = sums[1];
   }
   auto loop = scf::ForOp::create(cb, cb.index(0), k.kTiles, cb.index(1), init);
   GpuBuilder lb = cb.atStart(loop.getBody());
   Value kt = loop.getInductionVar();
-  Value s = lb.rem(kt, config.stages);
+  Value step = c.step(lb, kt);
+  Value s = lb.rem(step, config.stages);
   if (!plan.norm)
     lb.mbarrierWaitParity(wgmmaFullBarrier(lb, k, s),
-                          wgmmaStageParity(lb, k, kt), wgmmaWaitTicks(lb));
+                          wgmmaStageParity(lb, k, step), wgmmaWaitTicks(lb));
   SmallVector<Value> acc(loop.getRegionIterArgs());
   Value aOff = wgmmaXTileOffset(lb, k, s, c.thread.cw);
   NVVM::WgmmaFenceAlignedOp::create(lb);
@@ -128,20 +160,19 @@ static scf::ForOp emitWgmmaMainLoop(GpuBuilder &cb, const MatmulKernel &k,
   NVVM::WgmmaGroupSyncAlignedOp::create(lb);
   NVVM::WgmmaWaitGroupSyncOp::create(lb, 1);
   // The group of kt - 1 has completed: its stage may be refilled.
-  Value release = lb.bitAnd(
+  emitWgmmaStageRelease(
+      lb, k,
       arith::CmpIOp::create(lb, arith::CmpIPredicate::ugt, kt, lb.index(0)),
-      lb.equal(lb.rem(k.tid, 128), 0));
-  GpuBuilder rb = lb.ifThen(release);
-  Value prev = rb.rem(rb.add(kt, config.stages - 1), config.stages);
-  rb.mbarrierArrive(wgmmaEmptyBarrier(rb, k, prev));
+      lb.sub(step, 1));
   if (plan.norm) {
     Type f32 = lb.getF32Type();
     Value more = lb.lessThan(lb.add(kt, 1), k.kTiles);
     auto next = scf::IfOp::create(lb, TypeRange{f32, f32}, more,
                                   /*withElseRegion=*/true);
     GpuBuilder tb = lb.with(next.getThenBodyBuilder());
-    SmallVector<Value, 2> sums = emitWgmmaNormStage(
-        tb, k, c.thread, tb.add(kt, 1), {acc[sumIdx], acc[sumIdx + 1]});
+    SmallVector<Value, 2> sums =
+        emitWgmmaNormStage(tb, k, c.thread, tb.add(kt, 1), tb.add(step, 1),
+                           {acc[sumIdx], acc[sumIdx + 1]});
     scf::YieldOp::create(tb, ValueRange(sums));
     GpuBuilder eb = lb.with(next.getElseBodyBuilder());
     scf::YieldOp::create(eb, ValueRange{acc[sumIdx], acc[sumIdx + 1]});
@@ -287,27 +318,35 @@ static LogicalResult emitWgmmaEpilogue(GpuBuilder &cb, const MatmulKernel &k,
   return success();
 }
 
-/// A consumer warpgroup: it owns 64 rows of the tile.
-static LogicalResult emitWgmmaConsumer(GpuBuilder &cb, const MatmulKernel &k) {
+/// A consumer warpgroup's part of one tile: it owns 64 rows of it.
+static LogicalResult emitWgmmaConsumerTile(GpuBuilder &cb,
+                                           const MatmulKernel &k,
+                                           const Consumer &c) {
   const MatmulPlan &plan = k.plan;
-  const MatmulKernelConfig &config = k.config;
-  int64_t consumers = config.tileM / 64;
-  NVVM::SetMaxRegisterOp::create(cb, consumers > 1 ? 232 : 240,
-                                 NVVM::SetMaxRegisterAction::increase);
-  Consumer c;
-  c.thread = getWgmmaConsumerThread(cb, k);
-  Type f32 = cb.getF32Type();
-  MLIRContext *ctx = cb.getContext();
-  c.regs = config.tileN / 2;
-  c.accType =
-      LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(c.regs, f32));
-  // LoRA: x · Aᵀ accumulates alongside, r / 2 f32 per thread.
-  if (plan.lora)
-    c.loraType = LLVM::LLVMStructType::getLiteral(
-        ctx, SmallVector<Type>(plan.loraRank / 2, f32));
-  c.sharedBase = LLVM::PtrToIntOp::create(cb, cb.getI64Type(), k.shared);
+  // Pingpong: the sets' main loops take turns, tile by tile. Besides
+  // keeping the Tensor Cores on one tile at a time (the other set's
+  // epilogue runs meanwhile), the turn makes the ring's phases unambiguous:
+  // a set waits for fill f only once fill f - stages has been consumed (a
+  // set waiting ahead of the ring could see a stage's parity two phases
+  // back as the one it waits for).
+  int64_t turnThreads = 2 * 128 * k.config.tileWarpgroups();
+  Value set = c.thread.set;
+  if (c.stepBase) {
+    GpuBuilder wb = cb.ifThen(cb.lessThan(cb.index(0), c.tileIndex));
+    wb.namedBarrier(wb.add(wb.i32(kTurnBarrier), wb.toI32(set)), turnThreads);
+  }
   scf::ForOp loop = emitWgmmaMainLoop(cb, k, c);
   NVVM::WgmmaWaitGroupSyncOp::create(cb, 0);
+  // Pingpong: the ring goes on to the next tiles, so the last stage is
+  // released too (the loop releases each stage one iteration late); then
+  // the other set's turn, where it has a next tile.
+  if (c.stepBase) {
+    emitWgmmaStageRelease(cb, k, cb.lessThan(cb.index(0), k.kTiles),
+                          cb.sub(cb.add(c.stepBase, k.kTiles), 1));
+    GpuBuilder ab = cb.ifThen(cb.lessThan(cb.add(c.tileIndex, 1), k.ctaTiles));
+    ab.namedBarrierArrive(ab.sub(ab.i32(kTurnBarrier + 1), ab.toI32(set)),
+                          turnThreads);
+  }
 
   // The RMSNorm row scales: each row's sum of squares is spread over the 4
   // lanes of a quad.
@@ -328,6 +367,40 @@ static LogicalResult emitWgmmaConsumer(GpuBuilder &cb, const MatmulKernel &k) {
     mains[0] = emitWgmmaLoRA(cb, k, c, mains[0], loop.getResult(loraIdx), rstd,
                              rowScale);
   return emitWgmmaEpilogue(cb, k, c, mains, rowScale);
+}
+
+/// A consumer warpgroup: its tile, or in pingpong its set's tiles (the
+/// CTA's tiles set, set + 2, ...).
+static LogicalResult emitWgmmaConsumer(GpuBuilder &cb, const MatmulKernel &k) {
+  const MatmulPlan &plan = k.plan;
+  const MatmulKernelConfig &config = k.config;
+  int64_t consumers = config.consumerSets() * config.tileWarpgroups();
+  NVVM::SetMaxRegisterOp::create(cb, consumers > 1 ? 232 : 240,
+                                 NVVM::SetMaxRegisterAction::increase);
+  Consumer c;
+  c.thread = getWgmmaConsumerThread(cb, k);
+  Type f32 = cb.getF32Type();
+  MLIRContext *ctx = cb.getContext();
+  c.regs = config.tileN / 2;
+  c.accType =
+      LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(c.regs, f32));
+  // LoRA: x · Aᵀ accumulates alongside, r / 2 f32 per thread.
+  if (plan.lora)
+    c.loraType = LLVM::LLVMStructType::getLiteral(
+        ctx, SmallVector<Type>(plan.loraRank / 2, f32));
+  c.sharedBase = LLVM::PtrToIntOp::create(cb, cb.getI64Type(), k.shared);
+  if (!config.pingpong())
+    return emitWgmmaConsumerTile(cb, k, c);
+  LogicalResult result = success();
+  forEachCtaTile(cb, k, c.thread.set, config.consumerSets(),
+                 [&](GpuBuilder &lb, const MatmulKernel &tk, Value i) {
+                   Consumer tc = c;
+                   tc.tileIndex = i;
+                   tc.stepBase = lb.mul(i, k.kTiles);
+                   if (failed(emitWgmmaConsumerTile(lb, tk, tc)))
+                     result = failure();
+                 });
+  return result;
 }
 
 LogicalResult mlir::liger::emitWgmmaKernel(GpuBuilder &b, MatmulKernel &k) {

@@ -38,6 +38,15 @@ struct SelectKernelConfigPass
       getOperation()->emitError() << "liger-select-kernel-config: " << error;
       return signalPassFailure();
     }
+    std::optional<MatmulScheduleChoice> schedule =
+        parseMatmulScheduleChoice(matmulSchedule);
+    if (!schedule) {
+      getOperation()->emitError()
+          << "liger-select-kernel-config: matmul-schedule must be auto, "
+             "data-parallel or pingpong, got '"
+          << matmulSchedule << "'";
+      return signalPassFailure();
+    }
     WalkResult walk = getOperation()->walk([&](FusionOp group) {
       if (group.getKind() != FusionKind::rowwise &&
           group.getKind() != FusionKind::matmul)
@@ -47,7 +56,8 @@ struct SelectKernelConfigPass
         return failed(verifyKernelConfig(group, pinned, *target))
                    ? WalkResult::interrupt()
                    : WalkResult::advance();
-      FailureOr<KernelConfigAttr> config = selectKernelConfig(group, *target);
+      FailureOr<KernelConfigAttr> config =
+          selectKernelConfig(group, *target, *schedule);
       if (failed(config))
         return WalkResult::interrupt();
       group->setAttr(KernelConfigAttr::getAttrName(), *config);

@@ -25,6 +25,16 @@ func.func @row_template_without_width() attributes {liger.kernel_config = #liger
 
 // -----
 
+// expected-error @+1 {{'schedule' is not a tunable of the matmul_mma_sync template}}
+func.func @schedule_on_mma_sync() attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_mma_sync, tile_m = 64, tile_n = 64, tile_k = 32, stages = 3, schedule = pingpong>}
+
+// -----
+
+// expected-error @+1 {{'schedule' is not a tunable of the rowwise template}}
+func.func @schedule_on_rowwise() attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 8, schedule = data_parallel>}
+
+// -----
+
 // expected-error @+1 {{the matmul_mma_sync template needs 'tile_m', 'tile_n', 'tile_k' and 'stages'}}
 func.func @matmul_without_stages() attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_mma_sync, tile_m = 64, tile_n = 64, tile_k = 32>}
 
@@ -78,7 +88,7 @@ func.func @unknown_abi_template() attributes {liger.kernel_info = #liger.kernel_
 
 // -----
 
-// expected-error @+2 {{unknown grid size "cols" (an integer, or "rows", "tokens", "ctas", "rows/N")}}
+// expected-error @+2 {{unknown grid size "cols" (an integer, or "rows", "tokens", "ctas", "sms", "rows/N")}}
 // expected-error @+1 {{failed to parse Liger_KernelInfoAttr parameter 'grid' which is to be a `::llvm::ArrayRef<::liger::runtime::GridDim>`}}
 func.func @unknown_grid_size() attributes {liger.kernel_info = #liger.kernel_info<kernel_template = rowwise, ops = "liger.silu", grid = ["cols", 1, 1], threads = 256, shared_memory_bytes = 0, vector_width = 4, params = []>}
 

@@ -10,11 +10,19 @@
 //  CHECK-SAME:   liger.b = #liger.kernel_config<kernel_template = cross_entropy, threads = 1024, vector_width = 8, ctas_per_sm = 1>
 //  CHECK-SAME:   liger.c = #liger.kernel_config<kernel_template = rope>
 //  CHECK-SAME:   liger.d = #liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 256, tile_k = 64, stages = 4>
+//  CHECK-SAME:   liger.e = #liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 64, tile_n = 256, tile_k = 64, stages = 4, schedule = pingpong>
 func.func private @configs() attributes {
   liger.a = #liger.kernel_config<kernel_template = rowwise, reuse_loads = false, threads = 256, vector_width = 8>,
   liger.b = #liger.kernel_config<kernel_template = cross_entropy, threads = 1024, vector_width = 8, ctas_per_sm = 1>,
   liger.c = #liger.kernel_config<kernel_template = rope>,
-  liger.d = #liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 256, tile_k = 64, stages = 4>}
+  liger.d = #liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 256, tile_k = 64, stages = 4>,
+  liger.e = #liger.kernel_config<kernel_template = matmul_wgmma, schedule = pingpong, threads = 384, tile_m = 64, tile_n = 256, tile_k = 64, stages = 4>}
+
+// CHECK-LABEL: func.func private @persistent()
+//  CHECK-SAME:   grid = ["sms", 1, 1]
+func.func private @persistent() attributes {
+  liger.kernel_info = #liger.kernel_info<kernel_template = matmul, ops = "liger.linear", grid = ["sms", 1, 1], threads = 384, shared_memory_bytes = 1024, vector_width = 8,
+    params = [#liger.kernel_param<name = "input0", role = input, kind = rows, dtype = bf16, length = 64>, #liger.kernel_param<name = "input1", role = input, kind = matrix, dtype = bf16, length = 64, outer = 1024>, #liger.kernel_param<name = "output0", role = output, kind = rows, dtype = bf16, length = 1024>]>}
 
 // CHECK-LABEL: func.func private @infos()
 //  CHECK-SAME:   liger.kernel_info = #liger.kernel_info<kernel_template = matmul, ops = "liger.linear", grid = [8, "rows/128", 1], threads = 384, shared_memory_bytes = 1024, vector_width = 8,

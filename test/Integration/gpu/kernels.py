@@ -642,6 +642,15 @@ MATMULS = {
     # The RMSNorm prologue on mma.sync.
     "proj_rms_512_1000": (512, 1000, "bf16", 128, 64, 3, "mma_sync"),
     "proj_rms_gemma_256_128_f16": (256, 128, "f16", 128, 128, 2, "mma_sync"),
+    # The pingpong schedule (persistent CTAs, two consumer warpgroups on
+    # 64-row tiles): a TMA-stored projection, K and N tails, f16, a gate/up
+    # pair, an RMSNorm prologue, a residual epilogue.
+    "pp_4096_1024": (4096, 1024, "bf16", 64, 256, 4, "wgmma_pp"),
+    "pp_520_264_ktail": (520, 264, "bf16", 64, 256, 3, "wgmma_pp"),
+    "pp_256_128_f16": (256, 128, "f16", 64, 128, 2, "wgmma_pp"),
+    "pp_gate_up_512_1000_swiglu": (512, 1000, "bf16", 64, 128, 4, "wgmma_pp"),
+    "pp_rms_520_1000": (520, 1000, "bf16", 64, 128, 3, "wgmma_pp"),
+    "pp_512_256_res_silu": (512, 256, "bf16", 64, 256, 3, "wgmma_pp"),
 }
 # LoRA projections: name -> (r, scale); A [r, K] and B [N, r] follow the
 # weight.
@@ -659,12 +668,15 @@ MATMUL_PROLOGUES = {"wg_rms_4096_1024": "rms_norm",
                     "ms_rms_lora_512_256_r32": "rms_norm",
                     "wg_rms_520_1000": "rms_norm",
                     "wg_rms_gemma_512_256": "rms_norm_gemma",
-                    "wg_rms_gate_up_512_1000_swiglu": "rms_norm"}
+                    "wg_rms_gate_up_512_1000_swiglu": "rms_norm",
+                    "pp_rms_520_1000": "rms_norm"}
 # Epilogues after the projection: name -> the ops (a residual input [rows, N]
 # is the kernel's third input).
 MATMUL_EPILOGUES = {"proj_512_256_res_silu": "add_silu",
                     "gate_up_512_1000_swiglu": "swiglu",  # a second weight [N, K]
                     "wg_512_256_res_silu": "add_silu",
+                    "pp_512_256_res_silu": "add_silu",
+                    "pp_gate_up_512_1000_swiglu": "swiglu",
                     "wg_gate_up_512_1000_swiglu": "swiglu",
                     "wg_rms_gate_up_512_1000_swiglu": "swiglu",
                     "wg_512_256_res_gelu": "add_gelu",
@@ -700,6 +712,11 @@ MATMUL_GRADS = {
     "ms_dw_1000_520": ("dw", 1000, 520, "bf16", 128, 64, 4, "mma_sync"),
     "ms_dw_acc_256_128_f16": ("dw_acc", 256, 128, "f16", 64, 64, 2, "mma_sync"),
     "ms_dw_acc_lowp_512_256": ("dw_acc_lowp", 512, 256, "bf16", 128, 64, 3, "mma_sync"),
+    # The pingpong schedule: dx and dW with partial tiles on every side,
+    # dW into an f32 buffer (a 16-bit one's old tile is not pingpong's).
+    "pp_dx_1000_520": ("dx", 1000, 520, "bf16", 64, 256, 3, "wgmma_pp"),
+    "pp_dw_1000_520": ("dw", 1000, 520, "bf16", 64, 256, 3, "wgmma_pp"),
+    "pp_dw_acc_512_256": ("dw_acc", 512, 256, "bf16", 64, 128, 4, "wgmma_pp"),
 }
 
 # q/k projections with RoPE in the epilogue: name -> (K, Hq, Hkv, D,
@@ -717,6 +734,10 @@ MATMUL_ROPE = {
                              "mma_sync"),
     "ms_qk_rope_512_d64_bias": (512, 4, 2, 64, "bf16", 128, 64, 3, False, True, True,
                                 "mma_sync"),
+    "pp_qk_rope_llama_rms": (4096, 32, 8, 128, "bf16", 64, 256, 4, True, False, False,
+                             "wgmma_pp"),
+    "pp_qk_rope_520_d64_bias": (520, 4, 2, 64, "bf16", 64, 128, 3, False, True, True,
+                                "wgmma_pp"),
 }
 MATMUL_ROPE_SHAPES = [(1, 1), (1, 7), (2, 77), (1, 4096), (8, 2048)]
 
@@ -732,6 +753,9 @@ MATMUL_GATED_GRADS = {
     "wg_geglu_grad_512_1000_f16": ("geglu_tanh", 512, 1000, "f16", 64, 128, 4, "wgmma", False),
     "ms_swiglu_grad_1024_1000": ("swiglu", 1024, 1000, "bf16", 128, 64, 3, "mma_sync", False),
     "ms_geglu_grad_512_264_dh": ("geglu_tanh", 512, 264, "bf16", 128, 64, 3, "mma_sync", True),
+    "pp_swiglu_grad_llama_4096_14336": ("swiglu", 4096, 14336, "bf16", 64, 256, 4, "wgmma_pp",
+                                        False),
+    "pp_swiglu_grad_1000_520_dh": ("swiglu", 1000, 520, "bf16", 64, 256, 3, "wgmma_pp", True),
 }
 # The gate/up pair keeping gate and up for the backward: name -> (K, N,
 # dtype, tile_m, tile_n, stages, mma). Results: gate, up, swiglu(gate, up).
@@ -739,6 +763,7 @@ MATMUL_GATED_KEEPS = {
     "wg_gate_up_keeps_4096_14336": (4096, 14336, "bf16", 128, 128, 4, "wgmma"),
     "wg_gate_up_keeps_520_1000": (520, 1000, "bf16", 128, 128, 3, "wgmma"),
     "ms_gate_up_keeps_512_264": (512, 264, "bf16", 128, 64, 3, "mma_sync"),
+    "pp_gate_up_keeps_520_1000": (520, 1000, "bf16", 64, 128, 3, "wgmma_pp"),
 }
 
 
@@ -787,10 +812,13 @@ def gated_group_texts():
 
 def matmul_config(mma, tm, tn, stages):
     """The liger.kernel_config of a matmul group pinned to the template of
-    `mma` ("wgmma" or "mma_sync"), a tm x tn tile and `stages` stages, with a
-    128-byte (wgmma) or 64-byte (mma.sync) K slice."""
+    `mma` ("wgmma", "wgmma_pp": wgmma with the pingpong schedule, or
+    "mma_sync"), a tm x tn tile and `stages` stages, with a 128-byte (wgmma)
+    or 64-byte (mma.sync) K slice."""
+    schedule = ", schedule = pingpong" if mma == "wgmma_pp" else ""
+    mma = "wgmma" if mma == "wgmma_pp" else mma
     return ("#liger.kernel_config<kernel_template = matmul_%s, tile_m = %d, tile_n = %d, tile_k = %d, "
-            "stages = %d>" % (mma, tm, tn, 64 if mma == "wgmma" else 32, stages))
+            "stages = %d%s>" % (mma, tm, tn, 64 if mma == "wgmma" else 32, stages, schedule))
 
 def qk_rope_group_text(name):
     """The matmul group liger-fuse-qkv-rope forms, pinned to a wgmma tile."""

@@ -26,6 +26,7 @@ enum { kDevices = 4, kInvalidContext = 201, kInvalidValue = 1 };
 static const int kMajor[kDevices] = {9, 9, 8, 8};
 static const int kMinor[kDevices] = {0, 0, 0, 6};
 static const int kSharedOptin[kDevices] = {232448, 232448, 166912, 101376};
+static const int kSms[kDevices] = {132, 114, 108, 84};
 
 static char contexts[kDevices]; /* a context is the address of its byte */
 static CUcontext stack[16];
@@ -92,6 +93,7 @@ CUresult cuDeviceGetAttribute(int *value, int attribute, CUdevice d) {
   *value = attribute == 75   ? kMajor[d]
            : attribute == 76 ? kMinor[d]
            : attribute == 97 ? kSharedOptin[d]
+           : attribute == 16 ? kSms[d]
                              : 0;
   return 0;
 }

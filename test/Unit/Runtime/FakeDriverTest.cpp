@@ -289,6 +289,29 @@ TEST_F(FakeDriverTest, ALaunchPassesTheKernelAbi) {
             (std::vector<long long>{2, 64, 512, 64, 256, 3}));
 }
 
+TEST_F(FakeDriverTest, APersistentKernelHasOneCtaPerSmOfItsDevice) {
+  Manifest m = kernels("sm_90a");
+  KernelSpec &proj = m.modules.at(0).kernels.at(2);
+  proj.grid[0] = {GridDim::Sms, 1};
+  proj.grid[1] = {};
+  ASSERT_TRUE(reopen(m).isOk());
+  alignas(16) static char buf[4096];
+  std::vector<TensorArg> args = {{buf, DType::bf16, {300, 64}},
+                                 {buf, DType::bf16, {512, 64}},
+                                 {buf, DType::bf16, {300, 512}}};
+  // Devices 0 and 1 (both sm_90) have 132 and 114 SMs; the rows do not
+  // change the grid.
+  for (auto [device, sms] : {std::pair{0, 132u}, {1, 114u}, {0, 132u}}) {
+    ASSERT_TRUE(bundle->launch("proj", args, nullptr, device).isOk());
+    EXPECT_EQ(launched(), (std::vector<unsigned>{sms, 1, 1, 384, 1, 1, 200000}))
+        << "device " << device;
+  }
+  args[0].shape = {1, 64};
+  args[2].shape = {1, 512};
+  ASSERT_TRUE(bundle->launch("proj", args, nullptr, 1).isOk());
+  EXPECT_EQ(launched()[0], 114u);
+}
+
 TEST_F(FakeDriverTest, ZeroRowsLaunchNothingButAFinishingKernel) {
   ASSERT_TRUE(reopen(kernels("sm_90a")).isOk());
   ASSERT_EQ(driver->cuCtxSetCurrent(primary(0)), kCudaSuccess);

@@ -663,13 +663,13 @@ INSTANTIATE_TEST_SUITE_P(
                 "plans[0].kernels: 'ce' must be a string, got 3"},
         BadJson{"[\"rows\", 1, 1]", "[\"cols\", 1, 1]",
                 "modules[0].kernels[0]: unknown grid size \"cols\" (an "
-                "integer, rows, tokens, ctas or rows/N)"},
+                "integer, rows, tokens, ctas, sms or rows/N)"},
         BadJson{"[\"rows\", 1, 1]", "[\"rows/0\", 1, 1]",
                 "modules[0].kernels[0]: unknown grid size \"rows/0\" (an "
-                "integer, rows, tokens, ctas or rows/N)"},
+                "integer, rows, tokens, ctas, sms or rows/N)"},
         BadJson{"[\"rows\", 1, 1]", "[\"12\", 1, 1]",
                 "modules[0].kernels[0]: unknown grid size \"12\" (an integer, "
-                "rows, tokens, ctas or rows/N)"},
+                "rows, tokens, ctas, sms or rows/N)"},
         BadJson{"[\"rows\", 1, 1]", "[\"rows\", 1]",
                 "modules[0].kernels[0]: grid must have 3 entries, got "
                 "[\"rows\",1]"},
@@ -824,8 +824,12 @@ TEST(ManifestTest, GridEntriesAndArchs) {
   EXPECT_EQ(gridDimText(d), "rows/128");
   ASSERT_TRUE(parseGridDim("42", &d));
   EXPECT_EQ(d, (GridDim{GridDim::Const, 42}));
-  for (const char *bad : {"rows/", "rows/0", "rows/-1", "0", "-3", "042", "",
-                          "cols", "rows/1x", "99999999999999999999"})
+  ASSERT_TRUE(parseGridDim("sms", &d));
+  EXPECT_EQ(d, (GridDim{GridDim::Sms, 1}));
+  EXPECT_EQ(gridDimText(d), "sms");
+  for (const char *bad :
+       {"rows/", "rows/0", "rows/-1", "0", "-3", "042", "", "cols", "rows/1x",
+        "99999999999999999999", "sms/2", "SMS"})
     EXPECT_FALSE(parseGridDim(bad, &d)) << bad;
 
   Arch a;

@@ -106,6 +106,11 @@ public:
   Value threadId();
   Value blockId(gpu::Dimension dim);
   Value gridDim(gpu::Dimension dim);
+  /// Lane 0's `index` value, which ptxas then knows is the same across the
+  /// warp (a warpgroup's role computed from the thread index: a loop
+  /// bounded by it that holds wgmma stays warp-uniform, so that ptxas does
+  /// not serialize the wgmmas).
+  Value warpUniform(Value index);
 
   // Reductions: the one warp reduction and the one block reduction of
   // every template.
@@ -193,6 +198,9 @@ public:
   // Barriers and fences.
   /// bar.sync on barrier `id` (i32) among `threads` threads.
   void namedBarrier(Value id, int64_t threads);
+  /// bar.arrive: counts the calling threads at named barrier `id` of
+  /// `threads` without waiting for the others.
+  void namedBarrierArrive(Value id, int64_t threads);
   /// Orders the thread's generic-proxy shared-memory writes before
   /// async-proxy reads (wgmma, TMA stores) of them.
   void fenceProxyAsyncShared();

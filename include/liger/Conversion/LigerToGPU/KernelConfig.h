@@ -12,6 +12,7 @@
 #ifndef LIGER_CONVERSION_LIGERTOGPU_KERNELCONFIG_H
 #define LIGER_CONVERSION_LIGERTOGPU_KERNELCONFIG_H
 
+#include "liger/Conversion/LigerToGPU/MatmulConfig.h"
 #include "liger/Dialect/Liger/IR/LigerKernelAttrs.h"
 #include "liger/Dialect/Liger/IR/LigerOps.h"
 #include "liger/Target/GpuTarget.h"
@@ -21,9 +22,11 @@ namespace mlir::liger {
 /// The default configuration of `group` (a rowwise or matmul group) on
 /// `target`: the template its ops need (rowKernelTemplate; a matmul group
 /// takes matmul_wgmma where the target has wgmma, else matmul_mma_sync) and
-/// that template's default tunables.
-FailureOr<KernelConfigAttr> selectKernelConfig(FusionOp group,
-                                               const GpuTargetInfo &target);
+/// that template's default tunables (a wgmma group's schedule by
+/// `schedule`).
+FailureOr<KernelConfigAttr>
+selectKernelConfig(FusionOp group, const GpuTargetInfo &target,
+                   MatmulScheduleChoice schedule = MatmulScheduleChoice::Auto);
 
 /// Checks a pinned `config` of `group` on `target`: its template is the one
 /// the group's ops need (either matmul template for a matmul group), and
@@ -33,9 +36,10 @@ LogicalResult verifyKernelConfig(FusionOp group, KernelConfigAttr config,
                                  const GpuTargetInfo &target);
 
 /// The group's `liger.kernel_config`, checked by verifyKernelConfig, or the
-/// default of selectKernelConfig where it has none.
-FailureOr<KernelConfigAttr> getKernelConfig(FusionOp group,
-                                            const GpuTargetInfo &target);
+/// default of selectKernelConfig (with `schedule`) where it has none.
+FailureOr<KernelConfigAttr>
+getKernelConfig(FusionOp group, const GpuTargetInfo &target,
+                MatmulScheduleChoice schedule = MatmulScheduleChoice::Auto);
 
 } // namespace mlir::liger
 

@@ -22,20 +22,42 @@ namespace mlir::liger {
 struct MatmulKernelConfig {
   int64_t tileM = 128, tileN = 128, tileK = 64, stages = 4;
   bool wgmma = true; ///< wgmma + TMA (sm_90a), else mma.sync (sm_80)
+  /// wgmma: one CTA per output tile, or persistent CTAs with two consumer
+  /// sets taking turns (pingpong).
+  MatmulSchedule schedule = MatmulSchedule::data_parallel;
 
-  /// Threads per CTA: for wgmma one warpgroup per 64 rows of the tile plus
-  /// a producer warpgroup issuing TMA; for mma.sync 8 warps (4 for a
-  /// 64-row tile).
+  bool pingpong() const { return schedule == MatmulSchedule::pingpong; }
+  /// wgmma: the consumer warpgroups that compute one tile (one per 64 rows)
+  /// and the sets of them (two in pingpong, each on its own tiles).
+  int64_t tileWarpgroups() const { return tileM / 64; }
+  int64_t consumerSets() const { return pingpong() ? 2 : 1; }
+  /// Threads per CTA: for wgmma a producer warpgroup issuing TMA and the
+  /// consumer warpgroups; for mma.sync 8 warps (4 for a 64-row tile).
   int64_t threads() const {
-    return wgmma ? 128 * (tileM / 64 + 1) : (tileM >= 128 ? 256 : 128);
+    return wgmma ? 128 * (1 + consumerSets() * tileWarpgroups())
+                 : (tileM >= 128 ? 256 : 128);
   }
 };
+
+/// Which schedule liger-select-kernel-config gives a wgmma group: its
+/// default rule, or one schedule wherever the group takes it
+/// (`liger-compile --matmul-schedule`).
+enum class MatmulScheduleChoice { Auto, DataParallel, PingPong };
+
+/// The choice a `--matmul-schedule` value names ("auto", "data-parallel",
+/// "pingpong"); none for another.
+std::optional<MatmulScheduleChoice> parseMatmulScheduleChoice(StringRef text);
+
+/// Why the pingpong schedule cannot take `plan` with tile_m `tileM`
+/// (empty: it can).
+std::string pingpongLimit(const MatmulPlan &plan, int64_t tileM);
 
 /// The default configuration of `plan` on `target`: the widest tiles its
 /// projections allow, as many stages (2 to 5) as the shared memory holds
 /// (MatmulLayout).
-MatmulKernelConfig selectMatmulKernelConfig(const MatmulPlan &plan,
-                                            const GpuTargetInfo &target);
+MatmulKernelConfig selectMatmulKernelConfig(
+    const MatmulPlan &plan, const GpuTargetInfo &target,
+    MatmulScheduleChoice schedule = MatmulScheduleChoice::Auto);
 
 /// Checks `config` against `plan` and `target` (instruction shapes, the
 /// shared memory its layout needs); emits on the plan's group.

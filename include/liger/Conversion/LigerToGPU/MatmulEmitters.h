@@ -79,7 +79,10 @@ struct MatmulKernel {
   Value rows;   ///< the output rows (M)
   Value kRows;  ///< K's extent (dW: the tokens)
   Value kTiles; ///< the K loop's trip count
-  Value m0, n0; ///< the tile's origin
+  Value m0, n0; ///< the tile's origin (pingpong: set per tile of the loop)
+  /// Pingpong: the row tiles (index) and the tiles this CTA takes (tiles
+  /// blockIdx.x + i · gridDim.x for i below it).
+  Value rowTiles, ctaTiles;
   /// The shared memory: wgmma's extern buffer (!llvm.ptr<3>), or
   /// mma.sync's gpu.dynamic_shared_memory.
   Value shared;
@@ -99,6 +102,13 @@ struct MatmulKernel {
 /// (emitWgmmaKernel, emitMmaSyncKernel) or, in a test, one part.
 using MatmulKernelBody =
     function_ref<LogicalResult(GpuBuilder &, MatmulKernel &)>;
+/// Pingpong: runs `body` for each of this CTA's tiles i = first, first +
+/// step, ... (an scf.for), with a copy of `k` whose m0 and n0 are tile i's
+/// origin.
+void forEachCtaTile(
+    GpuBuilder &b, const MatmulKernel &k, Value first, int64_t step,
+    function_ref<void(GpuBuilder &, const MatmulKernel &, Value i)> body);
+
 /// buildMatmulKernel (MatmulKernel.h) with `body` for the configuration's
 /// template: checks the template's limits, lowers the epilogue, lays out
 /// shared memory, creates gpu.func `name` in `module` and runs `body` in it.
@@ -131,10 +141,12 @@ constexpr int64_t kEpiloguePrefetchLead = 8;
 /// The whole wgmma kernel.
 LogicalResult emitWgmmaKernel(GpuBuilder &b, MatmulKernel &k);
 
-/// A consumer thread's warpgroup among the consumers (`cw`, from 0), its
+/// A consumer thread's warpgroup among all consumers (`wg`, from 0: its
+/// named barrier is 1 + wg), its consumer set (`set`: pingpong's 0 or 1,
+/// else 0) and warpgroup in the set (`cw`: which 64 rows of the tile), its
 /// warp in the warpgroup and its lane.
 struct WgmmaConsumerThread {
-  Value cw, warp, lane;
+  Value wg, set, cw, warp, lane;
 };
 WgmmaConsumerThread getWgmmaConsumerThread(GpuBuilder &b,
                                            const MatmulKernel &k);
@@ -152,8 +164,10 @@ Value wgmmaTileOffset(GpuBuilder &b, const MatmulKernel &k, Value stage,
 /// tile of `stage`.
 Value wgmmaXTileOffset(GpuBuilder &b, const MatmulKernel &k, Value stage,
                        Value cw);
-/// The phase parity (i32) of the use `kt / stages` of a stage.
-Value wgmmaStageParity(GpuBuilder &b, const MatmulKernel &k, Value kt);
+/// The phase parity (i32) of the use `step / stages` of a stage, where
+/// `step` counts the ring's fills (the K iteration, or in pingpong the
+/// CTA's K iterations over all its tiles so far).
+Value wgmmaStageParity(GpuBuilder &b, const MatmulKernel &k, Value step);
 /// The suspend-time hint of the mbarrier waits (i32, ns).
 Value wgmmaWaitTicks(GpuBuilder &b);
 
@@ -194,10 +208,11 @@ void emitTmaStoreEnd(GpuBuilder &b, const MatmulKernel &k,
                      const WgmmaConsumerThread &thread,
                      const TmaStoreTile &tile);
 
-/// Named barriers of the wgmma kernels: every consumer warpgroup (before
-/// the output tile reuses the stages), and consumer warpgroup w alone
-/// (1 + w).
+/// Named barriers of the wgmma kernels: every consumer warpgroup of set s
+/// (8 + s, before the output tile is written), consumer warpgroup w alone
+/// (1 + w), and pingpong's turns: set s may start its main loop (10 + s).
 constexpr int64_t kConsumersBarrier = 8;
+constexpr int64_t kTurnBarrier = 10;
 
 //===----------------------------------------------------------------------===//
 // MatmulMmaSync.cpp: the cp.async + ldmatrix + mma.sync template (sm_80)
@@ -245,12 +260,14 @@ Value normScaled(GpuBuilder &b, const MatmulKernel &k, Value xv, Value gk);
 Value sumOfSquares(GpuBuilder &b, Value xv, Value acc = Value());
 /// rsqrt(sum / K + eps) of a row's sum of squares.
 Value rowRstd(GpuBuilder &b, const MatmulKernel &k, Value sumOfSquares);
-/// wgmma: waits for the stage of k-iteration `kt`, rescales consumer
-/// warpgroup `cw`'s 64 rows of its x tile in place and adds each thread's
-/// two rows' x² to `sums`; fences and meets at the warpgroup's barrier.
+/// wgmma: waits for the stage of k-iteration `kt` (the ring's fill
+/// `step`), rescales consumer warpgroup `cw`'s 64 rows of its x tile in
+/// place and adds each thread's two rows' x² to `sums`; fences and meets at
+/// the warpgroup's barrier.
 SmallVector<Value, 2> emitWgmmaNormStage(GpuBuilder &b, const MatmulKernel &k,
                                          const WgmmaConsumerThread &thread,
-                                         Value kt, SmallVector<Value, 2> sums);
+                                         Value kt, Value step,
+                                         SmallVector<Value, 2> sums);
 /// mma.sync: views the rows' shared sums of squares (`tiles.rowSums`) and
 /// zeroes them.
 void emitMmaSyncNormInit(GpuBuilder &b, const MatmulKernel &k,

@@ -17,7 +17,8 @@
 //   old_tile              a 16-bit dW buffer's old [tile_m, tile_n] tile
 //   output     (over stages, once drained) the tiles the TMA-store
 //                         epilogue stores, one per result, 64 rows per
-//                         consumer warpgroup
+//                         consumer warpgroup; in pingpong a region of its
+//                         own, one tile per consumer set
 //
 // mma.sync: memref views of the dynamic shared memory:
 //
@@ -92,9 +93,13 @@ public:
   int64_t outputBoxOffset(int64_t result, int64_t box) const {
     return result * bytesPerOutputTile + box * outputBoxBytes;
   }
+  /// A consumer set's output tiles (pingpong: set s's start at
+  /// offset(kOutput) + s · outputSetBytes()).
+  int64_t outputSetBytes() const { return bytesPerOutputSet; }
   /// The epilogue stages each result's output tile in `output` and stores
   /// it with TMA (16-bit results, tile_n a multiple of 64, every result's
-  /// tile within the stages; not RoPE, not an f32 accumulation).
+  /// tile within the stages, or in pingpong one result; not RoPE, not an
+  /// f32 accumulation).
   bool storesWithTma() const { return tmaStore; }
   /// dW accumulated into a 16-bit buffer: its old tile is TMA-loaded into
   /// `old_tile`, summed there and stored from there.
@@ -104,7 +109,7 @@ private:
   SharedMemoryLayout layout;
   int64_t stages = 0, tileK = 0;
   int64_t bytesPerStage = 0, bytesPerRow = 0, bytesPerOutputWarpgroup = 0,
-          bytesPerOutputTile = 0;
+          bytesPerOutputTile = 0, bytesPerOutputSet = 0;
   SmallVector<int64_t, 4> tileOffsets;
   bool tmaStore = false, oldTile = false;
 };

@@ -169,7 +169,8 @@ FailureOr<rt::GridDim> FieldParser<rt::GridDim>::parse(AsmParser &parser) {
   if (!rt::parseGridDim(text, &dim) || dim.kind == rt::GridDim::Const)
     return parser.emitError(loc)
            << "unknown grid size \"" << text
-           << "\" (an integer, or \"rows\", \"tokens\", \"ctas\", \"rows/N\")";
+           << "\" (an integer, or \"rows\", \"tokens\", \"ctas\", \"sms\", "
+              "\"rows/N\")";
   return dim;
 }
 
@@ -182,7 +183,8 @@ LogicalResult KernelConfigAttr::verify(
     std::optional<int64_t> threads, std::optional<int64_t> vectorWidth,
     std::optional<bool> reuseLoads, std::optional<int64_t> ctasPerSm,
     std::optional<int64_t> tileM, std::optional<int64_t> tileN,
-    std::optional<int64_t> tileK, std::optional<int64_t> stages) {
+    std::optional<int64_t> tileK, std::optional<int64_t> stages,
+    std::optional<MatmulSchedule> schedule) {
   bool row = kernelTemplate == KernelTemplate::rowwise ||
              kernelTemplate == KernelTemplate::cross_entropy;
   bool matmul = kernelTemplate == KernelTemplate::matmul_wgmma ||
@@ -202,6 +204,8 @@ LogicalResult KernelConfigAttr::verify(
       {"tile_n", tileN.has_value(), matmul},
       {"tile_k", tileK.has_value(), matmul},
       {"stages", stages.has_value(), matmul},
+      {"schedule", schedule.has_value(),
+       kernelTemplate == KernelTemplate::matmul_wgmma},
   };
   for (const Tunable &t : tunables)
     if (t.present && !t.taken)

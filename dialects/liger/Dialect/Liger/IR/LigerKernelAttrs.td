@@ -38,6 +38,14 @@ def Liger_KernelTemplate : I32EnumAttr<"KernelTemplate",
   let genSpecializedAttr = 0;
 }
 
+def Liger_MatmulSchedule : I32EnumAttr<"MatmulSchedule",
+    "how a matmul_wgmma kernel's CTAs take their output tiles", [
+      I32EnumAttrCase<"data_parallel", 0>,
+      I32EnumAttrCase<"pingpong", 1>]> {
+  let cppNamespace = "::mlir::liger";
+  let genSpecializedAttr = 0;
+}
+
 // A flag that prints as `true` or `false` (an optional integer's printer
 // would print 1 or 0).
 def Liger_OptionalBool : OptionalParameter<"std::optional<bool>"> {
@@ -57,10 +65,14 @@ def Liger_KernelConfigAttr : AttrDef<Liger_Dialect, "KernelConfig"> {
     | `rowwise` | `threads`, `vector_width` (both required), `reuse_loads` |
     | `cross_entropy` | `threads`, `vector_width` (both required), `reuse_loads`, `ctas_per_sm` |
     | `rope` | none |
-    | `matmul_wgmma`, `matmul_mma_sync` | `tile_m`, `tile_n`, `tile_k`, `stages` (all required), `threads` (checked against the tile) |
+    | `matmul_wgmma` | `tile_m`, `tile_n`, `tile_k`, `stages` (all required), `threads` (checked against the tile), `schedule` |
+    | `matmul_mma_sync` | `tile_m`, `tile_n`, `tile_k`, `stages` (all required), `threads` (checked against the tile) |
 
     `threads` is a multiple of 32 in [32, 1024] and `ctas_per_sm` is in
-    [1, 64]. What depends on the group or the target (a vector width its row
+    [1, 64]. `schedule` is `data_parallel` (the default: one CTA per output
+    tile) or `pingpong` (one CTA per SM looping over tiles, two consumer
+    warpgroup sets taking turns, one's epilogue under the other's main
+    loop; docs/Design/GPU-Lowering.md). What depends on the group or the target (a vector width its row
     allows, tile shapes, shared memory) is checked by the passes.
 
     ```mlir
@@ -79,7 +91,8 @@ def Liger_KernelConfigAttr : AttrDef<Liger_Dialect, "KernelConfig"> {
     OptionalParameter<"std::optional<int64_t>">:$tile_m,
     OptionalParameter<"std::optional<int64_t>">:$tile_n,
     OptionalParameter<"std::optional<int64_t>">:$tile_k,
-    OptionalParameter<"std::optional<int64_t>">:$stages
+    OptionalParameter<"std::optional<int64_t>">:$stages,
+    OptionalParameter<"std::optional<::mlir::liger::MatmulSchedule>">:$schedule
   );
   // A struct: the tunables a template takes are any subset, in any order.
   let assemblyFormat = "`<` struct(params) `>`";
