@@ -2,7 +2,7 @@
 """The wgmma template's schedules at the same problem (a diagnostic, not a
 goal row): the up projection and the gate/up pair with SwiGLU of
 Llama-3-8B (16384 tokens, bf16), each as data-parallel 128-row tiles (the
-default), data-parallel 64-row tiles and pingpong 64-row tiles
+default), data-parallel 64-row tiles and pingpong 64- and 128-row tiles
 (bench/matmul_schedules.mlir), beside cuBLAS (eager) and torch.compile.
 Each result is checked against torch first; times are
 triton.testing.do_bench medians.
@@ -19,8 +19,8 @@ from floors import ms
 from liger import runtime
 
 BF16 = torch.bfloat16
-KERNELS = {"up": ["up_dp128", "up_dp64", "up_pp64", "up_dp64_n128", "up_pp64_n128"],
-           "gate_up+swiglu": ["gu_dp128", "gu_dp64", "gu_pp64"]}
+KERNELS = {"up": ["up_dp128", "up_dp64", "up_pp64", "up_pp128", "up_dp64_n128", "up_pp64_n128"],
+           "gate_up+swiglu": ["gu_dp128", "gu_dp64", "gu_pp64", "gu_pp128"]}
 
 
 def main():

@@ -58,11 +58,14 @@ DEFAULT_SEED = 1
 COMMANDS = ("opt", "fuse", "gpu-sm90a", "gpu-sm80", "ptx-sm90a", "ptx-sm80")
 # The arguments each command draws one of.
 COMPILE_ARGS = [[], [], ["--no-matmul-kernels"], ["--no-fuse"],
-                ["--matmul-kernels", "--norm-prologue", "--fusion-report"]]
+                ["--matmul-kernels", "--norm-prologue", "--fusion-report"],
+                ["--matmul-schedule=pingpong"]]
 EXTRA_ARGS = {
     "opt": [[], ["--canonicalize"], ["--liger-print-summary", "--canonicalize"],
             ["--mlir-print-op-generic"], ["--liger-lower-to-linalg"],
             ["--liger-lower-to-gpu"], ["--liger-select-kernel-config"],
+            ["--liger-select-kernel-config=matmul-schedule=pingpong",
+             "--liger-lower-to-gpu=matmul-kernels=true"],
             ["--canonicalize", "--liger-cpu-pipeline"]],
     "fuse": [["--liger-fuse"], ["--canonicalize", "--liger-fuse=norm-prologue=true report=true"]],
     "gpu-sm90a": COMPILE_ARGS, "gpu-sm80": COMPILE_ARGS,

@@ -132,13 +132,27 @@ func.func @row_width_not_dividing(%x: tensor<?x1001xbf16>) -> tensor<?x1001xbf16
 
 // The pingpong schedule's limits (pingpongLimit), one case each.
 func.func @pingpong_tile_m(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>) -> tensor<?x64xbf16> {
-  // expected-error @+1 {{'liger.fusion' op has an invalid matmul 'liger.kernel_config': the pingpong schedule does not take this group: tile_m must be 64 (each of the two consumer sets is one warpgroup)}}
-  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 128, tile_n = 64, tile_k = 64, stages = 3, schedule = pingpong>} : (tensor<?x64xbf16>, tensor<64x64xbf16>) -> tensor<?x64xbf16> {
+  // expected-error @+1 {{'liger.fusion' op has an invalid matmul 'liger.kernel_config': the pingpong schedule does not take this group: tile_m must be 64 or 128 (each of the two consumer sets is one warpgroup)}}
+  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 192, tile_n = 64, tile_k = 64, stages = 3, schedule = pingpong>} : (tensor<?x64xbf16>, tensor<64x64xbf16>) -> tensor<?x64xbf16> {
   ^bb0(%a: tensor<?x64xbf16>, %b: tensor<64x64xbf16>):
     %l = liger.linear %a, %b : tensor<?x64xbf16>, tensor<64x64xbf16>
     liger.yield %l : tensor<?x64xbf16>
   }
   return %y : tensor<?x64xbf16>
+}
+
+// -----
+
+func.func @pingpong_accumulators(%x: tensor<?x64xbf16>, %g: tensor<256x64xbf16>, %u: tensor<256x64xbf16>) -> tensor<?x256xbf16> {
+  // expected-error @+1 {{the pingpong schedule does not take this group: its warpgroup would hold 256 f32 accumulators a thread (tile_m / 64 x tile_n / 2 per projection), more than 128}}
+  %y = liger.fusion matmul(%x, %g, %u) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 128, tile_n = 128, tile_k = 64, stages = 3, schedule = pingpong>} : (tensor<?x64xbf16>, tensor<256x64xbf16>, tensor<256x64xbf16>) -> tensor<?x256xbf16> {
+  ^bb0(%a: tensor<?x64xbf16>, %b: tensor<256x64xbf16>, %c: tensor<256x64xbf16>):
+    %lg = liger.linear %a, %b : tensor<?x64xbf16>, tensor<256x64xbf16>
+    %lu = liger.linear %a, %c : tensor<?x64xbf16>, tensor<256x64xbf16>
+    %s = liger.swiglu %lg, %lu : tensor<?x256xbf16>
+    liger.yield %s : tensor<?x256xbf16>
+  }
+  return %y : tensor<?x256xbf16>
 }
 
 // -----

@@ -5,9 +5,10 @@
 // RUN: not liger-opt %s --liger-lower-to-gpu="matmul-kernels=true matmul-schedule=Pingpong" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADLOWER
 
 // --matmul-schedule=pingpong: every wgmma group that takes the schedule
-// gets it, on 64-row tiles (two consumer sets of one warpgroup: 384
-// threads), as many stages as fit beside the sets' output tiles; a group it
-// does not take (LoRA, a 16-bit dW buffer's old tile) keeps the default.
+// gets it, on tiles as tall as the default's and half as wide (two
+// consumer sets of one warpgroup each: 384 threads), as many stages as fit
+// beside the sets' output tiles (up to 8); a group it does not take (LoRA,
+// a 16-bit dW buffer's old tile) keeps the default.
 // data-parallel (and auto, today) never choose it; mma.sync has no
 // schedule.
 
@@ -15,9 +16,9 @@
 // BADLOWER: error: liger-lower-to-gpu: matmul-schedule must be auto, data-parallel or pingpong, got 'Pingpong'
 
 // CHECK-LABEL: func.func @llama
-//       CHECK:   liger.fusion matmul{{.*}}#liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 64, tile_n = 256, tile_k = 64, stages = 4, schedule = pingpong>
-//       CHECK:   liger.fusion matmul{{.*}}#liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 64, tile_n = 128, tile_k = 64, stages = 4, schedule = pingpong>
-//       CHECK:   liger.fusion matmul{{.*}}#liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 64, tile_n = 256, tile_k = 64, stages = 5, schedule = pingpong>
+//       CHECK:   liger.fusion matmul{{.*}}#liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 128, tile_k = 64, stages = 5, schedule = pingpong>
+//       CHECK:   liger.fusion matmul{{.*}}#liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 64, tile_k = 64, stages = 6, schedule = pingpong>
+//       CHECK:   liger.fusion matmul{{.*}}#liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 128, tile_k = 64, stages = 7, schedule = pingpong>
 //  DP-LABEL: func.func @llama
 //       DP:   #liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 256, tile_k = 64, stages = 4>
 //       DP:   #liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 128, tile_k = 64, stages = 4>
@@ -56,7 +57,7 @@ func.func @llama(%x: tensor<?x4096xbf16>, %wq: tensor<4096x4096xbf16>, %wg: tens
 // CHECK-LABEL: func.func @near_misses
 //       CHECK:   liger.fusion matmul{{.*}}#liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 256, tile_k = 64, stages = 4>
 //       CHECK:   liger.fusion matmul{{.*}}#liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 256, tile_k = 64, stages = 3>
-//       CHECK:   liger.fusion matmul{{.*}}#liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 64, tile_n = 256, tile_k = 64, stages = 5, schedule = pingpong>
+//       CHECK:   liger.fusion matmul{{.*}}#liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 128, tile_k = 64, stages = 7, schedule = pingpong>
 func.func @near_misses(%x: tensor<?x4096xbf16>, %w: tensor<4096x4096xbf16>, %la: tensor<16x4096xbf16>, %lb: tensor<4096x16xbf16>, %dy: tensor<?x4096xbf16>, %acc: tensor<4096x4096xbf16>, %acc32: tensor<4096x4096xf32>) -> (tensor<?x4096xbf16>, tensor<4096x4096xbf16>, tensor<4096x4096xf32>) {
   %y = liger.fusion matmul(%x, %w, %la, %lb) : (tensor<?x4096xbf16>, tensor<4096x4096xbf16>, tensor<16x4096xbf16>, tensor<4096x16xbf16>) -> tensor<?x4096xbf16> {
   ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<4096x4096xbf16>, %c: tensor<16x4096xbf16>, %d: tensor<4096x16xbf16>):

@@ -1,7 +1,8 @@
 // The pingpong schedule (liger-compile --matmul-schedule=pingpong): one CTA
 // per SM ("sms" in the manifest's grid), looping over the tiles blockIdx.x
 // + i · gridDim.x; its two consumer warpgroups take turns (set s takes
-// tiles i = s, s + 2, ...), the stage ring's fills counted across the
+// tiles i = s, s + 2, ...; one warpgroup a set, 128 x 128 tiles as two
+// 64-row blocks), the stage ring's fills counted across the
 // tiles, so that one set's epilogue runs under the other's main loop. The
 // set comes from lane 0 (shfl.sync.idx): ptxas then knows the tile loop
 // around the wgmmas is warp-uniform and does not serialize them; every
@@ -48,11 +49,12 @@
 //   PTX-DAG: setmaxnreg.inc.sync.aligned.u32 232;
 //   PTX-DAG: shfl.sync.idx.b32
 //   PTX-DAG: bar.sync %r{{[0-9]+}}, 256;
-//   PTX-DAG: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16
+//   PTX-DAG: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 // After the last wgmma, the last stage is released by every thread (no
 // branch around it); then the other set's turn and the set's TMA store.
 //       PTX: wgmma.wait_group.sync.aligned 0;
-//  PTX-NEXT: mbarrier.arrive.shared.b64
+//   PTX-NOT: bra
+//       PTX: mbarrier.arrive.shared.b64
 //   PTX-DAG: bar.arrive %r{{[0-9]+}}, 256;
 //   PTX-DAG: cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group
 //   PTX-DAG: cp.async.bulk.wait_group.read 0;

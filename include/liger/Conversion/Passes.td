@@ -191,7 +191,11 @@ def SelectKernelConfigPass : Pass<"liger-select-kernel-config"> {
     group's static row count is at most 64); 128-column tiles when every
     projection's width divides by 128, else 64, and 64 per projection for a
     gate/up pair; as many stages (2 to 5) as the target's shared memory
-    holds next to one output tile. A pinned matmul configuration is checked
+    holds next to one output tile. With `matmul-schedule=pingpong`, a wgmma
+    group the schedule takes gets `schedule = pingpong` (persistent CTAs,
+    two consumer sets taking turns) on a tile as tall and half as wide, up
+    to 8 stages; `auto`, the default, is data-parallel (measured faster on
+    an H200, docs/benchmarks.md). A pinned matmul configuration is checked
     against the target (instruction shapes, shared memory) with a
     diagnostic, and a pinned template against the group's ops.
 

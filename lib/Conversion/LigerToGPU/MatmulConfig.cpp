@@ -19,12 +19,18 @@ mlir::liger::parseMatmulScheduleChoice(StringRef text) {
       .Default(std::nullopt);
 }
 
-std::string mlir::liger::pingpongLimit(const MatmulPlan &plan, int64_t tileM) {
-  // Two sets of one consumer warpgroup each, each with 232 registers a
-  // thread: 128 f32 accumulators of a 64 x 256 tile.
-  if (tileM != 64)
-    return "tile_m must be 64 (each of the two consumer sets is one "
+std::string mlir::liger::pingpongLimit(const MatmulPlan &plan, int64_t tileM,
+                                       int64_t tileN) {
+  // Two sets of one consumer warpgroup each, with 232 registers a thread:
+  // at most 128 f32 accumulators (a 128 x 128 or 64 x 256 tile).
+  if (tileM != 64 && tileM != 128)
+    return "tile_m must be 64 or 128 (each of the two consumer sets is one "
            "warpgroup)";
+  int64_t accumulators = tileM / 64 * tileN / 2 * plan.numBTiles();
+  if (accumulators > 128)
+    return "its warpgroup would hold " + std::to_string(accumulators) +
+           " f32 accumulators a thread (tile_m / 64 x tile_n / 2 per "
+           "projection), more than 128";
   // What the data-parallel kernel reads once per CTA, next to the ring.
   if (plan.lora)
     return "LoRA's B tile is read once per CTA";
@@ -46,19 +52,20 @@ mlir::liger::selectMatmulKernelConfig(const MatmulPlan &plan,
   bool small = !ShapedType::isDynamic(plan.m) && plan.m <= 64;
   config.tileM = small ? 64 : 128;
   // The pingpong schedule where it is asked for and the group takes it:
-  // two sets of 64-row tiles.
-  if (config.wgmma && schedule == MatmulScheduleChoice::PingPong &&
-      pingpongLimit(plan, 64).empty()) {
+  // two sets of tiles as tall, half as wide (a set's warpgroup holds the
+  // accumulators a data-parallel tile spreads over two).
+  bool pingpong = config.wgmma && schedule == MatmulScheduleChoice::PingPong;
+  if (pingpong)
     config.schedule = MatmulSchedule::pingpong;
-    config.tileM = 64;
-  }
   auto allMultiples = [&](int64_t of) {
     return llvm::all_of(plan.widths, [&](int64_t n) { return n % of == 0; });
   };
   if (config.wgmma) {
     // 128 accumulator registers per consumer thread: 128 x 256 tiles, or
-    // 128 x 128 per projection of a gate/up pair.
-    config.tileN = plan.paired() || !allMultiples(256) ? 128 : 256;
+    // 128 x 128 per projection of a gate/up pair (pingpong: half as wide).
+    int64_t widestTile = pingpong ? 128 : 256;
+    config.tileN = plan.paired() || !allMultiples(widestTile) ? widestTile / 2
+                                                              : widestTile;
     // A narrow projection takes a narrower tile (wgmma's n: multiples of 8).
     int64_t widest = *llvm::max_element(plan.widths);
     // An MN-major B tile is TMA boxes 64 columns wide.
@@ -66,12 +73,16 @@ mlir::liger::selectMatmulKernelConfig(const MatmulPlan &plan,
     config.tileN = std::min(config.tileN, (widest + step - 1) / step * step);
     // RoPE: the widest tile of whole heads that divides both projections.
     if (plan.headDim > 0 && plan.headDim % 8 == 0)
-      for (int64_t t = 256 / plan.headDim * plan.headDim; t >= plan.headDim;
-           t -= plan.headDim)
+      for (int64_t t = widestTile / plan.headDim * plan.headDim;
+           t >= plan.headDim; t -= plan.headDim)
         if (allMultiples(t)) {
           config.tileN = t;
           break;
         }
+    // A group pingpong does not take stays data-parallel.
+    if (pingpong && !pingpongLimit(plan, config.tileM, config.tileN).empty())
+      return selectMatmulKernelConfig(plan, target,
+                                      MatmulScheduleChoice::DataParallel);
   } else {
     // A paired gate/up tile holds two accumulators: half the width each.
     config.tileN = plan.paired() || !allMultiples(128) ? 64 : 128;
@@ -123,7 +134,8 @@ mlir::liger::verifyMatmulKernelConfig(const MatmulKernelConfig &config,
   if (config.stages < 2 || config.stages > 8)
     return bad() << "stages must be in [2, 8], got " << config.stages;
   if (config.pingpong())
-    if (std::string limit = pingpongLimit(plan, config.tileM); !limit.empty())
+    if (std::string limit = pingpongLimit(plan, config.tileM, config.tileN);
+        !limit.empty())
       return bad() << "the pingpong schedule does not take this group: "
                    << limit;
   int64_t smem = MatmulLayout(plan, config).size();

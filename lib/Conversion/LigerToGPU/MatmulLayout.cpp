@@ -41,7 +41,7 @@ MatmulLayout::MatmulLayout(const MatmulPlan &plan,
     // (an accumulated dW's one tile sums in `old_tile`). In pingpong the
     // ring is never drained: each consumer set has its own tile, where the
     // group has one result (more, and the stages left would be too few).
-    bytesPerOutputTile = config.tileWarpgroups() * bytesPerOutputWarpgroup;
+    bytesPerOutputTile = config.tileM / 64 * bytesPerOutputWarpgroup;
     bool sixteenBit = llvm::all_of(plan.group.getResultTypes(), [](Type t) {
       return getElementTypeOrSelf(t).getIntOrFloatBitWidth() == 16;
     });

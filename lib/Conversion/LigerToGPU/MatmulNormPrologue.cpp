@@ -55,17 +55,20 @@ Value mlir::liger::rowRstd(GpuBuilder &b, const MatmulKernel &k,
                                b.f32(k.plan.norm.getEps().convertToDouble())));
 }
 
-SmallVector<Value, 2>
+SmallVector<Value>
 mlir::liger::emitWgmmaNormStage(GpuBuilder &b, const MatmulKernel &k,
                                 const WgmmaConsumerThread &thread, Value kt,
-                                Value step, SmallVector<Value, 2> sums) {
+                                Value step, SmallVector<Value> sums) {
   Value s = b.rem(step, k.config.stages);
   b.mbarrierWaitParity(wgmmaFullBarrier(b, k, s), wgmmaStageParity(b, k, step),
                        wgmmaWaitTicks(b));
-  Value aOff = wgmmaXTileOffset(b, k, s, thread.cw);
+  SmallVector<Value> aOffs;
+  for (int64_t rb = 0; rb < thread.blocks; ++rb)
+    aOffs.push_back(wgmmaXTileOffset(b, k, s, thread.rowBlock(b, rb)));
   Value lane = thread.lane;
-  // x ⊙ (g + offset) in place on this warpgroup's 64 rows of the x tile
-  // (the row scale rstd waits for the epilogue), summing x² per row.
+  // x ⊙ (g + offset) in place on each of this warpgroup's 64-row blocks of
+  // the x tile (the row scale rstd waits for the epilogue), summing x² per
+  // row.
   // Lane l of warp w takes rows 16 w + l/4 and + 8 (the rows its
   // accumulators hold) and 16-byte chunks 2 (l % 4) and the next of each;
   // chunk c of row r sits at chunk c ^ (r % 8) = c ^ (l / 4) under the
@@ -73,9 +76,11 @@ mlir::liger::emitWgmmaNormStage(GpuBuilder &b, const MatmulKernel &k,
   auto v8 = [&](Type t) { return VectorType::get({8}, t); };
   Value quad = b.toI32(b.div(lane, 4));
   Value k0 = b.mul(kt, k.config.tileK);
-  for (int64_t h = 0; h < 2; ++h) {
+  for (int64_t i = 0; i < 2 * thread.blocks; ++i) {
+    int64_t h = i % 2;
+    Value aOff = aOffs[i / 2];
     Value row = b.add(b.add(b.mul(thread.warp, 16), b.div(lane, 4)), 8 * h);
-    Value sum = sums[h];
+    Value sum = sums[i];
     for (int64_t cc = 0; cc < 2; ++cc) {
       Value c = b.add(b.mul(b.rem(lane, 4), 2), cc);
       Value phys = b.bitXor(b.toI32(c), quad);
@@ -89,7 +94,7 @@ mlir::liger::emitWgmmaNormStage(GpuBuilder &b, const MatmulKernel &k,
       Value gk = b.min(b.add(k0, b.mul(c, 8)), k.plan.k - 8);
       b.storeShared(normScaled(b, k, xv, gk), ptr, 16);
     }
-    sums[h] = sum;
+    sums[i] = sum;
   }
   // The generic-proxy stores before the async-proxy (wgmma) reads, then
   // the warpgroup's named barrier.

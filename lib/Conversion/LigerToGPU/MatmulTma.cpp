@@ -49,8 +49,8 @@ Value mlir::liger::wgmmaTileOffset(GpuBuilder &b, const MatmulKernel &k,
 }
 
 Value mlir::liger::wgmmaXTileOffset(GpuBuilder &b, const MatmulKernel &k,
-                                    Value stage, Value cw) {
-  Value rows = b.mul(b.toI32(cw), 64 * k.layout.rowBytes());
+                                    Value stage, Value rowBlock) {
+  Value rows = b.mul(b.toI32(rowBlock), 64 * k.layout.rowBytes());
   return b.add(wgmmaTileOffset(b, k, stage, 0), rows);
 }
 
@@ -213,7 +213,7 @@ TmaStoreTile mlir::liger::emitTmaStoreBegin(GpuBuilder &b,
                    128 * warpgroups);
     tile.base = b.add(b.i32(layout.offset(MatmulLayout::kOutput)),
                       b.add(b.mul(b.toI32(thread.set), layout.outputSetBytes()),
-                            b.mul(b.toI32(thread.cw), slice)));
+                            b.mul(b.toI32(thread.rowBlock(b, 0)), slice)));
   } else {
     b.namedBarrier(b.i32(kConsumersBarrier), 128 * (k.config.tileM / 64));
     tile.base = b.add(b.i32(layout.offset(MatmulLayout::kOutput)),
@@ -228,13 +228,15 @@ TmaStoreTile mlir::liger::emitTmaStoreBegin(GpuBuilder &b,
 void mlir::liger::emitTmaStoreStage(GpuBuilder &b, const MatmulKernel &k,
                                     const WgmmaConsumerThread &thread,
                                     const TmaStoreTile &tile, Value pair,
-                                    int64_t j, int64_t half, int64_t result) {
+                                    int64_t j, int64_t half, int64_t result,
+                                    int64_t rowBlock) {
   Value rl = b.add(tile.rowInWarpgroup, 8 * half);
   Value phys = b.bitXor(b.i32(j % 8), tile.quad);
-  Value off = b.add(
-      b.add(tile.base, b.add(b.i32(k.layout.outputBoxOffset(result, j / 8)),
-                             b.mul(rl, 128))),
-      b.add(b.mul(phys, 16), b.toI32(b.mul(b.rem(thread.lane, 4), 4))));
+  int64_t box = k.layout.outputBoxOffset(result, j / 8) +
+                rowBlock * k.layout.outputWarpgroupBytes();
+  Value off =
+      b.add(b.add(tile.base, b.add(b.i32(box), b.mul(rl, 128))),
+            b.add(b.mul(phys, 16), b.toI32(b.mul(b.rem(thread.lane, 4), 4))));
   Value ptr = wgmmaSharedAt(b, k, off);
   if (k.layout.hasOldTile()) {
     // old + the f32 product, rounded once.
@@ -256,13 +258,18 @@ void mlir::liger::emitTmaStoreEnd(GpuBuilder &b, const MatmulKernel &k,
   b.fenceProxyAsyncShared();
   b.namedBarrier(b.toI32(b.add(thread.wg, 1)), 128);
   GpuBuilder fb = b.ifThen(b.equal(b.rem(k.tid, 128), 0));
-  Value rowOrigin = fb.toI32(fb.add(k.m0, fb.mul(thread.cw, 64)));
-  for (auto [result, map] : llvm::enumerate(k.outputMaps))
-    for (int64_t jb = 0; jb < k.config.tileN / 64; ++jb)
-      fb.tmaStore(
-          map,
-          wgmmaSharedAt(
-              fb, k, fb.add(tile.base, k.layout.outputBoxOffset(result, jb))),
-          ValueRange{fb.toI32(fb.add(k.n0, 64 * jb)), rowOrigin});
+  int64_t slice = k.layout.outputWarpgroupBytes();
+  for (int64_t rb = 0; rb < thread.blocks; ++rb) {
+    Value rowOrigin =
+        fb.toI32(fb.add(k.m0, fb.mul(thread.rowBlock(fb, rb), 64)));
+    for (auto [result, map] : llvm::enumerate(k.outputMaps))
+      for (int64_t jb = 0; jb < k.config.tileN / 64; ++jb)
+        fb.tmaStore(map,
+                    wgmmaSharedAt(
+                        fb, k,
+                        fb.add(tile.base, k.layout.outputBoxOffset(result, jb) +
+                                              rb * slice)),
+                    ValueRange{fb.toI32(fb.add(k.n0, 64 * jb)), rowOrigin});
+  }
   fb.tmaStoreCommitAndWaitRead();
 }

@@ -58,6 +58,7 @@ WgmmaConsumerThread mlir::liger::getWgmmaConsumerThread(GpuBuilder &b,
     thread.set = b.index(0);
     thread.cw = thread.wg;
   }
+  thread.blocks = k.config.rowBlocks();
   thread.lane = b.rem(k.tid, 32);
   thread.warp = b.rem(b.div(k.tid, 32), 4);
   return thread;
@@ -92,29 +93,31 @@ static void emitWgmmaStageRelease(GpuBuilder &b, const MatmulKernel &k,
 
 /// The K loop: per stage, wait (or the RMSNorm prologue's rescale of the
 /// next stage), issue the stage's wgmmas as one group, release the previous
-/// stage. Returns the loop (results: the accumulators per projection, then
-/// LoRA's, then the two rows' sums of squares).
+/// stage. Returns the loop (results: the accumulators per projection and
+/// row block (p · rowBlocks + rb), then LoRA's, then each row block's two
+/// rows' sums of squares).
 static scf::ForOp emitWgmmaMainLoop(GpuBuilder &cb, const MatmulKernel &k,
                                     const Consumer &c) {
   const MatmulPlan &plan = k.plan;
   const MatmulKernelConfig &config = k.config;
-  int64_t numB = plan.numBTiles();
-  SmallVector<Value> init(numB, LLVM::ZeroOp::create(cb, c.accType));
-  int64_t loraIdx = numB, sumIdx = numB + (plan.lora ? 1 : 0);
+  int64_t numB = plan.numBTiles(), blocks = config.rowBlocks();
+  SmallVector<Value> init(numB * blocks, LLVM::ZeroOp::create(cb, c.accType));
+  int64_t loraIdx = numB * blocks, sumIdx = loraIdx + (plan.lora ? 1 : 0);
   if (plan.lora)
     init.push_back(LLVM::ZeroOp::create(cb, c.loraType));
-  // RMSNorm prologue: each thread's partial sums of squares of its two rows.
+  // RMSNorm prologue: each thread's partial sums of squares of its two rows
+  // of each row block.
+  int64_t numSums = plan.norm ? 2 * blocks : 0;
   if (plan.norm)
-    init.append(2, cb.f32(0));
+    init.append(numSums, cb.f32(0));
   // With a prologue, stage kt + 1 is rescaled while stage kt's wgmmas run
   // (after the release of kt - 1, so that two stages suffice): stage 0
   // before the loop.
   if (plan.norm) {
-    SmallVector<Value, 2> sums = emitWgmmaNormStage(
+    SmallVector<Value> sums = emitWgmmaNormStage(
         cb, k, c.thread, cb.index(0), c.step(cb, cb.index(0)),
-        {init[sumIdx], init[sumIdx + 1]});
-    init[sumIdx] = sums[0];
-    init[sumIdx + 1] = sums[1];
+        SmallVector<Value>(ArrayRef<Value>(init).slice(sumIdx, numSums)));
+    llvm::copy(sums, init.begin() + sumIdx);
   }
   auto loop = scf::ForOp::create(cb, cb.index(0), k.kTiles, cb.index(1), init);
   GpuBuilder lb = cb.atStart(loop.getBody());
@@ -125,25 +128,34 @@ static scf::ForOp emitWgmmaMainLoop(GpuBuilder &cb, const MatmulKernel &k,
     lb.mbarrierWaitParity(wgmmaFullBarrier(lb, k, s),
                           wgmmaStageParity(lb, k, step), wgmmaWaitTicks(lb));
   SmallVector<Value> acc(loop.getRegionIterArgs());
-  Value aOff = wgmmaXTileOffset(lb, k, s, c.thread.cw);
+  SmallVector<Value> aOffs;
+  for (int64_t rb = 0; rb < blocks; ++rb)
+    aOffs.push_back(wgmmaXTileOffset(lb, k, s, c.thread.rowBlock(lb, rb)));
   NVVM::WgmmaFenceAlignedOp::create(lb);
   auto type =
       k.elementType().isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
   MLIRContext *ctx = lb.getContext();
   for (int64_t kk = 0; kk < config.tileK / 16; ++kk) {
-    Value a = sliceDescriptor(lb, k, c, aOff, kk, plan.aMNMajor());
+    // A's slice in each of the warpgroup's row blocks.
+    Value a = sliceDescriptor(lb, k, c, aOffs[0], kk, plan.aMNMajor());
+    SmallVector<Value> as = {a};
+    for (Value off : ArrayRef<Value>(aOffs).drop_front())
+      as.push_back(sliceDescriptor(lb, k, c, off, kk, plan.aMNMajor()));
     for (int64_t p = 0; p < numB; ++p) {
       Value w = sliceDescriptor(lb, k, c, wgmmaTileOffset(lb, k, s, 1 + p), kk,
                                 plan.bMNMajor());
       // Layouts: A row = K-major (col: transposed), B col = K-major.
-      acc[p] = NVVM::WgmmaMmaAsyncOp::create(
-          lb, c.accType, acc[p], a, w,
-          NVVM::MMAShapeAttr::get(ctx, 64, config.tileN, 16), type, type,
-          NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one,
-          NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
-          plan.aMNMajor() ? NVVM::MMALayout::col : NVVM::MMALayout::row,
-          plan.bMNMajor() ? NVVM::MMALayout::row : NVVM::MMALayout::col,
-          NVVM::MMAIntOverflowAttr());
+      for (int64_t rb = 0; rb < blocks; ++rb) {
+        Value &d = acc[p * blocks + rb];
+        d = NVVM::WgmmaMmaAsyncOp::create(
+            lb, c.accType, d, as[rb], w,
+            NVVM::MMAShapeAttr::get(ctx, 64, config.tileN, 16), type, type,
+            NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one,
+            NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
+            plan.aMNMajor() ? NVVM::MMALayout::col : NVVM::MMALayout::row,
+            plan.bMNMajor() ? NVVM::MMALayout::row : NVVM::MMALayout::col,
+            NVVM::MMAIntOverflowAttr());
+      }
     }
     if (plan.lora) {
       Value la = sliceDescriptor(lb, k, c, wgmmaTileOffset(lb, k, s, 1 + numB),
@@ -165,19 +177,17 @@ static scf::ForOp emitWgmmaMainLoop(GpuBuilder &cb, const MatmulKernel &k,
       arith::CmpIOp::create(lb, arith::CmpIPredicate::ugt, kt, lb.index(0)),
       lb.sub(step, 1));
   if (plan.norm) {
-    Type f32 = lb.getF32Type();
+    SmallVector<Value> sums(ArrayRef<Value>(acc).slice(sumIdx, numSums));
     Value more = lb.lessThan(lb.add(kt, 1), k.kTiles);
-    auto next = scf::IfOp::create(lb, TypeRange{f32, f32}, more,
+    auto next = scf::IfOp::create(lb, ValueRange(sums).getTypes(), more,
                                   /*withElseRegion=*/true);
     GpuBuilder tb = lb.with(next.getThenBodyBuilder());
-    SmallVector<Value, 2> sums =
-        emitWgmmaNormStage(tb, k, c.thread, tb.add(kt, 1), tb.add(step, 1),
-                           {acc[sumIdx], acc[sumIdx + 1]});
-    scf::YieldOp::create(tb, ValueRange(sums));
+    scf::YieldOp::create(
+        tb, ValueRange(emitWgmmaNormStage(tb, k, c.thread, tb.add(kt, 1),
+                                          tb.add(step, 1), sums)));
     GpuBuilder eb = lb.with(next.getElseBodyBuilder());
-    scf::YieldOp::create(eb, ValueRange{acc[sumIdx], acc[sumIdx + 1]});
-    acc[sumIdx] = next.getResult(0);
-    acc[sumIdx + 1] = next.getResult(1);
+    scf::YieldOp::create(eb, ValueRange(sums));
+    llvm::copy(next.getResults(), acc.begin() + sumIdx);
   }
   scf::YieldOp::create(lb, acc);
   return loop;
@@ -261,23 +271,32 @@ static Value emitWgmmaLoRA(GpuBuilder &cb, const MatmulKernel &k,
   return acc;
 }
 
-/// The epilogue of a consumer warpgroup: thread (warp w, lane l) holds, for
-/// each n8 block j, rows 16 w + l/4 (registers 4j, 4j+1) and + 8 (4j+2,
-/// 4j+3) at columns 8 j + 2 (l % 4) and the next: mma.sync's m16n8
-/// fragment.
+/// The epilogue of a consumer warpgroup: in each of its 64-row blocks rb,
+/// thread (warp w, lane l) holds, for each n8 block j, rows 16 w + l/4
+/// (registers 4j, 4j+1) and + 8 (4j+2, 4j+3) at columns 8 j + 2 (l % 4) and
+/// the next: mma.sync's m16n8 fragment. `mains` holds the accumulators per
+/// projection and row block (p · blocks + rb), `rowScale` two factors per
+/// row block (null: none).
 static LogicalResult emitWgmmaEpilogue(GpuBuilder &cb, const MatmulKernel &k,
                                        const Consumer &c, ArrayRef<Value> mains,
                                        ArrayRef<Value> rowScale) {
   const MatmulPlan &plan = k.plan;
   const WgmmaConsumerThread &thread = c.thread;
-  Value r0 = cb.add(cb.add(k.m0, cb.mul(thread.cw, 64)),
-                    cb.add(cb.mul(thread.warp, 16), cb.div(thread.lane, 4)));
+  int64_t blocks = thread.blocks;
+  SmallVector<Value> r0s;
+  for (int64_t rb = 0; rb < blocks; ++rb)
+    r0s.push_back(
+        cb.add(cb.add(k.m0, cb.mul(thread.rowBlock(cb, rb), 64)),
+               cb.add(cb.mul(thread.warp, 16), cb.div(thread.lane, 4))));
   if (plan.rope) {
     auto [qb, kb] = cb.ifThenElse(cb.lessThan(k.n0, plan.nq));
-    emitWgmmaRoPEEpilogue(qb, k, mains[0], rowScale, r0, k.outputs[0], k.n0,
-                          k.biases[0]);
-    emitWgmmaRoPEEpilogue(kb, k, mains[0], rowScale, r0, k.outputs[1],
-                          kb.sub(k.n0, plan.nq), k.biases[1]);
+    for (int64_t rb = 0; rb < blocks; ++rb) {
+      ArrayRef<Value> scale = rowScale.slice(2 * rb, 2);
+      emitWgmmaRoPEEpilogue(qb, k, mains[rb], scale, r0s[rb], k.outputs[0],
+                            k.n0, k.biases[0]);
+      emitWgmmaRoPEEpilogue(kb, k, mains[rb], scale, r0s[rb], k.outputs[1],
+                            kb.sub(k.n0, plan.nq), k.biases[1]);
+    }
     return success();
   }
   bool tmaStore = k.layout.storesWithTma();
@@ -285,22 +304,29 @@ static LogicalResult emitWgmmaEpilogue(GpuBuilder &cb, const MatmulKernel &k,
   if (tmaStore)
     tile = emitTmaStoreBegin(cb, k, thread);
   Type f32 = cb.getF32Type();
-  // Pair 2 j + half: n8 block j, rows r0 + 8 half.
+  // Pair (rb · tile_n / 8 + j) · 2 + half: row block rb, n8 block j, rows
+  // r0 + 8 half.
   SmallVector<MatmulPairSite> sites;
-  for (int64_t j = 0; j < k.config.tileN / 8; ++j) {
-    Value col = cb.add(cb.add(k.n0, j * 8), cb.mul(cb.rem(thread.lane, 4), 2));
-    sites.push_back({r0, col});
-    sites.push_back({cb.add(r0, 8), col});
-  }
+  int64_t perBlock = k.config.tileN / 4;
+  for (Value r0 : r0s)
+    for (int64_t j = 0; j < k.config.tileN / 8; ++j) {
+      Value col =
+          cb.add(cb.add(k.n0, j * 8), cb.mul(cb.rem(thread.lane, 4), 2));
+      sites.push_back({r0, col});
+      sites.push_back({cb.add(r0, 8), col});
+    }
   auto accPairsAt = [&](GpuBuilder &ob, size_t index) {
-    int64_t j = index / 2, half = index % 2, base = 4 * j + 2 * half;
+    int64_t rb = index / perBlock, j = index % perBlock / 2, half = index % 2;
+    int64_t base = 4 * j + 2 * half;
+    Value scale = rowScale[2 * rb + half];
     SmallVector<Value, 2> accPairs;
-    for (Value acc : mains) {
+    for (int64_t p = 0; p < plan.numBTiles(); ++p) {
+      Value acc = mains[p * blocks + rb];
       Value lo = LLVM::ExtractValueOp::create(ob, acc, base);
       Value hi = LLVM::ExtractValueOp::create(ob, acc, base + 1);
-      if (rowScale[half]) {
-        lo = arith::MulFOp::create(ob, lo, rowScale[half]);
-        hi = arith::MulFOp::create(ob, hi, rowScale[half]);
+      if (scale) {
+        lo = arith::MulFOp::create(ob, lo, scale);
+        hi = arith::MulFOp::create(ob, hi, scale);
       }
       accPairs.push_back(vector::FromElementsOp::create(
           ob, VectorType::get({2}, f32), ValueRange{lo, hi}));
@@ -308,7 +334,8 @@ static LogicalResult emitWgmmaEpilogue(GpuBuilder &cb, const MatmulKernel &k,
     return accPairs;
   };
   auto toShared = [&](GpuBuilder &ob, size_t index, size_t result, Value pair) {
-    emitTmaStoreStage(ob, k, thread, tile, pair, index / 2, index % 2, result);
+    emitTmaStoreStage(ob, k, thread, tile, pair, index % perBlock / 2,
+                      index % 2, result, index / perBlock);
   };
   if (failed(tmaStore ? storeMatmulPairs(cb, k, sites, accPairsAt, toShared)
                       : storeMatmulPairs(cb, k, sites, accPairsAt)))
@@ -349,20 +376,22 @@ static LogicalResult emitWgmmaConsumerTile(GpuBuilder &cb,
   }
 
   // The RMSNorm row scales: each row's sum of squares is spread over the 4
-  // lanes of a quad.
-  int64_t numB = plan.numBTiles();
+  // lanes of a quad (two rows a thread in each row block).
+  int64_t blocks = c.thread.blocks;
+  int64_t numB = plan.numBTiles() * blocks;
   int64_t loraIdx = numB, sumIdx = numB + (plan.lora ? 1 : 0);
   SmallVector<Value> rstd;
   if (plan.norm)
-    for (int64_t h = 0; h < 2; ++h)
+    for (int64_t i = 0; i < 2 * blocks; ++i)
       rstd.push_back(
-          rowRstd(cb, k, cb.warpAllReduceSum(loop.getResult(sumIdx + h), 4)));
+          rowRstd(cb, k, cb.warpAllReduceSum(loop.getResult(sumIdx + i), 4)));
   // Row factors for the epilogue (rstd with a norm), and the main
   // accumulators as the epilogue reads them.
-  SmallVector<Value> rowScale(2, Value());
+  SmallVector<Value> rowScale(2 * blocks, Value());
   if (plan.norm)
-    rowScale = {rstd[0], rstd[1]};
+    rowScale = rstd;
   SmallVector<Value> mains(loop.getResults().take_front(numB));
+  assert((!plan.lora || blocks == 1) && "pingpongLimit leaves LoRA out");
   if (plan.lora)
     mains[0] = emitWgmmaLoRA(cb, k, c, mains[0], loop.getResult(loraIdx), rstd,
                              rowScale);

@@ -642,15 +642,20 @@ MATMULS = {
     # The RMSNorm prologue on mma.sync.
     "proj_rms_512_1000": (512, 1000, "bf16", 128, 64, 3, "mma_sync"),
     "proj_rms_gemma_256_128_f16": (256, 128, "f16", 128, 128, 2, "mma_sync"),
-    # The pingpong schedule (persistent CTAs, two consumer warpgroups on
-    # 64-row tiles): a TMA-stored projection, K and N tails, f16, a gate/up
-    # pair, an RMSNorm prologue, a residual epilogue.
+    # The pingpong schedule (persistent CTAs, two consumer warpgroups, each
+    # on 64-row tiles or 128-row tiles as two row blocks): a TMA-stored
+    # projection, K and N tails, f16, a gate/up pair, an RMSNorm prologue, a
+    # residual epilogue.
     "pp_4096_1024": (4096, 1024, "bf16", 64, 256, 4, "wgmma_pp"),
     "pp_520_264_ktail": (520, 264, "bf16", 64, 256, 3, "wgmma_pp"),
     "pp_256_128_f16": (256, 128, "f16", 64, 128, 2, "wgmma_pp"),
     "pp_gate_up_512_1000_swiglu": (512, 1000, "bf16", 64, 128, 4, "wgmma_pp"),
     "pp_rms_520_1000": (520, 1000, "bf16", 64, 128, 3, "wgmma_pp"),
     "pp_512_256_res_silu": (512, 256, "bf16", 64, 256, 3, "wgmma_pp"),
+    "pp128_4096_1024": (4096, 1024, "bf16", 128, 128, 5, "wgmma_pp"),
+    "pp128_520_264_ktail": (520, 264, "bf16", 128, 128, 4, "wgmma_pp"),
+    "pp128_gate_up_512_1000_swiglu": (512, 1000, "bf16", 128, 64, 4, "wgmma_pp"),
+    "pp128_rms_520_1000": (520, 1000, "bf16", 128, 128, 4, "wgmma_pp"),
 }
 # LoRA projections: name -> (r, scale); A [r, K] and B [N, r] follow the
 # weight.
@@ -669,7 +674,8 @@ MATMUL_PROLOGUES = {"wg_rms_4096_1024": "rms_norm",
                     "wg_rms_520_1000": "rms_norm",
                     "wg_rms_gemma_512_256": "rms_norm_gemma",
                     "wg_rms_gate_up_512_1000_swiglu": "rms_norm",
-                    "pp_rms_520_1000": "rms_norm"}
+                    "pp_rms_520_1000": "rms_norm",
+                    "pp128_rms_520_1000": "rms_norm"}
 # Epilogues after the projection: name -> the ops (a residual input [rows, N]
 # is the kernel's third input).
 MATMUL_EPILOGUES = {"proj_512_256_res_silu": "add_silu",
@@ -677,6 +683,7 @@ MATMUL_EPILOGUES = {"proj_512_256_res_silu": "add_silu",
                     "wg_512_256_res_silu": "add_silu",
                     "pp_512_256_res_silu": "add_silu",
                     "pp_gate_up_512_1000_swiglu": "swiglu",
+                    "pp128_gate_up_512_1000_swiglu": "swiglu",
                     "wg_gate_up_512_1000_swiglu": "swiglu",
                     "wg_rms_gate_up_512_1000_swiglu": "swiglu",
                     "wg_512_256_res_gelu": "add_gelu",
@@ -717,6 +724,9 @@ MATMUL_GRADS = {
     "pp_dx_1000_520": ("dx", 1000, 520, "bf16", 64, 256, 3, "wgmma_pp"),
     "pp_dw_1000_520": ("dw", 1000, 520, "bf16", 64, 256, 3, "wgmma_pp"),
     "pp_dw_acc_512_256": ("dw_acc", 512, 256, "bf16", 64, 128, 4, "wgmma_pp"),
+    "pp128_dx_1000_520": ("dx", 1000, 520, "bf16", 128, 128, 4, "wgmma_pp"),
+    "pp128_dw_1000_520": ("dw", 1000, 520, "bf16", 128, 128, 4, "wgmma_pp"),
+    "pp128_dw_acc_512_256": ("dw_acc", 512, 256, "bf16", 128, 128, 4, "wgmma_pp"),
 }
 
 # q/k projections with RoPE in the epilogue: name -> (K, Hq, Hkv, D,
@@ -738,6 +748,8 @@ MATMUL_ROPE = {
                              "wgmma_pp"),
     "pp_qk_rope_520_d64_bias": (520, 4, 2, 64, "bf16", 64, 128, 3, False, True, True,
                                 "wgmma_pp"),
+    "pp128_qk_rope_llama_rms": (4096, 32, 8, 128, "bf16", 128, 128, 5, True, False, False,
+                                "wgmma_pp"),
 }
 MATMUL_ROPE_SHAPES = [(1, 1), (1, 7), (2, 77), (1, 4096), (8, 2048)]
 
@@ -756,6 +768,8 @@ MATMUL_GATED_GRADS = {
     "pp_swiglu_grad_llama_4096_14336": ("swiglu", 4096, 14336, "bf16", 64, 256, 4, "wgmma_pp",
                                         False),
     "pp_swiglu_grad_1000_520_dh": ("swiglu", 1000, 520, "bf16", 64, 256, 3, "wgmma_pp", True),
+    "pp128_swiglu_grad_1000_520_dh": ("swiglu", 1000, 520, "bf16", 128, 128, 4, "wgmma_pp",
+                                      True),
 }
 # The gate/up pair keeping gate and up for the backward: name -> (K, N,
 # dtype, tile_m, tile_n, stages, mma). Results: gate, up, swiglu(gate, up).
@@ -764,6 +778,7 @@ MATMUL_GATED_KEEPS = {
     "wg_gate_up_keeps_520_1000": (520, 1000, "bf16", 128, 128, 3, "wgmma"),
     "ms_gate_up_keeps_512_264": (512, 264, "bf16", 128, 64, 3, "mma_sync"),
     "pp_gate_up_keeps_520_1000": (520, 1000, "bf16", 64, 128, 3, "wgmma_pp"),
+    "pp128_gate_up_keeps_520_1000": (520, 1000, "bf16", 128, 64, 4, "wgmma_pp"),
 }
 
 

@@ -27,9 +27,11 @@ struct MatmulKernelConfig {
   MatmulSchedule schedule = MatmulSchedule::data_parallel;
 
   bool pingpong() const { return schedule == MatmulSchedule::pingpong; }
-  /// wgmma: the consumer warpgroups that compute one tile (one per 64 rows)
-  /// and the sets of them (two in pingpong, each on its own tiles).
-  int64_t tileWarpgroups() const { return tileM / 64; }
+  /// wgmma: the consumer warpgroups that compute one tile (one per 64 rows;
+  /// in pingpong one for the whole tile), the 64-row blocks each holds, and
+  /// the sets of them (two in pingpong, each on its own tiles).
+  int64_t tileWarpgroups() const { return pingpong() ? 1 : tileM / 64; }
+  int64_t rowBlocks() const { return tileM / 64 / tileWarpgroups(); }
   int64_t consumerSets() const { return pingpong() ? 2 : 1; }
   /// Threads per CTA: for wgmma a producer warpgroup issuing TMA and the
   /// consumer warpgroups; for mma.sync 8 warps (4 for a 64-row tile).
@@ -48,9 +50,9 @@ enum class MatmulScheduleChoice { Auto, DataParallel, PingPong };
 /// "pingpong"); none for another.
 std::optional<MatmulScheduleChoice> parseMatmulScheduleChoice(StringRef text);
 
-/// Why the pingpong schedule cannot take `plan` with tile_m `tileM`
-/// (empty: it can).
-std::string pingpongLimit(const MatmulPlan &plan, int64_t tileM);
+/// Why the pingpong schedule cannot take `plan` with a tile_m x tile_n
+/// tile (empty: it can).
+std::string pingpongLimit(const MatmulPlan &plan, int64_t tileM, int64_t tileN);
 
 /// The default configuration of `plan` on `target`: the widest tiles its
 /// projections allow, as many stages (2 to 5) as the shared memory holds

@@ -143,10 +143,17 @@ LogicalResult emitWgmmaKernel(GpuBuilder &b, MatmulKernel &k);
 
 /// A consumer thread's warpgroup among all consumers (`wg`, from 0: its
 /// named barrier is 1 + wg), its consumer set (`set`: pingpong's 0 or 1,
-/// else 0) and warpgroup in the set (`cw`: which 64 rows of the tile), its
-/// warp in the warpgroup and its lane.
+/// else 0) and warpgroup in the set (`cw`), its warp in the warpgroup and
+/// its lane. The warpgroup holds `blocks` 64-row blocks of the tile, cw ·
+/// blocks to cw · blocks + blocks - 1.
 struct WgmmaConsumerThread {
   Value wg, set, cw, warp, lane;
+  int64_t blocks = 1;
+
+  /// The tile's 64-row block that is the warpgroup's `rb`-th (index).
+  Value rowBlock(GpuBuilder &b, int64_t rb) const {
+    return blocks == 1 ? cw : b.add(b.mul(cw, blocks), rb);
+  }
 };
 WgmmaConsumerThread getWgmmaConsumerThread(GpuBuilder &b,
                                            const MatmulKernel &k);
@@ -160,10 +167,10 @@ Value wgmmaEmptyBarrier(GpuBuilder &b, const MatmulKernel &k, Value stage);
 /// `stage`.
 Value wgmmaTileOffset(GpuBuilder &b, const MatmulKernel &k, Value stage,
                       int64_t tile);
-/// The byte offset (i32) of consumer warpgroup `cw`'s 64 rows of the x
-/// tile of `stage`.
+/// The byte offset (i32) of 64-row block `rowBlock` (index) of the x tile
+/// of `stage`.
 Value wgmmaXTileOffset(GpuBuilder &b, const MatmulKernel &k, Value stage,
-                       Value cw);
+                       Value rowBlock);
 /// The phase parity (i32) of the use `step / stages` of a stage, where
 /// `step` counts the ring's fills (the K iteration, or in pingpong the
 /// CTA's K iterations over all its tiles so far).
@@ -185,13 +192,15 @@ struct TmaStoreTile {
   Value quad;           ///< i32: lane / 4, the row within an 8-row atom
   Value rowInWarpgroup; ///< i32: 16 warp + lane / 4
 };
-/// Where consumer warpgroup `cw` (index) stages its 64 output rows: in
-/// `old_tile` once the old dW tile has landed, else over the drained stages
-/// once every consumer is past its last wgmma.
+/// Where the consumer warpgroup stages its output rows (its first 64-row
+/// block; the next follow): in `old_tile` once the old dW tile has landed,
+/// over the drained stages once every consumer is past its last wgmma, or
+/// in pingpong in its set's tiles once their last store has been read.
 TmaStoreTile emitTmaStoreBegin(GpuBuilder &b, const MatmulKernel &k,
                                const WgmmaConsumerThread &thread);
-/// Stages result `result`'s `pair` of row 16 w + l / 4 + 8 `half` and
-/// columns 8 `j` + 2 (l % 4) (lane l of warp w) in its tile: 64-column
+/// Stages result `result`'s `pair` of row 16 w + l / 4 + 8 `half` of the
+/// warpgroup's row block `rowBlock` and columns 8 `j` + 2 (l % 4) (lane l
+/// of warp w) in its tile: 64-column
 /// boxes in the output's 128-byte swizzle, pair (rl, 8j + 2(l % 4)) in
 /// chunk (j % 8) ^ (rl % 8) of row rl of box j / 8, so that a quad's eight
 /// rows hit distinct banks. An accumulated dW adds the old value there and
@@ -199,7 +208,7 @@ TmaStoreTile emitTmaStoreBegin(GpuBuilder &b, const MatmulKernel &k,
 void emitTmaStoreStage(GpuBuilder &b, const MatmulKernel &k,
                        const WgmmaConsumerThread &thread,
                        const TmaStoreTile &tile, Value pair, int64_t j,
-                       int64_t half, int64_t result);
+                       int64_t half, int64_t result, int64_t rowBlock = 0);
 /// Fences the staged tiles for the async proxy, meets at the warpgroup's
 /// barrier, and lets its first thread store each result's boxes through
 /// that output's tensor map (which clips the row and column ends), waiting
@@ -261,13 +270,13 @@ Value sumOfSquares(GpuBuilder &b, Value xv, Value acc = Value());
 /// rsqrt(sum / K + eps) of a row's sum of squares.
 Value rowRstd(GpuBuilder &b, const MatmulKernel &k, Value sumOfSquares);
 /// wgmma: waits for the stage of k-iteration `kt` (the ring's fill
-/// `step`), rescales consumer warpgroup `cw`'s 64 rows of its x tile in
-/// place and adds each thread's two rows' x² to `sums`; fences and meets at
-/// the warpgroup's barrier.
-SmallVector<Value, 2> emitWgmmaNormStage(GpuBuilder &b, const MatmulKernel &k,
-                                         const WgmmaConsumerThread &thread,
-                                         Value kt, Value step,
-                                         SmallVector<Value, 2> sums);
+/// `step`), rescales the consumer warpgroup's row blocks of its x tile in
+/// place and adds each thread's two rows' x² of each block to `sums` (2 a
+/// block); fences and meets at the warpgroup's barrier.
+SmallVector<Value> emitWgmmaNormStage(GpuBuilder &b, const MatmulKernel &k,
+                                      const WgmmaConsumerThread &thread,
+                                      Value kt, Value step,
+                                      SmallVector<Value> sums);
 /// mma.sync: views the rows' shared sums of squares (`tiles.rowSums`) and
 /// zeroes them.
 void emitMmaSyncNormInit(GpuBuilder &b, const MatmulKernel &k,

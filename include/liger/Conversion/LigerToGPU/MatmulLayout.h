@@ -84,7 +84,8 @@ public:
   /// An MN-major tile's TMA box: tile_k rows of 128 bytes.
   int64_t mnBoxBytes() const { return bytesPerRow * tileK; }
   /// A 64 x 64 box of a 16-bit output (128-byte swizzled rows), and a
-  /// consumer warpgroup's 64 rows of the output tile (or of the old one).
+  /// 64-row block of the output tile (or of the old one): a data-parallel
+  /// consumer warpgroup's rows.
   static constexpr int64_t outputBoxBytes = 64 * 128;
   int64_t outputWarpgroupBytes() const { return bytesPerOutputWarpgroup; }
   /// Where 64-column box `box` of result `result`'s part of a consumer
