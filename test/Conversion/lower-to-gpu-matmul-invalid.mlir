@@ -339,3 +339,13 @@ func.func @result_is_x(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>) -> (tensor
   }
   return %y#0, %y#1 : tensor<?x64xbf16>, tensor<?x64xbf16>
 }
+
+// -----
+
+// A lone projection whose value nothing reads (liger-lower-to-gpu before
+// any canonicalization): its group would have no result to write.
+func.func @dead_projection(%x: tensor<?x7x64xbf16>, %w: tensor<64x64xbf16>) {
+  // expected-error @+1 {{'liger.fusion' op is a matmul group with no results: nothing reads its projections' values (canonicalize first to drop dead ops)}}
+  %y = liger.linear %x, %w : tensor<?x7x64xbf16>, tensor<64x64xbf16>
+  return
+}

@@ -331,6 +331,13 @@ bool mlir::liger::isLoneMatmulOp(Operation *op) {
 FailureOr<MatmulPlan> mlir::liger::analyzeMatmulGroup(FusionOp group) {
   MatmulPlan plan;
   plan.group = group;
+  // A group of dead ops (a lone projection whose value nothing reads, as
+  // liger-lower-to-gpu finds it before any canonicalization) has no result
+  // to write.
+  if (group.getNumResults() == 0)
+    return group.emitOpError("is a matmul group with no results: nothing "
+                             "reads its projections' values (canonicalize "
+                             "first to drop dead ops)");
   plan.outputElementType = getElementTypeOrSelf(group.getResult(0).getType());
   if (failed(readSizes(plan)))
     return failure();
