@@ -111,8 +111,7 @@ std::optional<std::string> checkOptions(const CompileOptions &options) {
            (options.fuse ? "--no-matmul-kernels" : "--no-fuse") +
            " leaves uncompiled";
   if (!parseMatmulScheduleChoice(options.matmulSchedule))
-    return "--matmul-schedule must be auto, data-parallel or pingpong, got '" +
-           options.matmulSchedule + "'";
+    return badMatmulScheduleChoice("--matmul-schedule", options.matmulSchedule);
   if (options.matmulSchedule != "auto" &&
       (!options.matmulKernels || !options.fuse))
     return std::string("--matmul-schedule chooses how matmul groups "

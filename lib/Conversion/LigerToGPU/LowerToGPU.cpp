@@ -68,9 +68,9 @@ struct LowerToGPUPass : mlir::liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
     std::optional<MatmulScheduleChoice> schedule =
         parseMatmulScheduleChoice(matmulSchedule);
     if (!schedule) {
-      module.emitError() << "liger-lower-to-gpu: matmul-schedule must be "
-                            "auto, data-parallel or pingpong, got '"
-                         << matmulSchedule << "'";
+      module.emitError() << "liger-lower-to-gpu: "
+                         << badMatmulScheduleChoice("matmul-schedule",
+                                                    matmulSchedule);
       return signalPassFailure();
     }
 

@@ -19,6 +19,13 @@ mlir::liger::parseMatmulScheduleChoice(StringRef text) {
       .Default(std::nullopt);
 }
 
+std::string mlir::liger::badMatmulScheduleChoice(StringRef option,
+                                                 StringRef text) {
+  return (option + " must be auto, data-parallel or pingpong, got '" + text +
+          "'")
+      .str();
+}
+
 std::string mlir::liger::pingpongLimit(const MatmulPlan &plan, int64_t tileM,
                                        int64_t tileN) {
   // Two sets of one consumer warpgroup each, with 232 registers a thread:

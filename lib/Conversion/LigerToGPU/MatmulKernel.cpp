@@ -51,6 +51,17 @@ mlir::liger::getEpiloguePrefetches(const MatmulPlan &plan,
   return prefetches;
 }
 
+/// The output's column tiles, and its row tiles where they are static (a
+/// gradient product's dW [M, N]; else the rows decide at launch).
+static int64_t columnTiles(const MatmulPlan &plan,
+                           const MatmulKernelConfig &config) {
+  return (plan.n + config.tileN - 1) / config.tileN;
+}
+static int64_t staticRowTiles(const MatmulPlan &plan,
+                              const MatmulKernelConfig &config) {
+  return (plan.m + config.tileM - 1) / config.tileM;
+}
+
 /// bf16/f16 operands; wgmma reads 128-byte slices of K and TMA 16-byte rows
 /// of a static K (zero-filling the tail); mma.sync whole tile_k slices of
 /// it.
@@ -282,11 +293,11 @@ getMatmulKernelSignature(const MatmulKernel &k, StringRef name) {
   info.vectorWidth = 8;
   info.dynamicSharedMemoryBytes = k.layout.size();
   info.kernelTemplate = rt::KernelTemplate::Matmul;
-  info.grid[0] = {rt::GridDim::Const, (n + config.tileN - 1) / config.tileN};
-  info.grid[1] = plan.body == MatmulBody::GradWeight
-                     ? rt::GridDim{rt::GridDim::Const,
-                                   (m + config.tileM - 1) / config.tileM}
-                     : rt::GridDim{rt::GridDim::Rows, config.tileM};
+  info.grid[0] = {rt::GridDim::Const, columnTiles(plan, config)};
+  info.grid[1] =
+      plan.body == MatmulBody::GradWeight
+          ? rt::GridDim{rt::GridDim::Const, staticRowTiles(plan, config)}
+          : rt::GridDim{rt::GridDim::Rows, config.tileM};
   if (config.pingpong()) // persistent: one CTA per SM
     info.grid[0] = {rt::GridDim::Sms, 1}, info.grid[1] = {};
   // Parameters: the group's inputs in order, then the output(s), then
@@ -403,7 +414,7 @@ getMatmulKernelSignature(const MatmulKernel &k, StringRef name) {
 /// the remapping's registers tip the gate/up kernel into spills there.
 static void setTileOrigin(GpuBuilder &b, MatmulKernel &k, Value pid, Value numM,
                           int64_t groupM) {
-  int64_t numN = (k.plan.n + k.config.tileN - 1) / k.config.tileN;
+  int64_t numN = columnTiles(k.plan, k.config);
   Value inGroup = b.rem(pid, groupM * numN);
   Value firstM = b.mul(b.div(pid, groupM * numN), groupM);
   Value groupRows = b.min(b.sub(numM, firstM), groupM);
@@ -515,12 +526,12 @@ static GpuBuilder beginMatmulKernel(MatmulKernel &k, gpu::GPUModuleOp module,
     k.kRows = b.index(plan.k);
     k.kTiles = b.index((plan.k + config.tileK - 1) / config.tileK);
   }
-  int64_t numN = (plan.n + config.tileN - 1) / config.tileN;
+  int64_t numN = columnTiles(plan, config);
   if (config.pingpong()) {
     // The CTA takes tiles blockIdx.x + i · gridDim.x; the loops set the
     // origin (forEachCtaTile).
     k.rowTiles = plan.body == MatmulBody::GradWeight
-                     ? b.index((plan.m + config.tileM - 1) / config.tileM)
+                     ? b.index(staticRowTiles(plan, config))
                      : b.div(b.add(k.rows, config.tileM - 1), config.tileM);
     Value ctas = b.gridDim(gpu::Dimension::x);
     Value rest = b.sub(b.add(b.mul(k.rowTiles, numN), ctas),

@@ -42,9 +42,8 @@ struct SelectKernelConfigPass
         parseMatmulScheduleChoice(matmulSchedule);
     if (!schedule) {
       getOperation()->emitError()
-          << "liger-select-kernel-config: matmul-schedule must be auto, "
-             "data-parallel or pingpong, got '"
-          << matmulSchedule << "'";
+          << "liger-select-kernel-config: "
+          << badMatmulScheduleChoice("matmul-schedule", matmulSchedule);
       return signalPassFailure();
     }
     WalkResult walk = getOperation()->walk([&](FusionOp group) {

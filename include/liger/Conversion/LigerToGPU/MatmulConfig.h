@@ -49,6 +49,9 @@ enum class MatmulScheduleChoice { Auto, DataParallel, PingPong };
 /// The choice a `--matmul-schedule` value names ("auto", "data-parallel",
 /// "pingpong"); none for another.
 std::optional<MatmulScheduleChoice> parseMatmulScheduleChoice(StringRef text);
+/// What an option of `option`'s name says of a value `text` that names no
+/// choice: "<option> must be auto, data-parallel or pingpong, got '<text>'".
+std::string badMatmulScheduleChoice(StringRef option, StringRef text);
 
 /// Why the pingpong schedule cannot take `plan` with a tile_m x tile_n
 /// tile (empty: it can).
