@@ -63,16 +63,22 @@ PY
 "$BUILD/bin/liger-compile" "$OUT/src/h1000_f32.mlir" -o "$OUT/sm86_h1000_f32" --target=sm_86 >/dev/null
 # The liger.ops configurations of test_ops_autograd.py, test_ops_norms_gpu.py,
 # test_preference_gpu.py, test_fused_linear_jsd_gpu.py, test_ops_lora_gpu.py,
-# test_ops_gated_mlp_gpu.py and of the patched tiny models of
+# test_ops_gated_mlp_gpu.py, test_ops_linear_rope_gpu.py (the q/k projection
+# kernels and their backward's RoPE kernels; at batch 1 a case of per-batch
+# tables runs the broadcast tables' kernels) and of the patched tiny models of
 # test_transformers_parity.py (their LoRA layers too: models.lora_specs()
 # builds the PEFT models on the meta device, with transformers and PEFT), by
 # key (LIGER_OPS_BUNDLES).
 PYTHONPATH="$ROOT/python:$ROOT/test/Integration/gpu${PYTHONPATH:+:$PYTHONPATH}" \
   LIGER_BUILD_DIR="$BUILD" "$PYTHON" - "$OUT/ops" <<'PY'
+import dataclasses
 import sys
 import kernels
 import models
 from liger import ops
+linear_rope = list(kernels.linear_rope_cases().values())
+linear_rope += [dataclasses.replace(s, broadcast_tables=True) for s in linear_rope
+                if not s.broadcast_tables]
 ops.precompile(sys.argv[1], [case[0] for case in kernels.ops_cases().values()] +
                [case[0] for case in kernels.ops_norm_cases().values()] +
                [case[0] for case in kernels.ops_ce_cases().values()] +
@@ -80,6 +86,7 @@ ops.precompile(sys.argv[1], [case[0] for case in kernels.ops_cases().values()] +
                [case[0] for case in kernels.ops_divergence_cases().values()] +
                kernels.preference_specs() + kernels.fused_linear_jsd_specs() +
                list(kernels.lora_cases().values()) + list(kernels.gated_mlp_cases().values()) +
+               linear_rope + [s.rope_spec() for s in linear_rope] +
                models.specs() + models.lora_specs())
 PY
 # torch.compile(backend="liger"): the kernels of a training step of each

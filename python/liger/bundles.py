@@ -213,6 +213,13 @@ def matmul_kernel(spec):
     return _pair(spec, "matmul")[0]
 
 
+def linear_rope_kernels(spec):
+    """The q/k projection kernel of a spec of liger.ops.linear_rope (its
+    @fwd, the matmul template's) and its backward's RoPE kernels (the pair
+    of spec.rope_spec()), loaded once per process."""
+    return matmul_kernel(spec), kernels(spec.rope_spec())
+
+
 def loss_plan_kernels(spec):
     """The kernels of one chunk of a planned loss (its stage -> kernel)."""
     stages = _KERNELS.get(spec)

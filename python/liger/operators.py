@@ -49,6 +49,9 @@ reference functions on CPU tensors.
     liger::gated_mlp_backward(dy, down_weight, gate, up, activation, approximate)
         -> (dgate, dup)                      (the weight gradients and dx: PyTorch's
                                               matmuls)
+    liger::linear_rope(x, q_weight, k_weight, cos, sin, q_bias?, k_bias?) -> (q, k)
+                                             (backward: liger::rope_backward, then
+                                              PyTorch's matmuls)
 
 Row ops take [..., H] inputs and flatten their leading dimensions into
 rows, on the GPU and on the CPU alike; every implementation makes its
@@ -144,6 +147,7 @@ def clear():
     _spec.cache_clear()
     _LORA_KERNELS.clear()
     _GATED_MLP_KERNELS.clear()
+    _LINEAR_ROPE_KERNELS.clear()
     bundles.clear()
 
 
@@ -1190,3 +1194,135 @@ def _gated_mlp_grad(ctx, dy, _dh, _dgate, _dup):
 
 _autograd(gated_mlp, _gated_mlp_grad, _gated_mlp_setup)
 _no_autograd(gated_mlp_backward)
+
+
+# --- q/k projections with RoPE -------------------------------------------------
+#
+# rope(split(x·Wqᵀ + bq), split(x·Wkᵀ + bk), cos, sin) of x [B, T, H], the
+# head split [B, T, Hq·D] -> [B, Hq, T, D] (Hugging Face's attention before
+# its attention function). Where the configuration has a kernel (liger.specs.
+# LinearRoPESpec's rules): one kernel of the matmul template, RoPE in its
+# epilogue, q and k stored head-major; the backward is RoPE's gradient kernel
+# (liger.rope_grad) on dq and dk, then dx, dWq, dWk (and the biases') as
+# GEMMs. Otherwise PyTorch's ops, as Hugging Face computes them. Saved for the
+# backward: x, the weights and the tables (the projections are not kept).
+
+_LINEAR_ROPE_KERNELS = {}
+
+
+def linear_rope_args(x, q_weight, k_weight, cos, bias):
+    """The arguments of specs.linear_rope_spec (but the target) of a call:
+    the sizes and the tables' batch as Python constants (under
+    torch.compile the batch is a symbol; a size is specialized), `bias`:
+    with biases."""
+    d = int(cos.shape[-1])
+    return (int(x.shape[-1]), int(q_weight.shape[0]) // d, int(k_weight.shape[0]) // d, d,
+            str(x.dtype), bool(bias), bool(cos.shape[0] == 1))
+
+
+def _linear_rope_operands_fit(x, q_weight, k_weight, cos, sin, q_bias, k_bias):
+    """Whether a kernel could take the operands: one dtype, biases on both
+    projections or neither."""
+    operands = (x, q_weight, k_weight, cos, sin) + tuple(
+        b for b in (q_bias, k_bias) if b is not None)
+    return len({t.dtype for t in operands}) == 1 and (q_bias is None) == (k_bias is None)
+
+
+def _linear_rope_kernel(x, q_weight, k_weight, cos, bias):
+    """The kernel of the configuration (operands that fit), or None."""
+    return _template_kernels(_LINEAR_ROPE_KERNELS, x, specs.linear_rope_spec,
+                             linear_rope_args(x, q_weight, k_weight, cos, bias),
+                             lambda spec: bundles.linear_rope_kernels(spec)[0])
+
+
+def _rotate_half(t):
+    half = t.shape[-1] // 2
+    return torch.cat((-t[..., half:], t[..., :half]), dim=-1)
+
+
+def rope_reference(q, k, cos, sin):
+    """Hugging Face's apply_rotary_pos_emb of q [B, Hq, T, D] and k [B, Hk,
+    T, D] with tables [1 or B, T, D]."""
+    cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+    return q * cos + _rotate_half(q) * sin, k * cos + _rotate_half(k) * sin
+
+
+def rope_grad_reference(dq, dk, cos, sin):
+    """The gradient of rope_reference for the incoming dq and dk (RoPE is
+    linear: its transpose, the rotation by -sin)."""
+    cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+    return dq * cos - _rotate_half(dq * sin), dk * cos - _rotate_half(dk * sin)
+
+
+def _head_split(y, x, d):
+    """y [B, T, H·D] as [B, H, T, D] (a view)."""
+    return y.view(x.shape[0], x.shape[1], y.shape[-1] // d, d).transpose(1, 2)
+
+
+def linear_rope_reference(x, q_weight, k_weight, cos, sin, q_bias=None, k_bias=None):
+    """The q/k projections, head splits and RoPE in PyTorch's ops."""
+    d = cos.shape[-1]
+    return rope_reference(_head_split(F.linear(x, q_weight, q_bias), x, d),
+                          _head_split(F.linear(x, k_weight, k_bias), x, d), cos, sin)
+
+
+@_custom_op("liger::linear_rope", mutates_args=())
+def linear_rope(x: Tensor, q_weight: Tensor, k_weight: Tensor, cos: Tensor, sin: Tensor,
+                q_bias: Optional[Tensor], k_bias: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
+    fit = _linear_rope_operands_fit(x, q_weight, k_weight, cos, sin, q_bias, k_bias)
+    kernel = _linear_rope_kernel(x, q_weight, k_weight, cos, q_bias is not None) if fit else None
+    if kernel is None or x.numel() == 0:  # (no rows: no launch)
+        q, k = linear_rope_reference(x, q_weight, k_weight, cos, sin, q_bias, k_bias)
+        return q.contiguous(), k.contiguous()
+    args = [x.contiguous(), q_weight.contiguous()]
+    args += [q_bias.contiguous()] if q_bias is not None else []
+    args += [k_weight.contiguous()]
+    args += [k_bias.contiguous()] if k_bias is not None else []
+    return kernel(*args, cos.contiguous(), sin.contiguous())
+
+
+@linear_rope.register_fake
+def _(x, q_weight, k_weight, cos, sin, q_bias, k_bias):
+    b, t, d = x.shape[0], x.shape[1], cos.shape[-1]
+    # (Without a kernel, the rotation promotes to the tables' dtype.)
+    dtype = torch.promote_types(torch.promote_types(x.dtype, cos.dtype), sin.dtype)
+    return (x.new_empty(b, q_weight.shape[0] // d, t, d, dtype=dtype),
+            x.new_empty(b, k_weight.shape[0] // d, t, d, dtype=dtype))
+
+
+def _linear_rope_setup(ctx, inputs, output):
+    x, q_weight, k_weight, cos, sin, q_bias, k_bias = inputs
+    ctx.save_for_backward(x, q_weight, k_weight, cos, sin)
+    ctx.biases = (q_bias is not None, k_bias is not None)
+    ctx.fit = _linear_rope_operands_fit(x, q_weight, k_weight, cos, sin, q_bias, k_bias)
+
+
+def _linear_rope_grad(ctx, dq, dk):
+    x, q_weight, k_weight, cos, sin = ctx.saved_tensors
+    need = ctx.needs_input_grad
+    if not (need[0] or need[1] or need[2] or need[5] or need[6]):
+        return (None,) * 7
+    b, t, d = x.shape[0], x.shape[1], cos.shape[-1]
+    if dq is None:
+        dq = x.new_zeros(b, q_weight.shape[0] // d, t, d)
+    if dk is None:
+        dk = x.new_zeros(b, k_weight.shape[0] // d, t, d)
+    # RoPE's gradient kernel where the forward had its kernel (the same
+    # device and dtypes), else PyTorch's ops as the forward's.
+    if x.numel() and ctx.fit and _linear_rope_kernel(x, q_weight, k_weight, cos, ctx.biases[0]):
+        gq, gk = call(rope_backward, dq, dk, cos, sin)
+    else:
+        gq, gk = rope_grad_reference(dq, dk, cos, sin)
+    # [B, H, T, D] -> [rows, H·D]: the projections' gradients.
+    gq = gq.transpose(1, 2).reshape(b * t, q_weight.shape[0])
+    gk = gk.transpose(1, 2).reshape(b * t, k_weight.shape[0])
+    flat_x = _flat(x)
+    dx = gq.matmul(q_weight).addmm_(gk, k_weight).view(x.shape) if need[0] else None
+    dwq = gq.t().matmul(flat_x) if need[1] else None
+    dwk = gk.t().matmul(flat_x) if need[2] else None
+    dbq = gq.sum(0) if ctx.biases[0] and need[5] else None
+    dbk = gk.sum(0) if ctx.biases[1] and need[6] else None
+    return dx, dwq, dwk, None, None, dbq, dbk
+
+
+_autograd(linear_rope, _linear_rope_grad, _linear_rope_setup)

@@ -20,6 +20,7 @@
     y = ops.lora_linear(x, w, b, lora_a, lora_b, scale=2.0)  # PEFT's LoRA layer, one kernel
     y = ops.gated_mlp(x, w_gate, w_up, w_down, "swiglu")  # gate/up+SwiGLU in one kernel,
                                               # backward: dh = dy·W_down + swiglu_grad in one
+    q, k = ops.linear_rope(x, w_q, w_k, cos, sin)  # q/k projections + RoPE in one kernel
 
 Each function validates every argument (types, ranges, finite floats,
 enums, shapes, dtypes, devices) before anything is compiled or launched,
@@ -47,7 +48,9 @@ scales it by the incoming gradient; the fused linear cross-entropy forms
 dx and dW in its forward. The LoRA projection's backward is PyTorch's
 matmuls (the scale on the rank-r products, x·Aᵀ recomputed). The gated
 MLP saves x, gate, up and act(gate) * up; its weight gradients and dx are
-PyTorch's matmuls.
+PyTorch's matmuls. The q/k projections with RoPE save x, the weights and
+the tables; their backward is RoPE's gradient kernel, then PyTorch's
+matmuls.
 """
 
 import importlib.util
@@ -60,8 +63,8 @@ from .loss_plan import plan_chunks, plan_jsd_chunks
 from .specs import (DEFAULT_TARGET, add_rms_norm_spec, check_bool,  # noqa: F401
                     check_int, cross_entropy_spec, fused_linear_cross_entropy_spec,
                     fused_linear_cross_entropy_unsupported_shape, gated_mlp_spec, geglu_spec,
-                    layer_norm_spec, lora_linear_spec, module_text, parse_spec, rms_norm_spec,
-                    rope_spec, softmax_spec, swiglu_spec)
+                    layer_norm_spec, linear_rope_spec, lora_linear_spec, module_text,
+                    parse_spec, rms_norm_spec, rope_spec, softmax_spec, swiglu_spec)
 
 if importlib.util.find_spec("torch") is not None:
     import torch
@@ -270,6 +273,16 @@ def rope_problem(q, k, cos, sin):
     if q.numel() == 0 or k.numel() == 0:
         return LigerValueError, "liger.ops.rope: q and k must not be empty, got %s and %s" % (
             list(q.shape), list(k.shape))
+    return tables_problem("rope", cos, sin)
+
+
+def tables_problem(op, cos, sin):
+    """RoPE's tables are constants: ones that require grad (where autograd
+    records) are refused, as (exception class, message), since the
+    backward gives them no gradient; else None."""
+    if torch.is_grad_enabled() and (cos.requires_grad or sin.requires_grad):
+        return LigerValueError, "liger.ops.%s: cos and sin must not require grad (RoPE's " \
+            "tables get no gradient here: detach them)" % op
     return None
 
 
@@ -435,7 +448,8 @@ def _rope_checked(q, k, cos, sin):
 def rope(q, k, cos, sin):
     """Rotary embedding of q [B, Hq, T, D] and k [B, Hk, T, D] with tables
     cos, sin [1 or B, T, D] of their dtype (liger.rope, rotate-half
-    convention)."""
+    convention). The tables are constants: ones that require grad are
+    refused (the backward gives them none)."""
     _once(lambda: ("rope", type(q), type(k), type(cos), type(sin), q.device, k.device,
                    cos.device, sin.device, q.dtype, k.dtype, cos.dtype, sin.dtype, q.shape[1],
                    k.shape[1], q.shape[3], cos.shape[0] == 1),
@@ -830,6 +844,84 @@ def lora_linear(x, weight, bias, lora_a, lora_b, scale=1.0):
         _lora_checked, x, weight, bias, lora_a, lora_b, scale)
     _rows("lora_linear", "x", x)
     return operators.lora_linear(x, weight, bias, lora_a, lora_b, *config)
+
+
+# --- q/k projections with RoPE ------------------------------------------------
+
+def linear_rope_problem(x, q_weight, k_weight, cos, sin, q_bias, k_bias):
+    """Why liger.ops.linear_rope cannot take x [B, T, H], q_weight [Hq·D,
+    H], k_weight [Hk·D, H], tables [1 or B, T, D] and biases [Hq·D], [Hk·D]
+    (both or neither), all of x's dtype, as (exception class, message), or
+    None: the rules of the call's tensors (the batch and sequence vary per
+    call; the spec adds its own)."""
+    op = "liger.ops.linear_rope"
+    if x.dim() != 3 or x.numel() == 0:
+        return LigerValueError, "%s: x must be [B, T, H] with at least one token, got shape " \
+            "%s" % (op, list(x.shape))
+    b, t, h = x.shape
+    if cos.dim() != 3 or cos.shape[0] not in (1, b) or cos.shape[1] != t or cos.shape[2] < 2 \
+            or cos.shape[2] % 2:
+        return LigerValueError, "%s: cos must be [1 or %d, %d, D] (B and T of x, D the even " \
+            "head size), got %s" % (op, b, t, list(cos.shape))
+    if sin.shape != cos.shape:
+        return LigerValueError, "%s: sin must have the shape of cos %s, got %s" % (
+            op, list(cos.shape), list(sin.shape))
+    d = cos.shape[2]
+    for name, w, bias_name, bias in (("q_weight", q_weight, "q_bias", q_bias),
+                                     ("k_weight", k_weight, "k_bias", k_bias)):
+        if w.dim() != 2 or w.shape[1] != h or w.shape[0] % d or w.shape[0] == 0:
+            return LigerValueError, "%s: %s must be [heads * %d, %d] (whole heads of the " \
+                "tables' D, x's H), got %s" % (op, name, d, h, list(w.shape))
+        if bias is not None and list(bias.shape) != [w.shape[0]]:
+            return LigerValueError, "%s: %s must be [%d] (%s's rows), got %s" % (
+                op, bias_name, w.shape[0], name, list(bias.shape))
+    if (q_bias is None) != (k_bias is None):
+        return LigerValueError, "%s: q_bias and k_bias must be given together (the kernel " \
+            "adds both or neither)" % op
+    for name, other in (("q_weight", q_weight), ("k_weight", k_weight), ("cos", cos),
+                        ("sin", sin), ("q_bias", q_bias), ("k_bias", k_bias)):
+        if other is not None and other.dtype != x.dtype:
+            return _dtype_problem("linear_rope", name, other, "x", x)
+    return tables_problem("linear_rope", cos, sin)
+
+
+def _linear_rope_checked(x, q_weight, k_weight, cos, sin, q_bias, k_bias):
+    device = _tensors("linear_rope", dict(
+        x=x, q_weight=q_weight, k_weight=k_weight, cos=cos, sin=sin, q_bias=q_bias,
+        k_bias=k_bias), ("q_bias", "k_bias"))
+    _raise(linear_rope_problem(x, q_weight, k_weight, cos, sin, q_bias, k_bias))
+    _spec(linear_rope_spec, operators.linear_rope_args(x, q_weight, k_weight, cos,
+                                                       q_bias is not None), device)
+    return ()
+
+
+def linear_rope(x, q_weight, k_weight, cos, sin, q_bias=None, k_bias=None):
+    """The attention's q and k of x [B, T, H] with RoPE, as Hugging Face's
+    attention forms them before its attention function:
+    apply_rotary_pos_emb(split(x · Wqᵀ + bq), split(x · Wkᵀ + bk), cos, sin)
+    with q_weight [Hq · D, H], k_weight [Hk · D, H], biases [Hq · D] and [Hk ·
+    D] (both or neither) and tables cos, sin [1 or B, T, D]; returns q [B,
+    Hq, T, D] and k [B, Hk, T, D] (rotate-half convention), all of one
+    dtype. The forward is one kernel of the matmul template (the q/k
+    projections with RoPE in the epilogue, stored head-major: liger-fuse-
+    qkv-rope's group); the backward is RoPE's gradient kernel on dq and dk,
+    then dx, dWq, dWk and the biases' gradients as GEMMs. It takes bf16 or
+    f16, H a multiple of 8 (sm_90a) or 32 (sm_80, sm_86), D a multiple of
+    16 up to 256 (sm_90a) or of 32 up to 128; anything else is refused,
+    naming the rule. Saves x, the weights and the tables."""
+    _once(lambda: (
+        "linear_rope", type(x), type(q_weight), type(k_weight), type(cos), type(sin),
+        type(q_bias), type(k_bias), x.device, q_weight.device, k_weight.device, cos.device,
+        sin.device, q_bias is not None and q_bias.device, k_bias is not None and k_bias.device,
+        x.dtype, q_weight.dtype, k_weight.dtype, cos.dtype, sin.dtype,
+        q_bias is not None and q_bias.dtype, k_bias is not None and k_bias.dtype, x.dim(),
+        x.shape[-1], q_weight.shape, k_weight.shape, cos.dim(), cos.shape[0] == 1,
+        cos.shape[-1], q_bias is not None and q_bias.shape,
+        k_bias is not None and k_bias.shape),
+        _linear_rope_checked, x, q_weight, k_weight, cos, sin, q_bias, k_bias)
+    _raise(linear_rope_problem(x, q_weight, k_weight, cos, sin, q_bias, k_bias))
+    return operators.call(operators.linear_rope, x, q_weight, k_weight, cos, sin, q_bias,
+                          k_bias)
 
 
 # --- gated MLP ---------------------------------------------------------------

@@ -593,6 +593,12 @@ class FusedLinearCrossEntropySpec(CrossEntropySpec):
 MATMUL_K_MULTIPLE = {"sm_90a": 8, "sm_80": 32, "sm_86": 32}
 
 
+def _matmul_rules(target):
+    """The target whose template rules a spec for `target` follows (the
+    reference lowering, "cpu", follows sm_90a's)."""
+    return target if target in MATMUL_K_MULTIPLE else DEFAULT_TARGET
+
+
 def _matmul_fields(spec, op, k_name, n_name):
     """The fields every matmul template's spec checks: bf16 or f16, K (the
     reduction, field `k_name`) a multiple of the target's MATMUL_K_MULTIPLE,
@@ -604,7 +610,7 @@ def _matmul_fields(spec, op, k_name, n_name):
             "and mma.sync), got f32" % op)
     k = _size(k_name, getattr(spec, k_name))
     n = _size(n_name, getattr(spec, n_name))
-    rules = checked["target"] if checked["target"] in MATMUL_K_MULTIPLE else DEFAULT_TARGET
+    rules = _matmul_rules(checked["target"])
     multiple = MATMUL_K_MULTIPLE[rules]
     if k % multiple:
         raise LigerValueError(
@@ -746,6 +752,91 @@ func.func @bwd(%dy: {X}, %wd: {D}, %g: {I}, %u: {I}) -> ({I}, {I}) {{
 """
 
 
+
+# --- q/k projections with RoPE (liger.ops.linear_rope) ----------------------
+
+# The head sizes the RoPE epilogue takes, per target: (a multiple of, at
+# most). A column tile holds whole heads (wgmma: at most 256 columns;
+# mma.sync: 128, split over 4 warps of n8 tiles), each half of a head whole
+# n8 blocks (liger-lower-to-gpu's checkBody holds the same rule).
+ROPE_HEAD_DIMS = {"sm_90a": (16, 256), "sm_80": (32, 128), "sm_86": (32, 128)}
+
+@dataclasses.dataclass(frozen=True)
+class LinearRoPESpec(Spec):
+    """The attention's q and k projections of x [?, ?, hidden] (batch,
+    sequence) with RoPE: `rope(split(x · Wqᵀ + bq), split(x · Wkᵀ + bk),
+    cos, sin)` with Wq [q_heads · head_dim, hidden], Wk [k_heads · head_dim,
+    hidden], biases where `bias`, the head split [B, T, H · D] -> [B, H, T,
+    D] and tables [1 (`broadcast_tables`) or B, T, head_dim], all of
+    `dtype`: one kernel of the matmul template (liger-fuse-qkv-rope's group,
+    RoPE in the epilogue; @fwd). The backward's RoPE gradient is
+    RoPESpec's kernel; its GEMMs are the caller's."""
+
+    op: ClassVar[str] = "linear_rope"
+    hidden: int
+    q_heads: int
+    k_heads: int
+    head_dim: int
+    dtype: str
+    bias: bool = False
+    broadcast_tables: bool = True
+    target: str = DEFAULT_TARGET
+
+    def _checked(self):
+        checked = _matmul_fields(self, self.op, "hidden", "head_dim")
+        head_dim, rules = checked["head_dim"], _matmul_rules(checked["target"])
+        multiple, widest = ROPE_HEAD_DIMS[rules]
+        if head_dim % multiple or head_dim > widest:
+            raise LigerValueError(
+                "head_dim must be a multiple of %d of at most %d on %s (a column tile of the "
+                "RoPE epilogue holds whole heads), got %d" % (multiple, widest, rules, head_dim))
+        return dict(checked, q_heads=_size("q_heads", self.q_heads),
+                    k_heads=_size("k_heads", self.k_heads), bias=check_bool("bias", self.bias),
+                    broadcast_tables=check_bool("broadcast_tables", self.broadcast_tables))
+
+    def compile_options(self):
+        """The matmul template (liger-compile's default)."""
+        return dict(super().compile_options(), matmul_kernels=True)
+
+    def rope_spec(self):
+        """The spec of the backward's RoPE gradient kernel (RoPESpec's @bwd)."""
+        return RoPESpec(self.q_heads, self.k_heads, self.head_dim, self.dtype,
+                        self.broadcast_tables, self.target)
+
+    def module_text(self):
+        """@fwd (x, Wq[, bq], Wk[, bk], cos, sin) -> (q, k), one kernel
+        (fwd_matmul_0) taking its operands in that order (the group's)."""
+        dt, h, d, hq, hk = self.dtype, self.hidden, self.head_dim, self.q_heads, self.k_heads
+        X = "tensor<?x?x%dx%s>" % (h, dt)
+        WQ, WK = "tensor<%dx%dx%s>" % (hq * d, h, dt), "tensor<%dx%dx%s>" % (hk * d, h, dt)
+        BQ, BK = "tensor<%dx%s>" % (hq * d, dt), "tensor<%dx%s>" % (hk * d, dt)
+        PQ, PK = "tensor<?x?x%dx%s>" % (hq * d, dt), "tensor<?x?x%dx%s>" % (hk * d, dt)
+        SQ, SK = "tensor<?x?x%dx%dx%s>" % (hq, d, dt), "tensor<?x?x%dx%dx%s>" % (hk, d, dt)
+        Q, K = "tensor<?x%dx?x%dx%s>" % (hq, d, dt), "tensor<?x%dx?x%dx%s>" % (hk, d, dt)
+        C = "tensor<%sx?x%dx%s>" % ("1" if self.broadcast_tables else "?", d, dt)
+        if self.bias:
+            q_param, k_param = ", %%bq: %s" % BQ, ", %%bk: %s" % BK
+            q_use, k_use, q_type, k_type = ", %bq", ", %bk", ", " + BQ, ", " + BK
+        else:
+            q_param, k_param, q_use, k_use, q_type, k_type = ("",) * 6
+        return f"""func.func @fwd(%x: {X}, %wq: {WQ}{q_param}, %wk: {WK}{k_param}, %cos: {C}, %sin: {C}) -> ({Q}, {K}) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %b = tensor.dim %x, %c0 : {X}
+  %t = tensor.dim %x, %c1 : {X}
+  %q = liger.linear %x, %wq{q_use} : {X}, {WQ}{q_type}
+  %k = liger.linear %x, %wk{k_use} : {X}, {WK}{k_type}
+  %q4 = tensor.expand_shape %q [[0], [1], [2, 3]] output_shape [%b, %t, {hq}, {d}] : {PQ} into {SQ}
+  %k4 = tensor.expand_shape %k [[0], [1], [2, 3]] output_shape [%b, %t, {hk}, {d}] : {PK} into {SK}
+  %qi = tensor.empty(%b, %t) : {Q}
+  %ki = tensor.empty(%b, %t) : {K}
+  %qh = linalg.transpose ins(%q4 : {SQ}) outs(%qi : {Q}) permutation = [0, 2, 1, 3]
+  %kh = linalg.transpose ins(%k4 : {SK}) outs(%ki : {K}) permutation = [0, 2, 1, 3]
+  %qr, %kr = liger.rope %qh, %kh, %cos, %sin : {Q}, {K}, {C}
+  return %qr, %kr : {Q}, {K}
+}}
+"""
+
 # --- divergences (liger.ops.kl_div, liger.ops.jsd) -------------------------
 #
 # Their kernels are row kernels: per token (or per element for a KL
@@ -844,7 +935,7 @@ func.func @loss(%x: {X}, %y: {X}{lparam}) -> {G} {{
 SPECS = {cls.op: cls for cls in (RMSNormSpec, AddRMSNormSpec, LayerNormSpec, SwiGLUSpec,
                                  GeGLUSpec, SoftmaxSpec, RoPESpec, CrossEntropySpec,
                                  FusedLinearCrossEntropySpec, LoRALinearSpec, GatedMLPSpec,
-                                 KLDivSpec, JSDSpec)}
+                                 LinearRoPESpec, KLDivSpec, JSDSpec)}
 
 
 def parse_spec(text, target=DEFAULT_TARGET):
@@ -982,3 +1073,12 @@ def gated_mlp_spec(hidden, intermediate, dtype, activation="swiglu", approximate
     "none")."""
     return GatedMLPSpec(hidden, intermediate, dtype_name(dtype), activation, approximate,
                         target)
+
+
+def linear_rope_spec(hidden, q_heads, k_heads, head_dim, dtype, bias=False,
+                     broadcast_tables=True, target=DEFAULT_TARGET):
+    """The q/k projections of `hidden` features into `q_heads` and `k_heads`
+    heads of `head_dim` with RoPE, with biases or not, tables [1, T, D]
+    (`broadcast_tables`) or [B, T, D]."""
+    return LinearRoPESpec(hidden, q_heads, k_heads, head_dim, dtype_name(dtype), bias,
+                          broadcast_tables, target)

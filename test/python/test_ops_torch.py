@@ -145,6 +145,26 @@ def _cases():
         **_divergence_cases(),
         **_lora_cases(),
         **_gated_mlp_cases(),
+        **_linear_rope_cases(),
+    }
+
+
+def _linear_rope_cases():
+    """liger::linear_rope: bf16 with biases, x [2, 3, 64] through q/k
+    projections of 2 and 1 heads of 16 with per-batch tables (the kernel's
+    module), and f32 with frozen weights, no biases and broadcast tables (no
+    kernel: PyTorch's ops, "_frozen")."""
+    bf = dict(dtype=torch.bfloat16, grad=True)
+    L = torch.ops.liger
+    angle = torch.rand(2, 3, 16) * 6.3
+    flat = torch.rand(1, 5, 8) * 6.3
+    return {
+        "linear_rope": (L.linear_rope, (
+            _randn(2, 3, 64, **bf), _randn(32, 64, **bf), _randn(16, 64, **bf),
+            angle.cos().bfloat16(), angle.sin().bfloat16(), _randn(32, **bf), _randn(16, **bf))),
+        "linear_rope_frozen": (L.linear_rope, (
+            _randn(1, 5, 24, grad=True), _randn(24, 24), _randn(8, 24), flat.cos(), flat.sin(),
+            None, None)),
     }
 
 

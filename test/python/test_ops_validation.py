@@ -188,6 +188,9 @@ CASES = [
      "[1, 2, 3, 8]"),
     (lambda: ops.rope(Q[..., :7], K[..., :7], C[..., :7], C[..., :7]), LigerValueError,
      "head_dim must be even (RoPE rotates the two halves of a head), got 7"),
+    (lambda: ops.rope(Q, K, C.clone().requires_grad_(), C), LigerValueError,
+     "liger.ops.rope: cos and sin must not require grad (RoPE's tables get no gradient here: "
+     "detach them)"),
     (lambda: ops.fused_linear_cross_entropy(H, LW, T, reduction="batchmean"), LigerValueError,
      "reduction must be one of 'mean', 'sum', 'none', got 'batchmean'"),
     (lambda: ops.fused_linear_cross_entropy(H, LW, T, class_weight=torch.ones(24),

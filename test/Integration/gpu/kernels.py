@@ -593,6 +593,33 @@ def gated_mlp_cases():
 GATED_MLP_ROWS = (1, 7, 77, 4096)
 
 
+def linear_rope_cases():
+    """liger.ops.linear_rope: name -> its spec. Llama-3-8B's q/k
+    projections (4096 -> 32 q and 8 kv heads of 128, tables [1, T, D]), a
+    non-Llama width with biases and per-batch tables [B, T, D]
+    (Qwen2.5-1.5B's 1536 -> 12 and 2 heads of 128), an odd one in f16 (520:
+    a partial last K slice; 5 and 1 heads of 64, per-batch tables), head
+    size 256 (Gemma-like: 2048 -> 8 and 1 heads) and a small head size 16
+    in f16 with biases (72 -> 3 and 3 heads). Each runs at every (B, T) of
+    LINEAR_ROPE_SHAPES."""
+    from liger import ops
+    return {
+        "llama3_bf16_4096_q32_k8_d128": ops.linear_rope_spec(4096, 32, 8, 128, "bf16"),
+        "qwen2_bf16_1536_q12_k2_d128_bias_batched": ops.linear_rope_spec(
+            1536, 12, 2, 128, "bf16", bias=True, broadcast_tables=False),
+        "odd_f16_520_q5_k1_d64_batched": ops.linear_rope_spec(
+            520, 5, 1, 64, "f16", broadcast_tables=False),
+        "gemma_bf16_2048_q8_k1_d256": ops.linear_rope_spec(2048, 8, 1, 256, "bf16"),
+        "small_f16_72_q3_k3_d16_bias": ops.linear_rope_spec(72, 3, 3, 16, "f16", bias=True),
+    }
+
+
+# The (batch, sequence) shapes each q/k projection case runs: one token, odd
+# lengths (a partial row tile), several batches, many tokens (the Llama-3-8B
+# case at 4 x 4096 too, in test_ops_linear_rope_gpu.py).
+LINEAR_ROPE_SHAPES = ((1, 1), (1, 7), (3, 77), (2, 2048))
+
+
 # The mma.sync matmul template (liger-compile compiles matmul groups by default):
 # name -> (K, N, dtype, tile_m, tile_n, stages). N = 1000 leaves a partial
 # 64-column tile; the 64-row tile runs 4 warps.

@@ -210,6 +210,20 @@ def _gated_mlp_cases(L):
     }
 
 
+def _linear_rope_cases(L):
+    """liger::linear_rope at the odd configuration of
+    test_ops_linear_rope_gpu.py (520 -> 5 and 1 heads of 64, f16, per-batch
+    tables), 2 x 7 tokens, with and without biases' gradients (x and the
+    weights trainable)."""
+    spec = kernels.linear_rope_cases()["odd_f16_520_q5_k1_d64_batched"]
+    dtype = DTYPES[spec.dtype]
+    h, d = spec.hidden, spec.head_dim
+    return {"linear_rope": (L.linear_rope, (
+        _randn((2, 7, h), dtype, True), _randn((spec.q_heads * d, h), dtype, True),
+        _randn((spec.k_heads * d, h), dtype, True), _randn((2, 7, d), dtype),
+        _randn((2, 7, d), dtype), None, None))}
+
+
 def _names(cases):
     return sorted(cases(torch.ops.liger))
 
@@ -240,6 +254,12 @@ def test_opcheck_of_gated_mlp_on_cuda(name):
     torch.library.opcheck(op, args)
 
 
+@pytest.mark.parametrize("name", _names(_linear_rope_cases))
+def test_opcheck_of_linear_rope_on_cuda(name):
+    op, args = _linear_rope_cases(torch.ops.liger)[name]
+    torch.library.opcheck(op, args)
+
+
 @pytest.mark.parametrize("name", _names(_flce_cases))
 def test_opcheck_of_the_fused_loss_on_cuda(name):
     op, args = _flce_cases(torch.ops.liger)[name]
@@ -260,5 +280,5 @@ def test_every_operator_has_a_case():
                list(_norm_cases(L).values()) + list(_ce_cases(L).values()) +
                list(_flce_cases(L).values()) + list(_divergence_cases(L).values()) +
                list(_fljsd_cases(L).values()) + list(_lora_cases(L).values()) +
-               list(_gated_mlp_cases(L).values())}
+               list(_gated_mlp_cases(L).values()) + list(_linear_rope_cases(L).values())}
     assert checked == defined
