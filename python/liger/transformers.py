@@ -59,6 +59,9 @@ projections, q/k projections with RoPE in their epilogue).
                  on a model only (PEFT's classes are not the family's)
     fused_mlp    each dense gated MLP (gate/up/down_proj, or a fused
                  gate_up_proj)                                ops.gated_mlp
+    fuse_qkv_rope the attention's q/k projections and RoPE   ops.linear_rope
+                 (one kernel; Hugging Face's attention forward
+                 otherwise as it is)
 
 A LoRA layer runs liger.ops.lora_linear where one adapter is active, not
 merged, with no dropout (p = 0), no DoRA or other variant, no bias on
@@ -72,13 +75,28 @@ projections are bias-free torch.nn.Linear of one dtype that the kernels
 take (liger.ops.gated_mlp's rules) and its activation the family's; any
 other runs its projections around the gated op (as `swiglu`/`geglu` patch
 it), with one warning per reason; MoE experts keep the gated op, warned.
-liger.ops has no autograd op for `fuse_norm_linear` and `fuse_qkv_rope`
-yet: set, they warn and leave those layers as they are.
+With fuse_qkv_rope, the family's attention forward is Hugging Face's own
+(of the installed transformers: its cache, masks and attention function)
+with the lines that form q and k — the q and k projections' head splits,
+then apply_rotary_pos_emb, nothing between that reads them — replaced by
+one liger.ops.linear_rope call where RoPE was; an attention that forms q
+and k otherwise (q/k norms: Qwen3, OLMo 2, Gemma 3; RoPE on some layers:
+SmolLM3; a fused qkv_proj: Phi-3), a family whose RoPE liger.ops.rope
+cannot take, or a subclass with a forward of its own stays as it is,
+warned. A call runs ops.linear_rope where q_proj and k_proj are
+torch.nn.Linear (a PEFT LoRA layer is not), the tables span the head, and
+the call is one liger.ops.linear_rope takes (its rules: one dtype, biases
+on both or neither, the kernel's sizes); any other forms q and k as
+Hugging Face does, with one warning per reason. liger.ops has no autograd
+op for `fuse_norm_linear` yet: set, it warns and leaves those layers as
+they are.
 """
 
 import importlib
 import inspect
+import linecache
 import sys
+import textwrap
 import types
 import typing
 import warnings
@@ -112,6 +130,7 @@ class _Family(typing.NamedTuple):
     logits_scaling: bool = False  # the model divides its logits by config.logits_scaling
     router_aux_loss: bool = False  # and adds its router's load-balancing loss
     output: str = "CausalLMOutputWithPast"  # the causal LM's output class
+    attention: str = None      # the attention class, where not <causal LM's prefix>Attention
 
 
 _MOE_OUTPUT = "MoeCausalLMOutputWithPast"
@@ -175,7 +194,8 @@ _FAMILIES = {
         stays=(("rms_norm", "Llama4TextL2Norm", "Llama 4's q/k norm has no weight (liger.ops."
                 "rms_norm takes one)"),),
         layer_norms=("nn.LayerNorm",),
-        gated_sizes=("intermediate_size", "intermediate_size_mlp"), output=_MOE_OUTPUT),
+        gated_sizes=("intermediate_size", "intermediate_size_mlp"), output=_MOE_OUTPUT,
+        attention="Llama4TextAttention"),
 }
 # The activations each gated op computes: Hugging Face's ACT2FN names and the
 # op's attributes for each.
@@ -273,7 +293,7 @@ def _decided(what, op, args, devices, instead):
 # The liger.bundles function that loads an op's kernels, where not a row
 # op's pair (`kernels`).
 _LOADERS = {"fused_linear_cross_entropy": "loss_plan_kernels", "lora_linear": "matmul_kernel",
-            "gated_mlp": "matmul_kernels"}
+            "gated_mlp": "matmul_kernels", "linear_rope": "linear_rope_kernels"}
 
 
 def _decide(what, op, args, devices, instead):
@@ -590,6 +610,148 @@ def _rope_function(family):
     return apply_rotary_pos_emb
 
 
+# fuse_qkv_rope=True: the attention's q/k projections and RoPE as one
+# liger.ops.linear_rope. The family's attention forward is Hugging Face's own
+# with three of its lines replaced, those that form q and k:
+_QK_LINES = ("query_states = self.q_proj(hidden_states).view(hidden_shape).transpose(1, 2)",
+             "key_states = self.k_proj(hidden_states).view(hidden_shape).transpose(1, 2)",
+             "query_states, key_states = apply_rotary_pos_emb(query_states, key_states, cos, sin)")
+# and what may stand between them (nothing else reads or writes q, k,
+# hidden_states, hidden_shape or the tables there). The call stands where
+# RoPE was, with the tables it would have taken and the modeling module's
+# apply_rotary_pos_emb (liger.ops.rope under rope=True) for a call the kernel
+# cannot take.
+_QK_BETWEEN = ("value_states = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)",
+               "cos, sin = position_embeddings")
+_QK_CALL = ("query_states, key_states = self._liger_linear_rope(hidden_states, cos, sin, "
+            "hidden_shape, apply_rotary_pos_emb)")
+_QK_FILE = "<liger fuse_qkv_rope: %s>"
+
+
+def _qk_rope_forward(cls):
+    """(cls.forward with its q/k projections and RoPE as one call of
+    self._liger_linear_rope, None), or (None, why it cannot be): the lines
+    of _QK_LINES in the forward's body, in order, with only the lines of
+    _QK_BETWEEN (or blank ones) between them; no decorator, no closure.
+    Everything else stays Hugging Face's, of the installed version: the
+    cache, the attention function, the masks. Its source is registered
+    with linecache (tracebacks show it)."""
+    original = _original(cls, "forward")
+    name = "%s.forward" % cls.__name__
+    try:
+        source = textwrap.dedent(inspect.getsource(original))
+    except (OSError, TypeError) as e:
+        return None, "%s's source cannot be read (%s)" % (name, e)
+    lines = source.splitlines()
+    if not lines or not lines[0].startswith("def "):
+        return None, "%s is decorated (its source does not start with its def)" % name
+    if original.__code__.co_freevars:
+        return None, "%s is a closure (it reads %s from an enclosing scope)" % (
+            name, ", ".join(original.__code__.co_freevars))
+    stripped = [line.strip() for line in lines]
+    indents = {len(line) - len(line.lstrip()) for line, text in zip(lines, stripped)
+               if text in _QK_LINES}
+    at = [stripped.index(text) if stripped.count(text) == 1 else -1 for text in _QK_LINES]
+    if -1 in at or at != sorted(at) or len(indents) != 1 or any(
+            text and text not in _QK_BETWEEN + _QK_LINES for text in stripped[at[0]:at[2]]):
+        return None, ("%s does not form q and k as Llama's attention does (its q/k "
+                      "projections' head split, then apply_rotary_pos_emb, with nothing "
+                      "between them that reads q or k: a q/k norm, a RoPE applied only on "
+                      "some layers)" % name)
+    lines[at[2]] = " " * indents.pop() + _QK_CALL
+    del lines[at[1]], lines[at[0]]
+    filename = _QK_FILE % name
+    text = "\n".join(lines) + "\n"
+    code = compile(text, filename, "exec")
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    (fn_code,) = [c for c in code.co_consts if isinstance(c, types.CodeType)]
+    fn = types.FunctionType(fn_code, original.__globals__, "forward", original.__defaults__)
+    for attr in ("__kwdefaults__", "__doc__", "__qualname__", "__annotations__"):
+        setattr(fn, attr, getattr(original, attr))
+    fn.__dict__.update(original.__dict__)
+    return fn, None
+
+
+def _qk_rope_attention(fam):
+    """(the family's attention class, its rewritten forward, None), or
+    (the class or None, None, why fuse_qkv_rope leaves it): one rule for
+    the patch and for kernel_specs."""
+    name = fam.attention or fam.causal_lm.replace("ForCausalLM", "Attention")
+    if fam.rope:
+        return None, None, "%s stays as it is: %s" % (name, fam.rope)
+    cls = getattr(importlib.import_module("transformers.models.%s.modeling_%s" % (
+        fam.module, fam.module)), name, None)
+    if cls is None:
+        return None, None, "transformers' %s has no %s: nothing to fuse" % (fam.module, name)
+    forward, why = _qk_rope_forward(cls)
+    return cls, forward, None if forward else "%s stays as it is: %s" % (name, why)
+
+
+def _qk_rope_parts(fam):
+    """fuse_qkv_rope=True's part of _apply's list: the family's attention
+    class with its rewritten forward, or none, warned."""
+    cls, forward, why = _qk_rope_attention(fam)
+    if forward is None:
+        _warn_once("fuse_qkv_rope=True: %s" % why)
+        return []
+    return [(True, cls, (("_liger_linear_rope", _linear_rope), ("forward", forward)))]
+
+
+def _takes_rewrite(module, cls, patches):
+    """Whether `module`, an instance of `cls`, takes `patches`: a forward
+    rewritten from cls's own (fuse_qkv_rope's) only where the module's
+    class runs cls's forward (a subclass with its own stays as it is,
+    warned)."""
+    if not any(attr == "_liger_linear_rope" for attr, _ in patches) or \
+            type(module).forward is cls.forward:
+        return True
+    _warn_once("fuse_qkv_rope=True: %s stays as it is: it is a %s with a forward of its own"
+               % (type(module).__name__, cls.__name__))
+    return False
+
+
+def _linear_rope(self, hidden_states, cos, sin, hidden_shape, apply_rotary_pos_emb):
+    """(q, k) of the attention as liger.ops.linear_rope where it can take
+    them: q_proj and k_proj torch.nn.Linear with plain weights (a PEFT LoRA
+    layer is not), the tables spanning the head, the call's tensors those
+    liger.ops.linear_rope takes (ops.linear_rope_problem) in a configuration
+    with kernels; else as Hugging Face forms them (`apply_rotary_pos_emb`:
+    the modeling module's, liger.ops.rope under rope=True), warned once per
+    reason."""
+    what = type(self).__name__
+    instead = "its q/k projections and RoPE apart (fuse_qkv_rope=True)"
+    x, qp, kp = hidden_states, self.q_proj, self.k_proj
+    problem = None
+    for name, proj in (("q_proj", qp), ("k_proj", kp)):
+        if type(proj) is not torch.nn.Linear:
+            problem = "%s is %s.%s, not a torch.nn.Linear" % (
+                name, type(proj).__module__, type(proj).__qualname__)
+        elif type(proj.weight) not in (torch.Tensor, torch.nn.Parameter):
+            problem = "%s's weight is a %s" % (name, type(proj.weight).__name__)
+        if problem:
+            break
+    if problem is None and cos.shape[-1] != self.head_dim:
+        problem = "the tables span %d of the head's %d features (a partial rotary " \
+            "dimension)" % (cos.shape[-1], self.head_dim)
+    if problem is None:
+        found = ops.linear_rope_problem(x, qp.weight, kp.weight, cos, sin, qp.bias, kp.bias)
+        problem = found and found[1]
+    if problem:
+        _warn_once("%s runs %s: %s" % (what, instead, problem))
+    else:
+        tensors = (("hidden_states", x), ("q_proj.weight", qp.weight),
+                   ("k_proj.weight", kp.weight), ("cos", cos), ("sin", sin))
+        tensors += (("q_proj.bias", qp.bias), ("k_proj.bias", kp.bias)) \
+            if qp.bias is not None else ()
+        if not _fallback(what, "linear_rope", ops.operators.linear_rope_args(
+                x, qp.weight, kp.weight, cos, qp.bias is not None),
+                tuple((n, str(t.device)) for n, t in tensors), instead):
+            return ops.linear_rope(x, qp.weight, kp.weight, cos, sin, qp.bias, kp.bias)
+    query = qp(x).view(hidden_shape).transpose(1, 2)
+    key = kp(x).view(hidden_shape).transpose(1, 2)
+    return apply_rotary_pos_emb(query, key, cos, sin)
+
+
 def _shifted_labels(labels, kwargs):
     """The next-token targets as Hugging Face's causal LM loss forms them
     (labels shifted left, -100 last), or the caller's `shift_labels`."""
@@ -747,10 +909,9 @@ def _apply(family, flags):
     if flags["cross_entropy"] and flags["fused_linear_cross_entropy"]:
         raise ValueError("cross_entropy and fused_linear_cross_entropy cannot both be True "
                          "(the fused loss replaces the plain one)")
-    for flag in ("fuse_norm_linear", "fuse_qkv_rope"):
-        if flags[flag]:
-            _warn_once("%s=True: liger.ops has no autograd op for this fusion yet; those "
-                       "layers stay as they are" % flag)
+    if flags["fuse_norm_linear"]:
+        _warn_once("fuse_norm_linear=True: liger.ops has no autograd op for this fusion yet; "
+                   "those layers stay as they are")
     mod, classes = _classes(family)
     if not _ACTIVATION_TYPES:
         from transformers.activations import ACT2FN
@@ -767,6 +928,8 @@ def _apply(family, flags):
                _ONE_KERNEL_MLP_PATCHES[kind] if one_kernel and kind in _ONE_KERNEL_MLP_PATCHES
                else _MLP_PATCHES[kind]) for name, kind in fam.mlps]
     parts.append((loss, lm_cls, (("forward", _causal_lm_forward),)))
+    if flags["fuse_qkv_rope"]:
+        parts += _qk_rope_parts(fam)
     # LayerNorm (nn.LayerNorm: PyTorch's own class) on a model's modules
     # alone, as Liger-Kernel patches them: a class patch would change every
     # LayerNorm of the process.
@@ -778,7 +941,7 @@ def _apply(family, flags):
     targets = []
     if model is not None:
         targets = [(m, cls, patches) for m in model.modules() for cls, patches in parts
-                   if isinstance(m, cls)]
+                   if isinstance(m, cls) and _takes_rewrite(m, cls, patches)]
         lora_layers = _lora_layers(model) if flags["lora"] else []
         if flags["lora"] and not lora_layers:
             _warn_once("lora=True: %s has no PEFT LoRA Linear on %s: nothing to patch" % (
@@ -923,13 +1086,16 @@ def _rotary_fraction(config):
                       or 1.0)
 
 
-def kernel_specs(config, dtype=None, fused_mlp=False, target=None):
+def kernel_specs(config, dtype=None, fused_mlp=False, target=None, fuse_qkv_rope=False):
     """The liger.ops specs a patched model of `config` calls (training, with
     the fused linear cross-entropy, mean and summed losses; `fused_mlp`:
     patched with fused_mlp=True, its MLPs' kernels where `target`, sm_90a
-    by default, takes them): what `precompile` compiles for a machine
-    without the compiler. Reads the config's attributes alone (an object
-    with them will do)."""
+    by default, takes them; `fuse_qkv_rope`: patched with fuse_qkv_rope=True,
+    its q/k projections' kernels where the installed transformers' attention
+    takes the rewrite, with and without biases where the config does not
+    say, the backward's RoPE kernels among the rope specs): what
+    `precompile` compiles for a machine without the compiler. Reads the
+    config's attributes alone (an object with them will do)."""
     family = _model_type(config)
     fam = _FAMILIES[family]
     dt = dtype or getattr(config, "dtype", None) or getattr(config, "torch_dtype", None) \
@@ -963,6 +1129,15 @@ def kernel_specs(config, dtype=None, fused_mlp=False, target=None):
                 pass
     if not fam.rope and _rotary_fraction(config) == 1.0 and fam.rope_tables in (None, dt):
         specs += [ops.rope_spec(heads, kv, head_dim, dt, batch) for batch in (True, False)]
+        bias = getattr(config, "attention_bias", None)
+        fused = fuse_qkv_rope and _qk_rope_attention(fam)[1] is not None
+        for with_bias in ((False, True) if bias is None else (bool(bias),)):
+            for batch in ((True, False) if fused else ()):
+                try:  # (a configuration linear_rope refuses runs apart: listed above)
+                    specs.append(ops.linear_rope_spec(h, heads, kv, head_dim, dt, with_bias,
+                                                      batch, target=target or ops.TARGET))
+                except LigerError:
+                    pass
     softcap = getattr(config, "final_logit_softcapping", None)
     # The losses, mean and summed: the fused linear cross-entropy (bf16 and
     # f16) and cross-entropy on the logits (cross_entropy=True).
@@ -999,13 +1174,14 @@ def lora_kernel_specs(model, target=None):
     return list(dict.fromkeys(out))
 
 
-def precompile(out_dir, config, dtype=None, target=None, fused_mlp=False):
+def precompile(out_dir, config, dtype=None, target=None, fused_mlp=False, fuse_qkv_rope=False):
     """Compiles the kernels a patched model of `config` calls into `out_dir`
     for `target` (the GPU's: sm_90a by default; liger.specs.CAPABILITIES;
     needs liger-compile); point LIGER_OPS_BUNDLES at it where the model
-    trains. `fused_mlp`: those of a model patched with fused_mlp=True too.
-    Returns the bundle paths."""
-    return ops.precompile(out_dir, kernel_specs(config, dtype, fused_mlp, target), target)
+    trains. `fused_mlp`, `fuse_qkv_rope`: those of a model patched with
+    fused_mlp=True or fuse_qkv_rope=True too. Returns the bundle paths."""
+    return ops.precompile(out_dir, kernel_specs(config, dtype, fused_mlp, target, fuse_qkv_rope),
+                          target)
 
 
 def main(argv=None):
@@ -1022,6 +1198,8 @@ def main(argv=None):
     pre.add_argument("--dtype", default=None, help="bf16, f16 or f32 (default: the config's)")
     pre.add_argument("--fused-mlp", action="store_true",
                      help="also the kernels of a model patched with fused_mlp=True")
+    pre.add_argument("--fuse-qkv-rope", action="store_true",
+                     help="also the kernels of a model patched with fuse_qkv_rope=True")
     ops.add_precompile_targets(pre)
     args = ap.parse_args(argv)
     try:
@@ -1033,7 +1211,8 @@ def main(argv=None):
         for path in args.configs:
             config = AutoConfig.from_pretrained(path)
             for target in args.targets:
-                for bundle in precompile(args.dir, config, args.dtype, target, args.fused_mlp):
+                for bundle in precompile(args.dir, config, args.dtype, target, args.fused_mlp,
+                                         args.fuse_qkv_rope):
                     print("%s (%s) -> %s" % (path, target, bundle))
     except (LigerError, OSError, ValueError) as e:
         print("liger.transformers: %s" % e, file=sys.stderr)

@@ -3,6 +3,7 @@ fallbacks and their warnings, the kernels chosen by a model's config, and
 the patched models' numerics through the reference lowering
 (LIGER_OPS_CPU_REFERENCE=1) against the same models unpatched: tiny
 configurations with random weights, nothing downloaded."""
+import linecache
 import os
 import types
 import warnings
@@ -301,13 +302,12 @@ def test_unsupported_activation_falls_back():
     assert torch.equal(y, ref)
 
 
-def test_unbuilt_fusion_flags_warn():
-    for flag in ("fuse_norm_linear", "fuse_qkv_rope"):
-        with pytest.warns(lt.LigerFallbackWarning) as caught:
-            lt.apply_liger_kernel_to_qwen2(**{flag: True})
-        assert [str(w.message) for w in caught] == [
-            "liger: %s=True: liger.ops has no autograd op for this fusion yet; those layers "
-            "stay as they are" % flag]
+def test_unbuilt_fusion_flag_warns():
+    with pytest.warns(lt.LigerFallbackWarning) as caught:
+        lt.apply_liger_kernel_to_qwen2(fuse_norm_linear=True)
+    assert [str(w.message) for w in caught] == [
+        "liger: fuse_norm_linear=True: liger.ops has no autograd op for this fusion yet; those "
+        "layers stay as they are"]
 
 
 def test_kernel_specs_follow_the_config():
@@ -368,9 +368,10 @@ def test_precompile_command_compiles_for_each_target_it_is_given(tmp_path, monke
     out, model = str(tmp_path / "bundles"), str(tmp_path / "model")
     calls = []
 
-    def precompile(out_dir, config, dtype, target, fused_mlp=False):
-        calls.append((out_dir, config.model_type, dtype, target) + (("fused_mlp",) if fused_mlp
-                                                                     else ()))
+    def precompile(out_dir, config, dtype, target, fused_mlp=False, fuse_qkv_rope=False):
+        calls.append((out_dir, config.model_type, dtype, target) + (
+            ("fused_mlp",) if fused_mlp else ()) + (("fuse_qkv_rope",) if fuse_qkv_rope
+                                                    else ()))
         return ["%s/%s" % (out_dir, target)]
 
     monkeypatch.setattr(lt, "precompile", precompile)
@@ -385,6 +386,9 @@ def test_precompile_command_compiles_for_each_target_it_is_given(tmp_path, monke
     calls.clear()
     assert lt.main(["precompile", out, model, "--fused-mlp"]) == 0
     assert calls == [(out, "llama", None, "sm_90a", "fused_mlp")]
+    calls.clear()
+    assert lt.main(["precompile", out, model, "--fuse-qkv-rope", "--fused-mlp"]) == 0
+    assert calls == [(out, "llama", None, "sm_90a", "fused_mlp", "fuse_qkv_rope")]
     calls.clear()
     with pytest.raises(SystemExit) as exit:
         lt.main(["precompile", out, model, "--target", "sm_80", "--target", "sm_75"])
@@ -443,7 +447,8 @@ def _loss_flags(dtype):
 def _record_loaded(monkeypatch):
     """The specs whose kernels the patched forwards load, in a list."""
     loaded = []
-    for name in ("kernels", "loss_plan_kernels", "matmul_kernel", "matmul_kernels"):
+    for name in ("kernels", "loss_plan_kernels", "matmul_kernel", "matmul_kernels",
+                 "linear_rope_kernels"):
         monkeypatch.setattr(bundles, name, lambda spec, load=getattr(bundles, name): (
             loaded.append(spec), load(spec))[1])
     return loaded
@@ -463,7 +468,7 @@ def _train_step(model):
 
 
 def _assert_trains_as(model, reference, family, dtype, loaded, fused_mlp=False,
-                      forward_warnings=None):
+                      forward_warnings=None, fuse_qkv_rope=False):
     """One training step of the patched `model` against `reference` (the
     unpatched model's _train_step): the fallback warnings are
     FORWARD_WARNINGS', the loss (and an MoE router's loss) and every
@@ -488,7 +493,7 @@ def _assert_trains_as(model, reference, family, dtype, loaded, fused_mlp=False,
         r = ref_grads[name].float()
         err = ((g.float() - r).abs().max() / r.abs().max().clamp_min(1e-30)).item()
         assert err < grad_tol, (name, err)
-    listed = lt.kernel_specs(model.config, dtype, fused_mlp)
+    listed = lt.kernel_specs(model.config, dtype, fused_mlp, fuse_qkv_rope=fuse_qkv_rope)
     assert loaded and not [s for s in loaded if s.with_target(ops.TARGET) not in listed], (
         loaded, listed)
 
@@ -606,6 +611,318 @@ def test_fused_mlp_leaves_peft_lora_projections_to_the_gated_op(monkeypatch):
         FUSED_MLP_PREFIX + " (fused_mlp=True): liger.ops.gated_mlp takes bias-free "
         "torch.nn.Linear projections, gate_proj is peft.tuners.lora.layer.Linear"]
     assert calls == [(3, 64)]
+
+
+# fuse_qkv_rope=True: head_dim 16 (the kernel's multiple); Llama, Qwen2's q/k
+# biases, Gemma's multi-query attention and its own RMSNorm, Granite's
+# attention multiplier (the attention function's scaling: Hugging Face's).
+QK_ROPE_FAMILIES = ("llama", "qwen2", "gemma", "granite")
+
+
+def _qk_rope_patched(module):
+    """Whether `module`'s forward is fuse_qkv_rope's rewrite of its class's."""
+    forward = vars(module).get("forward")
+    forward = getattr(forward, "__func__", forward) or type(module).forward
+    return forward.__code__.co_filename.startswith("<liger fuse_qkv_rope: ")
+
+
+@needs_runner
+@pytest.mark.parametrize("family", QK_ROPE_FAMILIES)
+def test_fuse_qkv_rope_trains_as_the_original(family, monkeypatch):
+    """fuse_qkv_rope=True: each attention forms q and k with one
+    liger.ops.linear_rope (the q/k projections with RoPE in the kernel's
+    epilogue; the backward's RoPE gradient kernel) and the model trains one
+    step as the original, in bf16, warning of nothing."""
+    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+    loaded = _record_loaded(monkeypatch)
+    ref, model = (tiny_model(family, 17, BF16, head_dim=16) for _ in range(2))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        lt.apply_liger_kernel(model, fuse_qkv_rope=True)
+    assert _fallback_warnings(caught) == []
+    attention = [m for m in model.modules() if type(m).__name__.endswith("Attention")]
+    assert len(attention) == 2 and all(_qk_rope_patched(m) for m in attention)
+    _assert_trains_as(model, _train_step(ref), family, "bf16", loaded, fuse_qkv_rope=True)
+    qk = {s.with_target(ops.TARGET) for s in loaded if s.op == "linear_rope"}
+    heads, kv = (4, 1) if family == "gemma" else (4, 2)
+    assert qk == {ops.linear_rope_spec(32, heads, kv, 16, "bf16", family == "qwen2")}
+    # The backward ran RoPE's gradient kernel (liger.ops.rope's pair).
+    assert ops.rope_spec(heads, kv, 16, "bf16") in {s.with_target(ops.TARGET) for s in loaded}
+
+
+@needs_runner
+def test_fuse_qkv_rope_class_patch_and_revert(monkeypatch):
+    """A class patch replaces the attention class's forward with the rewrite
+    of Hugging Face's own (a model built afterwards trains as the original);
+    revert restores it."""
+    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+    loaded = _record_loaded(monkeypatch)
+    from transformers.models.llama import modeling_llama
+    original = modeling_llama.LlamaAttention.forward
+    reference = _train_step(tiny_model("llama", 18, BF16, head_dim=16))
+    assert lt.apply_liger_kernel_to_llama(fuse_qkv_rope=True) is None
+    model = tiny_model("llama", 18, BF16, head_dim=16)
+    assert _qk_rope_patched(model.model.layers[0].self_attn)
+    _assert_trains_as(model, reference, "llama", "bf16", loaded, fuse_qkv_rope=True)
+    assert [s for s in loaded if s.op == "linear_rope"]
+    lt.revert()
+    assert modeling_llama.LlamaAttention.forward is original
+    assert not hasattr(modeling_llama.LlamaAttention, "_liger_linear_rope")
+
+
+QK_ROPE_PREFIX = ("liger: LlamaAttention runs its q/k projections and RoPE apart "
+                  "(fuse_qkv_rope=True): ")
+
+
+@needs_runner
+@pytest.mark.parametrize("case,dtype,overrides,message", [
+    ("head_dim", BF16, {}, QK_ROPE_PREFIX + "head_dim must be a multiple of 16 of at most 256 "
+     "on sm_90a (a column tile of the RoPE epilogue holds whole heads), got 8"),
+    ("f32", F32, dict(head_dim=16), QK_ROPE_PREFIX + "liger.ops.linear_rope takes bf16 or f16 "
+     "(its kernels are the matmul template's: wgmma and mma.sync), got f32"),
+], ids=["head_dim8", "f32"])
+def test_an_attention_fuse_qkv_rope_cannot_take_runs_apart_warned_once(
+        case, dtype, overrides, message, monkeypatch):
+    """A call liger.ops.linear_rope refuses (a head size the kernel does not
+    take, f32, tables not spanning the head) forms q and k as Hugging Face
+    does (the module's apply_rotary_pos_emb: liger.ops.rope under
+    rope=True), with one warning naming the reason, and trains as the
+    original."""
+    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+    loaded = _record_loaded(monkeypatch)
+    ref, model = (tiny_model("llama", 19, dtype, **overrides) for _ in range(2))
+    flags = _loss_flags("f32" if dtype == F32 else "bf16")
+    lt.apply_liger_kernel(model, fuse_qkv_rope=True, rope=False, **flags)
+    _assert_trains_as(model, _train_step(ref), "llama", "f32" if dtype == F32 else "bf16",
+                      loaded, fuse_qkv_rope=True, forward_warnings=[message])
+    assert not [s for s in loaded if s.op == "linear_rope"]
+
+
+@needs_runner
+def test_fuse_qkv_rope_takes_neither_a_lone_bias_nor_a_peft_layer(monkeypatch):
+    """q_proj with a bias where k_proj has none, or a PEFT LoRA layer on
+    q_proj: q and k are formed as Hugging Face forms them, each reason
+    warned once, the logits the original's."""
+    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+    ids = tokens(3)
+    ref, model = (tiny_model("qwen2", 20, BF16, head_dim=16) for _ in range(2))
+    for m in (ref, model):
+        for layer in m.model.layers:
+            layer.self_attn.k_proj.bias = None
+    lt.apply_liger_kernel(model, fuse_qkv_rope=True, rope=False, rms_norm=False,
+                          swiglu=False, fused_linear_cross_entropy=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = [model(input_ids=ids).logits for _ in range(2)]
+    assert _fallback_warnings(caught) == [
+        "liger: Qwen2Attention runs its q/k projections and RoPE apart (fuse_qkv_rope=True): "
+        "liger.ops.linear_rope: q_bias and k_bias must be given together (the kernel adds both "
+        "or neither)"]
+    want = ref(input_ids=ids).logits
+    assert all(torch.equal(g, want) for g in got)
+    peft = pytest.importorskip("peft")
+    lt._WARNED.clear()
+    ref = tiny_model("llama", 21, BF16, head_dim=16)
+    model = peft.get_peft_model(tiny_model("llama", 21, BF16, head_dim=16), peft.LoraConfig(
+        r=16, lora_alpha=16, target_modules=["q_proj"]), autocast_adapter_dtype=False)
+    lt.apply_liger_kernel(model.get_base_model(), fuse_qkv_rope=True, rope=False,
+                          rms_norm=False, swiglu=False, fused_linear_cross_entropy=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = model(input_ids=ids).logits
+    assert _fallback_warnings(caught) == [
+        "liger: LlamaAttention runs its q/k projections and RoPE apart (fuse_qkv_rope=True): "
+        "q_proj is peft.tuners.lora.layer.Linear, not a torch.nn.Linear"]
+    assert torch.equal(got, ref(input_ids=ids).logits)  # (PEFT starts B at 0)
+
+
+@needs_runner
+def test_tables_fuse_qkv_rope_cannot_take_form_q_and_k_apart(monkeypatch):
+    """Tables of another dtype than the projections (kept in f32, as OLMo 2
+    keeps them) or not spanning the head (a partial rotary dimension): q and k as
+    Hugging Face forms them (bit for bit; its own error where it has one),
+    each reason warned once."""
+    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+    model = tiny_model("llama", 22, BF16, head_dim=16)
+    lt.apply_liger_kernel(model, fuse_qkv_rope=True, rope=False)
+    attn = model.model.layers[0].self_attn
+    from transformers.models.llama import modeling_llama
+    rope = modeling_llama.apply_rotary_pos_emb
+    x = torch.randn(2, 5, 32, dtype=BF16)
+    shape = (2, 5, -1, 16)
+    angles = torch.randn(1, 5, 16)
+    tables = (angles.cos(), angles.sin())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = [attn._liger_linear_rope(x, *tables, shape, rope) for _ in range(2)]
+    assert _fallback_warnings(caught) == [
+        QK_ROPE_PREFIX + "liger.ops.linear_rope: cos must have the dtype of x (torch.bfloat16), "
+        "got torch.float32"]
+    q = attn.q_proj(x).view(shape).transpose(1, 2)
+    k = attn.k_proj(x).view(shape).transpose(1, 2)
+    want = modeling_llama.apply_rotary_pos_emb(q, k, *tables)
+    assert all(torch.equal(a, b) for g in got for a, b in zip(g, want))
+    half = tuple(t[..., :8].to(BF16) for t in tables)
+    with pytest.raises(RuntimeError) as theirs:
+        modeling_llama.apply_rotary_pos_emb(q, k, *half)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(RuntimeError) as ours:
+            attn._liger_linear_rope(x, *half, shape, rope)
+    assert _fallback_warnings(caught) == [
+        QK_ROPE_PREFIX + "the tables span 8 of the head's 16 features (a partial rotary "
+        "dimension)"]
+    assert str(ours.value) == str(theirs.value)
+
+
+def test_a_subclass_with_its_own_attention_forward_stays(monkeypatch):
+    """A model patch rewrites the family's own attention forward: a module
+    of a subclass with a forward of its own keeps it, warned; one that
+    inherits the family's forward takes the rewrite."""
+    from transformers.models.llama import modeling_llama
+
+    class Own(modeling_llama.LlamaAttention):
+        def forward(self, *args, **kwargs):
+            return super().forward(*args, **kwargs)
+
+    class Inherits(modeling_llama.LlamaAttention):
+        pass
+    model = tiny_model("llama", 23, BF16, head_dim=16)
+    for layer, cls in zip(model.model.layers, (Own, Inherits)):
+        layer.self_attn.__class__ = cls
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        lt.apply_liger_kernel(model, fuse_qkv_rope=True)
+    assert _fallback_warnings(caught) == [
+        "liger: fuse_qkv_rope=True: Own stays as it is: it is a LlamaAttention with a forward "
+        "of its own"]
+    own, inherits = (layer.self_attn for layer in model.model.layers)
+    assert "forward" not in vars(own) and _qk_rope_patched(inherits)
+
+
+def test_tables_that_require_grad_fall_back_in_the_patched_rope():
+    """rope=True: tables that require grad (liger.ops.rope refuses them: its
+    backward gives them none) run the module's original RoPE, warned, with
+    their gradient."""
+    from transformers.models.llama import modeling_llama
+    original = modeling_llama.apply_rotary_pos_emb
+    lt.apply_liger_kernel_to_llama()
+    q, k = torch.randn(1, 2, 3, 8), torch.randn(1, 1, 3, 8)
+    angle = torch.randn(1, 3, 8, requires_grad=True)
+    cos, sin = angle.cos(), angle.sin()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = modeling_llama.apply_rotary_pos_emb(q, k, cos, sin)
+    assert _fallback_warnings(caught) == [
+        "liger: apply_rotary_pos_emb runs the original: liger.ops.rope: cos and sin must not "
+        "require grad (RoPE's tables get no gradient here: detach them)"]
+    want = original(q, k, cos, sin)
+    assert all(torch.equal(a, b) for a, b in zip(got, want))
+    got[0].sum().backward()
+    assert angle.grad is not None
+
+
+# The families whose attention stays as it is under fuse_qkv_rope=True, and
+# why: q/k norms between the projections and RoPE, RoPE only on some layers,
+# a fused qkv_proj, a RoPE liger.ops.rope does not compute.
+QK_ROPE_STAYS = {
+    "qwen3": "Qwen3Attention", "olmo2": "Olmo2Attention", "gemma3_text": "Gemma3Attention",
+    "smollm3": "SmolLM3Attention", "phi3": "Phi3Attention", "qwen3_moe": "Qwen3MoeAttention",
+}
+
+
+@pytest.mark.parametrize("family", sorted(QK_ROPE_STAYS) + ["glm4", "llama4_text"])
+def test_an_attention_that_forms_q_and_k_otherwise_stays_warned(family):
+    """fuse_qkv_rope=True leaves an attention whose q and k are not formed
+    as Llama's (and a family whose RoPE liger.ops.rope cannot take) as it
+    is, with one warning at patching naming it and why."""
+    mod = lt._modeling(family)
+    name = QK_ROPE_STAYS.get(family) or lt._FAMILIES[family].attention or "Glm4Attention"
+    original = getattr(mod, name).forward
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        getattr(lt, "apply_liger_kernel_to_" + lt._FAMILIES[family].name)(
+            fuse_qkv_rope=True, rope=False)
+    messages = [m for m in _fallback_warnings(caught) if "fuse_qkv_rope" in m]
+    if family in QK_ROPE_STAYS:
+        assert messages == [
+            "liger: fuse_qkv_rope=True: %s stays as it is: %s.forward does not form q and k as "
+            "Llama's attention does (its q/k projections' head split, then "
+            "apply_rotary_pos_emb, with nothing between them that reads q or k: a q/k norm, a "
+            "RoPE applied only on some layers)" % (name, name)]
+    else:
+        assert messages == ["liger: fuse_qkv_rope=True: %s stays as it is: %s" % (
+            name, lt._FAMILIES[family].rope)]
+    assert getattr(mod, name).forward is original
+
+
+def test_the_rewrite_takes_the_three_lines_alone():
+    """The rewrite replaces the q/k lines with one self._liger_linear_rope
+    call and runs the rest as written; it refuses a forward with a line
+    reading q between them (a scale, a norm), a decorated forward, and one
+    that lacks a line, naming why."""
+    from transformers.models.llama import modeling_llama
+    ns = dict(vars(modeling_llama), deco=lambda f: f)
+    lines = [
+        "def forward(self, hidden_states, position_embeddings=None, **kwargs):",
+        "    input_shape = hidden_states.shape[:-1]",
+        "    hidden_shape = (*input_shape, -1, self.head_dim)",
+        "    query_states = self.q_proj(hidden_states).view(hidden_shape).transpose(1, 2)",
+        "",
+        "    key_states = self.k_proj(hidden_states).view(hidden_shape).transpose(1, 2)",
+        "    cos, sin = position_embeddings",
+        "    query_states, key_states = apply_rotary_pos_emb(query_states, key_states, cos, sin)",
+        "    return query_states + 1, key_states, kwargs"]
+
+    def attention(source_lines):
+        source = "\n".join(source_lines) + "\n"
+        name = "<test attention %d>" % len(linecache.cache)
+        linecache.cache[name] = (len(source), None, source.splitlines(True), name)
+        exec(compile(source, name, "exec"), ns)
+        return type("TestAttention", (), dict(forward=ns["forward"]))
+    fn, why = lt._qk_rope_forward(attention(lines))
+    assert why is None
+    assert "_liger_linear_rope" in fn.__code__.co_names
+    assert not {"q_proj", "k_proj"} & set(fn.__code__.co_names)
+    # The call stands where RoPE stood: the tables and the module's RoPE.
+    this = types.SimpleNamespace(head_dim=4, _liger_linear_rope=lambda x, c, s, shape, rope: (
+        torch.full((1,), float(shape[-1])), (c, s, rope)))
+    x = torch.zeros(2, 3, 8)
+    q, k, kwargs = fn(this, x, position_embeddings=("cos", "sin"), extra=5)
+    assert q.tolist() == [5.0] and kwargs == dict(extra=5)
+    assert k == ("cos", "sin", modeling_llama.apply_rotary_pos_emb)
+    assert fn.__code__.co_filename in linecache.cache  # (tracebacks show the source)
+    scaled = lines[:6] + ["    query_states = query_states * 2"] + lines[6:]
+    missing = lines[:5] + lines[6:]
+    for source in (scaled, missing):
+        fn, why = lt._qk_rope_forward(attention(source))
+        assert fn is None and why.startswith(
+            "TestAttention.forward does not form q and k as Llama's attention does"), why
+    fn, why = lt._qk_rope_forward(attention(["@deco"] + lines))
+    assert fn is None and why == ("TestAttention.forward is decorated (its source does not "
+                                  "start with its def)")
+    moved = lines[:4] + ["    cos = cos * 2"] + lines[4:]  # (between: refused too)
+    assert lt._qk_rope_forward(attention(moved))[0] is None
+
+
+def test_kernel_specs_of_fuse_qkv_rope():
+    """kernel_specs(config, dtype, fuse_qkv_rope=True) adds the linear_rope
+    specs of the config (both bias variants where the config does not say,
+    both table layouts), and none where the family has q/k norms or the
+    configuration is one the kernel refuses."""
+    llama = lt.kernel_specs(tiny_config("llama", head_dim=16), "bf16", fuse_qkv_rope=True)
+    qk = [s for s in llama if s.op == "linear_rope"]
+    assert set(qk) == {ops.linear_rope_spec(32, 4, 2, 16, "bf16", False, b) for b in
+                       (True, False)}  # (LlamaConfig says attention_bias=False)
+    assert ops.rope_spec(4, 2, 16, "bf16", True) in llama  # the backward's
+    qwen2 = lt.kernel_specs(tiny_config("qwen2", head_dim=16), "bf16", fuse_qkv_rope=True)
+    assert {s.bias for s in qwen2 if s.op == "linear_rope"} == {False, True}
+    assert not [s for s in lt.kernel_specs(tiny_config("qwen3", head_dim=16), "bf16",
+                                           fuse_qkv_rope=True) if s.op == "linear_rope"]
+    assert not [s for s in lt.kernel_specs(tiny_config("llama"), "bf16", fuse_qkv_rope=True)
+                if s.op == "linear_rope"]  # head_dim 8
+    assert not [s for s in lt.kernel_specs(tiny_config("llama", head_dim=16), "bf16")
+                if s.op == "linear_rope"]
 
 
 def test_kernel_specs_of_fused_mlp():

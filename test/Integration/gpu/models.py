@@ -96,7 +96,7 @@ def namespace(family):
 
 def specs():
     """Every liger.ops spec the patched tiny models call (with fused_mlp=True
-    too), and those of
+    and fuse_qkv_rope=True too), and those of
     examples/fsdp2_train.py's model (the 2-GPU run of scripts/gpu-check.sh)."""
     import os
     import sys
@@ -104,7 +104,7 @@ def specs():
     out = []
     for family in TINY:
         for dt in DTYPES:
-            out += lt.kernel_specs(namespace(family), dt, fused_mlp=True)
+            out += lt.kernel_specs(namespace(family), dt, fused_mlp=True, fuse_qkv_rope=True)
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "examples"))
     import fsdp2_train
     out += lt.kernel_specs(types.SimpleNamespace(**fsdp2_train.CONFIG), "bf16")

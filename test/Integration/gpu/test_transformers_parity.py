@@ -111,7 +111,19 @@ def test_fused_mlp_trains_as_the_original(family):
     _trains_as_the_original(family, "bf16", False, False, fused_mlp=True)
 
 
-def _trains_as_the_original(family, dtype, lora, checkpointing, fused_mlp=False):
+# fuse_qkv_rope=True: each attention's q and k one liger.ops.linear_rope
+# (Llama's, Qwen2's with q/k biases, Gemma's multi-query, Granite's
+# multipliers); any fallback would warn, which fails the run.
+FUSE_QKV_ROPE_CASES = ("llama", "qwen2", "gemma", "granite")
+
+
+@pytest.mark.parametrize("family", FUSE_QKV_ROPE_CASES)
+def test_fuse_qkv_rope_trains_as_the_original(family):
+    _trains_as_the_original(family, "bf16", False, False, fuse_qkv_rope=True)
+
+
+def _trains_as_the_original(family, dtype, lora, checkpointing, fused_mlp=False,
+                            fuse_qkv_rope=False):
     vocab = models.TINY[family]["vocab_size"]
     lr = 1e-3 if lora else 1e-4
     ref_losses, zero_start, ref_params = train(build(family, dtype, lora, checkpointing), vocab, lr)
@@ -125,6 +137,8 @@ def _trains_as_the_original(family, dtype, lora, checkpointing, fused_mlp=False)
         flags["lora"] = True
     if fused_mlp:
         flags["fused_mlp"] = True
+    if fuse_qkv_rope:
+        flags["fuse_qkv_rope"] = True
     if fam.rope_tables not in (None, dtype):
         # OLMo 2's RoPE tables stay f32 (liger.ops.rope takes them in q's
         # dtype): its RoPE falls back, warned (test_transformers.py).
@@ -135,6 +149,10 @@ def _trains_as_the_original(family, dtype, lora, checkpointing, fused_mlp=False)
         warnings.simplefilter("ignore", lt.LigerFallbackWarning)
         patched = lt.apply_liger_kernel(model.get_base_model() if lora else model, **flags)
     assert patched >= 8
+    if fuse_qkv_rope:  # (the patch warned of nothing it left: the attention is the rewrite)
+        attention = [m for m in model.modules() if type(m).__name__.endswith("Attention")]
+        assert attention and all(vars(m)["forward"].__func__.__code__.co_filename.startswith(
+            "<liger fuse_qkv_rope: ") for m in attention)
     with warnings.catch_warnings():
         warnings.simplefilter("error", lt.LigerFallbackWarning)
         losses, _, params = train(model, vocab, lr)
@@ -162,7 +180,8 @@ def _trains_as_the_original(family, dtype, lora, checkpointing, fused_mlp=False)
     bad = {n: e for n, e in errs.items() if e > bound(n)}
     line = ("%s %s lora=%s ckpt=%s%s: loss %.4f -> %.4f (original %.4f -> %.4f), max per-step "
             "loss error %.2e, max parameter error %.2e (%.2e on those starting at 0)" % (
-                family, dtype, lora, checkpointing, " fused_mlp" if fused_mlp else "",
+                family, dtype, lora, checkpointing, (" fused_mlp" if fused_mlp else "") +
+                (" fuse_qkv_rope" if fuse_qkv_rope else ""),
                 losses[0], losses[-1], ref_losses[0],
                 ref_losses[-1], loss_err, param_err, zero_err))
     print(line)
