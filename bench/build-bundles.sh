@@ -58,12 +58,13 @@ import rowwise
 ops.precompile(sys.argv[1], rowwise.layer_norm_specs())
 PY
 # The kernels a patched Llama-3-8B-shaped model calls, for bench/e2e.py (with
-# fused_mlp=True too: its variant liger-fused-mlp).
+# fused_mlp=True and fuse_qkv_rope=True too: its variants liger-fused-mlp and
+# liger-qk-rope; the latter's are bench/matmul.py's "qk+rope fwd+bwd" row's).
 PYTHONPATH="$ROOT/python:$ROOT/bench${PYTHONPATH:+:$PYTHONPATH}" LIGER_BUILD_DIR="$BUILD" python3 - "$ROOT/bench-bundles/ops" <<'PY'
 import sys
 import e2e
 from liger import transformers as lt
-lt.precompile(sys.argv[1], e2e.config_namespace(), "bf16", fused_mlp=True)
+lt.precompile(sys.argv[1], e2e.config_namespace(), "bf16", fused_mlp=True, fuse_qkv_rope=True)
 PY
 # The kernels and fused graphs of bench/e2e.py's liger-backend variant
 # (torch.compile(backend="liger") of the unpatched model, default --layers),

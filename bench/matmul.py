@@ -10,7 +10,8 @@ is checked against torch before it is timed.
     PYTHONPATH=python:build-runtime-py/python LIGER_OPS_BUNDLES=bench-bundles/ops \\
         python3 bench/matmul.py --bundle bench-bundles/matmul [--tokens 16384] [--json out.json]
 
-(LIGER_OPS_BUNDLES: the "mlp fwd+bwd" row's liger.ops.gated_mlp kernels.)
+(LIGER_OPS_BUNDLES: the "mlp fwd+bwd" row's liger.ops.gated_mlp kernels and
+the "qk+rope fwd+bwd" row's liger.ops.linear_rope kernels.)
 """
 import argparse
 import json
@@ -357,6 +358,38 @@ def main():
         t = ms(f)
         rows.append(dict(case="rms_norm+qk+rope %dx%dx%d" % (M, (hq + hkv) * d, 4096),
                          impl=impl, ms=t, floor_ms=floor, of_floor=floor / t, err=err))
+    # The q/k projections with RoPE in a training step, forward + backward
+    # (the gradients of x, Wq and Wk), no norm: ours is liger.ops.linear_rope
+    # (one kernel forward; RoPE's gradient kernel, then cuBLAS's dx, dWq and
+    # dWk); the peers' is autograd through their forwards. Floor: 3 GEMMs of
+    # M·(hq + hkv)·d·4096.
+    def qk_rope_plain(x, wq, wk, cos, sin):
+        q = F.linear(x, wq).view(B, T, hq, d).transpose(1, 2)
+        k = F.linear(x, wk).view(B, T, hkv, d).transpose(1, 2)
+        c, s_ = cos[:, None], sin[:, None]
+        return q * c + rotate(q) * s_, k * c + rotate(k) * s_
+    leaves = [t.detach().requires_grad_() for t in (x, wq, wk)]
+    dq, dk = torch.randn_like(qo), torch.randn_like(ko)
+
+    def qk_step(forward):
+        return lambda: torch.autograd.grad(forward(*leaves, cos, sin), leaves, (dq, dk))
+    impls = {"eager (cuBLAS)": qk_step(qk_rope_plain),
+             "compile": qk_step(torch.compile(qk_rope_plain))}
+    try:
+        from liger_kernel.ops.rope import LigerRopeFunction
+        impls["Liger-Kernel"] = qk_step(lambda x, wq, wk, cos, sin: LigerRopeFunction.apply(
+            F.linear(x, wq).view(B, T, hq, d).transpose(1, 2),
+            F.linear(x, wk).view(B, T, hkv, d).transpose(1, 2), cos, sin))
+    except ImportError:
+        print("Liger-Kernel not installed: its q/k + RoPE training row is left out")
+    try:
+        ops.linear_rope(x[:, :8], wq, wk, cos[:, :8], sin[:, :8])
+        impls["liger.ops.linear_rope"] = qk_step(ops.linear_rope)
+    except LigerError as e:
+        print("liger.ops.linear_rope has no kernels here (LIGER_OPS_BUNDLES=bench-bundles/ops, "
+              "bench/build-bundles.sh): its q/k + RoPE training row is left out: %s" % e)
+    rows += timed_rows("qk+rope fwd+bwd %dx%dx%d" % (M, (hq + hkv) * d, 4096), impls,
+                       qk_step(qk_rope_plain)(), 3 * 2 * M * (hq + hkv) * d * 4096 / rate / 1e9)
     print("bf16 matrix rate %.0f TFLOP/s (8192^3 torch.matmul)" % rate)
     print("%-31s %-16s %9s %9s %8s %9s" % ("case", "impl", "ms", "floor ms", "of floor",
                                            "rel err"))
