@@ -92,6 +92,7 @@ op for `fuse_norm_linear` yet: set, it warns and leaves those layers as
 they are.
 """
 
+import ast
 import importlib
 import inspect
 import linecache
@@ -632,22 +633,25 @@ def _qk_rope_forward(cls):
     """(cls.forward with its q/k projections and RoPE as one call of
     self._liger_linear_rope, None), or (None, why it cannot be): the lines
     of _QK_LINES in the forward's body, in order, with only the lines of
-    _QK_BETWEEN (or blank ones) between them; no decorator, no closure.
-    Everything else stays Hugging Face's, of the installed version: the
-    cache, the attention function, the masks. Its source is registered
-    with linecache (tracebacks show it)."""
+    _QK_BETWEEN (or blank ones) between them; no closure. Everything else
+    stays Hugging Face's, of the installed version: the cache, the
+    attention function, the masks, the forward's decorators (transformers'
+    deprecate_kwarg: evaluated again, as the class body evaluated them, over
+    the rewritten function). Its source is registered with linecache
+    (tracebacks show it)."""
     original = _original(cls, "forward")
+    inner = inspect.unwrap(original)
     name = "%s.forward" % cls.__name__
     try:
-        source = textwrap.dedent(inspect.getsource(original))
-    except (OSError, TypeError) as e:
-        return None, "%s's source cannot be read (%s)" % (name, e)
+        source = textwrap.dedent(inspect.getsource(inner))
+        (node,) = ast.parse(source).body
+    except (OSError, TypeError, SyntaxError, ValueError) as e:
+        return None, "%s's source cannot be read as one function (%s)" % (name, e)
+    if not isinstance(node, ast.FunctionDef) or inner.__code__.co_freevars:
+        return None, "%s is not a plain function (%s)" % (
+            name, "a closure over " + ", ".join(inner.__code__.co_freevars)
+            if isinstance(node, ast.FunctionDef) else type(node).__name__)
     lines = source.splitlines()
-    if not lines or not lines[0].startswith("def "):
-        return None, "%s is decorated (its source does not start with its def)" % name
-    if original.__code__.co_freevars:
-        return None, "%s is a closure (it reads %s from an enclosing scope)" % (
-            name, ", ".join(original.__code__.co_freevars))
     stripped = [line.strip() for line in lines]
     indents = {len(line) - len(line.lstrip()) for line, text in zip(lines, stripped)
                if text in _QK_LINES}
@@ -664,11 +668,14 @@ def _qk_rope_forward(cls):
     text = "\n".join(lines) + "\n"
     code = compile(text, filename, "exec")
     linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
-    (fn_code,) = [c for c in code.co_consts if isinstance(c, types.CodeType)]
-    fn = types.FunctionType(fn_code, original.__globals__, "forward", original.__defaults__)
+    (fn_code,) = [c for c in code.co_consts if isinstance(c, types.CodeType)
+                  and c.co_name == node.name]
+    fn = types.FunctionType(fn_code, inner.__globals__, node.name, inner.__defaults__)
     for attr in ("__kwdefaults__", "__doc__", "__qualname__", "__annotations__"):
-        setattr(fn, attr, getattr(original, attr))
-    fn.__dict__.update(original.__dict__)
+        setattr(fn, attr, getattr(inner, attr))
+    fn.__dict__.update(inner.__dict__)
+    for decorator in reversed(node.decorator_list):
+        fn = eval(compile(ast.Expression(decorator), filename, "eval"), inner.__globals__)(fn)
     return fn, None
 
 

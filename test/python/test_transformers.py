@@ -3,6 +3,8 @@ fallbacks and their warnings, the kernels chosen by a model's config, and
 the patched models' numerics through the reference lowering
 (LIGER_OPS_CPU_REFERENCE=1) against the same models unpatched: tiny
 configurations with random weights, nothing downloaded."""
+import functools
+import inspect
 import linecache
 import os
 import types
@@ -623,7 +625,8 @@ def _qk_rope_patched(module):
     """Whether `module`'s forward is fuse_qkv_rope's rewrite of its class's."""
     forward = vars(module).get("forward")
     forward = getattr(forward, "__func__", forward) or type(module).forward
-    return forward.__code__.co_filename.startswith("<liger fuse_qkv_rope: ")
+    # (Under its decorators: transformers' deprecate_kwarg wraps it.)
+    return inspect.unwrap(forward).__code__.co_filename.startswith("<liger fuse_qkv_rope: ")
 
 
 @needs_runner
@@ -858,11 +861,19 @@ def test_an_attention_that_forms_q_and_k_otherwise_stays_warned(family):
 
 def test_the_rewrite_takes_the_three_lines_alone():
     """The rewrite replaces the q/k lines with one self._liger_linear_rope
-    call and runs the rest as written; it refuses a forward with a line
-    reading q between them (a scale, a norm), a decorated forward, and one
-    that lacks a line, naming why."""
+    call and runs the rest as written, under the forward's own decorators;
+    it refuses a forward with a line between them that is not v's
+    projection or the tables' unpacking (a scale, a norm), one that lacks a
+    line, and one whose source is not a function's, naming why."""
     from transformers.models.llama import modeling_llama
-    ns = dict(vars(modeling_llama), deco=lambda f: f)
+    def deco(tag):
+        def wrap(f):
+            @functools.wraps(f)
+            def wrapper(*args, **kwargs):
+                return ("deco", tag), f(*args, **kwargs)
+            return wrapper
+        return wrap
+    ns = dict(vars(modeling_llama), deco=deco)
     lines = [
         "def forward(self, hidden_states, position_embeddings=None, **kwargs):",
         "    input_shape = hidden_states.shape[:-1]",
@@ -898,9 +909,13 @@ def test_the_rewrite_takes_the_three_lines_alone():
         fn, why = lt._qk_rope_forward(attention(source))
         assert fn is None and why.startswith(
             "TestAttention.forward does not form q and k as Llama's attention does"), why
-    fn, why = lt._qk_rope_forward(attention(["@deco"] + lines))
-    assert fn is None and why == ("TestAttention.forward is decorated (its source does not "
-                                  "start with its def)")
+    # A decorator (transformers' deprecate_kwarg) is applied again over the
+    # rewrite.
+    fn, why = lt._qk_rope_forward(attention(["@deco(3)"] + lines))
+    assert why is None and fn(this, x, position_embeddings=("c", "s"))[0] == ("deco", 3)
+    fn, why = lt._qk_rope_forward(type("TestAttention", (), dict(forward=len)))
+    assert fn is None and why.startswith("TestAttention.forward's source cannot be read as "
+                                         "one function")
     moved = lines[:4] + ["    cos = cos * 2"] + lines[4:]  # (between: refused too)
     assert lt._qk_rope_forward(attention(moved))[0] is None
 

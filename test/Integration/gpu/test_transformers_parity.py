@@ -9,6 +9,7 @@ transformers lacks is skipped, naming what it lacks. The kernels are the ones
 scripts/build-gpu-bundles.sh precompiled (LIGER_OPS_BUNDLES); no patched
 forward may fall back. Skips cleanly without torch, a GPU, transformers or
 the bundles."""
+import inspect
 import os
 import warnings
 
@@ -151,8 +152,9 @@ def _trains_as_the_original(family, dtype, lora, checkpointing, fused_mlp=False,
     assert patched >= 8
     if fuse_qkv_rope:  # (the patch warned of nothing it left: the attention is the rewrite)
         attention = [m for m in model.modules() if type(m).__name__.endswith("Attention")]
-        assert attention and all(vars(m)["forward"].__func__.__code__.co_filename.startswith(
-            "<liger fuse_qkv_rope: ") for m in attention)
+        assert attention and all(inspect.unwrap(vars(m)["forward"].__func__).__code__
+                                 .co_filename.startswith("<liger fuse_qkv_rope: ")
+                                 for m in attention)
     with warnings.catch_warnings():
         warnings.simplefilter("error", lt.LigerFallbackWarning)
         losses, _, params = train(model, vocab, lr)
