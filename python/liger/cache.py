@@ -70,17 +70,22 @@ _NO_LOCKS = {errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL, errno.E
 _TAKEN = {errno.ENOTEMPTY, errno.EEXIST}
 
 
-def compile_options(target="sm_90a", fuse=True, matmul_kernels=True, loss_dw_f32=False):
+def compile_options(target="sm_90a", fuse=True, matmul_kernels=True, loss_dw_f32=False,
+                    norm_prologue=False, matmul_schedule="auto"):
     """liger-compile's options as keys name them: an option is recorded only
-    where it is on (off when it was introduced), so that a new option keeps
-    the keys of the bundles without it. matmul_kernels is recorded where on
-    although it is now the default: a module's key is the same as when the
-    option was opt-in."""
+    where it is not its default (off, "auto": what it was when introduced),
+    so that a new option keeps the keys of the bundles without it.
+    matmul_kernels is recorded where on although it is now the default: a
+    module's key is the same as when the option was opt-in."""
     options = {"target": target, "fuse": fuse}
     if matmul_kernels:
         options["matmul_kernels"] = True
     if loss_dw_f32:
         options["loss_dw_f32"] = True
+    if norm_prologue:
+        options["norm_prologue"] = True
+    if matmul_schedule != "auto":
+        options["matmul_schedule"] = matmul_schedule
     return options
 
 

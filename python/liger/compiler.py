@@ -25,7 +25,7 @@ from typing import Optional
 
 from . import cache
 from .driver import find_tool
-from .errors import LigerError
+from .errors import LigerError, LigerValueError
 
 
 @dataclass
@@ -88,25 +88,43 @@ def compiler_identity(exe=None) -> str:
     return _IDENTITIES[(digest, ptxas)]
 
 
+# liger-compile's --matmul-schedule values.
+MATMUL_SCHEDULES = ("auto", "data-parallel", "pingpong")
+
+
 def compile(source: str, target: str = "sm_90a", fuse: bool = True,
             cache_dir: Optional[str] = None, tool: Optional[str] = None,
             matmul_kernels: bool = True, loss_dw_f32: bool = False,
-            meta: Optional[dict] = None) -> Compiled:
+            meta: Optional[dict] = None, norm_prologue: bool = False,
+            matmul_schedule: str = "auto") -> Compiled:
     """Compiles `source` (a path to a .mlir file, or MLIR text) for `target`
     (`matmul_kernels`: the matmul groups and the loss plans too, as
     liger-compile does by default; False: --no-matmul-kernels, they stay
     uncompiled; `loss_dw_f32`: a planned loss sums dW in
-    f32, --loss-dw-f32) into the bundle cache `cache_dir` (default: the
+    f32, --loss-dw-f32; `norm_prologue`: an RMSNorm read only by
+    projections folded into their matmul kernels, --norm-prologue;
+    `matmul_schedule`: how wgmma matmul kernels take their tiles, one of
+    MATMUL_SCHEDULES, --matmul-schedule; the last two need the matmul
+    kernels and the fusion) into the bundle cache `cache_dir` (default: the
     user's, liger.cache.default_root(), which falls back to a temporary
     cache where it cannot be written; a `cache_dir` given never does).
     `meta` is recorded in the entry's marker.
 
-    Raises LigerError with liger-compile's diagnostics when it fails, or
+    Raises LigerValueError for options that name nothing or cannot go
+    together, LigerError with liger-compile's diagnostics when it fails, or
     when `cache_dir` cannot be written.
     """
+    if matmul_schedule not in MATMUL_SCHEDULES:
+        raise LigerValueError("matmul_schedule must be one of %s, got %r" % (
+            ", ".join(MATMUL_SCHEDULES), matmul_schedule))
+    if (norm_prologue or matmul_schedule != "auto") and not (matmul_kernels and fuse):
+        raise LigerValueError("%s shapes the matmul kernels: it needs matmul_kernels=True and "
+                              "fuse=True" % ("norm_prologue" if norm_prologue
+                                             else "matmul_schedule=%r" % matmul_schedule))
     text = open(source).read() if os.path.isfile(source) else source
     exe = tool or find_tool("liger-compile")
-    options = cache.compile_options(target, fuse, matmul_kernels, loss_dw_f32)
+    options = cache.compile_options(target, fuse, matmul_kernels, loss_dw_f32, norm_prologue,
+                                    matmul_schedule)
     key = cache.bundle_key(text, options)
     debug = bool(os.environ.get("LIGER_DEBUG"))
 
@@ -121,6 +139,10 @@ def compile(source: str, target: str = "sm_90a", fuse: bool = True,
             args.append("--no-matmul-kernels")
         if loss_dw_f32:
             args.append("--loss-dw-f32")
+        if norm_prologue:
+            args.append("--norm-prologue")
+        if matmul_schedule != "auto":
+            args.append("--matmul-schedule=" + matmul_schedule)
         if debug:
             args.append("--dump-dir=" + os.path.join(work, "stages"))
         proc = subprocess.run(args, capture_output=True, text=True)

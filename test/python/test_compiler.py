@@ -96,3 +96,62 @@ def test_errors_carry_the_diagnostics(tmp_path):
     assert "expects 'weight' to have shape [128]" in str(info.value)
     # Nothing half-written is left in the cache (only the entry's lock).
     assert [n for n in os.listdir(tmp_path) if not n.startswith(".lock-")] == []
+
+
+# A projection after an RMSNorm: the norm stays a row kernel by default and
+# folds into the matmul kernel with norm_prologue; each schedule a kernel of
+# its own grid.
+PROJECTION = """func.func @p(%x: tensor<?x256xbf16>, %g: tensor<256xbf16>, %w: tensor<512x256xbf16>)
+    -> tensor<?x512xbf16> {
+  %n = liger.rms_norm %x, %g : tensor<?x256xbf16>, tensor<256xbf16>
+  %y = liger.linear %n, %w : tensor<?x256xbf16>, tensor<512x256xbf16>
+  return %y : tensor<?x512xbf16>
+}
+"""
+
+
+def _kernels(compiled):
+    import json
+    with open(os.path.join(compiled.path, "manifest.json")) as f:
+        return {k["name"]: k for m in json.load(f)["modules"] for k in m["kernels"]}
+
+
+@needs_ptxas
+def test_norm_prologue_and_matmul_schedule_reach_liger_compile(tmp_path):
+    """norm_prologue folds the norm into the projection's kernel
+    (--norm-prologue); matmul_schedule="pingpong" makes it persistent (one
+    CTA per SM: the grid's "sms"); each option is its own cache entry, and
+    the defaults keep the key they had before the options existed."""
+    plain = compiler.compile(PROJECTION, cache_dir=str(tmp_path))
+    assert sorted(name.split("_")[1] for name in _kernels(plain)) == ["matmul", "rowwise"]
+    assert plain.key == cache.bundle_key(PROJECTION, {"target": "sm_90a", "fuse": True,
+                                                      "matmul_kernels": True})
+    folded = compiler.compile(PROJECTION, cache_dir=str(tmp_path), norm_prologue=True)
+    (kernel,) = _kernels(folded).values()
+    assert kernel["ops"].startswith("liger.rms_norm, liger.linear")
+    assert "sms" not in kernel["grid"]
+    pingpong = compiler.compile(PROJECTION, cache_dir=str(tmp_path), norm_prologue=True,
+                                matmul_schedule="pingpong")
+    (kernel,) = _kernels(pingpong).values()
+    assert "sms" in kernel["grid"]
+    explicit = compiler.compile(PROJECTION, cache_dir=str(tmp_path),
+                                matmul_schedule="data-parallel")
+    assert len({plain.key, folded.key, pingpong.key, explicit.key}) == 4
+    assert compiler.compile(PROJECTION, cache_dir=str(tmp_path), norm_prologue=True,
+                            matmul_schedule="pingpong").cached
+
+
+@pytest.mark.parametrize("options,message", [
+    (dict(matmul_schedule="ping-pong"), "matmul_schedule must be one of auto, data-parallel, "
+     "pingpong, got 'ping-pong'"),
+    (dict(matmul_schedule="pingpong", matmul_kernels=False), "matmul_schedule='pingpong' "
+     "shapes the matmul kernels: it needs matmul_kernels=True and fuse=True"),
+    (dict(norm_prologue=True, fuse=False), "norm_prologue shapes the matmul kernels: it needs "
+     "matmul_kernels=True and fuse=True"),
+])
+def test_matmul_options_that_cannot_be_are_refused_before_compiling(tmp_path, options,
+                                                                     message):
+    with pytest.raises(compiler.LigerValueError) as info:
+        compiler.compile(PROJECTION, cache_dir=str(tmp_path), tool="/nonexistent", **options)
+    assert str(info.value) == message
+    assert os.listdir(tmp_path) == []
