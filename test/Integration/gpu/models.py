@@ -2,7 +2,8 @@
 (test_transformers_parity.py), as keyword arguments of Hugging Face's
 configs: scripts/build-gpu-bundles.sh precompiles their kernels from these
 (liger.transformers.kernel_specs reads the attributes alone, so building
-them needs no transformers)."""
+them needs no model; fuse_qkv_rope's specs follow the installed
+transformers' attention classes)."""
 import types
 
 COMMON = dict(hidden_size=256, intermediate_size=512, num_hidden_layers=2,
