@@ -126,8 +126,8 @@ OP_NAME = re.compile(r"\bliger\.[a-z_]+\b")
 ELEMENT_TYPES = ["bf16", "f16", "f32", "f64", "i1", "i16", "i32", "i64", "index"]
 LIGER_OPS = ["rms_norm", "add_rms_norm", "layer_norm", "rope", "linear", "lora_linear",
              "silu", "gelu", "swiglu", "geglu", "add", "mul", "softmax", "cross_entropy",
-             "fused_linear_cross_entropy", "kl_div", "jsd", "attention", "rms_norm_grad",
-             "layer_norm_grad", "rope_grad", "swiglu_grad", "geglu_grad", "softmax_grad",
+             "fused_linear_cross_entropy", "kl_div", "jsd", "attention", "attention_grad",
+             "rms_norm_grad", "layer_norm_grad", "rope_grad", "swiglu_grad", "geglu_grad", "softmax_grad",
              "cross_entropy_grad", "fused_linear_cross_entropy_grad", "linear_grad_input",
              "linear_grad_weight", "fusion", "yield"]
 ODD_SIZES = ["?", "0", "1", "3", "7", "1000", "50257", "65537", "2147483648",

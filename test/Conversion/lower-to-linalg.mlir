@@ -149,6 +149,22 @@ func.func @attention_gqa(%q: tensor<1x4x?x8xbf16>, %k: tensor<1x2x?x8xbf16>, %v:
 
 // -----
 
+// attention_grad: the probabilities recomputed, then dq by query head; a
+// key/value head's dk and dv sum over the query heads of its group (the
+// query heads split [B, 4, ...] -> [B, 2, 2, ...], reduced over the group
+// member and the query position), rounded to bf16.
+// CHECK-LABEL: func.func @attention_grad_gqa
+//   CHECK-DAG: tensor.expand_shape %{{.+}} {{\[}}[0], [1, 2], [3], [4]] output_shape [1, 2, 2, %{{.+}}, %{{.+}}] : tensor<1x4x?x?xf32> into tensor<1x2x2x?x?xf32>
+//   CHECK-DAG: tensor.expand_shape %{{.+}} {{\[}}[0], [1, 2], [3], [4]] output_shape [1, 2, 2, %{{.+}}, 8] : tensor<1x4x?x8xbf16> into tensor<1x2x2x?x8xbf16>
+//       CHECK: iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]
+//       CHECK: return %{{.+}}, %{{.+}}, %{{.+}} : tensor<1x4x?x8xbf16>, tensor<1x2x?x8xbf16>, tensor<1x2x?x8xbf16>
+func.func @attention_grad_gqa(%do: tensor<1x4x?x8xbf16>, %q: tensor<1x4x?x8xbf16>, %k: tensor<1x2x?x8xbf16>, %v: tensor<1x2x?x8xbf16>) -> (tensor<1x4x?x8xbf16>, tensor<1x2x?x8xbf16>, tensor<1x2x?x8xbf16>) {
+  %dq, %dk, %dv = liger.attention_grad %do, %q, %k, %v causal : tensor<1x4x?x8xbf16>, tensor<1x4x?x8xbf16>, tensor<1x2x?x8xbf16>, tensor<1x2x?x8xbf16>
+  return %dq, %dk, %dv : tensor<1x4x?x8xbf16>, tensor<1x2x?x8xbf16>, tensor<1x2x?x8xbf16>
+}
+
+// -----
+
 // fused_linear_cross_entropy means the linear projection (logits rounded to
 // the input dtype) then cross-entropy.
 // CHECK-LABEL: func.func @flce

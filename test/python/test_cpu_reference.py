@@ -354,6 +354,39 @@ def test_attention(rng, shape, dt, scale):
     assert_close(o, refs.attention(q64, k64, v64, causal, scale), dt, "out")
 
 
+@pytest.mark.parametrize("shape", ATTENTION_SHAPES, ids=str)
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("scale", [None, 0.25])
+def test_attention_grad(rng, shape, dt, scale):
+    """liger.attention_grad's dq, dk and dv against float64 central
+    differences of the attention's output dotted with the incoming
+    gradient (refs.attention), at the operands' rounded values: grouped
+    key/value heads, causal masks with S > T, a one-token query."""
+    b, hq, hkv, t, s, d, dv, causal = shape
+    Q = ttype((b, hq, t, d), dt, dynamic=(0, 2))
+    K = ttype((b, hkv, s, d), dt, dynamic=(0, 2))
+    V = ttype((b, hkv, s, dv), dt, dynamic=(0, 2))
+    O = ttype((b, hq, t, dv), dt, dynamic=(0, 2))
+    attrs = (" causal" if causal else "") + (f" scale = {scale}" if scale else "")
+    mlir = f"""func.func @f(%do: {O}, %q: {Q}, %k: {K}, %v: {V}) -> ({Q}, {K}, {V}) {{
+  %dq, %dk, %dv = liger.attention_grad %do, %q, %k, %v{attrs} : {O}, {Q}, {K}, {V}
+  return %dq, %dk, %dv : {Q}, {K}, {V}
+}}"""
+    go, go64 = make(rng, (b, hq, t, dv), dt)
+    q, q64 = make(rng, (b, hq, t, d), dt)
+    k, k64 = make(rng, (b, hkv, s, d), dt)
+    v, v64 = make(rng, (b, hkv, s, dv), dt)
+    got = run(mlir, [go, q, k, v])
+    operands = [q64, k64, v64]
+    for i, (name, value) in enumerate(zip(("dq", "dk", "dv"), got)):
+        def loss(x, i=i):
+            args = list(operands)
+            args[i] = x
+            return float((refs.attention(*args, causal, scale) * go64).sum())
+        want = refs.numeric_grad(loss, operands[i].copy())
+        assert_close(value, want, dt, name)
+
+
 # ----------------------------------------------------------------------------
 # Elementwise
 # ----------------------------------------------------------------------------

@@ -1,9 +1,9 @@
 //===- ProjectionsToLinalg.cpp - lower projections, RoPE, attention -------===//
 //
-// linear, lora_linear and attention become f32-accumulating linalg.generic
-// contractions followed by an elementwise pass that applies the epilogue
-// (bias, LoRA scale, softmax) and rounds; rope and rope_grad gather the
-// rotate-half partner of each element with tensor.extract.
+// linear, lora_linear, attention and attention_grad become f32-accumulating
+// linalg.generic contractions followed by an elementwise pass that applies
+// the epilogue (bias, LoRA scale, softmax) and rounds; rope and rope_grad
+// gather the rotate-half partner of each element with tensor.extract.
 //
 //===----------------------------------------------------------------------===//
 
@@ -194,9 +194,118 @@ struct LowerRoPEFamily : OpConversionPattern<OpTy> {
   }
 };
 
-/// Scaled dot-product attention: scores = scale q·kᵀ (f32, K/V heads shared
-/// by groups of query heads), the causal mask, a softmax over the key axis,
-/// then p·v accumulated in f32 and rounded to q's type.
+/// out[i...] = sum over the last `reductions` loop dimensions of
+/// lhs[lhsMap] * rhs[rhsMap], in f32, over an f32 result of `sizes` (the
+/// first sizes.size() loop dimensions, in order).
+static Value contract(OpBuilder &b, Location loc, ArrayRef<Value> operands,
+                      ArrayRef<OpFoldResult> sizes, ArrayRef<AffineMap> maps,
+                      unsigned reductions) {
+  MLIRContext *ctx = b.getContext();
+  unsigned loops = sizes.size() + reductions;
+  Value acc = filledTensor(b, loc, sizes, b.getF32Type(), 0.0);
+  SmallVector<AffineMap> indexing(maps);
+  indexing.push_back(
+      AffineMap::getMultiDimIdentityMap(loops, ctx)
+          .getSubMap(llvm::to_vector(llvm::seq<unsigned>(0, sizes.size()))));
+  SmallVector<utils::IteratorType> iterators(sizes.size(),
+                                             utils::IteratorType::parallel);
+  iterators.append(reductions, utils::IteratorType::reduction);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{acc.getType()}, operands, ValueRange{acc},
+             indexing, iterators,
+             [&](OpBuilder &nb, Location nloc, ValueRange args) {
+               Value prod =
+                   arith::MulFOp::create(nb, nloc, toF32(nb, nloc, args[0]),
+                                         toF32(nb, nloc, args[1]));
+               linalg::YieldOp::create(
+                   nb, nloc,
+                   ValueRange{arith::AddFOp::create(nb, nloc, args[2], prod)});
+             })
+      .getResult(0);
+}
+
+/// liger.attention's probabilities, shared by its lowering and its
+/// gradient's: p = softmax(scale q·kᵀ + mask) over the key axis, in f32
+/// [B, Hq, T, S] (K/V heads shared by groups of `group` query heads).
+struct AttentionProbabilities {
+  Value probs;
+  double scale;
+  int64_t group;
+  SmallVector<OpFoldResult> qSizes, kSizes, probSizes;
+};
+
+static AttentionProbabilities
+attentionProbabilities(OpBuilder &b, Location loc, Value q, Value k,
+                       bool causal, std::optional<APFloat> scaleAttr) {
+  MLIRContext *ctx = b.getContext();
+  auto qType = cast<RankedTensorType>(q.getType());
+  auto kType = cast<RankedTensorType>(k.getType());
+  AttentionProbabilities a;
+  a.group = qType.getDimSize(1) / kType.getDimSize(1);
+  a.scale = scaleAttr ? scaleAttr->convertToDouble()
+                      : 1.0 / std::sqrt(double(qType.getShape().back()));
+  a.qSizes = sizesOf(b, loc, q);
+  a.kSizes = sizesOf(b, loc, k);
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  Type f32Type = b.getF32Type();
+  int64_t group = a.group;
+  double scale = a.scale;
+
+  // scores[b, h, t, s] = sum_d q[b, h, t, d] k[b, h / group, s, d].
+  a.probSizes = {a.qSizes[0], a.qSizes[1], a.qSizes[2], a.kSizes[2]};
+  Value scores = contract(
+      b, loc, {q, k}, a.probSizes,
+      {AffineMap::get(5, 0, {d(0), d(1), d(2), d(4)}, ctx),
+       AffineMap::get(5, 0, {d(0), d(1).floorDiv(group), d(3), d(4)}, ctx)},
+      1);
+
+  // Scale and mask: key j is masked for query i when j > i + (S - T).
+  Value tLen = getValueOrCreateConstantIndexOp(b, loc, a.qSizes[2]);
+  Value sLen = getValueOrCreateConstantIndexOp(b, loc, a.kSizes[2]);
+  Value shift = arith::SubIOp::create(b, loc, sLen, tLen);
+  Value masked = mapRows(
+      b, loc, a.probSizes, {{scores, Access::Full}}, {f32Type},
+      [&](OpBuilder &nb, Location nloc, ValueRange args) -> SmallVector<Value> {
+        Value s =
+            arith::MulFOp::create(nb, nloc, args[0], f32(nb, nloc, scale));
+        if (!causal)
+          return {s};
+        Value limit =
+            arith::AddIOp::create(nb, nloc, loopIndex(nb, nloc, 2), shift);
+        Value isMasked = arith::CmpIOp::create(
+            nb, nloc, arith::CmpIPredicate::sgt, loopIndex(nb, nloc, 3), limit);
+        return {arith::SelectOp::create(nb, nloc, isMasked,
+                                        f32(nb, nloc, -INFINITY), s)};
+      })[0];
+
+  // Softmax over the key axis, in f32.
+  Value rowMax = reduceRows(
+      b, loc, a.probSizes, {{masked, Access::Full}}, -INFINITY,
+      [](OpBuilder &nb, Location nloc, ValueRange args) -> SmallVector<Value> {
+        return {arith::MaximumFOp::create(nb, nloc, args[1], args[0])};
+      });
+  auto expShifted = [](OpBuilder &nb, Location nloc, Value x, Value m) {
+    return math::ExpOp::create(nb, nloc, arith::SubFOp::create(nb, nloc, x, m));
+  };
+  Value sumExp = reduceRows(
+      b, loc, a.probSizes, {{masked, Access::Full}, {rowMax, Access::Row}}, 0.0,
+      [&](OpBuilder &nb, Location nloc, ValueRange args) -> SmallVector<Value> {
+        return {arith::AddFOp::create(nb, nloc, args[2],
+                                      expShifted(nb, nloc, args[0], args[1]))};
+      });
+  a.probs = mapRows(
+      b, loc, a.probSizes,
+      {{masked, Access::Full}, {rowMax, Access::Row}, {sumExp, Access::Row}},
+      {f32Type},
+      [&](OpBuilder &nb, Location nloc, ValueRange args) -> SmallVector<Value> {
+        return {arith::DivFOp::create(
+            nb, nloc, expShifted(nb, nloc, args[0], args[1]), args[2])};
+      })[0];
+  return a;
+}
+
+/// Scaled dot-product attention: the probabilities (above), then p·v
+/// accumulated in f32 and rounded to q's type.
 struct LowerAttention : OpConversionPattern<AttentionOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -205,118 +314,107 @@ struct LowerAttention : OpConversionPattern<AttentionOp> {
     Location loc = op.getLoc();
     OpBuilder &b = rewriter;
     MLIRContext *ctx = b.getContext();
-    Value q = adaptor.getQ(), k = adaptor.getK(), v = adaptor.getV();
-    auto qType = cast<RankedTensorType>(q.getType());
-    auto kType = cast<RankedTensorType>(k.getType());
-    auto vType = cast<RankedTensorType>(v.getType());
-    int64_t group = qType.getDimSize(1) / kType.getDimSize(1);
-    double scale = op.getScale()
-                       ? op.getScale()->convertToDouble()
-                       : 1.0 / std::sqrt(double(qType.getShape().back()));
-    SmallVector<OpFoldResult> qSizes = sizesOf(b, loc, q);
-    SmallVector<OpFoldResult> kSizes = sizesOf(b, loc, k);
+    Value q = adaptor.getQ(), v = adaptor.getV();
+    AttentionProbabilities a = attentionProbabilities(
+        b, loc, q, adaptor.getK(), op.getCausal(), op.getScale());
     auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
-    auto reduceLast = [](unsigned n) {
-      SmallVector<utils::IteratorType> it(n, utils::IteratorType::parallel);
-      it.back() = utils::IteratorType::reduction;
-      return it;
-    };
+    // out[b, h, t, e] = sum_s p[b, h, t, s] v[b, h / group, s, e].
+    Value out = contract(
+        b, loc, {a.probs, v},
+        {a.qSizes[0], a.qSizes[1], a.qSizes[2], sizesOf(b, loc, v)[3]},
+        {AffineMap::get(5, 0, {d(0), d(1), d(2), d(4)}, ctx),
+         AffineMap::get(5, 0, {d(0), d(1).floorDiv(a.group), d(4), d(3)}, ctx)},
+        1);
+    rewriter.replaceOp(op, roundAccumulator(b, loc, out, {},
+                                            getElementTypeOrSelf(q.getType())));
+    return success();
+  }
+};
+
+/// liger.attention_grad: the probabilities recomputed (above), then in f32
+/// dp = grad·vᵀ, ds = p (dp - rowsum(p dp)) scale, dq = ds·k, and the
+/// key/value heads' dk = dsᵀ·q and dv = pᵀ·grad summed over the query
+/// heads of their group; each rounded to its operand's type.
+struct LowerAttentionGrad : OpConversionPattern<AttentionGradOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(AttentionGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    MLIRContext *ctx = b.getContext();
+    Value dy = adaptor.getGrad(), q = adaptor.getQ(), k = adaptor.getK(),
+          v = adaptor.getV();
+    AttentionProbabilities a =
+        attentionProbabilities(b, loc, q, k, op.getCausal(), op.getScale());
+    auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
     Type f32Type = b.getF32Type();
+    int64_t group = a.group;
+    // [B, Hq, ...] as [B, Hkv, group, ...]: query head j group + g.
+    auto byGroup = [&](Value t) {
+      auto type = cast<RankedTensorType>(t.getType());
+      SmallVector<int64_t> shape(type.getShape());
+      shape[1] /= group;
+      shape.insert(shape.begin() + 2, group);
+      SmallVector<OpFoldResult> sizes = sizesOf(b, loc, t);
+      sizes[1] = b.getIndexAttr(shape[1]);
+      sizes.insert(sizes.begin() + 2, b.getIndexAttr(group));
+      return tensor::ExpandShapeOp::create(
+                 b, loc, RankedTensorType::get(shape, type.getElementType()), t,
+                 SmallVector<ReassociationIndices>{{0}, {1, 2}, {3}, {4}},
+                 sizes)
+          .getResult();
+    };
 
-    // scores[b, h, t, s] = sum_d q[b, h, t, d] k[b, h / group, s, d].
-    SmallVector<OpFoldResult> scoreSizes = {qSizes[0], qSizes[1], qSizes[2],
-                                            kSizes[2]};
-    Value scoreAcc = filledTensor(b, loc, scoreSizes, f32Type, 0.0);
-    SmallVector<AffineMap> scoreMaps = {
-        AffineMap::get(5, 0, {d(0), d(1), d(2), d(4)}, ctx),
-        AffineMap::get(5, 0, {d(0), d(1).floorDiv(group), d(3), d(4)}, ctx),
-        AffineMap::get(5, 0, {d(0), d(1), d(2), d(3)}, ctx)};
-    Value scores =
-        linalg::GenericOp::create(
-            b, loc, TypeRange{scoreAcc.getType()}, ValueRange{q, k},
-            ValueRange{scoreAcc}, scoreMaps, reduceLast(5),
-            [&](OpBuilder &nb, Location nloc, ValueRange args) {
-              Value prod = arith::MulFOp::create(
-                  nb, nloc, toF32(nb, nloc, args[0]), toF32(nb, nloc, args[1]));
-              linalg::YieldOp::create(
-                  nb, nloc,
-                  ValueRange{arith::AddFOp::create(nb, nloc, args[2], prod)});
-            })
-            .getResult(0);
-
-    // Scale and mask: key j is masked for query i when j > i + (S - T).
-    Value tLen = getValueOrCreateConstantIndexOp(b, loc, qSizes[2]);
-    Value sLen = getValueOrCreateConstantIndexOp(b, loc, kSizes[2]);
-    Value shift = arith::SubIOp::create(b, loc, sLen, tLen);
-    bool causal = op.getCausal();
-    Value masked = mapRows(
-        b, loc, scoreSizes, {{scores, Access::Full}}, {f32Type},
-        [&](OpBuilder &nb, Location nloc,
-            ValueRange args) -> SmallVector<Value> {
-          Value s =
-              arith::MulFOp::create(nb, nloc, args[0], f32(nb, nloc, scale));
-          if (!causal)
-            return {s};
-          Value limit =
-              arith::AddIOp::create(nb, nloc, loopIndex(nb, nloc, 2), shift);
-          Value isMasked =
-              arith::CmpIOp::create(nb, nloc, arith::CmpIPredicate::sgt,
-                                    loopIndex(nb, nloc, 3), limit);
-          return {arith::SelectOp::create(nb, nloc, isMasked,
-                                          f32(nb, nloc, -INFINITY), s)};
-        })[0];
-
-    // Softmax over the key axis, in f32.
-    Value rowMax = reduceRows(
-        b, loc, scoreSizes, {{masked, Access::Full}}, -INFINITY,
+    // dp[b, h, t, s] = sum_e grad[b, h, t, e] v[b, h / group, s, e].
+    Value dp = contract(
+        b, loc, {dy, v}, a.probSizes,
+        {AffineMap::get(5, 0, {d(0), d(1), d(2), d(4)}, ctx),
+         AffineMap::get(5, 0, {d(0), d(1).floorDiv(group), d(3), d(4)}, ctx)},
+        1);
+    // ds = p (dp - rowsum(p dp)) scale.
+    Value rowDot = reduceRows(
+        b, loc, a.probSizes, {{a.probs, Access::Full}, {dp, Access::Full}}, 0.0,
         [](OpBuilder &nb, Location nloc,
            ValueRange args) -> SmallVector<Value> {
-          return {arith::MaximumFOp::create(nb, nloc, args[1], args[0])};
-        });
-    auto expShifted = [](OpBuilder &nb, Location nloc, Value x, Value m) {
-      return math::ExpOp::create(nb, nloc,
-                                 arith::SubFOp::create(nb, nloc, x, m));
-    };
-    Value sumExp = reduceRows(
-        b, loc, scoreSizes, {{masked, Access::Full}, {rowMax, Access::Row}},
-        0.0,
-        [&](OpBuilder &nb, Location nloc,
-            ValueRange args) -> SmallVector<Value> {
           return {arith::AddFOp::create(
-              nb, nloc, args[2], expShifted(nb, nloc, args[0], args[1]))};
+              nb, nloc, args[2],
+              arith::MulFOp::create(nb, nloc, args[0], args[1]))};
         });
-    Value probs = mapRows(
-        b, loc, scoreSizes,
-        {{masked, Access::Full}, {rowMax, Access::Row}, {sumExp, Access::Row}},
+    double scale = a.scale;
+    Value ds = mapRows(
+        b, loc, a.probSizes,
+        {{a.probs, Access::Full}, {dp, Access::Full}, {rowDot, Access::Row}},
         {f32Type},
         [&](OpBuilder &nb, Location nloc,
             ValueRange args) -> SmallVector<Value> {
-          return {arith::DivFOp::create(
-              nb, nloc, expShifted(nb, nloc, args[0], args[1]), args[2])};
+          Value centered = arith::SubFOp::create(nb, nloc, args[1], args[2]);
+          Value g = arith::MulFOp::create(nb, nloc, args[0], centered);
+          return {arith::MulFOp::create(nb, nloc, g, f32(nb, nloc, scale))};
         })[0];
-
-    // out[b, h, t, e] = sum_s p[b, h, t, s] v[b, h / group, s, e].
-    SmallVector<OpFoldResult> outSizes = {qSizes[0], qSizes[1], qSizes[2],
-                                          b.getIndexAttr(vType.getDimSize(3))};
-    Value outAcc = filledTensor(b, loc, outSizes, f32Type, 0.0);
-    SmallVector<AffineMap> outMaps = {
-        AffineMap::get(5, 0, {d(0), d(1), d(2), d(4)}, ctx),
-        AffineMap::get(5, 0, {d(0), d(1).floorDiv(group), d(4), d(3)}, ctx),
-        AffineMap::get(5, 0, {d(0), d(1), d(2), d(3)}, ctx)};
-    Value out =
-        linalg::GenericOp::create(
-            b, loc, TypeRange{outAcc.getType()}, ValueRange{probs, v},
-            ValueRange{outAcc}, outMaps, reduceLast(5),
-            [&](OpBuilder &nb, Location nloc, ValueRange args) {
-              Value prod = arith::MulFOp::create(nb, nloc, args[0],
-                                                 toF32(nb, nloc, args[1]));
-              linalg::YieldOp::create(
-                  nb, nloc,
-                  ValueRange{arith::AddFOp::create(nb, nloc, args[2], prod)});
-            })
-            .getResult(0);
-    rewriter.replaceOp(
-        op, roundAccumulator(b, loc, out, {}, qType.getElementType()));
+    SmallVector<OpFoldResult> vSizes = sizesOf(b, loc, v);
+    // dq[b, h, t, d] = sum_s ds[b, h, t, s] k[b, h / group, s, d].
+    Value dq = contract(
+        b, loc, {ds, k}, a.qSizes,
+        {AffineMap::get(5, 0, {d(0), d(1), d(2), d(4)}, ctx),
+         AffineMap::get(5, 0, {d(0), d(1).floorDiv(group), d(4), d(3)}, ctx)},
+        1);
+    // dk[b, j, s, d] = sum_{g, t} ds[b, j, g, t, s] q[b, j, g, t, d] and
+    // dv[b, j, s, e] = sum_{g, t} p[b, j, g, t, s] grad[b, j, g, t, e]
+    // (the query heads j group + g of key/value head j).
+    SmallVector<AffineMap> perKeyHead = {
+        AffineMap::get(6, 0, {d(0), d(1), d(4), d(5), d(2)}, ctx),
+        AffineMap::get(6, 0, {d(0), d(1), d(4), d(5), d(3)}, ctx)};
+    Value dk =
+        contract(b, loc, {byGroup(ds), byGroup(q)}, a.kSizes, perKeyHead, 2);
+    Value dv = contract(b, loc, {byGroup(a.probs), byGroup(dy)}, vSizes,
+                        perKeyHead, 2);
+    SmallVector<Value> results;
+    Value sums[] = {dq, dk, dv}, operands[] = {q, k, v};
+    for (auto [value, like] : llvm::zip_equal(sums, operands))
+      results.push_back(roundAccumulator(b, loc, value, {},
+                                         getElementTypeOrSelf(like.getType())));
+    rewriter.replaceOp(op, results);
     return success();
   }
 };
@@ -327,6 +425,6 @@ void mlir::liger::populateLowerProjectionsToLinalgPatterns(
     RewritePatternSet &patterns) {
   patterns.add<LowerLinear, LowerLoRALinear, LowerLinearGradInput,
                LowerLinearGradWeight, LowerRoPEFamily<RoPEOp, false>,
-               LowerRoPEFamily<RoPEGradOp, true>, LowerAttention>(
-      patterns.getContext());
+               LowerRoPEFamily<RoPEGradOp, true>, LowerAttention,
+               LowerAttentionGrad>(patterns.getContext());
 }

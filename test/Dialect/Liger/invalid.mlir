@@ -618,6 +618,39 @@ func.func @attention_batch(%q: tensor<2x4x8x16xf32>, %k: tensor<1x2x8x16xf32>, %
 }
 
 // -----
+// liger.attention_grad: the attention's rules, and the incoming gradient of
+// the output's shape and type.
+func.func @attention_grad_gqa_ratio(%do: tensor<1x6x8x16xf32>, %q: tensor<1x6x8x16xf32>, %k: tensor<1x4x8x16xf32>, %v: tensor<1x4x8x16xf32>) {
+  // expected-error @+1 {{'liger.attention_grad' op expects the head count of 'q' (6) to be a multiple of that of 'k' (4)}}
+  %dq, %dk, %dv = liger.attention_grad %do, %q, %k, %v : tensor<1x6x8x16xf32>, tensor<1x6x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>
+  return
+}
+// -----
+func.func @attention_grad_shape(%do: tensor<1x4x8x32xf32>, %q: tensor<1x4x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) {
+  // expected-error @+1 {{'liger.attention_grad' op expects 'grad' to be 'tensor<1x4x8x16xf32>' (the attention's output), got 'tensor<1x4x8x32xf32>'}}
+  %dq, %dk, %dv = liger.attention_grad %do, %q, %k, %v : tensor<1x4x8x32xf32>, tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>
+  return
+}
+// -----
+func.func @attention_grad_seq(%do: tensor<1x4x7x16xf32>, %q: tensor<1x4x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) {
+  // expected-error @+1 {{'liger.attention_grad' op expects 'grad' to be 'tensor<1x4x8x16xf32>' (the attention's output), got 'tensor<1x4x7x16xf32>'}}
+  %dq, %dk, %dv = liger.attention_grad %do, %q, %k, %v : tensor<1x4x7x16xf32>, tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>
+  return
+}
+// -----
+func.func @attention_grad_scale_negative(%do: tensor<1x2x3x8xf32>, %q: tensor<1x2x3x8xf32>, %k: tensor<1x2x3x8xf32>, %v: tensor<1x2x3x8xf32>) {
+  // expected-error @+1 {{'liger.attention_grad' op attribute 'scale' failed to satisfy constraint: 32-bit float attribute whose value is positive}}
+  %dq, %dk, %dv = liger.attention_grad %do, %q, %k, %v scale = -1.0 : tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>
+  return
+}
+// -----
+func.func @attention_grad_types(%do: tensor<1x2x3x8xbf16>, %q: tensor<1x2x3x8xf32>, %k: tensor<1x2x3x8xf32>, %v: tensor<1x2x3x8xf32>) {
+  // expected-error @+1 {{'liger.attention_grad' op failed to verify that all of {grad, q, k, v} have same element type}}
+  %r:3 = "liger.attention_grad"(%do, %q, %k, %v) : (tensor<1x2x3x8xbf16>, tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>) -> (tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>)
+  return
+}
+
+// -----
 
 func.func @geglu_grad_types(%d: tensor<4x64xf32>, %g: tensor<4x64xf32>, %u: tensor<4x64xbf16>) {
   // expected-error @+1 {{'liger.geglu_grad' op failed to verify that all of {grad, gate, up} have same type}}

@@ -193,6 +193,13 @@ func.func @attention(%q: tensor<?x32x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v
   return %0, %1 : tensor<?x32x?x128xbf16>, tensor<?x32x?x128xbf16>
 }
 
+// CHECK-LABEL: func.func @attention_grad
+// CHECK: liger.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} causal scale = 1.250000e-01 : tensor<?x32x?x64xbf16>, tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x64xbf16>
+func.func @attention_grad(%do: tensor<?x32x?x64xbf16>, %q: tensor<?x32x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x64xbf16>) -> (tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x64xbf16>) {
+  %dq, %dk, %dv = liger.attention_grad %do, %q, %k, %v causal scale = 0.125 : tensor<?x32x?x64xbf16>, tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x64xbf16>
+  return %dq, %dk, %dv : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x64xbf16>
+}
+
 // CHECK-LABEL: func.func @backward_ops
 // CHECK: liger.rms_norm_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} casting = gemma : tensor<?x4096xbf16>, tensor<4096xf32>, tensor<?xf32>
 // CHECK: liger.rope_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<2x32x?x128xbf16>, tensor<2x8x?x128xbf16>, tensor<2x?x128xbf16>

@@ -389,4 +389,42 @@ def Liger_LinearGradWeightOp : Liger_InferOp<"linear_grad_weight",
   }];
 }
 
+def Liger_AttentionGradOp : Liger_InferOp<"attention_grad",
+    [AllElementTypesMatch<["grad", "q", "k", "v"]>]> {
+  let summary = "gradients of liger.attention with respect to q, k and v";
+  let description = [{
+    From the gradient `grad` `[B, Hq, T, Dv]` of `liger.attention`'s output
+    and its operands `q`, `k`, `v` (the attention's rules; `causal` and
+    `scale` its own), with the probabilities `p` recomputed in f32:
+
+    ```
+    dv = pᵀ · grad                              [B, Hkv, S, Dv]
+    dp = grad · vᵀ
+    ds = p * (dp - rowsum(p * dp)) * scale      (rowsum(p * dp) = rowsum(grad * out))
+    dq = ds · k                                 [B, Hq, T, D]
+    dk = dsᵀ · q                                [B, Hkv, S, D]
+    ```
+
+    A key/value head's gradients sum over the query heads that read it
+    (grouped-query attention); masked positions have `p = 0`, so no
+    gradient. Each product accumulates in f32 and is rounded to the
+    operands' type.
+
+    ```mlir
+    %dq, %dk, %dv = liger.attention_grad %do, %q, %k, %v causal
+        : tensor<?x32x?x128xbf16>, tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>,
+          tensor<?x8x?x128xbf16>
+    ```
+  }];
+  let arguments = (ins Liger_FloatTensor:$grad, Liger_FloatTensor:$q,
+      Liger_FloatTensor:$k, Liger_FloatTensor:$v, UnitAttr:$causal,
+      OptionalAttr<Liger_PositiveF32Attr>:$scale);
+  let results = (outs Liger_FloatTensor:$grad_q, Liger_FloatTensor:$grad_k,
+      Liger_FloatTensor:$grad_v);
+  let assemblyFormat = [{
+    $grad `,` $q `,` $k `,` $v (`causal` $causal^)? (`scale` `=` $scale^)?
+    attr-dict `:` type($grad) `,` type($q) `,` type($k) `,` type($v)
+  }];
+}
+
 #endif // LIGER_DIALECT_LIGER_IR_LIGERGRADOPS_TD

@@ -563,3 +563,21 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
   results.push_back(*out);
   return success();
 }
+
+LogicalResult
+AttentionGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                  Adaptor adaptor,
+                                  SmallVectorImpl<Type> &results) {
+  RuleContext ctx(loc, getOperationName());
+  FailureOr<RankedTensorType> out =
+      inferAttentionType(ctx, adaptor.getQ().getType(),
+                         adaptor.getK().getType(), adaptor.getV().getType());
+  if (failed(out) ||
+      failed(verifyMatchesType(ctx, adaptor.getGrad().getType(), "grad", *out,
+                               "the attention's output")))
+    return failure();
+  results.push_back(adaptor.getQ().getType());
+  results.push_back(adaptor.getK().getType());
+  results.push_back(adaptor.getV().getType());
+  return success();
+}
