@@ -102,6 +102,15 @@ func.func @attention_output_shape(%q: tensor<2x8x?x64xf16>, %k: tensor<2x2x100x6
   return
 }
 
+// Attention gradients: each of q's, k's and v's type (the incoming gradient
+// has the output's [B, Hq, T, Dv]).
+// CHECK-LABEL: sym_name = "attention_grad_shapes"
+// CHECK: "liger.attention_grad"{{.*}} -> (tensor<2x8x?x64xf16>, tensor<2x2x100x64xf16>, tensor<2x2x100x32xf16>)
+func.func @attention_grad_shapes(%do: tensor<2x8x?x32xf16>, %q: tensor<2x8x?x64xf16>, %k: tensor<2x2x100x64xf16>, %v: tensor<2x2x100x32xf16>) {
+  %0:3 = liger.attention_grad %do, %q, %k, %v causal : tensor<2x8x?x32xf16>, tensor<2x8x?x64xf16>, tensor<2x2x100x64xf16>, tensor<2x2x100x32xf16>
+  return
+}
+
 // CHECK-LABEL: sym_name = "grad_shapes"
 // CHECK: "liger.rms_norm_grad"{{.*}} -> (tensor<?x64xbf16>, tensor<64xf32>)
 // CHECK: "liger.swiglu_grad"{{.*}} -> (tensor<?x64xbf16>, tensor<?x64xbf16>)

@@ -553,7 +553,7 @@ def Liger_AttentionOp : Liger_InferOp<"attention",
 
     `scale` defaults to `1/sqrt(D)`. `causal` masks key positions `j > i + (S
     - T)` (the bottom-right aligned mask of `scaled_dot_product_attention`
-    when `S = T`).
+    when `S = T`). Its backward op is `liger.attention_grad`.
 
     ```mlir
     %o = liger.attention %q, %k, %v causal
