@@ -626,6 +626,18 @@ func.func @attention_grad_gqa_ratio(%do: tensor<1x6x8x16xf32>, %q: tensor<1x6x8x
   return
 }
 // -----
+func.func @attention_grad_no_heads(%do: tensor<1x0x8x16xf32>, %q: tensor<1x0x8x16xf32>, %k: tensor<1x0x8x16xf32>, %v: tensor<1x0x8x16xf32>) {
+  // expected-error @+1 {{'liger.attention_grad' op expects at least one head and one head dimension in 'q', got 'tensor<1x0x8x16xf32>'}}
+  %dq, %dk, %dv = liger.attention_grad %do, %q, %k, %v : tensor<1x0x8x16xf32>, tensor<1x0x8x16xf32>, tensor<1x0x8x16xf32>, tensor<1x0x8x16xf32>
+  return
+}
+// -----
+func.func @attention_no_kv_heads(%q: tensor<1x4x8x16xf32>, %k: tensor<1x0x8x16xf32>, %v: tensor<1x0x8x16xf32>) {
+  // expected-error @+1 {{'liger.attention' op expects at least one head and one head dimension in 'k', got 'tensor<1x0x8x16xf32>'}}
+  %y = liger.attention %q, %k, %v : tensor<1x4x8x16xf32>, tensor<1x0x8x16xf32>, tensor<1x0x8x16xf32>
+  return
+}
+// -----
 func.func @attention_grad_shape(%do: tensor<1x4x8x32xf32>, %q: tensor<1x4x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) {
   // expected-error @+1 {{'liger.attention_grad' op expects 'grad' to be 'tensor<1x4x8x16xf32>' (the attention's output), got 'tensor<1x4x8x32xf32>'}}
   %dq, %dk, %dv = liger.attention_grad %do, %q, %k, %v : tensor<1x4x8x32xf32>, tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>

@@ -407,7 +407,8 @@ def Liger_AttentionGradOp : Liger_InferOp<"attention_grad",
 
     A key/value head's gradients sum over the query heads that read it
     (grouped-query attention); masked positions have `p = 0`, so no
-    gradient. Each product accumulates in f32 and is rounded to the
+    gradient. A row with every key masked (causal with `S < T`) is NaN in
+    `liger.attention`'s output and poisons these gradients likewise. Each product accumulates in f32 and is rounded to the
     operands' type.
 
     ```mlir

@@ -373,6 +373,9 @@ mlir::liger::inferAttentionType(const RuleContext &ctx, Type q, Type k,
     if (t.isDynamicDim(1) || t.isDynamicDim(3))
       return ctx.fail("expects the head count and head dimension of '", name,
                       "' to be static, got ", Type(t));
+    if (t.getDimSize(1) < 1 || t.getDimSize(3) < 1)
+      return ctx.fail("expects at least one head and one head dimension in '",
+                      name, "', got ", Type(t));
   }
   int64_t hq = qT->getDimSize(1), hkv = kT->getDimSize(1);
   if (hq % hkv != 0)
