@@ -137,9 +137,10 @@ Value lowering::contractF32(OpBuilder &b, Location loc, Value lhs, Value rhs,
                            ArrayRef<AffineMap> maps,
                            ArrayRef<OpFoldResult> sizes) {
   Value acc = filledTensor(b, loc, sizes, b.getF32Type(), 0.0);
-  SmallVector<utils::IteratorType> iterators(maps.front().getNumDims(),
+  // The loops past the result's are reductions.
+  SmallVector<utils::IteratorType> iterators(maps.back().getNumResults(),
                                              utils::IteratorType::parallel);
-  iterators.back() = utils::IteratorType::reduction;
+  iterators.resize(maps.front().getNumDims(), utils::IteratorType::reduction);
   auto generic = linalg::GenericOp::create(
       b, loc, TypeRange{acc.getType()}, ValueRange{lhs, rhs}, ValueRange{acc},
       maps, iterators, [&](OpBuilder &nb, Location nloc, ValueRange args) {

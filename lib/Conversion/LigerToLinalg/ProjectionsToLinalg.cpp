@@ -196,32 +196,16 @@ struct LowerRoPEFamily : OpConversionPattern<OpTy> {
 
 /// out[i...] = sum over the last `reductions` loop dimensions of
 /// lhs[lhsMap] * rhs[rhsMap], in f32, over an f32 result of `sizes` (the
-/// first sizes.size() loop dimensions, in order).
+/// first sizes.size() loop dimensions, in order): contractF32's maps.
 static Value contract(OpBuilder &b, Location loc, ArrayRef<Value> operands,
                       ArrayRef<OpFoldResult> sizes, ArrayRef<AffineMap> maps,
                       unsigned reductions) {
-  MLIRContext *ctx = b.getContext();
   unsigned loops = sizes.size() + reductions;
-  Value acc = filledTensor(b, loc, sizes, b.getF32Type(), 0.0);
   SmallVector<AffineMap> indexing(maps);
   indexing.push_back(
-      AffineMap::getMultiDimIdentityMap(loops, ctx)
+      AffineMap::getMultiDimIdentityMap(loops, b.getContext())
           .getSubMap(llvm::to_vector(llvm::seq<unsigned>(0, sizes.size()))));
-  SmallVector<utils::IteratorType> iterators(sizes.size(),
-                                             utils::IteratorType::parallel);
-  iterators.append(reductions, utils::IteratorType::reduction);
-  return linalg::GenericOp::create(
-             b, loc, TypeRange{acc.getType()}, operands, ValueRange{acc},
-             indexing, iterators,
-             [&](OpBuilder &nb, Location nloc, ValueRange args) {
-               Value prod =
-                   arith::MulFOp::create(nb, nloc, toF32(nb, nloc, args[0]),
-                                         toF32(nb, nloc, args[1]));
-               linalg::YieldOp::create(
-                   nb, nloc,
-                   ValueRange{arith::AddFOp::create(nb, nloc, args[2], prod)});
-             })
-      .getResult(0);
+  return contractF32(b, loc, operands[0], operands[1], indexing, sizes);
 }
 
 /// liger.attention's probabilities, shared by its lowering and its
