@@ -434,8 +434,7 @@ Status Bundle::launchChecked(size_t index, const TensorArg *args,
     TensorMapSpec spec;
     spec.globalAddress = args[m.param].data;
     spec.dtype = p.dtype;
-    spec.shape = memrefSizes(p, args[m.param], dims);
-    spec.box = {m.boxRows, m.boxCols};
+    tensorMapGeometry(p, m, args[m.param], dims, &spec.shape, &spec.box);
     spec.swizzle = m.swizzle;
     spec.zeroFill = m.zeroFill;
     Status s = encodeTensorMap(spec, &maps[t]);

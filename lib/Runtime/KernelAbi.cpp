@@ -46,7 +46,8 @@ constexpr Spelling<KernelTemplate> kTemplates[] = {
     {KernelTemplate::Rowwise, "rowwise"},
     {KernelTemplate::RoPE, "rope"},
     {KernelTemplate::CrossEntropy, "cross_entropy"},
-    {KernelTemplate::Matmul, "matmul"}};
+    {KernelTemplate::Matmul, "matmul"},
+    {KernelTemplate::Attention, "attention"}};
 constexpr Spelling<LossStage> kStages[] = {{LossStage::Logits, "logits"},
                                            {LossStage::CE, "ce"},
                                            {LossStage::DX, "dx"},
@@ -379,6 +380,27 @@ Shape liger::runtime::memrefSizes(const KernelParam &param,
   return shape;
 }
 
+void liger::runtime::tensorMapGeometry(const KernelParam &param,
+                                       const KernelTensorMap &map,
+                                       const TensorArg &arg,
+                                       const LaunchDims &dims, Shape *shape,
+                                       Shape *box) {
+  Shape sizes = memrefSizes(param, arg, dims);
+  if (param.kind != ParamKind::Heads) {
+    *shape = sizes; // [rows, K] or [N, K]
+    *box = {map.boxRows, map.boxCols};
+    return;
+  }
+  // [batch, heads, seq, D] with (batch, head) pairs as one dimension: each
+  // box stays within one pair's [seq, D], the 2-D case once per pair. Only
+  // a batch with no sequence can overflow; saturated, validation refuses it.
+  int64_t pairs;
+  if (__builtin_mul_overflow(sizes[0], sizes[1], &pairs))
+    pairs = INT64_MAX;
+  *shape = {pairs, sizes[2], sizes[3]};
+  *box = {1, map.boxRows, map.boxCols};
+}
+
 int64_t *liger::runtime::packDescriptor(const KernelParam &param,
                                         const TensorArg &arg,
                                         const LaunchDims &dims, int64_t *out) {
@@ -701,9 +723,10 @@ Status Verifier::kernel(const std::string &path, const KernelSpec &k) const {
                               " of a kernel with " +
                               std::to_string(k.params.size()));
     const KernelParam &p = k.params[m.param];
-    if (p.kind != ParamKind::Rows && p.kind != ParamKind::Matrix)
-      return error(mpath,
-                   "param '" + p.name + "' is not a rows or matrix parameter");
+    if (p.kind != ParamKind::Rows && p.kind != ParamKind::Matrix &&
+        p.kind != ParamKind::Heads)
+      return error(mpath, "param '" + p.name +
+                              "' is not a rows, matrix or heads parameter");
     if (m.boxRows < 1 || m.boxRows > 256 || m.boxCols < 1 || m.boxCols > 256)
       return error(mpath, "box must be [rows, cols], each in [1, 256], got [" +
                               std::to_string(m.boxRows) + ", " +

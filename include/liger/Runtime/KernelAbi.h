@@ -7,7 +7,8 @@
 // trusted after. It also holds the rules every launcher shares: which
 // tensors a kernel takes (checkArgs), the shapes of its outputs and
 // workspaces (inferOutputShapes, outputShapeRules, inferWorkspaceShapes),
-// how each parameter is passed (packDescriptor), and which GPUs run an arch
+// how each parameter is passed (packDescriptor) and what its TMA
+// descriptors describe (tensorMapGeometry), and which GPUs run an arch
 // (archRunsOn). No MLIR, LLVM, CUDA or JSON header here: the JSON library
 // stays inside the runtime's sources.
 //
@@ -61,8 +62,9 @@ enum class ParamKind {
   Matrix,     ///< [N, K], static (a projection's weight or its gradient)
 };
 
-/// The kernel template a kernel was built from (informational).
-enum class KernelTemplate { Rowwise, RoPE, CrossEntropy, Matmul };
+/// The kernel template a kernel was built from (informational). New
+/// templates go last, so that the values of the others stay.
+enum class KernelTemplate { Rowwise, RoPE, CrossEntropy, Matmul, Attention };
 
 /// Shared-memory swizzle of a TMA tile (the span of one swizzle atom).
 enum class TensorMapSwizzle { None = 0, B32 = 1, B64 = 2, B128 = 3 };
@@ -208,10 +210,11 @@ struct FinishSpec {
   int64_t dynamicSharedMemoryBytes = 0;
 };
 
-/// A TMA descriptor the launcher encodes from a rows or matrix parameter
-/// (its 2-D tensor, [rows, K] or [N, K]) and passes by value after the
-/// parameters: `box` rows x cols per copy, swizzled, out-of-bounds elements
-/// zero (or, with zeroFill false, a NaN that FMAs turn into zero).
+/// A TMA descriptor the launcher encodes from a rows, matrix or heads
+/// parameter (tensorMapGeometry says which tensor and box) and passes by
+/// value after the parameters: `box` rows x cols per copy, swizzled,
+/// out-of-bounds elements zero (or, with zeroFill false, a NaN that FMAs
+/// turn into zero).
 struct KernelTensorMap {
   size_t param = 0; ///< index into KernelSpec::params
   int64_t boxRows = 0, boxCols = 0;
@@ -398,10 +401,22 @@ int64_t *packDescriptor(const KernelParam &param, const TensorArg &arg,
 
 /// The sizes of the memref `param` is passed as for `arg` (its kind's
 /// shape with the rows, CTAs and static sizes filled in; batch and
-/// sequence from `arg`). For a rows or matrix parameter, also the 2-D
-/// shape [rows, K] or [N, K] its tensor maps describe.
+/// sequence from `arg`).
 Shape memrefSizes(const KernelParam &param, const TensorArg &arg,
                   const LaunchDims &dims);
+
+/// The tensor a tensor map `map` of `param` describes for `arg` and the box
+/// it copies, both outermost first (a TensorMapSpec's shape and box): a rows
+/// or matrix parameter's 2-D [rows, K] or [N, K] in [boxRows, boxCols]
+/// boxes; a heads parameter's 3-D [batch * heads, seq, D] in [1, boxRows,
+/// boxCols] boxes, so that a box never reaches from one (batch, head) into
+/// the next: its rows past `seq` are out of bounds, as a 2-D box's past the
+/// last row. `arg` was checked by checkArgs, which gave `dims`. An empty
+/// tensor gives a size of 0, which no map can have (validateTensorMap);
+/// a launch without rows launches nothing unless it has workspaces.
+void tensorMapGeometry(const KernelParam &param, const KernelTensorMap &map,
+                       const TensorArg &arg, const LaunchDims &dims,
+                       Shape *shape, Shape *box);
 
 /// The rule a TMA box's innermost extent (`boxCols` elements of `dtype`)
 /// obeys: a multiple of 16 bytes, within the swizzle span. Empty when it

@@ -39,8 +39,9 @@ static size_t logLength;
 static unsigned lastLaunch[7];
 static int capture;
 static long long captured[64];
-/* The last tensor map: rank, sizes and box (innermost first), swizzle. */
-static long long lastMap[6];
+/* The last tensor map: rank, three sizes and three box sizes (innermost
+ * first, 0 past the rank), swizzle. */
+static long long lastMap[8];
 
 static void note(const char *what, int dev) {
   if (logLength + 64 >= sizeof log_)
@@ -196,8 +197,12 @@ CUresult cuTensorMapEncodeTiled(void *map, int dataType, unsigned rank,
   (void)interleave;
   (void)l2;
   (void)oob;
-  long long m[6] = {
-      rank, (long long)dims[0], (long long)dims[1], box[0], box[1], swizzle};
-  memcpy(lastMap, m, sizeof m);
+  memset(lastMap, 0, sizeof lastMap);
+  lastMap[0] = rank;
+  for (unsigned d = 0; d < rank && d < 3; ++d) {
+    lastMap[1 + d] = (long long)dims[d];
+    lastMap[4 + d] = box[d];
+  }
+  lastMap[7] = swizzle;
   return 0;
 }

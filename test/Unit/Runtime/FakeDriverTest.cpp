@@ -285,8 +285,46 @@ TEST_F(FakeDriverTest, ALaunchPassesTheKernelAbi) {
   ASSERT_TRUE(bundle->launch("proj", args, nullptr, 0).isOk());
   EXPECT_EQ(launched(), (std::vector<unsigned>{4, 3, 1, 384, 1, 1, 200000}));
   // The last map: input1, [512, 64] in 256 x 64 boxes, innermost first.
-  EXPECT_EQ(std::vector<long long>(lastMap(), lastMap() + 6),
-            (std::vector<long long>{2, 64, 512, 64, 256, 3}));
+  EXPECT_EQ(std::vector<long long>(lastMap(), lastMap() + 8),
+            (std::vector<long long>{2, 64, 512, 0, 64, 256, 0, 3}));
+}
+
+// A tensor map of a [batch, heads, seq, D] tensor is 3-D, [batch * heads,
+// seq, D] in [1, rows, cols] boxes, so that no box reaches from one head
+// into the next; an empty batch or sequence launches nothing (no map).
+TEST_F(FakeDriverTest, AHeadsTensorMapHasOneSequencePerHead) {
+  KernelSpec attn = rowwiseKernel(
+      "attn", "liger.attention",
+      {{"input0", ParamRole::Input, ParamKind::Heads, DType::bf16, 128, 8},
+       {"output0", ParamRole::Output, ParamKind::Heads, DType::bf16, 128, 8}});
+  attn.kernelTemplate = KernelTemplate::Attention;
+  attn.grid[0] = {GridDim::Rows, 128};
+  attn.tensorMaps = {{0, 128, 64, TensorMapSwizzle::B128, true}};
+  ASSERT_TRUE(reopen(moduleManifest("sm_90a", {attn})).isOk());
+  ASSERT_EQ(driver->cuCtxSetCurrent(primary(0)), kCudaSuccess);
+  alignas(16) static char buf[4096];
+  Shape shape = {2, 8, 77, 128};
+  ASSERT_TRUE(
+      bundle
+          ->launch("attn",
+                   {{buf, DType::bf16, shape}, {buf, DType::bf16, shape}},
+                   nullptr, 0)
+          .isOk());
+  EXPECT_EQ(launched()[0], 2u); // 2 x 77 tokens in 128-row tiles
+  // Innermost first: D in 64-column boxes, 128 positions of the sequence
+  // (77 in bounds), one of the 16 (batch, head) pairs.
+  EXPECT_EQ(std::vector<long long>(lastMap(), lastMap() + 8),
+            (std::vector<long long>{3, 128, 77, 16, 64, 128, 1, 3}));
+  reset();
+  for (Shape empty : {Shape{0, 8, 77, 128}, Shape{2, 8, 0, 128}})
+    EXPECT_TRUE(
+        bundle
+            ->launch("attn",
+                     {{buf, DType::bf16, empty}, {buf, DType::bf16, empty}},
+                     nullptr, 0)
+            .isOk())
+        << shapeString(empty);
+  EXPECT_STREQ(log(), "");
 }
 
 TEST_F(FakeDriverTest, APersistentKernelHasOneCtaPerSmOfItsDevice) {

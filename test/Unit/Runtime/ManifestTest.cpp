@@ -146,6 +146,49 @@ TEST(ManifestTest, WhatIsWrittenReadsBackTheSame) {
   EXPECT_TRUE(back.plans[0].mean);
 }
 
+// Each template's spelling reads back as it; templates added later come
+// last, so that the values of the others stay.
+TEST(ManifestTest, TemplateNamesRoundTrip) {
+  for (KernelTemplate t : {KernelTemplate::Rowwise, KernelTemplate::RoPE,
+                           KernelTemplate::CrossEntropy, KernelTemplate::Matmul,
+                           KernelTemplate::Attention}) {
+    KernelTemplate back = KernelTemplate::Rowwise;
+    ASSERT_TRUE(parseTemplate(templateName(t), &back)) << templateName(t);
+    EXPECT_EQ(back, t) << templateName(t);
+  }
+  EXPECT_STREQ(templateName(KernelTemplate::Attention), "attention");
+  EXPECT_EQ(static_cast<int>(KernelTemplate::Attention), 4);
+  KernelTemplate t;
+  EXPECT_FALSE(parseTemplate("Attention", &t));
+}
+
+// A tensor map may name a [batch, heads, seq, D] parameter (an attention
+// kernel's); it is written and read as any other.
+TEST(ManifestTest, AHeadsParameterTakesATensorMap) {
+  Manifest m = sample();
+  KernelSpec &attn = m.modules[0].kernels[3];
+  attn.kernelTemplate = KernelTemplate::Attention;
+  attn.tensorMaps = {{0, 128, 64, TensorMapSwizzle::B128, true},
+                     {3, 64, 64, TensorMapSwizzle::B128, false}};
+  std::string text = written(m);
+  EXPECT_NE(text.find("\"template\": \"attention\""), std::string::npos)
+      << text;
+  Manifest back;
+  Status s = parseManifest(text, "t", &back);
+  ASSERT_TRUE(s.isOk()) << s.toString();
+  EXPECT_EQ(written(back), text);
+  const KernelSpec &k = back.modules[0].kernels[3];
+  EXPECT_EQ(k.kernelTemplate, KernelTemplate::Attention);
+  ASSERT_EQ(k.tensorMaps.size(), 2u);
+  EXPECT_EQ(k.tensorMaps[0].param, 0u);
+  EXPECT_EQ(k.tensorMaps[0].boxRows, 128);
+  EXPECT_EQ(k.tensorMaps[0].boxCols, 64);
+  EXPECT_EQ(k.tensorMaps[1].param, 3u);
+  EXPECT_FALSE(k.tensorMaps[1].zeroFill);
+  EXPECT_EQ(k.params[k.tensorMaps[1].param].kind, ParamKind::Heads);
+  EXPECT_TRUE(verifyKernel(k, "c", "kernel").isOk());
+}
+
 TEST(ManifestTest, TheWrittenTextIsTheDocumentedForm) {
   std::string text = written(sample());
   // Keys sorted, two-space indentation, shapes in shape symbols.
@@ -421,7 +464,29 @@ INSTANTIATE_TEST_SUITE_P(
                kernel(m, 2).params[1].outer = 0;
              },
              "modules[0].kernels[2].tensor_maps[1]: param 'input1' is not a "
-             "rows or matrix parameter"},
+             "rows, matrix or heads parameter"},
+        Rule{"map-kind-row-scalars",
+             [](Manifest &m) {
+               kernel(m, 0).tensorMaps = {
+                   {3, 128, 16, TensorMapSwizzle::B64, true}};
+             },
+             "modules[0].kernels[0].tensor_maps[0]: param 'output1' is not a "
+             "rows, matrix or heads parameter"},
+        Rule{"map-kind-tables",
+             [](Manifest &m) {
+               kernel(m, 3).tensorMaps = {
+                   {1, 128, 64, TensorMapSwizzle::B128, true}};
+             },
+             "modules[0].kernels[3].tensor_maps[0]: param 'input1' is not a "
+             "rows, matrix or heads parameter"},
+        // A heads parameter's box is checked as a 2-D one's.
+        Rule{"map-heads-span",
+             [](Manifest &m) {
+               kernel(m, 3).tensorMaps = {
+                   {0, 128, 128, TensorMapSwizzle::B128, true}};
+             },
+             "modules[0].kernels[3].tensor_maps[0]: the box's innermost size "
+             "(256 bytes) exceeds the 128-byte swizzle span (bf16 'input0')"},
         Rule{"map-box", [](Manifest &m) { kernel(m, 2).tensorMaps[0].boxRows = 512; },
              "modules[0].kernels[2].tensor_maps[0]: box must be [rows, cols], "
              "each in [1, 256], got [512, 64]"},

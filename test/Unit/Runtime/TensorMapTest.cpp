@@ -3,6 +3,8 @@
 // Every cuTensorMapEncodeTiled requirement that encodeTensorMap checks before
 // calling the driver gets a message naming what is wrong; a valid spec
 // passes, and encodes where a driver is present (a clear error where not).
+// And the tensor and box a kernel's tensor map describes for its arguments
+// (tensorMapGeometry), for each kind of parameter a map may name.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,6 +12,8 @@
 #include "liger/Runtime/CudaDriver.h"
 
 #include <gtest/gtest.h>
+#include <utility>
+#include <vector>
 
 using namespace liger::runtime;
 
@@ -88,6 +92,58 @@ TEST(TensorMapTest, EachRequirementSaysWhatIsWrong) {
   spec.zeroFill = false;
   expectInvalid(spec, "NaN fill of out-of-bounds elements needs a "
                       "floating-point dtype, got i32");
+}
+
+/// The shape and box of the tensor map `map` of `kernel` for `args`.
+std::pair<Shape, Shape> geometry(const KernelSpec &kernel,
+                                 const KernelTensorMap &map,
+                                 const std::vector<TensorArg> &args) {
+  LaunchDims dims;
+  Status s = checkArgs(kernel, args, &dims);
+  EXPECT_TRUE(s.isOk()) << s.toString();
+  std::pair<Shape, Shape> g;
+  tensorMapGeometry(kernel.params[map.param], map, args[map.param], dims,
+                    &g.first, &g.second);
+  return g;
+}
+
+TEST(TensorMapTest, RowsAndMatricesAre2DHeadsOneSequencePerHead) {
+  KernelSpec k;
+  k.name = "k";
+  k.params = {{"x", ParamRole::Input, ParamKind::Rows, DType::bf16, 64, 0},
+              {"w", ParamRole::Input, ParamKind::Matrix, DType::bf16, 64, 512},
+              {"y", ParamRole::Output, ParamKind::Rows, DType::bf16, 512, 0}};
+  std::vector<TensorArg> args = {{buffer, DType::bf16, {3, 5, 64}},
+                                 {buffer, DType::bf16, {512, 64}},
+                                 {buffer, DType::bf16, {3, 5, 512}}};
+  KernelTensorMap map{0, 128, 64, TensorMapSwizzle::B128, true};
+  // A rows tensor's leading dimensions are its rows.
+  EXPECT_EQ(geometry(k, map, args),
+            (std::pair<Shape, Shape>{{15, 64}, {128, 64}}));
+  map = {1, 256, 64, TensorMapSwizzle::B128, true};
+  EXPECT_EQ(geometry(k, map, args),
+            (std::pair<Shape, Shape>{{512, 64}, {256, 64}}));
+
+  // [batch, heads, seq, D] is [batch * heads, seq, D], each box within
+  // one (batch, head): rows 77 to 127 of a box are out of bounds.
+  k.params = {{"q", ParamRole::Input, ParamKind::Heads, DType::bf16, 128, 8},
+              {"o", ParamRole::Output, ParamKind::Heads, DType::bf16, 128, 8}};
+  args = {{buffer, DType::bf16, {2, 8, 77, 128}},
+          {buffer, DType::bf16, {2, 8, 77, 128}}};
+  map = {0, 128, 64, TensorMapSwizzle::B128, true};
+  std::pair<Shape, Shape> heads = geometry(k, map, args);
+  EXPECT_EQ(heads, (std::pair<Shape, Shape>{{16, 77, 128}, {1, 128, 64}}));
+  TensorMapSpec spec;
+  spec.globalAddress = buffer;
+  spec.shape = heads.first;
+  spec.box = heads.second;
+  EXPECT_TRUE(validateTensorMap(spec).isOk());
+  // An empty batch or sequence is a size of 0, which no map has (such a
+  // launch has no rows: nothing is launched).
+  args[0].shape = args[1].shape = {2, 8, 0, 128};
+  spec.shape = geometry(k, map, args).first;
+  EXPECT_EQ(spec.shape, (Shape{16, 0, 128}));
+  expectInvalid(spec, "dimension 1 has size 0");
 }
 
 TEST(TensorMapTest, EncodesOrSaysThereIsNoDriver) {
