@@ -358,6 +358,44 @@ Value GpuBuilder::wgmmaDescriptor(Value baseAddress, Value byteOffset,
   return arith::OrIOp::create(*this, start, i64(static_cast<int64_t>(fields)));
 }
 
+Value GpuBuilder::wgmmaRegisterA(Value acc, int64_t n, Type elementType,
+                                 ArrayRef<Value> a, Value bDescriptor,
+                                 bool bMNMajor) {
+  assert(a.size() == 4 && "an m64k16 A fragment is four registers");
+  int64_t regs = n / 2;
+  std::string dtype = elementType.isBF16() ? "bf16" : "f16";
+  std::string ptx = "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma."
+                    "mma_async.sync.aligned.m64n" +
+                    std::to_string(n) + "k16.f32." + dtype + "." + dtype + " {";
+  std::string constraints;
+  for (int64_t i = 0; i < regs; ++i) {
+    ptx += (i ? ", $" : "$") + std::to_string(i);
+    constraints += (i ? ",=f" : "=f");
+  }
+  ptx += "}, {";
+  for (int64_t i = 0; i < 4; ++i)
+    ptx += (i ? ", $" : "$") + std::to_string(2 * regs + i);
+  // scale-d from p (accumulate), A and B unscaled, B transposed when
+  // MN-major.
+  ptx += "}, $" + std::to_string(2 * regs + 4) + ", p, 1, 1, " +
+         (bMNMajor ? "1" : "0") + ";\n}";
+  for (int64_t i = 0; i < regs; ++i)
+    constraints += "," + std::to_string(i);
+  constraints += ",r,r,r,r,l";
+  SmallVector<Value> operands;
+  for (int64_t i = 0; i < regs; ++i)
+    operands.push_back(LLVM::ExtractValueOp::create(*this, acc, i));
+  operands.append(a.begin(), a.end());
+  operands.push_back(bDescriptor);
+  return LLVM::InlineAsmOp::create(
+             *this, acc.getType(), operands, ptx, constraints,
+             /*has_side_effects=*/true, /*is_align_stack=*/false,
+             LLVM::tailcallkind::TailCallKind::None,
+             LLVM::AsmDialectAttr::get(getContext(), LLVM::AsmDialect::AD_ATT),
+             ArrayAttr())
+      .getResult(0);
+}
+
 uint64_t mlir::liger::wgmmaKMajorDescriptorFields(int64_t swizzleBytes) {
   uint64_t mode = swizzleBytes == 128 ? 1 : swizzleBytes == 64 ? 2 : 3;
   return (1ull << 16) | (uint64_t(8 * swizzleBytes / 16) << 32) | (mode << 62);

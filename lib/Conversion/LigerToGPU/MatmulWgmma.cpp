@@ -228,42 +228,13 @@ static Value emitWgmmaLoRA(GpuBuilder &cb, const MatmulKernel &k,
   NVVM::WgmmaFenceAlignedOp::create(cb);
   // B's tile: K-major rows of r * 2 bytes, swizzled in that span.
   int64_t span = loraRank * k.elementBytes();
-  std::string shape = "m64n" + std::to_string(k.config.tileN) + "k16";
-  std::string dtype = k.elementType().isBF16() ? "bf16" : "f16";
   for (int64_t kk = 0; kk < loraRank / 16; ++kk) {
     Value desc = cb.wgmmaDescriptor(
         c.sharedBase, cb.i32(k.layout.offset(MatmulLayout::kLoRAB) + kk * 32),
         wgmmaKMajorDescriptorFields(span));
-    // wgmma with A in registers (NVVM's op takes A from shared memory
-    // only): d += a · B, as inline PTX.
-    std::string ptx = "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma."
-                      "mma_async.sync.aligned." +
-                      shape + ".f32." + dtype + "." + dtype + " {";
-    std::string constraints;
-    for (int64_t i = 0; i < regs; ++i) {
-      ptx += (i ? ", $" : "$") + std::to_string(i);
-      constraints += (i ? ",=f" : "=f");
-    }
-    ptx += "}, {";
-    for (int64_t i = 0; i < 4; ++i)
-      ptx += (i ? ", $" : "$") + std::to_string(2 * regs + i);
-    ptx += "}, $" + std::to_string(2 * regs + 4) + ", p, 1, 1, 0;\n}";
-    for (int64_t i = 0; i < regs; ++i)
-      constraints += "," + std::to_string(i);
-    constraints += ",r,r,r,r,l";
-    SmallVector<Value> operands;
-    for (int64_t i = 0; i < regs; ++i)
-      operands.push_back(LLVM::ExtractValueOp::create(cb, acc, i));
-    operands.append(aRegs.begin() + 4 * kk, aRegs.begin() + 4 * kk + 4);
-    operands.push_back(desc);
-    acc = LLVM::InlineAsmOp::create(
-              cb, c.accType, operands, ptx, constraints,
-              /*has_side_effects=*/true, /*is_align_stack=*/false,
-              LLVM::tailcallkind::TailCallKind::None,
-              LLVM::AsmDialectAttr::get(cb.getContext(),
-                                        LLVM::AsmDialect::AD_ATT),
-              ArrayAttr())
-              .getResult(0);
+    acc = cb.wgmmaRegisterA(acc, k.config.tileN, k.elementType(),
+                            ArrayRef<Value>(aRegs).slice(4 * kk, 4), desc,
+                            /*bMNMajor=*/false);
   }
   NVVM::WgmmaGroupSyncAlignedOp::create(cb);
   NVVM::WgmmaWaitGroupSyncOp::create(cb, 0);

@@ -241,6 +241,14 @@ public:
   /// buffer whose address is `baseAddress` (i64): the start address >> 4
   /// with the fixed `fields` (leading and stride offsets, swizzle mode).
   Value wgmmaDescriptor(Value baseAddress, Value byteOffset, uint64_t fields);
+  /// acc + a · B by one wgmma.mma_async m64n`n`k16 whose A comes from
+  /// registers: `a` is four `elementType` pairs as i32 (an m64n16 slice of
+  /// an accumulator, rounded: the accumulator fragment is A's), B the
+  /// shared-memory tile of `bDescriptor`, K-major or (`bMNMajor`)
+  /// MN-major. `acc` is the struct of n / 2 f32. Inline PTX: NVVM's op
+  /// takes A from shared memory only. The caller fences, commits and waits.
+  Value wgmmaRegisterA(Value acc, int64_t n, Type elementType,
+                       ArrayRef<Value> a, Value bDescriptor, bool bMNMajor);
 
 private:
   template <typename OpTy> Value binary(Value a, IntOperand b) {
