@@ -48,6 +48,14 @@ import kernels
 open(sys.argv[1], "w").write(kernels.cross_entropy_module_text())
 PY
 "$BUILD/bin/liger-compile" "$OUT/src/cross_entropy.mlir" -o "$OUT/cross_entropy" --target=sm_90a >/dev/null
+# The attention template (test_attention_kernels.py).
+"$PYTHON" - "$OUT/src/attention.mlir" <<'PY'
+import sys
+sys.path.insert(0, "test/Integration/gpu")
+import kernels
+open(sys.argv[1], "w").write(kernels.attention_module_text())
+PY
+"$BUILD/bin/liger-compile" "$OUT/src/attention.mlir" -o "$OUT/attention" --target=sm_90a >/dev/null
 # Loss groups planned as chunk kernels (test_planned_loss.py).
 "$PYTHON" - "$OUT/src/loss_plan.mlir" <<'PY'
 import sys

@@ -77,11 +77,12 @@ for target in sm_90a sm_80; do
     "$TMP/compiler-consumer/liger-compile-and-list" "$ROOT/test/Target/liger-compile.mlir" \
     "$TMP/api-$target.bundle" "$target"
 done
-# What the compiler left, and why, as liger-compile says it.
+# What the compiler left, and why, as liger-compile says it (sm_80 has no
+# attention template).
 check compiler-consumer-left expect_output left \
   "(not compiled yet, no kernel template: 1 liger.attention)" \
   "$TMP/compiler-consumer/liger-compile-and-list" "$ROOT/examples/llama3_8b_decoder_layer.mlir" \
-  "$TMP/api-llama.bundle"
+  "$TMP/api-llama.bundle" sm_80
 printf 'func.func @f(%%x: tensor<?x8xbf16>) {\n  liger.frobnicate\n}\n' >"$TMP/bad.mlir"
 check compiler-consumer-parse-error expect_failure parse \
   "liger-compile-and-list: $TMP/bad.mlir:2:3: error: custom op 'liger.frobnicate' is unknown liger.frobnicate ^" \

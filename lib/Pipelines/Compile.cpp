@@ -227,9 +227,13 @@ bool Compilation::survey(std::vector<::liger::runtime::LossPlan> &plans) {
       } else {
         // Matmul and loss groups are the matmul templates' (each left with
         // a warning, or all left out by the options); others have none.
+        // An attention group is the attention template's, whatever the
+        // options.
         bool templated = group.getKind() == FusionKind::matmul ||
                          group.getKind() == FusionKind::loss;
-        auto &list = !templated                ? notCompiled
+        bool attention = group.getKind() == FusionKind::attention;
+        auto &list = attention               ? leftByTemplates
+                     : !templated            ? notCompiled
                      : options.matmulKernels ? leftByTemplates
                                              : leftOut;
         ++list[(stringifyFusionKind(group.getKind()) + " group").str()];

@@ -178,3 +178,77 @@ func.func @pingpong_old_tile(%dy: tensor<?x128xbf16>, %x: tensor<?x128xbf16>, %a
   }
   return %y : tensor<128x128xbf16>
 }
+
+// -----
+
+// Every rule of a pinned attention configuration, one case each.
+
+func.func @attention_tile_n(%q: tensor<?x4x?x128xbf16>) -> tensor<?x4x?x128xbf16> {
+  // expected-error @+1 {{'liger.fusion' op has a 'liger.kernel_config' the attention template cannot take: 'tile_n' must be 64, 96 or 128, got 80}}
+  %o = liger.fusion attention(%q) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = attention, tile_n = 80, stages = 2>} : (tensor<?x4x?x128xbf16>) -> tensor<?x4x?x128xbf16> {
+  ^bb0(%a: tensor<?x4x?x128xbf16>):
+    %r = liger.attention %a, %a, %a causal : tensor<?x4x?x128xbf16>, tensor<?x4x?x128xbf16>, tensor<?x4x?x128xbf16>
+    liger.yield %r : tensor<?x4x?x128xbf16>
+  }
+  return %o : tensor<?x4x?x128xbf16>
+}
+
+// -----
+
+func.func @attention_stages(%q: tensor<?x4x?x128xbf16>) -> tensor<?x4x?x128xbf16> {
+  // expected-error @+1 {{'stages' must be 2 to 4, got 5}}
+  %o = liger.fusion attention(%q) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = attention, tile_n = 64, stages = 5>} : (tensor<?x4x?x128xbf16>) -> tensor<?x4x?x128xbf16> {
+  ^bb0(%a: tensor<?x4x?x128xbf16>):
+    %r = liger.attention %a, %a, %a causal : tensor<?x4x?x128xbf16>, tensor<?x4x?x128xbf16>, tensor<?x4x?x128xbf16>
+    liger.yield %r : tensor<?x4x?x128xbf16>
+  }
+  return %o : tensor<?x4x?x128xbf16>
+}
+
+// -----
+
+func.func @attention_registers(%q: tensor<?x4x?x256xbf16>) -> tensor<?x4x?x256xbf16> {
+  // expected-error @+1 {{'tile_n' 128 with head dimension 256 holds more accumulators than a consumer thread's registers (tile_n / 2 + D / 2 must be at most 160)}}
+  %o = liger.fusion attention(%q) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = attention, tile_n = 128, stages = 2>} : (tensor<?x4x?x256xbf16>) -> tensor<?x4x?x256xbf16> {
+  ^bb0(%a: tensor<?x4x?x256xbf16>):
+    %r = liger.attention %a, %a, %a : tensor<?x4x?x256xbf16>, tensor<?x4x?x256xbf16>, tensor<?x4x?x256xbf16>
+    liger.yield %r : tensor<?x4x?x256xbf16>
+  }
+  return %o : tensor<?x4x?x256xbf16>
+}
+
+// -----
+
+func.func @attention_shared_memory(%q: tensor<?x4x?x128xbf16>) -> tensor<?x4x?x128xbf16> {
+  // expected-error @+1 {{'tile_n' 128 and 4 stages take 295936 bytes of shared memory, over sm_90a's 232448}}
+  %o = liger.fusion attention(%q) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = attention, tile_n = 128, stages = 4>} : (tensor<?x4x?x128xbf16>) -> tensor<?x4x?x128xbf16> {
+  ^bb0(%a: tensor<?x4x?x128xbf16>):
+    %r = liger.attention %a, %a, %a : tensor<?x4x?x128xbf16>, tensor<?x4x?x128xbf16>, tensor<?x4x?x128xbf16>
+    liger.yield %r : tensor<?x4x?x128xbf16>
+  }
+  return %o : tensor<?x4x?x128xbf16>
+}
+
+// -----
+
+func.func @attention_template_on_rowwise(%x: tensor<?x64xbf16>) -> tensor<?x64xbf16> {
+  // expected-error @+1 {{'liger.fusion' op has a 'liger.kernel_config' of the attention template; its ops are built by the rowwise template}}
+  %y = liger.fusion rowwise(%x) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = attention, tile_n = 64, stages = 2>} : (tensor<?x64xbf16>) -> tensor<?x64xbf16> {
+  ^bb0(%a: tensor<?x64xbf16>):
+    %s = liger.silu %a : tensor<?x64xbf16>
+    liger.yield %s : tensor<?x64xbf16>
+  }
+  return %y : tensor<?x64xbf16>
+}
+
+// -----
+
+func.func @rowwise_template_on_attention(%q: tensor<?x4x?x64xbf16>) -> tensor<?x4x?x64xbf16> {
+  // expected-error @+1 {{'liger.fusion' op has a 'liger.kernel_config' of the rowwise template; its ops are built by the attention template}}
+  %o = liger.fusion attention(%q) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 8>} : (tensor<?x4x?x64xbf16>) -> tensor<?x4x?x64xbf16> {
+  ^bb0(%a: tensor<?x4x?x64xbf16>):
+    %r = liger.attention %a, %a, %a : tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>
+    liger.yield %r : tensor<?x4x?x64xbf16>
+  }
+  return %o : tensor<?x4x?x64xbf16>
+}

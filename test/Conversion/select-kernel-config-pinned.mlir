@@ -11,3 +11,15 @@ func.func @pinned_matmul(%x: tensor<?x4096xbf16>, %w: tensor<4096x4096xbf16>) ->
   }
   return %q : tensor<?x4096xbf16>
 }
+
+// A pinned attention configuration that fits stays as written.
+// CHECK-LABEL: func.func @pinned_attention
+//       CHECK:   #liger.kernel_config<kernel_template = attention, tile_n = 64, stages = 3>
+func.func @pinned_attention(%q: tensor<?x4x?x128xbf16>) -> tensor<?x4x?x128xbf16> {
+  %o = liger.fusion attention(%q) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = attention, tile_n = 64, stages = 3>} : (tensor<?x4x?x128xbf16>) -> tensor<?x4x?x128xbf16> {
+  ^bb0(%a: tensor<?x4x?x128xbf16>):
+    %r = liger.attention %a, %a, %a causal : tensor<?x4x?x128xbf16>, tensor<?x4x?x128xbf16>, tensor<?x4x?x128xbf16>
+    liger.yield %r : tensor<?x4x?x128xbf16>
+  }
+  return %o : tensor<?x4x?x128xbf16>
+}

@@ -273,3 +273,31 @@ func.func @ce_near_misses(%x: tensor<?x128256xbf16>, %y: tensor<?x32000xbf16>, %
   }
   return %l, %s#0, %s#1, %n#0, %n#1 : tensor<f32>, tensor<f32>, tensor<?x32000xbf16>, tensor<?xf32>, tensor<?x128256xbf16>
 }
+
+// -----
+
+// Attention: key/value blocks of 128 rows up to D 128, of 64 past it (S's
+// and O's accumulators stay in a consumer thread's registers), as many
+// stages as fit in shared memory (three, and two for D 256); on sm_80 (less
+// shared memory) two, and liger-lower-to-gpu then leaves the group (no
+// wgmma there).
+// CHECK-LABEL: func.func @attention_blocks
+//       CHECK:   liger.kernel_config = #liger.kernel_config<kernel_template = attention, tile_n = 128, stages = 3>
+//       CHECK:   liger.kernel_config = #liger.kernel_config<kernel_template = attention, tile_n = 64, stages = 2>
+// GPU-LABEL: gpu.func @attention_blocks_attention_0
+// GPU-LABEL: gpu.func @attention_blocks_attention_1
+// SM80-LABEL: func.func @attention_blocks
+//       SM80:   kernel_template = attention, tile_n = 128, stages = 2
+func.func @attention_blocks(%q: tensor<?x32x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %w: tensor<?x8x?x256xbf16>) -> (tensor<?x32x?x128xbf16>, tensor<?x8x?x256xbf16>) {
+  %o = liger.fusion attention(%q, %k) : (tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>) -> tensor<?x32x?x128xbf16> {
+  ^bb0(%a: tensor<?x32x?x128xbf16>, %b: tensor<?x8x?x128xbf16>):
+    %0 = liger.attention %a, %b, %b causal : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>
+    liger.yield %0 : tensor<?x32x?x128xbf16>
+  }
+  %p = liger.fusion attention(%w) : (tensor<?x8x?x256xbf16>) -> tensor<?x8x?x256xbf16> {
+  ^bb0(%a: tensor<?x8x?x256xbf16>):
+    %0 = liger.attention %a, %a, %a : tensor<?x8x?x256xbf16>, tensor<?x8x?x256xbf16>, tensor<?x8x?x256xbf16>
+    liger.yield %0 : tensor<?x8x?x256xbf16>
+  }
+  return %o, %p : tensor<?x32x?x128xbf16>, tensor<?x8x?x256xbf16>
+}

@@ -1,6 +1,7 @@
 //===- KernelConfig.cpp - a fusion group's kernel configuration -----------===//
 
 #include "liger/Conversion/LigerToGPU/KernelConfig.h"
+#include "liger/Conversion/LigerToGPU/AttentionKernel.h"
 #include "liger/Conversion/LigerToGPU/MatmulConfig.h"
 #include "liger/Conversion/LigerToGPU/RowKernel.h"
 
@@ -18,6 +19,12 @@ mlir::liger::selectKernelConfig(FusionOp group, const GpuTargetInfo &target,
     return getMatmulKernelConfigAttr(
         ctx, selectMatmulKernelConfig(*plan, target, schedule));
   }
+  if (group.getKind() == FusionKind::attention) {
+    FailureOr<AttentionPlan> plan = analyzeAttentionGroup(group);
+    if (failed(plan))
+      return failure();
+    return selectAttentionKernelConfig(*plan, target);
+  }
   KernelTemplate kernelTemplate = rowKernelTemplate(group);
   if (kernelTemplate == KernelTemplate::rope) // no tunables
     return KernelConfigAttr::get(ctx, kernelTemplate, std::nullopt,
@@ -32,6 +39,24 @@ LogicalResult mlir::liger::verifyKernelConfig(FusionOp group,
                                               KernelConfigAttr config,
                                               const GpuTargetInfo &target) {
   bool matmulGroup = group.getKind() == FusionKind::matmul;
+  bool attentionGroup = group.getKind() == FusionKind::attention;
+  if (attentionGroup ||
+      config.getKernelTemplate() == KernelTemplate::attention) {
+    if (!attentionGroup ||
+        config.getKernelTemplate() != KernelTemplate::attention)
+      return group.emitOpError("has a 'liger.kernel_config' of the ")
+             << stringifyKernelTemplate(config.getKernelTemplate())
+             << " template; its ops are built by the "
+             << (attentionGroup ? StringRef("attention")
+                 : matmulGroup
+                     ? StringRef("matmul_wgmma or matmul_mma_sync")
+                     : stringifyKernelTemplate(rowKernelTemplate(group)))
+             << " template";
+    FailureOr<AttentionPlan> plan = analyzeAttentionGroup(group);
+    if (failed(plan))
+      return failure();
+    return verifyAttentionKernelConfig(*plan, config, target);
+  }
   if (matmulGroup != config.isMatmul() ||
       (!matmulGroup && config.getKernelTemplate() != rowKernelTemplate(group)))
     return group.emitOpError("has a 'liger.kernel_config' of the ")

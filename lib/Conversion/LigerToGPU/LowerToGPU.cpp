@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "liger/Conversion/LigerToGPU/AttentionKernel.h"
 #include "liger/Conversion/LigerToGPU/KernelConfig.h"
 #include "liger/Conversion/LigerToGPU/MatmulConfig.h"
 #include "liger/Conversion/LigerToGPU/MatmulKernel.h"
@@ -74,19 +75,24 @@ struct LowerToGPUPass : mlir::liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
       return signalPassFailure();
     }
 
-    // Rowwise ops outside groups become groups of one.
+    // Rowwise ops outside groups become groups of one (and, on a target
+    // with the attention template's instructions, liger.attention).
     IRRewriter rewriter(ctx);
+    std::optional<GpuTargetInfo> target = lookupGpuTarget(chip);
+    bool attentionKernels = target->hasWgmma && target->hasTma;
     if (wrapOps) {
       SmallVector<Operation *> singles;
       module.walk([&](Operation *op) {
-        if ((isRowwiseOp(op) || (matmulKernels && isLoneMatmulOp(op))) &&
+        if ((isRowwiseOp(op) || (matmulKernels && isLoneMatmulOp(op)) ||
+             (attentionKernels && isa<AttentionOp>(op))) &&
             !isInFusionGroup(op))
           singles.push_back(op);
       });
       for (Operation *op : singles) {
         std::string whyNot;
-        FusionKind kind =
-            isLoneMatmulOp(op) ? FusionKind::matmul : FusionKind::rowwise;
+        FusionKind kind = isLoneMatmulOp(op)     ? FusionKind::matmul
+                          : isa<AttentionOp>(op) ? FusionKind::attention
+                                                 : FusionKind::rowwise;
         if (failed(createFusionGroup(
                 rewriter, {"liger-lower-to-gpu", kind, {op}, {}}, whyNot))) {
           op->emitOpError("cannot become a kernel: ") << whyNot;
@@ -99,6 +105,7 @@ struct LowerToGPUPass : mlir::liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
     module.walk([&](FunctionOpInterface fn) {
       fn.walk([&](FusionOp group) {
         if ((group.getKind() == FusionKind::rowwise ||
+             group.getKind() == FusionKind::attention ||
              (matmulKernels && group.getKind() == FusionKind::matmul)) &&
             !group->hasAttr("liger.kernel"))
           groups.push_back({fn, group});
@@ -119,7 +126,6 @@ struct LowerToGPUPass : mlir::liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
                                          b.getArrayAttr({target}));
     }
     llvm::StringMap<int> perFunction;
-    std::optional<GpuTargetInfo> target = lookupGpuTarget(chip);
     // The kernel `name` built for `group`: its launch information, and the
     // group's reference to it.
     auto record = [&](FusionOp group, StringRef name,
@@ -137,6 +143,19 @@ struct LowerToGPUPass : mlir::liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
           getKernelConfig(group, *target, *schedule);
       if (failed(config))
         return signalPassFailure();
+      if (config->getKernelTemplate() == KernelTemplate::attention) {
+        FailureOr<AttentionPlan> plan = analyzeAttentionGroup(group);
+        if (failed(plan))
+          return signalPassFailure();
+        std::string name =
+            (fn.getName() + "_attention_" + Twine(perFunction[fn.getName()]++))
+                .str();
+        FailureOr<::liger::runtime::KernelSpec> info =
+            buildAttentionKernel(*plan, kernels, name, *config, *target);
+        if (succeeded(info)) // else warned: left for a later template
+          record(group, name, *info);
+        continue;
+      }
       if (config->isMatmul()) {
         // The matmul templates (MatmulKernel.cpp).
         FailureOr<MatmulPlan> plan = analyzeMatmulGroup(group);

@@ -47,8 +47,7 @@ struct SelectKernelConfigPass
       return signalPassFailure();
     }
     WalkResult walk = getOperation()->walk([&](FusionOp group) {
-      if (group.getKind() != FusionKind::rowwise &&
-          group.getKind() != FusionKind::matmul)
+      if (group.getKind() == FusionKind::loss)
         return WalkResult::advance();
       if (auto pinned = group->getAttrOfType<KernelConfigAttr>(
               KernelConfigAttr::getAttrName()))

@@ -198,7 +198,7 @@ func.func @loss_empty(%h: tensor<f32>) -> tensor<f32> {
 // -----
 
 func.func @bad_kind(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
-  // expected-error @+1 {{expected one of rowwise, matmul, loss, got 'elementwise'}}
+  // expected-error @+1 {{expected one of rowwise, matmul, loss, attention, got 'elementwise'}}
   %y = liger.fusion elementwise(%x) : (tensor<4x8xf32>) -> tensor<4x8xf32> {
   ^bb0(%a: tensor<4x8xf32>):
     liger.yield %a : tensor<4x8xf32>
@@ -251,4 +251,29 @@ func.func @matmul_two_input_gradients(%dy: tensor<4x8xf32>, %w: tensor<8x16xf32>
     liger.yield %s : tensor<4x16xf32>
   }
   return %y : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @attention_group_other_op(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'liger.fusion' op of kind attention cannot contain 'liger.silu': an attention kernel implements one liger.attention}}
+  %y = liger.fusion attention(%x) : (tensor<4x8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<4x8xf32>):
+    %s = liger.silu %a : tensor<4x8xf32>
+    liger.yield %s : tensor<4x8xf32>
+  }
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @attention_group_two_ops(%q: tensor<1x2x4x64xbf16>) -> tensor<1x2x4x64xbf16> {
+  // expected-error @+1 {{'liger.fusion' op of kind attention expects exactly one 'liger.attention', got 2}}
+  %y = liger.fusion attention(%q) : (tensor<1x2x4x64xbf16>) -> tensor<1x2x4x64xbf16> {
+  ^bb0(%a: tensor<1x2x4x64xbf16>):
+    %o = liger.attention %a, %a, %a : tensor<1x2x4x64xbf16>, tensor<1x2x4x64xbf16>, tensor<1x2x4x64xbf16>
+    %p = liger.attention %o, %a, %a : tensor<1x2x4x64xbf16>, tensor<1x2x4x64xbf16>, tensor<1x2x4x64xbf16>
+    liger.yield %p : tensor<1x2x4x64xbf16>
+  }
+  return %y : tensor<1x2x4x64xbf16>
 }

@@ -50,7 +50,22 @@ func.func @ctas_per_sm_out_of_range() attributes {liger.kernel_config = #liger.k
 
 // -----
 
-// expected-error @+2 {{expected ::mlir::liger::KernelTemplate to be one of: rowwise, rope, cross_entropy, matmul_wgmma, matmul_mma_sync}}
+// expected-error @+1 {{the attention template needs 'tile_n' and 'stages'}}
+func.func @attention_without_stages() attributes {liger.kernel_config = #liger.kernel_config<kernel_template = attention, tile_n = 128>}
+
+// -----
+
+// expected-error @+1 {{'threads' is not a tunable of the attention template}}
+func.func @attention_with_threads() attributes {liger.kernel_config = #liger.kernel_config<kernel_template = attention, threads = 384, tile_n = 128, stages = 2>}
+
+// -----
+
+// expected-error @+1 {{'tile_k' is not a tunable of the attention template}}
+func.func @attention_with_tile_k() attributes {liger.kernel_config = #liger.kernel_config<kernel_template = attention, tile_n = 128, tile_k = 64, stages = 2>}
+
+// -----
+
+// expected-error @+2 {{expected ::mlir::liger::KernelTemplate to be one of: rowwise, rope, cross_entropy, matmul_wgmma, matmul_mma_sync, attention}}
 // expected-error @+1 {{failed to parse Liger_KernelConfigAttr parameter 'kernel_template' which is to be a `::mlir::liger::KernelTemplate`}}
 func.func @unknown_template() attributes {liger.kernel_config = #liger.kernel_config<kernel_template = tiled, threads = 256, vector_width = 4>}
 

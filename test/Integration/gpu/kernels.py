@@ -1150,3 +1150,57 @@ def loss_plan_module_text():
 }}
 """)
     return "\n".join(out)
+
+
+# The attention template (test_attention_kernels.py): name -> (query heads,
+# key/value heads, head dimension, causal, scale or None, dtype). Llama's
+# GQA, multi-head without a mask, D 64 with a scale of its own, Gemma's D
+# 256 with one key/value head, f16.
+ATTENTION = {
+    "attn_gqa_causal": (32, 8, 128, True, None, "bf16"),
+    "attn_mha": (4, 4, 128, False, None, "bf16"),
+    "attn_d64_scale": (6, 2, 64, True, 0.3, "bf16"),
+    "attn_d256_mqa": (4, 1, 256, True, None, "bf16"),
+    "attn_f16": (2, 2, 128, True, None, "f16"),
+}
+# (batch, sequence): one token, tails of every block size, a batch of
+# three, Llama-length sequences.
+ATTENTION_SHAPES = [(1, 1), (1, 7), (3, 77), (2, 128), (1, 1000), (2, 2048), (1, 8192)]
+
+
+def attention_module_text():
+    out = []
+    for name, (hq, hkv, d, causal, scale, dt) in ATTENTION.items():
+        Q = "tensor<?x%dx?x%dx%s>" % (hq, d, dt)
+        K = "tensor<?x%dx?x%dx%s>" % (hkv, d, dt)
+        attrs = (" causal" if causal else "") + (" scale = %r" % scale if scale else "")
+        out.append("""func.func @%s(%%q: %s, %%k: %s, %%v: %s) -> %s {
+  %%o = liger.attention %%q, %%k, %%v%s : %s, %s, %s
+  return %%o : %s
+}""" % (name, Q, K, K, Q, attrs, Q, K, K, Q))
+    return "\n\n".join(out) + "\n"
+
+
+def attention_reference(q, k, v, causal, scale, dtype):
+    """softmax(scale q kᵀ + mask) v per head in `dtype` (float64; float32
+    for long sequences), the key/value head of query head h being h /
+    (Hq / Hkv); the causal mask is bottom-right aligned (key j > i + S - T
+    masked)."""
+    import torch
+    b, hq, t, d = q.shape
+    hkv, s = k.shape[1], k.shape[2]
+    scale = 1.0 / math.sqrt(d) if scale is None else scale
+    out = torch.empty(b, hq, t, d, dtype=dtype, device=q.device)
+    mask = None
+    if causal:
+        i = torch.arange(t, device=q.device)[:, None]
+        j = torch.arange(s, device=q.device)[None, :]
+        mask = j > i + (s - t)
+    for bi in range(b):
+        for h in range(hq):
+            kv = h // (hq // hkv)
+            scores = (q[bi, h].to(dtype) @ k[bi, kv].to(dtype).T) * scale
+            if mask is not None:
+                scores = scores.masked_fill(mask, float("-inf"))
+            out[bi, h] = torch.softmax(scores, dim=-1) @ v[bi, kv].to(dtype)
+    return out

@@ -26,6 +26,17 @@ for name, tokens in [] if only_matmul else rowwise:
     bundle = runtime.load(os.path.join(root, name))
     for case, (specs, _) in kernels.references(dt).items():
         bundle[case + "_rowwise_0"](*kernels.make_inputs(specs, tokens, hidden, dt))
+# Attention: every case's kernel at one token and at 2 x 130 (a tail of
+# every block size, two (batch, head) rows of tiles).
+att = os.path.join(root, "attention")
+if not only_matmul and os.path.isdir(att):
+    bundle = runtime.load(att)
+    for name, (hq, hkv, d, causal, scale, dt) in kernels.ATTENTION.items():
+        dtype = kernels.torch_dtype(dt)
+        for b, t in ((1, 1), (2, 130)):
+            q = torch.randn(b, hq, t, d, device="cuda").to(dtype)
+            k = torch.randn(b, hkv, t, d, device="cuda").to(dtype)
+            bundle[name + "_attention_0"](q, k, torch.randn_like(k))
 # Cross-entropy: the loss, the gradient and both fused, 1 and 5 rows, one
 # target ignored.
 ce = os.path.join(root, "cross_entropy")

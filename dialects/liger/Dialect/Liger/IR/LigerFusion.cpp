@@ -88,7 +88,7 @@ LogicalResult FusionOp::verifyRegions() {
   SmallVector<Operation *> projections;
   SmallVector<Operation *> norms;
   SmallVector<Operation *> gradients; // linear_grad_input / _weight
-  int numLosses = 0, numLossGrads = 0;
+  int numLosses = 0, numLossGrads = 0, numAttention = 0;
   for (Operation &op : body.without_terminator()) {
     auto reject = [&](StringRef why) {
       return emitOpError("of kind ")
@@ -113,6 +113,11 @@ LogicalResult FusionOp::verifyRegions() {
         return reject("a matmul kernel takes projections, an RMSNorm "
                       "prologue and an elementwise, RoPE or layout epilogue");
       break;
+    case FusionKind::attention:
+      if (!isa<AttentionOp>(op))
+        return reject("an attention kernel implements one liger.attention");
+      ++numAttention;
+      break;
     case FusionKind::loss:
       if (isa<FusedLinearCrossEntropyGradOp>(op)) {
         ++numLossGrads;
@@ -126,6 +131,10 @@ LogicalResult FusionOp::verifyRegions() {
       break;
     }
   }
+  if (getKind() == FusionKind::attention && numAttention != 1)
+    return emitOpError("of kind attention expects exactly one "
+                       "'liger.attention', got ")
+           << numAttention;
   if (getKind() == FusionKind::loss && numLosses != 1)
     return emitOpError("of kind loss expects exactly one "
                        "'liger.fused_linear_cross_entropy', got ")

@@ -16,7 +16,8 @@ def Liger_FusionKind : I32EnumAttr<"FusionKind",
     "the kernel template that implements a fusion group", [
       I32EnumAttrCase<"rowwise", 0>,
       I32EnumAttrCase<"matmul", 1>,
-      I32EnumAttrCase<"loss", 2>]> {
+      I32EnumAttrCase<"loss", 2>,
+      I32EnumAttrCase<"attention", 3>]> {
   let cppNamespace = "::mlir::liger";
   let genSpecializedAttr = 0;
 }
@@ -53,6 +54,9 @@ def Liger_FusionOp : Liger_Op<"fusion", [IsolatedFromAbove,
       results, each `[rows, N]` (the kernel writes each once).
     * `loss`: one `liger.fused_linear_cross_entropy` (the lm_head and the
       loss in one plan that never stores the logits).
+    * `attention`: one `liger.attention` (the attention template: tiles of
+      query rows, an online softmax over blocks of keys and values, the
+      probabilities never stored).
 
     ```mlir
     %y, %sum = liger.fusion rowwise (%h, %res, %w)

@@ -189,6 +189,7 @@ LogicalResult KernelConfigAttr::verify(
              kernelTemplate == KernelTemplate::cross_entropy;
   bool matmul = kernelTemplate == KernelTemplate::matmul_wgmma ||
                 kernelTemplate == KernelTemplate::matmul_mma_sync;
+  bool attention = kernelTemplate == KernelTemplate::attention;
   // Each tunable, and the templates that take it.
   struct Tunable {
     StringRef name;
@@ -201,9 +202,9 @@ LogicalResult KernelConfigAttr::verify(
       {"ctas_per_sm", ctasPerSm.has_value(),
        kernelTemplate == KernelTemplate::cross_entropy},
       {"tile_m", tileM.has_value(), matmul},
-      {"tile_n", tileN.has_value(), matmul},
+      {"tile_n", tileN.has_value(), matmul || attention},
       {"tile_k", tileK.has_value(), matmul},
-      {"stages", stages.has_value(), matmul},
+      {"stages", stages.has_value(), matmul || attention},
       {"schedule", schedule.has_value(),
        kernelTemplate == KernelTemplate::matmul_wgmma},
   };
@@ -219,6 +220,8 @@ LogicalResult KernelConfigAttr::verify(
     return emitError() << "the " << stringifyKernelTemplate(kernelTemplate)
                        << " template needs 'tile_m', 'tile_n', 'tile_k' and "
                           "'stages'";
+  if (attention && (!tileN || !stages))
+    return emitError() << "the attention template needs 'tile_n' and 'stages'";
   if (threads && (*threads < 32 || *threads > 1024 || *threads % 32))
     return emitError() << "'threads' must be a multiple of 32 in [32, 1024], "
                           "got "

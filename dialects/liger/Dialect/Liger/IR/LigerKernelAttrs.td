@@ -33,7 +33,8 @@ def Liger_KernelTemplate : I32EnumAttr<"KernelTemplate",
       I32EnumAttrCase<"rope", 1>,
       I32EnumAttrCase<"cross_entropy", 2>,
       I32EnumAttrCase<"matmul_wgmma", 3>,
-      I32EnumAttrCase<"matmul_mma_sync", 4>]> {
+      I32EnumAttrCase<"matmul_mma_sync", 4>,
+      I32EnumAttrCase<"attention", 5>]> {
   let cppNamespace = "::mlir::liger";
   let genSpecializedAttr = 0;
 }
@@ -67,6 +68,7 @@ def Liger_KernelConfigAttr : AttrDef<Liger_Dialect, "KernelConfig"> {
     | `rope` | none |
     | `matmul_wgmma` | `tile_m`, `tile_n`, `tile_k`, `stages` (all required), `threads` (checked against the tile), `schedule` |
     | `matmul_mma_sync` | `tile_m`, `tile_n`, `tile_k`, `stages` (all required), `threads` (checked against the tile) |
+    | `attention` | `tile_n` (the key/value block), `stages` (both required) |
 
     `threads` is a multiple of 32 in [32, 1024] and `ctas_per_sm` is in
     [1, 64]. `schedule` is `data_parallel` (the default: one CTA per output

@@ -1,0 +1,73 @@
+//===- AttentionKernel.h - liger.attention as a GPU kernel ------*- C++ -*-===//
+//
+// The attention template (sm_90a): an attention group (one liger.attention)
+// as one persistent kernel. A CTA takes tiles of 128 query rows of one
+// (batch, head); a producer warp loads the tile's q once and blocks of k
+// and v into a ring of stages with TMA; two consumer warpgroups (64 rows
+// each) compute S = q·kᵀ with wgmma, an online softmax in f32 (exp2, the
+// scale's log2 e folded in), and O += P·v with P from registers, and store
+// O / l. AttentionKernel.cpp and docs/Design/GPU-Lowering.md have the
+// details.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LIGER_CONVERSION_LIGERTOGPU_ATTENTIONKERNEL_H
+#define LIGER_CONVERSION_LIGERTOGPU_ATTENTIONKERNEL_H
+
+#include "liger/Dialect/Liger/IR/LigerKernelAttrs.h"
+#include "liger/Dialect/Liger/IR/LigerOps.h"
+#include "liger/Runtime/KernelAbi.h"
+#include "liger/Target/GpuTarget.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
+namespace mlir::liger {
+
+/// What the attention template reads of an attention group.
+struct AttentionPlan {
+  mutable FusionOp group; /// (ops are handles: mutable in a const plan)
+  mutable AttentionOp op;
+  /// The group's inputs (block arguments) q, k and v read (one input may
+  /// be more than one of them).
+  BlockArgument q, k, v;
+  Type elementType;
+  int64_t queryHeads = 0, kvHeads = 0, headDim = 0, valueDim = 0;
+  bool causal = false;
+  double scale = 0; ///< the op's, or 1/sqrt(D)
+};
+
+/// The plan of `group` (kind attention), or failure with an error on it
+/// when its body is not one liger.attention over its inputs yielding its
+/// result.
+FailureOr<AttentionPlan> analyzeAttentionGroup(FusionOp group);
+
+/// Why the attention template does not take `plan` on `target` (its
+/// limits: sm_90a, bf16 or f16, static head counts and head dimension, D
+/// = Dv a multiple of 64 up to 256); empty when it does.
+std::string attentionTemplateProblem(const AttentionPlan &plan,
+                                     const GpuTargetInfo &target);
+
+/// The default tunables for `plan` on `target`: key/value blocks of 128
+/// rows (64 for D > 128, which keeps the accumulators in registers), as
+/// many stages as fit in shared memory, 2 to 4.
+KernelConfigAttr selectAttentionKernelConfig(const AttentionPlan &plan,
+                                             const GpuTargetInfo &target);
+
+/// Checks a pinned configuration's tunables against the template: tile_n
+/// 64, 96 or 128, 2 to 4 stages, the registers and shared memory they take.
+/// Emits on the group.
+LogicalResult verifyAttentionKernelConfig(const AttentionPlan &plan,
+                                          KernelConfigAttr config,
+                                          const GpuTargetInfo &target);
+
+/// Builds the kernel `name` of `plan`'s group into `module`, or warns on
+/// the group (naming attentionTemplateProblem) and fails: the group is
+/// then left uncompiled.
+FailureOr<::liger::runtime::KernelSpec>
+buildAttentionKernel(const AttentionPlan &plan, gpu::GPUModuleOp module,
+                     StringRef name, KernelConfigAttr config,
+                     const GpuTargetInfo &target);
+
+} // namespace mlir::liger
+
+#endif // LIGER_CONVERSION_LIGERTOGPU_ATTENTIONKERNEL_H
