@@ -20,6 +20,8 @@ rm -rf "$ROOT/bench-bundles"
 # bench/matmul.py --bundle bench-bundles/matmul-pingpong.
 "$BUILD/bin/liger-compile" "$ROOT/bench/matmul.mlir" -o "$ROOT/bench-bundles/matmul-pingpong" \
   --target=sm_90a --norm-prologue --matmul-schedule=pingpong
+# bench/attention.mlir into bench-bundles/attention (bench/attention.py).
+"$BUILD/bin/liger-compile" "$ROOT/bench/attention.mlir" -o "$ROOT/bench-bundles/attention" --target=sm_90a >/dev/null
 # The schedules pinned side by side, for bench/matmul_schedules.py.
 "$BUILD/bin/liger-compile" "$ROOT/bench/matmul_schedules.mlir" -o "$ROOT/bench-bundles/matmul-schedules" \
   --target=sm_90a

@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Attention forward: liger's attention kernel (liger-compile of
+bench/attention.mlir) beside PyTorch's scaled_dot_product_attention with
+its default backend and with each backend forced (cuDNN, FlashAttention-2,
+memory-efficient), Llama-3-8B's heads (32 query over 8 key/value heads,
+head dimension 128, bf16), batch x sequence = 16384 tokens at sequences
+2048, 4096 and 8192, causal and not. FLOPs count the causal half (4 B Hq
+T² D, halved under the mask); the floor is those FLOPs at the bf16
+matrix rate measured in this run. Each output is checked against SDPA's
+first. Times are triton.testing.do_bench medians.
+
+    PYTHONPATH=python:build-runtime-py/python python3 bench/attention.py \\
+        [--bundle bench-bundles/attention] [--json out.json]
+
+GQA for SDPA: the backends that take grouped key/value heads are called
+with enable_gqa=True; the others get k and v repeated to the query heads
+outside the timed call.
+"""
+import argparse
+import json
+import sys
+
+import torch
+import torch.nn.functional as F
+from floors import matrix_rate, ms
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from liger import runtime
+
+BF16 = torch.bfloat16
+BACKENDS = {"sdpa (default)": None, "cudnn": SDPBackend.CUDNN_ATTENTION,
+            "flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bundle", default="bench-bundles/attention")
+    ap.add_argument("--tokens", type=int, default=16384)
+    ap.add_argument("--seqs", default="2048,4096,8192")
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+    ours = runtime.load(args.bundle)
+    rate = matrix_rate()
+    hq, hkv, d = 32, 8, 128
+    rows = []
+    print("bf16 matrix rate in this run: %.0f TFLOP/s" % rate)
+    print("%-8s %-6s %-16s %9s %9s %7s" % ("seq", "mask", "impl", "ms", "TFLOP/s", "floor"))
+    for seq in [int(s) for s in args.seqs.split(",")]:
+        b = args.tokens // seq
+        q = torch.randn(b, hq, seq, d, dtype=BF16, device="cuda")
+        k = torch.randn(b, hkv, seq, d, dtype=BF16, device="cuda")
+        v = torch.randn(b, hkv, seq, d, dtype=BF16, device="cuda")
+        kr, vr = k.repeat_interleave(hq // hkv, 1), v.repeat_interleave(hq // hkv, 1)
+        for causal in (True, False):
+            flops = 4 * b * hq * seq * seq * d * (0.5 if causal else 1.0)
+            floor = flops / rate / 1e9
+            kernel = ours["llama_%s_attention_0" % ("causal" if causal else "full")]
+            out = torch.empty_like(q)
+            ref = F.scaled_dot_product_attention(q, kr, vr, is_causal=causal)
+            out.fill_(float("nan"))
+            kernel(q, k, v, out=[out])
+            err = ((out.float() - ref.float()).norm() / ref.float().norm()).item()
+            if not err < 1e-2:
+                sys.exit("liger's attention differs from SDPA's at seq %d: %.3g" % (seq, err))
+            impls = {"liger": lambda: kernel(q, k, v, out=[out])}
+            for name, backend in BACKENDS.items():
+                def call(backend=backend):
+                    if backend is None:
+                        return F.scaled_dot_product_attention(q, k, v, is_causal=causal,
+                                                              enable_gqa=True)
+                    with sdpa_kernel(backend):
+                        return F.scaled_dot_product_attention(q, kr, vr, is_causal=causal)
+                try:
+                    call()
+                except RuntimeError as e:  # a backend that does not take the case
+                    print("  %s: not available (%s)" % (name, str(e).splitlines()[0][:80]))
+                    continue
+                impls[name] = call
+            for name, fn in impls.items():
+                t = ms(fn)
+                row = dict(seq=seq, batch=b, causal=causal, impl=name, ms=t,
+                           tflops=flops / t / 1e9, floor_fraction=floor / t)
+                rows.append(row)
+                print("%-8d %-6s %-16s %9.3f %9.1f %6.0f%%" % (
+                    seq, "causal" if causal else "full", name, t, row["tflops"],
+                    100 * row["floor_fraction"]))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(dict(rate_tflops=rate, rows=rows), f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
