@@ -154,6 +154,22 @@ struct AttentionKernelBuilder {
     return t;
   }
 
+  /// Runs `body` for each of the CTA's tiles (an scf.for over them,
+  /// carrying the ring's fills before the tile: `fills`).
+  void forEachTile(GpuBuilder &b,
+                   function_ref<void(GpuBuilder &, const AttentionTile &,
+                                     Value i, Value fills)>
+                       body) const {
+    auto tiles = scf::ForOp::create(b, b.index(0), ctaTiles, b.index(1),
+                                    ValueRange{b.index(0)});
+    GpuBuilder tb = b.atStart(tiles.getBody());
+    Value i = tiles.getInductionVar();
+    Value fills = tiles.getRegionIterArgs()[0];
+    AttentionTile t = tileAt(tb, i);
+    body(tb, t, i, fills);
+    scf::YieldOp::create(tb, ValueRange{tb.add(fills, t.numBlocks)});
+  }
+
   void emitBarrierInit(GpuBuilder &b) const;
   void emitProducer(GpuBuilder &b) const;
   void emitConsumer(GpuBuilder &b) const;
@@ -175,49 +191,46 @@ void AttentionKernelBuilder::emitBarrierInit(GpuBuilder &b) const {
 void AttentionKernelBuilder::emitProducer(GpuBuilder &b) const {
   NVVM::SetMaxRegisterOp::create(b, 40, NVVM::SetMaxRegisterAction::decrease);
   GpuBuilder ob = b.ifThen(b.equal(tid, 0));
-  auto tiles = scf::ForOp::create(ob, ob.index(0), ctaTiles, ob.index(1),
-                                  ValueRange{ob.index(0)});
-  GpuBuilder tb = ob.atStart(tiles.getBody());
-  Value i = tiles.getInductionVar();
-  Value fills = tiles.getRegionIterArgs()[0];
-  AttentionTile t = tileAt(tb, i);
-  // q's tile, once the consumers are done with the last one's.
-  {
-    GpuBuilder wb = tb.ifThen(tb.lessThan(tb.index(0), i));
-    wb.mbarrierWaitParity(at(wb, layout.qEmptyBarrier()),
-                          wb.toI32(wb.rem(wb.sub(i, 1), 2)), waitTicks(wb));
-  }
-  Value qFull = at(tb, layout.qFullBarrier());
-  tb.mbarrierArriveExpectTx(qFull, layout.boxes() * layout.qBoxBytes());
-  for (int64_t c = 0; c < layout.boxes(); ++c)
-    tb.tmaLoad(at(tb, layout.qOffset() + c * layout.qBoxBytes()), qMap,
-               ValueRange{tb.i32(64 * c), tb.toI32(t.m0), tb.toI32(t.qIndex)},
-               qFull);
-  // The key/value blocks, each into the next stage of the ring once its
-  // last use (fill f - stages) has been released.
-  auto blocks = scf::ForOp::create(tb, tb.index(0), t.numBlocks, tb.index(1));
-  {
-    GpuBuilder lb = tb.atStart(blocks.getBody());
-    Value j = blocks.getInductionVar();
-    Value f = lb.add(fills, j);
-    Value s = lb.rem(f, stages());
-    Value round = lb.div(f, stages());
-    GpuBuilder wb = lb.ifThen(lb.lessThan(lb.index(0), round));
-    wb.mbarrierWaitParity(emptyBarrier(wb, s),
-                          wb.toI32(wb.rem(wb.sub(round, 1), 2)), waitTicks(wb));
-    Value full = fullBarrier(lb, s);
-    lb.mbarrierArriveExpectTx(full, layout.stageBytes());
-    Value row = lb.toI32(lb.mul(j, tileN()));
-    for (int64_t c = 0; c < layout.boxes(); ++c) {
-      int64_t box = c * layout.kvBoxBytes();
-      SmallVector<Value, 3> coords{lb.i32(64 * c), row, lb.toI32(t.kvIndex)};
-      lb.tmaLoad(at(lb, lb.add(kvTileOffset(lb, s, false), box)), kMap, coords,
-                 full);
-      lb.tmaLoad(at(lb, lb.add(kvTileOffset(lb, s, true), box)), vMap, coords,
-                 full);
+  forEachTile(ob, [&](GpuBuilder &tb, const AttentionTile &t, Value i,
+                      Value fills) {
+    // q's tile, once the consumers are done with the last one's.
+    {
+      GpuBuilder wb = tb.ifThen(tb.lessThan(tb.index(0), i));
+      wb.mbarrierWaitParity(at(wb, layout.qEmptyBarrier()),
+                            wb.toI32(wb.rem(wb.sub(i, 1), 2)), waitTicks(wb));
     }
-  }
-  scf::YieldOp::create(tb, ValueRange{tb.add(fills, t.numBlocks)});
+    Value qFull = at(tb, layout.qFullBarrier());
+    tb.mbarrierArriveExpectTx(qFull, layout.boxes() * layout.qBoxBytes());
+    for (int64_t c = 0; c < layout.boxes(); ++c)
+      tb.tmaLoad(at(tb, layout.qOffset() + c * layout.qBoxBytes()), qMap,
+                 ValueRange{tb.i32(64 * c), tb.toI32(t.m0), tb.toI32(t.qIndex)},
+                 qFull);
+    // The key/value blocks, each into the next stage of the ring once its
+    // last use (fill f - stages) has been released.
+    auto blocks = scf::ForOp::create(tb, tb.index(0), t.numBlocks, tb.index(1));
+    {
+      GpuBuilder lb = tb.atStart(blocks.getBody());
+      Value j = blocks.getInductionVar();
+      Value f = lb.add(fills, j);
+      Value s = lb.rem(f, stages());
+      Value round = lb.div(f, stages());
+      GpuBuilder wb = lb.ifThen(lb.lessThan(lb.index(0), round));
+      wb.mbarrierWaitParity(emptyBarrier(wb, s),
+                            wb.toI32(wb.rem(wb.sub(round, 1), 2)),
+                            waitTicks(wb));
+      Value full = fullBarrier(lb, s);
+      lb.mbarrierArriveExpectTx(full, layout.stageBytes());
+      Value row = lb.toI32(lb.mul(j, tileN()));
+      for (int64_t c = 0; c < layout.boxes(); ++c) {
+        int64_t box = c * layout.kvBoxBytes();
+        SmallVector<Value, 3> coords{lb.i32(64 * c), row, lb.toI32(t.kvIndex)};
+        lb.tmaLoad(at(lb, lb.add(kvTileOffset(lb, s, false), box)), kMap,
+                   coords, full);
+        lb.tmaLoad(at(lb, lb.add(kvTileOffset(lb, s, true), box)), vMap, coords,
+                   full);
+      }
+    }
+  });
 }
 
 /// `values` (a struct of f32, or i32 registers) through an empty asm
@@ -311,280 +324,278 @@ void AttentionKernelBuilder::emitConsumer(GpuBuilder &b) const {
         .getResult(0);
   };
 
-  auto tiles = scf::ForOp::create(b, b.index(0), ctaTiles, b.index(1),
-                                  ValueRange{b.index(0)});
-  GpuBuilder tb = b.atStart(tiles.getBody());
-  Value i = tiles.getInductionVar();
-  Value fills = tiles.getRegionIterArgs()[0];
-  AttentionTile t = tileAt(tb, i);
-  Value rowBase = tb.add(t.m0, tb.mul(wg, 64));
-  Value rows[2] = {tb.add(rowBase, rowInWg),
-                   tb.add(rowBase, tb.add(rowInWg, 8))};
-  tb.mbarrierWaitParity(at(tb, layout.qFullBarrier()), tb.toI32(tb.rem(i, 2)),
-                        waitTicks(tb));
-  // q's 64-row block of this warpgroup, in each 64-column box.
-  Value qBlock =
-      tb.add(tb.i32(layout.qOffset()), tb.toI32(tb.mul(wg, 64 * 128)));
+  forEachTile(b, [&](GpuBuilder &tb, const AttentionTile &t, Value i,
+                     Value fills) {
+    Value rowBase = tb.add(t.m0, tb.mul(wg, 64));
+    Value rows[2] = {tb.add(rowBase, rowInWg),
+                     tb.add(rowBase, tb.add(rowInWg, 8))};
+    tb.mbarrierWaitParity(at(tb, layout.qFullBarrier()), tb.toI32(tb.rem(i, 2)),
+                          waitTicks(tb));
+    // q's 64-row block of this warpgroup, in each 64-column box.
+    Value qBlock =
+        tb.add(tb.i32(layout.qOffset()), tb.toI32(tb.mul(wg, 64 * 128)));
 
-  // Block j's stage, once it has landed.
-  auto waitStage = [&](GpuBuilder &wb, Value j) {
-    Value f = wb.add(fills, j);
-    Value s = wb.rem(f, stages());
-    wb.mbarrierWaitParity(fullBarrier(wb, s),
-                          wb.toI32(wb.rem(wb.div(f, stages()), 2)),
-                          waitTicks(wb));
-    return s;
-  };
-  // S = q · kᵀ of stage s: D / 16 K slices, 32 bytes into each 128-byte
-  // row (the caller fences before and commits after).
-  auto issueS = [&](GpuBuilder &gb, Value s) {
-    Value kTile = kvTileOffset(gb, s, false);
-    Value acc = LLVM::UndefOp::create(gb, sType);
-    for (int64_t kk = 0; kk < d / 16; ++kk) {
-      int64_t slice = (kk % 4) * 32;
-      Value a = gb.wgmmaDescriptor(
-          sharedBase, gb.add(qBlock, (kk / 4) * layout.qBoxBytes() + slice),
-          wgmmaKMajorDescriptorFields(128));
-      Value kd = gb.wgmmaDescriptor(
-          sharedBase, gb.add(kTile, (kk / 4) * layout.kvBoxBytes() + slice),
-          wgmmaKMajorDescriptorFields(128));
-      acc = NVVM::WgmmaMmaAsyncOp::create(
-          gb, sType, acc, a, kd, NVVM::MMAShapeAttr::get(ctx, 64, bn, 16),
-          wgmmaType, wgmmaType, NVVM::WGMMATypes::f32,
-          kk == 0 ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one,
-          NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
-          NVVM::MMALayout::row, NVVM::MMALayout::col,
-          NVVM::MMAIntOverflowAttr());
-    }
-    return acc;
-  };
-  // O += P · v of stage s: P's 16-column slices as A fragments, v's
-  // 16-row slices MN-major (boxes of 64 columns of D, kvBoxBytes apart).
-  auto issuePV = [&](GpuBuilder &gb, Value o, ArrayRef<Value> p, Value s) {
-    Value vTile = kvTileOffset(gb, s, true);
-    for (int64_t kk = 0; kk < bn / 16; ++kk) {
-      Value vd =
-          gb.wgmmaDescriptor(sharedBase, gb.add(vTile, kk * 16 * 128),
-                             wgmmaMNMajorDescriptorFields(layout.kvBoxBytes()));
-      o = gb.wgmmaRegisterA(o, d, elem, p.slice(4 * kk, 4), vd,
-                            /*bMNMajor=*/true);
-    }
-    return o;
-  };
-  // Block j's scores, masked where the block reaches past the keys' end or
-  // (causal) past the warpgroup's first row's diagonal: col >= S, or col +
-  // T > row + S.
-  auto mask = [&](GpuBuilder &mb0, Value sAcc, Value j) {
-    Value n0 = mb0.mul(j, bn);
-    Value blockEnd = mb0.add(n0, bn);
-    Value needMask =
-        arith::CmpIOp::create(mb0, arith::CmpIPredicate::ugt, blockEnd, kvSeq);
-    if (plan.causal)
-      needMask = arith::OrIOp::create(
-          mb0, needMask,
-          arith::CmpIOp::create(mb0, arith::CmpIPredicate::ugt,
-                                mb0.add(blockEnd, seq),
-                                mb0.add(mb0.add(rowBase, kvSeq), 1)));
-    auto masked = scf::IfOp::create(mb0, TypeRange{sType}, needMask,
-                                    /*withElseRegion=*/true);
-    GpuBuilder mb = mb0.with(masked.getThenBodyBuilder());
-    Value sm = sAcc;
-    Value colBase = mb.add(n0, quadCol);
-    for (int64_t r = 0; r < sRegs; ++r) {
-      Value col = mb.add(colBase, 8 * (r / 4) + r % 2);
-      Value valid = mb.lessThan(col, kvSeq);
-      if (plan.causal)
-        valid = arith::AndIOp::create(
-            mb, valid,
-            arith::CmpIOp::create(mb, arith::CmpIPredicate::ule,
-                                  mb.add(col, seq),
-                                  mb.add(rows[(r % 4) / 2], kvSeq)));
-      Value x = LLVM::ExtractValueOp::create(mb, sm, r);
-      sm = LLVM::InsertValueOp::create(mb, sm, mb.select(valid, x, negInf), r);
-    }
-    scf::YieldOp::create(mb, ValueRange{sm});
-    GpuBuilder eb = mb0.with(masked.getElseBodyBuilder());
-    scf::YieldOp::create(eb, ValueRange{sAcc});
-    return masked.getResult(0);
-  };
-  // The online softmax of the thread's two rows over block j's scores:
-  // the new maxima and sums, the factors α of the old ones, and P rounded
-  // to the operand type as A fragments (bn / 4 registers).
-  struct Softmax {
-    Value m[2], l[2], alpha[2];
-    SmallVector<Value> p;
-  };
-  auto softmax = [&](GpuBuilder &sb, Value sAcc, ArrayRef<Value> mOld,
-                     ArrayRef<Value> lOld) {
-    Softmax out;
-    SmallVector<Value> sv;
-    for (int64_t r = 0; r < sRegs; ++r)
-      sv.push_back(LLVM::ExtractValueOp::create(sb, sAcc, r));
-    Value rowMax[2] = {negInf, negInf};
-    for (int64_t r = 0; r < sRegs; ++r) {
-      Value &m = rowMax[(r % 4) / 2];
-      m = arith::MaxNumFOp::create(sb, m, sv[r]);
-    }
-    SmallVector<Value> quadMax =
-        sb.warpAllReduce(ValueRange{rowMax[0], rowMax[1]}, 4,
-                         [](GpuBuilder &rb, ValueRange x, ValueRange y) {
-                           SmallVector<Value> r;
-                           for (auto [a, c] : llvm::zip(x, y))
-                             r.push_back(arith::MaxNumFOp::create(rb, a, c));
-                           return r;
-                         });
-    Value negM[2];
-    for (int h = 0; h < 2; ++h) {
-      out.m[h] = arith::MaxNumFOp::create(
-          sb, mOld[h], arith::MulFOp::create(sb, quadMax[h], cScale));
-      // Every key masked so far: subtract 0 (exp2(-inf - -inf) is NaN).
-      Value none = arith::CmpFOp::create(sb, arith::CmpFPredicate::OEQ,
-                                         out.m[h], negInf);
-      Value mSub = sb.select(none, zero, out.m[h]);
-      out.alpha[h] = exp2(sb, arith::SubFOp::create(sb, mOld[h], mSub));
-      out.l[h] = arith::MulFOp::create(sb, lOld[h], out.alpha[h]);
-      negM[h] = arith::NegFOp::create(sb, mSub);
-    }
-    SmallVector<Value> p(sRegs);
-    for (int64_t r = 0; r < sRegs; ++r) {
-      int h = (r % 4) / 2;
-      p[r] = exp2(sb, math::FmaOp::create(sb, sv[r], cScale, negM[h]));
-      out.l[h] = arith::AddFOp::create(sb, out.l[h], p[r]);
-    }
-    for (int64_t r = 0; r < sRegs; r += 2)
-      out.p.push_back(
-          sb.packMmaOperand(p[r], p[r + 1], elem, Value(), /*asI32=*/true));
-    return out;
-  };
-  auto scaleO = [&](GpuBuilder &ob, Value o, const Value alpha[2]) {
-    for (int64_t r = 0; r < oRegs; ++r) {
-      Value x = LLVM::ExtractValueOp::create(ob, o, r);
-      o = LLVM::InsertValueOp::create(
-          ob, o, arith::MulFOp::create(ob, x, alpha[(r % 4) / 2]), r);
-    }
-    return o;
-  };
-  auto release = [&](GpuBuilder &rb, Value j) {
-    rb.mbarrierArrive(emptyBarrier(rb, rb.rem(rb.add(fills, j), stages())));
-  };
-
-  // Block 0 (there is one: a tile always has keys to read, except a
-  // causal one with S < T whose rows are all masked: 0 / 0).
-  SmallVector<Type> carriedTypes = {f32, f32, f32, f32, oType};
-  carriedTypes.append(pRegs, i32);
-  auto any =
-      scf::IfOp::create(tb, carriedTypes, tb.lessThan(tb.index(0), t.numBlocks),
-                        /*withElseRegion=*/true);
-  {
-    GpuBuilder fb = tb.with(any.getThenBodyBuilder());
-    Value s0 = waitStage(fb, fb.index(0));
-    NVVM::WgmmaFenceAlignedOp::create(fb);
-    Value sAcc = issueS(fb, s0);
-    NVVM::WgmmaGroupSyncAlignedOp::create(fb);
-    NVVM::WgmmaWaitGroupSyncOp::create(fb, 0);
-    sAcc = mask(fb, fenceOperands(fb, sAcc), fb.index(0));
-    Softmax first = softmax(fb, sAcc, {negInf, negInf}, {zero, zero});
-    SmallVector<Value> yields = {first.m[0], first.m[1], first.l[0], first.l[1],
-                                 LLVM::ZeroOp::create(fb, oType)};
-    yields.append(first.p.begin(), first.p.end());
-    scf::YieldOp::create(fb, yields);
-    GpuBuilder eb = tb.with(any.getElseBodyBuilder());
-    SmallVector<Value> none = {negInf, negInf, zero, zero,
-                               LLVM::ZeroOp::create(eb, oType)};
-    none.append(pRegs, eb.i32(0));
-    scf::YieldOp::create(eb, none);
-  }
-  // Blocks 1 to n - 1: S_j and P_{j-1} · v_{j-1} issued together.
-  auto blocks = scf::ForOp::create(tb, tb.index(1), t.numBlocks, tb.index(1),
-                                   any.getResults());
-  {
-    GpuBuilder lb = tb.atStart(blocks.getBody());
-    Value j = blocks.getInductionVar();
-    ValueRange carried = blocks.getRegionIterArgs();
-    Value mOld[2] = {carried[0], carried[1]};
-    Value lOld[2] = {carried[2], carried[3]};
-    SmallVector<Value> pPrev(carried.drop_front(5));
-    Value s = waitStage(lb, j);
-    Value sPrev = lb.rem(lb.add(lb.add(fills, j), stages() - 1), stages());
-    NVVM::WgmmaFenceAlignedOp::create(lb);
-    Value sAcc = issueS(lb, s);
-    NVVM::WgmmaGroupSyncAlignedOp::create(lb);
-    NVVM::WgmmaFenceAlignedOp::create(lb);
-    Value o = issuePV(lb, carried[4], pPrev, sPrev);
-    NVVM::WgmmaGroupSyncAlignedOp::create(lb);
-    NVVM::WgmmaWaitGroupSyncOp::create(lb, 1);
-    sAcc = mask(lb, fenceOperands(lb, sAcc), j);
-    Softmax next = softmax(lb, sAcc, mOld, lOld);
-    // The softmax before the wait for P · v (else nothing keeps its
-    // arithmetic from sinking below the wait, to its uses).
-    {
-      SmallVector<Value> done = {next.m[0], next.m[1],     next.l[0],
-                                 next.l[1], next.alpha[0], next.alpha[1]};
-      done.append(next.p.begin(), next.p.end());
-      done = fenceRegisters(lb, done);
-      for (int h = 0; h < 2; ++h) {
-        next.m[h] = done[h];
-        next.l[h] = done[2 + h];
-        next.alpha[h] = done[4 + h];
+    // Block j's stage, once it has landed.
+    auto waitStage = [&](GpuBuilder &wb, Value j) {
+      Value f = wb.add(fills, j);
+      Value s = wb.rem(f, stages());
+      wb.mbarrierWaitParity(fullBarrier(wb, s),
+                            wb.toI32(wb.rem(wb.div(f, stages()), 2)),
+                            waitTicks(wb));
+      return s;
+    };
+    // S = q · kᵀ of stage s: D / 16 K slices, 32 bytes into each 128-byte
+    // row (the caller fences before and commits after).
+    auto issueS = [&](GpuBuilder &gb, Value s) {
+      Value kTile = kvTileOffset(gb, s, false);
+      Value acc = LLVM::UndefOp::create(gb, sType);
+      for (int64_t kk = 0; kk < d / 16; ++kk) {
+        int64_t slice = (kk % 4) * 32;
+        Value a = gb.wgmmaDescriptor(
+            sharedBase, gb.add(qBlock, (kk / 4) * layout.qBoxBytes() + slice),
+            wgmmaKMajorDescriptorFields(128));
+        Value kd = gb.wgmmaDescriptor(
+            sharedBase, gb.add(kTile, (kk / 4) * layout.kvBoxBytes() + slice),
+            wgmmaKMajorDescriptorFields(128));
+        acc = NVVM::WgmmaMmaAsyncOp::create(
+            gb, sType, acc, a, kd, NVVM::MMAShapeAttr::get(ctx, 64, bn, 16),
+            wgmmaType, wgmmaType, NVVM::WGMMATypes::f32,
+            kk == 0 ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one,
+            NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
+            NVVM::MMALayout::row, NVVM::MMALayout::col,
+            NVVM::MMAIntOverflowAttr());
       }
-      next.p.assign(done.begin() + 6, done.end());
-    }
-    NVVM::WgmmaWaitGroupSyncOp::create(lb, 0);
-    o = scaleO(lb, fenceOperands(lb, o), next.alpha);
-    (void)fenceRegisters(lb, pPrev);
-    release(lb, lb.sub(j, 1));
-    SmallVector<Value> yields = {next.m[0], next.m[1], next.l[0], next.l[1], o};
-    yields.append(next.p.begin(), next.p.end());
-    scf::YieldOp::create(lb, yields);
-  }
-  // The last block's P · v.
-  Value o = blocks.getResult(4);
-  {
-    auto last = scf::IfOp::create(tb, TypeRange{oType},
-                                  tb.lessThan(tb.index(0), t.numBlocks),
-                                  /*withElseRegion=*/true);
-    GpuBuilder lb = tb.with(last.getThenBodyBuilder());
-    Value jLast = lb.sub(t.numBlocks, 1);
-    Value sLast = lb.rem(lb.add(fills, jLast), stages());
-    NVVM::WgmmaFenceAlignedOp::create(lb);
-    Value oLast = issuePV(
-        lb, o, SmallVector<Value>(blocks.getResults().drop_front(5)), sLast);
-    NVVM::WgmmaGroupSyncAlignedOp::create(lb);
-    NVVM::WgmmaWaitGroupSyncOp::create(lb, 0);
-    oLast = fenceOperands(lb, oLast);
-    release(lb, jLast);
-    scf::YieldOp::create(lb, ValueRange{oLast});
-    GpuBuilder eb = tb.with(last.getElseBodyBuilder());
-    scf::YieldOp::create(eb, ValueRange{o});
-    o = last.getResult(0);
-  }
-  // q's tile is free for the next one.
-  tb.mbarrierArrive(at(tb, layout.qEmptyBarrier()));
+      return acc;
+    };
+    // O += P · v of stage s: P's 16-column slices as A fragments, v's
+    // 16-row slices MN-major (boxes of 64 columns of D, kvBoxBytes apart).
+    auto issuePV = [&](GpuBuilder &gb, Value o, ArrayRef<Value> p, Value s) {
+      Value vTile = kvTileOffset(gb, s, true);
+      for (int64_t kk = 0; kk < bn / 16; ++kk) {
+        Value vd = gb.wgmmaDescriptor(
+            sharedBase, gb.add(vTile, kk * 16 * 128),
+            wgmmaMNMajorDescriptorFields(layout.kvBoxBytes()));
+        o = gb.wgmmaRegisterA(o, d, elem, p.slice(4 * kk, 4), vd,
+                              /*bMNMajor=*/true);
+      }
+      return o;
+    };
+    // Block j's scores, masked where the block reaches past the keys' end or
+    // (causal) past the warpgroup's first row's diagonal: col >= S, or col +
+    // T > row + S.
+    auto mask = [&](GpuBuilder &mb0, Value sAcc, Value j) {
+      Value n0 = mb0.mul(j, bn);
+      Value blockEnd = mb0.add(n0, bn);
+      Value needMask = arith::CmpIOp::create(mb0, arith::CmpIPredicate::ugt,
+                                             blockEnd, kvSeq);
+      if (plan.causal)
+        needMask = arith::OrIOp::create(
+            mb0, needMask,
+            arith::CmpIOp::create(mb0, arith::CmpIPredicate::ugt,
+                                  mb0.add(blockEnd, seq),
+                                  mb0.add(mb0.add(rowBase, kvSeq), 1)));
+      auto masked = scf::IfOp::create(mb0, TypeRange{sType}, needMask,
+                                      /*withElseRegion=*/true);
+      GpuBuilder mb = mb0.with(masked.getThenBodyBuilder());
+      Value sm = sAcc;
+      Value colBase = mb.add(n0, quadCol);
+      for (int64_t r = 0; r < sRegs; ++r) {
+        Value col = mb.add(colBase, 8 * (r / 4) + r % 2);
+        Value valid = mb.lessThan(col, kvSeq);
+        if (plan.causal)
+          valid = arith::AndIOp::create(
+              mb, valid,
+              arith::CmpIOp::create(mb, arith::CmpIPredicate::ule,
+                                    mb.add(col, seq),
+                                    mb.add(rows[(r % 4) / 2], kvSeq)));
+        Value x = LLVM::ExtractValueOp::create(mb, sm, r);
+        sm =
+            LLVM::InsertValueOp::create(mb, sm, mb.select(valid, x, negInf), r);
+      }
+      scf::YieldOp::create(mb, ValueRange{sm});
+      GpuBuilder eb = mb0.with(masked.getElseBodyBuilder());
+      scf::YieldOp::create(eb, ValueRange{sAcc});
+      return masked.getResult(0);
+    };
+    // The online softmax of the thread's two rows over block j's scores:
+    // the new maxima and sums, the factors α of the old ones, and P rounded
+    // to the operand type as A fragments (bn / 4 registers).
+    struct Softmax {
+      Value m[2], l[2], alpha[2];
+      SmallVector<Value> p;
+    };
+    auto softmax = [&](GpuBuilder &sb, Value sAcc, ArrayRef<Value> mOld,
+                       ArrayRef<Value> lOld) {
+      Softmax out;
+      SmallVector<Value> sv;
+      for (int64_t r = 0; r < sRegs; ++r)
+        sv.push_back(LLVM::ExtractValueOp::create(sb, sAcc, r));
+      Value rowMax[2] = {negInf, negInf};
+      for (int64_t r = 0; r < sRegs; ++r) {
+        Value &m = rowMax[(r % 4) / 2];
+        m = arith::MaxNumFOp::create(sb, m, sv[r]);
+      }
+      SmallVector<Value> quadMax =
+          sb.warpAllReduce(ValueRange{rowMax[0], rowMax[1]}, 4,
+                           [](GpuBuilder &rb, ValueRange x, ValueRange y) {
+                             SmallVector<Value> r;
+                             for (auto [a, c] : llvm::zip(x, y))
+                               r.push_back(arith::MaxNumFOp::create(rb, a, c));
+                             return r;
+                           });
+      Value negM[2];
+      for (int h = 0; h < 2; ++h) {
+        out.m[h] = arith::MaxNumFOp::create(
+            sb, mOld[h], arith::MulFOp::create(sb, quadMax[h], cScale));
+        // Every key masked so far: subtract 0 (exp2(-inf - -inf) is NaN).
+        Value none = arith::CmpFOp::create(sb, arith::CmpFPredicate::OEQ,
+                                           out.m[h], negInf);
+        Value mSub = sb.select(none, zero, out.m[h]);
+        out.alpha[h] = exp2(sb, arith::SubFOp::create(sb, mOld[h], mSub));
+        out.l[h] = arith::MulFOp::create(sb, lOld[h], out.alpha[h]);
+        negM[h] = arith::NegFOp::create(sb, mSub);
+      }
+      SmallVector<Value> p(sRegs);
+      for (int64_t r = 0; r < sRegs; ++r) {
+        int h = (r % 4) / 2;
+        p[r] = exp2(sb, math::FmaOp::create(sb, sv[r], cScale, negM[h]));
+        out.l[h] = arith::AddFOp::create(sb, out.l[h], p[r]);
+      }
+      for (int64_t r = 0; r < sRegs; r += 2)
+        out.p.push_back(
+            sb.packMmaOperand(p[r], p[r + 1], elem, Value(), /*asI32=*/true));
+      return out;
+    };
+    auto scaleO = [&](GpuBuilder &ob, Value o, const Value alpha[2]) {
+      for (int64_t r = 0; r < oRegs; ++r) {
+        Value x = LLVM::ExtractValueOp::create(ob, o, r);
+        o = LLVM::InsertValueOp::create(
+            ob, o, arith::MulFOp::create(ob, x, alpha[(r % 4) / 2]), r);
+      }
+      return o;
+    };
+    auto release = [&](GpuBuilder &rb, Value j) {
+      rb.mbarrierArrive(emptyBarrier(rb, rb.rem(rb.add(fills, j), stages())));
+    };
 
-  // out = O / l: each row's sum completed across its quad.
-  Value inv[2];
-  for (int h = 0; h < 2; ++h)
-    inv[h] = arith::DivFOp::create(
-        tb, tb.f32(1), tb.warpAllReduceSum(blocks.getResult(2 + h), 4));
-  auto pairType = VectorType::get({2}, elem);
-  for (int h = 0; h < 2; ++h) {
-    GpuBuilder sb = tb.ifThen(tb.lessThan(rows[h], seq));
-    for (int64_t jj = 0; jj < d / 8; ++jj) {
-      int64_t r = 4 * jj + 2 * h;
-      Value lo = arith::MulFOp::create(
-          sb, LLVM::ExtractValueOp::create(sb, o, r), inv[h]);
-      Value hi = arith::MulFOp::create(
-          sb, LLVM::ExtractValueOp::create(sb, o, r + 1), inv[h]);
-      Value pair = arith::TruncFOp::create(
-          sb, pairType,
-          vector::FromElementsOp::create(sb, VectorType::get({2}, f32),
-                                         ValueRange{lo, hi}));
-      vector::StoreOp::create(
-          sb, pair, out,
-          ValueRange{t.batch, t.head, rows[h], sb.add(quadCol, 8 * jj)});
+    // Block 0 (there is one: a tile always has keys to read, except a
+    // causal one with S < T whose rows are all masked: 0 / 0).
+    SmallVector<Type> carriedTypes = {f32, f32, f32, f32, oType};
+    carriedTypes.append(pRegs, i32);
+    auto any = scf::IfOp::create(tb, carriedTypes,
+                                 tb.lessThan(tb.index(0), t.numBlocks),
+                                 /*withElseRegion=*/true);
+    {
+      GpuBuilder fb = tb.with(any.getThenBodyBuilder());
+      Value s0 = waitStage(fb, fb.index(0));
+      NVVM::WgmmaFenceAlignedOp::create(fb);
+      Value sAcc = issueS(fb, s0);
+      NVVM::WgmmaGroupSyncAlignedOp::create(fb);
+      NVVM::WgmmaWaitGroupSyncOp::create(fb, 0);
+      sAcc = mask(fb, fenceOperands(fb, sAcc), fb.index(0));
+      Softmax first = softmax(fb, sAcc, {negInf, negInf}, {zero, zero});
+      SmallVector<Value> yields = {first.m[0], first.m[1], first.l[0],
+                                   first.l[1], LLVM::ZeroOp::create(fb, oType)};
+      yields.append(first.p.begin(), first.p.end());
+      scf::YieldOp::create(fb, yields);
+      GpuBuilder eb = tb.with(any.getElseBodyBuilder());
+      SmallVector<Value> none = {negInf, negInf, zero, zero,
+                                 LLVM::ZeroOp::create(eb, oType)};
+      none.append(pRegs, eb.i32(0));
+      scf::YieldOp::create(eb, none);
     }
-  }
-  scf::YieldOp::create(tb, ValueRange{tb.add(fills, t.numBlocks)});
+    // Blocks 1 to n - 1: S_j and P_{j-1} · v_{j-1} issued together.
+    auto blocks = scf::ForOp::create(tb, tb.index(1), t.numBlocks, tb.index(1),
+                                     any.getResults());
+    {
+      GpuBuilder lb = tb.atStart(blocks.getBody());
+      Value j = blocks.getInductionVar();
+      ValueRange carried = blocks.getRegionIterArgs();
+      Value mOld[2] = {carried[0], carried[1]};
+      Value lOld[2] = {carried[2], carried[3]};
+      SmallVector<Value> pPrev(carried.drop_front(5));
+      Value s = waitStage(lb, j);
+      Value sPrev = lb.rem(lb.add(lb.add(fills, j), stages() - 1), stages());
+      NVVM::WgmmaFenceAlignedOp::create(lb);
+      Value sAcc = issueS(lb, s);
+      NVVM::WgmmaGroupSyncAlignedOp::create(lb);
+      NVVM::WgmmaFenceAlignedOp::create(lb);
+      Value o = issuePV(lb, carried[4], pPrev, sPrev);
+      NVVM::WgmmaGroupSyncAlignedOp::create(lb);
+      NVVM::WgmmaWaitGroupSyncOp::create(lb, 1);
+      sAcc = mask(lb, fenceOperands(lb, sAcc), j);
+      Softmax next = softmax(lb, sAcc, mOld, lOld);
+      // The softmax before the wait for P · v (else nothing keeps its
+      // arithmetic from sinking below the wait, to its uses).
+      {
+        SmallVector<Value> done = {next.m[0], next.m[1],     next.l[0],
+                                   next.l[1], next.alpha[0], next.alpha[1]};
+        done.append(next.p.begin(), next.p.end());
+        done = fenceRegisters(lb, done);
+        for (int h = 0; h < 2; ++h) {
+          next.m[h] = done[h];
+          next.l[h] = done[2 + h];
+          next.alpha[h] = done[4 + h];
+        }
+        next.p.assign(done.begin() + 6, done.end());
+      }
+      NVVM::WgmmaWaitGroupSyncOp::create(lb, 0);
+      o = scaleO(lb, fenceOperands(lb, o), next.alpha);
+      (void)fenceRegisters(lb, pPrev);
+      release(lb, lb.sub(j, 1));
+      SmallVector<Value> yields = {next.m[0], next.m[1], next.l[0], next.l[1],
+                                   o};
+      yields.append(next.p.begin(), next.p.end());
+      scf::YieldOp::create(lb, yields);
+    }
+    // The last block's P · v.
+    Value o = blocks.getResult(4);
+    {
+      auto last = scf::IfOp::create(tb, TypeRange{oType},
+                                    tb.lessThan(tb.index(0), t.numBlocks),
+                                    /*withElseRegion=*/true);
+      GpuBuilder lb = tb.with(last.getThenBodyBuilder());
+      Value jLast = lb.sub(t.numBlocks, 1);
+      Value sLast = lb.rem(lb.add(fills, jLast), stages());
+      NVVM::WgmmaFenceAlignedOp::create(lb);
+      Value oLast = issuePV(
+          lb, o, SmallVector<Value>(blocks.getResults().drop_front(5)), sLast);
+      NVVM::WgmmaGroupSyncAlignedOp::create(lb);
+      NVVM::WgmmaWaitGroupSyncOp::create(lb, 0);
+      oLast = fenceOperands(lb, oLast);
+      release(lb, jLast);
+      scf::YieldOp::create(lb, ValueRange{oLast});
+      GpuBuilder eb = tb.with(last.getElseBodyBuilder());
+      scf::YieldOp::create(eb, ValueRange{o});
+      o = last.getResult(0);
+    }
+    // q's tile is free for the next one.
+    tb.mbarrierArrive(at(tb, layout.qEmptyBarrier()));
+
+    // out = O / l: each row's sum completed across its quad.
+    Value inv[2];
+    for (int h = 0; h < 2; ++h)
+      inv[h] = arith::DivFOp::create(
+          tb, tb.f32(1), tb.warpAllReduceSum(blocks.getResult(2 + h), 4));
+    auto pairType = VectorType::get({2}, elem);
+    for (int h = 0; h < 2; ++h) {
+      GpuBuilder sb = tb.ifThen(tb.lessThan(rows[h], seq));
+      for (int64_t jj = 0; jj < d / 8; ++jj) {
+        int64_t r = 4 * jj + 2 * h;
+        Value lo = arith::MulFOp::create(
+            sb, LLVM::ExtractValueOp::create(sb, o, r), inv[h]);
+        Value hi = arith::MulFOp::create(
+            sb, LLVM::ExtractValueOp::create(sb, o, r + 1), inv[h]);
+        Value pair = arith::TruncFOp::create(
+            sb, pairType,
+            vector::FromElementsOp::create(sb, VectorType::get({2}, f32),
+                                           ValueRange{lo, hi}));
+        vector::StoreOp::create(
+            sb, pair, out,
+            ValueRange{t.batch, t.head, rows[h], sb.add(quadCol, 8 * jj)});
+      }
+    }
+  });
 }
 
 //===----------------------------------------------------------------------===//
