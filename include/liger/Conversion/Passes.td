@@ -68,6 +68,10 @@ def LowerToGPUPass : Pass<"liger-lower-to-gpu", "::mlir::ModuleOp"> {
     parameters, launch shape, shared memory), which the bundle manifest is
     written from.
 
+    An attention group (and, with `wrap-ops` on a target with wgmma and
+    TMA, every `liger.attention` outside a group, as a group of one) is
+    built by the attention template (docs/Design/GPU-Lowering.md); a group
+    the template does not take is left with a warning naming the rule.
     Matmul and loss groups are left alone (their lowering is a separate
     template). Ops the row program does not support yet (RoPE and the
     cross-entropy family, which gather; cross-row reductions such as
