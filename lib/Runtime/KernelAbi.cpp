@@ -393,11 +393,9 @@ void liger::runtime::tensorMapGeometry(const KernelParam &param,
   }
   // [batch, heads, seq, D] with (batch, head) pairs as one dimension: each
   // box stays within one pair's [seq, D], the 2-D case once per pair. Only
-  // a batch with no sequence can overflow; saturated, validation refuses it.
-  int64_t pairs;
-  if (__builtin_mul_overflow(sizes[0], sizes[1], &pairs))
-    pairs = INT64_MAX;
-  *shape = {pairs, sizes[2], sizes[3]};
+  // a batch with no sequence can overflow; saturated (Shape::elements),
+  // validation refuses it.
+  *shape = {Shape{sizes[0], sizes[1]}.elements(), sizes[2], sizes[3]};
   *box = {1, map.boxRows, map.boxCols};
 }
 

@@ -102,7 +102,7 @@ struct AttentionKernelBuilder {
   const AttentionPlan &plan;
   AttentionLayout layout;
   Value shared;                         ///< !llvm.ptr<3>
-  Value q, k, v, out, qMap, kMap, vMap; ///< the parameters
+  Value q, k, out, qMap, kMap, vMap;    ///< the parameters (q and k for sizes)
   Value tid, seq, kvSeq, mTiles, ctaTiles;
 
   int64_t tileN() const { return layout.tileN; }
@@ -632,9 +632,13 @@ FailureOr<AttentionPlan> mlir::liger::analyzeAttentionGroup(FusionOp group) {
   return plan;
 }
 
+bool mlir::liger::attentionTemplateRunsOn(const GpuTargetInfo &target) {
+  return target.hasWgmma && target.hasTma;
+}
+
 std::string mlir::liger::attentionTemplateProblem(const AttentionPlan &plan,
                                                   const GpuTargetInfo &target) {
-  if (!target.hasWgmma || !target.hasTma)
+  if (!attentionTemplateRunsOn(target))
     return "the attention template needs wgmma and TMA (sm_90a); the target "
            "is " +
            target.chip.str();
@@ -780,7 +784,6 @@ FailureOr<rt::KernelSpec> mlir::liger::buildAttentionKernel(
   Block &entry = kernel.getBody().front();
   kb.q = entry.getArgument(plan.q.getArgNumber());
   kb.k = entry.getArgument(plan.k.getArgNumber());
-  kb.v = entry.getArgument(plan.v.getArgNumber());
   kb.out = entry.getArgument(body.getNumArguments());
   ValueRange maps = entry.getArguments().take_back(3);
   kb.qMap = maps[0];

@@ -40,31 +40,25 @@ LogicalResult mlir::liger::verifyKernelConfig(FusionOp group,
                                               const GpuTargetInfo &target) {
   bool matmulGroup = group.getKind() == FusionKind::matmul;
   bool attentionGroup = group.getKind() == FusionKind::attention;
-  if (attentionGroup ||
-      config.getKernelTemplate() == KernelTemplate::attention) {
-    if (!attentionGroup ||
-        config.getKernelTemplate() != KernelTemplate::attention)
-      return group.emitOpError("has a 'liger.kernel_config' of the ")
-             << stringifyKernelTemplate(config.getKernelTemplate())
-             << " template; its ops are built by the "
-             << (attentionGroup ? StringRef("attention")
-                 : matmulGroup
-                     ? StringRef("matmul_wgmma or matmul_mma_sync")
-                     : stringifyKernelTemplate(rowKernelTemplate(group)))
-             << " template";
+  KernelTemplate pinned = config.getKernelTemplate();
+  bool fits = matmulGroup      ? config.isMatmul()
+              : attentionGroup ? pinned == KernelTemplate::attention
+                               : pinned == rowKernelTemplate(group);
+  if (!fits)
+    return group.emitOpError("has a 'liger.kernel_config' of the ")
+           << stringifyKernelTemplate(pinned)
+           << " template; its ops are built by the "
+           << (matmulGroup ? StringRef("matmul_wgmma or matmul_mma_sync")
+               : attentionGroup
+                   ? StringRef("attention")
+                   : stringifyKernelTemplate(rowKernelTemplate(group)))
+           << " template";
+  if (attentionGroup) {
     FailureOr<AttentionPlan> plan = analyzeAttentionGroup(group);
     if (failed(plan))
       return failure();
     return verifyAttentionKernelConfig(*plan, config, target);
   }
-  if (matmulGroup != config.isMatmul() ||
-      (!matmulGroup && config.getKernelTemplate() != rowKernelTemplate(group)))
-    return group.emitOpError("has a 'liger.kernel_config' of the ")
-           << stringifyKernelTemplate(config.getKernelTemplate())
-           << " template; its ops are built by the "
-           << (matmulGroup ? StringRef("matmul_wgmma or matmul_mma_sync")
-                           : stringifyKernelTemplate(rowKernelTemplate(group)))
-           << " template";
   if (matmulGroup) {
     FailureOr<MatmulPlan> plan = analyzeMatmulGroup(group);
     if (failed(plan))

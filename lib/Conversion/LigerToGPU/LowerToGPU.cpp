@@ -79,7 +79,7 @@ struct LowerToGPUPass : mlir::liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
     // with the attention template's instructions, liger.attention).
     IRRewriter rewriter(ctx);
     std::optional<GpuTargetInfo> target = lookupGpuTarget(chip);
-    bool attentionKernels = target->hasWgmma && target->hasTma;
+    bool attentionKernels = attentionTemplateRunsOn(*target);
     if (wrapOps) {
       SmallVector<Operation *> singles;
       module.walk([&](Operation *op) {

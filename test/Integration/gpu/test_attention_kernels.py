@@ -54,7 +54,7 @@ def test_attention_kernel(bundles_dir, name, b, t):
         "max error %.3g; PyTorch's SDPA in %s: %.3g" % (err, dt, torch_err)
 
 
-def test_attention_kernel_takes_views_of_one_tensor(bundles_dir):
+def test_attention_kernel_refuses_non_contiguous_views(bundles_dir):
     # q, k and v as HF forms them: transposes of one [B, T, H, D] projection
     # output are not contiguous; the runtime refuses them by name rather
     # than reading the wrong rows.

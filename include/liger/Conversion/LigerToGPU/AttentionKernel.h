@@ -41,6 +41,10 @@ struct AttentionPlan {
 /// result.
 FailureOr<AttentionPlan> analyzeAttentionGroup(FusionOp group);
 
+/// Whether `target` has what the attention template is built of (wgmma and
+/// TMA: sm_90a).
+bool attentionTemplateRunsOn(const GpuTargetInfo &target);
+
 /// Why the attention template does not take `plan` on `target` (its
 /// limits: sm_90a, bf16 or f16, static head counts and head dimension, D
 /// = Dv a multiple of 64 up to 256); empty when it does.
