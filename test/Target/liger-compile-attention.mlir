@@ -72,6 +72,11 @@
 // PTX: setmaxnreg.dec.sync.aligned.u32 40
 // PTX: cp.async.bulk.tensor.3d.shared::cta.global.tile.mbarrier::complete_tx::bytes
 // PTX: setmaxnreg.inc.sync.aligned.u32 232
+// The consumers' turns: warpgroup 0 arrives at its own barrier once, then
+// each waits at its own and passes to the other's.
+// PTX: bar.arrive {{.*}}, 256;
+// PTX: bar.sync {{.*}}, 256;
+// PTX: bar.arrive {{.*}}, 256;
 // S = q·kᵀ (both K-major: trans-a 0, trans-b 0), P·v (A from registers,
 // v MN-major: trans-b 1), the softmax's exponentials:
 // PTX-DAG: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;

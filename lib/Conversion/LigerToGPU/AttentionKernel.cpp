@@ -23,7 +23,9 @@
 // tiles). The tensor maps are 3-D over [batch · heads, seq, D] (the
 // kernel ABI's rule for a heads parameter), so a box never reads another
 // head's rows: TMA zero-fills past the sequence. Warpgroups 1 and 2 are
-// the consumers, 64 query rows each: at block j each issues S_j = q·k_jᵀ
+// the consumers, 64 query rows each, issuing their wgmmas in turns (two
+// named barriers: one's products run while the other computes its
+// softmax, FlashAttention-3's ping-pong): at block j each issues S_j = q·k_jᵀ
 // (D / 16 wgmmas, q and k K-major, 128-byte swizzle) together with O +=
 // P_{j-1}·v_{j-1} (tile_n / 16 wgmmas with P from registers: the m64nN
 // accumulator fragment of 16 columns is the A fragment of a k16 wgmma; v
@@ -65,6 +67,9 @@ constexpr int64_t kTileM = 128;
 constexpr int64_t kThreads = 384;
 /// The consumers' every thread releases a stage (and the q tile).
 constexpr int64_t kConsumerThreads = 256;
+/// The consumers' turns: named barriers kTurnBarrier + w (w = 0, 1), one
+/// a consumer warpgroup waits at before issuing its wgmmas.
+constexpr int64_t kTurnBarrier = 1;
 
 /// The shared buffer: the mbarriers, the q tile, then the stages (k's
 /// block, then v's), every tile in boxes of 128-byte swizzled rows of 64
@@ -324,6 +329,15 @@ void AttentionKernelBuilder::emitConsumer(GpuBuilder &b) const {
         .getResult(0);
   };
 
+  // Warpgroup 0 takes the first turn: its first wait at its barrier
+  // completes with its own arrival. (Warpgroup 1's last pass is left
+  // unmatched at the exit.)
+  Value myTurn = b.add(b.i32(kTurnBarrier), b.toI32(wg));
+  Value otherTurn = b.sub(b.i32(kTurnBarrier + 1), b.toI32(wg));
+  {
+    GpuBuilder fb = b.ifThen(b.equal(wg, 0));
+    fb.namedBarrierArrive(myTurn, 256);
+  }
   forEachTile(b, [&](GpuBuilder &tb, const AttentionTile &t, Value i,
                      Value fills) {
     Value rowBase = tb.add(t.m0, tb.mul(wg, 64));
@@ -477,6 +491,15 @@ void AttentionKernelBuilder::emitConsumer(GpuBuilder &b) const {
     auto release = [&](GpuBuilder &rb, Value j) {
       rb.mbarrierArrive(emptyBarrier(rb, rb.rem(rb.add(fills, j), stages())));
     };
+    // The warpgroups' wgmmas take turns (FlashAttention-3's ping-pong):
+    // each issues its products only after the other has issued its own, so
+    // one's softmax runs while the other's products hold the Tensor Cores.
+    // Both take the same number of turns a tile (the blocks, plus the last
+    // P · v).
+    auto takeTurn = [&](GpuBuilder &wb) { wb.namedBarrier(myTurn, 256); };
+    auto passTurn = [&](GpuBuilder &ab) {
+      ab.namedBarrierArrive(otherTurn, 256);
+    };
 
     // Block 0 (there is one: a tile always has keys to read, except a
     // causal one with S < T whose rows are all masked: 0 / 0).
@@ -488,9 +511,11 @@ void AttentionKernelBuilder::emitConsumer(GpuBuilder &b) const {
     {
       GpuBuilder fb = tb.with(any.getThenBodyBuilder());
       Value s0 = waitStage(fb, fb.index(0));
+      takeTurn(fb);
       NVVM::WgmmaFenceAlignedOp::create(fb);
       Value sAcc = issueS(fb, s0);
       NVVM::WgmmaGroupSyncAlignedOp::create(fb);
+      passTurn(fb);
       NVVM::WgmmaWaitGroupSyncOp::create(fb, 0);
       sAcc = mask(fb, fenceOperands(fb, sAcc), fb.index(0));
       Softmax first = softmax(fb, sAcc, {negInf, negInf}, {zero, zero});
@@ -516,12 +541,14 @@ void AttentionKernelBuilder::emitConsumer(GpuBuilder &b) const {
       SmallVector<Value> pPrev(carried.drop_front(5));
       Value s = waitStage(lb, j);
       Value sPrev = lb.rem(lb.add(lb.add(fills, j), stages() - 1), stages());
+      takeTurn(lb);
       NVVM::WgmmaFenceAlignedOp::create(lb);
       Value sAcc = issueS(lb, s);
       NVVM::WgmmaGroupSyncAlignedOp::create(lb);
       NVVM::WgmmaFenceAlignedOp::create(lb);
       Value o = issuePV(lb, carried[4], pPrev, sPrev);
       NVVM::WgmmaGroupSyncAlignedOp::create(lb);
+      passTurn(lb);
       NVVM::WgmmaWaitGroupSyncOp::create(lb, 1);
       sAcc = mask(lb, fenceOperands(lb, sAcc), j);
       Softmax next = softmax(lb, sAcc, mOld, lOld);
@@ -557,10 +584,12 @@ void AttentionKernelBuilder::emitConsumer(GpuBuilder &b) const {
       GpuBuilder lb = tb.with(last.getThenBodyBuilder());
       Value jLast = lb.sub(t.numBlocks, 1);
       Value sLast = lb.rem(lb.add(fills, jLast), stages());
+      takeTurn(lb);
       NVVM::WgmmaFenceAlignedOp::create(lb);
       Value oLast = issuePV(
           lb, o, SmallVector<Value>(blocks.getResults().drop_front(5)), sLast);
       NVVM::WgmmaGroupSyncAlignedOp::create(lb);
+      passTurn(lb);
       NVVM::WgmmaWaitGroupSyncOp::create(lb, 0);
       oLast = fenceOperands(lb, oLast);
       release(lb, jLast);
