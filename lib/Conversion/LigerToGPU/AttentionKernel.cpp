@@ -238,52 +238,6 @@ void AttentionKernelBuilder::emitProducer(GpuBuilder &b) const {
   });
 }
 
-/// `values` (a struct of f32, or i32 registers) through an empty asm
-/// statement that claims to change them (CUTLASS's fence_operand): placed
-/// after a wgmma.wait_group, it keeps every read of the registers below
-/// the wait, and keeps an in-flight wgmma's A registers live until then
-/// (else ptxas may reuse them for the next block's P while the product
-/// still reads them, and serializes every wgmma to stay correct).
-static SmallVector<Value> fenceRegisters(GpuBuilder &b, ValueRange values) {
-  std::string constraints;
-  SmallVector<Type> types;
-  for (Value v : values) {
-    constraints += std::string(constraints.empty() ? "" : ",") +
-                   (v.getType().isF32() ? "=f" : "=r");
-    types.push_back(v.getType());
-  }
-  for (size_t i = 0; i < values.size(); ++i)
-    constraints += "," + std::to_string(i);
-  Type result = types.size() == 1
-                    ? types.front()
-                    : LLVM::LLVMStructType::getLiteral(b.getContext(), types);
-  Value fenced =
-      LLVM::InlineAsmOp::create(
-          b, result, values, "", constraints, /*has_side_effects=*/true,
-          /*is_align_stack=*/false, LLVM::tailcallkind::TailCallKind::None,
-          LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
-          ArrayAttr())
-          .getResult(0);
-  if (types.size() == 1)
-    return {fenced};
-  SmallVector<Value> out;
-  for (size_t i = 0; i < values.size(); ++i)
-    out.push_back(LLVM::ExtractValueOp::create(b, fenced, i));
-  return out;
-}
-
-/// A struct of f32 through fenceRegisters.
-static Value fenceOperands(GpuBuilder &b, Value values) {
-  auto type = cast<LLVM::LLVMStructType>(values.getType());
-  SmallVector<Value> fields;
-  for (int64_t i = 0, e = type.getBody().size(); i < e; ++i)
-    fields.push_back(LLVM::ExtractValueOp::create(b, values, i));
-  Value out = LLVM::UndefOp::create(b, type);
-  for (auto [i, v] : llvm::enumerate(fenceRegisters(b, fields)))
-    out = LLVM::InsertValueOp::create(b, out, v, i);
-  return out;
-}
-
 /// The consumer warpgroups: per tile, the online softmax over its blocks
 /// and the store of O / l. Software-pipelined as FlashAttention-3 does
 /// within a warpgroup: at block j the warpgroup issues S_j = q · k_jᵀ and
@@ -314,20 +268,6 @@ void AttentionKernelBuilder::emitConsumer(GpuBuilder &b) const {
   Value cScale = b.f32(plan.scale * 1.4426950408889634);
   Value negInf = b.f32(-std::numeric_limits<double>::infinity());
   Value zero = b.f32(0);
-  // 2^x as one ex2.approx.ftz (math.exp2 with afn gives the non-ftz form,
-  // which ptxas brackets with a range test and two multiplies): the
-  // softmax's arguments are at most 0, its results in [0, 1], and a
-  // denormal p would round to 0 in the operand type anyway.
-  auto exp2 = [](GpuBuilder &eb, Value x) -> Value {
-    return LLVM::InlineAsmOp::create(
-               eb, eb.getF32Type(), ValueRange{x}, "ex2.approx.ftz.f32 $0, $1;",
-               "=f,f", /*has_side_effects=*/false, /*is_align_stack=*/false,
-               LLVM::tailcallkind::TailCallKind::None,
-               LLVM::AsmDialectAttr::get(eb.getContext(),
-                                         LLVM::AsmDialect::AD_ATT),
-               ArrayAttr())
-        .getResult(0);
-  };
 
   // Warpgroup 0 takes the first turn: its first wait at its barrier
   // completes with its own arrival. (Warpgroup 1's last pass is left
@@ -465,14 +405,14 @@ void AttentionKernelBuilder::emitConsumer(GpuBuilder &b) const {
         Value none = arith::CmpFOp::create(sb, arith::CmpFPredicate::OEQ,
                                            out.m[h], negInf);
         Value mSub = sb.select(none, zero, out.m[h]);
-        out.alpha[h] = exp2(sb, arith::SubFOp::create(sb, mOld[h], mSub));
+        out.alpha[h] = sb.ex2Approx(arith::SubFOp::create(sb, mOld[h], mSub));
         out.l[h] = arith::MulFOp::create(sb, lOld[h], out.alpha[h]);
         negM[h] = arith::NegFOp::create(sb, mSub);
       }
       SmallVector<Value> p(sRegs);
       for (int64_t r = 0; r < sRegs; ++r) {
         int h = (r % 4) / 2;
-        p[r] = exp2(sb, math::FmaOp::create(sb, sv[r], cScale, negM[h]));
+        p[r] = sb.ex2Approx(math::FmaOp::create(sb, sv[r], cScale, negM[h]));
         out.l[h] = arith::AddFOp::create(sb, out.l[h], p[r]);
       }
       for (int64_t r = 0; r < sRegs; r += 2)
@@ -517,7 +457,7 @@ void AttentionKernelBuilder::emitConsumer(GpuBuilder &b) const {
       NVVM::WgmmaGroupSyncAlignedOp::create(fb);
       passTurn(fb);
       NVVM::WgmmaWaitGroupSyncOp::create(fb, 0);
-      sAcc = mask(fb, fenceOperands(fb, sAcc), fb.index(0));
+      sAcc = mask(fb, fb.fenceOperands(sAcc), fb.index(0));
       Softmax first = softmax(fb, sAcc, {negInf, negInf}, {zero, zero});
       SmallVector<Value> yields = {first.m[0], first.m[1], first.l[0],
                                    first.l[1], LLVM::ZeroOp::create(fb, oType)};
@@ -550,7 +490,7 @@ void AttentionKernelBuilder::emitConsumer(GpuBuilder &b) const {
       NVVM::WgmmaGroupSyncAlignedOp::create(lb);
       passTurn(lb);
       NVVM::WgmmaWaitGroupSyncOp::create(lb, 1);
-      sAcc = mask(lb, fenceOperands(lb, sAcc), j);
+      sAcc = mask(lb, lb.fenceOperands(sAcc), j);
       Softmax next = softmax(lb, sAcc, mOld, lOld);
       // The softmax before the wait for P · v (else nothing keeps its
       // arithmetic from sinking below the wait, to its uses).
@@ -558,7 +498,7 @@ void AttentionKernelBuilder::emitConsumer(GpuBuilder &b) const {
         SmallVector<Value> done = {next.m[0], next.m[1],     next.l[0],
                                    next.l[1], next.alpha[0], next.alpha[1]};
         done.append(next.p.begin(), next.p.end());
-        done = fenceRegisters(lb, done);
+        done = lb.fenceRegisters(done);
         for (int h = 0; h < 2; ++h) {
           next.m[h] = done[h];
           next.l[h] = done[2 + h];
@@ -567,8 +507,8 @@ void AttentionKernelBuilder::emitConsumer(GpuBuilder &b) const {
         next.p.assign(done.begin() + 6, done.end());
       }
       NVVM::WgmmaWaitGroupSyncOp::create(lb, 0);
-      o = scaleO(lb, fenceOperands(lb, o), next.alpha);
-      (void)fenceRegisters(lb, pPrev);
+      o = scaleO(lb, lb.fenceOperands(o), next.alpha);
+      (void)lb.fenceRegisters(pPrev);
       release(lb, lb.sub(j, 1));
       SmallVector<Value> yields = {next.m[0], next.m[1], next.l[0], next.l[1],
                                    o};
@@ -591,7 +531,7 @@ void AttentionKernelBuilder::emitConsumer(GpuBuilder &b) const {
       NVVM::WgmmaGroupSyncAlignedOp::create(lb);
       passTurn(lb);
       NVVM::WgmmaWaitGroupSyncOp::create(lb, 0);
-      oLast = fenceOperands(lb, oLast);
+      oLast = lb.fenceOperands(oLast);
       release(lb, jLast);
       scf::YieldOp::create(lb, ValueRange{oLast});
       GpuBuilder eb = tb.with(last.getElseBodyBuilder());

@@ -396,6 +396,55 @@ Value GpuBuilder::wgmmaRegisterA(Value acc, int64_t n, Type elementType,
       .getResult(0);
 }
 
+SmallVector<Value> GpuBuilder::fenceRegisters(ValueRange values) {
+  std::string constraints;
+  SmallVector<Type> types;
+  for (Value v : values) {
+    constraints += std::string(constraints.empty() ? "" : ",") +
+                   (v.getType().isF32() ? "=f" : "=r");
+    types.push_back(v.getType());
+  }
+  for (size_t i = 0; i < values.size(); ++i)
+    constraints += "," + std::to_string(i);
+  Type result = types.size() == 1
+                    ? types.front()
+                    : LLVM::LLVMStructType::getLiteral(getContext(), types);
+  Value fenced =
+      LLVM::InlineAsmOp::create(
+          *this, result, values, "", constraints, /*has_side_effects=*/true,
+          /*is_align_stack=*/false, LLVM::tailcallkind::TailCallKind::None,
+          LLVM::AsmDialectAttr::get(getContext(), LLVM::AsmDialect::AD_ATT),
+          ArrayAttr())
+          .getResult(0);
+  if (types.size() == 1)
+    return {fenced};
+  SmallVector<Value> out;
+  for (size_t i = 0; i < values.size(); ++i)
+    out.push_back(LLVM::ExtractValueOp::create(*this, fenced, i));
+  return out;
+}
+
+Value GpuBuilder::fenceOperands(Value values) {
+  auto type = cast<LLVM::LLVMStructType>(values.getType());
+  SmallVector<Value> fields;
+  for (int64_t i = 0, e = type.getBody().size(); i < e; ++i)
+    fields.push_back(LLVM::ExtractValueOp::create(*this, values, i));
+  Value out = LLVM::UndefOp::create(*this, type);
+  for (auto [i, v] : llvm::enumerate(fenceRegisters(fields)))
+    out = LLVM::InsertValueOp::create(*this, out, v, i);
+  return out;
+}
+
+Value GpuBuilder::ex2Approx(Value x) {
+  return LLVM::InlineAsmOp::create(
+             *this, getF32Type(), ValueRange{x}, "ex2.approx.ftz.f32 $0, $1;",
+             "=f,f", /*has_side_effects=*/false, /*is_align_stack=*/false,
+             LLVM::tailcallkind::TailCallKind::None,
+             LLVM::AsmDialectAttr::get(getContext(), LLVM::AsmDialect::AD_ATT),
+             ArrayAttr())
+      .getResult(0);
+}
+
 uint64_t mlir::liger::wgmmaKMajorDescriptorFields(int64_t swizzleBytes) {
   uint64_t mode = swizzleBytes == 128 ? 1 : swizzleBytes == 64 ? 2 : 3;
   return (1ull << 16) | (uint64_t(8 * swizzleBytes / 16) << 32) | (mode << 62);

@@ -250,6 +250,21 @@ public:
   Value wgmmaRegisterA(Value acc, int64_t n, Type elementType,
                        ArrayRef<Value> a, Value bDescriptor, bool bMNMajor);
 
+  /// `values` (f32 or i32 registers) through an empty asm statement that
+  /// claims to change them (CUTLASS's fence_operand): placed after a
+  /// wgmma.wait_group, it keeps every read of the registers below the
+  /// wait, and keeps an in-flight wgmma's A registers live until then (else
+  /// ptxas may reuse them while the product still reads them, and
+  /// serializes every wgmma to stay correct: its C7513 advisory).
+  SmallVector<Value> fenceRegisters(ValueRange values);
+  /// A struct of f32 (a wgmma accumulator) through fenceRegisters.
+  Value fenceOperands(Value values);
+  /// 2^x as one ex2.approx.ftz.f32 (math.exp2 with afn gives the non-ftz
+  /// form, which ptxas brackets with a range test and two multiplies): for
+  /// a softmax, whose arguments are at most 0 and whose denormal results
+  /// round to 0 in a 16-bit operand anyway.
+  Value ex2Approx(Value x);
+
 private:
   template <typename OpTy> Value binary(Value a, IntOperand b) {
     return OpTy::create(*this, a, b.get(*this, a.getType()));
