@@ -42,6 +42,8 @@ const char *kindName(liger_param_kind kind) {
     return "partials";
   case LIGER_KIND_MATRIX:
     return "matrix";
+  case LIGER_KIND_HEAD_SCALARS:
+    return "head scalars";
   }
   return "?";
 }

@@ -24,7 +24,9 @@ static_assert(LIGER_BF16 == static_cast<int>(DType::bf16) &&
               LIGER_I64 == static_cast<int>(DType::i64));
 static_assert(LIGER_ROLE_WORKSPACE == static_cast<int>(ParamRole::Workspace));
 static_assert(LIGER_KIND_ROWS == static_cast<int>(ParamKind::Rows) &&
-              LIGER_KIND_MATRIX == static_cast<int>(ParamKind::Matrix));
+              LIGER_KIND_MATRIX == static_cast<int>(ParamKind::Matrix) &&
+              LIGER_KIND_HEAD_SCALARS ==
+                  static_cast<int>(ParamKind::HeadScalars));
 static_assert(LIGER_STAGE_DW == static_cast<int>(LossStage::DW) &&
               LIGER_NUM_LOSS_STAGES == kNumLossStages);
 

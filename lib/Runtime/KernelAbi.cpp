@@ -38,10 +38,15 @@ constexpr Spelling<ParamRole> kRoles[] = {{ParamRole::Input, "input"},
                                           {ParamRole::Output, "output"},
                                           {ParamRole::Workspace, "workspace"}};
 constexpr Spelling<ParamKind> kKinds[] = {
-    {ParamKind::Rows, "rows"},         {ParamKind::RowScalars, "row_scalars"},
-    {ParamKind::Feature, "feature"},   {ParamKind::Scalar, "scalar"},
-    {ParamKind::Heads, "heads"},       {ParamKind::Tables, "tables"},
-    {ParamKind::Partials, "partials"}, {ParamKind::Matrix, "matrix"}};
+    {ParamKind::Rows, "rows"},
+    {ParamKind::RowScalars, "row_scalars"},
+    {ParamKind::Feature, "feature"},
+    {ParamKind::Scalar, "scalar"},
+    {ParamKind::Heads, "heads"},
+    {ParamKind::Tables, "tables"},
+    {ParamKind::Partials, "partials"},
+    {ParamKind::Matrix, "matrix"},
+    {ParamKind::HeadScalars, "head_scalars"}};
 constexpr Spelling<KernelTemplate> kTemplates[] = {
     {KernelTemplate::Rowwise, "rowwise"},
     {KernelTemplate::RoPE, "rope"},
@@ -219,6 +224,7 @@ Pattern patternOf(ParamKind kind) {
   static constexpr Tok kFeature[] = {Tok::Length};
   static constexpr Tok kHeads[] = {Tok::Batch, Tok::Outer, Tok::Seq,
                                    Tok::Length};
+  static constexpr Tok kHeadScalars[] = {Tok::Batch, Tok::Outer, Tok::Seq};
   static constexpr Tok kTables[] = {Tok::OneOrTableBatch, Tok::Seq,
                                     Tok::Length};
   static constexpr Tok kPartials[] = {Tok::Ctas, Tok::Length};
@@ -240,6 +246,8 @@ Pattern patternOf(ParamKind kind) {
     return {kPartials, 2};
   case ParamKind::Matrix:
     return {kMatrix, 2};
+  case ParamKind::HeadScalars:
+    return {kHeadScalars, 3};
   }
   return {nullptr, 0};
 }

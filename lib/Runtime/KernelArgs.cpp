@@ -54,11 +54,35 @@ int64_t product(int64_t a, int64_t b) {
   return __builtin_mul_overflow(a, b, &p) ? INT64_MAX : p;
 }
 
+/// Whether a parameter of `kind` has the batch and sequence of the
+/// kernel's heads tensors: [batch, heads, seq, D] and [batch, heads, seq].
+bool bindsBatchAndSeq(ParamKind kind) {
+  return kind == ParamKind::Heads || kind == ParamKind::HeadScalars;
+}
+
+/// The rank of a bindsBatchAndSeq kind.
+size_t headsRank(ParamKind kind) { return kind == ParamKind::Heads ? 4 : 3; }
+
+/// Whether `s` is a shape of `p`, a bindsBatchAndSeq kind: its rank and
+/// static sizes, with any batch and sequence.
+bool isHeadsShape(const KernelParam &p, const Shape &s) {
+  return s.size() == headsRank(p.kind) && s[1] == p.outer &&
+         (p.kind != ParamKind::Heads || s[3] == p.length);
+}
+
+/// The shape `p` (a bindsBatchAndSeq kind) takes, for messages: "[batch, 8,
+/// seq, 64]", "[batch, 8, seq]".
+std::string headsShapeText(const KernelParam &p) {
+  return "[batch, " + std::to_string(p.outer) + ", seq" +
+         (p.kind == ParamKind::Heads ? ", " + std::to_string(p.length) : "") +
+         "]";
+}
+
 /// What the tensors given for the first parameters of a kernel bind.
 struct Bindings {
   int64_t rows = -1;            ///< the common row count
   const Shape *first = nullptr; ///< the first rows tensor's shape
-  int64_t batch = -1, seq = -1; ///< of the [B, H, T, D] tensors
+  int64_t batch = -1, seq = -1; ///< of the [B, H, T, ...] tensors
   bool fromHeads = false;       ///< batch and seq come from such a tensor
   int64_t ctas = -1;            ///< of the workspaces
 };
@@ -85,16 +109,15 @@ public:
 
 Status Checker::bindShapes(const Shape *const *shapes, size_t n,
                            Bindings *b) const {
-  // [B, H, T, D] tensors first: they share B and T.
+  // [B, H, T, D] and [B, H, T] tensors first: they share B and T.
   for (size_t i = 0; i < n; ++i) {
     const KernelParam &p = kernel.params[i];
     const Shape &s = *shapes[i];
-    if (p.kind != ParamKind::Heads)
+    if (!bindsBatchAndSeq(p.kind))
       continue;
-    if (s.size() != 4 || s[1] != p.outer || s[3] != p.length)
-      return invalid(nameOf(i) + " must have shape [batch, " +
-                     std::to_string(p.outer) + ", seq, " +
-                     std::to_string(p.length) + "], got " + shapeString(s));
+    if (!isHeadsShape(p, s))
+      return invalid(nameOf(i) + " must have shape " + headsShapeText(p) +
+                     ", got " + shapeString(s));
     if (!b->fromHeads) {
       b->batch = s[0];
       b->seq = s[2];
@@ -152,6 +175,7 @@ Status Checker::bindShapes(const Shape *const *shapes, size_t n,
       b->ctas = s[0];
       continue;
     case ParamKind::Heads:
+    case ParamKind::HeadScalars:
       continue; // bound above
     case ParamKind::Tables:
       anyTables = true;
@@ -285,7 +309,7 @@ liger::runtime::outputShapeRules(const KernelSpec &kernel,
   Checker c(kernel);
   LIGER_RETURN_IF_ERROR(checkInputCount(c, numInputs));
   // The leading dimensions of the first rows input (else of the first
-  // row_scalars input), and where B and T of [B, H, T, D] outputs are.
+  // row_scalars input), and where B and T of [B, H, T, ...] outputs are.
   int leadingInput = -1, headsInput = -1;
   size_t leadingRank = 0;
   for (size_t i = 0; i < numInputs; ++i) {
@@ -293,12 +317,10 @@ liger::runtime::outputShapeRules(const KernelSpec &kernel,
     if (p.kind == ParamKind::Rows && inputRanks[i] == 0)
       return c.invalid(c.nameOf(i) + " must have " + std::to_string(p.length) +
                        " elements in its last dimension, got a scalar");
-    if (p.kind == ParamKind::Heads && inputRanks[i] != 4)
-      return c.invalid(c.nameOf(i) + " must have shape [batch, " +
-                       std::to_string(p.outer) + ", seq, " +
-                       std::to_string(p.length) + "], got rank " +
-                       std::to_string(inputRanks[i]));
-    if (p.kind == ParamKind::Heads && headsInput < 0)
+    if (bindsBatchAndSeq(p.kind) && inputRanks[i] != headsRank(p.kind))
+      return c.invalid(c.nameOf(i) + " must have shape " + headsShapeText(p) +
+                       ", got rank " + std::to_string(inputRanks[i]));
+    if (bindsBatchAndSeq(p.kind) && headsInput < 0)
       headsInput = static_cast<int>(i);
     bool rows = p.kind == ParamKind::Rows;
     if ((rows || p.kind == ParamKind::RowScalars) &&
@@ -339,20 +361,27 @@ liger::runtime::outputShapeRules(const KernelSpec &kernel,
       rule = {{p.outer}, {p.length}};
       break;
     case ParamKind::Heads:
-      if (headsInput >= 0) {
-        rule = {{0, headsInput, 0}, {p.outer}, {0, headsInput, 2}, {p.length}};
-        break;
+    case ParamKind::HeadScalars: {
+      // B and T of the [B, H, T, ...] inputs, else of [B, T, K] rows (a
+      // projection's head split).
+      DimSource batch{0, headsInput, 0}, seq{0, headsInput, 2};
+      if (headsInput < 0) {
+        if (leadingInput < 0 || leadingRank != 2)
+          return c.invalid(
+              std::string("writes ") +
+              (p.kind == ParamKind::Heads ? "[B, H, T, D]" : "[B, H, T]") +
+              " from [B, T, K] rows, got " +
+              (leadingInput < 0
+                   ? std::string("no rows input")
+                   : "rows of rank " + std::to_string(leadingRank + 1)));
+        batch = {0, leadingInput, 0};
+        seq = {0, leadingInput, 1};
       }
-      // A projection's head split: rows [B, T, K] give [B, H, T, D].
-      if (leadingInput < 0 || leadingRank != 2)
-        return c.invalid(
-            "writes [B, H, T, D] from [B, T, K] rows, got " +
-            (leadingInput < 0
-                 ? std::string("no rows input")
-                 : "rows of rank " + std::to_string(leadingRank + 1)));
-      rule = {
-          {0, leadingInput, 0}, {p.outer}, {0, leadingInput, 1}, {p.length}};
+      rule = {batch, {p.outer}, seq};
+      if (p.kind == ParamKind::Heads)
+        rule.push_back({p.length});
       break;
+    }
     case ParamKind::Tables:
     case ParamKind::Partials:
       break; // never outputs (verifyManifest)

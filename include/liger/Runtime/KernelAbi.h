@@ -60,6 +60,11 @@ enum class ParamKind {
   Tables,     ///< [1 or batch, seq, D] (RoPE's cos and sin)
   Partials,   ///< [ctas, H] f32 workspace, one partial reduction per CTA
   Matrix,     ///< [N, K], static (a projection's weight or its gradient)
+  /// [batch, heads, seq]: one scalar per (batch, head, position), with the
+  /// batch and sequence of the kernel's heads tensors (attention's
+  /// log-sum-exp, saved by the forward for the backward). Kinds added later
+  /// go last, so that the values of the others stay.
+  HeadScalars,
 };
 
 /// The kernel template a kernel was built from (informational). New
@@ -151,11 +156,11 @@ struct KernelParam {
   ParamKind kind = ParamKind::Rows;
   DType dtype = DType::f32;
   /// The static innermost size: H (rows, feature, partials), K (matrix) or
-  /// D (heads, tables); 0 for row_scalars and scalar.
+  /// D (heads, tables); 0 for row_scalars, scalar and head_scalars.
   int64_t length = 0;
-  /// The static outer size: N (matrix) or the head count (heads); for a
-  /// table 1 when it was compiled for a batch of 1 (broadcast), else 0;
-  /// 0 for the other kinds.
+  /// The static outer size: N (matrix) or the head count (heads,
+  /// head_scalars); for a table 1 when it was compiled for a batch of 1
+  /// (broadcast), else 0; 0 for the other kinds.
   int64_t outer = 0;
 
   bool isInput() const { return role == ParamRole::Input; }
@@ -357,10 +362,10 @@ inline Status checkArgs(const KernelSpec &kernel,
 
 /// The shapes of the outputs of `kernel` for inputs of shapes `inputs`
 /// (checked as checkArgs checks them): rows outputs take the leading
-/// dimensions of the first rows input, [B, H, T, D] outputs the batch and
-/// sequence of the [B, H, T, D] inputs (or, without any, B and T of [B, T,
-/// K] rows: a projection's head split), feature, matrix and scalar outputs
-/// their static shape.
+/// dimensions of the first rows input, [B, H, T, D] and [B, H, T] outputs
+/// the batch and sequence of the [B, H, T, D] and [B, H, T] inputs (or,
+/// without any, B and T of [B, T, K] rows: a projection's head split),
+/// feature, matrix and scalar outputs their static shape.
 Status inferOutputShapes(const KernelSpec &kernel, const Shape *inputs,
                          size_t numInputs, std::vector<Shape> *outputs);
 

@@ -79,7 +79,8 @@ typedef enum liger_param_kind {
   LIGER_KIND_HEADS = 4,       /* [batch, heads, seq, D] */
   LIGER_KIND_TABLES = 5,      /* [1 or batch, seq, D] */
   LIGER_KIND_PARTIALS = 6,    /* [ctas, H], f32 workspace */
-  LIGER_KIND_MATRIX = 7       /* [N, K] */
+  LIGER_KIND_MATRIX = 7,      /* [N, K] */
+  LIGER_KIND_HEAD_SCALARS = 8 /* [batch, heads, seq] */
 } liger_param_kind;
 
 /* One parameter of a kernel; `name` lives as long as the bundle. */
@@ -89,8 +90,8 @@ typedef struct liger_param_info {
   liger_param_kind kind;
   liger_dtype dtype;
   int64_t length; /* the static innermost size: H, K or D; 0 if none */
-  int64_t outer;  /* N of a matrix, the head count of heads, 1 for a table
-                     of batch 1 (broadcast); else 0 */
+  int64_t outer;  /* N of a matrix, the head count of heads and head
+                     scalars, 1 for a table of batch 1 (broadcast); else 0 */
 } liger_param_info;
 
 /* One kernel; the strings live as long as the bundle. */

@@ -1500,6 +1500,7 @@ FailureOr<rt::KernelSpec> RowKernelBuilder::build(gpu::GPUModuleOp module,
     case rt::ParamKind::Heads:
     case rt::ParamKind::Tables:
     case rt::ParamKind::Matrix:
+    case rt::ParamKind::HeadScalars:
       break; // other templates' kinds; the row program has none
     }
     llvm_unreachable("not a row-program parameter kind");

@@ -405,6 +405,114 @@ TEST_F(BundleFilesTest, HeadSplitShapes) {
             "there is none");
 }
 
+// Attention: the forward saves one log-sum-exp per (batch, head,
+// position), head scalars, for the backward. Head scalars share the batch
+// and sequence of the heads tensors.
+const char *kAttentionManifest = R"({
+  "format": "liger-bundle", "version": 3, "source": "t.mlir",
+  "modules": [{"name": "liger_kernels", "arch": "sm_90a", "cubin": "k.cubin",
+    "cubin_sha256": "0000000000000000000000000000000000000000000000000000000000000000", "ptx": "k.ptx",
+    "kernels": [{"name": "attn", "function": "attn", "template": "attention", "ops": "liger.attention",
+      "abi": "memref-descriptor", "grid": ["rows/128", 1, 1], "block": [384, 1, 1],
+      "dynamic_shared_memory_bytes": 0, "vector_width": 8, "alignment_bytes": 16,
+      "params": [
+        {"name": "input0", "role": "input", "kind": "heads", "dtype": "bf16", "shape": ["batch", 8, "seq", 16]},
+        {"name": "input1", "role": "input", "kind": "heads", "dtype": "bf16", "shape": ["batch", 2, "seq", 16]},
+        {"name": "output0", "role": "output", "kind": "heads", "dtype": "bf16", "shape": ["batch", 8, "seq", 16]},
+        {"name": "output1", "role": "output", "kind": "head_scalars", "dtype": "f32", "shape": ["batch", 8, "seq"]}
+      ]},
+     {"name": "attn_bwd", "function": "attn_grad", "template": "attention", "ops": "liger.attention_grad",
+      "abi": "memref-descriptor", "grid": ["sms", 1, 1], "block": [384, 1, 1],
+      "dynamic_shared_memory_bytes": 0, "vector_width": 8, "alignment_bytes": 16,
+      "params": [
+        {"name": "input0", "role": "input", "kind": "heads", "dtype": "bf16", "shape": ["batch", 8, "seq", 16]},
+        {"name": "input1", "role": "input", "kind": "head_scalars", "dtype": "f32", "shape": ["batch", 8, "seq"]},
+        {"name": "input2", "role": "input", "kind": "heads", "dtype": "bf16", "shape": ["batch", 2, "seq", 16]},
+        {"name": "output0", "role": "output", "kind": "heads", "dtype": "bf16", "shape": ["batch", 8, "seq", 16]}
+      ]}]}]})";
+
+TEST_F(BundleFilesTest, HeadScalarsShareTheHeadsBatchAndSequence) {
+  std::unique_ptr<Bundle> b;
+  ASSERT_TRUE(openWith(kAttentionManifest, &b).isOk());
+  const KernelSpec &fwd = *b->findKernel("attn");
+  const KernelSpec &bwd = *b->findKernel("attn_bwd");
+  EXPECT_EQ(bwd.params[1].kind, ParamKind::HeadScalars);
+  EXPECT_EQ(bwd.params[1].outer, 8);
+  EXPECT_EQ(bwd.params[1].length, 0);
+
+  // An output's shape: B and T of the heads inputs.
+  std::vector<Shape> out;
+  ASSERT_EQ(inferred(fwd, {{3, 8, 7, 16}, {3, 2, 7, 16}}, &out), "");
+  EXPECT_EQ(out, (std::vector<Shape>{{3, 8, 7, 16}, {3, 8, 7}}));
+  size_t ranks[] = {4, 4};
+  std::vector<std::vector<DimSource>> rules;
+  ASSERT_TRUE(outputShapeRules(fwd, ranks, 2, &rules).isOk());
+  ASSERT_EQ(rules.size(), 2u);
+  ASSERT_EQ(rules[1].size(), 3u);
+  EXPECT_EQ((std::vector<int>{rules[1][0].input, rules[1][0].dim}),
+            (std::vector<int>{0, 0}));
+  EXPECT_EQ(rules[1][1].input, -1);
+  EXPECT_EQ(rules[1][1].size, 8);
+  EXPECT_EQ((std::vector<int>{rules[1][2].input, rules[1][2].dim}),
+            (std::vector<int>{0, 2}));
+  // As an input: rank 3, checked with the heads tensors.
+  size_t badRanks[] = {4, 4, 4};
+  EXPECT_EQ(outputShapeRules(bwd, badRanks, 3, &rules).message(),
+            "kernel 'attn_bwd': 'input1' (#1) must have shape [batch, 8, seq], "
+            "got rank 4");
+  ASSERT_EQ(inferred(bwd, {{3, 8, 7, 16}, {3, 8, 7}, {3, 2, 7, 16}}, &out), "");
+  EXPECT_EQ(out, (std::vector<Shape>{{3, 8, 7, 16}}));
+  EXPECT_EQ(inferred(bwd, {{3, 8, 7, 16}, {3, 8, 6}, {3, 2, 7, 16}}, &out),
+            "kernel 'attn_bwd': 'input1' (#1) has batch and sequence [3, 8, "
+            "6], the earlier tensors 3 and 7");
+
+  alignas(16) static char buf[64];
+  auto good = [&] {
+    return std::vector<TensorArg>{{buf, DType::bf16, {2, 8, 5, 16}},
+                                  {buf, DType::f32, {2, 8, 5}},
+                                  {buf, DType::bf16, {2, 2, 5, 16}},
+                                  {buf, DType::bf16, {2, 8, 5, 16}}};
+  };
+  LaunchDims dims;
+  ASSERT_EQ(checked(bwd, good(), &dims), "");
+  EXPECT_EQ(dims.rows, 10);
+  auto args = good();
+  args[1].shape = {3, 8, 5};
+  EXPECT_EQ(checked(bwd, args), "kernel 'attn_bwd': 'input1' (#1) has batch "
+                                "and sequence [3, 8, 5], the earlier tensors 2 "
+                                "and 5");
+  args = good();
+  args[1].shape = {2, 8, 4};
+  EXPECT_EQ(checked(bwd, args), "kernel 'attn_bwd': 'input1' (#1) has batch "
+                                "and sequence [2, 8, 4], the earlier tensors 2 "
+                                "and 5");
+  args = good();
+  args[1].shape = {2, 2, 5};
+  EXPECT_EQ(checked(bwd, args), "kernel 'attn_bwd': 'input1' (#1) must have "
+                                "shape [batch, 8, seq], got [2, 2, 5]");
+  args = good();
+  args[1].shape = {2, 8, 5, 1};
+  EXPECT_EQ(checked(bwd, args), "kernel 'attn_bwd': 'input1' (#1) must have "
+                                "shape [batch, 8, seq], got [2, 8, 5, 1]");
+  // The head scalars bind first when they come first.
+  std::string text = kAttentionManifest;
+  std::string q =
+      R"({"name": "input0", "role": "input", "kind": "heads", "dtype": "bf16", "shape": ["batch", 8, "seq", 16]},
+        {"name": "input1", "role": "input", "kind": "head_scalars", "dtype": "f32", "shape": ["batch", 8, "seq"]},)";
+  text.replace(
+      text.rfind(q), q.size(),
+      R"({"name": "input0", "role": "input", "kind": "head_scalars", "dtype": "f32", "shape": ["batch", 8, "seq"]},
+        {"name": "input1", "role": "input", "kind": "heads", "dtype": "bf16", "shape": ["batch", 8, "seq", 16]},)");
+  ASSERT_TRUE(openWith(text, &b).isOk());
+  args = good();
+  std::swap(args[0], args[1]);
+  ASSERT_EQ(checked(*b->findKernel("attn_bwd"), args), "");
+  args[0].shape = {2, 8, 6};
+  EXPECT_EQ(checked(*b->findKernel("attn_bwd"), args),
+            "kernel 'attn_bwd': 'input1' (#1) has batch and sequence [2, 8, 5, "
+            "16], the earlier tensors 2 and 6");
+}
+
 // A group reducing across rows (RMSNorm backward): a workspace and a
 // finishing kernel.
 const char *kGradManifest = R"({
@@ -620,6 +728,10 @@ TEST(DescriptorTest, EachKindIsItsMemref) {
                      0};
   EXPECT_EQ(packed(tables, {buf, DType::bf16, {1, 5, 16}}),
             (V{ptr, ptr, 0, 1, 5, 16, 80, 16, 1}));
+  KernelParam lse{
+      "lse", ParamRole::Output, ParamKind::HeadScalars, DType::f32, 0, 4};
+  EXPECT_EQ(packed(lse, {buf, DType::f32, {2, 4, 5}}),
+            (V{ptr, ptr, 0, 2, 4, 5, 20, 5, 1}));
   EXPECT_EQ(memrefSizes(matrix, {buf, DType::bf16, {32, 64}}, dims),
             (Shape{32, 64}));
 }

@@ -38,7 +38,7 @@ using liger::runtime::testing::makeTestCubin;
 namespace {
 
 /// Tensors for every parameter of `k`: two rows (a batch of one and a
-/// sequence of two for [B, H, T, D] tensors), one CTA row per workspace,
+/// sequence of two for [B, H, T, ...] tensors), one CTA row per workspace,
 /// the static sizes the manifest says, all at one 256-byte aligned buffer
 /// (the stand-in driver reads none).
 std::vector<TensorArg> argsFor(const KernelSpec &k) {
@@ -71,6 +71,9 @@ std::vector<TensorArg> argsFor(const KernelSpec &k) {
       break;
     case ParamKind::Matrix:
       a.shape = {p.outer, p.length};
+      break;
+    case ParamKind::HeadScalars:
+      a.shape = {1, p.outer, 2};
       break;
     }
     args.push_back(a);

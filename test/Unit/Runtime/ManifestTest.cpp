@@ -28,7 +28,7 @@ namespace {
 
 /// A manifest with one kernel of each shape of the ABI: rows, a weight
 /// gradient with its workspace and finishing kernel, a matmul with tensor
-/// maps, RoPE, and a loss plan.
+/// maps, RoPE, an attention backward (its head scalars), and a loss plan.
 Manifest sample() {
   KernelSpec norm = rowwiseKernel(
       "layer_rowwise_0", "liger.add_rms_norm",
@@ -86,6 +86,19 @@ Manifest sample() {
       {"output0", ParamRole::Output, ParamKind::Heads, DType::bf16, 128, 32}};
   module.kernels.push_back(rope);
 
+  KernelSpec attn = norm;
+  attn.name = "attn_attention_0";
+  attn.function = "attn";
+  attn.ops = "liger.attention_grad";
+  attn.kernelTemplate = KernelTemplate::Attention;
+  attn.grid[0] = {GridDim::Sms, 1};
+  attn.params = {
+      {"input0", ParamRole::Input, ParamKind::Heads, DType::bf16, 128, 32},
+      {"input1", ParamRole::Input, ParamKind::HeadScalars, DType::f32, 0, 32},
+      {"output0", ParamRole::Output, ParamKind::Heads, DType::bf16, 128, 32}};
+  attn.tensorMaps = {{0, 64, 64, TensorMapSwizzle::B128, true}};
+  module.kernels.push_back(attn);
+
   LossPlan plan;
   plan.function = "step";
   plan.chunkTokens = 2048;
@@ -116,7 +129,7 @@ TEST(ManifestTest, WhatIsWrittenReadsBackTheSame) {
   ASSERT_TRUE(s.isOk()) << s.toString();
   EXPECT_EQ(written(back), text);
   ASSERT_EQ(back.modules.size(), 1u);
-  ASSERT_EQ(back.modules[0].kernels.size(), 4u);
+  ASSERT_EQ(back.modules[0].kernels.size(), 5u);
   const KernelSpec &grad = back.modules[0].kernels[1];
   EXPECT_EQ(grad.function, "grad");
   EXPECT_EQ(grad.grid[0], (GridDim{GridDim::Ctas, 1}));
@@ -139,6 +152,10 @@ TEST(ManifestTest, WhatIsWrittenReadsBackTheSame) {
   EXPECT_EQ(rope.params[0].outer, 32);
   EXPECT_EQ(rope.params[1].outer, 1); // a broadcast table
   EXPECT_EQ(rope.params[2].outer, 0);
+  const KernelSpec &attn = back.modules[0].kernels[4];
+  EXPECT_EQ(attn.params[1].kind, ParamKind::HeadScalars);
+  EXPECT_EQ(attn.params[1].outer, 32);
+  EXPECT_EQ(attn.params[1].length, 0);
   ASSERT_EQ(back.plans.size(), 1u);
   EXPECT_EQ(back.plans[0].kernels[static_cast<int>(LossStage::CE)],
             "layer_rowwise_0");
@@ -160,6 +177,45 @@ TEST(ManifestTest, TemplateNamesRoundTrip) {
   EXPECT_EQ(static_cast<int>(KernelTemplate::Attention), 4);
   KernelTemplate t;
   EXPECT_FALSE(parseTemplate("Attention", &t));
+}
+
+// The same for parameter kinds: head_scalars came last.
+TEST(ManifestTest, KindNamesRoundTrip) {
+  for (ParamKind k :
+       {ParamKind::Rows, ParamKind::RowScalars, ParamKind::Feature,
+        ParamKind::Scalar, ParamKind::Heads, ParamKind::Tables,
+        ParamKind::Partials, ParamKind::Matrix, ParamKind::HeadScalars}) {
+    ParamKind back = ParamKind::Rows;
+    ASSERT_TRUE(parseKind(kindName(k), &back)) << kindName(k);
+    EXPECT_EQ(back, k) << kindName(k);
+  }
+  EXPECT_STREQ(kindName(ParamKind::HeadScalars), "head_scalars");
+  EXPECT_EQ(static_cast<int>(ParamKind::Matrix), 7);
+  EXPECT_EQ(static_cast<int>(ParamKind::HeadScalars), 8);
+}
+
+// A head_scalars parameter is ["batch", heads, "seq"]: a rank-3 memref of
+// 9 words, whatever its role.
+TEST(ManifestTest, HeadScalarsShape) {
+  KernelParam lse{
+      "lse", ParamRole::Output, ParamKind::HeadScalars, DType::f32, 0, 8};
+  EXPECT_EQ(manifestShape(lse),
+            (std::vector<ShapeEntry>{{0, "batch"}, {8, nullptr}, {0, "seq"}}));
+  EXPECT_EQ(shapePattern(ParamKind::HeadScalars),
+            "[\"batch\", heads, \"seq\"]");
+  EXPECT_EQ(descriptorWords(lse), 9u);
+  int64_t length = -1, outer = -1;
+  ASSERT_TRUE(paramSizesFromShape(ParamKind::HeadScalars, manifestShape(lse),
+                                  &length, &outer));
+  EXPECT_EQ(length, 0);
+  EXPECT_EQ(outer, 8);
+  EXPECT_FALSE(paramSizesFromShape(
+      ParamKind::HeadScalars,
+      {{0, "batch"}, {8, nullptr}, {0, "seq"}, {64, nullptr}}, &length,
+      &outer));
+  EXPECT_FALSE(paramSizesFromShape(ParamKind::HeadScalars,
+                                   {{0, "batch"}, {0, "seq"}, {8, nullptr}},
+                                   &length, &outer));
 }
 
 // A tensor map may name a [batch, heads, seq, D] parameter (an attention
@@ -204,6 +260,13 @@ TEST(ManifestTest, TheWrittenTextIsTheDocumentedForm) {
             std::string::npos)
       << text;
   EXPECT_NE(text.find("\"table_batch\""), std::string::npos);
+  EXPECT_NE(text.find("\"kind\": \"head_scalars\",\n              \"name\": "
+                      "\"input1\",\n              \"role\": \"input\",\n"
+                      "              \"shape\": [\n                "
+                      "\"batch\",\n                32,\n                "
+                      "\"seq\"\n              ]"),
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("\"rows/128\""), std::string::npos);
   EXPECT_NE(text.find("\"oob\": \"zero\""), std::string::npos);
   EXPECT_NE(text.find("\"version\": 3\n}\n"), std::string::npos) << text;
@@ -404,6 +467,13 @@ INSTANTIATE_TEST_SUITE_P(
              [](Manifest &m) { param(m, 3, 0).outer = INT64_MAX; },
              "modules[0].kernels[3].params[0]: a heads parameter needs a "
              "static head count in [1, 2^31), got 9223372036854775807"},
+        Rule{"head-scalars-heads", [](Manifest &m) { param(m, 4, 1).outer = 0; },
+             "modules[0].kernels[4].params[1]: a head_scalars parameter needs "
+             "a static head count in [1, 2^31), got 0"},
+        Rule{"head-scalars-length",
+             [](Manifest &m) { param(m, 4, 1).length = 128; },
+             "modules[0].kernels[4].params[1]: a head_scalars parameter has "
+             "no static length, got 128"},
         Rule{"tables-batch", [](Manifest &m) { param(m, 3, 1).outer = 3; },
              "modules[0].kernels[3].params[1]: a tables parameter's batch is "
              "1 (broadcast) or 'table_batch', got 3"},
@@ -471,6 +541,15 @@ INSTANTIATE_TEST_SUITE_P(
                    {3, 128, 16, TensorMapSwizzle::B64, true}};
              },
              "modules[0].kernels[0].tensor_maps[0]: param 'output1' is not a "
+             "rows, matrix or heads parameter"},
+        // Head scalars have no tensor map: no TMA box of a [batch, heads,
+        // seq] tensor is read by any kernel.
+        Rule{"map-kind-head-scalars",
+             [](Manifest &m) {
+               kernel(m, 4).tensorMaps = {
+                   {1, 64, 16, TensorMapSwizzle::B64, true}};
+             },
+             "modules[0].kernels[4].tensor_maps[0]: param 'input1' is not a "
              "rows, matrix or heads parameter"},
         Rule{"map-kind-tables",
              [](Manifest &m) {
@@ -750,6 +829,20 @@ INSTANTIATE_TEST_SUITE_P(
         BadJson{"\"shape\": [\"ctas\", 1000]", "\"shape\": [\"rows\", 1000]",
                 "modules[0].kernels[1].params[2]: the shape of a partials "
                 "parameter is [\"ctas\", H], got [\"rows\",1000]"},
+        BadJson{"\"kind\": \"row_scalars\", \"dtype\": \"f32\", \"shape\": "
+                "[\"rows\"]",
+                "\"kind\": \"head_scalars\", \"dtype\": \"f32\", \"shape\": "
+                "[\"batch\", 8, \"seq\", 64]",
+                "modules[0].kernels[0].params[3]: the shape of a head_scalars "
+                "parameter is [\"batch\", heads, \"seq\"], got "
+                "[\"batch\",8,\"seq\",64]"},
+        BadJson{"\"kind\": \"row_scalars\", \"dtype\": \"f32\", \"shape\": "
+                "[\"rows\"]",
+                "\"kind\": \"head_scalars\", \"dtype\": \"f32\", \"shape\": "
+                "[\"batch\", \"heads\", \"seq\"]",
+                "modules[0].kernels[0].params[3]: the shape of a head_scalars "
+                "parameter is [\"batch\", heads, \"seq\"], got "
+                "[\"batch\",\"heads\",\"seq\"]"},
         BadJson{"\"shape\": [4096]", "\"shape\": [0]",
                 "modules[0].kernels[0].params[1]: a feature parameter needs a "
                 "static length in [1, 2^31), got 0"},
