@@ -344,6 +344,23 @@ namespace {
 constexpr size_t kInlineWords = 192;
 constexpr size_t kInlineMaps = 8;
 
+/// Zero-fills the workspaces among `args` (f32: 4-byte words) on `stream`,
+/// before the kernel that may accumulate into them (the attention
+/// backward's dq, with f32 atomics); in the launch's context.
+Status zeroWorkspaces(const CudaDriver &driver, const KernelSpec &kernel,
+                      const TensorArg *args, CUstream stream) {
+  for (size_t i = 0; i < kernel.params.size(); ++i) {
+    size_t words = static_cast<size_t>(args[i].shape.elements());
+    if (!kernel.params[i].isWorkspace() || words == 0)
+      continue;
+    auto pointer = static_cast<unsigned long long>(
+        reinterpret_cast<uintptr_t>(args[i].data));
+    LIGER_CUDA_RETURN_IF_ERROR(driver,
+                               cuMemsetD32Async(pointer, 0u, words, stream));
+  }
+  return Status::ok();
+}
+
 /// The grid size of `dim` for a launch with `dims` on a device of `sms`
 /// SMs.
 int64_t gridSize(const GridDim &dim, const LaunchDims &dims, int sms) {
@@ -444,6 +461,8 @@ Status Bundle::launchChecked(size_t index, const TensorArg *args,
                                              "': " + s.message());
     params[entry.words + t] = &maps[t];
   }
+  if (kernel.hasWorkspaces())
+    LIGER_RETURN_IF_ERROR(zeroWorkspaces(*driver, kernel, args, stream));
   LIGER_CUDA_RETURN_IF_ERROR(
       *driver,
       cuLaunchKernel(function, grid[0], grid[1], grid[2],

@@ -13,6 +13,7 @@
 
 #include "liger/Runtime/Bundle.h"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -254,7 +255,10 @@ int64_t liger_bundle_workspace_ctas(const liger_bundle *bundle,
         if (index < 0)
           return -1;
         const KernelSpec &spec = bundle->bundle->kernel(index);
-        return spec.hasWorkspaces() ? workspaceCtas(spec, rows, sm_count) : 0;
+        bool partials = std::any_of(
+            spec.params.begin(), spec.params.end(),
+            [](const KernelParam &p) { return p.kind == ParamKind::Partials; });
+        return partials ? workspaceCtas(spec, rows, sm_count) : 0;
       });
 }
 

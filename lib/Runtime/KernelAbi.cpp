@@ -637,10 +637,18 @@ public:
 
 Status Verifier::param(const std::string &path, const KernelParam &p) const {
   LIGER_RETURN_IF_ERROR(name(path, "name", p.name));
-  if (p.isWorkspace() != (p.kind == ParamKind::Partials) ||
-      (p.isWorkspace() && p.dtype != DType::f32))
-    return error(path, "a workspace is an f32 'partials' parameter, and only "
-                       "a workspace is");
+  // A workspace is f32 scratch the launch zero-fills: partial reductions
+  // per CTA, or a [batch, heads, seq, D] accumulator (attention's dq).
+  if (p.isWorkspace() &&
+      ((p.kind != ParamKind::Partials && p.kind != ParamKind::Heads) ||
+       p.dtype != DType::f32))
+    return error(path, std::string("a workspace is an f32 'partials' or "
+                                   "'heads' parameter, got ") +
+                           dtypeName(p.dtype) + " '" + kindName(p.kind) + "'");
+  if (p.kind == ParamKind::Partials && !p.isWorkspace())
+    return error(path, std::string("a 'partials' parameter is a workspace, "
+                                   "got an ") +
+                           roleName(p.role));
   if (p.kind == ParamKind::Tables && !p.isInput())
     return error(path, "a 'tables' parameter is an input");
   std::string kind = std::string("a ") + kindName(p.kind) + " parameter";
@@ -674,7 +682,7 @@ Status Verifier::kernel(const std::string &path, const KernelSpec &k) const {
   LIGER_RETURN_IF_ERROR(name(path, "function", k.function));
   LIGER_RETURN_IF_ERROR(name(path, "ops", k.ops));
   std::map<std::string, size_t> names;
-  bool countsRows = false, anyWorkspace = false;
+  bool countsRows = false, anyWorkspace = false, anyPartials = false;
   for (size_t i = 0; i < k.params.size(); ++i) {
     const KernelParam &p = k.params[i];
     std::string ppath = path + ".params[" + std::to_string(i) + "]";
@@ -691,6 +699,7 @@ Status Verifier::kernel(const std::string &path, const KernelSpec &k) const {
     countsRows |= p.kind == ParamKind::Rows ||
                   p.kind == ParamKind::RowScalars || p.kind == ParamKind::Heads;
     anyWorkspace |= p.isWorkspace();
+    anyPartials |= p.kind == ParamKind::Partials;
   }
   if (!countsRows)
     return error(path, "has no rows, row_scalars or heads parameter to count "
@@ -707,8 +716,9 @@ Status Verifier::kernel(const std::string &path, const KernelSpec &k) const {
       return error(path, at + " divides the rows by " +
                              std::to_string(g.value) +
                              "; the divisor must be at least 1");
-    if (g.kind == GridDim::Ctas && !anyWorkspace)
-      return error(path, at + " is 'ctas', but the kernel has no workspaces");
+    if (g.kind == GridDim::Ctas && !anyPartials)
+      return error(path, at + " is 'ctas', but the kernel has no 'partials' "
+                              "workspaces");
   }
   LIGER_RETURN_IF_ERROR(block(path, k.block));
   LIGER_RETURN_IF_ERROR(sharedMemory(path, k.dynamicSharedMemoryBytes));

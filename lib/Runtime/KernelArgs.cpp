@@ -84,7 +84,7 @@ struct Bindings {
   const Shape *first = nullptr; ///< the first rows tensor's shape
   int64_t batch = -1, seq = -1; ///< of the [B, H, T, ...] tensors
   bool fromHeads = false;       ///< batch and seq come from such a tensor
-  int64_t ctas = -1;            ///< of the workspaces
+  int64_t ctas = -1;            ///< of the partials workspaces
 };
 
 class Checker {
@@ -98,6 +98,12 @@ public:
   /// "'input0' (#0)".
   std::string nameOf(size_t i) const {
     return "'" + kernel.params[i].name + "' (#" + std::to_string(i) + ")";
+  }
+  /// Parameter `i` is sized by a batch and sequence no tensor gave.
+  Status noBatchAndSeq(size_t i) const {
+    return invalid(nameOf(i) + " needs the batch and sequence of a [batch, "
+                               "heads, seq, D] tensor or of [batch, seq, K] "
+                               "rows, and there is none");
   }
 
   /// Binds and checks the shapes of `n` tensors for the first `n`
@@ -204,10 +210,7 @@ Status Checker::bindShapes(const Shape *const *shapes, size_t n,
     if (p.kind != ParamKind::Tables)
       continue;
     if (b->batch < 0)
-      return invalid(nameOf(i) +
-                     " needs the batch and sequence of a [batch, "
-                     "heads, seq, D] tensor or of [batch, seq, K] rows, and "
-                     "there is none");
+      return noBatchAndSeq(i);
     if (p.outer == 1 && !s.empty() && s[0] != 1)
       return invalid(nameOf(i) +
                      " must have batch 1 (the kernel was compiled for "
@@ -431,12 +434,21 @@ Status liger::runtime::inferWorkspaceShapes(const KernelSpec &kernel,
   ShapeList shapes(numInputs,
                    [&](size_t i) -> const Shape & { return inputs[i]; });
   LIGER_RETURN_IF_ERROR(c.bindShapes(shapes.data(), numInputs, &b));
-  if (b.rows < 0)
-    return c.invalid("has no row-shaped input to count the rows of its "
-                     "workspaces from");
-  int64_t ctas = workspaceCtas(kernel, b.rows, smCount);
-  for (const KernelParam &p : kernel.params)
-    if (p.isWorkspace())
-      workspaces->push_back({ctas, p.length});
+  for (size_t i = 0; i < kernel.params.size(); ++i) {
+    const KernelParam &p = kernel.params[i];
+    if (!p.isWorkspace())
+      continue;
+    if (p.kind == ParamKind::Partials) {
+      if (b.rows < 0)
+        return c.invalid("has no row-shaped input to count the rows of its "
+                         "workspaces from");
+      workspaces->push_back({workspaceCtas(kernel, b.rows, smCount), p.length});
+      continue;
+    }
+    // [B, heads, T, D], B and T bound as for a heads output.
+    if (b.batch < 0)
+      return c.noBatchAndSeq(i);
+    workspaces->push_back({b.batch, p.outer, b.seq, p.length});
+  }
   return Status::ok();
 }

@@ -200,9 +200,10 @@ void liger::libtorch::launch(KernelRef kernel,
     args.add(spec, inputs[i], device, "input", i);
   for (size_t i = 0; i < outputs.size(); ++i)
     args.add(spec, outputs[i], device, "output", i);
-  // The f32 workspaces of a kernel that reduces across rows, from PyTorch's
-  // caching allocator (stream-ordered: freeing them after the launch is
-  // safe), in the shapes the runtime gives.
+  // The f32 workspaces of a kernel (per-CTA partials, an accumulator), from
+  // PyTorch's caching allocator (stream-ordered: freeing them after the
+  // launch is safe), in the shapes the runtime gives; uninitialized, since
+  // the launch zero-fills every workspace on the stream first.
   std::vector<at::Tensor> workspaces;
   if (spec.hasWorkspaces()) {
     std::vector<runtime::Shape> shapes = shapesOf(inputs), sizes;

@@ -240,8 +240,8 @@ PYBIND11_MODULE(_liger_runtime, m) {
                                  smCount);
           },
           py::arg("kernel"), py::arg("rows"), py::arg("sm_count"),
-          "The leading size of the workspaces of `kernel` for `rows` rows on "
-          "a device with `sm_count` SMs")
+          "The leading size of the partials workspaces of `kernel` for "
+          "`rows` rows on a device with `sm_count` SMs")
       .def(
           "launch",
           [](Bundle &bundle, const py::object &kernel, const py::list &args,

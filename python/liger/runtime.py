@@ -9,7 +9,8 @@ checks that the current one runs every kernel. Calling a kernel checks the
 tensors (torch tensors on one CUDA device, contiguous; the runtime checks
 dtypes, shapes and alignment against the kernel ABI), allocates the outputs
 unless `out=` gives them (and the f32 workspaces of a kernel that reduces
-across rows, such as RMSNorm's backward with its weight gradient) in the
+across rows or accumulates, such as RMSNorm's backward with its weight
+gradient or attention's with its dq, which the launch zero-fills) in the
 shapes the runtime gives (asked once per input shapes and device), and
 launches on the current CUDA stream of the tensors' device. Errors are
 exceptions that say what and where; importing this module never touches
@@ -191,6 +192,8 @@ class Kernel:
         if out is None:
             out = [torch.empty(shape, dtype=dtype, device=device)
                    for dtype, shape in zip(self._out_dtypes, out_shapes)]
+        # Uninitialized: the runtime's launch zero-fills every workspace on
+        # the stream before the kernel (docs/Design/Kernel-ABI.md).
         workspaces = [torch.empty(shape, dtype=torch.float32, device=device)
                       for shape in space_shapes]
         args = [(t.data_ptr(), _dtype_name(t.dtype), list(t.shape))

@@ -77,12 +77,13 @@ public:
   /// parameter order: checkArgs) and launches kernel `kernel` on `stream`
   /// in the context of `device`: the current CUDA context when it is that
   /// device's, else the device's primary context (PyTorch's), made current
-  /// for the launch alone. A kernel with workspaces (f32 [ctas, H], sized
-  /// with workspaceCtas) runs on `ctas` CTAs, then its finishing kernel
-  /// runs on the same stream; it runs even for zero rows, so that its
-  /// per-feature outputs are written. The usual launch allocates nothing,
-  /// takes no lock and makes two driver calls (the current context, the
-  /// launch).
+  /// for the launch alone. A kernel with workspaces (f32, sized by
+  /// inferWorkspaceShapes) has them zero-filled on `stream` (one
+  /// cuMemsetD32Async each), then runs, then its finishing kernel runs on
+  /// the same stream; it runs even for zero rows, so that its per-feature
+  /// outputs are written. The usual launch (no workspaces) allocates
+  /// nothing, takes no lock and makes two driver calls (the current
+  /// context, the launch).
   Status launch(size_t kernel, const TensorArg *args, size_t numArgs,
                 CUstream stream, int device = 0);
   /// The same, with the kernel named.

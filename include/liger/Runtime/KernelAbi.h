@@ -345,7 +345,8 @@ Status makeTensorArg(void *data, DType dtype, const int64_t *sizes,
 /// The sizes a launch binds from its tensors.
 struct LaunchDims {
   int64_t rows = 0;  ///< rows (or tokens: batch * seq) the grid counts
-  int64_t ctas = -1; ///< the workspaces' leading size, -1 without any
+  /// The partials workspaces' leading size, -1 without any.
+  int64_t ctas = -1;
 };
 
 /// Checks `args` (inputs, outputs, then workspaces, in parameter order)
@@ -383,13 +384,16 @@ Status outputShapeRules(const KernelSpec &kernel, const size_t *inputRanks,
                         size_t numInputs,
                         std::vector<std::vector<DimSource>> *rules);
 
-/// The leading size `ctas` of the workspaces of `kernel` for `rows` rows on
-/// a device with `smCount` SMs: min(rows, smCount * ctasPerSm), at least 1.
+/// The leading size `ctas` of the partials workspaces of `kernel` for `rows`
+/// rows on a device with `smCount` SMs: min(rows, smCount * ctasPerSm), at
+/// least 1.
 int64_t workspaceCtas(const KernelSpec &kernel, int64_t rows, int smCount);
 
-/// The shapes of the workspaces of `kernel` ([ctas, H] each; none for a
-/// kernel without) for inputs of shapes `inputs` on a device with
-/// `smCount` SMs.
+/// The shapes of the workspaces of `kernel` (none for a kernel without) for
+/// inputs of shapes `inputs` on a device with `smCount` SMs: each its
+/// manifest shape with the symbols bound, [ctas, H] for partials (ctas from
+/// workspaceCtas), [B, heads, T, D] for heads (B and T as a heads output's).
+/// A launch zero-fills them before its first kernel (Bundle::launch).
 Status inferWorkspaceShapes(const KernelSpec &kernel, const Shape *inputs,
                             size_t numInputs, int smCount,
                             std::vector<Shape> *workspaces);

@@ -68,7 +68,8 @@ typedef struct liger_bundle liger_bundle;
 typedef enum liger_param_role {
   LIGER_ROLE_INPUT = 0,
   LIGER_ROLE_OUTPUT = 1,
-  LIGER_ROLE_WORKSPACE = 2 /* f32 scratch the caller allocates */
+  LIGER_ROLE_WORKSPACE = 2 /* f32 scratch the caller allocates and a launch
+                              zero-fills before its first kernel */
 } liger_param_role;
 
 typedef enum liger_param_kind {
@@ -76,7 +77,7 @@ typedef enum liger_param_kind {
   LIGER_KIND_ROW_SCALARS = 1, /* [rows...] */
   LIGER_KIND_FEATURE = 2,     /* [H] */
   LIGER_KIND_SCALAR = 3,      /* rank 0 */
-  LIGER_KIND_HEADS = 4,       /* [batch, heads, seq, D] */
+  LIGER_KIND_HEADS = 4,       /* [batch, heads, seq, D]; also a workspace */
   LIGER_KIND_TABLES = 5,      /* [1 or batch, seq, D] */
   LIGER_KIND_PARTIALS = 6,    /* [ctas, H], f32 workspace */
   LIGER_KIND_MATRIX = 7,      /* [N, K] */
@@ -154,16 +155,17 @@ const char *liger_bundle_kernel_name(const liger_bundle *bundle, int32_t index);
 int32_t liger_bundle_kernel_param_count(const liger_bundle *bundle,
                                         const char *kernel);
 
-/* The leading size of the f32 [ctas, H] workspaces `kernel` needs for `rows`
- * rows on a device with `sm_count` SMs, 0 when it needs none, -1 when there
- * is no such kernel. */
+/* The leading size of the f32 [ctas, H] (partials) workspaces `kernel`
+ * needs for `rows` rows on a device with `sm_count` SMs, 0 when it needs
+ * none, -1 when there is no such kernel. */
 int64_t liger_bundle_workspace_ctas(const liger_bundle *bundle,
                                     const char *kernel, int64_t rows,
                                     int32_t sm_count);
 
 /* Checks `args` (inputs, outputs, then workspaces) against `kernel` and
  * launches it on `stream` (a CUstream; null: the default stream) in the
- * current CUDA context, or the primary context of `device`. */
+ * current CUDA context, or the primary context of `device`, after
+ * zero-filling the workspaces on that stream. */
 liger_status liger_bundle_launch(liger_bundle *bundle, const char *kernel,
                                  const liger_tensor *args, int32_t num_args,
                                  void *stream, int32_t device);

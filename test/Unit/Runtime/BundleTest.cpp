@@ -406,8 +406,9 @@ TEST_F(BundleFilesTest, HeadSplitShapes) {
 }
 
 // Attention: the forward saves one log-sum-exp per (batch, head,
-// position), head scalars, for the backward. Head scalars share the batch
-// and sequence of the heads tensors.
+// position), head scalars, for the backward, which accumulates dq into a
+// heads workspace. Head scalars share the batch and sequence of the heads
+// tensors.
 const char *kAttentionManifest = R"({
   "format": "liger-bundle", "version": 3, "source": "t.mlir",
   "modules": [{"name": "liger_kernels", "arch": "sm_90a", "cubin": "k.cubin",
@@ -424,11 +425,15 @@ const char *kAttentionManifest = R"({
      {"name": "attn_bwd", "function": "attn_grad", "template": "attention", "ops": "liger.attention_grad",
       "abi": "memref-descriptor", "grid": ["sms", 1, 1], "block": [384, 1, 1],
       "dynamic_shared_memory_bytes": 0, "vector_width": 8, "alignment_bytes": 16,
+      "ctas_per_sm": 1,
+      "finish": {"name": "attn_bwd_finish", "grid": [64, 1, 1], "block": [256, 1, 1],
+                 "dynamic_shared_memory_bytes": 0},
       "params": [
         {"name": "input0", "role": "input", "kind": "heads", "dtype": "bf16", "shape": ["batch", 8, "seq", 16]},
         {"name": "input1", "role": "input", "kind": "head_scalars", "dtype": "f32", "shape": ["batch", 8, "seq"]},
         {"name": "input2", "role": "input", "kind": "heads", "dtype": "bf16", "shape": ["batch", 2, "seq", 16]},
-        {"name": "output0", "role": "output", "kind": "heads", "dtype": "bf16", "shape": ["batch", 8, "seq", 16]}
+        {"name": "output0", "role": "output", "kind": "heads", "dtype": "bf16", "shape": ["batch", 8, "seq", 16]},
+        {"name": "workspace0", "role": "workspace", "kind": "heads", "dtype": "f32", "shape": ["batch", 8, "seq", 16]}
       ]}]}]})";
 
 TEST_F(BundleFilesTest, HeadScalarsShareTheHeadsBatchAndSequence) {
@@ -471,11 +476,13 @@ TEST_F(BundleFilesTest, HeadScalarsShareTheHeadsBatchAndSequence) {
     return std::vector<TensorArg>{{buf, DType::bf16, {2, 8, 5, 16}},
                                   {buf, DType::f32, {2, 8, 5}},
                                   {buf, DType::bf16, {2, 2, 5, 16}},
-                                  {buf, DType::bf16, {2, 8, 5, 16}}};
+                                  {buf, DType::bf16, {2, 8, 5, 16}},
+                                  {buf, DType::f32, {2, 8, 5, 16}}};
   };
   LaunchDims dims;
   ASSERT_EQ(checked(bwd, good(), &dims), "");
   EXPECT_EQ(dims.rows, 10);
+  EXPECT_EQ(dims.ctas, -1); // no partials workspaces
   auto args = good();
   args[1].shape = {3, 8, 5};
   EXPECT_EQ(checked(bwd, args), "kernel 'attn_bwd': 'input1' (#1) has batch "
@@ -511,6 +518,53 @@ TEST_F(BundleFilesTest, HeadScalarsShareTheHeadsBatchAndSequence) {
   EXPECT_EQ(checked(*b->findKernel("attn_bwd"), args),
             "kernel 'attn_bwd': 'input1' (#1) has batch and sequence [2, 8, 5, "
             "16], the earlier tensors 2 and 6");
+}
+
+TEST_F(BundleFilesTest, HeadsWorkspaceShapes) {
+  std::unique_ptr<Bundle> b;
+  ASSERT_TRUE(openWith(kAttentionManifest, &b).isOk());
+  const KernelSpec &k = *b->findKernel("attn_bwd");
+  EXPECT_TRUE(k.hasWorkspaces());
+  // [B, heads, T, D], B and T of the heads inputs; the SM count does not
+  // matter.
+  std::vector<Shape> inputs = {{3, 8, 7, 16}, {3, 8, 7}, {3, 2, 7, 16}}, ws;
+  ASSERT_TRUE(inferWorkspaceShapes(k, inputs.data(), 3, 132, &ws).isOk());
+  EXPECT_EQ(ws, (std::vector<Shape>{{3, 8, 7, 16}}));
+  inputs = {{0, 8, 7, 16}, {0, 8, 7}, {0, 2, 7, 16}};
+  ASSERT_TRUE(inferWorkspaceShapes(k, inputs.data(), 3, 1, &ws).isOk());
+  EXPECT_EQ(ws, (std::vector<Shape>{{0, 8, 7, 16}}));
+  inputs[1] = {0, 8, 6};
+  EXPECT_EQ(inferWorkspaceShapes(k, inputs.data(), 3, 132, &ws).message(),
+            "kernel 'attn_bwd': 'input1' (#1) has batch and sequence [0, 8, "
+            "6], the earlier tensors 0 and 7");
+  // The workspace passed to a launch is checked as a heads tensor.
+  alignas(16) static char buf[64];
+  std::vector<TensorArg> args = {{buf, DType::bf16, {2, 8, 5, 16}},
+                                 {buf, DType::f32, {2, 8, 5}},
+                                 {buf, DType::bf16, {2, 2, 5, 16}},
+                                 {buf, DType::bf16, {2, 8, 5, 16}},
+                                 {buf, DType::f32, {2, 8, 6, 16}}};
+  EXPECT_EQ(checked(k, args), "kernel 'attn_bwd': 'workspace0' (#4) has batch "
+                              "and sequence [2, 8, 6, 16], the earlier "
+                              "tensors 2 and 5");
+  args[4] = {buf, DType::bf16, {2, 8, 5, 16}};
+  EXPECT_EQ(checked(k, args), "kernel 'attn_bwd': 'workspace0' (#4) must be "
+                              "f32, got bf16");
+  // Without heads tensors, only [B, T, K] rows give B and T.
+  KernelSpec rows = k;
+  rows.params = {
+      {"input0", ParamRole::Input, ParamKind::Rows, DType::bf16, 128, 0},
+      {"workspace0", ParamRole::Workspace, ParamKind::Heads, DType::f32, 16,
+       8}};
+  inputs = {{3, 7, 128}};
+  ASSERT_TRUE(inferWorkspaceShapes(rows, inputs.data(), 1, 132, &ws).isOk());
+  EXPECT_EQ(ws, (std::vector<Shape>{{3, 8, 7, 16}}));
+  inputs = {{21, 128}};
+  EXPECT_EQ(
+      inferWorkspaceShapes(rows, inputs.data(), 1, 132, &ws).message(),
+      "kernel 'attn_bwd': 'workspace0' (#1) needs the batch and sequence "
+      "of a [batch, heads, seq, D] tensor or of [batch, seq, K] rows, and "
+      "there is none");
 }
 
 // A group reducing across rows (RMSNorm backward): a workspace and a
@@ -732,6 +786,10 @@ TEST(DescriptorTest, EachKindIsItsMemref) {
       "lse", ParamRole::Output, ParamKind::HeadScalars, DType::f32, 0, 4};
   EXPECT_EQ(packed(lse, {buf, DType::f32, {2, 4, 5}}),
             (V{ptr, ptr, 0, 2, 4, 5, 20, 5, 1}));
+  KernelParam acc{"dq", ParamRole::Workspace, ParamKind::Heads, DType::f32, 16,
+                  4};
+  EXPECT_EQ(packed(acc, {buf, DType::f32, {2, 4, 5, 16}}),
+            (V{ptr, ptr, 0, 2, 4, 5, 16, 320, 80, 16, 1}));
   EXPECT_EQ(memrefSizes(matrix, {buf, DType::bf16, {32, 64}}, dims),
             (Shape{32, 64}));
 }

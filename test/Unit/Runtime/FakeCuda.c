@@ -4,10 +4,11 @@
  * liger-launch-bench): four devices (9.0, 9.0, 8.0 and 8.6, with their
  * opt-in shared memory per block), one primary context each, a context
  * stack per process (the tests are single-threaded), a log of the calls
- * that matter for where a kernel runs (push, pop, module loads, launches),
- * read back by the test through fakeCudaLog(), and what the last launch and
- * the last tensor-map encoding were given (fakeCudaLastLaunch,
- * fakeCudaLastTensorMap). Nothing runs.
+ * that matter for where a kernel runs (push, pop, module loads, memsets,
+ * launches), read back by the test through fakeCudaLog(), what the last
+ * launch and the last tensor-map encoding were given (fakeCudaLastLaunch,
+ * fakeCudaLastTensorMap), and the memsets since the last reset
+ * (fakeCudaMemsets). Nothing runs and no memory is written.
  *
  *===--------------------------------------------------------------------===*/
 
@@ -42,6 +43,11 @@ static long long captured[64];
 /* The last tensor map: rank, three sizes and three box sizes (innermost
  * first, 0 past the rank), swizzle. */
 static long long lastMap[8];
+/* The first kMemsets memsets since the last reset: pointer, value, count,
+ * stream. */
+enum { kMemsets = 8 };
+static long long memsets[kMemsets][4];
+static int numMemsets;
 
 static void note(const char *what, int dev) {
   if (logLength + 64 >= sizeof log_)
@@ -57,12 +63,19 @@ void fakeCudaReset(void) {
   logLength = 0;
   depth = 0;
   capture = 0;
+  numMemsets = 0;
 }
 /* Copies the first `words` (at most 64) parameter words of later launches. */
 void fakeCudaCapture(int words) { capture = words < 64 ? words : 64; }
 const unsigned *fakeCudaLastLaunch(void) { return lastLaunch; }
 const long long *fakeCudaLastWords(void) { return captured; }
 const long long *fakeCudaLastTensorMap(void) { return lastMap; }
+/* The memsets since the last reset (at most kMemsets are kept, all are
+ * counted): *count of them, each {pointer, value, count, stream}. */
+const long long (*fakeCudaMemsets(int *count))[4] {
+  *count = numMemsets;
+  return memsets;
+}
 
 CUresult cuInit(unsigned flags) {
   (void)flags;
@@ -181,6 +194,20 @@ CUresult cuMemAlloc_v2(unsigned long long *p, size_t bytes) {
 }
 CUresult cuMemFree_v2(unsigned long long p) {
   free((void *)(size_t)p);
+  return 0;
+}
+CUresult cuMemsetD32Async(unsigned long long p, unsigned value, size_t count,
+                          void *stream) {
+  if (!depth)
+    return kInvalidContext;
+  if (numMemsets < kMemsets) {
+    memsets[numMemsets][0] = (long long)p;
+    memsets[numMemsets][1] = value;
+    memsets[numMemsets][2] = (long long)count;
+    memsets[numMemsets][3] = (long long)(size_t)stream;
+  }
+  ++numMemsets;
+  note("memset", deviceOf(stack[depth - 1]));
   return 0;
 }
 CUresult cuTensorMapEncodeTiled(void *map, int dataType, unsigned rank,

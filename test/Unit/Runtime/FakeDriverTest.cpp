@@ -5,9 +5,9 @@
 // process): a kernel runs in its device's context whatever context is
 // current, loads its module once per context, and leaves the caller's
 // context current; a bundle is compared with a device (arch, shared
-// memory) before its first launch there; and a launch passes the grid,
+// memory) before its first launch there; a launch passes the grid,
 // block, shared memory, memref descriptors and tensor maps of the kernel
-// ABI.
+// ABI; and every workspace is zero-filled before the kernel runs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -79,7 +79,10 @@ protected:
         dlsym(fake, "fakeCudaLastWords"));
     lastMap = reinterpret_cast<const long long *(*)()>(
         dlsym(fake, "fakeCudaLastTensorMap"));
-    ASSERT_TRUE(log && reset && capture && lastLaunch && lastWords && lastMap);
+    memsetsOf = reinterpret_cast<const long long(*(*)(int *))[4]>(
+        dlsym(fake, "fakeCudaMemsets"));
+    ASSERT_TRUE(log && reset && capture && lastLaunch && lastWords && lastMap &&
+                memsetsOf);
     reset();
     BundleDirTest::SetUp();
     ASSERT_TRUE(reopen(kernels("sm_90a")).isOk());
@@ -121,6 +124,16 @@ protected:
   std::vector<long long> words(int n) {
     return std::vector<long long>(lastWords(), lastWords() + n);
   }
+  /// The memsets since the last reset: {pointer, value, count, stream}
+  /// each (the stand-in keeps the first 8).
+  std::vector<std::vector<long long>> memsets() {
+    int n = 0;
+    const long long(*m)[4] = memsetsOf(&n);
+    std::vector<std::vector<long long>> all;
+    for (int i = 0; i < n && i < 8; ++i)
+      all.push_back({m[i][0], m[i][1], m[i][2], m[i][3]});
+    return all;
+  }
 
   const CudaDriver *driver = nullptr;
   const char *(*log)() = nullptr;
@@ -129,6 +142,7 @@ protected:
   const unsigned *(*lastLaunch)() = nullptr;
   const long long *(*lastWords)() = nullptr;
   const long long *(*lastMap)() = nullptr;
+  const long long (*(*memsetsOf)(int *))[4] = nullptr;
   std::unique_ptr<Bundle> bundle;
 };
 
@@ -270,7 +284,8 @@ TEST_F(FakeDriverTest, ALaunchPassesTheKernelAbi) {
           {buf, DType::bf16, {64}},
           {buf, DType::f32, {3, 64}}};
   ASSERT_TRUE(bundle->launch("grad", args, nullptr, 0).isOk());
-  EXPECT_STREQ(log(), "launch 0;launch 0;"); // the module is loaded
+  // The module is loaded; the workspace is zero-filled first.
+  EXPECT_STREQ(log(), "memset 0;launch 0;launch 0;");
   EXPECT_EQ(launched(), (std::vector<unsigned>{5, 1, 1, 128, 1, 1, 512}));
   EXPECT_EQ(words(19),
             (std::vector<long long>{ptr, ptr, 0, 7, 64, 64, 1, ptr, ptr, 0, 64,
@@ -369,7 +384,74 @@ TEST_F(FakeDriverTest, ZeroRowsLaunchNothingButAFinishingKernel) {
                             {buf, DType::f32, {1, 64}}},
                            nullptr, 0)
                   .isOk());
-  EXPECT_STREQ(log(), "load 0;launch 0;launch 0;");
+  EXPECT_STREQ(log(), "load 0;memset 0;launch 0;launch 0;");
+}
+
+// Every workspace, partials and heads alike, is zero-filled on the
+// launch's stream before the kernel runs: the attention backward
+// accumulates dq into a heads workspace with f32 atomics. A launch
+// without workspaces sets no memory.
+TEST_F(FakeDriverTest, WorkspacesAreZeroFilledBeforeTheKernel) {
+  KernelSpec bwd = rowwiseKernel(
+      "attn_bwd", "liger.attention_grad",
+      {{"input0", ParamRole::Input, ParamKind::Heads, DType::bf16, 64, 8},
+       {"input1", ParamRole::Input, ParamKind::HeadScalars, DType::f32, 0, 8},
+       {"output0", ParamRole::Output, ParamKind::Heads, DType::bf16, 64, 8},
+       {"workspace0", ParamRole::Workspace, ParamKind::Heads, DType::f32, 64,
+        8}});
+  bwd.kernelTemplate = KernelTemplate::Attention;
+  bwd.grid[0] = {GridDim::Sms, 1};
+  bwd.ctasPerSm = 1;
+  bwd.finish = {"attn_bwd_finish", 64, {256, 1, 1}, 0};
+  Manifest m = kernels("sm_90a");
+  m.modules[0].kernels.push_back(bwd);
+  ASSERT_TRUE(reopen(m).isOk());
+  ASSERT_EQ(driver->cuCtxSetCurrent(primary(0)), kCudaSuccess);
+  alignas(16) static char q[64], lse[64], dq[64], acc[64];
+  auto at = [](const char *p) {
+    return static_cast<long long>(reinterpret_cast<intptr_t>(p));
+  };
+  auto stream = reinterpret_cast<CUstream>(uintptr_t{0x5000});
+  capture(42);
+  ASSERT_TRUE(bundle
+                  ->launch("attn_bwd",
+                           {{q, DType::bf16, {2, 8, 77, 64}},
+                            {lse, DType::f32, {2, 8, 77}},
+                            {dq, DType::bf16, {2, 8, 77, 64}},
+                            {acc, DType::f32, {2, 8, 77, 64}}},
+                           stream, 0)
+                  .isOk());
+  EXPECT_STREQ(log(), "load 0;memset 0;launch 0;launch 0;");
+  EXPECT_EQ(memsets(), (std::vector<std::vector<long long>>{
+                           {at(acc), 0, 2 * 8 * 77 * 64, 0x5000}}));
+  // The head scalars are a rank-3 memref after q's rank-4 one.
+  std::vector<long long> w = words(42);
+  EXPECT_EQ(
+      std::vector<long long>(w.begin() + 11, w.begin() + 20),
+      (std::vector<long long>{at(lse), at(lse), 0, 2, 8, 77, 616, 77, 1}));
+  EXPECT_EQ(std::vector<long long>(w.begin() + 31, w.begin() + 34),
+            (std::vector<long long>{at(acc), at(acc), 0}));
+
+  // A partials workspace: [ctas, H] words.
+  reset();
+  ASSERT_EQ(driver->cuCtxSetCurrent(primary(0)), kCudaSuccess);
+  ASSERT_TRUE(bundle
+                  ->launch("grad",
+                           {{q, DType::bf16, {7, 64}},
+                            {dq, DType::bf16, {64}},
+                            {acc, DType::f32, {3, 64}}},
+                           stream, 0)
+                  .isOk());
+  EXPECT_STREQ(log(), "memset 0;launch 0;launch 0;");
+  EXPECT_EQ(memsets(), (std::vector<std::vector<long long>>{
+                           {at(acc), 0, 3 * 64, 0x5000}}));
+
+  // No workspace, no memset.
+  reset();
+  ASSERT_EQ(driver->cuCtxSetCurrent(primary(0)), kCudaSuccess);
+  ASSERT_TRUE(launchOn(0).isOk());
+  EXPECT_STREQ(log(), "launch 0;");
+  EXPECT_TRUE(memsets().empty());
 }
 
 } // namespace

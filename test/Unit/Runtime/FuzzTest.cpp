@@ -38,9 +38,9 @@ using liger::runtime::testing::makeTestCubin;
 namespace {
 
 /// Tensors for every parameter of `k`: two rows (a batch of one and a
-/// sequence of two for [B, H, T, ...] tensors), one CTA row per workspace,
-/// the static sizes the manifest says, all at one 256-byte aligned buffer
-/// (the stand-in driver reads none).
+/// sequence of two for [B, H, T, ...] tensors), one CTA row per partials
+/// workspace, the static sizes the manifest says, all at one 256-byte
+/// aligned buffer (the stand-in driver reads none).
 std::vector<TensorArg> argsFor(const KernelSpec &k) {
   alignas(256) static char buffer[256];
   std::vector<TensorArg> args;

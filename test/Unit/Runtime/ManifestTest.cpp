@@ -28,7 +28,8 @@ namespace {
 
 /// A manifest with one kernel of each shape of the ABI: rows, a weight
 /// gradient with its workspace and finishing kernel, a matmul with tensor
-/// maps, RoPE, an attention backward (its head scalars), and a loss plan.
+/// maps, RoPE, an attention backward (head scalars, a heads workspace),
+/// and a loss plan.
 Manifest sample() {
   KernelSpec norm = rowwiseKernel(
       "layer_rowwise_0", "liger.add_rms_norm",
@@ -92,10 +93,14 @@ Manifest sample() {
   attn.ops = "liger.attention_grad";
   attn.kernelTemplate = KernelTemplate::Attention;
   attn.grid[0] = {GridDim::Sms, 1};
+  attn.ctasPerSm = 1;
+  attn.finish = {"attn_attention_0_finish", 264, {256, 1, 1}, 0};
   attn.params = {
       {"input0", ParamRole::Input, ParamKind::Heads, DType::bf16, 128, 32},
       {"input1", ParamRole::Input, ParamKind::HeadScalars, DType::f32, 0, 32},
-      {"output0", ParamRole::Output, ParamKind::Heads, DType::bf16, 128, 32}};
+      {"output0", ParamRole::Output, ParamKind::Heads, DType::bf16, 128, 32},
+      {"workspace0", ParamRole::Workspace, ParamKind::Heads, DType::f32, 128,
+       32}};
   attn.tensorMaps = {{0, 64, 64, TensorMapSwizzle::B128, true}};
   module.kernels.push_back(attn);
 
@@ -156,6 +161,8 @@ TEST(ManifestTest, WhatIsWrittenReadsBackTheSame) {
   EXPECT_EQ(attn.params[1].kind, ParamKind::HeadScalars);
   EXPECT_EQ(attn.params[1].outer, 32);
   EXPECT_EQ(attn.params[1].length, 0);
+  EXPECT_EQ(attn.params[3].role, ParamRole::Workspace);
+  EXPECT_EQ(attn.params[3].kind, ParamKind::Heads);
   ASSERT_EQ(back.plans.size(), 1u);
   EXPECT_EQ(back.plans[0].kernels[static_cast<int>(LossStage::CE)],
             "layer_rowwise_0");
@@ -430,15 +437,33 @@ INSTANTIATE_TEST_SUITE_P(
         Rule{"workspace-kind",
              [](Manifest &m) { param(m, 1, 2).kind = ParamKind::Rows; },
              "modules[0].kernels[1].params[2]: a workspace is an f32 "
-             "'partials' parameter, and only a workspace is"},
+             "'partials' or 'heads' parameter, got f32 'rows'"},
         Rule{"workspace-dtype",
              [](Manifest &m) { param(m, 1, 2).dtype = DType::bf16; },
              "modules[0].kernels[1].params[2]: a workspace is an f32 "
-             "'partials' parameter, and only a workspace is"},
+             "'partials' or 'heads' parameter, got bf16 'partials'"},
+        Rule{"heads-workspace-dtype",
+             [](Manifest &m) { param(m, 4, 3).dtype = DType::bf16; },
+             "modules[0].kernels[4].params[3]: a workspace is an f32 "
+             "'partials' or 'heads' parameter, got bf16 'heads'"},
+        Rule{"head-scalars-workspace",
+             [](Manifest &m) {
+               param(m, 4, 3).kind = ParamKind::HeadScalars;
+               param(m, 4, 3).length = 0;
+             },
+             "modules[0].kernels[4].params[3]: a workspace is an f32 "
+             "'partials' or 'heads' parameter, got f32 'head_scalars'"},
         Rule{"partials-role",
              [](Manifest &m) { param(m, 1, 2).role = ParamRole::Output; },
-             "modules[0].kernels[1].params[2]: a workspace is an f32 "
-             "'partials' parameter, and only a workspace is"},
+             "modules[0].kernels[1].params[2]: a 'partials' parameter is a "
+             "workspace, got an output"},
+        Rule{"partials-input",
+             [](Manifest &m) {
+               param(m, 0, 1).kind = ParamKind::Partials;
+               param(m, 0, 1).dtype = DType::f32;
+             },
+             "modules[0].kernels[0].params[1]: a 'partials' parameter is a "
+             "workspace, got an input"},
         Rule{"tables-output",
              [](Manifest &m) {
                param(m, 3, 3) = param(m, 3, 2);
@@ -500,7 +525,13 @@ INSTANTIATE_TEST_SUITE_P(
         Rule{"grid-ctas",
              [](Manifest &m) { kernel(m, 0).grid[0] = {GridDim::Ctas, 1}; },
              "modules[0].kernels[0]: grid[0] is 'ctas', but the kernel has no "
-             "workspaces"},
+             "'partials' workspaces"},
+        // A heads workspace is sized by the batch and sequence, not by
+        // CTAs.
+        Rule{"grid-ctas-heads-workspace",
+             [](Manifest &m) { kernel(m, 4).grid[0] = {GridDim::Ctas, 1}; },
+             "modules[0].kernels[4]: grid[0] is 'ctas', but the kernel has no "
+             "'partials' workspaces"},
         Rule{"block", [](Manifest &m) { kernel(m, 0).block[0] = 2048; },
              "modules[0].kernels[0]: block sizes must be in [1, 1024] with a "
              "product of at most 1024, got [2048, 1, 1]"},
