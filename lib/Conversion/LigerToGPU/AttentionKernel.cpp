@@ -727,7 +727,7 @@ FailureOr<rt::KernelSpec> mlir::liger::buildAttentionKernel(
                                    plan.elementType, plan.headDim, heads));
     paramTypes.push_back(MemRefType::get(type.getShape(), plan.elementType));
   }
-  auto resultType = cast<RankedTensorType>(plan.op.getType());
+  auto resultType = cast<RankedTensorType>(plan.op.getResult().getType());
   info.params.push_back(abiParam("output0", rt::ParamRole::Output,
                                  rt::ParamKind::Heads, plan.elementType,
                                  plan.headDim, plan.queryHeads));

@@ -108,3 +108,26 @@ func.func @dead_ops_are_erased(%x: tensor<?x64xbf16>, %w: tensor<64xbf16>) {
   %z = liger.silu %y : tensor<?x64xbf16>
   return
 }
+
+// -----
+
+// An attention lse nobody reads is not computed.
+// CHECK-LABEL: func.func @attention_drops_unused_lse
+// CHECK: %[[O:.+]] = liger.attention %{{.*}}, %{{.*}}, %{{.*}} causal : tensor<?x4x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>
+// CHECK-NOT: return_lse
+// CHECK: return %[[O]]
+func.func @attention_drops_unused_lse(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x64xbf16>) -> tensor<?x4x?x64xbf16> {
+  %o, %lse = liger.attention %q, %k, %v causal return_lse : tensor<?x4x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>
+  return %o : tensor<?x4x?x64xbf16>
+}
+
+// -----
+
+// Near-miss: the lse is returned, so it stays.
+// CHECK-LABEL: func.func @attention_keeps_used_lse
+// CHECK: %[[O:.+]], %[[LSE:.+]] = liger.attention %{{.*}}, %{{.*}}, %{{.*}} return_lse
+// CHECK: return %[[O]], %[[LSE]]
+func.func @attention_keeps_used_lse(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x64xbf16>) -> (tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>) {
+  %o, %lse = liger.attention %q, %k, %v return_lse : tensor<?x4x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>
+  return %o, %lse : tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>
+}

@@ -102,12 +102,28 @@ func.func @attention_output_shape(%q: tensor<2x8x?x64xf16>, %k: tensor<2x2x100x6
   return
 }
 
+// return_lse adds the f32 [B, Hq, T] of q, its dynamic sizes kept.
+// CHECK-LABEL: sym_name = "attention_lse_shape"
+// CHECK: "liger.attention"{{.*}} -> (tensor<?x8x?x32xf16>, tensor<?x8x?xf32>)
+func.func @attention_lse_shape(%q: tensor<?x8x?x64xf16>, %k: tensor<?x2x100x64xf16>, %v: tensor<?x2x100x32xf16>) {
+  %0, %1 = liger.attention %q, %k, %v causal return_lse : tensor<?x8x?x64xf16>, tensor<?x2x100x64xf16>, tensor<?x2x100x32xf16>
+  return
+}
+
 // Attention gradients: each of q's, k's and v's type (the incoming gradient
 // has the output's [B, Hq, T, Dv]).
 // CHECK-LABEL: sym_name = "attention_grad_shapes"
 // CHECK: "liger.attention_grad"{{.*}} -> (tensor<2x8x?x64xf16>, tensor<2x2x100x64xf16>, tensor<2x2x100x32xf16>)
 func.func @attention_grad_shapes(%do: tensor<2x8x?x32xf16>, %q: tensor<2x8x?x64xf16>, %k: tensor<2x2x100x64xf16>, %v: tensor<2x2x100x32xf16>) {
   %0:3 = liger.attention_grad %do, %q, %k, %v causal : tensor<2x8x?x32xf16>, tensor<2x8x?x64xf16>, tensor<2x2x100x64xf16>, tensor<2x2x100x32xf16>
+  return
+}
+
+// The saved forward values change no result type.
+// CHECK-LABEL: sym_name = "attention_grad_saved_shapes"
+// CHECK: "liger.attention_grad"{{.*}} -> (tensor<2x8x?x64xf16>, tensor<2x2x100x64xf16>, tensor<2x2x100x32xf16>)
+func.func @attention_grad_saved_shapes(%do: tensor<2x8x?x32xf16>, %q: tensor<2x8x?x64xf16>, %k: tensor<2x2x100x64xf16>, %v: tensor<2x2x100x32xf16>, %lse: tensor<2x8x?xf32>) {
+  %0:3 = liger.attention_grad %do, %q, %k, %v saved(%do, %lse : tensor<2x8x?x32xf16>, tensor<2x8x?xf32>) causal : tensor<2x8x?x32xf16>, tensor<2x8x?x64xf16>, tensor<2x2x100x64xf16>, tensor<2x2x100x32xf16>
   return
 }
 

@@ -658,7 +658,86 @@ func.func @attention_grad_scale_negative(%do: tensor<1x2x3x8xf32>, %q: tensor<1x
 // -----
 func.func @attention_grad_types(%do: tensor<1x2x3x8xbf16>, %q: tensor<1x2x3x8xf32>, %k: tensor<1x2x3x8xf32>, %v: tensor<1x2x3x8xf32>) {
   // expected-error @+1 {{'liger.attention_grad' op failed to verify that all of {grad, q, k, v} have same element type}}
-  %r:3 = "liger.attention_grad"(%do, %q, %k, %v) : (tensor<1x2x3x8xbf16>, tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>) -> (tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>)
+  %r:3 = "liger.attention_grad"(%do, %q, %k, %v) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0>}> : (tensor<1x2x3x8xbf16>, tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>) -> (tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>)
+  return
+}
+
+// -----
+// liger.attention's lse comes with `return_lse` and only then: a generic op
+// that spells it without the flag (or the flag without it, or another type)
+// does not verify.
+func.func @attention_lse_without_flag(%q: tensor<1x4x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) {
+  // expected-error @+2 {{'liger.attention' op inferred type(s) 'tensor<1x4x8x16xf32>' are incompatible with return type(s) of operation 'tensor<1x4x8x16xf32>', 'tensor<1x4x8xf32>'}}
+  // expected-error @+1 {{'liger.attention' op failed to infer returned types}}
+  %o:2 = "liger.attention"(%q, %k, %v) : (tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) -> (tensor<1x4x8x16xf32>, tensor<1x4x8xf32>)
+  return
+}
+// -----
+func.func @attention_flag_without_lse(%q: tensor<1x4x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) {
+  // expected-error @+2 {{'liger.attention' op inferred type(s) 'tensor<1x4x8x16xf32>', 'tensor<1x4x8xf32>' are incompatible with return type(s) of operation 'tensor<1x4x8x16xf32>'}}
+  // expected-error @+1 {{'liger.attention' op failed to infer returned types}}
+  %o = "liger.attention"(%q, %k, %v) <{return_lse}> : (tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) -> tensor<1x4x8x16xf32>
+  return
+}
+// -----
+func.func @attention_lse_type(%q: tensor<1x4x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) {
+  // expected-error @+2 {{'liger.attention' op inferred type(s) 'tensor<1x4x8x16xf32>', 'tensor<1x4x8xf32>' are incompatible with return type(s) of operation 'tensor<1x4x8x16xf32>', 'tensor<1x4x8xbf16>'}}
+  // expected-error @+1 {{'liger.attention' op failed to infer returned types}}
+  %o:2 = "liger.attention"(%q, %k, %v) <{return_lse}> : (tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) -> (tensor<1x4x8x16xf32>, tensor<1x4x8xbf16>)
+  return
+}
+// -----
+// attention_grad's saved forward values: out and lse together (a custom
+// form that leaves lse out parses, and is refused here).
+func.func @attention_grad_saved_out_only(%do: tensor<1x4x8x16xf32>, %q: tensor<1x4x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) {
+  // expected-error @+1 {{'liger.attention_grad' op expects the saved 'out' and 'lse' together (the forward's output and log-sum-exp), got only 'out'}}
+  %dq, %dk, %dv = liger.attention_grad %do, %q, %k, %v saved(%do, : tensor<1x4x8x16xf32>, ) : tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>
+  return
+}
+// -----
+func.func @attention_grad_saved_lse_only(%do: tensor<1x4x8x16xf32>, %q: tensor<1x4x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>, %lse: tensor<1x4x8xf32>) {
+  // expected-error @+2 {{'liger.attention_grad' op expects the saved 'out' and 'lse' together (the forward's output and log-sum-exp), got only 'lse'}}
+  // expected-error @+1 {{'liger.attention_grad' op failed to infer returned types}}
+  %r:3 = "liger.attention_grad"(%do, %q, %k, %v, %lse) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 1>}> : (tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x4x8xf32>) -> (tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>)
+  return
+}
+// -----
+func.func @attention_grad_saved_out_element_type(%do: tensor<1x4x8x16xf32>, %q: tensor<1x4x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>, %o: tensor<1x4x8x16xbf16>, %lse: tensor<1x4x8xf32>) {
+  // expected-error @+1 {{'liger.attention_grad' op expects 'out' to have the type of 'grad' ('tensor<1x4x8x16xf32>'), got 'tensor<1x4x8x16xbf16>'}}
+  %dq, %dk, %dv = liger.attention_grad %do, %q, %k, %v saved(%o, %lse : tensor<1x4x8x16xbf16>, tensor<1x4x8xf32>) : tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>
+  return
+}
+// -----
+// out has grad's type exactly: a compatible but less static one is refused.
+func.func @attention_grad_saved_out_dynamic(%do: tensor<1x4x8x16xf32>, %q: tensor<1x4x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>, %o: tensor<1x4x?x16xf32>, %lse: tensor<1x4x8xf32>) {
+  // expected-error @+1 {{'liger.attention_grad' op expects 'out' to have the type of 'grad' ('tensor<1x4x8x16xf32>'), got 'tensor<1x4x?x16xf32>'}}
+  %dq, %dk, %dv = liger.attention_grad %do, %q, %k, %v saved(%o, %lse : tensor<1x4x?x16xf32>, tensor<1x4x8xf32>) : tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>
+  return
+}
+// -----
+func.func @attention_grad_saved_lse_element_type(%do: tensor<1x4x8x16xf32>, %q: tensor<1x4x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>, %lse: tensor<1x4x8xbf16>) {
+  // expected-error @+1 {{'liger.attention_grad' op expects 'lse' to be 'tensor<1x4x8xf32>' (the forward's log-sum-exp: f32 [batch, heads, seq] of 'q'), got 'tensor<1x4x8xbf16>'}}
+  %dq, %dk, %dv = liger.attention_grad %do, %q, %k, %v saved(%do, %lse : tensor<1x4x8x16xf32>, tensor<1x4x8xbf16>) : tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>
+  return
+}
+// -----
+func.func @attention_grad_saved_lse_rank(%do: tensor<1x4x8x16xf32>, %q: tensor<1x4x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>, %lse: tensor<4x8xf32>) {
+  // expected-error @+1 {{'liger.attention_grad' op expects 'lse' to be 'tensor<1x4x8xf32>' (the forward's log-sum-exp: f32 [batch, heads, seq] of 'q'), got 'tensor<4x8xf32>'}}
+  %dq, %dk, %dv = liger.attention_grad %do, %q, %k, %v saved(%do, %lse : tensor<1x4x8x16xf32>, tensor<4x8xf32>) : tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>
+  return
+}
+// -----
+func.func @attention_grad_saved_lse_heads(%do: tensor<1x4x8x16xf32>, %q: tensor<1x4x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>, %lse: tensor<1x2x8xf32>) {
+  // expected-error @+1 {{'liger.attention_grad' op expects 'lse' to be 'tensor<1x4x8xf32>' (the forward's log-sum-exp: f32 [batch, heads, seq] of 'q'), got 'tensor<1x2x8xf32>'}}
+  %dq, %dk, %dv = liger.attention_grad %do, %q, %k, %v saved(%do, %lse : tensor<1x4x8x16xf32>, tensor<1x2x8xf32>) : tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>
+  return
+}
+// -----
+// q's sequence length is dynamic, grad's is 8: lse's 7 is refused against
+// grad's.
+func.func @attention_grad_saved_lse_seq_of_grad(%do: tensor<1x4x8x16xf32>, %q: tensor<1x4x?x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>, %lse: tensor<1x4x7xf32>) {
+  // expected-error @+1 {{'liger.attention_grad' op expects 'lse' to be 'tensor<1x4x8xf32>' (the forward's log-sum-exp: f32 [batch, heads, seq] of 'q'), got 'tensor<1x4x7xf32>'}}
+  %dq, %dk, %dv = liger.attention_grad %do, %q, %k, %v saved(%do, %lse : tensor<1x4x8x16xf32>, tensor<1x4x7xf32>) : tensor<1x4x8x16xf32>, tensor<1x4x?x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>
   return
 }
 

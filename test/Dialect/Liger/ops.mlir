@@ -193,10 +193,26 @@ func.func @attention(%q: tensor<?x32x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v
   return %0, %1 : tensor<?x32x?x128xbf16>, tensor<?x32x?x128xbf16>
 }
 
+// CHECK-LABEL: func.func @attention_return_lse
+// CHECK: %{{.*}}, %[[LSE:.+]] = liger.attention %{{.*}}, %{{.*}}, %{{.*}} causal scale = 1.250000e-01 return_lse : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>
+// CHECK: return %{{.*}}, %[[LSE]]
+func.func @attention_return_lse(%q: tensor<?x32x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>) -> (tensor<?x32x?x128xbf16>, tensor<?x32x?xf32>) {
+  %o, %lse = liger.attention %q, %k, %v causal scale = 0.125 return_lse : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>
+  return %o, %lse : tensor<?x32x?x128xbf16>, tensor<?x32x?xf32>
+}
+
 // CHECK-LABEL: func.func @attention_grad
 // CHECK: liger.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} causal scale = 1.250000e-01 : tensor<?x32x?x64xbf16>, tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x64xbf16>
 func.func @attention_grad(%do: tensor<?x32x?x64xbf16>, %q: tensor<?x32x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x64xbf16>) -> (tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x64xbf16>) {
   %dq, %dk, %dv = liger.attention_grad %do, %q, %k, %v causal scale = 0.125 : tensor<?x32x?x64xbf16>, tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x64xbf16>
+  return %dq, %dk, %dv : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x64xbf16>
+}
+
+// CHECK-LABEL: func.func @attention_grad_saved
+// CHECK-SAME: (%[[DO:.+]]: tensor<?x32x?x64xbf16>, %{{.*}}: tensor<?x32x?x128xbf16>, %{{.*}}: tensor<?x8x?x128xbf16>, %{{.*}}: tensor<?x8x?x64xbf16>, %[[O:.+]]: tensor<?x32x?x64xbf16>, %[[LSE:.+]]: tensor<?x32x?xf32>)
+// CHECK: liger.attention_grad %[[DO]], %{{.*}}, %{{.*}}, %{{.*}} saved(%[[O]], %[[LSE]] : tensor<?x32x?x64xbf16>, tensor<?x32x?xf32>) causal : tensor<?x32x?x64xbf16>, tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x64xbf16>
+func.func @attention_grad_saved(%do: tensor<?x32x?x64xbf16>, %q: tensor<?x32x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x64xbf16>, %o: tensor<?x32x?x64xbf16>, %lse: tensor<?x32x?xf32>) -> (tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x64xbf16>) {
+  %dq, %dk, %dv = liger.attention_grad %do, %q, %k, %v saved(%o, %lse : tensor<?x32x?x64xbf16>, tensor<?x32x?xf32>) causal : tensor<?x32x?x64xbf16>, tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x64xbf16>
   return %dq, %dk, %dv : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x64xbf16>
 }
 

@@ -89,8 +89,27 @@ TEST_F(InferTypesTest, AttentionTakesValueHeadDimension) {
   auto op = AttentionOp::create(
       builder, builder.getUnknownLoc(), arg(tensor({2, 8, kDyn, 64}, f16)),
       arg(tensor({2, 2, 100, 64}, f16)), arg(tensor({2, 2, 100, 32}, f16)),
-      /*causal=*/builder.getUnitAttr(), /*scale=*/FloatAttr());
-  EXPECT_EQ(op.getType(), tensor({2, 8, kDyn, 32}, f16));
+      /*causal=*/builder.getUnitAttr(), /*scale=*/FloatAttr(),
+      /*return_lse=*/UnitAttr());
+  ASSERT_EQ(op->getNumResults(), 1u);
+  EXPECT_EQ(op.getResult().getType(), tensor({2, 8, kDyn, 32}, f16));
+  EXPECT_FALSE(op.getLse());
+}
+
+// return_lse adds the f32 log-sum-exp of each query row: [B, Hq, T] of q,
+// its dynamic sizes kept.
+TEST_F(InferTypesTest, AttentionReturnLseAddsQueryRowStatistics) {
+  Type bf16 = builder.getBF16Type();
+  auto op = AttentionOp::create(
+      builder, builder.getUnknownLoc(), arg(tensor({kDyn, 8, kDyn, 64}, bf16)),
+      arg(tensor({kDyn, 2, 100, 64}, bf16)),
+      arg(tensor({kDyn, 2, 100, 32}, bf16)), /*causal=*/UnitAttr(),
+      /*scale=*/FloatAttr(), /*return_lse=*/builder.getUnitAttr());
+  ASSERT_EQ(op->getNumResults(), 2u);
+  EXPECT_EQ(op.getResult().getType(), tensor({kDyn, 8, kDyn, 32}, bf16));
+  EXPECT_EQ(op.getLse().getType(),
+            tensor({kDyn, 8, kDyn}, builder.getF32Type()));
+  EXPECT_TRUE(succeeded(verify(op)));
 }
 
 // The rules answer without emitting anything when given no location, as a

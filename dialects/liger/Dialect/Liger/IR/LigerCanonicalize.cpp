@@ -2,8 +2,9 @@
 //
 // Canonicalizations of the liger dialect:
 //  - an optional statistics result nobody reads is not computed
-//    (rms_norm/add_rms_norm `rstd`, cross-entropy `z_loss`; the z-loss term
-//    stays in the loss, only its separate result goes);
+//    (rms_norm/add_rms_norm `rstd`, cross-entropy `z_loss`, attention
+//    `lse`; the z-loss term stays in the loss, only its separate result
+//    goes);
 //  - a LoRA projection with scale 0 is a plain linear projection.
 //
 //===----------------------------------------------------------------------===//
@@ -84,6 +85,12 @@ void FusedLinearCrossEntropyOp::getCanonicalizationPatterns(
   patterns.add<DropUnusedOptionalResult<FusedLinearCrossEntropyOp,
                                         &FusedLinearCrossEntropyOp::getZLoss,
                                         &Properties::setReturnZLoss>>(context);
+}
+
+void AttentionOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
+                                              MLIRContext *context) {
+  patterns.add<DropUnusedOptionalResult<AttentionOp, &AttentionOp::getLse,
+                                        &Properties::setReturnLse>>(context);
 }
 
 void LoRALinearOp::getCanonicalizationPatterns(RewritePatternSet &patterns,

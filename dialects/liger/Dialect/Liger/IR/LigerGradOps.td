@@ -390,12 +390,12 @@ def Liger_LinearGradWeightOp : Liger_InferOp<"linear_grad_weight",
 }
 
 def Liger_AttentionGradOp : Liger_InferOp<"attention_grad",
-    [AllElementTypesMatch<["grad", "q", "k", "v"]>]> {
+    [AttrSizedOperandSegments, AllElementTypesMatch<["grad", "q", "k", "v"]>]> {
   let summary = "gradients of liger.attention with respect to q, k and v";
   let description = [{
     From the gradient `grad` `[B, Hq, T, Dv]` of `liger.attention`'s output
     and its operands `q`, `k`, `v` (the attention's rules; `causal` and
-    `scale` its own), with the probabilities `p` recomputed in f32:
+    `scale` its own), with the probabilities `p` in f32:
 
     ```
     dv = pᵀ · grad                              [B, Hkv, S, Dv]
@@ -405,25 +405,50 @@ def Liger_AttentionGradOp : Liger_InferOp<"attention_grad",
     dk = dsᵀ · q                                [B, Hkv, S, D]
     ```
 
+    Without `saved`, `p` is recomputed by the forward's softmax. With
+    `saved(out, lse)`, the forward's output `out` (the type of `grad`) and
+    its `lse` (`liger.attention ... return_lse`: f32 `[B, Hq, T]`) stand in
+    for the softmax's statistics, as a backward kernel uses them:
+
+    ```
+    p = exp(scale * q · kᵀ + mask - lse)        (f32)
+    D = rowsum(grad * out)                      (f32; in place of rowsum(p * dp))
+    ```
+
+    They must be the forward's values for the same `q`, `k`, `v`, `causal`
+    and `scale`; then both forms agree up to the rounding of `out`. Both are
+    given or neither.
+
     A key/value head's gradients sum over the query heads that read it
     (grouped-query attention); masked positions have `p = 0`, so no
     gradient. A row with every key masked (causal with `S < T`) is NaN in
-    `liger.attention`'s output and poisons these gradients likewise. Each product accumulates in f32 and is rounded to the
-    operands' type.
+    `liger.attention`'s output (its `lse` is `-inf`) and poisons these
+    gradients likewise, with or without `saved`. Each product accumulates in
+    f32 and is rounded to the operands' type.
 
     ```mlir
     %dq, %dk, %dv = liger.attention_grad %do, %q, %k, %v causal
         : tensor<?x32x?x128xbf16>, tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>,
           tensor<?x8x?x128xbf16>
+    %dq2, %dk2, %dv2 = liger.attention_grad %do, %q, %k, %v
+        saved(%o, %lse : tensor<?x32x?x128xbf16>, tensor<?x32x?xf32>) causal
+        : tensor<?x32x?x128xbf16>, tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>,
+          tensor<?x8x?x128xbf16>
     ```
   }];
+  // `out` and `lse` are two optional operands rather than one variadic
+  // group so that each has its accessor (getOut, getLse) on the op and its
+  // adaptor; the rule that both come together is verified with the others.
   let arguments = (ins Liger_FloatTensor:$grad, Liger_FloatTensor:$q,
-      Liger_FloatTensor:$k, Liger_FloatTensor:$v, UnitAttr:$causal,
-      OptionalAttr<Liger_PositiveF32Attr>:$scale);
+      Liger_FloatTensor:$k, Liger_FloatTensor:$v,
+      Optional<Liger_FloatTensor>:$out, Optional<Liger_FloatTensor>:$lse,
+      UnitAttr:$causal, OptionalAttr<Liger_PositiveF32Attr>:$scale);
   let results = (outs Liger_FloatTensor:$grad_q, Liger_FloatTensor:$grad_k,
       Liger_FloatTensor:$grad_v);
   let assemblyFormat = [{
-    $grad `,` $q `,` $k `,` $v (`causal` $causal^)? (`scale` `=` $scale^)?
+    $grad `,` $q `,` $k `,` $v
+    (`saved` `(` $out^ `,` $lse `:` type($out) `,` type($lse) `)`)?
+    (`causal` $causal^)? (`scale` `=` $scale^)?
     attr-dict `:` type($grad) `,` type($q) `,` type($k) `,` type($v)
   }];
 }

@@ -561,6 +561,8 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
   if (failed(out))
     return failure();
   results.push_back(*out);
+  if (adaptor.getReturnLse())
+    results.push_back(getRowStatsType(*out));
   return success();
 }
 
@@ -574,7 +576,10 @@ AttentionGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                          adaptor.getK().getType(), adaptor.getV().getType());
   if (failed(out) ||
       failed(verifyMatchesType(ctx, adaptor.getGrad().getType(), "grad", *out,
-                               "the attention's output")))
+                               "the attention's output")) ||
+      failed(verifyAttentionSaved(ctx, *out, adaptor.getGrad().getType(),
+                                  typeOrNull(adaptor.getOut()),
+                                  typeOrNull(adaptor.getLse()))))
     return failure();
   results.push_back(adaptor.getQ().getType());
   results.push_back(adaptor.getK().getType());

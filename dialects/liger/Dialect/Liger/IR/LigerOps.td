@@ -549,24 +549,40 @@ def Liger_AttentionOp : Liger_InferOp<"attention",
     ```
     p   = softmax(scale * q · kᵀ + mask)     (f32)
     out = p · v                              [B, Hq, T, Dv]
+    lse = log(sum_j exp(scale * q · kᵀ + mask))   [B, Hq, T] f32 (return_lse)
     ```
 
     `scale` defaults to `1/sqrt(D)`. `causal` masks key positions `j > i + (S
     - T)` (the bottom-right aligned mask of `scaled_dot_product_attention`
-    when `S = T`). Its backward op is `liger.attention_grad`.
+    when `S = T`).
+
+    With `return_lse`, a second result holds each query row's log-sum-exp
+    (natural log, f32, `[B, Hq, T]` of `q`) over the keys the mask keeps:
+    the softmax's statistics, what FlashAttention and cuDNN return as
+    `logsumexp`, so that `p = exp(scale * q · kᵀ - lse)`. A row whose keys are
+    all masked (causal with `S < T`) has `lse = -inf` and a NaN output.
+    The canonicalizer drops an `lse` that nothing reads.
+
+    Its backward op is `liger.attention_grad`, which takes `out` and `lse`
+    as saved values.
 
     ```mlir
     %o = liger.attention %q, %k, %v causal
         : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>
+    %o2, %lse = liger.attention %q, %k, %v causal return_lse
+        : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>
     ```
   }];
   let arguments = (ins Liger_FloatTensor:$q, Liger_FloatTensor:$k, Liger_FloatTensor:$v,
-      UnitAttr:$causal, OptionalAttr<Liger_PositiveF32Attr>:$scale);
-  let results = (outs Liger_FloatTensor:$result);
+      UnitAttr:$causal, OptionalAttr<Liger_PositiveF32Attr>:$scale,
+      UnitAttr:$return_lse);
+  let results = (outs Liger_FloatTensor:$result, Optional<Liger_FloatTensor>:$lse);
   let assemblyFormat = [{
     $q `,` $k `,` $v (`causal` $causal^)? (`scale` `=` $scale^)?
+    (`return_lse` $return_lse^)?
     attr-dict `:` type($q) `,` type($k) `,` type($v)
   }];
+  let hasCanonicalizer = 1;
 }
 
 include "liger/Dialect/Liger/IR/LigerGradOps.td"

@@ -400,3 +400,27 @@ mlir::liger::inferAttentionType(const RuleContext &ctx, Type q, Type k,
       {qT->getDimSize(0), hq, qT->getDimSize(2), vT->getDimSize(3)},
       qT->getElementType());
 }
+
+LogicalResult mlir::liger::verifyAttentionSaved(const RuleContext &ctx,
+                                                RankedTensorType expected,
+                                                Type grad, Type out, Type lse) {
+  if (!out && !lse)
+    return success();
+  if (!out || !lse)
+    return ctx.fail("expects the saved 'out' and 'lse' together (the "
+                    "forward's output and log-sum-exp), got only '",
+                    out ? "out" : "lse", "'");
+  if (out != grad)
+    return ctx.fail("expects 'out' to have the type of 'grad' (", grad,
+                    "), got ", out);
+  // The rows of the output, each size static where q's or grad's is.
+  SmallVector<int64_t> rows(expected.getShape().drop_back());
+  for (auto [size, fromGrad] :
+       llvm::zip(rows, cast<RankedTensorType>(grad).getShape()))
+    if (ShapedType::isDynamic(size))
+      size = fromGrad;
+  return verifyMatchesType(
+      ctx, lse, "lse",
+      RankedTensorType::get(rows, Float32Type::get(grad.getContext())),
+      "the forward's log-sum-exp: f32 [batch, heads, seq] of 'q'");
+}

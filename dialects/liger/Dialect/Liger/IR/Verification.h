@@ -63,7 +63,7 @@ LogicalResult verifyFeatureVector(const RuleContext &ctx, Type type,
                                   StringRef name, int64_t size, StringRef what);
 
 /// The f32 row-statistics type of a [..., H] input: [...] in f32 (RMSNorm's
-/// rstd, a per-token loss).
+/// rstd, a per-token loss, the log-sum-exp of attention's query rows).
 RankedTensorType getRowStatsType(RankedTensorType input);
 
 /// Rules of liger.rope / liger.rope_grad: q [B, Hq, T, D], k [B, Hkv, T, D],
@@ -118,6 +118,15 @@ RankedTensorType getLossType(MLIRContext *context, Reduction reduction,
 /// Rules of liger.attention; returns the [B, Hq, T, Dv] result.
 FailureOr<RankedTensorType> inferAttentionType(const RuleContext &ctx, Type q,
                                                Type k, Type v);
+
+/// Rules of liger.attention_grad's saved forward values (each null when
+/// absent), given the attention's [B, Hq, T, Dv] output `expected` and the
+/// incoming gradient `grad` (already checked against it): `out` and `lse`
+/// come together, `out` has the type of `grad`, and `lse` is f32 [B, Hq, T]
+/// (sizes compared where `expected`, `grad` or `lse` has them static).
+LogicalResult verifyAttentionSaved(const RuleContext &ctx,
+                                   RankedTensorType expected, Type grad,
+                                   Type out, Type lse);
 
 } // namespace mlir::liger
 
