@@ -142,6 +142,8 @@ func.func @cross_entropy_guards_the_target_read(%x: tensor<?x100xf32>, %t: tenso
 // Grouped-query attention: query head h reads key/value head h floordiv 2.
 // CHECK: #{{.+}} = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1 floordiv 2, d3, d4)>
 // CHECK-LABEL: func.func @attention_gqa
+//   CHECK-NOT: math.log
+//       CHECK: return %{{.+}} : tensor<1x4x?x8xbf16>
 func.func @attention_gqa(%q: tensor<1x4x?x8xbf16>, %k: tensor<1x2x?x8xbf16>, %v: tensor<1x2x?x8xbf16>) -> tensor<1x4x?x8xbf16> {
   %o = liger.attention %q, %k, %v causal : tensor<1x4x?x8xbf16>, tensor<1x2x?x8xbf16>, tensor<1x2x?x8xbf16>
   return %o : tensor<1x4x?x8xbf16>
@@ -154,12 +156,59 @@ func.func @attention_gqa(%q: tensor<1x4x?x8xbf16>, %k: tensor<1x2x?x8xbf16>, %v:
 // query heads split [B, 4, ...] -> [B, 2, 2, ...], reduced over the group
 // member and the query position), rounded to bf16.
 // CHECK-LABEL: func.func @attention_grad_gqa
+//       CHECK: arith.maximumf
+//       CHECK: arith.divf
 //   CHECK-DAG: tensor.expand_shape %{{.+}} {{\[}}[0], [1, 2], [3], [4]] output_shape [1, 2, 2, %{{.+}}, %{{.+}}] : tensor<1x4x?x?xf32> into tensor<1x2x2x?x?xf32>
 //   CHECK-DAG: tensor.expand_shape %{{.+}} {{\[}}[0], [1, 2], [3], [4]] output_shape [1, 2, 2, %{{.+}}, 8] : tensor<1x4x?x8xbf16> into tensor<1x2x2x?x8xbf16>
 //       CHECK: iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]
 //       CHECK: return %{{.+}}, %{{.+}}, %{{.+}} : tensor<1x4x?x8xbf16>, tensor<1x2x?x8xbf16>, tensor<1x2x?x8xbf16>
 func.func @attention_grad_gqa(%do: tensor<1x4x?x8xbf16>, %q: tensor<1x4x?x8xbf16>, %k: tensor<1x2x?x8xbf16>, %v: tensor<1x2x?x8xbf16>) -> (tensor<1x4x?x8xbf16>, tensor<1x2x?x8xbf16>, tensor<1x2x?x8xbf16>) {
   %dq, %dk, %dv = liger.attention_grad %do, %q, %k, %v causal : tensor<1x4x?x8xbf16>, tensor<1x4x?x8xbf16>, tensor<1x2x?x8xbf16>, tensor<1x2x?x8xbf16>
+  return %dq, %dk, %dv : tensor<1x4x?x8xbf16>, tensor<1x2x?x8xbf16>, tensor<1x2x?x8xbf16>
+}
+
+// -----
+
+// return_lse: the rows' log-sum-exp from the softmax's own row max and sum
+// (max + log(sum)), -inf where the max is -inf (every key masked: the sum
+// is NaN there), returned beside the output.
+// CHECK-LABEL: func.func @attention_return_lse
+//       CHECK:   %[[MAX:.+]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]
+//       CHECK:     arith.maximumf
+//       CHECK:   %[[SUM:.+]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]{{.*}} ins(%{{.+}}, %[[MAX]] : tensor<1x4x?x?xf32>, tensor<1x4x?xf32>)
+//       CHECK:     math.exp
+//       CHECK:   %[[LSE:.+]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel"]{{.*}} ins(%[[MAX]], %[[SUM]] : tensor<1x4x?xf32>, tensor<1x4x?xf32>)
+//       CHECK:   ^bb0(%[[M:.+]]: f32, %[[L:.+]]: f32, %{{.+}}: f32):
+//       CHECK:     %[[LOG:.+]] = math.log %[[L]] : f32
+//       CHECK:     %[[ADD:.+]] = arith.addf %[[M]], %[[LOG]] : f32
+//       CHECK:     %[[NEGINF:.+]] = arith.constant 0xFF800000 : f32
+//       CHECK:     %[[EMPTY:.+]] = arith.cmpf oeq, %[[M]], %[[NEGINF]] : f32
+//       CHECK:     arith.select %[[EMPTY]], %[[M]], %[[ADD]] : f32
+//       CHECK:   return %{{.+}}, %[[LSE]] : tensor<1x4x?x8xbf16>, tensor<1x4x?xf32>
+func.func @attention_return_lse(%q: tensor<1x4x?x8xbf16>, %k: tensor<1x2x?x8xbf16>, %v: tensor<1x2x?x8xbf16>) -> (tensor<1x4x?x8xbf16>, tensor<1x4x?xf32>) {
+  %o, %lse = liger.attention %q, %k, %v causal return_lse : tensor<1x4x?x8xbf16>, tensor<1x2x?x8xbf16>, tensor<1x2x?x8xbf16>
+  return %o, %lse : tensor<1x4x?x8xbf16>, tensor<1x4x?xf32>
+}
+
+// -----
+
+// attention_grad with the forward's saved out and lse: p = exp(s - lse)
+// (no softmax: no row max, no division) and D = rowsum(grad * out) over the
+// value dimension in f32, in place of rowsum(p * dp).
+// CHECK-LABEL: func.func @attention_grad_saved
+//  CHECK-SAME:   (%[[DO:.+]]: tensor<1x4x?x8xbf16>, %{{.+}}: tensor<1x4x?x8xbf16>, %{{.+}}: tensor<1x2x?x8xbf16>, %{{.+}}: tensor<1x2x?x8xbf16>, %[[O:.+]]: tensor<1x4x?x8xbf16>, %[[LSE:.+]]: tensor<1x4x?xf32>)
+//   CHECK-NOT:   arith.maximumf
+//       CHECK:   %[[P:.+]] = linalg.generic {{.*}} ins(%{{.+}}, %[[LSE]] : tensor<1x4x?x?xf32>, tensor<1x4x?xf32>)
+//  CHECK-NEXT:   ^bb0(%[[S:.+]]: f32, %[[ROWLSE:.+]]: f32, %{{.+}}: f32):
+//  CHECK-NEXT:     %[[SHIFTED:.+]] = arith.subf %[[S]], %[[ROWLSE]] : f32
+//  CHECK-NEXT:     %[[EXP:.+]] = math.exp %[[SHIFTED]] : f32
+//  CHECK-NEXT:     linalg.yield %[[EXP]] : f32
+//       CHECK:   %[[D:.+]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]{{.*}} ins(%[[DO]], %[[O]] : tensor<1x4x?x8xbf16>, tensor<1x4x?x8xbf16>) outs(%{{.+}} : tensor<1x4x?xf32>)
+//       CHECK:   linalg.generic {{.*}} ins(%[[P]], %{{.+}}, %[[D]] : tensor<1x4x?x?xf32>, tensor<1x4x?x?xf32>, tensor<1x4x?xf32>)
+//   CHECK-NOT:   arith.divf
+//       CHECK:   return %{{.+}}, %{{.+}}, %{{.+}} : tensor<1x4x?x8xbf16>, tensor<1x2x?x8xbf16>, tensor<1x2x?x8xbf16>
+func.func @attention_grad_saved(%do: tensor<1x4x?x8xbf16>, %q: tensor<1x4x?x8xbf16>, %k: tensor<1x2x?x8xbf16>, %v: tensor<1x2x?x8xbf16>, %o: tensor<1x4x?x8xbf16>, %lse: tensor<1x4x?xf32>) -> (tensor<1x4x?x8xbf16>, tensor<1x2x?x8xbf16>, tensor<1x2x?x8xbf16>) {
+  %dq, %dk, %dv = liger.attention_grad %do, %q, %k, %v saved(%o, %lse : tensor<1x4x?x8xbf16>, tensor<1x4x?xf32>) causal : tensor<1x4x?x8xbf16>, tensor<1x4x?x8xbf16>, tensor<1x2x?x8xbf16>, tensor<1x2x?x8xbf16>
   return %dq, %dk, %dv : tensor<1x4x?x8xbf16>, tensor<1x2x?x8xbf16>, tensor<1x2x?x8xbf16>
 }
 

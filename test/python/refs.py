@@ -164,19 +164,59 @@ def jsd(x, y, beta=0.5, labels=None, ignore_index=-100, per_token=False):
     return per_row.sum() / max(int(keep.sum()), 1)
 
 
-def attention(q, k, v, causal=False, scale=None):
+def attention_scores(q, k, causal=False, scale=None):
+    """scale · q · kᵀ per query head (its key/value head repeated), −inf at
+    the keys the causal mask drops: [B, Hq, T, S]."""
     b, hq, t, d = q.shape
     hkv, s = k.shape[1], k.shape[2]
-    group = hq // hkv
-    k = np.repeat(k, group, axis=1)
-    v = np.repeat(v, group, axis=1)
+    k = np.repeat(k, hq // hkv, axis=1)
     scale = 1.0 / math.sqrt(d) if scale is None else scale
     scores = scale * np.einsum("bhtd,bhsd->bhts", q, k)
     if causal:
         i = np.arange(t)[:, None]
         j = np.arange(s)[None, :]
         scores = np.where(j > i + (s - t), -np.inf, scores)
-    return np.einsum("bhts,bhsd->bhtd", softmax(scores), v)
+    return scores
+
+
+def attention(q, k, v, causal=False, scale=None):
+    v = np.repeat(v, q.shape[1] // k.shape[1], axis=1)
+    return np.einsum("bhts,bhsd->bhtd", softmax(attention_scores(q, k, causal, scale)), v)
+
+
+def attention_lse(q, k, causal=False, scale=None):
+    """The log-sum-exp of each query row's scores (liger.attention's
+    return_lse): [B, Hq, T], −inf for a row whose keys are all masked."""
+    scores = attention_scores(q, k, causal, scale)
+    m = scores.max(-1)
+    empty = np.isneginf(m)
+    shift = np.where(empty, 0.0, m)
+    with np.errstate(divide="ignore"):
+        return np.where(empty, -np.inf,
+                        shift + np.log(np.exp(scores - shift[..., None]).sum(-1)))
+
+
+def attention_grad_saved(g, q, k, v, out, lse, causal=False, scale=None):
+    """liger.attention_grad with saved(out, lse) as its description writes
+    it: p = exp(s − lse), D = rowsum(g · out), ds = scale · p · (dp − D),
+    returning (dq, dk, dv). For a saved `out` that was rounded (bf16), whose
+    error D carries into ds where dp − D cancels: finite differences of the
+    exact attention do not see it."""
+    b, hq, t, d = q.shape
+    hkv, s = k.shape[1], k.shape[2]
+    group = hq // hkv
+    scale = 1.0 / math.sqrt(d) if scale is None else scale
+    with np.errstate(invalid="ignore"):
+        p = np.exp(attention_scores(q, k, causal, scale) - lse[..., None])
+    dp = np.einsum("bhte,bhse->bhts", g, np.repeat(v, group, axis=1))
+    ds = scale * p * (dp - (g * out).sum(-1)[..., None])
+    dq = np.einsum("bhts,bhsd->bhtd", ds, np.repeat(k, group, axis=1))
+
+    def per_kv_head(x):
+        return x.reshape(b, hkv, group, s, x.shape[-1]).sum(2)
+    dk = per_kv_head(np.einsum("bhts,bhtd->bhsd", ds, q))
+    dv = per_kv_head(np.einsum("bhts,bhte->bhse", p, g))
+    return dq, dk, dv
 
 
 def numeric_grad(f, x, h=1e-6):

@@ -331,27 +331,67 @@ def test_linear_grad_weight(rng, tokens, n, k, accumulate, dt):
 ATTENTION_SHAPES = [  # batch, q heads, kv heads, q len, kv len, head dim, v head dim, causal
     (1, 4, 2, 5, 5, 8, 8, True), (2, 2, 2, 3, 7, 16, 8, True), (1, 2, 1, 1, 6, 8, 8, False),
     (1, 6, 3, 4, 4, 32, 32, False)]
+# Causal with S < T: query rows 0-2 see no key (NaN output, lse = -inf).
+MASKED_ROWS_SHAPE = (1, 2, 1, 6, 3, 8, 8, True)
+
+
+def attention_types(shape, dt):
+    """Q, K, V, O and the lse's type of an attention shape, with dynamic batch
+    and sequence dimensions."""
+    b, hq, hkv, t, s, d, dv, _ = shape
+    return (ttype((b, hq, t, d), dt, dynamic=(0, 2)), ttype((b, hkv, s, d), dt, dynamic=(0, 2)),
+            ttype((b, hkv, s, dv), dt, dynamic=(0, 2)), ttype((b, hq, t, dv), dt, dynamic=(0, 2)),
+            ttype((b, hq, t), "f32", dynamic=(0, 2)))
+
+
+def attention_attrs(causal, scale):
+    return (" causal" if causal else "") + (f" scale = {scale}" if scale else "")
+
+
+def attention_inputs(rng, shape, dt):
+    """Random (grad, q, k, v) of an attention shape: (what the runner takes,
+    their exact float64 values)."""
+    b, hq, hkv, t, s, d, dv, _ = shape
+    pairs = [make(rng, dims, dt) for dims in
+             ((b, hq, t, dv), (b, hq, t, d), (b, hkv, s, d), (b, hkv, s, dv))]
+    return [p[0] for p in pairs], [p[1] for p in pairs]
 
 
 @pytest.mark.parametrize("shape", ATTENTION_SHAPES, ids=str)
 @pytest.mark.parametrize("dt", DTYPES)
 @pytest.mark.parametrize("scale", [None, 0.25])
 def test_attention(rng, shape, dt, scale):
-    b, hq, hkv, t, s, d, dv, causal = shape
-    Q = ttype((b, hq, t, d), dt, dynamic=(0, 2))
-    K = ttype((b, hkv, s, d), dt, dynamic=(0, 2))
-    V = ttype((b, hkv, s, dv), dt, dynamic=(0, 2))
-    O = ttype((b, hq, t, dv), dt, dynamic=(0, 2))
-    attrs = (" causal" if causal else "") + (f" scale = {scale}" if scale else "")
+    causal = shape[-1]
+    Q, K, V, O, _ = attention_types(shape, dt)
     mlir = f"""func.func @f(%q: {Q}, %k: {K}, %v: {V}) -> {O} {{
-  %o = liger.attention %q, %k, %v{attrs} : {Q}, {K}, {V}
+  %o = liger.attention %q, %k, %v{attention_attrs(causal, scale)} : {Q}, {K}, {V}
   return %o : {O}
 }}"""
-    q, q64 = make(rng, (b, hq, t, d), dt)
-    k, k64 = make(rng, (b, hkv, s, d), dt)
-    v, v64 = make(rng, (b, hkv, s, dv), dt)
+    (_, q, k, v), (_, q64, k64, v64) = attention_inputs(rng, shape, dt)
     (o,) = run(mlir, [q, k, v])
     assert_close(o, refs.attention(q64, k64, v64, causal, scale), dt, "out")
+
+
+@pytest.mark.parametrize("shape", ATTENTION_SHAPES + [MASKED_ROWS_SHAPE], ids=str)
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("scale", [None, 0.25])
+def test_attention_lse(rng, shape, dt, scale):
+    """return_lse: the output as without it, and each query row's
+    log-sum-exp in f32 against a float64 logsumexp of the scaled, masked
+    scores (-inf exactly where every key is masked)."""
+    causal = shape[-1]
+    Q, K, V, O, L = attention_types(shape, dt)
+    mlir = f"""func.func @f(%q: {Q}, %k: {K}, %v: {V}) -> ({O}, {L}) {{
+  %o, %lse = liger.attention %q, %k, %v{attention_attrs(causal, scale)} return_lse : {Q}, {K}, {V}
+  return %o, %lse : {O}, {L}
+}}"""
+    (_, q, k, v), (_, q64, k64, v64) = attention_inputs(rng, shape, dt)
+    o, lse = run(mlir, [q, k, v])
+    assert lse.dtype == np.float32, "lse is f32"
+    assert_close(o, refs.attention(q64, k64, v64, causal, scale), dt, "out")
+    want = refs.attention_lse(q64, k64, causal, scale)
+    assert np.array_equal(np.isneginf(lse), np.isneginf(want)), "lse: -inf rows differ"
+    assert_close(lse, want, "f32", "lse")
 
 
 @pytest.mark.parametrize("shape", ATTENTION_SHAPES, ids=str)
@@ -361,30 +401,75 @@ def test_attention_grad(rng, shape, dt, scale):
     """liger.attention_grad's dq, dk and dv against float64 central
     differences of the attention's output dotted with the incoming
     gradient (refs.attention), at the operands' rounded values: grouped
-    key/value heads, causal masks with S > T, a one-token query."""
-    b, hq, hkv, t, s, d, dv, causal = shape
-    Q = ttype((b, hq, t, d), dt, dynamic=(0, 2))
-    K = ttype((b, hkv, s, d), dt, dynamic=(0, 2))
-    V = ttype((b, hkv, s, dv), dt, dynamic=(0, 2))
-    O = ttype((b, hq, t, dv), dt, dynamic=(0, 2))
-    attrs = (" causal" if causal else "") + (f" scale = {scale}" if scale else "")
-    mlir = f"""func.func @f(%do: {O}, %q: {Q}, %k: {K}, %v: {V}) -> ({Q}, {K}, {V}) {{
-  %dq, %dk, %dv = liger.attention_grad %do, %q, %k, %v{attrs} : {O}, {Q}, {K}, {V}
-  return %dq, %dk, %dv : {Q}, {K}, {V}
-}}"""
-    go, go64 = make(rng, (b, hq, t, dv), dt)
-    q, q64 = make(rng, (b, hq, t, d), dt)
-    k, k64 = make(rng, (b, hkv, s, d), dt)
-    v, v64 = make(rng, (b, hkv, s, dv), dt)
-    got = run(mlir, [go, q, k, v])
-    operands = [q64, k64, v64]
-    for i, (name, value) in enumerate(zip(("dq", "dk", "dv"), got)):
+    key/value heads, causal masks with S > T, a one-token query.
+
+    With the forward's saved out and lse (liger.attention ... return_lse in
+    the same function): in f32 against the same differences; in bf16, where
+    rowsum(grad * out) reads the rounded out and dp - rowsum cancels (up to
+    a few percent of the largest gradient on these sizes), against the saved
+    formula in float64 on the out and lse the forward returned."""
+    causal = shape[-1]
+    inputs, exact = attention_inputs(rng, shape, dt)
+    go64, operands = exact[0], exact[1:]
+    got, saved, formula = run_attention_grads(shape, dt, scale, inputs, exact)
+    for i, name in enumerate(("dq", "dk", "dv")):
         def loss(x, i=i):
             args = list(operands)
             args[i] = x
             return float((refs.attention(*args, causal, scale) * go64).sum())
         want = refs.numeric_grad(loss, operands[i].copy())
-        assert_close(value, want, dt, name)
+        assert_close(got[i], want, dt, name)
+        assert_close(saved[i], want if dt == "f32" else formula[i], dt, name + " (saved)")
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+def test_attention_grad_masked_rows(rng, dt):
+    """Query rows that see no key (causal, S < T): their out is NaN and
+    their lse -inf, so with or without the saved values their dq is NaN, and
+    so are all of dk and dv (every key's sums take those rows), in the same
+    places. The other rows' dq match float64 central differences of the
+    loss over the rows that have a value (the saved form in bf16: the saved
+    formula, as in test_attention_grad)."""
+    t, s, causal = MASKED_ROWS_SHAPE[3], MASKED_ROWS_SHAPE[4], MASKED_ROWS_SHAPE[-1]
+    inputs, exact = attention_inputs(rng, MASKED_ROWS_SHAPE, dt)
+    go64, q64, k64, v64 = exact
+    got, saved, formula = run_attention_grads(MASKED_ROWS_SHAPE, dt, None, inputs, exact)
+    masked = np.arange(t) < t - s
+    for name, a, c in zip(("dq", "dk", "dv"), got, saved):
+        nan = np.isnan(np.asarray(a, np.float64))
+        assert np.array_equal(nan, np.isnan(np.asarray(c, np.float64))), name + ": NaN places differ"
+        if name == "dq":
+            assert nan[:, :, masked].all(), "dq: a masked row's gradient is not NaN"
+        else:
+            assert nan.all(), name + ": expected NaN throughout"
+
+    def loss(x):
+        with np.errstate(invalid="ignore"):
+            return float(np.nansum(refs.attention(x, k64, v64, causal) * go64))
+    want = refs.numeric_grad(loss, q64.copy())
+    assert_close(got[0][:, :, ~masked], want[:, :, ~masked], dt, "dq")
+    want = want if dt == "f32" else formula[0]
+    assert_close(saved[0][:, :, ~masked], want[:, :, ~masked], dt, "dq (saved)")
+
+
+def run_attention_grads(shape, dt, scale, inputs, exact):
+    """Runs liger.attention with return_lse, then liger.attention_grad
+    without and with saved(out, lse), on (grad, q, k, v): returns the two
+    (dq, dk, dv), and the saved formula (refs.attention_grad_saved) in
+    float64 on the exact operands and the out and lse the forward returned."""
+    causal = shape[-1]
+    Q, K, V, O, L = attention_types(shape, dt)
+    attrs = attention_attrs(causal, scale)
+    mlir = f"""func.func @f(%do: {O}, %q: {Q}, %k: {K}, %v: {V}) -> ({Q}, {K}, {V}, {Q}, {K}, {V}, {O}, {L}) {{
+  %o, %lse = liger.attention %q, %k, %v{attrs} return_lse : {Q}, {K}, {V}
+  %dq, %dk, %dv = liger.attention_grad %do, %q, %k, %v{attrs} : {O}, {Q}, {K}, {V}
+  %sq, %sk, %sv = liger.attention_grad %do, %q, %k, %v saved(%o, %lse : {O}, {L}){attrs} : {O}, {Q}, {K}, {V}
+  return %dq, %dk, %dv, %sq, %sk, %sv, %o, %lse : {Q}, {K}, {V}, {Q}, {K}, {V}, {O}, {L}
+}}"""
+    results = run(mlir, inputs)
+    o, lse = (np.asarray(r, np.float64) for r in results[6:])
+    formula = refs.attention_grad_saved(*exact, o, lse, causal, scale)
+    return results[:3], results[3:6], formula
 
 
 # ----------------------------------------------------------------------------

@@ -210,17 +210,23 @@ static Value contract(OpBuilder &b, Location loc, ArrayRef<Value> operands,
 
 /// liger.attention's probabilities, shared by its lowering and its
 /// gradient's: p = softmax(scale q·kᵀ + mask) over the key axis, in f32
-/// [B, Hq, T, S] (K/V heads shared by groups of `group` query heads).
+/// [B, Hq, T, S] (K/V heads shared by groups of `group` query heads), and
+/// when asked the rows' log-sum-exp lse = max + log(sum exp(s - max)), f32
+/// [B, Hq, T] (-inf for a row whose keys are all masked).
 struct AttentionProbabilities {
   Value probs;
+  Value lse;
   double scale;
   int64_t group;
   SmallVector<OpFoldResult> qSizes, kSizes, probSizes;
 };
 
+/// With `returnLse`, fills in `lse`. With a `savedLse` (the forward's), p =
+/// exp(s - lse) instead of the softmax: what a backward kernel computes.
 static AttentionProbabilities
 attentionProbabilities(OpBuilder &b, Location loc, Value q, Value k,
-                       bool causal, std::optional<APFloat> scaleAttr) {
+                       bool causal, std::optional<APFloat> scaleAttr,
+                       bool returnLse, Value savedLse) {
   MLIRContext *ctx = b.getContext();
   auto qType = cast<RankedTensorType>(q.getType());
   auto kType = cast<RankedTensorType>(k.getType());
@@ -262,15 +268,26 @@ attentionProbabilities(OpBuilder &b, Location loc, Value q, Value k,
                                         f32(nb, nloc, -INFINITY), s)};
       })[0];
 
+  auto expShifted = [](OpBuilder &nb, Location nloc, Value x, Value m) {
+    return math::ExpOp::create(nb, nloc, arith::SubFOp::create(nb, nloc, x, m));
+  };
+  if (savedLse) {
+    a.probs =
+        mapRows(b, loc, a.probSizes,
+                {{masked, Access::Full}, {savedLse, Access::Row}}, {f32Type},
+                [&](OpBuilder &nb, Location nloc,
+                    ValueRange args) -> SmallVector<Value> {
+                  return {expShifted(nb, nloc, args[0], args[1])};
+                })[0];
+    return a;
+  }
+
   // Softmax over the key axis, in f32.
   Value rowMax = reduceRows(
       b, loc, a.probSizes, {{masked, Access::Full}}, -INFINITY,
       [](OpBuilder &nb, Location nloc, ValueRange args) -> SmallVector<Value> {
         return {arith::MaximumFOp::create(nb, nloc, args[1], args[0])};
       });
-  auto expShifted = [](OpBuilder &nb, Location nloc, Value x, Value m) {
-    return math::ExpOp::create(nb, nloc, arith::SubFOp::create(nb, nloc, x, m));
-  };
   Value sumExp = reduceRows(
       b, loc, a.probSizes, {{masked, Access::Full}, {rowMax, Access::Row}}, 0.0,
       [&](OpBuilder &nb, Location nloc, ValueRange args) -> SmallVector<Value> {
@@ -285,25 +302,37 @@ attentionProbabilities(OpBuilder &b, Location loc, Value q, Value k,
         return {arith::DivFOp::create(
             nb, nloc, expShifted(nb, nloc, args[0], args[1]), args[2])};
       })[0];
+  if (!returnLse)
+    return a;
+  // A fully masked row has max = -inf and a NaN sum; its lse is -inf.
+  a.lse = mapRows(
+      b, loc, ArrayRef(a.probSizes).drop_back(),
+      {{rowMax, Access::Full}, {sumExp, Access::Full}}, {f32Type},
+      [&](OpBuilder &nb, Location nloc, ValueRange args) -> SmallVector<Value> {
+        Value lse = arith::AddFOp::create(
+            nb, nloc, args[0], math::LogOp::create(nb, nloc, args[1]));
+        Value empty = arith::CmpFOp::create(nb, nloc, arith::CmpFPredicate::OEQ,
+                                            args[0], f32(nb, nloc, -INFINITY));
+        return {arith::SelectOp::create(nb, nloc, empty, args[0], lse)};
+      })[0];
   return a;
 }
 
 /// Scaled dot-product attention: the probabilities (above), then p·v
-/// accumulated in f32 and rounded to q's type.
+/// accumulated in f32 and rounded to q's type; with return_lse, the rows'
+/// log-sum-exp as a second result.
 struct LowerAttention : OpConversionPattern<AttentionOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(AttentionOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    // TODO: compute the log-sum-exp (the next change); refused until then.
-    if (op.getReturnLse())
-      return rewriter.notifyMatchFailure(op, "return_lse is not lowered yet");
     Location loc = op.getLoc();
     OpBuilder &b = rewriter;
     MLIRContext *ctx = b.getContext();
     Value q = adaptor.getQ(), v = adaptor.getV();
-    AttentionProbabilities a = attentionProbabilities(
-        b, loc, q, adaptor.getK(), op.getCausal(), op.getScale());
+    AttentionProbabilities a =
+        attentionProbabilities(b, loc, q, adaptor.getK(), op.getCausal(),
+                               op.getScale(), op.getReturnLse(), Value());
     auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
     // out[b, h, t, e] = sum_s p[b, h, t, s] v[b, h / group, s, e].
     Value out = contract(
@@ -312,32 +341,35 @@ struct LowerAttention : OpConversionPattern<AttentionOp> {
         {AffineMap::get(5, 0, {d(0), d(1), d(2), d(4)}, ctx),
          AffineMap::get(5, 0, {d(0), d(1).floorDiv(a.group), d(4), d(3)}, ctx)},
         1);
-    rewriter.replaceOp(op, roundAccumulator(b, loc, out, {},
-                                            getElementTypeOrSelf(q.getType())));
+    SmallVector<Value> results = {
+        roundAccumulator(b, loc, out, {}, getElementTypeOrSelf(q.getType()))};
+    if (a.lse)
+      results.push_back(a.lse);
+    rewriter.replaceOp(op, results);
     return success();
   }
 };
 
 /// liger.attention_grad: the probabilities recomputed (above), then in f32
-/// dp = grad·vᵀ, ds = p (dp - rowsum(p dp)) scale, dq = ds·k, and the
-/// key/value heads' dk = dsᵀ·q and dv = pᵀ·grad summed over the query
-/// heads of their group; each rounded to its operand's type.
+/// dp = grad·vᵀ, ds = p (dp - D) scale with D = rowsum(p dp), dq = ds·k,
+/// and the key/value heads' dk = dsᵀ·q and dv = pᵀ·grad summed over the
+/// query heads of their group; each rounded to its operand's type. With the
+/// forward's saved out and lse, p = exp(s - lse) and D = rowsum(grad out),
+/// as a backward kernel computes them.
 struct LowerAttentionGrad : OpConversionPattern<AttentionGradOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(AttentionGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    // TODO: use the saved out and lse (the next change); refused until then.
-    if (op.getOut())
-      return rewriter.notifyMatchFailure(op, "saved values are not lowered "
-                                             "yet");
     Location loc = op.getLoc();
     OpBuilder &b = rewriter;
     MLIRContext *ctx = b.getContext();
     Value dy = adaptor.getGrad(), q = adaptor.getQ(), k = adaptor.getK(),
           v = adaptor.getV();
+    Value savedOut = adaptor.getOut();
     AttentionProbabilities a =
-        attentionProbabilities(b, loc, q, k, op.getCausal(), op.getScale());
+        attentionProbabilities(b, loc, q, k, op.getCausal(), op.getScale(),
+                               /*returnLse=*/false, adaptor.getLse());
     auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
     Type f32Type = b.getF32Type();
     int64_t group = a.group;
@@ -363,15 +395,22 @@ struct LowerAttentionGrad : OpConversionPattern<AttentionGradOp> {
         {AffineMap::get(5, 0, {d(0), d(1), d(2), d(4)}, ctx),
          AffineMap::get(5, 0, {d(0), d(1).floorDiv(group), d(3), d(4)}, ctx)},
         1);
-    // ds = p (dp - rowsum(p dp)) scale.
-    Value rowDot = reduceRows(
-        b, loc, a.probSizes, {{a.probs, Access::Full}, {dp, Access::Full}}, 0.0,
-        [](OpBuilder &nb, Location nloc,
-           ValueRange args) -> SmallVector<Value> {
-          return {arith::AddFOp::create(
-              nb, nloc, args[2],
-              arith::MulFOp::create(nb, nloc, args[0], args[1]))};
-        });
+    // D = rowsum(grad out) over [B, Hq, T, Dv] with the saved output, else
+    // rowsum(p dp) over [B, Hq, T, S]; in f32.
+    auto rowSum = [](OpBuilder &nb, Location nloc,
+                     ValueRange args) -> SmallVector<Value> {
+      Value product = arith::MulFOp::create(nb, nloc, toF32(nb, nloc, args[0]),
+                                            toF32(nb, nloc, args[1]));
+      return {arith::AddFOp::create(nb, nloc, args[2], product)};
+    };
+    Value rowDot =
+        savedOut ? reduceRows(b, loc, sizesOf(b, loc, dy),
+                              {{dy, Access::Full}, {savedOut, Access::Full}},
+                              0.0, rowSum)
+                 : reduceRows(b, loc, a.probSizes,
+                              {{a.probs, Access::Full}, {dp, Access::Full}},
+                              0.0, rowSum);
+    // ds = p (dp - D) scale.
     double scale = a.scale;
     Value ds = mapRows(
         b, loc, a.probSizes,
