@@ -231,6 +231,30 @@ func.func @attention_shared_memory(%q: tensor<?x4x?x128xbf16>) -> tensor<?x4x?x1
 
 // -----
 
+func.func @attention_grad_tile_n(%q: tensor<?x4x?x128xbf16>, %l: tensor<?x4x?xf32>) -> tensor<?x4x?x128xbf16> {
+  // expected-error @+1 {{'liger.fusion' op has a 'liger.kernel_config' the attention template cannot take: the backward's 'tile_n' (its key rows a tile) must be 128, got 64}}
+  %o:3 = liger.fusion attention(%q, %l) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = attention, tile_n = 64, stages = 2>} : (tensor<?x4x?x128xbf16>, tensor<?x4x?xf32>) -> (tensor<?x4x?x128xbf16>, tensor<?x4x?x128xbf16>, tensor<?x4x?x128xbf16>) {
+  ^bb0(%a: tensor<?x4x?x128xbf16>, %b: tensor<?x4x?xf32>):
+    %r:3 = liger.attention_grad %a, %a, %a, %a saved(%a, %b : tensor<?x4x?x128xbf16>, tensor<?x4x?xf32>) causal : tensor<?x4x?x128xbf16>, tensor<?x4x?x128xbf16>, tensor<?x4x?x128xbf16>, tensor<?x4x?x128xbf16>
+    liger.yield %r#0, %r#1, %r#2 : tensor<?x4x?x128xbf16>, tensor<?x4x?x128xbf16>, tensor<?x4x?x128xbf16>
+  }
+  return %o#0 : tensor<?x4x?x128xbf16>
+}
+
+// -----
+
+func.func @attention_grad_shared_memory(%q: tensor<?x4x?x128xbf16>, %l: tensor<?x4x?xf32>) -> tensor<?x4x?x128xbf16> {
+  // expected-error @+1 {{'tile_n' 128 and 4 stages take 280064 bytes of shared memory, over sm_90a's 232448}}
+  %o:3 = liger.fusion attention(%q, %l) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = attention, tile_n = 128, stages = 4>} : (tensor<?x4x?x128xbf16>, tensor<?x4x?xf32>) -> (tensor<?x4x?x128xbf16>, tensor<?x4x?x128xbf16>, tensor<?x4x?x128xbf16>) {
+  ^bb0(%a: tensor<?x4x?x128xbf16>, %b: tensor<?x4x?xf32>):
+    %r:3 = liger.attention_grad %a, %a, %a, %a saved(%a, %b : tensor<?x4x?x128xbf16>, tensor<?x4x?xf32>) : tensor<?x4x?x128xbf16>, tensor<?x4x?x128xbf16>, tensor<?x4x?x128xbf16>, tensor<?x4x?x128xbf16>
+    liger.yield %r#0, %r#1, %r#2 : tensor<?x4x?x128xbf16>, tensor<?x4x?x128xbf16>, tensor<?x4x?x128xbf16>
+  }
+  return %o#0 : tensor<?x4x?x128xbf16>
+}
+
+// -----
+
 func.func @attention_template_on_rowwise(%x: tensor<?x64xbf16>) -> tensor<?x64xbf16> {
   // expected-error @+1 {{'liger.fusion' op has a 'liger.kernel_config' of the attention template; its ops are built by the rowwise template}}
   %y = liger.fusion rowwise(%x) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = attention, tile_n = 64, stages = 2>} : (tensor<?x64xbf16>) -> tensor<?x64xbf16> {

@@ -301,3 +301,31 @@ func.func @attention_blocks(%q: tensor<?x32x?x128xbf16>, %k: tensor<?x8x?x128xbf
   }
   return %o, %p : tensor<?x32x?x128xbf16>, tensor<?x8x?x256xbf16>
 }
+
+// -----
+
+// The attention backward: key tiles of 128 rows (64 a consumer warpgroup),
+// as many query-block stages as fit: three at D 128 (k's and v's tiles, q,
+// dO and out a stage), four at D 64: a persistent kernel and the one that
+// rounds dq from its f32 workspace each.
+// CHECK-LABEL: func.func @attention_grad_blocks
+//       CHECK:   liger.kernel_config = #liger.kernel_config<kernel_template = attention, tile_n = 128, stages = 3>
+//       CHECK:   liger.kernel_config = #liger.kernel_config<kernel_template = attention, tile_n = 128, stages = 4>
+// GPU-LABEL: gpu.func @attention_grad_blocks_attention_0(
+// GPU-LABEL: gpu.func @attention_grad_blocks_attention_0_finish(
+// GPU-LABEL: gpu.func @attention_grad_blocks_attention_1(
+// SM80-LABEL: func.func @attention_grad_blocks
+//       SM80:   kernel_template = attention, tile_n = 128, stages = 2
+func.func @attention_grad_blocks(%q: tensor<?x32x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %l: tensor<?x32x?xf32>, %w: tensor<?x4x?x64xbf16>, %m: tensor<?x4x?xf32>) -> (tensor<?x32x?x128xbf16>, tensor<?x4x?x64xbf16>) {
+  %g:3 = liger.fusion attention(%q, %k, %l) : (tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x32x?xf32>) -> (tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>) {
+  ^bb0(%a: tensor<?x32x?x128xbf16>, %b: tensor<?x8x?x128xbf16>, %c: tensor<?x32x?xf32>):
+    %0:3 = liger.attention_grad %a, %a, %b, %b saved(%a, %c : tensor<?x32x?x128xbf16>, tensor<?x32x?xf32>) causal : tensor<?x32x?x128xbf16>, tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>
+    liger.yield %0#0, %0#1, %0#2 : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>
+  }
+  %h:3 = liger.fusion attention(%w, %m) : (tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>) -> (tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>) {
+  ^bb0(%a: tensor<?x4x?x64xbf16>, %c: tensor<?x4x?xf32>):
+    %0:3 = liger.attention_grad %a, %a, %a, %a saved(%a, %c : tensor<?x4x?x64xbf16>, tensor<?x4x?xf32>) : tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>
+    liger.yield %0#0, %0#1, %0#2 : tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>, tensor<?x4x?x64xbf16>
+  }
+  return %g#0, %h#0 : tensor<?x32x?x128xbf16>, tensor<?x4x?x64xbf16>
+}

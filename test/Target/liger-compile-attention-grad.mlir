@@ -1,13 +1,113 @@
-// liger.attention_grad has its reference lowering (the CPU oracle) but no
-// GPU kernel template yet: liger-compile says so and writes no bundle (exit
-// 1, like any module without a kernel).
+// The attention template's backward (sm_90a): liger.attention_grad with the
+// forward's saved output and lse (liger.attention return_lse) as a
+// persistent kernel over 128-row key tiles and a finishing kernel. The
+// manifest: dq's f32 workspace (heads, zero-filled by the launcher) with
+// its 'finish' kernel, lse as head scalars, five tensor maps (q, dO and out
+// in 64-row blocks; k and v in 128-row tiles). In the PTX, Sᵀ = K·qᵀ and
+// dPᵀ = V·dOᵀ K-major, dV and dK from registers with dO and q MN-major,
+// dQ = dS·K with both operands transposed, its f32 atomics. The forward
+// with return_lse writes lse (f32) beside the output.
+// REQUIRES: ptxas
 // RUN: rm -rf %t.bundle
-// RUN: not liger-compile %s -o %t.bundle 2>&1 | FileCheck %s
-// RUN: not test -e %t.bundle
+// RUN: liger-compile %s -o %t.bundle | FileCheck %s --check-prefix=OUT
+// RUN: FileCheck %s --check-prefix=MANIFEST < %t.bundle/manifest.json
+// RUN: FileCheck %s --check-prefix=PTX < %t.bundle/liger_kernels.sm_90a.ptx
+// RUN: ptxas -arch=sm_90a -v %t.bundle/liger_kernels.sm_90a.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: rm -rf %t.sm80 && not liger-compile %s --target=sm_80 -o %t.sm80 2>&1 | FileCheck %s --check-prefix=SM80
 
-// CHECK: liger-compile: no kernel to compile in {{.*}} (not compiled yet, no kernel template: 1 liger.attention_grad)
-func.func @alone(%do: tensor<?x4x?x16xbf16>, %q: tensor<?x4x?x16xbf16>, %k: tensor<?x2x?x16xbf16>, %v: tensor<?x2x?x16xbf16>)
-    -> (tensor<?x4x?x16xbf16>, tensor<?x2x?x16xbf16>, tensor<?x2x?x16xbf16>) {
-  %dq, %dk, %dv = liger.attention_grad %do, %q, %k, %v causal : tensor<?x4x?x16xbf16>, tensor<?x4x?x16xbf16>, tensor<?x2x?x16xbf16>, tensor<?x2x?x16xbf16>
-  return %dq, %dk, %dv : tensor<?x4x?x16xbf16>, tensor<?x2x?x16xbf16>, tensor<?x2x?x16xbf16>
+// OUT: liger-compile: 2 kernels for sm_90a
+
+// MANIFEST: "name": "forward_attention_0",
+// MANIFEST: "name": "output1",
+// MANIFEST-NEXT: "role": "output",
+// MANIFEST-NEXT: "shape": [
+// MANIFEST-NEXT: "batch",
+// MANIFEST-NEXT: 32,
+// MANIFEST-NEXT: "seq"
+// Llama's backward: three stages of q, dO and out (64 x 128 each) beside
+// k's and v's 128 x 128 tiles, dSᵀ and the rows' D and lse.
+// MANIFEST: "block": [
+// MANIFEST-NEXT: 384,
+// MANIFEST: "ctas_per_sm": 1,
+// MANIFEST: "dynamic_shared_memory_bytes": 230912,
+// MANIFEST: "finish": {
+// MANIFEST-NEXT: "block": [
+// MANIFEST-NEXT: 256,
+// MANIFEST: "name": "gqa_causal_attention_0_finish"
+// MANIFEST: "grid": [
+// MANIFEST-NEXT: "sms",
+// MANIFEST: "name": "gqa_causal_attention_0",
+// MANIFEST: "ops": "liger.attention_grad",
+// The inputs: dO, q, k, v, out, then lse as head scalars.
+// MANIFEST: "name": "input5",
+// MANIFEST-NEXT: "role": "input",
+// MANIFEST-NEXT: "shape": [
+// MANIFEST-NEXT: "batch",
+// MANIFEST-NEXT: 32,
+// MANIFEST-NEXT: "seq"
+// dq (32 heads), dk and dv (8), dq's f32 accumulator.
+// MANIFEST: "name": "output0",
+// MANIFEST: "name": "output2",
+// MANIFEST: "dtype": "f32",
+// MANIFEST-NEXT: "kind": "heads",
+// MANIFEST-NEXT: "name": "workspace0",
+// MANIFEST-NEXT: "role": "workspace",
+// MANIFEST-NEXT: "shape": [
+// MANIFEST-NEXT: "batch",
+// MANIFEST-NEXT: 32,
+// MANIFEST: "tensor_maps": [
+// MANIFEST: "box": [
+// MANIFEST-NEXT: 64,
+// MANIFEST-NEXT: 64
+// MANIFEST: "param": "input1",
+// MANIFEST: "param": "input0",
+// MANIFEST: "param": "input4",
+// MANIFEST: "box": [
+// MANIFEST-NEXT: 128,
+// MANIFEST-NEXT: 64
+// MANIFEST: "param": "input2",
+// MANIFEST: "param": "input3",
+
+// PTX-LABEL: .entry forward_attention_0(
+// PTX: st.global.b32
+// PTX-LABEL: .entry gqa_causal_attention_0(
+// PTX: setmaxnreg.dec.sync.aligned.u32 40
+// PTX: cp.async.bulk.tensor.3d.shared::cta.global.tile.mbarrier::complete_tx::bytes
+// PTX: setmaxnreg.inc.sync.aligned.u32 232
+// PTX: bar.sync {{.*}}, 256;
+// Sᵀ and dPᵀ (K-major: trans-a 0, trans-b 0), P·dO and dS·q (A from
+// registers, B MN-major: trans-b 1), dS·K (trans-a 1, trans-b 1):
+// PTX-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, %rd{{[0-9]+}}, %rd{{[0-9]+}}, p, 1, 1, 0, 0;
+// PTX-DAG: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}}, %rd{{[0-9]+}}, p, 1, 1, 1;
+// PTX-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, %rd{{[0-9]+}}, %rd{{[0-9]+}}, p, 1, 1, 1, 1;
+// PTX-DAG: ex2.approx.ftz.f32
+// PTX-DAG: atom.global.add.f32
+// PTX-LABEL: .entry gqa_causal_attention_0_finish(
+// PTX: mul.rn.f32
+// PTX: cvt.rn.bf16x2.f32
+
+// PTXAS-DAG: Compiling entry function 'forward_attention_0'
+// PTXAS-DAG: Compiling entry function 'gqa_causal_attention_0'
+// PTXAS-DAG: Compiling entry function 'gqa_causal_attention_0_finish'
+
+// SM80: liger-compile: no kernel to compile in {{.*}} (not compiled yet, no kernel template: 1 liger.attention, 1 liger.attention_grad)
+
+// The forward with its lse.
+func.func @forward(%q: tensor<?x32x?x128xbf16>, %k: tensor<?x8x?x128xbf16>,
+                   %v: tensor<?x8x?x128xbf16>)
+    -> (tensor<?x32x?x128xbf16>, tensor<?x32x?xf32>) {
+  %o, %lse = liger.attention %q, %k, %v causal return_lse
+      : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>
+  return %o, %lse : tensor<?x32x?x128xbf16>, tensor<?x32x?xf32>
+}
+
+// Llama's attention backward: 32 query heads over 8 key/value heads.
+func.func @gqa_causal(%do: tensor<?x32x?x128xbf16>, %q: tensor<?x32x?x128xbf16>,
+                      %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>,
+                      %o: tensor<?x32x?x128xbf16>, %lse: tensor<?x32x?xf32>)
+    -> (tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>) {
+  %dq, %dk, %dv = liger.attention_grad %do, %q, %k, %v
+      saved(%o, %lse : tensor<?x32x?x128xbf16>, tensor<?x32x?xf32>) causal
+      : tensor<?x32x?x128xbf16>, tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>
+  return %dq, %dk, %dv : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>
 }

@@ -107,7 +107,8 @@ struct AttentionKernelBuilder {
   const AttentionPlan &plan;
   AttentionLayout layout;
   Value shared;                         ///< !llvm.ptr<3>
-  Value q, k, out, qMap, kMap, vMap;    ///< the parameters (q and k for sizes)
+  Value q, k, out, lse, qMap, kMap, vMap; ///< the parameters (q and k for
+                                          ///< sizes; lse null without it)
   Value tid, seq, kvSeq, mTiles, ctaTiles;
 
   int64_t tileN() const { return layout.tileN; }
@@ -541,11 +542,23 @@ void AttentionKernelBuilder::emitConsumer(GpuBuilder &b) const {
     // q's tile is free for the next one.
     tb.mbarrierArrive(at(tb, layout.qEmptyBarrier()));
 
-    // out = O / l: each row's sum completed across its quad.
+    // out = O / l: each row's sum completed across its quad; lse = m ln 2
+    // + ln l (m in the log2 domain), by the quad's first thread.
     Value inv[2];
-    for (int h = 0; h < 2; ++h)
-      inv[h] = arith::DivFOp::create(
-          tb, tb.f32(1), tb.warpAllReduceSum(blocks.getResult(2 + h), 4));
+    for (int h = 0; h < 2; ++h) {
+      Value l = tb.warpAllReduceSum(blocks.getResult(2 + h), 4);
+      inv[h] = arith::DivFOp::create(tb, tb.f32(1), l);
+      if (!lse)
+        continue;
+      GpuBuilder sb = tb.ifThen(arith::AndIOp::create(
+          tb, tb.lessThan(rows[h], seq), tb.equal(tb.rem(lane, 4), 0)));
+      Value x = arith::AddFOp::create(
+          sb,
+          arith::MulFOp::create(sb, blocks.getResult(h),
+                                sb.f32(0.6931471805599453)),
+          math::LogOp::create(sb, l));
+      memref::StoreOp::create(sb, x, lse, ValueRange{t.batch, t.head, rows[h]});
+    }
     auto pairType = VectorType::get({2}, elem);
     for (int h = 0; h < 2; ++h) {
       GpuBuilder sb = tb.ifThen(tb.lessThan(rows[h], seq));
@@ -573,30 +586,48 @@ void AttentionKernelBuilder::emitConsumer(GpuBuilder &b) const {
 
 FailureOr<AttentionPlan> mlir::liger::analyzeAttentionGroup(FusionOp group) {
   Block &body = group.getBody().front();
-  auto op = dyn_cast<AttentionOp>(&body.front());
-  if (!op || op->getNextNode() != body.getTerminator() ||
-      !llvm::equal(group.getYield().getValues(), op->getResults()))
+  Operation *first = &body.front();
+  if (!isa<AttentionOp, AttentionGradOp>(first) ||
+      first->getNextNode() != body.getTerminator() ||
+      !llvm::equal(group.getYield().getValues(), first->getResults()))
     return group.emitOpError("cannot be lowered to an attention kernel: it "
-                             "must hold one liger.attention and yield its "
-                             "result");
+                             "must hold one liger.attention or "
+                             "liger.attention_grad and yield its results");
   AttentionPlan plan;
   plan.group = group;
-  plan.op = op;
-  plan.q = cast<BlockArgument>(op.getQ());
-  plan.k = cast<BlockArgument>(op.getK());
-  plan.v = cast<BlockArgument>(op.getV());
-  auto qType = cast<RankedTensorType>(op.getQ().getType());
-  auto kType = cast<RankedTensorType>(op.getK().getType());
-  auto vType = cast<RankedTensorType>(op.getV().getType());
+  Value q, k, v;
+  if (auto op = dyn_cast<AttentionOp>(first)) {
+    plan.op = op;
+    q = op.getQ(), k = op.getK(), v = op.getV();
+    plan.causal = op.getCausal();
+    plan.returnsLse = op.getReturnLse();
+    if (auto scale = op.getScaleAttr())
+      plan.scale = scale.getValueAsDouble();
+  } else {
+    auto grad = cast<AttentionGradOp>(first);
+    plan.gradOp = grad;
+    q = grad.getQ(), k = grad.getK(), v = grad.getV();
+    plan.grad = cast<BlockArgument>(grad.getGrad());
+    if (grad.getOut()) {
+      plan.out = cast<BlockArgument>(grad.getOut());
+      plan.lse = cast<BlockArgument>(grad.getLse());
+    }
+    plan.causal = grad.getCausal();
+    if (auto scale = grad.getScaleAttr())
+      plan.scale = scale.getValueAsDouble();
+  }
+  plan.q = cast<BlockArgument>(q);
+  plan.k = cast<BlockArgument>(k);
+  plan.v = cast<BlockArgument>(v);
+  auto qType = cast<RankedTensorType>(q.getType());
+  auto kType = cast<RankedTensorType>(k.getType());
+  auto vType = cast<RankedTensorType>(v.getType());
   plan.elementType = qType.getElementType();
   plan.queryHeads = qType.getDimSize(1);
   plan.kvHeads = kType.getDimSize(1);
   plan.headDim = qType.getDimSize(3);
   plan.valueDim = vType.getDimSize(3);
-  plan.causal = op.getCausal();
-  if (auto scale = op.getScaleAttr())
-    plan.scale = scale.getValueAsDouble();
-  else if (plan.headDim > 0)
+  if (plan.scale == 0 && plan.headDim > 0)
     plan.scale = 1.0 / std::sqrt(static_cast<double>(plan.headDim));
   return plan;
 }
@@ -628,30 +659,51 @@ std::string mlir::liger::attentionTemplateProblem(const AttentionPlan &plan,
     return "the attention template takes a head dimension that is a multiple "
            "of 64 up to 256 (its tiles' 128-byte rows), got " +
            std::to_string(plan.headDim);
+  if (plan.backward()) {
+    if (!plan.out)
+      return "the attention template's backward takes the forward's output "
+             "and lse (liger.attention_grad's saved operands; liger.attention "
+             "return_lse gives the lse)";
+    if (plan.headDim > 128)
+      return "the attention template's backward holds dk and dv of 64 key "
+             "rows in registers: head dimension 64 or 128, got " +
+             std::to_string(plan.headDim);
+  }
   return "";
 }
 
-/// The tile_n and stages limits, and the consumers' registers (S's and O's
-/// accumulators: tile_n / 2 + D / 2 f32 a thread) and shared memory they
-/// take; empty when they fit.
+/// The shared memory of `plan`'s kernel with these tunables.
+static int64_t attentionSharedBytes(const AttentionPlan &plan, int64_t tileN,
+                                    int64_t stages) {
+  if (plan.backward())
+    return attentionGradSharedBytes(plan.headDim, stages);
+  return AttentionLayout(plan.headDim, tileN, stages).size();
+}
+
+/// The tile_n and stages limits, the consumers' registers (the forward's S
+/// and O accumulators: tile_n / 2 + D / 2 f32 a thread) and the shared
+/// memory they take; empty when they fit. The backward's tile_n is its key
+/// tile: 128 (64 rows for each consumer warpgroup).
 static std::string attentionConfigProblem(const AttentionPlan &plan,
                                           int64_t tileN, int64_t stages,
                                           const GpuTargetInfo &target) {
+  if (plan.backward() && tileN != 128)
+    return "the backward's 'tile_n' (its key rows a tile) must be 128, got " +
+           std::to_string(tileN);
   if (tileN != 64 && tileN != 96 && tileN != 128)
     return "'tile_n' must be 64, 96 or 128, got " + std::to_string(tileN);
   if (stages < 2 || stages > 4)
     return "'stages' must be 2 to 4, got " + std::to_string(stages);
-  if (tileN / 2 + plan.headDim / 2 > 160)
+  if (!plan.backward() && tileN / 2 + plan.headDim / 2 > 160)
     return "'tile_n' " + std::to_string(tileN) + " with head dimension " +
            std::to_string(plan.headDim) +
            " holds more accumulators than a consumer thread's registers "
            "(tile_n / 2 + D / 2 must be at most 160)";
-  AttentionLayout layout(plan.headDim, tileN, stages);
-  if (layout.size() > target.maxSharedMemoryBytes)
+  int64_t bytes = attentionSharedBytes(plan, tileN, stages);
+  if (bytes > target.maxSharedMemoryBytes)
     return "'tile_n' " + std::to_string(tileN) + " and " +
-           std::to_string(stages) + " stages take " +
-           std::to_string(layout.size()) + " bytes of shared memory, over " +
-           target.chip.str() + "'s " +
+           std::to_string(stages) + " stages take " + std::to_string(bytes) +
+           " bytes of shared memory, over " + target.chip.str() + "'s " +
            std::to_string(target.maxSharedMemoryBytes);
   return "";
 }
@@ -659,12 +711,13 @@ static std::string attentionConfigProblem(const AttentionPlan &plan,
 KernelConfigAttr
 mlir::liger::selectAttentionKernelConfig(const AttentionPlan &plan,
                                          const GpuTargetInfo &target) {
-  int64_t tileN = plan.headDim > 128 ? 64 : 128;
-  // The consumers hold two blocks' stages at once (block j's k for S_j,
-  // block j - 1's v for P · v): a third lets the producer load the next
-  // block meanwhile. As many as fit, up to 4.
+  int64_t tileN = plan.headDim > 128 && !plan.backward() ? 64 : 128;
+  // The forward's consumers hold two blocks' stages at once (block j's k
+  // for S_j, block j - 1's v for P · v): a third lets the producer load
+  // the next block meanwhile. The backward's hold one query block; a
+  // second is loaded meanwhile. As many as fit, up to 4.
   int64_t stages = 4;
-  while (stages > 2 && AttentionLayout(plan.headDim, tileN, stages).size() >
+  while (stages > 2 && attentionSharedBytes(plan, tileN, stages) >
                            target.maxSharedMemoryBytes)
     --stages;
   return KernelConfigAttr::get(
@@ -697,6 +750,8 @@ FailureOr<rt::KernelSpec> mlir::liger::buildAttentionKernel(
     plan.group.emitWarning("left for a later attention template: ") << problem;
     return failure();
   }
+  if (plan.backward())
+    return buildAttentionGradKernel(plan, module, name, config);
   MLIRContext *ctx = plan.group.getContext();
   Block &body = plan.group.getBody().front();
   AttentionKernelBuilder kb{
@@ -733,6 +788,14 @@ FailureOr<rt::KernelSpec> mlir::liger::buildAttentionKernel(
                                  plan.headDim, plan.queryHeads));
   paramTypes.push_back(
       MemRefType::get(resultType.getShape(), plan.elementType));
+  if (plan.returnsLse) {
+    auto lseType = cast<RankedTensorType>(plan.op.getLse().getType());
+    info.params.push_back(
+        abiParam("output1", rt::ParamRole::Output, rt::ParamKind::HeadScalars,
+                 lseType.getElementType(), 0, plan.queryHeads));
+    paramTypes.push_back(
+        MemRefType::get(lseType.getShape(), lseType.getElementType()));
+  }
   auto tensorMap = [](unsigned param, int64_t rows) {
     rt::KernelTensorMap map;
     map.param = param;
@@ -754,6 +817,8 @@ FailureOr<rt::KernelSpec> mlir::liger::buildAttentionKernel(
   kb.q = entry.getArgument(plan.q.getArgNumber());
   kb.k = entry.getArgument(plan.k.getArgNumber());
   kb.out = entry.getArgument(body.getNumArguments());
+  if (plan.returnsLse)
+    kb.lse = entry.getArgument(body.getNumArguments() + 1);
   ValueRange maps = entry.getArguments().take_back(3);
   kb.qMap = maps[0];
   kb.kMap = maps[1];

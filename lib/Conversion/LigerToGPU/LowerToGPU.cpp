@@ -76,7 +76,8 @@ struct LowerToGPUPass : mlir::liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
     }
 
     // Rowwise ops outside groups become groups of one (and, on a target
-    // with the attention template's instructions, liger.attention).
+    // with the attention template's instructions, liger.attention and
+    // liger.attention_grad).
     IRRewriter rewriter(ctx);
     std::optional<GpuTargetInfo> target = lookupGpuTarget(chip);
     bool attentionKernels = attentionTemplateRunsOn(*target);
@@ -84,15 +85,16 @@ struct LowerToGPUPass : mlir::liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
       SmallVector<Operation *> singles;
       module.walk([&](Operation *op) {
         if ((isRowwiseOp(op) || (matmulKernels && isLoneMatmulOp(op)) ||
-             (attentionKernels && isa<AttentionOp>(op))) &&
+             (attentionKernels && isa<AttentionOp, AttentionGradOp>(op))) &&
             !isInFusionGroup(op))
           singles.push_back(op);
       });
       for (Operation *op : singles) {
         std::string whyNot;
-        FusionKind kind = isLoneMatmulOp(op)     ? FusionKind::matmul
-                          : isa<AttentionOp>(op) ? FusionKind::attention
-                                                 : FusionKind::rowwise;
+        FusionKind kind = isLoneMatmulOp(op) ? FusionKind::matmul
+                          : isa<AttentionOp, AttentionGradOp>(op)
+                              ? FusionKind::attention
+                              : FusionKind::rowwise;
         if (failed(createFusionGroup(
                 rewriter, {"liger-lower-to-gpu", kind, {op}, {}}, whyNot))) {
           op->emitOpError("cannot become a kernel: ") << whyNot;

@@ -256,7 +256,7 @@ func.func @matmul_two_input_gradients(%dy: tensor<4x8xf32>, %w: tensor<8x16xf32>
 // -----
 
 func.func @attention_group_other_op(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
-  // expected-error @+1 {{'liger.fusion' op of kind attention cannot contain 'liger.silu': an attention kernel implements one liger.attention}}
+  // expected-error @+1 {{'liger.fusion' op of kind attention cannot contain 'liger.silu': an attention kernel implements one liger.attention or one liger.attention_grad}}
   %y = liger.fusion attention(%x) : (tensor<4x8xf32>) -> tensor<4x8xf32> {
   ^bb0(%a: tensor<4x8xf32>):
     %s = liger.silu %a : tensor<4x8xf32>
@@ -268,12 +268,26 @@ func.func @attention_group_other_op(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 // -----
 
 func.func @attention_group_two_ops(%q: tensor<1x2x4x64xbf16>) -> tensor<1x2x4x64xbf16> {
-  // expected-error @+1 {{'liger.fusion' op of kind attention expects exactly one 'liger.attention', got 2}}
+  // expected-error @+1 {{'liger.fusion' op of kind attention expects exactly one 'liger.attention' or 'liger.attention_grad', got 2}}
   %y = liger.fusion attention(%q) : (tensor<1x2x4x64xbf16>) -> tensor<1x2x4x64xbf16> {
   ^bb0(%a: tensor<1x2x4x64xbf16>):
     %o = liger.attention %a, %a, %a : tensor<1x2x4x64xbf16>, tensor<1x2x4x64xbf16>, tensor<1x2x4x64xbf16>
     %p = liger.attention %o, %a, %a : tensor<1x2x4x64xbf16>, tensor<1x2x4x64xbf16>, tensor<1x2x4x64xbf16>
     liger.yield %p : tensor<1x2x4x64xbf16>
+  }
+  return %y : tensor<1x2x4x64xbf16>
+}
+
+// -----
+
+// The forward and its backward are two kernels, not one group.
+func.func @attention_group_forward_and_grad(%q: tensor<1x2x4x64xbf16>) -> tensor<1x2x4x64xbf16> {
+  // expected-error @+1 {{'liger.fusion' op of kind attention expects exactly one 'liger.attention' or 'liger.attention_grad', got 2}}
+  %y = liger.fusion attention(%q) : (tensor<1x2x4x64xbf16>) -> tensor<1x2x4x64xbf16> {
+  ^bb0(%a: tensor<1x2x4x64xbf16>):
+    %o = liger.attention %a, %a, %a : tensor<1x2x4x64xbf16>, tensor<1x2x4x64xbf16>, tensor<1x2x4x64xbf16>
+    %g:3 = liger.attention_grad %o, %a, %a, %a : tensor<1x2x4x64xbf16>, tensor<1x2x4x64xbf16>, tensor<1x2x4x64xbf16>, tensor<1x2x4x64xbf16>
+    liger.yield %g#0 : tensor<1x2x4x64xbf16>
   }
   return %y : tensor<1x2x4x64xbf16>
 }

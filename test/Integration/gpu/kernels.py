@@ -1168,17 +1168,73 @@ ATTENTION = {
 ATTENTION_SHAPES = [(1, 1), (1, 7), (3, 77), (2, 128), (1, 1000), (2, 2048), (1, 8192)]
 
 
+# The cases whose backward the template takes (head dimension 64 or 128):
+# each also has @<name>_lse (the forward with its lse) and @<name>_grad (the
+# backward from the saved output and lse).
+ATTENTION_GRAD = [name for name, case in ATTENTION.items() if case[2] <= 128]
+
+
 def attention_module_text():
     out = []
     for name, (hq, hkv, d, causal, scale, dt) in ATTENTION.items():
         Q = "tensor<?x%dx?x%dx%s>" % (hq, d, dt)
         K = "tensor<?x%dx?x%dx%s>" % (hkv, d, dt)
+        L = "tensor<?x%dx?xf32>" % hq
         attrs = (" causal" if causal else "") + (" scale = %r" % scale if scale else "")
         out.append("""func.func @%s(%%q: %s, %%k: %s, %%v: %s) -> %s {
   %%o = liger.attention %%q, %%k, %%v%s : %s, %s, %s
   return %%o : %s
 }""" % (name, Q, K, K, Q, attrs, Q, K, K, Q))
+        if name not in ATTENTION_GRAD:
+            continue
+        out.append("""func.func @%s_lse(%%q: %s, %%k: %s, %%v: %s) -> (%s, %s) {
+  %%o, %%lse = liger.attention %%q, %%k, %%v%s return_lse : %s, %s, %s
+  return %%o, %%lse : %s, %s
+}""" % (name, Q, K, K, Q, L, attrs, Q, K, K, Q, L))
+        out.append("""func.func @%s_grad(%%do: %s, %%q: %s, %%k: %s, %%v: %s, %%o: %s, %%lse: %s)
+    -> (%s, %s, %s) {
+  %%dq, %%dk, %%dv = liger.attention_grad %%do, %%q, %%k, %%v saved(%%o, %%lse : %s, %s)%s
+      : %s, %s, %s, %s
+  return %%dq, %%dk, %%dv : %s, %s, %s
+}""" % (name, Q, Q, K, K, Q, L, Q, K, K, Q, L, attrs, Q, Q, K, K, Q, K, K))
     return "\n\n".join(out) + "\n"
+
+
+def attention_grad_reference(q, k, v, grad, causal, scale, dtype):
+    """(dq, dk, dv, lse) of attention_reference's attention in `dtype`, per
+    (batch, query head): p = softmax(scale q kᵀ + mask), dv = pᵀ grad,
+    ds = p (grad vᵀ - rowsum(p (grad vᵀ))), dq = scale ds k, dk = scale dsᵀ
+    q, a key/value head's dk and dv summed over its query heads; lse the
+    log-sum-exp of the scaled, masked scores."""
+    import torch
+    b, hq, t, d = q.shape
+    hkv, s = k.shape[1], k.shape[2]
+    scale = 1.0 / math.sqrt(d) if scale is None else scale
+    dq = torch.empty(b, hq, t, d, dtype=dtype, device=q.device)
+    dk = torch.zeros(b, hkv, s, d, dtype=dtype, device=q.device)
+    dv = torch.zeros(b, hkv, s, d, dtype=dtype, device=q.device)
+    lse = torch.empty(b, hq, t, dtype=dtype, device=q.device)
+    mask = None
+    if causal:
+        i = torch.arange(t, device=q.device)[:, None]
+        j = torch.arange(s, device=q.device)[None, :]
+        mask = j > i + (s - t)
+    for bi in range(b):
+        for h in range(hq):
+            kv = h // (hq // hkv)
+            qh, kh, vh = q[bi, h].to(dtype), k[bi, kv].to(dtype), v[bi, kv].to(dtype)
+            gh = grad[bi, h].to(dtype)
+            scores = (qh @ kh.T) * scale
+            if mask is not None:
+                scores = scores.masked_fill(mask, float("-inf"))
+            lse[bi, h] = torch.logsumexp(scores, dim=-1)
+            p = torch.softmax(scores, dim=-1)
+            dp = gh @ vh.T
+            ds = p * (dp - (p * dp).sum(-1, keepdim=True))
+            dq[bi, h] = scale * (ds @ kh)
+            dk[bi, kv] += scale * (ds.T @ qh)
+            dv[bi, kv] += p.T @ gh
+    return dq, dk, dv, lse
 
 
 def attention_reference(q, k, v, causal, scale, dtype):

@@ -36,7 +36,13 @@ if not only_matmul and os.path.isdir(att):
         for b, t in ((1, 1), (2, 130)):
             q = torch.randn(b, hq, t, d, device="cuda").to(dtype)
             k = torch.randn(b, hkv, t, d, device="cuda").to(dtype)
-            bundle[name + "_attention_0"](q, k, torch.randn_like(k))
+            v = torch.randn_like(k)
+            bundle[name + "_attention_0"](q, k, v)
+            if name in kernels.ATTENTION_GRAD:
+                # The forward's lse and the backward from it (its dq
+                # workspace's atomics, the finishing kernel).
+                o, lse = bundle[name + "_lse_attention_0"](q, k, v)
+                bundle[name + "_grad_attention_0"](torch.randn_like(q), q, k, v, o, lse)
 # Cross-entropy: the loss, the gradient and both fused, 1 and 5 rows, one
 # target ignored.
 ce = os.path.join(root, "cross_entropy")

@@ -5,9 +5,12 @@ its own, bf16 and f16, batch 1 and 3, sequences 1 to 8192 (every block
 size's tail), the output poisoned with NaN. The kernel's error is held to
 at most twice that of PyTorch's own scaled_dot_product_attention in the
 same dtype (and at most 4e-3 where that is smaller), both measured
-against the reference on the same inputs."""
+against the reference on the same inputs. The same for the forward's
+log-sum-exp (return_lse) and for the backward kernel (liger.attention_grad
+from the forward's saved output and lse: dq, dk, dv against the float64
+gradients, beside PyTorch's own backward in the same dtype)."""
 
-import os
+import zlib
 
 import pytest
 
@@ -19,6 +22,14 @@ if not torch.cuda.is_available():
 import torch.nn.functional as F  # noqa: E402
 
 CASES = [(name, b, t) for name in kernels.ATTENTION for b, t in kernels.ATTENTION_SHAPES]
+GRAD_CASES = [(name, b, t) for name in kernels.ATTENTION_GRAD
+              for b, t in kernels.ATTENTION_SHAPES]
+
+
+def _seed(*case):
+    """A seed of its own for each case, the same in every run (Python's
+    hash of a string is not)."""
+    return zlib.crc32(repr(case).encode())
 
 
 def _inputs(hq, hkv, d, dt, b, t, seed):
@@ -40,7 +51,7 @@ def _sdpa(q, k, v, causal, scale):
 def test_attention_kernel(bundles_dir, name, b, t):
     hq, hkv, d, causal, scale, dt = kernels.ATTENTION[name]
     kernel = kernels.load_bundle(bundles_dir, "attention")[name + "_attention_0"]
-    q, k, v = _inputs(hq, hkv, d, dt, b, t, seed=hash((name, b, t)) % 2**31)
+    q, k, v = _inputs(hq, hkv, d, dt, b, t, seed=_seed(name, b, t))
     out = torch.full_like(q, float("nan"))
     o = kernel(q, k, v, out=[out])
     torch.cuda.synchronize()
@@ -82,3 +93,70 @@ def test_attention_kernel_zero_tokens(bundles_dir):
     o = kernel(q, k, k)
     torch.cuda.synchronize()
     assert o.shape == (2, 32, 0, 128)
+
+
+def _max_err(x, ref):
+    return (x.to(ref.dtype) - ref).abs().max().item() if ref.numel() else 0.0
+
+
+@pytest.mark.parametrize("name,b,t", GRAD_CASES, ids=["%s-b%d-t%d" % c for c in GRAD_CASES])
+def test_attention_grad_kernel(bundles_dir, name, b, t):
+    hq, hkv, d, causal, scale, dt = kernels.ATTENTION[name]
+    bundle = kernels.load_bundle(bundles_dir, "attention")
+    forward = bundle[name + "_lse_attention_0"]
+    backward = bundle[name + "_grad_attention_0"]
+    q, k, v = _inputs(hq, hkv, d, dt, b, t, seed=_seed(name, b, t, "grad"))
+    grad = torch.randn_like(q)
+    o = torch.full_like(q, float("nan"))
+    lse = torch.full((b, hq, t), float("nan"), device="cuda")
+    forward(q, k, v, out=[o, lse])
+    outs = [torch.full_like(q, float("nan")), torch.full_like(k, float("nan")),
+            torch.full_like(v, float("nan"))]
+    dq, dk, dv = backward(grad, q, k, v, o, lse, out=outs)
+    torch.cuda.synchronize()
+    for x, what in ((lse, "lse"), (dq, "dq"), (dk, "dk"), (dv, "dv")):
+        assert not torch.isnan(x).any(), "an element of %s was not written" % what
+    ref_dtype = torch.float64 if t <= 2048 else torch.float32
+    refs = kernels.attention_grad_reference(q, k, v, grad, causal, scale, ref_dtype)
+    # The forward's lse: f32 arithmetic on the rounded inputs.
+    assert _max_err(lse, refs[3]) <= 2e-3 * max(1.0, refs[3].abs().max().item())
+    # PyTorch's own backward in the operands' dtype, against the same
+    # reference.
+    leaves = [x.clone().requires_grad_() for x in (q, k, v)]
+    _sdpa(*leaves, causal, scale).backward(grad)
+    # Both round to the dtype where the largest gradients are, so the
+    # largest error may be a whole unit in the last place there for one and
+    # half of one for the other: the bound adds that unit. The error's norm
+    # (relative to the gradient's) is held to twice PyTorch's.
+    eps = torch.finfo(q.dtype).eps
+    for x, leaf, ref, what in zip((dq, dk, dv), leaves, refs, ("dq", "dk", "dv")):
+        scale_of = ref.abs().max().item() if ref.numel() else 0.0
+        err, torch_err = _max_err(x, ref), _max_err(leaf.grad, ref)
+        assert err <= 2 * torch_err + eps * scale_of + 1e-6, \
+            "%s: max error %.3g; PyTorch's backward in %s: %.3g (largest |gradient| %.3g)" % (
+                what, err, dt, torch_err, scale_of)
+        norm = ref.norm().item()
+        if norm:
+            rel = (x.to(ref.dtype) - ref).norm().item() / norm
+            torch_rel = (leaf.grad.to(ref.dtype) - ref).norm().item() / norm
+            assert rel <= 2 * torch_rel + 1e-4, \
+                "%s: relative error %.3g; PyTorch's backward in %s: %.3g" % (
+                    what, rel, dt, torch_rel)
+
+
+def test_attention_grad_kernel_one_token(bundles_dir):
+    # T = 1: 127 rows of the only key tile and 63 of the only query block
+    # are past the sequence.
+    name = "attn_d64_scale"
+    hq, hkv, d, causal, scale, dt = kernels.ATTENTION[name]
+    bundle = kernels.load_bundle(bundles_dir, "attention")
+    q, k, v = _inputs(hq, hkv, d, dt, 2, 1, seed=7)
+    o, lse = bundle[name + "_lse_attention_0"](q, k, v)
+    dq, dk, dv = bundle[name + "_grad_attention_0"](torch.ones_like(q), q, k, v, o, lse)
+    torch.cuda.synchronize()
+    # One key: p = 1, so dv sums the gradient over the group's query heads
+    # and dq, dk vanish up to f32 rounding (ds = p (dp - rowsum(dO o)), o
+    # = v).
+    g = hq // hkv
+    assert torch.equal(dv.float(), torch.full_like(dv, float(g)).float())
+    assert dq.abs().max().item() < 1e-3 and dk.abs().max().item() < 1e-3

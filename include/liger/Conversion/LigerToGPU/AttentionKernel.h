@@ -23,17 +23,25 @@
 
 namespace mlir::liger {
 
-/// What the attention template reads of an attention group.
+/// What the attention template reads of an attention group: one
+/// liger.attention (the forward) or one liger.attention_grad (the
+/// backward).
 struct AttentionPlan {
   mutable FusionOp group; /// (ops are handles: mutable in a const plan)
-  mutable AttentionOp op;
+  mutable AttentionOp op; ///< the forward's, or null
+  mutable AttentionGradOp gradOp; ///< the backward's, or null
   /// The group's inputs (block arguments) q, k and v read (one input may
-  /// be more than one of them).
-  BlockArgument q, k, v;
+  /// be more than one of them); the backward's incoming gradient, and the
+  /// forward's output and lse it takes as saved operands (null when it has
+  /// none).
+  BlockArgument q, k, v, grad, out, lse;
   Type elementType;
   int64_t queryHeads = 0, kvHeads = 0, headDim = 0, valueDim = 0;
   bool causal = false;
-  double scale = 0; ///< the op's, or 1/sqrt(D)
+  bool returnsLse = false; ///< the forward yields its lse too
+  double scale = 0;        ///< the op's, or 1/sqrt(D)
+
+  bool backward() const { return static_cast<bool>(gradOp); }
 };
 
 /// The plan of `group` (kind attention), or failure with an error on it
@@ -71,6 +79,18 @@ FailureOr<::liger::runtime::KernelSpec>
 buildAttentionKernel(const AttentionPlan &plan, gpu::GPUModuleOp module,
                      StringRef name, KernelConfigAttr config,
                      const GpuTargetInfo &target);
+
+/// The backward kernel (AttentionGradKernel.cpp), for buildAttentionKernel
+/// once the plan and its configuration have been checked: a persistent
+/// kernel over 128-row key tiles and a finishing kernel that rounds dq
+/// from its f32 workspace.
+FailureOr<::liger::runtime::KernelSpec>
+buildAttentionGradKernel(const AttentionPlan &plan, gpu::GPUModuleOp module,
+                         StringRef name, KernelConfigAttr config);
+
+/// The backward kernel's shared memory for head dimension `headDim` and a
+/// ring of `stages` query blocks.
+int64_t attentionGradSharedBytes(int64_t headDim, int64_t stages);
 
 } // namespace mlir::liger
 

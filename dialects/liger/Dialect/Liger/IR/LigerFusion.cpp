@@ -114,8 +114,9 @@ LogicalResult FusionOp::verifyRegions() {
                       "prologue and an elementwise, RoPE or layout epilogue");
       break;
     case FusionKind::attention:
-      if (!isa<AttentionOp>(op))
-        return reject("an attention kernel implements one liger.attention");
+      if (!isa<AttentionOp, AttentionGradOp>(op))
+        return reject("an attention kernel implements one liger.attention "
+                      "or one liger.attention_grad");
       ++numAttention;
       break;
     case FusionKind::loss:
@@ -133,7 +134,7 @@ LogicalResult FusionOp::verifyRegions() {
   }
   if (getKind() == FusionKind::attention && numAttention != 1)
     return emitOpError("of kind attention expects exactly one "
-                       "'liger.attention', got ")
+                       "'liger.attention' or 'liger.attention_grad', got ")
            << numAttention;
   if (getKind() == FusionKind::loss && numLosses != 1)
     return emitOpError("of kind loss expects exactly one "

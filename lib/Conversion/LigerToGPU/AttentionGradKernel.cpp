@@ -1,0 +1,755 @@
+//===- AttentionGradKernel.cpp - liger.attention_grad as a wgmma kernel ---===//
+//
+// The attention template's backward (sm_90a), FlashAttention-3's form: a
+// liger.attention_grad with the forward's saved `out` and `lse` as one
+// persistent kernel and a finishing kernel.
+//
+//   for each tile of 128 key rows of one (batch, key/value head):
+//     dK = 0, dV = 0                                (f32, registers)
+//     for each query head g of the group, each block of 64 query rows
+//     that sees a key of the tile (causal: from the tile's diagonal on):
+//       Dᵢ = rowsum(dO ∘ O)                         (f32)
+//       Sᵀ = K · qᵀ,  dPᵀ = V · dOᵀ                  (wgmma, f32)
+//       Pᵀ = exp2(Sᵀ · scale · log2 e - lse · log2 e), 0 where masked
+//       dSᵀ = Pᵀ ∘ (dPᵀ - D)
+//       dV += Pᵀ · dO,  dK += dSᵀ · q               (P, dS from registers)
+//       dQacc += dS · K                              (f32 atomics)
+//     dk = scale · dK,  dv = dV
+//   finish: dq = scale · dQacc
+//
+// Persistent: one CTA per SM takes one tile a round, in a snake (block b
+// takes tile b of even rounds, gridDim.x - 1 - b of odd ones); under a
+// causal mask the tiles go heaviest first (every head's first key rows,
+// which see the most queries), without one a head's tiles are consecutive.
+// Threads 0-127 are the producer warpgroup (registers lowered to 40): its
+// first thread loads the tile's k and v (128 rows) once the consumers
+// released the last tile's, and each step's q, dO and out blocks (64 rows)
+// into a ring of `stages` stages (full and empty mbarriers, the fills
+// counted across the CTA's tiles), all with TMA through the 3-D maps of the
+// heads tensors (zero past each head's sequence). Warpgroups 1 and 2 are
+// the consumers, 64 key rows each. At each step all 256 consumer threads
+// first compute D for the block's 64 rows from the staged dO and out (a
+// row a quad) and stage it beside lse · log2 e, then each warpgroup
+// computes its Sᵀ and dPᵀ (m64n64, K-major operands), masks and forms Pᵀ
+// and dSᵀ in registers (rows: keys, columns: queries), writes dSᵀ to shared
+// memory (128-byte swizzled rows of 64 queries), and after a barrier
+// between the consumers issues dV += Pᵀ·dO and dK += dSᵀ·q with the A
+// operands from registers (the accumulator fragment is the A fragment)
+// and dO and q MN-major, and dQ = dS·K with dS from shared memory (A
+// MN-major: transposed) and K MN-major: for D 128 each warpgroup takes 64
+// of dQ's columns over all 128 keys, for D 64 each its own 64 keys. dQ is
+// added to an f32 workspace [B, Hq, T, D] (zero-filled by the launcher)
+// with atomics; the finishing kernel scales and rounds it into dq.
+//
+//===----------------------------------------------------------------------===//
+
+#include "liger/Conversion/LigerToGPU/AttentionKernel.h"
+#include "liger/Conversion/LigerToGPU/GpuBuilder.h"
+#include "liger/Conversion/LigerToGPU/RowKernel.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace mlir::liger;
+namespace rt = ::liger::runtime;
+
+namespace {
+/// Key rows per CTA tile: two consumer warpgroups of 64.
+constexpr int64_t kKeyTile = 128;
+/// Query rows per step.
+constexpr int64_t kQueryBlock = 64;
+/// Producer warpgroup + two consumers.
+constexpr int64_t kThreads = 384;
+constexpr int64_t kConsumerThreads = 256;
+/// The named barrier among the consumers (the staged D, dSᵀ).
+constexpr int64_t kConsumerBarrier = 1;
+/// The finishing kernel: CTAs of 256 threads striding over dq in pairs.
+constexpr int64_t kFinishThreads = 256;
+constexpr int64_t kFinishCtas = 1024;
+
+/// The shared buffer: the mbarriers, k's and v's tiles, the stages (q's,
+/// dO's and out's blocks), dSᵀ, then each step's D and lse · log2 e. Tiles
+/// in boxes of 128-byte swizzled rows of 64 elements, 1024-aligned.
+struct GradLayout {
+  GradLayout(int64_t headDim, int64_t stages)
+      : headDim(headDim), stages(stages) {}
+  int64_t headDim, stages;
+
+  int64_t boxes() const { return headDim / 64; }
+  int64_t keyBoxBytes() const { return kKeyTile * 128; }
+  int64_t keyTileBytes() const { return boxes() * keyBoxBytes(); }
+  int64_t queryBoxBytes() const { return kQueryBlock * 128; }
+  int64_t queryTileBytes() const { return boxes() * queryBoxBytes(); }
+  int64_t keysFullBarrier() const { return 0; }
+  int64_t keysEmptyBarrier() const { return 8; }
+  int64_t fullBarrier(int64_t s) const { return 16 + 8 * s; }
+  int64_t emptyBarrier(int64_t s) const { return 16 + 8 * (stages + s); }
+  int64_t kOffset() const { return 1024; }
+  int64_t vOffset() const { return kOffset() + keyTileBytes(); }
+  int64_t stagesOffset() const { return vOffset() + keyTileBytes(); }
+  /// q, dO and out, in that order.
+  int64_t stageBytes() const { return 3 * queryTileBytes(); }
+  int64_t dsOffset() const { return stagesOffset() + stages * stageBytes(); }
+  int64_t dsBytes() const { return kKeyTile * 128; }
+  int64_t rowDOffset() const { return dsOffset() + dsBytes(); }
+  int64_t rowLseOffset() const { return rowDOffset() + 4 * kQueryBlock; }
+  int64_t size() const { return rowLseOffset() + 4 * kQueryBlock; }
+};
+
+/// The tile a CTA takes at its loop's iteration `i`.
+struct GradTile {
+  Value n0;         ///< its first key row
+  Value batch;      ///< b
+  Value kvHead;     ///< the key/value head
+  Value kvIndex;    ///< b · Hkv + kvHead: k's, v's, dk's and dv's map index
+  Value firstBlock; ///< the first query block that sees one of its keys
+  Value blocks;     ///< query blocks from there to the end, per query head
+  Value steps;      ///< blocks · (Hq / Hkv)
+};
+
+/// Step `st` of a tile: its query head and first query row.
+struct GradStep {
+  Value head;   ///< the query head
+  Value qIndex; ///< b · Hq + head: q's, dO's, out's map index
+  Value m0;     ///< its first query row
+};
+
+struct GradKernelBuilder {
+  const AttentionPlan &plan;
+  GradLayout layout;
+  Value shared; ///< !llvm.ptr<3>
+  Value q, lse, dq, dk, dv, dqAcc;
+  Value qMap, doMap, outMap, kMap, vMap;
+  Value tid, seq, kvSeq, keyTiles, ctaTiles, queryBlocks;
+
+  int64_t group() const { return plan.queryHeads / plan.kvHeads; }
+  Value at(GpuBuilder &b, int64_t offset) const {
+    return b.sharedPtr(shared, b.i32(offset));
+  }
+  Value at(GpuBuilder &b, Value offset) const {
+    return b.sharedPtr(shared, offset);
+  }
+  Value waitTicks(GpuBuilder &b) const { return b.i32(0x989680); }
+  /// Stage `s`'s (index) tile `which` (0 q, 1 dO, 2 out): byte offset (i32).
+  Value stageTile(GpuBuilder &b, Value s, int64_t which) const {
+    return b.offsetOf(b.toI32(s), layout.stageBytes(),
+                      layout.stagesOffset() + which * layout.queryTileBytes());
+  }
+  Value fullBarrier(GpuBuilder &b, Value s) const {
+    return at(b, b.offsetOf(b.toI32(s), 8, layout.fullBarrier(0)));
+  }
+  Value emptyBarrier(GpuBuilder &b, Value s) const {
+    return at(b, b.offsetOf(b.toI32(s), 8, layout.emptyBarrier(0)));
+  }
+
+  /// The CTA's place in round `i` of the schedule: its block index in even
+  /// rounds, the mirror of it in odd ones (a snake: the CTA that takes a
+  /// round's heaviest tile takes the next round's lightest).
+  Value roundPlace(GpuBuilder &b, Value i) const {
+    Value cta = b.blockId(gpu::Dimension::x);
+    Value mirror = b.sub(b.sub(b.gridDim(gpu::Dimension::x), 1), cta);
+    return b.select(b.equal(b.rem(i, 2), 1), mirror, cta);
+  }
+
+  /// How many tiles of `tiles` the CTA takes: one a full round, and one of
+  /// the last, partial round if its place there is below what is left.
+  Value tilesOfCta(GpuBuilder &b, Value tiles) const {
+    Value ctas = b.gridDim(gpu::Dimension::x);
+    Value rounds = b.div(tiles, ctas);
+    return b.add(rounds,
+                 b.select(b.lessThan(roundPlace(b, rounds), b.rem(tiles, ctas)),
+                          b.index(1), b.index(0)));
+  }
+
+  GradTile tileAt(GpuBuilder &b, Value i) const {
+    GradTile t;
+    Value linear =
+        b.add(b.mul(i, b.gridDim(gpu::Dimension::x)), roundPlace(b, i));
+    // Under a causal mask a tile's work falls with its first key row: the
+    // tiles go key tile by key tile (every head's first key rows first),
+    // heaviest first. Without one, a head's key tiles are consecutive, so
+    // that CTAs running at once read the same query blocks.
+    Value bh;
+    if (plan.causal) {
+      Value bhs = b.mul(memref::DimOp::create(b, q, 0), plan.kvHeads);
+      t.n0 = b.mul(b.div(linear, bhs), kKeyTile);
+      bh = b.rem(linear, bhs);
+    } else {
+      t.n0 = b.mul(b.rem(linear, keyTiles), kKeyTile);
+      bh = b.div(linear, keyTiles);
+    }
+    t.batch = b.div(bh, plan.kvHeads);
+    t.kvHead = b.rem(bh, plan.kvHeads);
+    t.kvIndex = bh;
+    // Causal (bottom-right aligned): query i sees key j <= i + S - T, so
+    // the tile's first key n0 is seen from query n0 + T - S on.
+    t.firstBlock = b.index(0);
+    if (plan.causal) {
+      Value reach = b.add(t.n0, seq);
+      Value past =
+          arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, reach, kvSeq);
+      t.firstBlock = b.min(
+          b.select(past, b.div(b.sub(reach, kvSeq), kQueryBlock), b.index(0)),
+          queryBlocks);
+    }
+    t.blocks = b.sub(queryBlocks, t.firstBlock);
+    t.steps = b.mul(t.blocks, group());
+    return t;
+  }
+
+  GradStep stepAt(GpuBuilder &b, const GradTile &t, Value st) const {
+    GradStep s;
+    s.head = b.add(b.mul(t.kvHead, group()), b.div(st, t.blocks));
+    s.qIndex = b.add(b.mul(t.batch, plan.queryHeads), s.head);
+    s.m0 = b.mul(b.add(t.firstBlock, b.rem(st, t.blocks)), kQueryBlock);
+    return s;
+  }
+
+  /// Runs `body` for each of the CTA's tiles, carrying the ring's fills
+  /// before the tile.
+  void forEachTile(
+      GpuBuilder &b,
+      function_ref<void(GpuBuilder &, const GradTile &, Value i, Value fills)>
+          body) const {
+    auto tiles = scf::ForOp::create(b, b.index(0), ctaTiles, b.index(1),
+                                    ValueRange{b.index(0)});
+    GpuBuilder tb = b.atStart(tiles.getBody());
+    Value i = tiles.getInductionVar();
+    Value fills = tiles.getRegionIterArgs()[0];
+    GradTile t = tileAt(tb, i);
+    body(tb, t, i, fills);
+    scf::YieldOp::create(tb, ValueRange{tb.add(fills, t.steps)});
+  }
+
+  void emitBarrierInit(GpuBuilder &b) const;
+  void emitProducer(GpuBuilder &b) const;
+  void emitConsumer(GpuBuilder &b) const;
+  void emitFinish(GpuBuilder &b) const;
+};
+} // namespace
+
+void GradKernelBuilder::emitBarrierInit(GpuBuilder &b) const {
+  GpuBuilder ib = b.ifThen(b.equal(tid, 0));
+  ib.mbarrierInit(at(ib, layout.keysFullBarrier()), 1);
+  ib.mbarrierInit(at(ib, layout.keysEmptyBarrier()), kConsumerThreads);
+  for (int64_t s = 0; s < layout.stages; ++s) {
+    ib.mbarrierInit(at(ib, layout.fullBarrier(s)), 1);
+    ib.mbarrierInit(at(ib, layout.emptyBarrier(s)), kConsumerThreads);
+  }
+  ib.mbarrierInitFence();
+  gpu::BarrierOp::create(b);
+}
+
+void GradKernelBuilder::emitProducer(GpuBuilder &b) const {
+  NVVM::SetMaxRegisterOp::create(b, 24, NVVM::SetMaxRegisterAction::decrease);
+  GpuBuilder ob = b.ifThen(b.equal(tid, 0));
+  forEachTile(ob, [&](GpuBuilder &tb, const GradTile &t, Value i, Value fills) {
+    // k's and v's tiles, once the consumers are done with the last ones.
+    {
+      GpuBuilder wb = tb.ifThen(tb.lessThan(tb.index(0), i));
+      wb.mbarrierWaitParity(at(wb, layout.keysEmptyBarrier()),
+                            wb.toI32(wb.rem(wb.sub(i, 1), 2)), waitTicks(wb));
+    }
+    Value keysFull = at(tb, layout.keysFullBarrier());
+    tb.mbarrierArriveExpectTx(keysFull, 2 * layout.keyTileBytes());
+    for (int64_t c = 0; c < layout.boxes(); ++c) {
+      SmallVector<Value, 3> coords{tb.i32(64 * c), tb.toI32(t.n0),
+                                   tb.toI32(t.kvIndex)};
+      int64_t box = c * layout.keyBoxBytes();
+      tb.tmaLoad(at(tb, layout.kOffset() + box), kMap, coords, keysFull);
+      tb.tmaLoad(at(tb, layout.vOffset() + box), vMap, coords, keysFull);
+    }
+    // Each step's q, dO and out blocks, into the next stage of the ring
+    // once its last use (fill f - stages) has been released.
+    auto steps = scf::ForOp::create(tb, tb.index(0), t.steps, tb.index(1));
+    GpuBuilder lb = tb.atStart(steps.getBody());
+    Value st = steps.getInductionVar();
+    GradStep step = stepAt(lb, t, st);
+    Value f = lb.add(fills, st);
+    Value s = lb.rem(f, layout.stages);
+    Value round = lb.div(f, layout.stages);
+    {
+      GpuBuilder wb = lb.ifThen(lb.lessThan(lb.index(0), round));
+      wb.mbarrierWaitParity(emptyBarrier(wb, s),
+                            wb.toI32(wb.rem(wb.sub(round, 1), 2)),
+                            waitTicks(wb));
+    }
+    Value full = fullBarrier(lb, s);
+    lb.mbarrierArriveExpectTx(full, layout.stageBytes());
+    Value maps[3] = {qMap, doMap, outMap};
+    for (int64_t which = 0; which < 3; ++which)
+      for (int64_t c = 0; c < layout.boxes(); ++c)
+        lb.tmaLoad(
+            at(lb, lb.add(stageTile(lb, s, which), c * layout.queryBoxBytes())),
+            maps[which],
+            ValueRange{lb.i32(64 * c), lb.toI32(step.m0),
+                       lb.toI32(step.qIndex)},
+            full);
+  });
+}
+
+void GradKernelBuilder::emitConsumer(GpuBuilder &b) const {
+  NVVM::SetMaxRegisterOp::create(b, 240, NVVM::SetMaxRegisterAction::increase);
+  MLIRContext *ctx = b.getContext();
+  Type f32 = b.getF32Type();
+  Type elem = plan.elementType;
+  int64_t d = plan.headDim;
+  // Sᵀ and dPᵀ: m64n64 (keys x queries); dK, dV: m64nD; dQ's part: m64n64.
+  auto blockType =
+      LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(32, f32));
+  auto accType =
+      LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(d / 2, f32));
+  auto wgmmaType =
+      elem.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
+  Value wg = b.warpUniform(b.sub(b.div(tid, 128), 1));
+  Value ctid = b.sub(tid, 128);
+  Value warp = b.rem(b.div(tid, 32), 4);
+  Value lane = b.rem(tid, 32);
+  Value quadCol = b.mul(b.rem(lane, 4), 2);
+  Value rowInWg = b.add(b.mul(warp, 16), b.div(lane, 4));
+  Value sharedBase = LLVM::PtrToIntOp::create(b, b.getI64Type(), shared);
+  double log2e = 1.4426950408889634;
+  Value cScale = b.f32(plan.scale * log2e);
+  Value zero = b.f32(0);
+  // dQ's part of this warpgroup: its 64 columns over all 128 keys (D 128),
+  // or all 64 columns over its own 64 keys (D 64).
+  bool splitColumns = d == 128;
+  int64_t dqSlices = splitColumns ? kKeyTile / 16 : 64 / 16;
+  Value dqColumn0 = splitColumns ? b.mul(wg, 64) : b.index(0);
+
+  forEachTile(b, [&](GpuBuilder &tb, const GradTile &t, Value i, Value fills) {
+    tb.mbarrierWaitParity(at(tb, layout.keysFullBarrier()),
+                          tb.toI32(tb.rem(i, 2)), waitTicks(tb));
+    // This warpgroup's 64 key rows of the k and v tiles.
+    Value kRows = tb.add(tb.i32(layout.kOffset()), tb.toI32(tb.mul(wg, 8192)));
+    Value vRows = tb.add(tb.i32(layout.vOffset()), tb.toI32(tb.mul(wg, 8192)));
+    Value keyRow[2] = {
+        tb.add(tb.add(t.n0, tb.mul(wg, 64)), rowInWg),
+        tb.add(tb.add(t.n0, tb.mul(wg, 64)), tb.add(rowInWg, 8))};
+
+    auto steps =
+        scf::ForOp::create(tb, tb.index(0), t.steps, tb.index(1),
+                           ValueRange{LLVM::ZeroOp::create(tb, accType),
+                                      LLVM::ZeroOp::create(tb, accType)});
+    {
+      GpuBuilder lb = tb.atStart(steps.getBody());
+      Value st = steps.getInductionVar();
+      Value dK = steps.getRegionIterArgs()[0];
+      Value dV = steps.getRegionIterArgs()[1];
+      GradStep step = stepAt(lb, t, st);
+      Value f = lb.add(fills, st);
+      Value s = lb.rem(f, layout.stages);
+      lb.mbarrierWaitParity(fullBarrier(lb, s),
+                            lb.toI32(lb.rem(lb.div(f, layout.stages), 2)),
+                            waitTicks(lb));
+      Value qTile = stageTile(lb, s, 0), doTile = stageTile(lb, s, 1),
+            outTile = stageTile(lb, s, 2);
+
+      // D = rowsum(dO ∘ out) of the block's rows, a row a quad (each
+      // thread a quarter of it, in 16-byte chunks of the swizzled rows),
+      // and lse · log2 e, staged for both warpgroups.
+      {
+        Value row = lb.div(ctid, 4);
+        Value quarter = lb.rem(ctid, 4);
+        int64_t chunks = d / 32; // 8-element chunks a quarter
+        Value sum = zero;
+        auto chunkType = VectorType::get({8}, elem);
+        auto wideType = VectorType::get({8}, f32);
+        for (int64_t c = 0; c < chunks; ++c) {
+          // Chunk quarter · chunks + c of the row: box, then its 16-byte
+          // slot, XOR-swizzled by the row's place in its 8-row group.
+          Value chunk = lb.add(lb.mul(quarter, chunks), c);
+          Value box = lb.div(chunk, 8);
+          Value slot = lb.bitXor(lb.rem(chunk, 8), lb.rem(row, 8));
+          Value offset = lb.toI32(lb.add(
+              lb.add(lb.mul(box, layout.queryBoxBytes()), lb.mul(row, 128)),
+              lb.mul(slot, 16)));
+          Value dO = arith::ExtFOp::create(
+              lb, wideType,
+              lb.loadShared(chunkType, at(lb, lb.add(doTile, offset)), 16));
+          Value o = arith::ExtFOp::create(
+              lb, wideType,
+              lb.loadShared(chunkType, at(lb, lb.add(outTile, offset)), 16));
+          Value prod = arith::MulFOp::create(lb, dO, o);
+          sum =
+              arith::AddFOp::create(lb, sum,
+                                    vector::ReductionOp::create(
+                                        lb, vector::CombiningKind::ADD, prod));
+        }
+        sum = lb.warpAllReduceSum(sum, 4);
+        GpuBuilder wb = lb.ifThen(lb.equal(quarter, 0));
+        wb.storeShared(
+            sum, at(wb, wb.offsetOf(wb.toI32(row), 4, layout.rowDOffset())), 4);
+        Value qRow = wb.add(step.m0, row);
+        auto loaded =
+            scf::IfOp::create(wb, TypeRange{f32}, wb.lessThan(qRow, seq),
+                              /*withElseRegion=*/true);
+        {
+          GpuBuilder yb = wb.with(loaded.getThenBodyBuilder());
+          Value x = memref::LoadOp::create(
+              yb, lse, ValueRange{t.batch, step.head, qRow});
+          scf::YieldOp::create(
+              yb, ValueRange{arith::MulFOp::create(yb, x, yb.f32(log2e))});
+          GpuBuilder nb = wb.with(loaded.getElseBodyBuilder());
+          scf::YieldOp::create(nb, ValueRange{nb.f32(0)});
+        }
+        wb.storeShared(
+            loaded.getResult(0),
+            at(wb, wb.offsetOf(wb.toI32(row), 4, layout.rowLseOffset())), 4);
+      }
+      lb.namedBarrier(lb.i32(kConsumerBarrier), kConsumerThreads);
+
+      // Sᵀ = K · qᵀ and dPᵀ = V · dOᵀ: K-major operands, D / 16 slices.
+      auto issueBlock = [&](GpuBuilder &gb, Value aRows, Value bTile) {
+        Value acc = LLVM::UndefOp::create(gb, blockType);
+        for (int64_t kk = 0; kk < d / 16; ++kk) {
+          int64_t slice = (kk % 4) * 32;
+          Value a = gb.wgmmaDescriptor(
+              sharedBase,
+              gb.add(aRows, (kk / 4) * layout.keyBoxBytes() + slice),
+              wgmmaKMajorDescriptorFields(128));
+          Value bd = gb.wgmmaDescriptor(
+              sharedBase,
+              gb.add(bTile, (kk / 4) * layout.queryBoxBytes() + slice),
+              wgmmaKMajorDescriptorFields(128));
+          acc = NVVM::WgmmaMmaAsyncOp::create(
+              gb, blockType, acc, a, bd,
+              NVVM::MMAShapeAttr::get(ctx, 64, 64, 16), wgmmaType, wgmmaType,
+              NVVM::WGMMATypes::f32,
+              kk == 0 ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one,
+              NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
+              NVVM::MMALayout::row, NVVM::MMALayout::col,
+              NVVM::MMAIntOverflowAttr());
+        }
+        return acc;
+      };
+      NVVM::WgmmaFenceAlignedOp::create(lb);
+      Value sAcc = issueBlock(lb, kRows, qTile);
+      Value dpAcc = issueBlock(lb, vRows, doTile);
+      NVVM::WgmmaGroupSyncAlignedOp::create(lb);
+      NVVM::WgmmaWaitGroupSyncOp::create(lb, 0);
+      sAcc = lb.fenceOperands(sAcc);
+      dpAcc = lb.fenceOperands(dpAcc);
+
+      // Pᵀ and dSᵀ: register r holds key row keyRow[(r % 4) / 2] and query
+      // column 8 (r / 4) + quadCol + r % 2 of the block.
+      SmallVector<Value> p(32), ds(32);
+      for (int64_t r = 0; r < 32; ++r) {
+        Value col = lb.add(quadCol, 8 * (r / 4) + r % 2);
+        Value qRow = lb.add(step.m0, col);
+        Value key = keyRow[(r % 4) / 2];
+        Value lse2 = lb.loadShared(
+            f32, at(lb, lb.offsetOf(lb.toI32(col), 4, layout.rowLseOffset())),
+            4);
+        Value rowD = lb.loadShared(
+            f32, at(lb, lb.offsetOf(lb.toI32(col), 4, layout.rowDOffset())), 4);
+        Value valid = arith::AndIOp::create(lb, lb.lessThan(qRow, seq),
+                                            lb.lessThan(key, kvSeq));
+        if (plan.causal)
+          valid = arith::AndIOp::create(
+              lb, valid,
+              arith::CmpIOp::create(lb, arith::CmpIPredicate::ule,
+                                    lb.add(key, seq), lb.add(qRow, kvSeq)));
+        Value x = LLVM::ExtractValueOp::create(lb, sAcc, r);
+        Value e = lb.ex2Approx(math::FmaOp::create(
+            lb, x, cScale, arith::NegFOp::create(lb, lse2)));
+        p[r] = lb.select(valid, e, zero);
+        Value dp = LLVM::ExtractValueOp::create(lb, dpAcc, r);
+        ds[r] = arith::MulFOp::create(lb, p[r],
+                                      arith::SubFOp::create(lb, dp, rowD));
+      }
+      SmallVector<Value> pA, dsA;
+      for (int64_t r = 0; r < 32; r += 2) {
+        pA.push_back(
+            lb.packMmaOperand(p[r], p[r + 1], elem, Value(), /*asI32=*/true));
+        dsA.push_back(
+            lb.packMmaOperand(ds[r], ds[r + 1], elem, Value(), /*asI32=*/true));
+      }
+      // dSᵀ to shared memory: row 64 wg + rowInWg (+ 8), the pair at query
+      // column 8 jj + quadCol, in 128-byte rows swizzled as TMA would.
+      for (int64_t jj = 0; jj < 8; ++jj)
+        for (int64_t h = 0; h < 2; ++h) {
+          Value row = lb.add(lb.mul(wg, 64), lb.add(rowInWg, 8 * h));
+          Value slot = lb.bitXor(lb.index(jj), lb.rem(row, 8));
+          Value offset = lb.toI32(lb.add(
+              lb.add(lb.mul(row, 128), lb.mul(slot, 16)), lb.mul(quadCol, 2)));
+          lb.storeShared(dsA[2 * jj + h],
+                         at(lb, lb.add(lb.i32(layout.dsOffset()), offset)), 4);
+        }
+      lb.fenceProxyAsyncShared();
+      lb.namedBarrier(lb.i32(kConsumerBarrier), kConsumerThreads);
+
+      // dV += Pᵀ · dO and dK += dSᵀ · q (A from registers, B MN-major), and
+      // this warpgroup's part of dQ = dS · K (dS MN-major from shared
+      // memory: transposed; K MN-major).
+      NVVM::WgmmaFenceAlignedOp::create(lb);
+      for (int64_t kk = 0; kk < kQueryBlock / 16; ++kk) {
+        auto mnMajor = [&](Value tile) {
+          return lb.wgmmaDescriptor(
+              sharedBase, lb.add(tile, kk * 16 * 128),
+              wgmmaMNMajorDescriptorFields(layout.queryBoxBytes()));
+        };
+        dV =
+            lb.wgmmaRegisterA(dV, d, elem, ArrayRef<Value>(pA).slice(4 * kk, 4),
+                              mnMajor(doTile), /*bMNMajor=*/true);
+        dK = lb.wgmmaRegisterA(dK, d, elem,
+                               ArrayRef<Value>(dsA).slice(4 * kk, 4),
+                               mnMajor(qTile), /*bMNMajor=*/true);
+      }
+      Value dQ = LLVM::UndefOp::create(lb, blockType);
+      {
+        Value keySlice0 = splitColumns ? lb.index(0) : lb.mul(wg, 4);
+        Value kBox = lb.add(
+            lb.i32(layout.kOffset()),
+            lb.toI32(lb.mul(lb.div(dqColumn0, 64), layout.keyBoxBytes())));
+        for (int64_t kk = 0; kk < dqSlices; ++kk) {
+          Value rows = lb.toI32(lb.mul(lb.add(keySlice0, kk), 16 * 128));
+          Value a = lb.wgmmaDescriptor(
+              sharedBase, lb.add(lb.i32(layout.dsOffset()), rows),
+              wgmmaMNMajorDescriptorFields(layout.dsBytes()));
+          Value bd = lb.wgmmaDescriptor(
+              sharedBase, lb.add(kBox, rows),
+              wgmmaMNMajorDescriptorFields(layout.keyBoxBytes()));
+          dQ = NVVM::WgmmaMmaAsyncOp::create(
+              lb, blockType, dQ, a, bd,
+              NVVM::MMAShapeAttr::get(ctx, 64, 64, 16), wgmmaType, wgmmaType,
+              NVVM::WGMMATypes::f32,
+              kk == 0 ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one,
+              NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
+              NVVM::MMALayout::col, NVVM::MMALayout::row,
+              NVVM::MMAIntOverflowAttr());
+        }
+      }
+      NVVM::WgmmaGroupSyncAlignedOp::create(lb);
+      NVVM::WgmmaWaitGroupSyncOp::create(lb, 0);
+      dV = lb.fenceOperands(dV);
+      dK = lb.fenceOperands(dK);
+      dQ = lb.fenceOperands(dQ);
+      (void)lb.fenceRegisters(pA);
+      (void)lb.fenceRegisters(dsA);
+      lb.mbarrierArrive(emptyBarrier(lb, s));
+
+      // dQ's part into the workspace: register r holds query row rowInWg
+      // (+ 8) and column dqColumn0 + 8 (r / 4) + quadCol + r % 2.
+      for (int64_t h = 0; h < 2; ++h) {
+        Value qRow = lb.add(step.m0, lb.add(rowInWg, 8 * h));
+        GpuBuilder ab = lb.ifThen(lb.lessThan(qRow, seq));
+        for (int64_t jj = 0; jj < 8; ++jj)
+          for (int64_t e = 0; e < 2; ++e) {
+            int64_t r = 4 * jj + 2 * h + e;
+            Value col = ab.add(dqColumn0, ab.add(quadCol, 8 * jj + e));
+            memref::AtomicRMWOp::create(
+                ab, arith::AtomicRMWKind::addf,
+                LLVM::ExtractValueOp::create(ab, dQ, r), dqAcc,
+                ValueRange{t.batch, step.head, qRow, col});
+          }
+      }
+      scf::YieldOp::create(lb, ValueRange{dK, dV});
+    }
+    // k's and v's tiles are free for the next tile.
+    tb.mbarrierArrive(at(tb, layout.keysEmptyBarrier()));
+
+    // dk = scale · dK and dv = dV, rows past the keys' end skipped.
+    auto pairType = VectorType::get({2}, elem);
+    Value scale = tb.f32(plan.scale);
+    for (int64_t h = 0; h < 2; ++h) {
+      GpuBuilder sb = tb.ifThen(tb.lessThan(keyRow[h], kvSeq));
+      for (int64_t jj = 0; jj < d / 8; ++jj) {
+        int64_t r = 4 * jj + 2 * h;
+        SmallVector<Value, 2> indices;
+        auto store = [&](Value acc, Value target, Value factor) {
+          Value lo = LLVM::ExtractValueOp::create(sb, acc, r);
+          Value hi = LLVM::ExtractValueOp::create(sb, acc, r + 1);
+          if (factor) {
+            lo = arith::MulFOp::create(sb, lo, factor);
+            hi = arith::MulFOp::create(sb, hi, factor);
+          }
+          Value pair = arith::TruncFOp::create(
+              sb, pairType,
+              vector::FromElementsOp::create(sb, VectorType::get({2}, f32),
+                                             ValueRange{lo, hi}));
+          vector::StoreOp::create(sb, pair, target,
+                                  ValueRange{t.batch, t.kvHead, keyRow[h],
+                                             sb.add(quadCol, 8 * jj)});
+        };
+        store(steps.getResult(0), dk, scale);
+        store(steps.getResult(1), dv, Value());
+      }
+    }
+  });
+}
+
+void GradKernelBuilder::emitFinish(GpuBuilder &b) const {
+  // dq = scale · dQacc in pairs, the CTAs striding over them.
+  Type f32 = b.getF32Type();
+  Value batch = memref::DimOp::create(b, q, 0);
+  int64_t halfD = plan.headDim / 2;
+  Value pairs = b.mul(b.mul(b.mul(batch, plan.queryHeads), seq), halfD);
+  Value first =
+      b.add(b.mul(b.blockId(gpu::Dimension::x), kFinishThreads), b.threadId());
+  Value stride = b.mul(b.gridDim(gpu::Dimension::x), kFinishThreads);
+  auto loop = scf::ForOp::create(b, first, pairs, stride);
+  GpuBuilder lb = b.atStart(loop.getBody());
+  Value idx = loop.getInductionVar();
+  Value col = lb.mul(lb.rem(idx, halfD), 2);
+  Value rest = lb.div(idx, halfD);
+  Value row = lb.rem(rest, seq);
+  Value bh = lb.div(rest, seq);
+  SmallVector<Value, 4> at{lb.div(bh, plan.queryHeads),
+                           lb.rem(bh, plan.queryHeads), row, col};
+  Value acc = vector::LoadOp::create(lb, VectorType::get({2}, f32), dqAcc, at);
+  Value scaled = arith::MulFOp::create(
+      lb, acc,
+      vector::BroadcastOp::create(lb, VectorType::get({2}, f32),
+                                  lb.f32(plan.scale)));
+  vector::StoreOp::create(
+      lb,
+      arith::TruncFOp::create(lb, VectorType::get({2}, plan.elementType),
+                              scaled),
+      dq, at);
+}
+
+//===----------------------------------------------------------------------===//
+// The kernel
+//===----------------------------------------------------------------------===//
+
+int64_t mlir::liger::attentionGradSharedBytes(int64_t headDim, int64_t stages) {
+  return GradLayout(headDim, stages).size();
+}
+
+FailureOr<rt::KernelSpec>
+mlir::liger::buildAttentionGradKernel(const AttentionPlan &plan,
+                                      gpu::GPUModuleOp module, StringRef name,
+                                      KernelConfigAttr config) {
+  MLIRContext *ctx = plan.group.getContext();
+  Block &body = plan.group.getBody().front();
+  GradKernelBuilder kb{plan, GradLayout(plan.headDim, *config.getStages())};
+
+  // Parameters: the group's inputs (heads tensors, lse head scalars), the
+  // outputs dq, dk, dv, dq's f32 workspace, then the tensor maps of q, dO,
+  // out, k and v by value.
+  rt::KernelSpec info;
+  info.name = name.str();
+  info.kernelTemplate = rt::KernelTemplate::Attention;
+  info.ops = plan.gradOp->getName().getStringRef().str();
+  info.block[0] = kThreads;
+  info.vectorWidth = 8;
+  info.dynamicSharedMemoryBytes = kb.layout.size();
+  info.grid[0] = {rt::GridDim::Sms, 1};
+  Type f32 = Float32Type::get(ctx);
+  SmallVector<Type> paramTypes;
+  for (BlockArgument arg : body.getArguments()) {
+    auto type = cast<RankedTensorType>(arg.getType());
+    std::string pname = "input" + std::to_string(arg.getArgNumber());
+    if (arg == plan.lse) {
+      info.params.push_back(abiParam(pname, rt::ParamRole::Input,
+                                     rt::ParamKind::HeadScalars, f32, 0,
+                                     plan.queryHeads));
+      paramTypes.push_back(MemRefType::get(type.getShape(), f32));
+      continue;
+    }
+    if (arg != plan.q && arg != plan.k && arg != plan.v && arg != plan.grad &&
+        arg != plan.out)
+      return plan.group.emitOpError("cannot be lowered to an attention "
+                                    "kernel: its input ")
+             << arg.getArgNumber() << " is not read by its op";
+    bool queryHeads = arg == plan.q || arg == plan.grad || arg == plan.out;
+    info.params.push_back(abiParam(
+        pname, rt::ParamRole::Input, rt::ParamKind::Heads, plan.elementType,
+        plan.headDim, queryHeads ? plan.queryHeads : plan.kvHeads));
+    paramTypes.push_back(MemRefType::get(type.getShape(), plan.elementType));
+  }
+  for (auto [index, result] : llvm::enumerate(plan.gradOp->getResults())) {
+    auto type = cast<RankedTensorType>(result.getType());
+    info.params.push_back(
+        abiParam("output" + std::to_string(index), rt::ParamRole::Output,
+                 rt::ParamKind::Heads, plan.elementType, plan.headDim,
+                 index == 0 ? plan.queryHeads : plan.kvHeads));
+    paramTypes.push_back(MemRefType::get(type.getShape(), plan.elementType));
+  }
+  auto qType = cast<RankedTensorType>(plan.q.getType());
+  info.params.push_back(abiParam("workspace0", rt::ParamRole::Workspace,
+                                 rt::ParamKind::Heads, f32, plan.headDim,
+                                 plan.queryHeads));
+  paramTypes.push_back(MemRefType::get(qType.getShape(), f32));
+  auto tensorMap = [](unsigned param, int64_t rows) {
+    rt::KernelTensorMap map;
+    map.param = param;
+    map.boxRows = rows;
+    map.boxCols = 64;
+    map.swizzle = rt::TensorMapSwizzle::B128;
+    return map;
+  };
+  info.tensorMaps.push_back(tensorMap(plan.q.getArgNumber(), kQueryBlock));
+  info.tensorMaps.push_back(tensorMap(plan.grad.getArgNumber(), kQueryBlock));
+  info.tensorMaps.push_back(tensorMap(plan.out.getArgNumber(), kQueryBlock));
+  info.tensorMaps.push_back(tensorMap(plan.k.getArgNumber(), kKeyTile));
+  info.tensorMaps.push_back(tensorMap(plan.v.getArgNumber(), kKeyTile));
+  paramTypes.append(info.tensorMaps.size(), LLVM::LLVMPointerType::get(ctx));
+  info.finish.name = (name + "_finish").str();
+  info.finish.grid = kFinishCtas;
+  info.finish.block[0] = kFinishThreads;
+  // One CTA per SM (the grid is "sms"); the workspace is the dq accumulator,
+  // sized by the heads tensor, not per CTA.
+  info.ctasPerSm = 1;
+
+  unsigned numInputs = body.getNumArguments();
+  auto bind = [&](gpu::GPUFuncOp kernel) {
+    Block &entry = kernel.getBody().front();
+    kb.q = entry.getArgument(plan.q.getArgNumber());
+    kb.lse = entry.getArgument(plan.lse.getArgNumber());
+    kb.dq = entry.getArgument(numInputs);
+    kb.dk = entry.getArgument(numInputs + 1);
+    kb.dv = entry.getArgument(numInputs + 2);
+    kb.dqAcc = entry.getArgument(numInputs + 3);
+    ValueRange maps = entry.getArguments().take_back(5);
+    kb.qMap = maps[0];
+    kb.doMap = maps[1];
+    kb.outMap = maps[2];
+    kb.kMap = maps[3];
+    kb.vMap = maps[4];
+  };
+
+  // The main kernel.
+  {
+    GpuBuilder b(plan.group.getLoc(), OpBuilder(ctx));
+    gpu::GPUFuncOp kernel = b.beginKernel(module, name, paramTypes, kThreads);
+    kernel->setAttr("liger.tensor_maps",
+                    b.getI64IntegerAttr(info.tensorMaps.size()));
+    bind(kernel);
+    kb.shared = b.externSharedBuffer(module, "liger_attention_smem", 1024);
+    kb.tid = b.threadId();
+    Value batch = memref::DimOp::create(b, kb.q, 0);
+    kb.seq = memref::DimOp::create(b, kb.q, 2);
+    kb.kvSeq = memref::DimOp::create(
+        b, kernel.getBody().front().getArgument(plan.k.getArgNumber()), 2);
+    kb.keyTiles = b.div(b.add(kb.kvSeq, kKeyTile - 1), kKeyTile);
+    kb.queryBlocks = b.div(b.add(kb.seq, kQueryBlock - 1), kQueryBlock);
+    kb.ctaTiles =
+        kb.tilesOfCta(b, b.mul(b.mul(batch, plan.kvHeads), kb.keyTiles));
+    kb.emitBarrierInit(b);
+    auto [pb, cb] = b.ifThenElse(b.lessThan(kb.tid, 128));
+    kb.emitProducer(pb);
+    kb.emitConsumer(cb);
+    gpu::ReturnOp::create(b);
+  }
+  // The finishing kernel: the same parameters.
+  {
+    GpuBuilder b(plan.group.getLoc(), OpBuilder(ctx));
+    gpu::GPUFuncOp kernel =
+        b.beginKernel(module, info.finish.name, paramTypes, kFinishThreads);
+    kernel->setAttr("liger.tensor_maps",
+                    b.getI64IntegerAttr(info.tensorMaps.size()));
+    bind(kernel);
+    kb.seq = memref::DimOp::create(b, kb.q, 2);
+    kb.emitFinish(b);
+    gpu::ReturnOp::create(b);
+  }
+  return info;
+}
