@@ -45,19 +45,20 @@ def cpu_reference_enabled():
     return os.environ.get("LIGER_OPS_CPU_REFERENCE", "") not in ("", "0")
 
 
-def _trace_constant(fn):
+def trace_constant(fn):
     """`fn` as a constant of a torch.compile trace: dynamo calls it and
     keeps its result, without guarding on what it reads (the table of
     targets, which the liger backend itself fills while it compiles the
     graph: a guard on the table lacking a device would fail on the frame
     that made it). This is the mark torch._dynamo.assume_constant_result
     sets, set here without importing dynamo (a second of every `import
-    liger.ops`); test_backend.py checks it is still that function's mark."""
+    liger.ops`; liger.ops' fallback warnings are traced alike);
+    test_backend.py checks it is still that function's mark."""
     fn._dynamo_marked_constant = True
     return fn
 
 
-@_trace_constant
+@trace_constant
 def device_target(device):
     """The target of the kernels for tensors on `device` (a torch.device):
     the GPU's (specs.target_for_capability), "cpu" on the CPU with the
@@ -190,7 +191,7 @@ def kernels(spec):
 def _pair(spec, template):
     """(fwd_<template>_0, bwd_<template>_0 or None) of a spec's bundle,
     loaded once per process (liger-compile numbers the kernels of each
-    function by template: rowwise, matmul)."""
+    function by template: rowwise, matmul, attention)."""
     pair = _KERNELS.get(spec)
     if pair is None:
         bundle = load(spec)
@@ -218,6 +219,14 @@ def linear_rope_kernels(spec):
     @fwd, the matmul template's) and its backward's RoPE kernels (the pair
     of spec.rope_spec()), loaded once per process."""
     return matmul_kernel(spec), kernels(spec.rope_spec())
+
+
+def attention_kernels(spec):
+    """(forward, backward) kernels of a spec of liger.ops.attention (its
+    @fwd and @bwd, the attention template's: fwd_attention_0,
+    bwd_attention_0; the backward None where the module has no @bwd),
+    loaded once per process."""
+    return _pair(spec, "attention")
 
 
 def loss_plan_kernels(spec):

@@ -21,6 +21,8 @@
     y = ops.gated_mlp(x, w_gate, w_up, w_down, "swiglu")  # gate/up+SwiGLU in one kernel,
                                               # backward: dh = dy·W_down + swiglu_grad in one
     q, k = ops.linear_rope(x, w_q, w_k, cos, sin)  # q/k projections + RoPE in one kernel
+    o = ops.attention(q, k, v, causal=True)   # SDPA's meaning (causal bottom-right), GQA;
+                                              # backward: liger.attention_grad from out, lse
 
 Each function validates every argument (types, ranges, finite floats,
 enums, shapes, dtypes, devices) before anything is compiled or launched,
@@ -40,6 +42,13 @@ leading dimensions into rows, on both. A non-contiguous input is copied
 (`.contiguous()`), for every op; only `cross_entropy(inplace=True)` refuses
 non-contiguous logits, since a copy would not be in place.
 
+A call a kernel cannot take is refused, naming the rule, but for
+attention's: where the attention template does not take a call (sm_80 and
+sm_86, f32, head dimensions it has no tiles for, keys of another length
+than the queries; a backward of D 192 or 256), liger.ops.attention runs
+PyTorch's scaled_dot_product_attention instead, with one
+LigerFallbackWarning per reason.
+
 The forwards save what their backward kernels read (RMSNorm's rstd,
 add + RMSNorm's sum and rstd, LayerNorm's mean and rstd, softmax's
 output); cross-entropy's forward keeps the gradient of a unit
@@ -50,18 +59,20 @@ matmuls (the scale on the rank-r products, x·Aᵀ recomputed). The gated
 MLP saves x, gate, up and act(gate) * up; its weight gradients and dx are
 PyTorch's matmuls. The q/k projections with RoPE save x, the weights and
 the tables; their backward is RoPE's gradient kernel, then PyTorch's
-matmuls.
+matmuls. Attention saves q, k, v, its output and each row's log-sum-exp
+(the forward kernel's second result); its backward is one kernel.
 """
 
 import importlib.util
 import operator
 import sys
+import warnings
 
 from . import bundles, specs
-from .errors import LigerError, LigerTypeError, LigerValueError
+from .errors import LigerError, LigerFallbackWarning, LigerTypeError, LigerValueError
 from .loss_plan import plan_chunks, plan_jsd_chunks
-from .specs import (DEFAULT_TARGET, add_rms_norm_spec, check_bool,  # noqa: F401
-                    check_int, cross_entropy_spec, fused_linear_cross_entropy_spec,
+from .specs import (DEFAULT_TARGET, add_rms_norm_spec, attention_spec,  # noqa: F401
+                    check_bool, check_int, cross_entropy_spec, fused_linear_cross_entropy_spec,
                     fused_linear_cross_entropy_unsupported_shape, gated_mlp_spec, geglu_spec,
                     layer_norm_spec, linear_rope_spec, lora_linear_spec, module_text,
                     parse_spec, rms_norm_spec, rope_spec, softmax_spec, swiglu_spec)
@@ -115,8 +126,10 @@ _SEEN = {}
 
 
 def clear_caches():
-    """Forgets every checked configuration, loaded spec, bundle and kernel."""
+    """Forgets every checked configuration, loaded spec, bundle and kernel,
+    and the fallbacks already warned of."""
     _SEEN.clear()
+    _WARNED.clear()
     if operators is not None:
         operators.clear()
     bundles.clear()
@@ -969,6 +982,112 @@ def gated_mlp(x, gate_weight, up_weight, down_weight, activation="swiglu", appro
     _rows("gated_mlp", "x", x)
     return operators.call(operators.gated_mlp, x, gate_weight, up_weight, down_weight,
                           *config)[0]
+
+
+# --- attention -----------------------------------------------------------------
+
+def attention_problem(q, k, v, causal):
+    """Why liger.ops.attention cannot take q [B, Hq, T, D] over k and v [B,
+    Hkv, S, D] (Hq a multiple of Hkv) of q's dtype, with a causal mask or
+    not, as (exception class, message), or None: the rules of the call's
+    tensors (the batch and the lengths vary per call; the dtype's own rule
+    is checked once)."""
+    op = "liger.ops.attention"
+    if q.dim() != 4 or k.dim() != 4 or v.dim() != 4:
+        return LigerValueError, "%s: q, k and v must be [B, Hq, T, D], [B, Hkv, S, D] and " \
+            "[B, Hkv, S, D], got %s, %s and %s" % (op, list(q.shape), list(k.shape),
+                                                   list(v.shape))
+    if q.numel() == 0 or k.numel() == 0:
+        return LigerValueError, "%s: q and k must not be empty, got %s and %s" % (
+            op, list(q.shape), list(k.shape))
+    b, hq, t, d = q.shape
+    if k.shape[0] != b or k.shape[3] != d:
+        return LigerValueError, "%s: k must be [%d, Hkv, S, %d] (B and D of q), got %s" % (
+            op, b, d, list(k.shape))
+    if v.shape != k.shape:
+        return LigerValueError, "%s: v must have the shape of k %s, got %s" % (
+            op, list(k.shape), list(v.shape))
+    if hq % k.shape[1]:
+        return LigerValueError, "%s: q's heads (%d) must be a multiple of k's (%d): each " \
+            "key/value head serves a group of query heads" % (op, hq, k.shape[1])
+    for name, other in (("k", k), ("v", v)):
+        problem = _dtype_problem("attention", name, other, "q", q)
+        if problem:
+            return problem
+    if causal and k.shape[2] < t:
+        return LigerValueError, "%s: the causal mask is aligned bottom-right (query i sees " \
+            "the keys j <= i + S - T): it needs at least as many keys as queries, got T = %d " \
+            "and S = %d" % (op, t, k.shape[2])
+    return None
+
+
+def _attention_checked(q, k, v, causal, scale):
+    device = _tensors("attention", dict(q=q, k=k, v=v))
+    causal = check_bool("causal", causal)
+    _raise(attention_problem(q, k, v, causal))
+    dtype = specs.dtype_name(q.dtype, "liger.ops.attention: q's dtype")
+    scale = 0.0 if scale is None else specs.check_float("scale", static(scale), 0.0,
+                                                         lo_open=True)
+    return causal, scale, bundles.device_target(device), dtype, _size(q.shape[3])
+
+
+_WARNED = set()
+
+
+@bundles.trace_constant
+def _warn_fallback(message):
+    """A LigerFallbackWarning "liger: <message>", once per message (under
+    torch.compile: while the graph is traced, a constant of it)."""
+    if message not in _WARNED:
+        _WARNED.add(message)
+        warnings.warn("liger: " + message, LigerFallbackWarning, stacklevel=3)
+
+
+def attention(q, k, v, causal=False, scale=None):
+    """Scaled dot-product attention, softmax(scale · q · kᵀ + mask) · v, of
+    q [B, Hq, T, D] over k and v [B, Hkv, S, D], all of one dtype (bf16,
+    f16 or f32), Hq a multiple of Hkv (grouped-query heads: query head h
+    reads key/value head h // (Hq / Hkv)); returns out [B, Hq, T, D] in q's
+    dtype (liger.attention: the scores and the softmax in f32). `scale`:
+    None for 1/sqrt(D), else a finite number > 0. It is
+    torch.nn.functional.scaled_dot_product_attention(q, k, v,
+    is_causal=causal, scale=scale, enable_gqa=True) but for the causal
+    mask, which is aligned bottom-right as FlashAttention's and liger's:
+    query i sees the keys j <= i + S - T (SDPA's is aligned top-left; the
+    two agree where T = S, as in training), so a query of a decoding step
+    (T = 1) sees every key; a causal call needs S >= T (no query left
+    without keys).
+
+    The forward is the attention template's kernel (sm_90a), which also
+    writes each row's log-sum-exp; out and the lse are saved with q, k and
+    v, and the backward is the template's kernel of liger.attention_grad
+    from them (no scores kept, none recomputed but from the lse). Where the
+    template does not take the call on its tensors' target, the call runs
+    PyTorch's scaled_dot_product_attention instead (with the mask above),
+    with one LigerFallbackWarning per reason (specs.attention_unsupported:
+    sm_80 and sm_86, which have no attention template; f32; a head
+    dimension not a multiple of 64 up to 256; keys of another length than
+    the queries, as in decoding with a cache). The backward's kernel takes
+    head dimensions 64 and 128: a call of D 192 or 256 whose inputs need
+    gradients (autograd recording) runs PyTorch's SDPA for the forward and
+    the backward alike (its backward reads what its own forward saves: a
+    liger forward would be work on top), and one that needs none
+    (inference, torch.no_grad) runs liger's forward kernel. CPU tensors with LIGER_OPS_CPU_REFERENCE=1
+    run the reference lowering of the same functions, which takes every
+    configuration (no fallback)."""
+    config = _once(lambda: (
+        "attention", type(q), type(k), type(v), q.device, k.device, v.device, q.dtype, k.dtype,
+        v.dtype, q.dim(), k.dim(), v.dim(), q.shape[1], k.shape[1], v.shape[1], q.shape[3],
+        k.shape[3], v.shape[3], type(causal), causal, type(scale), scale),
+        _attention_checked, q, k, v, causal, scale)
+    causal, scale, target, dtype, d = config
+    _raise(attention_problem(q, k, v, causal))
+    grad = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
+    why = specs.attention_unsupported(target, dtype, d, grad, q.shape[2], k.shape[2])
+    if why:
+        _warn_fallback("attention: %s; using PyTorch's scaled_dot_product_attention" % why)
+        return operators.attention_reference(q, k, v, causal, scale)
+    return operators.call(operators.attention, q, k, v, causal, scale)[0]
 
 
 def add_precompile_targets(parser):

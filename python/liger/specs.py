@@ -837,6 +837,123 @@ class LinearRoPESpec(Spec):
 }}
 """
 
+# --- attention (liger.ops.attention) ----------------------------------------
+
+# The head dimensions the attention template takes: the forward's a
+# multiple of 64 up to 256 (its tiles' 128-byte rows), the backward's 64 or
+# 128 (it holds dk and dv of 64 key rows in registers).
+ATTENTION_HEAD_DIMS = (64, 256)
+ATTENTION_GRAD_HEAD_DIMS = (64, 128)
+
+
+def attention_unsupported(target, dtype, head_dim, backward=False, queries=None, keys=None):
+    """Why the attention template's kernels cannot run liger.attention of
+    `dtype` ("bf16", "f16", "f32") heads of `head_dim` on `target` (with
+    `backward`, its liger.attention_grad from the saved output and lse too;
+    with `queries` and `keys`, a call's sequence lengths T and S), as a
+    reason for a message, or None where they can. The reference lowering
+    ("cpu") takes every configuration.
+
+    The one place of this rule on the Python side: it mirrors
+    attentionTemplateProblem (lib/Conversion/LigerToGPU/AttentionKernel.cpp),
+    which liger-compile applies (a group it does not take is left
+    uncompiled, warned); keep the two in step. The lengths are the
+    launcher's rule: the kernels' heads parameters share one symbol, "seq"
+    (bound once)."""
+    if target == REFERENCE_TARGET:
+        return None
+    if target != "sm_90a":
+        return "the attention template needs wgmma and TMA (sm_90a), the target is %s" % target
+    if dtype not in ("bf16", "f16"):
+        return "the attention template takes bf16 or f16 (wgmma's operands), got %s" % dtype
+    step, widest = ATTENTION_HEAD_DIMS
+    if head_dim % step or head_dim > widest:
+        return "head dimension %d: the attention template takes multiples of %d up to %d " \
+            "(its tiles' 128-byte rows)" % (head_dim, step, widest)
+    if backward and head_dim not in ATTENTION_GRAD_HEAD_DIMS:
+        return "head dimension %d with a backward: the attention template's backward takes " \
+            "%s (it holds dk and dv of 64 key rows in registers)" % (
+                head_dim, " or ".join(str(d) for d in ATTENTION_GRAD_HEAD_DIMS))
+    if queries is not None and keys is not None and queries != keys:
+        return "keys and queries of different lengths: the attention template's kernels " \
+            "take one sequence length (their launcher binds it once)"
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class AttentionSpec(Spec):
+    """liger.attention of q [?, q_heads, ?, head_dim] over k and v [?,
+    kv_heads, ?, head_dim] (grouped-query heads: q_heads a multiple of
+    kv_heads), all of `dtype`, `causal` (the mask aligned bottom-right) or
+    not, at `scale` (0: the default, 1/sqrt(head_dim)); the batch and the
+    sequence lengths are dynamic. @fwd (q, k, v) -> (out, lse): the
+    forward with its log-sum-exp; @bwd (dout, q, k, v, out, lse) -> (dq, dk,
+    dv): liger.attention_grad from the saved output and lse. Each is one
+    kernel of the attention template (fwd_attention_0, bwd_attention_0),
+    its parameters the function's in order. On a GPU target the spec holds
+    the template's rules for the forward (attention_unsupported), and the
+    module has @bwd only where the template takes the backward too (head
+    dimension 64 or 128); the reference lowering takes every
+    configuration."""
+
+    op: ClassVar[str] = "attention"
+    q_heads: int
+    kv_heads: int
+    head_dim: int
+    dtype: str
+    causal: bool = False
+    scale: float = 0.0
+    target: str = DEFAULT_TARGET
+
+    def _checked(self):
+        checked = dict(_common(self), q_heads=_size("q_heads", self.q_heads),
+                       kv_heads=_size("kv_heads", self.kv_heads),
+                       head_dim=_size("head_dim", self.head_dim),
+                       causal=check_bool("causal", self.causal),
+                       scale=check_float("scale", self.scale, 0.0))
+        if checked["q_heads"] % checked["kv_heads"]:
+            raise LigerValueError("q_heads must be a multiple of kv_heads (each key/value head "
+                                  "serves a group of query heads), got %d and %d"
+                                  % (checked["q_heads"], checked["kv_heads"]))
+        why = attention_unsupported(checked["target"], checked["dtype"], checked["head_dim"])
+        if why:
+            raise LigerValueError("no attention kernel on %s: %s; liger.ops.attention runs "
+                                  "PyTorch's scaled_dot_product_attention there"
+                                  % (checked["target"], why))
+        return checked
+
+    def _string_fields(self, fields):
+        if not self.scale:  # (the default scale: not written)
+            fields = dict(fields)
+            del fields["scale"]
+        return fields
+
+    def has_backward(self):
+        """Whether the module has @bwd: the template takes the backward on
+        the target (the reference lowering, always)."""
+        return attention_unsupported(self.target, self.dtype, self.head_dim, True) is None
+
+    def module_text(self):
+        dt, d = self.dtype, self.head_dim
+        Q = "tensor<?x%dx?x%dx%s>" % (self.q_heads, d, dt)
+        K = "tensor<?x%dx?x%dx%s>" % (self.kv_heads, d, dt)
+        L = "tensor<?x%dx?xf32>" % self.q_heads
+        attrs = (" causal" if self.causal else "") + \
+            (" scale = %.9e" % self.scale if self.scale else "")
+        text = f"""func.func @fwd(%q: {Q}, %k: {K}, %v: {K}) -> ({Q}, {L}) {{
+  %o, %lse = liger.attention %q, %k, %v{attrs} return_lse : {Q}, {K}, {K}
+  return %o, %lse : {Q}, {L}
+}}
+"""
+        if not self.has_backward():
+            return text
+        return text + f"""func.func @bwd(%do: {Q}, %q: {Q}, %k: {K}, %v: {K}, %o: {Q}, %lse: {L}) -> ({Q}, {K}, {K}) {{
+  %dq, %dk, %dv = liger.attention_grad %do, %q, %k, %v saved(%o, %lse : {Q}, {L}){attrs} : {Q}, {Q}, {K}, {K}
+  return %dq, %dk, %dv : {Q}, {K}, {K}
+}}
+"""
+
+
 # --- divergences (liger.ops.kl_div, liger.ops.jsd) -------------------------
 #
 # Their kernels are row kernels: per token (or per element for a KL
@@ -935,7 +1052,7 @@ func.func @loss(%x: {X}, %y: {X}{lparam}) -> {G} {{
 SPECS = {cls.op: cls for cls in (RMSNormSpec, AddRMSNormSpec, LayerNormSpec, SwiGLUSpec,
                                  GeGLUSpec, SoftmaxSpec, RoPESpec, CrossEntropySpec,
                                  FusedLinearCrossEntropySpec, LoRALinearSpec, GatedMLPSpec,
-                                 LinearRoPESpec, KLDivSpec, JSDSpec)}
+                                 LinearRoPESpec, AttentionSpec, KLDivSpec, JSDSpec)}
 
 
 def parse_spec(text, target=DEFAULT_TARGET):
@@ -1082,3 +1199,12 @@ def linear_rope_spec(hidden, q_heads, k_heads, head_dim, dtype, bias=False,
     (`broadcast_tables`) or [B, T, D]."""
     return LinearRoPESpec(hidden, q_heads, k_heads, head_dim, dtype_name(dtype), bias,
                           broadcast_tables, target)
+
+
+def attention_spec(q_heads, kv_heads, head_dim, dtype, causal=False, scale=None,
+                   target=DEFAULT_TARGET):
+    """Attention of `q_heads` query heads over `kv_heads` key/value heads of
+    `head_dim`, causal (bottom-right aligned) or not, at `scale` (None or 0:
+    1/sqrt(head_dim))."""
+    return AttentionSpec(q_heads, kv_heads, head_dim, dtype_name(dtype), causal,
+                         0.0 if scale is None else scale, target)

@@ -146,6 +146,34 @@ def _cases():
         **_lora_cases(),
         **_gated_mlp_cases(),
         **_linear_rope_cases(),
+        **_attention_cases(),
+    }
+
+
+def _attention_cases():
+    """liger::attention: bf16, causal, 4 query heads over 2 key/value heads
+    of 16, keys longer than the queries, the default scale; and f32 without
+    the mask, keys shorter than the queries, a scale of its own ("_none");
+    liger::attention_backward: bf16, from the forward's output and lse."""
+    bf = dict(dtype=torch.bfloat16, grad=True)
+
+    def other(t):  # (_randn repeats its values for a repeated shape)
+        return t.detach().flip(-1).requires_grad_(t.requires_grad)
+    L = torch.ops.liger
+    q, k = _randn(2, 4, 3, 16, **bf), _randn(2, 2, 5, 16, **bf)
+    k32 = _randn(1, 1, 3, 8, grad=True)
+    # The forward's output and lse (scale 1/sqrt(16); query i sees keys j <= i + 2).
+    scores = q.detach().float().matmul(k.detach().float().repeat_interleave(2, 1).mT) / 4
+    scores = scores.masked_fill(~torch.ones(3, 5, dtype=torch.bool).tril(2), float("-inf"))
+    lse = scores.logsumexp(-1)
+    out = scores.softmax(-1).matmul(other(k).detach().float().repeat_interleave(2, 1))
+    return {
+        "attention": (L.attention, (q, k, other(k), True, 0.0)),
+        "attention_none": (L.attention, (_randn(1, 2, 4, 8, grad=True), k32, other(k32), False,
+                                         0.5)),
+        "attention_backward": (L.attention_backward, (
+            _randn(2, 4, 3, 16, dtype=torch.bfloat16), q.detach(), k.detach(),
+            other(k).detach(), out.bfloat16(), lse, True, 0.0)),
     }
 
 
@@ -477,6 +505,7 @@ def _eager_cases():
         "geglu": (lambda: ops.geglu(g, u), (g, u)),
         "softmax": (lambda: ops.softmax(x), (x,)),
         "rope": (lambda: ops.rope(q, k, angle.cos(), angle.sin()), (q, k)),
+        "attention": (lambda: ops.attention(q, k, k.detach().flip(-1), causal=True), (q, k)),
     }
 
 
