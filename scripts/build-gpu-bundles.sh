@@ -73,16 +73,18 @@ PY
 # test_preference_gpu.py, test_fused_linear_jsd_gpu.py, test_ops_lora_gpu.py,
 # test_ops_gated_mlp_gpu.py, test_ops_linear_rope_gpu.py (the q/k projection
 # kernels and their backward's RoPE kernels; at batch 1 a case of per-batch
-# tables runs the broadcast tables' kernels) and of the patched tiny models of
-# test_transformers_parity.py (their LoRA layers too: models.lora_specs()
-# builds the PEFT models on the meta device, with transformers and PEFT), by
-# key (LIGER_OPS_BUNDLES).
+# tables runs the broadcast tables' kernels), test_ops_attention.py (the
+# attention template's forward and backward, ops_attention_cases.py) and of
+# the patched tiny models of test_transformers_parity.py (their LoRA layers
+# too: models.lora_specs() builds the PEFT models on the meta device, with
+# transformers and PEFT), by key (LIGER_OPS_BUNDLES).
 PYTHONPATH="$ROOT/python:$ROOT/test/Integration/gpu${PYTHONPATH:+:$PYTHONPATH}" \
   LIGER_BUILD_DIR="$BUILD" "$PYTHON" - "$OUT/ops" <<'PY'
 import dataclasses
 import sys
 import kernels
 import models
+import ops_attention_cases
 from liger import ops
 linear_rope = list(kernels.linear_rope_cases().values())
 linear_rope += [dataclasses.replace(s, broadcast_tables=True) for s in linear_rope
@@ -95,7 +97,7 @@ ops.precompile(sys.argv[1], [case[0] for case in kernels.ops_cases().values()] +
                kernels.preference_specs() + kernels.fused_linear_jsd_specs() +
                list(kernels.lora_cases().values()) + list(kernels.gated_mlp_cases().values()) +
                linear_rope + [s.rope_spec() for s in linear_rope] +
-               models.specs() + models.lora_specs())
+               ops_attention_cases.specs() + models.specs() + models.lora_specs())
 PY
 # torch.compile(backend="liger"): the kernels of a training step of each
 # model of test_backend_gpu.py and of bench/e2e.py's model (the liger
