@@ -48,10 +48,11 @@ use and cached where the compiler is installed.
 (liger.ops.fused_linear_cross_entropy's `memory_budget`; 0.5 GiB by
 default): smaller chunks, less memory, more passes over the weight gradient.
 
-`lora`, `fused_mlp`, `fuse_norm_linear` and `fuse_qkv_rope` name the
-fusions liger's compiler makes beyond Liger-Kernel's set (LoRA projections,
-the gated MLP's projections with their activation, the norm folded into its
-projections, q/k projections with RoPE in their epilogue).
+`lora`, `fused_mlp`, `fuse_norm_linear`, `fuse_qkv_rope` and `attention`
+name the fusions liger's compiler makes beyond Liger-Kernel's set (LoRA
+projections, the gated MLP's projections with their activation, the norm
+folded into its projections, q/k projections with RoPE in their epilogue,
+the attention template).
 
     lora         a PEFT LoRA Linear on a decoder projection  ops.lora_linear
                  (q/k/v/o_proj, gate/up/down_proj, Phi-3's and GLM-4's fused
@@ -62,6 +63,9 @@ projections, q/k projections with RoPE in their epilogue).
     fuse_qkv_rope the attention's q/k projections and RoPE   ops.linear_rope
                  (one kernel; Hugging Face's attention forward
                  otherwise as it is)
+    attention    the attention function (attn_implementation  ops.attention
+                 "liger", registered with Hugging Face's attention
+                 interface); on a model only
 
 A LoRA layer runs liger.ops.lora_linear where one adapter is active, not
 merged, with no dropout (p = 0), no DoRA or other variant, no bias on
@@ -89,7 +93,14 @@ the call is one liger.ops.linear_rope takes (its rules: one dtype, biases
 on both or neither, the kernel's sizes); any other forms q and k as
 Hugging Face does, with one warning per reason. liger.ops has no autograd
 op for `fuse_norm_linear` yet: set, it warns and leaves those layers as
-they are.
+they are. With attention, the model's attention function is
+liger.ops.attention where a call has no mask (Hugging Face makes none for
+a causal batch without padding, SDPA's mask function being registered
+with it), no dropout, softcap, sinks or position bias, and kernels;
+any other runs Hugging Face's SDPA function, with one warning per reason;
+a model that softcaps its scores (Gemma 2) keeps its attention, warned.
+A class patch registers the implementation and warns: models choose
+theirs when built (attn_implementation="liger").
 """
 
 import ast
@@ -294,7 +305,8 @@ def _decided(what, op, args, devices, instead):
 # The liger.bundles function that loads an op's kernels, where not a row
 # op's pair (`kernels`).
 _LOADERS = {"fused_linear_cross_entropy": "loss_plan_kernels", "lora_linear": "matmul_kernel",
-            "gated_mlp": "matmul_kernels", "linear_rope": "linear_rope_kernels"}
+            "gated_mlp": "matmul_kernels", "linear_rope": "linear_rope_kernels",
+            "attention": "attention_kernels"}
 
 
 def _decide(what, op, args, devices, instead):
@@ -759,6 +771,75 @@ def _linear_rope(self, hidden_states, cos, sin, hidden_shape, apply_rotary_pos_e
     return apply_rotary_pos_emb(query, key, cos, sin)
 
 
+# attention=True: liger.ops.attention as Hugging Face's attention function,
+# registered with its attention interface as attn_implementation="liger"
+# (the model's attention forward otherwise its own: projections, RoPE,
+# cache), with SDPA's mask function, so that a mask is made only where
+# SDPA needs one.
+
+ATTENTION_IMPLEMENTATION = "liger"
+# Hugging Face's SDPA attention function, what _attention_forward runs where
+# liger.ops.attention cannot (found at registration: torch.compile cannot
+# trace an import).
+_SDPA_FORWARD = []
+
+
+def _register_attention():
+    """Registers _attention_forward and SDPA's mask function under
+    ATTENTION_IMPLEMENTATION with Hugging Face's interfaces (again: the
+    same functions)."""
+    from transformers import AttentionInterface, AttentionMaskInterface
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+    from transformers.masking_utils import sdpa_mask
+    _SDPA_FORWARD[:] = [sdpa_attention_forward]
+    AttentionInterface.register(ATTENTION_IMPLEMENTATION, _attention_forward)
+    AttentionMaskInterface.register(ATTENTION_IMPLEMENTATION, sdpa_mask)
+
+
+def _attention_forward(module, query, key, value, attention_mask, dropout=0.0, scaling=None,
+                       is_causal=None, **kwargs):
+    """Hugging Face's attention function of attn_implementation="liger":
+    sdpa_attention_forward's meaning (query [B, Hq, T, D], key and value
+    [B, Hkv, S, D] -> ([B, T, Hq, D], None)) by liger.ops.attention where
+    it can take the call: no mask (a causal batch without padding: SDPA's
+    mask function makes none), no dropout, softcap, sinks or position bias,
+    a configuration liger.ops has kernels for (_fallback); otherwise
+    Hugging Face's SDPA function, warned once per reason. As Hugging Face's
+    SDPA: causal where the module is and there is more than one query; a
+    static cache's empty keys past the queries (a causal prefill) cut."""
+    what = type(module).__name__
+    instead = "PyTorch's SDPA (attention=True)"
+    problem = None
+    if attention_mask is not None:
+        problem = "an attention mask (padding, packed sequences, a window shorter than the " \
+            "keys): liger.ops.attention takes a causal mask or none"
+    elif dropout:
+        problem = "attention dropout %r: liger.ops.attention has none" % dropout
+    else:
+        extra = [name for name in ("softcap", "s_aux", "sinks", "position_bias")
+                 if kwargs.get(name) is not None]
+        if extra:
+            problem = "%s: liger.ops.attention has none" % _names(extra)
+    if problem is None:
+        causal = getattr(module, "is_causal", True) if is_causal is None else is_causal
+        t = query.shape[2]
+        causal = bool(t > 1 and causal)
+        if causal and key.shape[2] > t:
+            key, value = key[:, :, :t], value[:, :, :t]
+        d = query.shape[-1]
+        scale = None if scaling is None or scaling == d ** -0.5 else scaling
+        if not _fallback(what, "attention", (query.shape[1], key.shape[1], d, str(query.dtype),
+                                             causal, scale),
+                         (("query", str(query.device)), ("key", str(key.device)),
+                          ("value", str(value.device))), instead):
+            out = ops.attention(query, key, value, causal=causal, scale=scale)
+            return out.transpose(1, 2).contiguous(), None
+    else:
+        _warn_once("%s runs %s: %s" % (what, instead, problem))
+    return _SDPA_FORWARD[0](module, query, key, value, attention_mask, dropout=dropout,
+                            scaling=scaling, is_causal=is_causal, **kwargs)
+
+
 def _shifted_labels(labels, kwargs):
     """The next-token targets as Hugging Face's causal LM loss forms them
     (labels shifted left, -100 last), or the caller's `shift_labels`."""
@@ -979,6 +1060,18 @@ def _apply(family, flags):
                    % _names(fam.layer_norms))
     if flags["rope"] and not fam.rope:
         _patch(mod, "apply_rotary_pos_emb", _rope_function(family))
+    if flags["attention"]:
+        _register_attention()
+        if model is None:
+            _warn_once('attention=True: a class patch cannot choose the attention of models '
+                       'built afterwards: build them with attn_implementation="%s" (registered '
+                       'now), or patch a model (model=...)' % ATTENTION_IMPLEMENTATION)
+        elif getattr(model.config, "attn_logit_softcapping", None):
+            _warn_once("attention=True: %s keeps its attention: it softcaps its scores "
+                       "(attn_logit_softcapping), which neither liger.ops.attention nor SDPA "
+                       "takes" % type(model).__name__)
+        else:
+            model.set_attn_implementation(ATTENTION_IMPLEMENTATION)
     # What the loss reads besides the family: its output class (found here:
     # torch.compile cannot trace the import of transformers' lazy module),
     # the fused loss's chunk budget, the model's router loss.
@@ -1022,7 +1115,7 @@ def _apply(family, flags):
 _FLAGS = (("rope", True), ("cross_entropy", False), ("fused_linear_cross_entropy", True),
           ("rms_norm", True), ("gate", True), ("model", None))
 _LIGER_FLAGS = (("lora", False), ("fuse_norm_linear", False), ("fuse_qkv_rope", False),
-                ("fused_mlp", False), ("loss_memory_budget", None))
+                ("fused_mlp", False), ("loss_memory_budget", None), ("attention", False))
 
 
 def _entry_point(family):

@@ -90,7 +90,8 @@ def test_apply_to_instance_refuses_a_flag_the_family_does_not_take():
     with pytest.raises(LigerError, match=r"^liger.transformers' llama patch takes no geglu, "
                        r"layer_norm \(its flags: rope, cross_entropy, "
                        r"fused_linear_cross_entropy, rms_norm, swiglu, lora, "
-                       r"fuse_norm_linear, fuse_qkv_rope, fused_mlp, loss_memory_budget\)$"):
+                       r"fuse_norm_linear, fuse_qkv_rope, fused_mlp, loss_memory_budget, "
+                       r"attention\)$"):
         integration._apply_liger_kernel_to_instance(model, geglu=True, layer_norm=True)
     assert "forward" not in vars(model.model.norm)  # nothing was patched
 

@@ -673,6 +673,137 @@ def test_fuse_qkv_rope_class_patch_and_revert(monkeypatch):
     assert not hasattr(modeling_llama.LlamaAttention, "_liger_linear_rope")
 
 
+# attention=True: Llama (GQA), Gemma (multi-query; its scaling
+# query_pre_attn_scalar^-1/2 the default), Granite (attention_multiplier: a
+# scale of its own), in f32 and bf16.
+ATTENTION_CASES = [("llama", F32, 4, 2, None), ("gemma", F32, 4, 1, None),
+                   ("granite", F32, 4, 2, 0.125), ("llama", BF16, 4, 2, None)]
+
+
+def _attention_alone(model, attention=True):
+    """Patches `model`'s attention function alone (attention=True)."""
+    fam = lt._FAMILIES[model.config.model_type]
+    return lt.apply_liger_kernel(model, attention=attention, rope=False, rms_norm=False,
+                                 fused_linear_cross_entropy=False, **{fam.gate: False})
+
+
+def _rel(got, want):
+    return ((got.double() - want.double()).abs().max() /
+            want.double().abs().max().clamp_min(1e-30)).item()
+
+
+@needs_runner
+@pytest.mark.parametrize("family,dtype,heads,kv_heads,scale", ATTENTION_CASES,
+                         ids=["%s-%s" % (c[0], str(c[1])[6:]) for c in ATTENTION_CASES])
+def test_attention_runs_liger_ops_attention_as_sdpa(family, dtype, heads, kv_heads, scale,
+                                                    monkeypatch):
+    """attention=True on a model: its attention implementation is "liger",
+    each attention call one liger.ops.attention (causal, the module's
+    scaling: the default's spec where it is 1/sqrt(D)), and the model's
+    loss, logits and every gradient those of Hugging Face's SDPA attention,
+    warning of nothing."""
+    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+    loaded = []
+    load = bundles.attention_kernels
+    monkeypatch.setattr(bundles, "attention_kernels",
+                        lambda spec: (loaded.append(spec), load(spec))[1])
+    ref, model = (tiny_model(family, 21, dtype) for _ in range(2))
+    ref.set_attn_implementation("sdpa")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _attention_alone(model)
+        assert model.config._attn_implementation == "liger"
+        ids = tokens(8)
+        outs = [m(input_ids=ids, labels=ids) for m in (ref, model)]
+        for out in outs:
+            out.loss.backward()
+    assert _fallback_warnings(caught) == []
+    dt = "f32" if dtype == F32 else "bf16"
+    assert set(loaded) == {ops.attention_spec(heads, kv_heads, 8, dt, True, scale,
+                                              target="cpu")}, loaded
+    tol = 1e-5 if dtype == F32 else 2e-2
+    assert _rel(outs[1].logits, outs[0].logits) < tol
+    assert _rel(outs[1].loss, outs[0].loss) < tol
+    for (name, p), q in zip(ref.named_parameters(), model.parameters()):
+        assert _rel(q.grad, p.grad) < (tol if dtype == F32 else 5e-2), (name, _rel(q.grad,
+                                                                                p.grad))
+
+
+@needs_runner
+def test_attention_with_a_mask_runs_sdpa_warned_once(monkeypatch):
+    """A batch with padding (a mask): Hugging Face's SDPA function, the
+    reference's logits exactly, one warning naming the reason; a batch
+    without runs liger.ops.attention again."""
+    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+    ref, model = (tiny_model("llama", 22) for _ in range(2))
+    ref.set_attn_implementation("sdpa")
+    _attention_alone(model)
+    ids = tokens(9)
+    mask = torch.ones_like(ids)
+    mask[0, :2] = 0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(2):
+            assert torch.equal(model(input_ids=ids, attention_mask=mask).logits,
+                               ref(input_ids=ids, attention_mask=mask).logits)
+    assert _fallback_warnings(caught) == [
+        "liger: LlamaAttention runs PyTorch's SDPA (attention=True): an attention mask "
+        "(padding, packed sequences, a window shorter than the keys): liger.ops.attention "
+        "takes a causal mask or none"]
+    assert _rel(model(input_ids=ids).logits, ref(input_ids=ids).logits) < 1e-5
+
+
+@needs_runner
+def test_attention_generates_as_sdpa(monkeypatch):
+    """Greedy generation with the cache: the prefill causal, each decoding
+    step one query over every key (no mask), the reference's tokens."""
+    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+    ref, model = (tiny_model("qwen2", 23) for _ in range(2))
+    ref.set_attn_implementation("sdpa")
+    _attention_alone(model)
+    ids = tokens(10, seq=5)
+    assert torch.equal(model.generate(ids, max_new_tokens=3, do_sample=False),
+                       ref.generate(ids, max_new_tokens=3, do_sample=False))
+
+
+def test_attention_keeps_a_softcapped_attention():
+    """Gemma 2 softcaps its scores, which neither liger.ops.attention nor
+    SDPA takes: the model keeps its attention, warned."""
+    model = tiny_model("gemma2", 25)
+    with pytest.warns(lt.LigerFallbackWarning) as caught:
+        _attention_alone(model)
+    assert _fallback_warnings(caught) == [
+        "liger: attention=True: Gemma2ForCausalLM keeps its attention: it softcaps its scores "
+        "(attn_logit_softcapping), which neither liger.ops.attention nor SDPA takes"]
+    assert model.config._attn_implementation == "eager"
+
+
+@needs_runner
+def test_attention_class_patch_registers_and_warns(monkeypatch):
+    """A class patch cannot choose the attention of the models built
+    afterwards: it registers "liger" and says so; a model built with
+    attn_implementation="liger" runs liger.ops.attention."""
+    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+    with pytest.warns(lt.LigerFallbackWarning) as caught:
+        lt.apply_liger_kernel_to_llama(attention=True, rope=False, rms_norm=False,
+                                       swiglu=False, fused_linear_cross_entropy=False)
+    assert _fallback_warnings(caught) == [
+        'liger: attention=True: a class patch cannot choose the attention of models built '
+        'afterwards: build them with attn_implementation="liger" (registered now), or patch a '
+        'model (model=...)']
+    loaded = []
+    load = bundles.attention_kernels
+    monkeypatch.setattr(bundles, "attention_kernels",
+                        lambda spec: (loaded.append(spec), load(spec))[1])
+    config = tiny_config("llama")
+    config._attn_implementation = "liger"
+    torch.manual_seed(24)
+    model = transformers.AutoModelForCausalLM.from_config(config)
+    assert model.config._attn_implementation == "liger"
+    model(input_ids=tokens(11))
+    assert loaded
+
+
 QK_ROPE_PREFIX = ("liger: LlamaAttention runs its q/k projections and RoPE apart "
                   "(fuse_qkv_rope=True): ")
 
@@ -1209,7 +1340,7 @@ def test_entry_points_take_liger_kernels_flags(family):
     apply = lt._APPLY[family]
     assert str(inspect.signature(apply)) == SIGNATURES[family] + (
         ", lora=False, fuse_norm_linear=False, fuse_qkv_rope=False, fused_mlp=False, "
-        "loss_memory_budget=None)")
+        "loss_memory_budget=None, attention=False)")
     assert getattr(lt, apply.__name__) is apply
 
 
