@@ -15,7 +15,7 @@
 // RUN: ptxas -arch=sm_90a -v %t.bundle/liger_kernels.sm_90a.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 // RUN: rm -rf %t.sm80 && not liger-compile %s --target=sm_80 -o %t.sm80 2>&1 | FileCheck %s --check-prefix=SM80
 
-// OUT: liger-compile: 2 kernels for sm_90a
+// OUT: liger-compile: 3 kernels for sm_90a
 
 // MANIFEST: "name": "forward_attention_0",
 // MANIFEST: "name": "output1",
@@ -70,10 +70,14 @@
 
 // PTX-LABEL: .entry forward_attention_0(
 // PTX: st.global.b32
+// The register split (24 for the producer, 240 for each consumer) holds
+// because the kernel declares one CTA an SM (.minnctapersm 1: ptxas ignored
+// setmaxnreg at D 64 without it, advisory C7508).
 // PTX-LABEL: .entry gqa_causal_attention_0(
-// PTX: setmaxnreg.dec.sync.aligned.u32 40
+// PTX: .minnctapersm 1
+// PTX: setmaxnreg.dec.sync.aligned.u32 24
 // PTX: cp.async.bulk.tensor.3d.shared::cta.global.tile.mbarrier::complete_tx::bytes
-// PTX: setmaxnreg.inc.sync.aligned.u32 232
+// PTX: setmaxnreg.inc.sync.aligned.u32 240
 // PTX: bar.sync {{.*}}, 256;
 // Sᵀ and dPᵀ (K-major: trans-a 0, trans-b 0), P·dO and dS·q (A from
 // registers, B MN-major: trans-b 1), dS·K (trans-a 1, trans-b 1):
@@ -86,11 +90,13 @@
 // PTX: mul.rn.f32
 // PTX: cvt.rn.bf16x2.f32
 
+// PTXAS-NOT: C7508
 // PTXAS-DAG: Compiling entry function 'forward_attention_0'
+// PTXAS-DAG: Compiling entry function 'd64_attention_0'
 // PTXAS-DAG: Compiling entry function 'gqa_causal_attention_0'
 // PTXAS-DAG: Compiling entry function 'gqa_causal_attention_0_finish'
 
-// SM80: liger-compile: no kernel to compile in {{.*}} (not compiled yet, no kernel template: 1 liger.attention, 1 liger.attention_grad)
+// SM80: liger-compile: no kernel to compile in {{.*}} (not compiled yet, no kernel template: 1 liger.attention, 2 liger.attention_grad)
 
 // The forward with its lse.
 func.func @forward(%q: tensor<?x32x?x128xbf16>, %k: tensor<?x8x?x128xbf16>,
@@ -110,4 +116,15 @@ func.func @gqa_causal(%do: tensor<?x32x?x128xbf16>, %q: tensor<?x32x?x128xbf16>,
       saved(%o, %lse : tensor<?x32x?x128xbf16>, tensor<?x32x?xf32>) causal
       : tensor<?x32x?x128xbf16>, tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>
   return %dq, %dk, %dv : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>
+}
+
+// D 64, not causal, a scale of its own: four stages.
+func.func @d64(%do: tensor<?x6x?x64xbf16>, %q: tensor<?x6x?x64xbf16>,
+               %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x64xbf16>,
+               %o: tensor<?x6x?x64xbf16>, %lse: tensor<?x6x?xf32>)
+    -> (tensor<?x6x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>) {
+  %dq, %dk, %dv = liger.attention_grad %do, %q, %k, %v
+      saved(%o, %lse : tensor<?x6x?x64xbf16>, tensor<?x6x?xf32>) scale = 0.3
+      : tensor<?x6x?x64xbf16>, tensor<?x6x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>
+  return %dq, %dk, %dv : tensor<?x6x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16>
 }

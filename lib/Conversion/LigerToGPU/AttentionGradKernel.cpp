@@ -720,6 +720,7 @@ mlir::liger::buildAttentionGradKernel(const AttentionPlan &plan,
   {
     GpuBuilder b(plan.group.getLoc(), OpBuilder(ctx));
     gpu::GPUFuncOp kernel = b.beginKernel(module, name, paramTypes, kThreads);
+    b.markWarpSpecialized(kernel);
     kernel->setAttr("liger.tensor_maps",
                     b.getI64IntegerAttr(info.tensorMaps.size()));
     bind(kernel);

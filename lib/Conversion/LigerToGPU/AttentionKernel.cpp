@@ -700,11 +700,13 @@ static std::string attentionConfigProblem(const AttentionPlan &plan,
            " holds more accumulators than a consumer thread's registers "
            "(tile_n / 2 + D / 2 must be at most 160)";
   int64_t bytes = attentionSharedBytes(plan, tileN, stages);
-  if (bytes > target.maxSharedMemoryBytes)
+  int64_t budget = GpuBuilder::externSharedBudget(target);
+  if (bytes > budget)
     return "'tile_n' " + std::to_string(tileN) + " and " +
            std::to_string(stages) + " stages take " + std::to_string(bytes) +
-           " bytes of shared memory, over " + target.chip.str() + "'s " +
-           std::to_string(target.maxSharedMemoryBytes);
+           " bytes of shared memory, over the " + std::to_string(budget) +
+           " a kernel may take beside its 1024 static bytes on " +
+           target.chip.str();
   return "";
 }
 
@@ -718,7 +720,7 @@ mlir::liger::selectAttentionKernelConfig(const AttentionPlan &plan,
   // second is loaded meanwhile. As many as fit, up to 4.
   int64_t stages = 4;
   while (stages > 2 && attentionSharedBytes(plan, tileN, stages) >
-                           target.maxSharedMemoryBytes)
+                           GpuBuilder::externSharedBudget(target))
     --stages;
   return KernelConfigAttr::get(
       plan.group.getContext(), KernelTemplate::attention, std::nullopt,

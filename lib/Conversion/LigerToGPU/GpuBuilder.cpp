@@ -40,6 +40,11 @@ gpu::GPUFuncOp GpuBuilder::beginKernel(gpu::GPUModuleOp module,
   return kernel;
 }
 
+void GpuBuilder::markWarpSpecialized(gpu::GPUFuncOp kernel) {
+  kernel->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
+                  getI32IntegerAttr(1));
+}
+
 GpuBuilder GpuBuilder::ifThen(Value cond) {
   auto op = scf::IfOp::create(*this, cond, /*withElseRegion=*/false);
   return with(op.getThenBodyBuilder());

@@ -1,6 +1,7 @@
 //===- MatmulConfig.cpp - tile configuration of matmul groups -------------===//
 
 #include "liger/Conversion/LigerToGPU/MatmulConfig.h"
+#include "liger/Conversion/LigerToGPU/GpuBuilder.h"
 #include "liger/Conversion/LigerToGPU/MatmulLayout.h"
 
 #include "llvm/ADT/StringSwitch.h"
@@ -24,6 +25,14 @@ std::string mlir::liger::badMatmulScheduleChoice(StringRef option,
   return (option + " must be auto, data-parallel or pingpong, got '" + text +
           "'")
       .str();
+}
+
+/// The shared memory a matmul kernel of `config` may take on `target`:
+/// the wgmma template's is one 1024-aligned extern buffer.
+static int64_t sharedBudget(const MatmulKernelConfig &config,
+                            const GpuTargetInfo &target) {
+  return config.wgmma ? GpuBuilder::externSharedBudget(target)
+                      : target.maxSharedMemoryBytes;
 }
 
 std::string mlir::liger::pingpongLimit(const MatmulPlan &plan, int64_t tileM,
@@ -107,7 +116,7 @@ mlir::liger::selectMatmulKernelConfig(const MatmulPlan &plan,
   // tiles are half as tall).
   config.stages = config.pingpong() ? 8 : 5;
   while (config.stages > 2 &&
-         MatmulLayout(plan, config).size() > target.maxSharedMemoryBytes)
+         MatmulLayout(plan, config).size() > sharedBudget(config, target))
     --config.stages;
   return config;
 }
@@ -146,9 +155,11 @@ mlir::liger::verifyMatmulKernelConfig(const MatmulKernelConfig &config,
       return bad() << "the pingpong schedule does not take this group: "
                    << limit;
   int64_t smem = MatmulLayout(plan, config).size();
-  if (smem > target.maxSharedMemoryBytes)
+  if (smem > sharedBudget(config, target))
     return bad() << "it needs " << smem << " bytes of shared memory, "
-                 << target.chip << " has " << target.maxSharedMemoryBytes;
+                 << target.chip << " has " << sharedBudget(config, target)
+                 << (config.wgmma ? " beside the kernel's 1024 static bytes"
+                                  : "");
   return success();
 }
 

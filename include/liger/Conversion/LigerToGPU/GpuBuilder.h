@@ -15,6 +15,8 @@
 #ifndef LIGER_CONVERSION_LIGERTOGPU_GPUBUILDER_H
 #define LIGER_CONVERSION_LIGERTOGPU_GPUBUILDER_H
 
+#include "liger/Target/GpuTarget.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -46,6 +48,12 @@ public:
   /// to the start of its body.
   gpu::GPUFuncOp beginKernel(gpu::GPUModuleOp module, StringRef name,
                              TypeRange params, int64_t threads);
+  /// Marks `kernel` as warp-specialized with setmaxnreg: at least one CTA
+  /// an SM (`nvvm.minctasm` 1, .minnctapersm in its PTX), so that ptxas
+  /// fixes the register count at entry (65536 / threads) that setmaxnreg
+  /// moves between warpgroups; without it ptxas may ignore setmaxnreg
+  /// (advisory C7508).
+  void markWarpSpecialized(gpu::GPUFuncOp kernel);
   /// `if (cond)` without results: a builder inside its `then` block.
   GpuBuilder ifThen(Value cond);
   /// `if (cond) ... else ...` without results: builders of both blocks.
@@ -215,6 +223,13 @@ public:
                    Type elementType);
 
   // Shared memory as one extern buffer (wgmma kernels).
+  /// The dynamic shared memory a kernel with a 1024-aligned extern buffer
+  /// may take on `target`: ptxas gives such a kernel a 1024-byte static
+  /// section (.nv.shared.<kernel> in the cubin), which the driver (and the
+  /// runtime's check) counts with the dynamic bytes.
+  static int64_t externSharedBudget(const GpuTargetInfo &target) {
+    return target.maxSharedMemoryBytes - 1024;
+  }
   /// The address of `module`'s extern, `alignment`-aligned dynamic shared
   /// buffer `name`, declared on first use.
   Value externSharedBuffer(gpu::GPUModuleOp module, StringRef name,
