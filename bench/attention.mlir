@@ -1,6 +1,7 @@
 // The attention shapes of bench/attention.py: Llama-3-8B's (32 query heads
 // over 8 key/value heads, head dimension 128, causal) and the same
-// without the mask, bf16.
+// without the mask, bf16: the forward, and for training the forward with
+// its lse and the backward.
 func.func @llama_causal(%q: tensor<?x32x?x128xbf16>, %k: tensor<?x8x?x128xbf16>,
                         %v: tensor<?x8x?x128xbf16>) -> tensor<?x32x?x128xbf16> {
   %o = liger.attention %q, %k, %v causal
@@ -13,4 +14,42 @@ func.func @llama_full(%q: tensor<?x32x?x128xbf16>, %k: tensor<?x8x?x128xbf16>,
   %o = liger.attention %q, %k, %v
       : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>
   return %o : tensor<?x32x?x128xbf16>
+}
+
+// Training: the forward with its lse, and the backward from the saved
+// output and lse.
+func.func @llama_causal_lse(%q: tensor<?x32x?x128xbf16>, %k: tensor<?x8x?x128xbf16>,
+                            %v: tensor<?x8x?x128xbf16>)
+    -> (tensor<?x32x?x128xbf16>, tensor<?x32x?xf32>) {
+  %o, %lse = liger.attention %q, %k, %v causal return_lse
+      : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>
+  return %o, %lse : tensor<?x32x?x128xbf16>, tensor<?x32x?xf32>
+}
+
+func.func @llama_full_lse(%q: tensor<?x32x?x128xbf16>, %k: tensor<?x8x?x128xbf16>,
+                          %v: tensor<?x8x?x128xbf16>)
+    -> (tensor<?x32x?x128xbf16>, tensor<?x32x?xf32>) {
+  %o, %lse = liger.attention %q, %k, %v return_lse
+      : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>
+  return %o, %lse : tensor<?x32x?x128xbf16>, tensor<?x32x?xf32>
+}
+
+func.func @llama_causal_grad(%do: tensor<?x32x?x128xbf16>, %q: tensor<?x32x?x128xbf16>,
+                             %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>,
+                             %o: tensor<?x32x?x128xbf16>, %lse: tensor<?x32x?xf32>)
+    -> (tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>) {
+  %dq, %dk, %dv = liger.attention_grad %do, %q, %k, %v
+      saved(%o, %lse : tensor<?x32x?x128xbf16>, tensor<?x32x?xf32>) causal
+      : tensor<?x32x?x128xbf16>, tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>
+  return %dq, %dk, %dv : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>
+}
+
+func.func @llama_full_grad(%do: tensor<?x32x?x128xbf16>, %q: tensor<?x32x?x128xbf16>,
+                           %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>,
+                           %o: tensor<?x32x?x128xbf16>, %lse: tensor<?x32x?xf32>)
+    -> (tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>) {
+  %dq, %dk, %dv = liger.attention_grad %do, %q, %k, %v
+      saved(%o, %lse : tensor<?x32x?x128xbf16>, tensor<?x32x?xf32>)
+      : tensor<?x32x?x128xbf16>, tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>
+  return %dq, %dk, %dv : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>
 }

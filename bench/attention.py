@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
-"""Attention forward: liger's attention kernel (liger-compile of
-bench/attention.mlir) beside PyTorch's scaled_dot_product_attention with
+"""Attention forward, and forward + backward: liger's attention kernels
+(liger-compile of bench/attention.mlir) beside PyTorch's scaled_dot_product_attention with
 its default backend and with each backend forced (cuDNN, FlashAttention-2,
 memory-efficient), Llama-3-8B's heads (32 query over 8 key/value heads,
 head dimension 128, bf16), batch x sequence = 16384 tokens at sequences
 2048, 4096 and 8192, causal and not. FLOPs count the causal half (4 B Hq
-T² D, halved under the mask); the floor is those FLOPs at the bf16
-matrix rate measured in this run. Each output is checked against SDPA's
-first. Times are triton.testing.do_bench medians.
+T² D, halved under the mask; forward + backward 3.5 times that); the
+floor is those FLOPs at the bf16 matrix rate measured in this run. Each
+output and gradient is checked against SDPA's first. Times are
+triton.testing.do_bench medians. Forward + backward rows ("fwd+bwd"):
+liger's forward with its lse then its backward (the dq workspace's fill
+and the finishing kernel included); SDPA's forward then
+torch.autograd.grad of the output for q, k and v (--no-backward skips
+them).
 
     PYTHONPATH=python:build-runtime-py/python python3 bench/attention.py \\
         [--bundle bench-bundles/attention] [--json out.json]
@@ -38,13 +43,15 @@ def main():
     ap.add_argument("--tokens", type=int, default=16384)
     ap.add_argument("--seqs", default="2048,4096,8192")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--no-backward", action="store_true")
     args = ap.parse_args()
     ours = runtime.load(args.bundle)
     rate = matrix_rate()
     hq, hkv, d = 32, 8, 128
     rows = []
     print("bf16 matrix rate in this run: %.0f TFLOP/s" % rate)
-    print("%-8s %-6s %-16s %9s %9s %7s" % ("seq", "mask", "impl", "ms", "TFLOP/s", "floor"))
+    print("%-8s %-6s %-8s %-16s %9s %9s %7s" % (
+        "seq", "mask", "pass", "impl", "ms", "TFLOP/s", "floor"))
     for seq in [int(s) for s in args.seqs.split(",")]:
         b = args.tokens // seq
         q = torch.randn(b, hq, seq, d, dtype=BF16, device="cuda")
@@ -53,7 +60,6 @@ def main():
         kr, vr = k.repeat_interleave(hq // hkv, 1), v.repeat_interleave(hq // hkv, 1)
         for causal in (True, False):
             flops = 4 * b * hq * seq * seq * d * (0.5 if causal else 1.0)
-            floor = flops / rate / 1e9
             kernel = ours["llama_%s_attention_0" % ("causal" if causal else "full")]
             out = torch.empty_like(q)
             ref = F.scaled_dot_product_attention(q, kr, vr, is_causal=causal)
@@ -76,17 +82,66 @@ def main():
                     print("  %s: not available (%s)" % (name, str(e).splitlines()[0][:80]))
                     continue
                 impls[name] = call
-            for name, fn in impls.items():
-                t = ms(fn)
-                row = dict(seq=seq, batch=b, causal=causal, impl=name, ms=t,
-                           tflops=flops / t / 1e9, floor_fraction=floor / t)
-                rows.append(row)
-                print("%-8d %-6s %-16s %9.3f %9.1f %6.0f%%" % (
-                    seq, "causal" if causal else "full", name, t, row["tflops"],
-                    100 * row["floor_fraction"]))
+            report(rows, impls, dict(seq=seq, batch=b, causal=causal, pass_="fwd"),
+                   flops, rate)
+            if args.no_backward:
+                continue
+            # Forward + backward.
+            prefix = "llama_%s" % ("causal" if causal else "full")
+            fwd, bwd = ours[prefix + "_lse_attention_0"], ours[prefix + "_grad_attention_0"]
+            grad = torch.randn_like(q)
+            lse = torch.empty(b, hq, seq, device="cuda")
+            grads = [torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)]
+
+            def liger_train():
+                fwd(q, k, v, out=[out, lse])
+                bwd(grad, q, k, v, out, lse, out=grads)
+            leaves = [x.detach().clone().requires_grad_() for x in (q, k, v)]
+            ref_grads = torch.autograd.grad(
+                F.scaled_dot_product_attention(*leaves, is_causal=causal, enable_gqa=True),
+                leaves, grad)
+            for x in grads:
+                x.fill_(float("nan"))
+            liger_train()
+            for name, x, r in zip(("dq", "dk", "dv"), grads, ref_grads):
+                err = ((x.float() - r.float()).norm() / r.float().norm()).item()
+                if not err < 2e-2:
+                    sys.exit("liger's %s differs from SDPA's at seq %d: %.3g" % (name, seq, err))
+            train = {"liger": liger_train}
+            for name in impls:
+                if name == "liger":
+                    continue
+                backend = BACKENDS[name]
+                gqa = backend is None
+                ins = [x.detach().clone().requires_grad_()
+                       for x in ((q, k, v) if gqa else (q, kr, vr))]
+
+                def step(backend=backend, ins=ins, gqa=gqa):
+                    if backend is None:
+                        o = F.scaled_dot_product_attention(*ins, is_causal=causal,
+                                                           enable_gqa=True)
+                    else:
+                        with sdpa_kernel(backend):
+                            o = F.scaled_dot_product_attention(*ins, is_causal=causal)
+                    return torch.autograd.grad(o, ins, grad)
+                train[name] = step
+            report(rows, train, dict(seq=seq, batch=b, causal=causal, pass_="fwd+bwd"),
+                   3.5 * flops, rate)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(dict(rate_tflops=rate, rows=rows), f, indent=1)
+
+
+def report(rows, impls, case, flops, rate):
+    floor = flops / rate / 1e9
+    for name, fn in impls.items():
+        t = ms(fn)
+        row = dict(case, impl=name, ms=t, tflops=flops / t / 1e9, floor_fraction=floor / t)
+        row["pass"] = row.pop("pass_")
+        rows.append(row)
+        print("%-8d %-6s %-8s %-16s %9.3f %9.1f %6.0f%%" % (
+            case["seq"], "causal" if case["causal"] else "full", row["pass"], name, t,
+            row["tflops"], 100 * row["floor_fraction"]))
 
 
 if __name__ == "__main__":
