@@ -224,6 +224,26 @@ def _linear_rope_cases(L):
         _randn((2, 7, d), dtype), None, None))}
 
 
+def _attention_cases(L):
+    """liger::attention and its backward at test_ops_attention.py's GQA 4,
+    D 64, f16 configuration (ops_attention_cases), 2 x 77 tokens; the
+    backward from a random output and lse (nothing launches while the
+    cases are collected)."""
+    import ops_attention_cases
+    name = "gqa4_d64_f16"
+    hq, hkv, d, _, _, dt = ops_attention_cases.CASES[name]
+    spec = ops_attention_cases.spec(name)
+    dtype = DTYPES[dt]
+    q = _randn((2, hq, 77, d), dtype, True)
+    k, v = _randn((2, hkv, 77, d), dtype, True), _randn((2, hkv, 77, d), dtype, True)
+    out = _randn(q.shape, dtype)
+    lse = torch.rand(q.shape[:3], device="cuda") + 1.0
+    return {"attention": (L.attention, (q, k, v, spec.causal, spec.scale)),
+            "attention_backward": (L.attention_backward, (
+                _randn(q.shape, dtype), q.detach(), k.detach(), v.detach(), out, lse,
+                spec.causal, spec.scale))}
+
+
 def _names(cases):
     return sorted(cases(torch.ops.liger))
 
@@ -280,5 +300,12 @@ def test_every_operator_has_a_case():
                list(_norm_cases(L).values()) + list(_ce_cases(L).values()) +
                list(_flce_cases(L).values()) + list(_divergence_cases(L).values()) +
                list(_fljsd_cases(L).values()) + list(_lora_cases(L).values()) +
-               list(_gated_mlp_cases(L).values()) + list(_linear_rope_cases(L).values())}
+               list(_gated_mlp_cases(L).values()) + list(_linear_rope_cases(L).values()) +
+               list(_attention_cases(L).values())}
     assert checked == defined
+
+
+@pytest.mark.parametrize("name", _names(_attention_cases))
+def test_opcheck_of_attention_on_cuda(name):
+    op, args = _attention_cases(torch.ops.liger)[name]
+    torch.library.opcheck(op, args)
