@@ -217,14 +217,9 @@ struct GradKernelBuilder {
       GpuBuilder &b,
       function_ref<void(GpuBuilder &, const GradTile &, Value i, Value fills)>
           body) const {
-    auto tiles = scf::ForOp::create(b, b.index(0), ctaTiles, b.index(1),
-                                    ValueRange{b.index(0)});
-    GpuBuilder tb = b.atStart(tiles.getBody());
-    Value i = tiles.getInductionVar();
-    Value fills = tiles.getRegionIterArgs()[0];
-    GradTile t = tileAt(tb, i);
-    body(tb, t, i, fills);
-    scf::YieldOp::create(tb, ValueRange{tb.add(fills, t.steps)});
+    forEachCtaTile<GradTile>(
+        b, ctaTiles, [&](GpuBuilder &tb, Value i) { return tileAt(tb, i); },
+        [](const GradTile &t) { return t.steps; }, body);
   }
 
   void emitBarrierInit(GpuBuilder &b) const;
@@ -678,19 +673,16 @@ mlir::liger::buildAttentionGradKernel(const AttentionPlan &plan,
                                  rt::ParamKind::Heads, f32, plan.headDim,
                                  plan.queryHeads));
   paramTypes.push_back(MemRefType::get(qType.getShape(), f32));
-  auto tensorMap = [](unsigned param, int64_t rows) {
-    rt::KernelTensorMap map;
-    map.param = param;
-    map.boxRows = rows;
-    map.boxCols = 64;
-    map.swizzle = rt::TensorMapSwizzle::B128;
-    return map;
-  };
-  info.tensorMaps.push_back(tensorMap(plan.q.getArgNumber(), kQueryBlock));
-  info.tensorMaps.push_back(tensorMap(plan.grad.getArgNumber(), kQueryBlock));
-  info.tensorMaps.push_back(tensorMap(plan.out.getArgNumber(), kQueryBlock));
-  info.tensorMaps.push_back(tensorMap(plan.k.getArgNumber(), kKeyTile));
-  info.tensorMaps.push_back(tensorMap(plan.v.getArgNumber(), kKeyTile));
+  info.tensorMaps.push_back(
+      attentionTensorMap(plan.q.getArgNumber(), kQueryBlock));
+  info.tensorMaps.push_back(
+      attentionTensorMap(plan.grad.getArgNumber(), kQueryBlock));
+  info.tensorMaps.push_back(
+      attentionTensorMap(plan.out.getArgNumber(), kQueryBlock));
+  info.tensorMaps.push_back(
+      attentionTensorMap(plan.k.getArgNumber(), kKeyTile));
+  info.tensorMaps.push_back(
+      attentionTensorMap(plan.v.getArgNumber(), kKeyTile));
   paramTypes.append(info.tensorMaps.size(), LLVM::LLVMPointerType::get(ctx));
   info.finish.name = (name + "_finish").str();
   info.finish.grid = kFinishCtas;

@@ -166,14 +166,9 @@ struct AttentionKernelBuilder {
                    function_ref<void(GpuBuilder &, const AttentionTile &,
                                      Value i, Value fills)>
                        body) const {
-    auto tiles = scf::ForOp::create(b, b.index(0), ctaTiles, b.index(1),
-                                    ValueRange{b.index(0)});
-    GpuBuilder tb = b.atStart(tiles.getBody());
-    Value i = tiles.getInductionVar();
-    Value fills = tiles.getRegionIterArgs()[0];
-    AttentionTile t = tileAt(tb, i);
-    body(tb, t, i, fills);
-    scf::YieldOp::create(tb, ValueRange{tb.add(fills, t.numBlocks)});
+    forEachCtaTile<AttentionTile>(
+        b, ctaTiles, [&](GpuBuilder &tb, Value i) { return tileAt(tb, i); },
+        [](const AttentionTile &t) { return t.numBlocks; }, body);
   }
 
   void emitBarrierInit(GpuBuilder &b) const;
@@ -584,6 +579,16 @@ void AttentionKernelBuilder::emitConsumer(GpuBuilder &b) const {
 // The plan, the configuration, the kernel
 //===----------------------------------------------------------------------===//
 
+rt::KernelTensorMap mlir::liger::attentionTensorMap(unsigned param,
+                                                    int64_t rows) {
+  rt::KernelTensorMap map;
+  map.param = param;
+  map.boxRows = rows;
+  map.boxCols = 64;
+  map.swizzle = rt::TensorMapSwizzle::B128;
+  return map;
+}
+
 FailureOr<AttentionPlan> mlir::liger::analyzeAttentionGroup(FusionOp group) {
   Block &body = group.getBody().front();
   Operation *first = &body.front();
@@ -798,17 +803,11 @@ FailureOr<rt::KernelSpec> mlir::liger::buildAttentionKernel(
     paramTypes.push_back(
         MemRefType::get(lseType.getShape(), lseType.getElementType()));
   }
-  auto tensorMap = [](unsigned param, int64_t rows) {
-    rt::KernelTensorMap map;
-    map.param = param;
-    map.boxRows = rows;
-    map.boxCols = 64;
-    map.swizzle = rt::TensorMapSwizzle::B128;
-    return map;
-  };
-  info.tensorMaps.push_back(tensorMap(plan.q.getArgNumber(), kTileM));
-  info.tensorMaps.push_back(tensorMap(plan.k.getArgNumber(), kb.tileN()));
-  info.tensorMaps.push_back(tensorMap(plan.v.getArgNumber(), kb.tileN()));
+  info.tensorMaps.push_back(attentionTensorMap(plan.q.getArgNumber(), kTileM));
+  info.tensorMaps.push_back(
+      attentionTensorMap(plan.k.getArgNumber(), kb.tileN()));
+  info.tensorMaps.push_back(
+      attentionTensorMap(plan.v.getArgNumber(), kb.tileN()));
   paramTypes.append(info.tensorMaps.size(), LLVM::LLVMPointerType::get(ctx));
 
   GpuBuilder b(plan.group.getLoc(), OpBuilder(ctx));

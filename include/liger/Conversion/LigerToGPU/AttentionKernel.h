@@ -14,6 +14,7 @@
 #ifndef LIGER_CONVERSION_LIGERTOGPU_ATTENTIONKERNEL_H
 #define LIGER_CONVERSION_LIGERTOGPU_ATTENTIONKERNEL_H
 
+#include "liger/Conversion/LigerToGPU/GpuBuilder.h"
 #include "liger/Dialect/Liger/IR/LigerKernelAttrs.h"
 #include "liger/Dialect/Liger/IR/LigerOps.h"
 #include "liger/Runtime/KernelAbi.h"
@@ -91,6 +92,31 @@ buildAttentionGradKernel(const AttentionPlan &plan, gpu::GPUModuleOp module,
 /// The backward kernel's shared memory for head dimension `headDim` and a
 /// ring of `stages` query blocks.
 int64_t attentionGradSharedBytes(int64_t headDim, int64_t stages);
+
+/// The tensor map of the attention kernels' heads parameter `param`: boxes
+/// of `rows` rows by 64 columns (128 bytes), 128-byte swizzle.
+::liger::runtime::KernelTensorMap attentionTensorMap(unsigned param,
+                                                     int64_t rows);
+
+/// The attention kernels' loop over a persistent CTA's tiles: an scf.for
+/// over `ctaTiles` carrying the fills of the ring before each tile, the
+/// tile of iteration i from `tileAt`, `body` run on it, then its fills
+/// (`fillsOf`) added.
+template <typename Tile>
+void forEachCtaTile(
+    GpuBuilder &b, Value ctaTiles,
+    function_ref<Tile(GpuBuilder &, Value i)> tileAt,
+    function_ref<Value(const Tile &)> fillsOf,
+    function_ref<void(GpuBuilder &, const Tile &, Value i, Value fills)> body) {
+  auto tiles = scf::ForOp::create(b, b.index(0), ctaTiles, b.index(1),
+                                  ValueRange{b.index(0)});
+  GpuBuilder tb = b.atStart(tiles.getBody());
+  Value i = tiles.getInductionVar();
+  Value fills = tiles.getRegionIterArgs()[0];
+  Tile t = tileAt(tb, i);
+  body(tb, t, i, fills);
+  scf::YieldOp::create(tb, ValueRange{tb.add(fills, fillsOf(t))});
+}
 
 } // namespace mlir::liger
 
