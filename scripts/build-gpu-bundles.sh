@@ -73,7 +73,7 @@ PY
 # test_preference_gpu.py, test_fused_linear_jsd_gpu.py, test_ops_lora_gpu.py,
 # test_ops_gated_mlp_gpu.py, test_ops_linear_rope_gpu.py (the q/k projection
 # kernels and their backward's RoPE kernels; at batch 1 a case of per-batch
-# tables runs the broadcast tables' kernels), test_ops_attention.py (the
+# tables runs the broadcast tables' kernels), test_ops_attention_gpu.py (the
 # attention template's forward and backward, ops_attention_cases.py) and of
 # the patched tiny models of test_transformers_parity.py (their LoRA layers
 # too: models.lora_specs() builds the PEFT models on the meta device, with

@@ -1,4 +1,4 @@
-"""The liger.ops.attention configurations of test_ops_attention.py, which
+"""The liger.ops.attention configurations of test_ops_attention_gpu.py, which
 scripts/build-gpu-bundles.sh precompiles (LIGER_OPS_BUNDLES): importable
 without torch or a GPU."""
 

@@ -225,7 +225,7 @@ def _linear_rope_cases(L):
 
 
 def _attention_cases(L):
-    """liger::attention and its backward at test_ops_attention.py's GQA 4,
+    """liger::attention and its backward at test_ops_attention_gpu.py's GQA 4,
     D 64, f16 configuration (ops_attention_cases), 2 x 77 tokens; the
     backward from a random output and lse (nothing launches while the
     cases are collected)."""
