@@ -300,8 +300,6 @@ void GradKernelBuilder::emitConsumer(GpuBuilder &b) const {
       LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(32, f32));
   auto accType =
       LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(d / 2, f32));
-  auto wgmmaType =
-      elem.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
   Value wg = b.warpUniform(b.sub(b.div(tid, 128), 1));
   Value ctid = b.sub(tid, 128);
   Value warp = b.rem(b.div(tid, 32), 4);
@@ -413,14 +411,7 @@ void GradKernelBuilder::emitConsumer(GpuBuilder &b) const {
               sharedBase,
               gb.add(bTile, (kk / 4) * layout.queryBoxBytes() + slice),
               wgmmaKMajorDescriptorFields(128));
-          acc = NVVM::WgmmaMmaAsyncOp::create(
-              gb, blockType, acc, a, bd,
-              NVVM::MMAShapeAttr::get(ctx, 64, 64, 16), wgmmaType, wgmmaType,
-              NVVM::WGMMATypes::f32,
-              kk == 0 ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one,
-              NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
-              NVVM::MMALayout::row, NVVM::MMALayout::col,
-              NVVM::MMAIntOverflowAttr());
+          acc = gb.wgmmaShared(acc, 64, elem, a, bd, /*accumulate=*/kk > 0);
         }
         return acc;
       };
@@ -511,14 +502,8 @@ void GradKernelBuilder::emitConsumer(GpuBuilder &b) const {
           Value bd = lb.wgmmaDescriptor(
               sharedBase, lb.add(kBox, rows),
               wgmmaMNMajorDescriptorFields(layout.keyBoxBytes()));
-          dQ = NVVM::WgmmaMmaAsyncOp::create(
-              lb, blockType, dQ, a, bd,
-              NVVM::MMAShapeAttr::get(ctx, 64, 64, 16), wgmmaType, wgmmaType,
-              NVVM::WGMMATypes::f32,
-              kk == 0 ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one,
-              NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
-              NVVM::MMALayout::col, NVVM::MMALayout::row,
-              NVVM::MMAIntOverflowAttr());
+          dQ = lb.wgmmaShared(dQ, 64, elem, a, bd, /*accumulate=*/kk > 0,
+                              /*aMNMajor=*/true, /*bMNMajor=*/true);
         }
       }
       NVVM::WgmmaGroupSyncAlignedOp::create(lb);

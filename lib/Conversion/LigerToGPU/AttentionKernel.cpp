@@ -251,8 +251,6 @@ void AttentionKernelBuilder::emitConsumer(GpuBuilder &b) const {
       LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(sRegs, f32));
   auto oType =
       LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(oRegs, f32));
-  auto wgmmaType =
-      elem.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
   // The warpgroup's role from lane 0: the tile loop around the wgmmas is
   // then known warp-uniform.
   Value wg = b.warpUniform(b.sub(b.div(tid, 128), 1));
@@ -307,13 +305,7 @@ void AttentionKernelBuilder::emitConsumer(GpuBuilder &b) const {
         Value kd = gb.wgmmaDescriptor(
             sharedBase, gb.add(kTile, (kk / 4) * layout.kvBoxBytes() + slice),
             wgmmaKMajorDescriptorFields(128));
-        acc = NVVM::WgmmaMmaAsyncOp::create(
-            gb, sType, acc, a, kd, NVVM::MMAShapeAttr::get(ctx, 64, bn, 16),
-            wgmmaType, wgmmaType, NVVM::WGMMATypes::f32,
-            kk == 0 ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one,
-            NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
-            NVVM::MMALayout::row, NVVM::MMALayout::col,
-            NVVM::MMAIntOverflowAttr());
+        acc = gb.wgmmaShared(acc, bn, elem, a, kd, /*accumulate=*/kk > 0);
       }
       return acc;
     };
@@ -605,7 +597,6 @@ FailureOr<AttentionPlan> mlir::liger::analyzeAttentionGroup(FusionOp group) {
     plan.op = op;
     q = op.getQ(), k = op.getK(), v = op.getV();
     plan.causal = op.getCausal();
-    plan.returnsLse = op.getReturnLse();
     if (auto scale = op.getScaleAttr())
       plan.scale = scale.getValueAsDouble();
   } else {
@@ -795,7 +786,7 @@ FailureOr<rt::KernelSpec> mlir::liger::buildAttentionKernel(
                                  plan.headDim, plan.queryHeads));
   paramTypes.push_back(
       MemRefType::get(resultType.getShape(), plan.elementType));
-  if (plan.returnsLse) {
+  if (plan.returnsLse()) {
     auto lseType = cast<RankedTensorType>(plan.op.getLse().getType());
     info.params.push_back(
         abiParam("output1", rt::ParamRole::Output, rt::ParamKind::HeadScalars,
@@ -818,7 +809,7 @@ FailureOr<rt::KernelSpec> mlir::liger::buildAttentionKernel(
   kb.q = entry.getArgument(plan.q.getArgNumber());
   kb.k = entry.getArgument(plan.k.getArgNumber());
   kb.out = entry.getArgument(body.getNumArguments());
-  if (plan.returnsLse)
+  if (plan.returnsLse())
     kb.lse = entry.getArgument(body.getNumArguments() + 1);
   ValueRange maps = entry.getArguments().take_back(3);
   kb.qMap = maps[0];

@@ -363,6 +363,22 @@ Value GpuBuilder::wgmmaDescriptor(Value baseAddress, Value byteOffset,
   return arith::OrIOp::create(*this, start, i64(static_cast<int64_t>(fields)));
 }
 
+Value GpuBuilder::wgmmaShared(Value acc, int64_t n, Type elementType,
+                              Value aDescriptor, Value bDescriptor,
+                              bool accumulate, bool aMNMajor, bool bMNMajor) {
+  auto type =
+      elementType.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
+  return NVVM::WgmmaMmaAsyncOp::create(
+      *this, acc.getType(), acc, aDescriptor, bDescriptor,
+      NVVM::MMAShapeAttr::get(getContext(), 64, n, 16), type, type,
+      NVVM::WGMMATypes::f32,
+      accumulate ? NVVM::WGMMAScaleOut::one : NVVM::WGMMAScaleOut::zero,
+      NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
+      aMNMajor ? NVVM::MMALayout::col : NVVM::MMALayout::row,
+      bMNMajor ? NVVM::MMALayout::row : NVVM::MMALayout::col,
+      NVVM::MMAIntOverflowAttr());
+}
+
 Value GpuBuilder::wgmmaRegisterA(Value acc, int64_t n, Type elementType,
                                  ArrayRef<Value> a, Value bDescriptor,
                                  bool bMNMajor) {

@@ -132,9 +132,6 @@ static scf::ForOp emitWgmmaMainLoop(GpuBuilder &cb, const MatmulKernel &k,
   for (int64_t rb = 0; rb < blocks; ++rb)
     aOffs.push_back(wgmmaXTileOffset(lb, k, s, c.thread.rowBlock(lb, rb)));
   NVVM::WgmmaFenceAlignedOp::create(lb);
-  auto type =
-      k.elementType().isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
-  MLIRContext *ctx = lb.getContext();
   for (int64_t kk = 0; kk < config.tileK / 16; ++kk) {
     // A's slice in each of the warpgroup's row blocks.
     Value a = sliceDescriptor(lb, k, c, aOffs[0], kk, plan.aMNMajor());
@@ -144,29 +141,19 @@ static scf::ForOp emitWgmmaMainLoop(GpuBuilder &cb, const MatmulKernel &k,
     for (int64_t p = 0; p < numB; ++p) {
       Value w = sliceDescriptor(lb, k, c, wgmmaTileOffset(lb, k, s, 1 + p), kk,
                                 plan.bMNMajor());
-      // Layouts: A row = K-major (col: transposed), B col = K-major.
       for (int64_t rb = 0; rb < blocks; ++rb) {
         Value &d = acc[p * blocks + rb];
-        d = NVVM::WgmmaMmaAsyncOp::create(
-            lb, c.accType, d, as[rb], w,
-            NVVM::MMAShapeAttr::get(ctx, 64, config.tileN, 16), type, type,
-            NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one,
-            NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
-            plan.aMNMajor() ? NVVM::MMALayout::col : NVVM::MMALayout::row,
-            plan.bMNMajor() ? NVVM::MMALayout::row : NVVM::MMALayout::col,
-            NVVM::MMAIntOverflowAttr());
+        d = lb.wgmmaShared(d, config.tileN, k.elementType(), as[rb], w,
+                           /*accumulate=*/true, plan.aMNMajor(),
+                           plan.bMNMajor());
       }
     }
     if (plan.lora) {
       Value la = sliceDescriptor(lb, k, c, wgmmaTileOffset(lb, k, s, 1 + numB),
                                  kk, false);
-      acc[loraIdx] = NVVM::WgmmaMmaAsyncOp::create(
-          lb, c.loraType, acc[loraIdx], a, la,
-          NVVM::MMAShapeAttr::get(ctx, 64, plan.loraRank, 16), type, type,
-          NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one,
-          NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
-          NVVM::MMALayout::row, NVVM::MMALayout::col,
-          NVVM::MMAIntOverflowAttr());
+      acc[loraIdx] =
+          lb.wgmmaShared(acc[loraIdx], plan.loraRank, k.elementType(), a, la,
+                         /*accumulate=*/true);
     }
   }
   NVVM::WgmmaGroupSyncAlignedOp::create(lb);

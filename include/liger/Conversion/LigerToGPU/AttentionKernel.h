@@ -39,10 +39,11 @@ struct AttentionPlan {
   Type elementType;
   int64_t queryHeads = 0, kvHeads = 0, headDim = 0, valueDim = 0;
   bool causal = false;
-  bool returnsLse = false; ///< the forward yields its lse too
-  double scale = 0;        ///< the op's, or 1/sqrt(D)
+  double scale = 0; ///< the op's, or 1/sqrt(D)
 
   bool backward() const { return static_cast<bool>(gradOp); }
+  /// The forward yields its lse too.
+  bool returnsLse() const { return op && op.getReturnLse(); }
 };
 
 /// The plan of `group` (kind attention), or failure with an error on it

@@ -264,6 +264,14 @@ public:
   /// takes A from shared memory only. The caller fences, commits and waits.
   Value wgmmaRegisterA(Value acc, int64_t n, Type elementType,
                        ArrayRef<Value> a, Value bDescriptor, bool bMNMajor);
+  /// acc + A · B (or A · B where not `accumulate`: `acc` may then be
+  /// undef) by one wgmma.mma_async m64n`n`k16 of `elementType` (bf16 or
+  /// f16) with both operands in shared memory, each K-major or MN-major
+  /// (transposed). `acc` is the struct of n / 2 f32. The caller fences,
+  /// commits and waits.
+  Value wgmmaShared(Value acc, int64_t n, Type elementType, Value aDescriptor,
+                    Value bDescriptor, bool accumulate, bool aMNMajor = false,
+                    bool bMNMajor = false);
 
   /// `values` (f32 or i32 registers) through an empty asm statement that
   /// claims to change them (CUTLASS's fence_operand): placed after a
