@@ -82,7 +82,7 @@ def main():
                     print("  %s: not available (%s)" % (name, str(e).splitlines()[0][:80]))
                     continue
                 impls[name] = call
-            report(rows, impls, dict(seq=seq, batch=b, causal=causal, pass_="fwd"),
+            report(rows, impls, {"seq": seq, "batch": b, "causal": causal, "pass": "fwd"},
                    flops, rate)
             if args.no_backward:
                 continue
@@ -125,7 +125,7 @@ def main():
                             o = F.scaled_dot_product_attention(*ins, is_causal=causal)
                     return torch.autograd.grad(o, ins, grad)
                 train[name] = step
-            report(rows, train, dict(seq=seq, batch=b, causal=causal, pass_="fwd+bwd"),
+            report(rows, train, {"seq": seq, "batch": b, "causal": causal, "pass": "fwd+bwd"},
                    3.5 * flops, rate)
     if args.json:
         with open(args.json, "w") as f:
@@ -137,7 +137,6 @@ def report(rows, impls, case, flops, rate):
     for name, fn in impls.items():
         t = ms(fn)
         row = dict(case, impl=name, ms=t, tflops=flops / t / 1e9, floor_fraction=floor / t)
-        row["pass"] = row.pop("pass_")
         rows.append(row)
         print("%-8d %-6s %-8s %-16s %9.3f %9.1f %6.0f%%" % (
             case["seq"], "causal" if case["causal"] else "full", row["pass"], name, t,

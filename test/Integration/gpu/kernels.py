@@ -1200,53 +1200,15 @@ def attention_module_text():
     return "\n\n".join(out) + "\n"
 
 
-def attention_grad_reference(q, k, v, grad, causal, scale, dtype):
-    """(dq, dk, dv, lse) of attention_reference's attention in `dtype`, per
-    (batch, query head): p = softmax(scale q kᵀ + mask), dv = pᵀ grad,
-    ds = p (grad vᵀ - rowsum(p (grad vᵀ))), dq = scale ds k, dk = scale dsᵀ
-    q, a key/value head's dk and dv summed over its query heads; lse the
-    log-sum-exp of the scaled, masked scores."""
+def _attention_heads(q, k, causal, scale, dtype):
+    """(batch, query head, its key/value head, scale, the scaled and masked
+    scores in `dtype`) for each (batch, query head): the key/value head of
+    query head h is h / (Hq / Hkv); the causal mask is bottom-right aligned
+    (key j > i + S - T masked)."""
     import torch
     b, hq, t, d = q.shape
     hkv, s = k.shape[1], k.shape[2]
     scale = 1.0 / math.sqrt(d) if scale is None else scale
-    dq = torch.empty(b, hq, t, d, dtype=dtype, device=q.device)
-    dk = torch.zeros(b, hkv, s, d, dtype=dtype, device=q.device)
-    dv = torch.zeros(b, hkv, s, d, dtype=dtype, device=q.device)
-    lse = torch.empty(b, hq, t, dtype=dtype, device=q.device)
-    mask = None
-    if causal:
-        i = torch.arange(t, device=q.device)[:, None]
-        j = torch.arange(s, device=q.device)[None, :]
-        mask = j > i + (s - t)
-    for bi in range(b):
-        for h in range(hq):
-            kv = h // (hq // hkv)
-            qh, kh, vh = q[bi, h].to(dtype), k[bi, kv].to(dtype), v[bi, kv].to(dtype)
-            gh = grad[bi, h].to(dtype)
-            scores = (qh @ kh.T) * scale
-            if mask is not None:
-                scores = scores.masked_fill(mask, float("-inf"))
-            lse[bi, h] = torch.logsumexp(scores, dim=-1)
-            p = torch.softmax(scores, dim=-1)
-            dp = gh @ vh.T
-            ds = p * (dp - (p * dp).sum(-1, keepdim=True))
-            dq[bi, h] = scale * (ds @ kh)
-            dk[bi, kv] += scale * (ds.T @ qh)
-            dv[bi, kv] += p.T @ gh
-    return dq, dk, dv, lse
-
-
-def attention_reference(q, k, v, causal, scale, dtype):
-    """softmax(scale q kᵀ + mask) v per head in `dtype` (float64; float32
-    for long sequences), the key/value head of query head h being h /
-    (Hq / Hkv); the causal mask is bottom-right aligned (key j > i + S - T
-    masked)."""
-    import torch
-    b, hq, t, d = q.shape
-    hkv, s = k.shape[1], k.shape[2]
-    scale = 1.0 / math.sqrt(d) if scale is None else scale
-    out = torch.empty(b, hq, t, d, dtype=dtype, device=q.device)
     mask = None
     if causal:
         i = torch.arange(t, device=q.device)[:, None]
@@ -1258,5 +1220,38 @@ def attention_reference(q, k, v, causal, scale, dtype):
             scores = (q[bi, h].to(dtype) @ k[bi, kv].to(dtype).T) * scale
             if mask is not None:
                 scores = scores.masked_fill(mask, float("-inf"))
-            out[bi, h] = torch.softmax(scores, dim=-1) @ v[bi, kv].to(dtype)
+            yield bi, h, kv, scale, scores
+
+
+def attention_grad_reference(q, k, v, grad, causal, scale, dtype):
+    """(dq, dk, dv, lse) of attention_reference's attention in `dtype`, per
+    (batch, query head): p = softmax(scale q kᵀ + mask), dv = pᵀ grad,
+    ds = p (grad vᵀ - rowsum(p (grad vᵀ))), dq = scale ds k, dk = scale dsᵀ
+    q, a key/value head's dk and dv summed over its query heads; lse the
+    log-sum-exp of the scaled, masked scores."""
+    import torch
+    dq = torch.empty(q.shape, dtype=dtype, device=q.device)
+    dk = torch.zeros(k.shape, dtype=dtype, device=q.device)
+    dv = torch.zeros(v.shape, dtype=dtype, device=q.device)
+    lse = torch.empty(q.shape[:3], dtype=dtype, device=q.device)
+    for bi, h, kv, scale, scores in _attention_heads(q, k, causal, scale, dtype):
+        qh, kh, vh = q[bi, h].to(dtype), k[bi, kv].to(dtype), v[bi, kv].to(dtype)
+        gh = grad[bi, h].to(dtype)
+        lse[bi, h] = torch.logsumexp(scores, dim=-1)
+        p = torch.softmax(scores, dim=-1)
+        dp = gh @ vh.T
+        ds = p * (dp - (p * dp).sum(-1, keepdim=True))
+        dq[bi, h] = scale * (ds @ kh)
+        dk[bi, kv] += scale * (ds.T @ qh)
+        dv[bi, kv] += p.T @ gh
+    return dq, dk, dv, lse
+
+
+def attention_reference(q, k, v, causal, scale, dtype):
+    """softmax(scale q kᵀ + mask) v per head in `dtype` (float64; float32
+    for long sequences), the heads and mask of _attention_heads."""
+    import torch
+    out = torch.empty(q.shape, dtype=dtype, device=q.device)
+    for bi, h, kv, _, scores in _attention_heads(q, k, causal, scale, dtype):
+        out[bi, h] = torch.softmax(scores, dim=-1) @ v[bi, kv].to(dtype)
     return out
