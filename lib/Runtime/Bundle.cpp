@@ -31,8 +31,9 @@ Status Bundle::read(const std::string &dir, std::unique_ptr<Bundle> *out) {
   LIGER_RETURN_IF_ERROR(
       parseManifest(text, dir + "/manifest.json", &bundle->manifest_));
   const Manifest &manifest = bundle->manifest_;
-  // Each kernel's and its finishing kernel's, in kernel order.
-  std::vector<std::pair<uint64_t, uint64_t>> staticShared;
+  // The static shared memory of each kernel's entry points, in kernel
+  // order.
+  std::vector<std::array<int64_t, kNumLaunchStages>> staticShared;
   for (const ModuleSpec &module : manifest.modules) {
     std::string bytes;
     LIGER_RETURN_IF_ERROR(
@@ -54,11 +55,14 @@ Status Bundle::read(const std::string &dir, std::unique_ptr<Bundle> *out) {
     LIGER_RETURN_IF_ERROR(
         readCubin(bytes.data(), bytes.size(), origin, &cubin));
     LIGER_RETURN_IF_ERROR(checkCubin(module, cubin, origin));
-    for (const KernelSpec &k : module.kernels)
-      staticShared.push_back({cubin.find(k.name)->staticSharedBytes,
-                              k.hasWorkspaces()
-                                  ? cubin.find(k.finish.name)->staticSharedBytes
-                                  : 0});
+    for (const KernelSpec &k : module.kernels) {
+      std::array<int64_t, kNumLaunchStages> bytes = {};
+      EntryPoint entries[kNumLaunchStages];
+      for (int e = 0, n = k.entryPoints(entries); e < n; ++e)
+        bytes[static_cast<int>(entries[e].stage)] = static_cast<int64_t>(
+            cubin.find(*entries[e].name)->staticSharedBytes); // checked
+      staticShared.push_back(bytes);
+    }
     bundle->cubins_.emplace_back(bytes.begin(), bytes.end());
     bundle->numKernels_ += module.kernels.size();
   }
@@ -70,9 +74,8 @@ Status Bundle::read(const std::string &dir, std::unique_ptr<Bundle> *out) {
       KernelEntry &entry = bundle->entries_[index];
       entry.spec = &kernel;
       entry.module = m;
-      entry.staticSharedBytes = static_cast<int64_t>(staticShared[index].first);
-      entry.finishStaticSharedBytes =
-          static_cast<int64_t>(staticShared[index].second);
+      std::copy(staticShared[index].begin(), staticShared[index].end(),
+                entry.staticSharedBytes);
       for (const KernelParam &p : kernel.params)
         entry.words += descriptorWords(p);
       bundle->byName_.emplace(kernel.name, static_cast<int>(index++));
@@ -141,17 +144,19 @@ Status Bundle::compareDevice(int device) {
     for (const KernelSpec &k : module.kernels) {
       const KernelEntry &entry = entries_[index++];
       // The manifest's dynamic shared memory and the cubin's static.
-      for (const auto &[name, dynamic, fixed] :
-           {std::make_tuple(k.name, k.dynamicSharedMemoryBytes,
-                            entry.staticSharedBytes),
-            std::make_tuple(k.finish.name, k.finish.dynamicSharedMemoryBytes,
-                            entry.finishStaticSharedBytes)})
-        if (!name.empty() && dynamic + fixed > sharedMemory)
+      EntryPoint entries[kNumLaunchStages];
+      for (int e = 0, n = k.entryPoints(entries); e < n; ++e) {
+        const std::string &name = *entries[e].name;
+        int64_t dynamic = entries[e].dynamicSharedMemoryBytes;
+        int64_t fixed =
+            entry.staticSharedBytes[static_cast<int>(entries[e].stage)];
+        if (dynamic + fixed > sharedMemory)
           return refuse(
               "kernel '" + name + "' needs " + std::to_string(dynamic + fixed) +
               " bytes of shared memory per block (" + std::to_string(dynamic) +
               " dynamic and " + std::to_string(fixed) + " static), but " +
               where + " allows at most " + std::to_string(sharedMemory));
+      }
     }
   }
   if (device >= 0 && device < kCachedDevices) {
@@ -247,26 +252,23 @@ private:
 //===----------------------------------------------------------------------===//
 
 Status Bundle::functionsFor(size_t kernel, const CudaDriver &driver,
-                            CUcontext context, CUfunction *function,
-                            CUfunction *finish) {
+                            CUcontext context, Functions *functions) {
   // The usual case: this context has them already (published with release
   // after the functions were written).
   for (ContextFunctions &slot : entries_[kernel].contexts) {
     CUcontext c = slot.context.load(std::memory_order_acquire);
     if (c == context) {
-      *function = slot.function;
-      *finish = slot.finish;
+      *functions = slot.functions;
       return Status::ok();
     }
     if (!c)
       break;
   }
-  return loadFunctions(kernel, driver, context, function, finish);
+  return loadFunctions(kernel, driver, context, functions);
 }
 
 Status Bundle::loadFunctions(size_t kernel, const CudaDriver &driver,
-                             CUcontext context, CUfunction *function,
-                             CUfunction *finish) {
+                             CUcontext context, Functions *functions) {
   // `context` is current: the launch's device's (DeviceContextScope).
   std::lock_guard<std::mutex> lock(mutex_);
   KernelEntry &entry = entries_[kernel];
@@ -274,8 +276,7 @@ Status Bundle::loadFunctions(size_t kernel, const CudaDriver &driver,
   for (ContextFunctions &slot : entry.contexts) {
     CUcontext c = slot.context.load(std::memory_order_relaxed);
     if (c == context) { // loaded by another thread meanwhile
-      *function = slot.function;
-      *finish = slot.finish;
+      *functions = slot.functions;
       return Status::ok();
     }
     if (!c) {
@@ -285,8 +286,7 @@ Status Bundle::loadFunctions(size_t kernel, const CudaDriver &driver,
   }
   auto key = std::make_pair(context, kernel);
   if (auto it = overflowFunctions_.find(key); it != overflowFunctions_.end()) {
-    *function = it->second.first;
-    *finish = it->second.second;
+    *functions = it->second;
     return Status::ok();
   }
   auto moduleKey = std::make_pair(context, entry.module);
@@ -297,30 +297,27 @@ Status Bundle::loadFunctions(size_t kernel, const CudaDriver &driver,
         driver, cuModuleLoadData(&loaded, cubins_[entry.module].data()));
     it = modules_.emplace(moduleKey, loaded).first;
   }
-  const KernelSpec &spec = *entry.spec;
-  CUfunction functions[2] = {nullptr, nullptr};
-  for (int i = 0; i < (spec.hasWorkspaces() ? 2 : 1); ++i) {
-    const std::string &name = i ? spec.finish.name : spec.name;
-    int64_t bytes = i ? spec.finish.dynamicSharedMemoryBytes
-                      : spec.dynamicSharedMemoryBytes;
-    int64_t fixed = i ? entry.finishStaticSharedBytes : entry.staticSharedBytes;
-    LIGER_CUDA_RETURN_IF_ERROR(
-        driver, cuModuleGetFunction(&functions[i], it->second, name.c_str()));
+  Functions loaded = {};
+  EntryPoint entries[kNumLaunchStages];
+  for (int e = 0, n = entry.spec->entryPoints(entries); e < n; ++e) {
+    int stage = static_cast<int>(entries[e].stage);
+    int64_t bytes = entries[e].dynamicSharedMemoryBytes;
+    LIGER_CUDA_RETURN_IF_ERROR(driver,
+                               cuModuleGetFunction(&loaded[stage], it->second,
+                                                   entries[e].name->c_str()));
     // Past 48 KiB in all, a block's dynamic shared memory must be opted in.
-    if (bytes + fixed > 48 * 1024)
+    if (bytes + entry.staticSharedBytes[stage] > 48 * 1024)
       LIGER_CUDA_RETURN_IF_ERROR(
           driver,
-          cuFuncSetAttribute(functions[i], kFuncAttrMaxDynamicSharedMemory,
+          cuFuncSetAttribute(loaded[stage], kFuncAttrMaxDynamicSharedMemory,
                              static_cast<int>(bytes)));
   }
-  *function = functions[0];
-  *finish = functions[1];
+  *functions = loaded;
   if (free) {
-    free->function = functions[0];
-    free->finish = functions[1];
+    free->functions = loaded;
     free->context.store(context, std::memory_order_release);
   } else {
-    overflowFunctions_.emplace(key, std::make_pair(functions[0], functions[1]));
+    overflowFunctions_.emplace(key, loaded);
   }
   return Status::ok();
 }
@@ -418,9 +415,9 @@ Status Bundle::launchChecked(size_t index, const TensorArg *args,
   }
   DeviceContextScope scope(*driver);
   LIGER_RETURN_IF_ERROR(scope.enter(device));
-  CUfunction function = nullptr, finish = nullptr;
+  Functions functions = {};
   LIGER_RETURN_IF_ERROR(
-      functionsFor(index, *driver, scope.context(), &function, &finish));
+      functionsFor(index, *driver, scope.context(), &functions));
 
   // Memref descriptors, then TMA descriptors by value; on the stack for
   // any kernel of the usual size.
@@ -463,24 +460,32 @@ Status Bundle::launchChecked(size_t index, const TensorArg *args,
   }
   if (kernel.hasWorkspaces())
     LIGER_RETURN_IF_ERROR(zeroWorkspaces(*driver, kernel, args, stream));
+  // The side kernels' grids are constants, [grid, 1, 1].
+  auto launchSide = [&](LaunchStage stage,
+                        const SideKernelSpec &side) -> Status {
+    LIGER_CUDA_RETURN_IF_ERROR(
+        *driver,
+        cuLaunchKernel(functions[static_cast<int>(stage)],
+                       static_cast<unsigned>(side.grid), 1, 1,
+                       static_cast<unsigned>(side.block[0]),
+                       static_cast<unsigned>(side.block[1]),
+                       static_cast<unsigned>(side.block[2]),
+                       static_cast<unsigned>(side.dynamicSharedMemoryBytes),
+                       stream, params, nullptr));
+    return Status::ok();
+  };
+  if (kernel.hasPrepare())
+    LIGER_RETURN_IF_ERROR(launchSide(LaunchStage::Prepare, kernel.prepare));
   LIGER_CUDA_RETURN_IF_ERROR(
       *driver,
-      cuLaunchKernel(function, grid[0], grid[1], grid[2],
-                     static_cast<unsigned>(kernel.block[0]),
+      cuLaunchKernel(functions[static_cast<int>(LaunchStage::Main)], grid[0],
+                     grid[1], grid[2], static_cast<unsigned>(kernel.block[0]),
                      static_cast<unsigned>(kernel.block[1]),
                      static_cast<unsigned>(kernel.block[2]),
                      static_cast<unsigned>(kernel.dynamicSharedMemoryBytes),
                      stream, params, nullptr));
-  if (finish)
-    LIGER_CUDA_RETURN_IF_ERROR(
-        *driver,
-        cuLaunchKernel(
-            finish, static_cast<unsigned>(kernel.finish.grid), 1, 1,
-            static_cast<unsigned>(kernel.finish.block[0]),
-            static_cast<unsigned>(kernel.finish.block[1]),
-            static_cast<unsigned>(kernel.finish.block[2]),
-            static_cast<unsigned>(kernel.finish.dynamicSharedMemoryBytes),
-            stream, params, nullptr));
+  if (kernel.hasWorkspaces())
+    LIGER_RETURN_IF_ERROR(launchSide(LaunchStage::Finish, kernel.finish));
   return Status::ok();
 }
 

@@ -496,10 +496,11 @@ std::string count(size_t n, const char *what) {
   return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
 }
 
-/// Compares one kernel (or finishing kernel) `name` launched with `spec`'s
+/// Compares one entry point `name` of a launch of `spec` (the kernel or a
+/// side kernel), launched with `spec`'s
 /// arguments and block `block` with what the cubin records.
 Status checkKernel(const KernelSpec &spec, const std::string &name,
-                   const int64_t (&block)[3], const Cubin &cubin,
+                   const int64_t *block, const Cubin &cubin,
                    const std::string &origin) {
   auto refuse = [&](const std::string &what) {
     return LIGER_MAKE_STATUS(StatusCode::kInvalidArgument,
@@ -570,10 +571,10 @@ Status liger::runtime::checkCubin(const ModuleSpec &module, const Cubin &cubin,
                                  ", but the manifest's module '" + module.name +
                                  "' says " + module.arch);
   for (const KernelSpec &k : module.kernels) {
-    LIGER_RETURN_IF_ERROR(checkKernel(k, k.name, k.block, cubin, origin));
-    if (k.hasWorkspaces())
+    EntryPoint entries[kNumLaunchStages];
+    for (int e = 0, n = k.entryPoints(entries); e < n; ++e)
       LIGER_RETURN_IF_ERROR(
-          checkKernel(k, k.finish.name, k.finish.block, cubin, origin));
+          checkKernel(k, *entries[e].name, entries[e].block, cubin, origin));
   }
   return Status::ok();
 }

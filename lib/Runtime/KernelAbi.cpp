@@ -506,6 +506,18 @@ bool liger::runtime::archRunsOn(const Arch &arch, int major, int minor) {
 // The spec's helpers
 //===----------------------------------------------------------------------===//
 
+int KernelSpec::entryPoints(EntryPoint (&out)[kNumLaunchStages]) const {
+  int n = 0;
+  if (hasPrepare())
+    out[n++] = {LaunchStage::Prepare, &prepare.name, prepare.block,
+                prepare.dynamicSharedMemoryBytes};
+  out[n++] = {LaunchStage::Main, &name, block, dynamicSharedMemoryBytes};
+  if (hasWorkspaces())
+    out[n++] = {LaunchStage::Finish, &finish.name, finish.block,
+                finish.dynamicSharedMemoryBytes};
+  return n;
+}
+
 size_t KernelSpec::numInputs() const {
   return std::count_if(params.begin(), params.end(),
                        [](const KernelParam &p) { return p.isInput(); });
@@ -629,6 +641,7 @@ public:
 
   Status param(const std::string &path, const KernelParam &p) const;
   Status kernel(const std::string &path, const KernelSpec &k) const;
+  Status sideKernel(const std::string &path, const SideKernelSpec &k) const;
   Status plan(const std::string &path, const LossPlan &plan,
               const std::set<std::string> &kernels) const;
 
@@ -760,18 +773,26 @@ Status Verifier::kernel(const std::string &path, const KernelSpec &k) const {
   if (!k.hasWorkspaces()) {
     if (k.ctasPerSm != 0)
       return error(path, "ctas_per_sm is for a kernel with workspaces");
+    if (k.hasPrepare())
+      return error(path, "a 'prepare' kernel is for a kernel with workspaces");
     return Status::ok();
   }
   if (k.ctasPerSm < 1 || k.ctasPerSm > 64)
     return error(path, "ctas_per_sm must be in [1, 64], got " +
                            std::to_string(k.ctasPerSm));
-  std::string fpath = path + ".finish";
-  LIGER_RETURN_IF_ERROR(name(fpath, "name", k.finish.name));
-  if (k.finish.grid < 1 || k.finish.grid > 0x7fffffff)
-    return error(fpath, "grid must be [n, 1, 1] with n in [1, 2^31), got n = " +
-                            std::to_string(k.finish.grid));
-  LIGER_RETURN_IF_ERROR(block(fpath, k.finish.block));
-  return sharedMemory(fpath, k.finish.dynamicSharedMemoryBytes);
+  if (k.hasPrepare())
+    LIGER_RETURN_IF_ERROR(sideKernel(path + ".prepare", k.prepare));
+  return sideKernel(path + ".finish", k.finish);
+}
+
+Status Verifier::sideKernel(const std::string &path,
+                            const SideKernelSpec &k) const {
+  LIGER_RETURN_IF_ERROR(name(path, "name", k.name));
+  if (k.grid < 1 || k.grid > 0x7fffffff)
+    return error(path, "grid must be [n, 1, 1] with n in [1, 2^31), got n = " +
+                           std::to_string(k.grid));
+  LIGER_RETURN_IF_ERROR(block(path, k.block));
+  return sharedMemory(path, k.dynamicSharedMemoryBytes);
 }
 
 Status Verifier::plan(const std::string &path, const LossPlan &plan,
@@ -830,7 +851,7 @@ Status liger::runtime::verifyManifest(const Manifest &manifest,
                        "; rebuild the bundle with this liger-compile)");
   LIGER_RETURN_IF_ERROR(v.text("manifest", "source", manifest.source));
   std::map<std::string, std::string> modules, names; // name -> where
-  std::set<std::string> launchable; // the kernels, not their finishing ones
+  std::set<std::string> launchable; // the kernels, not their side kernels
   for (size_t m = 0; m < manifest.modules.size(); ++m) {
     const ModuleSpec &module = manifest.modules[m];
     std::string mpath = "modules[" + std::to_string(m) + "]";
@@ -858,6 +879,7 @@ Status liger::runtime::verifyManifest(const Manifest &manifest,
       LIGER_RETURN_IF_ERROR(v.kernel(kpath, kernel));
       for (auto [name, where] :
            {std::make_pair(&kernel.name, kpath),
+            std::make_pair(&kernel.prepare.name, kpath + ".prepare"),
             std::make_pair(&kernel.finish.name, kpath + ".finish")}) {
         if (name->empty())
           continue;

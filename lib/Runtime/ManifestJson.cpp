@@ -86,7 +86,8 @@ public:
   Status param(JsonValue v, const std::string &path, KernelParam *param) const;
   Status tensorMap(JsonValue v, const std::string &path,
                    const KernelSpec &kernel, KernelTensorMap *map) const;
-  Status finish(JsonValue v, const std::string &path, FinishSpec *finish) const;
+  Status sideKernel(JsonValue v, const std::string &path,
+                    SideKernelSpec *kernel) const;
   Status grid(JsonValue v, const std::string &path, GridDim (&grid)[3]) const;
   Status plan(JsonValue v, const std::string &path, LossPlan *plan) const;
 
@@ -271,22 +272,22 @@ Status Reader::tensorMap(JsonValue v, const std::string &path,
   return f->finish();
 }
 
-Status Reader::finish(JsonValue v, const std::string &path,
-                      FinishSpec *finish) const {
+Status Reader::sideKernel(JsonValue v, const std::string &path,
+                          SideKernelSpec *kernel) const {
   std::unique_ptr<Fields> f;
   LIGER_RETURN_IF_ERROR(fields(v, path, &f));
   int64_t grid[3];
-  LIGER_RETURN_IF_ERROR(f->string("name", &finish->name));
+  LIGER_RETURN_IF_ERROR(f->string("name", &kernel->name));
   LIGER_RETURN_IF_ERROR(f->triple("grid", grid));
   if (grid[1] != 1 || grid[2] != 1)
     return error(path, "grid must be [n, 1, 1], got [" +
                            std::to_string(grid[0]) + ", " +
                            std::to_string(grid[1]) + ", " +
                            std::to_string(grid[2]) + "]");
-  finish->grid = grid[0];
-  LIGER_RETURN_IF_ERROR(f->triple("block", finish->block));
+  kernel->grid = grid[0];
+  LIGER_RETURN_IF_ERROR(f->triple("block", kernel->block));
   LIGER_RETURN_IF_ERROR(f->integer("dynamic_shared_memory_bytes",
-                                   &finish->dynamicSharedMemoryBytes));
+                                   &kernel->dynamicSharedMemoryBytes));
   return f->finish();
 }
 
@@ -327,10 +328,17 @@ Status Reader::kernel(JsonValue v, const std::string &path,
                     *kernel, &kernel->tensorMaps.back()));
     }
   }
+  if (f->has("prepare")) {
+    JsonValue object;
+    LIGER_RETURN_IF_ERROR(f->object("prepare", &object));
+    LIGER_RETURN_IF_ERROR(
+        sideKernel(object, path + ".prepare", &kernel->prepare));
+  }
   if (f->has("finish")) {
     JsonValue object;
     LIGER_RETURN_IF_ERROR(f->object("finish", &object));
-    LIGER_RETURN_IF_ERROR(finish(object, path + ".finish", &kernel->finish));
+    LIGER_RETURN_IF_ERROR(
+        sideKernel(object, path + ".finish", &kernel->finish));
     LIGER_RETURN_IF_ERROR(f->integer("ctas_per_sm", &kernel->ctasPerSm));
   } else if (f->has("ctas_per_sm")) {
     return error(path, "ctas_per_sm is for a kernel with workspaces");
@@ -437,14 +445,18 @@ json kernelJson(const KernelSpec &k) {
                       {"oob", m.zeroFill ? "zero" : "nan"}});
     kernel["tensor_maps"] = std::move(maps);
   }
+  auto side = [](const SideKernelSpec &s) -> json {
+    return {{"name", s.name},
+            {"grid", {s.grid, 1, 1}},
+            {"block", tripleJson(s.block)},
+            {"dynamic_shared_memory_bytes", s.dynamicSharedMemoryBytes}};
+  };
   if (k.hasWorkspaces()) {
     kernel["ctas_per_sm"] = k.ctasPerSm;
-    kernel["finish"] = {
-        {"name", k.finish.name},
-        {"grid", {k.finish.grid, 1, 1}},
-        {"block", tripleJson(k.finish.block)},
-        {"dynamic_shared_memory_bytes", k.finish.dynamicSharedMemoryBytes}};
+    kernel["finish"] = side(k.finish);
   }
+  if (k.hasPrepare())
+    kernel["prepare"] = side(k.prepare);
   return kernel;
 }
 

@@ -142,6 +142,7 @@ PYBIND11_MODULE(_liger_runtime, m) {
               k["arch"] = bundle.moduleOf(i).arch;
               k["params"] = params;
               k["ctas_per_sm"] = kernel.ctasPerSm;
+              k["prepare"] = kernel.prepare.name;
               k["finish"] = kernel.finish.name;
               kernels.append(k);
             }

@@ -36,18 +36,18 @@ std::string triple(const int64_t *v) {
          std::to_string(v[2]) + "]";
 }
 
-/// One line per kernel (and finishing kernel) of `module`, from its cubin
-/// `cubin`, which Bundle::open has compared with it.
+/// One line per entry point (kernel, prepare and finish kernels) of `module`,
+/// from its cubin `cubin`, which Bundle::open has compared with it.
 void describe(const ModuleSpec &module, const Cubin &cubin) {
   std::printf("  %s: %s, %s\n", module.cubinFile.c_str(),
               module.arch.c_str(), kernels(module.kernels.size()).c_str());
-  for (const KernelSpec &k : module.kernels)
-    for (int finish = 0; finish < (k.hasWorkspaces() ? 2 : 1); ++finish) {
-      const std::string &name = finish ? k.finish.name : k.name;
+  for (const KernelSpec &k : module.kernels) {
+    EntryPoint entries[kNumLaunchStages];
+    for (int e = 0, n = k.entryPoints(entries); e < n; ++e) {
+      const std::string &name = *entries[e].name;
       const CubinKernel &c = *cubin.find(name);
-      const int64_t *block = finish ? k.finish.block : k.block;
-      int64_t dynamic = finish ? k.finish.dynamicSharedMemoryBytes
-                               : k.dynamicSharedMemoryBytes;
+      const int64_t *block = entries[e].block;
+      int64_t dynamic = entries[e].dynamicSharedMemoryBytes;
       std::printf("    %s: %zu arguments, %u bytes; block %s (%s); shared "
                   "memory %lld dynamic + %llu static\n",
                   name.c_str(), c.paramSizes.size(), c.paramBytes,
@@ -58,6 +58,7 @@ void describe(const ModuleSpec &module, const Cubin &cubin) {
                   static_cast<long long>(dynamic),
                   static_cast<unsigned long long>(c.staticSharedBytes));
     }
+  }
 }
 } // namespace
 

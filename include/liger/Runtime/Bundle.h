@@ -19,6 +19,7 @@
 #include "liger/Runtime/KernelAbi.h"
 #include "liger/Runtime/Status.h"
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -68,7 +69,7 @@ public:
 
   /// Whether `device` runs every kernel: each module's arch against its
   /// compute capability (archRunsOn), each kernel's dynamic shared memory
-  /// (and its finishing kernel's) against its opt-in maximum per block.
+  /// (and its side kernels') against its opt-in maximum per block.
   /// Fails naming the first kernel that does not run, and why. A device
   /// that passed is not asked again; launch() calls this first.
   Status checkDevice(int device);
@@ -79,11 +80,11 @@ public:
   /// device's, else the device's primary context (PyTorch's), made current
   /// for the launch alone. A kernel with workspaces (f32, sized by
   /// inferWorkspaceShapes) has them zero-filled on `stream` (one
-  /// cuMemsetD32Async each), then runs, then its finishing kernel runs on
-  /// the same stream; it runs even for zero rows, so that its per-feature
-  /// outputs are written. The usual launch (no workspaces) allocates
-  /// nothing, takes no lock and makes two driver calls (the current
-  /// context, the launch).
+  /// cuMemsetD32Async each), then its prepare kernel (if any), itself and
+  /// its finishing kernel run on the same stream, in that order; it runs even
+  /// for zero rows, so that its per-feature outputs are written. The usual
+  /// launch (no workspaces) allocates nothing, takes no lock and makes two
+  /// driver calls (the current context, the launch).
   Status launch(size_t kernel, const TensorArg *args, size_t numArgs,
                 CUstream stream, int device = 0);
   /// The same, with the kernel named.
@@ -91,10 +92,13 @@ public:
                 CUstream stream, int device = 0);
 
 private:
-  /// The driver's functions of a kernel in one context.
+  /// The driver's functions of a launch's entry points, by LaunchStage
+  /// (null where the kernel has none).
+  using Functions = std::array<CUfunction, kNumLaunchStages>;
+  /// A kernel's functions in one context.
   struct ContextFunctions {
     std::atomic<CUcontext> context{nullptr}; ///< published last
-    CUfunction function = nullptr, finish = nullptr;
+    Functions functions = {};
   };
   static constexpr size_t kContextSlots = 8;
   static constexpr int kCachedDevices = 64;
@@ -104,8 +108,9 @@ private:
     const KernelSpec *spec = nullptr;
     size_t module = 0;
     size_t words = 0; ///< the 64-bit words of all its descriptors
-    /// The static shared memory of it and its finishing kernel (the cubin's).
-    int64_t staticSharedBytes = 0, finishStaticSharedBytes = 0;
+    /// The static shared memory of its entry points, by LaunchStage (the
+    /// cubin's).
+    int64_t staticSharedBytes[kNumLaunchStages] = {};
     ContextFunctions contexts[kContextSlots];
   };
 
@@ -119,11 +124,9 @@ private:
   Status launchChecked(size_t kernel, const TensorArg *args, size_t numArgs,
                        CUstream stream, int device);
   Status functionsFor(size_t kernel, const CudaDriver &driver,
-                      CUcontext context, CUfunction *function,
-                      CUfunction *finish);
+                      CUcontext context, Functions *functions);
   Status loadFunctions(size_t kernel, const CudaDriver &driver,
-                       CUcontext context, CUfunction *function,
-                       CUfunction *finish);
+                       CUcontext context, Functions *functions);
 
   std::string dir_;
   Manifest manifest_;
@@ -137,7 +140,7 @@ private:
 
   std::mutex mutex_; // guards what follows (the slow paths)
   std::map<std::pair<CUcontext, size_t>, CUmodule> modules_;
-  std::map<std::pair<CUcontext, size_t>, std::pair<CUfunction, CUfunction>>
+  std::map<std::pair<CUcontext, size_t>, Functions>
       overflowFunctions_;        // contexts past kContextSlots
   std::set<int> checkedDevices_; // devices past kCachedDevices
 };

@@ -206,12 +206,27 @@ bool parseGridDim(std::string_view text, GridDim *dim);
 /// is written as a number, this gives its digits.
 std::string gridDimText(const GridDim &dim);
 
-/// A second kernel launched after the first with the same arguments (a
-/// group that reduces across rows finishes there).
-struct FinishSpec {
+/// A kernel launched with the main kernel's arguments, on its stream,
+/// over a constant grid of `grid` x 1 x 1 CTAs: before it (`prepare`: what
+/// the kernel reads from its workspaces, computed once) or after it
+/// (`finish`: a group that reduces across rows finishes there).
+struct SideKernelSpec {
   std::string name; ///< empty: none
   int64_t grid = 1;
   int64_t block[3] = {1, 1, 1};
+  int64_t dynamicSharedMemoryBytes = 0;
+};
+
+/// The entry points of one launch, in the order they run.
+enum class LaunchStage { Prepare, Main, Finish };
+inline constexpr int kNumLaunchStages = 3;
+
+/// One entry point a launch runs: its name, CTA shape and dynamic shared
+/// memory (views of its KernelSpec).
+struct EntryPoint {
+  LaunchStage stage = LaunchStage::Main;
+  const std::string *name = nullptr;
+  const int64_t *block = nullptr;
   int64_t dynamicSharedMemoryBytes = 0;
 };
 
@@ -240,11 +255,18 @@ struct KernelSpec {
   int64_t alignmentBytes = 16; ///< every tensor's pointer must be aligned so
   std::vector<KernelParam> params;
   std::vector<KernelTensorMap> tensorMaps;
-  FinishSpec finish;
+  /// With workspaces: an optional kernel run first, after the workspaces
+  /// are zero-filled.
+  SideKernelSpec prepare;
+  SideKernelSpec finish;
   /// With workspaces: the CTAs per SM to size them for (workspaceCtas).
   int64_t ctasPerSm = 0;
 
   bool hasWorkspaces() const { return !finish.name.empty(); }
+  bool hasPrepare() const { return !prepare.name.empty(); }
+  /// The entry points a launch runs, in order (prepare, the kernel,
+  /// finish; those it has): their count, written to `out`.
+  int entryPoints(EntryPoint (&out)[kNumLaunchStages]) const;
   size_t numInputs() const;
   size_t numOutputs() const;
 };

@@ -130,3 +130,16 @@ func.func @dtype_outside_the_abi() attributes {liger.kernel_info = #liger.kernel
 // expected-error @+2 {{a tensor map's swizzle is 96 bytes, not 32, 64 or 128}}
 // expected-error @+1 {{failed to parse Liger_TensorMapAttr parameter 'swizzle' which is to be a `::liger::runtime::TensorMapSwizzle`}}
 func.func @swizzle_of_96_bytes() attributes {liger.note = #liger.tensor_map<param = 0, box_rows = 128, box_cols = 64, swizzle = 96>}
+
+// -----
+
+// A preparing kernel without workspaces (it has nothing to prepare): the
+// runtime's rule.
+// expected-error @+1 {{liger.kernel_info: kernel: a 'prepare' kernel is for a kernel with workspaces}}
+func.func @prepare_without_workspace() attributes {liger.kernel_info = #liger.kernel_info<kernel_template = rowwise, ops = "liger.silu", grid = ["rows", 1, 1], threads = 256, shared_memory_bytes = 0, vector_width = 4, params = [#liger.kernel_param<name = "input0", role = input, kind = rows, dtype = f32, length = 64>, #liger.kernel_param<name = "output0", role = output, kind = rows, dtype = f32, length = 64>], prepare = #liger.side_kernel<name = "k_prepare", grid = 1, threads = 256, shared_memory_bytes = 0>>}
+
+// -----
+
+// A preparing kernel with a grid of no CTAs.
+// expected-error @+1 {{liger.kernel_info: kernel.prepare: grid must be [n, 1, 1] with n in [1, 2^31), got n = 0}}
+func.func @prepare_empty_grid() attributes {liger.kernel_info = #liger.kernel_info<kernel_template = attention, ops = "liger.attention_grad", grid = ["sms", 1, 1], threads = 384, shared_memory_bytes = 0, vector_width = 8, params = [#liger.kernel_param<name = "input0", role = input, kind = heads, dtype = bf16, length = 64, outer = 4>, #liger.kernel_param<name = "workspace0", role = workspace, kind = heads, dtype = f32, length = 64, outer = 4>], prepare = #liger.side_kernel<name = "k_prepare", grid = 0, threads = 256, shared_memory_bytes = 0>, finish = #liger.side_kernel<name = "k_finish", grid = 1, threads = 256, shared_memory_bytes = 0>, ctas_per_sm = 1>}

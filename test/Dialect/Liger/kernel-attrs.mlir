@@ -29,11 +29,12 @@ func.func private @persistent() attributes {
 //  CHECK-SAME:     params = [#liger.kernel_param<name = "input0", role = input, kind = rows, dtype = bf16, length = 64>, #liger.kernel_param<name = "input1", role = input, kind = matrix, dtype = bf16, length = 64, outer = 1024>, #liger.kernel_param<name = "output0", role = output, kind = rows, dtype = bf16, length = 1024>],
 //  CHECK-SAME:     tensor_maps = [#liger.tensor_map<param = 0, box_rows = 128, box_cols = 64, swizzle = 128>, #liger.tensor_map<param = 1, box_rows = 128, box_cols = 64, swizzle = 128, zero_fill = false>]>
 //  CHECK-SAME:   liger.reduced = #liger.kernel_info<kernel_template = rowwise, ops = "liger.rms_norm_grad", grid = ["ctas", 1, 1], threads = 256, shared_memory_bytes = 0, vector_width = 8,
-//  CHECK-SAME:     #liger.kernel_param<name = "workspace0", role = workspace, kind = partials, dtype = f32, length = 64>], finish = <name = "k_finish", grid = 1, threads = 256, shared_memory_bytes = 1024>, ctas_per_sm = 4>
+//  CHECK-SAME:     #liger.kernel_param<name = "workspace0", role = workspace, kind = partials, dtype = f32, length = 64>], prepare = <name = "k_prepare", grid = 4, threads = 128, shared_memory_bytes = 0>, finish = <name = "k_finish", grid = 1, threads = 256, shared_memory_bytes = 1024>, ctas_per_sm = 4>
 func.func private @infos() attributes {
   liger.kernel_info = #liger.kernel_info<kernel_template = matmul, ops = "liger.linear", grid = [8, "rows/128", 1], threads = 384, shared_memory_bytes = 1024, vector_width = 8,
     params = [#liger.kernel_param<name = "input0", role = input, kind = rows, dtype = bf16, length = 64>, #liger.kernel_param<name = "input1", role = input, kind = matrix, dtype = bf16, length = 64, outer = 1024>, #liger.kernel_param<name = "output0", role = output, kind = rows, dtype = bf16, length = 1024>],
     tensor_maps = [#liger.tensor_map<param = 0, box_rows = 128, box_cols = 64, swizzle = 128>, #liger.tensor_map<param = 1, box_rows = 128, box_cols = 64, swizzle = 128, zero_fill = false>]>,
   liger.reduced = #liger.kernel_info<kernel_template = rowwise, ops = "liger.rms_norm_grad", grid = ["ctas", 1, 1], threads = 256, shared_memory_bytes = 0, vector_width = 8,
     params = [#liger.kernel_param<name = "input0", role = input, kind = rows, dtype = f32, length = 64>, #liger.kernel_param<name = "workspace0", role = workspace, kind = partials, dtype = f32, length = 64>],
-    finish = #liger.finish_kernel<name = "k_finish", grid = 1, threads = 256, shared_memory_bytes = 1024>, ctas_per_sm = 4>}
+    prepare = #liger.side_kernel<name = "k_prepare", grid = 4, threads = 128, shared_memory_bytes = 0>,
+    finish = #liger.side_kernel<name = "k_finish", grid = 1, threads = 256, shared_memory_bytes = 1024>, ctas_per_sm = 4>}

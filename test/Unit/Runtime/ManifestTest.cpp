@@ -94,6 +94,7 @@ Manifest sample() {
   attn.kernelTemplate = KernelTemplate::Attention;
   attn.grid[0] = {GridDim::Sms, 1};
   attn.ctasPerSm = 1;
+  attn.prepare = {"attn_attention_0_prepare", 512, {256, 1, 1}, 0};
   attn.finish = {"attn_attention_0_finish", 264, {256, 1, 1}, 0};
   attn.params = {
       {"input0", ParamRole::Input, ParamKind::Heads, DType::bf16, 128, 32},
@@ -163,6 +164,18 @@ TEST(ManifestTest, WhatIsWrittenReadsBackTheSame) {
   EXPECT_EQ(attn.params[1].length, 0);
   EXPECT_EQ(attn.params[3].role, ParamRole::Workspace);
   EXPECT_EQ(attn.params[3].kind, ParamKind::Heads);
+  EXPECT_TRUE(attn.hasPrepare());
+  EXPECT_EQ(attn.prepare.name, "attn_attention_0_prepare");
+  EXPECT_EQ(attn.prepare.grid, 512);
+  EXPECT_EQ(attn.prepare.block[0], 256);
+  EXPECT_FALSE(back.modules[0].kernels[1].hasPrepare());
+  EntryPoint entries[kNumLaunchStages];
+  ASSERT_EQ(attn.entryPoints(entries), 3);
+  EXPECT_EQ(entries[0].stage, LaunchStage::Prepare);
+  EXPECT_EQ(*entries[1].name, "attn_attention_0");
+  EXPECT_EQ(*entries[2].name, "attn_attention_0_finish");
+  ASSERT_EQ(back.modules[0].kernels[0].entryPoints(entries), 1);
+  EXPECT_EQ(entries[0].stage, LaunchStage::Main);
   ASSERT_EQ(back.plans.size(), 1u);
   EXPECT_EQ(back.plans[0].kernels[static_cast<int>(LossStage::CE)],
             "layer_rowwise_0");
@@ -625,6 +638,24 @@ INSTANTIATE_TEST_SUITE_P(
              [](Manifest &m) { kernel(m, 0).finish.name = "f"; },
              "modules[0].kernels[0]: a kernel has workspaces if and only if "
              "it has a 'finish' kernel"},
+        Rule{"prepare-without-workspace",
+             [](Manifest &m) { kernel(m, 0).prepare.name = "p"; },
+             "modules[0].kernels[0]: a 'prepare' kernel is for a kernel with "
+             "workspaces"},
+        Rule{"prepare-grid", [](Manifest &m) { kernel(m, 4).prepare.grid = 0; },
+             "modules[0].kernels[4].prepare: grid must be [n, 1, 1] with n in "
+             "[1, 2^31), got n = 0"},
+        Rule{"prepare-block",
+             [](Manifest &m) { kernel(m, 4).prepare.block[0] = 2048; },
+             "modules[0].kernels[4].prepare: block sizes must be in [1, 1024] "
+             "with a product of at most 1024, got [2048, 1, 1]"},
+        Rule{"prepare-unique",
+             [](Manifest &m) {
+               kernel(m, 4).prepare.name = "attn_attention_0_finish";
+             },
+             "modules[0].kernels[4].finish: kernel name "
+             "'attn_attention_0_finish' is also "
+             "modules[0].kernels[4].prepare's"},
         Rule{"ctas-per-sm-alone", [](Manifest &m) { kernel(m, 0).ctasPerSm = 4; },
              "modules[0].kernels[0]: ctas_per_sm is for a kernel with "
              "workspaces"},

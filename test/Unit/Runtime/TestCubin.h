@@ -140,7 +140,7 @@ inline void nvInfoRecord(std::string *out, uint8_t format, uint8_t attribute,
     put<uint32_t>(out, w);
 }
 
-/// A cubin of the kernels (and finishing kernels) of `module`, as ptxas
+/// A cubin of the kernels (and their side kernels) of `module`, as ptxas
 /// writes them for its arch, each with `staticSharedBytes` of static
 /// shared memory.
 inline std::string makeTestCubin(const ModuleSpec &module,
@@ -152,9 +152,9 @@ inline std::string makeTestCubin(const ModuleSpec &module,
   };
   std::vector<Function> functions;
   for (const KernelSpec &k : module.kernels) {
-    functions.push_back({k.name, &k, k.block});
-    if (k.hasWorkspaces())
-      functions.push_back({k.finish.name, &k, k.finish.block});
+    EntryPoint entries[kNumLaunchStages];
+    for (int e = 0, n = k.entryPoints(entries); e < n; ++e)
+      functions.push_back({*entries[e].name, &k, entries[e].block});
   }
   TestElf elf;
   // Sections #2 to #6 as below, then four per function f: its .nv.info at

@@ -255,7 +255,7 @@ toSpec(StringRef name, StringRef function, rt::KernelTemplate kernelTemplate,
        StringRef ops, ArrayRef<rt::GridDim> grid, int64_t threads,
        int64_t sharedMemoryBytes, int64_t vectorWidth,
        ArrayRef<KernelParamAttr> params, ArrayRef<TensorMapAttr> tensorMaps,
-       FinishKernelAttr finish, int64_t ctasPerSm) {
+       SideKernelAttr prepare, SideKernelAttr finish, int64_t ctasPerSm) {
   rt::KernelSpec spec;
   spec.name = name.str();
   spec.function = function.str();
@@ -277,12 +277,14 @@ toSpec(StringRef name, StringRef function, rt::KernelTemplate kernelTemplate,
     map.swizzle = m.getSwizzle();
     map.zeroFill = m.getZeroFill();
   }
-  if (finish) {
-    spec.finish.name = finish.getName().str();
-    spec.finish.grid = finish.getGrid();
-    spec.finish.block[0] = finish.getThreads();
-    spec.finish.dynamicSharedMemoryBytes = finish.getSharedMemoryBytes();
-  }
+  for (auto [attr, side] : {std::make_pair(prepare, &spec.prepare),
+                            std::make_pair(finish, &spec.finish)})
+    if (attr) {
+      side->name = attr.getName().str();
+      side->grid = attr.getGrid();
+      side->block[0] = attr.getThreads();
+      side->dynamicSharedMemoryBytes = attr.getSharedMemoryBytes();
+    }
   spec.ctasPerSm = ctasPerSm;
   return spec;
 }
@@ -292,8 +294,8 @@ LogicalResult KernelInfoAttr::verify(
     rt::KernelTemplate kernelTemplate, StringRef ops,
     ArrayRef<rt::GridDim> grid, int64_t threads, int64_t sharedMemoryBytes,
     int64_t vectorWidth, ArrayRef<KernelParamAttr> params,
-    ArrayRef<TensorMapAttr> tensorMaps, FinishKernelAttr finish,
-    int64_t ctasPerSm) {
+    ArrayRef<TensorMapAttr> tensorMaps, SideKernelAttr prepare,
+    SideKernelAttr finish, int64_t ctasPerSm) {
   if (grid.size() != 3)
     return emitError() << "liger.kernel_info: the grid has 3 entries, got "
                        << grid.size();
@@ -303,11 +305,11 @@ LogicalResult KernelInfoAttr::verify(
                          << "] names parameter #" << m.getParam();
   // The runtime's own rules for a kernel of a manifest; the name and
   // function are the bundle writer's to add.
-  rt::Status status = rt::verifyKernel(
-      toSpec("kernel", "function", kernelTemplate, ops, grid, threads,
-             sharedMemoryBytes, vectorWidth, params, tensorMaps, finish,
-             ctasPerSm),
-      "liger.kernel_info", "kernel");
+  rt::Status status =
+      rt::verifyKernel(toSpec("kernel", "function", kernelTemplate, ops, grid,
+                              threads, sharedMemoryBytes, vectorWidth, params,
+                              tensorMaps, prepare, finish, ctasPerSm),
+                       "liger.kernel_info", "kernel");
   if (!status.isOk())
     return emitError() << status.message();
   return success();
@@ -325,20 +327,21 @@ KernelInfoAttr KernelInfoAttr::get(MLIRContext *ctx,
     maps.push_back(TensorMapAttr::get(ctx, static_cast<int64_t>(m.param),
                                       m.boxRows, m.boxCols, m.swizzle,
                                       m.zeroFill));
-  FinishKernelAttr finish;
-  if (spec.hasWorkspaces())
-    finish = FinishKernelAttr::get(ctx, spec.finish.name, spec.finish.grid,
-                                   spec.finish.block[0],
-                                   spec.finish.dynamicSharedMemoryBytes);
+  auto side = [&](const rt::SideKernelSpec &k) {
+    return k.name.empty() ? SideKernelAttr()
+                          : SideKernelAttr::get(ctx, k.name, k.grid, k.block[0],
+                                                k.dynamicSharedMemoryBytes);
+  };
   return get(ctx, spec.kernelTemplate, spec.ops,
-                   ArrayRef<rt::GridDim>(spec.grid), spec.block[0],
-                   spec.dynamicSharedMemoryBytes, spec.vectorWidth, params,
-                   maps, finish, spec.ctasPerSm);
+             ArrayRef<rt::GridDim>(spec.grid), spec.block[0],
+             spec.dynamicSharedMemoryBytes, spec.vectorWidth, params, maps,
+             side(spec.prepare), side(spec.finish), spec.ctasPerSm);
 }
 
 rt::KernelSpec KernelInfoAttr::toKernelSpec(StringRef name,
                                             StringRef function) const {
   return toSpec(name, function, getKernelTemplate(), getOps(), getGrid(),
                 getThreads(), getSharedMemoryBytes(), getVectorWidth(),
-                getParams(), getTensorMaps(), getFinish(), getCtasPerSm());
+                getParams(), getTensorMaps(), getPrepare(), getFinish(),
+                getCtasPerSm());
 }

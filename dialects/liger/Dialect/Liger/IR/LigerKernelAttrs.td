@@ -180,19 +180,21 @@ def Liger_TensorMapAttr : AttrDef<Liger_Dialect, "TensorMap"> {
   let assemblyFormat = "`<` struct(params) `>`";
 }
 
-def Liger_FinishKernelAttr : AttrDef<Liger_Dialect, "FinishKernel"> {
-  let mnemonic = "finish_kernel";
-  let summary = "the finishing kernel of a kernel (the kernel ABI's FinishSpec)";
+def Liger_SideKernelAttr : AttrDef<Liger_Dialect, "SideKernel"> {
+  let mnemonic = "side_kernel";
+  let summary = "a kernel launched beside a kernel (the kernel ABI's SideKernelSpec)";
   let description = [{
-    The second kernel of a group that reduces across rows, launched after
-    the first with the same arguments on `grid` x 1 x 1 CTAs of `threads`.
+    A kernel launched with the kernel's arguments on `grid` x 1 x 1 CTAs of
+    `threads`: before it (a kernel_info's `prepare`: what the kernel reads
+    from its workspaces, computed once) or after it (`finish`: a group
+    that reduces across rows finishes there).
 
     ```mlir
-    #liger.finish_kernel<name = "f_rowwise_0_finish", grid = 128, threads = 256, shared_memory_bytes = 1024>
+    #liger.side_kernel<name = "f_rowwise_0_finish", grid = 128, threads = 256, shared_memory_bytes = 1024>
     ```
   }];
   let parameters = (ins
-    StringRefParameter<"the finishing kernel's name">:$name,
+    StringRefParameter<"the side kernel's name">:$name,
     "int64_t":$grid,
     "int64_t":$threads,
     "int64_t":$shared_memory_bytes
@@ -210,8 +212,8 @@ def Liger_KernelInfoAttr : AttrDef<Liger_Dialect, "KernelInfo"> {
     (docs/Design/Kernel-ABI.md): the ABI template, the ops, the grid (3
     entries: an integer, or `"rows"`, `"tokens"`, `"ctas"`, `"rows/N"`),
     the block's `threads`, the dynamic shared memory, the vector width, the
-    parameters, and optionally the tensor maps, the finishing kernel and the
-    CTAs per SM its workspaces are sized for. Its verifier is the runtime's
+    parameters, and optionally the tensor maps, the preparing and finishing
+    kernels and the CTAs per SM its workspaces are sized for. Its verifier is the runtime's
     own check of a manifest's kernel (`verifyKernel`), so a kernel the
     runtime would refuse is refused where it is made.
 
@@ -231,7 +233,8 @@ def Liger_KernelInfoAttr : AttrDef<Liger_Dialect, "KernelInfo"> {
     "int64_t":$vector_width,
     Liger_BracketedList<"KernelParamAttr", "the parameters">:$params,
     Liger_OptionalBracketedList<"TensorMapAttr", "the tensor maps">:$tensor_maps,
-    OptionalParameter<"FinishKernelAttr">:$finish,
+    OptionalParameter<"SideKernelAttr">:$prepare,
+    OptionalParameter<"SideKernelAttr">:$finish,
     DefaultValuedParameter<"int64_t", "0">:$ctas_per_sm
   );
   let assemblyFormat = "`<` struct(params) `>`";
