@@ -1,12 +1,16 @@
 // The attention template's backward (sm_90a): liger.attention_grad with the
 // forward's saved output and lse (liger.attention return_lse) as a
-// persistent kernel over 128-row key tiles and a finishing kernel. The
-// manifest: dq's f32 workspace (heads, zero-filled by the launcher) with
-// its 'finish' kernel, lse as head scalars, five tensor maps (q, dO and out
-// in 64-row blocks; k and v in 128-row tiles). In the PTX, Sᵀ = K·qᵀ and
-// dPᵀ = V·dOᵀ K-major, dV and dK from registers with dO and q MN-major,
-// dQ = dS·K with both operands transposed, its f32 atomics. The forward
-// with return_lse writes lse (f32) beside the output.
+// persistent kernel over 128-row key tiles between a prepare kernel (each
+// query row's lse · log2 e and D = rowsum(dO ∘ out), once) and a finishing
+// kernel (dq rounded). The manifest: two f32 workspaces (heads,
+// zero-filled by the launcher): dq's accumulator and the rows' statistics
+// [B, H, T, 4]; the 'prepare' and 'finish' kernels; lse as head scalars;
+// five tensor maps (q and dO in 64-row blocks, k and v in 128-row tiles,
+// the accumulator in 64 x 32 f32 boxes). In the PTX, the statistics by a
+// bulk copy, Sᵀ = K·qᵀ and dPᵀ = V·dOᵀ K-major, dV and dK from registers
+// with dO and q MN-major, dQ = dS·K with both operands transposed, added
+// to the accumulator by TMA reductions (no atomics). The forward with
+// return_lse writes lse (f32) beside the output.
 // REQUIRES: ptxas
 // RUN: rm -rf %t.bundle
 // RUN: liger-compile %s -o %t.bundle | FileCheck %s --check-prefix=OUT
@@ -24,12 +28,14 @@
 // MANIFEST-NEXT: "batch",
 // MANIFEST-NEXT: 32,
 // MANIFEST-NEXT: "seq"
-// Llama's backward: three stages of q, dO and out (64 x 128 each) beside
-// k's and v's 128 x 128 tiles, dSᵀ and the rows' D and lse.
+// Llama's backward: three stages of q and dO (64 x 128 each) and their
+// rows' statistics (64 x 16 bytes) beside k's and v's 128 x 128 tiles,
+// dSᵀ and the two warpgroups' 64 x 64 f32 dQ parts:
+// 1024 + 2·32768 + 3·(2·16384 + 1024) + 16384 + 2·16384 = 217088.
 // MANIFEST: "block": [
 // MANIFEST-NEXT: 384,
 // MANIFEST: "ctas_per_sm": 1,
-// MANIFEST: "dynamic_shared_memory_bytes": 230912,
+// MANIFEST: "dynamic_shared_memory_bytes": 217088,
 // MANIFEST: "finish": {
 // MANIFEST-NEXT: "block": [
 // MANIFEST-NEXT: 256,
@@ -55,18 +61,36 @@
 // MANIFEST-NEXT: "shape": [
 // MANIFEST-NEXT: "batch",
 // MANIFEST-NEXT: 32,
+// MANIFEST-NEXT: "seq",
+// MANIFEST-NEXT: 128
+// MANIFEST: "name": "workspace1",
+// MANIFEST-NEXT: "role": "workspace",
+// MANIFEST-NEXT: "shape": [
+// MANIFEST-NEXT: "batch",
+// MANIFEST-NEXT: 32,
+// MANIFEST-NEXT: "seq",
+// MANIFEST-NEXT: 4
+// MANIFEST: "prepare": {
+// MANIFEST-NEXT: "block": [
+// MANIFEST-NEXT: 256,
+// MANIFEST: "name": "gqa_causal_attention_0_prepare"
 // MANIFEST: "tensor_maps": [
 // MANIFEST: "box": [
 // MANIFEST-NEXT: 64,
 // MANIFEST-NEXT: 64
 // MANIFEST: "param": "input1",
 // MANIFEST: "param": "input0",
-// MANIFEST: "param": "input4",
 // MANIFEST: "box": [
 // MANIFEST-NEXT: 128,
 // MANIFEST-NEXT: 64
 // MANIFEST: "param": "input2",
 // MANIFEST: "param": "input3",
+// MANIFEST: "box": [
+// MANIFEST-NEXT: 64,
+// MANIFEST-NEXT: 32
+// MANIFEST: "param": "workspace0",
+// MANIFEST-NOT: "param": "input4",
+// MANIFEST: "name": "d64_attention_0_prepare"
 
 // PTX-LABEL: .entry forward_attention_0(
 // PTX: st.global.b32
@@ -77,15 +101,19 @@
 // PTX: .minnctapersm 1
 // PTX: setmaxnreg.dec.sync.aligned.u32 24
 // PTX: cp.async.bulk.tensor.3d.shared::cta.global.tile.mbarrier::complete_tx::bytes
+// PTX: cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes
 // PTX: setmaxnreg.inc.sync.aligned.u32 240
-// PTX: bar.sync {{.*}}, 256;
 // Sᵀ and dPᵀ (K-major: trans-a 0, trans-b 0), P·dO and dS·q (A from
 // registers, B MN-major: trans-b 1), dS·K (trans-a 1, trans-b 1):
 // PTX-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, %rd{{[0-9]+}}, %rd{{[0-9]+}}, p, 1, 1, 0, 0;
 // PTX-DAG: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}}, %rd{{[0-9]+}}, p, 1, 1, 1;
 // PTX-DAG: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, %rd{{[0-9]+}}, %rd{{[0-9]+}}, p, 1, 1, 1, 1;
 // PTX-DAG: ex2.approx.ftz.f32
-// PTX-DAG: atom.global.add.f32
+// PTX-DAG: cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group
+// PTX-DAG: cp.async.bulk.wait_group.read 0
+// PTX-DAG: bar.sync 1, 256;
+// PTX-DAG: bar.sync %r{{[0-9]+}}, 128;
+// PTX-NOT: atom.global.add.f32
 // PTX-LABEL: .entry gqa_causal_attention_0_finish(
 // PTX: mul.rn.f32
 // PTX: cvt.rn.bf16x2.f32
@@ -95,6 +123,7 @@
 // PTXAS-DAG: Compiling entry function 'd64_attention_0'
 // PTXAS-DAG: Compiling entry function 'gqa_causal_attention_0'
 // PTXAS-DAG: Compiling entry function 'gqa_causal_attention_0_finish'
+// PTXAS-DAG: Compiling entry function 'gqa_causal_attention_0_prepare'
 
 // SM80: liger-compile: no kernel to compile in {{.*}} (not compiled yet, no kernel template: 1 liger.attention, 2 liger.attention_grad)
 

@@ -13,7 +13,7 @@
 //       Pᵀ = exp2(Sᵀ · scale · log2 e - lse · log2 e), 0 where masked
 //       dSᵀ = Pᵀ ∘ (dPᵀ - D)
 //       dV += Pᵀ · dO,  dK += dSᵀ · q               (P, dS from registers)
-//       dQacc += dS · K                              (f32 atomics)
+//       dQacc += dS · K                              (f32, TMA reduce-add)
 //     dk = scale · dK,  dv = dV
 //   finish: dq = scale · dQacc
 //
@@ -38,8 +38,10 @@
 // and dO and q MN-major, and dQ = dS·K with dS from shared memory (A
 // MN-major: transposed) and K MN-major: for D 128 each warpgroup takes 64
 // of dQ's columns over all 128 keys, for D 64 each its own 64 keys. dQ is
-// added to an f32 workspace [B, Hq, T, D] (zero-filled by the launcher)
-// with atomics; the finishing kernel scales and rounds it into dq.
+// staged in shared memory and added to an f32 workspace [B, Hq, T, D]
+// (zero-filled by the launcher) by TMA reductions (cp.reduce.async.bulk
+// .add), issued by each warpgroup's first thread; the finishing kernel
+// scales and rounds it into dq.
 //
 //===----------------------------------------------------------------------===//
 
@@ -69,13 +71,21 @@ constexpr int64_t kThreads = 384;
 constexpr int64_t kConsumerThreads = 256;
 /// The named barrier among the consumers (the staged D, dSᵀ).
 constexpr int64_t kConsumerBarrier = 1;
-/// The finishing kernel: CTAs of 256 threads striding over dq in pairs.
-constexpr int64_t kFinishThreads = 256;
-constexpr int64_t kFinishCtas = 1024;
+/// Each consumer warpgroup's own named barrier (its staged dQ part): this
+/// one plus the warpgroup's index.
+constexpr int64_t kWarpgroupBarrier = 2;
+/// The side kernels: CTAs of 256 threads striding over their rows.
+constexpr int64_t kSideThreads = 256;
+constexpr int64_t kSideCtas = 1024;
+/// A query row's statistics in the prepare kernel's workspace and in a
+/// stage: lse · log2 e, D, two unused f32 (16 bytes: a block's rows are a
+/// bulk copy's 16-byte aligned span wherever the block starts).
+constexpr int64_t kStatsColumns = 4;
+constexpr int64_t kStatsRowBytes = 4 * kStatsColumns;
 
-/// The shared buffer: the mbarriers, k's and v's tiles, the stages (q's,
-/// dO's and out's blocks), dSᵀ, then each step's D and lse · log2 e. Tiles
-/// in boxes of 128-byte swizzled rows of 64 elements, 1024-aligned.
+/// The shared buffer: the mbarriers, k's and v's tiles, the stages (q's and
+/// dO's blocks, the block's row statistics), dSᵀ, then the consumers' dQ
+/// parts. Tiles in boxes of 128-byte swizzled rows, 1024-aligned.
 struct GradLayout {
   GradLayout(int64_t headDim, int64_t stages)
       : headDim(headDim), stages(stages) {}
@@ -93,13 +103,17 @@ struct GradLayout {
   int64_t kOffset() const { return 1024; }
   int64_t vOffset() const { return kOffset() + keyTileBytes(); }
   int64_t stagesOffset() const { return vOffset() + keyTileBytes(); }
-  /// q, dO and out, in that order.
-  int64_t stageBytes() const { return 3 * queryTileBytes(); }
+  /// q, dO (each queryTileBytes), then the statistics of their rows.
+  int64_t statsBytes() const { return kQueryBlock * kStatsRowBytes; }
+  int64_t stageBytes() const { return 2 * queryTileBytes() + statsBytes(); }
   int64_t dsOffset() const { return stagesOffset() + stages * stageBytes(); }
   int64_t dsBytes() const { return kKeyTile * 128; }
-  int64_t rowDOffset() const { return dsOffset() + dsBytes(); }
-  int64_t rowLseOffset() const { return rowDOffset() + 4 * kQueryBlock; }
-  int64_t size() const { return rowLseOffset() + 4 * kQueryBlock; }
+  /// dQ's staging, a warpgroup's part (64 query rows x 64 f32 columns) as
+  /// two boxes of 64 rows x 32 columns in 128-byte swizzled rows.
+  int64_t dqBoxBytes() const { return kQueryBlock * 128; }
+  int64_t dqPartBytes() const { return 2 * dqBoxBytes(); }
+  int64_t dqOffset() const { return dsOffset() + dsBytes(); }
+  int64_t size() const { return dqOffset() + 2 * dqPartBytes(); }
 };
 
 /// The tile a CTA takes at its loop's iteration `i`.
@@ -124,8 +138,8 @@ struct GradKernelBuilder {
   const AttentionPlan &plan;
   GradLayout layout;
   Value shared; ///< !llvm.ptr<3>
-  Value q, lse, dq, dk, dv, dqAcc;
-  Value qMap, doMap, outMap, kMap, vMap;
+  Value q, lse, dO, out, dq, dk, dv, dqAcc, stats;
+  Value qMap, doMap, kMap, vMap, dqAccMap;
   Value tid, seq, kvSeq, keyTiles, ctaTiles, queryBlocks;
 
   int64_t group() const { return plan.queryHeads / plan.kvHeads; }
@@ -136,7 +150,8 @@ struct GradKernelBuilder {
     return b.sharedPtr(shared, offset);
   }
   Value waitTicks(GpuBuilder &b) const { return b.i32(0x989680); }
-  /// Stage `s`'s (index) tile `which` (0 q, 1 dO, 2 out): byte offset (i32).
+  /// Stage `s`'s (index) part `which` (0 q, 1 dO, 2 the row statistics):
+  /// byte offset (i32).
   Value stageTile(GpuBuilder &b, Value s, int64_t which) const {
     return b.offsetOf(b.toI32(s), layout.stageBytes(),
                       layout.stagesOffset() + which * layout.queryTileBytes());
@@ -225,6 +240,7 @@ struct GradKernelBuilder {
   void emitBarrierInit(GpuBuilder &b) const;
   void emitProducer(GpuBuilder &b) const;
   void emitConsumer(GpuBuilder &b) const;
+  void emitPrepare(GpuBuilder &b) const;
   void emitFinish(GpuBuilder &b) const;
 };
 } // namespace
@@ -275,10 +291,15 @@ void GradKernelBuilder::emitProducer(GpuBuilder &b) const {
                             wb.toI32(wb.rem(wb.sub(round, 1), 2)),
                             waitTicks(wb));
     }
+    // The tiles' boxes are whole (TMA fills what is past the sequence);
+    // the statistics stop at its end.
     Value full = fullBarrier(lb, s);
-    lb.mbarrierArriveExpectTx(full, layout.stageBytes());
-    Value maps[3] = {qMap, doMap, outMap};
-    for (int64_t which = 0; which < 3; ++which)
+    Value statsBytes = lb.toI32(
+        lb.mul(lb.min(lb.sub(seq, step.m0), kQueryBlock), kStatsRowBytes));
+    lb.mbarrierArriveExpectTx(
+        full, lb.add(statsBytes, lb.i32(2 * layout.queryTileBytes())));
+    Value maps[2] = {qMap, doMap};
+    for (int64_t which = 0; which < 2; ++which)
       for (int64_t c = 0; c < layout.boxes(); ++c)
         lb.tmaLoad(
             at(lb, lb.add(stageTile(lb, s, which), c * layout.queryBoxBytes())),
@@ -286,6 +307,10 @@ void GradKernelBuilder::emitProducer(GpuBuilder &b) const {
             ValueRange{lb.i32(64 * c), lb.toI32(step.m0),
                        lb.toI32(step.qIndex)},
             full);
+    Value statsRow = lb.add(lb.mul(step.qIndex, seq), step.m0);
+    lb.bulkLoad(at(lb, stageTile(lb, s, 2)),
+                lb.globalPtr(stats, lb.mul(statsRow, kStatsRowBytes)),
+                statsBytes, full);
   });
 }
 
@@ -315,6 +340,9 @@ void GradKernelBuilder::emitConsumer(GpuBuilder &b) const {
   bool splitColumns = d == 128;
   int64_t dqSlices = splitColumns ? kKeyTile / 16 : 64 / 16;
   Value dqColumn0 = splitColumns ? b.mul(wg, 64) : b.index(0);
+  Value wgThread = b.rem(ctid, 128);
+  Value dqPart =
+      b.add(b.i32(layout.dqOffset()), b.toI32(b.mul(wg, layout.dqPartBytes())));
 
   forEachTile(b, [&](GpuBuilder &tb, const GradTile &t, Value i, Value fills) {
     tb.mbarrierWaitParity(at(tb, layout.keysFullBarrier()),
@@ -342,61 +370,7 @@ void GradKernelBuilder::emitConsumer(GpuBuilder &b) const {
                             lb.toI32(lb.rem(lb.div(f, layout.stages), 2)),
                             waitTicks(lb));
       Value qTile = stageTile(lb, s, 0), doTile = stageTile(lb, s, 1),
-            outTile = stageTile(lb, s, 2);
-
-      // D = rowsum(dO ∘ out) of the block's rows, a row a quad (each
-      // thread a quarter of it, in 16-byte chunks of the swizzled rows),
-      // and lse · log2 e, staged for both warpgroups.
-      {
-        Value row = lb.div(ctid, 4);
-        Value quarter = lb.rem(ctid, 4);
-        int64_t chunks = d / 32; // 8-element chunks a quarter
-        Value sum = zero;
-        auto chunkType = VectorType::get({8}, elem);
-        auto wideType = VectorType::get({8}, f32);
-        for (int64_t c = 0; c < chunks; ++c) {
-          // Chunk quarter · chunks + c of the row: box, then its 16-byte
-          // slot, XOR-swizzled by the row's place in its 8-row group.
-          Value chunk = lb.add(lb.mul(quarter, chunks), c);
-          Value box = lb.div(chunk, 8);
-          Value slot = lb.bitXor(lb.rem(chunk, 8), lb.rem(row, 8));
-          Value offset = lb.toI32(lb.add(
-              lb.add(lb.mul(box, layout.queryBoxBytes()), lb.mul(row, 128)),
-              lb.mul(slot, 16)));
-          Value dO = arith::ExtFOp::create(
-              lb, wideType,
-              lb.loadShared(chunkType, at(lb, lb.add(doTile, offset)), 16));
-          Value o = arith::ExtFOp::create(
-              lb, wideType,
-              lb.loadShared(chunkType, at(lb, lb.add(outTile, offset)), 16));
-          Value prod = arith::MulFOp::create(lb, dO, o);
-          sum =
-              arith::AddFOp::create(lb, sum,
-                                    vector::ReductionOp::create(
-                                        lb, vector::CombiningKind::ADD, prod));
-        }
-        sum = lb.warpAllReduceSum(sum, 4);
-        GpuBuilder wb = lb.ifThen(lb.equal(quarter, 0));
-        wb.storeShared(
-            sum, at(wb, wb.offsetOf(wb.toI32(row), 4, layout.rowDOffset())), 4);
-        Value qRow = wb.add(step.m0, row);
-        auto loaded =
-            scf::IfOp::create(wb, TypeRange{f32}, wb.lessThan(qRow, seq),
-                              /*withElseRegion=*/true);
-        {
-          GpuBuilder yb = wb.with(loaded.getThenBodyBuilder());
-          Value x = memref::LoadOp::create(
-              yb, lse, ValueRange{t.batch, step.head, qRow});
-          scf::YieldOp::create(
-              yb, ValueRange{arith::MulFOp::create(yb, x, yb.f32(log2e))});
-          GpuBuilder nb = wb.with(loaded.getElseBodyBuilder());
-          scf::YieldOp::create(nb, ValueRange{nb.f32(0)});
-        }
-        wb.storeShared(
-            loaded.getResult(0),
-            at(wb, wb.offsetOf(wb.toI32(row), 4, layout.rowLseOffset())), 4);
-      }
-      lb.namedBarrier(lb.i32(kConsumerBarrier), kConsumerThreads);
+            statsTile = stageTile(lb, s, 2);
 
       // Sᵀ = K · qᵀ and dPᵀ = V · dOᵀ: K-major operands, D / 16 slices.
       auto issueBlock = [&](GpuBuilder &gb, Value aRows, Value bTile) {
@@ -430,11 +404,14 @@ void GradKernelBuilder::emitConsumer(GpuBuilder &b) const {
         Value col = lb.add(quadCol, 8 * (r / 4) + r % 2);
         Value qRow = lb.add(step.m0, col);
         Value key = keyRow[(r % 4) / 2];
-        Value lse2 = lb.loadShared(
-            f32, at(lb, lb.offsetOf(lb.toI32(col), 4, layout.rowLseOffset())),
-            4);
-        Value rowD = lb.loadShared(
-            f32, at(lb, lb.offsetOf(lb.toI32(col), 4, layout.rowDOffset())), 4);
+        // The row's lse · log2 e and D (stale past the sequence's end:
+        // the row's terms are selected away).
+        Value rowStats = lb.loadShared(
+            VectorType::get({2}, f32),
+            at(lb, lb.add(statsTile, lb.toI32(lb.mul(col, kStatsRowBytes)))),
+            8);
+        Value lse2 = vector::ExtractOp::create(lb, rowStats, 0);
+        Value rowD = vector::ExtractOp::create(lb, rowStats, 1);
         Value valid = arith::AndIOp::create(lb, lb.lessThan(qRow, seq),
                                             lb.lessThan(key, kvSeq));
         if (plan.causal)
@@ -447,8 +424,10 @@ void GradKernelBuilder::emitConsumer(GpuBuilder &b) const {
             lb, x, cScale, arith::NegFOp::create(lb, lse2)));
         p[r] = lb.select(valid, e, zero);
         Value dp = LLVM::ExtractValueOp::create(lb, dpAcc, r);
-        ds[r] = arith::MulFOp::create(lb, p[r],
-                                      arith::SubFOp::create(lb, dp, rowD));
+        ds[r] = lb.select(valid,
+                          arith::MulFOp::create(
+                              lb, p[r], arith::SubFOp::create(lb, dp, rowD)),
+                          zero);
       }
       SmallVector<Value> pA, dsA;
       for (int64_t r = 0; r < 32; r += 2) {
@@ -457,6 +436,10 @@ void GradKernelBuilder::emitConsumer(GpuBuilder &b) const {
         dsA.push_back(
             lb.packMmaOperand(ds[r], ds[r + 1], elem, Value(), /*asI32=*/true));
       }
+      // With D 128 each warpgroup's dQ reads the other's dSᵀ rows: both
+      // are past the last step's dQ before either writes them again.
+      if (splitColumns)
+        lb.namedBarrier(lb.i32(kConsumerBarrier), kConsumerThreads);
       // dSᵀ to shared memory: row 64 wg + rowInWg (+ 8), the pair at query
       // column 8 jj + quadCol, in 128-byte rows swizzled as TMA would.
       for (int64_t jj = 0; jj < 8; ++jj)
@@ -469,6 +452,13 @@ void GradKernelBuilder::emitConsumer(GpuBuilder &b) const {
                          at(lb, lb.add(lb.i32(layout.dsOffset()), offset)), 4);
         }
       lb.fenceProxyAsyncShared();
+      // The last step's dQ part has been read out of the staging (its
+      // reduction issued by the warpgroup's first thread) before the
+      // barrier: after it, the staging can be written again.
+      {
+        GpuBuilder ib = lb.ifThen(lb.equal(wgThread, 0));
+        NVVM::CpAsyncBulkWaitGroupOp::create(ib, 0, /*read=*/ib.getUnitAttr());
+      }
       lb.namedBarrier(lb.i32(kConsumerBarrier), kConsumerThreads);
 
       // dV += Pᵀ · dO and dK += dSᵀ · q (A from registers, B MN-major), and
@@ -515,20 +505,36 @@ void GradKernelBuilder::emitConsumer(GpuBuilder &b) const {
       (void)lb.fenceRegisters(dsA);
       lb.mbarrierArrive(emptyBarrier(lb, s));
 
-      // dQ's part into the workspace: register r holds query row rowInWg
-      // (+ 8) and column dqColumn0 + 8 (r / 4) + quadCol + r % 2.
-      for (int64_t h = 0; h < 2; ++h) {
-        Value qRow = lb.add(step.m0, lb.add(rowInWg, 8 * h));
-        GpuBuilder ab = lb.ifThen(lb.lessThan(qRow, seq));
-        for (int64_t jj = 0; jj < 8; ++jj)
-          for (int64_t e = 0; e < 2; ++e) {
-            int64_t r = 4 * jj + 2 * h + e;
-            Value col = ab.add(dqColumn0, ab.add(quadCol, 8 * jj + e));
-            memref::AtomicRMWOp::create(
-                ab, arith::AtomicRMWKind::addf,
-                LLVM::ExtractValueOp::create(ab, dQ, r), dqAcc,
-                ValueRange{t.batch, step.head, qRow, col});
-          }
+      // dQ's part into the workspace: staged (register r holds query row
+      // rowInWg (+ 8) and column 8 (r / 4) + quadCol + r % 2 of the part,
+      // box column / 32, 16-byte chunk XOR-swizzled by the row as TMA
+      // reads it), then added by a TMA reduction of the two boxes, whose
+      // map clips the rows past the sequence.
+      for (int64_t r = 0; r < 32; r += 2) {
+        Value row = lb.add(rowInWg, 8 * ((r % 4) / 2));
+        int64_t col = 8 * (r / 4) + r % 2; // + quadCol
+        Value inBox = lb.add(quadCol, col % 32);
+        Value chunk = lb.bitXor(lb.div(inBox, 4), lb.rem(row, 8));
+        Value offset =
+            lb.toI32(lb.add(lb.add(lb.mul(row, 128), lb.mul(chunk, 16)),
+                            lb.add(lb.mul(lb.rem(inBox, 4), 4),
+                                   (col / 32) * layout.dqBoxBytes())));
+        Value pair = vector::FromElementsOp::create(
+            lb, VectorType::get({2}, f32),
+            ValueRange{LLVM::ExtractValueOp::create(lb, dQ, r),
+                       LLVM::ExtractValueOp::create(lb, dQ, r + 1)});
+        lb.storeShared(pair, at(lb, lb.add(dqPart, offset)), 8);
+      }
+      lb.fenceProxyAsyncShared();
+      lb.namedBarrier(lb.toI32(lb.add(wg, kWarpgroupBarrier)), 128);
+      {
+        GpuBuilder ib = lb.ifThen(lb.equal(wgThread, 0));
+        for (int64_t box = 0; box < 2; ++box)
+          ib.tmaReduceAdd(dqAccMap,
+                          at(ib, ib.add(dqPart, box * layout.dqBoxBytes())),
+                          ValueRange{ib.toI32(ib.add(dqColumn0, 32 * box)),
+                                     ib.toI32(step.m0), ib.toI32(step.qIndex)});
+        NVVM::CpAsyncBulkCommitGroupOp::create(ib);
       }
       scf::YieldOp::create(lb, ValueRange{dK, dV});
     }
@@ -563,6 +569,65 @@ void GradKernelBuilder::emitConsumer(GpuBuilder &b) const {
       }
     }
   });
+  // The last dQ reductions are complete before the CTA leaves (its shared
+  // memory read, the workspace written for the finishing kernel).
+  GpuBuilder ib = b.ifThen(b.equal(wgThread, 0));
+  NVVM::CpAsyncBulkWaitGroupOp::create(ib, 0, UnitAttr());
+}
+
+void GradKernelBuilder::emitPrepare(GpuBuilder &b) const {
+  // Each query row's statistics, a row a quad (each thread a quarter of
+  // its D, 8 elements at a time): lse · log2 e and D = rowsum(dO ∘ out).
+  // The CTAs stride over blocks of 64 rows, every lane of a warp in every
+  // iteration (the quad's shuffles); rows past the last are not stored.
+  Type f32 = b.getF32Type();
+  Type elem = plan.elementType;
+  int64_t d = plan.headDim;
+  int64_t rowsPerCta = kSideThreads / 4;
+  Value batch = memref::DimOp::create(b, q, 0);
+  Value rows = b.mul(b.mul(batch, plan.queryHeads), seq);
+  Value tid = b.threadId();
+  Value quarter = b.rem(tid, 4);
+  auto loop =
+      scf::ForOp::create(b, b.mul(b.blockId(gpu::Dimension::x), rowsPerCta),
+                         rows, b.mul(b.gridDim(gpu::Dimension::x), rowsPerCta));
+  GpuBuilder lb = b.atStart(loop.getBody());
+  Value row = lb.add(loop.getInductionVar(), lb.div(tid, 4));
+  Value inRange = lb.lessThan(row, rows);
+  Value clamped = lb.min(row, lb.sub(rows, 1));
+  Value t = lb.rem(clamped, seq);
+  Value bh = lb.div(clamped, seq);
+  Value bi = lb.div(bh, plan.queryHeads), h = lb.rem(bh, plan.queryHeads);
+  auto chunkType = VectorType::get({8}, elem);
+  auto wideType = VectorType::get({8}, f32);
+  Value sum = lb.f32(0);
+  for (int64_t c = 0; c < d / 32; ++c) {
+    // The quad reads 64 contiguous bytes of each at a time.
+    Value col = lb.mul(lb.add(lb.mul(lb.index(c), 4), quarter), 8);
+    SmallVector<Value, 4> at{bi, h, t, col};
+    Value g = arith::ExtFOp::create(
+        lb, wideType,
+        vector::LoadOp::create(lb, chunkType, dO, at).getResult());
+    Value o = arith::ExtFOp::create(
+        lb, wideType,
+        vector::LoadOp::create(lb, chunkType, out, at).getResult());
+    sum = arith::AddFOp::create(
+        lb, sum,
+        vector::ReductionOp::create(lb, vector::CombiningKind::ADD,
+                                    arith::MulFOp::create(lb, g, o)));
+  }
+  sum = lb.warpAllReduceSum(sum, 4);
+  GpuBuilder sb =
+      lb.ifThen(arith::AndIOp::create(lb, inRange, lb.equal(quarter, 0)));
+  Value lse2 = arith::MulFOp::create(
+      sb, memref::LoadOp::create(sb, lse, ValueRange{bi, h, t}),
+      sb.f32(1.4426950408889634));
+  Value zero = sb.f32(0);
+  vector::StoreOp::create(
+      sb,
+      vector::FromElementsOp::create(sb, VectorType::get({kStatsColumns}, f32),
+                                     ValueRange{lse2, sum, zero, zero}),
+      stats, ValueRange{bi, h, t, sb.index(0)});
 }
 
 void GradKernelBuilder::emitFinish(GpuBuilder &b) const {
@@ -572,8 +637,8 @@ void GradKernelBuilder::emitFinish(GpuBuilder &b) const {
   int64_t halfD = plan.headDim / 2;
   Value pairs = b.mul(b.mul(b.mul(batch, plan.queryHeads), seq), halfD);
   Value first =
-      b.add(b.mul(b.blockId(gpu::Dimension::x), kFinishThreads), b.threadId());
-  Value stride = b.mul(b.gridDim(gpu::Dimension::x), kFinishThreads);
+      b.add(b.mul(b.blockId(gpu::Dimension::x), kSideThreads), b.threadId());
+  Value stride = b.mul(b.gridDim(gpu::Dimension::x), kSideThreads);
   auto loop = scf::ForOp::create(b, first, pairs, stride);
   GpuBuilder lb = b.atStart(loop.getBody());
   Value idx = loop.getInductionVar();
@@ -613,7 +678,7 @@ mlir::liger::buildAttentionGradKernel(const AttentionPlan &plan,
 
   // Parameters: the group's inputs (heads tensors, lse head scalars), the
   // outputs dq, dk, dv, dq's f32 workspace, then the tensor maps of q, dO,
-  // out, k and v by value.
+  // out, k, v and the workspace by value.
   rt::KernelSpec info;
   info.name = name.str();
   info.kernelTemplate = rt::KernelTemplate::Attention;
@@ -653,27 +718,38 @@ mlir::liger::buildAttentionGradKernel(const AttentionPlan &plan,
                  index == 0 ? plan.queryHeads : plan.kvHeads));
     paramTypes.push_back(MemRefType::get(type.getShape(), plan.elementType));
   }
+  // The workspaces: dq's f32 accumulator [B, Hq, T, D] and the query
+  // rows' statistics [B, Hq, T, 4] (the prepare kernel's).
   auto qType = cast<RankedTensorType>(plan.q.getType());
   info.params.push_back(abiParam("workspace0", rt::ParamRole::Workspace,
                                  rt::ParamKind::Heads, f32, plan.headDim,
                                  plan.queryHeads));
   paramTypes.push_back(MemRefType::get(qType.getShape(), f32));
+  SmallVector<int64_t, 4> statsShape(qType.getShape());
+  statsShape.back() = kStatsColumns;
+  info.params.push_back(abiParam("workspace1", rt::ParamRole::Workspace,
+                                 rt::ParamKind::Heads, f32, kStatsColumns,
+                                 plan.queryHeads));
+  paramTypes.push_back(MemRefType::get(statsShape, f32));
   info.tensorMaps.push_back(
       attentionTensorMap(plan.q.getArgNumber(), kQueryBlock));
   info.tensorMaps.push_back(
       attentionTensorMap(plan.grad.getArgNumber(), kQueryBlock));
   info.tensorMaps.push_back(
-      attentionTensorMap(plan.out.getArgNumber(), kQueryBlock));
-  info.tensorMaps.push_back(
       attentionTensorMap(plan.k.getArgNumber(), kKeyTile));
   info.tensorMaps.push_back(
       attentionTensorMap(plan.v.getArgNumber(), kKeyTile));
+  info.tensorMaps.push_back(attentionTensorMap(
+      info.params.size() - 2, kQueryBlock, /*elementBytes=*/4));
   paramTypes.append(info.tensorMaps.size(), LLVM::LLVMPointerType::get(ctx));
+  info.prepare.name = (name + "_prepare").str();
+  info.prepare.grid = kSideCtas;
+  info.prepare.block[0] = kSideThreads;
   info.finish.name = (name + "_finish").str();
-  info.finish.grid = kFinishCtas;
-  info.finish.block[0] = kFinishThreads;
-  // One CTA per SM (the grid is "sms"); the workspace is the dq accumulator,
-  // sized by the heads tensor, not per CTA.
+  info.finish.grid = kSideCtas;
+  info.finish.block[0] = kSideThreads;
+  // One CTA per SM (the grid is "sms"); the workspaces are sized by the
+  // heads tensors, not per CTA.
   info.ctasPerSm = 1;
 
   unsigned numInputs = body.getNumArguments();
@@ -681,16 +757,19 @@ mlir::liger::buildAttentionGradKernel(const AttentionPlan &plan,
     Block &entry = kernel.getBody().front();
     kb.q = entry.getArgument(plan.q.getArgNumber());
     kb.lse = entry.getArgument(plan.lse.getArgNumber());
+    kb.dO = entry.getArgument(plan.grad.getArgNumber());
+    kb.out = entry.getArgument(plan.out.getArgNumber());
     kb.dq = entry.getArgument(numInputs);
     kb.dk = entry.getArgument(numInputs + 1);
     kb.dv = entry.getArgument(numInputs + 2);
     kb.dqAcc = entry.getArgument(numInputs + 3);
+    kb.stats = entry.getArgument(numInputs + 4);
     ValueRange maps = entry.getArguments().take_back(5);
     kb.qMap = maps[0];
     kb.doMap = maps[1];
-    kb.outMap = maps[2];
-    kb.kMap = maps[3];
-    kb.vMap = maps[4];
+    kb.kMap = maps[2];
+    kb.vMap = maps[3];
+    kb.dqAccMap = maps[4];
   };
 
   // The main kernel.
@@ -717,11 +796,22 @@ mlir::liger::buildAttentionGradKernel(const AttentionPlan &plan,
     kb.emitConsumer(cb);
     gpu::ReturnOp::create(b);
   }
-  // The finishing kernel: the same parameters.
+  // The side kernels: the same parameters.
   {
     GpuBuilder b(plan.group.getLoc(), OpBuilder(ctx));
     gpu::GPUFuncOp kernel =
-        b.beginKernel(module, info.finish.name, paramTypes, kFinishThreads);
+        b.beginKernel(module, info.prepare.name, paramTypes, kSideThreads);
+    kernel->setAttr("liger.tensor_maps",
+                    b.getI64IntegerAttr(info.tensorMaps.size()));
+    bind(kernel);
+    kb.seq = memref::DimOp::create(b, kb.q, 2);
+    kb.emitPrepare(b);
+    gpu::ReturnOp::create(b);
+  }
+  {
+    GpuBuilder b(plan.group.getLoc(), OpBuilder(ctx));
+    gpu::GPUFuncOp kernel =
+        b.beginKernel(module, info.finish.name, paramTypes, kSideThreads);
     kernel->setAttr("liger.tensor_maps",
                     b.getI64IntegerAttr(info.tensorMaps.size()));
     bind(kernel);

@@ -572,11 +572,12 @@ void AttentionKernelBuilder::emitConsumer(GpuBuilder &b) const {
 //===----------------------------------------------------------------------===//
 
 rt::KernelTensorMap mlir::liger::attentionTensorMap(unsigned param,
-                                                    int64_t rows) {
+                                                    int64_t rows,
+                                                    int64_t elementBytes) {
   rt::KernelTensorMap map;
   map.param = param;
   map.boxRows = rows;
-  map.boxCols = 64;
+  map.boxCols = 128 / elementBytes;
   map.swizzle = rt::TensorMapSwizzle::B128;
   return map;
 }

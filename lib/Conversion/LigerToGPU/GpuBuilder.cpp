@@ -239,6 +239,12 @@ void GpuBuilder::mbarrierArriveExpectTx(Value barrier, int64_t bytes) {
                                          /*relaxed=*/false, Value());
 }
 
+void GpuBuilder::mbarrierArriveExpectTx(Value barrier, Value bytes) {
+  NVVM::MBarrierArriveExpectTxOp::create(*this, Type(), barrier, bytes,
+                                         NVVM::MemScopeKind::CTA,
+                                         /*relaxed=*/false, Value());
+}
+
 void GpuBuilder::mbarrierArrive(Value barrier) {
   NVVM::MBarrierArriveOp::create(*this, Type(), barrier, Value());
 }
@@ -259,6 +265,18 @@ void GpuBuilder::tmaStore(Value tensorMap, Value src, ValueRange coordinates) {
   NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp::create(
       *this, tensorMap, src, coordinates, Value(), NVVM::TMAStoreMode::TILE,
       Value());
+}
+
+void GpuBuilder::bulkLoad(Value dst, Value src, Value bytes, Value barrier) {
+  NVVM::CpAsyncBulkGlobalToSharedClusterOp::create(*this, dst, src, barrier,
+                                                   bytes, Value(), Value());
+}
+
+void GpuBuilder::tmaReduceAdd(Value tensorMap, Value src,
+                              ValueRange coordinates) {
+  NVVM::CpAsyncBulkTensorReduceOp::create(
+      *this, tensorMap, src, NVVM::TMAReduxKind::ADD, NVVM::TMAStoreMode::TILE,
+      coordinates, Value());
 }
 
 void GpuBuilder::tmaPrefetchL2(Value tensorMap, ValueRange coordinates) {
@@ -322,6 +340,15 @@ Value GpuBuilder::externSharedBuffer(gpu::GPUModuleOp module, StringRef name,
 Value GpuBuilder::sharedPtr(Value base, Value byteOffset) {
   return LLVM::GEPOp::create(*this, base.getType(), getI8Type(), base,
                              ArrayRef<LLVM::GEPArg>{byteOffset});
+}
+
+Value GpuBuilder::globalPtr(Value memref, Value byteOffset) {
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(*this, memref);
+  Value address =
+      arith::IndexCastUIOp::create(*this, getI64Type(), add(base, byteOffset));
+  return LLVM::IntToPtrOp::create(
+      *this, LLVM::LLVMPointerType::get(getContext(), /*addressSpace=*/1),
+      address);
 }
 
 Value GpuBuilder::loadShared(Type type, Value ptr, unsigned alignment) {

@@ -94,10 +94,11 @@ buildAttentionGradKernel(const AttentionPlan &plan, gpu::GPUModuleOp module,
 /// ring of `stages` query blocks.
 int64_t attentionGradSharedBytes(int64_t headDim, int64_t stages);
 
-/// The tensor map of the attention kernels' heads parameter `param`: boxes
-/// of `rows` rows by 64 columns (128 bytes), 128-byte swizzle.
-::liger::runtime::KernelTensorMap attentionTensorMap(unsigned param,
-                                                     int64_t rows);
+/// The tensor map of the attention kernels' heads parameter `param` of
+/// `elementBytes`-byte elements: boxes of `rows` rows by 128 bytes (64
+/// columns of bf16/f16, 32 of f32), 128-byte swizzle.
+::liger::runtime::KernelTensorMap
+attentionTensorMap(unsigned param, int64_t rows, int64_t elementBytes = 2);
 
 /// The attention kernels' loop over a persistent CTA's tiles: an scf.for
 /// over `ctaTiles` carrying the fills of the ring before each tile, the

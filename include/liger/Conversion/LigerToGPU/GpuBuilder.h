@@ -184,6 +184,8 @@ public:
   void mbarrierInitFence();
   /// One arrival that also expects `bytes` of asynchronous copies.
   void mbarrierArriveExpectTx(Value barrier, int64_t bytes);
+  /// The same with `bytes` (i32) known at run time.
+  void mbarrierArriveExpectTx(Value barrier, Value bytes);
   void mbarrierArrive(Value barrier);
   /// Waits for the phase of parity `parity` (i32) to complete; `ticks` is
   /// the suspend-time hint in nanoseconds (i32).
@@ -196,6 +198,14 @@ public:
                Value barrier);
   /// Stores the box at `src` to `coordinates` of `tensorMap`.
   void tmaStore(Value tensorMap, Value src, ValueRange coordinates);
+  /// Copies `bytes` (i32, a multiple of 16) from global memory at `src`
+  /// (16-byte aligned) into shared memory at `dst`, completing on
+  /// `barrier` (cp.async.bulk, no tensor map).
+  void bulkLoad(Value dst, Value src, Value bytes, Value barrier);
+  /// Adds the box at `src` (f32) to `coordinates` of `tensorMap`'s tensor
+  /// (cp.reduce.async.bulk.tensor .add; out-of-range parts are skipped),
+  /// in the thread's current bulk group.
+  void tmaReduceAdd(Value tensorMap, Value src, ValueRange coordinates);
   /// Prefetches the box at `coordinates` of `tensorMap` into L2
   /// (cp.async.bulk.prefetch.tensor; out-of-range parts are skipped).
   void tmaPrefetchL2(Value tensorMap, ValueRange coordinates);
@@ -236,6 +246,10 @@ public:
                            int64_t alignment);
   /// `base` + `byteOffset` (i32) as a shared-memory pointer.
   Value sharedPtr(Value base, Value byteOffset);
+  /// The global-memory pointer (!llvm.ptr<1>) `byteOffset` (index) bytes
+  /// into the buffer of `memref`, a kernel parameter (the ABI's
+  /// descriptors have offset 0).
+  Value globalPtr(Value memref, Value byteOffset);
   /// A 2 x T vector loaded from or stored to a shared-memory pointer,
   /// `alignment`-byte aligned.
   Value loadShared(Type type, Value ptr, unsigned alignment);
