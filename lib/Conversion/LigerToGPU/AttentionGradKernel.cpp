@@ -163,29 +163,9 @@ struct GradKernelBuilder {
     return at(b, b.offsetOf(b.toI32(s), 8, layout.emptyBarrier(0)));
   }
 
-  /// The CTA's place in round `i` of the schedule: its block index in even
-  /// rounds, the mirror of it in odd ones (a snake: the CTA that takes a
-  /// round's heaviest tile takes the next round's lightest).
-  Value roundPlace(GpuBuilder &b, Value i) const {
-    Value cta = b.blockId(gpu::Dimension::x);
-    Value mirror = b.sub(b.sub(b.gridDim(gpu::Dimension::x), 1), cta);
-    return b.select(b.equal(b.rem(i, 2), 1), mirror, cta);
-  }
-
-  /// How many tiles of `tiles` the CTA takes: one a full round, and one of
-  /// the last, partial round if its place there is below what is left.
-  Value tilesOfCta(GpuBuilder &b, Value tiles) const {
-    Value ctas = b.gridDim(gpu::Dimension::x);
-    Value rounds = b.div(tiles, ctas);
-    return b.add(rounds,
-                 b.select(b.lessThan(roundPlace(b, rounds), b.rem(tiles, ctas)),
-                          b.index(1), b.index(0)));
-  }
-
   GradTile tileAt(GpuBuilder &b, Value i) const {
     GradTile t;
-    Value linear =
-        b.add(b.mul(i, b.gridDim(gpu::Dimension::x)), roundPlace(b, i));
+    Value linear = snakeTileIndex(b, i);
     // Under a causal mask a tile's work falls with its first key row: the
     // tiles go key tile by key tile (every head's first key rows first),
     // heaviest first. Without one, a head's key tiles are consecutive, so
@@ -789,7 +769,7 @@ mlir::liger::buildAttentionGradKernel(const AttentionPlan &plan,
     kb.keyTiles = b.div(b.add(kb.kvSeq, kKeyTile - 1), kKeyTile);
     kb.queryBlocks = b.div(b.add(kb.seq, kQueryBlock - 1), kQueryBlock);
     kb.ctaTiles =
-        kb.tilesOfCta(b, b.mul(b.mul(batch, plan.kvHeads), kb.keyTiles));
+        snakeTilesOfCta(b, b.mul(b.mul(batch, plan.kvHeads), kb.keyTiles));
     kb.emitBarrierInit(b);
     auto [pb, cb] = b.ifThenElse(b.lessThan(kb.tid, 128));
     kb.emitProducer(pb);

@@ -100,6 +100,17 @@ int64_t attentionGradSharedBytes(int64_t headDim, int64_t stages);
 ::liger::runtime::KernelTensorMap
 attentionTensorMap(unsigned param, int64_t rows, int64_t elementBytes = 2);
 
+/// The attention kernels' persistent order: tiles in rounds of gridDim.x,
+/// one a CTA, in a snake (block b takes place b of even rounds and
+/// gridDim.x - 1 - b of odd ones, so that the CTA with a round's heaviest
+/// tile takes the next round's lightest). The index of the tile the CTA
+/// takes at its iteration `i`.
+Value snakeTileIndex(GpuBuilder &b, Value i);
+/// How many of `tiles` tiles the CTA takes in that order: one a full
+/// round, and one of the last, partial round if its place there is below
+/// what is left.
+Value snakeTilesOfCta(GpuBuilder &b, Value tiles);
+
 /// The attention kernels' loop over a persistent CTA's tiles: an scf.for
 /// over `ctaTiles` carrying the fills of the ring before each tile, the
 /// tile of iteration i from `tileAt`, `body` run on it, then its fills
