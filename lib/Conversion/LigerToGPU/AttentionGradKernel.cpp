@@ -777,26 +777,17 @@ mlir::liger::buildAttentionGradKernel(const AttentionPlan &plan,
     gpu::ReturnOp::create(b);
   }
   // The side kernels: the same parameters.
-  {
+  for (auto [side, emit] :
+       {std::make_pair(&info.prepare, &GradKernelBuilder::emitPrepare),
+        std::make_pair(&info.finish, &GradKernelBuilder::emitFinish)}) {
     GpuBuilder b(plan.group.getLoc(), OpBuilder(ctx));
     gpu::GPUFuncOp kernel =
-        b.beginKernel(module, info.prepare.name, paramTypes, kSideThreads);
+        b.beginKernel(module, side->name, paramTypes, kSideThreads);
     kernel->setAttr("liger.tensor_maps",
                     b.getI64IntegerAttr(info.tensorMaps.size()));
     bind(kernel);
     kb.seq = memref::DimOp::create(b, kb.q, 2);
-    kb.emitPrepare(b);
-    gpu::ReturnOp::create(b);
-  }
-  {
-    GpuBuilder b(plan.group.getLoc(), OpBuilder(ctx));
-    gpu::GPUFuncOp kernel =
-        b.beginKernel(module, info.finish.name, paramTypes, kSideThreads);
-    kernel->setAttr("liger.tensor_maps",
-                    b.getI64IntegerAttr(info.tensorMaps.size()));
-    bind(kernel);
-    kb.seq = memref::DimOp::create(b, kb.q, 2);
-    kb.emitFinish(b);
+    (kb.*emit)(b);
     gpu::ReturnOp::create(b);
   }
   return info;
