@@ -143,6 +143,9 @@ class _Family(typing.NamedTuple):
     router_aux_loss: bool = False  # and adds its router's load-balancing loss
     output: str = "CausalLMOutputWithPast"  # the causal LM's output class
     attention: str = None      # the attention class, where not <causal LM's prefix>Attention
+    # The `scaling` the attention passes its attention function, where not
+    # head_dim ** -0.5 (the modeling code's): (config attribute, power).
+    scaling: tuple = None
 
 
 _MOE_OUTPUT = "MoeCausalLMOutputWithPast"
@@ -163,9 +166,11 @@ _FAMILIES = {
     # Sandwich norms (before and after attention and MLP), the loss's logits
     # softcapped (config.final_logit_softcapping).
     "gemma2": _Family("gemma2", "gemma2", "Gemma2ForCausalLM", ("Gemma2RMSNorm",),
-                     (("Gemma2MLP", "gate_up"),), **_GEMMA),
+                     (("Gemma2MLP", "gate_up"),), scaling=("query_pre_attn_scalar", -0.5),
+                     **_GEMMA),
     "gemma3_text": _Family("gemma3_text", "gemma3", "Gemma3ForCausalLM", ("Gemma3RMSNorm",),
-                          (("Gemma3MLP", "gate_up"),), qk_norms="head", **_GEMMA),
+                          (("Gemma3MLP", "gate_up"),), qk_norms="head",
+                          scaling=("query_pre_attn_scalar", -0.5), **_GEMMA),
     "phi3": _Family("phi3", "phi3", "Phi3ForCausalLM", ("Phi3RMSNorm",),
                    (("Phi3MLP", "fused"),)),
     # Liger-Kernel's Granite takes the loss on the logits by default (its
@@ -173,7 +178,7 @@ _FAMILIES = {
     "granite": _Family("granite", "granite", "GraniteForCausalLM", ("GraniteRMSNorm",),
                       (("GraniteMLP", "gate_up"),),
                       flags=(("cross_entropy", True), ("fused_linear_cross_entropy", False)),
-                      logits_scaling=True),
+                      logits_scaling=True, scaling=("attention_multiplier", 1)),
     # Norms after attention and MLP, q/k norms over the whole projections,
     # weights multiplied in f32 (casting "gemma", offset 0), RoPE tables
     # kept in f32.
@@ -796,6 +801,56 @@ def _register_attention():
     AttentionMaskInterface.register(ATTENTION_IMPLEMENTATION, sdpa_mask)
 
 
+def _attention_scale(scaling, head_dim):
+    """liger.ops.attention's `scale` for the `scaling` an attention passes
+    its attention function, over heads of `head_dim`: None (the op's
+    default, 1/sqrt(D): one spec, whatever computed it) where that is none
+    or exactly head_dim ** -0.5, else the scaling. What _attention_forward
+    calls with and kernel_specs lists, so the two name one spec."""
+    return None if scaling is None or scaling == head_dim ** -0.5 else scaling
+
+
+def _attention_scaling(fam, config, head_dim):
+    """The `scaling` an attention of `fam` built from `config` passes its
+    attention function: its modeling code's, head_dim ** -0.5 or
+    fam.scaling's config attribute to its power (Granite's
+    attention_multiplier, the Gemmas' query_pre_attn_scalar ** -0.5)."""
+    if fam.scaling is None:
+        return head_dim ** -0.5
+    name, power = fam.scaling
+    value = getattr(config, name)
+    return value if power == 1 else value ** power
+
+
+def _kept_attention(config):
+    """Why a model of `config` keeps its own attention under attention=True
+    (its scores are ones neither liger.ops.attention nor SDPA computes), or
+    None."""
+    if getattr(config, "attn_logit_softcapping", None):
+        return "it softcaps its scores (attn_logit_softcapping), which neither " \
+            "liger.ops.attention nor SDPA takes"
+    return None
+
+
+def _attention_spec(fam, config, heads, kv, head_dim, dtype, target):
+    """The liger.ops.attention spec a model of `fam` and `config` patched
+    with attention=True calls while training (the queries and keys of one
+    length, autograd recording), or None where the model keeps its
+    attention or the template does not take that call on `target`
+    (specs.attention_unsupported, with the backward: liger.ops.attention
+    runs SDPA there). Causal as the modeling code's attention is (the
+    Gemmas' use_bidirectional_attention turns it off)."""
+    if _kept_attention(config) or specs.attention_unsupported(target, dtype, head_dim, True):
+        return None
+    causal = not getattr(config, "use_bidirectional_attention", None)
+    try:  # (a configuration the spec refuses, liger.ops.attention refuses too)
+        return ops.attention_spec(heads, kv, head_dim, dtype, causal,
+                                  _attention_scale(_attention_scaling(fam, config, head_dim),
+                                                   head_dim), target=target)
+    except LigerError:
+        return None
+
+
 def _attention_forward(module, query, key, value, attention_mask, dropout=0.0, scaling=None,
                        is_causal=None, **kwargs):
     """Hugging Face's attention function of attn_implementation="liger":
@@ -827,7 +882,7 @@ def _attention_forward(module, query, key, value, attention_mask, dropout=0.0, s
         if causal and key.shape[2] > t:
             key, value = key[:, :, :t], value[:, :, :t]
         d = query.shape[-1]
-        scale = None if scaling is None or scaling == d ** -0.5 else scaling
+        scale = _attention_scale(scaling, d)
         if not _fallback(what, "attention", (query.shape[1], key.shape[1], d, str(query.dtype),
                                              causal, scale),
                          (("query", str(query.device)), ("key", str(key.device)),
@@ -1066,10 +1121,9 @@ def _apply(family, flags):
             _warn_once('attention=True: a class patch cannot choose the attention of models '
                        'built afterwards: build them with attn_implementation="%s" (registered '
                        'now), or patch a model (model=...)' % ATTENTION_IMPLEMENTATION)
-        elif getattr(model.config, "attn_logit_softcapping", None):
-            _warn_once("attention=True: %s keeps its attention: it softcaps its scores "
-                       "(attn_logit_softcapping), which neither liger.ops.attention nor SDPA "
-                       "takes" % type(model).__name__)
+        elif _kept_attention(model.config):
+            _warn_once("attention=True: %s keeps its attention: %s"
+                       % (type(model).__name__, _kept_attention(model.config)))
         else:
             model.set_attn_implementation(ATTENTION_IMPLEMENTATION)
     # What the loss reads besides the family: its output class (found here:
@@ -1186,16 +1240,26 @@ def _rotary_fraction(config):
                       or 1.0)
 
 
-def kernel_specs(config, dtype=None, fused_mlp=False, target=None, fuse_qkv_rope=False):
+def kernel_specs(config, dtype=None, fused_mlp=False, target=None, fuse_qkv_rope=False,
+                 attention=False):
     """The liger.ops specs a patched model of `config` calls (training, with
     the fused linear cross-entropy, mean and summed losses; `fused_mlp`:
     patched with fused_mlp=True, its MLPs' kernels where `target`, sm_90a
     by default, takes them; `fuse_qkv_rope`: patched with fuse_qkv_rope=True,
     its q/k projections' kernels where the installed transformers' attention
     takes the rewrite, with and without biases where the config does not
-    say, the backward's RoPE kernels among the rope specs): what
-    `precompile` compiles for a machine without the compiler. Reads the
-    config's attributes alone (an object with them will do)."""
+    say, the backward's RoPE kernels among the rope specs; `attention`:
+    patched with attention=True, the liger.ops.attention spec of its
+    training call (causal, the config's heads, the family's scaling: the
+    op's default where it is head_dim ** -0.5) where the attention
+    template takes its forward and backward on `target`, none for a model
+    that keeps its attention, Gemma 2's softcapped one): what `precompile`
+    compiles for a machine without the compiler. Reads the config's
+    attributes alone (an object with them will do; with `attention`, the
+    family's scaling attribute too, Granite's attention_multiplier or the
+    Gemmas' query_pre_attn_scalar, and attn_logit_softcapping where the
+    model softcaps: Gemma 2's config class holds it by default, an object
+    must say it)."""
     family = _model_type(config)
     fam = _FAMILIES[family]
     dt = dtype or getattr(config, "dtype", None) or getattr(config, "torch_dtype", None) \
@@ -1238,6 +1302,9 @@ def kernel_specs(config, dtype=None, fused_mlp=False, target=None, fuse_qkv_rope
                                                       batch, target=target or ops.TARGET))
                 except LigerError:
                     pass
+    attn = _attention_spec(fam, config, heads, kv, head_dim, dt, target or ops.TARGET) \
+        if attention else None
+    specs += [attn] if attn else []
     softcap = getattr(config, "final_logit_softcapping", None)
     # The losses, mean and summed: the fused linear cross-entropy (bf16 and
     # f16) and cross-entropy on the logits (cross_entropy=True).
@@ -1274,14 +1341,16 @@ def lora_kernel_specs(model, target=None):
     return list(dict.fromkeys(out))
 
 
-def precompile(out_dir, config, dtype=None, target=None, fused_mlp=False, fuse_qkv_rope=False):
+def precompile(out_dir, config, dtype=None, target=None, fused_mlp=False, fuse_qkv_rope=False,
+               attention=False):
     """Compiles the kernels a patched model of `config` calls into `out_dir`
     for `target` (the GPU's: sm_90a by default; liger.specs.CAPABILITIES;
     needs liger-compile); point LIGER_OPS_BUNDLES at it where the model
-    trains. `fused_mlp`, `fuse_qkv_rope`: those of a model patched with
-    fused_mlp=True or fuse_qkv_rope=True too. Returns the bundle paths."""
-    return ops.precompile(out_dir, kernel_specs(config, dtype, fused_mlp, target, fuse_qkv_rope),
-                          target)
+    trains. `fused_mlp`, `fuse_qkv_rope`, `attention`: those of a model
+    patched with fused_mlp=True, fuse_qkv_rope=True or attention=True too.
+    Returns the bundle paths."""
+    return ops.precompile(out_dir, kernel_specs(config, dtype, fused_mlp, target, fuse_qkv_rope,
+                                                attention), target)
 
 
 def main(argv=None):
@@ -1300,6 +1369,8 @@ def main(argv=None):
                      help="also the kernels of a model patched with fused_mlp=True")
     pre.add_argument("--fuse-qkv-rope", action="store_true",
                      help="also the kernels of a model patched with fuse_qkv_rope=True")
+    pre.add_argument("--attention", action="store_true",
+                     help="also the kernels of a model patched with attention=True")
     ops.add_precompile_targets(pre)
     args = ap.parse_args(argv)
     try:
@@ -1312,7 +1383,7 @@ def main(argv=None):
             config = AutoConfig.from_pretrained(path)
             for target in args.targets:
                 for bundle in precompile(args.dir, config, args.dtype, target, args.fused_mlp,
-                                         args.fuse_qkv_rope):
+                                         args.fuse_qkv_rope, args.attention):
                     print("%s (%s) -> %s" % (path, target, bundle))
     except (LigerError, OSError, ValueError) as e:
         print("liger.transformers: %s" % e, file=sys.stderr)

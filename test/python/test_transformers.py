@@ -370,10 +370,11 @@ def test_precompile_command_compiles_for_each_target_it_is_given(tmp_path, monke
     out, model = str(tmp_path / "bundles"), str(tmp_path / "model")
     calls = []
 
-    def precompile(out_dir, config, dtype, target, fused_mlp=False, fuse_qkv_rope=False):
-        calls.append((out_dir, config.model_type, dtype, target) + (
-            ("fused_mlp",) if fused_mlp else ()) + (("fuse_qkv_rope",) if fuse_qkv_rope
-                                                    else ()))
+    def precompile(out_dir, config, dtype, target, fused_mlp=False, fuse_qkv_rope=False,
+                   attention=False):
+        flags = dict(fused_mlp=fused_mlp, fuse_qkv_rope=fuse_qkv_rope, attention=attention)
+        calls.append((out_dir, config.model_type, dtype, target) + tuple(
+            name for name, on in flags.items() if on))
         return ["%s/%s" % (out_dir, target)]
 
     monkeypatch.setattr(lt, "precompile", precompile)
@@ -391,6 +392,9 @@ def test_precompile_command_compiles_for_each_target_it_is_given(tmp_path, monke
     calls.clear()
     assert lt.main(["precompile", out, model, "--fuse-qkv-rope", "--fused-mlp"]) == 0
     assert calls == [(out, "llama", None, "sm_90a", "fused_mlp", "fuse_qkv_rope")]
+    calls.clear()
+    assert lt.main(["precompile", out, model, "--attention"]) == 0
+    assert calls == [(out, "llama", None, "sm_90a", "attention")]
     calls.clear()
     with pytest.raises(SystemExit) as exit:
         lt.main(["precompile", out, model, "--target", "sm_80", "--target", "sm_75"])
@@ -450,7 +454,7 @@ def _record_loaded(monkeypatch):
     """The specs whose kernels the patched forwards load, in a list."""
     loaded = []
     for name in ("kernels", "loss_plan_kernels", "matmul_kernel", "matmul_kernels",
-                 "linear_rope_kernels"):
+                 "linear_rope_kernels", "attention_kernels"):
         monkeypatch.setattr(bundles, name, lambda spec, load=getattr(bundles, name): (
             loaded.append(spec), load(spec))[1])
     return loaded
@@ -470,7 +474,7 @@ def _train_step(model):
 
 
 def _assert_trains_as(model, reference, family, dtype, loaded, fused_mlp=False,
-                      forward_warnings=None, fuse_qkv_rope=False):
+                      forward_warnings=None, fuse_qkv_rope=False, attention=False):
     """One training step of the patched `model` against `reference` (the
     unpatched model's _train_step): the fallback warnings are
     FORWARD_WARNINGS', the loss (and an MoE router's loss) and every
@@ -495,7 +499,8 @@ def _assert_trains_as(model, reference, family, dtype, loaded, fused_mlp=False,
         r = ref_grads[name].float()
         err = ((g.float() - r).abs().max() / r.abs().max().clamp_min(1e-30)).item()
         assert err < grad_tol, (name, err)
-    listed = lt.kernel_specs(model.config, dtype, fused_mlp, fuse_qkv_rope=fuse_qkv_rope)
+    listed = lt.kernel_specs(model.config, dtype, fused_mlp, fuse_qkv_rope=fuse_qkv_rope,
+                             attention=attention)
     assert loaded and not [s for s in loaded if s.with_target(ops.TARGET) not in listed], (
         loaded, listed)
 
@@ -684,7 +689,8 @@ def _attention_alone(model, attention=True):
     """Patches `model`'s attention function alone (attention=True)."""
     fam = lt._FAMILIES[model.config.model_type]
     return lt.apply_liger_kernel(model, attention=attention, rope=False, rms_norm=False,
-                                 fused_linear_cross_entropy=False, **{fam.gate: False})
+                                 fused_linear_cross_entropy=False, **{fam.gate: False},
+                                 **({"layer_norm": False} if fam.layer_norms else {}))
 
 
 def _rel(got, want):
@@ -802,6 +808,140 @@ def test_attention_class_patch_registers_and_warns(monkeypatch):
     assert model.config._attn_implementation == "liger"
     model(input_ids=tokens(11))
     assert loaded
+
+
+def _attention_specs(config, dtype="bf16", **kw):
+    return [s for s in lt.kernel_specs(config, dtype, attention=True, **kw)
+            if s.op == "attention"]
+
+
+def test_kernel_specs_of_attention():
+    """kernel_specs(config, dtype, attention=True) adds the liger.ops.attention
+    spec of the patched model's training call where the template takes its
+    forward and backward (bf16 or f16, D 64 or 128 on sm_90a): causal, the
+    config's heads, the family's scaling (the default's spec where it is
+    1/sqrt(D)); none for another head size, f32, another target, or a
+    model that keeps its attention (Gemma 2's softcapped scores)."""
+    llama = tiny_config("llama", head_dim=64)
+    assert _attention_specs(llama) == [ops.attention_spec(4, 2, 64, "bf16", True)]
+    assert _attention_specs(tiny_config("llama", head_dim=128), "f16") == [
+        ops.attention_spec(4, 2, 128, "f16", True)]
+    assert not [s for s in lt.kernel_specs(llama, "bf16") if s.op == "attention"]
+    # Granite scales by attention_multiplier: its own scale, or the
+    # default's spec where it is 1/sqrt(D) (0.125 at D 64).
+    assert _attention_specs(tiny_config("granite", head_dim=64, attention_multiplier=0.015625)) \
+        == [ops.attention_spec(4, 2, 64, "bf16", True, 0.015625)]
+    assert _attention_specs(tiny_config("granite", head_dim=64, attention_multiplier=0.125)) == [
+        ops.attention_spec(4, 2, 64, "bf16", True)]
+    # Gemma: multi-query; Gemma 3 scales by query_pre_attn_scalar^-1/2 (and
+    # a bidirectional Gemma's attention is not causal).
+    assert _attention_specs(tiny_config("gemma", head_dim=64)) == [
+        ops.attention_spec(4, 1, 64, "bf16", True)]
+    assert _attention_specs(tiny_config("gemma", head_dim=64, use_bidirectional_attention=True)) \
+        == [ops.attention_spec(4, 1, 64, "bf16", False)]
+    assert _attention_specs(tiny_config("gemma3_text", head_dim=64, query_pre_attn_scalar=256)) \
+        == [ops.attention_spec(4, 2, 64, "bf16", True, 0.0625)]
+    # Gemma 2 softcaps its scores: it keeps its attention (its config's
+    # default); without the softcap, its scaling is Gemma 3's.
+    assert _attention_specs(tiny_config("gemma2", head_dim=64)) == []
+    assert _attention_specs(tiny_config("gemma2", head_dim=64, query_pre_attn_scalar=64,
+                                        attn_logit_softcapping=None)) == [
+        ops.attention_spec(4, 2, 64, "bf16", True)]
+    # What the template does not train: D 80 (no multiple of 64), D 192 (no
+    # backward: SDPA trains it), f32, sm_80; the reference lowering takes
+    # every configuration.
+    assert _attention_specs(tiny_config("llama", head_dim=80)) == []
+    assert _attention_specs(tiny_config("llama", head_dim=192)) == []
+    assert _attention_specs(llama, "f32") == []
+    assert _attention_specs(llama, target="sm_80") == []
+    assert _attention_specs(tiny_config("llama"), "f32", target="cpu") == [
+        ops.attention_spec(4, 2, 8, "f32", True, target="cpu")]
+
+
+# Scalings of the families' own where the tiny configuration's is 1/sqrt(D)
+# (Gemma 2 without its softcap: it keeps its attention otherwise).
+OWN_SCALING = {"gemma2": dict(query_pre_attn_scalar=32, attn_logit_softcapping=None),
+               "gemma3_text": dict(query_pre_attn_scalar=32)}
+
+
+@pytest.mark.parametrize("family", list(TINY))
+def test_the_listed_attention_is_the_modeling_codes(family):
+    """The attention spec kernel_specs lists is the one _attention_forward
+    looks up for each attention module of the installed transformers'
+    model: its heads, head_dim, is_causal and scaling (as the module passes
+    it, mapped to liger.ops.attention's scale as _attention_forward maps
+    it), equal as floats are."""
+    model = tiny_model(family, 27, **OWN_SCALING.get(family, {}))
+    config = model.config
+    modules = [m for m in model.modules() if hasattr(m, "scaling") and hasattr(m, "is_causal")]
+    assert len(modules) == config.num_hidden_layers
+    assert {ops.attention_spec(config.num_attention_heads, config.num_key_value_heads,
+                               m.head_dim, "f32", m.is_causal,
+                               lt._attention_scale(m.scaling, m.head_dim), target="cpu")
+            for m in modules} == set(_attention_specs(config, "f32", target="cpu"))
+    if family in OWN_SCALING or family == "granite":
+        assert _attention_specs(config, "f32", target="cpu")[0].scale == modules[0].scaling != 0
+
+
+# The overrides that keep every layer's attention without a mask on
+# _train_step's tokens (the Gemmas' sliding window of 4 is shorter).
+NO_MASK = {"gemma2": dict(sliding_window=16), "gemma3_text": dict(sliding_window=16)}
+# Each family with its own scaling, and Gemma 2 as it is (softcapped).
+LOAD_CASES = [(f, dict(OWN_SCALING.get(f, {}), **NO_MASK.get(f, {}))) for f in TINY] + [
+    ("gemma2", {})]
+
+
+@needs_runner
+@pytest.mark.parametrize("family,overrides", LOAD_CASES,
+                         ids=list(TINY) + ["gemma2-softcapped"])
+def test_a_patched_attention_loads_the_spec_kernel_specs_lists(family, overrides, monkeypatch):
+    """A model patched with attention=True, trained one step through the
+    reference lowering, loads the liger.ops.attention spec that
+    kernel_specs(config, attention=True) lists for the target, and no
+    other (a softcapped Gemma 2 keeps its attention: none listed, none
+    loaded)."""
+    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+    loaded = _record_loaded(monkeypatch)
+    model = tiny_model(family, 28, **overrides)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", lt.LigerFallbackWarning)  # (what stays: tested above)
+        _attention_alone(model)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _train_step(model)
+    assert _fallback_warnings(caught) == []
+    listed = _attention_specs(model.config, "f32", target="cpu")
+    assert {s for s in loaded if s.op == "attention"} == set(listed)
+    assert len(listed) == (not model.config.to_dict().get("attn_logit_softcapping"))
+
+
+# attention=True with every other flag, in bf16 at D 64 (the template's
+# size: what kernel_specs lists for sm_90a): Llama (GQA), Gemma
+# (multi-query), Granite (an attention_multiplier of its own).
+ATTENTION_TRAINING = {"llama": {}, "gemma": dict(num_key_value_heads=1),
+                      "granite": dict(attention_multiplier=0.0625)}
+
+
+@needs_runner
+@pytest.mark.parametrize("family", sorted(ATTENTION_TRAINING))
+def test_attention_trains_as_the_original(family, monkeypatch):
+    """A model patched with attention=True (and the default flags) trains
+    one step as the original with SDPA, warning of nothing, and every
+    kernel loaded, the attention's among them, is one
+    kernel_specs(config, attention=True) lists for sm_90a."""
+    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+    loaded = _record_loaded(monkeypatch)
+    ref, model = (tiny_model(family, 29, BF16, head_dim=64, **ATTENTION_TRAINING[family])
+                  for _ in range(2))
+    ref.set_attn_implementation("sdpa")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        lt.apply_liger_kernel(model, attention=True)
+    assert _fallback_warnings(caught) == []
+    assert model.config._attn_implementation == "liger"
+    _assert_trains_as(model, _train_step(ref), family, "bf16", loaded, attention=True)
+    assert {s.with_target(ops.TARGET) for s in loaded if s.op == "attention"} == set(
+        _attention_specs(model.config)) != set()
 
 
 QK_ROPE_PREFIX = ("liger: LlamaAttention runs its q/k projections and RoPE apart "
