@@ -18,9 +18,12 @@ TINY = {
     # Gemma: multi-query attention, GeGLU, RMSNorm scaled by 1 + w.
     "gemma": dict(COMMON, model_type="gemma", num_key_value_heads=1, head_dim=64, **GEGLU),
     # Gemma 2 and 3: sandwich norms, a sliding window shorter than the
-    # sequence; Gemma 2's logits softcapped in the loss, Gemma 3's q/k norms.
+    # sequence; Gemma 2's logits softcapped in the loss and its scores in the
+    # attention (its config's default, said here for kernel_specs: a model
+    # patched with attention=True keeps that attention), Gemma 3's q/k norms.
     "gemma2": dict(COMMON, model_type="gemma2", head_dim=64, query_pre_attn_scalar=64,
-                   final_logit_softcapping=30.0, sliding_window=32, **GEGLU, **NO_TOKENS),
+                   final_logit_softcapping=30.0, attn_logit_softcapping=50.0, sliding_window=32,
+                   **GEGLU, **NO_TOKENS),
     "gemma3_text": dict(COMMON, model_type="gemma3_text", head_dim=64, query_pre_attn_scalar=64,
                         sliding_window=32, **GEGLU, **NO_TOKENS),
     # Phi-3: fused qkv and gate_up projections.
@@ -96,8 +99,8 @@ def namespace(family):
 
 
 def specs():
-    """Every liger.ops spec the patched tiny models call (with fused_mlp=True
-    and fuse_qkv_rope=True too), and those of
+    """Every liger.ops spec the patched tiny models call (with fused_mlp=True,
+    fuse_qkv_rope=True and attention=True too), and those of
     examples/fsdp2_train.py's model (the 2-GPU run of scripts/gpu-check.sh)."""
     import os
     import sys
@@ -105,7 +108,8 @@ def specs():
     out = []
     for family in TINY:
         for dt in DTYPES:
-            out += lt.kernel_specs(namespace(family), dt, fused_mlp=True, fuse_qkv_rope=True)
+            out += lt.kernel_specs(namespace(family), dt, fused_mlp=True, fuse_qkv_rope=True,
+                                   attention=True)
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "examples"))
     import fsdp2_train
     out += lt.kernel_specs(types.SimpleNamespace(**fsdp2_train.CONFIG), "bf16")

@@ -123,8 +123,24 @@ def test_fuse_qkv_rope_trains_as_the_original(family):
     _trains_as_the_original(family, "bf16", False, False, fuse_qkv_rope=True)
 
 
+# attention=True: the model's attention function liger.ops.attention (the
+# attention template's forward and backward, D 64): every family whose
+# tiny model's attention runs it (Gemma's multi-query heads, Granite's
+# attention_multiplier as its scale), but Gemma 2, which keeps its
+# softcapped attention, and Gemma 3, whose sliding window (32) is shorter
+# than the sequence (a mask: SDPA's, warned); any fallback would warn,
+# which fails the run.
+ATTENTION_CASES = ("llama", "qwen2", "gemma", "granite", "phi3", "olmo2", "glm4", "smollm3",
+                   "mixtral", "qwen3_moe", "llama4_text")
+
+
+@pytest.mark.parametrize("family", ATTENTION_CASES)
+def test_attention_trains_as_the_original(family):
+    _trains_as_the_original(family, "bf16", False, False, attention=True)
+
+
 def _trains_as_the_original(family, dtype, lora, checkpointing, fused_mlp=False,
-                            fuse_qkv_rope=False):
+                            fuse_qkv_rope=False, attention=False):
     vocab = models.TINY[family]["vocab_size"]
     lr = 1e-3 if lora else 1e-4
     ref_losses, zero_start, ref_params = train(build(family, dtype, lora, checkpointing), vocab, lr)
@@ -140,6 +156,8 @@ def _trains_as_the_original(family, dtype, lora, checkpointing, fused_mlp=False,
         flags["fused_mlp"] = True
     if fuse_qkv_rope:
         flags["fuse_qkv_rope"] = True
+    if attention:
+        flags["attention"] = True
     if fam.rope_tables not in (None, dtype):
         # OLMo 2's RoPE tables stay f32 (liger.ops.rope takes them in q's
         # dtype): its RoPE falls back, warned (test_transformers.py).
@@ -151,10 +169,12 @@ def _trains_as_the_original(family, dtype, lora, checkpointing, fused_mlp=False,
         patched = lt.apply_liger_kernel(model.get_base_model() if lora else model, **flags)
     assert patched >= 8
     if fuse_qkv_rope:  # (the patch warned of nothing it left: the attention is the rewrite)
-        attention = [m for m in model.modules() if type(m).__name__.endswith("Attention")]
-        assert attention and all(inspect.unwrap(vars(m)["forward"].__func__).__code__
-                                 .co_filename.startswith("<liger fuse_qkv_rope: ")
-                                 for m in attention)
+        modules = [m for m in model.modules() if type(m).__name__.endswith("Attention")]
+        assert modules and all(inspect.unwrap(vars(m)["forward"].__func__).__code__
+                               .co_filename.startswith("<liger fuse_qkv_rope: ")
+                               for m in modules)
+    if attention:  # (the patch chose liger's attention function for the model)
+        assert model.config._attn_implementation == lt.ATTENTION_IMPLEMENTATION == "liger"
     with warnings.catch_warnings():
         warnings.simplefilter("error", lt.LigerFallbackWarning)
         losses, _, params = train(model, vocab, lr)
@@ -183,7 +203,8 @@ def _trains_as_the_original(family, dtype, lora, checkpointing, fused_mlp=False,
     line = ("%s %s lora=%s ckpt=%s%s: loss %.4f -> %.4f (original %.4f -> %.4f), max per-step "
             "loss error %.2e, max parameter error %.2e (%.2e on those starting at 0)" % (
                 family, dtype, lora, checkpointing, (" fused_mlp" if fused_mlp else "") +
-                (" fuse_qkv_rope" if fuse_qkv_rope else ""),
+                (" fuse_qkv_rope" if fuse_qkv_rope else "") +
+                (" attention" if attention else ""),
                 losses[0], losses[-1], ref_losses[0],
                 ref_losses[-1], loss_err, param_err, zero_err))
     print(line)
