@@ -106,8 +106,8 @@ Status readCubin(const void *data, size_t size, const std::string &origin,
                  Cubin *cubin);
 
 /// Compares `module` (verified: verifyManifest) with its cubin `cubin`
-/// (read from `origin`): the SM of its arch; that every kernel and
-/// finishing kernel it names is a function of the cubin with .nv.info;
+/// (read from `origin`): the SM of its arch; that every kernel, prepare
+/// and finishing kernel it names is a function of the cubin with .nv.info;
 /// that the arguments a launch passes (8 bytes per memref descriptor word,
 /// 128 per tensor map) are the parameters the cubin's .nv.info lists; and
 /// that the block is the one the cubin records (.reqntid, or .maxntid,

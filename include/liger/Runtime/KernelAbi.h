@@ -311,14 +311,14 @@ struct Manifest {
 
 /// Checks every rule of the kernel ABI that the structs do not enforce by
 /// their types: ranges, names (non-empty, valid UTF-8, no NUL, unique),
-/// parameter order and kinds, workspaces and finishing kernels, tensor
+/// parameter order and kinds, workspaces and side kernels, tensor
 /// maps, grids, archs, plans. `origin` names the manifest in messages,
 /// which then name the field ("modules[0].kernels[1].params[2]: ...").
 Status verifyManifest(const Manifest &manifest, const std::string &origin);
 
 /// verifyManifest's rules for one kernel alone: its names, parameters,
 /// grid, block, shared memory, vector width, alignment, tensor maps and
-/// finishing kernel (not the rules across kernels: unique names, plans).
+/// side kernels (not the rules across kernels: unique names, plans).
 /// For a compiler that checks a kernel it describes before any manifest
 /// holds it; messages read "<origin>: <path>[.<field>]: <rule>".
 Status verifyKernel(const KernelSpec &kernel, const std::string &origin,
