@@ -220,8 +220,9 @@ def test_backward_of_the_layer_matches_autograd(captured, family):
     (layer_capture, _), (layer, _) = captured(family)
     backward = backward_module(layer)
     driver.run_opt(layer.mlir + backward.mlir, ["-o", os.devnull])
-    # The attention has no gradient op: the first function returns the
-    # gradient of its output, the second takes the gradients of q, k and v.
+    # The attention has no gradient rule here (its liger.attention_grad reads
+    # the forward's lse): the first function returns the gradient of its
+    # output, the second takes the gradients of q, k and v.
     first, second = backward.functions
     assert first.name == "%s_decoder_layer_backward" % family
     assert ("grad", "%scaled_dot_product_attention") in first.results
@@ -538,6 +539,69 @@ def test_liger_operator_calls_are_their_dialect_ops():
     driver.run_opt(mlir, ["-o", os.devnull])
 
 
+def test_attention_operator_calls_are_their_dialect_ops():
+    """liger::attention is liger.attention (return_lse where its lse is read,
+    the operator's scale 0 the dialect's default), liger::attention_backward
+    liger.attention_grad from the saved output and lse."""
+    import liger.operators  # noqa: F401 (registers torch.ops.liger.*)
+
+    def f(q, k, v, dout):
+        out, lse = torch.ops.liger.attention(q, k, v, True, 0.0)
+        dq, dk, dv = torch.ops.liger.attention_backward(dout, q, k, v, out, lse, True, 0.0)
+        return out, dq, dk, dv, torch.ops.liger.attention(q, k, v, False, 0.25)[0]
+    args = [torch.randn(2, 4, 5, 16), torch.randn(2, 2, 5, 16), torch.randn(2, 2, 5, 16),
+            torch.randn(2, 4, 5, 16)]
+    gm = make_fx(f, tracing_mode="fake")(*args)
+    found = recognize(gm)
+    assert [(r.op, r.attrs, len(r.results)) for r in found.records] == [
+        ("attention", {"causal": True, "return_lse": True}, 2),
+        ("attention_grad", {"causal": True}, 3),
+        ("attention", {"causal": False, "scale": 0.25, "return_lse": False}, 1)]
+    mlir = import_graph(gm, "f", found).mlir
+    assert "= liger.attention %q_1, %k_1, %v_1 causal return_lse : " in mlir
+    assert ("= liger.attention_grad %dout_1, %q_1, %k_1, %v_1 saved(%getitem, %getitem_1 : "
+            "tensor<2x4x5x16xf32>, tensor<2x4x5xf32>) causal : ") in mlir
+    assert "= liger.attention %q_1, %k_1, %v_1 scale = 0.25 : " in mlir
+    driver.run_opt(mlir, ["-o", os.devnull])
+
+
+class Attention(torch.nn.Module):
+    def __init__(self, **sdpa):
+        super().__init__()
+        self.sdpa = sdpa
+
+    def forward(self, q, k, v):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, enable_gqa=True,
+                                                                **self.sdpa)
+
+
+@pytest.mark.parametrize("causal,t", [(True, 8), (False, 3)], ids=["causal", "fewer_queries"])
+def test_attention_recognised_and_exact(causal, t):
+    """SDPA without a mask, grouped heads: liger.attention, causal where T = S
+    (SDPA's top-left mask is liger's bottom-right one there), or without a
+    mask whatever the lengths."""
+    args = (torch.randn(2, 4, t, 16), torch.randn(2, 2, 8, 16), torch.randn(2, 2, 8, 16))
+    gm = export(Attention(is_causal=causal), *args)
+    found = recognize(gm)
+    assert [(r.op, r.attrs) for r in found.records] == [("attention", {"causal": causal})]
+    imported = import_graph(gm, "attention", found)
+    (want,) = torch.fx.Interpreter(gm).run(*args)
+    (got,) = driver_run(imported, args)
+    assert np.allclose(got, want.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_causal_attention_of_fewer_queries_is_left_alone():
+    # SDPA's causal mask is aligned top-left, liger.attention's bottom-right.
+    gm = export(Attention(is_causal=True), torch.randn(2, 4, 3, 16), torch.randn(2, 2, 8, 16),
+                torch.randn(2, 2, 8, 16))
+    found = recognize(gm)
+    assert found.records == []
+    assert found.lines() == [
+        "[recognise-attention] left alone scaled_dot_product_attention at "
+        "scaled_dot_product_attention: is_causal with 3 queries over 8 keys: SDPA aligns its "
+        "causal mask top-left, liger.attention bottom-right (the two agree only where T = S)"]
+
+
 class SplitBack(torch.nn.Module):
     """Flattened tokens split back into batch and sequence, then a norm."""
 
@@ -691,6 +755,10 @@ def test_record_checks_its_operands_and_results():
         Record("swiglu", {"gate": 1, "up": 2}, {"eps": 1.0}, (None,))
     with pytest.raises(ValueError, match=r"^liger.linear has no operand lora_a$"):
         Record("linear", {"input": 1, "weight": 2, "lora_a": 3}, {}, (None,))
+    with pytest.raises(ValueError, match=r"^liger.attention_grad takes its saved operands out, "
+                                         r"lse together, got out$"):
+        Record("attention_grad", {"grad": 1, "q": 2, "k": 3, "v": 4, "out": 5}, {},
+               (None, None, None))
 
 
 def test_float_literals_parse_in_mlir():

@@ -30,7 +30,9 @@ class Operator:
     attribute or an argument the op does not take); attrs: argument position
     -> attribute; results: the number of outputs; flags: output position ->
     the unit attribute the op needs to give that result (RMSNorm's rstd;
-    LayerNorm's mean and rstd, both under `stats`);
+    LayerNorm's mean and rstd, both under `stats`; attention's lse);
+    defaults: attribute -> the value the operator takes for the dialect's
+    default (attention's scale 0: 1/sqrt(D)), which the op leaves unset;
     kernels: whether a call runs liger kernels of its own (liger.ops'
     operators do; lora_linear, as the backend calls it, only where the
     layer's configuration has a kernel, PyTorch's ops otherwise).
@@ -43,17 +45,20 @@ class Operator:
     results: int = 1
     flags: Dict[int, str] = field(default_factory=dict)
     kernels: bool = True
+    defaults: Dict[str, object] = field(default_factory=dict)
 
     def record(self, node, covered) -> Record:
         """The record of a call `node` (its outputs: the node, or its getitems)."""
         args = list(node.args)
         operands = {role: args[i] for i, role in enumerate(self.operands)
                     if role is not None and i < len(args) and args[i] is not None}
-        attrs = {name: args[i] for i, name in self.attrs.items() if i < len(args)}
+        attrs = {name: args[i] for i, name in self.attrs.items() if i < len(args)
+                 and not (name in self.defaults and args[i] == self.defaults[name])}
         if self.results == 1:
             results = (node,)
         else:
-            outputs = {u.args[1]: u for u in node.users if u.args[0] is node}
+            # (A getitem nothing reads, as make_fx leaves, reads no output.)
+            outputs = {u.args[1]: u for u in node.users if u.args[0] is node and u.users}
             results = tuple(outputs.get(i) for i in range(self.results))
         # A flag gives its outputs together (LayerNorm's `stats`: mean and
         # rstd): set where any of them is read.
@@ -83,6 +88,10 @@ OPERATORS: Dict[str, Operator] = {o.name: o for o in [
     Operator("rope_backward", "rope_grad", ("grad_q", "grad_k", "cos", "sin"), {}, 2),
     Operator("lora_linear", "lora_linear", ("input", "weight", "bias", "lora_a", "lora_b"),
              {5: "scale"}, kernels=False),
+    Operator("attention", "attention", ("q", "k", "v"), {3: "causal", 4: "scale"}, 2,
+             {1: "return_lse"}, defaults={"scale": 0.0}),
+    Operator("attention_backward", "attention_grad", ("grad", "q", "k", "v", "out", "lse"),
+             {6: "causal", 7: "scale"}, 3, defaults={"scale": 0.0}),
 ]}
 
 

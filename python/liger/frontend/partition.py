@@ -18,9 +18,10 @@ AOTAutograd makes to `partition` before Inductor compiles it:
    the user's cache, or liger-compile) through liger.bundles, or, on CPU
    tensors, its reference function;
 5. the graph calls `liger::fusion_group(key, inputs)` in place of the
-   group's nodes, and what no unit took (views, the attention, the
-   embedding, a projection no group holds, a liger operator that runs as
-   itself) stays for Inductor.
+   group's nodes, and what no unit took (views, the embedding, a
+   projection no group holds, a liger operator that runs as itself, such
+   as liger::attention and liger::attention_backward, which no group
+   takes) stays for Inductor.
 
 A group whose kernel cannot be made (no template, an unsupported dtype or
 size, no compiler and nothing precompiled) stays with Inductor, with one

@@ -98,10 +98,11 @@ def _interior_leak(nodes: Set[object], outputs: Sequence[object]) -> Optional[st
 
 
 # Operands whose every size is static; of the others the last (the hidden
-# size) is, and of RoPE's q and k also the heads; a loss's target and a
-# norm's rstd and mean have only token dimensions.
+# size) is, and of RoPE's q and k also the heads; a loss's target, a norm's
+# rstd and mean and the attention's lse have only token dimensions (and
+# heads).
 _WEIGHTS = ("weight", "lora_a", "lora_b", "bias", "class_weight")
-_TOKENS = ("target", "rstd", "mean")
+_TOKENS = ("target", "rstd", "mean", "lse")
 
 
 def _dynamic_sizes(record: Record) -> Optional[str]:
@@ -457,7 +458,13 @@ def match_softmax(node) -> Optional[object]:
 
 
 def match_attention(node) -> Optional[object]:
-    """scaled_dot_product_attention without a mask or dropout -> liger.attention."""
+    """scaled_dot_product_attention without a mask or dropout -> liger.attention.
+
+    Grouped heads (`enable_gqa`, k and v [B, Hkv, S, D]) are liger.attention's
+    own. SDPA's causal mask is aligned top-left (query i sees the keys j <=
+    i), liger.attention's bottom-right (j <= i + S - T): a causal call is the
+    op only where T and S are the same size.
+    """
     if not G.is_op(node, aten.scaled_dot_product_attention.default):
         return None
     q, k, v = (G.strip(a) for a in node.args[:3])
@@ -469,8 +476,12 @@ def match_attention(node) -> Optional[object]:
         return Miss("an explicit attention mask (liger.attention masks causally or not at all)")
     if dropout:
         return Miss("attention dropout %g" % dropout)
-    if G.rank(q) != 4:
-        return Miss("q is not [B, H, T, D]")
+    if G.rank(q) != 4 or G.rank(k) != 4:
+        return Miss("q or k is not [B, H, T, D]")
+    if causal and not G.same_dim(G.shape(q)[2], G.shape(k)[2]):
+        return Miss("is_causal with %s queries over %s keys: SDPA aligns its causal mask "
+                    "top-left, liger.attention bottom-right (the two agree only where T = S)"
+                    % (G.shape(q)[2], G.shape(k)[2]))
     attrs = {"causal": bool(causal)}
     head = G.shape(q)[-1]
     # The default scale (1/sqrt(D)) is left implicit, as the dialect prints it.

@@ -42,10 +42,12 @@ class OpSpec:
     """How one liger op is spelt.
 
     operands: positional operands, in order; optional: positional operands
-    that may be absent (`, %b`); keyword: operands spelt `name(%v : type)`;
-    typed: the operands whose types close the op (`: type, type`); attrs: in
-    the order the format prints them; results: the number of results given
-    the attributes and which operands are present.
+    that may be absent (`, %b`); saved: operands given together or not at
+    all, spelt `saved(%a, %b : A, B)` (the forward's values a gradient op
+    reads); keyword: operands spelt `name(%v : type)`; typed: the operands
+    whose types close the op (`: type, type`); attrs: in the order the
+    format prints them; results: the number of results given the attributes
+    and which operands are present.
     """
 
     name: str
@@ -55,6 +57,12 @@ class OpSpec:
     optional: Tuple[str, ...] = ()
     keyword: Tuple[str, ...] = ()
     results: Callable[[Dict[str, Any], Sequence[str]], int] = lambda attrs, present: 1
+    saved: Tuple[str, ...] = ()
+
+    @property
+    def optional_operands(self) -> Tuple[str, ...]:
+        """Every operand a use may leave out, in the order the format prints them."""
+        return self.optional + self.saved + self.keyword
 
 
 _EPS = Attr("eps", "f32", 1e-6)
@@ -68,6 +76,8 @@ _LOSS_ATTRS = (Attr("ignore_index", "i64", -100), Attr("label_smoothing", "f32",
                Attr("reduction", "enum", "mean"), Attr("softcap", "f32", None),
                Attr("lse_square_scale", "f32", 0.0))
 _Z_LOSS = Attr("return_z_loss", "unit", False, "z_loss")
+_CAUSAL = Attr("causal", "unit", False)
+_SCALE = Attr("scale", "f32", None)
 
 
 def _unit(attrs: Dict[str, Any], name: str) -> int:
@@ -98,7 +108,8 @@ OPS: Dict[str, OpSpec] = {spec.name: spec for spec in [
           optional=("bias",), results=lambda a, p: 1 + 2 * _unit(a, "with_stats")),
     _spec("rope", ("q", "k", "cos", "sin"), ("q", "k", "cos"), results=lambda a, p: 2),
     _spec("attention", ("q", "k", "v"), ("q", "k", "v"),
-          (Attr("causal", "unit", False), Attr("scale", "f32", None))),
+          (_CAUSAL, _SCALE, Attr("return_lse", "unit", False)),
+          results=lambda a, p: 1 + _unit(a, "return_lse")),
     _spec("cross_entropy", ("logits", "target"), ("logits", "target"), _LOSS_ATTRS + (_Z_LOSS,),
           keyword=("weight",), results=lambda a, p: 1 + _unit(a, "return_z_loss")),
     _spec("fused_linear_cross_entropy", ("hidden", "weight", "target"),
@@ -116,6 +127,8 @@ OPS: Dict[str, OpSpec] = {spec.name: spec for spec in [
     _spec("swiglu_grad", ("grad", "gate", "up"), ("gate",), results=lambda a, p: 2),
     _spec("geglu_grad", ("grad", "gate", "up"), ("gate",), (_APPROX,), results=lambda a, p: 2),
     _spec("softmax_grad", ("grad", "output"), ("output",)),
+    _spec("attention_grad", ("grad", "q", "k", "v"), ("grad", "q", "k", "v"),
+          (_CAUSAL, _SCALE), saved=("out", "lse"), results=lambda a, p: 3),
     _spec("cross_entropy_grad", ("logits", "target", "grad_loss"),
           ("logits", "target", "grad_loss"), _LOSS_ATTRS, keyword=("weight",)),
     _spec("fused_linear_cross_entropy_grad", ("hidden", "weight", "target", "grad_loss"),
@@ -154,12 +167,16 @@ class Record:
 
     def __post_init__(self):
         spec = OPS[self.op]
-        unknown = set(self.operands) - set(spec.operands + spec.optional + spec.keyword)
+        unknown = set(self.operands) - set(spec.operands + spec.optional_operands)
         if unknown:
             raise ValueError("liger.%s has no operand %s" % (self.op, ", ".join(sorted(unknown))))
         missing = [name for name in spec.operands if self.operands.get(name) is None]
         if missing:
             raise ValueError("liger.%s needs operand %s" % (self.op, ", ".join(missing)))
+        saved = [name for name in spec.saved if self.operands.get(name) is not None]
+        if saved and len(saved) != len(spec.saved):
+            raise ValueError("liger.%s takes its saved operands %s together, got %s"
+                             % (self.op, ", ".join(spec.saved), ", ".join(saved)))
         names = {a.name for a in spec.attrs}
         bad = set(self.attrs) - names
         if bad:
@@ -172,7 +189,7 @@ class Record:
     def present(self) -> Tuple[str, ...]:
         """The names of the operands given, in the op's order."""
         spec = OPS[self.op]
-        return tuple(n for n in spec.operands + spec.optional + spec.keyword
+        return tuple(n for n in spec.operands + spec.optional_operands
                      if self.operands.get(n) is not None)
 
     def describe(self) -> str:
@@ -203,6 +220,9 @@ def format_op(op: str, operands: Dict[str, str], types: Dict[str, str],
     """The op's custom form from SSA names and types: `liger.rms_norm %x, %w eps = ... : T, W`."""
     spec = OPS[op]
     parts = [", ".join(operands[n] for n in spec.operands + spec.optional if n in operands)]
+    if spec.saved and all(n in operands for n in spec.saved):
+        parts.append("saved(%s : %s)" % (", ".join(operands[n] for n in spec.saved),
+                                         ", ".join(types[n] for n in spec.saved)))
     for name in spec.keyword:
         if name in operands:
             parts.append("%s(%s : %s)" % (name, operands[name], types[name]))
