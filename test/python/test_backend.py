@@ -26,7 +26,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from liger import LigerError, bundles  # noqa: E402
+from liger import LigerError, bundles, specs  # noqa: E402
 from liger.cache import Cache  # noqa: E402
 from liger.driver import find_tool  # noqa: E402
 from liger.errors import LigerFallbackWarning  # noqa: E402
@@ -183,6 +183,22 @@ def check_report(report, family, dtype):
         assert "[recognise-cross-entropy] recognised liger.cross_entropy" in recognised
     forward, backward = report.partitions
     assert groups(forward) == FORWARD[family]
+    # SDPA's call, causal and grouped again, is liger::attention (the
+    # reference takes every configuration): the forward graph holds it with
+    # its lse, the backward liger::attention_backward reading them, and it
+    # takes k and v with their 2 heads.
+    attention = [line for line in report.recognition if line.startswith("[recognise-attention]")]
+    calls = re.findall(r"= liger\.attention (.*) loc", forward.mlir)
+    grads = re.findall(r"= liger\.attention_grad (.*) loc", backward.mlir)
+    if family == "gemma2":
+        assert attention == calls == grads == []
+    else:
+        assert attention == ["[recognise-attention] recognised liger.attention (causal) at "
+                             "model.layers.0.self_attn"]
+        assert len(calls) == len(grads) == 1
+        assert calls[0].endswith("causal return_lse : tensor<?x4x?x16x{0}>, tensor<?x2x?x16x{0}>, "
+                                 "tensor<?x2x?x16x{0}>".format(dtype)), calls
+        assert " saved(" in grads[0] and " causal : " in grads[0], grads
     # The gated activation's backward writes over its saved gate and up.
     assert [line.split(" writes ")[0] for line in backward.in_place] == [
         "liger.%s_backward" % ("geglu" if family.startswith("gemma") else "swiglu")]
@@ -737,6 +753,183 @@ def test_precompiled_kernels_serve_a_run_without_the_compiler(tmp_path, monkeypa
         "(liger.frontend.backend.precompile)" % (group, ops, out) for group, ops in [
             ("forward/matmul 2", "liger.linear, liger.linear, liger.swiglu"),
             ("backward/matmul 0", "liger.linear_grad_input, liger.swiglu_grad")]]
+
+
+# --- attention: liger::attention where its kernels take the call --------------------
+
+class Attention(torch.nn.Module):
+    """SDPA of q [2, 4, T, D] over k and v [2, 2, S, D] (grouped heads) as
+    the caller gives them, with SDPA's options, then a loss; a fourth input
+    is the call's mask."""
+
+    def __init__(self, **sdpa):
+        super().__init__()
+        self.sdpa = sdpa
+
+    def forward(self, q, k, v, mask=None):
+        o = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask,
+                                                             enable_gqa=True, **self.sdpa)
+        return (o.float() ** 2).mean()
+
+
+def attention_step(module, dtype="f32", t=8, s=8, d=16, grad=True, mask=False, compare=True,
+                   **options):
+    """One step of `module` under the backend (`options`) against eager:
+    the loss and the gradients of q, k and v agree (`compare`), and no
+    operator falls back to PyTorch (LigerFallbackWarning); returns the
+    graph's report."""
+    gen = torch.Generator().manual_seed(0)
+    dt = {"f32": torch.float32, "bf16": torch.bfloat16}[dtype]
+    inputs = [torch.randn(*shape, generator=gen).to(dt).requires_grad_(grad)
+              for shape in ((2, 4, t, d), (2, 2, s, d), (2, 2, s, d))]
+    twins = [x.detach().clone().requires_grad_(grad) for x in inputs]
+    extra = [torch.rand(t, s, generator=gen) > 0.3] if mask else []
+    compiled = torch.compile(module, backend="liger", options=options)
+    with warnings.catch_warnings(), torch.set_grad_enabled(grad):
+        warnings.simplefilter("error", LigerFallbackWarning)
+        got, want = compiled(*inputs, *extra), module(*twins, *extra)
+        if grad:
+            got.backward()
+            want.backward()
+    if compare:
+        tol = TOLERANCE[dtype]
+        assert abs(got.item() - want.item()) <= tol * abs(want.item()), (got, want)
+        for name, a, b in zip("qkv", inputs, twins):
+            assert not grad or relative(a.grad, b.grad) <= tol, name
+    return lb.reports()[-1]
+
+
+def attention_lines(report):
+    """The recognise-attention lines, and the liger.attention ops of each
+    forward and backward graph."""
+    lines = [line for line in report.recognition if line.startswith("[recognise-attention]")]
+    return lines, [re.findall(r"= (liger\.attention\w* .*) loc", p.mlir)
+                   for p in report.partitions]
+
+
+@needs_runner
+def test_attention_is_liger_attention_forward_and_backward(tmp_path):
+    """A causal SDPA call of grouped heads is liger::attention: the report
+    says so, the graphs hold the operator (its lse saved for
+    liger::attention_backward) on k and v of 2 heads, and the loss and the
+    gradients are eager's."""
+    report = attention_step(Attention(is_causal=True), dump_dir=str(tmp_path))
+    lines, (forward, backward) = attention_lines(report)
+    assert lines == ["[recognise-attention] recognised liger.attention (causal) at "
+                     "scaled_dot_product_attention"]
+    (call,) = forward
+    assert call.startswith("liger.attention ") and call.endswith(
+        " causal return_lse : tensor<2x4x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>")
+    (grad,) = backward
+    assert grad.startswith("liger.attention_grad ") and " saved(" in grad
+    folder = tmp_path / "graph0"
+    assert "torch.ops.liger.attention.default(" in (folder / "substituted.txt").read_text()
+    assert "aten.scaled_dot_product_attention" not in (folder / "substituted.txt").read_text()
+    assert "torch.ops.liger.attention.default(" in (folder / "graph0.forward.txt").read_text()
+    assert "torch.ops.liger.attention_backward.default(" in (
+        folder / "graph0.backward.txt").read_text()
+
+
+@needs_runner
+@pytest.mark.parametrize("sdpa,t,attrs", [
+    ({}, 3, ""),                                # no mask: T != S means the same
+    ({"scale": 0.3}, 8, " (scale = 0.3)"),
+], ids=["fewer_queries", "scale"])
+def test_attention_without_a_causal_mask_and_with_a_scale(sdpa, t, attrs):
+    report = attention_step(Attention(**sdpa), t=t)
+    lines, (forward, backward) = attention_lines(report)
+    assert lines == ["[recognise-attention] recognised liger.attention%s at "
+                     "scaled_dot_product_attention" % attrs]
+    assert len(forward) == len(backward) == 1
+
+
+@needs_runner
+def test_attention_without_gradients_returns_no_lse():
+    report = attention_step(Attention(is_causal=True), grad=False)
+    lines, (forward,) = attention_lines(report)  # (no backward graph)
+    assert lines == ["[recognise-attention] recognised liger.attention (causal) at "
+                     "scaled_dot_product_attention"]
+    (call,) = forward
+    assert call.endswith(" causal : tensor<2x4x8x16xf32>, tensor<2x2x8x16xf32>, "
+                         "tensor<2x2x8x16xf32>"), call
+
+
+def _no_backward_head_dim():
+    """A head dimension the attention template's forward takes and its backward does not."""
+    step, widest = specs.ATTENTION_HEAD_DIMS
+    return next((d for d in range(step, widest + 1, step)
+                 if d not in specs.ATTENTION_GRAD_HEAD_DIMS), None)
+
+
+# (SDPA's options, attention_step's, the reason the report gives, a word
+# it names.) Each call stays SDPA, which Inductor compiles as eager
+# computes it. With kernel_target, the GPU's decisions: the calls on which
+# liger.ops.attention would itself run PyTorch's SDPA (the reason is its
+# rule's, specs.attention_unsupported, on the target, with the backward
+# where the graph trains), so putting the operator there would gain nothing.
+_GPU = "liger.ops.attention falls back to PyTorch on %s: "
+ATTENTION_LEFT = {
+    "mask": ({}, dict(mask=True),
+             "an explicit attention mask (liger.attention masks causally or not at all)",
+             "mask"),
+    "dropout": ({"dropout_p": 0.1}, dict(compare=False), "attention dropout 0.1", "dropout"),
+    "causal_fewer_queries": ({"is_causal": True}, dict(t=3),
+                             "is_causal with 3 queries over 8 keys: SDPA aligns its causal "
+                             "mask top-left, liger.attention bottom-right (the two agree only "
+                             "where T = S)", "top-left"),
+    "f32": ({"is_causal": True}, dict(d=64, kernel_target="sm_90a"),
+            ("sm_90a", "f32", 64, 8), "got f32"),
+    "sm_80": ({"is_causal": True}, dict(dtype="bf16", d=64, kernel_target="sm_80"),
+              ("sm_80", "bf16", 64, 8), "the target is sm_80"),
+    "head_dim_80": ({"is_causal": True}, dict(dtype="bf16", d=80, kernel_target="sm_90a"),
+                    ("sm_90a", "bf16", 80, 8), "head dimension 80"),
+    "lengths": ({}, dict(dtype="bf16", d=64, t=3, kernel_target="sm_90a"),
+                ("sm_90a", "bf16", 64, 3), "different lengths"),
+    "backward_head_dim": ({"is_causal": True},
+                          dict(dtype="bf16", d=_no_backward_head_dim(), kernel_target="sm_90a"),
+                          ("sm_90a", "bf16", _no_backward_head_dim(), 8), "with a backward"),
+}
+
+
+@needs_runner
+@pytest.mark.parametrize("case", sorted(ATTENTION_LEFT))
+def test_attention_liger_would_not_run_stays_sdpa(case):
+    sdpa, step, reason, word = ATTENTION_LEFT[case]
+    if case == "backward_head_dim" and step["d"] is None:
+        pytest.skip("the attention template's backward takes every head dimension its "
+                    "forward takes")
+    if isinstance(reason, tuple):
+        target, dtype, d, t = reason
+        why = specs.attention_unsupported(target, dtype, d, True, t, 8)
+        assert why, reason
+        reason = _GPU % target + why
+    report = attention_step(Attention(**sdpa), **step)
+    lines, graphs = attention_lines(report)
+    assert lines == ["[recognise-attention] left alone scaled_dot_product_attention at "
+                     "scaled_dot_product_attention: " + reason]
+    assert word in reason
+    assert all(ops == [] for ops in graphs)
+
+
+@needs_runner
+@needs_compiler
+@pytest.mark.parametrize("d,grad", [(64, True), (_no_backward_head_dim() or 256, False)],
+                         ids=["training", "inference"])
+def test_attention_compiles_what_its_operator_loads_for_the_gpu(tmp_path, monkeypatch, d, grad):
+    """With kernel_target sm_90a, the policy makes the bundle of the spec
+    the operator loads (with its backward where the graph trains) in the
+    cache; a head dimension the backward does not take is liger::attention
+    where nothing needs gradients."""
+    monkeypatch.setenv("LIGER_CACHE_DIR", str(tmp_path))
+    report = attention_step(Attention(is_causal=True), dtype="bf16", d=d, grad=grad,
+                            kernel_target="sm_90a")
+    lines, graphs = attention_lines(report)
+    assert lines == ["[recognise-attention] recognised liger.attention (causal) at "
+                     "scaled_dot_product_attention"]
+    assert [len(ops) for ops in graphs] == ([1, 1] if grad else [1])
+    spec = specs.attention_spec(4, 2, d, "bf16", True, target="sm_90a")
+    assert spec.has_backward() == grad
+    assert Cache(str(tmp_path)).lookup(spec.key()) is not None
 
 
 def norm_module(names):

@@ -11,9 +11,10 @@ For each graph dynamo captures:
    the eager model runs (masks.py: a traced causal mask -> is_causal;
    gqa.py: repeated key/value heads -> enable_gqa); recognize.py's patterns find
    the torch subgraphs of unpatched models (HF's RMSNorm, rotate-half RoPE,
-   gated MLPs, softmax, the losses, PEFT's LoRA);
+   gated MLPs, softmax, SDPA's attention, the losses, PEFT's LoRA);
 2. substitute.py puts in place of each the liger operator with its own
-   backward (liger.ops), where that operator runs here;
+   backward (liger.ops), where that operator runs here (its kernels, not
+   a fallback to PyTorch's op: for the backward too where the graph trains);
 3. Inductor's compile_fx runs AOTAutograd on it, and before Inductor
    compiles each forward and backward graph, partition.py imports it into
    the liger dialect, runs liger-fuse, and makes each fusion group one
@@ -287,7 +288,11 @@ class LigerBackend:
             aten = make_fx(torch.fx.Interpreter(gm).run, pre_dispatch=True,
                            tracing_mode="fake")(*fake_args)
         rewrites = [str(line) for line in causal_masks(aten) + grouped_kv(aten)]
-        found = recognize(aten, policy=substitution.policy(fake_mode))
+        # Whether AOTAutograd will make a backward of this graph, whose
+        # operators then need their backward kernels too.
+        training = torch.is_grad_enabled() and any(
+            isinstance(t, torch.Tensor) and t.requires_grad for t in fake_args)
+        found = recognize(aten, policy=substitution.policy(fake_mode, training))
         report.recognition = self._relative(rewrites + found.lines())
         if found.dynamic:
             _warn_once("liger: in %s, %s; those parts stay with Inductor"

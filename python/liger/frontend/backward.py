@@ -18,10 +18,13 @@ a loss with its gradient). Why not AOTAutograd's joint graph: it would hold
 the decomposed derivative of each torch subgraph (dozens of aten ops per
 norm), which no pattern recognises reliably; once the liger operators carry
 these gradient ops as their backward, AOTAutograd's backward graph holds the
-same records.
+same records (and, in the torch.compile backend, liger.attention_grad:
+liger::attention_backward from the forward's saved output and lse).
 
-An op with no gradient op (liger.attention, liger.lora_linear, silu, gelu)
-is a cut: the gradient of its results is returned, and the gradient of its
+An op without a rule here (liger.lora_linear, silu, gelu, which have no
+gradient op; liger.attention, whose liger.attention_grad reads the
+forward's output and lse, which this recomputed forward does not give) is
+a cut: the gradient of its results is returned, and the gradient of its
 operands through it (computed by PyTorch) enters a later function
 (`@f_backward_1`, ...), as the forward splits around what it does not
 import. A gradient that is complete only after such a cut is carried from

@@ -10,16 +10,22 @@ backward through the operators, so the backward graph holds their backward
 operators (liger.rms_norm_backward, ...) instead of the decomposed
 derivative of each torch subgraph.
 
-`policy(fake_mode)` is recognition's policy: it keeps a record only where
-its operator runs here: the liger.ops call accepts the operands (shapes,
-dtypes, device, attributes: what liger.ops checks) and its kernels load for
-the device (compiled or precompiled; the reference lowering on CPU tensors,
-which then also compile for a GPU target the run checks). Otherwise it says why, and the record's subgraph stays as it
-is (Inductor compiles it). An add + RMSNorm becomes the RMSNorm operator on
-the sum (the add stays an add: the fusion pass joins them again after
-autograd). A record without an operator (liger.attention) stays as it is.
+`policy(fake_mode, training)` is recognition's policy: it keeps a record
+only where its operator runs here: the liger.ops call accepts the operands
+(shapes, dtypes, device, attributes: what liger.ops checks), the operator
+would not itself fall back to PyTorch (liger.ops.attention where
+specs.attention_unsupported gives a reason, for its backward too where the
+graph trains), and the kernels it loads load for the device (compiled or
+precompiled; the reference lowering on CPU tensors, which then also compile
+for a GPU target the run checks). Where it does not, the policy says why,
+and the record's subgraph stays as it is (Inductor compiles it). An add +
+RMSNorm becomes the RMSNorm operator on the sum (the add stays an add: the
+fusion pass joins them again after autograd). A record without an operator
+stays as it is.
 """
 
+import dataclasses
+from dataclasses import dataclass
 from typing import Callable, Dict, Optional, Tuple
 
 import torch
@@ -95,26 +101,70 @@ def _lora(o, a):
                         float(a.get("scale", 1.0))),)
 
 
-# record op -> (the liger operator call on the operands' values, giving the
-# record's results in order; the spec of the kernels it runs, or None for
-# an operator computed by PyTorch ops)
-_CALLS: Dict[str, Tuple[Callable, Optional[Callable]]] = {
-    "rms_norm": (_rms_norm, _rms_norm_spec),
-    "layer_norm": (_layer_norm, _layer_norm_spec),
-    "swiglu": (lambda o, a: (ops.swiglu(o["gate"], o["up"]),),
-               lambda o, a, t: specs.swiglu_spec(o["gate"].shape[-1], o["gate"].dtype, target=t)),
-    "geglu": (lambda o, a: (ops.geglu(o["gate"], o["up"], a.get("approximate", "none")),),
-              lambda o, a, t: specs.geglu_spec(o["gate"].shape[-1], o["gate"].dtype,
-                                               a.get("approximate", "none"), target=t)),
-    "softmax": (lambda o, a: (ops.softmax(o["input"]),),
-                lambda o, a, t: specs.softmax_spec(o["input"].shape[-1], o["input"].dtype,
-                                                   target=t)),
-    "rope": (lambda o, a: ops.rope(o["q"], o["k"], o["cos"], o["sin"]),
-             lambda o, a, t: specs.rope_spec(o["q"].shape[1], o["k"].shape[1], o["q"].shape[-1],
-                                             o["q"].dtype, o["cos"].shape[0] == 1, target=t)),
-    "cross_entropy": (_cross_entropy, _cross_entropy_spec),
-    "fused_linear_cross_entropy": (None, _flce_spec),
-    "lora_linear": (_lora, None),
+def _attention(o, a):
+    return (ops.attention(o["q"], o["k"], o["v"], a.get("causal", False), a.get("scale")),)
+
+
+def _attention_spec(o, a, target):
+    q, k = o["q"], o["k"]
+    return specs.attention_spec(q.shape[1], k.shape[1], q.shape[-1], q.dtype,
+                                a.get("causal", False), a.get("scale"), target=target)
+
+
+def _attention_unsupported(o, a, target, training):
+    """Why liger.ops.attention would run PyTorch's SDPA on `target` rather
+    than the attention template's kernels (specs.attention_unsupported, the
+    rule it applies; the lengths as expressions, equal where the graph
+    shows them equal), or None."""
+    q, k = o["q"], o["k"]
+    return specs.attention_unsupported(target, specs.dtype_name(q.dtype), q.shape[-1], training,
+                                       G.size_expr(q.shape[2]), G.size_expr(k.shape[2]))
+
+
+@dataclass(frozen=True)
+class _Call:
+    """How the backend runs one record op.
+
+    call: the liger operator call on the operands' values, giving the
+    record's results in order; spec: the spec of the kernels it runs (its
+    operands' values, attributes, target), or None for an operator computed
+    by PyTorch ops; load: what the operator loads of that spec's bundle (it
+    raises LigerError where that is missing); unsupported: where the
+    operator would not run its kernels but fall back to PyTorch (its
+    operands' values, attributes, a target, whether the graph trains), the
+    reason, else None.
+    """
+
+    call: Optional[Callable]
+    spec: Optional[Callable] = None
+    load: Callable = bundles.kernels
+    unsupported: Optional[Callable] = None
+
+
+_CALLS: Dict[str, _Call] = {
+    "rms_norm": _Call(_rms_norm, _rms_norm_spec),
+    "layer_norm": _Call(_layer_norm, _layer_norm_spec),
+    "swiglu": _Call(lambda o, a: (ops.swiglu(o["gate"], o["up"]),),
+                    lambda o, a, t: specs.swiglu_spec(o["gate"].shape[-1], o["gate"].dtype,
+                                                      target=t)),
+    "geglu": _Call(lambda o, a: (ops.geglu(o["gate"], o["up"], a.get("approximate", "none")),),
+                   lambda o, a, t: specs.geglu_spec(o["gate"].shape[-1], o["gate"].dtype,
+                                                    a.get("approximate", "none"), target=t)),
+    "softmax": _Call(lambda o, a: (ops.softmax(o["input"]),),
+                     lambda o, a, t: specs.softmax_spec(o["input"].shape[-1], o["input"].dtype,
+                                                        target=t)),
+    "rope": _Call(lambda o, a: ops.rope(o["q"], o["k"], o["cos"], o["sin"]),
+                  lambda o, a, t: specs.rope_spec(o["q"].shape[1], o["k"].shape[1],
+                                                  o["q"].shape[-1], o["q"].dtype,
+                                                  o["cos"].shape[0] == 1, target=t)),
+    "cross_entropy": _Call(_cross_entropy, _cross_entropy_spec),
+    "fused_linear_cross_entropy": _Call(None, _flce_spec, bundles.loss_plan_kernels),
+    "lora_linear": _Call(_lora),
+    # The forward with its lse and the backward: the bundle's @fwd and @bwd
+    # (its module has @bwd wherever the template takes the backward, which
+    # _attention_unsupported has checked where the graph trains).
+    "attention": _Call(_attention, _attention_spec, bundles.attention_kernels,
+                       _attention_unsupported),
 }
 
 
@@ -134,34 +184,42 @@ class Substitution:
 
     def __init__(self, options, check=None):
         self.calls = dict(_CALLS)
-        self.calls["fused_linear_cross_entropy"] = (_flce(options), _flce_spec)
+        self.calls["fused_linear_cross_entropy"] = dataclasses.replace(
+            _CALLS["fused_linear_cross_entropy"], call=_flce(options))
         # A GPU target the operators' kernels must also compile for (CPU
         # reference runs: partition.KernelTarget), or None.
         self.check = check
 
     def call(self, record: Record, values: Dict[str, object]) -> Tuple:
-        return self.calls[record.op][0](values, record.attrs)
+        return self.calls[record.op].call(values, record.attrs)
 
-    def policy(self, fake_mode):
+    def policy(self, fake_mode, training: bool = True):
         """Recognition's policy: a record is kept when its operator runs here
-        (the reason otherwise)."""
+        (the reason otherwise). `training`: whether the graph is compiled
+        with a backward (grad mode on and an input that requires grad), so
+        its operators need their backward kernels too."""
         def decide(record):
             record = as_operator_record(record)
             if record.op not in self.calls:
                 return "no liger operator computes liger.%s (it stays with Inductor)" % record.op
             values = {k: G.val(v) for k, v in record.operands.items() if v is not None}
-            call, spec = self.calls[record.op]
+            how = self.calls[record.op]
             try:
+                device = next(v for v in values.values() if isinstance(v, torch.Tensor)).device
+                target = bundles.device_target(device)
+                # (Before the call, which would warn of the fallback.)
+                checked = [target] + ([self.check.target] if self.check is not None else [])
+                if how.unsupported is not None:
+                    for t in checked:
+                        why = how.unsupported(values, record.attrs, t, training)
+                        if why:
+                            return "liger.ops.%s falls back to PyTorch on %s: %s" % (
+                                record.op, t, why)
                 with fake_mode:
-                    call(values, record.attrs)
-                if spec is not None:
-                    device = next(v for v in values.values()
-                                  if isinstance(v, torch.Tensor)).device
-                    made = spec(values, record.attrs, bundles.device_target(device))
-                    if record.op == "fused_linear_cross_entropy":
-                        bundles.loss_plan_kernels(made)
-                    else:
-                        bundles.kernels(made)
+                    how.call(values, record.attrs)
+                if how.spec is not None:
+                    made = how.spec(values, record.attrs, target)
+                    how.load(made)
                     if self.check is not None:
                         self.check.bundle(made)
             except LigerError as e:
