@@ -33,6 +33,7 @@ from liger.errors import LigerFallbackWarning  # noqa: E402
 from liger.frontend import backend as lb  # noqa: E402
 from liger.frontend import capture as cap  # noqa: E402
 from liger.frontend import partition  # noqa: E402
+from liger.frontend import substitute  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONFIGS = os.path.join(ROOT, "examples", "configs")
@@ -211,7 +212,7 @@ def check_report(report, family, dtype):
 @pytest.mark.parametrize("family,dtype", CASES)
 def test_family_trains_like_eager(family, dtype):
     config, model = family_model(family, dtype)
-    compiled = lb.compile_model(model, fullgraph=True)
+    compiled = lb.compile_model(model, fullgraph=True, attention=True)
     with warnings.catch_warnings():
         warnings.simplefilter("error", LigerFallbackWarning)  # nothing falls back
         outs = train(model, compiled, tokens(config), dtype)
@@ -774,10 +775,11 @@ class Attention(torch.nn.Module):
 
 def attention_step(module, dtype="f32", t=8, s=8, d=16, grad=True, mask=False, compare=True,
                    **options):
-    """One step of `module` under the backend (`options`) against eager:
-    the loss and the gradients of q, k and v agree (`compare`), and no
-    operator falls back to PyTorch (LigerFallbackWarning); returns the
-    graph's report."""
+    """One step of `module` under the backend (`options`, with the attention
+    option on unless they say otherwise) against eager: the loss and the
+    gradients of q, k and v agree (`compare`), and no operator falls back
+    to PyTorch (LigerFallbackWarning); returns the graph's report."""
+    options.setdefault("attention", True)
     gen = torch.Generator().manual_seed(0)
     dt = {"f32": torch.float32, "bf16": torch.bfloat16}[dtype]
     inputs = [torch.randn(*shape, generator=gen).to(dt).requires_grad_(grad)
@@ -852,6 +854,30 @@ def test_attention_without_gradients_returns_no_lse():
     (call,) = forward
     assert call.endswith(" causal : tensor<2x4x8x16xf32>, tensor<2x2x8x16xf32>, "
                          "tensor<2x2x8x16xf32>"), call
+
+
+@needs_runner
+def test_attention_stays_sdpa_without_the_option():
+    """By default the backend leaves SDPA's attention to Inductor (cuDNN on
+    an H200), saying why; the step is eager's."""
+    report = attention_step(Attention(is_causal=True), attention=False)
+    lines, graphs = attention_lines(report)
+    assert lines == ["[recognise-attention] left alone scaled_dot_product_attention at "
+                     "scaled_dot_product_attention: " + substitute.ATTENTION_OFF]
+    assert all(ops == [] for ops in graphs)
+
+
+@needs_runner
+def test_a_family_without_the_attention_option_keeps_sdpa():
+    config, model = family_model("llama", "f32")
+    compiled = lb.compile_model(model, fullgraph=True)
+    train(model, compiled, tokens(config), "f32")
+    (report,) = compiled.liger.reports
+    assert [line for line in report.recognition if line.startswith("[recognise-attention]")] \
+        == ["[recognise-attention] left alone scaled_dot_product_attention at "
+            "model.layers.0.self_attn: " + substitute.ATTENTION_OFF]
+    forward, backward = report.partitions
+    assert "liger.attention" not in forward.mlir and "liger.attention" not in backward.mlir
 
 
 def _no_backward_head_dim():

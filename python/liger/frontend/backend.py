@@ -90,7 +90,10 @@ class Options:
       several results (the forward's gate/up pair writing gate and up
       beside the activation) and the backward's dx of the down projection
       with the activation's gradient in its epilogue (off by default: not
-      yet measured faster than cuBLAS and the activation's kernel).
+      yet measured faster than cuBLAS and the activation's kernel);
+    attention: SDPA's attention as liger::attention where its kernels take
+      the call (off by default: on the H200 the attention kernels' forward
+      + backward measure 0.62-0.68x cuDNN's, docs/benchmarks.md).
     """
 
     loss_memory_budget: int = 2 ** 29
@@ -99,6 +102,7 @@ class Options:
     report: bool = False
     dump_dir: Optional[str] = None
     fused_mlp: bool = False
+    attention: bool = False
 
     def check(self) -> Optional[KernelTarget]:
         """The GPU target a CPU run compiles for, or None."""

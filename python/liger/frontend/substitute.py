@@ -179,6 +179,11 @@ def as_operator_record(record: Record) -> Record:
                   record.pattern, record.looked_through)
 
 
+# The reason an attention stays SDPA without the backend's attention option.
+ATTENTION_OFF = ("the backend's attention option is off (liger's attention kernels measure "
+                 "slower than cuDNN's: options={'attention': True} puts them in)")
+
+
 class Substitution:
     """What to call for a record, given the backend's options."""
 
@@ -189,6 +194,8 @@ class Substitution:
         # A GPU target the operators' kernels must also compile for (CPU
         # reference runs: partition.KernelTarget), or None.
         self.check = check
+        # The records the options leave to Inductor, and why.
+        self.off = {} if options.attention else {"attention": ATTENTION_OFF}
 
     def call(self, record: Record, values: Dict[str, object]) -> Tuple:
         return self.calls[record.op].call(values, record.attrs)
@@ -200,6 +207,8 @@ class Substitution:
         its operators need their backward kernels too."""
         def decide(record):
             record = as_operator_record(record)
+            if record.op in self.off:
+                return self.off[record.op]
             if record.op not in self.calls:
                 return "no liger operator computes liger.%s (it stays with Inductor)" % record.op
             values = {k: G.val(v) for k, v in record.operands.items() if v is not None}
