@@ -1085,8 +1085,8 @@ def test_a_graph_liger_cannot_trace_goes_to_inductor_whole(monkeypatch):
 
 
 def test_unknown_options_are_an_error():
-    with pytest.raises(LigerError, match=r"backend='liger' has no option bogus \(it has dump_dir, "
-                                         r"fused_mlp, kernel_target, loss_memory_budget, "
+    with pytest.raises(LigerError, match=r"backend='liger' has no option bogus \(it has attention, "
+                                         r"dump_dir, fused_mlp, kernel_target, loss_memory_budget, "
                                          r"precompile_dir, report\)"):
         lb.Options.of({"bogus": 1})
     with pytest.raises(LigerError, match="has no option bogus"):
