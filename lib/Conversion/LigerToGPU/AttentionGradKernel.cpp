@@ -425,9 +425,8 @@ void GradKernelBuilder::emitConsumer(GpuBuilder &b) const {
       for (int64_t jj = 0; jj < 8; ++jj)
         for (int64_t h = 0; h < 2; ++h) {
           Value row = lb.add(lb.mul(wg, 64), lb.add(rowInWg, 8 * h));
-          Value slot = lb.bitXor(lb.index(jj), lb.rem(row, 8));
-          Value offset = lb.toI32(lb.add(
-              lb.add(lb.mul(row, 128), lb.mul(slot, 16)), lb.mul(quadCol, 2)));
+          Value offset =
+              lb.swizzle128Offset(row, lb.index(jj), lb.mul(quadCol, 2));
           lb.storeShared(dsA[2 * jj + h],
                          at(lb, lb.add(lb.i32(layout.dsOffset()), offset)), 4);
         }
@@ -494,11 +493,9 @@ void GradKernelBuilder::emitConsumer(GpuBuilder &b) const {
         Value row = lb.add(rowInWg, 8 * ((r % 4) / 2));
         int64_t col = 8 * (r / 4) + r % 2; // + quadCol
         Value inBox = lb.add(quadCol, col % 32);
-        Value chunk = lb.bitXor(lb.div(inBox, 4), lb.rem(row, 8));
-        Value offset =
-            lb.toI32(lb.add(lb.add(lb.mul(row, 128), lb.mul(chunk, 16)),
-                            lb.add(lb.mul(lb.rem(inBox, 4), 4),
-                                   (col / 32) * layout.dqBoxBytes())));
+        Value offset = lb.add(lb.swizzle128Offset(row, lb.div(inBox, 4),
+                                                  lb.mul(lb.rem(inBox, 4), 4)),
+                              (col / 32) * layout.dqBoxBytes());
         Value pair = vector::FromElementsOp::create(
             lb, VectorType::get({2}, f32),
             ValueRange{LLVM::ExtractValueOp::create(lb, dQ, r),

@@ -342,6 +342,11 @@ Value GpuBuilder::sharedPtr(Value base, Value byteOffset) {
                              ArrayRef<LLVM::GEPArg>{byteOffset});
 }
 
+Value GpuBuilder::swizzle128Offset(Value row, Value chunk, Value byte) {
+  Value slot = bitXor(chunk, rem(row, 8));
+  return toI32(add(add(mul(row, 128), mul(slot, 16)), byte));
+}
+
 Value GpuBuilder::globalPtr(Value memref, Value byteOffset) {
   Value base = memref::ExtractAlignedPointerAsIndexOp::create(*this, memref);
   Value address =

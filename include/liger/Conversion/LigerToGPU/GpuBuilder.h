@@ -246,6 +246,10 @@ public:
                            int64_t alignment);
   /// `base` + `byteOffset` (i32) as a shared-memory pointer.
   Value sharedPtr(Value base, Value byteOffset);
+  /// The byte offset (i32) of byte `byte` of 16-byte chunk `chunk` of row
+  /// `row` in a box of 128-byte rows as TMA's and wgmma's 128-byte swizzle
+  /// lays it out (the chunk XOR-ed with row % 8; index operands).
+  Value swizzle128Offset(Value row, Value chunk, Value byte);
   /// The global-memory pointer (!llvm.ptr<1>) `byteOffset` (index) bytes
   /// into the buffer of `memref`, a kernel parameter (the ABI's
   /// descriptors have offset 0).
