@@ -119,6 +119,15 @@
 // PTX: cvt.rn.bf16x2.f32
 
 // PTXAS-NOT: C7508
+// RUN: ptxas -arch=sm_90a -v %t.bundle/liger_kernels.sm_90a.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=SPILLS
+// The D 128 backward keeps its step loop in registers: under 100 bytes of
+// spills, outside the loop (the values the loop derives from the thread's
+// and the tile's invariants, every k slice's wgmma descriptor and every
+// register's mask bound, go through GpuBuilder::inLoop; hoisted and held
+// across the loop, they spilled 384 bytes, reloaded in every step).
+// SPILLS-LABEL: Compiling entry function 'gqa_causal_attention_0'
+// SPILLS-NEXT: Function properties for gqa_causal_attention_0
+// SPILLS-NEXT: {{ [0-9]?[0-9]}} bytes stack frame,{{ [0-9]?[0-9]}} bytes spill stores
 // PTXAS-DAG: Compiling entry function 'forward_attention_0'
 // PTXAS-DAG: Compiling entry function 'd64_attention_0'
 // PTXAS-DAG: Compiling entry function 'gqa_causal_attention_0'

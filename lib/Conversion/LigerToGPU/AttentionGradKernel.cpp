@@ -1,14 +1,14 @@
 //===- AttentionGradKernel.cpp - liger.attention_grad as a wgmma kernel ---===//
 //
 // The attention template's backward (sm_90a), FlashAttention-3's form: a
-// liger.attention_grad with the forward's saved `out` and `lse` as one
-// persistent kernel and a finishing kernel.
+// liger.attention_grad with the forward's saved `out` and `lse` as a
+// prepare kernel, one persistent kernel and a finishing kernel.
 //
+//   prepare: per query row, lse · log2 e and D = rowsum(dO ∘ out)  (f32)
 //   for each tile of 128 key rows of one (batch, key/value head):
 //     dK = 0, dV = 0                                (f32, registers)
 //     for each query head g of the group, each block of 64 query rows
 //     that sees a key of the tile (causal: from the tile's diagonal on):
-//       Dᵢ = rowsum(dO ∘ O)                         (f32)
 //       Sᵀ = K · qᵀ,  dPᵀ = V · dOᵀ                  (wgmma, f32)
 //       Pᵀ = exp2(Sᵀ · scale · log2 e - lse · log2 e), 0 where masked
 //       dSᵀ = Pᵀ ∘ (dPᵀ - D)
@@ -21,28 +21,26 @@
 // takes tile b of even rounds, gridDim.x - 1 - b of odd ones); under a
 // causal mask the tiles go heaviest first (every head's first key rows,
 // which see the most queries), without one a head's tiles are consecutive.
-// Threads 0-127 are the producer warpgroup (registers lowered to 40): its
+// Threads 0-127 are the producer warpgroup (registers lowered to 24): its
 // first thread loads the tile's k and v (128 rows) once the consumers
-// released the last tile's, and each step's q, dO and out blocks (64 rows)
-// into a ring of `stages` stages (full and empty mbarriers, the fills
-// counted across the CTA's tiles), all with TMA through the 3-D maps of the
-// heads tensors (zero past each head's sequence). Warpgroups 1 and 2 are
-// the consumers, 64 key rows each. At each step all 256 consumer threads
-// first compute D for the block's 64 rows from the staged dO and out (a
-// row a quad) and stage it beside lse · log2 e, then each warpgroup
-// computes its Sᵀ and dPᵀ (m64n64, K-major operands), masks and forms Pᵀ
-// and dSᵀ in registers (rows: keys, columns: queries), writes dSᵀ to shared
-// memory (128-byte swizzled rows of 64 queries), and after a barrier
-// between the consumers issues dV += Pᵀ·dO and dK += dSᵀ·q with the A
-// operands from registers (the accumulator fragment is the A fragment)
-// and dO and q MN-major, and dQ = dS·K with dS from shared memory (A
-// MN-major: transposed) and K MN-major: for D 128 each warpgroup takes 64
-// of dQ's columns over all 128 keys, for D 64 each its own 64 keys. dQ is
-// staged in shared memory and added to an f32 workspace [B, Hq, T, D]
-// (zero-filled by the launcher) by TMA reductions (cp.reduce.async.bulk
-// .add), issued by each warpgroup's first thread; the finishing kernel
-// scales and rounds it into dq.
-//
+// released the last tile's, and each step's q and dO blocks (64 rows, by
+// TMA through the 3-D maps of the heads tensors, zero past each head's
+// sequence) and their rows' statistics (a bulk copy from the prepare
+// kernel's workspace, up to the sequence's end) into a ring of `stages`
+// stages (full and empty mbarriers, the fills counted across the CTA's
+// tiles). Warpgroups 1 and 2 are the consumers, 64 key rows each. At each
+// step each warpgroup computes its Sᵀ and dPᵀ (m64n64, K-major operands),
+// masks and forms Pᵀ and dSᵀ in registers (rows: keys, columns: queries)
+// with the staged statistics, writes dSᵀ to shared memory (128-byte
+// swizzled rows of 64 queries), and after a barrier between the consumers
+// issues dV += Pᵀ·dO and dK += dSᵀ·q with the A operands from registers
+// (the accumulator fragment is the A fragment) and dO and q MN-major, and
+// dQ = dS·K with dS from shared memory (A MN-major: transposed) and K
+// MN-major: for D 128 each warpgroup takes 64 of dQ's columns over all 128
+// keys, for D 64 each its own 64 keys. dQ is staged in shared memory and
+// added to an f32 workspace [B, Hq, T, D] (zero-filled by the launcher) by
+// TMA reductions (cp.reduce.async.bulk .add), issued by each warpgroup's
+// first thread; the finishing kernel scales and rounds it into dq.
 //===----------------------------------------------------------------------===//
 
 #include "liger/Conversion/LigerToGPU/AttentionKernel.h"
@@ -319,10 +317,7 @@ void GradKernelBuilder::emitConsumer(GpuBuilder &b) const {
   // or all 64 columns over its own 64 keys (D 64).
   bool splitColumns = d == 128;
   int64_t dqSlices = splitColumns ? kKeyTile / 16 : 64 / 16;
-  Value dqColumn0 = splitColumns ? b.mul(wg, 64) : b.index(0);
   Value wgThread = b.rem(ctid, 128);
-  Value dqPart =
-      b.add(b.i32(layout.dqOffset()), b.toI32(b.mul(wg, layout.dqPartBytes())));
 
   forEachTile(b, [&](GpuBuilder &tb, const GradTile &t, Value i, Value fills) {
     tb.mbarrierWaitParity(at(tb, layout.keysFullBarrier()),
@@ -351,20 +346,32 @@ void GradKernelBuilder::emitConsumer(GpuBuilder &b) const {
                             waitTicks(lb));
       Value qTile = stageTile(lb, s, 0), doTile = stageTile(lb, s, 1),
             statsTile = stageTile(lb, s, 2);
+      // The thread's and the tile's invariants pass through inLoop: what
+      // the step derives from them (every k slice's descriptor, every
+      // register's mask bound and shared-memory offset) is computed here,
+      // not hoisted and held across the loop (at D 128 that spilled about
+      // 400 bytes, reloaded in every step).
+      Value wgL = lb.inLoop(wg), quadL = lb.inLoop(quadCol),
+            rowL = lb.inLoop(rowInWg);
+      auto kMajor = [&](Value offset) {
+        return lb.wgmmaDescriptor(sharedBase, offset,
+                                  wgmmaKMajorDescriptorFields(128));
+      };
+      auto mnMajor = [&](Value offset, int64_t boxBytes) {
+        return lb.wgmmaDescriptor(sharedBase, offset,
+                                  wgmmaMNMajorDescriptorFields(boxBytes));
+      };
 
       // Sᵀ = K · qᵀ and dPᵀ = V · dOᵀ: K-major operands, D / 16 slices.
       auto issueBlock = [&](GpuBuilder &gb, Value aRows, Value bTile) {
+        Value aBase = gb.inLoop(kMajor(aRows)), bBase = kMajor(bTile);
         Value acc = LLVM::UndefOp::create(gb, blockType);
         for (int64_t kk = 0; kk < d / 16; ++kk) {
           int64_t slice = (kk % 4) * 32;
-          Value a = gb.wgmmaDescriptor(
-              sharedBase,
-              gb.add(aRows, (kk / 4) * layout.keyBoxBytes() + slice),
-              wgmmaKMajorDescriptorFields(128));
-          Value bd = gb.wgmmaDescriptor(
-              sharedBase,
-              gb.add(bTile, (kk / 4) * layout.queryBoxBytes() + slice),
-              wgmmaKMajorDescriptorFields(128));
+          Value a = gb.wgmmaDescriptorAdvance(
+              aBase, (kk / 4) * layout.keyBoxBytes() + slice);
+          Value bd = gb.wgmmaDescriptorAdvance(
+              bBase, (kk / 4) * layout.queryBoxBytes() + slice);
           acc = gb.wgmmaShared(acc, 64, elem, a, bd, /*accumulate=*/kk > 0);
         }
         return acc;
@@ -377,28 +384,47 @@ void GradKernelBuilder::emitConsumer(GpuBuilder &b) const {
       sAcc = lb.fenceOperands(sAcc);
       dpAcc = lb.fenceOperands(dpAcc);
 
-      // Pᵀ and dSᵀ: register r holds key row keyRow[(r % 4) / 2] and query
-      // column 8 (r / 4) + quadCol + r % 2 of the block.
+      // Pᵀ and dSᵀ: register r holds key row keyRow[h], h = (r % 4) / 2,
+      // and query column quadCol + c, c = 8 (r / 4) + r % 2, of the block;
+      // its terms count where lo[h] <= c < hi (i32): below hi the query row
+      // is in the sequence, from lo[h] on its key is in the keys and (under
+      // a causal mask: key + T <= query + S) seen by it.
+      Type i32 = lb.getI32Type();
+      Value quad = lb.toI32(quadL);
+      Value seq32 = lb.toI32(seq), kvSeq32 = lb.toI32(kvSeq),
+            m032 = lb.toI32(step.m0);
+      Value hi = lb.sub(lb.sub(seq32, m032), quad);
+      Value lo[2];
+      for (int64_t h = 0; h < 2; ++h) {
+        Value key = lb.toI32(
+            lb.add(lb.add(t.n0, lb.mul(wgL, 64)), lb.add(rowL, 8 * h)));
+        Value seen = plan.causal ? lb.sub(lb.sub(lb.add(key, seq32), kvSeq32),
+                                          lb.add(m032, quad))
+                                 : lb.i32(0);
+        lo[h] = lb.select(lb.lessThan(key, kvSeq32), seen,
+                          lb.constant(i32, INT32_MAX));
+      }
+      // The statistics of the thread's columns (lse · log2 e and D; stale
+      // past the sequence's end, where the terms are selected away).
+      Value statsBase = lb.add(statsTile, lb.mul(quad, kStatsRowBytes));
+      Value rowStats[16];
+      for (int64_t c = 0; c < 16; ++c)
+        rowStats[c] = lb.loadShared(
+            VectorType::get({2}, f32),
+            at(lb, lb.add(statsBase, (8 * (c / 2) + c % 2) * kStatsRowBytes)),
+            8);
       SmallVector<Value> p(32), ds(32);
       for (int64_t r = 0; r < 32; ++r) {
-        Value col = lb.add(quadCol, 8 * (r / 4) + r % 2);
-        Value qRow = lb.add(step.m0, col);
-        Value key = keyRow[(r % 4) / 2];
-        // The row's lse · log2 e and D (stale past the sequence's end:
-        // the row's terms are selected away).
-        Value rowStats = lb.loadShared(
-            VectorType::get({2}, f32),
-            at(lb, lb.add(statsTile, lb.toI32(lb.mul(col, kStatsRowBytes)))),
-            8);
-        Value lse2 = vector::ExtractOp::create(lb, rowStats, 0);
-        Value rowD = vector::ExtractOp::create(lb, rowStats, 1);
-        Value valid = arith::AndIOp::create(lb, lb.lessThan(qRow, seq),
-                                            lb.lessThan(key, kvSeq));
-        if (plan.causal)
-          valid = arith::AndIOp::create(
-              lb, valid,
-              arith::CmpIOp::create(lb, arith::CmpIPredicate::ule,
-                                    lb.add(key, seq), lb.add(qRow, kvSeq)));
+        int64_t c = 8 * (r / 4) + r % 2;
+        Value column = lb.i32(c);
+        Value valid = arith::AndIOp::create(
+            lb,
+            arith::CmpIOp::create(lb, arith::CmpIPredicate::sge, column,
+                                  lo[(r % 4) / 2]),
+            arith::CmpIOp::create(lb, arith::CmpIPredicate::slt, column, hi));
+        Value stats = rowStats[2 * (r / 4) + r % 2];
+        Value lse2 = vector::ExtractOp::create(lb, stats, 0);
+        Value rowD = vector::ExtractOp::create(lb, stats, 1);
         Value x = LLVM::ExtractValueOp::create(lb, sAcc, r);
         Value e = lb.ex2Approx(math::FmaOp::create(
             lb, x, cScale, arith::NegFOp::create(lb, lse2)));
@@ -416,6 +442,23 @@ void GradKernelBuilder::emitConsumer(GpuBuilder &b) const {
         dsA.push_back(
             lb.packMmaOperand(ds[r], ds[r + 1], elem, Value(), /*asI32=*/true));
       }
+      // dV += Pᵀ · dO and dK += dSᵀ · q (A from registers, B MN-major),
+      // issued first: the Tensor Cores run them while the consumers meet
+      // and write dSᵀ for dQ's product.
+      NVVM::WgmmaFenceAlignedOp::create(lb);
+      Value doBase = mnMajor(doTile, layout.queryBoxBytes()),
+            qBase = mnMajor(qTile, layout.queryBoxBytes());
+      for (int64_t kk = 0; kk < kQueryBlock / 16; ++kk) {
+        dV =
+            lb.wgmmaRegisterA(dV, d, elem, ArrayRef<Value>(pA).slice(4 * kk, 4),
+                              lb.wgmmaDescriptorAdvance(doBase, kk * 16 * 128),
+                              /*bMNMajor=*/true);
+        dK = lb.wgmmaRegisterA(dK, d, elem,
+                               ArrayRef<Value>(dsA).slice(4 * kk, 4),
+                               lb.wgmmaDescriptorAdvance(qBase, kk * 16 * 128),
+                               /*bMNMajor=*/true);
+      }
+      NVVM::WgmmaGroupSyncAlignedOp::create(lb);
       // With D 128 each warpgroup's dQ reads the other's dSᵀ rows: both
       // are past the last step's dQ before either writes them again.
       if (splitColumns)
@@ -424,9 +467,9 @@ void GradKernelBuilder::emitConsumer(GpuBuilder &b) const {
       // column 8 jj + quadCol, in 128-byte rows swizzled as TMA would.
       for (int64_t jj = 0; jj < 8; ++jj)
         for (int64_t h = 0; h < 2; ++h) {
-          Value row = lb.add(lb.mul(wg, 64), lb.add(rowInWg, 8 * h));
+          Value row = lb.add(lb.mul(wgL, 64), lb.add(rowL, 8 * h));
           Value offset =
-              lb.swizzle128Offset(row, lb.index(jj), lb.mul(quadCol, 2));
+              lb.swizzle128Offset(row, lb.index(jj), lb.mul(quadL, 2));
           lb.storeShared(dsA[2 * jj + h],
                          at(lb, lb.add(lb.i32(layout.dsOffset()), offset)), 4);
         }
@@ -440,40 +483,26 @@ void GradKernelBuilder::emitConsumer(GpuBuilder &b) const {
       }
       lb.namedBarrier(lb.i32(kConsumerBarrier), kConsumerThreads);
 
-      // dV += Pᵀ · dO and dK += dSᵀ · q (A from registers, B MN-major), and
-      // this warpgroup's part of dQ = dS · K (dS MN-major from shared
+      // This warpgroup's part of dQ = dS · K (dS MN-major from shared
       // memory: transposed; K MN-major).
       NVVM::WgmmaFenceAlignedOp::create(lb);
-      for (int64_t kk = 0; kk < kQueryBlock / 16; ++kk) {
-        auto mnMajor = [&](Value tile) {
-          return lb.wgmmaDescriptor(
-              sharedBase, lb.add(tile, kk * 16 * 128),
-              wgmmaMNMajorDescriptorFields(layout.queryBoxBytes()));
-        };
-        dV =
-            lb.wgmmaRegisterA(dV, d, elem, ArrayRef<Value>(pA).slice(4 * kk, 4),
-                              mnMajor(doTile), /*bMNMajor=*/true);
-        dK = lb.wgmmaRegisterA(dK, d, elem,
-                               ArrayRef<Value>(dsA).slice(4 * kk, 4),
-                               mnMajor(qTile), /*bMNMajor=*/true);
-      }
       Value dQ = LLVM::UndefOp::create(lb, blockType);
+      Value dqColumn = splitColumns ? lb.mul(wgL, 64) : lb.index(0);
       {
-        Value keySlice0 = splitColumns ? lb.index(0) : lb.mul(wg, 4);
+        Value rows0 = lb.toI32(
+            lb.mul(splitColumns ? lb.index(0) : lb.mul(wgL, 4), 16 * 128));
         Value kBox = lb.add(
             lb.i32(layout.kOffset()),
-            lb.toI32(lb.mul(lb.div(dqColumn0, 64), layout.keyBoxBytes())));
-        for (int64_t kk = 0; kk < dqSlices; ++kk) {
-          Value rows = lb.toI32(lb.mul(lb.add(keySlice0, kk), 16 * 128));
-          Value a = lb.wgmmaDescriptor(
-              sharedBase, lb.add(lb.i32(layout.dsOffset()), rows),
-              wgmmaMNMajorDescriptorFields(layout.dsBytes()));
-          Value bd = lb.wgmmaDescriptor(
-              sharedBase, lb.add(kBox, rows),
-              wgmmaMNMajorDescriptorFields(layout.keyBoxBytes()));
-          dQ = lb.wgmmaShared(dQ, 64, elem, a, bd, /*accumulate=*/kk > 0,
+            lb.toI32(lb.mul(lb.div(dqColumn, 64), layout.keyBoxBytes())));
+        Value aBase =
+            mnMajor(lb.add(lb.i32(layout.dsOffset()), rows0), layout.dsBytes());
+        Value bBase = mnMajor(lb.add(kBox, rows0), layout.keyBoxBytes());
+        for (int64_t kk = 0; kk < dqSlices; ++kk)
+          dQ = lb.wgmmaShared(dQ, 64, elem,
+                              lb.wgmmaDescriptorAdvance(aBase, kk * 16 * 128),
+                              lb.wgmmaDescriptorAdvance(bBase, kk * 16 * 128),
+                              /*accumulate=*/kk > 0,
                               /*aMNMajor=*/true, /*bMNMajor=*/true);
-        }
       }
       NVVM::WgmmaGroupSyncAlignedOp::create(lb);
       NVVM::WgmmaWaitGroupSyncOp::create(lb, 0);
@@ -489,10 +518,12 @@ void GradKernelBuilder::emitConsumer(GpuBuilder &b) const {
       // box column / 32, 16-byte chunk XOR-swizzled by the row as TMA
       // reads it), then added by a TMA reduction of the two boxes, whose
       // map clips the rows past the sequence.
+      Value dqPart = lb.add(lb.i32(layout.dqOffset()),
+                            lb.toI32(lb.mul(wgL, layout.dqPartBytes())));
       for (int64_t r = 0; r < 32; r += 2) {
-        Value row = lb.add(rowInWg, 8 * ((r % 4) / 2));
+        Value row = lb.add(rowL, 8 * ((r % 4) / 2));
         int64_t col = 8 * (r / 4) + r % 2; // + quadCol
-        Value inBox = lb.add(quadCol, col % 32);
+        Value inBox = lb.add(quadL, col % 32);
         Value offset = lb.add(lb.swizzle128Offset(row, lb.div(inBox, 4),
                                                   lb.mul(lb.rem(inBox, 4), 4)),
                               (col / 32) * layout.dqBoxBytes());
@@ -503,13 +534,13 @@ void GradKernelBuilder::emitConsumer(GpuBuilder &b) const {
         lb.storeShared(pair, at(lb, lb.add(dqPart, offset)), 8);
       }
       lb.fenceProxyAsyncShared();
-      lb.namedBarrier(lb.toI32(lb.add(wg, kWarpgroupBarrier)), 128);
+      lb.namedBarrier(lb.toI32(lb.add(wgL, kWarpgroupBarrier)), 128);
       {
         GpuBuilder ib = lb.ifThen(lb.equal(wgThread, 0));
         for (int64_t box = 0; box < 2; ++box)
           ib.tmaReduceAdd(dqAccMap,
                           at(ib, ib.add(dqPart, box * layout.dqBoxBytes())),
-                          ValueRange{ib.toI32(ib.add(dqColumn0, 32 * box)),
+                          ValueRange{ib.toI32(ib.add(dqColumn, 32 * box)),
                                      ib.toI32(step.m0), ib.toI32(step.qIndex)});
         NVVM::CpAsyncBulkCommitGroupOp::create(ib);
       }

@@ -297,17 +297,20 @@ void AttentionKernelBuilder::emitConsumer(GpuBuilder &b) const {
     };
     // S = q · kᵀ of stage s: D / 16 K slices, 32 bytes into each 128-byte
     // row (the caller fences before and commits after).
+    // (q's descriptor passes through inLoop: its slices' descriptors are
+    // computed with the product, not held across the loop.)
     auto issueS = [&](GpuBuilder &gb, Value s) {
-      Value kTile = kvTileOffset(gb, s, false);
+      Value qBase = gb.inLoop(gb.wgmmaDescriptor(
+          sharedBase, qBlock, wgmmaKMajorDescriptorFields(128)));
+      Value kBase = gb.wgmmaDescriptor(sharedBase, kvTileOffset(gb, s, false),
+                                       wgmmaKMajorDescriptorFields(128));
       Value acc = LLVM::UndefOp::create(gb, sType);
       for (int64_t kk = 0; kk < d / 16; ++kk) {
         int64_t slice = (kk % 4) * 32;
-        Value a = gb.wgmmaDescriptor(
-            sharedBase, gb.add(qBlock, (kk / 4) * layout.qBoxBytes() + slice),
-            wgmmaKMajorDescriptorFields(128));
-        Value kd = gb.wgmmaDescriptor(
-            sharedBase, gb.add(kTile, (kk / 4) * layout.kvBoxBytes() + slice),
-            wgmmaKMajorDescriptorFields(128));
+        Value a = gb.wgmmaDescriptorAdvance(
+            qBase, (kk / 4) * layout.qBoxBytes() + slice);
+        Value kd = gb.wgmmaDescriptorAdvance(
+            kBase, (kk / 4) * layout.kvBoxBytes() + slice);
         acc = gb.wgmmaShared(acc, bn, elem, a, kd, /*accumulate=*/kk > 0);
       }
       return acc;
@@ -315,14 +318,13 @@ void AttentionKernelBuilder::emitConsumer(GpuBuilder &b) const {
     // O += P · v of stage s: P's 16-column slices as A fragments, v's
     // 16-row slices MN-major (boxes of 64 columns of D, kvBoxBytes apart).
     auto issuePV = [&](GpuBuilder &gb, Value o, ArrayRef<Value> p, Value s) {
-      Value vTile = kvTileOffset(gb, s, true);
-      for (int64_t kk = 0; kk < bn / 16; ++kk) {
-        Value vd = gb.wgmmaDescriptor(
-            sharedBase, gb.add(vTile, kk * 16 * 128),
-            wgmmaMNMajorDescriptorFields(layout.kvBoxBytes()));
-        o = gb.wgmmaRegisterA(o, d, elem, p.slice(4 * kk, 4), vd,
+      Value vBase =
+          gb.wgmmaDescriptor(sharedBase, kvTileOffset(gb, s, true),
+                             wgmmaMNMajorDescriptorFields(layout.kvBoxBytes()));
+      for (int64_t kk = 0; kk < bn / 16; ++kk)
+        o = gb.wgmmaRegisterA(o, d, elem, p.slice(4 * kk, 4),
+                              gb.wgmmaDescriptorAdvance(vBase, kk * 16 * 128),
                               /*bMNMajor=*/true);
-      }
       return o;
     };
     // Block j's scores, masked where the block reaches past the keys' end or

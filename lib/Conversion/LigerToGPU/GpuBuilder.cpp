@@ -395,6 +395,11 @@ Value GpuBuilder::wgmmaDescriptor(Value baseAddress, Value byteOffset,
   return arith::OrIOp::create(*this, start, i64(static_cast<int64_t>(fields)));
 }
 
+Value GpuBuilder::wgmmaDescriptorAdvance(Value descriptor, int64_t bytes) {
+  assert(bytes % 16 == 0 && "a descriptor's start address is in 16 bytes");
+  return add(descriptor, i64(bytes / 16));
+}
+
 Value GpuBuilder::wgmmaShared(Value acc, int64_t n, Type elementType,
                               Value aDescriptor, Value bDescriptor,
                               bool accumulate, bool aMNMajor, bool bMNMajor) {
@@ -454,7 +459,9 @@ SmallVector<Value> GpuBuilder::fenceRegisters(ValueRange values) {
   SmallVector<Type> types;
   for (Value v : values) {
     constraints += std::string(constraints.empty() ? "" : ",") +
-                   (v.getType().isF32() ? "=f" : "=r");
+                   (v.getType().isF32()         ? "=f"
+                    : v.getType().isInteger(64) ? "=l"
+                                                : "=r");
     types.push_back(v.getType());
   }
   for (size_t i = 0; i < values.size(); ++i)
@@ -486,6 +493,14 @@ Value GpuBuilder::fenceOperands(Value values) {
   for (auto [i, v] : llvm::enumerate(fenceRegisters(fields)))
     out = LLVM::InsertValueOp::create(*this, out, v, i);
   return out;
+}
+
+Value GpuBuilder::inLoop(Value value) {
+  if (!value.getType().isIndex())
+    return fenceRegisters(value).front();
+  Value wide = arith::IndexCastOp::create(*this, getI64Type(), value);
+  return arith::IndexCastOp::create(*this, getIndexType(),
+                                    fenceRegisters(wide).front());
 }
 
 Value GpuBuilder::ex2Approx(Value x) {

@@ -274,6 +274,11 @@ public:
   /// buffer whose address is `baseAddress` (i64): the start address >> 4
   /// with the fixed `fields` (leading and stride offsets, swizzle mode).
   Value wgmmaDescriptor(Value baseAddress, Value byteOffset, uint64_t fields);
+  /// The descriptor of the tile `bytes` (a multiple of 16) past
+  /// `descriptor`'s: one add to its start address field (shared addresses
+  /// stay below its 2^18-byte reach), so that a product's k slices share
+  /// one base descriptor.
+  Value wgmmaDescriptorAdvance(Value descriptor, int64_t bytes);
   /// acc + a · B by one wgmma.mma_async m64n`n`k16 whose A comes from
   /// registers: `a` is four `elementType` pairs as i32 (an m64n16 slice of
   /// an accumulator, rounded: the accumulator fragment is A's), B the
@@ -291,7 +296,7 @@ public:
                     Value bDescriptor, bool accumulate, bool aMNMajor = false,
                     bool bMNMajor = false);
 
-  /// `values` (f32 or i32 registers) through an empty asm statement that
+  /// `values` (f32, i32 or i64 registers) through an empty asm statement that
   /// claims to change them (CUTLASS's fence_operand): placed after a
   /// wgmma.wait_group, it keeps every read of the registers below the
   /// wait, and keeps an in-flight wgmma's A registers live until then (else
@@ -300,6 +305,12 @@ public:
   SmallVector<Value> fenceRegisters(ValueRange values);
   /// A struct of f32 (a wgmma accumulator) through fenceRegisters.
   Value fenceOperands(Value values);
+  /// `value` (index, i32 or i64) through fenceRegisters where it is used in
+  /// a loop: what is computed from it stays in the loop. Else LLVM hoists
+  /// every loop-invariant value derived from it (each k slice's descriptor,
+  /// each register's mask offset) and the loop holds them all in registers,
+  /// which a kernel near its register limit spills.
+  Value inLoop(Value value);
   /// 2^x as one ex2.approx.ftz.f32 (math.exp2 with afn gives the non-ftz
   /// form, which ptxas brackets with a range test and two multiplies): for
   /// a softmax, whose arguments are at most 0 and whose denormal results
