@@ -1121,9 +1121,9 @@ def _apply(family, flags):
             _warn_once('attention=True: a class patch cannot choose the attention of models '
                        'built afterwards: build them with attn_implementation="%s" (registered '
                        'now), or patch a model (model=...)' % ATTENTION_IMPLEMENTATION)
-        elif _kept_attention(model.config):
+        elif (kept := _kept_attention(model.config)):
             _warn_once("attention=True: %s keeps its attention: %s"
-                       % (type(model).__name__, _kept_attention(model.config)))
+                       % (type(model).__name__, kept))
         else:
             model.set_attn_implementation(ATTENTION_IMPLEMENTATION)
     # What the loss reads besides the family: its output class (found here:

@@ -325,9 +325,13 @@ void GradKernelBuilder::emitConsumer(GpuBuilder &b) const {
     // This warpgroup's 64 key rows of the k and v tiles.
     Value kRows = tb.add(tb.i32(layout.kOffset()), tb.toI32(tb.mul(wg, 8192)));
     Value vRows = tb.add(tb.i32(layout.vOffset()), tb.toI32(tb.mul(wg, 8192)));
-    Value keyRow[2] = {
-        tb.add(tb.add(t.n0, tb.mul(wg, 64)), rowInWg),
-        tb.add(tb.add(t.n0, tb.mul(wg, 64)), tb.add(rowInWg, 8))};
+    // The key rows of a thread's registers: row 8 h of its warpgroup's
+    // (`group`) 64 from the thread's `row` in it.
+    auto keyRowOf = [&](GpuBuilder &kb, Value group, Value row, int64_t h) {
+      return kb.add(kb.add(t.n0, kb.mul(group, 64)), kb.add(row, 8 * h));
+    };
+    Value keyRow[2] = {keyRowOf(tb, wg, rowInWg, 0),
+                       keyRowOf(tb, wg, rowInWg, 1)};
 
     auto steps =
         scf::ForOp::create(tb, tb.index(0), t.steps, tb.index(1),
@@ -396,8 +400,7 @@ void GradKernelBuilder::emitConsumer(GpuBuilder &b) const {
       Value hi = lb.sub(lb.sub(seq32, m032), quad);
       Value lo[2];
       for (int64_t h = 0; h < 2; ++h) {
-        Value key = lb.toI32(
-            lb.add(lb.add(t.n0, lb.mul(wgL, 64)), lb.add(rowL, 8 * h)));
+        Value key = lb.toI32(keyRowOf(lb, wgL, rowL, h));
         Value seen = plan.causal ? lb.sub(lb.sub(lb.add(key, seq32), kvSeq32),
                                           lb.add(m032, quad))
                                  : lb.i32(0);

@@ -93,7 +93,7 @@ class Options:
       yet measured faster than cuBLAS and the activation's kernel);
     attention: SDPA's attention as liger::attention where its kernels take
       the call (off by default: on the H200 the attention kernels' forward
-      + backward measure 0.62-0.68x cuDNN's, docs/benchmarks.md).
+      + backward measure 0.80-0.92x cuDNN's, docs/benchmarks.md).
     """
 
     loss_memory_budget: int = 2 ** 29
