@@ -4,8 +4,11 @@
 its default backend and with each backend forced (cuDNN, FlashAttention-2,
 memory-efficient), Llama-3-8B's heads (32 query over 8 key/value heads,
 head dimension 128, bf16), batch x sequence = 16384 tokens at sequences
-2048, 4096 and 8192, causal and not. FLOPs count the causal half (4 B Hq
-T² D, halved under the mask; forward + backward 3.5 times that); the
+2048, 4096 and 8192, causal and not, and with --window causal with a
+sliding window of WINDOW keys (the SDPA backends given it as an explicit
+mask; those that take none are skipped). FLOPs count the scores the mask
+keeps (4 B Hq D for each: T²/2 causal, about T·W with the window;
+forward + backward 3.5 times that); the
 floor is those FLOPs at the bf16 matrix rate measured in this run. Each
 output and gradient is checked against SDPA's first. Times are
 triton.testing.do_bench medians. Forward + backward rows ("fwd+bwd"):
@@ -33,6 +36,8 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from liger import runtime
 
 BF16 = torch.bfloat16
+# The window of bench/attention.mlir's @llama_window kernels.
+WINDOW = 1024
 BACKENDS = {"sdpa (default)": None, "cudnn": SDPBackend.CUDNN_ATTENTION,
             "flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION}
 
@@ -44,6 +49,8 @@ def main():
     ap.add_argument("--seqs", default="2048,4096,8192")
     ap.add_argument("--json", default=None)
     ap.add_argument("--no-backward", action="store_true")
+    ap.add_argument("--window", action="store_true",
+                    help="add the rows of a sliding window of %d keys" % WINDOW)
     args = ap.parse_args()
     ours = runtime.load(args.bundle)
     rate = matrix_rate()
@@ -58,11 +65,23 @@ def main():
         k = torch.randn(b, hkv, seq, d, dtype=BF16, device="cuda")
         v = torch.randn(b, hkv, seq, d, dtype=BF16, device="cuda")
         kr, vr = k.repeat_interleave(hq // hkv, 1), v.repeat_interleave(hq // hkv, 1)
-        for causal in (True, False):
-            flops = 4 * b * hq * seq * seq * d * (0.5 if causal else 1.0)
-            kernel = ours["llama_%s_attention_0" % ("causal" if causal else "full")]
+        modes = [("causal", True, None), ("full", False, None)]
+        if args.window:
+            modes.append(("window", True, WINDOW))
+        for mode, causal, window in modes:
+            # The scores each query keeps: min(i + 1, W) keys for query i.
+            kept = seq * seq / 2 if causal else seq * seq
+            if window:
+                w = min(window, seq)
+                kept = w * (w + 1) / 2 + (seq - w) * w
+            flops = 4 * b * hq * kept * d
+            # SDPA's own arguments for the mask: is_causal, or a [T, S]
+            # boolean mask of the window.
+            mask = {"is_causal": causal} if not window else {"attn_mask": torch.ones(
+                seq, seq, dtype=torch.bool, device="cuda").tril().triu(1 - window)}
+            kernel = ours["llama_%s_attention_0" % mode]
             out = torch.empty_like(q)
-            ref = F.scaled_dot_product_attention(q, kr, vr, is_causal=causal)
+            ref = F.scaled_dot_product_attention(q, kr, vr, **mask)
             out.fill_(float("nan"))
             kernel(q, k, v, out=[out])
             err = ((out.float() - ref.float()).norm() / ref.float().norm()).item()
@@ -70,24 +89,23 @@ def main():
                 sys.exit("liger's attention differs from SDPA's at seq %d: %.3g" % (seq, err))
             impls = {"liger": lambda: kernel(q, k, v, out=[out])}
             for name, backend in BACKENDS.items():
-                def call(backend=backend):
+                def call(backend=backend, mask=mask):
                     if backend is None:
-                        return F.scaled_dot_product_attention(q, k, v, is_causal=causal,
-                                                              enable_gqa=True)
+                        return F.scaled_dot_product_attention(q, k, v, **mask, enable_gqa=True)
                     with sdpa_kernel(backend):
-                        return F.scaled_dot_product_attention(q, kr, vr, is_causal=causal)
+                        return F.scaled_dot_product_attention(q, kr, vr, **mask)
                 try:
                     call()
                 except RuntimeError as e:  # a backend that does not take the case
                     print("  %s: not available (%s)" % (name, str(e).splitlines()[0][:80]))
                     continue
                 impls[name] = call
-            report(rows, impls, {"seq": seq, "batch": b, "causal": causal, "pass": "fwd"},
-                   flops, rate)
+            case = {"seq": seq, "batch": b, "causal": causal, "window": window}
+            report(rows, impls, dict(case, **{"pass": "fwd"}), flops, rate)
             if args.no_backward:
                 continue
             # Forward + backward.
-            prefix = "llama_%s" % ("causal" if causal else "full")
+            prefix = "llama_%s" % mode
             fwd, bwd = ours[prefix + "_lse_attention_0"], ours[prefix + "_grad_attention_0"]
             grad = torch.randn_like(q)
             lse = torch.empty(b, hq, seq, device="cuda")
@@ -98,7 +116,7 @@ def main():
                 bwd(grad, q, k, v, out, lse, out=grads)
             leaves = [x.detach().clone().requires_grad_() for x in (q, k, v)]
             ref_grads = torch.autograd.grad(
-                F.scaled_dot_product_attention(*leaves, is_causal=causal, enable_gqa=True),
+                F.scaled_dot_product_attention(*leaves, **mask, enable_gqa=True),
                 leaves, grad)
             for x in grads:
                 x.fill_(float("nan"))
@@ -116,17 +134,15 @@ def main():
                 ins = [x.detach().clone().requires_grad_()
                        for x in ((q, k, v) if gqa else (q, kr, vr))]
 
-                def step(backend=backend, ins=ins, gqa=gqa):
+                def step(backend=backend, ins=ins, gqa=gqa, mask=mask):
                     if backend is None:
-                        o = F.scaled_dot_product_attention(*ins, is_causal=causal,
-                                                           enable_gqa=True)
+                        o = F.scaled_dot_product_attention(*ins, **mask, enable_gqa=True)
                     else:
                         with sdpa_kernel(backend):
-                            o = F.scaled_dot_product_attention(*ins, is_causal=causal)
+                            o = F.scaled_dot_product_attention(*ins, **mask)
                     return torch.autograd.grad(o, ins, grad)
                 train[name] = step
-            report(rows, train, {"seq": seq, "batch": b, "causal": causal, "pass": "fwd+bwd"},
-                   3.5 * flops, rate)
+            report(rows, train, dict(case, **{"pass": "fwd+bwd"}), 3.5 * flops, rate)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(dict(rate_tflops=rate, rows=rows), f, indent=1)
@@ -139,7 +155,8 @@ def report(rows, impls, case, flops, rate):
         row = dict(case, impl=name, ms=t, tflops=flops / t / 1e9, floor_fraction=floor / t)
         rows.append(row)
         print("%-8d %-6s %-8s %-16s %9.3f %9.1f %6.0f%%" % (
-            case["seq"], "causal" if case["causal"] else "full", row["pass"], name, t,
+            case["seq"], "window" if case["window"] else "causal" if case["causal"] else "full",
+            row["pass"], name, t,
             row["tflops"], 100 * row["floor_fraction"]))
 
 

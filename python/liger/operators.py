@@ -52,9 +52,11 @@ reference functions on CPU tensors.
     liger::linear_rope(x, q_weight, k_weight, cos, sin, q_bias?, k_bias?) -> (q, k)
                                              (backward: liger::rope_backward, then
                                               PyTorch's matmuls)
-    liger::attention(q, k, v, causal, scale) -> (out, lse)
-                                             (scale 0: 1/sqrt(D); lse f32 [B, Hq, T])
-    liger::attention_backward(dout, q, k, v, out, lse, causal, scale) -> (dq, dk, dv)
+    liger::attention(q, k, v, causal, scale, window=0) -> (out, lse)
+                                             (scale 0: 1/sqrt(D); window 0: none;
+                                              lse f32 [B, Hq, T])
+    liger::attention_backward(dout, q, k, v, out, lse, causal, scale, window=0)
+        -> (dq, dk, dv)
 
 Row ops take [..., H] inputs and flatten their leading dimensions into
 rows, on the GPU and on the CPU alike; every implementation makes its
@@ -1335,7 +1337,8 @@ _autograd(linear_rope, _linear_rope_grad, _linear_rope_setup)
 #
 # softmax(scale · q·kᵀ + mask)·v of q [B, Hq, T, D] over k and v [B, Hkv, S,
 # D] (grouped-query heads), causal masks aligned bottom-right (query i sees
-# the keys j <= i + S - T). The forward is the attention template's kernel
+# the keys j <= i + S - T; with a sliding window W, only those > i + S - T -
+# W). The forward is the attention template's kernel
 # with the rows' log-sum-exp (liger.attention return_lse); the backward its
 # kernel of liger.attention_grad from the saved output and lse (no
 # probabilities recomputed but from the lse). Both come from one spec's
@@ -1344,53 +1347,67 @@ _autograd(linear_rope, _linear_rope_grad, _linear_rope_setup)
 # call (attention_reference), so the operators run only what has kernels.
 
 
-def _attention_args(q, k, causal, scale):
-    return (q.shape[1], k.shape[1], q.shape[3], q.dtype, causal, scale)
+def _attention_args(q, k, causal, scale, window):
+    return (q.shape[1], k.shape[1], q.shape[3], q.dtype, causal, scale, window)
 
 
-def _attention_kernels(q, k, causal, scale):
+def _attention_kernels(q, k, causal, scale, window):
     return bundles.attention_kernels(_spec(specs.attention_spec,
-                                           _attention_args(q, k, causal, scale), q.device))
+                                           _attention_args(q, k, causal, scale, window),
+                                           q.device))
 
 
-def attention_reference(q, k, v, causal, scale):
+def attention_mask(t, s, causal, window, device):
+    """liger.attention's mask as SDPA's boolean attn_mask [T, S] (True:
+    kept), or None where SDPA's own is_causal (T = S, no window) or no mask
+    says it: causal aligned bottom-right (query i keeps the keys j <= i + S
+    - T), a sliding window W also dropping the keys j <= i + S - T - W."""
+    if not causal or (t == s and not window) or (t == 1 and not window):
+        return None
+    mask = torch.ones(t, s, dtype=torch.bool, device=device).tril(s - t)
+    if window:
+        mask = mask.triu(s - t - window + 1)
+    return mask
+
+
+def attention_reference(q, k, v, causal, scale, window=0):
     """liger.attention by PyTorch's scaled_dot_product_attention (grouped
     heads through enable_gqa; scale 0 or None: its default, 1/sqrt(D)), the
     causal mask aligned bottom-right as liger's: SDPA's is_causal is
     aligned top-left, the same where T = S; a single query sees every key;
-    otherwise an explicit mask. (S < T under a causal mask leaves queries
-    with no key: liger.ops.attention refuses it.)"""
+    otherwise (or with a sliding window) an explicit mask (attention_mask).
+    (S < T under a causal mask leaves queries with no key:
+    liger.ops.attention refuses it.)"""
     t, s = q.shape[2], k.shape[2]
-    mask = None
-    if causal and t != s and t != 1:
-        mask = torch.ones(t, s, dtype=torch.bool, device=q.device).tril(s - t)
+    mask = attention_mask(t, s, causal, window, q.device)
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
-                                          is_causal=bool(causal and t == s),
+                                          is_causal=bool(causal and mask is None and t == s),
                                           scale=scale or None, enable_gqa=True)
 
 
 @_custom_op("liger::attention", mutates_args=())
 def attention(q: Tensor, k: Tensor, v: Tensor, causal: bool,
-              scale: float) -> Tuple[Tensor, Tensor]:
+              scale: float, window: int = 0) -> Tuple[Tensor, Tensor]:
     """(out, lse): the attention's output and each query row's log-sum-exp
     of its scaled, masked scores (f32 [B, Hq, T]), what the backward
     reads."""
-    fwd, _ = _attention_kernels(q, k, causal, scale)
+    fwd, _ = _attention_kernels(q, k, causal, scale, window)
     return fwd(q.contiguous(), k.contiguous(), v.contiguous())
 
 
 @attention.register_fake
-def _(q, k, v, causal, scale):
+def _(q, k, v, causal, scale, window=0):
     return _like(q), q.new_empty(q.shape[:3], dtype=F32)
 
 
 @_custom_op("liger::attention_backward", mutates_args=())
 def attention_backward(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor,
-                       causal: bool, scale: float) -> Tuple[Tensor, Tensor, Tensor]:
+                       causal: bool, scale: float,
+                       window: int = 0) -> Tuple[Tensor, Tensor, Tensor]:
     """(dq, dk, dv) for the incoming gradient of the output, from the
     forward's saved output and lse: one kernel (dk and dv of a key/value
     head summed over its query heads)."""
-    spec = _spec(specs.attention_spec, _attention_args(q, k, causal, scale), q.device)
+    spec = _spec(specs.attention_spec, _attention_args(q, k, causal, scale, window), q.device)
     _, bwd = bundles.attention_kernels(spec)
     if bwd is None:
         raise LigerError("the attention kernels of %s (target %s) have no backward: %s" % (
@@ -1401,22 +1418,24 @@ def attention_backward(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tenso
 
 
 @attention_backward.register_fake
-def _(dout, q, k, v, out, lse, causal, scale):
+def _(dout, q, k, v, out, lse, causal, scale, window=0):
     return _like(q), _like(k), _like(v)
 
 
 def _attention_setup(ctx, inputs, output):
-    q, k, v, causal, scale = inputs
+    q, k, v, causal, scale = inputs[:5]
+    window = inputs[5] if len(inputs) > 5 else 0  # (its default, where not given)
     out, lse = output
     ctx.save_for_backward(q, k, v, out, lse)
-    ctx.config = (causal, scale)
+    ctx.config = (causal, scale, window)
+    ctx.inputs = len(inputs)
     ctx.mark_non_differentiable(lse)
 
 
 def _attention_grad(ctx, dout, _dlse):
     q, k, v, out, lse = ctx.saved_tensors
     dq, dk, dv = call(attention_backward, dout, q, k, v, out, lse, *ctx.config)
-    return dq, dk, dv, None, None
+    return (dq, dk, dv) + (None,) * (ctx.inputs - 3)
 
 
 _autograd(attention, _attention_grad, _attention_setup)

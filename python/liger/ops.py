@@ -1021,14 +1021,18 @@ def attention_problem(q, k, v, causal):
     return None
 
 
-def _attention_checked(q, k, v, causal, scale):
+def _attention_checked(q, k, v, causal, scale, window):
     device = _tensors("attention", dict(q=q, k=k, v=v))
     causal = check_bool("causal", causal)
     _raise(attention_problem(q, k, v, causal))
     dtype = specs.dtype_name(q.dtype, "liger.ops.attention: q's dtype")
     scale = 0.0 if scale is None else specs.check_float("scale", static(scale), 0.0,
                                                          lo_open=True)
-    return causal, scale, bundles.device_target(device), dtype, _size(q.shape[3])
+    window = 0 if window is None else specs.check_int("window", static(window), 1)
+    if window and not causal:
+        raise LigerValueError("liger.ops.attention: window=%d needs causal=True (a sliding "
+                              "window bounds the keys below each query's diagonal)" % window)
+    return causal, scale, window, bundles.device_target(device), dtype, _size(q.shape[3])
 
 
 _WARNED = set()
@@ -1043,7 +1047,7 @@ def _warn_fallback(message):
         warnings.warn("liger: " + message, LigerFallbackWarning, stacklevel=3)
 
 
-def attention(q, k, v, causal=False, scale=None):
+def attention(q, k, v, causal=False, scale=None, window=None):
     """Scaled dot-product attention, softmax(scale · q · kᵀ + mask) · v, of
     q [B, Hq, T, D] over k and v [B, Hkv, S, D], all of one dtype (bf16,
     f16 or f32), Hq a multiple of Hkv (grouped-query heads: query head h
@@ -1056,7 +1060,11 @@ def attention(q, k, v, causal=False, scale=None):
     query i sees the keys j <= i + S - T (SDPA's is aligned top-left; the
     two agree where T = S, as in training), so a query of a decoding step
     (T = 1) sees every key; a causal call needs S >= T (no query left
-    without keys).
+    without keys). `window`: None, or with `causal` a sliding window of W
+    >= 1 keys: query i sees the keys i + S - T - W < j <= i + S - T (the W
+    keys up to its diagonal: Hugging Face's `sliding_window`, whose mask
+    keeps key j for query i where i - W < j <= i when S = T); the kernels
+    skip the key blocks below every row's window.
 
     The forward is the attention template's kernel (sm_90a), which also
     writes each row's log-sum-exp; out and the lse are saved with q, k and
@@ -1078,16 +1086,16 @@ def attention(q, k, v, causal=False, scale=None):
     config = _once(lambda: (
         "attention", type(q), type(k), type(v), q.device, k.device, v.device, q.dtype, k.dtype,
         v.dtype, q.dim(), k.dim(), v.dim(), q.shape[1], k.shape[1], v.shape[1], q.shape[3],
-        k.shape[3], v.shape[3], type(causal), causal, type(scale), scale),
-        _attention_checked, q, k, v, causal, scale)
-    causal, scale, target, dtype, d = config
+        k.shape[3], v.shape[3], type(causal), causal, type(scale), scale, type(window), window),
+        _attention_checked, q, k, v, causal, scale, window)
+    causal, scale, window, target, dtype, d = config
     _raise(attention_problem(q, k, v, causal))
     grad = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
     why = specs.attention_unsupported(target, dtype, d, grad, q.shape[2], k.shape[2])
     if why:
         _warn_fallback("attention: %s; using PyTorch's scaled_dot_product_attention" % why)
-        return operators.attention_reference(q, k, v, causal, scale)
-    return operators.call(operators.attention, q, k, v, causal, scale)[0]
+        return operators.attention_reference(q, k, v, causal, scale, window)
+    return operators.call(operators.attention, q, k, v, causal, scale, window)[0]
 
 
 def add_precompile_targets(parser):

@@ -66,17 +66,19 @@ def _case_operands(name, seed):
     return _operands(b, hq, hkv, t, s, d, DTYPES[dt], seed)
 
 
-def _reference(q, k, v, causal, scale):
+def _reference(q, k, v, causal, scale, window=None):
     """Attention written out, in the operands' dtype (float64 here): the
     key/value heads repeated for their query heads, the scores scaled,
-    causal keys j > i + S - T masked, the softmax, its product with v;
-    and each row's log-sum-exp of its scores."""
+    causal keys j > i + S - T masked (with a window W also j <= i + S - T -
+    W, each key tested one by one), the softmax, its product with v; and
+    each row's log-sum-exp of its scores."""
     group = q.shape[1] // k.shape[1]
     k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
     t, s = q.shape[2], k.shape[2]
     scores = q.matmul(k.transpose(-1, -2)) * (scale or 1 / math.sqrt(q.shape[-1]))
     if causal:
-        keep = torch.ones(t, s, dtype=torch.bool).tril(s - t)
+        keep = torch.tensor([[j <= i + s - t and (not window or j > i + s - t - window)
+                              for j in range(s)] for i in range(t)])
         scores = scores.masked_fill(~keep, float("-inf"))
     return scores.softmax(-1).matmul(v), scores.logsumexp(-1)
 
@@ -119,6 +121,70 @@ def test_the_output_and_the_gradients_against_float64(cpu_reference, monkeypatch
     _, lse = torch.ops.liger.attention(q.detach(), k.detach(), v.detach(), causal, scale or 0.0)
     assert lse.shape == (b, hq, t) and lse.dtype == torch.float32
     assert rel(lse, want_lse) < 1e-5, (name, rel(lse, want_lse))
+
+
+# (dtype, B, Hq, Hkv, T, S, D, scale, window), causal: a window shorter than
+# the rows (3 of 7), one query decoding over 9 keys (it sees the last 4),
+# keys longer than the queries (33 over 40: the window counts from each
+# row's diagonal, i + 7), a window of 1 (each row its diagonal key alone)
+# and one longer than the sequence (causal's own mask).
+WINDOW_CASES = {
+    "f32_t7_w3_gqa2": ("f32", 1, 4, 2, 7, 7, 16, None, 3),
+    "f32_t1_s9_w4": ("f32", 2, 2, 1, 1, 9, 24, None, 4),
+    "bf16_t33_s40_w8_gqa4_scale": ("bf16", 2, 8, 2, 33, 40, 40, 0.2, 8),
+    "f16_t9_w1": ("f16", 1, 2, 2, 9, 9, 16, None, 1),
+    "bf16_t7_w100": ("bf16", 1, 2, 1, 7, 7, 16, None, 100),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WINDOW_CASES))
+def test_a_sliding_window_against_float64(cpu_reference, monkeypatch, name):
+    """window=W: the forward and the backward of the spec with the window
+    (liger.attention ... window = W) against float64 attention masking the
+    keys outside each row's window, the lse too."""
+    dt, b, hq, hkv, t, s, d, scale, window = WINDOW_CASES[name]
+    loaded = record_loads(monkeypatch, bundles, "attention_kernels")
+    q, k, v = [x.requires_grad_() for x in _operands(b, hq, hkv, t, s, d, DTYPES[dt], 5)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LigerFallbackWarning)
+        out = ops.attention(q, k, v, causal=True, scale=scale, window=window)
+    spec = specs.attention_spec(hq, hkv, d, dt, True, scale, window, target="cpu")
+    assert loaded == [spec] and " window = %d " % window in spec.module_text(), loaded
+    dout = _incoming(out, 6)
+    out.backward(dout)
+    exact = _exact((q, k, v))
+    want, want_lse = _reference(*exact, True, scale, window)
+    want.backward(dout.double())
+    assert rel(out, want) < TOL[dt], (name, rel(out, want))
+    for what, got, ref in zip(("dq", "dk", "dv"), (q, k, v), exact):
+        assert rel(got.grad, ref.grad) < TOL[dt], (name, what, rel(got.grad, ref.grad))
+    _, lse = torch.ops.liger.attention(q.detach(), k.detach(), v.detach(), True, scale or 0.0,
+                                       window)
+    assert rel(lse, want_lse) < 1e-5, (name, rel(lse, want_lse))
+    # The window matters where it is shorter than the keys a row sees.
+    plain, _ = _reference(*exact, True, scale)
+    assert (rel(plain, want) > 1e-3) == (window < s), name
+
+
+def test_the_window_rules(cpu_reference):
+    """window: an int >= 1 (None: none), with causal only; the spec holds
+    the same rules."""
+    q, k, v = _operands(1, 2, 1, 4, 4, 16, torch.float32, 7)
+    for window, error, message in [
+            (0, LigerValueError, r"window must be in \[1, "),
+            (-3, LigerValueError, r"window must be in \[1, "),
+            (2.0, LigerTypeError, r"window must be an int, got 2.0"),
+            (True, LigerTypeError, r"window must be an int, got True")]:
+        with pytest.raises(error, match=message):
+            ops.attention(q, k, v, causal=True, window=window)
+    with pytest.raises(LigerValueError, match=r"liger.ops.attention: window=2 needs "
+                       r"causal=True \(a sliding window bounds the keys below each query's "
+                       r"diagonal\)"):
+        ops.attention(q, k, v, window=2)
+    with pytest.raises(LigerValueError, match=r"window=2 needs causal=True"):
+        ops.attention_spec(4, 1, 64, "bf16", window=2)
+    with pytest.raises(LigerValueError, match=r"window must be in \[0, "):
+        ops.attention_spec(4, 1, 64, "bf16", True, window=-1)
 
 
 def test_the_backward_leaves_what_it_saved(cpu_reference):
@@ -234,6 +300,12 @@ def test_the_sdpa_fallback_masks_causal_calls_bottom_right():
     want, _ = _reference(q, k, v, False, None)
     assert torch.allclose(operators.attention_reference(q, k, v, False, 0.0), want, rtol=0,
                           atol=1e-12)
+    # A sliding window: an explicit mask, whatever the lengths.
+    for t, s, window in ((1, 9, 4), (6, 9, 2), (9, 9, 3), (9, 9, 20)):
+        q, k, v = _operands(1, 4, 2, t, s, 16, torch.float64, t * s + window)
+        want, _ = _reference(q, k, v, True, None, window)
+        got = operators.attention_reference(q, k, v, True, 0.0, window)
+        assert torch.allclose(got, want, rtol=0, atol=1e-12), (t, s, window)
 
 
 def test_a_head_dimension_of_256_without_autograd_runs_liger(monkeypatch):
@@ -457,13 +529,19 @@ def test_the_spec_text_round_trips():
     assert str(scaled) == "attention:causal=0,dtype=f16,head_dim=64,kv_heads=2,q_heads=12," \
         "scale=0.125"
     assert ops.parse_spec(str(scaled)) == scaled
-    # The default scale (None or 0) is written as no attribute; a scale,
-    # the mask and the target are each part of the key.
-    assert ops.attention_spec(32, 8, 128, "bf16", True, 0) == spec
+    windowed = ops.attention_spec(32, 8, 128, "bf16", True, window=4096)
+    assert str(windowed) == "attention:causal=1,dtype=bf16,head_dim=128,kv_heads=8," \
+        "q_heads=32,window=4096"
+    assert ops.parse_spec(str(windowed)) == windowed
+    # The default scale (None or 0) and no window (None or 0) are written
+    # as no attribute; a scale, the mask, the window and the target are
+    # each part of the key.
+    assert ops.attention_spec(32, 8, 128, "bf16", True, 0, 0) == spec
     keys = {s.key() for s in (spec, scaled, ops.attention_spec(32, 8, 128, "bf16"),
                               ops.attention_spec(32, 8, 128, "bf16", True, 0.125),
-                              spec.with_target("cpu"))}
-    assert len(keys) == 5
+                              spec.with_target("cpu"), windowed,
+                              ops.attention_spec(32, 8, 128, "bf16", True, window=4095))}
+    assert len(keys) == 7
     assert spec.compile_options() == dict(target="sm_90a", matmul_kernels=False)
 
 

@@ -191,7 +191,20 @@ struct GradKernelBuilder {
           b.select(past, b.div(b.sub(reach, kvSeq), kQueryBlock), b.index(0)),
           queryBlocks);
     }
-    t.blocks = b.sub(queryBlocks, t.firstBlock);
+    // A window W: query i sees key j only while i < j + W + T - S, so the
+    // tile's last key n0 + 127 is seen by the queries below n0 + 127 + W +
+    // T - S.
+    Value endBlock = queryBlocks;
+    if (plan.window) {
+      Value reach = b.add(b.add(t.n0, kKeyTile - 1 + plan.window), seq);
+      Value past =
+          arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, reach, kvSeq);
+      Value end = b.select(past, b.sub(reach, kvSeq), b.index(0));
+      endBlock = b.max(
+          b.min(b.div(b.add(end, kQueryBlock - 1), kQueryBlock), queryBlocks),
+          t.firstBlock);
+    }
+    t.blocks = b.sub(endBlock, t.firstBlock);
     t.steps = b.mul(t.blocks, group());
     return t;
   }
@@ -390,17 +403,25 @@ void GradKernelBuilder::emitConsumer(GpuBuilder &b) const {
 
       // Pᵀ and dSᵀ: register r holds key row keyRow[h], h = (r % 4) / 2,
       // and query column quadCol + c, c = 8 (r / 4) + r % 2, of the block;
-      // its terms count where lo[h] <= c < hi (i32): below hi the query row
-      // is in the sequence, from lo[h] on its key is in the keys and (under
-      // a causal mask: key + T <= query + S) seen by it.
+      // its terms count where lo[h] <= c < hi[h] (i32): below hi[h] the
+      // query row is in the sequence (and, with a window W, within the
+      // key's: query + S < key + W + T), from lo[h] on its key is in the
+      // keys and (under a causal mask: key + T <= query + S) seen by it.
       Type i32 = lb.getI32Type();
       Value quad = lb.toI32(quadL);
       Value seq32 = lb.toI32(seq), kvSeq32 = lb.toI32(kvSeq),
             m032 = lb.toI32(step.m0);
-      Value hi = lb.sub(lb.sub(seq32, m032), quad);
-      Value lo[2];
+      Value hiSeq = lb.sub(lb.sub(seq32, m032), quad);
+      Value lo[2], hi[2];
       for (int64_t h = 0; h < 2; ++h) {
         Value key = lb.toI32(keyRowOf(lb, wgL, rowL, h));
+        hi[h] = hiSeq;
+        if (plan.window)
+          hi[h] = arith::MinSIOp::create(
+              lb, hiSeq,
+              lb.sub(lb.add(lb.add(key, lb.i32(plan.window)),
+                            lb.sub(seq32, kvSeq32)),
+                     lb.add(m032, quad)));
         Value seen = plan.causal ? lb.sub(lb.sub(lb.add(key, seq32), kvSeq32),
                                           lb.add(m032, quad))
                                  : lb.i32(0);
@@ -424,7 +445,8 @@ void GradKernelBuilder::emitConsumer(GpuBuilder &b) const {
             lb,
             arith::CmpIOp::create(lb, arith::CmpIPredicate::sge, column,
                                   lo[(r % 4) / 2]),
-            arith::CmpIOp::create(lb, arith::CmpIPredicate::slt, column, hi));
+            arith::CmpIOp::create(lb, arith::CmpIPredicate::slt, column,
+                                  hi[(r % 4) / 2]));
         Value stats = rowStats[2 * (r / 4) + r % 2];
         Value lse2 = vector::ExtractOp::create(lb, stats, 0);
         Value rowD = vector::ExtractOp::create(lb, stats, 1);

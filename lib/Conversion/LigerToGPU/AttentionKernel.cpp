@@ -100,7 +100,8 @@ struct AttentionTile {
   Value head;      ///< h
   Value qIndex;    ///< b · Hq + h: q's and the output's 3-D map index
   Value kvIndex;   ///< b · Hkv + h / (Hq / Hkv)
-  Value numBlocks; ///< the key/value blocks it reads
+  Value firstBlock; ///< the first key/value block it reads
+  Value numBlocks;  ///< the key/value blocks it reads from there
 };
 
 struct AttentionKernelBuilder {
@@ -159,7 +160,19 @@ struct AttentionKernelBuilder {
           arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, reach, seq);
       keys = b.min(b.select(ahead, b.sub(reach, seq), b.index(0)), kvSeq);
     }
-    t.numBlocks = b.div(b.add(keys, tileN() - 1), tileN());
+    Value endBlock = b.div(b.add(keys, tileN() - 1), tileN());
+    // A window W: row i sees keys j > i + S - T - W, so the tile's keys
+    // start at m0 + S - T - W + 1 (never below 0).
+    t.firstBlock = b.index(0);
+    if (plan.window) {
+      Value reach = b.add(b.add(t.m0, kvSeq), 1);
+      Value above = arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, reach,
+                                          b.add(seq, plan.window));
+      Value low =
+          b.select(above, b.sub(reach, b.add(seq, plan.window)), b.index(0));
+      t.firstBlock = b.min(b.div(low, tileN()), endBlock);
+    }
+    t.numBlocks = b.sub(endBlock, t.firstBlock);
     return t;
   }
 
@@ -224,7 +237,7 @@ void AttentionKernelBuilder::emitProducer(GpuBuilder &b) const {
                             waitTicks(wb));
       Value full = fullBarrier(lb, s);
       lb.mbarrierArriveExpectTx(full, layout.stageBytes());
-      Value row = lb.toI32(lb.mul(j, tileN()));
+      Value row = lb.toI32(lb.mul(lb.add(t.firstBlock, j), tileN()));
       for (int64_t c = 0; c < layout.boxes(); ++c) {
         int64_t box = c * layout.kvBoxBytes();
         SmallVector<Value, 3> coords{lb.i32(64 * c), row, lb.toI32(t.kvIndex)};
@@ -327,11 +340,12 @@ void AttentionKernelBuilder::emitConsumer(GpuBuilder &b) const {
                               /*bMNMajor=*/true);
       return o;
     };
-    // Block j's scores, masked where the block reaches past the keys' end or
-    // (causal) past the warpgroup's first row's diagonal: col >= S, or col +
-    // T > row + S.
+    // Block j's (of the tile's) scores, masked where the block reaches past
+    // the keys' end, (causal) past the warpgroup's first row's diagonal or
+    // (window W) below its last row's window: col >= S, col + T > row + S,
+    // or col + T + W <= row + S.
     auto mask = [&](GpuBuilder &mb0, Value sAcc, Value j) {
-      Value n0 = mb0.mul(j, bn);
+      Value n0 = mb0.mul(mb0.add(t.firstBlock, j), bn);
       Value blockEnd = mb0.add(n0, bn);
       Value needMask = arith::CmpIOp::create(mb0, arith::CmpIPredicate::ugt,
                                              blockEnd, kvSeq);
@@ -341,6 +355,12 @@ void AttentionKernelBuilder::emitConsumer(GpuBuilder &b) const {
             arith::CmpIOp::create(mb0, arith::CmpIPredicate::ugt,
                                   mb0.add(blockEnd, seq),
                                   mb0.add(mb0.add(rowBase, kvSeq), 1)));
+      if (plan.window)
+        needMask = arith::OrIOp::create(
+            mb0, needMask,
+            arith::CmpIOp::create(mb0, arith::CmpIPredicate::ule,
+                                  mb0.add(n0, mb0.add(seq, plan.window)),
+                                  mb0.add(mb0.add(rowBase, kvSeq), 63)));
       auto masked = scf::IfOp::create(mb0, TypeRange{sType}, needMask,
                                       /*withElseRegion=*/true);
       GpuBuilder mb = mb0.with(masked.getThenBodyBuilder());
@@ -354,6 +374,12 @@ void AttentionKernelBuilder::emitConsumer(GpuBuilder &b) const {
               mb, valid,
               arith::CmpIOp::create(mb, arith::CmpIPredicate::ule,
                                     mb.add(col, seq),
+                                    mb.add(rows[(r % 4) / 2], kvSeq)));
+        if (plan.window)
+          valid = arith::AndIOp::create(
+              mb, valid,
+              arith::CmpIOp::create(mb, arith::CmpIPredicate::ugt,
+                                    mb.add(col, mb.add(seq, plan.window)),
                                     mb.add(rows[(r % 4) / 2], kvSeq)));
         Value x = LLVM::ExtractValueOp::create(mb, sm, r);
         sm =
@@ -622,6 +648,7 @@ FailureOr<AttentionPlan> mlir::liger::analyzeAttentionGroup(FusionOp group) {
     plan.op = op;
     q = op.getQ(), k = op.getK(), v = op.getV();
     plan.causal = op.getCausal();
+    plan.window = op.getWindow().value_or(0);
     if (auto scale = op.getScaleAttr())
       plan.scale = scale.getValueAsDouble();
   } else {
@@ -634,6 +661,7 @@ FailureOr<AttentionPlan> mlir::liger::analyzeAttentionGroup(FusionOp group) {
       plan.lse = cast<BlockArgument>(grad.getLse());
     }
     plan.causal = grad.getCausal();
+    plan.window = grad.getWindow().value_or(0);
     if (auto scale = grad.getScaleAttr())
       plan.scale = scale.getValueAsDouble();
   }

@@ -225,8 +225,9 @@ struct AttentionProbabilities {
 /// exp(s - lse) instead of the softmax: what a backward kernel computes.
 static AttentionProbabilities
 attentionProbabilities(OpBuilder &b, Location loc, Value q, Value k,
-                       bool causal, std::optional<APFloat> scaleAttr,
-                       bool returnLse, Value savedLse) {
+                       bool causal, std::optional<int64_t> window,
+                       std::optional<APFloat> scaleAttr, bool returnLse,
+                       Value savedLse) {
   MLIRContext *ctx = b.getContext();
   auto qType = cast<RankedTensorType>(q.getType());
   auto kType = cast<RankedTensorType>(k.getType());
@@ -249,7 +250,8 @@ attentionProbabilities(OpBuilder &b, Location loc, Value q, Value k,
        AffineMap::get(5, 0, {d(0), d(1).floorDiv(group), d(3), d(4)}, ctx)},
       1);
 
-  // Scale and mask: key j is masked for query i when j > i + (S - T).
+  // Scale and mask: key j is masked for query i when j > i + (S - T), and
+  // with a window W when j <= i + (S - T) - W.
   Value tLen = getValueOrCreateConstantIndexOp(b, loc, a.qSizes[2]);
   Value sLen = getValueOrCreateConstantIndexOp(b, loc, a.kSizes[2]);
   Value shift = arith::SubIOp::create(b, loc, sLen, tLen);
@@ -262,8 +264,18 @@ attentionProbabilities(OpBuilder &b, Location loc, Value q, Value k,
           return {s};
         Value limit =
             arith::AddIOp::create(nb, nloc, loopIndex(nb, nloc, 2), shift);
+        Value key = loopIndex(nb, nloc, 3);
         Value isMasked = arith::CmpIOp::create(
-            nb, nloc, arith::CmpIPredicate::sgt, loopIndex(nb, nloc, 3), limit);
+            nb, nloc, arith::CmpIPredicate::sgt, key, limit);
+        if (window) {
+          Value floor = arith::SubIOp::create(
+              nb, nloc, limit,
+              arith::ConstantIndexOp::create(nb, nloc, *window));
+          isMasked = arith::OrIOp::create(
+              nb, nloc, isMasked,
+              arith::CmpIOp::create(nb, nloc, arith::CmpIPredicate::sle, key,
+                                    floor));
+        }
         return {arith::SelectOp::create(nb, nloc, isMasked,
                                         f32(nb, nloc, -INFINITY), s)};
       })[0];
@@ -330,9 +342,9 @@ struct LowerAttention : OpConversionPattern<AttentionOp> {
     OpBuilder &b = rewriter;
     MLIRContext *ctx = b.getContext();
     Value q = adaptor.getQ(), v = adaptor.getV();
-    AttentionProbabilities a =
-        attentionProbabilities(b, loc, q, adaptor.getK(), op.getCausal(),
-                               op.getScale(), op.getReturnLse(), Value());
+    AttentionProbabilities a = attentionProbabilities(
+        b, loc, q, adaptor.getK(), op.getCausal(), op.getWindow(),
+        op.getScale(), op.getReturnLse(), Value());
     auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
     // out[b, h, t, e] = sum_s p[b, h, t, s] v[b, h / group, s, e].
     Value out = contract(
@@ -367,9 +379,9 @@ struct LowerAttentionGrad : OpConversionPattern<AttentionGradOp> {
     Value dy = adaptor.getGrad(), q = adaptor.getQ(), k = adaptor.getK(),
           v = adaptor.getV();
     Value savedOut = adaptor.getOut();
-    AttentionProbabilities a =
-        attentionProbabilities(b, loc, q, k, op.getCausal(), op.getScale(),
-                               /*returnLse=*/false, adaptor.getLse());
+    AttentionProbabilities a = attentionProbabilities(
+        b, loc, q, k, op.getCausal(), op.getWindow(), op.getScale(),
+        /*returnLse=*/false, adaptor.getLse());
     auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
     Type f32Type = b.getF32Type();
     int64_t group = a.group;

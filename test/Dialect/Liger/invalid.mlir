@@ -84,6 +84,24 @@ func.func @attention_scale_negative(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x3x8x
   return %y : tensor<1x2x3x8xf32>
 }
 // -----
+func.func @attention_window_zero(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x3x8xf32>, %v: tensor<1x2x3x8xf32>) -> tensor<1x2x3x8xf32> {
+  // expected-error @+1 {{'liger.attention' op attribute 'window' failed to satisfy constraint: 64-bit signless integer attribute whose minimum value is 1}}
+  %y = liger.attention %q, %k, %v causal window = 0 : tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>
+  return %y : tensor<1x2x3x8xf32>
+}
+// -----
+func.func @attention_window_not_causal(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x3x8xf32>, %v: tensor<1x2x3x8xf32>) -> tensor<1x2x3x8xf32> {
+  // expected-error @+1 {{'liger.attention' op expects 'causal' with 'window' (a sliding window bounds the keys below each query's diagonal), got window = 16 without it}}
+  %y = liger.attention %q, %k, %v window = 16 : tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>
+  return %y : tensor<1x2x3x8xf32>
+}
+// -----
+func.func @attention_grad_window_not_causal(%do: tensor<1x2x3x8xf32>, %q: tensor<1x2x3x8xf32>, %k: tensor<1x2x3x8xf32>, %v: tensor<1x2x3x8xf32>) {
+  // expected-error @+1 {{'liger.attention_grad' op expects 'causal' with 'window' (a sliding window bounds the keys below each query's diagonal), got window = 2 without it}}
+  %d:3 = liger.attention_grad %do, %q, %k, %v window = 2 : tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>
+  return
+}
+// -----
 // Type-matching traits (ODS), reachable through the generic form.
 func.func @add_rms_norm_residual_type(%x: tensor<4x64xf32>, %r: tensor<4x64xf16>, %w: tensor<64xf32>) {
   // expected-error @+1 {{'liger.add_rms_norm' op failed to verify that all of {input, residual} have same type}}

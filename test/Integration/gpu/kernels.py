@@ -1153,15 +1153,20 @@ def loss_plan_module_text():
 
 
 # The attention template (test_attention_kernels.py): name -> (query heads,
-# key/value heads, head dimension, causal, scale or None, dtype). Llama's
-# GQA, multi-head without a mask, D 64 with a scale of its own, Gemma's D
-# 256 with one key/value head, f16.
+# key/value heads, head dimension, causal, scale or None, dtype, sliding
+# window or None). Llama's GQA, multi-head without a mask, D 64 with a
+# scale of its own, Gemma's D 256 with one key/value head, f16; sliding
+# windows of two whole key blocks (Llama's heads) and of an odd 77 keys
+# (D 64, with the scale), and one over D 256.
 ATTENTION = {
-    "attn_gqa_causal": (32, 8, 128, True, None, "bf16"),
-    "attn_mha": (4, 4, 128, False, None, "bf16"),
-    "attn_d64_scale": (6, 2, 64, True, 0.3, "bf16"),
-    "attn_d256_mqa": (4, 1, 256, True, None, "bf16"),
-    "attn_f16": (2, 2, 128, True, None, "f16"),
+    "attn_gqa_causal": (32, 8, 128, True, None, "bf16", None),
+    "attn_mha": (4, 4, 128, False, None, "bf16", None),
+    "attn_d64_scale": (6, 2, 64, True, 0.3, "bf16", None),
+    "attn_d256_mqa": (4, 1, 256, True, None, "bf16", None),
+    "attn_f16": (2, 2, 128, True, None, "f16", None),
+    "attn_gqa_window": (32, 8, 128, True, None, "bf16", 256),
+    "attn_d64_window_odd": (6, 2, 64, True, 0.3, "bf16", 77),
+    "attn_d256_window": (4, 1, 256, True, None, "bf16", 200),
 }
 # (batch, sequence): one token, tails of every block size, a batch of
 # three, Llama-length sequences.
@@ -1176,11 +1181,12 @@ ATTENTION_GRAD = [name for name, case in ATTENTION.items() if case[2] <= 128]
 
 def attention_module_text():
     out = []
-    for name, (hq, hkv, d, causal, scale, dt) in ATTENTION.items():
+    for name, (hq, hkv, d, causal, scale, dt, window) in ATTENTION.items():
         Q = "tensor<?x%dx?x%dx%s>" % (hq, d, dt)
         K = "tensor<?x%dx?x%dx%s>" % (hkv, d, dt)
         L = "tensor<?x%dx?xf32>" % hq
-        attrs = (" causal" if causal else "") + (" scale = %r" % scale if scale else "")
+        attrs = (" causal" if causal else "") + (" window = %d" % window if window else "") + \
+            (" scale = %r" % scale if scale else "")
         out.append("""func.func @%s(%%q: %s, %%k: %s, %%v: %s) -> %s {
   %%o = liger.attention %%q, %%k, %%v%s : %s, %s, %s
   return %%o : %s
@@ -1200,20 +1206,29 @@ def attention_module_text():
     return "\n\n".join(out) + "\n"
 
 
-def _attention_heads(q, k, causal, scale, dtype):
+def attention_masked(t, s, causal, window, device):
+    """The keys a query does not see, [T, S] (True: masked), or None: the
+    causal mask bottom-right aligned (key j > i + S - T masked), with a
+    sliding window W also key j <= i + S - T - W."""
+    import torch
+    if not causal:
+        return None
+    i = torch.arange(t, device=device)[:, None]
+    j = torch.arange(s, device=device)[None, :]
+    mask = j > i + (s - t)
+    if window:
+        mask |= j <= i + (s - t) - window
+    return mask
+
+
+def _attention_heads(q, k, causal, scale, dtype, window=None):
     """(batch, query head, its key/value head, scale, the scaled and masked
     scores in `dtype`) for each (batch, query head): the key/value head of
-    query head h is h / (Hq / Hkv); the causal mask is bottom-right aligned
-    (key j > i + S - T masked)."""
-    import torch
+    query head h is h / (Hq / Hkv); the mask attention_masked's."""
     b, hq, t, d = q.shape
     hkv, s = k.shape[1], k.shape[2]
     scale = 1.0 / math.sqrt(d) if scale is None else scale
-    mask = None
-    if causal:
-        i = torch.arange(t, device=q.device)[:, None]
-        j = torch.arange(s, device=q.device)[None, :]
-        mask = j > i + (s - t)
+    mask = attention_masked(t, s, causal, window, q.device)
     for bi in range(b):
         for h in range(hq):
             kv = h // (hq // hkv)
@@ -1223,7 +1238,7 @@ def _attention_heads(q, k, causal, scale, dtype):
             yield bi, h, kv, scale, scores
 
 
-def attention_grad_reference(q, k, v, grad, causal, scale, dtype):
+def attention_grad_reference(q, k, v, grad, causal, scale, dtype, window=None):
     """(dq, dk, dv, lse) of attention_reference's attention in `dtype`, per
     (batch, query head): p = softmax(scale q kᵀ + mask), dv = pᵀ grad,
     ds = p (grad vᵀ - rowsum(p (grad vᵀ))), dq = scale ds k, dk = scale dsᵀ
@@ -1234,7 +1249,7 @@ def attention_grad_reference(q, k, v, grad, causal, scale, dtype):
     dk = torch.zeros(k.shape, dtype=dtype, device=q.device)
     dv = torch.zeros(v.shape, dtype=dtype, device=q.device)
     lse = torch.empty(q.shape[:3], dtype=dtype, device=q.device)
-    for bi, h, kv, scale, scores in _attention_heads(q, k, causal, scale, dtype):
+    for bi, h, kv, scale, scores in _attention_heads(q, k, causal, scale, dtype, window):
         qh, kh, vh = q[bi, h].to(dtype), k[bi, kv].to(dtype), v[bi, kv].to(dtype)
         gh = grad[bi, h].to(dtype)
         lse[bi, h] = torch.logsumexp(scores, dim=-1)
@@ -1247,11 +1262,11 @@ def attention_grad_reference(q, k, v, grad, causal, scale, dtype):
     return dq, dk, dv, lse
 
 
-def attention_reference(q, k, v, causal, scale, dtype):
+def attention_reference(q, k, v, causal, scale, dtype, window=None):
     """softmax(scale q kᵀ + mask) v per head in `dtype` (float64; float32
     for long sequences), the heads and mask of _attention_heads."""
     import torch
     out = torch.empty(q.shape, dtype=dtype, device=q.device)
-    for bi, h, kv, _, scores in _attention_heads(q, k, causal, scale, dtype):
+    for bi, h, kv, _, scores in _attention_heads(q, k, causal, scale, dtype, window):
         out[bi, h] = torch.softmax(scores, dim=-1) @ v[bi, kv].to(dtype)
     return out

@@ -5,15 +5,18 @@ without torch or a GPU."""
 from liger import ops
 
 # name -> (query heads, key/value heads, head dimension, causal, scale or
-# None, dtype): Llama-3-8B's heads (GQA 4, D 128, causal), GQA 4 at D 64 in
-# f16 without the mask, multi-head causal with a scale of its own, and D 256
-# (Gemma's), whose backward the template does not take (a call that needs
-# gradients runs PyTorch's SDPA; one that needs none, liger's forward).
+# None, dtype, sliding window or None): Llama-3-8B's heads (GQA 4, D 128,
+# causal), GQA 4 at D 64 in f16 without the mask, multi-head causal with a
+# scale of its own, D 256 (Gemma's), whose backward the template does not
+# take (a call that needs gradients runs PyTorch's SDPA; one that needs
+# none, liger's forward), and a sliding window of 300 keys (Gemma 3's local
+# layers' kind) over Llama's heads.
 CASES = {
-    "llama_gqa4_causal_d128_bf16": (32, 8, 128, True, None, "bf16"),
-    "gqa4_d64_f16": (8, 2, 64, False, None, "f16"),
-    "mha_causal_scale_d64_bf16": (4, 4, 64, True, 0.1, "bf16"),
-    "gqa4_causal_d256_bf16": (8, 2, 256, True, None, "bf16"),
+    "llama_gqa4_causal_d128_bf16": (32, 8, 128, True, None, "bf16", None),
+    "gqa4_d64_f16": (8, 2, 64, False, None, "f16", None),
+    "mha_causal_scale_d64_bf16": (4, 4, 64, True, 0.1, "bf16", None),
+    "gqa4_causal_d256_bf16": (8, 2, 256, True, None, "bf16", None),
+    "gqa4_window300_d128_bf16": (32, 8, 128, True, None, "bf16", 300),
 }
 # (batch, sequence): one token, an odd length (a partial 128-row tile and a
 # partial key block), 1000 (several tiles, a partial last one).
@@ -21,8 +24,8 @@ SHAPES = [(1, 1), (2, 77), (1, 1000)]
 
 
 def spec(name, target="sm_90a"):
-    hq, hkv, d, causal, scale, dt = CASES[name]
-    return ops.attention_spec(hq, hkv, d, dt, causal, scale, target=target)
+    hq, hkv, d, causal, scale, dt, window = CASES[name]
+    return ops.attention_spec(hq, hkv, d, dt, causal, scale, window, target=target)
 
 
 def specs():

@@ -41,15 +41,18 @@ def _inputs(hq, hkv, d, dt, b, t, seed):
     return randn(hq), randn(hkv), randn(hkv)
 
 
-def _sdpa(q, k, v, causal, scale):
+def _sdpa(q, k, v, causal, scale, window=None):
     g = q.shape[1] // k.shape[1]
     k, v = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)
+    if window:  # (an explicit mask: SDPA has no window of its own)
+        keep = ~kernels.attention_masked(q.shape[2], k.shape[2], True, window, q.device)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=keep, scale=scale)
     return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
 
 
 @pytest.mark.parametrize("name,b,t", CASES, ids=["%s-b%d-t%d" % c for c in CASES])
 def test_attention_kernel(bundles_dir, name, b, t):
-    hq, hkv, d, causal, scale, dt = kernels.ATTENTION[name]
+    hq, hkv, d, causal, scale, dt, window = kernels.ATTENTION[name]
     kernel = kernels.load_bundle(bundles_dir, "attention")[name + "_attention_0"]
     q, k, v = _inputs(hq, hkv, d, dt, b, t, seed=_seed(name, b, t))
     out = torch.full_like(q, float("nan"))
@@ -58,9 +61,9 @@ def test_attention_kernel(bundles_dir, name, b, t):
     assert o.data_ptr() == out.data_ptr()
     assert not torch.isnan(o).any(), "an output element was not written"
     ref_dtype = torch.float64 if t <= 2048 else torch.float32
-    ref = kernels.attention_reference(q, k, v, causal, scale, ref_dtype)
+    ref = kernels.attention_reference(q, k, v, causal, scale, ref_dtype, window)
     err = (o.to(ref_dtype) - ref).abs().max().item()
-    torch_err = (_sdpa(q, k, v, causal, scale).to(ref_dtype) - ref).abs().max().item()
+    torch_err = (_sdpa(q, k, v, causal, scale, window).to(ref_dtype) - ref).abs().max().item()
     assert err <= max(2 * torch_err, 4e-3), \
         "max error %.3g; PyTorch's SDPA in %s: %.3g" % (err, dt, torch_err)
 
@@ -101,7 +104,7 @@ def _max_err(x, ref):
 
 @pytest.mark.parametrize("name,b,t", GRAD_CASES, ids=["%s-b%d-t%d" % c for c in GRAD_CASES])
 def test_attention_grad_kernel(bundles_dir, name, b, t):
-    hq, hkv, d, causal, scale, dt = kernels.ATTENTION[name]
+    hq, hkv, d, causal, scale, dt, window = kernels.ATTENTION[name]
     bundle = kernels.load_bundle(bundles_dir, "attention")
     forward = bundle[name + "_lse_attention_0"]
     backward = bundle[name + "_grad_attention_0"]
@@ -117,13 +120,13 @@ def test_attention_grad_kernel(bundles_dir, name, b, t):
     for x, what in ((lse, "lse"), (dq, "dq"), (dk, "dk"), (dv, "dv")):
         assert not torch.isnan(x).any(), "an element of %s was not written" % what
     ref_dtype = torch.float64 if t <= 2048 else torch.float32
-    refs = kernels.attention_grad_reference(q, k, v, grad, causal, scale, ref_dtype)
+    refs = kernels.attention_grad_reference(q, k, v, grad, causal, scale, ref_dtype, window)
     # The forward's lse: f32 arithmetic on the rounded inputs.
     assert _max_err(lse, refs[3]) <= 2e-3 * max(1.0, refs[3].abs().max().item())
     # PyTorch's own backward in the operands' dtype, against the same
     # reference.
     leaves = [x.clone().requires_grad_() for x in (q, k, v)]
-    _sdpa(*leaves, causal, scale).backward(grad)
+    _sdpa(*leaves, causal, scale, window).backward(grad)
     # Both round to the dtype where the largest gradients are, so the
     # largest error may be a whole unit in the last place there for one and
     # half of one for the other: the bound adds that unit. The error's norm
@@ -148,7 +151,7 @@ def test_attention_grad_kernel_one_token(bundles_dir):
     # T = 1: 127 rows of the only key tile and 63 of the only query block
     # are past the sequence.
     name = "attn_d64_scale"
-    hq, hkv, d, causal, scale, dt = kernels.ATTENTION[name]
+    hq, hkv, d, causal, scale, dt, _ = kernels.ATTENTION[name]
     bundle = kernels.load_bundle(bundles_dir, "attention")
     q, k, v = _inputs(hq, hkv, d, dt, 2, 1, seed=7)
     o, lse = bundle[name + "_lse_attention_0"](q, k, v)

@@ -39,6 +39,8 @@ struct AttentionPlan {
   Type elementType;
   int64_t queryHeads = 0, kvHeads = 0, headDim = 0, valueDim = 0;
   bool causal = false;
+  /// The sliding window (keys a query sees up to its diagonal), 0: none.
+  int64_t window = 0;
   double scale = 0; ///< the op's, or 1/sqrt(D)
 
   bool backward() const { return static_cast<bool>(gradOp); }

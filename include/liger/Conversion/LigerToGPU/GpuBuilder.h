@@ -95,6 +95,7 @@ public:
   Value div(Value a, IntOperand b) { return binary<arith::DivUIOp>(a, b); }
   Value rem(Value a, IntOperand b) { return binary<arith::RemUIOp>(a, b); }
   Value min(Value a, IntOperand b) { return binary<arith::MinUIOp>(a, b); }
+  Value max(Value a, IntOperand b) { return binary<arith::MaxUIOp>(a, b); }
   Value bitAnd(Value a, IntOperand b) { return binary<arith::AndIOp>(a, b); }
   Value bitXor(Value a, IntOperand b) { return binary<arith::XOrIOp>(a, b); }
   Value lessThan(Value a, IntOperand b) {

@@ -394,8 +394,8 @@ def Liger_AttentionGradOp : Liger_InferOp<"attention_grad",
   let summary = "gradients of liger.attention with respect to q, k and v";
   let description = [{
     From the gradient `grad` `[B, Hq, T, Dv]` of `liger.attention`'s output
-    and its operands `q`, `k`, `v` (the attention's rules; `causal` and
-    `scale` its own), with the probabilities `p` in f32:
+    and its operands `q`, `k`, `v` (the attention's rules; `causal`,
+    `window` and `scale` its own), with the probabilities `p` in f32:
 
     ```
     dv = pᵀ · grad                              [B, Hkv, S, Dv]
@@ -415,8 +415,8 @@ def Liger_AttentionGradOp : Liger_InferOp<"attention_grad",
     D = rowsum(grad * out)                      (f32; in place of rowsum(p * dp))
     ```
 
-    They must be the forward's values for the same `q`, `k`, `v`, `causal`
-    and `scale`; then both forms agree up to the rounding of `out`. Both are
+    They must be the forward's values for the same `q`, `k`, `v`, `causal`,
+    `window` and `scale`; then both forms agree up to the rounding of `out`. Both are
     given or neither.
 
     A key/value head's gradients sum over the query heads that read it
@@ -442,13 +442,14 @@ def Liger_AttentionGradOp : Liger_InferOp<"attention_grad",
   let arguments = (ins Liger_FloatTensor:$grad, Liger_FloatTensor:$q,
       Liger_FloatTensor:$k, Liger_FloatTensor:$v,
       Optional<Liger_FloatTensor>:$out, Optional<Liger_FloatTensor>:$lse,
-      UnitAttr:$causal, OptionalAttr<Liger_PositiveF32Attr>:$scale);
+      UnitAttr:$causal, OptionalAttr<Liger_PositiveI64Attr>:$window,
+      OptionalAttr<Liger_PositiveF32Attr>:$scale);
   let results = (outs Liger_FloatTensor:$grad_q, Liger_FloatTensor:$grad_k,
       Liger_FloatTensor:$grad_v);
   let assemblyFormat = [{
     $grad `,` $q `,` $k `,` $v
     (`saved` `(` $out^ `,` $lse `:` type($out) `,` type($lse) `)`)?
-    (`causal` $causal^)? (`scale` `=` $scale^)?
+    (`causal` $causal^)? (`window` `=` $window^)? (`scale` `=` $scale^)?
     attr-dict `:` type($grad) `,` type($q) `,` type($k) `,` type($v)
   }];
 }

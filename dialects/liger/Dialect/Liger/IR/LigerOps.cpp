@@ -558,7 +558,8 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
   FailureOr<RankedTensorType> out =
       inferAttentionType(ctx, adaptor.getQ().getType(),
                          adaptor.getK().getType(), adaptor.getV().getType());
-  if (failed(out))
+  if (failed(out) || failed(verifyAttentionWindow(ctx, adaptor.getCausal(),
+                                                  adaptor.getWindow())))
     return failure();
   results.push_back(*out);
   if (adaptor.getReturnLse())
@@ -575,6 +576,8 @@ AttentionGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
       inferAttentionType(ctx, adaptor.getQ().getType(),
                          adaptor.getK().getType(), adaptor.getV().getType());
   if (failed(out) ||
+      failed(verifyAttentionWindow(ctx, adaptor.getCausal(),
+                                   adaptor.getWindow())) ||
       failed(verifyMatchesType(ctx, adaptor.getGrad().getType(), "grad", *out,
                                "the attention's output")) ||
       failed(verifyAttentionSaved(ctx, *out, adaptor.getGrad().getType(),

@@ -554,7 +554,11 @@ def Liger_AttentionOp : Liger_InferOp<"attention",
 
     `scale` defaults to `1/sqrt(D)`. `causal` masks key positions `j > i + (S
     - T)` (the bottom-right aligned mask of `scaled_dot_product_attention`
-    when `S = T`).
+    when `S = T`). `window = W` (with `causal` only) also masks the keys
+    `j <= i + (S - T) - W`: each query row sees the `W` keys up to its
+    diagonal, Hugging Face's `sliding_window` (Mistral's, Gemma 2's and 3's
+    local layers), which keeps key `j` for query `i` where `i - W < j <= i`
+    when `S = T`.
 
     With `return_lse`, a second result holds each query row's log-sum-exp
     (natural log, f32, `[B, Hq, T]` of `q`) over the keys the mask keeps:
@@ -571,14 +575,17 @@ def Liger_AttentionOp : Liger_InferOp<"attention",
         : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>
     %o2, %lse = liger.attention %q, %k, %v causal return_lse
         : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>
+    %o3 = liger.attention %q, %k, %v causal window = 4096
+        : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>
     ```
   }];
   let arguments = (ins Liger_FloatTensor:$q, Liger_FloatTensor:$k, Liger_FloatTensor:$v,
-      UnitAttr:$causal, OptionalAttr<Liger_PositiveF32Attr>:$scale,
-      UnitAttr:$return_lse);
+      UnitAttr:$causal, OptionalAttr<Liger_PositiveI64Attr>:$window,
+      OptionalAttr<Liger_PositiveF32Attr>:$scale, UnitAttr:$return_lse);
   let results = (outs Liger_FloatTensor:$result, Optional<Liger_FloatTensor>:$lse);
   let assemblyFormat = [{
-    $q `,` $k `,` $v (`causal` $causal^)? (`scale` `=` $scale^)?
+    $q `,` $k `,` $v (`causal` $causal^)? (`window` `=` $window^)?
+    (`scale` `=` $scale^)?
     (`return_lse` $return_lse^)?
     attr-dict `:` type($q) `,` type($k) `,` type($v)
   }];

@@ -401,6 +401,16 @@ mlir::liger::inferAttentionType(const RuleContext &ctx, Type q, Type k,
       qT->getElementType());
 }
 
+LogicalResult
+mlir::liger::verifyAttentionWindow(const RuleContext &ctx, bool causal,
+                                   std::optional<int64_t> window) {
+  if (window && !causal)
+    return ctx.fail("expects 'causal' with 'window' (a sliding window bounds "
+                    "the keys below each query's diagonal), got window = ",
+                    *window, " without it");
+  return success();
+}
+
 LogicalResult mlir::liger::verifyAttentionSaved(const RuleContext &ctx,
                                                 RankedTensorType expected,
                                                 Type grad, Type out, Type lse) {

@@ -119,6 +119,11 @@ RankedTensorType getLossType(MLIRContext *context, Reduction reduction,
 FailureOr<RankedTensorType> inferAttentionType(const RuleContext &ctx, Type q,
                                                Type k, Type v);
 
+/// The attention's (and its gradient's) `window` rule: a sliding window
+/// bounds the keys below a query's diagonal, so it comes with `causal`.
+LogicalResult verifyAttentionWindow(const RuleContext &ctx, bool causal,
+                                    std::optional<int64_t> window);
+
 /// Rules of liger.attention_grad's saved forward values (each null when
 /// absent), given the attention's [B, Hq, T, Dv] output `expected` and the
 /// incoming gradient `grad` (already checked against it): `out` and `lse`
