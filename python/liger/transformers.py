@@ -112,10 +112,11 @@ import textwrap
 import types
 import typing
 import warnings
+import weakref
 
 import torch
 
-from . import bundles, ops, specs
+from . import bundles, operators, ops, specs
 from .errors import LigerError, LigerFallbackWarning  # noqa: F401 (liger.transformers' API)
 
 
@@ -832,7 +833,19 @@ def _kept_attention(config):
     return None
 
 
-def _attention_spec(fam, config, heads, kv, head_dim, dtype, target):
+def _attention_window(config):
+    """The sliding window of the layers of a model of `config` that have
+    one (Hugging Face's `sliding_window` where its `layer_types` name
+    sliding layers, or, without layer types, Mistral's on every layer), or
+    None."""
+    window = getattr(config, "sliding_window", None)
+    types = getattr(config, "layer_types", None)
+    if not window or (types is not None and "sliding_attention" not in types):
+        return None
+    return window
+
+
+def _attention_spec(fam, config, heads, kv, head_dim, dtype, target, window=None):
     """The liger.ops.attention spec a model of `fam` and `config` patched
     with attention=True calls while training (the queries and keys of one
     length, autograd recording), or None where the model keeps its
@@ -846,7 +859,8 @@ def _attention_spec(fam, config, heads, kv, head_dim, dtype, target):
     try:  # (a configuration the spec refuses, liger.ops.attention refuses too)
         return ops.attention_spec(heads, kv, head_dim, dtype, causal,
                                   _attention_scale(_attention_scaling(fam, config, head_dim),
-                                                   head_dim), target=target)
+                                                   head_dim), window if causal else None,
+                                  target=target)
     except LigerError:
         return None
 
@@ -865,9 +879,12 @@ def _attention_forward(module, query, key, value, attention_mask, dropout=0.0, s
     what = type(module).__name__
     instead = "PyTorch's SDPA (attention=True)"
     problem = None
+    window = None
     if attention_mask is not None:
-        problem = "an attention mask (padding, packed sequences, a window shorter than the " \
-            "keys): liger.ops.attention takes a causal mask or none"
+        window = _sliding_window(attention_mask, kwargs.get("sliding_window"), query, key)
+        if window is None:
+            problem = "an attention mask (padding, packed sequences): liger.ops.attention " \
+                "takes a causal mask, with or without a sliding window, or none"
     elif dropout:
         problem = "attention dropout %r: liger.ops.attention has none" % dropout
     else:
@@ -884,15 +901,43 @@ def _attention_forward(module, query, key, value, attention_mask, dropout=0.0, s
         d = query.shape[-1]
         scale = _attention_scale(scaling, d)
         if not _fallback(what, "attention", (query.shape[1], key.shape[1], d, str(query.dtype),
-                                             causal, scale),
+                                             causal, scale, window),
                          (("query", str(query.device)), ("key", str(key.device)),
                           ("value", str(value.device))), instead):
-            out = ops.attention(query, key, value, causal=causal, scale=scale)
+            out = ops.attention(query, key, value, causal=causal, scale=scale, window=window)
             return out.transpose(1, 2).contiguous(), None
     else:
         _warn_once("%s runs %s: %s" % (what, instead, problem))
     return _SDPA_FORWARD[0](module, query, key, value, attention_mask, dropout=dropout,
                             scaling=scaling, is_causal=is_causal, **kwargs)
+
+
+# The last mask _sliding_window found to be a window's (a weak reference:
+# Hugging Face builds one a forward and hands it to every sliding layer).
+_WINDOW_MASK = [None]
+
+
+def _sliding_window(mask, window, query, key):
+    """`window` where `mask` (Hugging Face's boolean SDPA mask [B, 1, T, S],
+    True: attended) is exactly the causal mask with that sliding window over
+    the call's queries and keys of one length (a batch without padding:
+    operators.attention_mask's, the rule liger.attention follows), else
+    None. Checked once a mask (every sliding layer of a forward gets the
+    same one); not while torch.compile traces (data-dependent)."""
+    import torch
+    t = query.shape[2]
+    if not window or isinstance(window, bool) or not isinstance(window, int) or \
+            not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool or \
+            mask.dim() != 4 or key.shape[2] != t or tuple(mask.shape[-2:]) != (t, t) or \
+            torch.compiler.is_compiling():
+        return None
+    seen = _WINDOW_MASK[0]
+    if seen is None or seen[0]() is not mask or seen[1] != (mask._version, window):
+        keep = operators.attention_mask(t, t, True, window, mask.device)
+        if keep is None or not torch.equal(mask, keep.expand(mask.shape)):
+            return None
+        _WINDOW_MASK[0] = (weakref.ref(mask), (mask._version, window))
+    return window
 
 
 def _shifted_labels(labels, kwargs):
@@ -1302,9 +1347,12 @@ def kernel_specs(config, dtype=None, fused_mlp=False, target=None, fuse_qkv_rope
                                                       batch, target=target or ops.TARGET))
                 except LigerError:
                     pass
-    attn = _attention_spec(fam, config, heads, kv, head_dim, dt, target or ops.TARGET) \
-        if attention else None
-    specs += [attn] if attn else []
+    # Attention: causal, and with the sliding window where layers have one
+    # (a batch longer than it; a shorter one is causal alone).
+    for window in ((None, _attention_window(config)) if attention else ()):
+        attn = _attention_spec(fam, config, heads, kv, head_dim, dt, target or ops.TARGET,
+                               window)
+        specs += [attn] if attn and (window is None or attn.window) else []
     softcap = getattr(config, "final_logit_softcapping", None)
     # The losses, mean and summed: the fused linear cross-entropy (bf16 and
     # f16) and cross-entropy on the logits (cross_entropy=True).

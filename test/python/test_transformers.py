@@ -754,9 +754,57 @@ def test_attention_with_a_mask_runs_sdpa_warned_once(monkeypatch):
                                ref(input_ids=ids, attention_mask=mask).logits)
     assert _fallback_warnings(caught) == [
         "liger: LlamaAttention runs PyTorch's SDPA (attention=True): an attention mask "
-        "(padding, packed sequences, a window shorter than the keys): liger.ops.attention "
-        "takes a causal mask or none"]
+        "(padding, packed sequences): liger.ops.attention takes a causal mask, with or "
+        "without a sliding window, or none"]
     assert _rel(model(input_ids=ids).logits, ref(input_ids=ids).logits) < 1e-5
+
+
+# (family, overrides, window): Mistral's window on every layer, Gemma 3's
+# on its sliding layers (layer_types), Qwen2's from use_sliding_window; each
+# window shorter than the 9 tokens.
+WINDOW_CASES = [("mistral", dict(sliding_window=3), 3),
+                ("gemma3_text", dict(sliding_window=4, query_pre_attn_scalar=32), 4),
+                ("qwen2", dict(sliding_window=5, use_sliding_window=True, max_window_layers=1),
+                 5)]
+
+
+@needs_runner
+@pytest.mark.parametrize("family,overrides,window", WINDOW_CASES,
+                         ids=[c[0] for c in WINDOW_CASES])
+def test_a_sliding_window_runs_liger_ops_attention_with_it(family, overrides, window,
+                                                          monkeypatch):
+    """A sliding window shorter than the batch (Hugging Face's SDPA mask of
+    the window, no padding): the sliding layers call liger.ops.attention
+    with window=W, the others causal; the loss, logits and every gradient
+    those of Hugging Face's SDPA, warning of nothing; kernel_specs lists
+    both specs. With padding too, SDPA's function, warned."""
+    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+    loaded = _record_loaded(monkeypatch)
+    ref, model = (tiny_model(family, 31, **overrides) for _ in range(2))
+    ref.set_attn_implementation("sdpa")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _attention_alone(model)
+        ids = tokens(32, seq=9)
+        outs = [m(input_ids=ids, labels=ids) for m in (ref, model)]
+        for out in outs:
+            out.loss.backward()
+    assert _fallback_warnings(caught) == []
+    attention = {s for s in loaded if s.op == "attention"}
+    types = getattr(model.config, "layer_types", None) or ["sliding_attention"]
+    assert {s.window for s in attention} == {
+        window if t == "sliding_attention" else 0 for t in types}, attention
+    listed = set(_attention_specs(model.config, "f32", target="cpu"))
+    assert attention <= listed and {s.window for s in listed} == {0, window}
+    assert _rel(outs[1].logits, outs[0].logits) < 1e-5
+    assert _rel(outs[1].loss, outs[0].loss) < 1e-5
+    for (name, p), q in zip(ref.named_parameters(), model.parameters()):
+        assert _rel(q.grad, p.grad) < 1e-5, (name, _rel(q.grad, p.grad))
+    mask = torch.ones_like(ids)
+    mask[1, :2] = 0
+    with pytest.warns(lt.LigerFallbackWarning, match=r"an attention mask \(padding"):
+        got = model(input_ids=ids, attention_mask=mask).logits
+    assert _rel(got, ref(input_ids=ids, attention_mask=mask).logits) < 1e-5
 
 
 @needs_runner
@@ -839,14 +887,18 @@ def test_kernel_specs_of_attention():
         ops.attention_spec(4, 1, 64, "bf16", True)]
     assert _attention_specs(tiny_config("gemma", head_dim=64, use_bidirectional_attention=True)) \
         == [ops.attention_spec(4, 1, 64, "bf16", False)]
+    # (Its sliding layers' window listed beside: causal alone runs where a
+    # batch is no longer than the window.)
     assert _attention_specs(tiny_config("gemma3_text", head_dim=64, query_pre_attn_scalar=256)) \
-        == [ops.attention_spec(4, 2, 64, "bf16", True, 0.0625)]
+        == [ops.attention_spec(4, 2, 64, "bf16", True, 0.0625),
+            ops.attention_spec(4, 2, 64, "bf16", True, 0.0625, window=4)]
     # Gemma 2 softcaps its scores: it keeps its attention (its config's
     # default); without the softcap, its scaling is Gemma 3's.
     assert _attention_specs(tiny_config("gemma2", head_dim=64)) == []
     assert _attention_specs(tiny_config("gemma2", head_dim=64, query_pre_attn_scalar=64,
                                         attn_logit_softcapping=None)) == [
-        ops.attention_spec(4, 2, 64, "bf16", True)]
+        ops.attention_spec(4, 2, 64, "bf16", True), ops.attention_spec(4, 2, 64, "bf16", True,
+                                                                       window=4)]
     # What the template does not train: D 80 (no multiple of 64), D 192 (no
     # backward: SDPA trains it), f32, sm_80; the reference lowering takes
     # every configuration.
@@ -878,7 +930,8 @@ def test_the_listed_attention_is_the_modeling_codes(family):
     assert {ops.attention_spec(config.num_attention_heads, config.num_key_value_heads,
                                m.head_dim, "f32", m.is_causal,
                                lt._attention_scale(m.scaling, m.head_dim), target="cpu")
-            for m in modules} == set(_attention_specs(config, "f32", target="cpu"))
+            for m in modules} == {s for s in _attention_specs(config, "f32", target="cpu")
+                                  if not s.window}
     if family in OWN_SCALING or family == "granite":
         assert _attention_specs(config, "f32", target="cpu")[0].scale == modules[0].scaling != 0
 
@@ -910,9 +963,13 @@ def test_a_patched_attention_loads_the_spec_kernel_specs_lists(family, overrides
         warnings.simplefilter("always")
         _train_step(model)
     assert _fallback_warnings(caught) == []
+    # (A sliding window no shorter than the tokens: causal alone runs; the
+    # window's spec is listed beside it, for longer batches.)
     listed = _attention_specs(model.config, "f32", target="cpu")
-    assert {s for s in loaded if s.op == "attention"} == set(listed)
-    assert len(listed) == (not model.config.to_dict().get("attn_logit_softcapping"))
+    assert {s for s in loaded if s.op == "attention"} == {s for s in listed if not s.window}
+    keeps = bool(model.config.to_dict().get("attn_logit_softcapping"))
+    windowed = lt._attention_window(model.config) is not None
+    assert len(listed) == (0 if keeps else 1 + windowed)
 
 
 # attention=True with every other flag, in bf16 at D 64 (the template's
