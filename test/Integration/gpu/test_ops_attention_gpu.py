@@ -21,6 +21,7 @@ import zlib
 
 import pytest
 
+import kernels
 import ops_attention_cases
 
 torch = pytest.importorskip("torch", reason="needs PyTorch")
@@ -58,12 +59,10 @@ def _operands(hq, hkv, d, dtype, b, t, seed, s=None):
 
 
 def _keep(t, s, causal, window, device):
-    """The keys each query sees, [T, S], or None (all): causal keys j <= i
-    + S - T, with a window W also j > i + S - T - W."""
-    if not causal:
-        return None
-    keep = torch.ones(t, s, dtype=torch.bool, device=device).tril(s - t)
-    return keep.triu(s - t - window + 1) if window else keep
+    """The keys each query sees, [T, S], or None (all): the complement of
+    the GPU suite's mask (kernels.attention_masked)."""
+    masked = kernels.attention_masked(t, s, causal, window, device)
+    return None if masked is None else ~masked
 
 
 def _reference(q, k, v, causal, scale, window=None):
