@@ -169,6 +169,41 @@ func.func @attention_grad_gqa(%do: tensor<1x4x?x8xbf16>, %q: tensor<1x4x?x8xbf16
 
 // -----
 
+// A softcap c = 2 at scale 0.5: t = tanh(s · 0.5 / 2) kept, the scores c · t
+// masked; the gradient's ds = p (dp - D) (1 - t²) · scale.
+// CHECK-LABEL: func.func @attention_softcap
+//       CHECK:   %[[T:.+]] = linalg.generic {{.*}} ins(%{{[a-z0-9_]+}} : tensor<1x4x?x?xf32>)
+//  CHECK-NEXT:   ^bb0
+//  CHECK-NEXT:     %[[QUARTER:.+]] = arith.constant 2.500000e-01 : f32
+//  CHECK-NEXT:     %[[ARG:.+]] = arith.mulf %{{.+}}, %[[QUARTER]] : f32
+//  CHECK-NEXT:     math.tanh %[[ARG]] : f32
+//       CHECK:   linalg.generic {{.*}} ins(%[[T]] :
+//       CHECK:     arith.constant 2.000000e+00 : f32
+//       CHECK:     arith.constant 0xFF800000 : f32
+// CHECK-LABEL: func.func @attention_grad_softcap
+//       CHECK:   %[[TG:.+]] = linalg.generic {{.*}} ins(%{{[a-z0-9_]+}} : tensor<1x4x?x?xf32>)
+//       CHECK:     math.tanh
+//       CHECK:   linalg.generic {{.*}} ins(%{{.+}}, %{{.+}}, %{{.+}}, %[[TG]] :
+//       CHECK:   ^bb0(%[[P:.+]]: f32, %[[DP:.+]]: f32, %[[D:.+]]: f32, %[[TT:.+]]: f32, %{{.+}}: f32):
+//       CHECK:     %[[C:.+]] = arith.subf %[[DP]], %[[D]] : f32
+//       CHECK:     %[[G:.+]] = arith.mulf %[[P]], %[[C]] : f32
+//       CHECK:     %[[T2:.+]] = arith.mulf %[[TT]], %[[TT]] : f32
+//       CHECK:     %[[ONE:.+]] = arith.constant 1.000000e+00 : f32
+//       CHECK:     %[[SLOPE:.+]] = arith.subf %[[ONE]], %[[T2]] : f32
+//       CHECK:     %[[GS:.+]] = arith.mulf %[[G]], %[[SLOPE]] : f32
+//       CHECK:     %[[HALF:.+]] = arith.constant 5.000000e-01 : f32
+//       CHECK:     arith.mulf %[[GS]], %[[HALF]] : f32
+func.func @attention_softcap(%q: tensor<1x4x?x8xbf16>, %k: tensor<1x2x?x8xbf16>, %v: tensor<1x2x?x8xbf16>) -> tensor<1x4x?x8xbf16> {
+  %o = liger.attention %q, %k, %v causal softcap = 2.0 scale = 0.5 : tensor<1x4x?x8xbf16>, tensor<1x2x?x8xbf16>, tensor<1x2x?x8xbf16>
+  return %o : tensor<1x4x?x8xbf16>
+}
+func.func @attention_grad_softcap(%do: tensor<1x4x?x8xbf16>, %q: tensor<1x4x?x8xbf16>, %k: tensor<1x2x?x8xbf16>, %v: tensor<1x2x?x8xbf16>) -> (tensor<1x4x?x8xbf16>, tensor<1x2x?x8xbf16>, tensor<1x2x?x8xbf16>) {
+  %dq, %dk, %dv = liger.attention_grad %do, %q, %k, %v softcap = 2.0 scale = 0.5 : tensor<1x4x?x8xbf16>, tensor<1x4x?x8xbf16>, tensor<1x2x?x8xbf16>, tensor<1x2x?x8xbf16>
+  return %dq, %dk, %dv : tensor<1x4x?x8xbf16>, tensor<1x2x?x8xbf16>, tensor<1x2x?x8xbf16>
+}
+
+// -----
+
 // return_lse: the rows' log-sum-exp from the softmax's own row max and sum
 // (max + log(sum)), -inf where the max is -inf (every key masked: the sum
 // is NaN there), returned beside the output.

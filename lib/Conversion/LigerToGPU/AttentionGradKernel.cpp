@@ -12,6 +12,8 @@
 //       Sᵀ = K · qᵀ,  dPᵀ = V · dOᵀ                  (wgmma, f32)
 //       Pᵀ = exp2(Sᵀ · scale · log2 e - lse · log2 e), 0 where masked
 //       dSᵀ = Pᵀ ∘ (dPᵀ - D)
+//       (softcap c: Sᵀ = tanh(Sᵀ · scale / c), c in place of scale in Pᵀ,
+//       and dSᵀ ∘= 1 - Sᵀ²)
 //       dV += Pᵀ · dO,  dK += dSᵀ · q               (P, dS from registers)
 //       dQacc += dS · K                              (f32, TMA reduce-add)
 //     dk = scale · dK,  dv = dV
@@ -323,8 +325,8 @@ void GradKernelBuilder::emitConsumer(GpuBuilder &b) const {
   Value quadCol = b.mul(b.rem(lane, 4), 2);
   Value rowInWg = b.add(b.mul(warp, 16), b.div(lane, 4));
   Value sharedBase = LLVM::PtrToIntOp::create(b, b.getI64Type(), shared);
-  double log2e = 1.4426950408889634;
-  Value cScale = b.f32(plan.scale * log2e);
+  Value cScale = b.f32(plan.log2Factor());
+  Value capFactor = plan.softcap ? b.f32(plan.scale / plan.softcap) : Value();
   Value zero = b.f32(0);
   // dQ's part of this warpgroup: its 64 columns over all 128 keys (D 128),
   // or all 64 columns over its own 64 keys (D 64).
@@ -451,14 +453,23 @@ void GradKernelBuilder::emitConsumer(GpuBuilder &b) const {
         Value lse2 = vector::ExtractOp::create(lb, stats, 0);
         Value rowD = vector::ExtractOp::create(lb, stats, 1);
         Value x = LLVM::ExtractValueOp::create(lb, sAcc, r);
+        // With a softcap c: t = tanh(S · scale / c) in place of S, and
+        // dS's factor 1 - t² (the tanh's derivative).
+        Value capSlope;
+        if (plan.softcap) {
+          x = lb.tanhApprox(arith::MulFOp::create(lb, x, capFactor));
+          capSlope = math::FmaOp::create(lb, arith::NegFOp::create(lb, x), x,
+                                         lb.f32(1));
+        }
         Value e = lb.ex2Approx(math::FmaOp::create(
             lb, x, cScale, arith::NegFOp::create(lb, lse2)));
         p[r] = lb.select(valid, e, zero);
         Value dp = LLVM::ExtractValueOp::create(lb, dpAcc, r);
-        ds[r] = lb.select(valid,
-                          arith::MulFOp::create(
-                              lb, p[r], arith::SubFOp::create(lb, dp, rowD)),
-                          zero);
+        Value g = arith::MulFOp::create(lb, p[r],
+                                        arith::SubFOp::create(lb, dp, rowD));
+        if (capSlope)
+          g = arith::MulFOp::create(lb, g, capSlope);
+        ds[r] = lb.select(valid, g, zero);
       }
       SmallVector<Value> pA, dsA;
       for (int64_t r = 0; r < 32; r += 2) {

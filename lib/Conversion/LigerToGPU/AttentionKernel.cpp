@@ -6,6 +6,7 @@
 //     m = -inf, l = 0, O = 0                      (per row, f32)
 //     for each block of tile_n keys (causal: up to the tile's diagonal):
 //       S = q · kᵀ                                 (wgmma, f32)
+//       (softcap c: S = tanh(S · scale / c), and c in place of scale below)
 //       S = -inf where masked (past the keys' end; causal j > i + S - T)
 //       m' = max(m, rowmax(S) · scale · log2 e)
 //       P = exp2(S · scale · log2 e - m'),  α = exp2(m - m')
@@ -275,7 +276,7 @@ void AttentionKernelBuilder::emitConsumer(GpuBuilder &b) const {
   Value quadCol = b.mul(b.rem(lane, 4), 2);
   Value rowInWg = b.add(b.mul(warp, 16), b.div(lane, 4));
   Value sharedBase = LLVM::PtrToIntOp::create(b, b.getI64Type(), shared);
-  Value cScale = b.f32(plan.scale * 1.4426950408889634);
+  Value cScale = b.f32(plan.log2Factor());
   Value negInf = b.f32(-std::numeric_limits<double>::infinity());
   Value zero = b.f32(0);
 
@@ -390,6 +391,19 @@ void AttentionKernelBuilder::emitConsumer(GpuBuilder &b) const {
       scf::YieldOp::create(eb, ValueRange{sAcc});
       return masked.getResult(0);
     };
+    // With a softcap c, the scores' tanh(S · scale / c) (before the mask:
+    // a masked score is -inf, not -c).
+    auto cap = [&](GpuBuilder &cb, Value sAcc) {
+      if (!plan.softcap)
+        return sAcc;
+      Value factor = cb.f32(plan.scale / plan.softcap);
+      for (int64_t r = 0; r < sRegs; ++r) {
+        Value x = LLVM::ExtractValueOp::create(cb, sAcc, r);
+        sAcc = LLVM::InsertValueOp::create(
+            cb, sAcc, cb.tanhApprox(arith::MulFOp::create(cb, x, factor)), r);
+      }
+      return sAcc;
+    };
     // The online softmax of the thread's two rows over block j's scores:
     // the new maxima and sums, the factors α of the old ones, and P rounded
     // to the operand type as A fragments (bn / 4 registers).
@@ -476,7 +490,7 @@ void AttentionKernelBuilder::emitConsumer(GpuBuilder &b) const {
       NVVM::WgmmaGroupSyncAlignedOp::create(fb);
       passTurn(fb);
       NVVM::WgmmaWaitGroupSyncOp::create(fb, 0);
-      sAcc = mask(fb, fb.fenceOperands(sAcc), fb.index(0));
+      sAcc = mask(fb, cap(fb, fb.fenceOperands(sAcc)), fb.index(0));
       Softmax first = softmax(fb, sAcc, {negInf, negInf}, {zero, zero});
       SmallVector<Value> yields = {first.m[0], first.m[1], first.l[0],
                                    first.l[1], LLVM::ZeroOp::create(fb, oType)};
@@ -509,7 +523,7 @@ void AttentionKernelBuilder::emitConsumer(GpuBuilder &b) const {
       NVVM::WgmmaGroupSyncAlignedOp::create(lb);
       passTurn(lb);
       NVVM::WgmmaWaitGroupSyncOp::create(lb, 1);
-      sAcc = mask(lb, lb.fenceOperands(sAcc), j);
+      sAcc = mask(lb, cap(lb, lb.fenceOperands(sAcc)), j);
       Softmax next = softmax(lb, sAcc, mOld, lOld);
       // The softmax before the wait for P · v (else nothing keeps its
       // arithmetic from sinking below the wait, to its uses).
@@ -649,6 +663,8 @@ FailureOr<AttentionPlan> mlir::liger::analyzeAttentionGroup(FusionOp group) {
     q = op.getQ(), k = op.getK(), v = op.getV();
     plan.causal = op.getCausal();
     plan.window = op.getWindow().value_or(0);
+    if (auto softcap = op.getSoftcapAttr())
+      plan.softcap = softcap.getValueAsDouble();
     if (auto scale = op.getScaleAttr())
       plan.scale = scale.getValueAsDouble();
   } else {
@@ -662,6 +678,8 @@ FailureOr<AttentionPlan> mlir::liger::analyzeAttentionGroup(FusionOp group) {
     }
     plan.causal = grad.getCausal();
     plan.window = grad.getWindow().value_or(0);
+    if (auto softcap = grad.getSoftcapAttr())
+      plan.softcap = softcap.getValueAsDouble();
     if (auto scale = grad.getScaleAttr())
       plan.scale = scale.getValueAsDouble();
   }

@@ -503,14 +503,24 @@ Value GpuBuilder::inLoop(Value value) {
                                     fenceRegisters(wide).front());
 }
 
-Value GpuBuilder::ex2Approx(Value x) {
+/// One f32 -> f32 PTX instruction `mnemonic` as inline assembly.
+static Value unaryAsm(GpuBuilder &b, StringRef mnemonic, Value x) {
   return LLVM::InlineAsmOp::create(
-             *this, getF32Type(), ValueRange{x}, "ex2.approx.ftz.f32 $0, $1;",
+             b, b.getF32Type(), ValueRange{x}, (mnemonic + " $0, $1;").str(),
              "=f,f", /*has_side_effects=*/false, /*is_align_stack=*/false,
              LLVM::tailcallkind::TailCallKind::None,
-             LLVM::AsmDialectAttr::get(getContext(), LLVM::AsmDialect::AD_ATT),
+             LLVM::AsmDialectAttr::get(b.getContext(),
+                                       LLVM::AsmDialect::AD_ATT),
              ArrayAttr())
       .getResult(0);
+}
+
+Value GpuBuilder::ex2Approx(Value x) {
+  return unaryAsm(*this, "ex2.approx.ftz.f32", x);
+}
+
+Value GpuBuilder::tanhApprox(Value x) {
+  return unaryAsm(*this, "tanh.approx.f32", x);
 }
 
 uint64_t mlir::liger::wgmmaKMajorDescriptorFields(int64_t swizzleBytes) {

@@ -216,6 +216,9 @@ static Value contract(OpBuilder &b, Location loc, ArrayRef<Value> operands,
 struct AttentionProbabilities {
   Value probs;
   Value lse;
+  /// With a softcap, tanh(scale · q · kᵀ / c) (f32, unmasked): the
+  /// gradient's factor 1 - tanh².
+  Value capped;
   double scale;
   int64_t group;
   SmallVector<OpFoldResult> qSizes, kSizes, probSizes;
@@ -223,11 +226,10 @@ struct AttentionProbabilities {
 
 /// With `returnLse`, fills in `lse`. With a `savedLse` (the forward's), p =
 /// exp(s - lse) instead of the softmax: what a backward kernel computes.
-static AttentionProbabilities
-attentionProbabilities(OpBuilder &b, Location loc, Value q, Value k,
-                       bool causal, std::optional<int64_t> window,
-                       std::optional<APFloat> scaleAttr, bool returnLse,
-                       Value savedLse) {
+static AttentionProbabilities attentionProbabilities(
+    OpBuilder &b, Location loc, Value q, Value k, bool causal,
+    std::optional<int64_t> window, std::optional<APFloat> softcapAttr,
+    std::optional<APFloat> scaleAttr, bool returnLse, Value savedLse) {
   MLIRContext *ctx = b.getContext();
   auto qType = cast<RankedTensorType>(q.getType());
   auto kType = cast<RankedTensorType>(k.getType());
@@ -250,8 +252,23 @@ attentionProbabilities(OpBuilder &b, Location loc, Value q, Value k,
        AffineMap::get(5, 0, {d(0), d(1).floorDiv(group), d(3), d(4)}, ctx)},
       1);
 
-  // Scale and mask: key j is masked for query i when j > i + (S - T), and
-  // with a window W when j <= i + (S - T) - W.
+  // Scale (softcap c: c tanh(s / c), the tanh kept for the gradient) and
+  // mask: key j is masked for query i when j > i + (S - T), and with a
+  // window W when j <= i + (S - T) - W.
+  if (softcapAttr) {
+    double cap = softcapAttr->convertToDouble();
+    a.capped =
+        mapRows(b, loc, a.probSizes, {{scores, Access::Full}}, {f32Type},
+                [&](OpBuilder &nb, Location nloc,
+                    ValueRange args) -> SmallVector<Value> {
+                  return {math::TanhOp::create(
+                      nb, nloc,
+                      arith::MulFOp::create(nb, nloc, args[0],
+                                            f32(nb, nloc, scale / cap)))};
+                })[0];
+    scores = a.capped;
+    scale = cap;
+  }
   Value tLen = getValueOrCreateConstantIndexOp(b, loc, a.qSizes[2]);
   Value sLen = getValueOrCreateConstantIndexOp(b, loc, a.kSizes[2]);
   Value shift = arith::SubIOp::create(b, loc, sLen, tLen);
@@ -344,7 +361,7 @@ struct LowerAttention : OpConversionPattern<AttentionOp> {
     Value q = adaptor.getQ(), v = adaptor.getV();
     AttentionProbabilities a = attentionProbabilities(
         b, loc, q, adaptor.getK(), op.getCausal(), op.getWindow(),
-        op.getScale(), op.getReturnLse(), Value());
+        op.getSoftcap(), op.getScale(), op.getReturnLse(), Value());
     auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
     // out[b, h, t, e] = sum_s p[b, h, t, s] v[b, h / group, s, e].
     Value out = contract(
@@ -380,8 +397,8 @@ struct LowerAttentionGrad : OpConversionPattern<AttentionGradOp> {
           v = adaptor.getV();
     Value savedOut = adaptor.getOut();
     AttentionProbabilities a = attentionProbabilities(
-        b, loc, q, k, op.getCausal(), op.getWindow(), op.getScale(),
-        /*returnLse=*/false, adaptor.getLse());
+        b, loc, q, k, op.getCausal(), op.getWindow(), op.getSoftcap(),
+        op.getScale(), /*returnLse=*/false, adaptor.getLse());
     auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
     Type f32Type = b.getF32Type();
     int64_t group = a.group;
@@ -422,16 +439,25 @@ struct LowerAttentionGrad : OpConversionPattern<AttentionGradOp> {
                  : reduceRows(b, loc, a.probSizes,
                               {{a.probs, Access::Full}, {dp, Access::Full}},
                               0.0, rowSum);
-    // ds = p (dp - D) scale.
+    // ds = p (dp - D) scale, times 1 - tanh² of the capped scores with a
+    // softcap.
     double scale = a.scale;
+    SmallVector<RowOperand> dsInputs = {
+        {a.probs, Access::Full}, {dp, Access::Full}, {rowDot, Access::Row}};
+    if (a.capped)
+      dsInputs.push_back({a.capped, Access::Full});
     Value ds = mapRows(
-        b, loc, a.probSizes,
-        {{a.probs, Access::Full}, {dp, Access::Full}, {rowDot, Access::Row}},
-        {f32Type},
+        b, loc, a.probSizes, dsInputs, {f32Type},
         [&](OpBuilder &nb, Location nloc,
             ValueRange args) -> SmallVector<Value> {
           Value centered = arith::SubFOp::create(nb, nloc, args[1], args[2]);
           Value g = arith::MulFOp::create(nb, nloc, args[0], centered);
+          if (a.capped) {
+            Value t2 = arith::MulFOp::create(nb, nloc, args[3], args[3]);
+            g = arith::MulFOp::create(
+                nb, nloc, g,
+                arith::SubFOp::create(nb, nloc, f32(nb, nloc, 1.0), t2));
+          }
           return {arith::MulFOp::create(nb, nloc, g, f32(nb, nloc, scale))};
         })[0];
     SmallVector<OpFoldResult> vSizes = sizesOf(b, loc, v);

@@ -102,6 +102,24 @@ func.func @attention_grad_window_not_causal(%do: tensor<1x2x3x8xf32>, %q: tensor
   return
 }
 // -----
+func.func @attention_softcap_zero(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x3x8xf32>, %v: tensor<1x2x3x8xf32>) -> tensor<1x2x3x8xf32> {
+  // expected-error @+1 {{'liger.attention' op attribute 'softcap' failed to satisfy constraint: 32-bit float attribute whose value is positive and finite}}
+  %y = liger.attention %q, %k, %v softcap = 0.0 : tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>
+  return %y : tensor<1x2x3x8xf32>
+}
+// -----
+func.func @attention_softcap_infinite(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x3x8xf32>, %v: tensor<1x2x3x8xf32>) -> tensor<1x2x3x8xf32> {
+  // expected-error @+1 {{'liger.attention' op attribute 'softcap' failed to satisfy constraint: 32-bit float attribute whose value is positive and finite}}
+  %y = liger.attention %q, %k, %v causal softcap = 0x7F800000 : tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>
+  return %y : tensor<1x2x3x8xf32>
+}
+// -----
+func.func @attention_grad_softcap_negative(%do: tensor<1x2x3x8xf32>, %q: tensor<1x2x3x8xf32>, %k: tensor<1x2x3x8xf32>, %v: tensor<1x2x3x8xf32>) {
+  // expected-error @+1 {{'liger.attention_grad' op attribute 'softcap' failed to satisfy constraint: 32-bit float attribute whose value is positive and finite}}
+  %d:3 = liger.attention_grad %do, %q, %k, %v softcap = -30.0 : tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>
+  return
+}
+// -----
 // Type-matching traits (ODS), reachable through the generic form.
 func.func @add_rms_norm_residual_type(%x: tensor<4x64xf32>, %r: tensor<4x64xf16>, %w: tensor<64xf32>) {
   // expected-error @+1 {{'liger.add_rms_norm' op failed to verify that all of {input, residual} have same type}}

@@ -211,6 +211,16 @@ func.func @attention_window(%q: tensor<?x32x?x128xbf16>, %k: tensor<?x8x?x128xbf
   return %o, %dq : tensor<?x32x?x128xbf16>, tensor<?x32x?x128xbf16>
 }
 
+// A softcap, printed between the window and the scale.
+// CHECK-LABEL: func.func @attention_softcap
+// CHECK: liger.attention %{{.*}}, %{{.*}}, %{{.*}} causal window = 16 softcap = 5.000000e+01 scale = 1.250000e-01 return_lse : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>
+// CHECK: liger.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} saved(%{{.*}}, %{{.*}} : tensor<?x32x?x128xbf16>, tensor<?x32x?xf32>) softcap = 2.500000e-01 : tensor<?x32x?x128xbf16>, tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>
+func.func @attention_softcap(%q: tensor<?x32x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>, %do: tensor<?x32x?x128xbf16>) -> (tensor<?x32x?x128xbf16>, tensor<?x32x?x128xbf16>) {
+  %o, %lse = liger.attention %q, %k, %v causal window = 16 softcap = 50.0 scale = 0.125 return_lse : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>
+  %dq, %dk, %dv = liger.attention_grad %do, %q, %k, %v saved(%o, %lse : tensor<?x32x?x128xbf16>, tensor<?x32x?xf32>) softcap = 0.25 : tensor<?x32x?x128xbf16>, tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>
+  return %o, %dq : tensor<?x32x?x128xbf16>, tensor<?x32x?x128xbf16>
+}
+
 // CHECK-LABEL: func.func @attention_grad
 // CHECK: liger.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} causal scale = 1.250000e-01 : tensor<?x32x?x64xbf16>, tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x64xbf16>
 func.func @attention_grad(%do: tensor<?x32x?x64xbf16>, %q: tensor<?x32x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x64xbf16>) -> (tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x64xbf16>) {

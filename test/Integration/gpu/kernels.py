@@ -1154,19 +1154,25 @@ def loss_plan_module_text():
 
 # The attention template (test_attention_kernels.py): name -> (query heads,
 # key/value heads, head dimension, causal, scale or None, dtype, sliding
-# window or None). Llama's GQA, multi-head without a mask, D 64 with a
-# scale of its own, Gemma's D 256 with one key/value head, f16; sliding
-# windows of two whole key blocks (Llama's heads) and of an odd 77 keys
-# (D 64, with the scale), and one over D 256.
+# window or None, softcap or None). Llama's GQA, multi-head without a
+# mask, D 64 with a scale of its own, Gemma's D 256 with one key/value
+# head, f16; sliding windows of two whole key blocks (Llama's heads) and of
+# an odd 77 keys (D 64, with the scale), and one over D 256; softcaps
+# below the scores' spread (about 1 on these inputs: the cap bends them) on
+# Llama's heads, with a window, a scale and f16 at D 64, and without a
+# mask at D 256 (Gemma 2's heads).
 ATTENTION = {
-    "attn_gqa_causal": (32, 8, 128, True, None, "bf16", None),
-    "attn_mha": (4, 4, 128, False, None, "bf16", None),
-    "attn_d64_scale": (6, 2, 64, True, 0.3, "bf16", None),
-    "attn_d256_mqa": (4, 1, 256, True, None, "bf16", None),
-    "attn_f16": (2, 2, 128, True, None, "f16", None),
-    "attn_gqa_window": (32, 8, 128, True, None, "bf16", 256),
-    "attn_d64_window_odd": (6, 2, 64, True, 0.3, "bf16", 77),
-    "attn_d256_window": (4, 1, 256, True, None, "bf16", 200),
+    "attn_gqa_causal": (32, 8, 128, True, None, "bf16", None, None),
+    "attn_mha": (4, 4, 128, False, None, "bf16", None, None),
+    "attn_d64_scale": (6, 2, 64, True, 0.3, "bf16", None, None),
+    "attn_d256_mqa": (4, 1, 256, True, None, "bf16", None, None),
+    "attn_f16": (2, 2, 128, True, None, "f16", None, None),
+    "attn_gqa_window": (32, 8, 128, True, None, "bf16", 256, None),
+    "attn_d64_window_odd": (6, 2, 64, True, 0.3, "bf16", 77, None),
+    "attn_d256_window": (4, 1, 256, True, None, "bf16", 200, None),
+    "attn_gqa_softcap": (32, 8, 128, True, None, "bf16", None, 2.0),
+    "attn_d64_window_softcap_f16": (6, 2, 64, True, 0.3, "f16", 77, 1.5),
+    "attn_d256_softcap_full": (8, 4, 256, False, None, "bf16", None, 3.0),
 }
 # (batch, sequence): one token, tails of every block size, a batch of
 # three, Llama-length sequences.
@@ -1181,11 +1187,12 @@ ATTENTION_GRAD = [name for name, case in ATTENTION.items() if case[2] <= 128]
 
 def attention_module_text():
     out = []
-    for name, (hq, hkv, d, causal, scale, dt, window) in ATTENTION.items():
+    for name, (hq, hkv, d, causal, scale, dt, window, softcap) in ATTENTION.items():
         Q = "tensor<?x%dx?x%dx%s>" % (hq, d, dt)
         K = "tensor<?x%dx?x%dx%s>" % (hkv, d, dt)
         L = "tensor<?x%dx?xf32>" % hq
         attrs = (" causal" if causal else "") + (" window = %d" % window if window else "") + \
+            (" softcap = %r" % softcap if softcap else "") + \
             (" scale = %r" % scale if scale else "")
         out.append("""func.func @%s(%%q: %s, %%k: %s, %%v: %s) -> %s {
   %%o = liger.attention %%q, %%k, %%v%s : %s, %s, %s
@@ -1221,10 +1228,11 @@ def attention_masked(t, s, causal, window, device):
     return mask
 
 
-def _attention_heads(q, k, causal, scale, dtype, window=None):
-    """(batch, query head, its key/value head, scale, the scaled and masked
-    scores in `dtype`) for each (batch, query head): the key/value head of
-    query head h is h / (Hq / Hkv); the mask attention_masked's."""
+def _attention_heads(q, k, causal, scale, dtype, window=None, softcap=None):
+    """(batch, query head, its key/value head, scale, the scaled (softcap
+    c: c tanh(s / c)) and masked scores in `dtype`, the cap's slope 1 -
+    tanh² or 1) for each (batch, query head): the key/value head of query
+    head h is h / (Hq / Hkv); the mask attention_masked's."""
     b, hq, t, d = q.shape
     hkv, s = k.shape[1], k.shape[2]
     scale = 1.0 / math.sqrt(d) if scale is None else scale
@@ -1233,40 +1241,46 @@ def _attention_heads(q, k, causal, scale, dtype, window=None):
         for h in range(hq):
             kv = h // (hq // hkv)
             scores = (q[bi, h].to(dtype) @ k[bi, kv].to(dtype).T) * scale
+            slope = 1.0
+            if softcap:
+                capped = scores.div(softcap).tanh()
+                scores, slope = capped * softcap, 1 - capped * capped
             if mask is not None:
                 scores = scores.masked_fill(mask, float("-inf"))
-            yield bi, h, kv, scale, scores
+            yield bi, h, kv, scale, scores, slope
 
 
-def attention_grad_reference(q, k, v, grad, causal, scale, dtype, window=None):
+def attention_grad_reference(q, k, v, grad, causal, scale, dtype, window=None, softcap=None):
     """(dq, dk, dv, lse) of attention_reference's attention in `dtype`, per
     (batch, query head): p = softmax(scale q kᵀ + mask), dv = pᵀ grad,
-    ds = p (grad vᵀ - rowsum(p (grad vᵀ))), dq = scale ds k, dk = scale dsᵀ
-    q, a key/value head's dk and dv summed over its query heads; lse the
-    log-sum-exp of the scaled, masked scores."""
+    ds = p (grad vᵀ - rowsum(p (grad vᵀ))) (times the softcap's slope),
+    dq = scale ds k, dk = scale dsᵀ q, a key/value head's dk and dv summed
+    over its query heads; lse the log-sum-exp of the scaled, masked
+    scores."""
     import torch
     dq = torch.empty(q.shape, dtype=dtype, device=q.device)
     dk = torch.zeros(k.shape, dtype=dtype, device=q.device)
     dv = torch.zeros(v.shape, dtype=dtype, device=q.device)
     lse = torch.empty(q.shape[:3], dtype=dtype, device=q.device)
-    for bi, h, kv, scale, scores in _attention_heads(q, k, causal, scale, dtype, window):
+    for bi, h, kv, scale, scores, slope in _attention_heads(q, k, causal, scale, dtype, window,
+                                                            softcap):
         qh, kh, vh = q[bi, h].to(dtype), k[bi, kv].to(dtype), v[bi, kv].to(dtype)
         gh = grad[bi, h].to(dtype)
         lse[bi, h] = torch.logsumexp(scores, dim=-1)
         p = torch.softmax(scores, dim=-1)
         dp = gh @ vh.T
-        ds = p * (dp - (p * dp).sum(-1, keepdim=True))
+        ds = p * (dp - (p * dp).sum(-1, keepdim=True)) * slope
         dq[bi, h] = scale * (ds @ kh)
         dk[bi, kv] += scale * (ds.T @ qh)
         dv[bi, kv] += p.T @ gh
     return dq, dk, dv, lse
 
 
-def attention_reference(q, k, v, causal, scale, dtype, window=None):
+def attention_reference(q, k, v, causal, scale, dtype, window=None, softcap=None):
     """softmax(scale q kᵀ + mask) v per head in `dtype` (float64; float32
-    for long sequences), the heads and mask of _attention_heads."""
+    for long sequences), the heads, softcap and mask of _attention_heads."""
     import torch
     out = torch.empty(q.shape, dtype=dtype, device=q.device)
-    for bi, h, kv, _, scores in _attention_heads(q, k, causal, scale, dtype, window):
+    for bi, h, kv, _, scores, _ in _attention_heads(q, k, causal, scale, dtype, window, softcap):
         out[bi, h] = torch.softmax(scores, dim=-1) @ v[bi, kv].to(dtype)
     return out

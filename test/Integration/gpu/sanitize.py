@@ -33,7 +33,7 @@ for name, tokens in [] if only_matmul else rowwise:
 att = os.path.join(root, "attention")
 if not only_matmul and os.path.isdir(att):
     bundle = runtime.load(att)
-    for name, (hq, hkv, d, causal, scale, dt, _) in kernels.ATTENTION.items():
+    for name, (hq, hkv, d, causal, scale, dt, *_) in kernels.ATTENTION.items():
         dtype = kernels.torch_dtype(dt)
         for b, t in ((1, 1), (2, 130)):
             q = torch.randn(b, hq, t, d, device="cuda").to(dtype)

@@ -90,7 +90,8 @@ TEST_F(InferTypesTest, AttentionTakesValueHeadDimension) {
       builder, builder.getUnknownLoc(), arg(tensor({2, 8, kDyn, 64}, f16)),
       arg(tensor({2, 2, 100, 64}, f16)), arg(tensor({2, 2, 100, 32}, f16)),
       /*causal=*/builder.getUnitAttr(), /*window=*/IntegerAttr(),
-      /*scale=*/FloatAttr(), /*return_lse=*/UnitAttr());
+      /*softcap=*/FloatAttr(), /*scale=*/FloatAttr(),
+      /*return_lse=*/UnitAttr());
   ASSERT_EQ(op->getNumResults(), 1u);
   EXPECT_EQ(op.getResult().getType(), tensor({2, 8, kDyn, 32}, f16));
   EXPECT_FALSE(op.getLse());
@@ -104,7 +105,7 @@ TEST_F(InferTypesTest, AttentionReturnLseAddsQueryRowStatistics) {
       builder, builder.getUnknownLoc(), arg(tensor({kDyn, 8, kDyn, 64}, bf16)),
       arg(tensor({kDyn, 2, 100, 64}, bf16)),
       arg(tensor({kDyn, 2, 100, 32}, bf16)), /*causal=*/UnitAttr(),
-      /*window=*/IntegerAttr(), /*scale=*/FloatAttr(),
+      /*window=*/IntegerAttr(), /*softcap=*/FloatAttr(), /*scale=*/FloatAttr(),
       /*return_lse=*/builder.getUnitAttr());
   ASSERT_EQ(op->getNumResults(), 2u);
   EXPECT_EQ(op.getResult().getType(), tensor({kDyn, 8, kDyn, 32}, bf16));

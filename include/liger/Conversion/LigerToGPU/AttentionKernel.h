@@ -41,7 +41,16 @@ struct AttentionPlan {
   bool causal = false;
   /// The sliding window (keys a query sees up to its diagonal), 0: none.
   int64_t window = 0;
+  /// The logit softcap c (scores c · tanh(scale · q · kᵀ / c)), 0: none.
+  double softcap = 0;
   double scale = 0; ///< the op's, or 1/sqrt(D)
+
+  /// The factor of the scores in the log2 domain of the softmax: scale ·
+  /// log2 e, or with a softcap c · log2 e (the scores then being the
+  /// tanh's).
+  double log2Factor() const {
+    return (softcap ? softcap : scale) * 1.4426950408889634;
+  }
 
   bool backward() const { return static_cast<bool>(gradOp); }
   /// The forward yields its lse too.

@@ -317,6 +317,10 @@ public:
   /// a softmax, whose arguments are at most 0 and whose denormal results
   /// round to 0 in a 16-bit operand anyway.
   Value ex2Approx(Value x);
+  /// tanh(x) as one tanh.approx.f32 (relative error about 2^-11; MUFU.TANH
+  /// on sm_75 and later): a logit softcap's, whose result is rounded to a
+  /// 16-bit operand or feeds a softmax.
+  Value tanhApprox(Value x);
 
 private:
   template <typename OpTy> Value binary(Value a, IntOperand b) {

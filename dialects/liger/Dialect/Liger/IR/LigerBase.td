@@ -74,6 +74,10 @@ def Liger_GeluApproximationAttr
 def Liger_PositiveF32Attr : ConfinedAttr<F32Attr, [AttrConstraint<
     CPred<"::llvm::cast<::mlir::FloatAttr>($_self).getValueAsDouble() > 0.0">,
     "whose value is positive">]>;
+def Liger_PositiveFiniteF32Attr : ConfinedAttr<F32Attr, [AttrConstraint<
+    CPred<"::llvm::cast<::mlir::FloatAttr>($_self).getValue().isFinite() && "
+          "::llvm::cast<::mlir::FloatAttr>($_self).getValueAsDouble() > 0.0">,
+    "whose value is positive and finite">]>;
 def Liger_PositiveI64Attr : ConfinedAttr<I64Attr, [IntMinValue<1>]>;
 def Liger_NonNegativeF32Attr : ConfinedAttr<F32Attr, [AttrConstraint<
     CPred<"::llvm::cast<::mlir::FloatAttr>($_self).getValueAsDouble() >= 0.0">,

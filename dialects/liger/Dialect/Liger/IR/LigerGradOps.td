@@ -395,12 +395,14 @@ def Liger_AttentionGradOp : Liger_InferOp<"attention_grad",
   let description = [{
     From the gradient `grad` `[B, Hq, T, Dv]` of `liger.attention`'s output
     and its operands `q`, `k`, `v` (the attention's rules; `causal`,
-    `window` and `scale` its own), with the probabilities `p` in f32:
+    `window`, `softcap` and `scale` its own), with the probabilities `p` in
+    f32:
 
     ```
     dv = pᵀ · grad                              [B, Hkv, S, Dv]
     dp = grad · vᵀ
     ds = p * (dp - rowsum(p * dp)) * scale      (rowsum(p * dp) = rowsum(grad * out))
+         * (1 - tanh²(scale * q · kᵀ / c))      (with softcap c)
     dq = ds · k                                 [B, Hq, T, D]
     dk = dsᵀ · q                                [B, Hkv, S, D]
     ```
@@ -411,13 +413,13 @@ def Liger_AttentionGradOp : Liger_InferOp<"attention_grad",
     for the softmax's statistics, as a backward kernel uses them:
 
     ```
-    p = exp(scale * q · kᵀ + mask - lse)        (f32)
+    p = exp(s + mask - lse)                     (f32; s the attention's scores)
     D = rowsum(grad * out)                      (f32; in place of rowsum(p * dp))
     ```
 
     They must be the forward's values for the same `q`, `k`, `v`, `causal`,
-    `window` and `scale`; then both forms agree up to the rounding of `out`. Both are
-    given or neither.
+    `window`, `softcap` and `scale`; then both forms agree up to the rounding
+    of `out`. Both are given or neither.
 
     A key/value head's gradients sum over the query heads that read it
     (grouped-query attention); masked positions have `p = 0`, so no
@@ -443,13 +445,15 @@ def Liger_AttentionGradOp : Liger_InferOp<"attention_grad",
       Liger_FloatTensor:$k, Liger_FloatTensor:$v,
       Optional<Liger_FloatTensor>:$out, Optional<Liger_FloatTensor>:$lse,
       UnitAttr:$causal, OptionalAttr<Liger_PositiveI64Attr>:$window,
+      OptionalAttr<Liger_PositiveFiniteF32Attr>:$softcap,
       OptionalAttr<Liger_PositiveF32Attr>:$scale);
   let results = (outs Liger_FloatTensor:$grad_q, Liger_FloatTensor:$grad_k,
       Liger_FloatTensor:$grad_v);
   let assemblyFormat = [{
     $grad `,` $q `,` $k `,` $v
     (`saved` `(` $out^ `,` $lse `:` type($out) `,` type($lse) `)`)?
-    (`causal` $causal^)? (`window` `=` $window^)? (`scale` `=` $scale^)?
+    (`causal` $causal^)? (`window` `=` $window^)?
+    (`softcap` `=` $softcap^)? (`scale` `=` $scale^)?
     attr-dict `:` type($grad) `,` type($q) `,` type($k) `,` type($v)
   }];
 }

@@ -547,9 +547,10 @@ def Liger_AttentionOp : Liger_InferOp<"attention",
     a multiple of `Hkv` (query head h reads key/value head `h / (Hq/Hkv)`):
 
     ```
-    p   = softmax(scale * q · kᵀ + mask)     (f32)
+    s   = scale * q · kᵀ                     (softcap c: c * tanh(s / c))
+    p   = softmax(s + mask)                  (f32)
     out = p · v                              [B, Hq, T, Dv]
-    lse = log(sum_j exp(scale * q · kᵀ + mask))   [B, Hq, T] f32 (return_lse)
+    lse = log(sum_j exp(s + mask))           [B, Hq, T] f32 (return_lse)
     ```
 
     `scale` defaults to `1/sqrt(D)`. `causal` masks key positions `j > i + (S
@@ -558,12 +559,14 @@ def Liger_AttentionOp : Liger_InferOp<"attention",
     `j <= i + (S - T) - W`: each query row sees the `W` keys up to its
     diagonal, Hugging Face's `sliding_window` (Mistral's, Gemma 2's and 3's
     local layers), which keeps key `j` for query `i` where `i - W < j <= i`
-    when `S = T`.
+    when `S = T`. `softcap = c` bounds the scaled scores to `(-c, c)` before
+    the mask, Gemma 2's `attn_logit_softcapping` (`tanh` of `s / c`, times
+    `c`).
 
     With `return_lse`, a second result holds each query row's log-sum-exp
     (natural log, f32, `[B, Hq, T]` of `q`) over the keys the mask keeps:
     the softmax's statistics, what FlashAttention and cuDNN return as
-    `logsumexp`, so that `p = exp(scale * q · kᵀ - lse)`. A row whose keys are
+    `logsumexp`, so that `p = exp(s - lse)`. A row whose keys are
     all masked (causal with `S < T`) has `lse = -inf` and a NaN output.
     The canonicalizer drops an `lse` that nothing reads.
 
@@ -577,15 +580,18 @@ def Liger_AttentionOp : Liger_InferOp<"attention",
         : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>
     %o3 = liger.attention %q, %k, %v causal window = 4096
         : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>
+    %o4 = liger.attention %q, %k, %v causal softcap = 5.000000e+01
+        : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>
     ```
   }];
   let arguments = (ins Liger_FloatTensor:$q, Liger_FloatTensor:$k, Liger_FloatTensor:$v,
       UnitAttr:$causal, OptionalAttr<Liger_PositiveI64Attr>:$window,
+      OptionalAttr<Liger_PositiveFiniteF32Attr>:$softcap,
       OptionalAttr<Liger_PositiveF32Attr>:$scale, UnitAttr:$return_lse);
   let results = (outs Liger_FloatTensor:$result, Optional<Liger_FloatTensor>:$lse);
   let assemblyFormat = [{
     $q `,` $k `,` $v (`causal` $causal^)? (`window` `=` $window^)?
-    (`scale` `=` $scale^)?
+    (`softcap` `=` $softcap^)? (`scale` `=` $scale^)?
     (`return_lse` $return_lse^)?
     attr-dict `:` type($q) `,` type($k) `,` type($v)
   }];
