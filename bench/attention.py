@@ -6,7 +6,12 @@ memory-efficient), Llama-3-8B's heads (32 query over 8 key/value heads,
 head dimension 128, bf16), batch x sequence = 16384 tokens at sequences
 2048, 4096 and 8192, causal and not, and with --window causal with a
 sliding window of WINDOW keys (the SDPA backends given it as an explicit
-mask; those that take none are skipped). FLOPs count the scores the mask
+mask; those that take none are skipped), and with --softcap causal with
+Gemma 2's logit softcap of SOFTCAP (c · tanh(s / c)), which no SDPA
+backend takes: beside PyTorch's flex_attention (compiled, the softcap as
+its score_mod, the causal block mask) and Hugging Face's eager attention
+(Gemma 2's: the scores in bf16, capped, an additive mask, the softmax in
+f32). FLOPs count the scores the mask
 keeps (4 B Hq D for each: T²/2 causal, about T·W with the window;
 forward + backward 3.5 times that); the
 floor is those FLOPs at the bf16 matrix rate measured in this run. Each
@@ -33,11 +38,13 @@ import torch.nn.functional as F
 from floors import matrix_rate, ms
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from liger import runtime
+from liger import operators, runtime
 
 BF16 = torch.bfloat16
 # The window of bench/attention.mlir's @llama_window kernels.
 WINDOW = 1024
+# The softcap of its @llama_softcap kernels (Gemma 2's attn_logit_softcapping).
+SOFTCAP = 50.0
 BACKENDS = {"sdpa (default)": None, "cudnn": SDPBackend.CUDNN_ATTENTION,
             "flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION}
 
@@ -51,6 +58,8 @@ def main():
     ap.add_argument("--no-backward", action="store_true")
     ap.add_argument("--window", action="store_true",
                     help="add the rows of a sliding window of %d keys" % WINDOW)
+    ap.add_argument("--softcap", action="store_true",
+                    help="add the rows of a causal softcap of %g" % SOFTCAP)
     args = ap.parse_args()
     ours = runtime.load(args.bundle)
     rate = matrix_rate()
@@ -68,7 +77,10 @@ def main():
         modes = [("causal", True, None), ("full", False, None)]
         if args.window:
             modes.append(("window", True, WINDOW))
+        if args.softcap:
+            modes.append(("softcap", True, None))
         for mode, causal, window in modes:
+            softcap = SOFTCAP if mode == "softcap" else None
             # The scores each query keeps: min(i + 1, W) keys for query i.
             kept = seq * seq / 2 if causal else seq * seq
             if window:
@@ -81,14 +93,20 @@ def main():
                 seq, seq, dtype=torch.bool, device="cuda").tril().triu(1 - window)}
             kernel = ours["llama_%s_attention_0" % mode]
             out = torch.empty_like(q)
-            ref = F.scaled_dot_product_attention(q, kr, vr, **mask)
+            peers = softcap_peers(seq, softcap) if softcap else None
+            # (A softcap's reference: its math in f32, liger's fallback.)
+            keep = torch.ones(seq, seq, dtype=torch.bool, device="cuda").tril()
+            ref = operators.softcapped_attention(q, k, v, keep, None, softcap) if softcap \
+                else F.scaled_dot_product_attention(q, kr, vr, **mask)
             out.fill_(float("nan"))
             kernel(q, k, v, out=[out])
             err = ((out.float() - ref.float()).norm() / ref.float().norm()).item()
             if not err < 1e-2:
                 sys.exit("liger's attention differs from SDPA's at seq %d: %.3g" % (seq, err))
             impls = {"liger": lambda: kernel(q, k, v, out=[out])}
-            for name, backend in BACKENDS.items():
+            for name, fn in (peers or {}).items():
+                impls[name] = lambda fn=fn: fn(q, kr, vr)
+            for name, backend in ({} if softcap else BACKENDS).items():
                 def call(backend=backend, mask=mask):
                     if backend is None:
                         return F.scaled_dot_product_attention(q, k, v, **mask, enable_gqa=True)
@@ -100,7 +118,8 @@ def main():
                     print("  %s: not available (%s)" % (name, str(e).splitlines()[0][:80]))
                     continue
                 impls[name] = call
-            case = {"seq": seq, "batch": b, "causal": causal, "window": window}
+            case = {"seq": seq, "batch": b, "causal": causal, "window": window,
+                    "softcap": softcap}
             report(rows, impls, dict(case, **{"pass": "fwd"}), flops, rate)
             if args.no_backward:
                 continue
@@ -116,6 +135,7 @@ def main():
                 bwd(grad, q, k, v, out, lse, out=grads)
             leaves = [x.detach().clone().requires_grad_() for x in (q, k, v)]
             ref_grads = torch.autograd.grad(
+                operators.softcapped_attention(*leaves, keep, None, softcap) if softcap else
                 F.scaled_dot_product_attention(*leaves, **mask, enable_gqa=True),
                 leaves, grad)
             for x in grads:
@@ -126,8 +146,12 @@ def main():
                 if not err < 2e-2:
                     sys.exit("liger's %s differs from SDPA's at seq %d: %.3g" % (name, seq, err))
             train = {"liger": liger_train}
+            for name, fn in (peers or {}).items():
+                ins = [x.detach().clone().requires_grad_() for x in (q, k, v)]
+                train[name] = lambda fn=fn, ins=ins: torch.autograd.grad(
+                    fn(*ins, gqa=True), ins, grad)
             for name in impls:
-                if name == "liger":
+                if name == "liger" or name not in BACKENDS:
                     continue
                 backend = BACKENDS[name]
                 gqa = backend is None
@@ -148,6 +172,33 @@ def main():
             json.dump(dict(rate_tflops=rate, rows=rows), f, indent=1)
 
 
+def softcap_peers(seq, softcap):
+    """PyTorch's softcapped causal attentions (q [B, Hq, T, D]; k, v [B,
+    Hkv, T, D] with gqa, else repeated to Hq): flex_attention compiled with
+    the softcap as its score_mod and the causal block mask, and Hugging
+    Face's eager attention as Gemma 2's modeling code writes it."""
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+    flex = torch.compile(flex_attention)
+    block_mask = create_block_mask(lambda b, h, qi, ki: qi >= ki, None, None, seq, seq)
+    additive = torch.zeros(seq, seq, dtype=BF16, device="cuda").masked_fill(
+        torch.ones(seq, seq, dtype=torch.bool, device="cuda").triu(1), torch.finfo(BF16).min)
+
+    def cap(score, b, h, qi, ki):
+        return softcap * torch.tanh(score / softcap)
+
+    def flex_call(q, k, v, gqa=False):
+        return flex(q, k, v, score_mod=cap, block_mask=block_mask, enable_gqa=True)
+
+    def eager(q, k, v, gqa=False):
+        if gqa:
+            g = q.shape[1] // k.shape[1]
+            k, v = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
+        w = q @ k.transpose(-1, -2) * q.shape[-1] ** -0.5
+        w = torch.tanh(w / softcap) * softcap + additive
+        return torch.softmax(w, dim=-1, dtype=torch.float32).to(q.dtype) @ v
+    return {"flex (compiled)": flex_call, "eager (HF math)": eager}
+
+
 def report(rows, impls, case, flops, rate):
     floor = flops / rate / 1e9
     for name, fn in impls.items():
@@ -155,7 +206,8 @@ def report(rows, impls, case, flops, rate):
         row = dict(case, impl=name, ms=t, tflops=flops / t / 1e9, floor_fraction=floor / t)
         rows.append(row)
         print("%-8d %-6s %-8s %-16s %9.3f %9.1f %6.0f%%" % (
-            case["seq"], "window" if case["window"] else "causal" if case["causal"] else "full",
+            case["seq"], "window" if case["window"] else "cap" if case.get("softcap") else
+            "causal" if case["causal"] else "full",
             row["pass"], name, t,
             row["tflops"], 100 * row["floor_fraction"]))
 

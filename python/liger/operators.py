@@ -52,11 +52,11 @@ reference functions on CPU tensors.
     liger::linear_rope(x, q_weight, k_weight, cos, sin, q_bias?, k_bias?) -> (q, k)
                                              (backward: liger::rope_backward, then
                                               PyTorch's matmuls)
-    liger::attention(q, k, v, causal, scale, window=0) -> (out, lse)
-                                             (scale 0: 1/sqrt(D); window 0: none;
-                                              lse f32 [B, Hq, T])
-    liger::attention_backward(dout, q, k, v, out, lse, causal, scale, window=0)
-        -> (dq, dk, dv)
+    liger::attention(q, k, v, causal, scale, window=0, softcap=0) -> (out, lse)
+                                             (scale 0: 1/sqrt(D); window 0,
+                                              softcap 0: none; lse f32 [B, Hq, T])
+    liger::attention_backward(dout, q, k, v, out, lse, causal, scale, window=0,
+                              softcap=0) -> (dq, dk, dv)
 
 Row ops take [..., H] inputs and flatten their leading dimensions into
 rows, on the GPU and on the CPU alike; every implementation makes its
@@ -1347,13 +1347,13 @@ _autograd(linear_rope, _linear_rope_grad, _linear_rope_setup)
 # call (attention_reference), so the operators run only what has kernels.
 
 
-def _attention_args(q, k, causal, scale, window):
-    return (q.shape[1], k.shape[1], q.shape[3], q.dtype, causal, scale, window)
+def _attention_args(q, k, causal, scale, window, softcap):
+    return (q.shape[1], k.shape[1], q.shape[3], q.dtype, causal, scale, window, softcap)
 
 
-def _attention_kernels(q, k, causal, scale, window):
+def _attention_kernels(q, k, causal, scale, window, softcap):
     return bundles.attention_kernels(_spec(specs.attention_spec,
-                                           _attention_args(q, k, causal, scale, window),
+                                           _attention_args(q, k, causal, scale, window, softcap),
                                            q.device))
 
 
@@ -1370,44 +1370,73 @@ def attention_mask(t, s, causal, window, device):
     return mask
 
 
-def attention_reference(q, k, v, causal, scale, window=0):
+def attention_reference(q, k, v, causal, scale, window=0, softcap=0.0):
     """liger.attention by PyTorch's scaled_dot_product_attention (grouped
     heads through enable_gqa; scale 0 or None: its default, 1/sqrt(D)), the
     causal mask aligned bottom-right as liger's: SDPA's is_causal is
     aligned top-left, the same where T = S; a single query sees every key;
     otherwise (or with a sliding window) an explicit mask (attention_mask).
     (S < T under a causal mask leaves queries with no key:
-    liger.ops.attention refuses it.)"""
+    liger.ops.attention refuses it.) With a softcap, which SDPA does not
+    take, the same math in PyTorch: the scores, their softmax and its
+    product with v in f32, the output rounded to q's dtype."""
     t, s = q.shape[2], k.shape[2]
     mask = attention_mask(t, s, causal, window, q.device)
+    if softcap:
+        if causal and mask is None:
+            mask = torch.ones(t, s, dtype=torch.bool, device=q.device).tril(s - t)
+        return softcapped_attention(q, k, v, mask, scale, softcap)
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
                                           is_causal=bool(causal and mask is None and t == s),
                                           scale=scale or None, enable_gqa=True)
 
 
+def softcapped_attention(q, k, v, keep, scale, softcap, dropout=0.0):
+    """softmax(c · tanh(scale · q · kᵀ / c) + mask) · v in PyTorch, for
+    the calls liger's kernels do not take (SDPA has no softcap): grouped
+    heads, `keep` a boolean mask broadcast over the scores [B, Hq, T, S]
+    (True: attended) or None, `scale` 0 or None: 1/sqrt(D). The scores,
+    the softmax and its product with v in f32 (with `dropout` on the
+    probabilities), the output rounded to q's dtype. A row whose keys are
+    all masked averages them (the mask adds f32's lowest number, not
+    -inf), as Hugging Face's eager attention does for padding."""
+    group = q.shape[1] // k.shape[1]
+    kf = k.float().repeat_interleave(group, dim=1)
+    vf = v.float().repeat_interleave(group, dim=1)
+    scores = q.float() @ kf.transpose(-1, -2) * (scale or q.shape[-1] ** -0.5)
+    scores = torch.tanh(scores / softcap) * softcap
+    if keep is not None:
+        scores = scores.masked_fill(~keep, torch.finfo(F32).min)
+    p = scores.softmax(-1)
+    if dropout:
+        p = F.dropout(p, dropout)
+    return (p @ vf).to(q.dtype)
+
+
 @_custom_op("liger::attention", mutates_args=())
 def attention(q: Tensor, k: Tensor, v: Tensor, causal: bool,
-              scale: float, window: int = 0) -> Tuple[Tensor, Tensor]:
+              scale: float, window: int = 0, softcap: float = 0.0) -> Tuple[Tensor, Tensor]:
     """(out, lse): the attention's output and each query row's log-sum-exp
-    of its scaled, masked scores (f32 [B, Hq, T]), what the backward
-    reads."""
-    fwd, _ = _attention_kernels(q, k, causal, scale, window)
+    of its scaled (softcapped), masked scores (f32 [B, Hq, T]), what the
+    backward reads."""
+    fwd, _ = _attention_kernels(q, k, causal, scale, window, softcap)
     return fwd(q.contiguous(), k.contiguous(), v.contiguous())
 
 
 @attention.register_fake
-def _(q, k, v, causal, scale, window=0):
+def _(q, k, v, causal, scale, window=0, softcap=0.0):
     return _like(q), q.new_empty(q.shape[:3], dtype=F32)
 
 
 @_custom_op("liger::attention_backward", mutates_args=())
 def attention_backward(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor,
-                       causal: bool, scale: float,
-                       window: int = 0) -> Tuple[Tensor, Tensor, Tensor]:
+                       causal: bool, scale: float, window: int = 0,
+                       softcap: float = 0.0) -> Tuple[Tensor, Tensor, Tensor]:
     """(dq, dk, dv) for the incoming gradient of the output, from the
     forward's saved output and lse: one kernel (dk and dv of a key/value
     head summed over its query heads)."""
-    spec = _spec(specs.attention_spec, _attention_args(q, k, causal, scale, window), q.device)
+    spec = _spec(specs.attention_spec, _attention_args(q, k, causal, scale, window, softcap),
+                 q.device)
     _, bwd = bundles.attention_kernels(spec)
     if bwd is None:
         raise LigerError("the attention kernels of %s (target %s) have no backward: %s" % (
@@ -1418,16 +1447,18 @@ def attention_backward(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tenso
 
 
 @attention_backward.register_fake
-def _(dout, q, k, v, out, lse, causal, scale, window=0):
+def _(dout, q, k, v, out, lse, causal, scale, window=0, softcap=0.0):
     return _like(q), _like(k), _like(v)
 
 
 def _attention_setup(ctx, inputs, output):
     q, k, v, causal, scale = inputs[:5]
-    window = inputs[5] if len(inputs) > 5 else 0  # (its default, where not given)
+    # (window and softcap: their defaults, where not given)
+    window = inputs[5] if len(inputs) > 5 else 0
+    softcap = inputs[6] if len(inputs) > 6 else 0.0
     out, lse = output
     ctx.save_for_backward(q, k, v, out, lse)
-    ctx.config = (causal, scale, window)
+    ctx.config = (causal, scale, window, softcap)
     ctx.inputs = len(inputs)
     ctx.mark_non_differentiable(lse)
 

@@ -1021,7 +1021,7 @@ def attention_problem(q, k, v, causal):
     return None
 
 
-def _attention_checked(q, k, v, causal, scale, window):
+def _attention_checked(q, k, v, causal, scale, window, softcap):
     device = _tensors("attention", dict(q=q, k=k, v=v))
     causal = check_bool("causal", causal)
     _raise(attention_problem(q, k, v, causal))
@@ -1032,7 +1032,9 @@ def _attention_checked(q, k, v, causal, scale, window):
     if window and not causal:
         raise LigerValueError("liger.ops.attention: window=%d needs causal=True (a sliding "
                               "window bounds the keys below each query's diagonal)" % window)
-    return causal, scale, window, bundles.device_target(device), dtype, _size(q.shape[3])
+    softcap = specs.check_softcap(static(softcap))
+    return causal, scale, window, softcap, bundles.device_target(device), dtype, \
+        _size(q.shape[3])
 
 
 _WARNED = set()
@@ -1047,7 +1049,7 @@ def _warn_fallback(message):
         warnings.warn("liger: " + message, LigerFallbackWarning, stacklevel=3)
 
 
-def attention(q, k, v, causal=False, scale=None, window=None):
+def attention(q, k, v, causal=False, scale=None, window=None, softcap=None):
     """Scaled dot-product attention, softmax(scale · q · kᵀ + mask) · v, of
     q [B, Hq, T, D] over k and v [B, Hkv, S, D], all of one dtype (bf16,
     f16 or f32), Hq a multiple of Hkv (grouped-query heads: query head h
@@ -1064,7 +1066,11 @@ def attention(q, k, v, causal=False, scale=None, window=None):
     >= 1 keys: query i sees the keys i + S - T - W < j <= i + S - T (the W
     keys up to its diagonal: Hugging Face's `sliding_window`, whose mask
     keeps key j for query i where i - W < j <= i when S = T); the kernels
-    skip the key blocks below every row's window.
+    skip the key blocks below every row's window. `softcap`: None (or 0),
+    or c > 0 capping the scaled scores s to c · tanh(s / c) before the mask
+    and the softmax (Gemma 2's attn_logit_softcapping); SDPA has no
+    softcap, so a softcapped call that falls back runs the same math in
+    PyTorch (operators.attention_reference), the scores in f32.
 
     The forward is the attention template's kernel (sm_90a), which also
     writes each row's log-sum-exp; out and the lse are saved with q, k and
@@ -1086,16 +1092,18 @@ def attention(q, k, v, causal=False, scale=None, window=None):
     config = _once(lambda: (
         "attention", type(q), type(k), type(v), q.device, k.device, v.device, q.dtype, k.dtype,
         v.dtype, q.dim(), k.dim(), v.dim(), q.shape[1], k.shape[1], v.shape[1], q.shape[3],
-        k.shape[3], v.shape[3], type(causal), causal, type(scale), scale, type(window), window),
-        _attention_checked, q, k, v, causal, scale, window)
-    causal, scale, window, target, dtype, d = config
+        k.shape[3], v.shape[3], type(causal), causal, type(scale), scale, type(window), window,
+        type(softcap), softcap),
+        _attention_checked, q, k, v, causal, scale, window, softcap)
+    causal, scale, window, softcap, target, dtype, d = config
     _raise(attention_problem(q, k, v, causal))
     grad = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
     why = specs.attention_unsupported(target, dtype, d, grad, q.shape[2], k.shape[2])
     if why:
-        _warn_fallback("attention: %s; using PyTorch's scaled_dot_product_attention" % why)
-        return operators.attention_reference(q, k, v, causal, scale, window)
-    return operators.call(operators.attention, q, k, v, causal, scale, window)[0]
+        _warn_fallback("attention: %s; using PyTorch's %s" % (
+            why, "attention math (a softcap)" if softcap else "scaled_dot_product_attention"))
+        return operators.attention_reference(q, k, v, causal, scale, window, softcap)
+    return operators.call(operators.attention, q, k, v, causal, scale, window, softcap)[0]
 
 
 def add_precompile_targets(parser):

@@ -887,7 +887,9 @@ class AttentionSpec(Spec):
     kv_heads), all of `dtype`, `causal` (the mask aligned bottom-right) or
     not, at `scale` (0: the default, 1/sqrt(head_dim)), with a sliding
     `window` (causal only: each query sees the `window` keys up to its
-    diagonal; 0: none); the batch and the sequence lengths are dynamic. @fwd (q, k, v) -> (out, lse): the
+    diagonal; 0: none), the scores capped at `softcap` (c · tanh(s / c),
+    Gemma 2's attn_logit_softcapping; 0: none); the batch and the sequence
+    lengths are dynamic. @fwd (q, k, v) -> (out, lse): the
     forward with its log-sum-exp; @bwd (dout, q, k, v, out, lse) -> (dq, dk,
     dv): liger.attention_grad from the saved output and lse. Each is one
     kernel of the attention template (fwd_attention_0, bwd_attention_0),
@@ -905,6 +907,7 @@ class AttentionSpec(Spec):
     causal: bool = False
     scale: float = 0.0
     window: int = 0
+    softcap: float = 0.0
     target: str = DEFAULT_TARGET
 
     def _checked(self):
@@ -913,7 +916,8 @@ class AttentionSpec(Spec):
                        head_dim=_size("head_dim", self.head_dim),
                        causal=check_bool("causal", self.causal),
                        scale=check_float("scale", self.scale, 0.0),
-                       window=check_int("window", self.window, 0))
+                       window=check_int("window", self.window, 0),
+                       softcap=check_softcap(self.softcap))
         if checked["window"] and not checked["causal"]:
             raise LigerValueError("window=%d needs causal=True (a sliding window bounds the "
                                   "keys below each query's diagonal)" % checked["window"])
@@ -929,8 +933,9 @@ class AttentionSpec(Spec):
         return checked
 
     def _string_fields(self, fields):
-        # (the default scale and no window: not written)
-        return {k: v for k, v in fields.items() if k not in ("scale", "window") or v}
+        # (the default scale, no window and no softcap: not written)
+        return {k: v for k, v in fields.items()
+                if k not in ("scale", "window", "softcap") or v}
 
     def has_backward(self):
         """Whether the module has @bwd: the template takes the backward on
@@ -944,6 +949,7 @@ class AttentionSpec(Spec):
         L = "tensor<?x%dx?xf32>" % self.q_heads
         attrs = (" causal" if self.causal else "") + \
             (" window = %d" % self.window if self.window else "") + \
+            (" softcap = %.9e" % self.softcap if self.softcap else "") + \
             (" scale = %.9e" % self.scale if self.scale else "")
         text = f"""func.func @fwd(%q: {Q}, %k: {K}, %v: {K}) -> ({Q}, {L}) {{
   %o, %lse = liger.attention %q, %k, %v{attrs} return_lse : {Q}, {K}, {K}
@@ -1207,9 +1213,11 @@ def linear_rope_spec(hidden, q_heads, k_heads, head_dim, dtype, bias=False,
 
 
 def attention_spec(q_heads, kv_heads, head_dim, dtype, causal=False, scale=None, window=None,
-                   target=DEFAULT_TARGET):
+                   softcap=None, target=DEFAULT_TARGET):
     """Attention of `q_heads` query heads over `kv_heads` key/value heads of
     `head_dim`, causal (bottom-right aligned) or not, at `scale` (None or 0:
-    1/sqrt(head_dim)), with a sliding `window` (causal; None or 0: none)."""
+    1/sqrt(head_dim)), with a sliding `window` (causal; None or 0: none),
+    the scores capped at `softcap` (None or 0: none)."""
     return AttentionSpec(q_heads, kv_heads, head_dim, dtype_name(dtype), causal,
-                         0.0 if scale is None else scale, window or 0, target=target)
+                         0.0 if scale is None else scale, window or 0,
+                         0.0 if softcap is None else softcap, target=target)

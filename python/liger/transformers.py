@@ -96,9 +96,10 @@ op for `fuse_norm_linear` yet: set, it warns and leaves those layers as
 they are. With attention, the model's attention function is
 liger.ops.attention where a call has no mask (Hugging Face makes none for
 a causal batch without padding, SDPA's mask function being registered
-with it), no dropout, softcap, sinks or position bias, and kernels;
-any other runs Hugging Face's SDPA function, with one warning per reason;
-a model that softcaps its scores (Gemma 2) keeps its attention, warned.
+with it) or a sliding window's, no dropout, sinks or position bias, and
+kernels, softcapped where the model is (Gemma 2); any other runs Hugging
+Face's SDPA function (a softcapped one, the same math in PyTorch), with
+one warning per reason.
 A class patch registers the implementation and warns: models choose
 theirs when built (attn_implementation="liger").
 """
@@ -823,16 +824,6 @@ def _attention_scaling(fam, config, head_dim):
     return value if power == 1 else value ** power
 
 
-def _kept_attention(config):
-    """Why a model of `config` keeps its own attention under attention=True
-    (its scores are ones neither liger.ops.attention nor SDPA computes), or
-    None."""
-    if getattr(config, "attn_logit_softcapping", None):
-        return "it softcaps its scores (attn_logit_softcapping), which neither " \
-            "liger.ops.attention nor SDPA takes"
-    return None
-
-
 def _attention_window(config):
     """The sliding window of the layers of a model of `config` that have
     one (Hugging Face's `sliding_window` where its `layer_types` name
@@ -848,18 +839,19 @@ def _attention_window(config):
 def _attention_spec(fam, config, heads, kv, head_dim, dtype, target, window=None):
     """The liger.ops.attention spec a model of `fam` and `config` patched
     with attention=True calls while training (the queries and keys of one
-    length, autograd recording), or None where the model keeps its
-    attention or the template does not take that call on `target`
-    (specs.attention_unsupported, with the backward: liger.ops.attention
-    runs SDPA there). Causal as the modeling code's attention is (the
-    Gemmas' use_bidirectional_attention turns it off)."""
-    if _kept_attention(config) or specs.attention_unsupported(target, dtype, head_dim, True):
+    length, autograd recording), or None where the template does not take
+    that call on `target` (specs.attention_unsupported, with the backward:
+    liger.ops.attention runs PyTorch there). Causal as the modeling code's
+    attention is (the Gemmas' use_bidirectional_attention turns it off),
+    softcapped where the config says (Gemma 2's attn_logit_softcapping)."""
+    if specs.attention_unsupported(target, dtype, head_dim, True):
         return None
     causal = not getattr(config, "use_bidirectional_attention", None)
     try:  # (a configuration the spec refuses, liger.ops.attention refuses too)
         return ops.attention_spec(heads, kv, head_dim, dtype, causal,
                                   _attention_scale(_attention_scaling(fam, config, head_dim),
                                                    head_dim), window if causal else None,
+                                  getattr(config, "attn_logit_softcapping", None),
                                   target=target)
     except LigerError:
         return None
@@ -871,13 +863,18 @@ def _attention_forward(module, query, key, value, attention_mask, dropout=0.0, s
     sdpa_attention_forward's meaning (query [B, Hq, T, D], key and value
     [B, Hkv, S, D] -> ([B, T, Hq, D], None)) by liger.ops.attention where
     it can take the call: no mask (a causal batch without padding: SDPA's
-    mask function makes none), no dropout, softcap, sinks or position bias,
-    a configuration liger.ops has kernels for (_fallback); otherwise
-    Hugging Face's SDPA function, warned once per reason. As Hugging Face's
-    SDPA: causal where the module is and there is more than one query; a
-    static cache's empty keys past the queries (a causal prefill) cut."""
+    mask function makes none) or a sliding window's, no dropout, sinks or
+    position bias, a configuration liger.ops has kernels for (_fallback);
+    a softcap (Gemma 2's) is the op's. Otherwise Hugging Face's SDPA
+    function, or with a softcap (which SDPA ignores) its math in PyTorch
+    (operators.softcapped_attention), warned once per reason. As Hugging
+    Face's SDPA: causal where the module is and there is more than one
+    query; a static cache's empty keys past the queries (a causal prefill)
+    cut."""
     what = type(module).__name__
-    instead = "PyTorch's SDPA (attention=True)"
+    softcap = kwargs.get("softcap")
+    instead = "PyTorch's %s (attention=True)" % (
+        "attention math with the softcap" if softcap else "SDPA")
     problem = None
     window = None
     if attention_mask is not None:
@@ -888,7 +885,7 @@ def _attention_forward(module, query, key, value, attention_mask, dropout=0.0, s
     elif dropout:
         problem = "attention dropout %r: liger.ops.attention has none" % dropout
     else:
-        extra = [name for name in ("softcap", "s_aux", "sinks", "position_bias")
+        extra = [name for name in ("s_aux", "sinks", "position_bias")
                  if kwargs.get(name) is not None]
         if extra:
             problem = "%s: liger.ops.attention has none" % _names(extra)
@@ -901,15 +898,40 @@ def _attention_forward(module, query, key, value, attention_mask, dropout=0.0, s
         d = query.shape[-1]
         scale = _attention_scale(scaling, d)
         if not _fallback(what, "attention", (query.shape[1], key.shape[1], d, str(query.dtype),
-                                             causal, scale, window),
+                                             causal, scale, window, softcap),
                          (("query", str(query.device)), ("key", str(key.device)),
                           ("value", str(value.device))), instead):
-            out = ops.attention(query, key, value, causal=causal, scale=scale, window=window)
+            out = ops.attention(query, key, value, causal=causal, scale=scale, window=window,
+                                softcap=softcap)
             return out.transpose(1, 2).contiguous(), None
     else:
         _warn_once("%s runs %s: %s" % (what, instead, problem))
+    if softcap:
+        return _softcapped_forward(module, query, key, value, attention_mask, dropout, scaling,
+                                   is_causal, softcap), None
     return _SDPA_FORWARD[0](module, query, key, value, attention_mask, dropout=dropout,
                             scaling=scaling, is_causal=is_causal, **kwargs)
+
+
+def _softcapped_forward(module, query, key, value, attention_mask, dropout, scaling,
+                        is_causal, softcap):
+    """A softcapped attention call liger.ops.attention does not take, by
+    operators.softcapped_attention ([B, T, Hq, D]): the call's mask
+    (Hugging Face's boolean SDPA mask, True: attended; an additive one,
+    finite where attended), or without one causal as SDPA's is_causal
+    (top-left, where the module is and there is more than one query); the
+    dropout only while training, as the modules pass it."""
+    t, s = query.shape[2], key.shape[2]
+    keep = attention_mask
+    if keep is None:
+        causal = getattr(module, "is_causal", True) if is_causal is None else is_causal
+        keep = torch.ones(t, s, dtype=torch.bool, device=query.device).tril() \
+            if causal and t > 1 else None
+    elif keep.dtype != torch.bool:
+        keep = keep > torch.finfo(keep.dtype).min
+    out = operators.softcapped_attention(query, key, value, keep, scaling, softcap,
+                                         dropout if module.training else 0.0)
+    return out.transpose(1, 2).contiguous()
 
 
 # The last mask _sliding_window found to be a window's (a weak reference:
@@ -1166,9 +1188,6 @@ def _apply(family, flags):
             _warn_once('attention=True: a class patch cannot choose the attention of models '
                        'built afterwards: build them with attn_implementation="%s" (registered '
                        'now), or patch a model (model=...)' % ATTENTION_IMPLEMENTATION)
-        elif (kept := _kept_attention(model.config)):
-            _warn_once("attention=True: %s keeps its attention: %s"
-                       % (type(model).__name__, kept))
         else:
             model.set_attn_implementation(ATTENTION_IMPLEMENTATION)
     # What the loss reads besides the family: its output class (found here:
@@ -1296,9 +1315,9 @@ def kernel_specs(config, dtype=None, fused_mlp=False, target=None, fuse_qkv_rope
     say, the backward's RoPE kernels among the rope specs; `attention`:
     patched with attention=True, the liger.ops.attention spec of its
     training call (causal, the config's heads, the family's scaling: the
-    op's default where it is head_dim ** -0.5) where the attention
-    template takes its forward and backward on `target`, none for a model
-    that keeps its attention, Gemma 2's softcapped one): what `precompile`
+    op's default where it is head_dim ** -0.5, the config's
+    attn_logit_softcapping) where the attention template takes its forward
+    and backward on `target`): what `precompile`
     compiles for a machine without the compiler. Reads the config's
     attributes alone (an object with them will do; with `attention`, the
     family's scaling attribute too, Granite's attention_multiplier or the

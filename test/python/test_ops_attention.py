@@ -66,16 +66,19 @@ def _case_operands(name, seed):
     return _operands(b, hq, hkv, t, s, d, DTYPES[dt], seed)
 
 
-def _reference(q, k, v, causal, scale, window=None):
+def _reference(q, k, v, causal, scale, window=None, softcap=None):
     """Attention written out, in the operands' dtype (float64 here): the
-    key/value heads repeated for their query heads, the scores scaled,
-    causal keys j > i + S - T masked (with a window W also j <= i + S - T -
-    W, each key tested one by one), the softmax, its product with v; and
-    each row's log-sum-exp of its scores."""
+    key/value heads repeated for their query heads, the scores scaled (and
+    capped: c · tanh(s / c)), causal keys j > i + S - T masked (with a
+    window W also j <= i + S - T - W, each key tested one by one), the
+    softmax, its product with v; and each row's log-sum-exp of its
+    scores."""
     group = q.shape[1] // k.shape[1]
     k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
     t, s = q.shape[2], k.shape[2]
     scores = q.matmul(k.transpose(-1, -2)) * (scale or 1 / math.sqrt(q.shape[-1]))
+    if softcap:
+        scores = torch.tanh(scores / softcap) * softcap
     if causal:
         keep = torch.tensor([[j <= i + s - t and (not window or j > i + s - t - window)
                               for j in range(s)] for i in range(t)])
@@ -164,6 +167,115 @@ def test_a_sliding_window_against_float64(cpu_reference, monkeypatch, name):
     # The window matters where it is shorter than the keys a row sees.
     plain, _ = _reference(*exact, True, scale)
     assert (rel(plain, want) > 1e-3) == (window < s), name
+
+
+# (dtype, B, Hq, Hkv, T, S, D, causal, scale, window, softcap): caps below
+# the scores' spread (about 1 at these sizes: the cap bends them) and one
+# far above it (50: nearly none), causal and not, one query decoding over 9
+# keys, keys longer than the queries with a window, GQA 1, 2 and 4, a scale.
+SOFTCAP_CASES = {
+    "f32_t7_gqa2_causal_cap2": ("f32", 1, 4, 2, 7, 7, 16, True, None, None, 2.0),
+    "f32_t9_mha_cap0.5": ("f32", 2, 2, 2, 9, 9, 24, False, None, None, 0.5),
+    "f16_t1_s9_gqa4_cap1": ("f16", 2, 4, 1, 1, 9, 16, True, None, None, 1.0),
+    "bf16_t33_s40_gqa4_w8_scale_cap1.5": ("bf16", 2, 8, 2, 33, 40, 40, True, 0.2, 8, 1.5),
+    "bf16_t17_gqa2_causal_cap50": ("bf16", 1, 4, 2, 17, 17, 64, True, None, None, 50.0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SOFTCAP_CASES))
+def test_a_softcap_against_float64(cpu_reference, monkeypatch, name):
+    """softcap=c: the forward and the backward of the spec with the cap
+    (liger.attention ... softcap = c) against float64 attention capping
+    its scores before the mask, the lse too; the cap changes the result
+    where it is below the scores' spread."""
+    dt, b, hq, hkv, t, s, d, causal, scale, window, softcap = SOFTCAP_CASES[name]
+    loaded = record_loads(monkeypatch, bundles, "attention_kernels")
+    q, k, v = [x.requires_grad_() for x in _operands(b, hq, hkv, t, s, d, DTYPES[dt], 11)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LigerFallbackWarning)
+        out = ops.attention(q, k, v, causal=causal, scale=scale, window=window, softcap=softcap)
+    spec = specs.attention_spec(hq, hkv, d, dt, causal, scale, window, softcap, target="cpu")
+    assert loaded == [spec] and " softcap = %.9e " % softcap in spec.module_text(), loaded
+    dout = _incoming(out, 12)
+    out.backward(dout)
+    assert loaded == [spec, spec], loaded
+    exact = _exact((q, k, v))
+    want, want_lse = _reference(*exact, causal, scale, window, softcap)
+    want.backward(dout.double())
+    assert rel(out, want) < TOL[dt], (name, rel(out, want))
+    for what, got, ref in zip(("dq", "dk", "dv"), (q, k, v), exact):
+        assert rel(got.grad, ref.grad) < TOL[dt], (name, what, rel(got.grad, ref.grad))
+    _, lse = torch.ops.liger.attention(q.detach(), k.detach(), v.detach(), causal, scale or 0.0,
+                                       window or 0, softcap)
+    assert rel(lse, want_lse) < 1e-5, (name, rel(lse, want_lse))
+    plain, _ = _reference(*exact, causal, scale, window)
+    assert (rel(plain, want) > 1e-3) == (softcap < 10), (name, rel(plain, want))
+
+
+def test_the_softcap_rules(cpu_reference):
+    """softcap: None or 0 (none), else a finite number > 0; the spec holds
+    the same rules and writes no softcap for none."""
+    q, k, v = _operands(1, 2, 1, 4, 4, 16, torch.float32, 7)
+    for softcap, error, message in [
+            (-1.0, LigerValueError, r"softcap must be None, 0 \(no softcap\) or > 0, got -1.0"),
+            (float("inf"), LigerValueError, r"softcap must be finite, got inf"),
+            (float("nan"), LigerValueError, r"softcap must be finite, got nan"),
+            ("30", LigerTypeError, r"softcap must be a number, got '30'"),
+            (True, LigerTypeError, r"softcap must be a number, got True")]:
+        with pytest.raises(error, match=message):
+            ops.attention(q, k, v, causal=True, softcap=softcap)
+        with pytest.raises(error, match=message):
+            ops.attention_spec(4, 1, 64, "bf16", True, softcap=softcap)
+    assert ops.attention_spec(4, 1, 64, "bf16", True, softcap=0) == \
+        ops.attention_spec(4, 1, 64, "bf16", True, softcap=None)
+    assert "softcap" not in ops.attention_spec(4, 1, 64, "bf16", True, softcap=0).module_text()
+
+
+def test_a_softcapped_call_the_template_does_not_take_runs_its_math(monkeypatch):
+    """SDPA has no softcap: a softcapped call the template does not take
+    (D 256 with autograd, f32, keys longer than the queries) runs the same
+    math in PyTorch (operators.softcapped_attention) and its autograd,
+    warned once with the reason, against float64."""
+    _fake_target(monkeypatch, "sm_90a")
+    loaded = record_loads(monkeypatch, bundles, "attention_kernels")
+    for dt, d, (t, s), window in (("bf16", 256, (5, 5), None), ("f32", 64, (5, 5), 2),
+                                  ("f16", 128, (3, 9), None)):
+        q, k, v = [x.requires_grad_() for x in _operands(2, 4, 2, t, s, d, DTYPES[dt], d + t)]
+        with pytest.warns(LigerFallbackWarning) as caught:
+            out = ops.attention(q, k, v, causal=True, window=window, softcap=1.0)
+        messages = [str(w.message) for w in caught]
+        assert len(messages) == 1 and messages[0].startswith("liger: attention: ") and \
+            messages[0].endswith("; using PyTorch's attention math (a softcap)"), messages
+        exact = _exact((q, k, v))
+        want, _ = _reference(*exact, True, None, window, 1.0)
+        assert rel(out, want) < TOL[dt], (dt, d, rel(out, want))
+        dout = _incoming(out, 3)
+        out.backward(dout)
+        want.backward(dout.double())
+        for got, ref in zip((q, k, v), exact):
+            assert rel(got.grad, ref.grad) < TOL[dt], (dt, d, rel(got.grad, ref.grad))
+    assert loaded == []
+
+
+def test_softcapped_attention_takes_any_mask():
+    """operators.softcapped_attention, the softcapped fallback's math: a
+    boolean mask broadcast over the scores (a padded batch: one row per
+    batch entry of its own), against float64 written out; a row whose keys
+    are all masked averages v (Hugging Face's eager attention's padding
+    rows), not NaN."""
+    q, k, v = _operands(2, 4, 2, 6, 6, 16, torch.float64, 13)
+    keep = torch.ones(2, 1, 6, 6, dtype=torch.bool).tril()
+    keep[1, :, :, :2] = False  # (batch entry 1: its first two keys are padding)
+    got = operators.softcapped_attention(q, k, v, keep, 0.5, 3.0)
+    group = 2
+    scores = q @ k.repeat_interleave(group, 1).transpose(-1, -2) * 0.5
+    scores = (torch.tanh(scores / 3.0) * 3.0).masked_fill(~keep, float("-inf"))
+    want = scores.softmax(-1) @ v.repeat_interleave(group, 1)
+    assert torch.allclose(got[0], want[0], rtol=0, atol=1e-6)
+    assert torch.allclose(got[1, :, 2:], want[1, :, 2:], rtol=0, atol=1e-6)
+    vg = v.repeat_interleave(group, 1).float()
+    assert torch.allclose(got[1, :, :2], vg[1].mean(-2, keepdim=True).expand(4, 2, 16).double(),
+                          rtol=0, atol=1e-6)
 
 
 def test_the_window_rules(cpu_reference):
@@ -533,6 +645,11 @@ def test_the_spec_text_round_trips():
     assert str(windowed) == "attention:causal=1,dtype=bf16,head_dim=128,kv_heads=8," \
         "q_heads=32,window=4096"
     assert ops.parse_spec(str(windowed)) == windowed
+    capped = ops.attention_spec(8, 4, 256, "bf16", True, softcap=50.0)
+    assert str(capped) == "attention:causal=1,dtype=bf16,head_dim=256,kv_heads=4," \
+        "q_heads=8,softcap=50.0"
+    assert ops.parse_spec(str(capped)) == capped
+    assert ops.attention_spec(8, 4, 256, "bf16", True, softcap=30.0).key() != capped.key()
     # The default scale (None or 0) and no window (None or 0) are written
     # as no attribute; a scale, the mask, the window and the target are
     # each part of the key.

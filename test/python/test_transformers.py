@@ -820,16 +820,53 @@ def test_attention_generates_as_sdpa(monkeypatch):
                        ref.generate(ids, max_new_tokens=3, do_sample=False))
 
 
-def test_attention_keeps_a_softcapped_attention():
-    """Gemma 2 softcaps its scores, which neither liger.ops.attention nor
-    SDPA takes: the model keeps its attention, warned."""
-    model = tiny_model("gemma2", 25)
-    with pytest.warns(lt.LigerFallbackWarning) as caught:
+@needs_runner
+def test_a_softcapped_attention_runs_liger_ops_attention_with_it(monkeypatch):
+    """Gemma 2 softcaps its scores (attn_logit_softcapping, here below the
+    scores' spread so that it bends them): attention=True runs
+    liger.ops.attention with softcap=c on every layer (with the window on
+    its sliding ones); the loss, logits and every gradient those of Hugging
+    Face's eager attention (the one that softcaps), warning of nothing;
+    kernel_specs lists what loaded. With padding: the softcapped math in
+    PyTorch (SDPA would drop the softcap), warned, eager's logits; with
+    dropout while training, the same math, warned."""
+    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+    loaded = _record_loaded(monkeypatch)
+    cap = 0.02
+    ref, model, uncapped = (tiny_model("gemma2", 33, attn_logit_softcapping=c)
+                            for c in (cap, cap, None))
+    assert ref.config._attn_implementation == "eager"
+    ids = tokens(34, seq=9)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         _attention_alone(model)
-    assert _fallback_warnings(caught) == [
-        "liger: attention=True: Gemma2ForCausalLM keeps its attention: it softcaps its scores "
-        "(attn_logit_softcapping), which neither liger.ops.attention nor SDPA takes"]
-    assert model.config._attn_implementation == "eager"
+        assert model.config._attn_implementation == "liger"
+        outs = [m(input_ids=ids, labels=ids) for m in (ref, model)]
+        for out in outs:
+            out.loss.backward()
+    assert _fallback_warnings(caught) == []
+    attention = {s for s in loaded if s.op == "attention"}
+    assert {(s.softcap, s.window) for s in attention} == {(cap, 0), (cap, 4)}, attention
+    assert attention == set(_attention_specs(model.config, "f32", target="cpu"))
+    assert _rel(outs[1].logits, outs[0].logits) < 1e-5
+    assert _rel(outs[1].loss, outs[0].loss) < 1e-5
+    for (name, p), q in zip(ref.named_parameters(), model.parameters()):
+        assert _rel(q.grad, p.grad) < 1e-5, (name, _rel(q.grad, p.grad))
+    # (The cap matters: without it the logits are others.)
+    assert _rel(uncapped(input_ids=ids).logits, outs[0].logits) > 1e-3
+    mask = torch.ones_like(ids)
+    mask[1, :2] = 0
+    with pytest.warns(lt.LigerFallbackWarning, match=r"Gemma2Attention runs PyTorch's "
+                      r"attention math with the softcap \(attention=True\): an attention mask "
+                      r"\(padding"):
+        got = model(input_ids=ids, attention_mask=mask).logits
+    assert _rel(got, ref(input_ids=ids, attention_mask=mask).logits) < 1e-5
+    model.config.attention_dropout = 0.5
+    for layer in model.model.layers:
+        layer.self_attn.attention_dropout = 0.5
+    model.train()
+    with pytest.warns(lt.LigerFallbackWarning, match=r"attention dropout 0.5"):
+        model(input_ids=ids)
 
 
 @needs_runner
@@ -868,8 +905,8 @@ def test_kernel_specs_of_attention():
     spec of the patched model's training call where the template takes its
     forward and backward (bf16 or f16, D 64 or 128 on sm_90a): causal, the
     config's heads, the family's scaling (the default's spec where it is
-    1/sqrt(D)); none for another head size, f32, another target, or a
-    model that keeps its attention (Gemma 2's softcapped scores)."""
+    1/sqrt(D), Gemma 2's softcap); none for another head size, f32 or
+    another target."""
     llama = tiny_config("llama", head_dim=64)
     assert _attention_specs(llama) == [ops.attention_spec(4, 2, 64, "bf16", True)]
     assert _attention_specs(tiny_config("llama", head_dim=128), "f16") == [
@@ -892,9 +929,11 @@ def test_kernel_specs_of_attention():
     assert _attention_specs(tiny_config("gemma3_text", head_dim=64, query_pre_attn_scalar=256)) \
         == [ops.attention_spec(4, 2, 64, "bf16", True, 0.0625),
             ops.attention_spec(4, 2, 64, "bf16", True, 0.0625, window=4)]
-    # Gemma 2 softcaps its scores: it keeps its attention (its config's
-    # default); without the softcap, its scaling is Gemma 3's.
-    assert _attention_specs(tiny_config("gemma2", head_dim=64)) == []
+    # Gemma 2 softcaps its scores (its config's default, 50), on its
+    # sliding layers too; without the softcap, its scaling is Gemma 3's.
+    assert _attention_specs(tiny_config("gemma2", head_dim=64, query_pre_attn_scalar=64)) == [
+        ops.attention_spec(4, 2, 64, "bf16", True, softcap=50.0),
+        ops.attention_spec(4, 2, 64, "bf16", True, window=4, softcap=50.0)]
     assert _attention_specs(tiny_config("gemma2", head_dim=64, query_pre_attn_scalar=64,
                                         attn_logit_softcapping=None)) == [
         ops.attention_spec(4, 2, 64, "bf16", True), ops.attention_spec(4, 2, 64, "bf16", True,
@@ -911,8 +950,8 @@ def test_kernel_specs_of_attention():
 
 
 # Scalings of the families' own where the tiny configuration's is 1/sqrt(D)
-# (Gemma 2 without its softcap: it keeps its attention otherwise).
-OWN_SCALING = {"gemma2": dict(query_pre_attn_scalar=32, attn_logit_softcapping=None),
+# (Gemma 2 with its config's softcap, 50).
+OWN_SCALING = {"gemma2": dict(query_pre_attn_scalar=32),
                "gemma3_text": dict(query_pre_attn_scalar=32)}
 
 
@@ -920,18 +959,21 @@ OWN_SCALING = {"gemma2": dict(query_pre_attn_scalar=32, attn_logit_softcapping=N
 def test_the_listed_attention_is_the_modeling_codes(family):
     """The attention spec kernel_specs lists is the one _attention_forward
     looks up for each attention module of the installed transformers'
-    model: its heads, head_dim, is_causal and scaling (as the module passes
+    model: its heads, head_dim, is_causal, scaling (as the module passes
     it, mapped to liger.ops.attention's scale as _attention_forward maps
-    it), equal as floats are."""
+    it) and softcap, equal as floats are."""
     model = tiny_model(family, 27, **OWN_SCALING.get(family, {}))
     config = model.config
     modules = [m for m in model.modules() if hasattr(m, "scaling") and hasattr(m, "is_causal")]
     assert len(modules) == config.num_hidden_layers
     assert {ops.attention_spec(config.num_attention_heads, config.num_key_value_heads,
                                m.head_dim, "f32", m.is_causal,
-                               lt._attention_scale(m.scaling, m.head_dim), target="cpu")
+                               lt._attention_scale(m.scaling, m.head_dim),
+                               softcap=getattr(m, "attn_logit_softcapping", None), target="cpu")
             for m in modules} == {s for s in _attention_specs(config, "f32", target="cpu")
                                   if not s.window}
+    assert (family == "gemma2") == any(getattr(m, "attn_logit_softcapping", None)
+                                       for m in modules)
     if family in OWN_SCALING or family == "granite":
         assert _attention_specs(config, "f32", target="cpu")[0].scale == modules[0].scaling != 0
 
@@ -939,20 +981,21 @@ def test_the_listed_attention_is_the_modeling_codes(family):
 # The overrides that keep every layer's attention without a mask on
 # _train_step's tokens (the Gemmas' sliding window of 4 is shorter).
 NO_MASK = {"gemma2": dict(sliding_window=16), "gemma3_text": dict(sliding_window=16)}
-# Each family with its own scaling, and Gemma 2 as it is (softcapped).
+# Each family with its own scaling (Gemma 2 softcapped), and Gemma 2
+# without its softcap and with its window of 4.
 LOAD_CASES = [(f, dict(OWN_SCALING.get(f, {}), **NO_MASK.get(f, {}))) for f in TINY] + [
-    ("gemma2", {})]
+    ("gemma2", dict(attn_logit_softcapping=None))]
 
 
 @needs_runner
 @pytest.mark.parametrize("family,overrides", LOAD_CASES,
-                         ids=list(TINY) + ["gemma2-softcapped"])
+                         ids=list(TINY) + ["gemma2-uncapped-window"])
 def test_a_patched_attention_loads_the_spec_kernel_specs_lists(family, overrides, monkeypatch):
     """A model patched with attention=True, trained one step through the
     reference lowering, loads the liger.ops.attention spec that
     kernel_specs(config, attention=True) lists for the target, and no
-    other (a softcapped Gemma 2 keeps its attention: none listed, none
-    loaded)."""
+    other: the causal one, and the window's where a sliding window is
+    shorter than the tokens."""
     monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
     loaded = _record_loaded(monkeypatch)
     model = tiny_model(family, 28, **overrides)
@@ -966,10 +1009,12 @@ def test_a_patched_attention_loads_the_spec_kernel_specs_lists(family, overrides
     # (A sliding window no shorter than the tokens: causal alone runs; the
     # window's spec is listed beside it, for longer batches.)
     listed = _attention_specs(model.config, "f32", target="cpu")
-    assert {s for s in loaded if s.op == "attention"} == {s for s in listed if not s.window}
-    keeps = bool(model.config.to_dict().get("attn_logit_softcapping"))
-    windowed = lt._attention_window(model.config) is not None
-    assert len(listed) == (0 if keeps else 1 + windowed)
+    window = lt._attention_window(model.config)
+    assert {s for s in loaded if s.op == "attention"} == {
+        s for s in listed if not s.window or s.window < 7}
+    assert len(listed) == 1 + (window is not None)
+    assert {s.softcap for s in listed} == {
+        model.config.to_dict().get("attn_logit_softcapping") or 0.0}
 
 
 # attention=True with every other flag, in bf16 at D 64 (the template's

@@ -88,10 +88,12 @@ OPERATORS: Dict[str, Operator] = {o.name: o for o in [
     Operator("rope_backward", "rope_grad", ("grad_q", "grad_k", "cos", "sin"), {}, 2),
     Operator("lora_linear", "lora_linear", ("input", "weight", "bias", "lora_a", "lora_b"),
              {5: "scale"}, kernels=False),
-    Operator("attention", "attention", ("q", "k", "v"), {3: "causal", 4: "scale", 5: "window"},
-             2, {1: "return_lse"}, defaults={"scale": 0.0, "window": 0}),
+    Operator("attention", "attention", ("q", "k", "v"),
+             {3: "causal", 4: "scale", 5: "window", 6: "softcap"}, 2, {1: "return_lse"},
+             defaults={"scale": 0.0, "window": 0, "softcap": 0.0}),
     Operator("attention_backward", "attention_grad", ("grad", "q", "k", "v", "out", "lse"),
-             {6: "causal", 7: "scale", 8: "window"}, 3, defaults={"scale": 0.0, "window": 0}),
+             {6: "causal", 7: "scale", 8: "window", 9: "softcap"}, 3,
+             defaults={"scale": 0.0, "window": 0, "softcap": 0.0}),
 ]}
 
 

@@ -79,6 +79,7 @@ _Z_LOSS = Attr("return_z_loss", "unit", False, "z_loss")
 _CAUSAL = Attr("causal", "unit", False)
 _SCALE = Attr("scale", "f32", None)
 _WINDOW = Attr("window", "i64", None)
+_SOFTCAP = Attr("softcap", "f32", None)
 
 
 def _unit(attrs: Dict[str, Any], name: str) -> int:
@@ -109,7 +110,7 @@ OPS: Dict[str, OpSpec] = {spec.name: spec for spec in [
           optional=("bias",), results=lambda a, p: 1 + 2 * _unit(a, "with_stats")),
     _spec("rope", ("q", "k", "cos", "sin"), ("q", "k", "cos"), results=lambda a, p: 2),
     _spec("attention", ("q", "k", "v"), ("q", "k", "v"),
-          (_CAUSAL, _WINDOW, _SCALE, Attr("return_lse", "unit", False)),
+          (_CAUSAL, _WINDOW, _SOFTCAP, _SCALE, Attr("return_lse", "unit", False)),
           results=lambda a, p: 1 + _unit(a, "return_lse")),
     _spec("cross_entropy", ("logits", "target"), ("logits", "target"), _LOSS_ATTRS + (_Z_LOSS,),
           keyword=("weight",), results=lambda a, p: 1 + _unit(a, "return_z_loss")),
@@ -129,7 +130,7 @@ OPS: Dict[str, OpSpec] = {spec.name: spec for spec in [
     _spec("geglu_grad", ("grad", "gate", "up"), ("gate",), (_APPROX,), results=lambda a, p: 2),
     _spec("softmax_grad", ("grad", "output"), ("output",)),
     _spec("attention_grad", ("grad", "q", "k", "v"), ("grad", "q", "k", "v"),
-          (_CAUSAL, _WINDOW, _SCALE), saved=("out", "lse"), results=lambda a, p: 3),
+          (_CAUSAL, _WINDOW, _SOFTCAP, _SCALE), saved=("out", "lse"), results=lambda a, p: 3),
     _spec("cross_entropy_grad", ("logits", "target", "grad_loss"),
           ("logits", "target", "grad_loss"), _LOSS_ATTRS, keyword=("weight",)),
     _spec("fused_linear_cross_entropy_grad", ("hidden", "weight", "target", "grad_loss"),

@@ -103,14 +103,14 @@ def _lora(o, a):
 
 def _attention(o, a):
     return (ops.attention(o["q"], o["k"], o["v"], a.get("causal", False), a.get("scale"),
-                          a.get("window")),)
+                          a.get("window"), a.get("softcap")),)
 
 
 def _attention_spec(o, a, target):
     q, k = o["q"], o["k"]
     return specs.attention_spec(q.shape[1], k.shape[1], q.shape[-1], q.dtype,
                                 a.get("causal", False), a.get("scale"), a.get("window"),
-                                target=target)
+                                a.get("softcap"), target=target)
 
 
 def _attention_unsupported(o, a, target, training):

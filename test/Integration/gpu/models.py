@@ -20,7 +20,8 @@ TINY = {
     # Gemma 2 and 3: sandwich norms, a sliding window shorter than the
     # sequence; Gemma 2's logits softcapped in the loss and its scores in the
     # attention (its config's default, said here for kernel_specs: a model
-    # patched with attention=True keeps that attention), Gemma 3's q/k norms.
+    # patched with attention=True runs liger.ops.attention with it), Gemma
+    # 3's q/k norms.
     "gemma2": dict(COMMON, model_type="gemma2", head_dim=64, query_pre_attn_scalar=64,
                    final_logit_softcapping=30.0, attn_logit_softcapping=50.0, sliding_window=32,
                    **GEGLU, **NO_TOKENS),

@@ -29,7 +29,7 @@ if not torch.cuda.is_available():
     pytest.skip("no CUDA GPU on this machine", allow_module_level=True)
 import torch.nn.functional as F  # noqa: E402
 
-from liger import bundles, ops  # noqa: E402
+from liger import bundles, operators, ops  # noqa: E402
 from liger.errors import LigerFallbackWarning  # noqa: E402
 
 CASES = ops_attention_cases.CASES
@@ -65,23 +65,30 @@ def _keep(t, s, causal, window, device):
     return None if masked is None else ~masked
 
 
-def _reference(q, k, v, causal, scale, window=None):
+def _reference(q, k, v, causal, scale, window=None, softcap=None):
     """Attention written out in the operands' dtype (float64 here): the
-    key/value heads repeated for their query heads, the keys _keep drops
-    masked; and each row's log-sum-exp of its scores."""
+    key/value heads repeated for their query heads, the scores capped
+    (softcap c: c tanh(s / c)), the keys _keep drops masked; and each row's
+    log-sum-exp of its scores."""
     group = q.shape[1] // k.shape[1]
     k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
     t, s = q.shape[2], k.shape[2]
     scores = q.matmul(k.mT) * (scale or 1 / math.sqrt(q.shape[-1]))
+    if softcap:
+        scores = scores.div(softcap).tanh() * softcap
     keep = _keep(t, s, causal, window, q.device)
     if keep is not None:
         scores = scores.masked_fill(~keep, float("-inf"))
     return scores.softmax(-1).matmul(v), scores.logsumexp(-1)
 
 
-def _sdpa(q, k, v, causal, scale, window=None):
+def _sdpa(q, k, v, causal, scale, window=None, softcap=None):
     """PyTorch's own attention in the operands' dtype (S = T: its causal
-    mask is liger's; a window an explicit mask)."""
+    mask is liger's; a window an explicit mask; a softcap, which SDPA has
+    none of, the same math in PyTorch: operators.softcapped_attention)."""
+    if softcap:
+        return operators.softcapped_attention(
+            q, k, v, _keep(q.shape[2], k.shape[2], causal, window, q.device), scale, softcap)
     if window:
         return F.scaled_dot_product_attention(
             q, k, v, attn_mask=_keep(q.shape[2], k.shape[2], True, window, q.device),
@@ -118,7 +125,7 @@ def _record_loads(monkeypatch):
 
 @pytest.mark.parametrize("name,b,t", RUNS)
 def test_the_forward_kernel_writes_every_element(name, b, t):
-    hq, hkv, d, causal, scale, dt, window = CASES[name]
+    hq, hkv, d, causal, scale, dt, window, softcap = CASES[name]
     spec = ops_attention_cases.spec(name, bundles.device_target(DEVICE))
     fwd, bwd = bundles.attention_kernels(spec)
     assert (bwd is None) == (d > 128), name
@@ -130,16 +137,17 @@ def test_the_forward_kernel_writes_every_element(name, b, t):
     for what, x in (("out", out), ("lse", lse)):
         assert not torch.isnan(x).any(), "%s, %dx%d: an element of %s not written" % (
             name, b, t, what)
-    want, want_lse = _reference(*[x.double() for x in (q, k, v)], causal, scale, window)
-    _check("%s, %dx%d: out" % (name, b, t), out, want, _sdpa(q, k, v, causal, scale, window),
-           DTYPES[dt])
+    want, want_lse = _reference(*[x.double() for x in (q, k, v)], causal, scale, window,
+                                softcap)
+    _check("%s, %dx%d: out" % (name, b, t), out, want,
+           _sdpa(q, k, v, causal, scale, window, softcap), DTYPES[dt])
     # The lse: f32 arithmetic on the operands (no rounding to the dtype).
     assert _err(lse, want_lse) <= 1e-4 * max(1.0, want_lse.abs().max().item())
 
 
 @pytest.mark.parametrize("name,b,t", GRAD_RUNS)
 def test_the_backward_kernel_writes_every_element(name, b, t):
-    hq, hkv, d, causal, scale, dt, window = CASES[name]
+    hq, hkv, d, causal, scale, dt, window, softcap = CASES[name]
     spec = ops_attention_cases.spec(name, bundles.device_target(DEVICE))
     fwd, bwd = bundles.attention_kernels(spec)
     q, k, v = _operands(hq, hkv, d, DTYPES[dt], b, t, _seed("backward", name, b, t))
@@ -161,7 +169,7 @@ def test_attention_and_its_gradients(name, b, t, monkeypatch):
     backward in the dtype; the configuration's kernels ran (D 64 and 128),
     or PyTorch's SDPA with one warning (D 256: the template has no backward
     for it)."""
-    hq, hkv, d, causal, scale, dt, window = CASES[name]
+    hq, hkv, d, causal, scale, dt, window, softcap = CASES[name]
     dtype = DTYPES[dt]
     ops.clear_caches()  # every kernel loads again, through the recorder
     loaded = _record_loads(monkeypatch)
@@ -169,7 +177,7 @@ def test_attention_and_its_gradients(name, b, t, monkeypatch):
     leaves = [x.clone().requires_grad_() for x in operands]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", LigerFallbackWarning)
-        out = ops.attention(*leaves, causal=causal, scale=scale, window=window)
+        out = ops.attention(*leaves, causal=causal, scale=scale, window=window, softcap=softcap)
     fallbacks = [str(w.message) for w in caught if w.category is LigerFallbackWarning]
     assert out.shape == operands[0].shape and out.dtype == dtype
     g = torch.Generator(device=DEVICE).manual_seed(_seed("ops incoming", name, b, t))
@@ -185,10 +193,10 @@ def test_attention_and_its_gradients(name, b, t, monkeypatch):
                              "scaled_dot_product_attention" % d], fallbacks
         assert loaded == []
     exact = [x.detach().double().requires_grad_() for x in operands]
-    want, _ = _reference(*exact, causal, scale, window)
+    want, _ = _reference(*exact, causal, scale, window, softcap)
     want.backward(dout.double())
     mine = [x.clone().requires_grad_() for x in operands]
-    theirs = _sdpa(*mine, causal, scale, window)
+    theirs = _sdpa(*mine, causal, scale, window, softcap)
     theirs.backward(dout)
     case = "%s, %dx%d" % (name, b, t)
     _check(case + ": out", out.detach(), want.detach(), theirs.detach(), dtype)
@@ -203,7 +211,7 @@ def test_head_dimension_256_without_autograd_runs_liger(t, monkeypatch):
     """D 256: the template takes the forward alone; under torch.no_grad the
     call runs it (no warning), its output checked as above."""
     name = "gqa4_causal_d256_bf16"
-    hq, hkv, d, causal, scale, dt, window = CASES[name]
+    hq, hkv, d, causal, scale, dt, window, softcap = CASES[name]
     ops.clear_caches()
     loaded = _record_loads(monkeypatch)
     q, k, v = _operands(hq, hkv, d, DTYPES[dt], 1, t, _seed("no_grad", t))

@@ -231,7 +231,7 @@ def _attention_cases(L):
     cases are collected)."""
     import ops_attention_cases
     name = "gqa4_d64_f16"
-    hq, hkv, d, _, _, dt, _ = ops_attention_cases.CASES[name]
+    hq, hkv, d, _, _, dt, *_ = ops_attention_cases.CASES[name]
     spec = ops_attention_cases.spec(name)
     dtype = DTYPES[dt]
     q = _randn((2, hq, 77, d), dtype, True)

@@ -124,14 +124,13 @@ def test_fuse_qkv_rope_trains_as_the_original(family):
 
 
 # attention=True: the model's attention function liger.ops.attention (the
-# attention template's forward and backward, D 64): every family whose
-# tiny model's attention runs it (Gemma's multi-query heads, Granite's
-# attention_multiplier as its scale), but Gemma 2, which keeps its
-# softcapped attention, and Gemma 3, whose sliding window (32) is shorter
-# than the sequence (a mask: SDPA's, warned); any fallback would warn,
-# which fails the run.
-ATTENTION_CASES = ("llama", "qwen2", "gemma", "granite", "phi3", "olmo2", "glm4", "smollm3",
-                   "mixtral", "qwen3_moe", "llama4_text")
+# attention template's forward and backward, D 64): every family's tiny
+# model (Gemma's multi-query heads, Granite's attention_multiplier as its
+# scale, Gemma 2's and 3's sliding layers with their window of 32, shorter
+# than the sequence, and Gemma 2's softcapped scores against its eager
+# attention); any fallback would warn, which fails the run.
+ATTENTION_CASES = ("llama", "qwen2", "gemma", "gemma2", "gemma3_text", "granite", "phi3",
+                   "olmo2", "glm4", "smollm3", "mixtral", "qwen3_moe", "llama4_text")
 
 
 @pytest.mark.parametrize("family", ATTENTION_CASES)
