@@ -165,7 +165,7 @@ def op_cases(h, tok, batch, dt):
     c = case("attention")
     q, k, v = c.arg("q", q_t), c.arg("k", k_t), c.arg("v", k_t)
     c.line("%%o = liger.attention %s, %s, %s causal : %s, %s, %s" % (q, k, v, q_t, k_t, k_t))
-    c.line("%%p, %%lse = liger.attention %s, %s, %s scale = 0.5 return_lse : %s, %s, %s" % (q, k, v, q_t, k_t, k_t))
+    c.line("%%p, %%lse = liger.attention %s, %s, %s causal window = 3 softcap = 2.0 scale = 0.5 return_lse : %s, %s, %s" % (q, k, v, q_t, k_t, k_t))
     c.ret("%o", q_t), c.ret("%p", q_t), c.ret("%lse", lse_t)
 
     c = case("attention_grad")
@@ -173,7 +173,7 @@ def op_cases(h, tok, batch, dt):
     o, lse = c.arg("o", q_t), c.arg("lse", lse_t)
     c.line("%%dq, %%dk, %%dv = liger.attention_grad %s, %s, %s, %s causal : %s, %s, %s, %s" % (
         do, q, k, v, q_t, q_t, k_t, k_t))
-    c.line("%%sq, %%sk, %%sv = liger.attention_grad %s, %s, %s, %s saved(%s, %s : %s, %s) causal scale = 0.5 : %s, %s, %s, %s" % (
+    c.line("%%sq, %%sk, %%sv = liger.attention_grad %s, %s, %s, %s saved(%s, %s : %s, %s) causal window = 3 softcap = 2.0 scale = 0.5 : %s, %s, %s, %s" % (
         do, q, k, v, o, lse, q_t, lse_t, q_t, q_t, k_t, k_t))
     c.ret("%dq", q_t), c.ret("%dk", k_t), c.ret("%dv", k_t)
     c.ret("%sq", q_t), c.ret("%sk", k_t), c.ret("%sv", k_t)
