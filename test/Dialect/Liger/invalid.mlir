@@ -61,8 +61,15 @@ func.func @label_smoothing_above_one(%l: tensor<4x10xf32>, %t: tensor<4xi64>) ->
 }
 // -----
 func.func @softcap_zero(%l: tensor<4x10xf32>, %t: tensor<4xi64>) -> tensor<f32> {
-  // expected-error @+1 {{'liger.cross_entropy' op attribute 'softcap' failed to satisfy constraint: 32-bit float attribute whose value is positive}}
+  // expected-error @+1 {{'liger.cross_entropy' op attribute 'softcap' failed to satisfy constraint: 32-bit float attribute whose value is positive and finite}}
   %y = liger.cross_entropy %l, %t softcap = 0.0 : tensor<4x10xf32>, tensor<4xi64>
+  return %y : tensor<f32>
+}
+// -----
+// An infinite softcap would make every logit inf * tanh(0) = NaN.
+func.func @softcap_infinite(%l: tensor<4x10xf32>, %t: tensor<4xi64>) -> tensor<f32> {
+  // expected-error @+1 {{'liger.cross_entropy' op attribute 'softcap' failed to satisfy constraint: 32-bit float attribute whose value is positive and finite}}
+  %y = liger.cross_entropy %l, %t softcap = 0x7F800000 : tensor<4x10xf32>, tensor<4xi64>
   return %y : tensor<f32>
 }
 // -----

@@ -206,7 +206,7 @@ def Liger_CrossEntropyGradOp : Liger_InferOp<"cross_entropy_grad"> {
       DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
       DefaultValuedAttr<Liger_UnitIntervalF32Attr, "0.0f">:$label_smoothing,
       DefaultValuedAttr<Liger_ReductionAttr, "::mlir::liger::Reduction::mean">:$reduction,
-      OptionalAttr<Liger_PositiveF32Attr>:$softcap,
+      OptionalAttr<Liger_PositiveFiniteF32Attr>:$softcap,
       DefaultValuedAttr<Liger_NonNegativeF32Attr, "0.0f">:$lse_square_scale);
   let results = (outs Liger_FloatTensor:$grad_logits);
   let assemblyFormat = [{
@@ -322,7 +322,7 @@ def Liger_FusedLinearCrossEntropyGradOp
       DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
       DefaultValuedAttr<Liger_UnitIntervalF32Attr, "0.0f">:$label_smoothing,
       DefaultValuedAttr<Liger_ReductionAttr, "::mlir::liger::Reduction::mean">:$reduction,
-      OptionalAttr<Liger_PositiveF32Attr>:$softcap,
+      OptionalAttr<Liger_PositiveFiniteF32Attr>:$softcap,
       DefaultValuedAttr<Liger_NonNegativeF32Attr, "0.0f">:$lse_square_scale);
   let results = (outs Liger_FloatTensor:$grad_hidden, Liger_FloatTensor:$grad_weight,
       Optional<Liger_FloatTensor>:$grad_bias);

@@ -401,7 +401,7 @@ def Liger_CrossEntropyOp : Liger_InferOp<"cross_entropy"> {
       DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
       DefaultValuedAttr<Liger_UnitIntervalF32Attr, "0.0f">:$label_smoothing,
       DefaultValuedAttr<Liger_ReductionAttr, "::mlir::liger::Reduction::mean">:$reduction,
-      OptionalAttr<Liger_PositiveF32Attr>:$softcap,
+      OptionalAttr<Liger_PositiveFiniteF32Attr>:$softcap,
       DefaultValuedAttr<Liger_NonNegativeF32Attr, "0.0f">:$lse_square_scale,
       UnitAttr:$return_z_loss);
   let results = (outs Liger_FloatTensor:$loss, Optional<Liger_FloatTensor>:$z_loss);
@@ -443,7 +443,7 @@ def Liger_FusedLinearCrossEntropyOp : Liger_InferOp<"fused_linear_cross_entropy"
       DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
       DefaultValuedAttr<Liger_UnitIntervalF32Attr, "0.0f">:$label_smoothing,
       DefaultValuedAttr<Liger_ReductionAttr, "::mlir::liger::Reduction::mean">:$reduction,
-      OptionalAttr<Liger_PositiveF32Attr>:$softcap,
+      OptionalAttr<Liger_PositiveFiniteF32Attr>:$softcap,
       DefaultValuedAttr<Liger_NonNegativeF32Attr, "0.0f">:$lse_square_scale,
       UnitAttr:$return_z_loss);
   let results = (outs Liger_FloatTensor:$loss, Optional<Liger_FloatTensor>:$z_loss);
