@@ -1393,24 +1393,27 @@ def attention_reference(q, k, v, causal, scale, window=0, softcap=0.0):
 
 def softcapped_attention(q, k, v, keep, scale, softcap, dropout=0.0):
     """softmax(c · tanh(scale · q · kᵀ / c) + mask) · v in PyTorch, for
-    the calls liger's kernels do not take (SDPA has no softcap): grouped
-    heads, `keep` a boolean mask broadcast over the scores [B, Hq, T, S]
-    (True: attended) or None, `scale` 0 or None: 1/sqrt(D). The scores,
-    the softmax and its product with v in f32 (with `dropout` on the
-    probabilities), the output rounded to q's dtype. A row whose keys are
-    all masked averages them (the mask adds f32's lowest number, not
-    -inf), as Hugging Face's eager attention does for padding."""
+    the calls liger's kernels do not take (SDPA has no softcap), as Hugging
+    Face's eager attention computes it (Gemma 2's): grouped heads, `keep` a
+    boolean mask broadcast over the scores [B, Hq, T, S] (True: attended)
+    or None, `scale` 0 or None: 1/sqrt(D). The scores and their cap in q's
+    dtype (the products accumulated in f32), the softmax in f32 rounded
+    back to q's dtype (with `dropout` on it), its product with v: the
+    precision and the memory of the attention the model runs without
+    liger. A row whose keys are all masked averages them (the mask is the
+    dtype's lowest number, not -inf), as the eager attention does for
+    padding."""
     group = q.shape[1] // k.shape[1]
-    kf = k.float().repeat_interleave(group, dim=1)
-    vf = v.float().repeat_interleave(group, dim=1)
-    scores = q.float() @ kf.transpose(-1, -2) * (scale or q.shape[-1] ** -0.5)
+    k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+    scores = q.matmul(k.transpose(-1, -2)) * (scale or q.shape[-1] ** -0.5)
     scores = torch.tanh(scores / softcap) * softcap
-    if keep is not None:
-        scores = scores.masked_fill(~keep, torch.finfo(F32).min)
-    p = scores.softmax(-1)
+    if keep is not None:  # (the lowest number of the dtype that f32 holds too)
+        lowest = max(torch.finfo(scores.dtype).min, torch.finfo(F32).min)
+        scores = scores.masked_fill(~keep, lowest)
+    p = torch.softmax(scores, dim=-1, dtype=F32).to(q.dtype)
     if dropout:
         p = F.dropout(p, dropout)
-    return (p @ vf).to(q.dtype)
+    return p.matmul(v)
 
 
 @_custom_op("liger::attention", mutates_args=())

@@ -1070,7 +1070,9 @@ def attention(q, k, v, causal=False, scale=None, window=None, softcap=None):
     or c > 0 capping the scaled scores s to c · tanh(s / c) before the mask
     and the softmax (Gemma 2's attn_logit_softcapping); SDPA has no
     softcap, so a softcapped call that falls back runs the same math in
-    PyTorch (operators.attention_reference), the scores in f32.
+    PyTorch as Hugging Face's eager attention does (operators.
+    softcapped_attention: the scores in the operands' dtype, the softmax in
+    f32).
 
     The forward is the attention template's kernel (sm_90a), which also
     writes each row's log-sum-exp; out and the lse are saved with q, k and
