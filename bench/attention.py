@@ -94,9 +94,10 @@ def main():
             kernel = ours["llama_%s_attention_0" % mode]
             out = torch.empty_like(q)
             peers = softcap_peers(seq, softcap) if softcap else None
-            # (A softcap's reference: its math in f32, liger's fallback.)
+            # (A softcap's reference: its math in f32.)
             keep = torch.ones(seq, seq, dtype=torch.bool, device="cuda").tril()
-            ref = operators.softcapped_attention(q, k, v, keep, None, softcap) if softcap \
+            ref = operators.softcapped_attention(q.float(), k.float(), v.float(), keep, None,
+                                                 softcap) if softcap \
                 else F.scaled_dot_product_attention(q, kr, vr, **mask)
             out.fill_(float("nan"))
             kernel(q, k, v, out=[out])
@@ -133,7 +134,8 @@ def main():
             def liger_train():
                 fwd(q, k, v, out=[out, lse])
                 bwd(grad, q, k, v, out, lse, out=grads)
-            leaves = [x.detach().clone().requires_grad_() for x in (q, k, v)]
+            leaves = [x.detach().float().requires_grad_() if softcap else
+                      x.detach().clone().requires_grad_() for x in (q, k, v)]
             ref_grads = torch.autograd.grad(
                 operators.softcapped_attention(*leaves, keep, None, softcap) if softcap else
                 F.scaled_dot_product_attention(*leaves, **mask, enable_gqa=True),

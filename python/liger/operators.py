@@ -1378,8 +1378,8 @@ def attention_reference(q, k, v, causal, scale, window=0, softcap=0.0):
     otherwise (or with a sliding window) an explicit mask (attention_mask).
     (S < T under a causal mask leaves queries with no key:
     liger.ops.attention refuses it.) With a softcap, which SDPA does not
-    take, the same math in PyTorch: the scores, their softmax and its
-    product with v in f32, the output rounded to q's dtype."""
+    take, softcapped_attention: the math as Hugging Face's eager attention
+    computes it, with liger's mask."""
     t, s = q.shape[2], k.shape[2]
     mask = attention_mask(t, s, causal, window, q.device)
     if softcap:

@@ -46,7 +46,8 @@ A call a kernel cannot take is refused, naming the rule, but for
 attention's: where the attention template does not take a call (sm_80 and
 sm_86, f32, head dimensions it has no tiles for, keys of another length
 than the queries; a backward of D 192 or 256), liger.ops.attention runs
-PyTorch's scaled_dot_product_attention instead, with one
+PyTorch's scaled_dot_product_attention instead (a softcapped call, the
+same math as Hugging Face's eager attention), with one
 LigerFallbackWarning per reason.
 
 The forwards save what their backward kernels read (RMSNorm's rstd,
@@ -1079,14 +1080,15 @@ def attention(q, k, v, causal=False, scale=None, window=None, softcap=None):
     v, and the backward is the template's kernel of liger.attention_grad
     from them (no scores kept, none recomputed but from the lse). Where the
     template does not take the call on its tensors' target, the call runs
-    PyTorch's scaled_dot_product_attention instead (with the mask above),
+    PyTorch's scaled_dot_product_attention instead (with the mask above;
+    with a softcap, operators.softcapped_attention),
     with one LigerFallbackWarning per reason (specs.attention_unsupported:
     sm_80 and sm_86, which have no attention template; f32; a head
     dimension not a multiple of 64 up to 256; keys of another length than
     the queries, as in decoding with a cache). The backward's kernel takes
     head dimensions 64 and 128: a call of D 192 or 256 whose inputs need
-    gradients (autograd recording) runs PyTorch's SDPA for the forward and
-    the backward alike (its backward reads what its own forward saves: a
+    gradients (autograd recording) runs PyTorch's SDPA (or softcapped
+    math) for the forward and the backward alike (its backward reads what its own forward saves: a
     liger forward would be work on top), and one that needs none
     (inference, torch.no_grad) runs liger's forward kernel. CPU tensors with LIGER_OPS_CPU_REFERENCE=1
     run the reference lowering of the same functions, which takes every

@@ -928,8 +928,8 @@ class AttentionSpec(Spec):
         why = attention_unsupported(checked["target"], checked["dtype"], checked["head_dim"])
         if why:
             raise LigerValueError("no attention kernel on %s: %s; liger.ops.attention runs "
-                                  "PyTorch's scaled_dot_product_attention there"
-                                  % (checked["target"], why))
+                                  "PyTorch's scaled_dot_product_attention there (with a "
+                                  "softcap, its eager math)" % (checked["target"], why))
         return checked
 
     def _string_fields(self, fields):

@@ -98,8 +98,8 @@ liger.ops.attention where a call has no mask (Hugging Face makes none for
 a causal batch without padding, SDPA's mask function being registered
 with it) or a sliding window's, no dropout, sinks or position bias, and
 kernels, softcapped where the model is (Gemma 2); any other runs Hugging
-Face's SDPA function (a softcapped one, the same math in PyTorch), with
-one warning per reason.
+Face's SDPA function (a softcapped one, which that function refuses, the
+module's own eager attention), with one warning per reason.
 A class patch registers the implementation and warns: models choose
 theirs when built (attn_implementation="liger").
 """
@@ -866,29 +866,28 @@ def _attention_forward(module, query, key, value, attention_mask, dropout=0.0, s
     mask function makes none) or a sliding window's, no dropout, sinks or
     position bias, a configuration liger.ops has kernels for (_fallback);
     a softcap (Gemma 2's) is the op's. Otherwise Hugging Face's SDPA
-    function, or with a softcap (which SDPA ignores) its math in PyTorch
-    (operators.softcapped_attention), warned once per reason. As Hugging
-    Face's SDPA: causal where the module is and there is more than one
-    query; a static cache's empty keys past the queries (a causal prefill)
-    cut."""
+    function, or with a softcap (which that function refuses) the module's
+    own eager attention (_eager_forward), warned once per reason. As
+    Hugging Face's SDPA: causal where the module is and there is more than
+    one query; a static cache's empty keys past the queries (a causal
+    prefill) cut."""
     what = type(module).__name__
-    softcap = kwargs.get("softcap")
-    instead = "PyTorch's %s (attention=True)" % (
-        "attention math with the softcap" if softcap else "SDPA")
+    softcap = kwargs.pop("softcap", None)
+    instead = "%s (attention=True)" % (
+        "its eager attention (a softcap)" if softcap else "PyTorch's SDPA")
     problem = None
     window = None
-    if attention_mask is not None:
+    extra = [name for name in ("s_aux", "sinks", "position_bias")
+             if kwargs.get(name) is not None]
+    if dropout:
+        problem = "attention dropout %r: liger.ops.attention has none" % dropout
+    elif extra:
+        problem = "%s: liger.ops.attention has none" % _names(extra)
+    elif attention_mask is not None:
         window = _sliding_window(attention_mask, kwargs.get("sliding_window"), query, key)
         if window is None:
             problem = "an attention mask (padding, packed sequences): liger.ops.attention " \
                 "takes a causal mask, with or without a sliding window, or none"
-    elif dropout:
-        problem = "attention dropout %r: liger.ops.attention has none" % dropout
-    else:
-        extra = [name for name in ("s_aux", "sinks", "position_bias")
-                 if kwargs.get(name) is not None]
-        if extra:
-            problem = "%s: liger.ops.attention has none" % _names(extra)
     if problem is None:
         causal = getattr(module, "is_causal", True) if is_causal is None else is_causal
         t = query.shape[2]
@@ -907,31 +906,38 @@ def _attention_forward(module, query, key, value, attention_mask, dropout=0.0, s
     else:
         _warn_once("%s runs %s: %s" % (what, instead, problem))
     if softcap:
-        return _softcapped_forward(module, query, key, value, attention_mask, dropout, scaling,
-                                   is_causal, softcap), None
+        return _eager_forward(module, query, key, value, attention_mask, dropout, scaling,
+                              is_causal, softcap=softcap, **kwargs)
     return _SDPA_FORWARD[0](module, query, key, value, attention_mask, dropout=dropout,
                             scaling=scaling, is_causal=is_causal, **kwargs)
 
 
-def _softcapped_forward(module, query, key, value, attention_mask, dropout, scaling,
-                        is_causal, softcap):
-    """A softcapped attention call liger.ops.attention does not take, by
-    operators.softcapped_attention ([B, T, Hq, D]): the call's mask
-    (Hugging Face's boolean SDPA mask, True: attended; an additive one,
-    finite where attended), or without one causal as SDPA's is_causal
-    (top-left, where the module is and there is more than one query); the
-    dropout only while training, as the modules pass it."""
+def _eager_forward(module, query, key, value, attention_mask, dropout, scaling, is_causal,
+                   **kwargs):
+    """A call Hugging Face's SDPA function does not take (a softcap: it
+    refuses one) by the module's own eager attention (its modeling code's
+    eager_attention_forward, what attn_implementation="eager" runs: the
+    softcap, sinks and the rest as the model computes them), with
+    Hugging Face's boolean SDPA mask made additive (0 where attended, the
+    dtype's lowest number elsewhere) and, where there is none, the causal
+    mask SDPA's is_causal would apply (top-left, where the module is causal
+    and there is more than one query)."""
+    eager = getattr(sys.modules.get(type(module).__module__), "eager_attention_forward", None)
+    if eager is None:
+        raise LigerError("attention=True: %s needs its eager attention for this call (a "
+                         "softcap, which SDPA does not take), and its modeling module %s has "
+                         "no eager_attention_forward" % (type(module).__name__,
+                                                         type(module).__module__))
     t, s = query.shape[2], key.shape[2]
     keep = attention_mask
     if keep is None:
         causal = getattr(module, "is_causal", True) if is_causal is None else is_causal
         keep = torch.ones(t, s, dtype=torch.bool, device=query.device).tril() \
             if causal and t > 1 else None
-    elif keep.dtype != torch.bool:
-        keep = keep > torch.finfo(keep.dtype).min
-    out = operators.softcapped_attention(query, key, value, keep, scaling, softcap,
-                                         dropout if module.training else 0.0)
-    return out.transpose(1, 2).contiguous()
+    if keep is not None and keep.dtype == torch.bool:
+        keep = torch.zeros(keep.shape, dtype=query.dtype, device=query.device).masked_fill(
+            ~keep, torch.finfo(query.dtype).min)
+    return eager(module, query, key, value, keep, dropout=dropout, scaling=scaling, **kwargs)
 
 
 # The last mask _sliding_window found to be a window's (a weak reference:

@@ -548,7 +548,11 @@ def test_attention_operator_calls_are_their_dialect_ops():
     def f(q, k, v, dout):
         out, lse = torch.ops.liger.attention(q, k, v, True, 0.0)
         dq, dk, dv = torch.ops.liger.attention_backward(dout, q, k, v, out, lse, True, 0.0)
-        return out, dq, dk, dv, torch.ops.liger.attention(q, k, v, False, 0.25)[0]
+        capped, clse = torch.ops.liger.attention(q, k, v, True, 0.0, 3, 50.0)
+        cq, ck, cv = torch.ops.liger.attention_backward(dout, q, k, v, capped, clse, True, 0.0,
+                                                        3, 50.0)
+        return (out, dq, dk, dv, torch.ops.liger.attention(q, k, v, False, 0.25)[0], cq, ck,
+                cv)
     args = [torch.randn(2, 4, 5, 16), torch.randn(2, 2, 5, 16), torch.randn(2, 2, 5, 16),
             torch.randn(2, 4, 5, 16)]
     gm = make_fx(f, tracing_mode="fake")(*args)
@@ -556,12 +560,18 @@ def test_attention_operator_calls_are_their_dialect_ops():
     assert [(r.op, r.attrs, len(r.results)) for r in found.records] == [
         ("attention", {"causal": True, "return_lse": True}, 2),
         ("attention_grad", {"causal": True}, 3),
+        ("attention", {"causal": True, "window": 3, "softcap": 50.0, "return_lse": True}, 2),
+        ("attention_grad", {"causal": True, "window": 3, "softcap": 50.0}, 3),
         ("attention", {"causal": False, "scale": 0.25, "return_lse": False}, 1)]
     mlir = import_graph(gm, "f", found).mlir
     assert "= liger.attention %q_1, %k_1, %v_1 causal return_lse : " in mlir
     assert ("= liger.attention_grad %dout_1, %q_1, %k_1, %v_1 saved(%getitem, %getitem_1 : "
             "tensor<2x4x5x16xf32>, tensor<2x4x5xf32>) causal : ") in mlir
     assert "= liger.attention %q_1, %k_1, %v_1 scale = 0.25 : " in mlir
+    # The window and the softcap (the operators' arguments 5 and 6, 8 and 9).
+    assert "= liger.attention %q_1, %k_1, %v_1 causal window = 3 softcap = 50.0 return_lse : " \
+        in mlir
+    assert " causal window = 3 softcap = 50.0 : " in mlir
     driver.run_opt(mlir, ["-o", os.devnull])
 
 

@@ -808,6 +808,28 @@ def test_a_sliding_window_runs_liger_ops_attention_with_it(family, overrides, wi
 
 
 @needs_runner
+def test_attention_dropout_falls_back_under_a_sliding_window_too(monkeypatch):
+    """Attention dropout while training (liger.ops.attention has none)
+    falls back to Hugging Face's SDPA function, warned, whatever the mask:
+    under a sliding window's mask too (whose call would otherwise run
+    liger.ops.attention with the window), the same dropout draws as the
+    unpatched model's."""
+    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+    ref, model = (tiny_model("mistral", 36, sliding_window=4, attention_dropout=0.5)
+                  for _ in range(2))
+    ref.set_attn_implementation("sdpa")
+    _attention_alone(model)
+    ids = tokens(37, seq=9)
+    model.train(), ref.train()
+    with pytest.warns(lt.LigerFallbackWarning, match=r"MistralAttention runs PyTorch's SDPA "
+                      r"\(attention=True\): attention dropout 0.5"):
+        torch.manual_seed(38)
+        got = model(input_ids=ids).logits
+    torch.manual_seed(38)
+    assert torch.equal(got, ref(input_ids=ids).logits)
+
+
+@needs_runner
 def test_attention_generates_as_sdpa(monkeypatch):
     """Greedy generation with the cache: the prefill causal, each decoding
     step one query over every key (no mask), the reference's tokens."""
@@ -827,9 +849,9 @@ def test_a_softcapped_attention_runs_liger_ops_attention_with_it(monkeypatch):
     liger.ops.attention with softcap=c on every layer (with the window on
     its sliding ones); the loss, logits and every gradient those of Hugging
     Face's eager attention (the one that softcaps), warning of nothing;
-    kernel_specs lists what loaded. With padding: the softcapped math in
-    PyTorch (SDPA would drop the softcap), warned, eager's logits; with
-    dropout while training, the same math, warned."""
+    kernel_specs lists what loaded. With padding, or dropout while
+    training: the module's own eager attention (Hugging Face's SDPA
+    function refuses a softcap), warned; eager's logits."""
     monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
     loaded = _record_loaded(monkeypatch)
     cap = 0.02
@@ -856,17 +878,23 @@ def test_a_softcapped_attention_runs_liger_ops_attention_with_it(monkeypatch):
     assert _rel(uncapped(input_ids=ids).logits, outs[0].logits) > 1e-3
     mask = torch.ones_like(ids)
     mask[1, :2] = 0
-    with pytest.warns(lt.LigerFallbackWarning, match=r"Gemma2Attention runs PyTorch's "
-                      r"attention math with the softcap \(attention=True\): an attention mask "
+    with pytest.warns(lt.LigerFallbackWarning, match=r"Gemma2Attention runs its eager "
+                      r"attention \(a softcap\) \(attention=True\): an attention mask "
                       r"\(padding"):
         got = model(input_ids=ids, attention_mask=mask).logits
     assert _rel(got, ref(input_ids=ids, attention_mask=mask).logits) < 1e-5
     model.config.attention_dropout = 0.5
     for layer in model.model.layers:
         layer.self_attn.attention_dropout = 0.5
-    model.train()
+    ref.config.attention_dropout = 0.5
+    for layer in ref.model.layers:
+        layer.self_attn.attention_dropout = 0.5
+    model.train(), ref.train()
     with pytest.warns(lt.LigerFallbackWarning, match=r"attention dropout 0.5"):
-        model(input_ids=ids)
+        torch.manual_seed(35)
+        got = model(input_ids=ids).logits
+    torch.manual_seed(35)
+    assert torch.equal(got, ref(input_ids=ids).logits)  # (the same dropout draws)
 
 
 @needs_runner

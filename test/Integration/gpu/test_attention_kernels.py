@@ -142,10 +142,11 @@ def test_attention_grad_kernel(bundles_dir, name, b, t):
     _sdpa(*leaves, causal, scale, window, softcap).backward(grad)
     # Both round to the dtype where the largest gradients are, so the
     # largest error may be a whole unit in the last place there for one and
-    # half of one for the other: the bound adds that unit, and 1e-5 for f32
-    # rounding where the exact gradient is 0 (dq and dk of a single key:
-    # the kernel's dP - D is a difference of two f32 sums, PyTorch's
-    # softcapped math gets 0 exactly). The error's norm (relative to the
+    # half of one for the other: the bound adds that unit, and f32 rounding
+    # where the exact gradient is 0 (dq and dk of a single key: the
+    # kernel's dP - D is a difference of two f32 sums, about 2e-6; SDPA's
+    # own is of that size, PyTorch's softcapped math gets 0 exactly: 1e-5
+    # with a softcap, else 1e-6). The error's norm (relative to the
     # gradient's) is held to twice PyTorch's. A softcap adds twice
     # tanh.approx.f32's relative error (2^-11) to both: the kernels'
     # capped scores carry it, PyTorch's f32 math does not (measured: up to
@@ -155,7 +156,7 @@ def test_attention_grad_kernel(bundles_dir, name, b, t):
     for x, leaf, ref, what in zip((dq, dk, dv), leaves, refs, ("dq", "dk", "dv")):
         scale_of = ref.abs().max().item() if ref.numel() else 0.0
         err, torch_err = _max_err(x, ref), _max_err(leaf.grad, ref)
-        assert err <= 2 * torch_err + (eps + cap) * scale_of + 1e-5, \
+        assert err <= 2 * torch_err + (eps + cap) * scale_of + (1e-5 if softcap else 1e-6), \
             "%s: max error %.3g; PyTorch's backward in %s: %.3g (largest |gradient| %.3g)" % (
                 what, err, dt, torch_err, scale_of)
         norm = ref.norm().item()

@@ -141,8 +141,11 @@ def test_the_forward_kernel_writes_every_element(name, b, t):
                                 softcap)
     _check("%s, %dx%d: out" % (name, b, t), out, want,
            _sdpa(q, k, v, causal, scale, window, softcap), DTYPES[dt])
-    # The lse: f32 arithmetic on the operands (no rounding to the dtype).
-    assert _err(lse, want_lse) <= 1e-4 * max(1.0, want_lse.abs().max().item())
+    # The lse: f32 arithmetic on the operands (no rounding to the dtype);
+    # a softcap c adds twice tanh.approx.f32's error on a capped score (at
+    # most c 2^-11).
+    assert _err(lse, want_lse) <= 1e-4 * max(1.0, want_lse.abs().max().item()) + \
+        (softcap or 0.0) * 2.0 ** -10
 
 
 @pytest.mark.parametrize("name,b,t", GRAD_RUNS)
