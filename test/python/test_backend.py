@@ -188,18 +188,23 @@ def check_report(report, family, dtype):
     # reference takes every configuration): the forward graph holds it with
     # its lse, the backward liger::attention_backward reading them, and it
     # takes k and v with their 2 heads.
-    attention = [line for line in report.recognition if line.startswith("[recognise-attention]")]
+    # Gemma 2's eager attention (softcapped scores plus the traced causal
+    # mask, k and v repeated) is liger.attention with its softcap, reading
+    # the 2 key/value heads.
+    attention = [line for line in report.recognition
+                 if line.startswith(("[recognise-attention]", "[recognise-eager-attention]"))]
     calls = re.findall(r"= liger\.attention (.*) loc", forward.mlir)
     grads = re.findall(r"= liger\.attention_grad (.*) loc", backward.mlir)
-    if family == "gemma2":
-        assert attention == calls == grads == []
-    else:
-        assert attention == ["[recognise-attention] recognised liger.attention (causal) at "
-                             "model.layers.0.self_attn"]
-        assert len(calls) == len(grads) == 1
-        assert calls[0].endswith("causal return_lse : tensor<?x4x?x16x{0}>, tensor<?x2x?x16x{0}>, "
-                                 "tensor<?x2x?x16x{0}>".format(dtype)), calls
-        assert " saved(" in grads[0] and " causal : " in grads[0], grads
+    pattern, attrs = ("eager-attention", ", softcap = 50.0") if family == "gemma2" else \
+        ("attention", "")
+    assert attention == ["[recognise-%s] recognised liger.attention (causal%s) at "
+                         "model.layers.0.self_attn" % (pattern, attrs)]
+    assert len(calls) == len(grads) == 1
+    attrs = " softcap = 50.0" if family == "gemma2" else ""
+    assert calls[0].endswith("causal{1} return_lse : tensor<?x4x?x16x{0}>, "
+                             "tensor<?x2x?x16x{0}>, tensor<?x2x?x16x{0}>".format(dtype, attrs)), \
+        calls
+    assert " saved(" in grads[0] and " causal%s : " % attrs in grads[0], grads
     # The gated activation's backward writes over its saved gate and up.
     assert [line.split(" writes ")[0] for line in backward.in_place] == [
         "liger.%s_backward" % ("geglu" if family.startswith("gemma") else "swiglu")]

@@ -612,6 +612,88 @@ def test_causal_attention_of_fewer_queries_is_left_alone():
         "causal mask top-left, liger.attention bottom-right (the two agree only where T = S)"]
 
 
+class EagerSoftcapAttention(torch.nn.Module):
+    """Gemma 2's eager attention as its modeling code writes it: k and v
+    repeated per query head, the scores scaled and softcapped, a mask
+    added (`mask`: "causal" computed from the sizes, "shifted" a mask
+    that is not causal, "input" the caller's, None), the softmax in f32,
+    dropout, the product with v."""
+
+    def __init__(self, mask="causal", softcap=50.0, scale=0.25, p=0.0):
+        super().__init__()
+        self.mask, self.softcap, self.scale, self.p = mask, softcap, scale, p
+
+    def forward(self, q, k, v, given):
+        b, hkv, s, d = k.shape
+        n = q.shape[1] // hkv
+        k = k[:, :, None, :, :].expand(b, hkv, n, s, d).reshape(b, hkv * n, s, d)
+        v = v[:, :, None, :, :].expand(b, hkv, n, s, d).reshape(b, hkv * n, s, d)
+        w = torch.matmul(q, k.transpose(2, 3)) * self.scale
+        if self.softcap:
+            w = torch.tanh(w / self.softcap) * self.softcap
+        lowest = torch.finfo(torch.float32).min
+        if self.mask in ("causal", "shifted"):
+            w = w + torch.full((s, s), lowest).triu(1 if self.mask == "causal" else 2)
+        elif self.mask == "input":
+            w = w + given
+        w = torch.nn.functional.softmax(w, dim=-1, dtype=torch.float32).to(q.dtype)
+        w = torch.nn.functional.dropout(w, p=self.p, training=True)
+        return torch.matmul(w, v)
+
+
+def _eager_args(t=8):
+    return (torch.randn(2, 4, t, 16), torch.randn(2, 2, t, 16), torch.randn(2, 2, t, 16),
+            torch.zeros(t, t))
+
+
+@pytest.mark.parametrize("mask,scale,attrs", [
+    ("causal", 0.25, {"causal": True, "softcap": 50.0}),
+    (None, 0.1, {"causal": False, "scale": 0.1, "softcap": 50.0})], ids=["causal", "no_mask"])
+def test_eager_softcapped_attention_recognised_and_exact(mask, scale, attrs):
+    """Gemma 2's eager attention (softcapped scores, the causal mask
+    computed from the sizes, k and v repeated): liger.attention with its
+    softcap over the original key/value heads, the default scale
+    implicit; the reference lowering computes what the graph does."""
+    args = _eager_args()
+    gm = export(EagerSoftcapAttention(mask, softcap=2.0 if mask else 50.0, scale=scale), *args)
+    found = recognize(gm)
+    attrs = dict(attrs, softcap=2.0) if mask else attrs
+    assert [(r.op, r.attrs) for r in found.records] == [("attention", attrs)]
+    assert [tuple(G.shape(x)) for x in found.records[0].operands.values()] == [
+        (2, 4, 8, 16), (2, 2, 8, 16), (2, 2, 8, 16)]
+    imported = import_graph(gm, "attention", found)
+    spelled = " causal softcap = 2.0" if mask else " softcap = 50.0 scale = 0.1"
+    assert re.search(r"= liger\.attention %\w+, %\w+, %\w+" + spelled + " : ", imported.mlir), \
+        imported.mlir
+    (want,) = torch.fx.Interpreter(gm).run(*args)
+    (got,) = driver_run(imported, args[:3])  # (the unread mask argument is no parameter)
+    assert np.allclose(got, want.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("module,reason", [
+    (EagerSoftcapAttention("input"), "the mask is not the causal mask (the mask is computed "
+                                     "from the graph input given)"),
+    (EagerSoftcapAttention("shifted"), "the mask is not the causal mask (the mask is not "
+                                       "causal)"),
+    (EagerSoftcapAttention(p=0.1), "attention dropout 0.1")], ids=["input_mask", "not_causal",
+                                                                  "dropout"])
+def test_eager_softcapped_attention_near_misses(module, reason):
+    """What liger.attention cannot say stays as it is, with the reason: a
+    mask the caller gives (padding), a mask that is not causal, dropout."""
+    found = recognize(export(module, *_eager_args()))
+    assert not [r for r in found.records if r.op == "attention"]
+    lines = [line for line in found.lines() if line.startswith("[recognise-eager-attention]")]
+    assert len(lines) == 1 and lines[0].endswith(": " + reason), lines
+
+
+def test_eager_attention_without_a_softcap_is_not_this_pattern():
+    """Without the softcap's tanh the eager product is no candidate (its
+    softmax is the softmax pattern's)."""
+    found = recognize(export(EagerSoftcapAttention(softcap=None), *_eager_args()))
+    assert not [line for line in found.lines() if "eager-attention" in line]
+    assert "attention" not in [r.op for r in found.records]
+
+
 class SplitBack(torch.nn.Module):
     """Flattened tokens split back into batch and sequence, then a norm."""
 

@@ -204,6 +204,15 @@ def _rewrite(gm, node, verdicts) -> Optional[str]:
     return None
 
 
+def causal_verdict(gm, mask, t) -> Optional[str]:
+    """None when `mask` (a node of `gm`; bool, or additive: 0 where
+    attended) is the causal mask of q length `t` computed from the graph's
+    sizes alone, at the traced sizes and the probe sizes; else why not.
+    The rule recognise-causal-mask applies to SDPA's masks, for the masks
+    an eager attention adds to its scores."""
+    return _verdict(gm, mask, t)
+
+
 def causal_masks(gm) -> List[MaskLine]:
     """Rewrites, in place, every SDPA call of `gm` (an aten FX graph module)
     whose mask is its causal mask computed from sizes; one report line per

@@ -32,6 +32,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Set, Union
 import sympy
 import torch
 
+from . import gqa, masks
 from . import graph as G
 from . import liger_operators
 from .graph import aten
@@ -492,6 +493,98 @@ def match_attention(node) -> Optional[object]:
                   "recognise-attention")
 
 
+def match_eager_attention(node) -> Optional[object]:
+    """Hugging Face's eager attention with a logit softcap (Gemma 2's
+    eager_attention_forward, which SDPA cannot run) -> liger.attention
+    with `softcap`:
+
+        matmul(dropout(softmax(c * tanh(matmul(q, kᵀ) * scale / c) + mask,
+                               -1, f32).to(dtype), 0), v)
+
+    k and v as they are or repeated per query head (repeat_kv: the op's
+    grouped heads read the originals), the mask (added to the capped
+    scores) the causal mask of equal q and k lengths computed from the
+    graph's sizes alone (recognise-causal-mask's evaluation), or none.
+    Anchored at the product with v; a graph without the softcap's tanh
+    there is no candidate."""
+    if not G.is_op(node, aten.matmul.default):
+        return None
+    p, v = G.strip(node.args[0]), G.strip(node.args[1])
+    chain = [node]
+    dropout = None
+    if G.is_op(p, aten.dropout.default):
+        dropout, p = p, G.strip(p.args[0])
+        chain.append(dropout)
+    if G.cast_of(p) is not None or G.is_op(p, aten.to.dtype):
+        chain.append(p)
+        p = G.strip(p.args[0])
+    if not G.is_op(p, aten.softmax.int, aten._softmax.default):
+        return None
+    softmax = p
+    x = G.strip(softmax.args[0])
+    mask = None
+    added = G.binary(x, aten.add.Tensor)
+    cap = _softcap(x)
+    if cap is None and added is not None:
+        for scores, other in (added, added[::-1]):
+            cap = _softcap(G.strip(scores))
+            if cap is not None:
+                mask = G.strip(other)
+                break
+    if cap is None:
+        return None
+    softcap, raw, cap_nodes = cap
+    chain += [softmax, *cap_nodes] + ([x] if mask is not None else [])
+    raw = G.strip(raw)
+    scale = None
+    pair = G.binary(raw, aten.mul.Tensor)
+    if pair is not None:
+        for product, number in (pair, pair[::-1]):
+            if G.scalar(number) is not None:
+                chain.append(raw)
+                scale, raw = G.scalar(number), G.strip(product)
+                break
+    if not G.is_op(raw, aten.matmul.default):
+        return Miss("the softcapped scores are not a product q·kᵀ")
+    q, kt = G.strip(raw.args[0]), G.strip(raw.args[1])
+    if not (G.is_op(kt, aten.transpose.int) and sorted(
+            d % 4 for d in kt.args[1:3]) == [2, 3] and G.rank(kt) == 4):
+        return Miss("the scores' right operand is not kᵀ (a transpose of k's last two "
+                    "dimensions)")
+    k = G.strip(kt.args[0])
+    if softmax.args[1] not in (-1, 3):
+        return Miss("the softmax is not over the keys")
+    if dropout is not None and G.arg(dropout, 1, "p", 0.0):
+        return Miss("attention dropout %g" % G.arg(dropout, 1, "p", 0.0))
+    k_src, v_src = gqa.repeated(k), gqa.repeated(v)
+    if (k_src is None) != (v_src is None) or (k_src and k_src[1] != v_src[1]):
+        return Miss("k and v are not repeated alike")
+    if k_src is not None:  # (the repeats' reshape, expand and unsqueeze)
+        for rep in (k, v):
+            expand = G.strip(rep.args[0])
+            chain += [rep, expand, G.strip(expand.args[0])]
+        k, v = k_src[0], v_src[0]
+    if G.rank(q) != 4 or G.rank(k) != 4 or G.rank(v) != 4:
+        return Miss("q, k or v is not [B, H, T, D]")
+    t, s = G.shape(q)[2], G.shape(k)[2]
+    attrs = {"causal": False}
+    if mask is not None:
+        if not G.same_dim(t, s):
+            return Miss("a mask over keys of another length than the queries")
+        why = masks.causal_verdict(node.graph.owning_module, mask, t)
+        if why is not None:
+            return Miss("the mask is not the causal mask (%s)" % why)
+        attrs["causal"] = True
+    head = G.shape(q)[-1]
+    if scale is not None and not (G.is_static(head) and
+                                  abs(scale - head ** -0.5) <= 1e-7 * head ** -0.5):
+        attrs["scale"] = float(scale)
+    attrs["softcap"] = float(softcap)
+    covered = _covered(*chain, raw, kt)
+    return Record("attention", {"q": q, "k": k, "v": v}, attrs, (node,), frozenset(covered),
+                  "recognise-eager-attention")
+
+
 # --- LoRA -------------------------------------------------------------------
 
 def _linear(node):
@@ -830,6 +923,7 @@ _NODE_PATTERNS = [
     ("recognise-cross-entropy", match_loss),
     ("recognise-lora", match_lora),
     ("recognise-gated-mlp", match_gated),
+    ("recognise-eager-attention", match_eager_attention),
     ("recognise-softmax", match_softmax),
     ("recognise-attention", match_attention),
     ("recognise-projection", match_projection),
