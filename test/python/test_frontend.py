@@ -686,6 +686,18 @@ def test_eager_softcapped_attention_near_misses(module, reason):
     assert len(lines) == 1 and lines[0].endswith(": " + reason), lines
 
 
+def test_eager_softcapped_attention_over_broadcast_keys_is_left_alone():
+    """Keys and values of one batch entry broadcast over the queries' two
+    (matmul broadcasts them; liger.attention takes one batch): left alone."""
+    q, k, v, given = _eager_args()
+    found = recognize(export(EagerSoftcapAttention(), q, k[:1], v[:1], given))
+    assert not [r for r in found.records if r.op == "attention"]
+    lines = [line for line in found.lines() if line.startswith("[recognise-eager-attention]")]
+    assert len(lines) == 1 and lines[0].endswith(
+        ": q, k and v differ in batch, k and v in length or q and k in head size (a broadcast "
+        "product)"), lines
+
+
 def test_eager_attention_without_a_softcap_is_not_this_pattern():
     """Without the softcap's tanh the eager product is no candidate (its
     softmax is the softmax pattern's)."""

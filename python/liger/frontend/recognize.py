@@ -566,7 +566,11 @@ def match_eager_attention(node) -> Optional[object]:
         k, v = k_src[0], v_src[0]
     if G.rank(q) != 4 or G.rank(k) != 4 or G.rank(v) != 4:
         return Miss("q, k or v is not [B, H, T, D]")
-    t, s = G.shape(q)[2], G.shape(k)[2]
+    (b, _, t, d), (bk, _, s, dk), (bv, _, sv, _) = G.shape(q), G.shape(k), G.shape(v)
+    if not (G.same_dim(b, bk) and G.same_dim(b, bv) and G.same_dim(d, dk)
+            and G.same_dim(s, sv)):
+        return Miss("q, k and v differ in batch, k and v in length or q and k in head size "
+                    "(a broadcast product)")
     attrs = {"causal": False}
     if mask is not None:
         if not G.same_dim(t, s):
