@@ -326,7 +326,7 @@ void GradKernelBuilder::emitConsumer(GpuBuilder &b) const {
   Value rowInWg = b.add(b.mul(warp, 16), b.div(lane, 4));
   Value sharedBase = LLVM::PtrToIntOp::create(b, b.getI64Type(), shared);
   Value cScale = b.f32(plan.log2Factor());
-  Value capFactor = plan.softcap ? b.f32(plan.scale / plan.softcap) : Value();
+  Value capFactor = plan.softcap ? b.f32(plan.capArgumentFactor()) : Value();
   Value zero = b.f32(0);
   // dQ's part of this warpgroup: its 64 columns over all 128 keys (D 128),
   // or all 64 columns over its own 64 keys (D 64).

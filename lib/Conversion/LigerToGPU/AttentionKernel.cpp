@@ -396,7 +396,7 @@ void AttentionKernelBuilder::emitConsumer(GpuBuilder &b) const {
     auto cap = [&](GpuBuilder &cb, Value sAcc) {
       if (!plan.softcap)
         return sAcc;
-      Value factor = cb.f32(plan.scale / plan.softcap);
+      Value factor = cb.f32(plan.capArgumentFactor());
       for (int64_t r = 0; r < sRegs; ++r) {
         Value x = LLVM::ExtractValueOp::create(cb, sAcc, r);
         sAcc = LLVM::InsertValueOp::create(
@@ -657,16 +657,20 @@ FailureOr<AttentionPlan> mlir::liger::analyzeAttentionGroup(FusionOp group) {
                              "liger.attention_grad and yield its results");
   AttentionPlan plan;
   plan.group = group;
-  Value q, k, v;
-  if (auto op = dyn_cast<AttentionOp>(first)) {
-    plan.op = op;
-    q = op.getQ(), k = op.getK(), v = op.getV();
+  // The attributes both ops share (the gradient's are its forward's).
+  auto readAttributes = [&](auto op) {
     plan.causal = op.getCausal();
     plan.window = op.getWindow().value_or(0);
     if (auto softcap = op.getSoftcapAttr())
       plan.softcap = softcap.getValueAsDouble();
     if (auto scale = op.getScaleAttr())
       plan.scale = scale.getValueAsDouble();
+  };
+  Value q, k, v;
+  if (auto op = dyn_cast<AttentionOp>(first)) {
+    plan.op = op;
+    q = op.getQ(), k = op.getK(), v = op.getV();
+    readAttributes(op);
   } else {
     auto grad = cast<AttentionGradOp>(first);
     plan.gradOp = grad;
@@ -676,12 +680,7 @@ FailureOr<AttentionPlan> mlir::liger::analyzeAttentionGroup(FusionOp group) {
       plan.out = cast<BlockArgument>(grad.getOut());
       plan.lse = cast<BlockArgument>(grad.getLse());
     }
-    plan.causal = grad.getCausal();
-    plan.window = grad.getWindow().value_or(0);
-    if (auto softcap = grad.getSoftcapAttr())
-      plan.softcap = softcap.getValueAsDouble();
-    if (auto scale = grad.getScaleAttr())
-      plan.scale = scale.getValueAsDouble();
+    readAttributes(grad);
   }
   plan.q = cast<BlockArgument>(q);
   plan.k = cast<BlockArgument>(k);

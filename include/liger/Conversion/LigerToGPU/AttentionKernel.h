@@ -51,6 +51,9 @@ struct AttentionPlan {
   double log2Factor() const {
     return (softcap ? softcap : scale) * 1.4426950408889634;
   }
+  /// With a softcap c, the factor of the raw scores S in the tanh's
+  /// argument: S · scale / c.
+  double capArgumentFactor() const { return scale / softcap; }
 
   bool backward() const { return static_cast<bool>(gradOp); }
   /// The forward yields its lse too.
