@@ -1357,12 +1357,13 @@ def _attention_kernels(q, k, causal, scale, window, softcap):
                                            q.device))
 
 
-def attention_mask(t, s, causal, window, device):
+def attention_mask(t, s, causal, window, device, explicit=False):
     """liger.attention's mask as SDPA's boolean attn_mask [T, S] (True:
-    kept), or None where SDPA's own is_causal (T = S, no window) or no mask
-    says it: causal aligned bottom-right (query i keeps the keys j <= i + S
-    - T), a sliding window W also dropping the keys j <= i + S - T - W."""
-    if not causal or (t == s and not window) or (t == 1 and not window):
+    kept), or None where no mask or (unless `explicit`) SDPA's own
+    is_causal (T = S, no window) says it: causal aligned bottom-right
+    (query i keeps the keys j <= i + S - T), a sliding window W also
+    dropping the keys j <= i + S - T - W."""
+    if not causal or (not explicit and not window and t in (s, 1)):
         return None
     mask = torch.ones(t, s, dtype=torch.bool, device=device).tril(s - t)
     if window:
@@ -1381,11 +1382,10 @@ def attention_reference(q, k, v, causal, scale, window=0, softcap=0.0):
     take, softcapped_attention: the math as Hugging Face's eager attention
     computes it, with liger's mask."""
     t, s = q.shape[2], k.shape[2]
-    mask = attention_mask(t, s, causal, window, q.device)
     if softcap:
-        if causal and mask is None:
-            mask = torch.ones(t, s, dtype=torch.bool, device=q.device).tril(s - t)
-        return softcapped_attention(q, k, v, mask, scale, softcap)
+        return softcapped_attention(q, k, v, attention_mask(t, s, causal, window, q.device, True),
+                                    scale, softcap)
+    mask = attention_mask(t, s, causal, window, q.device)
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
                                           is_causal=bool(causal and mask is None and t == s),
                                           scale=scale or None, enable_gqa=True)

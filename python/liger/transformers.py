@@ -889,9 +889,8 @@ def _attention_forward(module, query, key, value, attention_mask, dropout=0.0, s
             problem = "an attention mask (padding, packed sequences): liger.ops.attention " \
                 "takes a causal mask, with or without a sliding window, or none"
     if problem is None:
-        causal = getattr(module, "is_causal", True) if is_causal is None else is_causal
         t = query.shape[2]
-        causal = bool(t > 1 and causal)
+        causal = _causal_call(module, is_causal, t)
         if causal and key.shape[2] > t:
             key, value = key[:, :, :t], value[:, :, :t]
         d = query.shape[-1]
@@ -912,6 +911,14 @@ def _attention_forward(module, query, key, value, attention_mask, dropout=0.0, s
                             scaling=scaling, is_causal=is_causal, **kwargs)
 
 
+def _causal_call(module, is_causal, queries):
+    """Whether an attention call is causal as Hugging Face's SDPA function
+    decides it: the call's is_causal, else the module's, and more than one
+    query."""
+    causal = getattr(module, "is_causal", True) if is_causal is None else is_causal
+    return bool(queries > 1 and causal)
+
+
 def _eager_forward(module, query, key, value, attention_mask, dropout, scaling, is_causal,
                    **kwargs):
     """A call Hugging Face's SDPA function does not take (a softcap: it
@@ -930,10 +937,8 @@ def _eager_forward(module, query, key, value, attention_mask, dropout, scaling, 
                                                          type(module).__module__))
     t, s = query.shape[2], key.shape[2]
     keep = attention_mask
-    if keep is None:
-        causal = getattr(module, "is_causal", True) if is_causal is None else is_causal
-        keep = torch.ones(t, s, dtype=torch.bool, device=query.device).tril() \
-            if causal and t > 1 else None
+    if keep is None and _causal_call(module, is_causal, t):
+        keep = torch.ones(t, s, dtype=torch.bool, device=query.device).tril()
     if keep is not None and keep.dtype == torch.bool:
         keep = torch.zeros(keep.shape, dtype=query.dtype, device=query.device).masked_fill(
             ~keep, torch.finfo(query.dtype).min)
@@ -952,7 +957,6 @@ def _sliding_window(mask, window, query, key):
     operators.attention_mask's, the rule liger.attention follows), else
     None. Checked once a mask (every sliding layer of a forward gets the
     same one); not while torch.compile traces (data-dependent)."""
-    import torch
     t = query.shape[2]
     if not window or isinstance(window, bool) or not isinstance(window, int) or \
             not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool or \

@@ -22,6 +22,8 @@ if not torch.cuda.is_available():
     pytest.skip("no CUDA GPU on this machine", allow_module_level=True)
 import torch.nn.functional as F  # noqa: E402
 
+from liger import operators  # noqa: E402
+
 CASES = [(name, b, t) for name in kernels.ATTENTION for b, t in kernels.ATTENTION_SHAPES]
 GRAD_CASES = [(name, b, t) for name in kernels.ATTENTION_GRAD
               for b, t in kernels.ATTENTION_SHAPES]
@@ -48,13 +50,11 @@ def _sdpa(q, k, v, causal, scale, window=None, softcap=None):
     f32, the output rounded once."""
     g = q.shape[1] // k.shape[1]
     k, v = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)
-    if softcap:
-        scores = q.float() @ k.float().transpose(-1, -2) * (scale or q.shape[-1] ** -0.5)
-        scores = torch.tanh(scores / softcap) * softcap
+    if softcap:  # (liger's softcapped math, in f32)
         masked = kernels.attention_masked(q.shape[2], k.shape[2], causal, window, q.device)
-        if masked is not None:
-            scores = scores.masked_fill(masked, float("-inf"))
-        return (scores.softmax(-1) @ v.float()).to(q.dtype)
+        return operators.softcapped_attention(
+            q.float(), k.float(), v.float(), None if masked is None else ~masked, scale,
+            softcap).to(q.dtype)
     if window:  # (an explicit mask: SDPA has no window of its own)
         keep = ~kernels.attention_masked(q.shape[2], k.shape[2], True, window, q.device)
         return F.scaled_dot_product_attention(q, k, v, attn_mask=keep, scale=scale)
