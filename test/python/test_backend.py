@@ -190,17 +190,18 @@ def check_report(report, family, dtype):
     # takes k and v with their 2 heads.
     # Gemma 2's eager attention (softcapped scores plus the traced causal
     # mask, k and v repeated) is liger.attention with its softcap, reading
-    # the 2 key/value heads.
+    # the 2 key/value heads; its layer 0 slides a window of 32 keys (wider
+    # than the 8 tokens: the window stays, for longer sequences).
     attention = [line for line in report.recognition
                  if line.startswith(("[recognise-attention]", "[recognise-eager-attention]"))]
     calls = re.findall(r"= liger\.attention (.*) loc", forward.mlir)
     grads = re.findall(r"= liger\.attention_grad (.*) loc", backward.mlir)
-    pattern, attrs = ("eager-attention", ", softcap = 50.0") if family == "gemma2" else \
-        ("attention", "")
+    pattern, attrs = ("eager-attention", ", window = 32, softcap = 50.0") \
+        if family == "gemma2" else ("attention", "")
     assert attention == ["[recognise-%s] recognised liger.attention (causal%s) at "
                          "model.layers.0.self_attn" % (pattern, attrs)]
     assert len(calls) == len(grads) == 1
-    attrs = " softcap = 50.0" if family == "gemma2" else ""
+    attrs = " window = 32 softcap = 50.0" if family == "gemma2" else ""
     assert calls[0].endswith("causal{1} return_lse : tensor<?x4x?x16x{0}>, "
                              "tensor<?x2x?x16x{0}>, tensor<?x2x?x16x{0}>".format(dtype, attrs)), \
         calls
@@ -233,7 +234,7 @@ def test_family_trains_like_eager(family, dtype):
 def test_a_padding_mask_and_a_narrow_sliding_window_stay_masks():
     """The near-misses of recognise-causal-mask on real models: a padding
     mask given by the caller (a graph input), and Mistral's sliding window
-    narrower than the sequence (a mask that is not causal): each SDPA keeps
+    narrower than the sequence (is_causal cannot say it): each SDPA keeps
     its mask, and the step trains like eager."""
     config, model = family_model("llama", "f32")
     batches = tokens(config, steps=2)
@@ -259,7 +260,60 @@ def test_a_padding_mask_and_a_narrow_sliding_window_stay_masks():
     train(model, compiled, tokens(config, steps=2), "f32")
     (line,) = [line for line in compiled.liger.reports[0].recognition
                if line.startswith("[recognise-causal-mask]")]
-    assert line.endswith(": the mask is not causal"), line
+    assert line.endswith(": a causal mask with a sliding window of 4 keys (is_causal cannot "
+                         "say it)"), line
+
+
+def sliding_mistral(window):
+    config = cap.load_config(os.path.join(CONFIGS, "tiny-mistral.json"))
+    config.sliding_window = window
+    return config, cap.build_model(config, "f32", "cpu", layers=1).train()
+
+
+@needs_runner
+def test_a_sliding_window_wider_than_the_traced_sequence_holds_at_longer_ones():
+    """Mistral's sliding window of 12 keys, traced on 8 tokens: the mask is
+    causal there (and at every small probe size), but not beyond 12. The
+    call becomes is_causal with the graph's length guarded to 12, so a
+    longer sequence compiles again and keeps the window; both steps train
+    like eager. (Causal at every length, the 16-token step's gradients
+    were 0.77 off.)"""
+    config, model = sliding_mistral(12)
+    compiled = lb.compile_model(model, fullgraph=True)
+    train(model, compiled, tokens(config, steps=1) + tokens(config, steps=1, shape=(2, 16)),
+          "f32")
+    short, long = compiled.liger.reports
+    mask_lines = [[line for line in r.recognition if line.startswith("[recognise-causal-mask]")]
+                  for r in (short, long)]
+    assert mask_lines == [
+        ["[recognise-causal-mask] causal mask -> is_causal at model.layers.0.self_attn (its "
+         "sliding window of 12 keys is wider than the traced length: the graph serves lengths "
+         "up to it)"],
+        ["[recognise-causal-mask] left alone scaled_dot_product_attention at "
+         "model.layers.0.self_attn: a causal mask with a sliding window of 12 keys (is_causal "
+         "cannot say it)"]], mask_lines
+
+
+@needs_runner
+@pytest.mark.parametrize("window", [4, 12])
+def test_a_sliding_window_is_liger_attention_with_its_window(window):
+    """With the attention option, SDPA under Mistral's sliding-window mask
+    is liger.attention with the window over the 2 unrepeated key/value
+    heads, narrower than the 8 tokens or wider (then causal, the length
+    guarded); each step trains like eager, 8 tokens and 16."""
+    config, model = sliding_mistral(window)
+    compiled = lb.compile_model(model, fullgraph=True, attention=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LigerFallbackWarning)
+        train(model, compiled, tokens(config, steps=1) + tokens(config, steps=1, shape=(2, 16)),
+              "f32")
+    calls = [re.findall(r"= liger\.attention %\S+, %\S+, %\S+ (.*) loc", r.partitions[0].mlir)
+             for r in compiled.liger.reports]
+    grouped = " return_lse : tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>"
+    windowed = ["causal window = %d" % window + grouped]
+    # Narrower than both lengths: one graph; wider than 8 tokens: causal up
+    # to 12, then the window.
+    assert calls == ([windowed] if window == 4 else [["causal" + grouped], windowed]), calls
 
 
 @needs_runner
@@ -716,6 +770,21 @@ def test_rowwise_groups_compile_for_the_gpu(tmp_path, monkeypatch):
 
 @needs_runner
 @needs_compiler
+def test_precompile_within_a_sliding_window_says_the_lengths_it_serves(tmp_path):
+    """A batch of 8 tokens under Mistral's window of 12 keys: the graph is
+    causal with its length guarded to 12, so the precompiled kernels serve
+    sequences up to 12 tokens; precompile says so, once."""
+    config, model = sliding_mistral(12)
+    with pytest.warns(UserWarning) as caught:
+        lb.precompile(model, tokens(config, 1)[0], str(tmp_path / "bundles"))
+    said = [str(w.message) for w in caught if "precompile" in str(w.message)]
+    assert said == ["liger precompile: the batch's sequence is within the sliding window of 12 "
+                    "keys, so the kernels serve sequences up to it; for longer ones, precompile "
+                    "again with a batch longer than the window"], said
+
+
+@needs_runner
+@needs_compiler
 def test_precompiled_kernels_serve_a_run_without_the_compiler(tmp_path, monkeypatch):
     # precompile() traces and compiles a training step (nothing runs) and
     # writes its sm_90a kernels; a run of another batch size where no
@@ -901,7 +970,8 @@ def _no_backward_head_dim():
 _GPU = "liger.ops.attention falls back to PyTorch on %s: "
 ATTENTION_LEFT = {
     "mask": ({}, dict(mask=True),
-             "an explicit attention mask (liger.attention masks causally or not at all)",
+             "an explicit attention mask (liger.attention masks causally, with a sliding "
+             "window or not at all)",
              "mask"),
     "dropout": ({"dropout_p": 0.1}, dict(compare=False), "attention dropout 0.1", "dropout"),
     "causal_fewer_queries": ({"is_causal": True}, dict(t=3),

@@ -615,8 +615,9 @@ def test_causal_attention_of_fewer_queries_is_left_alone():
 class EagerSoftcapAttention(torch.nn.Module):
     """Gemma 2's eager attention as its modeling code writes it: k and v
     repeated per query head, the scores scaled and softcapped, a mask
-    added (`mask`: "causal" computed from the sizes, "shifted" a mask
-    that is not causal, "input" the caller's, None), the softmax in f32,
+    added (`mask`: "causal" computed from the sizes, "window" that with a
+    sliding window of 3 keys, "shifted" a mask that is not causal,
+    "input" the caller's, None), the softmax in f32,
     dropout, the product with v."""
 
     def __init__(self, mask="causal", softcap=50.0, scale=0.25, p=0.0):
@@ -632,8 +633,11 @@ class EagerSoftcapAttention(torch.nn.Module):
         if self.softcap:
             w = torch.tanh(w / self.softcap) * self.softcap
         lowest = torch.finfo(torch.float32).min
-        if self.mask in ("causal", "shifted"):
-            w = w + torch.full((s, s), lowest).triu(1 if self.mask == "causal" else 2)
+        if self.mask in ("causal", "window", "shifted"):
+            mask = torch.full((s, s), lowest).triu(2 if self.mask == "shifted" else 1)
+            if self.mask == "window":
+                mask = mask + torch.full((s, s), lowest).tril(-3)
+            w = w + mask
         elif self.mask == "input":
             w = w + given
         w = torch.nn.functional.softmax(w, dim=-1, dtype=torch.float32).to(q.dtype)
@@ -648,12 +652,15 @@ def _eager_args(t=8):
 
 @pytest.mark.parametrize("mask,scale,attrs", [
     ("causal", 0.25, {"causal": True, "softcap": 50.0}),
-    (None, 0.1, {"causal": False, "scale": 0.1, "softcap": 50.0})], ids=["causal", "no_mask"])
+    ("window", 0.25, {"causal": True, "window": 3, "softcap": 50.0}),
+    (None, 0.1, {"causal": False, "scale": 0.1, "softcap": 50.0})],
+    ids=["causal", "window", "no_mask"])
 def test_eager_softcapped_attention_recognised_and_exact(mask, scale, attrs):
     """Gemma 2's eager attention (softcapped scores, the causal mask
-    computed from the sizes, k and v repeated): liger.attention with its
-    softcap over the original key/value heads, the default scale
-    implicit; the reference lowering computes what the graph does."""
+    computed from the sizes, with a sliding window or not, k and v
+    repeated): liger.attention with its softcap (and window) over the
+    original key/value heads, the default scale implicit; the reference
+    lowering computes what the graph does."""
     args = _eager_args()
     gm = export(EagerSoftcapAttention(mask, softcap=2.0 if mask else 50.0, scale=scale), *args)
     found = recognize(gm)
@@ -662,7 +669,8 @@ def test_eager_softcapped_attention_recognised_and_exact(mask, scale, attrs):
     assert [tuple(G.shape(x)) for x in found.records[0].operands.values()] == [
         (2, 4, 8, 16), (2, 2, 8, 16), (2, 2, 8, 16)]
     imported = import_graph(gm, "attention", found)
-    spelled = " causal softcap = 2.0" if mask else " softcap = 50.0 scale = 0.1"
+    spelled = {"causal": " causal softcap = 2.0", "window": " causal window = 3 softcap = 2.0",
+               None: " softcap = 50.0 scale = 0.1"}[mask]
     assert re.search(r"= liger\.attention %\w+, %\w+, %\w+" + spelled + " : ", imported.mlir), \
         imported.mlir
     (want,) = torch.fx.Interpreter(gm).run(*args)

@@ -143,7 +143,8 @@ def _match_inputs(ins, args, tensors):
 
 def test_a_masked_call_keeps_its_repeats():
     gm, _, lines, grouped = rewrite(sliding_repeat, *inputs())
-    assert lines[0].endswith(": the mask is not causal")
+    assert lines[0].endswith(": a causal mask with a sliding window of 4 keys (is_causal cannot "
+                             "say it)")
     assert [g.rewritten for g in grouped] == [False]
     assert str(grouped[0]).endswith(": the call has a mask (SDPA's fused kernels take "
                                     "grouped heads only without one)")

@@ -1,7 +1,10 @@
 """Causal masks that a trace makes explicit become `is_causal=True`
-(liger.frontend.masks): the masks that are causal, and the near-misses left
-alone (a mask from a graph input, a sliding window, a mask causal only at
-the traced size, keys longer than queries), each with its numerics."""
+(liger.frontend.masks): the masks that are causal, a sliding window wider
+than the traced length (causal there, the length guarded), and the
+near-misses left alone (a mask from a graph input, a sliding window
+narrower than the traced length, a mask causal only at the traced size or
+up to a size its ops hold, keys longer than queries), each with its
+numerics."""
 
 import os
 import sys
@@ -70,10 +73,20 @@ def causal_additive(q, k, v):
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=0.3)
 
 
-def sliding(q, k, v, window=4):
+# Sliding windows of 4 and 20 keys, constants of the graph as a model's
+# configuration makes them (an argument, even a closure's, is a size input
+# of a dynamic graph: a window that changes with the sizes).
+def sliding(q, k, v):
     t = q.shape[-2]
     i = torch.arange(t, device=q.device)
-    mask = (i[None, :] <= i[:, None]) & (i[:, None] - i[None, :] < window)
+    mask = (i[None, :] <= i[:, None]) & (i[:, None] - i[None, :] < 4)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+def sliding20(q, k, v):
+    t = q.shape[-2]
+    i = torch.arange(t, device=q.device)
+    mask = (i[None, :] <= i[:, None]) & (i[:, None] - i[None, :] < 20)
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
 
 
@@ -114,11 +127,120 @@ def test_a_causal_mask_from_sizes_becomes_is_causal(fn, dynamic):
                 n.target in (aten.le.Tensor, aten.gt.Tensor, aten.masked_fill.Scalar)]
 
 
-def test_a_sliding_window_is_left_alone():
+def test_a_sliding_window_keeps_its_mask_and_says_its_width():
     gm, lines = rewritten_matches(sliding, *qkv())
-    assert lines == [lines[0]] and lines[0].endswith(": the mask is not causal"), lines
+    assert lines == [lines[0]] and lines[0].endswith(
+        ": a causal mask with a sliding window of 4 keys (is_causal cannot say it)"), lines
     (call,) = sdpa_calls(gm)
     assert masks.G.arg(call, 3, "attn_mask") is not None
+    # (liger.attention's window, recognise-attention's)
+    assert call.meta[masks.WINDOW_META] == 4
+
+
+def rewritten_compiled(fn):
+    """fn compiled by a backend that rewrites its masks (as the liger
+    backend does, then runs the graph as it is); the report lines of each
+    graph it compiled."""
+    reports = []
+
+    def backend(gm, example_inputs):
+        fake_mode, fake_args = lb._fake_inputs(gm)
+        with fake_mode, fx_traceback.preserve_node_meta():
+            aten_gm = make_fx(torch.fx.Interpreter(gm).run, pre_dispatch=True,
+                              tracing_mode="fake")(*fake_args)
+        reports.append([str(line) for line in masks.causal_masks(aten_gm)])
+        return lambda *args: aten_gm(*args)
+    return torch.compile(fn, backend=backend, dynamic=True, fullgraph=True), reports
+
+
+def chunked(q, k, v):
+    """Llama 4's chunked attention: causal within chunks of 20 keys."""
+    t = q.shape[-2]
+    i = torch.arange(t, device=q.device)
+    mask = (i[None, :] <= i[:, None]) & (i[None, :] // 20 == i[:, None] // 20)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+def test_a_window_wider_than_the_traced_length_guards_the_length():
+    """A window of 20 keys traced at 16 tokens (and every probe size below
+    it): causal there, so is_causal with the length guarded to 20; 32
+    tokens compile again and keep the mask. Each call computes fn's
+    result (without the guard, the graph for 16 served 32 as causal)."""
+    fn = sliding20
+    compiled, reports = rewritten_compiled(fn)
+    for t in (16, 20, 32, 24):
+        args = qkv(t=t)
+        assert torch.allclose(compiled(*args), fn(*args), atol=1e-6, rtol=1e-5), t
+    assert reports == [
+        ["[recognise-causal-mask] causal mask -> is_causal at scaled_dot_product_attention (its "
+         "sliding window of 20 keys is wider than the traced length: the graph serves lengths "
+         "up to it)"],
+        ["[recognise-causal-mask] left alone scaled_dot_product_attention at "
+         "scaled_dot_product_attention: a causal mask with a sliding window of 20 keys "
+         "(is_causal cannot say it)"]], reports
+
+
+def test_a_mask_causal_up_to_a_size_its_ops_hold_is_left_alone():
+    """Chunks of 20 keys: causal at the traced 16 tokens and every small
+    probe size; evaluated one past the 20 its ops hold, it is not."""
+    gm, lines = rewritten_matches(chunked, *qkv(t=16))
+    assert len(lines) == 1 and ": the mask is not causal at probe sizes [21]" in lines[0], lines
+    assert masks.G.arg(sdpa_calls(gm)[0], 3, "attn_mask") is not None
+    compiled, reports = rewritten_compiled(chunked)
+    args = qkv(t=32)
+    assert torch.allclose(compiled(*qkv(t=16)), chunked(*qkv(t=16)), atol=1e-6, rtol=1e-5)
+    assert torch.allclose(compiled(*args), chunked(*args), atol=1e-6, rtol=1e-5)
+    assert len(reports) == 1
+
+
+def test_a_window_that_changes_with_the_length_is_left_alone():
+    def half(q, k, v):
+        t = q.shape[-2]
+        i = torch.arange(t, device=q.device)
+        mask = (i[None, :] <= i[:, None]) & (i[:, None] - i[None, :] < (t + 1) // 2)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    gm, lines = rewritten_matches(half, *qkv(t=16))
+    assert len(lines) == 1 and ": the mask's sliding window changes with the sizes (" \
+        in lines[0], lines
+
+
+def test_a_mask_causal_beyond_its_window_is_left_alone():
+    """A window of 20 keys from 31 tokens on, none below: causal at 21
+    tokens (one past the 20 its ops hold), narrowed at 31 and 1001."""
+    def late(q, k, v):
+        t = q.shape[-2]
+        i = torch.arange(t, device=q.device)
+        limit = torch.where(torch.tensor(t) > 30, 20, 1000)
+        mask = (i[None, :] <= i[:, None]) & (i[:, None] - i[None, :] < limit)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    gm, lines = rewritten_matches(late, *qkv(t=16))
+    assert len(lines) == 1 and lines[0].endswith(
+        ": the mask is causal at q length 21 but narrowed to a window of 20 keys at "
+        "others"), lines
+
+
+def test_a_size_its_ops_hold_too_large_to_evaluate_past_is_left_alone(monkeypatch):
+    monkeypatch.setattr(masks, "MAX_ELEMENTS", 300)  # 16 x 16 tokens, not 21 x 21
+    gm, lines = rewritten_matches(sliding20, *qkv(t=16))
+    assert len(lines) == 1 and lines[0].endswith(
+        ": at probe sizes [21] (one past an integer its ops hold: a window?) the mask has 441 "
+        "elements (evaluated up to 300)"), lines
+
+
+@pytest.mark.parametrize("mask,rows,want", [
+    (torch.ones(5, 5, dtype=torch.bool).tril(), 5, 0),
+    (torch.ones(5, 5, dtype=torch.bool).tril().triu(-1), 5, 2),
+    (torch.zeros(5, 5).masked_fill(~torch.ones(5, 5, dtype=torch.bool).tril().triu(-2),
+                                   float("-inf"))[None, None].expand(2, 1, 5, 5), 5, 3),
+    (torch.ones(5, 5, dtype=torch.bool).tril().triu(-1), 4, None),     # another length
+    (torch.ones(5, 5, dtype=torch.bool).tril(1), 5, None),             # one key ahead
+    (torch.eye(5, dtype=torch.bool) | (torch.arange(5)[:, None] == 4), 5, None),
+    (torch.zeros(5, 5, dtype=torch.bool), 5, None),                    # no key
+    (torch.ones(5, 5).tril(), 5, None)], ids=[                         # 1 where attended
+        "causal", "window2", "additive_window3", "length", "ahead", "not_a_band", "empty",
+        "ones"])
+def test_a_band_is_read_from_an_evaluated_mask(mask, rows, want):
+    assert masks._band(mask, rows) == want
 
 
 def test_a_mask_causal_only_at_the_traced_size_is_left_alone():
@@ -170,3 +292,38 @@ def test_a_mask_every_layer_shares_is_evaluated_once(monkeypatch):
     assert len(lines) == 2 and all("causal mask -> is_causal" in line for line in lines), lines
     assert len(calls) == 1
     assert all(masks.G.arg(n, 3, "attn_mask") is None for n in sdpa_calls(gm))
+
+
+def test_a_windowed_call_is_liger_attention_over_the_unrepeated_heads():
+    """SDPA under a sliding window of 4 keys over k and v repeated per
+    query head (Hugging Face's masked call): recognise-attention makes it
+    liger.attention with the window, reading the 2 key/value heads; a
+    call with a mask that is no window stays SDPA, with the reason."""
+    from liger.frontend.recognize import recognize
+
+    def repeated(x):
+        b, h, s, d = x.shape
+        return x[:, :, None].expand(b, h, 2, s, d).reshape(b, 2 * h, s, d)
+
+    def grouped(q, k, v):
+        t = q.shape[-2]
+        i = torch.arange(t, device=q.device)
+        window = (i[None, :] <= i[:, None]) & (i[:, None] - i[None, :] < 4)
+        h = F.scaled_dot_product_attention(q, repeated(k), repeated(v), attn_mask=window)
+        ahead = i[None, :] <= i[:, None] + 1
+        return F.scaled_dot_product_attention(h, repeated(k), repeated(v), attn_mask=ahead)
+    q = qkv(heads=4)[0]
+    _, k, v = qkv(heads=2, seed=1)
+    # (static: liger's ops take static head sizes)
+    gm, lines = rewritten_matches(grouped, q, k, v, dynamic=False)
+    assert [line.split(": ")[-1] for line in lines] == [
+        "a causal mask with a sliding window of 4 keys (is_causal cannot say it)",
+        "the mask is not causal"], lines
+    found = recognize(gm)
+    attention = [r for r in found.records if r.op == "attention"]
+    assert [(r.attrs, [tuple(masks.G.shape(x)) for x in r.operands.values()])
+            for r in attention] == [({"causal": True, "window": 4},
+                                     [(2, 4, 16, 8), (2, 2, 16, 8), (2, 2, 16, 8)])]
+    (missed,) = [line for line in found.lines() if line.startswith("[recognise-attention] left")]
+    assert missed.endswith(": an explicit attention mask (liger.attention masks causally, with a "
+                           "sliding window or not at all)"), missed

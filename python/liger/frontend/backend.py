@@ -51,6 +51,7 @@ import dataclasses
 import functools
 import inspect
 import os
+import re
 import sys
 import warnings
 from dataclasses import dataclass, field
@@ -62,7 +63,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 
 from .. import bundles, specs
 from ..errors import LigerError, LigerFallbackWarning
-from . import inplace
+from . import inplace, masks
 from .gqa import grouped_kv
 from .masks import causal_masks
 from .partition import KernelTarget, Partition, partition
@@ -496,7 +497,10 @@ def precompile(model, batch: Dict[str, Any], out_dir: str, target: str = "sm_90a
     on that GPU without the compiler, LIGER_OPS_BUNDLES=out_dir serves them.
     The graphs are traced and compiled (on the CPU reference, for the same
     graphs a GPU run makes) and nothing runs; the token dimensions are
-    dynamic, so a small batch serves every size. Returns the reports."""
+    dynamic, so a small batch serves every size, but for a sliding window
+    wider than the batch's sequence: the graphs then serve lengths up to
+    the window (recognise-causal-mask), and a warning asks for a batch
+    longer than it too. Returns the reports."""
     previous = os.environ.get("LIGER_OPS_CPU_REFERENCE")
     os.environ["LIGER_OPS_CPU_REFERENCE"] = "1"
     try:
@@ -511,4 +515,15 @@ def precompile(model, batch: Dict[str, Any], out_dir: str, target: str = "sm_90a
             del os.environ["LIGER_OPS_CPU_REFERENCE"]
         else:
             os.environ["LIGER_OPS_CPU_REFERENCE"] = previous
+    guarded = sorted({int(w) for r in compiled.liger.reports for line in r.recognition
+                      for w in re.findall(_GUARDED, line)})
+    if guarded:
+        warnings.warn("liger precompile: the batch's sequence is within the sliding window of "
+                      "%s keys, so the kernels serve sequences up to it; for longer ones, "
+                      "precompile again with a batch longer than the window"
+                      % " and ".join(map(str, guarded)), stacklevel=2)
     return compiled.liger.reports
+
+
+# A recognition line of a call made causal up to its window.
+_GUARDED = re.escape(masks.GUARDED).replace(re.escape("%d"), r"(\d+)")

@@ -1,4 +1,5 @@
-"""Causal masks made explicit by a trace -> `is_causal=True`.
+"""Causal masks made explicit by a trace -> `is_causal=True` (or a sliding
+window).
 
 Hugging Face models build their attention mask in Python. Run eagerly with
 no padding, they pass SDPA no mask and `is_causal=True`; traced (dynamo,
@@ -16,9 +17,15 @@ where it is the causal mask of the call's equal q and k lengths, drops the
 mask and sets `is_causal=True`: the same attention, one kernel's work.
 Evaluated where: at the traced sizes (the graph is specialised to them, or
 guarded on them when they are static) and, where the graph takes its sizes
-as symbolic inputs, at a set of small probe sizes too, so that a mask
-causal only at the traced sizes is left alone. A mask larger than
-`MAX_ELEMENTS` at the traced sizes is left alone (said in the report).
+as symbolic inputs, at a set of small probe sizes and one past every
+integer the mask's ops hold, so that a mask causal only at the traced
+sizes, or only up to a constant (a sliding window, a chunk), is not taken
+for the causal one. A causal mask narrowed to a sliding window of W keys
+is recognised as such: wider than the traced length, the call becomes
+causal with the graph's length guarded to W; narrower, the call keeps its
+mask and carries W (WINDOW_META, for liger.attention's `window`). A mask
+larger than `MAX_ELEMENTS` at the sizes evaluated is left alone (said in
+the report).
 """
 
 from dataclasses import dataclass
@@ -34,6 +41,13 @@ MAX_ELEMENTS = 2 ** 28
 # The sizes a symbolic size input takes besides its traced value.
 PROBE_SIZES = (1, 2, 3, 5, 8, 13)
 PATTERN = "recognise-causal-mask"
+# The meta key of an SDPA call whose mask is causal with a sliding window of
+# that many keys (recognise-causal-mask leaves the mask).
+WINDOW_META = "liger_sliding_window"
+# The note of a call made causal with the graph's length guarded to its
+# window (a longer sequence compiles the graph again).
+GUARDED = ("its sliding window of %d keys is wider than the traced length: the graph serves "
+           "lengths up to it")
 
 
 @dataclass
@@ -44,7 +58,8 @@ class MaskLine:
 
     def __str__(self) -> str:
         if self.rewritten:
-            return "[%s] causal mask -> is_causal at %s" % (PATTERN, G.where(self.node))
+            return "[%s] causal mask -> is_causal at %s%s" % (
+                PATTERN, G.where(self.node), self.reason and " (%s)" % self.reason)
         return "[%s] left alone %s at %s: %s" % (PATTERN, self.node.name, G.where(self.node),
                                                  self.reason)
 
@@ -109,87 +124,189 @@ def _mask_function(gm, mask):
     return torch.fx.GraphModule(root, sub), sizes, traced
 
 
-def _is_causal(mask, rows: int) -> bool:
-    """`mask` ([..., T, T] broadcast over the leading dims: bool, True where
-    attended; or additive floats, 0 there and -inf or the dtype's lowest
-    elsewhere) is the causal mask of T = `rows`."""
-    if not isinstance(mask, torch.Tensor) or mask.dim() < 2 or mask.shape[-2:] != (rows, rows):
-        return False
-    causal = torch.ones(rows, rows, dtype=torch.bool).tril_()
+def _kept(mask) -> Optional[torch.Tensor]:
+    """`mask` ([..., T, S]: bool, True where attended; or additive floats,
+    0 there and -inf or the dtype's lowest elsewhere) as bool [..., T, S],
+    or None where it is neither."""
     if mask.dtype == torch.bool:
-        return bool((mask == causal).all())
+        return mask
     if not mask.is_floating_point():
-        return False
-    lowest = torch.finfo(mask.dtype).min
-    attended = mask == 0
-    masked = (mask == float("-inf")) | (mask == lowest)
-    return bool((attended == causal).all() and (masked == ~causal).all())
+        return None
+    kept = mask == 0
+    dropped = (mask == float("-inf")) | (mask == torch.finfo(mask.dtype).min)
+    return kept if bool((kept != dropped).all()) else None
 
 
-def _verdict(gm, mask, t) -> Optional[str]:
-    """None when `mask` is the causal mask of q length `t` (a size of the
-    graph), at the traced sizes and the probe sizes; else why not."""
+def _band(mask, rows: int) -> Optional[int]:
+    """0 where `mask` (broadcast over its leading dims) is the causal mask
+    of T = S = `rows`; W where it is that mask with a sliding window of W <
+    `rows` keys (query i attends to the keys i - W < j <= i: Hugging Face's
+    sliding window, liger.attention's `window`); None where it is neither."""
+    if not isinstance(mask, torch.Tensor) or mask.dim() < 2 or mask.shape[-2:] != (rows, rows):
+        return None
+    kept = _kept(mask)
+    if kept is None or rows == 0:
+        return None if kept is None else 0
+    # The last query's keys give the window: all `rows` of them, none.
+    width = int(kept.reshape(-1, rows, rows)[0, -1].sum())
+    if width == 0:
+        return None
+    causal = torch.ones(rows, rows, dtype=torch.bool).tril_()
+    if width < rows:
+        causal.triu_(1 - width)
+    return (0 if width == rows else width) if bool((kept == causal).all()) else None
+
+
+def _constants(nodes) -> List[int]:
+    """The integers 2 <= c < 2**62 the nodes' arguments hold, in order
+    (sizes a mask may compare its positions with: a sliding window, a chunk;
+    the larger ones stand for "to the end")."""
+    found = []
+
+    def visit(a):
+        if isinstance(a, bool):
+            return
+        if isinstance(a, int):
+            if 2 <= a < 2 ** 62 and a not in found:
+                found.append(a)
+        elif isinstance(a, (list, tuple)):
+            for b in a:
+                visit(b)
+        elif isinstance(a, slice):
+            visit((a.start, a.stop, a.step))
+        elif isinstance(a, dict):
+            visit(tuple(a.values()))
+
+    for n in nodes:
+        visit((n.args, n.kwargs))
+    return found
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the evaluation of a mask found. `why`: None where it is the
+    causal mask at every size evaluated, narrowed to a sliding window of
+    `window` keys where one showed (0: none); else why not. `guard`: the
+    largest q length at which the mask is the plain causal one (its window
+    is at least as wide; None: every length)."""
+    why: Optional[str]
+    window: int = 0
+
+    def causal_up_to(self, rows: int) -> bool:
+        """The mask is the plain causal one at q lengths up to `rows`."""
+        return self.why is None and (not self.window or rows <= self.window)
+
+
+def _elements(mask, symbols) -> int:
+    """The mask's element count with its sizes' symbols at `symbols`."""
+    elements = 1
+    for s in G.shape(mask):
+        elements *= int(G.size_expr(s).subs(symbols)) if isinstance(s, torch.SymInt) else int(s)
+    return elements
+
+
+def _verdict(gm, mask, t) -> Verdict:
+    """The Verdict on `mask` as the causal mask of q length `t` (a size of
+    the graph), a sliding window allowed, at the traced sizes and the probe
+    sizes."""
     made = _mask_function(gm, mask)
     if isinstance(made, str):
-        return made
+        return Verdict(made)
     fn, size_inputs, traced = made
-    mask_shape = G.shape(mask)
     rows = int(t.node.hint) if isinstance(t, torch.SymInt) else int(t)
-    elements = 1
-    for s in mask_shape:
-        elements *= int(s.node.hint) if isinstance(s, torch.SymInt) else int(s)
+    elements = _elements(mask, {G.size_expr(G.val(n)): v for n, v in zip(size_inputs, traced)})
     if elements > MAX_ELEMENTS:
-        return "the mask has %d elements at the traced sizes (evaluated up to %d)" % (
-            elements, MAX_ELEMENTS)
+        return Verdict("the mask has %d elements at the traced sizes (evaluated up to %d)" % (
+            elements, MAX_ELEMENTS))
     # The traced sizes, then (sizes given as inputs) each probe size in
-    # place of every size input, and each size input through the probe
-    # sizes with the others at 3: the mask must be causal at its q length
-    # each time.
+    # place of every size input, each size input through the probe sizes
+    # with the others at 3, and each size input one past every integer the
+    # mask's ops hold, with the others at 1 (a window or a chunk of C keys
+    # shows only at lengths above C): the mask must be causal at its q
+    # length each time, narrowed by one sliding window wherever it is.
     cases = [traced]
     if traced:
-        cases += [[p] * len(traced) for p in PROBE_SIZES]
-        if len(traced) > 1:
-            cases += [[p if j == i else 3 for j in range(len(traced))]
-                      for i in range(len(traced)) for p in PROBE_SIZES]
+        n = len(traced)
+        cases += [[p] * n for p in PROBE_SIZES]
+        if n > 1:
+            cases += [[p if j == i else 3 for j in range(n)]
+                      for i in range(n) for p in PROBE_SIZES]
+        cases += [[c + 1 if j == i else 1 for j in range(n)]
+                  for c in _constants(_ancestors(mask)) for i in range(n)]
     q_size = G.size_expr(t)
+    windows, causal_lengths = set(), []
     for values in cases:
+        symbols = {G.size_expr(G.val(n)): v for n, v in zip(size_inputs, values)}
+        if values is not traced and _elements(mask, symbols) > MAX_ELEMENTS:
+            return Verdict("at probe sizes %s (one past an integer its ops hold: a window?) the "
+                           "mask has %d elements (evaluated up to %d)" % (
+                               values, _elements(mask, symbols), MAX_ELEMENTS))
         try:
             with torch.no_grad():
                 value = fn(*values)
         except Exception as e:  # an op that needs the graph's device or state
-            return "the mask could not be evaluated: %s: %s" % (
-                type(e).__name__, str(e).splitlines()[0] if str(e) else "")
+            return Verdict("the mask could not be evaluated: %s: %s" % (
+                type(e).__name__, str(e).splitlines()[0] if str(e) else ""))
         if values is traced:
             length = rows
         else:
-            symbols = {G.size_expr(G.val(n)): v for n, v in zip(size_inputs, values)}
             try:
                 length = int(q_size.subs(symbols))
             except (TypeError, ValueError):
-                return "the q length %s is not a function of the size inputs" % q_size
-        if not _is_causal(value, length):
-            return "the mask is not causal" + ("" if values is traced else
-                                               " at probe sizes %s" % values)
-    return None
+                return Verdict("the q length %s is not a function of the size inputs" % q_size)
+        band = _band(value, length)
+        if band is None:
+            return Verdict("the mask is not causal" + ("" if values is traced else
+                                                       " at probe sizes %s" % values))
+        if band:
+            windows.add(band)
+        else:
+            causal_lengths.append(length)
+    if len(windows) > 1:
+        return Verdict("the mask's sliding window changes with the sizes (%s keys)"
+                       % ", ".join(map(str, sorted(windows))))
+    window = windows.pop() if windows else 0
+    if window and max(causal_lengths, default=0) > window:
+        return Verdict("the mask is causal at q length %d but narrowed to a window of %d keys "
+                       "at others" % (max(causal_lengths), window))
+    return Verdict(None, window)
 
 
-def _rewrite(gm, node, verdicts) -> Optional[str]:
-    """Makes `node` (an SDPA call with a mask) causal without the mask;
-    None when done, else why it was left alone."""
+def guard_causal(verdict: Verdict, t) -> bool:
+    """Whether the attention of q length `t` may run as plain causal
+    attention: the mask is causal up to that length. Where a sliding window
+    is wider than the traced length, the graph's length is guarded to it
+    (torch.compile compiles the graph again for a longer one, which then
+    sees the window)."""
+    if verdict.why is not None:
+        return False
+    if not verdict.window:
+        return True
+    if isinstance(t, torch.SymInt):
+        return bool(t <= verdict.window)  # a guard on the graph's size
+    return int(t) <= verdict.window
+
+
+def _rewrite(gm, node) -> MaskLine:
+    """Makes `node` (an SDPA call with a mask) causal without the mask
+    where it can; its report line."""
     q, k = G.strip(node.args[0]), G.strip(node.args[1])
     if G.rank(q) != 4 or G.rank(k) != 4:
-        return "q or k is not [B, H, T, D]"
+        return MaskLine(node, False, "q or k is not [B, H, T, D]")
     if not G.same_dim(G.shape(q)[-2], G.shape(k)[-2]):
-        return "q and k have different lengths (a mask aligned to the end of the keys)"
+        return MaskLine(node, False, "q and k have different lengths (a mask aligned to the "
+                        "end of the keys)")
     if G.arg(node, 5, "is_causal", False):
-        return "the call is causal and masked"
+        return MaskLine(node, False, "the call is causal and masked")
     mask = G.arg(node, 3, "attn_mask")
     t = G.shape(q)[-2]
-    key = (mask, str(G.size_expr(t)))
-    if key not in verdicts:  # a mask every layer shares is evaluated once
-        verdicts[key] = _verdict(gm, mask, t)
-    if verdicts[key] is not None:
-        return verdicts[key]
+    verdict = mask_verdict(gm, mask, t)
+    if verdict.why is not None:
+        return MaskLine(node, False, verdict.why)
+    if not guard_causal(verdict, t):
+        node.meta[WINDOW_META] = verdict.window
+        return MaskLine(node, False, "a causal mask with a sliding window of %d keys "
+                        "(is_causal cannot say it)" % verdict.window)
     args = list(node.args)
     kwargs = dict(node.kwargs)
     if len(args) > 3:
@@ -201,33 +318,50 @@ def _rewrite(gm, node, verdicts) -> Optional[str]:
     else:
         kwargs["is_causal"] = True
     node.args, node.kwargs = tuple(args), kwargs
-    return None
+    return MaskLine(node, True, verdict.window and isinstance(t, torch.SymInt) and
+                    GUARDED % verdict.window or "")
 
 
-def causal_verdict(gm, mask, t) -> Optional[str]:
-    """None when `mask` (a node of `gm`; bool, or additive: 0 where
-    attended) is the causal mask of q length `t` computed from the graph's
-    sizes alone, at the traced sizes and the probe sizes; else why not.
-    The rule recognise-causal-mask applies to SDPA's masks, for the masks
-    an eager attention adds to its scores."""
-    return _verdict(gm, mask, t)
+def _remembered(gm) -> dict:
+    """The verdicts remembered with `gm` (a GraphModule's meta; a bare
+    graph remembers none)."""
+    meta = getattr(gm, "meta", None)
+    return meta.setdefault("liger_mask_verdicts", {}) if isinstance(meta, dict) else {}
+
+
+def mask_verdict(gm, mask, t) -> Verdict:
+    """The Verdict on `mask` (a node of `gm`; bool, or additive: 0 where
+    attended) as the causal mask of q length `t`, computed from the graph's
+    sizes alone, at the traced sizes and the probe sizes, narrowed by a
+    sliding window or not. The rule recognise-causal-mask applies to SDPA's
+    masks, for the masks an eager attention adds to its scores too.
+    Remembered with the graph module (a mask every layer shares is
+    evaluated once)."""
+    verdicts = _remembered(gm)
+    key = (mask, str(G.size_expr(t)))
+    if key not in verdicts:
+        verdicts[key] = _verdict(gm, mask, t)
+    return verdicts[key]
 
 
 def causal_masks(gm) -> List[MaskLine]:
     """Rewrites, in place, every SDPA call of `gm` (an aten FX graph module)
     whose mask is its causal mask computed from sizes; one report line per
-    masked call. A mask's subgraph goes with the last call that read it."""
+    masked call. A call whose mask is causal with a sliding window keeps
+    it, the window in its meta (WINDOW_META: liger.attention's window,
+    recognise-attention's). A mask's subgraph goes with the last call that
+    read it."""
     graph = getattr(gm, "graph", gm)
-    lines, dropped, verdicts = [], [], {}
+    lines, dropped = [], []
     for node in list(graph.nodes):
         if not G.is_op(node, aten.scaled_dot_product_attention.default):
             continue
         mask = G.arg(node, 3, "attn_mask")
         if mask is None:
             continue
-        reason = _rewrite(gm, node, verdicts)
-        lines.append(MaskLine(node, reason is None, reason or ""))
-        if reason is None:
+        line = _rewrite(gm, node)
+        lines.append(line)
+        if line.rewritten:
             dropped.append(mask)
     # The masks' subgraphs, where nothing else reads them (the nodes only:
     # the rest of the graph is left as it is).

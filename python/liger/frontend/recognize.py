@@ -458,8 +458,27 @@ def match_softmax(node) -> Optional[object]:
     return Record("softmax", {"input": x}, {}, (result,), frozenset(nodes), "recognise-softmax")
 
 
+def _unrepeated(k, v):
+    """(k, v, the repeats' nodes) with k and v repeated per query head
+    (repeat_kv: the op's grouped heads read the originals) as the
+    originals, or as they are; a Miss where they are not repeated alike."""
+    k_src, v_src = gqa.repeated(k), gqa.repeated(v)
+    if (k_src is None) != (v_src is None) or (k_src and k_src[1] != v_src[1]):
+        return Miss("k and v are not repeated alike")
+    if k_src is None:
+        return k, v, []
+    nodes = []  # (the repeats' reshape, expand and unsqueeze)
+    for rep in (k, v):
+        expand = G.strip(rep.args[0])
+        nodes += [rep, expand, G.strip(expand.args[0])]
+    return k_src[0], v_src[0], nodes
+
+
 def match_attention(node) -> Optional[object]:
-    """scaled_dot_product_attention without a mask or dropout -> liger.attention.
+    """scaled_dot_product_attention without dropout, and without a mask or
+    with a causal one narrowed to a sliding window (recognise-causal-mask's
+    masks.WINDOW_META, k and v then repeated per query head) ->
+    liger.attention.
 
     Grouped heads (`enable_gqa`, k and v [B, Hkv, S, D]) are liger.attention's
     own. SDPA's causal mask is aligned top-left (query i sees the keys j <=
@@ -473,8 +492,10 @@ def match_attention(node) -> Optional[object]:
     dropout = G.arg(node, 4, "dropout_p", 0.0)
     causal = G.arg(node, 5, "is_causal", False)
     scale = node.kwargs.get("scale", node.args[6] if len(node.args) > 6 else None)
-    if mask is not None:
-        return Miss("an explicit attention mask (liger.attention masks causally or not at all)")
+    window = node.meta.get(masks.WINDOW_META) if mask is not None else None
+    if mask is not None and not window:
+        return Miss("an explicit attention mask (liger.attention masks causally, with a sliding "
+                    "window or not at all)")
     if dropout:
         return Miss("attention dropout %g" % dropout)
     if G.rank(q) != 4 or G.rank(k) != 4:
@@ -484,13 +505,20 @@ def match_attention(node) -> Optional[object]:
                     "top-left, liger.attention bottom-right (the two agree only where T = S)"
                     % (G.shape(q)[2], G.shape(k)[2]))
     attrs = {"causal": bool(causal)}
+    repeats = []
+    if window:  # (recognise-causal-mask checked T = S)
+        grouped = _unrepeated(k, v)
+        if isinstance(grouped, Miss):
+            return grouped
+        k, v, repeats = grouped
+        attrs = {"causal": True, "window": int(window)}
     head = G.shape(q)[-1]
     # The default scale (1/sqrt(D)) is left implicit, as the dialect prints it.
     if scale is not None and not (G.is_static(head) and
                                   abs(float(scale) - head ** -0.5) <= 1e-7 * head ** -0.5):
         attrs["scale"] = float(scale)
-    return Record("attention", {"q": q, "k": k, "v": v}, attrs, (node,), frozenset(_covered(node)),
-                  "recognise-attention")
+    return Record("attention", {"q": q, "k": k, "v": v}, attrs, (node,),
+                  frozenset(_covered(node, *repeats)), "recognise-attention")
 
 
 def match_eager_attention(node) -> Optional[object]:
@@ -504,7 +532,8 @@ def match_eager_attention(node) -> Optional[object]:
     k and v as they are or repeated per query head (repeat_kv: the op's
     grouped heads read the originals), the mask (added to the capped
     scores) the causal mask of equal q and k lengths computed from the
-    graph's sizes alone (recognise-causal-mask's evaluation), or none.
+    graph's sizes alone, narrowed to a sliding window or not
+    (recognise-causal-mask's evaluation), or none.
     Anchored at the product with v; a graph without the softcap's tanh
     there is no candidate."""
     if not G.is_op(node, aten.matmul.default):
@@ -556,14 +585,11 @@ def match_eager_attention(node) -> Optional[object]:
         return Miss("the softmax is not over the keys")
     if dropout is not None and G.arg(dropout, 1, "p", 0.0):
         return Miss("attention dropout %g" % G.arg(dropout, 1, "p", 0.0))
-    k_src, v_src = gqa.repeated(k), gqa.repeated(v)
-    if (k_src is None) != (v_src is None) or (k_src and k_src[1] != v_src[1]):
-        return Miss("k and v are not repeated alike")
-    if k_src is not None:  # (the repeats' reshape, expand and unsqueeze)
-        for rep in (k, v):
-            expand = G.strip(rep.args[0])
-            chain += [rep, expand, G.strip(expand.args[0])]
-        k, v = k_src[0], v_src[0]
+    grouped = _unrepeated(k, v)
+    if isinstance(grouped, Miss):
+        return grouped
+    k, v, repeats = grouped
+    chain += repeats
     if G.rank(q) != 4 or G.rank(k) != 4 or G.rank(v) != 4:
         return Miss("q, k or v is not [B, H, T, D]")
     (b, _, t, d), (bk, _, s, dk), (bv, _, sv, _) = G.shape(q), G.shape(k), G.shape(v)
@@ -575,10 +601,13 @@ def match_eager_attention(node) -> Optional[object]:
     if mask is not None:
         if not G.same_dim(t, s):
             return Miss("a mask over keys of another length than the queries")
-        why = masks.causal_verdict(node.graph.owning_module, mask, t)
-        if why is not None:
-            return Miss("the mask is not the causal mask (%s)" % why)
-        attrs["causal"] = True
+        verdict = masks.mask_verdict(node.graph.owning_module, mask, t)
+        if verdict.why is not None:
+            return Miss("the mask is not the causal mask (%s)" % verdict.why)
+        # A window wider than the traced length stays: liger.attention's
+        # window serves every length, no guard needed.
+        attrs = {"causal": True, "window": verdict.window} if verdict.window else \
+            {"causal": True}
     head = G.shape(q)[-1]
     if scale is not None and not (G.is_static(head) and
                                   abs(scale - head ** -0.5) <= 1e-7 * head ** -0.5):
