@@ -65,7 +65,7 @@ arguments: liger.ops validates them before calling.
 """
 
 import functools
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -248,6 +248,74 @@ def _rms_norm_grad(ctx, dy, _drstd):
 
 _autograd(rms_norm, _rms_norm_grad, _rms_norm_setup)
 _no_autograd(rms_norm_backward)
+
+
+# --- RMSNorm with the projections that read it ------------------------------
+#
+# xn = rms_norm(x) and y_i = xn·W_iᵀ (+ b_i) for the projections that read xn
+# (the attention's q/k/v, the MLP's gate/up: fuse_norm_linear) as one op.
+# The forward is the norm's kernel, then each projection; the backward
+# accumulates dxn = Σ dy_i·W_i in one buffer (each product after the first
+# adds into it, addmm's beta = 1, instead of autograd's add pass per reader
+# of xn; the gradient of xn's other readers, where it has some, added last),
+# forms dW_i = dy_iᵀ·xn (db_i = Σ dy_i), and runs the norm's backward kernel
+# on dxn with the rstd the forward saved. Saved: x, the weights, xn and rstd
+# (what the norm and projections apart save). The norm's output stays one
+# the forward writes: folded into the projections' prologue it measured
+# slower than the norm kernel and the plain projection (docs/benchmarks.md).
+
+
+@_custom_op("liger::rms_norm_linear", mutates_args=())
+def rms_norm_linear(x: Tensor, weight: Tensor, eps: float, offset: float, casting: str,
+                    weights: List[Tensor], biases: List[Tensor]
+                    ) -> Tuple[Tensor, Tensor, List[Tensor]]:
+    """(xn, rstd, [y_i]): `biases` empty, or one per weight."""
+    xn, rstd = _IMPLS[rms_norm](x, weight, eps, offset, casting)
+    return xn, rstd, [F.linear(xn, w, biases[i] if biases else None)
+                      for i, w in enumerate(weights)]
+
+
+@rms_norm_linear.register_fake
+def _(x, weight, eps, offset, casting, weights, biases):
+    return _like(x), x.new_empty(x.shape[:-1], dtype=F32), \
+        [x.new_empty(x.shape[:-1] + (w.shape[0],)) for w in weights]
+
+
+def _rms_norm_linear_setup(ctx, inputs, output):
+    x, weight, eps, offset, casting, weights, biases = inputs
+    xn, rstd, _ = output
+    ctx.save_for_backward(x, weight, xn, rstd, *weights)
+    ctx.config = (eps, offset, casting)
+    ctx.biased = bool(biases)
+    ctx.mark_non_differentiable(rstd)
+    ctx.set_materialize_grads(False)  # (an unread output's gradient: None, no zeros)
+
+
+def _rms_norm_linear_grad(ctx, dxn_readers, _drstd, dys):
+    x, weight, xn, rstd, *weights = ctx.saved_tensors
+    need_x, need_weight, *_, need_weights, need_biases = ctx.needs_input_grad
+    dxn = None
+    if need_x or need_weight:
+        for w, dy in zip(weights, dys):
+            if dy is not None:
+                dxn = _flat(dy).matmul(w) if dxn is None else dxn.addmm_(_flat(dy), w)
+        if dxn_readers is not None:
+            dxn = _flat(dxn_readers).clone() if dxn is None else dxn.add_(_flat(dxn_readers))
+    dx = dnorm = None
+    if dxn is not None:
+        dx, dnorm = call(rms_norm_backward, dxn.view(x.shape), x, weight, rstd, *ctx.config)
+    elif need_x or need_weight:  # (no output read: zero gradients)
+        dx, dnorm = torch.zeros_like(x), torch.zeros_like(weight)
+    flat_xn = _flat(xn)
+    dws = [_flat(dy).t().matmul(flat_xn) if dy is not None and need else None
+           for dy, need in zip(dys, need_weights)]
+    dbs = [_flat(dy).sum(0) if dy is not None and need else None
+           for dy, need in zip(dys, need_biases)] if ctx.biased else []
+    return (dx if need_x else None, dnorm if need_weight else None, None, None, None, dws, dbs)
+
+
+# (No eager path: torch.autograd.Function tracks no tensor inside a list.)
+rms_norm_linear.register_autograd(_rms_norm_linear_grad, setup_context=_rms_norm_linear_setup)
 
 
 # --- add + RMSNorm ---------------------------------------------------------

@@ -342,6 +342,79 @@ def rms_norm(x, weight, eps=1e-6, offset=0.0, casting="llama"):
     return operators.call(operators.rms_norm, x, weight, *config)[0]
 
 
+def rms_norm_linear_problem(x, weight, weights, biases=None):
+    """Why liger.ops.rms_norm_linear cannot take x [..., H], the norm's
+    weight [H], the projections' `weights` (a list of [N_i, H], one at
+    least) and `biases` (None, or one [N_i] per weight), every projection
+    tensor of x's dtype, as (exception class, message), or None: the rules
+    of the projections (the norm's are liger.ops.rms_norm's)."""
+    op = "rms_norm_linear"
+    if not isinstance(weights, (list, tuple)) or not weights:
+        return LigerValueError, "liger.ops.%s: weights must be a list of one projection " \
+            "weight [N, H] or more, got %s" % (op, type(weights).__name__ if not isinstance(
+                weights, (list, tuple)) else "an empty list")
+    if biases is not None and (not isinstance(biases, (list, tuple)) or
+                               len(biases) != len(weights)):
+        return LigerValueError, "liger.ops.%s: biases must be None or a list of one bias per " \
+            "weight (%d), got %s" % (op, len(weights), type(biases).__name__ if not isinstance(
+                biases, (list, tuple)) else "%d" % len(biases))
+    h = x.shape[-1] if isinstance(x, torch.Tensor) and x.dim() else None
+    for i, w in enumerate(weights):
+        if not isinstance(w, torch.Tensor):
+            return LigerTypeError, "liger.ops.%s: weights[%d] must be a torch.Tensor, got %s" % (
+                op, i, type(w).__name__)
+        if w.dim() != 2 or w.shape[1] != h:
+            return LigerValueError, "liger.ops.%s: weights[%d] must be [N, H] with H = %s (the " \
+                "features of x), got %s" % (op, i, h, list(w.shape))
+        if biases is not None:
+            b = biases[i]
+            if not isinstance(b, torch.Tensor):
+                return LigerTypeError, "liger.ops.%s: biases[%d] must be a torch.Tensor, got " \
+                    "%s" % (op, i, type(b).__name__)
+            if list(b.shape) != [w.shape[0]]:
+                return LigerValueError, "liger.ops.%s: biases[%d] must be [N] = [%d] " \
+                    "(weights[%d]'s N), got %s" % (op, i, w.shape[0], i, list(b.shape))
+        for name, t in (("weights[%d]" % i, w),) + (
+                (("biases[%d]" % i, biases[i]),) if biases is not None else ()):
+            problem = _dtype_problem(op, name, t, "x", x) if isinstance(x, torch.Tensor) else None
+            if problem:
+                return problem
+            if isinstance(x, torch.Tensor) and t.device != x.device:
+                return LigerValueError, "liger.ops.%s: x is on %s and %s on %s" % (
+                    op, x.device, name, t.device)
+    return None
+
+
+def _rms_norm_linear_checked(x, weight, weights, biases, eps, offset, casting):
+    config = _rms_norm_checked(x, weight, eps, offset, casting, op="rms_norm_linear")
+    _raise(rms_norm_linear_problem(x, weight, weights, biases))
+    return config
+
+
+def rms_norm_linear(x, weight, weights, biases=None, eps=1e-6, offset=0.0, casting="llama"):
+    """(xn, [y_i]): RMSNorm of x [..., H] with weight [H] (liger.ops.rms_norm's
+    eps, offset and casting), and the projections that read it, y_i = xn ·
+    W_iᵀ (+ b_i) for `weights` [N_i, H] (and `biases` [N_i], one per weight,
+    or None), as one autograd op (the attention's q/k/v after its norm, the
+    MLP's gate/up after its). The forward is the norm's kernel and each
+    projection; the backward accumulates the projections' input gradients
+    into one buffer (no add per reader of xn), adds that of xn's other
+    readers, and runs the norm's backward kernel with the forward's rstd.
+    Every projection tensor has x's dtype and device."""
+    weights = list(weights) if isinstance(weights, tuple) else weights
+    biases = list(biases) if isinstance(biases, tuple) else biases
+    config = _once(lambda: (
+        "rms_norm_linear", type(x), type(weight), x.device, weight.device, x.dtype,
+        weight.dtype, x.shape[-1], weight.shape, type(eps), eps, type(offset), offset,
+        type(casting), casting) + tuple(
+            (type(w), w.device, w.dtype, w.shape) for w in weights) + (
+            biases is None,) + tuple((type(b), b.device, b.dtype, b.shape) for b in biases or ()),
+        _rms_norm_linear_checked, x, weight, weights, biases, eps, offset, casting)
+    _rows("rms_norm_linear", "x", x)
+    xn, _, ys = operators.rms_norm_linear(x, weight, *config, weights, biases or [])
+    return xn, ys
+
+
 def _add_rms_norm_checked(x, residual, weight, eps, offset, casting):
     op = "add_rms_norm"
     _tensors(op, dict(x=x, residual=residual, weight=weight))

@@ -63,6 +63,9 @@ the attention template).
     fuse_qkv_rope the attention's q/k projections and RoPE   ops.linear_rope
                  (one kernel; Hugging Face's attention forward
                  otherwise as it is)
+    fuse_norm_linear a decoder layer's norm and the projections
+                 that read it (q/k/v, gate/up); on a model only
+                                                         ops.rms_norm_linear
     attention    the attention function (attn_implementation  ops.attention
                  "liger", registered with Hugging Face's attention
                  interface); on a model only
@@ -91,9 +94,13 @@ warned. A call runs ops.linear_rope where q_proj and k_proj are
 torch.nn.Linear (a PEFT LoRA layer is not), the tables span the head, and
 the call is one liger.ops.linear_rope takes (its rules: one dtype, biases
 on both or neither, the kernel's sizes); any other forms q and k as
-Hugging Face does, with one warning per reason. liger.ops has no autograd
-op for `fuse_norm_linear` yet: set, it warns and leaves those layers as
-they are. With attention, the model's attention function is
+Hugging Face does, with one warning per reason. With fuse_norm_linear, a
+norm's forward computes its projections too and hands each its result,
+which the projection returns when called with the norm's output (the
+layer's forward stays Hugging Face's); a norm whose layer has none of its
+projections, or a projection that is no torch.nn.Linear, or one that the
+fuse_qkv_rope/fused_mlp flags compute, stays apart, warned; a projection
+the layer calls otherwise unties its norm, warned. With attention, the model's attention function is
 liger.ops.attention where a call has no mask (Hugging Face makes none for
 a causal batch without padding, SDPA's mask function being registered
 with it) or a sliding window's, no dropout, sinks or position bias, and
@@ -148,10 +155,27 @@ class _Family(typing.NamedTuple):
     # The `scaling` the attention passes its attention function, where not
     # head_dim ** -0.5 (the modeling code's): (config attribute, power).
     scaling: tuple = None
+    # fuse_norm_linear's: (the decoder layer's norm, the layouts of the
+    # projections that read its output), each norm before a projection.
+    norm_linear: tuple = None
+
+
+# The projections that read a decoder layer's norm (fuse_norm_linear): the
+# attention's and the MLP's, in each layout (the first whose modules the
+# layer has).
+_ATTENTION_INPUTS = (("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"),
+                     ("self_attn.qkv_proj",))
+_MLP_INPUTS = (("mlp.gate_proj", "mlp.up_proj"), ("mlp.gate_up_proj",),
+               ("feed_forward.gate_proj", "feed_forward.up_proj"))  # (Llama 4's dense layers)
+_NORM_LINEAR = (("input_layernorm", _ATTENTION_INPUTS),
+                ("post_attention_layernorm", _MLP_INPUTS))
 
 
 _MOE_OUTPUT = "MoeCausalLMOutputWithPast"
 _GEMMA = dict(gate="geglu", casting="gemma", offset=1.0)
+# (Gemma 2 and 3 normalise after attention too: the MLP's input norm is
+# pre_feedforward_layernorm.)
+_SANDWICH = (("input_layernorm", _ATTENTION_INPUTS), ("pre_feedforward_layernorm", _MLP_INPUTS))
 # model_type -> Family. Liger-Kernel's entry points and flags; the classes
 # each patches are in docs/transformers.md.
 _FAMILIES = {
@@ -169,10 +193,11 @@ _FAMILIES = {
     # softcapped (config.final_logit_softcapping).
     "gemma2": _Family("gemma2", "gemma2", "Gemma2ForCausalLM", ("Gemma2RMSNorm",),
                      (("Gemma2MLP", "gate_up"),), scaling=("query_pre_attn_scalar", -0.5),
-                     **_GEMMA),
+                     norm_linear=_SANDWICH, **_GEMMA),
     "gemma3_text": _Family("gemma3_text", "gemma3", "Gemma3ForCausalLM", ("Gemma3RMSNorm",),
                           (("Gemma3MLP", "gate_up"),), qk_norms="head",
-                          scaling=("query_pre_attn_scalar", -0.5), **_GEMMA),
+                          scaling=("query_pre_attn_scalar", -0.5), norm_linear=_SANDWICH,
+                          **_GEMMA),
     "phi3": _Family("phi3", "phi3", "Phi3ForCausalLM", ("Phi3RMSNorm",),
                    (("Phi3MLP", "fused"),)),
     # Liger-Kernel's Granite takes the loss on the logits by default (its
@@ -186,7 +211,7 @@ _FAMILIES = {
     # kept in f32.
     "olmo2": _Family("olmo2", "olmo2", "Olmo2ForCausalLM", ("Olmo2RMSNorm",),
                     (("Olmo2MLP", "gate_up"),), casting="gemma", rope_tables="f32",
-                    qk_norms="proj"),
+                    qk_norms="proj", norm_linear=()),
     "glm4": _Family("glm4", "glm4", "Glm4ForCausalLM", ("Glm4RMSNorm",),
                    (("Glm4MLP", "fused"),), flags=(("rope", False),),
                    rope="GLM-4's RoPE rotates interleaved pairs of a partial rotary dimension; "
@@ -348,6 +373,133 @@ def _rms_norm_forward(self, hidden_states):
                  (("hidden_states", str(x.device)), ("weight", str(w.device)))):
         return original(self, hidden_states)
     return ops.rms_norm(x, w, eps, family.offset, family.casting)
+
+
+# fuse_norm_linear=True (a model patch): each decoder layer's norm with the
+# projections that read its output (_Family.norm_linear) as one
+# liger.ops.rms_norm_linear. The norm's forward computes the projections
+# too and hands each its result; a projection's forward returns it where it
+# is called with that norm output (the layer's forward, Hugging Face's,
+# stays as it is), else computes as it would. A projection called with
+# anything else, or not called before the norm runs again, unties the norm
+# (warned): a layer that reads its norm otherwise runs it apart, never with
+# a wrong result.
+
+def _wire_norm_linear(model, fam, family, norm_classes, flags):
+    """Ties each norm of `model`'s decoder layers to its projections; the
+    modules patched (the norms and the projections)."""
+    sides = {"input_layernorm": "fuse_qkv_rope", "post_attention_layernorm": "fused_mlp",
+             "pre_feedforward_layernorm": "fused_mlp"}
+    if fam.norm_linear == ():
+        _warn_once("fuse_norm_linear=True: %s's decoder layers normalise after attention and "
+                   "MLP (no norm is read by a projection): nothing to fuse" % fam.causal_lm)
+        return []
+    patched = []
+    for layer in model.modules():
+        for norm_name, layouts in fam.norm_linear or _NORM_LINEAR:
+            norm = getattr(layer, norm_name, None)
+            if not isinstance(norm, norm_classes):
+                continue
+            where = "%s.%s" % (type(layer).__name__, norm_name)
+            if flags.get(sides[norm_name]):
+                _warn_once("fuse_norm_linear=True: %s stays apart from its projections: %s=True "
+                           "computes them" % (where, sides[norm_name]))
+                continue
+            consumers = None
+            for layout in layouts:
+                found = [_submodule(layer, path) for path in layout]
+                if all(m is not None for m in found):
+                    consumers = found
+                    break
+            if consumers is None:
+                _warn_once("fuse_norm_linear=True: %s stays apart: its layer has no %s" % (
+                    where, " or ".join("/".join(layout) for layout in layouts)))
+                continue
+            other = [(path, m) for path, m in zip(layout, consumers)
+                     if type(m) is not torch.nn.Linear]
+            if other:
+                _warn_once("fuse_norm_linear=True: %s stays apart: %s is %s.%s, not a "
+                           "torch.nn.Linear" % (where, other[0][0], type(other[0][1]).__module__,
+                                                type(other[0][1]).__qualname__))
+                continue
+            norm._liger_family = family
+            norm._liger_original_forward = _original(type(norm), "forward")
+            norm._liger_consumers = tuple(consumers)
+            norm._liger_where = where
+            norm.forward = types.MethodType(_norm_linear_forward, norm)
+            for m in consumers:
+                m._liger_original_forward = torch.nn.Linear.forward
+                m.forward = types.MethodType(_norm_fed_forward, m)
+            patched += [norm] + consumers
+    return patched
+
+
+def _submodule(module, path):
+    for name in path.split("."):
+        module = getattr(module, name, None)
+        if not isinstance(module, torch.nn.Module):
+            return None
+    return module
+
+
+def _untie(norm, why):
+    """Runs `norm` apart from its projections from now on, warned."""
+    for m in norm._liger_consumers:
+        m.__dict__.pop("_liger_ready", None)
+    norm._liger_consumers = ()
+    _warn_once("fuse_norm_linear=True: %s runs apart from its projections: %s"
+               % (norm._liger_where, why))
+
+
+def _norm_linear_forward(self, hidden_states):
+    """The norm and its projections as liger.ops.rms_norm_linear, where the
+    projections take it (ops.rms_norm_linear_problem: plain weights of the
+    input's dtype and device, biases on all or none); else the norm as
+    rms_norm=True runs it, warned once per reason."""
+    consumers = () if torch.compiler.is_compiling() else self._liger_consumers
+    if consumers and any("_liger_ready" in m.__dict__ for m in consumers):
+        _untie(self, "a projection was not called with its output before it ran again")
+        consumers = ()
+    if not consumers:
+        return _rms_norm_forward(self, hidden_states)
+    family = _FAMILIES[self._liger_family]
+    eps = getattr(self, "variance_epsilon", getattr(self, "eps", 1e-6))
+    x, w = hidden_states, self.weight
+    weights = [m.weight for m in consumers]
+    biases = [m.bias for m in consumers]
+    problem = None
+    if any(type(t) not in (torch.Tensor, torch.nn.Parameter) for t in [w] + weights):
+        problem = "a weight is a %s" % next(type(t).__name__ for t in [w] + weights if type(t)
+                                             not in (torch.Tensor, torch.nn.Parameter))
+    elif len({b is None for b in biases}) > 1:
+        problem = "some of its projections have a bias and some not"
+    else:
+        found = ops.rms_norm_linear_problem(x, w, weights, None if biases[0] is None else biases)
+        problem = found and found[1]
+    if problem:
+        _warn_once("%s runs apart from its projections (fuse_norm_linear=True): %s"
+                   % (self._liger_where, problem))
+        return _rms_norm_forward(self, hidden_states)
+    if _fallback(type(self).__name__, "rms_norm",
+                 (x.shape[-1], str(x.dtype), str(w.dtype), eps, family.offset, family.casting),
+                 (("hidden_states", str(x.device)), ("weight", str(w.device)))):
+        return self._liger_original_forward(self, hidden_states)
+    xn, ys = ops.rms_norm_linear(x, w, weights, None if biases[0] is None else biases, eps,
+                                 family.offset, family.casting)
+    for m, y in zip(consumers, ys):
+        m._liger_ready = (xn, y, self)
+    return xn
+
+
+def _norm_fed_forward(self, input):
+    """A projection tied to its norm: the norm's result for it where called
+    with the norm's output, else its own forward."""
+    ready = None if torch.compiler.is_compiling() else self.__dict__.pop("_liger_ready", None)
+    if ready is not None:
+        if ready[0] is input:
+            return ready[1]
+        _untie(ready[2], "a projection was called with another input than its output")
+    return self._liger_original_forward(self, input)
 
 
 def _layer_norm_forward(self, input):
@@ -1129,9 +1281,6 @@ def _apply(family, flags):
     if flags["cross_entropy"] and flags["fused_linear_cross_entropy"]:
         raise ValueError("cross_entropy and fused_linear_cross_entropy cannot both be True "
                          "(the fused loss replaces the plain one)")
-    if flags["fuse_norm_linear"]:
-        _warn_once("fuse_norm_linear=True: liger.ops has no autograd op for this fusion yet; "
-                   "those layers stay as they are")
     mod, classes = _classes(family)
     if not _ACTIVATION_TYPES:
         from transformers.activations import ACT2FN
@@ -1186,6 +1335,9 @@ def _apply(family, flags):
     if flags["lora"] and model is None:
         _warn_once("lora=True: PEFT's LoRA layers stay as they are in a class patch (they are "
                    "PEFT's classes, not the family's): give the model (model=...) to patch them")
+    if flags["fuse_norm_linear"] and model is None:
+        _warn_once("fuse_norm_linear=True: a class patch cannot tie a norm to the projections "
+                   "of its layer: give the model (model=...) to fuse them")
     if layer_norm and model is None:
         _warn_once("layer_norm=True: %s stays as it is in a class patch (it is PyTorch's, "
                    "for every model): give the model (model=...) to patch its LayerNorms"
@@ -1224,7 +1376,11 @@ def _apply(family, flags):
             for name, value in loss_attrs.items():
                 _patch(lm_cls, name, value)
         return None
+    wired = _wire_norm_linear(model, fam, family, tuple(classes[n] for n in fam.norms), flags) \
+        if flags["fuse_norm_linear"] else []
     for m, cls, patches in targets:
+        if getattr(m, "_liger_consumers", None) is not None:
+            continue  # (a norm fuse_norm_linear tied to its projections)
         m._liger_family = family
         if cls is lm_cls:
             m._liger_loss = loss
@@ -1234,7 +1390,7 @@ def _apply(family, flags):
             if attr == "forward":
                 m._liger_original_forward = _original(cls, "forward")
             setattr(m, attr, types.MethodType(fn, m))
-    return len(targets)
+    return len({id(m) for m in [m for m, _, _ in targets] + wired})
 
 
 # Liger-Kernel's flags, in its order, with its defaults ("gate": the

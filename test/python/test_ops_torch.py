@@ -63,6 +63,13 @@ def _cases():
         "rms_norm_backward": (L.rms_norm_backward,
                               (_randn(2, 3, 16), x.detach(), w.detach(), rstd, 1e-6, 1.0,
                                "gemma")),
+        # The norm with two projections, biased and not.
+        "rms_norm_linear": (L.rms_norm_linear, (x, w, 1e-6, 0.0, "llama",
+                                                [_randn(8, 16, grad=True),
+                                                 _randn(4, 16, grad=True)], [])),
+        "rms_norm_linear_biased": (L.rms_norm_linear, (
+            x, w, 1e-6, 1.0, "gemma", [_randn(8, 16, grad=True), _randn(4, 16, grad=True)],
+            [_randn(8, grad=True), _randn(4, grad=True)])),
         "add_rms_norm": (L.add_rms_norm, (x, res, w, 1e-6, 1.0, "gemma")),
         "add_rms_norm_backward": (L.add_rms_norm_backward, (
             _randn(2, 3, 16), _randn(3, 2, 16).transpose(0, 1), total, w.detach(),
@@ -306,6 +313,10 @@ def test_the_fake_kernels_are_exact():
             fake = op(*[mode.from_tensor(a.detach()) if isinstance(a, torch.Tensor) else a
                         for a in args])
         real, fake = (real, fake) if isinstance(real, tuple) else ((real,), (fake,))
+        # (A list of results, rms_norm_linear's projections: each of them.)
+        real, fake = ([t for r in out for t in (r if isinstance(r, list) else [r])]
+                      for out in (real, fake))
+        assert len(real) == len(fake), name
         for r, f in zip(real, fake):
             assert (f.shape, f.dtype, f.stride()) == (r.shape, r.dtype, r.stride()), name
 

@@ -14,6 +14,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
+import torch.nn.functional as F  # noqa: E402
 
 from liger import bundles, ops  # noqa: E402
 from liger import transformers as lt  # noqa: E402
@@ -304,12 +305,12 @@ def test_unsupported_activation_falls_back():
     assert torch.equal(y, ref)
 
 
-def test_unbuilt_fusion_flag_warns():
+def test_fuse_norm_linear_needs_a_model():
     with pytest.warns(lt.LigerFallbackWarning) as caught:
         lt.apply_liger_kernel_to_qwen2(fuse_norm_linear=True)
     assert [str(w.message) for w in caught] == [
-        "liger: fuse_norm_linear=True: liger.ops has no autograd op for this fusion yet; those "
-        "layers stay as they are"]
+        "liger: fuse_norm_linear=True: a class patch cannot tie a norm to the projections of "
+        "its layer: give the model (model=...) to fuse them"]
 
 
 def test_kernel_specs_follow_the_config():
@@ -618,6 +619,177 @@ def test_fused_mlp_leaves_peft_lora_projections_to_the_gated_op(monkeypatch):
         FUSED_MLP_PREFIX + " (fused_mlp=True): liger.ops.gated_mlp takes bias-free "
         "torch.nn.Linear projections, gate_proj is peft.tuners.lora.layer.Linear"]
     assert calls == [(3, 64)]
+
+
+# fuse_norm_linear=True: every family; what it leaves apart, warned at
+# patching (OLMo 2 normalises after attention and MLP; an MoE layer's norm
+# feeds its router and experts).
+_APART = "liger: fuse_norm_linear=True: %s.post_attention_layernorm stays apart: its layer has " \
+    "no mlp.gate_proj/mlp.up_proj or mlp.gate_up_proj or feed_forward.gate_proj/feed_forward." \
+    "up_proj"
+NORM_LINEAR_WARNINGS = {
+    "olmo2": ["liger: fuse_norm_linear=True: Olmo2ForCausalLM's decoder layers normalise after "
+              "attention and MLP (no norm is read by a projection): nothing to fuse"],
+    "mixtral": [_APART % "MixtralDecoderLayer"],
+    "qwen3_moe": [_APART % "Qwen3MoeDecoderLayer"],
+    "llama4_text": PATCH_WARNINGS["llama4_text"] + [_APART % "Llama4TextDecoderLayer"],
+}
+# The norms tied per family (2 layers): both of each layer's, one where an
+# MoE layer's is apart (Qwen3-MoE's layer 1 is dense, Llama 4's layer 0).
+NORMS_TIED = dict({f: 4 for f in TINY}, olmo2=0, mixtral=2, qwen3_moe=3, llama4_text=3)
+
+
+def _tied(model):
+    return [m for m in model.modules() if getattr(m, "_liger_consumers", None)]
+
+
+@needs_runner
+@pytest.mark.parametrize("family,dtype", [(f, "f32") for f in TINY] + [
+    (f, "bf16") for f in ("llama", "qwen2", "gemma2", "phi3")])
+def test_fuse_norm_linear_trains_as_the_original(family, dtype, monkeypatch):
+    """fuse_norm_linear=True: each decoder layer's norm and the projections
+    that read it (q/k/v or Phi-3's qkv_proj; gate/up, gate_up_proj, Gemma's
+    pre-feedforward norm) are one liger.ops.rms_norm_linear per step, and
+    the model trains two steps as the original (the projections handed
+    their results each time: nothing unties)."""
+    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+    loaded = _record_loaded(monkeypatch)
+    torch_dtype = BF16 if dtype == "bf16" else F32
+    ref, model = tiny_model(family, 19, torch_dtype), tiny_model(family, 19, torch_dtype)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        lt.apply_liger_kernel(model, fuse_norm_linear=True, **_loss_flags(dtype))
+    assert _fallback_warnings(caught) == NORM_LINEAR_WARNINGS.get(family, [])
+    assert len(_tied(model)) == NORMS_TIED[family]
+    calls = []
+    fused = lt.ops.rms_norm_linear
+    monkeypatch.setattr(lt.ops, "rms_norm_linear", lambda *a: calls.append(len(a[2])) or fused(*a))
+    for _ in range(2):
+        _assert_trains_as(model, _train_step(ref), family, dtype, loaded)
+    assert len(calls) == 2 * NORMS_TIED[family] and len(_tied(model)) == NORMS_TIED[family]
+    assert not [m for m in model.modules() if "_liger_ready" in vars(m)]
+
+
+@needs_runner
+def test_rms_norm_linear_matches_float64(monkeypatch):
+    """liger.ops.rms_norm_linear against the norm and projections in
+    float64: outputs, and the gradients of every input for the
+    projections' gradients and xn's own (another reader), with biases and
+    without; a projection whose output is not read gets no gradient."""
+    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+    g = torch.Generator().manual_seed(3)
+    for biased in (False, True):
+        x = torch.randn(3, 7, 48, generator=g).requires_grad_()
+        w = torch.randn(48, generator=g).requires_grad_()
+        ws = [torch.randn(n, 48, generator=g).requires_grad_() for n in (32, 16, 24)]
+        bs = [torch.randn(n, generator=g).requires_grad_() for n in (32, 16, 24)] \
+            if biased else None
+        xn, ys = ops.rms_norm_linear(x, w, ws, bs, eps=1e-5, offset=1.0, casting="gemma")
+        x64 = x.double()
+        want_xn = x64 * torch.rsqrt(x64.pow(2).mean(-1, keepdim=True) + 1e-5) * \
+            (1.0 + w.double())
+        want_ys = [F.linear(want_xn, p.double(), None if bs is None else b.double())
+                   for p, b in zip(ws, bs or [None] * 3)]
+        for got, want in zip([xn] + ys, [want_xn] + want_ys):
+            assert torch.allclose(got.double(), want, rtol=1e-5, atol=1e-5)
+        inputs = [x, w] + ws + (bs or [])
+        seeds = [torch.randn(t.shape, generator=g) for t in [xn] + ys]
+        # The second projection's output unread (None in its place).
+        outs = [xn, ys[0], ys[2]]
+        grads = [seeds[0], seeds[1], seeds[3]]
+        got = torch.autograd.grad(outs, inputs, grads, allow_unused=True)
+        want = torch.autograd.grad([want_xn, want_ys[0], want_ys[2]], inputs,
+                                   [t.double() for t in grads], allow_unused=True)
+        for i, (a, b) in enumerate(zip(got, want)):
+            if b is None:
+                assert a is None, i
+            else:
+                assert ((a.double() - b).norm() / b.norm()).item() < 1e-5, i
+
+
+@pytest.mark.parametrize("weights,biases,message", [
+    ([], None, "weights must be a list of one projection weight [N, H] or more, got an empty "
+               "list"),
+    ([torch.randn(8, 16)], None, "weights[0] must be [N, H] with H = 32 (the features of x), "
+                                 "got [8, 16]"),
+    ([torch.randn(8, 32), torch.randn(4, 32, dtype=torch.float64)], None,
+     "weights[1] must have the dtype of x (torch.float32), got torch.float64"),
+    ([torch.randn(8, 32)], [torch.randn(8), torch.randn(8)],
+     "biases must be None or a list of one bias per weight (1), got 2"),
+    ([torch.randn(8, 32)], [torch.randn(4)], "biases[0] must be [N] = [8] (weights[0]'s N), got "
+                                             "[4]")],
+    ids=["none", "width", "dtype", "bias_count", "bias_shape"])
+def test_rms_norm_linear_refuses_projections_it_cannot_take(weights, biases, message,
+                                                            monkeypatch):
+    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+    with pytest.raises((lt.LigerError, TypeError, ValueError)) as e:
+        ops.rms_norm_linear(torch.randn(2, 32), torch.ones(32), weights, biases)
+    assert str(e.value) == "liger.ops.rms_norm_linear: " + message
+
+
+@needs_runner
+def test_fuse_norm_linear_unties_a_norm_its_layer_reads_otherwise(monkeypatch):
+    """A projection called with another input than its norm's output (a
+    layer that transforms it first), or not called before the norm runs
+    again: the norm is untied, warned once, and runs as rms_norm=True
+    does; every result stays the original's."""
+    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+    model = tiny_model("llama", 20)
+    lt.apply_liger_kernel(model, fuse_norm_linear=True, rope=False, swiglu=False,
+                          fused_linear_cross_entropy=False)
+    reference = tiny_model("llama", 20)
+    layer, ref_layer = model.model.layers[0], reference.model.layers[0]
+    x = torch.randn(2, 5, 32)
+    with pytest.warns(lt.LigerFallbackWarning) as caught:
+        h = layer.post_attention_layernorm(x)
+        gate = layer.mlp.gate_proj(h * 2)  # another input
+    assert [str(w.message) for w in caught] == [
+        "liger: fuse_norm_linear=True: LlamaDecoderLayer.post_attention_layernorm runs apart "
+        "from its projections: a projection was called with another input than its output"]
+    assert torch.allclose(gate, ref_layer.mlp.gate_proj(
+        ref_layer.post_attention_layernorm(x) * 2), atol=1e-6)
+    assert not layer.post_attention_layernorm._liger_consumers
+    assert not [m for m in model.modules() if "_liger_ready" in vars(m)]
+    with pytest.warns(lt.LigerFallbackWarning) as caught:
+        layer.input_layernorm(x)  # q/k/v never read it
+        h = layer.input_layernorm(x)
+    assert [str(w.message) for w in caught] == [
+        "liger: fuse_norm_linear=True: LlamaDecoderLayer.input_layernorm runs apart from its "
+        "projections: a projection was not called with its output before it ran again"]
+    assert torch.allclose(layer.self_attn.q_proj(h), ref_layer.self_attn.q_proj(
+        ref_layer.input_layernorm(x)), atol=1e-6)
+
+
+@needs_runner
+def test_fuse_norm_linear_leaves_what_other_flags_compute(monkeypatch):
+    """fused_mlp=True computes the MLP's projections, fuse_qkv_rope=True
+    the attention's q and k, lora=True's PEFT layers are no
+    torch.nn.Linear: those norms stay apart, warned, and the model trains
+    as the original."""
+    peft = pytest.importorskip("peft")
+    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+    model = tiny_model("llama", 21, BF16, head_dim=16)
+    ref = tiny_model("llama", 21, BF16, head_dim=16)
+    with pytest.warns(lt.LigerFallbackWarning) as caught:
+        lt.apply_liger_kernel(model, fuse_norm_linear=True, fused_mlp=True, fuse_qkv_rope=True)
+    assert [str(w.message) for w in caught] == [
+        "liger: fuse_norm_linear=True: LlamaDecoderLayer.input_layernorm stays apart from its "
+        "projections: fuse_qkv_rope=True computes them",
+        "liger: fuse_norm_linear=True: LlamaDecoderLayer.post_attention_layernorm stays apart "
+        "from its projections: fused_mlp=True computes them"]
+    assert not _tied(model)
+    loaded = _record_loaded(monkeypatch)
+    _assert_trains_as(model, _train_step(ref), "llama", "bf16", loaded, fused_mlp=True,
+                      fuse_qkv_rope=True)
+    lt._WARNED.clear()
+    peft_model = peft.get_peft_model(tiny_model("llama", 22, BF16), peft.LoraConfig(
+        r=16, lora_alpha=16, target_modules=["q_proj"]), autocast_adapter_dtype=False)
+    with pytest.warns(lt.LigerFallbackWarning) as caught:
+        lt.apply_liger_kernel(peft_model.get_base_model(), fuse_norm_linear=True)
+    assert [str(w.message) for w in caught] == [
+        "liger: fuse_norm_linear=True: LlamaDecoderLayer.input_layernorm stays apart: "
+        "self_attn.q_proj is peft.tuners.lora.layer.Linear, not a torch.nn.Linear"]
+    assert len(_tied(peft_model)) == 2  # the MLPs' norms
 
 
 # fuse_qkv_rope=True: head_dim 16 (the kernel's multiple); Llama, Qwen2's q/k

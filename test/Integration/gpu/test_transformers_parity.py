@@ -123,6 +123,20 @@ def test_fuse_qkv_rope_trains_as_the_original(family):
     _trains_as_the_original(family, "bf16", False, False, fuse_qkv_rope=True)
 
 
+# fuse_norm_linear=True: each decoder layer's norm with the projections that
+# read it one liger.ops.rms_norm_linear (the norm kernel, the projections,
+# their input gradients accumulated into one buffer, the norm's backward
+# kernel): Llama's q/k/v and gate/up, Qwen2's biased q/k/v, Phi-3's fused
+# qkv_proj and gate_up_proj, Gemma 2's pre-feedforward norm; no norm may
+# come untied (it would warn, which fails the run).
+FUSE_NORM_LINEAR_CASES = ("llama", "qwen2", "phi3", "gemma2")
+
+
+@pytest.mark.parametrize("family", FUSE_NORM_LINEAR_CASES)
+def test_fuse_norm_linear_trains_as_the_original(family):
+    _trains_as_the_original(family, "bf16", False, False, fuse_norm_linear=True)
+
+
 # attention=True: the model's attention function liger.ops.attention (the
 # attention template's forward and backward, D 64): every family's tiny
 # model (Gemma's multi-query heads, Granite's attention_multiplier as its
@@ -139,7 +153,7 @@ def test_attention_trains_as_the_original(family):
 
 
 def _trains_as_the_original(family, dtype, lora, checkpointing, fused_mlp=False,
-                            fuse_qkv_rope=False, attention=False):
+                            fuse_qkv_rope=False, attention=False, fuse_norm_linear=False):
     vocab = models.TINY[family]["vocab_size"]
     lr = 1e-3 if lora else 1e-4
     ref_losses, zero_start, ref_params = train(build(family, dtype, lora, checkpointing), vocab, lr)
@@ -157,6 +171,8 @@ def _trains_as_the_original(family, dtype, lora, checkpointing, fused_mlp=False,
         flags["fuse_qkv_rope"] = True
     if attention:
         flags["attention"] = True
+    if fuse_norm_linear:
+        flags["fuse_norm_linear"] = True
     if fam.rope_tables not in (None, dtype):
         # OLMo 2's RoPE tables stay f32 (liger.ops.rope takes them in q's
         # dtype): its RoPE falls back, warned (test_transformers.py).
@@ -172,11 +188,17 @@ def _trains_as_the_original(family, dtype, lora, checkpointing, fused_mlp=False,
         assert modules and all(inspect.unwrap(vars(m)["forward"].__func__).__code__
                                .co_filename.startswith("<liger fuse_qkv_rope: ")
                                for m in modules)
+    if fuse_norm_linear:  # (every layer's two norms tied to their projections)
+        tied = [m for m in model.modules() if getattr(m, "_liger_consumers", None)]
+        assert len(tied) == 2 * model.config.num_hidden_layers
     if attention:  # (the patch chose liger's attention function for the model)
         assert model.config._attn_implementation == lt.ATTENTION_IMPLEMENTATION == "liger"
     with warnings.catch_warnings():
         warnings.simplefilter("error", lt.LigerFallbackWarning)
         losses, _, params = train(model, vocab, lr)
+    if fuse_norm_linear:  # (and none came untied)
+        assert len([m for m in model.modules() if getattr(m, "_liger_consumers", None)]) == \
+            len(tied)
     loss_tol, param_tol = TOL[dtype]
     loss_err = max(abs(a - b) / abs(b) for a, b in zip(losses, ref_losses))
     # Each trained parameter's distance from the original's, relative to
@@ -203,7 +225,8 @@ def _trains_as_the_original(family, dtype, lora, checkpointing, fused_mlp=False,
             "loss error %.2e, max parameter error %.2e (%.2e on those starting at 0)" % (
                 family, dtype, lora, checkpointing, (" fused_mlp" if fused_mlp else "") +
                 (" fuse_qkv_rope" if fuse_qkv_rope else "") +
-                (" attention" if attention else ""),
+                (" attention" if attention else "") +
+                (" fuse_norm_linear" if fuse_norm_linear else ""),
                 losses[0], losses[-1], ref_losses[0],
                 ref_losses[-1], loss_err, param_err, zero_err))
     print(line)
