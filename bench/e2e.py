@@ -5,7 +5,9 @@ torch.compile, patched by Liger-Kernel (apply_liger_kernel_to_llama) and
 patched by liger (liger.transformers.apply_liger_kernel_to_llama; variant
 liger-fused-mlp: with fused_mlp=True, each MLP one liger.ops.gated_mlp;
 liger-qk-rope: with fuse_qkv_rope=True, each attention's q/k projections and
-RoPE one liger.ops.linear_rope) and, as
+RoPE one liger.ops.linear_rope; liger-norm-linear: with fuse_norm_linear=True,
+each layer's norms with the projections that read them one
+liger.ops.rms_norm_linear) and, as
 it is, under torch.compile(backend="liger") (liger.compile_model,
 fullgraph: variant liger-backend), in one run; with --lora, each with a
 PEFT LoRA adapter (rank 16 on q/k/v/o). The first step's time (the
@@ -97,12 +99,13 @@ def run(variant, args):
         from liger_kernel.transformers import apply_liger_kernel_to_llama
         apply_liger_kernel_to_llama(model=base, rope=True, rms_norm=True, swiglu=True,
                                     cross_entropy=False, fused_linear_cross_entropy=True)
-    elif variant in ("liger", "liger-fused-mlp", "liger-qk-rope"):
+    elif variant in ("liger", "liger-fused-mlp", "liger-qk-rope", "liger-norm-linear"):
         import warnings
         from liger import transformers as lt
         lt.apply_liger_kernel_to_llama(model=base, loss_memory_budget=_budget(args),
                                        fused_mlp=variant == "liger-fused-mlp",
-                                       fuse_qkv_rope=variant == "liger-qk-rope")
+                                       fuse_qkv_rope=variant == "liger-qk-rope",
+                                       fuse_norm_linear=variant == "liger-norm-linear")
         # A fallback would measure the original model: refuse to report it.
         warnings.simplefilter("error", lt.LigerFallbackWarning)
     report = None

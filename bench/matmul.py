@@ -10,8 +10,9 @@ is checked against torch before it is timed.
     PYTHONPATH=python:build-runtime-py/python LIGER_OPS_BUNDLES=bench-bundles/ops \\
         python3 bench/matmul.py --bundle bench-bundles/matmul [--tokens 16384] [--json out.json]
 
-(LIGER_OPS_BUNDLES: the "mlp fwd+bwd" row's liger.ops.gated_mlp kernels and
-the "qk+rope fwd+bwd" row's liger.ops.linear_rope kernels.)
+(LIGER_OPS_BUNDLES: the "mlp fwd+bwd" row's liger.ops.gated_mlp kernels, the
+"qk+rope fwd+bwd" row's liger.ops.linear_rope kernels and the "rms_norm+qkv
+fwd+bwd" row's RMSNorm kernels.)
 """
 import argparse
 import json
@@ -390,6 +391,43 @@ def main():
               "bench/build-bundles.sh): its q/k + RoPE training row is left out: %s" % e)
     rows += timed_rows("qk+rope fwd+bwd %dx%dx%d" % (M, (hq + hkv) * d, 4096), impls,
                        qk_step(qk_rope_plain)(), 3 * 2 * M * (hq + hkv) * d * 4096 / rate / 1e9)
+    # RMSNorm -> q/k/v in a training step, forward + backward (the gradients
+    # of x, the norm's weight and Wq, Wk, Wv): ours is liger.ops.
+    # rms_norm_linear (fuse_norm_linear=True: the norm kernel, cuBLAS's
+    # projections; dxn accumulated into one buffer, the norm's backward
+    # kernel) beside liger.ops.rms_norm and the projections apart (rms_norm=
+    # True); the peers' is autograd through their forwards. Floor: 3 GEMMs
+    # of M·(hq + 2·hkv)·d·4096.
+    del leaves, dq, dk
+    wv = (torch.randn(hkv * d, 4096, dtype=BF16, device="cuda") / 64).to(BF16)
+    leaves = [t.detach().requires_grad_() for t in (x, g, wq, wk, wv)]
+    seeds = [torch.randn(B, T, n_, dtype=BF16, device="cuda") for n_ in (hq * d, hkv * d, hkv * d)]
+
+    def norm_qkv(x, g, wq, wk, wv):
+        xn = rms(x, g)
+        return F.linear(xn, wq), F.linear(xn, wk), F.linear(xn, wv)
+
+    def norm_step(forward):
+        return lambda: torch.autograd.grad(forward(*leaves), leaves, seeds)
+    impls = {"eager (cuBLAS)": norm_step(norm_qkv), "compile": norm_step(torch.compile(norm_qkv))}
+    try:
+        from liger_kernel.ops.rms_norm import LigerRMSNormFunction
+        impls["Liger-Kernel"] = norm_step(lambda x, g, wq, wk, wv: tuple(
+            F.linear(xn, w) for xn in [LigerRMSNormFunction.apply(x, g, 1e-5, 0.0, "llama")]
+            for w in (wq, wk, wv)))
+    except ImportError:
+        print("Liger-Kernel not installed: its norm + q/k/v training row is left out")
+    try:
+        ops.rms_norm_linear(x[:1, :8], g, [wq, wk, wv], eps=1e-5)
+        impls["liger norm apart"] = norm_step(lambda x, g, wq, wk, wv: tuple(
+            F.linear(xn, w) for xn in [ops.rms_norm(x, g, 1e-5)] for w in (wq, wk, wv)))
+        impls["liger.ops.rms_norm_linear"] = norm_step(
+            lambda x, g, wq, wk, wv: tuple(ops.rms_norm_linear(x, g, [wq, wk, wv], eps=1e-5)[1]))
+    except LigerError as e:
+        print("liger.ops.rms_norm has no kernels here (LIGER_OPS_BUNDLES=bench-bundles/ops, "
+              "bench/build-bundles.sh): its norm + q/k/v training rows are left out: %s" % e)
+    rows += timed_rows("rms_norm+qkv fwd+bwd %dx%dx%d" % (M, (hq + 2 * hkv) * d, 4096), impls,
+                       norm_step(norm_qkv)(), 3 * 2 * M * (hq + 2 * hkv) * d * 4096 / rate / 1e9)
     print("bf16 matrix rate %.0f TFLOP/s (8192^3 torch.matmul)" % rate)
     print("%-31s %-16s %9s %9s %8s %9s" % ("case", "impl", "ms", "floor ms", "of floor",
                                            "rel err"))
