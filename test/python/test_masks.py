@@ -153,6 +153,45 @@ def rewritten_compiled(fn):
     return torch.compile(fn, backend=backend, dynamic=True, fullgraph=True), reports
 
 
+def diagonal20(q, k, v):
+    """A window of 20 keys by a negative diagonal (ones.tril() & ~ones.tril(-20)):
+    the graph holds -20, not 20."""
+    t = q.shape[-2]
+    ones = torch.ones(t, t, dtype=torch.bool, device=q.device)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=ones.tril() & ~ones.tril(-20))
+
+
+def triu20(q, k, v):
+    """The same window as triu(1 - W) writes it: the graph holds -19."""
+    t = q.shape[-2]
+    mask = torch.ones(t, t, dtype=torch.bool, device=q.device).tril().triu(-19)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+@pytest.mark.parametrize("fn", [diagonal20, triu20])
+def test_a_window_by_a_negative_diagonal_is_probed_too(fn):
+    """The magnitudes of negative integers are probed past too: traced at
+    16 tokens, the window of 20 keys written as a diagonal guards the
+    length, and 32 tokens compile again with the mask kept."""
+    compiled, reports = rewritten_compiled(fn)
+    for t in (16, 32):
+        args = qkv(t=t)
+        assert torch.allclose(compiled(*args), fn(*args), atol=1e-6, rtol=1e-5), t
+    assert [line.split(" at scaled_dot_product_attention")[-1] for (line,) in reports] == [
+        " (" + masks.GUARDED % 20 + ")",
+        ": a causal mask with a sliding window of 20 keys (is_causal cannot say it)"], reports
+
+
+def test_a_window_narrower_than_the_traced_length_serves_shorter_ones():
+    """Traced at 16 tokens under a window of 4 keys, the mask is kept and
+    the graph serves 3 tokens too, with no guard and no second graph."""
+    compiled, reports = rewritten_compiled(sliding)
+    for t in (16, 3, 5):
+        args = qkv(t=t)
+        assert torch.allclose(compiled(*args), sliding(*args), atol=1e-6, rtol=1e-5), t
+    assert len(reports) == 1, reports
+
+
 def chunked(q, k, v):
     """Llama 4's chunked attention: causal within chunks of 20 keys."""
     t = q.shape[-2]
@@ -205,8 +244,8 @@ def test_a_window_that_changes_with_the_length_is_left_alone():
 
 
 def test_a_mask_causal_beyond_its_window_is_left_alone():
-    """A window of 20 keys from 31 tokens on, none below: causal at 21
-    tokens (one past the 20 its ops hold), narrowed at 31 and 1001."""
+    """A window of 20 keys from 31 tokens on, none below: causal at 21 and
+    22 tokens (past the 20 its ops hold), narrowed at 31 and 1001."""
     def late(q, k, v):
         t = q.shape[-2]
         i = torch.arange(t, device=q.device)
@@ -215,7 +254,7 @@ def test_a_mask_causal_beyond_its_window_is_left_alone():
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
     gm, lines = rewritten_matches(late, *qkv(t=16))
     assert len(lines) == 1 and lines[0].endswith(
-        ": the mask is causal at q length 21 but narrowed to a window of 20 keys at "
+        ": the mask is causal at q length 22 but narrowed to a window of 20 keys at "
         "others"), lines
 
 
@@ -223,7 +262,7 @@ def test_a_size_its_ops_hold_too_large_to_evaluate_past_is_left_alone(monkeypatc
     monkeypatch.setattr(masks, "MAX_ELEMENTS", 300)  # 16 x 16 tokens, not 21 x 21
     gm, lines = rewritten_matches(sliding20, *qkv(t=16))
     assert len(lines) == 1 and lines[0].endswith(
-        ": at probe sizes [21] (one past an integer its ops hold: a window?) the mask has 441 "
+        ": at probe sizes [21] (past an integer its ops hold: a window?) the mask has 441 "
         "elements (evaluated up to 300)"), lines
 
 

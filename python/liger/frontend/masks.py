@@ -36,7 +36,7 @@ import torch
 from . import graph as G
 from .graph import aten
 
-# The largest mask evaluated (elements at the traced sizes; a bool each).
+# The largest mask evaluated (elements at the sizes evaluated; a bool each).
 MAX_ELEMENTS = 2 ** 28
 # The sizes a symbolic size input takes besides its traced value.
 PROBE_SIZES = (1, 2, 3, 5, 8, 13)
@@ -158,17 +158,18 @@ def _band(mask, rows: int) -> Optional[int]:
 
 
 def _constants(nodes) -> List[int]:
-    """The integers 2 <= c < 2**62 the nodes' arguments hold, in order
-    (sizes a mask may compare its positions with: a sliding window, a chunk;
-    the larger ones stand for "to the end")."""
+    """The magnitudes 2 <= |c| < 2**62 of the integers the nodes' arguments
+    hold, in order (sizes a mask may compare its positions with: a sliding
+    window, a chunk, a diagonal such as tril's -W; the larger ones stand
+    for "to the end")."""
     found = []
 
     def visit(a):
         if isinstance(a, bool):
             return
         if isinstance(a, int):
-            if 2 <= a < 2 ** 62 and a not in found:
-                found.append(a)
+            if 2 <= abs(a) < 2 ** 62 and abs(a) not in found:
+                found.append(abs(a))
         elif isinstance(a, (list, tuple)):
             for b in a:
                 visit(b)
@@ -186,15 +187,9 @@ def _constants(nodes) -> List[int]:
 class Verdict:
     """What the evaluation of a mask found. `why`: None where it is the
     causal mask at every size evaluated, narrowed to a sliding window of
-    `window` keys where one showed (0: none); else why not. `guard`: the
-    largest q length at which the mask is the plain causal one (its window
-    is at least as wide; None: every length)."""
+    `window` keys where one showed (0: none); else why not."""
     why: Optional[str]
     window: int = 0
-
-    def causal_up_to(self, rows: int) -> bool:
-        """The mask is the plain causal one at q lengths up to `rows`."""
-        return self.why is None and (not self.window or rows <= self.window)
 
 
 def _elements(mask, symbols) -> int:
@@ -220,10 +215,11 @@ def _verdict(gm, mask, t) -> Verdict:
             elements, MAX_ELEMENTS))
     # The traced sizes, then (sizes given as inputs) each probe size in
     # place of every size input, each size input through the probe sizes
-    # with the others at 3, and each size input one past every integer the
-    # mask's ops hold, with the others at 1 (a window or a chunk of C keys
-    # shows only at lengths above C): the mask must be causal at its q
-    # length each time, narrowed by one sliding window wherever it is.
+    # with the others at 3, and each size input one and two past every
+    # integer's magnitude the mask's ops hold, with the others at 1 (a
+    # window or a chunk of C keys shows only at lengths above C; triu(1 - W)
+    # holds W - 1): the mask must be causal at its q length each time,
+    # narrowed by one sliding window wherever it is.
     cases = [traced]
     if traced:
         n = len(traced)
@@ -231,16 +227,17 @@ def _verdict(gm, mask, t) -> Verdict:
         if n > 1:
             cases += [[p if j == i else 3 for j in range(n)]
                       for i in range(n) for p in PROBE_SIZES]
-        cases += [[c + 1 if j == i else 1 for j in range(n)]
-                  for c in _constants(_ancestors(mask)) for i in range(n)]
+        cases += [[c + past if j == i else 1 for j in range(n)]
+                  for c in _constants(_ancestors(mask)) for past in (1, 2) for i in range(n)]
     q_size = G.size_expr(t)
     windows, causal_lengths = set(), []
     for values in cases:
         symbols = {G.size_expr(G.val(n)): v for n, v in zip(size_inputs, values)}
-        if values is not traced and _elements(mask, symbols) > MAX_ELEMENTS:
-            return Verdict("at probe sizes %s (one past an integer its ops hold: a window?) the "
+        elements = _elements(mask, symbols) if values is not traced else 0
+        if elements > MAX_ELEMENTS:
+            return Verdict("at probe sizes %s (past an integer its ops hold: a window?) the "
                            "mask has %d elements (evaluated up to %d)" % (
-                               values, _elements(mask, symbols), MAX_ELEMENTS))
+                               values, elements, MAX_ELEMENTS))
         try:
             with torch.no_grad():
                 value = fn(*values)
@@ -283,7 +280,11 @@ def guard_causal(verdict: Verdict, t) -> bool:
     if not verdict.window:
         return True
     if isinstance(t, torch.SymInt):
-        return bool(t <= verdict.window)  # a guard on the graph's size
+        # Longer than the window at the traced size: the window's mask (or
+        # liger.attention's window) serves every length, no guard; within
+        # it, a guard on the graph's size.
+        return t.node.hint is not None and t.node.hint <= verdict.window and \
+            bool(t <= verdict.window)
     return int(t) <= verdict.window
 
 
