@@ -345,10 +345,12 @@ def rms_norm(x, weight, eps=1e-6, offset=0.0, casting="llama"):
 def rms_norm_linear_problem(x, weight, weights, biases=None):
     """Why liger.ops.rms_norm_linear cannot take x [..., H], the norm's
     weight [H], the projections' `weights` (a list of [N_i, H], one at
-    least) and `biases` (None, or one [N_i] per weight), every projection
-    tensor of x's dtype, as (exception class, message), or None: the rules
-    of the projections (the norm's are liger.ops.rms_norm's)."""
+    least) and `biases` (None, or one [N_i] per weight; a list of Nones is
+    None), every projection tensor of x's dtype, as (exception class,
+    message), or None: the rules of the projections (the norm's are
+    liger.ops.rms_norm's)."""
     op = "rms_norm_linear"
+    biases = _no_biases(biases)
     if not isinstance(weights, (list, tuple)) or not weights:
         return LigerValueError, "liger.ops.%s: weights must be a list of one projection " \
             "weight [N, H] or more, got %s" % (op, type(weights).__name__ if not isinstance(
@@ -368,6 +370,10 @@ def rms_norm_linear_problem(x, weight, weights, biases=None):
                 "features of x), got %s" % (op, i, h, list(w.shape))
         if biases is not None:
             b = biases[i]
+            if b is None:
+                return LigerValueError, "liger.ops.%s: biases must be one per weight or none, " \
+                    "got biases[%d] None beside %d others" % (
+                        op, i, sum(c is not None for c in biases))
             if not isinstance(b, torch.Tensor):
                 return LigerTypeError, "liger.ops.%s: biases[%d] must be a torch.Tensor, got " \
                     "%s" % (op, i, type(b).__name__)
@@ -385,6 +391,13 @@ def rms_norm_linear_problem(x, weight, weights, biases=None):
     return None
 
 
+def _no_biases(biases):
+    """None for a list of biases that are all None, else the list."""
+    if isinstance(biases, (list, tuple)) and biases and all(b is None for b in biases):
+        return None
+    return biases
+
+
 def _rms_norm_linear_checked(x, weight, weights, biases, eps, offset, casting):
     config = _rms_norm_checked(x, weight, eps, offset, casting, op="rms_norm_linear")
     _raise(rms_norm_linear_problem(x, weight, weights, biases))
@@ -400,9 +413,10 @@ def rms_norm_linear(x, weight, weights, biases=None, eps=1e-6, offset=0.0, casti
     projection; the backward accumulates the projections' input gradients
     into one buffer (no add per reader of xn), adds that of xn's other
     readers, and runs the norm's backward kernel with the forward's rstd.
-    Every projection tensor has x's dtype and device."""
+    Every projection tensor has x's dtype and device, and the op computes
+    in that dtype whatever autocast says (autocast is off inside it)."""
     weights = list(weights) if isinstance(weights, tuple) else weights
-    biases = list(biases) if isinstance(biases, tuple) else biases
+    biases = _no_biases(list(biases) if isinstance(biases, tuple) else biases)
     config = _once(lambda: (
         "rms_norm_linear", type(x), type(weight), x.device, weight.device, x.dtype,
         weight.dtype, x.shape[-1], weight.shape, type(eps), eps, type(offset), offset,
@@ -411,7 +425,8 @@ def rms_norm_linear(x, weight, weights, biases=None, eps=1e-6, offset=0.0, casti
             biases is None,) + tuple((type(b), b.device, b.dtype, b.shape) for b in biases or ()),
         _rms_norm_linear_checked, x, weight, weights, biases, eps, offset, casting)
     _rows("rms_norm_linear", "x", x)
-    xn, _, ys = operators.rms_norm_linear(x, weight, *config, weights, biases or [])
+    with torch.autocast(x.device.type, enabled=False):
+        xn, _, ys = operators.rms_norm_linear(x, weight, *config, weights, biases or [])
     return xn, ys
 
 

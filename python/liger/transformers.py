@@ -363,16 +363,24 @@ def _decide(what, op, args, devices, instead):
     return None
 
 
-def _rms_norm_forward(self, hidden_states):
+def _rms_norm_config(self, x):
+    """(eps, offset, casting) of the norm module's liger.ops.rms_norm call
+    on x, or None where it runs its original forward (_fallback: warned)."""
     family = _FAMILIES[self._liger_family]
-    original = self._liger_original_forward
     eps = getattr(self, "variance_epsilon", getattr(self, "eps", 1e-6))
-    x, w = hidden_states, self.weight
+    w = self.weight
     if _fallback(type(self).__name__, "rms_norm",
                  (x.shape[-1], str(x.dtype), str(w.dtype), eps, family.offset, family.casting),
                  (("hidden_states", str(x.device)), ("weight", str(w.device)))):
-        return original(self, hidden_states)
-    return ops.rms_norm(x, w, eps, family.offset, family.casting)
+        return None
+    return eps, family.offset, family.casting
+
+
+def _rms_norm_forward(self, hidden_states):
+    config = _rms_norm_config(self, hidden_states)
+    if config is None:
+        return self._liger_original_forward(self, hidden_states)
+    return ops.rms_norm(hidden_states, self.weight, *config)
 
 
 # fuse_norm_linear=True (a model patch): each decoder layer's norm with the
@@ -462,32 +470,30 @@ def _norm_linear_forward(self, hidden_states):
         consumers = ()
     if not consumers:
         return _rms_norm_forward(self, hidden_states)
-    family = _FAMILIES[self._liger_family]
-    eps = getattr(self, "variance_epsilon", getattr(self, "eps", 1e-6))
     x, w = hidden_states, self.weight
     weights = [m.weight for m in consumers]
-    biases = [m.bias for m in consumers]
     problem = None
-    if any(type(t) not in (torch.Tensor, torch.nn.Parameter) for t in [w] + weights):
-        problem = "a weight is a %s" % next(type(t).__name__ for t in [w] + weights if type(t)
-                                             not in (torch.Tensor, torch.nn.Parameter))
-    elif len({b is None for b in biases}) > 1:
-        problem = "some of its projections have a bias and some not"
+    if any(type(t) not in operators._PLAIN for t in [w] + weights):
+        problem = "a weight is a %s" % next(type(t).__name__ for t in [w] + weights
+                                             if type(t) not in operators._PLAIN)
+    elif torch.is_autocast_enabled(x.device.type):
+        problem = "autocast is on (liger.ops.rms_norm_linear computes in the input's dtype)"
+    elif any(m._forward_pre_hooks for m in consumers) or \
+            torch.nn.modules.module._global_forward_pre_hooks:
+        problem = "a projection has a forward pre-hook (it may change its input or weight)"
     else:
-        found = ops.rms_norm_linear_problem(x, w, weights, None if biases[0] is None else biases)
+        found = ops.rms_norm_linear_problem(x, w, weights, [m.bias for m in consumers])
         problem = found and found[1]
     if problem:
-        _warn_once("%s runs apart from its projections (fuse_norm_linear=True): %s"
+        _warn_once("fuse_norm_linear=True: %s runs apart from its projections: %s"
                    % (self._liger_where, problem))
         return _rms_norm_forward(self, hidden_states)
-    if _fallback(type(self).__name__, "rms_norm",
-                 (x.shape[-1], str(x.dtype), str(w.dtype), eps, family.offset, family.casting),
-                 (("hidden_states", str(x.device)), ("weight", str(w.device)))):
+    config = _rms_norm_config(self, x)
+    if config is None:
         return self._liger_original_forward(self, hidden_states)
-    xn, ys = ops.rms_norm_linear(x, w, weights, None if biases[0] is None else biases, eps,
-                                 family.offset, family.casting)
+    xn, ys = ops.rms_norm_linear(x, w, weights, [m.bias for m in consumers], *config)
     for m, y in zip(consumers, ys):
-        m._liger_ready = (xn, y, self)
+        m._liger_ready = (xn, xn._version, y, self)
     return xn
 
 
@@ -496,9 +502,11 @@ def _norm_fed_forward(self, input):
     with the norm's output, else its own forward."""
     ready = None if torch.compiler.is_compiling() else self.__dict__.pop("_liger_ready", None)
     if ready is not None:
-        if ready[0] is input:
-            return ready[1]
-        _untie(ready[2], "a projection was called with another input than its output")
+        xn, version, y, norm = ready
+        if xn is input and input._version == version:
+            return y
+        _untie(norm, "a projection was called with another input than its output" if xn is not
+               input else "its output was changed in place before a projection read it")
     return self._liger_original_forward(self, input)
 
 

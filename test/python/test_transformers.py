@@ -717,8 +717,10 @@ def test_rms_norm_linear_matches_float64(monkeypatch):
     ([torch.randn(8, 32)], [torch.randn(8), torch.randn(8)],
      "biases must be None or a list of one bias per weight (1), got 2"),
     ([torch.randn(8, 32)], [torch.randn(4)], "biases[0] must be [N] = [8] (weights[0]'s N), got "
-                                             "[4]")],
-    ids=["none", "width", "dtype", "bias_count", "bias_shape"])
+                                             "[4]"),
+    ([torch.randn(8, 32), torch.randn(4, 32)], [torch.randn(8), None],
+     "biases must be one per weight or none, got biases[1] None beside 1 others")],
+    ids=["none", "width", "dtype", "bias_count", "bias_shape", "some_biases"])
 def test_rms_norm_linear_refuses_projections_it_cannot_take(weights, biases, message,
                                                             monkeypatch):
     monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
@@ -758,6 +760,55 @@ def test_fuse_norm_linear_unties_a_norm_its_layer_reads_otherwise(monkeypatch):
         "projections: a projection was not called with its output before it ran again"]
     assert torch.allclose(layer.self_attn.q_proj(h), ref_layer.self_attn.q_proj(
         ref_layer.input_layernorm(x)), atol=1e-6)
+
+
+@needs_runner
+def test_fuse_norm_linear_under_autocast_hooks_and_in_place_changes(monkeypatch):
+    """What the op cannot see runs the norm apart, warned, with the
+    original's results: autocast (liger.ops.rms_norm_linear computes in
+    x's dtype, autocast off inside it), a projection's forward pre-hook,
+    a norm output changed in place by a hook before a projection reads it
+    (the projection's result would be of the old one: the norm unties)."""
+    monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
+    x = torch.randn(2, 5, 32)
+    model, reference = tiny_model("llama", 23), tiny_model("llama", 23)
+    lt.apply_liger_kernel(model, fuse_norm_linear=True, rope=False, swiglu=False,
+                          fused_linear_cross_entropy=False)
+    layer, ref_layer = model.model.layers[0], reference.model.layers[0]
+    with torch.autocast("cpu", dtype=BF16):
+        xn, ys = ops.rms_norm_linear(x, layer.input_layernorm.weight,
+                                     [layer.self_attn.q_proj.weight], eps=1e-5)
+        assert xn.dtype == ys[0].dtype == F32
+        with pytest.warns(lt.LigerFallbackWarning) as caught:
+            h = layer.input_layernorm(x)
+            q = layer.self_attn.q_proj(h)
+        want = ref_layer.self_attn.q_proj(ref_layer.input_layernorm(x))
+    assert [str(w.message) for w in caught] == [
+        "liger: fuse_norm_linear=True: LlamaDecoderLayer.input_layernorm runs apart from its "
+        "projections: autocast is on (liger.ops.rms_norm_linear "
+        "computes in the input's dtype)"]
+    assert q.dtype == want.dtype == BF16 and torch.allclose(q.float(), want.float(), atol=1e-2)
+    handle = layer.self_attn.k_proj.register_forward_pre_hook(lambda m, args: (args[0] * 2,))
+    with pytest.warns(lt.LigerFallbackWarning) as caught:
+        k = layer.self_attn.k_proj(layer.input_layernorm(x))
+    handle.remove()
+    assert [str(w.message) for w in caught] == [
+        "liger: fuse_norm_linear=True: LlamaDecoderLayer.input_layernorm runs apart from its "
+        "projections: a projection has a forward pre-hook (it may change its input or "
+        "weight)"]
+    assert torch.allclose(k, ref_layer.self_attn.k_proj(ref_layer.input_layernorm(x) * 2),
+                          atol=1e-5)
+    norm = layer.post_attention_layernorm
+    handle = norm.register_forward_hook(lambda m, args, out: out.mul_(3))
+    with torch.no_grad(), pytest.warns(lt.LigerFallbackWarning) as caught:
+        up = layer.mlp.up_proj(norm(x))
+    handle.remove()
+    assert [str(w.message) for w in caught] == [
+        "liger: fuse_norm_linear=True: LlamaDecoderLayer.post_attention_layernorm runs apart "
+        "from its projections: its output was changed in place before a projection read it"]
+    with torch.no_grad():
+        want = ref_layer.mlp.up_proj(ref_layer.post_attention_layernorm(x) * 3)
+    assert torch.allclose(up, want, atol=1e-5) and not norm._liger_consumers
 
 
 @needs_runner
