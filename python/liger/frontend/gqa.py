@@ -83,6 +83,24 @@ def repeated(node) -> Optional[Tuple[object, int]]:
     return x, n
 
 
+def unrepeated(k, v):
+    """(k, v, the repeats' nodes: reshape, expand, unsqueeze of each) with
+    k and v each repeated per query head in place (`repeated`) as their
+    originals, or (k, v, []) where neither is repeated; the reason where
+    they are not repeated alike. (liger.attention's grouped heads read the
+    originals.)"""
+    k_src, v_src = repeated(k), repeated(v)
+    if (k_src is None) != (v_src is None) or (k_src and k_src[1] != v_src[1]):
+        return "k and v are not repeated alike"
+    if k_src is None:
+        return k, v, []
+    nodes = []
+    for rep in (k, v):
+        expand = G.strip(rep.args[0])
+        nodes += [rep, expand, G.strip(expand.args[0])]
+    return k_src[0], v_src[0], nodes
+
+
 def _reason(node, k, v) -> Optional[str]:
     if G.arg(node, 3, "attn_mask") is not None:
         return "the call has a mask (SDPA's fused kernels take grouped heads only without one)"

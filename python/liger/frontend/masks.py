@@ -33,6 +33,7 @@ from typing import List, Optional
 
 import torch
 
+from .. import operators
 from . import graph as G
 from .graph import aten
 
@@ -151,10 +152,8 @@ def _band(mask, rows: int) -> Optional[int]:
     width = int(kept.reshape(-1, rows, rows)[0, -1].sum())
     if width == 0:
         return None
-    causal = torch.ones(rows, rows, dtype=torch.bool).tril_()
-    if width < rows:
-        causal.triu_(1 - width)
-    return (0 if width == rows else width) if bool((kept == causal).all()) else None
+    band = operators.attention_mask(rows, rows, True, width, kept.device, explicit=True)
+    return (0 if width == rows else width) if bool((kept == band).all()) else None
 
 
 def _constants(nodes) -> List[int]:
@@ -209,10 +208,6 @@ def _verdict(gm, mask, t) -> Verdict:
         return Verdict(made)
     fn, size_inputs, traced = made
     rows = int(t.node.hint) if isinstance(t, torch.SymInt) else int(t)
-    elements = _elements(mask, {G.size_expr(G.val(n)): v for n, v in zip(size_inputs, traced)})
-    if elements > MAX_ELEMENTS:
-        return Verdict("the mask has %d elements at the traced sizes (evaluated up to %d)" % (
-            elements, MAX_ELEMENTS))
     # The traced sizes, then (sizes given as inputs) each probe size in
     # place of every size input, each size input through the probe sizes
     # with the others at 3, and each size input one and two past every
@@ -228,16 +223,18 @@ def _verdict(gm, mask, t) -> Verdict:
             cases += [[p if j == i else 3 for j in range(n)]
                       for i in range(n) for p in PROBE_SIZES]
         cases += [[c + past if j == i else 1 for j in range(n)]
-                  for c in _constants(_ancestors(mask)) for past in (1, 2) for i in range(n)]
+                  for c in _constants(fn.graph.nodes) for past in (1, 2) for i in range(n)]
     q_size = G.size_expr(t)
     windows, causal_lengths = set(), []
     for values in cases:
         symbols = {G.size_expr(G.val(n)): v for n, v in zip(size_inputs, values)}
-        elements = _elements(mask, symbols) if values is not traced else 0
+        elements = _elements(mask, symbols)
         if elements > MAX_ELEMENTS:
-            return Verdict("at probe sizes %s (past an integer its ops hold: a window?) the "
-                           "mask has %d elements (evaluated up to %d)" % (
-                               values, elements, MAX_ELEMENTS))
+            return Verdict(("the mask has %d elements at the traced sizes" % elements
+                            if values is traced else
+                            "at probe sizes %s (past an integer its ops hold: a window?) the "
+                            "mask has %d elements" % (values, elements)) +
+                           " (evaluated up to %d)" % MAX_ELEMENTS)
         try:
             with torch.no_grad():
                 value = fn(*values)

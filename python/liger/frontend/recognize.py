@@ -459,19 +459,18 @@ def match_softmax(node) -> Optional[object]:
 
 
 def _unrepeated(k, v):
-    """(k, v, the repeats' nodes) with k and v repeated per query head
-    (repeat_kv: the op's grouped heads read the originals) as the
-    originals, or as they are; a Miss where they are not repeated alike."""
-    k_src, v_src = gqa.repeated(k), gqa.repeated(v)
-    if (k_src is None) != (v_src is None) or (k_src and k_src[1] != v_src[1]):
-        return Miss("k and v are not repeated alike")
-    if k_src is None:
-        return k, v, []
-    nodes = []  # (the repeats' reshape, expand and unsqueeze)
-    for rep in (k, v):
-        expand = G.strip(rep.args[0])
-        nodes += [rep, expand, G.strip(expand.args[0])]
-    return k_src[0], v_src[0], nodes
+    """gqa.unrepeated(k, v), its reason a Miss."""
+    grouped = gqa.unrepeated(k, v)
+    return Miss(grouped) if isinstance(grouped, str) else grouped
+
+
+def _scale_attrs(attrs, scale, head):
+    """`attrs` with the call's scale where it is not the default 1/sqrt(D)
+    (left implicit, as the dialect prints it)."""
+    if scale is not None and not (G.is_static(head) and
+                                  abs(float(scale) - head ** -0.5) <= 1e-7 * head ** -0.5):
+        attrs["scale"] = float(scale)
+    return attrs
 
 
 def match_attention(node) -> Optional[object]:
@@ -512,11 +511,7 @@ def match_attention(node) -> Optional[object]:
             return grouped
         k, v, repeats = grouped
         attrs = {"causal": True, "window": int(window)}
-    head = G.shape(q)[-1]
-    # The default scale (1/sqrt(D)) is left implicit, as the dialect prints it.
-    if scale is not None and not (G.is_static(head) and
-                                  abs(float(scale) - head ** -0.5) <= 1e-7 * head ** -0.5):
-        attrs["scale"] = float(scale)
+    _scale_attrs(attrs, scale, G.shape(q)[-1])
     return Record("attention", {"q": q, "k": k, "v": v}, attrs, (node,),
                   frozenset(_covered(node, *repeats)), "recognise-attention")
 
@@ -608,10 +603,7 @@ def match_eager_attention(node) -> Optional[object]:
         # window serves every length, no guard needed.
         attrs = {"causal": True, "window": verdict.window} if verdict.window else \
             {"causal": True}
-    head = G.shape(q)[-1]
-    if scale is not None and not (G.is_static(head) and
-                                  abs(scale - head ** -0.5) <= 1e-7 * head ** -0.5):
-        attrs["scale"] = float(scale)
+    _scale_attrs(attrs, scale, G.shape(q)[-1])
     attrs["softcap"] = float(softcap)
     covered = _covered(*chain, raw, kt)
     return Record("attention", {"q": q, "k": k, "v": v}, attrs, (node,), frozenset(covered),
