@@ -343,51 +343,53 @@ def rms_norm(x, weight, eps=1e-6, offset=0.0, casting="llama"):
 
 
 def rms_norm_linear_problem(x, weight, weights, biases=None):
-    """Why liger.ops.rms_norm_linear cannot take x [..., H], the norm's
-    weight [H], the projections' `weights` (a list of [N_i, H], one at
-    least) and `biases` (None, or one [N_i] per weight; a list of Nones is
-    None), every projection tensor of x's dtype, as (exception class,
-    message), or None: the rules of the projections (the norm's are
-    liger.ops.rms_norm's)."""
+    """Why liger.ops.rms_norm_linear cannot take x [..., H] (a tensor), the
+    norm's weight [H], the projections' `weights` (a list of [N_i, H], one
+    at least) and `biases` (None, or one [N_i] per weight; a list of Nones
+    is None), every projection tensor of x's dtype and device, as
+    (exception class, message), or None: the rules of the projections (the
+    norm's are liger.ops.rms_norm's)."""
     op = "rms_norm_linear"
     biases = _no_biases(biases)
     if not isinstance(weights, (list, tuple)) or not weights:
         return LigerValueError, "liger.ops.%s: weights must be a list of one projection " \
-            "weight [N, H] or more, got %s" % (op, type(weights).__name__ if not isinstance(
-                weights, (list, tuple)) else "an empty list")
+            "weight [N, H] or more, got %s" % (op, "an empty list" if isinstance(
+                weights, (list, tuple)) else type(weights).__name__)
     if biases is not None and (not isinstance(biases, (list, tuple)) or
                                len(biases) != len(weights)):
         return LigerValueError, "liger.ops.%s: biases must be None or a list of one bias per " \
-            "weight (%d), got %s" % (op, len(weights), type(biases).__name__ if not isinstance(
-                biases, (list, tuple)) else "%d" % len(biases))
-    h = x.shape[-1] if isinstance(x, torch.Tensor) and x.dim() else None
+            "weight (%d), got %s" % (op, len(weights), "%d" % len(biases) if isinstance(
+                biases, (list, tuple)) else type(biases).__name__)
+    named = []
     for i, w in enumerate(weights):
         if not isinstance(w, torch.Tensor):
             return LigerTypeError, "liger.ops.%s: weights[%d] must be a torch.Tensor, got %s" % (
                 op, i, type(w).__name__)
-        if w.dim() != 2 or w.shape[1] != h:
+        if w.dim() != 2 or w.shape[1] != x.shape[-1]:
             return LigerValueError, "liger.ops.%s: weights[%d] must be [N, H] with H = %s (the " \
-                "features of x), got %s" % (op, i, h, list(w.shape))
-        if biases is not None:
-            b = biases[i]
-            if b is None:
-                return LigerValueError, "liger.ops.%s: biases must be one per weight or none, " \
-                    "got biases[%d] None beside %d others" % (
-                        op, i, sum(c is not None for c in biases))
-            if not isinstance(b, torch.Tensor):
-                return LigerTypeError, "liger.ops.%s: biases[%d] must be a torch.Tensor, got " \
-                    "%s" % (op, i, type(b).__name__)
-            if list(b.shape) != [w.shape[0]]:
-                return LigerValueError, "liger.ops.%s: biases[%d] must be [N] = [%d] " \
-                    "(weights[%d]'s N), got %s" % (op, i, w.shape[0], i, list(b.shape))
-        for name, t in (("weights[%d]" % i, w),) + (
-                (("biases[%d]" % i, biases[i]),) if biases is not None else ()):
-            problem = _dtype_problem(op, name, t, "x", x) if isinstance(x, torch.Tensor) else None
-            if problem:
-                return problem
-            if isinstance(x, torch.Tensor) and t.device != x.device:
-                return LigerValueError, "liger.ops.%s: x is on %s and %s on %s" % (
-                    op, x.device, name, t.device)
+                "features of x), got %s" % (op, i, x.shape[-1], list(w.shape))
+        named.append(("weights[%d]" % i, w))
+        if biases is None:
+            continue
+        b = biases[i]
+        if b is None:
+            return LigerValueError, "liger.ops.%s: biases must be one per weight or none, got " \
+                "biases[%d] None beside %d others" % (op, i, sum(c is not None for c in biases))
+        if not isinstance(b, torch.Tensor):
+            return LigerTypeError, "liger.ops.%s: biases[%d] must be a torch.Tensor, got %s" % (
+                op, i, type(b).__name__)
+        if list(b.shape) != [w.shape[0]]:
+            return LigerValueError, "liger.ops.%s: biases[%d] must be [N] = [%d] (weights[%d]'s " \
+                "N), got %s" % (op, i, w.shape[0], i, list(b.shape))
+        named.append(("biases[%d]" % i, b))
+    for name, t in named:
+        problem = _dtype_problem(op, name, t, "x", x)
+        if problem:
+            return problem
+    try:
+        one_device(op, [("x", x.device)] + [(name, t.device) for name, t in named])
+    except LigerError as e:
+        return type(e), str(e)
     return None
 
 

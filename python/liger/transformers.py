@@ -393,16 +393,17 @@ def _rms_norm_forward(self, hidden_states):
 # (warned): a layer that reads its norm otherwise runs it apart, never with
 # a wrong result.
 
-def _wire_norm_linear(model, fam, family, norm_classes, flags):
-    """Ties each norm of `model`'s decoder layers to its projections; the
-    modules patched (the norms and the projections)."""
+def _norm_linear_targets(model, fam, norm_classes, flags):
+    """Ties each norm of `model`'s decoder layers to its projections (their
+    modules, `_liger_consumers`); _apply's targets that patch the norms'
+    and the projections' forwards."""
     sides = {"input_layernorm": "fuse_qkv_rope", "post_attention_layernorm": "fused_mlp",
              "pre_feedforward_layernorm": "fused_mlp"}
     if fam.norm_linear == ():
         _warn_once("fuse_norm_linear=True: %s's decoder layers normalise after attention and "
                    "MLP (no norm is read by a projection): nothing to fuse" % fam.causal_lm)
         return []
-    patched = []
+    targets = []
     for layer in model.modules():
         for norm_name, layouts in fam.norm_linear or _NORM_LINEAR:
             norm = getattr(layer, norm_name, None)
@@ -413,41 +414,33 @@ def _wire_norm_linear(model, fam, family, norm_classes, flags):
                 _warn_once("fuse_norm_linear=True: %s stays apart from its projections: %s=True "
                            "computes them" % (where, sides[norm_name]))
                 continue
-            consumers = None
-            for layout in layouts:
-                found = [_submodule(layer, path) for path in layout]
-                if all(m is not None for m in found):
-                    consumers = found
-                    break
-            if consumers is None:
-                _warn_once("fuse_norm_linear=True: %s stays apart: its layer has no %s" % (
-                    where, " or ".join("/".join(layout) for layout in layouts)))
-                continue
-            other = [(path, m) for path, m in zip(layout, consumers)
-                     if type(m) is not torch.nn.Linear]
-            if other:
-                _warn_once("fuse_norm_linear=True: %s stays apart: %s is %s.%s, not a "
-                           "torch.nn.Linear" % (where, other[0][0], type(other[0][1]).__module__,
-                                                type(other[0][1]).__qualname__))
-                continue
-            norm._liger_family = family
-            norm._liger_original_forward = _original(type(norm), "forward")
-            norm._liger_consumers = tuple(consumers)
-            norm._liger_where = where
-            norm.forward = types.MethodType(_norm_linear_forward, norm)
-            for m in consumers:
-                m._liger_original_forward = torch.nn.Linear.forward
-                m.forward = types.MethodType(_norm_fed_forward, m)
-            patched += [norm] + consumers
-    return patched
+            consumers = _consumers(layer, layouts, where)
+            if consumers:
+                norm._liger_consumers, norm._liger_where = tuple(consumers), where
+                targets.append((norm, type(norm), (("forward", _norm_linear_forward),)))
+                targets += [(m, torch.nn.Linear, (("forward", _norm_fed_forward),))
+                            for m in consumers]
+    return targets
 
 
-def _submodule(module, path):
-    for name in path.split("."):
-        module = getattr(module, name, None)
-        if not isinstance(module, torch.nn.Module):
-            return None
-    return module
+def _consumers(layer, layouts, where):
+    """The torch.nn.Linear projections of `layer` in the first of `layouts`
+    (dotted paths) it has, or None, warned."""
+    for layout in layouts:
+        try:
+            found = [layer.get_submodule(path) for path in layout]
+        except AttributeError:
+            continue
+        other = [(path, m) for path, m in zip(layout, found) if type(m) is not torch.nn.Linear]
+        if not other:
+            return found
+        _warn_once("fuse_norm_linear=True: %s stays apart: %s is %s.%s, not a torch.nn.Linear"
+                   % (where, other[0][0], type(other[0][1]).__module__,
+                      type(other[0][1]).__qualname__))
+        return None
+    _warn_once("fuse_norm_linear=True: %s stays apart: its layer has no %s" % (
+        where, " or ".join("/".join(layout) for layout in layouts)))
+    return None
 
 
 def _untie(norm, why):
@@ -1384,11 +1377,9 @@ def _apply(family, flags):
             for name, value in loss_attrs.items():
                 _patch(lm_cls, name, value)
         return None
-    wired = _wire_norm_linear(model, fam, family, tuple(classes[n] for n in fam.norms), flags) \
-        if flags["fuse_norm_linear"] else []
+    if flags["fuse_norm_linear"]:  # (after rms_norm's: a tied norm's forward is its own)
+        targets += _norm_linear_targets(model, fam, tuple(classes[n] for n in fam.norms), flags)
     for m, cls, patches in targets:
-        if getattr(m, "_liger_consumers", None) is not None:
-            continue  # (a norm fuse_norm_linear tied to its projections)
         m._liger_family = family
         if cls is lm_cls:
             m._liger_loss = loss
@@ -1398,7 +1389,7 @@ def _apply(family, flags):
             if attr == "forward":
                 m._liger_original_forward = _original(cls, "forward")
             setattr(m, attr, types.MethodType(fn, m))
-    return len({id(m) for m in [m for m, _, _ in targets] + wired})
+    return len({id(m) for m, _, _ in targets})
 
 
 # Liger-Kernel's flags, in its order, with its defaults ("gate": the
