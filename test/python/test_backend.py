@@ -776,7 +776,8 @@ def test_precompile_within_a_sliding_window_says_the_lengths_it_serves(tmp_path)
     sequences up to 12 tokens; precompile says so, once."""
     config, model = sliding_mistral(12)
     with pytest.warns(UserWarning) as caught:
-        lb.precompile(model, tokens(config, 1)[0], str(tmp_path / "bundles"))
+        reports = lb.precompile(model, tokens(config, 1)[0], str(tmp_path / "bundles"))
+    assert {w for r in reports for w in r.guarded_windows} == {12}
     said = [str(w.message) for w in caught if "precompile" in str(w.message)]
     assert said == ["liger precompile: the batch's sequence is within the sliding window of 12 "
                     "keys, so the kernels serve sequences up to it; for longer ones, precompile "

@@ -51,7 +51,6 @@ import dataclasses
 import functools
 import inspect
 import os
-import re
 import sys
 import warnings
 from dataclasses import dataclass, field
@@ -63,7 +62,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 
 from .. import bundles, specs
 from ..errors import LigerError, LigerFallbackWarning
-from . import inplace, masks
+from . import inplace
 from .gqa import grouped_kv
 from .masks import causal_masks
 from .partition import KernelTarget, Partition, partition
@@ -134,6 +133,9 @@ class GraphReport:
     partitions: List[Partition] = field(default_factory=list)
     inductor_only: Optional[str] = None
     graph_breaks: int = 0
+    # Sliding windows the graph's length is guarded to (recognise-causal-mask:
+    # the graph serves lengths up to each).
+    guarded_windows: List[int] = field(default_factory=list)
 
     def breaks(self) -> str:
         """`2 graph breaks`: dynamo's, in the compilation so far."""
@@ -292,7 +294,9 @@ class LigerBackend:
         with fake_mode, fx_traceback.preserve_node_meta():
             aten = make_fx(torch.fx.Interpreter(gm).run, pre_dispatch=True,
                            tracing_mode="fake")(*fake_args)
-        rewrites = [str(line) for line in causal_masks(aten) + grouped_kv(aten)]
+        mask_lines = causal_masks(aten)
+        report.guarded_windows = [m.guarded_window for m in mask_lines if m.guarded_window]
+        rewrites = [str(line) for line in mask_lines + grouped_kv(aten)]
         # Whether AOTAutograd will make a backward of this graph, whose
         # operators then need their backward kernels too.
         training = torch.is_grad_enabled() and any(
@@ -515,15 +519,10 @@ def precompile(model, batch: Dict[str, Any], out_dir: str, target: str = "sm_90a
             del os.environ["LIGER_OPS_CPU_REFERENCE"]
         else:
             os.environ["LIGER_OPS_CPU_REFERENCE"] = previous
-    guarded = sorted({int(w) for r in compiled.liger.reports for line in r.recognition
-                      for w in re.findall(_GUARDED, line)})
+    guarded = sorted({w for r in compiled.liger.reports for w in r.guarded_windows})
     if guarded:
         warnings.warn("liger precompile: the batch's sequence is within the sliding window of "
                       "%s keys, so the kernels serve sequences up to it; for longer ones, "
                       "precompile again with a batch longer than the window"
                       % " and ".join(map(str, guarded)), stacklevel=2)
     return compiled.liger.reports
-
-
-# A recognition line of a call made causal up to its window.
-_GUARDED = re.escape(masks.GUARDED).replace(re.escape("%d"), r"(\d+)")

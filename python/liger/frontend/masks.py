@@ -56,6 +56,8 @@ class MaskLine:
     node: object
     rewritten: bool
     reason: str = ""
+    # The sliding window the graph's length was guarded to (GUARDED), or 0.
+    guarded_window: int = 0
 
     def __str__(self) -> str:
         if self.rewritten:
@@ -316,8 +318,8 @@ def _rewrite(gm, node) -> MaskLine:
     else:
         kwargs["is_causal"] = True
     node.args, node.kwargs = tuple(args), kwargs
-    return MaskLine(node, True, verdict.window and isinstance(t, torch.SymInt) and
-                    GUARDED % verdict.window or "")
+    guarded = verdict.window if verdict.window and isinstance(t, torch.SymInt) else 0
+    return MaskLine(node, True, guarded and GUARDED % guarded or "", guarded)
 
 
 def _remembered(gm) -> dict:
