@@ -36,6 +36,13 @@ def _row_cases(L):
             out[name] = (L.rms_norm, (x, w) + attrs)
             out[name + "_backward"] = (L.rms_norm_backward, (
                 _randn(shapes[0], dtype), x.detach(), w.detach(), rstd) + attrs)
+            # The norm with the projections that read it (fuse_norm_linear):
+            # two of them, biased and not.
+            h = shapes[0][-1]
+            projections = [_randn((n, h), dtype, True) for n in (24, 8)]
+            out[name + "_linear"] = (L.rms_norm_linear, (x, w) + attrs + (projections, []))
+            out[name + "_linear_biased"] = (L.rms_norm_linear, (x, w) + attrs + (
+                projections, [_randn(24, dtype, True), _randn(8, dtype, True)]))
         elif op in ("swiglu", "geglu"):
             g, u = _randn(shapes[0], dtype, True), _randn(shapes[1], dtype, True)
             attrs = (spec.approximate,) if op == "geglu" else ()
