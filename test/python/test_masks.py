@@ -116,8 +116,12 @@ def rewritten_matches(fn, *args, dynamic=True):
 
 @pytest.mark.parametrize("dynamic", [True, False])
 @pytest.mark.parametrize("fn", [causal_bool, causal_additive])
-def test_a_causal_mask_from_sizes_becomes_is_causal(fn, dynamic):
-    gm, lines = rewritten_matches(fn, *qkv(), dynamic=dynamic)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_a_causal_mask_from_sizes_becomes_is_causal(fn, dynamic, dtype):
+    """(f16: the additive mask's lowest value, -65504, is a fill value, not
+    a window to probe past: only the integers and the floats that positions
+    are compared with or shifted by are.)"""
+    gm, lines = rewritten_matches(fn, *[t.to(dtype) for t in qkv()], dynamic=dynamic)
     assert len(lines) == 1 and "causal mask -> is_causal" in lines[0], lines
     (call,) = sdpa_calls(gm)
     assert masks.G.arg(call, 3, "attn_mask") is None
@@ -168,11 +172,30 @@ def triu20(q, k, v):
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
 
 
-@pytest.mark.parametrize("fn", [diagonal20, triu20])
+def tensor20(q, k, v):
+    """The window held in a tensor the forward makes (a tensor constant of
+    the graph, not an integer of its ops' arguments)."""
+    t = q.shape[-2]
+    i = torch.arange(t, device=q.device)
+    mask = (i[None, :] <= i[:, None]) & (i[:, None] - i[None, :] < torch.tensor(20))
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+def float20(q, k, v):
+    """The window compared with as a float."""
+    t = q.shape[-2]
+    i = torch.arange(t, device=q.device)
+    mask = (i[None, :] <= i[:, None]) & ((i[:, None] - i[None, :]).float() < 20.0)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+@pytest.mark.parametrize("fn", [diagonal20, triu20, tensor20, float20])
 def test_a_window_by_a_negative_diagonal_is_probed_too(fn):
-    """The magnitudes of negative integers are probed past too: traced at
-    16 tokens, the window of 20 keys written as a diagonal guards the
-    length, and 32 tokens compile again with the mask kept."""
+    """The magnitudes of negative integers, of integral floats and of the
+    integers of small tensor constants are probed past too: traced at 16 tokens, the window
+    of 20 keys written as a diagonal or held in a tensor guards the length,
+    and 32 tokens compile again with the mask kept (without the probe, the
+    graph for 16 served 32 as causal)."""
     compiled, reports = rewritten_compiled(fn)
     for t in (16, 32):
         args = qkv(t=t)

@@ -158,29 +158,82 @@ def _band(mask, rows: int) -> Optional[int]:
     return (0 if width == rows else width) if bool((kept == band).all()) else None
 
 
-def _constants(nodes) -> List[int]:
+# The most elements a tensor constant of a mask's subgraph may have for its
+# integers to be probed past (a window held in a tensor is one number).
+CONSTANT_ELEMENTS = 64
+# The ops a position is compared with or shifted by: the floats among
+# their arguments, and the tensor constants they read, may hold a window
+# (a float elsewhere is a fill value: an additive mask's lowest value).
+_POSITION_OPS = {"lt", "le", "gt", "ge", "eq", "ne", "add", "sub", "rsub", "remainder",
+                 "floor_divide", "div", "fmod"}
+
+
+# Ops that pass a value on as it is (a tensor constant's copy, cast, view).
+_PASSING_OPS = {"lift_fresh_copy", "clone", "_to_copy", "to", "detach", "detach_", "alias", "view",
+                "_unsafe_view", "reshape", "expand", "unsqueeze", "squeeze", "type_as"}
+
+
+def _op_name(node) -> str:
+    packet = getattr(node.target, "overloadpacket", None)
+    return getattr(packet, "__name__", "")
+
+
+def _compared(node) -> bool:
+    """Whether `node`'s value reaches a position op (through ops that pass
+    it on as it is)."""
+    stack, seen = list(node.users), set()
+    while stack:
+        u = stack.pop()
+        if u in seen:
+            continue
+        seen.add(u)
+        name = _op_name(u)
+        if name in _POSITION_OPS:
+            return True
+        if name in _PASSING_OPS:
+            stack.extend(u.users)
+    return False
+
+
+def _constants(nodes, root=None) -> List[int]:
     """The magnitudes 2 <= |c| < 2**62 of the integers the nodes' arguments
-    hold, in order (sizes a mask may compare its positions with: a sliding
-    window, a chunk, a diagonal such as tril's -W; the larger ones stand
-    for "to the end")."""
+    hold, and of the integral floats and small tensor constants (get_attr
+    of `root`: `torch.tensor(W)` in a forward) that positions are compared
+    with or shifted by, in order (sizes a mask may compare its positions
+    with: a sliding window, a chunk, a diagonal such as tril's -W; the
+    larger ones stand for "to the end")."""
     found = []
 
-    def visit(a):
+    def visit(a, position):
         if isinstance(a, bool):
             return
+        if isinstance(a, torch.Tensor):
+            if position and a.numel() <= CONSTANT_ELEMENTS and a.dtype != torch.bool and \
+                    not a.is_complex():
+                values = a.detach().cpu().reshape(-1).double()
+                visit([int(v) for v in values[values == values.round()].tolist()
+                       if abs(v) < 2 ** 62], position)
+            return
+        if isinstance(a, float) and position and a.is_integer() and abs(a) < 2 ** 62:
+            a = int(a)
         if isinstance(a, int):
             if 2 <= abs(a) < 2 ** 62 and abs(a) not in found:
                 found.append(abs(a))
         elif isinstance(a, (list, tuple)):
             for b in a:
-                visit(b)
+                visit(b, position)
         elif isinstance(a, slice):
-            visit((a.start, a.stop, a.step))
+            visit((a.start, a.stop, a.step), position)
         elif isinstance(a, dict):
-            visit(tuple(a.values()))
+            visit(tuple(a.values()), position)
 
     for n in nodes:
-        visit((n.args, n.kwargs))
+        if n.op == "get_attr" and root is not None:
+            value = root
+            for name in n.target.split("."):
+                value = getattr(value, name, None)
+            visit(value, _compared(n))
+        visit((n.args, n.kwargs), _op_name(n) in _POSITION_OPS)
     return found
 
 
@@ -225,7 +278,7 @@ def _verdict(gm, mask, t) -> Verdict:
             cases += [[p if j == i else 3 for j in range(n)]
                       for i in range(n) for p in PROBE_SIZES]
         cases += [[c + past if j == i else 1 for j in range(n)]
-                  for c in _constants(fn.graph.nodes) for past in (1, 2) for i in range(n)]
+                  for c in _constants(fn.graph.nodes, fn) for past in (1, 2) for i in range(n)]
     q_size = G.size_expr(t)
     windows, causal_lengths = set(), []
     for values in cases:
