@@ -389,3 +389,29 @@ def test_a_windowed_call_is_liger_attention_over_the_unrepeated_heads():
     (missed,) = [line for line in found.lines() if line.startswith("[recognise-attention] left")]
     assert missed.endswith(": an explicit attention mask (liger.attention masks causally, with a "
                            "sliding window or not at all)"), missed
+
+
+class BufferWindow(torch.nn.Module):
+    """A sliding window of 20 keys held in a module buffer."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("window", torch.tensor(20))
+
+    def forward(self, q, k, v):
+        t = q.shape[-2]
+        i = torch.arange(t, device=q.device)
+        mask = (i[None, :] <= i[:, None]) & (i[:, None] - i[None, :] < self.window)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+def test_a_window_in_a_module_buffer_is_a_graph_input_left_alone():
+    """dynamo lifts the buffer to a graph input: the mask is one computed
+    from an input, kept at every length (exact at 16 and 32 tokens)."""
+    model = BufferWindow()
+    compiled, reports = rewritten_compiled(model)
+    for t in (16, 32):
+        args = qkv(t=t)
+        assert torch.allclose(compiled(*args), model(*args), atol=1e-6, rtol=1e-5), t
+    assert len(reports) == 1 and len(reports[0]) == 1 and \
+        ": the mask is computed from the graph input" in reports[0][0], reports
