@@ -210,9 +210,12 @@ def _constants(nodes, root=None) -> List[int]:
         if isinstance(a, torch.Tensor):
             if position and a.numel() <= CONSTANT_ELEMENTS and a.dtype != torch.bool and \
                     not a.is_complex():
-                values = a.detach().cpu().reshape(-1).double()
-                visit([int(v) for v in values[values == values.round()].tolist()
-                       if abs(v) < 2 ** 62], position)
+                try:
+                    values = a.detach().cpu().reshape(-1).double()
+                    values = values[values == values.round()].tolist()
+                except Exception:  # (no data here: the mask cannot be evaluated either)
+                    return
+                visit([int(v) for v in values if abs(v) < 2 ** 62], position)
             return
         if isinstance(a, float) and position and a.is_integer() and abs(a) < 2 ** 62:
             a = int(a)
