@@ -1129,7 +1129,10 @@ def _lora_grad(ctx, dy):
     need = ctx.needs_input_grad
     # The scale rides on the rank-r products, never on a [tokens, out] pass.
     dmid = dy.matmul(lora_b) * ctx.scale   # the gradient of x·Aᵀ: [..., r]
-    dx = dy.matmul(weight) + dmid.matmul(lora_a) if need[0] else None
+    # dy·W with the rank-r product added into it (addmm's beta = 1): one
+    # [tokens, in] buffer where the two products and their sum were three.
+    dx = _flat(dy).matmul(weight).addmm_(_flat(dmid), lora_a).view(x.shape) if need[0] \
+        else None
     dw = _flat(dy).t().matmul(_flat(x)) if need[1] else None
     db = _flat(dy).sum(0) if ctx.has_bias and need[2] else None
     da = _flat(dmid).t().matmul(_flat(x)) if need[3] else None

@@ -56,7 +56,8 @@ output); cross-entropy's forward keeps the gradient of a unit
 incoming gradient (the logits' size, as Liger-Kernel does) and its backward
 scales it by the incoming gradient; the fused linear cross-entropy forms
 dx and dW in its forward. The LoRA projection's backward is PyTorch's
-matmuls (the scale on the rank-r products, x·Aᵀ recomputed). The gated
+matmuls (the scale on the rank-r products, x·Aᵀ recomputed; dx one
+buffer, the rank-r product added into dy·W). The gated
 MLP saves x, gate, up and act(gate) * up; its weight gradients and dx are
 PyTorch's matmuls. The q/k projections with RoPE save x, the weights and
 the tables; their backward is RoPE's gradient kernel, then PyTorch's
