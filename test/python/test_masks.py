@@ -114,6 +114,26 @@ def rewritten_matches(fn, *args, dynamic=True):
     return gm, [str(line) for line in lines]
 
 
+def causal_unmasked(q, k, v):
+    """An additive causal mask compared with its own lowest value (Hugging
+    Face's _unmask_unattended): in f16 that value, -65504, reaches an
+    equality, and is a fill value still, not a window."""
+    t = q.shape[-2]
+    i = torch.arange(t, device=q.device)
+    low = torch.finfo(q.dtype).min
+    mask = torch.zeros(t, t, dtype=q.dtype, device=q.device).masked_fill(
+        i[None, :] > i[:, None], low)
+    mask = mask.mul(~torch.all(mask == low, dim=-1, keepdim=True))
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_an_additive_mask_compared_with_its_fill_value_becomes_is_causal(dtype):
+    gm, lines = rewritten_matches(causal_unmasked, *[t.to(dtype) for t in qkv()])
+    assert len(lines) == 1 and lines[0].endswith("causal mask -> is_causal at "
+                                                 "scaled_dot_product_attention"), lines
+
+
 @pytest.mark.parametrize("dynamic", [True, False])
 @pytest.mark.parametrize("fn", [causal_bool, causal_additive])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
@@ -189,7 +209,28 @@ def float20(q, k, v):
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
 
 
-@pytest.mark.parametrize("fn", [diagonal20, triu20, tensor20, float20])
+def _window_by(name, limit):
+    """The causal mask narrowed by `limit()` (a window of 20 keys however
+    the forward spells it)."""
+    def fn(q, k, v):
+        t = q.shape[-2]
+        i = torch.arange(t, device=q.device)
+        mask = (i[None, :] <= i[:, None]) & (i[:, None] - i[None, :] < limit())
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    fn.__name__ = name
+    return fn
+
+
+# A float through torch.full, a table of per-layer windows, a window
+# computed from constants, a float between integers.
+full20 = _window_by("full20", lambda: torch.full((), 20.0))
+table20 = _window_by("table20", lambda: torch.tensor([20, 4])[0])
+computed20 = _window_by("computed20", lambda: torch.tensor(10) * 2)
+half20 = _window_by("half20", lambda: 19.5)
+
+
+@pytest.mark.parametrize("fn", [diagonal20, triu20, tensor20, float20, full20, table20,
+                                computed20, half20])
 def test_a_window_by_a_negative_diagonal_is_probed_too(fn):
     """The magnitudes of negative integers, of integral floats and of the
     integers of small tensor constants are probed past too: traced at 16 tokens, the window

@@ -28,6 +28,7 @@ larger than `MAX_ELEMENTS` at the sizes evaluated is left alone (said in
 the report).
 """
 
+import math
 from dataclasses import dataclass
 from typing import List, Optional
 
@@ -159,18 +160,20 @@ def _band(mask, rows: int) -> Optional[int]:
 
 
 # The most elements a tensor constant of a mask's subgraph may have for its
-# integers to be probed past (a window held in a tensor is one number).
-CONSTANT_ELEMENTS = 64
-# The ops a position is compared with or shifted by: the floats among
-# their arguments, and the tensor constants they read, may hold a window
-# (a float elsewhere is a fill value: an additive mask's lowest value).
+# values to be probed past (a window, or a table of per-layer windows).
+CONSTANT_ELEMENTS = 1024
+# The most distinct constants a mask is probed past (each costs evaluations
+# at sizes past it); a mask holding more is left alone.
+MAX_CONSTANTS = 64
+# The ops a position is compared with or shifted by: the floats that reach
+# them (an argument, or through any op: torch.full(W), a tensor's entry),
+# and the tensor constants that do, may hold a window. A float that
+# reaches none is a fill value (an additive mask's lowest value, -1e9).
 _POSITION_OPS = {"lt", "le", "gt", "ge", "eq", "ne", "add", "sub", "rsub", "remainder",
                  "floor_divide", "div", "fmod"}
-
-
-# Ops that pass a value on as it is (a tensor constant's copy, cast, view).
-_PASSING_OPS = {"lift_fresh_copy", "clone", "_to_copy", "to", "detach", "detach_", "alias", "view",
-                "_unsafe_view", "reshape", "expand", "unsqueeze", "squeeze", "type_as"}
+# The dtypes' extremes: the fill values of additive masks, compared with as
+# such (Hugging Face's `mask == min`), never windows.
+_EXTREMES = {torch.finfo(t).max for t in (torch.float16, torch.bfloat16, torch.float32)}
 
 
 def _op_name(node) -> str:
@@ -178,31 +181,53 @@ def _op_name(node) -> str:
     return getattr(packet, "__name__", "")
 
 
-def _compared(node) -> bool:
-    """Whether `node`'s value reaches a position op (through ops that pass
-    it on as it is)."""
-    stack, seen = list(node.users), set()
+def _feeding_positions(nodes) -> set:
+    """The position ops among `nodes` and every node whose value reaches
+    one of them."""
+    fed, stack = set(), [n for n in nodes if _op_name(n) in _POSITION_OPS]
     while stack:
-        u = stack.pop()
-        if u in seen:
-            continue
-        seen.add(u)
-        name = _op_name(u)
-        if name in _POSITION_OPS:
-            return True
-        if name in _PASSING_OPS:
-            stack.extend(u.users)
-    return False
+        n = stack.pop()
+        if n not in fed:
+            fed.add(n)
+            stack.extend(n.all_input_nodes)
+    return fed
 
 
-def _constants(nodes, root=None) -> List[int]:
+def _folded(fn, traced) -> dict:
+    """The values of `fn`'s nodes that no size input reaches (constants the
+    mask's ops compute: `torch.tensor(10) * 2`), from one evaluation at the
+    traced sizes; {} where it fails (the loop over the cases says why)."""
+    sized = set()
+    for n in fn.graph.nodes:
+        if n.op == "placeholder" or any(a in sized for a in n.all_input_nodes):
+            sized.add(n)
+    values = {}
+
+    class Recorder(torch.fx.Interpreter):
+        def run_node(self, n):
+            value = super().run_node(n)
+            if n not in sized and n.op == "call_function":
+                values[n] = value
+            return value
+    try:
+        with torch.no_grad():
+            Recorder(fn).run(*traced)
+    except Exception:
+        return {}
+    return values
+
+
+def _constants(nodes, root=None, folded=None) -> List[int]:
     """The magnitudes 2 <= |c| < 2**62 of the integers the nodes' arguments
-    hold, and of the integral floats and small tensor constants (get_attr
-    of `root`: `torch.tensor(W)` in a forward) that positions are compared
-    with or shifted by, in order (sizes a mask may compare its positions
-    with: a sliding window, a chunk, a diagonal such as tril's -W; the
-    larger ones stand for "to the end")."""
+    hold, and of the floats (rounded down and up) and the values of small
+    tensor constants (get_attr of `root`: `torch.tensor(W)` in a forward;
+    and the nodes' values in `folded`, the constants they compute) that
+    reach an op positions are compared with or shifted by, in order
+    (sizes a mask may compare its positions with: a sliding window, a
+    chunk, a diagonal such as tril's -W; the larger ones stand for "to the
+    end")."""
     found = []
+    fed = _feeding_positions(nodes)
 
     def visit(a, position):
         if isinstance(a, bool):
@@ -211,14 +236,15 @@ def _constants(nodes, root=None) -> List[int]:
             if position and a.numel() <= CONSTANT_ELEMENTS and a.dtype != torch.bool and \
                     not a.is_complex():
                 try:
-                    values = a.detach().cpu().reshape(-1).double()
-                    values = values[values == values.round()].tolist()
+                    values = a.detach().cpu().reshape(-1).double().unique().tolist()
                 except Exception:  # (no data here: the mask cannot be evaluated either)
                     return
-                visit([int(v) for v in values if abs(v) < 2 ** 62], position)
+                visit(values, position)
             return
-        if isinstance(a, float) and position and a.is_integer() and abs(a) < 2 ** 62:
-            a = int(a)
+        if isinstance(a, float):
+            if position and math.isfinite(a) and abs(a) < 2 ** 62 and abs(a) not in _EXTREMES:
+                visit((math.floor(a), math.ceil(a)), position)
+            return
         if isinstance(a, int):
             if 2 <= abs(a) < 2 ** 62 and abs(a) not in found:
                 found.append(abs(a))
@@ -235,8 +261,10 @@ def _constants(nodes, root=None) -> List[int]:
             value = root
             for name in n.target.split("."):
                 value = getattr(value, name, None)
-            visit(value, _compared(n))
-        visit((n.args, n.kwargs), _op_name(n) in _POSITION_OPS)
+            visit(value, n in fed)
+        visit((n.args, n.kwargs), n in fed)
+        if folded and n in folded:
+            visit(folded[n], n in fed)
     return found
 
 
@@ -280,8 +308,12 @@ def _verdict(gm, mask, t) -> Verdict:
         if n > 1:
             cases += [[p if j == i else 3 for j in range(n)]
                       for i in range(n) for p in PROBE_SIZES]
+        constants = _constants(fn.graph.nodes, fn, _folded(fn, traced))
+        if len(constants) > MAX_CONSTANTS:
+            return Verdict("the mask's ops hold %d distinct constants (probed past up to %d)"
+                           % (len(constants), MAX_CONSTANTS))
         cases += [[c + past if j == i else 1 for j in range(n)]
-                  for c in _constants(fn.graph.nodes, fn) for past in (1, 2) for i in range(n)]
+                  for c in constants for past in (1, 2) for i in range(n)]
     q_size = G.size_expr(t)
     windows, causal_lengths = set(), []
     for values in cases:
