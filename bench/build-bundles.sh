@@ -68,6 +68,17 @@ import e2e
 from liger import transformers as lt
 lt.precompile(sys.argv[1], e2e.config_namespace(), "bf16", fused_mlp=True, fuse_qkv_rope=True)
 PY
+# The LoRA kernels of bench/e2e.py's --lora model (its liger-lora variant),
+# the one of bench/matmul.py's "lora r16 fwd+bwd" row among them (4096 ->
+# 4096, rank 16, scale 2). transformers and peft as the GPU machine's:
+# PRECOMPILE_PYTHON.
+PYTHONPATH="$ROOT/python:$ROOT/bench${PYTHONPATH:+:$PYTHONPATH}" LIGER_BUILD_DIR="$BUILD" \
+  "${PRECOMPILE_PYTHON:-python3}" - "$ROOT/bench-bundles/ops" <<'PY'
+import sys
+import e2e
+from liger import ops
+ops.precompile(sys.argv[1], e2e.lora_specs(2))
+PY
 # The kernels and fused graphs of bench/e2e.py's liger-backend variant
 # (torch.compile(backend="liger") of the unpatched model, default --layers),
 # with and without --lora (LIGER_OPS_BUNDLES=...:bench-bundles/backend).

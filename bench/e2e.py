@@ -7,7 +7,9 @@ liger-fused-mlp: with fused_mlp=True, each MLP one liger.ops.gated_mlp;
 liger-qk-rope: with fuse_qkv_rope=True, each attention's q/k projections and
 RoPE one liger.ops.linear_rope; liger-norm-linear: with fuse_norm_linear=True,
 each layer's norms with the projections that read them one
-liger.ops.rms_norm_linear) and, as
+liger.ops.rms_norm_linear; liger-lora, with --lora: with lora=True, each
+PEFT LoRA layer one liger.ops.lora_linear, its adapters in bf16 where the
+other variants keep PEFT's f32) and, as
 it is, under torch.compile(backend="liger") (liger.compile_model,
 fullgraph: variant liger-backend), in one run; with --lora, each with a
 PEFT LoRA adapter (rank 16 on q/k/v/o). The first step's time (the
@@ -47,10 +49,11 @@ def config_namespace():
     return types.SimpleNamespace(**LLAMA3_8B)
 
 
-def build(layers, lora, device="cuda"):
+def build(layers, lora, device="cuda", bf16_adapters=False):
     """The model, bf16, random weights on `device`; on "precompile" without
     values (uninitialised CPU memory: what backend.precompile traces needs
-    none)."""
+    none). PEFT keeps LoRA adapters in f32 unless `bf16_adapters` (the
+    liger-lora variant: liger.ops.lora_linear takes one dtype)."""
     from transformers import LlamaConfig, LlamaForCausalLM
     kw = {k: v for k, v in LLAMA3_8B.items() if k != "model_type"}
     cfg = LlamaConfig(num_hidden_layers=layers, **kw)
@@ -71,7 +74,8 @@ def build(layers, lora, device="cuda"):
         from peft import LoraConfig, get_peft_model
         model = get_peft_model(model, LoraConfig(
             r=16, lora_alpha=32, lora_dropout=0.0,
-            target_modules=["q_proj", "k_proj", "v_proj", "o_proj"]))
+            target_modules=["q_proj", "k_proj", "v_proj", "o_proj"]),
+            autocast_adapter_dtype=not bf16_adapters)
     return model.train()
 
 
@@ -87,25 +91,36 @@ def precompile(out_dir, layers, lora, batch=(2, 16)):
     return report.summary()
 
 
+def lora_specs(layers):
+    """The liger.ops specs of the LoRA kernels the liger-lora variant calls
+    (bench/build-bundles.sh precompiles them)."""
+    from liger import transformers as lt
+    return lt.lora_kernel_specs(build(layers, True, "precompile", bf16_adapters=True))
+
+
 def _budget(args):
     """The fused loss's memory budget in bytes (--loss-budget-mib; None: liger's default)."""
     return None if args.loss_budget_mib is None else args.loss_budget_mib << 20
 
 
 def run(variant, args):
-    model = build(args.layers, args.lora)
+    model = build(args.layers, args.lora, bf16_adapters=variant == "liger-lora")
     base = model.get_base_model() if args.lora else model
     if variant == "liger-kernel":
         from liger_kernel.transformers import apply_liger_kernel_to_llama
         apply_liger_kernel_to_llama(model=base, rope=True, rms_norm=True, swiglu=True,
                                     cross_entropy=False, fused_linear_cross_entropy=True)
-    elif variant in ("liger", "liger-fused-mlp", "liger-qk-rope", "liger-norm-linear"):
+    elif variant in ("liger", "liger-fused-mlp", "liger-qk-rope", "liger-norm-linear",
+                     "liger-lora"):
         import warnings
         from liger import transformers as lt
+        if variant == "liger-lora" and not args.lora:
+            raise SystemExit("variant liger-lora patches the LoRA layers: run with --lora")
         lt.apply_liger_kernel_to_llama(model=base, loss_memory_budget=_budget(args),
                                        fused_mlp=variant == "liger-fused-mlp",
                                        fuse_qkv_rope=variant == "liger-qk-rope",
-                                       fuse_norm_linear=variant == "liger-norm-linear")
+                                       fuse_norm_linear=variant == "liger-norm-linear",
+                                       lora=variant == "liger-lora")
         # A fallback would measure the original model: refuse to report it.
         warnings.simplefilter("error", lt.LigerFallbackWarning)
     report = None

@@ -11,8 +11,9 @@ is checked against torch before it is timed.
         python3 bench/matmul.py --bundle bench-bundles/matmul [--tokens 16384] [--json out.json]
 
 (LIGER_OPS_BUNDLES: the "mlp fwd+bwd" row's liger.ops.gated_mlp kernels, the
-"qk+rope fwd+bwd" row's liger.ops.linear_rope kernels and the "rms_norm+qkv
-fwd+bwd" row's RMSNorm kernels.)
+"qk+rope fwd+bwd" row's liger.ops.linear_rope kernels, the "rms_norm+qkv
+fwd+bwd" row's RMSNorm kernels and the "lora r16 fwd+bwd" row's
+liger.ops.lora_linear kernels.)
 """
 import argparse
 import json
@@ -218,6 +219,33 @@ def main():
         t = ms(f)
         rows.append(dict(case="lora r16 %dx%dx%d" % (M, n, k), impl=impl, ms=t,
                          floor_ms=floor, of_floor=floor / t, err=err))
+    # The same LoRA projection in a training step: x, A and B trainable, W
+    # frozen (LoRA fine-tuning), a random dy; ours is liger.ops.lora_linear
+    # (the LoRA kernel forward; dx = dy·W with the rank-r product added
+    # into it, dA and dB from the rank-r products), the peers' autograd
+    # through PEFT's three products; beside it the plain projection's step
+    # (x trainable, W frozen: the forward and dx GEMMs). Floor: those 2 GEMMs.
+    dyl = torch.randn(M, n, dtype=BF16, device="cuda")
+    lora_leaves = [t.detach().requires_grad_() for t in (x, la, lb)]
+
+    def lora_step(forward):
+        return lambda: torch.autograd.grad(
+            forward(lora_leaves[0], w, lora_leaves[1], lora_leaves[2]), lora_leaves, dyl)
+    impls = {"eager (cuBLAS)": lora_step(lora_linear),
+             "compile": lora_step(torch.compile(lora_linear))}
+    try:
+        ops.lora_linear(x[:8], w, None, la, lb, 2.0)
+        impls["liger.ops.lora_linear"] = lora_step(
+            lambda x, w, a, b: ops.lora_linear(x, w, None, a, b, 2.0))
+    except LigerError as e:
+        print("liger.ops.lora_linear has no kernels here (LIGER_OPS_BUNDLES=bench-bundles/ops, "
+              "bench/build-bundles.sh): its LoRA training row is left out: %s" % e)
+    rows += timed_rows("lora r16 fwd+bwd %dx%dx%d" % (M, n, k), impls, lora_step(lora_linear)(),
+                       2 * floor)
+    plain_leaf = x.detach().requires_grad_()
+    rows += timed_rows("proj fwd+bwd, W frozen %dx%dx%d" % (M, n, k), {
+        "eager (cuBLAS)": lambda: torch.autograd.grad(F.linear(plain_leaf, w), [plain_leaf], dyl)},
+        torch.autograd.grad(F.linear(plain_leaf, w), [plain_leaf], dyl), 2 * floor)
     # The down projection's backward: dx = dy · W and dW = dyᵀ · x (bf16,
     # and added into an f32 buffer; the peers' f32 form is cuBLAS's bf16
     # product then an f32 add, PyTorch's gradient accumulation).
