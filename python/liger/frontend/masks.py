@@ -193,39 +193,34 @@ def _feeding_positions(nodes) -> set:
     return fed
 
 
-def _folded(fn, traced) -> dict:
-    """The values of `fn`'s nodes that no size input reaches (constants the
-    mask's ops compute: `torch.tensor(10) * 2`), from one evaluation at the
-    traced sizes; {} where it fails (the loop over the cases says why)."""
-    sized = set()
-    for n in fn.graph.nodes:
-        if n.op == "placeholder" or any(a in sized for a in n.all_input_nodes):
-            sized.add(n)
-    values = {}
+class _Folding(torch.fx.Interpreter):
+    """Evaluates a mask's function, keeping the values of the nodes that no
+    size input reaches (the constants its ops compute: `torch.tensor(10) *
+    2`) in `folded`."""
 
-    class Recorder(torch.fx.Interpreter):
-        def run_node(self, n):
-            value = super().run_node(n)
-            if n not in sized and n.op == "call_function":
-                values[n] = value
-            return value
-    try:
-        with torch.no_grad():
-            Recorder(fn).run(*traced)
-    except Exception:
-        return {}
-    return values
+    def __init__(self, fn, folded: dict):
+        super().__init__(fn)
+        self.folded = folded
+        self.sized = set()
+        for n in fn.graph.nodes:
+            if n.op == "placeholder" or any(a in self.sized for a in n.all_input_nodes):
+                self.sized.add(n)
+
+    def run_node(self, n):
+        value = super().run_node(n)
+        if n not in self.sized and n.op == "call_function":
+            self.folded[n] = value
+        return value
 
 
 def _constants(nodes, root=None, folded=None) -> List[int]:
     """The magnitudes 2 <= |c| < 2**62 of the integers the nodes' arguments
     hold, and of the floats (rounded down and up) and the values of small
     tensor constants (get_attr of `root`: `torch.tensor(W)` in a forward;
-    and the nodes' values in `folded`, the constants they compute) that
-    reach an op positions are compared with or shifted by, in order
-    (sizes a mask may compare its positions with: a sliding window, a
-    chunk, a diagonal such as tril's -W; the larger ones stand for "to the
-    end")."""
+    and the nodes' values in `folded`, the constants they compute: _Folding)
+    that reach an op positions are compared with or shifted by, in order
+    (sizes a mask may compare its positions with: a sliding window, a chunk,
+    a diagonal such as tril's -W; the larger ones stand for "to the end")."""
     found = []
     fed = _feeding_positions(nodes)
 
@@ -297,7 +292,7 @@ def _verdict(gm, mask, t) -> Verdict:
     # The traced sizes, then (sizes given as inputs) each probe size in
     # place of every size input, each size input through the probe sizes
     # with the others at 3, and each size input one and two past every
-    # integer's magnitude the mask's ops hold, with the others at 1 (a
+    # constant's magnitude the mask's ops hold (_constants), with the others at 1 (a
     # window or a chunk of C keys shows only at lengths above C; triu(1 - W)
     # holds W - 1): the mask must be causal at its q length each time,
     # narrowed by one sliding window wherever it is.
@@ -308,12 +303,8 @@ def _verdict(gm, mask, t) -> Verdict:
         if n > 1:
             cases += [[p if j == i else 3 for j in range(n)]
                       for i in range(n) for p in PROBE_SIZES]
-        constants = _constants(fn.graph.nodes, fn, _folded(fn, traced))
-        if len(constants) > MAX_CONSTANTS:
-            return Verdict("the mask's ops hold %d distinct constants (probed past up to %d)"
-                           % (len(constants), MAX_CONSTANTS))
-        cases += [[c + past if j == i else 1 for j in range(n)]
-                  for c in constants for past in (1, 2) for i in range(n)]
+        # (The cases past constants join the list this loop walks once the
+        # traced evaluation has folded the constants the ops compute.)
     q_size = G.size_expr(t)
     windows, causal_lengths = set(), []
     for values in cases:
@@ -325,12 +316,21 @@ def _verdict(gm, mask, t) -> Verdict:
                             "at probe sizes %s (past an integer its ops hold: a window?) the "
                             "mask has %d elements" % (values, elements)) +
                            " (evaluated up to %d)" % MAX_ELEMENTS)
+        folded = {}
         try:
             with torch.no_grad():
-                value = fn(*values)
+                value = _Folding(fn, folded).run(*values) if values is traced else fn(*values)
         except Exception as e:  # an op that needs the graph's device or state
             return Verdict("the mask could not be evaluated: %s: %s" % (
                 type(e).__name__, str(e).splitlines()[0] if str(e) else ""))
+        if values is traced and traced:
+            constants = _constants(fn.graph.nodes, fn, folded)
+            if len(constants) > MAX_CONSTANTS:
+                return Verdict("the mask's ops hold %d distinct constants (probed past up to %d)"
+                               % (len(constants), MAX_CONSTANTS))
+            n = len(traced)
+            cases += [[c + past if j == i else 1 for j in range(n)]
+                      for c in constants for past in (1, 2) for i in range(n)]
         if values is traced:
             length = rows
         else:
