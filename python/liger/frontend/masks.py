@@ -195,8 +195,9 @@ def _feeding_positions(nodes) -> set:
 
 class _Folding(torch.fx.Interpreter):
     """Evaluates a mask's function, keeping the values of the nodes that no
-    size input reaches (the constants its ops compute: `torch.tensor(10) *
-    2`) in `folded`."""
+    size input reaches (its tensor constants, `torch.tensor(W)` in a
+    forward, and the constants its ops compute, `torch.tensor(10) * 2`) in
+    `folded`."""
 
     def __init__(self, fn, folded: dict):
         super().__init__(fn)
@@ -208,17 +209,17 @@ class _Folding(torch.fx.Interpreter):
 
     def run_node(self, n):
         value = super().run_node(n)
-        if n not in self.sized and n.op == "call_function":
+        if n not in self.sized and n.op in ("get_attr", "call_function"):
             self.folded[n] = value
         return value
 
 
-def _constants(nodes, root=None, folded=None) -> List[int]:
+def _constants(nodes, folded) -> List[int]:
     """The magnitudes 2 <= |c| < 2**62 of the integers the nodes' arguments
-    hold, and of the floats (rounded down and up) and the values of small
-    tensor constants (get_attr of `root`: `torch.tensor(W)` in a forward;
-    and the nodes' values in `folded`, the constants they compute: _Folding)
-    that reach an op positions are compared with or shifted by, in order
+    hold, and of the floats (rounded down and up) and the small tensors
+    among the nodes' arguments and their values in `folded` (_Folding: the
+    tensor constants and the constants the ops compute) that reach an op
+    positions are compared with or shifted by, in order
     (sizes a mask may compare its positions with: a sliding window, a chunk,
     a diagonal such as tril's -W; the larger ones stand for "to the end")."""
     found = []
@@ -252,13 +253,8 @@ def _constants(nodes, root=None, folded=None) -> List[int]:
             visit(tuple(a.values()), position)
 
     for n in nodes:
-        if n.op == "get_attr" and root is not None:
-            value = root
-            for name in n.target.split("."):
-                value = getattr(value, name, None)
-            visit(value, n in fed)
         visit((n.args, n.kwargs), n in fed)
-        if folded and n in folded:
+        if n in folded:
             visit(folded[n], n in fed)
     return found
 
@@ -324,11 +320,10 @@ def _verdict(gm, mask, t) -> Verdict:
             return Verdict("the mask could not be evaluated: %s: %s" % (
                 type(e).__name__, str(e).splitlines()[0] if str(e) else ""))
         if values is traced and traced:
-            constants = _constants(fn.graph.nodes, fn, folded)
+            constants = _constants(fn.graph.nodes, folded)
             if len(constants) > MAX_CONSTANTS:
                 return Verdict("the mask's ops hold %d distinct constants (probed past up to %d)"
                                % (len(constants), MAX_CONSTANTS))
-            n = len(traced)
             cases += [[c + past if j == i else 1 for j in range(n)]
                       for c in constants for past in (1, 2) for i in range(n)]
         if values is traced:
