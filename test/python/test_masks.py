@@ -130,8 +130,8 @@ def causal_unmasked(q, k, v):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
 def test_an_additive_mask_compared_with_its_fill_value_becomes_is_causal(dtype):
     gm, lines = rewritten_matches(causal_unmasked, *[t.to(dtype) for t in qkv()])
-    assert len(lines) == 1 and lines[0].endswith("causal mask -> is_causal at "
-                                                 "scaled_dot_product_attention"), lines
+    assert lines == ["[recognise-causal-mask] causal mask -> is_causal at "
+                     "scaled_dot_product_attention (" + masks.REACHED % 4096 + ")"], lines
 
 
 @pytest.mark.parametrize("dynamic", [True, False])
@@ -229,8 +229,17 @@ computed20 = _window_by("computed20", lambda: torch.tensor(10) * 2)
 half20 = _window_by("half20", lambda: 19.5)
 
 
+def derived20(q, k, v):
+    """A window of 20 keys that no constant states (the positions' distance
+    scaled, then compared with 5): found at the reach, not by a probe."""
+    t = q.shape[-2]
+    i = torch.arange(t, device=q.device)
+    mask = (i[None, :] <= i[:, None]) & ((i[:, None] - i[None, :]) * 0.25 < 5)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
 @pytest.mark.parametrize("fn", [diagonal20, triu20, tensor20, float20, full20, table20,
-                                computed20, half20])
+                                computed20, half20, derived20])
 def test_a_window_by_a_negative_diagonal_is_probed_too(fn):
     """The magnitudes of negative integers, of integral floats and of the
     integers of small tensor constants are probed past too: traced at 16 tokens, the window
@@ -322,12 +331,63 @@ def test_a_mask_causal_beyond_its_window_is_left_alone():
         "others"), lines
 
 
-def test_a_size_its_ops_hold_too_large_to_evaluate_past_is_left_alone(monkeypatch):
-    monkeypatch.setattr(masks, "MAX_ELEMENTS", 300)  # 16 x 16 tokens, not 21 x 21
-    gm, lines = rewritten_matches(sliding20, *qkv(t=16))
-    assert len(lines) == 1 and lines[0].endswith(
-        ": at probe sizes [21] (past an integer its ops hold: a window?) the mask has 441 "
-        "elements (evaluated up to 300)"), lines
+def test_a_size_its_ops_hold_past_what_is_evaluated_guards_the_length(monkeypatch):
+    """A window of 20 keys whose probes (21, 22 tokens) have more elements
+    than may be evaluated: the mask is causal up to the longest length
+    evaluated (17), the graph's length guarded to it; 32 tokens compile
+    again, too large to evaluate, and keep the mask. Exact at each."""
+    monkeypatch.setattr(masks, "MAX_ELEMENTS", 300)  # 17 x 17 tokens, not 21 x 21
+    compiled, reports = rewritten_compiled(sliding20)
+    for t in (16, 17, 32):
+        args = qkv(t=t)
+        assert torch.allclose(compiled(*args), sliding20(*args), atol=1e-6, rtol=1e-5), t
+    assert [line.split(" at scaled_dot_product_attention")[-1] for (line,) in reports] == [
+        " (" + masks.REACHED % 17 + ")",
+        ": the mask has 1024 elements at the traced sizes (evaluated up to 300)"], reports
+
+
+def derived36(q, k, v):
+    """derived20's form with a window of 36 keys."""
+    t = q.shape[-2]
+    i = torch.arange(t, device=q.device)
+    mask = (i[None, :] <= i[:, None]) & ((i[:, None] - i[None, :]) * 0.25 < 9)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+def test_a_window_beyond_the_reach_compiles_again_and_shows(monkeypatch):
+    """A reach of 32 tokens (twice the traced 16; at most 40) under a
+    derived window of 36 keys: causal there, the graph's length guarded to
+    32; 48 tokens compile again, evaluated at 48 where the window shows,
+    and keep the mask (without the guard, the graph for 16 served 48 as
+    causal)."""
+    monkeypatch.setattr(masks, "REACH_ELEMENTS", 24 * 24)
+    monkeypatch.setattr(masks, "MAX_REACH_ELEMENTS", 40 * 40)
+    compiled, reports = rewritten_compiled(derived36)
+    for t in (16, 32, 48, 24):
+        args = qkv(t=t)
+        assert torch.allclose(compiled(*args), derived36(*args), atol=1e-6, rtol=1e-5), t
+    assert [line.split(" at scaled_dot_product_attention")[-1] for (line,) in reports] == [
+        " (" + masks.REACHED % 32 + ")",
+        ": a causal mask with a sliding window of 36 keys (is_causal cannot say it)"], reports
+
+
+def test_no_probe_past_the_reach_is_evaluated(monkeypatch):
+    """A window of 10000 keys traced at 16 tokens: its probes (10001 and
+    10002 tokens, 10^8 elements each) are not evaluated; the mask is
+    causal up to the reach, 4096 tokens (2^24 elements), and the verdict
+    says so."""
+    lengths = []
+    band = masks._band
+    monkeypatch.setattr(masks, "_band", lambda m, rows: lengths.append(rows) or band(m, rows))
+
+    def sliding10000(q, k, v):
+        t = q.shape[-2]
+        i = torch.arange(t, device=q.device)
+        mask = (i[None, :] <= i[:, None]) & (i[:, None] - i[None, :] < 10000)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    gm, lines = rewritten_matches(sliding10000, *qkv(t=16))
+    assert lines[0].endswith(" (" + masks.REACHED % 4096 + ")"), lines
+    assert max(lengths) == 4096, sorted(set(lengths))
 
 
 @pytest.mark.parametrize("mask,rows,want", [
@@ -456,3 +516,26 @@ def test_a_window_in_a_module_buffer_is_a_graph_input_left_alone():
         assert torch.allclose(compiled(*args), model(*args), atol=1e-6, rtol=1e-5), t
     assert len(reports) == 1 and len(reports[0]) == 1 and \
         ": the mask is computed from the graph input" in reports[0][0], reports
+
+
+def test_a_windowed_liger_attention_holds_up_to_the_reach():
+    """recognise-attention's liger.attention drops a dynamic graph's mask
+    of a sliding window of 4 keys: its record holds the q length up to the
+    reach (4096 tokens), and taking it guards the graph's length to that."""
+    from liger.frontend.recognize import recognize
+    args = qkv()
+    for x in args:
+        torch._dynamo.mark_dynamic(x, 2)
+    gm, _ = traced(sliding, *args, dynamic=None)
+    masks.causal_masks(gm)
+    (call,) = sdpa_calls(gm)
+    t = masks.G.shape(masks.G.strip(call.args[0]))[2]
+    assert isinstance(t, torch.SymInt)
+    shape_env = t.node.shape_env
+    before = [str(g.expr) for g in shape_env.guards]
+    (record,) = [r for r in recognize(gm).records if r.op == "attention"]
+    assert record.attrs == {"causal": True, "window": 4}
+    assert [(str(masks.G.size_expr(size)), n) for size, n in record.bounds] == [
+        (str(masks.G.size_expr(t)), 4096)]
+    added = [str(g.expr) for g in shape_env.guards][len(before):]
+    assert added == ["%s <= 4096" % masks.G.size_expr(t)], added

@@ -17,15 +17,19 @@ where it is the causal mask of the call's equal q and k lengths, drops the
 mask and sets `is_causal=True`: the same attention, one kernel's work.
 Evaluated where: at the traced sizes (the graph is specialised to them, or
 guarded on them when they are static) and, where the graph takes its sizes
-as symbolic inputs, at a set of small probe sizes and one past every
-integer the mask's ops hold, so that a mask causal only at the traced
-sizes, or only up to a constant (a sliding window, a chunk), is not taken
-for the causal one. A causal mask narrowed to a sliding window of W keys
-is recognised as such: wider than the traced length, the call becomes
-causal with the graph's length guarded to W; narrower, the call keeps its
-mask and carries W (WINDOW_META, for liger.attention's `window`). A mask
-larger than `MAX_ELEMENTS` at the sizes evaluated is left alone (said in
-the report).
+as symbolic inputs, at a set of small probe sizes, one past every
+constant the mask's ops hold and at its reach (twice the traced length or
+more, REACH_ELEMENTS), so that a mask causal only at the traced sizes, or
+only up to a length (a sliding window, a chunk, stated or derived), is not
+taken for the causal one. The verdict holds up to the longest q length
+evaluated, and where a mask is dropped on it the graph's length is guarded
+to that (a longer sequence compiles the graph again and is evaluated at
+its own length). A causal mask narrowed to a sliding window of W keys is
+recognised as such: wider than the traced length, the call becomes causal
+with the graph's length guarded to W; narrower, the call keeps its mask
+and carries W (WINDOW_META, for liger.attention's `window`). A mask larger
+than `MAX_ELEMENTS` at the traced sizes is left alone (said in the
+report).
 """
 
 import math
@@ -40,6 +44,13 @@ from .graph import aten
 
 # The largest mask evaluated (elements at the sizes evaluated; a bool each).
 MAX_ELEMENTS = 2 ** 28
+# Where the sizes are symbolic, the mask is also evaluated at its reach: the
+# longest q length of twice the traced one and the longest whose mask (the
+# other sizes at 1) has at most REACH_ELEMENTS elements, but never one above
+# MAX_REACH_ELEMENTS. A verdict holds up to the longest q length evaluated;
+# where it drops the mask, the graph's length is guarded to it.
+REACH_ELEMENTS = 2 ** 24
+MAX_REACH_ELEMENTS = 2 ** 26
 # The sizes a symbolic size input takes besides its traced value.
 PROBE_SIZES = (1, 2, 3, 5, 8, 13)
 PATTERN = "recognise-causal-mask"
@@ -50,6 +61,9 @@ WINDOW_META = "liger_sliding_window"
 # window (a longer sequence compiles the graph again).
 GUARDED = ("its sliding window of %d keys is wider than the traced length: the graph serves "
            "lengths up to it")
+# The note of a call made causal with the graph's length guarded to the
+# longest q length its mask was evaluated at.
+REACHED = "evaluated up to %d tokens: a longer sequence compiles the graph again"
 
 
 @dataclass
@@ -59,6 +73,8 @@ class MaskLine:
     reason: str = ""
     # The sliding window the graph's length was guarded to (GUARDED), or 0.
     guarded_window: int = 0
+    # The q length the graph's length was guarded to (REACHED), or 0.
+    guarded_length: int = 0
 
     def __str__(self) -> str:
         if self.rewritten:
@@ -263,9 +279,11 @@ def _constants(nodes, folded) -> List[int]:
 class Verdict:
     """What the evaluation of a mask found. `why`: None where it is the
     causal mask at every size evaluated, narrowed to a sliding window of
-    `window` keys where one showed (0: none); else why not."""
+    `window` keys where one showed (0: none); else why not. `reach`: the
+    longest q length it was evaluated at; the verdict holds up to it."""
     why: Optional[str]
     window: int = 0
+    reach: int = 0
 
 
 def _elements(mask, symbols) -> int:
@@ -276,10 +294,38 @@ def _elements(mask, symbols) -> int:
     return elements
 
 
+def _reach(mask, size_inputs, q_size, rows) -> Optional[List[int]]:
+    """The size inputs' values (the q length's input at the reach, the
+    others at 1) of the reach evaluation (REACH_ELEMENTS); None where the
+    q length is no size input of its own or the reach is no longer than
+    `rows`, the traced length."""
+    symbols = [G.size_expr(G.val(n)) for n in size_inputs]
+    if q_size not in symbols:
+        return None
+    at = symbols.index(q_size)
+
+    def values(length):
+        return [length if j == at else 1 for j in range(len(symbols))]
+
+    def longest(limit):
+        # (the element count grows with the length: a bisection)
+        low, high = 0, 2 ** 31
+        while high - low > 1:
+            mid = (low + high) // 2
+            if _elements(mask, dict(zip(symbols, values(mid)))) <= limit:
+                low = mid
+            else:
+                high = mid
+        return low
+    cap = longest(min(MAX_REACH_ELEMENTS, MAX_ELEMENTS))
+    length = min(max(2 * rows, longest(REACH_ELEMENTS)), cap)
+    return values(length) if length > rows else None
+
+
 def _verdict(gm, mask, t) -> Verdict:
     """The Verdict on `mask` as the causal mask of q length `t` (a size of
-    the graph), a sliding window allowed, at the traced sizes and the probe
-    sizes."""
+    the graph), a sliding window allowed, at the traced sizes, the probe
+    sizes and the reach."""
     made = _mask_function(gm, mask)
     if isinstance(made, str):
         return Verdict(made)
@@ -287,11 +333,17 @@ def _verdict(gm, mask, t) -> Verdict:
     rows = int(t.node.hint) if isinstance(t, torch.SymInt) else int(t)
     # The traced sizes, then (sizes given as inputs) each probe size in
     # place of every size input, each size input through the probe sizes
-    # with the others at 3, and each size input one and two past every
+    # with the others at 3, each size input one and two past every
     # constant's magnitude the mask's ops hold (_constants), with the others at 1 (a
     # window or a chunk of C keys shows only at lengths above C; triu(1 - W)
-    # holds W - 1): the mask must be causal at its q length each time,
-    # narrowed by one sliding window wherever it is.
+    # holds W - 1), and the reach (_reach: a window or a chunk that no
+    # constant states shows there too): the mask must be causal at its q
+    # length each time, narrowed by one sliding window wherever it is. A
+    # case with more elements than the traced mask and the reach's (or,
+    # with no reach, MAX_REACH_ELEMENTS) is not evaluated: the verdict
+    # holds up to the longest q length evaluated (the graph's length
+    # guarded to it), and a longer sequence is evaluated at its own length
+    # when the graph compiles again.
     cases = [traced]
     if traced:
         n = len(traced)
@@ -303,15 +355,15 @@ def _verdict(gm, mask, t) -> Verdict:
         # traced evaluation has folded the constants the ops compute.)
     q_size = G.size_expr(t)
     windows, causal_lengths = set(), []
+    budget, reach = MAX_ELEMENTS, 0
     for values in cases:
         symbols = {G.size_expr(G.val(n)): v for n, v in zip(size_inputs, values)}
         elements = _elements(mask, symbols)
-        if elements > MAX_ELEMENTS:
-            return Verdict(("the mask has %d elements at the traced sizes" % elements
-                            if values is traced else
-                            "at probe sizes %s (past an integer its ops hold: a window?) the "
-                            "mask has %d elements" % (values, elements)) +
-                           " (evaluated up to %d)" % MAX_ELEMENTS)
+        if values is traced and elements > MAX_ELEMENTS:
+            return Verdict("the mask has %d elements at the traced sizes (evaluated up to %d)"
+                           % (elements, MAX_ELEMENTS))
+        if elements > budget:
+            continue
         folded = {}
         try:
             with torch.no_grad():
@@ -326,6 +378,12 @@ def _verdict(gm, mask, t) -> Verdict:
                                % (len(constants), MAX_CONSTANTS))
             cases += [[c + past if j == i else 1 for j in range(n)]
                       for c in constants for past in (1, 2) for i in range(n)]
+            farthest = _reach(mask, size_inputs, q_size, rows)
+            if farthest is not None:
+                cases.append(farthest)
+            budget = max(elements, min(MAX_REACH_ELEMENTS, MAX_ELEMENTS) if farthest is None
+                         else _elements(mask, {G.size_expr(G.val(n)): v
+                                               for n, v in zip(size_inputs, farthest)}))
         if values is traced:
             length = rows
         else:
@@ -333,6 +391,7 @@ def _verdict(gm, mask, t) -> Verdict:
                 length = int(q_size.subs(symbols))
             except (TypeError, ValueError):
                 return Verdict("the q length %s is not a function of the size inputs" % q_size)
+        reach = max(reach, length)
         band = _band(value, length)
         if band is None:
             return Verdict("the mask is not causal" + ("" if values is traced else
@@ -348,26 +407,31 @@ def _verdict(gm, mask, t) -> Verdict:
     if window and max(causal_lengths, default=0) > window:
         return Verdict("the mask is causal at q length %d but narrowed to a window of %d keys "
                        "at others" % (max(causal_lengths), window))
-    return Verdict(None, window)
+    return Verdict(None, window, reach)
+
+
+def hold(t, length: int) -> bool:
+    """Whether a q length `t` is at most `length`; where `t` is symbolic, a
+    guard that it is (on the graph's shape environment: torch.compile
+    compiles the graph again for a longer sequence)."""
+    if isinstance(t, torch.SymInt):
+        return t.node.hint is not None and t.node.hint <= length and bool(t <= length)
+    return int(t) <= length
 
 
 def guard_causal(verdict: Verdict, t) -> bool:
     """Whether the attention of q length `t` may run as plain causal
-    attention: the mask is causal up to that length. Where a sliding window
-    is wider than the traced length, the graph's length is guarded to it
-    (torch.compile compiles the graph again for a longer one, which then
-    sees the window)."""
+    attention: the mask is causal up to that length. The graph's length
+    is then guarded to the verdict's reach, or, where a sliding window is
+    wider than the traced length, to the window (torch.compile compiles
+    the graph again for a longer one, which then sees the window)."""
     if verdict.why is not None:
         return False
     if not verdict.window:
-        return True
-    if isinstance(t, torch.SymInt):
-        # Longer than the window at the traced size: the window's mask (or
-        # liger.attention's window) serves every length, no guard; within
-        # it, a guard on the graph's size.
-        return t.node.hint is not None and t.node.hint <= verdict.window and \
-            bool(t <= verdict.window)
-    return int(t) <= verdict.window
+        return hold(t, verdict.reach)
+    # Longer than the window at the traced size: the window's mask (or
+    # liger.attention's window) serves the lengths, no causal call.
+    return hold(t, min(verdict.window, verdict.reach))
 
 
 def _rewrite(gm, node) -> MaskLine:
@@ -401,8 +465,11 @@ def _rewrite(gm, node) -> MaskLine:
     else:
         kwargs["is_causal"] = True
     node.args, node.kwargs = tuple(args), kwargs
-    guarded = verdict.window if verdict.window and isinstance(t, torch.SymInt) else 0
-    return MaskLine(node, True, guarded and GUARDED % guarded or "", guarded)
+    if not isinstance(t, torch.SymInt):
+        return MaskLine(node, True)
+    if verdict.window:
+        return MaskLine(node, True, GUARDED % verdict.window, guarded_window=verdict.window)
+    return MaskLine(node, True, REACHED % verdict.reach, guarded_length=verdict.reach)
 
 
 def _remembered(gm) -> dict:

@@ -504,16 +504,25 @@ def match_attention(node) -> Optional[object]:
                     "top-left, liger.attention bottom-right (the two agree only where T = S)"
                     % (G.shape(q)[2], G.shape(k)[2]))
     attrs = {"causal": bool(causal)}
-    repeats = []
+    repeats, bounds = [], ()
     if window:  # (recognise-causal-mask checked T = S)
         grouped = _unrepeated(k, v)
         if isinstance(grouped, Miss):
             return grouped
         k, v, repeats = grouped
         attrs = {"causal": True, "window": int(window)}
+        bounds = _mask_bounds(G.shape(q)[2], masks.mask_verdict(
+            node.graph.owning_module, mask, G.shape(q)[2]))
     _scale_attrs(attrs, scale, G.shape(q)[-1])
     return Record("attention", {"q": q, "k": k, "v": v}, attrs, (node,),
-                  frozenset(_covered(node, *repeats)), "recognise-attention")
+                  frozenset(_covered(node, *repeats)), "recognise-attention", bounds=bounds)
+
+
+def _mask_bounds(t, verdict) -> tuple:
+    """The Record bounds of an attention of q length `t` that drops its
+    mask on recognise-causal-mask's `verdict` (causal, with a window or
+    not): `t` up to the longest q length the mask was evaluated at."""
+    return ((t, verdict.reach),) if isinstance(t, torch.SymInt) else ()
 
 
 def match_eager_attention(node) -> Optional[object]:
@@ -592,7 +601,7 @@ def match_eager_attention(node) -> Optional[object]:
             and G.same_dim(s, sv)):
         return Miss("q, k and v differ in batch, k and v in length or q and k in head size "
                     "(a broadcast product)")
-    attrs = {"causal": False}
+    attrs, bounds = {"causal": False}, ()
     if mask is not None:
         if not G.same_dim(t, s):
             return Miss("a mask over keys of another length than the queries")
@@ -600,14 +609,15 @@ def match_eager_attention(node) -> Optional[object]:
         if verdict.why is not None:
             return Miss("the mask is not the causal mask (%s)" % verdict.why)
         # A window wider than the traced length stays: liger.attention's
-        # window serves every length, no guard needed.
+        # window serves every length up to the reach.
         attrs = {"causal": True, "window": verdict.window} if verdict.window else \
             {"causal": True}
+        bounds = _mask_bounds(t, verdict)
     _scale_attrs(attrs, scale, G.shape(q)[-1])
     attrs["softcap"] = float(softcap)
     covered = _covered(*chain, raw, kt)
     return Record("attention", {"q": q, "k": k, "v": v}, attrs, (node,), frozenset(covered),
-                  "recognise-eager-attention")
+                  "recognise-eager-attention", bounds=bounds)
 
 
 # --- LoRA -------------------------------------------------------------------
@@ -988,6 +998,8 @@ def recognize(gm_or_graph, policy: Optional[Policy] = None) -> Recognition:
             return
         out.records.append(got)
         claimed.update(got.covered)
+        for size, n in got.bounds:
+            masks.hold(size, n)
         out.report.append(Line(got.pattern, anchor, record=got))
 
     for name, matcher in _NODE_PATTERNS:

@@ -155,7 +155,10 @@ class Record:
     imported, are never claimed, and stay in the graph while anything else
     reads them; alternative: a smaller record over part of the same nodes
     that a policy refusing this one may take instead (the loss on the
-    logits where the lm_head + loss cannot run).
+    logits where the lm_head + loss cannot run); bounds: (size, n) pairs,
+    each a symbolic size of the graph up to which the record stands for
+    its nodes (an attention whose mask it drops was evaluated up to n
+    tokens), guarded to it when the record is taken.
     """
 
     op: str
@@ -166,6 +169,7 @@ class Record:
     pattern: str = ""
     looked_through: FrozenSet[Any] = field(default_factory=frozenset)
     alternative: Optional["Record"] = None
+    bounds: Tuple[Tuple[Any, int], ...] = ()
 
     def __post_init__(self):
         spec = OPS[self.op]
