@@ -831,6 +831,38 @@ def test_precompiled_kernels_serve_a_run_without_the_compiler(tmp_path, monkeypa
             ("backward/matmul 0", "liger.linear_grad_input, liger.swiglu_grad")]]
 
 
+@needs_runner
+@needs_compiler
+def test_a_precompile_serves_a_sequence_past_the_masks_reach(tmp_path, monkeypatch):
+    """Where neither liger-opt nor liger-compile is: a run of 6 tokens
+    (its mask evaluated up to 12, a reach made small) and then of 40,
+    past the reach, so dynamo compiles the graph again under another name
+    (graph1): the same module, found in the precompile of 8 tokens."""
+    from liger.frontend import masks
+    config, model = family_model("llama", "bf16")
+    out = tmp_path / "bundles"
+    lb.precompile(copy.deepcopy(model), tokens(config, 1)[0], str(out))
+    monkeypatch.setenv("LIGER_OPS_BUNDLES", str(out))
+    monkeypatch.setenv("LIGER_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(masks, "REACH_ELEMENTS", 12 * 12)
+
+    def no_compiler(name="liger-opt"):
+        if name in ("liger-compile", "liger-opt"):
+            raise LigerError("cannot find %s" % name)
+        return find_tool(name)
+    monkeypatch.setattr("liger.driver.find_tool", no_compiler)
+    monkeypatch.setattr("liger.bundles.driver.find_tool", no_compiler)
+    compiled = lb.compile_model(model, kernel_target="sm_90a")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LigerFallbackWarning)  # every graph and kernel is there
+        train(model, compiled, tokens(config, 1, shape=(3, 6)) +
+              tokens(config, 1, shape=(2, 40)), "bf16")
+    assert [[line.split(" (")[-1] for line in r.recognition if "causal-mask" in line]
+            for r in compiled.liger.reports] == [
+        [masks.REACHED % 12 + ")"], [masks.REACHED % 80 + ")"]]
+    assert not (tmp_path / "cache").exists()
+
+
 # --- attention: liger::attention where its kernels take the call --------------------
 
 class Attention(torch.nn.Module):
@@ -1049,18 +1081,25 @@ def norm_module(names):
 @needs_runner
 def test_a_precompiled_fusion_serves_a_graph_without_liger_opt(tmp_path, monkeypatch):
     # What precompile keeps of liger-fuse's work is found by the module with
-    # its names renumbered: a GPU's graph names its nodes otherwise.
-    fused, report = partition._fuse(norm_module(["add", "rms_norm"]), str(tmp_path))
+    # its names renumbered: a GPU's graph names its nodes otherwise, and a
+    # graph dynamo compiles again (a longer sequence past a mask's reach)
+    # is named otherwise.
+    fused, report = partition._fuse(norm_module(["add", "rms_norm"]), str(tmp_path),
+                                    graph="graph0_forward")
     assert 'loc("rms_norm")' in fused and "liger.fusion rowwise" in fused
+    assert "@graph0_forward(" in fused and partition._GRAPH_NAME not in fused
     monkeypatch.setenv("LIGER_OPS_BUNDLES", str(tmp_path))
 
     def no_opt(name="liger-opt"):
         raise LigerError("cannot find %s" % name)
     monkeypatch.setattr("liger.driver.find_tool", no_opt)
-    again, again_report = partition._fuse(norm_module(["add_3", "rms_norm_1"]), None)
+    again, again_report = partition._fuse(
+        norm_module(["add_3", "rms_norm_1"]).replace("graph0_forward", "graph1_forward"), None,
+        graph="graph1_forward")
 
     def renamed(text):
-        return text.replace('"add"', '"add_3"').replace('"rms_norm"', '"rms_norm_1"')
+        return text.replace('"add"', '"add_3"').replace('"rms_norm"', '"rms_norm_1"').replace(
+            "graph0_forward", "graph1_forward")
     assert again == renamed(fused)
     assert again_report == [renamed(line) for line in report] and again_report
     with pytest.raises(LigerError, match=r"^cannot find liger-opt, and no precompile of this "
@@ -1142,7 +1181,7 @@ def fallback_messages_of_a_step():
 
 @needs_runner
 def test_a_graph_liger_cannot_compile_stays_with_inductor(monkeypatch):
-    def refuse(text, into, fused_mlp=False):
+    def refuse(text, into, fused_mlp=False, graph=None):
         raise LigerError("liger-opt failed (exit 1)", "<stdin>:1:1: error: made up")
     monkeypatch.setattr(partition, "_fuse", refuse)
     assert fallback_messages_of_a_step() == [

@@ -161,7 +161,7 @@ def test_a_sliding_window_keeps_its_mask_and_says_its_width():
     assert call.meta[masks.WINDOW_META] == 4
 
 
-def rewritten_compiled(fn):
+def rewritten_compiled(fn, dynamic=True):
     """fn compiled by a backend that rewrites its masks (as the liger
     backend does, then runs the graph as it is); the report lines of each
     graph it compiled."""
@@ -174,7 +174,7 @@ def rewritten_compiled(fn):
                               tracing_mode="fake")(*fake_args)
         reports.append([str(line) for line in masks.causal_masks(aten_gm)])
         return lambda *args: aten_gm(*args)
-    return torch.compile(fn, backend=backend, dynamic=True, fullgraph=True), reports
+    return torch.compile(fn, backend=backend, dynamic=dynamic, fullgraph=True), reports
 
 
 def diagonal20(q, k, v):
@@ -355,13 +355,13 @@ def derived36(q, k, v):
 
 
 def test_a_window_beyond_the_reach_compiles_again_and_shows(monkeypatch):
-    """A reach of 32 tokens (twice the traced 16; at most 40) under a
-    derived window of 36 keys: causal there, the graph's length guarded to
-    32; 48 tokens compile again, evaluated at 48 where the window shows,
-    and keep the mask (without the guard, the graph for 16 served 48 as
-    causal)."""
+    """A reach of 32 tokens (twice the traced 16) under a derived window of
+    36 keys: causal there, the graph's length guarded to 32; 48 tokens
+    compile again, evaluated at 48 and at their reach, 50 tokens (at most
+    2500 elements), where the window shows, and keep the mask (without
+    the guard, the graph for 16 served 48 as causal)."""
     monkeypatch.setattr(masks, "REACH_ELEMENTS", 24 * 24)
-    monkeypatch.setattr(masks, "MAX_REACH_ELEMENTS", 40 * 40)
+    monkeypatch.setattr(masks, "MAX_ELEMENTS", 50 * 50)
     compiled, reports = rewritten_compiled(derived36)
     for t in (16, 32, 48, 24):
         args = qkv(t=t)
@@ -539,3 +539,68 @@ def test_a_windowed_liger_attention_holds_up_to_the_reach():
         (str(masks.G.size_expr(t)), 4096)]
     added = [str(g.expr) for g in shape_env.guards][len(before):]
     assert added == ["%s <= 4096" % masks.G.size_expr(t)], added
+
+
+def with_image(q, k, v):
+    """64 image tokens before the text (a vision-language model's): the q
+    length is the text's plus 64, no size input of its own."""
+    image = torch.ones(q.shape[0], q.shape[1], 64, q.shape[-1])
+    return causal_bool(*(torch.cat([image, x], 2) for x in (q, k, v)))
+
+
+def test_a_q_length_of_several_terms_has_a_reach_too():
+    """The reach grows the size the q length grows with (the text's): one
+    graph serves 100, 200 and 300 tokens, as far as 4096."""
+    compiled, reports = rewritten_compiled(with_image)
+    for t in (36, 136, 236, 16):
+        args = qkv(t=t)
+        assert torch.allclose(compiled(*args), with_image(*args), atol=1e-6, rtol=1e-5), t
+    assert reports == [["[recognise-causal-mask] causal mask -> is_causal at "
+                        "scaled_dot_product_attention (" + masks.REACHED % 4096 + ")"]], reports
+
+
+def _marked(upper, t=16):
+    """q, k, v of `t` tokens, their length marked dynamic up to `upper`."""
+    args = qkv(t=t)
+    for x in args:
+        torch._dynamo.mark_dynamic(x, 2, min=2, max=upper)
+    return args
+
+
+def test_a_length_marked_dynamic_up_to_a_bound_is_evaluated_to_it():
+    """mark_dynamic(..., max=5000): the reach is the bound, so every length
+    the graph may take is evaluated and no guard narrows the range (dynamo
+    refuses a guard that does: a ConstraintViolationError)."""
+    compiled, reports = rewritten_compiled(causal_bool, dynamic=None)
+    for t in (16, 40):
+        args = _marked(5000, t)
+        assert torch.allclose(compiled(*args), causal_bool(*args), atol=1e-6, rtol=1e-5), t
+    assert reports == [["[recognise-causal-mask] causal mask -> is_causal at "
+                        "scaled_dot_product_attention (" + masks.REACHED % 5000 + ")"]], reports
+
+
+def test_a_bound_past_what_can_be_evaluated_keeps_the_mask(monkeypatch):
+    monkeypatch.setattr(masks, "MAX_ELEMENTS", 2 * 50 * 50)  # (the mask is [2, 1, T, T])
+    compiled, reports = rewritten_compiled(causal_bool, dynamic=None)
+    args = _marked(100)
+    assert torch.allclose(compiled(*args), causal_bool(*args), atol=1e-6, rtol=1e-5)
+    assert [line.split(": ", 1)[-1] for (line,) in reports] == [
+        "its q length may be up to 100 (the bound it was marked dynamic with), and the mask is "
+        "evaluated up to 5000 elements (50 tokens)"], reports
+
+
+def test_growing_lengths_compile_a_few_graphs(monkeypatch):
+    """Each graph serves twice its traced length (a reach made small), up to
+    the longest whose mask may be evaluated (141 tokens: 141^2 elements,
+    the other sizes at 1), and past what may be evaluated the mask stays:
+    eight growing lengths, four graphs."""
+    monkeypatch.setattr(masks, "REACH_ELEMENTS", 24 * 24)
+    monkeypatch.setattr(masks, "MAX_ELEMENTS", 2 * 100 * 100)
+    compiled, reports = rewritten_compiled(causal_bool)
+    for t in (16, 24, 40, 70, 90, 120, 150, 160):
+        args = qkv(t=t)
+        assert torch.allclose(compiled(*args), causal_bool(*args), atol=1e-6, rtol=1e-5), t
+    assert [line.split(" at scaled_dot_product_attention")[-1] for (line,) in reports] == [
+        " (" + masks.REACHED % 32 + ")", " (" + masks.REACHED % 80 + ")",
+        " (" + masks.REACHED % 141 + ")",
+        ": the mask has 45000 elements at the traced sizes (evaluated up to 20000)"], reports

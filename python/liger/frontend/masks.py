@@ -45,12 +45,12 @@ from .graph import aten
 # The largest mask evaluated (elements at the sizes evaluated; a bool each).
 MAX_ELEMENTS = 2 ** 28
 # Where the sizes are symbolic, the mask is also evaluated at its reach: the
-# longest q length of twice the traced one and the longest whose mask (the
-# other sizes at 1) has at most REACH_ELEMENTS elements, but never one above
-# MAX_REACH_ELEMENTS. A verdict holds up to the longest q length evaluated;
-# where it drops the mask, the graph's length is guarded to it.
+# longer q length of twice the traced one and the one whose mask (the other
+# sizes at 1) has REACH_ELEMENTS elements, never one whose mask has more
+# than MAX_ELEMENTS (or the q length's bound, where it was marked dynamic
+# with one). A verdict holds up to the longest q length evaluated; where it
+# drops the mask, the graph's length is guarded to it.
 REACH_ELEMENTS = 2 ** 24
-MAX_REACH_ELEMENTS = 2 ** 26
 # The sizes a symbolic size input takes besides its traced value.
 PROBE_SIZES = (1, 2, 3, 5, 8, 13)
 PATTERN = "recognise-causal-mask"
@@ -294,32 +294,67 @@ def _elements(mask, symbols) -> int:
     return elements
 
 
-def _reach(mask, size_inputs, q_size, rows) -> Optional[List[int]]:
-    """The size inputs' values (the q length's input at the reach, the
-    others at 1) of the reach evaluation (REACH_ELEMENTS); None where the
-    q length is no size input of its own or the reach is no longer than
-    `rows`, the traced length."""
-    symbols = [G.size_expr(G.val(n)) for n in size_inputs]
-    if q_size not in symbols:
+def _upper(t) -> Optional[int]:
+    """The largest value a symbolic q length `t` may take (a bound it was
+    marked dynamic with: torch._dynamo.mark_dynamic(..., max=N)), or
+    None where it has none."""
+    if not isinstance(t, torch.SymInt):
         return None
-    at = symbols.index(q_size)
+    from torch.utils._sympy.numbers import int_oo
+    try:
+        upper = t.node.shape_env.bound_sympy(t.node.expr).upper
+    except Exception:  # (no shape environment to ask)
+        return None
+    return None if upper == int_oo or not getattr(upper, "is_Integer", False) else int(upper)
 
-    def values(length):
-        return [length if j == at else 1 for j in range(len(symbols))]
 
-    def longest(limit):
-        # (the element count grows with the length: a bisection)
+def _reach(mask, size_inputs, q_size, rows, upper):
+    """The size inputs' values of the reach evaluation: the first size
+    input the q length grows with at the value that makes the q length the
+    reach, the others at 1; None where no size input makes it longer than
+    `rows`, the traced length. The reach: where the q length has a bound
+    (`upper`, _upper), that bound; else the longer of twice the traced
+    length and the length whose mask has REACH_ELEMENTS elements, never
+    one whose mask has more than MAX_ELEMENTS. A string (why) where the
+    bound's mask has more than MAX_ELEMENTS."""
+    symbols = [G.size_expr(G.val(n)) for n in size_inputs]
+
+    def values(at, v):
+        return [v if j == at else 1 for j in range(len(symbols))]
+
+    def length(vals):
+        return int(q_size.subs(dict(zip(symbols, vals))))
+
+    def count(vals):
+        return _elements(mask, dict(zip(symbols, vals)))
+
+    def largest(ok):
+        # The largest v >= 1 with ok(v) (ok holds up to a value: a bisection), or 0.
         low, high = 0, 2 ** 31
         while high - low > 1:
             mid = (low + high) // 2
-            if _elements(mask, dict(zip(symbols, values(mid)))) <= limit:
-                low = mid
-            else:
-                high = mid
+            low, high = (mid, high) if ok(mid) else (low, mid)
         return low
-    cap = longest(min(MAX_REACH_ELEMENTS, MAX_ELEMENTS))
-    length = min(max(2 * rows, longest(REACH_ELEMENTS)), cap)
-    return values(length) if length > rows else None
+
+    try:
+        growing = [at for at in range(len(symbols))
+                   if length(values(at, 2)) > length(values(at, 1))]
+    except (TypeError, ValueError):  # (a q length of other symbols)
+        return None
+    if not growing:
+        return None
+    at = growing[0]
+    cap = largest(lambda v: count(values(at, v)) <= MAX_ELEMENTS)
+    if upper is not None:
+        v = largest(lambda v: length(values(at, v)) <= upper)
+        if v > cap:
+            return ("its q length may be up to %d (the bound it was marked dynamic with), and "
+                    "the mask is evaluated up to %d elements (%d tokens)"
+                    % (upper, MAX_ELEMENTS, length(values(at, cap))))
+    else:
+        v = min(max(largest(lambda v: length(values(at, v)) < 2 * rows) + 1,
+                    largest(lambda v: count(values(at, v)) <= REACH_ELEMENTS)), cap)
+    return values(at, v) if v >= 1 and length(values(at, v)) > rows else None
 
 
 def _verdict(gm, mask, t) -> Verdict:
@@ -340,7 +375,7 @@ def _verdict(gm, mask, t) -> Verdict:
     # constant states shows there too): the mask must be causal at its q
     # length each time, narrowed by one sliding window wherever it is. A
     # case with more elements than the traced mask and the reach's (or,
-    # with no reach, MAX_REACH_ELEMENTS) is not evaluated: the verdict
+    # with no reach, REACH_ELEMENTS) is not evaluated: the verdict
     # holds up to the longest q length evaluated (the graph's length
     # guarded to it), and a longer sequence is evaluated at its own length
     # when the graph compiles again.
@@ -378,12 +413,13 @@ def _verdict(gm, mask, t) -> Verdict:
                                % (len(constants), MAX_CONSTANTS))
             cases += [[c + past if j == i else 1 for j in range(n)]
                       for c in constants for past in (1, 2) for i in range(n)]
-            farthest = _reach(mask, size_inputs, q_size, rows)
+            farthest = _reach(mask, size_inputs, q_size, rows, _upper(t))
+            if isinstance(farthest, str):
+                return Verdict(farthest)
             if farthest is not None:
                 cases.append(farthest)
-            budget = max(elements, min(MAX_REACH_ELEMENTS, MAX_ELEMENTS) if farthest is None
-                         else _elements(mask, {G.size_expr(G.val(n)): v
-                                               for n, v in zip(size_inputs, farthest)}))
+            budget = max(elements, REACH_ELEMENTS if farthest is None else _elements(
+                mask, {G.size_expr(G.val(n)): v for n, v in zip(size_inputs, farthest)}))
         if values is traced:
             length = rows
         else:
@@ -482,7 +518,7 @@ def _remembered(gm) -> dict:
 def mask_verdict(gm, mask, t) -> Verdict:
     """The Verdict on `mask` (a node of `gm`; bool, or additive: 0 where
     attended) as the causal mask of q length `t`, computed from the graph's
-    sizes alone, at the traced sizes and the probe sizes, narrowed by a
+    sizes alone, at the traced sizes, the probe sizes and the reach, narrowed by a
     sliding window or not. The rule recognise-causal-mask applies to SDPA's
     masks, for the masks an eager attention adds to its scores too.
     Remembered with the graph module (a mask every layer shares is

@@ -515,11 +515,20 @@ def _policy(group: "Group", fused_mlp: bool) -> Optional[str]:
 _LOC_NAME = re.compile(r'loc\("([^"]+)"\)')
 
 
-def _canonical_names(text: str) -> Tuple[str, Dict[str, str]]:
+# The graph's name in a canonical module (a graph that dynamo compiles
+# again, for a longer sequence past a mask's reach, is the same module under
+# another name).
+_GRAPH_NAME = "liger_graph"
+
+
+def _canonical_names(text: str, graph: Optional[str] = None) -> Tuple[str, Dict[str, str]]:
     """The imported module with its SSA names and locations renumbered in
     order of appearance (the FX node names they come from differ between a
-    GPU's graph and the CPU's of the same model), and the way back:
-    canonical location -> the node's name."""
+    GPU's graph and the CPU's of the same model) and the name of its graph,
+    `graph`, made _GRAPH_NAME, and the way back: canonical location -> the
+    node's name."""
+    if graph:
+        text = text.replace(graph, _GRAPH_NAME)
     back: Dict[str, str] = {}
     names: Dict[str, str] = {}
 
@@ -554,12 +563,13 @@ def _other_torch() -> str:
     return ""
 
 
-def _fuse(text: str, into: Optional[str], fused_mlp: bool = False) -> Tuple[str, List[str]]:
-    """(fused module, liger-fuse's report) of an imported module: liger-opt's,
-    kept in `into` (a precompile cache) as well; where liger-opt is not
-    installed, the one a precompile kept ($LIGER_OPS_BUNDLES), found by the
-    module's canonical text."""
-    canonical, back = _canonical_names(text)
+def _fuse(text: str, into: Optional[str], fused_mlp: bool = False,
+          graph: Optional[str] = None) -> Tuple[str, List[str]]:
+    """(fused module, liger-fuse's report) of an imported module (of the
+    graph named `graph`): liger-opt's, kept in `into` (a precompile cache)
+    as well; where liger-opt is not installed, the one a precompile kept
+    ($LIGER_OPS_BUNDLES), found by the module's canonical text."""
+    canonical, back = _canonical_names(text, graph)
     flags = _fuse_flags(fused_mlp)
     key = hashlib.sha256(("\n".join(flags) + "\n" + canonical).encode()).hexdigest()[:32]
     try:
@@ -591,7 +601,8 @@ def _fuse(text: str, into: Optional[str], fused_mlp: bool = False) -> Tuple[str,
                 f.write(torch.__version__ + "\n")
 
     def named(line):
-        return _LOC_NAME.sub(lambda m: 'loc("%s")' % back.get(m.group(1), m.group(1)), line)
+        line = _LOC_NAME.sub(lambda m: 'loc("%s")' % back.get(m.group(1), m.group(1)), line)
+        return line.replace(_GRAPH_NAME, graph) if graph else line
     return named(fused), [named(line) for line in report]
 
 
@@ -701,7 +712,8 @@ def partition(gm, name: str, target: str, fake_mode, check: Optional[KernelTarge
         dump("%s.mlir" % name, imported.mlir)
     if not any(f.ops for f in imported.functions):
         return _finish(out, gm, aten)
-    fused, report = _fuse(imported.mlir, check.into if check is not None else None, fused_mlp)
+    fused, report = _fuse(imported.mlir, check.into if check is not None else None, fused_mlp,
+                          name)
     out.fused = fused
     if dump:
         dump("%s.fused.mlir" % name, fused)
