@@ -1088,6 +1088,10 @@ def test_a_precompiled_fusion_serves_a_graph_without_liger_opt(tmp_path, monkeyp
                                     graph="graph0_forward")
     assert 'loc("rms_norm")' in fused and "liger.fusion rowwise" in fused
     assert "@graph0_forward(" in fused and partition._GRAPH_NAME not in fused
+    # (a node whose name holds the placeholder keeps it)
+    odd, _ = partition._fuse(norm_module(["add", partition._GRAPH_NAME + "_norm"]), None,
+                             graph="graph0_forward")
+    assert 'loc("%s_norm")' % partition._GRAPH_NAME in odd and "@graph0_forward(" in odd
     monkeypatch.setenv("LIGER_OPS_BUNDLES", str(tmp_path))
 
     def no_opt(name="liger-opt"):

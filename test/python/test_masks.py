@@ -604,3 +604,46 @@ def test_growing_lengths_compile_a_few_graphs(monkeypatch):
         " (" + masks.REACHED % 32 + ")", " (" + masks.REACHED % 80 + ")",
         " (" + masks.REACHED % 141 + ")",
         ": the mask has 45000 elements at the traced sizes (evaluated up to 20000)"], reports
+
+
+def with_prefix(p, q, k, v):
+    """A prefix of its own length (p's) before q, k and v, causal over the
+    whole: the q length is the sum of two sizes."""
+    return causal_bool(*(torch.cat([p, x], 2) for x in (q, k, v)))
+
+
+def test_a_q_length_of_two_sizes_is_left_alone():
+    """The lengths the two sizes' sums make cannot all be evaluated (a
+    mask may depend on where the prefix ends): the mask stays, exact."""
+    args = qkv(t=16)
+    prefix = torch.randn(2, 2, 8, 8)
+    gm, lines = rewritten_matches(with_prefix, prefix, *args)
+    assert len(lines) == 1 and lines[0].endswith(
+        "grows with several sizes: the lengths their sums make are not all evaluated"), lines
+    assert masks.G.arg(sdpa_calls(gm)[0], 3, "attn_mask") is not None
+
+
+def strided(q, k, v):
+    """Every fourth token: the q length (T + 3) // 4."""
+    return causal_bool(q[:, :, ::4], k[:, :, ::4], v[:, :, ::4])
+
+
+def test_a_q_length_that_grows_in_steps_has_a_reach_too():
+    compiled, reports = rewritten_compiled(strided)
+    for t in (16, 40, 64, 101):
+        args = qkv(t=t)
+        assert torch.allclose(compiled(*args), strided(*args), atol=1e-6, rtol=1e-5), t
+    assert reports == [["[recognise-causal-mask] causal mask -> is_causal at "
+                        "scaled_dot_product_attention (" + masks.REACHED % 4096 + ")"]], reports
+
+
+def test_a_window_within_a_bound_keeps_its_mask():
+    """A window of 20 keys wider than the traced 16 tokens, the length
+    marked dynamic up to 100: no guard may hold it to 20 (the user's range
+    goes to 100), so the mask stays, with its window, at every length."""
+    compiled, reports = rewritten_compiled(sliding20, dynamic=None)
+    for t in (16, 40):
+        args = _marked(100, t)
+        assert torch.allclose(compiled(*args), sliding20(*args), atol=1e-6, rtol=1e-5), t
+    assert [line.split(": ", 1)[-1] for (line,) in reports] == [
+        "a causal mask with a sliding window of 20 keys (is_causal cannot say it)"], reports

@@ -300,12 +300,14 @@ def _upper(t) -> Optional[int]:
     None where it has none."""
     if not isinstance(t, torch.SymInt):
         return None
-    from torch.utils._sympy.numbers import int_oo
     try:
         upper = t.node.shape_env.bound_sympy(t.node.expr).upper
     except Exception:  # (no shape environment to ask)
         return None
-    return None if upper == int_oo or not getattr(upper, "is_Integer", False) else int(upper)
+    # (An unbounded size's bound: int_oo, or a huge integer in older torch.)
+    if not getattr(upper, "is_Integer", False) or not upper.is_finite or int(upper) >= 2 ** 62:
+        return None
+    return int(upper)
 
 
 def _reach(mask, size_inputs, q_size, rows, upper):
@@ -337,13 +339,17 @@ def _reach(mask, size_inputs, q_size, rows, upper):
         return low
 
     try:
+        # (compared far apart: a q length such as (s0 + 3) // 4 is flat nearby)
         growing = [at for at in range(len(symbols))
-                   if length(values(at, 2)) > length(values(at, 1))]
+                   if length(values(at, 2 ** 20)) > length(values(at, 1))]
     except (TypeError, ValueError):  # (a q length of other symbols)
         return None
+    if len(growing) > 1:
+        return ("its q length %s grows with several sizes: the lengths their sums make are "
+                "not all evaluated" % q_size)
     if not growing:
         return None
-    at = growing[0]
+    (at,) = growing
     cap = largest(lambda v: count(values(at, v)) <= MAX_ELEMENTS)
     if upper is not None:
         v = largest(lambda v: length(values(at, v)) <= upper)
@@ -446,13 +452,26 @@ def _verdict(gm, mask, t) -> Verdict:
     return Verdict(None, window, reach)
 
 
+def can_hold(t, length: int) -> bool:
+    """Whether a q length `t` may be held to `length` (hold): it is at most
+    that at the traced sizes and, symbolic, was marked dynamic with no
+    bound above it (a guard below the bound would break the range the
+    user gave torch.compile: a ConstraintViolationError)."""
+    if not isinstance(t, torch.SymInt):
+        return int(t) <= length
+    upper = _upper(t)
+    return t.node.hint is not None and t.node.hint <= length and \
+        (upper is None or upper <= length)
+
+
 def hold(t, length: int) -> bool:
-    """Whether a q length `t` is at most `length`; where `t` is symbolic, a
-    guard that it is (on the graph's shape environment: torch.compile
-    compiles the graph again for a longer sequence)."""
-    if isinstance(t, torch.SymInt):
-        return t.node.hint is not None and t.node.hint <= length and bool(t <= length)
-    return int(t) <= length
+    """Whether a q length `t` is at most `length` where it can_hold; where
+    `t` is symbolic, a guard that it is (on the graph's shape environment:
+    torch.compile compiles the graph again for a longer sequence; none
+    where its bound says so already)."""
+    if not can_hold(t, length):
+        return False
+    return bool(t <= length) if isinstance(t, torch.SymInt) else True
 
 
 def guard_causal(verdict: Verdict, t) -> bool:

@@ -527,8 +527,6 @@ def _canonical_names(text: str, graph: Optional[str] = None) -> Tuple[str, Dict[
     GPU's graph and the CPU's of the same model) and the name of its graph,
     `graph`, made _GRAPH_NAME, and the way back: canonical location -> the
     node's name."""
-    if graph:
-        text = text.replace(graph, _GRAPH_NAME)
     back: Dict[str, str] = {}
     names: Dict[str, str] = {}
 
@@ -539,7 +537,8 @@ def _canonical_names(text: str, graph: Optional[str] = None) -> Tuple[str, Dict[
     text = _LOC_NAME.sub(loc, text)
     ssa: Dict[str, str] = {}
     text = _SSA.sub(lambda m: ssa.setdefault(m.group(0), "%%v%d" % len(ssa)), text)
-    return text, back
+    # (after the locations: a node's name may hold the graph's)
+    return text.replace(graph, _GRAPH_NAME) if graph else text, back
 
 
 # Beside a precompile's fused graphs: the torch that traced them. Another
@@ -601,8 +600,9 @@ def _fuse(text: str, into: Optional[str], fused_mlp: bool = False,
                 f.write(torch.__version__ + "\n")
 
     def named(line):
-        line = _LOC_NAME.sub(lambda m: 'loc("%s")' % back.get(m.group(1), m.group(1)), line)
-        return line.replace(_GRAPH_NAME, graph) if graph else line
+        # (the graph's name first: a node's name may hold _GRAPH_NAME)
+        line = line.replace(_GRAPH_NAME, graph) if graph else line
+        return _LOC_NAME.sub(lambda m: 'loc("%s")' % back.get(m.group(1), m.group(1)), line)
     return named(fused), [named(line) for line in report]
 
 

@@ -989,6 +989,12 @@ def recognize(gm_or_graph, policy: Optional[Policy] = None) -> Recognition:
             out.report.append(Line(got.pattern, anchor,
                                    reason="part of it already belongs to another record"))
             return
+        held = [n for size, n in got.bounds if not masks.can_hold(size, n)]
+        if held:
+            out.report.append(Line(got.pattern, anchor, reason=(
+                "its mask was evaluated up to %d tokens, short of the bound its length was "
+                "marked dynamic with" % held[0])))
+            return
         verdict = True if policy is None else policy(got)
         if verdict is not True:
             out.report.append(Line(got.pattern, anchor, reason=verdict if isinstance(
