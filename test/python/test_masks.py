@@ -629,12 +629,65 @@ def strided(q, k, v):
 
 
 def test_a_q_length_that_grows_in_steps_has_a_reach_too():
+    """Every fourth token: the reach is the q length of 4093 tokens (the
+    size whose square is REACH_ELEMENTS, as a mask built at the full
+    length and sliced holds), 1024."""
     compiled, reports = rewritten_compiled(strided)
     for t in (16, 40, 64, 101):
         args = qkv(t=t)
         assert torch.allclose(compiled(*args), strided(*args), atol=1e-6, rtol=1e-5), t
     assert reports == [["[recognise-causal-mask] causal mask -> is_causal at "
-                        "scaled_dot_product_attention (" + masks.REACHED % 4096 + ")"]], reports
+                        "scaled_dot_product_attention (" + masks.REACHED % 1024 + ")"]], reports
+
+
+def sliced_causal(q, k, v):
+    """The first min(T, 24) tokens (torch.sym_min), their causal mask
+    sliced from positions of the full length: the q length stops growing
+    at 24."""
+    t = q.shape[-2]
+    first = torch.sym_min(t, 24)
+    q, k, v = (x[:, :, :first] for x in (q, k, v))
+    i = torch.arange(t, device=q.device)[:first]
+    mask = i[None, :] <= i[:, None]
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+def test_a_q_length_that_stops_growing_is_reached_where_it_stops(monkeypatch):
+    """The reach's size is the least that makes the q length its reach:
+    here 24 (the longest the q length takes), not 2^31 (where the q length
+    is 24 too, but the arange is not)."""
+    sizes = []
+    function = masks._mask_function
+
+    def recorded(gm, mask):
+        made = function(gm, mask)
+        forward = made[0].forward
+        made[0].forward = lambda *v: sizes.append(v) or forward(*v)
+        return made
+    monkeypatch.setattr(masks, "_mask_function", recorded)
+    gm, lines = rewritten_matches(sliced_causal, *qkv(t=20))
+    assert lines[0].endswith("(" + masks.REACHED % 24 + ")"), lines
+    assert max(max(v) for v in sizes) < 4096, sizes
+
+
+def other_size(p, q, k, v):
+    """A window of 20 keys among the first p tokens (p: another input's
+    length), causal beyond: the mask reads a size the q length does not."""
+    t, n = q.shape[-2], p.shape[-1]
+    i = torch.arange(t, device=q.device)
+    first = (i[:, None] < n) & (i[None, :] < n)
+    mask = (i[None, :] <= i[:, None]) & (~first | ((i[:, None] - i[None, :]) * 0.25 < 5))
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+def test_a_mask_reading_another_size_is_evaluated_with_it_at_the_reach():
+    """The other size at the reach's value too: the window shows there, so
+    the mask is not the causal one (before, it was judged causal and 100
+    tokens with p of 50 were served causally)."""
+    q, k, v = qkv(t=16)
+    gm, lines = rewritten_matches(other_size, torch.randn(8), q, k, v)
+    assert len(lines) == 1 and "left alone" in lines[0], lines
+    assert masks.G.arg(sdpa_calls(gm)[0], 3, "attn_mask") is not None
 
 
 def test_a_window_within_a_bound_keeps_its_mask():

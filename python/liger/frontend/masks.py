@@ -64,6 +64,10 @@ GUARDED = ("its sliding window of %d keys is wider than the traced length: the g
 # The note of a call made causal with the graph's length guarded to the
 # longest q length its mask was evaluated at.
 REACHED = "evaluated up to %d tokens: a longer sequence compiles the graph again"
+# Why a mask stays where its length was marked dynamic with a bound the
+# evaluation fell short of (no guard may hold it below the bound).
+SHORT_OF_BOUND = ("its mask was evaluated up to %d tokens, short of the bound its length was "
+                  "marked dynamic with")
 
 
 @dataclass
@@ -311,14 +315,16 @@ def _upper(t) -> Optional[int]:
 
 
 def _reach(mask, size_inputs, q_size, rows, upper):
-    """The size inputs' values of the reach evaluation: the first size
-    input the q length grows with at the value that makes the q length the
+    """The size inputs' values of the reach evaluation: the size input the
+    q length grows with at the least value that makes the q length the
     reach, the others at 1; None where no size input makes it longer than
     `rows`, the traced length. The reach: where the q length has a bound
     (`upper`, _upper), that bound; else the longer of twice the traced
-    length and the length whose mask has REACH_ELEMENTS elements, never
-    one whose mask has more than MAX_ELEMENTS. A string (why) where the
-    bound's mask has more than MAX_ELEMENTS."""
+    length and the length at REACH_ELEMENTS; never past MAX_ELEMENTS, nor
+    past the longest the q length takes. The elements counted at a size
+    value v: the mask's, and v * v (a mask built at the full size and
+    sliced, every fourth token). A string (why) where the q length grows
+    with several sizes or the bound is past MAX_ELEMENTS."""
     symbols = [G.size_expr(G.val(n)) for n in size_inputs]
 
     def values(at, v):
@@ -327,12 +333,11 @@ def _reach(mask, size_inputs, q_size, rows, upper):
     def length(vals):
         return int(q_size.subs(dict(zip(symbols, vals))))
 
-    def count(vals):
-        return _elements(mask, dict(zip(symbols, vals)))
+    top = 2 ** 31 - 1
 
     def largest(ok):
-        # The largest v >= 1 with ok(v) (ok holds up to a value: a bisection), or 0.
-        low, high = 0, 2 ** 31
+        # The largest v in [1, top] with ok(v) (ok holds up to a value), or 0.
+        low, high = 0, top + 1
         while high - low > 1:
             mid = (low + high) // 2
             low, high = (mid, high) if ok(mid) else (low, mid)
@@ -350,17 +355,26 @@ def _reach(mask, size_inputs, q_size, rows, upper):
     if not growing:
         return None
     (at,) = growing
-    cap = largest(lambda v: count(values(at, v)) <= MAX_ELEMENTS)
+
+    def cost(v):
+        return max(_elements(mask, dict(zip(symbols, values(at, v)))), v * v)
+
+    def least(want):
+        # The least v whose q length is at least `want` (<= the longest it takes).
+        return largest(lambda v: length(values(at, v)) < want) + 1
+
+    longest = length(values(at, top))
+    cap = length(values(at, largest(lambda v: cost(v) <= MAX_ELEMENTS)))
     if upper is not None:
-        v = largest(lambda v: length(values(at, v)) <= upper)
-        if v > cap:
+        v = least(min(upper, longest))
+        if cost(v) > MAX_ELEMENTS:
             return ("its q length may be up to %d (the bound it was marked dynamic with), and "
                     "the mask is evaluated up to %d elements (%d tokens)"
-                    % (upper, MAX_ELEMENTS, length(values(at, cap))))
+                    % (upper, MAX_ELEMENTS, cap))
     else:
-        v = min(max(largest(lambda v: length(values(at, v)) < 2 * rows) + 1,
-                    largest(lambda v: count(values(at, v)) <= REACH_ELEMENTS)), cap)
-    return values(at, v) if v >= 1 and length(values(at, v)) > rows else None
+        wide = length(values(at, largest(lambda v: cost(v) <= REACH_ELEMENTS)))
+        v = least(min(max(2 * rows, wide), cap, longest))
+    return values(at, v) if length(values(at, v)) > rows else None
 
 
 def _verdict(gm, mask, t) -> Verdict:
@@ -424,6 +438,12 @@ def _verdict(gm, mask, t) -> Verdict:
                 return Verdict(farthest)
             if farthest is not None:
                 cases.append(farthest)
+                # Each other size at the reach's value too, where the mask's
+                # elements allow (a mask that reads another size: a window
+                # among another input's first n tokens; a batch is too large).
+                v = max(farthest)
+                cases += [[v if j == i else f for j, f in enumerate(farthest)]
+                          for i in range(n) if farthest[i] == 1]
             budget = max(elements, REACH_ELEMENTS if farthest is None else _elements(
                 mask, {G.size_expr(G.val(n)): v for n, v in zip(size_inputs, farthest)}))
         if values is traced:
@@ -506,6 +526,8 @@ def _rewrite(gm, node) -> MaskLine:
     if verdict.why is not None:
         return MaskLine(node, False, verdict.why)
     if not guard_causal(verdict, t):
+        if not verdict.window:
+            return MaskLine(node, False, SHORT_OF_BOUND % verdict.reach)
         node.meta[WINDOW_META] = verdict.window
         return MaskLine(node, False, "a causal mask with a sliding window of %d keys "
                         "(is_causal cannot say it)" % verdict.window)

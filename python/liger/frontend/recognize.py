@@ -991,9 +991,7 @@ def recognize(gm_or_graph, policy: Optional[Policy] = None) -> Recognition:
             return
         held = [n for size, n in got.bounds if not masks.can_hold(size, n)]
         if held:
-            out.report.append(Line(got.pattern, anchor, reason=(
-                "its mask was evaluated up to %d tokens, short of the bound its length was "
-                "marked dynamic with" % held[0])))
+            out.report.append(Line(got.pattern, anchor, reason=masks.SHORT_OF_BOUND % held[0]))
             return
         verdict = True if policy is None else policy(got)
         if verdict is not True:
