@@ -172,6 +172,7 @@ def rewritten_compiled(fn, dynamic=True):
         with fake_mode, fx_traceback.preserve_node_meta():
             aten_gm = make_fx(torch.fx.Interpreter(gm).run, pre_dispatch=True,
                               tracing_mode="fake")(*fake_args)
+        masks.note_strict_sizes(gm)
         reports.append([str(line) for line in masks.causal_masks(aten_gm)])
         return lambda *args: aten_gm(*args)
     return torch.compile(fn, backend=backend, dynamic=dynamic, fullgraph=True), reports
@@ -560,11 +561,25 @@ def test_a_q_length_of_several_terms_has_a_reach_too():
 
 
 def _marked(upper, t=16):
-    """q, k, v of `t` tokens, their length marked dynamic up to `upper`."""
+    """q, k, v of `t` tokens, their length marked dynamic from 2 up to
+    `upper` (None: no max)."""
     args = qkv(t=t)
     for x in args:
         torch._dynamo.mark_dynamic(x, 2, min=2, max=upper)
     return args
+
+
+def test_a_length_marked_dynamic_with_a_min_only_keeps_its_mask():
+    """mark_dynamic(..., min=2): a strict range to dynamo, with no max the
+    reach can evaluate to, so no guard may hold the length: the mask
+    stays, exact at 16 and 40 tokens (before, the reach's guard failed the
+    compile with a ConstraintViolationError)."""
+    compiled, reports = rewritten_compiled(causal_bool, dynamic=None)
+    for t in (16, 40):
+        args = _marked(None, t)
+        assert torch.allclose(compiled(*args), causal_bool(*args), atol=1e-6, rtol=1e-5), t
+    assert [line.split(": ", 1)[-1] for (line,) in reports] == [
+        masks.SHORT_OF_BOUND % 2896], reports  # (2 x 2896^2 <= 2^24: the batch is static)
 
 
 def test_a_length_marked_dynamic_up_to_a_bound_is_evaluated_to_it():

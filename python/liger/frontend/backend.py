@@ -64,7 +64,7 @@ from .. import bundles, specs
 from ..errors import LigerError, LigerFallbackWarning
 from . import inplace
 from .gqa import grouped_kv
-from .masks import causal_masks
+from . import masks
 from .partition import KernelTarget, Partition, partition
 from .recognize import recognize
 from .substitute import Substitution, substitute
@@ -294,7 +294,8 @@ class LigerBackend:
         with fake_mode, fx_traceback.preserve_node_meta():
             aten = make_fx(torch.fx.Interpreter(gm).run, pre_dispatch=True,
                            tracing_mode="fake")(*fake_args)
-        mask_lines = causal_masks(aten)
+        masks.note_strict_sizes(gm)
+        mask_lines = masks.causal_masks(aten)
         report.guarded_windows = [m.guarded_window for m in mask_lines if m.guarded_window]
         rewrites = [str(line) for line in mask_lines + grouped_kv(aten)]
         # Whether AOTAutograd will make a backward of this graph, whose

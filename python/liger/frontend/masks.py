@@ -33,6 +33,7 @@ report).
 """
 
 import math
+import weakref
 from dataclasses import dataclass
 from typing import List, Optional
 
@@ -64,10 +65,14 @@ GUARDED = ("its sliding window of %d keys is wider than the traced length: the g
 # The note of a call made causal with the graph's length guarded to the
 # longest q length its mask was evaluated at.
 REACHED = "evaluated up to %d tokens: a longer sequence compiles the graph again"
-# Why a mask stays where its length was marked dynamic with a bound the
-# evaluation fell short of (no guard may hold it below the bound).
-SHORT_OF_BOUND = ("its mask was evaluated up to %d tokens, short of the bound its length was "
-                  "marked dynamic with")
+# Why a mask stays where its length was marked dynamic with a range the
+# evaluation fell short of (no guard may narrow the range).
+SHORT_OF_BOUND = ("its mask was evaluated up to %d tokens, and the range its length was marked "
+                  "dynamic with goes past that (no guard may narrow it)")
+# Per shape environment, the symbols of the sizes marked dynamic with a
+# range (note_strict_sizes): dynamo refuses a guard that narrows such a
+# range, with a max or not, and the shape environment shows only the max.
+_STRICT: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 @dataclass
@@ -472,14 +477,39 @@ def _verdict(gm, mask, t) -> Verdict:
     return Verdict(None, window, reach)
 
 
+def note_strict_sizes(gm) -> None:
+    """Notes the sizes of dynamo graph `gm`'s inputs that the user marked
+    dynamic with a range (torch._dynamo.mark_dynamic(..., min=, max=)),
+    for can_hold."""
+    for n in gm.graph.nodes:
+        if n.op != "placeholder":
+            continue
+        try:
+            example = n.meta["grapharg"].example
+        except Exception:  # (no dynamo argument, or its tensor is gone)
+            continue
+        value = n.meta.get("example_value")
+        ranges = getattr(example, "_dynamo_dynamic_range", None)
+        if not ranges or not isinstance(value, torch.Tensor):
+            continue
+        for r in ranges:
+            size = value.shape[r.dim] if r.dim < value.dim() else None
+            if isinstance(size, torch.SymInt):
+                _STRICT.setdefault(size.node.shape_env, set()).update(
+                    size.node.expr.free_symbols)
+
+
 def can_hold(t, length: int) -> bool:
     """Whether a q length `t` may be held to `length` (hold): it is at most
     that at the traced sizes and, symbolic, was marked dynamic with no
-    bound above it (a guard below the bound would break the range the
-    user gave torch.compile: a ConstraintViolationError)."""
+    range past it (note_strict_sizes; a guard narrowing the range would
+    break the one the user gave torch.compile: a
+    ConstraintViolationError)."""
     if not isinstance(t, torch.SymInt):
         return int(t) <= length
     upper = _upper(t)
+    if upper is None and t.node.expr.free_symbols & _STRICT.get(t.node.shape_env, set()):
+        return False  # (a range with a min only: any guard narrows it)
     return t.node.hint is not None and t.node.hint <= length and \
         (upper is None or upper <= length)
 
