@@ -493,6 +493,8 @@ def note_strict_sizes(gm) -> None:
         if not ranges or not isinstance(value, torch.Tensor):
             continue
         for r in ranges:
+            if r.min is None and r.max is None:
+                continue  # (torch 2.11 records plain mark_dynamic so: no range)
             size = value.shape[r.dim] if r.dim < value.dim() else None
             if isinstance(size, torch.SymInt):
                 _STRICT.setdefault(size.node.shape_env, set()).update(
