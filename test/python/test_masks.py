@@ -178,6 +178,16 @@ def rewritten_compiled(fn, dynamic=True):
     return torch.compile(fn, backend=backend, dynamic=dynamic, fullgraph=True), reports
 
 
+def served(fn, lengths):
+    """The report lines of each graph rewritten_compiled(fn) compiled over
+    `lengths` tokens, after checking each call against fn."""
+    compiled, reports = rewritten_compiled(fn)
+    for t in lengths:
+        args = qkv(t=t)
+        assert torch.allclose(compiled(*args), fn(*args), atol=1e-6, rtol=1e-5), t
+    return reports
+
+
 def diagonal20(q, k, v):
     """A window of 20 keys by a negative diagonal (ones.tril() & ~ones.tril(-20)):
     the graph holds -20, not 20."""
@@ -247,10 +257,7 @@ def test_a_window_by_a_negative_diagonal_is_probed_too(fn):
     of 20 keys written as a diagonal or held in a tensor guards the length,
     and 32 tokens compile again with the mask kept (without the probe, the
     graph for 16 served 32 as causal)."""
-    compiled, reports = rewritten_compiled(fn)
-    for t in (16, 32):
-        args = qkv(t=t)
-        assert torch.allclose(compiled(*args), fn(*args), atol=1e-6, rtol=1e-5), t
+    reports = served(fn, (16, 32))
     assert [line.split(" at scaled_dot_product_attention")[-1] for (line,) in reports] == [
         " (" + masks.GUARDED % 20 + ")",
         ": a causal mask with a sliding window of 20 keys (is_causal cannot say it)"], reports
@@ -259,10 +266,7 @@ def test_a_window_by_a_negative_diagonal_is_probed_too(fn):
 def test_a_window_narrower_than_the_traced_length_serves_shorter_ones():
     """Traced at 16 tokens under a window of 4 keys, the mask is kept and
     the graph serves 3 tokens too, with no guard and no second graph."""
-    compiled, reports = rewritten_compiled(sliding)
-    for t in (16, 3, 5):
-        args = qkv(t=t)
-        assert torch.allclose(compiled(*args), sliding(*args), atol=1e-6, rtol=1e-5), t
+    reports = served(sliding, (16, 3, 5))
     assert len(reports) == 1, reports
 
 
@@ -280,10 +284,7 @@ def test_a_window_wider_than_the_traced_length_guards_the_length():
     tokens compile again and keep the mask. Each call computes fn's
     result (without the guard, the graph for 16 served 32 as causal)."""
     fn = sliding20
-    compiled, reports = rewritten_compiled(fn)
-    for t in (16, 20, 32, 24):
-        args = qkv(t=t)
-        assert torch.allclose(compiled(*args), fn(*args), atol=1e-6, rtol=1e-5), t
+    reports = served(fn, (16, 20, 32, 24))
     assert reports == [
         ["[recognise-causal-mask] causal mask -> is_causal at scaled_dot_product_attention (its "
          "sliding window of 20 keys is wider than the traced length: the graph serves lengths "
@@ -338,10 +339,7 @@ def test_a_size_its_ops_hold_past_what_is_evaluated_guards_the_length(monkeypatc
     evaluated (17), the graph's length guarded to it; 32 tokens compile
     again, too large to evaluate, and keep the mask. Exact at each."""
     monkeypatch.setattr(masks, "MAX_ELEMENTS", 300)  # 17 x 17 tokens, not 21 x 21
-    compiled, reports = rewritten_compiled(sliding20)
-    for t in (16, 17, 32):
-        args = qkv(t=t)
-        assert torch.allclose(compiled(*args), sliding20(*args), atol=1e-6, rtol=1e-5), t
+    reports = served(sliding20, (16, 17, 32))
     assert [line.split(" at scaled_dot_product_attention")[-1] for (line,) in reports] == [
         " (" + masks.REACHED % 17 + ")",
         ": the mask has 1024 elements at the traced sizes (evaluated up to 300)"], reports
@@ -363,10 +361,7 @@ def test_a_window_beyond_the_reach_compiles_again_and_shows(monkeypatch):
     the guard, the graph for 16 served 48 as causal)."""
     monkeypatch.setattr(masks, "REACH_ELEMENTS", 24 * 24)
     monkeypatch.setattr(masks, "MAX_ELEMENTS", 50 * 50)
-    compiled, reports = rewritten_compiled(derived36)
-    for t in (16, 32, 48, 24):
-        args = qkv(t=t)
-        assert torch.allclose(compiled(*args), derived36(*args), atol=1e-6, rtol=1e-5), t
+    reports = served(derived36, (16, 32, 48, 24))
     assert [line.split(" at scaled_dot_product_attention")[-1] for (line,) in reports] == [
         " (" + masks.REACHED % 32 + ")",
         ": a causal mask with a sliding window of 36 keys (is_causal cannot say it)"], reports
@@ -511,10 +506,7 @@ def test_a_window_in_a_module_buffer_is_a_graph_input_left_alone():
     """dynamo lifts the buffer to a graph input: the mask is one computed
     from an input, kept at every length (exact at 16 and 32 tokens)."""
     model = BufferWindow()
-    compiled, reports = rewritten_compiled(model)
-    for t in (16, 32):
-        args = qkv(t=t)
-        assert torch.allclose(compiled(*args), model(*args), atol=1e-6, rtol=1e-5), t
+    reports = served(model, (16, 32))
     assert len(reports) == 1 and len(reports[0]) == 1 and \
         ": the mask is computed from the graph input" in reports[0][0], reports
 
@@ -552,10 +544,7 @@ def with_image(q, k, v):
 def test_a_q_length_of_several_terms_has_a_reach_too():
     """The reach grows the size the q length grows with (the text's): one
     graph serves 100, 200 and 300 tokens, as far as 4096."""
-    compiled, reports = rewritten_compiled(with_image)
-    for t in (36, 136, 236, 16):
-        args = qkv(t=t)
-        assert torch.allclose(compiled(*args), with_image(*args), atol=1e-6, rtol=1e-5), t
+    reports = served(with_image, (36, 136, 236, 16))
     assert reports == [["[recognise-causal-mask] causal mask -> is_causal at "
                         "scaled_dot_product_attention (" + masks.REACHED % 4096 + ")"]], reports
 
@@ -611,10 +600,7 @@ def test_growing_lengths_compile_a_few_graphs(monkeypatch):
     eight growing lengths, four graphs."""
     monkeypatch.setattr(masks, "REACH_ELEMENTS", 24 * 24)
     monkeypatch.setattr(masks, "MAX_ELEMENTS", 2 * 100 * 100)
-    compiled, reports = rewritten_compiled(causal_bool)
-    for t in (16, 24, 40, 70, 90, 120, 150, 160):
-        args = qkv(t=t)
-        assert torch.allclose(compiled(*args), causal_bool(*args), atol=1e-6, rtol=1e-5), t
+    reports = served(causal_bool, (16, 24, 40, 70, 90, 120, 150, 160))
     assert [line.split(" at scaled_dot_product_attention")[-1] for (line,) in reports] == [
         " (" + masks.REACHED % 32 + ")", " (" + masks.REACHED % 80 + ")",
         " (" + masks.REACHED % 141 + ")",
@@ -647,10 +633,7 @@ def test_a_q_length_that_grows_in_steps_has_a_reach_too():
     """Every fourth token: the reach is the q length of 4093 tokens (the
     size whose square is REACH_ELEMENTS, as a mask built at the full
     length and sliced holds), 1024."""
-    compiled, reports = rewritten_compiled(strided)
-    for t in (16, 40, 64, 101):
-        args = qkv(t=t)
-        assert torch.allclose(compiled(*args), strided(*args), atol=1e-6, rtol=1e-5), t
+    reports = served(strided, (16, 40, 64, 101))
     assert reports == [["[recognise-causal-mask] causal mask -> is_causal at "
                         "scaled_dot_product_attention (" + masks.REACHED % 1024 + ")"]], reports
 
