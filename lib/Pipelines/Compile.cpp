@@ -9,7 +9,7 @@
 
 #include "liger/Pipelines/Compile.h"
 
-#include "liger/Conversion/LigerToGPU/MatmulConfig.h"
+#include "liger/Conversion/LigerToGPU/MatmulConfigTable.h"
 #include "liger/Conversion/LigerToGPU/MatmulPlan.h"
 #include "liger/Dialect/Liger/IR/LigerOps.h"
 #include "liger/InitAll.h"
@@ -118,6 +118,19 @@ std::optional<std::string> checkOptions(const CompileOptions &options) {
                        "compile, which ") +
            (options.fuse ? "--no-matmul-kernels" : "--no-fuse") +
            " leaves uncompiled";
+  if (!options.matmulConfigTable.empty()) {
+    if (!options.matmulKernels || !options.fuse)
+      return std::string("--matmul-config-table chooses how matmul groups "
+                         "compile, which ") +
+             (options.fuse ? "--no-matmul-kernels" : "--no-fuse") +
+             " leaves uncompiled";
+    if (options.matmulSchedule != "auto")
+      return conflictingMatmulSelection("--matmul-schedule",
+                                        "--matmul-config-table");
+    std::string error;
+    if (!MatmulConfigTable::read(options.matmulConfigTable, error))
+      return error;
+  }
   if (options.lossMemoryBudget && *options.lossMemoryBudget <= 0)
     return "--loss-memory-budget must be positive, got " +
            std::to_string(*options.lossMemoryBudget);
@@ -277,6 +290,7 @@ bool Compilation::run(StringRef moduleText, StringRef bundleDir) {
   pipelineOptions.normPrologue = options.normPrologue;
   pipelineOptions.matmulKernels = options.matmulKernels;
   pipelineOptions.matmulSchedule = options.matmulSchedule;
+  pipelineOptions.matmulConfigTable = options.matmulConfigTable;
   if (options.lossMemoryBudget)
     pipelineOptions.lossMemoryBudget = *options.lossMemoryBudget;
   pipelineOptions.lossDwF32 = options.lossDwF32;

@@ -61,12 +61,14 @@ void mlir::liger::buildGpuKernelStage(OpPassManager &pm,
   SelectKernelConfigPassOptions config;
   config.chip = opts.chip;
   config.matmulSchedule = opts.matmulSchedule;
+  config.matmulConfigTable = opts.matmulConfigTable;
   pm.addPass(createSelectKernelConfigPass(config));
   LowerToGPUPassOptions lower;
   lower.chip = opts.chip;
   lower.features = opts.features;
   lower.matmulKernels = opts.matmulKernels;
   lower.matmulSchedule = opts.matmulSchedule;
+  lower.matmulConfigTable = opts.matmulConfigTable;
   pm.addPass(createLowerToGPUPass(lower));
 }
 

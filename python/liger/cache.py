@@ -71,10 +71,12 @@ _TAKEN = {errno.ENOTEMPTY, errno.EEXIST}
 
 
 def compile_options(target="sm_90a", fuse=True, matmul_kernels=True, loss_dw_f32=False,
-                    norm_prologue=False, matmul_schedule="auto"):
+                    norm_prologue=False, matmul_schedule="auto", matmul_config_table=None):
     """liger-compile's options as keys name them: an option is recorded only
     where it is not its default (off, "auto": what it was when introduced),
     so that a new option keeps the keys of the bundles without it.
+    matmul_config_table is the text of the table (its sha256 is recorded:
+    a table edited compiles again).
     matmul_kernels is recorded where on although it is now the default: a
     module's key is the same as when the option was opt-in."""
     options = {"target": target, "fuse": fuse}
@@ -86,6 +88,9 @@ def compile_options(target="sm_90a", fuse=True, matmul_kernels=True, loss_dw_f32
         options["norm_prologue"] = True
     if matmul_schedule != "auto":
         options["matmul_schedule"] = matmul_schedule
+    if matmul_config_table is not None:
+        options["matmul_config_table"] = hashlib.sha256(
+            matmul_config_table.encode()).hexdigest()
     return options
 
 

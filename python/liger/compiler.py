@@ -96,7 +96,8 @@ def compile(source: str, target: str = "sm_90a", fuse: bool = True,
             cache_dir: Optional[str] = None, tool: Optional[str] = None,
             matmul_kernels: bool = True, loss_dw_f32: bool = False,
             meta: Optional[dict] = None, norm_prologue: bool = False,
-            matmul_schedule: str = "auto") -> Compiled:
+            matmul_schedule: str = "auto",
+            matmul_config_table: Optional[str] = None) -> Compiled:
     """Compiles `source` (a path to a .mlir file, or MLIR text) for `target`
     (`matmul_kernels`: the matmul groups and the loss plans too, as
     liger-compile does by default; False: --no-matmul-kernels, they stay
@@ -104,8 +105,11 @@ def compile(source: str, target: str = "sm_90a", fuse: bool = True,
     f32, --loss-dw-f32; `norm_prologue`: an RMSNorm read only by
     projections folded into their matmul kernels, --norm-prologue;
     `matmul_schedule`: how wgmma matmul kernels take their tiles, one of
-    MATMUL_SCHEDULES, --matmul-schedule; the last two need the matmul
-    kernels and the fusion) into the bundle cache `cache_dir` (default: the
+    MATMUL_SCHEDULES, --matmul-schedule; `matmul_config_table`: the path of
+    a JSON table of matmul configurations measured per shape,
+    --matmul-config-table, keyed by its content; the last three need the
+    matmul kernels and the fusion, and a table the "auto" schedule) into
+    the bundle cache `cache_dir` (default: the
     user's, liger.cache.default_root(), which falls back to a temporary
     cache where it cannot be written; a `cache_dir` given never does).
     `meta` is recorded in the entry's marker.
@@ -121,10 +125,24 @@ def compile(source: str, target: str = "sm_90a", fuse: bool = True,
         raise LigerValueError("%s shapes the matmul kernels: it needs matmul_kernels=True and "
                               "fuse=True" % ("norm_prologue" if norm_prologue
                                              else "matmul_schedule=%r" % matmul_schedule))
+    table = None
+    if matmul_config_table is not None:
+        if not (matmul_kernels and fuse):
+            raise LigerValueError("matmul_config_table shapes the matmul kernels: it needs "
+                                  "matmul_kernels=True and fuse=True")
+        if matmul_schedule != "auto":
+            raise LigerValueError("matmul_schedule=%r and matmul_config_table both choose the "
+                                  "configuration of matmul groups: give one" % matmul_schedule)
+        try:
+            with open(matmul_config_table) as f:
+                table = f.read()
+        except OSError as e:
+            raise LigerValueError("cannot read the matmul configuration table %s: %s" % (
+                matmul_config_table, e.strerror or e)) from None
     text = open(source).read() if os.path.isfile(source) else source
     exe = tool or find_tool("liger-compile")
     options = cache.compile_options(target, fuse, matmul_kernels, loss_dw_f32, norm_prologue,
-                                    matmul_schedule)
+                                    matmul_schedule, table)
     key = cache.bundle_key(text, options)
     debug = bool(os.environ.get("LIGER_DEBUG"))
 
@@ -143,6 +161,12 @@ def compile(source: str, target: str = "sm_90a", fuse: bool = True,
             args.append("--norm-prologue")
         if matmul_schedule != "auto":
             args.append("--matmul-schedule=" + matmul_schedule)
+        if table is not None:
+            # The text keyed, not the file, which may change meanwhile.
+            path = os.path.join(work, "matmul-config-table.json")
+            with open(path, "w") as f:
+                f.write(table)
+            args.append("--matmul-config-table=" + path)
         if debug:
             args.append("--dump-dir=" + os.path.join(work, "stages"))
         proc = subprocess.run(args, capture_output=True, text=True)

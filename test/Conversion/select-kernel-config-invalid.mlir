@@ -144,8 +144,40 @@ func.func @pingpong_tile_m(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>) -> ten
 // -----
 
 func.func @pingpong_accumulators(%x: tensor<?x64xbf16>, %g: tensor<256x64xbf16>, %u: tensor<256x64xbf16>) -> tensor<?x256xbf16> {
-  // expected-error @+1 {{the pingpong schedule does not take this group: its warpgroup would hold 256 f32 accumulators a thread (tile_m / 64 x tile_n / 2 per projection), more than 128}}
+  // expected-error @+1 {{the pingpong schedule does not take this group: its consumer threads would hold 256 f32 accumulators each (a warpgroup's 64-row blocks x tile_n / 2 per projection), more than 128}}
   %y = liger.fusion matmul(%x, %g, %u) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 128, tile_n = 128, tile_k = 64, stages = 3, schedule = pingpong>} : (tensor<?x64xbf16>, tensor<256x64xbf16>, tensor<256x64xbf16>) -> tensor<?x256xbf16> {
+  ^bb0(%a: tensor<?x64xbf16>, %b: tensor<256x64xbf16>, %c: tensor<256x64xbf16>):
+    %lg = liger.linear %a, %b : tensor<?x64xbf16>, tensor<256x64xbf16>
+    %lu = liger.linear %a, %c : tensor<?x64xbf16>, tensor<256x64xbf16>
+    %s = liger.swiglu %lg, %lu : tensor<?x256xbf16>
+    liger.yield %s : tensor<?x256xbf16>
+  }
+  return %y : tensor<?x256xbf16>
+}
+
+// -----
+
+// A data-parallel gate/up tile 256 wide a projection: 256 accumulators a
+// consumer thread (ptxas spills them); 128 wide is the widest.
+func.func @data_parallel_accumulators(%x: tensor<?x64xbf16>, %g: tensor<256x64xbf16>, %u: tensor<256x64xbf16>) -> tensor<?x256xbf16> {
+  // expected-error @+1 {{'liger.fusion' op has an invalid matmul 'liger.kernel_config': its consumer threads would hold 256 f32 accumulators each (a warpgroup's 64-row blocks x tile_n / 2 per projection), more than 128}}
+  %y = liger.fusion matmul(%x, %g, %u) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 128, tile_n = 256, tile_k = 64, stages = 2>} : (tensor<?x64xbf16>, tensor<256x64xbf16>, tensor<256x64xbf16>) -> tensor<?x256xbf16> {
+  ^bb0(%a: tensor<?x64xbf16>, %b: tensor<256x64xbf16>, %c: tensor<256x64xbf16>):
+    %lg = liger.linear %a, %b : tensor<?x64xbf16>, tensor<256x64xbf16>
+    %lu = liger.linear %a, %c : tensor<?x64xbf16>, tensor<256x64xbf16>
+    %s = liger.swiglu %lg, %lu : tensor<?x256xbf16>
+    liger.yield %s : tensor<?x256xbf16>
+  }
+  return %y : tensor<?x256xbf16>
+}
+
+// -----
+
+// mma.sync: 128 x 256 over 256 threads is 128 a thread, twice that for a
+// pair.
+func.func @mma_sync_accumulators(%x: tensor<?x64xbf16>, %g: tensor<256x64xbf16>, %u: tensor<256x64xbf16>) -> tensor<?x256xbf16> {
+  // expected-error @+1 {{its threads would hold 256 f32 accumulators each (tile_m x tile_n / threads per projection), more than 128}}
+  %y = liger.fusion matmul(%x, %g, %u) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_mma_sync, tile_m = 128, tile_n = 256, tile_k = 32, stages = 2>} : (tensor<?x64xbf16>, tensor<256x64xbf16>, tensor<256x64xbf16>) -> tensor<?x256xbf16> {
   ^bb0(%a: tensor<?x64xbf16>, %b: tensor<256x64xbf16>, %c: tensor<256x64xbf16>):
     %lg = liger.linear %a, %b : tensor<?x64xbf16>, tensor<256x64xbf16>
     %lu = liger.linear %a, %c : tensor<?x64xbf16>, tensor<256x64xbf16>

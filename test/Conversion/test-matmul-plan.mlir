@@ -112,13 +112,13 @@
 // CHECK-NEXT: stages 1024 196608
 // CHECK-NEXT: output 1024 131072 over stages
 // CHECK-NEXT: size 197632
-// Three results' tiles (3 x 64 KiB) do not fit in two stages of 80 KiB:
+// Four results' tiles (4 x 32 KiB) do not fit in two stages of 48 KiB:
 // stored from registers.
 // MISS-LABEL: matmul plan of @gated_keeps_two_stages
-// MISS: layout wgmma 128x256x64, 2 stages, stage 81920 bytes{{$}}
+// MISS: layout wgmma 128x128x64, 2 stages, stage 49152 bytes{{$}}
 // MISS-NEXT: barriers 0 1024
-// MISS-NEXT: stages 1024 163840
-// MISS-NEXT: size 164864
+// MISS-NEXT: stages 1024 98304
+// MISS-NEXT: size 99328
 
 // SM80-LABEL: matmul plan of @gated
 // SM80-NEXT: body projection, m ?, k 512, n 1024, widths [1024, 1024], element bytes 2, paired

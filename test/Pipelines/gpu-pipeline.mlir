@@ -13,6 +13,8 @@
 // RUN: liger-opt %s --liger-gpu-pipeline --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=DEFAULT
 // RUN: liger-opt %s --liger-gpu-pipeline=matmul-kernels=false --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOMATMUL
 // RUN: liger-opt %s --liger-gpu-pipeline="chip=sm_80 features=+ptx80 norm-prologue=true matmul-kernels=true matmul-schedule=pingpong loss-memory-budget=1048576 loss-dw-f32=true" --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=OPTIONS
+// RUN: echo '{"version": 1, "entries": []}' > %t.json
+// RUN: liger-opt %s --liger-gpu-pipeline="matmul-config-table=%t.json" --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=TABLE
 
 // The projection becomes a wgmma kernel (a producer and two consumer
 // warpgroups), the residual add + RMSNorm a rowwise one.
@@ -59,23 +61,26 @@
 // DEFAULT-NEXT: liger-fuse-elementwise{
 // DEFAULT-NEXT: liger-plan-loss{dw-f32=false memory-budget=536870912}
 // DEFAULT-NEXT: liger-fuse-cross-entropy-grad{
-// DEFAULT-NEXT: liger-select-kernel-config{chip=sm_90a matmul-schedule=auto}
-// DEFAULT-NEXT: liger-lower-to-gpu{chip=sm_90a features=+ptx86 matmul-kernels=true matmul-schedule=auto wrap-ops=true}
+// DEFAULT-NEXT: liger-select-kernel-config{chip=sm_90a matmul-config-table= matmul-schedule=auto}
+// DEFAULT-NEXT: liger-lower-to-gpu{chip=sm_90a features=+ptx86 matmul-config-table= matmul-kernels=true matmul-schedule=auto wrap-ops=true}
 // DEFAULT-NEXT: )
 
 // With matmul-kernels=false no loss group is planned and no matmul group
 // lowered.
 // NOMATMUL: liger-fuse-elementwise{
 // NOMATMUL-NOT: liger-plan-loss
-// NOMATMUL: liger-select-kernel-config{chip=sm_90a matmul-schedule=auto}
-// NOMATMUL-NEXT: liger-lower-to-gpu{chip=sm_90a features=+ptx86 matmul-kernels=false matmul-schedule=auto wrap-ops=true}
+// NOMATMUL: liger-select-kernel-config{chip=sm_90a matmul-config-table= matmul-schedule=auto}
+// NOMATMUL-NEXT: liger-lower-to-gpu{chip=sm_90a features=+ptx86 matmul-config-table= matmul-kernels=false matmul-schedule=auto wrap-ops=true}
 
 // OPTIONS: liger-fuse-norm-linear{{{.*}} fold=true
 // OPTIONS-NEXT: liger-fuse-elementwise{
 // OPTIONS-NEXT: liger-plan-loss{dw-f32=true memory-budget=1048576}
 // OPTIONS-NEXT: liger-fuse-cross-entropy-grad{
-// OPTIONS-NEXT: liger-select-kernel-config{chip=sm_80 matmul-schedule=pingpong}
-// OPTIONS-NEXT: liger-lower-to-gpu{chip=sm_80 features=+ptx80 matmul-kernels=true matmul-schedule=pingpong wrap-ops=true}
+// OPTIONS-NEXT: liger-select-kernel-config{chip=sm_80 matmul-config-table= matmul-schedule=pingpong}
+// OPTIONS-NEXT: liger-lower-to-gpu{chip=sm_80 features=+ptx80 matmul-config-table= matmul-kernels=true matmul-schedule=pingpong wrap-ops=true}
+
+// TABLE: liger-select-kernel-config{chip=sm_90a matmul-config-table={{.+}}.json matmul-schedule=auto}
+// TABLE-NEXT: liger-lower-to-gpu{chip=sm_90a features=+ptx86 matmul-config-table={{.+}}.json matmul-kernels=true
 
 func.func @layer(%x: tensor<?x512xbf16>, %w: tensor<1024x512xbf16>, %r: tensor<?x1024xbf16>, %g: tensor<1024xbf16>) -> tensor<?x1024xbf16> {
   %y = liger.linear %x, %w : tensor<?x512xbf16>, tensor<1024x512xbf16>

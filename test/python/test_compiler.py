@@ -141,7 +141,49 @@ def test_norm_prologue_and_matmul_schedule_reach_liger_compile(tmp_path):
                             matmul_schedule="pingpong").cached
 
 
+@needs_ptxas
+def test_matmul_config_table_reaches_liger_compile(tmp_path):
+    """matmul_config_table (--matmul-config-table): the projection an entry
+    matches takes its schedule; the key is the table's content, not its
+    path (the same text elsewhere is a cache hit, an edited one compiles
+    again); a malformed table is liger-compile's diagnostic."""
+    import json
+    cache_dir = str(tmp_path / "cache")
+    entry = {"match": {"body": "projection", "k": 256, "widths": [512]},
+             "config": {"schedule": "pingpong"}}
+    table = tmp_path / "table.json"
+    table.write_text(json.dumps({"version": 1, "entries": [entry]}))
+    plain = compiler.compile(PROJECTION, cache_dir=cache_dir)
+    measured = compiler.compile(PROJECTION, cache_dir=cache_dir,
+                                matmul_config_table=str(table))
+    kernels = _kernels(measured)
+    assert ["sms" in k["grid"] for name, k in sorted(kernels.items())] == [True, False]
+    assert measured.key != plain.key and not measured.cached
+    copy = tmp_path / "copy.json"
+    copy.write_text(table.read_text())
+    assert compiler.compile(PROJECTION, cache_dir=cache_dir,
+                            matmul_config_table=str(copy)).key == measured.key
+    # An entry for another width matches nothing: the default, another key.
+    entry["match"]["widths"] = [1024]
+    table.write_text(json.dumps({"version": 1, "entries": [entry]}))
+    other = compiler.compile(PROJECTION, cache_dir=cache_dir, matmul_config_table=str(table))
+    assert other.key not in (plain.key, measured.key)
+    assert ["sms" in k["grid"] for k in _kernels(other).values()] == [False, False]
+    table.write_text(json.dumps({"version": 1, "entries": [{"match": {"k": "256"},
+                                                             "config": {}}]}))
+    with pytest.raises(compiler.LigerError) as info:
+        compiler.compile(PROJECTION, cache_dir=cache_dir, matmul_config_table=str(table))
+    assert "entry 0: match: 'k' must be a positive integer" in str(info.value)
+
+
 @pytest.mark.parametrize("options,message", [
+    (dict(matmul_config_table="/nonexistent/table.json"), "cannot read the matmul "
+     "configuration table /nonexistent/table.json: No such file or directory"),
+    (dict(matmul_config_table="t.json", matmul_schedule="pingpong"), "matmul_schedule="
+     "'pingpong' and matmul_config_table both choose the configuration of matmul groups: "
+     "give one"),
+    (dict(matmul_config_table="t.json", fuse=False), "matmul_config_table shapes the matmul "
+     "kernels: it needs matmul_kernels=True and fuse=True"),
     (dict(matmul_schedule="ping-pong"), "matmul_schedule must be one of auto, data-parallel, "
      "pingpong, got 'ping-pong'"),
     (dict(matmul_schedule="pingpong", matmul_kernels=False), "matmul_schedule='pingpong' "

@@ -10,6 +10,7 @@
 //       [--emit=liger|fused|gpu|llvm|ptx|cubin|bundle] [--dump-dir=DIR]
 //       [--fusion-report] [--no-fuse] [--no-matmul-kernels] [--norm-prologue]
 //       [--matmul-schedule=auto|data-parallel|pingpong]
+//       [--matmul-config-table=<file>]
 //
 //===----------------------------------------------------------------------===//
 
@@ -102,6 +103,13 @@ cl::opt<std::string> matmulSchedule(
              "takes it)"),
     cl::value_desc("auto|data-parallel|pingpong"), cl::init("auto"),
     cl::cat(ligerCategory));
+cl::opt<std::string> matmulConfigTable(
+    "matmul-config-table",
+    cl::desc("A JSON table of matmul configurations measured per shape "
+             "(bench/matmul_config_sweep.py writes one): a matmul group an "
+             "entry matches takes its tile, stages and schedule, the others "
+             "the default rule's"),
+    cl::value_desc("file"), cl::init(""), cl::cat(ligerCategory));
 cl::opt<int64_t> lossMemoryBudget(
     "loss-memory-budget",
     cl::desc("Bytes one chunk of a planned loss "
@@ -172,6 +180,7 @@ int main(int argc, char **argv) {
   options.normPrologue = normPrologue;
   options.matmulKernels = !matmulOff;
   options.matmulSchedule = matmulSchedule;
+  options.matmulConfigTable = matmulConfigTable;
   if (lossMemoryBudget.getNumOccurrences())
     options.lossMemoryBudget = lossMemoryBudget;
   options.lossDwF32 = lossDwF32;

@@ -107,6 +107,10 @@ def LowerToGPUPass : Pass<"liger-lower-to-gpu", "::mlir::ModuleOp"> {
            /*default=*/"\"auto\"",
            "The schedule of a wgmma matmul group without a "
            "configuration (a lone op's): as liger-select-kernel-config's">,
+    Option<"matmulConfigTable", "matmul-config-table", "std::string",
+           /*default=*/"\"\"",
+           "The measured configurations of matmul groups without one (a "
+           "lone op's): as liger-select-kernel-config's">,
   ];
   let statistics = [
     Statistic<"numKernels", "kernels", "Number of GPU kernels built">
@@ -199,7 +203,16 @@ def SelectKernelConfigPass : Pass<"liger-select-kernel-config"> {
     group the schedule takes gets `schedule = pingpong` (persistent CTAs,
     two consumer sets taking turns) on a tile as tall and half as wide, up
     to 8 stages; `auto`, the default, is data-parallel (measured faster on
-    an H200, docs/benchmarks.md). A pinned matmul configuration is checked
+    an H200, docs/benchmarks.md). With `matmul-config-table=<file>`, a
+    JSON table of configurations measured per shape (written by
+    bench/matmul_config_sweep.py; the format is in
+    docs/Design/GPU-Lowering.md, *Configuration tables*), a matmul group
+    that one of its entries matches (target, body, dtype, K, widths, RMSNorm
+    prologue, LoRA rank, row bounds) takes the first such entry's tile,
+    stages and schedule, checked against the target as a pinned one is: an
+    entry that matches a group it does not fit is an error naming the entry.
+    A malformed table (not JSON, an unknown field, a value out of range) is
+    an error before any group is configured. A pinned matmul configuration is checked
     against the target (instruction shapes, shared memory) with a
     diagnostic, and a pinned template against the group's ops.
 
@@ -225,7 +238,13 @@ def SelectKernelConfigPass : Pass<"liger-select-kernel-config"> {
     Option<"matmulSchedule", "matmul-schedule", "std::string",
            /*default=*/"\"auto\"",
            "The schedule of wgmma matmul groups: auto (the default rule), "
-           "data-parallel, or pingpong (where the group takes it)">
+           "data-parallel, or pingpong (where the group takes it)">,
+    Option<"matmulConfigTable", "matmul-config-table", "std::string",
+           /*default=*/"\"\"",
+           "A JSON table of matmul configurations measured per shape "
+           "(bench/matmul_config_sweep.py): a matmul group an entry matches "
+           "takes its configuration; others the default rule's. Not with "
+           "a matmul-schedule other than auto">
   ];
   let statistics = [
     Statistic<"numConfigured", "configured", "Number of groups configured">

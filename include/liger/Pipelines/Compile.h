@@ -60,6 +60,10 @@ struct CompileOptions {
   /// selection's rule), "data-parallel" or "pingpong" (each group that
   /// takes it).
   std::string matmulSchedule = "auto";
+  /// With matmulKernels and matmulSchedule "auto": a JSON table of matmul
+  /// configurations measured per shape (liger-select-kernel-config's
+  /// matmul-config-table); empty: none.
+  std::string matmulConfigTable;
   /// With matmulKernels: bytes one chunk of a planned loss group's logits
   /// may take; unset, liger-plan-loss's default.
   std::optional<int64_t> lossMemoryBudget;

@@ -132,6 +132,11 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
                      "data-parallel or pingpong "
                      "(liger-select-kernel-config)"),
       llvm::cl::init("auto")};
+  PassOptions::Option<std::string> matmulConfigTable{
+      *this, "matmul-config-table",
+      llvm::cl::desc("A JSON table of matmul configurations measured per "
+                     "shape (liger-select-kernel-config)"),
+      llvm::cl::init("")};
   PassOptions::Option<int64_t> lossMemoryBudget{
       *this, "loss-memory-budget",
       llvm::cl::desc("With matmul-kernels: bytes one chunk of a planned loss "

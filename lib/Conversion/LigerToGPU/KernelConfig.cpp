@@ -10,14 +10,22 @@ using namespace mlir::liger;
 
 FailureOr<KernelConfigAttr>
 mlir::liger::selectKernelConfig(FusionOp group, const GpuTargetInfo &target,
-                                MatmulScheduleChoice schedule) {
+                                MatmulSelection matmul) {
   MLIRContext *ctx = group.getContext();
   if (group.getKind() == FusionKind::matmul) {
     FailureOr<MatmulPlan> plan = analyzeMatmulGroup(group);
     if (failed(plan))
       return failure();
+    if (matmul.table) {
+      FailureOr<std::optional<MatmulKernelConfig>> measured =
+          matmul.table->lookup(*plan, target);
+      if (failed(measured))
+        return failure();
+      if (*measured)
+        return getMatmulKernelConfigAttr(ctx, **measured);
+    }
     return getMatmulKernelConfigAttr(
-        ctx, selectMatmulKernelConfig(*plan, target, schedule));
+        ctx, selectMatmulKernelConfig(*plan, target, matmul.schedule));
   }
   if (group.getKind() == FusionKind::attention) {
     FailureOr<AttentionPlan> plan = analyzeAttentionGroup(group);
@@ -75,11 +83,11 @@ LogicalResult mlir::liger::verifyKernelConfig(FusionOp group,
 
 FailureOr<KernelConfigAttr>
 mlir::liger::getKernelConfig(FusionOp group, const GpuTargetInfo &target,
-                             MatmulScheduleChoice schedule) {
+                             MatmulSelection matmul) {
   auto pinned =
       group->getAttrOfType<KernelConfigAttr>(KernelConfigAttr::getAttrName());
   if (!pinned)
-    return selectKernelConfig(group, target, schedule);
+    return selectKernelConfig(group, target, matmul);
   if (failed(verifyKernelConfig(group, pinned, target)))
     return failure();
   return pinned;

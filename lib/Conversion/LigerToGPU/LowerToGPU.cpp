@@ -66,14 +66,10 @@ struct LowerToGPUPass : mlir::liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
       module.emitError() << "liger-lower-to-gpu: " << error;
       return signalPassFailure();
     }
-    std::optional<MatmulScheduleChoice> schedule =
-        parseMatmulScheduleChoice(matmulSchedule);
-    if (!schedule) {
-      module.emitError() << "liger-lower-to-gpu: "
-                         << badMatmulScheduleChoice("matmul-schedule",
-                                                    matmulSchedule);
+    FailureOr<MatmulSelectionOptions> matmul = readMatmulSelectionOptions(
+        module, "liger-lower-to-gpu", matmulSchedule, matmulConfigTable);
+    if (failed(matmul))
       return signalPassFailure();
-    }
 
     // Rowwise ops outside groups become groups of one (and, on a target
     // with the attention template's instructions, liger.attention and
@@ -142,7 +138,7 @@ struct LowerToGPUPass : mlir::liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
     };
     for (auto [fn, group] : groups) {
       FailureOr<KernelConfigAttr> config =
-          getKernelConfig(group, *target, *schedule);
+          getKernelConfig(group, *target, matmul->selection());
       if (failed(config))
         return signalPassFailure();
       if (config->getKernelTemplate() == KernelTemplate::attention) {

@@ -37,22 +37,49 @@ static int64_t sharedBudget(const MatmulKernelConfig &config,
 
 std::string mlir::liger::pingpongLimit(const MatmulPlan &plan, int64_t tileM,
                                        int64_t tileN) {
-  // Two sets of one consumer warpgroup each, with 232 registers a thread:
-  // at most 128 f32 accumulators (a 128 x 128 or 64 x 256 tile).
-  if (tileM != 64 && tileM != 128)
-    return "tile_m must be 64 or 128 (each of the two consumer sets is one "
-           "warpgroup)";
-  int64_t accumulators = tileM / 64 * tileN / 2 * plan.numBTiles();
-  if (accumulators > 128)
-    return "its warpgroup would hold " + std::to_string(accumulators) +
-           " f32 accumulators a thread (tile_m / 64 x tile_n / 2 per "
-           "projection), more than 128";
   // What the data-parallel kernel reads once per CTA, next to the ring.
   if (plan.lora)
     return "LoRA's B tile is read once per CTA";
   if (plan.accumulateTile)
     return "a 16-bit dW buffer's old tile is read once per CTA";
-  return "";
+  // Two sets of one consumer warpgroup each: the whole tile's accumulators
+  // in one warpgroup (a 128 x 128 or 64 x 256 tile at most).
+  if (tileM != 64 && tileM != 128)
+    return "tile_m must be 64 or 128 (each of the two consumer sets is one "
+           "warpgroup)";
+  MatmulKernelConfig config;
+  config.schedule = MatmulSchedule::pingpong;
+  config.tileM = tileM;
+  config.tileN = tileN;
+  return accumulatorLimit(plan, config);
+}
+
+int64_t mlir::liger::accumulatorsPerThread(const MatmulPlan &plan,
+                                           const MatmulKernelConfig &config) {
+  int64_t perProjection = config.tileM * config.tileN;
+  // wgmma: a consumer warpgroup's 128 threads hold its 64-row blocks of the
+  // tile (data-parallel: one each; pingpong: the whole tile's).
+  if (config.wgmma)
+    perProjection = 64 * config.rowBlocks() * config.tileN / 128;
+  else
+    perProjection /= config.threads();
+  return perProjection * plan.numBTiles();
+}
+
+std::string mlir::liger::accumulatorLimit(const MatmulPlan &plan,
+                                          const MatmulKernelConfig &config) {
+  // 128 f32 accumulators a thread leave the fragments and addresses their
+  // registers (232 a consumer thread with wgmma, 255 with mma.sync); more
+  // spill.
+  int64_t accumulators = accumulatorsPerThread(plan, config);
+  if (accumulators <= 128)
+    return "";
+  return "its " + std::string(config.wgmma ? "consumer " : "") +
+         "threads would hold " + std::to_string(accumulators) +
+         " f32 accumulators each (" +
+         (config.wgmma ? "a warpgroup's 64-row blocks x tile_n / 2"
+                       : "tile_m x tile_n / threads") +
+         " per projection), more than 128";
 }
 
 MatmulKernelConfig
@@ -112,55 +139,73 @@ mlir::liger::selectMatmulKernelConfig(const MatmulPlan &plan,
           break;
         }
   }
+  config.stages = fittingStages(plan, config, target);
+  return config;
+}
+
+int64_t mlir::liger::fittingStages(const MatmulPlan &plan,
+                                   MatmulKernelConfig config,
+                                   const GpuTargetInfo &target) {
   // As many stages as shared memory holds, 2 to 5 (to 8 in pingpong, whose
   // tiles are half as tall).
   config.stages = config.pingpong() ? 8 : 5;
   while (config.stages > 2 &&
          MatmulLayout(plan, config).size() > sharedBudget(config, target))
     --config.stages;
-  return config;
+  return config.stages;
+}
+
+std::string mlir::liger::matmulConfigProblem(const MatmulKernelConfig &config,
+                                             const MatmulPlan &plan,
+                                             const GpuTargetInfo &target) {
+  auto str = [](int64_t v) { return std::to_string(v); };
+  if (config.wgmma && !target.hasWgmma)
+    return "the matmul_wgmma template needs sm_90a, the target is " +
+           target.chip.str();
+  int64_t mStep = config.wgmma ? 64 : 16;
+  if (config.tileM < mStep || config.tileM > 256 || config.tileM % mStep)
+    return "tile_m must be a multiple of " + str(mStep) + " up to 256, got " +
+           str(config.tileM);
+  if (config.tileN < 8 || config.tileN > 256 || config.tileN % 8)
+    return "tile_n must be a multiple of 8 in [8, 256], got " +
+           str(config.tileN);
+  if (config.wgmma && plan.bMNMajor() && config.tileN % 64)
+    return "tile_n must be a multiple of 64 for a gradient product (its B "
+           "operand is read N-major, in 64-column boxes), got " +
+           str(config.tileN);
+  int64_t kBytes = config.tileK * plan.elementBytes;
+  if (config.tileK < 1 || (kBytes != 32 && kBytes != 64 && kBytes != 128))
+    return "tile_k must span 32, 64 or 128 bytes of K, got " +
+           str(config.tileK) + " (" + str(kBytes) + " bytes)";
+  if (config.stages < 2 || config.stages > 8)
+    return "stages must be in [2, 8], got " + str(config.stages);
+  if (config.pingpong()) {
+    if (!config.wgmma)
+      return "the pingpong schedule is the wgmma template's";
+    if (std::string limit = pingpongLimit(plan, config.tileM, config.tileN);
+        !limit.empty())
+      return "the pingpong schedule does not take this group: " + limit;
+  }
+  if (std::string limit = accumulatorLimit(plan, config); !limit.empty())
+    return limit;
+  int64_t smem = MatmulLayout(plan, config).size();
+  if (smem > sharedBudget(config, target))
+    return "it needs " + str(smem) + " bytes of shared memory, " +
+           target.chip.str() + " has " + str(sharedBudget(config, target)) +
+           (config.wgmma ? " beside the kernel's 1024 static bytes" : "");
+  return "";
 }
 
 LogicalResult
 mlir::liger::verifyMatmulKernelConfig(const MatmulKernelConfig &config,
                                       const MatmulPlan &plan,
                                       const GpuTargetInfo &target) {
-  FusionOp group = plan.group;
-  auto bad = [&]() {
-    return group.emitOpError("has an invalid matmul 'liger.kernel_config': ");
-  };
-  if (config.wgmma && !target.hasWgmma)
-    return bad() << "the matmul_wgmma template needs sm_90a, the target is "
-                 << target.chip;
-  int64_t mStep = config.wgmma ? 64 : 16;
-  if (config.tileM < mStep || config.tileM > 256 || config.tileM % mStep)
-    return bad() << "tile_m must be a multiple of " << mStep
-                 << " up to 256, got " << config.tileM;
-  if (config.tileN < 8 || config.tileN > 256 || config.tileN % 8)
-    return bad() << "tile_n must be a multiple of 8 in [8, 256], got "
-                 << config.tileN;
-  if (config.wgmma && plan.bMNMajor() && config.tileN % 64)
-    return bad() << "tile_n must be a multiple of 64 for a gradient product "
-                    "(its B operand is read N-major, in 64-column boxes), got "
-                 << config.tileN;
-  int64_t kBytes = config.tileK * plan.elementBytes;
-  if (config.tileK < 1 || (kBytes != 32 && kBytes != 64 && kBytes != 128))
-    return bad() << "tile_k must span 32, 64 or 128 bytes of K, got "
-                 << config.tileK << " (" << kBytes << " bytes)";
-  if (config.stages < 2 || config.stages > 8)
-    return bad() << "stages must be in [2, 8], got " << config.stages;
-  if (config.pingpong())
-    if (std::string limit = pingpongLimit(plan, config.tileM, config.tileN);
-        !limit.empty())
-      return bad() << "the pingpong schedule does not take this group: "
-                   << limit;
-  int64_t smem = MatmulLayout(plan, config).size();
-  if (smem > sharedBudget(config, target))
-    return bad() << "it needs " << smem << " bytes of shared memory, "
-                 << target.chip << " has " << sharedBudget(config, target)
-                 << (config.wgmma ? " beside the kernel's 1024 static bytes"
-                                  : "");
-  return success();
+  std::string problem = matmulConfigProblem(config, plan, target);
+  if (problem.empty())
+    return success();
+  return plan.group.emitOpError(
+             "has an invalid matmul 'liger.kernel_config': ")
+         << problem;
 }
 
 KernelConfigAttr

@@ -38,14 +38,11 @@ struct SelectKernelConfigPass
       getOperation()->emitError() << "liger-select-kernel-config: " << error;
       return signalPassFailure();
     }
-    std::optional<MatmulScheduleChoice> schedule =
-        parseMatmulScheduleChoice(matmulSchedule);
-    if (!schedule) {
-      getOperation()->emitError()
-          << "liger-select-kernel-config: "
-          << badMatmulScheduleChoice("matmul-schedule", matmulSchedule);
+    FailureOr<MatmulSelectionOptions> matmul = readMatmulSelectionOptions(
+        getOperation(), "liger-select-kernel-config", matmulSchedule,
+        matmulConfigTable);
+    if (failed(matmul))
       return signalPassFailure();
-    }
     WalkResult walk = getOperation()->walk([&](FusionOp group) {
       if (group.getKind() == FusionKind::loss)
         return WalkResult::advance();
@@ -55,7 +52,7 @@ struct SelectKernelConfigPass
                    ? WalkResult::interrupt()
                    : WalkResult::advance();
       FailureOr<KernelConfigAttr> config =
-          selectKernelConfig(group, *target, *schedule);
+          selectKernelConfig(group, *target, matmul->selection());
       if (failed(config))
         return WalkResult::interrupt();
       group->setAttr(KernelConfigAttr::getAttrName(), *config);

@@ -12,7 +12,7 @@
 #ifndef LIGER_CONVERSION_LIGERTOGPU_KERNELCONFIG_H
 #define LIGER_CONVERSION_LIGERTOGPU_KERNELCONFIG_H
 
-#include "liger/Conversion/LigerToGPU/MatmulConfig.h"
+#include "liger/Conversion/LigerToGPU/MatmulConfigTable.h"
 #include "liger/Dialect/Liger/IR/LigerKernelAttrs.h"
 #include "liger/Dialect/Liger/IR/LigerOps.h"
 #include "liger/Target/GpuTarget.h"
@@ -22,11 +22,13 @@ namespace mlir::liger {
 /// The default configuration of `group` (a rowwise or matmul group) on
 /// `target`: the template its ops need (rowKernelTemplate; a matmul group
 /// takes matmul_wgmma where the target has wgmma, else matmul_mma_sync) and
-/// that template's default tunables (a wgmma group's schedule by
-/// `schedule`).
-FailureOr<KernelConfigAttr>
-selectKernelConfig(FusionOp group, const GpuTargetInfo &target,
-                   MatmulScheduleChoice schedule = MatmulScheduleChoice::Auto);
+/// that template's tunables: a matmul group's from the first entry of
+/// `matmul.table` that matches it, else the default rule's (a wgmma
+/// group's schedule by `matmul.schedule`). Fails with a diagnostic where
+/// the matching table entry does not fit the group.
+FailureOr<KernelConfigAttr> selectKernelConfig(FusionOp group,
+                                               const GpuTargetInfo &target,
+                                               MatmulSelection matmul = {});
 
 /// Checks a pinned `config` of `group` on `target`: its template is the one
 /// the group's ops need (either matmul template for a matmul group), and
@@ -36,10 +38,10 @@ LogicalResult verifyKernelConfig(FusionOp group, KernelConfigAttr config,
                                  const GpuTargetInfo &target);
 
 /// The group's `liger.kernel_config`, checked by verifyKernelConfig, or the
-/// default of selectKernelConfig (with `schedule`) where it has none.
-FailureOr<KernelConfigAttr>
-getKernelConfig(FusionOp group, const GpuTargetInfo &target,
-                MatmulScheduleChoice schedule = MatmulScheduleChoice::Auto);
+/// choice of selectKernelConfig (with `matmul`) where it has none.
+FailureOr<KernelConfigAttr> getKernelConfig(FusionOp group,
+                                            const GpuTargetInfo &target,
+                                            MatmulSelection matmul = {});
 
 } // namespace mlir::liger
 

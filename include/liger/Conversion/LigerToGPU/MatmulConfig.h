@@ -53,6 +53,13 @@ std::optional<MatmulScheduleChoice> parseMatmulScheduleChoice(StringRef text);
 /// choice: "<option> must be auto, data-parallel or pingpong, got '<text>'".
 std::string badMatmulScheduleChoice(StringRef option, StringRef text);
 
+/// The f32 accumulators each consumer thread of `config` holds, and why
+/// they are too many (more than 128), or empty.
+int64_t accumulatorsPerThread(const MatmulPlan &plan,
+                              const MatmulKernelConfig &config);
+std::string accumulatorLimit(const MatmulPlan &plan,
+                             const MatmulKernelConfig &config);
+
 /// Why the pingpong schedule cannot take `plan` with a tile_m x tile_n
 /// tile (empty: it can).
 std::string pingpongLimit(const MatmulPlan &plan, int64_t tileM, int64_t tileN);
@@ -64,8 +71,19 @@ MatmulKernelConfig selectMatmulKernelConfig(
     const MatmulPlan &plan, const GpuTargetInfo &target,
     MatmulScheduleChoice schedule = MatmulScheduleChoice::Auto);
 
-/// Checks `config` against `plan` and `target` (instruction shapes, the
-/// shared memory its layout needs); emits on the plan's group.
+/// The most stages (2 to 5; to 8 in pingpong) of `config`'s tile whose
+/// layout (MatmulLayout) fits `target`'s shared memory.
+int64_t fittingStages(const MatmulPlan &plan, MatmulKernelConfig config,
+                      const GpuTargetInfo &target);
+
+/// Why `config` does not fit `plan` on `target` (instruction shapes, the
+/// schedule, the shared memory its layout needs), or empty where it does.
+std::string matmulConfigProblem(const MatmulKernelConfig &config,
+                                const MatmulPlan &plan,
+                                const GpuTargetInfo &target);
+
+/// Checks `config` against `plan` and `target` (matmulConfigProblem);
+/// emits on the plan's group.
 LogicalResult verifyMatmulKernelConfig(const MatmulKernelConfig &config,
                                        const MatmulPlan &plan,
                                        const GpuTargetInfo &target);
