@@ -2,7 +2,9 @@
 # Compiles bench/kernels.mlir into bench-bundles/rowwise (sm_90a), for
 # bench/rowwise.py on the GPU machine, and bench/matmul.mlir into
 # bench-bundles/matmul (the matmul templates; and matmul-pingpong, with the
-# pingpong schedule) for bench/matmul.py,
+# pingpong schedule) for bench/matmul.py (the configuration sweep's
+# candidates into bench-bundles/matmul-sweep, for
+# bench/matmul_config_sweep.py),
 # with --norm-prologue so that qk_rope_wg keeps its norm in the kernel (the
 # measured alternative to the default rowwise norm kernel),
 # bench/cross_entropy.mlir into bench-bundles/cross_entropy, and the
@@ -26,6 +28,15 @@ rm -rf "$ROOT/bench-bundles"
 "$BUILD/bin/liger-compile" "$ROOT/bench/matmul_schedules.mlir" -o "$ROOT/bench-bundles/matmul-schedules" \
   --target=sm_90a
 "$BUILD/bin/liger-compile" "$ROOT/bench/cross_entropy.mlir" -o "$ROOT/bench-bundles/cross_entropy" --target=sm_90a
+# Every candidate configuration of the layer's products, pinned, for
+# bench/matmul_config_sweep.py measure (which writes the table that
+# --matmul-config-table reads).
+python3 "$ROOT/bench/matmul_config_sweep.py" emit --out "$ROOT/bench-bundles/matmul-sweep-src" \
+  --liger-opt "$BUILD/bin/liger-opt" --models "${LIGER_SWEEP_MODELS:-llama3-8b,qwen2.5-7b}"
+"$BUILD/bin/liger-compile" "$ROOT/bench-bundles/matmul-sweep-src/sweep.mlir" \
+  -o "$ROOT/bench-bundles/matmul-sweep" --target=sm_90a >/dev/null
+cp "$ROOT/bench-bundles/matmul-sweep-src/candidates.json" "$ROOT/bench-bundles/matmul-sweep/"
+rm -rf "$ROOT/bench-bundles/matmul-sweep-src"
 # liger.ops.fused_linear_cross_entropy at Llama-3-8B's lm_head (mean, and
 # per token: also the preference losses' kernels), for
 # bench/fused_linear_cross_entropy.py and bench/preference.py

@@ -169,8 +169,8 @@ def test_matmul_config_table_reaches_liger_compile(tmp_path):
     other = compiler.compile(PROJECTION, cache_dir=cache_dir, matmul_config_table=str(table))
     assert other.key not in (plain.key, measured.key)
     assert ["sms" in k["grid"] for k in _kernels(other).values()] == [False, False]
-    table.write_text(json.dumps({"version": 1, "entries": [{"match": {"k": "256"},
-                                                             "config": {}}]}))
+    bad = {"match": {"k": "256"}, "config": {}}
+    table.write_text(json.dumps({"version": 1, "entries": [bad]}))
     with pytest.raises(compiler.LigerError) as info:
         compiler.compile(PROJECTION, cache_dir=cache_dir, matmul_config_table=str(table))
     assert "entry 0: match: 'k' must be a positive integer" in str(info.value)
