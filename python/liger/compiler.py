@@ -107,9 +107,7 @@ def compile(source: str, target: str = "sm_90a", fuse: bool = True,
     `matmul_schedule`: how wgmma matmul kernels take their tiles, one of
     MATMUL_SCHEDULES, --matmul-schedule; `matmul_config_table`: the path of
     a JSON table of matmul configurations measured per shape,
-    --matmul-config-table, keyed by its content, by default
-    $LIGER_MATMUL_CONFIG_TABLE's where the schedule is "auto" and the
-    matmul kernels and the fusion are on; the last three need the
+    --matmul-config-table, keyed by its content; the last three need the
     matmul kernels and the fusion, and a table the "auto" schedule) into
     the bundle cache `cache_dir` (default: the
     user's, liger.cache.default_root(), which falls back to a temporary
@@ -128,12 +126,6 @@ def compile(source: str, target: str = "sm_90a", fuse: bool = True,
                               "fuse=True" % ("norm_prologue" if norm_prologue
                                              else "matmul_schedule=%r" % matmul_schedule))
     table = None
-    source_of_table = "the matmul configuration table"
-    if (matmul_config_table is None and matmul_schedule == "auto" and matmul_kernels and fuse
-            and os.environ.get("LIGER_MATMUL_CONFIG_TABLE")):
-        # The user's measured table, for every compile that chooses nothing.
-        matmul_config_table = os.environ["LIGER_MATMUL_CONFIG_TABLE"]
-        source_of_table = "LIGER_MATMUL_CONFIG_TABLE's table"
     if matmul_config_table is not None:
         if not (matmul_kernels and fuse):
             raise LigerValueError("matmul_config_table shapes the matmul kernels: it needs "
@@ -145,8 +137,8 @@ def compile(source: str, target: str = "sm_90a", fuse: bool = True,
             with open(matmul_config_table) as f:
                 table = f.read()
         except OSError as e:
-            raise LigerValueError("cannot read %s %s: %s" % (
-                source_of_table, matmul_config_table, e.strerror or e)) from None
+            raise LigerValueError("cannot read the matmul configuration table %s: %s" % (
+                matmul_config_table, e.strerror or e)) from None
     text = open(source).read() if os.path.isfile(source) else source
     exe = tool or find_tool("liger-compile")
     options = cache.compile_options(target, fuse, matmul_kernels, loss_dw_f32, norm_prologue,

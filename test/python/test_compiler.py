@@ -176,28 +176,6 @@ def test_matmul_config_table_reaches_liger_compile(tmp_path):
     assert "entry 0: match: 'k' must be a positive integer" in str(info.value)
 
 
-@needs_ptxas
-def test_matmul_config_table_from_the_environment(tmp_path, monkeypatch):
-    """LIGER_MATMUL_CONFIG_TABLE is the table of every compile that names
-    none and keeps the auto schedule: the same key as the table passed;
-    a schedule chosen, or the matmul kernels off, leave it unread."""
-    import json
-    cache_dir = str(tmp_path / "cache")
-    table = tmp_path / "table.json"
-    table.write_text(json.dumps({"version": 1, "entries": [
-        {"match": {"widths": [512]}, "config": {"schedule": "pingpong"}}]}))
-    passed = compiler.compile(PROJECTION, cache_dir=cache_dir, matmul_config_table=str(table))
-    monkeypatch.setenv("LIGER_MATMUL_CONFIG_TABLE", str(table))
-    assert compiler.compile(PROJECTION, cache_dir=cache_dir).key == passed.key
-    monkeypatch.setenv("LIGER_MATMUL_CONFIG_TABLE", str(tmp_path / "absent.json"))
-    explicit = compiler.compile(PROJECTION, cache_dir=cache_dir, matmul_schedule="data-parallel")
-    assert explicit.key == cache.bundle_key(PROJECTION, cache.compile_options(
-        matmul_schedule="data-parallel"))
-    with pytest.raises(compiler.LigerValueError) as info:
-        compiler.compile(PROJECTION, cache_dir=cache_dir)
-    assert str(info.value).startswith("cannot read LIGER_MATMUL_CONFIG_TABLE's table ")
-
-
 @pytest.mark.parametrize("options,message", [
     (dict(matmul_config_table="/nonexistent/table.json"), "cannot read the matmul "
      "configuration table /nonexistent/table.json: No such file or directory"),
