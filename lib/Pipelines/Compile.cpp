@@ -112,18 +112,15 @@ std::optional<std::string> checkOptions(const CompileOptions &options) {
            " leaves uncompiled";
   if (!parseMatmulScheduleChoice(options.matmulSchedule))
     return badMatmulScheduleChoice("--matmul-schedule", options.matmulSchedule);
-  if (options.matmulSchedule != "auto" &&
-      (!options.matmulKernels || !options.fuse))
-    return std::string("--matmul-schedule chooses how matmul groups "
-                       "compile, which ") +
-           (options.fuse ? "--no-matmul-kernels" : "--no-fuse") +
-           " leaves uncompiled";
+  // A schedule or a table also shapes the matmul groups a module holds
+  // (--no-fuse compiles those).
+  if (options.matmulSchedule != "auto" && !options.matmulKernels)
+    return "--matmul-schedule chooses how matmul groups compile, which "
+           "--no-matmul-kernels leaves uncompiled";
   if (!options.matmulConfigTable.empty()) {
-    if (!options.matmulKernels || !options.fuse)
-      return std::string("--matmul-config-table chooses how matmul groups "
-                         "compile, which ") +
-             (options.fuse ? "--no-matmul-kernels" : "--no-fuse") +
-             " leaves uncompiled";
+    if (!options.matmulKernels)
+      return "--matmul-config-table chooses how matmul groups compile, "
+             "which --no-matmul-kernels leaves uncompiled";
     if (options.matmulSchedule != "auto")
       return conflictingMatmulSelection("--matmul-schedule",
                                         "--matmul-config-table");

@@ -107,8 +107,9 @@ def compile(source: str, target: str = "sm_90a", fuse: bool = True,
     `matmul_schedule`: how wgmma matmul kernels take their tiles, one of
     MATMUL_SCHEDULES, --matmul-schedule; `matmul_config_table`: the path of
     a JSON table of matmul configurations measured per shape,
-    --matmul-config-table, keyed by its content; the last three need the
-    matmul kernels and the fusion, and a table the "auto" schedule) into
+    --matmul-config-table, keyed by its content; these three need the
+    matmul kernels, the norm prologue also the fusion, and a table the
+    "auto" schedule) into
     the bundle cache `cache_dir` (default: the
     user's, liger.cache.default_root(), which falls back to a temporary
     cache where it cannot be written; a `cache_dir` given never does).
@@ -121,24 +122,30 @@ def compile(source: str, target: str = "sm_90a", fuse: bool = True,
     if matmul_schedule not in MATMUL_SCHEDULES:
         raise LigerValueError("matmul_schedule must be one of %s, got %r" % (
             ", ".join(MATMUL_SCHEDULES), matmul_schedule))
-    if (norm_prologue or matmul_schedule != "auto") and not (matmul_kernels and fuse):
-        raise LigerValueError("%s shapes the matmul kernels: it needs matmul_kernels=True and "
-                              "fuse=True" % ("norm_prologue" if norm_prologue
-                                             else "matmul_schedule=%r" % matmul_schedule))
+    # The norm prologue is a fusion; a schedule or a table also shapes the
+    # groups a module already holds (fuse=False compiles those).
+    if norm_prologue and not (matmul_kernels and fuse):
+        raise LigerValueError("norm_prologue shapes the matmul kernels: it needs "
+                              "matmul_kernels=True and fuse=True")
+    for name, given in (("matmul_schedule=%r" % matmul_schedule, matmul_schedule != "auto"),
+                        ("matmul_config_table", matmul_config_table is not None)):
+        if given and not matmul_kernels:
+            raise LigerValueError("%s shapes the matmul kernels: it needs matmul_kernels=True"
+                                  % name)
     table = None
     if matmul_config_table is not None:
-        if not (matmul_kernels and fuse):
-            raise LigerValueError("matmul_config_table shapes the matmul kernels: it needs "
-                                  "matmul_kernels=True and fuse=True")
         if matmul_schedule != "auto":
             raise LigerValueError("matmul_schedule=%r and matmul_config_table both choose the "
                                   "configuration of matmul groups: give one" % matmul_schedule)
         try:
-            with open(matmul_config_table) as f:
-                table = f.read()
+            with open(matmul_config_table, "rb") as f:
+                table = f.read().decode("utf-8")
         except OSError as e:
             raise LigerValueError("cannot read the matmul configuration table %s: %s" % (
                 matmul_config_table, e.strerror or e)) from None
+        except UnicodeDecodeError as e:
+            raise LigerValueError("the matmul configuration table %s is not UTF-8 text (%s)" % (
+                matmul_config_table, e.reason)) from None
     text = open(source).read() if os.path.isfile(source) else source
     exe = tool or find_tool("liger-compile")
     options = cache.compile_options(target, fuse, matmul_kernels, loss_dw_f32, norm_prologue,
@@ -171,8 +178,11 @@ def compile(source: str, target: str = "sm_90a", fuse: bool = True,
             args.append("--dump-dir=" + os.path.join(work, "stages"))
         proc = subprocess.run(args, capture_output=True, text=True)
         if proc.returncode != 0:
-            raise LigerError("liger-compile failed (exit %d)" % proc.returncode,
-                             proc.stderr.strip())
+            stderr = proc.stderr.strip()
+            if table is not None:  # name the user's file, not the copy
+                stderr = stderr.replace(os.path.join(work, "matmul-config-table.json"),
+                                        matmul_config_table)
+            raise LigerError("liger-compile failed (exit %d)" % proc.returncode, stderr)
 
     path, cached = cache.Cache(cache_dir).get_or_build(key, build, compiler_identity(exe),
                                                        meta)

@@ -4,9 +4,11 @@
 // What the first matmul template does not implement yet is a warning on the
 // group, which stays uncompiled (never a wrong kernel); the rest compiles.
 
-// The wgmma template reads K in 128-byte slices (tile_k = 64 for bf16).
+// The wgmma template reads K in 128-byte slices (tile_k = 64 for bf16): a
+// configuration of another is invalid (the verifier's rule, before any
+// template runs).
 func.func @wgmma_tile_k(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>) -> tensor<?x64xbf16> {
-  // expected-warning @+1 {{left for a later matmul template: the wgmma template reads 128-byte slices of K (tile_k = 64), got tile_k = 32}}
+  // expected-error @+1 {{has an invalid matmul 'liger.kernel_config': tile_k must span 128 bytes of K on the wgmma template (64 elements), got 32}}
   %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 128, tile_n = 64, tile_k = 32, stages = 3>} : (tensor<?x64xbf16>, tensor<64x64xbf16>) -> tensor<?x64xbf16> {
   ^bb0(%a: tensor<?x64xbf16>, %b: tensor<64x64xbf16>):
     %l = liger.linear %a, %b : tensor<?x64xbf16>, tensor<64x64xbf16>
@@ -175,7 +177,7 @@ func.func @grad_f32(%dy: tensor<?x64xf32>, %x: tensor<?x128xf32>) -> tensor<64x1
 // -----
 
 func.func @grad_tile_k(%dy: tensor<?x64xbf16>, %x: tensor<?x128xbf16>) -> tensor<64x128xbf16> {
-  // expected-warning @+1 {{left for a later matmul template: the wgmma template reads 128-byte slices of K (tile_k = 64), got tile_k = 32}}
+  // expected-error @+1 {{has an invalid matmul 'liger.kernel_config': tile_k must span 128 bytes of K on the wgmma template (64 elements), got 32}}
   %y = liger.fusion matmul(%dy, %x) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 64, tile_n = 128, tile_k = 32, stages = 3>} : (tensor<?x64xbf16>, tensor<?x128xbf16>) -> tensor<64x128xbf16> {
   ^bb0(%a: tensor<?x64xbf16>, %b: tensor<?x128xbf16>):
     %g = liger.linear_grad_weight %a, %b : tensor<?x64xbf16>, tensor<?x128xbf16>

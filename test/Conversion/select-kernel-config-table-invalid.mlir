@@ -24,6 +24,11 @@
 // RUN: not liger-opt %t/groups.mlir --liger-select-kernel-config="matmul-config-table=%t/bounds.json" 2>&1 | FileCheck %s --check-prefix=BOUNDS
 // RUN: not liger-opt %t/groups.mlir --liger-select-kernel-config="matmul-config-table=%t/tile.json" 2>&1 | FileCheck %s --check-prefix=TILE
 // RUN: not liger-opt %t/groups.mlir --liger-select-kernel-config="matmul-config-table=%t/schedule.json" 2>&1 | FileCheck %s --check-prefix=SCHEDULE
+// RUN: not liger-opt %t/groups.mlir --liger-select-kernel-config="matmul-config-table=%t/largetile.json" 2>&1 | FileCheck %s --check-prefix=LARGETILE
+// RUN: not liger-opt %t/groups.mlir --liger-select-kernel-config="matmul-config-table=%t/dwk.json" 2>&1 | FileCheck %s --check-prefix=DWK
+// Deep nesting is refused before the (recursive) parser sees it.
+// RUN: %python -c "print('[' * 100000 + ']' * 100000)" > %t/deep.json
+// RUN: not liger-opt %t/groups.mlir --liger-select-kernel-config="matmul-config-table=%t/deep.json" 2>&1 | FileCheck %s --check-prefix=DEEP
 // RUN: not liger-opt %t/groups.mlir --liger-select-kernel-config="matmul-config-table=%t/smem.json" 2>&1 | FileCheck %s --check-prefix=SMEM
 // RUN: not liger-opt %t/groups.mlir --liger-select-kernel-config="matmul-config-table=%t/lorapingpong.json" 2>&1 | FileCheck %s --check-prefix=LORAPP
 // RUN: not liger-opt %t/groups.mlir --liger-select-kernel-config="chip=sm_80 matmul-config-table=%t/sm80pingpong.json" 2>&1 | FileCheck %s --check-prefix=SM80PP
@@ -52,6 +57,9 @@
 // BOUNDS: error: {{.*}}bounds.json: entry 0: match: m_min 100 is above m_max 50
 // TILE: error: {{.*}}tile.json: entry 0: config: 'tile_m' must be a positive integer
 // SCHEDULE: error: {{.*}}schedule.json: entry 0: config: 'schedule' must be one of data-parallel, pingpong
+// LARGETILE: error: {{.*}}largetile.json: entry 0: config: 'tile_k' must be at most 256, got 4611686018427387920
+// DWK: error: {{.*}}dwk.json: entry 0: match: 'k' never holds of a grad_weight group (its K is the tokens, dynamic): bound its rows with m_min and m_max
+// DEEP: error: {{.*}}deep.json: nested more than 32 levels deep
 // SMEM: error: 'liger.fusion' op matches entry 0 of the matmul configuration table {{.*}}smem.json, whose configuration does not fit it: it needs {{[0-9]+}} bytes of shared memory, sm_90a has {{[0-9]+}} beside the kernel's 1024 static bytes
 // LORAPP: error: 'liger.fusion' op matches entry 0 of the matmul configuration table {{.*}}lorapingpong.json, whose configuration does not fit it: the pingpong schedule does not take this group: LoRA's B tile is read once per CTA
 // SM80PP: error: 'liger.fusion' op matches entry 0 of the matmul configuration table {{.*}}sm80pingpong.json, whose configuration does not fit it: the pingpong schedule is the wgmma template's
@@ -98,6 +106,10 @@ version = 1
 {"version": 1, "entries": [{"match": {}, "config": {"tile_m": 0}}]}
 //--- schedule.json
 {"version": 1, "entries": [{"match": {}, "config": {"schedule": "auto"}}]}
+//--- largetile.json
+{"version": 1, "entries": [{"match": {}, "config": {"tile_k": 4611686018427387920}}]}
+//--- dwk.json
+{"version": 1, "entries": [{"match": {"body": "grad_weight", "k": 4096}, "config": {}}]}
 //--- smem.json
 {"version": 1, "entries": [{"match": {"k": 4096}, "config": {"tile_n": 256, "stages": 8}}]}
 //--- lorapingpong.json

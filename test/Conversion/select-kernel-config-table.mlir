@@ -41,7 +41,7 @@
 
 // SM80-LABEL: func.func @groups
 // SM80-COUNT-7: #liger.kernel_config<kernel_template = matmul_mma_sync, threads = 256, tile_m = 128, tile_n = {{64|128}}, tile_k = 32, stages = 5>
-//       SM80: #liger.kernel_config<kernel_template = matmul_mma_sync, threads = 128, tile_m = 32, tile_n = 64, tile_k = 32, stages = 3>
+//       SM80: #liger.kernel_config<kernel_template = matmul_mma_sync, threads = 128, tile_m = 64, tile_n = 64, tile_k = 32, stages = 3>
 // SM80-COUNT-3: #liger.kernel_config<kernel_template = matmul_mma_sync, threads = 256, tile_m = 128, tile_n = 128, tile_k = 32, stages = 5>
 
 //--- table.json
@@ -62,7 +62,7 @@
   {"match": {"chip": "sm_90a", "body": "grad_input"},
    "config": {"tile_n": 64, "stages": 2}},
   {"match": {"chip": "sm_80", "m_min": 10, "m_max": 50},
-   "config": {"tile_m": 32, "tile_n": 64, "stages": 3}}
+   "config": {"tile_m": 64, "tile_n": 64, "stages": 3}}
  ]}
 
 //--- groups.mlir

@@ -182,12 +182,12 @@ def test_matmul_config_table_reaches_liger_compile(tmp_path):
     (dict(matmul_config_table="t.json", matmul_schedule="pingpong"), "matmul_schedule="
      "'pingpong' and matmul_config_table both choose the configuration of matmul groups: "
      "give one"),
-    (dict(matmul_config_table="t.json", fuse=False), "matmul_config_table shapes the matmul "
-     "kernels: it needs matmul_kernels=True and fuse=True"),
+    (dict(matmul_config_table="t.json", matmul_kernels=False), "matmul_config_table shapes "
+     "the matmul kernels: it needs matmul_kernels=True"),
     (dict(matmul_schedule="ping-pong"), "matmul_schedule must be one of auto, data-parallel, "
      "pingpong, got 'ping-pong'"),
     (dict(matmul_schedule="pingpong", matmul_kernels=False), "matmul_schedule='pingpong' "
-     "shapes the matmul kernels: it needs matmul_kernels=True and fuse=True"),
+     "shapes the matmul kernels: it needs matmul_kernels=True"),
     (dict(norm_prologue=True, fuse=False), "norm_prologue shapes the matmul kernels: it needs "
      "matmul_kernels=True and fuse=True"),
 ])

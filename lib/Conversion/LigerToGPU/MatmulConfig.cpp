@@ -2,6 +2,7 @@
 
 #include "liger/Conversion/LigerToGPU/MatmulConfig.h"
 #include "liger/Conversion/LigerToGPU/GpuBuilder.h"
+#include "liger/Conversion/LigerToGPU/MatmulEmitters.h"
 #include "liger/Conversion/LigerToGPU/MatmulLayout.h"
 
 #include "llvm/ADT/StringSwitch.h"
@@ -162,10 +163,15 @@ std::string mlir::liger::matmulConfigProblem(const MatmulKernelConfig &config,
   if (config.wgmma && !target.hasWgmma)
     return "the matmul_wgmma template needs sm_90a, the target is " +
            target.chip.str();
-  int64_t mStep = config.wgmma ? 64 : 16;
-  if (config.tileM < mStep || config.tileM > 256 || config.tileM % mStep)
-    return "tile_m must be a multiple of " + str(mStep) + " up to 256, got " +
-           str(config.tileM);
+  // Both templates give each warp 64-row tiles (wgmma: a consumer
+  // warpgroup, at most two, whose 232 registers a thread fill the register
+  // file beside the producer's).
+  if (config.wgmma ? config.tileM != 64 && config.tileM != 128
+                   : config.tileM < 64 || config.tileM > 256 ||
+                         config.tileM % 64)
+    return std::string("tile_m must be ") +
+           (config.wgmma ? "64 or 128" : "a multiple of 64 up to 256") +
+           ", got " + str(config.tileM);
   if (config.tileN < 8 || config.tileN > 256 || config.tileN % 8)
     return "tile_n must be a multiple of 8 in [8, 256], got " +
            str(config.tileN);
@@ -173,10 +179,28 @@ std::string mlir::liger::matmulConfigProblem(const MatmulKernelConfig &config,
     return "tile_n must be a multiple of 64 for a gradient product (its B "
            "operand is read N-major, in 64-column boxes), got " +
            str(config.tileN);
+  // wgmma: one 128-byte swizzled row of K per stage; mma.sync: k16 steps
+  // over 32, 64 or 128 bytes.
   int64_t kBytes = config.tileK * plan.elementBytes;
-  if (config.tileK < 1 || (kBytes != 32 && kBytes != 64 && kBytes != 128))
-    return "tile_k must span 32, 64 or 128 bytes of K, got " +
-           str(config.tileK) + " (" + str(kBytes) + " bytes)";
+  if (config.wgmma && (config.tileK < 1 || config.tileK > 256 || kBytes != 128))
+    return "tile_k must span 128 bytes of K on the wgmma template (" +
+           str(128 / plan.elementBytes) + " elements), got " +
+           str(config.tileK);
+  if (!config.wgmma &&
+      (config.tileK < 1 || config.tileK > 256 || config.tileK % 16 ||
+       (kBytes != 32 && kBytes != 64 && kBytes != 128)))
+    return "tile_k must be a multiple of 16 spanning 32, 64 or 128 bytes of "
+           "K, got " +
+           str(config.tileK);
+  if (!config.wgmma) {
+    // Warp tiles of 64 rows by a multiple of 8 columns.
+    MmaSyncWarps warps(config);
+    if (warps.warpsM * warps.warpsN != warps.warps ||
+        config.tileN % (warps.warpsN * 8))
+      return "tile " + str(config.tileM) + "x" + str(config.tileN) +
+             " does not split over " + str(warps.warps) +
+             " warps (64 rows by a multiple of 8 columns each)";
+  }
   if (config.stages < 2 || config.stages > 8)
     return "stages must be in [2, 8], got " + str(config.stages);
   if (config.pingpong()) {

@@ -25,6 +25,8 @@ StringRef mlir::liger::matmulBodyName(MatmulBody body) {
 }
 
 std::string mlir::liger::matmulDtypeName(const MatmulPlan &plan) {
+  if (!plan.elementType)
+    return "";
   std::string text;
   llvm::raw_string_ostream os(text);
   plan.elementType.print(os);
@@ -33,6 +35,13 @@ std::string mlir::liger::matmulDtypeName(const MatmulPlan &plan) {
 
 namespace {
 constexpr int64_t kTableVersion = 1;
+/// The largest size a table names (a tile is at most 256, stages 8): sums
+/// and products of sizes stay far from overflow.
+constexpr int64_t kLargest = int64_t(1) << 31;
+/// JSON nested deeper than this is refused before it is parsed (the parser
+/// recurses: tens of thousands of levels overflow the stack); a table has
+/// four levels.
+constexpr int kMaxDepth = 32;
 constexpr const char *kBodies[] = {"projection", "qk_rope", "grad_input",
                                    "grad_weight"};
 constexpr const char *kDtypes[] = {"bf16", "f16", "f32"};
@@ -51,8 +60,9 @@ public:
     return false;
   }
 
-  /// An integer field of at least `least` (1: positive).
-  void integer(StringRef key, std::optional<int64_t> &out, int64_t least = 1) {
+  /// An integer field in [least, most] (1: positive).
+  void integer(StringRef key, std::optional<int64_t> &out, int64_t least = 1,
+               int64_t most = kLargest) {
     const llvm::json::Value *v = take(key);
     if (!v)
       return;
@@ -61,6 +71,9 @@ public:
       return (void)fail("'" + key + "' must be " +
                         (least == 1 ? "a positive" : "a non-negative") +
                         " integer");
+    if (*i > most)
+      return (void)fail("'" + key + "' must be at most " +
+                        std::to_string(most) + ", got " + std::to_string(*i));
     out = *i;
   }
   void boolean(StringRef key, std::optional<bool> &out) {
@@ -151,6 +164,29 @@ private:
 std::optional<MatmulConfigTable>
 MatmulConfigTable::parse(StringRef text, StringRef source,
                          std::string &error) {
+  // The nesting depth, outside strings.
+  int depth = 0;
+  bool inString = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char ch = text[i];
+    if (inString) {
+      if (ch == '\\')
+        ++i;
+      else if (ch == '"')
+        inString = false;
+    } else if (ch == '"') {
+      inString = true;
+    } else if (ch == '[' || ch == '{') {
+      if (++depth > kMaxDepth) {
+        error = ("matmul configuration table " + source +
+                 ": nested more than " + Twine(kMaxDepth) + " levels deep")
+                    .str();
+        return std::nullopt;
+      }
+    } else if (ch == ']' || ch == '}') {
+      --depth;
+    }
+  }
   llvm::Expected<llvm::json::Value> json = llvm::json::parse(text);
   if (!json) {
     error = ("matmul configuration table " + source +
@@ -210,6 +246,11 @@ MatmulConfigTable::parse(StringRef text, StringRef source,
     m.integer("m_max", entry.mMax);
     if (!m.finish())
       return std::nullopt;
+    if (entry.k && entry.body == "grad_weight") {
+      m.fail("'k' never holds of a grad_weight group (its K is the tokens, "
+             "dynamic): bound its rows with m_min and m_max");
+      return std::nullopt;
+    }
     if (entry.mMin && entry.mMax && *entry.mMin > *entry.mMax) {
       m.fail("m_min " + std::to_string(*entry.mMin) + " is above m_max " +
              std::to_string(*entry.mMax));
@@ -217,10 +258,10 @@ MatmulConfigTable::parse(StringRef text, StringRef source,
     }
 
     FieldReader c(*config, at + ": config", error);
-    c.integer("tile_m", entry.tileM);
-    c.integer("tile_n", entry.tileN);
-    c.integer("tile_k", entry.tileK);
-    c.integer("stages", entry.stages);
+    c.integer("tile_m", entry.tileM, 1, 256);
+    c.integer("tile_n", entry.tileN, 1, 256);
+    c.integer("tile_k", entry.tileK, 1, 256);
+    c.integer("stages", entry.stages, 1, 8);
     std::optional<std::string> schedule;
     c.oneOf("schedule", {"data-parallel", "pingpong"}, schedule);
     if (!c.finish())
@@ -255,12 +296,16 @@ static bool matches(const MatmulConfigTable::Entry &entry,
         (entry.mMax && plan.m > *entry.mMax))
       return false;
   }
-  ArrayRef<int64_t> widths = plan.widths;
+  // A q/k pair's widths are q's then k's, whichever op the body holds
+  // first.
+  SmallVector<int64_t, 2> widths(plan.widths.begin(), plan.widths.end());
+  if (plan.body == MatmulBody::QKRoPE)
+    widths = {plan.nq, plan.n - plan.nq};
   return (!entry.chip || *entry.chip == target.chip) &&
          (!entry.body || *entry.body == matmulBodyName(plan.body)) &&
          (!entry.dtype || *entry.dtype == matmulDtypeName(plan)) &&
          (!entry.k || *entry.k == plan.k) &&
-         (!entry.widths || ArrayRef<int64_t>(*entry.widths) == widths) &&
+         (!entry.widths || ArrayRef<int64_t>(*entry.widths) == ArrayRef(widths)) &&
          (!entry.norm || *entry.norm == static_cast<bool>(plan.norm)) &&
          (!entry.loraRank || *entry.loraRank == plan.loraRank);
 }

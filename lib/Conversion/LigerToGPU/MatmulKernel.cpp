@@ -83,11 +83,9 @@ static LogicalResult checkElementAndK(const MatmulPlan &plan,
                      " is not a multiple of tile_k = " + Twine(config.tileK));
     return success();
   }
-  if (config.tileK * elemBytes != 128)
-    return leaveForLaterTemplate(
-        group, "the wgmma template reads 128-byte slices of K (tile_k = " +
-                   Twine(128 / elemBytes) +
-                   "), got tile_k = " + Twine(config.tileK));
+  // The configuration's verifier (matmulConfigProblem) holds tile_k to
+  // one 128-byte slice of K.
+  assert(config.tileK * elemBytes == 128 && "a verified wgmma tile_k");
   if (!dynamicK && (k * elemBytes) % 16)
     return leaveForLaterTemplate(
         group, "K = " + Twine(k) + " is not a multiple of " +
@@ -156,7 +154,7 @@ static LogicalResult checkBody(const MatmulPlan &plan,
 
 /// Checks what the templates implement for `plan` with `config`: the body
 /// (the plan's reason), bf16/f16 operands, K, tile_n against RoPE's heads,
-/// the rows' 16-byte multiples, N, LoRA's rank, the mma.sync warp split.
+/// the rows' 16-byte multiples, N, LoRA's rank.
 /// Warns and fails otherwise.
 static LogicalResult checkMatmulTemplate(const MatmulPlan &plan,
                                          const MatmulKernelConfig &config) {
@@ -165,17 +163,8 @@ static LogicalResult checkMatmulTemplate(const MatmulPlan &plan,
     return leaveForLaterTemplate(group, plan.unsupported);
   if (failed(checkElementAndK(plan, config)) || failed(checkBody(plan, config)))
     return failure();
-  if (config.wgmma)
-    return success();
-  // mma.sync: warp tiles of 64 rows x a multiple of 8 columns, k16 steps.
-  MmaSyncWarps warps(config);
-  if (warps.warpsM < 1 || warps.warpsN < 1 ||
-      warps.warpsM * warps.warpsN != warps.warps ||
-      config.tileN % (warps.warpsN * 8) || config.tileK % 16)
-    return leaveForLaterTemplate(
-        group, "tile " + Twine(config.tileM) + "x" + Twine(config.tileN) + "x" +
-                   Twine(config.tileK) + " does not split over " +
-                   Twine(warps.warps) + " warps");
+  // The mma.sync warp split (64-row warp tiles, k16 steps) is the
+  // configuration verifier's (matmulConfigProblem).
   return success();
 }
 
