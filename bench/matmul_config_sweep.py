@@ -31,19 +31,22 @@ import os
 import subprocess
 import sys
 
-# name -> (body, K, widths): the layer's products. A projection y = x · Wᵀ
-# (a pair: silu(x · Wgᵀ) · (x · Wuᵀ) in one kernel); grad_input dx = dy · W
-# (K: dy's width); grad_weight dW = dyᵀ · x ([K, widths[0]], over the
-# tokens).
+# name -> (body, K, widths[, extra]): the layer's products. A projection
+# y = x · Wᵀ (a pair: silu(x · Wgᵀ) · (x · Wuᵀ) in one kernel; extra
+# {"lora_rank": r}: + 2 (x · Aᵀ) · Bᵀ); grad_input dx = dy · W (K: dy's
+# width); grad_weight dW = dyᵀ · x ([K, widths[0]], over the tokens; extra
+# {"accumulate": True}: added into an f32 buffer).
 MODELS = {
     "llama3-8b": {
         "q_proj": ("projection", 4096, [4096]),
         "kv_proj": ("projection", 4096, [1024]),
         "gate_up": ("projection", 4096, [14336, 14336]),
         "down_proj": ("projection", 14336, [4096]),
+        "q_lora16": ("projection", 4096, [4096], {"lora_rank": 16}),
         "down_dx": ("grad_input", 4096, [14336]),
         "o_dx": ("grad_input", 4096, [4096]),
         "o_dw": ("grad_weight", 4096, [4096]),
+        "down_dw_f32": ("grad_weight", 4096, [14336], {"accumulate": True}),
     },
     "qwen2.5-7b": {
         "q_proj": ("projection", 3584, [3584]),
@@ -61,10 +64,11 @@ CANDIDATES = [("data-parallel", 128, 256), ("data-parallel", 128, 128),
 DTYPE = "bf16"
 
 
-def group_text(name, body, k, widths, config):
-    """A function holding one matmul group of `body` pinned to `config`
-    (no attribute: the default rule's)."""
+def group_text(name, body, k, widths, config, extra):
+    """A function holding one matmul group of `body` (with `extra`) pinned
+    to `config` (None: no attribute, the default rule's)."""
     t = "tensor<%sx%dx%s>"
+    rank, accumulate = extra.get("lora_rank", 0), extra.get("accumulate", False)
     x = t % ("?", k, DTYPE)
     attrs = ""
     if config is not None:
@@ -79,6 +83,12 @@ def group_text(name, body, k, widths, config):
         bb = ["%a: " + x] + ["%%b%d: %s" % (i, w) for i, w in enumerate(ws)]
         lines = ["    %%l%d = liger.linear %%a, %%b%d : %s, %s" % (i, i, x, w)
                  for i, w in enumerate(ws)]
+        if rank:
+            la, lb = t % (rank, k, DTYPE), t % (widths[0], rank, DTYPE)
+            args += ["%la: " + la, "%lb: " + lb]
+            bb += ["%c: " + la, "%d: " + lb]
+            lines = ["    %%l0 = liger.lora_linear %%a, %%b0, %%c, %%d scale = 2.0 : %s, %s, %s, %s"
+                     % (x, ws[0], la, lb)]
         if len(ws) == 2:
             lines.append("    %%r = liger.swiglu %%l0, %%l1 : %s" % y)
             result = "%r"
@@ -92,9 +102,15 @@ def group_text(name, body, k, widths, config):
         result = "%r"
     else:  # grad_weight
         xs = t % ("?", widths[0], DTYPE)
-        y = t % (k, widths[0], DTYPE)
+        y = t % (k, widths[0], "f32" if accumulate else DTYPE)
         args, bb = ["%x: " + x, "%w0: " + xs], ["%a: " + x, "%b0: " + xs]
-        lines = ["    %%r = liger.linear_grad_weight %%a, %%b0 : %s, %s" % (x, xs)]
+        if accumulate:
+            args.append("%acc: " + y)
+            bb.append("%c: " + y)
+            lines = ["    %%r = liger.linear_grad_weight %%a, %%b0 accumulate %%c : %s, %s, %s"
+                     % (x, xs, y)]
+        else:
+            lines = ["    %%r = liger.linear_grad_weight %%a, %%b0 : %s, %s" % (x, xs)]
         result = "%r"
     types = [a.split(": ", 1)[1] for a in args]
     return "\n".join([
@@ -119,19 +135,21 @@ def emit(args):
                                          "liger-opt")
     funcs, candidates = [], []
     for model in args.models.split(","):
-        for shape, (body, k, widths) in MODELS[model].items():
+        for shape, (body, k, widths, *extra) in MODELS[model].items():
+            extra = extra[0] if extra else {}
             match = {"chip": "sm_90a", "body": body, "dtype": DTYPE, "widths": widths,
-                     "norm": False, "lora_rank": 0}
+                     "norm": False, "lora_rank": extra.get("lora_rank", 0),
+                     "accumulate": extra.get("accumulate", False)}
             # dW's K is the tokens; its rows are dy's width.
             match.update({"m_min": k, "m_max": k} if body == "grad_weight" else {"k": k})
-            default = configure(group_text("f", body, k, widths, None), opt)
+            default = configure(group_text("f", body, k, widths, None, extra), opt)
             if default is None:
                 sys.exit("the compiler refuses %s %s with its default configuration" % (
                     model, shape))
             for schedule, tm, tn in CANDIDATES:
                 # Stages: the most that fit (8 down to 2), the compiler's check.
                 for stages in range(8 if schedule == "pingpong" else 5, 1, -1):
-                    text = group_text("f", body, k, widths, (schedule, tm, tn)).replace(
+                    text = group_text("f", body, k, widths, (schedule, tm, tn), extra).replace(
                         "%STAGES%", str(stages))
                     if configure(text, opt) is not None:
                         break
@@ -148,6 +166,7 @@ def emit(args):
                     tm, tn, stages, ", schedule = pingpong" if kind == "pp" else "")
                 candidates.append({"kernel": name + "_matmul_0", "model": model,
                                    "shape": shape, "body": body, "k": k, "widths": widths,
+                                   "extra": extra,
                                    "match": match, "config": config,
                                    "default": pinned in default})
     os.makedirs(args.out, exist_ok=True)
@@ -181,6 +200,8 @@ def measure(args):
     entries, rows = [], []
     for (model, shape), group in shapes.items():
         body, k, widths = group[0]["body"], group[0]["k"], group[0]["widths"]
+        rank = group[0]["extra"].get("lora_rank", 0)
+        accumulate = group[0]["extra"].get("accumulate", False)
         n = widths[0]
         torch.manual_seed(0)
         if body == "projection":
@@ -188,10 +209,16 @@ def measure(args):
             ws = [(torch.randn(w, k, dtype=bf16, device="cuda") / k ** 0.5).to(bf16)
                   for w in widths]
             inputs = [x] + ws
+            if rank:
+                la = (torch.randn(rank, k, device="cuda") / k ** 0.5).to(bf16)
+                lb = (torch.randn(n, rank, device="cuda") / 4).to(bf16)
+                inputs += [la, lb]
 
-            def peer(x=x, ws=ws):
+            def peer(x=x, ws=ws, lora=inputs[2:]):
                 if len(ws) == 2:
                     return F.silu(F.linear(x, ws[0])) * F.linear(x, ws[1])
+                if lora:
+                    return F.linear(x, ws[0]) + 2.0 * F.linear(F.linear(x, lora[0]), lora[1])
                 return F.linear(x, ws[0])
             out_shape, flop = (M, n), 2 * M * k * sum(widths)
         elif body == "grad_input":
@@ -206,24 +233,36 @@ def measure(args):
             dy = torch.randn(M, k, dtype=bf16, device="cuda") / M ** 0.5
             xs = torch.randn(M, n, dtype=bf16, device="cuda")
             inputs = [dy, xs]
+            if accumulate:  # into a zeroed f32 buffer, as PyTorch's accumulation
+                acc = torch.zeros(k, n, dtype=torch.float32, device="cuda")
+                inputs.append(acc)
 
-            def peer(dy=dy, xs=xs):
-                return dy.t() @ xs
+                def peer(dy=dy, xs=xs, acc=acc):
+                    return acc.zero_().add_(dy.t() @ xs)
+            else:
+                def peer(dy=dy, xs=xs):
+                    return dy.t() @ xs
             out_shape, flop = (k, n), 2 * M * k * n
         ref = peer().float()
         floor = flop / rate / 1e9
         case = "%s %s %s" % (model, shape, "x".join(str(v) for v in (M, k, *widths)))
         times = {"eager (cuBLAS)": ms(peer), "compile": ms(torch.compile(peer))}
-        out = torch.empty(out_shape, dtype=bf16, device="cuda")
+        out = torch.empty(out_shape, dtype=torch.float32 if accumulate else bf16,
+                          device="cuda")
         measured = []
         for c in group:
             kernel = bundle[c["kernel"]]
             out.fill_(float("nan"))
+            if accumulate:
+                inputs[-1].zero_()
             kernel(*inputs, out=[out])
             err = ((out.float() - ref).norm() / ref.norm()).item()
             if not err < 2e-2:  # NaN included
                 sys.exit("%s %s: relative error %.2e" % (case, c["kernel"], err))
-            t = ms(lambda: kernel(*inputs, out=[out]))
+            if accumulate:  # the buffer zeroed in each call, as the peers'
+                t = ms(lambda: kernel(*inputs[:-1], inputs[-1].zero_(), out=[out]))
+            else:
+                t = ms(lambda: kernel(*inputs, out=[out]))
             measured.append((t, c))
             label = "%s %dx%d s%d%s" % (c["config"]["schedule"], c["config"]["tile_m"],
                                         c["config"]["tile_n"], c["config"]["stages"],
@@ -236,20 +275,20 @@ def measure(args):
         best_t, best = min(measured, key=lambda m: m[0])
         defaults = [t for t, c in measured if c["default"]]
         default_t = defaults[0] if defaults else None
-        if default_t is not None and best_t > default_t * (1 - args.min_gain):
-            continue
-        entries.append({"match": best["match"], "config": best["config"],
-                        "note": "%s, %d tokens: %.3f ms; default rule %s; cuBLAS %.3f ms" % (
-                            gpu, M, best_t,
-                            "%.3f ms" % default_t if default_t else "not a candidate",
-                            times["eager (cuBLAS)"])})
-    with open(args.table, "w") as f:
-        json.dump({"version": 1, "note": "bench/matmul_config_sweep.py measure --tokens %d "
-                   "--min-gain %g" % (M, args.min_gain), "entries": entries}, f, indent=1)
+        if default_t is None or best_t <= default_t * (1 - args.min_gain):
+            entries.append({"match": best["match"], "config": best["config"],
+                            "note": "%s, %d tokens: %.3f ms; default rule %s; cuBLAS %.3f ms"
+                            % (gpu, M, best_t,
+                               "%.3f ms" % default_t if default_t else "not a candidate",
+                               times["eager (cuBLAS)"])})
+        # Written after each shape: a run cut short keeps what it measured.
+        with open(args.table, "w") as f:
+            json.dump({"version": 1, "note": "bench/matmul_config_sweep.py measure --tokens %d "
+                       "--min-gain %g" % (M, args.min_gain), "entries": entries}, f, indent=1)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(rows, f, indent=1)
     print("matmul_config_sweep: %d entries in %s" % (len(entries), args.table))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
 
 
 def main():

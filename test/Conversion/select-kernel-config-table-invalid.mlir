@@ -21,6 +21,7 @@
 // RUN: not liger-opt %t/groups.mlir --liger-select-kernel-config="matmul-config-table=%t/widths.json" 2>&1 | FileCheck %s --check-prefix=WIDTHS
 // RUN: not liger-opt %t/groups.mlir --liger-select-kernel-config="matmul-config-table=%t/norm.json" 2>&1 | FileCheck %s --check-prefix=NORM
 // RUN: not liger-opt %t/groups.mlir --liger-select-kernel-config="matmul-config-table=%t/rank.json" 2>&1 | FileCheck %s --check-prefix=RANK
+// RUN: not liger-opt %t/groups.mlir --liger-select-kernel-config="matmul-config-table=%t/accumulate.json" 2>&1 | FileCheck %s --check-prefix=ACCUMULATE
 // RUN: not liger-opt %t/groups.mlir --liger-select-kernel-config="matmul-config-table=%t/bounds.json" 2>&1 | FileCheck %s --check-prefix=BOUNDS
 // RUN: not liger-opt %t/groups.mlir --liger-select-kernel-config="matmul-config-table=%t/tile.json" 2>&1 | FileCheck %s --check-prefix=TILE
 // RUN: not liger-opt %t/groups.mlir --liger-select-kernel-config="matmul-config-table=%t/schedule.json" 2>&1 | FileCheck %s --check-prefix=SCHEDULE
@@ -54,6 +55,7 @@
 // WIDTHS: error: {{.*}}widths.json: entry 0: match: 'widths' must be a non-empty list of positive integers
 // NORM: error: {{.*}}norm.json: entry 0: match: 'norm' must be true or false
 // RANK: error: {{.*}}rank.json: entry 0: match: 'lora_rank' must be a non-negative integer
+// ACCUMULATE: error: {{.*}}accumulate.json: entry 0: match: 'accumulate' must be true or false
 // BOUNDS: error: {{.*}}bounds.json: entry 0: match: m_min 100 is above m_max 50
 // TILE: error: {{.*}}tile.json: entry 0: config: 'tile_m' must be a positive integer
 // SCHEDULE: error: {{.*}}schedule.json: entry 0: config: 'schedule' must be one of data-parallel, pingpong
@@ -100,6 +102,8 @@ version = 1
 {"version": 1, "entries": [{"match": {"norm": 1}, "config": {}}]}
 //--- rank.json
 {"version": 1, "entries": [{"match": {"lora_rank": -16}, "config": {}}]}
+//--- accumulate.json
+{"version": 1, "entries": [{"match": {"accumulate": "f32"}, "config": {}}]}
 //--- bounds.json
 {"version": 1, "entries": [{"match": {"m_min": 100, "m_max": 50}, "config": {}}]}
 //--- tile.json

@@ -34,6 +34,9 @@
 //       CHECK: liger.fusion matmul{{.*}}#liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 256, tile_k = 64, stages = 4>
 // A dx product of entry 1's K and widths (entry 1 says projection): entry 4.
 //       CHECK: liger.fusion matmul{{.*}}#liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 128, tile_k = 64, stages = 4>
+// dW added into an f32 buffer: entry 6; the same dW without one: the default.
+//       CHECK: liger.fusion matmul{{.*}}#liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 128, tile_k = 64, stages = 3>
+//       CHECK: liger.fusion matmul{{.*}}#liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 256, tile_k = 64, stages = 4>
 
 // DEFAULT-LABEL: func.func @groups
 //       DEFAULT: tile_m = 128, tile_n = 256, tile_k = 64, stages = 4>
@@ -42,7 +45,7 @@
 // SM80-LABEL: func.func @groups
 // SM80-COUNT-7: #liger.kernel_config<kernel_template = matmul_mma_sync, threads = 256, tile_m = 128, tile_n = {{64|128}}, tile_k = 32, stages = 5>
 //       SM80: #liger.kernel_config<kernel_template = matmul_mma_sync, threads = 128, tile_m = 64, tile_n = 64, tile_k = 32, stages = 3>
-// SM80-COUNT-3: #liger.kernel_config<kernel_template = matmul_mma_sync, threads = 256, tile_m = 128, tile_n = 128, tile_k = 32, stages = 5>
+// SM80-COUNT-5: #liger.kernel_config<kernel_template = matmul_mma_sync, threads = 256, tile_m = 128, tile_n = 128, tile_k = 32, stages = 5>
 
 //--- table.json
 {"version": 1,
@@ -61,6 +64,8 @@
    "config": {"tile_n": 128, "stages": 4}},
   {"match": {"chip": "sm_90a", "body": "grad_input"},
    "config": {"tile_n": 64, "stages": 2}},
+  {"match": {"chip": "sm_90a", "body": "grad_weight", "accumulate": true},
+   "config": {"tile_n": 128, "stages": 3}},
   {"match": {"chip": "sm_80", "m_min": 10, "m_max": 50},
    "config": {"tile_m": 64, "tile_n": 64, "stages": 3}}
  ]}
@@ -75,7 +80,8 @@ func.func @groups(%x: tensor<?x4096xbf16>, %w: tensor<4096x4096xbf16>,
                   %a32: tensor<32x4096xbf16>, %b32: tensor<4096x32xbf16>,
                   %x48: tensor<48x4096xbf16>, %x100: tensor<100x4096xbf16>,
                   %dy: tensor<?x4096xbf16>, %wd: tensor<4096x14336xbf16>,
-                  %wkv: tensor<1024x4096xbf16>) {
+                  %wkv: tensor<1024x4096xbf16>, %xs: tensor<?x1024xbf16>,
+                  %acc: tensor<4096x1024xf32>) {
   %0 = liger.fusion matmul(%x, %w) : (tensor<?x4096xbf16>, tensor<4096x4096xbf16>) -> tensor<?x4096xbf16> {
   ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<4096x4096xbf16>):
     %l = liger.linear %a, %b : tensor<?x4096xbf16>, tensor<4096x4096xbf16>
@@ -138,6 +144,16 @@ func.func @groups(%x: tensor<?x4096xbf16>, %w: tensor<4096x4096xbf16>,
   ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<4096x4096xbf16>):
     %d = liger.linear_grad_input %a, %b : tensor<?x4096xbf16>, tensor<4096x4096xbf16>
     liger.yield %d : tensor<?x4096xbf16>
+  }
+  %12 = liger.fusion matmul(%dy, %xs, %acc) : (tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<4096x1024xf32>) -> tensor<4096x1024xf32> {
+  ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<?x1024xbf16>, %c: tensor<4096x1024xf32>):
+    %g = liger.linear_grad_weight %a, %b accumulate %c : tensor<?x4096xbf16>, tensor<?x1024xbf16>, tensor<4096x1024xf32>
+    liger.yield %g : tensor<4096x1024xf32>
+  }
+  %13 = liger.fusion matmul(%dy, %xs) : (tensor<?x4096xbf16>, tensor<?x1024xbf16>) -> tensor<4096x1024xbf16> {
+  ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<?x1024xbf16>):
+    %g = liger.linear_grad_weight %a, %b : tensor<?x4096xbf16>, tensor<?x1024xbf16>
+    liger.yield %g : tensor<4096x1024xbf16>
   }
   return
 }

@@ -208,7 +208,7 @@ def SelectKernelConfigPass : Pass<"liger-select-kernel-config"> {
     bench/matmul_config_sweep.py; the format is in
     docs/Design/GPU-Lowering.md, *Configuration tables*), a matmul group
     that one of its entries matches (target, body, dtype, K, widths, RMSNorm
-    prologue, LoRA rank, row bounds) takes the first such entry's tile,
+    prologue, LoRA rank, accumulation, row bounds) takes the first such entry's tile,
     stages and schedule, checked against the target as a pinned one is: an
     entry that matches a group it does not fit is an error naming the entry.
     A malformed table (not JSON, an unknown field, a value out of range) is
