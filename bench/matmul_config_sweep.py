@@ -243,7 +243,7 @@ def measure(args):
                 def peer(dy=dy, xs=xs):
                     return dy.t() @ xs
             out_shape, flop = (k, n), 2 * M * k * n
-        ref = peer().float()
+        ref = peer().float().clone()  # (a peer may return its own buffer)
         floor = flop / rate / 1e9
         case = "%s %s %s" % (model, shape, "x".join(str(v) for v in (M, k, *widths)))
         times = {"eager (cuBLAS)": ms(peer), "compile": ms(torch.compile(peer))}
