@@ -168,20 +168,19 @@ def compile(source: str, target: str = "sm_90a", fuse: bool = True,
             args.append("--norm-prologue")
         if matmul_schedule != "auto":
             args.append("--matmul-schedule=" + matmul_schedule)
+        copy = os.path.join(work, "matmul-config-table.json")
         if table is not None:
             # The text keyed, not the file, which may change meanwhile.
-            path = os.path.join(work, "matmul-config-table.json")
-            with open(path, "w") as f:
+            with open(copy, "w") as f:
                 f.write(table)
-            args.append("--matmul-config-table=" + path)
+            args.append("--matmul-config-table=" + copy)
         if debug:
             args.append("--dump-dir=" + os.path.join(work, "stages"))
         proc = subprocess.run(args, capture_output=True, text=True)
         if proc.returncode != 0:
             stderr = proc.stderr.strip()
             if table is not None:  # name the user's file, not the copy
-                stderr = stderr.replace(os.path.join(work, "matmul-config-table.json"),
-                                        matmul_config_table)
+                stderr = stderr.replace(copy, matmul_config_table)
             raise LigerError("liger-compile failed (exit %d)" % proc.returncode, stderr)
 
     path, cached = cache.Cache(cache_dir).get_or_build(key, build, compiler_identity(exe),

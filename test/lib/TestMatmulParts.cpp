@@ -59,9 +59,8 @@ LogicalResult forEachMatmulGroup(
   return success();
 }
 
-/// The names the plan prints, in the enums' order.
-constexpr StringLiteral bodyNames[] = {"projection", "qk_rope", "grad_input",
-                                       "grad_weight"};
+/// The names the plan prints, in the enum's order (the bodies':
+/// kMatmulBodyNames).
 constexpr StringLiteral roleNames[] = {"x",
                                        "norm_weight",
                                        "weight",
@@ -75,9 +74,6 @@ constexpr StringLiteral roleNames[] = {"x",
                                        "epilogue_feature",
                                        "unread",
                                        "unshaped"};
-static_assert(std::size(bodyNames) ==
-                  static_cast<size_t>(MatmulBody::GradWeight) + 1,
-              "a name per matmul body");
 static_assert(std::size(roleNames) ==
                   static_cast<size_t>(MatmulOperandRole::Unshaped) + 1,
               "a name per operand role");
@@ -105,7 +101,7 @@ struct TestMatmulPlanPass
          << group->getParentOfType<FunctionOpInterface>().getName() << "\n";
       if (!plan.unsupported.empty())
         os << "unsupported: " << plan.unsupported << "\n";
-      os << "body " << bodyNames[static_cast<size_t>(plan.body)] << ", m ";
+      os << "body " << matmulBodyName(plan.body) << ", m ";
       printSize(os, plan.m);
       os << ", k ";
       printSize(os, plan.k);

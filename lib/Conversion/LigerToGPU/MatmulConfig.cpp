@@ -44,10 +44,8 @@ std::string mlir::liger::pingpongLimit(const MatmulPlan &plan, int64_t tileM,
   if (plan.accumulateTile)
     return "a 16-bit dW buffer's old tile is read once per CTA";
   // Two sets of one consumer warpgroup each: the whole tile's accumulators
-  // in one warpgroup (a 128 x 128 or 64 x 256 tile at most).
-  if (tileM != 64 && tileM != 128)
-    return "tile_m must be 64 or 128 (each of the two consumer sets is one "
-           "warpgroup)";
+  // in one warpgroup (a 128 x 128 or 64 x 256 tile at most). (tile_m is 64
+  // or 128 on wgmma: matmulConfigProblem's rule, and the default's.)
   MatmulKernelConfig config;
   config.schedule = MatmulSchedule::pingpong;
   config.tileM = tileM;
@@ -206,12 +204,14 @@ std::string mlir::liger::matmulConfigProblem(const MatmulKernelConfig &config,
   if (config.pingpong()) {
     if (!config.wgmma)
       return "the pingpong schedule is the wgmma template's";
+    // (pingpongLimit checks the accumulators too.)
     if (std::string limit = pingpongLimit(plan, config.tileM, config.tileN);
         !limit.empty())
       return "the pingpong schedule does not take this group: " + limit;
-  }
-  if (std::string limit = accumulatorLimit(plan, config); !limit.empty())
+  } else if (std::string limit = accumulatorLimit(plan, config);
+             !limit.empty()) {
     return limit;
+  }
   int64_t smem = MatmulLayout(plan, config).size();
   if (smem > sharedBudget(config, target))
     return "it needs " + str(smem) + " bytes of shared memory, " +

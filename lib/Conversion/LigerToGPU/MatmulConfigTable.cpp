@@ -10,20 +10,6 @@
 using namespace mlir;
 using namespace mlir::liger;
 
-StringRef mlir::liger::matmulBodyName(MatmulBody body) {
-  switch (body) {
-  case MatmulBody::Projection:
-    return "projection";
-  case MatmulBody::QKRoPE:
-    return "qk_rope";
-  case MatmulBody::GradInput:
-    return "grad_input";
-  case MatmulBody::GradWeight:
-    return "grad_weight";
-  }
-  llvm_unreachable("a matmul body");
-}
-
 std::string mlir::liger::matmulDtypeName(const MatmulPlan &plan) {
   if (!plan.elementType)
     return "";
@@ -42,9 +28,8 @@ constexpr int64_t kLargest = int64_t(1) << 31;
 /// recurses: tens of thousands of levels overflow the stack); a table has
 /// four levels.
 constexpr int kMaxDepth = 32;
-constexpr const char *kBodies[] = {"projection", "qk_rope", "grad_input",
-                                   "grad_weight"};
-constexpr const char *kDtypes[] = {"bf16", "f16", "f32"};
+constexpr StringLiteral kDtypes[] = {"bf16", "f16", "f32"};
+constexpr StringLiteral kSchedules[] = {"data-parallel", "pingpong"};
 
 /// Reads one JSON object's fields, each at most once, into typed values;
 /// the first problem is kept in `error`, prefixed by where it is.
@@ -86,7 +71,7 @@ public:
       fail("'" + key + "' must be true or false");
   }
   /// A string field, one of `allowed`.
-  void oneOf(StringRef key, ArrayRef<const char *> allowed,
+  void oneOf(StringRef key, ArrayRef<StringLiteral> allowed,
              std::optional<std::string> &out) {
     const llvm::json::Value *v = take(key);
     if (!v)
@@ -236,7 +221,7 @@ MatmulConfigTable::parse(StringRef text, StringRef source,
 
     FieldReader m(*match, at + ": match", error);
     m.chip("chip", entry.chip);
-    m.oneOf("body", kBodies, entry.body);
+    m.oneOf("body", kMatmulBodyNames, entry.body);
     m.oneOf("dtype", kDtypes, entry.dtype);
     m.integer("k", entry.k);
     m.integers("widths", entry.widths);
@@ -264,7 +249,7 @@ MatmulConfigTable::parse(StringRef text, StringRef source,
     c.integer("tile_k", entry.tileK, 1, 256);
     c.integer("stages", entry.stages, 1, 8);
     std::optional<std::string> schedule;
-    c.oneOf("schedule", {"data-parallel", "pingpong"}, schedule);
+    c.oneOf("schedule", kSchedules, schedule);
     if (!c.finish())
       return std::nullopt;
     if (schedule)
@@ -289,24 +274,36 @@ MatmulConfigTable::read(StringRef path, std::string &error) {
 }
 
 /// Whether every field `entry` gives holds of `plan` on `target`.
-static bool matches(const MatmulConfigTable::Entry &entry,
-                    const MatmulPlan &plan, const GpuTargetInfo &target) {
-  bool dynamicRows = ShapedType::isDynamic(plan.m);
-  if (entry.mMin || entry.mMax) {
-    if (dynamicRows || (entry.mMin && plan.m < *entry.mMin) ||
-        (entry.mMax && plan.m > *entry.mMax))
-      return false;
+namespace {
+/// What a plan's entries are matched on that takes work to form, formed
+/// once per lookup.
+struct PlanKey {
+  explicit PlanKey(const MatmulPlan &plan)
+      : dtype(matmulDtypeName(plan)),
+        widths(plan.widths.begin(), plan.widths.end()) {
+    // A q/k pair's widths are q's then k's, whichever op the body holds
+    // first.
+    if (plan.body == MatmulBody::QKRoPE)
+      widths = {plan.nq, plan.n - plan.nq};
   }
-  // A q/k pair's widths are q's then k's, whichever op the body holds
-  // first.
-  SmallVector<int64_t, 2> widths(plan.widths.begin(), plan.widths.end());
-  if (plan.body == MatmulBody::QKRoPE)
-    widths = {plan.nq, plan.n - plan.nq};
+  std::string dtype;
+  SmallVector<int64_t, 2> widths;
+};
+} // namespace
+
+static bool matches(const MatmulConfigTable::Entry &entry,
+                    const MatmulPlan &plan, const PlanKey &key,
+                    const GpuTargetInfo &target) {
+  if ((entry.mMin || entry.mMax) &&
+      (ShapedType::isDynamic(plan.m) || (entry.mMin && plan.m < *entry.mMin) ||
+       (entry.mMax && plan.m > *entry.mMax)))
+    return false;
+  ArrayRef<int64_t> widths = key.widths;
   return (!entry.chip || *entry.chip == target.chip) &&
          (!entry.body || *entry.body == matmulBodyName(plan.body)) &&
-         (!entry.dtype || *entry.dtype == matmulDtypeName(plan)) &&
+         (!entry.dtype || *entry.dtype == key.dtype) &&
          (!entry.k || *entry.k == plan.k) &&
-         (!entry.widths || ArrayRef<int64_t>(*entry.widths) == ArrayRef(widths)) &&
+         (!entry.widths || ArrayRef<int64_t>(*entry.widths) == widths) &&
          (!entry.norm || *entry.norm == static_cast<bool>(plan.norm)) &&
          (!entry.loraRank || *entry.loraRank == plan.loraRank) &&
          (!entry.accumulate ||
@@ -316,8 +313,9 @@ static bool matches(const MatmulConfigTable::Entry &entry,
 FailureOr<std::optional<MatmulKernelConfig>>
 MatmulConfigTable::lookup(const MatmulPlan &plan,
                           const GpuTargetInfo &target) const {
+  PlanKey key(plan);
   for (auto [i, entry] : llvm::enumerate(entries)) {
-    if (!matches(entry, plan, target))
+    if (!matches(entry, plan, key, target))
       continue;
     MatmulSchedule schedule =
         entry.schedule.value_or(MatmulSchedule::data_parallel);

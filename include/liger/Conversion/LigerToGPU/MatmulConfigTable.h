@@ -106,9 +106,7 @@ FailureOr<MatmulSelectionOptions>
 readMatmulSelectionOptions(Operation *anchor, StringRef pass,
                            StringRef schedule, StringRef tablePath);
 
-/// The name of a plan's body in a table (projection, qk_rope, grad_input,
-/// grad_weight) and of its operands' dtype (bf16, f16, f32).
-StringRef matmulBodyName(MatmulBody body);
+/// The name of a plan's operands' dtype in a table (bf16, f16, f32).
 std::string matmulDtypeName(const MatmulPlan &plan);
 
 } // namespace mlir::liger

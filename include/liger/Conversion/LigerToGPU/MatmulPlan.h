@@ -37,6 +37,17 @@ enum class MatmulBody {
   GradWeight,
 };
 
+/// The bodies' names, in the enum's order (liger-test-matmul-plan prints
+/// them, a configuration table's `body` matches them).
+inline constexpr llvm::StringLiteral kMatmulBodyNames[] = {
+    "projection", "qk_rope", "grad_input", "grad_weight"};
+static_assert(std::size(kMatmulBodyNames) ==
+                  static_cast<size_t>(MatmulBody::GradWeight) + 1,
+              "a name per matmul body");
+inline StringRef matmulBodyName(MatmulBody body) {
+  return kMatmulBodyNames[static_cast<size_t>(body)];
+}
+
 /// A liger.linear, liger.lora_linear or gradient product of the group.
 struct MatmulProjection {
   Operation *op;
