@@ -394,7 +394,7 @@ Status Bundle::launchChecked(size_t index, const TensorArg *args,
   const KernelSpec &kernel = *entry.spec;
   LaunchDims dims;
   LIGER_RETURN_IF_ERROR(checkArgs(kernel, args, numArgs, &dims));
-  if (dims.rows == 0 && !kernel.hasWorkspaces())
+  if (dims.rows == 0 && !kernel.hasFinish())
     return Status::ok(); // nothing to do: an empty grid is not launched
   const CudaDriver *driver = nullptr;
   LIGER_RETURN_IF_ERROR(CudaDriver::get(&driver));
@@ -484,7 +484,7 @@ Status Bundle::launchChecked(size_t index, const TensorArg *args,
                      static_cast<unsigned>(kernel.block[2]),
                      static_cast<unsigned>(kernel.dynamicSharedMemoryBytes),
                      stream, params, nullptr));
-  if (kernel.hasWorkspaces())
+  if (kernel.hasFinish())
     LIGER_RETURN_IF_ERROR(launchSide(LaunchStage::Finish, kernel.finish));
   return Status::ok();
 }

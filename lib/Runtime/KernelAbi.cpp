@@ -512,10 +512,15 @@ int KernelSpec::entryPoints(EntryPoint (&out)[kNumLaunchStages]) const {
     out[n++] = {LaunchStage::Prepare, &prepare.name, prepare.block,
                 prepare.dynamicSharedMemoryBytes};
   out[n++] = {LaunchStage::Main, &name, block, dynamicSharedMemoryBytes};
-  if (hasWorkspaces())
+  if (hasFinish())
     out[n++] = {LaunchStage::Finish, &finish.name, finish.block,
                 finish.dynamicSharedMemoryBytes};
   return n;
+}
+
+bool KernelSpec::hasWorkspaces() const {
+  return std::any_of(params.begin(), params.end(),
+                     [](const KernelParam &p) { return p.isWorkspace(); });
 }
 
 size_t KernelSpec::numInputs() const {
@@ -651,12 +656,16 @@ public:
 Status Verifier::param(const std::string &path, const KernelParam &p) const {
   LIGER_RETURN_IF_ERROR(name(path, "name", p.name));
   // A workspace is f32 scratch the launch zero-fills: partial reductions
-  // per CTA, or a [batch, heads, seq, D] accumulator (attention's dq).
+  // per CTA, a [batch, heads, seq, D] accumulator (attention's dq), or
+  // values and flags per row that CTAs of one launch hand each other (a
+  // LoRA projection's x · Aᵀ).
   if (p.isWorkspace() &&
-      ((p.kind != ParamKind::Partials && p.kind != ParamKind::Heads) ||
+      ((p.kind != ParamKind::Partials && p.kind != ParamKind::Heads &&
+        p.kind != ParamKind::Rows && p.kind != ParamKind::RowScalars) ||
        p.dtype != DType::f32))
-    return error(path, std::string("a workspace is an f32 'partials' or "
-                                   "'heads' parameter, got ") +
+    return error(path, std::string("a workspace is an f32 'partials', "
+                                   "'heads', 'rows' or 'row_scalars' "
+                                   "parameter, got ") +
                            dtypeName(p.dtype) + " '" + kindName(p.kind) + "'");
   if (p.kind == ParamKind::Partials && !p.isWorkspace())
     return error(path, std::string("a 'partials' parameter is a workspace, "
@@ -695,7 +704,8 @@ Status Verifier::kernel(const std::string &path, const KernelSpec &k) const {
   LIGER_RETURN_IF_ERROR(name(path, "function", k.function));
   LIGER_RETURN_IF_ERROR(name(path, "ops", k.ops));
   std::map<std::string, size_t> names;
-  bool countsRows = false, anyWorkspace = false, anyPartials = false;
+  bool countsRows = false, anyWorkspace = false, anyPartials = false,
+       anyFinished = false;
   for (size_t i = 0; i < k.params.size(); ++i) {
     const KernelParam &p = k.params[i];
     std::string ppath = path + ".params[" + std::to_string(i) + "]";
@@ -713,6 +723,8 @@ Status Verifier::kernel(const std::string &path, const KernelSpec &k) const {
                   p.kind == ParamKind::RowScalars || p.kind == ParamKind::Heads;
     anyWorkspace |= p.isWorkspace();
     anyPartials |= p.kind == ParamKind::Partials;
+    anyFinished |= p.isWorkspace() && (p.kind == ParamKind::Partials ||
+                                       p.kind == ParamKind::Heads);
   }
   if (!countsRows)
     return error(path, "has no rows, row_scalars or heads parameter to count "
@@ -767,14 +779,17 @@ Status Verifier::kernel(const std::string &path, const KernelSpec &k) const {
       return error(mpath,
                    box + " (" + dtypeName(p.dtype) + " '" + p.name + "')");
   }
-  if (anyWorkspace != k.hasWorkspaces())
-    return error(path, "a kernel has workspaces if and only if it has a "
-                       "'finish' kernel");
-  if (!k.hasWorkspaces()) {
+  // Partial reductions and accumulators are read by a finishing kernel;
+  // rows and row_scalars workspaces by the kernel's own CTAs.
+  if (anyFinished != k.hasFinish())
+    return error(path, "a kernel has a 'finish' kernel if and only if it has "
+                       "a 'partials' or 'heads' workspace");
+  if (!k.hasFinish()) {
     if (k.ctasPerSm != 0)
-      return error(path, "ctas_per_sm is for a kernel with workspaces");
+      return error(path, "ctas_per_sm is for a kernel with a 'finish' kernel");
     if (k.hasPrepare())
-      return error(path, "a 'prepare' kernel is for a kernel with workspaces");
+      return error(path,
+                   "a 'prepare' kernel is for a kernel with a 'finish' kernel");
     return Status::ok();
   }
   if (k.ctasPerSm < 1 || k.ctasPerSm > 64)

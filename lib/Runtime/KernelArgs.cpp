@@ -438,11 +438,19 @@ Status liger::runtime::inferWorkspaceShapes(const KernelSpec &kernel,
     const KernelParam &p = kernel.params[i];
     if (!p.isWorkspace())
       continue;
+    if (p.kind != ParamKind::Heads && b.rows < 0)
+      return c.invalid("has no row-shaped input to count the rows of its "
+                       "workspaces from");
     if (p.kind == ParamKind::Partials) {
-      if (b.rows < 0)
-        return c.invalid("has no row-shaped input to count the rows of its "
-                         "workspaces from");
       workspaces->push_back({workspaceCtas(kernel, b.rows, smCount), p.length});
+      continue;
+    }
+    if (p.kind == ParamKind::Rows) {
+      workspaces->push_back({b.rows, p.length});
+      continue;
+    }
+    if (p.kind == ParamKind::RowScalars) {
+      workspaces->push_back({b.rows});
       continue;
     }
     // [B, heads, T, D], B and T bound as for a heads output.

@@ -341,7 +341,7 @@ Status Reader::kernel(JsonValue v, const std::string &path,
         sideKernel(object, path + ".finish", &kernel->finish));
     LIGER_RETURN_IF_ERROR(f->integer("ctas_per_sm", &kernel->ctasPerSm));
   } else if (f->has("ctas_per_sm")) {
-    return error(path, "ctas_per_sm is for a kernel with workspaces");
+    return error(path, "ctas_per_sm is for a kernel with a 'finish' kernel");
   }
   return f->finish();
 }
@@ -451,7 +451,7 @@ json kernelJson(const KernelSpec &k) {
             {"block", tripleJson(s.block)},
             {"dynamic_shared_memory_bytes", s.dynamicSharedMemoryBytes}};
   };
-  if (k.hasWorkspaces()) {
+  if (k.hasFinish()) {
     kernel["ctas_per_sm"] = k.ctasPerSm;
     kernel["finish"] = side(k.finish);
   }

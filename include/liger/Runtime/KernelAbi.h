@@ -255,14 +255,20 @@ struct KernelSpec {
   int64_t alignmentBytes = 16; ///< every tensor's pointer must be aligned so
   std::vector<KernelParam> params;
   std::vector<KernelTensorMap> tensorMaps;
-  /// With workspaces: an optional kernel run first, after the workspaces
-  /// are zero-filled.
+  /// With a finishing kernel: an optional kernel run first, after the
+  /// workspaces are zero-filled.
   SideKernelSpec prepare;
+  /// The kernel run after this one, reading its `partials` or `heads`
+  /// workspaces (a kernel whose only workspaces are `rows` or
+  /// `row_scalars` scratch has none).
   SideKernelSpec finish;
-  /// With workspaces: the CTAs per SM to size them for (workspaceCtas).
+  /// With a finishing kernel: the CTAs per SM to size `partials`
+  /// workspaces for (workspaceCtas).
   int64_t ctasPerSm = 0;
 
-  bool hasWorkspaces() const { return !finish.name.empty(); }
+  /// Whether a parameter is a workspace (the launch zero-fills them).
+  bool hasWorkspaces() const;
+  bool hasFinish() const { return !finish.name.empty(); }
   bool hasPrepare() const { return !prepare.name.empty(); }
   /// The entry points a launch runs, in order (prepare, the kernel,
   /// finish; those it has): their count, written to `out`.

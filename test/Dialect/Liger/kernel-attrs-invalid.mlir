@@ -92,7 +92,7 @@ func.func @negative_tensor_map_param() attributes {liger.kernel_info = #liger.ke
 // -----
 
 // A workspace without a finishing kernel: the runtime's rule.
-// expected-error @+1 {{liger.kernel_info: kernel: a kernel has workspaces if and only if it has a 'finish' kernel}}
+// expected-error @+1 {{liger.kernel_info: kernel: a kernel has a 'finish' kernel if and only if it has a 'partials' or 'heads' workspace}}
 func.func @workspace_without_finish() attributes {liger.kernel_info = #liger.kernel_info<kernel_template = rowwise, ops = "liger.rms_norm_grad", grid = ["ctas", 1, 1], threads = 256, shared_memory_bytes = 0, vector_width = 4, params = [#liger.kernel_param<name = "input0", role = input, kind = rows, dtype = f32, length = 64>, #liger.kernel_param<name = "workspace0", role = workspace, kind = partials, dtype = f32, length = 64>]>}
 
 // -----
@@ -135,7 +135,7 @@ func.func @swizzle_of_96_bytes() attributes {liger.note = #liger.tensor_map<para
 
 // A preparing kernel without workspaces (it has nothing to prepare): the
 // runtime's rule.
-// expected-error @+1 {{liger.kernel_info: kernel: a 'prepare' kernel is for a kernel with workspaces}}
+// expected-error @+1 {{liger.kernel_info: kernel: a 'prepare' kernel is for a kernel with a 'finish' kernel}}
 func.func @prepare_without_workspace() attributes {liger.kernel_info = #liger.kernel_info<kernel_template = rowwise, ops = "liger.silu", grid = ["rows", 1, 1], threads = 256, shared_memory_bytes = 0, vector_width = 4, params = [#liger.kernel_param<name = "input0", role = input, kind = rows, dtype = f32, length = 64>, #liger.kernel_param<name = "output0", role = output, kind = rows, dtype = f32, length = 64>], prepare = #liger.side_kernel<name = "k_prepare", grid = 1, threads = 256, shared_memory_bytes = 0>>}
 
 // -----

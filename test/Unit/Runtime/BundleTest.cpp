@@ -565,6 +565,21 @@ TEST_F(BundleFilesTest, HeadsWorkspaceShapes) {
       "kernel 'attn_bwd': 'workspace0' (#1) needs the batch and sequence "
       "of a [batch, heads, seq, D] tensor or of [batch, seq, K] rows, and "
       "there is none");
+  // Rows and row_scalars workspaces take the inputs' row count.
+  rows.params = {
+      {"input0", ParamRole::Input, ParamKind::Rows, DType::bf16, 128, 0},
+      {"workspace0", ParamRole::Workspace, ParamKind::Rows, DType::f32, 16, 0},
+      {"workspace1", ParamRole::Workspace, ParamKind::RowScalars, DType::f32,
+       0, 0}};
+  inputs = {{3, 7, 128}};
+  ASSERT_TRUE(inferWorkspaceShapes(rows, inputs.data(), 1, 132, &ws).isOk());
+  EXPECT_EQ(ws, (std::vector<Shape>{{21, 16}, {21}}));
+  // And are checked as rows at a launch.
+  args = {{buf, DType::bf16, {21, 128}},
+          {buf, DType::f32, {20, 16}},
+          {buf, DType::f32, {21}}};
+  EXPECT_EQ(checked(rows, args), "kernel 'attn_bwd': 'workspace0' (#1) has 20 "
+                                 "rows, the earlier tensors 21");
 }
 
 // A group reducing across rows (RMSNorm backward): a workspace and a

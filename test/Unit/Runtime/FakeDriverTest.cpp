@@ -403,8 +403,19 @@ TEST_F(FakeDriverTest, WorkspacesAreZeroFilledBeforeTheKernel) {
   bwd.grid[0] = {GridDim::Sms, 1};
   bwd.ctasPerSm = 1;
   bwd.finish = {"attn_bwd_finish", 64, {256, 1, 1}, 0};
+  // Rows and row_scalars workspaces (a LoRA projection's x · Aᵀ and its
+  // flags), with no finishing kernel.
+  KernelSpec lora = rowwiseKernel(
+      "lora", "liger.lora_linear",
+      {{"input0", ParamRole::Input, ParamKind::Rows, DType::bf16, 64, 0},
+       {"output0", ParamRole::Output, ParamKind::Rows, DType::bf16, 64, 0},
+       {"workspace0", ParamRole::Workspace, ParamKind::Rows, DType::f32, 16,
+        0},
+       {"workspace1", ParamRole::Workspace, ParamKind::RowScalars,
+        DType::f32, 0, 0}});
   Manifest m = kernels("sm_90a");
   m.modules[0].kernels.push_back(bwd);
+  m.modules[0].kernels.push_back(lora);
   ASSERT_TRUE(reopen(m).isOk());
   ASSERT_EQ(driver->cuCtxSetCurrent(primary(0)), kCudaSuccess);
   alignas(16) static char q[64], lse[64], dq[64], acc[64];
@@ -445,6 +456,35 @@ TEST_F(FakeDriverTest, WorkspacesAreZeroFilledBeforeTheKernel) {
   EXPECT_STREQ(log(), "memset 0;launch 0;launch 0;");
   EXPECT_EQ(memsets(), (std::vector<std::vector<long long>>{
                            {at(acc), 0, 3 * 64, 0x5000}}));
+
+  // Rows workspaces: zero-filled, then the kernel alone; with no rows,
+  // nothing at all.
+  reset();
+  ASSERT_EQ(driver->cuCtxSetCurrent(primary(0)), kCudaSuccess);
+  alignas(16) static char t[64], flags[64];
+  ASSERT_TRUE(bundle
+                  ->launch("lora",
+                           {{q, DType::bf16, {7, 64}},
+                            {dq, DType::bf16, {7, 64}},
+                            {t, DType::f32, {7, 16}},
+                            {flags, DType::f32, {7}}},
+                           stream, 0)
+                  .isOk());
+  EXPECT_STREQ(log(), "memset 0;memset 0;launch 0;");
+  EXPECT_EQ(memsets(), (std::vector<std::vector<long long>>{
+                           {at(t), 0, 7 * 16, 0x5000},
+                           {at(flags), 0, 7, 0x5000}}));
+  reset();
+  ASSERT_EQ(driver->cuCtxSetCurrent(primary(0)), kCudaSuccess);
+  ASSERT_TRUE(bundle
+                  ->launch("lora",
+                           {{q, DType::bf16, {0, 64}},
+                            {dq, DType::bf16, {0, 64}},
+                            {t, DType::f32, {0, 16}},
+                            {flags, DType::f32, {0}}},
+                           stream, 0)
+                  .isOk());
+  EXPECT_STREQ(log(), "");
 
   // No workspace, no memset.
   reset();

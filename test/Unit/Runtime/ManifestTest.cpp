@@ -105,6 +105,18 @@ Manifest sample() {
   attn.tensorMaps = {{0, 64, 64, TensorMapSwizzle::B128, true}};
   module.kernels.push_back(attn);
 
+  // A LoRA projection: rows and row_scalars workspaces its CTAs hand each
+  // other values through, and no finishing kernel.
+  KernelSpec lora = proj;
+  lora.name = "lora_matmul_0";
+  lora.function = "lora";
+  lora.ops = "liger.lora_linear";
+  lora.params.push_back({"workspace0", ParamRole::Workspace, ParamKind::Rows,
+                         DType::f32, 16, 0});
+  lora.params.push_back({"workspace1", ParamRole::Workspace,
+                         ParamKind::RowScalars, DType::f32, 0, 0});
+  module.kernels.push_back(lora);
+
   LossPlan plan;
   plan.function = "step";
   plan.chunkTokens = 2048;
@@ -135,7 +147,7 @@ TEST(ManifestTest, WhatIsWrittenReadsBackTheSame) {
   ASSERT_TRUE(s.isOk()) << s.toString();
   EXPECT_EQ(written(back), text);
   ASSERT_EQ(back.modules.size(), 1u);
-  ASSERT_EQ(back.modules[0].kernels.size(), 5u);
+  ASSERT_EQ(back.modules[0].kernels.size(), 6u);
   const KernelSpec &grad = back.modules[0].kernels[1];
   EXPECT_EQ(grad.function, "grad");
   EXPECT_EQ(grad.grid[0], (GridDim{GridDim::Ctas, 1}));
@@ -176,6 +188,12 @@ TEST(ManifestTest, WhatIsWrittenReadsBackTheSame) {
   EXPECT_EQ(*entries[2].name, "attn_attention_0_finish");
   ASSERT_EQ(back.modules[0].kernels[0].entryPoints(entries), 1);
   EXPECT_EQ(entries[0].stage, LaunchStage::Main);
+  const KernelSpec &lora = back.modules[0].kernels[5];
+  EXPECT_TRUE(lora.hasWorkspaces());
+  EXPECT_FALSE(lora.hasFinish());
+  EXPECT_EQ(lora.params[4].kind, ParamKind::RowScalars);
+  ASSERT_EQ(lora.entryPoints(entries), 1);
+  EXPECT_FALSE(back.modules[0].kernels[0].hasWorkspaces());
   ASSERT_EQ(back.plans.size(), 1u);
   EXPECT_EQ(back.plans[0].kernels[static_cast<int>(LossStage::CE)],
             "layer_rowwise_0");
@@ -340,13 +358,13 @@ TEST(ManifestTest, OneKernelIsVerifiedAsTheManifestVerifiesIt) {
   k.grid[0] = {GridDim::Rows, 1};
   Status s = verifyKernel(k, "c", "kernel");
   ASSERT_FALSE(s.isOk());
-  EXPECT_EQ(s.message(), "c: kernel: a kernel has workspaces if and only if "
-                         "it has a 'finish' kernel");
+  EXPECT_EQ(s.message(), "c: kernel: a kernel has a 'finish' kernel if and "
+                         "only if it has a 'partials' or 'heads' workspace");
   // The manifest's verifier says the same of it, at its place.
   m.modules[0].kernels[1] = k;
   EXPECT_EQ(verifyManifest(m, "t").message(),
-            "t: modules[0].kernels[1]: a kernel has workspaces if and only if "
-            "it has a 'finish' kernel");
+            "t: modules[0].kernels[1]: a kernel has a 'finish' kernel if and "
+            "only if it has a 'partials' or 'heads' workspace");
 }
 
 //===----------------------------------------------------------------------===//
@@ -448,24 +466,44 @@ INSTANTIATE_TEST_SUITE_P(
              "modules[0].kernels[0].params[2]: an input follows an output "
              "(parameters are inputs, then outputs, then workspaces)"},
         Rule{"workspace-kind",
-             [](Manifest &m) { param(m, 1, 2).kind = ParamKind::Rows; },
+             [](Manifest &m) { param(m, 1, 2).kind = ParamKind::Feature; },
              "modules[0].kernels[1].params[2]: a workspace is an f32 "
-             "'partials' or 'heads' parameter, got f32 'rows'"},
+             "'partials', 'heads', 'rows' or 'row_scalars' parameter, got "
+             "f32 'feature'"},
+        Rule{"rows-workspace-with-finish",
+             [](Manifest &m) {
+               param(m, 1, 2).kind = ParamKind::Rows;
+               kernel(m, 1).grid[0] = {GridDim::Rows, 1};
+             },
+             "modules[0].kernels[1]: a kernel has a 'finish' kernel if and "
+             "only if it has a 'partials' or 'heads' workspace"},
+        Rule{"rows-workspace-ctas",
+             [](Manifest &m) { kernel(m, 5).ctasPerSm = 2; },
+             "modules[0].kernels[5]: ctas_per_sm is for a kernel with a "
+             "'finish' kernel"},
+        Rule{"rows-workspace-bf16",
+             [](Manifest &m) { param(m, 5, 3).dtype = DType::bf16; },
+             "modules[0].kernels[5].params[3]: a workspace is an f32 "
+             "'partials', 'heads', 'rows' or 'row_scalars' parameter, got "
+             "bf16 'rows'"},
         Rule{"workspace-dtype",
              [](Manifest &m) { param(m, 1, 2).dtype = DType::bf16; },
              "modules[0].kernels[1].params[2]: a workspace is an f32 "
-             "'partials' or 'heads' parameter, got bf16 'partials'"},
+             "'partials', 'heads', 'rows' or 'row_scalars' parameter, got "
+             "bf16 'partials'"},
         Rule{"heads-workspace-dtype",
              [](Manifest &m) { param(m, 4, 3).dtype = DType::bf16; },
              "modules[0].kernels[4].params[3]: a workspace is an f32 "
-             "'partials' or 'heads' parameter, got bf16 'heads'"},
+             "'partials', 'heads', 'rows' or 'row_scalars' parameter, got "
+             "bf16 'heads'"},
         Rule{"head-scalars-workspace",
              [](Manifest &m) {
                param(m, 4, 3).kind = ParamKind::HeadScalars;
                param(m, 4, 3).length = 0;
              },
              "modules[0].kernels[4].params[3]: a workspace is an f32 "
-             "'partials' or 'heads' parameter, got f32 'head_scalars'"},
+             "'partials', 'heads', 'rows' or 'row_scalars' parameter, got "
+             "f32 'head_scalars'"},
         Rule{"partials-role",
              [](Manifest &m) { param(m, 1, 2).role = ParamRole::Output; },
              "modules[0].kernels[1].params[2]: a 'partials' parameter is a "
@@ -632,16 +670,20 @@ INSTANTIATE_TEST_SUITE_P(
                kernel(m, 1).finish.name = "";
                kernel(m, 1).grid[0] = {GridDim::Rows, 1};
              },
-             "modules[0].kernels[1]: a kernel has workspaces if and only if "
-             "it has a 'finish' kernel"},
+             "modules[0].kernels[1]: a kernel has a 'finish' kernel if and "
+             "only if it has a 'partials' or 'heads' workspace"},
         Rule{"finish-without-workspace",
              [](Manifest &m) { kernel(m, 0).finish.name = "f"; },
-             "modules[0].kernels[0]: a kernel has workspaces if and only if "
-             "it has a 'finish' kernel"},
+             "modules[0].kernels[0]: a kernel has a 'finish' kernel if and "
+             "only if it has a 'partials' or 'heads' workspace"},
+        Rule{"finish-with-rows-workspaces",
+             [](Manifest &m) { kernel(m, 5).finish.name = "f"; },
+             "modules[0].kernels[5]: a kernel has a 'finish' kernel if and "
+             "only if it has a 'partials' or 'heads' workspace"},
         Rule{"prepare-without-workspace",
              [](Manifest &m) { kernel(m, 0).prepare.name = "p"; },
              "modules[0].kernels[0]: a 'prepare' kernel is for a kernel with "
-             "workspaces"},
+             "a 'finish' kernel"},
         Rule{"prepare-grid", [](Manifest &m) { kernel(m, 4).prepare.grid = 0; },
              "modules[0].kernels[4].prepare: grid must be [n, 1, 1] with n in "
              "[1, 2^31), got n = 0"},
@@ -658,7 +700,7 @@ INSTANTIATE_TEST_SUITE_P(
              "modules[0].kernels[4].prepare's"},
         Rule{"ctas-per-sm-alone", [](Manifest &m) { kernel(m, 0).ctasPerSm = 4; },
              "modules[0].kernels[0]: ctas_per_sm is for a kernel with "
-             "workspaces"},
+             "a 'finish' kernel"},
         Rule{"ctas-per-sm", [](Manifest &m) { kernel(m, 1).ctasPerSm = 65; },
              "modules[0].kernels[1]: ctas_per_sm must be in [1, 64], got 65"},
         Rule{"finish-grid", [](Manifest &m) { kernel(m, 1).finish.grid = 0; },
@@ -933,7 +975,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "{\"param\":\"input0\"}"},
         BadJson{"\"finish\"", "\"unfinished\"",
                 "modules[0].kernels[1]: ctas_per_sm is for a kernel with "
-                "workspaces"},
+                "a 'finish' kernel"},
         BadJson{"\"ctas_per_sm\": 4,", "",
                 "modules[0].kernels[1]: missing 'ctas_per_sm' (an integer)"},
         BadJson{"\"grid\": [32, 1, 1]", "\"grid\": [32, 2, 1]",
