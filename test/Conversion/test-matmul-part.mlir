@@ -80,11 +80,11 @@
 // PRODUCER: %[[LB:.+]] = llvm.getelementptr %{{.+}}[%c512_i32]
 // PRODUCER: nvvm.mbarrier.arrive.expect_tx %[[LB]], %c8192_i32
 // PRODUCER: llvm.getelementptr %{{.+}}[%c205824_i32]
-// PRODUCER: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.+}}, %arg8, %[[LB]], box[%c0_i32, %{{.+}}]
+// PRODUCER: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.+}}, %arg10, %[[LB]], box[%c0_i32, %{{.+}}]
 // PRODUCER: scf.for
 // PRODUCER: nvvm.mbarrier.arrive.expect_tx %{{.+}}, %c51200_i32
 // PRODUCER: arith.addi %{{.+}}, %c50176_i32 : i32
-// PRODUCER: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.+}}, %arg7,
+// PRODUCER: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.+}}, %arg9,
 // The old dW tile: 2 warpgroups x 4 boxes of 64 x 64 (8192 bytes each) from
 // 148480, at (n0 + 64 j, m0 + 64 w), on its own barrier.
 // PRODUCER-LABEL: gpu.func @dw_acc_bf16_producer

@@ -45,7 +45,7 @@
 // 64-byte aligned places (560 bytes in the bank).
 // CHECK-LABEL: wgmma: 5 kernels
 // CHECK: proj_matmul_0: 24 arguments, 560 bytes; block [384, 1, 1] (.reqntid); shared memory 197632 dynamic + 1024 static
-// CHECK: lora_matmul_0: 40 arguments, 944 bytes; block [384, 1, 1] (.reqntid)
+// CHECK: lora_matmul_0: 52 arguments, 1072 bytes; block [384, 1, 1] (.reqntid)
 
 // mma.sync for sm_80: no tensor maps, no static shared memory.
 // CHECK-LABEL: mma80: 6 kernels

@@ -58,8 +58,9 @@
 //   PTX-DAG: bar.arrive %r{{[0-9]+}}, 256;
 //   PTX-DAG: cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group
 //   PTX-DAG: cp.async.bulk.wait_group.read 0;
+// LoRA stays data-parallel: no loop over gridDim.x's tiles.
 // PTX-LABEL: .entry lora_matmul_0(
-//   PTX-NOT: shfl.sync.idx
+//   PTX-NOT: %nctaid.x
 // PTX-LABEL: .entry mlp_backward_matmul_0(
 //       PTX: shfl.sync.idx.b32
 //   PTX-NOT: cp.async.bulk.tensor.2d.global.shared

@@ -95,12 +95,31 @@
 // A LoRA projection (r = 16): x · Aᵀ accumulates alongside (m64n16k16
 // from the same x descriptor), then t = round(x · Aᵀ) goes from registers
 // into a k16 wgmma against B's tile (32-byte swizzle) onto the scaled main
-// accumulators.
+// accumulators. With 4 column tiles it hands x · Aᵀ over: each consumer
+// thread acquires its 64-row block's flag, the warpgroup agrees
+// (bar.red.and, made warp-uniform by a shuffle) and, where published,
+// runs the main loop without the m64n16k16 wgmmas; column tile 0 stores
+// its rows' products (f32 pairs) and releases the flag; a published
+// block's products are read back.
 // PTX: .entry lora_matmul_0(
+// PTX: ld.acquire.gpu.global.b32
+// PTX: bar.red.and.pred q, %r{{[0-9]+}}, 128, p;
+// PTX: shfl.sync.idx.b32
 // PTX: wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16
 // PTX: wgmma.wait_group.sync.aligned 0;
+// PTX: st.global.v2.b32
+// PTX: st.release.gpu.global.b32
+// PTX: ld.global.v2.b32
 // PTX: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{{.*}}}, {{{%r[0-9]+, %r[0-9]+, %r[0-9]+, %r[0-9]+}}}, %rd{{[0-9]+}}, p, 1, 1, 0;
 // MANIFEST: "name": "lora_matmul_0",
+// MANIFEST: "name": "workspace0",
+// MANIFEST-NEXT: "role": "workspace",
+// MANIFEST-NEXT: "shape": [
+// MANIFEST-NEXT: "rows",
+// MANIFEST-NEXT: 16
+// MANIFEST: "kind": "row_scalars",
+// MANIFEST-NEXT: "name": "workspace1",
+// MANIFEST-NEXT: "role": "workspace",
 // MANIFEST: "param": "input1",
 // MANIFEST: "box": [
 // MANIFEST-NEXT: 16,

@@ -171,6 +171,9 @@ def test_the_spec_compiles_to_one_kernel_of_the_operators_operands(tmp_path, bia
     (kernel,) = module["kernels"]
     assert kernel["name"] == "fwd_matmul_0" and kernel["ops"] == "liger.lora_linear"
     shapes = [(p["role"], p["shape"]) for p in kernel["params"]]
+    # (4 column tiles: the rows' x·Aᵀ and its flags are handed over
+    # through two workspaces the runtime allocates.)
     assert shapes == [("input", ["rows", 520]), ("input", [1000, 520]), ("input", [16, 520]),
                       ("input", [1000, 16])] + ([("input", [1000])] if bias else []) + [
-                          ("output", ["rows", 1000])]
+                          ("output", ["rows", 1000]), ("workspace", ["rows", 16]),
+                          ("workspace", ["rows"])]

@@ -62,6 +62,12 @@ static int64_t staticRowTiles(const MatmulPlan &plan,
   return (plan.m + config.tileM - 1) / config.tileM;
 }
 
+bool mlir::liger::handsOffLoRAProduct(const MatmulPlan &plan,
+                                      const MatmulKernelConfig &config) {
+  return plan.lora && config.wgmma && !config.pingpong() &&
+         columnTiles(plan, config) > 1;
+}
+
 /// bf16/f16 operands; wgmma reads 128-byte slices of K and TMA 16-byte rows
 /// of a static K (zero-filling the tail); mma.sync whole tile_k slices of
 /// it.
@@ -321,6 +327,19 @@ getMatmulKernelSignature(const MatmulKernel &k, StringRef name) {
     for (unsigned i = 0; i < plan.numOutputs(); ++i)
       output(i, rt::ParamKind::Rows, n, 0, {ShapedType::kDynamic, n});
   }
+  if (handsOffLoRAProduct(plan, config)) {
+    // The rows' x · Aᵀ [rows, r] and a flag per 64-row block, f32 scratch
+    // the launch zero-fills (emitWgmmaLoRA).
+    Type f32 = Float32Type::get(ctx);
+    int64_t dyn = ShapedType::kDynamic;
+    info.params.push_back(abiParam("workspace0", rt::ParamRole::Workspace,
+                                   rt::ParamKind::Rows, f32, plan.loraRank,
+                                   0));
+    paramTypes.push_back(MemRefType::get({dyn, plan.loraRank}, f32));
+    info.params.push_back(abiParam("workspace1", rt::ParamRole::Workspace,
+                                   rt::ParamKind::RowScalars, f32, 0, 0));
+    paramTypes.push_back(MemRefType::get({dyn}, f32));
+  }
   auto argNumber = [](Value v) -> int64_t {
     return cast<BlockArgument>(v).getArgNumber();
   };
@@ -395,6 +414,16 @@ getMatmulKernelSignature(const MatmulKernel &k, StringRef name) {
                                                       std::move(paramTypes));
 }
 
+/// Tile `pid`'s row and column tile (index) among `numM` x `numN` tiles in
+/// groups of `groupM` row tiles (setTileOrigin).
+static std::pair<Value, Value> groupedTile(GpuBuilder &b, Value pid, Value numM,
+                                           int64_t groupM, int64_t numN) {
+  Value inGroup = b.rem(pid, groupM * numN);
+  Value firstM = b.mul(b.div(pid, groupM * numN), groupM);
+  Value groupRows = b.min(b.sub(numM, firstM), groupM);
+  return {b.add(firstM, b.rem(inGroup, groupRows)), b.div(inGroup, groupRows)};
+}
+
 /// Sets m0 and n0 to the origin of tile `pid` of `numM` x ceil(N / tile_n)
 /// tiles, in groups of `groupM` row tiles: CTAs running together take
 /// groupM row tiles times a run of column tiles, so that the weight tiles
@@ -403,12 +432,8 @@ getMatmulKernelSignature(const MatmulKernel &k, StringRef name) {
 /// the remapping's registers tip the gate/up kernel into spills there.
 static void setTileOrigin(GpuBuilder &b, MatmulKernel &k, Value pid, Value numM,
                           int64_t groupM) {
-  int64_t numN = columnTiles(k.plan, k.config);
-  Value inGroup = b.rem(pid, groupM * numN);
-  Value firstM = b.mul(b.div(pid, groupM * numN), groupM);
-  Value groupRows = b.min(b.sub(numM, firstM), groupM);
-  Value tileM = b.add(firstM, b.rem(inGroup, groupRows));
-  Value tileN = b.div(inGroup, groupRows);
+  auto [tileM, tileN] =
+      groupedTile(b, pid, numM, groupM, columnTiles(k.plan, k.config));
   k.m0 = b.mul(tileM, k.config.tileM);
   k.n0 = b.mul(tileN, k.config.tileN);
 }
@@ -483,6 +508,11 @@ static GpuBuilder beginMatmulKernel(MatmulKernel &k, gpu::GPUModuleOp module,
   }
   for (unsigned i = 0; i < plan.numOutputs(); ++i)
     k.outputs.push_back(entry.getArgument(body.getNumArguments() + i));
+  if (handsOffLoRAProduct(plan, config)) {
+    unsigned next = body.getNumArguments() + plan.numOutputs();
+    k.loraProducts = entry.getArgument(next);
+    k.loraFlags = entry.getArgument(next + 1);
+  }
   if (config.wgmma) {
     // The descriptors, in getMatmulKernelSignature's order.
     ValueRange maps = entry.getArguments().take_back(info.tensorMaps.size());
@@ -531,8 +561,17 @@ static GpuBuilder beginMatmulKernel(MatmulKernel &k, gpu::GPUModuleOp module,
   Value numM = b.gridDim(gpu::Dimension::y);
   Value blockX = b.blockId(gpu::Dimension::x);
   Value blockY = b.blockId(gpu::Dimension::y);
-  setTileOrigin(b, k, b.add(b.mul(blockY, numN), blockX), numM,
-                config.wgmma ? 8 : 1);
+  Value pid = b.add(b.mul(blockY, numN), blockX);
+  if (!handsOffLoRAProduct(plan, config)) {
+    setTileOrigin(b, k, pid, numM, config.wgmma ? 8 : 1);
+    return b;
+  }
+  // LoRA: the first numM CTAs take column tile 0 of each row tile (they
+  // publish the rows' x · Aᵀ); the rest the other columns, grouped.
+  Value leads = b.lessThan(pid, numM);
+  auto [tileM, tileN] = groupedTile(b, b.sub(pid, numM), numM, 8, numN - 1);
+  k.m0 = b.mul(b.select(leads, pid, tileM), config.tileM);
+  k.n0 = b.select(leads, b.index(0), b.mul(b.add(tileN, 1), config.tileN));
   return b;
 }
 

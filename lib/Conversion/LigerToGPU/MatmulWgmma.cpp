@@ -93,18 +93,24 @@ static void emitWgmmaStageRelease(GpuBuilder &b, const MatmulKernel &k,
 
 /// The K loop: per stage, wait (or the RMSNorm prologue's rescale of the
 /// next stage), issue the stage's wgmmas as one group, release the previous
-/// stage. Returns the loop (results: the accumulators per projection and
-/// row block (p · rowBlocks + rb), then LoRA's, then each row block's two
-/// rows' sums of squares).
-static scf::ForOp emitWgmmaMainLoop(GpuBuilder &cb, const MatmulKernel &k,
-                                    const Consumer &c) {
+/// stage. Returns its results: the accumulators per projection and row
+/// block (p · rowBlocks + rb), then LoRA's x · Aᵀ (zero where `withLoRA`
+/// is false: the loop leaves its wgmmas out), then each row block's two
+/// rows' sums of squares, once every wgmma group is done.
+static SmallVector<Value> emitWgmmaMainLoop(GpuBuilder &cb,
+                                            const MatmulKernel &k,
+                                            const Consumer &c, bool withLoRA) {
   const MatmulPlan &plan = k.plan;
   const MatmulKernelConfig &config = k.config;
   int64_t numB = plan.numBTiles(), blocks = config.rowBlocks();
+  bool lora = plan.lora && withLoRA;
   SmallVector<Value> init(numB * blocks, LLVM::ZeroOp::create(cb, c.accType));
-  int64_t loraIdx = numB * blocks, sumIdx = loraIdx + (plan.lora ? 1 : 0);
-  if (plan.lora)
-    init.push_back(LLVM::ZeroOp::create(cb, c.loraType));
+  int64_t loraIdx = numB * blocks, sumIdx = loraIdx + (lora ? 1 : 0);
+  // (LoRA's zeros through a register fence: registers of their own, set
+  // before the loop, not copies of the main accumulators' zero between the
+  // first stage's wgmmas, where ptxas injects a warpgroup.arrive: C7519.)
+  if (lora)
+    init.push_back(cb.fenceOperands(LLVM::ZeroOp::create(cb, c.loraType)));
   // RMSNorm prologue: each thread's partial sums of squares of its two rows
   // of each row block.
   int64_t numSums = plan.norm ? 2 * blocks : 0;
@@ -148,7 +154,7 @@ static scf::ForOp emitWgmmaMainLoop(GpuBuilder &cb, const MatmulKernel &k,
                            plan.bMNMajor());
       }
     }
-    if (plan.lora) {
+    if (lora) {
       Value la = sliceDescriptor(lb, k, c, wgmmaTileOffset(lb, k, s, 1 + numB),
                                  kk, false);
       acc[loraIdx] =
@@ -177,17 +183,71 @@ static scf::ForOp emitWgmmaMainLoop(GpuBuilder &cb, const MatmulKernel &k,
     llvm::copy(next.getResults(), acc.begin() + sumIdx);
   }
   scf::YieldOp::create(lb, acc);
-  return loop;
+  // Every group done before the accumulators leave the loop (in a branch,
+  // before its results merge: ptxas serializes wgmmas whose accumulators a
+  // move defines while they run).
+  NVVM::WgmmaWaitGroupSyncOp::create(cb, 0);
+  SmallVector<Value> results(loop.getResults());
+  if (plan.lora && !lora)
+    results.insert(results.begin() + loraIdx,
+                   LLVM::ZeroOp::create(cb, c.loraType));
+  // In a branch (LoRA's hand-over), the accumulators through a register
+  // fence below the wait, so that LLVM merges no wait (or zero) of the
+  // branches after their join, where a wgmma would still run.
+  if (k.loraFlags)
+    for (Value &v : results)
+      if (isa<LLVM::LLVMStructType>(v.getType()))
+        v = cb.fenceOperands(v);
+  return results;
+}
+
+/// The first row (index) of the warpgroup's first 64-row block.
+static Value warpgroupFirstRow(GpuBuilder &b, const MatmulKernel &k,
+                               const Consumer &c) {
+  return b.add(k.m0, b.mul(c.thread.rowBlock(b, 0), 64));
+}
+
+/// LoRA hand-over (handsOffLoRAProduct): whether the x · Aᵀ of the
+/// warpgroup's rows was published when it starts (i1, the same in the
+/// warpgroup). Column tile 0's CTAs never read it; the others' threads each
+/// acquire the block's flag and the warpgroup takes the product only if
+/// every thread saw it set (bar.red.and), since its wgmmas must agree.
+static Value emitLoRAPublished(GpuBuilder &cb, const MatmulKernel &k,
+                               const Consumer &c) {
+  Value row = warpgroupFirstRow(cb, k, c);
+  Value reads = cb.bitAnd(cb.lessThan(cb.index(0), k.n0),
+                          cb.lessThan(row, k.rows));
+  auto flag = scf::IfOp::create(cb, TypeRange{cb.getI32Type()}, reads,
+                                /*withElseRegion=*/true);
+  GpuBuilder tb = cb.with(flag.getThenBodyBuilder());
+  scf::YieldOp::create(
+      tb, tb.loadAcquireGpu(tb.globalPtr(k.loraFlags, tb.mul(row, 4))));
+  GpuBuilder eb = cb.with(flag.getElseBodyBuilder());
+  scf::YieldOp::create(eb, eb.i32(0));
+  Value set = arith::CmpIOp::create(cb, arith::CmpIPredicate::ne,
+                                    flag.getResult(0), cb.i32(0));
+  Value all = cb.namedBarrierAll(cb.toI32(cb.add(c.thread.wg, 1)), 128, set);
+  // The same in every thread; through a shuffle so that ptxas sees it
+  // warp-uniform and keeps the wgmmas of the branches it picks async.
+  Value uniform = cb.warpUniform(arith::IndexCastUIOp::create(
+      cb, cb.getIndexType(),
+      arith::ExtUIOp::create(cb, cb.getI32Type(), all)));
+  return cb.lessThan(cb.index(0), uniform);
 }
 
 /// LoRA after the loop: y = rstd · x̂Wᵀ + scale · t Bᵀ with t =
 /// round(rstd · x̂Aᵀ) (x̂ = x or x ⊙ g). Scales the main accumulators by
 /// rstd / scale in f32 and adds t Bᵀ with wgmma, t from registers (the
 /// m64n{r} accumulator fragment of k-slice kk is the A fragment of a k16
-/// wgmma); the epilogue multiplies by scale (`rowScale`).
+/// wgmma); the epilogue multiplies by scale (`rowScale`). Handing x · Aᵀ
+/// over (`published`, emitLoRAPublished, non-null): column tile 0's CTAs
+/// store rstd · x̂Aᵀ in f32 and set each 64-row block's flag (release);
+/// a warpgroup that found its flag set reads those values instead of its
+/// zero accumulators: the same f32 values, rounded the same way.
 static Value emitWgmmaLoRA(GpuBuilder &cb, const MatmulKernel &k,
                            const Consumer &c, Value acc, Value t,
-                           ArrayRef<Value> rstd, SmallVector<Value> &rowScale) {
+                           ArrayRef<Value> rstd, Value published,
+                           SmallVector<Value> &rowScale) {
   const MatmulPlan &plan = k.plan;
   int64_t loraRank = plan.loraRank, regs = c.regs;
   double scale = plan.lora.getScale().convertToDouble();
@@ -202,14 +262,70 @@ static Value emitWgmmaLoRA(GpuBuilder &cb, const MatmulKernel &k,
     v = arith::MulFOp::create(cb, v, factor[(i % 4) / 2]);
     acc = LLVM::InsertValueOp::create(cb, acc, v, i);
   }
-  SmallVector<Value> aRegs; // bf16 pairs as i32, 4 per k16 slice
+  // The thread's pairs of rstd · x̂Aᵀ: registers i and i + 1 (i even) hold
+  // row 16 w + l / 4 + 8 ((i % 4) / 2) of the warpgroup's rows, columns
+  // 8 (i / 4) + 2 (l % 4) and the next (the accumulator fragment).
+  Type f32 = cb.getF32Type();
+  VectorType pairType = VectorType::get({2}, f32);
+  SmallVector<Value> pairs;
   for (int64_t i = 0; i < loraRank / 2; i += 2) {
     Value lo = LLVM::ExtractValueOp::create(cb, t, i);
     Value hi = LLVM::ExtractValueOp::create(cb, t, i + 1);
-    aRegs.push_back(cb.packMmaOperand(lo, hi, k.elementType(),
-                                      plan.norm ? rstd[(i % 4) / 2] : Value(),
-                                      /*asI32=*/true));
+    if (plan.norm) {
+      lo = arith::MulFOp::create(cb, lo, rstd[(i % 4) / 2]);
+      hi = arith::MulFOp::create(cb, hi, rstd[(i % 4) / 2]);
+    }
+    pairs.push_back(vector::FromElementsOp::create(cb, pairType,
+                                                   ValueRange{lo, hi}));
   }
+  if (published) {
+    Value first = warpgroupFirstRow(cb, k, c);
+    Value r0 = cb.add(first, cb.add(cb.mul(c.thread.warp, 16),
+                                    cb.div(c.thread.lane, 4)));
+    Value col = cb.mul(cb.rem(c.thread.lane, 4), 2);
+    auto at = [&](GpuBuilder &b, Value row, int64_t i) {
+      Value element = b.add(b.mul(row, loraRank), b.add(col, 8 * (i / 4)));
+      return b.globalPtr(k.loraProducts, b.mul(element, 4));
+    };
+    auto rowOf = [&](GpuBuilder &b, int64_t i) {
+      return (i % 4) / 2 ? b.add(r0, 8) : r0;
+    };
+    // Column tile 0 publishes its rows' products, then each block's flag
+    // once the warpgroup's stores are done.
+    GpuBuilder lb = cb.ifThen(cb.equal(k.n0, 0));
+    for (auto [p, pair] : llvm::enumerate(pairs)) {
+      int64_t i = 2 * static_cast<int64_t>(p);
+      Value row = rowOf(lb, i);
+      GpuBuilder sb = lb.ifThen(lb.lessThan(row, k.rows));
+      LLVM::StoreOp::create(sb, pair, at(sb, row, i), /*alignment=*/8);
+    }
+    lb.namedBarrier(lb.toI32(lb.add(c.thread.wg, 1)), 128);
+    GpuBuilder fb = lb.ifThen(lb.bitAnd(lb.equal(lb.rem(k.tid, 128), 0),
+                                        lb.lessThan(first, k.rows)));
+    fb.storeReleaseGpu(fb.globalPtr(k.loraFlags, fb.mul(first, 4)),
+                       fb.i32(0x3f800000)); // 1.0f
+    // Published: the stored values (rows past the end read the last row's,
+    // which no store uses).
+    auto read = scf::IfOp::create(cb, SmallVector<Type>(pairs.size(), pairType),
+                                  published, /*withElseRegion=*/true);
+    GpuBuilder rb = cb.with(read.getThenBodyBuilder());
+    SmallVector<Value> loaded;
+    Value last = rb.sub(k.rows, 1);
+    for (size_t p = 0; p < pairs.size(); ++p) {
+      int64_t i = 2 * static_cast<int64_t>(p);
+      loaded.push_back(LLVM::LoadOp::create(
+          rb, pairType, at(rb, rb.min(rowOf(rb, i), last), i), /*alignment=*/8));
+    }
+    scf::YieldOp::create(rb, loaded);
+    GpuBuilder eb = cb.with(read.getElseBodyBuilder());
+    scf::YieldOp::create(eb, pairs);
+    pairs.assign(read.getResults().begin(), read.getResults().end());
+  }
+  SmallVector<Value> aRegs; // bf16 pairs as i32, 4 per k16 slice
+  for (Value pair : pairs)
+    aRegs.push_back(cb.packMmaOperand(
+        vector::ExtractOp::create(cb, pair, 0), vector::ExtractOp::create(cb, pair, 1),
+        k.elementType(), Value(), /*asI32=*/true));
   cb.mbarrierWaitParity(wgmmaSharedAt(cb, k, cb.i32(k.layout.loraBarrier())),
                         cb.i32(0), wgmmaWaitTicks(cb));
   NVVM::WgmmaFenceAlignedOp::create(cb);
@@ -320,8 +436,25 @@ static LogicalResult emitWgmmaConsumerTile(GpuBuilder &cb,
     GpuBuilder wb = cb.ifThen(cb.lessThan(cb.index(0), c.tileIndex));
     wb.namedBarrier(wb.add(wb.i32(kTurnBarrier), wb.toI32(set)), turnThreads);
   }
-  scf::ForOp loop = emitWgmmaMainLoop(cb, k, c);
-  NVVM::WgmmaWaitGroupSyncOp::create(cb, 0);
+  // LoRA hand-over: a warpgroup whose rows' x · Aᵀ is published runs the
+  // main loop without the rank-r wgmmas.
+  Value published = k.loraFlags ? emitLoRAPublished(cb, k, c) : Value();
+  SmallVector<Value> results;
+  if (published) {
+    auto branch = scf::IfOp::create(
+        cb, published,
+        [&](OpBuilder &b, Location) {
+          GpuBuilder tb = cb.with(b);
+          scf::YieldOp::create(tb, emitWgmmaMainLoop(tb, k, c, false));
+        },
+        [&](OpBuilder &b, Location) {
+          GpuBuilder eb = cb.with(b);
+          scf::YieldOp::create(eb, emitWgmmaMainLoop(eb, k, c, true));
+        });
+    results.assign(branch.getResults().begin(), branch.getResults().end());
+  } else {
+    results = emitWgmmaMainLoop(cb, k, c, true);
+  }
   // Pingpong: the ring goes on to the next tiles, so the last stage is
   // released too (the loop releases each stage one iteration late); then
   // the other set's turn, where it has a next tile.
@@ -342,17 +475,17 @@ static LogicalResult emitWgmmaConsumerTile(GpuBuilder &cb,
   if (plan.norm)
     for (int64_t i = 0; i < 2 * blocks; ++i)
       rstd.push_back(
-          rowRstd(cb, k, cb.warpAllReduceSum(loop.getResult(sumIdx + i), 4)));
+          rowRstd(cb, k, cb.warpAllReduceSum(results[sumIdx + i], 4)));
   // Row factors for the epilogue (rstd with a norm), and the main
   // accumulators as the epilogue reads them.
   SmallVector<Value> rowScale(2 * blocks, Value());
   if (plan.norm)
     rowScale = rstd;
-  SmallVector<Value> mains(loop.getResults().take_front(numB));
+  SmallVector<Value> mains(ArrayRef<Value>(results).take_front(numB));
   assert((!plan.lora || blocks == 1) && "pingpongLimit leaves LoRA out");
   if (plan.lora)
-    mains[0] = emitWgmmaLoRA(cb, k, c, mains[0], loop.getResult(loraIdx), rstd,
-                             rowScale);
+    mains[0] = emitWgmmaLoRA(cb, k, c, mains[0], results[loraIdx], rstd,
+                             published, rowScale);
   return emitWgmmaEpilogue(cb, k, c, mains, rowScale);
 }
 

@@ -220,9 +220,19 @@ public:
   /// bar.arrive: counts the calling threads at named barrier `id` of
   /// `threads` without waiting for the others.
   void namedBarrierArrive(Value id, int64_t threads);
+  /// bar.red.and on barrier `id` among `threads` threads: whether `pred`
+  /// (i1) holds in every one of them (i1, the same in all).
+  Value namedBarrierAll(Value id, int64_t threads, Value pred);
   /// Orders the thread's generic-proxy shared-memory writes before
   /// async-proxy reads (wgmma, TMA stores) of them.
   void fenceProxyAsyncShared();
+  /// ld.acquire.gpu of the 32-bit word at global `ptr` (i32): what other
+  /// CTAs wrote before their release of it is visible after.
+  Value loadAcquireGpu(Value ptr);
+  /// st.release.gpu of `value` (i32) to global `ptr`: what this thread
+  /// wrote, or saw at a barrier before it, is visible to an acquire that
+  /// reads it.
+  void storeReleaseGpu(Value ptr, Value value);
 
   // Shared memory as gpu.dynamic_shared_memory (the row templates,
   // mma.sync).

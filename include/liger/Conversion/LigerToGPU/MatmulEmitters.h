@@ -64,6 +64,10 @@ struct MatmulKernel {
   SmallVector<Value, 2> outputs;
   SmallVector<Value, 2> weights, biases; ///< per projection (no bias: null)
   Value normWeight, loraA, loraB, cos, sin, accumulator;
+  /// A LoRA projection handing x · Aᵀ over (handsOffLoRAProduct): its
+  /// rows' products [rows, r] and a flag per 64-row block [rows] (f32
+  /// workspaces); else null.
+  Value loraProducts, loraFlags;
   /// The epilogue's other inputs: group input -> parameter.
   DenseMap<Value, Value> epilogueInputs;
   /// wgmma: the TMA descriptors (by-value parameters), where present.
@@ -102,6 +106,14 @@ struct MatmulKernel {
 /// (emitWgmmaKernel, emitMmaSyncKernel) or, in a test, one part.
 using MatmulKernelBody =
     function_ref<LogicalResult(GpuBuilder &, MatmulKernel &)>;
+/// Whether a LoRA projection's CTAs hand x · Aᵀ over (wgmma,
+/// data-parallel, more than one column tile): the CTAs of column tile 0,
+/// launched first, compute it in the main loop and publish it per 64-row
+/// block; a CTA of another column that finds its block's published when it
+/// starts skips the rank-r wgmmas and reads it (emitWgmmaLoRA).
+bool handsOffLoRAProduct(const MatmulPlan &plan,
+                         const MatmulKernelConfig &config);
+
 /// Pingpong: runs `body` for each of this CTA's tiles i = first, first +
 /// step, ... (an scf.for), with a copy of `k` whose m0 and n0 are tile i's
 /// origin.
