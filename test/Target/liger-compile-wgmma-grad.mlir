@@ -120,6 +120,10 @@
 // PTX-NOT: st.global
 // PTX: ret;
 
+// No kernel's wgmmas are serialized: the dW loops' trip count (the tokens,
+// dynamic) is at least one, so no zero-trip path copies the zero
+// accumulators into the registers of running wgmmas (ptxas's C7515).
+// PTXAS-NOT: serialized
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill
 // PTXAS: Compiling entry function 'dw_acc_{{(bf16_)?}}matmul_0'
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill

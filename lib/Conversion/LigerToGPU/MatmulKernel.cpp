@@ -539,7 +539,12 @@ static GpuBuilder beginMatmulKernel(MatmulKernel &k, gpu::GPUModuleOp module,
     // The output rows are dy's features; K runs over the tokens.
     k.rows = b.index(plan.m);
     k.kRows = memref::DimOp::create(b, k.x, 0);
-    k.kTiles = b.div(b.add(k.kRows, config.tileK - 1), config.tileK);
+    // At least one K step (the runtime launches no dW over zero tokens):
+    // LLVM then drops the loops' zero-trip path, whose copies of the zero
+    // accumulators into the wgmmas' registers ptxas would see while they
+    // run and serialize every wgmma for (C7515).
+    k.kTiles =
+        b.max(b.div(b.add(k.kRows, config.tileK - 1), config.tileK), 1);
   } else {
     k.rows = memref::DimOp::create(b, k.x, 0);
     k.kRows = b.index(plan.k);

@@ -569,8 +569,9 @@ def lora_cases():
 
 
 # The token counts each LoRA case runs: one row, a partial row tile, several
-# tiles with a partial last one, many.
-LORA_ROWS = (1, 7, 77, 4096)
+# tiles with a partial last one, many, and enough row tiles that most
+# column tiles start after column 0 has published x·Aᵀ (the hand-over).
+LORA_ROWS = (1, 7, 77, 4096, 16384)
 
 
 def gated_mlp_cases():

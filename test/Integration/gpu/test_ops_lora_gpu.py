@@ -1,13 +1,14 @@
 """liger.ops.lora_linear on the GPU: the LoRA kernel (the matmul template's)
 of each configuration of
 kernels.lora_cases() (Llama's 4096 x 4096 and an odd 520 -> 1000
-projection; ranks 16, 32 and 64; bf16, and f16 with a bias) at 1, 7, 77
-and 4096 rows, against float64: its output written over NaN, every
+projection; ranks 16, 32 and 64; bf16, and f16 with a bias) at 1, 7, 77,
+4096 and 16384 rows, against float64: its output written over NaN, every
 element; and through liger.ops.lora_linear with autograd, the output and
 the gradients of x, the base weight and bias, A and B (the backward is
 PyTorch's matmuls). The bundles are the ones scripts/build-gpu-bundles.sh
-precompiled (LIGER_OPS_BUNDLES). Skips cleanly without torch, a GPU, the
-runtime or the bundles."""
+precompiled (LIGER_OPS_BUNDLES). And the hand-over of x·Aᵀ between column
+tiles: the same bits whether a CTA read it or computed it. Skips cleanly
+without torch, a GPU, the runtime or the bundles."""
 
 import pytest
 
@@ -67,6 +68,26 @@ def test_the_kernel_writes_every_output_element(name, rows):
     want = _reference(spec, *[t.double() if t is not None else None for t in (x, w, c, a, b)])
     err = _err(out, want)
     assert err < TOL[spec.dtype], "%s, %d rows: max error %.3g" % (name, rows, err)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_handed_over_product_gives_the_same_bits(name):
+    """At 16384 rows most column tiles start after column 0 has published
+    its rows' x·Aᵀ and read it (docs/Design/GPU-Lowering.md, the hand-over);
+    launched 128 rows at a time, each launch's CTAs start together and
+    compute it themselves. The two give the same bits, and so do repeated
+    launches (whichever CTAs found it published)."""
+    spec = CASES[name].with_target(bundles.device_target(torch.device("cuda")))
+    rows = 16384
+    x, w, c, a, b = _operands(spec, rows, 5)
+    kernel = bundles.matmul_kernel(spec)
+    args = [w, a, b] + ([c] if c is not None else [])
+    whole = [kernel(x, *args) for _ in range(3)]
+    parts = torch.cat([kernel(x[i:i + 128], *args) for i in range(0, rows, 128)])
+    for again in whole[1:]:
+        assert torch.equal(whole[0], again), name
+    assert torch.equal(whole[0], parts), "%s: %d of %d elements differ" % (
+        name, (whole[0] != parts).sum().item(), parts.numel())
 
 
 @pytest.mark.parametrize("rows", kernels.LORA_ROWS)
