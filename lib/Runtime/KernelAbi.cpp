@@ -704,8 +704,7 @@ Status Verifier::kernel(const std::string &path, const KernelSpec &k) const {
   LIGER_RETURN_IF_ERROR(name(path, "function", k.function));
   LIGER_RETURN_IF_ERROR(name(path, "ops", k.ops));
   std::map<std::string, size_t> names;
-  bool countsRows = false, anyWorkspace = false, anyPartials = false,
-       anyFinished = false;
+  bool countsRows = false, anyPartials = false, anyFinished = false;
   for (size_t i = 0; i < k.params.size(); ++i) {
     const KernelParam &p = k.params[i];
     std::string ppath = path + ".params[" + std::to_string(i) + "]";
@@ -721,7 +720,6 @@ Status Verifier::kernel(const std::string &path, const KernelSpec &k) const {
                               "workspaces)");
     countsRows |= p.kind == ParamKind::Rows ||
                   p.kind == ParamKind::RowScalars || p.kind == ParamKind::Heads;
-    anyWorkspace |= p.isWorkspace();
     anyPartials |= p.kind == ParamKind::Partials;
     anyFinished |= p.isWorkspace() && (p.kind == ParamKind::Partials ||
                                        p.kind == ParamKind::Heads);

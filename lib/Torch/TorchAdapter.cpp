@@ -200,7 +200,8 @@ void liger::libtorch::launch(KernelRef kernel,
     args.add(spec, inputs[i], device, "input", i);
   for (size_t i = 0; i < outputs.size(); ++i)
     args.add(spec, outputs[i], device, "output", i);
-  // The f32 workspaces of a kernel (per-CTA partials, an accumulator), from
+  // The f32 workspaces of a kernel (per-CTA partials, an accumulator, values
+  // its CTAs hand each other), from
   // PyTorch's caching allocator (stream-ordered: freeing them after the
   // launch is safe), in the shapes the runtime gives; uninitialized, since
   // the launch zero-fills every workspace on the stream first.

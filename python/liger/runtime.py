@@ -10,7 +10,8 @@ tensors (torch tensors on one CUDA device, contiguous; the runtime checks
 dtypes, shapes and alignment against the kernel ABI), allocates the outputs
 unless `out=` gives them (and the f32 workspaces of a kernel that reduces
 across rows or accumulates, such as RMSNorm's backward with its weight
-gradient or attention's with its dq, which the launch zero-fills) in the
+gradient or attention's with its dq, or whose CTAs hand each other values,
+such as a LoRA projection's x·Aᵀ, which the launch zero-fills) in the
 shapes the runtime gives (asked once per input shapes and device), and
 launches on the current CUDA stream of the tensors' device. Errors are
 exceptions that say what and where; importing this module never touches
@@ -125,13 +126,20 @@ class Kernel:
         return [tuple(d if type(d) is int else shapes[d[0]][d[1]] for d in rule)
                 for rule in rules]
 
-    def _refuse(self, inputs, out):
+    def workspace_shapes(self, inputs):
+        """The shapes of the f32 workspaces a launch on `inputs` (CUDA
+        tensors) takes, from the runtime (none for most kernels)."""
+        return self._shapes_for(tuple(tuple(t.shape) for t in inputs),
+                                inputs[0].get_device())[1]
+
+    def _refuse(self, inputs, out, workspaces=None):
         """Raises what is wrong with the tensors of a call (the fast check
         in __call__ found something): the first bad one, by name."""
         import torch
         labelled = [(self.inputs[i]["name"] if i < len(self.inputs) else "input #%d" % i, t)
                     for i, t in enumerate(inputs)]
         labelled += [("out[%d]" % i, t) for i, t in enumerate(out or ())]
+        labelled += [("workspaces[%d]" % i, t) for i, t in enumerate(workspaces or ())]
         device = None
         for what, t in labelled:
             if not isinstance(t, torch.Tensor):
@@ -167,23 +175,35 @@ class Kernel:
             self._known_shapes[key] = known
         return known
 
-    def __call__(self, *inputs, out=None):
+    def __call__(self, *inputs, out=None, workspaces=None):
+        """Launches on `inputs`, into `out` (else new tensors), returning the
+        output(s). `workspaces`, where given, are the f32 workspaces
+        (workspace_shapes()'s): the launch zero-fills them and what the
+        kernel leaves there is the caller's to read (a LoRA projection's
+        rows' x·Aᵀ, docs/Design/GPU-Lowering.md); else they are allocated
+        and dropped."""
         import torch
         # The per-launch cost is Python's: one pass over the tensors, the
         # shapes remembered, the detailed checks only when one fails.
         out = None if out is None else list(out)
-        tensors = inputs + tuple(out) if out else inputs
+        if workspaces is not None:
+            workspaces = list(workspaces)
+            if len(workspaces) != len(self.workspaces):
+                raise ValueError("%s: takes %d workspaces (%s), got %d" % (
+                    self.name, len(self.workspaces),
+                    ", ".join(p["name"] for p in self.workspaces), len(workspaces)))
+        tensors = inputs + tuple(out or ()) + tuple(workspaces or ())
         if not tensors:  # no tensor at all: the runtime says what it takes
             self._bundle.output_shapes(self._index, [])
         device = None
         for t in tensors:
             if not isinstance(t, torch.Tensor) or not t.is_cuda or not t.is_contiguous():
-                self._refuse(inputs, out)
+                self._refuse(inputs, out, workspaces)
             d = t.get_device()
             if device is None:
                 device = d
             elif d != device:
-                self._refuse(inputs, out)
+                self._refuse(inputs, out, workspaces)
         shapes = tuple(tuple(t.shape) for t in inputs)
         out_shapes, space_shapes = self._shapes_for(shapes, device)
         if self._out_dtypes is None:
@@ -193,9 +213,11 @@ class Kernel:
             out = [torch.empty(shape, dtype=dtype, device=device)
                    for dtype, shape in zip(self._out_dtypes, out_shapes)]
         # Uninitialized: the runtime's launch zero-fills every workspace on
-        # the stream before the kernel (docs/Design/Kernel-ABI.md).
-        workspaces = [torch.empty(shape, dtype=torch.float32, device=device)
-                      for shape in space_shapes]
+        # the stream before the kernel (docs/Design/Kernel-ABI.md); given
+        # ones, the runtime checks as it checks the rest.
+        if workspaces is None:
+            workspaces = [torch.empty(shape, dtype=torch.float32, device=device)
+                          for shape in space_shapes]
         args = [(t.data_ptr(), _dtype_name(t.dtype), list(t.shape))
                 for t in (*inputs, *out, *workspaces)]
         if os.environ.get("LIGER_DEBUG"):

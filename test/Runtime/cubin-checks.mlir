@@ -43,7 +43,7 @@
 
 // wgmma with TMA: 21 memref words, then three 128-byte descriptors at
 // 64-byte aligned places (560 bytes in the bank).
-// CHECK-LABEL: wgmma: 5 kernels
+// CHECK-LABEL: wgmma: 6 kernels
 // CHECK: proj_matmul_0: 24 arguments, 560 bytes; block [384, 1, 1] (.reqntid); shared memory 197632 dynamic + 1024 static
 // CHECK: lora_matmul_0: 52 arguments, 1072 bytes; block [384, 1, 1] (.reqntid)
 

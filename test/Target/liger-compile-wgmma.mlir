@@ -24,7 +24,7 @@
 // LLAMA-PROLOGUE-NOT: warning
 // LLAMA-PROLOGUE: liger-compile: 7 kernels for sm_90a in {{[^ ]*}}{{$}}
 
-// OUT: liger-compile: 5 kernels for sm_90a
+// OUT: liger-compile: 6 kernels for sm_90a
 
 // 128 x 256 tiles, 4 stages of (128 + 256) rows x 128 bytes after 1024
 // bytes of barriers: 3 warpgroups.
@@ -105,12 +105,23 @@
 // PTX: ld.acquire.gpu.global.b32
 // PTX: bar.red.and.pred q, %r{{[0-9]+}}, 128, p;
 // PTX: shfl.sync.idx.b32
+// The published branch's loop: main wgmmas only, up to its last commit.
+// PTX: wgmma.fence.sync.aligned;
+// PTX-NOT: m64n16k16
+// PTX: wgmma.commit_group.sync.aligned;
 // PTX: wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16
 // PTX: wgmma.wait_group.sync.aligned 0;
 // PTX: st.global.v2.b32
+// PTX: bar.sync %r{{[0-9]+}}, 128;
 // PTX: st.release.gpu.global.b32
 // PTX: ld.global.v2.b32
 // PTX: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{{.*}}}, {{{%r[0-9]+, %r[0-9]+, %r[0-9]+, %r[0-9]+}}}, %rd{{[0-9]+}}, p, 1, 1, 0;
+// The norm prologue's hand-over: the same protocol, rank 64.
+// PTX: .entry rms_lora_matmul_0(
+// PTX: ld.acquire.gpu.global.b32
+// PTX: bar.red.and.pred
+// PTX: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
+// PTX: st.release.gpu.global.b32
 // MANIFEST: "name": "lora_matmul_0",
 // MANIFEST: "name": "workspace0",
 // MANIFEST-NEXT: "role": "workspace",
@@ -132,6 +143,8 @@
 // MANIFEST: "param": "input3",
 // MANIFEST-NEXT: "swizzle": 32
 
+// No kernel's wgmmas are serialized (the hand-over's two loops included).
+// PTXAS-NOT: serialized
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill
 // PTXAS: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // No kernel after the last one matched spills either.
@@ -211,6 +224,18 @@ func.func @lora(%x: tensor<?x512xbf16>, %w: tensor<1024x512xbf16>, %a: tensor<16
   %y = liger.fusion matmul(%x, %w, %a, %b) : (tensor<?x512xbf16>, tensor<1024x512xbf16>, tensor<16x512xbf16>, tensor<1024x16xbf16>) -> tensor<?x1024xbf16> {
   ^bb0(%i: tensor<?x512xbf16>, %j: tensor<1024x512xbf16>, %k: tensor<16x512xbf16>, %l: tensor<1024x16xbf16>):
     %p = liger.lora_linear %i, %j, %k, %l scale = 2.0 : tensor<?x512xbf16>, tensor<1024x512xbf16>, tensor<16x512xbf16>, tensor<1024x16xbf16>
+    liger.yield %p : tensor<?x1024xbf16>
+  }
+  return %y : tensor<?x1024xbf16>
+}
+
+// RMSNorm before a rank-64 LoRA projection of 4 column tiles: the hand-over
+// with the norm prologue (the products stored rstd-scaled).
+func.func @rms_lora(%x: tensor<?x512xbf16>, %g: tensor<512xbf16>, %w: tensor<1024x512xbf16>, %a: tensor<64x512xbf16>, %b: tensor<1024x64xbf16>) -> tensor<?x1024xbf16> {
+  %y = liger.fusion matmul(%x, %g, %w, %a, %b) : (tensor<?x512xbf16>, tensor<512xbf16>, tensor<1024x512xbf16>, tensor<64x512xbf16>, tensor<1024x64xbf16>) -> tensor<?x1024xbf16> {
+  ^bb0(%i: tensor<?x512xbf16>, %h: tensor<512xbf16>, %j: tensor<1024x512xbf16>, %k: tensor<64x512xbf16>, %l: tensor<1024x64xbf16>):
+    %n = liger.rms_norm %i, %h eps = 1.0e-5 : tensor<?x512xbf16>, tensor<512xbf16>
+    %p = liger.lora_linear %n, %j, %k, %l scale = 0.5 : tensor<?x512xbf16>, tensor<1024x512xbf16>, tensor<64x512xbf16>, tensor<1024x64xbf16>
     liger.yield %p : tensor<?x1024xbf16>
   }
   return %y : tensor<?x1024xbf16>

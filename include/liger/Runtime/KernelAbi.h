@@ -420,7 +420,8 @@ int64_t workspaceCtas(const KernelSpec &kernel, int64_t rows, int smCount);
 /// The shapes of the workspaces of `kernel` (none for a kernel without) for
 /// inputs of shapes `inputs` on a device with `smCount` SMs: each its
 /// manifest shape with the symbols bound, [ctas, H] for partials (ctas from
-/// workspaceCtas), [B, heads, T, D] for heads (B and T as a heads output's).
+/// workspaceCtas), [B, heads, T, D] for heads (B and T as a heads output's),
+/// [rows, H] and [rows] for rows and row_scalars.
 /// A launch zero-fills them before its first kernel (Bundle::launch).
 Status inferWorkspaceShapes(const KernelSpec &kernel, const Shape *inputs,
                             size_t numInputs, int smCount,

@@ -57,7 +57,8 @@ public:
     return names;
   }
 
-  /// 0 when `kernel` needs no workspace; throws for an unknown kernel.
+  /// 0 when `kernel` has no partials workspace; throws for an unknown
+  /// kernel.
   int64_t workspaceCtas(const std::string &kernel, int64_t rows,
                         int32_t smCount) const {
     int64_t ctas =

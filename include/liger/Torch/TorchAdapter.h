@@ -50,8 +50,8 @@ std::vector<at::Tensor> allocateOutputs(const runtime::KernelSpec &kernel,
 
 /// Launches `kernel` on `inputs` then `outputs` (in the kernel's parameter
 /// order) on the current CUDA stream of their device, with the f32
-/// workspaces of a kernel that reduces across rows from PyTorch's
-/// allocator.
+/// workspaces of a kernel (partial reductions, values its CTAs hand each
+/// other) from PyTorch's allocator.
 void launch(KernelRef kernel, const std::vector<at::Tensor> &inputs,
             const std::vector<at::Tensor> &outputs);
 /// The same, with the kernel named.

@@ -574,7 +574,8 @@ static GpuBuilder beginMatmulKernel(MatmulKernel &k, gpu::GPUModuleOp module,
   // LoRA: the first numM CTAs take column tile 0 of each row tile (they
   // publish the rows' x · Aᵀ); the rest the other columns, grouped.
   Value leads = b.lessThan(pid, numM);
-  auto [tileM, tileN] = groupedTile(b, b.sub(pid, numM), numM, 8, numN - 1);
+  auto [tileM, tileN] = groupedTile(
+      b, b.select(leads, b.index(0), b.sub(pid, numM)), numM, 8, numN - 1);
   k.m0 = b.mul(b.select(leads, pid, tileM), config.tileM);
   k.n0 = b.select(leads, b.index(0), b.mul(b.add(tileN, 1), config.tileN));
   return b;

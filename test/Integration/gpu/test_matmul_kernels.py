@@ -10,7 +10,10 @@ RoPE stored head-major (Llama-3-8B with its RMSNorm, biases, per-batch
 tables, head_dim 64) against float64; kernels of several results: the
 gated MLP's backward (dh = dy · W_down with SwiGLU's or GeGLU's gradient in
 the epilogue, dgate and dup, dh too where kept) and the gate/up pair
-writing gate and up beside the activation, against float64. Skips cleanly without torch, a GPU, the
+writing gate and up beside the activation, against float64; a LoRA
+projection's hand-over of x·Aᵀ between column tiles (the products and
+flags it leaves, the same bits as launches that compute it in every
+tile). Skips cleanly without torch, a GPU, the
 runtime or the bundle (scripts/build-gpu-bundles.sh compiles it with
 liger-compile)."""
 
@@ -266,3 +269,48 @@ def test_gate_up_keeping_gate_and_up(bundle, name, rows):
         assert not torch.isnan(y).any(), "unwritten outputs in result #%d" % i
         err = ((y.double() - ref).abs().max() / ref.abs().max()).item()
         assert err <= 1e-2, "result #%d: max error %.3g relative to max |y|" % (i, err)
+
+
+# The wgmma LoRA cases of more than one column tile.
+LORA_HANDOVER = sorted(n for n in kernels.MATMUL_LORA if kernels.MATMULS[n][6] == "wgmma"
+                       and kernels.MATMULS[n][1] > kernels.MATMULS[n][4])
+
+
+@pytest.mark.parametrize("name", LORA_HANDOVER)
+def test_lora_hands_its_product_over(bundle, name):
+    """A LoRA projection of several column tiles hands x·Aᵀ over
+    (docs/Design/GPU-Lowering.md): after a launch on 16384 rows the products
+    workspace holds every row's rstd·x̂Aᵀ (against float64) and every 64-row
+    block's flag is set; the output has the same bits as launches of 128
+    rows, whose column tiles start together and compute it themselves, and
+    as a repeated launch."""
+    k, n, dt = kernels.MATMULS[name][:3]
+    dtype = DTYPES[dt]
+    r, _ = kernels.MATMUL_LORA[name]
+    rows = 16384
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(torch.seed())
+    x = torch.randn(rows, k, generator=gen, device="cuda").to(dtype)
+    w = (torch.randn(n, k, generator=gen, device="cuda") / k ** 0.5).to(dtype)
+    la = (torch.randn(r, k, generator=gen, device="cuda") / k ** 0.5).to(dtype)
+    lb = (torch.randn(n, r, generator=gen, device="cuda") / r ** 0.5).to(dtype)
+    rest, a = [w], x.double()
+    if kernels.MATMUL_PROLOGUES.get(name):
+        g = (1 + 0.1 * torch.randn(k, generator=gen, device="cuda")).to(dtype)
+        rest.insert(0, g)
+        a = a * torch.rsqrt(a.pow(2).mean(-1, keepdim=True) + 1e-5) * g.double()
+    rest += [la, lb]
+    kernel = bundle[name + "_matmul_0"]
+    assert [tuple(s) for s in kernel.workspace_shapes([x] + rest)] == [(rows, r), (rows,)]
+    spaces = [torch.full(s, float("nan"), device="cuda") for s in ((rows, r), (rows,))]
+    whole = kernel(x, *rest, workspaces=spaces)
+    torch.cuda.synchronize()
+    products, flags = spaces
+    want = a @ la.double().t()
+    err = ((products.double() - want).abs().max() / want.abs().max()).item()
+    assert err < 1e-2, "%s: the handed-over x·Aᵀ is off by %.3g" % (name, err)
+    assert (flags[::64] == 1).all() and (flags.view(-1, 64)[:, 1:] == 0).all(), name
+    assert torch.equal(whole, kernel(x, *rest)), name
+    parts = torch.cat([kernel(x[i:i + 128], *rest) for i in range(0, rows, 128)])
+    assert torch.equal(whole, parts), "%s: %d of %d elements differ" % (
+        name, (whole != parts).sum().item(), parts.numel())
