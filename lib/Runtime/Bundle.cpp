@@ -458,8 +458,7 @@ Status Bundle::launchChecked(size_t index, const TensorArg *args,
                                              "': " + s.message());
     params[entry.words + t] = &maps[t];
   }
-  if (kernel.hasWorkspaces())
-    LIGER_RETURN_IF_ERROR(zeroWorkspaces(*driver, kernel, args, stream));
+  LIGER_RETURN_IF_ERROR(zeroWorkspaces(*driver, kernel, args, stream));
   // The side kernels' grids are constants, [grid, 1, 1].
   auto launchSide = [&](LaunchStage stage,
                         const SideKernelSpec &side) -> Status {

@@ -299,26 +299,9 @@ void GpuBuilder::namedBarrierArrive(Value id, int64_t threads) {
   NVVM::BarrierArriveOp::create(*this, id, i32(threads));
 }
 
-Value GpuBuilder::namedBarrierAll(Value id, int64_t threads, Value pred) {
-  // (nvvm.barrier reduces on barrier 0 only.)
-  std::string ptx = "{\n.reg .pred p, q;\nsetp.ne.u32 p, $1, 0;\n"
-                    "bar.red.and.pred q, $2, " +
-                    std::to_string(threads) + ", p;\nselp.u32 $0, 1, 0, q;\n}";
-  Value all =
-      LLVM::InlineAsmOp::create(
-          *this, getI32Type(),
-          ValueRange{arith::ExtUIOp::create(*this, getI32Type(), pred), id},
-          ptx, "=r,r,r,~{memory}", /*has_side_effects=*/true,
-          /*is_align_stack=*/false, LLVM::tailcallkind::TailCallKind::None,
-          LLVM::AsmDialectAttr::get(getContext(), LLVM::AsmDialect::AD_ATT),
-          ArrayAttr())
-          .getResult(0);
-  return arith::CmpIOp::create(*this, arith::CmpIPredicate::ne, all, i32(0));
-}
-
-/// A global-memory access as inline PTX with side effects (and a memory
-/// clobber, so that LLVM keeps the thread's other accesses on their side of
-/// it).
+/// Inline PTX that synchronizes or accesses global memory: with side
+/// effects and a memory clobber, so that LLVM keeps the thread's other
+/// accesses on their side of it.
 static Value memoryAsm(GpuBuilder &b, Type result, ValueRange operands,
                        StringRef ptx, StringRef constraints) {
   auto op = LLVM::InlineAsmOp::create(
@@ -328,6 +311,18 @@ static Value memoryAsm(GpuBuilder &b, Type result, ValueRange operands,
       LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
       ArrayAttr());
   return result ? op.getResult(0) : Value();
+}
+
+Value GpuBuilder::namedBarrierAll(Value id, int64_t threads, Value pred) {
+  // (nvvm.barrier reduces on barrier 0 only.)
+  std::string ptx = "{\n.reg .pred p, q;\nsetp.ne.u32 p, $1, 0;\n"
+                    "bar.red.and.pred q, $2, " +
+                    std::to_string(threads) + ", p;\nselp.u32 $0, 1, 0, q;\n}";
+  Value all = memoryAsm(
+      *this, getI32Type(),
+      ValueRange{arith::ExtUIOp::create(*this, getI32Type(), pred), id}, ptx,
+      "=r,r,r");
+  return arith::CmpIOp::create(*this, arith::CmpIPredicate::ne, all, i32(0));
 }
 
 Value GpuBuilder::loadAcquireGpu(Value ptr) {

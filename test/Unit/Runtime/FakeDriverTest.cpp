@@ -459,31 +459,25 @@ TEST_F(FakeDriverTest, WorkspacesAreZeroFilledBeforeTheKernel) {
 
   // Rows workspaces: zero-filled, then the kernel alone; with no rows,
   // nothing at all.
-  reset();
-  ASSERT_EQ(driver->cuCtxSetCurrent(primary(0)), kCudaSuccess);
   alignas(16) static char t[64], flags[64];
-  ASSERT_TRUE(bundle
-                  ->launch("lora",
-                           {{q, DType::bf16, {7, 64}},
-                            {dq, DType::bf16, {7, 64}},
-                            {t, DType::f32, {7, 16}},
-                            {flags, DType::f32, {7}}},
-                           stream, 0)
-                  .isOk());
+  auto launchLora = [&](int64_t rows) {
+    reset();
+    EXPECT_EQ(driver->cuCtxSetCurrent(primary(0)), kCudaSuccess);
+    return bundle
+        ->launch("lora",
+                 {{q, DType::bf16, {rows, 64}},
+                  {dq, DType::bf16, {rows, 64}},
+                  {t, DType::f32, {rows, 16}},
+                  {flags, DType::f32, {rows}}},
+                 stream, 0)
+        .isOk();
+  };
+  ASSERT_TRUE(launchLora(7));
   EXPECT_STREQ(log(), "memset 0;memset 0;launch 0;");
   EXPECT_EQ(memsets(), (std::vector<std::vector<long long>>{
                            {at(t), 0, 7 * 16, 0x5000},
                            {at(flags), 0, 7, 0x5000}}));
-  reset();
-  ASSERT_EQ(driver->cuCtxSetCurrent(primary(0)), kCudaSuccess);
-  ASSERT_TRUE(bundle
-                  ->launch("lora",
-                           {{q, DType::bf16, {0, 64}},
-                            {dq, DType::bf16, {0, 64}},
-                            {t, DType::f32, {0, 16}},
-                            {flags, DType::f32, {0}}},
-                           stream, 0)
-                  .isOk());
+  ASSERT_TRUE(launchLora(0));
   EXPECT_STREQ(log(), "");
 
   // No workspace, no memset.
