@@ -1,12 +1,17 @@
 //===- FuseLoRA.cpp - LoRA projection + activation + residual -------------===//
 //
 // liger-fuse-lora: liger.lora_linear, with the activation and the residual
-// add that follow it, becomes one matmul group.
+// add that follow it, becomes one matmul group; a weight it alone reads
+// transposed (linalg.transpose [1, 0]: the LoRA dx, lora_linear of dy, Wᵀ,
+// Bᵀ, Aᵀ) joins the group, which then reads W itself, MN-major.
 //
 //===----------------------------------------------------------------------===//
 
 #include "liger/Transforms/Fusion.h"
 #include "liger/Transforms/Passes.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 namespace mlir::liger {
 #define GEN_PASS_DEF_FUSELORAPASS
@@ -33,6 +38,21 @@ template <typename... Ops> Operation *getSingleUserOfKind(Value v) {
   return user;
 }
 
+/// The transpose [K, N] -> [N, K] that only `lora` reads as its weight,
+/// and the tensor.empty only it writes into, in the projection's block.
+static SmallVector<Operation *> transposedWeight(LoRALinearOp lora) {
+  Value weight = lora.getWeight();
+  auto t = weight.getDefiningOp<linalg::TransposeOp>();
+  if (!t || t.getPermutation() != ArrayRef<int64_t>{1, 0} ||
+      t->getBlock() != lora->getBlock() || isInFusionGroup(t) ||
+      !weight.hasOneUse())
+    return {};
+  auto init = t.getInit().getDefiningOp<tensor::EmptyOp>();
+  if (!init || !init->hasOneUse() || init->getBlock() != lora->getBlock())
+    return {};
+  return {init, t};
+}
+
 struct FuseLoRA : OpRewritePattern<LoRALinearOp> {
   FuseLoRA(MLIRContext *ctx, const FusionOptions &options)
       : OpRewritePattern(ctx), options(options) {}
@@ -41,7 +61,9 @@ struct FuseLoRA : OpRewritePattern<LoRALinearOp> {
                                 PatternRewriter &rewriter) const override {
     if (isInFusionGroup(lora))
       return failure();
-    FusionCandidate candidate{kPass, FusionKind::matmul, {lora}, {}};
+    FusionCandidate candidate{kPass, FusionKind::matmul,
+                              transposedWeight(lora), {}};
+    candidate.ops.push_back(lora);
     Value current = lora.getResult();
     if (Operation *act = getSingleUserOfKind<SiLUOp, GELUOp>(current)) {
       candidate.ops.push_back(act);

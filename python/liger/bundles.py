@@ -204,13 +204,14 @@ def _pair(spec, template):
 def matmul_kernels(spec):
     """(forward, backward) kernels of a spec whose @fwd and @bwd are matmul
     groups compiled by the matmul template (fwd_matmul_0, bwd_matmul_0;
-    liger.ops.gated_mlp's), loaded once per process."""
+    liger.ops.gated_mlp's and lora_linear's; the backward None where the
+    template left @bwd's group uncompiled), loaded once per process."""
     return _pair(spec, "matmul")
 
 
 def matmul_kernel(spec):
     """The one kernel of a spec's @fwd compiled by the matmul template
-    (liger.ops.lora_linear's)."""
+    (liger.ops.linear_rope's)."""
     return _pair(spec, "matmul")[0]
 
 

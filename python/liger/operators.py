@@ -43,7 +43,10 @@ reference functions on CPU tensors.
                             memory_budget, dw_f32, want_dx, want_dw)
         -> (loss, dstudent_input, dstudent_weight)
     liger::lora_linear(x, weight, bias?, lora_a, lora_b, scale) -> y
-                                             (backward: PyTorch's matmuls)
+    liger::lora_linear_backward(dy, weight, lora_a, lora_b, scale, has_bias)
+        -> (dx, dmid)                        (dmid = scale · dy · B, what dA is
+                                              formed from; dW, dA, dB, db:
+                                              PyTorch's matmuls)
     liger::gated_mlp(x, gate_weight, up_weight, down_weight, activation, approximate)
         -> (y, h, gate, up)                  (h, gate, up: what the backward reads)
     liger::gated_mlp_backward(dy, down_weight, gate, up, activation, approximate)
@@ -1054,7 +1057,11 @@ fused_linear_jsd.register_autograd(_fljsd_grad, setup_context=_save_grads)
 # operator in place of every PEFT LoRA layer it recognises, and one that no
 # fusion group takes runs here (liger.ops.lora_linear refuses those
 # configurations before calling, liger.transformers keeps PEFT's forward,
-# warned). The backward is PyTorch's matmuls, the scale on the rank-r
+# warned). The backward's dx is the template's kernel too: dy·W + s·(dy·B)·A
+# is the LoRA projection of dy with Wᵀ, Bᵀ and Aᵀ (the spec's @bwd, W read
+# MN-major), and where its kernel hands dy·B from column tile to column
+# tile (the products workspace) that product is dA's too. dW, dA, dB and
+# the bias's gradient are PyTorch's matmuls, the scale on the rank-r
 # products, x·Aᵀ recomputed.
 
 _LORA_KERNELS = {}
@@ -1079,16 +1086,17 @@ def _template_kernels(kernels, t, make, args, loader):
     return kernels[key]
 
 
-def _lora_kernel(x, weight, bias, lora_a, lora_b, scale):
-    """The LoRA kernel of the call's configuration, or None (one dtype for
-    every operand, the spec's rules)."""
-    dtypes = {t.dtype for t in (x, weight, lora_a, lora_b) + ((bias,) if bias is not None
-                                                              else ())}
+def _lora_kernels(x, weight, has_bias, lora_a, lora_b, scale, *others):
+    """The LoRA kernels (forward, backward's dx) of the call's
+    configuration, or None (one dtype for every operand, `others` too: the
+    spec's rules). The backward's is None where the template left it
+    uncompiled."""
+    dtypes = {t.dtype for t in (x, weight, lora_a, lora_b) + others}
     if len(dtypes) != 1:
         return None
     return _template_kernels(_LORA_KERNELS, x, specs.lora_linear_spec, (
         weight.shape[1], weight.shape[0], lora_a.shape[0], str(x.dtype), scale,
-        bias is not None), bundles.matmul_kernel)
+        has_bias), bundles.matmul_kernels)
 
 
 def lora_reference(x, weight, bias, lora_a, lora_b, scale):
@@ -1100,11 +1108,12 @@ def lora_reference(x, weight, bias, lora_a, lora_b, scale):
 @_custom_op("liger::lora_linear", mutates_args=())
 def lora_linear(x: Tensor, weight: Tensor, bias: Optional[Tensor], lora_a: Tensor,
                 lora_b: Tensor, scale: float) -> Tensor:
-    kernel = _lora_kernel(x, weight, bias, lora_a, lora_b, scale)
-    if kernel is None or x.numel() == 0:  # (no rows: no launch)
+    kernels = _lora_kernels(x, weight, bias is not None, lora_a, lora_b, scale,
+                            *(() if bias is None else (bias,)))
+    if kernels is None or x.numel() == 0:  # (no rows: no launch)
         return lora_reference(x, weight, bias, lora_a, lora_b, scale)
     args = [_rows(x), weight.contiguous(), lora_a.contiguous(), lora_b.contiguous()]
-    y = kernel(*args + ([bias.contiguous()] if bias is not None else []))
+    y = kernels[0](*args + ([bias.contiguous()] if bias is not None else []))
     return y.view(x.shape[:-1] + (weight.shape[0],))
 
 
@@ -1124,15 +1133,53 @@ def _flat(t):
     return t.reshape(-1, t.shape[-1])
 
 
+def lora_grad_reference(dy, weight, lora_a, lora_b, scale):
+    """(dx, dmid) in PyTorch's matmuls: dmid = scale · dy · B, the gradient
+    of x·Aᵀ (the scale on the rank-r product, never on a [tokens, out]
+    pass), and dx = dy · W + dmid · A, the rank-r product formed first so
+    that cuBLAS adds dy · W to it in its epilogue (addmm's beta = 1)."""
+    dmid = dy.matmul(lora_b) * scale
+    dx = _flat(dmid).matmul(lora_a).addmm_(_flat(dy), weight)
+    return dx.view(dy.shape[:-1] + (weight.shape[1],)), dmid
+
+
+@_custom_op("liger::lora_linear_backward", mutates_args=())
+def lora_linear_backward(dy: Tensor, weight: Tensor, lora_a: Tensor, lora_b: Tensor,
+                         scale: float, has_bias: bool) -> Tuple[Tensor, Tensor]:
+    """(dx, dmid) of the LoRA projection for its output's gradient dy:
+    dx = dy · W + scale · (dy · B) · A by the backward's kernel of the
+    forward's configuration (has_bias: whether the forward had a bias, its
+    spec holding this kernel), dmid = scale · dy · B [..., r]."""
+    kernels = _lora_kernels(dy, weight, has_bias, lora_a, lora_b, scale)
+    kernel = kernels and kernels[1]
+    if kernel is None or dy.numel() == 0:
+        return lora_grad_reference(dy, weight, lora_a, lora_b, scale)
+    inputs = [weight.contiguous(), _rows(dy), lora_b.t().contiguous(), lora_a.t().contiguous()]
+    spaces = [torch.empty(shape, dtype=F32, device=dy.device)
+              for shape in kernel.workspace_shapes(inputs)]
+    dx = kernel(*inputs, workspaces=spaces)
+    # The kernel's products workspace holds dy · B in f32, where it hands
+    # the product between column tiles; else PyTorch forms it.
+    dmid = (spaces[0].mul_(scale).to(dy.dtype) if spaces else
+            _flat(dy).matmul(lora_b).mul_(scale))
+    rows = dy.shape[:-1]
+    return dx.view(rows + (weight.shape[1],)), dmid.view(rows + (lora_a.shape[0],))
+
+
+@lora_linear_backward.register_fake
+def _(dy, weight, lora_a, lora_b, scale, has_bias):
+    rows = dy.shape[:-1]
+    return dy.new_empty(rows + (weight.shape[1],)), dy.new_empty(rows + (lora_a.shape[0],))
+
+
 def _lora_grad(ctx, dy):
     x, weight, lora_a, lora_b = ctx.saved_tensors
     need = ctx.needs_input_grad
-    # The scale rides on the rank-r products, never on a [tokens, out] pass.
-    dmid = dy.matmul(lora_b) * ctx.scale   # the gradient of x·Aᵀ: [..., r]
-    # dy·W with the rank-r product added into it (addmm's beta = 1): one
-    # [tokens, in] buffer where the two products and their sum were three.
-    dx = _flat(dy).matmul(weight).addmm_(_flat(dmid), lora_a).view(x.shape) if need[0] \
-        else None
+    if need[0]:
+        dx, dmid = call(lora_linear_backward, dy, weight, lora_a, lora_b, ctx.scale,
+                        ctx.has_bias)
+    else:
+        dx, dmid = None, dy.matmul(lora_b) * ctx.scale  # the gradient of x·Aᵀ: [..., r]
     dw = _flat(dy).t().matmul(_flat(x)) if need[1] else None
     db = _flat(dy).sum(0) if ctx.has_bias and need[2] else None
     da = _flat(dmid).t().matmul(_flat(x)) if need[3] else None
@@ -1141,7 +1188,8 @@ def _lora_grad(ctx, dy):
     return dx, dw, db, da, dlb, None
 
 
-lora_linear.register_autograd(_lora_grad, setup_context=_lora_setup)
+_autograd(lora_linear, _lora_grad, _lora_setup)
+_no_autograd(lora_linear_backward)
 
 
 # --- gated MLP ---------------------------------------------------------------

@@ -936,10 +936,13 @@ def lora_linear(x, weight, bias, lora_a, lora_b, scale=1.0):
     in f32; x · Aᵀ is rounded to the dtype before its product with B, as
     PEFT rounds it), which takes bf16 or f16, rank 16, 32 or 64, N a
     multiple of 8 and K of 8 (sm_90a) or 32 (sm_80, sm_86); anything else is
-    refused, naming the rule. The backward is PyTorch's matmuls: dx = dy ·
-    W + ((dy · B) · A) · scale, dW = dyᵀ · x, db, dA = ((dy · B) · scale)ᵀ
-    · x, dB = dyᵀ · (x · Aᵀ) · scale (x · Aᵀ recomputed), each where
-    autograd asks for it."""
+    refused, naming the rule. The backward's dx = dy · W + ((dy · B) · A) ·
+    scale is the template's kernel too (the projection of dy with Wᵀ, Bᵀ
+    and Aᵀ, W read in place; PyTorch's matmuls where the configuration has
+    no such kernel, e.g. N not a multiple of 32 on sm_80), and the rest
+    PyTorch's matmuls: dW = dyᵀ · x, db, dA = ((dy · B) · scale)ᵀ · x (dy · B
+    as the dx kernel leaves it), dB = dyᵀ · (x · Aᵀ) · scale (x · Aᵀ
+    recomputed), each where autograd asks for it."""
     config = _once(lambda: (
         "lora_linear", type(x), type(weight), type(bias), type(lora_a), type(lora_b), x.device,
         weight.device, bias is not None and bias.device, lora_a.device, lora_b.device, x.dtype,
@@ -948,7 +951,7 @@ def lora_linear(x, weight, bias, lora_a, lora_b, scale=1.0):
         type(scale), scale),
         _lora_checked, x, weight, bias, lora_a, lora_b, scale)
     _rows("lora_linear", "x", x)
-    return operators.lora_linear(x, weight, bias, lora_a, lora_b, *config)
+    return operators.call(operators.lora_linear, x, weight, bias, lora_a, lora_b, *config)
 
 
 # --- q/k projections with RoPE ------------------------------------------------

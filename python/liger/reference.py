@@ -200,9 +200,19 @@ class ReferenceKernel:
         # The element type of each result (bf16 results come back as f32
         # arrays of their exact values).
         self.dtypes = [o["dtype"] for o in self.outputs]
+        # (A function has no scratch: the GPU kernels' workspaces, such as
+        # a LoRA kernel's hand-over of its rank-r product, are not its.)
+        self.workspaces = []
 
-    def __call__(self, *inputs, out=None):
+    def workspace_shapes(self, inputs):
+        """As a runtime Kernel's: none."""
+        return []
+
+    def __call__(self, *inputs, out=None, workspaces=None):
         import torch
+        if workspaces:
+            raise ValueError("%s: takes no workspaces, got %d" % (self.function,
+                                                                  len(workspaces)))
         arrays = []
         for t in inputs:
             t = t.detach().contiguous()

@@ -670,16 +670,29 @@ class LoRALinearSpec(Spec):
 
     def module_text(self):
         """@fwd: the projection, whose kernel (fwd_matmul_0) takes x, W, A,
-        B and the bias in that order and writes y [?, out_features]."""
+        B and the bias in that order and writes y [?, out_features]. @bwd:
+        its input's gradient dx = dy · W + scale · (dy · B) · A, which is
+        the projection of dy with Wᵀ, Bᵀ and Aᵀ; its kernel (bwd_matmul_0)
+        reads W itself (MN-major) and takes W, dy, Bᵀ [rank, out_features]
+        and Aᵀ [in_features, rank] in that order (the caller transposes
+        the two factors: rank-wide, they are small)."""
         dt, k, n, r = self.dtype, self.in_features, self.out_features, self.rank
         X, Y = "tensor<?x%dx%s>" % (k, dt), "tensor<?x%dx%s>" % (n, dt)
         W, A, B = ("tensor<%dx%dx%s>" % (n, k, dt), "tensor<%dx%dx%s>" % (r, k, dt),
                    "tensor<%dx%dx%s>" % (n, r, dt))
+        WT, AT, BT = ("tensor<%dx%dx%s>" % (k, n, dt), "tensor<%dx%dx%s>" % (k, r, dt),
+                      "tensor<%dx%dx%s>" % (r, n, dt))
         C = "tensor<%dx%s>" % (n, dt)
         c_param, c_use, c_type = (", %%c: %s" % C, ", %c", ", " + C) if self.bias else ("",) * 3
         return f"""func.func @fwd(%x: {X}, %w: {W}, %a: {A}, %b: {B}{c_param}) -> {Y} {{
   %y = liger.lora_linear %x, %w, %a, %b{c_use} scale = {self.scale:.9e} : {X}, {W}, {A}, {B}{c_type}
   return %y : {Y}
+}}
+func.func @bwd(%w: {W}, %dy: {Y}, %bt: {BT}, %at: {AT}) -> {X} {{
+  %e = tensor.empty() : {WT}
+  %wt = linalg.transpose ins(%w : {W}) outs(%e : {WT}) permutation = [1, 0]
+  %dx = liger.lora_linear %dy, %wt, %bt, %at scale = {self.scale:.9e} : {Y}, {WT}, {BT}, {AT}
+  return %dx : {X}
 }}
 """
 

@@ -351,3 +351,21 @@ func.func @dead_projection(%x: tensor<?x7x64xbf16>, %w: tensor<64x64xbf16>) {
   %y = liger.linear %x, %w : tensor<?x7x64xbf16>, tensor<64x64xbf16>
   return
 }
+
+// -----
+
+// A transposed weight is read MN-major by a lone projection: in a gate/up
+// pair it is left for a later template.
+func.func @transposed_weight_in_a_pair(%x: tensor<?x64xbf16>, %wg: tensor<64x128xbf16>, %wu: tensor<128x64xbf16>) -> tensor<?x128xbf16> {
+  // expected-warning @+1 {{a transposed weight is read MN-major by one projection alone, as linalg.transpose [1, 0] of a group input that is not also a LoRA factor}}
+  %y = liger.fusion matmul(%x, %wg, %wu) : (tensor<?x64xbf16>, tensor<64x128xbf16>, tensor<128x64xbf16>) -> tensor<?x128xbf16> {
+  ^bb0(%a: tensor<?x64xbf16>, %b: tensor<64x128xbf16>, %c: tensor<128x64xbf16>):
+    %e = tensor.empty() : tensor<128x64xbf16>
+    %t = linalg.transpose ins(%b : tensor<64x128xbf16>) outs(%e : tensor<128x64xbf16>) permutation = [1, 0]
+    %g = liger.linear %a, %t : tensor<?x64xbf16>, tensor<128x64xbf16>
+    %u = liger.linear %a, %c : tensor<?x64xbf16>, tensor<128x64xbf16>
+    %h = liger.swiglu %g, %u : tensor<?x128xbf16>
+    liger.yield %h : tensor<?x128xbf16>
+  }
+  return %y : tensor<?x128xbf16>
+}

@@ -105,7 +105,7 @@ func.func @threads(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>) -> tensor<?x64
 
 // A gradient product reads its B operand N-major, in 64-column TMA boxes.
 func.func @grad_tile_n(%dy: tensor<?x64xbf16>, %w: tensor<64x128xbf16>) -> tensor<?x128xbf16> {
-  // expected-error @+1 {{'liger.fusion' op has an invalid matmul 'liger.kernel_config': tile_n must be a multiple of 64 for a gradient product (its B operand is read N-major, in 64-column boxes), got 96}}
+  // expected-error @+1 {{'liger.fusion' op has an invalid matmul 'liger.kernel_config': tile_n must be a multiple of 64 where B is read N-major (a gradient product's operand or a transposed weight, in 64-column boxes), got 96}}
   %y = liger.fusion matmul(%dy, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 64, tile_n = 96, tile_k = 64, stages = 3>} : (tensor<?x64xbf16>, tensor<64x128xbf16>) -> tensor<?x128xbf16> {
   ^bb0(%a: tensor<?x64xbf16>, %b: tensor<64x128xbf16>):
     %g = liger.linear_grad_input %a, %b : tensor<?x64xbf16>, tensor<64x128xbf16>

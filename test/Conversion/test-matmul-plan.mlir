@@ -50,6 +50,21 @@
 // CHECK-NEXT: output 1024 65536 over stages
 // CHECK-NEXT: size 214016
 
+// The LoRA dx: W is read MN-major from the group's input 0 (the
+// transpose's), the factors' tiles as the forward's.
+// CHECK-LABEL: matmul plan of @lora_dx
+// CHECK-NEXT: body projection, m ?, k 1024, n 512, widths [512], element bytes 2, lora rank 16, weight transposed
+// CHECK-NEXT: input 0 weight 0
+// CHECK-NEXT: input 1 x
+// CHECK-NEXT: input 2 lora_a
+// CHECK-NEXT: input 3 lora_b
+// CHECK-NEXT: layout wgmma 128x256x64, 4 stages, stage 51200 bytes, tma store
+// CHECK-NEXT: barriers 0 1024
+// CHECK-NEXT: stages 1024 204800
+// CHECK-NEXT: lora_b 205824 8192
+// CHECK-NEXT: output 1024 65536 over stages
+// CHECK-NEXT: size 214016
+
 // CHECK-LABEL: matmul plan of @dw_acc_bf16
 // CHECK-NEXT: body grad_weight, m 512, k ?, n 1024, widths [1024], element bytes 2, accumulate tile
 // CHECK-NEXT: input 0 x
@@ -158,6 +173,20 @@
 // SM80-NEXT: lora_a 102400 6400
 // SM80-NEXT: lora_b 108800 6144
 // SM80-NEXT: size 114944
+
+// MN-major W staged [tile_k, tile_n + 8] (5 x 32 x 136 x 2 bytes).
+// SM80-LABEL: matmul plan of @lora_dx
+// SM80-NEXT: body projection, m ?, k 1024, n 512, widths [512], element bytes 2, lora rank 16, weight transposed
+// SM80-NEXT: input 0 weight 0
+// SM80-NEXT: input 1 x
+// SM80-NEXT: input 2 lora_a
+// SM80-NEXT: input 3 lora_b
+// SM80-NEXT: layout mma_sync 128x128x32, 5 stages
+// SM80-NEXT: x 0 51200
+// SM80-NEXT: w0 51200 43520
+// SM80-NEXT: lora_a 94720 6400
+// SM80-NEXT: lora_b 101120 6144
+// SM80-NEXT: size 107264
 
 // SM80-LABEL: matmul plan of @dw_acc_bf16
 // SM80-NEXT: body grad_weight, m 512, k ?, n 1024, widths [1024], element bytes 2, accumulate tile

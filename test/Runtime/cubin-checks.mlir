@@ -43,9 +43,11 @@
 
 // wgmma with TMA: 21 memref words, then three 128-byte descriptors at
 // 64-byte aligned places (560 bytes in the bank).
-// CHECK-LABEL: wgmma: 6 kernels
+// CHECK-LABEL: wgmma: 7 kernels
 // CHECK: proj_matmul_0: 24 arguments, 560 bytes; block [384, 1, 1] (.reqntid); shared memory 197632 dynamic + 1024 static
 // CHECK: lora_matmul_0: 52 arguments, 1072 bytes; block [384, 1, 1] (.reqntid)
+// (The LoRA dx: the forward's parameters, W read MN-major.)
+// CHECK: lora_dx_matmul_0: 52 arguments, 1072 bytes; block [384, 1, 1] (.reqntid)
 
 // mma.sync for sm_80: no tensor maps, no static shared memory.
 // CHECK-LABEL: mma80: 6 kernels

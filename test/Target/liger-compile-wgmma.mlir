@@ -24,7 +24,7 @@
 // LLAMA-PROLOGUE-NOT: warning
 // LLAMA-PROLOGUE: liger-compile: 7 kernels for sm_90a in {{[^ ]*}}{{$}}
 
-// OUT: liger-compile: 6 kernels for sm_90a
+// OUT: liger-compile: 7 kernels for sm_90a
 
 // 128 x 256 tiles, 4 stages of (128 + 256) rows x 128 bytes after 1024
 // bytes of barriers: 3 warpgroups.
@@ -122,6 +122,16 @@
 // PTX: bar.red.and.pred
 // PTX: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
 // PTX: st.release.gpu.global.b32
+// The LoRA dx: the main wgmmas read B (W) transposed (trans-b 1), the
+// rank-r ones B (Bᵀ's slice) K-major, in both loops of the hand-over.
+// PTX: .entry lora_dx_matmul_0(
+// PTX: ld.acquire.gpu.global.b32
+// PTX: bar.red.and.pred
+// PTX: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{{.*}}}, %rd{{[0-9]+}}, %rd{{[0-9]+}}, p, 1, 1, 0, 1;
+// PTX-NOT: m64n16k16
+// PTX: wgmma.commit_group.sync.aligned;
+// PTX: wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {{{.*}}}, %rd{{[0-9]+}}, %rd{{[0-9]+}}, p, 1, 1, 0, 0;
+// PTX: st.release.gpu.global.b32
 // MANIFEST: "name": "lora_matmul_0",
 // MANIFEST: "name": "workspace0",
 // MANIFEST-NEXT: "role": "workspace",
@@ -137,6 +147,29 @@
 // MANIFEST-NEXT: 64
 // MANIFEST: "param": "input2",
 // MANIFEST-NEXT: "swizzle": 128
+// MANIFEST: "box": [
+// MANIFEST-NEXT: 256,
+// MANIFEST-NEXT: 16
+// MANIFEST: "param": "input3",
+// MANIFEST-NEXT: "swizzle": 32
+// The LoRA dx reads W (input0) in MN-major boxes of 64 rows of K x 64
+// columns, the factors' tiles as the forward's; dy · B is handed over.
+// MANIFEST: "name": "lora_dx_matmul_0",
+// MANIFEST: "name": "input0",
+// MANIFEST-NEXT: "role": "input",
+// MANIFEST-NEXT: "shape": [
+// MANIFEST-NEXT: 1024,
+// MANIFEST-NEXT: 512
+// MANIFEST: "name": "workspace0",
+// MANIFEST: "param": "input1",
+// MANIFEST: "box": [
+// MANIFEST-NEXT: 64,
+// MANIFEST-NEXT: 64
+// MANIFEST: "param": "input0",
+// MANIFEST: "box": [
+// MANIFEST-NEXT: 16,
+// MANIFEST-NEXT: 64
+// MANIFEST: "param": "input2",
 // MANIFEST: "box": [
 // MANIFEST-NEXT: 256,
 // MANIFEST-NEXT: 16
@@ -239,4 +272,15 @@ func.func @rms_lora(%x: tensor<?x512xbf16>, %g: tensor<512xbf16>, %w: tensor<102
     liger.yield %p : tensor<?x1024xbf16>
   }
   return %y : tensor<?x1024xbf16>
+}
+
+// The LoRA dx, dy · W + 2 · (dy · B) · A, as liger.lora_linear of dy, Wᵀ,
+// Bᵀ and Aᵀ: liger-fuse-lora brings W's transpose into the group, whose
+// kernel reads W [1024, 512] itself MN-major (2 column tiles of 256: dy · B
+// handed over).
+func.func @lora_dx(%w: tensor<1024x512xbf16>, %dy: tensor<?x1024xbf16>, %bt: tensor<16x1024xbf16>, %at: tensor<512x16xbf16>) -> tensor<?x512xbf16> {
+  %e = tensor.empty() : tensor<512x1024xbf16>
+  %wt = linalg.transpose ins(%w : tensor<1024x512xbf16>) outs(%e : tensor<512x1024xbf16>) permutation = [1, 0]
+  %dx = liger.lora_linear %dy, %wt, %bt, %at scale = 2.0 : tensor<?x1024xbf16>, tensor<512x1024xbf16>, tensor<16x1024xbf16>, tensor<512x16xbf16>
+  return %dx : tensor<?x512xbf16>
 }

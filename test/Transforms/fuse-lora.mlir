@@ -104,3 +104,57 @@ func.func @factors_are_one_value(%x: tensor<?x8xf32>, %w: tensor<8x8xf32>, %f: t
   %p = liger.lora_linear %x, %w, %f, %f : tensor<?x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>
   return %p : tensor<?x8xf32>
 }
+
+// -----
+
+// The LoRA dx, dy · W + s · (dy · B) · A, as liger.lora_linear of dy, Wᵀ,
+// Bᵀ and Aᵀ: the transpose of W (and the tensor.empty it writes into) joins
+// the group, which takes W itself.
+// CHECK-LABEL: func.func @transposed_weight
+//  CHECK-SAME:   (%[[DY:[a-z0-9]+]]: tensor<?x32xbf16>, %[[W:[a-z0-9]+]]: tensor<32x64xbf16>, %[[BT:[a-z0-9]+]]: tensor<16x32xbf16>, %[[AT:[a-z0-9]+]]: tensor<64x16xbf16>)
+//   CHECK-NOT:   linalg.transpose
+//       CHECK:   %[[G:.+]] = liger.fusion matmul(%[[W]], %[[DY]], %[[BT]], %[[AT]])
+//       CHECK:     ^bb0(%[[WA:[a-z0-9]+]]: tensor<32x64xbf16>, %[[DYA:[a-z0-9]+]]: tensor<?x32xbf16>,
+//       CHECK:     %[[E:.+]] = tensor.empty() : tensor<64x32xbf16>
+//       CHECK:     %[[WT:.+]] = linalg.transpose ins(%[[WA]] : tensor<32x64xbf16>) outs(%[[E]] : tensor<64x32xbf16>) permutation = [1, 0]
+//       CHECK:     liger.lora_linear %[[DYA]], %[[WT]],
+//       CHECK:   return %[[G]]
+// REPORT: [liger-fuse-lora] fused tensor.empty, linalg.transpose, liger.lora_linear into a matmul group
+func.func @transposed_weight(%dy: tensor<?x32xbf16>, %w: tensor<32x64xbf16>, %bt: tensor<16x32xbf16>, %at: tensor<64x16xbf16>) -> tensor<?x64xbf16> {
+  %e = tensor.empty() : tensor<64x32xbf16>
+  %wt = linalg.transpose ins(%w : tensor<32x64xbf16>) outs(%e : tensor<64x32xbf16>) permutation = [1, 0]
+  %dx = liger.lora_linear %dy, %wt, %bt, %at scale = 2.0 : tensor<?x32xbf16>, tensor<64x32xbf16>, tensor<16x32xbf16>, tensor<64x16xbf16>
+  return %dx : tensor<?x64xbf16>
+}
+
+// -----
+
+// Near-miss: the transposed weight is read elsewhere too, so the transpose
+// stays outside and the group takes its result.
+// CHECK-LABEL: func.func @transposed_weight_read_twice
+//       CHECK:   %[[WT:.+]] = linalg.transpose
+//       CHECK:   liger.fusion matmul(%{{.+}}, %[[WT]],
+//   CHECK-NOT:     linalg.transpose
+//       CHECK:     liger.yield
+func.func @transposed_weight_read_twice(%dy: tensor<?x32xbf16>, %w: tensor<32x64xbf16>, %bt: tensor<16x32xbf16>, %at: tensor<64x16xbf16>) -> (tensor<?x64xbf16>, tensor<64x32xbf16>) {
+  %e = tensor.empty() : tensor<64x32xbf16>
+  %wt = linalg.transpose ins(%w : tensor<32x64xbf16>) outs(%e : tensor<64x32xbf16>) permutation = [1, 0]
+  %dx = liger.lora_linear %dy, %wt, %bt, %at scale = 2.0 : tensor<?x32xbf16>, tensor<64x32xbf16>, tensor<16x32xbf16>, tensor<64x16xbf16>
+  return %dx, %wt : tensor<?x64xbf16>, tensor<64x32xbf16>
+}
+
+// -----
+
+// Near-miss: the transpose writes into a tensor another op reads, so it
+// stays outside.
+// CHECK-LABEL: func.func @transpose_into_a_shared_tensor
+//       CHECK:   %[[WT:.+]] = linalg.transpose
+//       CHECK:   liger.fusion matmul(%{{.+}}, %[[WT]],
+//   CHECK-NOT:     linalg.transpose
+//       CHECK:     liger.yield
+func.func @transpose_into_a_shared_tensor(%dy: tensor<?x32xbf16>, %w: tensor<32x64xbf16>, %bt: tensor<16x32xbf16>, %at: tensor<64x16xbf16>) -> (tensor<?x64xbf16>, tensor<64x32xbf16>) {
+  %e = tensor.empty() : tensor<64x32xbf16>
+  %wt = linalg.transpose ins(%w : tensor<32x64xbf16>) outs(%e : tensor<64x32xbf16>) permutation = [1, 0]
+  %dx = liger.lora_linear %dy, %wt, %bt, %at scale = 2.0 : tensor<?x32xbf16>, tensor<64x32xbf16>, tensor<16x32xbf16>, tensor<64x16xbf16>
+  return %dx, %e : tensor<?x64xbf16>, tensor<64x32xbf16>
+}

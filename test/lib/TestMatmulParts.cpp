@@ -114,6 +114,8 @@ struct TestMatmulPlanPass
         os << ", rms_norm";
       if (plan.loraRank)
         os << ", lora rank " << plan.loraRank;
+      if (plan.weightTranspose)
+        os << ", weight transposed";
       if (plan.headDim)
         os << ", head_dim " << plan.headDim << ", nq " << plan.nq;
       if (plan.accumulateTile)

@@ -1,10 +1,11 @@
-"""liger.ops.lora_linear and its operator liger::lora_linear on the CPU:
-against PEFT's LoRA Linear, output and every gradient (x, the base weight
-and bias, A, B), in bf16 through the kernel's module (the reference
-lowering, LIGER_OPS_CPU_REFERENCE=1) and in f32 (a configuration with no
-kernel: PyTorch's ops, the layer's own); the backward against float64
-finite differences; which path a configuration takes; the spec's module as
-liger-compile makes it one kernel whose parameters are the operator's
+"""liger.ops.lora_linear and its operators liger::lora_linear and
+liger::lora_linear_backward on the CPU: against PEFT's LoRA Linear, output
+and every gradient (x, the base weight and bias, A, B), in bf16 through the
+kernels' module (the reference lowering, LIGER_OPS_CPU_REFERENCE=1: the
+forward's @fwd, dx's @bwd) and in f32 (a configuration with no kernel:
+PyTorch's ops, the layer's own); the backward against float64 finite
+differences; which path a configuration takes; the spec's module as
+liger-compile makes it two kernels whose parameters are the operators'
 operands in order."""
 
 import json
@@ -57,7 +58,7 @@ def test_the_operator_is_pefts_layer(cpu_reference, monkeypatch, dtype, bias):
     (lora_alpha 32): bf16 through liger.ops.lora_linear (the kernel's
     module), f32 through the operator (PyTorch's ops: f32 has no kernel),
     every gradient of a trainable base and adapter."""
-    loaded = record_loads(monkeypatch, bundles, "matmul_kernel")
+    loaded = record_loads(monkeypatch, bundles, "matmul_kernels")
     dt = DTYPES[dtype]
     layer = peft_layer(64, 48, 16, 32, bias, dt)
     gen = torch.Generator().manual_seed(1)
@@ -116,12 +117,39 @@ def test_the_backward_is_the_forwards_derivative(bias):
     torch.library.opcheck(op, (x, w, c, a, b, 0.75))
 
 
+def test_the_backward_operator_is_dx_and_the_scaled_rank_r_gradient(cpu_reference):
+    """liger::lora_linear_backward: dx = dy·W + s·(dy·B)·A and dmid =
+    s·dy·B, by the spec's @bwd (the projection of dy with Wᵀ, Bᵀ, Aᵀ)
+    against float64 on odd rows and widths, the bias flag only naming the
+    forward's spec; PyTorch's form (f32: no kernel) against float64 too;
+    torch.library's checks."""
+    gen = torch.Generator().manual_seed(3)
+    for rows, k, n, r, bias in ((7, 72, 40, 16, False), (3, 64, 48, 32, True)):
+        dy = torch.randn(rows, n, generator=gen).bfloat16()
+        w, a, b = (torch.randn(n, k, generator=gen).bfloat16(),
+                   torch.randn(r, k, generator=gen).bfloat16(),
+                   torch.randn(n, r, generator=gen).bfloat16())
+        d, w64, a64, b64 = (t.double() for t in (dy, w, a, b))
+        want_mid = 0.5 * d @ b64
+        want_dx = d @ w64 + want_mid @ a64
+        dx, dmid = operators.lora_linear_backward(dy, w, a, b, 0.5, bias)
+        assert dx.shape == (rows, k) and dmid.shape == (rows, r)
+        assert dx.dtype == dmid.dtype == torch.bfloat16
+        assert rel(dx, want_dx) < TOL["bf16"] and rel(dmid, want_mid) < TOL["bf16"]
+        # f32: PyTorch's matmuls.
+        dx32, dmid32 = operators.lora_linear_backward(dy.float(), w.float(), a.float(),
+                                                      b.float(), 0.5, bias)
+        assert rel(dx32, want_dx) < 1e-5 and rel(dmid32, want_mid) < 1e-5
+    torch.library.opcheck(operators.lora_linear_backward,
+                          (dy.float(), w.float(), a.float(), b.float(), 0.5, True))
+
+
 def test_a_configuration_without_a_kernel_runs_pytorchs_ops(monkeypatch):
     """What the torch.compile backend's operator computes where no kernel
     takes the layer (a rank of 8, f32, or CPU tensors without the reference
     lowering): PyTorch's ops in PEFT's order, no kernel loaded; with a
     kernel, the kernel."""
-    loaded = record_loads(monkeypatch, bundles, "matmul_kernel")
+    loaded = record_loads(monkeypatch, bundles, "matmul_kernels")
     monkeypatch.delenv("LIGER_OPS_CPU_REFERENCE", raising=False)
     ops.clear_caches()
     gen = torch.Generator().manual_seed(2)
@@ -161,19 +189,26 @@ def test_the_spec_text_round_trips_and_names_its_kernel_options():
 @needs_compiler
 @pytest.mark.parametrize("bias", [True, False], ids=["bias", "no_bias"])
 def test_the_spec_compiles_to_one_kernel_of_the_operators_operands(tmp_path, bias):
-    """The matmul template makes the module one kernel, the one
-    bundles.matmul_kernel loads, reading x, W, A, B and the bias in the
-    operator's order."""
+    """The matmul template makes the module two kernels, the ones
+    bundles.matmul_kernels loads: the forward reading x, W, A, B and the
+    bias in the operator's order, and dx reading W (MN-major, in place),
+    dy, Bᵀ and Aᵀ."""
     spec = ops.lora_linear_spec(520, 1000, 16, "bf16", scale=2.0, bias=bias)
     (path,) = ops.precompile(str(tmp_path), [spec])
     with open(os.path.join(path, "manifest.json")) as f:
         (module,) = json.load(f)["modules"]
-    (kernel,) = module["kernels"]
-    assert kernel["name"] == "fwd_matmul_0" and kernel["ops"] == "liger.lora_linear"
-    shapes = [(p["role"], p["shape"]) for p in kernel["params"]]
+    fwd, bwd = module["kernels"]
+    assert fwd["name"] == "fwd_matmul_0" and fwd["ops"] == "liger.lora_linear"
+    assert bwd["name"] == "bwd_matmul_0"
+    assert bwd["ops"] == "tensor.empty, linalg.transpose, liger.lora_linear"
+    shapes = [(p["role"], p["shape"]) for p in fwd["params"]]
     # (4 column tiles: the rows' x·Aᵀ and its flags are handed over
     # through two workspaces the runtime allocates.)
+    hand_over = [("workspace", ["rows", 16]), ("workspace", ["rows"])]
     assert shapes == [("input", ["rows", 520]), ("input", [1000, 520]), ("input", [16, 520]),
                       ("input", [1000, 16])] + ([("input", [1000])] if bias else []) + [
-                          ("output", ["rows", 1000]), ("workspace", ["rows", 16]),
-                          ("workspace", ["rows"])]
+                          ("output", ["rows", 1000])] + hand_over
+    # dx: 3 column tiles of 256 (W's 64-column boxes), dy·B handed over.
+    assert [(p["role"], p["shape"]) for p in bwd["params"]] == [
+        ("input", [1000, 520]), ("input", ["rows", 1000]), ("input", [16, 1000]),
+        ("input", [520, 16]), ("output", ["rows", 520])] + hand_over

@@ -228,7 +228,8 @@ def _gated_mlp_cases():
 def _lora_cases():
     """liger::lora_linear: bf16 with a bias, x [2, 3, 64] (the kernel of a
     rank-16 [48, 64] projection), and f32 with a frozen weight and no bias
-    (a configuration with no kernel: PyTorch's ops, "_frozen")."""
+    (a configuration with no kernel: PyTorch's ops, "_frozen");
+    liger::lora_linear_backward of the first's configuration."""
     bf = dict(dtype=torch.bfloat16, grad=True)
     L = torch.ops.liger
     return {
@@ -238,6 +239,11 @@ def _lora_cases():
         "lora_linear_frozen": (L.lora_linear, (
             _randn(5, 24, grad=True), _randn(40, 24), None, _randn(4, 24, grad=True),
             _randn(40, 4, grad=True), 0.5)),
+        # (dx's kernel of the first one's spec: dy [2, 3, 48].)
+        "lora_linear_backward": (L.lora_linear_backward, (
+            _randn(2, 3, 48, dtype=torch.bfloat16), _randn(48, 64, dtype=torch.bfloat16),
+            _randn(16, 64, dtype=torch.bfloat16), _randn(48, 16, dtype=torch.bfloat16), 2.0,
+            True)),
     }
 
 

@@ -208,6 +208,13 @@ def FuseLoRAPass : Pass<"liger-fuse-lora"> {
     %o = liger.add %p, %res : tensor<?x4096xbf16>
     // becomes one matmul group computing %o
     ```
+
+    A weight that only the projection reads, as `linalg.transpose`
+    (permutation [1, 0], into a `tensor.empty` of its own) of W `[K, N]`,
+    joins the group: the kernel reads W itself MN-major, as
+    `liger.linear_grad_input` reads it. That is the LoRA layer's dx,
+    `dy · W + s · (dy · B) · A` = `liger.lora_linear` of dy, Wᵀ, Bᵀ and Aᵀ
+    (Bᵀ and Aᵀ are small: the caller transposes them).
   }];
   let dependentDialects = ["::mlir::liger::LigerDialect"];
   let options = [

@@ -174,8 +174,9 @@ std::string mlir::liger::matmulConfigProblem(const MatmulKernelConfig &config,
     return "tile_n must be a multiple of 8 in [8, 256], got " +
            str(config.tileN);
   if (config.wgmma && plan.bMNMajor() && config.tileN % 64)
-    return "tile_n must be a multiple of 64 for a gradient product (its B "
-           "operand is read N-major, in 64-column boxes), got " +
+    return "tile_n must be a multiple of 64 where B is read N-major (a "
+           "gradient product's operand or a transposed weight, in 64-column "
+           "boxes), got " +
            str(config.tileN);
   // wgmma: one 128-byte swizzled row of K per stage; mma.sync: k16 steps
   // over 32, 64 or 128 bytes.

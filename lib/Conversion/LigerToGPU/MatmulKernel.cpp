@@ -137,6 +137,8 @@ static LogicalResult checkBody(const MatmulPlan &plan,
     if (plan.n % 8)
       return leaveForLaterTemplate(group, "N = " + Twine(plan.n) +
                                               " is not a multiple of 8");
+    // (A transposed weight's MN-major rows, N 16-bit elements, are then
+    // 16-byte multiples.)
     if (plan.lora && (plan.loraRank % 16 || plan.loraRank > 64))
       return leaveForLaterTemplate(
           group, "LoRA rank " + Twine(plan.loraRank) +
@@ -259,7 +261,9 @@ parameterOf(const MatmulKernel &k, BlockArgument arg) {
       return param(rt::ParamKind::Feature, argElem, n, 0, {n});
     case Role::NormWeight:
       return param(rt::ParamKind::Feature, argElem, kk, 0, {kk});
-    case Role::Weight:
+    case Role::Weight: // [N, K], or [K, N] read MN-major where transposed
+      if (plan.weightTranspose)
+        return param(rt::ParamKind::Matrix, elem, n, kk, {kk, n});
       return param(rt::ParamKind::Matrix, elem, kk, n, {n, kk});
     case Role::EpilogueRows:
       return param(rt::ParamKind::Rows, argElem, n, 0, {dyn, n});
@@ -373,6 +377,8 @@ getMatmulKernelSignature(const MatmulKernel &k, StringRef name) {
     for (const MatmulProjection &l : plan.projections)
       info.tensorMaps.push_back(
           tensorMap(argNumber(l.weight), config.tileN, config.tileK));
+  }
+  if (config.wgmma) {
     if (plan.lora) {
       // A's [r, 64] slices ride along with W's; B's [tile_n, r] tile is
       // read once, swizzled by its r * 2-byte rows.
@@ -383,8 +389,6 @@ getMatmulKernelSignature(const MatmulKernel &k, StringRef name) {
                                           config.tileN, r,
                                           r * k.elementBytes()));
     }
-  }
-  if (config.wgmma) {
     // Each output's map (64 x 64 boxes, 128-byte swizzle) for TMA stores.
     // (A 16-bit dW buffer's old tile comes in through a map of its own.)
     // verifyMatmulKernelConfig keeps a gradient product's tile_n a

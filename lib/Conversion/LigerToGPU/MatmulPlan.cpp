@@ -199,6 +199,22 @@ static void readProjections(MatmulPlan &plan) {
     return unsupported("the group holds " + Twine(projs.size()) +
                        " projections; one, or a gate/up pair, is what the "
                        "template computes");
+  // A weight transposed in the group ([K, N] -> [N, K]) is read MN-major
+  // from the transpose's input.
+  for (MatmulProjection &p : projs) {
+    auto t = p.weight.getDefiningOp<linalg::TransposeOp>();
+    if (!t)
+      continue;
+    if (t.getPermutation() != ArrayRef<int64_t>{1, 0} ||
+        !isa<BlockArgument>(t.getInput()) || projs.size() != 1 ||
+        (lora && (lora.getLoraA() == t.getInput() ||
+                  lora.getLoraB() == t.getInput())))
+      return unsupported("a transposed weight is read MN-major by one "
+                         "projection alone, as linalg.transpose [1, 0] of a "
+                         "group input that is not also a LoRA factor");
+    p.weight = t.getInput();
+    plan.weightTranspose = t;
+  }
   if (lora && projs.size() != 1)
     return unsupported("a LoRA projection is implemented alone, not in a pair");
   if (lora && (!isa<BlockArgument>(lora.getLoraA()) ||
@@ -230,7 +246,7 @@ static void readProjections(MatmulPlan &plan) {
   plan.norm = norm;
   plan.x = x;
   plan.normWeight = norm ? norm.getWeight() : Value();
-  plan.n = cast<RankedTensorType>(linear.weight.getType()).getDimSize(0);
+  plan.n = plan.widths.front();
 }
 
 /// The role of every group input (the kernel's parameters follow it).
@@ -359,11 +375,20 @@ FailureOr<MatmulPlan> mlir::liger::analyzeMatmulGroup(FusionOp group) {
   if (!plan.unsupported.empty())
     return plan;
   plan.elementType = cast<RankedTensorType>(plan.x.getType()).getElementType();
+  // (A transposed weight and the tensor.empty it writes into are the
+  // kernel's MN-major reads, not epilogue ops.)
+  auto readsWeight = [&](Operation &op) {
+    return &op == plan.weightTranspose ||
+           (isa<tensor::EmptyOp>(op) && plan.weightTranspose &&
+            llvm::all_of(op.getUsers(), [&](Operation *u) {
+              return u == plan.weightTranspose;
+            }));
+  };
   if (plan.body != MatmulBody::QKRoPE)
     for (Operation &op : body.without_terminator())
       if (!isa<LinearOp, LoRALinearOp, LinearGradInputOp, LinearGradWeightOp>(
               op) &&
-          &op != plan.norm.getOperation())
+          &op != plan.norm.getOperation() && !readsWeight(op))
         plan.epilogueOps.push_back(&op);
   readOperands(plan);
   readOutputs(plan);

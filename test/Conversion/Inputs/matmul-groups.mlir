@@ -36,6 +36,19 @@ func.func @lora(%x: tensor<?x512xbf16>, %w: tensor<1024x512xbf16>, %a: tensor<16
   return %y : tensor<?x1024xbf16>
 }
 
+// The LoRA dx, dy · W + 2 · (dy · B) · A, as lora_linear of dy, Wᵀ, Bᵀ, Aᵀ:
+// W [1024, 512] read MN-major from the group's input.
+func.func @lora_dx(%w: tensor<1024x512xbf16>, %dy: tensor<?x1024xbf16>, %bt: tensor<16x1024xbf16>, %at: tensor<512x16xbf16>) -> tensor<?x512xbf16> {
+  %y = liger.fusion matmul(%w, %dy, %bt, %at) : (tensor<1024x512xbf16>, tensor<?x1024xbf16>, tensor<16x1024xbf16>, tensor<512x16xbf16>) -> tensor<?x512xbf16> {
+  ^bb0(%i: tensor<1024x512xbf16>, %j: tensor<?x1024xbf16>, %k: tensor<16x1024xbf16>, %l: tensor<512x16xbf16>):
+    %e = tensor.empty() : tensor<512x1024xbf16>
+    %t = linalg.transpose ins(%i : tensor<1024x512xbf16>) outs(%e : tensor<512x1024xbf16>) permutation = [1, 0]
+    %p = liger.lora_linear %j, %t, %k, %l scale = 2.0 : tensor<?x1024xbf16>, tensor<512x1024xbf16>, tensor<16x1024xbf16>, tensor<512x16xbf16>
+    liger.yield %p : tensor<?x512xbf16>
+  }
+  return %y : tensor<?x512xbf16>
+}
+
 // dW added into a bf16 buffer (the wgmma kernel's old tile).
 func.func @dw_acc_bf16(%dy: tensor<?x512xbf16>, %x: tensor<?x1024xbf16>, %acc: tensor<512x1024xbf16>) -> tensor<512x1024xbf16> {
   %y = liger.fusion matmul(%dy, %x, %acc) : (tensor<?x512xbf16>, tensor<?x1024xbf16>, tensor<512x1024xbf16>) -> tensor<512x1024xbf16> {

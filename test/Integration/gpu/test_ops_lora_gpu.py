@@ -5,10 +5,13 @@ projection; ranks 16, 32 and 64; bf16, and f16 with a bias) at 1, 7, 77,
 4096 and 16384 rows, against float64: its output written over NaN, every
 element; and through liger.ops.lora_linear with autograd, the output and
 the gradients of x, the base weight and bias, A and B (the backward is
-PyTorch's matmuls). The bundles are the ones scripts/build-gpu-bundles.sh
-precompiled (LIGER_OPS_BUNDLES). And the hand-over of x·Aᵀ between column
-tiles: the same bits whether a CTA read it or computed it. Skips cleanly
-without torch, a GPU, the runtime or the bundles."""
+the template's dx kernel, the rest PyTorch's matmuls). The dx kernel
+(the spec's @bwd: dy · W + s · (dy · B) · A, W read MN-major) the same way
+against float64, with the dy · B it leaves in its products workspace. The
+bundles are the ones scripts/build-gpu-bundles.sh precompiled
+(LIGER_OPS_BUNDLES). And the hand-over of the rank-r product between
+column tiles: the same bits whether a CTA read it or computed it, forward
+and dx. Skips cleanly without torch, a GPU, the runtime or the bundles."""
 
 import pytest
 
@@ -58,7 +61,7 @@ def _err(got, want):
 def test_the_kernel_writes_every_output_element(name, rows):
     spec = CASES[name].with_target(bundles.device_target(torch.device("cuda")))
     x, w, c, a, b = _operands(spec, rows, rows)
-    kernel = bundles.matmul_kernel(spec)
+    kernel = bundles.matmul_kernels(spec)[0]
     out = torch.full((rows, spec.out_features), float("nan"), dtype=x.dtype, device="cuda")
     args = [x, w, a, b] + ([c] if c is not None else [])
     kernel(*args, out=[out])
@@ -68,6 +71,65 @@ def test_the_kernel_writes_every_output_element(name, rows):
     want = _reference(spec, *[t.double() if t is not None else None for t in (x, w, c, a, b)])
     err = _err(out, want)
     assert err < TOL[spec.dtype], "%s, %d rows: max error %.3g" % (name, rows, err)
+
+
+def _dx_reference(spec, dy, w, a, b):
+    """dx and dy·B in float64, dy·B rounded to the dtype before its product
+    with A, as the kernel rounds it."""
+    t = dy @ b
+    dx = dy @ w + (t.to(kernels.torch_dtype(spec.dtype)).double() @ a) * spec.scale
+    return dx, t
+
+
+def _dx_operands(spec, rows, seed):
+    """W, dy [rows, N], Bᵀ, Aᵀ: the dx kernel's inputs, and A and B."""
+    _, w, _, a, b = _operands(spec, rows, seed)
+    g = torch.Generator(device="cuda").manual_seed(seed + 1)
+    dy = torch.randn(rows, spec.out_features, device="cuda", generator=g).to(w.dtype)
+    return (w, dy, b.t().contiguous(), a.t().contiguous()), a, b
+
+
+@pytest.mark.parametrize("rows", kernels.LORA_ROWS)
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_dx_kernel_writes_every_element_and_hands_over_dy_b(name, rows):
+    """The backward's kernel: dx written over NaN, every element, against
+    float64; where it hands dy·B between column tiles (both workspaces),
+    the products workspace, poisoned too, holds dy·B in f32 for every
+    row."""
+    spec = CASES[name].with_target(bundles.device_target(torch.device("cuda")))
+    kernel = bundles.matmul_kernels(spec)[1]
+    assert kernel is not None, name
+    inputs, a, b = _dx_operands(spec, rows, 2000 + rows)
+    w, dy = inputs[0], inputs[1]
+    out = torch.full((rows, spec.in_features), float("nan"), dtype=w.dtype, device="cuda")
+    spaces = [torch.full(shape, float("nan"), dtype=torch.float32, device="cuda")
+              for shape in kernel.workspace_shapes(inputs)]
+    kernel(*inputs, out=[out], workspaces=spaces)
+    torch.cuda.synchronize()
+    assert not torch.isnan(out).any(), "%s, %d rows: a dx element not written" % (name, rows)
+    want, dyb = _dx_reference(spec, dy.double(), w.double(), a.double(), b.double())
+    err = _err(out, want)
+    assert err < TOL[spec.dtype], "%s, %d rows: dx max error %.3g" % (name, rows, err)
+    # (More than one column tile of the in_features: the hand-over.)
+    assert len(spaces) == (2 if spec.in_features > 256 else 0), name
+    if spaces:
+        assert not torch.isnan(spaces[0]).any(), name
+        err = _err(spaces[0], dyb)
+        assert err < 1e-5, "%s, %d rows: dy·B max error %.3g" % (name, rows, err)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_dx_kernels_hand_over_gives_the_same_bits(name):
+    """dx at 16384 rows (most column tiles read the published dy·B) and
+    128 rows at a time (each CTA computes it): the same bits."""
+    spec = CASES[name].with_target(bundles.device_target(torch.device("cuda")))
+    kernel = bundles.matmul_kernels(spec)[1]
+    (w, dy, bt, at), _, _ = _dx_operands(spec, 16384, 6)
+    whole = [kernel(w, dy, bt, at) for _ in range(2)]
+    parts = torch.cat([kernel(w, dy[i:i + 128], bt, at) for i in range(0, 16384, 128)])
+    assert torch.equal(whole[0], whole[1]), name
+    assert torch.equal(whole[0], parts), "%s: %d of %d elements differ" % (
+        name, (whole[0] != parts).sum().item(), parts.numel())
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -80,7 +142,7 @@ def test_the_handed_over_product_gives_the_same_bits(name):
     spec = CASES[name].with_target(bundles.device_target(torch.device("cuda")))
     rows = 16384
     x, w, c, a, b = _operands(spec, rows, 5)
-    kernel = bundles.matmul_kernel(spec)
+    kernel = bundles.matmul_kernels(spec)[0]
     args = [w, a, b] + ([c] if c is not None else [])
     whole = [kernel(x, *args) for _ in range(3)]
     parts = torch.cat([kernel(x[i:i + 128], *args) for i in range(0, rows, 128)])

@@ -188,7 +188,7 @@ def _divergence_cases(L):
 def _lora_cases(L):
     """liger::lora_linear at the first LoRA configuration of
     test_ops_lora_gpu.py (kernels.lora_cases()), 7 rows, every operand
-    trainable."""
+    trainable; liger::lora_linear_backward (its dx kernel) of the same."""
     out = {}
     name, spec = sorted(kernels.lora_cases().items())[0]
     dtype = DTYPES[spec.dtype]
@@ -197,6 +197,9 @@ def _lora_cases(L):
         _randn((7, k), dtype, True), _randn((n, k), dtype, True),
         _randn((n,), dtype, True) if spec.bias else None,
         _randn((r, k), dtype, True), _randn((n, r), dtype, True), spec.scale))
+    out[name + "_backward"] = (L.lora_linear_backward, (
+        _randn((7, n), dtype, False), _randn((n, k), dtype, False),
+        _randn((r, k), dtype, False), _randn((n, r), dtype, False), spec.scale, spec.bias))
     return out
 
 

@@ -24,7 +24,11 @@ enum class MatmulBody {
   /// y = f(x̂ · W₁ᵀ + b₁[, x̂ · W₂ᵀ + b₂]): one liger.linear or
   /// liger.lora_linear, or a gate/up pair on one input, x̂ = x or
   /// RMSNorm(x), f elementwise with one or more [rows, N] results (gate
-  /// and up themselves among them, where the backward keeps them).
+  /// and up themselves among them, where the backward keeps them). A lone
+  /// projection's weight may be the `linalg.transpose` of a group input
+  /// [K, N] (`weightTranspose`: read MN-major, as dx = dy · W reads W; the
+  /// LoRA dx dy · W + s · (dy · B) · A is liger.lora_linear of dy, Wᵀ, Bᵀ
+  /// and Aᵀ).
   Projection,
   /// rope(split(x̂ · Wqᵀ), split(x̂ · Wkᵀ), cos, sin), head-major outputs.
   QKRoPE,
@@ -110,6 +114,10 @@ struct MatmulPlan {
   /// GradWeight into a 16-bit buffer: the buffer's old tile is added to the
   /// product and rounded once.
   bool accumulateTile = false;
+  /// Projection: the `linalg.transpose` (permutation [1, 0]) that gives
+  /// the projection its weight from the group input [K, N] its `weight`
+  /// names (the kernel reads that input MN-major), or null.
+  Operation *weightTranspose = nullptr;
 
   // Ops.
   SmallVector<MatmulProjection, 2> projections;
@@ -139,10 +147,11 @@ struct MatmulPlan {
   int64_t numBTiles() const { return paired() ? 2 : 1; }
   /// Operand layouts: K-major (x [M, K], W [N, K]) or MN-major (a gradient
   /// product reads W [K, N] for dx = dy · W and both dy [K, M] and x [K, N]
-  /// for dW = dyᵀ · x).
+  /// for dW = dyᵀ · x; a transposed weight is read as dx's W).
   bool aMNMajor() const { return body == MatmulBody::GradWeight; }
   bool bMNMajor() const {
-    return body == MatmulBody::GradInput || body == MatmulBody::GradWeight;
+    return body == MatmulBody::GradInput || body == MatmulBody::GradWeight ||
+           weightTranspose != nullptr;
   }
   /// The group input `arg`'s role.
   const MatmulOperand &operandOf(Value arg) const {
