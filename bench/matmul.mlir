@@ -108,6 +108,12 @@ func.func @down_dx_wg(%dy: tensor<?x4096xbf16>, %w: tensor<4096x14336xbf16>) -> 
   return %dx : tensor<?x14336xbf16>
 }
 
+// The 4096 x 4096 projection's dx (the LoRA dx row's plain product).
+func.func @o_dx_wg(%dy: tensor<?x4096xbf16>, %w: tensor<4096x4096xbf16>) -> tensor<?x4096xbf16> {
+  %dx = liger.linear_grad_input %dy, %w : tensor<?x4096xbf16>, tensor<4096x4096xbf16>
+  return %dx : tensor<?x4096xbf16>
+}
+
 func.func @down_dw_wg(%dy: tensor<?x4096xbf16>, %x: tensor<?x14336xbf16>) -> tensor<4096x14336xbf16> {
   %dw = liger.linear_grad_weight %dy, %x : tensor<?x4096xbf16>, tensor<?x14336xbf16>
   return %dw : tensor<4096x14336xbf16>

@@ -242,6 +242,44 @@ def main():
               "bench/build-bundles.sh): its LoRA training row is left out: %s" % e)
     rows += timed_rows("lora r16 fwd+bwd %dx%dx%d" % (M, n, k), impls, lora_step(lora_linear)(),
                        2 * floor)
+    impls_step = impls
+    # The LoRA dx alone: liger::lora_linear_backward (the spec's backward
+    # kernel, dy·W + 2·(dy·B)·A with W read in place, and dmid = 2·dy·B
+    # from the dy·B it hands between column tiles) and its kernel by itself,
+    # beside PyTorch's form of the same pair and the plain projection's dx
+    # (cuBLAS's dy·W; ours, W read MN-major). Each timed as 10 calls in a
+    # row, per call: the host's launches then overlap the GPU's work, as in
+    # a training step (one call alone would time the operator's host work
+    # before its kernel).
+    from liger import bundles, operators
+    dx_ref = operators.lora_grad_reference(dyl, w, la, lb, 2.0)
+    impls = {"eager (cuBLAS)": lambda: operators.lora_grad_reference(dyl, w, la, lb, 2.0)}
+    if "liger.ops.lora_linear" in impls_step:
+        impls["liger lora_linear_backward"] = \
+            lambda: operators.lora_linear_backward(dyl, w, la, lb, 2.0, False)
+        dx_kernel = bundles.matmul_kernels(ops.lora_linear_spec(k, n, 16, "bf16", 2.0, False))[1]
+        dx_inputs = [w, dyl, lb.t().contiguous(), la.t().contiguous()]
+        dx_out = torch.empty(M, k, dtype=BF16, device="cuda")
+        spaces = [torch.empty(s, device="cuda") for s in dx_kernel.workspace_shapes(dx_inputs)]
+        impls["liger dx kernel"] = lambda: (
+            dx_kernel(*dx_inputs, out=[dx_out], workspaces=spaces), dx_out,
+            (2.0 * spaces[0]).to(BF16))[1:]
+    plain_dx = ours["o_dx_wg_matmul_0"]
+    plain_out = torch.empty(M, k, dtype=BF16, device="cuda")
+    plain_ref = dyl.matmul(w)
+    for case, impls, ref in (
+            ("lora r16 dx %dx%dx%d" % (M, k, n), impls, dx_ref),
+            ("proj dx %dx%dx%d" % (M, k, n), {
+                "eager (cuBLAS)": lambda: (dyl.matmul(w),),
+                "liger wgmma": lambda: ((plain_dx(dyl, w, out=[plain_out]), plain_out)[1],)},
+             (plain_ref,))):
+        for impl, f in impls.items():
+            o = f()
+            err = max(((a.float() - r.float()).norm() / r.float().norm()).item()
+                      for a, r in zip(o, ref))
+            t = ms(lambda: [f() for _ in range(10)]) / 10
+            rows.append(dict(case=case, impl=impl, ms=t, floor_ms=floor, of_floor=floor / t,
+                             err=err))
     plain_leaf = x.detach().requires_grad_()
     rows += timed_rows("proj fwd+bwd, W frozen %dx%dx%d" % (M, n, k), {
         "eager (cuBLAS)": lambda: torch.autograd.grad(F.linear(plain_leaf, w), [plain_leaf], dyl)},

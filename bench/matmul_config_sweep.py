@@ -139,7 +139,8 @@ def emit(args):
             extra = extra[0] if extra else {}
             match = {"chip": "sm_90a", "body": body, "dtype": DTYPE, "widths": widths,
                      "norm": False, "lora_rank": extra.get("lora_rank", 0),
-                     "accumulate": extra.get("accumulate", False)}
+                     "accumulate": extra.get("accumulate", False),
+                     "weight_transposed": False}
             # dW's K is the tokens; its rows are dy's width.
             match.update({"m_min": k, "m_max": k} if body == "grad_weight" else {"k": k})
             default = configure(group_text("f", body, k, widths, None, extra), opt)

@@ -1175,7 +1175,11 @@ def _(dy, weight, lora_a, lora_b, scale, has_bias):
 def _lora_grad(ctx, dy):
     x, weight, lora_a, lora_b = ctx.saved_tensors
     need = ctx.needs_input_grad
-    if need[0]:
+    if need[0] and torch.is_grad_enabled():
+        # A backward that is itself differentiated (create_graph=True):
+        # PyTorch's form, whose ops autograd records.
+        dx, dmid = lora_grad_reference(dy, weight, lora_a, lora_b, ctx.scale)
+    elif need[0]:
         dx, dmid = call(lora_linear_backward, dy, weight, lora_a, lora_b, ctx.scale,
                         ctx.has_bias)
     else:

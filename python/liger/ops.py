@@ -55,9 +55,9 @@ add + RMSNorm's sum and rstd, LayerNorm's mean and rstd, softmax's
 output); cross-entropy's forward keeps the gradient of a unit
 incoming gradient (the logits' size, as Liger-Kernel does) and its backward
 scales it by the incoming gradient; the fused linear cross-entropy forms
-dx and dW in its forward. The LoRA projection's backward is PyTorch's
-matmuls (the scale on the rank-r products, x·Aᵀ recomputed; dx one
-buffer, the rank-r product added into dy·W). The gated
+dx and dW in its forward. The LoRA projection's backward forms dx by the
+template's kernel (dy·W + s·(dy·B)·A, W read in place), dA from the dy·B
+that kernel leaves and dB with x·Aᵀ recomputed (PyTorch's matmuls). The gated
 MLP saves x, gate, up and act(gate) * up; its weight gradients and dx are
 PyTorch's matmuls. The q/k projections with RoPE save x, the weights and
 the tables; their backward is RoPE's gradient kernel, then PyTorch's

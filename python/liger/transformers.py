@@ -336,7 +336,7 @@ def _decided(what, op, args, devices, instead):
 
 # The liger.bundles function that loads an op's kernels, where not a row
 # op's pair (`kernels`).
-_LOADERS = {"fused_linear_cross_entropy": "loss_plan_kernels", "lora_linear": "matmul_kernel",
+_LOADERS = {"fused_linear_cross_entropy": "loss_plan_kernels", "lora_linear": "matmul_kernels",
             "gated_mlp": "matmul_kernels", "linear_rope": "linear_rope_kernels",
             "attention": "attention_kernels"}
 

@@ -357,7 +357,7 @@ func.func @dead_projection(%x: tensor<?x7x64xbf16>, %w: tensor<64x64xbf16>) {
 // A transposed weight is read MN-major by a lone projection: in a gate/up
 // pair it is left for a later template.
 func.func @transposed_weight_in_a_pair(%x: tensor<?x64xbf16>, %wg: tensor<64x128xbf16>, %wu: tensor<128x64xbf16>) -> tensor<?x128xbf16> {
-  // expected-warning @+1 {{a transposed weight is read MN-major by one projection alone, as linalg.transpose [1, 0] of a group input that is not also a LoRA factor}}
+  // expected-warning @+1 {{a transposed weight is read MN-major by one projection alone, as linalg.transpose [1, 0] of a group input that is not also a LoRA factor, into a tensor.empty, read by the projection only}}
   %y = liger.fusion matmul(%x, %wg, %wu) : (tensor<?x64xbf16>, tensor<64x128xbf16>, tensor<128x64xbf16>) -> tensor<?x128xbf16> {
   ^bb0(%a: tensor<?x64xbf16>, %b: tensor<64x128xbf16>, %c: tensor<128x64xbf16>):
     %e = tensor.empty() : tensor<128x64xbf16>
@@ -368,4 +368,20 @@ func.func @transposed_weight_in_a_pair(%x: tensor<?x64xbf16>, %wg: tensor<64x128
     liger.yield %h : tensor<?x128xbf16>
   }
   return %y : tensor<?x128xbf16>
+}
+
+// -----
+
+// The transposed weight is also a result of the group: the transpose would
+// be an op of the kernel's, which reads W in place instead.
+func.func @transposed_weight_read_twice(%dy: tensor<?x64xbf16>, %w: tensor<64x128xbf16>) -> (tensor<?x128xbf16>, tensor<128x64xbf16>) {
+  // expected-warning @+1 {{a transposed weight is read MN-major by one projection alone}}
+  %y:2 = liger.fusion matmul(%w, %dy) : (tensor<64x128xbf16>, tensor<?x64xbf16>) -> (tensor<?x128xbf16>, tensor<128x64xbf16>) {
+  ^bb0(%a: tensor<64x128xbf16>, %b: tensor<?x64xbf16>):
+    %e = tensor.empty() : tensor<128x64xbf16>
+    %t = linalg.transpose ins(%a : tensor<64x128xbf16>) outs(%e : tensor<128x64xbf16>) permutation = [1, 0]
+    %l = liger.linear %b, %t : tensor<?x64xbf16>, tensor<128x64xbf16>
+    liger.yield %l, %t : tensor<?x128xbf16>, tensor<128x64xbf16>
+  }
+  return %y#0, %y#1 : tensor<?x128xbf16>, tensor<128x64xbf16>
 }

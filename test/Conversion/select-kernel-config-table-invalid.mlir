@@ -20,6 +20,7 @@
 // RUN: not liger-opt %t/groups.mlir --liger-select-kernel-config="matmul-config-table=%t/k.json" 2>&1 | FileCheck %s --check-prefix=K
 // RUN: not liger-opt %t/groups.mlir --liger-select-kernel-config="matmul-config-table=%t/widths.json" 2>&1 | FileCheck %s --check-prefix=WIDTHS
 // RUN: not liger-opt %t/groups.mlir --liger-select-kernel-config="matmul-config-table=%t/norm.json" 2>&1 | FileCheck %s --check-prefix=NORM
+// RUN: not liger-opt %t/groups.mlir --liger-select-kernel-config="matmul-config-table=%t/transposed.json" 2>&1 | FileCheck %s --check-prefix=TRANSPOSED
 // RUN: not liger-opt %t/groups.mlir --liger-select-kernel-config="matmul-config-table=%t/rank.json" 2>&1 | FileCheck %s --check-prefix=RANK
 // RUN: not liger-opt %t/groups.mlir --liger-select-kernel-config="matmul-config-table=%t/accumulate.json" 2>&1 | FileCheck %s --check-prefix=ACCUMULATE
 // RUN: not liger-opt %t/groups.mlir --liger-select-kernel-config="matmul-config-table=%t/bounds.json" 2>&1 | FileCheck %s --check-prefix=BOUNDS
@@ -54,6 +55,7 @@
 // K: error: {{.*}}k.json: entry 0: match: 'k' must be a positive integer
 // WIDTHS: error: {{.*}}widths.json: entry 0: match: 'widths' must be a non-empty list of positive integers
 // NORM: error: {{.*}}norm.json: entry 0: match: 'norm' must be true or false
+// TRANSPOSED: error: {{.*}}transposed.json: entry 0: match: 'weight_transposed' must be true or false
 // RANK: error: {{.*}}rank.json: entry 0: match: 'lora_rank' must be a non-negative integer
 // ACCUMULATE: error: {{.*}}accumulate.json: entry 0: match: 'accumulate' must be true or false
 // BOUNDS: error: {{.*}}bounds.json: entry 0: match: m_min 100 is above m_max 50
@@ -100,6 +102,8 @@ version = 1
 {"version": 1, "entries": [{"match": {"widths": []}, "config": {}}]}
 //--- norm.json
 {"version": 1, "entries": [{"match": {"norm": 1}, "config": {}}]}
+//--- transposed.json
+{"version": 1, "entries": [{"match": {"weight_transposed": "yes"}, "config": {}}]}
 //--- rank.json
 {"version": 1, "entries": [{"match": {"lora_rank": -16}, "config": {}}]}
 //--- accumulate.json

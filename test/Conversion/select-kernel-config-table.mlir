@@ -37,6 +37,9 @@
 // dW added into an f32 buffer: entry 6; the same dW without one: the default.
 //       CHECK: liger.fusion matmul{{.*}}#liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 128, tile_k = 64, stages = 3>
 //       CHECK: liger.fusion matmul{{.*}}#liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 256, tile_k = 64, stages = 4>
+// The LoRA dx (rank 16, its weight transposed): the last entry, not entry 3
+// (weight_transposed false).
+//       CHECK: liger.fusion matmul{{.*}}#liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 192, tile_k = 64, stages = 3>
 
 // DEFAULT-LABEL: func.func @groups
 //       DEFAULT: tile_m = 128, tile_n = 256, tile_k = 64, stages = 4>
@@ -45,7 +48,7 @@
 // SM80-LABEL: func.func @groups
 // SM80-COUNT-7: #liger.kernel_config<kernel_template = matmul_mma_sync, threads = 256, tile_m = 128, tile_n = {{64|128}}, tile_k = 32, stages = 5>
 //       SM80: #liger.kernel_config<kernel_template = matmul_mma_sync, threads = 128, tile_m = 64, tile_n = 64, tile_k = 32, stages = 3>
-// SM80-COUNT-5: #liger.kernel_config<kernel_template = matmul_mma_sync, threads = 256, tile_m = 128, tile_n = 128, tile_k = 32, stages = 5>
+// SM80-COUNT-6: #liger.kernel_config<kernel_template = matmul_mma_sync, threads = 256, tile_m = 128, tile_n = 128, tile_k = 32, stages = 5>
 
 //--- table.json
 {"version": 1,
@@ -58,7 +61,7 @@
    "config": {"tile_m": 64, "tile_n": 128, "stages": 6}},
   {"match": {"chip": "sm_90a", "widths": [14336, 14336]},
    "config": {"schedule": "pingpong"}},
-  {"match": {"chip": "sm_90a", "lora_rank": 16},
+  {"match": {"chip": "sm_90a", "lora_rank": 16, "weight_transposed": false},
    "config": {"tile_n": 128, "stages": 3}, "note": "5 stages would fit"},
   {"match": {"chip": "sm_90a", "body": "grad_input", "k": 4096},
    "config": {"tile_n": 128, "stages": 4}},
@@ -67,7 +70,9 @@
   {"match": {"chip": "sm_90a", "body": "grad_weight", "accumulate": true},
    "config": {"tile_n": 128, "stages": 3}},
   {"match": {"chip": "sm_80", "m_min": 10, "m_max": 50},
-   "config": {"tile_m": 64, "tile_n": 64, "stages": 3}}
+   "config": {"tile_m": 64, "tile_n": 64, "stages": 3}},
+  {"match": {"chip": "sm_90a", "lora_rank": 16, "weight_transposed": true},
+   "config": {"tile_n": 192, "stages": 3}}
  ]}
 
 //--- groups.mlir
@@ -81,7 +86,8 @@ func.func @groups(%x: tensor<?x4096xbf16>, %w: tensor<4096x4096xbf16>,
                   %x48: tensor<48x4096xbf16>, %x100: tensor<100x4096xbf16>,
                   %dy: tensor<?x4096xbf16>, %wd: tensor<4096x14336xbf16>,
                   %wkv: tensor<1024x4096xbf16>, %xs: tensor<?x1024xbf16>,
-                  %acc: tensor<4096x1024xf32>) {
+                  %acc: tensor<4096x1024xf32>, %bt16: tensor<16x4096xbf16>,
+                  %at16: tensor<4096x16xbf16>) {
   %0 = liger.fusion matmul(%x, %w) : (tensor<?x4096xbf16>, tensor<4096x4096xbf16>) -> tensor<?x4096xbf16> {
   ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<4096x4096xbf16>):
     %l = liger.linear %a, %b : tensor<?x4096xbf16>, tensor<4096x4096xbf16>
@@ -154,6 +160,13 @@ func.func @groups(%x: tensor<?x4096xbf16>, %w: tensor<4096x4096xbf16>,
   ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<?x1024xbf16>):
     %g = liger.linear_grad_weight %a, %b : tensor<?x4096xbf16>, tensor<?x1024xbf16>
     liger.yield %g : tensor<4096x1024xbf16>
+  }
+  %14 = liger.fusion matmul(%w, %dy, %bt16, %at16) : (tensor<4096x4096xbf16>, tensor<?x4096xbf16>, tensor<16x4096xbf16>, tensor<4096x16xbf16>) -> tensor<?x4096xbf16> {
+  ^bb0(%i: tensor<4096x4096xbf16>, %j: tensor<?x4096xbf16>, %k: tensor<16x4096xbf16>, %l: tensor<4096x16xbf16>):
+    %e = tensor.empty() : tensor<4096x4096xbf16>
+    %t = linalg.transpose ins(%i : tensor<4096x4096xbf16>) outs(%e : tensor<4096x4096xbf16>) permutation = [1, 0]
+    %p = liger.lora_linear %j, %t, %k, %l scale = 2.0 : tensor<?x4096xbf16>, tensor<4096x4096xbf16>, tensor<16x4096xbf16>, tensor<4096x16xbf16>
+    liger.yield %p : tensor<?x4096xbf16>
   }
   return
 }

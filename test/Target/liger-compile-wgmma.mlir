@@ -161,19 +161,31 @@
 // MANIFEST-NEXT: 1024,
 // MANIFEST-NEXT: 512
 // MANIFEST: "name": "workspace0",
-// MANIFEST: "param": "input1",
+// MANIFEST: "tensor_maps": [
+// MANIFEST: "box": [
+// MANIFEST-NEXT: 128,
+// MANIFEST-NEXT: 64
+// MANIFEST-NEXT: ],
+// MANIFEST-NEXT: "oob": "zero",
+// MANIFEST-NEXT: "param": "input1",
 // MANIFEST: "box": [
 // MANIFEST-NEXT: 64,
 // MANIFEST-NEXT: 64
-// MANIFEST: "param": "input0",
+// MANIFEST-NEXT: ],
+// MANIFEST-NEXT: "oob": "zero",
+// MANIFEST-NEXT: "param": "input0",
 // MANIFEST: "box": [
 // MANIFEST-NEXT: 16,
 // MANIFEST-NEXT: 64
-// MANIFEST: "param": "input2",
+// MANIFEST-NEXT: ],
+// MANIFEST-NEXT: "oob": "zero",
+// MANIFEST-NEXT: "param": "input2",
 // MANIFEST: "box": [
 // MANIFEST-NEXT: 256,
 // MANIFEST-NEXT: 16
-// MANIFEST: "param": "input3",
+// MANIFEST-NEXT: ],
+// MANIFEST-NEXT: "oob": "zero",
+// MANIFEST-NEXT: "param": "input3",
 // MANIFEST-NEXT: "swizzle": 32
 
 // No kernel's wgmmas are serialized (the hand-over's two loops included).

@@ -144,6 +144,45 @@ def test_the_backward_operator_is_dx_and_the_scaled_rank_r_gradient(cpu_referenc
                           (dy.float(), w.float(), a.float(), b.float(), 0.5, True))
 
 
+class _HandingOverKernel:
+    """A stand-in for a GPU dx kernel that hands dy·B between its column
+    tiles: two workspaces, the first left holding dy·B in f32 (the
+    runtime's Kernel's interface)."""
+
+    def __init__(self):
+        self.calls = []
+
+    def workspace_shapes(self, inputs):
+        w, dy, bt, at = inputs
+        return [[dy.shape[0], bt.shape[0]], [dy.shape[0]]]
+
+    def __call__(self, w, dy, bt, at, workspaces=None):
+        self.calls.append([t.shape for t in (w, dy, bt, at)])
+        products, flags = workspaces
+        products.copy_(dy.float() @ bt.float().t())
+        flags.fill_(1.0)
+        return (dy.float() @ w.float() + 2.0 * (dy @ bt.t()).float() @ at.float().t()).to(dy.dtype)
+
+
+def test_the_backward_operator_takes_dmid_from_the_kernels_products(monkeypatch):
+    """Where the dx kernel hands dy·B over, liger::lora_linear_backward
+    passes it W, dy as rows, Bᵀ and Aᵀ, and forms dmid = scale·dy·B from
+    the products workspace (no PyTorch product of dy and B), shaped as
+    dy's rows."""
+    kernel = _HandingOverKernel()
+    monkeypatch.setattr(operators, "_lora_kernels", lambda *args: (None, kernel))
+    monkeypatch.setattr(torch.Tensor, "matmul", None)  # dy·B by PyTorch: refused
+    gen = torch.Generator().manual_seed(4)
+    dy, w = torch.randn(2, 3, 40, generator=gen).bfloat16(), torch.randn(40, 24, generator=gen)
+    a, b = torch.randn(16, 24, generator=gen), torch.randn(40, 16, generator=gen)
+    w, a, b = w.bfloat16(), a.bfloat16(), b.bfloat16()
+    dx, dmid = operators.lora_linear_backward(dy, w, a, b, 2.0, False)
+    assert kernel.calls == [[(40, 24), (6, 40), (16, 40), (24, 16)]]
+    assert dx.shape == (2, 3, 24) and dmid.shape == (2, 3, 16) and dmid.dtype == torch.bfloat16
+    want = 2.0 * dy.double().reshape(6, 40) @ b.double()
+    assert rel(dmid.reshape(6, 16), want) < TOL["bf16"]
+
+
 def test_a_configuration_without_a_kernel_runs_pytorchs_ops(monkeypatch):
     """What the torch.compile backend's operator computes where no kernel
     takes the layer (a rank of 8, f32, or CPU tensors without the reference

@@ -228,6 +228,7 @@ MatmulConfigTable::parse(StringRef text, StringRef source,
     m.boolean("norm", entry.norm);
     m.integer("lora_rank", entry.loraRank, /*least=*/0); // 0: no LoRA
     m.boolean("accumulate", entry.accumulate);
+    m.boolean("weight_transposed", entry.weightTransposed);
     m.integer("m_min", entry.mMin);
     m.integer("m_max", entry.mMax);
     if (!m.finish())
@@ -307,7 +308,9 @@ static bool matches(const MatmulConfigTable::Entry &entry,
          (!entry.norm || *entry.norm == static_cast<bool>(plan.norm)) &&
          (!entry.loraRank || *entry.loraRank == plan.loraRank) &&
          (!entry.accumulate ||
-          *entry.accumulate == static_cast<bool>(plan.accumulator));
+          *entry.accumulate == static_cast<bool>(plan.accumulator)) &&
+         (!entry.weightTransposed ||
+          *entry.weightTransposed == (plan.weightTranspose != nullptr));
 }
 
 FailureOr<std::optional<MatmulKernelConfig>>

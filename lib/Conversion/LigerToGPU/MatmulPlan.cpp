@@ -200,18 +200,22 @@ static void readProjections(MatmulPlan &plan) {
                        " projections; one, or a gate/up pair, is what the "
                        "template computes");
   // A weight transposed in the group ([K, N] -> [N, K]) is read MN-major
-  // from the transpose's input.
+  // from the transpose's input (the transpose and its tensor.empty are then
+  // no ops of the kernel's: nothing else may read them).
   for (MatmulProjection &p : projs) {
     auto t = p.weight.getDefiningOp<linalg::TransposeOp>();
     if (!t)
       continue;
+    auto init = t.getInit().getDefiningOp<tensor::EmptyOp>();
     if (t.getPermutation() != ArrayRef<int64_t>{1, 0} ||
         !isa<BlockArgument>(t.getInput()) || projs.size() != 1 ||
+        !p.weight.hasOneUse() || !init || !init->hasOneUse() ||
         (lora && (lora.getLoraA() == t.getInput() ||
                   lora.getLoraB() == t.getInput())))
       return unsupported("a transposed weight is read MN-major by one "
                          "projection alone, as linalg.transpose [1, 0] of a "
-                         "group input that is not also a LoRA factor");
+                         "group input that is not also a LoRA factor, into "
+                         "a tensor.empty, read by the projection only");
     p.weight = t.getInput();
     plan.weightTranspose = t;
   }
@@ -378,11 +382,11 @@ FailureOr<MatmulPlan> mlir::liger::analyzeMatmulGroup(FusionOp group) {
   // (A transposed weight and the tensor.empty it writes into are the
   // kernel's MN-major reads, not epilogue ops.)
   auto readsWeight = [&](Operation &op) {
-    return &op == plan.weightTranspose ||
-           (isa<tensor::EmptyOp>(op) && plan.weightTranspose &&
-            llvm::all_of(op.getUsers(), [&](Operation *u) {
-              return u == plan.weightTranspose;
-            }));
+    return plan.weightTranspose &&
+           (&op == plan.weightTranspose ||
+            &op == cast<linalg::TransposeOp>(plan.weightTranspose)
+                       .getInit()
+                       .getDefiningOp());
   };
   if (plan.body != MatmulBody::QKRoPE)
     for (Operation &op : body.without_terminator())

@@ -20,7 +20,7 @@ import kernels
 torch = pytest.importorskip("torch", reason="needs PyTorch")
 if not torch.cuda.is_available():
     pytest.skip("no CUDA GPU on this machine", allow_module_level=True)
-from liger import bundles, ops  # noqa: E402
+from liger import bundles, operators, ops  # noqa: E402
 
 # Max |error| over max |float64's|: the output rounds once (both products
 # accumulate in f32); the gradients are PyTorch's matmuls in the dtype.
@@ -121,7 +121,9 @@ def test_the_dx_kernel_writes_every_element_and_hands_over_dy_b(name, rows):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_the_dx_kernels_hand_over_gives_the_same_bits(name):
     """dx at 16384 rows (most column tiles read the published dy·B) and
-    128 rows at a time (each CTA computes it): the same bits."""
+    128 rows at a time (one row tile, whose CTAs start together: which of
+    them read the product and which compute it is a race): the same
+    bits."""
     spec = CASES[name].with_target(bundles.device_target(torch.device("cuda")))
     kernel = bundles.matmul_kernels(spec)[1]
     (w, dy, bt, at), _, _ = _dx_operands(spec, 16384, 6)
@@ -154,11 +156,17 @@ def test_the_handed_over_product_gives_the_same_bits(name):
 
 @pytest.mark.parametrize("rows", kernels.LORA_ROWS)
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_lora_linear_and_its_gradients(name, rows):
+def test_lora_linear_and_its_gradients(name, rows, monkeypatch):
     """x [rows, K] as [1, rows, K] (3-D, as a model calls it), every operand
     trainable: the output and the five gradients against float64
-    autograd."""
+    autograd, dx by the backward's kernel (PyTorch's form of it refused)."""
     spec = CASES[name]
+    assert bundles.matmul_kernels(spec.with_target(
+        bundles.device_target(torch.device("cuda"))))[1] is not None, name
+
+    def refused(*args):
+        raise AssertionError("dx took PyTorch's form, not the kernel")
+    monkeypatch.setattr(operators, "lora_grad_reference", refused)
     operands = _operands(spec, rows, 1000 + rows)
     leaves = [t.requires_grad_() if t is not None else None for t in operands]
     x, w, c, a, b = leaves

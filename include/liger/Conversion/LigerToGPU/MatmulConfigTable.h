@@ -15,8 +15,8 @@
 //    "entries": [
 //      {"match": {"chip": "sm_90a", "body": "projection", "dtype": "bf16",
 //                 "k": 4096, "widths": [14336], "norm": false,
-//                 "lora_rank": 0, "accumulate": false, "m_min": 65,
-//                 "m_max": 1024},
+//                 "lora_rank": 0, "accumulate": false,
+//                 "weight_transposed": false, "m_min": 65, "m_max": 1024},
 //       "config": {"tile_m": 128, "tile_n": 256, "tile_k": 64, "stages": 4,
 //                  "schedule": "data-parallel"},
 //       "note": "anything: the sweep's timings"}]}
@@ -48,7 +48,7 @@ public:
     std::optional<std::string> chip, body, dtype;
     std::optional<int64_t> k, mMin, mMax, loraRank;
     std::optional<std::vector<int64_t>> widths;
-    std::optional<bool> norm, accumulate;
+    std::optional<bool> norm, accumulate, weightTransposed;
     std::optional<int64_t> tileM, tileN, tileK, stages;
     std::optional<MatmulSchedule> schedule;
   };
