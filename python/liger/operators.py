@@ -1159,9 +1159,10 @@ def lora_linear_backward(dy: Tensor, weight: Tensor, lora_a: Tensor, lora_b: Ten
               for shape in kernel.workspace_shapes(inputs)]
     dx = kernel(*inputs, workspaces=spaces)
     # The kernel's products workspace holds dy · B in f32, where it hands
-    # the product between column tiles; else PyTorch forms it.
-    dmid = (spaces[0].mul_(scale).to(dy.dtype) if spaces else
-            _flat(dy).matmul(lora_b).mul_(scale))
+    # the product between column tiles (scaled and rounded by one kernel);
+    # else PyTorch forms it.
+    dmid = (torch.mul(spaces[0], scale, out=spaces[0].new_empty(spaces[0].shape, dtype=dy.dtype))
+            if spaces else _flat(dy).matmul(lora_b).mul_(scale))
     rows = dy.shape[:-1]
     return dx.view(rows + (weight.shape[1],)), dmid.view(rows + (lora_a.shape[0],))
 
