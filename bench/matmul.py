@@ -12,8 +12,8 @@ is checked against torch before it is timed.
 
 (LIGER_OPS_BUNDLES: the "mlp fwd+bwd" row's liger.ops.gated_mlp kernels, the
 "qk+rope fwd+bwd" row's liger.ops.linear_rope kernels, the "rms_norm+qkv
-fwd+bwd" row's RMSNorm kernels and the "lora r16 fwd+bwd" row's
-liger.ops.lora_linear kernels.)
+fwd+bwd" row's RMSNorm kernels and the "lora r16 fwd+bwd" and "lora r16
+dx" rows' liger.ops.lora_linear kernels.)
 """
 import argparse
 import json
