@@ -147,20 +147,24 @@ def test_the_backward_operator_is_dx_and_the_scaled_rank_r_gradient(cpu_referenc
 class _HandingOverKernel:
     """A stand-in for a GPU dx kernel that hands dy·B between its column
     tiles: two workspaces, the first left holding dy·B in f32 (the
-    runtime's Kernel's interface)."""
+    runtime's Kernel's interface); with `hands_over` False, one of a
+    single column tile: no workspaces."""
 
-    def __init__(self):
-        self.calls = []
+    def __init__(self, hands_over=True):
+        self.calls, self.hands_over = [], hands_over
 
     def workspace_shapes(self, inputs):
         w, dy, bt, at = inputs
-        return [[dy.shape[0], bt.shape[0]], [dy.shape[0]]]
+        return [[dy.shape[0], bt.shape[0]], [dy.shape[0]]] if self.hands_over else []
 
     def __call__(self, w, dy, bt, at, workspaces=None):
         self.calls.append([t.shape for t in (w, dy, bt, at)])
-        products, flags = workspaces
-        products.copy_(dy.float() @ bt.float().t())
-        flags.fill_(1.0)
+        if self.hands_over:
+            products, flags = workspaces
+            products.copy_(dy.float() @ bt.float().t())
+            flags.fill_(1.0)
+        else:
+            assert workspaces == []
         return (dy.float() @ w.float() + 2.0 * (dy @ bt.t()).float() @ at.float().t()).to(dy.dtype)
 
 
@@ -181,6 +185,19 @@ def test_the_backward_operator_takes_dmid_from_the_kernels_products(monkeypatch)
     assert dx.shape == (2, 3, 24) and dmid.shape == (2, 3, 16) and dmid.dtype == torch.bfloat16
     want = 2.0 * dy.double().reshape(6, 40) @ b.double()
     assert rel(dmid.reshape(6, 16), want) < TOL["bf16"]
+
+
+def test_without_a_hand_over_the_backward_operator_forms_dmid(monkeypatch):
+    """A dx kernel of one column tile leaves no products: dx is still the
+    kernel's, dmid PyTorch's scale·dy·B."""
+    kernel = _HandingOverKernel(hands_over=False)
+    monkeypatch.setattr(operators, "_lora_kernels", lambda *args: (None, kernel))
+    gen = torch.Generator().manual_seed(5)
+    dy, w = torch.randn(7, 40, generator=gen).bfloat16(), torch.randn(40, 24, generator=gen)
+    a, b = torch.randn(16, 24, generator=gen).bfloat16(), torch.randn(40, 16, generator=gen)
+    dx, dmid = operators.lora_linear_backward(dy, w.bfloat16(), a, b.bfloat16(), 0.5, True)
+    assert len(kernel.calls) == 1 and dx.shape == (7, 24) and dmid.shape == (7, 16)
+    assert rel(dmid, 0.5 * dy.double() @ b.bfloat16().double()) < TOL["bf16"]
 
 
 def test_a_configuration_without_a_kernel_runs_pytorchs_ops(monkeypatch):
