@@ -11,7 +11,6 @@
 #include "liger/Transforms/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 namespace mlir::liger {
 #define GEN_PASS_DEF_FUSELORAPASS
@@ -38,17 +37,15 @@ template <typename... Ops> Operation *getSingleUserOfKind(Value v) {
   return user;
 }
 
-/// The transpose [K, N] -> [N, K] that only `lora` reads as its weight,
-/// and the tensor.empty only it writes into, in the projection's block.
+/// The tensor.empty and the transpose that give `lora` a weight read
+/// MN-major (getMNMajorWeightTranspose), where both are in its block.
 static SmallVector<Operation *> transposedWeight(LoRALinearOp lora) {
-  Value weight = lora.getWeight();
-  auto t = weight.getDefiningOp<linalg::TransposeOp>();
-  if (!t || t.getPermutation() != ArrayRef<int64_t>{1, 0} ||
-      t->getBlock() != lora->getBlock() || isInFusionGroup(t) ||
-      !weight.hasOneUse())
+  auto t = dyn_cast_or_null<linalg::TransposeOp>(
+      getMNMajorWeightTranspose(lora.getWeight()));
+  if (!t || t->getBlock() != lora->getBlock() || isInFusionGroup(t))
     return {};
-  auto init = t.getInit().getDefiningOp<tensor::EmptyOp>();
-  if (!init || !init->hasOneUse() || init->getBlock() != lora->getBlock())
+  Operation *init = t.getInit().getDefiningOp();
+  if (init->getBlock() != lora->getBlock())
     return {};
   return {init, t};
 }

@@ -203,13 +203,11 @@ static void readProjections(MatmulPlan &plan) {
   // from the transpose's input (the transpose and its tensor.empty are then
   // no ops of the kernel's: nothing else may read them).
   for (MatmulProjection &p : projs) {
-    auto t = p.weight.getDefiningOp<linalg::TransposeOp>();
-    if (!t)
+    if (!p.weight.getDefiningOp<linalg::TransposeOp>())
       continue;
-    auto init = t.getInit().getDefiningOp<tensor::EmptyOp>();
-    if (t.getPermutation() != ArrayRef<int64_t>{1, 0} ||
-        !isa<BlockArgument>(t.getInput()) || projs.size() != 1 ||
-        !p.weight.hasOneUse() || !init || !init->hasOneUse() ||
+    auto t = dyn_cast_or_null<linalg::TransposeOp>(
+        getMNMajorWeightTranspose(p.weight));
+    if (!t || !isa<BlockArgument>(t.getInput()) || projs.size() != 1 ||
         (lora && (lora.getLoraA() == t.getInput() ||
                   lora.getLoraB() == t.getInput())))
       return unsupported("a transposed weight is read MN-major by one "

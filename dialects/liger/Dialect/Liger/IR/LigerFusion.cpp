@@ -49,6 +49,15 @@ bool mlir::liger::isMatmulElementwiseOp(Operation *op) {
              AddOp, MulOp>(op);
 }
 
+Operation *mlir::liger::getMNMajorWeightTranspose(Value weight) {
+  auto t = weight.getDefiningOp<linalg::TransposeOp>();
+  if (!t || t.getPermutation() != ArrayRef<int64_t>{1, 0} ||
+      !weight.hasOneUse())
+    return nullptr;
+  auto init = t.getInit().getDefiningOp<tensor::EmptyOp>();
+  return init && init->hasOneUse() ? t.getOperation() : nullptr;
+}
+
 /// Ops a matmul kernel implements in its epilogue, besides the projections
 /// and the norm prologue: the elementwise ones, RoPE and the layout ops.
 static bool isMatmulEpilogueOp(Operation *op) {

@@ -27,6 +27,12 @@ bool isRowwiseOp(Operation *op);
 /// product's pairs (the matmul group's verifier and the GPU lowering read
 /// this one list).
 bool isMatmulElementwiseOp(Operation *op);
+/// The `linalg.transpose` ([1, 0]) that gives a projection its weight
+/// `weight` from a [K, N] tensor which a matmul kernel then reads MN-major
+/// in its place: `weight` read once, written into a `tensor.empty` that
+/// nothing else reads; else null. (liger-fuse-lora brings such a transpose
+/// into the group; the matmul plan reads through it.)
+Operation *getMNMajorWeightTranspose(Value weight);
 } // namespace mlir::liger
 
 #endif // LIGER_DIALECT_LIGER_IR_LIGEROPS_H
