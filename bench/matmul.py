@@ -27,16 +27,17 @@ from liger import runtime
 BF16 = torch.bfloat16
 
 
-def timed_rows(case, impls, ref, floor):
+def timed_rows(case, impls, ref, floor, calls=1):
     """One row per implementation of `case`: its results (a tuple of
     tensors) checked against `ref` (the largest relative error), then
-    timed beside `floor`."""
+    timed beside `floor`, per call of `calls` made in a row (more than one:
+    the host's launches overlap the GPU's work, as in a training step)."""
     rows = []
     for impl, f in impls.items():
         o = f()
         err = max(((a.float() - r.float()).norm() / r.float().norm()).item()
                   for a, r in zip(o, ref))
-        t = ms(f)
+        t = ms(f) if calls == 1 else ms(lambda: [f() for _ in range(calls)]) / calls
         rows.append(dict(case=case, impl=impl, ms=t, floor_ms=floor, of_floor=floor / t,
                          err=err))
     return rows
@@ -274,20 +275,11 @@ def main():
         impls["liger dx kernel, fresh buffers"] = fresh
     plain_dx = ours["o_dx_wg_matmul_0"]
     plain_out = torch.empty(M, k, dtype=BF16, device="cuda")
-    plain_ref = dyl.matmul(w)
-    for case, impls, ref in (
-            ("lora r16 dx %dx%dx%d" % (M, k, n), impls, dx_ref),
-            ("proj dx %dx%dx%d" % (M, k, n), {
-                "eager (cuBLAS)": lambda: (dyl.matmul(w),),
-                "liger wgmma": lambda: ((plain_dx(dyl, w, out=[plain_out]), plain_out)[1],)},
-             (plain_ref,))):
-        for impl, f in impls.items():
-            o = f()
-            err = max(((a.float() - r.float()).norm() / r.float().norm()).item()
-                      for a, r in zip(o, ref))
-            t = ms(lambda: [f() for _ in range(10)]) / 10
-            rows.append(dict(case=case, impl=impl, ms=t, floor_ms=floor, of_floor=floor / t,
-                             err=err))
+    rows += timed_rows("lora r16 dx %dx%dx%d" % (M, k, n), impls, dx_ref, floor, calls=10)
+    rows += timed_rows("proj dx %dx%dx%d" % (M, k, n), {
+        "eager (cuBLAS)": lambda: (dyl.matmul(w),),
+        "liger wgmma": lambda: ((plain_dx(dyl, w, out=[plain_out]), plain_out)[1],)},
+        (dyl.matmul(w),), floor, calls=10)
     plain_leaf = x.detach().requires_grad_()
     rows += timed_rows("proj fwd+bwd, W frozen %dx%dx%d" % (M, n, k), {
         "eager (cuBLAS)": lambda: torch.autograd.grad(F.linear(plain_leaf, w), [plain_leaf], dyl)},

@@ -1133,12 +1133,18 @@ def _flat(t):
     return t.reshape(-1, t.shape[-1])
 
 
+def _lora_dmid(dy, lora_b, scale):
+    """dmid = scale · dy · B [..., r], the gradient of x·Aᵀ, in PyTorch's
+    matmul (the scale on the rank-r product, never on a [tokens, out]
+    pass)."""
+    return dy.matmul(lora_b).mul_(scale)
+
+
 def lora_grad_reference(dy, weight, lora_a, lora_b, scale):
-    """(dx, dmid) in PyTorch's matmuls: dmid = scale · dy · B, the gradient
-    of x·Aᵀ (the scale on the rank-r product, never on a [tokens, out]
-    pass), and dx = dy · W + dmid · A, the rank-r product formed first so
-    that cuBLAS adds dy · W to it in its epilogue (addmm's beta = 1)."""
-    dmid = dy.matmul(lora_b) * scale
+    """(dx, dmid) in PyTorch's matmuls: dmid (_lora_dmid) and dx = dy · W +
+    dmid · A, the rank-r product formed first so that cuBLAS adds dy · W to
+    it in its epilogue (addmm's beta = 1)."""
+    dmid = _lora_dmid(dy, lora_b, scale)
     dx = _flat(dmid).matmul(lora_a).addmm_(_flat(dy), weight)
     return dx.view(dy.shape[:-1] + (weight.shape[1],)), dmid
 
@@ -1162,7 +1168,7 @@ def lora_linear_backward(dy: Tensor, weight: Tensor, lora_a: Tensor, lora_b: Ten
     # the product between column tiles (scaled and rounded by one kernel);
     # else PyTorch forms it.
     dmid = (torch.mul(spaces[0], scale, out=spaces[0].new_empty(spaces[0].shape, dtype=dy.dtype))
-            if spaces else _flat(dy).matmul(lora_b).mul_(scale))
+            if spaces else _lora_dmid(_flat(dy), lora_b, scale))
     rows = dy.shape[:-1]
     return dx.view(rows + (weight.shape[1],)), dmid.view(rows + (lora_a.shape[0],))
 
@@ -1184,7 +1190,7 @@ def _lora_grad(ctx, dy):
         dx, dmid = call(lora_linear_backward, dy, weight, lora_a, lora_b, ctx.scale,
                         ctx.has_bias)
     else:
-        dx, dmid = None, dy.matmul(lora_b) * ctx.scale  # the gradient of x·Aᵀ: [..., r]
+        dx, dmid = None, _lora_dmid(dy, lora_b, ctx.scale)
     dw = _flat(dy).t().matmul(_flat(x)) if need[1] else None
     db = _flat(dy).sum(0) if ctx.has_bias and need[2] else None
     da = _flat(dmid).t().matmul(_flat(x)) if need[3] else None

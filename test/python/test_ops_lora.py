@@ -114,6 +114,8 @@ def test_the_backward_is_the_forwards_derivative(bias):
     assert torch.autograd.gradcheck(lambda x, w, a, b: op(x, w, c, a, b, 0.75), (x, w, a, b))
     if bias:
         assert torch.autograd.gradcheck(lambda c: op(x, w, c, a, b, 0.75), (c,))
+    # A differentiated backward (create_graph) keeps PyTorch's form.
+    assert torch.autograd.gradgradcheck(lambda x, a, b: op(x, w, c, a, b, 0.75), (x, a, b))
     torch.library.opcheck(op, (x, w, c, a, b, 0.75))
 
 
