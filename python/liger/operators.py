@@ -42,7 +42,9 @@ reference functions on CPU tensors.
                             shift_labels?, jsd_beta, ignore_index, temperature,
                             memory_budget, dw_f32, want_dx, want_dw)
         -> (loss, dstudent_input, dstudent_weight)
-    liger::lora_linear(x, weight, bias?, lora_a, lora_b, scale) -> y
+    liger::lora_linear(x, weight, bias?, lora_a, lora_b, scale, keep_mid=False)
+        -> (y, mid)                          (mid = x · Aᵀ where keep_mid, what dB
+                                              is formed from; else empty)
     liger::lora_linear_backward(dy, weight, lora_a, lora_b, scale, has_bias)
         -> (dx, dmid)                        (dmid = scale · dy · B, what dA is
                                               formed from; dW, dA, dB, db:
@@ -1060,9 +1062,10 @@ fused_linear_jsd.register_autograd(_fljsd_grad, setup_context=_save_grads)
 # warned). The backward's dx is the template's kernel too: dy·W + s·(dy·B)·A
 # is the LoRA projection of dy with Wᵀ, Bᵀ and Aᵀ (the spec's @bwd, W read
 # MN-major), and where its kernel hands dy·B from column tile to column
-# tile (the products workspace) that product is dA's too. dW, dA, dB and
-# the bias's gradient are PyTorch's matmuls, the scale on the rank-r
-# products, x·Aᵀ recomputed.
+# tile (the products workspace) that product is dA's too; the forward's
+# kernel hands x·Aᵀ the same way, and where the call keeps it (keep_mid:
+# autograd records it and B trains) that is dB's. dW, dA, dB and the
+# bias's gradient are PyTorch's matmuls, the scale on the rank-r products.
 
 _LORA_KERNELS = {}
 
@@ -1107,24 +1110,47 @@ def lora_reference(x, weight, bias, lora_a, lora_b, scale):
 
 @_custom_op("liger::lora_linear", mutates_args=())
 def lora_linear(x: Tensor, weight: Tensor, bias: Optional[Tensor], lora_a: Tensor,
-                lora_b: Tensor, scale: float) -> Tensor:
+                lora_b: Tensor, scale: float, keep_mid: bool = False) -> Tuple[Tensor, Tensor]:
+    """(y, mid): the LoRA projection y and, where keep_mid, mid = x · Aᵀ
+    [..., r] in x's dtype (what dB is formed from: the backward then does
+    not recompute it), else an empty tensor. The kernel's products
+    workspace holds x · Aᵀ in f32 where it hands the product between column
+    tiles; mid is that, rounded (else PyTorch forms it)."""
     kernels = _lora_kernels(x, weight, bias is not None, lora_a, lora_b, scale,
                             *(() if bias is None else (bias,)))
     if kernels is None or x.numel() == 0:  # (no rows: no launch)
-        return lora_reference(x, weight, bias, lora_a, lora_b, scale)
+        mid = F.linear(x, lora_a)
+        y = F.linear(x, weight, bias) + F.linear(mid, lora_b) * scale
+        return y, (mid if keep_mid else x.new_empty(0))
     args = [_rows(x), weight.contiguous(), lora_a.contiguous(), lora_b.contiguous()]
-    y = kernels[0](*args + ([bias.contiguous()] if bias is not None else []))
-    return y.view(x.shape[:-1] + (weight.shape[0],))
+    args += [] if bias is None else [bias.contiguous()]
+    kernel = kernels[0]
+    spaces = ([torch.empty(shape, dtype=F32, device=x.device)
+               for shape in kernel.workspace_shapes(args)] if keep_mid else None)
+    y = kernel(*args, workspaces=spaces).view(x.shape[:-1] + (weight.shape[0],))
+    if not keep_mid:
+        return y, x.new_empty(0)
+    mid = spaces[0].to(x.dtype) if spaces else F.linear(args[0], lora_a)
+    return y, mid.view(x.shape[:-1] + (lora_a.shape[0],))
 
 
 @lora_linear.register_fake
-def _(x, weight, bias, lora_a, lora_b, scale):
-    return x.new_empty(x.shape[:-1] + (weight.shape[0],))
+def _(x, weight, bias, lora_a, lora_b, scale, keep_mid=False):
+    return (x.new_empty(x.shape[:-1] + (weight.shape[0],)),
+            x.new_empty(x.shape[:-1] + (lora_a.shape[0],)) if keep_mid else x.new_empty(0))
+
+
+def lora_keeps_mid(lora_b):
+    """Whether a call of lora_linear keeps x · Aᵀ for its backward: where
+    autograd records it and B takes a gradient (dB is formed from it)."""
+    return torch.is_grad_enabled() and lora_b.requires_grad
 
 
 def _lora_setup(ctx, inputs, output):
-    x, weight, bias, lora_a, lora_b, scale = inputs
-    ctx.save_for_backward(x, weight, lora_a, lora_b)
+    x, weight, bias, lora_a, lora_b, scale = inputs[:6]
+    keep_mid = len(inputs) > 6 and inputs[6]
+    ctx.save_for_backward(x, weight, lora_a, lora_b, output[1] if keep_mid else None)
+    ctx.mark_non_differentiable(output[1])
     ctx.scale = scale
     ctx.has_bias = bias is not None
 
@@ -1179,8 +1205,8 @@ def _(dy, weight, lora_a, lora_b, scale, has_bias):
     return dy.new_empty(rows + (weight.shape[1],)), dy.new_empty(rows + (lora_a.shape[0],))
 
 
-def _lora_grad(ctx, dy):
-    x, weight, lora_a, lora_b = ctx.saved_tensors
+def _lora_grad(ctx, dy, _dmid):
+    x, weight, lora_a, lora_b, mid = ctx.saved_tensors
     need = ctx.needs_input_grad
     if need[0] and torch.is_grad_enabled():
         # A backward that is itself differentiated (create_graph=True):
@@ -1194,9 +1220,12 @@ def _lora_grad(ctx, dy):
     dw = _flat(dy).t().matmul(_flat(x)) if need[1] else None
     db = _flat(dy).sum(0) if ctx.has_bias and need[2] else None
     da = _flat(dmid).t().matmul(_flat(x)) if need[3] else None
-    # x·Aᵀ recomputed: [..., r]
-    dlb = _flat(dy).t().matmul(_flat(F.linear(x, lora_a))) * ctx.scale if need[4] else None
-    return dx, dw, db, da, dlb, None
+    if need[4] and (mid is None or torch.is_grad_enabled()):
+        # x·Aᵀ recomputed where the forward did not keep it, or recorded
+        # (a differentiated backward): [..., r]
+        mid = F.linear(x, lora_a)
+    dlb = _flat(dy).t().matmul(_flat(mid)) * ctx.scale if need[4] else None
+    return dx, dw, db, da, dlb, None, None
 
 
 _autograd(lora_linear, _lora_grad, _lora_setup)

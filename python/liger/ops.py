@@ -941,8 +941,9 @@ def lora_linear(x, weight, bias, lora_a, lora_b, scale=1.0):
     and Aᵀ, W read in place; PyTorch's matmuls where the configuration has
     no such kernel, e.g. N not a multiple of 32 on sm_80), and the rest
     PyTorch's matmuls: dW = dyᵀ · x, db, dA = ((dy · B) · scale)ᵀ · x (dy · B
-    as the dx kernel leaves it), dB = dyᵀ · (x · Aᵀ) · scale (x · Aᵀ
-    recomputed), each where autograd asks for it."""
+    as the dx kernel leaves it), dB = dyᵀ · (x · Aᵀ) · scale (x · Aᵀ as the
+    forward's kernel leaves it, kept where B takes a gradient), each where
+    autograd asks for it."""
     config = _once(lambda: (
         "lora_linear", type(x), type(weight), type(bias), type(lora_a), type(lora_b), x.device,
         weight.device, bias is not None and bias.device, lora_a.device, lora_b.device, x.dtype,
@@ -951,7 +952,8 @@ def lora_linear(x, weight, bias, lora_a, lora_b, scale=1.0):
         type(scale), scale),
         _lora_checked, x, weight, bias, lora_a, lora_b, scale)
     _rows("lora_linear", "x", x)
-    return operators.call(operators.lora_linear, x, weight, bias, lora_a, lora_b, *config)
+    return operators.call(operators.lora_linear, x, weight, bias, lora_a, lora_b, *config,
+                          operators.lora_keeps_mid(lora_b))[0]
 
 
 # --- q/k projections with RoPE ------------------------------------------------

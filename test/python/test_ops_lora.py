@@ -69,7 +69,9 @@ def test_the_operator_is_pefts_layer(cpu_reference, monkeypatch, dtype, bias):
     wanted = [g.clone() for g in _grads(layer, x)]
     layer.zero_grad()
     x.grad = None
-    call = ops.lora_linear if dtype == "bf16" else torch.ops.liger.lora_linear
+    # (f32: the operator keeping x·Aᵀ for dB, as liger.ops does where B trains)
+    call = ops.lora_linear if dtype == "bf16" else \
+        (lambda *args: torch.ops.liger.lora_linear(*args, True)[0])
     assert layer.scaling["default"] == 2.0
     y = call(x, *_operands(layer))
     y.backward(dy)
@@ -110,13 +112,15 @@ def test_the_backward_is_the_forwards_derivative(bias):
         return torch.randn(*shape, dtype=torch.float64, generator=gen).requires_grad_()
     x, w, a, b = leaf(3, 5, 7), leaf(6, 7), leaf(2, 7), leaf(6, 2)
     c = leaf(6) if bias else None
-    op = operators.lora_linear
-    assert torch.autograd.gradcheck(lambda x, w, a, b: op(x, w, c, a, b, 0.75), (x, w, a, b))
-    if bias:
-        assert torch.autograd.gradcheck(lambda c: op(x, w, c, a, b, 0.75), (c,))
-    # A differentiated backward (create_graph) keeps PyTorch's form.
-    assert torch.autograd.gradgradcheck(lambda x, a, b: op(x, w, c, a, b, 0.75), (x, a, b))
-    torch.library.opcheck(op, (x, w, c, a, b, 0.75))
+    for keep_mid in (False, True):  # x·Aᵀ recomputed, or kept by the forward
+        def op(x, w, c, a, b):
+            return operators.lora_linear(x, w, c, a, b, 0.75, keep_mid)[0]
+        assert torch.autograd.gradcheck(lambda x, w, a, b: op(x, w, c, a, b), (x, w, a, b))
+        if bias:
+            assert torch.autograd.gradcheck(lambda c: op(x, w, c, a, b), (c,))
+        # A differentiated backward (create_graph) keeps PyTorch's form.
+        assert torch.autograd.gradgradcheck(lambda x, a, b: op(x, w, c, a, b), (x, a, b))
+        torch.library.opcheck(operators.lora_linear, (x, w, c, a, b, 0.75, keep_mid))
 
 
 def test_the_backward_operator_is_dx_and_the_scaled_rank_r_gradient(cpu_reference):
@@ -202,6 +206,66 @@ def test_without_a_hand_over_the_backward_operator_forms_dmid(monkeypatch):
     assert rel(dmid, 0.5 * dy.double() @ b.bfloat16().double()) < TOL["bf16"]
 
 
+class _ForwardKernel:
+    """A stand-in for a GPU LoRA forward kernel that hands x·Aᵀ between its
+    column tiles: two workspaces (the runtime allocates them where the
+    caller gives none), the first left holding x·Aᵀ in f32."""
+
+    def __init__(self):
+        self.given = []
+
+    def workspace_shapes(self, inputs):
+        x, w, a, b = inputs[:4]
+        return [[x.shape[0], a.shape[0]], [x.shape[0]]]
+
+    def __call__(self, x, w, a, b, *bias, workspaces=None):
+        self.given.append(workspaces is not None)
+        products = (x.float() @ a.float().t())
+        if workspaces is not None:
+            workspaces[0].copy_(products)
+            workspaces[1].fill_(1.0)
+        t = products.to(x.dtype).float()
+        return (x.float() @ w.float().t() + 2.0 * t @ b.float().t()).to(x.dtype)
+
+
+def test_the_forward_keeps_x_at_from_the_kernels_products(cpu_reference, monkeypatch):
+    """Where B trains, liger.ops.lora_linear's forward keeps x·Aᵀ as its
+    kernel leaves it (the products workspace, rounded to the dtype) and
+    its backward forms dB from that, recomputing nothing (F.linear of x
+    and A refused once the forward has run); where nothing trains B (or
+    autograd is off) the kernel's workspaces are the runtime's and
+    nothing is kept."""
+    kernel = _ForwardKernel()
+    monkeypatch.setattr(operators, "_lora_kernels", lambda *args: (kernel, None))
+    gen = torch.Generator().manual_seed(6)
+    x, w = torch.randn(2, 3, 24, generator=gen), torch.randn(40, 24, generator=gen)
+    a, b = torch.randn(16, 24, generator=gen), torch.randn(40, 16, generator=gen)
+    x, w, a, b = (t.bfloat16().requires_grad_() for t in (x, w, a, b))
+    linear = torch.nn.functional.linear
+
+    def no_recompute(inp, weight, bias=None):
+        assert weight is not a, "x·Aᵀ formed by PyTorch, not kept from the kernel"
+        return linear(inp, weight, bias)
+    monkeypatch.setattr(torch.nn.functional, "linear", no_recompute)
+    y = ops.lora_linear(x, w, None, a, b, 2.0)
+    assert kernel.given == [True]
+    dy = torch.randn(2, 3, 40, generator=gen).bfloat16()
+    y.backward(dy)
+    monkeypatch.setattr(torch.nn.functional, "linear", linear)
+    x64, w64, a64, b64 = (t.detach().double().requires_grad_() for t in (x, w, a, b))
+    want = x64 @ w64.t() + 2.0 * (x64 @ a64.t()) @ b64.t()
+    want.backward(dy.double())
+    assert rel(y, want) < TOL["bf16"]
+    for name, got, ref in (("x", x, x64), ("W", w, w64), ("A", a, a64), ("B", b, b64)):
+        assert rel(got.grad, ref.grad) < TOL["bf16"], name
+    # B frozen, or no autograd: the runtime's workspaces, nothing kept.
+    b.requires_grad_(False)
+    ops.lora_linear(x, w, None, a, b, 2.0)
+    with torch.no_grad():
+        ops.lora_linear(x, w, None, a, b.requires_grad_(), 2.0)
+    assert kernel.given == [True, False, False]
+
+
 def test_a_configuration_without_a_kernel_runs_pytorchs_ops(monkeypatch):
     """What the torch.compile backend's operator computes where no kernel
     takes the layer (a rank of 8, f32, or CPU tensors without the reference
@@ -216,20 +280,25 @@ def test_a_configuration_without_a_kernel_runs_pytorchs_ops(monkeypatch):
                   torch.randn(16, 64, generator=gen, **bf), torch.randn(48, 16, generator=gen,
                                                                          **bf))
     want = operators.lora_reference(x, w, None, a, b, 2.0)
-    assert torch.equal(torch.ops.liger.lora_linear(x, w, None, a, b, 2.0), want)
+    y, mid = torch.ops.liger.lora_linear(x, w, None, a, b, 2.0)
+    assert torch.equal(y, want) and mid.numel() == 0
+    y, mid = torch.ops.liger.lora_linear(x, w, None, a, b, 2.0, True)
+    assert torch.equal(y, want) and torch.equal(mid, torch.nn.functional.linear(x, a))
     monkeypatch.setenv("LIGER_OPS_CPU_REFERENCE", "1")
-    assert torch.equal(torch.ops.liger.lora_linear(x, w, None, a[:8], b[:, :8], 2.0),
+    assert torch.equal(torch.ops.liger.lora_linear(x, w, None, a[:8], b[:, :8], 2.0)[0],
                        operators.lora_reference(x, w, None, a[:8], b[:, :8], 2.0))
     assert loaded == []
     try:
         find_tool("liger-cpu-runner")
     except LigerError:
         return
-    y = torch.ops.liger.lora_linear(x, w, None, a, b, 2.0)
+    y, mid = torch.ops.liger.lora_linear(x, w, None, a, b, 2.0, True)
     assert [s.op for s in loaded] == ["lora_linear"] and rel(y, want) < TOL["bf16"]
+    # (The reference lowering's kernel has no workspace: mid is PyTorch's.)
+    assert torch.equal(mid, torch.nn.functional.linear(x, a))
     # No rows (the backend's operator on an empty batch): no launch.
-    empty = torch.ops.liger.lora_linear(x[:0], w, None, a, b, 2.0)
-    assert empty.shape == (0, 48) and empty.dtype == torch.bfloat16
+    empty, mid = torch.ops.liger.lora_linear(x[:0], w, None, a, b, 2.0, True)
+    assert empty.shape == (0, 48) and empty.dtype == torch.bfloat16 and mid.shape == (0, 16)
     ops.clear_caches()
 
 

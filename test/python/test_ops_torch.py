@@ -227,7 +227,7 @@ def _gated_mlp_cases():
 
 def _lora_cases():
     """liger::lora_linear: bf16 with a bias, x [2, 3, 64] (the kernel of a
-    rank-16 [48, 64] projection), and f32 with a frozen weight and no bias
+    rank-16 [48, 64] projection), the same keeping x·Aᵀ ("_keep_mid"), and f32 with a frozen weight and no bias
     (a configuration with no kernel: PyTorch's ops, "_frozen");
     liger::lora_linear_backward of the first's configuration."""
     bf = dict(dtype=torch.bfloat16, grad=True)
@@ -236,6 +236,9 @@ def _lora_cases():
         "lora_linear": (L.lora_linear, (
             _randn(2, 3, 64, **bf), _randn(48, 64, **bf), _randn(48, **bf),
             _randn(16, 64, **bf), _randn(48, 16, **bf), 2.0)),
+        "lora_linear_keep_mid": (L.lora_linear, (
+            _randn(5, 64, **bf), _randn(48, 64, **bf), _randn(48, **bf), _randn(16, 64, **bf),
+            _randn(48, 16, **bf), 2.0, True)),
         "lora_linear_frozen": (L.lora_linear, (
             _randn(5, 24, grad=True), _randn(40, 24), None, _randn(4, 24, grad=True),
             _randn(40, 4, grad=True), 0.5)),
@@ -286,7 +289,7 @@ MUTATING = ("cross_entropy_", "swiglu_backward_", "geglu_backward_")
 
 def _operator(case):
     """The operator a case checks: its name before a variant's suffix."""
-    for suffix in ("_none", "_frozen", "_bias", "_zloss"):
+    for suffix in ("_none", "_frozen", "_bias", "_zloss", "_keep_mid"):
         case = case.split(suffix)[0]
     return case
 

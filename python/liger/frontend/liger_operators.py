@@ -46,9 +46,14 @@ class Operator:
     flags: Dict[int, str] = field(default_factory=dict)
     kernels: bool = True
     defaults: Dict[str, object] = field(default_factory=dict)
+    # Outputs the dialect op does not give (lora_linear's x·Aᵀ, kept for its
+    # backward): a call where one is read is not imported; it runs as the
+    # operator it is.
+    extra: Tuple[int, ...] = ()
 
-    def record(self, node, covered) -> Record:
-        """The record of a call `node` (its outputs: the node, or its getitems)."""
+    def record(self, node, covered) -> Optional[Record]:
+        """The record of a call `node` (its outputs: the node, or its
+        getitems); None where an `extra` output is read."""
         args = list(node.args)
         operands = {role: args[i] for i, role in enumerate(self.operands)
                     if role is not None and i < len(args) and args[i] is not None}
@@ -60,6 +65,9 @@ class Operator:
             # (A getitem nothing reads, as make_fx leaves, reads no output.)
             outputs = {u.args[1]: u for u in node.users if u.args[0] is node and u.users}
             results = tuple(outputs.get(i) for i in range(self.results))
+            if any(results[i] is not None for i in self.extra):
+                return None
+            results = tuple(r for i, r in enumerate(results) if i not in self.extra)
         # A flag gives its outputs together (LayerNorm's `stats`: mean and
         # rstd): set where any of them is read.
         for flag in set(self.flags.values()):
@@ -87,7 +95,7 @@ OPERATORS: Dict[str, Operator] = {o.name: o for o in [
     Operator("rope", "rope", ("q", "k", "cos", "sin"), {}, 2),
     Operator("rope_backward", "rope_grad", ("grad_q", "grad_k", "cos", "sin"), {}, 2),
     Operator("lora_linear", "lora_linear", ("input", "weight", "bias", "lora_a", "lora_b"),
-             {5: "scale"}, kernels=False),
+             {5: "scale"}, 2, kernels=False, extra=(1,)),
     Operator("attention", "attention", ("q", "k", "v"),
              {3: "causal", 4: "scale", 5: "window", 6: "softcap"}, 2, {1: "return_lse"},
              defaults={"scale": 0.0, "window": 0, "softcap": 0.0}),

@@ -34,7 +34,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 
 from .. import bundles, ops, specs
 from ..errors import LigerError
-from ..operators import lora_linear
+from ..operators import lora_keeps_mid, lora_linear
 from . import graph as G
 from . import liger_operators
 from .records import Record
@@ -98,7 +98,7 @@ def _flce_spec(o, a, target):
 
 def _lora(o, a):
     return (lora_linear(o["input"], o["weight"], o.get("bias"), o["lora_a"], o["lora_b"],
-                        float(a.get("scale", 1.0))),)
+                        float(a.get("scale", 1.0)), lora_keeps_mid(o["lora_b"]))[0],)
 
 
 def _attention(o, a):

@@ -5,7 +5,8 @@ projection; ranks 16, 32 and 64; bf16, and f16 with a bias) at 1, 7, 77,
 4096 and 16384 rows, against float64: its output written over NaN, every
 element; and through liger.ops.lora_linear with autograd, the output and
 the gradients of x, the base weight and bias, A and B (the backward is
-the template's dx kernel, the rest PyTorch's matmuls). The dx kernel
+the template's dx kernel, the rest PyTorch's matmuls, dB from the x·Aᵀ
+the forward's kernel left in its products workspace, kept). The dx kernel
 (the spec's @bwd: dy · W + s · (dy · B) · A, W read MN-major) the same way
 against float64, with the dy · B it leaves in its products workspace. The
 bundles are the ones scripts/build-gpu-bundles.sh precompiled
@@ -71,6 +72,25 @@ def test_the_kernel_writes_every_output_element(name, rows):
     want = _reference(spec, *[t.double() if t is not None else None for t in (x, w, c, a, b)])
     err = _err(out, want)
     assert err < TOL[spec.dtype], "%s, %d rows: max error %.3g" % (name, rows, err)
+
+
+@pytest.mark.parametrize("rows", kernels.LORA_ROWS)
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_operator_keeps_x_at_from_the_kernel(name, rows):
+    """liger::lora_linear keeping x·Aᵀ for the backward (keep_mid): the
+    output the same bits as without, and x·Aᵀ, every row, against float64
+    rounded to the dtype (the kernel's products workspace where it hands
+    the product between column tiles, PyTorch's product otherwise)."""
+    spec = CASES[name].with_target(bundles.device_target(torch.device("cuda")))
+    x, w, c, a, b = _operands(spec, rows, 3000 + rows)
+    y, none = operators.lora_linear(x, w, c, a, b, spec.scale, False)
+    kept, mid = operators.lora_linear(x, w, c, a, b, spec.scale, True)
+    assert none.numel() == 0 and torch.equal(y, kept), name
+    assert mid.shape == (rows, spec.rank) and mid.dtype == x.dtype, name
+    assert not torch.isnan(mid).any(), "%s, %d rows: x·Aᵀ not kept for every row" % (name, rows)
+    want = x.double() @ a.double().t()
+    err = _err(mid, want)
+    assert err < TOL[spec.dtype], "%s, %d rows: x·Aᵀ max error %.3g" % (name, rows, err)
 
 
 def _dx_reference(spec, dy, w, a, b):
@@ -170,11 +190,21 @@ def test_lora_linear_and_its_gradients(name, rows, monkeypatch):
     operands = _operands(spec, rows, 1000 + rows)
     leaves = [t.requires_grad_() if t is not None else None for t in operands]
     x, w, c, a, b = leaves
+    linear = torch.nn.functional.linear
+    hands_over = bool(bundles.matmul_kernels(spec.with_target(
+        bundles.device_target(torch.device("cuda"))))[0].workspace_shapes(
+            [x, w, a, b] + ([c] if c is not None else [])))
+
+    def kept(inp, weight, bias=None):  # (x·Aᵀ: the forward kernel's, where it hands it over)
+        assert not (hands_over and weight is a), "x·Aᵀ formed by PyTorch, not kept"
+        return linear(inp, weight, bias)
+    monkeypatch.setattr(torch.nn.functional, "linear", kept)
     y = ops.lora_linear(x.unsqueeze(0), w, c, a, b, spec.scale)
     assert y.shape == (1, rows, spec.out_features) and y.dtype == x.dtype
     g = torch.Generator(device="cuda").manual_seed(7)
     dy = torch.randn(y.shape, device="cuda", generator=g).to(y.dtype)
     y.backward(dy)
+    monkeypatch.setattr(torch.nn.functional, "linear", linear)
     exact = [t.detach().double().requires_grad_() if t is not None else None for t in leaves]
     want = _reference(spec, *exact)
     want.backward(dy[0].double())

@@ -197,6 +197,8 @@ def _lora_cases(L):
         _randn((7, k), dtype, True), _randn((n, k), dtype, True),
         _randn((n,), dtype, True) if spec.bias else None,
         _randn((r, k), dtype, True), _randn((n, r), dtype, True), spec.scale))
+    # x·Aᵀ kept for the backward (the products workspace, rounded).
+    out[name + "_keep_mid"] = (L.lora_linear, out[name][1] + (True,))
     out[name + "_backward"] = (L.lora_linear_backward, (
         _randn((7, n), dtype, False), _randn((n, k), dtype, False),
         _randn((r, k), dtype, False), _randn((n, r), dtype, False), spec.scale, spec.bias))
