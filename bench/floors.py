@@ -53,6 +53,19 @@ def measure_steps(impls, refs, floor_ms, rep=200, **labels):
     return rows
 
 
+def interleaved_ratio(a, b, rounds=7, calls=5):
+    """time(a) / time(b), each the time of one call among `calls` made in a
+    row: the median over `rounds` rounds, each round timing a then b, and
+    the rounds' ratios. The clock drifts with the card's heat over a run,
+    so two rows timed seconds apart carry that drift into their ratio;
+    alternating them leaves it out."""
+    ratios = []
+    for _ in range(rounds):
+        ta, tb = (ms(lambda: [f() for _ in range(calls)], rep=100) / calls for f in (a, b))
+        ratios.append(ta / tb)
+    return sorted(ratios)[len(ratios) // 2], ratios
+
+
 def print_rows(rows, first=()):
     """The rows of measure_steps as a table, the labels `first` leading."""
     print(" ".join("%-6s" % k for k in first) + "%-13s %9s %9s %8s %9s %10s" % (

@@ -20,7 +20,7 @@ import json
 
 import torch
 import torch.nn.functional as F
-from floors import matrix_rate, ms
+from floors import interleaved_ratio, matrix_rate, ms
 
 from liger import runtime
 
@@ -212,6 +212,7 @@ def main():
              "liger wgmma": lambda: (lora(x, w, la, lb, out=[y]), y)[1],
              "liger plain proj": lambda: (plain(x, w, out=[y]), y)[1]}
     ref = lora_linear(x, w, la, lb)
+    lora_fwd = impls
     for impl, f in impls.items():
         o = f()
         err = ((o.float() - ref.float()).norm() / ref.float().norm()).item()
@@ -284,6 +285,16 @@ def main():
     rows += timed_rows("proj fwd+bwd, W frozen %dx%dx%d" % (M, n, k), {
         "eager (cuBLAS)": lambda: torch.autograd.grad(F.linear(plain_leaf, w), [plain_leaf], dyl)},
         torch.autograd.grad(F.linear(plain_leaf, w), [plain_leaf], dyl), 2 * floor)
+    # The LoRA goals are ratios to the plain projection: each pair timed
+    # alternately (floors.interleaved_ratio), beside the rows' own ratio.
+    ratios = [("lora r16 fwd / liger plain proj", lora_fwd["liger wgmma"],
+               lora_fwd["liger plain proj"])]
+    if "liger.ops.lora_linear" in impls_step:
+        ratios.append(("lora r16 fwd+bwd / plain fwd+bwd (W frozen)",
+                       impls_step["liger.ops.lora_linear"],
+                       lambda: torch.autograd.grad(F.linear(plain_leaf, w), [plain_leaf], dyl)))
+    ratios = [dict(case=case, median=m, rounds=r)
+              for case, a, b in ratios for m, r in [interleaved_ratio(a, b)]]
     # The down projection's backward: dx = dy · W and dW = dyᵀ · x (bf16,
     # and added into an f32 buffer; the peers' f32 form is cuBLAS's bf16
     # product then an f32 add, PyTorch's gradient accumulation).
@@ -500,8 +511,12 @@ def main():
     for r in rows:
         print("%-31s %-16s %9.3f %9.3f %7.0f%% %9.1e" % (
             r["case"], r["impl"], r["ms"], r["floor_ms"], 100 * r["of_floor"], r["err"]))
+    for r in ratios:
+        print("%-44s %.3f interleaved (median of %s)" % (
+            r["case"], r["median"], " ".join("%.3f" % t for t in r["rounds"])))
     if args.json:
-        json.dump(dict(tflops=rate, tokens=M, rows=rows), open(args.json, "w"), indent=1)
+        json.dump(dict(tflops=rate, tokens=M, rows=rows, ratios=ratios), open(args.json, "w"),
+                  indent=1)
 
 
 if __name__ == "__main__":
