@@ -19,8 +19,9 @@ Two steps, on two machines:
         measure --bundle bench-bundles/matmul-sweep --table matmul-configs.json
 
 Candidates (wgmma, sm_90a): data-parallel tiles 128 x 256, 128 x 128,
-64 x 256 and 64 x 128, and pingpong tiles 128 x 128, 64 x 256 and 128 x 64,
-each with as many stages as fit; those the compiler refuses for a shape
+64 x 256 and 64 x 128, pingpong tiles 128 x 128, 64 x 256 and 128 x 64,
+and persistent tiles 128 x 256 and 128 x 128, each with as many stages as
+fit; those the compiler refuses for a shape
 (accumulators, shared memory, the schedule's limits) are left out at emit
 time. The times are triton.testing.do_bench medians at --tokens rows,
 beside cuBLAS (eager) and torch.compile.
@@ -60,7 +61,13 @@ MODELS = {
 # (schedule, tile_m, tile_n); the stages are the compiler's (as many as fit).
 CANDIDATES = [("data-parallel", 128, 256), ("data-parallel", 128, 128),
               ("data-parallel", 64, 256), ("data-parallel", 64, 128),
-              ("pingpong", 128, 128), ("pingpong", 64, 256), ("pingpong", 128, 64)]
+              ("pingpong", 128, 128), ("pingpong", 64, 256), ("pingpong", 128, 64),
+              ("persistent", 128, 256), ("persistent", 128, 128)]
+# The kernel_config spelling of each schedule (none: the default), and a
+# kernel name's short form.
+SCHEDULE_ATTR = {"data-parallel": "", "pingpong": ", schedule = pingpong",
+                 "persistent": ", schedule = persistent"}
+SCHEDULE_KIND = {"data-parallel": "dp", "pingpong": "pp", "persistent": "ps"}
 DTYPE = "bf16"
 
 
@@ -75,7 +82,7 @@ def group_text(name, body, k, widths, config, extra):
         schedule, tm, tn = config
         attrs = (" attributes {liger.kernel_config = #liger.kernel_config<kernel_template = "
                  "matmul_wgmma, tile_m = %d, tile_n = %d, tile_k = 64, stages = %%STAGES%%%s>}"
-                 % (tm, tn, ", schedule = pingpong" if schedule == "pingpong" else ""))
+                 % (tm, tn, SCHEDULE_ATTR[schedule]))
     if body == "projection":
         ws = [t % (n, k, DTYPE) for n in widths]
         y = t % ("?", widths[0], DTYPE)
@@ -156,7 +163,7 @@ def emit(args):
                         break
                 else:
                     continue
-                kind = "pp" if schedule == "pingpong" else "dp"
+                kind = SCHEDULE_KIND[schedule]
                 prefix = model.replace(".", "").replace("-", "_")
                 name = "%s_%s_%s%d_%dx%d" % (prefix, shape, kind, stages, tm, tn)
                 funcs.append(text.replace("@f(", "@%s(" % name, 1))
@@ -164,7 +171,7 @@ def emit(args):
                           "schedule": schedule}
                 # The default rule's configuration, as the compiler prints it.
                 pinned = "tile_m = %d, tile_n = %d, tile_k = 64, stages = %d%s>" % (
-                    tm, tn, stages, ", schedule = pingpong" if kind == "pp" else "")
+                    tm, tn, stages, SCHEDULE_ATTR[schedule])
                 candidates.append({"kernel": name + "_matmul_0", "model": model,
                                    "shape": shape, "body": body, "k": k, "widths": widths,
                                    "extra": extra,

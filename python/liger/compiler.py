@@ -89,7 +89,7 @@ def compiler_identity(exe=None) -> str:
 
 
 # liger-compile's --matmul-schedule values.
-MATMUL_SCHEDULES = ("auto", "data-parallel", "pingpong")
+MATMUL_SCHEDULES = ("auto", "data-parallel", "pingpong", "persistent")
 
 
 def compile(source: str, target: str = "sm_90a", fuse: bool = True,

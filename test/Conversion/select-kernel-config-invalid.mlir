@@ -213,6 +213,44 @@ func.func @pingpong_old_tile(%dy: tensor<?x128xbf16>, %x: tensor<?x128xbf16>, %a
 
 // -----
 
+func.func @persistent_lora(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>, %la: tensor<16x64xbf16>, %lb: tensor<64x16xbf16>) -> tensor<?x64xbf16> {
+  // expected-error @+1 {{the persistent schedule does not take this group: LoRA's B tile is read once per CTA}}
+  %y = liger.fusion matmul(%x, %w, %la, %lb) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 64, tile_n = 64, tile_k = 64, stages = 3, schedule = persistent>} : (tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<16x64xbf16>, tensor<64x16xbf16>) -> tensor<?x64xbf16> {
+  ^bb0(%a: tensor<?x64xbf16>, %b: tensor<64x64xbf16>, %c: tensor<16x64xbf16>, %d: tensor<64x16xbf16>):
+    %l = liger.lora_linear %a, %b, %c, %d scale = 2.0 : tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<16x64xbf16>, tensor<64x16xbf16>
+    liger.yield %l : tensor<?x64xbf16>
+  }
+  return %y : tensor<?x64xbf16>
+}
+
+// -----
+
+func.func @persistent_old_tile(%dy: tensor<?x128xbf16>, %x: tensor<?x128xbf16>, %acc: tensor<128x128xbf16>) -> tensor<128x128xbf16> {
+  // expected-error @+1 {{the persistent schedule does not take this group: a 16-bit dW buffer's old tile is read once per CTA}}
+  %y = liger.fusion matmul(%dy, %x, %acc) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 128, tile_n = 128, tile_k = 64, stages = 3, schedule = persistent>} : (tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<128x128xbf16>) -> tensor<128x128xbf16> {
+  ^bb0(%a: tensor<?x128xbf16>, %b: tensor<?x128xbf16>, %c: tensor<128x128xbf16>):
+    %g = liger.linear_grad_weight %a, %b accumulate %c : tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<128x128xbf16>
+    liger.yield %g : tensor<128x128xbf16>
+  }
+  return %y : tensor<128x128xbf16>
+}
+
+// -----
+
+// The persistent schedule's output tile sits beside the ring: 4 stages of a
+// 128 x 256 tile no longer fit.
+func.func @persistent_smem(%x: tensor<?x4096xbf16>, %w: tensor<4096x4096xbf16>) -> tensor<?x4096xbf16> {
+  // expected-error @+1 {{it needs 263168 bytes of shared memory, sm_90a has 231424 beside the kernel's 1024 static bytes}}
+  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, schedule = persistent>} : (tensor<?x4096xbf16>, tensor<4096x4096xbf16>) -> tensor<?x4096xbf16> {
+  ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<4096x4096xbf16>):
+    %l = liger.linear %a, %b : tensor<?x4096xbf16>, tensor<4096x4096xbf16>
+    liger.yield %l : tensor<?x4096xbf16>
+  }
+  return %y : tensor<?x4096xbf16>
+}
+
+// -----
+
 // Every rule of a pinned attention configuration, one case each.
 
 func.func @attention_tile_n(%q: tensor<?x4x?x128xbf16>) -> tensor<?x4x?x128xbf16> {

@@ -1,5 +1,7 @@
 // RUN: liger-opt %s --liger-select-kernel-config=matmul-schedule=pingpong --split-input-file | FileCheck %s
 // RUN: liger-opt %s --liger-select-kernel-config=matmul-schedule=data-parallel --split-input-file | FileCheck %s --check-prefix=DP
+// RUN: liger-opt %s --liger-select-kernel-config=matmul-schedule=persistent --split-input-file | FileCheck %s --check-prefix=PS
+// RUN: liger-opt %s --liger-select-kernel-config="chip=sm_80 matmul-schedule=persistent" --split-input-file | FileCheck %s --check-prefix=SM80
 // RUN: liger-opt %s --liger-select-kernel-config="chip=sm_80 matmul-schedule=pingpong" --split-input-file | FileCheck %s --check-prefix=SM80
 // RUN: not liger-opt %s --liger-select-kernel-config=matmul-schedule=fast -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not liger-opt %s --liger-lower-to-gpu="matmul-kernels=true matmul-schedule=Pingpong" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADLOWER
@@ -11,9 +13,13 @@
 // a 16-bit dW buffer's old tile) keeps the default.
 // data-parallel (and auto, today) never choose it; mma.sync has no
 // schedule.
+// --matmul-schedule=persistent: the data-parallel tile, looped over by one
+// CTA per SM, with as many stages as fit beside one output tile of its own
+// (a TMA-stored result: 3 of a 128 x 256 tile; results stored from
+// registers keep 4); the same near-misses keep the data-parallel schedule.
 
-// BAD: error: liger-select-kernel-config: matmul-schedule must be auto, data-parallel or pingpong, got 'fast'
-// BADLOWER: error: liger-lower-to-gpu: matmul-schedule must be auto, data-parallel or pingpong, got 'Pingpong'
+// BAD: error: liger-select-kernel-config: matmul-schedule must be auto, data-parallel, pingpong or persistent, got 'fast'
+// BADLOWER: error: liger-lower-to-gpu: matmul-schedule must be auto, data-parallel, pingpong or persistent, got 'Pingpong'
 
 // CHECK-LABEL: func.func @llama
 //       CHECK:   liger.fusion matmul{{.*}}#liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 128, tile_k = 64, stages = 5, schedule = pingpong>
@@ -23,6 +29,10 @@
 //       DP:   #liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 256, tile_k = 64, stages = 4>
 //       DP:   #liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 128, tile_k = 64, stages = 4>
 //       DP:   #liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 256, tile_k = 64, stages = 4>
+//  PS-LABEL: func.func @llama
+//       PS:   #liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, schedule = persistent>
+//       PS:   #liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 128, tile_k = 64, stages = 4, schedule = persistent>
+//       PS:   #liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, schedule = persistent>
 //     SM80-LABEL: func.func @llama
 //   SM80-NOT: schedule
 func.func @llama(%x: tensor<?x4096xbf16>, %wq: tensor<4096x4096xbf16>, %wg: tensor<14336x4096xbf16>, %wu: tensor<14336x4096xbf16>, %dy: tensor<?x4096xbf16>, %wd: tensor<4096x14336xbf16>, %g: tensor<?x14336xbf16>, %u: tensor<?x14336xbf16>) -> (tensor<?x4096xbf16>, tensor<?x14336xbf16>, tensor<?x14336xbf16>, tensor<?x14336xbf16>) {
@@ -58,6 +68,10 @@ func.func @llama(%x: tensor<?x4096xbf16>, %wq: tensor<4096x4096xbf16>, %wg: tens
 //       CHECK:   liger.fusion matmul{{.*}}#liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 256, tile_k = 64, stages = 4>
 //       CHECK:   liger.fusion matmul{{.*}}#liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 256, tile_k = 64, stages = 3>
 //       CHECK:   liger.fusion matmul{{.*}}#liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 128, tile_k = 64, stages = 7, schedule = pingpong>
+//    PS-LABEL: func.func @near_misses
+//          PS:   #liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 256, tile_k = 64, stages = 4>
+//          PS:   #liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 256, tile_k = 64, stages = 3>
+//          PS:   #liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, schedule = persistent>
 func.func @near_misses(%x: tensor<?x4096xbf16>, %w: tensor<4096x4096xbf16>, %la: tensor<16x4096xbf16>, %lb: tensor<4096x16xbf16>, %dy: tensor<?x4096xbf16>, %acc: tensor<4096x4096xbf16>, %acc32: tensor<4096x4096xf32>) -> (tensor<?x4096xbf16>, tensor<4096x4096xbf16>, tensor<4096x4096xf32>) {
   %y = liger.fusion matmul(%x, %w, %la, %lb) : (tensor<?x4096xbf16>, tensor<4096x4096xbf16>, tensor<16x4096xbf16>, tensor<4096x16xbf16>) -> tensor<?x4096xbf16> {
   ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<4096x4096xbf16>, %c: tensor<16x4096xbf16>, %d: tensor<4096x16xbf16>):

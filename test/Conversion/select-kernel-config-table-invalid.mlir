@@ -34,6 +34,8 @@
 // RUN: not liger-opt %t/groups.mlir --liger-select-kernel-config="matmul-config-table=%t/smem.json" 2>&1 | FileCheck %s --check-prefix=SMEM
 // RUN: not liger-opt %t/groups.mlir --liger-select-kernel-config="matmul-config-table=%t/lorapingpong.json" 2>&1 | FileCheck %s --check-prefix=LORAPP
 // RUN: not liger-opt %t/groups.mlir --liger-select-kernel-config="chip=sm_80 matmul-config-table=%t/sm80pingpong.json" 2>&1 | FileCheck %s --check-prefix=SM80PP
+// RUN: not liger-opt %t/groups.mlir --liger-select-kernel-config="matmul-config-table=%t/lorapersistent.json" 2>&1 | FileCheck %s --check-prefix=LORAPS
+// RUN: not liger-opt %t/groups.mlir --liger-select-kernel-config="chip=sm_80 matmul-config-table=%t/sm80persistent.json" 2>&1 | FileCheck %s --check-prefix=SM80PS
 // RUN: not liger-opt %t/groups.mlir --liger-select-kernel-config="matmul-schedule=pingpong matmul-config-table=%t/smem.json" 2>&1 | FileCheck %s --check-prefix=BOTH
 // liger-lower-to-gpu reads the table for a lone op's group.
 // RUN: not liger-opt %t/lone.mlir --liger-lower-to-gpu="matmul-kernels=true matmul-config-table=%t/smem.json" 2>&1 | FileCheck %s --check-prefix=LONE
@@ -60,13 +62,15 @@
 // ACCUMULATE: error: {{.*}}accumulate.json: entry 0: match: 'accumulate' must be true or false
 // BOUNDS: error: {{.*}}bounds.json: entry 0: match: m_min 100 is above m_max 50
 // TILE: error: {{.*}}tile.json: entry 0: config: 'tile_m' must be a positive integer
-// SCHEDULE: error: {{.*}}schedule.json: entry 0: config: 'schedule' must be one of data-parallel, pingpong
+// SCHEDULE: error: {{.*}}schedule.json: entry 0: config: 'schedule' must be one of data-parallel, pingpong, persistent
 // LARGETILE: error: {{.*}}largetile.json: entry 0: config: 'tile_k' must be at most 256, got 4611686018427387920
 // DWK: error: {{.*}}dwk.json: entry 0: match: 'k' never holds of a grad_weight group (its K is the tokens, dynamic): bound its rows with m_min and m_max
 // DEEP: error: {{.*}}deep.json: nested more than 32 levels deep
 // SMEM: error: 'liger.fusion' op matches entry 0 of the matmul configuration table {{.*}}smem.json, whose configuration does not fit it: it needs {{[0-9]+}} bytes of shared memory, sm_90a has {{[0-9]+}} beside the kernel's 1024 static bytes
 // LORAPP: error: 'liger.fusion' op matches entry 0 of the matmul configuration table {{.*}}lorapingpong.json, whose configuration does not fit it: the pingpong schedule does not take this group: LoRA's B tile is read once per CTA
 // SM80PP: error: 'liger.fusion' op matches entry 0 of the matmul configuration table {{.*}}sm80pingpong.json, whose configuration does not fit it: the pingpong schedule is the wgmma template's
+// LORAPS: error: 'liger.fusion' op matches entry 0 of the matmul configuration table {{.*}}lorapersistent.json, whose configuration does not fit it: the persistent schedule does not take this group: LoRA's B tile is read once per CTA
+// SM80PS: error: 'liger.fusion' op matches entry 0 of the matmul configuration table {{.*}}sm80persistent.json, whose configuration does not fit it: the persistent schedule is the wgmma template's
 // BOTH: error: liger-select-kernel-config: matmul-schedule and matmul-config-table both choose the configuration of matmul groups: give one (a table entry states its schedule)
 // LONE: error: 'liger.fusion' op matches entry 0 of the matmul configuration table {{.*}}smem.json, whose configuration does not fit it: it needs
 
@@ -124,6 +128,10 @@ version = 1
 {"version": 1, "entries": [{"match": {"lora_rank": 16}, "config": {"schedule": "pingpong"}}]}
 //--- sm80pingpong.json
 {"version": 1, "entries": [{"match": {}, "config": {"schedule": "pingpong"}}]}
+//--- lorapersistent.json
+{"version": 1, "entries": [{"match": {"lora_rank": 16}, "config": {"schedule": "persistent"}}]}
+//--- sm80persistent.json
+{"version": 1, "entries": [{"match": {}, "config": {"schedule": "persistent"}}]}
 
 //--- groups.mlir
 func.func @lora(%x: tensor<?x4096xbf16>, %w: tensor<4096x4096xbf16>, %a16: tensor<16x4096xbf16>, %b16: tensor<4096x16xbf16>) -> tensor<?x4096xbf16> {

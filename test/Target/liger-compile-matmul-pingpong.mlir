@@ -23,7 +23,7 @@
 
 // OUT-NOT: warning
 // OUT: liger-compile: 3 kernels for sm_90a
-// BAD: --matmul-schedule must be auto, data-parallel or pingpong, got 'fastest'
+// BAD: --matmul-schedule must be auto, data-parallel, pingpong or persistent, got 'fastest'
 // OFF: --matmul-schedule chooses how matmul groups compile, which --no-matmul-kernels leaves uncompiled
 
 // MANIFEST: "function": "proj",

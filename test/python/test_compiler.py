@@ -119,8 +119,9 @@ def _kernels(compiled):
 @needs_ptxas
 def test_norm_prologue_and_matmul_schedule_reach_liger_compile(tmp_path):
     """norm_prologue folds the norm into the projection's kernel
-    (--norm-prologue); matmul_schedule="pingpong" makes it persistent (one
-    CTA per SM: the grid's "sms"); each option is its own cache entry, and
+    (--norm-prologue); matmul_schedule="pingpong" or "persistent" makes it
+    persistent (one CTA per SM: the grid's "sms"); each option is its own
+    cache entry, and
     the defaults keep the key they had before the options existed."""
     plain = compiler.compile(PROJECTION, cache_dir=str(tmp_path))
     assert sorted(name.split("_")[1] for name in _kernels(plain)) == ["matmul", "rowwise"]
@@ -136,7 +137,13 @@ def test_norm_prologue_and_matmul_schedule_reach_liger_compile(tmp_path):
     assert "sms" in kernel["grid"]
     explicit = compiler.compile(PROJECTION, cache_dir=str(tmp_path),
                                 matmul_schedule="data-parallel")
-    assert len({plain.key, folded.key, pingpong.key, explicit.key}) == 4
+    # persistent: one CTA per SM too, at the data-parallel tile (its
+    # threads: two consumer warpgroups and the producer).
+    persistent = compiler.compile(PROJECTION, cache_dir=str(tmp_path),
+                                  matmul_schedule="persistent")
+    kernels = [k for k in _kernels(persistent).values() if "matmul" in k["name"]]
+    assert len(kernels) == 1 and "sms" in kernels[0]["grid"]
+    assert len({plain.key, folded.key, pingpong.key, explicit.key, persistent.key}) == 5
     assert compiler.compile(PROJECTION, cache_dir=str(tmp_path), norm_prologue=True,
                             matmul_schedule="pingpong").cached
 
@@ -185,7 +192,7 @@ def test_matmul_config_table_reaches_liger_compile(tmp_path):
     (dict(matmul_config_table="t.json", matmul_kernels=False), "matmul_config_table shapes "
      "the matmul kernels: it needs matmul_kernels=True"),
     (dict(matmul_schedule="ping-pong"), "matmul_schedule must be one of auto, data-parallel, "
-     "pingpong, got 'ping-pong'"),
+     "pingpong, persistent, got 'ping-pong'"),
     (dict(matmul_schedule="pingpong", matmul_kernels=False), "matmul_schedule='pingpong' "
      "shapes the matmul kernels: it needs matmul_kernels=True"),
     (dict(norm_prologue=True, fuse=False), "norm_prologue shapes the matmul kernels: it needs "

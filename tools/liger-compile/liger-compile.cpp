@@ -9,7 +9,7 @@
 //   liger-compile layer.mlir -o layer.bundle [--target=sm_90a]
 //       [--emit=liger|fused|gpu|llvm|ptx|cubin|bundle] [--dump-dir=DIR]
 //       [--fusion-report] [--no-fuse] [--no-matmul-kernels] [--norm-prologue]
-//       [--matmul-schedule=auto|data-parallel|pingpong]
+//       [--matmul-schedule=auto|data-parallel|pingpong|persistent]
 //       [--matmul-config-table=<file>]
 //
 //===----------------------------------------------------------------------===//
@@ -97,11 +97,12 @@ cl::opt<bool> normPrologue(
 cl::opt<std::string> matmulSchedule(
     "matmul-schedule",
     cl::desc("How wgmma matmul kernels take their tiles: auto (the "
-             "default rule), data-parallel (one CTA per tile), or pingpong "
+             "default rule), data-parallel (one CTA per tile), pingpong "
              "(one CTA per SM, two consumer warpgroups taking turns, one's "
-             "epilogue under the other's main loop; for each group that "
-             "takes it)"),
-    cl::value_desc("auto|data-parallel|pingpong"), cl::init("auto"),
+             "epilogue under the other's main loop) or persistent (one CTA "
+             "per SM, the data-parallel tile, the next tile's stages filled "
+             "during the epilogue; for each group that takes it)"),
+    cl::value_desc("auto|data-parallel|pingpong|persistent"), cl::init("auto"),
     cl::cat(ligerCategory));
 cl::opt<std::string> matmulConfigTable(
     "matmul-config-table",

@@ -202,8 +202,10 @@ def SelectKernelConfigPass : Pass<"liger-select-kernel-config"> {
     holds next to one output tile. With `matmul-schedule=pingpong`, a wgmma
     group the schedule takes gets `schedule = pingpong` (persistent CTAs,
     two consumer sets taking turns) on a tile as tall and half as wide, up
-    to 8 stages; `auto`, the default, is data-parallel (measured faster on
-    an H200, docs/benchmarks.md). With `matmul-config-table=<file>`, a
+    to 8 stages; with `matmul-schedule=persistent`, `schedule = persistent`
+    (persistent CTAs, one consumer set, the data-parallel tile, the output
+    tile beside the ring); `auto`, the default, is data-parallel (measured
+    faster on an H200, docs/benchmarks.md). With `matmul-config-table=<file>`, a
     JSON table of configurations measured per shape (written by
     bench/matmul_config_sweep.py; the format is in
     docs/Design/GPU-Lowering.md, *Configuration tables*), a matmul group
@@ -238,7 +240,8 @@ def SelectKernelConfigPass : Pass<"liger-select-kernel-config"> {
     Option<"matmulSchedule", "matmul-schedule", "std::string",
            /*default=*/"\"auto\"",
            "The schedule of wgmma matmul groups: auto (the default rule), "
-           "data-parallel, or pingpong (where the group takes it)">,
+           "data-parallel, pingpong or persistent (where the group takes "
+           "it)">,
     Option<"matmulConfigTable", "matmul-config-table", "std::string",
            /*default=*/"\"\"",
            "A JSON table of matmul configurations measured per shape "

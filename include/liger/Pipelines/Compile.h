@@ -57,8 +57,8 @@ struct CompileOptions {
   /// cross-entropy kernels; off (--no-matmul-kernels), they stay uncompiled.
   bool matmulKernels = true;
   /// With matmulKernels: the schedule of wgmma matmul groups, "auto" (the
-  /// selection's rule), "data-parallel" or "pingpong" (each group that
-  /// takes it).
+  /// selection's rule), "data-parallel", "pingpong" or "persistent" (each
+  /// group that takes it).
   std::string matmulSchedule = "auto";
   /// With matmulKernels and matmulSchedule "auto": a JSON table of matmul
   /// configurations measured per shape (liger-select-kernel-config's

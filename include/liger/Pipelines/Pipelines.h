@@ -129,7 +129,7 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
   PassOptions::Option<std::string> matmulSchedule{
       *this, "matmul-schedule",
       llvm::cl::desc("The schedule of wgmma matmul groups: auto, "
-                     "data-parallel or pingpong "
+                     "data-parallel, pingpong or persistent "
                      "(liger-select-kernel-config)"),
       llvm::cl::init("auto")};
   PassOptions::Option<std::string> matmulConfigTable{

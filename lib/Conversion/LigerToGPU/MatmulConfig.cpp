@@ -18,13 +18,39 @@ mlir::liger::parseMatmulScheduleChoice(StringRef text) {
       .Case("auto", MatmulScheduleChoice::Auto)
       .Case("data-parallel", MatmulScheduleChoice::DataParallel)
       .Case("pingpong", MatmulScheduleChoice::PingPong)
+      .Case("persistent", MatmulScheduleChoice::Persistent)
       .Default(std::nullopt);
+}
+
+MatmulSchedule mlir::liger::scheduleOf(MatmulScheduleChoice choice) {
+  switch (choice) {
+  case MatmulScheduleChoice::PingPong:
+    return MatmulSchedule::pingpong;
+  case MatmulScheduleChoice::Persistent:
+    return MatmulSchedule::persistent;
+  case MatmulScheduleChoice::Auto:
+  case MatmulScheduleChoice::DataParallel:
+    break;
+  }
+  return MatmulSchedule::data_parallel;
+}
+
+MatmulScheduleChoice mlir::liger::choiceOf(MatmulSchedule schedule) {
+  switch (schedule) {
+  case MatmulSchedule::pingpong:
+    return MatmulScheduleChoice::PingPong;
+  case MatmulSchedule::persistent:
+    return MatmulScheduleChoice::Persistent;
+  case MatmulSchedule::data_parallel:
+    break;
+  }
+  return MatmulScheduleChoice::DataParallel;
 }
 
 std::string mlir::liger::badMatmulScheduleChoice(StringRef option,
                                                  StringRef text) {
-  return (option + " must be auto, data-parallel or pingpong, got '" + text +
-          "'")
+  return (option + " must be auto, data-parallel, pingpong or persistent, got '" +
+          text + "'")
       .str();
 }
 
@@ -36,13 +62,19 @@ static int64_t sharedBudget(const MatmulKernelConfig &config,
                       : target.maxSharedMemoryBytes;
 }
 
-std::string mlir::liger::pingpongLimit(const MatmulPlan &plan, int64_t tileM,
-                                       int64_t tileN) {
+std::string mlir::liger::tileLoopLimit(const MatmulPlan &plan) {
   // What the data-parallel kernel reads once per CTA, next to the ring.
   if (plan.lora)
     return "LoRA's B tile is read once per CTA";
   if (plan.accumulateTile)
     return "a 16-bit dW buffer's old tile is read once per CTA";
+  return "";
+}
+
+std::string mlir::liger::pingpongLimit(const MatmulPlan &plan, int64_t tileM,
+                                       int64_t tileN) {
+  if (std::string limit = tileLoopLimit(plan); !limit.empty())
+    return limit;
   // Two sets of one consumer warpgroup each: the whole tile's accumulators
   // in one warpgroup (a 128 x 128 or 64 x 256 tile at most). (tile_m is 64
   // or 128 on wgmma: matmulConfigProblem's rule, and the default's.)
@@ -99,6 +131,14 @@ mlir::liger::selectMatmulKernelConfig(const MatmulPlan &plan,
   bool pingpong = config.wgmma && schedule == MatmulScheduleChoice::PingPong;
   if (pingpong)
     config.schedule = MatmulSchedule::pingpong;
+  // The persistent schedule: the data-parallel tile, looped over (where
+  // the group takes it).
+  if (config.wgmma && schedule == MatmulScheduleChoice::Persistent) {
+    if (!tileLoopLimit(plan).empty())
+      return selectMatmulKernelConfig(plan, target,
+                                      MatmulScheduleChoice::DataParallel);
+    config.schedule = MatmulSchedule::persistent;
+  }
   auto allMultiples = [&](int64_t of) {
     return llvm::all_of(plan.widths, [&](int64_t n) { return n % of == 0; });
   };
@@ -202,9 +242,10 @@ std::string mlir::liger::matmulConfigProblem(const MatmulKernelConfig &config,
   }
   if (config.stages < 2 || config.stages > 8)
     return "stages must be in [2, 8], got " + str(config.stages);
+  if (config.loopsOverTiles() && !config.wgmma)
+    return "the " + stringifyMatmulSchedule(config.schedule).str() +
+           " schedule is the wgmma template's";
   if (config.pingpong()) {
-    if (!config.wgmma)
-      return "the pingpong schedule is the wgmma template's";
     // (pingpongLimit checks the accumulators too.)
     if (std::string limit = pingpongLimit(plan, config.tileM, config.tileN);
         !limit.empty())
@@ -212,6 +253,9 @@ std::string mlir::liger::matmulConfigProblem(const MatmulKernelConfig &config,
   } else if (std::string limit = accumulatorLimit(plan, config);
              !limit.empty()) {
     return limit;
+  } else if (std::string limit = tileLoopLimit(plan);
+             config.loopsOverTiles() && !limit.empty()) {
+    return "the persistent schedule does not take this group: " + limit;
   }
   int64_t smem = MatmulLayout(plan, config).size();
   if (smem > sharedBudget(config, target))
@@ -242,7 +286,7 @@ mlir::liger::getMatmulKernelConfigAttr(MLIRContext *ctx,
                    : KernelTemplate::matmul_mma_sync,
       config.threads(), std::nullopt, std::nullopt, std::nullopt, config.tileM,
       config.tileN, config.tileK, config.stages,
-      config.pingpong() ? std::optional(config.schedule) : std::nullopt);
+      config.loopsOverTiles() ? std::optional(config.schedule) : std::nullopt);
 }
 
 FailureOr<MatmulKernelConfig>

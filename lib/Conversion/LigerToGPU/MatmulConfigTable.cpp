@@ -29,7 +29,7 @@ constexpr int64_t kLargest = int64_t(1) << 31;
 /// four levels.
 constexpr int kMaxDepth = 32;
 constexpr StringLiteral kDtypes[] = {"bf16", "f16", "f32"};
-constexpr StringLiteral kSchedules[] = {"data-parallel", "pingpong"};
+constexpr StringLiteral kSchedules[] = {"data-parallel", "pingpong", "persistent"};
 
 /// Reads one JSON object's fields, each at most once, into typed values;
 /// the first problem is kept in `error`, prefixed by where it is.
@@ -254,8 +254,7 @@ MatmulConfigTable::parse(StringRef text, StringRef source,
     if (!c.finish())
       return std::nullopt;
     if (schedule)
-      entry.schedule = *schedule == "pingpong" ? MatmulSchedule::pingpong
-                                               : MatmulSchedule::data_parallel;
+      entry.schedule = scheduleOf(*parseMatmulScheduleChoice(*schedule));
     table.entries.push_back(std::move(entry));
   }
   return table;
@@ -323,11 +322,8 @@ MatmulConfigTable::lookup(const MatmulPlan &plan,
     MatmulSchedule schedule =
         entry.schedule.value_or(MatmulSchedule::data_parallel);
     // The default rule's tile for the schedule, with the entry's fields.
-    MatmulKernelConfig config = selectMatmulKernelConfig(
-        plan, target,
-        schedule == MatmulSchedule::pingpong
-            ? MatmulScheduleChoice::PingPong
-            : MatmulScheduleChoice::DataParallel);
+    MatmulKernelConfig config =
+        selectMatmulKernelConfig(plan, target, choiceOf(schedule));
     config.schedule = schedule;
     config.tileM = entry.tileM.value_or(config.tileM);
     config.tileN = entry.tileN.value_or(config.tileN);

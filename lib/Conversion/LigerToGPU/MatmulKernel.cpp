@@ -64,7 +64,7 @@ static int64_t staticRowTiles(const MatmulPlan &plan,
 
 bool mlir::liger::handsOffLoRAProduct(const MatmulPlan &plan,
                                       const MatmulKernelConfig &config) {
-  return plan.lora && config.wgmma && !config.pingpong() &&
+  return plan.lora && config.wgmma && !config.loopsOverTiles() &&
          columnTiles(plan, config) > 1;
 }
 
@@ -297,7 +297,7 @@ getMatmulKernelSignature(const MatmulKernel &k, StringRef name) {
       plan.body == MatmulBody::GradWeight
           ? rt::GridDim{rt::GridDim::Const, staticRowTiles(plan, config)}
           : rt::GridDim{rt::GridDim::Rows, config.tileM};
-  if (config.pingpong()) // persistent: one CTA per SM
+  if (config.loopsOverTiles()) // one CTA per SM
     info.grid[0] = {rt::GridDim::Sms, 1}, info.grid[1] = {};
   // Parameters: the group's inputs in order, then the output(s), then
   // (wgmma) the TMA descriptors, passed by value.
@@ -555,7 +555,7 @@ static GpuBuilder beginMatmulKernel(MatmulKernel &k, gpu::GPUModuleOp module,
     k.kTiles = b.index((plan.k + config.tileK - 1) / config.tileK);
   }
   int64_t numN = columnTiles(plan, config);
-  if (config.pingpong()) {
+  if (config.loopsOverTiles()) {
     // The CTA takes tiles blockIdx.x + i · gridDim.x; the loops set the
     // origin (forEachCtaTile).
     k.rowTiles = plan.body == MatmulBody::GradWeight

@@ -45,14 +45,14 @@ MatmulLayout::MatmulLayout(const MatmulPlan &plan,
     bool sixteenBit = llvm::all_of(plan.group.getResultTypes(), [](Type t) {
       return getElementTypeOrSelf(t).getIntOrFloatBitWidth() == 16;
     });
-    bool fits = config.pingpong() ? plan.numOutputs() == 1
+    bool fits = config.loopsOverTiles() ? plan.numOutputs() == 1
                                   : plan.numOutputs() * bytesPerOutputTile <=
                                         config.stages * bytesPerStage;
     tmaStore = plan.body != MatmulBody::QKRoPE && sixteenBit &&
                (!plan.accumulator || oldTile) && config.tileN % 64 == 0 &&
                (oldTile || fits);
     bytesPerOutputSet = plan.numOutputs() * bytesPerOutputTile;
-    if (tmaStore && config.pingpong())
+    if (tmaStore && config.loopsOverTiles())
       layout.append(kOutput, config.consumerSets() * bytesPerOutputSet, 1024);
     else if (tmaStore && !oldTile)
       layout.overlay(kOutput, kStages, bytesPerOutputSet);

@@ -64,10 +64,10 @@ Value mlir::liger::wgmmaWaitTicks(GpuBuilder &b) { return b.i32(0x989680); }
 void mlir::liger::emitWgmmaBarrierInit(GpuBuilder &b, const MatmulKernel &k,
                                        Value isFirst) {
   GpuBuilder ib = b.ifThen(isFirst);
-  // A stage is released by the warpgroups of the tile that read it (in
-  // pingpong by each of their threads: MatmulWgmma.cpp).
+  // A stage is released by the warpgroups of the tile that read it (in a
+  // tile loop by each of their threads: MatmulWgmma.cpp).
   int64_t consumers =
-      k.config.tileWarpgroups() * (k.config.pingpong() ? 128 : 1);
+      k.config.tileWarpgroups() * (k.config.loopsOverTiles() ? 128 : 1);
   for (int64_t s = 0; s < k.config.stages; ++s) {
     ib.mbarrierInit(wgmmaFullBarrier(ib, k, ib.index(s)), 1);
     ib.mbarrierInit(wgmmaEmptyBarrier(ib, k, ib.index(s)), consumers);
@@ -92,9 +92,9 @@ void mlir::liger::emitTmaProducer(GpuBuilder &b, const MatmulKernel &k,
   const MatmulLayout &layout = k.layout;
   NVVM::SetMaxRegisterOp::create(b, 40, NVVM::SetMaxRegisterAction::decrease);
   GpuBuilder ob = b.ifThen(isFirst);
-  if (config.pingpong()) {
+  if (config.loopsOverTiles()) {
     // Every tile of the CTA in turn, the ring's fills counted across them
-    // (pingpongLimit leaves out LoRA B and the old dW tile).
+    // (tileLoopLimit leaves out LoRA B and the old dW tile).
     forEachCtaTile(ob, k, ob.index(0), 1,
                    [&](GpuBuilder &lb, const MatmulKernel &tk, Value i) {
                      emitTmaProducerTile(lb, tk, lb.mul(i, k.kTiles));
@@ -206,8 +206,10 @@ TmaStoreTile mlir::liger::emitTmaStoreBegin(GpuBuilder &b,
                          b.i32(0), wgmmaWaitTicks(b));
     tile.base = b.add(b.i32(layout.offset(MatmulLayout::kOldTile)),
                       b.mul(b.toI32(thread.cw), slice));
-  } else if (k.config.pingpong()) {
-    // The set's own tile, free once its previous store has been read.
+  } else if (k.config.loopsOverTiles()) {
+    // The set's own tile (beside the ring, which the producer is filling
+    // with the next tiles' stages), free once its previous store has been
+    // read.
     int64_t warpgroups = k.config.tileWarpgroups();
     b.namedBarrier(b.add(b.i32(kConsumersBarrier), b.toI32(thread.set)),
                    128 * warpgroups);

@@ -80,11 +80,12 @@ static Value sliceDescriptor(GpuBuilder &b, const MatmulKernel &k,
 }
 
 /// Where `cond` holds, the warpgroup releases the stage of the ring's fill
-/// `step`: its first thread, or in pingpong every thread (ptxas serializes
-/// the wgmmas of a tile loop after a branch around one thread's arrive).
+/// `step`: its first thread, or in a tile loop every thread (ptxas
+/// serializes the wgmmas of a tile loop after a branch around one thread's
+/// arrive).
 static void emitWgmmaStageRelease(GpuBuilder &b, const MatmulKernel &k,
                                   Value cond, Value step) {
-  if (!k.config.pingpong())
+  if (!k.config.loopsOverTiles())
     cond = b.bitAnd(cond, b.equal(b.rem(k.tid, 128), 0));
   GpuBuilder rb = b.ifThen(cond);
   Value stage = rb.rem(rb.add(step, k.config.stages), k.config.stages);
@@ -432,7 +433,8 @@ static LogicalResult emitWgmmaConsumerTile(GpuBuilder &cb,
   // back as the one it waits for).
   int64_t turnThreads = 2 * 128 * k.config.tileWarpgroups();
   Value set = c.thread.set;
-  if (c.stepBase) {
+  bool turns = c.stepBase && k.config.pingpong();
+  if (turns) {
     GpuBuilder wb = cb.ifThen(cb.lessThan(cb.index(0), c.tileIndex));
     wb.namedBarrier(wb.add(wb.i32(kTurnBarrier), wb.toI32(set)), turnThreads);
   }
@@ -455,12 +457,13 @@ static LogicalResult emitWgmmaConsumerTile(GpuBuilder &cb,
   } else {
     results = emitWgmmaMainLoop(cb, k, c, true);
   }
-  // Pingpong: the ring goes on to the next tiles, so the last stage is
-  // released too (the loop releases each stage one iteration late); then
-  // the other set's turn, where it has a next tile.
-  if (c.stepBase) {
+  // A tile loop: the ring goes on to the next tiles, so the last stage is
+  // released too (the loop releases each stage one iteration late); then,
+  // in pingpong, the other set's turn, where it has a next tile.
+  if (c.stepBase)
     emitWgmmaStageRelease(cb, k, cb.lessThan(cb.index(0), k.kTiles),
                           cb.sub(cb.add(c.stepBase, k.kTiles), 1));
+  if (turns) {
     GpuBuilder ab = cb.ifThen(cb.lessThan(cb.add(c.tileIndex, 1), k.ctaTiles));
     ab.namedBarrierArrive(ab.sub(ab.i32(kTurnBarrier + 1), ab.toI32(set)),
                           turnThreads);
@@ -509,7 +512,7 @@ static LogicalResult emitWgmmaConsumer(GpuBuilder &cb, const MatmulKernel &k) {
     c.loraType = LLVM::LLVMStructType::getLiteral(
         ctx, SmallVector<Type>(plan.loraRank / 2, f32));
   c.sharedBase = LLVM::PtrToIntOp::create(cb, cb.getI64Type(), k.shared);
-  if (!config.pingpong())
+  if (!config.loopsOverTiles())
     return emitWgmmaConsumerTile(cb, k, c);
   LogicalResult result = success();
   forEachCtaTile(cb, k, c.thread.set, config.consumerSets(),

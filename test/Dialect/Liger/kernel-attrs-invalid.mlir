@@ -30,6 +30,11 @@ func.func @schedule_on_mma_sync() attributes {liger.kernel_config = #liger.kerne
 
 // -----
 
+// expected-error @+1 {{'schedule' is not a tunable of the matmul_mma_sync template}}
+func.func @persistent_on_mma_sync() attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_mma_sync, tile_m = 64, tile_n = 64, tile_k = 32, stages = 3, schedule = persistent>}
+
+// -----
+
 // expected-error @+1 {{'schedule' is not a tunable of the rowwise template}}
 func.func @schedule_on_rowwise() attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 8, schedule = data_parallel>}
 

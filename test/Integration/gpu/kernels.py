@@ -684,6 +684,15 @@ MATMULS = {
     "pp128_520_264_ktail": (520, 264, "bf16", 128, 128, 4, "wgmma_pp"),
     "pp128_gate_up_512_1000_swiglu": (512, 1000, "bf16", 128, 64, 4, "wgmma_pp"),
     "pp128_rms_520_1000": (520, 1000, "bf16", 128, 128, 4, "wgmma_pp"),
+    # The persistent schedule (one CTA per SM looping over tiles, one set
+    # of consumer warpgroups, the output tile beside the ring): the same
+    # variety at the data-parallel tiles.
+    "ps_4096_1024": (4096, 1024, "bf16", 128, 256, 3, "wgmma_ps"),
+    "ps_520_264_ktail": (520, 264, "bf16", 128, 128, 4, "wgmma_ps"),
+    "ps_256_128_f16": (256, 128, "f16", 64, 128, 2, "wgmma_ps"),
+    "ps_gate_up_512_1000_swiglu": (512, 1000, "bf16", 128, 128, 3, "wgmma_ps"),
+    "ps_rms_520_1000": (520, 1000, "bf16", 128, 128, 3, "wgmma_ps"),
+    "ps_512_256_res_silu": (512, 256, "bf16", 128, 256, 3, "wgmma_ps"),
 }
 # LoRA projections: name -> (r, scale); A [r, K] and B [N, r] follow the
 # weight.
@@ -703,7 +712,8 @@ MATMUL_PROLOGUES = {"wg_rms_4096_1024": "rms_norm",
                     "wg_rms_gemma_512_256": "rms_norm_gemma",
                     "wg_rms_gate_up_512_1000_swiglu": "rms_norm",
                     "pp_rms_520_1000": "rms_norm",
-                    "pp128_rms_520_1000": "rms_norm"}
+                    "pp128_rms_520_1000": "rms_norm",
+                    "ps_rms_520_1000": "rms_norm"}
 # Epilogues after the projection: name -> the ops (a residual input [rows, N]
 # is the kernel's third input).
 MATMUL_EPILOGUES = {"proj_512_256_res_silu": "add_silu",
@@ -712,6 +722,8 @@ MATMUL_EPILOGUES = {"proj_512_256_res_silu": "add_silu",
                     "pp_512_256_res_silu": "add_silu",
                     "pp_gate_up_512_1000_swiglu": "swiglu",
                     "pp128_gate_up_512_1000_swiglu": "swiglu",
+                    "ps_512_256_res_silu": "add_silu",
+                    "ps_gate_up_512_1000_swiglu": "swiglu",
                     "wg_gate_up_512_1000_swiglu": "swiglu",
                     "wg_rms_gate_up_512_1000_swiglu": "swiglu",
                     "wg_512_256_res_gelu": "add_gelu",
@@ -755,6 +767,9 @@ MATMUL_GRADS = {
     "pp128_dx_1000_520": ("dx", 1000, 520, "bf16", 128, 128, 4, "wgmma_pp"),
     "pp128_dw_1000_520": ("dw", 1000, 520, "bf16", 128, 128, 4, "wgmma_pp"),
     "pp128_dw_acc_512_256": ("dw_acc", 512, 256, "bf16", 128, 128, 4, "wgmma_pp"),
+    "ps_dx_1000_520": ("dx", 1000, 520, "bf16", 128, 256, 3, "wgmma_ps"),
+    "ps_dw_1000_520": ("dw", 1000, 520, "bf16", 128, 256, 3, "wgmma_ps"),
+    "ps_dw_acc_512_256": ("dw_acc", 512, 256, "bf16", 128, 128, 4, "wgmma_ps"),
 }
 
 # q/k projections with RoPE in the epilogue: name -> (K, Hq, Hkv, D,
@@ -778,6 +793,10 @@ MATMUL_ROPE = {
                                 "wgmma_pp"),
     "pp128_qk_rope_llama_rms": (4096, 32, 8, 128, "bf16", 128, 128, 5, True, False, False,
                                 "wgmma_pp"),
+    "ps_qk_rope_llama_rms": (4096, 32, 8, 128, "bf16", 128, 256, 4, True, False, False,
+                             "wgmma_ps"),
+    "ps_qk_rope_520_d64_bias": (520, 4, 2, 64, "bf16", 128, 128, 4, False, True, True,
+                                "wgmma_ps"),
 }
 MATMUL_ROPE_SHAPES = [(1, 1), (1, 7), (2, 77), (1, 4096), (8, 2048)]
 
@@ -798,6 +817,7 @@ MATMUL_GATED_GRADS = {
     "pp_swiglu_grad_1000_520_dh": ("swiglu", 1000, 520, "bf16", 64, 256, 3, "wgmma_pp", True),
     "pp128_swiglu_grad_1000_520_dh": ("swiglu", 1000, 520, "bf16", 128, 128, 4, "wgmma_pp",
                                       True),
+    "ps_swiglu_grad_1000_520_dh": ("swiglu", 1000, 520, "bf16", 128, 256, 3, "wgmma_ps", True),
 }
 # The gate/up pair keeping gate and up for the backward: name -> (K, N,
 # dtype, tile_m, tile_n, stages, mma). Results: gate, up, swiglu(gate, up).
@@ -807,6 +827,7 @@ MATMUL_GATED_KEEPS = {
     "ms_gate_up_keeps_512_264": (512, 264, "bf16", 128, 64, 3, "mma_sync"),
     "pp_gate_up_keeps_520_1000": (520, 1000, "bf16", 64, 128, 3, "wgmma_pp"),
     "pp128_gate_up_keeps_520_1000": (520, 1000, "bf16", 128, 64, 4, "wgmma_pp"),
+    "ps_gate_up_keeps_520_1000": (520, 1000, "bf16", 128, 128, 3, "wgmma_ps"),
 }
 
 
@@ -855,11 +876,12 @@ def gated_group_texts():
 
 def matmul_config(mma, tm, tn, stages):
     """The liger.kernel_config of a matmul group pinned to the template of
-    `mma` ("wgmma", "wgmma_pp": wgmma with the pingpong schedule, or
-    "mma_sync"), a tm x tn tile and `stages` stages, with a 128-byte (wgmma)
-    or 64-byte (mma.sync) K slice."""
-    schedule = ", schedule = pingpong" if mma == "wgmma_pp" else ""
-    mma = "wgmma" if mma == "wgmma_pp" else mma
+    `mma` ("wgmma", "wgmma_pp" / "wgmma_ps": wgmma with the pingpong or
+    the persistent schedule, or "mma_sync"), a tm x tn tile and `stages`
+    stages, with a 128-byte (wgmma) or 64-byte (mma.sync) K slice."""
+    schedule = {"wgmma_pp": ", schedule = pingpong",
+                "wgmma_ps": ", schedule = persistent"}.get(mma, "")
+    mma = "wgmma" if mma.startswith("wgmma") else mma
     return ("#liger.kernel_config<kernel_template = matmul_%s, tile_m = %d, tile_n = %d, tile_k = %d, "
             "stages = %d%s>" % (mma, tm, tn, 64 if mma == "wgmma" else 32, stages, schedule))
 

@@ -22,11 +22,16 @@ namespace mlir::liger {
 struct MatmulKernelConfig {
   int64_t tileM = 128, tileN = 128, tileK = 64, stages = 4;
   bool wgmma = true; ///< wgmma + TMA (sm_90a), else mma.sync (sm_80)
-  /// wgmma: one CTA per output tile, or persistent CTAs with two consumer
-  /// sets taking turns (pingpong).
+  /// wgmma: one CTA per output tile, or persistent CTAs (one per SM)
+  /// looping over tiles: with two consumer sets taking turns (pingpong) or
+  /// one (persistent).
   MatmulSchedule schedule = MatmulSchedule::data_parallel;
 
   bool pingpong() const { return schedule == MatmulSchedule::pingpong; }
+  /// One CTA per SM looping over tiles, the stage ring carried across them.
+  bool loopsOverTiles() const {
+    return schedule != MatmulSchedule::data_parallel;
+  }
   /// wgmma: the consumer warpgroups that compute one tile (one per 64 rows;
   /// in pingpong one for the whole tile), the 64-row blocks each holds, and
   /// the sets of them (two in pingpong, each on its own tiles).
@@ -44,13 +49,18 @@ struct MatmulKernelConfig {
 /// Which schedule liger-select-kernel-config gives a wgmma group: its
 /// default rule, or one schedule wherever the group takes it
 /// (`liger-compile --matmul-schedule`).
-enum class MatmulScheduleChoice { Auto, DataParallel, PingPong };
+enum class MatmulScheduleChoice { Auto, DataParallel, PingPong, Persistent };
 
 /// The choice a `--matmul-schedule` value names ("auto", "data-parallel",
-/// "pingpong"); none for another.
+/// "pingpong", "persistent"); none for another.
 std::optional<MatmulScheduleChoice> parseMatmulScheduleChoice(StringRef text);
+/// The schedule a choice other than Auto names, and the choice naming a
+/// schedule.
+MatmulSchedule scheduleOf(MatmulScheduleChoice choice);
+MatmulScheduleChoice choiceOf(MatmulSchedule schedule);
 /// What an option of `option`'s name says of a value `text` that names no
-/// choice: "<option> must be auto, data-parallel or pingpong, got '<text>'".
+/// choice: "<option> must be auto, data-parallel, pingpong or persistent,
+/// got '<text>'".
 std::string badMatmulScheduleChoice(StringRef option, StringRef text);
 
 /// The f32 accumulators each consumer thread of `config` holds, and why
@@ -63,6 +73,10 @@ std::string accumulatorLimit(const MatmulPlan &plan,
 /// Why the pingpong schedule cannot take `plan` with a tile_m x tile_n
 /// tile (empty: it can).
 std::string pingpongLimit(const MatmulPlan &plan, int64_t tileM, int64_t tileN);
+/// Why a schedule that loops over tiles (pingpong, persistent) cannot take
+/// `plan`: what the data-parallel kernel reads once per CTA (empty: it
+/// can).
+std::string tileLoopLimit(const MatmulPlan &plan);
 
 /// The default configuration of `plan` on `target`: the widest tiles its
 /// projections allow, as many stages (2 to 5) as the shared memory holds

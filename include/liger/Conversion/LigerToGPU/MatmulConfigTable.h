@@ -26,7 +26,8 @@
 // count; a group of dynamic rows matches only entries with neither. Every
 // `config` field is optional: an absent tile field keeps the default
 // rule's value, absent `stages` is as many as shared memory holds (2 to 5;
-// 8 in pingpong), absent `schedule` is data-parallel.
+// 8 in pingpong), absent `schedule` is data-parallel (or "pingpong",
+// "persistent").
 //
 //===----------------------------------------------------------------------===//
 

@@ -42,7 +42,8 @@ def Liger_KernelTemplate : I32EnumAttr<"KernelTemplate",
 def Liger_MatmulSchedule : I32EnumAttr<"MatmulSchedule",
     "how a matmul_wgmma kernel's CTAs take their output tiles", [
       I32EnumAttrCase<"data_parallel", 0>,
-      I32EnumAttrCase<"pingpong", 1>]> {
+      I32EnumAttrCase<"pingpong", 1>,
+      I32EnumAttrCase<"persistent", 2>]> {
   let cppNamespace = "::mlir::liger";
   let genSpecializedAttr = 0;
 }
@@ -72,9 +73,11 @@ def Liger_KernelConfigAttr : AttrDef<Liger_Dialect, "KernelConfig"> {
 
     `threads` is a multiple of 32 in [32, 1024] and `ctas_per_sm` is in
     [1, 64]. `schedule` is `data_parallel` (the default: one CTA per output
-    tile) or `pingpong` (one CTA per SM looping over tiles, two consumer
+    tile), `pingpong` (one CTA per SM looping over tiles, two consumer
     warpgroup sets taking turns, one's epilogue under the other's main
-    loop; docs/Design/GPU-Lowering.md). What depends on the group or the target (a vector width its row
+    loop) or `persistent` (one CTA per SM looping over tiles, one set of
+    consumer warpgroups, the producer filling the next tile's stages
+    during the epilogue; docs/Design/GPU-Lowering.md). What depends on the group or the target (a vector width its row
     allows, tile shapes, shared memory) is checked by the passes.
 
     ```mlir

@@ -1,0 +1,91 @@
+// The persistent schedule (liger-compile --matmul-schedule=persistent): one
+// CTA per SM ("sms" in the manifest's grid), looping over the tiles
+// blockIdx.x + i · gridDim.x with the data-parallel tile (two consumer
+// warpgroups of 64 rows, 128 x 256) and one set of them; the producer
+// counts the stage ring's fills across the tiles, so it fills the next
+// tile's stages while the consumers run the epilogue. Every consumer
+// thread releases a stage (a branch around one thread's arrive in a tile
+// loop makes ptxas serialize the wgmmas), the last stage of each tile
+// too. A one-result projection stores its tiles with TMA from an output
+// tile of its own beside the ring (3 stages of 128 x 256 fit beside it);
+// the gated backward (two results) stores from registers. LoRA keeps the
+// data-parallel schedule.
+// REQUIRES: ptxas
+// RUN: rm -rf %t.bundle
+// RUN: liger-compile %s --matmul-schedule=persistent -o %t.bundle 2>&1 | FileCheck %s --check-prefix=OUT
+// RUN: FileCheck %s --check-prefix=MANIFEST < %t.bundle/manifest.json
+// RUN: FileCheck %s --check-prefix=PTX < %t.bundle/liger_kernels.sm_90a.ptx
+// RUN: ptxas -arch=sm_90a -v %t.bundle/liger_kernels.sm_90a.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+
+// OUT-NOT: warning
+// OUT: liger-compile: 3 kernels for sm_90a
+
+// 3 stages of 48 KiB, the 64 KiB output tile, the barriers' 1 KiB.
+// MANIFEST: "dynamic_shared_memory_bytes": 214016,
+// MANIFEST-NEXT: "function": "proj",
+// MANIFEST-NEXT: "grid": [
+// MANIFEST-NEXT: "sms",
+// MANIFEST-NEXT: 1,
+// MANIFEST-NEXT: 1
+// MANIFEST: "name": "proj_matmul_0",
+// MANIFEST: "function": "lora",
+// MANIFEST-NEXT: "grid": [
+// MANIFEST-NEXT: 16,
+// MANIFEST-NEXT: "rows/128",
+// MANIFEST: "function": "mlp_backward",
+// MANIFEST-NEXT: "grid": [
+// MANIFEST-NEXT: "sms",
+
+// PTX-LABEL: .entry proj_matmul_0(
+// The CTA's tiles (gridDim.x); the producer's and the consumers' register
+// shares; the 128 x 256 tile's wgmmas; no set from lane 0 and no turns
+// (one set).
+//   PTX-DAG: mov.u32 %r{{[0-9]+}}, %nctaid.x;
+//   PTX-DAG: setmaxnreg.dec.sync.aligned.u32 40;
+//   PTX-DAG: setmaxnreg.inc.sync.aligned.u32 232;
+//   PTX-DAG: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16
+//   PTX-NOT: shfl.sync.idx.b32
+//   PTX-NOT: bar.arrive
+// After the last wgmma, the last stage is released by every thread (no
+// branch around it); then the consumers' barrier (256 threads) before the
+// output tile is written, and each warpgroup's TMA store.
+//       PTX: wgmma.wait_group.sync.aligned 0;
+//   PTX-NOT: bra
+//       PTX: mbarrier.arrive.shared.b64
+//   PTX-NOT: bra
+//       PTX: bar.sync 8, 256;
+//       PTX: fence.proxy.async.shared::cta;
+//       PTX: cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group
+//       PTX: cp.async.bulk.wait_group.read 0;
+// LoRA stays data-parallel: no loop over gridDim.x's tiles.
+// PTX-LABEL: .entry lora_matmul_0(
+//   PTX-NOT: %nctaid.x
+// PTX-LABEL: .entry mlp_backward_matmul_0(
+//       PTX: %nctaid.x
+//   PTX-NOT: cp.async.bulk.tensor.2d.global.shared
+//       PTX: st.global.b32
+//   PTX-NOT: cp.async.bulk.tensor.2d.global.shared
+
+// PTXAS-NOT: serialized
+// PTXAS: 0 bytes spill stores, 0 bytes spill loads
+// PTXAS-NOT: serialized
+// PTXAS: 0 bytes spill stores, 0 bytes spill loads
+// PTXAS-NOT: serialized
+// PTXAS: 0 bytes spill stores, 0 bytes spill loads
+// PTXAS-NOT: serialized
+
+func.func @proj(%x: tensor<?x4096xbf16>, %w: tensor<1024x4096xbf16>) -> tensor<?x1024xbf16> {
+  %y = liger.linear %x, %w : tensor<?x4096xbf16>, tensor<1024x4096xbf16>
+  return %y : tensor<?x1024xbf16>
+}
+
+func.func @lora(%x: tensor<?x4096xbf16>, %w: tensor<4096x4096xbf16>, %la: tensor<16x4096xbf16>, %lb: tensor<4096x16xbf16>) -> tensor<?x4096xbf16> {
+  %y = liger.lora_linear %x, %w, %la, %lb scale = 2.0 : tensor<?x4096xbf16>, tensor<4096x4096xbf16>, tensor<16x4096xbf16>, tensor<4096x16xbf16>
+  return %y : tensor<?x4096xbf16>
+}
+
+func.func @mlp_backward(%dy: tensor<?x4096xbf16>, %w: tensor<4096x14336xbf16>, %g: tensor<?x14336xbf16>, %u: tensor<?x14336xbf16>) -> (tensor<?x14336xbf16>, tensor<?x14336xbf16>) {
+  %dh = liger.linear_grad_input %dy, %w : tensor<?x4096xbf16>, tensor<4096x14336xbf16>
+  %dg, %du = liger.swiglu_grad %dh, %g, %u : tensor<?x14336xbf16>
+  return %dg, %du : tensor<?x14336xbf16>, tensor<?x14336xbf16>
+}
