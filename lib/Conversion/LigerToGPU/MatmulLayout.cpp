@@ -38,9 +38,10 @@ MatmulLayout::MatmulLayout(const MatmulPlan &plan,
     if (oldTile)
       layout.append(kOldTile, config.tileM * config.tileN * elementBytes, 128);
     // The output tiles go over the drained stages where they all fit there
-    // (an accumulated dW's one tile sums in `old_tile`). In pingpong the
-    // ring is never drained: each consumer set has its own tile, where the
-    // group has one result (more, and the stages left would be too few).
+    // (an accumulated dW's one tile sums in `old_tile`). In a tile loop
+    // (pingpong, persistent) the ring is never drained: each consumer set
+    // has its own tile, where the group has one result (more, and the
+    // stages left would be too few).
     bytesPerOutputTile = config.tileM / 64 * bytesPerOutputWarpgroup;
     bool sixteenBit = llvm::all_of(plan.group.getResultTypes(), [](Type t) {
       return getElementTypeOrSelf(t).getIntOrFloatBitWidth() == 16;

@@ -33,8 +33,8 @@ struct Consumer {
   Value sharedBase; ///< i64: the buffer's address, for descriptors
   int64_t regs;     ///< f32 accumulators per thread and projection
   Type accType, loraType;
-  /// Pingpong: the CTA's tile this is (i, index) and the ring's fills
-  /// before its own; else null.
+  /// A tile loop (pingpong, persistent): the CTA's tile this is (i, index)
+  /// and the ring's fills before its own; else null.
   Value tileIndex, stepBase;
 
   /// The ring's fill of the tile's K iteration `kt`.
@@ -485,7 +485,7 @@ static LogicalResult emitWgmmaConsumerTile(GpuBuilder &cb,
   if (plan.norm)
     rowScale = rstd;
   SmallVector<Value> mains(ArrayRef<Value>(results).take_front(numB));
-  assert((!plan.lora || blocks == 1) && "pingpongLimit leaves LoRA out");
+  assert((!plan.lora || blocks == 1) && "tileLoopLimit leaves LoRA out");
   if (plan.lora)
     mains[0] = emitWgmmaLoRA(cb, k, c, mains[0], results[loraIdx], rstd,
                              published, rowScale);
@@ -493,7 +493,7 @@ static LogicalResult emitWgmmaConsumerTile(GpuBuilder &cb,
 }
 
 /// A consumer warpgroup: its tile, or in pingpong its set's tiles (the
-/// CTA's tiles set, set + 2, ...).
+/// CTA's tiles set, set + 2, ...), in persistent all the CTA's tiles.
 static LogicalResult emitWgmmaConsumer(GpuBuilder &cb, const MatmulKernel &k) {
   const MatmulPlan &plan = k.plan;
   const MatmulKernelConfig &config = k.config;

@@ -83,9 +83,10 @@ struct MatmulKernel {
   Value rows;   ///< the output rows (M)
   Value kRows;  ///< K's extent (dW: the tokens)
   Value kTiles; ///< the K loop's trip count
-  Value m0, n0; ///< the tile's origin (pingpong: set per tile of the loop)
-  /// Pingpong: the row tiles (index) and the tiles this CTA takes (tiles
-  /// blockIdx.x + i · gridDim.x for i below it).
+  Value m0, n0; ///< the tile's origin (a tile loop: set per tile)
+  /// A tile loop (pingpong, persistent): the row tiles (index) and the
+  /// tiles this CTA takes (tiles blockIdx.x + i · gridDim.x for i below
+  /// it).
   Value rowTiles, ctaTiles;
   /// The shared memory: wgmma's extern buffer (!llvm.ptr<3>), or
   /// mma.sync's gpu.dynamic_shared_memory.
@@ -114,7 +115,7 @@ using MatmulKernelBody =
 bool handsOffLoRAProduct(const MatmulPlan &plan,
                          const MatmulKernelConfig &config);
 
-/// Pingpong: runs `body` for each of this CTA's tiles i = first, first +
+/// A tile loop: runs `body` for each of this CTA's tiles i = first, first +
 /// step, ... (an scf.for), with a copy of `k` whose m0 and n0 are tile i's
 /// origin.
 void forEachCtaTile(
@@ -184,7 +185,7 @@ Value wgmmaTileOffset(GpuBuilder &b, const MatmulKernel &k, Value stage,
 Value wgmmaXTileOffset(GpuBuilder &b, const MatmulKernel &k, Value stage,
                        Value rowBlock);
 /// The phase parity (i32) of the use `step / stages` of a stage, where
-/// `step` counts the ring's fills (the K iteration, or in pingpong the
+/// `step` counts the ring's fills (the K iteration, or in a tile loop the
 /// CTA's K iterations over all its tiles so far).
 Value wgmmaStageParity(GpuBuilder &b, const MatmulKernel &k, Value step);
 /// The suspend-time hint of the mbarrier waits (i32, ns).
@@ -207,7 +208,8 @@ struct TmaStoreTile {
 /// Where the consumer warpgroup stages its output rows (its first 64-row
 /// block; the next follow): in `old_tile` once the old dW tile has landed,
 /// over the drained stages once every consumer is past its last wgmma, or
-/// in pingpong in its set's tiles once their last store has been read.
+/// in a tile loop in its set's tiles (beside the ring) once their last
+/// store has been read.
 TmaStoreTile emitTmaStoreBegin(GpuBuilder &b, const MatmulKernel &k,
                                const WgmmaConsumerThread &thread);
 /// Stages result `result`'s `pair` of row 16 w + l / 4 + 8 `half` of the

@@ -17,8 +17,8 @@
 //   old_tile              a 16-bit dW buffer's old [tile_m, tile_n] tile
 //   output     (over stages, once drained) the tiles the TMA-store
 //                         epilogue stores, one per result, 64 rows per
-//                         consumer warpgroup; in pingpong a region of its
-//                         own, one tile per consumer set
+//                         consumer warpgroup; in a tile loop a region of
+//                         its own, one tile per consumer set
 //
 // mma.sync: memref views of the dynamic shared memory:
 //
@@ -94,12 +94,12 @@ public:
   int64_t outputBoxOffset(int64_t result, int64_t box) const {
     return result * bytesPerOutputTile + box * outputBoxBytes;
   }
-  /// A consumer set's output tiles (pingpong: set s's start at
+  /// A consumer set's output tiles (a tile loop: set s's start at
   /// offset(kOutput) + s · outputSetBytes()).
   int64_t outputSetBytes() const { return bytesPerOutputSet; }
   /// The epilogue stages each result's output tile in `output` and stores
   /// it with TMA (16-bit results, tile_n a multiple of 64, every result's
-  /// tile within the stages, or in pingpong one result; not RoPE, not an
+  /// tile within the stages, or in a tile loop one result; not RoPE, not an
   /// f32 accumulation).
   bool storesWithTma() const { return tmaStore; }
   /// dW accumulated into a 16-bit buffer: its old tile is TMA-loaded into
