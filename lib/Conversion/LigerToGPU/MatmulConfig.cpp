@@ -5,53 +5,53 @@
 #include "liger/Conversion/LigerToGPU/MatmulEmitters.h"
 #include "liger/Conversion/LigerToGPU/MatmulLayout.h"
 
-#include "llvm/ADT/StringSwitch.h"
 
 #include <algorithm>
 
 using namespace mlir;
 using namespace mlir::liger;
 
+namespace {
+/// Each schedule's option spelling, indexed by MatmulSchedule's value; a
+/// choice other than Auto is the schedule one past it.
+constexpr StringLiteral kScheduleNames[] = {"data-parallel", "pingpong",
+                                            "persistent"};
+static_assert(static_cast<size_t>(MatmulSchedule::persistent) + 1 ==
+                  std::size(kScheduleNames) &&
+              static_cast<int>(MatmulScheduleChoice::Persistent) ==
+                  static_cast<int>(MatmulSchedule::persistent) + 1);
+} // namespace
+
+ArrayRef<StringLiteral> mlir::liger::matmulScheduleNames() {
+  return kScheduleNames;
+}
+
 std::optional<MatmulScheduleChoice>
 mlir::liger::parseMatmulScheduleChoice(StringRef text) {
-  return llvm::StringSwitch<std::optional<MatmulScheduleChoice>>(text)
-      .Case("auto", MatmulScheduleChoice::Auto)
-      .Case("data-parallel", MatmulScheduleChoice::DataParallel)
-      .Case("pingpong", MatmulScheduleChoice::PingPong)
-      .Case("persistent", MatmulScheduleChoice::Persistent)
-      .Default(std::nullopt);
+  if (text == "auto")
+    return MatmulScheduleChoice::Auto;
+  for (auto [i, name] : llvm::enumerate(kScheduleNames))
+    if (text == name)
+      return choiceOf(static_cast<MatmulSchedule>(i));
+  return std::nullopt;
 }
 
 MatmulSchedule mlir::liger::scheduleOf(MatmulScheduleChoice choice) {
-  switch (choice) {
-  case MatmulScheduleChoice::PingPong:
-    return MatmulSchedule::pingpong;
-  case MatmulScheduleChoice::Persistent:
-    return MatmulSchedule::persistent;
-  case MatmulScheduleChoice::Auto:
-  case MatmulScheduleChoice::DataParallel:
-    break;
-  }
-  return MatmulSchedule::data_parallel;
+  if (choice == MatmulScheduleChoice::Auto) // (the default rule's)
+    return MatmulSchedule::data_parallel;
+  return static_cast<MatmulSchedule>(static_cast<int>(choice) - 1);
 }
 
 MatmulScheduleChoice mlir::liger::choiceOf(MatmulSchedule schedule) {
-  switch (schedule) {
-  case MatmulSchedule::pingpong:
-    return MatmulScheduleChoice::PingPong;
-  case MatmulSchedule::persistent:
-    return MatmulScheduleChoice::Persistent;
-  case MatmulSchedule::data_parallel:
-    break;
-  }
-  return MatmulScheduleChoice::DataParallel;
+  return static_cast<MatmulScheduleChoice>(static_cast<int>(schedule) + 1);
 }
 
 std::string mlir::liger::badMatmulScheduleChoice(StringRef option,
                                                  StringRef text) {
-  return (option + " must be auto, data-parallel, pingpong or persistent, got '" +
-          text + "'")
-      .str();
+  std::string names = "auto";
+  for (auto [i, name] : llvm::enumerate(kScheduleNames))
+    names += (i + 1 == std::size(kScheduleNames) ? " or " : ", ") + name.str();
+  return (option + " must be " + names + ", got '" + text + "'").str();
 }
 
 /// The shared memory a matmul kernel of `config` may take on `target`:

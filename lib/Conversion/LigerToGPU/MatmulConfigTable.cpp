@@ -29,7 +29,6 @@ constexpr int64_t kLargest = int64_t(1) << 31;
 /// four levels.
 constexpr int kMaxDepth = 32;
 constexpr StringLiteral kDtypes[] = {"bf16", "f16", "f32"};
-constexpr StringLiteral kSchedules[] = {"data-parallel", "pingpong", "persistent"};
 
 /// Reads one JSON object's fields, each at most once, into typed values;
 /// the first problem is kept in `error`, prefixed by where it is.
@@ -250,7 +249,7 @@ MatmulConfigTable::parse(StringRef text, StringRef source,
     c.integer("tile_k", entry.tileK, 1, 256);
     c.integer("stages", entry.stages, 1, 8);
     std::optional<std::string> schedule;
-    c.oneOf("schedule", kSchedules, schedule);
+    c.oneOf("schedule", matmulScheduleNames(), schedule);
     if (!c.finish())
       return std::nullopt;
     if (schedule)

@@ -54,6 +54,9 @@ enum class MatmulScheduleChoice { Auto, DataParallel, PingPong, Persistent };
 /// The choice a `--matmul-schedule` value names ("auto", "data-parallel",
 /// "pingpong", "persistent"); none for another.
 std::optional<MatmulScheduleChoice> parseMatmulScheduleChoice(StringRef text);
+/// The schedules' option spellings ("data-parallel", "pingpong",
+/// "persistent"; with "auto", the choices).
+ArrayRef<StringLiteral> matmulScheduleNames();
 /// The schedule a choice other than Auto names, and the choice naming a
 /// schedule.
 MatmulSchedule scheduleOf(MatmulScheduleChoice choice);
