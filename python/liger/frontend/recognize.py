@@ -943,8 +943,8 @@ def match_operator(node) -> Optional[object]:
     entry = liger_operators.by_target(node.target)
     if entry is None:
         return None
-    record = entry.record(node, _covered(node, *[u for u in node.users
-                                                  if u.target is operator.getitem]))
+    covered = _covered(node, *[u for u in node.users if u.target is operator.getitem])
+    record = entry.record(node, covered)
     if record is None:
         return Miss("it reads its output(s) %s, which liger.%s does not give (what its "
                     "backward keeps): the call runs as the operator it is"
