@@ -5,7 +5,6 @@
 #include "liger/Conversion/LigerToGPU/MatmulEmitters.h"
 #include "liger/Conversion/LigerToGPU/MatmulLayout.h"
 
-
 #include <algorithm>
 
 using namespace mlir;
@@ -242,21 +241,19 @@ std::string mlir::liger::matmulConfigProblem(const MatmulKernelConfig &config,
   }
   if (config.stages < 2 || config.stages > 8)
     return "stages must be in [2, 8], got " + str(config.stages);
-  if (config.loopsOverTiles() && !config.wgmma)
-    return "the " + stringifyMatmulSchedule(config.schedule).str() +
-           " schedule is the wgmma template's";
-  if (config.pingpong()) {
-    // (pingpongLimit checks the accumulators too.)
-    if (std::string limit = pingpongLimit(plan, config.tileM, config.tileN);
-        !limit.empty())
-      return "the pingpong schedule does not take this group: " + limit;
-  } else if (std::string limit = accumulatorLimit(plan, config);
-             !limit.empty()) {
-    return limit;
-  } else if (std::string limit = tileLoopLimit(plan);
-             config.loopsOverTiles() && !limit.empty()) {
-    return "the persistent schedule does not take this group: " + limit;
+  if (config.loopsOverTiles()) {
+    std::string schedule = stringifyMatmulSchedule(config.schedule).str();
+    if (!config.wgmma)
+      return "the " + schedule + " schedule is the wgmma template's";
+    if (std::string limit = tileLoopLimit(plan); !limit.empty())
+      return "the " + schedule + " schedule does not take this group: " + limit;
   }
+  // (In pingpong one warpgroup holds the whole tile's accumulators:
+  // pingpongLimit's rule.)
+  if (std::string limit = accumulatorLimit(plan, config); !limit.empty())
+    return (config.pingpong()
+                ? "the pingpong schedule does not take this group: " + limit
+                : limit);
   int64_t smem = MatmulLayout(plan, config).size();
   if (smem > sharedBudget(config, target))
     return "it needs " + str(smem) + " bytes of shared memory, " +

@@ -46,9 +46,10 @@ MatmulLayout::MatmulLayout(const MatmulPlan &plan,
     bool sixteenBit = llvm::all_of(plan.group.getResultTypes(), [](Type t) {
       return getElementTypeOrSelf(t).getIntOrFloatBitWidth() == 16;
     });
-    bool fits = config.loopsOverTiles() ? plan.numOutputs() == 1
-                                  : plan.numOutputs() * bytesPerOutputTile <=
-                                        config.stages * bytesPerStage;
+    bool fits = config.loopsOverTiles()
+                    ? plan.numOutputs() == 1
+                    : plan.numOutputs() * bytesPerOutputTile <=
+                          config.stages * bytesPerStage;
     tmaStore = plan.body != MatmulBody::QKRoPE && sixteenBit &&
                (!plan.accumulator || oldTile) && config.tileN % 64 == 0 &&
                (oldTile || fits);

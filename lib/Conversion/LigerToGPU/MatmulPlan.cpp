@@ -208,8 +208,8 @@ static void readProjections(MatmulPlan &plan) {
     auto t = dyn_cast_or_null<linalg::TransposeOp>(
         getMNMajorWeightTranspose(p.weight));
     if (!t || !isa<BlockArgument>(t.getInput()) || projs.size() != 1 ||
-        (lora && (lora.getLoraA() == t.getInput() ||
-                  lora.getLoraB() == t.getInput())))
+        (lora &&
+         (lora.getLoraA() == t.getInput() || lora.getLoraB() == t.getInput())))
       return unsupported("a transposed weight is read MN-major by one "
                          "projection alone, as linalg.transpose [1, 0] of a "
                          "group input that is not also a LoRA factor, into "
