@@ -282,17 +282,18 @@ def main():
         "liger wgmma": lambda: ((plain_dx(dyl, w, out=[plain_out]), plain_out)[1],)},
         (dyl.matmul(w),), floor, calls=10)
     plain_leaf = x.detach().requires_grad_()
-    rows += timed_rows("proj fwd+bwd, W frozen %dx%dx%d" % (M, n, k), {
-        "eager (cuBLAS)": lambda: torch.autograd.grad(F.linear(plain_leaf, w), [plain_leaf], dyl)},
-        torch.autograd.grad(F.linear(plain_leaf, w), [plain_leaf], dyl), 2 * floor)
+
+    def plain_step():
+        return torch.autograd.grad(F.linear(plain_leaf, w), [plain_leaf], dyl)
+    rows += timed_rows("proj fwd+bwd, W frozen %dx%dx%d" % (M, n, k),
+                       {"eager (cuBLAS)": plain_step}, plain_step(), 2 * floor)
     # The LoRA goals are ratios to the plain projection: each pair timed
     # alternately (floors.interleaved_ratio), beside the rows' own ratio.
     ratios = [("lora r16 fwd / liger plain proj", lora_fwd["liger wgmma"],
                lora_fwd["liger plain proj"])]
     if "liger.ops.lora_linear" in impls_step:
         ratios.append(("lora r16 fwd+bwd / plain fwd+bwd (W frozen)",
-                       impls_step["liger.ops.lora_linear"],
-                       lambda: torch.autograd.grad(F.linear(plain_leaf, w), [plain_leaf], dyl)))
+                       impls_step["liger.ops.lora_linear"], plain_step))
     ratios = [dict(case=case, median=m, rounds=r)
               for case, a, b in ratios for m, r in [interleaved_ratio(a, b)]]
     # The down projection's backward: dx = dy · W and dW = dyᵀ · x (bf16,

@@ -1102,10 +1102,17 @@ def _lora_kernels(x, weight, has_bias, lora_a, lora_b, scale, *others):
         has_bias), bundles.matmul_kernels)
 
 
+def _lora_pytorch(x, weight, bias, lora_a, lora_b, scale):
+    """(y, x · Aᵀ): PEFT's LoRA layer in PyTorch's ops, in its order (the
+    base layer, then the adapter's product scaled), and the rank-r
+    product it formed."""
+    mid = F.linear(x, lora_a)
+    return F.linear(x, weight, bias) + F.linear(mid, lora_b) * scale, mid
+
+
 def lora_reference(x, weight, bias, lora_a, lora_b, scale):
-    """PEFT's LoRA layer in PyTorch's ops, in its order: the base layer,
-    then the adapter's product scaled."""
-    return F.linear(x, weight, bias) + F.linear(F.linear(x, lora_a), lora_b) * scale
+    """PEFT's LoRA layer in PyTorch's ops, in its order."""
+    return _lora_pytorch(x, weight, bias, lora_a, lora_b, scale)[0]
 
 
 @_custom_op("liger::lora_linear", mutates_args=())
@@ -1119,8 +1126,7 @@ def lora_linear(x: Tensor, weight: Tensor, bias: Optional[Tensor], lora_a: Tenso
     kernels = _lora_kernels(x, weight, bias is not None, lora_a, lora_b, scale,
                             *(() if bias is None else (bias,)))
     if kernels is None or x.numel() == 0:  # (no rows: no launch)
-        mid = F.linear(x, lora_a)
-        y = F.linear(x, weight, bias) + F.linear(mid, lora_b) * scale
+        y, mid = _lora_pytorch(x, weight, bias, lora_a, lora_b, scale)
         return y, (mid if keep_mid else x.new_empty(0))
     args = [_rows(x), weight.contiguous(), lora_a.contiguous(), lora_b.contiguous()]
     args += [] if bias is None else [bias.contiguous()]
