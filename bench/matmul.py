@@ -437,6 +437,13 @@ def main():
         t = ms(f)
         rows.append(dict(case="rms_norm+qk+rope %dx%dx%d" % (M, (hq + hkv) * d, 4096),
                          impl=impl, ms=t, floor_ms=floor, of_floor=floor / t, err=err))
+    # Its goals are ratios too: the chain (norm kernel + q/k + RoPE kernel)
+    # to the plain q/k projection and to torch.compile's chain, interleaved.
+    ratios += [dict(case=case, median=m, rounds=r) for case, a, b in [
+        ("rms_norm+qk+rope (norm kernel) / liger plain proj", impls["liger norm kernel"],
+         impls["liger plain proj"]),
+        ("rms_norm+qk+rope (norm kernel) / compile", impls["liger norm kernel"],
+         impls["compile"])] for m, r in [interleaved_ratio(a, b)]]
     # The q/k projections with RoPE in a training step, forward + backward
     # (the gradients of x, Wq and Wk), no norm: ours is liger.ops.linear_rope
     # (one kernel forward; RoPE's gradient kernel, then cuBLAS's dx, dWq and

@@ -47,16 +47,27 @@
 //   PTX-NOT: shfl.sync.idx.b32
 //   PTX-NOT: bar.arrive
 // After the last wgmma, the last stage is released by every thread (no
-// branch around it); then the consumers' barrier (256 threads) before the
-// output tile is written, and each warpgroup's TMA store.
+// branch around it); then each warpgroup's first thread waits until the
+// previous tile's stores have read the set's output tile, and the
+// consumers meet (256 threads) before it is written again. Each
+// warpgroup's TMA stores are committed without a wait (they are read
+// while the next tile's main loop runs); after the loop, the first
+// thread waits for the last tile's.
 //       PTX: wgmma.wait_group.sync.aligned 0;
 //   PTX-NOT: bra
 //       PTX: mbarrier.arrive.shared.b64
-//   PTX-NOT: bra
-//       PTX: bar.sync 8, 256;
+//  PTX-NEXT: @%p{{[0-9]+}} bra
+//  PTX-NEXT: cp.async.bulk.wait_group.read 0;
+//  PTX-NEXT: $L__BB
+//  PTX-NEXT: bar.sync 8, 256;
 //       PTX: fence.proxy.async.shared::cta;
 //       PTX: cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group
+//       PTX: cp.async.bulk.commit_group;
+//   PTX-NOT: cp.async.bulk.wait_group
+//       PTX: bra.uni
 //       PTX: cp.async.bulk.wait_group.read 0;
+//  PTX-NEXT: $L__BB
+//  PTX-NEXT: ret;
 // LoRA stays data-parallel: no loop over gridDim.x's tiles.
 // PTX-LABEL: .entry lora_matmul_0(
 //   PTX-NOT: %nctaid.x

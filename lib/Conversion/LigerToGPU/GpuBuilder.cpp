@@ -285,9 +285,17 @@ void GpuBuilder::tmaPrefetchL2(Value tensorMap, ValueRange coordinates) {
                                             NVVM::TMALoadMode::TILE, Value());
 }
 
-void GpuBuilder::tmaStoreCommitAndWaitRead() {
+void GpuBuilder::tmaStoreCommit() {
   NVVM::CpAsyncBulkCommitGroupOp::create(*this);
+}
+
+void GpuBuilder::tmaStoreWaitRead() {
   NVVM::CpAsyncBulkWaitGroupOp::create(*this, 0, /*read=*/getUnitAttr());
+}
+
+void GpuBuilder::tmaStoreCommitAndWaitRead() {
+  tmaStoreCommit();
+  tmaStoreWaitRead();
 }
 
 void GpuBuilder::namedBarrier(Value id, int64_t threads) {

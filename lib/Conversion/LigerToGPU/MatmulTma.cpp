@@ -209,8 +209,11 @@ TmaStoreTile mlir::liger::emitTmaStoreBegin(GpuBuilder &b,
   } else if (k.config.loopsOverTiles()) {
     // The set's own tile (beside the ring, which the producer is filling
     // with the next tiles' stages), free once its previous store has been
-    // read.
+    // read: each warpgroup's first thread waits for its stores (committed
+    // at the end of the previous tile, read while this tile's main loop
+    // ran), then the set meets.
     int64_t warpgroups = k.config.tileWarpgroups();
+    b.ifThen(b.equal(b.rem(k.tid, 128), 0)).tmaStoreWaitRead();
     b.namedBarrier(b.add(b.i32(kConsumersBarrier), b.toI32(thread.set)),
                    128 * warpgroups);
     tile.base = b.add(b.i32(layout.offset(MatmulLayout::kOutput)),
@@ -256,14 +259,24 @@ void mlir::liger::emitTmaStoreEnd(GpuBuilder &b, const MatmulKernel &k,
                                   const TmaStoreTile &tile) {
   // The generic-proxy writes before the async-proxy reads, the
   // warpgroup's barrier, then its first thread stores the boxes and waits
-  // until they have been read.
+  // until they have been read (in a tile loop, where the tile is the set's
+  // own, at the next tile's emitTmaStoreBegin and after the last tile:
+  // emitTmaStoreDrain).
   b.fenceProxyAsyncShared();
   b.namedBarrier(b.toI32(b.add(thread.wg, 1)), 128);
   GpuBuilder fb = b.ifThen(b.equal(b.rem(k.tid, 128), 0));
   int64_t slice = k.layout.outputWarpgroupBytes();
   for (int64_t rb = 0; rb < thread.blocks; ++rb) {
-    Value rowOrigin =
-        fb.toI32(fb.add(k.m0, fb.mul(thread.rowBlock(fb, rb), 64)));
+    Value origin = fb.add(k.m0, fb.mul(thread.rowBlock(fb, rb), 64));
+    if (k.plan.rope) {
+      emitRoPETmaStores(fb, k, origin, [&](GpuBuilder &sb, int64_t jb) {
+        return wgmmaSharedAt(
+            sb, k,
+            sb.add(tile.base, k.layout.outputBoxOffset(0, jb) + rb * slice));
+      });
+      continue;
+    }
+    Value rowOrigin = fb.toI32(origin);
     for (auto [result, map] : llvm::enumerate(k.outputMaps))
       for (int64_t jb = 0; jb < k.config.tileN / 64; ++jb)
         fb.tmaStore(map,
@@ -273,5 +286,14 @@ void mlir::liger::emitTmaStoreEnd(GpuBuilder &b, const MatmulKernel &k,
                                               rb * slice)),
                     ValueRange{fb.toI32(fb.add(k.n0, 64 * jb)), rowOrigin});
   }
-  fb.tmaStoreCommitAndWaitRead();
+  if (k.config.loopsOverTiles() && !k.layout.hasOldTile())
+    fb.tmaStoreCommit();
+  else
+    fb.tmaStoreCommitAndWaitRead();
+}
+
+void mlir::liger::emitTmaStoreDrain(GpuBuilder &b, const MatmulKernel &k) {
+  if (k.layout.storesWithTma() && k.config.loopsOverTiles() &&
+      !k.layout.hasOldTile())
+    b.ifThen(b.equal(b.rem(k.tid, 128), 0)).tmaStoreWaitRead();
 }

@@ -210,8 +210,12 @@ public:
   /// Prefetches the box at `coordinates` of `tensorMap` into L2
   /// (cp.async.bulk.prefetch.tensor; out-of-range parts are skipped).
   void tmaPrefetchL2(Value tensorMap, ValueRange coordinates);
-  /// Commits the thread's TMA stores and waits until their shared-memory
-  /// source has been read.
+  /// Commits the thread's TMA stores (and reductions) as one bulk group.
+  void tmaStoreCommit();
+  /// Waits until the shared-memory source of every bulk group the thread
+  /// committed has been read.
+  void tmaStoreWaitRead();
+  /// Both: the stores committed, their source read.
   void tmaStoreCommitAndWaitRead();
 
   // Barriers and fences.

@@ -226,10 +226,16 @@ void emitTmaStoreStage(GpuBuilder &b, const MatmulKernel &k,
 /// Fences the staged tiles for the async proxy, meets at the warpgroup's
 /// barrier, and lets its first thread store each result's boxes through
 /// that output's tensor map (which clips the row and column ends), waiting
-/// until they have been read.
+/// until they have been read; in a tile loop (the set's own tile) it
+/// waits at the next tile's emitTmaStoreBegin instead, and after the
+/// last, at emitTmaStoreDrain.
 void emitTmaStoreEnd(GpuBuilder &b, const MatmulKernel &k,
                      const WgmmaConsumerThread &thread,
                      const TmaStoreTile &tile);
+/// After a consumer warpgroup's tile loop: its first thread waits until
+/// its last tile's stores have been read (no-op where emitTmaStoreEnd
+/// waited).
+void emitTmaStoreDrain(GpuBuilder &b, const MatmulKernel &k);
 
 /// Named barriers of the wgmma kernels: every consumer warpgroup of set s
 /// (8 + s, before the output tile is written), consumer warpgroup w alone
@@ -349,9 +355,21 @@ LogicalResult storeMatmulPairs(GpuBuilder &b, const MatmulKernel &k,
 /// each thread's accumulators `acc` (rows r0 and r0 + 8, times `rowScale`
 /// where given) rounded as liger.linear does, rotated with their partner
 /// pair D/16 n8 blocks away in the same thread, stored head-major.
+/// Where given, `stage` takes each rotated pair (n8 block j, row r0 + 8
+/// half) instead: the TMA-store epilogue's tile (emitTmaStoreStage).
+using RoPEPairStage =
+    function_ref<void(GpuBuilder &, int64_t j, int64_t half, Value pair)>;
 void emitWgmmaRoPEEpilogue(GpuBuilder &b, const MatmulKernel &k, Value acc,
                            ArrayRef<Value> rowScale, Value r0, Value out,
-                           Value colBase, Value bias);
+                           Value colBase, Value bias,
+                           RoPEPairStage stage = nullptr);
+/// The stores of a staged 64-row block of q or k (first row `rowOrigin`,
+/// index) through the output's [B · H, T, D] tensor map: per batch the
+/// block reaches, each 64-column box (`boxAt`: its shared memory pointer)
+/// at (head, position in the batch, d). By the first thread of the
+/// warpgroup, between emitTmaStoreEnd's barrier and its commit.
+void emitRoPETmaStores(GpuBuilder &b, const MatmulKernel &k, Value rowOrigin,
+                       function_ref<Value(GpuBuilder &, int64_t)> boxAt);
 /// mma.sync: the rotation's partner lies in another warp's accumulators:
 /// the rounded tile goes through shared memory (`exchange`, between two
 /// barriers), then each thread rotates its own pairs. `accumulators` are
