@@ -42,21 +42,18 @@ MatmulLayout::MatmulLayout(const MatmulPlan &plan,
     // (pingpong, persistent) the ring is never drained: each consumer set
     // has its own tile, where the group has one result (more, and the
     // stages left would be too few).
-    // A RoPE tile is all q or all k: one result's tile, in 64-column boxes
-    // that stay within a head (head_dim a multiple of 64).
     bytesPerOutputTile = config.tileM / 64 * bytesPerOutputWarpgroup;
-    bool rope = plan.body == MatmulBody::QKRoPE;
-    int64_t tiles = rope ? 1 : plan.numOutputs();
     bool sixteenBit = llvm::all_of(plan.group.getResultTypes(), [](Type t) {
       return getElementTypeOrSelf(t).getIntOrFloatBitWidth() == 16;
     });
-    bool fits = config.loopsOverTiles() ? tiles == 1
-                                        : tiles * bytesPerOutputTile <=
-                                              config.stages * bytesPerStage;
-    tmaStore = (!rope || plan.headDim % 64 == 0) && sixteenBit &&
+    bool fits = config.loopsOverTiles()
+                    ? plan.numOutputs() == 1
+                    : plan.numOutputs() * bytesPerOutputTile <=
+                          config.stages * bytesPerStage;
+    tmaStore = plan.body != MatmulBody::QKRoPE && sixteenBit &&
                (!plan.accumulator || oldTile) && config.tileN % 64 == 0 &&
                (oldTile || fits);
-    bytesPerOutputSet = tiles * bytesPerOutputTile;
+    bytesPerOutputSet = plan.numOutputs() * bytesPerOutputTile;
     if (tmaStore && config.loopsOverTiles())
       layout.append(kOutput, config.consumerSets() * bytesPerOutputSet, 1024);
     else if (tmaStore && !oldTile)

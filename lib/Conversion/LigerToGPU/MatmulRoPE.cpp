@@ -4,9 +4,7 @@
 // whole heads of one projection; the epilogue rounds the projection (as
 // liger.linear does), rotates in f32 with the tables' pair at (batch or 0,
 // t, d), and stores pairs head-major into q [B, Hq, T, D] or k
-// [B, Hkv, T, D] (b = row / T, t = row mod T): on wgmma, where head_dim is
-// a multiple of 64, through the TMA-store epilogue's tile and 64 x 64
-// boxes of the [B · H, T, D] view; else pair by pair. On wgmma the partner of
+// [B, Hkv, T, D] (b = row / T, t = row mod T). On wgmma the partner of
 // column d (d ± D/2) is D/16 n8 blocks away in the same thread's
 // accumulators; on mma.sync it lies in another warp's, so the rounded tile
 // goes through shared memory first.
@@ -18,7 +16,6 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
@@ -58,7 +55,7 @@ static Value ropePair(GpuBuilder &b, const MatmulKernel &k, Value x,
 void mlir::liger::emitWgmmaRoPEEpilogue(GpuBuilder &b, const MatmulKernel &k,
                                         Value acc, ArrayRef<Value> rowScale,
                                         Value r0, Value out, Value colBase,
-                                        Value bias, RoPEPairStage stage) {
+                                        Value bias) {
   Type f32 = b.getF32Type();
   auto v2 = [&](Type t) { return VectorType::get({2}, t); };
   int64_t headDim = k.plan.headDim;
@@ -109,51 +106,14 @@ void mlir::liger::emitWgmmaRoPEEpilogue(GpuBuilder &b, const MatmulKernel &k,
       Value rotated = vals[partner];
       if (first)
         rotated = arith::NegFOp::create(rb, rotated);
-      Value pair = ropePair(rb, k, vals[j], rotated, cosAt[inHead / 8],
-                            sinAt[inHead / 8]);
-      if (stage) {
-        stage(rb, j, h, pair);
-        continue;
-      }
       Value head = rb.add(firstHead, 8 * j / headDim);
       vector::StoreOp::create(
-          rb, pair, out, ValueRange{batch, head, pos, d}, false,
+          rb,
+          ropePair(rb, k, vals[j], rotated, cosAt[inHead / 8],
+                   sinAt[inHead / 8]),
+          out, ValueRange{batch, head, pos, d}, false,
           llvm::MaybeAlign(2 * k.elementType().getIntOrFloatBitWidth() / 8));
     }
-  }
-}
-
-void mlir::liger::emitRoPETmaStores(
-    GpuBuilder &b, const MatmulKernel &k, Value rowOrigin,
-    function_ref<Value(GpuBuilder &, int64_t)> boxAt) {
-  const MatmulPlan &plan = k.plan;
-  int64_t headDim = plan.headDim;
-  // The CTA's column tile is all q or all k.
-  Value isQ = b.lessThan(k.n0, plan.nq);
-  Value colBase = b.select(isQ, k.n0, b.sub(k.n0, plan.nq));
-  Value heads = b.select(isQ, memref::DimOp::create(b, k.outputs[0], 1),
-                         memref::DimOp::create(b, k.outputs[1], 1));
-  Value map = b.select(isQ, k.outputMaps[0], k.outputMaps[1]);
-  Value seq = memref::DimOp::create(b, k.outputs[0], 2);
-  // The block's rows run from batch rowOrigin / T to its last row's: a
-  // box per batch, at sequence position rowOrigin - batch · T (negative
-  // past the first: the rows before the batch's start are out of bounds,
-  // as are those past its end, and TMA writes neither). A block past the
-  // last row stores nothing.
-  Value last = b.sub(b.min(b.add(rowOrigin, 64), k.rows), 1);
-  Value firstBatch = b.div(rowOrigin, seq);
-  Value end = b.select(b.lessThan(rowOrigin, k.rows),
-                       b.add(b.div(last, seq), 1), firstBatch);
-  auto loop = scf::ForOp::create(b, firstBatch, end, b.index(1));
-  GpuBuilder lb = b.atStart(loop.getBody());
-  Value batch = loop.getInductionVar();
-  Value pos = lb.toI32(lb.sub(rowOrigin, lb.mul(batch, seq)));
-  for (int64_t jb = 0; jb < k.config.tileN / 64; ++jb) {
-    Value col = lb.add(colBase, 64 * jb);
-    Value head = lb.add(lb.mul(batch, heads), lb.div(col, headDim));
-    lb.tmaStore(
-        map, boxAt(lb, jb),
-        ValueRange{lb.toI32(lb.rem(col, headDim)), pos, lb.toI32(head)});
   }
 }
 

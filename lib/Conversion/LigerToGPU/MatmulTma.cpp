@@ -267,16 +267,8 @@ void mlir::liger::emitTmaStoreEnd(GpuBuilder &b, const MatmulKernel &k,
   GpuBuilder fb = b.ifThen(b.equal(b.rem(k.tid, 128), 0));
   int64_t slice = k.layout.outputWarpgroupBytes();
   for (int64_t rb = 0; rb < thread.blocks; ++rb) {
-    Value origin = fb.add(k.m0, fb.mul(thread.rowBlock(fb, rb), 64));
-    if (k.plan.rope) {
-      emitRoPETmaStores(fb, k, origin, [&](GpuBuilder &sb, int64_t jb) {
-        return wgmmaSharedAt(
-            sb, k,
-            sb.add(tile.base, k.layout.outputBoxOffset(0, jb) + rb * slice));
-      });
-      continue;
-    }
-    Value rowOrigin = fb.toI32(origin);
+    Value rowOrigin =
+        fb.toI32(fb.add(k.m0, fb.mul(thread.rowBlock(fb, rb), 64)));
     for (auto [result, map] : llvm::enumerate(k.outputMaps))
       for (int64_t jb = 0; jb < k.config.tileN / 64; ++jb)
         fb.tmaStore(map,

@@ -363,29 +363,21 @@ static LogicalResult emitWgmmaEpilogue(GpuBuilder &cb, const MatmulKernel &k,
     r0s.push_back(
         cb.add(cb.add(k.m0, cb.mul(thread.rowBlock(cb, rb), 64)),
                cb.add(cb.mul(thread.warp, 16), cb.div(thread.lane, 4))));
+  if (plan.rope) {
+    auto [qb, kb] = cb.ifThenElse(cb.lessThan(k.n0, plan.nq));
+    for (int64_t rb = 0; rb < blocks; ++rb) {
+      ArrayRef<Value> scale = rowScale.slice(2 * rb, 2);
+      emitWgmmaRoPEEpilogue(qb, k, mains[rb], scale, r0s[rb], k.outputs[0],
+                            k.n0, k.biases[0]);
+      emitWgmmaRoPEEpilogue(kb, k, mains[rb], scale, r0s[rb], k.outputs[1],
+                            kb.sub(k.n0, plan.nq), k.biases[1]);
+    }
+    return success();
+  }
   bool tmaStore = k.layout.storesWithTma();
   TmaStoreTile tile;
   if (tmaStore)
     tile = emitTmaStoreBegin(cb, k, thread);
-  if (plan.rope) {
-    // q's tiles, then k's: the rotated pairs stored, or staged for TMA
-    // (always result 0's tile: a column tile is of one projection).
-    auto [qb, kb] = cb.ifThenElse(cb.lessThan(k.n0, plan.nq));
-    for (int64_t rb = 0; rb < blocks; ++rb) {
-      ArrayRef<Value> scale = rowScale.slice(2 * rb, 2);
-      auto stage = [&](GpuBuilder &sb, int64_t j, int64_t half, Value pair) {
-        emitTmaStoreStage(sb, k, thread, tile, pair, j, half, 0, rb);
-      };
-      RoPEPairStage staged = tmaStore ? RoPEPairStage(stage) : nullptr;
-      emitWgmmaRoPEEpilogue(qb, k, mains[rb], scale, r0s[rb], k.outputs[0],
-                            k.n0, k.biases[0], staged);
-      emitWgmmaRoPEEpilogue(kb, k, mains[rb], scale, r0s[rb], k.outputs[1],
-                            kb.sub(k.n0, plan.nq), k.biases[1], staged);
-    }
-    if (tmaStore)
-      emitTmaStoreEnd(cb, k, thread, tile);
-    return success();
-  }
   Type f32 = cb.getF32Type();
   // Pair (rb · tile_n / 8 + j) · 2 + half: row block rb, n8 block j, rows
   // r0 + 8 half.

@@ -355,21 +355,9 @@ LogicalResult storeMatmulPairs(GpuBuilder &b, const MatmulKernel &k,
 /// each thread's accumulators `acc` (rows r0 and r0 + 8, times `rowScale`
 /// where given) rounded as liger.linear does, rotated with their partner
 /// pair D/16 n8 blocks away in the same thread, stored head-major.
-/// Where given, `stage` takes each rotated pair (n8 block j, row r0 + 8
-/// half) instead: the TMA-store epilogue's tile (emitTmaStoreStage).
-using RoPEPairStage =
-    function_ref<void(GpuBuilder &, int64_t j, int64_t half, Value pair)>;
 void emitWgmmaRoPEEpilogue(GpuBuilder &b, const MatmulKernel &k, Value acc,
                            ArrayRef<Value> rowScale, Value r0, Value out,
-                           Value colBase, Value bias,
-                           RoPEPairStage stage = nullptr);
-/// The stores of a staged 64-row block of q or k (first row `rowOrigin`,
-/// index) through the output's [B · H, T, D] tensor map: per batch the
-/// block reaches, each 64-column box (`boxAt`: its shared memory pointer)
-/// at (head, position in the batch, d). By the first thread of the
-/// warpgroup, between emitTmaStoreEnd's barrier and its commit.
-void emitRoPETmaStores(GpuBuilder &b, const MatmulKernel &k, Value rowOrigin,
-                       function_ref<Value(GpuBuilder &, int64_t)> boxAt);
+                           Value colBase, Value bias);
 /// mma.sync: the rotation's partner lies in another warp's accumulators:
 /// the rounded tile goes through shared memory (`exchange`, between two
 /// barriers), then each thread rotates its own pairs. `accumulators` are

@@ -16,8 +16,7 @@
 //   lora_b                LoRA B's [tile_n, r] tile, read once
 //   old_tile              a 16-bit dW buffer's old [tile_m, tile_n] tile
 //   output     (over stages, once drained) the tiles the TMA-store
-//                         epilogue stores, one per result (RoPE: one,
-//                         of q or of k), 64 rows per
+//                         epilogue stores, one per result, 64 rows per
 //                         consumer warpgroup; in a tile loop a region of
 //                         its own, one tile per consumer set
 //
@@ -100,9 +99,8 @@ public:
   int64_t outputSetBytes() const { return bytesPerOutputSet; }
   /// The epilogue stages each result's output tile in `output` and stores
   /// it with TMA (16-bit results, tile_n a multiple of 64, every result's
-  /// tile within the stages, or in a tile loop one result; RoPE's one
-  /// tile of q or k where head_dim is a multiple of 64; not an f32
-  /// accumulation).
+  /// tile within the stages, or in a tile loop one result; not RoPE, not an
+  /// f32 accumulation).
   bool storesWithTma() const { return tmaStore; }
   /// dW accumulated into a 16-bit buffer: its old tile is TMA-loaded into
   /// `old_tile`, summed there and stored from there.
