@@ -195,6 +195,21 @@ static void emitTmaProducerTile(GpuBuilder &ob, const MatmulKernel &k,
       pb.tmaPrefetchL2(map, ValueRange{pb.toI32(pb.add(k.n0, c)), row});
 }
 
+/// A builder inside `if` the thread is its warpgroup's first: the one that
+/// issues, commits and waits for the warpgroup's TMA stores.
+static GpuBuilder warpgroupLeader(GpuBuilder &b, const MatmulKernel &k) {
+  return b.ifThen(b.equal(b.rem(k.tid, 128), 0));
+}
+
+/// Whether the stores' read wait moves from the end of each tile's
+/// epilogue to the next tile's start (emitTmaStoreBegin) and after the
+/// last tile (emitTmaStoreDrain): in a tile loop, where each consumer set
+/// stages its output in a tile of its own (not a 16-bit dW's old tile).
+static bool defersStoreWait(const MatmulKernel &k) {
+  return k.layout.storesWithTma() && k.config.loopsOverTiles() &&
+         !k.layout.hasOldTile();
+}
+
 TmaStoreTile mlir::liger::emitTmaStoreBegin(GpuBuilder &b,
                                             const MatmulKernel &k,
                                             const WgmmaConsumerThread &thread) {
@@ -213,7 +228,7 @@ TmaStoreTile mlir::liger::emitTmaStoreBegin(GpuBuilder &b,
     // at the end of the previous tile, read while this tile's main loop
     // ran), then the set meets.
     int64_t warpgroups = k.config.tileWarpgroups();
-    b.ifThen(b.equal(b.rem(k.tid, 128), 0)).tmaStoreWaitRead();
+    warpgroupLeader(b, k).tmaStoreWaitRead();
     b.namedBarrier(b.add(b.i32(kConsumersBarrier), b.toI32(thread.set)),
                    128 * warpgroups);
     tile.base = b.add(b.i32(layout.offset(MatmulLayout::kOutput)),
@@ -264,7 +279,7 @@ void mlir::liger::emitTmaStoreEnd(GpuBuilder &b, const MatmulKernel &k,
   // emitTmaStoreDrain).
   b.fenceProxyAsyncShared();
   b.namedBarrier(b.toI32(b.add(thread.wg, 1)), 128);
-  GpuBuilder fb = b.ifThen(b.equal(b.rem(k.tid, 128), 0));
+  GpuBuilder fb = warpgroupLeader(b, k);
   int64_t slice = k.layout.outputWarpgroupBytes();
   for (int64_t rb = 0; rb < thread.blocks; ++rb) {
     Value rowOrigin =
@@ -278,14 +293,13 @@ void mlir::liger::emitTmaStoreEnd(GpuBuilder &b, const MatmulKernel &k,
                                               rb * slice)),
                     ValueRange{fb.toI32(fb.add(k.n0, 64 * jb)), rowOrigin});
   }
-  if (k.config.loopsOverTiles() && !k.layout.hasOldTile())
+  if (defersStoreWait(k))
     fb.tmaStoreCommit();
   else
     fb.tmaStoreCommitAndWaitRead();
 }
 
 void mlir::liger::emitTmaStoreDrain(GpuBuilder &b, const MatmulKernel &k) {
-  if (k.layout.storesWithTma() && k.config.loopsOverTiles() &&
-      !k.layout.hasOldTile())
-    b.ifThen(b.equal(b.rem(k.tid, 128), 0)).tmaStoreWaitRead();
+  if (defersStoreWait(k))
+    warpgroupLeader(b, k).tmaStoreWaitRead();
 }

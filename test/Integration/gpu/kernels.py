@@ -793,7 +793,7 @@ MATMUL_ROPE = {
                                 "wgmma_pp"),
     "pp128_qk_rope_llama_rms": (4096, 32, 8, 128, "bf16", 128, 128, 5, True, False, False,
                                 "wgmma_pp"),
-    "ps_qk_rope_llama_rms": (4096, 32, 8, 128, "bf16", 128, 256, 3, True, False, False,
+    "ps_qk_rope_llama_rms": (4096, 32, 8, 128, "bf16", 128, 256, 4, True, False, False,
                              "wgmma_ps"),
     "ps_qk_rope_520_d64_bias": (520, 4, 2, 64, "bf16", 128, 128, 4, False, True, True,
                                 "wgmma_ps"),
