@@ -24,7 +24,10 @@ and persistent tiles 128 x 256 and 128 x 128, each with as many stages as
 fit; those the compiler refuses for a shape
 (accumulators, shared memory, the schedule's limits) are left out at emit
 time. The times are triton.testing.do_bench medians at --tokens rows,
-beside cuBLAS (eager) and torch.compile.
+beside cuBLAS (eager) and torch.compile. The fastest other candidate of a
+shape becomes an entry only when, timed alternately with the default
+rule's kernel (the median of 7 rounds' ratios), it is --min-gain faster:
+the clock drifts over a run by more than the gains sought.
 """
 import argparse
 import json
@@ -187,11 +190,18 @@ def emit(args):
         len(candidates), len({(c["model"], c["shape"]) for c in candidates}), args.out))
 
 
+def label_of(candidate):
+    """A candidate's configuration as a row label: schedule, tile, stages."""
+    c = candidate["config"]
+    return "%s %dx%d s%d%s" % (c["schedule"], c["tile_m"], c["tile_n"], c["stages"],
+                               " (default)" if candidate["default"] else "")
+
+
 def measure(args):
     import torch
     import torch.nn.functional as F
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from floors import matrix_rate, ms
+    from floors import interleaved_ratio, matrix_rate, ms
     from liger import runtime
 
     with open(os.path.join(args.bundle, "candidates.json")) as f:
@@ -205,7 +215,16 @@ def measure(args):
     shapes = {}
     for c in candidates:
         shapes.setdefault((c["model"], c["shape"]), []).append(c)
-    entries, rows = [], []
+    entries, rows, ratios = [], [], []
+
+    def write():  # after each shape: a run cut short keeps what it measured
+        with open(args.table, "w") as f:
+            json.dump({"version": 1, "note": "bench/matmul_config_sweep.py measure --tokens %d "
+                       "--min-gain %g" % (M, args.min_gain), "entries": entries}, f, indent=1)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(dict(rows=rows, ratios=ratios), f, indent=1)
+
     for (model, shape), group in shapes.items():
         body, k, widths = group[0]["body"], group[0]["k"], group[0]["widths"]
         rank = group[0]["extra"].get("lora_rank", 0)
@@ -257,7 +276,7 @@ def measure(args):
         times = {"eager (cuBLAS)": ms(peer), "compile": ms(torch.compile(peer))}
         out = torch.empty(out_shape, dtype=torch.float32 if accumulate else bf16,
                           device="cuda")
-        measured = []
+        measured, calls = [], {}
         for c in group:
             kernel = bundle[c["kernel"]]
             out.fill_(float("nan"))
@@ -268,34 +287,50 @@ def measure(args):
             if not err < 2e-2:  # NaN included
                 sys.exit("%s %s: relative error %.2e" % (case, c["kernel"], err))
             if accumulate:  # the buffer zeroed in each call, as the peers'
-                t = ms(lambda: kernel(*inputs[:-1], inputs[-1].zero_(), out=[out]))
+                def call(kernel=kernel):
+                    kernel(*inputs[:-1], inputs[-1].zero_(), out=[out])
             else:
-                t = ms(lambda: kernel(*inputs, out=[out]))
+                def call(kernel=kernel):
+                    kernel(*inputs, out=[out])
+            t = ms(call)
+            calls[c["kernel"]] = call
             measured.append((t, c))
-            label = "%s %dx%d s%d%s" % (c["config"]["schedule"], c["config"]["tile_m"],
-                                        c["config"]["tile_n"], c["config"]["stages"],
-                                        " (default)" if c["default"] else "")
-            times["liger " + label] = t
+            times["liger " + label_of(c)] = t
         for impl, t in times.items():
             rows.append(dict(case=case, impl=impl, ms=t, floor_ms=floor, of_floor=floor / t))
             print("%-44s %-34s %7.3f ms  %4.0f%% of floor" % (case, impl, t, 100 * floor / t),
                   flush=True)
-        best_t, best = min(measured, key=lambda m: m[0])
-        defaults = [t for t, c in measured if c["default"]]
-        default_t = defaults[0] if defaults else None
-        if default_t is None or best_t <= default_t * (1 - args.min_gain):
-            entries.append({"match": best["match"], "config": best["config"],
-                            "note": "%s, %d tokens: %.3f ms; default rule %s; cuBLAS %.3f ms"
-                            % (gpu, M, best_t,
-                               "%.3f ms" % default_t if default_t else "not a candidate",
-                               times["eager (cuBLAS)"])})
-        # Written after each shape: a run cut short keeps what it measured.
-        with open(args.table, "w") as f:
-            json.dump({"version": 1, "note": "bench/matmul_config_sweep.py measure --tokens %d "
-                       "--min-gain %g" % (M, args.min_gain), "entries": entries}, f, indent=1)
-        if args.json:
-            with open(args.json, "w") as f:
-                json.dump(rows, f, indent=1)
+        # The decision: the fastest other candidate by its row, confirmed
+        # against the default rule's kernel timed alternately with it
+        # (floors.interleaved_ratio). Rows timed seconds apart carry the
+        # clock's drift (several percent over a run), more than the gains
+        # sought; a row more than --confirm-within behind is not confirmed.
+        defaults = [c for t, c in measured if c["default"]]
+        others = [(t, c) for t, c in measured if not c["default"]]
+        if not others:
+            continue
+        best_t, best = min(others, key=lambda m: m[0])
+        if defaults:
+            default = defaults[0]
+            default_t = times["liger %s" % label_of(default)]
+            if best_t > default_t * (1 + args.confirm_within):
+                continue
+            ratio, rounds = interleaved_ratio(calls[best["kernel"]], calls[default["kernel"]])
+            ratios.append(dict(case=case, candidate=label_of(best), default=label_of(default),
+                               median=ratio, rounds=rounds))
+            print("%-44s %s / default %s: %.3f interleaved (%.3f-%.3f)" % (
+                case, label_of(best), label_of(default), ratio, min(rounds), max(rounds)),
+                flush=True)
+            if ratio > 1 - args.min_gain:
+                continue
+        entries.append({"match": best["match"], "config": best["config"],
+                        "note": "%s, %d tokens: %.3f ms; %s; cuBLAS %.3f ms"
+                        % (gpu, M, best_t,
+                           "%.3f of the default rule's time, interleaved" % ratio
+                           if defaults else "the default rule not a candidate",
+                           times["eager (cuBLAS)"])})
+        write()
+    write()
     print("matmul_config_sweep: %d entries in %s" % (len(entries), args.table))
 
 
@@ -313,6 +348,9 @@ def main():
     m.add_argument("--tokens", type=int, default=16384)
     m.add_argument("--min-gain", type=float, default=0.01,
                    help="an entry only where the fastest beats the default by this fraction")
+    m.add_argument("--confirm-within", type=float, default=0.03,
+                   help="confirm the fastest other candidate against the default, timed "
+                   "alternately, when its row is at most this fraction behind the default's")
     m.add_argument("--json")
     args = ap.parse_args()
     if args.step == "emit":
