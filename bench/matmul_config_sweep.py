@@ -19,7 +19,8 @@ Two steps, on two machines:
         measure --bundle bench-bundles/matmul-sweep --table matmul-configs.json
 
 Candidates (wgmma, sm_90a): data-parallel tiles 128 x 256, 128 x 128,
-64 x 256 and 64 x 128, pingpong tiles 128 x 128, 64 x 256 and 128 x 64,
+64 x 256 and 64 x 128 (the first two in clusters of two CTAs too),
+pingpong tiles 128 x 128, 64 x 256 and 128 x 64,
 and persistent tiles 128 x 256 and 128 x 128, each with as many stages as
 fit; those the compiler refuses for a shape
 (accumulators, shared memory, the schedule's limits) are left out at emit
@@ -62,16 +63,25 @@ MODELS = {
     },
 }
 # (schedule, tile_m, tile_n); the stages are the compiler's (as many as fit).
-CANDIDATES = [("data-parallel", 128, 256), ("data-parallel", 128, 128),
-              ("data-parallel", 64, 256), ("data-parallel", 64, 128),
-              ("pingpong", 128, 128), ("pingpong", 64, 256), ("pingpong", 128, 64),
-              ("persistent", 128, 256), ("persistent", 128, 128)]
+# (schedule, tile_m, tile_n, cluster); the stages are the compiler's (as
+# many as fit).
+CANDIDATES = [("data-parallel", 128, 256, 1), ("data-parallel", 128, 128, 1),
+              ("data-parallel", 64, 256, 1), ("data-parallel", 64, 128, 1),
+              ("data-parallel", 128, 256, 2), ("data-parallel", 128, 128, 2),
+              ("pingpong", 128, 128, 1), ("pingpong", 64, 256, 1), ("pingpong", 128, 64, 1),
+              ("persistent", 128, 256, 1), ("persistent", 128, 128, 1)]
 # The kernel_config spelling of each schedule (none: the default), and a
 # kernel name's short form.
 SCHEDULE_ATTR = {"data-parallel": "", "pingpong": ", schedule = pingpong",
                  "persistent": ", schedule = persistent"}
 SCHEDULE_KIND = {"data-parallel": "dp", "pingpong": "pp", "persistent": "ps"}
 DTYPE = "bf16"
+
+
+def config_attr(schedule, cluster):
+    """The kernel_config fields after the stages for a schedule and a
+    cluster size (none for the defaults: data-parallel, 1)."""
+    return SCHEDULE_ATTR[schedule] + (", cluster = %d" % cluster if cluster > 1 else "")
 
 
 def group_text(name, body, k, widths, config, extra):
@@ -82,10 +92,10 @@ def group_text(name, body, k, widths, config, extra):
     x = t % ("?", k, DTYPE)
     attrs = ""
     if config is not None:
-        schedule, tm, tn = config
+        schedule, tm, tn, cluster = config
         attrs = (" attributes {liger.kernel_config = #liger.kernel_config<kernel_template = "
                  "matmul_wgmma, tile_m = %d, tile_n = %d, tile_k = 64, stages = %%STAGES%%%s>}"
-                 % (tm, tn, SCHEDULE_ATTR[schedule]))
+                 % (tm, tn, config_attr(schedule, cluster)))
     if body == "projection":
         ws = [t % (n, k, DTYPE) for n in widths]
         y = t % ("?", widths[0], DTYPE)
@@ -157,10 +167,11 @@ def emit(args):
             if default is None:
                 sys.exit("the compiler refuses %s %s with its default configuration" % (
                     model, shape))
-            for schedule, tm, tn in CANDIDATES:
+            for schedule, tm, tn, cluster in CANDIDATES:
                 # Stages: the most that fit (8 down to 2), the compiler's check.
                 for stages in range(8 if schedule == "pingpong" else 5, 1, -1):
-                    text = group_text("f", body, k, widths, (schedule, tm, tn), extra).replace(
+                    text = group_text("f", body, k, widths, (schedule, tm, tn, cluster),
+                                      extra).replace(
                         "%STAGES%", str(stages))
                     if configure(text, opt) is not None:
                         break
@@ -168,13 +179,16 @@ def emit(args):
                     continue
                 kind = SCHEDULE_KIND[schedule]
                 prefix = model.replace(".", "").replace("-", "_")
-                name = "%s_%s_%s%d_%dx%d" % (prefix, shape, kind, stages, tm, tn)
+                name = "%s_%s_%s%d_%dx%d%s" % (prefix, shape, kind, stages, tm, tn,
+                                               "_c%d" % cluster if cluster > 1 else "")
                 funcs.append(text.replace("@f(", "@%s(" % name, 1))
                 config = {"tile_m": tm, "tile_n": tn, "tile_k": 64, "stages": stages,
                           "schedule": schedule}
+                if cluster > 1:
+                    config["cluster"] = cluster
                 # The default rule's configuration, as the compiler prints it.
                 pinned = "tile_m = %d, tile_n = %d, tile_k = 64, stages = %d%s>" % (
-                    tm, tn, stages, SCHEDULE_ATTR[schedule])
+                    tm, tn, stages, config_attr(schedule, cluster))
                 candidates.append({"kernel": name + "_matmul_0", "model": model,
                                    "shape": shape, "body": body, "k": k, "widths": widths,
                                    "extra": extra,
@@ -193,8 +207,9 @@ def emit(args):
 def label_of(candidate):
     """A candidate's configuration as a row label: schedule, tile, stages."""
     c = candidate["config"]
-    return "%s %dx%d s%d%s" % (c["schedule"], c["tile_m"], c["tile_n"], c["stages"],
-                               " (default)" if candidate["default"] else "")
+    return "%s %dx%d s%d%s%s" % (c["schedule"], c["tile_m"], c["tile_n"], c["stages"],
+                                 " cluster %d" % c["cluster"] if "cluster" in c else "",
+                                 " (default)" if candidate["default"] else "")
 
 
 def measure(args):

@@ -346,3 +346,42 @@ func.func @rowwise_template_on_attention(%q: tensor<?x4x?x64xbf16>) -> tensor<?x
   }
   return %o : tensor<?x4x?x64xbf16>
 }
+
+// -----
+
+// A cluster: the data-parallel wgmma schedule only, no LoRA, and a weight
+// tile that splits into the CTAs' 64-row (or 64-column) parts.
+
+func.func @cluster_pingpong(%x: tensor<?x256xbf16>, %w: tensor<256x256xbf16>) -> tensor<?x256xbf16> {
+  // expected-error @+1 {{the pingpong schedule takes no cluster (the data-parallel one does)}}
+  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 128, tile_n = 128, tile_k = 64, stages = 3, schedule = pingpong, cluster = 2>} : (tensor<?x256xbf16>, tensor<256x256xbf16>) -> tensor<?x256xbf16> {
+  ^bb0(%a: tensor<?x256xbf16>, %b: tensor<256x256xbf16>):
+    %l = liger.linear %a, %b : tensor<?x256xbf16>, tensor<256x256xbf16>
+    liger.yield %l : tensor<?x256xbf16>
+  }
+  return %y : tensor<?x256xbf16>
+}
+
+// -----
+
+func.func @cluster_lora(%x: tensor<?x256xbf16>, %w: tensor<256x256xbf16>, %la: tensor<16x256xbf16>, %lb: tensor<256x16xbf16>) -> tensor<?x256xbf16> {
+  // expected-error @+1 {{a cluster does not take a LoRA group (its CTAs of column tile 0 hand x · Aᵀ over to the others)}}
+  %y = liger.fusion matmul(%x, %w, %la, %lb) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 128, tile_n = 128, tile_k = 64, stages = 3, cluster = 2>} : (tensor<?x256xbf16>, tensor<256x256xbf16>, tensor<16x256xbf16>, tensor<256x16xbf16>) -> tensor<?x256xbf16> {
+  ^bb0(%a: tensor<?x256xbf16>, %b: tensor<256x256xbf16>, %c: tensor<16x256xbf16>, %d: tensor<256x16xbf16>):
+    %l = liger.lora_linear %a, %b, %c, %d scale = 2.0 : tensor<?x256xbf16>, tensor<256x256xbf16>, tensor<16x256xbf16>, tensor<256x16xbf16>
+    liger.yield %l : tensor<?x256xbf16>
+  }
+  return %y : tensor<?x256xbf16>
+}
+
+// -----
+
+func.func @cluster_narrow_tile(%x: tensor<?x256xbf16>, %w: tensor<256x256xbf16>) -> tensor<?x256xbf16> {
+  // expected-error @+1 {{tile_n must be a multiple of 128 in a cluster of 2 (each CTA multicasts its part of the weight tile), got 64}}
+  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 128, tile_n = 64, tile_k = 64, stages = 3, cluster = 2>} : (tensor<?x256xbf16>, tensor<256x256xbf16>) -> tensor<?x256xbf16> {
+  ^bb0(%a: tensor<?x256xbf16>, %b: tensor<256x256xbf16>):
+    %l = liger.linear %a, %b : tensor<?x256xbf16>, tensor<256x256xbf16>
+    liger.yield %l : tensor<?x256xbf16>
+  }
+  return %y : tensor<?x256xbf16>
+}

@@ -791,7 +791,7 @@ mlir::liger::selectAttentionKernelConfig(const AttentionPlan &plan,
   return KernelConfigAttr::get(
       plan.group.getContext(), KernelTemplate::attention, std::nullopt,
       std::nullopt, std::nullopt, std::nullopt, std::nullopt, tileN,
-      std::nullopt, stages, std::nullopt);
+      std::nullopt, stages, std::nullopt, std::nullopt);
 }
 
 LogicalResult

@@ -249,6 +249,14 @@ void GpuBuilder::mbarrierArrive(Value barrier) {
   NVVM::MBarrierArriveOp::create(*this, Type(), barrier, Value());
 }
 
+void GpuBuilder::mbarrierArriveInCta(Value barrier, Value rank) {
+  Value remote = NVVM::MapaOp::create(
+      *this, LLVM::LLVMPointerType::get(getContext(), /*shared::cluster=*/7),
+      barrier, rank);
+  NVVM::MBarrierArriveOp::create(*this, Type(), remote, Value(),
+                                 NVVM::MemScopeKind::CLUSTER);
+}
+
 void GpuBuilder::mbarrierWaitParity(Value barrier, Value parity, Value ticks) {
   NVVM::MBarrierTryWaitParityOp::create(*this, barrier, parity, ticks);
 }
@@ -259,6 +267,25 @@ void GpuBuilder::tmaLoad(Value dst, Value tensorMap, ValueRange coordinates,
       *this, dst, tensorMap, coordinates, barrier, ValueRange{}, Value(),
       Value(), NVVM::TMALoadMode::TILE, /*isCTAOnly=*/true,
       NVVM::CTAGroupKindAttr(), Value());
+}
+
+void GpuBuilder::tmaLoadMulticast(Value dst, Value tensorMap,
+                                  ValueRange coordinates, Value barrier,
+                                  int64_t ctaMask) {
+  // (The destination as a shared::cluster address: this CTA's offset.)
+  Value clusterDst = LLVM::AddrSpaceCastOp::create(
+      *this, LLVM::LLVMPointerType::get(getContext(), /*shared::cluster=*/7),
+      dst);
+  NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+      *this, clusterDst, tensorMap, coordinates, barrier, ValueRange{},
+      arith::ConstantOp::create(*this, getI16IntegerAttr(ctaMask)), Value(),
+      NVVM::TMALoadMode::TILE, /*isCTAOnly=*/false, NVVM::CTAGroupKindAttr(),
+      Value());
+}
+
+void GpuBuilder::clusterBarrier() {
+  NVVM::ClusterArriveOp::create(*this, UnitAttr());
+  NVVM::ClusterWaitOp::create(*this, UnitAttr());
 }
 
 void GpuBuilder::tmaStore(Value tensorMap, Value src, ValueRange coordinates) {

@@ -38,7 +38,7 @@ mlir::liger::selectKernelConfig(FusionOp group, const GpuTargetInfo &target,
     return KernelConfigAttr::get(ctx, kernelTemplate, std::nullopt,
                                  std::nullopt, std::nullopt, std::nullopt,
                                  std::nullopt, std::nullopt, std::nullopt,
-                                 std::nullopt, std::nullopt);
+                                 std::nullopt, std::nullopt, std::nullopt);
   return getRowKernelConfigAttr(ctx, kernelTemplate,
                                 selectRowKernelConfig(group));
 }

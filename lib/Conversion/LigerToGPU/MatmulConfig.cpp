@@ -248,6 +248,28 @@ std::string mlir::liger::matmulConfigProblem(const MatmulKernelConfig &config,
     if (std::string limit = tileLoopLimit(plan); !limit.empty())
       return "the " + schedule + " schedule does not take this group: " + limit;
   }
+  if (config.cluster != 1) {
+    if (config.cluster != 2)
+      return "cluster must be 1 or 2, got " + str(config.cluster);
+    if (!config.wgmma)
+      return "a cluster is the wgmma template's";
+    if (config.loopsOverTiles())
+      return "the " + stringifyMatmulSchedule(config.schedule).str() +
+             " schedule takes no cluster (the data-parallel one does)";
+    if (plan.lora)
+      return "a cluster does not take a LoRA group (its CTAs of column tile "
+             "0 hand x · Aᵀ over to the others)";
+    if (plan.rope)
+      return "a cluster does not take a RoPE group (a column tile reads q's "
+             "or k's weight)";
+    // Each CTA loads a part of tile_n / cluster rows, or every cluster-th
+    // 64-column box (MN-major).
+    if (config.tileN % (64 * config.cluster))
+      return "tile_n must be a multiple of " + str(64 * config.cluster) +
+             " in a cluster of " + str(config.cluster) +
+             " (each CTA multicasts its part of the weight tile), got " +
+             str(config.tileN);
+  }
   // (In pingpong one warpgroup holds the whole tile's accumulators:
   // pingpongLimit's rule.)
   if (std::string limit = accumulatorLimit(plan, config); !limit.empty())
@@ -283,7 +305,8 @@ mlir::liger::getMatmulKernelConfigAttr(MLIRContext *ctx,
                    : KernelTemplate::matmul_mma_sync,
       config.threads(), std::nullopt, std::nullopt, std::nullopt, config.tileM,
       config.tileN, config.tileK, config.stages,
-      config.loopsOverTiles() ? std::optional(config.schedule) : std::nullopt);
+      config.loopsOverTiles() ? std::optional(config.schedule) : std::nullopt,
+      config.cluster > 1 ? std::optional(config.cluster) : std::nullopt);
 }
 
 FailureOr<MatmulKernelConfig>
@@ -297,6 +320,7 @@ mlir::liger::readMatmulKernelConfig(FusionOp group, KernelConfigAttr attr) {
   config.tileK = attr.getTileK().value_or(config.tileK);
   config.stages = attr.getStages().value_or(config.stages);
   config.schedule = attr.getSchedule().value_or(config.schedule);
+  config.cluster = attr.getCluster().value_or(config.cluster);
   if (std::optional<int64_t> threads = attr.getThreads();
       threads && *threads != config.threads())
     return group.emitOpError("has 'threads' = ")

@@ -248,6 +248,7 @@ MatmulConfigTable::parse(StringRef text, StringRef source,
     c.integer("tile_n", entry.tileN, 1, 256);
     c.integer("tile_k", entry.tileK, 1, 256);
     c.integer("stages", entry.stages, 1, 8);
+    c.integer("cluster", entry.cluster, 1, 2);
     std::optional<std::string> schedule;
     c.oneOf("schedule", matmulScheduleNames(), schedule);
     if (!c.finish())
@@ -327,6 +328,7 @@ MatmulConfigTable::lookup(const MatmulPlan &plan,
     config.tileM = entry.tileM.value_or(config.tileM);
     config.tileN = entry.tileN.value_or(config.tileN);
     config.tileK = entry.tileK.value_or(config.tileK);
+    config.cluster = entry.cluster.value_or(config.cluster);
     config.stages = entry.stages.value_or(fittingStages(plan, config, target));
     if (std::string problem = matmulConfigProblem(config, plan, target);
         !problem.empty())

@@ -24,6 +24,7 @@
 #include "liger/Conversion/LigerToGPU/MatmulEmitters.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -292,11 +293,18 @@ getMatmulKernelSignature(const MatmulKernel &k, StringRef name) {
   info.vectorWidth = 8;
   info.dynamicSharedMemoryBytes = k.layout.size();
   info.kernelTemplate = rt::KernelTemplate::Matmul;
-  info.grid[0] = {rt::GridDim::Const, columnTiles(plan, config)};
+  // A cluster's CTAs take consecutive row tiles of one column tile: the
+  // grid's x holds them side by side (the cluster's shape), its y the row
+  // tiles' groups (the last group's CTAs past the rows compute zeros and
+  // store nothing: TMA fills and clips, the epilogue masks).
+  int64_t cluster = config.cluster;
+  info.grid[0] = {rt::GridDim::Const, cluster * columnTiles(plan, config)};
   info.grid[1] =
       plan.body == MatmulBody::GradWeight
-          ? rt::GridDim{rt::GridDim::Const, staticRowTiles(plan, config)}
-          : rt::GridDim{rt::GridDim::Rows, config.tileM};
+          ? rt::GridDim{rt::GridDim::Const,
+                        llvm::divideCeilSigned(staticRowTiles(plan, config),
+                                               cluster)}
+          : rt::GridDim{rt::GridDim::Rows, cluster * config.tileM};
   if (config.loopsOverTiles()) // one CTA per SM
     info.grid[0] = {rt::GridDim::Sms, 1}, info.grid[1] = {};
   // Parameters: the group's inputs in order, then the output(s), then
@@ -374,9 +382,10 @@ getMatmulKernelSignature(const MatmulKernel &k, StringRef name) {
   } else if (config.wgmma) {
     info.tensorMaps.push_back(
         tensorMap(argNumber(plan.x), config.tileM, config.tileK));
+    // (In a cluster each CTA loads its part of the weight tile's rows.)
     for (const MatmulProjection &l : plan.projections)
-      info.tensorMaps.push_back(
-          tensorMap(argNumber(l.weight), config.tileN, config.tileK));
+      info.tensorMaps.push_back(tensorMap(
+          argNumber(l.weight), config.tileN / config.cluster, config.tileK));
   }
   if (config.wgmma) {
     if (plan.lora) {
@@ -474,6 +483,12 @@ static GpuBuilder beginMatmulKernel(MatmulKernel &k, gpu::GPUModuleOp module,
   if (config.wgmma)
     kernel->setAttr("liger.tensor_maps",
                     b.getI64IntegerAttr(info.tensorMaps.size()));
+  // The cluster's shape is the kernel's own (.reqnctapercluster): the
+  // driver launches the grid, a multiple of it, in clusters.
+  if (config.cluster > 1)
+    kernel->setAttr(NVVM::NVVMDialect::getClusterDimAttrName(),
+                    b.getDenseI32ArrayAttr(
+                        {static_cast<int32_t>(config.cluster), 1, 1}));
   Block &entry = kernel.getBody().front();
 
   using Role = MatmulOperandRole;
@@ -570,6 +585,18 @@ static GpuBuilder beginMatmulKernel(MatmulKernel &k, gpu::GPUModuleOp module,
   Value numM = b.gridDim(gpu::Dimension::y);
   Value blockX = b.blockId(gpu::Dimension::x);
   Value blockY = b.blockId(gpu::Dimension::y);
+  if (config.cluster > 1) {
+    // Cluster (blockIdx.x / cluster, blockIdx.y) takes the group of row
+    // tiles y of its column tile, CTA r the group's r-th (the grid's x
+    // holds the clusters' CTAs side by side; the grouped order is the
+    // clusters').
+    int64_t cluster = config.cluster;
+    k.clusterRank = b.rem(blockX, cluster);
+    Value pid = b.add(b.mul(blockY, numN), b.div(blockX, cluster));
+    setTileOrigin(b, k, pid, numM, std::max<int64_t>(8 / cluster, 1));
+    k.m0 = b.add(b.mul(k.m0, cluster), b.mul(k.clusterRank, config.tileM));
+    return b;
+  }
   Value pid = b.add(b.mul(blockY, numN), blockX);
   if (!handsOffLoRAProduct(plan, config)) {
     setTileOrigin(b, k, pid, numM, config.wgmma ? 8 : 1);

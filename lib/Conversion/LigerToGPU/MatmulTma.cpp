@@ -65,9 +65,10 @@ void mlir::liger::emitWgmmaBarrierInit(GpuBuilder &b, const MatmulKernel &k,
                                        Value isFirst) {
   GpuBuilder ib = b.ifThen(isFirst);
   // A stage is released by the warpgroups of the tile that read it (in a
-  // tile loop by each of their threads: MatmulWgmma.cpp).
-  int64_t consumers =
-      k.config.tileWarpgroups() * (k.config.loopsOverTiles() ? 128 : 1);
+  // tile loop by each of their threads: MatmulWgmma.cpp), in a cluster by
+  // those of every CTA (whose stages the producer's multicasts fill).
+  int64_t consumers = k.config.tileWarpgroups() *
+                      (k.config.loopsOverTiles() ? 128 : 1) * k.config.cluster;
   for (int64_t s = 0; s < k.config.stages; ++s) {
     ib.mbarrierInit(wgmmaFullBarrier(ib, k, ib.index(s)), 1);
     ib.mbarrierInit(wgmmaEmptyBarrier(ib, k, ib.index(s)), consumers);
@@ -77,7 +78,11 @@ void mlir::liger::emitWgmmaBarrierInit(GpuBuilder &b, const MatmulKernel &k,
   if (k.layout.hasOldTile())
     ib.mbarrierInit(wgmmaSharedAt(ib, k, ib.i32(k.layout.oldTileBarrier())), 1);
   ib.mbarrierInitFence();
-  gpu::BarrierOp::create(b);
+  // (In a cluster the other CTAs' producers and consumers use them too.)
+  if (k.config.cluster > 1)
+    b.clusterBarrier();
+  else
+    gpu::BarrierOp::create(b);
 }
 
 /// The producer's copies of one tile's stages: K iteration kt fills stage
@@ -147,22 +152,43 @@ static void emitTmaProducerTile(GpuBuilder &ob, const MatmulKernel &k,
   lb.mbarrierArriveExpectTx(bar, layout.stageBytes());
   Value k0 = lb.toI32(lb.mul(kt, config.tileK));
   // A TMA copy into tile `t` of the stage, `offset` bytes in, at
-  // coordinates (column, row) of the tensor.
-  auto copyAt = [&](int64_t t, int64_t offset, Value map, Value col,
-                    Value row) {
-    lb.tmaLoad(
-        wgmmaSharedAt(lb, k, lb.add(wgmmaTileOffset(lb, k, s, t), offset)), map,
-        ValueRange{col, row}, bar);
+  // coordinates (column, row) of the tensor; multicast to the cluster's
+  // CTAs where `shared`.
+  int64_t cluster = config.cluster;
+  auto copyAt = [&](int64_t t, GpuBuilder::IntOperand offset, Value map,
+                    Value col, Value row, bool shared) {
+    Value dst =
+        wgmmaSharedAt(lb, k, lb.add(wgmmaTileOffset(lb, k, s, t), offset));
+    if (shared)
+      return lb.tmaLoadMulticast(dst, map, ValueRange{col, row}, bar,
+                                 (1 << cluster) - 1);
+    lb.tmaLoad(dst, map, ValueRange{col, row}, bar);
   };
   // K-major: one box of the tile's rows x tile_k; MN-major: boxes of
-  // tile_k rows x 64 columns side by side, one box apart.
+  // tile_k rows x 64 columns side by side, one box apart. A tile the
+  // cluster's CTAs share (`shared`, in a cluster): CTA r's part, rows
+  // [r, r + 1) · width / cluster of the box, or boxes r, r + cluster, ...
   auto copy = [&](int64_t t, Value map, Value row, int64_t width,
-                  bool mnMajor) {
+                  bool mnMajor, bool shared = false) {
+    if (shared && cluster > 1) {
+      Value part = k.clusterRank;
+      if (!mnMajor) {
+        Value first = lb.mul(part, width / cluster);
+        return copyAt(t, lb.toI32(lb.mul(first, layout.rowBytes())), map, k0,
+                      lb.toI32(lb.add(row, first)), true);
+      }
+      for (int64_t j = 0; j < width / 64; j += cluster) {
+        Value box = lb.add(part, j);
+        copyAt(t, lb.toI32(lb.mul(box, layout.mnBoxBytes())), map,
+               lb.toI32(lb.add(row, lb.mul(box, 64))), k0, true);
+      }
+      return;
+    }
     if (!mnMajor)
-      return copyAt(t, 0, map, k0, lb.toI32(row));
+      return copyAt(t, 0, map, k0, lb.toI32(row), false);
     for (int64_t j = 0; j < width / 64; ++j)
       copyAt(t, j * layout.mnBoxBytes(), map, lb.toI32(lb.add(row, 64 * j)),
-             k0);
+             k0, false);
   };
   copy(0, k.xMap, k.m0, config.tileM, plan.aMNMajor());
   if (plan.rope) {
@@ -176,7 +202,8 @@ static void emitTmaProducerTile(GpuBuilder &ob, const MatmulKernel &k,
                   ValueRange{k0, rb->toI32(row)}, bar);
   }
   for (int64_t p = 0; p < plan.numBTiles() && !plan.rope; ++p)
-    copy(1 + p, k.weightMaps[p], k.n0, config.tileN, plan.bMNMajor());
+    copy(1 + p, k.weightMaps[p], k.n0, config.tileN, plan.bMNMajor(),
+         /*shared=*/true);
   if (plan.lora)
     copy(1 + plan.numBTiles(), k.loraAMap, lb.index(0), plan.loraRank, false);
   if (k.prefetchMaps.empty())

@@ -82,14 +82,19 @@ static Value sliceDescriptor(GpuBuilder &b, const MatmulKernel &k,
 /// Where `cond` holds, the warpgroup releases the stage of the ring's fill
 /// `step`: its first thread, or in a tile loop every thread (ptxas
 /// serializes the wgmmas of a tile loop after a branch around one thread's
-/// arrive).
+/// arrive). In a cluster the stage is released in every CTA's ring, whose
+/// producer multicasts into this CTA's stage too.
 static void emitWgmmaStageRelease(GpuBuilder &b, const MatmulKernel &k,
                                   Value cond, Value step) {
   if (!k.config.loopsOverTiles())
     cond = b.bitAnd(cond, b.equal(b.rem(k.tid, 128), 0));
   GpuBuilder rb = b.ifThen(cond);
   Value stage = rb.rem(rb.add(step, k.config.stages), k.config.stages);
-  rb.mbarrierArrive(wgmmaEmptyBarrier(rb, k, stage));
+  Value barrier = wgmmaEmptyBarrier(rb, k, stage);
+  if (k.config.cluster == 1)
+    return rb.mbarrierArrive(barrier);
+  for (int64_t rank = 0; rank < k.config.cluster; ++rank)
+    rb.mbarrierArriveInCta(barrier, rb.i32(rank));
 }
 
 /// The K loop: per stage, wait (or the RMSNorm prologue's rescale of the
@@ -536,5 +541,11 @@ LogicalResult mlir::liger::emitWgmmaKernel(GpuBuilder &b, MatmulKernel &k) {
   emitWgmmaBarrierInit(b, k, isFirst);
   auto [pb, cb] = b.ifThenElse(b.lessThan(k.tid, 128));
   emitTmaProducer(pb, k, isFirst);
-  return emitWgmmaConsumer(cb, k);
+  if (failed(emitWgmmaConsumer(cb, k)))
+    return failure();
+  // A cluster's CTAs copy into each other's shared memory and arrive on
+  // each other's barriers: none exits while another may still do so.
+  if (k.config.cluster > 1)
+    b.clusterBarrier();
+  return success();
 }

@@ -228,7 +228,8 @@ mlir::liger::getRowKernelConfigAttr(MLIRContext *ctx,
       config.reuseLoads ? std::nullopt : std::optional<bool>(false),
       config.ctasPerSm ? std::optional<int64_t>(config.ctasPerSm)
                        : std::nullopt,
-      std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt);
+      std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt,
+      std::nullopt);
 }
 
 rt::KernelParam mlir::liger::abiParam(std::string name, rt::ParamRole role,

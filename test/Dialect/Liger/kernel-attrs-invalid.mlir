@@ -148,3 +148,13 @@ func.func @prepare_without_workspace() attributes {liger.kernel_info = #liger.ke
 // A preparing kernel with a grid of no CTAs.
 // expected-error @+1 {{liger.kernel_info: kernel.prepare: grid must be [n, 1, 1] with n in [1, 2^31), got n = 0}}
 func.func @prepare_empty_grid() attributes {liger.kernel_info = #liger.kernel_info<kernel_template = attention, ops = "liger.attention_grad", grid = ["sms", 1, 1], threads = 384, shared_memory_bytes = 0, vector_width = 8, params = [#liger.kernel_param<name = "input0", role = input, kind = heads, dtype = bf16, length = 64, outer = 4>, #liger.kernel_param<name = "workspace0", role = workspace, kind = heads, dtype = f32, length = 64, outer = 4>], prepare = #liger.side_kernel<name = "k_prepare", grid = 0, threads = 256, shared_memory_bytes = 0>, finish = #liger.side_kernel<name = "k_finish", grid = 1, threads = 256, shared_memory_bytes = 0>, ctas_per_sm = 1>}
+
+// -----
+
+// expected-error @+1 {{'cluster' is not a tunable of the matmul_mma_sync template}}
+func.func @cluster_on_mma_sync() attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_mma_sync, tile_m = 64, tile_n = 64, tile_k = 32, stages = 3, cluster = 2>}
+
+// -----
+
+// expected-error @+1 {{'cluster' must be 1 or 2, got 4}}
+func.func @cluster_of_four() attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster = 4>}

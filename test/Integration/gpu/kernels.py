@@ -693,6 +693,15 @@ MATMULS = {
     "ps_gate_up_512_1000_swiglu": (512, 1000, "bf16", 128, 128, 3, "wgmma_ps"),
     "ps_rms_520_1000": (520, 1000, "bf16", 128, 128, 3, "wgmma_ps"),
     "ps_512_256_res_silu": (512, 256, "bf16", 128, 256, 3, "wgmma_ps"),
+    # Clusters of two CTAs (data-parallel, the weight tiles multicast): an
+    # odd count of row tiles leaves the last cluster's second CTA past the
+    # rows; a K tail, a 64-row tile, the gated pair, the norm prologue.
+    "cl_4096_1024": (4096, 1024, "bf16", 128, 256, 4, "wgmma_cl"),
+    "cl_520_264_ktail": (520, 264, "bf16", 128, 128, 4, "wgmma_cl"),
+    "cl_256_128_f16_m64": (256, 128, "f16", 64, 128, 2, "wgmma_cl"),
+    "cl_gate_up_512_1000_swiglu": (512, 1000, "bf16", 128, 128, 3, "wgmma_cl"),
+    "cl_rms_520_1000": (520, 1000, "bf16", 128, 128, 3, "wgmma_cl"),
+    "cl_512_256_res_silu": (512, 256, "bf16", 128, 256, 3, "wgmma_cl"),
 }
 # LoRA projections: name -> (r, scale); A [r, K] and B [N, r] follow the
 # weight.
@@ -770,6 +779,14 @@ MATMUL_GRADS = {
     "ps_dx_1000_520": ("dx", 1000, 520, "bf16", 128, 256, 3, "wgmma_ps"),
     "ps_dw_1000_520": ("dw", 1000, 520, "bf16", 128, 256, 3, "wgmma_ps"),
     "ps_dw_acc_512_256": ("dw_acc", 512, 256, "bf16", 128, 128, 4, "wgmma_ps"),
+    # Clusters: dx's W and dW's x multicast in 64-column boxes; dW's 3 or 8
+    # row tiles (of dy's 384 or 1000 features: an odd count past the end),
+    # into f32 and 16-bit buffers.
+    "cl_dx_1000_520": ("dx", 1000, 520, "bf16", 128, 256, 3, "wgmma_cl"),
+    "cl_dx_llama_down_4096_14336": ("dx", 4096, 14336, "bf16", 128, 256, 4, "wgmma_cl"),
+    "cl_dw_1000_520": ("dw", 1000, 520, "bf16", 128, 256, 3, "wgmma_cl"),
+    "cl_dw_acc_384_256": ("dw_acc", 384, 256, "bf16", 128, 128, 4, "wgmma_cl"),
+    "cl_dw_acc_lowp_1000_520": ("dw_acc_lowp", 1000, 520, "bf16", 128, 256, 3, "wgmma_cl"),
 }
 
 # q/k projections with RoPE in the epilogue: name -> (K, Hq, Hkv, D,
@@ -877,10 +894,12 @@ def gated_group_texts():
 def matmul_config(mma, tm, tn, stages):
     """The liger.kernel_config of a matmul group pinned to the template of
     `mma` ("wgmma", "wgmma_pp" / "wgmma_ps": wgmma with the pingpong or
-    the persistent schedule, or "mma_sync"), a tm x tn tile and `stages`
-    stages, with a 128-byte (wgmma) or 64-byte (mma.sync) K slice."""
+    the persistent schedule, "wgmma_cl": data-parallel in clusters of two,
+    or "mma_sync"), a tm x tn tile and `stages` stages, with a 128-byte
+    (wgmma) or 64-byte (mma.sync) K slice."""
     schedule = {"wgmma_pp": ", schedule = pingpong",
-                "wgmma_ps": ", schedule = persistent"}.get(mma, "")
+                "wgmma_ps": ", schedule = persistent",
+                "wgmma_cl": ", cluster = 2"}.get(mma, "")
     mma = "wgmma" if mma.startswith("wgmma") else mma
     return ("#liger.kernel_config<kernel_template = matmul_%s, tile_m = %d, tile_n = %d, tile_k = %d, "
             "stages = %d%s>" % (mma, tm, tn, 64 if mma == "wgmma" else 32, stages, schedule))

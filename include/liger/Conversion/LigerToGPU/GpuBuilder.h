@@ -188,6 +188,10 @@ public:
   /// The same with `bytes` (i32) known at run time.
   void mbarrierArriveExpectTx(Value barrier, Value bytes);
   void mbarrierArrive(Value barrier);
+  /// One arrival, with release at cluster scope, on the barrier at
+  /// `barrier`'s offset in the shared memory of the cluster's CTA `rank`
+  /// (i32; mapa).
+  void mbarrierArriveInCta(Value barrier, Value rank);
   /// Waits for the phase of parity `parity` (i32) to complete; `ticks` is
   /// the suspend-time hint in nanoseconds (i32).
   void mbarrierWaitParity(Value barrier, Value parity, Value ticks);
@@ -197,6 +201,14 @@ public:
   /// into shared memory at `dst`, completing on `barrier`.
   void tmaLoad(Value dst, Value tensorMap, ValueRange coordinates,
                Value barrier);
+  /// The same copy into the shared memory of each CTA of the cluster whose
+  /// bit is set in `ctaMask`, at `dst`'s offset there, completing on the
+  /// barrier at `barrier`'s offset in each (multicast::cluster).
+  void tmaLoadMulticast(Value dst, Value tensorMap, ValueRange coordinates,
+                        Value barrier, int64_t ctaMask);
+  /// Every thread of the cluster meets (barrier.cluster arrive, with
+  /// release, then wait, with acquire).
+  void clusterBarrier();
   /// Stores the box at `src` to `coordinates` of `tensorMap`.
   void tmaStore(Value tensorMap, Value src, ValueRange coordinates);
   /// Copies `bytes` (i32, a multiple of 16) from global memory at `src`

@@ -26,6 +26,13 @@ struct MatmulKernelConfig {
   /// looping over tiles: with two consumer sets taking turns (pingpong) or
   /// one (persistent).
   MatmulSchedule schedule = MatmulSchedule::data_parallel;
+  /// wgmma, data-parallel: the CTAs of a thread-block cluster (1 or 2).
+  /// The CTAs of a cluster take consecutive row tiles of one column tile,
+  /// so they read the same weight tiles: CTA r loads part r of each (its
+  /// rows, or its 64-column boxes, r modulo the cluster) for all of them
+  /// with a TMA multicast, and a stage is free once every CTA's consumers
+  /// released it (clusterParts).
+  int64_t cluster = 1;
 
   bool pingpong() const { return schedule == MatmulSchedule::pingpong; }
   /// One CTA per SM looping over tiles, the stage ring carried across them.

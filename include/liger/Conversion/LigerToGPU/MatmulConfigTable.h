@@ -18,7 +18,7 @@
 //                 "lora_rank": 0, "accumulate": false,
 //                 "weight_transposed": false, "m_min": 65, "m_max": 1024},
 //       "config": {"tile_m": 128, "tile_n": 256, "tile_k": 64, "stages": 4,
-//                  "schedule": "data-parallel"},
+//                  "schedule": "data-parallel", "cluster": 2},
 //       "note": "anything: the sweep's timings"}]}
 //
 // Every `match` field is optional (absent: any value) and the first entry
@@ -27,7 +27,8 @@
 // `config` field is optional: an absent tile field keeps the default
 // rule's value, absent `stages` is as many as shared memory holds (2 to 5;
 // 8 in pingpong), absent `schedule` is data-parallel (or "pingpong",
-// "persistent").
+// "persistent"), absent `cluster` is 1 (or 2: the weight tiles multicast
+// to a cluster of two CTAs, MatmulKernelConfig::cluster).
 //
 //===----------------------------------------------------------------------===//
 
@@ -50,7 +51,7 @@ public:
     std::optional<int64_t> k, mMin, mMax, loraRank;
     std::optional<std::vector<int64_t>> widths;
     std::optional<bool> norm, accumulate, weightTransposed;
-    std::optional<int64_t> tileM, tileN, tileK, stages;
+    std::optional<int64_t> tileM, tileN, tileK, stages, cluster;
     std::optional<MatmulSchedule> schedule;
   };
 

@@ -84,6 +84,9 @@ struct MatmulKernel {
   Value kRows;  ///< K's extent (dW: the tokens)
   Value kTiles; ///< the K loop's trip count
   Value m0, n0; ///< the tile's origin (a tile loop: set per tile)
+  /// A cluster (config.cluster > 1): the CTA's rank in it (index), which
+  /// part of the shared weight tiles it loads for all.
+  Value clusterRank;
   /// A tile loop (pingpong, persistent): the row tiles (index) and the
   /// tiles this CTA takes (tiles blockIdx.x + i · gridDim.x for i below
   /// it).

@@ -184,7 +184,7 @@ LogicalResult KernelConfigAttr::verify(
     std::optional<bool> reuseLoads, std::optional<int64_t> ctasPerSm,
     std::optional<int64_t> tileM, std::optional<int64_t> tileN,
     std::optional<int64_t> tileK, std::optional<int64_t> stages,
-    std::optional<MatmulSchedule> schedule) {
+    std::optional<MatmulSchedule> schedule, std::optional<int64_t> cluster) {
   bool row = kernelTemplate == KernelTemplate::rowwise ||
              kernelTemplate == KernelTemplate::cross_entropy;
   bool matmul = kernelTemplate == KernelTemplate::matmul_wgmma ||
@@ -207,6 +207,8 @@ LogicalResult KernelConfigAttr::verify(
       {"stages", stages.has_value(), matmul || attention},
       {"schedule", schedule.has_value(),
        kernelTemplate == KernelTemplate::matmul_wgmma},
+      {"cluster", cluster.has_value(),
+       kernelTemplate == KernelTemplate::matmul_wgmma},
   };
   for (const Tunable &t : tunables)
     if (t.present && !t.taken)
@@ -226,6 +228,8 @@ LogicalResult KernelConfigAttr::verify(
     return emitError() << "'threads' must be a multiple of 32 in [32, 1024], "
                           "got "
                        << *threads;
+  if (cluster && *cluster != 1 && *cluster != 2)
+    return emitError() << "'cluster' must be 1 or 2, got " << *cluster;
   if (ctasPerSm && (*ctasPerSm < 1 || *ctasPerSm > 64))
     return emitError() << "'ctas_per_sm' must be in [1, 64], got "
                        << *ctasPerSm;

@@ -67,7 +67,7 @@ def Liger_KernelConfigAttr : AttrDef<Liger_Dialect, "KernelConfig"> {
     | `rowwise` | `threads`, `vector_width` (both required), `reuse_loads` |
     | `cross_entropy` | `threads`, `vector_width` (both required), `reuse_loads`, `ctas_per_sm` |
     | `rope` | none |
-    | `matmul_wgmma` | `tile_m`, `tile_n`, `tile_k`, `stages` (all required), `threads` (checked against the tile), `schedule` |
+    | `matmul_wgmma` | `tile_m`, `tile_n`, `tile_k`, `stages` (all required), `threads` (checked against the tile), `schedule`, `cluster` |
     | `matmul_mma_sync` | `tile_m`, `tile_n`, `tile_k`, `stages` (all required), `threads` (checked against the tile) |
     | `attention` | `tile_n` (the key/value block), `stages` (both required) |
 
@@ -77,7 +77,10 @@ def Liger_KernelConfigAttr : AttrDef<Liger_Dialect, "KernelConfig"> {
     warpgroup sets taking turns, one's epilogue under the other's main
     loop) or `persistent` (one CTA per SM looping over tiles, one set of
     consumer warpgroups, the producer filling the next tile's stages
-    during the epilogue; docs/Design/GPU-Lowering.md). What depends on the group or the target (a vector width its row
+    during the epilogue; docs/Design/GPU-Lowering.md). `cluster` is 1 (the
+    default) or 2: the CTAs of a thread-block cluster that share each
+    weight tile, every one of them loading its part for all with a TMA
+    multicast. What depends on the group or the target (a vector width its row
     allows, tile shapes, shared memory) is checked by the passes.
 
     ```mlir
@@ -97,7 +100,8 @@ def Liger_KernelConfigAttr : AttrDef<Liger_Dialect, "KernelConfig"> {
     OptionalParameter<"std::optional<int64_t>">:$tile_n,
     OptionalParameter<"std::optional<int64_t>">:$tile_k,
     OptionalParameter<"std::optional<int64_t>">:$stages,
-    OptionalParameter<"std::optional<::mlir::liger::MatmulSchedule>">:$schedule
+    OptionalParameter<"std::optional<::mlir::liger::MatmulSchedule>">:$schedule,
+    OptionalParameter<"std::optional<int64_t>">:$cluster
   );
   // A struct: the tunables a template takes are any subset, in any order.
   let assemblyFormat = "`<` struct(params) `>`";
