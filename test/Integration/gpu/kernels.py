@@ -722,7 +722,8 @@ MATMUL_PROLOGUES = {"wg_rms_4096_1024": "rms_norm",
                     "wg_rms_gate_up_512_1000_swiglu": "rms_norm",
                     "pp_rms_520_1000": "rms_norm",
                     "pp128_rms_520_1000": "rms_norm",
-                    "ps_rms_520_1000": "rms_norm"}
+                    "ps_rms_520_1000": "rms_norm",
+                    "cl_rms_520_1000": "rms_norm"}
 # Epilogues after the projection: name -> the ops (a residual input [rows, N]
 # is the kernel's third input).
 MATMUL_EPILOGUES = {"proj_512_256_res_silu": "add_silu",
@@ -733,6 +734,8 @@ MATMUL_EPILOGUES = {"proj_512_256_res_silu": "add_silu",
                     "pp128_gate_up_512_1000_swiglu": "swiglu",
                     "ps_512_256_res_silu": "add_silu",
                     "ps_gate_up_512_1000_swiglu": "swiglu",
+                    "cl_512_256_res_silu": "add_silu",
+                    "cl_gate_up_512_1000_swiglu": "swiglu",
                     "wg_gate_up_512_1000_swiglu": "swiglu",
                     "wg_rms_gate_up_512_1000_swiglu": "swiglu",
                     "wg_512_256_res_gelu": "add_gelu",
@@ -835,6 +838,7 @@ MATMUL_GATED_GRADS = {
     "pp128_swiglu_grad_1000_520_dh": ("swiglu", 1000, 520, "bf16", 128, 128, 4, "wgmma_pp",
                                       True),
     "ps_swiglu_grad_1000_520_dh": ("swiglu", 1000, 520, "bf16", 128, 256, 3, "wgmma_ps", True),
+    "cl_swiglu_grad_1000_520_dh": ("swiglu", 1000, 520, "bf16", 128, 256, 3, "wgmma_cl", True),
 }
 # The gate/up pair keeping gate and up for the backward: name -> (K, N,
 # dtype, tile_m, tile_n, stages, mma). Results: gate, up, swiglu(gate, up).
@@ -845,6 +849,7 @@ MATMUL_GATED_KEEPS = {
     "pp_gate_up_keeps_520_1000": (520, 1000, "bf16", 64, 128, 3, "wgmma_pp"),
     "pp128_gate_up_keeps_520_1000": (520, 1000, "bf16", 128, 64, 4, "wgmma_pp"),
     "ps_gate_up_keeps_520_1000": (520, 1000, "bf16", 128, 128, 3, "wgmma_ps"),
+    "cl_gate_up_keeps_520_1000": (520, 1000, "bf16", 128, 128, 3, "wgmma_cl"),
 }
 
 
