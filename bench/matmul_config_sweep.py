@@ -227,9 +227,11 @@ def measure(args):
     rate = matrix_rate()
     gpu = torch.cuda.get_device_name()
     print("%s, %d tokens, bf16 rate %.0f TFLOP/s" % (gpu, M, rate))
+    models = args.models.split(",") if args.models else None
     shapes = {}
     for c in candidates:
-        shapes.setdefault((c["model"], c["shape"]), []).append(c)
+        if models is None or c["model"] in models:
+            shapes.setdefault((c["model"], c["shape"]), []).append(c)
     entries, rows, ratios = [], [], []
 
     def write():  # after each shape: a run cut short keeps what it measured
@@ -363,6 +365,8 @@ def main():
     m.add_argument("--tokens", type=int, default=16384)
     m.add_argument("--min-gain", type=float, default=0.01,
                    help="an entry only where the fastest beats the default by this fraction")
+    m.add_argument("--models", help="comma-separated: time only these models' shapes "
+                   "(default: every shape of the bundle)")
     m.add_argument("--confirm-within", type=float, default=0.03,
                    help="confirm the fastest other candidate against the default, timed "
                    "alternately, when its row is at most this fraction behind the default's")
