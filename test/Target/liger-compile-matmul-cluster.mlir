@@ -55,9 +55,9 @@
 //       PTX: cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes [
 //       PTX: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster
 //       PTX: mapa.shared::cluster.u64 [[B0:%rd[0-9]+]], [[BAR:%rd[0-9]+]], 0;
-//       PTX: mbarrier.arrive.release.cluster.shared::cluster.b64 _, [[[B0]]]
+//       PTX: mbarrier.arrive.shared::cluster.b64 _, [[[B0]]]
 //       PTX: mapa.shared::cluster.u64 [[B1:%rd[0-9]+]], [[BAR]], 1;
-//       PTX: mbarrier.arrive.release.cluster.shared::cluster.b64 _, [[[B1]]]
+//       PTX: mbarrier.arrive.shared::cluster.b64 _, [[[B1]]]
 //       PTX: barrier.cluster.arrive;
 //  PTX-NEXT: barrier.cluster.wait;
 //  PTX-NEXT: ret;

@@ -188,7 +188,7 @@ public:
   /// The same with `bytes` (i32) known at run time.
   void mbarrierArriveExpectTx(Value barrier, Value bytes);
   void mbarrierArrive(Value barrier);
-  /// One arrival, with release at cluster scope, on the barrier at
+  /// One arrival (release at CTA scope) on the barrier at
   /// `barrier`'s offset in the shared memory of the cluster's CTA `rank`
   /// (i32; mapa).
   void mbarrierArriveInCta(Value barrier, Value rank);
