@@ -299,12 +299,11 @@ getMatmulKernelSignature(const MatmulKernel &k, StringRef name) {
   // store nothing: TMA fills and clips, the epilogue masks).
   int64_t cluster = config.cluster;
   info.grid[0] = {rt::GridDim::Const, cluster * columnTiles(plan, config)};
-  info.grid[1] =
-      plan.body == MatmulBody::GradWeight
-          ? rt::GridDim{rt::GridDim::Const,
-                        llvm::divideCeilSigned(staticRowTiles(plan, config),
-                                               cluster)}
-          : rt::GridDim{rt::GridDim::Rows, cluster * config.tileM};
+  info.grid[1] = plan.body == MatmulBody::GradWeight
+                     ? rt::GridDim{rt::GridDim::Const,
+                                   llvm::divideCeilSigned(
+                                       staticRowTiles(plan, config), cluster)}
+                     : rt::GridDim{rt::GridDim::Rows, cluster * config.tileM};
   if (config.loopsOverTiles()) // one CTA per SM
     info.grid[0] = {rt::GridDim::Sms, 1}, info.grid[1] = {};
   // Parameters: the group's inputs in order, then the output(s), then
@@ -486,9 +485,9 @@ static GpuBuilder beginMatmulKernel(MatmulKernel &k, gpu::GPUModuleOp module,
   // The cluster's shape is the kernel's own (.reqnctapercluster): the
   // driver launches the grid, a multiple of it, in clusters.
   if (config.cluster > 1)
-    kernel->setAttr(NVVM::NVVMDialect::getClusterDimAttrName(),
-                    b.getDenseI32ArrayAttr(
-                        {static_cast<int32_t>(config.cluster), 1, 1}));
+    kernel->setAttr(
+        NVVM::NVVMDialect::getClusterDimAttrName(),
+        b.getDenseI32ArrayAttr({static_cast<int32_t>(config.cluster), 1, 1}));
   Block &entry = kernel.getBody().front();
 
   using Role = MatmulOperandRole;

@@ -168,8 +168,8 @@ static void emitTmaProducerTile(GpuBuilder &ob, const MatmulKernel &k,
   // tile_k rows x 64 columns side by side, one box apart. A tile the
   // cluster's CTAs share (`shared`, in a cluster): CTA r's part, rows
   // [r, r + 1) · width / cluster of the box, or boxes r, r + cluster, ...
-  auto copy = [&](int64_t t, Value map, Value row, int64_t width,
-                  bool mnMajor, bool shared = false) {
+  auto copy = [&](int64_t t, Value map, Value row, int64_t width, bool mnMajor,
+                  bool shared = false) {
     if (shared && cluster > 1) {
       Value part = k.clusterRank;
       if (!mnMajor) {
@@ -187,8 +187,8 @@ static void emitTmaProducerTile(GpuBuilder &ob, const MatmulKernel &k,
     if (!mnMajor)
       return copyAt(t, 0, map, k0, lb.toI32(row), false);
     for (int64_t j = 0; j < width / 64; ++j)
-      copyAt(t, j * layout.mnBoxBytes(), map, lb.toI32(lb.add(row, 64 * j)),
-             k0, false);
+      copyAt(t, j * layout.mnBoxBytes(), map, lb.toI32(lb.add(row, 64 * j)), k0,
+             false);
   };
   copy(0, k.xMap, k.m0, config.tileM, plan.aMNMajor());
   if (plan.rope) {
