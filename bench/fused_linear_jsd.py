@@ -28,10 +28,7 @@ SHAPES = dict(tokens=8192, student=2048, teacher=4096, vocab=128256)
 
 def specs(student=SHAPES["student"], teacher=SHAPES["teacher"], vocab=SHAPES["vocab"]):
     """The kernels the liger row runs (for bench/build-bundles.sh)."""
-    from liger import specs as liger_specs
-    return [ops.fused_linear_cross_entropy_spec(vocab, student, "bf16"),
-            ops.fused_linear_cross_entropy_spec(vocab, teacher, "bf16"),
-            liger_specs.jsd_spec(vocab, "f32", 0.5, -100, "i64")]
+    return ops.fused_linear_jsd_specs(vocab, student, teacher, "bf16", labels="i64")
 
 
 def plain(xs, ws, xt, wt, labels, beta=0.5):

@@ -226,31 +226,31 @@ def chunked_sequences(kernels, x, weight, target, per_chunk, objective, groups=1
     return total, dx, dw, reports
 
 
-# The fused linear JSD's buffers of one chunk, per token, in bytes per
-# vocabulary entry: the student's and the teacher's logits (at most 2
-# bytes each), their f32 log-probabilities, the f32 gradient over the
-# student's and its softmax.
-JSD_BYTES_PER_LOGIT = 2 * 2 + 4 * 4
+# The fused linear JSD's buffers of one chunk: the student's and the
+# teacher's logits [chunk, vocab], in the inputs' dtype (the JSD's row
+# kernel reads them as they are and writes the gradient over the
+# student's).
+JSD_LOGIT_ROWS = 2
 
 
-def plan_jsd_chunks(tokens, vocab, memory_budget=2 ** 29):
-    """How fused_linear_jsd chunks `tokens` under `memory_budget` bytes (its
-    chunk buffers, JSD_BYTES_PER_LOGIT per logit); as plan_chunks."""
-    return plan_chunks(tokens, vocab * JSD_BYTES_PER_LOGIT // 4, "f32", memory_budget)
+def plan_jsd_chunks(tokens, vocab, dtype, memory_budget=2 ** 29):
+    """How fused_linear_jsd chunks `tokens` of logits in `dtype` under
+    `memory_budget` bytes (its chunk buffers: JSD_LOGIT_ROWS rows of logits
+    per token); as plan_chunks."""
+    return plan_chunks(tokens, vocab * JSD_LOGIT_ROWS, dtype, memory_budget)
 
 
-def chunked_jsd(student, teacher_logits, jsd, xs, ws, xt, wt, labels, chunk, temperature,
-                counted, want_dx=True, want_dw=True, dw_f32=False):
+def chunked_jsd(student, teacher_logits, jsd, xs, ws, xt, wt, labels, chunk, counted,
+                want_dx=True, want_dw=True, dw_f32=False):
     """The fused linear JSD chunk by chunk: per chunk of `chunk` tokens the
     student's and the teacher's logits (the matmul kernels of a loss plan:
-    `student` logits, dx, dw0 unless dw_f32, dw; `teacher_logits`), their
-    log-probabilities at `temperature`, the JSD kernels (`jsd`: a liger.jsd
-    bundle of f32 rows, @fwd the loss and its gradient over the student's
-    log-probabilities for each token's share 1/counted, @loss the loss
-    alone), the gradient through the student's log-softmax and the
-    temperature, G = (g − softmax · Σg) / T, then dx = G · W_s and
-    dW_s (+)= Gᵀ · x_s. `counted`: the tokens averaged over (a tensor).
-    Returns (loss f32, dx, dW); a gradient not wanted is None."""
+    `student` logits, dx, dw0 unless dw_f32, dw; `teacher_logits`), then
+    the JSD kernels of the logits themselves (`jsd`: a liger.jsd bundle
+    with the temperature, @fwd the loss per token and, written over the
+    student's logits, their gradient G for each token's share 1/counted;
+    @loss the loss alone), then dx = G · W_s and dW_s (+)= Gᵀ · x_s.
+    `counted`: the tokens averaged over (a tensor). Returns (loss f32, dx,
+    dW); a gradient not wanted is None."""
     import torch
     n, v = xs.shape[0], ws.shape[0]
     dev, dtype = xs.device, xs.dtype
@@ -258,6 +258,7 @@ def chunked_jsd(student, teacher_logits, jsd, xs, ws, xt, wt, labels, chunk, tem
     rows0 = min(chunk, n)
     zs = torch.empty((rows0, v), dtype=dtype, device=dev)
     zt = torch.empty((rows0, v), dtype=dtype, device=dev)
+    per_token = torch.empty((rows0,), dtype=torch.float32, device=dev)
     share = (1.0 / counted).reshape(1).expand(rows0).contiguous()
     dx, dw = _gradient_buffers(xs, ws, want_dx, want_dw, dw_f32)
     total = torch.zeros((), dtype=torch.float32, device=dev)
@@ -266,15 +267,11 @@ def chunked_jsd(student, teacher_logits, jsd, xs, ws, xt, wt, labels, chunk, tem
         xc, z, y = xs[c0:c0 + rows], zs[:rows], zt[:rows]
         student["logits"](xc, ws, out=[z])
         teacher_logits(xt[c0:c0 + rows], wt, out=[y])
-        ls = torch.log_softmax(z.float() / temperature, -1)
-        lt = torch.log_softmax(y.float() / temperature, -1)
         lab = [] if labels is None else [labels[c0:c0 + rows]]
         if not grad:
-            total += jsd["loss_rowwise_0"](ls, lt, *lab).sum()
+            total += jsd["loss_rowwise_0"](z, y, *lab, out=[per_token[:rows]]).sum()
             continue
-        per_token, g = jsd["fwd_rowwise_0"](ls, lt, share[:rows], *lab)
-        total += per_token.sum()
-        # Through the log-softmax and the temperature, into the logits' buffer.
-        z.copy_((g - ls.exp_() * g.sum(-1, keepdim=True)) / temperature)
+        jsd["fwd_rowwise_0"](z, y, share[:rows], *lab, out=[per_token[:rows], z])
+        total += per_token[:rows].sum()
         _gradient_products(student, z, xc, ws, dx, dw, c0, dw_f32)
     return total / counted, dx, _rounded(dw, ws)

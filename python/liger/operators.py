@@ -945,10 +945,12 @@ def _kl_div_grad(ctx, dloss):
 kl_div.register_autograd(_kl_div_grad, setup_context=_kl_div_setup)
 
 
-def _jsd_bundle(vocab, dtype, device, shift_labels, beta, ignore_index):
-    """liger.jsd's kernels for rows [..., vocab] of `dtype`."""
+def _jsd_bundle(vocab, dtype, device, shift_labels, beta, ignore_index, temperature=None):
+    """liger.jsd's kernels for rows [..., vocab] of `dtype`: of
+    log-probabilities, or with a `temperature` of logits."""
     spec = _spec(specs.jsd_spec, (vocab, dtype, beta, ignore_index,
-                                  None if shift_labels is None else shift_labels.dtype), device)
+                                  None if shift_labels is None else shift_labels.dtype,
+                                  temperature), device)
     return bundles.load(spec)
 
 
@@ -1002,8 +1004,9 @@ jsd.register_autograd(_jsd_grad, setup_context=_jsd_setup)
 # The student's and the teacher's lm_heads chunk by chunk, as the fused
 # linear cross-entropy's: their logits and the student's gradient products
 # are the matmul kernels of that loss's plan (of the student's and the
-# teacher's [V, H]), the JSD the row kernels of liger.jsd over f32
-# log-probabilities. The forward forms the student's gradients, which the
+# teacher's [V, H]), the JSD the row kernels of liger.jsd over the logits
+# themselves (at the temperature: log-softmax in the kernel, the gradient
+# written over the student's logits). The forward forms the student's gradients, which the
 # backward scales; the teacher gets none.
 
 def _matmul_kernels(v, h, dtype, dw_f32, device):
@@ -1023,13 +1026,13 @@ def fused_linear_jsd(student_input: Tensor, student_weight: Tensor, teacher_inpu
     student = _matmul_kernels(v, hs, dtype, dw_f32, device)
     teacher = _matmul_kernels(v, teacher_weight.shape[1], dtype, False, device)["logits"]
     labels = None if shift_labels is None else shift_labels.contiguous()
-    jsd_kernels = _jsd_bundle(v, F32, device, labels, jsd_beta, ignore_index)  # (f32 rows)
+    jsd_kernels = _jsd_bundle(v, dtype, device, labels, jsd_beta, ignore_index, temperature)
     counted = _jsd_counted(student_input, labels, ignore_index)
-    plan = plan_jsd_chunks(student_input.shape[0], v, memory_budget)
+    plan = plan_jsd_chunks(student_input.shape[0], v, dtype, memory_budget)
     loss, dx, dw = chunked_jsd(
         student, teacher, jsd_kernels, student_input.contiguous(), student_weight.contiguous(),
         teacher_input.contiguous(), teacher_weight.contiguous(), labels, plan["chunk_tokens"],
-        temperature, counted, want_dx, want_dw, dw_f32)
+        counted, want_dx, want_dw, dw_f32)
     return (loss, dx if want_dx else student_input.new_empty(0),
             dw if want_dw else student_weight.new_empty(0))
 

@@ -828,11 +828,12 @@ def _fljsd_shapes(student_input, student_weight, teacher_input, teacher_weight,
 
 
 def check_temperature(temperature):
-    """The fused linear JSD's temperature: a finite number, not 0 (the
-    logits are divided by it)."""
+    """The fused linear JSD's temperature: a finite number above 0 (the
+    logits are divided by it; a negative one would reverse their order)."""
     temperature = specs.check_float("temperature", temperature)
-    if temperature == 0:
-        raise LigerValueError("temperature must not be 0 (the logits are divided by it)")
+    if temperature <= 0:
+        raise LigerValueError("temperature must be > 0 (the logits are divided by it), got %r"
+                              % temperature)
     return temperature
 
 
@@ -851,13 +852,28 @@ def _fljsd_checked(student_input, student_weight, teacher_input, teacher_weight,
                                                    student_input.dtype), device)
     _spec(fused_linear_cross_entropy_spec, (v, _size(teacher_weight.shape[1]),
                                             teacher_input.dtype), device)
-    jsd = _spec(specs.jsd_spec, (v, "f32", jsd_beta, ignore_index,
-                                 None if shift_labels is None else shift_labels.dtype), device)
     temperature = check_temperature(static(temperature))
+    jsd = _spec(specs.jsd_spec, (v, student_input.dtype, jsd_beta, ignore_index,
+                                 None if shift_labels is None else shift_labels.dtype,
+                                 temperature), device)
     memory_budget = check_int("memory_budget", memory_budget, 1)
-    plan_jsd_chunks(1, spec.vocab, memory_budget)  # (a budget of at least a row)
+    plan_jsd_chunks(1, spec.vocab, student_input.dtype, memory_budget)  # (at least a row)
     return (jsd.beta, jsd.ignore_index, temperature, memory_budget,
             check_bool("dw_f32", dw_f32))
+
+
+def fused_linear_jsd_specs(vocab, student_hidden, teacher_hidden, dtype, jsd_beta=0.5,
+                           ignore_index=-100, labels=None, temperature=1.0, dw_f32=False,
+                           target=DEFAULT_TARGET):
+    """The kernels fused_linear_jsd runs (for precompile): the student's and
+    the teacher's lm_head matmuls (the fused loss's plans) and the JSD's row
+    kernels of their logits at `temperature`, with shift labels of dtype
+    `labels` (None for none)."""
+    return [fused_linear_cross_entropy_spec(vocab, student_hidden, dtype, dw_f32=dw_f32,
+                                            target=target),
+            fused_linear_cross_entropy_spec(vocab, teacher_hidden, dtype, target=target),
+            specs.jsd_spec(vocab, dtype, jsd_beta, ignore_index, labels,
+                           check_temperature(temperature), target)]
 
 
 def fused_linear_jsd(student_input, student_weight, teacher_input, teacher_weight,
@@ -872,11 +888,11 @@ def fused_linear_jsd(student_input, student_weight, teacher_input, teacher_weigh
     f32. Without the [tokens, vocab] logits in memory: per chunk of tokens
     (what `memory_budget` bytes hold: plan_jsd_chunks) the fused
     cross-entropy's matmul kernels write both logits (rounded to the inputs'
-    dtype, where Liger-Kernel keeps them in f32), their f32
-    log-probabilities are taken, liger.jsd's row kernel writes the loss and
-    its gradient over the student's, which goes back through its
-    log-softmax and the temperature to G, then dx = G · W_s and dW_s += Gᵀ ·
-    x_s (in W's dtype, or with `dw_f32` in f32, rounded once). The forward
+    dtype, where Liger-Kernel keeps them in f32), liger.jsd's row kernel
+    reads them, takes both log-softmaxes at the temperature in f32 and
+    writes the loss per token and, over the student's logits, their
+    gradient G, then dx = G · W_s and dW_s += Gᵀ · x_s (in W's dtype, or
+    with `dw_f32` in f32, rounded once). The forward
     forms the gradients autograd will ask for; backward scales them. The
     teacher is not differentiated."""
     op = "fused_linear_jsd"

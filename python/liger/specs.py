@@ -1025,7 +1025,10 @@ func.func @bwd(%t: {X}, %g: {L}) -> {X} {{
 @dataclasses.dataclass(frozen=True)
 class JSDSpec(Spec):
     """liger.jsd's loss per token, with its gradient in the same kernel,
-    with shift labels of `labels` ("i32" or "i64") or none ("none")."""
+    with shift labels of `labels` ("i32" or "i64") or none ("none"). With a
+    `temperature` (> 0) the rows are logits, taken to log_softmax(z / T) in
+    the kernel, and the gradient is the student's logits' (the fused linear
+    JSD's form); 0: the rows are log-probabilities."""
 
     op: ClassVar[str] = "jsd"
     vocab: int
@@ -1034,12 +1037,18 @@ class JSDSpec(Spec):
     ignore_index: int = -100
     labels: str = "none"
     target: str = DEFAULT_TARGET
+    temperature: float = 0.0
 
     def _checked(self):
         return dict(_common(self), vocab=_size("vocab", self.vocab),
                     beta=check_float("beta", self.beta, 0.0, 1.0),
                     ignore_index=check_int("ignore_index", self.ignore_index),
-                    labels=check_choice("labels", self.labels, ("none",) + TARGET_DTYPES))
+                    labels=check_choice("labels", self.labels, ("none",) + TARGET_DTYPES),
+                    temperature=check_float("temperature", self.temperature, 0.0))
+
+    def _string_fields(self, fields):
+        # (log-probabilities, temperature 0: not written)
+        return {k: v for k, v in fields.items() if k != "temperature" or v}
 
     def module_text(self):
         """@fwd: the loss per token and its gradient for each token's share
@@ -1052,7 +1061,8 @@ class JSDSpec(Spec):
         labelled = self.labels != "none"
         lparam = ", %%l: %s" % T if labelled else ""
         luse = " labels(%%e : %s)" % T if labelled else ""
-        attrs = "beta = %.9e ignore_index = %d per_token" % (self.beta, self.ignore_index)
+        attrs = "beta = %.9e ignore_index = %d" % (self.beta, self.ignore_index) + \
+            (" temperature = %.9e" % self.temperature if self.temperature else "") + " per_token"
         ins = "%x, %y, %g" + (", %l" if labelled else "")
         in_types = ", ".join([X, X, G] + ([T] if labelled else []))
         args = ", ".join(["%%a: %s" % X, "%%b: %s" % X, "%%c: %s" % G] +
@@ -1192,11 +1202,20 @@ def kl_div_spec(vocab, dtype, log_target=False, eps=1e-10, pointwise=False,
     return KLDivSpec(vocab, dtype_name(dtype), log_target, eps, pointwise, target)
 
 
-def jsd_spec(vocab, dtype, beta=0.5, ignore_index=-100, labels=None, target=DEFAULT_TARGET):
-    """`labels`: the shift labels' dtype (torch or "i32"/"i64"), None for none."""
+def jsd_spec(vocab, dtype, beta=0.5, ignore_index=-100, labels=None, temperature=None,
+             target=DEFAULT_TARGET):
+    """`labels`: the shift labels' dtype (torch or "i32"/"i64"), None for
+    none. `temperature`: None for rows of log-probabilities, T > 0 for rows
+    of logits (log_softmax(z / T) in the kernel, the gradient the logits')."""
+    if temperature is not None and (isinstance(temperature, bool) or
+                                    not isinstance(temperature, numbers.Real) or
+                                    not temperature > 0):
+        raise LigerValueError("temperature must be a positive number or None, got %r"
+                              % (temperature,))
     return JSDSpec(vocab, dtype_name(dtype), beta, ignore_index,
                    "none" if labels is None else dtype_name(labels, "shift_labels' dtype",
-                                                            TARGET_DTYPES), target)
+                                                            TARGET_DTYPES), target,
+                   0.0 if temperature is None else temperature)
 
 
 def lora_linear_spec(in_features, out_features, rank, dtype, scale=1.0, bias=False,

@@ -1,6 +1,7 @@
 // The divergences' row kernels (liger.kl_div and liger.jsd per token, and
-// their gradients) over every vocabulary: 1, 7, GPT-2's 50257, Llama-3's
-// 128256 and 262147, in bf16, f16 and f32. They are the row program of
+// their gradients; the JSD of logits at a temperature) over every
+// vocabulary: 1, 7, GPT-2's 50257, Llama-3's 128256 and 262147, in bf16,
+// f16 and f32. They are the row program of
 // their reference lowering: an elementwise map over the row and one row
 // sum (the forwards), or an elementwise map scaled by the token's incoming
 // gradient (the gradients). A vocabulary the 16-byte width divides keeps
@@ -66,6 +67,22 @@
 //       GPU:     gpu.shuffle  xor
 //   GPU-NOT:     vector.load %arg0
 //       GPU:     memref.store %{{.+}}, %arg4[%block_id_x] : memref<?xf32>
+//       GPU:     gpu.return
+// The JSD of logits at a temperature with its gradient (the fused linear
+// JSD's kernel) is three passes over the row: the first carries each
+// logit row's max and sum of exponentials (one online pair for each row,
+// not one for each op that takes its log-softmax), the second the loss and
+// the sum of the gradient over the log-probabilities, the third stores the
+// gradient over the student's logits.
+// GPU-LABEL: gpu.func @jsd_logits_128256_bf16_rowwise_0(
+//       GPU:     scf.for {{.+}} -> (f32, f32, f32, f32) {
+//       GPU:       vector.load %arg1[%block_id_x, %{{.+}}] {alignment = 16 : i64} : memref<?x128256xbf16>, vector<8xbf16>
+//       GPU:       vector.load %arg0[%block_id_x, %{{.+}}] {alignment = 16 : i64} : memref<?x128256xbf16>, vector<8xbf16>
+//   GPU-NOT:       vector.store
+//       GPU:     scf.for {{.+}} -> (vector<8xf32>, vector<8xf32>) {
+//   GPU-NOT:       vector.store
+//       GPU:     scf.for
+//       GPU:       vector.store %{{.+}}, %arg4[%block_id_x, %{{.+}}] {alignment = 16 : i64} : memref<?x128256xbf16>, vector<8xbf16>
 //       GPU:     gpu.return
 
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill
@@ -141,6 +158,15 @@ func.func @jsd_fused_128256_bf16(%x: tensor<?x128256xbf16>, %y: tensor<?x128256x
   ^bb0(%a: tensor<?x128256xbf16>, %b: tensor<?x128256xbf16>, %c: tensor<?xf32>, %e: tensor<?xi64>):
     %0 = liger.jsd %a, %b labels(%e : tensor<?xi64>) per_token : tensor<?x128256xbf16>
     %1 = liger.jsd_grad %a, %b, %c labels(%e : tensor<?xi64>) per_token : tensor<?x128256xbf16>, tensor<?xf32>
+    liger.yield %0, %1 : tensor<?xf32>, tensor<?x128256xbf16>
+  }
+  return %r, %d : tensor<?xf32>, tensor<?x128256xbf16>
+}
+func.func @jsd_logits_128256_bf16(%x: tensor<?x128256xbf16>, %y: tensor<?x128256xbf16>, %g: tensor<?xf32>) -> (tensor<?xf32>, tensor<?x128256xbf16>) {
+  %r, %d = liger.fusion rowwise(%x, %y, %g) : (tensor<?x128256xbf16>, tensor<?x128256xbf16>, tensor<?xf32>) -> (tensor<?xf32>, tensor<?x128256xbf16>) {
+  ^bb0(%a: tensor<?x128256xbf16>, %b: tensor<?x128256xbf16>, %c: tensor<?xf32>):
+    %0 = liger.jsd %a, %b beta = 0.5 temperature = 2.0 per_token : tensor<?x128256xbf16>
+    %1 = liger.jsd_grad %a, %b, %c beta = 0.5 temperature = 2.0 per_token : tensor<?x128256xbf16>, tensor<?xf32>
     liger.yield %0, %1 : tensor<?xf32>, tensor<?x128256xbf16>
   }
   return %r, %d : tensor<?xf32>, tensor<?x128256xbf16>

@@ -907,29 +907,61 @@ def test_kl_div_grad(rng, n, vocab, dt, reduction, per_token, log_target):
 def test_jsd_grad(rng, n, vocab, dt, beta, labels, per_token):
     """liger.jsd_grad against finite differences of the float64 forward, and
     liger.jsd's per-token form against the reference."""
+    x, x64 = make(rng, None, dt, values=_log_probs(rng, n, vocab))
+    y, y64 = make(rng, None, dt, values=_log_probs(rng, n, vocab))
+    _check_jsd_and_grad(rng, dt, labels, per_token, f"beta = {beta}", x, x64, y,
+                        lambda z, lb: refs.jsd(z, y64, beta, lb, per_token=per_token))
+
+
+def _check_jsd_and_grad(rng, dt, labels, per_token, attrs, x, x64, y, loss):
+    """liger.jsd and liger.jsd_grad with `attrs` (and per_token, shift labels
+    with one ignored token) of the student's x and the teacher's y: the
+    loss against loss(x64, labels), the float64 reference as a function
+    of the student's operand, and the gradient against its finite
+    differences, weighted by a random incoming gradient."""
+    n, vocab = x64.shape
     T, Lb = ttype((n, vocab), dt, dynamic=(0,)), ttype((n,), "i64", dynamic=(0,))
     G = ttype((n,), "f32", dynamic=(0,)) if per_token else "tensor<f32>"
     label_arg = f", %lb: {Lb}" if labels else ""
     label_use = f" labels(%lb : {Lb})" if labels else ""
-    attrs = f"beta = {beta}" + (" per_token" if per_token else "")
+    attrs += " per_token" if per_token else ""
     mlir = f"""func.func @f(%x: {T}, %y: {T}{label_arg}, %g: {G}) -> ({T}, {G}) {{
   %l = liger.jsd %x, %y{label_use} {attrs} : {T}
   %d = liger.jsd_grad %x, %y, %g{label_use} {attrs} : {T}, {G}
   return %d, %l : {T}, {G}
 }}"""
-    x, x64 = make(rng, None, dt, values=_log_probs(rng, n, vocab))
-    y, y64 = make(rng, None, dt, values=_log_probs(rng, n, vocab))
     lb = None
     if labels:
         lb = rng.integers(0, vocab, size=n)
         lb[0] = -100
     g = rng.standard_normal((n,) if per_token else ()).astype(np.float32)
     (d, l) = run(mlir, [x, y] + ([lb.astype(np.int64)] if labels else []) + [g])
-    assert_close(l, refs.jsd(x64, y64, beta, lb, per_token=per_token), "f32", "jsd",
-                 rtol=1e-5 if dt == "f32" else 2e-5)
-    fwd = lambda z: float(np.sum(g.astype(np.float64) *
-                                 refs.jsd(z, y64, beta, lb, per_token=per_token)))
+    assert_close(l, loss(x64, lb), "f32", "jsd", rtol=1e-5 if dt == "f32" else 2e-5)
+    fwd = lambda z: float(np.sum(g.astype(np.float64) * loss(z, lb)))
     assert_close(d, round_to(refs.numeric_grad(fwd, x64.copy()), dt), dt, "dx", atol=1e-6)
+
+
+def _log_softmax(z):
+    z = z - z.max(-1, keepdims=True)
+    return z - np.log(np.exp(z).sum(-1, keepdims=True))
+
+
+@pytest.mark.parametrize("n,vocab", [(1, 1), (3, 7), (2, 129)], ids=str)
+@pytest.mark.parametrize("dt", DTYPES)
+@pytest.mark.parametrize("beta", [0.0, 0.4, 1.0])
+@pytest.mark.parametrize("temperature", [1.0, 0.7, 3.0])
+@pytest.mark.parametrize("labels,per_token", [(False, True), (True, False)])
+def test_jsd_logits(rng, n, vocab, dt, beta, temperature, labels, per_token):
+    """liger.jsd and liger.jsd_grad with a temperature (operands are logits):
+    the loss of log_softmax(logits / T) against the float64 reference, and
+    the gradient with respect to the student's logits against finite
+    differences through the log-softmax."""
+    x, x64 = make(rng, None, dt, values=rng.standard_normal((n, vocab)) * 3)
+    y, y64 = make(rng, None, dt, values=rng.standard_normal((n, vocab)) * 3)
+    _check_jsd_and_grad(
+        rng, dt, labels, per_token, f"beta = {beta} temperature = {temperature}", x, x64, y,
+        lambda z, lb: refs.jsd(_log_softmax(z / temperature), _log_softmax(y64 / temperature),
+                               beta, lb, per_token=per_token))
 
 
 def test_jsd_every_token_skipped(rng):

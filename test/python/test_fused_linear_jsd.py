@@ -120,8 +120,11 @@ def test_the_signature_is_liger_kernels():
 XS, WS, XT, WT, LABELS = _inputs(4)
 REFUSED = {
     "temperature_0": (lambda: nn.LigerFusedLinearJSD(temperature=0), LigerValueError,
-                      "liger.nn.LigerFusedLinearJSD: temperature must not be 0 (the logits "
-                      "are divided by it)"),
+                      "liger.nn.LigerFusedLinearJSD: temperature must be > 0 (the logits "
+                      "are divided by it), got 0.0"),
+    "temperature_negative": (lambda: nn.LigerFusedLinearJSD(temperature=-2.0), LigerValueError,
+                             "liger.nn.LigerFusedLinearJSD: temperature must be > 0 (the "
+                             "logits are divided by it), got -2.0"),
     "beta": (lambda: nn.LigerFusedLinearJSD(jsd_beta=1.5), LigerValueError,
              "liger.nn.LigerFusedLinearJSD: jsd_beta must be <= 1.0, got 1.5"),
     "accum_dtype": (lambda: nn.LigerFusedLinearJSD(accum_dtype=torch.float16), LigerValueError,
@@ -130,7 +133,7 @@ REFUSED = {
                     "f32)"),
     "ops_temperature": (lambda: ops.fused_linear_jsd(XS, WS, XT, WT, temperature=0.0),
                         LigerValueError,
-                        "temperature must not be 0 (the logits are divided by it)"),
+                        "temperature must be > 0 (the logits are divided by it), got 0.0"),
     "rank": (lambda: ops.fused_linear_jsd(XS.view(1, N, HS), WS, XT, WT), LigerValueError,
              "liger.ops.fused_linear_jsd: student_input must be [tokens, H] with at least one "
              "token and student_weight [V, H], got [1, 11, 16] and [32, 16]"),
@@ -163,7 +166,7 @@ REFUSED = {
                     "list"),
     "budget": (lambda: ops.fused_linear_jsd(XS, WS, XT, WT, memory_budget=100),
                LigerValueError,
-               "memory_budget of 100 bytes holds no row of logits (640 bytes)"),
+               "memory_budget of 100 bytes holds no row of logits (128 bytes)"),
 }
 
 

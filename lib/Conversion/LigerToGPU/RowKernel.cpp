@@ -42,6 +42,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 #include "llvm/ADT/SetVector.h"
@@ -451,6 +452,32 @@ bool isColumnReduction(linalg::GenericOp op, unsigned rank) {
          map.getResult(0) == getAffineDimExpr(rank - 1, op.getContext());
 }
 
+/// One step for each value, however many of the group's ops form it (a
+/// loss and its gradient each take the same log-softmax of their rows, and
+/// a looped row program would carry both reductions): an op of the
+/// function's block equal to an earlier one, operands and body alike, is
+/// replaced by it. Only the block's own ops: a step's body keeps its
+/// constants, which the row program clones with it.
+static void mergeRepeatedSteps(func::FuncOp fn) {
+  SmallVector<Operation *> kept;
+  for (Operation &op : llvm::make_early_inc_range(fn.getBody().front())) {
+    if (op.getNumResults() == 0 || !isMemoryEffectFree(&op)) {
+      kept.push_back(&op);
+      continue;
+    }
+    auto same = llvm::find_if(kept, [&](Operation *earlier) {
+      return OperationEquivalence::isEquivalentTo(
+          earlier, &op, OperationEquivalence::IgnoreLocations);
+    });
+    if (same == kept.end()) {
+      kept.push_back(&op);
+      continue;
+    }
+    op.replaceAllUsesWith(*same);
+    op.erase();
+  }
+}
+
 LogicalResult RowKernelBuilder::lowerBodyToLinalg() {
   OpBuilder b(ctx);
   scratch = ModuleOp::create(loc);
@@ -471,6 +498,7 @@ LogicalResult RowKernelBuilder::lowerBodyToLinalg() {
   func::ReturnOp::create(b, loc, results);
   if (failed(lowerToReference(rowFn)))
     return fail("its reference lowering failed");
+  mergeRepeatedSteps(rowFn);
   return success();
 }
 

@@ -64,6 +64,31 @@ Value combineScalars(OpBuilder &b, Location loc, ValueRange scalars,
   return mapRows(b, loc, {}, ins, {b.getF32Type()}, fn)[0];
 }
 
+/// The log-sum-exp [N] of each row of the f32 [N, V] `z`, as max + log(sum
+/// exp(z - max)): the max and the sum of exponentials are the pair a row
+/// kernel runs as one online pass.
+Value rowLogSumExp(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
+                   Value z) {
+  Value rowMax = reduceRows(
+      b, loc, sizes, {{z, Access::Full}}, -INFINITY,
+      [](OpBuilder &nb, Location nloc, ValueRange args) -> SmallVector<Value> {
+        return {arith::MaximumFOp::create(nb, nloc, args[1], args[0])};
+      });
+  Value sumExp = reduceRows(
+      b, loc, sizes, {{z, Access::Full}, {rowMax, Access::Row}}, 0.0,
+      [](OpBuilder &nb, Location nloc, ValueRange args) -> SmallVector<Value> {
+        Value e =
+            math::ExpOp::create(nb, nloc, sub(nb, nloc, args[0], args[1]));
+        return {add(nb, nloc, args[2], e)};
+      });
+  return mapRows(
+      b, loc, {sizes[0]}, {{rowMax, Access::Full}, {sumExp, Access::Full}},
+      {b.getF32Type()},
+      [](OpBuilder &nb, Location nloc, ValueRange args) -> SmallVector<Value> {
+        return {add(nb, nloc, args[0], math::LogOp::create(nb, nloc, args[1]))};
+      })[0];
+}
+
 /// The attributes of the cross-entropy family.
 struct CEParams {
   int64_t ignoreIndex;
@@ -113,25 +138,8 @@ CERows buildCERows(OpBuilder &b, Location loc, Value logits, Value target,
         return {mul(nb, nloc, s,
                     math::TanhOp::create(nb, nloc, div(nb, nloc, x, s)))};
       })[0];
-  Value rowMax = reduceRows(
-      b, loc, sizes, {{rows.z, Access::Full}}, -INFINITY,
-      [](OpBuilder &nb, Location nloc, ValueRange args) -> SmallVector<Value> {
-        return {arith::MaximumFOp::create(nb, nloc, args[1], args[0])};
-      });
-  Value sumExp = reduceRows(
-      b, loc, sizes, {{rows.z, Access::Full}, {rowMax, Access::Row}}, 0.0,
-      [](OpBuilder &nb, Location nloc, ValueRange args) -> SmallVector<Value> {
-        Value e =
-            math::ExpOp::create(nb, nloc, sub(nb, nloc, args[0], args[1]));
-        return {add(nb, nloc, args[2], e)};
-      });
+  rows.lse = rowLogSumExp(b, loc, sizes, rows.z);
   SmallVector<OpFoldResult> tokenSizes = {sizes[0]};
-  rows.lse = mapRows(
-      b, loc, tokenSizes, {{rowMax, Access::Full}, {sumExp, Access::Full}},
-      {f32Type},
-      [](OpBuilder &nb, Location nloc, ValueRange args) -> SmallVector<Value> {
-        return {add(nb, nloc, args[0], math::LogOp::create(nb, nloc, args[1]))};
-      })[0];
 
   auto targetType = cast<RankedTensorType>(target.getType());
   Type intType = targetType.getElementType();
@@ -728,6 +736,33 @@ Value jsdCount(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
       });
 }
 
+/// A JSD's temperature: set where its operands are logits.
+template <typename OpTy> std::optional<double> jsdTemperature(OpTy op) {
+  if (auto t = op.getTemperature())
+    return t->convertToDouble();
+  return std::nullopt;
+}
+
+/// The log-probabilities of a JSD operand `x` [N, V]: `x` itself, or with a
+/// `temperature` (x holds logits) log_softmax(x / T) in f32.
+Value jsdLogProbs(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
+                  Value x, std::optional<double> temperature) {
+  if (!temperature)
+    return x;
+  Value z = mapRows(
+      b, loc, sizes, {{x, Access::Full}}, {b.getF32Type()},
+      [&](OpBuilder &nb, Location nloc, ValueRange args) -> SmallVector<Value> {
+        return {mul(nb, nloc, toF32(nb, nloc, args[0]),
+                    f32(nb, nloc, 1.0 / *temperature))};
+      })[0];
+  Value lse = rowLogSumExp(b, loc, sizes, z);
+  return mapRows(
+      b, loc, sizes, {{z, Access::Full}, {lse, Access::Row}}, {b.getF32Type()},
+      [](OpBuilder &nb, Location nloc, ValueRange args) -> SmallVector<Value> {
+        return {sub(nb, nloc, args[0], args[1])};
+      })[0];
+}
+
 struct LowerJSD : OpConversionPattern<JSDOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -740,9 +775,13 @@ struct LowerJSD : OpConversionPattern<JSDOp> {
     double beta = op.getBeta().convertToDouble();
     int64_t ignoreIndex = op.getIgnoreIndexAttr().getInt();
     Value labels = adaptor.getShiftLabels();
+    std::optional<double> temperature = jsdTemperature(op);
     Value perRow = reduceRows(
         b, loc, sizes,
-        {{input, Access::Full}, {adaptor.getTarget(), Access::Full}}, 0.0,
+        {{jsdLogProbs(b, loc, sizes, input, temperature), Access::Full},
+         {jsdLogProbs(b, loc, sizes, adaptor.getTarget(), temperature),
+          Access::Full}},
+        0.0,
         [&](OpBuilder &nb, Location nloc,
             ValueRange args) -> SmallVector<Value> {
           Value term = jsdTerms(nb, nloc, toF32(nb, nloc, args[0]),
@@ -797,21 +836,47 @@ struct LowerJSDGrad : OpConversionPattern<JSDGradOp> {
           })[0];
     }
     Value scale = maskIgnored(b, loc, sizes, grad, labels, ignoreIndex);
-    rewriter.replaceOp(
-        op, mapRows(b, loc, sizes,
-                    {{input, Access::Full},
-                     {adaptor.getTarget(), Access::Full},
-                     {scale, Access::Row}},
-                    {elementType},
-                    [&](OpBuilder &nb, Location nloc,
-                        ValueRange args) -> SmallVector<Value> {
-                      Value d =
-                          jsdTerms(nb, nloc, toF32(nb, nloc, args[0]),
-                                   toF32(nb, nloc, args[1]), beta, false, true)
-                              .grad;
-                      return {fromF32(nb, nloc, mul(nb, nloc, d, args[2]),
-                                      elementType)};
-                    })[0]);
+    std::optional<double> temperature = jsdTemperature(op);
+    Value logQ = jsdLogProbs(b, loc, sizes, input, temperature);
+    // The gradient with respect to the log-probabilities, scaled, in the
+    // operand's type (f32 for logits: the log-softmax's backward follows).
+    Type dType = temperature ? b.getF32Type() : elementType;
+    Value d =
+        mapRows(b, loc, sizes,
+                {{logQ, Access::Full},
+                 {jsdLogProbs(b, loc, sizes, adaptor.getTarget(), temperature),
+                  Access::Full},
+                 {scale, Access::Row}},
+                {dType},
+                [&](OpBuilder &nb, Location nloc,
+                    ValueRange args) -> SmallVector<Value> {
+                  Value d =
+                      jsdTerms(nb, nloc, toF32(nb, nloc, args[0]),
+                               toF32(nb, nloc, args[1]), beta, false, true)
+                          .grad;
+                  return {fromF32(nb, nloc, mul(nb, nloc, d, args[2]), dType)};
+                })[0];
+    if (temperature) {
+      // Through log_softmax(z / T): (d - softmax · sum(d)) / T.
+      Value sumD = reduceRows(b, loc, sizes, {{d, Access::Full}}, 0.0,
+                              [](OpBuilder &nb, Location nloc,
+                                 ValueRange args) -> SmallVector<Value> {
+                                return {add(nb, nloc, args[1], args[0])};
+                              });
+      d = mapRows(
+          b, loc, sizes,
+          {{d, Access::Full}, {logQ, Access::Full}, {sumD, Access::Row}},
+          {elementType},
+          [&](OpBuilder &nb, Location nloc,
+              ValueRange args) -> SmallVector<Value> {
+            Value s = math::ExpOp::create(nb, nloc, args[1]);
+            Value g = sub(nb, nloc, args[0], mul(nb, nloc, s, args[2]));
+            return {fromF32(nb, nloc,
+                            mul(nb, nloc, g, f32(nb, nloc, 1.0 / *temperature)),
+                            elementType)};
+          })[0];
+    }
+    rewriter.replaceOp(op, d);
     return success();
   }
 };

@@ -85,6 +85,18 @@ func.func @jsd_beta_above_one(%p: tensor<4x10xf32>, %q: tensor<4x10xf32>) -> ten
   return %y : tensor<f32>
 }
 // -----
+func.func @jsd_temperature_zero(%p: tensor<4x10xbf16>, %q: tensor<4x10xbf16>) -> tensor<f32> {
+  // expected-error @+1 {{'liger.jsd' op attribute 'temperature' failed to satisfy constraint: 32-bit float attribute whose value is positive and finite}}
+  %y = liger.jsd %p, %q temperature = 0.0 : tensor<4x10xbf16>
+  return %y : tensor<f32>
+}
+// -----
+func.func @jsd_grad_temperature_infinite(%p: tensor<4x10xbf16>, %g: tensor<f32>) -> tensor<4x10xbf16> {
+  // expected-error @+1 {{'liger.jsd_grad' op attribute 'temperature' failed to satisfy constraint: 32-bit float attribute whose value is positive and finite}}
+  %y = liger.jsd_grad %p, %p, %g temperature = 0x7F800000 : tensor<4x10xbf16>, tensor<f32>
+  return %y : tensor<4x10xbf16>
+}
+// -----
 func.func @attention_scale_negative(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x3x8xf32>, %v: tensor<1x2x3x8xf32>) -> tensor<1x2x3x8xf32> {
   // expected-error @+1 {{'liger.attention' op attribute 'scale' failed to satisfy constraint: 32-bit float attribute whose value is positive}}
   %y = liger.attention %q, %k, %v scale = -1.0 : tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>

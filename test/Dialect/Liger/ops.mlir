@@ -163,10 +163,12 @@ func.func @divergences(%p: tensor<?x32000xf32>, %q: tensor<?x32000xf32>, %lab: t
 // CHECK-LABEL: func.func @divergences_per_token
 // CHECK: liger.kl_div %{{.*}}, %{{.*}} reduction = sum per_token : tensor<?x7xbf16>
 // CHECK: liger.jsd %{{.*}}, %{{.*}} labels(%{{.*}} : tensor<?xi32>) per_token : tensor<?x7xbf16>
-func.func @divergences_per_token(%p: tensor<?x7xbf16>, %lab: tensor<?xi32>) -> (tensor<?xf32>, tensor<?xf32>) {
+// CHECK: liger.jsd %{{.*}}, %{{.*}} beta = 3.000000e-01 temperature = 2.000000e+00 per_token : tensor<?x7xbf16>
+func.func @divergences_per_token(%p: tensor<?x7xbf16>, %lab: tensor<?xi32>) -> (tensor<?xf32>, tensor<?xf32>, tensor<?xf32>) {
   %0 = liger.kl_div %p, %p reduction = sum per_token : tensor<?x7xbf16>
   %1 = liger.jsd %p, %p labels(%lab : tensor<?xi32>) per_token : tensor<?x7xbf16>
-  return %0, %1 : tensor<?xf32>, tensor<?xf32>
+  %2 = liger.jsd %p, %p beta = 0.3 temperature = 2.0 per_token : tensor<?x7xbf16>
+  return %0, %1, %2 : tensor<?xf32>, tensor<?xf32>, tensor<?xf32>
 }
 
 // CHECK-LABEL: func.func @divergence_grads
@@ -175,12 +177,14 @@ func.func @divergences_per_token(%p: tensor<?x7xbf16>, %lab: tensor<?xi32>) -> (
 // CHECK: liger.kl_div_grad %{{.*}}, %{{.*}} reduction = mean per_token : tensor<?x32000xbf16>, tensor<?xf32>
 // CHECK: liger.jsd_grad %{{.*}}, %{{.*}}, %{{.*}} beta = 1.000000e-01 : tensor<?x32000xbf16>, tensor<f32>
 // CHECK: liger.jsd_grad %{{.*}}, %{{.*}}, %{{.*}} labels(%{{.*}} : tensor<?xi64>) ignore_index = 0 per_token : tensor<?x32000xbf16>, tensor<?xf32>
+// CHECK: liger.jsd_grad %{{.*}}, %{{.*}}, %{{.*}} temperature = 5.000000e-01 : tensor<?x32000xbf16>, tensor<f32>
 func.func @divergence_grads(%p: tensor<?x32000xbf16>, %g: tensor<f32>, %gp: tensor<?x32000xf32>, %gt: tensor<?xf32>, %lab: tensor<?xi64>) {
   %0 = liger.kl_div_grad %p, %g : tensor<?x32000xbf16>, tensor<f32>
   %1 = liger.kl_div_grad %p, %gp reduction = none log_target : tensor<?x32000xbf16>, tensor<?x32000xf32>
   %2 = liger.kl_div_grad %p, %gt reduction = mean per_token : tensor<?x32000xbf16>, tensor<?xf32>
   %3 = liger.jsd_grad %p, %p, %g beta = 0.1 : tensor<?x32000xbf16>, tensor<f32>
   %4 = liger.jsd_grad %p, %p, %gt labels(%lab : tensor<?xi64>) ignore_index = 0 per_token : tensor<?x32000xbf16>, tensor<?xf32>
+  %5 = liger.jsd_grad %p, %p, %g temperature = 0.5 : tensor<?x32000xbf16>, tensor<f32>
   return
 }
 

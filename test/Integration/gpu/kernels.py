@@ -534,24 +534,23 @@ def fused_linear_jsd_cases():
     teacher (Llama-3's vocabulary) in 2 chunks, dW summed in f32. Their
     kernels: fused_linear_jsd_specs()."""
     return {
-        "fljsd_bf16_odd": (77, 512, 768, 4000, "bf16", 30 * 4000 * 20,
+        "fljsd_bf16_odd": (77, 512, 768, 4000, "bf16", 30 * 4000 * 4,
                            dict(jsd_beta=0.3, temperature=2.0, labels="i64")),
-        "fljsd_f16_forward_kl": (64, 256, 256, 1000, "f16", 40 * 1000 * 20,
-                                 dict(jsd_beta=0.0)),
-        "fljsd_bf16_llama3": (301, 2048, 4096, 128256, "bf16", 256 * 128256 * 20,
+        "fljsd_f16_forward_kl": (64, 256, 256, 1000, "f16", 40 * 1000 * 4,
+                                 dict(jsd_beta=0.0, temperature=0.7)),
+        "fljsd_bf16_llama3": (301, 2048, 4096, 128256, "bf16", 256 * 128256 * 4,
                               dict(dw_f32=True, labels="i64")),
     }
 
 
 def fused_linear_jsd_specs():
-    """The kernels fused_linear_jsd runs for fused_linear_jsd_cases(): the
-    lm_heads' matmuls (the fused loss's plans) and the JSD's f32 rows."""
-    from liger import ops, specs
+    """The kernels fused_linear_jsd runs for fused_linear_jsd_cases()."""
+    from liger import ops
     out = []
     for _, hs, ht, v, dt, _, kw in fused_linear_jsd_cases().values():
-        out += [ops.fused_linear_cross_entropy_spec(v, hs, dt, dw_f32=kw.get("dw_f32", False)),
-                ops.fused_linear_cross_entropy_spec(v, ht, dt),
-                specs.jsd_spec(v, "f32", kw.get("jsd_beta", 0.5), -100, kw.get("labels"))]
+        out += ops.fused_linear_jsd_specs(v, hs, ht, dt, kw.get("jsd_beta", 0.5), -100,
+                                          kw.get("labels"), kw.get("temperature", 1.0),
+                                          kw.get("dw_f32", False))
     return out
 
 

@@ -274,9 +274,20 @@ def Liger_JSDGradOp : Liger_InferOp<"jsd_grad", [AllTypesMatch<["input", "target
     (label equal to `ignore_index`) get 0. The result has the type of
     `input`.
 
+    With `temperature = T` (the forward's logits form: `input` and `target`
+    are logits, `log_softmax(logits / T)` their log-probabilities) the
+    result is the gradient with respect to the student's logits, through
+    its log-softmax: with `s = softmax(input / T)` and `d` as above,
+
+    ```
+    d input = (d - s * sum_v d) / T
+    ```
+
     ```mlir
     %dx = liger.jsd_grad %student, %teacher, %dloss beta = 1.000000e-01
         : tensor<?x32000xbf16>, tensor<f32>
+    %dz = liger.jsd_grad %zs, %zt, %share temperature = 2.000000e+00 per_token
+        : tensor<?x128256xbf16>, tensor<?xf32>
     ```
   }];
   let arguments = (ins Liger_FloatTensor:$input, Liger_FloatTensor:$target,
@@ -284,12 +295,13 @@ def Liger_JSDGradOp : Liger_InferOp<"jsd_grad", [AllTypesMatch<["input", "target
       Optional<Liger_IndexTensor>:$shift_labels,
       DefaultValuedAttr<Liger_UnitIntervalF32Attr, "0.5f">:$beta,
       DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
+      OptionalAttr<Liger_PositiveFiniteF32Attr>:$temperature,
       UnitAttr:$per_token);
   let results = (outs Liger_FloatTensor:$grad_input);
   let assemblyFormat = [{
     $input `,` $target `,` $grad_loss (`labels` `(` $shift_labels^ `:` type($shift_labels) `)`)?
     (`beta` `=` $beta^)? (`ignore_index` `=` $ignore_index^)?
-    (`per_token` $per_token^)? attr-dict `:` type($input) `,` type($grad_loss)
+    (`temperature` `=` $temperature^)? (`per_token` $per_token^)? attr-dict `:` type($input) `,` type($grad_loss)
   }];
 }
 

@@ -517,21 +517,29 @@ def Liger_JSDOp : Liger_InferOp<"jsd", [AllTypesMatch<["input", "target"]>]> {
     loss of each token (0 for a skipped one) before that division: the form
     a row kernel computes. The gradient is `liger.jsd_grad`.
 
+    With `temperature = T`, `input` and `target` hold logits instead (the
+    distillation form, both lm_heads' outputs): each row is taken to its
+    log-probabilities `log_softmax(logits / T)` first, in f32, and the loss
+    is that of those. A row kernel then reads the logits themselves, in
+    their dtype, with no f32 log-probabilities in memory.
+
     ```mlir
     %l = liger.jsd %student, %teacher beta = 5.000000e-01 : tensor<?x32000xbf16>
     %rows = liger.jsd %student, %teacher labels(%lab : tensor<?xi64>) per_token : tensor<?x32000xbf16>
+    %t = liger.jsd %zs, %zt temperature = 2.000000e+00 per_token : tensor<?x128256xbf16>
     ```
   }];
   let arguments = (ins Liger_FloatTensor:$input, Liger_FloatTensor:$target,
       Optional<Liger_IndexTensor>:$shift_labels,
       DefaultValuedAttr<Liger_UnitIntervalF32Attr, "0.5f">:$beta,
       DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
+      OptionalAttr<Liger_PositiveFiniteF32Attr>:$temperature,
       UnitAttr:$per_token);
   let results = (outs Liger_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $target (`labels` `(` $shift_labels^ `:` type($shift_labels) `)`)?
     (`beta` `=` $beta^)? (`ignore_index` `=` $ignore_index^)?
-    (`per_token` $per_token^)? attr-dict `:` type($input)
+    (`temperature` `=` $temperature^)? (`per_token` $per_token^)? attr-dict `:` type($input)
   }];
 }
 
