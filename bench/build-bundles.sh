@@ -28,6 +28,8 @@ rm -rf "$ROOT/bench-bundles"
 "$BUILD/bin/liger-compile" "$ROOT/bench/matmul_schedules.mlir" -o "$ROOT/bench-bundles/matmul-schedules" \
   --target=sm_90a
 "$BUILD/bin/liger-compile" "$ROOT/bench/cross_entropy.mlir" -o "$ROOT/bench-bundles/cross_entropy" --target=sm_90a
+# Rowwise kernels at pinned threads x vector width, for bench/config_sweep.py.
+"$BUILD/bin/liger-compile" "$ROOT/bench/config_sweep.mlir" -o "$ROOT/bench-bundles/sweep" --target=sm_90a
 # Every candidate configuration of the layer's products, pinned, for
 # bench/matmul_config_sweep.py measure (which writes the table that
 # --matmul-config-table reads).

@@ -102,3 +102,70 @@ func.func @rms_t512_v4(%x: tensor<?x4096xbf16>, %w: tensor<4096xbf16>) -> tensor
   }
   return %y : tensor<?x4096xbf16>
 }
+
+// The divergences' losses per token over Llama-3's vocabulary: 128 threads
+// loop over each thread's chunks, 256 and more unroll the row.
+func.func @kl_t128_v8(%x: tensor<?x128256xbf16>, %y: tensor<?x128256xbf16>) -> tensor<?xf32> {
+  %r = liger.fusion rowwise(%x, %y) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 128, vector_width = 8>} : (tensor<?x128256xbf16>, tensor<?x128256xbf16>) -> tensor<?xf32> {
+  ^bb0(%a: tensor<?x128256xbf16>, %b: tensor<?x128256xbf16>):
+    %s = liger.kl_div %a, %b reduction = sum per_token : tensor<?x128256xbf16>
+    liger.yield %s : tensor<?xf32>
+  }
+  return %r : tensor<?xf32>
+}
+func.func @jsdloss_t128_v8(%x: tensor<?x128256xbf16>, %y: tensor<?x128256xbf16>) -> tensor<?xf32> {
+  %r = liger.fusion rowwise(%x, %y) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 128, vector_width = 8>} : (tensor<?x128256xbf16>, tensor<?x128256xbf16>) -> tensor<?xf32> {
+  ^bb0(%a: tensor<?x128256xbf16>, %b: tensor<?x128256xbf16>):
+    %s = liger.jsd %a, %b beta = 0.5 per_token : tensor<?x128256xbf16>
+    liger.yield %s : tensor<?xf32>
+  }
+  return %r : tensor<?xf32>
+}
+func.func @kl_t256_v8(%x: tensor<?x128256xbf16>, %y: tensor<?x128256xbf16>) -> tensor<?xf32> {
+  %r = liger.fusion rowwise(%x, %y) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 8>} : (tensor<?x128256xbf16>, tensor<?x128256xbf16>) -> tensor<?xf32> {
+  ^bb0(%a: tensor<?x128256xbf16>, %b: tensor<?x128256xbf16>):
+    %s = liger.kl_div %a, %b reduction = sum per_token : tensor<?x128256xbf16>
+    liger.yield %s : tensor<?xf32>
+  }
+  return %r : tensor<?xf32>
+}
+func.func @jsdloss_t256_v8(%x: tensor<?x128256xbf16>, %y: tensor<?x128256xbf16>) -> tensor<?xf32> {
+  %r = liger.fusion rowwise(%x, %y) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 8>} : (tensor<?x128256xbf16>, tensor<?x128256xbf16>) -> tensor<?xf32> {
+  ^bb0(%a: tensor<?x128256xbf16>, %b: tensor<?x128256xbf16>):
+    %s = liger.jsd %a, %b beta = 0.5 per_token : tensor<?x128256xbf16>
+    liger.yield %s : tensor<?xf32>
+  }
+  return %r : tensor<?xf32>
+}
+func.func @kl_t512_v8(%x: tensor<?x128256xbf16>, %y: tensor<?x128256xbf16>) -> tensor<?xf32> {
+  %r = liger.fusion rowwise(%x, %y) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 8>} : (tensor<?x128256xbf16>, tensor<?x128256xbf16>) -> tensor<?xf32> {
+  ^bb0(%a: tensor<?x128256xbf16>, %b: tensor<?x128256xbf16>):
+    %s = liger.kl_div %a, %b reduction = sum per_token : tensor<?x128256xbf16>
+    liger.yield %s : tensor<?xf32>
+  }
+  return %r : tensor<?xf32>
+}
+func.func @jsdloss_t512_v8(%x: tensor<?x128256xbf16>, %y: tensor<?x128256xbf16>) -> tensor<?xf32> {
+  %r = liger.fusion rowwise(%x, %y) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 8>} : (tensor<?x128256xbf16>, tensor<?x128256xbf16>) -> tensor<?xf32> {
+  ^bb0(%a: tensor<?x128256xbf16>, %b: tensor<?x128256xbf16>):
+    %s = liger.jsd %a, %b beta = 0.5 per_token : tensor<?x128256xbf16>
+    liger.yield %s : tensor<?xf32>
+  }
+  return %r : tensor<?xf32>
+}
+func.func @kl_t1024_v8(%x: tensor<?x128256xbf16>, %y: tensor<?x128256xbf16>) -> tensor<?xf32> {
+  %r = liger.fusion rowwise(%x, %y) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 1024, vector_width = 8>} : (tensor<?x128256xbf16>, tensor<?x128256xbf16>) -> tensor<?xf32> {
+  ^bb0(%a: tensor<?x128256xbf16>, %b: tensor<?x128256xbf16>):
+    %s = liger.kl_div %a, %b reduction = sum per_token : tensor<?x128256xbf16>
+    liger.yield %s : tensor<?xf32>
+  }
+  return %r : tensor<?xf32>
+}
+func.func @jsdloss_t1024_v8(%x: tensor<?x128256xbf16>, %y: tensor<?x128256xbf16>) -> tensor<?xf32> {
+  %r = liger.fusion rowwise(%x, %y) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 1024, vector_width = 8>} : (tensor<?x128256xbf16>, tensor<?x128256xbf16>) -> tensor<?xf32> {
+  ^bb0(%a: tensor<?x128256xbf16>, %b: tensor<?x128256xbf16>):
+    %s = liger.jsd %a, %b beta = 0.5 per_token : tensor<?x128256xbf16>
+    liger.yield %s : tensor<?xf32>
+  }
+  return %r : tensor<?xf32>
+}

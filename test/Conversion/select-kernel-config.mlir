@@ -63,11 +63,12 @@ func.func @odd_rows(%a: tensor<?x7xf32>, %b: tensor<?x1001xbf16>, %c: tensor<?x1
 
 // Long rows of one-element chunks: more threads where that keeps the row in
 // registers (softmax over 32001 f32 holds x across its reductions: 63
-// chunks a thread at 512; SiLU over 50257 bf16 holds nothing: 50 chunks at
-// 1024), else 256 threads that loop over their chunks (softmax over 50257).
+// chunks a thread at 512), else 256 threads that loop over their chunks
+// (SiLU over 50257 bf16 holds nothing, and would unroll 50 chunks at 1024
+// where such a program unrolls at most 8; softmax over 50257).
 // CHECK-LABEL: func.func @long_rows
 //       CHECK:   liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 1>
-//       CHECK:   liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 1024, vector_width = 1>
+//       CHECK:   liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 1>
 //       CHECK:   liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 1>
 func.func @long_rows(%a: tensor<?x32001xf32>, %b: tensor<?x50257xbf16>) -> (tensor<?x32001xf32>, tensor<?x50257xbf16>, tensor<?x50257xbf16>) {
   %x = liger.fusion rowwise(%a) : (tensor<?x32001xf32>) -> tensor<?x32001xf32> {

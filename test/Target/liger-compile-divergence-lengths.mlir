@@ -6,8 +6,9 @@
 // sum (the forwards), or an elementwise map scaled by the token's incoming
 // gradient (the gradients). A vocabulary the 16-byte width divides keeps
 // 16-byte chunks; another takes one-element chunks (every row must start on
-// a chunk boundary); a row past the register budget loops over its chunks
-// (nothing unrolled over the row). Each liger-compile run is bounded in
+// a chunk boundary); a row past the register budget, or one of a program
+// that holds nothing past 8 chunks a thread, loops over its chunks (nothing
+// unrolled over the row). Each liger-compile run is bounded in
 // time, and ptxas takes every kernel on both targets without spills.
 // REQUIRES: ptxas
 // RUN: timeout 120 liger-compile %s --emit=gpu -o %t.gpu.mlir
@@ -34,14 +35,19 @@
 //       GPU:     memref.load %arg2[%block_id_x] : memref<?xi64>
 //       GPU:     arith.cmpi eq, %{{.+}}, %c-100_i64
 //       GPU:     arith.select
-// GPT-2's vocabulary is odd: one-element chunks at 1024 threads.
+// GPT-2's vocabulary is odd: one-element chunks. A gradient holds nothing
+// across a reduction, so it unrolls at most 8 chunks a thread: past that
+// 256 threads loop over theirs.
 // GPU-LABEL: gpu.func @jsd_50257_bf16_grad_rowwise_0(
-//  GPU-SAME:     known_block_size = array<i32: 1024, 1, 1>
+//  GPU-SAME:     known_block_size = array<i32: 256, 1, 1>
 //  GPU-SAME:     vector_width = 1
+//       GPU:     scf.for
 //       GPU:     vector.load %arg0[%block_id_x, %{{.+}}] {alignment = 2 : i64} : memref<?x50257xbf16>, vector<1xbf16>
-// Llama-3's keeps 16-byte chunks.
+// Llama-3's keeps 16-byte chunks, in a loop too.
 // GPU-LABEL: gpu.func @kl_128256_bf16_grad_rowwise_0(
+//  GPU-SAME:     known_block_size = array<i32: 256, 1, 1>
 //  GPU-SAME:     vector_width = 8
+//       GPU:     scf.for
 //       GPU:     vector.load %arg0[%block_id_x, %{{.+}}] {alignment = 16 : i64} : memref<?x128256xbf16>, vector<8xbf16>
 //       GPU:     math.exp %{{.+}} : vector<8xf32>
 //       GPU:     vector.store %{{.+}}, %arg2[%block_id_x, %{{.+}}] {alignment = 16 : i64} : memref<?x128256xbf16>, vector<8xbf16>

@@ -3,10 +3,11 @@
 // one), 50257 (GPT-2's vocabulary) and 262147 columns. The vector width is
 // the widest that divides the row (checkRowVectorWidth); a thread unrolls
 // its chunks and keeps them in registers while they fit (at most 64
-// chunks, 128 held elements at 256 threads), with more threads where that
-// makes them fit (32001: 512 threads; SwiGLU at 50257, which holds nothing
-// across a reduction: 1024), and loops over them past that (scf.for); the
-// chunks past the row's end are masked either way. Each liger-compile run
+// chunks, 128 held elements at 256 threads; a program that holds nothing,
+// as SwiGLU, at most 8 chunks), with more threads where that makes them
+// fit (32001: 512 threads), and loops over them past that (scf.for; SwiGLU
+// at 32001 and 50257); the chunks past the row's end are masked either
+// way. Each liger-compile run
 // is bounded in time, and ptxas takes every kernel on both targets without
 // spills.
 // REQUIRES: ptxas
@@ -162,11 +163,10 @@
 //   GPU-NOT:   scf.for
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @swiglu_32001_bf16_rowwise_0(
-//  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
+//  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
 //  GPU-SAME:   vector_width = 1
-//   GPU-NOT:   scf.for
+//       GPU:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c32001
-//   GPU-NOT:   scf.for
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @rms_norm_32001_f16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
@@ -183,11 +183,10 @@
 //   GPU-NOT:   scf.for
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @swiglu_32001_f16_rowwise_0(
-//  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
+//  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
 //  GPU-SAME:   vector_width = 1
-//   GPU-NOT:   scf.for
+//       GPU:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c32001
-//   GPU-NOT:   scf.for
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @rms_norm_32001_f32_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
@@ -204,11 +203,10 @@
 //   GPU-NOT:   scf.for
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @swiglu_32001_f32_rowwise_0(
-//  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
+//  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
 //  GPU-SAME:   vector_width = 1
-//   GPU-NOT:   scf.for
+//       GPU:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c32001
-//   GPU-NOT:   scf.for
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @rms_norm_50257_bf16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
@@ -223,11 +221,10 @@
 //       GPU:   arith.cmpi ult, %{{.+}}, %c50257
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @swiglu_50257_bf16_rowwise_0(
-//  GPU-SAME:   known_block_size = array<i32: 1024, 1, 1>
+//  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
 //  GPU-SAME:   vector_width = 1
-//   GPU-NOT:   scf.for
+//       GPU:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c50257
-//   GPU-NOT:   scf.for
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @rms_norm_50257_f16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
@@ -242,11 +239,10 @@
 //       GPU:   arith.cmpi ult, %{{.+}}, %c50257
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @swiglu_50257_f16_rowwise_0(
-//  GPU-SAME:   known_block_size = array<i32: 1024, 1, 1>
+//  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
 //  GPU-SAME:   vector_width = 1
-//   GPU-NOT:   scf.for
+//       GPU:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c50257
-//   GPU-NOT:   scf.for
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @rms_norm_50257_f32_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
@@ -261,11 +257,10 @@
 //       GPU:   arith.cmpi ult, %{{.+}}, %c50257
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @swiglu_50257_f32_rowwise_0(
-//  GPU-SAME:   known_block_size = array<i32: 1024, 1, 1>
+//  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
 //  GPU-SAME:   vector_width = 1
-//   GPU-NOT:   scf.for
+//       GPU:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c50257
-//   GPU-NOT:   scf.for
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @rms_norm_262147_bf16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>

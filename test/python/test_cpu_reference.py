@@ -913,12 +913,13 @@ def test_jsd_grad(rng, n, vocab, dt, beta, labels, per_token):
                         lambda z, lb: refs.jsd(z, y64, beta, lb, per_token=per_token))
 
 
-def _check_jsd_and_grad(rng, dt, labels, per_token, attrs, x, x64, y, loss):
+def _check_jsd_and_grad(rng, dt, labels, per_token, attrs, x, x64, y, loss, grad_rtol=None):
     """liger.jsd and liger.jsd_grad with `attrs` (and per_token, shift labels
     with one ignored token) of the student's x and the teacher's y: the
     loss against loss(x64, labels), the float64 reference as a function
     of the student's operand, and the gradient against its finite
-    differences, weighted by a random incoming gradient."""
+    differences, weighted by a random incoming gradient (within
+    `grad_rtol`, else dt's tolerance)."""
     n, vocab = x64.shape
     T, Lb = ttype((n, vocab), dt, dynamic=(0,)), ttype((n,), "i64", dynamic=(0,))
     G = ttype((n,), "f32", dynamic=(0,)) if per_token else "tensor<f32>"
@@ -938,7 +939,8 @@ def _check_jsd_and_grad(rng, dt, labels, per_token, attrs, x, x64, y, loss):
     (d, l) = run(mlir, [x, y] + ([lb.astype(np.int64)] if labels else []) + [g])
     assert_close(l, loss(x64, lb), "f32", "jsd", rtol=1e-5 if dt == "f32" else 2e-5)
     fwd = lambda z: float(np.sum(g.astype(np.float64) * loss(z, lb)))
-    assert_close(d, round_to(refs.numeric_grad(fwd, x64.copy()), dt), dt, "dx", atol=1e-6)
+    assert_close(d, round_to(refs.numeric_grad(fwd, x64.copy()), dt), dt, "dx",
+                 rtol=grad_rtol, atol=1e-6)
 
 
 def _log_softmax(z):
@@ -961,7 +963,10 @@ def test_jsd_logits(rng, n, vocab, dt, beta, temperature, labels, per_token):
     _check_jsd_and_grad(
         rng, dt, labels, per_token, f"beta = {beta} temperature = {temperature}", x, x64, y,
         lambda z, lb: refs.jsd(_log_softmax(z / temperature), _log_softmax(y64 / temperature),
-                               beta, lb, per_token=per_token))
+                               beta, lb, per_token=per_token),
+        # (in f32 the log-softmax's backward, d - softmax · sum d, cancels:
+        # 5e-5 of the largest element seen at T = 0.7)
+        grad_rtol=1e-4 if dt == "f32" else None)
 
 
 def test_jsd_every_token_skipped(rng):

@@ -665,8 +665,8 @@ JSDTerms jsdTerms(OpBuilder &b, Location loc, Value x, Value y, double beta,
       terms.grad = arith::NegFOp::create(b, loc, p);
     return terms;
   }
-  Value q = math::ExpOp::create(b, loc, x);
   if (beta == 1.0) {
+    Value q = math::ExpOp::create(b, loc, x);
     Value diff = sub(b, loc, x, y);
     if (withLoss)
       terms.loss = mul(b, loc, q, diff);
@@ -675,18 +675,26 @@ JSDTerms jsdTerms(OpBuilder &b, Location loc, Value x, Value y, double beta,
     return terms;
   }
   // log M = max + log(beta e^(y - max) + (1 - beta) e^(x - max)): M itself
-  // underflows where both probabilities are tiny.
+  // underflows where both probabilities are tiny. One of the two
+  // exponentials is 1, the other e = e^-|x - y|, and Q and P are e^max
+  // times theirs: three transcendentals an element, not five.
   Value big = arith::MaximumFOp::create(b, loc, x, y);
-  Value shifted = add(b, loc,
-                      mul(b, loc, f32(b, loc, beta),
-                          math::ExpOp::create(b, loc, sub(b, loc, y, big))),
-                      mul(b, loc, f32(b, loc, 1.0 - beta),
-                          math::ExpOp::create(b, loc, sub(b, loc, x, big))));
+  Value xBig = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGE, x, y);
+  Value e = math::ExpOp::create(
+      b, loc,
+      arith::NegFOp::create(b, loc,
+                            math::AbsFOp::create(b, loc, sub(b, loc, x, y))));
+  Value one = f32(b, loc, 1.0);
+  Value xPart = arith::SelectOp::create(b, loc, xBig, one, e); // e^(x - max)
+  Value yPart = arith::SelectOp::create(b, loc, xBig, e, one); // e^(y - max)
+  Value top = math::ExpOp::create(b, loc, big);
+  Value shifted = add(b, loc, mul(b, loc, f32(b, loc, beta), yPart),
+                      mul(b, loc, f32(b, loc, 1.0 - beta), xPart));
   Value logM = add(b, loc, big, math::LogOp::create(b, loc, shifted));
-  Value bQ = mul(b, loc, f32(b, loc, 1.0 - beta), q);
+  Value bQ = mul(b, loc, f32(b, loc, 1.0 - beta), mul(b, loc, top, xPart));
   Value qTerm = mul(b, loc, bQ, sub(b, loc, x, logM));
   if (withLoss) {
-    Value bP = mul(b, loc, f32(b, loc, beta), math::ExpOp::create(b, loc, y));
+    Value bP = mul(b, loc, f32(b, loc, beta), mul(b, loc, top, yPart));
     terms.loss = add(b, loc, mul(b, loc, bP, sub(b, loc, y, logM)), qTerm);
   }
   if (withGrad)
