@@ -18,7 +18,7 @@
 // RUN: ptxas -arch=sm_90a -v %t/out.bundle/liger_kernels.sm_90a.ptx -o %t/out.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 // Without a table the same groups take no cluster.
 // RUN: liger-compile %t/proj.mlir -o %t/plain.bundle
-// RUN: FileCheck %s --check-prefix=PLAIN --implicit-check-not=.reqnctapercluster --implicit-check-not=barrier.cluster --implicit-check-not=multicast::cluster --implicit-check-not=mapa < %t/plain.bundle/liger_kernels.sm_90a.ptx
+// RUN: FileCheck %s --check-prefix=PLAIN --implicit-check-not=.reqnctapercluster --implicit-check-not=barrier.cluster --implicit-check-not=multicast::cluster --implicit-check-not=mapa --implicit-check-not=%cluster_ctaid < %t/plain.bundle/liger_kernels.sm_90a.ptx
 // RUN: not liger-compile %t/lora.mlir --matmul-config-table=%t/table.json -o %t/lora.bundle 2>&1 | FileCheck %s --check-prefix=LORA
 // RUN: not liger-compile %t/rope.mlir --matmul-config-table=%t/table.json -o %t/rope.bundle 2>&1 | FileCheck %s --check-prefix=ROPE
 // RUN: not ls %t/lora.bundle %t/rope.bundle
@@ -52,6 +52,8 @@
 
 // PTX-LABEL: .entry o_matmul_0(
 //       PTX: .reqnctapercluster 2, 1, 1
+// The CTA's rank in its cluster is the hardware's, not the block index's.
+//       PTX: mov.u32 {{%r[0-9]+}}, %cluster_ctaid.x;
 // A stage's empty barrier counts both CTAs' two consumer warpgroups.
 //       PTX: mov.b32 [[FOUR:%r[0-9]+]], 4;
 //  PTX-NEXT: mbarrier.init.shared.b64 [liger_matmul_smem+32], [[FOUR]];

@@ -106,6 +106,9 @@ Value GpuBuilder::blockId(gpu::Dimension dim) {
 Value GpuBuilder::gridDim(gpu::Dimension dim) {
   return gpu::GridDimOp::create(*this, dim);
 }
+Value GpuBuilder::clusterBlockId() {
+  return gpu::ClusterBlockIdOp::create(*this, gpu::Dimension::x);
+}
 
 Value GpuBuilder::warpUniform(Value index) {
   Value lane0 =

@@ -383,8 +383,9 @@ getMatmulKernelSignature(const MatmulKernel &k, StringRef name) {
         tensorMap(argNumber(plan.x), config.tileM, config.tileK));
     // (In a cluster each CTA loads its part of the weight tile's rows.)
     for (const MatmulProjection &l : plan.projections)
-      info.tensorMaps.push_back(tensorMap(
-          argNumber(l.weight), config.tileN / config.cluster, config.tileK));
+      info.tensorMaps.push_back(tensorMap(argNumber(l.weight),
+                                          config.clusterPartRows(config.tileN),
+                                          config.tileK));
   }
   if (config.wgmma) {
     if (plan.lora) {
@@ -586,11 +587,11 @@ static GpuBuilder beginMatmulKernel(MatmulKernel &k, gpu::GPUModuleOp module,
   Value blockY = b.blockId(gpu::Dimension::y);
   if (config.cluster > 1) {
     // Cluster (blockIdx.x / cluster, blockIdx.y) takes the group of row
-    // tiles y of its column tile, CTA r the group's r-th (the grid's x
-    // holds the clusters' CTAs side by side; the grouped order is the
-    // clusters').
+    // tiles y of its column tile, CTA r (%cluster_ctaid.x) the group's r-th
+    // (the grid's x holds the clusters' CTAs side by side; the grouped order is
+    // the clusters').
     int64_t cluster = config.cluster;
-    k.clusterRank = b.rem(blockX, cluster);
+    k.clusterRank = b.clusterBlockId();
     Value pid = b.add(b.mul(blockY, numN), b.div(blockX, cluster));
     setTileOrigin(b, k, pid, numM, std::max<int64_t>(8 / cluster, 1));
     k.m0 = b.add(b.mul(k.m0, cluster), b.mul(k.clusterRank, config.tileM));

@@ -173,7 +173,7 @@ static void emitTmaProducerTile(GpuBuilder &ob, const MatmulKernel &k,
     if (shared && cluster > 1) {
       Value part = k.clusterRank;
       if (!mnMajor) {
-        Value first = lb.mul(part, width / cluster);
+        Value first = lb.mul(part, config.clusterPartRows(width));
         return copyAt(t, lb.toI32(lb.mul(first, layout.rowBytes())), map, k0,
                       lb.toI32(lb.add(row, first)), true);
       }

@@ -115,6 +115,8 @@ public:
   Value threadId();
   Value blockId(gpu::Dimension dim);
   Value gridDim(gpu::Dimension dim);
+  /// The CTA's index in its thread-block cluster along x (%cluster_ctaid.x).
+  Value clusterBlockId();
   /// Lane 0's `index` value, which ptxas then knows is the same across the
   /// warp (a warpgroup's role computed from the thread index: a loop
   /// bounded by it that holds wgmma stays warp-uniform, so that ptxas does

@@ -35,6 +35,9 @@ struct MatmulKernelConfig {
   int64_t cluster = 1;
 
   bool pingpong() const { return schedule == MatmulSchedule::pingpong; }
+  /// A K-major tile of `rows` rows that the cluster's CTAs share: the rows
+  /// each loads for all (CTA r rows [r, r + 1) of this many).
+  int64_t clusterPartRows(int64_t rows) const { return rows / cluster; }
   /// One CTA per SM looping over tiles, the stage ring carried across them.
   bool loopsOverTiles() const {
     return schedule != MatmulSchedule::data_parallel;
