@@ -154,7 +154,35 @@ def test_the_kernels_spec_is_what_precompile_takes():
     from liger import specs
     for spec in (specs.kl_div_spec(50257, torch.bfloat16, log_target=True, pointwise=True),
                  specs.jsd_spec(128256, "f16", beta=0.1, ignore_index=7, labels=torch.int32),
-                 specs.jsd_spec(7, "f32")):
+                 specs.jsd_spec(7, "f32"),
+                 specs.jsd_spec(128256, "bf16", labels="i64", temperature=0.7)):
         assert specs.parse_spec(str(spec)) == spec
     with pytest.raises(LigerError):
         specs.parse_spec("jsd:vocab=7,dtype=f32,labels=i16")
+
+
+def test_a_jsd_of_log_probabilities_keeps_its_spec_text():
+    """The temperature (the fused linear JSD's logits form) is written only
+    where set: the spec text, and so the bundle key, of a JSD over
+    log-probabilities is what it was before the field existed, and a
+    temperature makes another kernel."""
+    from liger import specs
+    plain = specs.jsd_spec(128256, "bf16", labels="i64")
+    assert str(plain) == "jsd:beta=0.5,dtype=bf16,ignore_index=-100,labels=i64,vocab=128256"
+    warm = specs.jsd_spec(128256, "bf16", labels="i64", temperature=2.0)
+    assert str(warm) == str(plain).replace(",vocab", ",temperature=2.0,vocab")
+    assert warm.key() != plain.key()
+    assert "temperature = 2.000000000e+00 per_token" in warm.module_text()
+    assert "temperature" not in plain.module_text()
+
+
+@pytest.mark.parametrize("temperature,kind", [(0, LigerValueError), (-1.0, LigerValueError),
+                                              (True, LigerValueError),
+                                              (float("nan"), LigerValueError),
+                                              ("2", LigerValueError)])
+def test_a_jsd_spec_refuses_a_temperature_not_above_0(temperature, kind):
+    from liger import specs
+    with pytest.raises(kind) as e:
+        specs.jsd_spec(128256, "bf16", temperature=temperature)
+    assert str(e.value) == ("temperature must be a positive number or None, got %r"
+                            % (temperature,))
