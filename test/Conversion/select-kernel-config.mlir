@@ -91,6 +91,35 @@ func.func @long_rows(%a: tensor<?x32001xf32>, %b: tensor<?x50257xbf16>) -> (tens
 
 // -----
 
+// A program that holds nothing (SiLU) unrolls at most 8 chunks a thread:
+// over 20480 bf16, 10 chunks at 256 threads, so 512 threads take 5 each.
+// One that holds its row across a reduction (softmax over the same row)
+// keeps 256 threads and 10 chunks.
+// CHECK-LABEL: func.func @streaming_rows
+//       CHECK:   liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 8>
+//       CHECK:   liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 8>
+// GPU-LABEL: gpu.func @streaming_rows_rowwise_0
+//  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
+//   GPU-NOT:   scf.for
+//       GPU:   gpu.return
+func.func @streaming_rows(%b: tensor<?x20480xbf16>) -> (tensor<?x20480xbf16>, tensor<?x20480xbf16>) {
+  %y = liger.fusion rowwise(%b) : (tensor<?x20480xbf16>) -> tensor<?x20480xbf16> {
+  ^bb0(%v: tensor<?x20480xbf16>):
+    %s = liger.silu %v : tensor<?x20480xbf16>
+    liger.yield %s : tensor<?x20480xbf16>
+  }
+  %z = liger.fusion rowwise(%b) : (tensor<?x20480xbf16>) -> tensor<?x20480xbf16> {
+  ^bb0(%v: tensor<?x20480xbf16>):
+    %s = liger.softmax %v : tensor<?x20480xbf16>
+    liger.yield %s : tensor<?x20480xbf16>
+  }
+  return %y, %z : tensor<?x20480xbf16>, tensor<?x20480xbf16>
+}
+
+// -----
+
+// The cross-entropy template peels rows that do not start on a chunk// -----
+
 // The cross-entropy template peels rows that do not start on a chunk
 // boundary, so GPT-2's vocabulary keeps 16-byte chunks there, where the
 // row program over the same row takes one element.
