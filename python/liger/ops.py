@@ -74,7 +74,7 @@ from . import bundles, specs
 from .errors import LigerError, LigerFallbackWarning, LigerTypeError, LigerValueError
 from .loss_plan import plan_chunks, plan_jsd_chunks
 from .specs import (DEFAULT_TARGET, add_rms_norm_spec, attention_spec,  # noqa: F401
-                    check_bool, check_int, cross_entropy_spec, fused_linear_cross_entropy_spec,
+                    check_bool, check_int, check_temperature, cross_entropy_spec, fused_linear_cross_entropy_spec,
                     fused_linear_cross_entropy_unsupported_shape, gated_mlp_spec, geglu_spec,
                     layer_norm_spec, linear_rope_spec, lora_linear_spec, module_text,
                     parse_spec, rms_norm_spec, rope_spec, softmax_spec, swiglu_spec)
@@ -827,16 +827,6 @@ def _fljsd_shapes(student_input, student_weight, teacher_input, teacher_weight,
     _shift_labels(op, shift_labels, student_input.shape[0])
 
 
-def check_temperature(temperature):
-    """The fused linear JSD's temperature: a finite number above 0 (the
-    logits are divided by it; a negative one would reverse their order)."""
-    temperature = specs.check_float("temperature", temperature)
-    if temperature <= 0:
-        raise LigerValueError("temperature must be > 0 (the logits are divided by it), got %r"
-                              % temperature)
-    return temperature
-
-
 def _fljsd_checked(student_input, student_weight, teacher_input, teacher_weight,
                    shift_labels, jsd_beta, ignore_index, temperature, memory_budget, dw_f32):
     op = "fused_linear_jsd"
@@ -845,21 +835,15 @@ def _fljsd_checked(student_input, student_weight, teacher_input, teacher_weight,
                                shift_labels=shift_labels), ("shift_labels",))
     _fljsd_shapes(student_input, student_weight, teacher_input, teacher_weight, shift_labels)
     _same_dtype(op, "teacher_input", teacher_input, "student_input", student_input)
-    v = _size(student_weight.shape[0])
-    # The rules of the kernels it runs: the lm_heads' matmuls (the fused
-    # loss's), the JSD's rows.
-    spec = _spec(fused_linear_cross_entropy_spec, (v, _size(student_weight.shape[1]),
-                                                   student_input.dtype), device)
-    _spec(fused_linear_cross_entropy_spec, (v, _size(teacher_weight.shape[1]),
-                                            teacher_input.dtype), device)
-    temperature = check_temperature(static(temperature))
-    jsd = _spec(specs.jsd_spec, (v, student_input.dtype, jsd_beta, ignore_index,
-                                 None if shift_labels is None else shift_labels.dtype,
-                                 temperature), device)
+    dw_f32 = check_bool("dw_f32", dw_f32)
+    # The rules of the kernels it runs (fused_linear_jsd_specs).
+    student, _, jsd = _spec(fused_linear_jsd_specs, (
+        _size(student_weight.shape[0]), _size(student_weight.shape[1]),
+        _size(teacher_weight.shape[1]), student_input.dtype, jsd_beta, ignore_index,
+        None if shift_labels is None else shift_labels.dtype, temperature, dw_f32), device)
     memory_budget = check_int("memory_budget", memory_budget, 1)
-    plan_jsd_chunks(1, spec.vocab, student_input.dtype, memory_budget)  # (at least a row)
-    return (jsd.beta, jsd.ignore_index, temperature, memory_budget,
-            check_bool("dw_f32", dw_f32))
+    plan_jsd_chunks(1, student.vocab, student_input.dtype, memory_budget)  # (at least a row)
+    return jsd.beta, jsd.ignore_index, jsd.temperature, memory_budget, dw_f32
 
 
 def fused_linear_jsd_specs(vocab, student_hidden, teacher_hidden, dtype, jsd_beta=0.5,
@@ -872,8 +856,7 @@ def fused_linear_jsd_specs(vocab, student_hidden, teacher_hidden, dtype, jsd_bet
     return [fused_linear_cross_entropy_spec(vocab, student_hidden, dtype, dw_f32=dw_f32,
                                             target=target),
             fused_linear_cross_entropy_spec(vocab, teacher_hidden, dtype, target=target),
-            specs.jsd_spec(vocab, dtype, jsd_beta, ignore_index, labels,
-                           check_temperature(temperature), target)]
+            specs.jsd_spec(vocab, dtype, jsd_beta, ignore_index, labels, temperature, target)]
 
 
 def fused_linear_jsd(student_input, student_weight, teacher_input, teacher_weight,

@@ -1202,20 +1202,25 @@ def kl_div_spec(vocab, dtype, log_target=False, eps=1e-10, pointwise=False,
     return KLDivSpec(vocab, dtype_name(dtype), log_target, eps, pointwise, target)
 
 
+def check_temperature(temperature):
+    """A distillation temperature: a finite number above 0 (the logits are
+    divided by it; a negative one would reverse their order)."""
+    temperature = check_float("temperature", temperature)
+    if temperature <= 0:
+        raise LigerValueError("temperature must be > 0 (the logits are divided by it), got %r"
+                              % temperature)
+    return temperature
+
+
 def jsd_spec(vocab, dtype, beta=0.5, ignore_index=-100, labels=None, temperature=None,
              target=DEFAULT_TARGET):
     """`labels`: the shift labels' dtype (torch or "i32"/"i64"), None for
     none. `temperature`: None for rows of log-probabilities, T > 0 for rows
     of logits (log_softmax(z / T) in the kernel, the gradient the logits')."""
-    if temperature is not None and (isinstance(temperature, bool) or
-                                    not isinstance(temperature, numbers.Real) or
-                                    not temperature > 0):
-        raise LigerValueError("temperature must be a positive number or None, got %r"
-                              % (temperature,))
     return JSDSpec(vocab, dtype_name(dtype), beta, ignore_index,
                    "none" if labels is None else dtype_name(labels, "shift_labels' dtype",
                                                             TARGET_DTYPES), target,
-                   0.0 if temperature is None else temperature)
+                   0.0 if temperature is None else check_temperature(temperature))
 
 
 def lora_linear_spec(in_features, out_features, rank, dtype, scale=1.0, bias=False,

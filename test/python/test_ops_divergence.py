@@ -176,13 +176,14 @@ def test_a_jsd_of_log_probabilities_keeps_its_spec_text():
     assert "temperature" not in plain.module_text()
 
 
-@pytest.mark.parametrize("temperature,kind", [(0, LigerValueError), (-1.0, LigerValueError),
-                                              (True, LigerValueError),
-                                              (float("nan"), LigerValueError),
-                                              ("2", LigerValueError)])
-def test_a_jsd_spec_refuses_a_temperature_not_above_0(temperature, kind):
+@pytest.mark.parametrize("temperature,kind,message", [
+    (0, LigerValueError, "temperature must be > 0 (the logits are divided by it), got 0.0"),
+    (-1.0, LigerValueError, "temperature must be > 0 (the logits are divided by it), got -1.0"),
+    (True, LigerTypeError, "temperature must be a number, got True"),
+    (float("nan"), LigerValueError, "temperature must be finite, got nan"),
+    ("2", LigerTypeError, "temperature must be a number, got '2'")])
+def test_a_jsd_spec_refuses_a_temperature_not_above_0(temperature, kind, message):
     from liger import specs
     with pytest.raises(kind) as e:
         specs.jsd_spec(128256, "bf16", temperature=temperature)
-    assert str(e.value) == ("temperature must be a positive number or None, got %r"
-                            % (temperature,))
+    assert str(e.value) == message
