@@ -965,8 +965,10 @@ def test_jsd_logits(rng, n, vocab, dt, beta, temperature, labels, per_token):
         lambda z, lb: refs.jsd(_log_softmax(z / temperature), _log_softmax(y64 / temperature),
                                beta, lb, per_token=per_token),
         # (in f32 the log-softmax's backward, d - softmax · sum d, cancels:
-        # 5e-5 of the largest element seen at T = 0.7)
-        grad_rtol=1e-4 if dt == "f32" else None)
+        # up to 1.07e-4 of the largest element seen at T = 0.7 and beta 1,
+        # LIGER_TEST_SEED=162016099, where the analytic float64 gradient
+        # and the finite differences agree to 5e-9)
+        grad_rtol=3e-4 if dt == "f32" else None)
 
 
 def test_jsd_every_token_skipped(rng):
@@ -981,6 +983,30 @@ def test_jsd_every_token_skipped(rng):
     x = _log_probs(rng, 2, 5).astype(np.float32)
     l, d = run(mlir, [x, x[::-1].copy(), np.array([-100, -100]), np.array(1.0, np.float32)])
     assert float(l) == 0.0 and not np.any(d)
+
+
+@pytest.mark.parametrize("temperature", [None, 2.0])
+def test_jsd_ignored_rows_may_hold_anything(rng, temperature):
+    """An ignored token's row (-inf and NaN in both operands here) adds
+    nothing to the loss and its gradient row is exactly 0, not NaN from a
+    product with a 0 scale; the counted rows are those of the same inputs
+    with the ignored row finite."""
+    T, Lb = ttype((3, 6), "f32", dynamic=(0,)), ttype((3,), "i64", dynamic=(0,))
+    attrs = "beta = 0.4" + (f" temperature = {temperature}" if temperature else "")
+    mlir = f"""func.func @f(%x: {T}, %y: {T}, %lb: {Lb}, %g: tensor<f32>) -> (tensor<f32>, {T}) {{
+  %l = liger.jsd %x, %y labels(%lb : {Lb}) {attrs} : {T}
+  %d = liger.jsd_grad %x, %y, %g labels(%lb : {Lb}) {attrs} : {T}, tensor<f32>
+  return %l, %d : tensor<f32>, {T}
+}}"""
+    x = (rng.standard_normal((3, 6)) if temperature else _log_probs(rng, 3, 6)).astype(np.float32)
+    y = (rng.standard_normal((3, 6)) if temperature else _log_probs(rng, 3, 6)).astype(np.float32)
+    labels, g = np.array([2, -100, 4]), np.array(1.5, np.float32)
+    l_ref, d_ref = run(mlir, [x, y, labels, g])
+    x[1, :3], y[1, :3], x[1, 4], y[1, 5] = -np.inf, -np.inf, np.nan, np.nan
+    l, d = run(mlir, [x, y, labels, g])
+    assert float(l) == float(l_ref) and np.isfinite(float(l))
+    assert not np.any(d[1]) and np.all(np.isfinite(d))
+    np.testing.assert_array_equal(d[[0, 2]], d_ref[[0, 2]])
 
 
 def test_jsd_vanishing_probabilities():

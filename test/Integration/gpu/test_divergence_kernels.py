@@ -105,6 +105,29 @@ def test_the_loss_and_its_gradient_are_pytorchs(name):
     _check(leaf.grad, ref_x.grad, spec.dtype, what + " gradient")
 
 
+def test_ignored_rows_may_hold_anything():
+    """An ignored token's row of -inf and NaN adds nothing to the loss and
+    gets a gradient row of exact zeros; the counted rows' results are
+    those of the same inputs with the ignored rows finite."""
+    spec, op, _, kw = CASES["jsd_bf16_50257_labels"]
+    x, t, labels, seed = _inputs("jsd_bf16_50257_labels")
+    ignored = labels == kw.get("ignore_index", -100)
+
+    def run(x, t):
+        leaf = x.clone().requires_grad_(True)
+        loss = _call(op, leaf, t, labels, kw)
+        loss.backward()
+        return loss.detach(), leaf.grad
+    loss, grad = run(x, t)
+    x[ignored, ::2], t[ignored, ::2] = float("-inf"), float("-inf")
+    x[ignored, 1::7], t[ignored, 3::7] = float("nan"), float("nan")
+    dirty_loss, dirty_grad = run(x, t)
+    what = "seed %d" % seed
+    assert torch.equal(dirty_loss, loss), what
+    assert not dirty_grad[ignored].any() and not dirty_grad.isnan().any(), what
+    assert torch.equal(dirty_grad[~ignored], grad[~ignored]), what
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_every_output_element_is_written(name):
     """The kernels' outputs, poisoned with NaN before the launch, hold no
