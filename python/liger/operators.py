@@ -35,7 +35,11 @@ reference functions on CPU tensors.
                                                dloss, ..., return_z_loss, ..., want_dx,
                                                want_dw, want_db)
         -> (dhidden, dweight, dbias)         (reduction "none": dloss per token)
-    liger::kl_div(input, target, reduction, log_target, eps) -> loss
+    liger::kl_div(input, target, reduction, log_target, eps, want_grad) -> (loss, grad)
+                                             (grad: the gradient of a unit incoming
+                                              gradient, formed in the same kernel
+                                              where want_grad and the reduction is
+                                              not "none"; else empty)
     liger::kl_div_backward(target, dloss, reduction, log_target, eps) -> dinput
     liger::jsd(input, target, shift_labels?, beta, ignore_index, want_grad) -> (loss, grad)
     liger::fused_linear_jsd(student_input, student_weight, teacher_input, teacher_weight,
@@ -202,6 +206,29 @@ def _scaled(grad, dloss):
     return grad if _is_one(dloss) else grad * dloss.to(grad.dtype)
 
 
+def _extra_outputs(ctx, *outputs):
+    """Marks an op's `outputs` beside its one differentiable output (saved
+    statistics, gradients formed in the forward) non-differentiable, and
+    turns the materialization of unread outputs' gradients off: autograd
+    would otherwise hand the backward a tensor of zeros the size of each,
+    a [tokens, vocab] fill for a loss's gradient, that the backward ignores.
+    Its backward is then _one_output_backward's."""
+    ctx.mark_non_differentiable(*outputs)
+    ctx.set_materialize_grads(False)
+
+
+def _one_output_backward(backward):
+    """The backward of an op with one differentiable output
+    (_extra_outputs): no gradient for that output (None: not materialized
+    as zeros), none for any input."""
+    @functools.wraps(backward)
+    def wrapped(ctx, grad, *unread):
+        if grad is None:
+            return (None,) * len(ctx.needs_input_grad)
+        return backward(ctx, grad, *unread)
+    return wrapped
+
+
 # --- RMSNorm ---------------------------------------------------------------
 
 def _rms_norm_args(x, weight, eps, offset, casting):
@@ -242,9 +269,10 @@ def _rms_norm_setup(ctx, inputs, output):
     x, weight, eps, offset, casting = inputs
     ctx.save_for_backward(x, weight, output[1])
     ctx.config = (eps, offset, casting)
-    ctx.mark_non_differentiable(output[1])
+    _extra_outputs(ctx, output[1])
 
 
+@_one_output_backward
 def _rms_norm_grad(ctx, dy, _drstd):
     x, weight, rstd = ctx.saved_tensors
     dx, dw = call(rms_norm_backward, dy, x, weight, rstd, *ctx.config)
@@ -417,9 +445,10 @@ def _layer_norm_setup(ctx, inputs, output):
     x, weight, bias, eps = inputs
     ctx.save_for_backward(x, weight, output[1], output[2])
     ctx.config = (eps, bias is not None)
-    ctx.mark_non_differentiable(output[1], output[2])
+    _extra_outputs(ctx, output[1], output[2])
 
 
+@_one_output_backward
 def _layer_norm_grad(ctx, dy, _dmean, _drstd):
     x, weight, mean, rstd = ctx.saved_tensors
     dx, dw, db = call(layer_norm_backward, dy, x, weight, mean, rstd, *ctx.config)
@@ -700,9 +729,10 @@ def _ce_input_grad(grad, dloss, none):
 def _ce_setup(ctx, inputs, output):
     ctx.save_for_backward(output[2])
     ctx.none = inputs[5] == "none"
-    ctx.mark_non_differentiable(output[1], output[2])
+    _extra_outputs(ctx, output[1], output[2])
 
 
+@_one_output_backward
 def _ce_grad(ctx, dloss, _dz, _dgrad):
     (grad,) = ctx.saved_tensors
     return (_ce_input_grad(grad, dloss, ctx.none),) + (None,) * 8
@@ -722,10 +752,11 @@ class CrossEntropyInPlace(torch.autograd.Function):
         loss, z_loss = cross_entropy_(grad, target, weight, *config)
         ctx.save_for_backward(grad)
         ctx.none = config[2] == "none"
-        ctx.mark_non_differentiable(z_loss)
+        _extra_outputs(ctx, z_loss)
         return loss, z_loss
 
     @staticmethod
+    @_one_output_backward
     def backward(ctx, dloss, _dz):
         (grad,) = ctx.saved_tensors
         return (_ce_input_grad(grad, dloss, ctx.none),) + (None,) * 8
@@ -840,7 +871,7 @@ def _save_grads(ctx, inputs, output):
     _, dx, dw = output
     ctx.want = tuple(inputs[-2:])
     ctx.save_for_backward(dx, dw)
-    ctx.mark_non_differentiable(dx, dw)
+    _extra_outputs(ctx, dx, dw)
 
 
 def _scaled_grads(ctx, dloss):
@@ -855,7 +886,7 @@ def _flce_setup(ctx, inputs, output):
         want_db = inputs
     ctx.per_token = reduction == "none"
     ctx.want = (want_dx, want_dw, want_db and bias is not None)
-    ctx.mark_non_differentiable(*output[1:])
+    _extra_outputs(ctx, *output[1:])
     if not ctx.per_token:
         # The gradients formed in the forward, for the backward to scale.
         ctx.save_for_backward(*output[2:])
@@ -866,6 +897,7 @@ def _flce_setup(ctx, inputs, output):
                   memory_budget, dw_f32)
 
 
+@_one_output_backward
 def _flce_grad(ctx, dloss, _dz, _ddx, _ddw, _ddb):
     if ctx.per_token:
         hidden, weight, target, bias, class_weight = ctx.saved_tensors
@@ -884,10 +916,11 @@ fused_linear_cross_entropy.register_autograd(_flce_grad, setup_context=_flce_set
 # --- KL divergence, JSD ----------------------------------------------------
 #
 # Their kernels give the loss per token (per element for a KL divergence
-# with reduction "none"); the operators add the tokens up and divide. The
-# KL divergence's backward passes each token's share of the incoming
-# gradient to its gradient kernel; the JSD's forward writes its gradient
-# too (as cross_entropy does), which the backward scales.
+# with reduction "none"); the operators add the tokens up and divide.
+# Where a gradient is wanted the forward writes it too, in the same kernel
+# (as cross_entropy does), for a unit incoming gradient, which the backward
+# scales; a KL divergence with reduction "none" (an incoming gradient per
+# element) passes it to its gradient kernel in the backward instead.
 
 def _kl_div_kernels(x, log_target, eps, reduction):
     return _pair(specs.kl_div_spec, (x.shape[-1], x.dtype, log_target, eps,
@@ -900,19 +933,36 @@ def _kl_div_divisor(reduction, shape):
     return {"sum": 1, "mean": rows * vocab, "batchmean": rows}[reduction]
 
 
+def _kl_div_grad_in_forward(reduction, want_grad):
+    return want_grad and reduction != "none"
+
+
 @_custom_op("liger::kl_div", mutates_args=())
 def kl_div(input: Tensor, target: Tensor, reduction: str, log_target: bool,
-           eps: float) -> Tensor:
-    fwd, _ = _kl_div_kernels(input, log_target, eps, reduction)
-    loss = fwd(input.contiguous(), target.contiguous())
+           eps: float, want_grad: bool) -> Tuple[Tensor, Tensor]:
+    x, t = input.contiguous(), target.contiguous()
     if reduction == "none":
-        return loss
-    return loss.sum() / _kl_div_divisor(reduction, input.shape)
+        fwd, _ = _kl_div_kernels(input, log_target, eps, reduction)
+        return fwd(x, t), input.new_empty(0)
+    divisor = _kl_div_divisor(reduction, input.shape)
+    if _kl_div_grad_in_forward(reduction, want_grad):
+        # The loss per token and, in the same kernel, the gradient of a
+        # unit incoming gradient (each token's share of it: 1 / divisor).
+        bundle = bundles.load(_spec(specs.kl_div_spec, (
+            input.shape[-1], input.dtype, log_target, eps, False), input.device))
+        share = torch.full((input.shape[0],), 1.0 / divisor, dtype=F32, device=input.device)
+        per_token, grad = bundle["fwd_grad_rowwise_0"](x, t, share)
+    else:
+        fwd, _ = _kl_div_kernels(input, log_target, eps, reduction)
+        per_token, grad = fwd(x, t), input.new_empty(0)
+    return per_token.sum() / divisor, grad
 
 
 @kl_div.register_fake
-def _(input, target, reduction, log_target, eps):
-    return input.new_empty(input.shape if reduction == "none" else (), dtype=F32)
+def _(input, target, reduction, log_target, eps, want_grad):
+    loss = input.new_empty(input.shape if reduction == "none" else (), dtype=F32)
+    return loss, (_like(input) if _kl_div_grad_in_forward(reduction, want_grad)
+                  else input.new_empty(0))
 
 
 @_custom_op("liger::kl_div_backward", mutates_args=())
@@ -933,13 +983,25 @@ def _(target, dloss, reduction, log_target, eps):
 
 
 def _kl_div_setup(ctx, inputs, output):
-    ctx.save_for_backward(inputs[1])
-    ctx.config = tuple(inputs[2:])
+    reduction, want_grad = inputs[2], inputs[-1]
+    ctx.in_forward = _kl_div_grad_in_forward(reduction, want_grad)
+    ctx.want_grad = want_grad
+    _extra_outputs(ctx, output[1])
+    # The gradient formed in the forward, or the target to form it from.
+    ctx.save_for_backward(output[1] if ctx.in_forward else inputs[1])
+    ctx.config = tuple(inputs[2:-1])
 
 
-def _kl_div_grad(ctx, dloss):
-    (target,) = ctx.saved_tensors
-    return (kl_div_backward(target, dloss, *ctx.config),) + (None,) * 4
+@_one_output_backward
+def _kl_div_grad(ctx, dloss, _dgrad):
+    (saved,) = ctx.saved_tensors
+    if not ctx.want_grad:
+        grad = None
+    elif ctx.in_forward:
+        grad = _scaled(saved, dloss)
+    else:
+        grad = kl_div_backward(saved, dloss, *ctx.config)
+    return (grad,) + (None,) * 5
 
 
 kl_div.register_autograd(_kl_div_grad, setup_context=_kl_div_setup)
@@ -988,9 +1050,10 @@ def _(input, target, shift_labels, beta, ignore_index, want_grad):
 def _jsd_setup(ctx, inputs, output):
     ctx.save_for_backward(output[1])
     ctx.want_grad = inputs[-1]
-    ctx.mark_non_differentiable(output[1])
+    _extra_outputs(ctx, output[1])
 
 
+@_one_output_backward
 def _jsd_grad(ctx, dloss, _dgrad):
     (grad,) = ctx.saved_tensors
     return (_scaled(grad, dloss) if ctx.want_grad else None,) + (None,) * 5
@@ -1045,6 +1108,7 @@ def _(student_input, student_weight, teacher_input, teacher_weight, shift_labels
             _like(student_weight) if want_dw else student_weight.new_empty(0))
 
 
+@_one_output_backward
 def _fljsd_grad(ctx, dloss, _ddx, _ddw):
     return _scaled_grads(ctx, dloss) + (None,) * 10
 
@@ -1159,7 +1223,7 @@ def _lora_setup(ctx, inputs, output):
     x, weight, bias, lora_a, lora_b, scale = inputs[:6]
     keep_mid = len(inputs) > 6 and inputs[6]
     ctx.save_for_backward(x, weight, lora_a, lora_b, output[1] if keep_mid else None)
-    ctx.mark_non_differentiable(output[1])
+    _extra_outputs(ctx, output[1])
     ctx.scale = scale
     ctx.has_bias = bias is not None
 
@@ -1214,6 +1278,7 @@ def _(dy, weight, lora_a, lora_b, scale, has_bias):
     return dy.new_empty(rows + (weight.shape[1],)), dy.new_empty(rows + (lora_a.shape[0],))
 
 
+@_one_output_backward
 def _lora_grad(ctx, dy, _dmid):
     x, weight, lora_a, lora_b, mid = ctx.saved_tensors
     need = ctx.needs_input_grad
@@ -1343,9 +1408,10 @@ def _gated_mlp_setup(ctx, inputs, output):
     _, h, gate, up = output
     ctx.save_for_backward(x, gate_weight, up_weight, down_weight, h, gate, up)
     ctx.config = (activation, approximate)
-    ctx.mark_non_differentiable(h, gate, up)
+    _extra_outputs(ctx, h, gate, up)
 
 
+@_one_output_backward
 def _gated_mlp_grad(ctx, dy, _dh, _dgate, _dup):
     x, gate_weight, up_weight, down_weight, h, gate, up = ctx.saved_tensors
     need = ctx.needs_input_grad
@@ -1631,9 +1697,10 @@ def _attention_setup(ctx, inputs, output):
     ctx.save_for_backward(q, k, v, out, lse)
     ctx.config = (causal, scale, window, softcap)
     ctx.inputs = len(inputs)
-    ctx.mark_non_differentiable(lse)
+    _extra_outputs(ctx, lse)
 
 
+@_one_output_backward
 def _attention_grad(ctx, dout, _dlse):
     q, k, v, out, lse = ctx.saved_tensors
     dq, dk, dv = call(attention_backward, dout, q, k, v, out, lse, *ctx.config)

@@ -746,16 +746,20 @@ def kl_div(input, target, reduction="batchmean", log_target=False, eps=1e-10):
     target · (log(max(target, eps)) − input) (exp(target) · (target − input)
     with log_target); reduction "none" ([tokens, vocab]), "sum", "mean" (over
     every element) or "batchmean" (over the tokens). The result is f32. One
-    kernel writes each token's sum (each element for "none"); backward
-    writes −target (−exp(target)) times the incoming gradient. The target
-    is not differentiated (Liger-Kernel's neither)."""
+    kernel writes each token's sum (each element for "none") and, where
+    input needs a gradient and the reduction is not "none", in the same
+    pass −target (−exp(target)) over the divisor, kept for backward, which
+    scales it by the incoming gradient (for "none" backward writes
+    −target times the incoming gradient). The target is not differentiated
+    (Liger-Kernel's neither)."""
     config = _once(lambda: (
         "kl_div", type(input), type(target), input.device, target.device, input.dtype,
         target.dtype, input.dim(), input.shape[-1], target.shape[-1], type(reduction),
         reduction, type(log_target), log_target, type(eps), eps),
         _kl_div_checked, input, target, reduction, log_target, eps)
     _divergence_operands("kl_div", input, target)
-    return operators.kl_div(input, target, *config)
+    want_grad = torch.is_grad_enabled() and input.requires_grad
+    return operators.kl_div(input, target, *config, want_grad)[0]
 
 
 def _shift_labels(op, shift_labels, tokens):

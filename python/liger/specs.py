@@ -989,7 +989,10 @@ KL_REDUCTIONS = ("none", "sum", "mean", "batchmean")
 @dataclasses.dataclass(frozen=True)
 class KLDivSpec(Spec):
     """liger.kl_div's sums per token (`pointwise`: each element, for
-    reduction "none") and their gradient."""
+    reduction "none") and their gradient: @fwd the loss, @bwd its gradient
+    from the target and the incoming gradient, and (per token) @fwd_grad
+    both in one row kernel reading each row once, for each token's share
+    of the incoming gradient."""
 
     op: ClassVar[str] = "kl_div"
     vocab: int
@@ -1011,13 +1014,27 @@ class KLDivSpec(Spec):
         form = "reduction = none" if self.pointwise else "reduction = sum"
         form += " log_target" if self.log_target else ""
         per_token = "" if self.pointwise else " per_token"
-        return f"""func.func @fwd(%x: {X}, %t: {X}) -> {L} {{
-  %l = liger.kl_div %x, %t {form} eps = {self.eps:.9e}{per_token} : {X}
+        loss = f"liger.kl_div %x, %t {form} eps = {self.eps:.9e}{per_token} : {X}"
+        grad = f"liger.kl_div_grad %t, %g {form}{per_token} : {X}, {L}"
+        text = f"""func.func @fwd(%x: {X}, %t: {X}) -> {L} {{
+  %l = {loss}
   return %l : {L}
 }}
 func.func @bwd(%t: {X}, %g: {L}) -> {X} {{
-  %d = liger.kl_div_grad %t, %g {form}{per_token} : {X}, {L}
+  %d = {grad}
   return %d : {X}
+}}
+"""
+        if self.pointwise:  # (each element's incoming gradient: @bwd's)
+            return text
+        return text + f"""func.func @fwd_grad(%x: {X}, %t: {X}, %g: {L}) -> ({L}, {X}) {{
+  %r, %d = liger.fusion rowwise(%x, %t, %g) : ({X}, {X}, {L}) -> ({L}, {X}) {{
+  ^bb0(%a: {X}, %b: {X}, %c: {L}):
+    %0 = {loss.replace("%x, %t", "%a, %b")}
+    %1 = {grad.replace("%t, %g", "%b, %c")}
+    liger.yield %0, %1 : {L}, {X}
+  }}
+  return %r, %d : {L}, {X}
 }}
 """
 

@@ -83,6 +83,27 @@ def test_jsd_is_liger_kernels(rows, vocab, dtype, beta, labels):
     _close(dx, x64.grad, dtype, "dx")
 
 
+@pytest.mark.parametrize("reduction", ["batchmean", "sum", "mean"])
+def test_the_kl_div_without_a_gradient_is_the_same_loss(reduction):
+    """A reduced KL divergence whose input needs a gradient forms it in its
+    forward's kernel; without one (torch.no_grad, or an input that needs
+    none) the loss-only kernel runs: the same loss either way, and the
+    gradient formed in the forward, scaled by the incoming one, is
+    PyTorch's."""
+    x, t = _log_probs(3, 7, 15, torch.float32), _log_probs(3, 7, 16, torch.float32).exp()
+    leaf = x.clone().requires_grad_(True)
+    with_grad = ops.kl_div(leaf, t, reduction)
+    with torch.no_grad():
+        assert torch.equal(ops.kl_div(x.clone().requires_grad_(True), t, reduction),
+                           with_grad.detach())
+    alone = ops.kl_div(x, t, reduction)
+    assert torch.equal(alone, with_grad.detach()) and not alone.requires_grad
+    with_grad.backward(torch.tensor(2.5))
+    x64 = x.double().requires_grad_(True)
+    F.kl_div(x64, t.double(), reduction=reduction).backward(torch.tensor(2.5, dtype=torch.float64))
+    _close(leaf.grad, x64.grad, torch.float32, "dx")
+
+
 def test_the_jsd_without_a_gradient_is_the_same_loss():
     """Under torch.no_grad (or for an input that needs no gradient) the
     JSD runs its loss-only function: the same loss, no gradient kept."""
@@ -95,6 +116,31 @@ def test_the_jsd_without_a_gradient_is_the_same_loss():
                            with_grad.detach())
     alone = ops.jsd(x, y, lab, beta=0.7)
     assert torch.equal(alone, with_grad.detach()) and not alone.requires_grad
+
+
+@pytest.mark.parametrize("op", ["kl_div", "jsd", "fused_linear_jsd"])
+def test_the_backward_gets_no_zeros_for_the_gradient_outputs(op):
+    """The losses whose forward writes the input's gradient (an extra
+    output, non-differentiable) do not have autograd materialize a
+    [tokens, vocab] tensor of zeros as that output's incoming gradient
+    (a 2 GiB fill per step at Llama-3's vocabulary): no zeros are made in
+    the backward."""
+    x = _log_probs(5, 33, 21, torch.float32).requires_grad_(True)
+    y = _log_probs(5, 33, 22, torch.float32)
+    if op == "kl_div":
+        loss = ops.kl_div(x, y.exp(), "batchmean")
+    elif op == "jsd":
+        loss = ops.jsd(x, y)
+    else:
+        g = torch.Generator().manual_seed(23)
+        w = torch.randn(40, 16, generator=g, dtype=torch.bfloat16)
+        xs = torch.randn(5, 16, generator=g, dtype=torch.bfloat16).requires_grad_(True)
+        loss = ops.fused_linear_jsd(xs, w.requires_grad_(True), xs.detach(), w.detach())
+    with torch.profiler.profile() as prof:
+        loss.backward(torch.tensor(1.5, dtype=loss.dtype))
+    made = [e.name for e in prof.events() if e.name in ("aten::zeros", "aten::zeros_like",
+                                                         "aten::zero_")]
+    assert not made, "%s's backward made zeros: %s" % (op, made)
 
 
 def test_jsd_over_no_counted_token_is_zero():

@@ -251,7 +251,8 @@ def _lora_cases():
 
 
 def _divergence_cases():
-    """liger::kl_div (reduced, and pointwise: "_none") with its backward,
+    """liger::kl_div (reduced, pointwise: "_none", and without a gradient:
+    "_loss_only") with its backward,
     liger::jsd (with int32 shift labels, and without labels or gradient:
     "_none") and liger::fused_linear_jsd (and with a frozen student lm_head
     and no labels: "_frozen")."""
@@ -272,8 +273,11 @@ def _divergence_cases():
             _randn(8, 16, dtype=torch.bfloat16), _randn(4, 24, dtype=torch.bfloat16),
             _randn(8, 24, dtype=torch.bfloat16), None, 1.0, -100, 1.0, 2 ** 20, False, True,
             False)),
-        "kl_div": (L.kl_div, (x, p, "batchmean", False, 1e-10)),
-        "kl_div_none": (L.kl_div, (x, y, "none", True, 1e-10)),
+        # The gradient formed in the forward (reduced), or by the backward
+        # (pointwise, or no gradient wanted: "_loss_only").
+        "kl_div": (L.kl_div, (x, p, "batchmean", False, 1e-10, True)),
+        "kl_div_none": (L.kl_div, (x, y, "none", True, 1e-10, True)),
+        "kl_div_loss_only": (L.kl_div, (x.detach(), p, "sum", False, 1e-10, False)),
         "kl_div_backward": (L.kl_div_backward, (p, torch.tensor(0.7), "mean", False, 1e-10)),
         "jsd": (L.jsd, (x, y, lab, 0.3, -100, True)),
         # No gradient wanted (no_grad, or an input that needs none): the
@@ -289,7 +293,7 @@ MUTATING = ("cross_entropy_", "swiglu_backward_", "geglu_backward_")
 
 def _operator(case):
     """The operator a case checks: its name before a variant's suffix."""
-    for suffix in ("_none", "_frozen", "_bias", "_zloss", "_keep_mid"):
+    for suffix in ("_none", "_frozen", "_bias", "_zloss", "_keep_mid", "_loss_only"):
         case = case.split(suffix)[0]
     return case
 

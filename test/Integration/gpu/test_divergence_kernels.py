@@ -147,6 +147,13 @@ def test_every_output_element_is_written(name):
         fwd, bwd = bundles.kernels(spec)
         fwd(x, t, out=[loss])
         bwd(t, g, out=[grad])
+        if not spec.pointwise:
+            # The loss and the gradient in one kernel: the same results.
+            both_loss, both_grad = poisoned(loss_shape), poisoned(x.shape, x)
+            bundles.load(spec)["fwd_grad_rowwise_0"](x, t, g, out=[both_loss, both_grad])
+            torch.testing.assert_close(both_loss, loss, rtol=1e-5, atol=1e-6,
+                                       msg=lambda m: name + ": the fused loss differs: " + m)
+            assert torch.equal(both_grad, grad), name + ": the fused gradient differs"
     else:
         bundle = bundles.load(spec)
         bundle["fwd_rowwise_0"](x, t, g, *extra, out=[loss, grad])

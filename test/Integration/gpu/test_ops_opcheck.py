@@ -171,7 +171,9 @@ def _divergence_cases(L):
         if op == "kl_div":
             attrs = (kw["reduction"], spec.log_target, spec.eps)
             dloss = torch.rand(x.shape if spec.pointwise else (), device="cuda")
-            out[name] = (L.kl_div, (x, t if spec.log_target else t.exp()) + attrs)
+            target = t if spec.log_target else t.exp()
+            out[name] = (L.kl_div, (x, target) + attrs + (True,))
+            out[name + "_loss_only"] = (L.kl_div, (x.detach(), target) + attrs + (False,))
             out[name + "_backward"] = (L.kl_div_backward, (t, dloss) + attrs)
         else:
             labels = None
