@@ -15,19 +15,20 @@ from .errors import LigerValueError
 from .specs import BYTES, check_int, dtype_name
 
 
-def plan_chunks(tokens, vocab, dtype, memory_budget=2 ** 29):
+def plan_chunks(tokens, vocab, dtype, memory_budget=2 ** 29, what="row of logits"):
     """How fused_linear_cross_entropy chunks `tokens` under `memory_budget`
     bytes: the logits of one chunk [chunk_tokens, vocab] are its only buffer
     beyond the gradients it returns (dx, dW). Chunks of at least 128 tokens
-    are whole 128-row matmul tiles. Returns dict(chunk_tokens, chunks,
-    extra_bytes)."""
+    are whole 128-row matmul tiles. `what` names a token's share of the
+    buffers in the refusal of a budget too small for one. Returns
+    dict(chunk_tokens, chunks, extra_bytes)."""
     row = check_int("vocab", vocab, 1) * BYTES[dtype_name(dtype)]
     memory_budget = check_int("memory_budget", memory_budget, 1)
     tokens = check_int("tokens", tokens, 0)
     chunk = memory_budget // row
     if chunk < 1:
-        raise LigerValueError("memory_budget of %d bytes holds no row of logits (%d bytes)"
-                              % (memory_budget, row))
+        raise LigerValueError("memory_budget of %d bytes holds no %s (%d bytes)"
+                              % (memory_budget, what, row))
     if chunk >= 128:
         chunk -= chunk % 128
     chunk = max(1, min(chunk, tokens))
@@ -237,7 +238,8 @@ def plan_jsd_chunks(tokens, vocab, dtype, memory_budget=2 ** 29):
     """How fused_linear_jsd chunks `tokens` of logits in `dtype` under
     `memory_budget` bytes (its chunk buffers: JSD_LOGIT_ROWS rows of logits
     per token); as plan_chunks."""
-    return plan_chunks(tokens, vocab * JSD_LOGIT_ROWS, dtype, memory_budget)
+    return plan_chunks(tokens, vocab * JSD_LOGIT_ROWS, dtype, memory_budget,
+                       "token's two rows of logits, the student's and the teacher's")
 
 
 def chunked_jsd(student, teacher_logits, jsd, xs, ws, xt, wt, labels, chunk, counted,

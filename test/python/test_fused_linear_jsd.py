@@ -166,7 +166,8 @@ REFUSED = {
                     "list"),
     "budget": (lambda: ops.fused_linear_jsd(XS, WS, XT, WT, memory_budget=100),
                LigerValueError,
-               "memory_budget of 100 bytes holds no row of logits (128 bytes)"),
+               "memory_budget of 100 bytes holds no token's two rows of logits, the "
+               "student's and the teacher's (128 bytes)"),
 }
 
 

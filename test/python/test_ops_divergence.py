@@ -227,7 +227,10 @@ def test_a_jsd_of_log_probabilities_keeps_its_spec_text():
     (-1.0, LigerValueError, "temperature must be > 0 (the logits are divided by it), got -1.0"),
     (True, LigerTypeError, "temperature must be a number, got True"),
     (float("nan"), LigerValueError, "temperature must be finite, got nan"),
-    ("2", LigerTypeError, "temperature must be a number, got '2'")])
+    ("2", LigerTypeError, "temperature must be a number, got '2'"),
+    # (subnormal in f32: its reciprocal overflows; the dialect refuses it too)
+    (1e-40, LigerValueError, "temperature must be an f32: 0 or of a magnitude in "
+     "[1.1754943508222875e-38, 3.4028234663852886e+38], got 1e-40")])
 def test_a_jsd_spec_refuses_a_temperature_not_above_0(temperature, kind, message):
     from liger import specs
     with pytest.raises(kind) as e:

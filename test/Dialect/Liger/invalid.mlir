@@ -61,14 +61,14 @@ func.func @label_smoothing_above_one(%l: tensor<4x10xf32>, %t: tensor<4xi64>) ->
 }
 // -----
 func.func @softcap_zero(%l: tensor<4x10xf32>, %t: tensor<4xi64>) -> tensor<f32> {
-  // expected-error @+1 {{'liger.cross_entropy' op attribute 'softcap' failed to satisfy constraint: 32-bit float attribute whose value is positive and finite}}
+  // expected-error @+1 {{'liger.cross_entropy' op attribute 'softcap' failed to satisfy constraint: 32-bit float attribute whose value is positive, finite and not subnormal}}
   %y = liger.cross_entropy %l, %t softcap = 0.0 : tensor<4x10xf32>, tensor<4xi64>
   return %y : tensor<f32>
 }
 // -----
 // An infinite softcap would make every logit inf * tanh(0) = NaN.
 func.func @softcap_infinite(%l: tensor<4x10xf32>, %t: tensor<4xi64>) -> tensor<f32> {
-  // expected-error @+1 {{'liger.cross_entropy' op attribute 'softcap' failed to satisfy constraint: 32-bit float attribute whose value is positive and finite}}
+  // expected-error @+1 {{'liger.cross_entropy' op attribute 'softcap' failed to satisfy constraint: 32-bit float attribute whose value is positive, finite and not subnormal}}
   %y = liger.cross_entropy %l, %t softcap = 0x7F800000 : tensor<4x10xf32>, tensor<4xi64>
   return %y : tensor<f32>
 }
@@ -86,15 +86,22 @@ func.func @jsd_beta_above_one(%p: tensor<4x10xf32>, %q: tensor<4x10xf32>) -> ten
 }
 // -----
 func.func @jsd_temperature_zero(%p: tensor<4x10xbf16>, %q: tensor<4x10xbf16>) -> tensor<f32> {
-  // expected-error @+1 {{'liger.jsd' op attribute 'temperature' failed to satisfy constraint: 32-bit float attribute whose value is positive and finite}}
+  // expected-error @+1 {{'liger.jsd' op attribute 'temperature' failed to satisfy constraint: 32-bit float attribute whose value is positive, finite and not subnormal}}
   %y = liger.jsd %p, %q temperature = 0.0 : tensor<4x10xbf16>
   return %y : tensor<f32>
 }
 // -----
 func.func @jsd_grad_temperature_infinite(%p: tensor<4x10xbf16>, %g: tensor<f32>) -> tensor<4x10xbf16> {
-  // expected-error @+1 {{'liger.jsd_grad' op attribute 'temperature' failed to satisfy constraint: 32-bit float attribute whose value is positive and finite}}
+  // expected-error @+1 {{'liger.jsd_grad' op attribute 'temperature' failed to satisfy constraint: 32-bit float attribute whose value is positive, finite and not subnormal}}
   %y = liger.jsd_grad %p, %p, %g temperature = 0x7F800000 : tensor<4x10xbf16>, tensor<f32>
   return %y : tensor<4x10xbf16>
+}
+// -----
+// A subnormal temperature's reciprocal, taken in f32, is inf.
+func.func @jsd_temperature_subnormal(%p: tensor<4x10xbf16>, %q: tensor<4x10xbf16>) -> tensor<f32> {
+  // expected-error @+1 {{'liger.jsd' op attribute 'temperature' failed to satisfy constraint: 32-bit float attribute whose value is positive, finite and not subnormal}}
+  %y = liger.jsd %p, %q temperature = 1.0e-40 : tensor<4x10xbf16>
+  return %y : tensor<f32>
 }
 // -----
 func.func @attention_scale_negative(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x3x8xf32>, %v: tensor<1x2x3x8xf32>) -> tensor<1x2x3x8xf32> {
@@ -122,19 +129,19 @@ func.func @attention_grad_window_not_causal(%do: tensor<1x2x3x8xf32>, %q: tensor
 }
 // -----
 func.func @attention_softcap_zero(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x3x8xf32>, %v: tensor<1x2x3x8xf32>) -> tensor<1x2x3x8xf32> {
-  // expected-error @+1 {{'liger.attention' op attribute 'softcap' failed to satisfy constraint: 32-bit float attribute whose value is positive and finite}}
+  // expected-error @+1 {{'liger.attention' op attribute 'softcap' failed to satisfy constraint: 32-bit float attribute whose value is positive, finite and not subnormal}}
   %y = liger.attention %q, %k, %v softcap = 0.0 : tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>
   return %y : tensor<1x2x3x8xf32>
 }
 // -----
 func.func @attention_softcap_infinite(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x3x8xf32>, %v: tensor<1x2x3x8xf32>) -> tensor<1x2x3x8xf32> {
-  // expected-error @+1 {{'liger.attention' op attribute 'softcap' failed to satisfy constraint: 32-bit float attribute whose value is positive and finite}}
+  // expected-error @+1 {{'liger.attention' op attribute 'softcap' failed to satisfy constraint: 32-bit float attribute whose value is positive, finite and not subnormal}}
   %y = liger.attention %q, %k, %v causal softcap = 0x7F800000 : tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>
   return %y : tensor<1x2x3x8xf32>
 }
 // -----
 func.func @attention_grad_softcap_negative(%do: tensor<1x2x3x8xf32>, %q: tensor<1x2x3x8xf32>, %k: tensor<1x2x3x8xf32>, %v: tensor<1x2x3x8xf32>) {
-  // expected-error @+1 {{'liger.attention_grad' op attribute 'softcap' failed to satisfy constraint: 32-bit float attribute whose value is positive and finite}}
+  // expected-error @+1 {{'liger.attention_grad' op attribute 'softcap' failed to satisfy constraint: 32-bit float attribute whose value is positive, finite and not subnormal}}
   %d:3 = liger.attention_grad %do, %q, %k, %v softcap = -30.0 : tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>
   return
 }

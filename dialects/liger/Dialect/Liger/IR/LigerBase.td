@@ -74,10 +74,12 @@ def Liger_GeluApproximationAttr
 def Liger_PositiveF32Attr : ConfinedAttr<F32Attr, [AttrConstraint<
     CPred<"::llvm::cast<::mlir::FloatAttr>($_self).getValueAsDouble() > 0.0">,
     "whose value is positive">]>;
+// (A divisor whose reciprocal the kernels take in f32: a subnormal one's
+// overflows.)
 def Liger_PositiveFiniteF32Attr : ConfinedAttr<F32Attr, [AttrConstraint<
-    CPred<"::llvm::cast<::mlir::FloatAttr>($_self).getValue().isFinite() && "
+    CPred<"::llvm::cast<::mlir::FloatAttr>($_self).getValue().isNormal() && "
           "::llvm::cast<::mlir::FloatAttr>($_self).getValueAsDouble() > 0.0">,
-    "whose value is positive and finite">]>;
+    "whose value is positive, finite and not subnormal">]>;
 def Liger_PositiveI64Attr : ConfinedAttr<I64Attr, [IntMinValue<1>]>;
 def Liger_NonNegativeF32Attr : ConfinedAttr<F32Attr, [AttrConstraint<
     CPred<"::llvm::cast<::mlir::FloatAttr>($_self).getValueAsDouble() >= 0.0">,
