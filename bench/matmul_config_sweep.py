@@ -61,6 +61,13 @@ MODELS = {
         "down_dx": ("grad_input", 3584, [18944]),
         "o_dw": ("grad_weight", 3584, [3584]),
     },
+    # The fused linear losses' dx = G · W of one chunk of tokens through
+    # Llama-3's lm_head (vocabulary 128256) at hidden 2048 and 4096: a long
+    # reduction onto few output tiles (not in the default --models).
+    "lm-head": {
+        "dx_h2048": ("grad_input", 128256, [2048]),
+        "dx_h4096": ("grad_input", 128256, [4096]),
+    },
 }
 # (schedule, tile_m, tile_n); the stages are the compiler's (as many as fit).
 # (schedule, tile_m, tile_n, cluster); the stages are the compiler's (as
