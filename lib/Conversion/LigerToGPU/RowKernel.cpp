@@ -1262,9 +1262,12 @@ LogicalResult RowKernelBuilder::emitLooped(OpBuilder &b) {
     for (linalg::GenericOp op : stores)
       for (Value r : op->getResults())
         collect(r);
-    for (auto [sum, max] : onlineMaxOf)
-      if (passOf[sum] == p)
-        collect(max.getDpsInputs()[0]);
+    // (In program order: the map's order is its keys' addresses, which
+    // would order the loads differently from one compile to the next.)
+    for (linalg::GenericOp op : steps)
+      if (auto it = onlineMaxOf.find(op);
+          it != onlineMaxOf.end() && passOf[op] == p)
+        collect(it->second.getDpsInputs()[0]);
 
     int64_t unroll = loopUnroll(w, rowInputs.size() + columns.size());
     int64_t fullGroups = totalChunks / (unroll * threads);
