@@ -38,8 +38,9 @@ reference functions on CPU tensors.
     liger::kl_div(input, target, reduction, log_target, eps, want_grad) -> (loss, grad)
                                              (grad: the gradient of a unit incoming
                                               gradient, formed in the same kernel
-                                              where want_grad and the reduction is
-                                              not "none"; else empty)
+                                              where want_grad, the reduction is
+                                              not "none" and input is not f16;
+                                              else empty)
     liger::kl_div_backward(target, dloss, reduction, log_target, eps) -> dinput
     liger::jsd(input, target, shift_labels?, beta, ignore_index, want_grad) -> (loss, grad)
     liger::fused_linear_jsd(student_input, student_weight, teacher_input, teacher_weight,
@@ -203,7 +204,12 @@ def _like(t):
 
 
 def _scaled(grad, dloss):
-    return grad if _is_one(dloss) else grad * dloss.to(grad.dtype)
+    """A gradient formed in the forward for a unit incoming gradient, times
+    the incoming dloss (a loss's: 0-dim, which keeps grad's dtype while the
+    product is formed in f32, one rounding, not dloss rounded first)."""
+    if _is_one(dloss):
+        return grad
+    return grad * (dloss if dloss.dim() == 0 else dloss.to(grad.dtype))
 
 
 def _extra_outputs(ctx, *outputs):
@@ -933,8 +939,13 @@ def _kl_div_divisor(reduction, shape):
     return {"sum": 1, "mean": rows * vocab, "batchmean": rows}[reduction]
 
 
-def _kl_div_grad_in_forward(reduction, want_grad):
-    return want_grad and reduction != "none"
+def _kl_div_grad_in_forward(reduction, want_grad, dtype):
+    """Whether the forward forms the gradient, -target / divisor for a unit
+    incoming gradient: not for reduction "none" (a gradient per element
+    comes in), nor in f16, where -target / (tokens · vocab) underflows
+    before a loss scaler's factor could lift it (the backward kernel
+    forms -target · dloss / divisor in f32 and rounds once)."""
+    return want_grad and reduction != "none" and dtype != torch.float16
 
 
 @_custom_op("liger::kl_div", mutates_args=())
@@ -945,7 +956,7 @@ def kl_div(input: Tensor, target: Tensor, reduction: str, log_target: bool,
         fwd, _ = _kl_div_kernels(input, log_target, eps, reduction)
         return fwd(x, t), input.new_empty(0)
     divisor = _kl_div_divisor(reduction, input.shape)
-    if _kl_div_grad_in_forward(reduction, want_grad):
+    if _kl_div_grad_in_forward(reduction, want_grad, input.dtype):
         # The loss per token and, in the same kernel, the gradient of a
         # unit incoming gradient (each token's share of it: 1 / divisor).
         bundle = bundles.load(_spec(specs.kl_div_spec, (
@@ -961,7 +972,7 @@ def kl_div(input: Tensor, target: Tensor, reduction: str, log_target: bool,
 @kl_div.register_fake
 def _(input, target, reduction, log_target, eps, want_grad):
     loss = input.new_empty(input.shape if reduction == "none" else (), dtype=F32)
-    return loss, (_like(input) if _kl_div_grad_in_forward(reduction, want_grad)
+    return loss, (_like(input) if _kl_div_grad_in_forward(reduction, want_grad, input.dtype)
                   else input.new_empty(0))
 
 
@@ -984,10 +995,10 @@ def _(target, dloss, reduction, log_target, eps):
 
 def _kl_div_setup(ctx, inputs, output):
     reduction, want_grad = inputs[2], inputs[-1]
-    ctx.in_forward = _kl_div_grad_in_forward(reduction, want_grad)
-    ctx.want_grad = want_grad
+    ctx.in_forward = _kl_div_grad_in_forward(reduction, want_grad, inputs[0].dtype)
     _extra_outputs(ctx, output[1])
-    # The gradient formed in the forward, or the target to form it from.
+    # The gradient formed in the forward, or the target to form it from
+    # (also where want_grad was False and a gradient is asked for anyway).
     ctx.save_for_backward(output[1] if ctx.in_forward else inputs[1])
     ctx.config = tuple(inputs[2:-1])
 
@@ -995,9 +1006,7 @@ def _kl_div_setup(ctx, inputs, output):
 @_one_output_backward
 def _kl_div_grad(ctx, dloss, _dgrad):
     (saved,) = ctx.saved_tensors
-    if not ctx.want_grad:
-        grad = None
-    elif ctx.in_forward:
+    if ctx.in_forward:
         grad = _scaled(saved, dloss)
     else:
         grad = kl_div_backward(saved, dloss, *ctx.config)

@@ -747,10 +747,12 @@ def kl_div(input, target, reduction="batchmean", log_target=False, eps=1e-10):
     with log_target); reduction "none" ([tokens, vocab]), "sum", "mean" (over
     every element) or "batchmean" (over the tokens). The result is f32. One
     kernel writes each token's sum (each element for "none") and, where
-    input needs a gradient and the reduction is not "none", in the same
-    pass −target (−exp(target)) over the divisor, kept for backward, which
-    scales it by the incoming gradient (for "none" backward writes
-    −target times the incoming gradient). The target is not differentiated
+    input needs a gradient, the reduction is not "none" and the dtype is
+    not f16, in the same pass −target (−exp(target)) over the divisor,
+    kept for backward, which scales it by the incoming gradient (else
+    backward writes −target times the incoming gradient's share, formed in
+    f32: in f16, −target / divisor alone would underflow before a loss
+    scaler's factor lifts it). The target is not differentiated
     (Liger-Kernel's neither)."""
     config = _once(lambda: (
         "kl_div", type(input), type(target), input.device, target.device, input.dtype,

@@ -104,6 +104,37 @@ def test_the_kl_div_without_a_gradient_is_the_same_loss(reduction):
     _close(leaf.grad, x64.grad, torch.float32, "dx")
 
 
+def test_an_f16_kl_div_gradient_survives_a_loss_scale():
+    """f16 with reduction mean: -target / (tokens · vocab) is below f16's
+    smallest subnormal here, so a gradient formed in the forward for a unit
+    incoming gradient would be 0 before a loss scaler's 2^16 reached it;
+    the gradient is -target · dloss / divisor, rounded once."""
+    x = _log_probs(8, 2000, 24, torch.float16).requires_grad_(True)
+    t = _log_probs(8, 2000, 25, torch.float16).exp()
+    scale = torch.tensor(2.0 ** 16)
+    (dx,) = torch.autograd.grad(ops.kl_div(x, t, "mean"), x, scale)
+    x64 = x.detach().double().requires_grad_(True)
+    F.kl_div(x64, t.double(), reduction="mean").backward(scale.double())
+    # (a gradient element is 0 where the target is, nowhere else)
+    assert torch.equal(dx == 0, t == 0), "%d zeros where the target is not 0" % (
+        ((dx == 0) & (t != 0)).sum().item())
+    _close(dx, x64.grad, torch.float16, "dx")
+
+
+def test_a_direct_call_without_want_grad_still_differentiates():
+    """liger::kl_div called with want_grad False on an input that needs a
+    gradient: the backward forms it from the target (no gradient silently
+    lost)."""
+    from liger import operators
+    x = _log_probs(3, 7, 26, torch.float32).requires_grad_(True)
+    t = _log_probs(3, 7, 27, torch.float32).exp()
+    loss, _ = operators.kl_div(x, t, "batchmean", False, 1e-10, False)
+    loss.backward(torch.tensor(1.5))
+    x64 = x.detach().double().requires_grad_(True)
+    F.kl_div(x64, t.double(), reduction="batchmean").backward(torch.tensor(1.5).double())
+    _close(x.grad, x64.grad, torch.float32, "dx")
+
+
 def test_the_jsd_without_a_gradient_is_the_same_loss():
     """Under torch.no_grad (or for an input that needs no gradient) the
     JSD runs its loss-only function: the same loss, no gradient kept."""
