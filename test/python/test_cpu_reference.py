@@ -142,7 +142,14 @@ def test_rms_norm_grad(rng, shape, casting, offset, dt):
     # The gradient of sum(dy * y) where y is the f32 (gemma) forward.
     fwd = lambda xx, ww: float(np.sum(dy64 * refs.rms_norm(xx, ww, 1e-6, offset, "gemma")[0]))
     assert_close(dx, refs.numeric_grad(lambda xx: fwd(xx, w64), x64.copy()), dt, "dx", atol=1e-7)
-    assert_close(dw, refs.numeric_grad(lambda ww: fwd(x64, ww), w64.copy()), dt, "dw", atol=1e-7)
+    want_dw = refs.numeric_grad(lambda ww: fwd(x64, ww), w64.copy())
+    if casting == "llama" and dt == "bf16":
+        # Llama's casting multiplies the weight by x̂ rounded to bf16, so dw
+        # sums dy · bf16(x̂): against the f32 forward's x̂ a sum over rows
+        # that cancels was 1.1% off (LIGER_TEST_SEED=334873902).
+        xhat = to_bf16((x64 * rstd[..., None]).astype(np.float32)).to_f32()
+        want_dw = np.sum((dy64 * xhat).reshape(-1, hidden), axis=0)
+    assert_close(dw, want_dw, dt, "dw", atol=1e-7)
 
 
 @pytest.mark.parametrize("shape", [(3, 16), (1, 40), (2, 2, 8), (5, 1000)], ids=str)
