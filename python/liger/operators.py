@@ -928,9 +928,13 @@ fused_linear_cross_entropy.register_autograd(_flce_grad, setup_context=_flce_set
 # scales; a KL divergence with reduction "none" (an incoming gradient per
 # element) passes it to its gradient kernel in the backward instead.
 
-def _kl_div_kernels(x, log_target, eps, reduction):
-    return _pair(specs.kl_div_spec, (x.shape[-1], x.dtype, log_target, eps,
+def _kl_div_spec(x, log_target, eps, reduction):
+    return _spec(specs.kl_div_spec, (x.shape[-1], x.dtype, log_target, eps,
                                      reduction == "none"), x.device)
+
+
+def _kl_div_kernels(x, log_target, eps, reduction):
+    return bundles.kernels(_kl_div_spec(x, log_target, eps, reduction))
 
 
 def _kl_div_divisor(reduction, shape):
@@ -952,21 +956,19 @@ def _kl_div_grad_in_forward(reduction, want_grad, dtype):
 def kl_div(input: Tensor, target: Tensor, reduction: str, log_target: bool,
            eps: float, want_grad: bool) -> Tuple[Tensor, Tensor]:
     x, t = input.contiguous(), target.contiguous()
-    if reduction == "none":
-        fwd, _ = _kl_div_kernels(input, log_target, eps, reduction)
-        return fwd(x, t), input.new_empty(0)
-    divisor = _kl_div_divisor(reduction, input.shape)
     if _kl_div_grad_in_forward(reduction, want_grad, input.dtype):
         # The loss per token and, in the same kernel, the gradient of a
         # unit incoming gradient (each token's share of it: 1 / divisor).
-        bundle = bundles.load(_spec(specs.kl_div_spec, (
-            input.shape[-1], input.dtype, log_target, eps, False), input.device))
-        share = torch.full((input.shape[0],), 1.0 / divisor, dtype=F32, device=input.device)
-        per_token, grad = bundle["fwd_grad_rowwise_0"](x, t, share)
+        share = torch.full((input.shape[0],), 1.0 / _kl_div_divisor(reduction, input.shape),
+                           dtype=F32, device=input.device)
+        bundle = bundles.load(_kl_div_spec(input, log_target, eps, reduction))
+        loss, grad = bundle["fwd_grad_rowwise_0"](x, t, share)
     else:
         fwd, _ = _kl_div_kernels(input, log_target, eps, reduction)
-        per_token, grad = fwd(x, t), input.new_empty(0)
-    return per_token.sum() / divisor, grad
+        loss, grad = fwd(x, t), input.new_empty(0)
+    if reduction == "none":
+        return loss, grad
+    return loss.sum() / _kl_div_divisor(reduction, input.shape), grad
 
 
 @kl_div.register_fake
