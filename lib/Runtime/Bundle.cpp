@@ -400,15 +400,36 @@ Status Bundle::launchChecked(size_t index, const TensorArg *args,
   LIGER_RETURN_IF_ERROR(CudaDriver::get(&driver));
   LIGER_RETURN_IF_ERROR(checkDevice(device));
   int sms = 0;
-  if (std::any_of(std::begin(kernel.grid), std::end(kernel.grid),
+  if (kernel.hasNarrow() ||
+      std::any_of(std::begin(kernel.grid), std::end(kernel.grid),
                   [](const GridDim &g) { return g.kind == GridDim::Sms; }))
     LIGER_RETURN_IF_ERROR(smCount(*driver, device, &sms));
+  // The entry point this launch runs: the kernel, or its narrow variant
+  // where that fills the device better (chooseNarrow).
+  auto ctasOf = [&](const GridDim(&dims3)[3]) {
+    // Saturated at kMaxNarrowCtas (a larger grid is refused below).
+    int64_t ctas = 1;
+    for (const GridDim &g : dims3)
+      ctas = std::min(ctas * std::min(gridSize(g, dims, sms), kMaxNarrowCtas),
+                      kMaxNarrowCtas);
+    return ctas;
+  };
+  bool narrow =
+      kernel.hasNarrow() && dims.rows > 0 &&
+      chooseNarrow(ctasOf(kernel.grid), ctasOf(kernel.narrow.grid), sms);
+  const GridDim(&gridDims)[3] = narrow ? kernel.narrow.grid : kernel.grid;
+  const int64_t *block = narrow ? kernel.narrow.block : kernel.block;
+  int64_t sharedBytes = narrow ? kernel.narrow.dynamicSharedMemoryBytes
+                               : kernel.dynamicSharedMemoryBytes;
+  const std::vector<KernelTensorMap> &tensorMaps =
+      narrow ? kernel.narrow.tensorMaps : kernel.tensorMaps;
+  const std::string &entryName = narrow ? kernel.narrow.name : kernel.name;
   unsigned grid[3];
   for (int i = 0; i < 3; ++i) {
-    int64_t size = gridSize(kernel.grid[i], dims, sms);
+    int64_t size = gridSize(gridDims[i], dims, sms);
     if (size < 1 || size > (i ? 65535 : 0x7fffffff))
       return LIGER_MAKE_STATUS(StatusCode::kInvalidArgument,
-                               "kernel '" + kernel.name + "': grid size " +
+                               "kernel '" + entryName + "': grid size " +
                                    std::to_string(size) + " in dimension " +
                                    std::to_string(i) + " is out of range");
     grid[i] = static_cast<unsigned>(size);
@@ -421,7 +442,7 @@ Status Bundle::launchChecked(size_t index, const TensorArg *args,
 
   // Memref descriptors, then TMA descriptors by value; on the stack for
   // any kernel of the usual size.
-  size_t numMaps = kernel.tensorMaps.size();
+  size_t numMaps = tensorMaps.size();
   size_t numParams = entry.words + numMaps;
   int64_t inlineWords[kInlineWords];
   void *inlineParams[kInlineWords + kInlineMaps];
@@ -443,7 +464,7 @@ Status Bundle::launchChecked(size_t index, const TensorArg *args,
   for (size_t w = 0; w < entry.words; ++w)
     params[w] = &words[w];
   for (size_t t = 0; t < numMaps; ++t) {
-    const KernelTensorMap &m = kernel.tensorMaps[t];
+    const KernelTensorMap &m = tensorMaps[t];
     const KernelParam &p = kernel.params[m.param];
     TensorMapSpec spec;
     spec.globalAddress = args[m.param].data;
@@ -453,7 +474,7 @@ Status Bundle::launchChecked(size_t index, const TensorArg *args,
     spec.zeroFill = m.zeroFill;
     Status s = encodeTensorMap(spec, &maps[t]);
     if (!s.isOk())
-      return LIGER_MAKE_STATUS(s.code(), "kernel '" + kernel.name +
+      return LIGER_MAKE_STATUS(s.code(), "kernel '" + entryName +
                                              "', tensor map of '" + p.name +
                                              "': " + s.message());
     params[entry.words + t] = &maps[t];
@@ -477,12 +498,12 @@ Status Bundle::launchChecked(size_t index, const TensorArg *args,
     LIGER_RETURN_IF_ERROR(launchSide(LaunchStage::Prepare, kernel.prepare));
   LIGER_CUDA_RETURN_IF_ERROR(
       *driver,
-      cuLaunchKernel(functions[static_cast<int>(LaunchStage::Main)], grid[0],
-                     grid[1], grid[2], static_cast<unsigned>(kernel.block[0]),
-                     static_cast<unsigned>(kernel.block[1]),
-                     static_cast<unsigned>(kernel.block[2]),
-                     static_cast<unsigned>(kernel.dynamicSharedMemoryBytes),
-                     stream, params, nullptr));
+      cuLaunchKernel(
+          functions[static_cast<int>(narrow ? LaunchStage::Narrow
+                                            : LaunchStage::Main)],
+          grid[0], grid[1], grid[2], static_cast<unsigned>(block[0]),
+          static_cast<unsigned>(block[1]), static_cast<unsigned>(block[2]),
+          static_cast<unsigned>(sharedBytes), stream, params, nullptr));
   if (kernel.hasFinish())
     LIGER_RETURN_IF_ERROR(launchSide(LaunchStage::Finish, kernel.finish));
   return Status::ok();

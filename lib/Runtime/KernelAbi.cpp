@@ -512,10 +512,23 @@ int KernelSpec::entryPoints(EntryPoint (&out)[kNumLaunchStages]) const {
     out[n++] = {LaunchStage::Prepare, &prepare.name, prepare.block,
                 prepare.dynamicSharedMemoryBytes};
   out[n++] = {LaunchStage::Main, &name, block, dynamicSharedMemoryBytes};
+  if (hasNarrow())
+    out[n++] = {LaunchStage::Narrow, &narrow.name, narrow.block,
+                narrow.dynamicSharedMemoryBytes};
   if (hasFinish())
     out[n++] = {LaunchStage::Finish, &finish.name, finish.block,
                 finish.dynamicSharedMemoryBytes};
   return n;
+}
+
+bool liger::runtime::chooseNarrow(int64_t ctas, int64_t narrowCtas,
+                                  int64_t sms) {
+  if (ctas < 1 || narrowCtas < 1 || sms < 1 || ctas > kMaxNarrowCtas ||
+      narrowCtas > kMaxNarrowCtas)
+    return false;
+  auto waves = [&](int64_t n) { return (n + sms - 1) / sms; };
+  // At most 2^30 CTAs each: the products stay below 2^63.
+  return 3 * waves(narrowCtas) * ctas < 2 * waves(ctas) * narrowCtas;
 }
 
 bool KernelSpec::hasWorkspaces() const {
@@ -646,6 +659,11 @@ public:
 
   Status param(const std::string &path, const KernelParam &p) const;
   Status kernel(const std::string &path, const KernelSpec &k) const;
+  Status grid(const std::string &path, const GridDim (&dims)[3],
+              bool anyPartials) const;
+  Status tensorMaps(const std::string &path, const KernelSpec &k,
+                    const std::vector<KernelTensorMap> &maps) const;
+  Status narrow(const std::string &path, const KernelSpec &k) const;
   Status sideKernel(const std::string &path, const SideKernelSpec &k) const;
   Status plan(const std::string &path, const LossPlan &plan,
               const std::set<std::string> &kernels) const;
@@ -699,6 +717,92 @@ Status Verifier::param(const std::string &path, const KernelParam &p) const {
   return Status::ok();
 }
 
+Status Verifier::grid(const std::string &path, const GridDim (&dims)[3],
+                      bool anyPartials) const {
+  for (int i = 0; i < 3; ++i) {
+    const GridDim &g = dims[i];
+    std::string at = "grid[" + std::to_string(i) + "]";
+    int64_t most = i ? 65535 : 0x7fffffff;
+    if (g.kind == GridDim::Const && (g.value < 1 || g.value > most))
+      return error(path, at + " is " + std::to_string(g.value) +
+                             "; a grid size must be in [1, " +
+                             std::to_string(most) + "]");
+    if (g.kind == GridDim::Rows && g.value < 1)
+      return error(path, at + " divides the rows by " +
+                             std::to_string(g.value) +
+                             "; the divisor must be at least 1");
+    if (g.kind == GridDim::Ctas && !anyPartials)
+      return error(path, at + " is 'ctas', but the kernel has no 'partials' "
+                              "workspaces");
+  }
+  return Status::ok();
+}
+
+Status Verifier::tensorMaps(const std::string &path, const KernelSpec &k,
+                            const std::vector<KernelTensorMap> &maps) const {
+  for (size_t t = 0; t < maps.size(); ++t) {
+    const KernelTensorMap &m = maps[t];
+    std::string mpath = path + ".tensor_maps[" + std::to_string(t) + "]";
+    if (m.param >= k.params.size())
+      return error(mpath, "names parameter #" + std::to_string(m.param) +
+                              " of a kernel with " +
+                              std::to_string(k.params.size()));
+    const KernelParam &p = k.params[m.param];
+    if (p.kind != ParamKind::Rows && p.kind != ParamKind::Matrix &&
+        p.kind != ParamKind::Heads)
+      return error(mpath, "param '" + p.name +
+                              "' is not a rows, matrix or heads parameter");
+    if (m.boxRows < 1 || m.boxRows > 256 || m.boxCols < 1 || m.boxCols > 256)
+      return error(mpath, "box must be [rows, cols], each in [1, 256], got [" +
+                              std::to_string(m.boxRows) + ", " +
+                              std::to_string(m.boxCols) + "]");
+    if (m.swizzle == TensorMapSwizzle::None)
+      return error(mpath, "swizzle must be 32, 64 or 128 bytes");
+    std::string box = tensorMapBoxProblem(p.dtype, m.boxCols, m.swizzle);
+    if (!box.empty())
+      return error(mpath,
+                   box + " (" + dtypeName(p.dtype) + " '" + p.name + "')");
+  }
+  return Status::ok();
+}
+
+Status Verifier::narrow(const std::string &path, const KernelSpec &k) const {
+  const NarrowSpec &n = k.narrow;
+  LIGER_RETURN_IF_ERROR(name(path, "name", n.name));
+  if (k.kernelTemplate != KernelTemplate::Matmul)
+    return error(path, std::string("a narrow variant is for a matmul kernel, "
+                                   "not a ") +
+                           templateName(k.kernelTemplate) + " kernel");
+  if (k.hasWorkspaces())
+    return error(path, "a narrow variant is for a kernel without workspaces "
+                       "(their sizes may follow the tile)");
+  // The launch compares the two grids' CTAs: output tiles of a data-parallel
+  // kernel, constants and row tiles.
+  for (const GridDim *dims : {k.grid, n.grid})
+    for (int i = 0; i < 3; ++i)
+      if (dims[i].kind != GridDim::Const && dims[i].kind != GridDim::Rows)
+        return error(path, std::string("a narrow variant and its kernel have "
+                                       "grids of tiles (constants and "
+                                       "'rows/N'), got '") +
+                               gridDimText(dims[i]) + "' in the " +
+                               (dims == k.grid ? "kernel's" : "variant's"));
+  LIGER_RETURN_IF_ERROR(grid(path, n.grid, false));
+  LIGER_RETURN_IF_ERROR(block(path, n.block));
+  LIGER_RETURN_IF_ERROR(sharedMemory(path, n.dynamicSharedMemoryBytes));
+  LIGER_RETURN_IF_ERROR(tensorMaps(path, k, n.tensorMaps));
+  // The same TMA descriptors in the same places: only the boxes differ.
+  bool same = n.tensorMaps.size() == k.tensorMaps.size();
+  for (size_t t = 0; same && t < n.tensorMaps.size(); ++t)
+    same = n.tensorMaps[t].param == k.tensorMaps[t].param &&
+           n.tensorMaps[t].swizzle == k.tensorMaps[t].swizzle &&
+           n.tensorMaps[t].zeroFill == k.tensorMaps[t].zeroFill;
+  if (!same)
+    return error(path, "a narrow variant's tensor_maps are its kernel's "
+                       "(the same parameters, swizzles and oob, in order); "
+                       "only their boxes may differ");
+  return Status::ok();
+}
+
 Status Verifier::kernel(const std::string &path, const KernelSpec &k) const {
   LIGER_RETURN_IF_ERROR(name(path, "name", k.name));
   LIGER_RETURN_IF_ERROR(name(path, "function", k.function));
@@ -727,22 +831,7 @@ Status Verifier::kernel(const std::string &path, const KernelSpec &k) const {
   if (!countsRows)
     return error(path, "has no rows, row_scalars or heads parameter to count "
                        "its rows from");
-  for (int i = 0; i < 3; ++i) {
-    const GridDim &g = k.grid[i];
-    std::string at = "grid[" + std::to_string(i) + "]";
-    int64_t most = i ? 65535 : 0x7fffffff;
-    if (g.kind == GridDim::Const && (g.value < 1 || g.value > most))
-      return error(path, at + " is " + std::to_string(g.value) +
-                             "; a grid size must be in [1, " +
-                             std::to_string(most) + "]");
-    if (g.kind == GridDim::Rows && g.value < 1)
-      return error(path, at + " divides the rows by " +
-                             std::to_string(g.value) +
-                             "; the divisor must be at least 1");
-    if (g.kind == GridDim::Ctas && !anyPartials)
-      return error(path, at + " is 'ctas', but the kernel has no 'partials' "
-                              "workspaces");
-  }
+  LIGER_RETURN_IF_ERROR(grid(path, k.grid, anyPartials));
   LIGER_RETURN_IF_ERROR(block(path, k.block));
   LIGER_RETURN_IF_ERROR(sharedMemory(path, k.dynamicSharedMemoryBytes));
   if (k.vectorWidth < 1 || k.vectorWidth > 16 ||
@@ -754,29 +843,9 @@ Status Verifier::kernel(const std::string &path, const KernelSpec &k) const {
     return error(path, "alignment_bytes must be a power of two in [1, 256], "
                        "got " +
                            std::to_string(k.alignmentBytes));
-  for (size_t t = 0; t < k.tensorMaps.size(); ++t) {
-    const KernelTensorMap &m = k.tensorMaps[t];
-    std::string mpath = path + ".tensor_maps[" + std::to_string(t) + "]";
-    if (m.param >= k.params.size())
-      return error(mpath, "names parameter #" + std::to_string(m.param) +
-                              " of a kernel with " +
-                              std::to_string(k.params.size()));
-    const KernelParam &p = k.params[m.param];
-    if (p.kind != ParamKind::Rows && p.kind != ParamKind::Matrix &&
-        p.kind != ParamKind::Heads)
-      return error(mpath, "param '" + p.name +
-                              "' is not a rows, matrix or heads parameter");
-    if (m.boxRows < 1 || m.boxRows > 256 || m.boxCols < 1 || m.boxCols > 256)
-      return error(mpath, "box must be [rows, cols], each in [1, 256], got [" +
-                              std::to_string(m.boxRows) + ", " +
-                              std::to_string(m.boxCols) + "]");
-    if (m.swizzle == TensorMapSwizzle::None)
-      return error(mpath, "swizzle must be 32, 64 or 128 bytes");
-    std::string box = tensorMapBoxProblem(p.dtype, m.boxCols, m.swizzle);
-    if (!box.empty())
-      return error(mpath,
-                   box + " (" + dtypeName(p.dtype) + " '" + p.name + "')");
-  }
+  LIGER_RETURN_IF_ERROR(tensorMaps(path, k, k.tensorMaps));
+  if (k.hasNarrow())
+    LIGER_RETURN_IF_ERROR(narrow(path + ".narrow", k));
   // Partial reductions and accumulators are read by a finishing kernel;
   // rows and row_scalars workspaces by the kernel's own CTAs.
   if (anyFinished != k.hasFinish())
@@ -893,6 +962,7 @@ Status liger::runtime::verifyManifest(const Manifest &manifest,
       for (auto [name, where] :
            {std::make_pair(&kernel.name, kpath),
             std::make_pair(&kernel.prepare.name, kpath + ".prepare"),
+            std::make_pair(&kernel.narrow.name, kpath + ".narrow"),
             std::make_pair(&kernel.finish.name, kpath + ".finish")}) {
         if (name->empty())
           continue;

@@ -86,6 +86,10 @@ public:
   Status param(JsonValue v, const std::string &path, KernelParam *param) const;
   Status tensorMap(JsonValue v, const std::string &path,
                    const KernelSpec &kernel, KernelTensorMap *map) const;
+  Status narrow(JsonValue v, const std::string &path, KernelSpec *kernel) const;
+  Status tensorMaps(Fields &f, const std::string &path,
+                    const KernelSpec &kernel,
+                    std::vector<KernelTensorMap> *maps) const;
   Status sideKernel(JsonValue v, const std::string &path,
                     SideKernelSpec *kernel) const;
   Status grid(JsonValue v, const std::string &path, GridDim (&grid)[3]) const;
@@ -272,6 +276,38 @@ Status Reader::tensorMap(JsonValue v, const std::string &path,
   return f->finish();
 }
 
+Status Reader::tensorMaps(Fields &f, const std::string &path,
+                          const KernelSpec &kernel,
+                          std::vector<KernelTensorMap> *maps) const {
+  if (!f.has("tensor_maps"))
+    return Status::ok();
+  JsonValue list;
+  LIGER_RETURN_IF_ERROR(f.array("tensor_maps", &list));
+  for (size_t t = 0; t < list.size(); ++t) {
+    maps->emplace_back();
+    LIGER_RETURN_IF_ERROR(
+        tensorMap(list[t], path + ".tensor_maps[" + std::to_string(t) + "]",
+                  kernel, &maps->back()));
+  }
+  return Status::ok();
+}
+
+Status Reader::narrow(JsonValue v, const std::string &path,
+                      KernelSpec *kernel) const {
+  std::unique_ptr<Fields> f;
+  LIGER_RETURN_IF_ERROR(fields(v, path, &f));
+  NarrowSpec &n = kernel->narrow;
+  LIGER_RETURN_IF_ERROR(f->string("name", &n.name));
+  JsonValue list;
+  LIGER_RETURN_IF_ERROR(f->array("grid", &list));
+  LIGER_RETURN_IF_ERROR(grid(list, path, n.grid));
+  LIGER_RETURN_IF_ERROR(f->triple("block", n.block));
+  LIGER_RETURN_IF_ERROR(
+      f->integer("dynamic_shared_memory_bytes", &n.dynamicSharedMemoryBytes));
+  LIGER_RETURN_IF_ERROR(tensorMaps(*f, path, *kernel, &n.tensorMaps));
+  return f->finish();
+}
+
 Status Reader::sideKernel(JsonValue v, const std::string &path,
                           SideKernelSpec *kernel) const {
   std::unique_ptr<Fields> f;
@@ -319,14 +355,11 @@ Status Reader::kernel(JsonValue v, const std::string &path,
                                 path + ".params[" + std::to_string(p) + "]",
                                 &kernel->params.back()));
   }
-  if (f->has("tensor_maps")) {
-    LIGER_RETURN_IF_ERROR(f->array("tensor_maps", &list));
-    for (size_t t = 0; t < list.size(); ++t) {
-      kernel->tensorMaps.emplace_back();
-      LIGER_RETURN_IF_ERROR(
-          tensorMap(list[t], path + ".tensor_maps[" + std::to_string(t) + "]",
-                    *kernel, &kernel->tensorMaps.back()));
-    }
+  LIGER_RETURN_IF_ERROR(tensorMaps(*f, path, *kernel, &kernel->tensorMaps));
+  if (f->has("narrow")) {
+    JsonValue object;
+    LIGER_RETURN_IF_ERROR(f->object("narrow", &object));
+    LIGER_RETURN_IF_ERROR(narrow(object, path + ".narrow", kernel));
   }
   if (f->has("prepare")) {
     JsonValue object;
@@ -436,14 +469,27 @@ json kernelJson(const KernelSpec &k) {
                  {"vector_width", k.vectorWidth},
                  {"alignment_bytes", k.alignmentBytes},
                  {"params", std::move(params)}};
-  if (!k.tensorMaps.empty()) {
+  auto tensorMaps = [&](json &object,
+                        const std::vector<KernelTensorMap> &list) {
+    if (list.empty())
+      return;
     json maps = json::array();
-    for (const KernelTensorMap &m : k.tensorMaps)
+    for (const KernelTensorMap &m : list)
       maps.push_back({{"param", k.params[m.param].name},
                       {"box", {m.boxRows, m.boxCols}},
                       {"swizzle", swizzleBytes(m.swizzle)},
                       {"oob", m.zeroFill ? "zero" : "nan"}});
-    kernel["tensor_maps"] = std::move(maps);
+    object["tensor_maps"] = std::move(maps);
+  };
+  tensorMaps(kernel, k.tensorMaps);
+  if (k.hasNarrow()) {
+    json narrow = {
+        {"name", k.narrow.name},
+        {"grid", gridJson(k.narrow.grid)},
+        {"block", tripleJson(k.narrow.block)},
+        {"dynamic_shared_memory_bytes", k.narrow.dynamicSharedMemoryBytes}};
+    tensorMaps(narrow, k.narrow.tensorMaps);
+    kernel["narrow"] = std::move(narrow);
   }
   auto side = [](const SideKernelSpec &s) -> json {
     return {{"name", s.name},

@@ -239,6 +239,10 @@ struct PlanLossPass : liger::impl::PlanLossPassBase<PlanLossPass> {
         }
         StringRef stage = f.getSymName().drop_front(base.size() + 1);
         plan.append(stage, FlatSymbolRefAttr::get(f.getSymNameAttr()));
+        // Its launches have at most a chunk's rows (liger-lower-to-gpu may
+        // give its kernels a narrow-tile variant).
+        f->setAttr(kChunkRowsAttrName,
+                   IntegerAttr::get(IntegerType::get(ctx, 64), rows));
         f->remove();
         module.push_back(f);
       }

@@ -144,6 +144,7 @@ PYBIND11_MODULE(_liger_runtime, m) {
               k["ctas_per_sm"] = kernel.ctasPerSm;
               k["prepare"] = kernel.prepare.name;
               k["finish"] = kernel.finish.name;
+              k["narrow"] = kernel.narrow.name;
               kernels.append(k);
             }
             return kernels;

@@ -103,6 +103,9 @@ class Kernel:
         self.name = spec["name"]
         self.function = spec["function"]  # the function it was compiled from
         self.ops = spec["ops"]
+        # Its narrow-tile variant's entry point, which the launcher runs
+        # instead where it fills the GPU better (Kernel-ABI.md), or None.
+        self.narrow = spec.get("narrow") or None
         self.params = spec["params"]
         self.inputs = [p for p in self.params if p["role"] == "input"]
         self.outputs = [p for p in self.params if p["role"] == "output"]

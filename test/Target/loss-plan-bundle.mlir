@@ -2,6 +2,8 @@
 // RUN: rm -rf %t.bundle
 // RUN: liger-compile %s --target=sm_90a --loss-memory-budget=256000 -o %t.bundle | FileCheck %s --check-prefix=COMPILE
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t.bundle/manifest.json
+// RUN: FileCheck %s --check-prefix=NARROW < %t.bundle/manifest.json
+// RUN: liger-bundle %t.bundle | FileCheck %s --check-prefix=ENTRIES
 // RUN: not liger-compile %s --loss-memory-budget=0 -o %t.bad 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not liger-compile %s --target=sm_90a --no-matmul-kernels -o %t.plain 2>&1 | FileCheck %s --check-prefix=PLAIN
 // RUN: not liger-compile %s --no-matmul-kernels --loss-memory-budget=1000000 -o %t.nomatmul 2>&1 | FileCheck %s --check-prefix=NOMATMUL
@@ -31,6 +33,19 @@
 // MANIFEST-NEXT:     "kind": "fused_linear_cross_entropy",
 // MANIFEST-NEXT:     "mean": true,
 // MANIFEST-NEXT:     "memory_budget": 256000
+// The chunk's dx (one CTA per 128 rows of 256 columns) carries its
+// narrow-tile variant, an entry point of the same cubin.
+// NARROW:      "name": "step_loss0_dx_matmul_0",
+// NARROW:      "narrow": {
+// NARROW-NEXT:   "block": [
+// NARROW-NEXT:     256,
+// NARROW:        "grid": [
+// NARROW-NEXT:     1,
+// NARROW-NEXT:     "rows/64",
+// NARROW:        "name": "step_loss0_dx_matmul_0_narrow",
+// NARROW-NEXT:   "tensor_maps": [
+// ENTRIES: step_loss0_dx_matmul_0: 24 arguments, 560 bytes; block [384, 1, 1]
+// ENTRIES-NEXT: step_loss0_dx_matmul_0_narrow: 24 arguments, 560 bytes; block [256, 1, 1] (.reqntid)
 // BAD: liger-compile: --loss-memory-budget must be positive, got 0
 // NOMATMUL: liger-compile: --loss-memory-budget plans loss groups, which --no-matmul-kernels leaves uncompiled
 // NOMATMUL32: liger-compile: --loss-dw-f32 plans loss groups, which --no-matmul-kernels leaves uncompiled

@@ -36,8 +36,9 @@ std::string triple(const int64_t *v) {
          std::to_string(v[2]) + "]";
 }
 
-/// One line per entry point (kernel, prepare and finish kernels) of `module`,
-/// from its cubin `cubin`, which Bundle::open has compared with it.
+/// One line per entry point (kernel, prepare and finish kernels, narrow
+/// variant) of `module`, from its cubin `cubin`, which Bundle::open has
+/// compared with it.
 void describe(const ModuleSpec &module, const Cubin &cubin) {
   std::printf("  %s: %s, %s\n", module.cubinFile.c_str(),
               module.arch.c_str(), kernels(module.kernels.size()).c_str());

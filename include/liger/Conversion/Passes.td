@@ -72,8 +72,14 @@ def LowerToGPUPass : Pass<"liger-lower-to-gpu", "::mlir::ModuleOp"> {
     TMA, every `liger.attention` outside a group, as a group of one) is
     built by the attention template (docs/Design/GPU-Lowering.md); a group
     the template does not take is left with a warning naming the rule.
-    Matmul and loss groups are left alone (their lowering is a separate
-    template). Ops the row program does not support yet (RoPE and the
+    Matmul groups (with `matmul-kernels`) are built by the matmul
+    templates; one in a function marked `liger.chunk_rows` (a loss plan's
+    chunk, liger-plan-loss) whose grid at that many rows is under two waves
+    of 132 SMs also gets a narrow-tile variant (64-row tiles): an entry
+    point `<kernel>_narrow` that its kernel_info's `narrow` records and the
+    launcher runs where it fills the GPU better (docs/Design/Kernel-ABI.md,
+    "Narrow variants"). Loss groups are left alone (liger-plan-loss plans
+    them). Ops the row program does not support yet (RoPE and the
     cross-entropy family, which gather; cross-row reductions such as
     RMSNorm's weight gradient) are a diagnostic naming the group.
   }];

@@ -217,9 +217,10 @@ struct SideKernelSpec {
   int64_t dynamicSharedMemoryBytes = 0;
 };
 
-/// The entry points of one launch, in the order they run.
-enum class LaunchStage { Prepare, Main, Finish };
-inline constexpr int kNumLaunchStages = 3;
+/// The entry points of one launch, in the order they run; a launch runs
+/// Main or, where it chose it (chooseNarrow), Narrow.
+enum class LaunchStage { Prepare, Main, Narrow, Finish };
+inline constexpr int kNumLaunchStages = 4;
 
 /// One entry point a launch runs: its name, CTA shape and dynamic shared
 /// memory (views of its KernelSpec).
@@ -241,6 +242,32 @@ struct KernelTensorMap {
   TensorMapSwizzle swizzle = TensorMapSwizzle::B128;
   bool zeroFill = true;
 };
+
+/// A matmul kernel's narrow-tile variant (docs/Design/Kernel-ABI.md,
+/// "Narrow variants"): the same parameters and arguments, its own entry
+/// point, grid, CTA shape, shared memory and TMA boxes. A launch runs it
+/// instead of the kernel where its grid fills the device better
+/// (chooseNarrow).
+struct NarrowSpec {
+  std::string name; ///< empty: none
+  GridDim grid[3] = {{GridDim::Rows, 1}, {}, {}};
+  int64_t block[3] = {1, 1, 1};
+  int64_t dynamicSharedMemoryBytes = 0;
+  std::vector<KernelTensorMap> tensorMaps;
+};
+
+/// Whether a launch of `rows` rows on a device of `sms` SMs runs a kernel's
+/// narrow variant, whose grid of `narrowCtas` CTAs replaces the kernel's
+/// `ctas`: a tile's time is taken as its area (the output over the CTAs),
+/// a launch's as its waves (ceil(CTAs / SMs)) of tiles, and the narrow
+/// tile's main loop as 1.5 times slower per element (its measured 1.4 at
+/// equal waves, rounded up so that a near tie keeps the kernel). So it
+/// runs where 3 · waves(narrow) · ctas < 2 · waves(kernel) · narrowCtas:
+/// where the kernel's grid leaves most SMs idle. False for counts outside
+/// [1, kMaxNarrowCtas] (the launcher saturates larger grids, which it then
+/// refuses).
+inline constexpr int64_t kMaxNarrowCtas = int64_t(1) << 30;
+bool chooseNarrow(int64_t ctas, int64_t narrowCtas, int64_t sms);
 
 /// Everything the runtime knows about one kernel.
 struct KernelSpec {
@@ -265,13 +292,16 @@ struct KernelSpec {
   /// With a finishing kernel: the CTAs per SM to size `partials`
   /// workspaces for (workspaceCtas).
   int64_t ctasPerSm = 0;
+  /// A matmul kernel without workspaces: its narrow-tile variant, if any.
+  NarrowSpec narrow;
 
   /// Whether a parameter is a workspace (the launch zero-fills them).
   bool hasWorkspaces() const;
   bool hasFinish() const { return !finish.name.empty(); }
   bool hasPrepare() const { return !prepare.name.empty(); }
-  /// The entry points a launch runs, in order (prepare, the kernel,
-  /// finish; those it has): their count, written to `out`.
+  bool hasNarrow() const { return !narrow.name.empty(); }
+  /// The entry points a launch may run, in order (prepare, the kernel, its
+  /// narrow variant, finish; those it has): their count, written to `out`.
   int entryPoints(EntryPoint (&out)[kNumLaunchStages]) const;
   size_t numInputs() const;
   size_t numOutputs() const;

@@ -25,6 +25,12 @@
 
 namespace mlir::liger {
 
+/// The discardable attribute liger-plan-loss sets on each chunk function of
+/// a loss plan: the most rows a launch of it has (an i64), which
+/// liger-lower-to-gpu reads to give its matmul kernels a narrow-tile
+/// variant.
+inline constexpr llvm::StringLiteral kChunkRowsAttrName = "liger.chunk_rows";
+
 /// A group a fusion pattern proposes.
 struct FusionCandidate {
   /// The pass (flag) proposing it, for the report.

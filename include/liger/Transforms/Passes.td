@@ -321,8 +321,10 @@ def PlanLossPass : Pass<"liger-plan-loss", "::mlir::ModuleOp"> {
     no `_dw0`) — and records the plan on the group as
     `liger.plan`: the chunk size that keeps one chunk's logits within
     `memory-budget` bytes (whole 128-row tiles where it is at least 128
-    rows) and those functions. liger-compile compiles them to kernels and
-    writes the plan into the bundle's manifest; a runtime runs it chunk by
+    rows) and those functions; each chunk function carries `liger.chunk_rows`,
+    the most rows a launch of it has (liger-lower-to-gpu may give its
+    matmul kernels a narrow-tile variant). liger-compile compiles them to
+    kernels and writes the plan into the bundle's manifest; a runtime runs it chunk by
     chunk (liger.runtime.run_loss_plan), so the [tokens, vocab] logits are
     never held. liger.ops.fused_linear_cross_entropy compiles its two
     lm_head ops through this plan and runs these kernels (choosing the chunk

@@ -175,8 +175,28 @@ struct LowerToGPUPass : mlir::liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
         }
         FailureOr<::liger::runtime::KernelSpec> info =
             buildMatmulKernel(*plan, kernels, name, *matmul);
-        if (succeeded(info)) // else warned: left for a later template
-          record(group, name, *info);
+        if (failed(info)) // warned: left for a later template
+          continue;
+        // A loss plan's chunk (liger-plan-loss): few rows, known at launch;
+        // a narrow-tile variant beside the kernel where it may fill the GPU
+        // better.
+        auto bound = fn->getAttrOfType<IntegerAttr>(kChunkRowsAttrName);
+        if (std::optional<MatmulKernelConfig> narrow =
+                bound ? narrowMatmulKernelConfig(*plan, *matmul, *target,
+                                                 bound.getInt())
+                      : std::nullopt) {
+          FailureOr<::liger::runtime::KernelSpec> variant =
+              buildMatmulKernel(*plan, kernels, name + "_narrow", *narrow);
+          if (failed(variant))
+            return signalPassFailure();
+          ::liger::runtime::NarrowSpec &n = info->narrow;
+          n.name = variant->name;
+          std::copy_n(variant->grid, 3, n.grid);
+          std::copy_n(variant->block, 3, n.block);
+          n.dynamicSharedMemoryBytes = variant->dynamicSharedMemoryBytes;
+          n.tensorMaps = variant->tensorMaps;
+        }
+        record(group, name, *info);
         continue;
       }
       FailureOr<RowKernelConfig> row = getRowKernelConfig(group, *config);

@@ -181,6 +181,26 @@ mlir::liger::selectMatmulKernelConfig(const MatmulPlan &plan,
   return config;
 }
 
+std::optional<MatmulKernelConfig> mlir::liger::narrowMatmulKernelConfig(
+    const MatmulPlan &plan, const MatmulKernelConfig &config,
+    const GpuTargetInfo &target, int64_t boundRows) {
+  if (!config.wgmma || config.loopsOverTiles() || config.tileM <= 64 ||
+      !ShapedType::isDynamic(plan.m) || plan.lora || plan.accumulateTile ||
+      boundRows < 1)
+    return std::nullopt;
+  int64_t columnTiles = (plan.n + config.tileN - 1) / config.tileN;
+  if ((boundRows + config.tileM - 1) / config.tileM * columnTiles >=
+      kNarrowVariantCtas)
+    return std::nullopt;
+  MatmulKernelConfig narrow = config;
+  narrow.tileM = 64;
+  narrow.cluster = 1;
+  narrow.stages = fittingStages(plan, narrow, target);
+  if (!matmulConfigProblem(narrow, plan, target).empty())
+    return std::nullopt;
+  return narrow;
+}
+
 int64_t mlir::liger::fittingStages(const MatmulPlan &plan,
                                    MatmulKernelConfig config,
                                    const GpuTargetInfo &target) {

@@ -158,3 +158,19 @@ func.func @cluster_on_mma_sync() attributes {liger.kernel_config = #liger.kernel
 
 // expected-error @+1 {{'cluster' must be 1 or 2, got 4}}
 func.func @cluster_of_four() attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, cluster = 4>}
+
+// -----
+
+// A narrow-tile variant is a matmul kernel's.
+// expected-error @+1 {{liger.kernel_info: kernel.narrow: a narrow variant is for a matmul kernel, not a rowwise kernel}}
+func.func @narrow_rowwise() attributes {liger.kernel_info = #liger.kernel_info<kernel_template = rowwise, ops = "liger.silu", grid = ["rows", 1, 1], threads = 256, shared_memory_bytes = 0, vector_width = 8, params = [#liger.kernel_param<name = "input0", role = input, kind = rows, dtype = bf16, length = 64>, #liger.kernel_param<name = "output0", role = output, kind = rows, dtype = bf16, length = 64>], narrow = <name = "n", grid = ["rows/64", 1, 1], threads = 256, shared_memory_bytes = 0>>}
+
+// -----
+
+// expected-error @+1 {{liger.kernel_info: the narrow variant's grid has 3 entries, got 2}}
+func.func @narrow_grid() attributes {liger.kernel_info = #liger.kernel_info<kernel_template = matmul, ops = "liger.linear", grid = [1, "rows/128", 1], threads = 384, shared_memory_bytes = 0, vector_width = 8, params = [#liger.kernel_param<name = "input0", role = input, kind = rows, dtype = bf16, length = 64>, #liger.kernel_param<name = "output0", role = output, kind = rows, dtype = bf16, length = 64>], narrow = <name = "n", grid = [1, "rows/64"], threads = 256, shared_memory_bytes = 0>>}
+
+// -----
+
+// expected-error @+1 {{liger.kernel_info: narrow.tensor_maps[0] names parameter #-1}}
+func.func @narrow_negative_tensor_map_param() attributes {liger.kernel_info = #liger.kernel_info<kernel_template = matmul, ops = "liger.linear", grid = [1, "rows/128", 1], threads = 384, shared_memory_bytes = 0, vector_width = 8, params = [#liger.kernel_param<name = "input0", role = input, kind = rows, dtype = bf16, length = 64>, #liger.kernel_param<name = "output0", role = output, kind = rows, dtype = bf16, length = 64>], narrow = <name = "n", grid = [1, "rows/64", 1], threads = 256, shared_memory_bytes = 0, tensor_maps = [#liger.tensor_map<param = -1, box_rows = 64, box_cols = 64, swizzle = 128>]>>}

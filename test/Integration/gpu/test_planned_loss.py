@@ -74,3 +74,35 @@ def test_planned_loss_and_gradients(bundle, name, tokens):
         assert not torch.isnan(got).any(), "%s: %s has NaN (unwritten)" % (name, what)
         rel = ((got.double() - want).norm() / want.norm()).item()
         assert rel < 1e-2, "%s: %s rel err %.3g" % (name, what, rel)
+
+
+@pytest.mark.parametrize("tokens", [100, 128, 16384])
+def test_dx_kernel_and_its_narrow_variant(bundle, tokens):
+    """A chunk's dx kernel (G · W, one column tile of 256 for hidden 256)
+    carries a narrow-tile variant, which the launcher runs where its grid
+    fills the GPU better: 100 or 128 rows are one CTA of 128 rows against
+    two of 64 (the variant); 16384 rows are 128 CTAs against 256, more
+    than one wave of an H100's or H200's 132 SMs (the kernel). Each
+    launch, into a NaN-filled output, is G · W in float64 to the dtype's
+    rounding, and the profiler names the entry point that ran."""
+    v, h, dt, _, _ = kernels.LOSS_PLANS["step_mean"]
+    (plan,) = [p for p in bundle.plans if p["function"] == "step_mean"]
+    dx = bundle[plan["kernels"]["dx"]]
+    assert dx.narrow == dx.name + "_narrow"
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    assert sms >= 128, "the row counts are chosen for 128 to 132 SMs, this GPU has %d" % sms
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(torch.seed())
+    g = torch.randn(tokens, v, generator=gen, device="cuda").to(DTYPES[dt])
+    w = (torch.randn(v, h, generator=gen, device="cuda") / math.sqrt(v)).to(DTYPES[dt])
+    out = torch.full((tokens, h), float("nan"), dtype=DTYPES[dt], device="cuda")
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        dx(g, w, out=[out])
+        torch.cuda.synchronize()
+    ran = {e.name for e in prof.events() if e.name.startswith(dx.name)}
+    want = dx.narrow if tokens <= 128 else dx.name
+    assert ran == {want}, "%d rows ran %s, expected %s" % (tokens, sorted(ran), want)
+    ref = g.double() @ w.double()
+    assert not torch.isnan(out).any(), "rows the kernel did not write"
+    rel = ((out.double() - ref).norm() / ref.norm()).item()
+    assert rel < 5e-3, "%d rows: rel err %.3g" % (tokens, rel)

@@ -365,6 +365,48 @@ TEST_F(FakeDriverTest, APersistentKernelHasOneCtaPerSmOfItsDevice) {
   EXPECT_EQ(launched()[0], 114u);
 }
 
+// A matmul kernel's narrow-tile variant runs where its grid fills the
+// device better (chooseNarrow), with its own grid, block, shared memory and
+// TMA boxes; elsewhere the kernel runs.
+TEST_F(FakeDriverTest, ANarrowVariantRunsWhereItFillsTheDevice) {
+  Manifest m = kernels("sm_90a");
+  KernelSpec &proj = m.modules.at(0).kernels.at(2);
+  proj.narrow.name = "proj_narrow";
+  proj.narrow.grid[0] = {GridDim::Const, 4};
+  proj.narrow.grid[1] = {GridDim::Rows, 64};
+  proj.narrow.block[0] = 256;
+  proj.narrow.dynamicSharedMemoryBytes = 150000;
+  proj.narrow.tensorMaps = {{0, 64, 64, TensorMapSwizzle::B128, true},
+                            {1, 128, 64, TensorMapSwizzle::B128, true}};
+  ASSERT_TRUE(reopen(m).isOk());
+  alignas(16) static char buf[4096];
+  auto launch = [&](int64_t rows, int device) {
+    std::vector<TensorArg> args = {{buf, DType::bf16, {rows, 64}},
+                                   {buf, DType::bf16, {512, 64}},
+                                   {buf, DType::bf16, {rows, 512}}};
+    Status s = bundle->launch("proj", args, nullptr, device);
+    EXPECT_TRUE(s.isOk()) << s.toString();
+    return launched();
+  };
+  // 300 rows: 12 CTAs of 128 rows or 20 of 64 on 132 SMs, one wave each.
+  EXPECT_EQ(launch(300, 0),
+            (std::vector<unsigned>{4, 5, 1, 256, 1, 1, 150000}));
+  // The narrow variant's boxes: the last map is input1's, 128 x 64.
+  EXPECT_EQ(std::vector<long long>(lastMap(), lastMap() + 8),
+            (std::vector<long long>{2, 64, 512, 0, 64, 128, 0, 3}));
+  // 4096 rows: 128 CTAs (one wave) against 256 (two): the kernel.
+  EXPECT_EQ(launch(4096, 0),
+            (std::vector<unsigned>{4, 32, 1, 384, 1, 1, 200000}));
+  EXPECT_EQ(std::vector<long long>(lastMap(), lastMap() + 8),
+            (std::vector<long long>{2, 64, 512, 0, 64, 256, 0, 3}));
+  // One row tile either way: the kernel.
+  EXPECT_EQ(launch(64, 0)[3], 384u);
+  // The device's SMs count: 1920 rows are 60 CTAs against 120, which fit
+  // one wave of 132 SMs (the narrow tile) but not of 114 (the kernel).
+  EXPECT_EQ(launch(1920, 0)[3], 256u);
+  EXPECT_EQ(launch(1920, 1)[3], 384u);
+}
+
 TEST_F(FakeDriverTest, ZeroRowsLaunchNothingButAFinishingKernel) {
   ASSERT_TRUE(reopen(kernels("sm_90a")).isOk());
   ASSERT_EQ(driver->cuCtxSetCurrent(primary(0)), kCudaSuccess);

@@ -72,6 +72,13 @@ Manifest sample() {
       {"output0", ParamRole::Output, ParamKind::Rows, DType::bf16, 1024, 0}};
   proj.tensorMaps = {{0, 128, 64, TensorMapSwizzle::B128, true},
                      {1, 256, 64, TensorMapSwizzle::B128, true}};
+  proj.narrow.name = "layer_matmul_1_narrow";
+  proj.narrow.grid[0] = {GridDim::Const, 16};
+  proj.narrow.grid[1] = {GridDim::Rows, 64};
+  proj.narrow.block[0] = 256;
+  proj.narrow.dynamicSharedMemoryBytes = 150000;
+  proj.narrow.tensorMaps = {{0, 64, 64, TensorMapSwizzle::B128, true},
+                            {1, 256, 64, TensorMapSwizzle::B128, true}};
   module.kernels.push_back(proj);
 
   KernelSpec rope = norm;
@@ -109,6 +116,7 @@ Manifest sample() {
   // other values through, and no finishing kernel.
   KernelSpec lora = proj;
   lora.name = "lora_matmul_0";
+  lora.narrow = {};
   lora.function = "lora";
   lora.ops = "liger.lora_linear";
   lora.params.push_back({"workspace0", ParamRole::Workspace, ParamKind::Rows,
@@ -165,6 +173,19 @@ TEST(ManifestTest, WhatIsWrittenReadsBackTheSame) {
   EXPECT_EQ(proj.tensorMaps[1].param, 1u);
   EXPECT_EQ(proj.tensorMaps[1].boxRows, 256);
   EXPECT_EQ(proj.tensorMaps[1].swizzle, TensorMapSwizzle::B128);
+  ASSERT_TRUE(proj.hasNarrow());
+  EXPECT_EQ(proj.narrow.name, "layer_matmul_1_narrow");
+  EXPECT_EQ(proj.narrow.grid[1], (GridDim{GridDim::Rows, 64}));
+  EXPECT_EQ(proj.narrow.block[0], 256);
+  EXPECT_EQ(proj.narrow.dynamicSharedMemoryBytes, 150000);
+  ASSERT_EQ(proj.narrow.tensorMaps.size(), 2u);
+  EXPECT_EQ(proj.narrow.tensorMaps[0].boxRows, 64);
+  EntryPoint projEntries[kNumLaunchStages];
+  ASSERT_EQ(proj.entryPoints(projEntries), 2);
+  EXPECT_EQ(projEntries[1].stage, LaunchStage::Narrow);
+  EXPECT_EQ(*projEntries[1].name, "layer_matmul_1_narrow");
+  EXPECT_EQ(projEntries[1].dynamicSharedMemoryBytes, 150000);
+  EXPECT_FALSE(back.modules[0].kernels[5].hasNarrow());
   const KernelSpec &rope = back.modules[0].kernels[3];
   EXPECT_EQ(rope.grid[0], (GridDim{GridDim::Tokens, 1}));
   EXPECT_EQ(rope.params[0].outer, 32);
@@ -203,6 +224,29 @@ TEST(ManifestTest, WhatIsWrittenReadsBackTheSame) {
 
 // Each template's spelling reads back as it; templates added later come
 // last, so that the values of the others stay.
+// The launcher's choice of a narrow variant, on the fused linear JSD's
+// dx (the lm_head sweep, docs/benchmarks.md: 1024 rows by 2048 columns in
+// 128 x 256 tiles is 64 CTAs, in 64 x 256 tiles 128; the narrow tile 1.42x
+// faster on an H100's 132 SMs; at 8192 rows 1.40x slower; at 1024 rows by
+// 4096 columns, 128 CTAs against 256, 1.16x slower).
+TEST(ManifestTest, ANarrowVariantRunsWhereTheKernelLeavesSmsIdle) {
+  EXPECT_TRUE(chooseNarrow(64, 128, 132));
+  EXPECT_FALSE(chooseNarrow(512, 1024, 132));
+  EXPECT_FALSE(chooseNarrow(128, 256, 132));
+  // The same CTAs (one row tile either way): the kernel.
+  EXPECT_FALSE(chooseNarrow(8, 8, 132));
+  // Twice the CTAs within one wave: the narrow tile; in two waves (120 CTAs
+  // on 114 SMs), the kernel.
+  EXPECT_TRUE(chooseNarrow(60, 120, 132));
+  EXPECT_FALSE(chooseNarrow(60, 120, 114));
+  EXPECT_FALSE(chooseNarrow(100, 200, 132));
+  // Counts outside [1, 2^30]: the kernel.
+  EXPECT_FALSE(chooseNarrow(0, 8, 132));
+  EXPECT_FALSE(chooseNarrow(8, 16, 0));
+  EXPECT_FALSE(chooseNarrow(8, kMaxNarrowCtas + 1, 132));
+  EXPECT_FALSE(chooseNarrow(kMaxNarrowCtas, kMaxNarrowCtas, 1));
+}
+
 TEST(ManifestTest, TemplateNamesRoundTrip) {
   for (KernelTemplate t : {KernelTemplate::Rowwise, KernelTemplate::RoPE,
                            KernelTemplate::CrossEntropy, KernelTemplate::Matmul,
@@ -715,6 +759,61 @@ INSTANTIATE_TEST_SUITE_P(
              },
              "modules[0].kernels[1].finish: dynamic_shared_memory_bytes must "
              "be in [0, 2^31), got 2147483648"},
+        // A narrow-tile variant: a matmul kernel's, without workspaces,
+        // both grids of tiles, the kernel's tensor maps but for the boxes.
+        Rule{"narrow-rowwise",
+             [](Manifest &m) { kernel(m, 0).narrow = kernel(m, 2).narrow; },
+             "modules[0].kernels[0].narrow: a narrow variant is for a matmul "
+             "kernel, not a rowwise kernel"},
+        Rule{"narrow-workspaces",
+             [](Manifest &m) { kernel(m, 5).narrow = kernel(m, 2).narrow; },
+             "modules[0].kernels[5].narrow: a narrow variant is for a kernel "
+             "without workspaces (their sizes may follow the tile)"},
+        Rule{"narrow-persistent-kernel",
+             [](Manifest &m) {
+               kernel(m, 2).grid[0] = {GridDim::Sms, 1};
+               kernel(m, 2).grid[1] = {};
+             },
+             "modules[0].kernels[2].narrow: a narrow variant and its kernel "
+             "have grids of tiles (constants and 'rows/N'), got 'sms' in the "
+             "kernel's"},
+        Rule{"narrow-persistent",
+             [](Manifest &m) { kernel(m, 2).narrow.grid[0] = {GridDim::Sms, 1}; },
+             "modules[0].kernels[2].narrow: a narrow variant and its kernel "
+             "have grids of tiles (constants and 'rows/N'), got 'sms' in the "
+             "variant's"},
+        Rule{"narrow-grid",
+             [](Manifest &m) { kernel(m, 2).narrow.grid[2] = {GridDim::Const, 70000}; },
+             "modules[0].kernels[2].narrow: grid[2] is 70000; a grid size must "
+             "be in [1, 65535]"},
+        Rule{"narrow-block",
+             [](Manifest &m) { kernel(m, 2).narrow.block[0] = 2048; },
+             "modules[0].kernels[2].narrow: block sizes must be in [1, 1024] "
+             "with a product of at most 1024, got [2048, 1, 1]"},
+        Rule{"narrow-shared-memory",
+             [](Manifest &m) {
+               kernel(m, 2).narrow.dynamicSharedMemoryBytes = -1;
+             },
+             "modules[0].kernels[2].narrow: dynamic_shared_memory_bytes must "
+             "be in [0, 2^31), got -1"},
+        Rule{"narrow-map-box",
+             [](Manifest &m) { kernel(m, 2).narrow.tensorMaps[0].boxRows = 512; },
+             "modules[0].kernels[2].narrow.tensor_maps[0]: box must be [rows, "
+             "cols], each in [1, 256], got [512, 64]"},
+        Rule{"narrow-map-param",
+             [](Manifest &m) { kernel(m, 2).narrow.tensorMaps[1].param = 2; },
+             "modules[0].kernels[2].narrow: a narrow variant's tensor_maps are "
+             "its kernel's (the same parameters, swizzles and oob, in order); "
+             "only their boxes may differ"},
+        Rule{"narrow-map-count",
+             [](Manifest &m) { kernel(m, 2).narrow.tensorMaps.pop_back(); },
+             "modules[0].kernels[2].narrow: a narrow variant's tensor_maps are "
+             "its kernel's (the same parameters, swizzles and oob, in order); "
+             "only their boxes may differ"},
+        Rule{"narrow-unique",
+             [](Manifest &m) { kernel(m, 2).narrow.name = "layer_rowwise_0"; },
+             "modules[0].kernels[2].narrow: kernel name 'layer_rowwise_0' is "
+             "also modules[0].kernels[0]'s"},
         Rule{"plan-function", [](Manifest &m) { m.plans[0].function = ""; },
              "plans[0]: function is empty"},
         Rule{"plan-chunk", [](Manifest &m) { m.plans[0].chunkTokens = 0; },
@@ -837,6 +936,35 @@ TEST_P(ManifestJsonTest, SaysWhatIsWrong) {
 INSTANTIATE_TEST_SUITE_P(
     Manifest, ManifestJsonTest,
     ::testing::Values(
+        // A narrow variant: an object of the kernel's launch fields, read,
+        // then verified as the kernel is.
+        BadJson{"\"tensor_maps\": [{\"param\": \"input0\", \"box\": [128, 64], "
+                "\"swizzle\": 128, \"oob\": \"zero\"}],",
+                "\"tensor_maps\": [{\"param\": \"input0\", \"box\": [128, 64], "
+                "\"swizzle\": 128, \"oob\": \"zero\"}], \"narrow\": 5,",
+                "modules[0].kernels[1]: 'narrow' must be an object, got 5"},
+        BadJson{"\"tensor_maps\": [{\"param\": \"input0\", \"box\": [128, 64], "
+                "\"swizzle\": 128, \"oob\": \"zero\"}],",
+                "\"tensor_maps\": [{\"param\": \"input0\", \"box\": [128, 64], "
+                "\"swizzle\": 128, \"oob\": \"zero\"}], \"narrow\": {\"name\": "
+                "\"n\", \"grid\": [1, \"rows/64\", 1], \"block\": [256, 1, 1], "
+                "\"dynamic_shared_memory_bytes\": 0, \"tiles\": 2},",
+                "modules[0].kernels[1].narrow: unknown key 'tiles'"},
+        BadJson{"\"tensor_maps\": [{\"param\": \"input0\", \"box\": [128, 64], "
+                "\"swizzle\": 128, \"oob\": \"zero\"}],",
+                "\"tensor_maps\": [{\"param\": \"input0\", \"box\": [128, 64], "
+                "\"swizzle\": 128, \"oob\": \"zero\"}], \"narrow\": {\"name\": "
+                "\"n\", \"block\": [256, 1, 1], "
+                "\"dynamic_shared_memory_bytes\": 0},",
+                "modules[0].kernels[1].narrow: missing 'grid' (an array)"},
+        BadJson{"\"tensor_maps\": [{\"param\": \"input0\", \"box\": [128, 64], "
+                "\"swizzle\": 128, \"oob\": \"zero\"}],",
+                "\"tensor_maps\": [{\"param\": \"input0\", \"box\": [128, 64], "
+                "\"swizzle\": 128, \"oob\": \"zero\"}], \"narrow\": {\"name\": "
+                "\"n\", \"grid\": [1, \"rows/64\", 1], \"block\": [256, 1, 1], "
+                "\"dynamic_shared_memory_bytes\": 0},",
+                "modules[0].kernels[1].narrow: a narrow variant is for a "
+                "matmul kernel, not a rowwise kernel"},
         BadJson{"\"liger-bundle\"", "\"other\"",
                 "manifest: format is 'other', expected 'liger-bundle'"},
         BadJson{"\"version\": 3", "\"version\": 2",

@@ -98,6 +98,23 @@ MatmulKernelConfig selectMatmulKernelConfig(
     const MatmulPlan &plan, const GpuTargetInfo &target,
     MatmulScheduleChoice schedule = MatmulScheduleChoice::Auto);
 
+/// Two waves of the most SMs a GPU liger targets has (132: H100 and H200
+/// SXM): a grid of at least this many CTAs fills any of them.
+inline constexpr int64_t kNarrowVariantCtas = 2 * 132;
+
+/// The narrow-tile variant (tile_m 64, as many stages as fit) of a
+/// data-parallel wgmma `config` for a group of dynamic rows whose launches
+/// have at most `boundRows` (a loss plan's chunk): the runtime runs it
+/// instead of the kernel where its grid fills the GPU better
+/// (liger::runtime::chooseNarrow). None for static rows, a tile of 64
+/// rows, LoRA (its hand-over workspaces), a 16-bit accumulated tile, a
+/// grid at `boundRows` of kNarrowVariantCtas or more (where it would never
+/// run), or a variant that does not fit (matmulConfigProblem).
+std::optional<MatmulKernelConfig>
+narrowMatmulKernelConfig(const MatmulPlan &plan,
+                         const MatmulKernelConfig &config,
+                         const GpuTargetInfo &target, int64_t boundRows);
+
 /// The most stages (2 to 5; to 8 in pingpong) of `config`'s tile whose
 /// layout (MatmulLayout) fits `target`'s shared memory.
 int64_t fittingStages(const MatmulPlan &plan, MatmulKernelConfig config,

@@ -254,12 +254,14 @@ rt::KernelParam KernelParamAttr::toAbi() const {
 /// The kernel ABI's spec of a kernel_info's fields, named `name` and
 /// implementing a group of `function`: the one conversion, for the verifier
 /// and for the bundle writer.
-static rt::KernelSpec
-toSpec(StringRef name, StringRef function, rt::KernelTemplate kernelTemplate,
-       StringRef ops, ArrayRef<rt::GridDim> grid, int64_t threads,
-       int64_t sharedMemoryBytes, int64_t vectorWidth,
-       ArrayRef<KernelParamAttr> params, ArrayRef<TensorMapAttr> tensorMaps,
-       SideKernelAttr prepare, SideKernelAttr finish, int64_t ctasPerSm) {
+static rt::KernelSpec toSpec(StringRef name, StringRef function,
+                             rt::KernelTemplate kernelTemplate, StringRef ops,
+                             ArrayRef<rt::GridDim> grid, int64_t threads,
+                             int64_t sharedMemoryBytes, int64_t vectorWidth,
+                             ArrayRef<KernelParamAttr> params,
+                             ArrayRef<TensorMapAttr> tensorMaps,
+                             SideKernelAttr prepare, SideKernelAttr finish,
+                             int64_t ctasPerSm, NarrowKernelAttr narrow) {
   rt::KernelSpec spec;
   spec.name = name.str();
   spec.function = function.str();
@@ -273,13 +275,25 @@ toSpec(StringRef name, StringRef function, rt::KernelTemplate kernelTemplate,
   spec.alignmentBytes = 16; // the templates' 16-byte vector accesses
   for (KernelParamAttr p : params)
     spec.params.push_back(p.toAbi());
-  for (TensorMapAttr m : tensorMaps) {
-    rt::KernelTensorMap &map = spec.tensorMaps.emplace_back();
-    map.param = static_cast<size_t>(m.getParam());
-    map.boxRows = m.getBoxRows();
-    map.boxCols = m.getBoxCols();
-    map.swizzle = m.getSwizzle();
-    map.zeroFill = m.getZeroFill();
+  auto toMaps = [](ArrayRef<TensorMapAttr> attrs,
+                   std::vector<rt::KernelTensorMap> &maps) {
+    for (TensorMapAttr m : attrs) {
+      rt::KernelTensorMap &map = maps.emplace_back();
+      map.param = static_cast<size_t>(m.getParam());
+      map.boxRows = m.getBoxRows();
+      map.boxCols = m.getBoxCols();
+      map.swizzle = m.getSwizzle();
+      map.zeroFill = m.getZeroFill();
+    }
+  };
+  toMaps(tensorMaps, spec.tensorMaps);
+  if (narrow) {
+    spec.narrow.name = narrow.getName().str();
+    for (auto [i, dim] : llvm::enumerate(narrow.getGrid().take_front(3)))
+      spec.narrow.grid[i] = dim;
+    spec.narrow.block[0] = narrow.getThreads();
+    spec.narrow.dynamicSharedMemoryBytes = narrow.getSharedMemoryBytes();
+    toMaps(narrow.getTensorMaps(), spec.narrow.tensorMaps);
   }
   for (auto [attr, side] : {std::make_pair(prepare, &spec.prepare),
                             std::make_pair(finish, &spec.finish)})
@@ -299,20 +313,28 @@ LogicalResult KernelInfoAttr::verify(
     ArrayRef<rt::GridDim> grid, int64_t threads, int64_t sharedMemoryBytes,
     int64_t vectorWidth, ArrayRef<KernelParamAttr> params,
     ArrayRef<TensorMapAttr> tensorMaps, SideKernelAttr prepare,
-    SideKernelAttr finish, int64_t ctasPerSm) {
+    SideKernelAttr finish, int64_t ctasPerSm, NarrowKernelAttr narrow) {
   if (grid.size() != 3)
     return emitError() << "liger.kernel_info: the grid has 3 entries, got "
                        << grid.size();
-  for (auto [i, m] : llvm::enumerate(tensorMaps))
-    if (m.getParam() < 0)
-      return emitError() << "liger.kernel_info: tensor_maps[" << i
-                         << "] names parameter #" << m.getParam();
+  if (narrow && narrow.getGrid().size() != 3)
+    return emitError() << "liger.kernel_info: the narrow variant's grid has "
+                          "3 entries, got "
+                       << narrow.getGrid().size();
+  for (auto [what, maps] : {std::make_pair("tensor_maps", tensorMaps),
+                            std::make_pair("narrow.tensor_maps",
+                                           narrow ? narrow.getTensorMaps()
+                                                  : ArrayRef<TensorMapAttr>())})
+    for (auto [i, m] : llvm::enumerate(maps))
+      if (m.getParam() < 0)
+        return emitError() << "liger.kernel_info: " << what << "[" << i
+                           << "] names parameter #" << m.getParam();
   // The runtime's own rules for a kernel of a manifest; the name and
   // function are the bundle writer's to add.
   rt::Status status =
       rt::verifyKernel(toSpec("kernel", "function", kernelTemplate, ops, grid,
                               threads, sharedMemoryBytes, vectorWidth, params,
-                              tensorMaps, prepare, finish, ctasPerSm),
+                              tensorMaps, prepare, finish, ctasPerSm, narrow),
                        "liger.kernel_info", "kernel");
   if (!status.isOk())
     return emitError() << status.message();
@@ -326,11 +348,21 @@ KernelInfoAttr KernelInfoAttr::get(MLIRContext *ctx,
   for (const rt::KernelParam &p : spec.params)
     params.push_back(KernelParamAttr::get(ctx, p.name, p.role, p.kind,
                                           p.dtype, p.length, p.outer));
-  SmallVector<TensorMapAttr> maps;
-  for (const rt::KernelTensorMap &m : spec.tensorMaps)
-    maps.push_back(TensorMapAttr::get(ctx, static_cast<int64_t>(m.param),
-                                      m.boxRows, m.boxCols, m.swizzle,
-                                      m.zeroFill));
+  auto mapsOf = [&](const std::vector<rt::KernelTensorMap> &list) {
+    SmallVector<TensorMapAttr> maps;
+    for (const rt::KernelTensorMap &m : list)
+      maps.push_back(TensorMapAttr::get(ctx, static_cast<int64_t>(m.param),
+                                        m.boxRows, m.boxCols, m.swizzle,
+                                        m.zeroFill));
+    return maps;
+  };
+  SmallVector<TensorMapAttr> maps = mapsOf(spec.tensorMaps);
+  NarrowKernelAttr narrow;
+  if (spec.hasNarrow())
+    narrow = NarrowKernelAttr::get(
+        ctx, spec.narrow.name, ArrayRef<rt::GridDim>(spec.narrow.grid),
+        spec.narrow.block[0], spec.narrow.dynamicSharedMemoryBytes,
+        mapsOf(spec.narrow.tensorMaps));
   auto side = [&](const rt::SideKernelSpec &k) {
     return k.name.empty() ? SideKernelAttr()
                           : SideKernelAttr::get(ctx, k.name, k.grid, k.block[0],
@@ -339,7 +371,7 @@ KernelInfoAttr KernelInfoAttr::get(MLIRContext *ctx,
   return get(ctx, spec.kernelTemplate, spec.ops,
              ArrayRef<rt::GridDim>(spec.grid), spec.block[0],
              spec.dynamicSharedMemoryBytes, spec.vectorWidth, params, maps,
-             side(spec.prepare), side(spec.finish), spec.ctasPerSm);
+             side(spec.prepare), side(spec.finish), spec.ctasPerSm, narrow);
 }
 
 rt::KernelSpec KernelInfoAttr::toKernelSpec(StringRef name,
@@ -347,5 +379,5 @@ rt::KernelSpec KernelInfoAttr::toKernelSpec(StringRef name,
   return toSpec(name, function, getKernelTemplate(), getOps(), getGrid(),
                 getThreads(), getSharedMemoryBytes(), getVectorWidth(),
                 getParams(), getTensorMaps(), getPrepare(), getFinish(),
-                getCtasPerSm());
+                getCtasPerSm(), getNarrow());
 }

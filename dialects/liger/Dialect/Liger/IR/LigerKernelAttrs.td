@@ -209,6 +209,31 @@ def Liger_SideKernelAttr : AttrDef<Liger_Dialect, "SideKernel"> {
   let assemblyFormat = "`<` struct(params) `>`";
 }
 
+def Liger_NarrowKernelAttr : AttrDef<Liger_Dialect, "NarrowKernel"> {
+  let mnemonic = "narrow_kernel";
+  let summary = "a matmul kernel's narrow-tile variant (the kernel ABI's NarrowSpec)";
+  let description = [{
+    A kernel of the same parameters with a narrower tile (64 rows), which
+    the launcher runs instead of its kernel where its grid fills the GPU
+    better (docs/Design/Kernel-ABI.md, "Narrow variants"): its name, grid,
+    `threads`, dynamic shared memory and tensor maps (those of its kernel,
+    boxes aside).
+
+    ```mlir
+    #liger.narrow_kernel<name = "f_dx_matmul_0_narrow", grid = [16, "rows/64", 1], threads = 256, shared_memory_bytes = 164864,
+      tensor_maps = [#liger.tensor_map<param = 0, box_rows = 64, box_cols = 64, swizzle = 128>]>
+    ```
+  }];
+  let parameters = (ins
+    StringRefParameter<"the variant's name">:$name,
+    Liger_BracketedList<"::liger::runtime::GridDim", "the grid">:$grid,
+    "int64_t":$threads,
+    "int64_t":$shared_memory_bytes,
+    Liger_OptionalBracketedList<"TensorMapAttr", "the tensor maps">:$tensor_maps
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
 def Liger_KernelInfoAttr : AttrDef<Liger_Dialect, "KernelInfo"> {
   let mnemonic = "kernel_info";
   let summary = "the kernel ABI's record of a kernel the lowering built";
@@ -220,7 +245,8 @@ def Liger_KernelInfoAttr : AttrDef<Liger_Dialect, "KernelInfo"> {
     entries: an integer, or `"rows"`, `"tokens"`, `"ctas"`, `"rows/N"`),
     the block's `threads`, the dynamic shared memory, the vector width, the
     parameters, and optionally the tensor maps, the preparing and finishing
-    kernels and the CTAs per SM its workspaces are sized for. Its verifier is the runtime's
+    kernels and the CTAs per SM its workspaces are sized for, and a matmul
+    kernel's narrow-tile variant. Its verifier is the runtime's
     own check of a manifest's kernel (`verifyKernel`), so a kernel the
     runtime would refuse is refused where it is made.
 
@@ -242,7 +268,8 @@ def Liger_KernelInfoAttr : AttrDef<Liger_Dialect, "KernelInfo"> {
     Liger_OptionalBracketedList<"TensorMapAttr", "the tensor maps">:$tensor_maps,
     OptionalParameter<"SideKernelAttr">:$prepare,
     OptionalParameter<"SideKernelAttr">:$finish,
-    DefaultValuedParameter<"int64_t", "0">:$ctas_per_sm
+    DefaultValuedParameter<"int64_t", "0">:$ctas_per_sm,
+    OptionalParameter<"NarrowKernelAttr">:$narrow
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
