@@ -1129,6 +1129,17 @@ static bool isOnlineSum(linalg::GenericOp sum, linalg::GenericOp max,
              (sub.getLhs() == sumBody.getArgument(0) ? 4u : 5u);
 }
 
+/// The fast-math flags of the exponential in an online sum's body
+/// (isOnlineSum's exp(a - m)), which the loop's running sum takes too, as
+/// the register form does by cloning the body: the JSD's afn, the
+/// cross-entropy's none.
+static arith::FastMathFlags onlineExpFlags(linalg::GenericOp sum) {
+  for (Operation &op : *sum.getBlock())
+    if (auto exp = dyn_cast<math::ExpOp>(op))
+      return exp.getFastmath();
+  return arith::FastMathFlags::none;
+}
+
 LogicalResult RowKernelBuilder::emitLooped(OpBuilder &b) {
   // Phases: a step runs in the first pass over the row in which every
   // value it reads is known. Row inputs are known in pass 0, a reduction
@@ -1394,10 +1405,11 @@ LogicalResult RowKernelBuilder::emitLooped(OpBuilder &b) {
         unsigned at = reductions.size() + 2 * i;
         Value m = next[at], sum = next[at + 1];
         Value grown = arith::MaximumFOp::create(cb, loc, m, groupMax);
+        arith::FastMathFlags flags = onlineExpFlags(pair.second);
         sum = arith::MulFOp::create(
             cb, loc, sum,
-            math::ExpOp::create(cb, loc,
-                                arith::SubFOp::create(cb, loc, m, grown)));
+            math::ExpOp::create(
+                cb, loc, arith::SubFOp::create(cb, loc, m, grown), flags));
         Value splat = vector::BroadcastOp::create(cb, loc, vecOf(f32), grown);
         for (Value t : terms)
           sum = arith::AddFOp::create(
@@ -1405,7 +1417,8 @@ LogicalResult RowKernelBuilder::emitLooped(OpBuilder &b) {
               vector::ReductionOp::create(
                   cb, loc, vector::CombiningKind::ADD,
                   math::ExpOp::create(
-                      cb, loc, arith::SubFOp::create(cb, loc, t, splat))));
+                      cb, loc, arith::SubFOp::create(cb, loc, t, splat),
+                      flags)));
         next[at] = grown;
         next[at + 1] = sum;
       }
