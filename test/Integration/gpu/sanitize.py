@@ -1,5 +1,6 @@
 """Launches every kernel of a few bundles once, at a small and an odd shape
-(the matmul templates' kernels at 1 and 130 rows),
+(the matmul templates' kernels at 1 and 130 rows, a loss plan's dx and
+its narrow-tile variant at 1 and 100),
 for compute-sanitizer (memcheck, racecheck, synccheck): an out-of-bounds
 access, a shared-memory race or a missing barrier shows there before it
 shows in numbers. Usage: sanitize.py BUNDLES_DIR [matmul] (run under
@@ -112,8 +113,19 @@ if os.path.isdir(matmul):
         args += [torch.randn(2 if batched else 1, 65, d, device="cuda").to(dtype)
                  for _ in range(2)]
         bundle[name + "_matmul_0"](*args)
+# A loss plan's dx (G · W): at 100 rows its narrow-tile variant runs (two
+# 64-row tiles, the second partial, against one of 128), at 1 row the kernel.
+plans = os.path.join(root, "loss_plan")
+if os.path.isdir(plans):
+    bundle = runtime.load(plans)
+    for name, (v, h, dt, _, _) in kernels.LOSS_PLANS.items():
+        (plan,) = [p for p in bundle.plans if p["function"] == name]
+        dtype = kernels.torch_dtype(dt)
+        for rows in (1, 100):
+            bundle[plan["kernels"]["dx"]](torch.randn(rows, v, device="cuda").to(dtype),
+                                          torch.randn(v, h, device="cuda").to(dtype))
 torch.cuda.synchronize()
 if only_matmul and not os.path.isdir(matmul):
     sys.exit("sanitize: no matmul bundle in %s" % root)
 print("sanitize: launched every kernel of " + ("the matmul bundle" if only_matmul else "%d bundles" % (
-    len(rowwise) + os.path.isdir(ce) + os.path.isdir(matmul))))
+    len(rowwise) + os.path.isdir(ce) + os.path.isdir(matmul) + os.path.isdir(plans))))
