@@ -786,6 +786,14 @@ Status Verifier::narrow(const std::string &path, const KernelSpec &k) const {
                                        "'rows/N'), got '") +
                                gridDimText(dims[i]) + "' in the " +
                                (dims == k.grid ? "kernel's" : "variant's"));
+  // It tiles what its kernel tiles: rows where the kernel has rows.
+  for (int i = 0; i < 3; ++i)
+    if (n.grid[i].kind != k.grid[i].kind)
+      return error(path, "grid[" + std::to_string(i) + "] is '" +
+                             gridDimText(n.grid[i]) + "', the kernel's '" +
+                             gridDimText(k.grid[i]) +
+                             "': a narrow variant's grid has its kernel's "
+                             "constants and row tiles in the same places");
   LIGER_RETURN_IF_ERROR(grid(path, n.grid, false));
   LIGER_RETURN_IF_ERROR(block(path, n.block));
   LIGER_RETURN_IF_ERROR(sharedMemory(path, n.dynamicSharedMemoryBytes));

@@ -298,6 +298,8 @@ Status Reader::narrow(JsonValue v, const std::string &path,
   LIGER_RETURN_IF_ERROR(fields(v, path, &f));
   NarrowSpec &n = kernel->narrow;
   LIGER_RETURN_IF_ERROR(f->string("name", &n.name));
+  if (n.name.empty()) // (an empty name would mean none)
+    return error(path, "name is empty");
   JsonValue list;
   LIGER_RETURN_IF_ERROR(f->array("grid", &list));
   LIGER_RETURN_IF_ERROR(grid(list, path, n.grid));

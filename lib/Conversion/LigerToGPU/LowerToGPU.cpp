@@ -12,6 +12,7 @@
 #include "liger/Conversion/LigerToGPU/MatmulKernel.h"
 #include "liger/Conversion/LigerToGPU/RowKernel.h"
 #include "liger/Conversion/Passes.h"
+#include "liger/Runtime/KernelAbi.h"
 #include "liger/Target/GpuTarget.h"
 #include "liger/Transforms/Fusion.h"
 
@@ -53,6 +54,49 @@ static bool isDivergenceReducedToScalar(Operation &op) {
   return false;
 }
 
+/// Builds `plan`'s kernel again with the narrow-tile `config` as
+/// `<name>_narrow` in `kernels` and records it as `info`'s narrow variant.
+/// The variant is optional: where it cannot be built, or would break the
+/// kernel ABI's rules beside its kernel (verifyKernel: the same tensor
+/// maps, ...), it is erased with a remark and the kernel stays alone.
+static void addNarrowVariant(const MatmulPlan &plan, gpu::GPUModuleOp kernels,
+                             StringRef name, const MatmulKernelConfig &config,
+                             ::liger::runtime::KernelSpec &info) {
+  std::string variantName = (name + "_narrow").str(), why;
+  FailureOr<::liger::runtime::KernelSpec> variant;
+  {
+    ScopedDiagnosticHandler quiet(kernels.getContext(), [&](Diagnostic &d) {
+      if (why.empty())
+        why = d.str();
+      return success();
+    });
+    variant = buildMatmulKernel(plan, kernels, variantName, config);
+  }
+  if (succeeded(variant)) {
+    ::liger::runtime::KernelSpec candidate = info;
+    // (its name and function are the bundle writer's to add, as for
+    // kernel_info's own verifier)
+    candidate.name = name.str();
+    candidate.function = "function";
+    ::liger::runtime::NarrowSpec &n = candidate.narrow;
+    n.name = variant->name;
+    std::copy_n(variant->grid, 3, n.grid);
+    std::copy_n(variant->block, 3, n.block);
+    n.dynamicSharedMemoryBytes = variant->dynamicSharedMemoryBytes;
+    n.tensorMaps = variant->tensorMaps;
+    ::liger::runtime::Status status = ::liger::runtime::verifyKernel(
+        candidate, "liger-lower-to-gpu", name.str());
+    if (status.isOk()) {
+      info.narrow = std::move(candidate.narrow);
+      return;
+    }
+    why = status.message();
+  }
+  if (auto fn = kernels.lookupSymbol<gpu::GPUFuncOp>(variantName))
+    fn.erase();
+  plan.group.emitRemark() << "no narrow-tile variant beside @" << name << ": "
+                          << why;
+}
 
 namespace {
 struct LowerToGPUPass : mlir::liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
@@ -181,21 +225,11 @@ struct LowerToGPUPass : mlir::liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
         // a narrow-tile variant beside the kernel where it may fill the GPU
         // better.
         auto bound = fn->getAttrOfType<IntegerAttr>(kChunkRowsAttrName);
-        if (std::optional<MatmulKernelConfig> narrow =
-                bound ? narrowMatmulKernelConfig(*plan, *matmul, *target,
-                                                 bound.getInt())
-                      : std::nullopt) {
-          FailureOr<::liger::runtime::KernelSpec> variant =
-              buildMatmulKernel(*plan, kernels, name + "_narrow", *narrow);
-          if (failed(variant))
-            return signalPassFailure();
-          ::liger::runtime::NarrowSpec &n = info->narrow;
-          n.name = variant->name;
-          std::copy_n(variant->grid, 3, n.grid);
-          std::copy_n(variant->block, 3, n.block);
-          n.dynamicSharedMemoryBytes = variant->dynamicSharedMemoryBytes;
-          n.tensorMaps = variant->tensorMaps;
-        }
+        if (bound && bound.getType().isSignlessInteger(64))
+          if (std::optional<MatmulKernelConfig> narrow =
+                  narrowMatmulKernelConfig(*plan, *matmul, *target,
+                                           bound.getInt()))
+            addNarrowVariant(*plan, kernels, name, *narrow, *info);
         record(group, name, *info);
         continue;
       }

@@ -782,6 +782,11 @@ INSTANTIATE_TEST_SUITE_P(
              "modules[0].kernels[2].narrow: a narrow variant and its kernel "
              "have grids of tiles (constants and 'rows/N'), got 'sms' in the "
              "variant's"},
+        Rule{"narrow-grid-kind",
+             [](Manifest &m) { kernel(m, 2).narrow.grid[1] = {GridDim::Const, 8}; },
+             "modules[0].kernels[2].narrow: grid[1] is '8', the kernel's "
+             "'rows/128': a narrow variant's grid has its kernel's constants "
+             "and row tiles in the same places"},
         Rule{"narrow-grid",
              [](Manifest &m) { kernel(m, 2).narrow.grid[2] = {GridDim::Const, 70000}; },
              "modules[0].kernels[2].narrow: grid[2] is 70000; a grid size must "
@@ -965,6 +970,13 @@ INSTANTIATE_TEST_SUITE_P(
                 "\"dynamic_shared_memory_bytes\": 0},",
                 "modules[0].kernels[1].narrow: a narrow variant is for a "
                 "matmul kernel, not a rowwise kernel"},
+        BadJson{"\"tensor_maps\": [{\"param\": \"input0\", \"box\": [128, 64], "
+                "\"swizzle\": 128, \"oob\": \"zero\"}],",
+                "\"tensor_maps\": [{\"param\": \"input0\", \"box\": [128, 64], "
+                "\"swizzle\": 128, \"oob\": \"zero\"}], \"narrow\": {\"name\": "
+                "\"\", \"grid\": [1, \"rows/64\", 1], \"block\": [256, 1, 1], "
+                "\"dynamic_shared_memory_bytes\": 0},",
+                "modules[0].kernels[1].narrow: name is empty"},
         BadJson{"\"liger-bundle\"", "\"other\"",
                 "manifest: format is 'other', expected 'liger-bundle'"},
         BadJson{"\"version\": 3", "\"version\": 2",

@@ -108,8 +108,10 @@ inline constexpr int64_t kNarrowVariantCtas = 2 * 132;
 /// instead of the kernel where its grid fills the GPU better
 /// (liger::runtime::chooseNarrow). None for static rows, a tile of 64
 /// rows, LoRA (its hand-over workspaces), a 16-bit accumulated tile, a
-/// grid at `boundRows` of kNarrowVariantCtas or more (where it would never
-/// run), or a variant that does not fit (matmulConfigProblem).
+/// grid at `boundRows` of kNarrowVariantCtas or more (a chunk that fills
+/// the GPU: the variant would run only for a call's last, short chunk or a
+/// call of few tokens), or a variant that does not fit
+/// (matmulConfigProblem).
 std::optional<MatmulKernelConfig>
 narrowMatmulKernelConfig(const MatmulPlan &plan,
                          const MatmulKernelConfig &config,
