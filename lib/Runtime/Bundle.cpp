@@ -417,19 +417,14 @@ Status Bundle::launchChecked(size_t index, const TensorArg *args,
   bool narrow =
       kernel.hasNarrow() && dims.rows > 0 &&
       chooseNarrow(ctasOf(kernel.grid), ctasOf(kernel.narrow.grid), sms);
-  const GridDim(&gridDims)[3] = narrow ? kernel.narrow.grid : kernel.grid;
-  const int64_t *block = narrow ? kernel.narrow.block : kernel.block;
-  int64_t sharedBytes = narrow ? kernel.narrow.dynamicSharedMemoryBytes
-                               : kernel.dynamicSharedMemoryBytes;
-  const std::vector<KernelTensorMap> &tensorMaps =
-      narrow ? kernel.narrow.tensorMaps : kernel.tensorMaps;
-  const std::string &entryName = narrow ? kernel.narrow.name : kernel.name;
+  const LaunchShape &shape =
+      narrow ? kernel.narrow : static_cast<const LaunchShape &>(kernel);
   unsigned grid[3];
   for (int i = 0; i < 3; ++i) {
-    int64_t size = gridSize(gridDims[i], dims, sms);
+    int64_t size = gridSize(shape.grid[i], dims, sms);
     if (size < 1 || size > (i ? 65535 : 0x7fffffff))
       return LIGER_MAKE_STATUS(StatusCode::kInvalidArgument,
-                               "kernel '" + entryName + "': grid size " +
+                               "kernel '" + shape.name + "': grid size " +
                                    std::to_string(size) + " in dimension " +
                                    std::to_string(i) + " is out of range");
     grid[i] = static_cast<unsigned>(size);
@@ -442,7 +437,7 @@ Status Bundle::launchChecked(size_t index, const TensorArg *args,
 
   // Memref descriptors, then TMA descriptors by value; on the stack for
   // any kernel of the usual size.
-  size_t numMaps = tensorMaps.size();
+  size_t numMaps = shape.tensorMaps.size();
   size_t numParams = entry.words + numMaps;
   int64_t inlineWords[kInlineWords];
   void *inlineParams[kInlineWords + kInlineMaps];
@@ -464,7 +459,7 @@ Status Bundle::launchChecked(size_t index, const TensorArg *args,
   for (size_t w = 0; w < entry.words; ++w)
     params[w] = &words[w];
   for (size_t t = 0; t < numMaps; ++t) {
-    const KernelTensorMap &m = tensorMaps[t];
+    const KernelTensorMap &m = shape.tensorMaps[t];
     const KernelParam &p = kernel.params[m.param];
     TensorMapSpec spec;
     spec.globalAddress = args[m.param].data;
@@ -474,7 +469,7 @@ Status Bundle::launchChecked(size_t index, const TensorArg *args,
     spec.zeroFill = m.zeroFill;
     Status s = encodeTensorMap(spec, &maps[t]);
     if (!s.isOk())
-      return LIGER_MAKE_STATUS(s.code(), "kernel '" + entryName +
+      return LIGER_MAKE_STATUS(s.code(), "kernel '" + shape.name +
                                              "', tensor map of '" + p.name +
                                              "': " + s.message());
     params[entry.words + t] = &maps[t];
@@ -498,12 +493,14 @@ Status Bundle::launchChecked(size_t index, const TensorArg *args,
     LIGER_RETURN_IF_ERROR(launchSide(LaunchStage::Prepare, kernel.prepare));
   LIGER_CUDA_RETURN_IF_ERROR(
       *driver,
-      cuLaunchKernel(
-          functions[static_cast<int>(narrow ? LaunchStage::Narrow
-                                            : LaunchStage::Main)],
-          grid[0], grid[1], grid[2], static_cast<unsigned>(block[0]),
-          static_cast<unsigned>(block[1]), static_cast<unsigned>(block[2]),
-          static_cast<unsigned>(sharedBytes), stream, params, nullptr));
+      cuLaunchKernel(functions[static_cast<int>(narrow ? LaunchStage::Narrow
+                                                       : LaunchStage::Main)],
+                     grid[0], grid[1], grid[2],
+                     static_cast<unsigned>(shape.block[0]),
+                     static_cast<unsigned>(shape.block[1]),
+                     static_cast<unsigned>(shape.block[2]),
+                     static_cast<unsigned>(shape.dynamicSharedMemoryBytes),
+                     stream, params, nullptr));
   if (kernel.hasFinish())
     LIGER_RETURN_IF_ERROR(launchSide(LaunchStage::Finish, kernel.finish));
   return Status::ok();

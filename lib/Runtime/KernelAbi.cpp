@@ -663,6 +663,15 @@ public:
               bool anyPartials) const;
   Status tensorMaps(const std::string &path, const KernelSpec &k,
                     const std::vector<KernelTensorMap> &maps) const;
+  /// A launch shape's rules (grid, block, shared memory, tensor maps of
+  /// `k`'s parameters), the kernel's and its narrow variant's alike.
+  Status launchShape(const std::string &path, const KernelSpec &k,
+                     const LaunchShape &shape, bool partials) const {
+    LIGER_RETURN_IF_ERROR(grid(path, shape.grid, partials));
+    LIGER_RETURN_IF_ERROR(block(path, shape.block));
+    LIGER_RETURN_IF_ERROR(sharedMemory(path, shape.dynamicSharedMemoryBytes));
+    return tensorMaps(path, k, shape.tensorMaps);
+  }
   Status narrow(const std::string &path, const KernelSpec &k) const;
   Status sideKernel(const std::string &path, const SideKernelSpec &k) const;
   Status plan(const std::string &path, const LossPlan &plan,
@@ -767,7 +776,7 @@ Status Verifier::tensorMaps(const std::string &path, const KernelSpec &k,
 }
 
 Status Verifier::narrow(const std::string &path, const KernelSpec &k) const {
-  const NarrowSpec &n = k.narrow;
+  const LaunchShape &n = k.narrow;
   LIGER_RETURN_IF_ERROR(name(path, "name", n.name));
   if (k.kernelTemplate != KernelTemplate::Matmul)
     return error(path, std::string("a narrow variant is for a matmul kernel, "
@@ -778,15 +787,13 @@ Status Verifier::narrow(const std::string &path, const KernelSpec &k) const {
                        "(their sizes may follow the tile)");
   // The launch compares the two grids' CTAs: output tiles of a data-parallel
   // kernel, constants and row tiles.
-  for (const GridDim *dims : {k.grid, n.grid})
-    for (int i = 0; i < 3; ++i)
-      if (dims[i].kind != GridDim::Const && dims[i].kind != GridDim::Rows)
-        return error(path, std::string("a narrow variant and its kernel have "
-                                       "grids of tiles (constants and "
-                                       "'rows/N'), got '") +
-                               gridDimText(dims[i]) + "' in the " +
-                               (dims == k.grid ? "kernel's" : "variant's"));
-  // It tiles what its kernel tiles: rows where the kernel has rows.
+  for (const GridDim &dim : k.grid)
+    if (dim.kind != GridDim::Const && dim.kind != GridDim::Rows)
+      return error(path, "a narrow variant's kernel has a grid of tiles "
+                         "(constants and 'rows/N'), got '" +
+                             gridDimText(dim) + "'");
+  // It tiles what its kernel tiles: rows where the kernel has rows (so
+  // its grid is one of tiles too).
   for (int i = 0; i < 3; ++i)
     if (n.grid[i].kind != k.grid[i].kind)
       return error(path, "grid[" + std::to_string(i) + "] is '" +
@@ -794,10 +801,7 @@ Status Verifier::narrow(const std::string &path, const KernelSpec &k) const {
                              gridDimText(k.grid[i]) +
                              "': a narrow variant's grid has its kernel's "
                              "constants and row tiles in the same places");
-  LIGER_RETURN_IF_ERROR(grid(path, n.grid, false));
-  LIGER_RETURN_IF_ERROR(block(path, n.block));
-  LIGER_RETURN_IF_ERROR(sharedMemory(path, n.dynamicSharedMemoryBytes));
-  LIGER_RETURN_IF_ERROR(tensorMaps(path, k, n.tensorMaps));
+  LIGER_RETURN_IF_ERROR(launchShape(path, k, n, false));
   // The same TMA descriptors in the same places: only the boxes differ.
   bool same = n.tensorMaps.size() == k.tensorMaps.size();
   for (size_t t = 0; same && t < n.tensorMaps.size(); ++t)
@@ -839,9 +843,7 @@ Status Verifier::kernel(const std::string &path, const KernelSpec &k) const {
   if (!countsRows)
     return error(path, "has no rows, row_scalars or heads parameter to count "
                        "its rows from");
-  LIGER_RETURN_IF_ERROR(grid(path, k.grid, anyPartials));
-  LIGER_RETURN_IF_ERROR(block(path, k.block));
-  LIGER_RETURN_IF_ERROR(sharedMemory(path, k.dynamicSharedMemoryBytes));
+  LIGER_RETURN_IF_ERROR(launchShape(path, k, k, anyPartials));
   if (k.vectorWidth < 1 || k.vectorWidth > 16 ||
       (k.vectorWidth & (k.vectorWidth - 1)))
     return error(path, "vector_width must be 1, 2, 4, 8 or 16, got " +
@@ -851,7 +853,6 @@ Status Verifier::kernel(const std::string &path, const KernelSpec &k) const {
     return error(path, "alignment_bytes must be a power of two in [1, 256], "
                        "got " +
                            std::to_string(k.alignmentBytes));
-  LIGER_RETURN_IF_ERROR(tensorMaps(path, k, k.tensorMaps));
   if (k.hasNarrow())
     LIGER_RETURN_IF_ERROR(narrow(path + ".narrow", k));
   // Partial reductions and accumulators are read by a finishing kernel;

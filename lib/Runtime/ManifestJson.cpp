@@ -87,9 +87,10 @@ public:
   Status tensorMap(JsonValue v, const std::string &path,
                    const KernelSpec &kernel, KernelTensorMap *map) const;
   Status narrow(JsonValue v, const std::string &path, KernelSpec *kernel) const;
-  Status tensorMaps(Fields &f, const std::string &path,
-                    const KernelSpec &kernel,
-                    std::vector<KernelTensorMap> *maps) const;
+  /// A launch shape's fields (name, grid, block, shared memory, tensor
+  /// maps of `kernel`'s parameters), the kernel's and its variant's alike.
+  Status launchShape(Fields &f, const std::string &path,
+                     const KernelSpec &kernel, LaunchShape *shape) const;
   Status sideKernel(JsonValue v, const std::string &path,
                     SideKernelSpec *kernel) const;
   Status grid(JsonValue v, const std::string &path, GridDim (&grid)[3]) const;
@@ -276,18 +277,23 @@ Status Reader::tensorMap(JsonValue v, const std::string &path,
   return f->finish();
 }
 
-Status Reader::tensorMaps(Fields &f, const std::string &path,
-                          const KernelSpec &kernel,
-                          std::vector<KernelTensorMap> *maps) const {
+Status Reader::launchShape(Fields &f, const std::string &path,
+                           const KernelSpec &kernel, LaunchShape *shape) const {
+  LIGER_RETURN_IF_ERROR(f.string("name", &shape->name));
+  JsonValue list;
+  LIGER_RETURN_IF_ERROR(f.array("grid", &list));
+  LIGER_RETURN_IF_ERROR(grid(list, path, shape->grid));
+  LIGER_RETURN_IF_ERROR(f.triple("block", shape->block));
+  LIGER_RETURN_IF_ERROR(f.integer("dynamic_shared_memory_bytes",
+                                  &shape->dynamicSharedMemoryBytes));
   if (!f.has("tensor_maps"))
     return Status::ok();
-  JsonValue list;
   LIGER_RETURN_IF_ERROR(f.array("tensor_maps", &list));
   for (size_t t = 0; t < list.size(); ++t) {
-    maps->emplace_back();
+    shape->tensorMaps.emplace_back();
     LIGER_RETURN_IF_ERROR(
         tensorMap(list[t], path + ".tensor_maps[" + std::to_string(t) + "]",
-                  kernel, &maps->back()));
+                  kernel, &shape->tensorMaps.back()));
   }
   return Status::ok();
 }
@@ -296,17 +302,9 @@ Status Reader::narrow(JsonValue v, const std::string &path,
                       KernelSpec *kernel) const {
   std::unique_ptr<Fields> f;
   LIGER_RETURN_IF_ERROR(fields(v, path, &f));
-  NarrowSpec &n = kernel->narrow;
-  LIGER_RETURN_IF_ERROR(f->string("name", &n.name));
-  if (n.name.empty()) // (an empty name would mean none)
+  LIGER_RETURN_IF_ERROR(launchShape(*f, path, *kernel, &kernel->narrow));
+  if (kernel->narrow.name.empty()) // (an empty name would mean none)
     return error(path, "name is empty");
-  JsonValue list;
-  LIGER_RETURN_IF_ERROR(f->array("grid", &list));
-  LIGER_RETURN_IF_ERROR(grid(list, path, n.grid));
-  LIGER_RETURN_IF_ERROR(f->triple("block", n.block));
-  LIGER_RETURN_IF_ERROR(
-      f->integer("dynamic_shared_memory_bytes", &n.dynamicSharedMemoryBytes));
-  LIGER_RETURN_IF_ERROR(tensorMaps(*f, path, *kernel, &n.tensorMaps));
   return f->finish();
 }
 
@@ -334,7 +332,6 @@ Status Reader::kernel(JsonValue v, const std::string &path,
   std::unique_ptr<Fields> f;
   LIGER_RETURN_IF_ERROR(fields(v, path, &f));
   std::string abi;
-  LIGER_RETURN_IF_ERROR(f->string("name", &kernel->name));
   LIGER_RETURN_IF_ERROR(f->string("function", &kernel->function));
   LIGER_RETURN_IF_ERROR(f->string("ops", &kernel->ops));
   LIGER_RETURN_IF_ERROR(enumField(*f, *this, "template", parseTemplate,
@@ -343,11 +340,6 @@ Status Reader::kernel(JsonValue v, const std::string &path,
   if (abi != "memref-descriptor")
     return error(path, "unknown abi '" + abi + "'");
   JsonValue list;
-  LIGER_RETURN_IF_ERROR(f->array("grid", &list));
-  LIGER_RETURN_IF_ERROR(grid(list, path, kernel->grid));
-  LIGER_RETURN_IF_ERROR(f->triple("block", kernel->block));
-  LIGER_RETURN_IF_ERROR(f->integer("dynamic_shared_memory_bytes",
-                                   &kernel->dynamicSharedMemoryBytes));
   LIGER_RETURN_IF_ERROR(f->integer("vector_width", &kernel->vectorWidth));
   LIGER_RETURN_IF_ERROR(f->integer("alignment_bytes", &kernel->alignmentBytes));
   LIGER_RETURN_IF_ERROR(f->array("params", &list));
@@ -357,7 +349,8 @@ Status Reader::kernel(JsonValue v, const std::string &path,
                                 path + ".params[" + std::to_string(p) + "]",
                                 &kernel->params.back()));
   }
-  LIGER_RETURN_IF_ERROR(tensorMaps(*f, path, *kernel, &kernel->tensorMaps));
+  // (after the parameters its tensor maps name)
+  LIGER_RETURN_IF_ERROR(launchShape(*f, path, *kernel, kernel));
   if (f->has("narrow")) {
     JsonValue object;
     LIGER_RETURN_IF_ERROR(f->object("narrow", &object));
@@ -460,39 +453,33 @@ json kernelJson(const KernelSpec &k) {
                       {"kind", kindName(p.kind)},
                       {"dtype", dtypeName(p.dtype)},
                       {"shape", shapeJson(p)}});
-  json kernel = {{"name", k.name},
-                 {"function", k.function},
-                 {"ops", k.ops},
-                 {"template", templateName(k.kernelTemplate)},
-                 {"abi", "memref-descriptor"},
-                 {"grid", gridJson(k.grid)},
-                 {"block", tripleJson(k.block)},
-                 {"dynamic_shared_memory_bytes", k.dynamicSharedMemoryBytes},
-                 {"vector_width", k.vectorWidth},
-                 {"alignment_bytes", k.alignmentBytes},
-                 {"params", std::move(params)}};
-  auto tensorMaps = [&](json &object,
-                        const std::vector<KernelTensorMap> &list) {
-    if (list.empty())
-      return;
+  // A launch shape's fields, the kernel's and its narrow variant's alike.
+  auto launchJson = [&](const LaunchShape &s) {
+    json object = {{"name", s.name},
+                   {"grid", gridJson(s.grid)},
+                   {"block", tripleJson(s.block)},
+                   {"dynamic_shared_memory_bytes", s.dynamicSharedMemoryBytes}};
+    if (s.tensorMaps.empty())
+      return object;
     json maps = json::array();
-    for (const KernelTensorMap &m : list)
+    for (const KernelTensorMap &m : s.tensorMaps)
       maps.push_back({{"param", k.params[m.param].name},
                       {"box", {m.boxRows, m.boxCols}},
                       {"swizzle", swizzleBytes(m.swizzle)},
                       {"oob", m.zeroFill ? "zero" : "nan"}});
     object["tensor_maps"] = std::move(maps);
+    return object;
   };
-  tensorMaps(kernel, k.tensorMaps);
-  if (k.hasNarrow()) {
-    json narrow = {
-        {"name", k.narrow.name},
-        {"grid", gridJson(k.narrow.grid)},
-        {"block", tripleJson(k.narrow.block)},
-        {"dynamic_shared_memory_bytes", k.narrow.dynamicSharedMemoryBytes}};
-    tensorMaps(narrow, k.narrow.tensorMaps);
-    kernel["narrow"] = std::move(narrow);
-  }
+  json kernel = launchJson(k);
+  kernel["function"] = k.function;
+  kernel["ops"] = k.ops;
+  kernel["template"] = templateName(k.kernelTemplate);
+  kernel["abi"] = "memref-descriptor";
+  kernel["vector_width"] = k.vectorWidth;
+  kernel["alignment_bytes"] = k.alignmentBytes;
+  kernel["params"] = std::move(params);
+  if (k.hasNarrow())
+    kernel["narrow"] = launchJson(k.narrow);
   auto side = [](const SideKernelSpec &s) -> json {
     return {{"name", s.name},
             {"grid", {s.grid, 1, 1}},

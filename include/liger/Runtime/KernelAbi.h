@@ -243,13 +243,13 @@ struct KernelTensorMap {
   bool zeroFill = true;
 };
 
-/// A matmul kernel's narrow-tile variant (docs/Design/Kernel-ABI.md,
-/// "Narrow variants"): the same parameters and arguments, its own entry
-/// point, grid, CTA shape, shared memory and TMA boxes. A launch runs it
-/// instead of the kernel where its grid fills the device better
-/// (chooseNarrow).
-struct NarrowSpec {
-  std::string name; ///< empty: none
+/// How one entry point is launched: its name, grid, CTA shape, dynamic
+/// shared memory and TMA descriptors. A KernelSpec is one; a matmul
+/// kernel's narrow-tile variant (docs/Design/Kernel-ABI.md, "Narrow
+/// variants") is another, with the kernel's parameters and arguments: a
+/// launch runs the one or the other (chooseNarrow), and reads both alike.
+struct LaunchShape {
+  std::string name; ///< the cubin's entry point (a variant's: empty, none)
   GridDim grid[3] = {{GridDim::Rows, 1}, {}, {}};
   int64_t block[3] = {1, 1, 1};
   int64_t dynamicSharedMemoryBytes = 0;
@@ -269,19 +269,15 @@ struct NarrowSpec {
 inline constexpr int64_t kMaxNarrowCtas = int64_t(1) << 30;
 bool chooseNarrow(int64_t ctas, int64_t narrowCtas, int64_t sms);
 
-/// Everything the runtime knows about one kernel.
-struct KernelSpec {
-  std::string name;     ///< the cubin's entry point
+/// Everything the runtime knows about one kernel: its launch shape (the
+/// LaunchShape it is) and its ABI.
+struct KernelSpec : LaunchShape {
   std::string function; ///< the function whose fusion group it implements
   std::string ops;      ///< the liger ops it came from, "liger.add_rms_norm"
   KernelTemplate kernelTemplate = KernelTemplate::Rowwise;
-  GridDim grid[3] = {{GridDim::Rows, 1}, {}, {}};
-  int64_t block[3] = {1, 1, 1};
-  int64_t dynamicSharedMemoryBytes = 0;
   int64_t vectorWidth = 1;     ///< elements per vector access (informational)
   int64_t alignmentBytes = 16; ///< every tensor's pointer must be aligned so
   std::vector<KernelParam> params;
-  std::vector<KernelTensorMap> tensorMaps;
   /// With a finishing kernel: an optional kernel run first, after the
   /// workspaces are zero-filled.
   SideKernelSpec prepare;
@@ -292,8 +288,9 @@ struct KernelSpec {
   /// With a finishing kernel: the CTAs per SM to size `partials`
   /// workspaces for (workspaceCtas).
   int64_t ctasPerSm = 0;
-  /// A matmul kernel without workspaces: its narrow-tile variant, if any.
-  NarrowSpec narrow;
+  /// A matmul kernel without workspaces: its narrow-tile variant, if any
+  /// (the same parameters; its own shape).
+  LaunchShape narrow;
 
   /// Whether a parameter is a workspace (the launch zero-fills them).
   bool hasWorkspaces() const;

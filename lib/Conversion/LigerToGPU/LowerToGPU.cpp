@@ -78,12 +78,9 @@ static void addNarrowVariant(const MatmulPlan &plan, gpu::GPUModuleOp kernels,
     // kernel_info's own verifier)
     candidate.name = name.str();
     candidate.function = "function";
-    ::liger::runtime::NarrowSpec &n = candidate.narrow;
-    n.name = variant->name;
-    std::copy_n(variant->grid, 3, n.grid);
-    std::copy_n(variant->block, 3, n.block);
-    n.dynamicSharedMemoryBytes = variant->dynamicSharedMemoryBytes;
-    n.tensorMaps = variant->tensorMaps;
+    // (the variant's launch shape; its ABI is its kernel's)
+    candidate.narrow =
+        static_cast<const ::liger::runtime::LaunchShape &>(*variant);
     ::liger::runtime::Status status = ::liger::runtime::verifyKernel(
         candidate, "liger-lower-to-gpu", name.str());
     if (status.isOk()) {

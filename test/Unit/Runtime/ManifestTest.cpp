@@ -759,8 +759,9 @@ INSTANTIATE_TEST_SUITE_P(
              },
              "modules[0].kernels[1].finish: dynamic_shared_memory_bytes must "
              "be in [0, 2^31), got 2147483648"},
-        // A narrow-tile variant: a matmul kernel's, without workspaces,
-        // both grids of tiles, the kernel's tensor maps but for the boxes.
+        // A narrow-tile variant: a matmul kernel's, without workspaces, a
+        // grid of tiles where its kernel has them, the kernel's tensor maps
+        // but for the boxes.
         Rule{"narrow-rowwise",
              [](Manifest &m) { kernel(m, 0).narrow = kernel(m, 2).narrow; },
              "modules[0].kernels[0].narrow: a narrow variant is for a matmul "
@@ -774,14 +775,13 @@ INSTANTIATE_TEST_SUITE_P(
                kernel(m, 2).grid[0] = {GridDim::Sms, 1};
                kernel(m, 2).grid[1] = {};
              },
-             "modules[0].kernels[2].narrow: a narrow variant and its kernel "
-             "have grids of tiles (constants and 'rows/N'), got 'sms' in the "
-             "kernel's"},
+             "modules[0].kernels[2].narrow: a narrow variant's kernel has a "
+             "grid of tiles (constants and 'rows/N'), got 'sms'"},
         Rule{"narrow-persistent",
              [](Manifest &m) { kernel(m, 2).narrow.grid[0] = {GridDim::Sms, 1}; },
-             "modules[0].kernels[2].narrow: a narrow variant and its kernel "
-             "have grids of tiles (constants and 'rows/N'), got 'sms' in the "
-             "variant's"},
+             "modules[0].kernels[2].narrow: grid[0] is 'sms', the kernel's "
+             "'16': a narrow variant's grid has its kernel's constants and "
+             "row tiles in the same places"},
         Rule{"narrow-grid-kind",
              [](Manifest &m) { kernel(m, 2).narrow.grid[1] = {GridDim::Const, 8}; },
              "modules[0].kernels[2].narrow: grid[1] is '8', the kernel's "

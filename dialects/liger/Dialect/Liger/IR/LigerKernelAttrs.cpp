@@ -262,23 +262,18 @@ static rt::KernelSpec toSpec(StringRef name, StringRef function,
                              ArrayRef<TensorMapAttr> tensorMaps,
                              SideKernelAttr prepare, SideKernelAttr finish,
                              int64_t ctasPerSm, NarrowKernelAttr narrow) {
-  rt::KernelSpec spec;
-  spec.name = name.str();
-  spec.function = function.str();
-  spec.ops = ops.str();
-  spec.kernelTemplate = kernelTemplate;
-  for (auto [i, dim] : llvm::enumerate(grid.take_front(3)))
-    spec.grid[i] = dim;
-  spec.block[0] = threads;
-  spec.dynamicSharedMemoryBytes = sharedMemoryBytes;
-  spec.vectorWidth = vectorWidth;
-  spec.alignmentBytes = 16; // the templates' 16-byte vector accesses
-  for (KernelParamAttr p : params)
-    spec.params.push_back(p.toAbi());
-  auto toMaps = [](ArrayRef<TensorMapAttr> attrs,
-                   std::vector<rt::KernelTensorMap> &maps) {
-    for (TensorMapAttr m : attrs) {
-      rt::KernelTensorMap &map = maps.emplace_back();
+  // A launch shape, the kernel's and its narrow variant's alike.
+  auto toShape = [](StringRef name, ArrayRef<rt::GridDim> grid, int64_t threads,
+                    int64_t sharedMemoryBytes,
+                    ArrayRef<TensorMapAttr> tensorMaps,
+                    rt::LaunchShape &shape) {
+    shape.name = name.str();
+    for (auto [i, dim] : llvm::enumerate(grid.take_front(3)))
+      shape.grid[i] = dim;
+    shape.block[0] = threads;
+    shape.dynamicSharedMemoryBytes = sharedMemoryBytes;
+    for (TensorMapAttr m : tensorMaps) {
+      rt::KernelTensorMap &map = shape.tensorMaps.emplace_back();
       map.param = static_cast<size_t>(m.getParam());
       map.boxRows = m.getBoxRows();
       map.boxCols = m.getBoxCols();
@@ -286,15 +281,18 @@ static rt::KernelSpec toSpec(StringRef name, StringRef function,
       map.zeroFill = m.getZeroFill();
     }
   };
-  toMaps(tensorMaps, spec.tensorMaps);
-  if (narrow) {
-    spec.narrow.name = narrow.getName().str();
-    for (auto [i, dim] : llvm::enumerate(narrow.getGrid().take_front(3)))
-      spec.narrow.grid[i] = dim;
-    spec.narrow.block[0] = narrow.getThreads();
-    spec.narrow.dynamicSharedMemoryBytes = narrow.getSharedMemoryBytes();
-    toMaps(narrow.getTensorMaps(), spec.narrow.tensorMaps);
-  }
+  rt::KernelSpec spec;
+  toShape(name, grid, threads, sharedMemoryBytes, tensorMaps, spec);
+  spec.function = function.str();
+  spec.ops = ops.str();
+  spec.kernelTemplate = kernelTemplate;
+  spec.vectorWidth = vectorWidth;
+  spec.alignmentBytes = 16; // the templates' 16-byte vector accesses
+  for (KernelParamAttr p : params)
+    spec.params.push_back(p.toAbi());
+  if (narrow)
+    toShape(narrow.getName(), narrow.getGrid(), narrow.getThreads(),
+            narrow.getSharedMemoryBytes(), narrow.getTensorMaps(), spec.narrow);
   for (auto [attr, side] : {std::make_pair(prepare, &spec.prepare),
                             std::make_pair(finish, &spec.finish)})
     if (attr) {

@@ -211,7 +211,7 @@ def Liger_SideKernelAttr : AttrDef<Liger_Dialect, "SideKernel"> {
 
 def Liger_NarrowKernelAttr : AttrDef<Liger_Dialect, "NarrowKernel"> {
   let mnemonic = "narrow_kernel";
-  let summary = "a matmul kernel's narrow-tile variant (the kernel ABI's NarrowSpec)";
+  let summary = "a matmul kernel's narrow-tile variant (the kernel ABI's LaunchShape)";
   let description = [{
     A kernel of the same parameters with a narrower tile (64 rows), which
     the launcher runs instead of its kernel where its grid fills the GPU
