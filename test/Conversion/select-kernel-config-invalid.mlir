@@ -201,18 +201,6 @@ func.func @pingpong_lora(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>, %la: ten
 
 // -----
 
-func.func @pingpong_old_tile(%dy: tensor<?x128xbf16>, %x: tensor<?x128xbf16>, %acc: tensor<128x128xbf16>) -> tensor<128x128xbf16> {
-  // expected-error @+1 {{the pingpong schedule does not take this group: a 16-bit dW buffer's old tile is read once per CTA}}
-  %y = liger.fusion matmul(%dy, %x, %acc) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 64, tile_n = 128, tile_k = 64, stages = 3, schedule = pingpong>} : (tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<128x128xbf16>) -> tensor<128x128xbf16> {
-  ^bb0(%a: tensor<?x128xbf16>, %b: tensor<?x128xbf16>, %c: tensor<128x128xbf16>):
-    %g = liger.linear_grad_weight %a, %b accumulate %c : tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<128x128xbf16>
-    liger.yield %g : tensor<128x128xbf16>
-  }
-  return %y : tensor<128x128xbf16>
-}
-
-// -----
-
 func.func @persistent_lora(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>, %la: tensor<16x64xbf16>, %lb: tensor<64x16xbf16>) -> tensor<?x64xbf16> {
   // expected-error @+1 {{the persistent schedule does not take this group: LoRA's B tile is read once per CTA}}
   %y = liger.fusion matmul(%x, %w, %la, %lb) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 64, tile_n = 64, tile_k = 64, stages = 3, schedule = persistent>} : (tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<16x64xbf16>, tensor<64x16xbf16>) -> tensor<?x64xbf16> {
@@ -221,18 +209,6 @@ func.func @persistent_lora(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>, %la: t
     liger.yield %l : tensor<?x64xbf16>
   }
   return %y : tensor<?x64xbf16>
-}
-
-// -----
-
-func.func @persistent_old_tile(%dy: tensor<?x128xbf16>, %x: tensor<?x128xbf16>, %acc: tensor<128x128xbf16>) -> tensor<128x128xbf16> {
-  // expected-error @+1 {{the persistent schedule does not take this group: a 16-bit dW buffer's old tile is read once per CTA}}
-  %y = liger.fusion matmul(%dy, %x, %acc) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 128, tile_n = 128, tile_k = 64, stages = 3, schedule = persistent>} : (tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<128x128xbf16>) -> tensor<128x128xbf16> {
-  ^bb0(%a: tensor<?x128xbf16>, %b: tensor<?x128xbf16>, %c: tensor<128x128xbf16>):
-    %g = liger.linear_grad_weight %a, %b accumulate %c : tensor<?x128xbf16>, tensor<?x128xbf16>, tensor<128x128xbf16>
-    liger.yield %g : tensor<128x128xbf16>
-  }
-  return %y : tensor<128x128xbf16>
 }
 
 // -----

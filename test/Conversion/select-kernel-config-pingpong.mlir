@@ -9,8 +9,8 @@
 // --matmul-schedule=pingpong: every wgmma group that takes the schedule
 // gets it, on tiles as tall as the default's and half as wide (two
 // consumer sets of one warpgroup each: 384 threads), as many stages as fit
-// beside the sets' output tiles (up to 8); a group it does not take (LoRA,
-// a 16-bit dW buffer's old tile) keeps the default.
+// beside the sets' output tiles (up to 8); a group it does not take (LoRA)
+// keeps the default.
 // data-parallel (and auto, today) never choose it; mma.sync has no
 // schedule.
 // --matmul-schedule=persistent: the data-parallel tile, looped over by one
@@ -61,16 +61,18 @@ func.func @llama(%x: tensor<?x4096xbf16>, %wq: tensor<4096x4096xbf16>, %wg: tens
 
 // -----
 
-// Near-misses: LoRA (B's tile is read once per CTA) and a dW accumulated
-// into a bf16 buffer (its old tile likewise) keep the data-parallel
-// schedule; into an f32 buffer (read at each element) takes pingpong.
+// A near-miss: LoRA (B's tile is read once per CTA) keeps the
+// data-parallel schedule. A dW accumulated into a bf16 buffer takes it,
+// each consumer set with an old tile of its own (pingpong: two of 32 KiB
+// beside 5 stages; persistent: one of 64 KiB beside 3), and into an f32
+// buffer (read at each element) with none (7 stages; 4).
 // CHECK-LABEL: func.func @near_misses
 //       CHECK:   liger.fusion matmul{{.*}}#liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 256, tile_k = 64, stages = 4>
-//       CHECK:   liger.fusion matmul{{.*}}#liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 256, tile_k = 64, stages = 3>
+//       CHECK:   liger.fusion matmul{{.*}}#liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 128, tile_k = 64, stages = 5, schedule = pingpong>
 //       CHECK:   liger.fusion matmul{{.*}}#liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 128, tile_k = 64, stages = 7, schedule = pingpong>
 //    PS-LABEL: func.func @near_misses
 //          PS:   #liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 256, tile_k = 64, stages = 4>
-//          PS:   #liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 256, tile_k = 64, stages = 3>
+//          PS:   #liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, schedule = persistent>
 //          PS:   #liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, schedule = persistent>
 func.func @near_misses(%x: tensor<?x4096xbf16>, %w: tensor<4096x4096xbf16>, %la: tensor<16x4096xbf16>, %lb: tensor<4096x16xbf16>, %dy: tensor<?x4096xbf16>, %acc: tensor<4096x4096xbf16>, %acc32: tensor<4096x4096xf32>) -> (tensor<?x4096xbf16>, tensor<4096x4096xbf16>, tensor<4096x4096xf32>) {
   %y = liger.fusion matmul(%x, %w, %la, %lb) : (tensor<?x4096xbf16>, tensor<4096x4096xbf16>, tensor<16x4096xbf16>, tensor<4096x16xbf16>) -> tensor<?x4096xbf16> {

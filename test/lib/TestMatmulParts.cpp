@@ -298,7 +298,7 @@ struct TestMatmulPartPass
                               [&](GpuBuilder &, size_t) { return zeroPairs; });
     case Part::TmaStore: {
       WgmmaConsumerThread thread = getWgmmaConsumerThread(b, k);
-      TmaStoreTile tile = emitTmaStoreBegin(b, k, thread);
+      TmaStoreTile tile = emitTmaStoreBegin(b, k, thread, Value());
       auto stage = [&](GpuBuilder &ob, size_t, size_t result, Value pair) {
         emitTmaStoreStage(ob, k, thread, tile, pair, 0, 0, result);
       };

@@ -65,8 +65,6 @@ std::string mlir::liger::tileLoopLimit(const MatmulPlan &plan) {
   // What the data-parallel kernel reads once per CTA, next to the ring.
   if (plan.lora)
     return "LoRA's B tile is read once per CTA";
-  if (plan.accumulateTile)
-    return "a 16-bit dW buffer's old tile is read once per CTA";
   return "";
 }
 

@@ -34,15 +34,16 @@ MatmulLayout::MatmulLayout(const MatmulPlan &plan,
       layout.append(kLoRAB, config.tileN * r * elementBytes, 128);
     // A consumer warpgroup's 64 rows of a 16-bit output tile.
     bytesPerOutputWarpgroup = 64 * config.tileN * 2;
+    // The output tiles go over the drained stages where they all fit there
+    // (an accumulated dW's one tile sums in its set's `old_tile`). In a
+    // tile loop (pingpong, persistent) the ring is never drained: each
+    // consumer set has its own tile, where the group has one result (more,
+    // and the stages left would be too few).
+    bytesPerOutputTile = config.tileM / 64 * bytesPerOutputWarpgroup;
     oldTile = plan.accumulateTile;
     if (oldTile)
-      layout.append(kOldTile, config.tileM * config.tileN * elementBytes, 128);
-    // The output tiles go over the drained stages where they all fit there
-    // (an accumulated dW's one tile sums in `old_tile`). In a tile loop
-    // (pingpong, persistent) the ring is never drained: each consumer set
-    // has its own tile, where the group has one result (more, and the
-    // stages left would be too few).
-    bytesPerOutputTile = config.tileM / 64 * bytesPerOutputWarpgroup;
+      // (1024-byte aligned: the swizzle's atom, as the consumers address it)
+      layout.append(kOldTile, config.consumerSets() * bytesPerOutputTile, 1024);
     bool sixteenBit = llvm::all_of(plan.group.getResultTypes(), [](Type t) {
       return getElementTypeOrSelf(t).getIntOrFloatBitWidth() == 16;
     });
@@ -54,7 +55,7 @@ MatmulLayout::MatmulLayout(const MatmulPlan &plan,
                (!plan.accumulator || oldTile) && config.tileN % 64 == 0 &&
                (oldTile || fits);
     bytesPerOutputSet = plan.numOutputs() * bytesPerOutputTile;
-    if (tmaStore && config.loopsOverTiles())
+    if (tmaStore && config.loopsOverTiles() && !oldTile)
       layout.append(kOutput, config.consumerSets() * bytesPerOutputSet, 1024);
     else if (tmaStore && !oldTile)
       layout.overlay(kOutput, kStages, bytesPerOutputSet);

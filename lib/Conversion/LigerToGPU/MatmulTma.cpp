@@ -41,6 +41,24 @@ Value mlir::liger::wgmmaEmptyBarrier(GpuBuilder &b, const MatmulKernel &k,
                                   k.layout.emptyBarrier()));
 }
 
+/// Consumer set `set`'s (index; null: the one set's) old dW tile mbarrier
+/// of those from `base` (MatmulLayout::oldTileBarrier, oldTileEmptyBarrier).
+static Value oldTileBarrierAt(GpuBuilder &b, const MatmulKernel &k,
+                              int64_t base, Value set) {
+  return wgmmaSharedAt(
+      b, k,
+      set ? b.offsetOf(b.toI32(set), MatmulLayout::barrierBytes, base)
+          : b.i32(base));
+}
+
+/// Consumer set `set`'s (index; null: the one set's) old dW tile: its byte
+/// offset (i32).
+static Value oldTileAt(GpuBuilder &b, const MatmulKernel &k, Value set) {
+  int64_t base = k.layout.offset(MatmulLayout::kOldTile);
+  return set ? b.offsetOf(b.toI32(set), k.layout.outputTileBytes(), base)
+             : b.i32(base);
+}
+
 Value mlir::liger::wgmmaTileOffset(GpuBuilder &b, const MatmulKernel &k,
                                    Value stage, int64_t tile) {
   return b.offsetOf(b.toI32(stage), k.layout.stageBytes(),
@@ -75,8 +93,17 @@ void mlir::liger::emitWgmmaBarrierInit(GpuBuilder &b, const MatmulKernel &k,
   }
   if (k.plan.lora)
     ib.mbarrierInit(wgmmaSharedAt(ib, k, ib.i32(k.layout.loraBarrier())), 1);
-  if (k.layout.hasOldTile())
-    ib.mbarrierInit(wgmmaSharedAt(ib, k, ib.i32(k.layout.oldTileBarrier())), 1);
+  // Each consumer set's old dW tile: filled by the producer's copies; in a
+  // tile loop freed by the set's warpgroups once their stores have read it.
+  for (int64_t s = 0; k.layout.hasOldTile() && s < k.config.consumerSets();
+       ++s) {
+    Value set = s ? ib.index(s) : Value();
+    ib.mbarrierInit(oldTileBarrierAt(ib, k, k.layout.oldTileBarrier(), set), 1);
+    if (k.config.loopsOverTiles())
+      ib.mbarrierInit(
+          oldTileBarrierAt(ib, k, k.layout.oldTileEmptyBarrier(), set),
+          k.config.tileWarpgroups());
+  }
   ib.mbarrierInitFence();
   // (In a cluster the other CTAs' producers and consumers use them too.)
   if (k.config.cluster > 1)
@@ -90,6 +117,37 @@ void mlir::liger::emitWgmmaBarrierInit(GpuBuilder &b, const MatmulKernel &k,
 static void emitTmaProducerTile(GpuBuilder &ob, const MatmulKernel &k,
                                 Value base);
 
+/// The producer's copies of the old dW tile at k's tile origin into
+/// consumer set `set`'s old tile (index; null: the one set's), for the
+/// set's use `use` of it (index; in a tile loop, after its previous use's
+/// stores have read it).
+/// Box jb of row block w lands at (n0 + 64 jb, m0 + 64 w); TMA fills past
+/// the ends with zeros, which the store clips.
+static void emitOldTileLoad(GpuBuilder &ob, const MatmulKernel &k, Value set,
+                            Value use) {
+  const MatmulLayout &layout = k.layout;
+  if (k.config.loopsOverTiles())
+    ob.mbarrierWaitParity(
+        oldTileBarrierAt(ob, k, layout.oldTileEmptyBarrier(), set),
+        ob.bitXor(ob.toI32(ob.rem(use, 2)), ob.i32(1)), wgmmaWaitTicks(ob));
+  int64_t rowBlocks = k.config.tileM / 64;
+  int64_t slice = layout.outputWarpgroupBytes();
+  Value bar = oldTileBarrierAt(ob, k, layout.oldTileBarrier(), set);
+  ob.mbarrierArriveExpectTx(bar, rowBlocks * slice);
+  Value base = set ? oldTileAt(ob, k, set) : Value();
+  int64_t first = layout.offset(MatmulLayout::kOldTile);
+  for (int64_t w = 0; w < rowBlocks; ++w)
+    for (int64_t jb = 0; jb < k.config.tileN / 64; ++jb) {
+      int64_t at = w * slice + jb * MatmulLayout::outputBoxBytes;
+      ob.tmaLoad(
+          wgmmaSharedAt(ob, k, base ? ob.add(base, at) : ob.i32(first + at)),
+          k.oldTileMap,
+          ValueRange{ob.toI32(ob.add(k.n0, 64 * jb)),
+                     ob.toI32(ob.add(k.m0, 64 * w))},
+          bar);
+    }
+}
+
 void mlir::liger::emitTmaProducer(GpuBuilder &b, const MatmulKernel &k,
                                   Value isFirst) {
   const MatmulPlan &plan = k.plan;
@@ -99,10 +157,20 @@ void mlir::liger::emitTmaProducer(GpuBuilder &b, const MatmulKernel &k,
   GpuBuilder ob = b.ifThen(isFirst);
   if (config.loopsOverTiles()) {
     // Every tile of the CTA in turn, the ring's fills counted across them
-    // (tileLoopLimit leaves out LoRA B and the old dW tile).
+    // (tileLoopLimit leaves out LoRA B). An old dW tile follows its tile's
+    // stages: the producer runs a ring ahead of the consumers, so it lands
+    // before their epilogue, and where the K loop is longer than the ring
+    // the set's previous store has read the region by then (the set's
+    // warpgroups finished it before starting this tile), so that the wait
+    // for it holds no stage back (a shorter one may wait here).
+    int64_t sets = config.consumerSets();
     forEachCtaTile(ob, k, ob.index(0), 1,
                    [&](GpuBuilder &lb, const MatmulKernel &tk, Value i) {
                      emitTmaProducerTile(lb, tk, lb.mul(i, k.kTiles));
+                     if (layout.hasOldTile())
+                       emitOldTileLoad(lb, tk,
+                                       sets > 1 ? lb.rem(i, sets) : Value(),
+                                       lb.div(i, sets));
                    });
     return;
   }
@@ -114,25 +182,9 @@ void mlir::liger::emitTmaProducer(GpuBuilder &b, const MatmulKernel &k,
         wgmmaSharedAt(ob, k, ob.i32(layout.offset(MatmulLayout::kLoRAB))),
         k.loraBMap, ValueRange{ob.i32(0), ob.toI32(k.n0)}, bar);
   }
-  if (layout.hasOldTile()) {
-    // The old dW tile, whose load overlaps the whole product: box jb of
-    // warpgroup w's rows at (n0 + 64 jb, m0 + 64 w); TMA fills past the
-    // ends with zeros, which the store clips.
-    int64_t consumers = config.tileM / 64;
-    int64_t slice = layout.outputWarpgroupBytes();
-    Value bar = wgmmaSharedAt(ob, k, ob.i32(layout.oldTileBarrier()));
-    ob.mbarrierArriveExpectTx(bar, consumers * slice);
-    for (int64_t w = 0; w < consumers; ++w)
-      for (int64_t jb = 0; jb < config.tileN / 64; ++jb)
-        ob.tmaLoad(wgmmaSharedAt(ob, k,
-                                 ob.i32(layout.offset(MatmulLayout::kOldTile) +
-                                        w * slice +
-                                        jb * MatmulLayout::outputBoxBytes)),
-                   k.oldTileMap,
-                   ValueRange{ob.toI32(ob.add(k.n0, 64 * jb)),
-                              ob.toI32(ob.add(k.m0, 64 * w))},
-                   bar);
-  }
+  // The old dW tile, whose load overlaps the whole product.
+  if (layout.hasOldTile())
+    emitOldTileLoad(ob, k, Value(), Value());
   emitTmaProducerTile(ob, k, Value());
 }
 
@@ -239,15 +291,22 @@ static bool defersStoreWait(const MatmulKernel &k) {
 
 TmaStoreTile mlir::liger::emitTmaStoreBegin(GpuBuilder &b,
                                             const MatmulKernel &k,
-                                            const WgmmaConsumerThread &thread) {
+                                            const WgmmaConsumerThread &thread,
+                                            Value tileIndex) {
   const MatmulLayout &layout = k.layout;
   TmaStoreTile tile;
   int64_t slice = layout.outputWarpgroupBytes();
   if (layout.hasOldTile()) {
-    b.mbarrierWaitParity(wgmmaSharedAt(b, k, b.i32(layout.oldTileBarrier())),
-                         b.i32(0), wgmmaWaitTicks(b));
-    tile.base = b.add(b.i32(layout.offset(MatmulLayout::kOldTile)),
-                      b.mul(b.toI32(thread.cw), slice));
+    // The set's use tileIndex / sets of its old tile (the producer's
+    // emitOldTileLoad), or its one use.
+    int64_t sets = k.config.consumerSets();
+    Value set = sets > 1 ? thread.set : Value();
+    Value parity =
+        tileIndex ? b.toI32(b.rem(b.div(tileIndex, sets), 2)) : b.i32(0);
+    b.mbarrierWaitParity(oldTileBarrierAt(b, k, layout.oldTileBarrier(), set),
+                         parity, wgmmaWaitTicks(b));
+    tile.base = b.add(oldTileAt(b, k, set),
+                      b.mul(b.toI32(thread.rowBlock(b, 0)), slice));
   } else if (k.config.loopsOverTiles()) {
     // The set's own tile (beside the ring, which the producer is filling
     // with the next tiles' stages), free once its previous store has been
@@ -320,10 +379,16 @@ void mlir::liger::emitTmaStoreEnd(GpuBuilder &b, const MatmulKernel &k,
                                               rb * slice)),
                     ValueRange{fb.toI32(fb.add(k.n0, 64 * jb)), rowOrigin});
   }
-  if (defersStoreWait(k))
+  if (defersStoreWait(k)) {
     fb.tmaStoreCommit();
-  else
-    fb.tmaStoreCommitAndWaitRead();
+    return;
+  }
+  fb.tmaStoreCommitAndWaitRead();
+  // The set's old dW tile, read: the producer may copy the next one in.
+  if (k.layout.hasOldTile() && k.config.loopsOverTiles())
+    fb.mbarrierArrive(
+        oldTileBarrierAt(fb, k, k.layout.oldTileEmptyBarrier(),
+                         k.config.consumerSets() > 1 ? thread.set : Value()));
 }
 
 void mlir::liger::emitTmaStoreDrain(GpuBuilder &b, const MatmulKernel &k) {

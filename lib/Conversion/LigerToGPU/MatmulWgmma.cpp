@@ -382,7 +382,7 @@ static LogicalResult emitWgmmaEpilogue(GpuBuilder &cb, const MatmulKernel &k,
   bool tmaStore = k.layout.storesWithTma();
   TmaStoreTile tile;
   if (tmaStore)
-    tile = emitTmaStoreBegin(cb, k, thread);
+    tile = emitTmaStoreBegin(cb, k, thread, c.tileIndex);
   Type f32 = cb.getF32Type();
   // Pair (rb · tile_n / 8 + j) · 2 + half: row block rb, n8 block j, rows
   // r0 + 8 half.

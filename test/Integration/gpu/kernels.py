@@ -771,7 +771,7 @@ MATMUL_GRADS = {
     "ms_dw_acc_256_128_f16": ("dw_acc", 256, 128, "f16", 64, 64, 2, "mma_sync"),
     "ms_dw_acc_lowp_512_256": ("dw_acc_lowp", 512, 256, "bf16", 128, 64, 3, "mma_sync"),
     # The pingpong schedule: dx and dW with partial tiles on every side,
-    # dW into an f32 buffer (a 16-bit one's old tile is not pingpong's).
+    # dW into an f32 buffer.
     "pp_dx_1000_520": ("dx", 1000, 520, "bf16", 64, 256, 3, "wgmma_pp"),
     "pp_dw_1000_520": ("dw", 1000, 520, "bf16", 64, 256, 3, "wgmma_pp"),
     "pp_dw_acc_512_256": ("dw_acc", 512, 256, "bf16", 64, 128, 4, "wgmma_pp"),
@@ -781,6 +781,16 @@ MATMUL_GRADS = {
     "ps_dx_1000_520": ("dx", 1000, 520, "bf16", 128, 256, 3, "wgmma_ps"),
     "ps_dw_1000_520": ("dw", 1000, 520, "bf16", 128, 256, 3, "wgmma_ps"),
     "ps_dw_acc_512_256": ("dw_acc", 512, 256, "bf16", 128, 128, 4, "wgmma_ps"),
+    # A 16-bit dW buffer's old tile in the tile loops: each consumer set's
+    # own, copied in again for each of the CTA's tiles once the set's
+    # previous store has read it (8192 x 4096 and 4096 x 4096: 2048 and 512
+    # tiles, so that on up to 264 SMs every set uses its region at least
+    # three times and the mbarriers' parity wraps; 1000 x 520: partial
+    # tiles, a 64-row f16 tile).
+    "pp_dw_acc_lowp_8192_4096": ("dw_acc_lowp", 8192, 4096, "bf16", 128, 128, 5, "wgmma_pp"),
+    "pp_dw_acc_lowp_1000_520_f16_m64": ("dw_acc_lowp", 1000, 520, "f16", 64, 128, 4, "wgmma_pp"),
+    "ps_dw_acc_lowp_4096_4096": ("dw_acc_lowp", 4096, 4096, "bf16", 128, 256, 3, "wgmma_ps"),
+    "ps_dw_acc_lowp_1000_520": ("dw_acc_lowp", 1000, 520, "bf16", 128, 256, 3, "wgmma_ps"),
     # Clusters: dx's W and dW's x multicast in 64-column boxes; dW's 3 or 8
     # row tiles (of dy's 384 or 1000 features: an odd count past the end),
     # into f32 and 16-bit buffers.

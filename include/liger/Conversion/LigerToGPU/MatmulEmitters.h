@@ -198,7 +198,8 @@ Value wgmmaWaitTicks(GpuBuilder &b);
 void emitWgmmaBarrierInit(GpuBuilder &b, const MatmulKernel &k, Value isFirst);
 /// The producer warpgroup: registers lowered, one thread issuing the TMA
 /// copies of LoRA B's tile and the old dW tile once, then of every stage
-/// once the consumers have released it.
+/// once the consumers have released it (in a tile loop, each tile's stages
+/// and then its old dW tile, once the set's previous store has read it).
 void emitTmaProducer(GpuBuilder &b, const MatmulKernel &k, Value isFirst);
 
 /// The TMA-store epilogue's tile of one consumer warpgroup: its byte offset
@@ -209,12 +210,14 @@ struct TmaStoreTile {
   Value rowInWarpgroup; ///< i32: 16 warp + lane / 4
 };
 /// Where the consumer warpgroup stages its output rows (its first 64-row
-/// block; the next follow): in `old_tile` once the old dW tile has landed,
-/// over the drained stages once every consumer is past its last wgmma, or
-/// in a tile loop in its set's tiles (beside the ring) once their last
-/// store has been read.
+/// block; the next follow): in its set's `old_tile` once the old dW tile
+/// has landed (in a tile loop, the CTA's tile `tileIndex`'s: index), over
+/// the drained stages once every consumer is past its last wgmma, or in a
+/// tile loop in its set's tiles (beside the ring) once their last store has
+/// been read.
 TmaStoreTile emitTmaStoreBegin(GpuBuilder &b, const MatmulKernel &k,
-                               const WgmmaConsumerThread &thread);
+                               const WgmmaConsumerThread &thread,
+                               Value tileIndex);
 /// Stages result `result`'s `pair` of row 16 w + l / 4 + 8 `half` of the
 /// warpgroup's row block `rowBlock` and columns 8 `j` + 2 (l % 4) (lane l
 /// of warp w) in its tile: 64-column
@@ -229,9 +232,10 @@ void emitTmaStoreStage(GpuBuilder &b, const MatmulKernel &k,
 /// Fences the staged tiles for the async proxy, meets at the warpgroup's
 /// barrier, and lets its first thread store each result's boxes through
 /// that output's tensor map (which clips the row and column ends), waiting
-/// until they have been read; in a tile loop (the set's own tile) it
-/// waits at the next tile's emitTmaStoreBegin instead, and after the
-/// last, at emitTmaStoreDrain.
+/// until they have been read (in a tile loop, then frees the set's old dW
+/// tile for the producer's next copy); in a tile loop (the set's own
+/// tile) it waits at the next tile's emitTmaStoreBegin instead, and after
+/// the last, at emitTmaStoreDrain.
 void emitTmaStoreEnd(GpuBuilder &b, const MatmulKernel &k,
                      const WgmmaConsumerThread &thread,
                      const TmaStoreTile &tile);

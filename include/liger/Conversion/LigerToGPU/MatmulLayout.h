@@ -9,16 +9,19 @@
 // swizzle's atom):
 //
 //   barriers   [0, 1024)  full and empty mbarrier of each stage, LoRA B's
-//                         mbarrier, the old dW tile's mbarrier
+//                         mbarrier, each consumer set's old dW tile's
+//                         full (and in a tile loop empty) mbarrier
 //   stages                the ring: per stage the x tile, the weight
 //                         tile(s) and LoRA A's slice, rows of tile_k
 //                         elements (128 bytes), 128-byte swizzled
 //   lora_b                LoRA B's [tile_n, r] tile, read once
-//   old_tile              a 16-bit dW buffer's old [tile_m, tile_n] tile
+//   old_tile              a 16-bit dW buffer's old [tile_m, tile_n] tile,
+//                         one per consumer set, summed and stored there
 //   output     (over stages, once drained) the tiles the TMA-store
 //                         epilogue stores, one per result, 64 rows per
-//                         consumer warpgroup; in a tile loop a region of
-//                         its own, one tile per consumer set
+//                         consumer warpgroup (none beside `old_tile`,
+//                         where a dW's one tile sums); in a tile loop a region
+//                         of its own, one tile per consumer set
 //
 // mma.sync: memref views of the dynamic shared memory:
 //
@@ -70,10 +73,14 @@ public:
   static constexpr int64_t barrierBytes = 8;
   int64_t fullBarrier() const { return 0; }
   int64_t emptyBarrier() const { return barrierBytes * stages; }
-  /// LoRA B's and the old dW tile's mbarriers (the stages' pairs stay below
-  /// 512: verifyMatmulKernelConfig allows 8 stages at most).
+  /// LoRA B's and the old dW tiles' mbarriers (the stages' pairs stay below
+  /// 512: verifyMatmulKernelConfig allows 8 stages at most): consumer set
+  /// s's old tile is full at oldTileBarrier() + barrierBytes · s and, in a
+  /// tile loop, free again (its store has read it) at oldTileEmptyBarrier()
+  /// + barrierBytes · s.
   int64_t loraBarrier() const { return 512; }
   int64_t oldTileBarrier() const { return 768; }
+  int64_t oldTileEmptyBarrier() const { return 768 + 4 * barrierBytes; }
   /// Stage s starts at offset(kStages) + s · stageBytes(); tile t at
   /// tileOffset(t) into it: 0 the x tile, 1 + p weight p, 1 + numBTiles
   /// LoRA A's slice.
@@ -97,13 +104,16 @@ public:
   /// A consumer set's output tiles (a tile loop: set s's start at
   /// offset(kOutput) + s · outputSetBytes()).
   int64_t outputSetBytes() const { return bytesPerOutputSet; }
+  /// One 16-bit tile_m x tile_n tile: consumer set s's old dW tile starts
+  /// at offset(kOldTile) + s · outputTileBytes().
+  int64_t outputTileBytes() const { return bytesPerOutputTile; }
   /// The epilogue stages each result's output tile in `output` and stores
   /// it with TMA (16-bit results, tile_n a multiple of 64, every result's
   /// tile within the stages, or in a tile loop one result; not RoPE, not an
   /// f32 accumulation).
   bool storesWithTma() const { return tmaStore; }
   /// dW accumulated into a 16-bit buffer: its old tile is TMA-loaded into
-  /// `old_tile`, summed there and stored from there.
+  /// the consumer set's `old_tile`, summed there and stored from there.
   bool hasOldTile() const { return oldTile; }
 
 private:
