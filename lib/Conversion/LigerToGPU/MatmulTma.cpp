@@ -51,10 +51,11 @@ static Value oldTileBarrierAt(GpuBuilder &b, const MatmulKernel &k,
           : b.i32(base));
 }
 
-/// Consumer set `set`'s (index; null: the one set's) old dW tile: its byte
-/// offset (i32).
-static Value oldTileAt(GpuBuilder &b, const MatmulKernel &k, Value set) {
-  int64_t base = k.layout.offset(MatmulLayout::kOldTile);
+/// The byte offset (i32) `at` bytes into consumer set `set`'s (index;
+/// null: the one set's) old dW tile.
+static Value oldTileAt(GpuBuilder &b, const MatmulKernel &k, Value set,
+                       int64_t at = 0) {
+  int64_t base = k.layout.offset(MatmulLayout::kOldTile) + at;
   return set ? b.offsetOf(b.toI32(set), k.layout.outputTileBytes(), base)
              : b.i32(base);
 }
@@ -134,18 +135,16 @@ static void emitOldTileLoad(GpuBuilder &ob, const MatmulKernel &k, Value set,
   int64_t slice = layout.outputWarpgroupBytes();
   Value bar = oldTileBarrierAt(ob, k, layout.oldTileBarrier(), set);
   ob.mbarrierArriveExpectTx(bar, rowBlocks * slice);
-  Value base = set ? oldTileAt(ob, k, set) : Value();
-  int64_t first = layout.offset(MatmulLayout::kOldTile);
   for (int64_t w = 0; w < rowBlocks; ++w)
-    for (int64_t jb = 0; jb < k.config.tileN / 64; ++jb) {
-      int64_t at = w * slice + jb * MatmulLayout::outputBoxBytes;
-      ob.tmaLoad(
-          wgmmaSharedAt(ob, k, base ? ob.add(base, at) : ob.i32(first + at)),
-          k.oldTileMap,
-          ValueRange{ob.toI32(ob.add(k.n0, 64 * jb)),
-                     ob.toI32(ob.add(k.m0, 64 * w))},
-          bar);
-    }
+    for (int64_t jb = 0; jb < k.config.tileN / 64; ++jb)
+      ob.tmaLoad(wgmmaSharedAt(
+                     ob, k,
+                     oldTileAt(ob, k, set,
+                               w * slice + jb * MatmulLayout::outputBoxBytes)),
+                 k.oldTileMap,
+                 ValueRange{ob.toI32(ob.add(k.n0, 64 * jb)),
+                            ob.toI32(ob.add(k.m0, 64 * w))},
+                 bar);
 }
 
 void mlir::liger::emitTmaProducer(GpuBuilder &b, const MatmulKernel &k,
