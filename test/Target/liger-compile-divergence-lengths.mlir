@@ -79,15 +79,24 @@
 // logit row's max and sum of exponentials (one online pair for each row,
 // not one for each op that takes its log-softmax), the second the loss and
 // the sum of the gradient over the log-probabilities, the third stores the
-// gradient over the student's logits.
+// gradient over the student's logits. All three read both rows: the first
+// keeps the first 26624 columns of each in shared memory (the share of two
+// CTAs an SM), the other two read those from there.
 // GPU-LABEL: gpu.func @jsd_logits_128256_bf16_rowwise_0(
+//  GPU-SAME:     shared_memory_bytes = 106720,
+//       GPU:     %[[S:.+]] = memref.view %{{.+}}[%c224][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<26624xbf16, #gpu.address_space<workgroup>>
+//       GPU:     %[[T:.+]] = memref.view %{{.+}}[%c53472][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<26624xbf16, #gpu.address_space<workgroup>>
 //       GPU:     scf.for {{.+}} -> (f32, f32, f32, f32) {
-//       GPU:       vector.load %arg1[%block_id_x, %{{.+}}] {alignment = 16 : i64} : memref<?x128256xbf16>, vector<8xbf16>
 //       GPU:       vector.load %arg0[%block_id_x, %{{.+}}] {alignment = 16 : i64} : memref<?x128256xbf16>, vector<8xbf16>
-//   GPU-NOT:       vector.store
+//       GPU:       vector.store %{{.+}}, %[[S]]
+//       GPU:       vector.load %arg1[%block_id_x, %{{.+}}] {alignment = 16 : i64} : memref<?x128256xbf16>, vector<8xbf16>
+//       GPU:       vector.store %{{.+}}, %[[T]]
+//   GPU-NOT:       vector.store %{{.+}}, %arg4
 //       GPU:     scf.for {{.+}} -> (vector<8xf32>, vector<8xf32>) {
+//       GPU:       vector.load %[[S]]
 //   GPU-NOT:       vector.store
 //       GPU:     scf.for
+//       GPU:       vector.load %[[S]]
 //       GPU:       vector.store %{{.+}}, %arg4[%block_id_x, %{{.+}}] {alignment = 16 : i64} : memref<?x128256xbf16>, vector<8xbf16>
 //       GPU:     gpu.return
 

@@ -804,8 +804,6 @@ FailureOr<rt::KernelSpec> CEBuilder::buildKernel() {
 
   // Staging (see stagedChunks) after the largest reduction area, 16-byte
   // aligned.
-  // A CTA's share of the SM's shared memory: the SM has the per-CTA
-  // maximum plus 1 KiB, and each resident CTA reserves 1 KiB.
   // cp.async (with its L1 bypass) copies 16-byte chunks only: narrower
   // ones (a pinned width, or bf16 logits narrowed to f32 class weights'
   // chunks) are read from memory in both passes.
@@ -813,9 +811,7 @@ FailureOr<rt::KernelSpec> CEBuilder::buildKernel() {
       width * bytes == 16) {
     int64_t chunkBytes = width * bytes;
     int64_t perThread = (vocab / width + threads - 1) / threads;
-    int64_t share = std::min(maxSharedMemoryBytes,
-                             (maxSharedMemoryBytes + 1024) / config.ctasPerSm -
-                                 1024);
+    int64_t share = sharedMemoryShare(maxSharedMemoryBytes, config.ctasPerSm);
     stageOffset =
         (GpuBuilder::blockReduceSlots(threads, kMaxValues, kMaxValues) * 4 + 15) /
         16 * 16;

@@ -253,7 +253,8 @@ struct LowerToGPUPass : mlir::liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
                                        target->maxSharedMemoryBytes);
         break;
       default:
-        info = buildRowKernel(group, kernels, name, *row);
+        info = buildRowKernel(group, kernels, name, *row,
+                              target->maxSharedMemoryBytes);
         break;
       }
       if (failed(info))

@@ -353,9 +353,10 @@ struct PendingReduction {
 
 class RowKernelBuilder {
 public:
-  RowKernelBuilder(FusionOp group, const RowKernelConfig &config)
+  RowKernelBuilder(FusionOp group, const RowKernelConfig &config,
+                   int64_t maxSharedMemoryBytes = 0)
       : group(group), config(config), ctx(group.getContext()),
-        loc(group.getLoc()) {}
+        loc(group.getLoc()), maxSharedMemoryBytes(maxSharedMemoryBytes) {}
 
   FailureOr<rt::KernelSpec> build(gpu::GPUModuleOp module, StringRef name);
   /// The analysis alone: the number of row values the register form holds
@@ -430,6 +431,18 @@ private:
   SmallVector<Value> outputMemrefs;
   Value tid, row, dynSmem;
   int64_t smemBytes = 0;
+  // The end of the loop form's staging area (emitLooped), 0 without one.
+  int64_t stageBytes = 0;
+  int64_t maxSharedMemoryBytes = 0; // the target's, per CTA
+  /// The CTAs an SM the loop form aims at: ptxas's register bound and the
+  /// share of shared memory its staging takes; 0 in the configuration picks
+  /// two for a grid of rows and four for a grid of CTAs (a reduction across
+  /// rows).
+  int64_t loopCtasPerSm() const {
+    if (config.ctasPerSm)
+      return config.ctasPerSm;
+    return columnReductions.empty() ? 2 : 4;
+  }
   // Row reductions whose block step is still to come, in program order.
   SmallVector<PendingReduction> pendingReductions;
 
@@ -1210,44 +1223,50 @@ LogicalResult RowKernelBuilder::emitLooped(OpBuilder &b) {
     return success();
   };
 
-  for (unsigned p = 0; p < passes; ++p) {
-    if (failed(emitScalarsUpTo(p)))
-      return failure();
-    // The pass's work, in program order.
+  // Each pass's work, in program order: its reductions, online (max, sum)
+  // pairs, column reductions and stores, and the row inputs it reads
+  // (loaded first in each chunk). `splats` (with a builder) receives the
+  // uniform values it reads, broadcast once before its loop.
+  struct PassWork {
     SmallVector<linalg::GenericOp> reductions, columns, stores;
+    SmallVector<std::pair<linalg::GenericOp, linalg::GenericOp>> online;
+    SetVector<Value> rowInputs;
+  };
+  auto passWork = [&](unsigned p, OpBuilder *sb,
+                      DenseMap<Value, Value> *splats) {
+    PassWork work;
     for (linalg::GenericOp op : steps) {
       if (passOf[op] != p)
         continue;
       switch (classifyStep(op, rank)) {
       case StepKind::RowReduction:
         if (!onlineMax.contains(op) && !onlineMaxOf.count(op))
-          reductions.push_back(op);
+          work.reductions.push_back(op);
         break;
       case StepKind::ColumnReduction:
-        columns.push_back(op);
+        work.columns.push_back(op);
         break;
       case StepKind::Elementwise:
         if (llvm::any_of(op->getResults(),
                          [&](Value r) { return resultIndex.count(r); }))
-          stores.push_back(op);
+          work.stores.push_back(op);
         break;
       default:
         break;
       }
     }
-    // Uniform values the pass reads, broadcast once before its loop; the
-    // row inputs it reads, loaded first in each chunk.
-    DenseMap<Value, Value> splats;
-    SetVector<Value> rowInputs;
+    auto splat = [&](Value v, function_ref<Value()> scalar) {
+      if (sb && !splats->count(v))
+        (*splats)[v] = vector::BroadcastOp::create(
+            *sb, loc, vecOf(getElementTypeOrSelf(v.getType())), scalar());
+    };
     std::function<void(Value)> collect = [&](Value v) {
       if (auto arg = dyn_cast<BlockArgument>(v)) {
         rt::ParamKind kind = inputKinds[arg.getArgNumber()];
         if (kind == rt::ParamKind::Rows || kind == rt::ParamKind::Feature)
-          rowInputs.insert(v);
-        else if (!splats.count(v))
-          splats[v] = vector::BroadcastOp::create(
-              b, loc, vecOf(getElementTypeOrSelf(v.getType())),
-              loadUniform(b, v));
+          work.rowInputs.insert(v);
+        else
+          splat(v, [&] { return loadUniform(*sb, v); });
         return;
       }
       auto producer = v.getDefiningOp<linalg::GenericOp>();
@@ -1255,42 +1274,143 @@ LogicalResult RowKernelBuilder::emitLooped(OpBuilder &b) {
         // A result an earlier pass stored is read back (by the thread that
         // wrote it), one stream where recomputing it may take several.
         if (resultIndex.count(v) && passOf[producer] < p) {
-          rowInputs.insert(v);
+          work.rowInputs.insert(v);
           return;
         }
         for (Value in : producer.getDpsInputs())
           collect(in);
         return;
       }
-      if (!splats.count(v))
-        splats[v] = vector::BroadcastOp::create(
-            b, loc, vecOf(getElementTypeOrSelf(v.getType())), reps[v].uniform);
+      splat(v, [&] { return reps[v].uniform; });
     };
-    for (auto list : {reductions, columns, stores})
+    for (auto list : {work.reductions, work.columns, work.stores})
       for (linalg::GenericOp op : list)
         for (Value in : op.getDpsInputs())
           collect(in);
-    for (linalg::GenericOp op : stores)
+    for (linalg::GenericOp op : work.stores)
       for (Value r : op->getResults())
         collect(r);
     // (In program order: the map's order is its keys' addresses, which
     // would order the loads differently from one compile to the next.)
     for (linalg::GenericOp op : steps)
       if (auto it = onlineMaxOf.find(op);
-          it != onlineMaxOf.end() && passOf[op] == p)
+          it != onlineMaxOf.end() && passOf[op] == p) {
         collect(it->second.getDpsInputs()[0]);
+        work.online.push_back({it->second, op});
+      }
+    return work;
+  };
+
+  // Staging: a row input that several passes read is kept in shared memory
+  // by the first, as far as the CTA's share holds it (the row's first
+  // stagedChunks T W elements of each such input, each thread reading back
+  // only the chunks it stored), and the later passes read that part from
+  // there. The area follows the passes' block-reduction areas.
+  SetVector<Value> stagedInputs;
+  DenseMap<Value, unsigned> firstReader;
+  int64_t reductionBytes = 0;
+  {
+    DenseMap<Value, unsigned> readers;
+    for (unsigned p = 0; p < passes; ++p) {
+      PassWork work = passWork(p, nullptr, nullptr);
+      for (Value in : work.rowInputs)
+        if (auto arg = dyn_cast<BlockArgument>(in);
+            arg && inputKinds[arg.getArgNumber()] == rt::ParamKind::Rows) {
+          firstReader.try_emplace(in, p);
+          if (++readers[in] == 2)
+            stagedInputs.insert(in);
+        }
+      int64_t values = work.reductions.size() + 2 * work.online.size();
+      if (values && threads > 32)
+        reductionBytes +=
+            GpuBuilder::blockReduceSlots(threads, values, values) * 4;
+    }
+  }
+  int64_t stageOffset = (smemBytes + reductionBytes + 15) / 16 * 16;
+  int64_t stagedChunks = 0;
+  SmallVector<Value> stageViews;
+  if (config.reuseLoads && !stagedInputs.empty()) {
+    int64_t chunkBytes = 0; // one chunk of every staged input
+    for (Value in : stagedInputs)
+      chunkBytes += w * elementBytes(getElementTypeOrSelf(in.getType()));
+    int64_t share = sharedMemoryShare(maxSharedMemoryBytes, loopCtasPerSm());
+    stagedChunks =
+        std::clamp<int64_t>((share - stageOffset) / (threads * chunkBytes), 0,
+                            (totalChunks + threads - 1) / threads);
+  }
+  int64_t stagedElements = stagedChunks * threads * w;
+  if (stagedChunks) {
+    int64_t at = stageOffset;
+    for (Value in : stagedInputs) {
+      Type elem = getElementTypeOrSelf(in.getType());
+      stageViews.push_back(
+          GpuBuilder(loc, b).sharedView(dynSmem, at, {stagedElements}, elem));
+      at += stagedElements * elementBytes(elem);
+    }
+    stageBytes = at;
+  }
+  // The chunk of row input `in` at `col` in pass p: from its stage where a
+  // pass before staged it, else from memory (and into its stage, in the
+  // first pass that reads it). `known`: whether the chunk is staged, where
+  // the caller knows it at compile time.
+  auto loadRowChunk = [&](OpBuilder &cb, Value in, unsigned p, Value col,
+                          std::optional<bool> known) -> Value {
+    auto arg = cast<BlockArgument>(in);
+    auto *staged = llvm::find(stagedInputs, in);
+    if (!stagedChunks || staged == stagedInputs.end() || known == false)
+      return loadChunk(cb, in, inputKinds[arg.getArgNumber()], 0, col);
+    Value view = stageViews[staged - stagedInputs.begin()];
+    Type elem = getElementTypeOrSelf(in.getType());
+    llvm::MaybeAlign align(std::min<int64_t>(16, w * elementBytes(elem)));
+    if (p == firstReader.lookup(in)) {
+      Value v = loadChunk(cb, in, rt::ParamKind::Rows, 0, col);
+      OpBuilder sb = cb;
+      if (!known) {
+        Value isStaged = arith::CmpIOp::create(
+            cb, loc, arith::CmpIPredicate::ult, col, idx(cb, stagedElements));
+        sb = scf::IfOp::create(cb, loc, isStaged, false).getThenBodyBuilder();
+      }
+      vector::StoreOp::create(sb, loc, v, view, ValueRange{col},
+                              /*nontemporal=*/false, align);
+      return v;
+    }
+    if (known)
+      return vector::LoadOp::create(cb, loc, vecOf(elem), view, ValueRange{col},
+                                    false, align);
+    Value isStaged = arith::CmpIOp::create(cb, loc, arith::CmpIPredicate::ult,
+                                           col, idx(cb, stagedElements));
+    auto pick = scf::IfOp::create(cb, loc, TypeRange{vecOf(elem)}, isStaged,
+                                  /*withElseRegion=*/true);
+    OpBuilder tb = pick.getThenBodyBuilder(), eb = pick.getElseBodyBuilder();
+    scf::YieldOp::create(tb, loc,
+                         vector::LoadOp::create(tb, loc, vecOf(elem), view,
+                                                ValueRange{col}, false, align)
+                             .getResult());
+    scf::YieldOp::create(eb, loc,
+                         loadChunk(eb, in, rt::ParamKind::Rows, 0, col));
+    return pick.getResult(0);
+  };
+
+  for (unsigned p = 0; p < passes; ++p) {
+    if (failed(emitScalarsUpTo(p)))
+      return failure();
+    DenseMap<Value, Value> splats;
+    PassWork work = passWork(p, &b, &splats);
+    SmallVector<linalg::GenericOp> &reductions = work.reductions,
+                                   &columns = work.columns,
+                                   &stores = work.stores;
+    auto &online = work.online;
+    SetVector<Value> &rowInputs = work.rowInputs;
 
     int64_t unroll = loopUnroll(w, rowInputs.size() + columns.size());
     int64_t fullGroups = totalChunks / (unroll * threads);
     int64_t step = unroll * threads * w;
+    // Every other pass runs backwards over the row, so that it starts with
+    // the chunks the pass before read last, which L2 may still hold.
+    bool backwards = p % 2 == 1;
 
     // The carried values: a vector accumulator per reduction, then the
     // running max and sum of each online pair.
-    SmallVector<std::pair<linalg::GenericOp, linalg::GenericOp>> online;
-    for (linalg::GenericOp op : steps)
-      if (auto it = onlineMaxOf.find(op);
-          it != onlineMaxOf.end() && passOf[op] == p)
-        online.push_back({it->second, op});
     double lowest = std::numeric_limits<float>::lowest();
     SmallVector<Value> inits;
     for (linalg::GenericOp op : reductions)
@@ -1310,14 +1430,20 @@ LogicalResult RowKernelBuilder::emitLooped(OpBuilder &b) {
 
     // One group of chunks at `cols`: every row input's chunks loaded first,
     // then the values, accumulations and stores.
+    // `chunk`: the thread's chunk index of a lone chunk (the rest), which
+    // tells at compile time whether it is staged.
     auto emitChunks = [&](OpBuilder &cb, ArrayRef<Value> cols,
-                          ValueRange carried) -> FailureOr<SmallVector<Value>> {
+                          ValueRange carried,
+                          std::optional<int64_t> chunk =
+                              std::nullopt) -> FailureOr<SmallVector<Value>> {
       SmallVector<DenseMap<Value, Value>> chunkValues(cols.size());
       for (auto [u, col] : llvm::enumerate(cols))
         for (Value in : rowInputs) {
-          if (auto arg = dyn_cast<BlockArgument>(in)) {
+          if (isa<BlockArgument>(in)) {
             chunkValues[u][in] =
-                loadChunk(cb, in, inputKinds[arg.getArgNumber()], 0, col);
+                loadRowChunk(cb, in, p, col,
+                             chunk ? std::optional<bool>(*chunk < stagedChunks)
+                                   : std::nullopt);
             continue;
           }
           Type elem = getElementTypeOrSelf(in.getType());
@@ -1454,17 +1580,27 @@ LogicalResult RowKernelBuilder::emitLooped(OpBuilder &b) {
     // The full groups: unroll chunks a thread, every one in the row.
     SmallVector<Value> carried = inits;
     Value start = arith::MulIOp::create(b, loc, tid, idx(b, w));
-    if (fullGroups > 0) {
+    auto emitFullGroups = [&]() -> LogicalResult {
+      if (fullGroups == 0)
+        return success();
       auto loop = scf::ForOp::create(
           b, loc, start,
           arith::AddIOp::create(b, loc, start, idx(b, fullGroups * step)),
           idx(b, step), carried);
       OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
+      // Backwards: group fullGroups - 1 - g at iteration g.
+      Value first = loop.getInductionVar();
+      if (backwards)
+        first = arith::SubIOp::create(
+            lb, loc,
+            arith::AddIOp::create(
+                lb, loc, arith::MulIOp::create(lb, loc, start, idx(lb, 2)),
+                idx(lb, (fullGroups - 1) * step)),
+            first);
       SmallVector<Value> cols;
       for (int64_t u = 0; u < unroll; ++u)
-        cols.push_back(u == 0 ? Value(loop.getInductionVar())
-                              : arith::AddIOp::create(lb, loc,
-                                                      loop.getInductionVar(),
+        cols.push_back(u == 0 ? first
+                              : arith::AddIOp::create(lb, loc, first,
                                                       idx(lb, u * threads * w))
                                     .getResult());
       FailureOr<SmallVector<Value>> next =
@@ -1474,35 +1610,46 @@ LogicalResult RowKernelBuilder::emitLooped(OpBuilder &b) {
       if (!carried.empty()) // else the loop has its yield already
         scf::YieldOp::create(lb, loc, *next);
       carried.assign(loop.getResults().begin(), loop.getResults().end());
-    }
+      return success();
+    };
     // The rest, a chunk at a time; the last may lie past the row's end
     // for some threads.
-    for (int64_t i = fullGroups * unroll; i * threads < totalChunks; ++i) {
+    auto emitRest = [&](int64_t i) -> LogicalResult {
       Value col = arith::MulIOp::create(
           b, loc, arith::AddIOp::create(b, loc, tid, idx(b, i * threads)),
           idx(b, w));
       if ((i + 1) * threads <= totalChunks) {
-        FailureOr<SmallVector<Value>> next = emitChunks(b, {col}, carried);
+        FailureOr<SmallVector<Value>> next = emitChunks(b, {col}, carried, i);
         if (failed(next))
           return failure();
         carried = *next;
-        continue;
+        return success();
       }
       Value inRow = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
                                           col, idx(b, hidden));
       auto ifOp = scf::IfOp::create(b, loc, ValueRange(carried).getTypes(),
                                     inRow, /*withElseRegion=*/!carried.empty());
       OpBuilder tb = ifOp.getThenBodyBuilder();
-      FailureOr<SmallVector<Value>> next = emitChunks(tb, {col}, carried);
+      FailureOr<SmallVector<Value>> next = emitChunks(tb, {col}, carried, i);
       if (failed(next))
         return failure();
       if (carried.empty())
-        continue; // the then-block has its yield
+        return success(); // the then-block has its yield
       scf::YieldOp::create(tb, loc, *next);
       OpBuilder eb = ifOp.getElseBodyBuilder();
       scf::YieldOp::create(eb, loc, carried);
       carried.assign(ifOp.getResults().begin(), ifOp.getResults().end());
-    }
+      return success();
+    };
+    int64_t restBegin = fullGroups * unroll;
+    int64_t restEnd = (totalChunks + threads - 1) / threads;
+    if (!backwards && failed(emitFullGroups()))
+      return failure();
+    for (int64_t k = 0; k < restEnd - restBegin; ++k)
+      if (failed(emitRest(backwards ? restEnd - 1 - k : restBegin + k)))
+        return failure();
+    if (backwards && failed(emitFullGroups()))
+      return failure();
 
     // The block steps of the pass's reductions, all in one block reduction
     // (none reads another: each is known only after the pass).
@@ -1532,6 +1679,10 @@ LogicalResult RowKernelBuilder::emitLooped(OpBuilder &b) {
     }
     emitPendingReductions(b);
   }
+  if (stagedChunks && smemBytes > stageOffset)
+    return fail("its block reductions took " + Twine(smemBytes) +
+                " bytes of shared memory where the staging area starts at " +
+                Twine(stageOffset));
   return emitScalarsUpTo(std::numeric_limits<unsigned>::max());
 }
 
@@ -1709,10 +1860,10 @@ FailureOr<rt::KernelSpec> RowKernelBuilder::build(gpu::GPUModuleOp module,
   if (looped) {
     if (failed(emitLooped(b)))
       return failure();
-    // At least two CTAs an SM: without the bound ptxas aimed a loop-form
+    // Two CTAs an SM by default: without the bound ptxas aimed a loop-form
     // kernel at four or six (40 or 64 registers) and spilled; with it the
     // kernels take up to 128 without spills.
-    kernel->setAttr("nvvm.minctasm", b.getI32IntegerAttr(2));
+    kernel->setAttr("nvvm.minctasm", b.getI32IntegerAttr(loopCtasPerSm()));
   }
   if (rowLoop && looped) {
     b.setInsertionPointAfter(rowLoop); // its partials are in the workspaces
@@ -1745,13 +1896,13 @@ FailureOr<rt::KernelSpec> RowKernelBuilder::build(gpu::GPUModuleOp module,
     }
   }
   gpu::ReturnOp::create(b, loc);
-  info.dynamicSharedMemoryBytes = smemBytes;
+  info.dynamicSharedMemoryBytes = std::max(smemBytes, stageBytes);
   if (!columnReductions.empty()) {
     info.grid[0] = {rt::GridDim::Ctas, 1};
-    // 4 CTAs of 256 threads per SM: 32 warps to keep loads in flight, few
-    // enough partials (for 132 SMs and H = 4096, 8.6 MB) to cost ~2% of the
-    // bytes the kernel moves at 16384 rows.
-    info.ctasPerSm = 4;
+    // 4 CTAs of 256 threads per SM by default: 32 warps to keep loads in
+    // flight, few enough partials (for 132 SMs and H = 4096, 8.6 MB) to
+    // cost ~2% of the bytes the kernel moves at 16384 rows.
+    info.ctasPerSm = config.ctasPerSm ? config.ctasPerSm : 4;
     if (failed(buildFinish(module, name, paramTypes, info)))
       return failure();
   }
@@ -1907,6 +2058,8 @@ static std::optional<int64_t> countHeldValues(FusionOp group,
 
 FailureOr<rt::KernelSpec>
 mlir::liger::buildRowKernel(FusionOp group, gpu::GPUModuleOp module,
-                            StringRef name, const RowKernelConfig &config) {
-  return RowKernelBuilder(group, config).build(module, name);
+                            StringRef name, const RowKernelConfig &config,
+                            int64_t maxSharedMemoryBytes) {
+  return RowKernelBuilder(group, config, maxSharedMemoryBytes)
+      .build(module, name);
 }

@@ -10,8 +10,8 @@ func.func @row_template_with_a_tile() attributes {liger.kernel_config = #liger.k
 
 // -----
 
-// expected-error @+1 {{'ctas_per_sm' is not a tunable of the rowwise template}}
-func.func @ctas_per_sm_outside_cross_entropy() attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 8, ctas_per_sm = 1>}
+// expected-error @+1 {{'ctas_per_sm' is not a tunable of the rope template}}
+func.func @ctas_per_sm_outside_the_row_templates() attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rope, ctas_per_sm = 1>}
 
 // -----
 

@@ -22,6 +22,7 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
+#include <algorithm>
 #include <string>
 
 namespace mlir::liger {
@@ -33,11 +34,14 @@ struct RowKernelConfig {
   /// Keep the chunks of an input that a step loaded in registers for the
   /// later steps of the row (RMSNorm reads x for its sum of squares and
   /// again to normalize) instead of reading them again through the caches;
-  /// a reduced cross-entropy fused with its gradient at one CTA per SM keeps
-  /// what of the row fits in shared memory for its gradient pass.
+  /// a reduced cross-entropy fused with its gradient at one CTA per SM, and
+  /// a looped row program reading a row input in several passes, keep what
+  /// of the row fits in shared memory for the later passes.
   bool reuseLoads = true;
   /// CTAs per SM for a kernel whose grid is one CTA per workspace row (a
-  /// reduced cross-entropy); 0: the template's default.
+  /// reduced cross-entropy, a row program reducing across rows), and that a
+  /// looped row program aims at (its register bound and its staging's share
+  /// of shared memory); 0: the template's default.
   int64_t ctasPerSm = 0;
 };
 
@@ -105,9 +109,29 @@ KernelConfigAttr getRowKernelConfigAttr(MLIRContext *ctx,
 /// kernel `<name>_finish` when the group reduces across rows. Fails with a
 /// diagnostic on the group when a body op is outside what the row program
 /// supports.
-FailureOr<::liger::runtime::KernelSpec> buildRowKernel(FusionOp group, gpu::GPUModuleOp module,
-                                        StringRef name,
-                                        const RowKernelConfig &config);
+///
+/// The loop form (a row past the register form's budget) aims at
+/// config.ctasPerSm CTAs an SM (0: two, four with a reduction across rows),
+/// and with reuse_loads keeps the part of each row input that more than
+/// one of its passes reads that fits that share of `maxSharedMemoryBytes`
+/// (the target's, per CTA) in shared memory for the later passes; every
+/// other pass runs backwards over the row.
+FailureOr<::liger::runtime::KernelSpec>
+buildRowKernel(FusionOp group, gpu::GPUModuleOp module, StringRef name,
+               const RowKernelConfig &config, int64_t maxSharedMemoryBytes);
+
+/// The dynamic shared memory a CTA of a row template may take with
+/// `ctasPerSm` CTAs resident on an SM whose CTAs may take
+/// `maxSharedMemoryBytes` each (the target's maximum): the SM has that
+/// maximum plus 1 KiB, each resident CTA reserves 1 KiB, and ptxas gives
+/// the kernel's 1024-aligned dynamic buffer a 1 KiB static section
+/// (GpuBuilder::externSharedBudget), which counts with its dynamic bytes.
+inline int64_t sharedMemoryShare(int64_t maxSharedMemoryBytes,
+                                 int64_t ctasPerSm) {
+  return std::min(maxSharedMemoryBytes,
+                  (maxSharedMemoryBytes + 1024) / ctasPerSm - 1024) -
+         1024;
+}
 
 /// Builds the kernel of a group holding one liger.rope or liger.rope_grad:
 /// one CTA per token (B·T) applies the rotation to every head of q and k,

@@ -64,7 +64,7 @@ def Liger_KernelConfigAttr : AttrDef<Liger_Dialect, "KernelConfig"> {
 
     | template | tunables |
     |---|---|
-    | `rowwise` | `threads`, `vector_width` (both required), `reuse_loads` |
+    | `rowwise` | `threads`, `vector_width` (both required), `reuse_loads`, `ctas_per_sm` |
     | `cross_entropy` | `threads`, `vector_width` (both required), `reuse_loads`, `ctas_per_sm` |
     | `rope` | none |
     | `matmul_wgmma` | `tile_m`, `tile_n`, `tile_k`, `stages` (all required), `threads` (checked against the tile), `schedule`, `cluster` |
