@@ -1,4 +1,5 @@
-// Rowwise kernels at pinned configurations (threads, vector width), timed by
+// Rowwise kernels at pinned configurations (threads, vector width; for the
+// loop form's staging, the CTAs an SM it aims at and reuse_loads), timed by
 // bench/config_sweep.py to choose the default configuration.
 
 func.func @swiglu_t128_v8(%g: tensor<?x14336xbf16>, %u: tensor<?x14336xbf16>) -> tensor<?x14336xbf16> {
@@ -168,4 +169,69 @@ func.func @jsdloss_t1024_v8(%x: tensor<?x128256xbf16>, %y: tensor<?x128256xbf16>
     liger.yield %s : tensor<?xf32>
   }
   return %r : tensor<?xf32>
+}
+// The fused linear JSD's row kernel (logits at a temperature, the loss and
+// the student's gradient: three passes over both rows), in the loop form.
+func.func @jsdlogits_t256_c2(%x: tensor<?x128256xbf16>, %y: tensor<?x128256xbf16>, %g: tensor<?xf32>, %l: tensor<?xi64>) -> (tensor<?xf32>, tensor<?x128256xbf16>) {
+  %r, %d = liger.fusion rowwise(%x, %y, %g, %l) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 8, ctas_per_sm = 2>} : (tensor<?x128256xbf16>, tensor<?x128256xbf16>, tensor<?xf32>, tensor<?xi64>) -> (tensor<?xf32>, tensor<?x128256xbf16>) {
+  ^bb0(%a: tensor<?x128256xbf16>, %b: tensor<?x128256xbf16>, %c: tensor<?xf32>, %e: tensor<?xi64>):
+    %0 = liger.jsd %a, %b labels(%e : tensor<?xi64>) beta = 5.000000000e-01 ignore_index = -100 temperature = 1.000000000e+00 per_token : tensor<?x128256xbf16>
+    %1 = liger.jsd_grad %a, %b, %c labels(%e : tensor<?xi64>) beta = 5.000000000e-01 ignore_index = -100 temperature = 1.000000000e+00 per_token : tensor<?x128256xbf16>, tensor<?xf32>
+    liger.yield %0, %1 : tensor<?xf32>, tensor<?x128256xbf16>
+  }
+  return %r, %d : tensor<?xf32>, tensor<?x128256xbf16>
+}
+func.func @jsdlogits_t256_c2_noreuse(%x: tensor<?x128256xbf16>, %y: tensor<?x128256xbf16>, %g: tensor<?xf32>, %l: tensor<?xi64>) -> (tensor<?xf32>, tensor<?x128256xbf16>) {
+  %r, %d = liger.fusion rowwise(%x, %y, %g, %l) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 8, reuse_loads = false, ctas_per_sm = 2>} : (tensor<?x128256xbf16>, tensor<?x128256xbf16>, tensor<?xf32>, tensor<?xi64>) -> (tensor<?xf32>, tensor<?x128256xbf16>) {
+  ^bb0(%a: tensor<?x128256xbf16>, %b: tensor<?x128256xbf16>, %c: tensor<?xf32>, %e: tensor<?xi64>):
+    %0 = liger.jsd %a, %b labels(%e : tensor<?xi64>) beta = 5.000000000e-01 ignore_index = -100 temperature = 1.000000000e+00 per_token : tensor<?x128256xbf16>
+    %1 = liger.jsd_grad %a, %b, %c labels(%e : tensor<?xi64>) beta = 5.000000000e-01 ignore_index = -100 temperature = 1.000000000e+00 per_token : tensor<?x128256xbf16>, tensor<?xf32>
+    liger.yield %0, %1 : tensor<?xf32>, tensor<?x128256xbf16>
+  }
+  return %r, %d : tensor<?xf32>, tensor<?x128256xbf16>
+}
+func.func @jsdlogits_t512_c2(%x: tensor<?x128256xbf16>, %y: tensor<?x128256xbf16>, %g: tensor<?xf32>, %l: tensor<?xi64>) -> (tensor<?xf32>, tensor<?x128256xbf16>) {
+  %r, %d = liger.fusion rowwise(%x, %y, %g, %l) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 8, ctas_per_sm = 2>} : (tensor<?x128256xbf16>, tensor<?x128256xbf16>, tensor<?xf32>, tensor<?xi64>) -> (tensor<?xf32>, tensor<?x128256xbf16>) {
+  ^bb0(%a: tensor<?x128256xbf16>, %b: tensor<?x128256xbf16>, %c: tensor<?xf32>, %e: tensor<?xi64>):
+    %0 = liger.jsd %a, %b labels(%e : tensor<?xi64>) beta = 5.000000000e-01 ignore_index = -100 temperature = 1.000000000e+00 per_token : tensor<?x128256xbf16>
+    %1 = liger.jsd_grad %a, %b, %c labels(%e : tensor<?xi64>) beta = 5.000000000e-01 ignore_index = -100 temperature = 1.000000000e+00 per_token : tensor<?x128256xbf16>, tensor<?xf32>
+    liger.yield %0, %1 : tensor<?xf32>, tensor<?x128256xbf16>
+  }
+  return %r, %d : tensor<?xf32>, tensor<?x128256xbf16>
+}
+func.func @jsdlogits_t512_c2_noreuse(%x: tensor<?x128256xbf16>, %y: tensor<?x128256xbf16>, %g: tensor<?xf32>, %l: tensor<?xi64>) -> (tensor<?xf32>, tensor<?x128256xbf16>) {
+  %r, %d = liger.fusion rowwise(%x, %y, %g, %l) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 8, reuse_loads = false, ctas_per_sm = 2>} : (tensor<?x128256xbf16>, tensor<?x128256xbf16>, tensor<?xf32>, tensor<?xi64>) -> (tensor<?xf32>, tensor<?x128256xbf16>) {
+  ^bb0(%a: tensor<?x128256xbf16>, %b: tensor<?x128256xbf16>, %c: tensor<?xf32>, %e: tensor<?xi64>):
+    %0 = liger.jsd %a, %b labels(%e : tensor<?xi64>) beta = 5.000000000e-01 ignore_index = -100 temperature = 1.000000000e+00 per_token : tensor<?x128256xbf16>
+    %1 = liger.jsd_grad %a, %b, %c labels(%e : tensor<?xi64>) beta = 5.000000000e-01 ignore_index = -100 temperature = 1.000000000e+00 per_token : tensor<?x128256xbf16>, tensor<?xf32>
+    liger.yield %0, %1 : tensor<?xf32>, tensor<?x128256xbf16>
+  }
+  return %r, %d : tensor<?xf32>, tensor<?x128256xbf16>
+}
+func.func @jsdlogits_t256_c1(%x: tensor<?x128256xbf16>, %y: tensor<?x128256xbf16>, %g: tensor<?xf32>, %l: tensor<?xi64>) -> (tensor<?xf32>, tensor<?x128256xbf16>) {
+  %r, %d = liger.fusion rowwise(%x, %y, %g, %l) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 8, ctas_per_sm = 1>} : (tensor<?x128256xbf16>, tensor<?x128256xbf16>, tensor<?xf32>, tensor<?xi64>) -> (tensor<?xf32>, tensor<?x128256xbf16>) {
+  ^bb0(%a: tensor<?x128256xbf16>, %b: tensor<?x128256xbf16>, %c: tensor<?xf32>, %e: tensor<?xi64>):
+    %0 = liger.jsd %a, %b labels(%e : tensor<?xi64>) beta = 5.000000000e-01 ignore_index = -100 temperature = 1.000000000e+00 per_token : tensor<?x128256xbf16>
+    %1 = liger.jsd_grad %a, %b, %c labels(%e : tensor<?xi64>) beta = 5.000000000e-01 ignore_index = -100 temperature = 1.000000000e+00 per_token : tensor<?x128256xbf16>, tensor<?xf32>
+    liger.yield %0, %1 : tensor<?xf32>, tensor<?x128256xbf16>
+  }
+  return %r, %d : tensor<?xf32>, tensor<?x128256xbf16>
+}
+func.func @jsdlogits_t512_c1(%x: tensor<?x128256xbf16>, %y: tensor<?x128256xbf16>, %g: tensor<?xf32>, %l: tensor<?xi64>) -> (tensor<?xf32>, tensor<?x128256xbf16>) {
+  %r, %d = liger.fusion rowwise(%x, %y, %g, %l) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 8, ctas_per_sm = 1>} : (tensor<?x128256xbf16>, tensor<?x128256xbf16>, tensor<?xf32>, tensor<?xi64>) -> (tensor<?xf32>, tensor<?x128256xbf16>) {
+  ^bb0(%a: tensor<?x128256xbf16>, %b: tensor<?x128256xbf16>, %c: tensor<?xf32>, %e: tensor<?xi64>):
+    %0 = liger.jsd %a, %b labels(%e : tensor<?xi64>) beta = 5.000000000e-01 ignore_index = -100 temperature = 1.000000000e+00 per_token : tensor<?x128256xbf16>
+    %1 = liger.jsd_grad %a, %b, %c labels(%e : tensor<?xi64>) beta = 5.000000000e-01 ignore_index = -100 temperature = 1.000000000e+00 per_token : tensor<?x128256xbf16>, tensor<?xf32>
+    liger.yield %0, %1 : tensor<?xf32>, tensor<?x128256xbf16>
+  }
+  return %r, %d : tensor<?xf32>, tensor<?x128256xbf16>
+}
+func.func @jsdlogits_t1024_c1(%x: tensor<?x128256xbf16>, %y: tensor<?x128256xbf16>, %g: tensor<?xf32>, %l: tensor<?xi64>) -> (tensor<?xf32>, tensor<?x128256xbf16>) {
+  %r, %d = liger.fusion rowwise(%x, %y, %g, %l) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 1024, vector_width = 8, ctas_per_sm = 1>} : (tensor<?x128256xbf16>, tensor<?x128256xbf16>, tensor<?xf32>, tensor<?xi64>) -> (tensor<?xf32>, tensor<?x128256xbf16>) {
+  ^bb0(%a: tensor<?x128256xbf16>, %b: tensor<?x128256xbf16>, %c: tensor<?xf32>, %e: tensor<?xi64>):
+    %0 = liger.jsd %a, %b labels(%e : tensor<?xi64>) beta = 5.000000000e-01 ignore_index = -100 temperature = 1.000000000e+00 per_token : tensor<?x128256xbf16>
+    %1 = liger.jsd_grad %a, %b, %c labels(%e : tensor<?xi64>) beta = 5.000000000e-01 ignore_index = -100 temperature = 1.000000000e+00 per_token : tensor<?x128256xbf16>, tensor<?xf32>
+    liger.yield %0, %1 : tensor<?xf32>, tensor<?x128256xbf16>
+  }
+  return %r, %d : tensor<?xf32>, tensor<?x128256xbf16>
 }
