@@ -123,9 +123,11 @@ buildRowKernel(FusionOp group, gpu::GPUModuleOp module, StringRef name,
 /// The dynamic shared memory a CTA of a row template may take with
 /// `ctasPerSm` CTAs resident on an SM whose CTAs may take
 /// `maxSharedMemoryBytes` each (the target's maximum): the SM has that
-/// maximum plus 1 KiB, each resident CTA reserves 1 KiB, and ptxas gives
-/// the kernel's 1024-aligned dynamic buffer a 1 KiB static section
-/// (GpuBuilder::externSharedBudget), which counts with its dynamic bytes.
+/// maximum plus 1 KiB, each resident CTA reserves 1 KiB, and for sm_90a
+/// ptxas gives the kernel's 1024-aligned dynamic buffer a 1 KiB static
+/// section (GpuBuilder::externSharedBudget; .nv.shared.<kernel> in the
+/// cubin, none for sm_80), which counts with its dynamic bytes. It is
+/// reserved on every target.
 inline int64_t sharedMemoryShare(int64_t maxSharedMemoryBytes,
                                  int64_t ctasPerSm) {
   return std::min(maxSharedMemoryBytes,
