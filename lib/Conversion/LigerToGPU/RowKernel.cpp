@@ -98,6 +98,9 @@ static bool rowFitsInRegisters(int64_t hidden, int64_t threads, int64_t width,
 /// loads a one-element GeGLU backward over f32 spilled, and LayerNorm's
 /// backward over five streams on sm_80 at 8).
 constexpr int64_t kLoopThreads = 256;
+/// The least part of a row the loop form's staging takes on (emitLooped):
+/// one in kMinStagedFraction of its elements.
+constexpr int64_t kMinStagedFraction = 8;
 static int64_t loopUnroll(int64_t width, int64_t streams) {
   return std::clamp<int64_t>(
       std::min(16 / width, 32 / (width * std::max<int64_t>(1, streams))), 1, 8);
@@ -434,14 +437,19 @@ private:
   // The end of the loop form's staging area (emitLooped), 0 without one.
   int64_t stageBytes = 0;
   int64_t maxSharedMemoryBytes = 0; // the target's, per CTA
-  /// The CTAs an SM the loop form aims at: ptxas's register bound and the
-  /// share of shared memory its staging takes; 0 in the configuration picks
-  /// two for a grid of rows and four for a grid of CTAs (a reduction across
-  /// rows).
-  int64_t loopCtasPerSm() const {
+  /// The CTAs an SM the loop form's register bound aims at (ptxas's
+  /// .minnctapersm): ctas_per_sm, else two (at four a 256-thread kernel is
+  /// capped at 64 registers, and LayerNorm's backward spilled).
+  int64_t loopRegisterCtas() const {
+    return config.ctasPerSm ? config.ctasPerSm : 2;
+  }
+  /// The CTAs an SM its staging's share is sized for: ctas_per_sm, else
+  /// those of its grid (four for a grid of CTAs, a reduction across rows)
+  /// or of its register bound.
+  int64_t loopStagingCtas() const {
     if (config.ctasPerSm)
       return config.ctasPerSm;
-    return columnReductions.empty() ? 2 : 4;
+    return columnReductions.empty() ? loopRegisterCtas() : 4;
   }
   // Row reductions whose block step is still to come, in program order.
   SmallVector<PendingReduction> pendingReductions;
@@ -1333,10 +1341,17 @@ LogicalResult RowKernelBuilder::emitLooped(OpBuilder &b) {
     int64_t chunkBytes = 0; // one chunk of every staged input
     for (Value in : stagedInputs)
       chunkBytes += w * elementBytes(getElementTypeOrSelf(in.getType()));
-    int64_t share = sharedMemoryShare(maxSharedMemoryBytes, loopCtasPerSm());
+    int64_t share = sharedMemoryShare(maxSharedMemoryBytes, loopStagingCtas());
     stagedChunks =
         std::clamp<int64_t>((share - stageOffset) / (threads * chunkBytes), 0,
                             (totalChunks + threads - 1) / threads);
+    // A stage holding less than kMinStagedFraction of the row saves little
+    // of the later passes' reads while its share may cost the kernel CTAs
+    // an SM (a softmax over 2^20 f32 would stage 2.7% of its row at two
+    // CTAs an SM where its registers allow four): none then. (Not measured:
+    // the JSD row kernel, staged at 21%, is the one measured case.)
+    if (stagedChunks * threads * w * kMinStagedFraction < hidden)
+      stagedChunks = 0;
   }
   int64_t stagedElements = stagedChunks * threads * w;
   if (stagedChunks) {
@@ -1863,7 +1878,7 @@ FailureOr<rt::KernelSpec> RowKernelBuilder::build(gpu::GPUModuleOp module,
     // Two CTAs an SM by default: without the bound ptxas aimed a loop-form
     // kernel at four or six (40 or 64 registers) and spilled; with it the
     // kernels take up to 128 without spills.
-    kernel->setAttr("nvvm.minctasm", b.getI32IntegerAttr(loopCtasPerSm()));
+    kernel->setAttr("nvvm.minctasm", b.getI32IntegerAttr(loopRegisterCtas()));
   }
   if (rowLoop && looped) {
     b.setInsertionPointAfter(rowLoop); // its partials are in the workspaces

@@ -50,6 +50,11 @@ func.func @threads_not_warps() attributes {liger.kernel_config = #liger.kernel_c
 
 // -----
 
+// expected-error @+1 {{'ctas_per_sm' (4) CTAs of 1024 threads exceed the 2048 threads an SM holds}}
+func.func @ctas_per_sm_past_the_threads_of_an_sm() attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 1024, vector_width = 8, ctas_per_sm = 4>}
+
+// -----
+
 // expected-error @+1 {{'ctas_per_sm' must be in [1, 64], got 0}}
 func.func @ctas_per_sm_out_of_range() attributes {liger.kernel_config = #liger.kernel_config<kernel_template = cross_entropy, threads = 256, vector_width = 4, ctas_per_sm = 0>}
 

@@ -232,6 +232,12 @@ LogicalResult KernelConfigAttr::verify(
   if (ctasPerSm && (*ctasPerSm < 1 || *ctasPerSm > 64))
     return emitError() << "'ctas_per_sm' must be in [1, 64], got "
                        << *ctasPerSm;
+  // An SM holds at most 2048 threads (sm_80 and sm_90): more CTAs than fit
+  // would make ptxas drop the register bound and the grid run in waves.
+  if (ctasPerSm && threads && *ctasPerSm * *threads > 2048)
+    return emitError() << "'ctas_per_sm' (" << *ctasPerSm << ") CTAs of "
+                       << *threads
+                       << " threads exceed the 2048 threads an SM holds";
   return success();
 }
 
