@@ -1377,30 +1377,29 @@ LogicalResult RowKernelBuilder::emitLooped(OpBuilder &b) {
     Value view = stageViews[staged - stagedInputs.begin()];
     Type elem = getElementTypeOrSelf(in.getType());
     llvm::MaybeAlign align(std::min<int64_t>(16, w * elementBytes(elem)));
+    auto isStaged = [&] {
+      return arith::CmpIOp::create(cb, loc, arith::CmpIPredicate::ult, col,
+                                   idx(cb, stagedElements));
+    };
+    auto fromStage = [&](OpBuilder &sb) -> Value {
+      return vector::LoadOp::create(sb, loc, vecOf(elem), view, ValueRange{col},
+                                    false, align);
+    };
     if (p == firstReader.lookup(in)) {
       Value v = loadChunk(cb, in, rt::ParamKind::Rows, 0, col);
       OpBuilder sb = cb;
-      if (!known) {
-        Value isStaged = arith::CmpIOp::create(
-            cb, loc, arith::CmpIPredicate::ult, col, idx(cb, stagedElements));
-        sb = scf::IfOp::create(cb, loc, isStaged, false).getThenBodyBuilder();
-      }
+      if (!known)
+        sb = GpuBuilder(loc, cb).ifThen(isStaged());
       vector::StoreOp::create(sb, loc, v, view, ValueRange{col},
                               /*nontemporal=*/false, align);
       return v;
     }
     if (known)
-      return vector::LoadOp::create(cb, loc, vecOf(elem), view, ValueRange{col},
-                                    false, align);
-    Value isStaged = arith::CmpIOp::create(cb, loc, arith::CmpIPredicate::ult,
-                                           col, idx(cb, stagedElements));
-    auto pick = scf::IfOp::create(cb, loc, TypeRange{vecOf(elem)}, isStaged,
+      return fromStage(cb);
+    auto pick = scf::IfOp::create(cb, loc, TypeRange{vecOf(elem)}, isStaged(),
                                   /*withElseRegion=*/true);
     OpBuilder tb = pick.getThenBodyBuilder(), eb = pick.getElseBodyBuilder();
-    scf::YieldOp::create(tb, loc,
-                         vector::LoadOp::create(tb, loc, vecOf(elem), view,
-                                                ValueRange{col}, false, align)
-                             .getResult());
+    scf::YieldOp::create(tb, loc, fromStage(tb));
     scf::YieldOp::create(eb, loc,
                          loadChunk(eb, in, rt::ParamKind::Rows, 0, col));
     return pick.getResult(0);
