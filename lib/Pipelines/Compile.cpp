@@ -9,6 +9,7 @@
 
 #include "liger/Pipelines/Compile.h"
 
+#include "liger/Conversion/LigerToGPU/KernelConfig.h"
 #include "liger/Conversion/LigerToGPU/MatmulConfigTable.h"
 #include "liger/Conversion/LigerToGPU/MatmulPlan.h"
 #include "liger/Dialect/Liger/IR/LigerOps.h"
@@ -201,6 +202,11 @@ private:
     return true;
   }
 
+  bool compileKernels(std::vector<::liger::runtime::LossPlan> &plans,
+                      std::vector<GpuBinary> &binaries, bool &stopped);
+  FailureOr<std::vector<std::string>>
+  spilledWithFallback(ArrayRef<GpuBinary> binaries);
+
   /// Counts what is in the bundle, what is left for other kernel
   /// templates, and the manifest's record of each planned loss group.
   bool survey(std::vector<::liger::runtime::LossPlan> &plans);
@@ -271,6 +277,75 @@ bool Compilation::survey(std::vector<::liger::runtime::LossPlan> &plans) {
   return !planFailed;
 }
 
+/// The kernel stage, the lowering to NVVM and the serialization of
+/// `module` (the fused module): its loss plans and binaries. `stopped`: the
+/// compile ends at the GPU or LLVM stage, as asked.
+bool Compilation::compileKernels(std::vector<::liger::runtime::LossPlan> &plans,
+                                 std::vector<GpuBinary> &binaries,
+                                 bool &stopped) {
+  if (!runStage(buildGpuKernelStage, "02-gpu.mlir", CompileStage::Gpu,
+                stopped) ||
+      stopped)
+    return stopped;
+  if (!survey(plans))
+    return false;
+  // llvm.
+  if (result.numKernels && failed(lowerGpuModulesToNVVM(*module)))
+    return false;
+  if (!dump("03-llvm.mlir", printed(*module)))
+    return false;
+  if (options.stopAfter == CompileStage::Llvm) {
+    result.output = printed(*module);
+    stopped = true;
+    return true;
+  }
+  if (!result.numKernels)
+    return fail("no kernel to compile in " + options.sourceName +
+                describeNotCompiled(result));
+
+  // ptx and cubin.
+  FailureOr<std::vector<GpuBinary>> serialized =
+      serializeGpuModules(*module, options.cudaToolkit);
+  if (failed(serialized))
+    return false;
+  binaries = std::move(*serialized);
+  for (const GpuBinary &binary : binaries)
+    if (!dump(binary.moduleName + "." + binary.chip + ".ptx", binary.ptx) ||
+        !dump(binary.moduleName + "." + binary.chip + ".cubin",
+              StringRef(binary.cubin.data(), binary.cubin.size())))
+      return false;
+  return true;
+}
+
+/// The kernels of the lowered module whose group has a
+/// `liger.spill_fallback` (selectSpillFallback) and that ptxas compiled
+/// with spills.
+FailureOr<std::vector<std::string>>
+Compilation::spilledWithFallback(ArrayRef<GpuBinary> binaries) {
+  // Per gpu.module: its kernels to check.
+  llvm::StringMap<std::vector<std::string>> kernels;
+  module->walk([&](FusionOp group) {
+    auto ref = group->getAttrOfType<SymbolRefAttr>("liger.kernel");
+    if (ref && group->hasAttr(kSpillFallbackAttrName))
+      kernels[ref.getRootReference().getValue()].push_back(
+          ref.getLeafReference().getValue().str());
+  });
+  std::vector<std::string> spilled;
+  for (const GpuBinary &binary : binaries) {
+    auto it = kernels.find(binary.moduleName);
+    if (it == kernels.end())
+      continue;
+    FailureOr<llvm::StringMap<int64_t>> bytes =
+        measureSpills(*module, binary, it->second, options.cudaToolkit);
+    if (failed(bytes))
+      return failure();
+    for (const std::string &kernel : it->second)
+      if (bytes->lookup(kernel) > 0)
+        spilled.push_back(kernel);
+  }
+  return spilled;
+}
+
 bool Compilation::run(StringRef moduleText, StringRef bundleDir) {
   if (std::optional<std::string> refused = checkOptions(options))
     return fail(*refused);
@@ -299,55 +374,51 @@ bool Compilation::run(StringRef moduleText, StringRef bundleDir) {
   if (!module)
     return false;
   bool stopped = false;
-  if (!runStage(buildGpuCanonicalizeStage, "00-liger.mlir",
-                CompileStage::Liger, stopped) ||
+  if (!runStage(buildGpuCanonicalizeStage, "00-liger.mlir", CompileStage::Liger,
+                stopped) ||
       stopped ||
       !runStage(buildGpuFusionStage, "01-fused.mlir", CompileStage::Fused,
                 stopped) ||
-      stopped ||
-      !runStage(buildGpuKernelStage, "02-gpu.mlir", CompileStage::Gpu,
-                stopped) ||
       stopped)
     return stopped;
-
+  // The fused module, for compiling groups again at their spill fallback.
+  OwningOpRef<ModuleOp> fused = module->clone();
   std::vector<::liger::runtime::LossPlan> plans;
-  if (!survey(plans))
+  std::vector<GpuBinary> binaries;
+  if (!compileKernels(plans, binaries, stopped) || stopped)
+    return stopped;
+  FailureOr<std::vector<std::string>> spilled = spilledWithFallback(binaries);
+  if (failed(spilled))
     return false;
-  // llvm.
-  if (result.numKernels && failed(lowerGpuModulesToNVVM(*module)))
-    return false;
-  if (!dump("03-llvm.mlir", printed(*module)))
-    return false;
-  if (options.stopAfter == CompileStage::Llvm) {
-    result.output = printed(*module);
-    return true;
+  if (!spilled->empty()) {
+    // Those kernels at their groups' fallback, from the fused module: the
+    // kernel stage names every kernel as it did (in the order of the
+    // groups and of the ops it wraps).
+    module = std::move(fused);
+    result = CompileResult();
+    plans.clear();
+    binaries.clear();
+    pipelineOptions.spillFallbackKernels = ArrayRef<std::string>(*spilled);
+    // The same groups warn as they did the first time: once is enough.
+    ScopedDiagnosticHandler onlyErrors(&context, [](Diagnostic &diag) {
+      return success(diag.getSeverity() == DiagnosticSeverity::Warning ||
+                     diag.getSeverity() == DiagnosticSeverity::Remark);
+    });
+    if (!compileKernels(plans, binaries, stopped) || stopped)
+      return stopped;
   }
-  if (!result.numKernels)
-    return fail("no kernel to compile in " + options.sourceName +
-                describeNotCompiled(result));
-
-  // ptx and cubin.
-  FailureOr<std::vector<GpuBinary>> binaries =
-      serializeGpuModules(*module, options.cudaToolkit);
-  if (failed(binaries))
-    return false;
-  for (const GpuBinary &binary : *binaries)
-    if (!dump(binary.moduleName + "." + binary.chip + ".ptx", binary.ptx) ||
-        !dump(binary.moduleName + "." + binary.chip + ".cubin",
-              StringRef(binary.cubin.data(), binary.cubin.size())))
-      return false;
   if (options.stopAfter == CompileStage::Ptx) {
-    result.output = binaries->front().ptx;
+    result.output = binaries.front().ptx;
     return true;
   }
   if (options.stopAfter == CompileStage::Cubin) {
-    const std::vector<char> &cubin = binaries->front().cubin;
+    const std::vector<char> &cubin = binaries.front().cubin;
     result.output.assign(cubin.begin(), cubin.end());
     return true;
   }
 
   // bundle.
-  return succeeded(writeBundle(*module, *binaries, bundleDir,
+  return succeeded(writeBundle(*module, binaries, bundleDir,
                                llvm::sys::path::filename(options.sourceName),
                                plans));
 }

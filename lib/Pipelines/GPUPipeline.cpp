@@ -69,6 +69,8 @@ void mlir::liger::buildGpuKernelStage(OpPassManager &pm,
   lower.matmulKernels = opts.matmulKernels;
   lower.matmulSchedule = opts.matmulSchedule;
   lower.matmulConfigTable = opts.matmulConfigTable;
+  lower.spillFallbackKernels.assign(opts.spillFallbackKernels.begin(),
+                                    opts.spillFallbackKernels.end());
   pm.addPass(createLowerToGPUPass(lower));
 }
 

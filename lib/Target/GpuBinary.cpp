@@ -26,6 +26,8 @@
 #include "mlir/Pass/PassManager.h"
 
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
@@ -158,12 +160,6 @@ mlir::liger::serializeGpuModules(ModuleOp module, StringRef toolkitPath) {
   return binaries;
 }
 
-//===----------------------------------------------------------------------===//
-// Bundles
-//===----------------------------------------------------------------------===//
-
-namespace rt = ::liger::runtime;
-
 static LogicalResult writeFile(ModuleOp module, StringRef path,
                                StringRef bytes) {
   std::error_code ec;
@@ -174,6 +170,96 @@ static LogicalResult writeFile(ModuleOp module, StringRef path,
   out << bytes;
   return success();
 }
+
+FailureOr<llvm::StringMap<int64_t>>
+mlir::liger::measureSpills(ModuleOp module, const GpuBinary &binary,
+                           ArrayRef<std::string> kernels,
+                           StringRef toolkitPath) {
+  llvm::StringMap<int64_t> spilled;
+  if (kernels.empty())
+    return spilled;
+  FailureOr<std::string> toolkit = findToolkit(module, toolkitPath);
+  if (failed(toolkit))
+    return failure();
+  SmallString<256> ptxas(*toolkit);
+  llvm::sys::path::append(ptxas, "bin", "ptxas");
+  // The PTX in, the cubin and ptxas's report out, each a temporary file.
+  SmallString<128> paths[3];
+  std::optional<llvm::FileRemover> removers[3];
+  const char *suffixes[3] = {"ptx", "cubin", "log"};
+  for (int i = 0; i < 3; ++i) {
+    if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+            "liger-spills", suffixes[i], paths[i]))
+      return module.emitError()
+             << "cannot create a temporary file for ptxas: " << ec.message();
+    removers[i].emplace(paths[i]);
+  }
+  if (failed(writeFile(module, paths[0], binary.ptx)))
+    return failure();
+  // The serialization's options (its cubin embeds them: "-O 3 -arch
+  // <chip>"), with -v and one -e per kernel.
+  SmallVector<std::string> args = {ptxas.str().str(),   "-O3", "-arch",
+                                   binary.chip,         "-v",  "-o",
+                                   paths[1].str().str()};
+  for (const std::string &kernel : kernels) {
+    args.push_back("-e");
+    args.push_back(kernel);
+  }
+  args.push_back(paths[0].str().str());
+  SmallVector<StringRef> argRefs(args.begin(), args.end());
+  std::optional<StringRef> redirects[3] = {StringRef(), paths[2].str(),
+                                           paths[2].str()};
+  std::string error;
+  int rc =
+      llvm::sys::ExecuteAndWait(ptxas, argRefs, std::nullopt, redirects,
+                                /*SecondsToWait=*/0, /*MemoryLimit=*/0, &error);
+  auto log = llvm::MemoryBuffer::getFile(paths[2]);
+  StringRef report = log ? (*log)->getBuffer() : StringRef();
+  if (rc != 0)
+    return module.emitError()
+           << "ptxas from " << *toolkit << "/bin failed checking "
+           << kernels.size() << " kernel(s) for spills"
+           << (error.empty() ? "" : ": " + error) << "\n"
+           << report;
+  // "ptxas info    : Function properties for NAME", then
+  // "    N bytes stack frame, S bytes spill stores, L bytes spill loads".
+  SmallVector<StringRef> lines;
+  report.split(lines, '\n');
+  StringRef function;
+  for (StringRef line : lines) {
+    constexpr StringLiteral kProperties = "Function properties for ";
+    if (size_t at = line.find(kProperties); at != StringRef::npos) {
+      function = line.drop_front(at + kProperties.size()).trim();
+      continue;
+    }
+    size_t stores = line.find(" bytes spill stores");
+    size_t loads = line.find(" bytes spill loads");
+    if (function.empty() || stores == StringRef::npos ||
+        loads == StringRef::npos)
+      continue;
+    auto lastNumber = [](StringRef text) {
+      int64_t n = 0;
+      text = text.rtrim();
+      text.substr(text.find_last_of(' ') + 1).getAsInteger(10, n);
+      return n;
+    };
+    spilled[function] = lastNumber(line.take_front(stores)) +
+                        lastNumber(line.take_front(loads));
+    function = StringRef();
+  }
+  for (const std::string &kernel : kernels)
+    if (!spilled.count(kernel))
+      return module.emitError() << "ptxas did not report on kernel " << kernel
+                                << " when checking it for spills:\n"
+                                << report;
+  return spilled;
+}
+
+//===----------------------------------------------------------------------===//
+// Bundles
+//===----------------------------------------------------------------------===//
+
+namespace rt = ::liger::runtime;
 
 LogicalResult mlir::liger::writeBundle(ModuleOp module,
                                        ArrayRef<GpuBinary> binaries,

@@ -9,7 +9,8 @@
 // later passes read that part back from there (each thread its own chunks)
 // and the rest from memory. Every other pass runs backwards over the row.
 //
-// A softmax over 128256 bf16: an online (max, sum) pass, then the store.
+// A softmax over 128256 bf16 at 256 threads (pinned; the default is 512):
+// an online (max, sum) pass, then the store.
 // The reduction area takes 72 bytes, so the stage starts at 80 and holds
 // 27 of each thread's 63 chunks: 27 x 256 x 8 = 55296 elements.
 // CHECK-LABEL: gpu.func @softmax_rowwise_0(
@@ -35,7 +36,7 @@
 //       CHECK:     vector.store %{{.+}}, %arg1[%block_id_x, %[[C1]]]
 //       CHECK:   gpu.return
 func.func @softmax(%x: tensor<?x128256xbf16>) -> tensor<?x128256xbf16> {
-  %y = liger.fusion rowwise(%x) : (tensor<?x128256xbf16>) -> tensor<?x128256xbf16> {
+  %y = liger.fusion rowwise(%x) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 8>} : (tensor<?x128256xbf16>) -> tensor<?x128256xbf16> {
   ^bb0(%a: tensor<?x128256xbf16>):
     %s = liger.softmax %a : tensor<?x128256xbf16>
     liger.yield %s : tensor<?x128256xbf16>
@@ -84,14 +85,14 @@ func.func @softmax_no_reuse(%x: tensor<?x128256xbf16>) -> tensor<?x128256xbf16> 
 // -----
 
 // Near-miss: a KL divergence per token reads each row once, in one pass:
-// nothing staged, nothing backwards.
+// nothing staged, nothing backwards (at 256 threads, pinned).
 // CHECK-LABEL: gpu.func @kl_one_pass_rowwise_0(
 //  CHECK-SAME:     shared_memory_bytes = 36,
 //   CHECK-NOT:   memref<{{[0-9]+}}xbf16, #gpu.address_space<workgroup>>
 //   CHECK-NOT:   arith.subi %{{.+}}, %arg
 //       CHECK:   gpu.return
 func.func @kl_one_pass(%x: tensor<?x128256xbf16>, %t: tensor<?x128256xbf16>) -> tensor<?xf32> {
-  %y = liger.fusion rowwise(%x, %t) : (tensor<?x128256xbf16>, tensor<?x128256xbf16>) -> tensor<?xf32> {
+  %y = liger.fusion rowwise(%x, %t) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 8>} : (tensor<?x128256xbf16>, tensor<?x128256xbf16>) -> tensor<?xf32> {
   ^bb0(%a: tensor<?x128256xbf16>, %b: tensor<?x128256xbf16>):
     %l = liger.kl_div %a, %b reduction = batchmean per_token : tensor<?x128256xbf16>
     liger.yield %l : tensor<?xf32>

@@ -361,3 +361,40 @@ func.func @cluster_narrow_tile(%x: tensor<?x256xbf16>, %w: tensor<256x256xbf16>)
   }
   return %y : tensor<?x256xbf16>
 }
+
+// -----
+
+// A group's liger.spill_fallback is checked like a pinned configuration.
+func.func @fallback_not_config(%x: tensor<?x128256xbf16>) -> tensor<?x128256xbf16> {
+  // expected-error @+1 {{'liger.fusion' op has a 'liger.spill_fallback' that is not a #liger.kernel_config: 256 : i64}}
+  %y = liger.fusion rowwise(%x) attributes {liger.spill_fallback = 256} : (tensor<?x128256xbf16>) -> tensor<?x128256xbf16> {
+  ^bb0(%a: tensor<?x128256xbf16>):
+    %s = liger.softmax %a : tensor<?x128256xbf16>
+    liger.yield %s : tensor<?x128256xbf16>
+  }
+  return %y : tensor<?x128256xbf16>
+}
+
+// -----
+
+func.func @fallback_template(%x: tensor<?x128256xbf16>) -> tensor<?x128256xbf16> {
+  // expected-error @+1 {{'liger.fusion' op has a 'liger.spill_fallback' that does not fit it: 'liger.fusion' op has a 'liger.kernel_config' of the cross_entropy template; its ops are built by the rowwise template}}
+  %y = liger.fusion rowwise(%x) attributes {liger.spill_fallback = #liger.kernel_config<kernel_template = cross_entropy, threads = 256, vector_width = 8>} : (tensor<?x128256xbf16>) -> tensor<?x128256xbf16> {
+  ^bb0(%a: tensor<?x128256xbf16>):
+    %s = liger.softmax %a : tensor<?x128256xbf16>
+    liger.yield %s : tensor<?x128256xbf16>
+  }
+  return %y : tensor<?x128256xbf16>
+}
+
+// -----
+
+func.func @fallback_width(%x: tensor<?x50257xbf16>) -> tensor<?x50257xbf16> {
+  // expected-error @+1 {{'liger.fusion' op has a 'liger.spill_fallback' that does not fit it: 'liger.fusion' op has an invalid 'liger.kernel_config': vector_width 8 does not divide the row length 50257}}
+  %y = liger.fusion rowwise(%x) attributes {liger.spill_fallback = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 8>} : (tensor<?x50257xbf16>) -> tensor<?x50257xbf16> {
+  ^bb0(%a: tensor<?x50257xbf16>):
+    %s = liger.softmax %a : tensor<?x50257xbf16>
+    liger.yield %s : tensor<?x50257xbf16>
+  }
+  return %y : tensor<?x50257xbf16>
+}

@@ -37,15 +37,15 @@
 //       GPU:     arith.select
 // GPT-2's vocabulary is odd: one-element chunks. A gradient holds nothing
 // across a reduction, so it unrolls at most 8 chunks a thread: past that
-// 256 threads loop over theirs.
+// 512 threads loop over theirs.
 // GPU-LABEL: gpu.func @jsd_50257_bf16_grad_rowwise_0(
-//  GPU-SAME:     known_block_size = array<i32: 256, 1, 1>
+//  GPU-SAME:     known_block_size = array<i32: 512, 1, 1>
 //  GPU-SAME:     vector_width = 1
 //       GPU:     scf.for
 //       GPU:     vector.load %arg0[%block_id_x, %{{.+}}] {alignment = 2 : i64} : memref<?x50257xbf16>, vector<1xbf16>
 // Llama-3's keeps 16-byte chunks, in a loop too.
 // GPU-LABEL: gpu.func @kl_128256_bf16_grad_rowwise_0(
-//  GPU-SAME:     known_block_size = array<i32: 256, 1, 1>
+//  GPU-SAME:     known_block_size = array<i32: 512, 1, 1>
 //  GPU-SAME:     vector_width = 8
 //       GPU:     scf.for
 //       GPU:     vector.load %arg0[%block_id_x, %{{.+}}] {alignment = 16 : i64} : memref<?x128256xbf16>, vector<8xbf16>
@@ -54,7 +54,7 @@
 // Past the register budget the row is a loop over each thread's chunks.
 // GPU-LABEL: gpu.func @jsd_262147_f32_rowwise_0(
 //  GPU-SAME:     nvvm.minctasm = 2 : i32
-//       GPU:     scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c2048 iter_args(%{{.+}} = %{{.+}}) -> (vector<1xf32>)
+//       GPU:     scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c4096 iter_args(%{{.+}} = %{{.+}}) -> (vector<1xf32>)
 //       GPU:       math.log %{{.+}} : vector<1xf32>
 //       GPU:       scf.yield
 //       GPU:     gpu.shuffle  xor
@@ -80,12 +80,13 @@
 // not one for each op that takes its log-softmax), the second the loss and
 // the sum of the gradient over the log-probabilities, the third stores the
 // gradient over the student's logits. All three read both rows: the first
-// keeps the first 26624 columns of each in shared memory (the share of two
-// CTAs an SM), the other two read those from there.
+// keeps the first 24576 columns of each in shared memory (the share of two
+// CTAs an SM, at 512 threads), the other two read those from there.
 // GPU-LABEL: gpu.func @jsd_logits_128256_bf16_rowwise_0(
-//  GPU-SAME:     shared_memory_bytes = 106720,
-//       GPU:     %[[S:.+]] = memref.view %{{.+}}[%c224][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<26624xbf16, #gpu.address_space<workgroup>>
-//       GPU:     %[[T:.+]] = memref.view %{{.+}}[%c53472][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<26624xbf16, #gpu.address_space<workgroup>>
+//  GPU-SAME:     known_block_size = array<i32: 512, 1, 1>
+//  GPU-SAME:     shared_memory_bytes = 98720,
+//       GPU:     %[[S:.+]] = memref.view %{{.+}}[%c416][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<24576xbf16, #gpu.address_space<workgroup>>
+//       GPU:     %[[T:.+]] = memref.view %{{.+}}[%c49568][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<24576xbf16, #gpu.address_space<workgroup>>
 //       GPU:     scf.for {{.+}} -> (f32, f32, f32, f32) {
 //       GPU:       vector.load %arg0[%block_id_x, %{{.+}}] {alignment = 16 : i64} : memref<?x128256xbf16>, vector<8xbf16>
 //       GPU:       vector.store %{{.+}}, %[[S]]

@@ -19,9 +19,9 @@
 // (warp 0's lanes past the warps select the identities);
 // pass 2 writes every element. Nothing is unrolled over the row.
 // GPU-LABEL: gpu.func @softmax_1m_rowwise_0(
-//  GPU-SAME:     known_block_size = array<i32: 256, 1, 1>
+//  GPU-SAME:     known_block_size = array<i32: 512, 1, 1>
 //  GPU-SAME:     nvvm.minctasm = 2 : i32
-//       GPU:     scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c4096 iter_args(%{{.+}} = %{{.+}}, %{{.+}} = %{{.+}}) -> (f32, f32)
+//       GPU:     scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c8192 iter_args(%{{.+}} = %{{.+}}, %{{.+}} = %{{.+}}) -> (f32, f32)
 // GPU-COUNT-4:       vector.load %arg0
 //   GPU-NOT:       vector.load
 //       GPU:       vector.reduction <maximumf>
@@ -55,10 +55,10 @@
 //       GPU:     gpu.return
 
 // RMSNorm over 2^31 - 1 f32: one-element chunks, 8 an iteration; the
-// 2047 chunks after the last full group come one at a time, the last
+// 4095 chunks after the last full group come one at a time, the last
 // masked; pass 1 the sum of squares, pass 2 the normalized row.
 // GPU-LABEL: gpu.func @rms_norm_max_rowwise_0(
-//       GPU:     scf.for %{{.+}} step %c2048 iter_args(%{{.+}}) -> (vector<1xf32>)
+//       GPU:     scf.for %{{.+}} step %c4096 iter_args(%{{.+}}) -> (vector<1xf32>)
 //       GPU:     arith.cmpi ult, %{{.+}}, %c2147483647
 //       GPU:     scf.if %{{.+}} -> (vector<1xf32>)
 //       GPU:     gpu.barrier
@@ -119,7 +119,7 @@
 // chunks wait in registers for the product's step, so the row does not fit
 // (32 chunks of 8 a thread at 1024 threads spilled): it loops.
 // GPU-LABEL: gpu.func @silu_mul_256000_rowwise_0(
-//  GPU-SAME:     known_block_size = array<i32: 256, 1, 1>
+//  GPU-SAME:     known_block_size = array<i32: 512, 1, 1>
 //       GPU:     scf.for
 //       GPU:       math.exp
 //       GPU:       vector.store

@@ -163,7 +163,7 @@
 //   GPU-NOT:   scf.for
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @swiglu_32001_bf16_rowwise_0(
-//  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
+//  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
 //  GPU-SAME:   vector_width = 1
 //       GPU:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c32001
@@ -183,7 +183,7 @@
 //   GPU-NOT:   scf.for
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @swiglu_32001_f16_rowwise_0(
-//  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
+//  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
 //  GPU-SAME:   vector_width = 1
 //       GPU:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c32001
@@ -203,115 +203,115 @@
 //   GPU-NOT:   scf.for
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @swiglu_32001_f32_rowwise_0(
-//  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
+//  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
 //  GPU-SAME:   vector_width = 1
 //       GPU:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c32001
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @rms_norm_50257_bf16_rowwise_0(
-//  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
+//  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
 //  GPU-SAME:   vector_width = 1
 //       GPU:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c50257
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @softmax_50257_bf16_rowwise_0(
-//  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
+//  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
 //  GPU-SAME:   vector_width = 1
 //       GPU:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c50257
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @swiglu_50257_bf16_rowwise_0(
-//  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
+//  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
 //  GPU-SAME:   vector_width = 1
 //       GPU:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c50257
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @rms_norm_50257_f16_rowwise_0(
-//  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
+//  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
 //  GPU-SAME:   vector_width = 1
 //       GPU:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c50257
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @softmax_50257_f16_rowwise_0(
-//  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
+//  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
 //  GPU-SAME:   vector_width = 1
 //       GPU:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c50257
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @swiglu_50257_f16_rowwise_0(
-//  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
+//  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
 //  GPU-SAME:   vector_width = 1
 //       GPU:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c50257
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @rms_norm_50257_f32_rowwise_0(
-//  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
+//  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
 //  GPU-SAME:   vector_width = 1
 //       GPU:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c50257
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @softmax_50257_f32_rowwise_0(
-//  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
+//  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
 //  GPU-SAME:   vector_width = 1
 //       GPU:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c50257
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @swiglu_50257_f32_rowwise_0(
-//  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
+//  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
 //  GPU-SAME:   vector_width = 1
 //       GPU:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c50257
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @rms_norm_262147_bf16_rowwise_0(
-//  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
+//  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
 //  GPU-SAME:   vector_width = 1
 //       GPU:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c262147
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @softmax_262147_bf16_rowwise_0(
-//  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
+//  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
 //  GPU-SAME:   vector_width = 1
 //       GPU:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c262147
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @swiglu_262147_bf16_rowwise_0(
-//  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
+//  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
 //  GPU-SAME:   vector_width = 1
 //       GPU:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c262147
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @rms_norm_262147_f16_rowwise_0(
-//  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
+//  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
 //  GPU-SAME:   vector_width = 1
 //       GPU:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c262147
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @softmax_262147_f16_rowwise_0(
-//  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
+//  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
 //  GPU-SAME:   vector_width = 1
 //       GPU:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c262147
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @swiglu_262147_f16_rowwise_0(
-//  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
+//  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
 //  GPU-SAME:   vector_width = 1
 //       GPU:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c262147
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @rms_norm_262147_f32_rowwise_0(
-//  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
+//  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
 //  GPU-SAME:   vector_width = 1
 //       GPU:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c262147
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @softmax_262147_f32_rowwise_0(
-//  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
+//  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
 //  GPU-SAME:   vector_width = 1
 //       GPU:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c262147
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @swiglu_262147_f32_rowwise_0(
-//  GPU-SAME:   known_block_size = array<i32: 256, 1, 1>
+//  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
 //  GPU-SAME:   vector_width = 1
 //       GPU:   scf.for
 //       GPU:   arith.cmpi ult, %{{.+}}, %c262147

@@ -117,6 +117,11 @@ def LowerToGPUPass : Pass<"liger-lower-to-gpu", "::mlir::ModuleOp"> {
            /*default=*/"\"\"",
            "The measured configurations of matmul groups without one (a "
            "lone op's): as liger-select-kernel-config's">,
+    ListOption<"spillFallbackKernels", "spill-fallback-kernels",
+               "std::string",
+               "Kernels to build at their group's liger.spill_fallback "
+               "instead of its configuration (liger-compile names those "
+               "ptxas spilled at the default)">,
   ];
   let statistics = [
     Statistic<"numKernels", "kernels", "Number of GPU kernels built">
@@ -185,8 +190,12 @@ def SelectKernelConfigPass : Pass<"liger-select-kernel-config"> {
     row must start on a chunk boundary), 256 threads per row (fewer for
     short rows). A row that does not fit the row program's register form at
     256 threads (64 unrolled chunks a thread, 128 held elements) gets 512
-    or 1024 threads where that makes it fit, else 256 threads that loop over
-    their chunks. liger-lower-to-gpu reads the attribute (and makes the
+    or 1024 threads where that makes it fit, else 512 threads that loop
+    over their chunks (256 for a program reducing across rows), and beside
+    that default `liger.spill_fallback`: the same at 256 threads, which
+    liger-compile compiles the group at where ptxas spills the kernel at
+    512 (docs/Design/GPU-Lowering.md). A group's own `liger.spill_fallback`
+    is checked like a pinned configuration. liger-lower-to-gpu reads the attribute (and makes the
     same choice when it is absent), so a test or a user can pin a
     configuration by writing it; a group that already has one keeps it,
     and it is checked against the group's row by the same vector-width rule

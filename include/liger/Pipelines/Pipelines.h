@@ -142,6 +142,10 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
       llvm::cl::desc("With matmul-kernels: bytes one chunk of a planned loss "
                      "group's logits may take (liger-plan-loss)"),
       llvm::cl::init(kDefaultLossMemoryBudget)};
+  PassOptions::ListOption<std::string> spillFallbackKernels{
+      *this, "spill-fallback-kernels",
+      llvm::cl::desc("Kernels to build at their group's liger.spill_fallback "
+                     "(liger-lower-to-gpu's spill-fallback-kernels)")};
   PassOptions::Option<bool> lossDwF32{
       *this, "loss-dw-f32",
       llvm::cl::desc("With matmul-kernels: a planned loss group sums dW "

@@ -17,6 +17,8 @@
 
 #include "mlir/IR/BuiltinOps.h"
 
+#include "llvm/ADT/StringMap.h"
+
 #include <string>
 #include <vector>
 
@@ -42,6 +44,15 @@ struct GpuBinary {
 /// ptxas was looked for, or ptxas's own log.
 FailureOr<std::vector<GpuBinary>> serializeGpuModules(ModuleOp module,
                                                       StringRef toolkitPath);
+
+/// ptxas's report on `kernels` of `binary` (compiled again with -v for
+/// those entries only, with the options the serialization passed): the
+/// bytes each spilled, stores and loads together. Fails with a diagnostic on
+/// `module` where ptxas cannot run or does not report on a kernel asked for.
+FailureOr<llvm::StringMap<int64_t>> measureSpills(ModuleOp module,
+                                                  const GpuBinary &binary,
+                                                  ArrayRef<std::string> kernels,
+                                                  StringRef toolkitPath);
 
 /// Writes a bundle into directory `dir` (created if needed): per gpu.module
 /// `<name>.<chip>.cubin` and `.ptx`, and `manifest.json` describing every

@@ -43,6 +43,19 @@ mlir::liger::selectKernelConfig(FusionOp group, const GpuTargetInfo &target,
                                 selectRowKernelConfig(group));
 }
 
+KernelConfigAttr mlir::liger::selectSpillFallback(FusionOp group) {
+  if (group.getKind() == FusionKind::matmul ||
+      group.getKind() == FusionKind::attention ||
+      rowKernelTemplate(group) != KernelTemplate::rowwise)
+    return {};
+  RowKernelConfig config = selectRowKernelConfig(group);
+  if (!config.spillFallbackThreads)
+    return {};
+  config.threads = config.spillFallbackThreads;
+  return getRowKernelConfigAttr(group.getContext(), KernelTemplate::rowwise,
+                                config);
+}
+
 LogicalResult mlir::liger::verifyKernelConfig(FusionOp group,
                                               KernelConfigAttr config,
                                               const GpuTargetInfo &target) {

@@ -230,12 +230,26 @@ struct LowerToGPUPass : mlir::liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
         record(group, name, *info);
         continue;
       }
-      FailureOr<RowKernelConfig> row = getRowKernelConfig(group, *config);
-      if (failed(row))
-        return signalPassFailure();
       std::string name =
           (fn.getName() + "_rowwise_" + Twine(perFunction[fn.getName()]++))
               .str();
+      // The group's spill fallback (selectSpillFallback): recorded where
+      // the configuration was chosen here, for liger-compile's check of
+      // ptxas's report, and taken instead of the configuration where that
+      // check named the kernel.
+      auto fallback =
+          group->getAttrOfType<KernelConfigAttr>(kSpillFallbackAttrName);
+      if (!fallback && !group->hasAttr(KernelConfigAttr::getAttrName()))
+        if ((fallback = selectSpillFallback(group)))
+          group->setAttr(kSpillFallbackAttrName, fallback);
+      if (fallback && llvm::is_contained(spillFallbackKernels, name)) {
+        if (failed(verifyKernelConfig(group, fallback, *target)))
+          return signalPassFailure();
+        config = fallback;
+      }
+      FailureOr<RowKernelConfig> row = getRowKernelConfig(group, *config);
+      if (failed(row))
+        return signalPassFailure();
       for (Operation &op : group.getBody().front())
         if (isDivergenceReducedToScalar(op)) {
           op.emitOpError("cannot be lowered to a row kernel: it reduces "

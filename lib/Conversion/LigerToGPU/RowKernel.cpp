@@ -90,14 +90,25 @@ static bool rowFitsInRegisters(int64_t hidden, int64_t threads, int64_t width,
   return chunks <= kMaxUnrolledChunks &&
          chunks * width * held <= std::min(kMaxHeldElements, 32768 / threads);
 }
-/// The loop form: its default threads per row (at 512, ptxas aims at two
-/// CTAs an SM and spills past 64 registers), and the chunks U of each stream
-/// (row input or workspace) a thread loads in one iteration of a pass over
-/// `streams`: 16-byte chunks keep 64 bytes of f32 or 32 of bf16 in flight a
-/// stream (U = 16 / W), at most 8 loads a stream and 32 elements in all (at 16
-/// loads a one-element GeGLU backward over f32 spilled, and LayerNorm's
-/// backward over five streams on sm_80 at 8).
-constexpr int64_t kLoopThreads = 256;
+/// The loop form: its default threads per row, and the chunks U of each
+/// stream (row input or workspace) a thread loads in one iteration of a
+/// pass over `streams`: 16-byte chunks keep 64 bytes of f32 or 32 of bf16 in
+/// flight a stream (U = 16 / W), at most 8 loads a stream and 32 elements
+/// in all (at 16 loads a one-element GeGLU backward over f32 spilled, and
+/// LayerNorm's backward over five streams on sm_80 at 8).
+///
+/// A looped program over rows (no reduction across rows) takes 512
+/// threads: at two CTAs an SM, 32 warps keep more loads and transcendentals
+/// in flight than 16 (the fused linear JSD's row kernel over 2 x 128256
+/// bf16 ran 7% faster on an H100 than at 256, bench/config_sweep.py's
+/// jsdlogits rows). There ptxas caps a thread at 64 registers, which a
+/// program holding many streams or accumulators spills past: such a group
+/// carries kLoopFallbackThreads as its spill fallback, and liger-compile
+/// compiles it again at 256 threads (up to 128 registers) where ptxas
+/// reports a spill. A program reducing across rows keeps 256: its grid is
+/// four CTAs an SM, which 512 threads would run in two waves.
+constexpr int64_t kLoopThreads = 512;
+constexpr int64_t kLoopFallbackThreads = 256;
 /// The least part of a row the loop form's staging takes on (emitLooped):
 /// one in kMinStagedFraction of its elements.
 constexpr int64_t kMinStagedFraction = 8;
@@ -194,8 +205,15 @@ static std::optional<GroupRow> getGroupRow(FusionOp group) {
   return std::nullopt;
 }
 
-static std::optional<int64_t> countHeldValues(FusionOp group,
-                                              const RowKernelConfig &config);
+namespace {
+/// What the default configuration of a row program depends on (analyze).
+struct RowProgramNeeds {
+  int64_t held = 0; ///< values a thread holds (rowFitsInRegisters)
+  bool reducesAcrossRows = false; ///< a grid of CTAs, not of rows
+};
+} // namespace
+static std::optional<RowProgramNeeds>
+analyzeRowProgram(FusionOp group, const RowKernelConfig &config);
 
 RowKernelConfig mlir::liger::selectRowKernelConfig(FusionOp group) {
   std::optional<GroupRow> row = getGroupRow(group);
@@ -205,14 +223,18 @@ RowKernelConfig mlir::liger::selectRowKernelConfig(FusionOp group) {
   if (row->tmpl == RowTemplate::RowProgram) {
     // More threads where the row does not fit the register form at 256
     // (more chunks than it unrolls), else the loop form's threads.
-    std::optional<int64_t> held = countHeldValues(group, config);
-    if (held && !rowFitsInRegisters(row->hidden, config.threads,
-                                    config.vectorWidth, *held)) {
-      config.threads = kLoopThreads;
+    std::optional<RowProgramNeeds> needs = analyzeRowProgram(group, config);
+    if (needs && !rowFitsInRegisters(row->hidden, config.threads,
+                                     config.vectorWidth, needs->held)) {
+      config.threads =
+          needs->reducesAcrossRows ? kLoopFallbackThreads : kLoopThreads;
+      if (config.threads != kLoopFallbackThreads)
+        config.spillFallbackThreads = kLoopFallbackThreads;
       for (int64_t threads : {512, 1024})
         if (rowFitsInRegisters(row->hidden, threads, config.vectorWidth,
-                               *held)) {
+                               needs->held)) {
           config.threads = threads;
+          config.spillFallbackThreads = 0;
           break;
         }
     }
@@ -364,10 +386,10 @@ public:
   FailureOr<rt::KernelSpec> build(gpu::GPUModuleOp module, StringRef name);
   /// The analysis alone: the number of row values the register form holds
   /// (rowFitsInRegisters), or failure with a diagnostic on the group.
-  FailureOr<int64_t> countHeldValues() {
+  FailureOr<RowProgramNeeds> analyzeNeeds() {
     if (failed(lowerBodyToLinalg()) || failed(analyze()))
       return failure();
-    return heldValues;
+    return RowProgramNeeds{heldValues, !columnReductions.empty()};
   }
 
 private:
@@ -2060,14 +2082,15 @@ LogicalResult RowKernelBuilder::buildFinish(gpu::GPUModuleOp module,
 /// The row values the register form of `group`'s row program holds at
 /// `config` (its analysis, diagnostics dropped), or none when the row
 /// program does not take the group (the lowering then says why).
-static std::optional<int64_t> countHeldValues(FusionOp group,
-                                              const RowKernelConfig &config) {
+static std::optional<RowProgramNeeds>
+analyzeRowProgram(FusionOp group, const RowKernelConfig &config) {
   ScopedDiagnosticHandler quiet(group.getContext(),
                                 [](Diagnostic &) { return success(); });
-  FailureOr<int64_t> held = RowKernelBuilder(group, config).countHeldValues();
-  if (failed(held))
+  FailureOr<RowProgramNeeds> needs =
+      RowKernelBuilder(group, config).analyzeNeeds();
+  if (failed(needs))
     return std::nullopt;
-  return *held;
+  return *needs;
 }
 
 FailureOr<rt::KernelSpec>

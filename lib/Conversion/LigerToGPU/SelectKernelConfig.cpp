@@ -26,6 +26,35 @@ using namespace mlir;
 using namespace mlir::liger;
 
 namespace {
+/// A group's own `liger.spill_fallback` (written by hand, or by an earlier
+/// run of this pass) is a configuration like a pinned one: checked by the
+/// same rules, its diagnostic naming the fallback.
+LogicalResult checkSpillFallback(FusionOp group, const GpuTargetInfo &target) {
+  Attribute attr = group->getAttr(kSpillFallbackAttrName);
+  if (!attr)
+    return success();
+  auto fallback = dyn_cast<KernelConfigAttr>(attr);
+  if (!fallback)
+    return group.emitOpError("has a '")
+           << kSpillFallbackAttrName
+           << "' that is not a #liger.kernel_config: " << attr;
+  std::string why;
+  LogicalResult checked = success();
+  {
+    ScopedDiagnosticHandler capture(group.getContext(), [&](Diagnostic &d) {
+      if (d.getSeverity() != DiagnosticSeverity::Error)
+        return failure();
+      why = d.str();
+      return success();
+    });
+    checked = verifyKernelConfig(group, fallback, target);
+  }
+  if (succeeded(checked))
+    return success();
+  return group.emitOpError("has a '")
+         << kSpillFallbackAttrName << "' that does not fit it: " << why;
+}
+
 struct SelectKernelConfigPass
     : mlir::liger::impl::SelectKernelConfigPassBase<SelectKernelConfigPass> {
   using Base::Base;
@@ -46,6 +75,8 @@ struct SelectKernelConfigPass
     WalkResult walk = getOperation()->walk([&](FusionOp group) {
       if (group.getKind() == FusionKind::loss)
         return WalkResult::advance();
+      if (failed(checkSpillFallback(group, *target)))
+        return WalkResult::interrupt();
       if (auto pinned = group->getAttrOfType<KernelConfigAttr>(
               KernelConfigAttr::getAttrName()))
         return failed(verifyKernelConfig(group, pinned, *target))
@@ -56,6 +87,8 @@ struct SelectKernelConfigPass
       if (failed(config))
         return WalkResult::interrupt();
       group->setAttr(KernelConfigAttr::getAttrName(), *config);
+      if (KernelConfigAttr fallback = selectSpillFallback(group))
+        group->setAttr(kSpillFallbackAttrName, fallback);
       ++numConfigured;
       return WalkResult::advance();
     });

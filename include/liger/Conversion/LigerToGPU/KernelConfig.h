@@ -30,6 +30,20 @@ FailureOr<KernelConfigAttr> selectKernelConfig(FusionOp group,
                                                const GpuTargetInfo &target,
                                                MatmulSelection matmul = {});
 
+/// The configuration to compile `group` at instead of its default where
+/// ptxas spills registers at the default, or null where the default has
+/// no such alternative. A looped row program's default of 512 threads
+/// (at most 64 registers a thread) falls back to 256 (RowKernel.cpp,
+/// kLoopThreads). liger-select-kernel-config writes it beside the default
+/// as `liger.spill_fallback`; liger-compile checks ptxas's report of each
+/// such kernel and compiles the group again at its fallback where the
+/// report shows a spill.
+KernelConfigAttr selectSpillFallback(FusionOp group);
+
+/// The discardable attribute holding a group's spill fallback.
+inline constexpr llvm::StringLiteral kSpillFallbackAttrName =
+    "liger.spill_fallback";
+
 /// Checks a pinned `config` of `group` on `target`: its template is the one
 /// the group's ops need (either matmul template for a matmul group), and
 /// its tunables fit the group's rows or its matmul plan and the target.

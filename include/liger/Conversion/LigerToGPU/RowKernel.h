@@ -43,6 +43,11 @@ struct RowKernelConfig {
   /// looped row program aims at (its register bound and its staging's share
   /// of shared memory); 0: the template's default.
   int64_t ctasPerSm = 0;
+  /// Selection only (not a tunable of the attribute): the threads to
+  /// compile the group at instead where ptxas spills at `threads`, 0 for
+  /// none. The loop form's default sets it (RowKernel.cpp, kLoopThreads);
+  /// selectSpillFallback hands it to liger-compile.
+  int64_t spillFallbackThreads = 0;
 };
 
 /// The templates that read a row configuration, for the rule on its vector
