@@ -326,7 +326,8 @@ Compilation::spilledWithFallback(ArrayRef<GpuBinary> binaries) {
   llvm::StringMap<std::vector<std::string>> kernels;
   module->walk([&](FusionOp group) {
     auto ref = group->getAttrOfType<SymbolRefAttr>("liger.kernel");
-    if (ref && group->hasAttr(kSpillFallbackAttrName))
+    if (ref && group.getKind() == FusionKind::rowwise &&
+        group->hasAttr(kSpillFallbackAttrName))
       kernels[ref.getRootReference().getValue()].push_back(
           ref.getLeafReference().getValue().str());
   });

@@ -134,6 +134,26 @@ mlir::liger::serializeGpuModules(ModuleOp module, StringRef toolkitPath) {
     GpuBinary binary;
     binary.moduleName = gm.getName().str();
     binary.chip = nvvm.getChip().str();
+    // (getCmdOptions reads the flags without checking there are any.)
+    if (std::optional<NamedAttribute> flags =
+            nvvm.hasCmdOptions() ? nvvm.getCmdOptions() : std::nullopt) {
+      if (auto list = dyn_cast<ArrayAttr>(flags->getValue())) {
+        for (auto flag : list.getAsValueRange<StringAttr>())
+          binary.ptxasOptions.push_back(flag.str());
+      } else if (auto text = dyn_cast<StringAttr>(flags->getValue())) {
+        SmallVector<StringRef> words;
+        text.getValue().split(words, ' ', -1, /*KeepEmpty=*/false);
+        for (StringRef word : words)
+          binary.ptxasOptions.push_back(word.str());
+      }
+    }
+    // The target's O where the flags give no level (as the NVVM target's
+    // serialization does).
+    if (llvm::none_of(binary.ptxasOptions, [](StringRef option) {
+          return option.starts_with("-O") || option.starts_with("--opt-level");
+        }))
+      binary.ptxasOptions.insert(binary.ptxasOptions.begin(),
+                                 "-O" + std::to_string(nvvm.getO()));
     // The options keep a function_ref to the callback: it must outlive them
     // (a lambda written in the call would be gone once they are built).
     auto keepPtx = [&](StringRef isa) { binary.ptx = isa.str(); };
@@ -198,9 +218,11 @@ mlir::liger::measureSpills(ModuleOp module, const GpuBinary &binary,
     return failure();
   // The serialization's options (its cubin embeds them: "-O 3 -arch
   // <chip>"), with -v and one -e per kernel.
-  SmallVector<std::string> args = {ptxas.str().str(),   "-O3", "-arch",
-                                   binary.chip,         "-v",  "-o",
-                                   paths[1].str().str()};
+  SmallVector<std::string> args = {ptxas.str().str()};
+  llvm::append_range(args, binary.ptxasOptions);
+  for (const char *arg : {"-arch", binary.chip.c_str(), "-v", "-o"})
+    args.push_back(arg);
+  args.push_back(paths[1].str().str());
   for (const std::string &kernel : kernels) {
     args.push_back("-e");
     args.push_back(kernel);
@@ -237,14 +259,21 @@ mlir::liger::measureSpills(ModuleOp module, const GpuBinary &binary,
     if (function.empty() || stores == StringRef::npos ||
         loads == StringRef::npos)
       continue;
-    auto lastNumber = [](StringRef text) {
+    // The number before " bytes spill stores" (loads); -1 where there is
+    // none, which fails the check rather than reading as no spill.
+    auto lastNumber = [](StringRef text) -> int64_t {
       int64_t n = 0;
       text = text.rtrim();
-      text.substr(text.find_last_of(' ') + 1).getAsInteger(10, n);
+      if (text.substr(text.find_last_of(' ') + 1).getAsInteger(10, n))
+        return -1;
       return n;
     };
-    spilled[function] = lastNumber(line.take_front(stores)) +
-                        lastNumber(line.take_front(loads));
+    int64_t storeBytes = lastNumber(line.take_front(stores));
+    int64_t loadBytes = lastNumber(line.take_front(loads));
+    if (storeBytes < 0 || loadBytes < 0)
+      return module.emitError() << "cannot read ptxas's spill report of "
+                                << function << ": " << line.trim();
+    spilled[function] = storeBytes + loadBytes;
     function = StringRef();
   }
   for (const std::string &kernel : kernels)

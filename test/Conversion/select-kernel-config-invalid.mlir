@@ -398,3 +398,17 @@ func.func @fallback_width(%x: tensor<?x50257xbf16>) -> tensor<?x50257xbf16> {
   }
   return %y : tensor<?x50257xbf16>
 }
+
+// -----
+
+// Only a row group takes one: a matmul kernel's configuration is its tile,
+// which liger-compile does not check for spills.
+func.func @fallback_matmul(%x: tensor<?x256xbf16>, %w: tensor<256x256xbf16>) -> tensor<?x256xbf16> {
+  // expected-error @+1 {{'liger.fusion' op has a 'liger.spill_fallback', which only a rowwise group takes}}
+  %y = liger.fusion matmul(%x, %w) attributes {liger.spill_fallback = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 128, tile_n = 128, tile_k = 64, stages = 3>} : (tensor<?x256xbf16>, tensor<256x256xbf16>) -> tensor<?x256xbf16> {
+  ^bb0(%a: tensor<?x256xbf16>, %b: tensor<256x256xbf16>):
+    %l = liger.linear %a, %b : tensor<?x256xbf16>, tensor<256x256xbf16>
+    liger.yield %l : tensor<?x256xbf16>
+  }
+  return %y : tensor<?x256xbf16>
+}

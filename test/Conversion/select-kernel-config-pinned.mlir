@@ -26,11 +26,13 @@ func.func @pinned_attention(%q: tensor<?x4x?x128xbf16>) -> tensor<?x4x?x128xbf16
 
 // A pinned loop-form row program stays as written, without the spill
 // fallback a default one gets: liger-compile never changes what the user
-// pinned. A pinned one may name its own fallback, checked like the pin.
+// pinned. A pinned one may name its own fallback, checked like the pin; an
+// unpinned one with its own keeps it beside the default.
 // CHECK-LABEL: func.func @pinned_loop
 //       CHECK:   {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 8>}
 //       CHECK:   {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 1024, vector_width = 8>, liger.spill_fallback = #liger.kernel_config<kernel_template = rowwise, threads = 128, vector_width = 8>}
-func.func @pinned_loop(%x: tensor<?x128256xbf16>) -> (tensor<?x128256xbf16>, tensor<?x128256xbf16>) {
+//       CHECK:   {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 8>, liger.spill_fallback = #liger.kernel_config<kernel_template = rowwise, threads = 128, vector_width = 8>}
+func.func @pinned_loop(%x: tensor<?x128256xbf16>) -> (tensor<?x128256xbf16>, tensor<?x128256xbf16>, tensor<?x128256xbf16>) {
   %y = liger.fusion rowwise(%x) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 8>} : (tensor<?x128256xbf16>) -> tensor<?x128256xbf16> {
   ^bb0(%a: tensor<?x128256xbf16>):
     %s = liger.softmax %a : tensor<?x128256xbf16>
@@ -41,5 +43,10 @@ func.func @pinned_loop(%x: tensor<?x128256xbf16>) -> (tensor<?x128256xbf16>, ten
     %s = liger.softmax %a : tensor<?x128256xbf16>
     liger.yield %s : tensor<?x128256xbf16>
   }
-  return %y, %z : tensor<?x128256xbf16>, tensor<?x128256xbf16>
+  %u = liger.fusion rowwise(%x) attributes {liger.spill_fallback = #liger.kernel_config<kernel_template = rowwise, threads = 128, vector_width = 8>} : (tensor<?x128256xbf16>) -> tensor<?x128256xbf16> {
+  ^bb0(%a: tensor<?x128256xbf16>):
+    %s = liger.softmax %a : tensor<?x128256xbf16>
+    liger.yield %s : tensor<?x128256xbf16>
+  }
+  return %y, %z, %u : tensor<?x128256xbf16>, tensor<?x128256xbf16>, tensor<?x128256xbf16>
 }

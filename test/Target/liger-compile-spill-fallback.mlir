@@ -21,7 +21,8 @@
 // RUN: sed -e 's/^  %%r:7 = liger.fusion rowwise(\(.*\)) : (/  %%r:7 = liger.fusion rowwise(\1) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 1>} : (/' %s > %t.pinned.mlir
 // RUN: timeout 120 liger-compile %t.pinned.mlir --emit=ptx -o %t.pinned.ptx
 // RUN: ptxas -arch=sm_90a -v %t.pinned.ptx -o %t.pinned.cubin 2>&1 | FileCheck %s --check-prefix=PINNED
-// A module whose groups are all pinned compiles once, as written.
+// Pinned, the group compiles as written (the lone softmax is still checked,
+// and does not spill).
 // RUN: timeout 120 liger-compile %t.pinned.mlir -o %t.pinned.bundle
 // RUN: FileCheck %s --check-prefix=PINNED-BUNDLE < %t.pinned.bundle/manifest.json
 

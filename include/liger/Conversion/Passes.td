@@ -194,8 +194,9 @@ def SelectKernelConfigPass : Pass<"liger-select-kernel-config"> {
     over their chunks (256 for a program reducing across rows), and beside
     that default `liger.spill_fallback`: the same at 256 threads, which
     liger-compile compiles the group at where ptxas spills the kernel at
-    512 (docs/Design/GPU-Lowering.md). A group's own `liger.spill_fallback`
-    is checked like a pinned configuration. liger-lower-to-gpu reads the attribute (and makes the
+    512 (docs/Design/GPU-Lowering.md). A rowwise group's own
+    `liger.spill_fallback` is kept and checked like a pinned configuration.
+    liger-lower-to-gpu reads the attribute (and makes the
     same choice when it is absent), so a test or a user can pin a
     configuration by writing it; a group that already has one keeps it,
     and it is checked against the group's row by the same vector-width rule

@@ -34,6 +34,9 @@ LogicalResult lowerGpuModulesToNVVM(ModuleOp module);
 struct GpuBinary {
   std::string moduleName;
   std::string chip;
+  /// The ptxas options the serialization passed besides the chip: -O from
+  /// the #nvvm.target's O, then its "ptxas-cmd-options" flags.
+  std::vector<std::string> ptxasOptions;
   std::string ptx;
   std::vector<char> cubin;
 };
@@ -46,8 +49,9 @@ FailureOr<std::vector<GpuBinary>> serializeGpuModules(ModuleOp module,
                                                       StringRef toolkitPath);
 
 /// ptxas's report on `kernels` of `binary` (compiled again with -v for
-/// those entries only, with the options the serialization passed): the
-/// bytes each spilled, stores and loads together. Fails with a diagnostic on
+/// those entries only, with the options the serialization passed,
+/// `binary.ptxasOptions`): the bytes each spilled, stores and loads
+/// together. Fails with a diagnostic on
 /// `module` where ptxas cannot run or does not report on a kernel asked for.
 FailureOr<llvm::StringMap<int64_t>> measureSpills(ModuleOp module,
                                                   const GpuBinary &binary,

@@ -33,6 +33,9 @@ LogicalResult checkSpillFallback(FusionOp group, const GpuTargetInfo &target) {
   Attribute attr = group->getAttr(kSpillFallbackAttrName);
   if (!attr)
     return success();
+  if (group.getKind() != FusionKind::rowwise)
+    return group.emitOpError("has a '")
+           << kSpillFallbackAttrName << "', which only a rowwise group takes";
   auto fallback = dyn_cast<KernelConfigAttr>(attr);
   if (!fallback)
     return group.emitOpError("has a '")
@@ -87,8 +90,9 @@ struct SelectKernelConfigPass
       if (failed(config))
         return WalkResult::interrupt();
       group->setAttr(KernelConfigAttr::getAttrName(), *config);
-      if (KernelConfigAttr fallback = selectSpillFallback(group))
-        group->setAttr(kSpillFallbackAttrName, fallback);
+      if (!group->hasAttr(kSpillFallbackAttrName))
+        if (KernelConfigAttr fallback = selectSpillFallback(group))
+          group->setAttr(kSpillFallbackAttrName, fallback);
       ++numConfigured;
       return WalkResult::advance();
     });
