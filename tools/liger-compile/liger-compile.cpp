@@ -58,16 +58,22 @@ cl::opt<std::string> ptxFeatures("ptx-features",
                                  cl::init(kDefaults.ptxFeatures), cl::cat(ligerCategory));
 cl::opt<CompileStage> emit(
     "emit", cl::desc("Stop after this stage and write its result"),
-    cl::values(clEnumValN(CompileStage::Liger, "liger", "verified, canonicalized IR"),
-               clEnumValN(CompileStage::Fused, "fused", "after liger-fuse"),
-               clEnumValN(CompileStage::Gpu, "gpu", "with the gpu.module of kernels"),
-               clEnumValN(CompileStage::Llvm, "llvm", "kernels in the LLVM dialect"),
-               clEnumValN(CompileStage::Ptx, "ptx", "PTX text"),
-               clEnumValN(CompileStage::Cubin, "cubin", "the cubin"),
-               clEnumValN(CompileStage::Bundle, "bundle", "the bundle (default)")),
+    cl::values(
+        clEnumValN(CompileStage::Liger, "liger", "verified, canonicalized IR"),
+        clEnumValN(CompileStage::Fused, "fused", "after liger-fuse"),
+        clEnumValN(CompileStage::Gpu, "gpu",
+                   "with the gpu.module of kernels (as selected, before "
+                   "ptxas's spill check of looped row kernels)"),
+        clEnumValN(CompileStage::Llvm, "llvm",
+                   "kernels in the LLVM dialect (before the spill check)"),
+        clEnumValN(CompileStage::Ptx, "ptx", "PTX text"),
+        clEnumValN(CompileStage::Cubin, "cubin", "the cubin"),
+        clEnumValN(CompileStage::Bundle, "bundle", "the bundle (default)")),
     cl::init(CompileStage::Bundle), cl::cat(ligerCategory));
 cl::opt<std::string> dumpDir("dump-dir",
-                             cl::desc("Write every stage's result here"),
+                             cl::desc("Write every stage's result here (those "
+                                      "compiled again at a spill fallback "
+                                      "overwrite the first)"),
                              cl::init(""), cl::cat(ligerCategory));
 cl::opt<bool>
     fusionReport("fusion-report",
