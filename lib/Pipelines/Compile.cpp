@@ -318,7 +318,7 @@ bool Compilation::compileKernels(std::vector<::liger::runtime::LossPlan> &plans,
 }
 
 /// The kernels of the lowered module whose group has a
-/// `liger.spill_fallback` (selectSpillFallback) and that ptxas compiled
+/// `liger.spill_fallback` (selectKernelConfig's) and that ptxas compiled
 /// with spills.
 FailureOr<std::vector<std::string>>
 Compilation::spilledWithFallback(ArrayRef<GpuBinary> binaries) {

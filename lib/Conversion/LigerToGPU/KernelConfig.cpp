@@ -10,8 +10,11 @@ using namespace mlir::liger;
 
 FailureOr<KernelConfigAttr>
 mlir::liger::selectKernelConfig(FusionOp group, const GpuTargetInfo &target,
-                                MatmulSelection matmul) {
+                                MatmulSelection matmul,
+                                KernelConfigAttr *spillFallback) {
   MLIRContext *ctx = group.getContext();
+  if (spillFallback)
+    *spillFallback = {};
   if (group.getKind() == FusionKind::matmul) {
     FailureOr<MatmulPlan> plan = analyzeMatmulGroup(group);
     if (failed(plan))
@@ -39,21 +42,13 @@ mlir::liger::selectKernelConfig(FusionOp group, const GpuTargetInfo &target,
                                  std::nullopt, std::nullopt, std::nullopt,
                                  std::nullopt, std::nullopt, std::nullopt,
                                  std::nullopt, std::nullopt, std::nullopt);
-  return getRowKernelConfigAttr(ctx, kernelTemplate,
-                                selectRowKernelConfig(group));
-}
-
-KernelConfigAttr mlir::liger::selectSpillFallback(FusionOp group) {
-  if (group.getKind() == FusionKind::matmul ||
-      group.getKind() == FusionKind::attention ||
-      rowKernelTemplate(group) != KernelTemplate::rowwise)
-    return {};
-  RowKernelConfig config = selectRowKernelConfig(group);
-  if (!config.spillFallbackThreads)
-    return {};
-  config.threads = config.spillFallbackThreads;
-  return getRowKernelConfigAttr(group.getContext(), KernelTemplate::rowwise,
-                                config);
+  RowKernelConfig row = selectRowKernelConfig(group);
+  if (spillFallback && row.spillFallbackThreads) {
+    RowKernelConfig fallback = row;
+    fallback.threads = row.spillFallbackThreads;
+    *spillFallback = getRowKernelConfigAttr(ctx, kernelTemplate, fallback);
+  }
+  return getRowKernelConfigAttr(ctx, kernelTemplate, row);
 }
 
 LogicalResult mlir::liger::verifyKernelConfig(FusionOp group,
@@ -96,11 +91,14 @@ LogicalResult mlir::liger::verifyKernelConfig(FusionOp group,
 
 FailureOr<KernelConfigAttr>
 mlir::liger::getKernelConfig(FusionOp group, const GpuTargetInfo &target,
-                             MatmulSelection matmul) {
+                             MatmulSelection matmul,
+                             KernelConfigAttr *spillFallback) {
+  if (spillFallback)
+    *spillFallback = {};
   auto pinned =
       group->getAttrOfType<KernelConfigAttr>(KernelConfigAttr::getAttrName());
   if (!pinned)
-    return selectKernelConfig(group, target, matmul);
+    return selectKernelConfig(group, target, matmul, spillFallback);
   if (failed(verifyKernelConfig(group, pinned, target)))
     return failure();
   return pinned;

@@ -178,8 +178,9 @@ struct LowerToGPUPass : mlir::liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
       ++numKernels;
     };
     for (auto [fn, group] : groups) {
-      FailureOr<KernelConfigAttr> config =
-          getKernelConfig(group, *target, matmul->selection());
+      KernelConfigAttr selectedFallback;
+      FailureOr<KernelConfigAttr> config = getKernelConfig(
+          group, *target, matmul->selection(), &selectedFallback);
       if (failed(config))
         return signalPassFailure();
       if (config->getKernelTemplate() == KernelTemplate::attention) {
@@ -233,15 +234,14 @@ struct LowerToGPUPass : mlir::liger::impl::LowerToGPUPassBase<LowerToGPUPass> {
       std::string name =
           (fn.getName() + "_rowwise_" + Twine(perFunction[fn.getName()]++))
               .str();
-      // The group's spill fallback (selectSpillFallback): recorded where
+      // The group's spill fallback (selectKernelConfig's): recorded where
       // the configuration was chosen here, for liger-compile's check of
       // ptxas's report, and taken instead of the configuration where that
       // check named the kernel.
+      if (selectedFallback && !group->hasAttr(kSpillFallbackAttrName))
+        group->setAttr(kSpillFallbackAttrName, selectedFallback);
       auto fallback =
           group->getAttrOfType<KernelConfigAttr>(kSpillFallbackAttrName);
-      if (!fallback && !group->hasAttr(KernelConfigAttr::getAttrName()))
-        if ((fallback = selectSpillFallback(group)))
-          group->setAttr(kSpillFallbackAttrName, fallback);
       if (fallback && llvm::is_contained(spillFallbackKernels, name)) {
         if (failed(verifyKernelConfig(group, fallback, *target)))
           return signalPassFailure();

@@ -100,10 +100,10 @@ static bool rowFitsInRegisters(int64_t hidden, int64_t threads, int64_t width,
 /// A looped program over rows (no reduction across rows) takes 512
 /// threads: at two CTAs an SM, 32 warps keep more loads and transcendentals
 /// in flight than 16 (the fused linear JSD's row kernel over 2 x 128256
-/// bf16 ran 7% faster on an H100 than at 256, bench/config_sweep.py's
-/// jsdlogits rows). There ptxas caps a thread at 64 registers, which a
-/// program holding many streams or accumulators spills past: such a group
-/// carries kLoopFallbackThreads as its spill fallback, and liger-compile
+/// bf16 ran 6.9% faster on an H100 than at 256 on a 1024-row chunk,
+/// docs/benchmarks.md, stop 58). There ptxas caps a thread at 64 registers,
+/// which a program holding many streams or accumulators spills past: such a
+/// group carries kLoopFallbackThreads as its spill fallback, and liger-compile
 /// compiles it again at 256 threads (up to 128 registers) where ptxas
 /// reports a spill. A program reducing across rows keeps 256: its grid is
 /// four CTAs an SM, which 512 threads would run in two waves.
@@ -226,17 +226,19 @@ RowKernelConfig mlir::liger::selectRowKernelConfig(FusionOp group) {
     std::optional<RowProgramNeeds> needs = analyzeRowProgram(group, config);
     if (needs && !rowFitsInRegisters(row->hidden, config.threads,
                                      config.vectorWidth, needs->held)) {
-      config.threads =
-          needs->reducesAcrossRows ? kLoopFallbackThreads : kLoopThreads;
-      if (config.threads != kLoopFallbackThreads)
+      const int64_t more[] = {512, 1024};
+      const int64_t *fits = llvm::find_if(more, [&](int64_t threads) {
+        return rowFitsInRegisters(row->hidden, threads, config.vectorWidth,
+                                  needs->held);
+      });
+      if (fits != std::end(more)) {
+        config.threads = *fits;
+      } else if (needs->reducesAcrossRows) {
+        config.threads = kLoopFallbackThreads;
+      } else {
+        config.threads = kLoopThreads;
         config.spillFallbackThreads = kLoopFallbackThreads;
-      for (int64_t threads : {512, 1024})
-        if (rowFitsInRegisters(row->hidden, threads, config.vectorWidth,
-                               needs->held)) {
-          config.threads = threads;
-          config.spillFallbackThreads = 0;
-          break;
-        }
+      }
     }
   }
   if (row->tmpl == RowTemplate::CrossEntropy)
@@ -384,8 +386,8 @@ public:
         loc(group.getLoc()), maxSharedMemoryBytes(maxSharedMemoryBytes) {}
 
   FailureOr<rt::KernelSpec> build(gpu::GPUModuleOp module, StringRef name);
-  /// The analysis alone: the number of row values the register form holds
-  /// (rowFitsInRegisters), or failure with a diagnostic on the group.
+  /// The analysis alone: what the default configuration depends on
+  /// (RowProgramNeeds), or failure with a diagnostic on the group.
   FailureOr<RowProgramNeeds> analyzeNeeds() {
     if (failed(lowerBodyToLinalg()) || failed(analyze()))
       return failure();
@@ -2079,9 +2081,10 @@ LogicalResult RowKernelBuilder::buildFinish(gpu::GPUModuleOp module,
 
 } // namespace
 
-/// The row values the register form of `group`'s row program holds at
-/// `config` (its analysis, diagnostics dropped), or none when the row
-/// program does not take the group (the lowering then says why).
+/// What `group`'s row program needs at `config` (its analysis, diagnostics
+/// dropped): the row values its register form holds, and whether it
+/// reduces across rows; none when the row program does not take the group
+/// (the lowering then says why).
 static std::optional<RowProgramNeeds>
 analyzeRowProgram(FusionOp group, const RowKernelConfig &config) {
   ScopedDiagnosticHandler quiet(group.getContext(),

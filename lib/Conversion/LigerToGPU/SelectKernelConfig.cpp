@@ -85,14 +85,14 @@ struct SelectKernelConfigPass
         return failed(verifyKernelConfig(group, pinned, *target))
                    ? WalkResult::interrupt()
                    : WalkResult::advance();
+      KernelConfigAttr fallback;
       FailureOr<KernelConfigAttr> config =
-          selectKernelConfig(group, *target, matmul->selection());
+          selectKernelConfig(group, *target, matmul->selection(), &fallback);
       if (failed(config))
         return WalkResult::interrupt();
       group->setAttr(KernelConfigAttr::getAttrName(), *config);
-      if (!group->hasAttr(kSpillFallbackAttrName))
-        if (KernelConfigAttr fallback = selectSpillFallback(group))
-          group->setAttr(kSpillFallbackAttrName, fallback);
+      if (fallback && !group->hasAttr(kSpillFallbackAttrName))
+        group->setAttr(kSpillFallbackAttrName, fallback);
       ++numConfigured;
       return WalkResult::advance();
     });

@@ -26,19 +26,19 @@ namespace mlir::liger {
 /// `matmul.table` that matches it, else the default rule's (a wgmma
 /// group's schedule by `matmul.schedule`). Fails with a diagnostic where
 /// the matching table entry does not fit the group.
-FailureOr<KernelConfigAttr> selectKernelConfig(FusionOp group,
-                                               const GpuTargetInfo &target,
-                                               MatmulSelection matmul = {});
-
-/// The configuration to compile `group` at instead of its default where
-/// ptxas spills registers at the default, or null where the default has
-/// no such alternative. A looped row program's default of 512 threads
-/// (at most 64 registers a thread) falls back to 256 (RowKernel.cpp,
-/// kLoopThreads). liger-select-kernel-config writes it beside the default
-/// as `liger.spill_fallback`; liger-compile checks ptxas's report of each
-/// such kernel and compiles the group again at its fallback where the
-/// report shows a spill.
-KernelConfigAttr selectSpillFallback(FusionOp group);
+///
+/// `spillFallback`, where given, receives the configuration to compile the
+/// group at instead where ptxas spills registers at the default, or null
+/// where the default has no such alternative: a looped row program's
+/// default of 512 threads (at most 64 registers a thread) falls back to 256
+/// (RowKernel.cpp, kLoopThreads). liger-select-kernel-config writes it
+/// beside the default as `liger.spill_fallback`; liger-compile checks
+/// ptxas's report of each such kernel and compiles the group again at its
+/// fallback where the report shows a spill.
+FailureOr<KernelConfigAttr>
+selectKernelConfig(FusionOp group, const GpuTargetInfo &target,
+                   MatmulSelection matmul = {},
+                   KernelConfigAttr *spillFallback = nullptr);
 
 /// The discardable attribute holding a group's spill fallback.
 inline constexpr llvm::StringLiteral kSpillFallbackAttrName =
@@ -52,10 +52,12 @@ LogicalResult verifyKernelConfig(FusionOp group, KernelConfigAttr config,
                                  const GpuTargetInfo &target);
 
 /// The group's `liger.kernel_config`, checked by verifyKernelConfig, or the
-/// choice of selectKernelConfig (with `matmul`) where it has none.
-FailureOr<KernelConfigAttr> getKernelConfig(FusionOp group,
-                                            const GpuTargetInfo &target,
-                                            MatmulSelection matmul = {});
+/// choice of selectKernelConfig (with `matmul`, and its `spillFallback`)
+/// where it has none. `spillFallback` stays null for a pinned one.
+FailureOr<KernelConfigAttr>
+getKernelConfig(FusionOp group, const GpuTargetInfo &target,
+                MatmulSelection matmul = {},
+                KernelConfigAttr *spillFallback = nullptr);
 
 } // namespace mlir::liger
 

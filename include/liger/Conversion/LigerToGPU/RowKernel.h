@@ -46,7 +46,7 @@ struct RowKernelConfig {
   /// Selection only (not a tunable of the attribute): the threads to
   /// compile the group at instead where ptxas spills at `threads`, 0 for
   /// none. The loop form's default sets it (RowKernel.cpp, kLoopThreads);
-  /// selectSpillFallback hands it to liger-compile.
+  /// selectKernelConfig hands it on as the group's spill fallback.
   int64_t spillFallbackThreads = 0;
 };
 
