@@ -235,3 +235,78 @@ func.func @jsdlogits_t1024_c1(%x: tensor<?x128256xbf16>, %y: tensor<?x128256xbf1
   }
   return %r, %d : tensor<?xf32>, tensor<?x128256xbf16>
 }
+
+// The loop form split over a thread-block cluster (cluster = K): each CTA
+// keeps its part of both rows on chip, read from memory once.
+func.func @jsdlogits_t512_c2_k8(%x: tensor<?x128256xbf16>, %y: tensor<?x128256xbf16>, %g: tensor<?xf32>, %l: tensor<?xi64>) -> (tensor<?xf32>, tensor<?x128256xbf16>) {
+  %r, %d = liger.fusion rowwise(%x, %y, %g, %l) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 8, ctas_per_sm = 2, cluster = 8>} : (tensor<?x128256xbf16>, tensor<?x128256xbf16>, tensor<?xf32>, tensor<?xi64>) -> (tensor<?xf32>, tensor<?x128256xbf16>) {
+  ^bb0(%a: tensor<?x128256xbf16>, %b: tensor<?x128256xbf16>, %c: tensor<?xf32>, %e: tensor<?xi64>):
+    %0 = liger.jsd %a, %b labels(%e : tensor<?xi64>) beta = 5.000000000e-01 ignore_index = -100 temperature = 1.000000000e+00 per_token : tensor<?x128256xbf16>
+    %1 = liger.jsd_grad %a, %b, %c labels(%e : tensor<?xi64>) beta = 5.000000000e-01 ignore_index = -100 temperature = 1.000000000e+00 per_token : tensor<?x128256xbf16>, tensor<?xf32>
+    liger.yield %0, %1 : tensor<?xf32>, tensor<?x128256xbf16>
+  }
+  return %r, %d : tensor<?xf32>, tensor<?x128256xbf16>
+}
+func.func @jsdlogits_t256_c2_k8(%x: tensor<?x128256xbf16>, %y: tensor<?x128256xbf16>, %g: tensor<?xf32>, %l: tensor<?xi64>) -> (tensor<?xf32>, tensor<?x128256xbf16>) {
+  %r, %d = liger.fusion rowwise(%x, %y, %g, %l) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 8, ctas_per_sm = 2, cluster = 8>} : (tensor<?x128256xbf16>, tensor<?x128256xbf16>, tensor<?xf32>, tensor<?xi64>) -> (tensor<?xf32>, tensor<?x128256xbf16>) {
+  ^bb0(%a: tensor<?x128256xbf16>, %b: tensor<?x128256xbf16>, %c: tensor<?xf32>, %e: tensor<?xi64>):
+    %0 = liger.jsd %a, %b labels(%e : tensor<?xi64>) beta = 5.000000000e-01 ignore_index = -100 temperature = 1.000000000e+00 per_token : tensor<?x128256xbf16>
+    %1 = liger.jsd_grad %a, %b, %c labels(%e : tensor<?xi64>) beta = 5.000000000e-01 ignore_index = -100 temperature = 1.000000000e+00 per_token : tensor<?x128256xbf16>, tensor<?xf32>
+    liger.yield %0, %1 : tensor<?xf32>, tensor<?x128256xbf16>
+  }
+  return %r, %d : tensor<?xf32>, tensor<?x128256xbf16>
+}
+func.func @jsdlogits_t512_c1_k4(%x: tensor<?x128256xbf16>, %y: tensor<?x128256xbf16>, %g: tensor<?xf32>, %l: tensor<?xi64>) -> (tensor<?xf32>, tensor<?x128256xbf16>) {
+  %r, %d = liger.fusion rowwise(%x, %y, %g, %l) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 8, ctas_per_sm = 1, cluster = 4>} : (tensor<?x128256xbf16>, tensor<?x128256xbf16>, tensor<?xf32>, tensor<?xi64>) -> (tensor<?xf32>, tensor<?x128256xbf16>) {
+  ^bb0(%a: tensor<?x128256xbf16>, %b: tensor<?x128256xbf16>, %c: tensor<?xf32>, %e: tensor<?xi64>):
+    %0 = liger.jsd %a, %b labels(%e : tensor<?xi64>) beta = 5.000000000e-01 ignore_index = -100 temperature = 1.000000000e+00 per_token : tensor<?x128256xbf16>
+    %1 = liger.jsd_grad %a, %b, %c labels(%e : tensor<?xi64>) beta = 5.000000000e-01 ignore_index = -100 temperature = 1.000000000e+00 per_token : tensor<?x128256xbf16>, tensor<?xf32>
+    liger.yield %0, %1 : tensor<?xf32>, tensor<?x128256xbf16>
+  }
+  return %r, %d : tensor<?xf32>, tensor<?x128256xbf16>
+}
+func.func @jsdlogits_t1024_c1_k4(%x: tensor<?x128256xbf16>, %y: tensor<?x128256xbf16>, %g: tensor<?xf32>, %l: tensor<?xi64>) -> (tensor<?xf32>, tensor<?x128256xbf16>) {
+  %r, %d = liger.fusion rowwise(%x, %y, %g, %l) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 1024, vector_width = 8, ctas_per_sm = 1, cluster = 4>} : (tensor<?x128256xbf16>, tensor<?x128256xbf16>, tensor<?xf32>, tensor<?xi64>) -> (tensor<?xf32>, tensor<?x128256xbf16>) {
+  ^bb0(%a: tensor<?x128256xbf16>, %b: tensor<?x128256xbf16>, %c: tensor<?xf32>, %e: tensor<?xi64>):
+    %0 = liger.jsd %a, %b labels(%e : tensor<?xi64>) beta = 5.000000000e-01 ignore_index = -100 temperature = 1.000000000e+00 per_token : tensor<?x128256xbf16>
+    %1 = liger.jsd_grad %a, %b, %c labels(%e : tensor<?xi64>) beta = 5.000000000e-01 ignore_index = -100 temperature = 1.000000000e+00 per_token : tensor<?x128256xbf16>, tensor<?xf32>
+    liger.yield %0, %1 : tensor<?xf32>, tensor<?x128256xbf16>
+  }
+  return %r, %d : tensor<?xf32>, tensor<?x128256xbf16>
+}
+func.func @jsdlogits_t256_c4_k8(%x: tensor<?x128256xbf16>, %y: tensor<?x128256xbf16>, %g: tensor<?xf32>, %l: tensor<?xi64>) -> (tensor<?xf32>, tensor<?x128256xbf16>) {
+  %r, %d = liger.fusion rowwise(%x, %y, %g, %l) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 8, ctas_per_sm = 4, cluster = 8>} : (tensor<?x128256xbf16>, tensor<?x128256xbf16>, tensor<?xf32>, tensor<?xi64>) -> (tensor<?xf32>, tensor<?x128256xbf16>) {
+  ^bb0(%a: tensor<?x128256xbf16>, %b: tensor<?x128256xbf16>, %c: tensor<?xf32>, %e: tensor<?xi64>):
+    %0 = liger.jsd %a, %b labels(%e : tensor<?xi64>) beta = 5.000000000e-01 ignore_index = -100 temperature = 1.000000000e+00 per_token : tensor<?x128256xbf16>
+    %1 = liger.jsd_grad %a, %b, %c labels(%e : tensor<?xi64>) beta = 5.000000000e-01 ignore_index = -100 temperature = 1.000000000e+00 per_token : tensor<?x128256xbf16>, tensor<?xf32>
+    liger.yield %0, %1 : tensor<?xf32>, tensor<?x128256xbf16>
+  }
+  return %r, %d : tensor<?xf32>, tensor<?x128256xbf16>
+}
+
+// Softmax over 128256 bf16 (read twice by the loop form) whole-row, and
+// split over clusters of 2 (partly staged) and 4 (staged whole).
+func.func @softmax_t512_c2(%x: tensor<?x128256xbf16>) -> tensor<?x128256xbf16> {
+  %y = liger.fusion rowwise(%x) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 8, ctas_per_sm = 2>} : (tensor<?x128256xbf16>) -> tensor<?x128256xbf16> {
+  ^bb0(%a: tensor<?x128256xbf16>):
+    %s = liger.softmax %a : tensor<?x128256xbf16>
+    liger.yield %s : tensor<?x128256xbf16>
+  }
+  return %y : tensor<?x128256xbf16>
+}
+func.func @softmax_t512_c2_k2(%x: tensor<?x128256xbf16>) -> tensor<?x128256xbf16> {
+  %y = liger.fusion rowwise(%x) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 8, ctas_per_sm = 2, cluster = 2>} : (tensor<?x128256xbf16>) -> tensor<?x128256xbf16> {
+  ^bb0(%a: tensor<?x128256xbf16>):
+    %s = liger.softmax %a : tensor<?x128256xbf16>
+    liger.yield %s : tensor<?x128256xbf16>
+  }
+  return %y : tensor<?x128256xbf16>
+}
+func.func @softmax_t512_c2_k4(%x: tensor<?x128256xbf16>) -> tensor<?x128256xbf16> {
+  %y = liger.fusion rowwise(%x) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 8, ctas_per_sm = 2, cluster = 4>} : (tensor<?x128256xbf16>) -> tensor<?x128256xbf16> {
+  ^bb0(%a: tensor<?x128256xbf16>):
+    %s = liger.softmax %a : tensor<?x128256xbf16>
+    liger.yield %s : tensor<?x128256xbf16>
+  }
+  return %y : tensor<?x128256xbf16>
+}

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Times rowwise kernels compiled at pinned configurations
 (bench/config_sweep.mlir: threads x vector width, and for the loop form's
-staging CTAs an SM and reuse_loads) at 16384 tokens, as a fraction of the
+staging CTAs an SM, reuse_loads and the cluster splitting each row) at
+16384 tokens, as a fraction of the
 copy-bandwidth floor, to choose liger-lower-to-gpu's default
 configuration.
 
@@ -48,6 +49,7 @@ inputs = {
     "kl": (128256, lambda H: (log_probs(H), log_probs(H).exp()), 2, ("row",)),
     "jsdloss": (128256, lambda H: (log_probs(H), log_probs(H)), 2, ("row",)),
     "jsdlogits": (128256, logits_jsd, 3, ("row", "rows")),
+    "softmax": (128256, lambda H: (rows(H),), 2, ("rows",)),
 }
 print("copy bandwidth %.0f GB/s" % bw)
 for prefix, (H, make, passes, outputs) in inputs.items():

@@ -188,3 +188,17 @@ func.func @jsd_per_token(%x: tensor<?x7xf32>, %y: tensor<?x7xf32>) -> tensor<?xf
   %l = liger.jsd %x, %y per_token : tensor<?x7xf32>
   return %l : tensor<?xf32>
 }
+
+// -----
+
+// A cluster splits each row among its CTAs; a program reducing across rows
+// runs a grid of CTAs over the rows, which it cannot split.
+func.func @row_cluster_across_rows(%dy: tensor<?x4096xbf16>, %x: tensor<?x4096xbf16>, %w: tensor<4096xbf16>, %r: tensor<?xf32>) -> (tensor<?x4096xbf16>, tensor<4096xbf16>) {
+  // expected-error @+1 {{'liger.fusion' op cannot be lowered to a rowwise GPU kernel: a cluster of 2 CTAs splits each row, and the program reduces across rows, whose grid is of CTAs, not of rows}}
+  %dx, %dw = liger.fusion rowwise(%dy, %x, %w, %r) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 8, cluster = 2>} : (tensor<?x4096xbf16>, tensor<?x4096xbf16>, tensor<4096xbf16>, tensor<?xf32>) -> (tensor<?x4096xbf16>, tensor<4096xbf16>) {
+  ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<?x4096xbf16>, %c: tensor<4096xbf16>, %d: tensor<?xf32>):
+    %0, %1 = liger.rms_norm_grad %a, %b, %c, %d : tensor<?x4096xbf16>, tensor<4096xbf16>, tensor<?xf32>
+    liger.yield %0, %1 : tensor<?x4096xbf16>, tensor<4096xbf16>
+  }
+  return %dx, %dw : tensor<?x4096xbf16>, tensor<4096xbf16>
+}

@@ -130,6 +130,22 @@ func.func @row_width_not_dividing(%x: tensor<?x1001xbf16>) -> tensor<?x1001xbf16
 
 // -----
 
+// A pinned cluster is checked by the rule the selection follows
+// (checkRowCluster): every CTA of it takes a part of the row. A row of 24
+// bf16 in 8-element chunks gives 4 CTAs one chunk each, and the fourth
+// none.
+func.func @row_cluster_leaves_a_cta_none(%x: tensor<?x24xbf16>) -> tensor<?x24xbf16> {
+  // expected-error @+1 {{'liger.fusion' op has an invalid 'liger.kernel_config': a cluster of 4 CTAs splits a row of 24 into parts of 8 columns, which leaves its last CTA none}}
+  %y = liger.fusion rowwise(%x) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 32, vector_width = 8, cluster = 4>} : (tensor<?x24xbf16>) -> tensor<?x24xbf16> {
+  ^bb0(%a: tensor<?x24xbf16>):
+    %s = liger.softmax %a : tensor<?x24xbf16>
+    liger.yield %s : tensor<?x24xbf16>
+  }
+  return %y : tensor<?x24xbf16>
+}
+
+// -----
+
 // The pingpong schedule's limits (pingpongLimit), one case each.
 func.func @pingpong_tile_m(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>) -> tensor<?x64xbf16> {
   // expected-error @+1 {{'liger.fusion' op has an invalid matmul 'liger.kernel_config': tile_m must be 64 or 128, got 192}}

@@ -50,3 +50,16 @@ func.func @mma_warp_split(%x: tensor<?x64xbf16>, %w: tensor<64x64xbf16>) -> tens
   return %y : tensor<?x64xbf16>
 }
 
+// -----
+
+// Thread-block clusters came with sm_90: a row program pinned to one is
+// refused on sm_80.
+func.func @row_cluster_on_sm80(%x: tensor<?x128256xbf16>) -> tensor<?x128256xbf16> {
+  // expected-error @+1 {{'liger.fusion' op has an invalid 'liger.kernel_config': a cluster of 4 CTAs needs sm_90 or later; the target is sm_80}}
+  %y = liger.fusion rowwise(%x) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 8, cluster = 4>} : (tensor<?x128256xbf16>) -> tensor<?x128256xbf16> {
+  ^bb0(%a: tensor<?x128256xbf16>):
+    %s = liger.softmax %a : tensor<?x128256xbf16>
+    liger.yield %s : tensor<?x128256xbf16>
+  }
+  return %y : tensor<?x128256xbf16>
+}

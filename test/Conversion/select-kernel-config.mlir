@@ -391,3 +391,54 @@ func.func @attention_grad_blocks(%q: tensor<?x32x?x128xbf16>, %k: tensor<?x8x?x1
   }
   return %g#0, %h#0 : tensor<?x32x?x128xbf16>, tensor<?x4x?x64xbf16>
 }
+
+// -----
+
+// Clusters: the selection gives no row program a cluster (a cluster is
+// pinned). Split over 4 and 8 CTAs, softmax over 128256 bf16 and the JSD of
+// two logit rows with its gradient, whose passes read their rows again
+// from memory, ran slower than whole rows (docs/benchmarks.md, stop 60).
+// CHECK-LABEL: func.func @clusters
+//   CHECK-NOT:   cluster =
+//       CHECK:   return
+// GPU-LABEL: gpu.func @clusters_rowwise_0(
+//  GPU-SAME:   grid = ["rows", 1, 1]
+//   GPU-NOT:   nvvm.cluster_dim
+func.func @clusters(%a: tensor<?x128256xbf16>, %b: tensor<?x50257xf32>, %c: tensor<?x50257xbf16>, %d: tensor<?x262147xf32>, %e: tensor<?x128256xbf16>, %g: tensor<?xf32>, %l: tensor<?xi64>, %w: tensor<128256xbf16>, %r: tensor<?xf32>) -> (tensor<?x128256xbf16>, tensor<?x50257xf32>, tensor<?x128256xbf16>, tensor<?x50257xbf16>, tensor<?x262147xf32>, tensor<?xf32>, tensor<?x128256xbf16>) {
+  %0 = liger.fusion rowwise(%a) : (tensor<?x128256xbf16>) -> tensor<?x128256xbf16> {
+  ^bb0(%v: tensor<?x128256xbf16>):
+    %s = liger.softmax %v : tensor<?x128256xbf16>
+    liger.yield %s : tensor<?x128256xbf16>
+  }
+  %1 = liger.fusion rowwise(%b) : (tensor<?x50257xf32>) -> tensor<?x50257xf32> {
+  ^bb0(%v: tensor<?x50257xf32>):
+    %s = liger.softmax %v : tensor<?x50257xf32>
+    liger.yield %s : tensor<?x50257xf32>
+  }
+  %2 = liger.fusion rowwise(%a, %e, %g, %l) : (tensor<?x128256xbf16>, tensor<?x128256xbf16>, tensor<?xf32>, tensor<?xi64>) -> tensor<?x128256xbf16> {
+  ^bb0(%x: tensor<?x128256xbf16>, %y: tensor<?x128256xbf16>, %u: tensor<?xf32>, %t: tensor<?xi64>):
+    %s = liger.jsd_grad %x, %y, %u labels(%t : tensor<?xi64>) beta = 5.000000000e-01 ignore_index = -100 temperature = 1.000000000e+00 per_token : tensor<?x128256xbf16>, tensor<?xf32>
+    liger.yield %s : tensor<?x128256xbf16>
+  }
+  %3 = liger.fusion rowwise(%c) : (tensor<?x50257xbf16>) -> tensor<?x50257xbf16> {
+  ^bb0(%v: tensor<?x50257xbf16>):
+    %s = liger.softmax %v : tensor<?x50257xbf16>
+    liger.yield %s : tensor<?x50257xbf16>
+  }
+  %4 = liger.fusion rowwise(%d) : (tensor<?x262147xf32>) -> tensor<?x262147xf32> {
+  ^bb0(%v: tensor<?x262147xf32>):
+    %s = liger.softmax %v : tensor<?x262147xf32>
+    liger.yield %s : tensor<?x262147xf32>
+  }
+  %5 = liger.fusion rowwise(%a, %e) : (tensor<?x128256xbf16>, tensor<?x128256xbf16>) -> tensor<?xf32> {
+  ^bb0(%x: tensor<?x128256xbf16>, %y: tensor<?x128256xbf16>):
+    %s = liger.kl_div %x, %y reduction = batchmean per_token : tensor<?x128256xbf16>
+    liger.yield %s : tensor<?xf32>
+  }
+  %6:2 = liger.fusion rowwise(%a, %e, %w, %r) : (tensor<?x128256xbf16>, tensor<?x128256xbf16>, tensor<128256xbf16>, tensor<?xf32>) -> (tensor<?x128256xbf16>, tensor<128256xbf16>) {
+  ^bb0(%x: tensor<?x128256xbf16>, %y: tensor<?x128256xbf16>, %v: tensor<128256xbf16>, %s: tensor<?xf32>):
+    %dx, %dw = liger.rms_norm_grad %x, %y, %v, %s : tensor<?x128256xbf16>, tensor<128256xbf16>, tensor<?xf32>
+    liger.yield %dx, %dw : tensor<?x128256xbf16>, tensor<128256xbf16>
+  }
+  return %0, %1, %2, %3, %4, %5, %6#0 : tensor<?x128256xbf16>, tensor<?x50257xf32>, tensor<?x128256xbf16>, tensor<?x50257xbf16>, tensor<?x262147xf32>, tensor<?xf32>, tensor<?x128256xbf16>
+}

@@ -200,6 +200,47 @@ SmallVector<Value> GpuBuilder::blockAllReduce(Value smem, int64_t byteOffset,
   return results;
 }
 
+SmallVector<Value> GpuBuilder::clusterAllReduce(Value smem, int64_t byteOffset,
+                                                int64_t ctas, Value tid,
+                                                ValueRange values,
+                                                Combine combine) {
+  int64_t k = values.size();
+  Value area = sharedView(smem, byteOffset, {k}, getF32Type());
+  {
+    GpuBuilder b = ifThen(equal(tid, 0));
+    for (auto [j, v] : llvm::enumerate(values))
+      memref::StoreOp::create(b, v, area,
+                              ValueRange{b.index(static_cast<int64_t>(j))});
+  }
+  // Release of the slots by the CTA's threads, acquire by the cluster's.
+  clusterBarrier();
+  Value address = arith::IndexCastOp::create(
+      *this, getI64Type(),
+      memref::ExtractAlignedPointerAsIndexOp::create(*this, smem));
+  Value slots = sharedPtr(
+      LLVM::IntToPtrOp::create(
+          *this, LLVM::LLVMPointerType::get(getContext(), /*shared=*/3),
+          address),
+      i32(byteOffset));
+  SmallVector<Value> total;
+  for (int64_t rank = 0; rank < ctas; ++rank) {
+    Value remote = NVVM::MapaOp::create(
+        *this, LLVM::LLVMPointerType::get(getContext(), /*shared::cluster=*/7),
+        slots, i32(rank));
+    SmallVector<Value> theirs;
+    for (int64_t j = 0; j < k; ++j)
+      theirs.push_back(LLVM::LoadOp::create(
+          *this, getF32Type(),
+          j ? LLVM::GEPOp::create(
+                  *this, remote.getType(), getF32Type(), remote,
+                  ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(j)})
+                  .getResult()
+            : remote));
+    total = rank == 0 ? theirs : combine(*this, total, theirs);
+  }
+  return total;
+}
+
 Value GpuBuilder::ropeTerm(Value x, Value cos, Value partner, Value sin,
                            bool subtract) {
   Value sinTerm = arith::MulFOp::create(*this, partner, sin);

@@ -86,7 +86,16 @@ LogicalResult mlir::liger::verifyKernelConfig(FusionOp group,
   }
   if (config.getKernelTemplate() == KernelTemplate::rope)
     return success();
-  return getRowKernelConfig(group, config);
+  FailureOr<RowKernelConfig> row = getRowKernelConfig(group, config);
+  if (failed(row))
+    return failure();
+  // Thread-block clusters came with sm_90.
+  if (row->cluster > 1 && target.computeCapability < 90)
+    return group.emitOpError("has an invalid 'liger.kernel_config': a "
+                             "cluster of ")
+           << row->cluster << " CTAs needs sm_90 or later; the target is "
+           << target.chip;
+  return success();
 }
 
 FailureOr<KernelConfigAttr>

@@ -35,6 +35,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -109,6 +110,9 @@ static bool rowFitsInRegisters(int64_t hidden, int64_t threads, int64_t width,
 /// four CTAs an SM, which 512 threads would run in two waves.
 constexpr int64_t kLoopThreads = 512;
 constexpr int64_t kLoopFallbackThreads = 256;
+/// The CTAs an SM the loop form aims at by default (its register bound and
+/// its staging's share).
+constexpr int64_t kLoopCtasPerSm = 2;
 /// The least part of a row the loop form's staging takes on (emitLooped):
 /// one in kMinStagedFraction of its elements.
 constexpr int64_t kMinStagedFraction = 8;
@@ -131,6 +135,25 @@ std::string mlir::liger::checkRowVectorWidth(RowTemplate tmpl, int64_t hidden,
     os << "vector_width " << width << " does not divide the row length "
        << hidden << " (every row must start on a chunk boundary)";
   return why;
+}
+
+int64_t mlir::liger::rowClusterSlice(int64_t hidden, int64_t width,
+                                     int64_t cluster) {
+  int64_t chunks = (hidden + width - 1) / width;
+  return (chunks + cluster - 1) / cluster * width;
+}
+
+std::string mlir::liger::checkRowCluster(int64_t hidden, int64_t width,
+                                         int64_t cluster) {
+  if (cluster <= 1)
+    return "";
+  int64_t slice = rowClusterSlice(hidden, width, cluster);
+  if ((cluster - 1) * slice < hidden)
+    return "";
+  return ("a cluster of " + Twine(cluster) + " CTAs splits a row of " +
+          Twine(hidden) + " into parts of " + Twine(slice) +
+          " columns, which leaves its last CTA none")
+      .str();
 }
 
 int64_t mlir::liger::selectRowVectorWidth(RowTemplate tmpl, int64_t hidden,
@@ -269,7 +292,8 @@ mlir::liger::getRowKernelConfigAttr(MLIRContext *ctx,
       config.ctasPerSm ? std::optional<int64_t>(config.ctasPerSm)
                        : std::nullopt,
       std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt,
-      std::nullopt);
+      config.cluster > 1 ? std::optional<int64_t>(config.cluster)
+                         : std::nullopt);
 }
 
 rt::KernelParam mlir::liger::abiParam(std::string name, rt::ParamRole role,
@@ -295,10 +319,13 @@ mlir::liger::getRowKernelConfig(FusionOp group, KernelConfigAttr attr) {
   config.vectorWidth = attr.getVectorWidth().value_or(config.vectorWidth);
   config.reuseLoads = attr.getReuseLoads().value_or(true);
   config.ctasPerSm = attr.getCtasPerSm().value_or(0);
+  config.cluster = attr.getCluster().value_or(1);
   std::optional<GroupRow> row = getGroupRow(group);
   if (row && row->tmpl) {
     std::string why = checkRowVectorWidth(*row->tmpl, row->hidden,
                                           row->elementType, config.vectorWidth);
+    if (why.empty() && *row->tmpl == RowTemplate::RowProgram)
+      why = checkRowCluster(row->hidden, config.vectorWidth, config.cluster);
     if (!why.empty())
       return group.emitOpError("has an invalid 'liger.kernel_config': ")
              << why;
@@ -398,6 +425,23 @@ private:
   LogicalResult lowerBodyToLinalg();
   LogicalResult analyze();
   LogicalResult emitLooped(OpBuilder &b);
+  /// The loop form's passes over the row: `steps`, `passOf`, the online
+  /// (max, sum) pairs and `passes`.
+  LogicalResult assignPasses();
+  /// What pass p does, in program order: its reductions, online (max, sum)
+  /// pairs, column reductions and stores, and the row inputs it reads
+  /// (loaded first in each chunk). `splats` (with a builder) receives the
+  /// uniform values it reads, broadcast once before its loop.
+  struct PassWork {
+    SmallVector<linalg::GenericOp> reductions, columns, stores;
+    SmallVector<std::pair<linalg::GenericOp, linalg::GenericOp>> online;
+    SetVector<Value> rowInputs;
+  };
+  PassWork passWork(unsigned p, OpBuilder *sb, DenseMap<Value, Value> *splats);
+  /// The row inputs (row-shaped parameters) more than one pass reads, in
+  /// the order first read; `firstReader` receives the pass that first
+  /// reads each row input.
+  SetVector<Value> rereadInputs(DenseMap<Value, unsigned> *firstReader);
   LogicalResult emitGeneric(OpBuilder &b, linalg::GenericOp op);
   LogicalResult emitElementwise(OpBuilder &b, linalg::GenericOp op);
   LogicalResult emitReduction(OpBuilder &b, linalg::GenericOp op);
@@ -457,6 +501,14 @@ private:
   SmallVector<rt::ParamKind> outputKinds;
   SmallVector<Value> outputMemrefs;
   Value tid, row, dynSmem;
+  // In a cluster (config.cluster > 1): the CTA's rank in it and the first
+  // column of its part of the row (rowClusterSlice); null otherwise.
+  Value clusterRank, colBase;
+  /// Column `col` of the CTA's part of the row as a column of the row.
+  Value globalCol(OpBuilder &b, Value col) {
+    return colBase ? arith::AddIOp::create(b, loc, colBase, col).getResult()
+                   : col;
+  }
   int64_t smemBytes = 0;
   // The end of the loop form's staging area (emitLooped), 0 without one.
   int64_t stageBytes = 0;
@@ -465,7 +517,7 @@ private:
   /// .minnctapersm): ctas_per_sm, else two (at four a 256-thread kernel is
   /// capped at 64 registers, and LayerNorm's backward spilled).
   int64_t loopRegisterCtas() const {
-    return config.ctasPerSm ? config.ctasPerSm : 2;
+    return config.ctasPerSm ? config.ctasPerSm : kLoopCtasPerSm;
   }
   /// The CTAs an SM its staging's share is sized for: ctas_per_sm, else
   /// those of its grid (four for a grid of CTAs, a reduction across rows)
@@ -477,6 +529,13 @@ private:
   }
   // Row reductions whose block step is still to come, in program order.
   SmallVector<PendingReduction> pendingReductions;
+  // The loop form's steps (those not deferred to the finishing kernel), in
+  // program order, and its passes (assignPasses).
+  SmallVector<linalg::GenericOp> steps;
+  DenseMap<Operation *, unsigned> passOf;
+  DenseMap<Operation *, linalg::GenericOp> onlineMaxOf; // sum -> max
+  DenseSet<Operation *> onlineMax;
+  unsigned passes = 0;
 
   // Reductions across rows (column reductions) and the feature steps that
   // read them, in program order; a column reduction's per-chunk
@@ -560,6 +619,14 @@ LogicalResult RowKernelBuilder::lowerBodyToLinalg() {
 }
 
 LogicalResult RowKernelBuilder::analyze() {
+  // The constants reductions start from.
+  for (auto fill : rowFn.getBody().front().getOps<linalg::FillOp>()) {
+    auto cst = fill.getInputs()[0].getDefiningOp<arith::ConstantOp>();
+    auto value = cst ? dyn_cast<FloatAttr>(cst.getValue()) : FloatAttr();
+    if (!value)
+      return fail("a reduction starts from a non-constant value");
+    fillValue[fill.getResult(0)] = value.getValueAsDouble();
+  }
   // Gathers (computed indices) are outside the row program.
   if (rowFn
           .walk([](linalg::GenericOp op) {
@@ -688,8 +755,10 @@ LogicalResult RowKernelBuilder::analyze() {
     return entry.second.second > entry.second.first;
   });
   heldValues += columnReductions.size();
-  looped = !rowFitsInRegisters(hidden, config.threads, config.vectorWidth,
-                               heldValues);
+  // A cluster splits the rows of the loop form.
+  looped =
+      config.cluster > 1 || !rowFitsInRegisters(hidden, config.threads,
+                                                config.vectorWidth, heldValues);
 
   auto ret = cast<func::ReturnOp>(rowFn.getBody().front().getTerminator());
   for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
@@ -734,7 +803,7 @@ Value RowKernelBuilder::loadChunk(OpBuilder &b, Value tensor,
   SmallVector<Value> indices;
   if (access == rt::ParamKind::Rows)
     indices.push_back(row);
-  indices.push_back(col);
+  indices.push_back(globalCol(b, col));
   return vector::LoadOp::create(b, loc, vecOf(elem), rep.memref, indices,
                                 /*nontemporal=*/false, align);
 }
@@ -806,9 +875,9 @@ void RowKernelBuilder::storeResultChunk(OpBuilder &b, Value tensor, Value chunk,
   Type elem = cast<VectorType>(chunk.getType()).getElementType();
   int64_t bytes = config.vectorWidth * (elem.getIntOrFloatBitWidth() / 8);
   for (unsigned i : it->second)
-    vector::StoreOp::create(b, loc, chunk, outputMemrefs[i],
-                            ValueRange{row, col}, /*nontemporal=*/false,
-                            llvm::MaybeAlign(std::min<int64_t>(16, bytes)));
+    vector::StoreOp::create(
+        b, loc, chunk, outputMemrefs[i], ValueRange{row, globalCol(b, col)},
+        /*nontemporal=*/false, llvm::MaybeAlign(std::min<int64_t>(16, bytes)));
 }
 
 LogicalResult RowKernelBuilder::emitElementwise(OpBuilder &b,
@@ -946,6 +1015,13 @@ void RowKernelBuilder::emitPendingReductions(OpBuilder &b) {
   SmallVector<Value> totals = GpuBuilder(loc, b).blockAllReduce(
       dynSmem, offset, values.size(), tid, config.threads, values, neutral,
       combineAll);
+  if (config.cluster > 1) {
+    // Then across the cluster's parts of the row, in slots of their own.
+    int64_t slots = smemBytes;
+    smemBytes += values.size() * 4;
+    totals = GpuBuilder(loc, b).clusterAllReduce(dynSmem, slots, config.cluster,
+                                                 tid, totals, combineAll);
+  }
   size_t at = 0;
   for (const PendingReduction &r : pendingReductions)
     for (Value result : r.results)
@@ -1098,8 +1174,14 @@ void RowKernelBuilder::setUniform(OpBuilder &b, Value result, Value v) {
   auto it = resultIndex.find(result);
   if (it == resultIndex.end())
     return;
+  // (In a cluster every CTA has the value; the first stores it.)
   Value isThread0 =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, idx(b, 0));
+  if (clusterRank)
+    isThread0 = arith::AndIOp::create(
+        b, loc, isThread0,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, clusterRank,
+                              idx(b, 0)));
   auto store = scf::IfOp::create(b, loc, isThread0, false);
   OpBuilder sb = store.getThenBodyBuilder();
   for (unsigned i : it->second)
@@ -1185,7 +1267,7 @@ static arith::FastMathFlags onlineExpFlags(linalg::GenericOp sum) {
   return arith::FastMathFlags::none;
 }
 
-LogicalResult RowKernelBuilder::emitLooped(OpBuilder &b) {
+LogicalResult RowKernelBuilder::assignPasses() {
   // Phases: a step runs in the first pass over the row in which every
   // value it reads is known. Row inputs are known in pass 0, a reduction
   // run in pass p is known from pass p + 1, elementwise values and per-row
@@ -1195,15 +1277,15 @@ LogicalResult RowKernelBuilder::emitLooped(OpBuilder &b) {
   // values are recomputed from the inputs wherever a pass reads them, not
   // kept. The reductions' block steps follow the loop, the per-row scalars
   // come between passes.
-  SmallVector<linalg::GenericOp> steps;
+  steps.clear();
+  passOf.clear();
+  onlineMaxOf.clear();
+  onlineMax.clear();
+  passes = 0;
   for (auto op : rowFn.getBody().front().getOps<linalg::GenericOp>())
     if (!featureSteps.contains(op))
       steps.push_back(op);
   DenseMap<Value, unsigned> known; // unlisted (inputs): pass 0
-  DenseMap<Operation *, unsigned> passOf;
-  DenseMap<Operation *, linalg::GenericOp> onlineMaxOf; // sum -> max
-  DenseSet<Operation *> onlineMax;
-  unsigned passes = 0;
   for (linalg::GenericOp op : steps) {
     unsigned p = 0;
     for (Value in : op.getDpsInputs())
@@ -1242,9 +1324,111 @@ LogicalResult RowKernelBuilder::emitLooped(OpBuilder &b) {
     if (kind != StepKind::RowScalar)
       passes = std::max(passes, p + 1);
   }
+  return success();
+}
 
+RowKernelBuilder::PassWork
+RowKernelBuilder::passWork(unsigned p, OpBuilder *sb,
+                           DenseMap<Value, Value> *splats) {
+  PassWork work;
+  for (linalg::GenericOp op : steps) {
+    if (passOf[op] != p)
+      continue;
+    switch (classifyStep(op, rank)) {
+    case StepKind::RowReduction:
+      if (!onlineMax.contains(op) && !onlineMaxOf.count(op))
+        work.reductions.push_back(op);
+      break;
+    case StepKind::ColumnReduction:
+      work.columns.push_back(op);
+      break;
+    case StepKind::Elementwise:
+      if (llvm::any_of(op->getResults(),
+                       [&](Value r) { return resultIndex.count(r); }))
+        work.stores.push_back(op);
+      break;
+    default:
+      break;
+    }
+  }
+  auto splat = [&](Value v, function_ref<Value()> scalar) {
+    if (sb && !splats->count(v))
+      (*splats)[v] = vector::BroadcastOp::create(
+          *sb, loc, vecOf(getElementTypeOrSelf(v.getType())), scalar());
+  };
+  std::function<void(Value)> collect = [&](Value v) {
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      rt::ParamKind kind = inputKinds[arg.getArgNumber()];
+      if (kind == rt::ParamKind::Rows || kind == rt::ParamKind::Feature)
+        work.rowInputs.insert(v);
+      else
+        splat(v, [&] { return loadUniform(*sb, v); });
+      return;
+    }
+    auto producer = v.getDefiningOp<linalg::GenericOp>();
+    if (classifyStep(producer, rank) == StepKind::Elementwise) {
+      // A result an earlier pass stored is read back (by the thread that
+      // wrote it), one stream where recomputing it may take several.
+      if (resultIndex.count(v) && passOf[producer] < p) {
+        work.rowInputs.insert(v);
+        return;
+      }
+      for (Value in : producer.getDpsInputs())
+        collect(in);
+      return;
+    }
+    splat(v, [&] { return reps[v].uniform; });
+  };
+  for (auto list : {work.reductions, work.columns, work.stores})
+    for (linalg::GenericOp op : list)
+      for (Value in : op.getDpsInputs())
+        collect(in);
+  for (linalg::GenericOp op : work.stores)
+    for (Value r : op->getResults())
+      collect(r);
+  // (In program order: the map's order is its keys' addresses, which
+  // would order the loads differently from one compile to the next.)
+  for (linalg::GenericOp op : steps)
+    if (auto it = onlineMaxOf.find(op);
+        it != onlineMaxOf.end() && passOf[op] == p) {
+      collect(it->second.getDpsInputs()[0]);
+      work.online.push_back({it->second, op});
+    }
+  return work;
+}
+
+SetVector<Value>
+RowKernelBuilder::rereadInputs(DenseMap<Value, unsigned> *firstReader) {
+  SetVector<Value> reread;
+  DenseMap<Value, unsigned> readers;
+  for (unsigned p = 0; p < passes; ++p)
+    for (Value in : passWork(p, nullptr, nullptr).rowInputs)
+      if (auto arg = dyn_cast<BlockArgument>(in);
+          arg && inputKinds[arg.getArgNumber()] == rt::ParamKind::Rows) {
+        if (firstReader)
+          firstReader->try_emplace(in, p);
+        if (++readers[in] == 2)
+          reread.insert(in);
+      }
+  return reread;
+}
+
+LogicalResult RowKernelBuilder::emitLooped(OpBuilder &b) {
+  if (failed(assignPasses()))
+    return failure();
   int64_t w = config.vectorWidth, threads = config.threads;
-  int64_t totalChunks = hidden / w;
+  // The CTA's part of the row: all of it, or in a cluster `slice` columns
+  // from colBase, the last CTA's `lastChunks` chunks (the fewest).
+  int64_t slice =
+      config.cluster > 1 ? rowClusterSlice(hidden, w, config.cluster) : hidden;
+  int64_t totalChunks = slice / w;
+  int64_t lastChunks = (hidden - (config.cluster - 1) * slice) / w;
+  // The end of a cluster CTA's part, which its last chunks are masked to.
+  Value partEnd;
+  if (colBase)
+    partEnd = arith::MinSIOp::create(
+        b, loc, idx(b, slice),
+        arith::SubIOp::create(b, loc, idx(b, hidden), colBase));
   Type f32 = b.getF32Type();
   DenseSet<Operation *> emittedScalars;
   auto emitScalarsUpTo = [&](unsigned p) -> LogicalResult {
@@ -1255,107 +1439,23 @@ LogicalResult RowKernelBuilder::emitLooped(OpBuilder &b) {
     return success();
   };
 
-  // Each pass's work, in program order: its reductions, online (max, sum)
-  // pairs, column reductions and stores, and the row inputs it reads
-  // (loaded first in each chunk). `splats` (with a builder) receives the
-  // uniform values it reads, broadcast once before its loop.
-  struct PassWork {
-    SmallVector<linalg::GenericOp> reductions, columns, stores;
-    SmallVector<std::pair<linalg::GenericOp, linalg::GenericOp>> online;
-    SetVector<Value> rowInputs;
-  };
-  auto passWork = [&](unsigned p, OpBuilder *sb,
-                      DenseMap<Value, Value> *splats) {
-    PassWork work;
-    for (linalg::GenericOp op : steps) {
-      if (passOf[op] != p)
-        continue;
-      switch (classifyStep(op, rank)) {
-      case StepKind::RowReduction:
-        if (!onlineMax.contains(op) && !onlineMaxOf.count(op))
-          work.reductions.push_back(op);
-        break;
-      case StepKind::ColumnReduction:
-        work.columns.push_back(op);
-        break;
-      case StepKind::Elementwise:
-        if (llvm::any_of(op->getResults(),
-                         [&](Value r) { return resultIndex.count(r); }))
-          work.stores.push_back(op);
-        break;
-      default:
-        break;
-      }
-    }
-    auto splat = [&](Value v, function_ref<Value()> scalar) {
-      if (sb && !splats->count(v))
-        (*splats)[v] = vector::BroadcastOp::create(
-            *sb, loc, vecOf(getElementTypeOrSelf(v.getType())), scalar());
-    };
-    std::function<void(Value)> collect = [&](Value v) {
-      if (auto arg = dyn_cast<BlockArgument>(v)) {
-        rt::ParamKind kind = inputKinds[arg.getArgNumber()];
-        if (kind == rt::ParamKind::Rows || kind == rt::ParamKind::Feature)
-          work.rowInputs.insert(v);
-        else
-          splat(v, [&] { return loadUniform(*sb, v); });
-        return;
-      }
-      auto producer = v.getDefiningOp<linalg::GenericOp>();
-      if (classifyStep(producer, rank) == StepKind::Elementwise) {
-        // A result an earlier pass stored is read back (by the thread that
-        // wrote it), one stream where recomputing it may take several.
-        if (resultIndex.count(v) && passOf[producer] < p) {
-          work.rowInputs.insert(v);
-          return;
-        }
-        for (Value in : producer.getDpsInputs())
-          collect(in);
-        return;
-      }
-      splat(v, [&] { return reps[v].uniform; });
-    };
-    for (auto list : {work.reductions, work.columns, work.stores})
-      for (linalg::GenericOp op : list)
-        for (Value in : op.getDpsInputs())
-          collect(in);
-    for (linalg::GenericOp op : work.stores)
-      for (Value r : op->getResults())
-        collect(r);
-    // (In program order: the map's order is its keys' addresses, which
-    // would order the loads differently from one compile to the next.)
-    for (linalg::GenericOp op : steps)
-      if (auto it = onlineMaxOf.find(op);
-          it != onlineMaxOf.end() && passOf[op] == p) {
-        collect(it->second.getDpsInputs()[0]);
-        work.online.push_back({it->second, op});
-      }
-    return work;
-  };
-
   // Staging: a row input that several passes read is kept in shared memory
   // by the first, as far as the CTA's share holds it (the row's first
   // stagedChunks T W elements of each such input, each thread reading back
   // only the chunks it stored), and the later passes read that part from
   // there. The area follows the passes' block-reduction areas.
-  SetVector<Value> stagedInputs;
   DenseMap<Value, unsigned> firstReader;
+  SetVector<Value> stagedInputs = rereadInputs(&firstReader);
   int64_t reductionBytes = 0;
   {
-    DenseMap<Value, unsigned> readers;
     for (unsigned p = 0; p < passes; ++p) {
       PassWork work = passWork(p, nullptr, nullptr);
-      for (Value in : work.rowInputs)
-        if (auto arg = dyn_cast<BlockArgument>(in);
-            arg && inputKinds[arg.getArgNumber()] == rt::ParamKind::Rows) {
-          firstReader.try_emplace(in, p);
-          if (++readers[in] == 2)
-            stagedInputs.insert(in);
-        }
       int64_t values = work.reductions.size() + 2 * work.online.size();
       if (values && threads > 32)
         reductionBytes +=
             GpuBuilder::blockReduceSlots(threads, values, values) * 4;
+      if (values && config.cluster > 1) // emitPendingReductions' slots
+        reductionBytes += values * 4;
     }
   }
   int64_t stageOffset = (smemBytes + reductionBytes + 15) / 16 * 16;
@@ -1374,7 +1474,7 @@ LogicalResult RowKernelBuilder::emitLooped(OpBuilder &b) {
     // an SM (a softmax over 2^20 f32 would stage 2.7% of its row at two
     // CTAs an SM where its registers allow four): none then. (Not measured:
     // the JSD row kernel, staged at 21%, is the one measured case.)
-    if (stagedChunks * threads * w * kMinStagedFraction < hidden)
+    if (stagedChunks * threads * w * kMinStagedFraction < slice)
       stagedChunks = 0;
   }
   int64_t stagedElements = stagedChunks * threads * w;
@@ -1441,7 +1541,8 @@ LogicalResult RowKernelBuilder::emitLooped(OpBuilder &b) {
     SetVector<Value> &rowInputs = work.rowInputs;
 
     int64_t unroll = loopUnroll(w, rowInputs.size() + columns.size());
-    int64_t fullGroups = totalChunks / (unroll * threads);
+    // (Groups every CTA of a cluster has all of: unmasked.)
+    int64_t fullGroups = lastChunks / (unroll * threads);
     int64_t step = unroll * threads * w;
     // Every other pass runs backwards over the row, so that it starts with
     // the chunks the pass before read last, which L2 may still hold.
@@ -1469,7 +1570,9 @@ LogicalResult RowKernelBuilder::emitLooped(OpBuilder &b) {
     // One group of chunks at `cols`: every row input's chunks loaded first,
     // then the values, accumulations and stores.
     // `chunk`: the thread's chunk index of a lone chunk (the rest), which
-    // tells at compile time whether it is staged.
+    // tells at compile time whether it is staged; every chunk is where the
+    // stage holds the whole of the CTA's part (a cluster's, as a rule).
+    bool allStaged = stagedChunks && stagedChunks * threads >= totalChunks;
     auto emitChunks = [&](OpBuilder &cb, ArrayRef<Value> cols,
                           ValueRange carried,
                           std::optional<int64_t> chunk =
@@ -1481,13 +1584,14 @@ LogicalResult RowKernelBuilder::emitLooped(OpBuilder &b) {
             chunkValues[u][in] =
                 loadRowChunk(cb, in, p, col,
                              chunk ? std::optional<bool>(*chunk < stagedChunks)
-                                   : std::nullopt);
+                             : allStaged ? std::optional<bool>(true)
+                                         : std::nullopt);
             continue;
           }
           Type elem = getElementTypeOrSelf(in.getType());
           chunkValues[u][in] = vector::LoadOp::create(
               cb, loc, vecOf(elem), outputMemrefs[resultIndex.lookup(in)[0]],
-              ValueRange{row, col}, /*nontemporal=*/false,
+              ValueRange{row, globalCol(cb, col)}, /*nontemporal=*/false,
               llvm::MaybeAlign(std::min<int64_t>(16, w * elementBytes(elem))));
         }
       std::function<FailureOr<Value>(size_t, Value)> valueAt;
@@ -1656,15 +1760,16 @@ LogicalResult RowKernelBuilder::emitLooped(OpBuilder &b) {
       Value col = arith::MulIOp::create(
           b, loc, arith::AddIOp::create(b, loc, tid, idx(b, i * threads)),
           idx(b, w));
-      if ((i + 1) * threads <= totalChunks) {
+      if ((i + 1) * threads <= lastChunks) {
         FailureOr<SmallVector<Value>> next = emitChunks(b, {col}, carried, i);
         if (failed(next))
           return failure();
         carried = *next;
         return success();
       }
-      Value inRow = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                          col, idx(b, hidden));
+      Value inRow =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, col,
+                                partEnd ? partEnd : idx(b, hidden));
       auto ifOp = scf::IfOp::create(b, loc, ValueRange(carried).getTypes(),
                                     inRow, /*withElseRegion=*/!carried.empty());
       OpBuilder tb = ifOp.getThenBodyBuilder();
@@ -1728,6 +1833,16 @@ FailureOr<rt::KernelSpec> RowKernelBuilder::build(gpu::GPUModuleOp module,
                                                  StringRef name) {
   if (failed(lowerBodyToLinalg()) || failed(analyze()))
     return failure();
+  if (config.cluster > 1) {
+    if (std::string why =
+            checkRowCluster(hidden, config.vectorWidth, config.cluster);
+        !why.empty())
+      return fail(why);
+    if (!columnReductions.empty())
+      return fail("a cluster of " + Twine(config.cluster) +
+                  " CTAs splits each row, and the program reduces across "
+                  "rows, whose grid is of CTAs, not of rows");
+  }
 
   // The kernel signature: inputs then outputs, rows flattened.
   auto memrefFor = [&](Type tensorType, rt::ParamKind kind) -> MemRefType {
@@ -1793,6 +1908,18 @@ FailureOr<rt::KernelSpec> RowKernelBuilder::build(gpu::GPUModuleOp module,
   Block &entry = kernel.getBody().front();
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   row = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  if (config.cluster > 1) {
+    // A grid of [rows, cluster] in clusters of 1 x cluster: CTA y of row x
+    // (its rank in the cluster) takes part y of the row.
+    clusterRank = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+    colBase = arith::MulIOp::create(
+        b, loc, clusterRank,
+        idx(b, rowClusterSlice(hidden, config.vectorWidth, config.cluster)));
+    kernel->setAttr(
+        NVVM::NVVMDialect::getClusterDimAttrName(),
+        b.getDenseI32ArrayAttr({1, static_cast<int32_t>(config.cluster), 1}));
+    info.grid[1] = {rt::GridDim::Const, config.cluster};
+  }
   dynSmem = b.dynamicSharedMemory();
   for (auto [arg, kind, param] :
        llvm::zip(rowFn.getArguments(), inputKinds,
@@ -1869,14 +1996,8 @@ FailureOr<rt::KernelSpec> RowKernelBuilder::build(gpu::GPUModuleOp module,
   }
 
   for (Operation &op : rowFn.getBody().front()) {
-    if (auto fill = dyn_cast<linalg::FillOp>(op)) {
-      auto cst = fill.getInputs()[0].getDefiningOp<arith::ConstantOp>();
-      auto value = cst ? dyn_cast<FloatAttr>(cst.getValue()) : FloatAttr();
-      if (!value)
-        return fail("a reduction starts from a non-constant value");
-      fillValue[fill.getResult(0)] = value.getValueAsDouble();
+    if (isa<linalg::FillOp>(op)) // (analyze took its constant)
       continue;
-    }
     if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
       if (looped)
         continue;
@@ -1933,6 +2054,9 @@ FailureOr<rt::KernelSpec> RowKernelBuilder::build(gpu::GPUModuleOp module,
       }
     }
   }
+  // No CTA of a cluster leaves while another may read its reductions' slots.
+  if (clusterRank)
+    b.clusterBarrier();
   gpu::ReturnOp::create(b, loc);
   info.dynamicSharedMemoryBytes = std::max(smemBytes, stageBytes);
   if (!columnReductions.empty()) {

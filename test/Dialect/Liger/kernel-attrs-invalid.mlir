@@ -166,6 +166,29 @@ func.func @cluster_of_four() attributes {liger.kernel_config = #liger.kernel_con
 
 // -----
 
+// A row program's cluster splits its rows among at most the 8 CTAs of a
+// portable cluster, a power of two of them.
+// expected-error @+1 {{'cluster' of the rowwise template must be 1, 2, 4 or 8, got 3}}
+func.func @row_cluster_of_three() attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 8, cluster = 3>}
+
+// -----
+
+// expected-error @+1 {{'cluster' of the rowwise template must be 1, 2, 4 or 8, got 16}}
+func.func @row_cluster_of_sixteen() attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 8, cluster = 16>}
+
+// -----
+
+// expected-error @+1 {{'cluster' of the rowwise template must be 1, 2, 4 or 8, got 0}}
+func.func @row_cluster_of_none() attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 8, cluster = 0>}
+
+// -----
+
+// The cross-entropy template takes no cluster.
+// expected-error @+1 {{'cluster' is not a tunable of the cross_entropy template}}
+func.func @cluster_on_cross_entropy() attributes {liger.kernel_config = #liger.kernel_config<kernel_template = cross_entropy, threads = 1024, vector_width = 8, cluster = 2>}
+
+// -----
+
 // A narrow-tile variant is a matmul kernel's.
 // expected-error @+1 {{liger.kernel_info: kernel.narrow: a narrow variant is for a matmul kernel, not a rowwise kernel}}
 func.func @narrow_rowwise() attributes {liger.kernel_info = #liger.kernel_info<kernel_template = rowwise, ops = "liger.silu", grid = ["rows", 1, 1], threads = 256, shared_memory_bytes = 0, vector_width = 8, params = [#liger.kernel_param<name = "input0", role = input, kind = rows, dtype = bf16, length = 64>, #liger.kernel_param<name = "output0", role = output, kind = rows, dtype = bf16, length = 64>], narrow = <name = "n", grid = ["rows/64", 1, 1], threads = 256, shared_memory_bytes = 0>>}

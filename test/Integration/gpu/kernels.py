@@ -54,6 +54,11 @@ def _t(h, dt):
 
 
 def module_text(hidden, dt):
+    return "\n\n".join(_funcs(hidden, dt).values()) + "\n"
+
+
+def _funcs(hidden, dt):
+    """name -> the liger function of op `name` over rows of `hidden` `dt`."""
     X, W, R = _t(hidden, dt), "tensor<%dx%s>" % (hidden, dt), "tensor<?xf32>"
     WF = "tensor<%dxf32>" % hidden
     funcs = {
@@ -123,7 +128,72 @@ def module_text(hidden, dt):
   return %dg, %du : {X}, {X}
 }}""",
     }
-    return "\n\n".join(funcs.values()) + "\n"
+    return funcs
+
+
+# Row programs pinned to a thread-block cluster (sm_90: each CTA of the
+# cluster runs the loop form over its part of the row, their reductions
+# combined through distributed shared memory): (reference name, hidden,
+# dtype, threads, cluster). Rows no cluster splits evenly (the last CTA's
+# part is shorter: 50257 and 262147 in one-element chunks), a row the
+# register form would hold (4096), several reductions in turn with per-row
+# outputs (layer_norm's mean and rstd, rms_llama's rstd), two row inputs
+# read twice (softmax_grad), an output read back (add_rms's sum).
+CLUSTER_CASES = [
+    ("softmax", 50257, "bf16", 512, 8),
+    ("softmax", 128256, "f32", 512, 4),
+    ("rms_llama", 4096, "bf16", 256, 2),
+    ("layer_norm", 262147, "f16", 512, 8),
+    ("softmax_grad", 32001, "bf16", 256, 2),
+    ("add_rms", 14336, "f32", 512, 4),
+]
+
+
+def cluster_function(name, hidden, dt, threads, cluster):
+    """The function of a CLUSTER_CASES entry (its kernel:
+    <function>_rowwise_0)."""
+    return "%s_h%d_%s_k%d" % (name, hidden, dt, cluster)
+
+
+def cluster_module_text():
+    """Every CLUSTER_CASES entry: the op of module_text as one liger.fusion
+    group pinned to its configuration, at the widest vector width its row
+    takes."""
+    import re
+    parts = []
+    for case in CLUSTER_CASES:
+        name, hidden, dt, threads, cluster = case
+        width = 16 // {"bf16": 2, "f16": 2, "f32": 4}[dt]
+        while hidden % width:
+            width //= 2
+        m = re.match(r"func\.func @\w+\((.*?)\) -> .*? \{\n(.*)\n  return (.*?) : (.*?)\n\}$",
+                     _funcs(hidden, dt)[name], re.S)
+        args = [a.split(": ") for a in m.group(1).split(", ")]
+        names = [a[0] for a in args]
+        body = re.sub(r"%(\w+)\b",
+                      lambda v: "%%in_%s" % v.group(1) if "%" + v.group(1) in names else v.group(0),
+                      m.group(2))
+        in_types = ", ".join(a[1] for a in args)
+        res_types = m.group(4)
+        n = len(res_types.split(", "))
+        res_sig = res_types if n == 1 else "(%s)" % res_types
+        config = ("#liger.kernel_config<kernel_template = rowwise, threads = %d, vector_width = %d, "
+                  "cluster = %d>" % (threads, width, cluster))
+        parts.append(
+            "func.func @%s(%s) -> %s {\n"
+            "  %%out%s = liger.fusion rowwise(%s) attributes {liger.kernel_config = %s} : (%s) -> %s {\n"
+            "  ^bb0(%s):\n"
+            "%s\n"
+            "    liger.yield %s : %s\n"
+            "  }\n"
+            "  return %s : %s\n"
+            "}" % (cluster_function(*case), m.group(1), res_sig,
+                   "" if n == 1 else ":%d" % n, ", ".join(names), config, in_types, res_sig,
+                   ", ".join("%%in_%s: %s" % (a[0][1:], a[1]) for a in args),
+                   "\n".join("  " + line for line in body.split("\n")),
+                   m.group(3), res_types,
+                   "%out" if n == 1 else ", ".join("%%out#%d" % i for i in range(n)), res_types))
+    return "\n\n".join(parts) + "\n"
 
 
 # RoPE at Llama-3-8B's head layout: 32 query heads, 8 key/value heads,

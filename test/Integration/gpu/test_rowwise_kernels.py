@@ -47,11 +47,32 @@ CASES = [(h, dt, name, tokens) for h, dt, tokens in kernels.rowwise_shapes()
                          ids=["h%d-%s-%s-t%d" % c for c in CASES])
 def test_rowwise_kernel(bundles_dir, hidden, dt, name, tokens):
     bundle = load(bundles_dir, hidden, dt)
+    run_against_reference(bundle[name + "_rowwise_0"], name, hidden, dt, tokens)
+
+
+# Row programs pinned to thread-block clusters (kernels.CLUSTER_CASES), at
+# one row, a few, and more rows than one wave of clusters.
+CLUSTER = [(case, tokens) for case in kernels.CLUSTER_CASES for tokens in (1, 7, 1333)]
+
+
+@pytest.mark.parametrize("case,tokens", CLUSTER,
+                         ids=["%s-t%d" % (kernels.cluster_function(*c), t) for c, t in CLUSTER])
+def test_cluster_kernel(bundles_dir, case, tokens):
+    if torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("thread-block clusters need sm_90")
+    bundle = kernels.load_bundle(bundles_dir, "cluster")
+    name, hidden, dt, _, _ = case
+    run_against_reference(bundle[kernels.cluster_function(*case) + "_rowwise_0"],
+                          name, hidden, dt, tokens)
+
+
+def run_against_reference(kernel, name, hidden, dt, tokens):
+    """`kernel` (op `name` of kernels.references) on fresh random inputs,
+    its outputs poisoned with NaN, against the float64 reference."""
     specs, reference = kernels.references(dt)[name]
     gen = torch.Generator(device="cuda")
     gen.manual_seed(torch.seed())
     inputs = kernels.make_inputs(specs, tokens, hidden, dt, gen)
-    kernel = bundle[name + "_rowwise_0"]
     out = []
     for p, shape in zip(kernel.outputs, kernel.output_shapes(inputs)):
         dtype = kernels.torch_dtype(p["dtype"])

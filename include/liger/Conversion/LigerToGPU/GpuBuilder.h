@@ -161,6 +161,19 @@ public:
                                     int64_t threads, ValueRange values,
                                     ArrayRef<double> neutral, Combine combine);
 
+  /// Combines `values` (f32, each the same in every thread of the CTA)
+  /// across the `ctas` CTAs of the thread-block cluster: thread `tid` 0
+  /// writes them into the `values.size()` f32 slots at `byteOffset` of
+  /// `smem` (gpu.dynamic_shared_memory), the cluster meets (clusterBarrier),
+  /// and every thread reads each CTA's slots through distributed shared
+  /// memory (mapa, ld.shared::cluster) and combines them in rank order, so
+  /// that every CTA gets the same result, bit for bit. The slots are read
+  /// by the other CTAs after the call: they are not written again, and the
+  /// kernel meets its cluster once more before it exits.
+  SmallVector<Value> clusterAllReduce(Value smem, int64_t byteOffset,
+                                      int64_t ctas, Value tid,
+                                      ValueRange values, Combine combine);
+
   /// One output of RoPE's rotate-half in f32 (scalars or vectors of the
   /// same type): x ⊙ cos − partner ⊙ sin with `subtract`, else x ⊙ cos +
   /// partner ⊙ sin, `partner` the element half a head away

@@ -48,7 +48,23 @@ struct RowKernelConfig {
   /// none. The loop form's default sets it (RowKernel.cpp, kLoopThreads);
   /// selectKernelConfig hands it on as the group's spill fallback.
   int64_t spillFallbackThreads = 0;
+  /// The CTAs of a thread-block cluster that split each row of a looped
+  /// row program (rowClusterSlice), 1 for none: each keeps its part of the
+  /// row inputs its passes read again in shared memory, and their block
+  /// reductions are combined through distributed shared memory.
+  int64_t cluster = 1;
 };
+
+/// The columns of a row of `hidden` that each CTA of a cluster of
+/// `cluster` takes (the last CTA the rest): ceil(hidden / (cluster W)) chunks
+/// of `width` W, CTA r from column r times that. The one formula of the
+/// split, for the lowering and for the rule on it (checkRowCluster).
+int64_t rowClusterSlice(int64_t hidden, int64_t width, int64_t cluster);
+
+/// The rule on a row program's cluster: every CTA of it takes at least one
+/// chunk of the row. Returns why `cluster` cannot split rows of `hidden`
+/// in chunks of `width`, or an empty string when it can.
+std::string checkRowCluster(int64_t hidden, int64_t width, int64_t cluster);
 
 /// The templates that read a row configuration, for the rule on its vector
 /// width.
@@ -80,7 +96,8 @@ int64_t selectRowVectorWidth(RowTemplate tmpl, int64_t hidden,
 RowKernelConfig selectRowKernelConfig(int64_t hidden, Type elementType);
 
 /// The default configuration of a rowwise group: selectRowKernelConfig for
-/// the row length and dtype of its first row-shaped input.
+/// the row length and dtype of its first row-shaped input. (No cluster: a
+/// cluster is pinned; RowKernelConfig::cluster.)
 RowKernelConfig selectRowKernelConfig(FusionOp group);
 
 /// The template that builds rowwise group `group`, decided by its first op:

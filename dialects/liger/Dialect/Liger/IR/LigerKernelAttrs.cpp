@@ -13,6 +13,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -207,7 +208,8 @@ LogicalResult KernelConfigAttr::verify(
       {"schedule", schedule.has_value(),
        kernelTemplate == KernelTemplate::matmul_wgmma},
       {"cluster", cluster.has_value(),
-       kernelTemplate == KernelTemplate::matmul_wgmma},
+       kernelTemplate == KernelTemplate::matmul_wgmma ||
+           kernelTemplate == KernelTemplate::rowwise},
   };
   for (const Tunable &t : tunables)
     if (t.present && !t.taken)
@@ -227,8 +229,16 @@ LogicalResult KernelConfigAttr::verify(
     return emitError() << "'threads' must be a multiple of 32 in [32, 1024], "
                           "got "
                        << *threads;
-  if (cluster && *cluster != 1 && *cluster != 2)
+  // A matmul's cluster shares a weight tile between two CTAs; a row
+  // program's splits each row among its CTAs, at most the 8 of a portable
+  // cluster.
+  if (matmul && cluster && *cluster != 1 && *cluster != 2)
     return emitError() << "'cluster' must be 1 or 2, got " << *cluster;
+  if (row && cluster &&
+      (*cluster < 1 || *cluster > 8 || !llvm::isPowerOf2_64(*cluster)))
+    return emitError() << "'cluster' of the rowwise template must be 1, 2, 4 "
+                          "or 8, got "
+                       << *cluster;
   if (ctasPerSm && (*ctasPerSm < 1 || *ctasPerSm > 64))
     return emitError() << "'ctas_per_sm' must be in [1, 64], got "
                        << *ctasPerSm;

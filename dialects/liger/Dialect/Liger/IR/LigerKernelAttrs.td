@@ -64,7 +64,7 @@ def Liger_KernelConfigAttr : AttrDef<Liger_Dialect, "KernelConfig"> {
 
     | template | tunables |
     |---|---|
-    | `rowwise` | `threads`, `vector_width` (both required), `reuse_loads`, `ctas_per_sm` |
+    | `rowwise` | `threads`, `vector_width` (both required), `reuse_loads`, `ctas_per_sm`, `cluster` |
     | `cross_entropy` | `threads`, `vector_width` (both required), `reuse_loads`, `ctas_per_sm` |
     | `rope` | none |
     | `matmul_wgmma` | `tile_m`, `tile_n`, `tile_k`, `stages` (all required), `threads` (checked against the tile), `schedule`, `cluster` |
@@ -77,10 +77,13 @@ def Liger_KernelConfigAttr : AttrDef<Liger_Dialect, "KernelConfig"> {
     warpgroup sets taking turns, one's epilogue under the other's main
     loop) or `persistent` (one CTA per SM looping over tiles, one set of
     consumer warpgroups, the producer filling the next tile's stages
-    during the epilogue; docs/Design/GPU-Lowering.md). `cluster` is 1 (the
-    default) or 2: the CTAs of a thread-block cluster that share each
-    weight tile, every one of them loading its part for all with a TMA
-    multicast. What depends on the group or the target (a vector width its row
+    during the epilogue; docs/Design/GPU-Lowering.md). A matmul's `cluster`
+    is 1 (the default) or 2: the CTAs of a thread-block cluster that share
+    each weight tile, every one of them loading its part for all with a TMA
+    multicast. A row program's `cluster` is 1 (the default), 2, 4 or 8: the
+    CTAs of a cluster that split each row, every one keeping its part on
+    chip and their reductions combined through distributed shared memory
+    (the loop form only). What depends on the group or the target (a vector width its row
     allows, tile shapes, shared memory) is checked by the passes.
 
     ```mlir
