@@ -303,8 +303,16 @@ def test_fused_linear_cross_entropy_and_its_gradients(name):
         assert err < 1e-4, "%s: loss rel err %.3g" % (name, err)
     if z_loss is not None:
         assert z_loss.shape == loss.shape and not z_loss.requires_grad, name
-        zerr = ((z_loss.double() - expected_z).abs().max() / expected_z.abs().max()).item()
-        assert zerr < 1e-4, "%s: z-loss rel err %.3g" % (name, zerr)
+        allowed_z = 1e-4 * expected_z.abs().max()
+        if reduction == "none":
+            # The same flips per token move its lse by up to two ulps of
+            # the row's largest logit, and its z-loss s lse^2 by 2 s |lse|
+            # as much (measured on an H200: 1.13e-4 of the largest).
+            lse = torch.logsumexp(z.detach(), -1)
+            allowed_z = allowed_z + 2 * kw["lse_square_scale"] * lse.abs() * 2 * _bf16_ulp(
+                z.detach().abs().amax(-1)) * counted
+        zerr = ((z_loss.double() - expected_z).abs() / allowed_z).max().item()
+        assert zerr <= 1, "%s: z-loss error %.3g of its bound" % (name, zerr)
     loss.backward(dloss)
     expected.backward(dloss.double())
     grads = [("dx", lx.grad, x64.grad), ("dW", lw.grad, w64.grad)]
