@@ -157,13 +157,13 @@ func.func @rope_reordered(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, 
 //  CHECK-SAME:     %{{.+}}: memref<?x4096xbf16>, %{{.+}}: memref<?x4096xbf16>, %{{.+}}: memref<4096xbf16>, %{{.+}}: memref<?xf32>, %{{.+}}: memref<?x4096xbf16>, %[[DW:.+]]: memref<4096xbf16>, %[[WS:.+]]: memref<?x4096xf32>) kernel
 //  CHECK-SAME:     liger.kernel_info = #liger.kernel_info<kernel_template = rowwise, ops = "liger.rms_norm_grad", grid = ["ctas", 1, 1]
 //  CHECK-SAME:     #liger.kernel_param<name = "workspace0", role = workspace, kind = partials, dtype = f32, length = 4096>], finish = <name = "rms_norm_grad_rowwise_0_finish", grid = 128, threads = 1024, shared_memory_bytes = 4096>, ctas_per_sm = 4>
+//       CHECK:     %[[CTA:.+]] = gpu.block_id  x
 //       CHECK:     %[[ROWS:.+]] = memref.dim %{{.+}}, %c0
 //       CHECK:     %[[STRIDE:.+]] = gpu.grid_dim  x
-//       CHECK:     %[[ACC:.+]]:2 = scf.for %[[ROW:.+]] = %{{.+}} to %[[ROWS]] step %[[STRIDE]] iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>)
+//       CHECK:     %[[ACC:.+]]:2 = scf.for %[[ROW:.+]] = %[[CTA]] to %[[ROWS]] step %[[STRIDE]] iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>)
 //       CHECK:       gpu.barrier
 //       CHECK:       vector.store %{{.+}}, %{{.+}}[%[[ROW]], %{{.+}}] {{.*}} : memref<?x4096xbf16>, vector<8xbf16>
 //       CHECK:       scf.yield %{{.+}}, %{{.+}} : vector<8xf32>, vector<8xf32>
-//       CHECK:     %[[CTA:.+]] = gpu.block_id  x
 //       CHECK:     vector.store %[[ACC]]#0, %[[WS]][%[[CTA]], %{{.+}}] {alignment = 16 : i64} : memref<?x4096xf32>, vector<8xf32>
 //       CHECK:     vector.store %[[ACC]]#1, %[[WS]][%[[CTA]], %{{.+}}]
 //       CHECK:     gpu.return

@@ -43,6 +43,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/OperationSupport.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/DialectConversion.h"
 
@@ -1829,6 +1830,50 @@ LogicalResult RowKernelBuilder::emitLooped(OpBuilder &b) {
   return emitScalarsUpTo(std::numeric_limits<unsigned>::max());
 }
 
+namespace {
+/// Operations compared by what they compute: name, operands, attributes and
+/// result types.
+struct ComputedValueInfo : DenseMapInfo<Operation *> {
+  static unsigned getHashValue(const Operation *op) {
+    return OperationEquivalence::computeHash(
+        const_cast<Operation *>(op), OperationEquivalence::directHashValue,
+        OperationEquivalence::ignoreHashValue,
+        OperationEquivalence::IgnoreLocations);
+  }
+  static bool isEqual(const Operation *a, const Operation *b) {
+    if (a == b)
+      return true;
+    if (a == getEmptyKey() || a == getTombstoneKey() || b == getEmptyKey() ||
+        b == getTombstoneKey())
+      return false;
+    return OperationEquivalence::isEquivalentTo(
+        const_cast<Operation *>(a), const_cast<Operation *>(b),
+        OperationEquivalence::IgnoreLocations);
+  }
+};
+} // namespace
+
+/// Steps that compute the same value from the same operands share it: the
+/// JSD's loss and the sum of its gradient each take the log of the same
+/// mixture in one pass, which LLVM, given both, canonicalizes apart before
+/// it could merge them (two lg2 an element where one does). Only pure ops
+/// (no memory access), each replaced by an identical one before it in its
+/// block: a load is never merged, so reuse_loads = false still reads again.
+static void mergeIdenticalPureOps(gpu::GPUFuncOp kernel) {
+  kernel.walk([](Block *block) {
+    DenseMap<Operation *, Operation *, ComputedValueInfo> first;
+    for (Operation &op : llvm::make_early_inc_range(*block)) {
+      if (op.getNumRegions() || op.getNumResults() == 0 || !isPure(&op))
+        continue;
+      auto [it, fresh] = first.try_emplace(&op, &op);
+      if (fresh)
+        continue;
+      op.replaceAllUsesWith(it->second);
+      op.erase();
+    }
+  });
+}
+
 FailureOr<rt::KernelSpec> RowKernelBuilder::build(gpu::GPUModuleOp module,
                                                  StringRef name) {
   if (failed(lowerBodyToLinalg()) || failed(analyze()))
@@ -1838,6 +1883,9 @@ FailureOr<rt::KernelSpec> RowKernelBuilder::build(gpu::GPUModuleOp module,
             checkRowCluster(hidden, config.vectorWidth, config.cluster);
         !why.empty())
       return fail(why);
+    // (Besides its grid: the row loop such a kernel runs would reuse the
+    // cluster's reduction slots from row to row with no barrier, and its
+    // workspaces are indexed by the CTA's own columns.)
     if (!columnReductions.empty())
       return fail("a cluster of " + Twine(config.cluster) +
                   " CTAs splits each row, and the program reduces across "
@@ -2058,6 +2106,7 @@ FailureOr<rt::KernelSpec> RowKernelBuilder::build(gpu::GPUModuleOp module,
   if (clusterRank)
     b.clusterBarrier();
   gpu::ReturnOp::create(b, loc);
+  mergeIdenticalPureOps(kernel);
   info.dynamicSharedMemoryBytes = std::max(smemBytes, stageBytes);
   if (!columnReductions.empty()) {
     info.grid[0] = {rt::GridDim::Ctas, 1};

@@ -183,6 +183,12 @@ func.func @row_cluster_of_none() attributes {liger.kernel_config = #liger.kernel
 
 // -----
 
+// The RoPE template takes no tunables, a cluster neither.
+// expected-error @+1 {{'cluster' is not a tunable of the rope template}}
+func.func @cluster_on_rope() attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rope, cluster = 2>}
+
+// -----
+
 // The cross-entropy template takes no cluster.
 // expected-error @+1 {{'cluster' is not a tunable of the cross_entropy template}}
 func.func @cluster_on_cross_entropy() attributes {liger.kernel_config = #liger.kernel_config<kernel_template = cross_entropy, threads = 1024, vector_width = 8, cluster = 2>}

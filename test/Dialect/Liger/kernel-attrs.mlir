@@ -13,6 +13,7 @@
 //  CHECK-SAME:   liger.e = #liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 64, tile_n = 256, tile_k = 64, stages = 4, schedule = pingpong>
 //  CHECK-SAME:   liger.f = #liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, schedule = persistent>
 //  CHECK-SAME:   liger.g = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 8, cluster = 8>
+//  CHECK-SAME:   liger.h = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 8, cluster = 1>
 func.func private @configs() attributes {
   liger.a = #liger.kernel_config<kernel_template = rowwise, reuse_loads = false, threads = 256, vector_width = 8>,
   liger.b = #liger.kernel_config<kernel_template = cross_entropy, threads = 1024, vector_width = 8, ctas_per_sm = 1>,
@@ -20,7 +21,8 @@ func.func private @configs() attributes {
   liger.d = #liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 256, tile_k = 64, stages = 4>,
   liger.e = #liger.kernel_config<kernel_template = matmul_wgmma, schedule = pingpong, threads = 384, tile_m = 64, tile_n = 256, tile_k = 64, stages = 4>,
   liger.f = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, schedule = persistent, threads = 384>,
-  liger.g = #liger.kernel_config<kernel_template = rowwise, cluster = 8, threads = 512, vector_width = 8>}
+  liger.g = #liger.kernel_config<kernel_template = rowwise, cluster = 8, threads = 512, vector_width = 8>,
+  liger.h = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 8, cluster = 1>}
 
 // CHECK-LABEL: func.func private @persistent()
 //  CHECK-SAME:   grid = ["sms", 1, 1]
