@@ -18,6 +18,8 @@
 //       CHECK:     gpu.shuffle  xor
 //       CHECK:     gpu.barrier
 //       CHECK:     math.rsqrt
+// Its f32 arithmetic may contract into FMAs (as nvcc's and Triton's).
+//       CHECK:     arith.mulf %{{.+}}, %{{.+}} fastmath<contract> : vector<8xf32>
 // SM80: gpu.module @liger_kernels [#nvvm.target<O = 3, chip = "sm_80", features = "+ptx86">]
 func.func @add_rms_norm(%x: tensor<?x4096xbf16>, %r: tensor<?x4096xbf16>, %w: tensor<4096xbf16>) -> (tensor<?x4096xbf16>, tensor<?x4096xbf16>) {
   %y, %s = liger.fusion rowwise(%x, %r, %w) : (tensor<?x4096xbf16>, tensor<?x4096xbf16>, tensor<4096xbf16>) -> (tensor<?x4096xbf16>, tensor<?x4096xbf16>) {

@@ -288,3 +288,20 @@ func.func @no_liger_ops(%a: f32) -> f32 {
   %b = arith.addf %a, %a : f32
   return %b : f32
 }
+
+// -----
+
+// The JSD's gradient over logits at a temperature, (d - Q · sum(d)) / T,
+// takes Q from the terms' own exponentials: the final map holds two
+// exponentials and one log an element, where a softmax of its own took a
+// third exponential.
+// CHECK-LABEL: func.func @jsd_logits_grad
+//       CHECK:   linalg.generic {{.*}} ins(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} : tensor<?x64xf32>, tensor<?x64xf32>, tensor<?xf32>, tensor<?xf32>) outs(%{{.+}} : tensor<?x64xbf16>)
+// CHECK-COUNT-2:     math.exp %{{.+}} fastmath<afn> : f32
+//       CHECK:     math.log %{{.+}} fastmath<afn> : f32
+//   CHECK-NOT:     math.exp
+//       CHECK:     linalg.yield %{{.+}} : bf16
+func.func @jsd_logits_grad(%x: tensor<?x64xbf16>, %y: tensor<?x64xbf16>, %g: tensor<?xf32>) -> tensor<?x64xbf16> {
+  %d = liger.jsd_grad %x, %y, %g beta = 0.5 temperature = 2.0 per_token : tensor<?x64xbf16>, tensor<?xf32>
+  return %d : tensor<?x64xbf16>
+}

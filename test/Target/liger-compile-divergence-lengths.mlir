@@ -49,7 +49,8 @@
 //  GPU-SAME:     vector_width = 8
 //       GPU:     scf.for
 //       GPU:     vector.load %arg0[%block_id_x, %{{.+}}] {alignment = 16 : i64} : memref<?x128256xbf16>, vector<8xbf16>
-//       GPU:     math.exp %{{.+}} : vector<8xf32>
+// Its fast exponentials (afn) are one ex2.approx.ftz each.
+//       GPU:     llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
 //       GPU:     vector.store %{{.+}}, %arg2[%block_id_x, %{{.+}}] {alignment = 16 : i64} : memref<?x128256xbf16>, vector<8xbf16>
 // Past the register budget the row is a loop over each thread's chunks.
 // GPU-LABEL: gpu.func @jsd_262147_f32_rowwise_0(

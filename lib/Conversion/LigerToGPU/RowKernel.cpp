@@ -35,6 +35,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -1874,6 +1875,69 @@ static void mergeIdenticalPureOps(gpu::GPUFuncOp kernel) {
   });
 }
 
+/// The row programs' fast exponentials (`math.exp` with `afn` on f32: the
+/// losses' per-element terms) as `ex2.approx.ftz` of x · log2 e, one
+/// MUFU.EX2 each. The form without ftz that the default lowering takes
+/// (__nv_fast_expf) is wrapped by ptxas in a compare and two predicated
+/// multiplies for subnormal results: three more instructions an
+/// exponential in kernels bound by their instructions (the fused linear
+/// JSD's row kernel takes six an element over its three passes). A result
+/// below 2^-126 becomes 0, an absolute error under 1.2e-38, within what
+/// `afn` allows. Logarithms keep their form: an input below 2^-126 flushed
+/// would be -inf.
+static void lowerFastExps(gpu::GPUFuncOp kernel) {
+  kernel.walk([](math::ExpOp exp) {
+    Type type = exp.getType();
+    if (!getElementTypeOrSelf(type).isF32() ||
+        !arith::bitEnumContainsAll(exp.getFastmath(),
+                                   arith::FastMathFlags::afn))
+      return;
+    OpBuilder b(exp);
+    Location loc = exp.getLoc();
+    Type f32 = b.getF32Type();
+    FloatAttr log2e = b.getF32FloatAttr(1.4426950408889634);
+    auto ex2 = [&](Value x) {
+      Value scaled = arith::MulFOp::create(
+          b, loc, x, arith::ConstantOp::create(b, loc, log2e));
+      return LLVM::CallIntrinsicOp::create(
+                 b, loc, f32, b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f32"),
+                 ValueRange{scaled})
+          .getResult(0);
+    };
+    Value result;
+    if (auto vec = dyn_cast<VectorType>(type)) {
+      result = arith::ConstantOp::create(
+          b, loc, DenseElementsAttr::get(vec, b.getF32FloatAttr(0.0)));
+      for (int64_t i = 0, e = vec.getNumElements(); i < e; ++i) {
+        Value x = vector::ExtractOp::create(b, loc, exp.getOperand(), i);
+        result = vector::InsertOp::create(b, loc, ex2(x), result, i);
+      }
+    } else {
+      result = ex2(exp.getOperand());
+    }
+    exp.replaceAllUsesWith(result);
+    exp.erase();
+  });
+}
+
+/// A row kernel's f32 products, sums and differences may contract into
+/// FMAs (`fastmath<contract>`: LLVM fuses a product into the sum that
+/// reads it, and ptxas those left), as nvcc's and Triton's kernels do by
+/// default: one rounding where there were two, one instruction where
+/// there were two. Without the flag LLVM writes `mul.rn` and `add.rn`,
+/// which ptxas may not fuse either.
+static void allowContraction(gpu::GPUFuncOp kernel) {
+  kernel.walk([](Operation *op) {
+    if (!isa<arith::MulFOp, arith::AddFOp, arith::SubFOp>(op))
+      return;
+    auto math = cast<arith::ArithFastMathInterface>(op);
+    math->setAttr(math.getFastMathAttrName(),
+                  arith::FastMathFlagsAttr::get(
+                      op->getContext(), math.getFastMathFlagsAttr().getValue() |
+                                            arith::FastMathFlags::contract));
+  });
+}
+
 FailureOr<rt::KernelSpec> RowKernelBuilder::build(gpu::GPUModuleOp module,
                                                  StringRef name) {
   if (failed(lowerBodyToLinalg()) || failed(analyze()))
@@ -2107,6 +2171,8 @@ FailureOr<rt::KernelSpec> RowKernelBuilder::build(gpu::GPUModuleOp module,
     b.clusterBarrier();
   gpu::ReturnOp::create(b, loc);
   mergeIdenticalPureOps(kernel);
+  lowerFastExps(kernel);
+  allowContraction(kernel);
   info.dynamicSharedMemoryBytes = std::max(smemBytes, stageBytes);
   if (!columnReductions.empty()) {
     info.grid[0] = {rt::GridDim::Ctas, 1};

@@ -669,9 +669,13 @@ struct LowerKLDivGrad : OpConversionPattern<KLDivGradOp> {
 /// Liger-Kernel's: beta = 0 is the forward KL(P || Q), beta = 1 the reverse
 /// KL(Q || P), and in between beta KL(P || M) + (1 - beta) KL(Q || M) with
 /// M = beta P + (1 - beta) Q. `withLoss` / `withGrad` pick the pointwise
-/// loss and its derivative with respect to x (one log M for both).
+/// loss and its derivative with respect to x (one log M for both), the
+/// latter with Q.
 struct JSDTerms {
   Value loss, grad;
+  /// Q = e^x, the student's probability (`withGrad`), from the same
+  /// exponentials where the terms take it.
+  Value q;
 };
 JSDTerms jsdTerms(OpBuilder &b, Location loc, Value x, Value y, double beta,
                   bool withLoss, bool withGrad) {
@@ -680,8 +684,10 @@ JSDTerms jsdTerms(OpBuilder &b, Location loc, Value x, Value y, double beta,
     Value p = fastExp(b, loc, y);
     if (withLoss)
       terms.loss = mul(b, loc, p, sub(b, loc, y, x));
-    if (withGrad)
+    if (withGrad) {
       terms.grad = arith::NegFOp::create(b, loc, p);
+      terms.q = fastExp(b, loc, x);
+    }
     return terms;
   }
   if (beta == 1.0) {
@@ -689,8 +695,10 @@ JSDTerms jsdTerms(OpBuilder &b, Location loc, Value x, Value y, double beta,
     Value diff = sub(b, loc, x, y);
     if (withLoss)
       terms.loss = mul(b, loc, q, diff);
-    if (withGrad)
+    if (withGrad) {
       terms.grad = mul(b, loc, q, add(b, loc, diff, f32(b, loc, 1.0)));
+      terms.q = q;
+    }
     return terms;
   }
   // log M = max + log(beta e^(y - max) + (1 - beta) e^(x - max)): M itself
@@ -710,14 +718,17 @@ JSDTerms jsdTerms(OpBuilder &b, Location loc, Value x, Value y, double beta,
   Value shifted = add(b, loc, mul(b, loc, f32(b, loc, beta), yPart),
                       mul(b, loc, f32(b, loc, 1.0 - beta), xPart));
   Value logM = add(b, loc, big, fastLog(b, loc, shifted));
-  Value bQ = mul(b, loc, f32(b, loc, 1.0 - beta), mul(b, loc, top, xPart));
+  Value q = mul(b, loc, top, xPart);
+  Value bQ = mul(b, loc, f32(b, loc, 1.0 - beta), q);
   Value qTerm = mul(b, loc, bQ, sub(b, loc, x, logM));
   if (withLoss) {
     Value bP = mul(b, loc, f32(b, loc, beta), mul(b, loc, top, yPart));
     terms.loss = add(b, loc, mul(b, loc, bP, sub(b, loc, y, logM)), qTerm);
   }
-  if (withGrad)
+  if (withGrad) {
     terms.grad = qTerm;
+    terms.q = q;
+  }
   return terms;
 }
 
@@ -889,16 +900,14 @@ struct LowerJSDGrad : OpConversionPattern<JSDGradOp> {
     Value scale = maskIgnored(b, loc, sizes, grad, labels, ignoreIndex);
     std::optional<double> temperature = jsdTemperature(op);
     Value logQ = jsdLogProbs(b, loc, sizes, input, temperature);
+    Value logP = jsdLogProbs(b, loc, sizes, adaptor.getTarget(), temperature);
+    RowOperand operands[] = {
+        {logQ, Access::Full}, {logP, Access::Full}, {scale, Access::Row}};
     // The gradient with respect to the log-probabilities, scaled, in the
     // operand's type (f32 for logits: the log-softmax's backward follows).
     Type dType = temperature ? b.getF32Type() : elementType;
     Value d =
-        mapRows(b, loc, sizes,
-                {{logQ, Access::Full},
-                 {jsdLogProbs(b, loc, sizes, adaptor.getTarget(), temperature),
-                  Access::Full},
-                 {scale, Access::Row}},
-                {dType},
+        mapRows(b, loc, sizes, operands, {dType},
                 [&](OpBuilder &nb, Location nloc,
                     ValueRange args) -> SmallVector<Value> {
                   Value d =
@@ -908,20 +917,25 @@ struct LowerJSDGrad : OpConversionPattern<JSDGradOp> {
                   return {fromF32(nb, nloc, mul(nb, nloc, d, args[2]), dType)};
                 })[0];
     if (temperature) {
-      // Through log_softmax(z / T): (d - softmax · sum(d)) / T.
+      // Through log_softmax(z / T): (d - softmax · sum(d)) / T, where the
+      // softmax is the terms' own Q and d is formed again beside it (a row
+      // kernel's pass after the sum recomputes d either way: no third
+      // exponential an element for the softmax).
       Value sumD = reduceRows(b, loc, sizes, {{d, Access::Full}}, 0.0,
                               [](OpBuilder &nb, Location nloc,
                                  ValueRange args) -> SmallVector<Value> {
                                 return {add(nb, nloc, args[1], args[0])};
                               });
+      SmallVector<RowOperand> withSum(std::begin(operands), std::end(operands));
+      withSum.push_back({sumD, Access::Row});
       d = mapRows(
-          b, loc, sizes,
-          {{d, Access::Full}, {logQ, Access::Full}, {sumD, Access::Row}},
-          {elementType},
+          b, loc, sizes, withSum, {elementType},
           [&](OpBuilder &nb, Location nloc,
               ValueRange args) -> SmallVector<Value> {
-            Value s = fastExp(nb, nloc, args[1]);
-            Value g = sub(nb, nloc, args[0], mul(nb, nloc, s, args[2]));
+            JSDTerms terms =
+                jsdTerms(nb, nloc, args[0], args[1], beta, false, true);
+            Value g = sub(nb, nloc, mul(nb, nloc, terms.grad, args[2]),
+                          mul(nb, nloc, terms.q, args[3]));
             return {fromF32(nb, nloc,
                             mul(nb, nloc, g, f32(nb, nloc, 1.0 / *temperature)),
                             elementType)};
