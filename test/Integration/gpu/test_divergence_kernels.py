@@ -29,10 +29,11 @@ TOL = {"bf16": 1e-2, "f16": 2e-3, "f32": 2e-5}
 LABELS = {"i32": torch.int32, "i64": torch.int64}
 
 
-def _inputs(name):
+def _inputs(name, spread=3.0):
     """Fresh log-probabilities (a random seed each run, printed on failure)
-    for the case: input, target (probabilities for a KL divergence without
-    log_target), shift labels or None, the seed."""
+    for the case, the log-softmax of normal logits times `spread`: input,
+    target (probabilities for a KL divergence without log_target), shift
+    labels or None, the seed."""
     spec, op, (tokens, vocab), kw = CASES[name]
     seed = torch.seed()
     gen = torch.Generator(device="cuda")
@@ -40,7 +41,7 @@ def _inputs(name):
     dtype = kernels.torch_dtype(spec.dtype)
 
     def log_probs():
-        return (torch.randn(tokens, vocab, generator=gen, device="cuda") * 3).log_softmax(-1)
+        return (torch.randn(tokens, vocab, generator=gen, device="cuda") * spread).log_softmax(-1)
 
     x, t = log_probs().to(dtype), log_probs()
     if op == "kl_div" and not kw.get("log_target"):
@@ -102,6 +103,29 @@ def test_the_loss_and_its_gradient_are_pytorchs(name):
     loss.backward(dloss)
     expected.backward(dloss.to(torch.float64))
     assert leaf.grad.dtype == x.dtype
+    _check(leaf.grad, ref_x.grad, spec.dtype, what + " gradient")
+
+
+@pytest.mark.parametrize("name", ["jsd_bf16_50257_labels", "jsd_f16_128256_reverse_kl",
+                                  "jsd_f32_7_forward_kl", "kl_f32_262147_log"])
+def test_peaked_distributions_match_float64(name):
+    """Logits 40 times wider than the other tests' (log-probabilities
+    hundreds below zero): most of each row's
+    probabilities are below 2^-126, where the row kernels' fast
+    exponentials (ex2.approx.ftz) give 0 and the float64 reference a
+    subnormal or less. The loss and the gradient still match it, with no
+    NaN or infinity."""
+    spec, op, _, kw = CASES[name]
+    x, t, labels, seed = _inputs(name, spread=120.0)
+    leaf = x.clone().requires_grad_(True)
+    loss = _call(op, leaf, t, labels, kw)
+    ref_x = x.to(torch.float64).requires_grad_(True)
+    expected = _reference(op, ref_x, t.to(torch.float64), labels, kw)
+    what = "%s peaked (seed %d)" % (name, seed)
+    _check(loss, expected.detach(), "f32" if op == "kl_div" else spec.dtype, what + " loss")
+    loss.backward()
+    expected.backward()
+    assert torch.isfinite(leaf.grad).all(), what + " gradient: not finite"
     _check(leaf.grad, ref_x.grad, spec.dtype, what + " gradient")
 
 
