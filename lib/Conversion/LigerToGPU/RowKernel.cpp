@@ -1904,8 +1904,11 @@ static void lowerFastExps(gpu::GPUFuncOp kernel) {
                  ValueRange{scaled})
           .getResult(0);
     };
+    auto vec = dyn_cast<VectorType>(type);
+    if (vec && (vec.getRank() != 1 || vec.isScalable()))
+      return; // (a row kernel's chunks are vector<W x f32>)
     Value result;
-    if (auto vec = dyn_cast<VectorType>(type)) {
+    if (vec) {
       result = arith::ConstantOp::create(
           b, loc, DenseElementsAttr::get(vec, b.getF32FloatAttr(0.0)));
       for (int64_t i = 0, e = vec.getNumElements(); i < e; ++i) {

@@ -65,8 +65,9 @@ Value combineScalars(OpBuilder &b, Location loc, ValueRange scalars,
 }
 
 /// exp and log of f32 elements with `afn`, the per-element transcendentals
-/// of the losses' row programs: on the GPU __nv_fast_expf (ex2.approx of
-/// x log2 e) and __nv_fast_logf (lg2.approx times ln 2), relative error
+/// of the losses' row programs: in a row kernel ex2.approx.ftz of x log2 e
+/// (RowKernel.cpp's lowerFastExps; elsewhere __nv_fast_expf, ex2.approx)
+/// and __nv_fast_logf (lg2.approx times ln 2), relative error
 /// about 2^-21 (+ |x| 2^-24 for exp), where the default forms take ten and
 /// twenty instructions and a row of three transcendentals an element is
 /// bound by its instructions, not by its loads; on the CPU the flag changes
@@ -668,26 +669,26 @@ struct LowerKLDivGrad : OpConversionPattern<KLDivGradOp> {
 /// The generalized JSD of student x and teacher y (f32) at one element,
 /// Liger-Kernel's: beta = 0 is the forward KL(P || Q), beta = 1 the reverse
 /// KL(Q || P), and in between beta KL(P || M) + (1 - beta) KL(Q || M) with
-/// M = beta P + (1 - beta) Q. `withLoss` / `withGrad` pick the pointwise
-/// loss and its derivative with respect to x (one log M for both), the
-/// latter with Q.
+/// M = beta P + (1 - beta) Q. `withLoss` / `withGrad` / `withQ` pick the
+/// pointwise loss, its derivative with respect to x (one log M for both)
+/// and Q.
 struct JSDTerms {
   Value loss, grad;
-  /// Q = e^x, the student's probability (`withGrad`), from the same
-  /// exponentials where the terms take it.
+  /// Q = e^x, the student's probability (`withQ`), from the terms' own
+  /// exponentials where they take it.
   Value q;
 };
 JSDTerms jsdTerms(OpBuilder &b, Location loc, Value x, Value y, double beta,
-                  bool withLoss, bool withGrad) {
+                  bool withLoss, bool withGrad, bool withQ = false) {
   JSDTerms terms;
   if (beta == 0.0) {
     Value p = fastExp(b, loc, y);
     if (withLoss)
       terms.loss = mul(b, loc, p, sub(b, loc, y, x));
-    if (withGrad) {
+    if (withGrad)
       terms.grad = arith::NegFOp::create(b, loc, p);
+    if (withQ)
       terms.q = fastExp(b, loc, x);
-    }
     return terms;
   }
   if (beta == 1.0) {
@@ -695,10 +696,10 @@ JSDTerms jsdTerms(OpBuilder &b, Location loc, Value x, Value y, double beta,
     Value diff = sub(b, loc, x, y);
     if (withLoss)
       terms.loss = mul(b, loc, q, diff);
-    if (withGrad) {
+    if (withGrad)
       terms.grad = mul(b, loc, q, add(b, loc, diff, f32(b, loc, 1.0)));
+    if (withQ)
       terms.q = q;
-    }
     return terms;
   }
   // log M = max + log(beta e^(y - max) + (1 - beta) e^(x - max)): M itself
@@ -725,10 +726,10 @@ JSDTerms jsdTerms(OpBuilder &b, Location loc, Value x, Value y, double beta,
     Value bP = mul(b, loc, f32(b, loc, beta), mul(b, loc, top, yPart));
     terms.loss = add(b, loc, mul(b, loc, bP, sub(b, loc, y, logM)), qTerm);
   }
-  if (withGrad) {
+  if (withGrad)
     terms.grad = qTerm;
+  if (withQ)
     terms.q = q;
-  }
   return terms;
 }
 
@@ -932,8 +933,10 @@ struct LowerJSDGrad : OpConversionPattern<JSDGradOp> {
           b, loc, sizes, withSum, {elementType},
           [&](OpBuilder &nb, Location nloc,
               ValueRange args) -> SmallVector<Value> {
+            // (Log-probabilities of logits are f32: jsdLogProbs.)
+            assert(args[0].getType().isF32() && args[1].getType().isF32());
             JSDTerms terms =
-                jsdTerms(nb, nloc, args[0], args[1], beta, false, true);
+                jsdTerms(nb, nloc, args[0], args[1], beta, false, true, true);
             Value g = sub(nb, nloc, mul(nb, nloc, terms.grad, args[2]),
                           mul(nb, nloc, terms.q, args[3]));
             return {fromF32(nb, nloc,
