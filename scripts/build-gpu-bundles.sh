@@ -47,6 +47,13 @@ import kernels
 open(sys.argv[1], "w").write(kernels.cluster_module_text())
 PY
 "$BUILD/bin/liger-compile" "$OUT/src/cluster.mlir" -o "$OUT/cluster" --target=sm_90a >/dev/null
+"$PYTHON" - "$OUT/src/peel.mlir" <<'PY'
+import sys
+sys.path.insert(0, "test/Integration/gpu")
+import kernels
+open(sys.argv[1], "w").write(kernels.peel_module_text())
+PY
+"$BUILD/bin/liger-compile" "$OUT/src/peel.mlir" -o "$OUT/peel" --target=sm_90a >/dev/null
 # Cross-entropy forward and gradient (test_cross_entropy_kernels.py).
 "$PYTHON" - "$OUT/src/cross_entropy.mlir" <<'PY'
 import sys

@@ -117,10 +117,11 @@ func.func @grad_tile_n(%dy: tensor<?x64xbf16>, %w: tensor<64x128xbf16>) -> tenso
 // -----
 
 // A pinned rowwise configuration is checked by the rule the default follows
-// (checkRowVectorWidth): a row of 1001 bf16 takes no 2-element chunk.
-func.func @row_width_not_dividing(%x: tensor<?x1001xbf16>) -> tensor<?x1001xbf16> {
-  // expected-error @+1 {{'liger.fusion' op has an invalid 'liger.kernel_config': vector_width 2 does not divide the row length 1001 (every row must start on a chunk boundary)}}
-  %y = liger.fusion rowwise(%x) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 2>} : (tensor<?x1001xbf16>) -> tensor<?x1001xbf16> {
+// (checkRowVectorWidth): a chunk of 16 bf16 is more than one 16-byte load.
+// (A width that does not divide the row is legal: the row is peeled.)
+func.func @row_width_too_wide(%x: tensor<?x1001xbf16>) -> tensor<?x1001xbf16> {
+  // expected-error @+1 {{'liger.fusion' op has an invalid 'liger.kernel_config': vector_width 16 spans 32 bytes of bf16, more than one 16-byte load}}
+  %y = liger.fusion rowwise(%x) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 16>} : (tensor<?x1001xbf16>) -> tensor<?x1001xbf16> {
   ^bb0(%a: tensor<?x1001xbf16>):
     %s = liger.silu %a : tensor<?x1001xbf16>
     liger.yield %s : tensor<?x1001xbf16>
@@ -406,8 +407,8 @@ func.func @fallback_template(%x: tensor<?x128256xbf16>) -> tensor<?x128256xbf16>
 // -----
 
 func.func @fallback_width(%x: tensor<?x50257xbf16>) -> tensor<?x50257xbf16> {
-  // expected-error @+1 {{'liger.fusion' op has a 'liger.spill_fallback' that does not fit it: 'liger.fusion' op has an invalid 'liger.kernel_config': vector_width 8 does not divide the row length 50257}}
-  %y = liger.fusion rowwise(%x) attributes {liger.spill_fallback = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 8>} : (tensor<?x50257xbf16>) -> tensor<?x50257xbf16> {
+  // expected-error @+1 {{'liger.fusion' op has a 'liger.spill_fallback' that does not fit it: 'liger.fusion' op has an invalid 'liger.kernel_config': vector_width 16 spans 32 bytes of bf16, more than one 16-byte load}}
+  %y = liger.fusion rowwise(%x) attributes {liger.spill_fallback = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 16>} : (tensor<?x50257xbf16>) -> tensor<?x50257xbf16> {
   ^bb0(%a: tensor<?x50257xbf16>):
     %s = liger.softmax %a : tensor<?x50257xbf16>
     liger.yield %s : tensor<?x50257xbf16>

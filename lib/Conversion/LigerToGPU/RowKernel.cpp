@@ -131,12 +131,13 @@ std::string mlir::liger::checkRowVectorWidth(RowTemplate tmpl, int64_t hidden,
   if (width < 1 || !llvm::isPowerOf2_64(width))
     os << "vector_width " << width << " is not a power of two";
   else if (width * bytes > 16)
-    os << "vector_width " << width << " spans " << width * bytes
-       << " bytes of " << elementType << ", more than one 16-byte load";
-  else if (tmpl == RowTemplate::RowProgram && hidden % width != 0)
-    os << "vector_width " << width << " does not divide the row length "
-       << hidden << " (every row must start on a chunk boundary)";
+    os << "vector_width " << width << " spans " << width * bytes << " bytes of "
+       << elementType << ", more than one 16-byte load";
   return why;
+}
+
+int64_t mlir::liger::rowPeelBody(int64_t hidden, int64_t width) {
+  return std::max<int64_t>(0, (hidden - (width - 1)) / width) * width;
 }
 
 int64_t mlir::liger::rowClusterSlice(int64_t hidden, int64_t width,
@@ -161,8 +162,9 @@ std::string mlir::liger::checkRowCluster(int64_t hidden, int64_t width,
 int64_t mlir::liger::selectRowVectorWidth(RowTemplate tmpl, int64_t hidden,
                                           Type elementType) {
   int64_t width = 16 / elementBytes(elementType);
-  while (width > 1 && !checkRowVectorWidth(tmpl, hidden, elementType, width)
-                           .empty())
+  while (width > 1 &&
+         (!checkRowVectorWidth(tmpl, hidden, elementType, width).empty() ||
+          (tmpl == RowTemplate::RowProgram && hidden % width != 0)))
     width /= 2;
   return width;
 }
@@ -493,6 +495,10 @@ private:
   // (rowFitsInRegisters); past the budget the program loops (emitLooped).
   int64_t heldValues = 0;
   bool looped = false;
+  // Whether rows are peeled (the vector width does not divide them), and
+  // the elements of their full chunks (rowPeelBody).
+  bool peeled = false;
+  int64_t peelBody = 0;
   DenseMap<Value, Rep> reps;
   // Chunks of inputs loaded at the row program's top level, by (input,
   // chunk), for the steps after the first reader (reuse_loads).
@@ -504,7 +510,8 @@ private:
   SmallVector<Value> outputMemrefs;
   Value tid, row, dynSmem;
   // In a cluster (config.cluster > 1): the CTA's rank in it and the first
-  // column of its part of the row (rowClusterSlice); null otherwise.
+  // column of its part of the row (rowClusterSlice); of a peeled row, its
+  // head (its full chunks' first column); null otherwise.
   Value clusterRank, colBase;
   /// Column `col` of the CTA's part of the row as a column of the row.
   Value globalCol(OpBuilder &b, Value col) {
@@ -757,10 +764,30 @@ LogicalResult RowKernelBuilder::analyze() {
     return entry.second.second > entry.second.first;
   });
   heldValues += columnReductions.size();
-  // A cluster splits the rows of the loop form.
-  looped =
-      config.cluster > 1 || !rowFitsInRegisters(hidden, config.threads,
-                                                config.vectorWidth, heldValues);
+  // A row the vector width does not divide is peeled (rowPeelBody): its
+  // full chunks start at its first chunk boundary, a column that differs
+  // from row to row, so an operand indexed by column alone ([H]: a weight,
+  // or a reduction across rows) would be read there unaligned.
+  peeled = hidden % config.vectorWidth != 0;
+  if (peeled) {
+    std::string what = ("vector_width " + Twine(config.vectorWidth) +
+                        " does not divide the row length " + Twine(hidden) +
+                        ", so each row is peeled to its first chunk "
+                        "boundary, ")
+                           .str();
+    if (config.cluster > 1)
+      return fail(what + "and a peeled row is not split over a cluster");
+    if (!columnReductions.empty() || !featureValues.empty() ||
+        llvm::is_contained(inputKinds, rt::ParamKind::Feature))
+      return fail(what + "where an operand indexed by column alone would be "
+                         "read unaligned");
+    peelBody = rowPeelBody(hidden, config.vectorWidth);
+  }
+  // A cluster splits the rows of the loop form, which a peeled row takes
+  // too (its single elements after each pass's chunks).
+  looped = peeled || config.cluster > 1 ||
+           !rowFitsInRegisters(hidden, config.threads, config.vectorWidth,
+                               heldValues);
 
   auto ret = cast<func::ReturnOp>(rowFn.getBody().front().getTerminator());
   for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
@@ -1421,13 +1448,16 @@ LogicalResult RowKernelBuilder::emitLooped(OpBuilder &b) {
   int64_t w = config.vectorWidth, threads = config.threads;
   // The CTA's part of the row: all of it, or in a cluster `slice` columns
   // from colBase, the last CTA's `lastChunks` chunks (the fewest).
+  // A peeled row's part is its full chunks (rowPeelBody), its single
+  // elements after them in each pass (emitSingles).
+  int64_t rowEnd = peeled ? peelBody : hidden;
   int64_t slice =
-      config.cluster > 1 ? rowClusterSlice(hidden, w, config.cluster) : hidden;
+      config.cluster > 1 ? rowClusterSlice(hidden, w, config.cluster) : rowEnd;
   int64_t totalChunks = slice / w;
-  int64_t lastChunks = (hidden - (config.cluster - 1) * slice) / w;
+  int64_t lastChunks = (rowEnd - (config.cluster - 1) * slice) / w;
   // The end of a cluster CTA's part, which its last chunks are masked to.
   Value partEnd;
-  if (colBase)
+  if (clusterRank)
     partEnd = arith::MinSIOp::create(
         b, loc, idx(b, slice),
         arith::SubIOp::create(b, loc, idx(b, hidden), colBase));
@@ -1575,13 +1605,39 @@ LogicalResult RowKernelBuilder::emitLooped(OpBuilder &b) {
     // tells at compile time whether it is staged; every chunk is where the
     // stage holds the whole of the CTA's part (a cluster's, as a rule).
     bool allStaged = stagedChunks && stagedChunks * threads >= totalChunks;
-    auto emitChunks = [&](OpBuilder &cb, ArrayRef<Value> cols,
-                          ValueRange carried,
-                          std::optional<int64_t> chunk =
-                              std::nullopt) -> FailureOr<SmallVector<Value>> {
+    // `single`: cols holds one column of the row (not of its chunks), a
+    // single element of a peeled row, read and written alone and held in
+    // every lane of a chunk; only lane 0 goes into the reductions.
+    auto emitChunks =
+        [&](OpBuilder &cb, ArrayRef<Value> cols, ValueRange carried,
+            std::optional<int64_t> chunk = std::nullopt,
+            bool single = false) -> FailureOr<SmallVector<Value>> {
       SmallVector<DenseMap<Value, Value>> chunkValues(cols.size());
+      Value lane0;
+      if (single) {
+        SmallVector<bool> mask(w, false);
+        mask[0] = true;
+        lane0 = arith::ConstantOp::create(
+            cb, loc,
+            DenseElementsAttr::get(VectorType::get({w}, cb.getI1Type()),
+                                   ArrayRef<bool>(mask)));
+      }
+      auto onLane0 = [&](Value v, Value otherwise) -> Value {
+        return single ? arith::SelectOp::create(cb, loc, lane0, v, otherwise)
+                            .getResult()
+                      : v;
+      };
       for (auto [u, col] : llvm::enumerate(cols))
         for (Value in : rowInputs) {
+          if (single) {
+            Value memref = isa<BlockArgument>(in)
+                               ? reps[in].memref
+                               : outputMemrefs[resultIndex.lookup(in)[0]];
+            chunkValues[u][in] = vector::BroadcastOp::create(
+                cb, loc, vecOf(getElementTypeOrSelf(in.getType())),
+                memref::LoadOp::create(cb, loc, memref, ValueRange{row, col}));
+            continue;
+          }
           if (isa<BlockArgument>(in)) {
             chunkValues[u][in] =
                 loadRowChunk(cb, in, p, col,
@@ -1653,7 +1709,7 @@ LogicalResult RowKernelBuilder::emitLooped(OpBuilder &b) {
           FailureOr<Value> acc = accumulate(op, u, next[i]);
           if (failed(acc))
             return failure();
-          next[i] = *acc;
+          next[i] = onLane0(*acc, next[i]);
         }
       for (auto [i, pair] : llvm::enumerate(online)) {
         // m' = max(m, max of the chunks), s' = s e^(m - m') + sum e^(a - m').
@@ -1681,14 +1737,17 @@ LogicalResult RowKernelBuilder::emitLooped(OpBuilder &b) {
             math::ExpOp::create(
                 cb, loc, arith::SubFOp::create(cb, loc, m, grown), flags));
         Value splat = vector::BroadcastOp::create(cb, loc, vecOf(f32), grown);
+        Value zeros = arith::ConstantOp::create(
+            cb, loc, DenseElementsAttr::get(vecOf(f32), cb.getF32FloatAttr(0)));
         for (Value t : terms)
           sum = arith::AddFOp::create(
               cb, loc, sum,
               vector::ReductionOp::create(
                   cb, loc, vector::CombiningKind::ADD,
-                  math::ExpOp::create(
-                      cb, loc, arith::SubFOp::create(cb, loc, t, splat),
-                      flags)));
+                  onLane0(math::ExpOp::create(
+                              cb, loc, arith::SubFOp::create(cb, loc, t, splat),
+                              flags),
+                          zeros)));
         next[at] = grown;
         next[at + 1] = sum;
       }
@@ -1716,7 +1775,14 @@ LogicalResult RowKernelBuilder::emitLooped(OpBuilder &b) {
             FailureOr<Value> v = valueAt(u, r);
             if (failed(v))
               return failure();
-            storeResultChunk(cb, r, *v, col);
+            if (!single) {
+              storeResultChunk(cb, r, *v, col);
+              continue;
+            }
+            Value element = vector::ExtractOp::create(cb, loc, *v, 0);
+            for (unsigned i : resultIndex.lookup(r))
+              memref::StoreOp::create(cb, loc, element, outputMemrefs[i],
+                                      ValueRange{row, col});
           }
       return next;
     };
@@ -1771,7 +1837,7 @@ LogicalResult RowKernelBuilder::emitLooped(OpBuilder &b) {
       }
       Value inRow =
           arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, col,
-                                partEnd ? partEnd : idx(b, hidden));
+                                partEnd ? partEnd : idx(b, rowEnd));
       auto ifOp = scf::IfOp::create(b, loc, ValueRange(carried).getTypes(),
                                     inRow, /*withElseRegion=*/!carried.empty());
       OpBuilder tb = ifOp.getThenBodyBuilder();
@@ -1795,6 +1861,30 @@ LogicalResult RowKernelBuilder::emitLooped(OpBuilder &b) {
         return failure();
     if (backwards && failed(emitFullGroups()))
       return failure();
+    // A peeled row's single elements, one a thread: its head (columns
+    // below colBase) and the elements after its full chunks.
+    if (peeled) {
+      Value inHead = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                           tid, colBase);
+      Value col = arith::SelectOp::create(
+          b, loc, inHead, tid,
+          arith::AddIOp::create(b, loc, tid, idx(b, peelBody)));
+      Value mine = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, tid,
+                                         idx(b, hidden - peelBody));
+      auto ifOp = scf::IfOp::create(b, loc, ValueRange(carried).getTypes(),
+                                    mine, /*withElseRegion=*/!carried.empty());
+      OpBuilder tb = ifOp.getThenBodyBuilder();
+      FailureOr<SmallVector<Value>> next =
+          emitChunks(tb, {col}, carried, std::nullopt, /*single=*/true);
+      if (failed(next))
+        return failure();
+      if (!carried.empty()) {
+        scf::YieldOp::create(tb, loc, *next);
+        OpBuilder eb = ifOp.getElseBodyBuilder();
+        scf::YieldOp::create(eb, loc, carried);
+        carried.assign(ifOp.getResults().begin(), ifOp.getResults().end());
+      }
+    }
 
     // The block steps of the pass's reductions, all in one block reduction
     // (none reads another: each is known only after the pass).
@@ -2034,6 +2124,18 @@ FailureOr<rt::KernelSpec> RowKernelBuilder::build(gpu::GPUModuleOp module,
         NVVM::NVVMDialect::getClusterDimAttrName(),
         b.getDenseI32ArrayAttr({1, static_cast<int32_t>(config.cluster), 1}));
     info.grid[1] = {rt::GridDim::Const, config.cluster};
+  }
+  if (peeled) {
+    // Row r starts at element r H of 16-byte aligned memory: its first
+    // chunk boundary is head = (W - r (H mod W) mod W) mod W elements in,
+    // the base of its full chunks (globalCol).
+    Value w = idx(b, config.vectorWidth);
+    Value misalign = arith::RemUIOp::create(
+        b, loc,
+        arith::MulIOp::create(b, loc, row, idx(b, hidden % config.vectorWidth)),
+        w);
+    colBase = arith::RemUIOp::create(
+        b, loc, arith::SubIOp::create(b, loc, w, misalign), w);
   }
   dynSmem = b.dynamicSharedMemory();
   for (auto [arg, kind, param] :

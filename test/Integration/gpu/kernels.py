@@ -155,17 +155,22 @@ def cluster_function(name, hidden, dt, threads, cluster):
     return "%s_h%d_%s_k%d" % (name, hidden, dt, cluster)
 
 
-def cluster_module_text():
-    """Every CLUSTER_CASES entry: the op of module_text as one liger.fusion
-    group pinned to its configuration, at the widest vector width its row
-    takes."""
+def _widest(hidden, dt, dividing):
+    """The 16-byte vector width of `dt`, narrowed until it divides `hidden`
+    where `dividing`."""
+    width = 16 // {"bf16": 2, "f16": 2, "f32": 4}[dt]
+    while dividing and hidden % width:
+        width //= 2
+    return width
+
+
+def pinned_module_text(entries):
+    """Functions `fname` (kernel <fname>_rowwise_0), one per entry (fname,
+    op name of module_text, hidden, dtype, the #liger.kernel_config): the
+    op as one liger.fusion group pinned to the configuration."""
     import re
     parts = []
-    for case in CLUSTER_CASES:
-        name, hidden, dt, threads, cluster = case
-        width = 16 // {"bf16": 2, "f16": 2, "f32": 4}[dt]
-        while hidden % width:
-            width //= 2
+    for fname, name, hidden, dt, config in entries:
         m = re.match(r"func\.func @\w+\((.*?)\) -> .*? \{\n(.*)\n  return (.*?) : (.*?)\n\}$",
                      _funcs(hidden, dt)[name], re.S)
         args = [a.split(": ") for a in m.group(1).split(", ")]
@@ -177,8 +182,6 @@ def cluster_module_text():
         res_types = m.group(4)
         n = len(res_types.split(", "))
         res_sig = res_types if n == 1 else "(%s)" % res_types
-        config = ("#liger.kernel_config<kernel_template = rowwise, threads = %d, vector_width = %d, "
-                  "cluster = %d>" % (threads, width, cluster))
         parts.append(
             "func.func @%s(%s) -> %s {\n"
             "  %%out%s = liger.fusion rowwise(%s) attributes {liger.kernel_config = %s} : (%s) -> %s {\n"
@@ -187,13 +190,53 @@ def cluster_module_text():
             "    liger.yield %s : %s\n"
             "  }\n"
             "  return %s : %s\n"
-            "}" % (cluster_function(*case), m.group(1), res_sig,
+            "}" % (fname, m.group(1), res_sig,
                    "" if n == 1 else ":%d" % n, ", ".join(names), config, in_types, res_sig,
                    ", ".join("%%in_%s: %s" % (a[0][1:], a[1]) for a in args),
                    "\n".join("  " + line for line in body.split("\n")),
                    m.group(3), res_types,
                    "%out" if n == 1 else ", ".join("%%out#%d" % i for i in range(n)), res_types))
     return "\n\n".join(parts) + "\n"
+
+
+def cluster_module_text():
+    """Every CLUSTER_CASES entry pinned to its configuration, at the widest
+    vector width its row takes."""
+    return pinned_module_text([
+        (cluster_function(*case), case[0], case[1], case[2],
+         "#liger.kernel_config<kernel_template = rowwise, threads = %d, vector_width = %d, "
+         "cluster = %d>" % (case[3], _widest(case[1], case[2], True), case[4]))
+        for case in CLUSTER_CASES])
+
+
+# Row programs at a pinned 16-byte vector width that does not divide their
+# row (name, hidden, dtype, threads): each row is peeled to its first chunk
+# boundary (RowKernel.cpp; pinned only). Programs without per-column
+# operands (a peeled row refuses them); rows of GPT-2's vocabulary, Llama-2's
+# 32001, odd widths, one shorter than its head (all single elements).
+PEEL_CASES = [
+    ("softmax", 50257, "bf16", 512),
+    ("softmax", 32001, "f32", 512),
+    ("softmax_grad", 50257, "f16", 256),
+    ("swiglu", 14337, "bf16", 256),
+    ("geglu_grad", 1001, "bf16", 128),
+    ("silu_mul", 7, "f32", 32),
+    ("softmax", 3, "bf16", 32),
+]
+
+
+def peel_function(name, hidden, dt, threads):
+    """The function of a PEEL_CASES entry (its kernel: <function>_rowwise_0)."""
+    return "%s_h%d_%s_peeled" % (name, hidden, dt)
+
+
+def peel_module_text():
+    """Every PEEL_CASES entry pinned to 16-byte chunks."""
+    return pinned_module_text([
+        (peel_function(*case), case[0], case[1], case[2],
+         "#liger.kernel_config<kernel_template = rowwise, threads = %d, vector_width = %d>"
+         % (case[3], _widest(case[1], case[2], False)))
+        for case in PEEL_CASES])
 
 
 # RoPE at Llama-3-8B's head layout: 32 query heads, 8 key/value heads,

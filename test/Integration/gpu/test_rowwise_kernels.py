@@ -66,6 +66,20 @@ def test_cluster_kernel(bundles_dir, case, tokens):
                           name, hidden, dt, tokens)
 
 
+# Row programs whose rows are peeled (kernels.PEEL_CASES): one row, a few
+# (every head from 0 to 7 among them), and many.
+PEEL = [(case, tokens) for case in kernels.PEEL_CASES for tokens in (1, 9, 1333)]
+
+
+@pytest.mark.parametrize("case,tokens", PEEL,
+                         ids=["%s-t%d" % (kernels.peel_function(*c), t) for c, t in PEEL])
+def test_peeled_kernel(bundles_dir, case, tokens):
+    bundle = kernels.load_bundle(bundles_dir, "peel")
+    name, hidden, dt, _ = case
+    run_against_reference(bundle[kernels.peel_function(*case) + "_rowwise_0"],
+                          name, hidden, dt, tokens)
+
+
 def run_against_reference(kernel, name, hidden, dt, tokens):
     """`kernel` (op `name` of kernels.references) on fresh random inputs,
     its outputs poisoned with NaN, against the float64 reference."""

@@ -76,20 +76,27 @@ enum class RowTemplate {
 /// The rule on the vector width W of a row template over rows of `hidden`
 /// elements of `elementType`, written once for the default configuration
 /// and every check of a pinned one: W is a power of two whose chunk spans
-/// at most 16 bytes (one vector load or store), and for the row program W
-/// divides the row, because every row must start on a chunk boundary (a row
-/// of 7 f32 is only 4-byte aligned after the first). The cross-entropy
-/// template takes any row length at any such W: a row that does not start
-/// on a chunk boundary is peeled (single elements up to its first aligned
-/// chunk and after its last). Returns why W is refused, or an empty string
-/// when it is legal.
+/// at most 16 bytes (one vector load or store). Both templates take any
+/// row length at any such W: where W does not divide the row, a row does
+/// not start on a chunk boundary (a row of 7 f32 is only 4-byte aligned
+/// after the first) and is peeled (single elements up to its first aligned
+/// chunk and after its last: rowPeelBody). Returns why W is refused, or an
+/// empty string when it is legal.
 std::string checkRowVectorWidth(RowTemplate tmpl, int64_t hidden,
                                 Type elementType, int64_t width);
 
-/// The widest vector width checkRowVectorWidth accepts: 16-byte chunks
-/// wherever the row allows them.
+/// The widest vector width checkRowVectorWidth accepts, 16-byte chunks,
+/// where it divides the row; for the row program narrower ones until one
+/// divides it (a peeled row program is pinned only: not yet measured).
 int64_t selectRowVectorWidth(RowTemplate tmpl, int64_t hidden,
                              Type elementType);
+
+/// The elements of a peeled row's full chunks of `width` (a multiple of
+/// it), the same for every row: the most that fit after any row's head of
+/// up to width - 1 single elements. The row's other hidden - rowPeelBody
+/// elements (at most 2 width - 2, or the whole of a short row) are single
+/// elements, one a thread.
+int64_t rowPeelBody(int64_t hidden, int64_t width);
 
 /// The default configuration for rows of `hidden` elements of `elementType`:
 /// the widest legal vector width, about two chunks per thread.
