@@ -87,3 +87,45 @@ func.func @softmax_default(%x: tensor<?x50257xbf16>) -> tensor<?x50257xbf16> {
   %y = liger.softmax %x : tensor<?x50257xbf16>
   return %y : tensor<?x50257xbf16>
 }
+
+// -----
+
+// A plain sum over a peeled row (softmax_grad's sum of y · dy over 15 f32
+// in 4-wide chunks: 15 mod 4 = 3 in the head's product): a single element
+// goes into the accumulator from lane 0 only (counted once, not W times).
+// CHECK-LABEL: gpu.func @softmax_grad_fifteen_rowwise_0(
+//       CHECK:   %[[M:.+]] = arith.muli %block_id_x, %c3 : index
+//  CHECK-NEXT:   %[[MIS:.+]] = arith.remui %[[M]], %c4 : index
+//       CHECK:   %[[ACC:.+]] = scf.if %{{.+}} -> (vector<4xf32>) {
+//       CHECK:   scf.if %{{.+}} -> (vector<4xf32>) {
+//       CHECK:     %[[LANE0:.+]] = arith.constant dense<[true, false, false, false]> : vector<4xi1>
+//       CHECK:     arith.select %[[LANE0]], %{{.+}}, %[[ACC]] : vector<4xi1>, vector<4xf32>
+//       CHECK:   vector.reduction <add>
+func.func @softmax_grad_fifteen(%y: tensor<?x15xf32>, %dy: tensor<?x15xf32>) -> tensor<?x15xf32> {
+  %r = liger.fusion rowwise(%y, %dy) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 32, vector_width = 4>} : (tensor<?x15xf32>, tensor<?x15xf32>) -> tensor<?x15xf32> {
+  ^bb0(%a: tensor<?x15xf32>, %b: tensor<?x15xf32>):
+    %g = liger.softmax_grad %a, %b : tensor<?x15xf32>
+    liger.yield %g : tensor<?x15xf32>
+  }
+  return %r : tensor<?x15xf32>
+}
+
+// -----
+
+// An output of the first pass read back by the second (silu's, which the
+// softmax reads): a single element reads it at its own column.
+// CHECK-LABEL: gpu.func @silu_then_softmax_rowwise_0(
+//       CHECK:   %[[COL:.+]] = arith.select %{{.+}}, %thread_id_x, %{{.+}} : index
+//       CHECK:   memref.load %arg0[%block_id_x, %[[COL]]] : memref<?x15xf32>
+//       CHECK:   memref.store %{{.+}}, %arg1[%block_id_x, %[[COL]]] : memref<?x15xf32>
+//       CHECK:   memref.load %arg1[%block_id_x, %[[COL]]] : memref<?x15xf32>
+//       CHECK:   memref.store %{{.+}}, %arg2[%block_id_x, %[[COL]]] : memref<?x15xf32>
+func.func @silu_then_softmax(%x: tensor<?x15xf32>) -> (tensor<?x15xf32>, tensor<?x15xf32>) {
+  %r:2 = liger.fusion rowwise(%x) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 32, vector_width = 4>} : (tensor<?x15xf32>) -> (tensor<?x15xf32>, tensor<?x15xf32>) {
+  ^bb0(%a: tensor<?x15xf32>):
+    %s = liger.silu %a : tensor<?x15xf32>
+    %m = liger.softmax %s : tensor<?x15xf32>
+    liger.yield %s, %m : tensor<?x15xf32>, tensor<?x15xf32>
+  }
+  return %r#0, %r#1 : tensor<?x15xf32>, tensor<?x15xf32>
+}
