@@ -1737,8 +1737,14 @@ LogicalResult RowKernelBuilder::emitLooped(OpBuilder &b) {
             math::ExpOp::create(
                 cb, loc, arith::SubFOp::create(cb, loc, m, grown), flags));
         Value splat = vector::BroadcastOp::create(cb, loc, vecOf(f32), grown);
-        Value zeros = arith::ConstantOp::create(
-            cb, loc, DenseElementsAttr::get(vecOf(f32), cb.getF32FloatAttr(0)));
+        // (A single element's lanes past the first add nothing.)
+        Value zeros =
+            single
+                ? arith::ConstantOp::create(
+                      cb, loc,
+                      DenseElementsAttr::get(vecOf(f32), cb.getF32FloatAttr(0)))
+                      .getResult()
+                : Value();
         for (Value t : terms)
           sum = arith::AddFOp::create(
               cb, loc, sum,

@@ -87,15 +87,17 @@ def test_the_jsd_without_a_gradient_is_the_same_loss():
         assert torch.equal(_call(op, x, t, labels, kw), with_grad.detach())
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_the_loss_and_its_gradient_are_pytorchs(name):
+def _check_loss_and_gradient(name, spread=3.0, label=""):
+    """The case's loss and its input's gradient (a random incoming
+    gradient) against float64 on fresh inputs of `spread`; the gradient in
+    the input's dtype and finite."""
     spec, op, _, kw = CASES[name]
-    x, t, labels, seed = _inputs(name)
+    x, t, labels, seed = _inputs(name, spread)
     leaf = x.clone().requires_grad_(True)
     loss = _call(op, leaf, t, labels, kw)
     ref_x = x.to(torch.float64).requires_grad_(True)
     expected = _reference(op, ref_x, t.to(torch.float64), labels, kw)
-    what = "%s (seed %d)" % (name, seed)
+    what = "%s%s (seed %d)" % (name, label, seed)
     # The KL divergence's loss is f32 (Liger-Kernel's), the JSD's of the
     # input's dtype.
     _check(loss, expected.detach(), "f32" if op == "kl_div" else spec.dtype, what + " loss")
@@ -103,30 +105,24 @@ def test_the_loss_and_its_gradient_are_pytorchs(name):
     loss.backward(dloss)
     expected.backward(dloss.to(torch.float64))
     assert leaf.grad.dtype == x.dtype
+    assert torch.isfinite(leaf.grad).all(), what + " gradient: not finite"
     _check(leaf.grad, ref_x.grad, spec.dtype, what + " gradient")
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_loss_and_its_gradient_are_pytorchs(name):
+    _check_loss_and_gradient(name)
 
 
 @pytest.mark.parametrize("name", ["jsd_bf16_50257_labels", "jsd_f16_128256_reverse_kl",
                                   "jsd_f32_7_forward_kl", "kl_f32_262147_log"])
 def test_peaked_distributions_match_float64(name):
     """Logits 40 times wider than the other tests' (log-probabilities
-    hundreds below zero): most of each row's
-    probabilities are below 2^-126, where the row kernels' fast
-    exponentials (ex2.approx.ftz) give 0 and the float64 reference a
-    subnormal or less. The loss and the gradient still match it, with no
-    NaN or infinity."""
-    spec, op, _, kw = CASES[name]
-    x, t, labels, seed = _inputs(name, spread=120.0)
-    leaf = x.clone().requires_grad_(True)
-    loss = _call(op, leaf, t, labels, kw)
-    ref_x = x.to(torch.float64).requires_grad_(True)
-    expected = _reference(op, ref_x, t.to(torch.float64), labels, kw)
-    what = "%s peaked (seed %d)" % (name, seed)
-    _check(loss, expected.detach(), "f32" if op == "kl_div" else spec.dtype, what + " loss")
-    loss.backward()
-    expected.backward()
-    assert torch.isfinite(leaf.grad).all(), what + " gradient: not finite"
-    _check(leaf.grad, ref_x.grad, spec.dtype, what + " gradient")
+    hundreds below zero): most of each row's probabilities are below
+    2^-126, where the row kernels' fast exponentials (ex2.approx.ftz) give
+    0 and the float64 reference a subnormal or less. The loss and the
+    gradient still match it, with no NaN or infinity."""
+    _check_loss_and_gradient(name, spread=120.0, label=" peaked")
 
 
 def test_ignored_rows_may_hold_anything():
