@@ -310,3 +310,109 @@ func.func @softmax_t512_c2_k4(%x: tensor<?x128256xbf16>) -> tensor<?x128256xbf16
   }
   return %y : tensor<?x128256xbf16>
 }
+
+// Rows of 50257 (GPT-2's vocabulary, odd): one-element chunks (the widest
+// width dividing the row) against 8- and 16-byte chunks with each row
+// peeled to its first chunk boundary (vector widths 4 and 8).
+func.func @kl50k_t512_v1(%x: tensor<?x50257xbf16>, %y: tensor<?x50257xbf16>) -> tensor<?xf32> {
+  %r0 = liger.fusion rowwise(%x, %y) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 1, ctas_per_sm = 2>} : (tensor<?x50257xbf16>, tensor<?x50257xbf16>) -> tensor<?xf32> {
+  ^bb0(%a0: tensor<?x50257xbf16>, %a1: tensor<?x50257xbf16>):
+    %0 = liger.kl_div %a0, %a1 reduction = sum eps = 1.000000000e-10 per_token : tensor<?x50257xbf16>
+    liger.yield %0 : tensor<?xf32>
+  }
+  return %r0 : tensor<?xf32>
+}
+func.func @kl50k_t512_v4(%x: tensor<?x50257xbf16>, %y: tensor<?x50257xbf16>) -> tensor<?xf32> {
+  %r0 = liger.fusion rowwise(%x, %y) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 4, ctas_per_sm = 2>} : (tensor<?x50257xbf16>, tensor<?x50257xbf16>) -> tensor<?xf32> {
+  ^bb0(%a0: tensor<?x50257xbf16>, %a1: tensor<?x50257xbf16>):
+    %0 = liger.kl_div %a0, %a1 reduction = sum eps = 1.000000000e-10 per_token : tensor<?x50257xbf16>
+    liger.yield %0 : tensor<?xf32>
+  }
+  return %r0 : tensor<?xf32>
+}
+func.func @kl50k_t512_v8(%x: tensor<?x50257xbf16>, %y: tensor<?x50257xbf16>) -> tensor<?xf32> {
+  %r0 = liger.fusion rowwise(%x, %y) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 8, ctas_per_sm = 2>} : (tensor<?x50257xbf16>, tensor<?x50257xbf16>) -> tensor<?xf32> {
+  ^bb0(%a0: tensor<?x50257xbf16>, %a1: tensor<?x50257xbf16>):
+    %0 = liger.kl_div %a0, %a1 reduction = sum eps = 1.000000000e-10 per_token : tensor<?x50257xbf16>
+    liger.yield %0 : tensor<?xf32>
+  }
+  return %r0 : tensor<?xf32>
+}
+func.func @kllg50k_t512_v1(%x: tensor<?x50257xbf16>, %y: tensor<?x50257xbf16>, %g: tensor<?xf32>) -> (tensor<?xf32>, tensor<?x50257xbf16>) {
+  %r0, %r1 = liger.fusion rowwise(%x, %y, %g) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 1, ctas_per_sm = 2>} : (tensor<?x50257xbf16>, tensor<?x50257xbf16>, tensor<?xf32>) -> (tensor<?xf32>, tensor<?x50257xbf16>) {
+  ^bb0(%a0: tensor<?x50257xbf16>, %a1: tensor<?x50257xbf16>, %a2: tensor<?xf32>):
+    %0 = liger.kl_div %a0, %a1 reduction = sum eps = 1.000000000e-10 per_token : tensor<?x50257xbf16>
+    %1 = liger.kl_div_grad %a1, %a2 reduction = sum per_token : tensor<?x50257xbf16>, tensor<?xf32>
+    liger.yield %0, %1 : tensor<?xf32>, tensor<?x50257xbf16>
+  }
+  return %r0, %r1 : tensor<?xf32>, tensor<?x50257xbf16>
+}
+func.func @kllg50k_t512_v4(%x: tensor<?x50257xbf16>, %y: tensor<?x50257xbf16>, %g: tensor<?xf32>) -> (tensor<?xf32>, tensor<?x50257xbf16>) {
+  %r0, %r1 = liger.fusion rowwise(%x, %y, %g) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 4, ctas_per_sm = 2>} : (tensor<?x50257xbf16>, tensor<?x50257xbf16>, tensor<?xf32>) -> (tensor<?xf32>, tensor<?x50257xbf16>) {
+  ^bb0(%a0: tensor<?x50257xbf16>, %a1: tensor<?x50257xbf16>, %a2: tensor<?xf32>):
+    %0 = liger.kl_div %a0, %a1 reduction = sum eps = 1.000000000e-10 per_token : tensor<?x50257xbf16>
+    %1 = liger.kl_div_grad %a1, %a2 reduction = sum per_token : tensor<?x50257xbf16>, tensor<?xf32>
+    liger.yield %0, %1 : tensor<?xf32>, tensor<?x50257xbf16>
+  }
+  return %r0, %r1 : tensor<?xf32>, tensor<?x50257xbf16>
+}
+func.func @kllg50k_t512_v8(%x: tensor<?x50257xbf16>, %y: tensor<?x50257xbf16>, %g: tensor<?xf32>) -> (tensor<?xf32>, tensor<?x50257xbf16>) {
+  %r0, %r1 = liger.fusion rowwise(%x, %y, %g) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 8, ctas_per_sm = 2>} : (tensor<?x50257xbf16>, tensor<?x50257xbf16>, tensor<?xf32>) -> (tensor<?xf32>, tensor<?x50257xbf16>) {
+  ^bb0(%a0: tensor<?x50257xbf16>, %a1: tensor<?x50257xbf16>, %a2: tensor<?xf32>):
+    %0 = liger.kl_div %a0, %a1 reduction = sum eps = 1.000000000e-10 per_token : tensor<?x50257xbf16>
+    %1 = liger.kl_div_grad %a1, %a2 reduction = sum per_token : tensor<?x50257xbf16>, tensor<?xf32>
+    liger.yield %0, %1 : tensor<?xf32>, tensor<?x50257xbf16>
+  }
+  return %r0, %r1 : tensor<?xf32>, tensor<?x50257xbf16>
+}
+func.func @jsdloss50k_t512_v1(%x: tensor<?x50257xbf16>, %y: tensor<?x50257xbf16>, %l: tensor<?xi64>) -> tensor<?xf32> {
+  %r0 = liger.fusion rowwise(%x, %y, %l) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 1, ctas_per_sm = 2>} : (tensor<?x50257xbf16>, tensor<?x50257xbf16>, tensor<?xi64>) -> tensor<?xf32> {
+  ^bb0(%a0: tensor<?x50257xbf16>, %a1: tensor<?x50257xbf16>, %a2: tensor<?xi64>):
+    %0 = liger.jsd %a0, %a1 labels(%a2 : tensor<?xi64>) beta = 5.000000000e-01 ignore_index = -100 per_token : tensor<?x50257xbf16>
+    liger.yield %0 : tensor<?xf32>
+  }
+  return %r0 : tensor<?xf32>
+}
+func.func @jsdloss50k_t512_v4(%x: tensor<?x50257xbf16>, %y: tensor<?x50257xbf16>, %l: tensor<?xi64>) -> tensor<?xf32> {
+  %r0 = liger.fusion rowwise(%x, %y, %l) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 4, ctas_per_sm = 2>} : (tensor<?x50257xbf16>, tensor<?x50257xbf16>, tensor<?xi64>) -> tensor<?xf32> {
+  ^bb0(%a0: tensor<?x50257xbf16>, %a1: tensor<?x50257xbf16>, %a2: tensor<?xi64>):
+    %0 = liger.jsd %a0, %a1 labels(%a2 : tensor<?xi64>) beta = 5.000000000e-01 ignore_index = -100 per_token : tensor<?x50257xbf16>
+    liger.yield %0 : tensor<?xf32>
+  }
+  return %r0 : tensor<?xf32>
+}
+func.func @jsdloss50k_t512_v8(%x: tensor<?x50257xbf16>, %y: tensor<?x50257xbf16>, %l: tensor<?xi64>) -> tensor<?xf32> {
+  %r0 = liger.fusion rowwise(%x, %y, %l) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 8, ctas_per_sm = 2>} : (tensor<?x50257xbf16>, tensor<?x50257xbf16>, tensor<?xi64>) -> tensor<?xf32> {
+  ^bb0(%a0: tensor<?x50257xbf16>, %a1: tensor<?x50257xbf16>, %a2: tensor<?xi64>):
+    %0 = liger.jsd %a0, %a1 labels(%a2 : tensor<?xi64>) beta = 5.000000000e-01 ignore_index = -100 per_token : tensor<?x50257xbf16>
+    liger.yield %0 : tensor<?xf32>
+  }
+  return %r0 : tensor<?xf32>
+}
+func.func @jsdlg50k_t512_v1(%x: tensor<?x50257xbf16>, %y: tensor<?x50257xbf16>, %g: tensor<?xf32>, %l: tensor<?xi64>) -> (tensor<?xf32>, tensor<?x50257xbf16>) {
+  %r0, %r1 = liger.fusion rowwise(%x, %y, %g, %l) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 1, ctas_per_sm = 2>} : (tensor<?x50257xbf16>, tensor<?x50257xbf16>, tensor<?xf32>, tensor<?xi64>) -> (tensor<?xf32>, tensor<?x50257xbf16>) {
+  ^bb0(%a0: tensor<?x50257xbf16>, %a1: tensor<?x50257xbf16>, %a2: tensor<?xf32>, %a3: tensor<?xi64>):
+    %0 = liger.jsd %a0, %a1 labels(%a3 : tensor<?xi64>) beta = 5.000000000e-01 ignore_index = -100 per_token : tensor<?x50257xbf16>
+    %1 = liger.jsd_grad %a0, %a1, %a2 labels(%a3 : tensor<?xi64>) beta = 5.000000000e-01 ignore_index = -100 per_token : tensor<?x50257xbf16>, tensor<?xf32>
+    liger.yield %0, %1 : tensor<?xf32>, tensor<?x50257xbf16>
+  }
+  return %r0, %r1 : tensor<?xf32>, tensor<?x50257xbf16>
+}
+func.func @jsdlg50k_t512_v4(%x: tensor<?x50257xbf16>, %y: tensor<?x50257xbf16>, %g: tensor<?xf32>, %l: tensor<?xi64>) -> (tensor<?xf32>, tensor<?x50257xbf16>) {
+  %r0, %r1 = liger.fusion rowwise(%x, %y, %g, %l) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 4, ctas_per_sm = 2>} : (tensor<?x50257xbf16>, tensor<?x50257xbf16>, tensor<?xf32>, tensor<?xi64>) -> (tensor<?xf32>, tensor<?x50257xbf16>) {
+  ^bb0(%a0: tensor<?x50257xbf16>, %a1: tensor<?x50257xbf16>, %a2: tensor<?xf32>, %a3: tensor<?xi64>):
+    %0 = liger.jsd %a0, %a1 labels(%a3 : tensor<?xi64>) beta = 5.000000000e-01 ignore_index = -100 per_token : tensor<?x50257xbf16>
+    %1 = liger.jsd_grad %a0, %a1, %a2 labels(%a3 : tensor<?xi64>) beta = 5.000000000e-01 ignore_index = -100 per_token : tensor<?x50257xbf16>, tensor<?xf32>
+    liger.yield %0, %1 : tensor<?xf32>, tensor<?x50257xbf16>
+  }
+  return %r0, %r1 : tensor<?xf32>, tensor<?x50257xbf16>
+}
+func.func @jsdlg50k_t512_v8(%x: tensor<?x50257xbf16>, %y: tensor<?x50257xbf16>, %g: tensor<?xf32>, %l: tensor<?xi64>) -> (tensor<?xf32>, tensor<?x50257xbf16>) {
+  %r0, %r1 = liger.fusion rowwise(%x, %y, %g, %l) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 8, ctas_per_sm = 2>} : (tensor<?x50257xbf16>, tensor<?x50257xbf16>, tensor<?xf32>, tensor<?xi64>) -> (tensor<?xf32>, tensor<?x50257xbf16>) {
+  ^bb0(%a0: tensor<?x50257xbf16>, %a1: tensor<?x50257xbf16>, %a2: tensor<?xf32>, %a3: tensor<?xi64>):
+    %0 = liger.jsd %a0, %a1 labels(%a3 : tensor<?xi64>) beta = 5.000000000e-01 ignore_index = -100 per_token : tensor<?x50257xbf16>
+    %1 = liger.jsd_grad %a0, %a1, %a2 labels(%a3 : tensor<?xi64>) beta = 5.000000000e-01 ignore_index = -100 per_token : tensor<?x50257xbf16>, tensor<?xf32>
+    liger.yield %0, %1 : tensor<?xf32>, tensor<?x50257xbf16>
+  }
+  return %r0, %r1 : tensor<?xf32>, tensor<?x50257xbf16>
+}

@@ -18,6 +18,7 @@ from liger import runtime
 ap = argparse.ArgumentParser()
 ap.add_argument("--bundle", default="bench-bundles/sweep")
 ap.add_argument("--tokens", type=int, default=16384)
+ap.add_argument("--only", help="comma-separated kernel-name prefixes to time (default all)")
 args = ap.parse_args()
 M = args.tokens
 bw = copy_bandwidth()
@@ -33,12 +34,17 @@ def log_probs(H):
     return torch.randn(M, H, device="cuda").log_softmax(-1).to(BF16)
 
 
+def labels(H):
+    """Shift labels with one in seven ignored."""
+    out = torch.randint(0, H, (M,), device="cuda")
+    out[::7] = -100
+    return out
+
+
 def logits_jsd(H):
     """Both chunks of logits, the incoming gradient per token, labels with
     one in seven ignored."""
-    labels = torch.randint(0, H, (M,), device="cuda")
-    labels[::7] = -100
-    return (rows(H) * 3, rows(H) * 3, torch.rand(M, device="cuda"), labels)
+    return (rows(H) * 3, rows(H) * 3, torch.rand(M, device="cuda"), labels(H))
 
 
 # prefix: (row length, its inputs, the [M, H] bf16 passes it must move,
@@ -50,15 +56,33 @@ inputs = {
     "jsdloss": (128256, lambda H: (log_probs(H), log_probs(H)), 2, ("row",)),
     "jsdlogits": (128256, logits_jsd, 3, ("row", "rows")),
     "softmax": (128256, lambda H: (rows(H),), 2, ("rows",)),
+    # GPT-2's odd vocabulary: one-element chunks against peeled rows
+    "kl50k": (50257, lambda H: (log_probs(H), log_probs(H).exp()), 2, ("row",)),
+    "kllg50k": (50257, lambda H: (log_probs(H), log_probs(H).exp(),
+                                  torch.rand(M, device="cuda")), 3, ("row", "rows")),
+    "jsdloss50k": (50257, lambda H: (log_probs(H), log_probs(H), labels(H)), 2, ("row",)),
+    "jsdlg50k": (50257, lambda H: (log_probs(H), log_probs(H), torch.rand(M, device="cuda"),
+                                   labels(H)), 3, ("row", "rows")),
 }
 print("copy bandwidth %.0f GB/s" % bw)
+only = set(args.only.split(",")) if args.only else set(inputs)
+unknown = only - set(inputs)
+if unknown:
+    ap.error("unknown prefixes %s (known: %s)" % (sorted(unknown), ", ".join(inputs)))
 for prefix, (H, make, passes, outputs) in inputs.items():
+    if prefix not in only:
+        continue
     xs = make(H)
     out = [torch.empty(M, H, device="cuda", dtype=BF16) if o == "rows" else
            torch.empty(M, device="cuda") for o in outputs]
     floor = passes * M * H * 2 / bw / 1e6
+    first = None  # the first configuration's outputs, which the others should match
     for name in sorted(k for k in bundle.kernels if k.startswith(prefix + "_t")):
         k = bundle[name]
         t = ms(lambda: k(*xs, out=out))
-        print("%-28s %8.3f ms  %5.0f%% of floor" % (name, t, 100 * floor / t))
+        got = [o.float().clone() for o in out]
+        first = first or got
+        diff = max((g - f).abs().max().item() for g, f in zip(got, first))
+        print("%-28s %8.3f ms  %5.0f%% of floor  max |diff| vs the first %.2e"
+              % (name, t, 100 * floor / t, diff))
     del xs, out

@@ -140,34 +140,6 @@ func.func @rope_unread_input(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x3x8xf32>, %
 
 // -----
 
-// A width that does not divide the row peels each row to its first chunk
-// boundary, a column that differs from row to row: an operand indexed by
-// column alone (RMSNorm's weight) would be read there unaligned.
-func.func @peeled_row_with_a_weight(%x: tensor<?x66xf32>, %w: tensor<66xf32>) -> tensor<?x66xf32> {
-  // expected-error @+1 {{'liger.fusion' op cannot be lowered to a rowwise GPU kernel: vector_width 4 does not divide the row length 66, so each row is peeled to its first chunk boundary, where an operand indexed by column alone would be read unaligned}}
-  %y = liger.fusion rowwise(%x, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 32, vector_width = 4>} : (tensor<?x66xf32>, tensor<66xf32>) -> tensor<?x66xf32> {
-  ^bb0(%a: tensor<?x66xf32>, %b: tensor<66xf32>):
-    %s = liger.rms_norm %a, %b : tensor<?x66xf32>, tensor<66xf32>
-    liger.yield %s : tensor<?x66xf32>
-  }
-  return %y : tensor<?x66xf32>
-}
-
-// -----
-
-// Nor is a peeled row split over a cluster.
-func.func @peeled_row_in_a_cluster(%x: tensor<?x50257xbf16>) -> tensor<?x50257xbf16> {
-  // expected-error @+1 {{'liger.fusion' op cannot be lowered to a rowwise GPU kernel: vector_width 8 does not divide the row length 50257, so each row is peeled to its first chunk boundary, and a peeled row is not split over a cluster}}
-  %y = liger.fusion rowwise(%x) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 8, cluster = 2>} : (tensor<?x50257xbf16>) -> tensor<?x50257xbf16> {
-  ^bb0(%a: tensor<?x50257xbf16>):
-    %s = liger.softmax %a : tensor<?x50257xbf16>
-    liger.yield %s : tensor<?x50257xbf16>
-  }
-  return %y : tensor<?x50257xbf16>
-}
-
-// -----
-
 func.func @width_not_a_power_of_two(%x: tensor<?x66xf32>) -> tensor<?x66xf32> {
   // expected-error @+1 {{'liger.fusion' op has an invalid 'liger.kernel_config': vector_width 3 is not a power of two}}
   %y = liger.fusion rowwise(%x) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 32, vector_width = 3>} : (tensor<?x66xf32>) -> tensor<?x66xf32> {

@@ -131,6 +131,51 @@ func.func @row_width_too_wide(%x: tensor<?x1001xbf16>) -> tensor<?x1001xbf16> {
 
 // -----
 
+// A width that does not divide the row peels each row to its first chunk
+// boundary, a column that differs from row to row (checkRowPeel): an
+// operand indexed by column alone (RMSNorm's weight) would be read there
+// unaligned.
+func.func @peeled_row_with_a_weight(%x: tensor<?x66xf32>, %w: tensor<66xf32>) -> tensor<?x66xf32> {
+  // expected-error @+1 {{'liger.fusion' op has an invalid 'liger.kernel_config': vector_width 4 does not divide the row length 66, so each row is peeled to its first chunk boundary, where an operand indexed by column alone would be read unaligned}}
+  %y = liger.fusion rowwise(%x, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 32, vector_width = 4>} : (tensor<?x66xf32>, tensor<66xf32>) -> tensor<?x66xf32> {
+  ^bb0(%a: tensor<?x66xf32>, %b: tensor<66xf32>):
+    %s = liger.rms_norm %a, %b : tensor<?x66xf32>, tensor<66xf32>
+    liger.yield %s : tensor<?x66xf32>
+  }
+  return %y : tensor<?x66xf32>
+}
+
+// -----
+
+// So would a value reduced across rows (RMSNorm's dW, summed over the rows
+// by column; the dialect's ops that reduce across rows all read a weight
+// too, so the rule's two clauses are apart only in the unit test of
+// checkRowPeel).
+func.func @peeled_row_reducing_across_rows(%dy: tensor<?x1001xbf16>, %x: tensor<?x1001xbf16>, %w: tensor<1001xbf16>, %r: tensor<?xf32>) -> (tensor<?x1001xbf16>, tensor<1001xbf16>) {
+  // expected-error @+1 {{'liger.fusion' op has an invalid 'liger.kernel_config': vector_width 8 does not divide the row length 1001, so each row is peeled to its first chunk boundary, where an operand indexed by column alone would be read unaligned}}
+  %dx, %dw = liger.fusion rowwise(%dy, %x, %w, %r) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 8>} : (tensor<?x1001xbf16>, tensor<?x1001xbf16>, tensor<1001xbf16>, tensor<?xf32>) -> (tensor<?x1001xbf16>, tensor<1001xbf16>) {
+  ^bb0(%a: tensor<?x1001xbf16>, %b: tensor<?x1001xbf16>, %c: tensor<1001xbf16>, %d: tensor<?xf32>):
+    %0, %1 = liger.rms_norm_grad %a, %b, %c, %d : tensor<?x1001xbf16>, tensor<1001xbf16>, tensor<?xf32>
+    liger.yield %0, %1 : tensor<?x1001xbf16>, tensor<1001xbf16>
+  }
+  return %dx, %dw : tensor<?x1001xbf16>, tensor<1001xbf16>
+}
+
+// -----
+
+// Nor is a peeled row split over a cluster.
+func.func @peeled_row_in_a_cluster(%x: tensor<?x50257xbf16>) -> tensor<?x50257xbf16> {
+  // expected-error @+1 {{'liger.fusion' op has an invalid 'liger.kernel_config': vector_width 8 does not divide the row length 50257, so each row is peeled to its first chunk boundary, and a peeled row is not split over a cluster}}
+  %y = liger.fusion rowwise(%x) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 8, cluster = 2>} : (tensor<?x50257xbf16>) -> tensor<?x50257xbf16> {
+  ^bb0(%a: tensor<?x50257xbf16>):
+    %s = liger.softmax %a : tensor<?x50257xbf16>
+    liger.yield %s : tensor<?x50257xbf16>
+  }
+  return %y : tensor<?x50257xbf16>
+}
+
+// -----
+
 // A pinned cluster is checked by the rule the selection follows
 // (checkRowCluster): every CTA of it takes a part of the row. A row of 24
 // bf16 in 8-element chunks gives 4 CTAs one chunk each, and the fourth

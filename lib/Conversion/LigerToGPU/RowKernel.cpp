@@ -140,6 +140,22 @@ int64_t mlir::liger::rowPeelBody(int64_t hidden, int64_t width) {
   return std::max<int64_t>(0, (hidden - (width - 1)) / width) * width;
 }
 
+std::string mlir::liger::checkRowPeel(int64_t hidden, int64_t width,
+                                      int64_t cluster, bool readsByColumn) {
+  if (hidden % width == 0)
+    return "";
+  std::string what =
+      ("vector_width " + Twine(width) + " does not divide the row length " +
+       Twine(hidden) + ", so each row is peeled to its first chunk boundary, ")
+          .str();
+  if (cluster > 1)
+    return what + "and a peeled row is not split over a cluster";
+  if (readsByColumn)
+    return what + "where an operand indexed by column alone would be read "
+                  "unaligned";
+  return "";
+}
+
 int64_t mlir::liger::rowClusterSlice(int64_t hidden, int64_t width,
                                      int64_t cluster) {
   int64_t chunks = (hidden + width - 1) / width;
@@ -159,9 +175,13 @@ std::string mlir::liger::checkRowCluster(int64_t hidden, int64_t width,
       .str();
 }
 
+int64_t mlir::liger::widestRowVectorWidth(Type elementType) {
+  return 16 / elementBytes(elementType);
+}
+
 int64_t mlir::liger::selectRowVectorWidth(RowTemplate tmpl, int64_t hidden,
                                           Type elementType) {
-  int64_t width = 16 / elementBytes(elementType);
+  int64_t width = widestRowVectorWidth(elementType);
   while (width > 1 &&
          (!checkRowVectorWidth(tmpl, hidden, elementType, width).empty() ||
           (tmpl == RowTemplate::RowProgram && hidden % width != 0)))
@@ -237,6 +257,9 @@ namespace {
 struct RowProgramNeeds {
   int64_t held = 0; ///< values a thread holds (rowFitsInRegisters)
   bool reducesAcrossRows = false; ///< a grid of CTAs, not of rows
+  /// An operand indexed by column alone (a weight, a reduction across
+  /// rows): checkRowPeel.
+  bool readsByColumn = false;
 };
 } // namespace
 static std::optional<RowProgramNeeds>
@@ -330,6 +353,18 @@ mlir::liger::getRowKernelConfig(FusionOp group, KernelConfigAttr attr) {
                                           row->elementType, config.vectorWidth);
     if (why.empty() && *row->tmpl == RowTemplate::RowProgram)
       why = checkRowCluster(row->hidden, config.vectorWidth, config.cluster);
+    // A peeled row: the cluster rule needs no analysis, an operand indexed
+    // by column alone does (a program the row kernel cannot take at all is
+    // left to the lowering, which says why).
+    if (why.empty() && *row->tmpl == RowTemplate::RowProgram &&
+        row->hidden % config.vectorWidth != 0) {
+      why = checkRowPeel(row->hidden, config.vectorWidth, config.cluster,
+                         /*readsByColumn=*/false);
+      std::optional<RowProgramNeeds> needs;
+      if (why.empty() && (needs = analyzeRowProgram(group, config)))
+        why = checkRowPeel(row->hidden, config.vectorWidth, config.cluster,
+                           needs->readsByColumn);
+    }
     if (!why.empty())
       return group.emitOpError("has an invalid 'liger.kernel_config': ")
              << why;
@@ -422,7 +457,8 @@ public:
   FailureOr<RowProgramNeeds> analyzeNeeds() {
     if (failed(lowerBodyToLinalg()) || failed(analyze()))
       return failure();
-    return RowProgramNeeds{heldValues, !columnReductions.empty()};
+    return RowProgramNeeds{heldValues, !columnReductions.empty(),
+                           readsByColumn};
   }
 
 private:
@@ -499,6 +535,9 @@ private:
   // the elements of their full chunks (rowPeelBody).
   bool peeled = false;
   int64_t peelBody = 0;
+  /// Whether an operand is indexed by column alone (a Feature input or
+  /// output, a reduction across rows).
+  bool readsByColumn = false;
   DenseMap<Value, Rep> reps;
   // Chunks of inputs loaded at the row program's top level, by (input,
   // chunk), for the steps after the first reader (reuse_loads).
@@ -764,25 +803,13 @@ LogicalResult RowKernelBuilder::analyze() {
     return entry.second.second > entry.second.first;
   });
   heldValues += columnReductions.size();
-  // A row the vector width does not divide is peeled (rowPeelBody): its
-  // full chunks start at its first chunk boundary, a column that differs
-  // from row to row, so an operand indexed by column alone ([H]: a weight,
-  // or a reduction across rows) would be read there unaligned.
+  // An operand indexed by column alone: a weight, or a value reduced across
+  // rows (checkRowPeel).
+  readsByColumn = !columnReductions.empty() || !featureValues.empty() ||
+                  llvm::is_contained(inputKinds, rt::ParamKind::Feature);
   peeled = hidden % config.vectorWidth != 0;
-  if (peeled) {
-    std::string what = ("vector_width " + Twine(config.vectorWidth) +
-                        " does not divide the row length " + Twine(hidden) +
-                        ", so each row is peeled to its first chunk "
-                        "boundary, ")
-                           .str();
-    if (config.cluster > 1)
-      return fail(what + "and a peeled row is not split over a cluster");
-    if (!columnReductions.empty() || !featureValues.empty() ||
-        llvm::is_contained(inputKinds, rt::ParamKind::Feature))
-      return fail(what + "where an operand indexed by column alone would be "
-                         "read unaligned");
+  if (peeled)
     peelBody = rowPeelBody(hidden, config.vectorWidth);
-  }
   // A cluster splits the rows of the loop form, which a peeled row takes
   // too (its single elements after each pass's chunks).
   looped = peeled || config.cluster > 1 ||
@@ -2041,6 +2068,11 @@ FailureOr<rt::KernelSpec> RowKernelBuilder::build(gpu::GPUModuleOp module,
                                                  StringRef name) {
   if (failed(lowerBodyToLinalg()) || failed(analyze()))
     return failure();
+  // (getRowKernelConfig refuses such a configuration first.)
+  if (std::string why = checkRowPeel(hidden, config.vectorWidth, config.cluster,
+                                     readsByColumn);
+      !why.empty())
+    return fail(why);
   if (config.cluster > 1) {
     if (std::string why =
             checkRowCluster(hidden, config.vectorWidth, config.cluster);

@@ -85,6 +85,9 @@ enum class RowTemplate {
 std::string checkRowVectorWidth(RowTemplate tmpl, int64_t hidden,
                                 Type elementType, int64_t width);
 
+/// The widest vector width checkRowVectorWidth accepts: 16-byte chunks.
+int64_t widestRowVectorWidth(Type elementType);
+
 /// The widest vector width checkRowVectorWidth accepts, 16-byte chunks,
 /// where it divides the row; for the row program narrower ones until one
 /// divides it (a peeled row program is pinned only: not yet measured).
@@ -97,6 +100,16 @@ int64_t selectRowVectorWidth(RowTemplate tmpl, int64_t hidden,
 /// elements (at most 2 width - 2, or the whole of a short row) are single
 /// elements, one a thread.
 int64_t rowPeelBody(int64_t hidden, int64_t width);
+
+/// The rule on peeling a row program's rows of `hidden` at vector width W
+/// (W does not divide them; else no rule): a row's full chunks start at its
+/// first chunk boundary, a column that differs from row to row, so no
+/// operand may be indexed by column alone (`readsByColumn`: a weight, or a
+/// value reduced across rows, would be read there unaligned), and the row
+/// is not split over a cluster. Returns why the peel is refused, or an
+/// empty string.
+std::string checkRowPeel(int64_t hidden, int64_t width, int64_t cluster,
+                         bool readsByColumn);
 
 /// The default configuration for rows of `hidden` elements of `elementType`:
 /// the widest legal vector width, about two chunks per thread.
