@@ -64,16 +64,23 @@ func.func @silu_seven(%x: tensor<?x7xbf16>) -> tensor<?x7xbf16> {
 
 // -----
 
-// Near-miss: a width that divides the row (50256) peels nothing, and the
-// default configuration of an odd row keeps one-element chunks (the peeled
-// form is pinned only).
+// Near-miss: a width that divides the row (50256) peels nothing; the
+// default configuration of an odd row that fits the register form (softmax
+// over 1001 bf16) keeps the one-element chunks that divide it, unpeeled.
+// The default over 50257 loops, and is peeled to 16-byte chunks.
 // CHECK-LABEL: gpu.func @softmax_whole_chunks_rowwise_0(
 //   CHECK-NOT:   arith.remui %{{.+}}, %c8
 //   CHECK-NOT:   memref.load %arg0
 //       CHECK:   gpu.return
-// CHECK-LABEL: gpu.func @softmax_default_rowwise_0(
+// CHECK-LABEL: gpu.func @softmax_fits_registers_rowwise_0(
 //  CHECK-SAME:   vector_width = 1
+//   CHECK-NOT:   arith.remui %{{.+}}, %c8
 //   CHECK-NOT:   memref.load %arg0
+//       CHECK:   gpu.return
+// CHECK-LABEL: gpu.func @softmax_default_rowwise_0(
+//  CHECK-SAME:   vector_width = 8
+//       CHECK:   arith.remui %{{.+}}, %c8 : index
+//       CHECK:   memref.load %arg0
 //       CHECK:   gpu.return
 func.func @softmax_whole_chunks(%x: tensor<?x50256xbf16>) -> tensor<?x50256xbf16> {
   %y = liger.fusion rowwise(%x) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 8>} : (tensor<?x50256xbf16>) -> tensor<?x50256xbf16> {
@@ -82,6 +89,10 @@ func.func @softmax_whole_chunks(%x: tensor<?x50256xbf16>) -> tensor<?x50256xbf16
     liger.yield %s : tensor<?x50256xbf16>
   }
   return %y : tensor<?x50256xbf16>
+}
+func.func @softmax_fits_registers(%x: tensor<?x1001xbf16>) -> tensor<?x1001xbf16> {
+  %y = liger.softmax %x : tensor<?x1001xbf16>
+  return %y : tensor<?x1001xbf16>
 }
 func.func @softmax_default(%x: tensor<?x50257xbf16>) -> tensor<?x50257xbf16> {
   %y = liger.softmax %x : tensor<?x50257xbf16>

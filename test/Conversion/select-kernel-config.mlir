@@ -63,15 +63,16 @@ func.func @odd_rows(%a: tensor<?x7xf32>, %b: tensor<?x1001xbf16>, %c: tensor<?x1
 
 // Long rows of one-element chunks: more threads where that keeps the row in
 // registers (softmax over 32001 f32 holds x across its reductions: 63
-// chunks a thread at 512; no spill fallback), else 512 threads that loop
-// over their chunks, with 256 as the spill fallback liger-compile takes
-// where ptxas spills at 512 (SiLU over 50257 bf16 holds nothing, and would
-// unroll 50 chunks at 1024 where such a program unrolls at most 8; softmax
-// over 50257).
+// chunks a thread at 512; no spill fallback: it keeps the width that
+// divides it), else 512 threads that loop over their chunks, with 256 as
+// the spill fallback liger-compile takes where ptxas spills at 512 (SiLU
+// over 50257 bf16 holds nothing, and would unroll 50 chunks at 1024 where
+// such a program unrolls at most 8; softmax over 50257). A looped row is
+// peeled to 16-byte chunks (8 bf16) rather than read one element at a time.
 // CHECK-LABEL: func.func @long_rows
 //       CHECK:   liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 1>}
-//       CHECK:   liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 1>, liger.spill_fallback = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 1>}
-//       CHECK:   liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 1>, liger.spill_fallback = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 1>}
+//       CHECK:   liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 8>, liger.spill_fallback = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 8>}
+//       CHECK:   liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 8>, liger.spill_fallback = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 8>}
 // GPU-LABEL: gpu.func @long_rows_rowwise_1
 //  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
 //       GPU:   scf.for
@@ -126,8 +127,9 @@ func.func @streaming_rows(%b: tensor<?x20480xbf16>) -> (tensor<?x20480xbf16>, te
 // A looped program that reduces across rows (RMSNorm's backward over 32001
 // bf16: dW summed over the rows of each CTA) keeps 256 threads and has no
 // spill fallback: its grid is four CTAs an SM, which 512 threads would run
-// in two waves. The same row's forward fits the register form at 512
-// threads, with no fallback.
+// in two waves. Nor is it peeled: its weight and dW are indexed by column
+// alone (checkRowPeel). The same row's forward fits the register form at
+// 512 threads, with no fallback.
 // CHECK-LABEL: func.func @loop_across_rows
 //       CHECK:   liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 1>}
 //       CHECK:   liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 1>}
@@ -152,12 +154,12 @@ func.func @loop_across_rows(%dy: tensor<?x32001xbf16>, %x: tensor<?x32001xbf16>,
 
 // The cross-entropy template peels rows that do not start on a chunk// -----
 
-// The cross-entropy template peels rows that do not start on a chunk
-// boundary, so GPT-2's vocabulary keeps 16-byte chunks there, where the
-// row program over the same row takes one element.
+// Both templates peel rows that do not start on a chunk boundary, so
+// GPT-2's vocabulary keeps 16-byte chunks in the cross-entropy template and
+// in the (looped) row program over the same row.
 // CHECK-LABEL: func.func @gpt2_vocabulary
 //       CHECK:   liger.kernel_config = #liger.kernel_config<kernel_template = cross_entropy, threads = 1024, vector_width = 8, ctas_per_sm = 1>}
-//       CHECK:   liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 1>, liger.spill_fallback = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 1>}
+//       CHECK:   liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 8>, liger.spill_fallback = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 8>}
 func.func @gpt2_vocabulary(%x: tensor<?x50257xbf16>, %t: tensor<?xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<?x50257xbf16>, tensor<?x50257xbf16>) {
   %r:2 = liger.fusion rowwise(%x, %t, %g) : (tensor<?x50257xbf16>, tensor<?xi64>, tensor<f32>) -> (tensor<f32>, tensor<?x50257xbf16>) {
   ^bb0(%a: tensor<?x50257xbf16>, %b: tensor<?xi64>, %c: tensor<f32>):

@@ -5,10 +5,11 @@
 // their reference lowering: an elementwise map over the row and one row
 // sum (the forwards), or an elementwise map scaled by the token's incoming
 // gradient (the gradients). A vocabulary the 16-byte width divides keeps
-// 16-byte chunks; another takes one-element chunks (every row must start on
-// a chunk boundary); a row past the register budget, or one of a program
-// that holds nothing past 8 chunks a thread, loops over its chunks (nothing
-// unrolled over the row). Each liger-compile run is bounded in
+// 16-byte chunks; another takes the widest chunks that divide it where the
+// row fits the register form, and is peeled to 16-byte chunks where it
+// loops (its head and tail single elements); a row past the register
+// budget, or one of a program that holds nothing past 8 chunks a thread,
+// loops over its chunks (nothing unrolled over the row). Each liger-compile run is bounded in
 // time, and ptxas takes every kernel on both targets without spills.
 // REQUIRES: ptxas
 // RUN: timeout 120 liger-compile %s --emit=gpu -o %t.gpu.mlir
@@ -35,14 +36,17 @@
 //       GPU:     memref.load %arg2[%block_id_x] : memref<?xi64>
 //       GPU:     arith.cmpi eq, %{{.+}}, %c-100_i64
 //       GPU:     arith.select
-// GPT-2's vocabulary is odd: one-element chunks. A gradient holds nothing
-// across a reduction, so it unrolls at most 8 chunks a thread: past that
-// 512 threads loop over theirs.
+// GPT-2's vocabulary is odd. A gradient holds nothing across a reduction,
+// so it unrolls at most 8 chunks a thread: past that 512 threads loop over
+// theirs, each row peeled to 16-byte chunks from its first chunk boundary,
+// its head and tail single elements loaded and stored alone.
 // GPU-LABEL: gpu.func @jsd_50257_bf16_grad_rowwise_0(
 //  GPU-SAME:     known_block_size = array<i32: 512, 1, 1>
-//  GPU-SAME:     vector_width = 1
+//  GPU-SAME:     vector_width = 8
 //       GPU:     scf.for
-//       GPU:     vector.load %arg0[%block_id_x, %{{.+}}] {alignment = 2 : i64} : memref<?x50257xbf16>, vector<1xbf16>
+//       GPU:     vector.load %arg0[%block_id_x, %{{.+}}] {alignment = 16 : i64} : memref<?x50257xbf16>, vector<8xbf16>
+//       GPU:     memref.load %arg0[%block_id_x, %{{.+}}] : memref<?x50257xbf16>
+//       GPU:     memref.store %{{.+}}, %arg4[%block_id_x, %{{.+}}] : memref<?x50257xbf16>
 // Llama-3's keeps 16-byte chunks, in a loop too.
 // GPU-LABEL: gpu.func @kl_128256_bf16_grad_rowwise_0(
 //  GPU-SAME:     known_block_size = array<i32: 512, 1, 1>
@@ -55,14 +59,15 @@
 // Past the register budget the row is a loop over each thread's chunks.
 // GPU-LABEL: gpu.func @jsd_262147_f32_rowwise_0(
 //  GPU-SAME:     nvvm.minctasm = 2 : i32
-//       GPU:     scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c4096 iter_args(%{{.+}} = %{{.+}}) -> (vector<1xf32>)
-//       GPU:       math.log %{{.+}} : vector<1xf32>
+//       GPU:     scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c8192 iter_args(%{{.+}} = %{{.+}}) -> (vector<4xf32>)
+//       GPU:       math.log %{{.+}} : vector<4xf32>
 //       GPU:       scf.yield
 //       GPU:     gpu.shuffle  xor
 // GPU-LABEL: gpu.func @kl_262147_bf16_grad_rowwise_0(
 //  GPU-SAME:     nvvm.minctasm = 2 : i32
 //       GPU:     scf.for
-//       GPU:       vector.store %{{.+}}, %arg2[%block_id_x, %{{.+}}] {alignment = 2 : i64} : memref<?x262147xbf16>, vector<1xbf16>
+//       GPU:       vector.store %{{.+}}, %arg2[%block_id_x, %{{.+}}] {alignment = 16 : i64} : memref<?x262147xbf16>, vector<8xbf16>
+//       GPU:       memref.store %{{.+}}, %arg2[%block_id_x, %{{.+}}] : memref<?x262147xbf16>
 // The JSD with its gradient in one group (liger.ops.jsd's forward): one
 // pass reads each chunk of the row once, writes its gradient, and sums the
 // loss; nothing is read after the row's block reduction.

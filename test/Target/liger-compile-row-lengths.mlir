@@ -7,7 +7,10 @@
 // as SwiGLU, at most 8 chunks), with more threads where that makes them
 // fit (32001: 512 threads), and loops over them past that (scf.for; SwiGLU
 // at 32001 and 50257); the chunks past the row's end are masked either
-// way. Each liger-compile run
+// way. A looped row its 16-byte chunks do not divide is peeled to them
+// (softmax and SwiGLU; not RMSNorm, whose weight is indexed by column
+// alone): its full chunks masked at their common length, its few single
+// elements (the head and the tail) at their count. Each liger-compile run
 // is bounded in time, and ptxas takes every kernel on both targets without
 // spills.
 // REQUIRES: ptxas
@@ -164,9 +167,10 @@
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @swiglu_32001_bf16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
-//  GPU-SAME:   vector_width = 1
+//  GPU-SAME:   vector_width = 8
 //       GPU:   scf.for
-//       GPU:   arith.cmpi ult, %{{.+}}, %c32001
+//       GPU:   arith.cmpi ult, %{{.+}}, %c31992
+//       GPU:   arith.cmpi ult, %thread_id_x, %c9
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @rms_norm_32001_f16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
@@ -184,9 +188,10 @@
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @swiglu_32001_f16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
-//  GPU-SAME:   vector_width = 1
+//  GPU-SAME:   vector_width = 8
 //       GPU:   scf.for
-//       GPU:   arith.cmpi ult, %{{.+}}, %c32001
+//       GPU:   arith.cmpi ult, %{{.+}}, %c31992
+//       GPU:   arith.cmpi ult, %thread_id_x, %c9
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @rms_norm_32001_f32_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
@@ -204,9 +209,10 @@
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @swiglu_32001_f32_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
-//  GPU-SAME:   vector_width = 1
+//  GPU-SAME:   vector_width = 4
 //       GPU:   scf.for
-//       GPU:   arith.cmpi ult, %{{.+}}, %c32001
+//       GPU:   arith.cmpi ult, %{{.+}}, %c31996
+//       GPU:   arith.cmpi ult, %thread_id_x, %c5
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @rms_norm_50257_bf16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
@@ -216,15 +222,17 @@
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @softmax_50257_bf16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
-//  GPU-SAME:   vector_width = 1
+//  GPU-SAME:   vector_width = 8
 //       GPU:   scf.for
-//       GPU:   arith.cmpi ult, %{{.+}}, %c50257
+//       GPU:   arith.cmpi ult, %{{.+}}, %c50248
+//       GPU:   arith.cmpi ult, %thread_id_x, %c9
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @swiglu_50257_bf16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
-//  GPU-SAME:   vector_width = 1
+//  GPU-SAME:   vector_width = 8
 //       GPU:   scf.for
-//       GPU:   arith.cmpi ult, %{{.+}}, %c50257
+//       GPU:   arith.cmpi ult, %{{.+}}, %c50248
+//       GPU:   arith.cmpi ult, %thread_id_x, %c9
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @rms_norm_50257_f16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
@@ -234,15 +242,17 @@
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @softmax_50257_f16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
-//  GPU-SAME:   vector_width = 1
+//  GPU-SAME:   vector_width = 8
 //       GPU:   scf.for
-//       GPU:   arith.cmpi ult, %{{.+}}, %c50257
+//       GPU:   arith.cmpi ult, %{{.+}}, %c50248
+//       GPU:   arith.cmpi ult, %thread_id_x, %c9
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @swiglu_50257_f16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
-//  GPU-SAME:   vector_width = 1
+//  GPU-SAME:   vector_width = 8
 //       GPU:   scf.for
-//       GPU:   arith.cmpi ult, %{{.+}}, %c50257
+//       GPU:   arith.cmpi ult, %{{.+}}, %c50248
+//       GPU:   arith.cmpi ult, %thread_id_x, %c9
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @rms_norm_50257_f32_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
@@ -252,15 +262,17 @@
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @softmax_50257_f32_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
-//  GPU-SAME:   vector_width = 1
+//  GPU-SAME:   vector_width = 4
 //       GPU:   scf.for
-//       GPU:   arith.cmpi ult, %{{.+}}, %c50257
+//       GPU:   arith.cmpi ult, %{{.+}}, %c50252
+//       GPU:   arith.cmpi ult, %thread_id_x, %c5
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @swiglu_50257_f32_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
-//  GPU-SAME:   vector_width = 1
+//  GPU-SAME:   vector_width = 4
 //       GPU:   scf.for
-//       GPU:   arith.cmpi ult, %{{.+}}, %c50257
+//       GPU:   arith.cmpi ult, %{{.+}}, %c50252
+//       GPU:   arith.cmpi ult, %thread_id_x, %c5
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @rms_norm_262147_bf16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
@@ -270,15 +282,17 @@
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @softmax_262147_bf16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
-//  GPU-SAME:   vector_width = 1
+//  GPU-SAME:   vector_width = 8
 //       GPU:   scf.for
-//       GPU:   arith.cmpi ult, %{{.+}}, %c262147
+//       GPU:   arith.cmpi ult, %{{.+}}, %c262136
+//       GPU:   arith.cmpi ult, %thread_id_x, %c11
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @swiglu_262147_bf16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
-//  GPU-SAME:   vector_width = 1
+//  GPU-SAME:   vector_width = 8
 //       GPU:   scf.for
-//       GPU:   arith.cmpi ult, %{{.+}}, %c262147
+//       GPU:   arith.cmpi ult, %{{.+}}, %c262136
+//       GPU:   arith.cmpi ult, %thread_id_x, %c11
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @rms_norm_262147_f16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
@@ -288,15 +302,17 @@
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @softmax_262147_f16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
-//  GPU-SAME:   vector_width = 1
+//  GPU-SAME:   vector_width = 8
 //       GPU:   scf.for
-//       GPU:   arith.cmpi ult, %{{.+}}, %c262147
+//       GPU:   arith.cmpi ult, %{{.+}}, %c262136
+//       GPU:   arith.cmpi ult, %thread_id_x, %c11
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @swiglu_262147_f16_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
-//  GPU-SAME:   vector_width = 1
+//  GPU-SAME:   vector_width = 8
 //       GPU:   scf.for
-//       GPU:   arith.cmpi ult, %{{.+}}, %c262147
+//       GPU:   arith.cmpi ult, %{{.+}}, %c262136
+//       GPU:   arith.cmpi ult, %thread_id_x, %c11
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @rms_norm_262147_f32_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
@@ -306,15 +322,15 @@
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @softmax_262147_f32_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
-//  GPU-SAME:   vector_width = 1
+//  GPU-SAME:   vector_width = 4
 //       GPU:   scf.for
-//       GPU:   arith.cmpi ult, %{{.+}}, %c262147
+//       GPU:   arith.cmpi ult, %thread_id_x, %c3
 //       GPU:   gpu.return
 // GPU-LABEL: gpu.func @swiglu_262147_f32_rowwise_0(
 //  GPU-SAME:   known_block_size = array<i32: 512, 1, 1>
-//  GPU-SAME:   vector_width = 1
+//  GPU-SAME:   vector_width = 4
 //       GPU:   scf.for
-//       GPU:   arith.cmpi ult, %{{.+}}, %c262147
+//       GPU:   arith.cmpi ult, %thread_id_x, %c3
 //       GPU:   gpu.return
 
 func.func @rms_norm_7_bf16(%x: tensor<?x7xbf16>, %w: tensor<7xbf16>) -> tensor<?x7xbf16> {

@@ -4,8 +4,9 @@
 // again at its fallback where ptxas spilled at 512 (at most 64 registers a
 // thread at two CTAs an SM).
 //
-// @many reads eight f32 rows in two passes and writes seven: at 512
-// threads ptxas spills it, so its bundle holds it at 256 threads. @softmax
+// @many reads eight f32 rows in two passes and writes seven (peeled to
+// 16-byte chunks: 4 f32 do not divide its row): at 512 threads ptxas
+// spills it, so its bundle holds it at 256 threads. @softmax
 // over 128256 bf16 fits at 512 and keeps it. --emit=gpu shows the
 // selection before ptxas is asked (both at 512); --emit=ptx and the bundle
 // hold the kernels compiled, which ptxas takes without spills.
@@ -18,7 +19,7 @@
 // RUN: FileCheck %s --check-prefix=PTX < %t.ptx
 // RUN: ptxas -arch=sm_90a -v %t.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 // The same group pinned at 512 threads spills: the fallback is not idle.
-// RUN: sed -e 's/^  %%r:7 = liger.fusion rowwise(\(.*\)) : (/  %%r:7 = liger.fusion rowwise(\1) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 1>} : (/' %s > %t.pinned.mlir
+// RUN: sed -e 's/^  %%r:7 = liger.fusion rowwise(\(.*\)) : (/  %%r:7 = liger.fusion rowwise(\1) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 4>} : (/' %s > %t.pinned.mlir
 // RUN: timeout 120 liger-compile %t.pinned.mlir --emit=ptx -o %t.pinned.ptx
 // RUN: ptxas -arch=sm_90a -v %t.pinned.ptx -o %t.pinned.cubin 2>&1 | FileCheck %s --check-prefix=PINNED
 // Pinned, the group compiles as written (the lone softmax is still checked,
@@ -28,7 +29,7 @@
 
 // The fusion group's default and fallback come from the selection; the lone
 // softmax's from the lowering, which wraps it and records its fallback.
-//       GPU: liger.fusion rowwise{{.*}}liger.kernel = @liger_kernels::@many_rowwise_0, liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 1>, liger.spill_fallback = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 1>}
+//       GPU: liger.fusion rowwise{{.*}}liger.kernel = @liger_kernels::@many_rowwise_0, liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 4>, liger.spill_fallback = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 4>}
 //       GPU: liger.fusion rowwise{{.*}}liger.kernel = @liger_kernels::@softmax_rowwise_0, liger.spill_fallback = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 8>}
 // GPU-LABEL: gpu.func @many_rowwise_0(
 //  GPU-SAME:     known_block_size = array<i32: 512, 1, 1>

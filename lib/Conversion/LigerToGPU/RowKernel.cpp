@@ -288,6 +288,18 @@ RowKernelConfig mlir::liger::selectRowKernelConfig(FusionOp group) {
       } else {
         config.threads = kLoopThreads;
         config.spillFallbackThreads = kLoopFallbackThreads;
+        // A looped row its 16-byte chunks do not divide is peeled to its
+        // first chunk boundary (rowPeelBody) where the program can peel,
+        // rather than read in the narrower chunks that divide it: on an
+        // H100 (bench/config_sweep.py, 8192 x 50257 bf16, GPT-2's
+        // vocabulary) the divergences' kernels in one-element chunks ran
+        // at 77-90% of the copy floor, peeled to 16 bytes at 95-100%.
+        int64_t widest = widestRowVectorWidth(row->elementType);
+        if (config.vectorWidth < widest &&
+            checkRowPeel(row->hidden, widest, /*cluster=*/1,
+                         needs->readsByColumn)
+                .empty())
+          config.vectorWidth = widest;
       }
     }
   }

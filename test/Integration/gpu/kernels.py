@@ -29,9 +29,11 @@ HIDDENS = [1000, 4096, 5120, 8192]
 DTYPES = ["bf16", "f32"]
 TOKENS = [1, 7, 4096, 16384]
 # Rows of every length: odd ones that no wider vector divides (one-element
-# chunks; 32001 and 50257 past the register budget at 256 threads: more
-# threads, or the loop over chunk groups) and long ones (Gemma's 256000,
-# 262147) that the kernels loop over, in three dtypes, at fewer tokens.
+# chunks in the register form; 32001 and 50257 past the register budget at
+# 256 threads: more threads, or the loop over chunk groups, whose rows are
+# peeled to 16-byte chunks where the program has no per-column operand)
+# and long ones (Gemma's 256000, 262147) that the kernels loop over, in
+# three dtypes, at fewer tokens.
 ODD_HIDDENS = [7, 1000, 32001, 50257, 256000, 262147]
 ODD_DTYPES = ["bf16", "f16", "f32"]
 ODD_TOKENS = [1, 7, 333]
@@ -211,9 +213,10 @@ def cluster_module_text():
 
 # Row programs at a pinned 16-byte vector width that does not divide their
 # row (name, hidden, dtype, threads): each row is peeled to its first chunk
-# boundary (RowKernel.cpp; pinned only). Programs without per-column
-# operands (a peeled row refuses them); rows of GPT-2's vocabulary, Llama-2's
-# 32001, odd widths, one shorter than its head (all single elements).
+# boundary (RowKernel.cpp; also the default of a looped row). Programs
+# without per-column operands (a peeled row refuses them); rows of GPT-2's
+# vocabulary, Llama-2's 32001, odd widths, one shorter than its head (all
+# single elements).
 PEEL_CASES = [
     ("softmax", 50257, "bf16", 512),
     ("softmax", 32001, "f32", 512),
@@ -544,8 +547,9 @@ def ops_ce_cases():
 
 def ops_divergence_cases():
     """liger.ops.kl_div and liger.ops.jsd: name -> (spec, op, (tokens,
-    vocab), kwargs). Vocabularies of 1, 7, GPT-2's 50257 (one-element
-    chunks), Llama-3's 128256 and 262147 (the loop form); 37 tokens, or 1."""
+    vocab), kwargs). Vocabularies of 1, 7, GPT-2's 50257 (the loop form,
+    peeled to 16-byte chunks), Llama-3's 128256 and 262147 (the loop form);
+    37 tokens, or 1."""
     from liger import specs
     kl, jsd = specs.kl_div_spec, specs.jsd_spec
     return {

@@ -17,8 +17,9 @@ from liger import runtime  # noqa: E402
 
 root = sys.argv[1]
 only_matmul = sys.argv[2:] == ["matmul"]
-# Rowwise: Llama-sized rows, one-element chunks (7 f16, 50257 bf16), and
-# the loop over chunk groups (262147 f32).
+# Rowwise: Llama-sized rows, one-element chunks (7 f16; 50257 bf16's
+# norms), rows peeled to 16-byte chunks (50257 bf16's softmax, SwiGLU and
+# GeGLU), and the loop over chunk groups (262147 f32).
 rowwise = [("h1000_f32", 3), ("h1000_bf16", 5), ("h4096_bf16", 2), ("h7_f16", 3),
            ("h50257_bf16", 2), ("h262147_f32", 2)]
 for name, tokens in [] if only_matmul else rowwise:

@@ -90,7 +90,8 @@ int64_t widestRowVectorWidth(Type elementType);
 
 /// The widest vector width checkRowVectorWidth accepts, 16-byte chunks,
 /// where it divides the row; for the row program narrower ones until one
-/// divides it (a peeled row program is pinned only: not yet measured).
+/// divides it (selectRowKernelConfig peels a looped row program instead,
+/// where it can).
 int64_t selectRowVectorWidth(RowTemplate tmpl, int64_t hidden,
                              Type elementType);
 
