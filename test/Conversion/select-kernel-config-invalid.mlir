@@ -150,7 +150,7 @@ func.func @peeled_row_with_a_weight(%x: tensor<?x66xf32>, %w: tensor<66xf32>) ->
 // So would a value reduced across rows (RMSNorm's dW, summed over the rows
 // by column; the dialect's ops that reduce across rows all read a weight
 // too, so the rule's two clauses are apart only in the unit test of
-// checkRowPeel).
+// checkRowPeel, test/Unit/Conversion/RowRulesTest.cpp).
 func.func @peeled_row_reducing_across_rows(%dy: tensor<?x1001xbf16>, %x: tensor<?x1001xbf16>, %w: tensor<1001xbf16>, %r: tensor<?xf32>) -> (tensor<?x1001xbf16>, tensor<1001xbf16>) {
   // expected-error @+1 {{'liger.fusion' op has an invalid 'liger.kernel_config': vector_width 8 does not divide the row length 1001, so each row is peeled to its first chunk boundary, where an operand indexed by column alone would be read unaligned}}
   %dx, %dw = liger.fusion rowwise(%dy, %x, %w, %r) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 8>} : (tensor<?x1001xbf16>, tensor<?x1001xbf16>, tensor<1001xbf16>, tensor<?xf32>) -> (tensor<?x1001xbf16>, tensor<1001xbf16>) {

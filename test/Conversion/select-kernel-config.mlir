@@ -124,12 +124,41 @@ func.func @streaming_rows(%b: tensor<?x20480xbf16>) -> (tensor<?x20480xbf16>, te
 
 // -----
 
+// Near-misses of the peeled default: a looped row with a weight (RMSNorm
+// over 50257 bf16, its weight indexed by column alone) keeps one-element
+// chunks; a group whose first input is bf16 and whose program first reads
+// an f32 row is peeled to 16 bytes of f32 (4), the narrower of the two.
+// CHECK-LABEL: func.func @peel_near_misses
+//       CHECK:   liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 1>, liger.spill_fallback = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 1>}
+//       CHECK:   liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 4>, liger.spill_fallback = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 4>}
+// GPU-LABEL: gpu.func @peel_near_misses_rowwise_0
+//  GPU-SAME:   vector_width = 1
+// GPU-LABEL: gpu.func @peel_near_misses_rowwise_1
+//  GPU-SAME:   vector_width = 4
+//       GPU:   vector.load %arg1[%block_id_x, %{{.+}}] {alignment = 16 : i64} : memref<?x50257xf32>, vector<4xf32>
+func.func @peel_near_misses(%x: tensor<?x50257xbf16>, %w: tensor<50257xbf16>, %f: tensor<?x50257xf32>) -> (tensor<?x50257xbf16>, tensor<?x50257xf32>, tensor<?x50257xbf16>) {
+  %y = liger.fusion rowwise(%x, %w) : (tensor<?x50257xbf16>, tensor<50257xbf16>) -> tensor<?x50257xbf16> {
+  ^bb0(%a: tensor<?x50257xbf16>, %c: tensor<50257xbf16>):
+    %0 = liger.rms_norm %a, %c : tensor<?x50257xbf16>, tensor<50257xbf16>
+    liger.yield %0 : tensor<?x50257xbf16>
+  }
+  %r:2 = liger.fusion rowwise(%x, %f) : (tensor<?x50257xbf16>, tensor<?x50257xf32>) -> (tensor<?x50257xf32>, tensor<?x50257xbf16>) {
+  ^bb0(%a: tensor<?x50257xbf16>, %b: tensor<?x50257xf32>):
+    %s = liger.softmax %b : tensor<?x50257xf32>
+    %t = liger.silu %a : tensor<?x50257xbf16>
+    liger.yield %s, %t : tensor<?x50257xf32>, tensor<?x50257xbf16>
+  }
+  return %y, %r#0, %r#1 : tensor<?x50257xbf16>, tensor<?x50257xf32>, tensor<?x50257xbf16>
+}
+
+// -----
+
 // A looped program that reduces across rows (RMSNorm's backward over 32001
 // bf16: dW summed over the rows of each CTA) keeps 256 threads and has no
 // spill fallback: its grid is four CTAs an SM, which 512 threads would run
-// in two waves. Nor is it peeled: its weight and dW are indexed by column
-// alone (checkRowPeel). The same row's forward fits the register form at
-// 512 threads, with no fallback.
+// in two waves (nor is it peeled: its weight and dW are indexed by column
+// alone). The same row's forward fits the register form at 512 threads,
+// with no fallback.
 // CHECK-LABEL: func.func @loop_across_rows
 //       CHECK:   liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 256, vector_width = 1>}
 //       CHECK:   liger.kernel_config = #liger.kernel_config<kernel_template = rowwise, threads = 512, vector_width = 1>}

@@ -260,6 +260,9 @@ struct RowProgramNeeds {
   /// An operand indexed by column alone (a weight, a reduction across
   /// rows): checkRowPeel.
   bool readsByColumn = false;
+  /// The element type the program's vector width is checked against (its
+  /// first row operand's, which may differ from the group's first input's).
+  Type rowType;
 };
 } // namespace
 static std::optional<RowProgramNeeds>
@@ -294,8 +297,11 @@ RowKernelConfig mlir::liger::selectRowKernelConfig(FusionOp group) {
         // H100 (bench/config_sweep.py, 8192 x 50257 bf16, GPT-2's
         // vocabulary) the divergences' kernels in one-element chunks ran
         // at 77-90% of the copy floor, peeled to 16 bytes at 95-100%.
-        int64_t widest = widestRowVectorWidth(row->elementType);
-        if (config.vectorWidth < widest &&
+        // (16 bytes of both the group's first input and the program's first
+        // row operand, which the lowering checks the width against.)
+        int64_t widest = std::min(widestRowVectorWidth(needs->rowType),
+                                  widestRowVectorWidth(row->elementType));
+        if (config.vectorWidth < widest && row->hidden % widest != 0 &&
             checkRowPeel(row->hidden, widest, /*cluster=*/1,
                          needs->readsByColumn)
                 .empty())
@@ -469,8 +475,8 @@ public:
   FailureOr<RowProgramNeeds> analyzeNeeds() {
     if (failed(lowerBodyToLinalg()) || failed(analyze()))
       return failure();
-    return RowProgramNeeds{heldValues, !columnReductions.empty(),
-                           readsByColumn};
+    return RowProgramNeeds{heldValues, !columnReductions.empty(), readsByColumn,
+                           rowType};
   }
 
 private:
