@@ -371,17 +371,17 @@ mlir::liger::getRowKernelConfig(FusionOp group, KernelConfigAttr attr) {
                                           row->elementType, config.vectorWidth);
     if (why.empty() && *row->tmpl == RowTemplate::RowProgram)
       why = checkRowCluster(row->hidden, config.vectorWidth, config.cluster);
-    // A peeled row: the cluster rule needs no analysis, an operand indexed
-    // by column alone does (a program the row kernel cannot take at all is
-    // left to the lowering, which says why).
+    // A peeled row: whether an operand is indexed by column alone needs
+    // the analysis, which a cluster (refused either way) skips; a program
+    // the row kernel cannot take at all is left to the lowering, which
+    // says why.
     if (why.empty() && *row->tmpl == RowTemplate::RowProgram &&
         row->hidden % config.vectorWidth != 0) {
-      why = checkRowPeel(row->hidden, config.vectorWidth, config.cluster,
-                         /*readsByColumn=*/false);
       std::optional<RowProgramNeeds> needs;
-      if (why.empty() && (needs = analyzeRowProgram(group, config)))
-        why = checkRowPeel(row->hidden, config.vectorWidth, config.cluster,
-                           needs->readsByColumn);
+      if (config.cluster <= 1)
+        needs = analyzeRowProgram(group, config);
+      why = checkRowPeel(row->hidden, config.vectorWidth, config.cluster,
+                         needs && needs->readsByColumn);
     }
     if (!why.empty())
       return group.emitOpError("has an invalid 'liger.kernel_config': ")
