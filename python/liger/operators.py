@@ -212,6 +212,37 @@ def _scaled(grad, dloss):
     return grad * (dloss if dloss.dim() == 0 else dloss.to(grad.dtype))
 
 
+def _graph_kept():
+    """Whether the running backward keeps the graph (retain_graph,
+    create_graph), or runs outside the autograd engine."""
+    try:
+        return torch._C._autograd._get_current_graph_task_keep_graph()
+    except RuntimeError:
+        return True
+
+
+def _scaled_in_place(grad, dloss, scale_spec):
+    """_scaled's product, formed over `grad` itself (a gradient the forward
+    formed for a unit incoming gradient and saved for this backward) by the
+    @scale kernel of the spec `scale_spec()` (liger.scale): a row whose
+    factor is 1 is neither read nor written, so nothing waits for the
+    device to say whether dloss is 1. `dloss` is a scalar, or one value per
+    row of grad. Where the graph is kept (a later backward reads grad again,
+    or differentiates through the product) or the call is traced, the
+    product is formed apart (_scaled)."""
+    if _dispatcher_needed((grad, dloss)) or _graph_kept():
+        if dloss.dim() == 0:
+            return _scaled(grad, dloss)
+        return grad * dloss.reshape(*grad.shape[:-1], 1).to(grad.dtype)
+    factor = dloss.detach().to(F32)
+    if factor.dim():
+        factor = factor.reshape(-1).contiguous()
+    rows = grad.view(-1, grad.shape[-1])
+    bundles.load(scale_spec())["scale_rowwise_0"](rows, factor, out=[rows])
+    torch.autograd.graph.increment_version(grad)
+    return grad
+
+
 def _extra_outputs(ctx, *outputs):
     """Marks an op's `outputs` beside its one differentiable output (saved
     statistics, gradients formed in the forward) non-differentiable, and
@@ -657,15 +688,23 @@ def _ce_loss_shape(target, reduction):
     return target.shape if reduction == "none" else ()
 
 
+def _ce_spec_of(logits, target, weight, ignore_index, label_smoothing, reduction, softcap,
+                lse_square_scale, return_z_loss):
+    """The cross-entropy's spec, built when called (a backward keeps it
+    without keeping the tensors)."""
+    return functools.partial(_spec, specs.cross_entropy_spec, (
+        logits.shape[-1], logits.dtype, target.dtype, ignore_index, label_smoothing, reduction,
+        softcap, lse_square_scale, weight is not None, return_z_loss), logits.device)
+
+
 def _ce_launch(logits, target, weight, ignore_index, label_smoothing, reduction, softcap,
                lse_square_scale, return_z_loss, grad):
     """The loss and, with `return_z_loss`, the z-loss term apart (the
     kernel's second output; else an empty tensor), with the gradient of a
     unit incoming gradient written into `grad` (the logits themselves, in
     place)."""
-    fwd, _ = _pair(specs.cross_entropy_spec, (
-        logits.shape[-1], logits.dtype, target.dtype, ignore_index, label_smoothing, reduction,
-        softcap, lse_square_scale, weight is not None, return_z_loss), logits.device)
+    fwd, _ = bundles.kernels(_ce_spec_of(logits, target, weight, ignore_index, label_smoothing,
+                                         reduction, softcap, lse_square_scale, return_z_loss)())
     shape = _ce_loss_shape(target, reduction)
     one = torch.ones(shape, dtype=F32, device=logits.device)
     loss = torch.empty(shape, dtype=F32, device=logits.device)
@@ -719,29 +758,20 @@ def _(logits, target, weight, ignore_index, label_smoothing, reduction, softcap,
     return _ce_fake_losses(logits, target, reduction, return_z_loss)
 
 
-def _ce_input_grad(grad, dloss, none):
-    """The gradient over the logits [..., V] for the incoming gradient
-    `dloss`: a scalar, or with reduction "none" one value per row in the
-    target's shape ([...] or [N] over the N rows)."""
-    if none:
-        return grad * dloss.reshape(*grad.shape[:-1], 1).to(grad.dtype)
-    return _scaled(grad, dloss)
-
-
 # The z-loss returned apart has no gradient (as Liger-Kernel's, which
 # drops its incoming gradient: its term is in the loss, and differentiated
 # there).
 
 def _ce_setup(ctx, inputs, output):
     ctx.save_for_backward(output[2])
-    ctx.none = inputs[5] == "none"
+    ctx.scale_spec = _ce_spec_of(*inputs)
     _extra_outputs(ctx, output[1], output[2])
 
 
 @_one_output_backward
 def _ce_grad(ctx, dloss, _dz, _dgrad):
     (grad,) = ctx.saved_tensors
-    return (_ce_input_grad(grad, dloss, ctx.none),) + (None,) * 8
+    return (_scaled_in_place(grad, dloss, ctx.scale_spec),) + (None,) * 8
 
 
 cross_entropy.register_autograd(_ce_grad, setup_context=_ce_setup)
@@ -757,7 +787,7 @@ class CrossEntropyInPlace(torch.autograd.Function):
         grad = logits.detach()
         loss, z_loss = cross_entropy_(grad, target, weight, *config)
         ctx.save_for_backward(grad)
-        ctx.none = config[2] == "none"
+        ctx.scale_spec = _ce_spec_of(logits, target, weight, *config)
         _extra_outputs(ctx, z_loss)
         return loss, z_loss
 
@@ -765,7 +795,7 @@ class CrossEntropyInPlace(torch.autograd.Function):
     @_one_output_backward
     def backward(ctx, dloss, _dz):
         (grad,) = ctx.saved_tensors
-        return (_ce_input_grad(grad, dloss, ctx.none),) + (None,) * 8
+        return (_scaled_in_place(grad, dloss, ctx.scale_spec),) + (None,) * 8
 
 
 # --- fused linear cross-entropy --------------------------------------------
@@ -928,9 +958,15 @@ fused_linear_cross_entropy.register_autograd(_flce_grad, setup_context=_flce_set
 # scales; a KL divergence with reduction "none" (an incoming gradient per
 # element) passes it to its gradient kernel in the backward instead.
 
+def _kl_div_spec_of(x, log_target, eps, reduction):
+    """kl_div's spec over rows like x, built when called (a backward keeps
+    it without keeping x)."""
+    return functools.partial(_spec, specs.kl_div_spec, (
+        x.shape[-1], x.dtype, log_target, eps, reduction == "none"), x.device)
+
+
 def _kl_div_spec(x, log_target, eps, reduction):
-    return _spec(specs.kl_div_spec, (x.shape[-1], x.dtype, log_target, eps,
-                                     reduction == "none"), x.device)
+    return _kl_div_spec_of(x, log_target, eps, reduction)()
 
 
 def _kl_div_kernels(x, log_target, eps, reduction):
@@ -1003,13 +1039,15 @@ def _kl_div_setup(ctx, inputs, output):
     # (also where want_grad was False and a gradient is asked for anyway).
     ctx.save_for_backward(output[1] if ctx.in_forward else inputs[1])
     ctx.config = tuple(inputs[2:-1])
+    reduction, log_target, eps = ctx.config
+    ctx.scale_spec = _kl_div_spec_of(inputs[0], log_target, eps, reduction)
 
 
 @_one_output_backward
 def _kl_div_grad(ctx, dloss, _dgrad):
     (saved,) = ctx.saved_tensors
     if ctx.in_forward:
-        grad = _scaled(saved, dloss)
+        grad = _scaled_in_place(saved, dloss, ctx.scale_spec)
     else:
         grad = kl_div_backward(saved, dloss, *ctx.config)
     return (grad,) + (None,) * 5
@@ -1018,13 +1056,18 @@ def _kl_div_grad(ctx, dloss, _dgrad):
 kl_div.register_autograd(_kl_div_grad, setup_context=_kl_div_setup)
 
 
+def _jsd_spec_of(vocab, dtype, device, shift_labels, beta, ignore_index, temperature=None):
+    """liger.jsd's spec for rows [..., vocab] of `dtype` (of log-
+    probabilities, or with a `temperature` of logits), built when called."""
+    return functools.partial(_spec, specs.jsd_spec, (
+        vocab, dtype, beta, ignore_index, None if shift_labels is None else shift_labels.dtype,
+        temperature), device)
+
+
 def _jsd_bundle(vocab, dtype, device, shift_labels, beta, ignore_index, temperature=None):
-    """liger.jsd's kernels for rows [..., vocab] of `dtype`: of
-    log-probabilities, or with a `temperature` of logits."""
-    spec = _spec(specs.jsd_spec, (vocab, dtype, beta, ignore_index,
-                                  None if shift_labels is None else shift_labels.dtype,
-                                  temperature), device)
-    return bundles.load(spec)
+    """liger.jsd's kernels (_jsd_spec_of)."""
+    return bundles.load(_jsd_spec_of(vocab, dtype, device, shift_labels, beta, ignore_index,
+                                     temperature)())
 
 
 def _jsd_counted(x, shift_labels, ignore_index):
@@ -1061,13 +1104,17 @@ def _(input, target, shift_labels, beta, ignore_index, want_grad):
 def _jsd_setup(ctx, inputs, output):
     ctx.save_for_backward(output[1])
     ctx.want_grad = inputs[-1]
+    x, _, shift_labels, beta, ignore_index, _ = inputs
+    ctx.scale_spec = _jsd_spec_of(x.shape[-1], x.dtype, x.device, shift_labels, beta,
+                                  ignore_index)
     _extra_outputs(ctx, output[1])
 
 
 @_one_output_backward
 def _jsd_grad(ctx, dloss, _dgrad):
     (grad,) = ctx.saved_tensors
-    return (_scaled(grad, dloss) if ctx.want_grad else None,) + (None,) * 5
+    return (_scaled_in_place(grad, dloss, ctx.scale_spec) if ctx.want_grad else None,) + \
+        (None,) * 5
 
 
 jsd.register_autograd(_jsd_grad, setup_context=_jsd_setup)

@@ -418,6 +418,20 @@ class RoPESpec(Spec):
 }}""" for fn, name in (("fwd", "liger.rope"), ("bwd", "liger.rope_grad"))) + "\n"
 
 
+def scale_function(rows, factor):
+    """@scale: rows of type `rows` (a gradient a loss formed in its forward
+    for a unit incoming gradient) times the incoming gradient, of type
+    `factor` (tensor<f32>, or one f32 per row). Its kernel (scale_rowwise_0)
+    may write over its input, and then leaves alone the rows whose factor
+    is 1 (liger.scale): the loss's backward scales in place without asking
+    the device whether the gradient is 1."""
+    return f"""func.func @scale(%d: {rows}, %g: {factor}) -> {rows} {{
+  %s = liger.scale %d, %g : {rows}, {factor}
+  return %s : {rows}
+}}
+"""
+
+
 @dataclasses.dataclass(frozen=True)
 class CrossEntropySpec(Spec):
     """The cross-entropy of logits and its gradient (liger.ops.cross_
@@ -498,7 +512,7 @@ class CrossEntropySpec(Spec):
   %d = liger.cross_entropy_grad %x, %t, %g{wuse} {attrs} : {X}, {T}, {L}
   return %l{z}, %d : {L}{ztype}, {X}
 }}
-"""
+""" + scale_function(X, L)
 
 
 def fused_linear_cross_entropy_unsupported_shape(vocab, hidden):
@@ -1027,7 +1041,7 @@ func.func @bwd(%t: {X}, %g: {L}) -> {X} {{
 """
         if self.pointwise:  # (each element's incoming gradient: @bwd's)
             return text
-        return text + f"""func.func @fwd_grad(%x: {X}, %t: {X}, %g: {L}) -> ({L}, {X}) {{
+        return text + scale_function(X, "tensor<f32>") + f"""func.func @fwd_grad(%x: {X}, %t: {X}, %g: {L}) -> ({L}, {X}) {{
   %r, %d = liger.fusion rowwise(%x, %t, %g) : ({X}, {X}, {L}) -> ({L}, {X}) {{
   ^bb0(%a: {X}, %b: {X}, %c: {L}):
     %0 = {loss.replace("%x, %t", "%a, %b")}
@@ -1097,7 +1111,7 @@ func.func @loss(%x: {X}, %y: {X}{lparam}) -> {G} {{
   %r = liger.jsd %x, %y{luse.replace("%e", "%l")} {attrs} : {X}
   return %r : {G}
 }}
-"""
+""" + scale_function(X, "tensor<f32>")
 
 
 SPECS = {cls.op: cls for cls in (RMSNormSpec, AddRMSNormSpec, LayerNormSpec, SwiGLUSpec,

@@ -306,3 +306,23 @@ func.func @jsd_logits_grad(%x: tensor<?x64xbf16>, %y: tensor<?x64xbf16>, %g: ten
   %d = liger.jsd_grad %x, %y, %g beta = 0.5 temperature = 2.0 per_token : tensor<?x64xbf16>, tensor<?xf32>
   return %d : tensor<?x64xbf16>
 }
+
+// -----
+
+// liger.scale: the product in f32, rounded once; a scalar factor read
+// through an empty map, one per row through the row map.
+// CHECK-DAG: #[[ID:.+]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-DAG: #[[SCALAR:.+]] = affine_map<(d0, d1) -> ()>
+// CHECK-DAG: #[[ROW:.+]] = affine_map<(d0, d1) -> (d0)>
+// CHECK-LABEL: func.func @scale
+//  CHECK-SAME:   (%[[D:.+]]: tensor<?x7xbf16>, %[[G:.+]]: tensor<f32>, %[[R:.+]]: tensor<?xf32>)
+//       CHECK:   linalg.generic {indexing_maps = [#[[ID]], #[[SCALAR]], #[[ID]]]{{.*}} ins(%[[D]], %[[G]] : tensor<?x7xbf16>, tensor<f32>)
+//       CHECK:     %[[X:.+]] = arith.extf %{{.+}} : bf16 to f32
+//  CHECK-NEXT:     %[[P:.+]] = arith.mulf %[[X]], %{{.+}} : f32
+//  CHECK-NEXT:     arith.truncf %[[P]] : f32 to bf16
+//       CHECK:   linalg.generic {indexing_maps = [#[[ID]], #[[ROW]], #[[ID]]]{{.*}} ins(%[[D]], %[[R]] : tensor<?x7xbf16>, tensor<?xf32>)
+func.func @scale(%d: tensor<?x7xbf16>, %g: tensor<f32>, %r: tensor<?xf32>) -> (tensor<?x7xbf16>, tensor<?x7xbf16>) {
+  %0 = liger.scale %d, %g : tensor<?x7xbf16>, tensor<f32>
+  %1 = liger.scale %d, %r : tensor<?x7xbf16>, tensor<?xf32>
+  return %0, %1 : tensor<?x7xbf16>, tensor<?x7xbf16>
+}

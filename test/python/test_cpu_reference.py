@@ -906,6 +906,28 @@ def test_kl_div_grad(rng, n, vocab, dt, reduction, per_token, log_target):
     assert_close(d, round_to(refs.numeric_grad(fwd, x64.copy()), dt), dt, "dx")
 
 
+@pytest.mark.parametrize("n,hidden", [(1, 1), (3, 7), (5, 129)], ids=str)
+@pytest.mark.parametrize("dt", DTYPES + ["f16"])
+@pytest.mark.parametrize("per_row", [False, True])
+def test_scale(rng, n, hidden, dt, per_row):
+    """liger.scale: x times one factor or one per row, in f32, rounded once
+    (factors of 1 and 0 among them)."""
+    X = ttype((n, hidden), dt, dynamic=(0,))
+    F = ttype((n,), "f32", dynamic=(0,)) if per_row else "tensor<f32>"
+    mlir = f"""func.func @f(%x: {X}, %g: {F}) -> {X} {{
+  %y = liger.scale %x, %g : {X}, {F}
+  return %y : {X}
+}}"""
+    x, x64 = make(rng, (n, hidden), dt, scale=3.0)
+    f = np.asarray(rng.standard_normal((n,) if per_row else ()) * 2, dtype=np.float32)
+    if per_row:
+        f[::2] = 1.0
+        f[1::3] = 0.0
+    (y,) = run(mlir, [x, f])
+    want = x64 * (f.astype(np.float64)[:, None] if per_row else float(f))
+    assert_close(y, round_to(want, dt), dt, "y")
+
+
 @pytest.mark.parametrize("n,vocab", [(1, 1), (3, 7), (4, 129)], ids=str)
 @pytest.mark.parametrize("dt", DTYPES + ["f16"])
 @pytest.mark.parametrize("beta", [0.0, 0.3, 1.0])

@@ -202,3 +202,30 @@ def test_a_bad_flag_is_refused(case):
     with pytest.raises(kind) as e:
         make()
     assert str(e.value) == message
+
+
+@pytest.mark.parametrize("reduction", ["mean", "none"])
+@pytest.mark.parametrize("inplace", [False, True])
+def test_each_backward_of_a_kept_graph_gets_its_own_gradient(reduction, inplace):
+    """The gradient the forward formed is scaled over itself (liger.scale
+    in place) only in a backward that releases the graph: with the graph
+    kept each backward forms its own product. Each is PyTorch's for its
+    incoming gradient (a scalar, or one per token for reduction "none"),
+    1 and 0 included."""
+    x, t, _ = _inputs(9, 21)
+    leaf = x.clone().requires_grad_()
+    loss = ops.cross_entropy(leaf.clone() if inplace else leaf, t, reduction=reduction,
+                             inplace=inplace)
+    x64 = x.double().requires_grad_()
+    want, _ = losses_of_logits(x64, t, None, reduction=reduction)
+    gen = torch.Generator().manual_seed(22)
+    dlosses = [2.5, 1.0, 0.0, None, 1.0]
+    for i, dloss in enumerate(dlosses):
+        last = i == len(dlosses) - 1
+        g = torch.full(loss.shape, dloss) if dloss is not None else \
+            torch.randn(loss.shape, generator=gen)
+        (dx,) = torch.autograd.grad(loss, leaf, g, retain_graph=not last)
+        (want_dx,) = torch.autograd.grad(want, x64, g.double(), retain_graph=True)
+        err = (dx.double() - want_dx).abs().max().item()
+        assert err <= 1e-5 * max(want_dx.abs().max().item(), 1e-3), \
+            "dloss %s: max error %.3g" % (dloss, err)

@@ -161,14 +161,21 @@ def test_cross_entropy_z_loss_is_one_kernel(tmp_path, target, reduction):
                                   return_z_loss=True)
     (path,) = ops.precompile(str(tmp_path), [spec], target)
     (module,) = json.load(open(os.path.join(path, "manifest.json")))["modules"]
-    (kernel,) = module["kernels"]
-    assert kernel["name"] == "fwd_rowwise_0"
-    assert kernel["ops"] == "liger.cross_entropy, liger.cross_entropy_grad"
-    params, results = _function_types(ops.module_text(spec), "fwd")
-    assert [_param_type(p) for p in kernel["params"] if p["role"] == "input"] == params
-    assert [_param_type(p) for p in kernel["params"] if p["role"] == "output"] == results
+    kernels = {k["name"]: k for k in module["kernels"]}
+    # (and @scale's, the backward's liger.scale of the gradient by dloss)
+    assert sorted(kernels) == ["fwd_rowwise_0", "scale_rowwise_0"]
+    assert kernels["fwd_rowwise_0"]["ops"] == "liger.cross_entropy, liger.cross_entropy_grad"
+    assert kernels["scale_rowwise_0"]["ops"] == "liger.scale"
     loss = "tensor<f32>" if reduction == "mean" else "tensor<?xf32>"
-    assert results == [loss, loss, "tensor<?x1000xbf16>"]
+    for name, function in (("fwd_rowwise_0", "fwd"), ("scale_rowwise_0", "scale")):
+        kernel = kernels[name]
+        params, results = _function_types(ops.module_text(spec), function)
+        assert [_param_type(p) for p in kernel["params"] if p["role"] == "input"] == params
+        assert [_param_type(p) for p in kernel["params"] if p["role"] == "output"] == results
+    assert _function_types(ops.module_text(spec), "fwd")[1] == [
+        loss, loss, "tensor<?x1000xbf16>"]
+    assert _function_types(ops.module_text(spec), "scale") == (
+        ["tensor<?x1000xbf16>", loss], ["tensor<?x1000xbf16>"])
 
 
 def test_fused_linear_cross_entropy_module_verifies():

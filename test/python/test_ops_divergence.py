@@ -267,3 +267,29 @@ def test_a_jsd_spec_refuses_a_temperature_not_above_0(temperature, kind, message
     with pytest.raises(kind) as e:
         specs.jsd_spec(128256, "bf16", temperature=temperature)
     assert str(e.value) == message
+
+
+@pytest.mark.parametrize("op", ["kl_div", "jsd"])
+def test_each_backward_of_a_kept_graph_gets_its_own_gradient(op):
+    """The backward scales the gradient the forward formed over that
+    gradient itself (liger.scale in place) only where nothing reads it
+    again: with the graph kept each backward forms its own product, and
+    the last one (the graph released) scales in place. Every one is
+    PyTorch's for its incoming gradient, 1 and 0 included."""
+    x = _log_probs(5, 33, 7, torch.float32).requires_grad_()
+    t = _log_probs(5, 33, 8, torch.float32)
+    x64 = x.detach().double().requires_grad_()
+    if op == "kl_div":
+        loss = ops.kl_div(x, t.exp(), reduction="batchmean")
+        want = F.kl_div(x64, t.exp().double(), reduction="batchmean")
+    else:
+        loss = ops.jsd(x, t, beta=0.3)
+        want = refs.jsd(x64, t.double(), 0.3, None)
+    dlosses = [2.5, 1.0, 0.0, -3.0, 1.0]
+    for i, dloss in enumerate(dlosses):
+        last = i == len(dlosses) - 1
+        (dx,) = torch.autograd.grad(loss, x, torch.tensor(dloss, dtype=loss.dtype),
+                                    retain_graph=not last)
+        (want_dx,) = torch.autograd.grad(want, x64, torch.tensor(dloss, dtype=torch.float64),
+                                         retain_graph=True)
+        _close(dx, want_dx, torch.float32, "dx for dloss %s" % dloss)

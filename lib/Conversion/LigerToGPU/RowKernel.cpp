@@ -2082,6 +2082,29 @@ static void allowContraction(gpu::GPUFuncOp kernel) {
   });
 }
 
+/// The operands of a group that only scales rows (one liger.scale of two
+/// group inputs, its result the group's one output): {input, factor} as
+/// group input indices, or nullopt. Its kernel leaves a row alone where the
+/// output is the input's buffer and the row's factor is 1 (ScaleOp).
+static std::optional<std::pair<unsigned, unsigned>>
+getInPlaceScale(FusionOp group) {
+  Block &body = group.getBody().front();
+  auto ops = body.without_terminator();
+  if (std::distance(ops.begin(), ops.end()) != 1)
+    return std::nullopt;
+  auto scale = dyn_cast<ScaleOp>(*ops.begin());
+  if (!scale)
+    return std::nullopt;
+  ValueRange yielded = group.getYield().getValues();
+  auto input = dyn_cast<BlockArgument>(scale.getInput());
+  auto factor = dyn_cast<BlockArgument>(scale.getFactor());
+  if (!input || !factor || input.getOwner() != &body ||
+      factor.getOwner() != &body || yielded.size() != 1 ||
+      yielded[0] != scale.getResult())
+    return std::nullopt;
+  return std::make_pair(input.getArgNumber(), factor.getArgNumber());
+}
+
 FailureOr<rt::KernelSpec> RowKernelBuilder::build(gpu::GPUModuleOp module,
                                                  StringRef name) {
   if (failed(lowerBodyToLinalg()) || failed(analyze()))
@@ -2210,6 +2233,30 @@ FailureOr<rt::KernelSpec> RowKernelBuilder::build(gpu::GPUModuleOp module,
        entry.getArguments().take_back(columnReductions.size()))
     workspaceMemrefs.push_back(param);
 
+  // A row scaled in place by a factor of exactly 1 is left as it is: the
+  // CTA reads the factor, compares the output's buffer with the input's,
+  // and skips the row (neither loads nor stores).
+  scf::IfOp unitGuard;
+  if (std::optional<std::pair<unsigned, unsigned>> scale =
+          getInPlaceScale(group);
+      scale && columnReductions.empty()) {
+    Value input = entry.getArgument(scale->first);
+    Value output = outputMemrefs.front();
+    Value factor = loadUniform(b, rowFn.getArgument(scale->second));
+    Value isOne = arith::CmpFOp::create(
+        b, loc, arith::CmpFPredicate::OEQ, factor,
+        arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f)));
+    Value sameBuffer = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::eq,
+        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, input),
+        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, output));
+    Value skip = arith::AndIOp::create(b, loc, isOne, sameBuffer);
+    Value work = arith::XOrIOp::create(
+        b, loc, skip, arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
+    unitGuard = scf::IfOp::create(b, loc, work, /*withElseRegion=*/false);
+    b.setInsertionPointToStart(unitGuard.thenBlock());
+  }
+
   // With reductions across rows: a loop over rows with a stride of the grid,
   // the column accumulators carried from row to row.
   scf::ForOp rowLoop;
@@ -2327,6 +2374,8 @@ FailureOr<rt::KernelSpec> RowKernelBuilder::build(gpu::GPUModuleOp module,
       }
     }
   }
+  if (unitGuard)
+    b.setInsertionPointAfter(unitGuard);
   // No CTA of a cluster leaves while another may read its reductions' slots.
   if (clusterRank)
     b.clusterBarrier();

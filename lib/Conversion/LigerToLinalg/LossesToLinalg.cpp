@@ -666,6 +666,35 @@ struct LowerKLDivGrad : OpConversionPattern<KLDivGradOp> {
   }
 };
 
+/// input * factor, in f32, rounded once (a scalar factor for every row or
+/// one per row).
+struct LowerScale : OpConversionPattern<ScaleOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ScaleOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    Value input = adaptor.getInput(), factor = adaptor.getFactor();
+    Type elementType = cast<RankedTensorType>(input.getType()).getElementType();
+    Access factorAccess = cast<RankedTensorType>(factor.getType()).getRank()
+                              ? Access::Row
+                              : Access::Scalar;
+    rewriter.replaceOp(
+        op,
+        mapRows(b, loc, sizesOf(b, loc, input),
+                {{input, Access::Full}, {factor, factorAccess}}, {elementType},
+                [&](OpBuilder &nb, Location nloc,
+                    ValueRange args) -> SmallVector<Value> {
+                  return {
+                      fromF32(nb, nloc,
+                              mul(nb, nloc, toF32(nb, nloc, args[0]), args[1]),
+                              elementType)};
+                })[0]);
+    return success();
+  }
+};
+
 /// The generalized JSD of student x and teacher y (f32) at one element,
 /// Liger-Kernel's: beta = 0 is the forward KL(P || Q), beta = 1 the reverse
 /// KL(Q || P), and in between beta KL(P || M) + (1 - beta) KL(Q || M) with
@@ -956,6 +985,6 @@ void mlir::liger::populateLowerLossesToLinalgPatterns(
     RewritePatternSet &patterns) {
   patterns.add<LowerCrossEntropy, LowerFusedLinearCrossEntropy,
                LowerCrossEntropyGrad, LowerFusedLinearCrossEntropyGrad,
-               LowerKLDiv, LowerKLDivGrad, LowerJSD, LowerJSDGrad>(
+               LowerKLDiv, LowerKLDivGrad, LowerJSD, LowerJSDGrad, LowerScale>(
       patterns.getContext());
 }

@@ -94,6 +94,16 @@ func.func @divergence_shapes(%p: tensor<3x10xbf16>, %g: tensor<3xf32>) {
   return
 }
 
+// liger.scale: the input's type, whichever factor.
+// CHECK-LABEL: sym_name = "scale_shapes"
+// CHECK: "liger.scale"{{.*}} -> tensor<3x10xbf16>
+// CHECK: "liger.scale"{{.*}} -> tensor<?x10xf32>
+func.func @scale_shapes(%p: tensor<3x10xbf16>, %g: tensor<f32>, %q: tensor<?x10xf32>, %r: tensor<?xf32>) {
+  %0 = liger.scale %p, %g : tensor<3x10xbf16>, tensor<f32>
+  %1 = liger.scale %q, %r : tensor<?x10xf32>, tensor<?xf32>
+  return
+}
+
 // Attention output: q's batch/heads/seq with v's head dimension.
 // CHECK-LABEL: sym_name = "attention_output_shape"
 // CHECK: "liger.attention"{{.*}} -> tensor<2x8x?x32xf16>

@@ -886,3 +886,33 @@ func.func @linear_grad_weight_accumulate_shape(%dy: tensor<4x32xf32>, %x: tensor
   %dw = liger.linear_grad_weight %dy, %x accumulate %acc : tensor<4x32xf32>, tensor<4x64xf32>, tensor<64x32xf32>
   return
 }
+// -----
+func.func @scale_input_rank(%d: tensor<10xbf16>, %g: tensor<f32>) {
+  // expected-error @+1 {{'liger.scale' op expects 'input' to have rank 2 ([rows, hidden]), got 'tensor<10xbf16>'}}
+  %y = liger.scale %d, %g : tensor<10xbf16>, tensor<f32>
+  return
+}
+// -----
+func.func @scale_input_dynamic_hidden(%d: tensor<4x?xbf16>, %g: tensor<f32>) {
+  // expected-error @+1 {{'liger.scale' op expects dimension 1 of 'input' to be static, got 'tensor<4x?xbf16>'}}
+  %y = liger.scale %d, %g : tensor<4x?xbf16>, tensor<f32>
+  return
+}
+// -----
+func.func @scale_factor_rows(%d: tensor<4x10xbf16>, %g: tensor<5xf32>) {
+  // expected-error @+1 {{'liger.scale' op expects 'factor' to be 'tensor<4xf32>' (one f32 per row, or tensor<f32> for every row), got 'tensor<5xf32>'}}
+  %y = liger.scale %d, %g : tensor<4x10xbf16>, tensor<5xf32>
+  return
+}
+// -----
+func.func @scale_factor_dtype(%d: tensor<4x10xbf16>, %g: tensor<bf16>) {
+  // expected-error @+1 {{'liger.scale' op expects 'factor' to be 'tensor<4xf32>' (one f32 per row, or tensor<f32> for every row), got 'tensor<bf16>'}}
+  %y = liger.scale %d, %g : tensor<4x10xbf16>, tensor<bf16>
+  return
+}
+// -----
+func.func @scale_factor_per_element(%d: tensor<?x10xf32>, %g: tensor<?x10xf32>) {
+  // expected-error @+1 {{'liger.scale' op expects 'factor' to be 'tensor<?xf32>' (one f32 per row, or tensor<f32> for every row), got 'tensor<?x10xf32>'}}
+  %y = liger.scale %d, %g : tensor<?x10xf32>, tensor<?x10xf32>
+  return
+}

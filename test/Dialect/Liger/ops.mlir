@@ -188,6 +188,15 @@ func.func @divergence_grads(%p: tensor<?x32000xbf16>, %g: tensor<f32>, %gp: tens
   return
 }
 
+// CHECK-LABEL: func.func @scales
+// CHECK: liger.scale %{{.*}}, %{{.*}} : tensor<?x50257xbf16>, tensor<f32>
+// CHECK: liger.scale %{{.*}}, %{{.*}} : tensor<?x50257xbf16>, tensor<?xf32>
+func.func @scales(%d: tensor<?x50257xbf16>, %g: tensor<f32>, %rows: tensor<?xf32>) -> (tensor<?x50257xbf16>, tensor<?x50257xbf16>) {
+  %0 = liger.scale %d, %g : tensor<?x50257xbf16>, tensor<f32>
+  %1 = liger.scale %d, %rows : tensor<?x50257xbf16>, tensor<?xf32>
+  return %0, %1 : tensor<?x50257xbf16>, tensor<?x50257xbf16>
+}
+
 // CHECK-LABEL: func.func @attention
 // CHECK: liger.attention %{{.*}}, %{{.*}}, %{{.*}} causal : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>
 // CHECK: liger.attention %{{.*}}, %{{.*}}, %{{.*}} scale = 1.250000e-01 : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>

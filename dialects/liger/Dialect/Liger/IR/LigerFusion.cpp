@@ -39,7 +39,7 @@ bool mlir::liger::isRowwiseOp(Operation *op) {
              GELUOp, SwiGLUOp, GEGLUOp, AddOp, MulOp, SoftmaxOp, CrossEntropyOp,
              CrossEntropyGradOp, KLDivOp, KLDivGradOp, JSDOp, JSDGradOp,
              RMSNormGradOp, LayerNormGradOp, SwiGLUGradOp, GEGLUGradOp,
-             SoftmaxGradOp>(op);
+             SoftmaxGradOp, ScaleOp>(op);
 }
 
 bool mlir::liger::isMatmulElementwiseOp(Operation *op) {

@@ -401,6 +401,31 @@ def Liger_LinearGradWeightOp : Liger_InferOp<"linear_grad_weight",
   }];
 }
 
+def Liger_ScaleOp : Liger_InferOp<"scale"> {
+  let summary = "rows times a factor: a gradient formed in the forward, scaled by the incoming one";
+  let description = [{
+    `y[n, :] = input[n, :] * factor` with `factor` a `tensor<f32>` (one for
+    every row) or `[N]` f32 (one per row), the product formed in f32 and
+    rounded once to the input dtype. It is how a loss that forms its
+    gradient in the forward for a unit incoming gradient (cross-entropy,
+    the divergences) meets the gradient that does come in.
+
+    Its kernel may write over its input (the output buffer is the input's:
+    the gradient scaled in place). A row whose factor is exactly 1 is then
+    left as it is, neither read nor written, so a unit incoming gradient
+    costs one load of the factor per row, and the caller need not read the
+    factor on the host to know whether to scale.
+
+    ```mlir
+    %d = liger.scale %grad, %dloss : tensor<?x50257xbf16>, tensor<f32>
+    %e = liger.scale %grad, %drows : tensor<?x50257xbf16>, tensor<?xf32>
+    ```
+  }];
+  let arguments = (ins Liger_FloatTensor:$input, Liger_FloatTensor:$factor);
+  let results = (outs Liger_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $factor attr-dict `:` type($input) `,` type($factor)";
+}
+
 def Liger_AttentionGradOp : Liger_InferOp<"attention_grad",
     [AttrSizedOperandSegments, AllElementTypesMatch<["grad", "q", "k", "v"]>]> {
   let summary = "gradients of liger.attention with respect to q, k and v";

@@ -494,6 +494,30 @@ LogicalResult KLDivGradOp::inferReturnTypes(MLIRContext *context,
   return success();
 }
 
+LogicalResult ScaleOp::inferReturnTypes(MLIRContext *context,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &results) {
+  RuleContext ctx(loc, getOperationName());
+  FailureOr<RankedTensorType> input = verifyTokenMatrix(
+      ctx, adaptor.getInput().getType(), "input", "[rows, hidden]");
+  if (failed(input))
+    return failure();
+  // One factor for every row (a scalar), or one per row.
+  Type factor = adaptor.getFactor().getType();
+  Type f32 = Float32Type::get(context);
+  auto perRow = RankedTensorType::get({input->getDimSize(0)}, f32);
+  auto tensor = dyn_cast<RankedTensorType>(factor);
+  if (!tensor || tensor.getRank() != 0 || tensor.getElementType() != f32) {
+    if (failed(verifyMatchesType(ctx, factor, "factor", perRow,
+                                 "one f32 per row, or tensor<f32> for "
+                                 "every row")))
+      return failure();
+  }
+  results.push_back(*input);
+  return success();
+}
+
 /// jsd's operands: a [tokens, vocab] input and, if given, one label per
 /// token. Returns the input's type.
 template <typename Adaptor>
