@@ -203,13 +203,20 @@ def _like(t):
     return torch.empty_like(t, memory_format=torch.contiguous_format)
 
 
+def _product(grad, dloss):
+    """grad times the incoming dloss (a loss's: 0-dim, which keeps grad's
+    dtype while the product is formed in f32, one rounding, not dloss
+    rounded first)."""
+    return grad * (dloss if dloss.dim() == 0 else dloss.to(grad.dtype))
+
+
 def _scaled(grad, dloss):
     """A gradient formed in the forward for a unit incoming gradient, times
-    the incoming dloss (a loss's: 0-dim, which keeps grad's dtype while the
-    product is formed in f32, one rounding, not dloss rounded first)."""
+    the incoming dloss: grad itself where dloss is 1 (asked of the device,
+    which waits for it; _scaled_in_place does not ask)."""
     if _is_one(dloss):
         return grad
-    return grad * (dloss if dloss.dim() == 0 else dloss.to(grad.dtype))
+    return _product(grad, dloss)
 
 
 def _graph_kept():
@@ -809,16 +816,26 @@ class CrossEntropyInPlace(torch.autograd.Function):
 # G); the z-loss returned apart has none (Liger-Kernel's is for logging:
 # its term is in the loss, and differentiated there).
 
+def _flce_spec_of(hidden, weight, target, bias, class_weight, ignore_index, label_smoothing,
+                  reduction, softcap, lse_square_scale, return_z_loss, dw_f32):
+    """The fused linear cross-entropy's spec, built when called (a backward
+    keeps it without keeping the tensors)."""
+    v, h = weight.shape
+    return functools.partial(_spec, specs.fused_linear_cross_entropy_spec, (
+        v, h, hidden.dtype, target.dtype, ignore_index, label_smoothing, reduction, softcap,
+        lse_square_scale, class_weight is not None, dw_f32, bias is not None, return_z_loss),
+        hidden.device)
+
+
 def _flce_run(hidden, weight, target, bias, class_weight, ignore_index, label_smoothing,
               reduction, softcap, lse_square_scale, return_z_loss, memory_budget, dw_f32,
               want_dx, want_dw, want_db, grad_loss=None):
     """chunked_loss over the kernels of the configuration: (loss, z_loss,
     dx, dW, db)."""
     v, h = weight.shape
-    spec = _spec(specs.fused_linear_cross_entropy_spec, (
-        v, h, hidden.dtype, target.dtype, ignore_index, label_smoothing, reduction, softcap,
-        lse_square_scale, class_weight is not None, dw_f32, bias is not None, return_z_loss),
-        hidden.device)
+    spec = _flce_spec_of(hidden, weight, target, bias, class_weight, ignore_index,
+                         label_smoothing, reduction, softcap, lse_square_scale, return_z_loss,
+                         dw_f32)()
     x = _rows(hidden)
     plan = plan_chunks(x.shape[0], v, spec.dtype, memory_budget)
     return chunked_loss(
@@ -902,10 +919,14 @@ def _(hidden, weight, target, bias, class_weight, dloss, ignore_index, label_smo
 
 
 def _save_grads(ctx, inputs, output):
-    """A fused loss whose forward formed dx and dW (its last two inputs say
-    which): saved for the backward to scale."""
+    """The fused linear JSD, whose forward formed the student's dx and dW
+    (its last two inputs say which): saved for the backward to scale with
+    the student's @scale."""
     _, dx, dw = output
     ctx.want = tuple(inputs[-2:])
+    student_input, student_weight, dw_f32 = inputs[0], inputs[1], inputs[9]
+    ctx.scale_spec = _matmul_spec_of(*student_weight.shape, student_input.dtype, dw_f32,
+                                     student_input.device)
     ctx.save_for_backward(dx, dw)
     _extra_outputs(ctx, dx, dw)
 
@@ -913,7 +934,8 @@ def _save_grads(ctx, inputs, output):
 def _scaled_grads(ctx, dloss):
     dx, dw = ctx.saved_tensors
     want_dx, want_dw = ctx.want
-    return (_scaled(dx, dloss) if want_dx else None, _scaled(dw, dloss) if want_dw else None)
+    return tuple(_scaled_in_place(g, dloss, ctx.scale_spec) if want else None
+                 for g, want in ((dx, want_dx), (dw, want_dw)))
 
 
 def _flce_setup(ctx, inputs, output):
@@ -926,6 +948,9 @@ def _flce_setup(ctx, inputs, output):
     if not ctx.per_token:
         # The gradients formed in the forward, for the backward to scale.
         ctx.save_for_backward(*output[2:])
+        ctx.scale_spec = _flce_spec_of(hidden, weight, target, bias, class_weight,
+                                       ignore_index, label_smoothing, reduction, softcap,
+                                       lse_square_scale, return_z_loss, dw_f32)
         return
     # Per token: the backward runs the chunks again over the inputs.
     ctx.save_for_backward(hidden, weight, target, bias, class_weight)
@@ -940,8 +965,12 @@ def _flce_grad(ctx, dloss, _dz, _ddx, _ddw, _ddb):
         grads = fused_linear_cross_entropy_backward(
             hidden, weight, target, bias, class_weight, dloss, *ctx.config, *ctx.want)
     else:
-        grads = tuple(_scaled(g, dloss) if want else g
-                      for g, want in zip(ctx.saved_tensors, ctx.want))
+        # dx and dW scaled over themselves (@scale: rows of the hidden
+        # size), the bias's [V] by a product.
+        dx, dw, db = ctx.saved_tensors
+        grads = tuple(f(g, dloss) if want else g for f, g, want in zip(
+            (functools.partial(_scaled_in_place, scale_spec=ctx.scale_spec),) * 2 + (_product,),
+            (dx, dw, db), ctx.want))
     dx, dw, db = (g if want else None for g, want in zip(grads, ctx.want))
     return (dx, dw, None, db) + (None,) * 12
 
@@ -1130,10 +1159,15 @@ jsd.register_autograd(_jsd_grad, setup_context=_jsd_setup)
 # written over the student's logits). The forward forms the student's gradients, which the
 # backward scales; the teacher gets none.
 
+def _matmul_spec_of(v, h, dtype, dw_f32, device):
+    """The fused loss's spec for an lm_head [v, h], built when called."""
+    return functools.partial(_spec, specs.fused_linear_cross_entropy_spec, (
+        v, h, dtype, "i64", -100, 0.0, "mean", None, 0.0, False, dw_f32), device)
+
+
 def _matmul_kernels(v, h, dtype, dw_f32, device):
     """The chunk kernels of the fused loss's plan for an lm_head [v, h]."""
-    return bundles.loss_plan_kernels(_spec(specs.fused_linear_cross_entropy_spec, (
-        v, h, dtype, "i64", -100, 0.0, "mean", None, 0.0, False, dw_f32), device))
+    return bundles.loss_plan_kernels(_matmul_spec_of(v, h, dtype, dw_f32, device)())
 
 
 @_custom_op("liger::fused_linear_jsd", mutates_args=())

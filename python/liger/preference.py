@@ -33,6 +33,7 @@ whole sequences adds none, nor the logits means), DPO's loss_type "ipo"
 (Liger-Kernel refuses it too).
 """
 
+import functools
 from typing import List, Optional, Tuple
 
 import torch
@@ -42,7 +43,7 @@ from torch import Tensor
 from . import bundles, ops, specs
 from .errors import LigerError, LigerTypeError, LigerValueError
 from .loss_plan import chunked_sequences, plan_chunks
-from .operators import _like, _scaled
+from .operators import _like, _scaled_in_place, _spec
 
 DPO_LOSS_TYPES = ("sigmoid", "hinge", "exo_pair", "nca_pair", "robust", "bco_pair",
                   "sppo_hard", "apo_zero", "apo_down", "discopop")
@@ -320,6 +321,15 @@ def kto_loss_grads(logratios, chosen, kl, beta):
 F32 = torch.float32
 
 
+def _spec_of(input, weight, target, ignore_index):
+    """The per-token fused linear cross-entropy's spec whose plan (and
+    @scale) a preference loss runs, built when called (the backward keeps
+    it without keeping the tensors)."""
+    v, h = weight.shape
+    return functools.partial(_spec, specs.fused_linear_cross_entropy_spec, (
+        v, h, input.dtype, target.dtype, ignore_index, 0.0, "none"), input.device)
+
+
 @torch.library.custom_op("liger::fused_linear_preference", mutates_args=())
 def fused_linear_preference(input: Tensor, weight: Tensor, target: Tensor,
                             ref_logps: Optional[Tensor], labels: Optional[Tensor],
@@ -339,9 +349,7 @@ def fused_linear_preference(input: Tensor, weight: Tensor, target: Tensor,
     groups = 1 if loss == "kto" else 2
     count, t = input.shape[0] // groups, input.shape[1]
     v, h = weight.shape
-    spec = specs.fused_linear_cross_entropy_spec(
-        v, h, input.dtype, target.dtype, ignore_index, reduction="none",
-        target=bundles.device_target(input.device))
+    spec = _spec_of(input, weight, target, ignore_index)()
     chunk = plan_chunks(input.shape[0] * t, v, spec.dtype, memory_budget)["chunk_tokens"]
     counted = (target != ignore_index).sum(-1).to(F32)
     chosen_tokens = counted[:count].sum()
@@ -397,15 +405,15 @@ def _(input, weight, target, ref_logps, labels, kl, loss, loss_type, attrs, igno
 
 def _preference_setup(ctx, inputs, output):
     ctx.want = tuple(inputs[-2:])
+    ctx.scale_spec = _spec_of(*inputs[:3], inputs[9])
     ctx.save_for_backward(output[3], output[4])
     ctx.mark_non_differentiable(*output[1:])
 
 
 def _preference_grad(ctx, dloss, *_):
     dx, dw = ctx.saved_tensors
-    want_dx, want_dw = ctx.want
-    return (_scaled(dx, dloss) if want_dx else None,
-            _scaled(dw, dloss) if want_dw else None) + (None,) * 14
+    return tuple(_scaled_in_place(g, dloss, ctx.scale_spec) if want else None
+                 for g, want in zip((dx, dw), ctx.want)) + (None,) * 14
 
 
 fused_linear_preference.register_autograd(_preference_grad, setup_context=_preference_setup)

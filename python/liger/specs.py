@@ -577,7 +577,9 @@ class FusedLinearCrossEntropySpec(CrossEntropySpec):
         alone — and the manifest's plan naming their kernels). With
         reduction "none" the loss, the z-loss and %g are per token, [N]
         f32. @loss's results: the loss, the z-loss (return_z_loss), dh, dW
-        and the bias's gradient (bias)."""
+        and the bias's gradient (bias). @scale: dh or dW [V, H] (rows of
+        the hidden size) times a scalar (scale_function), the backward's
+        of the gradients a reduced loss formed in its forward."""
         X = "tensor<?x%dx%s>" % (self.hidden, self.dtype)
         W = "tensor<%dx%dx%s>" % (self.vocab, self.hidden, self.dtype)
         T = "tensor<?x%s>" % self.target_dtype
@@ -595,7 +597,7 @@ class FusedLinearCrossEntropySpec(CrossEntropySpec):
   %dh, %dw{db} = liger.fused_linear_cross_entropy_grad %h, %w, %t, %g{buse}{wuse} {attrs} : {X}, {W}, {T}, {L}
   return %l{z}, %dh, %dw{db} : {L}{ztype}, {X}, {W}{btype}
 }}
-"""
+""" + scale_function(X, "tensor<f32>")
 
 
 # --- the matmul template's kernels (liger.ops.lora_linear, gated_mlp) --------
