@@ -14,7 +14,8 @@ liger's kernels come precompiled (bench/build-bundles.sh writes them into
 bench-bundles/ops):
 
     LIGER_OPS_BUNDLES=bench-bundles/ops PYTHONPATH=python:build-runtime-py/python \\
-        python3 bench/divergence.py [--tokens 8192] [--vocab 128256] [--json out.json]
+        python3 bench/divergence.py [--tokens 8192] [--vocab 128256] [--json out.json] \\
+        [--host-check]
 """
 import argparse
 import json
@@ -55,7 +56,13 @@ def main():
     ap.add_argument("--vocab", type=int, default=128256, choices=VOCABS)
     ap.add_argument("--losses", default="kl_div,jsd")
     ap.add_argument("--json")
+    ap.add_argument("--host-check", action="store_true",
+                    help="liger's backward scales the saved gradient as it did before "
+                    "liger.scale: after asking the device whether the incoming gradient is 1")
     args = ap.parse_args()
+    if args.host_check:
+        from liger import operators
+        operators._scaled_in_place = lambda grad, dloss, *_: operators._scaled(grad, dloss)
     n, v = args.tokens, args.vocab
     bw = copy_bandwidth()
     x = (torch.randn(n, v, device="cuda") * 3).log_softmax(-1).to(BF16)

@@ -228,16 +228,32 @@ def _graph_kept():
         return True
 
 
-def _scaled_in_place(grad, dloss, scale_spec):
+def grads_dropped(loss):
+    """Tells the backward of the op whose differentiable output is `loss`
+    that the caller dropped the op's gradient outputs (the gradients its
+    forward formed for a unit incoming gradient: liger.ops' functions
+    return the loss alone), so that its backward may scale them over
+    themselves (_scaled_in_place). Without it a caller holding them would
+    see them change. Returns `loss`."""
+    # (compiling first: a traced tensor's grad_fn is not to be read)
+    if not torch.compiler.is_compiling() and loss.grad_fn is not None:
+        loss.grad_fn.grads_dropped = True
+    return loss
+
+
+def _scaled_in_place(grad, dloss, scale_spec, ctx):
     """_scaled's product, formed over `grad` itself (a gradient the forward
     formed for a unit incoming gradient and saved for this backward) by the
     @scale kernel of the spec `scale_spec()` (liger.scale): a row whose
     factor is 1 is neither read nor written, so nothing waits for the
     device to say whether dloss is 1. `dloss` is a scalar, or one value per
-    row of grad. Where the graph is kept (a later backward reads grad again,
-    or differentiates through the product) or the call is traced, the
-    product is formed apart (_scaled)."""
-    if _dispatcher_needed((grad, dloss)) or _graph_kept():
+    row of grad. Only where the op's caller dropped grad (grads_dropped on
+    `ctx`, the op's backward node): else, or where the graph is kept (a
+    later backward reads grad again, or differentiates through the
+    product), or the call is traced, the product is formed apart
+    (_scaled)."""
+    if not getattr(ctx, "grads_dropped", False) or _dispatcher_needed((grad, dloss)) or \
+            _graph_kept():
         if dloss.dim() == 0:
             return _scaled(grad, dloss)
         return grad * dloss.reshape(*grad.shape[:-1], 1).to(grad.dtype)
@@ -778,7 +794,7 @@ def _ce_setup(ctx, inputs, output):
 @_one_output_backward
 def _ce_grad(ctx, dloss, _dz, _dgrad):
     (grad,) = ctx.saved_tensors
-    return (_scaled_in_place(grad, dloss, ctx.scale_spec),) + (None,) * 8
+    return (_scaled_in_place(grad, dloss, ctx.scale_spec, ctx),) + (None,) * 8
 
 
 cross_entropy.register_autograd(_ce_grad, setup_context=_ce_setup)
@@ -795,6 +811,8 @@ class CrossEntropyInPlace(torch.autograd.Function):
         loss, z_loss = cross_entropy_(grad, target, weight, *config)
         ctx.save_for_backward(grad)
         ctx.scale_spec = _ce_spec_of(logits, target, weight, *config)
+        # (the gradient is over the caller's logits by design: scaled there)
+        ctx.grads_dropped = True
         _extra_outputs(ctx, z_loss)
         return loss, z_loss
 
@@ -802,7 +820,7 @@ class CrossEntropyInPlace(torch.autograd.Function):
     @_one_output_backward
     def backward(ctx, dloss, _dz):
         (grad,) = ctx.saved_tensors
-        return (_scaled_in_place(grad, dloss, ctx.scale_spec),) + (None,) * 8
+        return (_scaled_in_place(grad, dloss, ctx.scale_spec, ctx),) + (None,) * 8
 
 
 # --- fused linear cross-entropy --------------------------------------------
@@ -934,7 +952,7 @@ def _save_grads(ctx, inputs, output):
 def _scaled_grads(ctx, dloss):
     dx, dw = ctx.saved_tensors
     want_dx, want_dw = ctx.want
-    return tuple(_scaled_in_place(g, dloss, ctx.scale_spec) if want else None
+    return tuple(_scaled_in_place(g, dloss, ctx.scale_spec, ctx) if want else None
                  for g, want in ((dx, want_dx), (dw, want_dw)))
 
 
@@ -969,7 +987,7 @@ def _flce_grad(ctx, dloss, _dz, _ddx, _ddw, _ddb):
         # size), the bias's [V] by a product.
         dx, dw, db = ctx.saved_tensors
         grads = tuple(f(g, dloss) if want else g for f, g, want in zip(
-            (functools.partial(_scaled_in_place, scale_spec=ctx.scale_spec),) * 2 + (_product,),
+            (functools.partial(_scaled_in_place, scale_spec=ctx.scale_spec, ctx=ctx),) * 2 + (_product,),
             (dx, dw, db), ctx.want))
     dx, dw, db = (g if want else None for g, want in zip(grads, ctx.want))
     return (dx, dw, None, db) + (None,) * 12
@@ -1076,7 +1094,7 @@ def _kl_div_setup(ctx, inputs, output):
 def _kl_div_grad(ctx, dloss, _dgrad):
     (saved,) = ctx.saved_tensors
     if ctx.in_forward:
-        grad = _scaled_in_place(saved, dloss, ctx.scale_spec)
+        grad = _scaled_in_place(saved, dloss, ctx.scale_spec, ctx)
     else:
         grad = kl_div_backward(saved, dloss, *ctx.config)
     return (grad,) + (None,) * 5
@@ -1142,7 +1160,7 @@ def _jsd_setup(ctx, inputs, output):
 @_one_output_backward
 def _jsd_grad(ctx, dloss, _dgrad):
     (grad,) = ctx.saved_tensors
-    return (_scaled_in_place(grad, dloss, ctx.scale_spec) if ctx.want_grad else None,) + \
+    return (_scaled_in_place(grad, dloss, ctx.scale_spec, ctx) if ctx.want_grad else None,) + \
         (None,) * 5
 
 

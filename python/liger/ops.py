@@ -616,6 +616,7 @@ def cross_entropy(logits, target, weight=None, ignore_index=-100, label_smoothin
         loss, z_loss = operators.CrossEntropyInPlace.apply(logits, target, weight, *config)
     else:
         loss, z_loss, _ = operators.cross_entropy(logits, target, weight, *config)
+        operators.grads_dropped(loss)
     return (loss, z_loss) if config[5] else loss
 
 
@@ -711,6 +712,7 @@ def fused_linear_cross_entropy(hidden, weight, target, class_weight=None, ignore
     loss, z_loss, _, _, _ = operators.fused_linear_cross_entropy(
         hidden, weight, target, bias, class_weight, *config, grad and hidden.requires_grad,
         grad and weight.requires_grad, grad and bias is not None and bias.requires_grad)
+    operators.grads_dropped(loss)
     return (loss, z_loss) if config[5] else loss
 
 
@@ -761,7 +763,7 @@ def kl_div(input, target, reduction="batchmean", log_target=False, eps=1e-10):
         _kl_div_checked, input, target, reduction, log_target, eps)
     _divergence_operands("kl_div", input, target)
     want_grad = torch.is_grad_enabled() and input.requires_grad
-    return operators.kl_div(input, target, *config, want_grad)[0]
+    return operators.grads_dropped(operators.kl_div(input, target, *config, want_grad)[0])
 
 
 def _shift_labels(op, shift_labels, tokens):
@@ -807,7 +809,8 @@ def jsd(input, target, shift_labels=None, beta=0.5, ignore_index=-100):
     _divergence_operands("jsd", input, target)
     _shift_labels("jsd", shift_labels, input.shape[0])
     want_grad = torch.is_grad_enabled() and input.requires_grad
-    return operators.jsd(input, target, shift_labels, *config, want_grad)[0]
+    return operators.grads_dropped(
+        operators.jsd(input, target, shift_labels, *config, want_grad)[0])
 
 
 def _lm_head(op, input_name, x, weight_name, w):
@@ -900,9 +903,9 @@ def fused_linear_jsd(student_input, student_weight, teacher_input, teacher_weigh
         shift_labels, jsd_beta, ignore_index, temperature, memory_budget, dw_f32)
     _fljsd_shapes(student_input, student_weight, teacher_input, teacher_weight, shift_labels)
     grad = torch.is_grad_enabled()
-    return operators.fused_linear_jsd(
+    return operators.grads_dropped(operators.fused_linear_jsd(
         student_input, student_weight, teacher_input, teacher_weight, shift_labels, *config,
-        grad and student_input.requires_grad, grad and student_weight.requires_grad)[0]
+        grad and student_input.requires_grad, grad and student_weight.requires_grad)[0])
 
 
 # --- LoRA projection ---------------------------------------------------------

@@ -43,7 +43,7 @@ from torch import Tensor
 from . import bundles, ops, specs
 from .errors import LigerError, LigerTypeError, LigerValueError
 from .loss_plan import chunked_sequences, plan_chunks
-from .operators import _like, _scaled_in_place, _spec
+from .operators import _like, _scaled_in_place, _spec, grads_dropped
 
 DPO_LOSS_TYPES = ("sigmoid", "hinge", "exo_pair", "nca_pair", "robust", "bco_pair",
                   "sppo_hard", "apo_zero", "apo_down", "discopop")
@@ -412,7 +412,7 @@ def _preference_setup(ctx, inputs, output):
 
 def _preference_grad(ctx, dloss, *_):
     dx, dw = ctx.saved_tensors
-    return tuple(_scaled_in_place(g, dloss, ctx.scale_spec) if want else None
+    return tuple(_scaled_in_place(g, dloss, ctx.scale_spec, ctx) if want else None
                  for g, want in zip((dx, dw), ctx.want)) + (None,) * 14
 
 
@@ -457,6 +457,7 @@ def _pair_loss(where, loss, input, weight, target, nll_target, cfg, attrs, nll_w
         cfg["ignore_index"], average_log_prob, cfg["compute_nll_loss"] and not separate,
         float(nll_weight), cfg["memory_budget"], grad and input.requires_grad,
         grad and weight.requires_grad)
+    grads_dropped(value)
     if separate:
         nll = _nll_of(where, input, weight, nll_target, cfg)
         value = value + nll_weight * nll
@@ -674,6 +675,7 @@ def fused_linear_kto(input, weight, target, preference_labels, bias=None, ref_in
         input, weight, target, ref, labels, kl, "kto", "", [cfg["beta"], 0.0, 0.0, 0.0],
         cfg["ignore_index"], average, False, 0.0, cfg["memory_budget"],
         grad and input.requires_grad, grad and weight.requires_grad)
+    grads_dropped(loss)
     rewards = cfg["beta"] * (logps if ref is None else logps - ref)
     per_sequence = _logit_sums(input, weight)
     sums = [(t * labels).sum() for t in (logps, per_sequence, rewards)] + \

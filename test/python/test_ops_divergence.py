@@ -293,3 +293,26 @@ def test_each_backward_of_a_kept_graph_gets_its_own_gradient(op):
         (want_dx,) = torch.autograd.grad(want, x64, torch.tensor(dloss, dtype=torch.float64),
                                          retain_graph=True)
         _close(dx, want_dx, torch.float32, "dx for dloss %s" % dloss)
+
+
+@pytest.mark.parametrize("dropped", [False, True])
+def test_the_gradient_output_changes_only_where_the_caller_dropped_it(dropped):
+    """torch.ops.liger.kl_div returns the gradient its forward formed (for
+    a unit incoming gradient) beside the loss. Its backward scales that
+    tensor over itself only where the caller said it dropped it
+    (operators.grads_dropped, which liger.ops.kl_div calls): a caller
+    holding it sees it unchanged, and gets the same gradient apart."""
+    from liger import operators
+    x = _log_probs(4, 9, 11, torch.float32).requires_grad_()
+    t = _log_probs(4, 9, 12, torch.float32).exp()
+    loss, grad = torch.ops.liger.kl_div(x, t, "batchmean", False, 1e-10, True)
+    unit = grad.clone()
+    if dropped:
+        operators.grads_dropped(loss)
+    (dx,) = torch.autograd.grad(loss, x, torch.tensor(2.5))
+    x64 = x.detach().double().requires_grad_()
+    F.kl_div(x64, t.double(), reduction="batchmean").backward(torch.tensor(2.5).double())
+    _close(dx, x64.grad, torch.float32, "dx")
+    assert (dx.data_ptr() == grad.data_ptr()) == dropped
+    if not dropped:
+        assert torch.equal(grad, unit), "the caller's gradient output changed"
