@@ -246,19 +246,21 @@ def _scaled_in_place(grad, dloss, scale_spec, ctx):
     formed for a unit incoming gradient and saved for this backward) by the
     @scale kernel of the spec `scale_spec()` (liger.scale): a row whose
     factor is 1 is neither read nor written, so nothing waits for the
-    device to say whether dloss is 1. `dloss` is a scalar, or one value per
-    row of grad. Only where the op's caller dropped grad (grads_dropped on
+    device to say whether dloss is 1. `dloss` is a scalar, or with
+    `ctx.per_row` (a cross-entropy's reduction "none") one value per row of
+    grad, in the target's shape (0-dim for logits of one row). Only where the op's caller dropped grad (grads_dropped on
     `ctx`, the op's backward node): else, or where the graph is kept (a
     later backward reads grad again, or differentiates through the
     product), or the call is traced, the product is formed apart
     (_scaled)."""
+    per_row = getattr(ctx, "per_row", False)
     if not getattr(ctx, "grads_dropped", False) or _dispatcher_needed((grad, dloss)) or \
             _graph_kept():
-        if dloss.dim() == 0:
-            return _scaled(grad, dloss)
-        return grad * dloss.reshape(*grad.shape[:-1], 1).to(grad.dtype)
+        if per_row:
+            return grad * dloss.reshape(*grad.shape[:-1], 1).to(grad.dtype)
+        return _scaled(grad, dloss)
     factor = dloss.detach().to(F32)
-    if factor.dim():
+    if per_row:
         factor = factor.reshape(-1).contiguous()
     rows = grad.view(-1, grad.shape[-1])
     bundles.load(scale_spec())["scale_rowwise_0"](rows, factor, out=[rows])
@@ -788,6 +790,7 @@ def _(logits, target, weight, ignore_index, label_smoothing, reduction, softcap,
 def _ce_setup(ctx, inputs, output):
     ctx.save_for_backward(output[2])
     ctx.scale_spec = _ce_spec_of(*inputs)
+    ctx.per_row = inputs[5] == "none"
     _extra_outputs(ctx, output[1], output[2])
 
 
@@ -811,6 +814,7 @@ class CrossEntropyInPlace(torch.autograd.Function):
         loss, z_loss = cross_entropy_(grad, target, weight, *config)
         ctx.save_for_backward(grad)
         ctx.scale_spec = _ce_spec_of(logits, target, weight, *config)
+        ctx.per_row = config[2] == "none"
         # (the gradient is over the caller's logits by design: scaled there)
         ctx.grads_dropped = True
         _extra_outputs(ctx, z_loss)

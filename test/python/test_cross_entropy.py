@@ -229,3 +229,21 @@ def test_each_backward_of_a_kept_graph_gets_its_own_gradient(reduction, inplace)
         err = (dx.double() - want_dx).abs().max().item()
         assert err <= 1e-5 * max(want_dx.abs().max().item(), 1e-3), \
             "dloss %s: max error %.3g" % (dloss, err)
+
+
+@pytest.mark.parametrize("inplace", [False, True])
+@pytest.mark.parametrize("keep_graph", [False, True])
+def test_one_row_of_logits_with_a_per_token_loss_backpropagates(inplace, keep_graph):
+    """Logits [V] with a 0-dim target and reduction "none": the loss and
+    its incoming gradient are 0-dim, one value for the one row, which the
+    backward scales that row by (in place, or apart with the graph kept)."""
+    x, t, _ = _inputs(1, 23)
+    leaf = x[0].clone().requires_grad_()
+    loss = ops.cross_entropy(leaf.clone() if inplace else leaf, t[0].clamp(min=0),
+                             reduction="none", inplace=inplace)
+    assert loss.shape == ()
+    (dx,) = torch.autograd.grad(loss * 2.5, leaf, retain_graph=keep_graph)
+    x64 = x[0].double().requires_grad_()
+    want = torch.nn.functional.cross_entropy(x64, t[0].clamp(min=0), reduction="none")
+    (want_dx,) = torch.autograd.grad(want * 2.5, x64)
+    assert (dx.double() - want_dx).abs().max().item() <= 1e-5 * want_dx.abs().max().item()

@@ -916,3 +916,15 @@ func.func @scale_factor_per_element(%d: tensor<?x10xf32>, %g: tensor<?x10xf32>) 
   %y = liger.scale %d, %g : tensor<?x10xf32>, tensor<?x10xf32>
   return
 }
+// -----
+func.func @scale_factor_rows_dtype(%d: tensor<4x10xbf16>, %g: tensor<4xbf16>) {
+  // expected-error @+1 {{'liger.scale' op expects 'factor' to be 'tensor<4xf32>' (one f32 per row, or tensor<f32> for every row), got 'tensor<4xbf16>'}}
+  %y = liger.scale %d, %g : tensor<4x10xbf16>, tensor<4xbf16>
+  return
+}
+// -----
+func.func @scale_factor_column(%d: tensor<4x10xf32>, %g: tensor<4x1xf32>) {
+  // expected-error @+1 {{'liger.scale' op expects 'factor' to be 'tensor<4xf32>' (one f32 per row, or tensor<f32> for every row), got 'tensor<4x1xf32>'}}
+  %y = liger.scale %d, %g : tensor<4x10xf32>, tensor<4x1xf32>
+  return
+}
