@@ -248,11 +248,11 @@ def _scaled_in_place(grad, dloss, scale_spec, ctx):
     factor is 1 is neither read nor written, so nothing waits for the
     device to say whether dloss is 1. `dloss` is a scalar, or with
     `ctx.per_row` (a cross-entropy's reduction "none") one value per row of
-    grad, in the target's shape (0-dim for logits of one row). Only where the op's caller dropped grad (grads_dropped on
-    `ctx`, the op's backward node): else, or where the graph is kept (a
-    later backward reads grad again, or differentiates through the
-    product), or the call is traced, the product is formed apart
-    (_scaled)."""
+    grad, in the target's shape (0-dim for logits of one row). Only where
+    the op's caller dropped grad (grads_dropped on `ctx`, the op's backward
+    node): else, or where the graph is kept (a later backward reads grad
+    again, or differentiates through the product), or the call is traced,
+    the product is formed apart (_scaled)."""
     per_row = getattr(ctx, "per_row", False)
     if not getattr(ctx, "grads_dropped", False) or _dispatcher_needed((grad, dloss)) or \
             _graph_kept():
