@@ -242,16 +242,17 @@ def plan_jsd_chunks(tokens, vocab, dtype, memory_budget=2 ** 29):
                        "token's two rows of logits, the student's and the teacher's")
 
 
-def chunked_jsd(student, teacher_logits, jsd, xs, ws, xt, wt, labels, chunk, counted,
+def chunked_jsd(student, teacher_logits, jsd, xs, ws, xt, wt, labels, chunk, share,
                 want_dx=True, want_dw=True, dw_f32=False):
     """The fused linear JSD chunk by chunk: per chunk of `chunk` tokens the
     student's and the teacher's logits (the matmul kernels of a loss plan:
     `student` logits, dx, dw0 unless dw_f32, dw; `teacher_logits`), then
     the JSD kernels of the logits themselves (`jsd`: a liger.jsd bundle
     with the temperature, @fwd the loss per token and, written over the
-    student's logits, their gradient G for each token's share 1/counted;
+    student's logits, their gradient G for each token's share;
     @loss the loss alone), then dx = G · W_s and dW_s (+)= Gᵀ · x_s.
-    `counted`: the tokens averaged over (a tensor). Returns (loss f32, dx,
+    `share`: each token's share of the mean, [tokens] f32 (one value:
+    1 over the tokens averaged over). Returns (loss f32, dx,
     dW); a gradient not wanted is None."""
     import torch
     n, v = xs.shape[0], ws.shape[0]
@@ -261,7 +262,6 @@ def chunked_jsd(student, teacher_logits, jsd, xs, ws, xt, wt, labels, chunk, cou
     zs = torch.empty((rows0, v), dtype=dtype, device=dev)
     zt = torch.empty((rows0, v), dtype=dtype, device=dev)
     per_token = torch.empty((rows0,), dtype=torch.float32, device=dev)
-    share = (1.0 / counted).reshape(1).expand(rows0).contiguous()
     dx, dw = _gradient_buffers(xs, ws, want_dx, want_dw, dw_f32)
     total = torch.zeros((), dtype=torch.float32, device=dev)
     for c0 in range(0, n, chunk):
@@ -276,4 +276,4 @@ def chunked_jsd(student, teacher_logits, jsd, xs, ws, xt, wt, labels, chunk, cou
         jsd["fwd_rowwise_0"](z, y, share[:rows], *lab, out=[per_token[:rows], z])
         total += per_token[:rows].sum()
         _gradient_products(student, z, xc, ws, dx, dw, c0, dw_f32)
-    return total / counted, dx, _rounded(dw, ws)
+    return total * share[0], dx, _rounded(dw, ws)

@@ -1121,12 +1121,25 @@ def _jsd_bundle(vocab, dtype, device, shift_labels, beta, ignore_index, temperat
                                      temperature)())
 
 
-def _jsd_counted(x, shift_labels, ignore_index):
-    """The tokens a JSD averages over, at least 1 (a loss over none is 0,
-    as Liger-Kernel gives): a tensor, so nothing waits for the device."""
+def _jsd_share(rows, shift_labels, ignore_index, device):
+    """Each token's share of a JSD's unit incoming gradient, [rows] f32: 1
+    over the tokens the JSD averages over, at least 1 (a loss over none is
+    0, as Liger-Kernel gives). A tensor, so nothing waits for the device,
+    formed in one launch without labels and four with them (ne, sum, clamp,
+    the reciprocal written over the rows); its first element is the mean's
+    factor."""
     if shift_labels is None:
-        return torch.tensor(float(x.shape[0]), device=x.device)
-    return (shift_labels != ignore_index).sum().clamp(min=1).to(F32)
+        return torch.full((rows,), 1.0 / rows, dtype=F32, device=device)
+    counted = (shift_labels != ignore_index).sum().clamp_(min=1)
+    return torch.reciprocal(counted.expand(rows), out=torch.empty(rows, dtype=F32,
+                                                                  device=device))
+
+
+def _jsd_mean(per_token, share, dtype):
+    """The JSD's mean: the sum of the tokens' losses times the share (two
+    launches, the product rounded once to `dtype`)."""
+    return torch.mul(per_token.sum(), share[0],
+                     out=torch.empty((), dtype=dtype, device=per_token.device))
 
 
 @_custom_op("liger::jsd", mutates_args=())
@@ -1134,17 +1147,16 @@ def jsd(input: Tensor, target: Tensor, shift_labels: Optional[Tensor], beta: flo
         ignore_index: int, want_grad: bool) -> Tuple[Tensor, Tensor]:
     bundle = _jsd_bundle(input.shape[-1], input.dtype, input.device, shift_labels, beta,
                          ignore_index)
-    counted = _jsd_counted(input, shift_labels, ignore_index)
+    share = _jsd_share(input.shape[0], shift_labels, ignore_index, input.device)
     labels = [] if shift_labels is None else [shift_labels.contiguous()]
     x, y = input.contiguous(), target.contiguous()
     if want_grad:
         # The loss per token and, in the same kernel, the gradient of a
-        # unit incoming gradient (each token's share of it: 1 / counted).
-        share = (1.0 / counted).expand(input.shape[0]).contiguous()
+        # unit incoming gradient (each token's share of it).
         per_token, grad = bundle["fwd_rowwise_0"](x, y, share, *labels)
     else:
         per_token, grad = bundle["loss_rowwise_0"](x, y, *labels), input.new_empty(0)
-    return (per_token.sum() / counted).to(input.dtype), grad
+    return _jsd_mean(per_token, share, input.dtype), grad
 
 
 @jsd.register_fake
@@ -1204,12 +1216,12 @@ def fused_linear_jsd(student_input: Tensor, student_weight: Tensor, teacher_inpu
     teacher = _matmul_kernels(v, teacher_weight.shape[1], dtype, False, device)["logits"]
     labels = None if shift_labels is None else shift_labels.contiguous()
     jsd_kernels = _jsd_bundle(v, dtype, device, labels, jsd_beta, ignore_index, temperature)
-    counted = _jsd_counted(student_input, labels, ignore_index)
+    share = _jsd_share(student_input.shape[0], labels, ignore_index, device)
     plan = plan_jsd_chunks(student_input.shape[0], v, dtype, memory_budget)
     loss, dx, dw = chunked_jsd(
         student, teacher, jsd_kernels, student_input.contiguous(), student_weight.contiguous(),
         teacher_input.contiguous(), teacher_weight.contiguous(), labels, plan["chunk_tokens"],
-        counted, want_dx, want_dw, dw_f32)
+        share, want_dx, want_dw, dw_f32)
     return (loss, dx if want_dx else student_input.new_empty(0),
             dw if want_dw else student_weight.new_empty(0))
 
