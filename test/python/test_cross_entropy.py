@@ -247,3 +247,31 @@ def test_one_row_of_logits_with_a_per_token_loss_backpropagates(inplace, keep_gr
     want = torch.nn.functional.cross_entropy(x64, t[0].clamp(min=0), reduction="none")
     (want_dx,) = torch.autograd.grad(want * 2.5, x64)
     assert (dx.double() - want_dx).abs().max().item() <= 1e-5 * want_dx.abs().max().item()
+
+
+@pytest.mark.parametrize("reduction", ["mean", "none"])
+@pytest.mark.parametrize("dropped", [False, True])
+def test_the_gradient_output_changes_only_where_the_caller_dropped_it(reduction, dropped):
+    """torch.ops.liger.cross_entropy returns the gradient its forward formed
+    (for a unit incoming gradient) beside the loss. The backward scales it
+    over itself only where the caller said it dropped it
+    (operators.grads_dropped, which liger.ops.cross_entropy calls): a
+    caller holding it sees it unchanged, and gets the same gradient apart."""
+    from liger import operators
+    x, t, _ = _inputs(9, 24)
+    leaf = x.clone().requires_grad_()
+    loss, _, grad = torch.ops.liger.cross_entropy(leaf, t, None, -100, 0.0, reduction, 0.0,
+                                                  0.0, False)
+    unit = grad.clone()
+    if dropped:
+        operators.grads_dropped(loss)
+    g = torch.rand(loss.shape, generator=torch.Generator().manual_seed(25)) + 0.5
+    (dx,) = torch.autograd.grad(loss, leaf, g)
+    x64 = x.double().requires_grad_()
+    want, _ = losses_of_logits(x64, t, None, reduction=reduction)
+    (want_dx,) = torch.autograd.grad(want, x64, g.double())
+    err = (dx.double() - want_dx).abs().max().item()
+    assert err <= 1e-5 * want_dx.abs().max().item(), "max error %.3g" % err
+    assert (dx.data_ptr() == grad.data_ptr()) == dropped
+    if not dropped:
+        assert torch.equal(grad, unit), "the caller's gradient output changed"

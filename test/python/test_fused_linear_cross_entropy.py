@@ -242,3 +242,34 @@ def test_the_operator_gives_no_bias_gradient_without_a_bias():
         x, w, t, None, None, -100, 0.0, "mean", 0.0, 0.0, False, 2 ** 20, False, True, True,
         True)
     assert out[4].numel() == 0 and out[2].shape == x.shape
+
+
+@pytest.mark.parametrize("dropped", [False, True])
+def test_the_gradient_outputs_change_only_where_the_caller_dropped_them(dropped):
+    """torch.ops.liger.fused_linear_cross_entropy returns the gradients its
+    forward formed (dx, dW, db for a unit incoming gradient) beside the
+    loss. The backward scales dx and dW over themselves only where the
+    caller said it dropped them (operators.grads_dropped, which liger.ops
+    calls): a caller holding them sees them unchanged, and gets the same
+    gradients apart."""
+    from liger import operators
+    x, w, b, t, _ = _inputs(9, 26)
+    lx, lw, lb = (v.clone().requires_grad_(True) for v in (x, w, b))
+    loss, _, dx0, dw0, db0 = torch.ops.liger.fused_linear_cross_entropy(
+        lx, lw, t, lb, None, -100, 0.0, "mean", 0.0, 0.0, False, 4 * V * 2, False, True, True,
+        True)
+    units = [g.clone() for g in (dx0, dw0, db0)]
+    if dropped:
+        operators.grads_dropped(loss)
+    dx, dw, db = torch.autograd.grad(loss, (lx, lw, lb), torch.tensor(2.5))
+    px, pw, pb = (v.double().requires_grad_(True) for v in (x, w, b))
+    want = _plain(px, pw, pb, t, None)[0]
+    for got, plain in zip((dx, dw, db), torch.autograd.grad(want, (px, pw, pb),
+                                                            torch.tensor(2.5).double())):
+        err = ((got.double() - plain).norm() / plain.norm()).item()
+        assert err < 2e-2, err
+    assert (dx.data_ptr() == dx0.data_ptr()) == dropped
+    assert (dw.data_ptr() == dw0.data_ptr()) == dropped
+    if not dropped:
+        for got, unit in zip((dx0, dw0, db0), units):
+            assert torch.equal(got, unit), "the caller's gradient output changed"

@@ -295,23 +295,42 @@ def test_each_backward_of_a_kept_graph_gets_its_own_gradient(op):
         _close(dx, want_dx, torch.float32, "dx for dloss %s" % dloss)
 
 
+def _kl_div_op(x, t, _labels):
+    return torch.ops.liger.kl_div(x, t.exp(), "batchmean", False, 1e-10, True)
+
+
+def _kl_div_ref(x64, t, _labels):
+    return F.kl_div(x64, t.double().exp(), reduction="batchmean")
+
+
+def _jsd_op(x, t, labels):
+    return torch.ops.liger.jsd(x, t, labels, 0.3, -100, True)
+
+
+def _jsd_ref(x64, t, labels):
+    return refs.jsd(x64, t.double(), 0.3, labels)
+
+
+@pytest.mark.parametrize("op,ref", [(_kl_div_op, _kl_div_ref), (_jsd_op, _jsd_ref)],
+                         ids=["kl_div", "jsd"])
 @pytest.mark.parametrize("dropped", [False, True])
-def test_the_gradient_output_changes_only_where_the_caller_dropped_it(dropped):
-    """torch.ops.liger.kl_div returns the gradient its forward formed (for
-    a unit incoming gradient) beside the loss. Its backward scales that
-    tensor over itself only where the caller said it dropped it
-    (operators.grads_dropped, which liger.ops.kl_div calls): a caller
+def test_the_gradient_output_changes_only_where_the_caller_dropped_it(op, ref, dropped):
+    """torch.ops.liger.kl_div and jsd return the gradient their forward
+    formed (for a unit incoming gradient) beside the loss. The backward
+    scales that tensor over itself only where the caller said it dropped
+    it (operators.grads_dropped, which liger.ops' functions call): a caller
     holding it sees it unchanged, and gets the same gradient apart."""
     from liger import operators
     x = _log_probs(4, 9, 11, torch.float32).requires_grad_()
-    t = _log_probs(4, 9, 12, torch.float32).exp()
-    loss, grad = torch.ops.liger.kl_div(x, t, "batchmean", False, 1e-10, True)
+    t = _log_probs(4, 9, 12, torch.float32)
+    labels = torch.tensor([3, -100, 0, 8])
+    loss, grad = op(x, t, labels)
     unit = grad.clone()
     if dropped:
         operators.grads_dropped(loss)
     (dx,) = torch.autograd.grad(loss, x, torch.tensor(2.5))
     x64 = x.detach().double().requires_grad_()
-    F.kl_div(x64, t.double(), reduction="batchmean").backward(torch.tensor(2.5).double())
+    ref(x64, t, labels).backward(torch.tensor(2.5).double())
     _close(dx, x64.grad, torch.float32, "dx")
     assert (dx.data_ptr() == grad.data_ptr()) == dropped
     if not dropped:
