@@ -276,4 +276,4 @@ def chunked_jsd(student, teacher_logits, jsd, xs, ws, xt, wt, labels, chunk, sha
         jsd["fwd_rowwise_0"](z, y, share[:rows], *lab, out=[per_token[:rows], z])
         total += per_token[:rows].sum()
         _gradient_products(student, z, xc, ws, dx, dw, c0, dw_f32)
-    return total * share[0], dx, _rounded(dw, ws)
+    return total * share[0] if n else total, dx, _rounded(dw, ws)

@@ -1129,7 +1129,7 @@ def _jsd_share(rows, shift_labels, ignore_index, device):
     the reciprocal written over the rows); its first element is the mean's
     factor."""
     if shift_labels is None:
-        return torch.full((rows,), 1.0 / rows, dtype=F32, device=device)
+        return torch.full((rows,), 1.0 / max(rows, 1), dtype=F32, device=device)
     counted = (shift_labels != ignore_index).sum().clamp_(min=1)
     return torch.reciprocal(counted.expand(rows), out=torch.empty(rows, dtype=F32,
                                                                   device=device))
@@ -1137,9 +1137,11 @@ def _jsd_share(rows, shift_labels, ignore_index, device):
 
 def _jsd_mean(per_token, share, dtype):
     """The JSD's mean: the sum of the tokens' losses times the share (two
-    launches, the product rounded once to `dtype`)."""
-    return torch.mul(per_token.sum(), share[0],
-                     out=torch.empty((), dtype=dtype, device=per_token.device))
+    launches, the product rounded once to `dtype`); 0 over no token."""
+    out = torch.empty((), dtype=dtype, device=per_token.device)
+    if share.numel() == 0:
+        return out.zero_()
+    return torch.mul(per_token.sum(), share[0], out=out)
 
 
 @_custom_op("liger::jsd", mutates_args=())

@@ -335,3 +335,15 @@ def test_the_gradient_output_changes_only_where_the_caller_dropped_it(op, ref, d
     assert (dx.data_ptr() == grad.data_ptr()) == dropped
     if not dropped:
         assert torch.equal(grad, unit), "the caller's gradient output changed"
+
+
+@pytest.mark.parametrize("labelled", [False, True])
+def test_the_raw_jsd_operator_over_no_token_is_zero(labelled):
+    """torch.ops.liger.jsd called with no row (liger.ops.jsd refuses it):
+    a loss of 0 and an empty gradient, with shift labels or without."""
+    x = _log_probs(3, 7, 13, torch.float32)[:0].requires_grad_()
+    t = _log_probs(3, 7, 14, torch.float32)[:0]
+    labels = torch.zeros(0, dtype=torch.int64) if labelled else None
+    loss, grad = torch.ops.liger.jsd(x, t, labels, 0.5, -100, True)
+    assert loss.shape == () and loss.item() == 0.0
+    assert grad.shape == (0, 7)
