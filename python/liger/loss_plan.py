@@ -252,8 +252,9 @@ def chunked_jsd(student, teacher_logits, jsd, xs, ws, xt, wt, labels, chunk, sha
     student's logits, their gradient G for each token's share;
     @loss the loss alone), then dx = G · W_s and dW_s (+)= Gᵀ · x_s.
     `share`: each token's share of the mean, [tokens] f32 (one value:
-    1 over the tokens averaged over). Returns (loss f32, dx,
-    dW); a gradient not wanted is None."""
+    1 over the tokens averaged over). Returns (the sum of the tokens'
+    losses, f32: the caller takes the mean, dx, dW); a gradient not wanted
+    is None."""
     import torch
     n, v = xs.shape[0], ws.shape[0]
     dev, dtype = xs.device, xs.dtype
@@ -276,4 +277,4 @@ def chunked_jsd(student, teacher_logits, jsd, xs, ws, xt, wt, labels, chunk, sha
         jsd["fwd_rowwise_0"](z, y, share[:rows], *lab, out=[per_token[:rows], z])
         total += per_token[:rows].sum()
         _gradient_products(student, z, xc, ws, dx, dw, c0, dw_f32)
-    return total * share[0] if n else total, dx, _rounded(dw, ws)
+    return total, dx, _rounded(dw, ws)

@@ -1135,13 +1135,13 @@ def _jsd_share(rows, shift_labels, ignore_index, device):
                                                                   device=device))
 
 
-def _jsd_mean(per_token, share, dtype):
-    """The JSD's mean: the sum of the tokens' losses times the share (two
-    launches, the product rounded once to `dtype`); 0 over no token."""
-    out = torch.empty((), dtype=dtype, device=per_token.device)
+def _jsd_mean(total, share, dtype):
+    """The JSD's mean: `total`, the sum of the tokens' losses (0-dim f32),
+    times the share, rounded once to `dtype`; 0 over no token."""
+    out = torch.empty((), dtype=dtype, device=total.device)
     if share.numel() == 0:
         return out.zero_()
-    return torch.mul(per_token.sum(), share[0], out=out)
+    return torch.mul(total, share[0], out=out)
 
 
 @_custom_op("liger::jsd", mutates_args=())
@@ -1158,7 +1158,7 @@ def jsd(input: Tensor, target: Tensor, shift_labels: Optional[Tensor], beta: flo
         per_token, grad = bundle["fwd_rowwise_0"](x, y, share, *labels)
     else:
         per_token, grad = bundle["loss_rowwise_0"](x, y, *labels), input.new_empty(0)
-    return _jsd_mean(per_token, share, input.dtype), grad
+    return _jsd_mean(per_token.sum(), share, input.dtype), grad
 
 
 @jsd.register_fake
@@ -1220,11 +1220,11 @@ def fused_linear_jsd(student_input: Tensor, student_weight: Tensor, teacher_inpu
     jsd_kernels = _jsd_bundle(v, dtype, device, labels, jsd_beta, ignore_index, temperature)
     share = _jsd_share(student_input.shape[0], labels, ignore_index, device)
     plan = plan_jsd_chunks(student_input.shape[0], v, dtype, memory_budget)
-    loss, dx, dw = chunked_jsd(
+    total, dx, dw = chunked_jsd(
         student, teacher, jsd_kernels, student_input.contiguous(), student_weight.contiguous(),
         teacher_input.contiguous(), teacher_weight.contiguous(), labels, plan["chunk_tokens"],
         share, want_dx, want_dw, dw_f32)
-    return (loss, dx if want_dx else student_input.new_empty(0),
+    return (_jsd_mean(total, share, F32), dx if want_dx else student_input.new_empty(0),
             dw if want_dw else student_weight.new_empty(0))
 
 
