@@ -84,6 +84,19 @@ def check_int(name, value, lo=INT64_MIN, hi=INT64_MAX):
     return value
 
 
+def check_ignore_index(value, labels):
+    """`ignore_index` for labels of dtype `labels` (TARGET_DTYPES, or "none"
+    where there are none): an int that type holds. The kernels compare each
+    label with it in the labels' own type, where a wider index would wrap
+    and match real labels (the dialect's rule: verifyIgnoreIndex)."""
+    value = check_int("ignore_index", value)
+    if labels == "none":
+        return value
+    bits = int(labels[1:])
+    return check_int("ignore_index (of %s labels)" % labels, value,
+                     -2 ** (bits - 1), 2 ** (bits - 1) - 1)
+
+
 def check_float(name, value, lo=None, hi=None, lo_open=False):
     """`value` as a float: a finite real number (not a bool) in [lo, hi]
     (or (lo, hi] with lo_open) that an f32 attribute holds as it is: 0, or
@@ -457,10 +470,10 @@ class CrossEntropySpec(Spec):
     OPTIONAL_FLAGS: ClassVar[tuple] = ("return_z_loss",)
 
     def _checked(self):
+        target_dtype = dtype_name(self.target_dtype, "target_dtype", TARGET_DTYPES)
         checked = dict(_common(self), vocab=_size("vocab", self.vocab),
-                       target_dtype=dtype_name(self.target_dtype, "target_dtype",
-                                               TARGET_DTYPES),
-                       ignore_index=check_int("ignore_index", self.ignore_index),
+                       target_dtype=target_dtype,
+                       ignore_index=check_ignore_index(self.ignore_index, target_dtype),
                        label_smoothing=check_float("label_smoothing", self.label_smoothing,
                                                    0.0, 1.0),
                        reduction=check_choice("reduction", self.reduction, self.REDUCTIONS),
@@ -1073,10 +1086,11 @@ class JSDSpec(Spec):
     temperature: float = 0.0
 
     def _checked(self):
+        labels = check_choice("labels", self.labels, ("none",) + TARGET_DTYPES)
         return dict(_common(self), vocab=_size("vocab", self.vocab),
                     beta=check_float("beta", self.beta, 0.0, 1.0),
-                    ignore_index=check_int("ignore_index", self.ignore_index),
-                    labels=check_choice("labels", self.labels, ("none",) + TARGET_DTYPES),
+                    ignore_index=check_ignore_index(self.ignore_index, labels),
+                    labels=labels,
                     temperature=check_float("temperature", self.temperature, 0.0))
 
     def _string_fields(self, fields):

@@ -16,6 +16,26 @@ func.func @i16_target(%l: tensor<4x10xf32>, %t: tensor<4xi16>) -> tensor<f32> {
   return %y : tensor<f32>
 }
 // -----
+// ignore_index is compared with each label in the labels' type: one out of
+// i32's range would wrap (2^32 to 0) and drop real labels.
+func.func @ignore_index_beyond_i32_target(%l: tensor<4x10xf32>, %t: tensor<4xi32>) -> tensor<f32> {
+  // expected-error @+1 {{'liger.cross_entropy' op expects 'ignore_index' to fit the i32 labels of 'target' (in [-2147483648, 2147483647]: they are compared with it in that type), got 4294967296}}
+  %y = liger.cross_entropy %l, %t ignore_index = 4294967296 : tensor<4x10xf32>, tensor<4xi32>
+  return %y : tensor<f32>
+}
+// -----
+func.func @ignore_index_beyond_i32_linear(%h: tensor<4x64xbf16>, %w: tensor<10x64xbf16>, %t: tensor<4xi32>, %g: tensor<f32>) -> tensor<4x64xbf16> {
+  // expected-error @+1 {{'liger.fused_linear_cross_entropy_grad' op expects 'ignore_index' to fit the i32 labels of 'target' (in [-2147483648, 2147483647]: they are compared with it in that type), got 2147483648}}
+  %dh, %dw = liger.fused_linear_cross_entropy_grad %h, %w, %t, %g ignore_index = 2147483648 : tensor<4x64xbf16>, tensor<10x64xbf16>, tensor<4xi32>, tensor<f32>
+  return %dh : tensor<4x64xbf16>
+}
+// -----
+func.func @ignore_index_beyond_i32_shift_labels(%p: tensor<4x10xf32>, %q: tensor<4x10xf32>, %lab: tensor<4xi32>) -> tensor<f32> {
+  // expected-error @+1 {{'liger.jsd' op expects 'ignore_index' to fit the i32 labels of 'shift_labels' (in [-2147483648, 2147483647]: they are compared with it in that type), got -2147483649}}
+  %y = liger.jsd %p, %q labels(%lab : tensor<4xi32>) ignore_index = -2147483649 : tensor<4x10xf32>
+  return %y : tensor<f32>
+}
+// -----
 // A misspelled attribute is not silently kept as metadata.
 func.func @unknown_attribute(%x: tensor<4x64xf32>, %w: tensor<64xf32>) -> tensor<4x64xf32> {
   // expected-error @+1 {{'liger.rms_norm' op has unknown attribute 'epsilon'; extra attributes need a dialect prefix (e.g. 'liger.epsilon')}}

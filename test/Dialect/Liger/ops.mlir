@@ -160,6 +160,18 @@ func.func @divergences(%p: tensor<?x32000xf32>, %q: tensor<?x32000xf32>, %lab: t
   return %0, %1, %2 : tensor<f32>, tensor<?x32000xf32>, tensor<f32>
 }
 
+// The ends of i32's range with i32 labels, and beyond it with i64 labels.
+// CHECK-LABEL: func.func @ignore_index_range
+// CHECK: liger.cross_entropy %{{.*}}, %{{.*}} ignore_index = 2147483647 : tensor<4x10xf32>, tensor<4xi32>
+// CHECK: liger.cross_entropy %{{.*}}, %{{.*}} ignore_index = 4294967296 : tensor<4x10xf32>, tensor<4xi64>
+// CHECK: liger.jsd %{{.*}}, %{{.*}} labels(%{{.*}} : tensor<4xi32>) ignore_index = -2147483648 : tensor<4x10xf32>
+func.func @ignore_index_range(%l: tensor<4x10xf32>, %t32: tensor<4xi32>, %t64: tensor<4xi64>) -> (tensor<f32>, tensor<f32>, tensor<f32>) {
+  %0 = liger.cross_entropy %l, %t32 ignore_index = 2147483647 : tensor<4x10xf32>, tensor<4xi32>
+  %1 = liger.cross_entropy %l, %t64 ignore_index = 4294967296 : tensor<4x10xf32>, tensor<4xi64>
+  %2 = liger.jsd %l, %l labels(%t32 : tensor<4xi32>) ignore_index = -2147483648 : tensor<4x10xf32>
+  return %0, %1, %2 : tensor<f32>, tensor<f32>, tensor<f32>
+}
+
 // CHECK-LABEL: func.func @divergences_per_token
 // CHECK: liger.kl_div %{{.*}}, %{{.*}} reduction = sum per_token : tensor<?x7xbf16>
 // CHECK: liger.jsd %{{.*}}, %{{.*}} labels(%{{.*}} : tensor<?xi32>) per_token : tensor<?x7xbf16>

@@ -315,7 +315,8 @@ static FailureOr<RankedTensorType> verifyLogitsOperands(const RuleContext &ctx,
       ctx, adaptor.getLogits().getType(), "logits", kLogitsLayout);
   if (failed(logits) || failed(verifyCrossEntropyOperands(
                             ctx, *logits, adaptor.getTarget().getType(),
-                            typeOrNull(adaptor.getWeight()))))
+                            typeOrNull(adaptor.getWeight()),
+                            adaptor.getIgnoreIndexAttr())))
     return failure();
   return logits;
 }
@@ -374,6 +375,7 @@ static FailureOr<RankedTensorType> verifyLinearLogits(RuleContext &ctx,
       failed(verifyCrossEntropyOperands(ctx, *logits,
                                         adaptor.getTarget().getType(),
                                         typeOrNull(adaptor.getClassWeight()),
+                                        adaptor.getIgnoreIndexAttr(),
                                         "class_weight")))
     return failure();
   return logits;
@@ -535,7 +537,9 @@ static FailureOr<RankedTensorType> verifyJSDOperands(const RuleContext &ctx,
     RankedTensorType expected =
         RankedTensorType::get({input->getDimSize(0)}, element);
     if (failed(verifyMatchesType(ctx, labels.getType(), "shift_labels",
-                                 expected, "one label per token")))
+                                 expected, "one label per token")) ||
+        failed(verifyIgnoreIndex(ctx, labels.getType(), "shift_labels",
+                                 adaptor.getIgnoreIndexAttr())))
       return failure();
   }
   return input;

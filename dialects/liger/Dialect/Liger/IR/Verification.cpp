@@ -331,10 +331,11 @@ LogicalResult mlir::liger::verifyCrossEntropyOperands(const RuleContext &ctx,
                                                       RankedTensorType logits,
                                                       Type target,
                                                       Type classWeight,
+                                                      IntegerAttr ignoreIndex,
                                                       StringRef weightName) {
   FailureOr<RankedTensorType> t =
       verifyRank(ctx, target, "target", 1, "[tokens]");
-  if (failed(t))
+  if (failed(t) || failed(verifyIgnoreIndex(ctx, *t, "target", ignoreIndex)))
     return failure();
   if (!compatible(t->getDimSize(0), logits.getDimSize(0)))
     return ctx.fail("expects 'target' to have one entry per token (",
@@ -345,6 +346,25 @@ LogicalResult mlir::liger::verifyCrossEntropyOperands(const RuleContext &ctx,
                                  logits.getDimSize(1), "one weight per class")))
     return failure();
   return success();
+}
+
+LogicalResult mlir::liger::verifyIgnoreIndex(const RuleContext &ctx,
+                                             Type labels, StringRef labelsName,
+                                             IntegerAttr ignoreIndex) {
+  auto element =
+      dyn_cast<IntegerType>(cast<ShapedType>(labels).getElementType());
+  if (!ignoreIndex || !element || element.getWidth() >= 64)
+    return success();
+  unsigned width = element.getWidth();
+  int64_t value = ignoreIndex.getInt();
+  int64_t lo = llvm::minIntN(width), hi = llvm::maxIntN(width);
+  if (value >= lo && value <= hi)
+    return success();
+  std::string type;
+  llvm::raw_string_ostream(type) << element;
+  return ctx.fail("expects 'ignore_index' to fit the ", type, " labels of '",
+                  labelsName, "' (in [", lo, ", ", hi,
+                  "]: they are compared with it in that type), got ", value);
 }
 
 RankedTensorType mlir::liger::getLossType(MLIRContext *context,

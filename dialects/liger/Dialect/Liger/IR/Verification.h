@@ -104,11 +104,19 @@ LogicalResult verifyMatchesType(const RuleContext &ctx, Type type,
 
 /// Rules shared by the cross-entropy ops on logits [N, V], target [N] and the
 /// optional class weights [V] (null when absent), an operand named
-/// `weightName`.
+/// `weightName`; `ignoreIndex` by verifyIgnoreIndex.
 LogicalResult verifyCrossEntropyOperands(const RuleContext &ctx,
                                          RankedTensorType logits, Type target,
                                          Type classWeight,
+                                         IntegerAttr ignoreIndex,
                                          StringRef weightName = "weight");
+
+/// `ignore_index` must be a value of the labels' integer type (the operand
+/// `labelsName`, of type `labels`): the kernels compare it with each label
+/// in that type, where an index out of its range would wrap and match real
+/// labels. A null `ignoreIndex` is the op's default, which every type holds.
+LogicalResult verifyIgnoreIndex(const RuleContext &ctx, Type labels,
+                                StringRef labelsName, IntegerAttr ignoreIndex);
 
 /// The f32 loss type for `reduction` over `tokens` tokens: tensor<f32> for
 /// mean/sum, tensor<Nxf32> for none.
