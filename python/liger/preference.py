@@ -63,13 +63,19 @@ def check_dpo(ignore_index=-100, beta=0.1, alpha=1.0, compute_nll_loss=False,
                               "refuses it too)")
     loss_type = specs.check_choice("loss_type", loss_type, DPO_LOSS_TYPES)
     label_smoothing = specs.check_float("label_smoothing", label_smoothing)
-    if loss_type == "exo_pair" and label_smoothing <= 0.0:
-        raise LigerValueError("label_smoothing must be > 0 for loss_type='exo_pair' (the EXO "
-                              "paper recommends 1e-3), got %r" % label_smoothing)
+    if loss_type == "exo_pair" and not 0.0 < label_smoothing < 1.0:
+        raise LigerValueError("label_smoothing must be in (0, 1) for loss_type='exo_pair' "
+                              "(its reference distribution is [1 - label_smoothing, "
+                              "label_smoothing]; the EXO paper recommends 1e-3), got %r"
+                              % label_smoothing)
     if loss_type == "robust" and not 0.0 <= label_smoothing < 0.5:
         raise LigerValueError("label_smoothing must be in [0, 0.5) for loss_type='robust', "
                               "got %r" % label_smoothing)
-    return dict(_common(ignore_index, beta, compute_nll_loss, memory_budget),
+    common = _common(ignore_index, beta, compute_nll_loss, memory_budget)
+    if loss_type == "sppo_hard" and common["beta"] == 0.0:
+        raise LigerValueError("beta must be nonzero for loss_type='sppo_hard' (its targets "
+                              "are +-0.5 / beta), got 0.0")
+    return dict(common,
                 alpha=specs.check_float("alpha", alpha),
                 use_ref_model=specs.check_bool("use_ref_model", use_ref_model),
                 average_log_prob=specs.check_bool("average_log_prob", average_log_prob),

@@ -317,8 +317,22 @@ REFUSED = {
         "'discopop', got 'kto'"),
     "exo_pair_unsmoothed": (
         lambda: nn.LigerFusedLinearDPOLoss(loss_type="exo_pair"), LigerValueError,
-        "liger.nn.LigerFusedLinearDPOLoss: label_smoothing must be > 0 for "
-        "loss_type='exo_pair' (the EXO paper recommends 1e-3), got 0.0"),
+        "liger.nn.LigerFusedLinearDPOLoss: label_smoothing must be in (0, 1) for "
+        "loss_type='exo_pair' (its reference distribution is [1 - label_smoothing, "
+        "label_smoothing]; the EXO paper recommends 1e-3), got 0.0"),
+    # (log1p(-1) and log(1 - eps) of eps > 1: an infinite or NaN loss)
+    "exo_pair_smoothing_one": (
+        lambda: preference.fused_linear_dpo(X, W, TG, use_ref_model=False, loss_type="exo_pair",
+                                            label_smoothing=1.0), LigerValueError,
+        "liger.preference.fused_linear_dpo: label_smoothing must be in (0, 1) for "
+        "loss_type='exo_pair' (its reference distribution is [1 - label_smoothing, "
+        "label_smoothing]; the EXO paper recommends 1e-3), got 1.0"),
+    # (0.5 / beta: a ZeroDivisionError from the loss's own arithmetic)
+    "sppo_hard_beta_zero": (
+        lambda: preference.fused_linear_dpo(X, W, TG, use_ref_model=False, beta=0.0,
+                                            loss_type="sppo_hard"), LigerValueError,
+        "liger.preference.fused_linear_dpo: beta must be nonzero for loss_type='sppo_hard' "
+        "(its targets are +-0.5 / beta), got 0.0"),
     "robust_half": (
         lambda: nn.LigerFusedLinearDPOLoss(loss_type="robust", label_smoothing=0.5),
         LigerValueError, "liger.nn.LigerFusedLinearDPOLoss: label_smoothing must be in "
