@@ -241,6 +241,21 @@ def grads_dropped(loss):
     return loss
 
 
+def _differentiated_once(grad, dloss):
+    """Refuses a backward that is itself differentiated (create_graph=True:
+    a double backward, a gradient penalty) of a loss whose forward formed
+    its gradient: that gradient has no graph through the loss's inputs, so
+    every second-order term through it would silently be 0. (Not while a
+    graph is traced: a traced backward is differentiated by its tracer's
+    rules.)"""
+    if torch.is_grad_enabled() and not _dispatcher_needed((grad, dloss)):
+        raise LigerError(
+            "liger's losses are differentiable once (as Liger-Kernel's): their forward "
+            "forms the gradient, with no graph through the inputs, so a backward with "
+            "create_graph=True would lose every second-order term; use the PyTorch loss "
+            "where higher-order gradients are needed")
+
+
 def _scaled_in_place(grad, dloss, scale_spec, ctx):
     """_scaled's product, formed over `grad` itself (a gradient the forward
     formed for a unit incoming gradient and saved for this backward) by the
@@ -251,8 +266,10 @@ def _scaled_in_place(grad, dloss, scale_spec, ctx):
     grad, in the target's shape (0-dim for logits of one row). Only where
     the op's caller dropped grad (grads_dropped on `ctx`, the op's backward
     node): else, or where the graph is kept (a later backward reads grad
-    again, or differentiates through the product), or the call is traced,
-    the product is formed apart (_scaled)."""
+    again), or the call is traced, the product is formed apart (_scaled).
+    A backward that is itself differentiated is refused
+    (_differentiated_once)."""
+    _differentiated_once(grad, dloss)
     per_row = getattr(ctx, "per_row", False)
     if not getattr(ctx, "grads_dropped", False) or _dispatcher_needed((grad, dloss)) or \
             _graph_kept():

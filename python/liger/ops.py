@@ -291,14 +291,21 @@ def rope_problem(q, k, cos, sin):
     return tables_problem("rope", cos, sin)
 
 
-def tables_problem(op, cos, sin):
-    """RoPE's tables are constants: ones that require grad (where autograd
-    records) are refused, as (exception class, message), since the
-    backward gives them no gradient; else None."""
-    if torch.is_grad_enabled() and (cos.requires_grad or sin.requires_grad):
-        return LigerValueError, "liger.ops.%s: cos and sin must not require grad (RoPE's " \
-            "tables get no gradient here: detach them)" % op
+def constants_problem(op, names, tensors, why):
+    """Inputs `tensors` (None for absent ones; `names` names them in the
+    message) that the op's backward gives no gradient: ones that require
+    grad where autograd records are refused, as (exception class,
+    message), since their gradient would silently be missing (`why` says
+    whose they are); else None."""
+    if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors):
+        return LigerValueError, "liger.ops.%s: %s must not require grad (%s: detach %s)" % (
+            op, names, why, "them" if len(tensors) > 1 else "it")
     return None
+
+
+def tables_problem(op, cos, sin):
+    """RoPE's tables are constants (constants_problem)."""
+    return constants_problem(op, "cos and sin", (cos, sin), "RoPE's tables get no gradient here")
 
 
 def lm_head_bias_problem(bias, weight):
@@ -586,7 +593,8 @@ def cross_entropy(logits, target, weight=None, ignore_index=-100, label_smoothin
     int64; liger.cross_entropy: PyTorch's F.cross_entropy semantics plus
     Liger-Kernel's softcap and z-loss, f32 math): one kernel computes the
     loss and writes its gradient, which backward scales by the incoming
-    gradient. `weight`: class weights [V] (f32; not differentiated).
+    gradient. `weight`: class weights [V] (f32; not differentiated: one that
+    requires grad is refused).
     `softcap`: None or 0 for none, else > 0. With `inplace=True` the
     gradient is written over the logits (no second [N, V] buffer): only for
     contiguous logits nothing else reads afterwards, as a loss's usually
@@ -608,11 +616,19 @@ def cross_entropy(logits, target, weight=None, ignore_index=-100, label_smoothin
         reduction, softcap, lse_square_scale, inplace, return_z_loss)
     _targets("cross_entropy", target, logits.shape[:-1])
     _rows("cross_entropy", "logits", logits)
+    _raise(constants_problem("cross_entropy", "weight", (weight,),
+                             "class weights get no gradient, as in PyTorch"))
     weight = weight.float() if weight is not None else None  # (the kernels read f32)
     if inplace:
         if not logits.is_contiguous():
             raise LigerValueError("liger.ops.cross_entropy(inplace=True) needs contiguous "
                                   "logits (a copy would not be in place)")
+        base = logits._base if logits._is_view() else logits
+        if logits.requires_grad and base.is_leaf:
+            raise LigerValueError("liger.ops.cross_entropy(inplace=True) would write the "
+                                  "gradient over a leaf that requires grad (or a view of one), "
+                                  "which PyTorch does not write in place: pass logits computed "
+                                  "from it, or inplace=False")
         loss, z_loss = operators.CrossEntropyInPlace.apply(logits, target, weight, *config)
     else:
         loss, z_loss, _ = operators.cross_entropy(logits, target, weight, *config)
@@ -707,6 +723,8 @@ def fused_linear_cross_entropy(hidden, weight, target, class_weight=None, ignore
     config = check_fused_linear_cross_entropy(
         hidden, weight, target, class_weight, ignore_index, label_smoothing, reduction, softcap,
         lse_square_scale, memory_budget, dw_f32, bias, return_z_loss)
+    _raise(constants_problem("fused_linear_cross_entropy", "class_weight", (class_weight,),
+                             "class weights get no gradient, as in PyTorch"))
     class_weight = class_weight.float() if class_weight is not None else None
     grad = torch.is_grad_enabled()
     loss, z_loss, _, _, _ = operators.fused_linear_cross_entropy(
@@ -755,13 +773,15 @@ def kl_div(input, target, reduction="batchmean", log_target=False, eps=1e-10):
     backward writes −target times the incoming gradient's share, formed in
     f32: in f16, −target / divisor alone would underflow before a loss
     scaler's factor lifts it). The target is not differentiated
-    (Liger-Kernel's neither)."""
+    (Liger-Kernel's neither): one that requires grad is refused."""
     config = _once(lambda: (
         "kl_div", type(input), type(target), input.device, target.device, input.dtype,
         target.dtype, input.dim(), input.shape[-1], target.shape[-1], type(reduction),
         reduction, type(log_target), log_target, type(eps), eps),
         _kl_div_checked, input, target, reduction, log_target, eps)
     _divergence_operands("kl_div", input, target)
+    _raise(constants_problem("kl_div", "target", (target,),
+                             "the target gets no gradient here, as in Liger-Kernel"))
     want_grad = torch.is_grad_enabled() and input.requires_grad
     return operators.grads_dropped(operators.kl_div(input, target, *config, want_grad)[0])
 
@@ -799,7 +819,7 @@ def jsd(input, target, shift_labels=None, beta=0.5, ignore_index=-100):
     its token's loss and the gradient of a unit incoming gradient (kept for
     backward, as Liger-Kernel keeps it; none under torch.no_grad or for an
     input that needs none), which backward scales by the incoming gradient.
-    The target is not differentiated."""
+    The target is not differentiated: one that requires grad is refused."""
     config = _once(lambda: (
         "jsd", type(input), type(target), type(shift_labels), input.device, target.device,
         shift_labels is not None and shift_labels.device, input.dtype, target.dtype,
@@ -807,6 +827,8 @@ def jsd(input, target, shift_labels=None, beta=0.5, ignore_index=-100):
         target.shape[-1], type(beta), beta, type(ignore_index), ignore_index),
         _jsd_checked, input, target, shift_labels, beta, ignore_index)
     _divergence_operands("jsd", input, target)
+    _raise(constants_problem("jsd", "target", (target,),
+                             "the teacher gets no gradient here, as in Liger-Kernel"))
     _shift_labels("jsd", shift_labels, input.shape[0])
     want_grad = torch.is_grad_enabled() and input.requires_grad
     return operators.grads_dropped(
@@ -886,7 +908,8 @@ def fused_linear_jsd(student_input, student_weight, teacher_input, teacher_weigh
     gradient G, then dx = G · W_s and dW_s += Gᵀ · x_s (in W's dtype, or
     with `dw_f32` in f32, rounded once). The forward
     forms the gradients autograd will ask for; backward scales them. The
-    teacher is not differentiated."""
+    teacher is not differentiated: teacher tensors that require grad are
+    refused."""
     op = "fused_linear_jsd"
     config = _once(lambda: (
         op, type(student_input), type(student_weight), type(teacher_input),
@@ -902,6 +925,9 @@ def fused_linear_jsd(student_input, student_weight, teacher_input, teacher_weigh
         _fljsd_checked, student_input, student_weight, teacher_input, teacher_weight,
         shift_labels, jsd_beta, ignore_index, temperature, memory_budget, dw_f32)
     _fljsd_shapes(student_input, student_weight, teacher_input, teacher_weight, shift_labels)
+    _raise(constants_problem(op, "teacher_input and teacher_weight",
+                             (teacher_input, teacher_weight),
+                             "the teacher gets no gradient here, as in Liger-Kernel"))
     grad = torch.is_grad_enabled()
     return operators.grads_dropped(operators.fused_linear_jsd(
         student_input, student_weight, teacher_input, teacher_weight, shift_labels, *config,

@@ -30,6 +30,15 @@ def no_kernels(monkeypatch):
 
 X, W = torch.randn(4, 8), torch.ones(8)
 LOGITS, T = torch.randn(4, 16), torch.tensor([1, 2, -100, 3])
+LEAF = torch.randn(4, 16, requires_grad=True)
+LP = torch.randn(4, 16).log_softmax(-1)
+
+
+def _no_grad(call):
+    def wrapped():
+        with torch.no_grad():
+            return call()
+    return wrapped
 H, LW = torch.randn(4, 16, dtype=torch.bfloat16), torch.randn(24, 16, dtype=torch.bfloat16)
 Q, K, C = torch.randn(1, 4, 3, 8), torch.randn(1, 2, 3, 8), torch.randn(1, 3, 8)
 # A LoRA projection [48, 64] of rank 16, x [2, 3, 64], bf16.
@@ -79,6 +88,25 @@ CASES = [
     (lambda: ops.jsd(LOGITS.log_softmax(-1), LOGITS.log_softmax(-1), T.int(),
                      ignore_index=2 ** 31), LigerValueError,
      "ignore_index (of i32 labels) must be in [-2147483648, 2147483647], got 2147483648"),
+    # Inputs the backward gives no gradient: refused where they require it.
+    (lambda: ops.kl_div(LP, LP.exp().requires_grad_()), LigerValueError,
+     "liger.ops.kl_div: target must not require grad (the target gets no gradient here, as "
+     "in Liger-Kernel: detach it)"),
+    (lambda: ops.jsd(LP, LP.clone().requires_grad_()), LigerValueError,
+     "liger.ops.jsd: target must not require grad (the teacher gets no gradient here, as in "
+     "Liger-Kernel: detach it)"),
+    (lambda: ops.fused_linear_jsd(H, LW, H, LW.clone().requires_grad_()), LigerValueError,
+     "liger.ops.fused_linear_jsd: teacher_input and teacher_weight must not require grad (the "
+     "teacher gets no gradient here, as in Liger-Kernel: detach them)"),
+    (lambda: ops.cross_entropy(LOGITS, T, weight=torch.rand(16, requires_grad=True)),
+     LigerValueError,
+     "liger.ops.cross_entropy: weight must not require grad (class weights get no gradient, "
+     "as in PyTorch: detach it)"),
+    (lambda: ops.fused_linear_cross_entropy(H, LW, T,
+                                            class_weight=torch.rand(24, requires_grad=True)),
+     LigerValueError,
+     "liger.ops.fused_linear_cross_entropy: class_weight must not require grad (class weights "
+     "get no gradient, as in PyTorch: detach it)"),
     (lambda: ops.cross_entropy(LOGITS, T, label_smoothing=1.5), LigerValueError,
      "label_smoothing must be <= 1.0, got 1.5"),
     (lambda: ops.cross_entropy(LOGITS, T, lse_square_scale=-1e-4), LigerValueError,
@@ -391,6 +419,26 @@ NEAR_MISSES = [
      lambda: ops.cross_entropy(NONCONTIGUOUS, T, inplace=True), LigerValueError,
      "liger.ops.cross_entropy(inplace=True) needs contiguous logits (a copy would not be in "
      "place)"),
+    (_no_grad(lambda: ops.jsd(LP, LP.clone().requires_grad_())),
+     lambda: ops.jsd(LP, LP.clone().requires_grad_()), LigerValueError,
+     "liger.ops.jsd: target must not require grad (the teacher gets no gradient here, as in "
+     "Liger-Kernel: detach it)"),
+    (lambda: ops.fused_linear_jsd(H.clone().requires_grad_(), LW.clone().requires_grad_(),
+                                  H, LW),
+     lambda: ops.fused_linear_jsd(H, LW, H.clone().requires_grad_(), LW), LigerValueError,
+     "liger.ops.fused_linear_jsd: teacher_input and teacher_weight must not require grad (the "
+     "teacher gets no gradient here, as in Liger-Kernel: detach them)"),
+    (lambda: ops.cross_entropy(LEAF * 1.0, T, inplace=True),
+     lambda: ops.cross_entropy(LEAF, T, inplace=True), LigerValueError,
+     "liger.ops.cross_entropy(inplace=True) would write the gradient over a leaf that requires "
+     "grad (or a view of one), which PyTorch does not write in place: pass logits computed "
+     "from it, or inplace=False"),
+    (lambda: ops.cross_entropy(LEAF.detach().view(2, 2, 16), T.view(2, 2), inplace=True),
+     lambda: ops.cross_entropy(LEAF.view(2, 2, 16), T.view(2, 2), inplace=True),
+     LigerValueError,
+     "liger.ops.cross_entropy(inplace=True) would write the gradient over a leaf that requires "
+     "grad (or a view of one), which PyTorch does not write in place: pass logits computed "
+     "from it, or inplace=False"),
     (lambda: ops.cross_entropy(LOGITS, T, inplace=True),
      lambda: ops.cross_entropy(LOGITS, T, inplace=1), LigerTypeError,
      "inplace must be a bool, got 1"),
