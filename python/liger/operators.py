@@ -268,8 +268,11 @@ def _scaled_in_place(grad, dloss, scale_spec, ctx):
     node): else, or where the graph is kept (a later backward reads grad
     again), or the call is traced, the product is formed apart (_scaled).
     A backward that is itself differentiated is refused
-    (_differentiated_once)."""
-    _differentiated_once(grad, dloss)
+    (_differentiated_once), unless the loss is linear in its input
+    (`ctx.linear_in_input`: its gradient does not depend on the input, so
+    the product formed apart is exact to every order)."""
+    if not getattr(ctx, "linear_in_input", False):
+        _differentiated_once(grad, dloss)
     per_row = getattr(ctx, "per_row", False)
     if not getattr(ctx, "grads_dropped", False) or _dispatcher_needed((grad, dloss)) or \
             _graph_kept():
@@ -1007,6 +1010,7 @@ def _flce_grad(ctx, dloss, _dz, _ddx, _ddw, _ddb):
         # dx and dW scaled over themselves (@scale: rows of the hidden
         # size), the bias's [V] by a product.
         dx, dw, db = ctx.saved_tensors
+        _differentiated_once(db, dloss)  # (also where only the bias is differentiated)
         grads = tuple(f(g, dloss) if want else g for f, g, want in zip(
             (functools.partial(_scaled_in_place, scale_spec=ctx.scale_spec, ctx=ctx),) * 2 + (_product,),
             (dx, dw, db), ctx.want))
@@ -1102,6 +1106,7 @@ def _(target, dloss, reduction, log_target, eps):
 def _kl_div_setup(ctx, inputs, output):
     reduction, want_grad = inputs[2], inputs[-1]
     ctx.in_forward = _kl_div_grad_in_forward(reduction, want_grad, inputs[0].dtype)
+    ctx.linear_in_input = True  # (−target over the divisor: a create_graph backward is exact)
     _extra_outputs(ctx, output[1])
     # The gradient formed in the forward, or the target to form it from
     # (also where want_grad was False and a gradient is asked for anyway).

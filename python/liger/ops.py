@@ -623,8 +623,8 @@ def cross_entropy(logits, target, weight=None, ignore_index=-100, label_smoothin
         if not logits.is_contiguous():
             raise LigerValueError("liger.ops.cross_entropy(inplace=True) needs contiguous "
                                   "logits (a copy would not be in place)")
-        base = logits._base if logits._is_view() else logits
-        if logits.requires_grad and base.is_leaf:
+        base = logits._base if logits._base is not None else logits  # (traceable)
+        if torch.is_grad_enabled() and logits.requires_grad and base.is_leaf:
             raise LigerValueError("liger.ops.cross_entropy(inplace=True) would write the "
                                   "gradient over a leaf that requires grad (or a view of one), "
                                   "which PyTorch does not write in place: pass logits computed "

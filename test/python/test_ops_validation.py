@@ -433,6 +433,12 @@ NEAR_MISSES = [
      "liger.ops.cross_entropy(inplace=True) would write the gradient over a leaf that requires "
      "grad (or a view of one), which PyTorch does not write in place: pass logits computed "
      "from it, or inplace=False"),
+    (_no_grad(lambda: ops.cross_entropy(torch.randn(4, 16, requires_grad=True), T,
+                                        inplace=True)),
+     lambda: ops.cross_entropy(LEAF, T, inplace=True), LigerValueError,
+     "liger.ops.cross_entropy(inplace=True) would write the gradient over a leaf that requires "
+     "grad (or a view of one), which PyTorch does not write in place: pass logits computed "
+     "from it, or inplace=False"),
     (lambda: ops.cross_entropy(LEAF.detach().view(2, 2, 16), T.view(2, 2), inplace=True),
      lambda: ops.cross_entropy(LEAF.view(2, 2, 16), T.view(2, 2), inplace=True),
      LigerValueError,
