@@ -303,6 +303,11 @@ def constants_problem(op, names, tensors, why):
     return None
 
 
+# Whose inputs a loss's backward gives no gradient (constants_problem's `why`).
+_CLASS_WEIGHTS = "class weights get no gradient, as in PyTorch"
+_TEACHER = "the teacher gets no gradient here, as in Liger-Kernel"
+
+
 def tables_problem(op, cos, sin):
     """RoPE's tables are constants (constants_problem)."""
     return constants_problem(op, "cos and sin", (cos, sin), "RoPE's tables get no gradient here")
@@ -616,8 +621,7 @@ def cross_entropy(logits, target, weight=None, ignore_index=-100, label_smoothin
         reduction, softcap, lse_square_scale, inplace, return_z_loss)
     _targets("cross_entropy", target, logits.shape[:-1])
     _rows("cross_entropy", "logits", logits)
-    _raise(constants_problem("cross_entropy", "weight", (weight,),
-                             "class weights get no gradient, as in PyTorch"))
+    _raise(constants_problem("cross_entropy", "weight", (weight,), _CLASS_WEIGHTS))
     weight = weight.float() if weight is not None else None  # (the kernels read f32)
     if inplace:
         if not logits.is_contiguous():
@@ -724,7 +728,7 @@ def fused_linear_cross_entropy(hidden, weight, target, class_weight=None, ignore
         hidden, weight, target, class_weight, ignore_index, label_smoothing, reduction, softcap,
         lse_square_scale, memory_budget, dw_f32, bias, return_z_loss)
     _raise(constants_problem("fused_linear_cross_entropy", "class_weight", (class_weight,),
-                             "class weights get no gradient, as in PyTorch"))
+                             _CLASS_WEIGHTS))
     class_weight = class_weight.float() if class_weight is not None else None
     grad = torch.is_grad_enabled()
     loss, z_loss, _, _, _ = operators.fused_linear_cross_entropy(
@@ -827,8 +831,7 @@ def jsd(input, target, shift_labels=None, beta=0.5, ignore_index=-100):
         target.shape[-1], type(beta), beta, type(ignore_index), ignore_index),
         _jsd_checked, input, target, shift_labels, beta, ignore_index)
     _divergence_operands("jsd", input, target)
-    _raise(constants_problem("jsd", "target", (target,),
-                             "the teacher gets no gradient here, as in Liger-Kernel"))
+    _raise(constants_problem("jsd", "target", (target,), _TEACHER))
     _shift_labels("jsd", shift_labels, input.shape[0])
     want_grad = torch.is_grad_enabled() and input.requires_grad
     return operators.grads_dropped(
@@ -926,8 +929,7 @@ def fused_linear_jsd(student_input, student_weight, teacher_input, teacher_weigh
         shift_labels, jsd_beta, ignore_index, temperature, memory_budget, dw_f32)
     _fljsd_shapes(student_input, student_weight, teacher_input, teacher_weight, shift_labels)
     _raise(constants_problem(op, "teacher_input and teacher_weight",
-                             (teacher_input, teacher_weight),
-                             "the teacher gets no gradient here, as in Liger-Kernel"))
+                             (teacher_input, teacher_weight), _TEACHER))
     grad = torch.is_grad_enabled()
     return operators.grads_dropped(operators.fused_linear_jsd(
         student_input, student_weight, teacher_input, teacher_weight, shift_labels, *config,

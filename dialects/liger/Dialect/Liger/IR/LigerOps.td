@@ -377,8 +377,8 @@ def Liger_CrossEntropyOp : Liger_InferOp<"cross_entropy"> {
 
     Tokens whose target equals `ignore_index` contribute 0 and are not
     counted; `ignore_index` must be a value of the target's integer type
-    (for an i32 target, in [-2^31, 2^31 - 1]). With class weights `w`, the first term is scaled by `w[target]`
-    and the smoothing term becomes `sum_v w_v (lse - z_v) / V` (PyTorch's
+    (for an i32 target, in [-2^31, 2^31 - 1]). With class weights `w`, the
+    first term is scaled by `w[target]` and the smoothing term becomes `sum_v w_v (lse - z_v) / V` (PyTorch's
     `F.cross_entropy`); the z-loss term is not weighted. `reduction = mean`
     (default) divides the weighted terms by the total `w[target]` of the
     counted tokens (their number without weights) and the z-loss term by the

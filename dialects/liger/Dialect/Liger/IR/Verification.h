@@ -114,7 +114,8 @@ LogicalResult verifyCrossEntropyOperands(const RuleContext &ctx,
 /// `ignore_index` must be a value of the labels' integer type (the operand
 /// `labelsName`, of type `labels`): the kernels compare it with each label
 /// in that type, where an index out of its range would wrap and match real
-/// labels. A null `ignoreIndex` is the op's default, which every type holds.
+/// labels. A null `ignoreIndex` is the op's default (-100), which i32 and i64
+/// labels (the dialect's index types) hold.
 LogicalResult verifyIgnoreIndex(const RuleContext &ctx, Type labels,
                                 StringRef labelsName, IntegerAttr ignoreIndex);
 
