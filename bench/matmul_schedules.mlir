@@ -84,7 +84,7 @@ func.func @gu_pp64(%x: tensor<?x4096xbf16>, %g: tensor<14336x4096xbf16>, %u: ten
 }
 
 func.func @up_pp128(%x: tensor<?x4096xbf16>, %w: tensor<14336x4096xbf16>) -> tensor<?x14336xbf16> {
-  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 128, tile_n = 128, tile_k = 64, stages = 5, schedule = pingpong>} : (tensor<?x4096xbf16>, tensor<14336x4096xbf16>) -> tensor<?x14336xbf16> {
+  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 128, tile_n = 128, tile_k = 64, stages = 6, schedule = pingpong>} : (tensor<?x4096xbf16>, tensor<14336x4096xbf16>) -> tensor<?x14336xbf16> {
   ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<14336x4096xbf16>):
     %l = liger.linear %a, %b : tensor<?x4096xbf16>, tensor<14336x4096xbf16>
     liger.yield %l : tensor<?x14336xbf16>
@@ -104,6 +104,15 @@ func.func @gu_pp128(%x: tensor<?x4096xbf16>, %g: tensor<14336x4096xbf16>, %u: te
 }
 
 func.func @up_ps128(%x: tensor<?x4096xbf16>, %w: tensor<14336x4096xbf16>) -> tensor<?x14336xbf16> {
+  %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, schedule = persistent>} : (tensor<?x4096xbf16>, tensor<14336x4096xbf16>) -> tensor<?x14336xbf16> {
+  ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<14336x4096xbf16>):
+    %l = liger.linear %a, %b : tensor<?x4096xbf16>, tensor<14336x4096xbf16>
+    liger.yield %l : tensor<?x14336xbf16>
+  }
+  return %y : tensor<?x14336xbf16>
+}
+
+func.func @up_ps128s3(%x: tensor<?x4096xbf16>, %w: tensor<14336x4096xbf16>) -> tensor<?x14336xbf16> {
   %y = liger.fusion matmul(%x, %w) attributes {liger.kernel_config = #liger.kernel_config<kernel_template = matmul_wgmma, tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, schedule = persistent>} : (tensor<?x4096xbf16>, tensor<14336x4096xbf16>) -> tensor<?x14336xbf16> {
   ^bb0(%a: tensor<?x4096xbf16>, %b: tensor<14336x4096xbf16>):
     %l = liger.linear %a, %b : tensor<?x4096xbf16>, tensor<14336x4096xbf16>

@@ -21,7 +21,7 @@ from liger import runtime
 
 BF16 = torch.bfloat16
 KERNELS = {"up": ["up_dp128", "up_dp64", "up_pp64", "up_pp128", "up_dp64_n128", "up_pp64_n128",
-                  "up_ps128"],
+                  "up_ps128", "up_ps128s3"],
            "gate_up+swiglu": ["gu_dp128", "gu_dp64", "gu_pp64", "gu_pp128", "gu_ps128"]}
 
 

@@ -9,20 +9,21 @@
 // --matmul-schedule=pingpong: every wgmma group that takes the schedule
 // gets it, on tiles as tall as the default's and half as wide (two
 // consumer sets of one warpgroup each: 384 threads), as many stages as fit
-// beside the sets' output tiles (up to 8); a group it does not take (LoRA)
-// keeps the default.
+// beside the warpgroups' output boxes (two 64 x 64 boxes each, up to 8
+// stages); a group it does not take (LoRA) keeps the default.
 // data-parallel (and auto, today) never choose it; mma.sync has no
 // schedule.
 // --matmul-schedule=persistent: the data-parallel tile, looped over by one
-// CTA per SM, with as many stages as fit beside one output tile of its own
-// (a TMA-stored result: 3 of a 128 x 256 tile; results stored from
-// registers keep 4); the same near-misses keep the data-parallel schedule.
+// CTA per SM, with as many stages as fit beside the output boxes of its
+// own (a TMA-stored result: 4 of a 128 x 256 tile beside 32 KiB of boxes,
+// as results stored from registers); the same near-misses keep the
+// data-parallel schedule.
 
 // BAD: error: liger-select-kernel-config: matmul-schedule must be auto, data-parallel, pingpong or persistent, got 'fast'
 // BADLOWER: error: liger-lower-to-gpu: matmul-schedule must be auto, data-parallel, pingpong or persistent, got 'Pingpong'
 
 // CHECK-LABEL: func.func @llama
-//       CHECK:   liger.fusion matmul{{.*}}#liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 128, tile_k = 64, stages = 5, schedule = pingpong>
+//       CHECK:   liger.fusion matmul{{.*}}#liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 128, tile_k = 64, stages = 6, schedule = pingpong>
 //       CHECK:   liger.fusion matmul{{.*}}#liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 64, tile_k = 64, stages = 6, schedule = pingpong>
 //       CHECK:   liger.fusion matmul{{.*}}#liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 128, tile_k = 64, stages = 7, schedule = pingpong>
 //  DP-LABEL: func.func @llama
@@ -30,7 +31,7 @@
 //       DP:   #liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 128, tile_k = 64, stages = 4>
 //       DP:   #liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 256, tile_k = 64, stages = 4>
 //  PS-LABEL: func.func @llama
-//       PS:   #liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 256, tile_k = 64, stages = 3, schedule = persistent>
+//       PS:   #liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, schedule = persistent>
 //       PS:   #liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 128, tile_k = 64, stages = 4, schedule = persistent>
 //       PS:   #liger.kernel_config<kernel_template = matmul_wgmma, threads = 384, tile_m = 128, tile_n = 256, tile_k = 64, stages = 4, schedule = persistent>
 //     SM80-LABEL: func.func @llama

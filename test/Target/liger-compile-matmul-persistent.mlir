@@ -6,10 +6,10 @@
 // tile's stages while the consumers run the epilogue. Every consumer
 // thread releases a stage (a branch around one thread's arrive in a tile
 // loop makes ptxas serialize the wgmmas), the last stage of each tile
-// too. A one-result projection stores its tiles with TMA from an output
-// tile of its own beside the ring (3 stages of 128 x 256 fit beside it);
-// the gated backward (two results) stores from registers. LoRA keeps the
-// data-parallel schedule.
+// too. A one-result projection stores its tiles with TMA, box by box,
+// from two 64 x 64 boxes per consumer warpgroup beside the ring (4 stages
+// of 128 x 256 fit beside them); the gated backward (two results) stores
+// from registers. LoRA keeps the data-parallel schedule.
 // REQUIRES: ptxas
 // RUN: rm -rf %t.bundle
 // RUN: liger-compile %s --matmul-schedule=persistent -o %t.bundle 2>&1 | FileCheck %s --check-prefix=OUT
@@ -20,8 +20,8 @@
 // OUT-NOT: warning
 // OUT: liger-compile: 3 kernels for sm_90a
 
-// 3 stages of 48 KiB, the 64 KiB output tile, the barriers' 1 KiB.
-// MANIFEST: "dynamic_shared_memory_bytes": 214016,
+// 4 stages of 48 KiB, two warpgroups' two 8 KiB boxes, the barriers' 1 KiB.
+// MANIFEST: "dynamic_shared_memory_bytes": 230400,
 // MANIFEST-NEXT: "function": "proj",
 // MANIFEST-NEXT: "grid": [
 // MANIFEST-NEXT: "sms",
@@ -48,21 +48,42 @@
 //   PTX-NOT: bar.arrive
 // After the last wgmma, the last stage is released by every thread (no
 // branch around it); then each warpgroup's first thread waits until the
-// previous tile's stores have read the set's output tile, and the
-// consumers meet (256 threads) before it is written again. Each
-// warpgroup's TMA stores are committed without a wait (they are read
-// while the next tile's main loop runs); after the loop, the first
-// thread waits for the last tile's.
+// previous tile's stores have read its boxes, and the warpgroup meets
+// (128 threads) before it writes them again. Each of its four 64-column
+// boxes is written, fenced and stored (committed without a wait); before
+// the third and fourth are written over the first two boxes, the first
+// thread waits until all but the last store have been read, and the
+// warpgroup meets. After the loop, the first thread waits for the last
+// tile's stores.
 //       PTX: wgmma.wait_group.sync.aligned 0;
 //   PTX-NOT: bra
 //       PTX: mbarrier.arrive.shared.b64
 //  PTX-NEXT: @%p{{[0-9]+}} bra
 //  PTX-NEXT: cp.async.bulk.wait_group.read 0;
 //  PTX-NEXT: $L__BB
-//  PTX-NEXT: bar.sync 8, 256;
+//  PTX-NEXT: bar.sync [[WG:%r[0-9]+]], 128;
+//   PTX-NOT: cp.async.bulk.wait_group
 //       PTX: fence.proxy.async.shared::cta;
-//       PTX: cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group
-//       PTX: cp.async.bulk.commit_group;
+//  PTX-NEXT: bar.sync [[WG]], 128;
+//       PTX: cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%rd{{[0-9]+}}, {{.*}}], [[[BOX0:%rd[0-9]+]]];
+//  PTX-NEXT: cp.async.bulk.commit_group;
+//   PTX-NOT: cp.async.bulk.wait_group
+//       PTX: fence.proxy.async.shared::cta;
+//  PTX-NEXT: bar.sync [[WG]], 128;
+//       PTX: cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%rd{{[0-9]+}}, {{.*}}], [[[BOX1:%rd[0-9]+]]];
+//  PTX-NEXT: cp.async.bulk.commit_group;
+//  PTX-NEXT: cp.async.bulk.wait_group.read 1;
+//       PTX: bar.sync [[WG]], 128;
+//       PTX: fence.proxy.async.shared::cta;
+//  PTX-NEXT: bar.sync [[WG]], 128;
+//       PTX: cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%rd{{[0-9]+}}, {{.*}}], [[[BOX0]]];
+//  PTX-NEXT: cp.async.bulk.commit_group;
+//  PTX-NEXT: cp.async.bulk.wait_group.read 1;
+//       PTX: bar.sync [[WG]], 128;
+//       PTX: fence.proxy.async.shared::cta;
+//  PTX-NEXT: bar.sync [[WG]], 128;
+//       PTX: cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%rd{{[0-9]+}}, {{.*}}], [[[BOX1]]];
+//  PTX-NEXT: cp.async.bulk.commit_group;
 //   PTX-NOT: cp.async.bulk.wait_group
 //       PTX: bra.uni
 //       PTX: cp.async.bulk.wait_group.read 0;

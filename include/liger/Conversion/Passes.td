@@ -219,8 +219,8 @@ def SelectKernelConfigPass : Pass<"liger-select-kernel-config"> {
     group the schedule takes gets `schedule = pingpong` (persistent CTAs,
     two consumer sets taking turns) on a tile as tall and half as wide, up
     to 8 stages; with `matmul-schedule=persistent`, `schedule = persistent`
-    (persistent CTAs, one consumer set, the data-parallel tile, the output
-    tile beside the ring); `auto`, the default, is data-parallel (measured
+    (persistent CTAs, one consumer set, the data-parallel tile, its output
+    through boxes beside the ring); `auto`, the default, is data-parallel (measured
     faster on an H200, docs/benchmarks.md). With `matmul-config-table=<file>`, a
     JSON table of configurations measured per shape (written by
     bench/matmul_config_sweep.py; the format is in

@@ -364,8 +364,8 @@ void GpuBuilder::tmaStoreCommit() {
   NVVM::CpAsyncBulkCommitGroupOp::create(*this);
 }
 
-void GpuBuilder::tmaStoreWaitRead() {
-  NVVM::CpAsyncBulkWaitGroupOp::create(*this, 0, /*read=*/getUnitAttr());
+void GpuBuilder::tmaStoreWaitRead(int64_t pending) {
+  NVVM::CpAsyncBulkWaitGroupOp::create(*this, pending, /*read=*/getUnitAttr());
 }
 
 void GpuBuilder::tmaStoreCommitAndWaitRead() {

@@ -36,9 +36,9 @@ MatmulLayout::MatmulLayout(const MatmulPlan &plan,
     bytesPerOutputWarpgroup = 64 * config.tileN * 2;
     // The output tiles go over the drained stages where they all fit there
     // (an accumulated dW's one tile sums in its set's `old_tile`). In a
-    // tile loop (pingpong, persistent) the ring is never drained: each
-    // consumer set has its own tile, where the group has one result (more,
-    // and the stages left would be too few).
+    // tile loop (pingpong, persistent) the ring is never drained: the
+    // output goes through boxes of its own (below), where the group has one
+    // result (more would need a region per result).
     bytesPerOutputTile = config.tileM / 64 * bytesPerOutputWarpgroup;
     oldTile = plan.accumulateTile;
     if (oldTile)
@@ -54,9 +54,18 @@ MatmulLayout::MatmulLayout(const MatmulPlan &plan,
     tmaStore = plan.body != MatmulBody::QKRoPE && sixteenBit &&
                (!plan.accumulator || oldTile) && config.tileN % 64 == 0 &&
                (oldTile || fits);
-    bytesPerOutputSet = plan.numOutputs() * bytesPerOutputTile;
-    if (tmaStore && config.loopsOverTiles() && !oldTile)
-      layout.append(kOutput, config.consumerSets() * bytesPerOutputSet, 1024);
+    int64_t bytesPerOutputSet = plan.numOutputs() * bytesPerOutputTile;
+    boxesPerRowBlock = config.tileN / 64;
+    // In a tile loop each consumer warpgroup stages its one result in
+    // kRotatingBoxes boxes in turn, each stored as soon as it is written:
+    // 16 KiB a warpgroup beside the ring, not its whole rows (a 128 x 256
+    // tile keeps 4 stages).
+    rotating = tmaStore && config.loopsOverTiles() && !oldTile;
+    if (rotating)
+      layout.append(kOutput,
+                    config.consumerSets() * config.tileWarpgroups() *
+                        kRotatingBoxes * outputBoxBytes,
+                    1024);
     else if (tmaStore && !oldTile)
       layout.overlay(kOutput, kStages, bytesPerOutputSet);
     return;

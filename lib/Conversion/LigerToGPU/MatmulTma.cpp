@@ -279,15 +279,6 @@ static GpuBuilder warpgroupLeader(GpuBuilder &b, const MatmulKernel &k) {
   return b.ifThen(b.equal(b.rem(k.tid, 128), 0));
 }
 
-/// Whether the stores' read wait moves from the end of each tile's
-/// epilogue to the next tile's start (emitTmaStoreBegin) and after the
-/// last tile (emitTmaStoreDrain): in a tile loop, where each consumer set
-/// stages its output in a tile of its own (not a 16-bit dW's old tile).
-static bool defersStoreWait(const MatmulKernel &k) {
-  return k.layout.storesWithTma() && k.config.loopsOverTiles() &&
-         !k.layout.hasOldTile();
-}
-
 TmaStoreTile mlir::liger::emitTmaStoreBegin(GpuBuilder &b,
                                             const MatmulKernel &k,
                                             const WgmmaConsumerThread &thread,
@@ -306,19 +297,17 @@ TmaStoreTile mlir::liger::emitTmaStoreBegin(GpuBuilder &b,
                          parity, wgmmaWaitTicks(b));
     tile.base = b.add(oldTileAt(b, k, set),
                       b.mul(b.toI32(thread.rowBlock(b, 0)), slice));
-  } else if (k.config.loopsOverTiles()) {
-    // The set's own tile (beside the ring, which the producer is filling
-    // with the next tiles' stages), free once its previous store has been
-    // read: each warpgroup's first thread waits for its stores (committed
-    // at the end of the previous tile, read while this tile's main loop
-    // ran), then the set meets.
-    int64_t warpgroups = k.config.tileWarpgroups();
+  } else if (layout.rotatesOutputBoxes()) {
+    // The warpgroup's own boxes (beside the ring, which the producer is
+    // filling with the next tiles' stages), free once the previous tile's
+    // stores have been read: its first thread waits for them (committed box
+    // by box, read while this tile's main loop ran), then the warpgroup
+    // meets.
     warpgroupLeader(b, k).tmaStoreWaitRead();
-    b.namedBarrier(b.add(b.i32(kConsumersBarrier), b.toI32(thread.set)),
-                   128 * warpgroups);
+    b.namedBarrier(b.toI32(b.add(thread.wg, 1)), 128);
     tile.base = b.add(b.i32(layout.offset(MatmulLayout::kOutput)),
-                      b.add(b.mul(b.toI32(thread.set), layout.outputSetBytes()),
-                            b.mul(b.toI32(thread.rowBlock(b, 0)), slice)));
+                      b.mul(b.toI32(thread.wg), MatmulLayout::kRotatingBoxes *
+                                                    MatmulLayout::outputBoxBytes));
   } else {
     b.namedBarrier(b.i32(kConsumersBarrier), 128 * (k.config.tileM / 64));
     tile.base = b.add(b.i32(layout.offset(MatmulLayout::kOutput)),
@@ -337,8 +326,7 @@ void mlir::liger::emitTmaStoreStage(GpuBuilder &b, const MatmulKernel &k,
                                     int64_t rowBlock) {
   Value rl = b.add(tile.rowInWarpgroup, 8 * half);
   Value phys = b.bitXor(b.i32(j % 8), tile.quad);
-  int64_t box = k.layout.outputBoxOffset(result, j / 8) +
-                rowBlock * k.layout.outputWarpgroupBytes();
+  int64_t box = k.layout.stagedBoxOffset(result, rowBlock, j / 8);
   Value off =
       b.add(b.add(tile.base, b.add(b.i32(box), b.mul(rl, 128))),
             b.add(b.mul(phys, 16), b.toI32(b.mul(b.rem(thread.lane, 4), 4))));
@@ -354,6 +342,45 @@ void mlir::liger::emitTmaStoreStage(GpuBuilder &b, const MatmulKernel &k,
   b.storeShared(pair, ptr, 4);
 }
 
+/// The TMA store of result `result`'s box `jb` of the warpgroup's row
+/// block `rb`, from where it is staged (by the warpgroup's first thread).
+static void storeBox(GpuBuilder &fb, const MatmulKernel &k,
+                     const WgmmaConsumerThread &thread,
+                     const TmaStoreTile &tile, int64_t result, int64_t rb,
+                     int64_t jb) {
+  Value rowOrigin = fb.toI32(fb.add(k.m0, fb.mul(thread.rowBlock(fb, rb), 64)));
+  fb.tmaStore(k.outputMaps[result],
+              wgmmaSharedAt(fb, k,
+                            fb.add(tile.base, k.layout.stagedBoxOffset(
+                                                  result, rb, jb))),
+              ValueRange{fb.toI32(fb.add(k.n0, 64 * jb)), rowOrigin});
+}
+
+void mlir::liger::emitTmaStoreBoxBegin(GpuBuilder &b, const MatmulKernel &k,
+                                       const WgmmaConsumerThread &thread,
+                                       int64_t rb, int64_t jb) {
+  assert(k.layout.rotatesOutputBoxes() && "boxes rotate in a tile loop");
+  int64_t box = rb * (k.config.tileN / 64) + jb;
+  if (box < MatmulLayout::kRotatingBoxes)
+    return;
+  // The store kRotatingBoxes boxes back read this one; later ones may
+  // still be reading theirs.
+  warpgroupLeader(b, k).tmaStoreWaitRead(MatmulLayout::kRotatingBoxes - 1);
+  b.namedBarrier(b.toI32(b.add(thread.wg, 1)), 128);
+}
+
+void mlir::liger::emitTmaStoreBox(GpuBuilder &b, const MatmulKernel &k,
+                                  const WgmmaConsumerThread &thread,
+                                  const TmaStoreTile &tile, int64_t rb,
+                                  int64_t jb) {
+  assert(k.layout.rotatesOutputBoxes() && "boxes rotate in a tile loop");
+  b.fenceProxyAsyncShared();
+  b.namedBarrier(b.toI32(b.add(thread.wg, 1)), 128);
+  GpuBuilder fb = warpgroupLeader(b, k);
+  storeBox(fb, k, thread, tile, 0, rb, jb);
+  fb.tmaStoreCommit();
+}
+
 void mlir::liger::emitTmaStoreEnd(GpuBuilder &b, const MatmulKernel &k,
                                   const WgmmaConsumerThread &thread,
                                   const TmaStoreTile &tile) {
@@ -362,26 +389,14 @@ void mlir::liger::emitTmaStoreEnd(GpuBuilder &b, const MatmulKernel &k,
   // until they have been read (in a tile loop, where the tile is the set's
   // own, at the next tile's emitTmaStoreBegin and after the last tile:
   // emitTmaStoreDrain).
+  assert(!k.layout.rotatesOutputBoxes() && "emitTmaStoreBox stored each box");
   b.fenceProxyAsyncShared();
   b.namedBarrier(b.toI32(b.add(thread.wg, 1)), 128);
   GpuBuilder fb = warpgroupLeader(b, k);
-  int64_t slice = k.layout.outputWarpgroupBytes();
-  for (int64_t rb = 0; rb < thread.blocks; ++rb) {
-    Value rowOrigin =
-        fb.toI32(fb.add(k.m0, fb.mul(thread.rowBlock(fb, rb), 64)));
-    for (auto [result, map] : llvm::enumerate(k.outputMaps))
+  for (int64_t rb = 0; rb < thread.blocks; ++rb)
+    for (size_t result = 0; result < k.outputMaps.size(); ++result)
       for (int64_t jb = 0; jb < k.config.tileN / 64; ++jb)
-        fb.tmaStore(map,
-                    wgmmaSharedAt(
-                        fb, k,
-                        fb.add(tile.base, k.layout.outputBoxOffset(result, jb) +
-                                              rb * slice)),
-                    ValueRange{fb.toI32(fb.add(k.n0, 64 * jb)), rowOrigin});
-  }
-  if (defersStoreWait(k)) {
-    fb.tmaStoreCommit();
-    return;
-  }
+        storeBox(fb, k, thread, tile, result, rb, jb);
   fb.tmaStoreCommitAndWaitRead();
   // The set's old dW tile, read: the producer may copy the next one in.
   if (k.layout.hasOldTile() && k.config.loopsOverTiles())
@@ -391,6 +406,6 @@ void mlir::liger::emitTmaStoreEnd(GpuBuilder &b, const MatmulKernel &k,
 }
 
 void mlir::liger::emitTmaStoreDrain(GpuBuilder &b, const MatmulKernel &k) {
-  if (defersStoreWait(k))
+  if (k.layout.rotatesOutputBoxes())
     warpgroupLeader(b, k).tmaStoreWaitRead();
 }

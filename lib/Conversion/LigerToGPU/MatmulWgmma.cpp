@@ -417,11 +417,32 @@ static LogicalResult emitWgmmaEpilogue(GpuBuilder &cb, const MatmulKernel &k,
     emitTmaStoreStage(ob, k, thread, tile, pair, index % perBlock / 2,
                       index % 2, result, index / perBlock);
   };
-  if (failed(tmaStore ? storeMatmulPairs(cb, k, sites, accPairsAt, toShared)
-                      : storeMatmulPairs(cb, k, sites, accPairsAt)))
-    return failure();
-  if (tmaStore)
+  if (!tmaStore)
+    return storeMatmulPairs(cb, k, sites, accPairsAt);
+  if (!k.layout.rotatesOutputBoxes()) {
+    if (failed(storeMatmulPairs(cb, k, sites, accPairsAt, toShared)))
+      return failure();
     emitTmaStoreEnd(cb, k, thread, tile);
+    return success();
+  }
+  // Box by box: a box's 16 pairs a thread (its 8 n8 blocks, two rows
+  // each) are sites [16 jb, 16 jb + 16) of the row block's.
+  int64_t boxPairs = 16;
+  for (int64_t rb = 0; rb < blocks; ++rb)
+    for (int64_t jb = 0; jb < k.config.tileN / 64; ++jb) {
+      int64_t first = rb * perBlock + jb * boxPairs;
+      emitTmaStoreBoxBegin(cb, k, thread, rb, jb);
+      if (failed(storeMatmulPairs(
+              cb, k, ArrayRef<MatmulPairSite>(sites).slice(first, boxPairs),
+              [&](GpuBuilder &ob, size_t index) {
+                return accPairsAt(ob, first + index);
+              },
+              [&](GpuBuilder &ob, size_t index, size_t result, Value pair) {
+                toShared(ob, first + index, result, pair);
+              })))
+        return failure();
+      emitTmaStoreBox(cb, k, thread, tile, rb, jb);
+    }
   return success();
 }
 

@@ -240,8 +240,8 @@ public:
   /// Commits the thread's TMA stores (and reductions) as one bulk group.
   void tmaStoreCommit();
   /// Waits until the shared-memory source of every bulk group the thread
-  /// committed has been read.
-  void tmaStoreWaitRead();
+  /// committed has been read, but for the `pending` most recent ones.
+  void tmaStoreWaitRead(int64_t pending = 0);
   /// Both: the stores committed, their source read.
   void tmaStoreCommitAndWaitRead();
 

@@ -213,8 +213,8 @@ struct TmaStoreTile {
 /// block; the next follow): in its set's `old_tile` once the old dW tile
 /// has landed (in a tile loop, the CTA's tile `tileIndex`'s: index), over
 /// the drained stages once every consumer is past its last wgmma, or in a
-/// tile loop in its set's tiles (beside the ring) once their last store has
-/// been read.
+/// tile loop in its rotating boxes (beside the ring) once the previous
+/// tile's stores have read them.
 TmaStoreTile emitTmaStoreBegin(GpuBuilder &b, const MatmulKernel &k,
                                const WgmmaConsumerThread &thread,
                                Value tileIndex);
@@ -233,15 +233,28 @@ void emitTmaStoreStage(GpuBuilder &b, const MatmulKernel &k,
 /// barrier, and lets its first thread store each result's boxes through
 /// that output's tensor map (which clips the row and column ends), waiting
 /// until they have been read (in a tile loop, then frees the set's old dW
-/// tile for the producer's next copy); in a tile loop (the set's own
-/// tile) it waits at the next tile's emitTmaStoreBegin instead, and after
-/// the last, at emitTmaStoreDrain.
+/// tile for the producer's next copy). Not where the boxes rotate
+/// (emitTmaStoreBox stores each).
 void emitTmaStoreEnd(GpuBuilder &b, const MatmulKernel &k,
                      const WgmmaConsumerThread &thread,
                      const TmaStoreTile &tile);
+/// Rotating boxes (MatmulLayout::rotatesOutputBoxes): before the
+/// warpgroup writes box `jb` of its row block `rb`, its first thread waits
+/// until the store kRotatingBoxes boxes back has read the box, then the
+/// warpgroup meets (nothing for its first boxes: emitTmaStoreBegin waited
+/// for the previous tile's stores).
+void emitTmaStoreBoxBegin(GpuBuilder &b, const MatmulKernel &k,
+                          const WgmmaConsumerThread &thread, int64_t rb,
+                          int64_t jb);
+/// Rotating boxes: the box written, fenced for the async proxy, the
+/// warpgroup meets, and its first thread stores it and commits the store
+/// without waiting (the next boxes are written meanwhile).
+void emitTmaStoreBox(GpuBuilder &b, const MatmulKernel &k,
+                     const WgmmaConsumerThread &thread,
+                     const TmaStoreTile &tile, int64_t rb, int64_t jb);
 /// After a consumer warpgroup's tile loop: its first thread waits until
-/// its last tile's stores have been read (no-op where emitTmaStoreEnd
-/// waited).
+/// its last tile's stores have been read (where the boxes rotate; the
+/// other forms waited at emitTmaStoreEnd).
 void emitTmaStoreDrain(GpuBuilder &b, const MatmulKernel &k);
 
 /// Named barriers of the wgmma kernels: every consumer warpgroup of set s

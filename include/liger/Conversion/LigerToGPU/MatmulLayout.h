@@ -21,7 +21,8 @@
 //                         epilogue stores, one per result, 64 rows per
 //                         consumer warpgroup (none beside `old_tile`,
 //                         where a dW's one tile sums); in a tile loop a region
-//                         of its own, one tile per consumer set
+//                         of its own, two 64 x 64 boxes per consumer
+//                         warpgroup, written and stored in turn
 //
 // mma.sync: memref views of the dynamic shared memory:
 //
@@ -101,9 +102,24 @@ public:
   int64_t outputBoxOffset(int64_t result, int64_t box) const {
     return result * bytesPerOutputTile + box * outputBoxBytes;
   }
-  /// A consumer set's output tiles (a tile loop: set s's start at
-  /// offset(kOutput) + s · outputSetBytes()).
-  int64_t outputSetBytes() const { return bytesPerOutputSet; }
+  /// In a tile loop (not a 16-bit dW's old tile): consumer warpgroup w
+  /// stages its output rows box by box (64-row block rb's box jb is its
+  /// box rb · tile_n / 64 + jb) in kRotatingBoxes boxes of its own, at
+  /// offset(kOutput) + (w · kRotatingBoxes + box % kRotatingBoxes) ·
+  /// outputBoxBytes, storing each as soon as it is written; a box is
+  /// written again once the store kRotatingBoxes boxes before has read it.
+  static constexpr int64_t kRotatingBoxes = 2;
+  bool rotatesOutputBoxes() const { return rotating; }
+  /// Where the warpgroup stages result `result`'s box `box` of its row
+  /// block `rowBlock`, in bytes from its first box (the rotating boxes, or
+  /// its rows of the output tile).
+  int64_t stagedBoxOffset(int64_t result, int64_t rowBlock,
+                          int64_t box) const {
+    if (rotating)
+      return (rowBlock * boxesPerRowBlock + box) % kRotatingBoxes *
+             outputBoxBytes;
+    return outputBoxOffset(result, box) + rowBlock * bytesPerOutputWarpgroup;
+  }
   /// One 16-bit tile_m x tile_n tile: consumer set s's old dW tile starts
   /// at offset(kOldTile) + s · outputTileBytes().
   int64_t outputTileBytes() const { return bytesPerOutputTile; }
@@ -120,9 +136,9 @@ private:
   SharedMemoryLayout layout;
   int64_t stages = 0, tileK = 0;
   int64_t bytesPerStage = 0, bytesPerRow = 0, bytesPerOutputWarpgroup = 0,
-          bytesPerOutputTile = 0, bytesPerOutputSet = 0;
+          bytesPerOutputTile = 0, boxesPerRowBlock = 0;
   SmallVector<int64_t, 4> tileOffsets;
-  bool tmaStore = false, oldTile = false;
+  bool tmaStore = false, oldTile = false, rotating = false;
 };
 
 } // namespace mlir::liger
