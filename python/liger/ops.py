@@ -76,7 +76,7 @@ from .loss_plan import plan_chunks, plan_jsd_chunks
 from .specs import (DEFAULT_TARGET, add_rms_norm_spec, attention_spec,  # noqa: F401
                     check_bool, check_int, check_temperature, cross_entropy_spec, fused_linear_cross_entropy_spec,
                     fused_linear_cross_entropy_unsupported_shape, gated_mlp_spec, geglu_spec,
-                    layer_norm_spec, linear_rope_spec, lora_linear_spec, module_text,
+                    layer_norm_spec, lm_head_problem, linear_rope_spec, lora_linear_spec, module_text,
                     parse_spec, rms_norm_spec, rope_spec, softmax_spec, swiglu_spec)
 
 if importlib.util.find_spec("torch") is not None:
@@ -838,20 +838,24 @@ def jsd(input, target, shift_labels=None, beta=0.5, ignore_index=-100):
         operators.jsd(input, target, shift_labels, *config, want_grad)[0])
 
 
-def _lm_head(op, input_name, x, weight_name, w):
-    """x [tokens, H] (at least one) and an lm_head w [V, H] of its dtype."""
+def _lm_head(op, input_name, x, weight_name, w, instead):
+    """x [tokens, H] (at least one) and an lm_head w [V, H] of its dtype
+    that the matmul kernels take (specs.lm_head_problem, `instead` naming
+    what to use otherwise)."""
     if x.dim() != 2 or x.shape[0] == 0 or w.dim() != 2 or w.shape[1] != x.shape[1]:
         raise LigerValueError("liger.ops.%s: %s must be [tokens, H] with at least one token "
                               "and %s [V, H], got %s and %s" % (
                                   op, input_name, weight_name, list(x.shape), list(w.shape)))
     _same_dtype(op, weight_name, w, input_name, x)
+    _raise(lm_head_problem(w.shape[0], w.shape[1], x.dtype, "liger.ops." + op, instead))
 
 
 def _fljsd_shapes(student_input, student_weight, teacher_input, teacher_weight,
                   shift_labels):
     op = "fused_linear_jsd"
-    _lm_head(op, "student_input", student_input, "student_weight", student_weight)
-    _lm_head(op, "teacher_input", teacher_input, "teacher_weight", teacher_weight)
+    instead = "liger.ops.jsd on the logits"
+    _lm_head(op, "student_input", student_input, "student_weight", student_weight, instead)
+    _lm_head(op, "teacher_input", teacher_input, "teacher_weight", teacher_weight, instead)
     if teacher_input.shape[0] != student_input.shape[0] or \
             teacher_weight.shape[0] != student_weight.shape[0]:
         raise LigerValueError("liger.ops.%s: the teacher must have the student's tokens (%d) "

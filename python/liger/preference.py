@@ -196,6 +196,7 @@ def sequence_logps(where, input, weight, target, ignore_index, average_log_prob,
     (reduction "none"; differentiable, at one more logits matmul per chunk
     in the backward: the reference model's, under no_grad, needs none)."""
     _sequences(where, name, input, target, paired=paired)
+    _lm_head(where, input, weight)
     losses = ops.fused_linear_cross_entropy(input, weight, target, ignore_index=ignore_index,
                                             reduction="none", memory_budget=memory_budget)
     counted = (target != ignore_index).sum(-1)
@@ -425,10 +426,23 @@ def _preference_grad(ctx, dloss, *_):
 fused_linear_preference.register_autograd(_preference_grad, setup_context=_preference_setup)
 
 
+def _lm_head(where, input, weight):
+    """An lm_head whose dtype and sizes the fused cross-entropy's kernels
+    take (specs.lm_head_problem), named as the loss `where`; the rest of
+    its checks are the fused cross-entropy's."""
+    if isinstance(weight, torch.Tensor) and weight.dim() == 2 and \
+            input.dtype in (torch.float32, torch.bfloat16, torch.float16):
+        problem = specs.lm_head_problem(weight.shape[0], weight.shape[1], input.dtype, where,
+                                        "a loss on the materialized logits in PyTorch")
+        if problem:
+            raise problem[0](problem[1])
+
+
 def _check_policy(where, input, weight, target, bias, cfg, average_log_prob):
     """The policy's operands checked as the fused loss checks them."""
     no_bias(where, "bias", bias)
     _pairs(where, "input", input, target)
+    _lm_head(where, input, weight)
     ops.check_fused_linear_cross_entropy(input, weight, target, ignore_index=cfg["ignore_index"],
                                          reduction="none", memory_budget=cfg["memory_budget"])
     if average_log_prob and not torch.compiler.is_compiling():
@@ -667,6 +681,7 @@ def fused_linear_kto(input, weight, target, preference_labels, bias=None, ref_in
                    memory_budget=memory_budget)
     no_bias(where, "bias", bias)
     b = _sequences(where, "input", input, target, paired=False)
+    _lm_head(where, input, weight)
     ops.check_fused_linear_cross_entropy(input, weight, target, ignore_index=cfg["ignore_index"],
                                          reduction="none", memory_budget=cfg["memory_budget"])
     average = cfg["average_log_prob"]

@@ -528,16 +528,28 @@ class CrossEntropySpec(Spec):
 """ + scale_function(X, L)
 
 
-def fused_linear_cross_entropy_unsupported_shape(vocab, hidden):
-    """Why the matmul kernels cannot take an lm_head [vocab, hidden] (their
-    TMA and cp.async copies move 16-byte rows: both sizes multiples of 8 at
-    2 bytes an element), or None."""
+def lm_head_problem(vocab, hidden, dtype, op="liger.ops.fused_linear_cross_entropy",
+                    instead="liger.ops.cross_entropy on the logits"):
+    """Why the matmul kernels of `op` (an lm_head's fused loss) cannot take
+    an lm_head [vocab, hidden] of `dtype`, as (exception class, message), or
+    None: they are 16-bit (wgmma's and mma.sync's), and their TMA and
+    cp.async copies move 16-byte rows (both sizes multiples of 8 at 2 bytes
+    an element). `instead` names what to use then."""
+    if dtype_name(dtype) == "f32":
+        return LigerTypeError, ("%s takes bf16 or f16 (its matmul kernels are wgmma's and "
+                                "mma.sync's); for f32 use %s" % (op, instead))
     if int(vocab) % 8 or int(hidden) % 8:
-        return ("liger.ops.fused_linear_cross_entropy needs an lm_head whose vocabulary and "
-                "hidden sizes are multiples of 8 (its matmul kernels move 16-byte rows), got "
-                "[%d, %d]; use liger.ops.cross_entropy on the logits" % (int(vocab),
-                                                                          int(hidden)))
+        return LigerValueError, ("%s needs an lm_head whose vocabulary and hidden sizes are "
+                                 "multiples of 8 (its matmul kernels move 16-byte rows), got "
+                                 "[%d, %d]; use %s" % (op, int(vocab), int(hidden), instead))
     return None
+
+
+def fused_linear_cross_entropy_unsupported_shape(vocab, hidden):
+    """Why liger.ops.fused_linear_cross_entropy's kernels cannot take a 16-bit
+    lm_head [vocab, hidden] (lm_head_problem's message), or None."""
+    problem = lm_head_problem(vocab, hidden, "bf16")
+    return problem[1] if problem else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -559,14 +571,9 @@ class FusedLinearCrossEntropySpec(CrossEntropySpec):
     def _checked(self):
         checked = super()._checked()
         checked["hidden"] = _size("hidden", self.hidden)
-        if checked["dtype"] == "f32":
-            raise LigerTypeError(
-                "liger.ops.fused_linear_cross_entropy takes bf16 or f16 (its matmul kernels "
-                "are wgmma's and mma.sync's); for f32 use liger.ops.cross_entropy on the "
-                "logits")
-        why = fused_linear_cross_entropy_unsupported_shape(checked["vocab"], checked["hidden"])
-        if why:
-            raise LigerValueError(why)
+        problem = lm_head_problem(checked["vocab"], checked["hidden"], checked["dtype"])
+        if problem:
+            raise problem[0](problem[1])
         if checked["weighted"] and checked["lse_square_scale"] > 0 and \
                 checked["reduction"] == "mean":
             raise LigerValueError(

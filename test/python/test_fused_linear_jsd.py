@@ -155,8 +155,13 @@ REFUSED = {
                      "student_input (torch.bfloat16), got torch.float16"),
     "f32": (lambda: ops.fused_linear_jsd(XS.float(), WS.float(), XT.float(), WT.float()),
             LigerTypeError,
-            "liger.ops.fused_linear_cross_entropy takes bf16 or f16 (its matmul kernels are "
-            "wgmma's and mma.sync's); for f32 use liger.ops.cross_entropy on the logits"),
+            "liger.ops.fused_linear_jsd takes bf16 or f16 (its matmul kernels are "
+            "wgmma's and mma.sync's); for f32 use liger.ops.jsd on the logits"),
+    "teacher_hidden_not_multiple_of_8": (
+        lambda: ops.fused_linear_jsd(XS, WS, XT[:, :20], WT[:, :20]), LigerValueError,
+        "liger.ops.fused_linear_jsd needs an lm_head whose vocabulary and hidden sizes are "
+        "multiples of 8 (its matmul kernels move 16-byte rows), got [32, 20]; use "
+        "liger.ops.jsd on the logits"),
     "labels_shape": (lambda: ops.fused_linear_jsd(XS, WS, XT, WT, LABELS[:4]), LigerValueError,
                      "liger.ops.fused_linear_jsd: shift_labels must have shape [11] (one label "
                      "per token), got [4]"),

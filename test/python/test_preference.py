@@ -383,6 +383,24 @@ REFUSED = {
     "target_not_tensor": (
         lambda: preference.fused_linear_simpo(X, W, TG.tolist()), LigerTypeError,
         "liger.preference.fused_linear_simpo: target must be a torch.Tensor, got list"),
+    # The lm_head's rules are the fused cross-entropy's kernels', named as
+    # the loss that was called (the reference model's lm_head too).
+    "f32": (
+        lambda: preference.fused_linear_cpo(X.float(), W.float(), TG), LigerTypeError,
+        "liger.preference.fused_linear_cpo takes bf16 or f16 (its matmul kernels are wgmma's "
+        "and mma.sync's); for f32 use a loss on the materialized logits in PyTorch"),
+    "vocab_not_multiple_of_8": (
+        lambda: preference.fused_linear_kto(X, W[:20], TG % 20, torch.ones(2 * B, dtype=torch.bool),
+                                            use_ref_model=False), LigerValueError,
+        "liger.preference.fused_linear_kto needs an lm_head whose vocabulary and hidden sizes "
+        "are multiples of 8 (its matmul kernels move 16-byte rows), got [20, 16]; use a loss "
+        "on the materialized logits in PyTorch"),
+    "reference_hidden_not_multiple_of_8": (
+        lambda: preference.fused_linear_dpo(X, W, TG, ref_input=X[..., :12],
+                                            ref_weight=W[:, :12]), LigerValueError,
+        "liger.preference.fused_linear_dpo needs an lm_head whose vocabulary and hidden sizes "
+        "are multiples of 8 (its matmul kernels move 16-byte rows), got [24, 12]; use a loss "
+        "on the materialized logits in PyTorch"),
     # An average over no token: Liger-Kernel gives NaN; liger says which.
     "fully_ignored_sequence": (
         lambda: preference.fused_linear_simpo(X, W, torch.where(
