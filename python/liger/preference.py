@@ -645,13 +645,14 @@ def _kto_labels(where, preference_labels, b, device):
 
 
 def _kto_kl(where, kl, b, device):
-    """kl as None or an f32 tensor of one value or [B]."""
+    """kl as None or an f32 tensor of one value (of any shape, for any B)
+    or [B]."""
     if kl is None:
         return None
     if isinstance(kl, (int, float)) and not isinstance(kl, bool):
         return torch.tensor(float(kl), dtype=F32, device=device)
     if not isinstance(kl, torch.Tensor) or not kl.is_floating_point() or \
-            kl.numel() not in (1, b) or (kl.numel() == b and kl.dim() != 1) or kl.device != device:
+            kl.numel() not in (1, b) or (kl.numel() != 1 and kl.dim() != 1) or kl.device != device:
         raise LigerValueError("%s: kl must be None, a number, or a float tensor of one value or "
                               "[B] = [%d] on %s, got %s" % (
                                   where, b, device, "a tensor of shape %s %s on %s" % (

@@ -565,6 +565,20 @@ KTO_REFUSED = {
 }
 
 
+def test_kto_takes_one_kl_value_of_any_shape_for_any_batch():
+    """kl of one value is that value whatever its shape, with one sequence
+    as with several (one sequence's [[0.5]] was refused as a misshapen [B]);
+    B values must be [B]."""
+    cpu = torch.device("cpu")
+    for b in (1, 4):
+        for kl in (torch.tensor(0.5), torch.tensor([0.5]), torch.tensor([[0.5]])):
+            got = preference._kto_kl("kto", kl, b, cpu)
+            assert got.numel() == 1 and got.item() == 0.5
+    assert preference._kto_kl("kto", torch.zeros(4), 4, cpu).shape == (4,)
+    with pytest.raises(LigerValueError, match=r"got a tensor of shape \[2, 2\]"):
+        preference._kto_kl("kto", torch.zeros(2, 2), 4, cpu)
+
+
 @pytest.mark.parametrize("case", list(KTO_REFUSED))
 def test_kto_refuses_with_its_message(case):
     kw, error, message = KTO_REFUSED[case]
