@@ -803,10 +803,15 @@ MATMULS = {
     "pp128_520_264_ktail": (520, 264, "bf16", 128, 128, 4, "wgmma_pp"),
     "pp128_gate_up_512_1000_swiglu": (512, 1000, "bf16", 128, 64, 4, "wgmma_pp"),
     "pp128_rms_520_1000": (520, 1000, "bf16", 128, 128, 4, "wgmma_pp"),
+    # (The stages the compiler gives pingpong's 128 x 128 tile beside the
+    # rotating output boxes.)
+    "pp128_s6_4096_1024": (4096, 1024, "bf16", 128, 128, 6, "wgmma_pp"),
     # The persistent schedule (one CTA per SM looping over tiles, one set
-    # of consumer warpgroups, the output tile beside the ring): the same
-    # variety at the data-parallel tiles.
+    # of consumer warpgroups, the output through rotating boxes beside the
+    # ring): the same variety at the data-parallel tiles, and the 4 stages
+    # the compiler gives 128 x 256 (shared memory filled to 230400 bytes).
     "ps_4096_1024": (4096, 1024, "bf16", 128, 256, 3, "wgmma_ps"),
+    "ps_s4_4096_1024": (4096, 1024, "bf16", 128, 256, 4, "wgmma_ps"),
     "ps_520_264_ktail": (520, 264, "bf16", 128, 128, 4, "wgmma_ps"),
     "ps_256_128_f16": (256, 128, "f16", 64, 128, 2, "wgmma_ps"),
     "ps_gate_up_512_1000_swiglu": (512, 1000, "bf16", 128, 128, 3, "wgmma_ps"),
