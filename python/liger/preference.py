@@ -51,6 +51,12 @@ DPO_LOSS_TYPES = ("sigmoid", "hinge", "exo_pair", "nca_pair", "robust", "bco_pai
 
 # --- attributes: one check each, for the functions and liger.nn's modules --
 
+# The least |beta| whose sppo_hard targets +-0.5 / beta square to a finite
+# f32 (the losses' arithmetic) with room for a log-ratio as large beside
+# them: 0.5 / sqrt(f32's largest finite value / 4).
+_SPPO_LEAST_BETA = 0.5 / (3.4028234663852886e38 / 4) ** 0.5
+
+
 def check_dpo(ignore_index=-100, beta=0.1, alpha=1.0, compute_nll_loss=False,
               use_ref_model=True, average_log_prob=False, loss_type="sigmoid",
               label_smoothing=0.0, discopop_tau=0.05, memory_budget=2 ** 29):
@@ -72,9 +78,10 @@ def check_dpo(ignore_index=-100, beta=0.1, alpha=1.0, compute_nll_loss=False,
         raise LigerValueError("label_smoothing must be in [0, 0.5) for loss_type='robust', "
                               "got %r" % label_smoothing)
     common = _common(ignore_index, beta, compute_nll_loss, memory_budget)
-    if loss_type == "sppo_hard" and common["beta"] == 0.0:
+    if loss_type == "sppo_hard" and not abs(common["beta"]) >= _SPPO_LEAST_BETA:
         raise LigerValueError("beta must be nonzero for loss_type='sppo_hard' (its targets "
-                              "are +-0.5 / beta), got 0.0")
+                              "are +-0.5 / beta, squared in f32: |beta| >= %.3g), got %r"
+                              % (_SPPO_LEAST_BETA, common["beta"]))
     return dict(common,
                 alpha=specs.check_float("alpha", alpha),
                 use_ref_model=specs.check_bool("use_ref_model", use_ref_model),

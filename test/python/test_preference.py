@@ -332,7 +332,13 @@ REFUSED = {
         lambda: preference.fused_linear_dpo(X, W, TG, use_ref_model=False, beta=0.0,
                                             loss_type="sppo_hard"), LigerValueError,
         "liger.preference.fused_linear_dpo: beta must be nonzero for loss_type='sppo_hard' "
-        "(its targets are +-0.5 / beta), got 0.0"),
+        "(its targets are +-0.5 / beta, squared in f32: |beta| >= 5.42e-20), got 0.0"),
+    # (a tiny beta: (0.5 / beta)^2 overflows f32 and the loss was silently inf)
+    "sppo_hard_beta_tiny": (
+        lambda: preference.fused_linear_dpo(X, W, TG, use_ref_model=False, beta=-1e-30,
+                                            loss_type="sppo_hard"), LigerValueError,
+        "liger.preference.fused_linear_dpo: beta must be nonzero for loss_type='sppo_hard' "
+        "(its targets are +-0.5 / beta, squared in f32: |beta| >= 5.42e-20), got -1e-30"),
     "robust_half": (
         lambda: nn.LigerFusedLinearDPOLoss(loss_type="robust", label_smoothing=0.5),
         LigerValueError, "liger.nn.LigerFusedLinearDPOLoss: label_smoothing must be in "
