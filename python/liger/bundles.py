@@ -19,15 +19,22 @@ validation. A spec of target "cpu" is the reference lowering of its module
 import contextlib
 import os
 import sys
+import warnings
 
 from . import cache, compiler, driver
-from .errors import LigerError
+from .errors import LigerError, LigerRecompileWarning
 from .specs import (DEFAULT_TARGET, REFERENCE_TARGET, as_spec, target_for_capability,
                     targets_text)
 
 _LOADED = {}
 _KERNELS = {}
 _TARGETS = {}
+# How many configurations (specs) of one op a process loads before liger
+# says so, once per op (LigerRecompileWarning): an attribute is a constant
+# of the kernels, so each new value compiles (or finds) a bundle, which
+# stays loaded, as CUDA graphs may hold its kernels.
+RECOMPILE_WARNING_AT = 32
+_LOADED_PER_OP = {}
 
 
 def clear():
@@ -35,6 +42,20 @@ def clear():
     _LOADED.clear()
     _KERNELS.clear()
     _TARGETS.clear()
+    _LOADED_PER_OP.clear()
+
+
+def _counted(spec):
+    """Counts a configuration of spec's op as loaded; warns once per op
+    when they reach RECOMPILE_WARNING_AT."""
+    n = _LOADED_PER_OP[spec.op] = _LOADED_PER_OP.get(spec.op, 0) + 1
+    if n == RECOMPILE_WARNING_AT:
+        warnings.warn(
+            "liger.ops: %d configurations of %s loaded in this process, each kept loaded: its "
+            "attributes (eps, beta, temperature, ignore_index, ...) and sizes are constants of "
+            "its kernels, so a value that changes from call to call (a schedule) compiles and "
+            "loads another bundle each time; keep such values fixed or take them from a few "
+            "(the latest: %s)" % (n, spec.op, spec), LigerRecompileWarning, stacklevel=4)
 
 
 def cpu_reference_enabled():
@@ -177,6 +198,7 @@ def load(spec):
                 from . import runtime
                 bundle = runtime.load(bundle_path(spec))
         _LOADED[spec] = bundle
+        _counted(spec)
         if os.environ.get("LIGER_DEBUG"):
             print("liger.ops: %s from %s" % (spec, bundle.path), file=sys.stderr)
     return bundle

@@ -6,7 +6,9 @@ the compiler or the cache reports; `LigerValueError` and `LigerTypeError`
 are bad arguments of a `liger.ops` call (also a ValueError or TypeError,
 as Python code expects); `LigerFallbackWarning` says, once per reason, that
 a patched model runs its original code; `LigerCacheWarning` that the
-compile cache could not be written where it should be.
+compile cache could not be written where it should be;
+`LigerRecompileWarning` that one op keeps loading kernels for new
+configurations.
 """
 
 
@@ -32,3 +34,8 @@ class LigerFallbackWarning(UserWarning):
 
 class LigerCacheWarning(UserWarning):
     """The compile cache is not writable: a temporary one is used instead."""
+
+
+class LigerRecompileWarning(UserWarning):
+    """One op has loaded kernels for many configurations in this process
+    (each new attribute value or size compiles and keeps another bundle)."""

@@ -582,3 +582,34 @@ def test_a_device_whose_capability_cannot_be_read_is_a_liger_error(monkeypatch):
                                          r"RuntimeError: CUDA error: initialization error$"):
         bundles.device_target(torch.device("cuda", 0))
     bundles.clear()
+
+
+def test_many_configurations_of_one_op_are_said_once(monkeypatch):
+    """Each new attribute value is a new bundle kept loaded (a temperature
+    schedule would compile one a step): the RECOMPILE_WARNING_AT-th
+    configuration of an op warns, once, naming the op; other ops count
+    apart."""
+    import warnings
+
+    import liger.reference
+    from liger.errors import LigerRecompileWarning
+
+    class Loaded:
+        def __init__(self, text, options, name):
+            self.path = name
+    monkeypatch.setattr(liger.reference, "ReferenceBundle", Loaded)
+    monkeypatch.setattr(bundles, "RECOMPILE_WARNING_AT", 3)
+    bundles.clear()
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for eps in (1e-6, 1e-5, 1e-4, 1e-3, 1e-5):
+                bundles.load(ops.rms_norm_spec(64, "bf16", eps=eps, target="cpu"))
+            for n in (64, 128):
+                bundles.load(ops.swiglu_spec(n, "bf16", target="cpu"))
+        said = [str(w.message) for w in caught if w.category is LigerRecompileWarning]
+        assert len(said) == 1, said
+        assert said[0].startswith("liger.ops: 3 configurations of rms_norm loaded in this "
+                                  "process") and "eps=0.0001" in said[0], said
+    finally:
+        bundles.clear()
