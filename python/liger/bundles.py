@@ -46,8 +46,10 @@ def clear():
 
 
 def _counted(spec):
-    """Counts a configuration of spec's op as loaded; warns once per op
-    when they reach RECOMPILE_WARNING_AT."""
+    """Counts a configuration of spec's op as loaded (where its spec class
+    counts them); warns once per op when they reach RECOMPILE_WARNING_AT."""
+    if not spec.COUNTED:
+        return
     n = _LOADED_PER_OP[spec.op] = _LOADED_PER_OP.get(spec.op, 0) + 1
     if n == RECOMPILE_WARNING_AT:
         warnings.warn(

@@ -172,6 +172,10 @@ class Spec:
     subclass per op)."""
 
     op: ClassVar[str] = ""
+    # Whether liger.bundles counts this op's configurations loaded in a
+    # process (a LigerRecompileWarning past RECOMPILE_WARNING_AT): an op's
+    # differ by their attribute values and sizes.
+    COUNTED: ClassVar[bool] = True
 
     def __post_init__(self):
         for name, value in self._checked().items():

@@ -593,6 +593,7 @@ def test_many_configurations_of_one_op_are_said_once(monkeypatch):
 
     import liger.reference
     from liger.errors import LigerRecompileWarning
+    from liger.frontend.partition import GroupSpec
 
     class Loaded:
         def __init__(self, text, options, name):
@@ -607,6 +608,10 @@ def test_many_configurations_of_one_op_are_said_once(monkeypatch):
                 bundles.load(ops.rms_norm_spec(64, "bf16", eps=eps, target="cpu"))
             for n in (64, 128):
                 bundles.load(ops.swiglu_spec(n, "bf16", target="cpu"))
+            # (a torch.compile graph's groups are not counted)
+            for i in range(4):
+                bundles.load(GroupSpec(text="module {} // %d" % i, name="g%d" % i,
+                                       target="cpu"))
         said = [str(w.message) for w in caught if w.category is LigerRecompileWarning]
         assert len(said) == 1, said
         assert said[0].startswith("liger.ops: 3 configurations of rms_norm loaded in this "

@@ -239,6 +239,9 @@ class GroupSpec(specs.Spec):
     cache ($LIGER_OPS_BUNDLES) serves it where no compiler is."""
 
     op: ClassVar[str] = "fusion_group"
+    # A model's groups differ by their graphs, each compiled once per
+    # torch.compile graph (bounded by dynamo's recompile limit).
+    COUNTED: ClassVar[bool] = False
     text: str = ""
     name: str = ""
     target: str = specs.DEFAULT_TARGET
