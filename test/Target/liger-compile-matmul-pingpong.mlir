@@ -8,8 +8,9 @@
 // around the wgmmas is warp-uniform and does not serialize them; every
 // consumer thread releases a stage (a branch around one thread's arrive
 // after the last wgmma made ptxas serialize them too). A one-result
-// projection stores its tiles with TMA from a region of its own per set;
-// the gated backward (two results) stores from registers. LoRA keeps the
+// projection stores its tiles with TMA box by box, from two 64 x 64 boxes
+// per warpgroup beside the ring (each 128-row tile's eight boxes through
+// them in turn); the gated backward (two results) stores from registers. LoRA keeps the
 // data-parallel schedule.
 // REQUIRES: ptxas
 // RUN: rm -rf %t.bundle
@@ -58,6 +59,12 @@
 //   PTX-DAG: bar.arrive %r{{[0-9]+}}, 256;
 //   PTX-DAG: cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group
 //   PTX-DAG: cp.async.bulk.wait_group.read 0;
+// From the third box on, the warpgroup's first thread waits until all but
+// its latest store have been read, and the warpgroup (128 threads) meets.
+//       PTX: cp.async.bulk.commit_group;
+//       PTX: cp.async.bulk.wait_group.read 1;
+//  PTX-NEXT: $L__BB
+//  PTX-NEXT: bar.sync %r{{[0-9]+}}, 128;
 // LoRA stays data-parallel: no loop over gridDim.x's tiles.
 // PTX-LABEL: .entry lora_matmul_0(
 //   PTX-NOT: %nctaid.x

@@ -360,8 +360,7 @@ void mlir::liger::emitTmaStoreBoxBegin(GpuBuilder &b, const MatmulKernel &k,
                                        const WgmmaConsumerThread &thread,
                                        int64_t rb, int64_t jb) {
   assert(k.layout.rotatesOutputBoxes() && "boxes rotate in a tile loop");
-  int64_t box = rb * (k.config.tileN / 64) + jb;
-  if (box < MatmulLayout::kRotatingBoxes)
+  if (k.layout.rotatingBoxIndex(rb, jb) < MatmulLayout::kRotatingBoxes)
     return;
   // The store kRotatingBoxes boxes back read this one; later ones may
   // still be reading theirs.
@@ -386,9 +385,7 @@ void mlir::liger::emitTmaStoreEnd(GpuBuilder &b, const MatmulKernel &k,
                                   const TmaStoreTile &tile) {
   // The generic-proxy writes before the async-proxy reads, the
   // warpgroup's barrier, then its first thread stores the boxes and waits
-  // until they have been read (in a tile loop, where the tile is the set's
-  // own, at the next tile's emitTmaStoreBegin and after the last tile:
-  // emitTmaStoreDrain).
+  // until they have been read.
   assert(!k.layout.rotatesOutputBoxes() && "emitTmaStoreBox stored each box");
   b.fenceProxyAsyncShared();
   b.namedBarrier(b.toI32(b.add(thread.wg, 1)), 128);

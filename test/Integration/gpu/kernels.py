@@ -812,6 +812,11 @@ MATMULS = {
     # the compiler gives 128 x 256 (shared memory filled to 230400 bytes).
     "ps_4096_1024": (4096, 1024, "bf16", 128, 256, 3, "wgmma_ps"),
     "ps_s4_4096_1024": (4096, 1024, "bf16", 128, 256, 4, "wgmma_ps"),
+    # Several tiles a warpgroup at 16384 rows (the rotating boxes reused
+    # across tiles) with a residual epilogue's global loads, and in f16.
+    "ps_4096_1024_res_silu": (4096, 1024, "bf16", 128, 256, 4, "wgmma_ps"),
+    "pp_4096_1024_res_silu": (4096, 1024, "bf16", 64, 256, 4, "wgmma_pp"),
+    "ps_4096_1024_f16": (4096, 1024, "f16", 128, 256, 4, "wgmma_ps"),
     "ps_520_264_ktail": (520, 264, "bf16", 128, 128, 4, "wgmma_ps"),
     "ps_256_128_f16": (256, 128, "f16", 64, 128, 2, "wgmma_ps"),
     "ps_gate_up_512_1000_swiglu": (512, 1000, "bf16", 128, 128, 3, "wgmma_ps"),
@@ -857,6 +862,8 @@ MATMUL_EPILOGUES = {"proj_512_256_res_silu": "add_silu",
                     "pp_gate_up_512_1000_swiglu": "swiglu",
                     "pp128_gate_up_512_1000_swiglu": "swiglu",
                     "ps_512_256_res_silu": "add_silu",
+                    "ps_4096_1024_res_silu": "add_silu",
+                    "pp_4096_1024_res_silu": "add_silu",
                     "ps_gate_up_512_1000_swiglu": "swiglu",
                     "cl_512_256_res_silu": "add_silu",
                     "cl_gate_up_512_1000_swiglu": "swiglu",

@@ -257,9 +257,10 @@ void emitTmaStoreBox(GpuBuilder &b, const MatmulKernel &k,
 /// other forms waited at emitTmaStoreEnd).
 void emitTmaStoreDrain(GpuBuilder &b, const MatmulKernel &k);
 
-/// Named barriers of the wgmma kernels: every consumer warpgroup of set s
-/// (8 + s, before the output tile is written), consumer warpgroup w alone
-/// (1 + w), and pingpong's turns: set s may start its main loop (10 + s).
+/// Named barriers of the wgmma kernels: every consumer warpgroup (8, in the
+/// data-parallel kernel before the output tile is written over the
+/// stages), consumer warpgroup w alone (1 + w), and pingpong's turns: set
+/// s may start its main loop (10 + s).
 constexpr int64_t kConsumersBarrier = 8;
 constexpr int64_t kTurnBarrier = 10;
 

@@ -43,6 +43,8 @@
 #include "liger/Conversion/LigerToGPU/MatmulConfig.h"
 #include "liger/Conversion/LigerToGPU/SharedMemoryLayout.h"
 
+#include <cassert>
+
 namespace mlir::liger {
 
 /// The shared memory of one matmul kernel, as drawn above.
@@ -110,14 +112,20 @@ public:
   /// written again once the store kRotatingBoxes boxes before has read it.
   static constexpr int64_t kRotatingBoxes = 2;
   bool rotatesOutputBoxes() const { return rotating; }
+  /// The warpgroup's box `box` of row block `rowBlock`, counted in the
+  /// order it writes them.
+  int64_t rotatingBoxIndex(int64_t rowBlock, int64_t box) const {
+    return rowBlock * boxesPerRowBlock + box;
+  }
   /// Where the warpgroup stages result `result`'s box `box` of its row
   /// block `rowBlock`, in bytes from its first box (the rotating boxes, or
   /// its rows of the output tile).
   int64_t stagedBoxOffset(int64_t result, int64_t rowBlock,
                           int64_t box) const {
-    if (rotating)
-      return (rowBlock * boxesPerRowBlock + box) % kRotatingBoxes *
-             outputBoxBytes;
+    if (rotating) {
+      assert(result == 0 && "tile loops stage one result");
+      return rotatingBoxIndex(rowBlock, box) % kRotatingBoxes * outputBoxBytes;
+    }
     return outputBoxOffset(result, box) + rowBlock * bytesPerOutputWarpgroup;
   }
   /// One 16-bit tile_m x tile_n tile: consumer set s's old dW tile starts
