@@ -227,11 +227,7 @@ def _same_shape(op, name, t, other_name, other):
             op, name, other_name, list(other.shape), list(t.shape)))
 
 
-def _raise(problem):
-    """Raises a rule's (exception class, message), where it gives one."""
-    if problem:
-        kind, message = problem
-        raise kind(message)
+_raise = specs.raise_problem
 
 
 def _dtype_problem(op, name, t, other_name, other):

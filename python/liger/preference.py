@@ -439,10 +439,9 @@ def _lm_head(where, input, weight):
     its checks are the fused cross-entropy's."""
     if isinstance(weight, torch.Tensor) and weight.dim() == 2 and \
             input.dtype in (torch.float32, torch.bfloat16, torch.float16):
-        problem = specs.lm_head_problem(weight.shape[0], weight.shape[1], input.dtype, where,
-                                        "a loss on the materialized logits in PyTorch")
-        if problem:
-            raise problem[0](problem[1])
+        specs.raise_problem(specs.lm_head_problem(
+            weight.shape[0], weight.shape[1], input.dtype, where,
+            "a loss on the materialized logits in PyTorch"))
 
 
 def _check_policy(where, input, weight, target, bias, cfg, average_log_prob):

@@ -532,6 +532,14 @@ class CrossEntropySpec(Spec):
 """ + scale_function(X, L)
 
 
+def raise_problem(problem):
+    """Raises a rule's (exception class, message), where it gives one (the
+    *_problem functions' form)."""
+    if problem:
+        kind, message = problem
+        raise kind(message)
+
+
 def lm_head_problem(vocab, hidden, dtype, op="liger.ops.fused_linear_cross_entropy",
                     instead="liger.ops.cross_entropy on the logits"):
     """Why the matmul kernels of `op` (an lm_head's fused loss) cannot take
@@ -575,9 +583,7 @@ class FusedLinearCrossEntropySpec(CrossEntropySpec):
     def _checked(self):
         checked = super()._checked()
         checked["hidden"] = _size("hidden", self.hidden)
-        problem = lm_head_problem(checked["vocab"], checked["hidden"], checked["dtype"])
-        if problem:
-            raise problem[0](problem[1])
+        raise_problem(lm_head_problem(checked["vocab"], checked["hidden"], checked["dtype"]))
         if checked["weighted"] and checked["lse_square_scale"] > 0 and \
                 checked["reduction"] == "mean":
             raise LigerValueError(

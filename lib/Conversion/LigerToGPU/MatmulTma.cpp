@@ -392,7 +392,7 @@ void mlir::liger::emitTmaStoreEnd(GpuBuilder &b, const MatmulKernel &k,
   GpuBuilder fb = warpgroupLeader(b, k);
   for (int64_t rb = 0; rb < thread.blocks; ++rb)
     for (size_t result = 0; result < k.outputMaps.size(); ++result)
-      for (int64_t jb = 0; jb < k.config.tileN / 64; ++jb)
+      for (int64_t jb = 0; jb < k.layout.outputBoxesPerRowBlock(); ++jb)
         storeBox(fb, k, thread, tile, result, rb, jb);
   fb.tmaStoreCommitAndWaitRead();
   // The set's old dW tile, read: the producer may copy the next one in.

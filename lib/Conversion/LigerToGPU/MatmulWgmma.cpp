@@ -425,11 +425,11 @@ static LogicalResult emitWgmmaEpilogue(GpuBuilder &cb, const MatmulKernel &k,
     emitTmaStoreEnd(cb, k, thread, tile);
     return success();
   }
-  // Box by box: a box's 16 pairs a thread (its 8 n8 blocks, two rows
-  // each) are sites [16 jb, 16 jb + 16) of the row block's.
-  int64_t boxPairs = 16;
+  // Box by box: a box's pairs of a thread (its 8 n8 blocks, two rows
+  // each) are sites [boxPairs jb, boxPairs (jb + 1)) of the row block's.
+  int64_t boxPairs = 64 / 8 * 2;
   for (int64_t rb = 0; rb < blocks; ++rb)
-    for (int64_t jb = 0; jb < k.config.tileN / 64; ++jb) {
+    for (int64_t jb = 0; jb < k.layout.outputBoxesPerRowBlock(); ++jb) {
       int64_t first = rb * perBlock + jb * boxPairs;
       emitTmaStoreBoxBegin(cb, k, thread, rb, jb);
       if (failed(storeMatmulPairs(

@@ -112,6 +112,8 @@ public:
   /// written again once the store kRotatingBoxes boxes before has read it.
   static constexpr int64_t kRotatingBoxes = 2;
   bool rotatesOutputBoxes() const { return rotating; }
+  /// The 64-column boxes of a 64-row block of the output (tile_n / 64).
+  int64_t outputBoxesPerRowBlock() const { return boxesPerRowBlock; }
   /// The warpgroup's box `box` of row block `rowBlock`, counted in the
   /// order it writes them.
   int64_t rotatingBoxIndex(int64_t rowBlock, int64_t box) const {
